@@ -1,0 +1,29 @@
+# Both targets build their own virtual environment from PyPI, so they work on a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: demo test lit pytest lint clean
+
+$(BIN)/activate: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(BIN)/activate
+
+demo: $(BIN)/activate
+	$(BIN)/tilesync demo
+
+test: $(BIN)/activate lint lit pytest
+
+lint: $(BIN)/activate
+	$(BIN)/ruff check .
+
+lit: $(BIN)/activate
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/lit -v test/filecheck
+
+pytest: $(BIN)/activate
+	$(BIN)/pytest -q test/python
+
+clean:
+	rm -rf $(VENV) build *.egg-info
