@@ -1,0 +1,33 @@
+"""tilesync's dialects. `get_all_dialects()` returns loaders keyed by dialect name (lazy imports)."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def _sync() -> Dialect:
+    from tilesync.dialects.sync import Sync
+
+    return Sync
+
+
+def _dataflow() -> Dialect:
+    from tilesync.dialects.dataflow import Dataflow
+
+    return Dataflow
+
+
+def _nvvm() -> Dialect:
+    from tilesync.dialects.nvvm import NVVM
+
+    return NVVM
+
+
+def _llvmx() -> Dialect:
+    from tilesync.dialects.llvmx import LLVMX
+
+    return LLVMX
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    return {"sync": _sync, "dataflow": _dataflow, "nvvm": _nvvm, "llvmx": _llvmx}

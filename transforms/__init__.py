@@ -1,0 +1,27 @@
+"""Pass registry: every pass of tilesync (transforms and lowerings) by its command-line name."""
+
+from collections.abc import Callable
+from importlib import import_module
+
+from xdsl.passes import ModulePass
+
+# name -> (module, class). One pass, one file; the module is imported only when the pass is used.
+_PASSES: dict[str, tuple[str, str]] = {
+    "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),
+    "convert-gpu-to-nvvm": ("tilesync.lowering.gpu_to_nvvm", "ConvertGPUToNVVMPass"),
+    "convert-nvvm-to-llvm": ("tilesync.lowering.nvvm_to_llvm", "ConvertNVVMToLLVMPass"),
+    "convert-arith-to-llvm": ("tilesync.lowering.arith_to_llvm", "ConvertArithToLLVMPass"),
+    "convert-index-to-llvm": ("tilesync.lowering.index_to_llvm", "ConvertIndexToLLVMPass"),
+    "convert-cf-to-llvm": ("tilesync.lowering.cf_to_llvm", "ConvertCfToLLVMPass"),
+    "convert-func-to-llvm": ("tilesync.lowering.func_to_llvm", "ConvertFuncToLLVMPass"),
+    "convert-memref-to-llvm": ("tilesync.lowering.memref_to_llvm", "ConvertMemRefToLLVMPass"),
+    "tilesync-lower-to-llvm": ("tilesync.lowering.pipeline", "LowerToLLVMPass"),
+}
+
+
+def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(import_module(module), cls)
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {name: _loader(mod, cls) for name, (mod, cls) in _PASSES.items()}
