@@ -1,4 +1,4 @@
-"""tilesync's dialects. `get_all_dialects()` returns loaders keyed by dialect name (lazy imports)."""
+"""tilesync's dialects: `get_all_dialects()` maps each name to a lazy loader."""
 
 from collections.abc import Callable
 
