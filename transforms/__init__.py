@@ -15,6 +15,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "convert-cf-to-llvm": ("tilesync.lowering.cf_to_llvm", "ConvertCfToLLVMPass"),
     "convert-func-to-llvm": ("tilesync.lowering.func_to_llvm", "ConvertFuncToLLVMPass"),
     "convert-memref-to-llvm": ("tilesync.lowering.memref_to_llvm", "ConvertMemRefToLLVMPass"),
+    "lower-scf-to-cf": ("tilesync.lowering.scf_to_cf", "LowerSCFToCFPass"),
     "tilesync-lower-to-llvm": ("tilesync.lowering.pipeline", "LowerToLLVMPass"),
 }
 
