@@ -1,0 +1,572 @@
+"""The `dataflow` dialect: Kitsune-style spatial pipelines on a GPU.
+
+Two levels live here.
+
+Stage level (host side, no SSA values):
+
+    dataflow.pipeline @mlp attributes {max_ctas = 264 : i64} {
+      dataflow.queue @h : !dataflow.queue<4 x tensor<128x64xf16>>
+      dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>,
+                            ctas = 100 : i64, inputs = [], outputs = [@h]}
+      dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>,
+                               ctas = 32 : i64, inputs = [@h], outputs = []}
+    }
+
+A pipeline is a set of kernels (stages) that run *at the same time*, each in its own CTAs, and
+hand tiles to each other through queues. All stages must be co-resident (a consumer CTA spins
+on its queue while holding an SM slot), hence the `max_ctas` bound.
+
+Kernel level (inside a stage's gpu.func, where a queue is a kernel argument of queue type):
+
+    %slot = dataflow.acquire_empty %q : !dataflow.queue<4 x tensor<128x64xf16>>
+    %tile = dataflow.entry %q, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+              -> memref<128x64xf16>
+    ... store the tile into %tile ...
+    dataflow.release_full %q, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+
+and on the consumer side `dataflow.acquire_full` / `dataflow.release_empty`.
+
+Queue semantics (what the lowering implements). A queue is a ring of N entries in global
+memory (meant to stay in L2), each one payload plus metadata padded to a cache line so that
+entries never share a line. Every acquisition takes a *ticket*: a sequence number drawn from the
+queue's producer (or consumer) counter. The ticket is the `index` the acquire ops return; its
+entry is `ticket mod N` and its round is `ticket div N`. An entry is free for producer ticket t
+once the consumers released round `t div N - 1` of it; it is full for consumer ticket t once the
+producer of ticket t released it. Tickets therefore order the entries: consumers see payloads in
+ticket order, whichever CTA filled them. One thread of the CTA does the bookkeeping (atomics,
+acquire loads, release fences); acquires end with a CTA barrier so that every thread sees the
+entry, releases begin with one so that every thread has finished with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FlatSymbolRefAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ShapedType,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    NoTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+# Bytes of per-entry metadata (sequence numbers), padded to an L2 cache line so that producers
+# and consumers spinning on neighbouring entries never falsely share a line.
+ENTRY_METADATA_BYTES = 128
+
+
+# ----------------------------------------------------------------------------------------------
+# Types and attributes
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class QueueType(ParametrizedAttribute, TypeAttribute):
+    """A ring of `entries` tiles, each of shape and element type `payload`.
+
+    Syntax: `!dataflow.queue<4 x tensor<128x64xf16>>` (a memref payload works the same way).
+    """
+
+    name = "dataflow.queue"
+
+    entries: IntegerAttr[IntegerType]
+    payload: TensorType | MemRefType
+
+    def __init__(self, entries: int | IntegerAttr[IntegerType], payload: TensorType | MemRefType):
+        if isinstance(entries, int):
+            entries = IntegerAttr(entries, i64)
+        super().__init__(entries, payload)
+
+    @property
+    def num_entries(self) -> int:
+        return self.entries.value.data
+
+    @property
+    def payload_elements(self) -> int:
+        count = 1
+        for dim in self.payload.get_shape():
+            count *= dim
+        return count
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of one entry's payload (sub-byte element types are rounded up per entry)."""
+        bits = self.payload_elements * _element_bitwidth(self.payload.get_element_type())
+        return (bits + 7) // 8
+
+    @property
+    def entry_bytes(self) -> int:
+        """Bytes one entry takes in the ring: payload padded to a cache line, plus metadata."""
+        line = ENTRY_METADATA_BYTES
+        return (self.payload_bytes + line - 1) // line * line + ENTRY_METADATA_BYTES
+
+    @property
+    def ring_bytes(self) -> int:
+        """Bytes of global memory (ideally L2-resident) the whole ring needs."""
+        return self.num_entries * self.entry_bytes
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            entries = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_keyword("x")
+            payload = parser.parse_type()
+            if not isinstance(payload, TensorType | MemRefType):
+                parser.raise_error("queue payload must be a tensor or memref type", pos, parser.pos)
+        return (IntegerAttr(entries, i64), payload)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.num_entries} x ")
+        printer.print_attribute(self.payload)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if self.num_entries < 1:
+            raise VerifyException(f"queue must have at least one entry, got {self.num_entries}")
+        if not self.payload.has_static_shape():
+            raise VerifyException(f"queue payload must have a static shape, got {self.payload}")
+        try:
+            _element_bitwidth(self.payload.get_element_type())
+        except ValueError as err:
+            raise VerifyException(str(err)) from err
+
+
+def _element_bitwidth(element_type: Attribute) -> int:
+    bitwidth = getattr(element_type, "bitwidth", None)
+    if isinstance(bitwidth, int):
+        return bitwidth
+    if isinstance(element_type, IndexType):
+        return 64
+    raise ValueError(f"queue payload element type {element_type} has no known bit width")
+
+
+class Resource(StrEnum):
+    """The SM resource a stage mostly uses; Kitsune pairs one SIMT and one TENSOR CTA per SM."""
+
+    SIMT = "simt"
+    TENSOR = "tensor"
+
+
+@irdl_attr_definition
+class ResourceAttr(EnumAttribute[Resource]):
+    """`#dataflow.resource<simt>` or `#dataflow.resource<tensor>`."""
+
+    name = "dataflow.resource"
+
+    # Pretty form `#dataflow.resource<simt>`, as upstream MLIR prints enum attributes.
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Resource:
+        with parser.in_angle_brackets():
+            return super().parse_parameter(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            super().print_parameter(printer)
+
+
+# ----------------------------------------------------------------------------------------------
+# Stage level: pipeline, stage, queue declaration
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class PipelineOp(IRDLOperation):
+    """A spatial pipeline: stages that all run at the same time and the queues between them.
+
+    The body holds only `dataflow.stage` and `dataflow.queue`. Each queue has exactly one
+    producer stage (any number of its CTAs may push) and at least one consumer stage; the stage
+    graph is acyclic. Because consumer CTAs spin while holding an SM slot, every stage must be
+    resident at once: when `max_ctas` (SMs x blocks per SM) is given, the stages' CTAs must
+    fit in it.
+    """
+
+    name = "dataflow.pipeline"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    max_ctas = opt_prop_def(IntegerAttr.constr(type=i64))
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator(), IsolatedFromAbove())
+
+    assembly_format = "$sym_name (`max_ctas` `(` $max_ctas^ `)`)? attr-dict-with-keyword $body"
+
+    def __init__(
+        self,
+        name: str | StringAttr,
+        ops: Iterable[Operation] = (),
+        max_ctas: int | None = None,
+    ):
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name) if isinstance(name, str) else name
+        }
+        if max_ctas is not None:
+            properties["max_ctas"] = IntegerAttr(max_ctas, i64)
+        super().__init__(properties=properties, regions=[Region(Block(ops))])
+
+    @property
+    def stages(self) -> list[StageOp]:
+        return [op for op in self.body.block.ops if isinstance(op, StageOp)]
+
+    @property
+    def queues(self) -> list[QueueOp]:
+        return [op for op in self.body.block.ops if isinstance(op, QueueOp)]
+
+    def verify_(self) -> None:
+        for op in self.body.block.ops:
+            if not isinstance(op, StageOp | QueueOp):
+                raise VerifyException(
+                    f"'{self.name}' may only hold 'dataflow.stage' and 'dataflow.queue', "
+                    f"found '{op.name}'"
+                )
+        stages = self.stages
+        if not stages:
+            raise VerifyException(f"pipeline @{self.sym_name.data} needs at least one stage")
+
+        queues = {q.sym_name.data: q for q in self.queues}
+        producers: dict[str, list[str]] = {name: [] for name in queues}
+        consumers: dict[str, list[str]] = {name: [] for name in queues}
+        for stage in stages:
+            stage_name = stage.sym_name.data
+            inputs = [ref.root_reference.data for ref in stage.inputs]
+            outputs = [ref.root_reference.data for ref in stage.outputs]
+            for queue_name in (*inputs, *outputs):
+                if queue_name not in queues:
+                    raise VerifyException(
+                        f"stage @{stage_name} uses @{queue_name}, which is not a queue of "
+                        f"pipeline @{self.sym_name.data}"
+                    )
+            for queue_name in set(inputs) & set(outputs):
+                raise VerifyException(
+                    f"stage @{stage_name} both produces and consumes queue @{queue_name}"
+                )
+            for queue_name in outputs:
+                producers[queue_name].append(stage_name)
+            for queue_name in inputs:
+                consumers[queue_name].append(stage_name)
+
+        for queue_name in queues:
+            if len(producers[queue_name]) != 1:
+                found = ", ".join(f"@{s}" for s in producers[queue_name]) or "none"
+                raise VerifyException(
+                    f"queue @{queue_name} must have exactly one producer stage, found {found}"
+                )
+            if not consumers[queue_name]:
+                raise VerifyException(f"queue @{queue_name} has no consumer stage")
+
+        self._verify_acyclic(producers, consumers)
+
+        if self.max_ctas is not None:
+            total = sum(stage.num_ctas for stage in stages)
+            limit = self.max_ctas.value.data
+            if total > limit:
+                raise VerifyException(
+                    f"pipeline @{self.sym_name.data} needs {total} co-resident CTAs but "
+                    f"max_ctas is {limit}"
+                )
+
+    def _verify_acyclic(
+        self, producers: dict[str, list[str]], consumers: dict[str, list[str]]
+    ) -> None:
+        # A cycle of stages would deadlock: each waits for a tile the next has not produced.
+        successors: dict[str, list[str]] = {stage.sym_name.data: [] for stage in self.stages}
+        for queue_name, producer in producers.items():
+            for consumer in consumers[queue_name]:
+                successors[producer[0]].append(consumer)
+        visiting, done = set[str](), set[str]()
+
+        def visit(stage: str, path: list[str]) -> None:
+            if stage in done:
+                return
+            if stage in visiting:
+                cycle = [*path[path.index(stage) :], stage]
+                raise VerifyException(
+                    "stage graph has a cycle: " + " -> ".join(f"@{s}" for s in cycle)
+                )
+            visiting.add(stage)
+            for successor in successors[stage]:
+                visit(successor, [*path, stage])
+            visiting.remove(stage)
+            done.add(stage)
+
+        for stage in successors:
+            visit(stage, [])
+
+
+@irdl_op_definition
+class StageOp(IRDLOperation):
+    """One operator of a pipeline: the kernel `kernel` launched with `ctas` CTAs.
+
+    `inputs` are the queues its CTAs consume, `outputs` the queues they produce, both naming
+    `dataflow.queue` symbols of the enclosing pipeline. The kernel receives the queues as
+    arguments of queue type, inputs first then outputs, in the order listed. `resource` tells
+    the scheduler (and the CTA allotment) whether the stage is SIMT- or tensor-core-bound.
+    """
+
+    name = "dataflow.stage"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    kernel = prop_def(SymbolRefAttr)
+    resource = prop_def(ResourceAttr)
+    ctas = prop_def(IntegerAttr.constr(type=i64))
+    inputs = prop_def(ArrayAttr[FlatSymbolRefAttr])
+    outputs = prop_def(ArrayAttr[FlatSymbolRefAttr])
+
+    traits = traits_def(SymbolOpInterface(), HasParent(PipelineOp))
+    irdl_options = (ParsePropInAttrDict(),)
+
+    assembly_format = "$sym_name attr-dict"
+
+    def __init__(
+        self,
+        name: str | StringAttr,
+        kernel: SymbolRefAttr | str,
+        resource: Resource | ResourceAttr,
+        ctas: int,
+        inputs: Sequence[str | FlatSymbolRefAttr] = (),
+        outputs: Sequence[str | FlatSymbolRefAttr] = (),
+    ):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name) if isinstance(name, str) else name,
+                "kernel": SymbolRefAttr(kernel) if isinstance(kernel, str) else kernel,
+                "resource": ResourceAttr(resource) if isinstance(resource, Resource) else resource,
+                "ctas": IntegerAttr(ctas, i64),
+                "inputs": ArrayAttr(_flat_refs(inputs)),
+                "outputs": ArrayAttr(_flat_refs(outputs)),
+            }
+        )
+
+    @property
+    def num_ctas(self) -> int:
+        return self.ctas.value.data
+
+    def verify_(self) -> None:
+        if self.num_ctas <= 0:
+            raise VerifyException(
+                f"stage @{self.sym_name.data} must have a positive CTA count, got {self.num_ctas}"
+            )
+        for port, refs in (("inputs", self.inputs), ("outputs", self.outputs)):
+            names = [ref.root_reference.data for ref in refs]
+            for dup in {n for n in names if names.count(n) > 1}:
+                raise VerifyException(
+                    f"stage @{self.sym_name.data} lists queue @{dup} twice in its {port}"
+                )
+
+
+def _flat_refs(names: Sequence[str | FlatSymbolRefAttr]) -> list[FlatSymbolRefAttr]:
+    return [SymbolRefAttr(n) if isinstance(n, str) else n for n in names]
+
+
+@irdl_op_definition
+class QueueOp(IRDLOperation):
+    """Declares a queue of a pipeline. `pin_l2` asks the runtime to pin the ring in L2 (an
+    access-policy window over its memory) for the pipeline's lifetime."""
+
+    name = "dataflow.queue"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    queue_type = prop_def(QueueType)
+    pin_l2 = opt_prop_def(UnitAttr)
+
+    traits = traits_def(SymbolOpInterface(), HasParent(PipelineOp))
+
+    assembly_format = "$sym_name (`pin_l2` $pin_l2^)? `:` qualified($queue_type) attr-dict"
+
+    def __init__(self, name: str | StringAttr, queue_type: QueueType, pin_l2: bool = False):
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name) if isinstance(name, str) else name,
+            "queue_type": queue_type,
+        }
+        if pin_l2:
+            properties["pin_l2"] = UnitAttr()
+        super().__init__(properties=properties)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernel level: acquire / release / entry
+# ----------------------------------------------------------------------------------------------
+
+
+class _AcquireOp(IRDLOperation):
+    queue = operand_def(QueueType)
+    slot = result_def(IndexType)
+
+    assembly_format = "$queue attr-dict `:` type($queue)"
+
+    def __init__(self, queue: SSAValue | Operation):
+        super().__init__(operands=[queue], result_types=[IndexType()])
+
+
+class _ReleaseOp(IRDLOperation):
+    queue = operand_def(QueueType)
+    slot = operand_def(IndexType)
+
+    assembly_format = "$queue `,` $slot attr-dict `:` type($queue)"
+
+    def __init__(self, queue: SSAValue | Operation, slot: SSAValue | Operation):
+        super().__init__(operands=[queue, slot])
+
+
+@irdl_op_definition
+class AcquireEmptyOp(_AcquireOp):
+    """Producer end: wait for a free entry and return its ticket.
+
+    Thread 0 takes the next producer ticket t (atomic add on the queue's tail), spins with an
+    acquire load until entry `t mod N` has been released empty for round `t div N - 1` (or is
+    untouched, in round 0), then a CTA barrier hands the ticket to every thread.
+    """
+
+    name = "dataflow.acquire_empty"
+
+
+@irdl_op_definition
+class ReleaseFullOp(_ReleaseOp):
+    """Producer end: publish the filled entry of ticket `slot`.
+
+    A CTA barrier first (every thread's stores to the entry are done), then thread 0 issues a
+    gpu-scope release fence and marks the entry full for ticket `slot`.
+    """
+
+    name = "dataflow.release_full"
+
+
+@irdl_op_definition
+class AcquireFullOp(_AcquireOp):
+    """Consumer end: wait for a filled entry and return its ticket.
+
+    Thread 0 takes the next consumer ticket t (atomic add on the queue's head), spins with an
+    acquire load until entry `t mod N` is full for ticket t, then a CTA barrier. Consumers thus
+    read payloads in ticket order. The entry must not be read through the non-coherent path.
+    """
+
+    name = "dataflow.acquire_full"
+
+
+@irdl_op_definition
+class ReleaseEmptyOp(_ReleaseOp):
+    """Consumer end: give the entry of ticket `slot` back to the producers.
+
+    A CTA barrier first (every thread is done reading), then thread 0 marks the entry empty for
+    round `slot div N` with a release store, letting producer ticket `slot + N` reuse it.
+    """
+
+    name = "dataflow.release_empty"
+
+
+@irdl_op_definition
+class EntryOp(IRDLOperation):
+    """The payload memory of the entry that ticket `slot` holds: entry `slot mod N` of the ring.
+
+    The result is a memref of the payload's shape and element type. It is only valid between
+    the acquire that returned `slot` and the matching release.
+    """
+
+    name = "dataflow.entry"
+
+    queue = operand_def(QueueType)
+    slot = operand_def(IndexType)
+    buffer = result_def(MemRefType)
+
+    assembly_format = "$queue `,` $slot attr-dict `:` type($queue) `->` type($buffer)"
+
+    def __init__(
+        self,
+        queue: SSAValue | Operation,
+        slot: SSAValue | Operation,
+        buffer_type: MemRefType | None = None,
+    ):
+        if buffer_type is None:
+            queue_type = SSAValue.get(queue).type
+            assert isinstance(queue_type, QueueType)
+            payload = queue_type.payload
+            buffer_type = MemRefType(payload.get_element_type(), payload.get_shape())
+        super().__init__(operands=[queue, slot], result_types=[buffer_type])
+
+    def verify_(self) -> None:
+        queue_type = self.queue.type
+        assert isinstance(queue_type, QueueType)
+        payload: ShapedType = queue_type.payload
+        buffer = self.buffer.type
+        assert isinstance(buffer, MemRefType)
+        if (
+            tuple(buffer.get_shape()) != tuple(payload.get_shape())
+            or buffer.get_element_type() != payload.get_element_type()
+        ):
+            raise VerifyException(
+                f"entry buffer {buffer} does not match the queue payload {payload}"
+            )
+
+
+Dataflow = Dialect(
+    "dataflow",
+    [
+        PipelineOp,
+        StageOp,
+        QueueOp,
+        AcquireEmptyOp,
+        ReleaseFullOp,
+        AcquireFullOp,
+        ReleaseEmptyOp,
+        EntryOp,
+    ],
+    [QueueType, ResourceAttr],
+)
+
+__all__ = [
+    "ENTRY_METADATA_BYTES",
+    "AcquireEmptyOp",
+    "AcquireFullOp",
+    "Dataflow",
+    "EntryOp",
+    "PipelineOp",
+    "QueueOp",
+    "QueueType",
+    "ReleaseEmptyOp",
+    "ReleaseFullOp",
+    "Resource",
+    "ResourceAttr",
+    "StageOp",
+]
