@@ -1,0 +1,169 @@
+"""`convert-sync-to-nvvm`: the kernel-level sync ops (tile, wait, post) as NVVM code.
+
+The memory-model rules of DESIGN.md, in one place:
+- post: every thread of the block has stored its part of the tile (`bar.sync`), then one thread
+  makes those stores visible at gpu scope (`fence.acq_rel.gpu`) and adds 1 to the semaphore
+  (`red.relaxed.gpu`). A fence is emitted explicitly because LLVM 22 drops the ordering of
+  atomicrmw on NVPTX.
+- wait: one thread spins on an acquire load (`ld.acquire.gpu`, every iteration, including the
+  first) with `nanosleep` backoff until the semaphore reaches `epoch * posts`; then `bar.sync`
+  so the whole block reads after the acquire. Semaphores are never reset: the epoch (launch
+  count) makes a relaunch or a graph replay need no memset.
+- no hang: every spin reads `%globaltimer` and traps after a timeout; the host turns the trap into
+  an error instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, gpu, llvm, scf
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tilesync.dialects import nvvm, sync
+from tilesync.lowering.type_conversion import convert_type
+
+_DIMS = ("x", "y", "z")
+DEFAULT_TIMEOUT_NS = 10_000_000_000
+DEFAULT_BACKOFF_NS = 64
+
+
+class _Emitter:
+    """Collects ops in order; `emit` returns the op's single result for chaining."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def op(self, operation: Operation) -> Operation:
+        self.ops.append(operation)
+        return operation
+
+    def emit(self, operation: Operation) -> SSAValue:
+        return self.op(operation).results[0]
+
+    def const(self, value: int, type_) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(value, type_)))
+
+
+def _is_leader(e: _Emitter) -> SSAValue:
+    """True in thread (0, 0, 0) of the block: the one thread that touches semaphores."""
+    ids = [e.emit(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]
+    any_nonzero = e.emit(arith.OrIOp(e.emit(arith.OrIOp(ids[0], ids[1])), ids[2]))
+    return e.emit(arith.CmpiOp(any_nonzero, e.const(0, IndexType()), "eq"))
+
+
+def _semaphore_pointer(e: _Emitter, sems: SSAValue, tile: Sequence[SSAValue],
+                       policy: sync.PolicyAttr) -> SSAValue:
+    """Address of the semaphore that `policy` assigns to producer tile `tile`."""
+    index = e.emit(affine.ApplyOp(list(tile), AffineMapAttr(policy.sem_map.data)))
+    index64 = e.emit(arith.IndexCastOp(index, i64))
+    base_type = convert_type(sems.type)
+    assert isinstance(base_type, llvm.LLVMPointerType)
+    base = e.emit(UnrealizedConversionCastOp.get([sems], [base_type]))
+    return e.emit(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i32, ssa_indices=[index64],
+                             result_type=base_type))
+
+
+def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int) -> list:
+    """Ops that spin (acquire loads, backoff) until *ptr >= target; trap after `timeout_ns`."""
+    e = _Emitter()
+    start = e.emit(nvvm.read_sreg("globaltimer"))
+
+    before = _Emitter()
+    seen = before.emit(nvvm.LoadOp(ptr, i32, ordering="acquire", scope="gpu"))
+    ready = before.emit(arith.CmpiOp(seen, target, "sge"))
+    now = before.emit(nvvm.read_sreg("globaltimer"))
+    elapsed = before.emit(arith.SubiOp(now, start))
+    timed_out = before.emit(arith.CmpiOp(elapsed, before.const(timeout_ns, i64), "sgt"))
+    before.op(scf.IfOp(timed_out, [], [nvvm.TrapOp(), scf.YieldOp()]))
+    keep_spinning = before.emit(arith.XOrIOp(ready, before.const(1, i1)))
+    before.op(scf.ConditionOp(keep_spinning))
+
+    after = _Emitter()
+    after.op(nvvm.NanosleepOp(after.const(backoff_ns, i32)))
+    after.op(scf.YieldOp())
+    e.op(scf.WhileOp([], [], before.ops, after.ops))
+    return e.ops
+
+
+class LowerTile(RewritePattern):
+    """sync.tile → the block's coordinates (row-major dispatch order; ordered tiles: issue 3)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sync.TileOp, rewriter: PatternRewriter, /):
+        ids = [gpu.BlockIdOp(gpu.DimensionAttr(_DIMS[i])) for i in range(len(op.results))]
+        rewriter.replace_op(op, ids, [i.results[0] for i in ids])
+
+
+@dataclass
+class LowerWait(RewritePattern):
+    default_timeout_ns: int
+    backoff_ns: int
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sync.WaitOp, rewriter: PatternRewriter, /):
+        e = _Emitter()
+        posts = e.const(op.policy.posts.data, i32)
+        target = e.emit(arith.MuliOp(op.epoch, posts))
+        leader = _is_leader(e)
+        inner = _Emitter()
+        ptr = _semaphore_pointer(inner, op.sems, list(op.tile), op.policy)
+        timeout = op.timeout_ns.value.data if op.timeout_ns is not None else \
+            self.default_timeout_ns
+        inner.ops += _spin_until(ptr, target, timeout, self.backoff_ns)
+        inner.op(scf.YieldOp())
+        e.op(scf.IfOp(leader, [], inner.ops))
+        e.op(gpu.BarrierOp())
+        rewriter.replace_op(op, e.ops, [])
+
+
+class LowerPost(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
+        e = _Emitter()
+        e.op(gpu.BarrierOp())
+        leader = _is_leader(e)
+        inner = _Emitter()
+        ptr = _semaphore_pointer(inner, op.sems, list(op.tile), op.policy)
+        inner.op(nvvm.FenceOp("acq_rel", "gpu"))
+        inner.op(nvvm.ReduceOp("add", ptr, inner.const(1, i32), ordering="relaxed", scope="gpu"))
+        inner.op(scf.YieldOp())
+        e.op(scf.IfOp(leader, [], inner.ops))
+        rewriter.replace_op(op, e.ops, [])
+
+
+@dataclass(frozen=True)
+class ConvertSyncToNVVMPass(ModulePass):
+    """Lower sync.tile / sync.wait / sync.post inside kernels; host-level sync ops stay."""
+
+    name = "convert-sync-to-nvvm"
+
+    default_timeout_ns: int = DEFAULT_TIMEOUT_NS
+    backoff_ns: int = DEFAULT_BACKOFF_NS
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [LowerTile(), LowerWait(self.default_timeout_ns, self.backoff_ns), LowerPost()]
+            )
+        ).rewrite_module(op)
