@@ -1,0 +1,188 @@
+"""Python API: `tilesync.compile(module_or_text, pipeline=..., target="sm_90")`.
+
+Reads as the list of compilation stages: parse → verify → record the host plan and kernel
+signatures → lower (one named pass at a time, IR kept after each) → translate each gpu.module
+to LLVM IR → PTX (→ validated by nvJitLink on request).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
+
+TARGETS = ("sm_80", "sm_90", "sm_90a")
+
+
+class CompileError(Exception):
+    """A diagnostic for the user: bad input, failed verification, unknown pass or target."""
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """How the host calls one kernel: its module, name and parameter kinds in order."""
+
+    module: str
+    name: str
+    params: tuple[str, ...]  # "ptr", "i32", "i64", "f32", "f64", "f16"
+    block: tuple[int, int, int] | None = None
+
+
+@dataclass
+class CompiledProgram:
+    ptx_by_module: dict[str, str]
+    llvm_ir_by_module: dict[str, str]
+    kernels: dict[str, KernelSignature]
+    module: ModuleOp  # the lowered IR; host-level sync ops are still in it
+    source: ModuleOp  # the IR as given (before any pass), for the host plan
+    ir_after: dict[str, str] = field(default_factory=dict)
+    pass_seconds: dict[str, float] = field(default_factory=dict)
+    target: str = "sm_90"
+
+    @property
+    def ptx(self) -> str:
+        """The PTX when the program has one gpu.module (the common case)."""
+        if len(self.ptx_by_module) != 1:
+            raise CompileError(f"program has {len(self.ptx_by_module)} gpu.modules; "
+                               "use ptx_by_module")
+        return next(iter(self.ptx_by_module.values()))
+
+
+def make_context() -> Context:
+    from tilesync.tools.universe import all_dialects_with_xdsl
+
+    ctx = Context()
+    for name, factory in all_dialects_with_xdsl().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> ModuleOp:
+    ctx = ctx or make_context()
+    try:
+        module = Parser(ctx, text, name).parse_module()
+        module.verify()
+    except (ParseError, VerifyException, DiagnosticException) as err:
+        raise CompileError(str(err)) from err
+    return module
+
+
+def _param_kind(t: Attribute) -> str:
+    if isinstance(t, MemRefType):
+        return "ptr"
+    if isinstance(t, IndexType):
+        return "i64"
+    if isinstance(t, IntegerType):
+        return {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[t.width.data]
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, Float16Type):
+        return "f16"
+    raise CompileError(f"kernel parameter of type {t} is not supported")
+
+
+def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
+    sigs: dict[str, KernelSignature] = {}
+    for op in module.walk():
+        if isinstance(op, gpu.FuncOp) and op.kernel is not None:
+            parent = op.parent_op()
+            mod_name = parent.sym_name.data if isinstance(parent, gpu.ModuleOp) else ""
+            block = op.attributes.get("gpu.known_block_size")
+            block_t = tuple(block.get_values()) if block is not None else None
+            sig = KernelSignature(mod_name, op.sym_name.data,
+                                  tuple(_param_kind(t) for t in op.function_type.inputs),
+                                  block_t)
+            sigs[sig.name] = sig
+    return sigs
+
+
+def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
+          keep_ir: bool = True) -> tuple[dict[str, str], dict[str, float]]:
+    """Run the pipeline in place; returns the IR text after each pass and each pass's time."""
+    ctx = ctx or make_context()
+    ir_after: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def after_each(prev: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
+        if prev is None:
+            return
+        now = time.perf_counter()
+        seconds[prev.name] = seconds.get(prev.name, 0.0) + now - clock[0]
+        try:
+            op.verify()
+        except (VerifyException, DiagnosticException) as err:
+            raise CompileError(f"IR after {prev.name} does not verify: {err}") from err
+        if keep_ir:
+            ir_after[prev.name] = str(op)
+        clock[0] = time.perf_counter()
+
+    try:
+        pipe = build_pipeline(pipeline, after_each)
+    except Exception as err:  # unknown pass or bad option: xDSL raises plain exceptions
+        raise CompileError(f"bad pipeline: {err}") from err
+    try:
+        pipe.apply(ctx, module)
+    except CompileError:
+        raise
+    except (DiagnosticException, VerifyException) as err:
+        raise CompileError(str(err)) from err
+    return ir_after, seconds
+
+
+def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90",
+            validate: bool = False, keep_ir: bool = True) -> CompiledProgram:
+    """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a)."""
+    from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
+    from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
+
+    if target not in TARGETS:
+        raise CompileError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
+    ctx = make_context()
+    if isinstance(module_or_text, str):
+        module = parse(module_or_text, ctx)
+    else:
+        module = module_or_text
+        try:
+            module.verify()
+        except (VerifyException, DiagnosticException) as err:
+            raise CompileError(str(err)) from err
+    source = module.clone()
+    kernels = kernel_signatures(module)
+    ir_after, seconds = lower(module, pipeline or KERNEL_TO_LLVM, ctx, keep_ir)
+
+    ptx_by_module: dict[str, str] = {}
+    llvm_by_module: dict[str, str] = {}
+    for op in module.walk():
+        if isinstance(op, gpu.ModuleOp):
+            name = op.sym_name.data
+            start = time.perf_counter()
+            try:
+                llvm_by_module[name] = translate_to_llvm_ir(op)
+                ptx_by_module[name] = llvm_ir_to_ptx(llvm_by_module[name], arch=target)
+                if validate:
+                    validate_ptx(ptx_by_module[name], target)
+            except (TranslationError, PTXError) as err:
+                raise CompileError(f"gpu.module @{name}: {err}") from err
+            seconds[f"ptx:{name}"] = time.perf_counter() - start
+    return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
+                           seconds, target)
