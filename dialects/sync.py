@@ -1,0 +1,640 @@
+"""The `sync` dialect: cuSync's per-tile semaphores between dependent kernels.
+
+Two levels live here:
+
+* host level (stage ops at module level): `sync.stage` declares a kernel launch with its grid
+  and tile order, `sync.dependency` says which producer tiles each consumer tile reads (the
+  cuSyncGen DSL: affine expressions of the consumer tile with `forall` ranges), and
+  `sync.launch` / `sync.wait_kernel` give the host launch plan in program order;
+* kernel level (inside `gpu.func` bodies): `sync.tile` yields this block's tile coordinates,
+  `sync.wait` / `sync.post` acquire / release a semaphore chosen by a policy.
+
+A policy is ONE attribute, `#sync.policy`: an affine map from producer tile coordinates to a
+semaphore index plus the number of posts that make that semaphore ready. TileSync, RowSync,
+StridedSync and Conv2DTileSync are names given to the shapes of that map, never subclasses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    AffineMapAttr,
+    ArrayAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# Above this many points a box is not enumerated; interval arithmetic decides instead.
+ENUMERATION_LIMIT = 1_000_000
+
+# ---------------------------------------------------------------------------------------------
+# Affine helpers shared by policies and dependencies
+# ---------------------------------------------------------------------------------------------
+
+
+def _linear_form(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
+    """`expr` as {atom: coefficient} + constant, where an atom is a dim or symbol.
+
+    None when the expression is not linear in dims and symbols (mod, floordiv, ceildiv).
+    """
+    match expr:
+        case AffineConstantExpr(value=value):
+            return {}, value
+        case AffineDimExpr() | AffineSymExpr():
+            return {expr: 1}, 0
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+            left, right = _linear_form(lhs), _linear_form(rhs)
+            if left is None or right is None:
+                return None
+            coefficients = dict(left[0])
+            for atom, coefficient in right[0].items():
+                coefficients[atom] = coefficients.get(atom, 0) + coefficient
+            return {a: c for a, c in coefficients.items() if c != 0}, left[1] + right[1]
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
+            left, right = _linear_form(lhs), _linear_form(rhs)
+            if left is None or right is None:
+                return None
+            if not left[0]:
+                scale, (coefficients, constant) = left[1], right
+            elif not right[0]:
+                scale, (coefficients, constant) = right[1], left
+            else:
+                return None
+            scaled = {a: c * scale for a, c in coefficients.items() if c * scale != 0}
+            return scaled, constant * scale
+        case _:
+            return None
+
+
+def _interval(
+    expr: AffineExpr, dims: Sequence[tuple[int, int]], syms: Sequence[tuple[int, int]]
+) -> tuple[int, int]:
+    """A sound [min, max] of `expr` over a box of closed ranges (exact when linear)."""
+    linear = _linear_form(expr)
+    if linear is not None:
+        low = high = linear[1]
+        for atom, coefficient in linear[0].items():
+            lo, hi = (
+                dims[atom.position]
+                if isinstance(atom, AffineDimExpr)
+                else (
+                    syms[atom.position]  # type: ignore[union-attr]
+                )
+            )
+            low += min(coefficient * lo, coefficient * hi)
+            high += max(coefficient * lo, coefficient * hi)
+        return low, high
+    match expr:
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=AffineConstantExpr(value=divisor)):
+            lo, hi = _interval(lhs, dims, syms)
+            if kind == AffineBinaryOpKind.Mod:
+                if lo >= 0 and hi < divisor:
+                    return lo, hi
+                return 0, abs(divisor) - 1
+            if kind == AffineBinaryOpKind.FloorDiv and divisor > 0:
+                return lo // divisor, hi // divisor
+            if kind == AffineBinaryOpKind.CeilDiv and divisor > 0:
+                return -(-lo // divisor), -(-hi // divisor)
+        case _:
+            pass
+    # Semi-affine forms (a product of two variables) are bounded by their corners only when
+    # linear pieces are monotone; we refuse to guess and give an unbounded interval.
+    return -(2**63), 2**63 - 1
+
+
+def _box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
+    """Every point of a box of half-open ranges [lo, hi)."""
+    return itertools.product(*(range(lo, hi) for lo, hi in ranges))
+
+
+def _box_size(ranges: Sequence[tuple[int, int]]) -> int:
+    return math.prod(max(hi - lo, 0) for lo, hi in ranges)
+
+
+_PRECEDENCE = {
+    AffineBinaryOpKind.Add: 1,
+    AffineBinaryOpKind.Mul: 2,
+    AffineBinaryOpKind.Mod: 2,
+    AffineBinaryOpKind.FloorDiv: 2,
+    AffineBinaryOpKind.CeilDiv: 2,
+}
+
+
+def format_affine_expr(expr: AffineExpr, enclosing: int = 0) -> str:
+    """MLIR-style text of an affine expression, with only the parentheses it needs
+    (xDSL's `str` parenthesizes every binary node)."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return str(expr)
+    precedence = _PRECEDENCE[expr.kind]
+    left = format_affine_expr(expr.lhs, precedence)
+    # The right operand of a left-associative operator binds tighter than the operator.
+    right = format_affine_expr(expr.rhs, precedence + 1)
+    text = f"{left} {expr.kind.get_token()} {right}"
+    return f"({text})" if precedence < enclosing else text
+
+
+def format_affine_map(affine_map: AffineMap) -> str:
+    dims = ", ".join(f"d{i}" for i in range(affine_map.num_dims))
+    syms = ", ".join(f"s{i}" for i in range(affine_map.num_symbols))
+    results = ", ".join(format_affine_expr(e) for e in affine_map.results)
+    return f"({dims})" + (f"[{syms}]" if syms else "") + f" -> ({results})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Attributes
+# ---------------------------------------------------------------------------------------------
+
+POLICY_KINDS = ("TileSync", "RowSync", "StridedSync", "Conv2DTileSync", "Custom")
+
+# The column of a tile grid is d1, as in cuSync (tile.x = row, tile.y = column, tile.z = batch
+# or split-K slice).
+COLUMN_DIM = 1
+
+
+def classify_policy_map(sem_map: AffineMap) -> str:
+    """The name of a policy map, decided by the map's *shape* alone.
+
+    The grid is not part of the attribute, so the name cannot depend on it; the shape rule is
+    sound for every grid, and `PolicyAttr.verify_on_grid` checks the grid-dependent facts
+    (bijection for TileSync, exactly `posts` tiles per semaphore) once a grid is known.
+
+    The single result must be a sum `c + Σ k_i * atom_i` with positive k_i and atoms that are
+    distinct dims `d_i` or `d1 mod m` / `d1 floordiv m` (m > 1), and with every dim but the
+    column d1 present as a plain atom. Then, by how the column d1 enters:
+
+    * plain `d1`, one atom has k = 1, constant 0 → TileSync (a linearization of the tile);
+    * absent → RowSync (all tiles of a row share one semaphore);
+    * `d1 mod m` → StridedSync (tiles m columns apart share one semaphore);
+    * `d1 floordiv m` → Conv2DTileSync (m consecutive column tiles share one semaphore: the
+      producer's output channels that one reduction tile of an implicit-GEMM conv reads).
+
+    Anything else (symbols, other dims under mod/floordiv, several results...) is Custom.
+    """
+    if len(sem_map.results) != 1 or sem_map.num_symbols != 0:
+        return "Custom"
+    atoms: dict[int, str] = {}  # dim position → "plain" | "mod" | "floordiv"
+    coefficients: list[int] = []
+    constant = 0
+
+    def collect(expr: AffineExpr, scale: int) -> bool:
+        nonlocal constant
+        match expr:
+            case AffineConstantExpr(value=value):
+                constant += scale * value
+                return True
+            case AffineDimExpr(position=position):
+                if position in atoms:
+                    return False
+                atoms[position] = "plain"
+                coefficients.append(scale)
+                return True
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+                return collect(lhs, scale) and collect(rhs, scale)
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
+                if isinstance(rhs, AffineConstantExpr):
+                    return collect(lhs, scale * rhs.value)
+                if isinstance(lhs, AffineConstantExpr):
+                    return collect(rhs, scale * lhs.value)
+                return False
+            case AffineBinaryOpExpr(
+                kind=AffineBinaryOpKind.Mod | AffineBinaryOpKind.FloorDiv as kind,
+                lhs=AffineDimExpr(position=position),
+                rhs=AffineConstantExpr(value=divisor),
+            ) if position == COLUMN_DIM and divisor > 1 and position not in atoms:
+                atoms[position] = "mod" if kind == AffineBinaryOpKind.Mod else "floordiv"
+                coefficients.append(scale)
+                return True
+            case _:
+                return False
+
+    if not collect(sem_map.results[0], 1) or any(k <= 0 for k in coefficients):
+        return "Custom"
+    others = [d for d in range(sem_map.num_dims) if d != COLUMN_DIM]
+    if any(atoms.get(d) != "plain" for d in others) or sem_map.num_dims <= COLUMN_DIM:
+        # A 1-D grid has no column: only the identity-like linearization is named.
+        if sem_map.num_dims == 1 and atoms.get(0) == "plain" and coefficients == [1]:
+            return "TileSync" if constant == 0 else "Custom"
+        return "Custom"
+    match atoms.get(COLUMN_DIM):
+        case "plain":
+            return "TileSync" if constant == 0 and 1 in coefficients else "Custom"
+        case None:
+            return "RowSync"
+        case "mod":
+            return "StridedSync"
+        case "floordiv":
+            return "Conv2DTileSync"
+        case _:
+            return "Custom"
+
+
+@irdl_attr_definition
+class PolicyAttr(ParametrizedAttribute):
+    """`#sync.policy<Kind (d0, d1) -> (sem), posts = N>`: producer tile → semaphore.
+
+    A tile whose semaphore index is `i` makes `sems[i]` ready after `posts` posts per launch:
+    a wait of launch `epoch` succeeds once `sems[i] >= epoch * posts`. The leading name is the
+    classification of the map (see `classify_policy_map`); it is printed for readers and
+    checked on parsing, not free to choose.
+    """
+
+    name = "sync.policy"
+
+    declared_kind: StringAttr
+    sem_map: AffineMapAttr
+    posts: IntAttr
+
+    def __init__(
+        self, sem_map: AffineMap | AffineMapAttr, posts: int | IntAttr, kind: str | None = None
+    ):
+        if isinstance(sem_map, AffineMap):
+            sem_map = AffineMapAttr(sem_map)
+        if isinstance(posts, int):
+            posts = IntAttr(posts)
+        if kind is None:
+            kind = classify_policy_map(sem_map.data)
+        super().__init__(StringAttr(kind), sem_map, posts)
+
+    @property
+    def kind(self) -> str:
+        return classify_policy_map(self.sem_map.data)
+
+    @property
+    def num_dims(self) -> int:
+        return self.sem_map.data.num_dims
+
+    def semaphore_index(self, tile: Sequence[int]) -> int:
+        if len(tile) != self.num_dims:
+            raise ValueError(f"policy takes {self.num_dims} tile coordinates, got {len(tile)}")
+        return self.sem_map.data.eval(tuple(tile), ())[0]
+
+    def _grid_ranges(self, grid: Sequence[int]) -> list[tuple[int, int]]:
+        if len(grid) != self.num_dims:
+            raise ValueError(f"policy takes a {self.num_dims}-D grid, got {tuple(grid)}")
+        return [(0, extent - 1) for extent in grid]
+
+    def num_semaphores(self, grid: Sequence[int]) -> int:
+        """Size of the semaphore array a producer of this grid needs (max index + 1)."""
+        _, high = _interval(self.sem_map.data.results[0], self._grid_ranges(grid), ())
+        if _box_size([(0, e) for e in grid]) <= ENUMERATION_LIMIT and (
+            _linear_form(self.sem_map.data.results[0]) is None
+        ):
+            high = max(self.semaphore_index(t) for t in _box_points([(0, e) for e in grid]))
+        return high + 1
+
+    def posts_per_semaphore(self, grid: Sequence[int]) -> Counter[int]:
+        """How many tiles of `grid` post to each semaphore index (enumerates the grid)."""
+        self._grid_ranges(grid)
+        return Counter(self.semaphore_index(t) for t in _box_points([(0, e) for e in grid]))
+
+    def verify_on_grid(self, grid: Sequence[int]) -> None:
+        """Grid-dependent soundness: indices ≥ 0, every semaphore gets exactly `posts` posts
+        (fewer would hang a wait, more would let a wait pass early), and a TileSync map is a
+        bijection of the grid onto 0..n-1."""
+        counts = self.posts_per_semaphore(grid)
+        if min(counts) < 0:
+            raise VerifyException(f"policy {self} maps a tile of grid {tuple(grid)} below 0")
+        wrong = {i: n for i, n in counts.items() if n != self.posts.data}
+        if wrong:
+            index, count = min(wrong.items())
+            raise VerifyException(
+                f"policy {self.kind} on grid {tuple(grid)}: semaphore {index} receives "
+                f"{count} posts per launch but the policy expects {self.posts.data}"
+            )
+        if self.kind == "TileSync" and sorted(counts) != list(range(math.prod(grid))):
+            raise VerifyException(
+                f"TileSync map is not a bijection of grid {tuple(grid)} "
+                f"onto 0..{math.prod(grid) - 1}"
+            )
+
+    def verify(self) -> None:
+        sem_map = self.sem_map.data
+        if not 1 <= sem_map.num_dims <= 3:
+            raise VerifyException(f"policy map takes 1 to 3 tile coordinates, got {sem_map}")
+        if sem_map.num_symbols != 0:
+            raise VerifyException(f"policy map must not have symbols, got {sem_map}")
+        if len(sem_map.results) != 1:
+            raise VerifyException(
+                f"policy map must have exactly one result (the semaphore index), got {sem_map}"
+            )
+        if self.posts.data < 1:
+            raise VerifyException(f"policy posts must be positive, got {self.posts.data}")
+        if self.declared_kind.data not in POLICY_KINDS:
+            raise VerifyException(
+                f"unknown policy name '{self.declared_kind.data}', expected one of "
+                + ", ".join(POLICY_KINDS)
+            )
+        if self.declared_kind.data != self.kind:
+            raise VerifyException(
+                f"policy named {self.declared_kind.data} but its map {sem_map} is {self.kind}"
+            )
+        if self.kind == "TileSync" and self.posts.data != 1:
+            raise VerifyException(f"TileSync needs posts = 1, got {self.posts.data}")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            kind = parser.parse_identifier("policy name (TileSync, RowSync, ...)")
+            sem_map = parser.parse_affine_map()
+            parser.parse_punctuation(",")
+            parser.parse_keyword("posts")
+            parser.parse_punctuation("=")
+            posts = parser.parse_integer(allow_boolean=False)
+        return (StringAttr(kind), AffineMapAttr(sem_map), IntAttr(posts))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            f"<{self.declared_kind.data} {format_affine_map(self.sem_map.data)}, "
+            f"posts = {self.posts.data}>"
+        )
+
+
+def _linearize(grid: Sequence[int], dims: Sequence[AffineExpr]) -> AffineExpr:
+    """Row-major linear index of `dims` in a grid of those extents."""
+    index: AffineExpr = AffineExpr.constant(0)
+    for extent, dim in zip(grid, dims):
+        index = index * extent + dim
+    return index
+
+
+def tile_sync(grid: Sequence[int]) -> PolicyAttr:
+    """One semaphore per producer tile: the row-major index of the tile, posts = 1."""
+    dims = [AffineExpr.dimension(i) for i in range(len(grid))]
+    return PolicyAttr(AffineMap(len(grid), 0, (_linearize(grid, dims),)), 1)
+
+
+def row_sync(grid: Sequence[int]) -> PolicyAttr:
+    """One semaphore per row (the column d1 dropped), ready after all tiles of the row."""
+    if len(grid) < 2:
+        raise ValueError(f"RowSync needs a grid with a column dimension, got {tuple(grid)}")
+    kept = [i for i in range(len(grid)) if i != COLUMN_DIM]
+    dims = [AffineExpr.dimension(i) for i in kept]
+    index = _linearize([grid[i] for i in kept], dims)
+    return PolicyAttr(AffineMap(len(grid), 0, (index,)), grid[COLUMN_DIM])
+
+
+def strided_sync(grid: Sequence[int], stride: int) -> PolicyAttr:
+    """Columns `stride` apart share a semaphore (attention: Q, K, V column tiles of one head).
+
+    The index is row-major over (row, column mod stride, other dims); each semaphore is ready
+    after grid[1] / stride posts.
+    """
+    if len(grid) < 2 or stride < 2 or grid[COLUMN_DIM] % stride != 0:
+        raise ValueError(
+            f"StridedSync needs a 2-D or 3-D grid whose column extent is a multiple of a "
+            f"stride > 1, got grid {tuple(grid)} and stride {stride}"
+        )
+    extents = [stride if i == COLUMN_DIM else grid[i] for i in range(len(grid))]
+    dims = [
+        AffineExpr.dimension(i) % stride if i == COLUMN_DIM else AffineExpr.dimension(i)
+        for i in range(len(grid))
+    ]
+    index = _linearize(extents, dims)
+    return PolicyAttr(AffineMap(len(grid), 0, (index,)), grid[COLUMN_DIM] // stride)
+
+
+def conv2d_tile_sync(grid: Sequence[int], group: int) -> PolicyAttr:
+    """Groups of `group` consecutive column tiles of a row share one semaphore, ready after
+    `group` posts: an implicit-GEMM conv consumer whose reduction tile (C·R·S) spans `group`
+    producer output-channel tiles waits once per group instead of once per tile."""
+    if len(grid) < 2 or group < 2 or grid[COLUMN_DIM] % group != 0:
+        raise ValueError(
+            f"Conv2DTileSync needs a 2-D or 3-D grid whose column extent is a multiple of a "
+            f"group > 1, got grid {tuple(grid)} and group {group}"
+        )
+    extents = [grid[COLUMN_DIM] // group if i == COLUMN_DIM else grid[i] for i in range(len(grid))]
+    dims = [
+        AffineExpr.dimension(i) // group if i == COLUMN_DIM else AffineExpr.dimension(i)
+        for i in range(len(grid))
+    ]
+    return PolicyAttr(AffineMap(len(grid), 0, (_linearize(extents, dims),)), group)
+
+
+ORDER_KINDS = {
+    # kind → allowed number of integer parameters (None: any)
+    "row_major": 0,
+    "column_major": 0,
+    "strided": 1,  # tiles `stride` columns apart are taken consecutively
+    "table": None,  # a host-built order table (parameters are free for the pass that makes it)
+}
+
+
+@irdl_attr_definition
+class OrderAttr(ParametrizedAttribute):
+    """`#sync.order<row_major>`, `#sync.order<strided<3>>`: the order tiles are taken in."""
+
+    name = "sync.order"
+
+    kind: StringAttr
+    params: ArrayAttr[IntAttr]
+
+    def __init__(self, kind: str | StringAttr, params: Sequence[int] = ()):
+        if isinstance(kind, str):
+            kind = StringAttr(kind)
+        super().__init__(kind, ArrayAttr(IntAttr(p) for p in params))
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return tuple(p.data for p in self.params)
+
+    def verify(self) -> None:
+        if self.kind.data not in ORDER_KINDS:
+            raise VerifyException(
+                f"unknown tile order '{self.kind.data}', expected one of " + ", ".join(ORDER_KINDS)
+            )
+        expected = ORDER_KINDS[self.kind.data]
+        if expected is not None and len(self.params) != expected:
+            raise VerifyException(
+                f"tile order {self.kind.data} takes {expected} parameters, got {len(self.params)}"
+            )
+        if self.kind.data == "strided" and self.values[0] < 1:
+            raise VerifyException(f"strided tile order needs a positive stride, got {self.values}")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            kind = parser.parse_identifier("tile order (row_major, column_major, ...)")
+            params: list[int] = []
+            if parser.parse_optional_punctuation("<") is not None:
+                params = parser.parse_comma_separated_list(
+                    parser.Delimiter.NONE, parser.parse_integer
+                )
+                parser.parse_punctuation(">")
+        return (StringAttr(kind), ArrayAttr(IntAttr(p) for p in params))
+
+    def print_parameters(self, printer: Printer) -> None:
+        params = f"<{', '.join(str(v) for v in self.values)}>" if self.params else ""
+        printer.print_string(f"<{self.kind.data}{params}>")
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel-level ops
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class TileOp(IRDLOperation):
+    """`%x, %y = sync.tile : index, index`: this block's tile coordinates (rank 1–3).
+
+    Without an order the lowering reads the block ids; with one it takes the next slot of an
+    atomic counter so tiles are handed out in dispatch order (cuSync's tile()).
+    """
+
+    name = "sync.tile"
+
+    order = opt_prop_def(OrderAttr)
+    coords = var_result_def(IndexType)
+
+    assembly_format = "(`order` qualified($order)^)? attr-dict `:` type($coords)"
+
+    def __init__(self, order: OrderAttr | None = None, rank: int = 2):
+        super().__init__(result_types=[[IndexType()] * rank], properties={"order": order})
+
+    def verify_(self) -> None:
+        if not 1 <= len(self.coords) <= 3:
+            raise VerifyException(f"sync.tile yields 1 to 3 coordinates, got {len(self.coords)}")
+
+
+def _verify_semaphore_access(
+    op: IRDLOperation, sems: SSAValue, tile: Sequence[SSAValue], policy: PolicyAttr
+) -> None:
+    sems_type = sems.type
+    if not (
+        isinstance(sems_type, MemRefType)
+        and len(sems_type.get_shape()) == 1
+        and sems_type.get_element_type() == IntegerType(32)
+    ):
+        raise VerifyException(
+            f"{op.name}: semaphores must be a rank-1 memref of i32, got {sems_type}"
+        )
+    if len(tile) != policy.num_dims:
+        raise VerifyException(
+            f"{op.name}: policy {policy.kind} takes {policy.num_dims} tile coordinates, "
+            f"got {len(tile)}"
+        )
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """`sync.wait %sems[%x, %y] epoch %e policy #sync.policy<...> : memref<?xi32>`.
+
+    The whole block waits until `sems[policy(tile)] >= epoch * policy.posts` (one thread spins
+    on an acquire load, then a block barrier). `epoch` is the launch count, starting at 1, so
+    semaphores never need a reset between launches. `timeout_ns` bounds the spin in debug
+    builds.
+    """
+
+    name = "sync.wait"
+
+    sems = operand_def(MemRefType)
+    tile = var_operand_def(IndexType)
+    epoch = operand_def(I32)
+    policy = prop_def(PolicyAttr)
+    timeout_ns = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) "
+        "(`timeout_ns` $timeout_ns^)? attr-dict `:` type($sems)"
+    )
+
+    def __init__(
+        self,
+        sems: SSAValue | Operation,
+        tile: Sequence[SSAValue | Operation],
+        policy: PolicyAttr,
+        epoch: SSAValue | Operation,
+        timeout_ns: int | None = None,
+    ):
+        super().__init__(
+            operands=[sems, tile, epoch],
+            properties={
+                "policy": policy,
+                "timeout_ns": None if timeout_ns is None else IntegerAttr(timeout_ns, i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        _verify_semaphore_access(self, self.sems, self.tile, self.policy)
+        if self.timeout_ns is not None and self.timeout_ns.value.data <= 0:
+            raise VerifyException(
+                f"sync.wait: timeout_ns must be positive, got {self.timeout_ns.value.data}"
+            )
+
+
+@irdl_op_definition
+class PostOp(IRDLOperation):
+    """`sync.post %sems[%x, %y] epoch %e policy #sync.policy<...> : memref<?xi32>`.
+
+    After all threads of the block have stored the tile (block barrier), one thread releases
+    +1 on `sems[policy(tile)]` at gpu scope (fence then atomic add). `epoch` is carried for
+    the lowering that may store `epoch * posts` directly when one tile owns the semaphore.
+    """
+
+    name = "sync.post"
+
+    sems = operand_def(MemRefType)
+    tile = var_operand_def(IndexType)
+    epoch = operand_def(I32)
+    policy = prop_def(PolicyAttr)
+
+    assembly_format = (
+        "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) attr-dict `:` type($sems)"
+    )
+
+    def __init__(
+        self,
+        sems: SSAValue | Operation,
+        tile: Sequence[SSAValue | Operation],
+        policy: PolicyAttr,
+        epoch: SSAValue | Operation,
+    ):
+        super().__init__(operands=[sems, tile, epoch], properties={"policy": policy})
+
+    @property
+    def timeout_ns(self) -> None:
+        """Posts never block; present so waits and posts share an accessor set."""
+        return None
+
+    def verify_(self) -> None:
+        _verify_semaphore_access(self, self.sems, self.tile, self.policy)
+
+
+Sync = Dialect(
+    "sync",
+    [TileOp, WaitOp, PostOp],
+    [PolicyAttr, OrderAttr],
+)
