@@ -28,14 +28,17 @@ and on the consumer side `dataflow.acquire_full` / `dataflow.release_empty`.
 
 Queue semantics (what the lowering implements). A queue is a ring of N entries in global
 memory (meant to stay in L2), each one payload plus metadata padded to a cache line so that
-entries never share a line. Every acquisition takes a *ticket*: a sequence number drawn from the
-queue's producer (or consumer) counter. The ticket is the `index` the acquire ops return; its
-entry is `ticket mod N` and its round is `ticket div N`. An entry is free for producer ticket t
-once the consumers released round `t div N - 1` of it; it is full for consumer ticket t once the
-producer of ticket t released it. Tickets therefore order the entries: consumers see payloads in
-ticket order, whichever CTA filled them. One thread of the CTA does the bookkeeping (atomics,
-acquire loads, release fences); acquires end with a CTA barrier so that every thread sees the
-entry, releases begin with one so that every thread has finished with it.
+entries never share a line. Every acquisition takes a *ticket*: a sequence number drawn from a
+counter of the queue (one for the producer stage, one per consumer stage). The ticket is the
+`index` the acquire ops return; its entry is `ticket mod N` and its round is `ticket div N`.
+An entry is free for producer ticket t once every consumer stage released ticket t - N (always
+in round 0); it is full for consumer ticket t once the producer of ticket t released it.
+Tickets order the entries: consumers see payloads in ticket order, whichever CTA filled them.
+Within a stage the CTAs share the tickets (each entry goes to one CTA of the stage); across
+consumer stages a queue multicasts (each consumer stage sees every entry). One thread of the
+CTA does the bookkeeping (atomics, acquire loads, release fences); acquires end with a CTA
+barrier so that every thread sees the entry, releases begin with one so that every thread has
+finished with it.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from collections.abc import Iterable, Sequence
 from xdsl.dialects.builtin import (
     ArrayAttr,
     FlatSymbolRefAttr,
+    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -217,10 +221,10 @@ class PipelineOp(IRDLOperation):
     """A spatial pipeline: stages that all run at the same time and the queues between them.
 
     The body holds only `dataflow.stage` and `dataflow.queue`. Each queue has exactly one
-    producer stage (any number of its CTAs may push) and at least one consumer stage; the stage
-    graph is acyclic. Because consumer CTAs spin while holding an SM slot, every stage must be
-    resident at once: when `max_ctas` (SMs x blocks per SM) is given, the stages' CTAs must
-    fit in it.
+    producer stage (any number of its CTAs may push) and at least one consumer stage (each
+    consumer stage receives every entry); the stage graph is acyclic. Because consumer CTAs
+    spin while holding an SM slot, every stage must be resident at once: when `max_ctas`
+    (SMs x blocks per SM) is given, the stages' CTAs must fit in it.
     """
 
     name = "dataflow.pipeline"
@@ -394,6 +398,34 @@ class StageOp(IRDLOperation):
                 raise VerifyException(
                     f"stage @{self.sym_name.data} lists queue @{dup} twice in its {port}"
                 )
+        self._verify_kernel()
+
+    def _verify_kernel(self) -> None:
+        """The kernel must exist beside the pipeline; if it is function-like, its queue-typed
+        arguments must be the stage's inputs then outputs, with the declared queue types (the
+        lowering binds the rings to those arguments in that order)."""
+        pipeline = self.parent_op()
+        outer = pipeline.parent_op() if pipeline is not None else None
+        if outer is None:
+            return  # a pipeline built on its own, outside any module: nothing to resolve against
+        kernel_text = str(self.kernel)
+        kernel = SymbolTable.lookup_symbol(outer, self.kernel)
+        if kernel is None:
+            raise VerifyException(f"stage @{self.sym_name.data}: kernel {kernel_text} not found")
+        function_type = kernel.get_attr_or_prop("function_type")
+        if not isinstance(function_type, FunctionType) or not isinstance(pipeline, PipelineOp):
+            return
+        declared = {q.sym_name.data: q.queue_type for q in pipeline.queues}
+        expected = [declared.get(ref.root_reference.data) for ref in (*self.inputs, *self.outputs)]
+        actual = [t for t in function_type.inputs if isinstance(t, QueueType)]
+        if None in expected:
+            return  # unknown queue names are reported by the pipeline verifier
+        if actual != expected:
+            raise VerifyException(
+                f"stage @{self.sym_name.data}: kernel {kernel_text} takes queues "
+                f"({', '.join(map(str, actual))}) but the stage's inputs then outputs are "
+                f"({', '.join(map(str, expected))})"
+            )
 
 
 def _flat_refs(names: Sequence[str | FlatSymbolRefAttr]) -> list[FlatSymbolRefAttr]:
@@ -455,8 +487,8 @@ class AcquireEmptyOp(_AcquireOp):
     """Producer end: wait for a free entry and return its ticket.
 
     Thread 0 takes the next producer ticket t (atomic add on the queue's tail), spins with an
-    acquire load until entry `t mod N` has been released empty for round `t div N - 1` (or is
-    untouched, in round 0), then a CTA barrier hands the ticket to every thread.
+    acquire load until every consumer stage has released ticket t - N from entry `t mod N`
+    (nothing to wait for in round 0), then a CTA barrier hands the ticket to every thread.
     """
 
     name = "dataflow.acquire_empty"
@@ -477,7 +509,7 @@ class ReleaseFullOp(_ReleaseOp):
 class AcquireFullOp(_AcquireOp):
     """Consumer end: wait for a filled entry and return its ticket.
 
-    Thread 0 takes the next consumer ticket t (atomic add on the queue's head), spins with an
+    Thread 0 takes the next ticket t of its stage (atomic add on that stage's head), spins with an
     acquire load until entry `t mod N` is full for ticket t, then a CTA barrier. Consumers thus
     read payloads in ticket order. The entry must not be read through the non-coherent path.
     """
@@ -489,8 +521,9 @@ class AcquireFullOp(_AcquireOp):
 class ReleaseEmptyOp(_ReleaseOp):
     """Consumer end: give the entry of ticket `slot` back to the producers.
 
-    A CTA barrier first (every thread is done reading), then thread 0 marks the entry empty for
-    round `slot div N` with a release store, letting producer ticket `slot + N` reuse it.
+    A CTA barrier first (every thread is done reading), then thread 0 counts this stage's
+    release of ticket `slot` on the entry (a release atomic); once every consumer stage has
+    counted, producer ticket `slot + N` may reuse the entry.
     """
 
     name = "dataflow.release_empty"

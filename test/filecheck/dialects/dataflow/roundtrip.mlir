@@ -1,0 +1,98 @@
+// RUN: tilesync-opt %s | tilesync-opt | filecheck %s
+// RUN: tilesync-opt %s --print-op-generic | tilesync-opt | filecheck %s
+
+// Kitsune-style pipelines: stages run at the same time in their own CTAs and hand tiles over
+// through queues. The kernels live in a gpu.module (xDSL prints it in generic form); each takes
+// its queues as arguments, the stage's inputs first, then its outputs.
+
+// CHECK:      "gpu.module"() <{sym_name = "kernels"}> ({
+"gpu.module"() <{sym_name = "kernels"}> ({
+
+  // GEMM producer: fill one 128x64 tile per acquired entry and publish it.
+  // CHECK:        "gpu.func"() <{function_type = (memref<4096x1024xf16>, !dataflow.queue<4 x tensor<128x64xf16>>) -> (), kernel}> ({
+  // CHECK-NEXT:   ^bb0(%a: memref<4096x1024xf16>, %h: !dataflow.queue<4 x tensor<128x64xf16>>):
+  // CHECK-NEXT:     %slot = dataflow.acquire_empty %h : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
+  // CHECK-NEXT:     dataflow.release_full %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     "gpu.return"() : () -> ()
+  // CHECK-NEXT:   }) {sym_name = "gemm"} : () -> ()
+  "gpu.func"() <{function_type = (memref<4096x1024xf16>, !dataflow.queue<4 x tensor<128x64xf16>>) -> (), kernel}> ({
+  ^bb0(%a: memref<4096x1024xf16>, %h: !dataflow.queue<4 x tensor<128x64xf16>>):
+    %slot = dataflow.acquire_empty %h : !dataflow.queue<4 x tensor<128x64xf16>>
+    %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
+    dataflow.release_full %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "gemm"} : () -> ()
+
+  // Softmax consumer: take filled entries in ticket order, read them, give them back.
+  // CHECK:          %slot = dataflow.acquire_full %h : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
+  // CHECK-NEXT:     dataflow.release_empty %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK:        }) {sym_name = "softmax"} : () -> ()
+  "gpu.func"() <{function_type = (!dataflow.queue<4 x tensor<128x64xf16>>, memref<4096x1024xf16>) -> (), kernel}> ({
+  ^bb0(%h: !dataflow.queue<4 x tensor<128x64xf16>>, %out: memref<4096x1024xf16>):
+    %slot = dataflow.acquire_full %h : !dataflow.queue<4 x tensor<128x64xf16>>
+    %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
+    dataflow.release_empty %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "softmax"} : () -> ()
+
+  // Split reduction (e.g. a weight gradient reduced over the batch): many CTAs compute
+  // partial sums, a fan-in stage adds groups of them, one final CTA adds the rest.
+  "gpu.func"() <{function_type = (!dataflow.queue<8 x memref<64x64xf32>>) -> (), kernel}> ({
+  ^bb0(%partials: !dataflow.queue<8 x memref<64x64xf32>>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "reduce_split"} : () -> ()
+
+  // The fan-in stage forwards between two queues: the entry of one, a free entry of the other.
+  // CHECK:        ^bb0(%partials: !dataflow.queue<8 x memref<64x64xf32>>, %sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>):
+  // CHECK-NEXT:     %in = dataflow.acquire_full %partials : !dataflow.queue<8 x memref<64x64xf32>>
+  // CHECK-NEXT:     %out = dataflow.acquire_empty %sums : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+  // CHECK-NEXT:     %src = dataflow.entry %partials, %in : !dataflow.queue<8 x memref<64x64xf32>> -> memref<64x64xf32>
+  // CHECK-NEXT:     %dst = dataflow.entry %sums, %out : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>> -> memref<64x64xf32, 1 : i64>
+  // CHECK-NEXT:     dataflow.release_empty %partials, %in : !dataflow.queue<8 x memref<64x64xf32>>
+  // CHECK-NEXT:     dataflow.release_full %sums, %out : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+  "gpu.func"() <{function_type = (!dataflow.queue<8 x memref<64x64xf32>>, !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>) -> (), kernel}> ({
+  ^bb0(%partials: !dataflow.queue<8 x memref<64x64xf32>>, %sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>):
+    %in = dataflow.acquire_full %partials : !dataflow.queue<8 x memref<64x64xf32>>
+    %out = dataflow.acquire_empty %sums : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+    %src = dataflow.entry %partials, %in : !dataflow.queue<8 x memref<64x64xf32>> -> memref<64x64xf32>
+    %dst = dataflow.entry %sums, %out : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>> -> memref<64x64xf32, 1 : i64>
+    dataflow.release_empty %partials, %in : !dataflow.queue<8 x memref<64x64xf32>>
+    dataflow.release_full %sums, %out : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "reduce_fan_in"} : () -> ()
+
+  "gpu.func"() <{function_type = (!dataflow.queue<2 x memref<64x64xf32, 1 : i64>>, memref<64x64xf32>) -> (), kernel}> ({
+  ^bb0(%sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>, %grad: memref<64x64xf32>):
+    "gpu.return"() : () -> ()
+  }) {sym_name = "reduce_final"} : () -> ()
+}) : () -> ()
+
+// GEMM on the tensor cores feeding softmax on the SIMT cores; 132 SMs x 2 CTAs per SM.
+// CHECK:      dataflow.pipeline @gemm_softmax max_ctas(264) {
+// CHECK-NEXT:   dataflow.queue @h pin_l2 : !dataflow.queue<4 x tensor<128x64xf16>>
+// CHECK-NEXT:   dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>, ctas = 100 : i64, inputs = [], outputs = [@h]}
+// CHECK-NEXT:   dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>, ctas = 32 : i64, inputs = [@h], outputs = []}
+// CHECK-NEXT: }
+dataflow.pipeline @gemm_softmax max_ctas(264) {
+  dataflow.queue @h pin_l2 : !dataflow.queue<4 x tensor<128x64xf16>>
+  dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>, ctas = 100 : i64, inputs = [], outputs = [@h]}
+  dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>, ctas = 32 : i64, inputs = [@h], outputs = []}
+}
+
+// Split reduction with fan-in and final stages; no max_ctas, so no co-residency bound here.
+// CHECK:      dataflow.pipeline @grad_reduce {
+// CHECK-NEXT:   dataflow.queue @partials : !dataflow.queue<8 x memref<64x64xf32>>
+// CHECK-NEXT:   dataflow.queue @sums pin_l2 : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+// CHECK-NEXT:   dataflow.stage @split {kernel = @kernels::@reduce_split, resource = #dataflow.resource<tensor>, ctas = 96 : i64, inputs = [], outputs = [@partials]}
+// CHECK-NEXT:   dataflow.stage @fan_in {kernel = @kernels::@reduce_fan_in, resource = #dataflow.resource<simt>, ctas = 12 : i64, inputs = [@partials], outputs = [@sums]}
+// CHECK-NEXT:   dataflow.stage @final {kernel = @kernels::@reduce_final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@sums], outputs = []}
+// CHECK-NEXT: }
+dataflow.pipeline @grad_reduce {
+  dataflow.queue @partials : !dataflow.queue<8 x memref<64x64xf32>>
+  dataflow.queue @sums pin_l2 : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
+  dataflow.stage @split {kernel = @kernels::@reduce_split, resource = #dataflow.resource<tensor>, ctas = 96 : i64, inputs = [], outputs = [@partials]}
+  dataflow.stage @fan_in {kernel = @kernels::@reduce_fan_in, resource = #dataflow.resource<simt>, ctas = 12 : i64, inputs = [@partials], outputs = [@sums]}
+  dataflow.stage @final {kernel = @kernels::@reduce_final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@sums], outputs = []}
+}
