@@ -1,0 +1,328 @@
+"""`convert-arith-to-llvm`: arith ops to their llvm-dialect instructions.
+
+Index-typed values become i64 (see type_conversion). Ops without a single LLVM instruction
+expand: integer min/max to icmp + select, floor/ceil division to sdiv/srem fix-ups,
+NaN-propagating `maximumf`/`minimumf` to the `llvm.maximum`/`llvm.minimum` intrinsics.
+An arith op left unconverted (an unsupported op or type) is reported as a diagnostic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tilesync.lowering.llvm_conversion import (
+    llvm_operands,
+    reject_leftover_ops,
+    replace_with_llvm,
+)
+from tilesync.lowering.type_conversion import convert_type
+
+PASS_NAME = "convert-arith-to-llvm"
+
+_INT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
+
+_FLOAT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+    arith.MaxnumfOp: llvm.VectorFMaxOp,  # llvm.intr.maxnum
+    arith.MinnumfOp: llvm.VectorFMinOp,  # llvm.intr.minnum
+}
+
+# Integer min/max as `select(icmp(pred, a, b), a, b)`.
+_INT_MIN_MAX_PREDICATES: dict[type[Operation], str] = {
+    arith.MaxSIOp: "sgt",
+    arith.MinSIOp: "slt",
+    arith.MaxUIOp: "ugt",
+    arith.MinUIOp: "ult",
+}
+
+_FLOAT_SUFFIXES: dict[type[Attribute], str] = {
+    Float16Type: "f16",
+    BFloat16Type: "bf16",
+    Float32Type: "f32",
+    Float64Type: "f64",
+}
+
+
+def _icmp(lhs: SSAValue, rhs: SSAValue, predicate: str) -> llvm.ICmpOp:
+    flag = llvm.ICmpPredicateFlag(predicate)
+    return llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))
+
+
+def _int_constant(value: int, type_: Attribute) -> llvm.ConstantOp:
+    return llvm.ConstantOp(IntegerAttr(value, type_), type_)
+
+
+class IntegerBinaryOpLowering(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        llvm_op_type = _INT_BINARY_OPS.get(type(op))
+        if llvm_op_type is None:
+            return
+        lhs, rhs = llvm_operands(rewriter, op)
+        new_op = llvm_op_type(lhs, rhs)
+        replace_with_llvm(rewriter, op, [new_op], new_op.results)
+
+
+class FloatBinaryOpLowering(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        llvm_op_type = _FLOAT_BINARY_OPS.get(type(op))
+        if llvm_op_type is None:
+            return
+        assert isinstance(op, arith.FloatingPointLikeBinaryOperation)
+        lhs, rhs = llvm_operands(rewriter, op)
+        new_op = llvm_op_type.create(
+            operands=[lhs, rhs],
+            result_types=[lhs.type],
+            properties={"fastmathFlags": llvm.FastMathAttr(op.fastmath.data)},
+        )
+        replace_with_llvm(rewriter, op, [new_op], new_op.results)
+
+
+class IntegerMinMaxLowering(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        predicate = _INT_MIN_MAX_PREDICATES.get(type(op))
+        if predicate is None:
+            return
+        lhs, rhs = llvm_operands(rewriter, op)
+        compare = _icmp(lhs, rhs, predicate)
+        select = llvm.SelectOp(compare, lhs, rhs)
+        replace_with_llvm(rewriter, op, [compare, select], select.results)
+
+
+class FloatMaximumMinimumLowering(RewritePattern):
+    """`maximumf`/`minimumf` propagate NaN and order -0 < +0: exactly `llvm.maximum/minimum`."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op, arith.MaximumfOp):
+            intrinsic = "llvm.maximum"
+        elif isinstance(op, arith.MinimumfOp):
+            intrinsic = "llvm.minimum"
+        else:
+            return
+        suffix = _FLOAT_SUFFIXES.get(type(op.result.type))
+        if suffix is None:
+            return  # left over, reported by the pass
+        lhs, rhs = llvm_operands(rewriter, op)
+        call = llvm.CallIntrinsicOp(f"{intrinsic}.{suffix}", [lhs, rhs], [lhs.type])
+        replace_with_llvm(rewriter, op, [call], call.results)
+
+
+class NegfLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter, /):
+        (value,) = llvm_operands(rewriter, op)
+        neg = llvm.FNegOp(value, llvm.FastMathAttr(op.fastmath.data))
+        replace_with_llvm(rewriter, op, [neg], neg.results)
+
+
+class ConstantLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter, /):
+        value = op.value
+        result_type = convert_type(op.result.type)
+        if isinstance(value, IntegerAttr):
+            # Index constants are re-typed as i64; the value itself is unchanged.
+            value = IntegerAttr(value.value.data, result_type)
+        elif isinstance(value, DenseIntOrFPElementsAttr):
+            if isinstance(value.get_element_type(), IndexType):
+                return  # vector<index> has no llvm type here; reported by the pass
+        elif not isinstance(value, FloatAttr):
+            return
+        constant = llvm.ConstantOp(value, result_type)
+        replace_with_llvm(rewriter, op, [constant], constant.results)
+
+
+class CmpiLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpiOp, rewriter: PatternRewriter, /):
+        lhs, rhs = llvm_operands(rewriter, op)
+        # arith and llvm number the predicates alike (eq, ne, slt, ... uge).
+        compare = llvm.ICmpOp(lhs, rhs, IntegerAttr(op.predicate.value.data, i64))
+        replace_with_llvm(rewriter, op, [compare], compare.results)
+
+
+class CmpfLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter, /):
+        lhs, rhs = llvm_operands(rewriter, op)
+        # arith and llvm number the predicates alike (false, oeq, ... uno, true).
+        compare = llvm.FCmpOp(lhs, rhs, IntegerAttr(op.predicate.value.data, i64))
+        compare.fastmathFlags = llvm.FastMathAttr(op.fastmath.data)
+        replace_with_llvm(rewriter, op, [compare], compare.results)
+
+
+class SelectLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter, /):
+        cond, lhs, rhs = llvm_operands(rewriter, op)
+        if not isinstance(cond.type, IntegerType):
+            return  # a vector condition; reported by the pass
+        select = llvm.SelectOp(cond, lhs, rhs)
+        replace_with_llvm(rewriter, op, [select], select.results)
+
+
+def _resize_integer(value: SSAValue, to_type: IntegerType, signed: bool) -> list[Operation]:
+    """The ops that sign/zero-extend or truncate `value` to `to_type` (none if same width)."""
+    assert isinstance(value.type, IntegerType)
+    from_width = value.type.width.data
+    to_width = to_type.width.data
+    if from_width == to_width:
+        return []
+    if from_width > to_width:
+        return [llvm.TruncOp(value, to_type)]
+    return [llvm.SExtOp(value, to_type) if signed else llvm.ZExtOp(value, to_type)]
+
+
+class IndexCastLowering(RewritePattern):
+    """index_cast: sign-extends or truncates between i64 (the index) and the integer type."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.IndexCastOp, rewriter: PatternRewriter, /):
+        (value,) = llvm_operands(rewriter, op)
+        to_type = convert_type(op.result.type)
+        if not isinstance(to_type, IntegerType):
+            return
+        new_ops = _resize_integer(value, to_type, signed=True)
+        result = new_ops[-1].results[0] if new_ops else value
+        replace_with_llvm(rewriter, op, new_ops, [result])
+
+
+class CastLowering(RewritePattern):
+    """One-to-one casts: extsi extui trunci sitofp uitofp fptosi fptoui extf truncf bitcast."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        cast_type = _cast_op_type(op)
+        if cast_type is None:
+            return
+        (value,) = llvm_operands(rewriter, op)
+        new_op = cast_type(value, convert_type(op.results[0].type))
+        replace_with_llvm(rewriter, op, [new_op], new_op.results)
+
+
+def _cast_op_type(op: Operation) -> type[Operation] | None:
+    simple: dict[type[Operation], type[Operation]] = {
+        arith.ExtSIOp: llvm.SExtOp,
+        arith.ExtUIOp: llvm.ZExtOp,
+        arith.TruncIOp: llvm.TruncOp,
+        arith.SIToFPOp: llvm.SIToFPOp,
+        arith.ExtFOp: llvm.FPExtOp,
+        arith.TruncFOp: llvm.FPTruncOp,
+        arith.BitcastOp: llvm.BitcastOp,
+    }
+    if type(op) in simple:
+        return simple[type(op)]
+    if not isinstance(op, arith.FPToSIOp | arith.FPToUIOp | arith.UIToFPOp):
+        return None
+    # xDSL's llvm dialect lacks these three; our llvmx dialect has them.
+    from tilesync.dialects import llvmx
+
+    return {
+        arith.FPToSIOp: llvmx.FPToSIOp,
+        arith.FPToUIOp: llvmx.FPToUIOp,
+        arith.UIToFPOp: llvmx.UIToFPOp,
+    }[type(op)]
+
+
+class FloorCeilDivLowering(RewritePattern):
+    """floordivsi / ceildivsi / ceildivui from the truncating division plus a fix-up.
+
+    q = a / b, r = a % b (truncating); floor: q - 1 where r != 0 and sign(r) != sign(b);
+    ceil (signed): q + 1 where r != 0 and sign(r) == sign(b); ceil (unsigned): q + (r != 0).
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, arith.FloorDivSIOp | arith.CeilDivSIOp | arith.CeilDivUIOp):
+            return
+        lhs, rhs = llvm_operands(rewriter, op)
+        type_ = lhs.type
+        if not isinstance(type_, IntegerType):
+            return
+        unsigned = isinstance(op, arith.CeilDivUIOp)
+        quotient = llvm.UDivOp(lhs, rhs) if unsigned else llvm.SDivOp(lhs, rhs)
+        remainder = llvm.URemOp(lhs, rhs) if unsigned else llvm.SRemOp(lhs, rhs)
+        zero = _int_constant(0, type_)
+        one = _int_constant(1, type_)
+        inexact = _icmp(remainder.res, zero.result, "ne")
+        new_ops: list[Operation] = [quotient, remainder, zero, one, inexact]
+        if unsigned:
+            adjust = inexact
+        else:
+            remainder_negative = _icmp(remainder.res, zero.result, "slt")
+            divisor_negative = _icmp(rhs, zero.result, "slt")
+            relation = "eq" if isinstance(op, arith.CeilDivSIOp) else "ne"
+            signs_match = _icmp(remainder_negative.res, divisor_negative.res, relation)
+            adjust = llvm.AndOp(inexact.res, signs_match.res)
+            new_ops += [remainder_negative, divisor_negative, signs_match, adjust]
+        step = llvm.SubOp if isinstance(op, arith.FloorDivSIOp) else llvm.AddOp
+        adjusted = step(quotient.res, one.result)
+        result = llvm.SelectOp(adjust.results[0], adjusted.res, quotient.res)
+        new_ops += [adjusted, result]
+        replace_with_llvm(rewriter, op, new_ops, result.results)
+
+
+ARITH_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
+    ConstantLowering(),
+    IntegerBinaryOpLowering(),
+    FloatBinaryOpLowering(),
+    IntegerMinMaxLowering(),
+    FloatMaximumMinimumLowering(),
+    NegfLowering(),
+    CmpiLowering(),
+    CmpfLowering(),
+    SelectLowering(),
+    IndexCastLowering(),
+    CastLowering(),
+    FloorCeilDivLowering(),
+)
+
+
+@dataclass(frozen=True)
+class ConvertArithToLLVMPass(ModulePass):
+    name = "convert-arith-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(list(ARITH_TO_LLVM_PATTERNS)), apply_recursively=False
+        ).rewrite_module(op)
+        reject_leftover_ops(op, PASS_NAME, "arith.")

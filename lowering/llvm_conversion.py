@@ -1,0 +1,90 @@
+"""Helpers shared by the standard-dialect `*-to-llvm` passes (arith, index, cf, func, memref).
+
+Each pass rewrites only its own dialect. A rewritten op reads its operands through
+`builtin.unrealized_conversion_cast`s to the llvm types and hands its results back cast to the
+original types, so the IR verifies between passes; `reconcile-unrealized-casts` folds the
+cast pairs away once every dialect is converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc, UnrealizedConversionCastOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from tilesync.lowering.type_conversion import cast_value, convert_type
+
+
+def llvm_operands(rewriter: PatternRewriter, op: Operation) -> list[SSAValue]:
+    """The operands of `op`, each cast (before `op`) to its llvm type."""
+    return [cast_value(rewriter, v, convert_type(v.type)) for v in op.operands]
+
+
+def replace_with_llvm(
+    rewriter: PatternRewriter,
+    op: Operation,
+    new_ops: Sequence[Operation],
+    new_results: Sequence[SSAValue],
+) -> None:
+    """Insert `new_ops` before `op` and replace `op` by `new_results`, cast back to its types."""
+    rewriter.insert_op(list(new_ops))
+    originals = [
+        cast_value(rewriter, value, old.type)
+        for value, old in zip(new_results, op.results, strict=True)
+    ]
+    rewriter.replace_op(op, [], originals)
+
+
+def describe_location(op: Operation) -> str:
+    """The op's source location, or its first printed line where the parser recorded none."""
+    if not isinstance(op.location, UnknownLoc):
+        return str(op.location)
+    # Print a detached copy: regions would make the text long, operands print as %N.
+    text = str(op).splitlines()[0].strip()
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> DiagnosticException:
+    return DiagnosticException(
+        f"{pass_name}: cannot lower '{op.name}': {reason}\n  at: {describe_location(op)}"
+    )
+
+
+def reject_leftover_ops(module: ModuleOp, pass_name: str, dialect_prefix: str) -> None:
+    """Raise for the first op of the converted dialect that no pattern rewrote."""
+    for op in module.walk():
+        if op.name.startswith(dialect_prefix):
+            raise unsupported_op_error(pass_name, op, "no lowering for this op or its types")
+
+
+def convert_block_argument_types(block: Block) -> bool:
+    """Give `block`'s arguments their llvm types; uses keep the old types through casts.
+
+    The casts sit at the start of the block. Returns whether any argument changed.
+    """
+    changed = False
+    for arg in tuple(block.args):
+        new_type = convert_type(arg.type)
+        if new_type == arg.type:
+            continue
+        old_type = arg.type
+        new_arg = Rewriter.replace_value_with_new_type(arg, new_type)
+        cast = UnrealizedConversionCastOp.get([new_arg], [old_type])
+        # Redirect the uses before inserting the cast, so the cast itself keeps the new arg.
+        new_arg.replace_all_uses_with(cast.results[0])
+        cast.operands = (new_arg,)
+        Rewriter.insert_op(cast, InsertPoint.at_start(block))
+        changed = True
+    return changed
+
+
+def convert_region_block_argument_types(region: Region, include_entry: bool) -> None:
+    blocks = list(region.blocks)
+    if not include_entry:
+        blocks = blocks[1:]
+    for block in blocks:
+        convert_block_argument_types(block)
