@@ -26,12 +26,17 @@ from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
     ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    FlatSymbolRefAttrConstr,
     IndexType,
     IntAttr,
     IntegerAttr,
     IntegerType,
     MemRefType,
     StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
@@ -46,16 +51,19 @@ from xdsl.ir.affine import (
 )
 from xdsl.irdl import (
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
+from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
@@ -633,8 +641,396 @@ class PostOp(IRDLOperation):
         _verify_semaphore_access(self, self.sems, self.tile, self.policy)
 
 
+# ---------------------------------------------------------------------------------------------
+# Host-level (stage) ops
+# ---------------------------------------------------------------------------------------------
+
+
+def _extents(values: Sequence[int] | DenseArrayBase) -> DenseArrayBase:
+    if isinstance(values, DenseArrayBase):
+        return values
+    return DenseArrayBase.from_list(i64, tuple(values))
+
+
+def _verify_extents(op_name: str, what: str, extents: tuple[int, ...]) -> None:
+    if not 1 <= len(extents) <= 3:
+        raise VerifyException(f"{op_name}: {what} must have 1 to 3 dimensions, got {extents}")
+    if any(e < 1 for e in extents):
+        raise VerifyException(f"{op_name}: {what} extents must be positive, got {extents}")
+
+
+# CUDA's limit on threads per block.
+MAX_THREADS_PER_BLOCK = 1024
+
+
+@irdl_op_definition
+class StageOp(IRDLOperation):
+    """`sync.stage @name {kernel = @mod::@func, grid = array<i64: ...>, block = ...,
+    tile = ..., order = #sync.order<...>}`: one launch of a kernel, tile by tile.
+
+    The grid is in tiles (one block per tile); its rank (1–3) is the number of tile
+    coordinates that dependencies and policies of this stage use.
+    """
+
+    name = "sync.stage"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    kernel = prop_def(SymbolRefAttr)
+    grid = prop_def(DenseArrayBase.constr(i64))
+    block = prop_def(DenseArrayBase.constr(i64))
+    tile = prop_def(DenseArrayBase.constr(i64))
+    order = opt_prop_def(OrderAttr)
+
+    traits = traits_def(SymbolOpInterface())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sym_name attr-dict"
+
+    def __init__(
+        self,
+        name: str,
+        kernel: SymbolRefAttr | str | Sequence[str],
+        grid: Sequence[int],
+        block: Sequence[int],
+        tile: Sequence[int],
+        order: OrderAttr | None = None,
+    ):
+        if isinstance(kernel, str):
+            kernel = SymbolRefAttr(kernel)
+        elif not isinstance(kernel, SymbolRefAttr):
+            kernel = SymbolRefAttr(kernel[0], list(kernel[1:]))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "kernel": kernel,
+                "grid": _extents(grid),
+                "block": _extents(block),
+                "tile": _extents(tile),
+                "order": order,
+            }
+        )
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return self.grid.get_values()
+
+    @property
+    def block_shape(self) -> tuple[int, ...]:
+        return self.block.get_values()
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return self.tile.get_values()
+
+    @property
+    def rank(self) -> int:
+        return len(self.grid_shape)
+
+    def verify_(self) -> None:
+        _verify_extents(self.name, "grid", self.grid_shape)
+        _verify_extents(self.name, "block", self.block_shape)
+        _verify_extents(self.name, "tile", self.tile_shape)
+        if math.prod(self.block_shape) > MAX_THREADS_PER_BLOCK:
+            raise VerifyException(
+                f"{self.name}: block {self.block_shape} has {math.prod(self.block_shape)} "
+                f"threads, more than {MAX_THREADS_PER_BLOCK}"
+            )
+        # A kernel lives in a gpu.module: @module::@function, nothing deeper.
+        if len(self.kernel.nested_references) != 1:
+            raise VerifyException(
+                f"{self.name}: kernel must be @gpu_module::@function, got {self.kernel}"
+            )
+        # When the module is in this symbol table, the function must be in it.
+        module_ref = SymbolRefAttr(self.kernel.root_reference)
+        if _lookup(self, module_ref) is not None and _lookup(self, self.kernel) is None:
+            raise VerifyException(f"{self.name}: kernel {self.kernel} is not defined")
+
+
+def _lookup(op: Operation, ref: SymbolRefAttr) -> Operation | None:
+    if op.parent_op() is None:
+        return None
+    try:
+        return SymbolTable.lookup_symbol(op, ref)
+    except ValueError:  # no symbol table above `op` (a detached op)
+        return None
+
+
+def _lookup_stage(op: Operation, ref: SymbolRefAttr, role: str) -> StageOp:
+    stage = _lookup(op, ref)
+    if not isinstance(stage, StageOp):
+        found = "nothing" if stage is None else stage.name
+        raise VerifyException(f"{op.name}: {role} {ref} must name a sync.stage, found {found}")
+    return stage
+
+
+@irdl_op_definition
+class DependencyOp(IRDLOperation):
+    """`sync.dependency @producer -> @consumer operand 0 tiles (d0, d1)[s0] -> (d0, s0)
+    forall s0 in [0, 8)`: consumer tile (d0, d1) reads producer tiles (d0, s0) for every s0.
+
+    The map's dims are the consumer tile coordinates, its symbols the `forall` variables, each
+    with a half-open range, and its results a producer tile. `operand` is the consumer kernel
+    argument that the producer writes, so one consumer can depend on several producers (and a
+    producer feed several operands). The verifier proves that every producer tile reached lies
+    in the producer's grid.
+    """
+
+    name = "sync.dependency"
+
+    producer = prop_def(SymbolRefAttr)
+    consumer = prop_def(SymbolRefAttr)
+    operand = prop_def(IntAttr)
+    tiles = prop_def(AffineMapAttr)
+    forall_ranges = prop_def(DenseArrayBase.constr(i64))  # lo0, hi0, lo1, hi1, ...
+
+    def __init__(
+        self,
+        producer: str | SymbolRefAttr,
+        consumer: str | SymbolRefAttr,
+        operand: int,
+        tiles_map: AffineMap | AffineMapAttr,
+        forall_ranges: Sequence[tuple[int, int]] = (),
+    ):
+        super().__init__(
+            properties={
+                "producer": SymbolRefAttr(producer) if isinstance(producer, str) else producer,
+                "consumer": SymbolRefAttr(consumer) if isinstance(consumer, str) else consumer,
+                "operand": IntAttr(operand),
+                "tiles": AffineMapAttr(tiles_map)
+                if isinstance(tiles_map, AffineMap)
+                else tiles_map,
+                "forall_ranges": DenseArrayBase.from_list(
+                    i64, [bound for lo_hi in forall_ranges for bound in lo_hi]
+                ),
+            }
+        )
+
+    @property
+    def tiles_map(self) -> AffineMap:
+        return self.tiles.data
+
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        """The `forall` ranges, half-open [lo, hi), one per symbol of the map."""
+        flat = self.forall_ranges.get_values()
+        return [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+    def producer_tiles(self, consumer_tile: Sequence[int]) -> list[tuple[int, ...]]:
+        """Every producer tile consumer_tile reads, in forall order, without duplicates."""
+        if len(consumer_tile) != self.tiles_map.num_dims:
+            raise ValueError(
+                f"dependency takes {self.tiles_map.num_dims} consumer coordinates, "
+                f"got {tuple(consumer_tile)}"
+            )
+        seen: dict[tuple[int, ...], None] = {}
+        for forall_values in _box_points(self.ranges):
+            seen.setdefault(self.tiles_map.eval(tuple(consumer_tile), forall_values), None)
+        return list(seen)
+
+    def producer_stage(self) -> StageOp:
+        return _lookup_stage(self, self.producer, "producer")
+
+    def consumer_stage(self) -> StageOp:
+        return _lookup_stage(self, self.consumer, "consumer")
+
+    def verify_(self) -> None:
+        tiles_map = self.tiles_map
+        if len(self.forall_ranges) % 2 or len(self.ranges) != tiles_map.num_symbols:
+            raise VerifyException(
+                f"{self.name}: {tiles_map.num_symbols} forall variables need as many ranges, "
+                f"got {self.ranges}"
+            )
+        for position, (lo, hi) in enumerate(self.ranges):
+            if lo >= hi:
+                raise VerifyException(f"{self.name}: forall s{position} in [{lo}, {hi}) is empty")
+        if self.operand.data < 0:
+            raise VerifyException(f"{self.name}: operand index must be >= 0")
+        if self.producer == self.consumer:
+            raise VerifyException(f"{self.name}: a stage cannot depend on itself")
+        producer, consumer = self.producer_stage(), self.consumer_stage()
+        if tiles_map.num_dims != consumer.rank:
+            raise VerifyException(
+                f"{self.name}: map takes {tiles_map.num_dims} consumer tile coordinates but "
+                f"consumer {self.consumer} has a {consumer.rank}-D grid {consumer.grid_shape}"
+            )
+        if len(tiles_map.results) != producer.rank:
+            raise VerifyException(
+                f"{self.name}: map yields {len(tiles_map.results)} producer tile coordinates "
+                f"but producer {self.producer} has a {producer.rank}-D grid "
+                f"{producer.grid_shape}"
+            )
+        self._verify_in_producer_grid(consumer.grid_shape, producer.grid_shape)
+
+    def _verify_in_producer_grid(
+        self, consumer_grid: tuple[int, ...], producer_grid: tuple[int, ...]
+    ) -> None:
+        tiles_map = self.tiles_map
+        dim_box = [(0, extent) for extent in consumer_grid]
+        box = dim_box + self.ranges
+        closed_dims = [(0, extent - 1) for extent in consumer_grid]
+        closed_syms = [(lo, hi - 1) for lo, hi in self.ranges]
+        for result, (expr, extent) in enumerate(zip(tiles_map.results, producer_grid)):
+            low, high = _interval(expr, closed_dims, closed_syms)
+            if 0 <= low and high < extent:
+                continue
+            witness = self._find_out_of_grid_point(expr, extent, box, closed_dims, closed_syms)
+            if witness is None:
+                if _box_size(box) <= ENUMERATION_LIMIT or _linear_form(expr) is not None:
+                    continue  # the enumeration (or exact interval) found nothing outside
+                raise VerifyException(
+                    f"{self.name}: cannot prove producer coordinate {result} "
+                    f"({format_affine_expr(expr)}) within [0, {extent}): its range is "
+                    f"[{low}, {high}] and the box has {_box_size(box)} points, too many to "
+                    f"enumerate"
+                )
+            dims, syms = witness[: tiles_map.num_dims], witness[tiles_map.num_dims :]
+            producer_tile = tiles_map.eval(dims, syms)
+            foralls = ", ".join(f"s{i} = {v}" for i, v in enumerate(syms))
+            raise VerifyException(
+                f"{self.name}: consumer tile {tuple(dims)} of {self.consumer}"
+                + (f" with {foralls}" if foralls else "")
+                + f" reads producer tile {tuple(producer_tile)} outside the grid "
+                f"{producer_grid} of {self.producer}"
+            )
+
+    def _find_out_of_grid_point(
+        self,
+        expr: AffineExpr,
+        extent: int,
+        box: list[tuple[int, int]],
+        closed_dims: list[tuple[int, int]],
+        closed_syms: list[tuple[int, int]],
+    ) -> tuple[int, ...] | None:
+        """A point of the box (dims then symbols) where `expr` leaves [0, extent), if any."""
+        linear = _linear_form(expr)
+        num_dims = self.tiles_map.num_dims
+        if linear is not None:
+            # Exact: a linear form reaches its minimum and maximum at corners of the box.
+            closed = closed_dims + closed_syms
+            coefficients = [0] * len(closed)
+            for atom, coefficient in linear[0].items():
+                offset = 0 if isinstance(atom, AffineDimExpr) else num_dims
+                coefficients[offset + atom.position] += coefficient  # type: ignore[union-attr]
+            lowest = tuple(lo if c >= 0 else hi for c, (lo, hi) in zip(coefficients, closed))
+            highest = tuple(hi if c >= 0 else lo for c, (lo, hi) in zip(coefficients, closed))
+            for corner in (lowest, highest):
+                value = expr.eval(corner[:num_dims], corner[num_dims:])
+                if not 0 <= value < extent:
+                    return corner
+            return None
+        if _box_size(box) > ENUMERATION_LIMIT:
+            return None
+        for point in _box_points(box):
+            value = expr.eval(point[:num_dims], point[num_dims:])
+            if not 0 <= value < extent:
+                return point
+        return None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DependencyOp:
+        producer = parser.parse_symbol_name()
+        parser.parse_punctuation("->")
+        consumer = parser.parse_symbol_name()
+        parser.parse_keyword("operand")
+        operand = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("tiles")
+        tiles_map = parser.parse_affine_map()
+        ranges: list[tuple[int, int]] = []
+        if parser.parse_optional_keyword("forall") is not None:
+
+            def parse_range() -> tuple[int, int]:
+                symbol = parser.parse_identifier("forall variable (s0, s1, ...)")
+                if symbol != f"s{len(ranges)}":
+                    parser.raise_error(
+                        f"forall ranges are given in symbol order: expected s{len(ranges)}, "
+                        f"got {symbol}"
+                    )
+                parser.parse_keyword("in")
+                parser.parse_punctuation("[")
+                lo = parser.parse_integer(allow_boolean=False)
+                parser.parse_punctuation(",")
+                hi = parser.parse_integer(allow_boolean=False)
+                parser.parse_punctuation(")")
+                ranges.append((lo, hi))
+                return lo, hi
+
+            parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_range)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(SymbolRefAttr(producer), SymbolRefAttr(consumer), operand, tiles_map, ranges)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(
+            f" @{self.producer.root_reference.data} -> @{self.consumer.root_reference.data}"
+            f" operand {self.operand.data} tiles {format_affine_map(self.tiles_map)}"
+        )
+        if self.ranges:
+            printer.print_string(
+                " forall "
+                + ", ".join(f"s{i} in [{lo}, {hi})" for i, (lo, hi) in enumerate(self.ranges))
+            )
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """`sync.launch @stage {stream = 0 : i64, priority = 0 : i64, pdl = false}`: launch a
+    stage's kernel on a stream, in program order. `pdl` launches it as a programmatic dependent
+    of the previous launch on its stream; `priority` is the CUDA stream priority."""
+
+    name = "sync.launch"
+
+    stage = prop_def(FlatSymbolRefAttrConstr)
+    stream = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+    priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+    pdl = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$stage attr-dict"
+
+    def __init__(self, stage: str, stream: int = 0, priority: int = 0, pdl: bool = False):
+        super().__init__(
+            properties={
+                "stage": SymbolRefAttr(stage),
+                "stream": IntegerAttr(stream, i64),
+                "priority": IntegerAttr(priority, i64),
+                "pdl": BoolAttr.from_bool(pdl),
+            }
+        )
+
+    def verify_(self) -> None:
+        if self.stream.value.data < 0:
+            raise VerifyException(f"{self.name}: stream must be >= 0")
+        _lookup_stage(self, self.stage, "stage")
+
+
+@irdl_op_definition
+class WaitKernelOp(IRDLOperation):
+    """`sync.wait_kernel @producer {stream = 1 : i64}`: cuSync's wait-kernel, one thread
+    spinning until every block of the producer stage has started, launched on the consumer's
+    stream just before the consumer so consumer blocks cannot take SMs ahead of producers."""
+
+    name = "sync.wait_kernel"
+
+    producer = prop_def(FlatSymbolRefAttrConstr)
+    stream = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$producer attr-dict"
+
+    def __init__(self, producer: str, stream: int = 0):
+        super().__init__(
+            properties={"producer": SymbolRefAttr(producer), "stream": IntegerAttr(stream, i64)}
+        )
+
+    def verify_(self) -> None:
+        if self.stream.value.data < 0:
+            raise VerifyException(f"{self.name}: stream must be >= 0")
+        _lookup_stage(self, self.producer, "producer")
+
+
 Sync = Dialect(
     "sync",
-    [TileOp, WaitOp, PostOp],
+    [StageOp, DependencyOp, LaunchOp, WaitKernelOp, TileOp, WaitOp, PostOp],
     [PolicyAttr, OrderAttr],
 )
