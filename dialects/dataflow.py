@@ -84,7 +84,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -235,12 +235,10 @@ class PipelineOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator(), IsolatedFromAbove())
 
-    assembly_format = "$sym_name (`max_ctas` `(` $max_ctas^ `)`)? attr-dict-with-keyword $body"
-
     def __init__(
         self,
         name: str | StringAttr,
-        ops: Iterable[Operation] = (),
+        body: Region | Iterable[Operation] = (),
         max_ctas: int | None = None,
     ):
         properties: dict[str, Attribute] = {
@@ -248,7 +246,37 @@ class PipelineOp(IRDLOperation):
         }
         if max_ctas is not None:
             properties["max_ctas"] = IntegerAttr(max_ctas, i64)
-        super().__init__(properties=properties, regions=[Region(Block(ops))])
+        if not isinstance(body, Region):
+            body = Region(Block(body))
+        super().__init__(properties=properties, regions=[body])
+
+    # Syntax: `dataflow.pipeline @name (max_ctas(N))? (attributes {...})? { stages, queues }`.
+    # Custom rather than declarative so that an empty body still gets its block (as in MLIR's
+    # NoTerminator ops) and the verifier can say "needs at least one stage".
+    @classmethod
+    def parse(cls, parser: Parser) -> PipelineOp:
+        name = parser.parse_symbol_name()
+        max_ctas = None
+        if parser.parse_optional_keyword("max_ctas") is not None:
+            with parser.in_parens():
+                max_ctas = parser.parse_integer(allow_boolean=False)
+        attributes = parser.parse_optional_attr_dict_with_keyword(["sym_name", "max_ctas"])
+        body = parser.parse_region()
+        if not body.blocks:
+            body.add_block(Block())
+        op = cls(name, body, max_ctas=max_ctas)
+        if attributes is not None:
+            op.attributes.update(attributes.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        if self.max_ctas is not None:
+            printer.print_string(f" max_ctas({self.max_ctas.value.data})")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_empty_block=False)
 
     @property
     def stages(self) -> list[StageOp]:

@@ -1,0 +1,181 @@
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
+
+// Each case is one mistake; the kernels are private declarations taking the stage's queues.
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @two_producers {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @c {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: queue @q must have exactly one producer stage, found @a, @b
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @no_consumer {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+}
+// CHECK: queue @q has no consumer stage
+
+// -----
+
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @no_producer {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: queue @q must have exactly one producer stage, found none
+
+// -----
+
+func.func private @relay(!dataflow.queue<2 x tensor<64xf32>>, !dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @cycle {
+  dataflow.queue @ab : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @ba : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@ba], outputs = [@ab]}
+  dataflow.stage @b {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@ab], outputs = [@ba]}
+}
+// CHECK: stage graph has a cycle: @a -> @b -> @a
+
+// -----
+
+func.func private @relay(!dataflow.queue<2 x tensor<64xf32>>, !dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @self_loop {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = [@q]}
+}
+// CHECK: stage @a both produces and consumes queue @q
+
+// -----
+
+dataflow.pipeline @empty {
+}
+// CHECK: pipeline @empty needs at least one stage
+
+// -----
+
+func.func private @produce(!dataflow.queue<0 x tensor<64xf32>>)
+// CHECK: queue must have at least one entry, got 0
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<?xf32>>)
+// CHECK: queue payload must have a static shape, got tensor<?xf32>
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x vector<4xf32>>)
+// CHECK: queue payload must be a tensor or memref type
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @zero_ctas {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<tensor>, ctas = 0 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: stage @a must have a positive CTA count, got 0
+
+// -----
+
+// 100 + 200 CTAs cannot all be resident on 132 SMs x 2 blocks.
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @too_many_ctas max_ctas(264) {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<tensor>, ctas = 100 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 200 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: pipeline @too_many_ctas needs 300 co-resident CTAs but max_ctas is 264
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @bad_resource {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<tma>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: Expected `simt`, or `tensor`.
+
+// -----
+
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @unknown_queue {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@nope], outputs = []}
+}
+// CHECK: stage @b uses @nope, which is not a queue of pipeline @unknown_queue
+
+// -----
+
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @missing_kernel {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @kernels::@produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: stage @a: kernel @kernels::@produce not found
+
+// -----
+
+// The kernel's queue arguments must be the stage's inputs, then its outputs.
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<4 x tensor<64xf32>>)
+dataflow.pipeline @kernel_mismatch {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: stage @b: kernel @consume takes queues (!dataflow.queue<4 x tensor<64xf32>>) but the stage's inputs then outputs are (!dataflow.queue<2 x tensor<64xf32>>)
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @foreign_op {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+  %c = arith.constant 0 : index
+}
+// CHECK: 'dataflow.pipeline' may only hold 'dataflow.stage' and 'dataflow.queue', found 'arith.constant'
+
+// -----
+
+// A stage outside a pipeline.
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = []}
+// CHECK: 'dataflow.stage' expects parent op 'dataflow.pipeline'
+
+// -----
+
+func.func @entry_shape(%q: !dataflow.queue<2 x tensor<128x64xf16>>) {
+  %slot = dataflow.acquire_full %q : !dataflow.queue<2 x tensor<128x64xf16>>
+  %tile = dataflow.entry %q, %slot : !dataflow.queue<2 x tensor<128x64xf16>> -> memref<64x128xf16>
+  func.return
+}
+// CHECK: entry buffer memref<64x128xf16> does not match the queue payload tensor<128x64xf16>
+
+// -----
+
+func.func @slot_not_index(%q: !dataflow.queue<2 x tensor<64xf32>>, %s: i32) {
+  "dataflow.release_full"(%q, %s) : (!dataflow.queue<2 x tensor<64xf32>>, i32) -> ()
+  func.return
+}
+// CHECK: operand 'slot' at position 1 does not verify
+
+// -----
+
+func.func @not_a_queue(%m: memref<64xf32>) {
+  %slot = "dataflow.acquire_empty"(%m) : (memref<64xf32>) -> index
+  func.return
+}
+// CHECK: operand 'queue' at position 0 does not verify
