@@ -1,0 +1,229 @@
+"""Kernel launches: argument packing, plain launches, PDL and cooperative launches.
+
+Nothing here synchronizes: errors raised inside a kernel (a trap from a timed-out spin-wait)
+surface at the next `synchronize`, which names the CUDA error and says a device-side trap or
+fault happened.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from tilesync.runtime.buffers import as_device_pointer
+from tilesync.runtime.errors import TilesyncRuntimeError, check
+
+# Parameter kind → (ctypes type or None for a device pointer, size in bytes, integer range).
+PARAM_KINDS: dict[str, tuple[Any, int, tuple[int, int] | None]] = {
+    "ptr": (None, 8, None),
+    "i8": (ctypes.c_int8, 1, (-(1 << 7), (1 << 7) - 1)),
+    "i16": (ctypes.c_int16, 2, (-(1 << 15), (1 << 15) - 1)),
+    "i32": (ctypes.c_int32, 4, (-(1 << 31), (1 << 31) - 1)),
+    "u32": (ctypes.c_uint32, 4, (0, (1 << 32) - 1)),
+    "i64": (ctypes.c_longlong, 8, (-(1 << 63), (1 << 63) - 1)),
+    "u64": (ctypes.c_ulonglong, 8, (0, (1 << 64) - 1)),
+    "f32": (ctypes.c_float, 4, None),
+    "f64": (ctypes.c_double, 8, None),
+}
+
+STATIC_SHARED_LIMIT = 48 * 1024
+
+Dim3 = tuple[int, int, int]
+
+
+def check_signature(
+    signature: Sequence[str], param_bytes: Sequence[int] | None, kernel_name: str
+) -> None:
+    """Raise ValueError if a kind is unknown or the sizes disagree with the PTX's `.param`s."""
+    unknown = [kind for kind in signature if kind not in PARAM_KINDS]
+    if unknown:
+        raise ValueError(f"unknown parameter kind(s) {unknown}; known: {sorted(PARAM_KINDS)}")
+    if param_bytes is None:
+        return
+    sizes = [PARAM_KINDS[kind][1] for kind in signature]
+    if sizes != list(param_bytes):
+        raise ValueError(
+            f"signature {list(signature)} of '{kernel_name}' does not match its PTX parameters "
+            f"(sizes {sizes} vs {list(param_bytes)} bytes)"
+        )
+
+
+def pack_args(
+    signature: Sequence[str], args: Sequence[Any]
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Build the `((values...), (ctypes...))` that cuLaunchKernel takes.
+
+    A 'ptr' becomes a CUdeviceptr with ctype None (cuda-bindings passes its address); it accepts
+    a DeviceBuffer, an int, or a torch/CuPy array. Integers are range-checked, so a value that
+    would wrap raises instead of corrupting an index on the device.
+    """
+    from cuda.bindings import driver
+
+    if len(signature) != len(args):
+        raise ValueError(f"{len(args)} argument(s) for a signature of {len(signature)}")
+    values: list[Any] = []
+    types: list[Any] = []
+    for position, (kind, value) in enumerate(zip(signature, args)):
+        if kind not in PARAM_KINDS:
+            raise ValueError(f"unknown parameter kind {kind!r}; known: {sorted(PARAM_KINDS)}")
+        ctype, _, bounds = PARAM_KINDS[kind]
+        try:
+            if kind == "ptr":
+                values.append(driver.CUdeviceptr(as_device_pointer(value)))
+            elif bounds is not None:
+                if isinstance(value, float):
+                    raise TypeError(f"a float for integer kind {kind}")
+                integer = operator.index(value)
+                low, high = bounds
+                if not low <= integer <= high:
+                    raise OverflowError(f"{integer} does not fit in {kind}")
+                values.append(integer)
+            else:
+                values.append(float(value))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise type(exc)(f"argument {position} ({kind}): {exc}") from exc
+        types.append(ctype)
+    return tuple(values), tuple(types)
+
+
+def dim3(value: int | Sequence[int], what: str) -> Dim3:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"{what} needs 1 to 3 dimensions, got {dims}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    if any(d <= 0 for d in dims):
+        raise ValueError(f"{what} dimensions must be positive, got {dims}")
+    return dims  # type: ignore[return-value]
+
+
+def stream_handle(stream: Any) -> Any:
+    """A CUstream out of None (legacy default stream), a tilesync Stream, a CUstream, an int,
+    or a foreign stream (`__cuda_stream__` protocol, torch's `cuda_stream`, CuPy's `ptr`)."""
+    from cuda.bindings import driver
+
+    if stream is None:
+        return driver.CUstream(0)
+    if isinstance(stream, driver.CUstream):
+        return stream
+    handle = getattr(stream, "handle", None)
+    if isinstance(handle, driver.CUstream):
+        return handle
+    if hasattr(stream, "__cuda_stream__"):
+        return driver.CUstream(int(stream.__cuda_stream__()[1]))
+    for attribute in ("cuda_stream", "ptr"):
+        raw = getattr(stream, attribute, None)
+        if isinstance(raw, int):
+            return driver.CUstream(raw)
+    if isinstance(stream, int):
+        return driver.CUstream(stream)
+    raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream")
+
+
+def _launch_attributes(pdl: bool, cooperative: bool) -> list[Any]:
+    from cuda.bindings import driver
+
+    attributes = []
+    if pdl:
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = (
+            driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        )
+        attribute.value.programmaticStreamSerializationAllowed = 1
+        attributes.append(attribute)
+    if cooperative:
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        attribute.value.cooperative = 1
+        attributes.append(attribute)
+    return attributes
+
+
+def launch(
+    kernel: Any,
+    grid: int | Sequence[int],
+    block: int | Sequence[int],
+    args: Sequence[Any],
+    stream: Any = None,
+    shared_mem: int = 0,
+    pdl: bool = False,
+    cooperative: bool = False,
+    signature: Sequence[str] | None = None,
+) -> None:
+    """Launch `kernel` (a Kernel from Module.function) asynchronously on `stream`.
+
+    `signature` (or `kernel.signature`) lists the parameter kinds: ptr, i8, i16, i32, u32, i64,
+    u64, f32, f64. pdl=True lets the kernel start while the previous kernel on the stream still
+    runs (it must `griddepcontrol.wait` before reading that kernel's output); cooperative=True
+    guarantees all blocks are co-resident (or fails with COOPERATIVE_LAUNCH_TOO_LARGE).
+    """
+    from cuda.bindings import driver
+
+    kinds = tuple(signature) if signature is not None else getattr(kernel, "signature", None)
+    if kinds is None:
+        raise ValueError(
+            f"no signature for kernel '{getattr(kernel, 'name', kernel)}': pass signature=[...] "
+            "or Module.function(name, signature=[...])"
+        )
+    name = getattr(kernel, "name", "kernel")
+    if signature is not None:
+        check_signature(kinds, getattr(kernel, "param_bytes", None), name)
+    params = pack_args(kinds, args)
+    grid_dims, block_dims = dim3(grid, "grid"), dim3(block, "block")
+    if shared_mem < 0:
+        raise ValueError(f"negative shared memory size {shared_mem}")
+    if shared_mem > STATIC_SHARED_LIMIT:
+        ensure = getattr(kernel, "ensure_dynamic_shared_memory", None)
+        if ensure is None:
+            raise ValueError("more than 48 KiB of dynamic shared memory needs a tilesync Kernel")
+        ensure(shared_mem)
+    function = getattr(kernel, "handle", kernel)
+    handle = stream_handle(stream)
+    where = f"launch of '{name}' grid={grid_dims} block={block_dims} shared_mem={shared_mem}"
+
+    attributes = _launch_attributes(pdl, cooperative)
+    if not attributes:
+        check(
+            driver.cuLaunchKernel(
+                function, *grid_dims, *block_dims, shared_mem, handle, params, 0
+            ),
+            f"cuLaunchKernel ({where})",
+        )
+        return
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid_dims
+    config.blockDimX, config.blockDimY, config.blockDimZ = block_dims
+    config.sharedMemBytes = shared_mem
+    config.hStream = handle
+    config.attrs = attributes
+    config.numAttrs = len(attributes)
+    check(
+        driver.cuLaunchKernelEx(config, function, params, 0),
+        f"cuLaunchKernelEx ({where}, pdl={pdl}, cooperative={cooperative})",
+    )
+
+
+def synchronize(stream: Any = None) -> None:
+    """Wait for `stream` (or the whole device if None). A device-side trap, such as a
+    spin-wait timeout, raises TilesyncRuntimeError naming the CUDA error."""
+    from cuda.bindings import driver
+
+    if stream is None:
+        from tilesync.runtime.device import synchronize as device_synchronize
+
+        device_synchronize()
+        return
+    check(driver.cuStreamSynchronize(stream_handle(stream)), "cuStreamSynchronize")
+
+
+__all__ = [
+    "PARAM_KINDS",
+    "TilesyncRuntimeError",
+    "check_signature",
+    "dim3",
+    "launch",
+    "pack_args",
+    "stream_handle",
+    "synchronize",
+]

@@ -1,0 +1,168 @@
+"""Streams with priorities, and events for ordering and timing.
+
+cuSync runs producer and consumer kernels on separate streams; the producer's stream gets the
+higher priority so its blocks are dispatched first when both have work queued.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilesync.runtime.device import get_device
+from tilesync.runtime.errors import check
+
+
+def priority_range() -> tuple[int, int]:
+    """(least, greatest) stream priority; greatest is numerically lower (H200: 0, -5)."""
+    from cuda.bindings import driver
+
+    get_device()
+    least, greatest = check(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+    return int(least), int(greatest)
+
+
+class Stream:
+    """A non-blocking stream (it does not synchronize with the legacy default stream).
+
+    priority=None takes the default (least) priority; lower numbers are higher priorities and
+    must lie within priority_range().
+    """
+
+    def __init__(self, priority: int | None = None):
+        from cuda.bindings import driver
+
+        get_device()
+        least, greatest = priority_range()
+        if priority is None:
+            priority = least
+        if not greatest <= priority <= least:
+            raise ValueError(
+                f"stream priority {priority} outside the device's range "
+                f"[{greatest} (highest), {least} (lowest)]"
+            )
+        flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
+        self.handle = check(
+            driver.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"
+        )
+
+    @classmethod
+    def highest_priority(cls) -> Stream:
+        return cls(priority_range()[1])
+
+    @property
+    def priority(self) -> int:
+        """The priority the driver reports for this stream."""
+        from cuda.bindings import driver
+
+        return int(check(driver.cuStreamGetPriority(self.handle), "cuStreamGetPriority"))
+
+    def synchronize(self) -> None:
+        """Wait for the stream's work; a device-side trap raises TilesyncRuntimeError here."""
+        from cuda.bindings import driver
+
+        check(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+    def wait_event(self, event: Event) -> None:
+        """Make later work on this stream wait until `event` has completed (no host wait)."""
+        from cuda.bindings import driver
+
+        check(driver.cuStreamWaitEvent(self.handle, event.handle, 0), "cuStreamWaitEvent")
+
+    def record(self, event: Event | None = None) -> Event:
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """The CUDA stream protocol (cuda.core, CuPy, torch interop): (version, handle)."""
+        return (0, int(self.handle))
+
+    def close(self) -> None:
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is None:
+            return
+        try:
+            from cuda.bindings import driver
+
+            driver.cuStreamDestroy(handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        handle = 0 if self.handle is None else int(self.handle)
+        return f"Stream(0x{handle:x})"
+
+
+def _stream_handle(stream: Any) -> Any:
+    from tilesync.runtime.launch import stream_handle
+
+    return stream_handle(stream)
+
+
+class Event:
+    """A CUDA event; timing=False makes a cheaper event for ordering only."""
+
+    def __init__(self, timing: bool = True):
+        from cuda.bindings import driver
+
+        get_device()
+        flags = driver.CUevent_flags.CU_EVENT_DEFAULT
+        if not timing:
+            flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self.handle = check(driver.cuEventCreate(flags), "cuEventCreate")
+
+    def record(self, stream: Any = None) -> Event:
+        from cuda.bindings import driver
+
+        check(driver.cuEventRecord(self.handle, _stream_handle(stream)), "cuEventRecord")
+        return self
+
+    def synchronize(self) -> None:
+        from cuda.bindings import driver
+
+        check(driver.cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def query(self) -> bool:
+        """True once all work captured by the event has completed."""
+        from cuda.bindings import driver
+
+        (result,) = driver.cuEventQuery(self.handle)
+        if result == driver.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        check((result,), "cuEventQuery")
+        return True
+
+    def close(self) -> None:
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is None:
+            return
+        try:
+            from cuda.bindings import driver
+
+            driver.cuEventDestroy(handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def elapsed_ms(start: Event, end: Event) -> float:
+    """Milliseconds between two recorded events; waits for `end` first."""
+    from cuda.bindings import driver
+
+    end.synchronize()
+    return float(check(driver.cuEventElapsedTime(start.handle, end.handle), "cuEventElapsedTime"))
+
+
+def stream_wait_event(stream: Any, event: Event) -> None:
+    """Make later work on `stream` (any stream-like object) wait for `event`."""
+    from cuda.bindings import driver
+
+    check(driver.cuStreamWaitEvent(_stream_handle(stream), event.handle, 0), "cuStreamWaitEvent")
+
+
+__all__ = ["Event", "Stream", "elapsed_ms", "priority_range", "stream_wait_event"]
