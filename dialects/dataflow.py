@@ -170,7 +170,7 @@ class QueueType(ParametrizedAttribute, TypeAttribute):
     def verify(self) -> None:
         if self.num_entries < 1:
             raise VerifyException(f"queue must have at least one entry, got {self.num_entries}")
-        if not self.payload.has_static_shape():
+        if any(dim < 0 for dim in self.payload.get_shape()):  # DYNAMIC_INDEX is negative
             raise VerifyException(f"queue payload must have a static shape, got {self.payload}")
         try:
             _element_bitwidth(self.payload.get_element_type())
