@@ -351,13 +351,14 @@ class PolicyAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         sem_map = self.sem_map.data
+        text = format_affine_map(sem_map)
         if not 1 <= sem_map.num_dims <= 3:
-            raise VerifyException(f"policy map takes 1 to 3 tile coordinates, got {sem_map}")
+            raise VerifyException(f"policy map takes 1 to 3 tile coordinates, got {text}")
         if sem_map.num_symbols != 0:
-            raise VerifyException(f"policy map must not have symbols, got {sem_map}")
+            raise VerifyException(f"policy map must not have symbols, got {text}")
         if len(sem_map.results) != 1:
             raise VerifyException(
-                f"policy map must have exactly one result (the semaphore index), got {sem_map}"
+                f"policy map must have exactly one result (the semaphore index), got {text}"
             )
         if self.posts.data < 1:
             raise VerifyException(f"policy posts must be positive, got {self.posts.data}")
@@ -368,7 +369,7 @@ class PolicyAttr(ParametrizedAttribute):
             )
         if self.declared_kind.data != self.kind:
             raise VerifyException(
-                f"policy named {self.declared_kind.data} but its map {sem_map} is {self.kind}"
+                f"policy named {self.declared_kind.data} but its map {text} is {self.kind}"
             )
         if self.kind == "TileSync" and self.posts.data != 1:
             raise VerifyException(f"TileSync needs posts = 1, got {self.posts.data}")

@@ -1,0 +1,173 @@
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// A 3×3 halo read without padding: consumer row 0 reads producer row -1.
+sync.stage @conv1 {kernel = @k::@conv, grid = array<i64: 8, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 32>}
+sync.stage @conv2 {kernel = @k::@conv, grid = array<i64: 8, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 32>}
+sync.dependency @conv1 -> @conv2 operand 0 tiles (d0, d1)[s0, s1] -> (d0 + s0 - 1, s1) forall s0 in [0, 3), s1 in [0, 4)
+
+// CHECK: sync.dependency: consumer tile (0, 0) of @conv2 with s0 = 0, s1 = 0 reads producer tile (-1, 0) outside the grid (8, 4) of @conv1
+
+// -----
+
+// Off by one at the top: the forall runs one column past the producer grid.
+sync.stage @gemm1 {kernel = @k::@gemm, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 256, 128, 32>}
+sync.stage @gemm2 {kernel = @k::@gemm, grid = array<i64: 4, 96>, block = array<i64: 128, 1, 1>, tile = array<i64: 256, 128, 32>}
+sync.dependency @gemm1 -> @gemm2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 49)
+
+// CHECK: sync.dependency: consumer tile (3, 95) of @gemm2 with s0 = 48 reads producer tile (3, 48) outside the grid (4, 48) of @gemm1
+
+// -----
+
+// Not linear (mod): found by enumerating the box.
+sync.stage @qkv {kernel = @k::@gemm, grid = array<i64: 4, 9>, block = array<i64: 128, 1, 1>, tile = array<i64: 256, 128, 32>}
+sync.stage @attn {kernel = @k::@attn, grid = array<i64: 4, 3>, block = array<i64: 128, 1, 1>, tile = array<i64: 256, 128, 32>}
+sync.dependency @qkv -> @attn operand 0 tiles (d0, d1)[s0] -> (d0, d1 mod 3 + s0 * 4) forall s0 in [0, 3)
+
+// CHECK: sync.dependency: consumer tile (0, 1) of @attn with s0 = 2 reads producer tile (0, 9) outside the grid (4, 9) of @qkv
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @b operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 4)
+
+// CHECK: sync.dependency: map takes 1 consumer tile coordinates but consumer @b has a 2-D grid (4, 4)
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @missing operand 0 tiles (d0, d1) -> (d0, d1)
+
+// CHECK: sync.dependency: consumer @missing must name a sync.stage, found nothing
+
+// -----
+
+sync.launch @nowhere
+
+// CHECK: sync.launch: stage @nowhere must name a sync.stage, found nothing
+
+// -----
+
+"test.op"() {sym_name = "not_a_stage"} : () -> ()
+sync.wait_kernel @not_a_stage {stream = 1 : i64}
+
+// CHECK: sync.wait_kernel: producer @not_a_stage must name a sync.stage, found nothing
+
+// -----
+
+sync.stage @bad {kernel = @k::@f, grid = array<i64: 4, 0>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: grid extents must be positive, got (4, 0)
+
+// -----
+
+sync.stage @bad {kernel = @k::@f, grid = array<i64: 2, 2, 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: grid must have 1 to 3 dimensions, got (2, 2, 2, 2)
+
+// -----
+
+sync.stage @bad {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 64, 32, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: block (64, 32, 1) has 2048 threads, more than 1024
+
+// -----
+
+sync.stage @bad {kernel = @f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: kernel must be @gpu_module::@function, got @f
+
+// -----
+
+"gpu.module"() <{sym_name = "k"}> ({
+  "gpu.func"() <{function_type = () -> (), kernel}> ({
+    "gpu.return"() : () -> ()
+  }) {sym_name = "present"} : () -> ()
+}) : () -> ()
+sync.stage @bad {kernel = @k::@absent, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: kernel @k::@absent is not defined
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @b operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [2, 2)
+
+// CHECK: sync.dependency: forall s0 in [2, 2) is empty
+
+// -----
+
+"test.op"() {p = #sync.policy<TileSync (d0, d1) -> (d0), posts = 4>} : () -> ()
+
+// CHECK: policy named TileSync but its map (d0, d1) -> (d0) is RowSync
+
+// -----
+
+"test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0 * 3 + d1 mod 3), posts = 4>} : () -> ()
+
+// CHECK: policy named RowSync but its map (d0, d1) -> (d0 * 3 + d1 mod 3) is StridedSync
+
+// -----
+
+"test.op"() {p = #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 2>} : () -> ()
+
+// CHECK: TileSync needs posts = 1, got 2
+
+// -----
+
+"test.op"() {p = #sync.policy<Bogus (d0, d1) -> (d0), posts = 4>} : () -> ()
+
+// CHECK: unknown policy name 'Bogus', expected one of TileSync, RowSync, StridedSync, Conv2DTileSync, Custom
+
+// -----
+
+// A map that is none of the named shapes must be called Custom.
+"test.op"() {p = #sync.policy<StridedSync (d0, d1) -> (d0 floordiv 2 + d1), posts = 1>} : () -> ()
+
+// CHECK: policy named StridedSync but its map (d0, d1) -> (d0 floordiv 2 + d1) is Custom
+
+// -----
+
+"test.op"() {p = #sync.policy<Custom (d0, d1) -> (d0, d1), posts = 1>} : () -> ()
+
+// CHECK: policy map must have exactly one result (the semaphore index), got (d0, d1) -> (d0, d1)
+
+// -----
+
+"test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0), posts = 0>} : () -> ()
+
+// CHECK: policy posts must be positive, got 0
+
+// -----
+
+"test.op"() {o = #sync.order<strided>} : () -> ()
+
+// CHECK: tile order strided takes 1 parameters, got 0
+
+// -----
+
+"test.op"() {o = #sync.order<diagonal>} : () -> ()
+
+// CHECK: unknown tile order 'diagonal', expected one of row_major, column_major, strided, table
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+sync.wait %sems[%x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi32>
+
+// CHECK: sync.wait: policy RowSync takes 2 tile coordinates, got 1
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+sync.wait %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> timeout_ns 0 : memref<?xi32>
+
+// CHECK: sync.wait: timeout_ns must be positive, got 0
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi64>, i32, index)
+sync.post %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi64>
+
+// CHECK: sync.post: semaphores must be a rank-1 memref of i32, got memref<?xi64>
