@@ -1,0 +1,77 @@
+"""Tables, JSON and plots for benchmark results (device name, warm-up, reps, median, spread)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+def copy_table(result: dict[str, Any]) -> str:
+    lines = [f"copy chain (§V-D): {result['tiles']} tiles of 2048 floats, "
+             f"{result['waves']:.2f} waves, {result['blocks_per_sm']} blocks/SM",
+             f"{'mode':<12} {'median ms':>10} {'p10 ms':>9} {'p90 ms':>9} {'reps':>5}"]
+    for mode, t in result["modes"].items():
+        lines.append(f"{mode:<12} {t['median_ms']:>10.4f} {t['p10_ms']:>9.4f} "
+                     f"{t['p90_ms']:>9.4f} {t['reps']:>5}")
+    lines.append(f"tile-sync / stream-sync = {result['ratio_tile_over_stream']:.3f} "
+                 f"(goal {result['goal']})")
+    return "\n".join(lines)
+
+
+def waves_table(result: dict[str, Any]) -> str:
+    lines = [f"synthetic waves: {result['block']} threads/block, {result['blocks_per_sm']} "
+             f"blocks/SM, {result['iters']} iterations/element",
+             f"{'waves':>6} {'tiles':>6} {'stream ms':>10} {'tile ms':>9} {'speedup':>8} "
+             f"{'ideal':>6} {'meas/ideal':>10}"]
+    for r in result["rows"]:
+        lines.append(f"{r['waves']:>6.1f} {r['tiles']:>6} "
+                     f"{r['modes']['stream_sync']['median_ms']:>10.4f} "
+                     f"{r['modes']['tile_sync']['median_ms']:>9.4f} {r['speedup']:>8.3f} "
+                     f"{r['ideal_speedup']:>6.3f} {r['speedup_over_ideal']:>10.3f}")
+    lines.append(f"goal: {result['goal']}")
+    return "\n".join(lines)
+
+
+def write_json(result: dict[str, Any], out_dir: Path, name: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{slug(result['device']['name'])}.json"
+    path.write_text(json.dumps(result, indent=1, sort_keys=True))
+    return path
+
+
+def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
+    """A PNG of the medians with p10–p90 bars; skipped (None) where matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    if result["experiment"] == "copy_chain":
+        groups = [("copy", result["modes"])]
+    else:
+        groups = [(f"{r['waves']} waves", r["modes"]) for r in result["rows"]]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.38
+    for k, mode in enumerate(("stream_sync", "tile_sync")):
+        xs = [i + (k - 0.5) * width for i in range(len(groups))]
+        med = [g[1][mode]["median_ms"] for g in groups]
+        lo = [g[1][mode]["median_ms"] - g[1][mode]["p10_ms"] for g in groups]
+        hi = [g[1][mode]["p90_ms"] - g[1][mode]["median_ms"] for g in groups]
+        ax.bar(xs, med, width, yerr=[lo, hi], label=mode.replace("_", " "), capsize=3)
+    ax.set_xticks(range(len(groups)), [g[0] for g in groups])
+    ax.set_ylabel("time (ms, median, p10–p90)")
+    ax.set_title(f"{name} on {result['device']['name']}")
+    ax.legend()
+    fig.tight_layout()
+    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
