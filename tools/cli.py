@@ -1,0 +1,134 @@
+"""`tilesync`: compile, demo and bench. Errors are one line on stderr and exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
+
+
+def _compile(args: argparse.Namespace) -> int:
+    import tilesync
+
+    text = Path(args.file).read_text()
+    program = tilesync.compile(text, pipeline=args.pipeline, target=args.target,
+                               validate=args.validate)
+    if args.emit == "ptx":
+        out = "".join(program.ptx_by_module.values())
+    elif args.emit == "llvm":
+        out = "".join(program.llvm_ir_by_module.values())
+    else:
+        out = str(program.module) + "\n"
+    if args.output:
+        Path(args.output).write_text(out)
+    else:
+        sys.stdout.write(out)
+    if args.time_passes:
+        for name, sec in program.pass_seconds.items():
+            print(f"{name:<32} {sec * 1e3:8.2f} ms", file=sys.stderr)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    import tilesync
+    from tilesync.lowering.ptx import validate_ptx
+    from tilesync.runtime.device import gpu_available
+
+    for name in EXAMPLES:
+        text = resources.files("tilesync").joinpath("examples", name).read_text()
+        start = time.perf_counter()
+        program = tilesync.compile(text, target="sm_90")
+        seconds = time.perf_counter() - start
+        info = validate_ptx(program.ptx, "sm_90")
+        print(f"{name}: compiled to {len(program.ptx.splitlines())} lines of PTX for sm_90 in "
+              f"{seconds:.2f} s; kernels {', '.join(program.kernels)}; nvJitLink accepts it"
+              + (f" ({info.registers})" if getattr(info, "registers", None) else ""))
+    ok, reason = gpu_available()
+    if not ok:
+        print(f"no GPU here ({reason}): compiled and validated only; run `make demo` on a "
+              "machine with an NVIDIA GPU to execute the copy chain.")
+        return 0
+    from tilesync.bench.experiments import copy_chain
+    from tilesync.bench.report import copy_table
+
+    result = copy_chain(warmup=3, reps=10)
+    print(copy_table(result))
+    print("every element of the consumer's output matched the input in both modes.")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from tilesync.bench import experiments, report
+    from tilesync.runtime.device import get_device, require_gpu
+
+    require_gpu()
+    device = get_device().to_dict()
+    out = Path(args.out)
+    which = ["copy", "waves"] if args.experiment == "all" else [args.experiment]
+    for name in which:
+        if name == "copy":
+            result = experiments.copy_chain(warmup=args.warmup, reps=args.reps)
+            table = report.copy_table(result)
+        else:
+            result = experiments.synthetic_waves(warmup=args.warmup, reps=args.reps,
+                                                 iters=args.iters)
+            table = report.waves_table(result)
+        result["device"] = device
+        result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
+        print(table)
+        path = report.write_json(result, out, f"spine-{name}")
+        png = report.plot(result, out, f"spine-{name}")
+        print(f"wrote {path}" + (f" and {png}" if png else ""))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tilesync", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="compile MLIR in tilesync's dialects to PTX")
+    c.add_argument("file")
+    c.add_argument("-p", "--pipeline", default=None, help="pass pipeline (default: full)")
+    c.add_argument("--target", default="sm_90", help="sm_80, sm_90 or sm_90a")
+    c.add_argument("--emit", choices=("ptx", "llvm", "mlir"), default="ptx")
+    c.add_argument("--validate", action="store_true", help="assemble the PTX with nvJitLink")
+    c.add_argument("--time-passes", action="store_true")
+    c.add_argument("-o", "--output")
+    c.set_defaults(run=_compile)
+
+    d = sub.add_parser("demo", help="compile the examples; run the copy chain on a GPU")
+    d.set_defaults(run=_demo)
+
+    b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
+    b.add_argument("experiment", nargs="?", choices=("copy", "waves", "all"), default="all")
+    b.add_argument("--out", default="bench/results")
+    b.add_argument("--warmup", type=int, default=10)
+    b.add_argument("--reps", type=int, default=50)
+    b.add_argument("--iters", type=int, default=4000, help="work per element (waves)")
+    b.set_defaults(run=_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as err:  # one readable line, never a traceback (TILESYNC_TRACEBACK=1 shows it)
+        if os.environ.get("TILESYNC_TRACEBACK"):
+            raise
+        text = str(err).strip() or type(err).__name__
+        print(f"tilesync {args.command}: error: {text}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
