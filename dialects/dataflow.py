@@ -293,6 +293,8 @@ class PipelineOp(IRDLOperation):
                     f"'{self.name}' may only hold 'dataflow.stage' and 'dataflow.queue', "
                     f"found '{op.name}'"
                 )
+        if self.max_ctas is not None and self.max_ctas.value.data < 1:
+            raise VerifyException(f"max_ctas must be positive, got {self.max_ctas.value.data}")
         stages = self.stages
         if not stages:
             raise VerifyException(f"pipeline @{self.sym_name.data} needs at least one stage")

@@ -52,6 +52,28 @@ dataflow.pipeline @self_loop {
 
 // -----
 
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @zero_max_ctas max_ctas(0) {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: max_ctas must be positive, got 0
+
+// -----
+
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>, !dataflow.queue<2 x tensor<64xf32>>)
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @listed_twice {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q, @q], outputs = []}
+}
+// CHECK: stage @b lists queue @q twice in its inputs
+
+// -----
+
 dataflow.pipeline @empty {
 }
 // CHECK: pipeline @empty needs at least one stage

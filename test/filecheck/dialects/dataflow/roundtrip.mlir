@@ -82,14 +82,14 @@ dataflow.pipeline @gemm_softmax max_ctas(264) {
 }
 
 // Split reduction with fan-in and final stages; no max_ctas, so no co-residency bound here.
-// CHECK:      dataflow.pipeline @grad_reduce {
+// CHECK:      dataflow.pipeline @grad_reduce attributes {tilesync.origin = "dW = sum over batch"} {
 // CHECK-NEXT:   dataflow.queue @partials : !dataflow.queue<8 x memref<64x64xf32>>
 // CHECK-NEXT:   dataflow.queue @sums pin_l2 : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
 // CHECK-NEXT:   dataflow.stage @split {kernel = @kernels::@reduce_split, resource = #dataflow.resource<tensor>, ctas = 96 : i64, inputs = [], outputs = [@partials]}
 // CHECK-NEXT:   dataflow.stage @fan_in {kernel = @kernels::@reduce_fan_in, resource = #dataflow.resource<simt>, ctas = 12 : i64, inputs = [@partials], outputs = [@sums]}
 // CHECK-NEXT:   dataflow.stage @final {kernel = @kernels::@reduce_final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@sums], outputs = []}
 // CHECK-NEXT: }
-dataflow.pipeline @grad_reduce {
+dataflow.pipeline @grad_reduce attributes {tilesync.origin = "dW = sum over batch"} {
   dataflow.queue @partials : !dataflow.queue<8 x memref<64x64xf32>>
   dataflow.queue @sums pin_l2 : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
   dataflow.stage @split {kernel = @kernels::@reduce_split, resource = #dataflow.resource<tensor>, ctas = 96 : i64, inputs = [], outputs = [@partials]}
