@@ -1,0 +1,319 @@
+"""The sync dialect's Python API: policy classification and evaluation, named policy
+constructors, dependency enumeration and bounds proofs, kernel-level op builders."""
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import test
+from xdsl.dialects.builtin import Builtin, MemRefType, ModuleOp, i32, i64
+from xdsl.ir import Block
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from tilesync.dialects.sync import (
+    DependencyOp,
+    LaunchOp,
+    OrderAttr,
+    PolicyAttr,
+    PostOp,
+    StageOp,
+    Sync,
+    TileOp,
+    WaitKernelOp,
+    WaitOp,
+    classify_policy_map,
+    conv2d_tile_sync,
+    row_sync,
+    strided_sync,
+    tile_sync,
+)
+
+d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
+s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
+
+
+def amap(num_dims: int, *results: AffineExpr, num_symbols: int = 0) -> AffineMap:
+    return AffineMap(num_dims, num_symbols, results)
+
+
+def parse_attr(text: str):
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Sync)
+    return Parser(ctx, text).parse_attribute()
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sem_map", "kind"),
+    [
+        (amap(2, d0 * 8 + d1), "TileSync"),
+        (amap(2, d1 * 4 + d0), "TileSync"),  # column-major linearization
+        (amap(1, d0), "TileSync"),
+        (amap(3, d0 * 12 + d1 * 4 + d2), "TileSync"),
+        (amap(2, d0), "RowSync"),
+        (amap(3, d0 * 2 + d2), "RowSync"),
+        (amap(2, d0 * 3 + d1 % 3), "StridedSync"),
+        (amap(2, d0 * 2 + d1 // 9), "Conv2DTileSync"),
+        (amap(2, d1), "Custom"),  # drops the row, not the column
+        (amap(2, d0 * 8 + d1 + 1), "Custom"),  # offset: not onto 0..n-1
+        (amap(2, d0 * 8 + d0), "Custom"),  # d1 missing and d0 twice
+        (amap(2, d0 % 2 + d1), "Custom"),  # mod on the row
+        (amap(2, d0 * -1 + d1), "Custom"),  # negative coefficient
+        (amap(2, d0, d1), "Custom"),  # two results
+    ],
+)
+def test_classification_by_shape(sem_map: AffineMap, kind: str):
+    assert classify_policy_map(sem_map) == kind
+
+
+def test_policy_prints_its_kind_and_parses_back():
+    policy = row_sync((4, 48))
+    text = str(policy)
+    assert text == "#sync.policy<RowSync (d0, d1) -> (d0), posts = 48>"
+    assert parse_attr(text) == policy
+
+
+def test_policy_name_must_match_the_map():
+    with pytest.raises(VerifyException, match=r"named TileSync but its map .* is RowSync"):
+        PolicyAttr(amap(2, d0), 4, kind="TileSync")
+    with pytest.raises(VerifyException, match="is StridedSync"):
+        parse_attr("#sync.policy<RowSync (d0, d1) -> (d0 * 3 + d1 mod 3), posts = 4>")
+
+
+def test_semaphore_index_evaluates_the_map():
+    policy = tile_sync((4, 8))
+    assert policy.num_dims == 2
+    assert policy.semaphore_index((0, 0)) == 0
+    assert policy.semaphore_index((2, 5)) == 21
+    assert policy.semaphore_index((3, 7)) == 31
+    with pytest.raises(ValueError, match="2 tile coordinates"):
+        policy.semaphore_index((1,))
+
+
+def test_named_constructors():
+    tile = tile_sync((4, 8))
+    assert (tile.kind, tile.posts.data, tile.num_semaphores((4, 8))) == ("TileSync", 1, 32)
+    assert tile.sem_map.data == amap(2, d0 * 8 + d1)
+
+    row = row_sync((4, 8))
+    assert (row.kind, row.posts.data, row.num_semaphores((4, 8))) == ("RowSync", 8, 4)
+    assert {row.semaphore_index((2, c)) for c in range(8)} == {2}
+
+    row3 = row_sync((2, 4, 3))
+    assert (row3.kind, row3.posts.data, row3.num_semaphores((2, 4, 3))) == ("RowSync", 4, 6)
+
+    strided = strided_sync((4, 9), 3)
+    assert (strided.kind, strided.posts.data, strided.num_semaphores((4, 9))) == (
+        "StridedSync",
+        3,
+        12,
+    )
+    # Columns 1, 4, 7 of a row (Q, K, V of head 1) share one semaphore; column 2 does not.
+    assert strided.semaphore_index((1, 1)) == strided.semaphore_index((1, 4))
+    assert strided.semaphore_index((1, 1)) == strided.semaphore_index((1, 7))
+    assert strided.semaphore_index((1, 1)) != strided.semaphore_index((1, 2))
+
+    conv = conv2d_tile_sync((4, 18), 9)
+    assert (conv.kind, conv.posts.data, conv.num_semaphores((4, 18))) == ("Conv2DTileSync", 9, 8)
+    assert conv.semaphore_index((1, 8)) == 2 and conv.semaphore_index((1, 9)) == 3
+
+    for policy, grid in [
+        (tile, (4, 8)),
+        (row, (4, 8)),
+        (row3, (2, 4, 3)),
+        (strided, (4, 9)),
+        (conv, (4, 18)),
+    ]:
+        policy.verify_on_grid(grid)  # exactly `posts` posts reach every semaphore
+
+    with pytest.raises(ValueError):
+        strided_sync((4, 8), 3)  # 8 columns do not split into strides of 3
+    with pytest.raises(ValueError):
+        row_sync((8,))
+
+
+def test_verify_on_grid_catches_wrong_posts_and_non_bijection():
+    with pytest.raises(VerifyException, match=r"semaphore 0 receives 8 posts .* expects 4"):
+        PolicyAttr(amap(2, d0), 4).verify_on_grid((4, 8))
+    # Row-major with a too small row stride: tiles (0, 4) and (1, 0) collide.
+    with pytest.raises(VerifyException, match="receives 2 posts"):
+        PolicyAttr(amap(2, d0 * 4 + d1), 1).verify_on_grid((4, 8))
+
+
+def test_order_attr():
+    assert str(OrderAttr("row_major")) == "#sync.order<row_major>"
+    strided = OrderAttr("strided", [3])
+    assert str(strided) == "#sync.order<strided<3>>"
+    assert strided.values == (3,)
+    assert parse_attr("#sync.order<table<4, 5>>") == OrderAttr("table", [4, 5])
+    with pytest.raises(VerifyException, match="takes 1 parameters"):
+        OrderAttr("strided")
+    with pytest.raises(VerifyException, match="unknown tile order"):
+        OrderAttr("zigzag")
+
+
+# --- dependencies ----------------------------------------------------------------------------
+
+
+def stage(name: str, grid: tuple[int, ...]) -> StageOp:
+    return StageOp(name, ["kernels", "gemm"], grid, (128, 1, 1), (128, 128, 32))
+
+
+def module_with(*ops) -> ModuleOp:
+    return ModuleOp(list(ops))
+
+
+def test_producer_tiles_enumerates_forall():
+    row = DependencyOp("mlp1", "mlp2", 0, amap(2, d0, s0, num_symbols=1), [(0, 4)])
+    assert row.producer_tiles((2, 7)) == [(2, 0), (2, 1), (2, 2), (2, 3)]
+
+    strided = DependencyOp("qkv", "attn", 0, amap(2, d0, d1 + s0 * 3, num_symbols=1), [(0, 3)])
+    assert strided.producer_tiles((1, 2)) == [(1, 2), (1, 5), (1, 8)]
+
+    halo = DependencyOp("c1", "c2", 0, amap(2, d0 + s0, s1, num_symbols=2), [(0, 3), (0, 2)])
+    assert halo.producer_tiles((4, 0)) == [(4, 0), (4, 1), (5, 0), (5, 1), (6, 0), (6, 1)]
+
+    # Duplicates collapse: (d0 floordiv 2) reaches one producer tile twice.
+    pair = DependencyOp("a", "b", 0, amap(1, d0 // 2 + s0 * 0, num_symbols=1), [(0, 2)])
+    assert pair.producer_tiles((5,)) == [(2,)]
+    assert row.ranges == [(0, 4)]
+
+
+def test_dependency_in_grid_verifies():
+    dependency = DependencyOp("mlp1", "mlp2", 0, amap(2, d0, s0, num_symbols=1), [(0, 48)])
+    module = module_with(stage("mlp1", (4, 48)), stage("mlp2", (4, 96)), dependency)
+    module.verify()
+    assert dependency.producer_stage().grid_shape == (4, 48)
+    assert dependency.consumer_stage().rank == 2
+
+
+def test_dependency_out_of_grid_names_the_tiles():
+    dependency = DependencyOp("c1", "c2", 0, amap(2, d0 + s0 - 1, d1, num_symbols=1), [(0, 3)])
+    module = module_with(stage("c1", (8, 4)), stage("c2", (8, 4)), dependency)
+    with pytest.raises(
+        VerifyException,
+        match=r"consumer tile \(0, 0\) of @c2 with s0 = 0 reads producer tile \(-1, 0\) "
+        r"outside the grid \(8, 4\) of @c1",
+    ):
+        module.verify()
+
+
+def test_dependency_high_corner_found_exactly():
+    # Linear maps are decided at the box's corners, even for a box far above 1e6 points.
+    dependency = DependencyOp("a", "b", 0, amap(2, d0, d1 * 2 + s0, num_symbols=1), [(0, 3)])
+    module = module_with(stage("a", (2000, 4000)), stage("b", (2000, 2000)), dependency)
+    with pytest.raises(
+        VerifyException, match=r"consumer tile \(1999, 1999\) .* s0 = 2 .* \(1999, 4000\)"
+    ):
+        module.verify()
+
+
+def test_dependency_mod_proved_by_intervals_on_a_huge_box():
+    dependency = DependencyOp("a", "b", 0, amap(2, d0, d1 % 4), [])
+    module = module_with(stage("a", (2000, 4)), stage("b", (2000, 2000)), dependency)
+    module.verify()  # 4e6 points: not enumerated, `d1 mod 4` ∈ [0, 3] by intervals
+
+
+def test_dependency_mod_found_by_enumeration():
+    dependency = DependencyOp("a", "b", 0, amap(2, d0, d1 % 3 + s0 * 4, num_symbols=1), [(0, 3)])
+    module = module_with(stage("a", (4, 9)), stage("b", (4, 3)), dependency)
+    with pytest.raises(VerifyException, match=r"consumer tile \(0, 1\) .* s0 = 2 .* \(0, 9\)"):
+        module.verify()
+
+
+def test_dependency_rank_and_stage_checks():
+    wrong_rank = DependencyOp("a", "b", 0, amap(1, d0, s0, num_symbols=1), [(0, 4)])
+    with pytest.raises(VerifyException, match="1 consumer tile coordinates"):
+        module_with(stage("a", (4, 4)), stage("b", (4, 4)), wrong_rank).verify()
+    unknown = DependencyOp("a", "nope", 0, amap(2, d0, d1), [])
+    with pytest.raises(VerifyException, match=r"@nope must name a sync.stage"):
+        module_with(stage("a", (4, 4)), unknown).verify()
+
+
+def test_stage_and_launch_ops():
+    gemm = stage("gemm", (4, 48))
+    assert (gemm.grid_shape, gemm.block_shape, gemm.tile_shape) == (
+        (4, 48),
+        (128, 1, 1),
+        (128, 128, 32),
+    )
+    assert str(gemm.kernel) == "@kernels::@gemm"
+    assert gemm.order is None
+    launch = LaunchOp("gemm", stream=1, priority=-2, pdl=True)
+    wait_kernel = WaitKernelOp("gemm", stream=1)
+    module_with(gemm, wait_kernel, launch).verify()
+    assert (launch.stream.value.data, launch.priority.value.data, launch.pdl.value.data != 0) == (
+        1,
+        -2,
+        True,
+    )
+    with pytest.raises(VerifyException, match="grid extents must be positive"):
+        module_with(StageOp("bad", ["k", "f"], (4, 0), (32,), (16,))).verify()
+    with pytest.raises(VerifyException, match=r"must name a sync.stage"):
+        module_with(LaunchOp("ghost")).verify()
+
+
+# --- kernel-level ops -------------------------------------------------------------------------
+
+
+def kernel_block() -> tuple[Block, TileOp]:
+    block = Block(arg_types=[MemRefType(i32, [-1]), i32])
+    tile = TileOp(OrderAttr("row_major"), rank=2)
+    block.add_op(tile)
+    return block, tile
+
+
+def test_wait_and_post_build_and_verify():
+    block, tile = kernel_block()
+    sems, epoch = block.args
+    policy = row_sync((4, 48))
+    wait = WaitOp(sems, tile.results, policy, epoch, timeout_ns=1_000_000)
+    post = PostOp(sems, tile.results, tile_sync((4, 48)), epoch)
+    block.add_ops([wait, post])
+    for op in block.ops:
+        op.verify()
+    assert wait.sems is sems and wait.epoch is epoch
+    assert list(wait.tile) == list(tile.results)
+    assert wait.policy == policy and wait.timeout_ns is not None
+    assert wait.timeout_ns.value.data == 1_000_000
+    assert post.timeout_ns is None and post.policy.kind == "TileSync"
+    assert [r.type for r in tile.results] == [TileOp(rank=2).results[0].type] * 2
+    assert len(TileOp(rank=3).results) == 3
+
+
+def test_wait_checks_tile_count_and_semaphore_type():
+    block, tile = kernel_block()
+    sems, epoch = block.args
+    with pytest.raises(VerifyException, match="takes 2 tile coordinates, got 1"):
+        WaitOp(sems, tile.results[:1], row_sync((4, 8)), epoch).verify()
+    with pytest.raises(VerifyException, match="timeout_ns must be positive"):
+        WaitOp(sems, tile.results, row_sync((4, 8)), epoch, timeout_ns=0).verify()
+    wide = test.TestOp(result_types=[MemRefType(i64, [16])])
+    with pytest.raises(VerifyException, match="rank-1 memref of i32"):
+        PostOp(wide.results[0], tile.results, row_sync((4, 8)), epoch).verify()
+    with pytest.raises(VerifyException, match="1 to 3 coordinates"):
+        TileOp(rank=4).verify()
+
+
+def test_kernel_ops_roundtrip_through_text():
+    ctx = Context()
+    for dialect in (Builtin, test.Test, Sync):
+        ctx.load_dialect(dialect)
+    text = """
+    %sems, %e = "test.op"() : () -> (memref<?xi32>, i32)
+    %x, %y = sync.tile order #sync.order<strided<3>> : index, index
+    sync.wait %sems[%x, %y] epoch %e
+        policy #sync.policy<StridedSync (d0, d1) -> (d0 * 3 + d1 mod 3), posts = 4>
+        timeout_ns 5 : memref<?xi32>
+    sync.post %sems[%x, %y] epoch %e
+        policy #sync.policy<TileSync (d0, d1) -> (d0 * 12 + d1), posts = 1> : memref<?xi32>
+    """
+    module = Parser(ctx, text).parse_module()
+    module.verify()
+    wait = next(op for op in module.walk() if isinstance(op, WaitOp))
+    assert wait.policy == strided_sync((4, 12), 3)
+    assert wait.timeout_ns is not None and wait.timeout_ns.value.data == 5
+    assert str(Parser(ctx, str(module)).parse_module()) == str(module)
