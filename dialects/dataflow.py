@@ -4,8 +4,8 @@ Two levels live here.
 
 Stage level (host side, no SSA values):
 
-    dataflow.pipeline @mlp attributes {max_ctas = 264 : i64} {
-      dataflow.queue @h : !dataflow.queue<4 x tensor<128x64xf16>>
+    dataflow.pipeline @mlp max_ctas(264) {
+      dataflow.queue @h pin_l2 : !dataflow.queue<4 x tensor<128x64xf16>>
       dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>,
                             ctas = 100 : i64, inputs = [], outputs = [@h]}
       dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>,

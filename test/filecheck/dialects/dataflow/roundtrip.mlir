@@ -3,19 +3,18 @@
 
 // Kitsune-style pipelines: stages run at the same time in their own CTAs and hand tiles over
 // through queues. The kernels live in a gpu.module (xDSL prints it in generic form); each takes
-// its queues as arguments, the stage's inputs first, then its outputs.
+// its queues as arguments, the stage's inputs first, then its outputs. The CHECK lines match the
+// gpu ops whether they print in generic or in upstream form.
 
-// CHECK:      "gpu.module"() <{sym_name = "kernels"}> ({
+// CHECK:      gpu.module
 "gpu.module"() <{sym_name = "kernels"}> ({
 
   // GEMM producer: fill one 128x64 tile per acquired entry and publish it.
-  // CHECK:        "gpu.func"() <{function_type = (memref<4096x1024xf16>, !dataflow.queue<4 x tensor<128x64xf16>>) -> (), kernel}> ({
-  // CHECK-NEXT:   ^bb0(%a: memref<4096x1024xf16>, %h: !dataflow.queue<4 x tensor<128x64xf16>>):
+  // CHECK:        (%a: memref<4096x1024xf16>, %h: !dataflow.queue<4 x tensor<128x64xf16>>)
   // CHECK-NEXT:     %slot = dataflow.acquire_empty %h : !dataflow.queue<4 x tensor<128x64xf16>>
   // CHECK-NEXT:     %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
   // CHECK-NEXT:     dataflow.release_full %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
-  // CHECK-NEXT:     "gpu.return"() : () -> ()
-  // CHECK-NEXT:   }) {sym_name = "gemm"} : () -> ()
+  // CHECK-NEXT:     gpu.return
   "gpu.func"() <{function_type = (memref<4096x1024xf16>, !dataflow.queue<4 x tensor<128x64xf16>>) -> (), kernel}> ({
   ^bb0(%a: memref<4096x1024xf16>, %h: !dataflow.queue<4 x tensor<128x64xf16>>):
     %slot = dataflow.acquire_empty %h : !dataflow.queue<4 x tensor<128x64xf16>>
@@ -25,10 +24,11 @@
   }) {sym_name = "gemm"} : () -> ()
 
   // Softmax consumer: take filled entries in ticket order, read them, give them back.
-  // CHECK:          %slot = dataflow.acquire_full %h : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK:        (%h: !dataflow.queue<4 x tensor<128x64xf16>>, %out: memref<4096x1024xf16>)
+  // CHECK-NEXT:     %slot = dataflow.acquire_full %h : !dataflow.queue<4 x tensor<128x64xf16>>
   // CHECK-NEXT:     %tile = dataflow.entry %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>> -> memref<128x64xf16>
   // CHECK-NEXT:     dataflow.release_empty %h, %slot : !dataflow.queue<4 x tensor<128x64xf16>>
-  // CHECK:        }) {sym_name = "softmax"} : () -> ()
+  // CHECK-NEXT:     gpu.return
   "gpu.func"() <{function_type = (!dataflow.queue<4 x tensor<128x64xf16>>, memref<4096x1024xf16>) -> (), kernel}> ({
   ^bb0(%h: !dataflow.queue<4 x tensor<128x64xf16>>, %out: memref<4096x1024xf16>):
     %slot = dataflow.acquire_full %h : !dataflow.queue<4 x tensor<128x64xf16>>
@@ -45,7 +45,7 @@
   }) {sym_name = "reduce_split"} : () -> ()
 
   // The fan-in stage forwards between two queues: the entry of one, a free entry of the other.
-  // CHECK:        ^bb0(%partials: !dataflow.queue<8 x memref<64x64xf32>>, %sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>):
+  // CHECK:        (%partials: !dataflow.queue<8 x memref<64x64xf32>>, %sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>)
   // CHECK-NEXT:     %in = dataflow.acquire_full %partials : !dataflow.queue<8 x memref<64x64xf32>>
   // CHECK-NEXT:     %out = dataflow.acquire_empty %sums : !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>
   // CHECK-NEXT:     %src = dataflow.entry %partials, %in : !dataflow.queue<8 x memref<64x64xf32>> -> memref<64x64xf32>
