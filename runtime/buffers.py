@@ -75,9 +75,7 @@ class DeviceBuffer:
             if self.nbytes:
                 # Pass the host address as an int: cuda-bindings would read a 0-d array's
                 # value as an address.
-                check(
-                    driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD"
-                )
+                check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
             return
         source_ptr, source_nbytes = device_pointer_and_size(source)
         self._check_same_size(source_nbytes, type(source).__name__)

@@ -185,9 +185,7 @@ def launch(
     attributes = _launch_attributes(pdl, cooperative)
     if not attributes:
         check(
-            driver.cuLaunchKernel(
-                function, *grid_dims, *block_dims, shared_mem, handle, params, 0
-            ),
+            driver.cuLaunchKernel(function, *grid_dims, *block_dims, shared_mem, handle, params, 0),
             f"cuLaunchKernel ({where})",
         )
         return

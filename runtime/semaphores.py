@@ -88,9 +88,7 @@ class SemaphoreArray:
         return self.buffer.to_numpy()
 
     def __repr__(self) -> str:
-        return (
-            f"SemaphoreArray(count={self.count}, max_posts={self.max_posts}, epoch={self.epoch})"
-        )
+        return f"SemaphoreArray(count={self.count}, max_posts={self.max_posts}, epoch={self.epoch})"
 
 
 __all__ = ["INT32_MAX", "SemaphoreArray", "SemaphoreOverflowError"]

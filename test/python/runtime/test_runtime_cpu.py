@@ -1,0 +1,514 @@
+"""Runtime tests that need no GPU: detection, errors, argument packing, the cubin cache,
+nvJitLink compilation, semaphore epochs and timing statistics. They run on GPU hosts too."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuda.bindings import driver
+
+from tilesync.runtime import device as device_module
+from tilesync.runtime import module as module_module
+from tilesync.runtime.buffers import (
+    _is_c_contiguous,
+    as_device_pointer,
+    device_pointer_and_size,
+    dlpack_tensor_info,
+)
+from tilesync.runtime.errors import NoGPUError, TilesyncRuntimeError, check
+from tilesync.runtime.launch import PARAM_KINDS, check_signature, dim3, pack_args, stream_handle
+from tilesync.runtime.module import (
+    CubinCache,
+    cache_key,
+    compile_arch,
+    compile_ptx,
+    default_cache_dir,
+    ptx_entry_params,
+    ptx_target,
+    write_atomic,
+)
+from tilesync.runtime.semaphores import INT32_MAX, SemaphoreArray, SemaphoreOverflowError
+from tilesync.runtime.timing import Timing
+
+INPUTS = Path(__file__).parent / "Inputs"
+KERNELS_PTX = (INPUTS / "runtime_kernels.ptx").read_text()
+PDL_PTX = (INPUTS / "pdl_kernels.ptx").read_text()
+
+
+@pytest.fixture
+def fresh_probe(monkeypatch):
+    """Re-run GPU detection under the test's patches, and forget its result afterwards."""
+    device_module._probe.cache_clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    device_module._probe.cache_clear()
+
+
+# -- detection and errors -----------------------------------------------------------------------
+
+
+def test_gpu_available_returns_flag_and_reason():
+    available, reason = device_module.gpu_available()
+    assert isinstance(available, bool)
+    assert isinstance(reason, str) and reason
+
+
+def test_gpu_available_false_when_disabled_by_env(fresh_probe):
+    fresh_probe.setenv(device_module.DISABLE_GPU_ENV, "1")
+    assert device_module.gpu_available() == (False, "TILESYNC_DISABLE_GPU is set")
+
+
+def test_gpu_available_catches_missing_driver_library(fresh_probe):
+    # What cuda.pathfinder does at first use on a machine without the driver.
+    class DynamicLibNotFoundError(Exception):
+        pass
+
+    def no_driver(flags):
+        raise DynamicLibNotFoundError('"cuda" is an NVIDIA driver library')
+
+    fresh_probe.delenv(device_module.DISABLE_GPU_ENV, raising=False)
+    fresh_probe.setattr(driver, "cuInit", no_driver)
+    available, reason = device_module.gpu_available()
+    assert available is False
+    assert "no NVIDIA driver" in reason
+    assert "DynamicLibNotFoundError" in reason and "driver library" in reason
+
+
+def test_gpu_available_reports_zero_devices(fresh_probe):
+    fresh_probe.delenv(device_module.DISABLE_GPU_ENV, raising=False)
+    fresh_probe.setattr(driver, "cuInit", lambda flags: (driver.CUresult.CUDA_SUCCESS,))
+    fresh_probe.setattr(driver, "cuDeviceGetCount", lambda: (driver.CUresult.CUDA_SUCCESS, 0))
+    assert device_module.gpu_available() == (
+        False,
+        "the NVIDIA driver is loaded but reports no CUDA device",
+    )
+
+
+def test_device_without_gpu_raises_no_gpu_error_with_reason(fresh_probe):
+    fresh_probe.setenv(device_module.DISABLE_GPU_ENV, "1")
+    with pytest.raises(NoGPUError) as info:
+        device_module.Device(0)
+    assert str(info.value) == "no usable NVIDIA GPU: TILESYNC_DISABLE_GPU is set"
+    assert info.value.reason == "TILESYNC_DISABLE_GPU is set"
+    assert isinstance(info.value, TilesyncRuntimeError)
+
+
+def test_check_unwraps_outputs():
+    success = driver.CUresult.CUDA_SUCCESS
+    assert check((success,)) is None
+    assert check((success, 42)) == 42
+    assert check((success, 1, 2)) == (1, 2)
+
+
+def test_check_names_error_and_call():
+    with pytest.raises(TilesyncRuntimeError) as info:
+        check((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None), "cuMemAlloc(16)")
+    assert info.value.error_name == "CUDA_ERROR_INVALID_VALUE"
+    assert info.value.call == "cuMemAlloc(16)"
+    assert "cuMemAlloc(16) failed: CUDA_ERROR_INVALID_VALUE" in str(info.value)
+    assert "trap" not in str(info.value)
+    assert not info.value.is_device_fault
+
+
+@pytest.mark.parametrize(
+    "result",
+    [driver.CUresult.CUDA_ERROR_LAUNCH_FAILED, driver.CUresult.CUDA_ERROR_ILLEGAL_INSTRUCTION],
+)
+def test_check_says_device_trap_for_kernel_faults(result):
+    with pytest.raises(TilesyncRuntimeError) as info:
+        check((result,), "cuStreamSynchronize")
+    message = str(info.value)
+    assert info.value.error_name == result.name
+    assert info.value.is_device_fault
+    assert "device-side trap" in message and "spin-wait" in message
+    assert message.startswith(f"cuStreamSynchronize failed: {result.name}")
+
+
+# -- argument packing ---------------------------------------------------------------------------
+
+
+class FakeCudaArray:
+    """Stands in for a torch.cuda tensor or CuPy array."""
+
+    def __init__(self, ptr, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": typestr,
+            "data": (ptr, False),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+def test_pack_args_builds_values_and_ctypes():
+    values, types = pack_args(
+        ["ptr", "ptr", "f32", "f64", "i64", "i32"],
+        [0x7F0000001000, FakeCudaArray(0x7F0000002000, (4, 8)), 2.5, 0.25, 1 << 40, -7],
+    )
+    assert types == (None, None, ctypes.c_float, ctypes.c_double, ctypes.c_longlong, ctypes.c_int32)
+    assert isinstance(values[0], driver.CUdeviceptr) and int(values[0]) == 0x7F0000001000
+    assert int(values[1]) == 0x7F0000002000
+    assert values[2:] == (2.5, 0.25, 1 << 40, -7)
+    assert all(type(v) in (int, float) for v in values[2:])
+
+
+def test_pack_args_accepts_numpy_scalars():
+    values, _ = pack_args(["i32", "u32", "f32"], [np.int64(5), np.uint32(7), np.float32(1.5)])
+    assert values == (5, 7, 1.5)
+    assert [type(v) for v in values] == [int, int, float]
+
+
+def test_packed_args_are_accepted_by_cuda_bindings():
+    helper = getattr(driver, "_HelperKernelParams", None)
+    if helper is None:
+        pytest.skip("cuda.bindings has no _HelperKernelParams to check against")
+    signature = list(PARAM_KINDS)
+    args = [0x1000 if kind == "ptr" else 1 if kind[0] in "iu" else 1.0 for kind in signature]
+    helper(pack_args(signature, args))  # raises TypeError on a value/ctype it can't pack
+    # Why pointers are wrapped: with ctype None cuda-bindings rejects a bare int.
+    with pytest.raises(TypeError):
+        helper(((0x1000,), (None,)))
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "error"),
+    [
+        ("i32", 1 << 31, OverflowError),
+        ("i32", -(1 << 31) - 1, OverflowError),
+        ("u32", -1, OverflowError),
+        ("i8", 128, OverflowError),
+        ("i64", 1 << 63, OverflowError),
+        ("i32", 1.0, TypeError),
+        ("i32", "3", TypeError),
+        ("ptr", -1, ValueError),
+        ("ptr", 1.5, TypeError),
+        ("f32", "x", ValueError),
+    ],
+)
+def test_pack_args_rejects_values_that_would_be_corrupted(kind, value, error):
+    with pytest.raises(error, match=rf"argument 1 \({kind}\)"):
+        pack_args(["i32", kind], [0, value])
+
+
+def test_pack_args_checks_count_and_kinds():
+    with pytest.raises(ValueError, match="2 argument"):
+        pack_args(["ptr"], [0, 1])
+    with pytest.raises(ValueError, match="unknown parameter kind 'half'"):
+        pack_args(["half"], [1.0])
+
+
+def test_signature_is_checked_against_ptx_params():
+    params = ptx_entry_params(KERNELS_PTX)
+    check_signature(["ptr", "ptr", "f32", "f64", "i64", "i32"], params["axpb"], "axpb")
+    with pytest.raises(ValueError, match="does not match its PTX parameters"):
+        check_signature(["ptr", "i64"], params["add_one"], "add_one")
+    with pytest.raises(ValueError, match="does not match"):
+        check_signature(["ptr"], params["add_one"], "add_one")
+    with pytest.raises(ValueError, match="unknown parameter kind"):
+        check_signature(["ptr", "int"], params["add_one"], "add_one")
+
+
+def test_dim3_pads_and_validates():
+    assert dim3(7, "grid") == (7, 1, 1)
+    assert dim3((2, 3), "grid") == (2, 3, 1)
+    assert dim3([2, 3, 4], "block") == (2, 3, 4)
+    with pytest.raises(ValueError):
+        dim3((0, 1), "grid")
+    with pytest.raises(ValueError):
+        dim3((1, 1, 1, 1), "grid")
+
+
+def test_stream_handle_conversions():
+    class ProtocolStream:
+        def __cuda_stream__(self):
+            return (0, 0x1234)
+
+    class TorchLikeStream:
+        cuda_stream = 0x5678
+
+    assert int(stream_handle(None)) == 0
+    assert int(stream_handle(0x42)) == 0x42
+    assert int(stream_handle(ProtocolStream())) == 0x1234
+    assert int(stream_handle(TorchLikeStream())) == 0x5678
+    handle = driver.CUstream(0x99)
+    assert stream_handle(handle) is handle
+    with pytest.raises(TypeError):
+        stream_handle("stream")
+
+
+# -- foreign arrays -----------------------------------------------------------------------------
+
+
+def test_device_pointer_from_cuda_array_interface():
+    array = FakeCudaArray(0xABC000, (3, 4), "<f2")
+    assert device_pointer_and_size(array) == (0xABC000, 3 * 4 * 2)
+    assert as_device_pointer(0xDEAD00) == 0xDEAD00
+    assert as_device_pointer(driver.CUdeviceptr(0x1200)) == 0x1200
+
+
+def test_device_pointer_rejects_non_contiguous_arrays():
+    transposed = FakeCudaArray(0xABC000, (4, 3), "<f4", strides=(4, 16))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        as_device_pointer(transposed)
+    # Explicit strides that are the contiguous ones are fine.
+    assert as_device_pointer(FakeCudaArray(0x100, (4, 3), "<f4", strides=(12, 4))) == 0x100
+
+
+def test_contiguity_ignores_strides_of_unit_dimensions():
+    assert _is_c_contiguous((1, 8), (999, 4), 4)  # torch gives size-1 dims arbitrary strides
+    assert not _is_c_contiguous((2, 8), (64, 4), 4)
+
+
+def test_dlpack_reading_matches_numpy():
+    array = np.arange(24, dtype=np.float32).reshape(4, 6)[1:]
+    info = dlpack_tensor_info(array)
+    assert info["device_type"] == 1  # kDLCPU
+    assert info["data"] == array.ctypes.data
+    assert info["shape"] == (3, 6)
+    assert info["itemsize"] == 4
+    assert info["strides"] in (None, (6, 1))
+    strided = dlpack_tensor_info(np.zeros((4, 6), np.int16)[:, ::2])
+    assert strided["strides"] == (6, 2) and strided["itemsize"] == 2
+
+
+def test_host_arrays_are_not_device_pointers():
+    with pytest.raises(ValueError, match="not on a CUDA device"):
+        as_device_pointer(np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="cannot use list"):
+        as_device_pointer([1, 2])
+    with pytest.raises(TypeError):
+        as_device_pointer(True)
+
+
+# -- PTX inspection and the cubin cache ---------------------------------------------------------
+
+
+def test_ptx_entry_params_reads_committed_ptx():
+    params = ptx_entry_params(KERNELS_PTX)
+    assert params["add_one"] == [8, 4]
+    assert params["axpb"] == [8, 8, 4, 8, 8, 4]
+    assert params["bump_counter"] == []
+    assert ptx_entry_params(PDL_PTX) == {"pdl_primary": [8, 4], "pdl_secondary": [8, 4]}
+
+
+def test_ptx_entry_params_handles_aligned_byte_arrays():
+    ptx = ".visible .entry k(\n\t.param .align 8 .b8 k_param_0[16],\n\t.param .f32 k_param_1\n)\n{}"
+    assert ptx_entry_params(ptx) == {"k": [16, 4]}
+
+
+def test_compile_arch_follows_arch_specific_targets():
+    assert ptx_target(KERNELS_PTX) == "sm_80"
+    assert compile_arch(KERNELS_PTX, "sm_90") == "sm_90"
+    arch_specific = KERNELS_PTX.replace(".target sm_80", ".target sm_90a")
+    assert compile_arch(arch_specific, "sm_90") == "sm_90a"
+    # sm_90a PTX on another device is left for the compiler to reject.
+    assert compile_arch(arch_specific, "sm_100") == "sm_100"
+
+
+def test_cache_key_depends_on_every_input():
+    base = cache_key("ptx", "sm_90", 13000, "nvjitlink-13.5")
+    assert base == cache_key("ptx", "sm_90", 13000, "nvjitlink-13.5")
+    assert len(base) == 64 and int(base, 16) >= 0
+    variants = {
+        cache_key("ptx2", "sm_90", 13000, "nvjitlink-13.5"),
+        cache_key("ptx", "sm_90a", 13000, "nvjitlink-13.5"),
+        cache_key("ptx", "sm_90", 13010, "nvjitlink-13.5"),
+        cache_key("ptx", "sm_90", 13000, "nvjitlink-13.6"),
+    }
+    assert base not in variants and len(variants) == 4
+    # Parts are separated: moving a character across a boundary changes the key.
+    assert cache_key("ab", "c", 1) != cache_key("a", "bc", 1)
+
+
+def test_default_cache_dir_follows_env(monkeypatch, tmp_path):
+    monkeypatch.setenv(module_module.CACHE_DIR_ENV, str(tmp_path / "cubins"))
+    assert default_cache_dir() == tmp_path / "cubins"
+    monkeypatch.delenv(module_module.CACHE_DIR_ENV)
+    assert default_cache_dir() == Path.home() / ".cache" / "tilesync"
+
+
+def test_cubin_cache_round_trip_with_fake_cubin(tmp_path):
+    cache = CubinCache(tmp_path / "nested" / "cache")
+    key = cache_key("fake ptx", "sm_90", 13000)
+    assert cache.load(key) is None
+    fake_cubin = b"\x7fELF" + bytes(range(256)) * 4
+    path = cache.store(key, fake_cubin)
+    assert path == tmp_path / "nested" / "cache" / f"{key}.cubin"
+    assert cache.load(key) == fake_cubin
+    assert os.listdir(path.parent) == [path.name]  # no temporary file left behind
+
+
+def test_cubin_cache_treats_corrupt_file_as_miss(tmp_path):
+    cache = CubinCache(tmp_path)
+    key = cache_key("ptx", "sm_90", 1)
+    cache.path_for(key).write_bytes(b"truncated")
+    assert cache.load(key) is None
+
+
+def test_write_atomic_replaces_whole_file(tmp_path):
+    target = tmp_path / "a.cubin"
+    write_atomic(target, b"old")
+    write_atomic(target, b"new contents")
+    assert target.read_bytes() == b"new contents"
+    assert sorted(os.listdir(tmp_path)) == ["a.cubin"]
+
+
+def test_write_atomic_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
+    target = tmp_path / "a.cubin"
+    write_atomic(target, b"old")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module_module.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["a.cubin"]  # the temporary file was removed
+
+
+def test_jit_log_buffers_are_passed_by_address():
+    # cuModuleLoadDataEx gets log buffers through this helper; the driver writes into them.
+    helper = getattr(driver, "_HelperCUjit_option", None)
+    if helper is None:
+        pytest.skip("cuda.bindings has no _HelperCUjit_option to check against")
+    log = bytearray(64)
+    option = helper(driver.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, log)
+    assert option.cptr == ctypes.addressof((ctypes.c_char * 64).from_buffer(log))
+
+
+# -- nvJitLink (works without a GPU) ------------------------------------------------------------
+
+
+def _require_nvjitlink():
+    try:
+        from cuda.bindings import nvjitlink
+
+        nvjitlink.version()
+    except Exception as exc:
+        pytest.skip(f"nvJitLink unavailable: {exc}")
+
+
+def test_compile_ptx_produces_cubin_and_register_report():
+    _require_nvjitlink()
+    compiled = compile_ptx(KERNELS_PTX, "sm_90", "runtime_kernels")
+    assert compiled.cubin.startswith(b"\x7fELF")
+    assert compiled.arch == "sm_90"
+    assert "Compiling entry function 'add_one' for 'sm_90'" in compiled.info_log
+    assert "registers" in compiled.info_log
+
+
+def test_compile_ptx_error_carries_ptxas_log():
+    _require_nvjitlink()
+    bad = KERNELS_PTX.replace("add.f32", "bogus.f32", 1)
+    assert bad != KERNELS_PTX
+    with pytest.raises(TilesyncRuntimeError) as info:
+        compile_ptx(bad, "sm_90", "bad_kernels")
+    message = str(info.value)
+    assert "compiling PTX 'bad_kernels' for sm_90 failed" in message
+    assert "bogus" in message  # from ptxas' error log
+    assert info.value.call == "nvJitLinkComplete"
+
+
+def test_compile_ptx_pdl_kernels_need_sm90():
+    _require_nvjitlink()
+    assert compile_ptx(PDL_PTX, "sm_90").cubin.startswith(b"\x7fELF")
+    with pytest.raises(TilesyncRuntimeError):
+        compile_ptx(PDL_PTX, "sm_80")  # griddepcontrol does not exist before Hopper
+
+
+# -- semaphores ---------------------------------------------------------------------------------
+
+
+class MockBuffer:
+    """Records memsets instead of touching a device."""
+
+    def __init__(self, count):
+        self.values = np.full(count, -1, np.int32)  # garbage until the semaphores zero it
+        self.ptr = 0x5000
+        self.memsets = []
+
+    def fill_bytes(self, value):
+        self.memsets.append(value)
+        self.values[:] = np.frombuffer(bytes([value]) * 4, np.int32)[0]
+
+    def to_numpy(self):
+        return self.values.copy()
+
+
+def test_semaphores_are_zeroed_and_count_epochs():
+    buffer = MockBuffer(6)
+    semaphores = SemaphoreArray(6, max_posts=4, buffer=buffer)
+    assert buffer.memsets == [0]
+    assert semaphores.to_numpy().tolist() == [0] * 6
+    assert semaphores.ptr == 0x5000
+    assert semaphores.epoch == 0
+    assert [semaphores.next_epoch() for _ in range(3)] == [1, 2, 3]
+    assert semaphores.expected(4) == 12
+    assert semaphores.expected(1, epoch=2) == 2
+    assert buffer.memsets == [0]  # no memset between launches
+    with pytest.raises(ValueError):
+        semaphores.expected(5)
+
+
+def test_semaphore_epoch_guard_stops_before_int32_overflow():
+    semaphores = SemaphoreArray(2, max_posts=3, buffer=MockBuffer(2))
+    assert semaphores.max_epoch == INT32_MAX // 3
+    semaphores.epoch = semaphores.max_epoch - 1
+    last = semaphores.next_epoch()
+    assert last * 3 <= INT32_MAX
+    with pytest.raises(SemaphoreOverflowError, match="reset"):
+        semaphores.next_epoch()
+    assert semaphores.epoch == last  # unchanged by the refused call
+    assert (last + 1) * 3 > INT32_MAX
+
+
+def test_semaphore_reset_memsets_and_restarts_epochs():
+    buffer = MockBuffer(3)
+    semaphores = SemaphoreArray(3, max_posts=1 << 30, buffer=buffer)
+    assert semaphores.next_epoch() == 1
+    with pytest.raises(SemaphoreOverflowError):
+        semaphores.next_epoch()  # 2 × 2^30 = 2^31 > INT32_MAX
+    buffer.values[:] = 7
+    semaphores.reset()
+    assert buffer.memsets == [0, 0]
+    assert semaphores.to_numpy().tolist() == [0, 0, 0]
+    assert semaphores.next_epoch() == 1
+
+
+def test_semaphore_arguments_are_validated():
+    with pytest.raises(ValueError):
+        SemaphoreArray(0, buffer=MockBuffer(1))
+    with pytest.raises(ValueError):
+        SemaphoreArray(1, max_posts=0, buffer=MockBuffer(1))
+
+
+# -- timing -------------------------------------------------------------------------------------
+
+
+def test_timing_statistics():
+    samples = [float(v) for v in range(1, 11)]
+    timing = Timing.from_samples(samples, warmup=3)
+    assert timing.reps == 10 and timing.warmup == 3
+    assert timing.median_ms == 5.5
+    assert timing.mean_ms == 5.5
+    assert timing.min_ms == 1.0 and timing.max_ms == 10.0
+    assert timing.stdev_ms == pytest.approx(3.0276503540974917)
+    assert timing.p10_ms == pytest.approx(1.9)
+    assert timing.p90_ms == pytest.approx(9.1)
+    data = timing.to_dict()
+    assert data["samples_ms"] == samples
+    assert data["median_ms"] == 5.5 and data["warmup"] == 3 and data["reps"] == 10
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_timing_single_sample_and_empty():
+    timing = Timing.from_samples([0.25], warmup=0)
+    assert timing.stdev_ms == 0.0 and timing.p10_ms == 0.25 and timing.median_ms == 0.25
+    with pytest.raises(ValueError):
+        Timing.from_samples([], warmup=0)
