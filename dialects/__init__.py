@@ -4,6 +4,8 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from tilesync.dialects import gpu_syntax  # noqa: F401  (installs upstream gpu syntax)
+
 
 def _sync() -> Dialect:
     from tilesync.dialects.sync import Sync
