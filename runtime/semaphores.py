@@ -50,6 +50,18 @@ class SemaphoreArray:
         return self.buffer.ptr
 
     @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """Lets a SemaphoreArray be passed straight to `launch` as a 'ptr' argument."""
+        return {
+            "shape": (self.count,),
+            "typestr": "<i4",
+            "data": (self.ptr, False),
+            "strides": None,
+            "version": 3,
+            "stream": None,
+        }
+
+    @property
     def max_epoch(self) -> int:
         """The last epoch whose values (epoch × max_posts) fit in an int32."""
         return INT32_MAX // self.max_posts

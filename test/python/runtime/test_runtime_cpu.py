@@ -481,6 +481,14 @@ def test_semaphore_reset_memsets_and_restarts_epochs():
     assert semaphores.next_epoch() == 1
 
 
+def test_semaphore_array_is_a_pointer_argument():
+    semaphores = SemaphoreArray(5, buffer=MockBuffer(5))
+    assert as_device_pointer(semaphores) == 0x5000
+    assert device_pointer_and_size(semaphores) == (0x5000, 20)
+    values, types = pack_args(["ptr"], [semaphores])
+    assert int(values[0]) == 0x5000 and types == (None,)
+
+
 def test_semaphore_arguments_are_validated():
     with pytest.raises(ValueError):
         SemaphoreArray(0, buffer=MockBuffer(1))
