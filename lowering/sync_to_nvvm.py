@@ -43,7 +43,7 @@ from xdsl.pattern_rewriter import (
 from tilesync.dialects import nvvm, sync
 from tilesync.lowering.type_conversion import convert_type
 
-_DIMS = ("x", "y", "z")
+_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
 DEFAULT_BACKOFF_NS = 64
 
