@@ -67,6 +67,7 @@ def convert_block_argument_types(block: Block) -> bool:
     The casts sit at the start of the block. Returns whether any argument changed.
     """
     changed = False
+    insert_after: Operation | None = None
     for arg in tuple(block.args):
         new_type = convert_type(arg.type)
         if new_type == arg.type:
@@ -77,7 +78,11 @@ def convert_block_argument_types(block: Block) -> bool:
         # Redirect the uses before inserting the cast, so the cast itself keeps the new arg.
         new_arg.replace_all_uses_with(cast.results[0])
         cast.operands = (new_arg,)
-        Rewriter.insert_op(cast, InsertPoint.at_start(block))
+        point = InsertPoint.at_start(block) if insert_after is None else InsertPoint.after(
+            insert_after
+        )
+        Rewriter.insert_op(cast, point)
+        insert_after = cast
         changed = True
     return changed
 

@@ -1,0 +1,176 @@
+"""`convert-func-to-llvm`: func.func/gpu.func to llvm.func, returns and calls to llvm.
+
+A `gpu.func` becomes an `llvm.func` inside the same `gpu.module` (the unit translated to one
+PTX module). Kernels get the `ptx_kernel` calling convention; launch bounds become the string
+function attributes NVPTX reads (`"nvvm.maxntid"`, `"nvvm.minctasm"`) as `passthrough` entries.
+Signatures take the llvm types (memref → `!llvm.ptr<AS>`, index → i64); the body keeps the old
+types through casts at the start of the entry block until the other passes convert it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, gpu, llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+# Importing llvmx registers `ptx_kernel` with xDSL's llvm calling conventions.
+from tilesync.dialects.llvmx import PTX_KERNEL_CCONV
+from tilesync.lowering.llvm_conversion import (
+    convert_block_argument_types,
+    llvm_operands,
+    reject_leftover_ops,
+    replace_with_llvm,
+    unsupported_op_error,
+)
+from tilesync.lowering.type_conversion import convert_type
+
+PASS_NAME = "convert-func-to-llvm"
+
+KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
+MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"
+# Attributes that the conversion consumes (or that describe the old signature).
+_CONSUMED_ATTRS = {KNOWN_BLOCK_SIZE_ATTR, "gpu.known_grid_size", MIN_BLOCKS_PER_SM_ATTR,
+                   "sym_name", "function_type", "kernel"}
+
+
+def _llvm_function_type(
+    op: Operation, inputs: Sequence[Attribute], outputs: Sequence[Attribute]
+) -> llvm.LLVMFunctionType:
+    if len(outputs) > 1:
+        raise unsupported_op_error(
+            PASS_NAME, op, "functions with more than one result are not supported"
+        )
+    output = convert_type(outputs[0]) if outputs else llvm.LLVMVoidType()
+    return llvm.LLVMFunctionType([convert_type(t) for t in inputs], output)
+
+
+def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
+    """[["nvvm.maxntid", "X,Y,Z"], ["nvvm.minctasm", "N"]] from the gpu.func's attributes."""
+    entries: list[Attribute] = []
+    block_size = op.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+    if isinstance(block_size, DenseArrayBase):
+        dims = ",".join(str(d) for d in block_size.get_values())
+        entries.append(ArrayAttr([StringAttr("nvvm.maxntid"), StringAttr(dims)]))
+    min_blocks = op.attributes.get(MIN_BLOCKS_PER_SM_ATTR)
+    if min_blocks is not None:
+        if not isinstance(min_blocks, IntegerAttr):
+            raise unsupported_op_error(
+                PASS_NAME, op, f"'{MIN_BLOCKS_PER_SM_ATTR}' must be an integer attribute"
+            )
+        entries.append(
+            ArrayAttr([StringAttr("nvvm.minctasm"), StringAttr(str(min_blocks.value.data))])
+        )
+    return ArrayAttr(entries) if entries else None
+
+
+def _make_llvm_func(
+    rewriter: PatternRewriter,
+    op: func.FuncOp | gpu.FuncOp,
+    cconv: str,
+    passthrough: ArrayAttr | None,
+) -> None:
+    function_type = _llvm_function_type(
+        op, op.function_type.inputs.data, op.function_type.outputs.data
+    )
+    body = rewriter.move_region_contents_to_new_regions(op.body)
+    if body.blocks:
+        # The signature changed: the entry block takes llvm values and casts them back.
+        convert_block_argument_types(body.blocks[0])
+    other_props: dict[str, Attribute | None] = {}
+    if passthrough is not None:
+        other_props["passthrough"] = passthrough
+    extra_attrs = {k: v for k, v in op.attributes.items() if k not in _CONSUMED_ATTRS}
+    new_func = llvm.FuncOp(
+        op.sym_name.data,
+        function_type,
+        linkage=llvm.LinkageAttr("external"),
+        cconv=llvm.CallingConventionAttr(cconv),
+        body=body,
+        other_props=other_props,
+        extra_attrs=extra_attrs,
+    )
+    rewriter.replace_op(op, new_func)
+
+
+class FuncLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
+        _make_llvm_func(rewriter, op, "ccc", passthrough=None)
+
+
+class GPUFuncLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: gpu.FuncOp, rewriter: PatternRewriter, /):
+        cconv = PTX_KERNEL_CCONV if op.kernel is not None else "ccc"
+        _make_llvm_func(rewriter, op, cconv, _launch_bounds_passthrough(op))
+
+
+def _lower_return(op: Operation, rewriter: PatternRewriter) -> None:
+    values = llvm_operands(rewriter, op)
+    if len(values) > 1:
+        raise unsupported_op_error(PASS_NAME, op, "returning more than one value")
+    rewriter.replace_op(op, llvm.ReturnOp(values[0] if values else None))
+
+
+class ReturnLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter, /):
+        _lower_return(op, rewriter)
+
+
+class GPUReturnLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: gpu.ReturnOp, rewriter: PatternRewriter, /):
+        _lower_return(op, rewriter)
+
+
+class CallLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.CallOp, rewriter: PatternRewriter, /):
+        if len(op.results) > 1:
+            raise unsupported_op_error(PASS_NAME, op, "calls with more than one result")
+        args = llvm_operands(rewriter, op)
+        return_type = convert_type(op.results[0].type) if op.results else None
+        call = llvm.CallOp(op.callee, *args, return_type=return_type)
+        replace_with_llvm(rewriter, op, [call], call.results)
+
+
+FUNC_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
+    FuncLowering(),
+    GPUFuncLowering(),
+    ReturnLowering(),
+    GPUReturnLowering(),
+    CallLowering(),
+)
+
+
+@dataclass(frozen=True)
+class ConvertFuncToLLVMPass(ModulePass):
+    name = "convert-func-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(list(FUNC_TO_LLVM_PATTERNS)), apply_recursively=False
+        ).rewrite_module(op)
+        reject_leftover_ops(op, PASS_NAME, "func.")
+        for leftover in op.walk():
+            if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):
+                raise unsupported_op_error(PASS_NAME, leftover, "not converted")
