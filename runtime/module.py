@@ -170,12 +170,23 @@ def _nvjitlink_log(nvjitlink: Any, handle: int, kind: str) -> str:
     return bytes(buffer).split(b"\0", 1)[0].decode(errors="replace")
 
 
+class CompilerUnavailableError(TilesyncRuntimeError):
+    """nvJitLink cannot be used here (library missing, or it does not know the arch)."""
+
+
 def compile_ptx(ptx: str, arch: str, name_hint: str = "tilesync") -> CompiledCubin:
     """PTX → cubin for `arch` ('sm_90') with nvJitLink; raises with ptxas' error log."""
-    from cuda.bindings import nvjitlink
+    try:
+        from cuda.bindings import nvjitlink
 
-    options = [f"-arch={arch}", "-verbose"]
-    handle = nvjitlink.create(len(options), options)
+        options = [f"-arch={arch}", "-verbose"]
+        handle = nvjitlink.create(len(options), options)
+    except Exception as exc:  # missing libnvJitLink, or ERROR_UNRECOGNIZED_ARCH
+        raise CompilerUnavailableError(
+            f"nvJitLink cannot compile for {arch}: {type(exc).__name__}: {exc}",
+            error_name=str(exc),
+            call="nvJitLinkCreate",
+        ) from exc
     try:
         data = ptx.encode()
         try:
@@ -326,6 +337,8 @@ class Module:
         self.info_log = info_log
         self.cubin_path = cubin_path
         self.entry_params = ptx_entry_params(ptx)
+        # Why a disk-cached load fell back to the driver's JIT, if it did.
+        self.fallback_reason: str | None = None
         self._kernels: dict[str, Kernel] = {}
 
     def function(self, name: str, signature: list[str] | tuple[str, ...] | None = None) -> Kernel:
@@ -416,7 +429,13 @@ def _load_uncached(
     cubin = cache.load(key)
     source, info_log = "disk-cache", ""
     if cubin is None:
-        compiled = compile_ptx(ptx, arch, name_hint)
+        try:
+            compiled = compile_ptx(ptx, arch, name_hint)
+        except CompilerUnavailableError as exc:
+            handle, load_log = _driver_load(ptx.encode() + b"\0", name_hint)
+            module = Module(handle, name_hint, ptx, "driver-jit", load_log)
+            module.fallback_reason = str(exc)
+            return module
         cubin, info_log, source = compiled.cubin, compiled.info_log, "compiled"
         try:
             cache.store(key, cubin)
@@ -429,7 +448,9 @@ def _load_uncached(
             raise
         # The driver is older than nvJitLink: let it JIT the PTX itself.
         handle, load_log = _driver_load(ptx.encode() + b"\0", name_hint)
-        return Module(handle, name_hint, ptx, "driver-jit", load_log)
+        module = Module(handle, name_hint, ptx, "driver-jit", load_log)
+        module.fallback_reason = f"the driver rejected nvJitLink's cubin: {exc}"
+        return module
     log = "\n".join(part for part in (info_log, load_log) if part)
     return Module(handle, name_hint, ptx, source, log, cache.path_for(key))
 
@@ -438,6 +459,7 @@ __all__ = [
     "CACHE_DIR_ENV",
     "DISK_CACHE_ENV",
     "CompiledCubin",
+    "CompilerUnavailableError",
     "CubinCache",
     "DeviceGlobal",
     "Kernel",
