@@ -34,11 +34,12 @@ class DeviceBuffer:
     def __init__(self, shape: int | Sequence[int], dtype: Any = np.float32):
         from cuda.bindings import driver
 
+        self._handle: Any = None  # set first: __del__ runs even if allocation fails
+        self.ptr = 0
         self.shape: Shape = _normalize_shape(shape)
         self.dtype = np.dtype(dtype)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._device = get_device()
-        self._handle: Any = None
         # cuMemAlloc of 0 bytes fails; an empty buffer keeps ptr 0 and is never dereferenced.
         if self.nbytes > 0:
             self._handle = check(driver.cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})")
@@ -123,7 +124,7 @@ class DeviceBuffer:
 
     def close(self) -> None:
         """Free the memory now (also done when the buffer is garbage collected)."""
-        handle, self._handle = self._handle, None
+        handle, self._handle = getattr(self, "_handle", None), None
         if handle is None:
             return
         from cuda.bindings import driver

@@ -415,6 +415,24 @@ def test_compile_ptx_error_carries_ptxas_log():
     assert info.value.call == "nvJitLinkComplete"
 
 
+def test_compile_ptx_unknown_arch_is_compiler_unavailable():
+    # load_ptx falls back to the driver's JIT on this error (a GPU newer than nvJitLink).
+    _require_nvjitlink()
+    with pytest.raises(module_module.CompilerUnavailableError) as info:
+        compile_ptx(KERNELS_PTX, "sm_9999")
+    assert info.value.call == "nvJitLinkCreate"
+    assert "sm_9999" in str(info.value)
+
+
+def test_device_buffer_without_gpu_raises_cleanly(fresh_probe):
+    from tilesync.runtime.buffers import DeviceBuffer
+
+    fresh_probe.setenv(device_module.DISABLE_GPU_ENV, "1")
+    fresh_probe.setattr(device_module, "_device", None)
+    with pytest.raises(NoGPUError):
+        DeviceBuffer((4,), np.float32)
+
+
 def test_compile_ptx_pdl_kernels_need_sm90():
     _require_nvjitlink()
     assert compile_ptx(PDL_PTX, "sm_90").cubin.startswith(b"\x7fELF")
