@@ -533,7 +533,7 @@ def _constant_value(attr: Attribute, type_: ir.Type, op: Operation) -> ir.Consta
     if isinstance(attr, IntegerAttr):
         value = attr.value.data
         if isinstance(type_, ir.IntType) and type_.width == 1:
-            value = value & 1
+            value = bool(value & 1)  # prints as true/false
         if isinstance(type_, ir.VectorType):
             return ir.Constant(type_, [ir.Constant(type_.element, value)] * type_.count)
         return ir.Constant(type_, value)
