@@ -54,13 +54,13 @@ class DimensionalSregLowering(RewritePattern):
             return
         assert isinstance(op, gpu.ThreadIdOp | gpu.BlockDimOp | gpu.BlockIdOp | gpu.GridDimOp)
         value = _read_index(rewriter, f"{prefix}.{op.dimension.data.value}")
-        rewriter.replace_op(op, [], [value])
+        rewriter.replace(op, [], [value])
 
 
 class LaneIdLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: gpu.LaneIdOp, rewriter: PatternRewriter, /):
-        rewriter.replace_op(op, [], [_read_index(rewriter, "laneid")])
+        rewriter.replace(op, [], [_read_index(rewriter, "laneid")])
 
 
 class GlobalIdLowering(RewritePattern):
@@ -74,13 +74,13 @@ class GlobalIdLowering(RewritePattern):
         thread_id = _read_index(rewriter, f"tid.{dim}")
         mul = arith.MuliOp(block_id, block_dim)
         add = arith.AddiOp(mul.result, thread_id)
-        rewriter.replace_op(op, [mul, add], [add.result])
+        rewriter.replace(op, [mul, add], [add.result])
 
 
 class BarrierLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: gpu.BarrierOp, rewriter: PatternRewriter, /):
-        rewriter.replace_op(op, nvvm.Barrier0Op())
+        rewriter.replace(op, nvvm.Barrier0Op())
 
 
 GPU_TO_NVVM_PATTERNS: tuple[RewritePattern, ...] = (
