@@ -1,0 +1,322 @@
+"""`convert-memref-to-llvm`: memref accesses on bare pointers, shared-memory globals.
+
+Kernels use the bare-pointer convention (type_conversion.py): a memref is `!llvm.ptr<AS>` to its
+first element. This holds for identity (row-major, offset 0) layouts whose dimensions are static
+except possibly the leading one, so a load/store is
+
+    %lin = Σ idx_i * stride_i : i64   ;  %p = llvm.getelementptr inbounds %base[%lin]
+    llvm.load %p {alignment = sizeof(elem)}
+
+`memref.global` in shared memory (space 3) becomes an internal, uninitialized `llvm.mlir.global`
+in addrspace 3 (16-byte aligned), `memref.get_global` an `llvm.mlir.addressof`;
+`memref.alloca` an `llvm.alloca` in the local space (5). Anything else — other layouts, device
+`memref.alloc`, initialized globals — is reported as a diagnostic naming the op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    UnitAttr,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tilesync.lowering.llvm_conversion import (
+    llvm_operands,
+    reject_leftover_ops,
+    replace_with_llvm,
+    unsupported_op_error,
+)
+from tilesync.lowering.type_conversion import (
+    LOCAL_ADDRESS_SPACE,
+    SHARED_ADDRESS_SPACE,
+    convert_type,
+    memref_address_space,
+)
+
+PASS_NAME = "convert-memref-to-llvm"
+SHARED_GLOBAL_ALIGNMENT = 16  # room for 128-bit vector accesses to shared tiles
+
+
+def element_size_in_bytes(op: Operation, element_type: Attribute) -> int:
+    """Byte size of a memref element (the natural alignment of its loads and stores)."""
+    if isinstance(element_type, IndexType):
+        return 8
+    if isinstance(element_type, IntegerType):
+        return max(1, (element_type.width.data + 7) // 8)
+    if isinstance(element_type, AnyFloat):
+        return element_type.bitwidth // 8
+    if isinstance(element_type, VectorType):
+        count = 1
+        for dim in element_type.get_shape():
+            count *= dim
+        return count * element_size_in_bytes(op, element_type.element_type)
+    raise unsupported_op_error(PASS_NAME, op, f"unsupported element type {element_type}")
+
+
+def row_major_strides(op: Operation, memref_type: MemRefType) -> list[int]:
+    """Element strides of a bare-pointer memref, or a diagnostic for any other memref."""
+    shape = memref_type.get_shape()
+    if any(dim == DYNAMIC_INDEX for dim in shape[1:]):
+        raise unsupported_op_error(
+            PASS_NAME, op, f"{memref_type}: only the leading dimension may be dynamic"
+        )
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    layout = memref_type.layout
+    if isinstance(layout, NoneAttr):
+        return strides
+    if (
+        isinstance(layout, StridedLayoutAttr)
+        and list(layout.get_strides()) == strides
+        and layout.get_offset() == 0
+    ):
+        return strides
+    raise unsupported_op_error(
+        PASS_NAME, op, f"{memref_type}: only identity layouts lower to bare pointers"
+    )
+
+
+def _i64_constant(value: int) -> llvm.ConstantOp:
+    return llvm.ConstantOp(IntegerAttr(value, i64), i64)
+
+
+def element_pointer(
+    rewriter: PatternRewriter,
+    memref_type: MemRefType,
+    strides: Sequence[int],
+    base: SSAValue,
+    indices: Sequence[SSAValue],
+) -> SSAValue:
+    """Insert the address computation of `base[indices]` before the matched op."""
+    if not indices:
+        return base
+    new_ops: list[Operation] = []
+    linear: SSAValue | None = None
+    for index, stride in zip(indices, strides, strict=True):
+        term = index
+        if stride != 1:
+            stride_value = _i64_constant(stride)
+            product = llvm.MulOp(index, stride_value.result)
+            new_ops += [stride_value, product]
+            term = product.res
+        if linear is None:
+            linear = term
+        else:
+            total = llvm.AddOp(linear, term)
+            new_ops.append(total)
+            linear = total.res
+    assert linear is not None
+    element_type = convert_type(memref_type.element_type)
+    gep = llvm.GEPOp.from_mixed_indices(
+        base, [linear], element_type, result_type=base.type, inbounds=True
+    )
+    new_ops.append(gep)
+    rewriter.insert_op(new_ops)
+    return gep.result
+
+
+class LoadLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /):
+        memref_type = op.memref.type
+        assert isinstance(memref_type, MemRefType)
+        # Diagnose before rewriting anything.
+        strides = row_major_strides(op, memref_type)
+        alignment = element_size_in_bytes(op, memref_type.element_type)
+        base, *indices = llvm_operands(rewriter, op)
+        pointer = element_pointer(rewriter, memref_type, strides, base, indices)
+        load = llvm.LoadOp(pointer, convert_type(op.res.type), alignment=alignment)
+        replace_with_llvm(rewriter, op, [load], load.results)
+
+
+class StoreLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /):
+        memref_type = op.memref.type
+        assert isinstance(memref_type, MemRefType)
+        strides = row_major_strides(op, memref_type)
+        alignment = element_size_in_bytes(op, memref_type.element_type)
+        value, base, *indices = llvm_operands(rewriter, op)
+        pointer = element_pointer(rewriter, memref_type, strides, base, indices)
+        store = llvm.StoreOp(value, pointer, alignment=alignment)
+        replace_with_llvm(rewriter, op, [store], [])
+
+
+def _element_count(op: Operation, memref_type: MemRefType) -> int:
+    shape = memref_type.get_shape()
+    if any(dim == DYNAMIC_INDEX for dim in shape):
+        raise unsupported_op_error(PASS_NAME, op, f"{memref_type} needs a static shape")
+    row_major_strides(op, memref_type)  # layout check
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+class GlobalLowering(RewritePattern):
+    """memref.global → llvm.mlir.global of a flat array, without initializer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter, /):
+        memref_type = op.type
+        if not isinstance(op.initial_value, UnitAttr):
+            raise unsupported_op_error(
+                PASS_NAME, op, "initialized globals are not supported on the device"
+            )
+        space = memref_address_space(memref_type)
+        count = _element_count(op, memref_type)
+        element_type = convert_type(memref_type.element_type)
+        alignment = element_size_in_bytes(op, memref_type.element_type)
+        if space == SHARED_ADDRESS_SPACE:
+            alignment = max(alignment, SHARED_GLOBAL_ALIGNMENT)
+        if op.alignment is not None:
+            alignment = max(alignment, op.alignment.value.data)
+        # Shared memory is per block: never visible outside the module.
+        is_private = op.sym_visibility.data == "private"
+        linkage = "internal" if space == SHARED_ADDRESS_SPACE or is_private else "external"
+        global_op = llvm.GlobalOp(
+            llvm.LLVMArrayType(count, element_type),
+            op.sym_name,
+            linkage,
+            addr_space=space,
+            constant=op.constant is not None,
+            alignment=alignment,
+        )
+        rewriter.replace_op(op, global_op)
+
+
+class GetGlobalLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter, /):
+        pointer_type = convert_type(op.memref.type)
+        assert isinstance(pointer_type, llvm.LLVMPointerType)
+        address = llvm.AddressOfOp(op.name_, pointer_type)
+        replace_with_llvm(rewriter, op, [address], address.results)
+
+
+class AllocaLowering(RewritePattern):
+    """Private arrays: `llvm.alloca` in the local address space (5) NVPTX keeps them in."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /):
+        memref_type = op.memref.type
+        assert isinstance(memref_type, MemRefType)
+        if memref_address_space(memref_type) != LOCAL_ADDRESS_SPACE:
+            raise unsupported_op_error(
+                PASS_NAME,
+                op,
+                f"memref.alloca needs memory space {LOCAL_ADDRESS_SPACE} (private); "
+                f"got {memref_type}",
+            )
+        count = _element_count(op, memref_type)
+        size = _i64_constant(count)
+        alignment = element_size_in_bytes(op, memref_type.element_type)
+        if op.alignment is not None:
+            alignment = max(alignment, op.alignment.value.data)
+        alloca = llvm.AllocaOp.create(
+            operands=[size.result],
+            result_types=[llvm.LLVMPointerType(IntAttr(LOCAL_ADDRESS_SPACE))],
+            properties={
+                "elem_type": convert_type(memref_type.element_type),
+                "alignment": IntegerAttr(alignment, i64),
+            },
+        )
+        replace_with_llvm(rewriter, op, [size, alloca], alloca.results)
+
+
+class AllocLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter, /):
+        raise unsupported_op_error(
+            PASS_NAME,
+            op,
+            "no heap allocation in kernels: pass the buffer as an argument, use a "
+            "shared-memory memref.global or a private memref.alloca",
+        )
+
+
+class CastLowering(RewritePattern):
+    """memref.cast between static and dynamic shapes: the same bare pointer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.CastOp, rewriter: PatternRewriter, /):
+        source, dest = op.source.type, op.dest.type
+        if not isinstance(source, MemRefType) or not isinstance(dest, MemRefType):
+            raise unsupported_op_error(PASS_NAME, op, "unranked memrefs are not supported")
+        row_major_strides(op, source)
+        row_major_strides(op, dest)
+        if convert_type(source) != convert_type(dest):
+            raise unsupported_op_error(PASS_NAME, op, "memref.cast cannot change memory space")
+        (pointer,) = llvm_operands(rewriter, op)
+        replace_with_llvm(rewriter, op, [], [pointer])
+
+
+class MemorySpaceCastLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.MemorySpaceCastOp, rewriter: PatternRewriter, /):
+        from tilesync.dialects.llvmx import AddrSpaceCastOp
+
+        (pointer,) = llvm_operands(rewriter, op)
+        cast = AddrSpaceCastOp(pointer, convert_type(op.dest.type))
+        replace_with_llvm(rewriter, op, [cast], cast.results)
+
+
+class ExtractAlignedPointerLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: memref.ExtractAlignedPointerAsIndexOp, rewriter: PatternRewriter, /
+    ):
+        (pointer,) = llvm_operands(rewriter, op)
+        address = llvm.PtrToIntOp(pointer, i64)
+        replace_with_llvm(rewriter, op, [address], address.results)
+
+
+MEMREF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
+    LoadLowering(),
+    StoreLowering(),
+    GlobalLowering(),
+    GetGlobalLowering(),
+    AllocaLowering(),
+    AllocLowering(),
+    CastLowering(),
+    MemorySpaceCastLowering(),
+    ExtractAlignedPointerLowering(),
+)
+
+
+@dataclass(frozen=True)
+class ConvertMemRefToLLVMPass(ModulePass):
+    name = "convert-memref-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(list(MEMREF_TO_LLVM_PATTERNS)), apply_recursively=False
+        ).rewrite_module(op)
+        reject_leftover_ops(op, PASS_NAME, "memref.")
+

@@ -1,0 +1,47 @@
+// RUN: tilesync-opt %s -p convert-memref-to-llvm --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @strided(%m: memref<4x4xf32, strided<[8, 1]>>, %i: index) -> f32 {
+  %v = memref.load %m[%i, %i] : memref<4x4xf32, strided<[8, 1]>>
+  func.return %v : f32
+}
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.load': memref<4x4xf32, strided<[8, 1]>>: only identity layouts lower to bare pointers
+// CHECK-NEXT: at: %v = memref.load %m[%i, %i] : memref<4x4xf32, strided<[8, 1]>>
+
+// -----
+
+func.func @dynamic_inner(%m: memref<4x?xf32>, %v: f32, %i: index) {
+  memref.store %v, %m[%i, %i] : memref<4x?xf32>
+  func.return
+}
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.store': memref<4x?xf32>: only the leading dimension may be dynamic
+
+// -----
+
+func.func @heap() -> memref<16xf32> {
+  %m = memref.alloc() : memref<16xf32>
+  func.return %m : memref<16xf32>
+}
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.alloc': no heap allocation in kernels
+// CHECK-NEXT: at: %m = memref.alloc() : memref<16xf32>
+
+// -----
+
+func.func @global_alloca() -> memref<16xf32> {
+  %m = memref.alloca() : memref<16xf32>
+  func.return %m : memref<16xf32>
+}
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.alloca': memref.alloca needs memory space 5 (private)
+
+// -----
+
+"memref.global"() <{sym_name = "table", sym_visibility = "private", type = memref<2xf32>, initial_value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> ()
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.global': initialized globals are not supported on the device
+
+// -----
+
+func.func @dim(%m: memref<?xf32>) -> index {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %m, %c0 : memref<?xf32>
+  func.return %n : index
+}
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.dim': no lowering for this op or its types
