@@ -146,7 +146,7 @@ def copy_chain(warmup: int = 10, reps: int = 50, waves: float = 1.0,
     for mode in MODES:
         mid.fill_bytes(0xFF)
         dst.fill_bytes(0xFF)  # NaN: an element no kernel wrote fails the check
-        samples = run_chain(kernels, tiles, [src, mid, sems.buffer], [mid, dst, sems.buffer],
+        samples = run_chain(kernels, tiles, [src, mid, sems], [mid, dst, sems],
                             mode, warmup, reps, sems.next_epoch)
         _check(f"copy_chain/{mode}", dst.to_numpy(), src_host, 0.0)
         result["modes"][mode] = summarize(samples, warmup)
@@ -193,8 +193,8 @@ def synthetic_waves(wave_counts=(0.6, 1.2, 2.2, 3.2), iters: int = 4000, warmup:
         for mode in MODES:
             mid.fill_bytes(0xFF)
             dst.fill_bytes(0xFF)
-            samples = run_chain(kernels, tiles, [src, mid, sems.buffer, iters],
-                                [mid, dst, sems.buffer, iters], mode, warmup, reps,
+            samples = run_chain(kernels, tiles, [src, mid, sems, iters],
+                                [mid, dst, sems, iters], mode, warmup, reps,
                                 sems.next_epoch)
             row["max_rel_error"] = _check(f"waves {waves}/{mode}", dst.to_numpy(), want, 1e-4)
             row["modes"][mode] = summarize(samples, warmup)

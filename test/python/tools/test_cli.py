@@ -1,0 +1,92 @@
+"""The command-line tools answer bad input with one readable line and exit 1, never a traceback."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "copy_chain.mlir"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
+                          input=stdin, timeout=300)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert fragment in proc.stderr
+
+
+def test_opt_lowers_to_ptx():
+    proc = run("tilesync.tools.opt", str(EXAMPLE), "-p", "tilesync-lower-to-llvm",
+               "-t", "ptx{arch=sm_90a}")
+    assert proc.returncode == 0, proc.stderr
+    assert ".target sm_90a" in proc.stdout and ".entry consumer" in proc.stdout
+
+
+def test_opt_llvm_target():
+    proc = run("tilesync.tools.opt", str(EXAMPLE), "-p", "tilesync-lower-to-llvm", "-t", "llvm")
+    assert proc.returncode == 0, proc.stderr
+    assert "define ptx_kernel void @producer" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["-p", "no-such-pass"], "no-such-pass"),
+        (["-p", "convert-sync-to-nvvm{bogus=1}"], "bogus"),
+        (["-t", "ptx"], "no gpu.module to translate"),  # not lowered: translation refuses
+    ],
+)
+def test_opt_bad_pipeline_or_target(args, fragment, tmp_path):
+    source = EXAMPLE if "-t" not in args else tmp_path / "empty.mlir"
+    if "-t" in args:
+        source.write_text("builtin.module {}\n")
+    proc = run("tilesync.tools.opt", str(source), *args)
+    assert_one_line_error(proc, fragment)
+
+
+def test_opt_parse_error_has_location(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("builtin.module {\n  %x = arith.addi\n}\n")
+    proc = run("tilesync.tools.opt", str(bad))
+    assert_one_line_error(proc, f"{bad}:3:")
+
+
+def test_opt_verifier_error(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(EXAMPLE.read_text().replace("posts = 1>", "posts = 2>", 1))
+    proc = run("tilesync.tools.opt", str(bad))
+    assert_one_line_error(proc, "TileSync")
+
+
+def test_cli_compile_and_errors(tmp_path):
+    out = tmp_path / "copy.ptx"
+    proc = run("tilesync.tools.cli", "compile", str(EXAMPLE), "--validate", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert ".entry producer" in out.read_text()
+    assert_one_line_error(run("tilesync.tools.cli", "compile", str(tmp_path / "missing.mlir")),
+                          "missing.mlir")
+    assert_one_line_error(run("tilesync.tools.cli", "compile", str(EXAMPLE), "--target", "sm_7"),
+                          "unknown target")
+
+
+def test_cli_bench_without_gpu_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "tilesync.tools.cli", "bench", "copy"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TILESYNC_DISABLE_GPU": "1"})
+    assert_one_line_error(proc, "GPU")
+
+
+def test_cli_demo_runs_without_gpu():
+    proc = subprocess.run([sys.executable, "-m", "tilesync.tools.cli", "demo"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TILESYNC_DISABLE_GPU": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "copy_chain.mlir: compiled" in proc.stdout
+    assert "no GPU here" in proc.stdout
