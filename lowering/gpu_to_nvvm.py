@@ -41,7 +41,7 @@ def _read_index(rewriter: PatternRewriter, sreg: str) -> SSAValue:
     """Insert `nvvm.read.ptx.sreg.<sreg>` and its cast to index before the matched op."""
     read = nvvm.read_sreg(sreg)
     cast = arith.IndexCastOp(read.res, IndexType())
-    rewriter.insert_op([read, cast])
+    rewriter.insert([read, cast])
     return cast.result
 
 

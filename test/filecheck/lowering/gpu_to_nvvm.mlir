@@ -1,4 +1,14 @@
 // RUN: tilesync-opt %s -p convert-gpu-to-nvvm | filecheck %s
+// RUN: tilesync-opt %s -p convert-gpu-to-nvvm,convert-nvvm-to-llvm | filecheck %s --check-prefix=LLVM
+
+// With convert-nvvm-to-llvm after it, the registers are intrinsic calls:
+// LLVM:      gpu.func @ids
+// LLVM-NEXT:   %{{.*}} = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
+// LLVM-NEXT:   %{{.*}} = arith.index_cast %{{.*}} : i32 to index
+// LLVM:        llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.laneid"() : () -> i32
+// LLVM:      gpu.func @global_id_and_barrier
+// LLVM:        llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
+// LLVM-NOT:  nvvm.read
 
 // CHECK-LABEL: gpu.module @kernels
 "gpu.module"() <{sym_name = "kernels"}> ({

@@ -308,3 +308,76 @@ def test_python_api_rejects_bad_arguments():
         nvvm.LoadOp(kernel.body.block.insert_arg(_ptr(5), 0), i32, "weak").verify()
     # scope is ignored for weak/volatile
     assert nvvm.LoadOp(a[G], i32, "weak", "sys").scope is None
+
+
+# ------------------------------------------------------------------------------------------
+# The whole way: gpu + nvvm kernel text -> project passes -> llvmlite translation -> ptxas.
+# ------------------------------------------------------------------------------------------
+
+POST_WAIT_KERNEL = """
+gpu.module @m {
+  gpu.func @k(%sem: !llvm.ptr<1>, %tile: !llvm.ptr<3>) kernel {
+    %t = gpu.thread_id x
+    gpu.barrier
+    %seen = nvvm.ld acquire, gpu %sem : !llvm.ptr<1> -> i32
+    %backoff = arith.constant 100 : i32
+    nvvm.nanosleep %backoff : i32
+    gpu.barrier
+    %w = nvvm.ld weak %tile : !llvm.ptr<3> -> i32
+    nvvm.st relaxed, cta %tile, %w : !llvm.ptr<3>, i32
+    gpu.barrier
+    nvvm.fence acq_rel, gpu
+    nvvm.red add relaxed, gpu %sem, %backoff : !llvm.ptr<1>, i32
+    nvvm.griddepcontrol.launch_dependents
+    gpu.return
+  }
+}
+"""
+
+PIPELINE = [
+    "convert-gpu-to-nvvm",
+    "convert-nvvm-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-func-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+
+def test_post_wait_kernel_to_ptx_keeps_program_order(tmp_path: Path):
+    from xdsl.parser import Parser
+
+    from tilesync.lowering.pipeline import build_pipeline
+    from tilesync.lowering.ptx import module_to_ptx
+    from tilesync.tools.universe import all_dialects_with_xdsl
+
+    ctx = Context()
+    for name, factory in all_dialects_with_xdsl().items():
+        ctx.register_dialect(name, factory)
+    module = Parser(ctx, POST_WAIT_KERNEL).parse_module()
+    build_pipeline(PIPELINE).apply(ctx, module)
+    assert not [op.name for op in module.walk() if op.name.startswith(("nvvm.", "gpu.t"))]
+    ptx = module_to_ptx(module, "sm_90")
+    order = [
+        "bar.sync",
+        "ld.acquire.gpu.global.u32",
+        "nanosleep.u32",
+        "bar.sync",
+        "ld.shared.u32",
+        "st.relaxed.cta.shared.u32",
+        "bar.sync",
+        "fence.acq_rel.gpu;",
+        "red.relaxed.gpu.global.add.u32",
+        "griddepcontrol.launch_dependents;",
+    ]
+    position = 0
+    for needle in order:
+        found = ptx.find(needle, position)
+        assert found >= 0, f"{needle!r} missing or out of order in:\n{ptx}"
+        position = found + len(needle)
+    if PTXAS is None:
+        pytest.skip("ptxas not installed")
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    result = subprocess.run([PTXAS, "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
