@@ -64,12 +64,14 @@ class MemScope(StrEnum):
 
 
 class AtomicKind(StrEnum):
-    """The operation of `atom`/`red` (`.op`)."""
+    """The operation of `atom`/`red` (`.op`). `max`/`min` compare unsigned, `smax`/`smin` signed."""
 
     ADD = "add"
     EXCH = "exch"
     MAX = "max"
     MIN = "min"
+    SMAX = "smax"
+    SMIN = "smin"
     INC = "inc"
     DEC = "dec"
     AND = "and"
@@ -122,12 +124,14 @@ SCOPED_ORDERS = frozenset({MemOrder.RELAXED, MemOrder.ACQUIRE, MemOrder.RELEASE}
 """Orderings of ld/st that take a scope; weak and volatile take none."""
 
 # Value types allowed per atomic kind (PTX: add u32/u64/f32, exch b32/b64, min/max u32/u64,
-# inc/dec u32, and/or/xor b32/b64). min/max are unsigned.
+# inc/dec u32, and/or/xor b32/b64). max/min are unsigned (u32/u64), smax/smin signed (s32/s64).
 ATOM_TYPES: dict[AtomicKind, tuple[Attribute, ...]] = {
     AtomicKind.ADD: (i32, i64, f32),
     AtomicKind.EXCH: (i32, i64, f32),
     AtomicKind.MAX: (i32, i64),
     AtomicKind.MIN: (i32, i64),
+    AtomicKind.SMAX: (i32, i64),
+    AtomicKind.SMIN: (i32, i64),
     AtomicKind.INC: (i32,),
     AtomicKind.DEC: (i32,),
     AtomicKind.AND: (i32, i64),

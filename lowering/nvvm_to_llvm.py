@@ -62,25 +62,31 @@ PTX_TEMPLATES: dict[type[Operation], str] = {
 
 STATE_SPACE: dict[int, str] = {0: "", 1: ".global", 3: ".shared"}
 
-# Type suffix by value type: arithmetic (`.u32`) and bit-size (`.b32`) flavours.
-_UNSIGNED_SUFFIX = {32: "u32", 64: "u64"}
-_BITS_SUFFIX = {32: "b32", 64: "b64"}
+# Type suffix by value type: unsigned (`.u32`), signed (`.s32`) and bit-size (`.b32`) flavours.
+_SUFFIX = {"u": {32: "u32", 64: "u64"}, "s": {32: "s32", 64: "s64"}, "b": {32: "b32", 64: "b64"}}
 _BITWISE_KINDS = frozenset(
     {nvvm.AtomicKind.EXCH, nvvm.AtomicKind.AND, nvvm.AtomicKind.OR, nvvm.AtomicKind.XOR}
 )
+# atom/red `.op` of each kind where it differs from the kind's name (signedness is in the type).
+_PTX_OP = {nvvm.AtomicKind.SMAX: "max", nvvm.AtomicKind.SMIN: "min"}
 
 # LLVM inline-asm register constraint letters for NVPTX.
 _CONSTRAINT = {32: "r", 64: "l"}
 _MEMORY_CLOBBER = "~{memory}"
 
 
-def type_suffix(value_type: Attribute, bitwise: bool = False) -> str:
-    """PTX type suffix: i32 -> u32 (b32 if bitwise), i64 -> u64 (b64), f32 -> f32 (b32)."""
+def type_suffix(value_type: Attribute, flavour: str = "u") -> str:
+    """PTX type suffix: i32 -> u32 (s32 signed, b32 bitwise), i64 -> u64, f32 -> f32 (b32)."""
     if isinstance(value_type, Float32Type):
-        return "b32" if bitwise else "f32"
+        return "b32" if flavour == "b" else "f32"
     assert isinstance(value_type, IntegerType)
-    width = value_type.width.data
-    return (_BITS_SUFFIX if bitwise else _UNSIGNED_SUFFIX)[width]
+    return _SUFFIX[flavour][value_type.width.data]
+
+
+def _kind_flavour(kind: nvvm.AtomicKind) -> str:
+    if kind in _BITWISE_KINDS:
+        return "b"
+    return "s" if kind in (nvvm.AtomicKind.SMAX, nvvm.AtomicKind.SMIN) else "u"
 
 
 def constraint(value_type: Attribute) -> str:
@@ -126,14 +132,14 @@ def ptx_string(op: Operation) -> str:
             fields = dict(
                 sem=semantics(op.ordering.data, op.scope),
                 space=state_space(op.ptr),
-                kind=op.kind.data.value,
-                type=type_suffix(op.value.type, op.kind.data in _BITWISE_KINDS),
+                kind=_PTX_OP.get(op.kind.data, op.kind.data.value),
+                type=type_suffix(op.value.type, _kind_flavour(op.kind.data)),
             )
         case nvvm.AtomicCASOp():
             fields = dict(
                 sem=semantics(op.ordering.data, op.scope),
                 space=state_space(op.ptr),
-                type=type_suffix(op.new.type, bitwise=True),
+                type=type_suffix(op.new.type, "b"),
             )
         case nvvm.FenceOp():
             fields = dict(sem=semantics(op.ordering.data, op.scope))

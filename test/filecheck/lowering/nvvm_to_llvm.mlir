@@ -59,6 +59,9 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
   %37 = nvvm.atom or relaxed, gpu %g, %l : !llvm.ptr<1>, i64
   %38 = nvvm.atom xor relaxed, gpu %g, %i : !llvm.ptr<1>, i32
   %39 = nvvm.atom add relaxed, gpu %g, %f : !llvm.ptr<1>, f32
+  %42 = nvvm.atom smax relaxed, gpu %g, %i : !llvm.ptr<1>, i32
+  %43 = nvvm.atom smin acquire, gpu %g, %l : !llvm.ptr<1>, i64
+  nvvm.red smax release, gpu %g, %i : !llvm.ptr<1>, i32
 
   %40 = nvvm.atom.cas acq_rel, gpu %g, %i, %i : !llvm.ptr<1>, i32
   %41 = nvvm.atom.cas relaxed, cta %s, %l, %l : !llvm.ptr<3>, i64
@@ -117,6 +120,9 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.relaxed.gpu.global.or.b64 $0, [$1], $2;", "=l,l,l,~{memory}" %[[G]], %[[L]] : (!llvm.ptr<1>, i64) -> i64
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.relaxed.gpu.global.xor.b32 $0, [$1], $2;", "=r,l,r,~{memory}" %[[G]], %[[I]] : (!llvm.ptr<1>, i32) -> i32
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.relaxed.gpu.global.add.f32 $0, [$1], $2;", "=f,l,f,~{memory}" %[[G]], %[[F]] : (!llvm.ptr<1>, f32) -> f32
+// CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.relaxed.gpu.global.max.s32 $0, [$1], $2;", "=r,l,r,~{memory}" %[[G]], %[[I]] : (!llvm.ptr<1>, i32) -> i32
+// CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.acquire.gpu.global.min.s64 $0, [$1], $2;", "=l,l,l,~{memory}" %[[G]], %[[L]] : (!llvm.ptr<1>, i64) -> i64
+// CHECK-NEXT: llvm.inline_asm has_side_effects "red.release.gpu.global.max.s32 [$0], $1;", "l,r,~{memory}" %[[G]], %[[I]] : (!llvm.ptr<1>, i32) -> ()
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.acq_rel.gpu.global.cas.b32 $0, [$1], $2, $3;", "=r,l,r,r,~{memory}" %[[G]], %[[I]], %[[I]] : (!llvm.ptr<1>, i32, i32) -> i32
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm has_side_effects "atom.relaxed.cta.shared.cas.b64 $0, [$1], $2, $3;", "=l,l,l,l,~{memory}" %[[S]], %[[L]], %[[L]] : (!llvm.ptr<3>, i64, i64) -> i64
 // CHECK-NEXT: llvm.inline_asm has_side_effects "red.release.gpu.global.add.u32 [$0], $1;", "l,r,~{memory}" %[[G]], %[[I]] : (!llvm.ptr<1>, i32) -> ()

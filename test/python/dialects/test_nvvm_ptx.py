@@ -279,6 +279,12 @@ def test_ptx_strings():
     assert ptx_string(nvvm.AtomicCASOp(a[P], a[L], a[L], "acq_rel")) == (
         "atom.acq_rel.gpu.cas.b64 $0, [$1], $2, $3;"
     )
+    assert ptx_string(nvvm.AtomicOp("max", a[G], a[I])) == (
+        "atom.relaxed.gpu.global.max.u32 $0, [$1], $2;"
+    )
+    assert ptx_string(nvvm.AtomicOp("smin", a[G], a[L])) == (
+        "atom.relaxed.gpu.global.min.s64 $0, [$1], $2;"
+    )
     assert ptx_string(nvvm.FenceOp("acq_rel", "gpu")) == "fence.acq_rel.gpu;"
     assert ptx_string(nvvm.FenceProxyAsyncOp()) == "fence.proxy.async.shared::cta;"
     assert ptx_string(nvvm.FenceProxyAsyncOp("")) == "fence.proxy.async;"

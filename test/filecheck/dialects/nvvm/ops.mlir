@@ -94,6 +94,8 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
   // CHECK-NEXT: %{{.*}} = nvvm.atom or relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i64
   // CHECK-NEXT: %{{.*}} = nvvm.atom xor relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
   // CHECK-NEXT: %{{.*}} = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
+  // CHECK-NEXT: %{{.*}} = nvvm.atom smax relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+  // CHECK-NEXT: %{{.*}} = nvvm.atom smin acquire, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i64
   %30 = nvvm.atom add relaxed, gpu %g, %i : !llvm.ptr<1>, i32
   %31 = nvvm.atom exch acq_rel, sys %g, %l : !llvm.ptr<1>, i64
   %32 = nvvm.atom max acquire, cta %s, %i : !llvm.ptr<3>, i32
@@ -104,6 +106,8 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
   %37 = nvvm.atom or relaxed, gpu %g, %l : !llvm.ptr<1>, i64
   %38 = nvvm.atom xor relaxed, gpu %g, %i : !llvm.ptr<1>, i32
   %39 = nvvm.atom add relaxed, gpu %g, %f : !llvm.ptr<1>, f32
+  %42 = nvvm.atom smax relaxed, gpu %g, %i : !llvm.ptr<1>, i32
+  %43 = nvvm.atom smin acquire, gpu %g, %l : !llvm.ptr<1>, i64
 
   // CHECK-NEXT: %{{.*}} = nvvm.atom.cas acq_rel, gpu %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
   // CHECK-NEXT: %{{.*}} = nvvm.atom.cas relaxed, cta %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<3>, i64
