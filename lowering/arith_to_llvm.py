@@ -85,12 +85,12 @@ _FLOAT_SUFFIXES: dict[type[Attribute], str] = {
 }
 
 
-def _icmp(lhs: SSAValue, rhs: SSAValue, predicate: str) -> llvm.ICmpOp:
+def icmp(lhs: SSAValue, rhs: SSAValue, predicate: str) -> llvm.ICmpOp:
     flag = llvm.ICmpPredicateFlag(predicate)
     return llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))
 
 
-def _int_constant(value: int, type_: Attribute) -> llvm.ConstantOp:
+def int_constant(value: int, type_: Attribute) -> llvm.ConstantOp:
     return llvm.ConstantOp(IntegerAttr(value, type_), type_)
 
 
@@ -125,7 +125,7 @@ class IntegerMinMaxLowering(RewritePattern):
         if predicate is None:
             return
         lhs, rhs = llvm_operands(rewriter, op)
-        compare = _icmp(lhs, rhs, predicate)
+        compare = icmp(lhs, rhs, predicate)
         select = llvm.SelectOp(compare, lhs, rhs)
         replace_with_llvm(rewriter, op, [compare, select], select.results)
 
@@ -202,7 +202,7 @@ class SelectLowering(RewritePattern):
         replace_with_llvm(rewriter, op, [select], select.results)
 
 
-def _resize_integer(value: SSAValue, to_type: IntegerType, signed: bool) -> list[Operation]:
+def resize_integer(value: SSAValue, to_type: IntegerType, signed: bool) -> list[Operation]:
     """The ops that sign/zero-extend or truncate `value` to `to_type` (none if same width)."""
     assert isinstance(value.type, IntegerType)
     from_width = value.type.width.data
@@ -223,7 +223,7 @@ class IndexCastLowering(RewritePattern):
         to_type = convert_type(op.result.type)
         if not isinstance(to_type, IntegerType):
             return
-        new_ops = _resize_integer(value, to_type, signed=True)
+        new_ops = resize_integer(value, to_type, signed=True)
         result = new_ops[-1].results[0] if new_ops else value
         replace_with_llvm(rewriter, op, new_ops, [result])
 
@@ -264,41 +264,56 @@ def _cast_op_type(op: Operation) -> type[Operation] | None:
     }[type(op)]
 
 
-class FloorCeilDivLowering(RewritePattern):
-    """floordivsi / ceildivsi / ceildivui from the truncating division plus a fix-up.
+def rounding_division(
+    lhs: SSAValue, rhs: SSAValue, rounding: str
+) -> tuple[list[Operation], SSAValue]:
+    """Integer division rounding "floor" (signed), "ceil" (signed) or "ceil_unsigned".
 
     q = a / b, r = a % b (truncating); floor: q - 1 where r != 0 and sign(r) != sign(b);
-    ceil (signed): q + 1 where r != 0 and sign(r) == sign(b); ceil (unsigned): q + (r != 0).
+    ceil: q + 1 where r != 0 and sign(r) == sign(b); ceil_unsigned: q + 1 where r != 0.
+    Returns the ops to insert and the quotient.
     """
+    type_ = lhs.type
+    unsigned = rounding == "ceil_unsigned"
+    quotient = llvm.UDivOp(lhs, rhs) if unsigned else llvm.SDivOp(lhs, rhs)
+    remainder = llvm.URemOp(lhs, rhs) if unsigned else llvm.SRemOp(lhs, rhs)
+    zero = int_constant(0, type_)
+    one = int_constant(1, type_)
+    inexact = icmp(remainder.res, zero.result, "ne")
+    new_ops: list[Operation] = [quotient, remainder, zero, one, inexact]
+    if unsigned:
+        adjust = inexact
+    else:
+        remainder_negative = icmp(remainder.res, zero.result, "slt")
+        divisor_negative = icmp(rhs, zero.result, "slt")
+        relation = "eq" if rounding == "ceil" else "ne"
+        signs_match = icmp(remainder_negative.res, divisor_negative.res, relation)
+        adjust = llvm.AndOp(inexact.res, signs_match.res)
+        new_ops += [remainder_negative, divisor_negative, signs_match, adjust]
+    step = llvm.SubOp if rounding == "floor" else llvm.AddOp
+    adjusted = step(quotient.res, one.result)
+    result = llvm.SelectOp(adjust.results[0], adjusted.res, quotient.res)
+    new_ops += [adjusted, result]
+    return new_ops, result.res
+
+
+class FloorCeilDivLowering(RewritePattern):
+    """floordivsi / ceildivsi / ceildivui: truncating division plus a fix-up."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if not isinstance(op, arith.FloorDivSIOp | arith.CeilDivSIOp | arith.CeilDivUIOp):
+        if isinstance(op, arith.FloorDivSIOp):
+            rounding = "floor"
+        elif isinstance(op, arith.CeilDivSIOp):
+            rounding = "ceil"
+        elif isinstance(op, arith.CeilDivUIOp):
+            rounding = "ceil_unsigned"
+        else:
             return
         lhs, rhs = llvm_operands(rewriter, op)
-        type_ = lhs.type
-        if not isinstance(type_, IntegerType):
+        if not isinstance(lhs.type, IntegerType):
             return
-        unsigned = isinstance(op, arith.CeilDivUIOp)
-        quotient = llvm.UDivOp(lhs, rhs) if unsigned else llvm.SDivOp(lhs, rhs)
-        remainder = llvm.URemOp(lhs, rhs) if unsigned else llvm.SRemOp(lhs, rhs)
-        zero = _int_constant(0, type_)
-        one = _int_constant(1, type_)
-        inexact = _icmp(remainder.res, zero.result, "ne")
-        new_ops: list[Operation] = [quotient, remainder, zero, one, inexact]
-        if unsigned:
-            adjust = inexact
-        else:
-            remainder_negative = _icmp(remainder.res, zero.result, "slt")
-            divisor_negative = _icmp(rhs, zero.result, "slt")
-            relation = "eq" if isinstance(op, arith.CeilDivSIOp) else "ne"
-            signs_match = _icmp(remainder_negative.res, divisor_negative.res, relation)
-            adjust = llvm.AndOp(inexact.res, signs_match.res)
-            new_ops += [remainder_negative, divisor_negative, signs_match, adjust]
-        step = llvm.SubOp if isinstance(op, arith.FloorDivSIOp) else llvm.AddOp
-        adjusted = step(quotient.res, one.result)
-        result = llvm.SelectOp(adjust.results[0], adjusted.res, quotient.res)
-        new_ops += [adjusted, result]
-        replace_with_llvm(rewriter, op, new_ops, result.results)
+        new_ops, result = rounding_division(lhs, rhs, rounding)
+        replace_with_llvm(rewriter, op, new_ops, [result])
 
 
 ARITH_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (

@@ -9,8 +9,9 @@ except possibly the leading one, so a load/store is
 
 `memref.global` in shared memory (space 3) becomes an internal, uninitialized `llvm.mlir.global`
 in addrspace 3 (16-byte aligned), `memref.get_global` an `llvm.mlir.addressof`;
-`memref.alloca` an `llvm.alloca` in the local space (5). Anything else — other layouts, device
-`memref.alloc`, initialized globals — is reported as a diagnostic naming the op.
+`memref.alloca` (memory space 5) a generic `llvm.alloca` cast to the local space. Anything
+else — other layouts, device `memref.alloc`, initialized globals — is reported as a diagnostic
+naming the op.
 """
 
 from __future__ import annotations
@@ -221,10 +222,16 @@ class GetGlobalLowering(RewritePattern):
 
 
 class AllocaLowering(RewritePattern):
-    """Private arrays: `llvm.alloca` in the local address space (5) NVPTX keeps them in."""
+    """Private arrays: a generic `llvm.alloca` cast to the local address space (5).
+
+    The NVPTX data layout puts allocas in the generic space (0); NVPTX rewrites them to local
+    memory, and the cast lets loads and stores use `ld.local`/`st.local` directly.
+    """
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /):
+        from tilesync.dialects.llvmx import AddrSpaceCastOp
+
         memref_type = op.memref.type
         assert isinstance(memref_type, MemRefType)
         if memref_address_space(memref_type) != LOCAL_ADDRESS_SPACE:
@@ -239,15 +246,9 @@ class AllocaLowering(RewritePattern):
         alignment = element_size_in_bytes(op, memref_type.element_type)
         if op.alignment is not None:
             alignment = max(alignment, op.alignment.value.data)
-        alloca = llvm.AllocaOp.create(
-            operands=[size.result],
-            result_types=[llvm.LLVMPointerType(IntAttr(LOCAL_ADDRESS_SPACE))],
-            properties={
-                "elem_type": convert_type(memref_type.element_type),
-                "alignment": IntegerAttr(alignment, i64),
-            },
-        )
-        replace_with_llvm(rewriter, op, [size, alloca], alloca.results)
+        alloca = llvm.AllocaOp(size, convert_type(memref_type.element_type), alignment)
+        local = AddrSpaceCastOp(alloca.res, llvm.LLVMPointerType(IntAttr(LOCAL_ADDRESS_SPACE)))
+        replace_with_llvm(rewriter, op, [size, alloca, local], local.results)
 
 
 class AllocLowering(RewritePattern):

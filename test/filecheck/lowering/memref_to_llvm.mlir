@@ -56,7 +56,8 @@ func.func @leading_dynamic(%m: memref<?x64xi8>, %i: index, %j: index, %v: i8) {
 // CHECK: llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, f32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
 // CHECK: %[[N:.*]] = llvm.mlir.constant(8) : i64
-// CHECK: llvm.alloca %[[N]] x f32 {alignment = 4 : i64} : (i64) -> !llvm.ptr<5>
+// CHECK: %[[STACK:.*]] = llvm.alloca %[[N]] x f32 {alignment = 4 : i64} : (i64) -> !llvm.ptr
+// CHECK: llvmx.addrspacecast %[[STACK]] : !llvm.ptr to !llvm.ptr<5>
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<5>
 // CHECK-NOT: memref.get_global
 // CHECK-NOT: memref.alloca
