@@ -62,7 +62,7 @@ def test_ir_after_each_pass_and_timing():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("builtin.module { func.func @f( }", "expected"),
+        ("builtin.module { func.func @f( }", "Expected argument"),
         ("builtin.module { %x = arith.constant 1 : i32 %y = arith.addi %x : i32 }", ""),
     ],
 )
