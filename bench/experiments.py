@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 
 import tilesync
+from tilesync.api import TARGETS
 
 MODES = ("stream_sync", "tile_sync")
+EPOCH = object()  # placeholder in an argument list for the launch's epoch
 
 
 def example_text(name: str) -> str:
@@ -67,8 +69,8 @@ def load_chain(example: str, block: int) -> ChainKernels:
 
     device = get_device()
     start = time.perf_counter()
-    program = tilesync.compile(example_text(example), target=device.arch
-                               if device.arch in tilesync.api.TARGETS else "sm_90")
+    target = device.arch if device.arch in TARGETS else "sm_90"
+    program = tilesync.compile(example_text(example), target=target)
     seconds = time.perf_counter() - start
     module = load_ptx(program.ptx, example)
     producer = module.function("producer", program.kernels["producer"].params)
@@ -82,6 +84,8 @@ def run_chain(kernels: ChainKernels, grid: int, producer_args, consumer_args, mo
               warmup: int, reps: int, epochs) -> list[float]:
     """Enqueue warm-up + timed repetitions without host syncs in between; event times each.
 
+    Argument lists hold EPOCH where the kernel takes the launch's epoch (a fresh one per rep).
+
     stream_sync: producer then consumer on one stream. tile_sync: producer on a high-priority
     stream, consumer on a second stream; each repetition is fenced by events on both streams.
     """
@@ -93,14 +97,16 @@ def run_chain(kernels: ChainKernels, grid: int, producer_args, consumer_args, mo
     pairs = []
     for i in range(warmup + reps):
         epoch = epochs()
+        p_args = [epoch if a is EPOCH else a for a in producer_args]
+        c_args = [epoch if a is EPOCH else a for a in consumer_args]
         start, end, side_done = Event(), Event(), Event()
         start.record(main)
-        launch(kernels.producer, grid, kernels.block, [*producer_args, epoch], stream=main)
+        launch(kernels.producer, grid, kernels.block, p_args, stream=main)
         if mode == "stream_sync":
-            launch(kernels.consumer, grid, kernels.block, [*consumer_args, epoch], stream=main)
+            launch(kernels.consumer, grid, kernels.block, c_args, stream=main)
         else:
             side.wait_event(start)
-            launch(kernels.consumer, grid, kernels.block, [*consumer_args, epoch], stream=side)
+            launch(kernels.consumer, grid, kernels.block, c_args, stream=side)
             side_done.record(side)
             main.wait_event(side_done)
         end.record(main)
@@ -146,7 +152,7 @@ def copy_chain(warmup: int = 10, reps: int = 50, waves: float = 1.0,
     for mode in MODES:
         mid.fill_bytes(0xFF)
         dst.fill_bytes(0xFF)  # NaN: an element no kernel wrote fails the check
-        samples = run_chain(kernels, tiles, [src, mid, sems], [mid, dst, sems],
+        samples = run_chain(kernels, tiles, [src, mid, sems, EPOCH], [mid, dst, sems, EPOCH],
                             mode, warmup, reps, sems.next_epoch)
         _check(f"copy_chain/{mode}", dst.to_numpy(), src_host, 0.0)
         result["modes"][mode] = summarize(samples, warmup)
@@ -193,8 +199,8 @@ def synthetic_waves(wave_counts=(0.6, 1.2, 2.2, 3.2), iters: int = 4000, warmup:
         for mode in MODES:
             mid.fill_bytes(0xFF)
             dst.fill_bytes(0xFF)
-            samples = run_chain(kernels, tiles, [src, mid, sems, iters],
-                                [mid, dst, sems, iters], mode, warmup, reps,
+            samples = run_chain(kernels, tiles, [src, mid, sems, EPOCH, iters],
+                                [mid, dst, sems, EPOCH, iters], mode, warmup, reps,
                                 sems.next_epoch)
             row["max_rel_error"] = _check(f"waves {waves}/{mode}", dst.to_numpy(), want, 1e-4)
             row["modes"][mode] = summarize(samples, warmup)

@@ -43,7 +43,8 @@ def test_relaunch_100_times_without_memset():
     mid, dst = DeviceBuffer.empty(n, np.float32), DeviceBuffer.empty(n, np.float32)
     for i in range(100):
         dst.fill_bytes(0xFF)
-        experiments.run_chain(kernels, tiles, [src, mid, sems], [mid, dst, sems], "tile_sync",
+        experiments.run_chain(kernels, tiles, [src, mid, sems, experiments.EPOCH],
+                              [mid, dst, sems, experiments.EPOCH], "tile_sync",
                               0, 1, sems.next_epoch)
         got = dst.to_numpy()
         assert np.array_equal(got, src_host), f"launch {i}"
