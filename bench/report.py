@@ -13,7 +13,7 @@ def slug(text: str) -> str:
 
 
 def copy_table(result: dict[str, Any]) -> str:
-    lines = [f"copy chain (§V-D): {result['tiles']} tiles of 2048 floats, "
+    lines = [f"copy chain (§V-D): {result['tiles']} tiles of {result['tile_elems']} floats, "
              f"{result['waves']:.2f} waves, {result['blocks_per_sm']} blocks/SM",
              f"{'mode':<12} {'median ms':>10} {'p10 ms':>9} {'p90 ms':>9} {'reps':>5}"]
     for mode, t in result["modes"].items():
@@ -26,7 +26,7 @@ def copy_table(result: dict[str, Any]) -> str:
 
 def waves_table(result: dict[str, Any]) -> str:
     lines = [f"synthetic waves: {result['block']} threads/block, {result['blocks_per_sm']} "
-             f"blocks/SM, {result['iters']} iterations/element",
+             f"blocks/SM, tiles of {result['tile_us']} us ({result['iters']} FMAs/element)",
              f"{'waves':>6} {'tiles':>6} {'stream ms':>10} {'tile ms':>9} {'speedup':>8} "
              f"{'ideal':>6} {'meas/ideal':>10}"]
     for r in result["rows"]:

@@ -1,6 +1,6 @@
 // The cuSync paper's §V-D experiment: a producer copies an array tile by tile and a consumer
 // copies it on, each consumer tile waiting for the producer tile it reads (TileSync).
-// One tile = 2048 floats, handled by a block of 256 threads (8 elements per thread).
+// One tile = 8192 floats (32 KiB), handled by a block of 256 threads (32 elements per thread).
 // Kernel parameters: input, output, semaphores (one per tile), epoch (the launch count).
 builtin.module {
   gpu.module @copy_kernels {
@@ -8,7 +8,7 @@ builtin.module {
                        %epoch: i32) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
       %tile = sync.tile : index
       %tid = gpu.thread_id x
-      %tile_elems = arith.constant 2048 : index
+      %tile_elems = arith.constant 8192 : index
       %threads = arith.constant 256 : index
       %base = arith.muli %tile, %tile_elems : index
       scf.for %i = %tid to %tile_elems step %threads {
@@ -24,7 +24,7 @@ builtin.module {
                        %epoch: i32) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
       %tile = sync.tile : index
       %tid = gpu.thread_id x
-      %tile_elems = arith.constant 2048 : index
+      %tile_elems = arith.constant 8192 : index
       %threads = arith.constant 256 : index
       %base = arith.muli %tile, %tile_elems : index
       sync.wait %sems[%tile] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>

@@ -77,7 +77,7 @@ def _bench(args: argparse.Namespace) -> int:
             table = report.copy_table(result)
         else:
             result = experiments.synthetic_waves(warmup=args.warmup, reps=args.reps,
-                                                 iters=args.iters)
+                                                 tile_us=args.tile_us)
             table = report.waves_table(result)
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
-    b.add_argument("--iters", type=int, default=4000, help="work per element (waves)")
+    b.add_argument("--tile-us", type=float, default=50.0, help="tile duration (waves)")
     b.set_defaults(run=_bench)
     return parser
 

@@ -44,7 +44,7 @@ def test_memory_model_in_ptx():
 def test_signatures_and_launch_bounds():
     program = tilesync.compile(example("synthetic_chain.mlir"))
     sig = program.kernels["consumer"]
-    assert sig.params == ("ptr", "ptr", "ptr", "i32", "i32")
+    assert sig.params == ("ptr", "ptr", "ptr", "i32", "i32", "i64")
     assert sig.block == (1024, 1, 1)
     assert re.search(r"\.maxntid 1024, 1, 1", program.ptx)
     assert re.search(r"\.minnctapersm 2", program.ptx)
