@@ -20,7 +20,7 @@ def copy_table(result: dict[str, Any]) -> str:
         lines.append(f"{mode:<12} {t['median_ms']:>10.4f} {t['p10_ms']:>9.4f} "
                      f"{t['p90_ms']:>9.4f} {t['reps']:>5}")
     lines.append(f"tile-sync / stream-sync = {result['ratio_tile_over_stream']:.3f} "
-                 f"(goal {result['goal']})")
+                 f"({result['overhead_us']:+.1f} us; goal {result['goal']})")
     return "\n".join(lines)
 
 
@@ -55,7 +55,7 @@ def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
     except ImportError:
         return None
     if result["experiment"] == "copy_chain":
-        groups = [("copy", result["modes"])]
+        groups = [(f"{r['tile_elems']} floats/tile", r["modes"]) for r in result["sizes"]]
     else:
         groups = [(f"{r['waves']} waves", r["modes"]) for r in result["rows"]]
     fig, ax = plt.subplots(figsize=(7, 4))

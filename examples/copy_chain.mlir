@@ -1,14 +1,14 @@
 // The cuSync paper's §V-D experiment: a producer copies an array tile by tile and a consumer
 // copies it on, each consumer tile waiting for the producer tile it reads (TileSync).
-// One tile = 8192 floats (32 KiB), handled by a block of 256 threads (32 elements per thread).
-// Kernel parameters: input, output, semaphores (one per tile), epoch (the launch count).
+// A tile is `tile_elems` consecutive floats, copied by a block of 256 threads.
+// Kernel parameters: input, output, semaphores (one per tile), epoch (the launch count),
+// tile size in elements.
 builtin.module {
   gpu.module @copy_kernels {
     gpu.func @producer(%src: memref<?xf32>, %mid: memref<?xf32>, %sems: memref<?xi32>,
-                       %epoch: i32) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+                       %epoch: i32, %tile_elems: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
       %tile = sync.tile : index
       %tid = gpu.thread_id x
-      %tile_elems = arith.constant 8192 : index
       %threads = arith.constant 256 : index
       %base = arith.muli %tile, %tile_elems : index
       scf.for %i = %tid to %tile_elems step %threads {
@@ -21,10 +21,9 @@ builtin.module {
     }
 
     gpu.func @consumer(%mid: memref<?xf32>, %dst: memref<?xf32>, %sems: memref<?xi32>,
-                       %epoch: i32) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+                       %epoch: i32, %tile_elems: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
       %tile = sync.tile : index
       %tid = gpu.thread_id x
-      %tile_elems = arith.constant 8192 : index
       %threads = arith.constant 256 : index
       %base = arith.muli %tile, %tile_elems : index
       sync.wait %sems[%tile] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>

@@ -73,8 +73,10 @@ def _bench(args: argparse.Namespace) -> int:
     which = ["copy", "waves"] if args.experiment == "all" else [args.experiment]
     for name in which:
         if name == "copy":
-            result = experiments.copy_chain(warmup=args.warmup, reps=args.reps)
-            table = report.copy_table(result)
+            sizes = [experiments.copy_chain(warmup=args.warmup, reps=args.reps, tile_elems=t)
+                     for t in args.copy_tiles]
+            result = {"experiment": "copy_chain", "sizes": sizes}
+            table = "\n\n".join(report.copy_table(r) for r in sizes)
         else:
             result = experiments.synthetic_waves(warmup=args.warmup, reps=args.reps,
                                                  tile_us=args.tile_us)
@@ -110,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
+    b.add_argument("--copy-tiles", type=int, nargs="+", default=[8192, 65536],
+                   help="floats per tile of the copy chain (one run each)")
     b.add_argument("--tile-us", type=float, default=50.0, help="tile duration (waves)")
     b.set_defaults(run=_bench)
     return parser

@@ -37,15 +37,15 @@ def test_relaunch_100_times_without_memset():
 
     kernels = experiments.load_chain("copy_chain.mlir", block=256)
     tiles = 64
-    n = tiles * experiments.TILE_ELEMS_COPY
+    n = tiles * 8192
     sems = SemaphoreArray(tiles)
     src_host = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
     src = DeviceBuffer.from_numpy(src_host)
     mid, dst = DeviceBuffer.empty(n, np.float32), DeviceBuffer.empty(n, np.float32)
     for i in range(100):
         dst.fill_bytes(0xFF)
-        experiments.run_chain(kernels, tiles, [src, mid, sems, experiments.EPOCH],
-                              [mid, dst, sems, experiments.EPOCH], "tile_sync",
+        experiments.run_chain(kernels, tiles, [src, mid, sems, experiments.EPOCH, 8192],
+                              [mid, dst, sems, experiments.EPOCH, 8192], "tile_sync",
                               0, 1, sems.next_epoch)
         got = dst.to_numpy()
         assert np.array_equal(got, src_host), f"launch {i}"
