@@ -71,7 +71,7 @@ def test_missing_post_times_out_with_an_error_not_a_hang():
         consumer = module.function("consumer", program.kernels["consumer"].params)
         mid, dst = DeviceBuffer.zeros(4096, np.float32), DeviceBuffer.zeros(4096, np.float32)
         sems = DeviceBuffer.zeros(2, np.int32)
-        launch(consumer, 2, 256, [mid, dst, sems, 1])
+        launch(consumer, 2, 256, [mid, dst, sems, 1, 2048])
         try:
             synchronize()
         except TilesyncRuntimeError as err:
