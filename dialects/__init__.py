@@ -31,5 +31,12 @@ def _llvmx() -> Dialect:
     return LLVMX
 
 
+def _tile() -> Dialect:
+    from tilesync.dialects.tile import Tile
+
+    return Tile
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    return {"sync": _sync, "dataflow": _dataflow, "nvvm": _nvvm, "llvmx": _llvmx}
+    return {"sync": _sync, "dataflow": _dataflow, "nvvm": _nvvm, "llvmx": _llvmx,
+            "tile": _tile}

@@ -7,6 +7,23 @@ from xdsl.passes import ModulePass
 
 # name -> (module, class). One pass, one file; the module is imported only when the pass is used.
 _PASSES: dict[str, tuple[str, str]] = {
+    # cuSync synchronization (transforms/sync/)
+    "sync-generate-policies": ("tilesync.transforms.sync.generate_policies",
+                               "GeneratePoliciesPass"),
+    "sync-select-policy": ("tilesync.transforms.sync.select_policy", "SelectPolicyPass"),
+    "sync-insert-post-wait": ("tilesync.transforms.sync.insert_post_wait", "InsertPostWaitPass"),
+    "sync-reorder-loads": ("tilesync.transforms.sync.reorder_loads", "ReorderLoadsPass"),
+    "sync-verify": ("tilesync.transforms.sync.verify", "VerifySyncPass"),
+    "sync-annotate-occupancy": ("tilesync.transforms.sync.annotate_occupancy",
+                                "AnnotateOccupancyPass"),
+    "sync-tile-order": ("tilesync.transforms.sync.tile_order", "TileOrderPass"),
+    "sync-drop-wait-kernel": ("tilesync.transforms.sync.optimize", "DropWaitKernelPass"),
+    "sync-drop-tile-order": ("tilesync.transforms.sync.optimize", "DropTileOrderPass"),
+    "sync-insert-wait-kernel": ("tilesync.transforms.sync.insert_wait_kernel",
+                                "InsertWaitKernelPass"),
+    "sync-use-pdl": ("tilesync.transforms.sync.use_pdl", "UsePDLPass"),
+    # lowering (lowering/)
+    "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),
     "convert-gpu-to-nvvm": ("tilesync.lowering.gpu_to_nvvm", "ConvertGPUToNVVMPass"),
     "convert-nvvm-to-llvm": ("tilesync.lowering.nvvm_to_llvm", "ConvertNVVMToLLVMPass"),
