@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import gpu
+from xdsl.dialects import gpu, llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -29,6 +30,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
 
 TARGETS = ("sm_80", "sm_90", "sm_90a")
+SYNC_ARGS_ATTR = "sync.args"  # on a kernel: roles of the parameters sync passes appended
 
 
 class CompileError(Exception):
@@ -42,7 +44,14 @@ class KernelSignature:
     module: str
     name: str
     params: tuple[str, ...]  # "ptr", "i32", "i64", "f32", "f64", "f16"
-    block: tuple[int, int, int] | None = None
+    block: tuple[int, ...] | None = None
+    # Roles of the trailing parameters that sync passes appended ("sems:@stage", "epoch", ...):
+    # the host binds them; the user passes the leading ones.
+    sync_args: tuple[str, ...] = ()
+
+    @property
+    def user_params(self) -> tuple[str, ...]:
+        return self.params[: len(self.params) - len(self.sync_args)]
 
 
 @dataclass
@@ -85,7 +94,7 @@ def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> Modul
 
 
 def _param_kind(t: Attribute) -> str:
-    if isinstance(t, MemRefType):
+    if isinstance(t, MemRefType | llvm.LLVMPointerType):
         return "ptr"
     if isinstance(t, IndexType):
         return "i64"
@@ -100,17 +109,28 @@ def _param_kind(t: Attribute) -> str:
     raise CompileError(f"kernel parameter of type {t} is not supported")
 
 
+def _block_size(func: llvm.FuncOp) -> tuple[int, ...] | None:
+    passthrough = func.properties.get("passthrough") or func.attributes.get("passthrough")
+    for entry in passthrough.data if isinstance(passthrough, ArrayAttr) else ():
+        key, value = (e.data for e in entry.data)
+        if key == "nvvm.maxntid":
+            return tuple(int(v) for v in value.split(","))
+    return None
+
+
 def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
+    """Signatures of the lowered kernels (after the passes that append sync arguments)."""
     sigs: dict[str, KernelSignature] = {}
     for op in module.walk():
-        if isinstance(op, gpu.FuncOp) and op.kernel is not None:
+        if isinstance(op, llvm.FuncOp) and op.CConv.cconv_name == "ptx_kernel":
             parent = op.parent_op()
             mod_name = parent.sym_name.data if isinstance(parent, gpu.ModuleOp) else ""
-            block = op.attributes.get("gpu.known_block_size")
-            block_t = tuple(block.get_values()) if block is not None else None
+            sync_args = op.attributes.get(SYNC_ARGS_ATTR)
+            roles = tuple(a.data for a in sync_args.data) if isinstance(sync_args, ArrayAttr) \
+                else ()
             sig = KernelSignature(mod_name, op.sym_name.data,
                                   tuple(_param_kind(t) for t in op.function_type.inputs),
-                                  block_t)
+                                  _block_size(op), roles)
             sigs[sig.name] = sig
     return sigs
 
@@ -167,8 +187,8 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
         except (VerifyException, DiagnosticException) as err:
             raise CompileError(str(err)) from err
     source = module.clone()
-    kernels = kernel_signatures(module)
     ir_after, seconds = lower(module, pipeline or KERNEL_TO_LLVM, ctx, keep_ir)
+    kernels = kernel_signatures(module)
 
     ptx_by_module: dict[str, str] = {}
     llvm_by_module: dict[str, str] = {}

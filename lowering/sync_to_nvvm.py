@@ -19,12 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, gpu, llvm, scf
+from xdsl.dialects import affine, arith, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
+    NoneAttr,
+    StringAttr,
+    UnitAttr,
     UnrealizedConversionCastOp,
     i1,
     i32,
@@ -39,9 +45,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects import nvvm, sync
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
+from tilesync.transforms.sync.kernel_args import sync_arg
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
@@ -106,11 +115,92 @@ def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: in
     return e.ops
 
 
-class LowerTile(RewritePattern):
-    """sync.tile → the block's coordinates (row-major dispatch order; ordered tiles: issue 3)."""
+TILE_SLOT_GLOBAL = "__tilesync_tile_slot"
+ORDER_TABLE_ATTR = "sync.order_table"  # on a kernel: the tile order the host uploads
+
+
+def _shared_slot(func: gpu.FuncOp) -> SSAValue:
+    """A one-word shared-memory variable through which thread 0 hands the slot to its block."""
+    gmod = func.parent_op()
+    assert isinstance(gmod, gpu.ModuleOp)
+    slot_type = MemRefType(i32, [1], NoneAttr(), IntegerAttr(SHARED_ADDRESS_SPACE, i64))
+    if SymbolTable.lookup_symbol(gmod, TILE_SLOT_GLOBAL) is None:
+        gmod.body.blocks.first.insert_op_before(
+            memref.GlobalOp.get(StringAttr(TILE_SLOT_GLOBAL), slot_type, UnitAttr()),
+            gmod.body.blocks.first.first_op)
+    return memref.GetGlobalOp(TILE_SLOT_GLOBAL, slot_type)
+
+
+class LowerOrderedTile(RewritePattern):
+    """sync.tile with an order: tiles handed out in block dispatch order (cuSync's tile()).
+
+    Thread 0 takes the next slot of a global atomic counter and the block reads its tile from
+    the order (arithmetic for row/column-major, an uploaded table otherwise). A block spinning
+    on a tile thus knows every earlier tile of the order was taken by a block already running.
+    The counter is never reset: slot = count mod blocks, so relaunches need no memset.
+    """
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.TileOp, rewriter: PatternRewriter, /):
+        if op.order is None:
+            return
+        kind = op.order.kind.data
+        if kind not in ("row_major", "column_major", "table"):
+            raise DiagnosticException(f"convert-sync-to-nvvm: tile order '{kind}' has no "
+                                      "lowering yet (use row_major, column_major or table)")
+        func = op.parent_op()
+        while func is not None and not isinstance(func, gpu.FuncOp):
+            func = func.parent_op()
+        if func is None:
+            raise DiagnosticException("convert-sync-to-nvvm: an ordered sync.tile must be "
+                                      "inside a gpu.func")
+        counter = sync_arg(func, "tile_counter", MemRefType(i32, [1]))
+        table = (sync_arg(func, "order_table", MemRefType(i32, [DYNAMIC_INDEX]))
+                 if kind == "table" else None)
+        if table is not None:
+            func.attributes[ORDER_TABLE_ATTR] = DenseArrayBase.from_list(i32, op.order.values)
+
+        e = _Emitter()
+        slot_ref = e.emit(_shared_slot(func))
+        zero = e.const(0, IndexType())
+        leader = _is_leader(e)
+        take = _Emitter()
+        ptr = take.emit(UnrealizedConversionCastOp.get([counter], [convert_type(counter.type)]))
+        count = take.emit(nvvm.AtomicOp("add", ptr, take.const(1, i32), "relaxed", "gpu"))
+        take.op(memref.StoreOp.get(count, slot_ref, [zero]))
+        take.op(scf.YieldOp())
+        e.op(scf.IfOp(leader, [], take.ops))
+        e.op(gpu.BarrierOp())
+        count = e.emit(memref.LoadOp.get(slot_ref, [zero]))
+        extents = [e.emit(gpu.GridDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        blocks = e.emit(arith.MuliOp(e.emit(arith.MuliOp(extents[0], extents[1])), extents[2]))
+        blocks32 = e.emit(arith.IndexCastOp(blocks, i32))
+        slot = e.emit(arith.IndexCastOp(e.emit(arith.RemUIOp(count, blocks32)), IndexType()))
+        linear = e.emit(memref.LoadOp.get(table, [slot])) if table is not None else slot
+        if table is not None:
+            linear = e.emit(arith.IndexCastOp(linear, IndexType()))
+        rank = len(op.results)
+        dims = extents[:rank]
+        # row-major: the last coordinate varies fastest; column-major: the first
+        order = range(rank - 1, -1, -1) if kind != "column_major" else range(rank)
+        coords: dict[int, SSAValue] = {}
+        rest = linear
+        for position, d in enumerate(order):
+            if position == rank - 1:
+                coords[d] = rest
+            else:
+                coords[d] = e.emit(arith.RemUIOp(rest, dims[d]))
+                rest = e.emit(arith.DivUIOp(rest, dims[d]))
+        rewriter.replace_op(op, e.ops, [coords[d] for d in range(rank)])
+
+
+class LowerTile(RewritePattern):
+    """sync.tile without an order → the block's coordinates."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sync.TileOp, rewriter: PatternRewriter, /):
+        if op.order is not None:
+            return
         ids = [gpu.BlockIdOp(gpu.DimensionAttr(_DIMS[i])) for i in range(len(op.results))]
         rewriter.replace_op(op, ids, [i.results[0] for i in ids])
 
@@ -164,6 +254,7 @@ class ConvertSyncToNVVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [LowerTile(), LowerWait(self.default_timeout_ns, self.backoff_ns), LowerPost()]
+                [LowerOrderedTile(), LowerTile(),
+                 LowerWait(self.default_timeout_ns, self.backoff_ns), LowerPost()]
             )
         ).rewrite_module(op)

@@ -1,0 +1,46 @@
+// RUN: tilesync-opt %s -p convert-sync-to-nvvm | filecheck %s
+// Ordered tiles: thread 0 takes a slot from a global counter, the block reads it from shared
+// memory, and the tile comes from the order (arithmetic, or an uploaded table).
+
+gpu.module @kernels {
+  gpu.func @column_major(%out: memref<?xindex>) kernel {
+    %x, %y = sync.tile order #sync.order<column_major> : index, index
+    memref.store %x, %out[%y] : memref<?xindex>
+    gpu.return
+  }
+  gpu.func @tabled(%out: memref<?xindex>) kernel {
+    %x = sync.tile order #sync.order<table<3, 1, 2, 0>> : index
+    memref.store %x, %out[%x] : memref<?xindex>
+    gpu.return
+  }
+  gpu.func @plain(%out: memref<?xindex>) kernel {
+    %x = sync.tile : index
+    memref.store %x, %out[%x] : memref<?xindex>
+    gpu.return
+  }
+}
+
+// CHECK:       "memref.global"() <{sym_name = "__tilesync_tile_slot", type = memref<1xi32, 3 : i64>, initial_value, sym_visibility = "private"}>
+// CHECK-LABEL: gpu.func @column_major(%out: memref<?xindex>, %{{.*}}: memref<1xi32>) kernel attributes {sync.args = ["tile_counter"]}
+// CHECK:         %[[SLOT:.*]] = memref.get_global @__tilesync_tile_slot
+// CHECK:         scf.if
+// CHECK:           %[[COUNT:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+// CHECK-NEXT:      memref.store %[[COUNT]], %[[SLOT]]
+// CHECK:         gpu.barrier
+// CHECK-NEXT:    %[[SEEN:.*]] = memref.load %[[SLOT]]
+// CHECK-NEXT:    %[[G0:.*]] = gpu.grid_dim x
+// CHECK:         %[[MOD:.*]] = arith.remui %[[SEEN]], %{{.*}} : i32
+// CHECK-NEXT:    %[[LINEAR:.*]] = arith.index_cast %[[MOD]] : i32 to index
+// CHECK-NEXT:    %[[X:.*]] = arith.remui %[[LINEAR]], %[[G0]] : index
+// CHECK-NEXT:    %[[Y:.*]] = arith.divui %[[LINEAR]], %[[G0]] : index
+// CHECK-NEXT:    memref.store %[[X]], %out[%[[Y]]]
+
+// CHECK-LABEL: gpu.func @tabled
+// CHECK-SAME:    (%out: memref<?xindex>, %{{.*}}: memref<1xi32>, %[[TABLE:[^:]*]]: memref<?xi32>) kernel attributes {sync.args = ["tile_counter", "order_table"], sync.order_table = array<i32: 3, 1, 2, 0>}
+// CHECK:         %[[ID:.*]] = memref.load %[[TABLE]][%{{.*}}] : memref<?xi32>
+// CHECK-NEXT:    %[[T:.*]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK-NEXT:    memref.store %[[T]], %out[%[[T]]]
+
+// CHECK-LABEL: gpu.func @plain(%out: memref<?xindex>) kernel {
+// CHECK-NEXT:    %[[B:.*]] = gpu.block_id x
+// CHECK-NEXT:    memref.store %[[B]], %out[%[[B]]]
