@@ -1,0 +1,108 @@
+"""`sync-insert-wait-kernel`: cuSync's wait-kernel (paper §III-B) for every dependent launch.
+
+A consumer block that spins holds its SM slot; if consumer blocks take the SMs before the
+producer's blocks are dispatched, nothing can finish. The wait-kernel, one thread launched on
+the consumer's stream just before the consumer, spins until the producer has started; only
+then can the consumer's blocks be dispatched, behind the producer's (which is also launched
+first and at a higher priority). The producer's block (0, 0, 0) posts its start flag on entry
+(an epoch semaphore, so no reset between launches). Consumers launched with PDL need none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, gpu, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMap,
+    ArrayAttr,
+    DenseArrayBase,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    i32,
+)
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilesync.dialects import sync
+from tilesync.transforms.sync.forward_progress import (
+    dependent_pairs,
+    entry_insertion_point,
+    kernel_of,
+    launch_of,
+    stages,
+)
+from tilesync.transforms.sync.kernel_args import SYNC_ARGS_ATTR, sync_arg, sync_roles
+
+WAIT_KERNEL = "tilesync_wait_kernel"
+START_FLAG_ROLE = "start_flag"
+FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
+_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
+
+
+def _flag_type() -> MemRefType:
+    return MemRefType(i32, [DYNAMIC_INDEX])
+
+
+def add_start_signal(func: gpu.FuncOp) -> None:
+    """Block (0, 0, 0) of the producer posts its start flag on entry (once per kernel)."""
+    if START_FLAG_ROLE in sync_roles(func):
+        return
+    flag = sync_arg(func, START_FLAG_ROLE, _flag_type())
+    epoch = sync_arg(func, "epoch", i32)
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    ids = [gpu.BlockIdOp(gpu.DimensionAttr(d)) for d in _DIMS]
+    xy = arith.OrIOp(ids[0], ids[1])
+    xyz = arith.OrIOp(xy, ids[2])
+    first = arith.CmpiOp(xyz, zero, "eq")
+    post = sync.PostOp(flag, [zero], FLAG_POLICY, epoch)
+    ops = [zero, *ids, xy, xyz, first, scf.IfOp(first, [], [post, scf.YieldOp()])]
+    Rewriter.insert_op(ops, InsertPoint.before(entry_insertion_point(func)))
+
+
+def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
+    """The one wait-kernel of a gpu.module: spin (acquire, backoff, timeout) on a start flag."""
+    for op in gmod.body.ops:
+        if isinstance(op, gpu.FuncOp) and op.sym_name.data == WAIT_KERNEL:
+            return op
+    block = Block(arg_types=[_flag_type(), i32])
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    block.add_ops([zero, sync.WaitOp(block.args[0], [zero], FLAG_POLICY, block.args[1]),
+                   gpu.ReturnOp([])])
+    func = gpu.FuncOp(WAIT_KERNEL, FunctionType.from_lists([_flag_type(), i32], []),
+                      Region(block), kernel=True)
+    func.attributes["gpu.known_block_size"] = DenseArrayBase.from_list(i32, [1, 1, 1])
+    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr("wait_flag"), StringAttr("epoch")])
+    gmod.body.blocks.first.add_op(func)
+    return func
+
+
+@dataclass(frozen=True)
+class InsertWaitKernelPass(ModulePass):
+    name = "sync-insert-wait-kernel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        all_stages = stages(op)
+        for producer, consumer in list(dependent_pairs(op)):
+            consumer_launch = launch_of(op, consumer, all_stages[consumer])
+            if consumer_launch.pdl.value.data:
+                continue  # PDL already orders the grids
+            func = kernel_of(op, all_stages[producer])
+            add_start_signal(func)
+            gmod = func.parent_op()
+            assert isinstance(gmod, gpu.ModuleOp)
+            wait_kernel(gmod)
+            previous = consumer_launch.prev_op
+            if isinstance(previous, sync.WaitKernelOp) and \
+                    previous.producer.root_reference.data == producer:
+                continue
+            Rewriter.insert_op(
+                sync.WaitKernelOp(producer, consumer_launch.stream.value.data),
+                InsertPoint.before(consumer_launch))
