@@ -31,6 +31,7 @@ from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
 
 TARGETS = ("sm_80", "sm_90", "sm_90a")
 SYNC_ARGS_ATTR = "sync.args"  # on a kernel: roles of the parameters sync passes appended
+ORDER_TABLE_ATTR = "sync.order_table"  # on a kernel: the order table its host uploads
 
 
 class CompileError(Exception):
@@ -48,6 +49,7 @@ class KernelSignature:
     # Roles of the trailing parameters that sync passes appended ("sems:@stage", "epoch", ...):
     # the host binds them; the user passes the leading ones.
     sync_args: tuple[str, ...] = ()
+    order_table: tuple[int, ...] | None = None  # the tile order an ordered sync.tile reads
 
     @property
     def user_params(self) -> tuple[str, ...]:
@@ -128,9 +130,11 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
             sync_args = op.attributes.get(SYNC_ARGS_ATTR)
             roles = tuple(a.data for a in sync_args.data) if isinstance(sync_args, ArrayAttr) \
                 else ()
+            table = op.attributes.get(ORDER_TABLE_ATTR)
             sig = KernelSignature(mod_name, op.sym_name.data,
                                   tuple(_param_kind(t) for t in op.function_type.inputs),
-                                  _block_size(op), roles)
+                                  _block_size(op), roles,
+                                  tuple(table.get_values()) if table is not None else None)
             sigs[sig.name] = sig
     return sigs
 
@@ -169,9 +173,29 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
     return ir_after, seconds
 
 
+def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
+                     before: tuple[str, ...] = ()) -> list[str]:
+    """KERNEL_TO_LLVM, optionally after some passes, with the wait lowering's options set.
+
+    debug: a timed-out spin-wait records what it waited for (host-mapped) before trapping.
+    """
+    options = []
+    if debug:
+        options.append("debug=true")
+    if timeout_ns is not None:
+        options.append(f"default_timeout_ns={int(timeout_ns)}")
+    first = KERNEL_TO_LLVM[0] + ("{" + " ".join(options) + "}" if options else "")
+    return [*before, first, *KERNEL_TO_LLVM[1:]]
+
+
 def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90",
-            validate: bool = False, keep_ir: bool = True) -> CompiledProgram:
-    """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a)."""
+            validate: bool = False, keep_ir: bool = True, debug: bool = False,
+            timeout_ns: int | None = None) -> CompiledProgram:
+    """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a).
+
+    `pipeline` (pass names or a `-p` spec) replaces the default KERNEL_TO_LLVM; `debug` and
+    `timeout_ns` set the spin-wait lowering's options in the default pipeline.
+    """
     from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
     from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
 
@@ -187,7 +211,12 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
         except (VerifyException, DiagnosticException) as err:
             raise CompileError(str(err)) from err
     source = module.clone()
-    ir_after, seconds = lower(module, pipeline or KERNEL_TO_LLVM, ctx, keep_ir)
+    if pipeline is None:
+        pipeline = default_pipeline(debug, timeout_ns)
+    elif debug or timeout_ns is not None:
+        raise CompileError("debug/timeout_ns apply to the default pipeline; with an explicit "
+                           "pipeline set convert-sync-to-nvvm{debug=true ...} yourself")
+    ir_after, seconds = lower(module, pipeline, ctx, keep_ir)
     kernels = kernel_signatures(module)
 
     ptx_by_module: dict[str, str] = {}

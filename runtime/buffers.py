@@ -287,6 +287,7 @@ def as_device_pointer(obj: Any) -> int:
 
 __all__ = [
     "DeviceBuffer",
+    "HostMappedBuffer",
     "as_device_pointer",
     "device_pointer_and_size",
     "dlpack_tensor_info",
@@ -294,3 +295,45 @@ __all__ = [
     "from_numpy",
     "zeros",
 ]
+
+
+class HostMappedBuffer:
+    """Pinned host memory the device writes through a mapped pointer (cuMemHostAlloc DEVICEMAP).
+
+    It stays readable from the host after a device-side trap, when device memory no longer is:
+    spin-wait timeouts record what they waited for here before trapping.
+    """
+
+    def __init__(self, count: int, dtype: Any = np.int32):
+        from cuda.bindings import driver
+
+        get_device()
+        self.dtype = np.dtype(dtype)
+        self.count = count
+        self.nbytes = count * self.dtype.itemsize
+        self._host = 0
+        flags = driver.CU_MEMHOSTALLOC_DEVICEMAP | driver.CU_MEMHOSTALLOC_PORTABLE
+        self._host = int(check(driver.cuMemHostAlloc(self.nbytes, flags), "cuMemHostAlloc"))
+        ctypes.memset(self._host, 0, self.nbytes)
+        self.ptr = int(check(driver.cuMemHostGetDevicePointer(self._host, 0),
+                             "cuMemHostGetDevicePointer"))
+
+    def read(self) -> np.ndarray:
+        raw = (ctypes.c_char * self.nbytes).from_address(self._host)
+        return np.frombuffer(bytes(raw), dtype=self.dtype).copy()
+
+    def clear(self) -> None:
+        ctypes.memset(self._host, 0, self.nbytes)
+
+    def close(self) -> None:
+        if self._host:
+            from cuda.bindings import driver
+
+            driver.cuMemFreeHost(self._host)
+            self._host = 0
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the context may already be gone
+            pass

@@ -1,0 +1,245 @@
+"""Runs a compiled stage program: its host plan of `sync.launch` / `sync.wait_kernel` ops.
+
+The user passes each stage's own kernel arguments; the program binds the parameters that sync
+passes appended (by their `sync.args` roles): semaphore arrays, the epoch, start flags, tile
+counters and order tables. It owns that device state across runs: semaphores are never reset,
+each run is one epoch (DESIGN.md), so a program can be run any number of times without a memset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilesync.api import CompiledProgram, KernelSignature
+from tilesync.dialects import sync
+from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
+from tilesync.runtime.errors import TilesyncRuntimeError
+from tilesync.runtime.launch import launch
+from tilesync.runtime.module import load_ptx
+from tilesync.runtime.stream import Event, Stream, priority_range
+
+INT32_MAX = 2**31 - 1
+DEBUG_RECORD_WORDS = 9  # see lowering/sync_to_nvvm.py
+WAIT_KERNEL = "tilesync_wait_kernel"  # see transforms/sync/insert_wait_kernel.py
+
+
+class SpinTimeoutError(TilesyncRuntimeError):
+    """A spin-wait timed out on the device; the message says which wait and what it saw."""
+
+
+def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
+    v = list(values) + [1] * (3 - len(values))
+    return v[0], v[1], v[2]
+
+
+@dataclass
+class Stage:
+    name: str
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    num_semaphores: int
+    posts_per_semaphore: int
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "launch" | "wait_kernel"
+    stage: str  # the launched stage, or the producer a wait-kernel waits for
+    stream: int
+    priority: int = 0
+    pdl: bool = False
+
+
+@dataclass
+class _State:
+    semaphores: dict[str, DeviceBuffer] = field(default_factory=dict)
+    flags: dict[str, DeviceBuffer] = field(default_factory=dict)
+    counters: dict[str, DeviceBuffer] = field(default_factory=dict)
+    tables: dict[str, DeviceBuffer] = field(default_factory=dict)
+
+
+def _stage_semaphores(op: sync.StageOp) -> tuple[int, int]:
+    """(semaphores, posts per semaphore per launch) of a producer stage."""
+    grid = tuple(op.grid.get_values())
+    count = op.attributes.get("num_semaphores")
+    policy = op.properties.get("policy") or op.attributes.get("policy")
+    if isinstance(policy, sync.PolicyAttr):
+        posts = policy.posts.data
+        return (count.value.data if count is not None else policy.num_semaphores(grid)), posts
+    return math.prod(grid), 1
+
+
+def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[Step]]:
+    stages: dict[str, Stage] = {}
+    steps: list[Step] = []
+    for op in compiled.module.walk():
+        if isinstance(op, sync.StageOp):
+            sems, posts = _stage_semaphores(op)
+            stages[op.sym_name.data] = Stage(
+                op.sym_name.data, op.kernel.nested_references.data[-1].data,
+                _dims3(op.grid.get_values()), _dims3(op.block.get_values()), sems, posts)
+        elif isinstance(op, sync.LaunchOp):
+            steps.append(Step("launch", op.stage.root_reference.data, op.stream.value.data,
+                              op.priority.value.data, op.pdl.value.data))
+        elif isinstance(op, sync.WaitKernelOp):
+            steps.append(Step("wait_kernel", op.producer.root_reference.data,
+                              op.stream.value.data))
+    if not steps:  # no launch plan: all stages in order on one stream
+        steps = [Step("launch", name, 0) for name in stages]
+    return stages, steps
+
+
+class StageProgram:
+    """A stage program loaded on the device, ready to run any number of times."""
+
+    def __init__(self, compiled: CompiledProgram):
+        self.compiled = compiled
+        self.stages, self.steps = read_plan(compiled)
+        self.kernels: dict[str, Any] = {}
+        self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
+        for module_name, ptx in compiled.ptx_by_module.items():
+            module = load_ptx(ptx, module_name)
+            for sig in compiled.kernels.values():
+                if sig.module == module_name:
+                    self.kernels[sig.name] = module.function(sig.name, sig.params)
+        for stage in self.stages.values():
+            if stage.kernel not in self.kernels:
+                raise ValueError(f"stage @{stage.name}: kernel {stage.kernel} not compiled")
+        self.epoch = 0
+        self._state = _State()
+        self._streams: dict[int, Stream] = {}
+        self._debug_record: HostMappedBuffer | None = None
+        if any("debug_record" in sig.sync_args for sig in self.signatures.values()):
+            self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
+
+    # -- device state, created on first use and kept across runs --------------------------
+    def semaphores(self, stage: str) -> DeviceBuffer:
+        if stage not in self._state.semaphores:
+            self._state.semaphores[stage] = DeviceBuffer.zeros(
+                max(1, self.stages[stage].num_semaphores), np.int32)
+        return self._state.semaphores[stage]
+
+    def _flag(self, stage: str) -> DeviceBuffer:
+        return self._state.flags.setdefault(stage, DeviceBuffer.zeros(1, np.int32))
+
+    def _counter(self, stage: str) -> DeviceBuffer:
+        return self._state.counters.setdefault(stage, DeviceBuffer.zeros(1, np.int32))
+
+    def _table(self, stage: str, sig: KernelSignature) -> DeviceBuffer:
+        if stage not in self._state.tables:
+            if sig.order_table is None:
+                raise ValueError(f"kernel {sig.name} takes an order table but has none")
+            table = np.asarray(sig.order_table, dtype=np.int32)
+            self._state.tables[stage] = DeviceBuffer.from_numpy(table)
+        return self._state.tables[stage]
+
+    def _bind(self, role: str, stage: str) -> Any:
+        if role == "epoch":
+            return self.epoch
+        if role.startswith("sems:@"):
+            return self.semaphores(role[len("sems:@"):])
+        if role in ("start_flag", "wait_flag"):  # a wait-kernel's stage is its producer
+            return self._flag(stage)
+        if role == "tile_counter":
+            return self._counter(stage)
+        if role == "order_table":
+            return self._table(stage, self.signatures[self.stages[stage].kernel])
+        if role == "debug_record":
+            assert self._debug_record is not None
+            return self._debug_record.ptr
+        raise ValueError(f"stage @{stage}: unknown sync parameter role '{role}'")
+
+    def _stream(self, index: int, priority: int) -> Stream:
+        if index not in self._streams:
+            least, greatest = priority_range()
+            clamped = max(greatest, min(least, priority))
+            self._streams[index] = Stream(priority=clamped)
+        return self._streams[index]
+
+    def _check_epoch(self) -> None:
+        worst = max((s.posts_per_semaphore for s in self.stages.values()), default=1)
+        if (self.epoch + 1) * worst > INT32_MAX:
+            raise OverflowError("semaphore epochs would overflow int32; call reset()")
+
+    def reset(self) -> None:
+        """Zero all semaphores, flags and counters and restart the epoch (rarely needed)."""
+        for group in (self._state.semaphores, self._state.flags, self._state.counters):
+            for buffer in group.values():
+                buffer.fill_bytes(0)
+        self.epoch = 0
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self, args: Mapping[str, Sequence[Any]]) -> Event:
+        """Enqueue one run (one epoch); returns an event recorded when every stream is done.
+
+        `args` maps each stage to its kernel's own arguments (without the sync parameters).
+        """
+        self._check_epoch()
+        self.epoch += 1
+        used = sorted({s.stream for s in self.steps})
+        main = self._stream(used[0], min(s.priority for s in self.steps))
+        start = Event().record(main)
+        for index in used[1:]:
+            priority = min((s.priority for s in self.steps if s.stream == index), default=0)
+            self._stream(index, priority).wait_event(start)
+        for step in self.steps:
+            stream = self._stream(step.stream, step.priority)
+            if step.kind == "wait_kernel":
+                sig = self.signatures[WAIT_KERNEL]
+                launch(self.kernels[WAIT_KERNEL], 1, 1,
+                       [self._bind(role, step.stage) for role in sig.sync_args], stream=stream)
+                continue
+            stage = self.stages[step.stage]
+            sig = self.signatures[stage.kernel]
+            user = list(args.get(step.stage, ()))
+            if len(user) != len(sig.user_params):
+                raise ValueError(f"stage @{step.stage}: kernel {sig.name} takes "
+                                 f"{len(sig.user_params)} argument(s) "
+                                 f"({', '.join(sig.user_params)}), got {len(user)}")
+            bound = [self._bind(role, step.stage) for role in sig.sync_args]
+            launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
+                   stream=stream, pdl=step.pdl)
+        for index in used[1:]:
+            main.wait_event(Event().record(self._streams[index]))
+        return Event().record(main)
+
+    def synchronize(self) -> None:
+        """Wait for every stream; a timed-out spin raises SpinTimeoutError saying which."""
+        try:
+            for stream in self._streams.values():
+                stream.synchronize()
+        except TilesyncRuntimeError as err:
+            timeout = self.timeout_report()
+            if timeout is not None:
+                raise SpinTimeoutError(f"{timeout} ({err.error_name})", err.error_name,
+                                       err.call) from err
+            raise
+
+    def timeout_report(self) -> str | None:
+        """What the first timed-out wait recorded, in words (None if none timed out)."""
+        if self._debug_record is None:
+            return None
+        from tilesync.lowering.sync_to_nvvm import kernel_tag
+
+        words = [int(w) for w in self._debug_record.read()]
+        if words[0] == 0:
+            return None
+        _, tag, param, index, expected, seen, bx, by, bz = words
+        kernel = next((n for n in self.signatures if kernel_tag(n) == tag), f"#{tag}")
+        sig = self.signatures.get(kernel)
+        what = f"parameter {param}"
+        if sig is not None and 0 <= param < len(sig.params):
+            first_sync = len(sig.params) - len(sig.sync_args)
+            if param >= first_sync:
+                what = f"{sig.sync_args[param - first_sync]} (parameter {param})"
+        stage = next((s.name for s in self.stages.values() if s.kernel == kernel), None)
+        where = f"stage @{stage} " if stage else ""
+        return (f"spin-wait timed out in {where}kernel {kernel}, block ({bx}, {by}, {bz}): "
+                f"semaphore {what}[{index}] expected >= {expected}, saw {seen} "
+                f"(epoch {self.epoch})")
