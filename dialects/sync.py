@@ -50,11 +50,13 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     traits_def,
@@ -453,6 +455,43 @@ def conv2d_tile_sync(grid: Sequence[int], group: int) -> PolicyAttr:
     return PolicyAttr(AffineMap(len(grid), 0, (_linearize(extents, dims),)), group)
 
 
+# How one grid dimension maps its coordinates onto semaphores (cuSyncGen's per-dimension
+# choice): every coordinate its own ("distinct"), all one ("shared"), coordinates `m` apart
+# together ("mod", m), or `m` consecutive coordinates together ("floordiv", m).
+GROUPING_KINDS = ("distinct", "shared", "mod", "floordiv")
+
+
+def grouped_policy(grid: Sequence[int], groupings: Sequence[tuple[str, int]]) -> PolicyAttr:
+    """The policy that groups each dimension of `grid` as `groupings` says.
+
+    The semaphore index is row-major over the kept (grouped) coordinates, and `posts` is the
+    number of tiles that share one semaphore. All distinct is `tile_sync`, the column shared
+    `row_sync`, the column `mod` a stride `strided_sync`, the column `floordiv` a group
+    `conv2d_tile_sync`; every other combination is the same attribute, printed as Custom.
+    """
+    if len(groupings) != len(grid):
+        raise ValueError(f"{len(groupings)} groupings for a {len(grid)}-D grid {tuple(grid)}")
+    extents: list[int] = []
+    exprs: list[AffineExpr] = []
+    posts = 1
+    for position, (extent, (kind, m)) in enumerate(zip(grid, groupings)):
+        dim = AffineExpr.dimension(position)
+        if kind == "distinct":
+            extents.append(extent)
+            exprs.append(dim)
+        elif kind == "shared":
+            posts *= extent
+        elif kind in ("mod", "floordiv"):
+            if m < 1 or extent % m:
+                raise ValueError(f"{kind} {m} does not divide extent {extent} of d{position}")
+            extents.append(m if kind == "mod" else extent // m)
+            exprs.append(dim % m if kind == "mod" else dim // m)
+            posts *= extent // m if kind == "mod" else m
+        else:
+            raise ValueError(f"unknown grouping {kind!r}, expected one of {GROUPING_KINDS}")
+    return PolicyAttr(AffineMap(len(grid), 0, (_linearize(extents, exprs),)), posts)
+
+
 ORDER_KINDS = {
     # kind → allowed number of integer parameters (None: any)
     "row_major": 0,
@@ -642,6 +681,136 @@ class PostOp(IRDLOperation):
         _verify_semaphore_access(self, self.sems, self.tile, self.policy)
 
 
+def _enclosing_function_args(op: Operation) -> Sequence[SSAValue] | None:
+    """The entry-block arguments of the function (gpu.func, func.func...) around `op`."""
+    parent = op.parent_op()
+    while parent is not None:
+        if parent.name in ("gpu.func", "func.func", "llvm.func") and parent.regions:
+            blocks = parent.regions[0].blocks
+            return tuple(blocks.first.args) if blocks.first is not None else None
+        parent = parent.parent_op()
+    return None
+
+
+@irdl_op_definition
+class LoadPointOp(IRDLOperation):
+    """`sync.load_point operand 0 [%x, %y] (step %k)?`: a kernel's hook before a load.
+
+    "This block, computing consumer tile [%x, %y] (the coordinates of its sync.tile), is
+    about to load data of kernel argument `operand`." With `step %k`, only the data that the
+    dependency's first forall variable s0 = %k reaches (per-k-step loads of a GEMM).
+
+    The hook costs nothing by itself: `sync-insert-post-wait` puts the waits that the declared
+    dependencies require in front of it (and erases it where no stage produces the operand);
+    a filled hook stays as the marker `sync-verify` checks the waits against, and
+    `convert-sync-to-nvvm` erases it.
+    """
+
+    name = "sync.load_point"
+
+    operand = prop_def(IntAttr)
+    tile = var_operand_def(IndexType)
+    step = opt_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        operand: int,
+        tile: Sequence[SSAValue | Operation],
+        step: SSAValue | Operation | None = None,
+    ):
+        super().__init__(
+            operands=[list(tile), [] if step is None else [step]],
+            properties={"operand": IntAttr(operand)},
+        )
+
+    def verify_(self) -> None:
+        if not 1 <= len(self.tile) <= 3:
+            raise VerifyException(
+                f"{self.name}: a tile has 1 to 3 coordinates, got {len(self.tile)}"
+            )
+        if self.operand.data < 0:
+            raise VerifyException(f"{self.name}: operand index must be >= 0")
+        args = _enclosing_function_args(self)
+        if args is not None:
+            if self.operand.data >= len(args):
+                raise VerifyException(
+                    f"{self.name}: operand {self.operand.data} is not an argument of the "
+                    f"enclosing function, which has {len(args)}"
+                )
+            arg_type = args[self.operand.data].type
+            if not isinstance(arg_type, MemRefType):
+                raise VerifyException(
+                    f"{self.name}: operand {self.operand.data} must be a memref argument "
+                    f"(the buffer a producer writes), got {arg_type}"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadPointOp:
+        parser.parse_keyword("operand")
+        operand = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        tile = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        index = IndexType()
+        step = None
+        if parser.parse_optional_keyword("step") is not None:
+            step = parser.resolve_operand(parser.parse_unresolved_operand(), index)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls(operand, [parser.resolve_operand(t, index) for t in tile], step)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" operand {self.operand.data} [")
+        printer.print_list(self.tile, printer.print_operand)
+        printer.print_string("]")
+        if self.step is not None:
+            printer.print_string(" step ")
+            printer.print_operand(self.step)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class StorePointOp(IRDLOperation):
+    """`sync.store_point [%x, %y]`: a kernel's hook after its output tile is completely
+    stored. `sync-insert-post-wait` makes it a `sync.post` when another stage depends on this
+    one, and erases it otherwise."""
+
+    name = "sync.store_point"
+
+    tile = var_operand_def(IndexType)
+
+    def __init__(self, tile: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[list(tile)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StorePointOp:
+        tile = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        attributes = parser.parse_optional_attr_dict()
+        op = cls([parser.resolve_operand(t, IndexType()) for t in tile])
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" [")
+        printer.print_list(self.tile, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if not 1 <= len(self.tile) <= 3:
+            raise VerifyException(
+                f"{self.name}: a tile has 1 to 3 coordinates, got {len(self.tile)}"
+            )
+
+
+HOOK_OPS = (LoadPointOp, StorePointOp)
+
+
 # ---------------------------------------------------------------------------------------------
 # Host-level (stage) ops
 # ---------------------------------------------------------------------------------------------
@@ -681,6 +850,9 @@ class StageOp(IRDLOperation):
     block = prop_def(DenseArrayBase.constr(i64))
     tile = prop_def(DenseArrayBase.constr(i64))
     order = opt_prop_def(OrderAttr)
+    # The semaphore layout of this stage's output, set by sync-generate-policies (or
+    # sync-select-policy); absent on a stage nobody depends on.
+    policy = opt_prop_def(PolicyAttr)
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
@@ -694,6 +866,7 @@ class StageOp(IRDLOperation):
         block: Sequence[int],
         tile: Sequence[int],
         order: OrderAttr | None = None,
+        policy: PolicyAttr | None = None,
     ):
         if isinstance(kernel, str):
             kernel = SymbolRefAttr(kernel)
@@ -707,6 +880,7 @@ class StageOp(IRDLOperation):
                 "block": _extents(block),
                 "tile": _extents(tile),
                 "order": order,
+                "policy": policy,
             }
         )
 
@@ -744,6 +918,16 @@ class StageOp(IRDLOperation):
         module_ref = SymbolRefAttr(self.kernel.root_reference)
         if _lookup(self, module_ref) is not None and _lookup(self, self.kernel) is None:
             raise VerifyException(f"{self.name}: kernel {self.kernel} is not defined")
+        if self.policy is not None:
+            if self.policy.num_dims != self.rank:
+                raise VerifyException(
+                    f"{self.name}: policy {self.policy.kind} takes {self.policy.num_dims} tile "
+                    f"coordinates but the grid {self.grid_shape} has {self.rank}"
+                )
+            try:
+                self.policy.verify_on_grid(self.grid_shape)
+            except VerifyException as e:
+                raise VerifyException(f"{self.name} @{self.sym_name.data}: {e}") from e
 
 
 def _lookup(op: Operation, ref: SymbolRefAttr) -> Operation | None:
@@ -1032,6 +1216,16 @@ class WaitKernelOp(IRDLOperation):
 
 Sync = Dialect(
     "sync",
-    [StageOp, DependencyOp, LaunchOp, WaitKernelOp, TileOp, WaitOp, PostOp],
+    [
+        StageOp,
+        DependencyOp,
+        LaunchOp,
+        WaitKernelOp,
+        TileOp,
+        WaitOp,
+        PostOp,
+        LoadPointOp,
+        StorePointOp,
+    ],
     [PolicyAttr, OrderAttr],
 )

@@ -329,6 +329,7 @@ class ConvertSyncToNVVMPass(ModulePass):
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [LowerOrderedTile(), LowerTile(),
-                 LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug), LowerPost()]
+                 LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug), LowerPost(),
+                 EraseSyncHooks()]
             )
         ).rewrite_module(op)
