@@ -1,0 +1,167 @@
+"""`sync-annotate-occupancy`: blocks per SM, waves and the limiting resource of every stage.
+
+    tilesync-opt prog.mlir -p 'sync-annotate-occupancy{sms=132 arch=sm_90}'
+
+For each `sync.stage` the pass reads, from the stage's attribute dictionary only:
+
+* threads per block: the product of `block`;
+* `registers` (per thread) — filled by the driver from nvJitLink's report; without it the
+  option `regs_per_thread` (default 32) is used;
+* `shared_bytes` (static shared memory per block, from nvJitLink) plus `dynamic_shared_bytes`
+  (the launch's dynamic shared memory, 0 if absent); without `shared_bytes` the option
+  `smem_per_block` (default 0) stands for the static part;
+
+and writes `blocks_per_sm` (i64), `waves` (f64: blocks / (sms × blocks_per_sm)) and `limiter`
+(string: the resources at the limit, e.g. "threads+registers") per the occupancy calculator of
+`wave_model`. It never guesses a kernel's registers from a table: what is not on the stage
+comes from the options, whose defaults are the documented ones above. A stage that cannot run
+(a block exceeds the per-block limits) is an error.
+
+The attributes live in the stage's generic attribute dictionary (no dialect change needed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from tilesync.dialects.sync import StageOp
+from tilesync.transforms.sync.wave_model import (
+    Occupancy,
+    StageWaves,
+    blocks_per_sm,
+    limits_for_arch,
+)
+
+PASS_NAME = "sync-annotate-occupancy"
+
+# Attribute names on sync.stage (generic attribute dictionary).
+REGISTERS = "registers"
+SHARED_BYTES = "shared_bytes"
+DYNAMIC_SHARED_BYTES = "dynamic_shared_bytes"
+BLOCKS_PER_SM = "blocks_per_sm"
+WAVES = "waves"
+LIMITER = "limiter"
+
+DEFAULT_REGISTERS = 32
+
+
+def int_attribute(op: Operation, name: str, pass_name: str = PASS_NAME) -> int | None:
+    """The integer value of attribute `name` on `op`, None when absent; a diagnostic when it
+    is there but not an integer."""
+    attr = op.attributes.get(name)
+    if attr is None:
+        return None
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, IntAttr):
+        return attr.data
+    raise DiagnosticException(
+        f"{pass_name}: {stage_label(op)}: attribute '{name}' must be an integer, got {attr}"
+    )
+
+
+def stage_label(op: Operation) -> str:
+    if isinstance(op, StageOp):
+        return f"stage @{op.sym_name.data}"
+    return op.name
+
+
+def stage_occupancy(
+    stage: StageOp,
+    arch: str = "sm_90",
+    regs_per_thread: int | None = None,
+    smem_per_block: int | None = None,
+) -> tuple[Occupancy, int, int]:
+    """(occupancy, registers, shared bytes) of `stage` from its attributes and the defaults."""
+    registers = int_attribute(stage, REGISTERS)
+    if registers is None:
+        registers = DEFAULT_REGISTERS if regs_per_thread is None else regs_per_thread
+    static = int_attribute(stage, SHARED_BYTES)
+    if static is None:
+        static = 0 if smem_per_block is None else smem_per_block
+    dynamic = int_attribute(stage, DYNAMIC_SHARED_BYTES) or 0
+    if registers < 0 or static < 0 or dynamic < 0:
+        raise DiagnosticException(
+            f"{PASS_NAME}: {stage_label(stage)}: registers and shared memory must be >= 0, "
+            f"got {registers} registers, {static} + {dynamic} bytes"
+        )
+    try:
+        limits = limits_for_arch(arch)
+    except ValueError as error:
+        raise DiagnosticException(f"{PASS_NAME}: {error}") from None
+    threads = math.prod(stage.block_shape)
+    return blocks_per_sm(threads, registers, static + dynamic, limits), registers, static + dynamic
+
+
+def annotated_waves(stage: StageOp, sms: int, pass_name: str) -> StageWaves:
+    """The stage's waves from its `blocks_per_sm` attribute; a diagnostic when missing (the
+    passes that decide W and T refuse to guess an occupancy)."""
+    bpsm = int_attribute(stage, BLOCKS_PER_SM, pass_name)
+    if bpsm is None:
+        raise DiagnosticException(
+            f"{pass_name}: {stage_label(stage)} has no '{BLOCKS_PER_SM}' attribute; run "
+            f"sync-annotate-occupancy first (after the driver records 'registers' and "
+            f"'shared_bytes'), this pass does not guess an occupancy"
+        )
+    if bpsm < 1:
+        raise DiagnosticException(
+            f"{pass_name}: {stage_label(stage)} has {BLOCKS_PER_SM} = {bpsm}: it cannot run"
+        )
+    waves = StageWaves(math.prod(stage.grid_shape), bpsm, sms)
+    recorded = stage.attributes.get(WAVES)
+    if isinstance(recorded, FloatAttr) and not math.isclose(
+        recorded.value.data, float(waves.waves), rel_tol=1e-9
+    ):
+        raise DiagnosticException(
+            f"{pass_name}: {stage_label(stage)} was annotated with {WAVES} = "
+            f"{recorded.value.data:g}, but {waves.blocks} blocks on {sms} SMs x {bpsm} per SM "
+            f"are {float(waves.waves):g} waves: the SM count differs from the annotation's"
+        )
+    return waves
+
+
+@dataclass(frozen=True)
+class AnnotateOccupancyPass(ModulePass):
+    """Set `blocks_per_sm`, `waves` and `limiter` on every sync.stage."""
+
+    name = "sync-annotate-occupancy"
+
+    sms: int = 132
+    arch: str = "sm_90"
+    regs_per_thread: int | None = None
+    smem_per_block: int | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.sms < 1:
+            raise DiagnosticException(f"{PASS_NAME}: sms must be positive, got {self.sms}")
+        for stage in op.walk():
+            if not isinstance(stage, StageOp):
+                continue
+            occupancy, registers, shared = stage_occupancy(
+                stage, self.arch, self.regs_per_thread, self.smem_per_block
+            )
+            if occupancy.blocks_per_sm == 0:
+                raise DiagnosticException(
+                    f"{PASS_NAME}: {stage_label(stage)} cannot run on {self.arch}: "
+                    f"{occupancy.reason} (block {stage.block_shape}, {registers} registers, "
+                    f"{shared} bytes of shared memory)"
+                )
+            waves = StageWaves(math.prod(stage.grid_shape), occupancy.blocks_per_sm, self.sms)
+            stage.attributes[BLOCKS_PER_SM] = IntegerAttr(occupancy.blocks_per_sm, i64)
+            stage.attributes[WAVES] = FloatAttr(float(waves.waves), f64)
+            stage.attributes[LIMITER] = StringAttr(occupancy.limiter)
