@@ -1,0 +1,749 @@
+"""The `tile` dialect: warp- and thread-level tensor-core building blocks for kernel bodies.
+
+A GEMM main loop is written with a handful of ops; `convert-tile-to-nvvm` lowers each one to
+one PTX instruction (or a few) plus its address arithmetic:
+
+    !tile.frag<a, f16, m16n8k16>        the A operand of one mma.sync (4 x b32 per lane)
+    !tile.frag<b, f16, m16n8k16>        the B operand (2 x b32 per lane)
+    !tile.frag<acc, f32, m16n8k16>      the fp32 accumulator / result (4 x f32 per lane)
+
+    %z = tile.fill %zero : f32 -> !tile.frag<acc, f32, m16n8k16>
+    tile.cp_async %smem[%s, %r, %c], %A[%gr, %gc] masked swizzle #tile.swizzle<2, 3, 3>
+        : memref<3x128x32xf16, 3>, memref<4096x4096xf16>
+    tile.cp_async_commit
+    tile.cp_async_wait 1
+    %a = tile.ldmatrix %smem[%s, %r, %c] swizzle #tile.swizzle<2, 3, 3>
+        : memref<3x128x32xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+    %b0, %b1 = tile.ldmatrix %smemb[%s, %k, %n] trans swizzle #tile.swizzle<3, 3, 4>
+        : memref<3x32x128xf16, 3> -> !tile.frag<b, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>
+    %d = tile.mma %a, %b0, %acc : !tile.frag<a, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>,
+        !tile.frag<acc, f32, m16n8k16>
+    tile.store_acc %d, %C[%i, %j] masked epilogue {
+    ^bb0(%v: f32, %row: index, %col: index):
+      ...
+      tile.yield %w : f32
+    } : !tile.frag<acc, f32, m16n8k16>, memref<4096x4096xf16>
+
+Semantics:
+
+- `tile.ldmatrix` and `tile.mma` and `tile.store_acc` are *warp-collective*: every lane of the
+  warp executes them with the same (warp-uniform) indices, which name the origin of the block
+  in the last two dimensions of the memref. The lowering derives each lane's part from its
+  lane id.
+  - One A fragment: the 16x16 block [i, i+16) x [j, j+16) of a row-major M x K tile (with
+    `trans`: of a K x M tile, i.e. the memory holds A transposed).
+  - Two B fragments: the 16 (n) x 16 (k) block of a tile stored N x K (K contiguous, no
+    `trans`), or the 16 (k) x 16 (n) block of a tile stored K x N (N contiguous, `trans`);
+    the first fragment covers n in [0, 8), the second [8, 16).
+  - One B fragment: the same with 8 columns of n (ldmatrix .x2).
+- `tile.cp_async` is *per thread*: it copies the 16 bytes at src[idx...] (8 f16) to
+  dst[idx...] asynchronously (PTX `cp.async.cg`); with `masked`, a source chunk outside the
+  source memref's (static) shape is not read and the destination is zero-filled.
+- `tile.store_acc` stores the 16x8 accumulator tile at [i, j] of a row-major memref, after
+  applying the optional `epilogue` region to each element (arguments: the fp32 value, its row
+  and its column; result: the fp32 value to store), converting to the memref's element type;
+  with `masked`, elements outside the memref's shape are not stored.
+- `#tile.swizzle<B, M, S>` (CUTLASS's Swizzle<B, M, S>) permutes the row-major linear element
+  offset `o` of a shared-memory access: `o ^ ((o >> S) & (((1 << B) - 1) << M))`. Both writers
+  (`tile.cp_async`) and readers (`tile.ldmatrix`) of a buffer must use the same swizzle.
+  `swizzle_for_row(row_bytes, elem_bytes)` gives the bank-conflict-free one for a tile row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    i32,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------------------------
+# Types and attributes
+# --------------------------------------------------------------------------------------------
+
+ROLES = ("a", "b", "acc")
+SHAPES = ("m16n8k16",)
+INPUT_TYPES = (Float16Type, BFloat16Type)
+
+# 32-bit registers per lane of each fragment of m16n8k16.
+FRAG_REGISTERS = {"a": 4, "b": 2, "acc": 4}
+SHARED_SPACE = 3
+
+
+@irdl_attr_definition
+class FragType(ParametrizedAttribute, TypeAttribute):
+    """`!tile.frag<role, element, shape>`: one lane's share of an mma.sync operand.
+
+    role `a` / `b` hold f16 or bf16 (packed two per 32-bit register), `acc` holds f32.
+    """
+
+    name = "tile.frag"
+
+    role: StringAttr
+    element_type: Attribute
+    shape: StringAttr
+
+    def __init__(self, role: str, element_type: Attribute, shape: str = "m16n8k16"):
+        super().__init__(StringAttr(role), element_type, StringAttr(shape))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
+        with parser.in_angle_brackets():
+            role = parser.parse_identifier(" (the fragment role: a, b or acc)")
+            parser.parse_punctuation(",")
+            element = parser.parse_type()
+            parser.parse_punctuation(",")
+            shape = parser.parse_identifier(" (the mma shape, e.g. m16n8k16)")
+        return (StringAttr(role), element, StringAttr(shape))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.role.data}, ")
+            printer.print_attribute(self.element_type)
+            printer.print_string(f", {self.shape.data}")
+
+    def verify(self) -> None:
+        if self.role.data not in ROLES:
+            raise VerifyException(
+                f"!tile.frag role must be one of {', '.join(ROLES)}, got '{self.role.data}'"
+            )
+        if self.shape.data not in SHAPES:
+            raise VerifyException(
+                f"!tile.frag shape must be one of {', '.join(SHAPES)}, got '{self.shape.data}'"
+            )
+        if self.role.data == "acc":
+            if not isinstance(self.element_type, Float32Type):
+                raise VerifyException(
+                    f"!tile.frag<acc> accumulates in f32, got {self.element_type}"
+                )
+        elif not isinstance(self.element_type, INPUT_TYPES):
+            raise VerifyException(
+                f"!tile.frag<{self.role.data}> holds f16 or bf16, got {self.element_type}"
+            )
+
+    @property
+    def registers(self) -> int:
+        """32-bit registers per lane."""
+        return FRAG_REGISTERS[self.role.data]
+
+
+@irdl_attr_definition
+class SwizzleAttr(ParametrizedAttribute):
+    """`#tile.swizzle<B, M, S>`: o -> o ^ ((o >> S) & (((1 << B) - 1) << M)) on element offsets.
+
+    Bits [M+S, M+S+B) of the offset are XORed into bits [M, M+B); the bits below M (one 16-byte
+    chunk for M = 3 and 16-bit elements) stay together, and the map is a bijection when S >= B.
+    """
+
+    name = "tile.swizzle"
+
+    bits: IntAttr
+    base: IntAttr
+    shift: IntAttr
+
+    def __init__(self, bits: int, base: int, shift: int):
+        super().__init__(IntAttr(bits), IntAttr(base), IntAttr(shift))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
+        with parser.in_angle_brackets():
+            values = [parser.parse_integer(allow_boolean=False)]
+            for _ in range(2):
+                parser.parse_punctuation(",")
+                values.append(parser.parse_integer(allow_boolean=False))
+        return tuple(IntAttr(v) for v in values)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.bits.data}, {self.base.data}, {self.shift.data}>")
+
+    def verify(self) -> None:
+        b, m, s = self.bits.data, self.base.data, self.shift.data
+        if b < 0 or m < 0 or s < b:
+            raise VerifyException(
+                f"#tile.swizzle<{b}, {m}, {s}> needs B >= 0, M >= 0 and S >= B (a bijection)"
+            )
+
+    @property
+    def mask(self) -> int:
+        return ((1 << self.bits.data) - 1) << self.base.data
+
+    def apply(self, offset: int) -> int:
+        """The swizzled offset (the same function the lowering emits)."""
+        return offset ^ ((offset >> self.shift.data) & self.mask)
+
+
+def swizzle_for_row(row_elems: int, elem_bytes: int = 2) -> SwizzleAttr:
+    """The swizzle that makes 8 consecutive rows of 16-byte chunks hit distinct banks.
+
+    Rows of 32, 64 or 128+ bytes: the row index bits above one 128-byte line are XORed into the
+    16-byte-chunk bits. (ldmatrix reads 8 rows at one chunk column; cp.async writes 16 B.)
+    """
+    row_bytes = row_elems * elem_bytes
+    chunk_elems = 16 // elem_bytes
+    base = chunk_elems.bit_length() - 1  # log2 of elements per 16-byte chunk
+    if row_bytes % 16 or row_bytes & (row_bytes - 1):
+        raise ValueError(f"swizzled rows must be a power of two of 16-byte chunks, got {row_bytes}")
+    chunks_per_row = row_bytes // 16
+    row_shift = chunks_per_row.bit_length() - 1 + base  # bit of the row index in the offset
+    if chunks_per_row >= 8:
+        return SwizzleAttr(3, base, row_shift - base)
+    # Rows shorter than a 128-byte line: 128 / row_bytes rows share a line; XOR the line index.
+    rows_per_line = 8 // chunks_per_row
+    bits = (chunks_per_row.bit_length() - 1)
+    return SwizzleAttr(bits, base, row_shift + rows_per_line.bit_length() - 1 - base)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for parsing and verifying
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    operand = parser.parse_unresolved_operand()
+    indices = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    return operand, indices
+
+
+def _print_indexed(printer: Printer, value: SSAValue, indices: Sequence[SSAValue]) -> None:
+    printer.print_ssa_value(value)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_ssa_value)
+    printer.print_string("]")
+
+
+def _memref(op: Operation, value: SSAValue, what: str) -> MemRefType:
+    if not isinstance(value.type, MemRefType):
+        raise VerifyException(f"'{op.name}' {what} must be a memref, got {value.type}")
+    return value.type
+
+
+def memory_space(memref_type: MemRefType) -> int | None:
+    space = memref_type.memory_space
+    if isinstance(space, IntegerAttr):
+        return space.value.data
+    if isinstance(space, IntAttr):
+        return space.data
+    if isinstance(space, StringAttr):
+        return {"shared": SHARED_SPACE, "workgroup": SHARED_SPACE}.get(space.data)
+    return None
+
+
+def _verify_indices(op: Operation, memref_type: MemRefType, indices: Sequence[SSAValue],
+                    what: str) -> None:
+    if len(indices) != memref_type.get_num_dims():
+        raise VerifyException(
+            f"'{op.name}' {what} needs {memref_type.get_num_dims()} indices, got {len(indices)}"
+        )
+    for index in indices:
+        if not isinstance(index.type, IndexType):
+            raise VerifyException(f"'{op.name}' indices must be index, got {index.type}")
+
+
+def _verify_shared(op: Operation, memref_type: MemRefType, what: str) -> None:
+    if memory_space(memref_type) != SHARED_SPACE:
+        raise VerifyException(
+            f"'{op.name}' {what} must be in shared memory (memory space 3), got {memref_type}"
+        )
+    if memref_type.get_num_dims() < 2:
+        raise VerifyException(f"'{op.name}' {what} must have rank >= 2, got {memref_type}")
+    if any(d < 0 for d in memref_type.get_shape()):
+        raise VerifyException(f"'{op.name}' {what} must have a static shape, got {memref_type}")
+
+
+def _verify_swizzle(op: Operation, swizzle: SwizzleAttr | None, elem_bytes: int) -> None:
+    # The swizzle must keep each 16-byte chunk whole (its low bits untouched).
+    if swizzle is None:
+        return
+    chunk_bits = (16 // elem_bytes).bit_length() - 1
+    if swizzle.base.data < chunk_bits and swizzle.bits.data > 0:
+        raise VerifyException(
+            f"'{op.name}' swizzle {swizzle} would split 16-byte chunks (needs M >= {chunk_bits})"
+        )
+
+
+def element_bytes(element_type: Attribute) -> int:
+    if isinstance(element_type, AnyFloat):
+        return element_type.bitwidth // 8
+    if isinstance(element_type, IntegerType):
+        return max(1, element_type.width.data // 8)
+    raise VerifyException(f"unsupported element type {element_type}")
+
+
+def _parse_optional_swizzle(parser: Parser) -> SwizzleAttr | None:
+    if parser.parse_optional_keyword("swizzle") is None:
+        return None
+    attr = parser.parse_attribute()
+    if not isinstance(attr, SwizzleAttr):
+        parser.raise_error(f"expected #tile.swizzle<B, M, S>, got {attr}")
+    return attr
+
+
+# --------------------------------------------------------------------------------------------
+# Operations
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class FillOp(IRDLOperation):
+    """`tile.fill %v : f32 -> !tile.frag<acc, f32, m16n8k16>`: every element of the fragment."""
+
+    name = "tile.fill"
+    value = operand_def(Float32Type)
+    res = result_def(FragType)
+
+    assembly_format = "$value attr-dict `:` type($value) `->` type($res)"
+
+    def __init__(self, value: SSAValue, frag_type: FragType):
+        super().__init__(operands=[value], result_types=[frag_type])
+
+    def verify_(self) -> None:
+        assert isinstance(self.res.type, FragType)
+        if self.res.type.role.data != "acc":
+            raise VerifyException("'tile.fill' fills accumulator fragments only")
+        if self.value.type != self.res.type.element_type:
+            raise VerifyException(
+                f"'tile.fill' value type {self.value.type} does not match the fragment's "
+                f"element type {self.res.type.element_type}"
+            )
+
+
+@irdl_op_definition
+class LdMatrixOp(IRDLOperation):
+    """Warp-collective `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16` into fragments."""
+
+    name = "tile.ldmatrix"
+    source = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    res = var_result_def(FragType)
+    trans = opt_prop_def(UnitAttr)
+    swizzle = opt_prop_def(SwizzleAttr)
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue],
+                 result_types: Sequence[FragType], trans: bool = False,
+                 swizzle: SwizzleAttr | None = None):
+        super().__init__(
+            operands=[source, indices],
+            result_types=[list(result_types)],
+            properties={"trans": UnitAttr() if trans else None, "swizzle": swizzle},
+        )
+
+    @property
+    def matrices(self) -> int:
+        """Number of 8x8 b16 matrices loaded (x1, x2 or x4)."""
+        return sum(r.type.registers for r in self.res)  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        memref_type = _memref(self, self.source, "source")
+        _verify_shared(self, memref_type, "source")
+        _verify_indices(self, memref_type, self.indices, "source")
+        roles = [r.type.role.data for r in self.res]  # type: ignore[union-attr]
+        if roles not in (["a"], ["b"], ["b", "b"]):
+            raise VerifyException(
+                "'tile.ldmatrix' loads one A fragment, one B fragment or two B fragments, "
+                f"got ({', '.join(roles)})"
+            )
+        element = memref_type.element_type
+        for r in self.res:
+            if r.type.element_type != element:  # type: ignore[union-attr]
+                raise VerifyException(
+                    f"'tile.ldmatrix' fragment {r.type} does not match the element type "
+                    f"{element} of the source"
+                )
+        _verify_swizzle(self, self.swizzle, element_bytes(element))
+        if memref_type.get_shape()[-1] % 8:
+            raise VerifyException(
+                "'tile.ldmatrix' source rows must be a multiple of 8 elements (16-byte rows)"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LdMatrixOp:
+        source, indices = _parse_indexed(parser)
+        trans = parser.parse_optional_keyword("trans") is not None
+        swizzle = _parse_optional_swizzle(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE,
+                                                         parser.parse_type)
+        index = IndexType()
+        op = cls(
+            parser.resolve_operand(source, source_type),
+            [parser.resolve_operand(i, index) for i in indices],
+            result_types,  # type: ignore[arg-type]
+            trans,
+            swizzle,
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.source, self.indices)
+        if self.trans is not None:
+            printer.print_string(" trans")
+        if self.swizzle is not None:
+            printer.print_string(" swizzle ")
+            printer.print_attribute(self.swizzle)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_list(self.res.types, printer.print_attribute)
+
+
+@irdl_op_definition
+class MmaOp(IRDLOperation):
+    """Warp-collective `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`."""
+
+    name = "tile.mma"
+    a = operand_def(FragType)
+    b = operand_def(FragType)
+    acc = operand_def(FragType)
+    res = result_def(FragType)
+
+    assembly_format = (
+        "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc)"
+        " `->` type($res)"
+    )
+
+    def __init__(self, a: SSAValue, b: SSAValue, acc: SSAValue):
+        super().__init__(operands=[a, b, acc], result_types=[acc.type])
+
+    def verify_(self) -> None:
+        a, b, acc = self.a.type, self.b.type, self.acc.type
+        assert isinstance(a, FragType) and isinstance(b, FragType) and isinstance(acc, FragType)
+        if (a.role.data, b.role.data, acc.role.data) != ("a", "b", "acc"):
+            raise VerifyException(
+                "'tile.mma' takes fragments of roles (a, b, acc), got "
+                f"({a.role.data}, {b.role.data}, {acc.role.data})"
+            )
+        if a.element_type != b.element_type:
+            raise VerifyException(
+                f"'tile.mma' A and B must have the same element type, got {a.element_type} "
+                f"and {b.element_type}"
+            )
+        if not a.shape == b.shape == acc.shape:
+            raise VerifyException("'tile.mma' fragments must have the same shape")
+        if self.res.type != acc:
+            raise VerifyException(
+                f"'tile.mma' result type {self.res.type} must be the accumulator type {acc}"
+            )
+
+
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """Per-thread `cp.async.cg.shared.global` of 16 bytes, optionally zero-filling (`masked`)."""
+
+    name = "tile.cp_async"
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    masked = opt_prop_def(UnitAttr)
+    swizzle = opt_prop_def(SwizzleAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    BYTES: ClassVar[int] = 16
+
+    def __init__(self, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
+                 src_indices: Sequence[SSAValue], masked: bool = False,
+                 swizzle: SwizzleAttr | None = None):
+        super().__init__(
+            operands=[dst, dst_indices, src, src_indices],
+            properties={"masked": UnitAttr() if masked else None, "swizzle": swizzle},
+        )
+
+    def verify_(self) -> None:
+        dst_type = _memref(self, self.dst, "destination")
+        src_type = _memref(self, self.src, "source")
+        _verify_shared(self, dst_type, "destination")
+        _verify_indices(self, dst_type, self.dst_indices, "destination")
+        _verify_indices(self, src_type, self.src_indices, "source")
+        if memory_space(src_type) not in (None, 1):
+            raise VerifyException(
+                f"'tile.cp_async' source must be in global memory, got {src_type}"
+            )
+        if dst_type.element_type != src_type.element_type:
+            raise VerifyException(
+                f"'tile.cp_async' element types differ: {dst_type.element_type} and "
+                f"{src_type.element_type}"
+            )
+        size = element_bytes(src_type.element_type)
+        per_chunk = self.BYTES // size
+        for what, shape in (("source", src_type.get_shape()), ("destination",
+                                                               dst_type.get_shape())):
+            if shape[-1] >= 0 and shape[-1] % per_chunk:
+                raise VerifyException(
+                    f"'tile.cp_async' {what} rows must be a multiple of {per_chunk} elements "
+                    f"(16-byte aligned), got {shape[-1]}"
+                )
+        if self.masked is not None and any(d < 0 for d in src_type.get_shape()):
+            raise VerifyException(
+                f"'tile.cp_async' masked needs a static source shape, got {src_type}"
+            )
+        _verify_swizzle(self, self.swizzle, size)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CpAsyncOp:
+        dst, dst_indices = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        src, src_indices = _parse_indexed(parser)
+        masked = parser.parse_optional_keyword("masked") is not None
+        swizzle = _parse_optional_swizzle(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        dst_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        src_type = parser.parse_type()
+        index = IndexType()
+        op = cls(
+            parser.resolve_operand(dst, dst_type),
+            [parser.resolve_operand(i, index) for i in dst_indices],
+            parser.resolve_operand(src, src_type),
+            [parser.resolve_operand(i, index) for i in src_indices],
+            masked,
+            swizzle,
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.dst, self.dst_indices)
+        printer.print_string(", ")
+        _print_indexed(printer, self.src, self.src_indices)
+        if self.masked is not None:
+            printer.print_string(" masked")
+        if self.swizzle is not None:
+            printer.print_string(" swizzle ")
+            printer.print_attribute(self.swizzle)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.dst.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.src.type)
+
+
+@irdl_op_definition
+class CpAsyncCommitOp(IRDLOperation):
+    """`cp.async.commit_group`: close the group of this thread's pending cp.async copies."""
+
+    name = "tile.cp_async_commit"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(IRDLOperation):
+    """`cp.async.wait_group N`: wait until at most N of this thread's groups are pending.
+
+    Only the issuing thread's copies are complete afterwards: a block barrier must follow
+    before other threads read them.
+    """
+
+    name = "tile.cp_async_wait"
+    pending = prop_def(IntegerAttr[IntegerType])
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntegerAttr(pending, i32)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.pending.value.data <= 7:
+            raise VerifyException(
+                f"'tile.cp_async_wait' pending must be in 0..7, got {self.pending.value.data}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CpAsyncWaitOp:
+        op = cls(parser.parse_integer(allow_boolean=False, allow_negative=True))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.pending.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+EPILOGUE_ARG_TYPES = (Float32Type(), IndexType(), IndexType())
+
+
+@irdl_op_definition
+class StoreAccOp(IRDLOperation):
+    """Warp-collective store of a 16x8 f32 accumulator tile with an elementwise epilogue."""
+
+    name = "tile.store_acc"
+    acc = operand_def(FragType)
+    dst = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    masked = opt_prop_def(UnitAttr)
+    epilogue = region_def()
+
+    def __init__(self, acc: SSAValue, dst: SSAValue, indices: Sequence[SSAValue],
+                 masked: bool = False, epilogue: Region | None = None):
+        super().__init__(
+            operands=[acc, dst, indices],
+            properties={"masked": UnitAttr() if masked else None},
+            regions=[epilogue if epilogue is not None else Region()],
+        )
+
+    def verify_(self) -> None:
+        acc = self.acc.type
+        assert isinstance(acc, FragType)
+        if acc.role.data != "acc":
+            raise VerifyException("'tile.store_acc' stores accumulator fragments only")
+        dst_type = _memref(self, self.dst, "destination")
+        _verify_indices(self, dst_type, self.indices, "destination")
+        if dst_type.get_num_dims() < 2:
+            raise VerifyException("'tile.store_acc' destination must have rank >= 2")
+        if any(d < 0 for d in dst_type.get_shape()[1:]):
+            raise VerifyException(
+                f"'tile.store_acc' only the leading dimension may be dynamic, got {dst_type}"
+            )
+        if self.masked is not None and dst_type.get_shape()[0] < 0:
+            raise VerifyException(
+                f"'tile.store_acc' masked needs a static destination shape, got {dst_type}"
+            )
+        if not isinstance(dst_type.element_type, Float16Type | BFloat16Type | Float32Type):
+            raise VerifyException(
+                f"'tile.store_acc' stores f16, bf16 or f32, got {dst_type.element_type}"
+            )
+        if self.epilogue.blocks:
+            block = self.epilogue.block
+            types = tuple(a.type for a in block.args)
+            if types != EPILOGUE_ARG_TYPES:
+                raise VerifyException(
+                    "'tile.store_acc' epilogue block takes (f32, index, index) "
+                    f"(value, row, column), got ({', '.join(str(t) for t in types)})"
+                )
+            if not isinstance(block.last_op, YieldOp):
+                raise VerifyException("'tile.store_acc' epilogue must end with tile.yield")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreAccOp:
+        acc = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dst, indices = _parse_indexed(parser)
+        masked = parser.parse_optional_keyword("masked") is not None
+        region = None
+        if parser.parse_optional_keyword("epilogue") is not None:
+            region = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        acc_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        dst_type = parser.parse_type()
+        index = IndexType()
+        op = cls(
+            parser.resolve_operand(acc, acc_type),
+            parser.resolve_operand(dst, dst_type),
+            [parser.resolve_operand(i, index) for i in indices],
+            masked,
+            region,
+        )
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.acc)
+        printer.print_string(", ")
+        _print_indexed(printer, self.dst, self.indices)
+        if self.masked is not None:
+            printer.print_string(" masked")
+        if self.epilogue.blocks:
+            printer.print_string(" epilogue ")
+            printer.print_region(self.epilogue, print_entry_block_args=True)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.acc.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.dst.type)
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """`tile.yield %v : f32`: the value an epilogue stores."""
+
+    name = "tile.yield"
+    value = operand_def(Float32Type)
+    traits = traits_def(IsTerminator(), HasParent(StoreAccOp))
+
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue):
+        super().__init__(operands=[value])
+
+
+def epilogue_block() -> Block:
+    """An empty epilogue block with the (value, row, column) arguments."""
+    return Block(arg_types=EPILOGUE_ARG_TYPES)
+
+
+Tile = Dialect(
+    "tile",
+    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp],
+    [FragType, SwizzleAttr],
+)
+
+__all__ = [
+    "CpAsyncCommitOp",
+    "CpAsyncOp",
+    "CpAsyncWaitOp",
+    "FillOp",
+    "FragType",
+    "LdMatrixOp",
+    "MmaOp",
+    "StoreAccOp",
+    "SwizzleAttr",
+    "Tile",
+    "YieldOp",
+    "epilogue_block",
+    "memory_space",
+    "swizzle_for_row",
+]

@@ -1,0 +1,169 @@
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @bad_role(%v: f32) {
+  %z = tile.fill %v : f32 -> !tile.frag<c, f32, m16n8k16>
+  func.return
+}
+// CHECK: !tile.frag role must be one of a, b, acc, got 'c'
+
+// -----
+
+func.func @bad_shape(%v: f32) {
+  %z = tile.fill %v : f32 -> !tile.frag<acc, f32, m16n8k8>
+  func.return
+}
+// CHECK: !tile.frag shape must be one of m16n8k16, got 'm16n8k8'
+
+// -----
+
+func.func @acc_f16(%v: f16) {
+  %z = tile.fill %v : f16 -> !tile.frag<acc, f16, m16n8k16>
+  func.return
+}
+// CHECK: !tile.frag<acc> accumulates in f32, got f16
+
+// -----
+
+func.func @a_f32(%s: memref<16x16xf32, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] : memref<16x16xf32, 3> -> !tile.frag<a, f32, m16n8k16>
+  func.return
+}
+// CHECK: !tile.frag<a> holds f16 or bf16, got f32
+
+// -----
+
+func.func @fill_a(%v: f32) {
+  %z = tile.fill %v : f32 -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.fill' fills accumulator fragments only
+
+// -----
+
+func.func @ldmatrix_global(%g: memref<16x16xf16>, %i: index) {
+  %a = tile.ldmatrix %g[%i, %i] : memref<16x16xf16> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.ldmatrix' source must be in shared memory (memory space 3), got memref<16x16xf16>
+
+// -----
+
+func.func @ldmatrix_two_a(%s: memref<16x16xf16, 3>, %i: index) {
+  %a, %b = tile.ldmatrix %s[%i, %i] : memref<16x16xf16, 3> -> !tile.frag<a, f16, m16n8k16>, !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.ldmatrix' loads one A fragment, one B fragment or two B fragments, got (a, a)
+
+// -----
+
+func.func @ldmatrix_type(%s: memref<16x16xbf16, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] : memref<16x16xbf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.ldmatrix' fragment !tile.frag<a, f16, m16n8k16> does not match the element type bf16 of the source
+
+// -----
+
+func.func @ldmatrix_indices(%s: memref<2x16x16xf16, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] : memref<2x16x16xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.ldmatrix' source needs 3 indices, got 2
+
+// -----
+
+func.func @ldmatrix_split_chunks(%s: memref<16x16xf16, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] swizzle #tile.swizzle<2, 2, 3> : memref<16x16xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.ldmatrix' swizzle #tile.swizzle<2, 2, 3> would split 16-byte chunks (needs M >= 3)
+
+// -----
+
+func.func @swizzle_not_bijective(%s: memref<16x16xf16, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] swizzle #tile.swizzle<3, 3, 2> : memref<16x16xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: #tile.swizzle<3, 3, 2> needs B >= 0, M >= 0 and S >= B (a bijection)
+
+// -----
+
+func.func @mma_roles(%a: !tile.frag<a, f16, m16n8k16>, %c: !tile.frag<acc, f32, m16n8k16>) {
+  %d = tile.mma %a, %a, %c : !tile.frag<a, f16, m16n8k16>, !tile.frag<a, f16, m16n8k16>, !tile.frag<acc, f32, m16n8k16> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.mma' takes fragments of roles (a, b, acc), got (a, a, acc)
+
+// -----
+
+func.func @mma_mixed(%a: !tile.frag<a, f16, m16n8k16>, %b: !tile.frag<b, bf16, m16n8k16>, %c: !tile.frag<acc, f32, m16n8k16>) {
+  %d = tile.mma %a, %b, %c : !tile.frag<a, f16, m16n8k16>, !tile.frag<b, bf16, m16n8k16>, !tile.frag<acc, f32, m16n8k16> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.mma' A and B must have the same element type, got f16 and bf16
+
+// -----
+
+func.func @cp_async_to_global(%d: memref<16x16xf16>, %g: memref<16x16xf16>, %i: index) {
+  tile.cp_async %d[%i, %i], %g[%i, %i] : memref<16x16xf16>, memref<16x16xf16>
+  func.return
+}
+// CHECK: 'tile.cp_async' destination must be in shared memory (memory space 3), got memref<16x16xf16>
+
+// -----
+
+func.func @cp_async_unaligned_rows(%d: memref<16x16xf16, 3>, %g: memref<16x12xf16>, %i: index) {
+  tile.cp_async %d[%i, %i], %g[%i, %i] : memref<16x16xf16, 3>, memref<16x12xf16>
+  func.return
+}
+// CHECK: 'tile.cp_async' source rows must be a multiple of 8 elements (16-byte aligned), got 12
+
+// -----
+
+func.func @cp_async_masked_dynamic(%d: memref<16x16xf16, 3>, %g: memref<?x16xf16>, %i: index) {
+  tile.cp_async %d[%i, %i], %g[%i, %i] masked : memref<16x16xf16, 3>, memref<?x16xf16>
+  func.return
+}
+// CHECK: 'tile.cp_async' masked needs a static source shape, got memref<?x16xf16>
+
+// -----
+
+func.func @cp_async_types(%d: memref<16x16xf16, 3>, %g: memref<16x16xbf16>, %i: index) {
+  tile.cp_async %d[%i, %i], %g[%i, %i] : memref<16x16xf16, 3>, memref<16x16xbf16>
+  func.return
+}
+// CHECK: 'tile.cp_async' element types differ: f16 and bf16
+
+// -----
+
+func.func @wait_too_many() {
+  tile.cp_async_wait 8
+  func.return
+}
+// CHECK: 'tile.cp_async_wait' pending must be in 0..7, got 8
+
+// -----
+
+func.func @store_epilogue_args(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xf16>, %i: index) {
+  tile.store_acc %c, %C[%i, %i] epilogue {
+  ^bb0(%v: f32):
+    tile.yield %v : f32
+  } : !tile.frag<acc, f32, m16n8k16>, memref<16x16xf16>
+  func.return
+}
+// CHECK: 'tile.store_acc' epilogue block takes (f32, index, index) (value, row, column), got (f32)
+
+// -----
+
+func.func @store_int(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xi32>, %i: index) {
+  tile.store_acc %c, %C[%i, %i] : !tile.frag<acc, f32, m16n8k16>, memref<16x16xi32>
+  func.return
+}
+// CHECK: 'tile.store_acc' stores f16, bf16 or f32, got i32
+
+// -----
+
+func.func @yield_outside(%v: f32) {
+  tile.yield %v : f32
+}
+// CHECK: 'tile.yield' expects parent op 'tile.store_acc'

@@ -1,0 +1,49 @@
+// RUN: tilesync-opt %s | filecheck %s
+// RUN: tilesync-opt %s | tilesync-opt | filecheck %s
+// RUN: tilesync-opt %s --print-op-generic | tilesync-opt | filecheck %s
+
+// CHECK-LABEL: func.func @gemm_step
+func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: memref<128xf16>,
+                     %sa: memref<3x128x32xf16, 3>, %sb: memref<3x32x128xf16, 3>,
+                     %sbt: memref<3x128x32xbf16, 3>, %i: index, %j: index, %s: index) {
+  %zero = arith.constant 0.0 : f32
+  // CHECK: %[[Z:.*]] = tile.fill %{{.*}} : f32 -> !tile.frag<acc, f32, m16n8k16>
+  %z = tile.fill %zero : f32 -> !tile.frag<acc, f32, m16n8k16>
+
+  // CHECK: tile.cp_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] masked swizzle #tile.swizzle<2, 3, 3> : memref<3x128x32xf16, 3 : i64>, memref<256x64xf16>
+  tile.cp_async %sa[%s, %i, %j], %A[%i, %j] masked swizzle #tile.swizzle<2, 3, 3> : memref<3x128x32xf16, 3>, memref<256x64xf16>
+  // CHECK: tile.cp_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] : memref<3x128x32xf16, 3 : i64>, memref<256x64xf16>
+  tile.cp_async %sa[%s, %i, %j], %A[%i, %j] : memref<3x128x32xf16, 3>, memref<256x64xf16>
+  // CHECK: tile.cp_async_commit
+  tile.cp_async_commit
+  // CHECK: tile.cp_async_wait 1
+  tile.cp_async_wait 1
+
+  // CHECK: %{{.*}} = tile.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] swizzle #tile.swizzle<2, 3, 3> : memref<3x128x32xf16, 3 : i64> -> !tile.frag<a, f16, m16n8k16>
+  %a = tile.ldmatrix %sa[%s, %i, %j] swizzle #tile.swizzle<2, 3, 3> : memref<3x128x32xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  // CHECK: %{{.*}}, %{{.*}} = tile.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] trans swizzle #tile.swizzle<3, 3, 4> : memref<3x32x128xf16, 3 : i64> -> !tile.frag<b, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>
+  %b0, %b1 = tile.ldmatrix %sb[%s, %i, %j] trans swizzle #tile.swizzle<3, 3, 4> : memref<3x32x128xf16, 3> -> !tile.frag<b, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>
+  // CHECK: %{{.*}} = tile.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x128x32xbf16, 3 : i64> -> !tile.frag<b, bf16, m16n8k16>
+  %bb = tile.ldmatrix %sbt[%s, %i, %j] : memref<3x128x32xbf16, 3> -> !tile.frag<b, bf16, m16n8k16>
+
+  // CHECK: %[[D:.*]] = tile.mma %{{.*}}, %{{.*}}, %[[Z]] : !tile.frag<a, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>, !tile.frag<acc, f32, m16n8k16> -> !tile.frag<acc, f32, m16n8k16>
+  %d = tile.mma %a, %b0, %z : !tile.frag<a, f16, m16n8k16>, !tile.frag<b, f16, m16n8k16>, !tile.frag<acc, f32, m16n8k16> -> !tile.frag<acc, f32, m16n8k16>
+
+  // CHECK: tile.store_acc %[[D]], %{{.*}}[%{{.*}}, %{{.*}}] : !tile.frag<acc, f32, m16n8k16>, memref<256x128xf16>
+  tile.store_acc %d, %C[%i, %j] : !tile.frag<acc, f32, m16n8k16>, memref<256x128xf16>
+  // CHECK: tile.store_acc %[[D]], %{{.*}}[%{{.*}}, %{{.*}}] masked epilogue {
+  // CHECK-NEXT: ^{{.*}}(%[[V:[a-z0-9_]+]]: f32, %{{.*}}: index, %[[COL:[a-z0-9_]+]]: index):
+  // CHECK-NEXT:   %[[B:.*]] = memref.load %{{.*}}[%[[COL]]] : memref<128xf16>
+  // CHECK-NEXT:   %[[BF:.*]] = arith.extf %[[B]] : f16 to f32
+  // CHECK-NEXT:   %[[R:.*]] = arith.addf %[[V]], %[[BF]] : f32
+  // CHECK-NEXT:   tile.yield %[[R]] : f32
+  // CHECK-NEXT: } : !tile.frag<acc, f32, m16n8k16>, memref<256x128xf16>
+  tile.store_acc %d, %C[%i, %j] masked epilogue {
+  ^bb0(%v: f32, %row: index, %col: index):
+    %bv = memref.load %bias[%col] : memref<128xf16>
+    %bf = arith.extf %bv : f16 to f32
+    %r = arith.addf %v, %bf : f32
+    tile.yield %r : f32
+  } : !tile.frag<acc, f32, m16n8k16>, memref<256x128xf16>
+  func.return
+}
