@@ -1,0 +1,272 @@
+"""What the cuSync passes derive from `sync.dependency` ops: who reads which producer tiles,
+how a producer's tiles may share semaphores, and which forall variables a wait must loop over.
+
+Everything here is exact enumeration over finite boxes (consumer grid × forall ranges), with
+`ENUMERATION_LIMIT` points at most; above it the callers fall back to a structural (symbolic)
+argument that is sound but coarser.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir.affine import AffineExpr, AffineSymExpr
+from xdsl.utils.exceptions import DiagnosticException
+
+from tilesync.dialects import sync
+from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr
+
+Tile = tuple[int, ...]
+
+
+# --- the stage graph ---------------------------------------------------------------------------
+
+
+@dataclass
+class StageGraph:
+    """Stages by name and the dependencies into and out of each, in program order."""
+
+    stages: dict[str, sync.StageOp]
+    dependencies: list[sync.DependencyOp]
+
+    @staticmethod
+    def of(module: ModuleOp) -> StageGraph:
+        stages: dict[str, sync.StageOp] = {}
+        deps: list[sync.DependencyOp] = []
+        for op in module.walk():
+            if isinstance(op, sync.StageOp):
+                stages[op.sym_name.data] = op
+            elif isinstance(op, sync.DependencyOp):
+                deps.append(op)
+        for dep in deps:
+            for role, ref in (("producer", dep.producer), ("consumer", dep.consumer)):
+                if ref.root_reference.data not in stages:
+                    raise DiagnosticException(
+                        f"sync.dependency: {role} {ref} is not a sync.stage of this module"
+                    )
+        return StageGraph(stages, deps)
+
+    def producer_of(self, dep: sync.DependencyOp) -> sync.StageOp:
+        return self.stages[dep.producer.root_reference.data]
+
+    def consumer_of(self, dep: sync.DependencyOp) -> sync.StageOp:
+        return self.stages[dep.consumer.root_reference.data]
+
+    def outgoing(self, stage: str) -> list[sync.DependencyOp]:
+        return [d for d in self.dependencies if d.producer.root_reference.data == stage]
+
+    def incoming(self, stage: str) -> list[sync.DependencyOp]:
+        return [d for d in self.dependencies if d.consumer.root_reference.data == stage]
+
+    def producers(self, stage: str) -> list[str]:
+        """Names of the stages `stage` waits on, once each, in program order."""
+        names: dict[str, None] = {}
+        for dep in self.incoming(stage):
+            names.setdefault(dep.producer.root_reference.data, None)
+        return list(names)
+
+
+def grid_tiles(grid: Sequence[int]) -> Iterator[Tile]:
+    return sync._box_points([(0, extent) for extent in grid])
+
+
+def box_size(dep: sync.DependencyOp, consumer_grid: Sequence[int]) -> int:
+    """Points (consumer tile, forall values) of a dependency."""
+    return math.prod(consumer_grid) * sync._box_size(dep.ranges)
+
+
+def forall_points(dep: sync.DependencyOp, fixed: dict[int, int] | None = None) -> Iterator[Tile]:
+    """The forall box of `dep`, with the symbols in `fixed` held at the given values."""
+    ranges = [
+        (fixed[i], fixed[i] + 1) if fixed and i in fixed else r for i, r in enumerate(dep.ranges)
+    ]
+    return sync._box_points(ranges)
+
+
+def tiles_read(
+    dep: sync.DependencyOp, consumer_tile: Tile, fixed: dict[int, int] | None = None
+) -> list[Tile]:
+    """Producer tiles `consumer_tile` reads through `dep` (s_i held at fixed[i]), no repeats."""
+    seen: dict[Tile, None] = {}
+    for syms in forall_points(dep, fixed):
+        seen.setdefault(tuple(dep.tiles_map.eval(tuple(consumer_tile), tuple(syms))), None)
+    return list(seen)
+
+
+# --- policy generation ------------------------------------------------------------------------
+
+GROUPING_PREFERENCE = {"distinct": 0, "shared": 1, "floordiv": 2, "mod": 3}
+
+
+def _candidates(extent: int) -> list[tuple[str, int]]:
+    """Every grouping of one dimension that PolicyAttr can express, coarsest first."""
+    if extent == 1:
+        return [("distinct", 1)]
+    found: list[tuple[int, str, int]] = [(1, "shared", 1), (extent, "distinct", 1)]
+    for m in range(2, extent):
+        if extent % m == 0:
+            found.append((m, "mod", m))  # m classes
+            found.append((extent // m, "floordiv", m))  # extent / m classes
+    found.sort(key=lambda c: (c[0], GROUPING_PREFERENCE[c[1]]))
+    return [(kind, m) for _, kind, m in found]
+
+
+def _class_of(kind: str, m: int, value: int) -> int:
+    if kind == "distinct":
+        return value
+    if kind == "shared":
+        return 0
+    return value % m if kind == "mod" else value // m
+
+
+def _refines(kind: str, m: int, reader_sets: Sequence[frozenset]) -> bool:
+    """True when every class of the grouping holds coordinates with one same set of readers."""
+    first: dict[int, frozenset] = {}
+    for value, readers in enumerate(reader_sets):
+        cls = _class_of(kind, m, value)
+        if first.setdefault(cls, readers) != readers:
+            return False
+    return True
+
+
+def _structural_groupings(
+    grid: Sequence[int], deps: Sequence[sync.DependencyOp]
+) -> list[tuple[str, int]]:
+    """Above the enumeration limit: dimension j is shared when, in every dependency, producer
+    coordinate j is a lone forall variable ranging over the whole dimension and used by no
+    other coordinate (the consumer then reads every tile along j); otherwise distinct."""
+    groupings: list[tuple[str, int]] = []
+    for j, extent in enumerate(grid):
+        shared = extent > 1
+        for dep in deps:
+            results = dep.tiles_map.results
+            expr = results[j]
+            if not isinstance(expr, AffineSymExpr) or dep.ranges[expr.position] != (0, extent):
+                shared = False
+                break
+            if any(expr in _symbols(other) for k, other in enumerate(results) if k != j):
+                shared = False
+                break
+        groupings.append(("shared", 1) if shared else ("distinct", 1))
+    return groupings
+
+
+def _symbols(expr: AffineExpr) -> set[AffineExpr]:
+    found: set[AffineExpr] = set()
+
+    def visit(e: AffineExpr) -> None:
+        if isinstance(e, AffineSymExpr):
+            found.add(e)
+        for attr in ("lhs", "rhs"):
+            child = getattr(e, attr, None)
+            if child is not None:
+                visit(child)
+
+    visit(expr)
+    return found
+
+
+def generate_groupings(
+    producer: sync.StageOp, deps: Sequence[sync.DependencyOp], graph: StageGraph
+) -> tuple[list[tuple[str, int]], bool]:
+    """Per dimension of the producer grid, the coarsest grouping of its coordinates onto
+    semaphores such that a consumer tile that reads any tile of a group reads all of them
+    (so no wait ever waits for a tile it does not read), over all outgoing dependencies at
+    once (where they disagree, the finer grouping wins). Returns (groupings, enumerated)."""
+    grid = producer.grid_shape
+    if sum(box_size(d, graph.consumer_of(d).grid_shape) for d in deps) > ENUMERATION_LIMIT:
+        return _structural_groupings(grid, deps), False
+    # readers[j][a] = {(reader, the other coordinates of the tile read)}: who reads a tile with
+    # coordinate j = a. A reader is one block of one consumer loading one operand.
+    readers: list[list[set]] = [[set() for _ in range(extent)] for extent in grid]
+    for dep in deps:
+        reader_id = (dep.consumer.root_reference.data, dep.operand.data)
+        for consumer_tile in grid_tiles(graph.consumer_of(dep).grid_shape):
+            for tile in tiles_read(dep, consumer_tile):
+                for j, value in enumerate(tile):
+                    readers[j][value].add((reader_id, consumer_tile, tile[:j] + tile[j + 1 :]))
+    groupings: list[tuple[str, int]] = []
+    for j, extent in enumerate(grid):
+        sets = [frozenset(s) for s in readers[j]]
+        for kind, m in _candidates(extent):
+            if _refines(kind, m, sets):
+                groupings.append((kind, m))
+                break
+    return groupings, True
+
+
+def generate_policy(
+    producer: sync.StageOp, deps: Sequence[sync.DependencyOp], graph: StageGraph
+) -> PolicyAttr:
+    groupings, _ = generate_groupings(producer, deps, graph)
+    return sync.grouped_policy(producer.grid_shape, groupings)
+
+
+# --- waits -----------------------------------------------------------------------------------
+
+
+def semaphore_of(policy: PolicyAttr, dep: sync.DependencyOp, tile: Tile, syms: Tile) -> int:
+    return policy.semaphore_index(dep.tiles_map.eval(tuple(tile), tuple(syms)))
+
+
+@dataclass(frozen=True)
+class WaitLoop:
+    """How a wait covers forall variable s_i: not at all (the semaphore does not depend on
+    it: `invariant`), or by a loop over its range with step `step` (each step of the loop
+    reaches a new semaphore, the skipped values share the semaphore of the value before)."""
+
+    symbol: int
+    lo: int
+    hi: int
+    step: int
+    invariant: bool
+
+
+def wait_loops(
+    policy: PolicyAttr,
+    dep: sync.DependencyOp,
+    consumer_grid: Sequence[int],
+    bound: set[int] = frozenset(),  # type: ignore[assignment]
+) -> list[WaitLoop]:
+    """For each forall variable not in `bound` (a variable given by the kernel, the k-step),
+    whether the waits must loop over it, and with what step, so that every semaphore a
+    consumer tile needs is waited once (verified by enumeration; above the limit, every
+    value of every variable is waited: sound, perhaps redundant)."""
+    loops: list[WaitLoop] = []
+    small = box_size(dep, consumer_grid) <= ENUMERATION_LIMIT
+    for i, (lo, hi) in enumerate(dep.ranges):
+        if i in bound:
+            continue
+        if not small:
+            loops.append(WaitLoop(i, lo, hi, 1, False))
+            continue
+        if _periodic(policy, dep, consumer_grid, i, hi - lo):
+            loops.append(WaitLoop(i, lo, hi, hi - lo, True))
+            continue
+        step = 1
+        for m in range(hi - lo - 1, 1, -1):
+            if (hi - lo) % m == 0 and _periodic(policy, dep, consumer_grid, i, m):
+                step = m
+                break
+        loops.append(WaitLoop(i, lo, hi, step, False))
+    return loops
+
+
+def _periodic(
+    policy: PolicyAttr, dep: sync.DependencyOp, consumer_grid: Sequence[int], i: int, m: int
+) -> bool:
+    """sem(..., s_i, ...) == sem(..., lo_i + m * ((s_i - lo_i) // m), ...) everywhere."""
+    lo = dep.ranges[i][0]
+    for tile in grid_tiles(consumer_grid):
+        for syms in forall_points(dep):
+            rep = list(syms)
+            rep[i] = lo + m * ((syms[i] - lo) // m)
+            if rep[i] == syms[i]:
+                continue
+            if semaphore_of(policy, dep, tile, syms) != semaphore_of(policy, dep, tile, rep):
+                return False
+    return True
