@@ -9,7 +9,6 @@ argument that is sound but coarser.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
