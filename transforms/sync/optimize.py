@@ -1,0 +1,163 @@
+"""cuSyncGen's optimizations W and T (paper §IV-C), applied only where the wave model proves them.
+
+    tilesync-opt prog.mlir -p 'sync-annotate-occupancy,sync-drop-wait-kernel{strict=true}'
+
+* `sync-drop-wait-kernel` (W) removes a `sync.wait_kernel @producer {stream = s}` when
+  `wave_model.wait_kernel_legality(producer, consumer)` holds, the consumer being the stage of
+  the next `sync.launch` on stream `s` after the wait-kernel (where the wait-kernel guards it).
+* `sync-drop-tile-order` (T) resets the order of a consumer stage (a stage some
+  sync.dependency feeds) to `#sync.order<row_major>` when its order is another one and
+  `wave_model.tile_order_legality` holds for the stage together with the stages it depends on
+  and the stages it feeds (whose own orders were derived from when this stage's tiles finish).
+
+Both read `blocks_per_sm` from the stages (sync-annotate-occupancy writes it) and take the SM
+count as option `sms` (default 132); a stage without `blocks_per_sm` is an error, not a guess,
+and so is a `waves` annotation that disagrees with `sms` (annotated for another device). Where
+the optimization is not legal the IR is left as it is; with `strict=true` that is an error
+saying why. The reference cuSync applied W and T from a tuned table; here each removal is
+justified by the occupancy of the kernels involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from tilesync.dialects.sync import DependencyOp, LaunchOp, OrderAttr, StageOp, WaitKernelOp
+from tilesync.transforms.sync.annotate_occupancy import annotated_waves
+from tilesync.transforms.sync.wave_model import (
+    Legality,
+    tile_order_legality,
+    wait_kernel_legality,
+)
+
+
+def _stages(module: ModuleOp) -> dict[str, StageOp]:
+    return {op.sym_name.data: op for op in module.walk() if isinstance(op, StageOp)}
+
+
+def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> StageOp:
+    if name not in stages:
+        raise DiagnosticException(f"{pass_name}: {what} @{name} is not a sync.stage")
+    return stages[name]
+
+
+def guarded_launch(wait: WaitKernelOp) -> LaunchOp | None:
+    """The launch a wait-kernel guards: the next sync.launch on its stream, in program order."""
+    stream = wait.stream.value.data
+    op: Operation | None = wait.next_op
+    while op is not None:
+        if isinstance(op, LaunchOp) and op.stream.value.data == stream:
+            return op
+        op = op.next_op
+    return None
+
+
+def wait_kernel_verdict(wait: WaitKernelOp, stages: dict[str, StageOp], sms: int) -> Legality:
+    """Whether `wait` may be dropped, with the reason (diagnostics for missing facts)."""
+    name = DropWaitKernelPass.name
+    producer = _stage(stages, wait.producer.root_reference.data, name, "producer")
+    launch = guarded_launch(wait)
+    if launch is None:
+        return Legality(
+            False,
+            f"no sync.launch follows it on stream {wait.stream.value.data}, so the consumer "
+            f"it guards is unknown",
+        )
+    consumer = _stage(stages, launch.stage.root_reference.data, name, "launched stage")
+    verdict = wait_kernel_legality(
+        annotated_waves(producer, sms, name), annotated_waves(consumer, sms, name)
+    )
+    return Legality(
+        verdict.legal, f"@{producer.sym_name.data} -> @{consumer.sym_name.data}: {verdict.reason}"
+    )
+
+
+@dataclass(frozen=True)
+class DropWaitKernelPass(ModulePass):
+    """W: remove the wait-kernels the wave model proves unnecessary."""
+
+    name = "sync-drop-wait-kernel"
+
+    sms: int = 132
+    strict: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.sms < 1:
+            raise DiagnosticException(f"{self.name}: sms must be positive, got {self.sms}")
+        stages = _stages(op)
+        waits = [w for w in op.walk() if isinstance(w, WaitKernelOp)]
+        for wait in waits:
+            verdict = wait_kernel_verdict(wait, stages, self.sms)
+            if verdict.legal:
+                wait.detach()
+                wait.erase()
+            elif self.strict:
+                raise DiagnosticException(
+                    f"{self.name}: cannot drop the wait-kernel of @"
+                    f"{wait.producer.root_reference.data} on stream "
+                    f"{wait.stream.value.data}: {verdict.reason}"
+                )
+
+
+def _neighbours(name: str, deps: Sequence[DependencyOp]) -> tuple[list[str], list[str]]:
+    producers: list[str] = []
+    consumers: list[str] = []
+    for dep in deps:
+        p, c = dep.producer.root_reference.data, dep.consumer.root_reference.data
+        if c == name and p not in producers:
+            producers.append(p)
+        if p == name and c not in consumers:
+            consumers.append(c)
+    return producers, consumers
+
+
+def tile_order_verdict(
+    stage: StageOp, stages: dict[str, StageOp], deps: Sequence[DependencyOp], sms: int
+) -> Legality:
+    """Whether `stage`'s custom order may become row_major, with the reason."""
+    pass_name = DropTileOrderPass.name
+    producers, consumers = _neighbours(stage.sym_name.data, deps)
+    names = [stage.sym_name.data, *producers, *(c for c in consumers if c not in producers)]
+    involved = [_stage(stages, n, pass_name, "dependency stage") for n in names]
+    verdict = tile_order_legality([annotated_waves(s, sms, pass_name) for s in involved])
+    return Legality(verdict.legal, ", ".join(f"@{n}" for n in names) + f": {verdict.reason}")
+
+
+@dataclass(frozen=True)
+class DropTileOrderPass(ModulePass):
+    """T: reset a consumer's custom tile order to row_major where the wave model allows."""
+
+    name = "sync-drop-tile-order"
+
+    sms: int = 132
+    strict: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.sms < 1:
+            raise DiagnosticException(f"{self.name}: sms must be positive, got {self.sms}")
+        stages = _stages(op)
+        deps = [d for d in op.walk() if isinstance(d, DependencyOp)]
+        consumers = {d.consumer.root_reference.data for d in deps}
+        decisions: list[tuple[StageOp, Legality]] = []
+        for name, stage in stages.items():
+            if name not in consumers or stage.order is None:
+                continue
+            if stage.order.kind.data == "row_major":
+                continue
+            decisions.append((stage, tile_order_verdict(stage, stages, deps, self.sms)))
+        # Decide on the orders as they were, then rewrite: one reset must not change another.
+        for stage, verdict in decisions:
+            if verdict.legal:
+                stage.order = OrderAttr("row_major")
+            elif self.strict:
+                raise DiagnosticException(
+                    f"{self.name}: cannot drop the {stage.order.kind.data} order of stage "
+                    f"@{stage.sym_name.data}: {verdict.reason}"
+                )
