@@ -1,0 +1,542 @@
+"""`convert-tile-to-nvvm`: the tile dialect to NVVM intrinsics, llvm ops and nvvm sregs.
+
+Each tile op becomes its PTX instruction as an `llvm.call_intrinsic` (checked to lower under
+LLVM 22: see test/python/kernels/test_gemm.py) plus the address arithmetic for this lane:
+
+    tile.ldmatrix     llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].b16 (ptr addrspace 3)
+    tile.mma          llvm.nvvm.mma.m16n8k16.row.col.f32.f32 (f16 in: <2 x half> operands)
+                      llvm.nvvm.mma.m16n8k16.row.col.bf16    (bf16 in: i32 operands)
+    tile.cp_async     llvm.nvvm.cp.async.cg.shared.global.16[.s] (.s: src-size for zero-fill)
+    tile.cp_async_commit / _wait   llvm.nvvm.cp.async.commit.group / .wait.group
+    tile.fill         llvm.mlir.undef + llvm.insertvalue
+    tile.store_acc    the epilogue region inlined per element, fptrunc, 32-bit stores of
+                      two 16-bit values (scf.if around each pair when `masked`)
+
+Fragments become literal structs of their registers: A `!llvm.struct<(i32, i32, i32, i32)>`,
+B `!llvm.struct<(i32, i32)>`, the accumulator `!llvm.struct<(f32, f32, f32, f32)>` (what the
+intrinsics return). Fragment-typed values that are not tile ops (scf.for iter_args and
+results, block arguments, function signatures) are retyped in place, so the pass must run
+before `lower-scf-to-cf`; it emits `nvvm.read.ptx.sreg.laneid` and `scf.if`, so it must run
+before `convert-nvvm-to-llvm` and `lower-scf-to-cf` (right after `convert-sync-to-nvvm` is right).
+
+Shared-memory offsets are computed in i32 (a block has at most 227 KiB), global offsets in
+i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `tanh.approx.f32` and
+`ex2.approx.ftz.f32` (the approximate GELU needs them; nothing else lowers math yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, gpu, llvm, math, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+    VectorType,
+    f32,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import Rewriter
+
+from tilesync.dialects import nvvm, tile
+from tilesync.lowering.llvm_conversion import reject_leftover_ops, unsupported_op_error
+from tilesync.lowering.type_conversion import cast_value, memref_address_space
+
+PASS_NAME = "convert-tile-to-nvvm"
+
+# --------------------------------------------------------------------------------------------
+# Intrinsics (verified to lower to PTX under LLVM 22)
+# --------------------------------------------------------------------------------------------
+
+LDMATRIX = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16"
+MMA_F16 = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"  # D and C are f32; A/B <2 x half>
+MMA_BF16 = "llvm.nvvm.mma.m16n8k16.row.col.bf16"  # f32 accumulate; A/B packed in i32
+CP_ASYNC = "llvm.nvvm.cp.async.cg.shared.global.16"
+CP_ASYNC_ZFILL = "llvm.nvvm.cp.async.cg.shared.global.16.s"  # + i32 src-size (0 or 16)
+CP_ASYNC_COMMIT = "llvm.nvvm.cp.async.commit.group"
+CP_ASYNC_WAIT = "llvm.nvvm.cp.async.wait.group"
+
+SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
+
+
+def frag_llvm_type(frag: tile.FragType) -> llvm.LLVMStructType:
+    """The literal struct of a fragment's 32-bit registers."""
+    element = f32 if frag.role.data == "acc" else i32
+    return llvm.LLVMStructType.from_type_list([element] * frag.registers)
+
+
+def convert_frag_types(t: Attribute) -> Attribute:
+    if isinstance(t, tile.FragType):
+        return frag_llvm_type(t)
+    if isinstance(t, FunctionType):
+        return FunctionType.from_lists(
+            [convert_frag_types(x) for x in t.inputs.data],
+            [convert_frag_types(x) for x in t.outputs.data],
+        )
+    return t
+
+
+# --------------------------------------------------------------------------------------------
+# A small emitter: llvm ops inserted before the matched op (or appended to a block)
+# --------------------------------------------------------------------------------------------
+
+
+class _Emitter:
+    def __init__(self, rewriter: PatternRewriter):
+        self.rewriter = rewriter
+        self.block: Block | None = None  # append here instead of before the matched op
+
+    def emit(self, op: Operation) -> Operation:
+        if self.block is not None:
+            self.block.add_op(op)
+        else:
+            self.rewriter.insert_op(op)
+        return op
+
+    def const(self, value: int, type_: Attribute = i32) -> SSAValue:
+        return self.emit(llvm.ConstantOp(IntegerAttr(value, type_), type_)).results[0]
+
+    def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
+        if isinstance(rhs, int):
+            rhs = self.const(rhs, lhs.type)
+        return self.emit(kind(lhs, rhs)).results[0]
+
+    def add(self, lhs, rhs):
+        if isinstance(rhs, int) and rhs == 0:
+            return lhs
+        return self.binary(llvm.AddOp, lhs, rhs)
+
+    def mul(self, lhs, rhs):
+        if isinstance(rhs, int) and rhs == 1:
+            return lhs
+        return self.binary(llvm.MulOp, lhs, rhs)
+
+    def and_(self, lhs, rhs):
+        return self.binary(llvm.AndOp, lhs, rhs)
+
+    def lshr(self, lhs, rhs):
+        return self.binary(llvm.LShrOp, lhs, rhs)
+
+    def shl(self, lhs, rhs):
+        return self.binary(llvm.ShlOp, lhs, rhs)
+
+    def xor(self, lhs, rhs):
+        return self.binary(llvm.XOrOp, lhs, rhs)
+
+    def or_(self, lhs, rhs):
+        return self.binary(llvm.OrOp, lhs, rhs)
+
+    def icmp(self, predicate: str, lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
+        if isinstance(rhs, int):
+            rhs = self.const(rhs, lhs.type)
+        flag = llvm.ICmpPredicateFlag(predicate)
+        return self.emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).results[0]
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(llvm.SelectOp(cond, a, b)).results[0]
+
+    def cast(self, kind: type[Operation], value: SSAValue, to: Attribute) -> SSAValue:
+        return self.emit(kind(value, to)).results[0]
+
+    def extract(self, struct: SSAValue, index: int, type_: Attribute) -> SSAValue:
+        position = DenseArrayBase.from_list(i64, [index])
+        return self.emit(llvm.ExtractValueOp(position, struct, type_)).results[0]
+
+    def build_struct(self, values: Sequence[SSAValue]) -> SSAValue:
+        struct_type = llvm.LLVMStructType.from_type_list([v.type for v in values])
+        struct = self.emit(llvm.UndefOp(struct_type)).results[0]
+        for index, value in enumerate(values):
+            position = DenseArrayBase.from_list(i64, [index])
+            struct = self.emit(llvm.InsertValueOp(position, struct, value)).results[0]
+        return struct
+
+    def intrinsic(self, name: str, args: Sequence[SSAValue],
+                  result: Attribute | None = None) -> SSAValue | None:
+        call = self.emit(llvm.CallIntrinsicOp(name, args, [result] if result else []))
+        return call.results[0] if call.results else None
+
+    def gep(self, base: SSAValue, offset: SSAValue, element: Attribute) -> SSAValue:
+        op = llvm.GEPOp.from_mixed_indices(base, [offset], element, result_type=base.type,
+                                           inbounds=True)
+        return self.emit(op).results[0]
+
+    def lane_id(self) -> SSAValue:
+        return self.emit(nvvm.read_sreg("laneid")).results[0]
+
+    def index_as(self, value: SSAValue, type_: Attribute) -> SSAValue:
+        """An index operand as i64 or i32 (index is i64 after index-to-llvm)."""
+        wide = cast_value(self.rewriter, value, i64) if self.block is None else \
+            self._cast_in_block(value, i64)
+        if type_ == i64:
+            return wide
+        return self.cast(llvm.TruncOp, wide, type_)
+
+    def _cast_in_block(self, value: SSAValue, type_: Attribute) -> SSAValue:
+        cast = UnrealizedConversionCastOp.get([value], [type_])
+        self.emit(cast)
+        return cast.results[0]
+
+    def pointer(self, memref: SSAValue) -> SSAValue:
+        assert isinstance(memref.type, MemRefType)
+        ptr_type = llvm.LLVMPointerType(IntAttr(memref_address_space(memref.type)))
+        return cast_value(self.rewriter, memref, ptr_type)
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+def _linear(e: _Emitter, indices: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
+    """Row-major linear offset; the leading dimension may be dynamic (its stride is unused)."""
+    total: SSAValue | None = None
+    for index, stride in zip(indices, _strides(shape), strict=True):
+        term = e.mul(index, stride)
+        total = term if total is None else e.add(total, term)
+    assert total is not None
+    return total
+
+
+def _swizzle(e: _Emitter, offset: SSAValue, swizzle: tile.SwizzleAttr | None) -> SSAValue:
+    if swizzle is None or swizzle.bits.data == 0:
+        return offset
+    moved = e.and_(e.lshr(offset, swizzle.shift.data), swizzle.mask)
+    return e.xor(offset, moved)
+
+
+# --------------------------------------------------------------------------------------------
+# Patterns
+# --------------------------------------------------------------------------------------------
+
+# ldmatrix lane → (row, column) inside the block: lane l addresses row l % 8 of matrix l / 8.
+# Matrix q sits at row 8 * (ra * q0 + rb * q1), column 8 * (ca * q0 + cb * q1), q = q0 + 2 q1.
+_LANE_PATTERNS = {
+    # (role of results, count, trans) -> (ra, rb, ca, cb)
+    ("a", 1, False): (1, 0, 0, 1),  # a0 rows 0-7, a1 rows 8-15, a2/a3 columns 8-15
+    ("a", 1, True): (0, 1, 1, 0),   # memory holds A^T (k x m)
+    ("b", 2, False): (0, 1, 1, 0),  # memory n x k: (b0,b1) of n 0-7, then of n 8-15
+    ("b", 2, True): (1, 0, 0, 1),   # memory k x n
+    ("b", 1, False): (0, 0, 1, 0),
+    ("b", 1, True): (1, 0, 0, 0),
+}
+
+
+class LdMatrixLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.LdMatrixOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        memref_type = op.source.type
+        assert isinstance(memref_type, MemRefType)
+        roles = [r.type.role.data for r in op.res]  # type: ignore[union-attr]
+        trans = op.trans is not None
+        ra, rb, ca, cb = _LANE_PATTERNS[(roles[0], len(roles), trans)]
+        lane = e.lane_id()
+        bit3 = e.and_(lane, 8)  # 8 * q0
+        bit4 = e.and_(e.lshr(lane, 1), 8)  # 8 * q1
+        row_in = e.and_(lane, 7)
+        if ra:
+            row_in = e.or_(row_in, bit3)
+        if rb:
+            row_in = e.or_(row_in, bit4)
+        col_in: SSAValue | None = None
+        for use, bit in ((ca, bit3), (cb, bit4)):
+            if use:
+                col_in = bit if col_in is None else e.or_(col_in, bit)
+        indices = [e.index_as(i, i32) for i in op.indices]
+        indices[-2] = e.add(indices[-2], row_in)
+        if col_in is not None:
+            indices[-1] = e.add(indices[-1], col_in)
+        offset = _swizzle(e, _linear(e, indices, memref_type.get_shape()), op.swizzle)
+        address = e.gep(e.pointer(op.source), offset, memref_type.element_type)
+        count = op.matrices
+        name = LDMATRIX.format(count=count, trans=".trans" if trans else "")
+        loaded = e.intrinsic(name, [address],
+                             llvm.LLVMStructType.from_type_list([i32] * count))
+        assert loaded is not None
+        if len(op.res) == 1:
+            results = [loaded]
+        else:
+            regs = [e.extract(loaded, k, i32) for k in range(count)]
+            results = [e.build_struct(regs[0:2]), e.build_struct(regs[2:4])]
+        casts = [cast_value(rewriter, v, r.type) for v, r in zip(results, op.res, strict=True)]
+        rewriter.replace_op(op, [], casts)
+
+
+class MmaLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.MmaOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        a_type = op.a.type
+        assert isinstance(a_type, tile.FragType)
+        a = cast_value(rewriter, op.a, frag_llvm_type(a_type))
+        b = cast_value(rewriter, op.b, frag_llvm_type(op.b.type))  # type: ignore[arg-type]
+        c = cast_value(rewriter, op.acc, frag_llvm_type(op.acc.type))  # type: ignore[arg-type]
+        a_regs = [e.extract(a, k, i32) for k in range(4)]
+        b_regs = [e.extract(b, k, i32) for k in range(2)]
+        c_regs = [e.extract(c, k, f32) for k in range(4)]
+        if isinstance(a_type.element_type, Float16Type):
+            half2 = VectorType(Float16Type(), [2])
+            a_regs = [e.cast(llvm.BitcastOp, r, half2) for r in a_regs]
+            b_regs = [e.cast(llvm.BitcastOp, r, half2) for r in b_regs]
+            name = MMA_F16
+        else:
+            assert isinstance(a_type.element_type, BFloat16Type)
+            name = MMA_BF16
+        d = e.intrinsic(name, [*a_regs, *b_regs, *c_regs],
+                        llvm.LLVMStructType.from_type_list([f32] * 4))
+        assert d is not None
+        rewriter.replace_op(op, [], [cast_value(rewriter, d, op.res.type)])
+
+
+class FillLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.FillOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        frag = op.res.type
+        assert isinstance(frag, tile.FragType)
+        value = cast_value(rewriter, op.value, f32)
+        struct = e.build_struct([value] * frag.registers)
+        rewriter.replace_op(op, [], [cast_value(rewriter, struct, frag)])
+
+
+class CpAsyncLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.CpAsyncOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        dst_type, src_type = op.dst.type, op.src.type
+        assert isinstance(dst_type, MemRefType) and isinstance(src_type, MemRefType)
+        dst_indices = [e.index_as(i, i32) for i in op.dst_indices]
+        dst_offset = _swizzle(e, _linear(e, dst_indices, dst_type.get_shape()), op.swizzle)
+        dst = e.gep(e.pointer(op.dst), dst_offset, dst_type.element_type)
+        src_indices = [e.index_as(i, i64) for i in op.src_indices]
+        src_offset = _linear(e, src_indices, src_type.get_shape())
+        if op.masked is None:
+            src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
+            e.intrinsic(CP_ASYNC, [dst, src])
+        else:
+            inside: SSAValue | None = None
+            for index, size in zip(src_indices, src_type.get_shape(), strict=True):
+                ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
+                inside = ok if inside is None else e.emit(llvm.AndOp(inside, ok)).results[0]
+            assert inside is not None
+            # Outside: read nothing (src-size 0, the 16 bytes are zero-filled) from the base.
+            src_offset = e.select(inside, src_offset, e.const(0, i64))
+            src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
+            size = e.select(inside, e.const(tile.CpAsyncOp.BYTES), e.const(0))
+            e.intrinsic(CP_ASYNC_ZFILL, [dst, src, size])
+        rewriter.erase_op(op)
+
+
+class CpAsyncCommitLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.CpAsyncCommitOp, rewriter: PatternRewriter, /):
+        rewriter.replace_op(op, llvm.CallIntrinsicOp(CP_ASYNC_COMMIT, [], []))
+
+
+class CpAsyncWaitLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.CpAsyncWaitOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        pending = e.const(op.pending.value.data)
+        rewriter.replace_op(op, llvm.CallIntrinsicOp(CP_ASYNC_WAIT, [pending], []))
+
+
+# Elementwise math that an epilogue may use, as approximate PTX (f32 only).
+_LOG2E = 1.4426950408889634
+
+
+def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -> SSAValue:
+    (x,) = operands
+    if isinstance(op, math.TanhOp):
+        asm = llvm.InlineAsmOp("tanh.approx.f32 $0, $1;", "=f,f", [x], [f32])
+        return e.emit(asm).results[0]
+    assert isinstance(op, math.ExpOp)
+    log2e = e.emit(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
+    scaled = e.emit(llvm.FMulOp(x, log2e)).results[0]
+    asm = llvm.InlineAsmOp("ex2.approx.ftz.f32 $0, $1;", "=f,f", [scaled], [f32])
+    return e.emit(asm).results[0]
+
+
+class StoreAccLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.StoreAccOp, rewriter: PatternRewriter, /):
+        e = _Emitter(rewriter)
+        dst_type = op.dst.type
+        assert isinstance(dst_type, MemRefType)
+        shape = dst_type.get_shape()
+        element = dst_type.element_type
+        half = isinstance(element, Float16Type | BFloat16Type)
+        paired = half and shape[-1] % 2 == 0  # two 16-bit values in one aligned 32-bit store
+        self._check_epilogue(op)
+
+        acc = cast_value(rewriter, op.acc, frag_llvm_type(op.acc.type))  # type: ignore[arg-type]
+        base = e.pointer(op.dst)
+        lane = e.lane_id()
+        row_in = e.cast(llvm.ZExtOp, e.lshr(lane, 2), i64)
+        col_in = e.cast(llvm.ZExtOp, e.shl(e.and_(lane, 3), 1), i64)
+        indices = [e.index_as(i, i64) for i in op.indices]
+        values = [e.extract(acc, k, f32) for k in range(4)]
+
+        for h in range(2):  # c0,c1 at row r; c2,c3 at row r + 8
+            row = e.add(e.add(indices[-2], row_in), 8 * h)
+            col0 = e.add(indices[-1], col_in)
+            cols = [col0, e.add(col0, 1)]
+            groups = [(0, 1)] if paired else [(0,), (1,)]
+            for group in groups:
+                cond: SSAValue | None = None
+                if op.masked is not None:
+                    cond = e.icmp("ult", row, shape[-2])
+                    # Paired: the column is even and the width even, so col + 1 is inside too.
+                    cond = e.emit(llvm.AndOp(cond, e.icmp("ult", cols[group[0]], shape[-1]))
+                                  ).results[0]
+                body = Block()
+                if cond is not None:
+                    e.block = body
+                stored = [self._epilogue(e, op, values[2 * h + k], row, cols[k]) for k in group]
+                address = e.gep(base, _linear(e, [*indices[:-2], row, cols[group[0]]], shape),
+                                element)
+                if paired:
+                    packed = [e.cast(llvm.ZExtOp, self._to_bits(e, v, element), i32)
+                              for v in stored]
+                    word = e.or_(packed[0], e.shl(packed[1], 16))
+                    e.emit(llvm.StoreOp(word, address, alignment=4))
+                else:
+                    (v,) = stored
+                    if half:
+                        v = e.cast(llvm.FPTruncOp, v, element)
+                    e.emit(llvm.StoreOp(v, address, alignment=4 if not half else 2))
+                if cond is not None:
+                    e.block = None
+                    body.add_op(scf.YieldOp())
+                    e.emit(scf.IfOp(cond, [], Region(body)))
+        rewriter.erase_op(op)
+
+    @staticmethod
+    def _to_bits(e: _Emitter, value: SSAValue, element: Attribute) -> SSAValue:
+        narrow = e.cast(llvm.FPTruncOp, value, element)
+        return e.cast(llvm.BitcastOp, narrow, i16)
+
+    @staticmethod
+    def _check_epilogue(op: tile.StoreAccOp) -> None:
+        if not op.epilogue.blocks:
+            return
+        for inner in op.epilogue.block.ops:
+            if isinstance(inner, math.TanhOp | math.ExpOp) and inner.result.type != f32:
+                raise unsupported_op_error(PASS_NAME, inner, "epilogue math is f32 only")
+
+    @staticmethod
+    def _epilogue(e: _Emitter, op: tile.StoreAccOp, value: SSAValue, row: SSAValue,
+                  col: SSAValue) -> SSAValue:
+        """Inline the epilogue region for one element; row/col are i64 (index after lowering)."""
+        if not op.epilogue.blocks:
+            return value
+        block = op.epilogue.block
+        as_index = [e._cast_in_block(v, IndexType()) if e.block is not None
+                    else cast_value(e.rewriter, v, IndexType()) for v in (row, col)]
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [value, *as_index],
+                                                     strict=True))
+        for inner in block.ops:
+            if isinstance(inner, tile.YieldOp):
+                return mapping[inner.value]
+            if isinstance(inner, math.TanhOp | math.ExpOp):
+                mapping[inner.result] = _lower_epilogue_math(
+                    e, inner, [mapping.get(o, o) for o in inner.operands])
+                continue
+            e.emit(inner.clone(value_mapper=mapping))
+        raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
+
+
+TILE_TO_NVVM_PATTERNS: tuple[RewritePattern, ...] = (
+    LdMatrixLowering(),
+    MmaLowering(),
+    FillLowering(),
+    CpAsyncLowering(),
+    CpAsyncCommitLowering(),
+    CpAsyncWaitLowering(),
+    StoreAccLowering(),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Fragment-typed values that are not tile ops: retype them to their structs
+# --------------------------------------------------------------------------------------------
+
+
+def _retype_fragments(module: ModuleOp) -> None:
+    for op in module.walk():
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in tuple(block.args):
+                    if isinstance(arg.type, tile.FragType):
+                        Rewriter.replace_value_with_new_type(arg, frag_llvm_type(arg.type))
+        for result in tuple(op.results):
+            if isinstance(result.type, tile.FragType):
+                Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
+        if isinstance(op, func.FuncOp | gpu.FuncOp):
+            op.properties["function_type"] = convert_frag_types(op.function_type)
+    # The casts the patterns left between structs and fragments now cast a struct to itself.
+    for op in list(module.walk()):
+        if (isinstance(op, UnrealizedConversionCastOp) and len(op.inputs) == 1
+                and op.inputs[0].type == op.results[0].type):
+            op.results[0].replace_all_uses_with(op.inputs[0])
+            Rewriter.erase_op(op)
+
+
+def _reject_fragments(module: ModuleOp) -> None:
+    for op in module.walk():
+        for value in (*op.results, *op.operands):
+            if isinstance(value.type, tile.FragType):
+                raise unsupported_op_error(PASS_NAME, op, f"fragment value of type {value.type}"
+                                           " left after the conversion")
+
+
+@dataclass(frozen=True)
+class ConvertTileToNVVMPass(ModulePass):
+    """tile ops to NVVM intrinsics (ldmatrix, mma.sync, cp.async) and llvm/scf ops."""
+
+    name = "convert-tile-to-nvvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(list(TILE_TO_NVVM_PATTERNS)), apply_recursively=False
+        ).rewrite_module(op)
+        reject_leftover_ops(op, self.name, "tile.")
+        _retype_fragments(op)
+        _reject_fragments(op)
+
+
+__all__ = [
+    "CP_ASYNC",
+    "CP_ASYNC_COMMIT",
+    "CP_ASYNC_WAIT",
+    "CP_ASYNC_ZFILL",
+    "LDMATRIX",
+    "MMA_BF16",
+    "MMA_F16",
+    "ConvertTileToNVVMPass",
+    "frag_llvm_type",
+]
