@@ -370,6 +370,7 @@ class SimResult:
     makespan: int
     stage_finish: dict[str, int]  # the last launch's finish per stage
     stage_spans: dict[str, list[tuple[int, int]]]  # (first dispatch, finish) per launch
+    tile_spans: dict[str, dict[Tile, tuple[int, int]]]  # last launch: (dispatch, finish)
     deadlock: Deadlock | None
     violations: list[Violation]
     semaphore_mismatches: list[SemaphoreMismatch]
@@ -527,9 +528,12 @@ class _Analysis:
         total, sms = sum(units), self.machine.sms
         if len(set(units)) == 1:
             return total <= sms * (self.capacity // units[0]) * units[0]
-        # Mixed occupancies: a block of u units finds no SM only if every SM has more than
-        # capacity - u units in use, while the other blocks use at most total - u.
-        return all(total - u < sms * (self.capacity - u + 1) for u in set(units))
+        # Mixed occupancies: a block of u units finds no SM only if every SM holds at least
+        # one other block and more than capacity - u units, while the other blocks number
+        # len(units) - 1 and use at most total - u units.
+        return all(
+            sms > len(units) - 1 or sms * (self.capacity - u + 1) > total - u for u in set(units)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -697,6 +701,7 @@ class _Block:
     block_id: int
     tile: Tile
     sm: int
+    dispatched_at: int
     steps: list[list[tuple[int, Tile]]]  # per step: (dependency position, producer tile)
     step: int = 0
     inputs: list[list[Any]] = field(default_factory=list)
@@ -739,6 +744,7 @@ class _Simulation:
             defaultdict(dict) for _ in range(launches)
         ]
         self.violations: list[Violation] = []
+        self.tile_spans: dict[str, dict[Tile, tuple[int, int]]] = defaultdict(dict)
         self.mismatches: list[SemaphoreMismatch] = []
         self.compute = {
             s.name: s.compute or _default_compute(analysis.position[s.name])
@@ -882,7 +888,7 @@ class _Simulation:
             ] or [[]]
         else:
             steps = [[(k, t) for k, r in enumerate(reads) for t in r]]
-        block = _Block(grid, block_id, tile, sm, steps, inputs=[[] for _ in reads])
+        block = _Block(grid, block_id, tile, sm, self.now, steps, inputs=[[] for _ in reads])
         self._begin_step(block)
 
     # --- blocks -----------------------------------------------------------------------------
@@ -946,6 +952,8 @@ class _Simulation:
         value = self.compute[grid.stage](block.tile, grid.epoch, block.inputs)
         self.store[grid.stage][block.tile] = (grid.epoch, value)
         self.outputs[grid.epoch - 1][grid.stage][block.tile] = value
+        if grid.epoch == self.launches:
+            self.tile_spans[grid.stage][block.tile] = (block.dispatched_at, self.now)
         policy = self.a.stages[grid.stage].policy
         if policy is not None:
             self._post((grid.stage, policy.semaphore_index(block.tile)))
@@ -1022,7 +1030,10 @@ class _Simulation:
         reason: DeadlockReason
         if waits and eligible_pending:
             reason = "slots-held-by-waiters"
-        elif waits and not pending:
+        elif waits and all(
+            self.grid_of[(w.semaphore_stage, w.epoch)].done_at is not None for w in waits
+        ):
+            # Every tile these waits cover has been posted: the counts can never be reached.
             reason = "posts-never-arrive"
         else:
             reason = "launch-blocked"
@@ -1107,6 +1118,7 @@ def simulate(
         makespan=deadlock.time if deadlock else makespan,
         stage_finish=finish,  # type: ignore[arg-type]
         stage_spans=spans,  # type: ignore[arg-type]
+        tile_spans=dict(simulation.tile_spans),
         deadlock=deadlock,
         violations=simulation.violations,
         semaphore_mismatches=simulation.mismatches,
