@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineSymExpr
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -269,3 +270,13 @@ def _periodic(
             if semaphore_of(policy, dep, tile, syms) != semaphore_of(policy, dep, tile, rep):
                 return False
     return True
+
+
+# --- diagnostics -----------------------------------------------------------------------------
+
+
+def diagnostic(pass_name: str, op: Operation, message: str) -> DiagnosticException:
+    """An error naming the pass and the op it is about, with the op's location."""
+    from tilesync.lowering.llvm_conversion import describe_location
+
+    return DiagnosticException(f"{pass_name}: {message}\n  at: {describe_location(op)}")

@@ -1,0 +1,285 @@
+"""`sync-insert-post-wait`: fill each kernel's sync hooks with the waits and posts that the
+declared dependencies require (cuSync's wait/post calls, generated instead of hand-written).
+
+For every `sync.dependency @P -> @C operand N`, in C's kernel (`kernel = @mod::@func` of the
+stage):
+
+* each `sync.load_point operand N [tile] (step %k)?` gets, in front of it, `sync.wait`s on P's
+  semaphore array for exactly the producer tiles that consumer tile reads (the dependency
+  map over its forall box; with `step %k` the first forall variable s0 is %k), one wait per
+  distinct semaphore of P's policy: a forall variable the semaphore does not depend on is
+  not looped over (RowSync on a row: one wait), the others become an `scf.for` over their
+  range, stepping over values that share a semaphore (TileSync: one wait per tile). Every
+  produced operand gets its waits, not only the first (a fault of the reference cuSync).
+  The filled hook stays, marked `sync.filled`, as the point `sync-verify` checks the waits
+  against; `convert-sync-to-nvvm` erases it.
+* P's `sync.store_point [tile]` becomes `sync.post` on P's own semaphore array.
+
+Hooks that nothing needs (operands no stage produces, stages nobody reads, kernels of no
+stage) are erased, so a kernel without dependencies lowers with no trace of them. The
+pipeline (`sync-generate-policies, sync-insert-post-wait, sync-verify, ...`) runs this pass
+before lowering.
+
+A kernel gets trailing parameters, recorded by role in its `sync.args` attribute so the host
+runtime binds them: `"sems:@S"` (its own array, when a stage reads it), `"sems:@P"` per
+producer it waits on, and `"epoch"` (the launch count) when it has any sync. A stage that is
+read gets `num_semaphores` (from its policy and grid). A kernel shared by several stages is
+cloned per stage (`@func_stage`), since each stage synchronizes differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, gpu, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMapAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilesync.dialects import sync
+from tilesync.transforms.sync.dependency_analysis import StageGraph, diagnostic, wait_loops
+from tilesync.transforms.sync.kernel_args import lookup_kernel, sync_arg
+
+PASS = "sync-insert-post-wait"
+FILLED_ATTR = "sync.filled"
+NUM_SEMAPHORES_ATTR = "num_semaphores"
+
+
+def semaphore_type() -> MemRefType:
+    return MemRefType(i32, [DYNAMIC_INDEX])
+
+
+def sems_role(stage: str) -> str:
+    return f"sems:@{stage}"
+
+
+def hooks(func: Operation) -> list[Operation]:
+    return [op for op in func.walk() if isinstance(op, sync.HOOK_OPS)]
+
+
+def erase_unfilled_hooks(func: Operation) -> None:
+    for op in hooks(func):
+        if FILLED_ATTR not in op.attributes:
+            op.detach()
+            op.erase()
+
+
+def _index_const(value: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+def build_waits(
+    dep: sync.DependencyOp,
+    policy: sync.PolicyAttr,
+    consumer_grid: Sequence[int],
+    tile: Sequence[SSAValue],
+    step: SSAValue | None,
+    sems: SSAValue,
+    epoch: SSAValue,
+) -> list[Operation]:
+    """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step)."""
+    tiles_map = dep.tiles_map
+    bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
+    loops = wait_loops(policy, dep, consumer_grid, bound)
+    invariant = {loop.symbol: loop.lo for loop in loops if loop.invariant}
+    looped = [loop for loop in loops if not loop.invariant]
+    # Symbols the semaphore does not depend on become their first value; the others keep a
+    # value: the step (s0 when bound) or a loop variable, renumbered densely.
+    live = [i for i in range(tiles_map.num_symbols) if i not in invariant]
+    replacements = [
+        AffineExpr.constant(invariant[i]) if i in invariant else AffineExpr.symbol(live.index(i))
+        for i in range(tiles_map.num_symbols)
+    ]
+    dims = [AffineExpr.dimension(i) for i in range(tiles_map.num_dims)]
+    results = [e.replace_dims_and_symbols(dims, replacements) for e in tiles_map.results]
+    values: dict[int, SSAValue] = {}  # live symbol position (renumbered) → value
+    if bound:
+        values[live.index(0)] = step  # type: ignore[assignment]
+
+    def body_ops() -> list[Operation]:
+        ops: list[Operation] = []
+        coords: list[SSAValue] = []
+        for expr in results:
+            if isinstance(expr, AffineDimExpr):
+                coords.append(tile[expr.position])
+            elif isinstance(expr, AffineSymExpr):
+                coords.append(values[expr.position])
+            elif isinstance(expr, AffineConstantExpr):
+                const = _index_const(expr.value)
+                ops.append(const)
+                coords.append(const.result)
+            else:
+                one = AffineMap(tiles_map.num_dims, len(live), (expr,))
+                operands = [*tile, *(values[i] for i in range(len(live)))]
+                apply = affine.ApplyOp(operands, AffineMapAttr(one))
+                ops.append(apply)
+                coords.append(apply.result)
+        ops.append(sync.WaitOp(sems, coords, policy, epoch))
+        return ops
+
+    def nest(remaining: list) -> list[Operation]:
+        if not remaining:
+            return body_ops()
+        loop, rest = remaining[0], remaining[1:]
+        lo, hi, st = _index_const(loop.lo), _index_const(loop.hi), _index_const(loop.step)
+        block = Block(arg_types=[IndexType()])
+        values[live.index(loop.symbol)] = block.args[0]
+        block.add_ops([*nest(rest), scf.YieldOp()])
+        block.args[0].name_hint = f"s{loop.symbol}"
+        return [lo, hi, st, scf.ForOp(lo, hi, st, [], block)]
+
+    return nest(looped)
+
+
+def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
+    """Give every stage its own kernel: clone a gpu.func that several stages launch."""
+    first_user: dict[SymbolRefAttr, str] = {}
+    for name, stage in graph.stages.items():
+        if stage.kernel not in first_user:
+            first_user[stage.kernel] = name
+            continue
+        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+        gmod = func.parent_op()
+        assert gmod is not None
+        taken = {op.sym_name.data for op in gmod.walk() if isinstance(op, gpu.FuncOp)}
+        new_name = f"{func.sym_name.data}_{name}"
+        while new_name in taken:
+            new_name += "_"
+        clone = func.clone()
+        clone.sym_name = StringAttr(new_name)
+        Rewriter.insert_op(clone, InsertPoint.after(func))
+        stage.kernel = SymbolRefAttr(stage.kernel.root_reference, [StringAttr(new_name)])
+
+
+def _named(arg: SSAValue, stage: str | None) -> SSAValue:
+    if arg.name_hint is None:
+        arg.name_hint = "epoch" if stage is None else f"sems_{stage}"
+    return arg
+
+
+def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
+    stage = graph.stages[name]
+    func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+    where = f"kernel {stage.kernel} of stage @{name}"
+    consumers = graph.outgoing(name)
+    incoming = graph.incoming(name)
+    if not consumers and not incoming:
+        erase_unfilled_hooks(func)
+        return
+    own = _named(sync_arg(func, sems_role(name), semaphore_type()), name) if consumers else None
+    producer_sems = {
+        p: _named(sync_arg(func, sems_role(p), semaphore_type()), p) for p in graph.producers(name)
+    }
+    epoch = _named(sync_arg(func, "epoch", i32), None)
+
+    load_points = [op for op in func.walk() if isinstance(op, sync.LoadPointOp)]
+    store_points = [op for op in func.walk() if isinstance(op, sync.StorePointOp)]
+    for dep in incoming:
+        if not any(lp.operand.data == dep.operand.data for lp in load_points):
+            raise diagnostic(
+                PASS,
+                dep,
+                f"{where} has no sync.load_point operand {dep.operand.data}, but stage "
+                f"{dep.producer} writes that operand: the kernel would read it unsynchronized",
+            )
+    already_posts = own is not None and any(
+        isinstance(o, sync.PostOp) and o.sems == own for o in func.walk()
+    )
+    if consumers and not store_points and not already_posts:
+        readers = ", ".join(str(d.consumer) for d in consumers)
+        raise diagnostic(
+            PASS,
+            stage,
+            f"{where} has no sync.store_point, but {readers} read its tiles and would wait forever",
+        )
+
+    for lp in load_points:
+        if FILLED_ATTR in lp.attributes:
+            continue
+        deps = [d for d in incoming if d.operand.data == lp.operand.data]
+        if not deps:
+            continue  # erased below: no producer writes this operand
+        ops: list[Operation] = []
+        for dep in deps:
+            producer = graph.producer_of(dep)
+            assert producer.policy is not None  # checked by the pass first
+            if len(lp.tile) != dep.tiles_map.num_dims:
+                raise diagnostic(
+                    PASS,
+                    lp,
+                    f"in {where}, sync.load_point operand {lp.operand.data} gives "
+                    f"{len(lp.tile)} tile coordinates but the stage has a {stage.rank}-D grid",
+                )
+            ops += build_waits(
+                dep,
+                producer.policy,
+                stage.grid_shape,
+                list(lp.tile),
+                lp.step,
+                producer_sems[dep.producer.root_reference.data],
+                epoch,
+            )
+        Rewriter.insert_op(ops, InsertPoint.before(lp))
+        lp.attributes[FILLED_ATTR] = UnitAttr()
+
+    if consumers:
+        assert own is not None and stage.policy is not None
+        for sp in store_points:
+            if len(sp.tile) != stage.rank:
+                raise diagnostic(
+                    PASS,
+                    sp,
+                    f"in {where}, sync.store_point gives {len(sp.tile)} tile coordinates but "
+                    f"the stage has a {stage.rank}-D grid",
+                )
+            Rewriter.replace_op(sp, sync.PostOp(own, list(sp.tile), stage.policy, epoch))
+        stage.attributes[NUM_SEMAPHORES_ATTR] = IntegerAttr(
+            stage.policy.num_semaphores(stage.grid_shape), i64
+        )
+    erase_unfilled_hooks(func)
+
+
+@dataclass(frozen=True)
+class InsertPostWaitPass(ModulePass):
+    name = PASS
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        for name in graph.stages:
+            stage = graph.stages[name]
+            if graph.outgoing(name) and stage.policy is None:
+                raise diagnostic(
+                    PASS,
+                    stage,
+                    f"stage @{name} is read by other stages but has no policy; run "
+                    f"sync-generate-policies (or sync-select-policy) first",
+                )
+        _specialize_shared_kernels(op, graph)
+        for name in graph.stages:
+            _fill_stage(op, graph, name)
+        # Kernels of no stage: nothing depends on them, their hooks go.
+        for func in op.walk():
+            if isinstance(func, gpu.FuncOp):
+                erase_unfilled_hooks(func)
