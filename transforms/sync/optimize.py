@@ -106,16 +106,19 @@ class DropWaitKernelPass(ModulePass):
                 )
 
 
-def _neighbours(name: str, deps: Sequence[DependencyOp]) -> tuple[list[str], list[str]]:
-    producers: list[str] = []
-    consumers: list[str] = []
+def tile_order_group(name: str, deps: Sequence[DependencyOp]) -> list[str]:
+    """The stages T weighs for stage `name`: itself, the stages it reads, the stages reading
+    it (their orders were derived from when its tiles finish), each once, in that order."""
+    group = [name]
     for dep in deps:
         p, c = dep.producer.root_reference.data, dep.consumer.root_reference.data
-        if c == name and p not in producers:
-            producers.append(p)
-        if p == name and c not in consumers:
-            consumers.append(c)
-    return producers, consumers
+        if c == name and p not in group:
+            group.append(p)
+    for dep in deps:
+        p, c = dep.producer.root_reference.data, dep.consumer.root_reference.data
+        if p == name and c not in group:
+            group.append(c)
+    return group
 
 
 def tile_order_verdict(
@@ -123,8 +126,7 @@ def tile_order_verdict(
 ) -> Legality:
     """Whether `stage`'s custom order may become row_major, with the reason."""
     pass_name = DropTileOrderPass.name
-    producers, consumers = _neighbours(stage.sym_name.data, deps)
-    names = [stage.sym_name.data, *producers, *(c for c in consumers if c not in producers)]
+    names = tile_order_group(stage.sym_name.data, deps)
     involved = [_stage(stages, n, pass_name, "dependency stage") for n in names]
     verdict = tile_order_legality([annotated_waves(s, sms, pass_name) for s in involved])
     return Legality(verdict.legal, ", ".join(f"@{n}" for n in names) + f": {verdict.reason}")

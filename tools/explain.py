@@ -1,0 +1,267 @@
+"""`python -m tilesync.tools.explain FILE [--sms 132] [--arch sm_90]`: the wave model of a program.
+
+For every `sync.stage`: grid, blocks, blocks per SM and what limits them, waves, the last
+wave's utilization and the average utilization over all waves (paper Table I), its order and
+its policy (the stage's `policy`, or what its dependencies read); then, for every group of
+dependent stages, the predicted time in tile-time units with stream synchronization
+(Σ ⌈waves⌉) and with per-tile synchronization (⌈Σ waves⌉), the predicted speedup, and whether
+the optimizations W (drop the wait-kernel) and T (drop the custom order) are legal.
+
+Blocks per SM come from the stage's `blocks_per_sm` attribute (sync-annotate-occupancy);
+without it they are computed here from `registers` / `shared_bytes` and the stage's block,
+with 32 registers and no shared memory assumed where those are missing, and the output says
+so. Bad input is one line on stderr and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Sequence
+from fractions import Fraction
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import ParseError
+
+from tilesync.dialects.sync import DependencyOp, StageOp, WaitKernelOp, format_affine_map
+from tilesync.transforms.sync.annotate_occupancy import (
+    BLOCKS_PER_SM,
+    DYNAMIC_SHARED_BYTES,
+    LIMITER,
+    REGISTERS,
+    SHARED_BYTES,
+    int_attribute,
+    stage_occupancy,
+)
+from tilesync.transforms.sync.optimize import guarded_launch, tile_order_group
+from tilesync.transforms.sync.wave_model import (
+    StageWaves,
+    limits_for_arch,
+    predict_chain,
+    tile_order_legality,
+    wait_kernel_legality,
+)
+
+
+def _num(value: Fraction | float) -> str:
+    text = f"{float(value):.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _pct(value: Fraction) -> str:
+    return f"{float(value) * 100:.1f} %"
+
+
+def _shape(values: Sequence[int]) -> str:
+    return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def _policy_text(stage: StageOp) -> str | None:
+    policy: Attribute | None = getattr(stage, "policy", None)
+    if policy is None:
+        policy = stage.attributes.get("policy")
+    if policy is None:
+        return None
+    text = str(policy)
+    return text.removeprefix("#sync.policy<").removesuffix(">") if text.startswith("#") else text
+
+
+def _stage_waves(stage: StageOp, sms: int, arch: str) -> tuple[StageWaves | None, str]:
+    """The stage's waves and a note on where its blocks per SM come from."""
+    bpsm = int_attribute(stage, BLOCKS_PER_SM, "explain")
+    if bpsm is not None:
+        limiter = stage.attributes.get(LIMITER)
+        note = f" ({limiter.data})" if limiter is not None and hasattr(limiter, "data") else ""
+    else:
+        occupancy, registers, _ = stage_occupancy(stage, arch)
+        bpsm = occupancy.blocks_per_sm
+        assumed = []
+        if int_attribute(stage, REGISTERS, "explain") is None:
+            assumed.append(f"{registers} registers")
+        if int_attribute(stage, SHARED_BYTES, "explain") is None and not int_attribute(
+            stage, DYNAMIC_SHARED_BYTES, "explain"
+        ):
+            assumed.append("no shared memory")
+        note = f" ({occupancy.limiter}; computed"
+        note += f", assuming {' and '.join(assumed)})" if assumed else ")"
+        if bpsm == 0:
+            return None, note
+    return StageWaves(math.prod(stage.grid_shape), bpsm, sms), note
+
+
+def _components(names: list[str], deps: list[DependencyOp]) -> list[list[str]]:
+    """Groups of stages connected by dependencies, each in program order."""
+    parent = {n: n for n in names}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for dep in deps:
+        a, b = find(dep.producer.root_reference.data), find(dep.consumer.root_reference.data)
+        parent[a] = b
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(find(n), []).append(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
+    """The wave-model report of `module` (see the module doc) as text."""
+    if sms < 1:
+        raise ValueError(f"sms must be positive, got {sms}")
+    stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, StageOp)}
+    deps = [op for op in module.walk() if isinstance(op, DependencyOp)]
+    waits = [op for op in module.walk() if isinstance(op, WaitKernelOp)]
+    lines = [f"wave model on {sms} SMs ({arch}); times in tile-time units"]
+    if not stages:
+        lines.append("no sync.stage in this module")
+        return "\n".join(lines) + "\n"
+    waves: dict[str, StageWaves] = {}
+    for name, stage in stages.items():
+        blocks = math.prod(stage.grid_shape)
+        lines.append("")
+        lines.append(
+            f"stage @{name}: grid {_shape(stage.grid_shape)} = {blocks} blocks of "
+            f"{math.prod(stage.block_shape)} threads"
+        )
+        sw, note = _stage_waves(stage, sms, arch)
+        if sw is None:
+            lines.append(f"  blocks per SM: 0{note}: this stage cannot run")
+        else:
+            waves[name] = sw
+            lines.append(
+                f"  blocks per SM: {sw.blocks_per_sm}{note}, {sw.blocks_per_wave} per wave"
+            )
+            lines.append(
+                f"  waves: {_num(sw.waves)} ({sw.wave_count} when alone); last wave "
+                f"{sw.last_wave_blocks}/{sw.blocks_per_wave} blocks = "
+                f"{_pct(sw.last_wave_utilization)}; average utilization {_pct(sw.utilization)}"
+            )
+        order = stage.order
+        lines.append(f"  order: {'none (block ids)' if order is None else _order_text(order)}")
+        policy = _policy_text(stage)
+        if policy is not None:
+            lines.append(f"  policy: {policy}")
+        elif any(d.producer.root_reference.data == name for d in deps):
+            lines.append("  policy: none yet (sync-generate-policies derives it from the reads)")
+        for dep in deps:
+            if dep.consumer.root_reference.data != name:
+                continue
+            producer = stages.get(dep.producer.root_reference.data)
+            ppolicy = _policy_text(producer) if producer is not None else None
+            lines.append(
+                f"  reads @{dep.producer.root_reference.data} (operand {dep.operand.data}): "
+                f"tiles {format_affine_map(dep.tiles_map)}"
+                + "".join(f", s{i} in [{lo}, {hi})" for i, (lo, hi) in enumerate(dep.ranges))
+                + (f"; waits by {ppolicy}" if ppolicy else "")
+            )
+    for group in _components(list(stages), deps):
+        lines.append("")
+        lines.append("dependent stages " + ", ".join(f"@{n}" for n in group) + ":")
+        if any(n not in waves for n in group):
+            lines.append("  no prediction: a stage of this group cannot run")
+            continue
+        prediction = predict_chain([waves[n] for n in group])
+        parts = " + ".join(str(waves[n].wave_count) for n in group)
+        sums = " + ".join(_num(waves[n].waves) for n in group)
+        lines.append(f"  stream sync:   {prediction.stream_sync} ({parts})")
+        lines.append(
+            f"  per-tile sync: {prediction.fine_grained} (ceil({sums}) = "
+            f"ceil({_num(prediction.total_waves)}))"
+        )
+        lines.append(f"  predicted speedup: {_num(prediction.speedup)}x")
+        for wait in waits:
+            producer = wait.producer.root_reference.data
+            launch = guarded_launch(wait)
+            if producer not in group or launch is None:
+                continue
+            consumer = launch.stage.root_reference.data
+            if consumer not in waves:
+                continue
+            verdict = wait_kernel_legality(waves[producer], waves[consumer])
+            lines.append(
+                f"  W (drop the wait-kernel @{producer} -> @{consumer}): "
+                f"{'legal' if verdict else 'not legal'}: {verdict.reason}"
+            )
+        for name in group:
+            stage = stages[name]
+            if stage.order is None or stage.order.kind.data == "row_major":
+                continue
+            if not any(d.consumer.root_reference.data == name for d in deps):
+                continue
+            involved = tile_order_group(name, deps)
+            verdict = tile_order_legality([waves[n] for n in involved])
+            lines.append(
+                f"  T (drop the {stage.order.kind.data} order of @{name}): "
+                f"{'legal' if verdict else 'not legal'}: {verdict.reason}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _order_text(order: Attribute) -> str:
+    text = str(order).removeprefix("#sync.order<").removesuffix(">")
+    if text.startswith("table<"):
+        values = text.removeprefix("table<").removesuffix(">").split(", ")
+        shown = ", ".join(values[:8]) + (", ..." if len(values) > 8 else "")
+        return f"table of {len(values)} tiles <{shown}>"
+    return text
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if isinstance(error, ParseError) and len(lines) > 1:
+        # xDSL puts the location first, then the source line and a caret, then the message.
+        location, message = lines[0], lines[-1]
+        return f"{location} {message}" if location != message else message
+    return " ".join(lines)
+
+
+def load(path: str) -> ModuleOp:
+    from xdsl.context import Context
+    from xdsl.parser import Parser
+
+    from tilesync.tools.universe import all_dialects_with_xdsl
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    ctx = Context()
+    for name, factory in all_dialects_with_xdsl().items():
+        ctx.register_dialect(name, factory)
+    module = Parser(ctx, text, path).parse_module()
+    module.verify()
+    return module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tilesync.tools.explain",
+        description="Wave model of a tilesync program: waves, utilization, predicted speedup.",
+    )
+    parser.add_argument("file", help="MLIR file with sync.stage ops")
+    parser.add_argument("--sms", type=int, default=132, help="SMs of the device (132)")
+    parser.add_argument("--arch", default="sm_90", help="sm_80, sm_90 or sm_90a")
+    args = parser.parse_args(argv)
+    try:
+        if args.sms < 1:
+            raise ValueError(f"--sms must be positive, got {args.sms}")
+        limits_for_arch(args.arch)
+        sys.stdout.write(explain(load(args.file), args.sms, args.arch))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as error:  # one readable line, never a traceback
+        if os.environ.get("TILESYNC_TRACEBACK"):
+            raise
+        print(f"explain: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
