@@ -372,13 +372,15 @@ def wait_kernel_legality(producer: StageWaves, consumer: StageWaves) -> Legality
     1. **co-residency** (early cuSync, §V-1): every block of both kernels fits at once,
        `B_p + B_c ≤ S · min(b_p, b_c)`. Then no block ever waits for a slot, whatever order
        the blocks are dispatched in.
-    2. **fewer than two waves, no starvation** (cuSync 2024, §IV-C): `w_p + w_c < 2` (the
-       two kernels together take fewer than two waves, so a consumer block dispatched early
-       holds its slot for at most the producer's single partial wave), and the consumer
-       cannot starve the producer even if every consumer block is dispatched first:
-       `B_c < consumer_blocks_that_starve(...)` (with equal occupancy: `w_c < 1`). The paper
-       states only the first half; without the second a consumer of ≥ 1 wave dispatched
-       first would fill every SM with spinning blocks and deadlock.
+    2. **fewer than two waves, no starvation** (cuSync 2024, §IV-C): `w_p + w_c < 2`, the
+       paper's condition (a performance rule: with the producer launched first, on a
+       higher-priority stream, the consumer's blocks then fill at most the producer's partial
+       last wave), and the consumer cannot starve the producer even if every consumer block
+       is dispatched first: `B_c < consumer_blocks_that_starve(...)` (with equal occupancy:
+       `w_c < 1`). The paper states only the first half; without the second a consumer of
+       one wave or more, dispatched first, would fill every SM with spinning blocks and
+       deadlock. The second half is what makes the removal safe for any dispatch order; the
+       first only bounds the cost under the in-order dispatch the paper observed.
 
     `w = B / (S·b)` with exact fractions; strict `< 2`, so exactly two waves is not legal.
     """
