@@ -298,10 +298,10 @@ class Deadlock:
 
     * slots-held-by-waiters: waiting blocks hold the slots that pending producer blocks need
       (the deadlock of cuSync §III-B);
-    * posts-never-arrive: every block is dispatched, yet some wait expects more posts than
-      will come (a policy or epoch count too large);
-    * launch-blocked: nothing waits on a semaphore that can still move, but a grid or
-      wait-kernel can never become eligible (stream order against a dependency).
+    * posts-never-arrive: every producer tile the stuck waits cover has posted, yet they
+      expect more (a policy's `posts` or an epoch count too large);
+    * launch-blocked: the rest: a grid or wait-kernel that never becomes eligible (a consumer
+      ahead of its producer on one stream, a wait-kernel ahead of its producer).
     """
 
     time: int
@@ -559,7 +559,8 @@ def progress_guarantees(
       producer's *first* block started (`wait_kernel_mode="first_started"`); that is enough
       only for an in-order block scheduler that puts the consumer behind the producer, so
       under any other scheduler it counts as no guarantee;
-    * "co-resident": every block of the program fits on the machine at once.
+    * "co-resident": every block of one launch of the program fits on the machine at once
+      (with `launch_barrier=False` launches may overlap; this check does not cover that).
 
     A producer whose eligibility itself needs the consumer (e.g. launched after it on the same
     stream) gets no guarantee: nothing can break that cycle.
@@ -671,6 +672,7 @@ class _Grid:
     size: int
     pending: list[int]
     eligible_at: int | None = None
+    eligible_rank: int = 0  # place in the hardware's queue of eligible grids
     dispatched: int = 0
     finished: int = 0
     first_dispatch: int | None = None
@@ -733,6 +735,7 @@ class _Simulation:
         self.now = 0
         self.events: list[tuple[int, float, int, _Block]] = []
         self.event_seq = itertools.count()
+        self.eligible_ranks = itertools.count()
         self.free = [analysis.capacity] * analysis.machine.sms
         self.sems = {
             (name, index): 0 for name, size in analysis.semaphores.items() for index in range(size)
@@ -810,7 +813,7 @@ class _Simulation:
         return previous.done_at is not None
 
     def _update_eligibility(self) -> bool:
-        changed = False
+        released: list[_Grid | _WaitKernel] = []
         for items in self.streams.values():
             for position, item in enumerate(items):
                 if item.eligible_at is not None:
@@ -820,8 +823,13 @@ class _Simulation:
                 if position > 0 and not self._releases(items[position - 1], item):
                     break
                 item.eligible_at = self.now
-                changed = True
-        return changed
+                released.append(item)
+        # Grids join the hardware queue when released, behind every grid released before
+        # (program order only breaks ties within one release).
+        for item in sorted(released, key=lambda i: i.seq):
+            if isinstance(item, _Grid):
+                item.eligible_rank = next(self.eligible_ranks)
+        return bool(released)
 
     def _finish_wait_kernels(self) -> bool:
         changed = False
@@ -843,7 +851,7 @@ class _Simulation:
     def _candidates(self) -> list[_Grid]:
         grids = [g for g in self.grids if g.eligible_at is not None and g.pending]
         if self.scheduler == "in_order":
-            grids.sort(key=lambda g: (g.priority, g.eligible_at, g.seq))
+            grids.sort(key=lambda g: (g.priority, g.eligible_rank))
         elif self.scheduler == "adversarial":
             # Consumers first (deepest stage first), the latest launch first.
             grids.sort(key=lambda g: (-self.a.depth[g.stage], -g.seq))

@@ -374,10 +374,17 @@ def test_wait_kernel_and_pdl_prevent_the_deadlock(scheduler):
         assert result.makespan == 2 * 30  # both overlap the partial wave
 
 
-def test_the_papers_wait_kernel_needs_in_order_dispatch():
+@pytest.mark.parametrize(
+    "launches",
+    [
+        [SimLaunch("p", 0), SimWaitKernel("p", 1), SimLaunch("c", 1)],
+        # the consumer first in program order: it still queues behind the started producer
+        [SimWaitKernel("p", 1), SimLaunch("c", 1), SimLaunch("p", 0)],
+    ],
+)
+def test_the_papers_wait_kernel_needs_in_order_dispatch(launches):
     # cuSync's wait-kernel ends when the producer's first block starts: enough while the
-    # hardware dispatches grids in launch order, not against an adversarial dispatcher.
-    launches = [SimLaunch("p", 0), SimWaitKernel("p", 1), SimLaunch("c", 1)]
+    # hardware dispatches grids in the order they were released, not against an adversary.
     machine = SimMachine(sms=5, blocks_per_sm=2)
     in_order = simulate(
         chain((12,), launches), machine, "in_order", wait_kernel_mode="first_started"
@@ -390,6 +397,15 @@ def test_the_papers_wait_kernel_needs_in_order_dispatch():
     assert adversarial.deadlock is not None
     assert adversarial.deadlock.reason == "slots-held-by-waiters"
     assert adversarial.guarantees == {("p", "c"): None}
+    # a consumer of higher priority overtakes the producer's remaining blocks
+    urgent = [
+        SimLaunch(i.stage, i.stream, -1) if isinstance(i, SimLaunch) and i.stage == "c" else i
+        for i in launches
+    ]
+    overtaken = simulate(
+        chain((12,), urgent), machine, "in_order", wait_kernel_mode="first_started"
+    )
+    assert overtaken.deadlock is not None and overtaken.guarantees == {("p", "c"): None}
 
 
 def test_consumer_before_producer_on_one_stream_is_launch_blocked():
@@ -699,3 +715,28 @@ def test_an_under_counting_policy_is_detected(case, data):
     assert all(v.producer == victim.name for v in early)
     if reads_only_victim:
         assert early
+
+
+@PROPERTY_SETTINGS
+@given(
+    programs(),
+    st.booleans(),
+    st.sampled_from(SCHEDULERS),
+    st.sampled_from(["all_dispatched", "first_started"]),
+    st.integers(0, 2**16),
+)
+def test_a_claimed_guarantee_holds(case, strip, scheduler, wait_kernel_mode, seed):
+    # With the mechanism stripped (no wait-kernels, no PDL) many programs have none left;
+    # whatever the check still claims must hold under every scheduler.
+    program, machine = case
+    if strip:
+        program.launches = [
+            SimLaunch(i.stage, i.stream, i.priority)
+            for i in program.launches
+            if isinstance(i, SimLaunch)
+        ]
+    result = simulate(program, machine, scheduler, seed=seed, wait_kernel_mode=wait_kernel_mode)
+    if all(g is not None for g in result.guarantees.values()):
+        result.check()
+    else:
+        assert not result.violations  # a correct policy never reads early, hang or not
