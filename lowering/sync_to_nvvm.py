@@ -315,6 +315,20 @@ class EraseSyncHooks(RewritePattern):
             rewriter.erase_op(op)
 
 
+def adopt_stage_orders(module: ModuleOp) -> None:
+    """A stage's tile order (set by sync-tile-order and friends) reaches its kernel's sync.tile
+    ops that name none, so the order passes need not edit kernels."""
+    for stage in module.walk():
+        if not isinstance(stage, sync.StageOp) or stage.order is None:
+            continue
+        kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+        if not isinstance(kernel, gpu.FuncOp):
+            continue
+        for tile in kernel.walk():
+            if isinstance(tile, sync.TileOp) and tile.order is None:
+                tile.order = stage.order
+
+
 @dataclass(frozen=True)
 class ConvertSyncToNVVMPass(ModulePass):
     """Lower sync.tile / sync.wait / sync.post inside kernels; host-level sync ops stay."""
@@ -326,6 +340,7 @@ class ConvertSyncToNVVMPass(ModulePass):
     debug: bool = False  # timed-out waits describe themselves in a host-mapped record
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        adopt_stage_orders(op)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
                 [LowerOrderedTile(), LowerTile(),

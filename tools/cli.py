@@ -90,6 +90,15 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from tilesync.api import parse
+    from tilesync.tools.explain import explain
+
+    print(explain(parse(Path(args.file).read_text(), name=args.file), sms=args.sms,
+                  arch=args.arch))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilesync", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--time-passes", action="store_true")
     c.add_argument("-o", "--output")
     c.set_defaults(run=_compile)
+
+    e = sub.add_parser("explain", help="the wave model of a stage program (paper Table I)")
+    e.add_argument("file")
+    e.add_argument("--sms", type=int, default=132)
+    e.add_argument("--arch", default="sm_90")
+    e.set_defaults(run=_explain)
 
     d = sub.add_parser("demo", help="compile the examples; run the copy chain on a GPU")
     d.set_defaults(run=_demo)

@@ -76,6 +76,20 @@ class TilesyncOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("--analyze", action="store_true",
+                                help="print the wave model of the program (after the passes) "
+                                     "instead of the program")
+        arg_parser.add_argument("--sms", type=int, default=132, help="SMs for --analyze")
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.analyze:
+            from tilesync.tools.explain import explain
+
+            return explain(prog, sms=self.args.sms) + "\n"
+        return super().output_resulting_program(prog)
+
     def register_all_targets(self):
         super().register_all_targets()
         self.available_targets["llvm"] = lambda: LLVMTarget

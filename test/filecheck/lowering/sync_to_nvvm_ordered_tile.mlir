@@ -44,3 +44,20 @@ gpu.module @kernels {
 // CHECK-LABEL: gpu.func @plain(%out: memref<?xindex>) kernel {
 // CHECK-NEXT:    %[[B:.*]] = gpu.block_id x
 // CHECK-NEXT:    memref.store %[[B]], %out[%[[B]]]
+
+// -----
+// A stage's order reaches the sync.tile ops of its kernel.
+// RUN: tilesync-opt %s --split-input-file -p convert-sync-to-nvvm | filecheck %s --check-prefix=STAGE
+builtin.module {
+  sync.stage @s {kernel = @m::@staged, grid = array<i64: 4, 4>, block = array<i64: 32>, tile = array<i64: 8, 8>, order = #sync.order<column_major>}
+  gpu.module @m {
+    gpu.func @staged(%out: memref<?xindex>) kernel {
+      %x, %y = sync.tile : index, index
+      memref.store %x, %out[%y] : memref<?xindex>
+      gpu.return
+    }
+  }
+}
+// STAGE-LABEL: gpu.func @staged
+// STAGE-SAME:    sync.args = ["tile_counter"]
+// STAGE:         nvvm.atom add relaxed, gpu

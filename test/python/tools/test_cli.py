@@ -91,3 +91,16 @@ def test_cli_demo_runs_without_gpu():
     assert proc.returncode == 0, proc.stderr
     assert "copy_chain.mlir: compiled" in proc.stdout
     assert "no GPU here" in proc.stdout
+
+
+def test_explain_and_analyze():
+    example = ROOT / "examples" / "gpt3_mlp_sync.mlir"
+    proc = run("tilesync.tools.cli", "explain", str(example))
+    assert proc.returncode == 0, proc.stderr
+    assert "stage @gemm1: grid (8, 48) = 384 blocks" in proc.stdout
+    assert "predicted speedup: 1.5x" in proc.stdout
+    proc = run("tilesync.tools.opt", str(example), "--analyze")
+    assert proc.returncode == 0, proc.stderr
+    assert "stage @gemm2" in proc.stdout and "builtin.module" not in proc.stdout
+    assert_one_line_error(run("tilesync.tools.cli", "explain", str(ROOT / "nope.mlir")),
+                          "nope.mlir")
