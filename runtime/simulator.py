@@ -1112,9 +1112,9 @@ def simulate(
         if tile not in outputs[epoch - 1].get(name, {})
         or not _values_equal(outputs[epoch - 1][name][tile], expected)
     ]
-    spans = {
+    spans: dict[str, list[tuple[int, int]]] = {
         name: [
-            (grid.first_dispatch, grid.done_at)
+            (grid.first_dispatch or 0, grid.done_at)
             for grid in simulation.grids
             if grid.stage == name and grid.done_at is not None
         ]
@@ -1124,8 +1124,8 @@ def simulate(
     makespan = max((grid.done_at or 0 for grid in simulation.grids), default=0)
     return SimResult(
         makespan=deadlock.time if deadlock else makespan,
-        stage_finish=finish,  # type: ignore[arg-type]
-        stage_spans=spans,  # type: ignore[arg-type]
+        stage_finish=finish,
+        stage_spans=spans,
         tile_spans=dict(simulation.tile_spans),
         deadlock=deadlock,
         violations=simulation.violations,
