@@ -19,6 +19,7 @@ from xdsl.parser import Parser
 from tilesync.dialects.sync import (
     OrderAttr,
     PolicyAttr,
+    StageOp,
     Sync,
     conv2d_tile_sync,
     row_sync,
@@ -534,11 +535,31 @@ def test_program_from_ir_without_launches_runs_in_stream_order():
 
 def test_a_waited_on_stage_needs_a_policy():
     module = parse_module(MLP_IR.replace("%LAUNCHES%", ""))
-    stage_op = next(op for op in module.walk() if op.name == "sync.stage")
-    if "policy" in stage_op.properties or "policy" in stage_op.attributes:
-        pytest.skip("this dialect version gives stages a policy")
     with pytest.raises(ValueError, match="mlp1 is waited on but has no policy"):
         simulate(program_from_ir(module), SimMachine(sms=4))
+
+
+def test_program_from_ir_reads_the_stage_policy():
+    if "policy" not in StageOp.get_irdl_definition().properties:
+        pytest.skip("this sync dialect has no policy on sync.stage")
+    text = MLP_IR.replace(
+        "order = #sync.order<row_major>}",
+        "order = #sync.order<row_major>, policy = #sync.policy<RowSync (d0, d1) -> (d0), "
+        "posts = 8>}",
+    ).replace("%LAUNCHES%", "sync.launch @mlp1\nsync.launch @mlp2 {stream = 1 : i64}")
+    program = program_from_ir(parse_module(text))
+    assert program.stages[0].policy == row_sync((4, 8))
+    result = simulate(program, SimMachine(sms=96), "adversarial", launches=2)
+    result.check()
+    assert result.guarantees == {("mlp1", "mlp2"): "co-resident"}
+    # a policy passed in wins over the IR's
+    short = SimPolicy(lambda tile: tile[0], 7)
+    wrong = simulate(
+        program_from_ir(parse_module(text), policies={"mlp1": short}),
+        SimMachine(sms=96),
+        "adversarial",
+    )
+    assert wrong.violations
 
 
 def test_invalid_programs_are_refused():
