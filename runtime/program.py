@@ -146,6 +146,8 @@ class StageProgram:
             return self.semaphores(role[len("sems:@"):])
         if role in ("start_flag", "wait_flag"):  # a wait-kernel's stage is its producer
             return self._flag(stage)
+        if role == "wait_target":  # every producer block posts its start flag once a launch
+            return self.epoch * math.prod(self.stages[stage].grid)
         if role == "tile_counter":
             return self._counter(stage)
         if role == "order_table":

@@ -2,10 +2,13 @@
 
 A consumer block that spins holds its SM slot; if consumer blocks take the SMs before the
 producer's blocks are dispatched, nothing can finish. The wait-kernel, one thread launched on
-the consumer's stream just before the consumer, spins until the producer has started; only
-then can the consumer's blocks be dispatched, behind the producer's (which is also launched
-first and at a higher priority). The producer's block (0, 0, 0) posts its start flag on entry
-(an epoch semaphore, so no reset between launches). Consumers launched with PDL need none.
+the consumer's stream just before the consumer, spins until *every* producer block has
+started (each posts the producer's start flag on entry; the host passes epoch × blocks as the
+target): only then can consumer blocks be dispatched, so they can never hold the slots a
+producer block needs. (The paper's wait-kernel waits for the first block only, which relies on
+the hardware preferring the producer's remaining blocks; runtime/simulator.py shows an
+adversarial dispatcher deadlocking it.) The flag is an epoch semaphore: no reset between
+launches. Consumers launched with PDL need none: PDL gives the same guarantee.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, gpu, scf
+from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMap,
@@ -44,7 +47,6 @@ from tilesync.transforms.sync.kernel_args import SYNC_ARGS_ATTR, sync_arg, sync_
 WAIT_KERNEL = "tilesync_wait_kernel"
 START_FLAG_ROLE = "start_flag"
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
-_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 
 
 def _flag_type() -> MemRefType:
@@ -52,23 +54,19 @@ def _flag_type() -> MemRefType:
 
 
 def add_start_signal(func: gpu.FuncOp) -> None:
-    """Block (0, 0, 0) of the producer posts its start flag on entry (once per kernel)."""
+    """Every block of the producer posts its start flag on entry (once per kernel)."""
     if START_FLAG_ROLE in sync_roles(func):
         return
     flag = sync_arg(func, START_FLAG_ROLE, _flag_type())
     epoch = sync_arg(func, "epoch", i32)
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
-    ids = [gpu.BlockIdOp(gpu.DimensionAttr(d)) for d in _DIMS]
-    xy = arith.OrIOp(ids[0], ids[1])
-    xyz = arith.OrIOp(xy, ids[2])
-    first = arith.CmpiOp(xyz, zero, "eq")
     post = sync.PostOp(flag, [zero], FLAG_POLICY, epoch)
-    ops = [zero, *ids, xy, xyz, first, scf.IfOp(first, [], [post, scf.YieldOp()])]
-    Rewriter.insert_op(ops, InsertPoint.before(entry_insertion_point(func)))
+    Rewriter.insert_op([zero, post], InsertPoint.before(entry_insertion_point(func)))
 
 
 def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
-    """The one wait-kernel of a gpu.module: spin (acquire, backoff, timeout) on a start flag."""
+    """The one wait-kernel of a gpu.module: spin (acquire, backoff, timeout) until a start
+    flag reaches the target the host passes (epoch × producer blocks)."""
     for op in gmod.body.ops:
         if isinstance(op, gpu.FuncOp) and op.sym_name.data == WAIT_KERNEL:
             return op
@@ -79,7 +77,8 @@ def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
     func = gpu.FuncOp(WAIT_KERNEL, FunctionType.from_lists([_flag_type(), i32], []),
                       Region(block), kernel=True)
     func.attributes["gpu.known_block_size"] = DenseArrayBase.from_list(i32, [1, 1, 1])
-    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr("wait_flag"), StringAttr("epoch")])
+    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr("wait_flag"),
+                                                 StringAttr("wait_target")])
     gmod.body.blocks.first.add_op(func)
     return func
 

@@ -22,16 +22,14 @@ builtin.module {
 // CHECK:      sync.launch @produce
 // CHECK-NEXT: sync.wait_kernel @produce {stream = 1 : i64}
 // CHECK-NEXT: sync.launch @consume {stream = 1 : i64}
-// The producer posts its start flag from block (0, 0, 0) on entry.
+// Every producer block posts its start flag on entry.
 // CHECK:      gpu.func @producer(%out: memref<?xf32>, %[[FLAG:.*]]: memref<?xi32>, %[[EPOCH:.*]]: i32) kernel attributes {sync.args = ["start_flag", "epoch"]} {
-// CHECK:        %[[FIRST:.*]] = arith.cmpi eq
-// CHECK-NEXT:   scf.if %[[FIRST]] {
-// CHECK-NEXT:     sync.post %[[FLAG]][%{{.*}}] epoch %[[EPOCH]] policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
-// CHECK-NEXT:   }
+// CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:   sync.post %[[FLAG]][%[[ZERO]]] epoch %[[EPOCH]] policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
 // CHECK-NEXT:   %t = sync.tile : index
 // The consumer is untouched; one wait-kernel per module spins on the flag.
 // CHECK:      gpu.func @consumer(%in: memref<?xf32>) kernel {
-// CHECK:      gpu.func @tilesync_wait_kernel(%{{.*}}: memref<?xi32>, %{{.*}}: i32) kernel attributes {gpu.known_block_size = array<i32: 1, 1, 1>, sync.args = ["wait_flag", "epoch"]} {
+// CHECK:      gpu.func @tilesync_wait_kernel(%{{.*}}: memref<?xi32>, %{{.*}}: i32) kernel attributes {gpu.known_block_size = array<i32: 1, 1, 1>, sync.args = ["wait_flag", "wait_target"]} {
 // CHECK:        sync.wait %{{.*}}[%{{.*}}] epoch %{{.*}} policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
 
 // Running the pass again changes nothing.
