@@ -54,17 +54,24 @@ def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    modes = ("stream_sync", "tile_sync")
     if result["experiment"] == "copy_chain":
         groups = [(f"{r['tile_elems']} floats/tile", r["modes"]) for r in result["sizes"]]
+    elif result["experiment"] == "stage_chains":
+        groups = [(f"{r['stages']}x{r['dependency']}\n{r['waves']}w", r["modes"])
+                  for r in result["rows"]]
+        modes = ("stream_sync", "tile+wait_kernel", "tile+pdl", "row+pdl")
     else:
         groups = [(f"{r['waves']} waves", r["modes"]) for r in result["rows"]]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    width = 0.38
-    for k, mode in enumerate(("stream_sync", "tile_sync")):
-        xs = [i + (k - 0.5) * width for i in range(len(groups))]
-        med = [g[1][mode]["median_ms"] for g in groups]
-        lo = [g[1][mode]["median_ms"] - g[1][mode]["p10_ms"] for g in groups]
-        hi = [g[1][mode]["p90_ms"] - g[1][mode]["median_ms"] for g in groups]
+    fig, ax = plt.subplots(figsize=(max(7, len(groups) * 0.9), 4))
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        xs = [i + (k - (len(modes) - 1) / 2) * width for i in range(len(groups))]
+        nan = {"median_ms": float("nan"), "p10_ms": float("nan"), "p90_ms": float("nan")}
+        timing = [g[1].get(mode, nan) for g in groups]
+        med = [t["median_ms"] for t in timing]
+        lo = [t["median_ms"] - t["p10_ms"] for t in timing]
+        hi = [t["p90_ms"] - t["median_ms"] for t in timing]
         ax.bar(xs, med, width, yerr=[lo, hi], label=mode.replace("_", " "), capsize=3)
     ax.set_xticks(range(len(groups)), [g[0] for g in groups])
     ax.set_ylabel("time (ms, median, p10–p90)")

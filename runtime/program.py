@@ -187,6 +187,7 @@ class StageProgram:
         used = sorted({s.stream for s in self.steps})
         main = self._stream(used[0], min(s.priority for s in self.steps))
         start = Event().record(main)
+        self.last_start = start  # with the returned event, times the run
         for index in used[1:]:
             priority = min((s.priority for s in self.steps if s.stream == index), default=0)
             self._stream(index, priority).wait_event(start)

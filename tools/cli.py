@@ -70,17 +70,23 @@ def _bench(args: argparse.Namespace) -> int:
     require_gpu()
     device = get_device().to_dict()
     out = Path(args.out)
-    which = ["copy", "waves"] if args.experiment == "all" else [args.experiment]
+    which = ["copy", "waves", "stages"] if args.experiment == "all" else [args.experiment]
     for name in which:
         if name == "copy":
             sizes = [experiments.copy_chain(warmup=args.warmup, reps=args.reps, tile_elems=t)
                      for t in args.copy_tiles]
             result = {"experiment": "copy_chain", "sizes": sizes}
             table = "\n\n".join(report.copy_table(r) for r in sizes)
-        else:
+        elif name == "waves":
             result = experiments.synthetic_waves(warmup=args.warmup, reps=args.reps,
                                                  tile_us=args.tile_us)
             table = report.waves_table(result)
+        else:
+            from tilesync.bench import stages
+
+            result = stages.stage_chains(tile_us=args.tile_us, warmup=args.warmup,
+                                         reps=args.reps)
+            table = stages.stage_table(result)
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
@@ -123,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=_demo)
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
-    b.add_argument("experiment", nargs="?", choices=("copy", "waves", "all"), default="all")
+    b.add_argument("experiment", nargs="?", choices=("copy", "waves", "stages", "all"),
+                   default="all")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
