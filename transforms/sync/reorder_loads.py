@@ -1,0 +1,140 @@
+"""`sync-reorder-loads` (optimization R, paper §IV-C): load the operand that needs no wait
+first, so its load overlaps the wait for the produced one.
+
+Works on the kernel hooks, before `sync-insert-post-wait`. In a block (typically a k-loop
+body) of a consumer stage's kernel:
+
+    sync.load_point operand A ...   ─┐ group A: from A's hook up to B's hook
+    ...load A...                    ─┘
+    sync.load_point operand B ...   ─┐ group B: from B's hook through the last op that
+    ...load B...                    ─┘   uses kernel argument B
+
+where some stage produces operand A and none produces operand B, group A moves below group B.
+The waits that sync-insert-post-wait then puts in front of A's hook come after B's load, and
+every k-step still waits before loading A (the reference cuSync, with R, let RowSync never
+block and TileSync wait only once; `sync-verify` proves ours does not).
+
+The move is made only when it is legal: no op of group B uses a value of group A, neither
+group contains a barrier, a call or an op with regions whose effects are unknown, and no
+memory one group writes is read or written by the other (memrefs compared by SSA value, or by
+global name for `memref.get_global`). Otherwise the block is left as it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import gpu, memref, scf
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import IsTerminator
+
+from tilesync.dialects import sync
+from tilesync.transforms.sync.dependency_analysis import StageGraph
+from tilesync.transforms.sync.kernel_args import lookup_kernel
+
+MOVED_ATTR = "sync.reordered"
+
+
+def _uses_value(op: Operation, values: set[SSAValue]) -> bool:
+    return any(o in values for inner in op.walk() for o in inner.operands)
+
+
+def _memory_key(value: SSAValue) -> object:
+    owner = value.owner
+    if isinstance(owner, memref.GetGlobalOp):
+        return ("global", owner.name_.root_reference.data)
+    return value
+
+
+_PURE_REGION_OPS = (scf.ForOp, scf.IfOp, scf.YieldOp)
+
+
+def _effects(ops: list[Operation]) -> tuple[set[object], set[object], bool]:
+    """(memory read, memory written, movable) of a group of ops."""
+    reads: set[object] = set()
+    writes: set[object] = set()
+    for top in ops:
+        for op in top.walk():
+            if isinstance(op, memref.LoadOp):
+                reads.add(_memory_key(op.memref))
+            elif isinstance(op, memref.StoreOp):
+                writes.add(_memory_key(op.memref))
+            elif isinstance(op, gpu.BarrierOp | sync.WaitOp | sync.PostOp):
+                return reads, writes, False
+            elif op.regions and not isinstance(op, _PURE_REGION_OPS):
+                return reads, writes, False
+            elif op.name in ("func.call", "gpu.return", "llvm.call", "llvm.inline_asm"):
+                return reads, writes, False
+    return reads, writes, True
+
+
+def _group_end(block_ops: list[Operation], start: int, arg: SSAValue) -> int:
+    """Index of the last op of the load group starting at `start` (B's hook): the last op
+    before the next hook or terminator that uses `arg`; the hook itself when none does."""
+    end = start
+    for i in range(start + 1, len(block_ops)):
+        op = block_ops[i]
+        if isinstance(op, sync.LoadPointOp) or op.has_trait(IsTerminator):
+            break
+        if _uses_value(op, {arg}):
+            end = i
+    return end
+
+
+def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) -> int:
+    """Move produced-operand load groups below the unproduced one that follows; count moves."""
+    moves = 0
+    changed = True
+    while changed:
+        changed = False
+        ops = list(block.ops)
+        hooks = [i for i, op in enumerate(ops) if isinstance(op, sync.LoadPointOp)]
+        for a_pos, b_pos in itertools.pairwise(hooks):
+            a, b = ops[a_pos], ops[b_pos]
+            assert isinstance(a, sync.LoadPointOp) and isinstance(b, sync.LoadPointOp)
+            if MOVED_ATTR in a.attributes:
+                continue
+            if a.operand.data not in produced or b.operand.data in produced:
+                continue
+            end = _group_end(ops, b_pos, args[b.operand.data])
+            group_a, group_b = ops[a_pos:b_pos], ops[b_pos : end + 1]
+            defined_a = {r for op in group_a for r in op.results}
+            if any(_uses_value(op, defined_a) for op in group_b):
+                continue
+            reads_a, writes_a, movable_a = _effects(group_a[1:])
+            reads_b, writes_b, movable_b = _effects(group_b[1:])
+            if not (movable_a and movable_b):
+                continue
+            if writes_a & (reads_b | writes_b) or writes_b & reads_a:
+                continue
+            anchor = group_b[-1]
+            for op in reversed(group_a):
+                op.detach()
+                block.insert_op_after(op, anchor)
+            a.attributes[MOVED_ATTR] = UnitAttr()
+            moves += 1
+            changed = True
+            break
+    return moves
+
+
+@dataclass(frozen=True)
+class ReorderLoadsPass(ModulePass):
+    name = "sync-reorder-loads"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        for name, stage in graph.stages.items():
+            produced = {d.operand.data for d in graph.incoming(name)}
+            if not produced:
+                continue
+            func = lookup_kernel(op, stage.kernel, f"sync.stage @{name}")
+            args = tuple(func.body.blocks.first.args)  # type: ignore[union-attr]
+            for inner in func.walk():
+                for region in inner.regions:
+                    for block in region.blocks:
+                        reorder_block(block, produced, args)
