@@ -140,7 +140,7 @@ builtin.module attributes {gpu.container_module} {
     }
   }
   sync.stage @g1 {kernel = @k::@g1, grid = array<i64: 2, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
-  sync.stage @g2 {kernel = @k::@g2, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+  sync.stage @g2 {kernel = @k::@g2, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, coresident}
   sync.dependency @g1 -> @g2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 8)
 }
 
