@@ -317,3 +317,49 @@ def test_kernel_ops_roundtrip_through_text():
     assert wait.policy == strided_sync((4, 12), 3)
     assert wait.timeout_ns is not None and wait.timeout_ns.value.data == 5
     assert str(Parser(ctx, str(module)).parse_module()) == str(module)
+
+
+# --- kernel hooks and grouped policies -------------------------------------------------------
+
+
+def test_hook_builders_verify_and_print():
+    from xdsl.dialects.builtin import IndexType
+
+    from tilesync.dialects.sync import LoadPointOp, StorePointOp
+
+    block = Block(arg_types=[IndexType(), IndexType(), IndexType()])
+    x, y, k = block.args
+    load = LoadPointOp(0, [x, y], k)
+    store = StorePointOp([x, y])
+    block.add_ops([load, store])
+    load.verify()
+    store.verify()
+    assert load.operand.data == 0 and load.step is k and list(load.tile) == [x, y]
+    assert LoadPointOp(1, [x]).step is None
+    with pytest.raises(VerifyException, match="1 to 3 coordinates"):
+        LoadPointOp(0, [x, y, k, x]).verify()
+
+
+@pytest.mark.parametrize(
+    ("grid", "groupings", "expected"),
+    [
+        ((4, 48), [("distinct", 1), ("shared", 1)], lambda g: row_sync(g)),
+        ((4, 8), [("distinct", 1), ("distinct", 1)], lambda g: tile_sync(g)),
+        ((4, 9), [("distinct", 1), ("mod", 3)], lambda g: strided_sync(g, 3)),
+        ((4, 8), [("distinct", 1), ("floordiv", 2)], lambda g: conv2d_tile_sync(g, 2)),
+    ],
+)
+def test_grouped_policy_is_the_named_instance(grid, groupings, expected):
+    from tilesync.dialects.sync import grouped_policy
+
+    assert grouped_policy(grid, groupings) == expected(grid)
+
+
+def test_grouped_policy_other_shapes_are_custom_instances():
+    from tilesync.dialects.sync import grouped_policy
+
+    column = grouped_policy((8, 2), [("shared", 1), ("distinct", 1)])
+    assert column.kind == "Custom" and column.posts.data == 8
+    column.verify_on_grid((8, 2))
+    with pytest.raises(ValueError, match="does not divide"):
+        grouped_policy((4, 9), [("distinct", 1), ("mod", 2)])
