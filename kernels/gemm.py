@@ -44,7 +44,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from tilesync.dialects import tile
+from tilesync.dialects import tile as tl
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu")
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
@@ -209,8 +209,8 @@ class _Body:
         return self.v(arith.CmpiOp(lhs, rhs, "ult"))
 
 
-def _frag(role: str, element: Attribute) -> tile.FragType:
-    return tile.FragType(role, element, "m16n8k16")
+def _frag(role: str, element: Attribute) -> tl.FragType:
+    return tl.FragType(role, element, "m16n8k16")
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def _frag(role: str, element: Attribute) -> tile.FragType:
 def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None) -> Region | None:
     if cfg.epilogue is None:
         return None
-    block = tile.epilogue_block()
+    block = tl.epilogue_block()
     b = _Body(block)
     value, _row, col = block.args
     if cfg.has_bias:
@@ -236,7 +236,7 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None) -> Region | None:
         t = b.v(math.TanhOp(b.v(arith.MulfOp(inner, b.f32(_GELU_C)))))
         half_x = b.v(arith.MulfOp(x, b.f32(0.5)))
         value = b.v(arith.AddfOp(half_x, b.v(arith.MulfOp(half_x, t))))
-    b.add(tile.YieldOp(value))
+    b.add(tl.YieldOp(value))
     return Region(block)
 
 
@@ -244,13 +244,12 @@ def _shared_global(name: str, type_: MemRefType) -> memref.GlobalOp:
     return memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(), alignment=128)
 
 
-def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
+def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 stages: int = 3, dtype: str = "f16", b_layout: str = "row",
                 epilogue: str | None = None, name: str = "gemm", *,
                 config: GemmConfig | None = None) -> ModuleOp:
     """The GEMM as a builtin.module holding one gpu.module with one kernel."""
-    cfg = config or gemm_config(M, N, K, tile_shape, warps, stages, dtype, b_layout, epilogue,
-                                name)
+    cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name)
     elem = cfg.element_type
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
@@ -267,8 +266,8 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
     sa_type = MemRefType(elem, [S, bm, bk], memory_space=IntegerAttr(3, 64))
     sb_shape = [S, bk, bn] if cfg.b_layout == "row" else [S, bn, bk]
     sb_type = MemRefType(elem, sb_shape, memory_space=IntegerAttr(3, 64))
-    swizzle_a = tile.swizzle_for_row(bk)
-    swizzle_b = tile.swizzle_for_row(sb_shape[-1])
+    swizzle_a = tl.swizzle_for_row(bk)
+    swizzle_b = tl.swizzle_for_row(sb_shape[-1])
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
@@ -300,7 +299,7 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
             chunk = body.addi(tid, i * cfg.threads)
             row = body.divui(chunk, per_row)
             col = body.muli(body.remui(chunk, per_row), 8)
-            body.add(tile.CpAsyncOp(sa, [stage, row, col], A,
+            body.add(tl.CpAsyncOp(sa, [stage, row, col], A,
                                     [body.addi(m0, row), body.addi(k0, col)],
                                     masked=mask_a, swizzle=swizzle_a))
         per_row = sb_shape[2] // 8
@@ -312,17 +311,17 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
                 src = [body.addi(k0, row), body.addi(n0, col)]
             else:  # smem n x k
                 src = [body.addi(n0, row), body.addi(k0, col)]
-            body.add(tile.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
+            body.add(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
                                     swizzle=swizzle_b))
 
     # Prologue: k-tiles 0 .. S-2 (those that exist), one commit group per stage regardless.
     for s in range(S - 1):
         if s < cfg.k_tiles:
             load_tile(b, b.idx(s), b.idx(s))
-        b.add(tile.CpAsyncCommitOp())
+        b.add(tl.CpAsyncCommitOp())
 
     acc_type = _frag("acc", f32)
-    zero = b.v(tile.FillOp(b.f32(0.0), acc_type))
+    zero = b.v(tl.FillOp(b.f32(0.0), acc_type))
     accs = [zero] * (mi_count * ni_count)
 
     loop_body = Block(arg_types=[IndexType()] + [acc_type] * len(accs))
@@ -330,7 +329,7 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
     b.add(loop)
     lb = _Body(loop_body)
     kt, *carried = loop_body.args
-    lb.add(tile.CpAsyncWaitOp(S - 2))
+    lb.add(tl.CpAsyncWaitOp(S - 2))
     lb.add(gpu.BarrierOp())
     next_k = lb.addi(kt, S - 1)
     prefetch = Block()
@@ -338,14 +337,14 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
     load_tile(pb, next_k, pb.remui(next_k, S))
     pb.add(scf.YieldOp())
     lb.add(scf.IfOp(lb.ult(next_k, cfg.k_tiles), [], Region(prefetch)))
-    lb.add(tile.CpAsyncCommitOp())
+    lb.add(tl.CpAsyncCommitOp())
     stage = lb.remui(kt, S)
 
     a_frag, b_frag = _frag("a", elem), _frag("b", elem)
     results = list(carried)
     for kk in range(bk // 16):
         a_frags = [
-            lb.v(tile.LdMatrixOp(sa, [stage, lb.addi(warp_m, mi * 16), lb.idx(kk * 16)],
+            lb.v(tl.LdMatrixOp(sa, [stage, lb.addi(warp_m, mi * 16), lb.idx(kk * 16)],
                                  [a_frag], swizzle=swizzle_a))
             for mi in range(mi_count)
         ]
@@ -356,20 +355,20 @@ def gemm_module(M: int, N: int, K: int, tile_shape=(128, 128, 32), warps=(2, 2),
                 indices, trans = [stage, lb.idx(kk * 16), n_off], True
             else:
                 indices, trans = [stage, n_off, lb.idx(kk * 16)], False
-            pair = lb.add(tile.LdMatrixOp(sb, indices, [b_frag, b_frag], trans=trans,
+            pair = lb.add(tl.LdMatrixOp(sb, indices, [b_frag, b_frag], trans=trans,
                                           swizzle=swizzle_b))
             b_frags.extend(pair.results)
         for mi in range(mi_count):
             for ni in range(ni_count):
                 k = mi * ni_count + ni
-                results[k] = lb.v(tile.MmaOp(a_frags[mi], b_frags[ni], results[k]))
+                results[k] = lb.v(tl.MmaOp(a_frags[mi], b_frags[ni], results[k]))
     lb.add(scf.YieldOp(*results))
 
     for mi in range(mi_count):
         row = b.addi(b.addi(m0, warp_m), mi * 16)
         for ni in range(ni_count):
             col = b.addi(b.addi(n0, warp_n), ni * 8)
-            b.add(tile.StoreAccOp(loop.results[mi * ni_count + ni], C, [row, col],
+            b.add(tl.StoreAccOp(loop.results[mi * ni_count + ni], C, [row, col],
                                   masked=mask_c, epilogue=_epilogue_region(cfg, bias)))
     b.add(gpu.ReturnOp([]))
 
@@ -386,4 +385,117 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
     return str(gemm_module(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name))
 
 
-__all__ = ["EPILOGUES", "GemmConfig", "gemm_config", "gemm_kernel", "gemm_module"]
+# --------------------------------------------------------------------------------------------
+# Compiling and running (the runtime is imported only here)
+# --------------------------------------------------------------------------------------------
+
+
+def gemm_pipeline() -> tuple[str, ...]:
+    """KERNEL_TO_LLVM with convert-tile-to-nvvm right after convert-sync-to-nvvm."""
+    from tilesync.lowering.pipeline import KERNEL_TO_LLVM
+
+    passes = list(KERNEL_TO_LLVM)
+    if "convert-tile-to-nvvm" not in passes:
+        passes.insert(passes.index("convert-sync-to-nvvm") + 1, "convert-tile-to-nvvm")
+    return tuple(passes)
+
+
+def compile_gemm(cfg: GemmConfig, target: str = "sm_90", validate: bool = False,
+                 keep_ir: bool = False):
+    """tilesync.compile of the generated module -> CompiledProgram (PTX in `.ptx`)."""
+    import tilesync
+
+    return tilesync.compile(gemm_module(0, 0, 0, config=cfg), pipeline=gemm_pipeline(),
+                            target=target, validate=validate, keep_ir=keep_ir)
+
+
+def reference(cfg: GemmConfig, a, b, bias=None):
+    """The float64 numpy result of the GEMM and its epilogue (a, b as given to the kernel)."""
+    import numpy as np
+
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    out = a64 @ (b64 if cfg.b_layout == "row" else b64.T)
+    if cfg.has_bias:
+        out = out + np.asarray(bias, np.float64)[None, :]
+    if cfg.epilogue in ("gelu", "bias_gelu"):
+        out = 0.5 * out * (1.0 + np.tanh(_GELU_C * (out + _GELU_K * out**3)))
+    return out
+
+
+class GemmRunner:
+    """The compiled kernel loaded on the current GPU, launched on device buffers."""
+
+    def __init__(self, cfg: GemmConfig):
+        from tilesync.runtime.device import get_device
+        from tilesync.runtime.module import load_ptx
+
+        self.cfg = cfg
+        self.program = compile_gemm(cfg, get_device().arch)
+        self.module = load_ptx(self.program.ptx, cfg.name)
+        self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
+
+    def launch(self, a, b, c, bias=None, stream=None) -> None:
+        from tilesync.runtime.launch import launch
+
+        args = [a, b, c] + ([bias] if self.cfg.has_bias else [])
+        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
+
+
+def host_array(values, dtype: str):
+    """float values as the kernel's element type: float16, or bf16 as raw uint16 bits (RNE)."""
+    import numpy as np
+
+    if dtype == "f16":
+        return np.asarray(values, np.float32).astype(np.float16)
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return bits.astype(np.uint16)
+
+
+def host_values(array, dtype: str):
+    """The float64 values of a host_array (or of the kernel's output)."""
+    import numpy as np
+
+    if dtype == "f16":
+        return np.asarray(array).astype(np.float64)
+    return (np.asarray(array, np.uint16).astype(np.uint32) << 16).view(np.float32) \
+        .astype(np.float64)
+
+
+def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) -> dict:
+    """Time the kernel on random data: median ms and TFLOP/s (2 M N K flops per launch)."""
+    import numpy as np
+
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.timing import time_region
+
+    runner = GemmRunner(cfg)
+    rng = np.random.default_rng(seed)
+    b_shape = (cfg.K, cfg.N) if cfg.b_layout == "row" else (cfg.N, cfg.K)
+
+    def random(shape):
+        return DeviceBuffer.from_numpy(host_array(rng.standard_normal(shape), cfg.dtype))
+
+    a, b = random((cfg.M, cfg.K)), random(b_shape)
+    c = DeviceBuffer.empty((cfg.M, cfg.N), np.float16 if cfg.dtype == "f16" else np.uint16)
+    bias = random(cfg.N) if cfg.has_bias else None
+    timing = time_region(lambda: runner.launch(a, b, c, bias), warmup=warmup, reps=reps)
+    median_s = timing.median_ms * 1e-3
+    return {"config": cfg, "median_ms": timing.median_ms, "tflops": cfg.flops / median_s / 1e12,
+            "registers": runner.kernel.num_regs, "timing": timing}
+
+
+__all__ = [
+    "EPILOGUES",
+    "GemmConfig",
+    "GemmRunner",
+    "compile_gemm",
+    "gemm_config",
+    "gemm_kernel",
+    "gemm_module",
+    "gemm_pipeline",
+    "host_array",
+    "host_values",
+    "reference",
+    "time_gemm",
+]

@@ -63,7 +63,7 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 
 from tilesync.dialects import nvvm, tile
 from tilesync.lowering.llvm_conversion import reject_leftover_ops, unsupported_op_error
-from tilesync.lowering.type_conversion import cast_value, memref_address_space
+from tilesync.lowering.type_conversion import memref_address_space
 
 PASS_NAME = "convert-tile-to-nvvm"
 
@@ -147,7 +147,7 @@ class _Emitter:
         if self.block is not None:
             self.block.add_op(op)
         else:
-            self.rewriter.insert_op(op)
+            self.rewriter.insert(op)
         return op
 
     # -- values computed once per function, at the start of its entry block -----------------
@@ -162,7 +162,7 @@ class _Emitter:
                 point = InsertPoint.at_start(self.function.regions[0].blocks[0])
             else:
                 point = InsertPoint.after(last)
-            self.rewriter.insert_op(ops, point)
+            self.rewriter.insert(ops, point)
             self.state.prelude_end[self.function] = ops[-1]
             value = ops[-1].results[0]
             self.state.prelude[full_key] = value
@@ -256,7 +256,7 @@ class _Emitter:
             ops: list[Operation] = [UnrealizedConversionCastOp.get([value], [i64])]
             if type_ != i64:
                 ops.append(llvm.TruncOp(ops[-1].results[0], type_))
-            self.rewriter.insert_op(ops, _after_definition(value))
+            self.rewriter.insert(ops, _after_definition(value))
             converted = ops[-1].results[0]
             self.state.converted[key] = converted
         return converted
@@ -272,7 +272,7 @@ class _Emitter:
         converted = self.state.converted.get(key)
         if converted is None:
             cast = UnrealizedConversionCastOp.get([value], [type_])
-            self.rewriter.insert_op(cast, _after_definition(value))
+            self.rewriter.insert(cast, _after_definition(value))
             converted = cast.results[0]
             self.state.converted[key] = converted
         return converted
@@ -299,9 +299,18 @@ class _Emitter:
                     ops.append(llvm.BitcastOp(reg, VectorType(Float16Type(), [2])))
                     reg = ops[-1].results[0]
                 regs.append(reg)
-            self.rewriter.insert_op(ops, _after_definition(struct))
+            self.rewriter.insert(ops, _after_definition(struct))
             self.state.registers[struct] = regs
         return regs
+
+
+def _cast(rewriter: PatternRewriter, value: SSAValue, type_: Attribute) -> SSAValue:
+    """`value` as `type_` through an unrealized cast before the matched op."""
+    if value.type == type_:
+        return value
+    cast = UnrealizedConversionCastOp.get([value], [type_])
+    rewriter.insert(cast)
+    return cast.results[0]
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -418,8 +427,8 @@ class LdMatrixLowering(_TilePattern):
             results = [e.build_struct(raw[0:2]), e.build_struct(raw[2:4])]
             self.state.registers[results[0]] = regs[0:2]
             self.state.registers[results[1]] = regs[2:4]
-        casts = [cast_value(rewriter, v, r.type) for v, r in zip(results, op.res, strict=True)]
-        rewriter.replace_op(op, [], casts)
+        casts = [_cast(rewriter, v, r.type) for v, r in zip(results, op.res, strict=True)]
+        rewriter.replace(op, [], casts)
 
 
 class MmaLowering(_TilePattern):
@@ -437,7 +446,7 @@ class MmaLowering(_TilePattern):
         d = e.intrinsic(name, [*a_regs, *b_regs, *c_regs],
                         llvm.LLVMStructType.from_type_list([f32] * 4))
         assert d is not None
-        rewriter.replace_op(op, [], [cast_value(rewriter, d, op.res.type)])
+        rewriter.replace(op, [], [_cast(rewriter, d, op.res.type)])
 
 
 class FillLowering(_TilePattern):
@@ -447,7 +456,7 @@ class FillLowering(_TilePattern):
         frag = op.res.type
         assert isinstance(frag, tile.FragType)
         struct = e.build_struct([op.value] * frag.registers)
-        rewriter.replace_op(op, [], [cast_value(rewriter, struct, frag)])
+        rewriter.replace(op, [], [_cast(rewriter, struct, frag)])
 
 
 class CpAsyncLowering(_TilePattern):
@@ -475,20 +484,20 @@ class CpAsyncLowering(_TilePattern):
             src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
             size = e.select(inside, e.const(tile.CpAsyncOp.BYTES), e.const(0))
             e.intrinsic(CP_ASYNC_ZFILL, [dst, src, size])
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 class CpAsyncCommitLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncCommitOp, rewriter: PatternRewriter, /):
-        rewriter.replace_op(op, llvm.CallIntrinsicOp(CP_ASYNC_COMMIT, [], []))
+        rewriter.replace(op, llvm.CallIntrinsicOp(CP_ASYNC_COMMIT, [], []))
 
 
 class CpAsyncWaitLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncWaitOp, rewriter: PatternRewriter, /):
         pending = self.emitter(rewriter, op).const(op.pending.value.data)
-        rewriter.replace_op(op, llvm.CallIntrinsicOp(CP_ASYNC_WAIT, [pending], []))
+        rewriter.replace(op, llvm.CallIntrinsicOp(CP_ASYNC_WAIT, [pending], []))
 
 
 # Elementwise math that an epilogue may use, as approximate PTX (f32 only).
@@ -563,7 +572,7 @@ class StoreAccLowering(_TilePattern):
                     e.block = None
                     body.add_op(scf.YieldOp())
                     e.emit(scf.IfOp(cond, [], Region(body)))
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
     @staticmethod
     def _check_epilogue(op: tile.StoreAccOp) -> None:

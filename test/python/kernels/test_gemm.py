@@ -1,0 +1,398 @@
+"""The tile-dialect GEMM: generation, lowering to validated PTX, fragment layouts, and (on a GPU)
+results against numpy float64 and throughput.
+
+CPU-only tests compile every config for sm_80 and sm_90 and have nvJitLink (and ptxas where
+installed) assemble the PTX; the fragment-layout tests replay the lowering's ldmatrix lane table
+against the PTX ISA's definitions of ldmatrix and the mma.m16n8k16 fragments.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from tilesync.dialects import tile as tl
+from tilesync.kernels.gemm import (
+    GemmConfig,
+    compile_gemm,
+    gemm_config,
+    gemm_kernel,
+    gemm_module,
+    host_array,
+    host_values,
+    reference,
+)
+from tilesync.lowering import tile_to_nvvm
+from tilesync.lowering.ptx import validate_ptx
+
+MAIN = gemm_config(4096, 4096, 4096)  # 128x128x32 tile, 2x2 warps, 3 stages, f16, row-major B
+
+CONFIGS = [
+    MAIN,
+    gemm_config(128, 128, 128),
+    gemm_config(100, 200, 72),  # every edge masked, K not a multiple of BK
+    gemm_config(64, 6144, 12288, epilogue="bias_gelu"),
+    gemm_config(256, 256, 64, b_layout="col", epilogue="bias"),
+    gemm_config(100, 200, 72, b_layout="col", dtype="bf16", epilogue="gelu"),
+    gemm_config(256, 256, 256, tile=(64, 64, 32), warps=(2, 2), stages=4),
+    gemm_config(256, 256, 256, tile=(128, 64, 64), warps=(2, 2), stages=2),
+]
+
+
+def _id(cfg: GemmConfig) -> str:
+    bm, bn, bk = cfg.tile
+    return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}x{bk}-s{cfg.stages}-{cfg.dtype}-B{cfg.b_layout}"
+            f"-{cfg.epilogue or 'plain'}")
+
+
+_compiled: dict[tuple[GemmConfig, str], str] = {}
+
+
+def _ptx(cfg: GemmConfig, arch: str) -> str:
+    key = (cfg, arch)
+    if key not in _compiled:
+        _compiled[key] = compile_gemm(cfg, arch).ptx
+    return _compiled[key]
+
+
+# --------------------------------------------------------------------------------------------
+# PTX of every configuration
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
+def test_compiles_to_valid_ptx(cfg: GemmConfig, arch: str):
+    ptx = _ptx(cfg, arch)
+    info = validate_ptx(ptx, arch)  # raises on PTX that nvJitLink rejects
+    assert info.registers.get(cfg.kernel_name, 0) > 0
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", info.info_log), info.info_log
+    assert re.search(rf"\.entry\s+{cfg.kernel_name}\(", ptx)
+    assert "llvm." not in ptx
+    bm, bn, bk = cfg.tile
+    wm, wn = cfg.warps
+    mma_per_k_tile = (bm // wm // 16) * (bn // wn // 8) * (bk // 16)
+    # The k loop body holds one k-tile's mma.sync, fully unrolled (and nothing more).
+    mma = "mma.sync.aligned.m16n8k16.row.col.f32." + ("f16.f16" if cfg.dtype == "f16"
+                                                      else "bf16.bf16") + ".f32"
+    assert ptx.count(mma) == mma_per_k_tile
+    ldmatrix_a = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+    ldmatrix_b = "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" if cfg.b_layout == "row" \
+        else ldmatrix_a
+    a_loads = (bm // wm // 16) * (bk // 16)
+    b_loads = (bn // wn // 16) * (bk // 16)
+    if cfg.b_layout == "row":
+        assert ptx.count(ldmatrix_a) == a_loads
+        assert ptx.count(ldmatrix_b) == b_loads
+    else:
+        assert ptx.count(ldmatrix_a) == a_loads + b_loads
+    assert "cp.async.commit_group" in ptx
+    assert re.search(rf"cp\.async\.wait_group\s+{cfg.stages - 2};", ptx)
+    masked = cfg.M % bm or cfg.N % bn or cfg.K % bk
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16(, %r\d+)?;",
+                        ptx)
+    assert copies
+    # Zero-filling copies (src-size operand) exactly where some edge is masked.
+    assert any(extra for extra in copies) == bool(masked)
+    assert "bar.sync" in ptx
+    if cfg.epilogue in ("gelu", "bias_gelu"):
+        assert "tanh.approx.f32" in ptx
+    assert ("cvt.rn.f16x2.f32" if cfg.dtype == "f16" else "cvt.rn.bf16x2.f32") in ptx
+
+
+def test_main_config_shared_memory_and_launch_shape():
+    assert MAIN.threads == 128 and MAIN.block == (128, 1, 1)
+    assert MAIN.grid == (32, 32, 1)
+    assert MAIN.shared_bytes == 3 * (128 * 32 + 32 * 128) * 2 == 48 * 1024
+    ptx = _ptx(MAIN, "sm_90")
+    sizes = [int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
+    assert sorted(sizes) == [24576, 24576]
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_main_config_ptxas_no_spills(tmp_path, arch):
+    path = tmp_path / "gemm.ptx"
+    path.write_text(_ptx(MAIN, arch))
+    out = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(path), "-o",
+                          str(tmp_path / "gemm.cubin")], capture_output=True, text=True,
+                         check=True)
+    log = out.stdout + out.stderr
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+    registers = int(re.search(r"Used (\d+) registers", log).group(1))
+    assert registers <= 255
+    assert "49152 bytes smem" in log
+
+
+def test_generation_and_compile_time():
+    """Generate + lower + PTX for the main config (the number goes into the report)."""
+    compile_gemm(gemm_config(256, 256, 64), "sm_90")  # warm the caches (imports, LLVM target)
+    start = time.process_time()
+    module = gemm_module(0, 0, 0, config=MAIN)
+    generated = time.process_time()
+    from tilesync import compile as ts_compile
+
+    program = ts_compile(module, pipeline=__import__(
+        "tilesync.kernels.gemm", fromlist=["gemm_pipeline"]).gemm_pipeline(), target="sm_90",
+        keep_ir=False)
+    done = time.process_time()
+    assert program.ptx
+    print(f"\ngenerate {generated - start:.3f} s, compile {done - generated:.3f} s (CPU time); "
+          f"per pass: { {k: round(v, 3) for k, v in program.pass_seconds.items()} }")
+    assert generated - start < 0.5
+    assert done - start < 20  # generous: shared CI machines; the report has the measured value
+
+
+# --------------------------------------------------------------------------------------------
+# Generator
+# --------------------------------------------------------------------------------------------
+
+
+def test_gemm_kernel_text_round_trips():
+    from tilesync.api import parse
+
+    text = gemm_kernel(100, 200, 72, epilogue="bias")
+    module = parse(text)  # verifies
+    assert str(module) == text
+    assert "tile.mma" in text and "tile.ldmatrix" in text and "tile.cp_async" in text
+    assert "tile.store_acc" in text and "masked" in text
+    assert "gpu.func @gemm(%A: memref<100x72xf16>, %B: memref<72x200xf16>, " \
+           "%C: memref<100x200xf16>, %bias: memref<200xf16>) kernel" in text
+
+
+def test_unmasked_when_shapes_divide():
+    text = gemm_kernel(256, 256, 64)
+    assert " masked" not in text
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(M=64, N=64, K=60), "K .* must be a multiple of 8"),
+        (dict(M=64, N=60, K=64), "multiple of 8"),
+        (dict(M=64, N=64, K=64, stages=4), "more than the 49152 static bytes"),
+        (dict(M=64, N=64, K=64, dtype="f32"), "dtype must be one of"),
+        (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
+        (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
+        (dict(M=64, N=64, K=64, stages=1), "stages must be at least 2"),
+    ],
+)
+def test_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gemm_config(**kwargs)
+
+
+def test_col_layout_b_needs_no_aligned_n():
+    cfg = gemm_config(64, 60, 64, b_layout="col")
+    assert cfg.grid == (1, 1, 1)
+
+
+def test_reference_epilogues():
+    cfg = gemm_config(8, 8, 8, epilogue="bias_gelu")
+    a, b, bias = np.eye(8), np.eye(8), np.arange(8.0)
+    out = reference(cfg, a, b, bias)
+    x = np.eye(8) + np.arange(8.0)[None, :]
+    expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(out, expected)
+
+
+def test_bf16_host_round_trip():
+    x = np.array([1.0, -2.5, 3.140625, 65280.0], np.float32)
+    assert np.array_equal(host_values(host_array(x, "bf16"), "bf16"), x.astype(np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# Swizzles
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("row_elems, expected", [(16, (1, 3, 3)), (32, (2, 3, 3)),
+                                                 (64, (3, 3, 3)), (128, (3, 3, 4))])
+def test_swizzle_for_row(row_elems, expected):
+    s = tl.swizzle_for_row(row_elems)
+    assert (s.bits.data, s.base.data, s.shift.data) == expected
+    rows = 64
+    offsets = [s.apply(r * row_elems + c) for r in range(rows) for c in range(row_elems)]
+    assert sorted(offsets) == list(range(rows * row_elems))  # a bijection on the tile
+    for r in range(rows):
+        for c in range(0, row_elems, 8):  # 16-byte chunks stay whole and 16-byte aligned
+            chunk = [s.apply(r * row_elems + c + e) for e in range(8)]
+            assert chunk == list(range(chunk[0], chunk[0] + 8)) and chunk[0] % 8 == 0
+    # ldmatrix: 8 consecutive rows at one chunk column hit 8 distinct 16-byte bank groups.
+    for r0 in range(0, rows, 8):
+        for c in range(0, row_elems, 8):
+            groups = {(s.apply((r0 + i) * row_elems + c) // 8) % 8 for i in range(8)}
+            assert len(groups) == 8
+
+
+# --------------------------------------------------------------------------------------------
+# Fragment layouts: the lowering's ldmatrix lane table against the PTX ISA
+# --------------------------------------------------------------------------------------------
+
+
+def _lane_address(lane: int, pattern: tuple[int, int, int, int]) -> tuple[int, int]:
+    ra, rb, ca, cb = pattern
+    q0, q1 = (lane >> 3) & 1, (lane >> 4) & 1
+    return (lane & 7) + 8 * (ra * q0 + rb * q1), 8 * (ca * q0 + cb * q1)
+
+
+def _ldmatrix(mem: np.ndarray, i: int, j: int, count: int, trans: bool, pattern) -> np.ndarray:
+    """PTX ldmatrix: lanes 8q..8q+7 give the rows of matrix q; returns [lane, reg, half]."""
+    rows = []
+    for q in range(count):
+        rows.append([_lane_address(8 * q + r, pattern) for r in range(8)])
+    out = np.zeros((32, count, 2))
+    for t in range(32):
+        for q in range(count):
+            for h in range(2):
+                if not trans:  # thread t: row t/4, columns 2 (t%4) + h of the 8x8 matrix
+                    r, c = t // 4, 2 * (t % 4) + h
+                else:  # .trans: row 2 (t%4) + h, column t/4
+                    r, c = 2 * (t % 4) + h, t // 4
+                row, col = rows[q][r]
+                out[t, q, h] = mem[i + row, j + col + c]
+    return out
+
+
+def _a_element(t: int, reg: int, half: int) -> tuple[int, int]:
+    """PTX ISA, mma.m16n8k16 .f16/.bf16: (row, col) of A held by thread t in a_reg.half."""
+    g, tig = t // 4, t % 4
+    return g + 8 * (reg % 2), 2 * tig + half + 8 * (reg // 2)
+
+
+def _b_element(t: int, reg: int, half: int) -> tuple[int, int]:
+    """(k, n) of B held by thread t in b_reg.half."""
+    g, tig = t // 4, t % 4
+    return 2 * tig + half + 8 * reg, g
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_a_fragment_layout(trans):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 16))
+    mem = np.zeros((40, 48))
+    i, j = 8, 16  # the block's origin in a larger shared tile
+    mem[i:i + 16, j:j + 16] = a.T if trans else a  # trans: memory holds A^T (k x m)
+    regs = _ldmatrix(mem, i, j, 4, trans, tile_to_nvvm._LANE_PATTERNS[("a", 1, trans)])
+    for t in range(32):
+        for reg in range(4):
+            for half in range(2):
+                assert regs[t, reg, half] == a[_a_element(t, reg, half)]
+
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("count", [1, 2])
+def test_ldmatrix_b_fragment_layout(trans, count):
+    rng = np.random.default_rng(1)
+    n = 8 * count
+    b = rng.standard_normal((16, n))  # k x n
+    mem = np.zeros((48, 48))
+    i, j = 16, 8
+    stored = b if trans else b.T  # trans: memory k x n (N contiguous); else n x k
+    mem[i:i + stored.shape[0], j:j + stored.shape[1]] = stored
+    regs = _ldmatrix(mem, i, j, 2 * count, trans, tile_to_nvvm._LANE_PATTERNS[("b", count, trans)])
+    for frag in range(count):  # fragment f covers n in [8 f, 8 f + 8)
+        for t in range(32):
+            for reg in range(2):
+                for half in range(2):
+                    k, col = _b_element(t, reg, half)
+                    assert regs[t, 2 * frag + reg, half] == b[k, 8 * frag + col]
+
+
+def test_mma_of_loaded_fragments_is_the_product():
+    """ldmatrix (as lowered) + the PTX mma semantics + store_acc's lane map give A @ B."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
+    a_regs = _ldmatrix(a, 0, 0, 4, False, tile_to_nvvm._LANE_PATTERNS[("a", 1, False)])
+    b_regs = _ldmatrix(b, 0, 0, 4, True, tile_to_nvvm._LANE_PATTERNS[("b", 2, True)])
+    c = np.zeros((16, 16))
+    for frag in range(2):  # two m16n8k16 products side by side
+        a_full, b_full = np.zeros((16, 16)), np.zeros((16, 8))
+        for t in range(32):
+            for reg in range(4):
+                for half in range(2):
+                    a_full[_a_element(t, reg, half)] = a_regs[t, reg, half]
+            for reg in range(2):
+                for half in range(2):
+                    b_full[_b_element(t, reg, half)] = b_regs[t, 2 * frag + reg, half]
+        d = a_full @ b_full
+        for t in range(32):  # store_acc: c_e at row t/4 + 8 (e/2), column 2 (t%4) + e%2
+            for e in range(4):
+                row, col = t // 4 + 8 * (e // 2), 2 * (t % 4) + e % 2
+                c[row, 8 * frag + col] = d[row, col]
+    np.testing.assert_allclose(c, a @ b, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# On a GPU
+# --------------------------------------------------------------------------------------------
+
+GPU_SHAPES = [(128, 128, 128), (4096, 4096, 4096), (64, 6144, 12288), (100, 200, 72)]
+
+
+def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
+    from tilesync.kernels.gemm import GemmRunner
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.launch import synchronize
+
+    rng = np.random.default_rng(seed)
+    b_shape = (cfg.K, cfg.N) if cfg.b_layout == "row" else (cfg.N, cfg.K)
+    a = host_array(rng.standard_normal((cfg.M, cfg.K)), cfg.dtype)
+    b = host_array(rng.standard_normal(b_shape), cfg.dtype)
+    bias = host_array(rng.standard_normal(cfg.N), cfg.dtype) if cfg.has_bias else None
+    runner = GemmRunner(cfg)
+    out = DeviceBuffer.empty((cfg.M, cfg.N), a.dtype)
+    out.fill_bytes(0xFF)  # NaN in f16 and bf16: an element never written shows up
+    args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
+    if bias is not None:
+        args.append(DeviceBuffer.from_numpy(bias))
+    runner.launch(*args)
+    synchronize()
+    got = host_values(out.to_numpy(), cfg.dtype)
+    ref = reference(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
+                    None if bias is None else host_values(bias, cfg.dtype))
+    assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} elements not written"
+    error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert error < 1e-2, f"relative error {error:.3g} for {_id(cfg)}"
+    return error
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gpu_gemm_matches_numpy(shape):
+    _run_and_check(gemm_config(*shape))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        gemm_config(100, 200, 72, b_layout="col"),
+        gemm_config(512, 384, 256, b_layout="col", epilogue="bias"),
+        gemm_config(100, 200, 72, epilogue="bias_gelu"),
+        gemm_config(256, 6144, 1024, epilogue="gelu"),
+        gemm_config(100, 200, 72, dtype="bf16"),
+        gemm_config(512, 384, 264, dtype="bf16", b_layout="col", epilogue="bias_gelu"),
+        gemm_config(300, 520, 200, tile=(64, 64, 32), stages=4),
+        gemm_config(300, 520, 200, tile=(128, 64, 64), stages=2),
+        gemm_config(256, 512, 256, tile=(128, 256, 32), warps=(2, 4), stages=2),
+    ],
+    ids=_id,
+)
+def test_gpu_gemm_variants(cfg):
+    _run_and_check(cfg)
+
+
+@pytest.mark.gpu
+def test_gpu_gemm_throughput():
+    from tilesync.kernels.gemm import time_gemm
+
+    result = time_gemm(MAIN, warmup=5, reps=20)
+    print(f"\n{_id(MAIN)}: {result['median_ms']:.3f} ms, {result['tflops']:.1f} TFLOP/s, "
+          f"{result['registers']} registers")
+    assert result["tflops"] > 0
