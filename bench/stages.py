@@ -77,8 +77,7 @@ def run_mode(stages: int, rows: int, dependency: str, mode: str, tile_ns: int, i
     passes = MODES[mode]
     if passes is None:
         stream_sync_plan(module)
-        # same kernels; stream order is the guarantee (sync-verify: see its stream-order rule)
-        passes = ["sync-generate-policies", "sync-insert-post-wait"]
+        passes = ["sync-generate-policies", "sync-insert-post-wait", "sync-verify"]
     else:
         passes = [*passes, "sync-verify"]
     compiled = tilesync.compile(module, pipeline=default_pipeline(before=tuple(passes)))

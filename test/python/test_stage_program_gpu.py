@@ -20,7 +20,7 @@ VARIANTS = {
     "tile+wait-kernel": ["sync-generate-policies", "sync-select-policy{policy=tile}",
                          "sync-insert-post-wait", "sync-insert-wait-kernel"],
     "tile+R+pdl": ["sync-generate-policies", "sync-select-policy{policy=tile}",
-                   "sync-insert-post-wait", "sync-reorder-loads", "sync-use-pdl"],
+                   "sync-reorder-loads", "sync-insert-post-wait", "sync-use-pdl"],
     "row+order+wait-kernel": ["sync-generate-policies", "sync-tile-order{order=generated}",
                               "sync-insert-post-wait", "sync-insert-wait-kernel"],
 }

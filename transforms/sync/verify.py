@@ -590,6 +590,12 @@ class VerifySyncPass(ModulePass):
             return None  # the producer is launched after its consumer
         if launch.pdl.value.data:
             return "programmatic dependent launch"
+        producer_launch = order[position[pname]]
+        assert isinstance(producer_launch, sync.LaunchOp)
+        if producer_launch.stream.value.data == launch.stream.value.data:
+            # Same stream, no PDL: the consumer starts after the producer finished, so its
+            # waits pass at once (stream sync with the same kernels).
+            return "stream order"
         # A wait-kernel on the consumer's stream, before it: consumer blocks are dispatched
         # only once the producer has started (its blocks are dispatched first).
         for o in order[:here]:
