@@ -4,9 +4,10 @@
     gemm_kernel(M, N, K, ...) -> str               (the same module printed as MLIR)
     gemm_config(M, N, K, ...) -> GemmConfig        (grid, block, shared memory, signature)
 
-One block computes a BM x BN tile of C with WM x WN warps (each a (BM/WM) x (BN/WN) warp tile
-of m16n8k16 mma.sync, fp32 accumulators in registers). The K loop is a `stages`-deep cp.async
-pipeline into XOR-swizzled shared memory (CUTLASS's sm80 multistage order):
+Block (x, y) computes the BM x BN tile (x, y) of C (x along M) with WM x WN warps (each a
+(BM/WM) x (BN/WN) warp tile of m16n8k16 mma.sync, fp32 accumulators in registers). The K loop
+is a `stages`-deep cp.async pipeline into XOR-swizzled shared memory (CUTLASS's sm80 multistage
+order):
 
     prologue: copy k-tiles 0 .. S-2 into stages 0 .. S-2, one commit group each
     for kt in 0 .. KT-1:
@@ -44,6 +45,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu")
@@ -67,6 +69,10 @@ class GemmConfig:
     b_layout: str = "row"
     epilogue: str | None = None
     name: str = "gemm"
+    sync_hooks: bool = False
+    """Take the tile from `sync.tile` and mark loads/stores with `sync.load_point operand 0|1
+    [x, y] step k` (before k-tile k's copies) and `sync.store_point [x, y]` (after the tile is
+    stored), for the cuSync passes to fill. Without, the tile is the block id (same mapping)."""
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -118,7 +124,7 @@ class GemmConfig:
     @property
     def grid(self) -> tuple[int, int, int]:
         bm, bn, _ = self.tile
-        return (-(-self.N // bn), -(-self.M // bm), 1)
+        return (-(-self.M // bm), -(-self.N // bn), 1)  # x: tile row (M), y: tile column
 
     @property
     def k_tiles(self) -> int:
@@ -152,9 +158,9 @@ class GemmConfig:
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
-                name: str = "gemm") -> GemmConfig:
+                name: str = "gemm", sync_hooks: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
-                      name)
+                      name, sync_hooks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,10 +252,11 @@ def _shared_global(name: str, type_: MemRefType) -> memref.GlobalOp:
 
 def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 stages: int = 3, dtype: str = "f16", b_layout: str = "row",
-                epilogue: str | None = None, name: str = "gemm", *,
+                epilogue: str | None = None, name: str = "gemm", sync_hooks: bool = False, *,
                 config: GemmConfig | None = None) -> ModuleOp:
     """The GEMM as a builtin.module holding one gpu.module with one kernel."""
-    cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name)
+    cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
+                                sync_hooks)
     elem = cfg.element_type
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
@@ -279,8 +286,13 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     b = _Body(entry)
 
     tid = b.v(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    m0 = b.muli(b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y))), bm)
-    n0 = b.muli(b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))), bn)
+    if cfg.sync_hooks:
+        tile_x, tile_y = b.add(sync.TileOp(rank=2)).results
+    else:
+        tile_x = b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        tile_y = b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y)))
+    m0 = b.muli(tile_x, bm)
+    n0 = b.muli(tile_y, bn)
     warp = b.divui(tid, 32)
     warp_m = b.muli(b.divui(warp, wn_count), wtm)
     warp_n = b.muli(b.remui(warp, wn_count), wtn)
@@ -293,6 +305,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
     def load_tile(body: _Body, k_tile: SSAValue, stage: SSAValue) -> None:
         k0 = body.muli(k_tile, bk)
+        if cfg.sync_hooks:
+            body.add(sync.LoadPointOp(0, [tile_x, tile_y], k_tile))
         # A: BM rows of BK elements; thread t copies chunks t, t + threads, ...
         per_row = bk // 8
         for i in range(bm * bk // 8 // cfg.threads):
@@ -302,6 +316,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
             body.add(tl.CpAsyncOp(sa, [stage, row, col], A,
                                     [body.addi(m0, row), body.addi(k0, col)],
                                     masked=mask_a, swizzle=swizzle_a))
+        if cfg.sync_hooks:
+            body.add(sync.LoadPointOp(1, [tile_x, tile_y], k_tile))
         per_row = sb_shape[2] // 8
         for i in range(bk * bn // 8 // cfg.threads):
             chunk = body.addi(tid, i * cfg.threads)
@@ -370,6 +386,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
             col = b.addi(b.addi(n0, warp_n), ni * 8)
             b.add(tl.StoreAccOp(loop.results[mi * ni_count + ni], C, [row, col],
                                   masked=mask_c, epilogue=_epilogue_region(cfg, bias)))
+    if cfg.sync_hooks:
+        b.add(sync.StorePointOp([tile_x, tile_y]))
     b.add(gpu.ReturnOp([]))
 
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
@@ -380,9 +398,10 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
 def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
-                name: str = "gemm") -> str:
+                name: str = "gemm", sync_hooks: bool = False) -> str:
     """MLIR text of a gpu.module with one GEMM kernel (see the module docstring)."""
-    return str(gemm_module(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name))
+    return str(gemm_module(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
+                           sync_hooks))
 
 
 # --------------------------------------------------------------------------------------------

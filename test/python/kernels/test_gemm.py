@@ -165,6 +165,29 @@ def test_gemm_kernel_text_round_trips():
            "%C: memref<100x200xf16>, %bias: memref<200xf16>) kernel" in text
 
 
+def test_sync_hooks():
+    """With sync_hooks the tile comes from sync.tile and every k-tile's copies of A and B are
+    preceded by their load points (prologue and prefetch), the stores followed by a store point;
+    without stages to fill them, the pipeline drops them."""
+    cfg = gemm_config(256, 512, 128, sync_hooks=True)
+    text = gemm_kernel(256, 512, 128, sync_hooks=True)
+    lines = [line.strip() for line in text.splitlines()]
+    tile_line = next(line for line in lines if "sync.tile" in line)
+    x, y = re.match(r"(%\w+), (%\w+) = sync.tile : index, index", tile_line).groups()
+    points = [line for line in lines if line.startswith("sync.load_point")]
+    # stages - 1 prologue k-tiles plus the prefetch in the loop, for operand 0 and operand 1.
+    assert len(points) == 2 * cfg.stages
+    assert all(re.fullmatch(rf"sync.load_point operand [01] \[{x}, {y}\] step %\w+", p)
+               for p in points)
+    assert [line for line in lines if line.startswith("sync.store_point")] == \
+        [f"sync.store_point [{x}, {y}]"]
+    store_point = lines.index(f"sync.store_point [{x}, {y}]")
+    assert all(i < store_point for i, line in enumerate(lines) if "tile.store_acc" in line)
+    assert "gpu.block_id" not in text
+    assert "gemm" in compile_gemm(cfg, "sm_90").ptx  # hooks without stages lower to nothing
+    assert "sync." not in gemm_kernel(256, 512, 128)
+
+
 def test_unmasked_when_shapes_divide():
     text = gemm_kernel(256, 256, 64)
     assert " masked" not in text
