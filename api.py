@@ -140,8 +140,11 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
 
 
 def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
-          keep_ir: bool = True) -> tuple[dict[str, str], dict[str, float]]:
-    """Run the pipeline in place; returns the IR text after each pass and each pass's time."""
+          keep_ir: bool = False, verify_each: bool = False
+          ) -> tuple[dict[str, str], dict[str, float]]:
+    """Run the pipeline in place; returns the IR text after each pass (when `keep_ir`) and
+    each pass's time. The module is verified at the end, or after every pass with
+    `verify_each` (slower: it names the pass that broke the IR)."""
     ctx = ctx or make_context()
     ir_after: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -152,10 +155,11 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
             return
         now = time.perf_counter()
         seconds[prev.name] = seconds.get(prev.name, 0.0) + now - clock[0]
-        try:
-            op.verify()
-        except (VerifyException, DiagnosticException) as err:
-            raise CompileError(f"IR after {prev.name} does not verify: {err}") from err
+        if verify_each or _next is None:
+            try:
+                op.verify()
+            except (VerifyException, DiagnosticException) as err:
+                raise CompileError(f"IR after {prev.name} does not verify: {err}") from err
         if keep_ir:
             ir_after[prev.name] = str(op)
         clock[0] = time.perf_counter()
@@ -189,12 +193,13 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
 
 
 def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90",
-            validate: bool = False, keep_ir: bool = True, debug: bool = False,
-            timeout_ns: int | None = None) -> CompiledProgram:
+            validate: bool = False, keep_ir: bool = False, debug: bool = False,
+            timeout_ns: int | None = None, verify_each: bool = False) -> CompiledProgram:
     """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a).
 
     `pipeline` (pass names or a `-p` spec) replaces the default KERNEL_TO_LLVM; `debug` and
-    `timeout_ns` set the spin-wait lowering's options in the default pipeline.
+    `timeout_ns` set the spin-wait lowering's options in the default pipeline; `keep_ir` keeps
+    the IR text after every pass in `ir_after`; `verify_each` verifies after every pass.
     """
     from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
     from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
@@ -216,7 +221,7 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
     elif debug or timeout_ns is not None:
         raise CompileError("debug/timeout_ns apply to the default pipeline; with an explicit "
                            "pipeline set convert-sync-to-nvvm{debug=true ...} yourself")
-    ir_after, seconds = lower(module, pipeline, ctx, keep_ir)
+    ir_after, seconds = lower(module, pipeline, ctx, keep_ir, verify_each)
     kernels = kernel_signatures(module)
 
     ptx_by_module: dict[str, str] = {}

@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass, PassPipeline
 
 KERNEL_TO_LLVM: tuple[str, ...] = (
     "convert-sync-to-nvvm",      # sync.tile/wait/post → gpu ids, scf spin loops, nvvm atomics
+    "convert-tile-to-nvvm",      # tensor-core tile ops → ldmatrix / mma.sync / cp.async
     "lower-affine",              # policy maps (affine.apply) → arith
     "convert-gpu-to-nvvm",       # thread/block ids, barriers → nvvm
     "lower-scf-to-cf",           # structured control flow (incl. spin loops) → cf

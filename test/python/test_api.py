@@ -51,7 +51,7 @@ def test_signatures_and_launch_bounds():
 
 
 def test_ir_after_each_pass_and_timing():
-    program = tilesync.compile(example("copy_chain.mlir"))
+    program = tilesync.compile(example("copy_chain.mlir"), keep_ir=True)
     assert "sync.wait" not in program.ir_after["convert-sync-to-nvvm"]
     assert "nvvm.ld acquire" in program.ir_after["convert-sync-to-nvvm"]
     final = program.ir_after["reconcile-unrealized-casts"]
