@@ -63,12 +63,20 @@ def main() -> None:
           first_block_target=True)
     build("wait-kernel, same priority", [*base, "sync-insert-wait-kernel"], same_priority)
     build("pdl", [*base, "sync-use-pdl"])
+    from tilesync.bench.stages import timeline
+
     n = rows * 8 * 1024
     a = DeviceBuffer.from_numpy(np.ones(n, np.float32))
     b, c = DeviceBuffer.empty(n, np.float32), DeviceBuffer.empty(n, np.float32)
-    args = {"s1": [a, b, 100, 50_000], "s2": [b, c, 100, 50_000]}
+    traces = [DeviceBuffer.zeros(2 * rows * 8, np.int64) for _ in range(2)]
+    args = {"s1": [a, b, 100, 50_000, traces[0]], "s2": [b, c, 100, 50_000, traces[1]]}
     for name, program in variants.items():
-        print(f"{name:<45} {timed(program, args):8.4f} ms")
+        ms = timed(program, args)
+        spans = timeline([t.to_numpy() for t in traces])
+        cells = "  ".join(f"[{s['first_start']:.0f} {s['last_start']:.0f} {s['last_end']:.0f}]"
+                          for s in spans)
+        print(f"{name:<45} {ms:8.4f} ms   stage spans (us: first start, last start, end) "
+              f"{cells}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ MODES = {
     "row+wait_kernel": ["sync-generate-policies", "sync-insert-post-wait",
                         "sync-insert-wait-kernel"],
     "row+pdl": ["sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl"],
+    # cuSync's tile order: blocks take tiles from a counter in row-major order, so producer
+    # rows complete one after another (block ids run down columns first on the hardware)
+    "row+order+pdl": ["sync-generate-policies", "sync-tile-order{order=generated}",
+                      "sync-insert-post-wait", "sync-use-pdl"],
     "tile+wait_kernel": ["sync-generate-policies", "sync-select-policy{policy=tile}",
                          "sync-insert-post-wait", "sync-insert-wait-kernel"],
     "tile+pdl": ["sync-generate-policies", "sync-select-policy{policy=tile}",
@@ -87,7 +91,8 @@ def run_mode(stages: int, rows: int, dependency: str, mode: str, tile_ns: int, i
     host = rng.uniform(-1, 1, n).astype(np.float32)
     buffers = [DeviceBuffer.from_numpy(host)] + [DeviceBuffer.empty(n, np.float32)
                                                  for _ in range(stages)]
-    args = {f"s{i}": [buffers[i - 1], buffers[i], iters, tile_ns]
+    traces = [DeviceBuffer.zeros(2 * rows * COLS, np.int64) for _ in range(stages)]
+    args = {f"s{i}": [buffers[i - 1], buffers[i], iters, tile_ns, traces[i - 1]]
             for i in range(1, stages + 1)}
     buffers[-1].fill_bytes(0xFF)
     samples = []
@@ -101,7 +106,17 @@ def run_mode(stages: int, rows: int, dependency: str, mode: str, tile_ns: int, i
         want = synthetic_reference(want, iters)
     err = _check(f"{stages} stages/{dependency}/{mode}", buffers[-1].to_numpy(), want, 1e-4,
                  atol=1e-3)
-    return {"rel_error": err, **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
+    return {"rel_error": err, "timeline_us": timeline([t.to_numpy() for t in traces]),
+            **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
+
+
+def timeline(traces: list[np.ndarray]) -> list[dict[str, float]]:
+    """Per stage of the last run: first tile start, last tile start, last tile end (us from
+    the first tile of the run)."""
+    t0 = min(int(t[0::2].min()) for t in traces)
+    return [{"first_start": (int(t[0::2].min()) - t0) / 1e3,
+             "last_start": (int(t[0::2].max()) - t0) / 1e3,
+             "last_end": (int(t[1::2].max()) - t0) / 1e3} for t in traces]
 
 
 def stage_chains(wave_counts=(1.2, 2.2, 3.2), chains=(2, 3), tile_us: float = 50.0,

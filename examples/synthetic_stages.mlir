@@ -5,10 +5,12 @@
 // SM: the wave model's premise) and stores its output tile. Its hooks say where it loads
 // operand 0 and when its tile is stored; the sync passes fill them from the dependencies, so
 // the stages below may read one tile (TileSync) or a whole row (RowSync) of their producer.
-// Grids are set by the benchmark; the ones here are for the tests.
+// Thread 0 of each tile writes when its tile started and ended (%globaltimer, ns) into
+// `trace[2 t]`, `trace[2 t + 1]`: the benchmark's timeline. Grids are set by the benchmark.
 builtin.module {
   gpu.module @chain {
-    gpu.func @tile_kernel(%src: memref<?xf32>, %dst: memref<?xf32>, %iters: i32, %tile_ns: i64)
+    gpu.func @tile_kernel(%src: memref<?xf32>, %dst: memref<?xf32>, %iters: i32, %tile_ns: i64,
+                          %trace: memref<?xi64>)
         kernel attributes {gpu.known_block_size = array<i32: 1024, 1, 1>,
                            tilesync.min_blocks_per_sm = 2 : i32} {
       %x, %y = sync.tile : index, index
@@ -42,6 +44,17 @@ builtin.module {
         scf.yield
       }
       memref.store %w, %dst[%g] : memref<?xf32>
+      %zero = arith.constant 0 : index
+      %leader = arith.cmpi eq, %tid, %zero : index
+      scf.if %leader {
+        %end = nvvm.read.ptx.sreg.globaltimer : i64
+        %two = arith.constant 2 : index
+        %at = arith.muli %linear, %two : index
+        %one = arith.constant 1 : index
+        %at_end = arith.addi %at, %one : index
+        memref.store %start, %trace[%at] : memref<?xi64>
+        memref.store %end, %trace[%at_end] : memref<?xi64>
+      }
       sync.store_point [%x, %y]
       gpu.return
     }
