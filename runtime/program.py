@@ -26,6 +26,7 @@ from tilesync.runtime.stream import Event, Stream, priority_range
 INT32_MAX = 2**31 - 1
 DEBUG_RECORD_WORDS = 9  # see lowering/sync_to_nvvm.py
 WAIT_KERNEL = "tilesync_wait_kernel"  # see transforms/sync/insert_wait_kernel.py
+NEXT_EPOCH_KERNEL = "tilesync_next_epoch"  # see transforms/sync/epoch_in_memory.py
 
 
 class SpinTimeoutError(TilesyncRuntimeError):
@@ -62,6 +63,7 @@ class _State:
     flags: dict[str, DeviceBuffer] = field(default_factory=dict)
     counters: dict[str, DeviceBuffer] = field(default_factory=dict)
     tables: dict[str, DeviceBuffer] = field(default_factory=dict)
+    epoch_word: DeviceBuffer | None = None
 
 
 def _stage_semaphores(op: sync.StageOp) -> tuple[int, int]:
@@ -95,6 +97,30 @@ def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[Step]]:
     return stages, steps
 
 
+class CapturedRun:
+    """A run of a StageProgram as an instantiated CUDA graph."""
+
+    def __init__(self, program: StageProgram, graph: Any, executable: Any, stream: Stream):
+        self.program, self._graph, self._exec, self.stream = program, graph, executable, stream
+
+    def launch(self) -> None:
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        self.program._check_epoch()
+        self.program.epoch += 1  # the device bumps its own epoch word in the graph
+        check(driver.cuGraphLaunch(self._exec, self.stream.handle), "cuGraphLaunch")
+
+    def close(self) -> None:
+        from cuda.bindings import driver
+
+        if self._exec is not None:
+            driver.cuGraphExecDestroy(self._exec)
+            driver.cuGraphDestroy(self._graph)
+            self._exec = None
+
+
 class StageProgram:
     """A stage program loaded on the device, ready to run any number of times."""
 
@@ -125,6 +151,17 @@ class StageProgram:
                 max(1, self.stages[stage].num_semaphores), np.int32)
         return self._state.semaphores[stage]
 
+    def _epoch_word(self) -> DeviceBuffer:
+        """The device-side epoch (sync-epoch-in-memory), bumped by tilesync_next_epoch."""
+        if self._state.epoch_word is None:
+            self._state.epoch_word = DeviceBuffer.zeros(1, np.int32)
+        return self._state.epoch_word
+
+    @property
+    def device_epoch(self) -> bool:
+        """Kernels read the epoch from device memory: the program can be captured in a graph."""
+        return NEXT_EPOCH_KERNEL in self.kernels
+
     def _flag(self, stage: str) -> DeviceBuffer:
         return self._state.flags.setdefault(stage, DeviceBuffer.zeros(1, np.int32))
 
@@ -148,6 +185,10 @@ class StageProgram:
             return self._flag(stage)
         if role == "wait_target":  # every producer block posts its start flag once a launch
             return self.epoch * math.prod(self.stages[stage].grid)
+        if role == "wait_blocks":  # the same, with the epoch read on the device
+            return math.prod(self.stages[stage].grid)
+        if role == "epoch_counter":
+            return self._epoch_word()
         if role == "tile_counter":
             return self._counter(stage)
         if role == "order_table":
@@ -174,6 +215,8 @@ class StageProgram:
         for group in (self._state.semaphores, self._state.flags, self._state.counters):
             for buffer in group.values():
                 buffer.fill_bytes(0)
+        if self._state.epoch_word is not None:
+            self._state.epoch_word.fill_bytes(0)
         self.epoch = 0
 
     # -- running ---------------------------------------------------------------------------
@@ -188,6 +231,8 @@ class StageProgram:
         main = self._stream(used[0], min(s.priority for s in self.steps))
         start = Event().record(main)
         self.last_start = start  # with the returned event, times the run
+        if self.device_epoch:
+            launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=main)
         for index in used[1:]:
             priority = min((s.priority for s in self.steps if s.stream == index), default=0)
             self._stream(index, priority).wait_event(start)
@@ -211,6 +256,32 @@ class StageProgram:
         for index in used[1:]:
             main.wait_event(Event().record(self._streams[index]))
         return Event().record(main)
+
+    def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedRun:
+        """One run captured as a CUDA graph; each `launch()` of it is a new epoch.
+
+        Needs kernels that read the epoch on the device (sync-epoch-in-memory): a graph
+        replays the parameters it was captured with.
+        """
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        if not self.device_epoch:
+            raise ValueError("capturing a graph needs the sync-epoch-in-memory pass: a graph "
+                             "replays its kernel parameters, so a by-value epoch would repeat")
+        used = sorted({s.stream for s in self.steps})
+        main = self._stream(used[0], min(s.priority for s in self.steps))
+        check(driver.cuStreamBeginCapture(main.handle,
+                                          driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
+              "cuStreamBeginCapture")
+        try:
+            self.run(args)
+        finally:
+            graph = check(driver.cuStreamEndCapture(main.handle), "cuStreamEndCapture")
+            self.epoch -= 1  # capturing ran nothing
+        executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        return CapturedRun(self, graph, executable, main)
 
     def synchronize(self) -> None:
         """Wait for every stream; a timed-out spin raises SpinTimeoutError saying which."""

@@ -22,6 +22,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "sync-insert-wait-kernel": ("tilesync.transforms.sync.insert_wait_kernel",
                                 "InsertWaitKernelPass"),
     "sync-use-pdl": ("tilesync.transforms.sync.use_pdl", "UsePDLPass"),
+    "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
     # lowering (lowering/)
     "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),

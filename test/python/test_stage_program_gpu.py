@@ -55,3 +55,39 @@ def test_gpt3_mlp_stage_program_100_runs(variant):
     assert program.epoch == 100
     assert np.all(program.semaphores("gemm1").to_numpy() ==
                   100 * program.stages["gemm1"].posts_per_semaphore)
+
+
+@pytest.mark.parametrize("progress", ["sync-use-pdl", "sync-insert-wait-kernel"])
+def test_graph_replays_100_times_without_memset(progress):
+    """sync-epoch-in-memory: a CUDA graph of one run, replayed; the device bumps the epoch."""
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.program import StageProgram
+
+    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
+    passes = ("sync-generate-policies", "sync-insert-post-wait", progress, "sync-verify",
+              "sync-epoch-in-memory")
+    program = StageProgram(tilesync.compile(text, pipeline=default_pipeline(before=passes)))
+    assert program.device_epoch
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((256, 512), dtype=np.float32)
+    w1 = rng.standard_normal((512, 1536), dtype=np.float32) / 16
+    w2 = rng.standard_normal((1536, 512), dtype=np.float32) / 32
+    want = (x.astype(np.float64) @ w1) @ w2
+    bx, bw1, bw2 = (DeviceBuffer.from_numpy(a) for a in (x, w1, w2))
+    h, y = DeviceBuffer.empty((256, 1536), np.float32), DeviceBuffer.empty((256, 512), np.float32)
+    graph = program.capture({"gemm1": [bx, bw1, h], "gemm2": [h, bw2, y]})
+    for replay in range(100):
+        if replay % 25 == 0:
+            program.synchronize()
+            y.fill_bytes(0xFF)
+        graph.launch()
+        if replay % 25 == 24:
+            program.synchronize()
+            got = y.to_numpy()
+            assert np.all(np.isfinite(got)), f"replay {replay}: unwritten outputs"
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-4, f"replay {replay}"
+    program.synchronize()
+    assert program.epoch == 100
+    assert np.all(program.semaphores("gemm1").to_numpy() ==
+                  100 * program.stages["gemm1"].posts_per_semaphore)
+    graph.close()
