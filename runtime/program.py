@@ -257,6 +257,16 @@ class StageProgram:
             main.wait_event(Event().record(self._streams[index]))
         return Event().record(main)
 
+    def _prepare(self) -> None:
+        """Create every stream and every piece of device state the steps bind."""
+        for step in self.steps:
+            self._stream(step.stream, step.priority)
+            kernel = WAIT_KERNEL if step.kind == "wait_kernel" else self.stages[step.stage].kernel
+            for role in self.signatures[kernel].sync_args:
+                self._bind(role, step.stage)
+        if self.device_epoch:
+            self._epoch_word()
+
     def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedRun:
         """One run captured as a CUDA graph; each `launch()` of it is a new epoch.
 
@@ -270,6 +280,7 @@ class StageProgram:
         if not self.device_epoch:
             raise ValueError("capturing a graph needs the sync-epoch-in-memory pass: a graph "
                              "replays its kernel parameters, so a by-value epoch would repeat")
+        self._prepare()  # no allocation may happen while a stream captures
         used = sorted({s.stream for s in self.steps})
         main = self._stream(used[0], min(s.priority for s in self.steps))
         check(driver.cuStreamBeginCapture(main.handle,
