@@ -227,15 +227,13 @@ class StageProgram:
         """
         self._check_epoch()
         self.epoch += 1
-        used = sorted({s.stream for s in self.steps})
-        main = self._stream(used[0], min(s.priority for s in self.steps))
+        main, others = self._plan_streams()
         start = Event().record(main)
         self.last_start = start  # with the returned event, times the run
         if self.device_epoch:
             launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=main)
-        for index in used[1:]:
-            priority = min((s.priority for s in self.steps if s.stream == index), default=0)
-            self._stream(index, priority).wait_event(start)
+        for stream in others:
+            stream.wait_event(start)
         for step in self.steps:
             stream = self._stream(step.stream, step.priority)
             if step.kind == "wait_kernel":
@@ -253,14 +251,22 @@ class StageProgram:
             bound = [self._bind(role, step.stage) for role in sig.sync_args]
             launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
                    stream=stream, pdl=step.pdl)
-        for index in used[1:]:
-            main.wait_event(Event().record(self._streams[index]))
+        for stream in others:
+            main.wait_event(Event().record(stream))
         return Event().record(main)
+
+    def _plan_streams(self) -> tuple[Stream, list[Stream]]:
+        """The run's first stream (it forks and joins the others) and the others; each at the
+        highest priority any of its launches asks for."""
+        used = sorted({s.stream for s in self.steps})
+        streams = [self._stream(i, min(s.priority for s in self.steps if s.stream == i))
+                   for i in used]
+        return streams[0], streams[1:]
 
     def _prepare(self) -> None:
         """Create every stream and every piece of device state the steps bind."""
+        self._plan_streams()
         for step in self.steps:
-            self._stream(step.stream, step.priority)
             kernel = WAIT_KERNEL if step.kind == "wait_kernel" else self.stages[step.stage].kernel
             for role in self.signatures[kernel].sync_args:
                 self._bind(role, step.stage)
@@ -281,8 +287,7 @@ class StageProgram:
             raise ValueError("capturing a graph needs the sync-epoch-in-memory pass: a graph "
                              "replays its kernel parameters, so a by-value epoch would repeat")
         self._prepare()  # no allocation may happen while a stream captures
-        used = sorted({s.stream for s in self.steps})
-        main = self._stream(used[0], min(s.priority for s in self.steps))
+        main, _ = self._plan_streams()
         check(driver.cuStreamBeginCapture(main.handle,
                                           driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
               "cuStreamBeginCapture")
