@@ -163,10 +163,14 @@ class StageProgram:
         return NEXT_EPOCH_KERNEL in self.kernels
 
     def _flag(self, stage: str) -> DeviceBuffer:
-        return self._state.flags.setdefault(stage, DeviceBuffer.zeros(1, np.int32))
+        if stage not in self._state.flags:
+            self._state.flags[stage] = DeviceBuffer.zeros(1, np.int32)
+        return self._state.flags[stage]
 
     def _counter(self, stage: str) -> DeviceBuffer:
-        return self._state.counters.setdefault(stage, DeviceBuffer.zeros(1, np.int32))
+        if stage not in self._state.counters:
+            self._state.counters[stage] = DeviceBuffer.zeros(1, np.int32)
+        return self._state.counters[stage]
 
     def _table(self, stage: str, sig: KernelSignature) -> DeviceBuffer:
         if stage not in self._state.tables:
