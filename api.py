@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -240,3 +241,30 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
             seconds[f"ptx:{name}"] = time.perf_counter() - start
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
+
+
+def annotate_resources(module: ModuleOp, target: str = "sm_90",
+                       pipeline=None) -> dict[str, tuple[int, int]]:
+    """Record on every sync.stage the `registers` and `shared_bytes` of its compiled kernel.
+
+    Compiles a copy of `module` to PTX and reads what nvJitLink reports, so the occupancy the
+    wave-model passes use (sync-annotate-occupancy, then W and T) comes from the real kernel,
+    never from a guess. Returns {kernel: (registers, shared bytes)}.
+    """
+    from tilesync.dialects import sync
+    from tilesync.lowering.ptx import validate_ptx
+
+    program = compile(module.clone(), pipeline=pipeline, target=target)
+    usage: dict[str, tuple[int, int]] = {}
+    for ptx in program.ptx_by_module.values():
+        info = validate_ptx(ptx, target)
+        for name, registers in info.registers.items():
+            usage[name] = (registers, info.shared_bytes.get(name, 0))
+    for op in module.walk():
+        if isinstance(op, sync.StageOp):
+            kernel = op.kernel.nested_references.data[-1].data
+            if kernel in usage:
+                registers, shared = usage[kernel]
+                op.attributes["registers"] = IntegerAttr(registers, 64)
+                op.attributes["shared_bytes"] = IntegerAttr(shared, 64)
+    return usage

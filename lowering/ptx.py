@@ -39,6 +39,8 @@ class PTXInfo:
     info_log: str
     registers: dict[str, int] = field(default_factory=dict)
     """Registers per thread of each kernel, where the log reports them."""
+    shared_bytes: dict[str, int] = field(default_factory=dict)
+    """Static shared memory per block of each kernel, where the log reports it."""
 
 
 def _check_arch(arch: str) -> None:
@@ -129,6 +131,14 @@ def list_kernels(ptx: str) -> list[str]:
 _REGISTERS_LINE = re.compile(r"Function properties for (\S+)|Used (\d+) registers")
 
 
+_SMEM_LINE = re.compile(r"Function properties for '([^']+)':\s*\n.*?(\d+) bytes smem")
+
+
+def _shared_per_kernel(info_log: str) -> dict[str, int]:
+    """From nvJitLink's summary lines: `Function properties for 'k':` then `... N bytes smem`."""
+    return {name: int(size) for name, size in _SMEM_LINE.findall(info_log)}
+
+
 def _registers_per_kernel(info_log: str) -> dict[str, int]:
     registers: dict[str, int] = {}
     current: str | None = None
@@ -159,7 +169,8 @@ def validate_ptx(ptx: str, arch: str = "sm_90") -> PTXInfo:
         info_log = _info_log(handle)
     finally:
         nvjitlink.destroy(handle)
-    return PTXInfo(arch=arch, info_log=info_log, registers=_registers_per_kernel(info_log))
+    return PTXInfo(arch=arch, info_log=info_log, registers=_registers_per_kernel(info_log),
+                   shared_bytes=_shared_per_kernel(info_log))
 
 
 def _read_log(size: int, read) -> str:

@@ -97,11 +97,16 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from tilesync.api import parse
+    from tilesync.api import annotate_resources, default_pipeline, parse
     from tilesync.tools.explain import explain
 
-    print(explain(parse(Path(args.file).read_text(), name=args.file), sms=args.sms,
-                  arch=args.arch))
+    module = parse(Path(args.file).read_text(), name=args.file)
+    if args.measure:  # occupancy from the compiled kernels' registers and shared memory
+        has_hooks = any(op.name in ("sync.load_point", "sync.store_point")
+                        for op in module.walk())
+        before = ("sync-generate-policies", "sync-insert-post-wait") if has_hooks else ()
+        annotate_resources(module, pipeline=default_pipeline(before=before))
+    print(explain(module, sms=args.sms, arch=args.arch))
     return 0
 
 
@@ -123,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("file")
     e.add_argument("--sms", type=int, default=132)
     e.add_argument("--arch", default="sm_90")
+    e.add_argument("--measure", action="store_true",
+                   help="compile the kernels and take registers/shared memory from nvJitLink")
     e.set_defaults(run=_explain)
 
     d = sub.add_parser("demo", help="compile the examples; run the copy chain on a GPU")

@@ -602,7 +602,23 @@ class VerifySyncPass(ModulePass):
             if isinstance(o, sync.WaitKernelOp) and o.producer.root_reference.data == pname:
                 if o.stream.value.data == launch.stream.value.data:
                     return "wait-kernel"
-        return None
+        return self.no_starvation(consumer, producer)
+
+    def no_starvation(self, consumer: sync.StageOp, producer: sync.StageOp) -> str | None:
+        """The wave model's rule for dropping a wait-kernel (optimization W, one definition in
+        wave_model.wait_kernel_legality): even dispatched first, the consumer's blocks cannot
+        fill every SM, so a producer block always finds one."""
+        from tilesync.transforms.sync.wave_model import StageWaves, wait_kernel_legality
+
+        if self.sms <= 0:
+            return None
+        per_sm = [s.attributes.get("blocks_per_sm") for s in (producer, consumer)]
+        if not all(isinstance(b, IntegerAttr) and b.value.data > 0 for b in per_sm):
+            return None
+        waves = [StageWaves(math.prod(s.grid_shape), b.value.data, self.sms)
+                 for s, b in zip((producer, consumer), per_sm)]
+        verdict = wait_kernel_legality(waves[0], waves[1])
+        return f"wave model: {verdict.reason}" if verdict.legal else None
 
     def coresident(self, consumer: sync.StageOp, producer: sync.StageOp) -> str | None:
         if self.sms <= 0:

@@ -99,6 +99,9 @@ def test_explain_and_analyze():
     assert proc.returncode == 0, proc.stderr
     assert "stage @gemm1: grid (8, 48) = 384 blocks" in proc.stdout
     assert "predicted speedup: 1.5x" in proc.stdout
+    proc = run("tilesync.tools.cli", "explain", str(example), "--measure")
+    assert proc.returncode == 0, proc.stderr
+    assert "blocks per SM: 1 (registers" in proc.stdout  # measured: > 32 registers a thread
     proc = run("tilesync.tools.opt", str(example), "--analyze")
     assert proc.returncode == 0, proc.stderr
     assert "stage @gemm2" in proc.stdout and "builtin.module" not in proc.stdout
