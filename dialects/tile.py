@@ -613,30 +613,55 @@ class CpAsyncWaitOp(IRDLOperation):
 EPILOGUE_ARG_TYPES = (Float32Type(), IndexType(), IndexType())
 
 
+def epilogue_arg_types(accumulators: int = 1) -> tuple[Attribute, ...]:
+    """(value of each accumulator..., row, column) of an epilogue block."""
+    return (Float32Type(),) * accumulators + (IndexType(), IndexType())
+
+
 @irdl_op_definition
 class StoreAccOp(IRDLOperation):
-    """Warp-collective store of a 16x8 f32 accumulator tile with an elementwise epilogue."""
+    """Warp-collective store of a 16x8 f32 accumulator tile with an elementwise epilogue.
+
+    With several accumulators (`tile.store_acc %g, %u, %C[...]`) the epilogue gets the element
+    of each at the same position (SwiGLU: silu(gate) * up of two tiles) and one value is
+    stored. With `reduce` the values are atomically added (`red.relaxed.gpu.global.add.f32`)
+    into an f32 destination instead of stored: a split-K slice's partial sums.
+    """
 
     name = "tile.store_acc"
-    acc = operand_def(FragType)
+    accs = var_operand_def(FragType)
     dst = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
+    reduce = opt_prop_def(UnitAttr)
     epilogue = region_def()
 
-    def __init__(self, acc: SSAValue, dst: SSAValue, indices: Sequence[SSAValue],
-                 masked: bool = False, epilogue: Region | None = None):
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, acc: SSAValue | Sequence[SSAValue], dst: SSAValue,
+                 indices: Sequence[SSAValue], masked: bool = False,
+                 epilogue: Region | None = None, reduce: bool = False):
+        accs = [acc] if isinstance(acc, SSAValue) else list(acc)
         super().__init__(
-            operands=[acc, dst, indices],
-            properties={"masked": UnitAttr() if masked else None},
+            operands=[accs, dst, indices],
+            properties={"masked": UnitAttr() if masked else None,
+                        "reduce": UnitAttr() if reduce else None},
             regions=[epilogue if epilogue is not None else Region()],
         )
 
+    @property
+    def acc(self) -> SSAValue:
+        """The first (or only) accumulator."""
+        return self.accs[0]
+
     def verify_(self) -> None:
-        acc = self.acc.type
-        assert isinstance(acc, FragType)
-        if acc.role.data != "acc":
-            raise VerifyException("'tile.store_acc' stores accumulator fragments only")
+        if not self.accs:
+            raise VerifyException("'tile.store_acc' needs at least one accumulator")
+        for acc in self.accs:
+            acc_type = acc.type
+            assert isinstance(acc_type, FragType)
+            if acc_type.role.data != "acc":
+                raise VerifyException("'tile.store_acc' stores accumulator fragments only")
         dst_type = _memref(self, self.dst, "destination")
         _verify_indices(self, dst_type, self.indices, "destination")
         if dst_type.get_num_dims() < 2:
@@ -653,57 +678,259 @@ class StoreAccOp(IRDLOperation):
             raise VerifyException(
                 f"'tile.store_acc' stores f16, bf16 or f32, got {dst_type.element_type}"
             )
+        if self.reduce is not None and not isinstance(dst_type.element_type, Float32Type):
+            raise VerifyException(
+                f"'tile.store_acc' reduce adds into f32 only, got {dst_type.element_type}"
+            )
+        if len(self.accs) > 1 and not self.epilogue.blocks:
+            raise VerifyException(
+                "'tile.store_acc' with several accumulators needs an epilogue combining them"
+            )
         if self.epilogue.blocks:
             block = self.epilogue.block
             types = tuple(a.type for a in block.args)
-            if types != EPILOGUE_ARG_TYPES:
+            expected = epilogue_arg_types(len(self.accs))
+            if types != expected:
                 raise VerifyException(
-                    "'tile.store_acc' epilogue block takes (f32, index, index) "
-                    f"(value, row, column), got ({', '.join(str(t) for t in types)})"
+                    "'tile.store_acc' epilogue block takes "
+                    f"({', '.join(str(t) for t in expected)}) (the value of each accumulator, "
+                    f"row, column), got ({', '.join(str(t) for t in types)})"
                 )
             if not isinstance(block.last_op, YieldOp):
                 raise VerifyException("'tile.store_acc' epilogue must end with tile.yield")
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreAccOp:
-        acc = parser.parse_unresolved_operand()
+        accs = [parser.parse_unresolved_operand()]
         parser.parse_punctuation(",")
-        dst, indices = _parse_indexed(parser)
+        while True:
+            operand = parser.parse_unresolved_operand()
+            indices = parser.parse_optional_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+            if indices is not None:
+                dst = operand
+                break
+            accs.append(operand)
+            parser.parse_punctuation(",")
         masked = parser.parse_optional_keyword("masked") is not None
+        reduce = parser.parse_optional_keyword("reduce") is not None
         region = None
         if parser.parse_optional_keyword("epilogue") is not None:
             region = parser.parse_region()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        acc_type = parser.parse_type()
-        parser.parse_punctuation(",")
+        acc_types = []
+        for _ in accs:
+            acc_types.append(parser.parse_type())
+            parser.parse_punctuation(",")
         dst_type = parser.parse_type()
         index = IndexType()
         op = cls(
-            parser.resolve_operand(acc, acc_type),
+            [parser.resolve_operand(a, t) for a, t in zip(accs, acc_types, strict=True)],
             parser.resolve_operand(dst, dst_type),
             [parser.resolve_operand(i, index) for i in indices],
             masked,
             region,
+            reduce,
         )
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_ssa_value(self.acc)
+        printer.print_list(self.accs, printer.print_ssa_value)
         printer.print_string(", ")
         _print_indexed(printer, self.dst, self.indices)
         if self.masked is not None:
             printer.print_string(" masked")
+        if self.reduce is not None:
+            printer.print_string(" reduce")
         if self.epilogue.blocks:
             printer.print_string(" epilogue ")
             printer.print_region(self.epilogue, print_entry_block_args=True)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
-        printer.print_attribute(self.acc.type)
+        printer.print_list(self.accs.types, printer.print_attribute)
         printer.print_string(", ")
         printer.print_attribute(self.dst.type)
+
+
+@irdl_op_definition
+class TakeAccOp(IRDLOperation):
+    """Warp-collective read of a 16x8 f32 tile into an accumulator fragment, zeroing it.
+
+    `%acc = tile.take_acc %ws[%i, %j] masked : memref<MxNxf32> -> !tile.frag<acc, ...>`
+    reads each element this lane holds in the store_acc layout with an atomic exchange of 0
+    (`atom.relaxed.gpu.global.exch.b32`): the value comes from L2, where the split-K slices'
+    `red.add`s landed, and the workspace is clean for the next launch without a memset.
+    With `masked`, elements outside the memref read as 0 (and are not touched).
+    """
+
+    name = "tile.take_acc"
+    src = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    masked = opt_prop_def(UnitAttr)
+    res = result_def(FragType)
+
+    def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False):
+        super().__init__(operands=[src, indices],
+                         result_types=[FragType("acc", Float32Type())],
+                         properties={"masked": UnitAttr() if masked else None})
+
+    def verify_(self) -> None:
+        src_type = _memref(self, self.src, "source")
+        _verify_indices(self, src_type, self.indices, "source")
+        if src_type.get_num_dims() < 2 or any(d < 0 for d in src_type.get_shape()):
+            raise VerifyException(
+                f"'tile.take_acc' source must have rank >= 2 and a static shape, got {src_type}"
+            )
+        if not isinstance(src_type.element_type, Float32Type):
+            raise VerifyException(
+                f"'tile.take_acc' reads f32, got {src_type.element_type}"
+            )
+        if memory_space(src_type) not in (None, 1):
+            raise VerifyException(f"'tile.take_acc' source must be global, got {src_type}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TakeAccOp:
+        src, indices = _parse_indexed(parser)
+        masked = parser.parse_optional_keyword("masked") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        res_type = parser.parse_type()
+        index = IndexType()
+        op = cls(parser.resolve_operand(src, src_type),
+                 [parser.resolve_operand(i, index) for i in indices], masked)
+        if res_type != op.res.type:
+            parser.raise_error(f"tile.take_acc yields {op.res.type}, got {res_type}")
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.src, self.indices)
+        if self.masked is not None:
+            printer.print_string(" masked")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.src.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res.type)
+
+
+@irdl_op_definition
+class ArriveOp(IRDLOperation):
+    """Block-collective arrival on a per-tile counter: `%last = tile.arrive %cnt[%t] of N`.
+
+    Every thread of the block executes it (block-uniform control flow). After a barrier, thread
+    0 issues `fence.acq_rel.gpu` (the block's earlier global writes, e.g. split-K `red.add`s,
+    are released) and an atomic add of 1 to the counter; the arrival that sees N - 1 is the
+    last: it resets the counter to 0 (ready for the next launch, no memset) and fences again
+    (acquire). `bar.red.or.pred` hands the answer to every thread: %last is true in all
+    threads of exactly one of the N blocks that arrive.
+    """
+
+    name = "tile.arrive"
+    counters = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    expected = prop_def(IntegerAttr[IntegerType])
+    last = result_def(IntegerType(1))
+
+    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], expected: int):
+        super().__init__(operands=[counters, indices], result_types=[IntegerType(1)],
+                         properties={"expected": IntegerAttr(expected, i32)})
+
+    def verify_(self) -> None:
+        counters_type = _memref(self, self.counters, "counters")
+        _verify_indices(self, counters_type, self.indices, "counters")
+        if counters_type.element_type != i32:
+            raise VerifyException(
+                f"'tile.arrive' counters must be i32, got {counters_type.element_type}"
+            )
+        if any(d < 0 for d in counters_type.get_shape()):
+            raise VerifyException(f"'tile.arrive' counters need a static shape, got "
+                                  f"{counters_type}")
+        if self.expected.value.data < 1:
+            raise VerifyException("'tile.arrive' expects at least 1 arrival")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ArriveOp:
+        counters, indices = _parse_indexed(parser)
+        parser.parse_keyword("of")
+        expected = parser.parse_integer(allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        counters_type = parser.parse_type()
+        index = IndexType()
+        op = cls(parser.resolve_operand(counters, counters_type),
+                 [parser.resolve_operand(i, index) for i in indices], expected)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.counters, self.indices)
+        printer.print_string(f" of {self.expected.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.counters.type)
+
+
+SHUFFLE_KINDS = ("bfly", "down", "up", "idx")
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """Warp shuffle of an f32 or i32 across all 32 lanes: `shfl.sync.{bfly,down,up,idx}.b32`.
+
+    `%r = tile.shuffle bfly %v, 16 : f32` gives lane l the value of lane l ^ 16 (a butterfly
+    step of a warp reduction). Every lane of the warp must execute it (member mask all ones).
+    """
+
+    name = "tile.shuffle"
+    value = operand_def(Float32Type | IntegerType)
+    kind = prop_def(StringAttr)
+    offset = prop_def(IntegerAttr[IntegerType])
+    res = result_def(Float32Type | IntegerType)
+
+    def __init__(self, kind: str, value: SSAValue, offset: int):
+        super().__init__(operands=[value], result_types=[value.type],
+                         properties={"kind": StringAttr(kind),
+                                     "offset": IntegerAttr(offset, i32)})
+
+    def verify_(self) -> None:
+        if self.kind.data not in SHUFFLE_KINDS:
+            raise VerifyException(
+                f"'tile.shuffle' kind must be one of {', '.join(SHUFFLE_KINDS)}, "
+                f"got {self.kind.data}"
+            )
+        if not 0 <= self.offset.value.data < 32:
+            raise VerifyException("'tile.shuffle' offset must be in 0..31")
+        if self.value.type not in (Float32Type(), i32):
+            raise VerifyException(f"'tile.shuffle' moves f32 or i32, got {self.value.type}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShuffleOp:
+        kind = parser.parse_identifier(" (bfly, down, up or idx)")
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = parser.parse_integer(allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        op = cls(kind, parser.resolve_operand(value, value_type), offset)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(f", {self.offset.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
 
 
 @irdl_op_definition
@@ -720,18 +947,20 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
-def epilogue_block() -> Block:
-    """An empty epilogue block with the (value, row, column) arguments."""
-    return Block(arg_types=EPILOGUE_ARG_TYPES)
+def epilogue_block(accumulators: int = 1) -> Block:
+    """An empty epilogue block with the (value..., row, column) arguments."""
+    return Block(arg_types=epilogue_arg_types(accumulators))
 
 
 Tile = Dialect(
     "tile",
-    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp],
+    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
+     TakeAccOp, ArriveOp, ShuffleOp],
     [FragType, SwizzleAttr],
 )
 
 __all__ = [
+    "ArriveOp",
     "CpAsyncCommitOp",
     "CpAsyncOp",
     "CpAsyncWaitOp",
@@ -739,10 +968,13 @@ __all__ = [
     "FragType",
     "LdMatrixOp",
     "MmaOp",
+    "ShuffleOp",
     "StoreAccOp",
     "SwizzleAttr",
+    "TakeAccOp",
     "Tile",
     "YieldOp",
+    "epilogue_arg_types",
     "epilogue_block",
     "memory_space",
     "swizzle_for_row",

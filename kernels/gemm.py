@@ -27,6 +27,7 @@ multiple of 8 so every 16-byte row chunk is aligned, as cuBLAS-style kernels req
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -42,13 +43,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     f32,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 
-EPILOGUES = (None, "bias", "gelu", "bias_gelu")
+EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 STATIC_SHARED_LIMIT = 48 * 1024
 """Static shared memory per block; more needs dynamic shared memory (not lowered yet)."""
@@ -72,7 +74,17 @@ class GemmConfig:
     sync_hooks: bool = False
     """Take the tile from `sync.tile` and mark loads/stores with `sync.load_point operand 0|1
     [x, y] step k` (before k-tile k's copies) and `sync.store_point [x, y]` (after the tile is
-    stored), for the cuSync passes to fill. Without, the tile is the block id (same mapping)."""
+    stored), for the cuSync passes to fill. Without, the tile is the block id (same mapping).
+    With split_k > 1 the store point sits in the branch of the slice that finishes the tile
+    (the last arrival on the tile's counter): only it has the final values to publish."""
+    split_k: int = 1
+    """Slices of the K loop (grid z). Each slice reduces k_tiles / split_k k-tiles and adds its
+    fp32 partial tile into a workspace (`red.add.f32`; the workspace is zero at the first launch
+    and left zero by every launch); a per-tile arrival counter picks the last slice, which takes
+    the sums (atomic exchange with 0), applies the epilogue and stores C."""
+    dropout: float | None = None
+    """Keep probability p of a dropout after the epilogue: element (r, c) is kept iff
+    dropout_hash(seed, r, c) < p * 2^32 and then scaled by 1/p; `seed` is a kernel argument."""
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -85,12 +97,22 @@ class GemmConfig:
             raise ValueError(f"b_layout must be 'row' or 'col', got {self.b_layout!r}")
         if self.epilogue not in EPILOGUES:
             raise ValueError(f"epilogue must be one of {EPILOGUES}, got {self.epilogue!r}")
+        if self.epilogue == "swiglu" and (self.N % 16 or bn % (16 * wn)):
+            raise ValueError("swiglu pairs 8-column gate/up blocks: N and the warp tile's "
+                             f"width must be multiples of 16, got N={self.N} tile={self.tile}")
+        if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
+            raise ValueError(f"dropout keep probability must be in (0, 1], got {self.dropout}")
+        if self.split_k < 1 or self.k_tiles % self.split_k:
+            raise ValueError(
+                f"split_k={self.split_k} must divide the {self.k_tiles} k-tiles of K={self.K} "
+                f"(BK={bk})"
+            )
         if self.K % 8 or (self.b_layout == "row" and self.N % 8):
             raise ValueError(
                 "K (and N for a row-major B) must be a multiple of 8: cp.async copies aligned "
                 f"16-byte chunks; got M={self.M} N={self.N} K={self.K} b_layout={self.b_layout}"
             )
-        if bm % (16 * wm) or bn % (16 * wn):
+        if bm % (16 * wm) or bn % (16 * wn) or bm < 16:
             raise ValueError(
                 f"tile {self.tile} does not split into {wm}x{wn} warp tiles of 16x16 multiples"
             )
@@ -100,12 +122,6 @@ class GemmConfig:
             raise ValueError(f"BN must be a power of two from 16 to 256, got {bn}")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}")
-        for what, elems in (("A", bm * bk), ("B", bk * bn)):
-            if (elems // 8) % self.threads:
-                raise ValueError(
-                    f"the {what} tile's {elems // 8} 16-byte chunks do not divide among "
-                    f"{self.threads} threads"
-                )
         if self.shared_bytes > STATIC_SHARED_LIMIT:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
@@ -124,7 +140,25 @@ class GemmConfig:
     @property
     def grid(self) -> tuple[int, int, int]:
         bm, bn, _ = self.tile
-        return (-(-self.M // bm), -(-self.N // bn), 1)  # x: tile row (M), y: tile column
+        # x: tile row (M), y: tile column, z: split-K slice
+        return (-(-self.M // bm), -(-self.N // bn), self.split_k)
+
+    @property
+    def out_cols(self) -> int:
+        """Columns of C: N, or N / 2 for swiglu (gate and up columns combine)."""
+        return self.N // 2 if self.epilogue == "swiglu" else self.N
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Kernel parameters in order: A, B, C[, bias][, seed][, workspace, counters]."""
+        names = ["A", "B", "C"]
+        if self.has_bias:
+            names.append("bias")
+        if self.dropout is not None:
+            names.append("seed")
+        if self.split_k > 1:
+            names += ["workspace", "counters"]
+        return tuple(names)
 
     @property
     def k_tiles(self) -> int:
@@ -141,7 +175,17 @@ class GemmConfig:
 
     @property
     def signature(self) -> tuple[str, ...]:
-        return ("ptr",) * (4 if self.has_bias else 3)
+        return tuple("i32" if p == "seed" else "ptr" for p in self.params)
+
+    @property
+    def workspace_shape(self) -> tuple[int, int]:
+        """fp32 partial sums of split-K (zero before the first launch)."""
+        return (self.M, self.N)
+
+    @property
+    def counters_shape(self) -> tuple[int, int]:
+        """i32 arrival counters of split-K, one per output tile (zero before the first launch)."""
+        return self.grid[:2]
 
     @property
     def has_bias(self) -> bool:
@@ -158,9 +202,10 @@ class GemmConfig:
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
-                name: str = "gemm", sync_hooks: bool = False) -> GemmConfig:
+                name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
+                dropout: float | None = None) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
-                      name, sync_hooks)
+                      name, sync_hooks, split_k, dropout)
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,12 +269,58 @@ def _frag(role: str, element: Attribute) -> tl.FragType:
 # --------------------------------------------------------------------------------------------
 
 
-def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None) -> Region | None:
-    if cfg.epilogue is None:
+# Dropout's counter-based hash (also in numpy: dropout_mask), on u32 with wrapping products.
+_HASH_M1, _HASH_M2 = 0x7FEB352D, 0x846CA68B  # "lowbias32" (Chris Wellons' hash prospector)
+
+
+def _u32_mix(b: _Body, x: SSAValue) -> SSAValue:
+    def c(v: int) -> SSAValue:
+        return b.v(arith.ConstantOp(IntegerAttr(v - (1 << 32) if v >= 1 << 31 else v, i32)))
+
+    x = b.v(arith.XOrIOp(x, b.v(arith.ShRUIOp(x, c(16)))))
+    x = b.v(arith.MuliOp(x, c(_HASH_M1)))
+    x = b.v(arith.XOrIOp(x, b.v(arith.ShRUIOp(x, c(15)))))
+    x = b.v(arith.MuliOp(x, c(_HASH_M2)))
+    return b.v(arith.XOrIOp(x, b.v(arith.ShRUIOp(x, c(16)))))
+
+
+def dropout_threshold(keep: float) -> int:
+    """Elements with hash < threshold are kept (u32; p = 1 keeps everything)."""
+    return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
+
+
+def _dropout(b: _Body, cfg: GemmConfig, value: SSAValue, row: SSAValue, col: SSAValue,
+             seed: SSAValue) -> SSAValue:
+    """keep ? value / p : 0 with keep = mix(col ^ mix(row ^ mix(seed))) < p 2^32."""
+    assert cfg.dropout is not None
+    r32 = b.v(arith.IndexCastOp(row, i32))
+    c32 = b.v(arith.IndexCastOp(col, i32))
+    h = _u32_mix(b, b.v(arith.XOrIOp(r32, _u32_mix(b, seed))))
+    h = _u32_mix(b, b.v(arith.XOrIOp(c32, h)))
+    if cfg.dropout >= 1.0:
+        return value
+    t = dropout_threshold(cfg.dropout)
+    threshold = b.v(arith.ConstantOp(IntegerAttr(t - (1 << 32) if t >= 1 << 31 else t, i32)))
+    keep = b.v(arith.CmpiOp(h, threshold, "ult"))
+    scaled = b.v(arith.MulfOp(value, b.f32(1.0 / cfg.dropout)))
+    return b.v(arith.SelectOp(keep, scaled, b.f32(0.0)))
+
+
+def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
+                     seed: SSAValue | None = None) -> Region | None:
+    if cfg.epilogue is None and cfg.dropout is None:
         return None
-    block = tl.epilogue_block()
+    swiglu = cfg.epilogue == "swiglu"
+    block = tl.epilogue_block(2 if swiglu else 1)
     b = _Body(block)
-    value, _row, col = block.args
+    *values, row, col = block.args
+    value = values[0]
+    if swiglu:
+        # silu(gate) * up = gate / (1 + exp(-gate)) * up
+        gate, up = values
+        e = b.v(math.ExpOp(b.v(arith.NegfOp(gate))))
+        silu = b.v(arith.DivfOp(gate, b.v(arith.AddfOp(e, b.f32(1.0)))))
+        value = b.v(arith.MulfOp(silu, up))
     if cfg.has_bias:
         assert bias is not None
         loaded = b.v(memref.LoadOp.get(bias, [col]))
@@ -242,6 +333,9 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None) -> Region | None:
         t = b.v(math.TanhOp(b.v(arith.MulfOp(inner, b.f32(_GELU_C)))))
         half_x = b.v(arith.MulfOp(x, b.f32(0.5)))
         value = b.v(arith.AddfOp(half_x, b.v(arith.MulfOp(half_x, t))))
+    if cfg.dropout is not None:
+        assert seed is not None
+        value = _dropout(b, cfg, value, row, col, seed)
     b.add(tl.YieldOp(value))
     return Region(block)
 
@@ -250,11 +344,19 @@ def _shared_global(name: str, type_: MemRefType) -> memref.GlobalOp:
     return memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(), alignment=128)
 
 
+ASource = Callable[[_Body, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
+"""(body, row of A (global m), column of A (global k)) -> (source indices, masked)."""
+
+
 def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 stages: int = 3, dtype: str = "f16", b_layout: str = "row",
                 epilogue: str | None = None, name: str = "gemm", sync_hooks: bool = False, *,
-                config: GemmConfig | None = None) -> ModuleOp:
-    """The GEMM as a builtin.module holding one gpu.module with one kernel."""
+                config: GemmConfig | None = None, a_type: MemRefType | None = None,
+                a_source: ASource | None = None) -> ModuleOp:
+    """The GEMM as a builtin.module holding one gpu.module with one kernel.
+
+    `a_type` / `a_source` replace the A operand and how a 16-byte chunk of the logical M x K
+    A is addressed in it (conv2d's implicit im2col)."""
     cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
                                 sync_hooks)
     elem = cfg.element_type
@@ -263,13 +365,22 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     wtm, wtn = bm // wm_count, bn // wn_count  # warp tile
     mi_count, ni_count = wtm // 16, wtn // 8
     S = cfg.stages
+    split = cfg.split_k
+    per_slice = cfg.k_tiles // split
+    swiglu = cfg.epilogue == "swiglu"
 
-    a_type = MemRefType(elem, [cfg.M, cfg.K])
-    b_type = MemRefType(elem, [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K])
-    c_type = MemRefType(elem, [cfg.M, cfg.N])
-    inputs: list[Attribute] = [a_type, b_type, c_type]
+    b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
+    logical_a = MemRefType(elem, [cfg.M, cfg.K])
+    logical_b = MemRefType(elem, b_logical)
+    c_type = MemRefType(elem, [cfg.M, cfg.out_cols])
+    inputs: list[Attribute] = [a_type or logical_a, logical_b, c_type]
     if cfg.has_bias:
-        inputs.append(MemRefType(elem, [cfg.N]))
+        inputs.append(MemRefType(elem, [cfg.out_cols]))
+    if cfg.dropout is not None:
+        inputs.append(i32)
+    if split > 1:
+        inputs.append(MemRefType(f32, list(cfg.workspace_shape)))
+        inputs.append(MemRefType(i32, list(cfg.counters_shape)))
     sa_type = MemRefType(elem, [S, bm, bk], memory_space=IntegerAttr(3, 64))
     sb_shape = [S, bk, bn] if cfg.b_layout == "row" else [S, bn, bk]
     sb_type = MemRefType(elem, sb_shape, memory_space=IntegerAttr(3, 64))
@@ -279,10 +390,11 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
     entry = kernel.body.block
-    A, B, C = entry.args[:3]
-    bias = entry.args[3] if cfg.has_bias else None
-    for arg, hint in zip(entry.args, ("A", "B", "C", "bias"), strict=False):
+    args = dict(zip(cfg.params, entry.args, strict=True))
+    for hint, arg in args.items():
         arg.name_hint = hint
+    A, B, C = args["A"], args["B"], args["C"]
+    bias, seed = args.get("bias"), args.get("seed")
     b = _Body(entry)
 
     tid = b.v(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
@@ -293,6 +405,10 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         tile_y = b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y)))
     m0 = b.muli(tile_x, bm)
     n0 = b.muli(tile_y, bn)
+    k_begin = None
+    if split > 1:
+        slice_z = b.v(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Z)))
+        k_begin = b.muli(slice_z, per_slice)
     warp = b.divui(tid, 32)
     warp_m = b.muli(b.divui(warp, wn_count), wtm)
     warp_n = b.muli(b.remui(warp, wn_count), wtn)
@@ -303,37 +419,59 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     mask_b = cfg.N % bn != 0 or cfg.K % bk != 0
     mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
 
+    def default_a(body: _Body, row: SSAValue, col: SSAValue) -> tuple[list[SSAValue], bool]:
+        return [row, col], mask_a
+
+    source_a = a_source or default_a
+
+    def copy_chunks(body: _Body, elems: int, per_row_elems: int, emit) -> None:
+        """Thread t copies 16-byte chunks t, t + threads, ... of a tile (guarded when the
+        chunks do not divide among the threads)."""
+        chunks = elems // 8
+        per_row = per_row_elems // 8
+        for i in range(-(-chunks // cfg.threads)):
+            chunk = body.addi(tid, i * cfg.threads)
+            if (i + 1) * cfg.threads <= chunks:
+                emit(body, body.divui(chunk, per_row), body.muli(body.remui(chunk, per_row), 8))
+                continue
+            guarded = Block()
+            gb = _Body(guarded)
+            emit(gb, gb.divui(chunk, per_row), gb.muli(gb.remui(chunk, per_row), 8))
+            gb.add(scf.YieldOp())
+            body.add(scf.IfOp(body.ult(chunk, chunks), [], Region(guarded)))
+
     def load_tile(body: _Body, k_tile: SSAValue, stage: SSAValue) -> None:
         k0 = body.muli(k_tile, bk)
         if cfg.sync_hooks:
             body.add(sync.LoadPointOp(0, [tile_x, tile_y], k_tile))
-        # A: BM rows of BK elements; thread t copies chunks t, t + threads, ...
-        per_row = bk // 8
-        for i in range(bm * bk // 8 // cfg.threads):
-            chunk = body.addi(tid, i * cfg.threads)
-            row = body.divui(chunk, per_row)
-            col = body.muli(body.remui(chunk, per_row), 8)
-            body.add(tl.CpAsyncOp(sa, [stage, row, col], A,
-                                    [body.addi(m0, row), body.addi(k0, col)],
-                                    masked=mask_a, swizzle=swizzle_a))
+
+        def copy_a(cb: _Body, row: SSAValue, col: SSAValue) -> None:
+            indices, masked = source_a(cb, cb.addi(m0, row), cb.addi(k0, col))
+            cb.add(tl.CpAsyncOp(sa, [stage, row, col], A, indices, masked=masked,
+                                swizzle=swizzle_a))
+
+        copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
         if cfg.sync_hooks:
             body.add(sync.LoadPointOp(1, [tile_x, tile_y], k_tile))
-        per_row = sb_shape[2] // 8
-        for i in range(bk * bn // 8 // cfg.threads):
-            chunk = body.addi(tid, i * cfg.threads)
-            row = body.divui(chunk, per_row)
-            col = body.muli(body.remui(chunk, per_row), 8)
+
+        def copy_b(cb: _Body, row: SSAValue, col: SSAValue) -> None:
             if cfg.b_layout == "row":  # smem k x n
-                src = [body.addi(k0, row), body.addi(n0, col)]
+                src = [cb.addi(k0, row), cb.addi(n0, col)]
             else:  # smem n x k
-                src = [body.addi(n0, row), body.addi(k0, col)]
-            body.add(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
-                                    swizzle=swizzle_b))
+                src = [cb.addi(n0, row), cb.addi(k0, col)]
+            cb.add(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
+                                swizzle=swizzle_b))
+
+        copy_chunks(body, bk * bn, sb_shape[2], copy_b)
+
+    def global_k(body: _Body, local: SSAValue | int) -> SSAValue:
+        local_v = body.idx(local) if isinstance(local, int) else local
+        return local_v if k_begin is None else body.addi(k_begin, local_v)
 
     # Prologue: k-tiles 0 .. S-2 (those that exist), one commit group per stage regardless.
     for s in range(S - 1):
-        if s < cfg.k_tiles:
-            load_tile(b, b.idx(s), b.idx(s))
+        if s < per_slice:
+            load_tile(b, global_k(b, s), b.idx(s))
         b.add(tl.CpAsyncCommitOp())
 
     acc_type = _frag("acc", f32)
@@ -341,7 +479,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     accs = [zero] * (mi_count * ni_count)
 
     loop_body = Block(arg_types=[IndexType()] + [acc_type] * len(accs))
-    loop = scf.ForOp(b.idx(0), b.idx(cfg.k_tiles), b.idx(1), accs, Region(loop_body))
+    loop = scf.ForOp(b.idx(0), b.idx(per_slice), b.idx(1), accs, Region(loop_body))
     b.add(loop)
     lb = _Body(loop_body)
     kt, *carried = loop_body.args
@@ -350,9 +488,9 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     next_k = lb.addi(kt, S - 1)
     prefetch = Block()
     pb = _Body(prefetch)
-    load_tile(pb, next_k, pb.remui(next_k, S))
+    load_tile(pb, global_k(pb, next_k), pb.remui(next_k, S))
     pb.add(scf.YieldOp())
-    lb.add(scf.IfOp(lb.ult(next_k, cfg.k_tiles), [], Region(prefetch)))
+    lb.add(scf.IfOp(lb.ult(next_k, per_slice), [], Region(prefetch)))
     lb.add(tl.CpAsyncCommitOp())
     stage = lb.remui(kt, S)
 
@@ -380,14 +518,47 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 results[k] = lb.v(tl.MmaOp(a_frags[mi], b_frags[ni], results[k]))
     lb.add(scf.YieldOp(*results))
 
-    for mi in range(mi_count):
-        row = b.addi(b.addi(m0, warp_m), mi * 16)
-        for ni in range(ni_count):
-            col = b.addi(b.addi(n0, warp_n), ni * 8)
-            b.add(tl.StoreAccOp(loop.results[mi * ni_count + ni], C, [row, col],
-                                  masked=mask_c, epilogue=_epilogue_region(cfg, bias)))
-    if cfg.sync_hooks:
-        b.add(sync.StorePointOp([tile_x, tile_y]))
+    def store_tiles(body: _Body, tiles: list[SSAValue]) -> None:
+        for mi in range(mi_count):
+            row = body.addi(body.addi(m0, warp_m), mi * 16)
+            if swiglu:  # accumulators ni, ni + 1: gate and up of output columns col .. col+7
+                for ni in range(0, ni_count, 2):
+                    col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), ni * 4)
+                    pair = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
+                    body.add(tl.StoreAccOp(pair, C, [row, col], masked=mask_c,
+                                           epilogue=_epilogue_region(cfg, bias, seed)))
+                continue
+            for ni in range(ni_count):
+                col = body.addi(body.addi(n0, warp_n), ni * 8)
+                body.add(tl.StoreAccOp(tiles[mi * ni_count + ni], C, [row, col],
+                                       masked=mask_c,
+                                       epilogue=_epilogue_region(cfg, bias, seed)))
+        if cfg.sync_hooks:
+            body.add(sync.StorePointOp([tile_x, tile_y]))
+
+    if split == 1:
+        store_tiles(b, list(loop.results))
+    else:
+        # Split-K: add this slice's partial tile into the workspace, arrive on the tile's
+        # counter; the last slice to arrive takes the sums, runs the epilogue, stores C, and
+        # (with sync hooks) posts the tile: the store point is in its branch only.
+        workspace, counters = args["workspace"], args["counters"]
+        positions = []
+        for mi in range(mi_count):
+            row = b.addi(b.addi(m0, warp_m), mi * 16)
+            for ni in range(ni_count):
+                col = b.addi(b.addi(n0, warp_n), ni * 8)
+                positions.append((row, col))
+                b.add(tl.StoreAccOp(loop.results[mi * ni_count + ni], workspace, [row, col],
+                                    masked=mask_c, reduce=True))
+        last = b.v(tl.ArriveOp(counters, [tile_x, tile_y], split))
+        final = Block()
+        fb = _Body(final)
+        sums = [fb.v(tl.TakeAccOp(workspace, [row, col], masked=mask_c))
+                for row, col in positions]
+        store_tiles(fb, sums)
+        fb.add(scf.YieldOp())
+        b.add(scf.IfOp(last, [], Region(final)))
     b.add(gpu.ReturnOp([]))
 
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
@@ -428,36 +599,159 @@ def compile_gemm(cfg: GemmConfig, target: str = "sm_90", validate: bool = False,
                             target=target, validate=validate, keep_ir=keep_ir)
 
 
-def reference(cfg: GemmConfig, a, b, bias=None):
+def reference(cfg: GemmConfig, a, b, bias=None, seed: int | None = None):
     """The float64 numpy result of the GEMM and its epilogue (a, b as given to the kernel)."""
     import numpy as np
 
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     out = a64 @ (b64 if cfg.b_layout == "row" else b64.T)
+    return apply_epilogue(cfg, out, bias, seed)
+
+
+def apply_epilogue(cfg: GemmConfig, out, bias=None, seed: int | None = None):
+    """The epilogue (and dropout) of `cfg` applied to the M x N product (numpy float64, or
+    a torch tensor: the same arithmetic runs on either)."""
+    if cfg.epilogue == "swiglu":
+        m, n = out.shape
+        pairs = out.reshape(m, n // 16, 2, 8)
+        gate, up = pairs[:, :, 0, :].reshape(m, n // 2), pairs[:, :, 1, :].reshape(m, n // 2)
+        out = gate / (1.0 + _exp(-gate)) * up
     if cfg.has_bias:
-        out = out + np.asarray(bias, np.float64)[None, :]
+        out = out + bias[None, :]
     if cfg.epilogue in ("gelu", "bias_gelu"):
-        out = 0.5 * out * (1.0 + np.tanh(_GELU_C * (out + _GELU_K * out**3)))
+        out = 0.5 * out * (1.0 + _tanh(_GELU_C * (out + _GELU_K * out**3)))
+    if cfg.dropout is not None:
+        if seed is None:
+            raise ValueError("the reference of a dropout GEMM needs seed=")
+        import numpy as np
+
+        mask = dropout_mask(seed, out.shape[0], out.shape[1], cfg.dropout)
+        if not isinstance(out, np.ndarray):  # torch
+            import torch
+
+            mask = torch.from_numpy(mask).to(out.device)
+        out = out * mask / cfg.dropout
     return out
 
 
-class GemmRunner:
-    """The compiled kernel loaded on the current GPU, launched on device buffers."""
+def _exp(x):
+    import numpy as np
 
-    def __init__(self, cfg: GemmConfig):
+    return np.exp(x) if isinstance(x, np.ndarray) else x.exp()
+
+
+def _tanh(x):
+    import numpy as np
+
+    return np.tanh(x) if isinstance(x, np.ndarray) else x.tanh()
+
+
+class GemmRunner:
+    """The compiled kernel loaded on the current GPU, launched on device buffers.
+
+    `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
+    fp32 workspace and counters, zeroed once here: every launch leaves them zero again."""
+
+    def __init__(self, cfg: GemmConfig, ptx: str | None = None):
         from tilesync.runtime.device import get_device
         from tilesync.runtime.module import load_ptx
 
         self.cfg = cfg
-        self.program = compile_gemm(cfg, get_device().arch)
-        self.module = load_ptx(self.program.ptx, cfg.name)
+        self.program = None
+        if ptx is None:
+            self.program = compile_gemm(cfg, get_device().arch)
+            ptx = self.program.ptx
+        self.ptx = ptx
+        self.module = load_ptx(ptx, cfg.name)
         self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
+        self.workspace = self.counters = None
+        if cfg.split_k > 1:
+            import numpy as np
 
-    def launch(self, a, b, c, bias=None, stream=None) -> None:
+            from tilesync.runtime.buffers import DeviceBuffer
+
+            self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
+            self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
+
+    def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
         from tilesync.runtime.launch import launch
 
-        args = [a, b, c] + ([bias] if self.cfg.has_bias else [])
+        args = [a, b, c]
+        if self.cfg.has_bias:
+            args.append(bias)
+        if self.cfg.dropout is not None:
+            if seed is None:
+                raise ValueError("a dropout GEMM needs seed=")
+            args.append(int(seed))
+        if self.cfg.split_k > 1:
+            args += [self.workspace, self.counters]
         launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
+
+
+def compile_ptx_many(configs, target: str = "sm_90", processes: int | None = None
+                     ) -> list[str]:
+    """PTX of many configs, compiled in a process pool (generation and lowering are pure
+    Python, one core each); falls back to one process where a pool cannot start."""
+    configs = list(configs)
+    if len(configs) <= 1 or processes == 1:
+        return [_ptx_of(c, target) for c in configs]
+    import concurrent.futures
+    import multiprocessing
+    import os
+
+    workers = processes or min(len(configs), max(1, (os.cpu_count() or 2) - 1), 16)
+    try:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            return list(pool.map(_ptx_of, configs, [target] * len(configs)))
+    except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+        return [_ptx_of(c, target) for c in configs]
+
+
+def _ptx_of(cfg, target: str) -> str:
+    """PTX of a GemmConfig, or of any config with a `compile(target)` (conv2d's)."""
+    if isinstance(cfg, GemmConfig):
+        return compile_gemm(cfg, target).ptx
+    return cfg.compile(target).ptx
+
+
+def swiglu_weights(gate, up):
+    """W1 for epilogue="swiglu" from gate and up (K x F each, row-major B): 8-column blocks
+    interleaved, W1[:, 16 j + t] = gate[:, 8 j + t] and W1[:, 16 j + 8 + t] = up[:, 8 j + t],
+    so the accumulator tiles ni, ni + 1 of a warp hold gate and up of the same 8 columns."""
+    import numpy as np
+
+    gate, up = np.asarray(gate), np.asarray(up)
+    k, f = gate.shape
+    if up.shape != gate.shape or f % 8:
+        raise ValueError(f"gate and up must both be K x F with F % 8 == 0, got {gate.shape} "
+                         f"and {up.shape}")
+    return np.stack([gate.reshape(k, f // 8, 8), up.reshape(k, f // 8, 8)], axis=2) \
+        .reshape(k, 2 * f)
+
+
+def _mix32(x):
+    import numpy as np
+
+    x = np.asarray(x, np.uint32)
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint32(16))
+        x = (x * np.uint32(_HASH_M1)).astype(np.uint32)
+        x = x ^ (x >> np.uint32(15))
+        x = (x * np.uint32(_HASH_M2)).astype(np.uint32)
+        return x ^ (x >> np.uint32(16))
+
+
+def dropout_mask(seed: int, rows: int, cols: int, keep: float):
+    """The kernel's keep mask (bool rows x cols) for `seed`: the same hash, in numpy."""
+    import numpy as np
+
+    r = np.arange(rows, dtype=np.uint32)[:, None]
+    c = np.arange(cols, dtype=np.uint32)[None, :]
+    h = _mix32(c ^ _mix32(r ^ _mix32(np.uint32(seed & 0xFFFFFFFF))))
+    if keep >= 1.0:
+        return np.ones((rows, cols), bool)
+    return h < np.uint32(dropout_threshold(keep))
 
 
 def host_array(values, dtype: str):
@@ -508,7 +802,11 @@ __all__ = [
     "EPILOGUES",
     "GemmConfig",
     "GemmRunner",
+    "apply_epilogue",
     "compile_gemm",
+    "compile_ptx_many",
+    "dropout_mask",
+    "dropout_threshold",
     "gemm_config",
     "gemm_kernel",
     "gemm_module",
@@ -516,5 +814,6 @@ __all__ = [
     "host_array",
     "host_values",
     "reference",
+    "swiglu_weights",
     "time_gemm",
 ]

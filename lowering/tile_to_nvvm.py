@@ -516,6 +516,40 @@ def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -
     return e.emit(asm).results[0]
 
 
+def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
+                       ) -> tuple[list[SSAValue], list[SSAValue]]:
+    """i64 (rows, columns) of this lane's accumulator elements c0..c3: c0, c1 at row
+    i + lane / 4, columns j + 2 (lane % 4) + {0, 1}; c2, c3 eight rows below."""
+    lane = e.lane_id()
+    row_in = e.in_prelude(("lane", "acc_row"), lambda: [
+        llvm.ZExtOp(e.lane_expr("shr2", llvm.LShrOp, lane, 2), i64)])
+    col_in = e.in_prelude(("lane", "acc_col"), lambda: [llvm.ZExtOp(
+        e.lane_expr("and3shl1", llvm.ShlOp, e.lane_expr("and3", llvm.AndOp, lane, 3), 1),
+        i64)])
+    row0 = e.add(indices[-2], row_in)
+    col0 = e.add(indices[-1], col_in)
+    return [row0, e.add(row0, 8)], [col0, e.add(col0, 1)]
+
+
+def _inside(e: _Emitter, row: SSAValue, col: SSAValue, shape: Sequence[int]) -> SSAValue:
+    cond = e.icmp("ult", row, shape[-2])
+    return e.emit(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
+
+
+def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
+    """Emit body_fn() under `scf.if cond` (or unguarded when cond is None)."""
+    if cond is None:
+        body_fn()
+        return
+    body = Block()
+    outer = e.block
+    e.block = body
+    body_fn()
+    e.block = outer
+    body.add_op(scf.YieldOp())
+    e.emit(scf.IfOp(cond, [], Region(body)))
+
+
 class StoreAccLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.StoreAccOp, rewriter: PatternRewriter, /):
@@ -525,53 +559,47 @@ class StoreAccLowering(_TilePattern):
         shape = dst_type.get_shape()
         element = dst_type.element_type
         half = isinstance(element, Float16Type | BFloat16Type)
-        paired = half and shape[-1] % 2 == 0  # two 16-bit values in one aligned 32-bit store
+        reduce = op.reduce is not None
+        # Two 16-bit values in one aligned 32-bit store.
+        paired = half and shape[-1] % 2 == 0 and not reduce
         self._check_epilogue(op)
 
-        acc = e.as_llvm(op.acc, frag_llvm_type(op.acc.type))  # type: ignore[arg-type]
         base = e.pointer(op.dst)
-        lane = e.lane_id()
-        row_in = e.in_prelude(("lane", "acc_row"), lambda: [
-            llvm.ZExtOp(e.lane_expr("shr2", llvm.LShrOp, lane, 2), i64)])
-        col_in = e.in_prelude(("lane", "acc_col"), lambda: [llvm.ZExtOp(
-            e.lane_expr("and3shl1", llvm.ShlOp, e.lane_expr("and3", llvm.AndOp, lane, 3), 1),
-            i64)])
         indices = [e.index_as(i, i64) for i in op.indices]
-        values = [e.extract(acc, k, f32) for k in range(4)]
-        col0 = e.add(indices[-1], col_in)
-        cols = [col0, e.add(col0, 1)]  # the epilogue sees each element's own column
+        values = [[e.extract(e.as_llvm(acc, frag_llvm_type(acc.type)), k, f32)  # type: ignore
+                   for k in range(4)] for acc in op.accs]
+        rows, cols = _acc_lane_position(e, indices)
 
         for h in range(2):  # c0,c1 at row r; c2,c3 at row r + 8
-            row = e.add(e.add(indices[-2], row_in), 8 * h)
+            row = rows[h]
             groups = [(0, 1)] if paired else [(0,), (1,)]
             for group in groups:
-                cond: SSAValue | None = None
+                cond = None
                 if op.masked is not None:
-                    cond = e.icmp("ult", row, shape[-2])
                     # Paired: the column is even and the width even, so col + 1 is inside too.
-                    cond = e.emit(llvm.AndOp(cond, e.icmp("ult", cols[group[0]], shape[-1]))
-                                  ).results[0]
-                body = Block()
-                if cond is not None:
-                    e.block = body
-                stored = [self._epilogue(e, op, values[2 * h + k], row, cols[k]) for k in group]
-                address = e.gep(base, _linear(e, [*indices[:-2], row, cols[group[0]]], shape),
-                                element)
-                if paired:
-                    # cvt.rn.{f16,bf16}x2.f32 d, hi, lo: both conversions and the packing.
-                    kind = "f16" if isinstance(element, Float16Type) else "bf16"
-                    word = e.emit(llvm.InlineAsmOp(f"cvt.rn.{kind}x2.f32 $0, $1, $2;",
-                                                   "=r,f,f", [stored[1], stored[0]], [i32]))
-                    e.emit(llvm.StoreOp(word.results[0], address, alignment=4))
-                else:
-                    (v,) = stored
-                    if half:
-                        v = e.cast(llvm.FPTruncOp, v, element)
-                    e.emit(llvm.StoreOp(v, address, alignment=4 if not half else 2))
-                if cond is not None:
-                    e.block = None
-                    body.add_op(scf.YieldOp())
-                    e.emit(scf.IfOp(cond, [], Region(body)))
+                    cond = _inside(e, row, cols[group[0]], shape)
+
+                def body(group=group, row=row, h=h) -> None:
+                    stored = [self._epilogue(e, op, [v[2 * h + k] for v in values], row,
+                                             cols[k]) for k in group]
+                    address = e.gep(base, _linear(e, [*indices[:-2], row, cols[group[0]]],
+                                                  shape), element)
+                    if reduce:
+                        (v,) = stored
+                        e.emit(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
+                    elif paired:
+                        # cvt.rn.{f16,bf16}x2.f32 d, hi, lo: both conversions and the packing.
+                        kind = "f16" if isinstance(element, Float16Type) else "bf16"
+                        word = e.emit(llvm.InlineAsmOp(f"cvt.rn.{kind}x2.f32 $0, $1, $2;",
+                                                       "=r,f,f", [stored[1], stored[0]], [i32]))
+                        e.emit(llvm.StoreOp(word.results[0], address, alignment=4))
+                    else:
+                        (v,) = stored
+                        if half:
+                            v = e.cast(llvm.FPTruncOp, v, element)
+                        e.emit(llvm.StoreOp(v, address, alignment=4 if not half else 2))
+
+                _guarded(e, cond, body)
         rewriter.erase(op)
 
     @staticmethod
@@ -583,15 +611,16 @@ class StoreAccLowering(_TilePattern):
                 raise unsupported_op_error(PASS_NAME, inner, "epilogue math is f32 only")
 
     @staticmethod
-    def _epilogue(e: _Emitter, op: tile.StoreAccOp, value: SSAValue, row: SSAValue,
+    def _epilogue(e: _Emitter, op: tile.StoreAccOp, values: list[SSAValue], row: SSAValue,
                   col: SSAValue) -> SSAValue:
         """Inline the epilogue region for one element; row/col are i64 (index after lowering)."""
         if not op.epilogue.blocks:
+            (value,) = values
             return value
         block = op.epilogue.block
         as_index = [e.emit(UnrealizedConversionCastOp.get([v], [IndexType()])).results[0]
                     for v in (row, col)]
-        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [value, *as_index],
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
                                                      strict=True))
         for inner in block.ops:
             if isinstance(inner, tile.YieldOp):
@@ -604,6 +633,112 @@ class StoreAccLowering(_TilePattern):
         raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
 
 
+class TakeAccLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.TakeAccOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        src_type = op.src.type
+        assert isinstance(src_type, MemRefType)
+        shape = src_type.get_shape()
+        base = e.pointer(op.src)
+        indices = [e.index_as(i, i64) for i in op.indices]
+        rows, cols = _acc_lane_position(e, indices)
+        zero = e.emit(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
+        values: list[SSAValue] = []
+        for h in range(2):
+            for k in range(2):
+                address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
+                if op.masked is None:
+                    values.append(e.emit(nvvm.AtomicOp("exch", address, zero, "relaxed",
+                                                       "gpu")).results[0])
+                    continue
+                # Outside the memref: no access, the value is 0 (scf.if with a result).
+                inside = _inside(e, rows[h], cols[k], shape)
+                then_block, else_block = Block(), Block()
+                old = nvvm.AtomicOp("exch", address, zero, "relaxed", "gpu")
+                then_block.add_ops([old, scf.YieldOp(old.results[0])])
+                else_block.add_op(scf.YieldOp(zero))
+                branch = e.emit(scf.IfOp(inside, [f32], Region(then_block), Region(else_block)))
+                values.append(branch.results[0])
+        struct = e.build_struct(values)
+        rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
+
+
+BARRIER_OR = "llvm.nvvm.barrier0.or"  # bar.red.or.pred: a barrier that ORs a predicate
+
+
+class ArriveLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.ArriveOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        counters_type = op.counters.type
+        assert isinstance(counters_type, MemRefType)
+        expected = op.expected.value.data
+        indices = [e.index_as(i, i64) for i in op.indices]
+        address = e.gep(e.pointer(op.counters), _linear(e, indices, counters_type.get_shape()),
+                        i32)
+        e.emit(llvm.CallIntrinsicOp("llvm.nvvm.barrier0", [], []))  # the block's writes done
+        tid = e.emit(nvvm.read_sreg("tid.x")).results[0]
+        first = e.icmp("eq", tid, 0)
+        # Thread 0: release (fence) + count; the last arrival resets the counter and acquires.
+        then_block, else_block = Block(), Block()
+        outer = e.block
+        e.block = then_block
+        e.emit(nvvm.FenceOp("acq_rel", "gpu"))
+        old = e.emit(nvvm.AtomicOp("add", address, e.const(1), "relaxed", "gpu")).results[0]
+        is_last = e.icmp("eq", old, expected - 1)
+
+        def reset() -> None:
+            e.emit(nvvm.StoreOp(address, e.const(0), "relaxed", "gpu"))
+            e.emit(nvvm.FenceOp("acq_rel", "gpu"))
+
+        _guarded(e, is_last, reset)
+        flag = e.emit(llvm.ZExtOp(is_last, i32)).results[0]
+        then_block.add_op(scf.YieldOp(flag))
+        e.block = outer
+        else_block.add_op(scf.YieldOp(e.const(0)))
+        mine = e.emit(scf.IfOp(first, [i32], Region(then_block), Region(else_block))).results[0]
+        anyone = e.intrinsic(BARRIER_OR, [mine], i32)
+        assert anyone is not None
+        last = e.icmp("ne", anyone, 0)
+        rewriter.replace(op, [], [last])
+
+
+SHUFFLE = "llvm.nvvm.shfl.sync.{kind}.{type}"
+
+
+class ShuffleLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.ShuffleOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        kind = op.kind.data
+        type_name = "f32" if op.value.type == f32 else "i32"
+        # c operand: 0x1f clamp (and segment mask 0) for bfly/down/idx, 0 for up.
+        clamp = 0 if kind == "up" else 31
+        result = e.intrinsic(SHUFFLE.format(kind=kind, type=type_name),
+                             [e.const(-1), op.value, e.const(op.offset.value.data),
+                              e.const(clamp)], op.value.type)
+        rewriter.replace(op, [], [result])
+
+
+class MathLowering(_TilePattern):
+    """f32 `math.exp` / `math.tanh` anywhere in a kernel: ex2.approx / tanh.approx."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: math.ExpOp | math.TanhOp, rewriter: PatternRewriter, /):
+        if op.result.type != f32:
+            return
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, func.FuncOp | gpu.FuncOp | llvm.FuncOp):
+            if isinstance(parent, tile.StoreAccOp):  # epilogues are inlined by their store
+                return
+            parent = parent.parent_op()
+        if parent is None:
+            return
+        e = self.emitter(rewriter, op)
+        rewriter.replace(op, [], [_lower_epilogue_math(e, op, [op.operand])])
+
+
 def tile_to_nvvm_patterns() -> list[RewritePattern]:
     state = _State()
     return [
@@ -614,6 +749,10 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
         CpAsyncCommitLowering(state),
         CpAsyncWaitLowering(state),
         StoreAccLowering(state),
+        TakeAccLowering(state),
+        ArriveLowering(state),
+        ShuffleLowering(state),
+        MathLowering(state),
     ]
 
 

@@ -116,9 +116,10 @@ func.func @copies(%s: memref<64x32xf16, 3>, %g: memref<100x72xf16>, %i: index, %
 // CHECK:       nvvm.read.ptx.sreg.laneid
 // CHECK:       %[[V0:.*]] = llvm.extractvalue %{{.*}}[0]
 // CHECK-NEXT:  %[[V1:.*]] = llvm.extractvalue %{{.*}}[1]
-// CHECK:       %[[COL:.*]] = llvm.add %{{.*}}, %{{.*}} : i64
+// CHECK:       %[[ROW:.*]] = llvm.add %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:  %[[COL:.*]] = llvm.add %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:  %{{.*}} = llvm.add %[[ROW]], %{{.*}} : i64
 // CHECK-NEXT:  %[[COL1:.*]] = llvm.add %[[COL]], %{{.*}} : i64
-// CHECK-NEXT:  %[[ROW:.*]] = llvm.add %{{.*}}, %{{.*}} : i64
 // CHECK-NEXT:  %[[ROWOK:.*]] = llvm.icmp "ult" %[[ROW]], %{{.*}} : i64
 // CHECK-NEXT:  %[[COLOK:.*]] = llvm.icmp "ult" %[[COL]], %{{.*}} : i64
 // CHECK-NEXT:  %[[OK:.*]] = llvm.and %[[ROWOK]], %[[COLOK]] : i1

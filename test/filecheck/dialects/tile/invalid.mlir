@@ -151,7 +151,7 @@ func.func @store_epilogue_args(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16
   } : !tile.frag<acc, f32, m16n8k16>, memref<16x16xf16>
   func.return
 }
-// CHECK: 'tile.store_acc' epilogue block takes (f32, index, index) (value, row, column), got (f32)
+// CHECK: 'tile.store_acc' epilogue block takes (f32, index, index) (the value of each accumulator, row, column), got (f32)
 
 // -----
 
@@ -167,3 +167,35 @@ func.func @yield_outside(%v: f32) {
   tile.yield %v : f32
 }
 // CHECK: 'tile.yield' expects parent op 'tile.store_acc'
+
+// -----
+
+func.func @two_accs_no_epilogue(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xf16>, %i: index) {
+  tile.store_acc %c, %c, %C[%i, %i] : !tile.frag<acc, f32, m16n8k16>, !tile.frag<acc, f32, m16n8k16>, memref<16x16xf16>
+  func.return
+}
+// CHECK: 'tile.store_acc' with several accumulators needs an epilogue combining them
+
+// -----
+
+func.func @reduce_f16(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xf16>, %i: index) {
+  tile.store_acc %c, %C[%i, %i] reduce : !tile.frag<acc, f32, m16n8k16>, memref<16x16xf16>
+  func.return
+}
+// CHECK: 'tile.store_acc' reduce adds into f32 only, got f16
+
+// -----
+
+func.func @arrive_zero(%cnt: memref<4xi32>, %i: index) {
+  %l = tile.arrive %cnt[%i] of 0 : memref<4xi32>
+  func.return
+}
+// CHECK: 'tile.arrive' expects at least 1 arrival
+
+// -----
+
+func.func @shuffle_offset(%x: f32) {
+  %s = tile.shuffle bfly %x, 32 : f32
+  func.return
+}
+// CHECK: 'tile.shuffle' offset must be in 0..31

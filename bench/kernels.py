@@ -1,0 +1,464 @@
+"""`tilesync bench kernels`: our generated kernels against cuBLAS / cuDNN (through PyTorch).
+
+    kernel_benchmarks(quick=False) -> dict      (the CLI adds "device" and writes the JSON)
+    kernels_table(result) -> str
+
+Workloads (REFERENCE.md): GEMM 4096^3; the GPT-3 MLP of 8-way tensor parallelism
+(M x 6144 x 12288 with GeLU, M x 12288 x 6144) and the LLaMA-65B MLP (M x 5632 x 8192 with
+SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816) for M = 1 .. 2048;
+3x3 convolutions (NHWC fp16) where kernels/conv2d.py is present. Several configs of our
+generator are timed per shape (all are reported; the best is compared).
+
+Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
+first, median with p10/p90. Where a shape's operands fit twice in L2 (60 MB on an H200), the
+inputs rotate through enough copies that every repetition reads them from HBM, as a layer of
+a real model would. For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
+input and output activations once, and the fraction of a device-to-device copy's bandwidth
+measured in the same run. The ratio is library time / our time (1.0 = as fast as cuBLAS);
+for fused epilogues (GeLU, SwiGLU) the library time is the GEMM alone (a conservative ratio:
+ours includes the epilogue), and torch's eager GEMM + epilogue is reported beside it.
+Without torch only our numbers are reported, and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+GPT3 = (("gpt3_fc1", 6144, 12288, "gelu"), ("gpt3_fc2", 12288, 6144, None))
+LLAMA = (("llama_fc1", 5632, 8192, "swiglu"), ("llama_fc2", 8192, 2816, None))
+BATCHES = (1, 16, 64, 256, 512, 1024, 2048)
+QUICK_BATCHES = (16, 1024)
+STREAMING_M = 64  # M <= this: weight streaming, report GB/s
+L2_BYTES_DEFAULT = 50 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    M: int
+    N: int
+    K: int
+    epilogue: str | None = None
+
+    @property
+    def out_cols(self) -> int:
+        return self.N // 2 if self.epilogue == "swiglu" else self.N
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def bytes(self) -> int:
+        """Weights + input and output activations once (fp16)."""
+        return 2 * (self.K * self.N + self.M * self.K + self.M * self.out_cols)
+
+
+def workloads(quick: bool) -> list[Workload]:
+    out = [Workload("gemm4096", 4096, 4096, 4096)]
+    for m in QUICK_BATCHES if quick else BATCHES:
+        for name, n, k, epilogue in (*GPT3, *LLAMA):
+            out.append(Workload(name, m, n, k, epilogue))
+    return out
+
+
+def candidate_configs(w: Workload, quick: bool) -> list:
+    """A few configs of the generator per shape (the benchmark reports all of them)."""
+    from tilesync.kernels.gemm import gemm_config
+
+    def make(tile, warps, stages, split_k=1):
+        try:
+            return gemm_config(w.M, w.N, w.K, tile=tile, warps=warps, stages=stages,
+                               epilogue=w.epilogue, split_k=split_k, name="gemm")
+        except ValueError:
+            return None
+
+    configs = []
+    if w.M <= STREAMING_M:
+        bm = 16 if w.M <= 16 else 64
+        warps = (1, 4)
+        tiles_n = -(-w.N // 128)
+        k_tiles = -(-w.K // 32)
+        # Enough blocks to keep ~3 per SM streaming weights: split K.
+        splits = [s for s in (8, 4, 2) if k_tiles % s == 0]
+        want = max(1, min(splits, key=lambda s: abs(tiles_n * s - 400))) if splits else 1
+        configs.append(make((bm, 128, 32), warps, 4, want))
+        if not quick:
+            configs.append(make((bm, 128, 32), warps, 4, max(1, want // 2)))
+            configs.append(make((bm, 128, 32), warps, 4, 1))
+    else:
+        configs.append(make((128, 128, 32), (2, 2), 3))
+        configs.append(make((128, 64, 32), (2, 2), 4))
+        if not quick and w.M >= 1024:
+            configs.append(make((128, 256, 32), (2, 4), 2))
+    seen, unique = set(), []
+    for c in configs:
+        if c is not None and c not in seen:
+            seen.add(c)
+            unique.append(c)
+    return unique
+
+
+def _config_label(cfg) -> str:
+    bm, bn, bk = cfg.tile
+    label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
+    return label + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
+
+
+def _timing_dict(timing) -> dict[str, Any]:
+    return {"median_ms": timing.median_ms, "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms,
+            "reps": timing.reps, "warmup": timing.warmup}
+
+
+def _rates(w: Workload, ms: float, copy_gbps: float | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"tflops": w.flops / (ms * 1e-3) / 1e12}
+    if w.M <= STREAMING_M:
+        out["gbps"] = w.bytes / (ms * 1e-3) / 1e9
+        if copy_gbps:
+            out["fraction_of_copy_bw"] = out["gbps"] / copy_gbps
+    return out
+
+
+class _Torch:
+    """torch, when importable and seeing the GPU."""
+
+    def __init__(self) -> None:
+        self.torch = None
+        self.why = ""
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                self.why = "torch sees no CUDA device"
+            else:
+                self.torch = torch
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+        except Exception as exc:  # absent or broken: our numbers only
+            self.why = f"torch is not importable ({type(exc).__name__}: {exc})"
+
+
+def _copies_for(nbytes: int, l2: int) -> int:
+    """Copies of the inputs to rotate through so that each repetition misses L2."""
+    if nbytes >= 2 * l2:
+        return 1
+    return min(8, math.ceil(3 * l2 / max(nbytes, 1)))
+
+
+def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> dict[str, Any]:
+    """A device-to-device copy of `nbytes`: GB/s counting the read and the write."""
+    from tilesync.runtime.timing import time_region
+
+    if torch_mod is not None:
+        src = torch_mod.empty(nbytes, dtype=torch_mod.uint8, device="cuda")
+        dst = torch_mod.empty_like(src)
+        how = "torch Tensor.copy_"
+
+        def fn():
+            dst.copy_(src)
+    else:
+        from cuda.bindings import driver
+
+        from tilesync.runtime.buffers import DeviceBuffer
+        from tilesync.runtime.errors import check
+
+        src, dst = DeviceBuffer.empty(nbytes, np.uint8), DeviceBuffer.empty(nbytes, np.uint8)
+        how = "cuMemcpyDtoDAsync"
+
+        def fn():
+            check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, driver.CUstream(0)),
+                  "cuMemcpyDtoDAsync")
+    timing = time_region(fn, warmup=warmup, reps=reps)
+    return {"bytes": nbytes, "how": how, **_timing_dict(timing),
+            "gbps": 2 * nbytes / (timing.median_ms * 1e-3) / 1e9}
+
+
+class _Operands:
+    """A, B (and C) of one shape in device memory, rotating copies where they fit in L2."""
+
+    def __init__(self, w: Workload, copies: int, torch_mod, seed: int = 0):
+        self.copies = copies
+        self.torch = torch_mod
+        if torch_mod is not None:
+            gen = torch_mod.Generator(device="cuda").manual_seed(seed)
+
+            def rand(shape):
+                return torch_mod.randn(shape, generator=gen, device="cuda",
+                                       dtype=torch_mod.float16)
+
+            self.a = [rand((w.M, w.K)) for _ in range(copies)]
+            self.b = [rand((w.K, w.N)) for _ in range(copies)]
+            self.c = torch_mod.empty((w.M, w.out_cols), device="cuda", dtype=torch_mod.float16)
+            self.full = torch_mod.empty((w.M, w.N), device="cuda", dtype=torch_mod.float16)
+        else:
+            from tilesync.runtime.buffers import DeviceBuffer
+
+            rng = np.random.default_rng(seed)
+
+            def rand(shape):
+                block = rng.standard_normal(min(math.prod(shape), 1 << 20), np.float32)
+                host = np.resize(block.astype(np.float16), shape)
+                return DeviceBuffer.from_numpy(host)
+
+            self.a = [rand((w.M, w.K)) for _ in range(copies)]
+            self.b = [rand((w.K, w.N)) for _ in range(copies)]
+            self.c = DeviceBuffer.empty((w.M, w.out_cols), np.float16)
+            self.full = None
+
+
+def _time_rotating(fn, copies: int, warmup: int, reps: int):
+    from tilesync.runtime.timing import time_region
+
+    state = {"i": 0}
+
+    def step():
+        fn(state["i"] % copies)
+        state["i"] += 1
+
+    return time_region(step, warmup=warmup, reps=reps)
+
+
+def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, Any]:
+    torch = ops.torch
+    gemm = _time_rotating(lambda i: torch.matmul(ops.a[i], ops.b[i], out=ops.full),
+                          ops.copies, warmup, reps)
+    out: dict[str, Any] = {"gemm": _timing_dict(gemm), "what": "torch.matmul fp16 (cuBLAS)"}
+    if w.epilogue is not None:
+        F = torch.nn.functional
+
+        def eager(i):
+            y = torch.matmul(ops.a[i], ops.b[i], out=ops.full)
+            if w.epilogue == "gelu":
+                return F.gelu(y, approximate="tanh")
+            g, u = y[:, : w.out_cols], y[:, w.out_cols:]
+            return F.silu(g) * u
+
+        out["gemm_plus_epilogue"] = _timing_dict(
+            _time_rotating(eager, ops.copies, warmup, reps))
+    return out
+
+
+def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
+                    copy_gbps: float | None, tth) -> dict[str, Any]:
+    from tilesync.kernels.gemm import GemmRunner
+
+    entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
+                             "rotating_copies": ops.copies, "configs": []}
+    best = None
+    for cfg, ptx in ptx_by_cfg.items():
+        record: dict[str, Any] = {"config": _config_label(cfg), "split_k": cfg.split_k}
+        try:
+            runner = GemmRunner(cfg, ptx=ptx)
+            record["registers"] = runner.kernel.num_regs
+            timing = _time_rotating(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
+                                    ops.copies, warmup, reps)
+            record.update(_timing_dict(timing))
+            record.update(_rates(w, timing.median_ms, copy_gbps))
+            if best is None or timing.median_ms < best["median_ms"]:
+                best = record
+        except Exception as exc:  # one failing config must not lose the others' numbers
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        entry["configs"].append(record)
+    entry["ours"] = best
+    if tth.torch is not None:
+        lib = _library(w, ops, warmup, reps)
+        lib.update(_rates(w, lib["gemm"]["median_ms"], copy_gbps))
+        entry["library"] = lib
+        if best is not None:
+            entry["ratio"] = lib["gemm"]["median_ms"] / best["median_ms"]
+    return entry
+
+
+def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
+                      conv: bool = True) -> dict[str, Any]:
+    """Time our kernels and the libraries' on every workload; see the module docstring."""
+    from tilesync.kernels.gemm import compile_ptx_many
+    from tilesync.runtime.device import get_device
+
+    started = time.perf_counter()
+    device = get_device()
+    l2 = device.l2_cache_bytes or L2_BYTES_DEFAULT
+    # Compile first, in a process pool, before torch starts its threads.
+    loads = workloads(quick)
+    candidates = {w: candidate_configs(w, quick) for w in loads}
+    all_cfgs = sorted({c for cs in candidates.values() for c in cs}, key=repr)
+    t0 = time.perf_counter()
+    ptx = dict(zip(all_cfgs, compile_ptx_many(all_cfgs, device.arch), strict=True))
+    compile_seconds = time.perf_counter() - t0
+    conv_ptx = None
+    if conv:
+        from tilesync.kernels import conv2d
+
+        conv_cfgs = conv_workloads(quick)
+        conv_ptx = dict(zip(conv_cfgs, conv2d.compile_ptx_many(conv_cfgs, device.arch),
+                            strict=True))
+
+    tth = _Torch()
+    result: dict[str, Any] = {
+        "experiment": "kernels", "quick": quick, "warmup": warmup, "reps": reps,
+        "l2_bytes": l2, "library": "torch " + tth.torch.__version__ if tth.torch else None,
+        "library_note": tth.why or "cuBLAS via torch.matmul, cuDNN via conv2d",
+    }
+    copy = copy_bandwidth(tth.torch, warmup, reps)
+    result["copy"] = copy
+    result["compile_seconds"] = compile_seconds
+    result["configs_compiled"] = len(all_cfgs)
+
+    rows = []
+    for w in loads:
+        copies = _copies_for(2 * (w.M * w.K + w.K * w.N), l2)
+        try:
+            ops = _Operands(w, copies, tth.torch)
+            rows.append(_bench_workload(w, {c: ptx[c] for c in candidates[w]}, ops, warmup,
+                                        reps, copy["gbps"], tth))
+            del ops
+        except Exception as exc:  # report and go on with the other shapes
+            rows.append({**asdict(w), "configs": [{"error": f"{type(exc).__name__}: {exc}"}]})
+    result["gemm"] = rows
+    if conv_ptx is not None:
+        result["conv"] = conv_benchmarks(conv_ptx, warmup, reps, tth)
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def kernels_table(result: dict[str, Any]) -> str:
+    copy = result["copy"]
+    lines = [
+        f"kernels vs {result.get('library') or 'no library'} ({result['library_note']}); "
+        f"{result['reps']} reps after {result['warmup']} warm-up, medians",
+        f"device copy: {copy['gbps']:.0f} GB/s ({copy['how']}, {copy['bytes'] >> 20} MiB); "
+        f"{result['configs_compiled']} configs compiled in {result['compile_seconds']:.1f} s",
+        f"{'workload':<10} {'M':>5} {'N':>6} {'K':>6} {'ours ms':>9} {'p10-p90':>15} "
+        f"{'TFLOP/s':>8} {'GB/s':>6} {'%copy':>6} {'lib ms':>8} {'lib TF':>7} {'ratio':>6}  "
+        "best config",
+    ]
+    for r in result["gemm"]:
+        ours = r.get("ours")
+        if ours is None:
+            errors = "; ".join(c.get("error", "") for c in r["configs"])
+            lines.append(f"{r['name']:<10} {r['M']:>5} {r['N']:>6} {r['K']:>6}  FAILED: {errors}")
+            continue
+        lib = r.get("library")
+        gbps = f"{ours['gbps']:>6.0f}" if "gbps" in ours else f"{'':>6}"
+        frac = f"{100 * ours['fraction_of_copy_bw']:>5.0f}%" if "fraction_of_copy_bw" in ours \
+            else f"{'':>6}"
+        lib_cols = (f"{lib['gemm']['median_ms']:>8.4f} {lib['tflops']:>7.1f} "
+                    f"{r['ratio']:>6.2f}") if lib else f"{'-':>8} {'-':>7} {'-':>6}"
+        spread = f"{ours['p10_ms']:.4f}-{ours['p90_ms']:.4f}"
+        lines.append(
+            f"{r['name']:<10} {r['M']:>5} {r['N']:>6} {r['K']:>6} {ours['median_ms']:>9.4f} "
+            f"{spread:>15} {ours['tflops']:>8.1f} {gbps} {frac} {lib_cols}  {ours['config']}"
+            f" ({ours.get('registers', '?')} regs)"
+        )
+        for c in r["configs"]:
+            if c is ours:
+                continue
+            what = c.get("error") or (f"{c['median_ms']:.4f} ms {c['tflops']:.1f} TFLOP/s "
+                                      f"({c.get('registers', '?')} regs)")
+            lines.append(f"{'':<10} {'':>5}   also {c['config']}: {what}")
+    if result.get("conv"):
+        lines.append("")
+        lines.append(conv_table(result["conv"]))
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+__all__ = ["Workload", "candidate_configs", "conv_benchmarks", "conv_table", "conv_workloads",
+           "copy_bandwidth", "kernel_benchmarks", "kernels_table", "workloads"]
+
+
+# --------------------------------------------------------------------------------------------
+# Conv2D (implicit GEMM) against cuDNN
+# --------------------------------------------------------------------------------------------
+
+CONV_LAYERS = ((64, 56), (128, 28), (256, 14), (512, 7))  # C = K at H = W (ResNet/VGG 3x3)
+
+
+def conv_workloads(quick: bool) -> list:
+    """One config per layer and batch (1 and 8; quick: batch 8 only)."""
+    from tilesync.kernels.conv2d import conv2d_config
+
+    out = []
+    for batch in ((8,) if quick else (1, 8)):
+        for c, hw in CONV_LAYERS:
+            m = batch * hw * hw
+            bn = 64 if c == 64 else 128
+            if m >= 8192:
+                tile, warps, stages = (128, bn, 32), (2, 2), 3 if bn == 128 else 4
+            else:
+                tile, warps, stages = (64, 64, 32), (2, 2), 4
+            tiles = -(-m // tile[0]) * -(-c // tile[1])
+            k_tiles = 9 * c // 32
+            split = 1
+            for s in (2, 4, 8, 16):  # fill ~2 blocks per SM on 132 SMs
+                if tiles * split >= 264 or k_tiles % s or k_tiles // s < 4:
+                    break
+                split = s
+            out.append(conv2d_config(batch, hw, hw, c, c, tile=tile, warps=warps,
+                                     stages=stages, split_k=split))
+    return out
+
+
+def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[str, Any]]:
+    from tilesync.kernels.conv2d import Conv2dRunner
+    from tilesync.runtime.timing import time_region
+
+    torch = tth.torch
+    rows = []
+    for cfg, ptx in ptx_by_cfg.items():
+        row: dict[str, Any] = {"N": cfg.N, "H": cfg.H, "W": cfg.W, "C": cfg.C, "K": cfg.K,
+                               "config": _config_label(cfg.gemm), "flops": cfg.flops}
+        try:
+            runner = Conv2dRunner(cfg, ptx=ptx)
+            row["registers"] = runner.kernel.num_regs
+            if torch is not None:
+                x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
+                w = torch.randn(cfg.filter_shape, device="cuda", dtype=torch.float16)
+                y = torch.empty(cfg.output_shape, device="cuda", dtype=torch.float16)
+            else:
+                from tilesync.runtime.buffers import DeviceBuffer
+
+                rng = np.random.default_rng(0)
+                x = DeviceBuffer.from_numpy(rng.standard_normal(cfg.input_shape)
+                                            .astype(np.float16))
+                w = DeviceBuffer.from_numpy(rng.standard_normal(cfg.filter_shape)
+                                            .astype(np.float16))
+                y = DeviceBuffer.empty(cfg.output_shape, np.float16)
+            timing = time_region(lambda r=runner, x=x, w=w, y=y: r.launch(x, w, y),
+                                 warmup=warmup, reps=reps)
+            row.update(_timing_dict(timing))
+            row["tflops"] = cfg.flops / (timing.median_ms * 1e-3) / 1e12
+            if torch is not None:
+                # cuDNN: NCHW-shaped views of channels_last (NHWC) memory, fp16.
+                xc = x.permute(0, 3, 1, 2)
+                wc = w.permute(0, 3, 1, 2)
+                F = torch.nn.functional
+                lib = time_region(lambda F=F, xc=xc, wc=wc: F.conv2d(xc, wc, padding=1),
+                                  warmup=warmup, reps=reps)
+                row["library"] = _timing_dict(lib)
+                row["library"]["tflops"] = cfg.flops / (lib.median_ms * 1e-3) / 1e12
+                row["ratio"] = lib.median_ms / timing.median_ms
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return rows
+
+
+def conv_table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'conv3x3 NHWC':<14} {'C=K':>4} {'HxW':>6} {'ours ms':>9} {'TFLOP/s':>8} "
+             f"{'cuDNN ms':>9} {'cuDNN TF':>8} {'ratio':>6}  config"]
+    for r in rows:
+        head = f"{'batch ' + str(r['N']):<14} {r['C']:>4} {str(r['H']) + 'x' + str(r['W']):>6}"
+        if "error" in r:
+            lines.append(f"{head} FAILED: {r['error']}")
+            continue
+        lib = r.get("library")
+        lib_cols = (f"{lib['median_ms']:>9.4f} {lib['tflops']:>8.1f} {r['ratio']:>6.2f}"
+                    if lib else f"{'-':>9} {'-':>8} {'-':>6}")
+        lines.append(f"{head} {r['median_ms']:>9.4f} {r['tflops']:>8.1f} {lib_cols}  "
+                     f"{r['config']} ({r.get('registers', '?')} regs)")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+// RUN: tilesync-opt %s -p convert-tile-to-nvvm | filecheck %s
+
+// Split-K: store_acc reduce adds each element with red.relaxed.gpu (nvvm.red); tile.arrive is a
+// barrier, thread 0's fence + atomic add (the last arrival resets the counter and fences), and a
+// barrier that ORs thread 0's answer to every thread; take_acc exchanges each element with 0.
+// CHECK-LABEL: func.func @split_k
+// CHECK-COUNT-4: nvvm.red add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
+// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
+// CHECK:       %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK:       %[[FIRST:.*]] = llvm.icmp "eq" %[[TID]], %{{.*}} : i32
+// CHECK:       scf.if %[[FIRST]] -> (i32) {
+// CHECK-NEXT:    nvvm.fence acq_rel, gpu
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+// CHECK-NEXT:    %[[LAST:.*]] = llvm.icmp "eq" %[[OLD]], %{{.*}} : i32
+// CHECK-NEXT:    scf.if %[[LAST]] {
+// CHECK-NEXT:      nvvm.st relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+// CHECK-NEXT:      nvvm.fence acq_rel, gpu
+// CHECK:         }
+// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0.or"(%{{.*}}) : (i32) -> i32
+// CHECK-COUNT-4: nvvm.atom exch relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
+func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  tile.store_acc %c, %ws[%i, %j] reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
+  %last = tile.arrive %cnt[%i, %j] of 4 : memref<1x2xi32>
+  %t = tile.take_acc %ws[%i, %j] : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return %t : !tile.frag<acc, f32, m16n8k16>
+}
+
+// SwiGLU: the epilogue sees the same element of both accumulators.
+// CHECK-LABEL: func.func @swiglu
+// CHECK:       %[[G0:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:       %[[U0:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:       arith.mulf %[[G0]], %[[U0]] : f32
+func.func @swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %C: memref<64x64xf16>, %i: index, %j: index) {
+  tile.store_acc %g, %u, %C[%i, %j] epilogue {
+  ^bb0(%a: f32, %b: f32, %row: index, %col: index):
+    %p = arith.mulf %a, %b : f32
+    tile.yield %p : f32
+  } : !tile.frag<acc, f32, m16n8k16>, !tile.frag<acc, f32, m16n8k16>, memref<64x64xf16>
+  func.return
+}
+
+// Shuffles and math outside epilogues (softmax rows).
+// CHECK-LABEL: func.func @shuffle
+// CHECK:       llvm.call_intrinsic "llvm.nvvm.shfl.sync.bfly.f32"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, f32, i32, i32) -> f32
+// CHECK:       llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
+func.func @shuffle(%x: f32) -> f32 {
+  %s = tile.shuffle bfly %x, 16 : f32
+  %e = math.exp %s : f32
+  func.return %e : f32
+}

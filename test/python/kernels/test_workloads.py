@@ -1,0 +1,406 @@
+"""The issue's workloads on the tile-dialect kernels: GPT-3 / LLaMA MLP GEMMs (M = 1 .. 2048),
+SwiGLU on the combined gate|up GEMM, split-K, dropout, and 3x3 conv2d by implicit GEMM.
+
+CPU: a few configs compiled to PTX that nvJitLink accepts (instructions of each feature present,
+no spills), the im2col addressing interpreted by xDSL's interpreter, the dropout hash's keep rate.
+GPU (`-m gpu`): every bench candidate config of every workload shape against torch on the GPU
+(fp32 accumulate of the same fp16 inputs) or numpy float64 for the small ones without torch.
+Tolerance (fp16 in, fp32 accumulate, fp16 out): ||C - ref|| / ||ref|| < 1e-2; the output is
+poisoned with NaN (0xFFFF) before the launch, so an element never written fails the test.
+All GPU configs are compiled once, in a process pool (fixture `compiled`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tilesync.kernels import conv2d as cv
+from tilesync.kernels import gemm as g
+from tilesync.lowering.ptx import validate_ptx
+
+TOL = 1e-2
+
+# --------------------------------------------------------------------------------------------
+# CPU: PTX of the new features
+# --------------------------------------------------------------------------------------------
+
+# One config exercising split-K, swiglu, dropout, a 16-row tile (fewer A chunks than threads).
+FEATURES = g.gemm_config(33, 256, 512, tile=(16, 128, 32), warps=(1, 4), stages=4, split_k=4,
+                         epilogue="swiglu", dropout=0.75)
+CONV = cv.conv2d_config(1, 7, 7, 64, 64, tile=(64, 64, 32), stages=4, split_k=2)
+_ptx_cache: dict = {}
+
+
+def _ptx(cfg) -> str:
+    if cfg not in _ptx_cache:
+        _ptx_cache[cfg] = g._ptx_of(cfg, "sm_90")
+    return _ptx_cache[cfg]
+
+
+def _no_spills(ptx: str, name: str) -> dict:
+    info = validate_ptx(ptx, "sm_90")
+    assert "0 bytes spill stores, 0 bytes spill loads" in info.info_log, info.info_log
+    assert info.registers[name] <= 255
+    assert "llvm." not in ptx
+    return info.registers
+
+
+def test_split_k_swiglu_dropout_ptx():
+    cfg = FEATURES
+    ptx = _ptx(cfg)
+    _no_spills(ptx, "gemm")
+    assert cfg.signature == ("ptr", "ptr", "ptr", "i32", "ptr", "ptr")
+    assert cfg.params == ("A", "B", "C", "seed", "workspace", "counters")
+    assert cfg.grid == (3, 2, 4) and cfg.out_cols == 128
+    assert re.search(r"\.entry gemm\(\s*\.param \.u64 [^,]+,\s*\.param \.u64 [^,]+,\s*"
+                     r"\.param \.u64 [^,]+,\s*\.param \.u32", ptx)
+    # K slice from ctaid.z; partial sums added in L2; the last arrival takes them (and zeroes).
+    assert "%ctaid.z" in ptx
+    wm, wn = cfg.warps
+    accs = (cfg.tile[0] // wm // 16) * (cfg.tile[1] // wn // 8)
+    assert ptx.count("red.relaxed.gpu.global.add.f32") == 4 * accs
+    assert ptx.count("atom.relaxed.gpu.global.exch.b32") == 4 * accs
+    # Arrival: fence, atomic add on the counter, reset by the last, a barrier that ORs.
+    assert ptx.count("atom.relaxed.gpu.global.add.u32") == 1
+    assert ptx.count("fence.acq_rel.gpu") == 2
+    assert ptx.count("st.relaxed.gpu.global.u32") == 1
+    assert ptx.count("bar.red.or.pred") == 1
+    # swiglu: exp of -gate (ex2.approx), one f16 pair per two accumulators' elements
+    assert "ex2.approx.ftz.f32" in ptx
+    assert ptx.count("cvt.rn.f16x2.f32") == 2 * accs // 2
+    # dropout: the hash's multiplier constants (as signed 32-bit immediates)
+    assert str(g._HASH_M1) in ptx and str(g._HASH_M2 - (1 << 32)) in ptx
+    # 16-row A tile: 64 chunks for 128 threads, a guarded zero-filling copy (M = 33 masked)
+    assert "cp.async.cg.shared.global" in ptx
+
+
+def test_conv2d_ptx():
+    ptx = _ptx(CONV)
+    _no_spills(ptx, "conv2d")
+    assert CONV.gemm.M == 49 and CONV.gemm.K == 576 and CONV.gemm.b_layout == "col"
+    # Every A copy zero-fills (halo); the filter copies too since M edges mask... B is exact.
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16(, %r\d+)?;",
+                        ptx)
+    assert copies and any(copies)
+    mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    assert ptx.count(mma) == (64 // 2 // 16) * (64 // 2 // 8) * 2
+
+
+def _interpret_im2col(cfg: cv.ConvConfig, points):
+    """Evaluate the generator's im2col ops (index arithmetic) on concrete (m, k)."""
+    import operator
+
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType
+    from xdsl.ir import Block
+
+    index = IndexType()
+    block = Block(arg_types=[index, index])
+    body = g._Body(block)
+    indices, masked = cv.im2col_source(cfg)(body, *block.args)
+    binary = {arith.AddiOp: operator.add, arith.SubiOp: operator.sub,
+              arith.MuliOp: operator.mul, arith.DivUIOp: operator.floordiv,
+              arith.RemUIOp: operator.mod}
+    results = []
+    for m, k in points:
+        env = {block.args[0]: m, block.args[1]: k}
+        for op in block.ops:
+            if isinstance(op, arith.ConstantOp):
+                env[op.result] = op.value.value.data
+            else:
+                assert type(op) in binary, op.name  # nothing else in the address arithmetic
+                lhs, rhs = env[op.operands[0]], env[op.operands[1]]
+                if isinstance(op, arith.DivUIOp | arith.RemUIOp):
+                    assert lhs >= 0 and rhs > 0  # unsigned ops only ever see m, k >= 0
+                env[op.results[0]] = binary[type(op)](lhs, rhs)
+        results.append([env[i] for i in indices])
+    return masked, results
+
+
+def test_im2col_addresses():
+    cfg = cv.conv2d_config(2, 5, 6, 16, 8, tile=(64, 64, 32), stages=2)
+    rng = np.random.default_rng(0)
+    points = [(int(m), int(k)) for m, k in zip(rng.integers(0, 2 * 5 * 6 + 40, 200),
+                                                rng.integers(0, 9 * 16, 200), strict=True)]
+    points += [(0, 0), (5, 8 * 16)]  # top-left halo; last column's right neighbour
+    masked, results = _interpret_im2col(cfg, points)
+    assert masked
+    for (m, k), got in zip(points, results, strict=True):
+        n, p, q = m // 30, (m % 30) // 6, m % 6
+        r, s, c = k // 48, (k % 48) // 16, k % 16
+        assert tuple(got) == (n, p + r - 1, q + s - 1, c)
+    # The masked copy reads nothing where any index is outside (unsigned compare): the halo.
+    (_, got), = zip(points[-2:-1], results[-2:-1], strict=True)
+    assert tuple(got) == (0, -1, -1, 0)
+
+
+def test_dropout_mask_rate_and_determinism():
+    for keep in (0.5, 0.9):
+        mask = g.dropout_mask(1234, 512, 2048, keep)
+        assert abs(mask.mean() - keep) < 0.01 * keep
+        assert np.array_equal(mask, g.dropout_mask(1234, 512, 2048, keep))
+        other = g.dropout_mask(1235, 512, 2048, keep)
+        # independent masks disagree on a fraction 2 p (1 - p)
+        assert abs((mask != other).mean() - 2 * keep * (1 - keep)) < 0.01
+        # rows and columns are not correlated: per-row and per-column rates stay near p
+        assert np.abs(mask.mean(axis=1) - keep).max() < 0.06
+        assert np.abs(mask.mean(axis=0) - keep).max() < 0.15
+    assert g.dropout_mask(1, 4, 4, 1.0).all()
+
+
+def test_swiglu_weights_and_reference():
+    rng = np.random.default_rng(3)
+    a, gate, up = (rng.standard_normal(s) for s in ((5, 32), (32, 24), (32, 24)))
+    cfg = g.gemm_config(5, 48, 32, epilogue="swiglu")
+    out = g.reference(cfg, a, g.swiglu_weights(gate, up))
+    x, y = a @ gate, a @ up
+    np.testing.assert_allclose(out, x / (1 + np.exp(-x)) * y, rtol=1e-12)
+    assert cfg.out_cols == 24
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(M=64, N=256, K=96, split_k=2), "split_k=2 must divide the 3 k-tiles"),
+    (dict(M=64, N=136, K=64, epilogue="swiglu"), "swiglu pairs"),
+    (dict(M=64, N=256, K=64, dropout=0.0), "keep probability"),
+])
+def test_new_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        g.gemm_config(**kwargs)
+
+
+def test_bench_candidates_are_valid_and_quick_is_small():
+    from tilesync.bench import kernels as bk
+
+    quick = {c for w in bk.workloads(True) for c in bk.candidate_configs(w, True)}
+    full = {c for w in bk.workloads(False) for c in bk.candidate_configs(w, False)}
+    assert quick <= full and len(quick) <= 16 and len(full) <= 90
+    for w in bk.workloads(False):
+        configs = bk.candidate_configs(w, False)
+        assert configs, w
+        for cfg in configs:
+            assert (cfg.M, cfg.N, cfg.K, cfg.epilogue) == (w.M, w.N, w.K, w.epilogue)
+    assert len(bk.conv_workloads(False)) == 8 and len(bk.conv_workloads(True)) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# GPU
+# --------------------------------------------------------------------------------------------
+
+MLP_BATCHES = (1, 16, 64, 256, 512, 1024, 2048)
+
+
+def _gpu_gemm_configs() -> list:
+    from tilesync.bench import kernels as bk
+
+    configs = []
+    for w in bk.workloads(False):
+        if w.name != "gemm4096":
+            configs += bk.candidate_configs(w, False)
+    return configs
+
+
+EXTRA = [
+    g.gemm_config(512, 1024, 256, dropout=0.9),
+    g.gemm_config(100, 512, 256, tile=(64, 128, 32), warps=(1, 4), stages=4, split_k=4,
+                  epilogue="swiglu", dropout=0.8),
+    g.gemm_config(300, 520, 512, split_k=4, epilogue="bias_gelu"),
+]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """PTX of every GPU config (GEMMs and convs), compiled in parallel once."""
+    from tilesync.bench import kernels as bk
+    from tilesync.runtime.device import get_device
+
+    configs = _gpu_gemm_configs() + EXTRA + bk.conv_workloads(False) + CONV_EXTRA
+    ptx = g.compile_ptx_many(configs, get_device().arch)
+    return dict(zip(configs, ptx, strict=True))
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def _rel_error(got, ref) -> float:
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+class _Weights:
+    """One weight matrix per (N, K) reused across batches; inputs per M."""
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def get(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+
+_weights = _Weights()
+
+
+def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int = 1):
+    """Launch `runs` times into a NaN-poisoned C; compare with torch (GPU) or numpy."""
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.launch import synchronize
+
+    torch = _torch()
+    if torch is None and cfg.M * cfg.N * cfg.K > 256 * 12288 * 6144:
+        pytest.skip("no torch: numpy float64 only for M <= 256")
+    runner = g.GemmRunner(cfg, ptx=ptx)
+    rng = np.random.default_rng(cfg.M)
+    scale = 1.0 / np.sqrt(cfg.K)
+    bias = None
+    if torch is not None:
+        gen = torch.Generator(device="cuda").manual_seed(cfg.N * 7 + cfg.K)
+        b = _weights.get(("t", cfg.K, cfg.N), lambda: (torch.randn(
+            (cfg.K, cfg.N), generator=gen, device="cuda") * scale).half())
+        a = torch.randn((cfg.M, cfg.K), generator=gen, device="cuda").half()
+        if cfg.has_bias:
+            bias = torch.randn(cfg.out_cols, generator=gen, device="cuda").half()
+        c = torch.empty((cfg.M, cfg.out_cols), device="cuda", dtype=torch.float16)
+        outs = []
+        for _ in range(runs):
+            c.fill_(float("nan"))
+            runner.launch(a, b, c, bias, seed=seed)
+            synchronize()
+            outs.append(c.double().cpu().numpy())
+        ref64 = torch.matmul(a.double(), b.double())
+        ref = g.apply_epilogue(cfg, ref64, None if bias is None else bias.double(),
+                               seed).cpu().numpy()
+    else:
+        b = _weights.get(("n", cfg.K, cfg.N), lambda: (rng.standard_normal(
+            (cfg.K, cfg.N), np.float32) * scale).astype(np.float16))
+        a = rng.standard_normal((cfg.M, cfg.K), np.float32).astype(np.float16)
+        if cfg.has_bias:
+            bias = rng.standard_normal(cfg.out_cols, np.float32).astype(np.float16)
+        c = DeviceBuffer.empty((cfg.M, cfg.out_cols), np.float16)
+        da, db = DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b)
+        dbias = DeviceBuffer.from_numpy(bias) if bias is not None else None
+        outs = []
+        for _ in range(runs):
+            c.fill_bytes(0xFF)
+            runner.launch(da, db, c, dbias, seed=seed)
+            synchronize()
+            outs.append(c.to_numpy().astype(np.float64))
+        ref = g.reference(cfg, a.astype(np.float64), b.astype(np.float64),
+                          None if bias is None else bias.astype(np.float64), seed)
+    for got in outs:
+        assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
+        error = _rel_error(got, ref)
+        assert error < TOL, f"relative error {error:.3g} for {cfg}"
+    for got in outs[1:]:  # split-K leaves its workspace and counters clean: same result
+        assert np.array_equal(got, outs[0])
+    return outs[0], ref
+
+
+def _label(cfg) -> str:
+    if isinstance(cfg, cv.ConvConfig):
+        return f"conv-n{cfg.N}-{cfg.H}x{cfg.W}-c{cfg.C}-k{cfg.K}-splitk{cfg.split_k}"
+    bm, bn, bk = cfg.tile
+    return (f"{cfg.M}x{cfg.N}x{cfg.K}-{cfg.epilogue or 'plain'}-{bm}x{bn}x{bk}-s{cfg.stages}"
+            f"-splitk{cfg.split_k}" + (f"-drop{cfg.dropout}" if cfg.dropout else ""))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", _gpu_gemm_configs(), ids=_label)
+def test_gpu_mlp_gemm(cfg, compiled):
+    _check_gemm(cfg, compiled[cfg], runs=2 if cfg.split_k > 1 else 1)
+
+
+def test_gpu_workload_shapes_cover_the_issue():
+    shapes = {(c.M, c.N, c.K, c.epilogue) for c in _gpu_gemm_configs()}
+    for m in MLP_BATCHES:
+        for n, k, epilogue in ((6144, 12288, "gelu"), (12288, 6144, None),
+                               (5632, 8192, "swiglu"), (8192, 2816, None)):
+            assert (m, n, k, epilogue) in shapes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", EXTRA[1:], ids=_label)
+def test_gpu_split_k_epilogues(cfg, compiled):
+    _check_gemm(cfg, compiled[cfg], seed=77 if cfg.dropout else None, runs=3)
+
+
+@pytest.mark.gpu
+def test_gpu_dropout_mask_is_the_hash(compiled):
+    cfg = EXTRA[0]
+    ptx = compiled[cfg]
+    got, ref = _check_gemm(cfg, ptx, seed=2024, runs=2)  # same seed twice: same output
+    mask = g.dropout_mask(2024, cfg.M, cfg.N, cfg.dropout)
+    meaningful = np.abs(ref) > 1e-3
+    assert np.array_equal((got != 0)[meaningful], mask[meaningful])
+    assert abs((got != 0).mean() - cfg.dropout) < 0.01 * cfg.dropout
+    other, _ = _check_gemm(cfg, ptx, seed=2025)
+    assert ((got != 0) != (other != 0)).mean() > 0.1  # another seed, another mask
+
+
+# -- conv2d ----------------------------------------------------------------------------------
+
+CONV_EXTRA = [cv.conv2d_config(2, 5, 6, 16, 24, tile=(64, 64, 32), stages=2),
+              cv.conv2d_config(1, 9, 9, 32, 64, tile=(64, 64, 32), stages=4,
+                               epilogue="bias")]
+
+
+def _check_conv(cfg: cv.ConvConfig, ptx: str):
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.launch import synchronize
+
+    runner = cv.Conv2dRunner(cfg, ptx=ptx)
+    rng = np.random.default_rng(cfg.C + cfg.H)
+    x = rng.standard_normal(cfg.input_shape, np.float32).astype(np.float16)
+    w = (rng.standard_normal(cfg.filter_shape, np.float32) / np.sqrt(9 * cfg.C)) \
+        .astype(np.float16)
+    bias = rng.standard_normal(cfg.K, np.float32).astype(np.float16) \
+        if cfg.epilogue == "bias" else None
+    y = DeviceBuffer.empty(cfg.output_shape, np.float16)
+    y.fill_bytes(0xFF)
+    runner.launch(DeviceBuffer.from_numpy(x), DeviceBuffer.from_numpy(w), y,
+                  None if bias is None else DeviceBuffer.from_numpy(bias))
+    synchronize()
+    got = y.to_numpy().astype(np.float64)
+    torch = _torch()
+    if torch is not None:
+        F = torch.nn.functional
+        xt = torch.from_numpy(x).cuda().double().permute(0, 3, 1, 2)
+        wt = torch.from_numpy(w).cuda().double().permute(0, 3, 1, 2)
+        ref = F.conv2d(xt, wt, padding=1).permute(0, 2, 3, 1).cpu().numpy()
+        if bias is not None:
+            ref = ref + bias.astype(np.float64)
+    else:
+        ref = cv.reference_conv2d(x, w, bias, cfg.epilogue)
+    assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
+    error = _rel_error(got, ref)
+    assert error < TOL, f"relative error {error:.3g} for {cfg}"
+
+
+def _conv_configs():
+    from tilesync.bench import kernels as bk
+
+    return bk.conv_workloads(False) + CONV_EXTRA
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", _conv_configs(), ids=_label)
+def test_gpu_conv2d(cfg, compiled):
+    _check_conv(cfg, compiled[cfg])
+
+
+def test_conv_reference_matches_loops():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((3, 3, 3, 8))
+    ref = cv.reference_conv2d(x, w)
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    for n, p, q, k in [(0, 0, 0, 0), (1, 3, 4, 2), (0, 2, 1, 1), (1, 0, 4, 0)]:
+        expected = sum(padded[n, p + r, q + s] @ w[k, r, s] for r in range(3) for s in range(3))
+        assert abs(ref[n, p, q, k] - expected) < 1e-12
