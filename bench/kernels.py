@@ -289,6 +289,9 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     t0 = time.perf_counter()
     ptx = dict(zip(all_cfgs, compile_ptx_many(all_cfgs, device.arch), strict=True))
     compile_seconds = time.perf_counter() - t0
+    softmax_cfgs = softmax_workloads(quick)
+    softmax_ptx = dict(zip(softmax_cfgs, compile_ptx_many(softmax_cfgs, device.arch),
+                           strict=True))
     conv_ptx = None
     if conv:
         from tilesync.kernels import conv2d
@@ -321,6 +324,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     result["gemm"] = rows
     if conv_ptx is not None:
         result["conv"] = conv_benchmarks(conv_ptx, warmup, reps, tth)
+    result["softmax"] = softmax_benchmarks(softmax_ptx, warmup, reps, tth, copy["gbps"])
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -363,12 +367,16 @@ def kernels_table(result: dict[str, Any]) -> str:
     if result.get("conv"):
         lines.append("")
         lines.append(conv_table(result["conv"]))
+    if result.get("softmax"):
+        lines.append("")
+        lines.append(softmax_table(result["softmax"]))
     lines.append(f"total {result['seconds']:.0f} s")
     return "\n".join(lines)
 
 
 __all__ = ["Workload", "candidate_configs", "conv_benchmarks", "conv_table", "conv_workloads",
-           "copy_bandwidth", "kernel_benchmarks", "kernels_table", "workloads"]
+           "copy_bandwidth", "kernel_benchmarks", "kernels_table", "softmax_benchmarks",
+           "softmax_table", "softmax_workloads", "workloads"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,4 +469,76 @@ def conv_table(rows: list[dict[str, Any]]) -> str:
                     if lib else f"{'-':>9} {'-':>8} {'-':>6}")
         lines.append(f"{head} {r['median_ms']:>9.4f} {r['tflops']:>8.1f} {lib_cols}  "
                      f"{r['config']} ({r.get('registers', '?')} regs)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Fused softmax (+ dropout) over rows against torch
+# --------------------------------------------------------------------------------------------
+
+
+def softmax_workloads(quick: bool) -> list:
+    from tilesync.kernels.softmax import softmax_config
+
+    cols = (1024,) if quick else (512, 1024, 2048)
+    return [softmax_config(16384, c, dropout=d) for c in cols for d in (None, 0.9)]
+
+
+def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
+                       copy_gbps: float | None) -> list[dict[str, Any]]:
+    from tilesync.kernels.softmax import SoftmaxRunner
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.timing import time_region
+
+    torch = tth.torch
+    rows = []
+    for cfg, ptx in ptx_by_cfg.items():
+        row: dict[str, Any] = {"rows": cfg.rows, "cols": cfg.cols, "dropout": cfg.dropout,
+                               "bytes": cfg.bytes}
+        try:
+            runner = SoftmaxRunner(cfg, ptx=ptx)
+            row["registers"] = runner.kernel.num_regs
+            if torch is not None:
+                x = torch.randn((cfg.rows, cfg.cols), device="cuda", dtype=torch.float16)
+                y = torch.empty_like(x)
+            else:
+                x = DeviceBuffer.from_numpy(np.random.default_rng(0).standard_normal(
+                    (cfg.rows, cfg.cols)).astype(np.float16))
+                y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
+            timing = time_region(lambda r=runner, x=x, y=y: r.launch(x, y, seed=1),
+                                 warmup=warmup, reps=reps)
+            row.update(_timing_dict(timing))
+            row["gbps"] = cfg.bytes / (timing.median_ms * 1e-3) / 1e9
+            if copy_gbps:
+                row["fraction_of_copy_bw"] = row["gbps"] / copy_gbps
+            if torch is not None:
+                F = torch.nn.functional
+                p = cfg.dropout
+
+                def lib(x=x, p=p, F=F):
+                    out = torch.softmax(x, dim=-1)
+                    return F.dropout(out, 1.0 - p) if p is not None else out
+
+                t = time_region(lib, warmup=warmup, reps=reps)
+                row["library"] = _timing_dict(t)
+                row["ratio"] = t.median_ms / timing.median_ms
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return rows
+
+
+def softmax_table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'softmax rows':<14} {'cols':>5} {'keep':>5} {'ours ms':>9} {'GB/s':>6} "
+             f"{'%copy':>6} {'torch ms':>9} {'ratio':>6}"]
+    for r in rows:
+        head = f"{r['rows']:<14} {r['cols']:>5} {r['dropout'] or '-'!s:>5}"
+        if "error" in r:
+            lines.append(f"{head} FAILED: {r['error']}")
+            continue
+        frac = f"{100 * r['fraction_of_copy_bw']:>5.0f}%" if "fraction_of_copy_bw" in r \
+            else f"{'':>6}"
+        lib = r.get("library")
+        lib_cols = f"{lib['median_ms']:>9.4f} {r['ratio']:>6.2f}" if lib else f"{'-':>9} {'-':>6}"
+        lines.append(f"{head} {r['median_ms']:>9.4f} {r['gbps']:>6.0f} {frac} {lib_cols}")
     return "\n".join(lines)

@@ -289,20 +289,20 @@ def dropout_threshold(keep: float) -> int:
     return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
 
 
-def _dropout(b: _Body, cfg: GemmConfig, value: SSAValue, row: SSAValue, col: SSAValue,
-             seed: SSAValue) -> SSAValue:
-    """keep ? value / p : 0 with keep = mix(col ^ mix(row ^ mix(seed))) < p 2^32."""
-    assert cfg.dropout is not None
+def dropout_op(b: _Body, keep_prob: float, value: SSAValue, row: SSAValue, col: SSAValue,
+               seed: SSAValue) -> SSAValue:
+    """keep ? value / p : 0 with keep = mix(col ^ mix(row ^ mix(seed))) < p 2^32 (row, col:
+    index; seed: i32), the ops appended to `b`."""
     r32 = b.v(arith.IndexCastOp(row, i32))
     c32 = b.v(arith.IndexCastOp(col, i32))
     h = _u32_mix(b, b.v(arith.XOrIOp(r32, _u32_mix(b, seed))))
     h = _u32_mix(b, b.v(arith.XOrIOp(c32, h)))
-    if cfg.dropout >= 1.0:
+    if keep_prob >= 1.0:
         return value
-    t = dropout_threshold(cfg.dropout)
+    t = dropout_threshold(keep_prob)
     threshold = b.v(arith.ConstantOp(IntegerAttr(t - (1 << 32) if t >= 1 << 31 else t, i32)))
     keep = b.v(arith.CmpiOp(h, threshold, "ult"))
-    scaled = b.v(arith.MulfOp(value, b.f32(1.0 / cfg.dropout)))
+    scaled = b.v(arith.MulfOp(value, b.f32(1.0 / keep_prob)))
     return b.v(arith.SelectOp(keep, scaled, b.f32(0.0)))
 
 
@@ -335,7 +335,7 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
         value = b.v(arith.AddfOp(half_x, b.v(arith.MulfOp(half_x, t))))
     if cfg.dropout is not None:
         assert seed is not None
-        value = _dropout(b, cfg, value, row, col, seed)
+        value = dropout_op(b, cfg.dropout, value, row, col, seed)
     b.add(tl.YieldOp(value))
     return Region(block)
 

@@ -19,6 +19,7 @@ import pytest
 
 from tilesync.kernels import conv2d as cv
 from tilesync.kernels import gemm as g
+from tilesync.kernels import softmax as sm
 from tilesync.lowering.ptx import validate_ptx
 
 TOL = 1e-2
@@ -87,6 +88,19 @@ def test_conv2d_ptx():
     assert copies and any(copies)
     mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
     assert ptx.count(mma) == (64 // 2 // 16) * (64 // 2 // 8) * 2
+
+
+def test_softmax_ptx():
+    cfg = sm.softmax_config(1000, 1024, dropout=0.9)
+    ptx = _ptx(cfg)
+    _no_spills(ptx, "softmax")
+    assert cfg.grid == (250, 1, 1) and cfg.signature == ("ptr", "ptr", "i32")
+    per_lane = 1024 // 32
+    assert ptx.count("shfl.sync.bfly.b32") == 10  # 5 butterfly steps for max, 5 for the sum
+    assert ptx.count("ex2.approx.ftz.f32") == per_lane
+    assert len(re.findall(r"ld\.global(\.nc)?\.b16", ptx)) == per_lane
+    assert len(re.findall(r"st\.global\.b16", ptx)) == per_lane
+    assert str(g._HASH_M1) in ptx  # dropout hash
 
 
 def _interpret_im2col(cfg: cv.ConvConfig, points):
@@ -197,8 +211,8 @@ def _gpu_gemm_configs() -> list:
 
     configs = []
     for w in bk.workloads(False):
-        if w.name != "gemm4096":
-            configs += bk.candidate_configs(w, False)
+        if w.name != "gemm4096":  # test_gemm.py checks 4096^3
+            configs += bk.candidate_configs(w, False)[:2]  # the bench's first two
     return configs
 
 
@@ -216,7 +230,7 @@ def compiled():
     from tilesync.bench import kernels as bk
     from tilesync.runtime.device import get_device
 
-    configs = _gpu_gemm_configs() + EXTRA + bk.conv_workloads(False) + CONV_EXTRA
+    configs = _gpu_gemm_configs() + EXTRA + bk.conv_workloads(False) + CONV_EXTRA + SOFTMAX
     ptx = g.compile_ptx_many(configs, get_device().arch)
     return dict(zip(configs, ptx, strict=True))
 
@@ -404,3 +418,68 @@ def test_conv_reference_matches_loops():
     for n, p, q, k in [(0, 0, 0, 0), (1, 3, 4, 2), (0, 2, 1, 1), (1, 0, 4, 0)]:
         expected = sum(padded[n, p + r, q + s] @ w[k, r, s] for r in range(3) for s in range(3))
         assert abs(ref[n, p, q, k] - expected) < 1e-12
+
+
+# -- softmax ---------------------------------------------------------------------------------
+
+SOFTMAX = [sm.softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", SOFTMAX, ids=lambda c: f"{c.rows}x{c.cols}-drop{c.dropout}")
+def test_gpu_softmax(cfg, compiled):
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.launch import synchronize
+
+    runner = sm.SoftmaxRunner(cfg, ptx=compiled[cfg])
+    rng = np.random.default_rng(cfg.cols)
+    x = (3 * rng.standard_normal((cfg.rows, cfg.cols), np.float32)).astype(np.float16)
+    y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
+    y.fill_bytes(0xFF)
+    runner.launch(DeviceBuffer.from_numpy(x), y, seed=99)
+    synchronize()
+    got = y.to_numpy().astype(np.float64)
+    ref = sm.reference(cfg, x.astype(np.float64), seed=99)
+    assert np.isfinite(got).all()
+    assert _rel_error(got, ref) < TOL
+    if cfg.dropout is None:
+        np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-2)
+    else:
+        mask = g.dropout_mask(99, cfg.rows, cfg.cols, cfg.dropout)
+        meaningful = ref > 1e-4
+        assert np.array_equal((got != 0)[meaningful], mask[meaningful])
+
+
+def test_kernels_table_formats_a_result():
+    """The table of a synthetic result (the shapes kernel_benchmarks produces), with and
+    without torch numbers, a failed config and a failed shape."""
+    from tilesync.bench import kernels as bk
+
+    timing = {"median_ms": 0.1, "p10_ms": 0.09, "p90_ms": 0.12, "reps": 30, "warmup": 5}
+    w = bk.Workload("gpt3_fc1", 16, 6144, 12288, "gelu")
+    ours = {"config": "16x128x32 w1x4 s4 splitk8", "registers": 90, **timing,
+            **bk._rates(w, 0.1, 4000.0)}
+    assert 0 < ours["fraction_of_copy_bw"] < 1 and ours["gbps"] == pytest.approx(
+        w.bytes / 1e-4 / 1e9)
+    lib = {"gemm": timing, "tflops": 1.0, "gbps": 1.0}
+    result = {
+        "reps": 30, "warmup": 5, "library": "torch 2.x", "library_note": "cuBLAS",
+        "copy": {"gbps": 4000.0, "how": "torch", "bytes": 1 << 30},
+        "configs_compiled": 3, "compile_seconds": 1.0, "seconds": 10.0,
+        "gemm": [
+            {**w.__dict__, "ours": ours, "configs": [ours, {"config": "x", "error": "boom"}],
+             "library": lib, "ratio": 1.0},
+            {"name": "gemm4096", "M": 4096, "N": 4096, "K": 4096,
+             "configs": [{"error": "RuntimeError: no"}]},
+        ],
+        "conv": [{"N": 8, "H": 56, "W": 56, "C": 64, "K": 64, "config": "c", **timing,
+                  "tflops": 5.0, "library": {**timing, "tflops": 6.0}, "ratio": 0.8},
+                 {"N": 1, "H": 7, "W": 7, "C": 512, "K": 512, "config": "c", "error": "e"}],
+        "softmax": [{"rows": 16384, "cols": 1024, "dropout": 0.9, **timing, "gbps": 600.0,
+                     "fraction_of_copy_bw": 0.15}],
+    }
+    table = bk.kernels_table(result)
+    assert "gpt3_fc1" in table and "also x: boom" in table and "FAILED: RuntimeError" in table
+    assert "conv3x3" in table and "softmax" in table and "1.00" in table
+    del result["gemm"][0]["library"], result["gemm"][0]["ratio"]
+    assert "gpt3_fc1" in bk.kernels_table(result)
