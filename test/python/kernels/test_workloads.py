@@ -283,15 +283,25 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         if cfg.has_bias:
             bias = torch.randn(cfg.out_cols, generator=gen, device="cuda").half()
         c = torch.empty((cfg.M, cfg.out_cols), device="cuda", dtype=torch.float16)
-        outs = []
-        for _ in range(runs):
+        ref = g.apply_epilogue(cfg, torch.matmul(a.double(), b.double()),
+                               None if bias is None else bias.double(), seed)
+        first = None
+        for run in range(runs):  # errors on the GPU: no 200 MB copies for the big shapes
             c.fill_(float("nan"))
             runner.launch(a, b, c, bias, seed=seed)
             synchronize()
-            outs.append(c.double().cpu().numpy())
-        ref64 = torch.matmul(a.double(), b.double())
-        ref = g.apply_epilogue(cfg, ref64, None if bias is None else bias.double(),
-                               seed).cpu().numpy()
+            got = c.double()
+            bad = int((~torch.isfinite(got)).sum())
+            assert bad == 0, f"{bad} elements not written (run {run})"
+            error = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+            assert error < TOL, f"relative error {error:.3g} for {cfg} (run {run})"
+            if first is None:
+                first = got
+            else:
+                _same_again(cfg, got.cpu().numpy(), first.cpu().numpy())
+        if first.numel() > 1 << 22:  # big: nothing to inspect on the host
+            return None, None
+        return first.cpu().numpy(), ref.cpu().numpy()
     else:
         b = _weights.get(("n", cfg.K, cfg.N), lambda: (rng.standard_normal(
             (cfg.K, cfg.N), np.float32) * scale).astype(np.float16))
@@ -313,9 +323,19 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
         error = _rel_error(got, ref)
         assert error < TOL, f"relative error {error:.3g} for {cfg}"
-    for got in outs[1:]:  # split-K leaves its workspace and counters clean: same result
-        assert np.array_equal(got, outs[0])
+    for got in outs[1:]:
+        _same_again(cfg, got, outs[0])
     return outs[0], ref
+
+
+def _same_again(cfg: g.GemmConfig, got, first) -> None:
+    """A second launch gives the same C: exactly without split-K; with it, the fp32 atomics
+    add in another order (a few fp16 roundings may differ), but a workspace or counter left
+    dirty by the first launch would double the result or skip the epilogue."""
+    if cfg.split_k == 1:
+        assert np.array_equal(got, first)
+    else:
+        assert _rel_error(got, first) < 1e-3
 
 
 def _label(cfg) -> str:
@@ -352,8 +372,8 @@ def test_gpu_dropout_mask_is_the_hash(compiled):
     ptx = compiled[cfg]
     got, ref = _check_gemm(cfg, ptx, seed=2024, runs=2)  # same seed twice: same output
     mask = g.dropout_mask(2024, cfg.M, cfg.N, cfg.dropout)
-    meaningful = np.abs(ref) > 1e-3
-    assert np.array_equal((got != 0)[meaningful], mask[meaningful])
+    assert (got[~mask] == 0).all()  # dropped: exactly zero
+    assert (got[mask & (np.abs(ref) > 1e-3)] != 0).all()  # kept (and not tiny): nonzero
     assert abs((got != 0).mean() - cfg.dropout) < 0.01 * cfg.dropout
     other, _ = _check_gemm(cfg, ptx, seed=2025)
     assert ((got != 0) != (other != 0)).mean() > 0.1  # another seed, another mask
@@ -446,8 +466,8 @@ def test_gpu_softmax(cfg, compiled):
         np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-2)
     else:
         mask = g.dropout_mask(99, cfg.rows, cfg.cols, cfg.dropout)
-        meaningful = ref > 1e-4
-        assert np.array_equal((got != 0)[meaningful], mask[meaningful])
+        assert (got[~mask] == 0).all()
+        assert (got[mask & (ref > 1e-4)] != 0).all()
 
 
 def test_kernels_table_formats_a_result():
