@@ -503,3 +503,78 @@ def test_kernels_table_formats_a_result():
     assert "conv3x3" in table and "softmax" in table and "1.00" in table
     del result["gemm"][0]["library"], result["gemm"][0]["ratio"]
     assert "gpt3_fc1" in bk.kernels_table(result)
+
+
+def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
+    """kernel_benchmarks' control flow and result keys, with the device, compiler, runners and
+    timer replaced by fakes (no torch: our numbers only, and the result says why)."""
+    import types
+
+    from tilesync.bench import kernels as bk
+    from tilesync.kernels import conv2d as conv_mod
+    from tilesync.kernels import softmax as softmax_mod
+    from tilesync.runtime import buffers, device, timing
+
+    fake_device = types.SimpleNamespace(arch="sm_90", l2_cache_bytes=60 << 20)
+    monkeypatch.setattr(device, "get_device", lambda: fake_device)
+    monkeypatch.setattr(g, "compile_ptx_many", lambda cfgs, arch: ["ptx"] * len(cfgs))
+    monkeypatch.setattr(conv_mod, "compile_ptx_many", lambda cfgs, arch: ["ptx"] * len(cfgs))
+
+    class FakeRunner:
+        def __init__(self, cfg, ptx=None):
+            assert ptx == "ptx"
+            self.cfg = cfg
+            self.kernel = types.SimpleNamespace(num_regs=128)
+
+        def launch(self, *args, **kwargs):
+            pass
+
+    monkeypatch.setattr(g, "GemmRunner", FakeRunner)
+    monkeypatch.setattr(conv_mod, "Conv2dRunner", FakeRunner)
+    monkeypatch.setattr(softmax_mod, "SoftmaxRunner", FakeRunner)
+
+    class FakeBuffer:
+        def __init__(self, shape, dtype=None):
+            self.shape = shape
+
+        @classmethod
+        def from_numpy(cls, array):
+            return cls(array.shape)
+
+        empty = classmethod(lambda cls, shape, dtype=None: cls(shape))
+
+    monkeypatch.setattr(buffers, "DeviceBuffer", FakeBuffer)
+    calls = []
+
+    def fake_time(fn, stream=None, warmup=10, reps=50):
+        for _ in range(2):
+            fn()
+        calls.append(1)
+        return timing.Timing.from_samples([0.1, 0.11, 0.09], warmup)
+
+    monkeypatch.setattr(timing, "time_region", fake_time)
+    monkeypatch.setattr(bk, "copy_bandwidth", lambda *a, **k: {
+        "bytes": 1 << 30, "how": "fake", "gbps": 4000.0, "median_ms": 0.5})
+    monkeypatch.setattr(bk._Torch, "__init__", lambda self: setattr(self, "torch", None)
+                        or setattr(self, "why", "torch is not importable (test)"))
+    monkeypatch.setattr(bk._Operands, "__init__", _fake_operands)
+
+    result = bk.kernel_benchmarks(quick=True, warmup=1, reps=3)
+    assert result["library"] is None and "not importable" in result["library_note"]
+    names = {(r["name"], r["M"]) for r in result["gemm"]}
+    assert ("gemm4096", 4096) in names and ("llama_fc1", 16) in names
+    for r in result["gemm"]:
+        assert r["ours"] is not None, r
+        assert "ratio" not in r  # no library numbers without torch
+        assert ("gbps" in r["ours"]) == (r["M"] <= bk.STREAMING_M)
+    assert all("error" not in c for c in result["conv"]) and len(result["conv"]) == 4
+    assert all("error" not in s for s in result["softmax"])
+    table = bk.kernels_table(result)
+    assert "llama_fc2" in table and "conv3x3" in table and "softmax" in table
+
+
+def _fake_operands(self, w, copies, torch_mod, seed=0):
+    self.copies, self.torch = copies, None
+    self.a = [None] * copies
+    self.b = [None] * copies
+    self.c = self.full = None
