@@ -81,17 +81,24 @@ def _bench(args: argparse.Namespace) -> int:
             result = experiments.synthetic_waves(warmup=args.warmup, reps=args.reps,
                                                  tile_us=args.tile_us)
             table = report.waves_table(result)
-        else:
+        elif name == "stages":
             from tilesync.bench import stages
 
             result = stages.stage_chains(tile_us=args.tile_us, warmup=args.warmup,
                                          reps=args.reps)
             table = stages.stage_table(result)
+        else:
+            from tilesync.bench import kernels
+
+            result = kernels.kernel_benchmarks(quick=args.quick, warmup=args.warmup,
+                                               reps=args.reps)
+            table = kernels.kernels_table(result)
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        path = report.write_json(result, out, f"spine-{name}")
-        png = report.plot(result, out, f"spine-{name}")
+        stem = "kernels" if name == "kernels" else f"spine-{name}"
+        path = report.write_json(result, out, stem)
+        png = report.plot(result, out, stem) if name != "kernels" else None
         print(f"wrote {path}" + (f" and {png}" if png else ""))
     return 0
 
@@ -136,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=_demo)
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
-    b.add_argument("experiment", nargs="?", choices=("copy", "waves", "stages", "all"),
-                   default="all")
+    b.add_argument("experiment", nargs="?",
+                   choices=("copy", "waves", "stages", "kernels", "all"), default="all")
+    b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
