@@ -7,9 +7,15 @@ StridedSync per workload).
 * `strided`: tiles `stride` columns apart share one (`strided_sync`); the stride is the option
   `stride`, or the generated policy's when that is already strided; it must divide the column
   extent;
-* `auto`: keep the policy `sync-generate-policies` produced. (A choice by the wave model —
-  fewer semaphores when the grid has many rows, finer ones for a single wave — can be made
-  here later; today `auto` is the generated, finest-sharing-free policy.)
+* `auto`: chosen by the wave model (needs `blocks_per_sm` from sync-annotate-occupancy on the
+  producer; without it the generated policy stays). The generated policy shares a semaphore
+  wherever every reader reads all tiles it covers, e.g. RowSync for GEMM → GEMM: fewest
+  semaphores and waits. It costs overlap only when a consumer could have started on part of a
+  shared group: the consumer loads the operand step by step (its load hook has a `step`), and
+  one shared group (a row) spans at least half a wave of the producer, so waiting for the
+  whole group idles the consumer for that long (paper §V-E: TileSync wins while the grid has
+  one block row, RowSync from larger batches on). Then `auto` takes TileSync; otherwise the
+  generated policy.
 
 Any of these is *correct* — a coarser semaphore only makes a consumer wait for more tiles than
 it reads, never fewer, and producers never wait on consumers, so no cycle appears — but one
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects import sync
@@ -50,6 +57,11 @@ def _strided_of(policy: sync.PolicyAttr | None) -> int | None:
     return int(digits)
 
 
+def _kernel_ops(module: ModuleOp, stage: sync.StageOp):
+    kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+    return kernel.walk() if kernel is not None else ()
+
+
 @dataclass(frozen=True)
 class SelectPolicyPass(ModulePass):
     name = "sync-select-policy"
@@ -57,7 +69,7 @@ class SelectPolicyPass(ModulePass):
     policy: str = "auto"
     stride: int = 0
     stage: str = ""
-
+    sms: int = 132  # for `auto`
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.policy not in CHOICES:
             raise DiagnosticException(
@@ -72,19 +84,43 @@ class SelectPolicyPass(ModulePass):
                 continue
             if stage.policy is None:
                 stage.policy = generate_policy(stage, deps, graph)
-            chosen = self.choose(stage)
+            chosen = self.choose(stage, graph, op)
             stage.policy = chosen
             if "num_semaphores" in stage.attributes:
                 stage.attributes["num_semaphores"] = IntegerAttr(
                     chosen.num_semaphores(stage.grid_shape), i64
                 )
 
-    def choose(self, stage: sync.StageOp) -> sync.PolicyAttr:
+    def by_wave_model(self, stage: sync.StageOp, graph: StageGraph,
+                      module: ModuleOp) -> sync.PolicyAttr:
+        """`auto` (see the module docstring): TileSync where a shared group of the generated
+        policy spans half a wave or more and a consumer waits on it step by step."""
+        assert stage.policy is not None
+        generated = stage.policy
+        per_sm = stage.attributes.get("blocks_per_sm")
+        posts = generated.posts.data  # tiles sharing one semaphore
+        if posts <= 1 or not isinstance(per_sm, IntegerAttr):
+            return generated
+        wave = self.sms * per_sm.value.data
+        if 2 * posts < wave:
+            return generated
+        name = stage.sym_name.data
+        stepped = any(
+            isinstance(hook, sync.LoadPointOp) and hook.step is not None
+            and hook.operand.data == dep.operand.data
+            for dep in graph.outgoing(name)
+            for consumer in [graph.stages[dep.consumer.root_reference.data]]
+            for hook in _kernel_ops(module, consumer)
+        )
+        return sync.tile_sync(stage.grid_shape) if stepped else generated
+
+    def choose(self, stage: sync.StageOp, graph: StageGraph,
+               module: ModuleOp) -> sync.PolicyAttr:
         grid = stage.grid_shape
         name = stage.sym_name.data
         assert stage.policy is not None
         if self.policy == "auto":
-            return stage.policy
+            return self.by_wave_model(stage, graph, module)
         if self.policy == "tile":
             return sync.tile_sync(grid)
         if len(grid) <= COLUMN_DIM:
