@@ -37,10 +37,11 @@ def kernel_of(module: ModuleOp, stage: sync.StageOp) -> gpu.FuncOp:
     return lookup_kernel(module, stage.kernel, f"sync.stage @{stage.sym_name.data}")
 
 
-def launch_of(module: ModuleOp, name: str, needed_by: Operation) -> sync.LaunchOp:
+def launch_of(module: ModuleOp, name: str, pass_name: str) -> sync.LaunchOp:
     launch = launches(module).get(name)
     if launch is None:
-        raise DiagnosticException(f"{needed_by.name}: stage @{name} has no sync.launch")
+        raise DiagnosticException(f"{pass_name}: stage @{name} has no sync.launch, so there "
+                                  "is no launch to order")
     return launch
 
 

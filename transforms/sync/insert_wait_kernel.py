@@ -90,7 +90,7 @@ class InsertWaitKernelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         all_stages = stages(op)
         for producer, consumer in list(dependent_pairs(op)):
-            consumer_launch = launch_of(op, consumer, all_stages[consumer])
+            consumer_launch = launch_of(op, consumer, self.name)
             if consumer_launch.pdl.value.data:
                 continue  # PDL already orders the grids
             func = kernel_of(op, all_stages[producer])

@@ -37,8 +37,8 @@ class UsePDLPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         all_stages = stages(op)
         for producer, consumer in list(dependent_pairs(op)):
-            producer_launch = launch_of(op, producer, all_stages[producer])
-            consumer_launch = launch_of(op, consumer, all_stages[consumer])
+            producer_launch = launch_of(op, producer, self.name)
+            consumer_launch = launch_of(op, consumer, self.name)
             consumer_launch.pdl = BoolAttr.from_bool(True)
             consumer_launch.stream = IntegerAttr(producer_launch.stream.value.data, i64)
             for wait in [w for w in op.walk() if isinstance(w, sync.WaitKernelOp)
