@@ -1,0 +1,173 @@
+"""The MLP of a transformer layer as a stage program: two tensor-core GEMMs synchronized tile
+by tile (cuSync's headline workload).
+
+    gpt3  (8-way tensor parallel): H[M, 6144] = GeLU(X[M, 12288] · W1[12288, 6144])
+                                   Y[M, 12288] = H · W2[6144, 12288]
+    llama (LLaMA-65B, 8-way TP):   H[M, 2816] = SwiGLU(X[M, 8192] · W1[8192, 2·2816])
+                                   Y[M, 8192] = H · W2[2816, 8192]
+                                   (W1 holds gate|up in 8-column blocks: gemm.swiglu_weights)
+
+    mlp_spec(model, M, cfg1=None, cfg2=None) -> MlpSpec      (configs, grids, the dependency)
+    mlp_stage_module(model, M, cfg1=None, cfg2=None) -> builtin.module
+
+The module holds the two generated kernels (kernels/gemm.py with sync hooks), each in its own
+gpu.module (`gemm1_module`, `gemm2_module`: their shared-memory globals keep their names),
+one `sync.stage` per GEMM with the generated kernel's grid and block, the dependency of GEMM2's
+operand 0 (H) on GEMM1's tiles, and the launches (GEMM1 first, on a high-priority stream):
+
+    sync.dependency @gemm1 -> @gemm2 operand 0
+        tiles (d0, d1)[s0] -> (d0, s0 floordiv R) forall s0 in [0, K2 / BK2)
+
+GEMM2's k-step s (bound to the load point's `step`) reads H columns [s·BK2, (s+1)·BK2),
+written by GEMM1 tile column (s·BK2) floordiv BH1, where BH1 = BN1 output columns of H per
+GEMM1 tile (BN1 / 2 for SwiGLU: gate and up combine); so R = BH1 / BK2. Row d0 of both grids
+is the same BM rows of the activations: both GEMMs must use the same BM.
+
+The passes then generate RowSync for GEMM1 (a GEMM2 tile reads its whole row of H; with
+`sync-select-policy{policy=tile}`, TileSync with a wait per k-step), the waits and posts, and
+the forward-progress guarantee (PDL or the wait-kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from tilesync.dialects import sync
+from tilesync.kernels.gemm import GemmConfig, gemm_config, gemm_module
+
+MODELS: dict[str, dict] = {
+    # K1 (model width / input), N1 (GEMM1 columns), H (hidden width = K2), epilogue
+    "gpt3": {"K1": 12288, "N1": 6144, "H": 6144, "epilogue": "gelu"},
+    "llama": {"K1": 8192, "N1": 5632, "H": 2816, "epilogue": "swiglu"},
+}
+PRODUCER, CONSUMER = "gemm1", "gemm2"
+
+# Configs (tile, warps, stages) per model and M, from the kernels bench on an H200
+# (bench/results/kernels-bench-nvidia-h200.log), with BM = 128 on both GEMMs (rows must match).
+_BEST: dict[tuple[str, int], tuple[tuple, tuple]] = {
+    ("gpt3", 256): (((128, 64, 32), (2, 2), 4), ((128, 64, 32), (2, 2), 4)),
+    ("gpt3", 512): (((128, 64, 32), (2, 2), 4), ((128, 64, 32), (2, 2), 4)),
+    ("gpt3", 1024): (((128, 64, 32), (2, 2), 4), ((128, 128, 32), (2, 2), 3)),
+    ("gpt3", 2048): (((128, 128, 32), (2, 2), 3), ((128, 128, 32), (2, 2), 3)),
+    ("llama", 256): (((128, 64, 32), (2, 2), 4), ((128, 64, 32), (2, 2), 4)),
+    ("llama", 512): (((128, 64, 32), (2, 2), 4), ((128, 128, 32), (2, 2), 3)),
+    ("llama", 1024): (((128, 64, 32), (2, 2), 4), ((128, 128, 32), (2, 2), 3)),
+    ("llama", 2048): (((128, 64, 32), (2, 2), 4), ((128, 128, 32), (2, 2), 3)),
+}
+_SMALL = ((64, 128, 32), (1, 4), 4)  # M <= 64 (no split-K: a split tile posts once)
+_DEFAULT = ((128, 64, 32), (2, 2), 4)
+
+
+@dataclass(frozen=True)
+class MlpSpec:
+    model: str
+    M: int
+    cfg1: GemmConfig  # X · W1 (+ GeLU / SwiGLU) -> H
+    cfg2: GemmConfig  # H · W2 -> Y
+
+    @property
+    def hidden(self) -> int:
+        return self.cfg1.out_cols
+
+    @property
+    def ratio(self) -> int:
+        """R: GEMM2 k-steps per GEMM1 tile column (H columns per GEMM1 tile / BK2)."""
+        return (self.cfg1.tile[1] // (2 if self.cfg1.epilogue == "swiglu" else 1)) \
+            // self.cfg2.tile[2]
+
+    @property
+    def k_steps(self) -> int:
+        return self.cfg2.k_tiles
+
+    @property
+    def flops(self) -> int:
+        return self.cfg1.flops + self.cfg2.flops
+
+    @property
+    def label(self) -> str:
+        return f"{_label(self.cfg1)} | {_label(self.cfg2)}"
+
+
+def _label(cfg: GemmConfig) -> str:
+    bm, bn, bk = cfg.tile
+    return f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
+
+
+def default_configs(model: str, M: int) -> tuple[tuple, tuple]:
+    """((tile, warps, stages) of GEMM1, of GEMM2) for `model` at batch M."""
+    if (model, M) in _BEST:
+        return _BEST[(model, M)]
+    return (_SMALL, _SMALL) if M <= 64 else (_DEFAULT, _DEFAULT)
+
+
+def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
+             cfg2: tuple | GemmConfig | None = None, dtype: str = "f16") -> MlpSpec:
+    """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
+
+    cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    shape = MODELS[model]
+    d1, d2 = default_configs(model, M)
+
+    def make(given, default, n, k, epilogue, name) -> GemmConfig:
+        if isinstance(given, GemmConfig):
+            return gemm_config(M, n, k, given.tile, given.warps, given.stages, dtype=dtype,
+                               epilogue=epilogue, name=name, sync_hooks=True)
+        tile, warps, stages = given if given is not None else default
+        return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
+                           name=name, sync_hooks=True)
+
+    c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
+    c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
+    spec = MlpSpec(model, M, c1, c2)
+    if c1.tile[0] != c2.tile[0]:
+        raise ValueError(f"both GEMMs need the same BM (tile row d0 must mean the same rows), "
+                         f"got {c1.tile[0]} and {c2.tile[0]}")
+    per_tile = c1.tile[1] // (2 if c1.epilogue == "swiglu" else 1)
+    if per_tile % c2.tile[2] or spec.hidden % c2.tile[2]:
+        raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK "
+                         f"{c2.tile[2]} must divide it and H's {spec.hidden} columns")
+    return spec
+
+
+def dependency(spec: MlpSpec) -> sync.DependencyOp:
+    """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R)."""
+    d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
+    column = s0 if spec.ratio == 1 else s0 // spec.ratio
+    tiles = AffineMap(2, 1, (d0, column))
+    return sync.DependencyOp(PRODUCER, CONSUMER, 0, tiles, [(0, spec.k_steps)])
+
+
+def _stage(cfg: GemmConfig) -> sync.StageOp:
+    grid = cfg.grid[:2]  # split_k is 1: one block per tile
+    return sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], grid, cfg.block,
+                        cfg.tile)
+
+
+def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
+                     dtype: str = "f16", *, spec: MlpSpec | None = None) -> ModuleOp:
+    """builtin.module {gpu.module @gemm1_module, gpu.module @gemm2_module, the stages, the
+    dependency, launches: GEMM1 on stream 0 at high priority, GEMM2 on stream 1}.
+
+    Kernel arguments: gemm1 (X, W1, H), gemm2 (H, W2, Y); the sync passes append theirs."""
+    spec = spec or mlp_spec(model, M, cfg1, cfg2, dtype)
+    ops = []
+    for cfg in (spec.cfg1, spec.cfg2):
+        if cfg.split_k != 1:
+            raise ValueError("stage programs of split-K GEMMs are not supported here")
+        generated = gemm_module(0, 0, 0, config=cfg)
+        ops.extend(op.clone() for op in generated.ops)
+    ops += [_stage(spec.cfg1), _stage(spec.cfg2), dependency(spec),
+            sync.LaunchOp(PRODUCER, stream=0, priority=-1),
+            sync.LaunchOp(CONSUMER, stream=1)]
+    module = ModuleOp(ops)
+    module.attributes["gpu.container_module"] = UnitAttr()
+    return module
+
+
+__all__ = ["MODELS", "MlpSpec", "default_configs", "dependency", "mlp_spec",
+           "mlp_stage_module"]
