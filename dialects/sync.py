@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
@@ -956,7 +957,9 @@ class DependencyOp(IRDLOperation):
     with a half-open range, and its results a producer tile. `operand` is the consumer kernel
     argument that the producer writes, so one consumer can depend on several producers (and a
     producer feed several operands). The verifier proves that every producer tile reached lies
-    in the producer's grid.
+    in the producer's grid, unless the dependency is `clipped`: then tiles outside the grid
+    are not read (a 3×3 convolution's halo rows at the image border are zero padding), e.g.
+    `tiles (d0, d1)[s0] -> (d0 + s0 - 1, 0) forall s0 in [0, 3) clipped`.
     """
 
     name = "sync.dependency"
@@ -966,6 +969,7 @@ class DependencyOp(IRDLOperation):
     operand = prop_def(IntAttr)
     tiles = prop_def(AffineMapAttr)
     forall_ranges = prop_def(DenseArrayBase.constr(i64))  # lo0, hi0, lo1, hi1, ...
+    clipped = opt_prop_def(UnitAttr)  # producer tiles outside the grid are not read
 
     def __init__(
         self,
@@ -974,6 +978,7 @@ class DependencyOp(IRDLOperation):
         operand: int,
         tiles_map: AffineMap | AffineMapAttr,
         forall_ranges: Sequence[tuple[int, int]] = (),
+        clipped: bool = False,
     ):
         super().__init__(
             properties={
@@ -986,6 +991,7 @@ class DependencyOp(IRDLOperation):
                 "forall_ranges": DenseArrayBase.from_list(
                     i64, [bound for lo_hi in forall_ranges for bound in lo_hi]
                 ),
+                "clipped": UnitAttr() if clipped else None,
             }
         )
 
@@ -1008,8 +1014,21 @@ class DependencyOp(IRDLOperation):
             )
         seen: dict[tuple[int, ...], None] = {}
         for forall_values in _box_points(self.ranges):
-            seen.setdefault(self.tiles_map.eval(tuple(consumer_tile), forall_values), None)
+            tile = self.read(consumer_tile, forall_values)
+            if tile is not None:
+                seen.setdefault(tile, None)
         return list(seen)
+
+    def read(self, consumer_tile: Sequence[int],
+             forall_values: Sequence[int]) -> tuple[int, ...] | None:
+        """The producer tile read at these forall values; None where a clipped dependency
+        falls outside the producer grid (nothing is read there)."""
+        tile = tuple(self.tiles_map.eval(tuple(consumer_tile), tuple(forall_values)))
+        if self.clipped is not None:
+            grid = self.producer_stage().grid_shape
+            if any(not 0 <= c < extent for c, extent in zip(tile, grid)):
+                return None
+        return tile
 
     def producer_stage(self) -> StageOp:
         return _lookup_stage(self, self.producer, "producer")
@@ -1043,7 +1062,8 @@ class DependencyOp(IRDLOperation):
                 f"but producer {self.producer} has a {producer.rank}-D grid "
                 f"{producer.grid_shape}"
             )
-        self._verify_in_producer_grid(consumer.grid_shape, producer.grid_shape)
+        if self.clipped is None:
+            self._verify_in_producer_grid(consumer.grid_shape, producer.grid_shape)
 
     def _verify_in_producer_grid(
         self, consumer_grid: tuple[int, ...], producer_grid: tuple[int, ...]
@@ -1139,8 +1159,10 @@ class DependencyOp(IRDLOperation):
                 return lo, hi
 
             parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_range)
+        clipped = parser.parse_optional_keyword("clipped") is not None
         attributes = parser.parse_optional_attr_dict()
-        op = cls(SymbolRefAttr(producer), SymbolRefAttr(consumer), operand, tiles_map, ranges)
+        op = cls(SymbolRefAttr(producer), SymbolRefAttr(consumer), operand, tiles_map, ranges,
+                 clipped)
         op.attributes |= attributes
         return op
 
@@ -1154,6 +1176,8 @@ class DependencyOp(IRDLOperation):
                 " forall "
                 + ", ".join(f"s{i} in [{lo}, {hi})" for i, (lo, hi) in enumerate(self.ranges))
             )
+        if self.clipped is not None:
+            printer.print_string(" clipped")
         printer.print_op_attributes(self.attributes)
 
 

@@ -160,6 +160,9 @@ class SimDependency:
 
     @classmethod
     def from_op(cls, op: DependencyOp) -> SimDependency:
+        if op.clipped is not None:  # the op knows which tiles fall outside the grid
+            return cls(op.producer.root_reference.data, op.consumer.root_reference.data,
+                       lambda tile: op.producer_tiles(tile))
         return cls.affine(
             op.producer.root_reference.data,
             op.consumer.root_reference.data,

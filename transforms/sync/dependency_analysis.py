@@ -93,7 +93,9 @@ def tiles_read(
     """Producer tiles `consumer_tile` reads through `dep` (s_i held at fixed[i]), no repeats."""
     seen: dict[Tile, None] = {}
     for syms in forall_points(dep, fixed):
-        seen.setdefault(tuple(dep.tiles_map.eval(tuple(consumer_tile), tuple(syms))), None)
+        tile = dep.read(consumer_tile, syms)
+        if tile is not None:  # a clipped dependency reads nothing outside the grid
+            seen.setdefault(tile, None)
     return list(seen)
 
 
@@ -209,8 +211,11 @@ def generate_policy(
 # --- waits -----------------------------------------------------------------------------------
 
 
-def semaphore_of(policy: PolicyAttr, dep: sync.DependencyOp, tile: Tile, syms: Tile) -> int:
-    return policy.semaphore_index(dep.tiles_map.eval(tuple(tile), tuple(syms)))
+def semaphore_of(policy: PolicyAttr, dep: sync.DependencyOp, tile: Tile,
+                 syms: Tile) -> int | None:
+    """The semaphore of the producer tile read at `syms` (None: clipped, nothing read)."""
+    read = dep.read(tile, syms)
+    return None if read is None else policy.semaphore_index(read)
 
 
 @dataclass(frozen=True)

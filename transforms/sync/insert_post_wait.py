@@ -136,8 +136,23 @@ def build_waits(
                 apply = affine.ApplyOp(operands, AffineMapAttr(one))
                 ops.append(apply)
                 coords.append(apply.result)
-        ops.append(sync.WaitOp(sems, coords, policy, epoch))
-        return ops
+        wait = sync.WaitOp(sems, coords, policy, epoch)
+        if dep.clipped is None:
+            return [*ops, wait]
+        # a clipped dependency reads nothing outside the producer grid: guard the wait
+        inside: SSAValue | None = None
+        for coord, extent in zip(coords, dep.producer_stage().grid_shape):
+            zero, bound = _index_const(0), _index_const(extent)
+            low = arith.CmpiOp(coord, zero, "sge")
+            high = arith.CmpiOp(coord, bound, "slt")
+            both = arith.AndIOp(low, high)
+            ops += [zero, bound, low, high, both]
+            if inside is not None:
+                both = arith.AndIOp(inside, both)
+                ops.append(both)
+            inside = both.result
+        assert inside is not None
+        return [*ops, scf.IfOp(inside, [], [wait, scf.YieldOp()])]
 
     def nest(remaining: list) -> list[Operation]:
         if not remaining:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -765,3 +766,24 @@ def test_a_claimed_guarantee_holds(case, strip, scheduler, wait_kernel_mode, see
         result.check()
     else:
         assert not result.violations  # a correct policy never reads early, hang or not
+
+
+def test_clipped_conv_halo_from_ir_runs_clean_and_catches_a_short_wait():
+    """A 3×3 conv chain whose halo is clipped at the border, read from IR: correct under every
+    scheduler with PDL; with the row policy's posts one short, the simulator reports it."""
+    from tilesync.api import lower, parse
+
+    text = (Path(__file__).parent / "Inputs" / "clipped_conv_chain.mlir").read_text()
+    module = parse(text)
+    lower(module, ["sync-generate-policies"])
+    program = program_from_ir(module)
+    for scheduler in ("in_order", "random", "adversarial"):
+        result = simulate(program, SimMachine(sms=4, blocks_per_sm=2), scheduler=scheduler,
+                          seed=1, launches=2)
+        assert result.ok, (scheduler, result.violations, result.deadlock)
+    stage = next(op for op in module.walk() if getattr(op, "sym_name", None) is not None
+                 and op.name == "sync.stage" and op.sym_name.data == "conv1")
+    short = SimPolicy(lambda tile: stage.policy.semaphore_index(tile), stage.policy.posts.data - 1)
+    result = simulate(program_from_ir(module, policies={"conv1": short}),
+                      SimMachine(sms=4, blocks_per_sm=2), scheduler="adversarial", seed=1)
+    assert result.violations or result.semaphore_mismatches
