@@ -30,13 +30,13 @@ the forward-progress guarantee (PDL or the wait-kernel).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.dialects import sync
-from tilesync.kernels.gemm import GemmConfig, gemm_config, gemm_module
+from tilesync.kernels.gemm import STATIC_SHARED_LIMIT, GemmConfig, gemm_config, gemm_module
 
 MODELS: dict[str, dict] = {
     # K1 (model width / input), N1 (GEMM1 columns), H (hidden width = K2), epilogue
@@ -134,6 +134,24 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     return spec
 
 
+TILE_SLOT_BYTES = 4
+"""Static shared memory an ordered `sync.tile` adds (the word through which thread 0 hands the
+counter's tile to its block: lowering/sync_to_nvvm.py)."""
+
+
+def fit_ordered(spec: MlpSpec) -> MlpSpec:
+    """`spec` with one pipeline stage fewer in each GEMM whose shared memory leaves no room for
+    an ordered sync.tile's slot under the 48 KB static limit (128x64x32 s4 and 128x128x32 s3
+    use exactly 48 KB); `spec` itself when both fit."""
+    def fit(cfg: GemmConfig) -> GemmConfig:
+        if cfg.shared_bytes + TILE_SLOT_BYTES <= STATIC_SHARED_LIMIT or cfg.stages <= 2:
+            return cfg
+        return replace(cfg, stages=cfg.stages - 1)
+
+    c1, c2 = fit(spec.cfg1), fit(spec.cfg2)
+    return spec if (c1, c2) == (spec.cfg1, spec.cfg2) else replace(spec, cfg1=c1, cfg2=c2)
+
+
 def dependency(spec: MlpSpec) -> sync.DependencyOp:
     """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R)."""
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
@@ -169,5 +187,5 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
     return module
 
 
-__all__ = ["MODELS", "MlpSpec", "default_configs", "dependency", "mlp_spec",
+__all__ = ["MODELS", "MlpSpec", "default_configs", "dependency", "fit_ordered", "mlp_spec",
            "mlp_stage_module"]

@@ -1,0 +1,597 @@
+"""`tilesync bench mlp`: the GPT-3 and LLaMA MLPs (two tensor-core GEMMs, kernels/mlp.py)
+synchronized tile by tile, against stream sync of the same kernels and against cuBLAS.
+
+    mlp_benchmarks(models=("gpt3", "llama"), ms=(256, 512, 1024, 2048), warmup=5, reps=30)
+        -> dict                                    (the CLI adds "device" and writes the JSON)
+    mlp_table(result) -> str
+
+Per (model, M), the modes (MODES) are one stage program each, compiled from the same module:
+
+* stream_sync     both GEMMs on one stream, one after the other; the same kernels as
+                  row+* (their waits find the semaphores already posted);
+* row+pdl         RowSync (the generated policy: one semaphore per row of H, posted by each
+                  of the row's GEMM1 tiles; GEMM2's first k-step waits for the whole row) and
+                  programmatic dependent launch (GEMM2 on GEMM1's stream);
+* row+order+pdl   the same with cuSync's generated tile order (sync-tile-order{order=
+                  generated}: tiles from a counter, rows of H finish one after another);
+* tile+pdl        TileSync (one semaphore per GEMM1 tile; GEMM2 waits before each k-step for
+                  the tile of H that k-step reads), PDL;
+* tile+order+pdl  the same with the generated order;
+* row+wait_kernel cuSync's wait-kernel instead of PDL (consumer on a second stream);
+* stream_sync@order_cfg  stream sync of the kernels the ordered modes run: an ordered
+                  sync.tile needs a 4-byte shared slot, and the best configs use exactly the
+                  48 KB of static shared memory, so the ordered modes run one pipeline stage
+                  fewer (kernels/mlp.py: fit_ordered) and are compared with this baseline;
+
+and cuBLAS through torch: eager (matmul, GeLU(tanh) / SiLU·up, matmul) and the same captured
+in a CUDA graph. The LLaMA baseline multiplies by the same W1 as [gate | up] halves (torch's
+usual layout) instead of our 8-column interleave.
+
+Every mode's Y is checked against an fp32 reference computed by torch on the GPU
+(‖Y − ref‖ / ‖ref‖ < 2e-2, every element finite): H and Y are poisoned with NaN before a first
+checked run, and Y is checked again after the timed runs. Timing: CUDA events around each run,
+runs enqueued back to back (each run joins its streams), median and p10/p90. The weights do not
+fit in L2 (≥ 138 MB), so every run streams them from HBM.
+
+The wave model (transforms/sync/wave_model.py, occupancy from the registers and shared memory
+nvJitLink reports for the compiled kernels, the same numbers annotate_resources records)
+predicts stream / tile-sync time in tile-time units; the table prints it beside the measured
+speedups. It assumes tiles of equal duration; GEMM1's and GEMM2's differ (K1 ≠ K2), so the
+table also gives a tile-time weighted bound (tile time ~ BN·K, waves packed perfectly).
+
+Compilation runs first, in a process pool (fork, before CUDA or torch start threads), and its
+results (PTX, kernel signatures, the host plan) are cached in `.tilesync-cache/mlp/` under a key
+of the configs, the pass list, the target and a digest of the compiler's sources, so a second
+run (or a device machine given the cache) compiles nothing. sync-verify runs with a limit of
+`VERIFY_LIMIT` consumer tiles (above it, the grid's boundary tiles: `sync.verified =
+"boundary"`): the exhaustive proof interprets every k-step of every tile (minutes per program).
+Spin-waits trap after `TIMEOUT_NS`, so a bad program fails instead of hanging; after a CUDA error
+the remaining GPU work is skipped (the context is lost) and the table says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import pickle
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+MODELS = ("gpt3", "llama")
+BATCHES = (256, 512, 1024, 2048)
+TOL = 2e-2
+VERIFY_LIMIT = 8
+TIMEOUT_NS = 2_000_000_000
+CACHE_DIR = ".tilesync-cache/mlp"
+
+_PDL = ["sync-insert-post-wait", "sync-use-pdl"]
+_TILE = ["sync-generate-policies", "sync-select-policy{policy=tile}"]
+_ORDER = ["sync-tile-order{order=generated}"]
+MODES: dict[str, list[str]] = {
+    "stream_sync": ["sync-generate-policies", "sync-insert-post-wait"],
+    "row+pdl": ["sync-generate-policies", *_PDL],
+    "row+order+pdl": ["sync-generate-policies", *_ORDER, *_PDL],
+    "tile+pdl": [*_TILE, *_PDL],
+    "tile+order+pdl": [*_TILE, *_ORDER, *_PDL],
+    "row+wait_kernel": ["sync-generate-policies", "sync-insert-post-wait",
+                        "sync-insert-wait-kernel"],
+    # stream sync of the kernels the ordered modes run (see mode_spec); only where they differ
+    "stream_sync@order_cfg": ["sync-generate-policies", "sync-insert-post-wait"],
+}
+TORCH_MODES = ("torch_eager", "torch_graph")
+
+
+def mode_spec(model: str, M: int, mode: str):
+    """The MlpSpec a mode runs: the default configs, or for the ordered modes (and their
+    stream-sync baseline) the configs with room for the ordered sync.tile's shared slot."""
+    from tilesync.kernels.mlp import fit_ordered, mlp_spec
+
+    spec = mlp_spec(model, M)
+    return fit_ordered(spec) if "order" in mode else spec
+
+
+def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
+    """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs."""
+    from tilesync.kernels.mlp import fit_ordered, mlp_spec
+
+    spec = mlp_spec(model, M)
+    same = fit_ordered(spec) is spec
+    return [m for m in modes if not (m == "stream_sync@order_cfg" and same)]
+
+
+def mode_passes(mode: str, verify_limit: int = VERIFY_LIMIT, sms: int = 132) -> list[str]:
+    return [*MODES[mode], f"sync-verify{{sms={sms} limit={verify_limit}}}"]
+
+
+def stage_module(model: str, M: int, mode: str):
+    """The MLP stage program of `mode` before its passes (stream_sync*: one stream)."""
+    from xdsl.dialects.builtin import BoolAttr, IntegerAttr, i64
+
+    from tilesync.dialects import sync
+    from tilesync.kernels.mlp import mlp_stage_module
+
+    module = mlp_stage_module(spec=mode_spec(model, M, mode))
+    if mode.startswith("stream_sync"):
+        for op in module.walk():
+            if isinstance(op, sync.LaunchOp):
+                op.stream = IntegerAttr(0, i64)
+                op.pdl = BoolAttr.from_bool(False)
+    return module
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling (process pool, cached)
+# --------------------------------------------------------------------------------------------
+
+
+def _source_digest() -> str:
+    """sha256 of the compiler's sources (a cached program is reused only with the same ones)."""
+    root = Path(str(resources.files("tilesync")))
+    digest = hashlib.sha256()
+    files = [root / "api.py", root / "kernels" / "gemm.py", root / "kernels" / "mlp.py"]
+    for folder in ("dialects", "transforms", "lowering"):
+        files += sorted((root / folder).rglob("*.py"))
+    for path in files:
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _job_key(job: tuple, target: str, source: str) -> str:
+    model, M, mode, debug = job
+    spec = mode_spec(model, M, mode)
+    text = repr((spec.cfg1, spec.cfg2, mode_passes(mode), target, debug, TIMEOUT_NS, source))
+    return f"{model}-{M}-{mode.replace('+', '_').replace('@', '_')}-{'d' if debug else 'r'}-" + \
+        hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
+    """Compile one (model, M, mode, debug) stage program; a picklable result: PTX per module,
+    kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared bytes."""
+    import tilesync
+    from tilesync.api import default_pipeline
+    from tilesync.dialects import sync
+    from tilesync.lowering.ptx import validate_ptx
+
+    model, M, mode, debug = job
+    start = time.perf_counter()
+    module = stage_module(model, M, mode)
+    pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS,
+                                before=tuple(mode_passes(mode)))
+    compiled = tilesync.compile(module, pipeline=pipeline, target=target)
+    resources_used: dict[str, tuple[int, int]] = {}
+    for ptx in compiled.ptx_by_module.values():
+        info = validate_ptx(ptx, target)
+        for name, registers in info.registers.items():
+            resources_used[name] = (registers, info.shared_bytes.get(name, 0))
+    host = [op.clone() for op in compiled.module.ops
+            if isinstance(op, sync.StageOp | sync.DependencyOp | sync.LaunchOp
+                          | sync.WaitKernelOp)]
+    from xdsl.dialects.builtin import ModuleOp
+
+    return {"job": job, "ptx_by_module": dict(compiled.ptx_by_module),
+            "kernels": dict(compiled.kernels), "host": str(ModuleOp(host)),
+            "resources": resources_used, "target": target,
+            "compile_seconds": time.perf_counter() - start}
+
+
+def _cache_path(job: tuple, target: str, source: str, cache_dir: str | None) -> Path | None:
+    if not cache_dir:
+        return None
+    return Path(cache_dir) / f"{_job_key(job, target, source)}.pkl"
+
+
+def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
+                 cache_dir: str | None = CACHE_DIR) -> dict[tuple, dict[str, Any]]:
+    """Compiled programs of `jobs` (from the cache where present, else in a process pool)."""
+    jobs = list(dict.fromkeys(jobs))
+    source = _source_digest()
+    out: dict[tuple, dict[str, Any]] = {}
+    missing = []
+    for job in jobs:
+        path = _cache_path(job, target, source, cache_dir)
+        if path is not None and path.is_file():
+            try:
+                with path.open("rb") as f:
+                    out[job] = {**pickle.load(f), "cached": True}
+                continue
+            except Exception:  # a broken cache entry is a miss
+                pass
+        missing.append(job)
+    results: list[dict[str, Any]] = []
+    if len(missing) == 1 or processes == 1:
+        results = [compile_job(j, target) for j in missing]
+    elif missing:
+        import concurrent.futures
+        import multiprocessing
+
+        workers = processes or min(len(missing), max(1, (os.cpu_count() or 2) - 1), 16)
+        try:
+            context = multiprocessing.get_context("fork")
+            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+                results = list(pool.map(compile_job, missing, [target] * len(missing)))
+        except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+            results = [compile_job(j, target) for j in missing]
+    for job, result in zip(missing, results, strict=True):
+        out[job] = {**result, "cached": False}
+        path = _cache_path(job, target, source, cache_dir)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                with tmp.open("wb") as f:
+                    pickle.dump(result, f)
+                tmp.replace(path)
+            except OSError:
+                pass
+    return out
+
+
+def load_program(entry: dict[str, Any]):
+    """A StageProgram from a compile_job result (the host plan parsed back from its text)."""
+    from tilesync.api import CompiledProgram, parse
+    from tilesync.runtime.program import StageProgram
+
+    host = parse(entry["host"])
+    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+                               target=entry["target"])
+    return StageProgram(compiled)
+
+
+# --------------------------------------------------------------------------------------------
+# The wave model
+# --------------------------------------------------------------------------------------------
+
+
+def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
+                    arch: str = "sm_90") -> dict[str, Any]:
+    from tilesync.transforms.sync.wave_model import (
+        blocks_per_sm,
+        limits_for_arch,
+        predict_chain,
+        stage_waves,
+    )
+
+    limits = limits_for_arch(arch if arch in ("sm_80", "sm_90", "sm_90a") else "sm_90")
+    stages = []
+    out: dict[str, Any] = {"stages": []}
+    for cfg in (spec.cfg1, spec.cfg2):
+        registers, shared = resources_used.get(cfg.name, (0, cfg.shared_bytes))
+        occ = blocks_per_sm(cfg.threads, registers, shared, limits)
+        waves = stage_waves(cfg.grid[:2], max(1, occ.blocks_per_sm), sms)
+        stages.append(waves)
+        out["stages"].append({"name": cfg.name, "grid": list(cfg.grid[:2]),
+                              "blocks": waves.blocks, "registers": registers,
+                              "shared_bytes": shared, "blocks_per_sm": occ.blocks_per_sm,
+                              "limiter": occ.limiter, "waves": float(waves.waves)})
+    prediction = predict_chain(stages)
+    out.update({"stream_waves": prediction.stream_sync, "tile_waves": prediction.fine_grained,
+                "speedup": float(prediction.speedup)})
+    # Tiles of the two GEMMs take different times (~ BN * K per BM-row tile): stream sync pays
+    # ceil(waves_i) tile times of each, perfect packing only waves_i; their ratio bounds the gain.
+    times = [cfg.tile[1] * cfg.K for cfg in (spec.cfg1, spec.cfg2)]
+    stream = sum(math.ceil(w.waves) * t for w, t in zip(stages, times, strict=True))
+    packed = sum(float(w.waves) * t for w, t in zip(stages, times, strict=True))
+    out["weighted_bound"] = stream / packed
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+class _Data:
+    """X, W1, W2 (ours and torch's layout), H, Y and the fp32 reference of one (model, M)."""
+
+    def __init__(self, torch, spec, seed: int = 0):
+        self.torch = torch
+        cfg1, cfg2 = spec.cfg1, spec.cfg2
+        M, K1, N1, hidden, N2 = spec.M, cfg1.K, cfg1.N, spec.hidden, cfg2.N
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        f16 = torch.float16
+
+        def rand(shape, scale=1.0):
+            return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
+                    * scale).to(f16)
+
+        self.x = rand((M, K1))
+        if cfg1.epilogue == "swiglu":
+            gate, up = rand((K1, hidden), K1 ** -0.5), rand((K1, hidden), K1 ** -0.5)
+            self.w1_torch = torch.cat([gate, up], dim=1).contiguous()
+            self.w1 = torch.stack([gate.reshape(K1, hidden // 8, 8),
+                                   up.reshape(K1, hidden // 8, 8)], dim=2) \
+                .reshape(K1, N1).contiguous()
+            del gate, up
+        else:
+            self.w1 = rand((K1, N1), K1 ** -0.5)
+            self.w1_torch = self.w1
+        self.w2 = rand((hidden, N2), hidden ** -0.5)
+        self.h = torch.empty((M, hidden), device="cuda", dtype=f16)
+        self.y = torch.empty((M, N2), device="cuda", dtype=f16)
+        self.epilogue = cfg1.epilogue
+        self.hidden = hidden
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            h = self.activation(self.x.float() @ self.w1_torch.float())
+            self.ref = h @ self.w2.float()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        self.ref_norm = float(self.ref.norm())
+        torch.cuda.synchronize()
+
+    def activation(self, z):
+        F = self.torch.nn.functional
+        if self.epilogue == "gelu":
+            return F.gelu(z, approximate="tanh")
+        return F.silu(z[:, : self.hidden]) * z[:, self.hidden:]
+
+    def torch_mlp(self):
+        h = self.activation(self.torch.matmul(self.x, self.w1_torch))
+        return self.torch.matmul(h, self.w2)
+
+    def poison(self) -> None:
+        self.h.fill_(float("nan"))
+        self.y.fill_(float("nan"))
+        self.torch.cuda.synchronize()
+
+    def error(self, y=None) -> float:
+        """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
+        y = self.y if y is None else y
+        self.torch.cuda.synchronize()
+        if not bool(self.torch.isfinite(y).all()):
+            return math.inf
+        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
+
+
+def check_error(name: str, err: float) -> float:
+    if not err < TOL:
+        raise AssertionError(f"{name}: ‖Y − ref‖/‖ref‖ = {err:.3g} (tolerance {TOL})")
+    return err
+
+
+def run_program(program, data: _Data, warmup: int, reps: int, name: str) -> dict[str, Any]:
+    """One checked run on poisoned H and Y, then warmup + reps timed runs, Y checked again."""
+    from tilesync.bench.experiments import summarize
+    from tilesync.runtime.stream import elapsed_ms
+
+    args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
+    data.poison()
+    program.run(args)
+    program.synchronize()
+    first = check_error(f"{name} (first run)", data.error())
+    samples = []
+    for i in range(warmup + reps):
+        end = program.run(args)
+        if i >= warmup:
+            samples.append((program.last_start, end))
+    program.synchronize()
+    last = check_error(f"{name} (after timing)", data.error())
+    return {"rel_error": max(first, last),
+            **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
+
+
+def run_torch(data: _Data, warmup: int, reps: int) -> dict[str, dict[str, Any]]:
+    from tilesync.bench.experiments import summarize
+
+    torch = data.torch
+
+    def timed(fn) -> list[float]:
+        pairs = []
+        for i in range(warmup + reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            if i >= warmup:
+                pairs.append((start, end))
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in pairs]
+
+    out: dict[str, dict[str, Any]] = {}
+    y = data.torch_mlp()
+    err = check_error("torch_eager", data.error(y))
+    out["torch_eager"] = {"rel_error": err, **summarize(timed(data.torch_mlp), warmup)}
+    try:
+        static: dict[str, Any] = {}
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up (cuBLAS workspaces) off the capture
+            for _ in range(2):
+                data.torch_mlp()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static["y"] = data.torch_mlp()
+        graph.replay()
+        err = check_error("torch_graph", data.error(static["y"]))
+        out["torch_graph"] = {"rel_error": err, **summarize(timed(graph.replay), warmup)}
+        del graph
+    except Exception as exc:  # graphs are a bonus: report, keep the eager numbers
+        out["torch_graph"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def _torch_or_none():
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch, ""
+        return None, "torch sees no CUDA device"
+    except Exception as exc:
+        return None, f"torch is not importable ({type(exc).__name__}: {exc})"
+
+
+def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
+                   modes=tuple(MODES), processes: int | None = None,
+                   cache_dir: str | None = CACHE_DIR) -> dict[str, Any]:
+    """Time every mode of every (model, M); see the module docstring. Needs torch (for the
+    reference and the cuBLAS baseline) and a GPU."""
+    from tilesync.kernels.mlp import mlp_spec
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
+    started = time.perf_counter()
+    device = get_device()
+    target = device.arch if device.arch in ("sm_80", "sm_90", "sm_90a") else "sm_90"
+    jobs = [(model, M, mode, False) for model in models for M in ms
+            for mode in modes_for(model, M, modes)]
+    t0 = time.perf_counter()
+    compiled = compile_jobs(jobs, target, processes, cache_dir)
+    compile_seconds = time.perf_counter() - t0
+    torch, why = _torch_or_none()
+    if torch is None:
+        raise RuntimeError(f"the MLP benchmark needs torch on the GPU: {why}")
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+    result: dict[str, Any] = {
+        "experiment": "mlp", "warmup": warmup, "reps": reps, "tolerance": TOL,
+        "modes": list(modes), "library": f"torch {torch.__version__} (cuBLAS)",
+        "sms": device.sm_count, "compile_seconds": compile_seconds,
+        "programs_compiled": sum(not e["cached"] for e in compiled.values()),
+        "programs_cached": sum(bool(e["cached"]) for e in compiled.values()),
+        "verify_limit": VERIFY_LIMIT, "timeout_ns": TIMEOUT_NS, "rows": [],
+    }
+    lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
+    for model in models:
+        for M in ms:
+            row_modes = modes_for(model, M, modes)
+            spec = mlp_spec(model, M)
+            row: dict[str, Any] = {"model": model, "M": M, "configs": spec.label,
+                                   "ratio": spec.ratio, "flops": spec.flops, "modes": {}}
+            for mode in row_modes:
+                entry = compiled[(model, M, mode, False)]
+                if mode_spec(model, M, mode) != spec:
+                    row["order_configs"] = mode_spec(model, M, mode).label
+                key = "wave_model" if mode_spec(model, M, mode) == spec else "wave_model_order"
+                if key not in row:
+                    row[key] = wave_prediction(mode_spec(model, M, mode), entry["resources"],
+                                               device.sm_count, target)
+            result["rows"].append(row)
+            if lost is not None:
+                row["skipped"] = lost
+                continue
+            try:
+                data = _Data(torch, spec, seed=M)
+            except Exception as exc:
+                row["skipped"] = f"{type(exc).__name__}: {exc}"
+                continue
+            for mode in row_modes:
+                entry = compiled[(model, M, mode, False)]
+                try:
+                    program = load_program(entry)
+                    record = run_program(program, data, warmup, reps, f"{model} M={M} {mode}")
+                    record["policy"] = _policy_of(entry["host"])
+                    row["modes"][mode] = record
+                except TilesyncRuntimeError as exc:
+                    row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+                    lost = f"skipped after a CUDA error in {model} M={M} {mode}: {exc}"
+                    break
+                except Exception as exc:  # a wrong result: report, go on
+                    row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+            if lost is None:
+                try:
+                    row["modes"].update(run_torch(data, warmup, reps))
+                except Exception as exc:
+                    row["modes"]["torch_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+            del data
+            torch.cuda.empty_cache()
+            row["speedup"] = speedups(row["modes"])
+    if lost is not None:
+        result["lost"] = lost
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Median of the stream-sync run of the same kernels / median of each mode (ordered modes
+    against stream_sync@order_cfg where they run other configs; torch against stream_sync)."""
+    def median(mode: str) -> float | None:
+        return modes.get(mode, {}).get("median_ms")
+
+    out: dict[str, float] = {}
+    for mode, record in modes.items():
+        if "median_ms" not in record:
+            continue
+        base = median("stream_sync")
+        if ("order" in mode) and median("stream_sync@order_cfg"):
+            base = median("stream_sync@order_cfg")
+        if base:
+            out[mode] = base / record["median_ms"]
+    return out
+
+
+def _policy_of(host: str) -> str:
+    import re
+
+    found = re.search(r"#sync\.policy<(\w+)", host)
+    return found.group(1) if found else "?"
+
+
+def mlp_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"MLP (two GEMM stages) vs {result['library']}; {result['reps']} reps after "
+        f"{result['warmup']} warm-up; {result['sms']} SMs; "
+        f"{result['programs_compiled']} programs compiled in {result['compile_seconds']:.1f} s "
+        f"({result['programs_cached']} cached)",
+        "speedup = median of stream sync of the same kernels / median of the mode (torch: vs "
+        "stream_sync); pred = the wave model's stream/tile-sync ratio (equal tile times); the "
+        "weighted bound packs waves perfectly with tile times ~ BN*K",
+        f"{'model':<6} {'M':>5} {'mode':<16} {'median ms':>10} {'p10-p90':>17} "
+        f"{'speedup':>8} {'TFLOP/s':>8} {'rel err':>8}",
+    ]
+    for row in result["rows"]:
+        wm = row["wave_model"]
+        waves = " + ".join(f"{s['name']} {s['blocks']} blk/{s['blocks_per_sm']} per SM "
+                           f"({s['waves']:.2f} waves)" for s in wm["stages"])
+        lines.append(f"{row['model']:<6} {row['M']:>5} configs {row['configs']} (R={row['ratio']})"
+                     f"; {waves}; pred {wm['stream_waves']}/{wm['tile_waves']} = "
+                     f"{wm['speedup']:.2f}x (tile-time weighted bound "
+                     f"{wm['weighted_bound']:.2f}x)")
+        if row.get("order_configs"):
+            wo = row.get("wave_model_order", {})
+            lines.append(f"{'':<6} {'':>5} ordered modes run {row['order_configs']} (a 48 KB "
+                         "kernel has no room for the ordered tile's shared slot); pred "
+                         f"{wo.get('speedup', float('nan')):.2f}x; their speedup is against "
+                         "stream_sync@order_cfg")
+        if row.get("skipped"):
+            lines.append(f"{'':<6} {'':>5} SKIPPED: {row['skipped']}")
+        speedup = row.get("speedup", {})
+        for mode, r in row["modes"].items():
+            if "error" in r:
+                lines.append(f"{'':<6} {'':>5} {mode:<16} FAILED: {r['error']}")
+                continue
+            spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
+            tflops = row["flops"] / (r["median_ms"] * 1e-3) / 1e12
+            sp = f"{speedup[mode]:>8.3f}" if mode in speedup else f"{'-':>8}"
+            policy = f"  {r['policy']}" if "policy" in r else ""
+            lines.append(f"{'':<6} {'':>5} {mode:<16} {r['median_ms']:>10.4f} {spread:>17} "
+                         f"{sp} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
+    if result.get("lost"):
+        lines.append(f"STOPPED: {result['lost']}")
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def precompile(models=MODELS, ms=BATCHES, modes=tuple(MODES), target: str = "sm_90",
+               processes: int | None = None, debug: bool = False) -> dict[str, Any]:
+    """Fill the cache without a GPU (a device machine given `.tilesync-cache/mlp` then compiles
+    nothing): `python -m tilesync.bench.mlp`."""
+    jobs = [(mo, M, mode, debug) for mo in models for M in ms for mode in modes]
+    t0 = time.perf_counter()
+    out = compile_jobs(jobs, target, processes)
+    return {"programs": len(out), "compiled": sum(not e["cached"] for e in out.values()),
+            "seconds": time.perf_counter() - t0}
+
+
+__all__ = ["MODES", "compile_jobs", "load_program", "mlp_benchmarks", "mlp_table",
+           "mode_passes", "precompile", "stage_module", "wave_prediction"]
+
+
+if __name__ == "__main__":
+    print(precompile())

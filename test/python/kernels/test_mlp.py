@@ -1,0 +1,124 @@
+"""The MLP stage programs (kernels/mlp.py) and their benchmark (bench/mlp.py), without a GPU.
+
+Both models at M = 256 and 2048 go through the sync passes and verify (RowSync generated from
+the floordiv dependency, PDL or the wait-kernel as the guarantee); two of them are compiled all
+the way to PTX that nvJitLink accepts (one compile per model, to keep CI short). The GPU test is
+test_mlp_gpu.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesync.api import lower
+from tilesync.bench import mlp as bench
+from tilesync.dialects import sync
+from tilesync.kernels.mlp import fit_ordered, mlp_spec, mlp_stage_module
+
+
+def _host(module) -> dict:
+    stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, sync.StageOp)}
+    deps = [op for op in module.walk() if isinstance(op, sync.DependencyOp)]
+    launches = [op for op in module.walk() if isinstance(op, sync.LaunchOp)]
+    return {"stages": stages, "deps": deps, "launches": launches}
+
+
+@pytest.mark.parametrize(("model", "M", "grids", "dep"), [
+    ("gpt3", 256, ((2, 96), (2, 192)), "(d0, s0 floordiv 2) forall s0 in [0, 192)"),
+    ("gpt3", 2048, ((16, 48), (16, 96)), "(d0, s0 floordiv 4) forall s0 in [0, 192)"),
+    ("llama", 256, ((2, 88), (2, 128)), "(d0, s0) forall s0 in [0, 88)"),
+    ("llama", 2048, ((16, 88), (16, 64)), "(d0, s0) forall s0 in [0, 88)"),
+])
+def test_stage_module_shape(model, M, grids, dep):
+    spec = mlp_spec(model, M)
+    module = mlp_stage_module(model, M)
+    module.verify()
+    host = _host(module)
+    assert [tuple(s.grid_shape) for s in host["stages"].values()] == list(grids)
+    for stage, cfg in zip(host["stages"].values(), (spec.cfg1, spec.cfg2), strict=True):
+        assert tuple(stage.block_shape) == cfg.block and tuple(stage.tile_shape) == cfg.tile
+    assert dep in str(host["deps"][0]) and "operand 0" in str(host["deps"][0])
+    first, second = host["launches"]
+    assert first.stage.root_reference.data == "gemm1" and first.priority.value.data < 0
+    assert second.stream.value.data == 1
+    gmods = [op.sym_name.data for op in module.ops if op.name == "gpu.module"]
+    assert gmods == ["gemm1_module", "gemm2_module"]
+
+
+@pytest.mark.parametrize(("model", "M"), [("gpt3", 256), ("llama", 2048)])
+def test_sync_passes_verify(model, M):
+    module = mlp_stage_module(model, M)
+    lower(module, bench.mode_passes("row+pdl"))
+    host = _host(module)
+    producer, consumer = host["stages"]["gemm1"], host["stages"]["gemm2"]
+    assert producer.policy.kind == "RowSync"
+    assert producer.attributes["num_semaphores"].value.data == producer.grid_shape[0]
+    assert "programmatic dependent launch" in consumer.attributes["sync.progress"].data
+    assert consumer.attributes["sync.verified"].data in ("proved", "boundary")
+
+
+@pytest.mark.parametrize(("model", "M", "mode", "policy", "progress"), [
+    ("gpt3", 2048, "tile+order+pdl", "TileSync", "programmatic dependent launch"),
+    ("llama", 256, "row+wait_kernel", "RowSync", "wait-kernel"),
+])
+def test_compiles_to_valid_ptx(model, M, mode, policy, progress):
+    entry = bench.compile_job((model, M, mode, False), "sm_90")  # validates with nvJitLink
+    assert set(entry["ptx_by_module"]) == {"gemm1_module", "gemm2_module"}
+    producer, consumer = entry["ptx_by_module"]["gemm1_module"], entry["ptx_by_module"][
+        "gemm2_module"]
+    assert "mma.sync.aligned.m16n8k16" in producer and "mma.sync.aligned.m16n8k16" in consumer
+    # post: fence then a relaxed add; wait: acquire loads with backoff and a timeout trap
+    assert "fence.acq_rel.gpu" in producer and "red.relaxed.gpu.global.add.u32" in producer
+    assert "ld.acquire.gpu" in consumer and "nanosleep" in consumer and "trap" in consumer
+    assert ("griddepcontrol.launch_dependents" in producer) == mode.endswith("pdl")
+    assert set(entry["resources"]) >= {"gemm1", "gemm2"}
+    for registers, _shared in entry["resources"].values():
+        assert 0 < registers <= 255
+    host = entry["host"]
+    assert f"#sync.policy<{policy}" in host and progress in host
+    sigs = entry["kernels"]
+    assert sigs["gemm1"].user_params == ("ptr",) * 3 and sigs["gemm2"].user_params == ("ptr",) * 3
+    assert "sems:@gemm1" in sigs["gemm2"].sync_args
+    if "order" in mode:
+        assert "tile_counter" in sigs["gemm2"].sync_args
+        assert "#sync.order<row_major>" in host
+
+
+def test_specs_and_ordered_fit():
+    with pytest.raises(ValueError, match="same BM"):
+        mlp_spec("gpt3", 256, cfg2=((64, 128, 32), (1, 4), 4))
+    spec = mlp_spec("gpt3", 512)
+    assert spec.ratio == 2 and spec.k_steps == 192 and spec.hidden == 6144
+    fitted = fit_ordered(spec)
+    assert fitted.cfg1.stages == spec.cfg1.stages - 1  # 48 KB: no room for the tile slot
+    assert fitted.cfg1.shared_bytes + 4 <= 48 * 1024
+    small = mlp_spec("llama", 64)
+    assert small.cfg1.tile[0] == small.cfg2.tile[0] == 64
+    roomy = mlp_spec("llama", 256, ((128, 64, 32), (2, 2), 3), ((128, 64, 32), (2, 2), 3))
+    assert fit_ordered(roomy) is roomy
+    assert "stream_sync@order_cfg" in bench.modes_for("gpt3", 512)
+
+
+def test_wave_prediction_and_table():
+    spec = mlp_spec("gpt3", 2048)
+    pred = bench.wave_prediction(spec, {"gemm1": (241, 49152), "gemm2": (238, 49152)}, 132)
+    assert [s["blocks"] for s in pred["stages"]] == [768, 1536]
+    assert pred["stages"][0]["blocks_per_sm"] == 2  # 241 registers x 128 threads
+    assert pred["speedup"] >= 1.0
+    timing = {"median_ms": 1.0, "p10_ms": 0.9, "p90_ms": 1.1, "rel_error": 1e-3}
+    modes = {"stream_sync": timing, "row+pdl": {**timing, "median_ms": 0.8, "policy": "RowSync"},
+             "stream_sync@order_cfg": {**timing, "median_ms": 1.2},
+             "row+order+pdl": {**timing, "median_ms": 0.6},
+             "tile+pdl": {"error": "AssertionError: wrong"},
+             "torch_eager": {**timing, "median_ms": 0.5}}
+    speed = bench.speedups(modes)
+    assert speed["row+pdl"] == pytest.approx(1.25) and speed["row+order+pdl"] == pytest.approx(2)
+    assert "tile+pdl" not in speed
+    result = {"library": "torch x", "reps": 3, "warmup": 1, "sms": 132, "programs_compiled": 1,
+              "compile_seconds": 1.0, "programs_cached": 0, "seconds": 2.0,
+              "rows": [{"model": "gpt3", "M": 2048, "configs": spec.label, "ratio": 4,
+                        "flops": spec.flops, "wave_model": pred, "order_configs": "x",
+                        "wave_model_order": pred, "modes": modes, "speedup": speed}]}
+    table = bench.mlp_table(result)
+    assert "row+order+pdl" in table and "FAILED: AssertionError: wrong" in table
+    assert "1.250" in table and "stream_sync@order_cfg" in table
