@@ -179,6 +179,15 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
             "compile_seconds": time.perf_counter() - start}
 
 
+def _compile_or_error(job: tuple, target: str) -> dict[str, Any]:
+    """compile_job, or {"job", "error"} where it fails (one bad program must not stop the rest;
+    errors are not cached)."""
+    try:
+        return compile_job(job, target)
+    except Exception as exc:
+        return {"job": job, "error": f"compile: {type(exc).__name__}: {exc}"}
+
+
 def _cache_path(job: tuple, target: str, source: str, cache_dir: str | None) -> Path | None:
     if not cache_dir:
         return None
@@ -202,9 +211,24 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
             except Exception:  # a broken cache entry is a miss
                 pass
         missing.append(job)
-    results: list[dict[str, Any]] = []
+
+    def save(job: tuple, result: dict[str, Any]) -> None:
+        out[job] = {**result, "cached": False}
+        path = _cache_path(job, target, source, cache_dir)
+        if path is None or "error" in result:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            with tmp.open("wb") as f:
+                pickle.dump(result, f)
+            tmp.replace(path)
+        except OSError:
+            pass
+
     if len(missing) == 1 or processes == 1:
-        results = [compile_job(j, target) for j in missing]
+        for job in missing:
+            save(job, _compile_or_error(job, target))
     elif missing:
         import concurrent.futures
         import multiprocessing
@@ -213,21 +237,14 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
         try:
             context = multiprocessing.get_context("fork")
             with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-                results = list(pool.map(compile_job, missing, [target] * len(missing)))
+                # each result is cached as it arrives
+                for job, result in zip(missing, pool.map(_compile_or_error, missing,
+                                                         [target] * len(missing))):
+                    save(job, result)
         except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
-            results = [compile_job(j, target) for j in missing]
-    for job, result in zip(missing, results, strict=True):
-        out[job] = {**result, "cached": False}
-        path = _cache_path(job, target, source, cache_dir)
-        if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                with tmp.open("wb") as f:
-                    pickle.dump(result, f)
-                tmp.replace(path)
-            except OSError:
-                pass
+            for job in missing:
+                if job not in out:
+                    save(job, _compile_or_error(job, target))
     return out
 
 
@@ -453,7 +470,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
         "experiment": "mlp", "warmup": warmup, "reps": reps, "tolerance": TOL,
         "modes": list(modes), "library": f"torch {torch.__version__} (cuBLAS)",
         "sms": device.sm_count, "compile_seconds": compile_seconds,
-        "programs_compiled": sum(not e["cached"] for e in compiled.values()),
+        "programs_compiled": sum(not e["cached"] and "error" not in e
+                                 for e in compiled.values()),
         "programs_cached": sum(bool(e["cached"]) for e in compiled.values()),
         "verify_limit": VERIFY_LIMIT, "timeout_ns": TIMEOUT_NS, "rows": [],
     }
@@ -466,6 +484,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                                    "ratio": spec.ratio, "flops": spec.flops, "modes": {}}
             for mode in row_modes:
                 entry = compiled[(model, M, mode, False)]
+                if "error" in entry:
+                    continue
                 if mode_spec(model, M, mode) != spec:
                     row["order_configs"] = mode_spec(model, M, mode).label
                 key = "wave_model" if mode_spec(model, M, mode) == spec else "wave_model_order"
@@ -483,17 +503,19 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                 continue
             for mode in row_modes:
                 entry = compiled[(model, M, mode, False)]
+                if "error" in entry:
+                    row["modes"][mode] = {"error": entry["error"][:2000]}
+                    continue
                 try:
                     program = load_program(entry)
                     record = run_program(program, data, warmup, reps, f"{model} M={M} {mode}")
                     record["policy"] = _policy_of(entry["host"])
                     row["modes"][mode] = record
-                except TilesyncRuntimeError as exc:
-                    row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
-                    lost = f"skipped after a CUDA error in {model} M={M} {mode}: {exc}"
-                    break
                 except Exception as exc:  # a wrong result: report, go on
                     row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+                    if _context_lost(exc, TilesyncRuntimeError):
+                        lost = f"skipped after a CUDA error in {model} M={M} {mode}: {exc}"
+                        break
             if lost is None:
                 try:
                     row["modes"].update(run_torch(data, warmup, reps))
@@ -506,6 +528,12 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
     return result
+
+
+def _context_lost(exc: BaseException, runtime_error: type) -> bool:
+    """A CUDA error (ours, or torch's "CUDA error: ..."), after which the context is unusable."""
+    return isinstance(exc, runtime_error) or "CUDA error" in str(exc) \
+        or "CUDA_ERROR" in str(exc)
 
 
 def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -542,17 +570,20 @@ def mlp_table(result: dict[str, Any]) -> str:
         "speedup = median of stream sync of the same kernels / median of the mode (torch: vs "
         "stream_sync); pred = the wave model's stream/tile-sync ratio (equal tile times); the "
         "weighted bound packs waves perfectly with tile times ~ BN*K",
-        f"{'model':<6} {'M':>5} {'mode':<16} {'median ms':>10} {'p10-p90':>17} "
+        f"{'model':<6} {'M':>5} {'mode':<22} {'median ms':>10} {'p10-p90':>17} "
         f"{'speedup':>8} {'TFLOP/s':>8} {'rel err':>8}",
     ]
     for row in result["rows"]:
-        wm = row["wave_model"]
-        waves = " + ".join(f"{s['name']} {s['blocks']} blk/{s['blocks_per_sm']} per SM "
-                           f"({s['waves']:.2f} waves)" for s in wm["stages"])
-        lines.append(f"{row['model']:<6} {row['M']:>5} configs {row['configs']} (R={row['ratio']})"
-                     f"; {waves}; pred {wm['stream_waves']}/{wm['tile_waves']} = "
-                     f"{wm['speedup']:.2f}x (tile-time weighted bound "
-                     f"{wm['weighted_bound']:.2f}x)")
+        wm = row.get("wave_model")
+        if wm is None:
+            lines.append(f"{row['model']:<6} {row['M']:>5} configs {row['configs']}")
+        else:
+            waves = " + ".join(f"{s['name']} {s['blocks']} blk/{s['blocks_per_sm']} per SM "
+                               f"({s['waves']:.2f} waves)" for s in wm["stages"])
+            lines.append(f"{row['model']:<6} {row['M']:>5} configs {row['configs']} "
+                         f"(R={row['ratio']}); {waves}; pred {wm['stream_waves']}/"
+                         f"{wm['tile_waves']} = {wm['speedup']:.2f}x (tile-time weighted bound "
+                         f"{wm['weighted_bound']:.2f}x)")
         if row.get("order_configs"):
             wo = row.get("wave_model_order", {})
             lines.append(f"{'':<6} {'':>5} ordered modes run {row['order_configs']} (a 48 KB "
@@ -564,13 +595,13 @@ def mlp_table(result: dict[str, Any]) -> str:
         speedup = row.get("speedup", {})
         for mode, r in row["modes"].items():
             if "error" in r:
-                lines.append(f"{'':<6} {'':>5} {mode:<16} FAILED: {r['error']}")
+                lines.append(f"{'':<6} {'':>5} {mode:<22} FAILED: {r['error']}")
                 continue
             spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
             tflops = row["flops"] / (r["median_ms"] * 1e-3) / 1e12
             sp = f"{speedup[mode]:>8.3f}" if mode in speedup else f"{'-':>8}"
             policy = f"  {r['policy']}" if "policy" in r else ""
-            lines.append(f"{'':<6} {'':>5} {mode:<16} {r['median_ms']:>10.4f} {spread:>17} "
+            lines.append(f"{'':<6} {'':>5} {mode:<22} {r['median_ms']:>10.4f} {spread:>17} "
                          f"{sp} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
@@ -582,7 +613,7 @@ def precompile(models=MODELS, ms=BATCHES, modes=tuple(MODES), target: str = "sm_
                processes: int | None = None, debug: bool = False) -> dict[str, Any]:
     """Fill the cache without a GPU (a device machine given `.tilesync-cache/mlp` then compiles
     nothing): `python -m tilesync.bench.mlp`."""
-    jobs = [(mo, M, mode, debug) for mo in models for M in ms for mode in modes]
+    jobs = [(mo, M, mode, debug) for mo in models for M in ms for mode in modes_for(mo, M, modes)]
     t0 = time.perf_counter()
     out = compile_jobs(jobs, target, processes)
     return {"programs": len(out), "compiled": sum(not e["cached"] for e in out.values()),
@@ -593,5 +624,38 @@ __all__ = ["MODES", "compile_jobs", "load_program", "mlp_benchmarks", "mlp_table
            "mode_passes", "precompile", "stage_module", "wave_prediction"]
 
 
+def main(argv=None) -> int:
+    """`python -m tilesync.bench.mlp`: run on the GPU, print the table, write JSON;
+    `--precompile` only fills the compile cache (no GPU needed)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.mlp")
+    parser.add_argument("--precompile", action="store_true")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--ms", nargs="+", type=int, default=list(BATCHES))
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--json", default=None, help="write the result here")
+    args = parser.parse_args(argv)
+    if args.precompile:
+        print(precompile(args.models, args.ms))
+        print(precompile(("gpt3",), (512,), debug=True))  # test_mlp_gpu.py's programs
+        print(precompile(("llama",), (1024,), debug=True))
+        return 0
+    from tilesync.runtime.device import get_device
+
+    result = mlp_benchmarks(args.models, args.ms, args.warmup, args.reps)
+    result["device"] = get_device().to_dict()
+    result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
+    print(mlp_table(result))
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1, default=str))
+        print(f"wrote {path}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(precompile())
+    raise SystemExit(main())

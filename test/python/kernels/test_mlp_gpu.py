@@ -1,0 +1,51 @@
+"""The MLP stage programs on the GPU: Y of every sync mode against an fp32 torch reference.
+
+One M per model (GPT-3 M=512: RowSync/TileSync with R = 2 k-steps per GEMM1 tile; LLaMA
+M=1024: SwiGLU, R = 1). Each mode's program runs 10 times without any memset of its
+semaphores (each run is a new epoch); before every run H and Y are poisoned with NaN, so a
+consumer that reads H before it is written, or a tile never stored, fails the check. Programs
+are compiled with debug spin-waits (a timed-out wait says which semaphore it waited for) and
+the bench's timeout; compiled programs come from the bench's cache (.tilesync-cache/mlp).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+CASES = [("gpt3", 512), ("llama", 1024)]
+RUNS = 10
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "M"), CASES)
+def test_every_mode_computes_y(model, M, gpu_device):
+    from tilesync.bench import mlp as bench
+    from tilesync.kernels.mlp import mlp_spec
+
+    target = gpu_device.arch if gpu_device.arch in ("sm_80", "sm_90", "sm_90a") else "sm_90"
+    modes = bench.modes_for(model, M)
+    # compile (process pool, or the cache) before torch starts its threads
+    compiled = bench.compile_jobs([(model, M, mode, True) for mode in modes], target)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    data = bench._Data(torch, mlp_spec(model, M), seed=1)
+    args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
+    errors = {}
+    for mode in modes:
+        entry = compiled[(model, M, mode, True)]
+        assert "error" not in entry, entry.get("error")
+        program = bench.load_program(entry)
+        worst = 0.0
+        for run in range(RUNS):
+            data.poison()
+            program.run(args)
+            program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
+            err = data.error()
+            assert err < bench.TOL, f"{model} M={M} {mode} run {run}: rel error {err:.3g}"
+            worst = max(worst, err)
+        assert program.epoch == RUNS
+        errors[mode] = worst
+    y = data.torch_mlp()  # the baseline agrees with the reference too
+    assert data.error(y) < bench.TOL
+    assert set(errors) == set(modes), errors
