@@ -87,6 +87,11 @@ def _bench(args: argparse.Namespace) -> int:
             result = stages.stage_chains(tile_us=args.tile_us, warmup=args.warmup,
                                          reps=args.reps)
             table = stages.stage_table(result)
+        elif name == "mlp":
+            from tilesync.bench import mlp
+
+            result = mlp.mlp_benchmarks(warmup=args.warmup, reps=args.reps)
+            table = mlp.mlp_table(result)
         else:
             from tilesync.bench import kernels
 
@@ -96,9 +101,9 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = "kernels" if name == "kernels" else f"spine-{name}"
+        stem = name if name in ("kernels", "mlp") else f"spine-{name}"
         path = report.write_json(result, out, stem)
-        png = report.plot(result, out, stem) if name != "kernels" else None
+        png = report.plot(result, out, stem) if name not in ("kernels", "mlp") else None
         print(f"wrote {path}" + (f" and {png}" if png else ""))
     return 0
 
@@ -144,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
-                   choices=("copy", "waves", "stages", "kernels", "all"), default="all")
+                   choices=("copy", "waves", "stages", "kernels", "mlp", "all"),
+                   default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
