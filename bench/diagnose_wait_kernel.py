@@ -86,4 +86,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from tilesync.runtime.device import gpu_available
+
+    available, reason = gpu_available()
+    if not available:
+        raise SystemExit(f"python -m tilesync.bench.diagnose_wait_kernel: error: {reason}")
     main()

@@ -55,6 +55,7 @@ import hashlib
 import math
 import os
 import pickle
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -643,8 +644,14 @@ def main(argv=None) -> int:
         print(precompile(("gpt3",), (512,), debug=True))  # test_mlp_gpu.py's programs
         print(precompile(("llama",), (1024,), debug=True))
         return 0
-    from tilesync.runtime.device import get_device
+    from tilesync.runtime.device import get_device, require_gpu
+    from tilesync.runtime.errors import NoGPUError
 
+    try:
+        require_gpu()
+    except NoGPUError as err:  # one line, never a traceback
+        print(f"python -m tilesync.bench.mlp: error: {err}", file=sys.stderr)
+        return 1
     result = mlp_benchmarks(args.models, args.ms, args.warmup, args.reps)
     result["device"] = get_device().to_dict()
     result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")

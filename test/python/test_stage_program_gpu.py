@@ -26,26 +26,32 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_gpt3_mlp_stage_program_100_runs(variant):
+def mlp_program(passes, seed: int):
+    """The GPT-3 MLP example compiled with `passes` before the lowering, loaded, with random
+    inputs on the device, empty H and Y, and the float64 reference for Y."""
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.program import StageProgram
 
     text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
-    passes = (*VARIANTS[variant], "sync-verify")
     program = StageProgram(tilesync.compile(text, pipeline=default_pipeline(before=passes)))
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((256, 512), dtype=np.float32)
     w1 = rng.standard_normal((512, 1536), dtype=np.float32) / 16
     w2 = rng.standard_normal((1536, 512), dtype=np.float32) / 32
     want = (x.astype(np.float64) @ w1) @ w2
     bx, bw1, bw2 = (DeviceBuffer.from_numpy(a) for a in (x, w1, w2))
     h, y = DeviceBuffer.empty((256, 1536), np.float32), DeviceBuffer.empty((256, 512), np.float32)
+    return program, {"gemm1": [bx, bw1, h], "gemm2": [h, bw2, y]}, h, y, want
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_gpt3_mlp_stage_program_100_runs(variant):
+    program, args, h, y, want = mlp_program((*VARIANTS[variant], "sync-verify"), seed=7)
     for run in range(100):
         if run % 25 == 0:
             h.fill_bytes(0xFF)
             y.fill_bytes(0xFF)  # NaN: anything not written this run fails the check
-        program.run({"gemm1": [bx, bw1, h], "gemm2": [h, bw2, y]})
+        program.run(args)
         if run % 25 == 0 or run == 99:
             program.synchronize()
             got = y.to_numpy()
@@ -60,22 +66,11 @@ def test_gpt3_mlp_stage_program_100_runs(variant):
 @pytest.mark.parametrize("progress", ["sync-use-pdl", "sync-insert-wait-kernel"])
 def test_graph_replays_100_times_without_memset(progress):
     """sync-epoch-in-memory: a CUDA graph of one run, replayed; the device bumps the epoch."""
-    from tilesync.runtime.buffers import DeviceBuffer
-    from tilesync.runtime.program import StageProgram
-
-    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
     passes = ("sync-generate-policies", "sync-insert-post-wait", progress, "sync-verify",
               "sync-epoch-in-memory")
-    program = StageProgram(tilesync.compile(text, pipeline=default_pipeline(before=passes)))
+    program, args, _h, y, want = mlp_program(passes, seed=3)
     assert program.device_epoch
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((256, 512), dtype=np.float32)
-    w1 = rng.standard_normal((512, 1536), dtype=np.float32) / 16
-    w2 = rng.standard_normal((1536, 512), dtype=np.float32) / 32
-    want = (x.astype(np.float64) @ w1) @ w2
-    bx, bw1, bw2 = (DeviceBuffer.from_numpy(a) for a in (x, w1, w2))
-    h, y = DeviceBuffer.empty((256, 1536), np.float32), DeviceBuffer.empty((256, 512), np.float32)
-    graph = program.capture({"gemm1": [bx, bw1, h], "gemm2": [h, bw2, y]})
+    graph = program.capture(args)
     for replay in range(100):
         if replay % 25 == 0:
             program.synchronize()
