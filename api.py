@@ -28,6 +28,7 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_BYTES_ATTR
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
 
 TARGETS = ("sm_80", "sm_90", "sm_90a")
@@ -51,6 +52,7 @@ class KernelSignature:
     # the host binds them; the user passes the leading ones.
     sync_args: tuple[str, ...] = ()
     order_table: tuple[int, ...] | None = None  # the tile order an ordered sync.tile reads
+    dynamic_shared_bytes: int = 0  # shared memory to launch with (its module's dynamic array)
 
     @property
     def user_params(self) -> tuple[str, ...]:
@@ -132,10 +134,12 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
             roles = tuple(a.data for a in sync_args.data) if isinstance(sync_args, ArrayAttr) \
                 else ()
             table = op.attributes.get(ORDER_TABLE_ATTR)
+            dynamic = parent.attributes.get(DYNAMIC_SHARED_BYTES_ATTR) if parent else None
             sig = KernelSignature(mod_name, op.sym_name.data,
                                   tuple(_param_kind(t) for t in op.function_type.inputs),
                                   _block_size(op), roles,
-                                  tuple(table.get_values()) if table is not None else None)
+                                  tuple(table.get_values()) if table is not None else None,
+                                  dynamic.value.data if isinstance(dynamic, IntegerAttr) else 0)
             sigs[sig.name] = sig
     return sigs
 
@@ -249,7 +253,8 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
 
     Compiles a copy of `module` to PTX and reads what nvJitLink reports, so the occupancy the
     wave-model passes use (sync-annotate-occupancy, then W and T) comes from the real kernel,
-    never from a guess. Returns {kernel: (registers, shared bytes)}.
+    never from a guess. Returns {kernel: (registers, shared bytes)}; shared bytes are the static
+    ones nvJitLink reports plus the dynamic ones the kernel is launched with.
     """
     from tilesync.dialects import sync
     from tilesync.lowering.ptx import validate_ptx
@@ -259,7 +264,8 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
     for ptx in program.ptx_by_module.values():
         info = validate_ptx(ptx, target)
         for name, registers in info.registers.items():
-            usage[name] = (registers, info.shared_bytes.get(name, 0))
+            dynamic = program.kernels[name].dynamic_shared_bytes if name in program.kernels else 0
+            usage[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
     for op in module.walk():
         if isinstance(op, sync.StageOp):
             kernel = op.kernel.nested_references.data[-1].data

@@ -20,8 +20,9 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
 * row+wait_kernel cuSync's wait-kernel instead of PDL (consumer on a second stream);
 * stream_sync@order_cfg  stream sync of the kernels the ordered modes run: an ordered
                   sync.tile needs a 4-byte shared slot, and the best configs use exactly the
-                  48 KB of static shared memory, so the ordered modes run one pipeline stage
-                  fewer (kernels/mlp.py: fit_ordered) and are compared with this baseline;
+                  48 KB of static shared memory, so the ordered modes keep their stages in
+                  dynamic shared memory (kernels/mlp.py: fit_ordered) and are compared with
+                  this baseline;
 
 and cuBLAS through torch: eager (matmul, GeLU(tanh) / SiLU·up, matmul) and the same captured
 in a CUDA graph. The LLaMA baseline multiplies by the same W1 as [gate | up] halves (torch's

@@ -49,11 +49,14 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
+from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_ATTR
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 STATIC_SHARED_LIMIT = 48 * 1024
-"""Static shared memory per block; more needs dynamic shared memory (not lowered yet)."""
+"""Static shared memory per block; a kernel that needs more gets it as dynamic shared memory."""
+MAX_SHARED_PER_BLOCK = 227 * 1024
+"""Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch)."""
 
 _GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_K = 0.044715
@@ -85,6 +88,9 @@ class GemmConfig:
     dropout: float | None = None
     """Keep probability p of a dropout after the epilogue: element (r, c) is kept iff
     dropout_hash(seed, r, c) < p * 2^32 and then scaled by 1/p; `seed` is a kernel argument."""
+    dynamic_shared: bool = False
+    """Put the stages in dynamic shared memory even when they fit the 48 KiB of static shared
+    memory (leaving that to other static shared data, e.g. an ordered sync.tile's slot)."""
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -122,11 +128,11 @@ class GemmConfig:
             raise ValueError(f"BN must be a power of two from 16 to 256, got {bn}")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}")
-        if self.shared_bytes > STATIC_SHARED_LIMIT:
+        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
-                f"{self.tile}: more than the {STATIC_SHARED_LIMIT} static bytes (dynamic "
-                "shared memory is not lowered yet); use fewer stages or a smaller tile"
+                f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
+                "fewer stages or a smaller tile"
             )
 
     @property
@@ -170,6 +176,13 @@ class GemmConfig:
         return self.stages * (bm * bk + bk * bn) * 2
 
     @property
+    def dynamic_shared_bytes(self) -> int:
+        """Shared memory passed at launch: the stages live in dynamic shared memory when they
+        do not fit the 48 KiB of static shared memory, else 0 (static)."""
+        dynamic = self.dynamic_shared or self.shared_bytes > STATIC_SHARED_LIMIT
+        return self.shared_bytes if dynamic else 0
+
+    @property
     def kernel_name(self) -> str:
         return self.name
 
@@ -203,9 +216,9 @@ class GemmConfig:
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
                 name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
-                dropout: float | None = None) -> GemmConfig:
+                dropout: float | None = None, dynamic_shared: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
-                      name, sync_hooks, split_k, dropout)
+                      name, sync_hooks, split_k, dropout, dynamic_shared)
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,8 +353,12 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
     return Region(block)
 
 
-def _shared_global(name: str, type_: MemRefType) -> memref.GlobalOp:
-    return memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(), alignment=128)
+def _shared_global(name: str, type_: MemRefType, dynamic: bool = False,
+                   alignment: int = 128) -> memref.GlobalOp:
+    op = memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(), alignment=alignment)
+    if dynamic:
+        op.attributes[DYNAMIC_SHARED_ATTR] = UnitAttr()
+    return op
 
 
 ASource = Callable[[_Body, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
@@ -386,6 +403,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     sb_type = MemRefType(elem, sb_shape, memory_space=IntegerAttr(3, 64))
     swizzle_a = tl.swizzle_for_row(bk)
     swizzle_b = tl.swizzle_for_row(sb_shape[-1])
+    dynamic = cfg.dynamic_shared_bytes > 0
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
@@ -562,8 +580,9 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     b.add(gpu.ReturnOp([]))
 
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
-                              Region(Block([_shared_global("smem_a", sa_type),
-                                            _shared_global("smem_b", sb_type), kernel])))
+                              Region(Block([_shared_global("smem_a", sa_type, dynamic),
+                                            _shared_global("smem_b", sb_type, dynamic),
+                                            kernel])))
     return ModuleOp([gpu_module])
 
 
@@ -685,7 +704,8 @@ class GemmRunner:
             args.append(int(seed))
         if self.cfg.split_k > 1:
             args += [self.workspace, self.counters]
-        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
+        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream,
+               shared_mem=self.cfg.dynamic_shared_bytes)
 
 
 def compile_ptx_many(configs, target: str = "sm_90", processes: int | None = None

@@ -140,13 +140,13 @@ counter's tile to its block: lowering/sync_to_nvvm.py)."""
 
 
 def fit_ordered(spec: MlpSpec) -> MlpSpec:
-    """`spec` with one pipeline stage fewer in each GEMM whose shared memory leaves no room for
-    an ordered sync.tile's slot under the 48 KB static limit (128x64x32 s4 and 128x128x32 s3
-    use exactly 48 KB); `spec` itself when both fit."""
+    """`spec` with the stages of each GEMM in dynamic shared memory where its static shared
+    memory leaves no room for an ordered sync.tile's slot under the 48 KB static limit
+    (128x64x32 s4 and 128x128x32 s3 use exactly 48 KB); `spec` itself when both fit."""
     def fit(cfg: GemmConfig) -> GemmConfig:
-        if cfg.shared_bytes + TILE_SLOT_BYTES <= STATIC_SHARED_LIMIT or cfg.stages <= 2:
+        if cfg.shared_bytes + TILE_SLOT_BYTES <= STATIC_SHARED_LIMIT:
             return cfg
-        return replace(cfg, stages=cfg.stages - 1)
+        return replace(cfg, dynamic_shared=True)
 
     c1, c2 = fit(spec.cfg1), fit(spec.cfg2)
     return spec if (c1, c2) == (spec.cfg1, spec.cfg2) else replace(spec, cfg1=c1, cfg2=c2)

@@ -9,6 +9,11 @@ except possibly the leading one, so a load/store is
 
 `memref.global` in shared memory (space 3) becomes an internal, uninitialized `llvm.mlir.global`
 in addrspace 3 (16-byte aligned), `memref.get_global` an `llvm.mlir.addressof`;
+A shared `memref.global` marked `tilesync.dynamic_shared` instead gets an offset in the one
+dynamic shared-memory array of its gpu.module (`.extern .shared`, aligned to the largest
+alignment asked for): its `memref.get_global` is that array's address plus the offset, and
+the module records the total as `tilesync.dynamic_shared_bytes` for the launch (more than
+48 KiB of shared memory per block exists only as dynamic shared memory).
 `memref.alloca` (memory space 5) a generic `llvm.alloca` cast to the local space. Anything
 else — other layouts, device `memref.alloc`, initialized globals — is reported as a diagnostic
 naming the op.
@@ -61,6 +66,11 @@ from tilesync.lowering.type_conversion import (
 
 PASS_NAME = "convert-memref-to-llvm"
 SHARED_GLOBAL_ALIGNMENT = 16  # room for 128-bit vector accesses to shared tiles
+DYNAMIC_SHARED_ATTR = "tilesync.dynamic_shared"
+"""Unit attribute on a shared memref.global: place it in dynamic shared memory."""
+DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"
+"""On a lowered gpu.module: bytes of dynamic shared memory each of its kernels launches with."""
+DYNAMIC_SHARED_SYMBOL = "__tilesync_dynamic_shared"
 
 
 def element_size_in_bytes(op: Operation, element_type: Attribute) -> int:
@@ -180,11 +190,51 @@ def _element_count(op: Operation, memref_type: MemRefType) -> int:
     return count
 
 
+def is_dynamic_shared(op: memref.GlobalOp) -> bool:
+    return DYNAMIC_SHARED_ATTR in op.attributes
+
+
+def _global_alignment(op: memref.GlobalOp) -> int:
+    alignment = element_size_in_bytes(op, op.type.element_type)
+    if memref_address_space(op.type) == SHARED_ADDRESS_SPACE:
+        alignment = max(alignment, SHARED_GLOBAL_ALIGNMENT)
+    if op.alignment is not None:
+        alignment = max(alignment, op.alignment.value.data)
+    return alignment
+
+
+def pack_dynamic_shared(container: Operation) -> tuple[dict[str, int], int, int]:
+    """Offsets of the dynamic shared globals directly in `container` (in order, each at its
+    alignment) -> ({name: byte offset}, total bytes, largest alignment)."""
+    offsets: dict[str, int] = {}
+    total, align = 0, SHARED_GLOBAL_ALIGNMENT
+    for region in container.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                if not isinstance(op, memref.GlobalOp) or not is_dynamic_shared(op):
+                    continue
+                if memref_address_space(op.type) != SHARED_ADDRESS_SPACE:
+                    raise unsupported_op_error(
+                        PASS_NAME, op, f"{DYNAMIC_SHARED_ATTR} needs a shared (space 3) global"
+                    )
+                alignment = _global_alignment(op)
+                total = -(-total // alignment) * alignment
+                offsets[op.sym_name.data] = total
+                total += _element_count(op, op.type) * element_size_in_bytes(
+                    op, op.type.element_type)
+                align = max(align, alignment)
+    return offsets, total, align
+
+
 class GlobalLowering(RewritePattern):
-    """memref.global → llvm.mlir.global of a flat array, without initializer."""
+    """memref.global → llvm.mlir.global of a flat array, without initializer (a dynamic
+    shared one → nothing: the module's packed array replaces it)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter, /):
+        if is_dynamic_shared(op):
+            rewriter.erase_op(op)
+            return
         memref_type = op.type
         if not isinstance(op.initial_value, UnitAttr):
             raise unsupported_op_error(
@@ -193,11 +243,7 @@ class GlobalLowering(RewritePattern):
         space = memref_address_space(memref_type)
         count = _element_count(op, memref_type)
         element_type = convert_type(memref_type.element_type)
-        alignment = element_size_in_bytes(op, memref_type.element_type)
-        if space == SHARED_ADDRESS_SPACE:
-            alignment = max(alignment, SHARED_GLOBAL_ALIGNMENT)
-        if op.alignment is not None:
-            alignment = max(alignment, op.alignment.value.data)
+        alignment = _global_alignment(op)
         # Shared memory is per block: never visible outside the module.
         is_private = op.sym_visibility.data == "private"
         linkage = "internal" if space == SHARED_ADDRESS_SPACE or is_private else "external"
@@ -213,12 +259,35 @@ class GlobalLowering(RewritePattern):
 
 
 class GetGlobalLowering(RewritePattern):
+    def __init__(self, dynamic_offsets: dict[Operation, dict[str, int]] | None = None):
+        self.dynamic_offsets = dynamic_offsets or {}  # symbol table op -> {global: offset}
+
+    def _dynamic_offset(self, op: memref.GetGlobalOp) -> int | None:
+        name = op.name_.root_reference.data
+        parent = op.parent_op()
+        while parent is not None:
+            if parent in self.dynamic_offsets:
+                return self.dynamic_offsets[parent].get(name)
+            parent = parent.parent_op()
+        return None
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter, /):
         pointer_type = convert_type(op.memref.type)
         assert isinstance(pointer_type, llvm.LLVMPointerType)
-        address = llvm.AddressOfOp(op.name_, pointer_type)
-        replace_with_llvm(rewriter, op, [address], address.results)
+        offset = self._dynamic_offset(op) if self.dynamic_offsets else None
+        if offset is None:
+            address = llvm.AddressOfOp(op.name_, pointer_type)
+            replace_with_llvm(rewriter, op, [address], address.results)
+            return
+        base = llvm.AddressOfOp(DYNAMIC_SHARED_SYMBOL, pointer_type)
+        if offset == 0:
+            replace_with_llvm(rewriter, op, [base], base.results)
+            return
+        byte_offset = _i64_constant(offset)
+        at = llvm.GEPOp.from_mixed_indices(base.result, [byte_offset.result], IntegerType(8),
+                                           result_type=pointer_type, inbounds=True)
+        replace_with_llvm(rewriter, op, [base, byte_offset, at], at.results)
 
 
 class AllocaLowering(RewritePattern):
@@ -316,8 +385,25 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        dynamic_offsets: dict[Operation, dict[str, int]] = {}
+        for container in [op, *op.walk()]:
+            if not container.regions or isinstance(container, llvm.FuncOp):
+                continue
+            offsets, total, align = pack_dynamic_shared(container)
+            if not offsets:
+                continue
+            dynamic_offsets[container] = offsets
+            # One extern array per module: every `.extern .shared` array starts at the same
+            # address, so the globals must be packed into one, never declared separately.
+            container.regions[0].blocks[0].insert_op_before(
+                llvm.GlobalOp(llvm.LLVMArrayType(0, IntegerType(8)), DYNAMIC_SHARED_SYMBOL,
+                              "external", addr_space=SHARED_ADDRESS_SPACE, alignment=align),
+                container.regions[0].blocks[0].first_op)
+            container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total, 64)
+        patterns = [GetGlobalLowering(dynamic_offsets) if isinstance(p, GetGlobalLowering)
+                    else p for p in MEMREF_TO_LLVM_PATTERNS]
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(MEMREF_TO_LLVM_PATTERNS)), apply_recursively=False
+            GreedyRewritePatternApplier(patterns), apply_recursively=False
         ).rewrite_module(op)
         reject_leftover_ops(op, PASS_NAME, "memref.")
 

@@ -254,7 +254,7 @@ class StageProgram:
                                  f"({', '.join(sig.user_params)}), got {len(user)}")
             bound = [self._bind(role, step.stage) for role in sig.sync_args]
             launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
-                   stream=stream, pdl=step.pdl)
+                   stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)
         for stream in others:
             main.wait_event(Event().record(stream))
         return Event().record(main)

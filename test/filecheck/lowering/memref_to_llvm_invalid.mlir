@@ -45,3 +45,8 @@ func.func @dim(%m: memref<?xf32>) -> index {
   func.return %n : index
 }
 // CHECK: convert-memref-to-llvm: cannot lower 'memref.dim': no lowering for this op or its types
+
+// -----
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.global': tilesync.dynamic_shared needs a shared (space 3) global
+"memref.global"() {sym_name = "g", sym_visibility = "private", type = memref<4xf32, 1>, initial_value, tilesync.dynamic_shared} : () -> ()

@@ -47,7 +47,7 @@ CONFIGS = [
 def _id(cfg: GemmConfig) -> str:
     bm, bn, bk = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}x{bk}-s{cfg.stages}-{cfg.dtype}-B{cfg.b_layout}"
-            f"-{cfg.epilogue or 'plain'}")
+            f"-{cfg.epilogue or 'plain'}" + ("-dyn" if cfg.dynamic_shared else ""))
 
 
 _compiled: dict[tuple[GemmConfig, str], str] = {}
@@ -112,6 +112,20 @@ def test_main_config_shared_memory_and_launch_shape():
     ptx = _ptx(MAIN, "sm_90")
     sizes = [int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
     assert sorted(sizes) == [24576, 24576]
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_stages_beyond_48k_live_in_dynamic_shared_memory(forced):
+    """5 stages of 128x128x32 (80 KiB), or 48 KiB on request: one extern array, no static
+    stage buffers, and the launch size in the config and in the compiled signature."""
+    cfg = (gemm_config(256, 256, 256, stages=3, dynamic_shared=True) if forced
+           else gemm_config(256, 256, 256, stages=5))
+    assert cfg.dynamic_shared_bytes == cfg.shared_bytes == cfg.stages * 16384
+    program = compile_gemm(cfg, "sm_90")
+    assert program.kernels["gemm"].dynamic_shared_bytes == cfg.shared_bytes
+    assert ".extern .shared .align 128 .b8 __tilesync_dynamic_shared[];" in program.ptx
+    assert not re.findall(r"\.shared \.align \d+ \.b8 \w+\[\d+\]", program.ptx)
+    assert MAIN.dynamic_shared_bytes == 0 and _ptx(MAIN, "sm_90").count(".extern") == 0
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
@@ -198,7 +212,8 @@ def test_unmasked_when_shapes_divide():
     [
         (dict(M=64, N=64, K=60), "K .* must be a multiple of 8"),
         (dict(M=64, N=60, K=64), "multiple of 8"),
-        (dict(M=64, N=64, K=64, stages=4), "more than the 49152 static bytes"),
+        (dict(M=64, N=64, K=64, tile=(128, 256, 64), warps=(2, 4), stages=5),
+         "more than the 232448 a block can have"),
         (dict(M=64, N=64, K=64, dtype="f32"), "dtype must be one of"),
         (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
         (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
@@ -404,6 +419,8 @@ def test_gpu_gemm_matches_numpy(shape):
         gemm_config(300, 520, 200, tile=(64, 64, 32), stages=4),
         gemm_config(300, 520, 200, tile=(128, 64, 64), stages=2),
         gemm_config(256, 512, 256, tile=(128, 256, 32), warps=(2, 4), stages=2),
+        gemm_config(300, 520, 264, tile=(128, 128, 32), stages=6),  # 96 KiB dynamic
+        gemm_config(256, 256, 256, stages=3, dynamic_shared=True),
     ],
     ids=_id,
 )
