@@ -610,6 +610,186 @@ class CpAsyncWaitOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
+WGMMA_ROW_BYTES = 128
+"""wgmma operands are K-major tiles whose rows are 128 bytes (64 f16/bf16), stored with the
+128-byte swizzle (`swizzle_for_row(64)`: chunk c of row r at c ^ (r % 8)) from a 1024-byte
+aligned base, i.e. the 8-row x 128-byte atoms of the sm_90 SWIZZLE_128B shared layout."""
+
+
+@irdl_op_definition
+class WgmmaOp(IRDLOperation):
+    """Warpgroup-collective `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` (sm_90a).
+
+    `tile.wgmma %a[%s, %m, %k], %b[%s, %n, %k], %acc...` adds A[m:m+64, k:k+16] times
+    B[n:n+N, k:k+16]^T to the accumulators, both operands read from shared memory through
+    descriptors (K-major, WGMMA_ROW_BYTES-byte swizzled rows). N = 8 x the number of
+    accumulators; warp w of the group holds rows m + 16 (w % 4) .. + 15 and accumulator j
+    columns 8 j .. 8 j + 7 of them, in the mma.sync m16n8 accumulator layout, so `tile.store_acc`
+    stores them as it stores mma.sync results. Asynchronous: the results may be read only after
+    `tile.wgmma_commit` and a `tile.wgmma_wait` that covers it; `tile.wgmma_fence` must come
+    before the first wgmma that reads registers written otherwise, and shared memory written by
+    this CTA's threads needs `tile.fence_proxy_async` before a barrier first.
+    """
+
+    name = "tile.wgmma"
+    a = operand_def(MemRefType)
+    a_indices = var_operand_def(IndexType)
+    b = operand_def(MemRefType)
+    b_indices = var_operand_def(IndexType)
+    acc = var_operand_def(FragType)
+    res = var_result_def(FragType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, a: SSAValue, a_indices: Sequence[SSAValue], b: SSAValue,
+                 b_indices: Sequence[SSAValue], acc: Sequence[SSAValue]):
+        super().__init__(operands=[a, a_indices, b, b_indices, acc],
+                         result_types=[[v.type for v in acc]])
+
+    @property
+    def n(self) -> int:
+        return 8 * len(self.acc)
+
+    @property
+    def instruction(self) -> str:
+        element = self.a.type.element_type  # type: ignore[union-attr]
+        kind = "f16" if isinstance(element, Float16Type) else "bf16"
+        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k16.f32.{kind}.{kind}"
+
+    def verify_(self) -> None:
+        element = None
+        for what, value, indices in (("A", self.a, self.a_indices),
+                                     ("B", self.b, self.b_indices)):
+            memref_type = _memref(self, value, what)
+            _verify_shared(self, memref_type, what)
+            _verify_indices(self, memref_type, indices, what)
+            row_bytes = memref_type.get_shape()[-1] * element_bytes(memref_type.element_type)
+            if row_bytes != WGMMA_ROW_BYTES:
+                raise VerifyException(
+                    f"'tile.wgmma' {what} rows must be {WGMMA_ROW_BYTES} bytes (K-major, "
+                    f"128-byte swizzle), got {memref_type}"
+                )
+            if element is not None and memref_type.element_type != element:
+                raise VerifyException("'tile.wgmma' A and B must have the same element type")
+            element = memref_type.element_type
+        if not isinstance(element, INPUT_TYPES):
+            raise VerifyException(f"'tile.wgmma' multiplies f16 or bf16, got {element}")
+        if not 1 <= len(self.acc) <= 32:
+            raise VerifyException(
+                f"'tile.wgmma' takes 1 to 32 accumulators (N = 8 .. 256), got {len(self.acc)}"
+            )
+        for value in self.acc:
+            t = value.type
+            if not isinstance(t, FragType) or t.role.data != "acc":
+                raise VerifyException(f"'tile.wgmma' accumulators must be !tile.frag<acc>, "
+                                      f"got {t}")
+        if [r.type for r in self.res] != [v.type for v in self.acc]:
+            raise VerifyException("'tile.wgmma' results must have the accumulators' types")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WgmmaOp:
+        a, a_indices = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        b, b_indices = _parse_indexed(parser)
+        accs = []
+        while parser.parse_optional_punctuation(",") is not None:
+            accs.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        a_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        b_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        acc_type = parser.parse_type()
+        index = IndexType()
+        op = cls(parser.resolve_operand(a, a_type),
+                 [parser.resolve_operand(i, index) for i in a_indices],
+                 parser.resolve_operand(b, b_type),
+                 [parser.resolve_operand(i, index) for i in b_indices],
+                 [parser.resolve_operand(v, acc_type) for v in accs])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.a, self.a_indices)
+        printer.print_string(", ")
+        _print_indexed(printer, self.b, self.b_indices)
+        for value in self.acc:
+            printer.print_string(", ")
+            printer.print_ssa_value(value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.a.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.b.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.acc[0].type if self.acc else FragType("acc", Float32Type()))
+
+
+@irdl_op_definition
+class WgmmaFenceOp(IRDLOperation):
+    """`wgmma.fence.sync.aligned`: order earlier register and shared accesses before the next
+    wgmma of this warpgroup (needed before the first wgmma and after touching accumulators)."""
+
+    name = "tile.wgmma_fence"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaCommitOp(IRDLOperation):
+    """`wgmma.commit_group.sync.aligned`: close the group of this warpgroup's pending wgmmas."""
+
+    name = "tile.wgmma_commit"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaWaitOp(IRDLOperation):
+    """`wgmma.wait_group.sync.aligned N`: wait until at most N wgmma groups are pending; their
+    accumulators and the shared memory they read are free afterwards."""
+
+    name = "tile.wgmma_wait"
+    pending = prop_def(IntegerAttr[IntegerType])
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": IntegerAttr(pending, i32)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.pending.value.data <= 7:
+            raise VerifyException(
+                f"'tile.wgmma_wait' pending must be in 0..7, got {self.pending.value.data}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WgmmaWaitOp:
+        op = cls(parser.parse_integer(allow_boolean=False, allow_negative=True))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.pending.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class FenceProxyAsyncOp(IRDLOperation):
+    """`fence.proxy.async.shared::cta`: make this thread's shared-memory writes (plain stores,
+    cp.async) visible to the async proxy (wgmma operand reads); a barrier follows."""
+
+    name = "tile.fence_proxy_async"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
 EPILOGUE_ARG_TYPES = (Float32Type(), IndexType(), IndexType())
 
 
@@ -955,7 +1135,8 @@ def epilogue_block(accumulators: int = 1) -> Block:
 Tile = Dialect(
     "tile",
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
-     TakeAccOp, ArriveOp, ShuffleOp],
+     TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
+     FenceProxyAsyncOp],
     [FragType, SwizzleAttr],
 )
 
@@ -964,6 +1145,7 @@ __all__ = [
     "CpAsyncCommitOp",
     "CpAsyncOp",
     "CpAsyncWaitOp",
+    "FenceProxyAsyncOp",
     "FillOp",
     "FragType",
     "LdMatrixOp",
@@ -973,6 +1155,10 @@ __all__ = [
     "SwizzleAttr",
     "TakeAccOp",
     "Tile",
+    "WgmmaCommitOp",
+    "WgmmaFenceOp",
+    "WgmmaOp",
+    "WgmmaWaitOp",
     "YieldOp",
     "epilogue_arg_types",
     "epilogue_block",

@@ -91,6 +91,14 @@ class GemmConfig:
     dynamic_shared: bool = False
     """Put the stages in dynamic shared memory even when they fit the 48 KiB of static shared
     memory (leaving that to other static shared data, e.g. an ordered sync.tile's slot)."""
+    mma: str = "sync"
+    """`sync`: warps multiply with mma.sync m16n8k16 from ldmatrix fragments (sm_80+).
+    `wgmma`: warpgroups multiply with wgmma m64nBNk16 straight from shared memory (sm_90a):
+    warps = (BM / 16, 1) (warpgroup g computes rows 64 g .. 64 g + 63 of the tile), BK = 64
+    (128-byte rows, the 128-byte swizzle wgmma reads), B column-major (K-major)."""
+    wgmma_in_flight: int = 1
+    """wgmma groups left running while the next k-tile's copies are issued (0 or 1); with 1 the
+    copies run stages - 2 k-tiles ahead instead of stages - 1."""
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -128,12 +136,39 @@ class GemmConfig:
             raise ValueError(f"BN must be a power of two from 16 to 256, got {bn}")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}")
+        if self.mma not in ("sync", "wgmma"):
+            raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
+        if self.mma == "wgmma":
+            if bk * 2 != 128 or self.b_layout != "col" or bm % 64 or self.warps != (bm // 16, 1):
+                raise ValueError(
+                    "wgmma reads K-major 128-byte rows: it needs BK = 64, b_layout='col', BM a "
+                    f"multiple of 64 and warps = (BM / 16, 1); got tile={self.tile} "
+                    f"warps={self.warps} b_layout={self.b_layout!r}"
+                )
+            if bn % 8 or bn > 256 or self.wgmma_in_flight not in (0, 1):
+                raise ValueError(f"wgmma needs BN a multiple of 8 up to 256 and "
+                                 f"wgmma_in_flight 0 or 1, got {self.tile}, "
+                                 f"{self.wgmma_in_flight}")
+            if self.stages < 2 + self.wgmma_in_flight:
+                raise ValueError(f"wgmma with {self.wgmma_in_flight} group in flight needs "
+                                 f"at least {2 + self.wgmma_in_flight} stages")
         if self.shared_bytes > MAX_SHARED_PER_BLOCK:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
                 "fewer stages or a smaller tile"
             )
+
+    @property
+    def prefetch(self) -> int:
+        """k-tiles the copies run ahead of the multiply."""
+        in_flight = self.wgmma_in_flight if self.mma == "wgmma" else 0
+        return self.stages - 1 - in_flight
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own (wgmma: sm_90a)."""
+        return "sm_90a" if self.mma == "wgmma" else None
 
     @property
     def threads(self) -> int:
@@ -216,9 +251,10 @@ class GemmConfig:
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
                 name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
-                dropout: float | None = None, dynamic_shared: bool = False) -> GemmConfig:
+                dropout: float | None = None, dynamic_shared: bool = False,
+                mma: str = "sync", wgmma_in_flight: int = 1) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
-                      name, sync_hooks, split_k, dropout, dynamic_shared)
+                      name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight)
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,6 +440,9 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     swizzle_a = tl.swizzle_for_row(bk)
     swizzle_b = tl.swizzle_for_row(sb_shape[-1])
     dynamic = cfg.dynamic_shared_bytes > 0
+    wgmma = cfg.mma == "wgmma"
+    # wgmma's swizzle atoms are 8 rows x 128 bytes from a 1024-byte aligned base
+    align = 1024 if wgmma else 128
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
@@ -486,8 +525,9 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         local_v = body.idx(local) if isinstance(local, int) else local
         return local_v if k_begin is None else body.addi(k_begin, local_v)
 
-    # Prologue: k-tiles 0 .. S-2 (those that exist), one commit group per stage regardless.
-    for s in range(S - 1):
+    # Prologue: k-tiles 0 .. P-1 (those that exist), one commit group per stage regardless.
+    P = cfg.prefetch
+    for s in range(P):
         if s < per_slice:
             load_tile(b, global_k(b, s), b.idx(s))
         b.add(tl.CpAsyncCommitOp())
@@ -501,9 +541,11 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     b.add(loop)
     lb = _Body(loop_body)
     kt, *carried = loop_body.args
-    lb.add(tl.CpAsyncWaitOp(S - 2))
+    lb.add(tl.CpAsyncWaitOp(P - 1))
+    if wgmma:  # wgmma reads shared memory through the async proxy
+        lb.add(tl.FenceProxyAsyncOp())
     lb.add(gpu.BarrierOp())
-    next_k = lb.addi(kt, S - 1)
+    next_k = lb.addi(kt, P)
     prefetch = Block()
     pb = _Body(prefetch)
     load_tile(pb, global_k(pb, next_k), pb.remui(next_k, S))
@@ -514,7 +556,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
     a_frag, b_frag = _frag("a", elem), _frag("b", elem)
     results = list(carried)
-    for kk in range(bk // 16):
+    for kk in range(0 if wgmma else bk // 16):
         a_frags = [
             lb.v(tl.LdMatrixOp(sa, [stage, lb.addi(warp_m, mi * 16), lb.idx(kk * 16)],
                                  [a_frag], swizzle=swizzle_a))
@@ -534,7 +576,19 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
             for ni in range(ni_count):
                 k = mi * ni_count + ni
                 results[k] = lb.v(tl.MmaOp(a_frags[mi], b_frags[ni], results[k]))
+    if wgmma:
+        # Warpgroup g: rows 64 g .. of the tile, all BN columns, one wgmma per k16 step.
+        group_m = lb.muli(lb.divui(warp, 4), 64)
+        lb.add(tl.WgmmaFenceOp())
+        for kk in range(bk // 16):
+            k_off = lb.idx(kk * 16)
+            results = lb.add(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
+                                        [stage, lb.idx(0), k_off], results)).results
+        lb.add(tl.WgmmaCommitOp())
+        lb.add(tl.WgmmaWaitOp(cfg.wgmma_in_flight))
     lb.add(scf.YieldOp(*results))
+    if wgmma and cfg.wgmma_in_flight:
+        b.add(tl.WgmmaWaitOp(0))
 
     def store_tiles(body: _Body, tiles: list[SSAValue]) -> None:
         for mi in range(mi_count):
@@ -580,8 +634,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     b.add(gpu.ReturnOp([]))
 
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
-                              Region(Block([_shared_global("smem_a", sa_type, dynamic),
-                                            _shared_global("smem_b", sb_type, dynamic),
+                              Region(Block([_shared_global("smem_a", sa_type, dynamic, align),
+                                            _shared_global("smem_b", sb_type, dynamic, align),
                                             kernel])))
     return ModuleOp([gpu_module])
 
@@ -614,6 +668,8 @@ def compile_gemm(cfg: GemmConfig, target: str = "sm_90", validate: bool = False,
     """tilesync.compile of the generated module -> CompiledProgram (PTX in `.ptx`)."""
     import tilesync
 
+    if cfg.target is not None and target == "sm_90":
+        target = cfg.target
     return tilesync.compile(gemm_module(0, 0, 0, config=cfg), pipeline=gemm_pipeline(),
                             target=target, validate=validate, keep_ir=keep_ir)
 

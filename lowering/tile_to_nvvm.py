@@ -739,6 +739,81 @@ class MathLowering(_TilePattern):
         rewriter.replace(op, [], [_lower_epilogue_math(e, op, [op.operand])])
 
 
+# --------------------------------------------------------------------------------------------
+# wgmma (sm_90a): operands through shared-memory descriptors, inline PTX
+# --------------------------------------------------------------------------------------------
+
+# Matrix descriptor (PTX ISA, "Matrix Descriptor Format" for wgmma): bits 0-13 the start
+# address >> 4, 16-29 the leading byte offset >> 4 (unused for swizzled K-major operands: 1),
+# 32-45 the stride byte offset >> 4 (1024: from one 8-row x 128-byte atom to the next),
+# 49-51 the base offset (0: atoms are 1024-byte aligned), 62-63 the swizzle (1: 128 bytes).
+WGMMA_SWIZZLE_128B = 1
+WGMMA_ATOM_BYTES = 1024
+WGMMA_DESCRIPTOR_HIGH = (1 << 16) | ((WGMMA_ATOM_BYTES >> 4) << 32) | (WGMMA_SWIZZLE_128B << 62)
+
+
+def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """The descriptor of the operand whose first element is memref[indices] (unswizzled
+    address: its row is 8-aligned and its column is inside the row's first 128 bytes, so
+    the hardware's swizzle of the address bits finds the chunks cp.async placed)."""
+    memref_type = memref.type
+    assert isinstance(memref_type, MemRefType)
+    offset = _linear(e, [e.index_as(i, i32) for i in indices], memref_type.get_shape())
+    address = e.gep(e.pointer(memref), offset, memref_type.element_type)
+    shared = e.cast(llvm.PtrToIntOp, address, i64)
+    start = e.lshr(e.and_(shared, 0x3FFFF), 4)
+    return e.or_(start, WGMMA_DESCRIPTOR_HIGH)
+
+
+class WgmmaLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.WgmmaOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        desc_a = _wgmma_descriptor(e, op.a, op.a_indices)
+        desc_b = _wgmma_descriptor(e, op.b, op.b_indices)
+        regs: list[SSAValue] = []
+        for acc in op.acc:
+            struct = e.as_llvm(acc, frag_llvm_type(acc.type))  # type: ignore[arg-type]
+            regs += [e.extract(struct, k, f32) for k in range(4)]
+        count = len(regs)
+        outputs = ", ".join(f"${i}" for i in range(count))
+        # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
+        asm = (f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${count + 2}, 0;\n"
+               f"{op.instruction} {{{outputs}}}, ${count}, ${count + 1}, p, 1, 1, 0, 0;\n}}")
+        constraints = ",".join(["=f"] * count + ["l", "l", "r"] + [str(i) for i in range(count)])
+        result = llvm.LLVMStructType.from_type_list([f32] * count)
+        call = e.emit(llvm.InlineAsmOp(asm, constraints, [desc_a, desc_b, e.const(1), *regs],
+                                       [result], has_side_effects=True))
+        struct = call.results[0]
+        values = []
+        for j, res in enumerate(op.res):
+            frag = e.build_struct([e.extract(struct, 4 * j + k, f32) for k in range(4)])
+            values.append(_cast(rewriter, frag, res.type))
+        rewriter.replace(op, [], values)
+
+
+def _side_effect_asm(text: str) -> llvm.InlineAsmOp:
+    # The memory clobber keeps loads and stores on their side of the instruction.
+    return llvm.InlineAsmOp(text, "~{memory}", [], [], has_side_effects=True)
+
+
+class WgmmaSyncLowering(_TilePattern):
+    """wgmma.fence / commit_group / wait_group and fence.proxy.async as inline PTX."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.WgmmaFenceOp | tile.WgmmaCommitOp | tile.WgmmaWaitOp
+                          | tile.FenceProxyAsyncOp, rewriter: PatternRewriter, /):
+        if isinstance(op, tile.WgmmaFenceOp):
+            text = "wgmma.fence.sync.aligned;"
+        elif isinstance(op, tile.WgmmaCommitOp):
+            text = "wgmma.commit_group.sync.aligned;"
+        elif isinstance(op, tile.WgmmaWaitOp):
+            text = f"wgmma.wait_group.sync.aligned {op.pending.value.data};"
+        else:
+            text = "fence.proxy.async.shared::cta;"
+        rewriter.replace(op, _side_effect_asm(text))
+
+
 def tile_to_nvvm_patterns() -> list[RewritePattern]:
     state = _State()
     return [
@@ -753,6 +828,8 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
         ArriveLowering(state),
         ShuffleLowering(state),
         MathLowering(state),
+        WgmmaLowering(state),
+        WgmmaSyncLowering(state),
     ]
 
 

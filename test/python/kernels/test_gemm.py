@@ -384,7 +384,7 @@ def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
     b = host_array(rng.standard_normal(b_shape), cfg.dtype)
     bias = host_array(rng.standard_normal(cfg.N), cfg.dtype) if cfg.has_bias else None
     runner = GemmRunner(cfg)
-    out = DeviceBuffer.empty((cfg.M, cfg.N), a.dtype)
+    out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
     out.fill_bytes(0xFF)  # NaN in f16 and bf16: an element never written shows up
     args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
     if bias is not None:
@@ -425,6 +425,74 @@ def test_gpu_gemm_matches_numpy(shape):
     ids=_id,
 )
 def test_gpu_gemm_variants(cfg):
+    _run_and_check(cfg)
+
+
+WGMMA_CONFIGS = [
+    gemm_config(256, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=3, b_layout="col",
+                mma="wgmma"),
+    gemm_config(300, 520, 200, tile=(128, 128, 64), warps=(8, 1), stages=4, b_layout="col",
+                mma="wgmma", wgmma_in_flight=0),  # masked edges on every side
+    gemm_config(200, 264, 136, tile=(64, 128, 64), warps=(4, 1), stages=3, b_layout="col",
+                mma="wgmma", dtype="bf16", epilogue="bias_gelu"),
+    gemm_config(256, 256, 512, tile=(128, 64, 64), warps=(8, 1), stages=4, b_layout="col",
+                mma="wgmma", split_k=2),
+    gemm_config(128, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=3, b_layout="col",
+                mma="wgmma", epilogue="swiglu"),
+]
+
+
+@pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=_id)
+def test_wgmma_configs_compile_for_sm90a(cfg):
+    program = compile_gemm(cfg, "sm_90")  # the config asks for sm_90a itself
+    assert program.target == "sm_90a"
+    ptx = program.ptx
+    bn = cfg.tile[1]
+    kind = cfg.dtype
+    # one wgmma per k16 step of a 64-wide k-tile (LLVM may unroll short K loops); no
+    # ldmatrix / mma.sync left
+    count = ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{kind}.{kind}")
+    assert count > 0 and count % 4 == 0
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert "fence.proxy.async.shared::cta;" in ptx
+    assert f"wgmma.wait_group.sync.aligned {cfg.wgmma_in_flight};" in ptx
+    info = validate_ptx(ptx, "sm_90a")
+    assert info.registers["gemm"] <= 255
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
+def test_wgmma_main_config_is_not_serialized(tmp_path):
+    """ptxas serializes wgmma (and says so) when accumulators are touched while in flight."""
+    cfg = gemm_config(4096, 4096, 4096, tile=(128, 256, 64), warps=(8, 1), stages=4,
+                      b_layout="col", mma="wgmma")
+    path = tmp_path / "gemm.ptx"
+    path.write_text(compile_gemm(cfg, "sm_90a").ptx)
+    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(path), "-o",
+                          str(tmp_path / "gemm.cubin")], capture_output=True, text=True,
+                         check=True)
+    log = out.stdout + out.stderr
+    assert "serialized" not in log and "0 bytes spill stores" in log, log
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tile=(128, 128, 32), warps=(8, 1)), "BK = 64"),
+    (dict(tile=(128, 128, 64), warps=(2, 2)), r"warps = \(BM / 16, 1\)"),
+    (dict(tile=(128, 128, 64), warps=(8, 1), b_layout="row"), "b_layout='col'"),
+    (dict(tile=(128, 128, 64), warps=(8, 1), stages=2), "at least 3 stages"),
+])
+def test_wgmma_config_errors(kwargs, message):
+    kwargs = {"b_layout": "col", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gemm_config(256, 256, 256, mma="wgmma", **kwargs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=_id)
+def test_gpu_wgmma_gemm(cfg):
+    from tilesync.runtime.device import get_device
+
+    if get_device().arch != "sm_90":
+        pytest.skip("wgmma needs an sm_90 GPU")
     _run_and_check(cfg)
 
 
