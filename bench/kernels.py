@@ -10,7 +10,9 @@ SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816) for M =
 generator are timed per shape (all are reported; the best is compared).
 
 Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
-first, median with p10/p90. Where a shape's operands fit twice in L2 (60 MB on an H200), the
+first, median with p10/p90; the repetitions are enqueued behind a hold kernel so that they run
+back to back whatever the host's launch cost (a Python launch can take longer than a 20 us
+weight-streaming GEMM). Where a shape's operands fit twice in L2 (60 MB on an H200), the
 inputs rotate through enough copies that every repetition reads them from HBM, as a layer of
 a real model would. For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
 input and output activations once, and the fraction of a device-to-device copy's bandwidth
@@ -34,6 +36,10 @@ LLAMA = (("llama_fc1", 5632, 8192, "swiglu"), ("llama_fc2", 8192, 2816, None))
 BATCHES = (1, 16, 64, 256, 512, 1024, 2048)
 QUICK_BATCHES = (16, 1024)
 STREAMING_M = 64  # M <= this: weight streaming, report GB/s
+HOLD_NS_PER_REP = 100_000
+"""Each timed sequence starts behind a hold kernel of this many ns per repetition
+(runtime/timing.py): the host enqueues the repetitions meanwhile, so kernels shorter than a
+Python launch are timed back to back, as in a graph or a busy stream, not host-bound."""
 L2_BYTES_DEFAULT = 50 * 1024 * 1024
 
 
@@ -68,34 +74,47 @@ def workloads(quick: bool) -> list[Workload]:
 
 
 def candidate_configs(w: Workload, quick: bool) -> list:
-    """A few configs of the generator per shape (the benchmark reports all of them)."""
+    """Configs of the generator per shape (the benchmark reports all of them; the best is
+    compared). wgmma configs (sm_90a) read B as N x K (`b_layout="col"`): they are timed on
+    the same buffer, and the library is timed in both layouts, the faster one compared."""
     from tilesync.kernels.gemm import gemm_config
 
-    def make(tile, warps, stages, split_k=1):
+    def make(tile, warps, stages, split_k=1, mma="sync"):
         try:
             return gemm_config(w.M, w.N, w.K, tile=tile, warps=warps, stages=stages,
-                               epilogue=w.epilogue, split_k=split_k, name="gemm")
+                               epilogue=w.epilogue, split_k=split_k, name="gemm", mma=mma,
+                               b_layout="col" if mma == "wgmma" else "row")
         except ValueError:
             return None
 
+    def wgmma(tile, stages, split_k=1):
+        return make(tile, (tile[0] // 16, 1), stages, split_k, "wgmma")
+
     configs = []
     if w.M <= STREAMING_M:
+        # Weight streaming: enough bytes in flight per SM (deep or wide k-tiles, or split K
+        # when the N tiles alone leave SMs idle).
         bm = 16 if w.M <= 16 else 64
-        warps = (1, 4)
         tiles_n = -(-w.N // 128)
         k_tiles = -(-w.K // 32)
-        # Enough blocks to keep ~3 per SM streaming weights: split K.
         splits = [s for s in (8, 4, 2) if k_tiles % s == 0]
         want = max(1, min(splits, key=lambda s: abs(tiles_n * s - 400))) if splits else 1
-        configs.append(make((bm, 128, 32), warps, 4, want))
+        configs.append(make((bm, 64, 128), (1, 4), 4))
+        configs.append(make((bm, 128, 32), (1, 4), 4, want))
         if not quick:
-            configs.append(make((bm, 128, 32), warps, 4, max(1, want // 2)))
-            configs.append(make((bm, 128, 32), warps, 4, 1))
+            configs.append(make((bm, 64, 64), (1, 4), 8 if bm == 16 else 4))
+            configs.append(make((bm, 64, 64), (1, 4), 4, 2))
+            configs.append(make((bm, 128, 64), (1, 4), 4))
+            if bm == 64:
+                configs.append(make((64, 128, 64), (1, 4), 4, 2))
+                configs.append(wgmma((64, 64, 64), 6))
     else:
-        configs.append(make((128, 128, 32), (2, 2), 3))
-        configs.append(make((128, 64, 32), (2, 2), 4))
-        if not quick and w.M >= 1024:
-            configs.append(make((128, 256, 32), (2, 4), 2))
+        configs.append(wgmma((128, 256, 64), 4))
+        configs.append(wgmma((128, 128, 64), 6))
+        if not quick:
+            configs.append(wgmma((256, 128, 64), 4))
+            configs.append(make((128, 64, 32), (2, 2), 4))
+            configs.append(make((128, 128, 32), (2, 2), 3))
     seen, unique = set(), []
     for c in configs:
         if c is not None and c not in seen:
@@ -107,6 +126,8 @@ def candidate_configs(w: Workload, quick: bool) -> list:
 def _config_label(cfg) -> str:
     bm, bn, bk = cfg.tile
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
+    if getattr(cfg, "mma", "sync") == "wgmma":
+        label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
 
 
@@ -172,7 +193,7 @@ def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> 
         def fn():
             check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, driver.CUstream(0)),
                   "cuMemcpyDtoDAsync")
-    timing = time_region(fn, warmup=warmup, reps=reps)
+    timing = time_region(fn, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
     return {"bytes": nbytes, "how": how, **_timing_dict(timing),
             "gbps": 2 * nbytes / (timing.median_ms * 1e-3) / 1e9}
 
@@ -219,14 +240,21 @@ def _time_rotating(fn, copies: int, warmup: int, reps: int):
         fn(state["i"] % copies)
         state["i"] += 1
 
-    return time_region(step, warmup=warmup, reps=reps)
+    return time_region(step, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
 
 
 def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, Any]:
     torch = ops.torch
-    gemm = _time_rotating(lambda i: torch.matmul(ops.a[i], ops.b[i], out=ops.full),
-                          ops.copies, warmup, reps)
-    out: dict[str, Any] = {"gemm": _timing_dict(gemm), "what": "torch.matmul fp16 (cuBLAS)"}
+    gemm_nn = _time_rotating(lambda i: torch.matmul(ops.a[i], ops.b[i], out=ops.full),
+                             ops.copies, warmup, reps)
+    b_nk = [b.view(w.N, w.K) for b in ops.b]  # the same bytes as an N x K matrix
+    gemm_nt = _time_rotating(lambda i: torch.matmul(ops.a[i], b_nk[i].t(), out=ops.full),
+                             ops.copies, warmup, reps)
+    best, layout = (gemm_nn, "A @ B (B K x N)") if gemm_nn.median_ms <= gemm_nt.median_ms \
+        else (gemm_nt, "A @ B^T (B N x K)")
+    out: dict[str, Any] = {"gemm": _timing_dict(best), "what": "torch.matmul fp16 (cuBLAS)",
+                           "layout": layout, "gemm_nn": _timing_dict(gemm_nn),
+                           "gemm_nt": _timing_dict(gemm_nt)}
     if w.epilogue is not None:
         F = torch.nn.functional
 
@@ -437,7 +465,7 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                                             .astype(np.float16))
                 y = DeviceBuffer.empty(cfg.output_shape, np.float16)
             timing = time_region(lambda r=runner, x=x, w=w, y=y: r.launch(x, w, y),
-                                 warmup=warmup, reps=reps)
+                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
             row.update(_timing_dict(timing))
             row["tflops"] = cfg.flops / (timing.median_ms * 1e-3) / 1e12
             if torch is not None:
@@ -446,7 +474,7 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                 wc = w.permute(0, 3, 1, 2)
                 F = torch.nn.functional
                 lib = time_region(lambda F=F, xc=xc, wc=wc: F.conv2d(xc, wc, padding=1),
-                                  warmup=warmup, reps=reps)
+                                  warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
                 row["library"] = _timing_dict(lib)
                 row["library"]["tflops"] = cfg.flops / (lib.median_ms * 1e-3) / 1e12
                 row["ratio"] = lib.median_ms / timing.median_ms
@@ -506,7 +534,7 @@ def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                     (cfg.rows, cfg.cols)).astype(np.float16))
                 y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
             timing = time_region(lambda r=runner, x=x, y=y: r.launch(x, y, seed=1),
-                                 warmup=warmup, reps=reps)
+                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
             row.update(_timing_dict(timing))
             row["gbps"] = cfg.bytes / (timing.median_ms * 1e-3) / 1e9
             if copy_gbps:
@@ -519,7 +547,7 @@ def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                     out = torch.softmax(x, dim=-1)
                     return F.dropout(out, 1.0 - p) if p is not None else out
 
-                t = time_region(lib, warmup=warmup, reps=reps)
+                t = time_region(lib, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
                 row["library"] = _timing_dict(t)
                 row["ratio"] = t.median_ms / timing.median_ms
         except Exception as exc:
@@ -542,3 +570,68 @@ def softmax_table(rows: list[dict[str, Any]]) -> str:
         lib_cols = f"{lib['median_ms']:>9.4f} {r['ratio']:>6.2f}" if lib else f"{'-':>9} {'-':>6}"
         lines.append(f"{head} {r['median_ms']:>9.4f} {r['gbps']:>6.0f} {frac} {lib_cols}")
     return "\n".join(lines)
+
+
+def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
+    """A PNG: ratio to the library per GEMM workload (and per conv / softmax), and the
+    weight-streaming GEMMs' fraction of the copy bandwidth; None where matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    from tilesync.bench.report import slug
+
+    gemm = [r for r in result.get("gemm", []) if r.get("ratio") is not None]
+    streaming = [r for r in gemm if r["M"] <= STREAMING_M
+                 and r["ours"].get("fraction_of_copy_bw") is not None]
+    others = [(f"conv n{r['N']} {r['H']}px c{r['C']}", r["ratio"])
+              for r in result.get("conv", []) if r.get("ratio") is not None]
+    others += [(f"softmax {r['rows']}x{r['cols']} p={r['dropout'] or 1}", r["ratio"])
+               for r in result.get("softmax", []) if r.get("ratio") is not None]
+    panels = [p for p in (gemm, streaming, others) if p]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(8, len(gemm) * 0.32), 3.2 * len(panels)))
+    axes = list(axes) if len(panels) > 1 else [axes]
+    ax = iter(axes)
+    if gemm:
+        a = next(ax)
+        a.bar(range(len(gemm)), [r["ratio"] for r in gemm])
+        a.axhline(1.0, color="gray", lw=0.8)
+        a.axhline(0.6, color="red", lw=0.8, ls="--", label="goal 0.6 (4096^3)")
+        a.set_xticks(range(len(gemm)), [f"{r['name']} M={r['M']}" for r in gemm],
+                     rotation=90, fontsize=7)
+        a.set_ylabel("cuBLAS time / ours")
+        a.set_title(f"GEMMs vs cuBLAS on {result['device']['name']} (higher is better)")
+        a.legend(fontsize=7)
+    if streaming:
+        a = next(ax)
+        a.bar(range(len(streaming)), [r["ours"]["fraction_of_copy_bw"] for r in streaming],
+              label="ours")
+        lib = [r["library"].get("fraction_of_copy_bw", float("nan")) for r in streaming]
+        a.plot(range(len(streaming)), lib, "k_", ms=14, label="cuBLAS")
+        a.axhline(0.7, color="red", lw=0.8, ls="--", label="goal 0.7")
+        a.set_xticks(range(len(streaming)),
+                     [f"{r['name']} M={r['M']}" for r in streaming], rotation=90, fontsize=7)
+        a.set_ylabel("fraction of copy GB/s")
+        a.set_title("weight streaming (M <= 64)")
+        a.legend(fontsize=7)
+    if others:
+        a = next(ax)
+        a.bar(range(len(others)), [v for _, v in others])
+        a.axhline(1.0, color="gray", lw=0.8)
+        a.set_xticks(range(len(others)), [k for k, _ in others], rotation=90, fontsize=7)
+        a.set_ylabel("library time / ours")
+        a.set_title("conv2d vs cuDNN, softmax+dropout vs torch")
+    fig.tight_layout()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

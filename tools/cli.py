@@ -103,7 +103,12 @@ def _bench(args: argparse.Namespace) -> int:
         print(table)
         stem = name if name in ("kernels", "mlp") else f"spine-{name}"
         path = report.write_json(result, out, stem)
-        png = report.plot(result, out, stem) if name not in ("kernels", "mlp") else None
+        if name == "kernels":
+            from tilesync.bench.kernels import kernels_plot
+
+            png = kernels_plot(result, out, stem)
+        else:
+            png = report.plot(result, out, stem) if name != "mlp" else None
         print(f"wrote {path}" + (f" and {png}" if png else ""))
     return 0
 
