@@ -173,11 +173,11 @@ def launch(
     grid_dims, block_dims = dim3(grid, "grid"), dim3(block, "block")
     if shared_mem < 0:
         raise ValueError(f"negative shared memory size {shared_mem}")
-    if shared_mem > STATIC_SHARED_LIMIT:
-        ensure = getattr(kernel, "ensure_dynamic_shared_memory", None)
-        if ensure is None:
-            raise ValueError("more than 48 KiB of dynamic shared memory needs a tilesync Kernel")
-        ensure(shared_mem)
+    ensure = getattr(kernel, "ensure_dynamic_shared_memory", None)
+    if shared_mem > 0 and ensure is not None:
+        ensure(shared_mem)  # static + dynamic beyond 48 KiB needs the kernel's opt-in
+    elif shared_mem > STATIC_SHARED_LIMIT:
+        raise ValueError("more than 48 KiB of dynamic shared memory needs a tilesync Kernel")
     function = getattr(kernel, "handle", kernel)
     handle = stream_handle(stream)
     where = f"launch of '{name}' grid={grid_dims} block={block_dims} shared_mem={shared_mem}"

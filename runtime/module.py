@@ -257,7 +257,7 @@ class Kernel:
     module: Module
     signature: tuple[str, ...] | None = None
     param_bytes: list[int] | None = None
-    _dynamic_smem_limit: int = field(default=48 * 1024, repr=False)
+    _dynamic_smem_limit: int | None = field(default=None, repr=False)
 
     def attribute(self, name: str) -> int:
         """cuFuncGetAttribute by short name, e.g. 'NUM_REGS'."""
@@ -292,7 +292,10 @@ class Kernel:
         return self.attribute("BINARY_VERSION")
 
     def ensure_dynamic_shared_memory(self, nbytes: int) -> None:
-        """Opt in to more than 48 KiB of dynamic shared memory (needed before such a launch)."""
+        """Opt in to `nbytes` of dynamic shared memory where the default does not allow it: by
+        default, static plus dynamic shared memory may not exceed 48 KiB."""
+        if self._dynamic_smem_limit is None:
+            self._dynamic_smem_limit = self.max_dynamic_shared_size_bytes
         if nbytes <= self._dynamic_smem_limit:
             return
         from cuda.bindings import driver

@@ -190,7 +190,7 @@ def test_bench_candidates_are_valid_and_quick_is_small():
 
     quick = {c for w in bk.workloads(True) for c in bk.candidate_configs(w, True)}
     full = {c for w in bk.workloads(False) for c in bk.candidate_configs(w, False)}
-    assert quick <= full and len(quick) <= 16 and len(full) <= 90
+    assert quick <= full and len(quick) <= 20 and len(full) <= 160
     for w in bk.workloads(False):
         configs = bk.candidate_configs(w, False)
         assert configs, w
@@ -279,6 +279,8 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         gen = torch.Generator(device="cuda").manual_seed(cfg.N * 7 + cfg.K)
         b = _weights.get(("t", cfg.K, cfg.N), lambda: (torch.randn(
             (cfg.K, cfg.N), generator=gen, device="cuda") * scale).half())
+        b_arg = b if cfg.b_layout == "row" else _weights.get(
+            ("tc", cfg.K, cfg.N), lambda: b.t().contiguous())  # N x K for wgmma configs
         a = torch.randn((cfg.M, cfg.K), generator=gen, device="cuda").half()
         if cfg.has_bias:
             bias = torch.randn(cfg.out_cols, generator=gen, device="cuda").half()
@@ -288,7 +290,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         first = None
         for run in range(runs):  # errors on the GPU: no 200 MB copies for the big shapes
             c.fill_(float("nan"))
-            runner.launch(a, b, c, bias, seed=seed)
+            runner.launch(a, b_arg, c, bias, seed=seed)
             synchronize()
             got = c.double()
             bad = int((~torch.isfinite(got)).sum())
@@ -309,7 +311,8 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         if cfg.has_bias:
             bias = rng.standard_normal(cfg.out_cols, np.float32).astype(np.float16)
         c = DeviceBuffer.empty((cfg.M, cfg.out_cols), np.float16)
-        da, db = DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b)
+        b_arg = b if cfg.b_layout == "row" else np.ascontiguousarray(b.T)
+        da, db = DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b_arg)
         dbias = DeviceBuffer.from_numpy(bias) if bias is not None else None
         outs = []
         for _ in range(runs):
@@ -317,7 +320,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
             runner.launch(da, db, c, dbias, seed=seed)
             synchronize()
             outs.append(c.to_numpy().astype(np.float64))
-        ref = g.reference(cfg, a.astype(np.float64), b.astype(np.float64),
+        ref = g.reference(cfg, a.astype(np.float64), b_arg.astype(np.float64),
                           None if bias is None else bias.astype(np.float64), seed)
     for got in outs:
         assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
@@ -343,7 +346,8 @@ def _label(cfg) -> str:
         return f"conv-n{cfg.N}-{cfg.H}x{cfg.W}-c{cfg.C}-k{cfg.K}-splitk{cfg.split_k}"
     bm, bn, bk = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{cfg.epilogue or 'plain'}-{bm}x{bn}x{bk}-s{cfg.stages}"
-            f"-splitk{cfg.split_k}" + (f"-drop{cfg.dropout}" if cfg.dropout else ""))
+            f"-splitk{cfg.split_k}" + (f"-drop{cfg.dropout}" if cfg.dropout else "")
+            + ("-wgmma" if cfg.mma == "wgmma" else ""))
 
 
 @pytest.mark.gpu
@@ -546,7 +550,8 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
     monkeypatch.setattr(buffers, "DeviceBuffer", FakeBuffer)
     calls = []
 
-    def fake_time(fn, stream=None, warmup=10, reps=50):
+    def fake_time(fn, stream=None, warmup=10, reps=50, hold_ns_per_rep=0):
+        assert hold_ns_per_rep == bk.HOLD_NS_PER_REP  # no host launch gaps in the samples
         for _ in range(2):
             fn()
         calls.append(1)
