@@ -132,8 +132,10 @@ class GemmConfig:
             )
         if bk % 16 or bk * 2 not in (32, 64, 128, 256):
             raise ValueError(f"BK must be 16, 32, 64 or 128, got {bk}")
-        if bn * 2 not in (32, 64, 128, 256, 512):
-            raise ValueError(f"BN must be a power of two from 16 to 256, got {bn}")
+        if self.b_layout == "row" and bn * 2 not in (32, 64, 128, 256, 512):
+            # shared B rows are BN long: the swizzle needs a power of two of 16-byte chunks
+            raise ValueError(f"BN must be a power of two from 16 to 256 for a row-major B, "
+                             f"got {bn}")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}")
         if self.mma not in ("sync", "wgmma"):

@@ -420,6 +420,7 @@ def test_gpu_gemm_matches_numpy(shape):
         gemm_config(300, 520, 200, tile=(128, 64, 64), stages=2),
         gemm_config(256, 512, 256, tile=(128, 256, 32), warps=(2, 4), stages=2),
         gemm_config(300, 520, 264, tile=(128, 128, 32), stages=6),  # 96 KiB dynamic
+        gemm_config(100, 200, 72, tile=(64, 48, 32), warps=(1, 3), b_layout="col"),
         gemm_config(256, 256, 256, stages=3, dynamic_shared=True),
     ],
     ids=_id,
@@ -439,6 +440,8 @@ WGMMA_CONFIGS = [
                 mma="wgmma", split_k=2),
     gemm_config(128, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=3, b_layout="col",
                 mma="wgmma", epilogue="swiglu"),
+    gemm_config(64, 480, 1024, tile=(64, 48, 64), warps=(4, 1), stages=8, b_layout="col",
+                mma="wgmma", epilogue="swiglu"),  # BN not a power of two: 10 column tiles
 ]
 
 
