@@ -138,6 +138,9 @@ class GemmConfig:
                              f"got {bn}")
         if self.stages < 2:
             raise ValueError(f"stages must be at least 2, got {self.stages}")
+        if self.prefetch > 8:
+            raise ValueError(f"{self.stages} stages keep {self.prefetch} k-tiles in flight; "
+                             "cp.async.wait_group counts at most 7 pending groups (8 in flight)")
         if self.mma not in ("sync", "wgmma"):
             raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
         if self.mma == "wgmma":

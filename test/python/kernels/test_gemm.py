@@ -218,6 +218,8 @@ def test_unmasked_when_shapes_divide():
         (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
         (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
         (dict(M=64, N=64, K=64, stages=1), "stages must be at least 2"),
+        (dict(M=64, N=64, K=64, tile=(16, 64, 32), warps=(1, 4), stages=10),
+         "at most 7 pending groups"),
     ],
 )
 def test_config_errors(kwargs, message):
