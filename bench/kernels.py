@@ -94,20 +94,27 @@ def candidate_configs(w: Workload, quick: bool) -> list:
     if w.M <= STREAMING_M:
         # Weight streaming: enough bytes in flight per SM (deep or wide k-tiles, or split K
         # when the N tiles alone leave SMs idle).
-        bm = 16 if w.M <= 16 else 64
-        tiles_n = -(-w.N // 128)
-        k_tiles = -(-w.K // 32)
-        splits = [s for s in (8, 4, 2) if k_tiles % s == 0]
-        want = max(1, min(splits, key=lambda s: abs(tiles_n * s - 400))) if splits else 1
-        configs.append(make((bm, 64, 128), (1, 4), 4))
-        configs.append(make((bm, 128, 32), (1, 4), 4, want))
-        if not quick:
-            configs.append(make((bm, 64, 64), (1, 4), 8 if bm == 16 else 4))
-            configs.append(make((bm, 64, 64), (1, 4), 4, 2))
-            configs.append(make((bm, 128, 64), (1, 4), 4))
-            if bm == 64:
-                configs.append(make((64, 128, 64), (1, 4), 4, 2))
-                configs.append(wgmma((64, 64, 64), 6))
+        if w.M <= 16:
+            tiles_n = -(-w.N // 128)
+            k_tiles = -(-w.K // 32)
+            splits = [s for s in (8, 4, 2) if k_tiles % s == 0]
+            want = max(1, min(splits, key=lambda s: abs(tiles_n * s - 400))) if splits else 1
+            configs.append(make((16, 64, 128), (1, 4), 4))
+            configs.append(make((16, 64, 64), (1, 4), 8))
+            if not quick:
+                configs.append(make((16, 128, 32), (1, 4), 4, want))
+                configs.append(make((16, 64, 64), (1, 4), 4, 2))
+                configs.append(make((16, 128, 64), (1, 4), 4))
+        else:
+            # One warpgroup of wgmma, narrow N tiles: a CTA on nearly every SM, 7 k-tiles of
+            # 64 in flight each
+            configs.append(wgmma((64, 48, 64), 8))
+            configs.append(wgmma((64, 64, 64), 8))
+            if not quick:
+                configs.append(wgmma((64, 32, 64), 8))
+                configs.append(wgmma((64, 96, 64), 8))
+                configs.append(make((64, 64, 128), (1, 4), 4))
+                configs.append(make((64, 128, 64), (1, 4), 4))
     else:
         configs.append(wgmma((128, 256, 64), 4))
         configs.append(wgmma((128, 128, 64), 6))
@@ -312,7 +319,9 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     l2 = device.l2_cache_bytes or L2_BYTES_DEFAULT
     # Compile first, in a process pool, before torch starts its threads.
     loads = workloads(quick)
-    candidates = {w: candidate_configs(w, quick) for w in loads}
+    hopper = device.arch == "sm_90"  # wgmma configs need sm_90a
+    candidates = {w: [c for c in candidate_configs(w, quick) if hopper or c.target is None]
+                  for w in loads}
     all_cfgs = sorted({c for cs in candidates.values() for c in cs}, key=repr)
     t0 = time.perf_counter()
     ptx = dict(zip(all_cfgs, compile_ptx_many(all_cfgs, device.arch), strict=True))
@@ -324,7 +333,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     if conv:
         from tilesync.kernels import conv2d
 
-        conv_cfgs = conv_workloads(quick)
+        conv_cfgs = conv_workloads(quick, wgmma=hopper)
         conv_ptx = dict(zip(conv_cfgs, conv2d.compile_ptx_many(conv_cfgs, device.arch),
                             strict=True))
 
@@ -414,8 +423,9 @@ __all__ = ["Workload", "candidate_configs", "conv_benchmarks", "conv_table", "co
 CONV_LAYERS = ((64, 56), (128, 28), (256, 14), (512, 7))  # C = K at H = W (ResNet/VGG 3x3)
 
 
-def conv_workloads(quick: bool) -> list:
-    """One config per layer and batch (1 and 8; quick: batch 8 only)."""
+def conv_workloads(quick: bool, wgmma: bool = True) -> list:
+    """One config per layer and batch (1 and 8; quick: batch 8 only); wgmma (sm_90a) unless
+    `wgmma` is false."""
     from tilesync.kernels.conv2d import conv2d_config
 
     out = []
@@ -423,19 +433,24 @@ def conv_workloads(quick: bool) -> list:
         for c, hw in CONV_LAYERS:
             m = batch * hw * hw
             bn = 64 if c == 64 else 128
-            if m >= 8192:
+            mma = "wgmma" if wgmma else "sync"
+            if wgmma and m >= 8192:  # two warpgroups over 128 rows, 64-wide k-tiles
+                tile, warps, stages = (128, bn, 64), (8, 1), 4
+            elif wgmma:  # one warpgroup
+                tile, warps, stages = (64, 64, 64), (4, 1), 6
+            elif m >= 8192:
                 tile, warps, stages = (128, bn, 32), (2, 2), 3 if bn == 128 else 4
             else:
                 tile, warps, stages = (64, 64, 32), (2, 2), 4
             tiles = -(-m // tile[0]) * -(-c // tile[1])
-            k_tiles = 9 * c // 32
+            k_tiles = 9 * c // tile[2]
             split = 1
             for s in (2, 4, 8, 16):  # fill ~2 blocks per SM on 132 SMs
                 if tiles * split >= 264 or k_tiles % s or k_tiles // s < 4:
                     break
                 split = s
             out.append(conv2d_config(batch, hw, hw, c, c, tile=tile, warps=warps,
-                                     stages=stages, split_k=split))
+                                     stages=stages, split_k=split, mma=mma))
     return out
 
 

@@ -40,6 +40,8 @@ class ConvConfig:
     name: str = "conv2d"
     R: int = 3
     S: int = 3
+    mma: str = "sync"
+    """The GEMM's multiply: mma.sync, or wgmma (sm_90a; see GemmConfig.mma)."""
 
     def __post_init__(self) -> None:
         if min(self.N, self.H, self.W, self.C, self.K) <= 0:
@@ -57,7 +59,7 @@ class ConvConfig:
         return g.gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
                              tile=self.tile, warps=self.warps, stages=self.stages,
                              b_layout="col", epilogue=self.epilogue, name=self.name,
-                             split_k=self.split_k)
+                             split_k=self.split_k, mma=self.mma)
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -89,9 +91,9 @@ class ConvConfig:
 
 def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                   stages: int = 3, split_k: int = 1, epilogue: str | None = None,
-                  name: str = "conv2d") -> ConvConfig:
+                  name: str = "conv2d", mma: str = "sync") -> ConvConfig:
     return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
-                      name)
+                      name, mma=mma)
 
 
 def conv2d_module(cfg: ConvConfig) -> ModuleOp:
@@ -126,6 +128,8 @@ def im2col_source(cfg: ConvConfig):
 def compile_conv2d(cfg: ConvConfig, target: str = "sm_90", validate: bool = False):
     import tilesync
 
+    if cfg.gemm.target is not None and target == "sm_90":
+        target = cfg.gemm.target
     return tilesync.compile(conv2d_module(cfg), pipeline=g.gemm_pipeline(), target=target,
                             validate=validate)
 
