@@ -7,7 +7,10 @@ to LLVM IR → PTX (→ validated by nvJitLink on request).
 
 from __future__ import annotations
 
+import gc
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -144,27 +147,42 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
     return sigs
 
 
+def verify_lowered(module: ModuleOp, last_pass: str) -> None:
+    """The verification `lower` ends with: CompileError naming the pass that broke the IR."""
+    try:
+        module.verify()
+    except (VerifyException, DiagnosticException) as err:
+        raise CompileError(f"IR after {last_pass} does not verify: {err}") from err
+
+
 def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
           keep_ir: bool = False, verify_each: bool = False
           ) -> tuple[dict[str, str], dict[str, float]]:
     """Run the pipeline in place; returns the IR text after each pass (when `keep_ir`) and
-    each pass's time. The module is verified at the end, or after every pass with
+    each pass's time. The module is verified once, at the end, or after every pass with
     `verify_each` (slower: it names the pass that broke the IR)."""
+    ir_after, seconds, _last = _lower(module, pipeline, ctx, keep_ir, verify_each, True)
+    return ir_after, seconds
+
+
+def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
+           verify_last: bool) -> tuple[dict[str, str], dict[str, float], str | None]:
+    """`lower`, also returning the name of the last pass; `verify_last=False` leaves the
+    final verification to the caller (`compile` runs it while LLVM generates the PTX)."""
     ctx = ctx or make_context()
     ir_after: dict[str, str] = {}
     seconds: dict[str, float] = {}
     clock = [time.perf_counter()]
+    last: list[str | None] = [None]
 
     def after_each(prev: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
         if prev is None:
             return
         now = time.perf_counter()
         seconds[prev.name] = seconds.get(prev.name, 0.0) + now - clock[0]
-        if verify_each or _next is None:
-            try:
-                op.verify()
-            except (VerifyException, DiagnosticException) as err:
-                raise CompileError(f"IR after {prev.name} does not verify: {err}") from err
+        last[0] = prev.name
+        if verify_each or (_next is None and verify_last):
+            verify_lowered(op, prev.name)
         if keep_ir:
             ir_after[prev.name] = str(op)
         clock[0] = time.perf_counter()
@@ -179,7 +197,7 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
         raise
     except (DiagnosticException, VerifyException) as err:
         raise CompileError(str(err)) from err
-    return ir_after, seconds
+    return ir_after, seconds, last[0]
 
 
 def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
@@ -206,9 +224,6 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
     `timeout_ns` set the spin-wait lowering's options in the default pipeline; `keep_ir` keeps
     the IR text after every pass in `ir_after`; `verify_each` verifies after every pass.
     """
-    from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
-    from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
-
     if target not in TARGETS:
         raise CompileError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
     ctx = make_context()
@@ -226,25 +241,86 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
     elif debug or timeout_ns is not None:
         raise CompileError("debug/timeout_ns apply to the default pipeline; with an explicit "
                            "pipeline set convert-sync-to-nvvm{debug=true ...} yourself")
-    ir_after, seconds = lower(module, pipeline, ctx, keep_ir, verify_each)
-    kernels = kernel_signatures(module)
-
-    ptx_by_module: dict[str, str] = {}
-    llvm_by_module: dict[str, str] = {}
-    for op in module.walk():
-        if isinstance(op, gpu.ModuleOp):
-            name = op.sym_name.data
-            start = time.perf_counter()
-            try:
-                llvm_by_module[name] = translate_to_llvm_ir(op)
-                ptx_by_module[name] = llvm_ir_to_ptx(llvm_by_module[name], arch=target)
-                if validate:
-                    validate_ptx(ptx_by_module[name], target)
-            except (TranslationError, PTXError) as err:
-                raise CompileError(f"gpu.module @{name}: {err}") from err
-            seconds[f"ptx:{name}"] = time.perf_counter() - start
+    with _gc_paused():
+        ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
+                                              verify_last=False)
+        ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
+                                                None if verify_each else last_pass)
+        kernels = kernel_signatures(module)
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
+
+
+@contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while compiling: the IR is a large graph of cyclic
+    objects that the collector would traverse again and again (about a tenth of the compile
+    time of a GEMM kernel); what a compile leaves is collected afterwards as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, float],
+            verify_after: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """LLVM IR and PTX of every gpu.module in `module`.
+
+    The translation to LLVM IR runs here; LLVM (optimization and PTX emission, which release
+    the GIL) runs on a worker thread, meanwhile this thread verifies the lowered IR when
+    `verify_after` names the last pass (`lower` leaves it unverified). A verification error
+    comes first, then errors in the order of the modules, as if each step ran in turn.
+    """
+    from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
+    from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
+
+    def llvm_job(llvm_ir: str) -> tuple[str, float]:
+        start = time.perf_counter()
+        ptx = llvm_ir_to_ptx(llvm_ir, arch=target)
+        if validate:
+            validate_ptx(ptx, target)
+        return ptx, time.perf_counter() - start
+
+    def verified() -> None:
+        if verify_after is not None:
+            start = time.perf_counter()
+            verify_lowered(module, verify_after)
+            seconds["verify"] = time.perf_counter() - start
+
+    llvm_by_module: dict[str, str] = {}
+    jobs: dict[str, Future] = {}
+    translate_seconds: dict[str, float] = {}
+    # A fresh thread per compile: a pool kept across calls would be dead in a forked child.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tilesync-llvm") as worker:
+        failure: tuple[str, Exception] | None = None
+        for op in module.walk():
+            if isinstance(op, gpu.ModuleOp):
+                name = op.sym_name.data
+                start = time.perf_counter()
+                try:
+                    llvm_by_module[name] = translate_to_llvm_ir(op)
+                except Exception as err:  # reported after the verification (invalid IR first)
+                    failure = (name, err)
+                    break
+                translate_seconds[name] = time.perf_counter() - start
+                jobs[name] = worker.submit(llvm_job, llvm_by_module[name])
+        verified()
+        ptx_by_module: dict[str, str] = {}
+        for name, job in jobs.items():
+            try:
+                ptx_by_module[name], llvm_seconds = job.result()
+            except PTXError as err:
+                raise CompileError(f"gpu.module @{name}: {err}") from err
+            seconds[f"ptx:{name}"] = translate_seconds[name] + llvm_seconds
+        if failure is not None:
+            name, err = failure
+            if isinstance(err, TranslationError):
+                raise CompileError(f"gpu.module @{name}: {err}") from err
+            raise err
+    return ptx_by_module, llvm_by_module
 
 
 def annotate_resources(module: ModuleOp, target: str = "sm_90",
