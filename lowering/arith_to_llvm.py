@@ -28,9 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -40,6 +38,7 @@ from tilesync.lowering.llvm_conversion import (
     reject_leftover_ops,
     replace_with_llvm,
 )
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-arith-to-llvm"
@@ -337,7 +336,5 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(ARITH_TO_LLVM_PATTERNS)), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, ARITH_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "arith.")

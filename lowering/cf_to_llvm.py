@@ -17,9 +17,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -29,6 +27,7 @@ from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     reject_leftover_ops,
 )
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import cast_value, convert_type
 
 PASS_NAME = "convert-cf-to-llvm"
@@ -120,7 +119,5 @@ class ConvertCfToLLVMPass(ModulePass):
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(CF_TO_LLVM_PATTERNS)), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, CF_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "cf.")

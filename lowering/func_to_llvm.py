@@ -24,9 +24,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -40,6 +38,7 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-func-to-llvm"
@@ -167,9 +166,7 @@ class ConvertFuncToLLVMPass(ModulePass):
     name = "convert-func-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(FUNC_TO_LLVM_PATTERNS)), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
         for leftover in op.walk():
             if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):

@@ -19,14 +19,13 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from tilesync.dialects import nvvm
+from tilesync.lowering.rewrite_driver import apply_patterns
 
 # gpu op -> PTX special register prefix (the dimension is appended: "tid" -> "tid.x").
 _SREG_OF: dict[type[Operation], str] = {
@@ -98,6 +97,4 @@ class ConvertGPUToNVVMPass(ModulePass):
     name = "convert-gpu-to-nvvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(GPU_TO_NVVM_PATTERNS)), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, GPU_TO_NVVM_PATTERNS)

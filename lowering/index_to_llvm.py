@@ -26,9 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 
@@ -43,6 +41,7 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import INDEX_BITS, convert_type
 
 PASS_NAME = "convert-index-to-llvm"
@@ -149,9 +148,7 @@ class ConvertIndexToLLVMPass(ModulePass):
     name = "convert-index-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([IndexOpLowering()]), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, [IndexOpLowering()])
         for leftover in op.walk():
             if op_name(leftover).startswith("index."):
                 raise unsupported_op_error(PASS_NAME, leftover, "not converted")

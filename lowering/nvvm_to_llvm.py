@@ -24,15 +24,14 @@ from xdsl.dialects.builtin import Float32Type, IntegerType, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
 from tilesync.dialects import nvvm
 from tilesync.lowering.llvm_conversion import reject_leftover_ops
+from tilesync.lowering.rewrite_driver import apply_patterns
 
 # --------------------------------------------------------------------------------------------
 # The tables: every intrinsic name and every PTX instruction string, once.
@@ -208,7 +207,5 @@ class ConvertNVVMToLLVMPass(ModulePass):
     name = "convert-nvvm-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(list(NVVM_TO_LLVM_PATTERNS)), apply_recursively=False
-        ).rewrite_module(op)
+        apply_patterns(op, NVVM_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, self.name, "nvvm.")

@@ -13,14 +13,14 @@ from xdsl.dialects.scf import ConditionOp, WhileOp, YieldOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
+
+from tilesync.lowering.rewrite_driver import apply_patterns
 
 
 class WhileLowering(RewritePattern):
@@ -65,8 +65,5 @@ class LowerSCFToCFPass(ModulePass):
     name = "lower-scf-to-cf"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()]
-            )
-        ).rewrite_module(op)
+        apply_patterns(op, [SwitchLowering(), IfLowering(), ForLowering(), WhileLowering()],
+                       recursive=True)

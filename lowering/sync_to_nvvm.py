@@ -40,9 +40,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -50,6 +48,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects import nvvm, sync
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 from tilesync.transforms.sync.kernel_args import sync_arg
 
@@ -341,10 +340,6 @@ class ConvertSyncToNVVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         adopt_stage_orders(op)
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [LowerOrderedTile(), LowerTile(),
-                 LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug), LowerPost(),
-                 EraseSyncHooks()]
-            )
-        ).rewrite_module(op)
+        apply_patterns(op, [LowerOrderedTile(), LowerTile(),
+                            LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
+                            LowerPost(), EraseSyncHooks()], recursive=True)

@@ -52,17 +52,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from tilesync.dialects import nvvm, tile
-from tilesync.lowering.llvm_conversion import reject_leftover_ops, unsupported_op_error
+from tilesync.lowering.cse import cse
+from tilesync.lowering.llvm_conversion import unsupported_op_error
+from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import memref_address_space
 
 PASS_NAME = "convert-tile-to-nvvm"
@@ -838,8 +837,12 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
 # --------------------------------------------------------------------------------------------
 
 
-def _retype_fragments(module: ModuleOp) -> None:
-    for op in module.walk():
+def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None
+                      ) -> set[Operation]:
+    """Give fragment-typed block arguments and results their struct types; `ops` is
+    `module.walk()` when the caller has it. Returns the casts it erased."""
+    ops = list(module.walk()) if ops is None else ops
+    for op in ops:
         for region in op.regions:
             for block in region.blocks:
                 for arg in tuple(block.args):
@@ -851,15 +854,18 @@ def _retype_fragments(module: ModuleOp) -> None:
         if isinstance(op, func.FuncOp | gpu.FuncOp):
             op.properties["function_type"] = convert_frag_types(op.function_type)
     # The casts the patterns left between structs and fragments now cast a struct to itself.
-    for op in list(module.walk()):
+    erased: set[Operation] = set()
+    for op in ops:
         if (isinstance(op, UnrealizedConversionCastOp) and len(op.inputs) == 1
                 and op.inputs[0].type == op.results[0].type):
             op.results[0].replace_all_uses_with(op.inputs[0])
             Rewriter.erase_op(op)
+            erased.add(op)
+    return erased
 
 
-def _reject_fragments(module: ModuleOp) -> None:
-    for op in module.walk():
+def _reject_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
+    for op in module.walk() if ops is None else ops:
         for value in (*op.results, *op.operands):
             if isinstance(value.type, tile.FragType):
                 raise unsupported_op_error(PASS_NAME, op, f"fragment value of type {value.type}"
@@ -873,15 +879,17 @@ class ConvertTileToNVVMPass(ModulePass):
     name = "convert-tile-to-nvvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(tile_to_nvvm_patterns()), apply_recursively=False
-        ).rewrite_module(op)
-        reject_leftover_ops(op, self.name, "tile.")
-        _retype_fragments(op)
-        _reject_fragments(op)
+        apply_patterns(op, tile_to_nvvm_patterns())
+        ops = list(op.walk())
+        for leftover in ops:
+            if leftover.name.startswith("tile."):
+                raise unsupported_op_error(self.name, leftover,
+                                           "no lowering for this op or its types")
+        erased = _retype_fragments(op, ops)
+        _reject_fragments(op, [o for o in ops if o not in erased])
         # Each tile op computes its own addresses; merge the repeated index arithmetic
         # (a GEMM kernel shrinks by a quarter, which every later pass and verification feels).
-        CommonSubexpressionElimination().apply(ctx, op)
+        cse(op)
 
 
 __all__ = [

@@ -1,0 +1,159 @@
+"""A faster driver for the lowering passes' pattern walks, with xDSL's semantics.
+
+`apply_patterns(root, patterns, recursive)` does what
+
+    PatternRewriteWalker(GreedyRewritePatternApplier(patterns),
+                         apply_recursively=recursive).rewrite_module(root)
+
+does: the same ops visited in the same order (pre-order, an op before its regions), a
+trivially dead op erased before any pattern sees it, the first pattern that acts wins, ops
+that a rewrite erases are not visited, errors reported the same way. What it saves:
+
+- xDSL calls every pattern on every op, and a pattern written with `@op_type_rewrite_pattern`
+  returns at once when the op is not of its type. `TypeDispatchApplier` tries on an op only
+  the patterns whose type the op's class is a subclass of (computed once per class), so an
+  op that no pattern wants costs a dict lookup. Patterns without the decorator are tried on
+  every op, as before.
+- Without `recursive` (no re-matching of new ops, no second walk), the worklist is a plain
+  list built by one iterative walk, and a set of erased ops replaces xDSL's stack + index map.
+
+With `recursive`, xDSL's walker runs (its worklist is what makes the fixpoint iteration
+well-defined) with the dispatching applier.
+
+`xdsl_drivers()` switches this driver and `tilesync.lowering.cse` back to xDSL's own (to rule
+them out when something looks wrong; the tests compare both on whole pipelines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, Region
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
+
+_use_xdsl = False
+
+
+@contextmanager
+def xdsl_drivers() -> Iterator[None]:
+    """Within the block, `apply_patterns` and `cse` run xDSL's walker and CSE."""
+    global _use_xdsl
+    before, _use_xdsl = _use_xdsl, True
+    try:
+        yield
+    finally:
+        _use_xdsl = before
+
+
+def using_xdsl_drivers() -> bool:
+    return _use_xdsl
+
+
+def _matched_types(pattern: RewritePattern) -> object | None:
+    """The op type(s) a `@op_type_rewrite_pattern` method matches, or None (any op)."""
+    method = getattr(type(pattern), "match_and_rewrite", None)
+    code = getattr(method, "__code__", None)
+    if code is None or not method.__qualname__.startswith("op_type_rewrite_pattern."):
+        return None
+    if "expected_type" not in code.co_freevars or method.__closure__ is None:
+        return None
+    cells = dict(zip(code.co_freevars, method.__closure__, strict=True))
+    return cells["expected_type"].cell_contents
+
+
+class TypeDispatchApplier(GreedyRewritePatternApplier):
+    """GreedyRewritePatternApplier (trivial DCE first, no folding) that skips the patterns
+    whose `@op_type_rewrite_pattern` type the op is not an instance of."""
+
+    def __init__(self, patterns: Iterable[RewritePattern]):
+        super().__init__(list(patterns))
+        self._types = [_matched_types(p) for p in self.rewrite_patterns]
+        self._by_class: dict[type, tuple[RewritePattern, ...]] = {}
+
+    def patterns_for(self, cls: type) -> tuple[RewritePattern, ...]:
+        found = self._by_class.get(cls)
+        if found is None:
+            found = tuple(p for p, t in zip(self.rewrite_patterns, self._types, strict=True)
+                          if t is None or issubclass(cls, t))  # type: ignore[arg-type]
+            self._by_class[cls] = found
+        return found
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if is_trivially_dead(op):
+            rewriter.erase(op)
+            return
+        for pattern in self.patterns_for(type(op)):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+
+
+def _preorder(region: Region) -> list[Operation]:
+    """The ops nested in `region`, each before the ops of its regions (xDSL's walk order)."""
+    out: list[Operation] = []
+    _append_region(region, out)
+    return out
+
+
+def _append_region(region: Region, out: list[Operation]) -> None:
+    for block in region.blocks:
+        for op in block.ops:
+            out.append(op)
+            if op.regions:
+                for inner in op.regions:
+                    _append_region(inner, out)
+
+
+def apply_patterns(root: ModuleOp | Region, patterns: Sequence[RewritePattern] | RewritePattern,
+                   recursive: bool = False) -> bool:
+    """Rewrite the ops nested in `root` (a module or a region); True if anything changed."""
+    region = root.body if isinstance(root, ModuleOp) else root
+    if _use_xdsl:
+        listed = [patterns] if isinstance(patterns, RewritePattern) else list(patterns)
+        return PatternRewriteWalker(GreedyRewritePatternApplier(listed),
+                                    apply_recursively=recursive).rewrite_region(region)
+    applier = patterns if isinstance(patterns, TypeDispatchApplier) else TypeDispatchApplier(
+        [patterns] if isinstance(patterns, RewritePattern) else patterns)
+    if recursive:
+        return PatternRewriteWalker(applier, apply_recursively=True).rewrite_region(region)
+
+    ops = _preorder(region)
+    if not ops:
+        return False
+    erased: set[Operation] = set()
+
+    def on_removal(op: Operation) -> None:
+        if op.regions:
+            erased.update(op.walk())
+        else:
+            erased.add(op)
+
+    listener = PatternRewriterListener()
+    listener.operation_removal_handler.append(on_removal)
+    rewriter = PatternRewriter(ops[0])
+    rewriter.extend_from_listener(listener)
+    changed = False
+    match = applier.match_and_rewrite
+    for op in ops:
+        if op in erased:
+            continue
+        rewriter.has_done_action = False
+        rewriter._current_operation = op
+        rewriter.insertion_point = InsertPoint.before(op)
+        rewriter.name_hint = None
+        try:
+            match(op, rewriter)
+        except Exception as err:
+            op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+        changed |= rewriter.has_done_action
+    return changed
