@@ -1,0 +1,23 @@
+// RUN: tilesync-opt %s | filecheck %s
+// RUN: tilesync-opt %s | tilesync-opt | filecheck %s
+// RUN: tilesync-opt %s --print-op-generic | tilesync-opt | filecheck %s
+
+// A k16 step of a warpgroup: N = 16 (two accumulators) from 128-byte K-major rows.
+// CHECK-LABEL: func.func @wgmma_step
+// CHECK:       tile.fence_proxy_async
+// CHECK-NEXT:  tile.wgmma_fence
+// CHECK-NEXT:  %{{.*}}, %{{.*}} = tile.wgmma %a[%s, %m, %k], %b[%s, %n, %k], %c0, %c1 : memref<3x128x64xf16, 3 : i64>, memref<3x16x64xf16, 3 : i64>, !tile.frag<acc, f32, m16n8k16>
+// CHECK-NEXT:  tile.wgmma_commit
+// CHECK-NEXT:  tile.wgmma_wait 1
+// CHECK-NEXT:  tile.wgmma_wait 0
+func.func @wgmma_step(%a: memref<3x128x64xf16, 3>, %b: memref<3x16x64xf16, 3>, %s: index,
+                      %m: index, %n: index, %k: index, %c0: !tile.frag<acc, f32, m16n8k16>,
+                      %c1: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  tile.fence_proxy_async
+  tile.wgmma_fence
+  %d0, %d1 = tile.wgmma %a[%s, %m, %k], %b[%s, %n, %k], %c0, %c1 : memref<3x128x64xf16, 3>, memref<3x16x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  tile.wgmma_commit
+  tile.wgmma_wait 1
+  tile.wgmma_wait 0
+  func.return %d1 : !tile.frag<acc, f32, m16n8k16>
+}

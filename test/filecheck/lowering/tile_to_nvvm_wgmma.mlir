@@ -1,0 +1,52 @@
+// RUN: tilesync-opt %s -p convert-tile-to-nvvm | filecheck %s
+
+// wgmma reads its operands through 64-bit shared-memory descriptors: the start address
+// (& 0x3FFFF) >> 4, leading byte offset 16 (1 << 16), stride byte offset 1024 between 8-row
+// atoms (64 << 32) and the 128-byte swizzle (1 << 62) = 4611686293305360384. The asm ties the
+// accumulators in and out (=f ... 0,1,...), scale-d comes in a register (1), no transposes.
+
+// CHECK-LABEL: func.func @wgmma_step
+// CHECK-DAG:   %[[MASK:.*]] = llvm.mlir.constant(262143) : i64
+// CHECK-DAG:   %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-DAG:   %[[HIGH:.*]] = llvm.mlir.constant(4611686293305360384) : i64
+// CHECK-DAG:   %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK:       llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}"
+// CHECK-NEXT:  llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned;", "~{memory}"
+// A[s, m, k]: a shared address, not a swizzled one (the hardware swizzles)
+// CHECK:       %[[PA:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
+// CHECK-NEXT:  %[[IA:.*]] = llvm.ptrtoint %[[PA]] : !llvm.ptr<3> to i64
+// CHECK-NEXT:  %[[MA:.*]] = llvm.and %[[IA]], %[[MASK]] : i64
+// CHECK-NEXT:  %[[SA:.*]] = llvm.lshr %[[MA]], %[[FOUR]] : i64
+// CHECK-NEXT:  %[[DA:.*]] = llvm.or %[[SA]], %[[HIGH]] : i64
+// CHECK:       %[[PB:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
+// CHECK-NEXT:  %[[IB:.*]] = llvm.ptrtoint %[[PB]] : !llvm.ptr<3> to i64
+// CHECK-NEXT:  %[[MB:.*]] = llvm.and %[[IB]], %[[MASK]] : i64
+// CHECK-NEXT:  %[[SB:.*]] = llvm.lshr %[[MB]], %[[FOUR]] : i64
+// CHECK-NEXT:  %[[DB:.*]] = llvm.or %[[SB]], %[[HIGH]] : i64
+// CHECK-COUNT-8: llvm.extractvalue %c{{[01]}}[{{[0-3]}}] : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NEXT:  %[[D:.*]] = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $10, 0;\0Awgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7}, $8, $9, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,l,l,r,0,1,2,3,4,5,6,7" %[[DA]], %[[DB]], %[[ONE]], {{.*}} -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+// The second accumulator is registers 4..7 of the result.
+// CHECK:       llvm.extractvalue %[[D]][7]
+// CHECK:       llvm.inline_asm has_side_effects "wgmma.commit_group.sync.aligned;", "~{memory}"
+// CHECK-NEXT:  llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;", "~{memory}"
+// CHECK-NOT:   tile.
+func.func @wgmma_step(%a: memref<3x128x64xf16, 3>, %b: memref<3x16x64xf16, 3>, %s: index,
+                      %m: index, %k: index, %c0: !tile.frag<acc, f32, m16n8k16>,
+                      %c1: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  %n = arith.constant 0 : index
+  tile.fence_proxy_async
+  tile.wgmma_fence
+  %d0, %d1 = tile.wgmma %a[%s, %m, %k], %b[%s, %n, %k], %c0, %c1 : memref<3x128x64xf16, 3>, memref<3x16x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  tile.wgmma_commit
+  tile.wgmma_wait 0
+  func.return %d1 : !tile.frag<acc, f32, m16n8k16>
+}
+
+// bf16 operands name .bf16 in the instruction.
+// CHECK-LABEL: func.func @wgmma_bf16
+// CHECK:       wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16
+func.func @wgmma_bf16(%a: memref<64x64xbf16, 3>, %b: memref<8x64xbf16, 3>, %i: index,
+                      %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  %d = tile.wgmma %a[%i, %i], %b[%i, %i], %c : memref<64x64xbf16, 3>, memref<8x64xbf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  func.return %d : !tile.frag<acc, f32, m16n8k16>
+}
