@@ -17,6 +17,21 @@ order):
         for each k16 step: ldmatrix A (x4) and B (x4, .trans for a row-major B); mma.sync
     store the accumulators through the epilogue (none, bias, gelu, bias_gelu)
 
+With `mma="wgmma"` (sm_90a) the warps form BM/64 warpgroups, each multiplying its 64 rows by
+the whole BN-wide tile with `wgmma.mma_async` straight from shared memory (K-major 128-byte
+swizzled rows, BK = 64, B column-major). One wgmma group stays in flight while the next
+k-tile's copies are issued, so the copies run S-2 k-tiles ahead:
+
+    for kt in 0 .. KT-1:
+        cp.async.wait_group S-3; fence.proxy.async; bar.sync
+        if kt + S - 2 < KT: copy k-tile kt+S-2 into stage (kt+S-2) % S (read by the group of
+                            kt-2, finished: at most one group is pending);  commit
+        wgmma.fence; 4 x wgmma m64nBNk16; wgmma.commit_group; wgmma.wait_group 1
+    wgmma.wait_group 0; store as above (the accumulators have mma.sync's m16n8 layout)
+
+Stages beyond 48 KiB of shared memory live in dynamic shared memory (the launch passes
+`dynamic_shared_bytes`).
+
 Layouts: A is M x K row-major; B is K x N row-major (`b_layout="row"`) or N x K row-major
 (`"col"`, i.e. B column-major as a K x N matrix); C (and the result of the epilogue) is M x N
 row-major of the input type; bias has N elements. Kernel parameters: A, B, C[, bias] as
