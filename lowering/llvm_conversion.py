@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from tilesync.lowering.type_conversion import cast_value, convert_type
+from tilesync.lowering.type_conversion import cast_value, convert_type, unrealized_cast
 
 
 def llvm_operands(rewriter: PatternRewriter, op: Operation) -> list[SSAValue]:
@@ -74,7 +74,7 @@ def convert_block_argument_types(block: Block) -> bool:
             continue
         old_type = arg.type
         new_arg = Rewriter.replace_value_with_new_type(arg, new_type)
-        cast = UnrealizedConversionCastOp.get([new_arg], [old_type])
+        cast = unrealized_cast(new_arg, old_type)
         # Redirect the uses before inserting the cast, so the cast itself keeps the new arg.
         new_arg.replace_all_uses_with(cast.results[0])
         cast.operands = (new_arg,)

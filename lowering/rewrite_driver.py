@@ -89,7 +89,7 @@ class TypeDispatchApplier(GreedyRewritePatternApplier):
         return found
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if is_trivially_dead(op):
+        if self.dce_enabled and is_trivially_dead(op):
             rewriter.erase(op)
             return
         for pattern in self.patterns_for(type(op)):

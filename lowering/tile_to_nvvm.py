@@ -62,7 +62,7 @@ from tilesync.dialects import nvvm, tile
 from tilesync.lowering.cse import cse
 from tilesync.lowering.llvm_conversion import unsupported_op_error
 from tilesync.lowering.rewrite_driver import apply_patterns
-from tilesync.lowering.type_conversion import memref_address_space
+from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
 
@@ -116,6 +116,33 @@ class _State:
         self.prelude_end: dict[Operation, Operation] = {}
         self.converted: dict[tuple[SSAValue, Attribute], SSAValue] = {}
         self.registers: dict[SSAValue, list[SSAValue]] = {}
+        # Attributes are immutable: one `position` array per index, one struct type per
+        # member list, shared by all the ops that use them.
+        self.positions: dict[int, DenseArrayBase] = {}
+        self.struct_types: dict[tuple[Attribute, ...], llvm.LLVMStructType] = {}
+
+    def position(self, index: int) -> DenseArrayBase:
+        found = self.positions.get(index)
+        if found is None:
+            found = self.positions[index] = DenseArrayBase.from_list(i64, [index])
+        return found
+
+    def struct_type(self, members: Sequence[Attribute]) -> llvm.LLVMStructType:
+        key = tuple(members)
+        found = self.struct_types.get(key)
+        if found is None:
+            found = self.struct_types[key] = llvm.LLVMStructType.from_type_list(list(key))
+        return found
+
+    def extract_op(self, struct: SSAValue, index: int, type_: Attribute) -> Operation:
+        """`llvm.extractvalue` as `llvm.ExtractValueOp(position, struct, type_)` builds it,
+        without the generic constructor's checks (a kernel has hundreds)."""
+        return llvm.ExtractValueOp.create(operands=(struct,), result_types=(type_,),
+                                          properties={"position": self.position(index)})
+
+    def insert_op(self, struct: SSAValue, value: SSAValue, index: int) -> Operation:
+        return llvm.InsertValueOp.create(operands=(struct, value), result_types=(struct.type,),
+                                         properties={"position": self.position(index)})
 
 
 def _function_of(op: Operation) -> Operation:
@@ -224,15 +251,13 @@ class _Emitter:
         return self.emit(kind(value, to)).results[0]
 
     def extract(self, struct: SSAValue, index: int, type_: Attribute) -> SSAValue:
-        position = DenseArrayBase.from_list(i64, [index])
-        return self.emit(llvm.ExtractValueOp(position, struct, type_)).results[0]
+        return self.emit(self.state.extract_op(struct, index, type_)).results[0]
 
     def build_struct(self, values: Sequence[SSAValue]) -> SSAValue:
-        struct_type = llvm.LLVMStructType.from_type_list([v.type for v in values])
+        struct_type = self.state.struct_type([v.type for v in values])
         struct = self.emit(llvm.UndefOp(struct_type)).results[0]
         for index, value in enumerate(values):
-            position = DenseArrayBase.from_list(i64, [index])
-            struct = self.emit(llvm.InsertValueOp(position, struct, value)).results[0]
+            struct = self.emit(self.state.insert_op(struct, value, index)).results[0]
         return struct
 
     def intrinsic(self, name: str, args: Sequence[SSAValue],
@@ -252,7 +277,7 @@ class _Emitter:
         key = (value, type_)
         converted = self.state.converted.get(key)
         if converted is None:
-            ops: list[Operation] = [UnrealizedConversionCastOp.get([value], [i64])]
+            ops: list[Operation] = [unrealized_cast(value, i64)]
             if type_ != i64:
                 ops.append(llvm.TruncOp(ops[-1].results[0], type_))
             self.rewriter.insert(ops, _after_definition(value))
@@ -270,7 +295,7 @@ class _Emitter:
         key = (value, type_)
         converted = self.state.converted.get(key)
         if converted is None:
-            cast = UnrealizedConversionCastOp.get([value], [type_])
+            cast = unrealized_cast(value, type_)
             self.rewriter.insert(cast, _after_definition(value))
             converted = cast.results[0]
             self.state.converted[key] = converted
@@ -291,7 +316,7 @@ class _Emitter:
             ops: list[Operation] = []
             regs = []
             for k in range(frag.registers):
-                extract = llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [k]), struct, i32)
+                extract = self.state.extract_op(struct, k, i32)
                 ops.append(extract)
                 reg = extract.results[0]
                 if as_half2:

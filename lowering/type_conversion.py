@@ -54,12 +54,21 @@ def convert_type(t: Attribute) -> Attribute:
 
 
 
+def unrealized_cast(value: SSAValue, to_type: Attribute) -> UnrealizedConversionCastOp:
+    """`builtin.unrealized_conversion_cast value : T to to_type` (not inserted).
+
+    The op `UnrealizedConversionCastOp.get` builds, without the generic IRDL constructor's
+    argument checks (a cast has no attributes or properties); the lowering passes make
+    thousands of these."""
+    return UnrealizedConversionCastOp.create(operands=(value,), result_types=(to_type,))
+
+
 def cast_value(rewriter: Rewriter | None, value: SSAValue, to_type: Attribute,
                insert_point: InsertPoint | None = None) -> SSAValue:
     """`value` as `to_type`, through an unrealized cast inserted before the current op."""
     if value.type == to_type:
         return value
-    cast = UnrealizedConversionCastOp.get([value], [to_type])
+    cast = unrealized_cast(value, to_type)
     if insert_point is not None:
         Rewriter.insert_op(cast, insert_point)
     else:
