@@ -164,12 +164,17 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     module = stage_module(model, M, mode)
     pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS,
                                 before=tuple(mode_passes(mode)))
+    spec = mode_spec(model, M, mode)
+    if spec.target is not None and target == "sm_90":
+        target = spec.target  # wgmma: sm_90a
     compiled = tilesync.compile(module, pipeline=pipeline, target=target)
     resources_used: dict[str, tuple[int, int]] = {}
     for ptx in compiled.ptx_by_module.values():
         info = validate_ptx(ptx, target)
         for name, registers in info.registers.items():
-            resources_used[name] = (registers, info.shared_bytes.get(name, 0))
+            dynamic = compiled.kernels[name].dynamic_shared_bytes \
+                if name in compiled.kernels else 0
+            resources_used[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
     host = [op.clone() for op in compiled.module.ops
             if isinstance(op, sync.StageOp | sync.DependencyOp | sync.LaunchOp
                           | sync.WaitKernelOp)]
@@ -329,7 +334,12 @@ class _Data:
         else:
             self.w1 = rand((K1, N1), K1 ** -0.5)
             self.w1_torch = self.w1
-        self.w2 = rand((hidden, N2), hidden ** -0.5)
+        self.w2_torch = self.w2 = rand((hidden, N2), hidden ** -0.5)
+        # wgmma kernels read the weights N x K (nn.Linear's layout); torch keeps K x N
+        if cfg1.b_layout == "col":
+            self.w1 = self.w1.t().contiguous()
+        if cfg2.b_layout == "col":
+            self.w2 = self.w2.t().contiguous()
         self.h = torch.empty((M, hidden), device="cuda", dtype=f16)
         self.y = torch.empty((M, N2), device="cuda", dtype=f16)
         self.epilogue = cfg1.epilogue
@@ -338,7 +348,7 @@ class _Data:
         torch.backends.cuda.matmul.allow_tf32 = False
         try:
             h = self.activation(self.x.float() @ self.w1_torch.float())
-            self.ref = h @ self.w2.float()
+            self.ref = h @ self.w2_torch.float()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = tf32
         self.ref_norm = float(self.ref.norm())
@@ -352,7 +362,7 @@ class _Data:
 
     def torch_mlp(self):
         h = self.activation(self.torch.matmul(self.x, self.w1_torch))
-        return self.torch.matmul(h, self.w2)
+        return self.torch.matmul(h, self.w2_torch)
 
     def poison(self) -> None:
         self.h.fill_(float("nan"))

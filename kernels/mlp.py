@@ -7,7 +7,8 @@ by tile (cuSync's headline workload).
                                    Y[M, 8192] = H · W2[2816, 8192]
                                    (W1 holds gate|up in 8-column blocks: gemm.swiglu_weights)
 
-    mlp_spec(model, M, cfg1=None, cfg2=None) -> MlpSpec      (configs, grids, the dependency)
+    mlp_spec(model, M, cfg1=None, cfg2=None, mma="wgmma") -> MlpSpec
+                                              (configs, grids, the dependency)
     mlp_stage_module(model, M, cfg1=None, cfg2=None) -> builtin.module
 
 The module holds the two generated kernels (kernels/gemm.py with sync hooks), each in its own
@@ -46,7 +47,8 @@ MODELS: dict[str, dict] = {
 PRODUCER, CONSUMER = "gemm1", "gemm2"
 
 # Configs (tile, warps, stages) per model and M, from the kernels bench on an H200
-# (bench/results/kernels-bench-nvidia-h200.log), with BM = 128 on both GEMMs (rows must match).
+# (the mma.sync run of commit ac02bec, kernels-bench-nvidia-h200.log in git history), with
+# BM = 128 on both GEMMs (rows must match).
 _BEST: dict[tuple[str, int], tuple[tuple, tuple]] = {
     ("gpt3", 256): (((128, 64, 32), (2, 2), 4), ((128, 64, 32), (2, 2), 4)),
     ("gpt3", 512): (((128, 64, 32), (2, 2), 4), ((128, 64, 32), (2, 2), 4)),
@@ -59,6 +61,14 @@ _BEST: dict[tuple[str, int], tuple[tuple, tuple]] = {
 }
 _SMALL = ((64, 128, 32), (1, 4), 4)  # M <= 64 (no split-K: a split tile posts once)
 _DEFAULT = ((128, 64, 32), (2, 2), 4)
+
+# wgmma (sm_90a) configs from the kernels bench on an H100
+# (bench/results/kernels-bench-nvidia-h100-80gb-hbm3.log): one warpgroup for M <= 64, two
+# (BM = 128) above; GEMM1's BN keeps R = BH1 / BK2 whole for SwiGLU (BH1 = BN1 / 2).
+_WGMMA_SMALL = (((64, 128, 64), (4, 1), 6), ((64, 64, 64), (4, 1), 8))
+_WGMMA_MID = (((128, 256, 64), (8, 1), 4), ((128, 128, 64), (8, 1), 6))  # M = 128 .. 512
+_WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >= 1024
+MMAS = ("wgmma", "sync")
 
 
 @dataclass(frozen=True)
@@ -90,36 +100,49 @@ class MlpSpec:
     def label(self) -> str:
         return f"{_label(self.cfg1)} | {_label(self.cfg2)}"
 
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernels need beyond the device's own (wgmma: sm_90a)."""
+        return self.cfg1.target or self.cfg2.target
+
 
 def _label(cfg: GemmConfig) -> str:
     bm, bn, bk = cfg.tile
-    return f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
+    label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
+    return ("wgmma " if cfg.mma == "wgmma" else "") + label
 
 
-def default_configs(model: str, M: int) -> tuple[tuple, tuple]:
+def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tuple]:
     """((tile, warps, stages) of GEMM1, of GEMM2) for `model` at batch M."""
+    if mma == "wgmma":
+        return _WGMMA_SMALL if M <= 64 else _WGMMA_MID if M <= 512 else _WGMMA_LARGE
     if (model, M) in _BEST:
         return _BEST[(model, M)]
     return (_SMALL, _SMALL) if M <= 64 else (_DEFAULT, _DEFAULT)
 
 
 def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
-             cfg2: tuple | GemmConfig | None = None, dtype: str = "f16") -> MlpSpec:
+             cfg2: tuple | GemmConfig | None = None, dtype: str = "f16",
+             mma: str = "wgmma") -> MlpSpec:
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
-    cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs."""
+    cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
+    `mma`: "wgmma" (sm_90a, the default: the weights are then N x K, as nn.Linear keeps them)
+    or "sync" (mma.sync, sm_80+; the weights K x N)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    if mma not in MMAS:
+        raise ValueError(f"mma must be one of {MMAS}, got {mma!r}")
     shape = MODELS[model]
-    d1, d2 = default_configs(model, M)
+    d1, d2 = default_configs(model, M, mma)
+    b_layout = "col" if mma == "wgmma" else "row"
 
     def make(given, default, n, k, epilogue, name) -> GemmConfig:
         if isinstance(given, GemmConfig):
-            return gemm_config(M, n, k, given.tile, given.warps, given.stages, dtype=dtype,
-                               epilogue=epilogue, name=name, sync_hooks=True)
+            given = (given.tile, given.warps, given.stages)
         tile, warps, stages = given if given is not None else default
         return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
-                           name=name, sync_hooks=True)
+                           name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
     c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
@@ -144,7 +167,7 @@ def fit_ordered(spec: MlpSpec) -> MlpSpec:
     memory leaves no room for an ordered sync.tile's slot under the 48 KB static limit
     (128x64x32 s4 and 128x128x32 s3 use exactly 48 KB); `spec` itself when both fit."""
     def fit(cfg: GemmConfig) -> GemmConfig:
-        if cfg.shared_bytes + TILE_SLOT_BYTES <= STATIC_SHARED_LIMIT:
+        if cfg.dynamic_shared_bytes or cfg.shared_bytes + TILE_SLOT_BYTES <= STATIC_SHARED_LIMIT:
             return cfg
         return replace(cfg, dynamic_shared=True)
 
@@ -167,12 +190,13 @@ def _stage(cfg: GemmConfig) -> sync.StageOp:
 
 
 def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
-                     dtype: str = "f16", *, spec: MlpSpec | None = None) -> ModuleOp:
+                     dtype: str = "f16", *, spec: MlpSpec | None = None,
+                     mma: str = "wgmma") -> ModuleOp:
     """builtin.module {gpu.module @gemm1_module, gpu.module @gemm2_module, the stages, the
     dependency, launches: GEMM1 on stream 0 at high priority, GEMM2 on stream 1}.
 
     Kernel arguments: gemm1 (X, W1, H), gemm2 (H, W2, Y); the sync passes append theirs."""
-    spec = spec or mlp_spec(model, M, cfg1, cfg2, dtype)
+    spec = spec or mlp_spec(model, M, cfg1, cfg2, dtype, mma)
     ops = []
     for cfg in (spec.cfg1, spec.cfg2):
         if cfg.split_k != 1:

@@ -23,15 +23,23 @@ def _host(module) -> dict:
     return {"stages": stages, "deps": deps, "launches": launches}
 
 
-@pytest.mark.parametrize(("model", "M", "grids", "dep"), [
-    ("gpt3", 256, ((2, 96), (2, 192)), "(d0, s0 floordiv 2) forall s0 in [0, 192)"),
-    ("gpt3", 2048, ((16, 48), (16, 96)), "(d0, s0 floordiv 4) forall s0 in [0, 192)"),
-    ("llama", 256, ((2, 88), (2, 128)), "(d0, s0) forall s0 in [0, 88)"),
-    ("llama", 2048, ((16, 88), (16, 64)), "(d0, s0) forall s0 in [0, 88)"),
+@pytest.mark.parametrize(("model", "M", "mma", "grids", "dep"), [
+    # wgmma: BN1 = 256 (SwiGLU: 128 columns of H), BK2 = 64
+    ("gpt3", 256, "wgmma", ((2, 24), (2, 96)), "(d0, s0 floordiv 4) forall s0 in [0, 96)"),
+    ("gpt3", 2048, "wgmma", ((16, 24), (16, 48)), "(d0, s0 floordiv 4) forall s0 in [0, 96)"),
+    ("llama", 256, "wgmma", ((2, 22), (2, 64)), "(d0, s0 floordiv 2) forall s0 in [0, 44)"),
+    ("llama", 2048, "wgmma", ((16, 22), (16, 32)), "(d0, s0 floordiv 2) forall s0 in [0, 44)"),
+    # mma.sync: BK2 = 32
+    ("gpt3", 256, "sync", ((2, 96), (2, 192)), "(d0, s0 floordiv 2) forall s0 in [0, 192)"),
+    ("gpt3", 2048, "sync", ((16, 48), (16, 96)), "(d0, s0 floordiv 4) forall s0 in [0, 192)"),
+    ("llama", 256, "sync", ((2, 88), (2, 128)), "(d0, s0) forall s0 in [0, 88)"),
+    ("llama", 2048, "sync", ((16, 88), (16, 64)), "(d0, s0) forall s0 in [0, 88)"),
 ])
-def test_stage_module_shape(model, M, grids, dep):
-    spec = mlp_spec(model, M)
-    module = mlp_stage_module(model, M)
+def test_stage_module_shape(model, M, mma, grids, dep):
+    spec = mlp_spec(model, M, mma=mma)
+    assert (spec.cfg1.b_layout, spec.cfg2.b_layout) == (("col",) * 2 if mma == "wgmma"
+                                                        else ("row",) * 2)
+    module = mlp_stage_module(model, M, mma=mma)
     module.verify()
     host = _host(module)
     assert [tuple(s.grid_shape) for s in host["stages"].values()] == list(grids)
@@ -63,17 +71,20 @@ def test_sync_passes_verify(model, M):
 ])
 def test_compiles_to_valid_ptx(model, M, mode, policy, progress):
     entry = bench.compile_job((model, M, mode, False), "sm_90")  # validates with nvJitLink
+    assert entry["target"] == "sm_90a"  # the default configs multiply with wgmma
     assert set(entry["ptx_by_module"]) == {"gemm1_module", "gemm2_module"}
     producer, consumer = entry["ptx_by_module"]["gemm1_module"], entry["ptx_by_module"][
         "gemm2_module"]
-    assert "mma.sync.aligned.m16n8k16" in producer and "mma.sync.aligned.m16n8k16" in consumer
+    assert "wgmma.mma_async.sync.aligned.m64n256k16" in producer
+    assert "wgmma.mma_async.sync.aligned" in consumer
     # post: fence then a relaxed add; wait: acquire loads with backoff and a timeout trap
     assert "fence.acq_rel.gpu" in producer and "red.relaxed.gpu.global.add.u32" in producer
     assert "ld.acquire.gpu" in consumer and "nanosleep" in consumer and "trap" in consumer
     assert ("griddepcontrol.launch_dependents" in producer) == mode.endswith("pdl")
     assert set(entry["resources"]) >= {"gemm1", "gemm2"}
-    for registers, _shared in entry["resources"].values():
+    for registers, shared in entry["resources"].values():
         assert 0 < registers <= 255
+        assert shared > 48 * 1024  # static + the dynamic stages
     host = entry["host"]
     assert f"#sync.policy<{policy}" in host and progress in host
     sigs = entry["kernels"]
@@ -86,8 +97,8 @@ def test_compiles_to_valid_ptx(model, M, mode, policy, progress):
 
 def test_specs_and_ordered_fit():
     with pytest.raises(ValueError, match="same BM"):
-        mlp_spec("gpt3", 256, cfg2=((64, 128, 32), (1, 4), 4))
-    spec = mlp_spec("gpt3", 512)
+        mlp_spec("gpt3", 256, cfg2=((64, 128, 64), (4, 1), 4))
+    spec = mlp_spec("gpt3", 512, mma="sync")
     assert spec.ratio == 2 and spec.k_steps == 192 and spec.hidden == 6144
     fitted = fit_ordered(spec)
     # 48 KB of stages leave no static room for the tile slot: the stages go dynamic
@@ -96,13 +107,18 @@ def test_specs_and_ordered_fit():
     assert spec.cfg1.dynamic_shared_bytes == 0
     small = mlp_spec("llama", 64)
     assert small.cfg1.tile[0] == small.cfg2.tile[0] == 64
-    roomy = mlp_spec("llama", 256, ((128, 64, 32), (2, 2), 3), ((128, 64, 32), (2, 2), 3))
+    roomy = mlp_spec("llama", 256, ((128, 64, 32), (2, 2), 3), ((128, 64, 32), (2, 2), 3),
+                     mma="sync")
     assert fit_ordered(roomy) is roomy
-    assert "stream_sync@order_cfg" in bench.modes_for("gpt3", 512)
+    wgmma = mlp_spec("gpt3", 512)  # its stages are in dynamic shared memory already
+    assert wgmma.cfg1.dynamic_shared_bytes > 0 and fit_ordered(wgmma) is wgmma
+    assert "stream_sync@order_cfg" not in bench.modes_for("gpt3", 512)
+    with pytest.raises(ValueError, match="mma must be one of"):
+        mlp_spec("gpt3", 512, mma="tf32")
 
 
 def test_wave_prediction_and_table():
-    spec = mlp_spec("gpt3", 2048)
+    spec = mlp_spec("gpt3", 2048, mma="sync")
     pred = bench.wave_prediction(spec, {"gemm1": (241, 49152), "gemm2": (238, 49152)}, 132)
     assert [s["blocks"] for s in pred["stages"]] == [768, 1536]
     assert pred["stages"][0]["blocks_per_sm"] == 2  # 241 registers x 128 threads
