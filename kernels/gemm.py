@@ -64,7 +64,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
-from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_ATTR
+from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_ATTR, DYNAMIC_SHARED_BASE_ALIGNMENT
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
@@ -172,7 +172,7 @@ class GemmConfig:
             if self.stages < 2 + self.wgmma_in_flight:
                 raise ValueError(f"wgmma with {self.wgmma_in_flight} group in flight needs "
                                  f"at least {2 + self.wgmma_in_flight} stages")
-        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
+        if self.shared_bytes + self.stage_alignment > MAX_SHARED_PER_BLOCK:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
@@ -235,7 +235,16 @@ class GemmConfig:
         """Shared memory passed at launch: the stages live in dynamic shared memory when they
         do not fit the 48 KiB of static shared memory, else 0 (static)."""
         dynamic = self.dynamic_shared or self.shared_bytes > STATIC_SHARED_LIMIT
-        return self.shared_bytes if dynamic else 0
+        if not dynamic:
+            return 0
+        # the dynamic array is only 16-byte aligned: room to round its start up
+        return self.shared_bytes + self.stage_alignment - DYNAMIC_SHARED_BASE_ALIGNMENT
+
+    @property
+    def stage_alignment(self) -> int:
+        """Alignment of the stage buffers: wgmma's swizzle atoms are 8 rows x 128 bytes from a
+        1024-byte aligned base; cp.async/ldmatrix need 16 bytes (128 keeps rows on lines)."""
+        return 1024 if self.mma == "wgmma" else 128
 
     @property
     def kernel_name(self) -> str:
@@ -462,7 +471,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     dynamic = cfg.dynamic_shared_bytes > 0
     wgmma = cfg.mma == "wgmma"
     # wgmma's swizzle atoms are 8 rows x 128 bytes from a 1024-byte aligned base
-    align = 1024 if wgmma else 128
+    align = cfg.stage_alignment
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))

@@ -10,10 +10,13 @@ except possibly the leading one, so a load/store is
 `memref.global` in shared memory (space 3) becomes an internal, uninitialized `llvm.mlir.global`
 in addrspace 3 (16-byte aligned), `memref.get_global` an `llvm.mlir.addressof`;
 A shared `memref.global` marked `tilesync.dynamic_shared` instead gets an offset in the one
-dynamic shared-memory array of its gpu.module (`.extern .shared`, aligned to the largest
-alignment asked for): its `memref.get_global` is that array's address plus the offset, and
-the module records the total as `tilesync.dynamic_shared_bytes` for the launch (more than
-48 KiB of shared memory per block exists only as dynamic shared memory).
+dynamic shared-memory array of its gpu.module (`.extern .shared`): its `memref.get_global` is
+that array's address plus the offset, and the module records the total as
+`tilesync.dynamic_shared_bytes` for the launch (more than 48 KiB of shared memory per block
+exists only as dynamic shared memory). The array starts after the kernel's static shared
+memory, only 16-byte aligned; globals that ask for more (wgmma's 1024-byte swizzle atoms) are
+placed from the array's address rounded up at run time, and the launch size includes the
+worst-case padding.
 `memref.alloca` (memory space 5) a generic `llvm.alloca` cast to the local space. Anything
 else — other layouts, device `memref.alloc`, initialized globals — is reported as a diagnostic
 naming the op.
@@ -71,6 +74,8 @@ DYNAMIC_SHARED_ATTR = "tilesync.dynamic_shared"
 DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"
 """On a lowered gpu.module: bytes of dynamic shared memory each of its kernels launches with."""
 DYNAMIC_SHARED_SYMBOL = "__tilesync_dynamic_shared"
+DYNAMIC_SHARED_BASE_ALIGNMENT = 16
+"""What the dynamic shared array's start is guaranteed (static shared memory comes first)."""
 
 
 def element_size_in_bytes(op: Operation, element_type: Attribute) -> int:
@@ -259,15 +264,17 @@ class GlobalLowering(RewritePattern):
 
 
 class GetGlobalLowering(RewritePattern):
-    def __init__(self, dynamic_offsets: dict[Operation, dict[str, int]] | None = None):
-        self.dynamic_offsets = dynamic_offsets or {}  # symbol table op -> {global: offset}
+    def __init__(self, dynamic: dict[Operation, tuple[dict[str, int], int]] | None = None):
+        # symbol table op -> ({global: byte offset}, alignment of the packed array)
+        self.dynamic = dynamic or {}
 
-    def _dynamic_offset(self, op: memref.GetGlobalOp) -> int | None:
+    def _dynamic_place(self, op: memref.GetGlobalOp) -> tuple[int, int] | None:
         name = op.name_.root_reference.data
         parent = op.parent_op()
         while parent is not None:
-            if parent in self.dynamic_offsets:
-                return self.dynamic_offsets[parent].get(name)
+            if parent in self.dynamic:
+                offsets, align = self.dynamic[parent]
+                return (offsets[name], align) if name in offsets else None
             parent = parent.parent_op()
         return None
 
@@ -275,19 +282,36 @@ class GetGlobalLowering(RewritePattern):
     def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter, /):
         pointer_type = convert_type(op.memref.type)
         assert isinstance(pointer_type, llvm.LLVMPointerType)
-        offset = self._dynamic_offset(op) if self.dynamic_offsets else None
-        if offset is None:
+        place = self._dynamic_place(op) if self.dynamic else None
+        if place is None:
             address = llvm.AddressOfOp(op.name_, pointer_type)
             replace_with_llvm(rewriter, op, [address], address.results)
             return
+        offset, align = place
         base = llvm.AddressOfOp(DYNAMIC_SHARED_SYMBOL, pointer_type)
-        if offset == 0:
-            replace_with_llvm(rewriter, op, [base], base.results)
+        new_ops: list[Operation] = [base]
+        byte_offset: SSAValue | None = _i64_constant(offset).result if offset else None
+        if byte_offset is not None:
+            new_ops.append(byte_offset.owner)  # type: ignore[arg-type]
+        if align > DYNAMIC_SHARED_BASE_ALIGNMENT:
+            # pad = -address mod align: the first `align`-aligned byte of the array
+            address = llvm.PtrToIntOp(base.result, i64)
+            zero, mask = _i64_constant(0), _i64_constant(align - 1)
+            negated = llvm.SubOp(zero.result, address.results[0])
+            pad = llvm.AndOp(negated.res, mask.result)
+            new_ops += [address, zero, mask, negated, pad]
+            if byte_offset is None:
+                byte_offset = pad.res
+            else:
+                total = llvm.AddOp(pad.res, byte_offset)
+                new_ops.append(total)
+                byte_offset = total.res
+        if byte_offset is None:
+            replace_with_llvm(rewriter, op, new_ops, base.results)
             return
-        byte_offset = _i64_constant(offset)
-        at = llvm.GEPOp.from_mixed_indices(base.result, [byte_offset.result], IntegerType(8),
+        at = llvm.GEPOp.from_mixed_indices(base.result, [byte_offset], IntegerType(8),
                                            result_type=pointer_type, inbounds=True)
-        replace_with_llvm(rewriter, op, [base, byte_offset, at], at.results)
+        replace_with_llvm(rewriter, op, [*new_ops, at], at.results)
 
 
 class AllocaLowering(RewritePattern):
@@ -385,22 +409,25 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        dynamic_offsets: dict[Operation, dict[str, int]] = {}
+        dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
         for container in [op, *op.walk()]:
             if not container.regions or isinstance(container, llvm.FuncOp):
                 continue
             offsets, total, align = pack_dynamic_shared(container)
             if not offsets:
                 continue
-            dynamic_offsets[container] = offsets
+            dynamic[container] = (offsets, align)
             # One extern array per module: every `.extern .shared` array starts at the same
             # address, so the globals must be packed into one, never declared separately.
+            # Declared with the alignment it is guaranteed, so LLVM assumes no more.
             container.regions[0].blocks[0].insert_op_before(
                 llvm.GlobalOp(llvm.LLVMArrayType(0, IntegerType(8)), DYNAMIC_SHARED_SYMBOL,
-                              "external", addr_space=SHARED_ADDRESS_SPACE, alignment=align),
+                              "external", addr_space=SHARED_ADDRESS_SPACE,
+                              alignment=DYNAMIC_SHARED_BASE_ALIGNMENT),
                 container.regions[0].blocks[0].first_op)
-            container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total, 64)
-        patterns = [GetGlobalLowering(dynamic_offsets) if isinstance(p, GetGlobalLowering)
+            padding = max(0, align - DYNAMIC_SHARED_BASE_ALIGNMENT)
+            container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total + padding, 64)
+        patterns = [GetGlobalLowering(dynamic) if isinstance(p, GetGlobalLowering)
                     else p for p in MEMREF_TO_LLVM_PATTERNS]
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns), apply_recursively=False

@@ -136,7 +136,10 @@ class DeviceBuffer:
             pass
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except ImportError:  # interpreter shutdown: nothing can be imported any more
+            pass
 
     def __repr__(self) -> str:
         return f"DeviceBuffer(shape={self.shape}, dtype={self.dtype}, ptr=0x{self.ptr:x})"

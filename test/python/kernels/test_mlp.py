@@ -103,7 +103,7 @@ def test_specs_and_ordered_fit():
     fitted = fit_ordered(spec)
     # 48 KB of stages leave no static room for the tile slot: the stages go dynamic
     assert fitted.cfg1.dynamic_shared and fitted.cfg1.stages == spec.cfg1.stages
-    assert fitted.cfg1.dynamic_shared_bytes == spec.cfg1.shared_bytes
+    assert fitted.cfg1.dynamic_shared_bytes == spec.cfg1.shared_bytes + 112
     assert spec.cfg1.dynamic_shared_bytes == 0
     small = mlp_spec("llama", 64)
     assert small.cfg1.tile[0] == small.cfg2.tile[0] == 64
