@@ -108,7 +108,7 @@ class _State:
 
     Lane-id arithmetic and constants go to the start of the function's entry block; an index
     converted to i32/i64 and the registers of an A/B fragment go right after their definition.
-    This keeps the lowered kernel small (the pipeline verifies the IR after every pass).
+    This keeps the lowered kernel small (every later pass walks it).
     """
 
     def __init__(self) -> None:
@@ -120,6 +120,7 @@ class _State:
         # member list, shared by all the ops that use them.
         self.positions: dict[int, DenseArrayBase] = {}
         self.struct_types: dict[tuple[Attribute, ...], llvm.LLVMStructType] = {}
+        self.templates: dict[object, tuple[type[Operation], dict, dict]] = {}
 
     def position(self, index: int) -> DenseArrayBase:
         found = self.positions.get(index)
@@ -140,9 +141,34 @@ class _State:
         return llvm.ExtractValueOp.create(operands=(struct,), result_types=(type_,),
                                           properties={"position": self.position(index)})
 
+    def like(self, key: object, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+             build) -> Operation:
+        """`build()`, for ops whose properties and attributes are a function of `key` (the
+        operands and result types being given): the first op built for a key is the template
+        of the others, which skip the generic constructor."""
+        template = self.templates.get(key)
+        if template is None:
+            first = build()
+            self.templates[key] = (type(first), dict(first.properties), dict(first.attributes))
+            return first
+        kind, properties, attributes = template
+        return kind.create(operands=operands, result_types=result_types,
+                           properties=properties, attributes=attributes)
+
+    def binary_op(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation:
+        """`kind(lhs, rhs)`; xDSL's integer binary ops (result type: lhs's; properties: the
+        constructor's defaults) are built `like` the first of their kind."""
+        if not issubclass(kind, _TEMPLATED_BINARY_OPS):
+            return kind(lhs, rhs)
+        return self.like(kind, (lhs, rhs), (lhs.type,), lambda: kind(lhs, rhs))
+
     def insert_op(self, struct: SSAValue, value: SSAValue, index: int) -> Operation:
         return llvm.InsertValueOp.create(operands=(struct, value), result_types=(struct.type,),
                                          properties={"position": self.position(index)})
+
+
+_TEMPLATED_BINARY_OPS = (llvm.ArithmeticBinOperation, llvm.ArithmeticBinOpOverflow,
+                         llvm.ArithmeticBinOpExact, llvm.ArithmeticBinOpDisjoint)
 
 
 def _function_of(op: Operation) -> Operation:
@@ -211,7 +237,7 @@ class _Emitter:
     def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
-        return self.emit(kind(lhs, rhs)).results[0]
+        return self.emit(self.state.binary_op(kind, lhs, rhs)).results[0]
 
     def add(self, lhs, rhs):
         if isinstance(rhs, int) and rhs == 0:
@@ -262,12 +288,17 @@ class _Emitter:
 
     def intrinsic(self, name: str, args: Sequence[SSAValue],
                   result: Attribute | None = None) -> SSAValue | None:
-        call = self.emit(llvm.CallIntrinsicOp(name, args, [result] if result else []))
+        results = [result] if result else []
+        call = self.emit(self.state.like(
+            ("intrinsic", name, len(args), result), args, results,
+            lambda: llvm.CallIntrinsicOp(name, args, results)))
         return call.results[0] if call.results else None
 
     def gep(self, base: SSAValue, offset: SSAValue, element: Attribute) -> SSAValue:
-        op = llvm.GEPOp.from_mixed_indices(base, [offset], element, result_type=base.type,
-                                           inbounds=True)
+        op = self.state.like(
+            ("gep", base.type, element), (base, offset), (base.type,),
+            lambda: llvm.GEPOp.from_mixed_indices(base, [offset], element,
+                                                  result_type=base.type, inbounds=True))
         return self.emit(op).results[0]
 
     # -- conversions, once per value, right after its definition ---------------------------------
