@@ -68,6 +68,10 @@ def cast_value(rewriter: Rewriter | None, value: SSAValue, to_type: Attribute,
     """`value` as `to_type`, through an unrealized cast inserted before the current op."""
     if value.type == to_type:
         return value
+    owner = value.owner
+    if (isinstance(owner, UnrealizedConversionCastOp) and len(owner.operands) == 1
+            and owner.operands[0].type == to_type):
+        return owner.operands[0]  # a cast back: the chain would fold to this value anyway
     cast = unrealized_cast(value, to_type)
     if insert_point is not None:
         Rewriter.insert_op(cast, insert_point)
