@@ -677,3 +677,51 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
+    """A PNG: per (model, M), each mode's speedup over stream sync of the same kernels (p10-p90
+    of the mode as error bars) and torch's; None where matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    from tilesync.bench.report import slug
+
+    rows = [r for r in result.get("rows", []) if r.get("modes")]
+    modes = [m for m in (*result.get("modes", MODES), "torch_graph")
+             if m != "stream_sync" and any(m in r["modes"] for r in rows)]
+    if not rows or not modes:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.3), 4.2))
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        xs, ys, lo, hi = [], [], [], []
+        for i, r in enumerate(rows):
+            speed = speedups(r["modes"]).get(mode)
+            rec = r["modes"].get(mode, {})
+            if speed is None or "median_ms" not in rec:
+                continue
+            xs.append(i + (k - (len(modes) - 1) / 2) * width)
+            ys.append(speed)
+            # the mode's spread as a spread of the speedup
+            lo.append(speed - speed * rec["median_ms"] / rec["p90_ms"])
+            hi.append(speed * rec["median_ms"] / rec["p10_ms"] - speed)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=mode.replace("_", " "))
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_xticks(range(len(rows)), [f"{r['model']} M={r['M']}" for r in rows], fontsize=8)
+    ax.set_ylabel("stream-sync time / mode time")
+    ax.set_title(f"MLP as two synchronized GEMM stages on {result['device']['name']}")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -107,8 +107,12 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench.kernels import kernels_plot
 
             png = kernels_plot(result, out, stem)
+        elif name == "mlp":
+            from tilesync.bench.mlp import mlp_plot
+
+            png = mlp_plot(result, out, stem)
         else:
-            png = report.plot(result, out, stem) if name != "mlp" else None
+            png = report.plot(result, out, stem)
         print(f"wrote {path}" + (f" and {png}" if png else ""))
     return 0
 
