@@ -32,12 +32,14 @@ def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,
                    callback=None) -> PassPipeline:
     """A PassPipeline from pass names or a `-p` style spec string (options allowed).
 
-    xDSL's `lower-affine` runs as `FastLowerAffinePass` (the same rewrites, faster)."""
+    xDSL's `lower-affine` and `reconcile-unrealized-casts` run as `FastLowerAffinePass` and
+    `FastReconcileUnrealizedCastsPass` (the same rewrites, faster)."""
     from tilesync.tools.universe import all_passes_with_xdsl
 
     spec = names if isinstance(names, str) else ",".join(names)
     passes = all_passes_with_xdsl()
     passes["lower-affine"] = lambda: FastLowerAffinePass
+    passes["reconcile-unrealized-casts"] = lambda: FastReconcileUnrealizedCastsPass
     return PassPipeline.parse_spec(passes, spec, callback)
 
 
@@ -69,3 +71,23 @@ class LowerToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         build_pipeline(KERNEL_TO_LLVM).apply(ctx, op)
+
+
+@dataclass(frozen=True)
+class FastReconcileUnrealizedCastsPass(ModulePass):
+    """xDSL's `reconcile-unrealized-casts` (its pattern, warning on casts it cannot remove,
+    its fixpoint walk without dead-code erasure: the same IR) on the type-dispatching
+    driver; under `xdsl_drivers()` xDSL's pass itself runs."""
+
+    name = "reconcile-unrealized-casts"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from xdsl.transforms import reconcile_unrealized_casts as reconcile
+
+        from tilesync.lowering.rewrite_driver import apply_patterns, using_xdsl_drivers
+
+        if using_xdsl_drivers():
+            reconcile.ReconcileUnrealizedCastsPass().apply(ctx, op)
+            return
+        apply_patterns(op, reconcile.ReconcileUnrealizedCastsPattern(warn_on_failure=True),
+                       recursive=True, dce=False)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -114,18 +114,84 @@ def _append_region(region: Region, out: list[Operation]) -> None:
                     _append_region(inner, out)
 
 
+def _append_region_reversed(region: Region, out: list[Operation]) -> None:
+    """`region.walk(reverse=True, region_first=True)`, into `out`."""
+    for block in reversed(region.blocks):
+        op = block.last_op
+        while op is not None:
+            for inner in reversed(op.regions):
+                _append_region_reversed(inner, out)
+            out.append(op)
+            op = op.prev_op
+
+
+def _apply(applier: TypeDispatchApplier, op: Operation, rewriter: PatternRewriter) -> bool:
+    """One step of the walk on `op`: what the walker's loop body does, skipped (it would do
+    nothing) when `op` is not dead and no pattern is of its type. True if `op` was tried."""
+    dead = applier.dce_enabled and is_trivially_dead(op)
+    patterns = () if dead else applier.patterns_for(type(op))
+    if not dead and not patterns:
+        return False
+    rewriter.has_done_action = False
+    rewriter._current_operation = op  # what the walker's (deprecated) setter does
+    rewriter.insertion_point = InsertPoint.before(op)
+    rewriter.name_hint = None
+    try:
+        if dead:
+            rewriter.erase(op)
+        else:
+            for pattern in patterns:
+                pattern.match_and_rewrite(op, rewriter)
+                if rewriter.has_done_action:
+                    break
+    except Exception as err:
+        op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+    return True
+
+
+class _DispatchingWalker(PatternRewriteWalker):
+    """xDSL's walker (its worklist and listeners: the same fixpoint iteration) with the
+    per-op work of `_apply`; forward pre-order walks only."""
+
+    def _populate_worklist(self, op: Operation | Region | Block) -> None:
+        assert isinstance(op, Region) and not self.walk_reverse and not self.walk_regions_first
+        ops: list[Operation] = []
+        _append_region_reversed(op, ops)
+        push = self._worklist.push
+        for sub_op in ops:
+            push(sub_op)
+
+    def _process_worklist(self, listener: PatternRewriterListener) -> bool:
+        applier = self.pattern
+        assert isinstance(applier, TypeDispatchApplier)
+        worklist = self._worklist
+        changed = False
+        if not worklist:
+            return changed
+        op = worklist.pop()
+        rewriter = PatternRewriter(op)
+        rewriter.extend_from_listener(listener)
+        while True:
+            if _apply(applier, op, rewriter):
+                changed |= rewriter.has_done_action
+            if not worklist:
+                return changed
+            op = worklist.pop()
+
+
 def apply_patterns(root: ModuleOp | Region, patterns: Sequence[RewritePattern] | RewritePattern,
-                   recursive: bool = False) -> bool:
-    """Rewrite the ops nested in `root` (a module or a region); True if anything changed."""
+                   recursive: bool = False, dce: bool = True) -> bool:
+    """Rewrite the ops nested in `root` (a module or a region); True if anything changed.
+    `dce=False`: no erasure of trivially dead ops (a walker given the pattern itself)."""
     region = root.body if isinstance(root, ModuleOp) else root
+    listed = [patterns] if isinstance(patterns, RewritePattern) else list(patterns)
     if _use_xdsl:
-        listed = [patterns] if isinstance(patterns, RewritePattern) else list(patterns)
-        return PatternRewriteWalker(GreedyRewritePatternApplier(listed),
-                                    apply_recursively=recursive).rewrite_region(region)
-    applier = patterns if isinstance(patterns, TypeDispatchApplier) else TypeDispatchApplier(
-        [patterns] if isinstance(patterns, RewritePattern) else patterns)
+        pattern = GreedyRewritePatternApplier(listed, dce_enabled=dce)
+        return PatternRewriteWalker(pattern, apply_recursively=recursive).rewrite_region(region)
+    applier = TypeDispatchApplier(listed)
+    applier.dce_enabled = dce
     if recursive:
-        return PatternRewriteWalker(applier, apply_recursively=True).rewrite_region(region)
+        return _DispatchingWalker(applier, apply_recursively=True).rewrite_region(region)
 
     ops = _preorder(region)
     if not ops:
@@ -143,17 +209,7 @@ def apply_patterns(root: ModuleOp | Region, patterns: Sequence[RewritePattern] |
     rewriter = PatternRewriter(ops[0])
     rewriter.extend_from_listener(listener)
     changed = False
-    match = applier.match_and_rewrite
     for op in ops:
-        if op in erased:
-            continue
-        rewriter.has_done_action = False
-        rewriter._current_operation = op
-        rewriter.insertion_point = InsertPoint.before(op)
-        rewriter.name_hint = None
-        try:
-            match(op, rewriter)
-        except Exception as err:
-            op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
-        changed |= rewriter.has_done_action
+        if op not in erased and _apply(applier, op, rewriter):
+            changed |= rewriter.has_done_action
     return changed
