@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import gpu, llvm
+from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     Float16Type,
@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
@@ -126,10 +126,26 @@ def _block_size(func: llvm.FuncOp) -> tuple[int, ...] | None:
     return None
 
 
+def _outside_functions(module: ModuleOp) -> list[Operation]:
+    """`module.walk()` without the ops inside function bodies (no module or function is
+    defined there), in walk order."""
+    out: list[Operation] = []
+    stack: list[Operation] = [module]
+    while stack:
+        op = stack.pop()
+        out.append(op)
+        if isinstance(op, llvm.FuncOp | gpu.FuncOp | func.FuncOp):
+            continue
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                stack.extend(reversed(list(block.ops)))
+    return out
+
+
 def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
     """Signatures of the lowered kernels (after the passes that append sync arguments)."""
     sigs: dict[str, KernelSignature] = {}
-    for op in module.walk():
+    for op in _outside_functions(module):
         if isinstance(op, llvm.FuncOp) and op.CConv.cconv_name == "ptx_kernel":
             parent = op.parent_op()
             mod_name = parent.sym_name.data if isinstance(parent, gpu.ModuleOp) else ""
@@ -296,7 +312,7 @@ def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, fl
     # A fresh thread per compile: a pool kept across calls would be dead in a forked child.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tilesync-llvm") as worker:
         failure: tuple[str, Exception] | None = None
-        for op in module.walk():
+        for op in _outside_functions(module):
             if isinstance(op, gpu.ModuleOp):
                 name = op.sym_name.data
                 start = time.perf_counter()

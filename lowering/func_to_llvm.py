@@ -38,7 +38,7 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns
+from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-func-to-llvm"
@@ -168,6 +168,6 @@ class ConvertFuncToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
-        for leftover in op.walk():
+        for leftover in walk_ops(op):
             if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):
                 raise unsupported_op_error(PASS_NAME, leftover, "not converted")

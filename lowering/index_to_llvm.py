@@ -41,7 +41,7 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns
+from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import INDEX_BITS, convert_type
 
 PASS_NAME = "convert-index-to-llvm"
@@ -149,6 +149,6 @@ class ConvertIndexToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         apply_patterns(op, [IndexOpLowering()])
-        for leftover in op.walk():
+        for leftover in walk_ops(op):
             if op_name(leftover).startswith("index."):
                 raise unsupported_op_error(PASS_NAME, leftover, "not converted")

@@ -56,7 +56,9 @@ def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> Diagnost
 
 def reject_leftover_ops(module: ModuleOp, pass_name: str, dialect_prefix: str) -> None:
     """Raise for the first op of the converted dialect that no pattern rewrote."""
-    for op in module.walk():
+    from tilesync.lowering.rewrite_driver import walk_ops
+
+    for op in walk_ops(module):
         if op.name.startswith(dialect_prefix):
             raise unsupported_op_error(pass_name, op, "no lowering for this op or its types")
 

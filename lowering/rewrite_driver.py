@@ -105,6 +105,15 @@ def _preorder(region: Region) -> list[Operation]:
     return out
 
 
+def walk_ops(op: Operation) -> list[Operation]:
+    """`list(op.walk())` (op first, then the ops of its regions in pre-order), without
+    xDSL's nested generators."""
+    out = [op]
+    for region in op.regions:
+        _append_region(region, out)
+    return out
+
+
 def _append_region(region: Region, out: list[Operation]) -> None:
     for block in region.blocks:
         for op in block.ops:

@@ -61,7 +61,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tilesync.dialects import nvvm, tile
 from tilesync.lowering.cse import cse
 from tilesync.lowering.llvm_conversion import unsupported_op_error
-from tilesync.lowering.rewrite_driver import apply_patterns
+from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
@@ -936,7 +936,7 @@ class ConvertTileToNVVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         apply_patterns(op, tile_to_nvvm_patterns())
-        ops = list(op.walk())
+        ops = walk_ops(op)
         for leftover in ops:
             if leftover.name.startswith("tile."):
                 raise unsupported_op_error(self.name, leftover,
