@@ -116,6 +116,8 @@ class _State:
         self.prelude_end: dict[Operation, Operation] = {}
         self.converted: dict[tuple[SSAValue, Attribute], SSAValue] = {}
         self.registers: dict[SSAValue, list[SSAValue]] = {}
+        # wgmma accumulator structs -> their f32 registers (a chained wgmma reads them as is)
+        self.acc_scalars: dict[SSAValue, list[SSAValue]] = {}
         # Attributes are immutable: one `position` array per index, one struct type per
         # member list, shared by all the ops that use them.
         self.positions: dict[int, DenseArrayBase] = {}
@@ -827,9 +829,15 @@ class WgmmaLowering(_TilePattern):
         desc_a = _wgmma_descriptor(e, op.a, op.a_indices)
         desc_b = _wgmma_descriptor(e, op.b, op.b_indices)
         regs: list[SSAValue] = []
+        chained: list[SSAValue] = []
         for acc in op.acc:
             struct = e.as_llvm(acc, frag_llvm_type(acc.type))  # type: ignore[arg-type]
-            regs += [e.extract(struct, k, f32) for k in range(4)]
+            known = self.state.acc_scalars.get(struct)
+            if known is not None:  # the previous wgmma's registers: no struct round trip
+                regs += known
+                chained.append(acc)
+            else:
+                regs += [e.extract(struct, k, f32) for k in range(4)]
         count = len(regs)
         outputs = ", ".join(f"${i}" for i in range(count))
         # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
@@ -842,9 +850,27 @@ class WgmmaLowering(_TilePattern):
         struct = call.results[0]
         values = []
         for j, res in enumerate(op.res):
-            frag = e.build_struct([e.extract(struct, 4 * j + k, f32) for k in range(4)])
+            scalars = [e.extract(struct, 4 * j + k, f32) for k in range(4)]
+            frag = e.build_struct(scalars)
+            self.state.acc_scalars[frag] = scalars
             values.append(_cast(rewriter, frag, res.type))
         rewriter.replace(op, [], values)
+        for acc in chained:
+            _erase_dead_struct(rewriter, acc)
+
+
+def _erase_dead_struct(rewriter: PatternRewriter, value: SSAValue) -> None:
+    """Erase the cast and the insertvalue chain that built `value` once nothing reads them
+    (a chained wgmma took the registers instead; every later pass would walk them)."""
+    while not value.uses and isinstance(value.owner, UnrealizedConversionCastOp
+                                        | llvm.InsertValueOp | llvm.UndefOp):
+        owner = value.owner
+        previous = owner.container if isinstance(owner, llvm.InsertValueOp) else (
+            owner.inputs[0] if isinstance(owner, UnrealizedConversionCastOp) else None)
+        rewriter.erase_op(owner)
+        if previous is None:
+            return
+        value = previous
 
 
 def _side_effect_asm(text: str) -> llvm.InlineAsmOp:

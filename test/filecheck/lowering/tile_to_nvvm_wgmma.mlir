@@ -50,3 +50,20 @@ func.func @wgmma_bf16(%a: memref<64x64xbf16, 3>, %b: memref<8x64xbf16, 3>, %i: i
   %d = tile.wgmma %a[%i, %i], %b[%i, %i], %c : memref<64x64xbf16, 3>, memref<8x64xbf16, 3>, !tile.frag<acc, f32, m16n8k16>
   func.return %d : !tile.frag<acc, f32, m16n8k16>
 }
+
+// Chained wgmmas (the k16 steps of a k-tile) pass registers, not structs: the second reads
+// the first's results as they come out of its asm, and no struct is built in between.
+// CHECK-LABEL: func.func @wgmma_chain
+// CHECK:       %[[R1:.*]] = llvm.inline_asm has_side_effects {{.*}}m64n8k16
+// CHECK-NEXT:  %[[X0:.*]] = llvm.extractvalue %[[R1]][0]
+// CHECK-NEXT:  %[[X1:.*]] = llvm.extractvalue %[[R1]][1]
+// CHECK-NEXT:  %[[X2:.*]] = llvm.extractvalue %[[R1]][2]
+// CHECK-NEXT:  %[[X3:.*]] = llvm.extractvalue %[[R1]][3]
+// CHECK-NOT:   llvm.insertvalue
+// CHECK:       llvm.inline_asm has_side_effects {{.*}}m64n8k16{{.*}} %[[X0]], %[[X1]], %[[X2]], %[[X3]] :
+func.func @wgmma_chain(%a: memref<64x64xf16, 3>, %b: memref<8x64xf16, 3>, %i: index,
+                       %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  %d = tile.wgmma %a[%i, %i], %b[%i, %i], %c : memref<64x64xf16, 3>, memref<8x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  %e = tile.wgmma %a[%i, %i], %b[%i, %i], %d : memref<64x64xf16, 3>, memref<8x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  func.return %e : !tile.frag<acc, f32, m16n8k16>
+}
