@@ -242,22 +242,23 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
     """
     if target not in TARGETS:
         raise CompileError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
-    ctx = make_context()
-    if isinstance(module_or_text, str):
-        module = parse(module_or_text, ctx)
-    else:
-        module = module_or_text
-        try:
-            module.verify()
-        except (VerifyException, DiagnosticException) as err:
-            raise CompileError(str(err)) from err
-    source = module.clone()
-    if pipeline is None:
-        pipeline = default_pipeline(debug, timeout_ns)
-    elif debug or timeout_ns is not None:
-        raise CompileError("debug/timeout_ns apply to the default pipeline; with an explicit "
-                           "pipeline set convert-sync-to-nvvm{debug=true ...} yourself")
     with _gc_paused():
+        ctx = make_context()
+        if isinstance(module_or_text, str):
+            module = parse(module_or_text, ctx)
+        else:
+            module = module_or_text
+            try:
+                module.verify()
+            except (VerifyException, DiagnosticException) as err:
+                raise CompileError(str(err)) from err
+        source = module.clone()
+        if pipeline is None:
+            pipeline = default_pipeline(debug, timeout_ns)
+        elif debug or timeout_ns is not None:
+            raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
+                               "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
+                               "yourself")
         ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
                                               verify_last=False)
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
