@@ -924,15 +924,17 @@ def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None
     """Give fragment-typed block arguments and results their struct types; `ops` is
     `module.walk()` when the caller has it. Returns the casts it erased."""
     ops = list(module.walk()) if ops is None else ops
+    frag = tile.FragType
     for op in ops:
         for region in op.regions:
             for block in region.blocks:
                 for arg in tuple(block.args):
-                    if isinstance(arg.type, tile.FragType):
+                    if isinstance(arg.type, frag):
                         Rewriter.replace_value_with_new_type(arg, frag_llvm_type(arg.type))
-        for result in tuple(op.results):
-            if isinstance(result.type, tile.FragType):
-                Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
+        if any(isinstance(result.type, frag) for result in op.results):
+            for result in tuple(op.results):
+                if isinstance(result.type, frag):
+                    Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
         if isinstance(op, func.FuncOp | gpu.FuncOp):
             op.properties["function_type"] = convert_frag_types(op.function_type)
     # The casts the patterns left between structs and fragments now cast a struct to itself.
