@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_BYTES_ATTR
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
+from tilesync.lowering.verification import verify as verify_ir
 
 TARGETS = ("sm_80", "sm_90", "sm_90a")
 SYNC_ARGS_ATTR = "sync.args"  # on a kernel: roles of the parameters sync passes appended
@@ -95,7 +96,7 @@ def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> Modul
     ctx = ctx or make_context()
     try:
         module = Parser(ctx, text, name).parse_module()
-        module.verify()
+        verify_ir(module)
     except (ParseError, VerifyException, DiagnosticException) as err:
         raise CompileError(str(err)) from err
     return module
@@ -166,7 +167,7 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
 def verify_lowered(module: ModuleOp, last_pass: str) -> None:
     """The verification `lower` ends with: CompileError naming the pass that broke the IR."""
     try:
-        module.verify()
+        verify_ir(module)
     except (VerifyException, DiagnosticException) as err:
         raise CompileError(f"IR after {last_pass} does not verify: {err}") from err
 
@@ -249,7 +250,7 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
         else:
             module = module_or_text
             try:
-                module.verify()
+                verify_ir(module)
             except (VerifyException, DiagnosticException) as err:
                 raise CompileError(str(err)) from err
         source = module.clone()
