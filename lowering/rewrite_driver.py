@@ -1,27 +1,27 @@
 """A faster driver for the lowering passes' pattern walks, with xDSL's semantics.
 
-`apply_patterns(root, patterns, recursive)` does what
+`apply_patterns(root, patterns, recursive, dce)` does what
 
-    PatternRewriteWalker(GreedyRewritePatternApplier(patterns),
-                         apply_recursively=recursive).rewrite_module(root)
+    PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=dce),
+                         apply_recursively=recursive).rewrite_region(root)
 
-does: the same ops visited in the same order (pre-order, an op before its regions), a
-trivially dead op erased before any pattern sees it, the first pattern that acts wins, ops
-that a rewrite erases are not visited, errors reported the same way. What it saves:
+does: the same ops visited in the same order (pre-order, an op before its regions; with
+`recursive`, xDSL's own worklist and listeners, so the same fixpoint iteration), a trivially
+dead op erased before any pattern sees it, the first pattern that acts wins, ops that a
+rewrite erases are not visited, errors reported the same way. What it saves:
 
 - xDSL calls every pattern on every op, and a pattern written with `@op_type_rewrite_pattern`
   returns at once when the op is not of its type. `TypeDispatchApplier` tries on an op only
-  the patterns whose type the op's class is a subclass of (computed once per class), so an
-  op that no pattern wants costs a dict lookup. Patterns without the decorator are tried on
-  every op, as before.
-- Without `recursive` (no re-matching of new ops, no second walk), the worklist is a plain
-  list built by one iterative walk, and a set of erased ops replaces xDSL's stack + index map.
+  the patterns whose type the op's class is a subclass of (computed once per class); patterns
+  without the decorator are tried on every op, as before. An op that is not dead and that no
+  pattern wants is passed over without resetting the rewriter for it.
+- Without `recursive` the worklist is a plain list built by one iterative walk, and a set of
+  erased ops replaces xDSL's stack + index map; with it, the worklist is filled without
+  xDSL's nested generators.
 
-With `recursive`, xDSL's walker runs (its worklist is what makes the fixpoint iteration
-well-defined) with the dispatching applier.
-
-`xdsl_drivers()` switches this driver and `tilesync.lowering.cse` back to xDSL's own (to rule
-them out when something looks wrong; the tests compare both on whole pipelines).
+`xdsl_drivers()` switches this driver, `lowering.cse`, `lowering.verification` and the fast
+versions of xDSL's passes in `lowering.pipeline` back to xDSL's own (to rule them out when
+something looks wrong; the tests compare both on whole pipelines).
 """
 
 from __future__ import annotations
