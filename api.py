@@ -239,7 +239,9 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
 
     `pipeline` (pass names or a `-p` spec) replaces the default KERNEL_TO_LLVM; `debug` and
     `timeout_ns` set the spin-wait lowering's options in the default pipeline; `keep_ir` keeps
-    the IR text after every pass in `ir_after`; `verify_each` verifies after every pass.
+    the IR text after every pass in `ir_after`; `verify_each` verifies after every pass
+    (by default the lowered IR is verified once, while LLVM emits the PTX: `pass_seconds`
+    has it as "verify"; "ptx:<module>" is translation + LLVM).
     """
     if target not in TARGETS:
         raise CompileError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
