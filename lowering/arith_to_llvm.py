@@ -94,6 +94,10 @@ def int_constant(value: int, type_: Attribute) -> llvm.ConstantOp:
 
 
 class IntegerBinaryOpLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in _INT_BINARY_OPS
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         llvm_op_type = _INT_BINARY_OPS.get(type(op))
         if llvm_op_type is None:
@@ -104,6 +108,10 @@ class IntegerBinaryOpLowering(RewritePattern):
 
 
 class FloatBinaryOpLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in _FLOAT_BINARY_OPS
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         llvm_op_type = _FLOAT_BINARY_OPS.get(type(op))
         if llvm_op_type is None:
@@ -119,6 +127,10 @@ class FloatBinaryOpLowering(RewritePattern):
 
 
 class IntegerMinMaxLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in _INT_MIN_MAX_PREDICATES
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         predicate = _INT_MIN_MAX_PREDICATES.get(type(op))
         if predicate is None:
@@ -131,6 +143,10 @@ class IntegerMinMaxLowering(RewritePattern):
 
 class FloatMaximumMinimumLowering(RewritePattern):
     """`maximumf`/`minimumf` propagate NaN and order -0 < +0: exactly `llvm.maximum/minimum`."""
+
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, arith.MaximumfOp | arith.MinimumfOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, arith.MaximumfOp):
@@ -230,6 +246,11 @@ class IndexCastLowering(RewritePattern):
 class CastLowering(RewritePattern):
     """One-to-one casts: extsi extui trunci sitofp uitofp fptosi fptoui extf truncf bitcast."""
 
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in _SIMPLE_CASTS or issubclass(
+            cls, arith.FPToSIOp | arith.FPToUIOp | arith.UIToFPOp)
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         cast_type = _cast_op_type(op)
         if cast_type is None:
@@ -239,18 +260,20 @@ class CastLowering(RewritePattern):
         replace_with_llvm(rewriter, op, [new_op], new_op.results)
 
 
+_SIMPLE_CASTS: dict[type[Operation], type[Operation]] = {
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.BitcastOp: llvm.BitcastOp,
+}
+
+
 def _cast_op_type(op: Operation) -> type[Operation] | None:
-    simple: dict[type[Operation], type[Operation]] = {
-        arith.ExtSIOp: llvm.SExtOp,
-        arith.ExtUIOp: llvm.ZExtOp,
-        arith.TruncIOp: llvm.TruncOp,
-        arith.SIToFPOp: llvm.SIToFPOp,
-        arith.ExtFOp: llvm.FPExtOp,
-        arith.TruncFOp: llvm.FPTruncOp,
-        arith.BitcastOp: llvm.BitcastOp,
-    }
-    if type(op) in simple:
-        return simple[type(op)]
+    if type(op) in _SIMPLE_CASTS:
+        return _SIMPLE_CASTS[type(op)]
     if not isinstance(op, arith.FPToSIOp | arith.FPToUIOp | arith.UIToFPOp):
         return None
     # xDSL's llvm dialect lacks these three; our llvmx dialect has them.
@@ -298,6 +321,10 @@ def rounding_division(
 
 class FloorCeilDivLowering(RewritePattern):
     """floordivsi / ceildivsi / ceildivui: truncating division plus a fix-up."""
+
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, arith.FloorDivSIOp | arith.CeilDivSIOp | arith.CeilDivUIOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, arith.FloorDivSIOp):

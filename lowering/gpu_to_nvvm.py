@@ -47,6 +47,10 @@ def _read_index(rewriter: PatternRewriter, sreg: str) -> SSAValue:
 class DimensionalSregLowering(RewritePattern):
     """thread_id / block_dim / block_id / grid_dim {x,y,z} -> sreg + index cast."""
 
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in _SREG_OF
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         prefix = _SREG_OF.get(type(op))
         if prefix is None:

@@ -129,6 +129,10 @@ def _lower(op: Operation, operands: list[SSAValue]) -> list[Operation]:
 
 
 class IndexOpLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, UnregisteredOp) or getattr(cls, "name", "").startswith("index.")
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not op_name(op).startswith("index."):
             return

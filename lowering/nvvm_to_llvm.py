@@ -181,6 +181,10 @@ class SpecialRegisterLowering(RewritePattern):
 
 
 class IntrinsicLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in INTRINSICS
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         intrinsic = INTRINSICS.get(type(op))
         if intrinsic is not None:
@@ -188,6 +192,10 @@ class IntrinsicLowering(RewritePattern):
 
 
 class InlinePTXLowering(RewritePattern):
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return cls in PTX_TEMPLATES
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if type(op) in PTX_TEMPLATES:
             rewriter.replace(op, inline_asm_for(op))

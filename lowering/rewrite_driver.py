@@ -12,8 +12,9 @@ rewrite erases are not visited, errors reported the same way. What it saves:
 
 - xDSL calls every pattern on every op, and a pattern written with `@op_type_rewrite_pattern`
   returns at once when the op is not of its type. `TypeDispatchApplier` tries on an op only
-  the patterns whose type the op's class is a subclass of (computed once per class); patterns
-  without the decorator are tried on every op, as before. An op that is not dead and that no
+  the patterns whose type the op's class is a subclass of (computed once per class); a pattern
+  without the decorator is tried on every op, as before, unless it declares the op classes it
+  matches (`matches_op_class`). An op that is not dead and that no
   pattern wants is passed over without resetting the rewriter for it.
 - Without `recursive` the worklist is a plain list built by one iterative walk, and a set of
   erased ops replaces xDSL's stack + index map; with it, the worklist is filled without
@@ -26,7 +27,7 @@ something looks wrong; the tests compare both on whole pipelines).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp
@@ -71,20 +72,33 @@ def _matched_types(pattern: RewritePattern) -> object | None:
     return cells["expected_type"].cell_contents
 
 
+def _class_filter(pattern: RewritePattern) -> Callable[[type], bool] | None:
+    """Which op classes `pattern` may act on: its `matches_op_class(cls)` where it has one
+    (a pattern that matches on a table of op types declares it: False for every class it
+    leaves alone), its `@op_type_rewrite_pattern` type, or None (any op)."""
+    declared = getattr(pattern, "matches_op_class", None)
+    if declared is not None:
+        return declared
+    matched = _matched_types(pattern)
+    if matched is None:
+        return None
+    return lambda cls: issubclass(cls, matched)  # type: ignore[arg-type]
+
+
 class TypeDispatchApplier(GreedyRewritePatternApplier):
     """GreedyRewritePatternApplier (trivial DCE first, no folding) that skips the patterns
-    whose `@op_type_rewrite_pattern` type the op is not an instance of."""
+    that cannot act on the op's class (see `_class_filter`)."""
 
     def __init__(self, patterns: Iterable[RewritePattern]):
         super().__init__(list(patterns))
-        self._types = [_matched_types(p) for p in self.rewrite_patterns]
+        self._filters = [_class_filter(p) for p in self.rewrite_patterns]
         self._by_class: dict[type, tuple[RewritePattern, ...]] = {}
 
     def patterns_for(self, cls: type) -> tuple[RewritePattern, ...]:
         found = self._by_class.get(cls)
         if found is None:
-            found = tuple(p for p, t in zip(self.rewrite_patterns, self._types, strict=True)
-                          if t is None or issubclass(cls, t))  # type: ignore[arg-type]
+            found = tuple(p for p, f in zip(self.rewrite_patterns, self._filters, strict=True)
+                          if f is None or f(cls))
             self._by_class[cls] = found
         return found
 

@@ -135,6 +135,7 @@ def test_cse_decides_as_xdsls_cse():
 
 def test_type_dispatch_skips_patterns_of_other_op_types():
     from xdsl.dialects import arith
+    from xdsl.pattern_rewriter import RewritePattern
 
     from tilesync.lowering.arith_to_llvm import (
         ARITH_TO_LLVM_PATTERNS,
@@ -143,14 +144,18 @@ def test_type_dispatch_skips_patterns_of_other_op_types():
         IntegerBinaryOpLowering,
     )
 
-    applier = TypeDispatchApplier(ARITH_TO_LLVM_PATTERNS)
+    class AnyOp(RewritePattern):  # undecorated, no declared classes: tried on every op
+        def match_and_rewrite(self, op, rewriter, /):
+            pass
+
+    applier = TypeDispatchApplier([*ARITH_TO_LLVM_PATTERNS, AnyOp()])
     on_llvm_add = applier.patterns_for(llvm.AddOp)
+    assert len(on_llvm_add) == 1 and isinstance(on_llvm_add[0], AnyOp)
     on_constant = applier.patterns_for(arith.ConstantOp)
-    # @op_type_rewrite_pattern patterns only where the type matches; the others everywhere
-    assert not any(isinstance(p, ConstantLowering | CmpiLowering) for p in on_llvm_add)
-    assert any(isinstance(p, IntegerBinaryOpLowering) for p in on_llvm_add)
-    assert isinstance(on_constant[0], ConstantLowering)
-    assert len(on_llvm_add) < len(ARITH_TO_LLVM_PATTERNS)
+    assert isinstance(on_constant[0], ConstantLowering)  # @op_type_rewrite_pattern
+    on_addi = applier.patterns_for(arith.AddiOp)  # declared by matches_op_class
+    assert [type(p) for p in on_addi] == [IntegerBinaryOpLowering, AnyOp]
+    assert not any(isinstance(p, CmpiLowering) for p in on_addi)
 
 
 @dataclass(frozen=True)
