@@ -121,10 +121,10 @@ class _CSE:
             return
         if any(len(region.blocks) > 1 for region in op.regions):
             return
-        key = _Key(op)
         if not is_side_effect_free(op):
             if not only_has_effect(op, MemoryEffectKind.READ):
                 return
+            key = _Key(op)
             existing = self.known.get(key)
             if existing is not None and (op.parent_block() is existing.parent_block()
                                          and not _write_between(existing, op)):
@@ -132,6 +132,7 @@ class _CSE:
                 return
             self.known.table[key] = op
             return
+        key = _Key(op)
         existing = self.known.get(key)
         if existing is not None:
             self.replace_and_delete(op, existing)
