@@ -151,7 +151,9 @@ def _append_region_reversed(region: Region, out: list[Operation]) -> None:
 def _apply(applier: TypeDispatchApplier, op: Operation, rewriter: PatternRewriter) -> bool:
     """One step of the walk on `op`: what the walker's loop body does, skipped (it would do
     nothing) when `op` is not dead and no pattern is of its type. True if `op` was tried."""
-    dead = applier.dce_enabled and is_trivially_dead(op)
+    results = op.results
+    dead = applier.dce_enabled and not (results and results[0].first_use is not None) and \
+        is_trivially_dead(op)  # (a used first result: not dead, without the generic check)
     patterns = () if dead else applier.patterns_for(type(op))
     if not dead and not patterns:
         return False
