@@ -590,16 +590,11 @@ def softmax_table(rows: list[dict[str, Any]]) -> str:
 def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
     """A PNG: ratio to the library per GEMM workload (and per conv / softmax), and the
     weight-streaming GEMMs' fraction of the copy bandwidth; None where matplotlib is missing."""
-    try:
-        import matplotlib
+    from tilesync.bench.report import pyplot, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    from pathlib import Path
-
-    from tilesync.bench.report import slug
 
     gemm = [r for r in result.get("gemm", []) if r.get("ratio") is not None]
     streaming = [r for r in gemm if r["M"] <= STREAMING_M
@@ -643,10 +638,4 @@ def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
         a.set_xticks(range(len(others)), [k for k, _ in others], rotation=90, fontsize=7)
         a.set_ylabel("library time / ours")
         a.set_title("conv2d vs cuDNN, softmax+dropout vs torch")
-    fig.tight_layout()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, result, out_dir, name)

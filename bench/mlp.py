@@ -682,16 +682,11 @@ if __name__ == "__main__":
 def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
     """A PNG: per (model, M), each mode's speedup over stream sync of the same kernels (p10-p90
     of the mode as error bars) and torch's; None where matplotlib is missing."""
-    try:
-        import matplotlib
+    from tilesync.bench.report import pyplot, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    from pathlib import Path
-
-    from tilesync.bench.report import slug
 
     rows = [r for r in result.get("rows", []) if r.get("modes")]
     modes = [m for m in (*result.get("modes", MODES), "torch_graph")
@@ -718,10 +713,4 @@ def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
     ax.set_ylabel("stream-sync time / mode time")
     ax.set_title(f"MLP as two synchronized GEMM stages on {result['device']['name']}")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, result, out_dir, name)

@@ -45,14 +45,33 @@ def write_json(result: dict[str, Any], out_dir: Path, name: str) -> Path:
     return path
 
 
-def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
-    """A PNG of the medians with p10–p90 bars; skipped (None) where matplotlib is missing."""
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None where matplotlib is missing."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def save_figure(plt, fig, result: dict[str, Any], out_dir, name: str) -> Path:
+    """Write `fig` as <name>-<device>.png in `out_dir` and close it."""
+    fig.tight_layout()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
+    """A PNG of the medians with p10–p90 bars; skipped (None) where matplotlib is missing."""
+    plt = pyplot()
+    if plt is None:
         return None
     modes = ("stream_sync", "tile_sync")
     if result["experiment"] == "copy_chain":
@@ -77,8 +96,4 @@ def plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
     ax.set_ylabel("time (ms, median, p10–p90)")
     ax.set_title(f"{name} on {result['device']['name']}")
     ax.legend()
-    fig.tight_layout()
-    path = out_dir / f"{name}-{slug(result['device']['name'])}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, result, out_dir, name)

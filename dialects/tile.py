@@ -579,15 +579,9 @@ class CpAsyncCommitOp(IRDLOperation):
         super().__init__()
 
 
-@irdl_op_definition
-class CpAsyncWaitOp(IRDLOperation):
-    """`cp.async.wait_group N`: wait until at most N of this thread's groups are pending.
+class _WaitGroupOp(IRDLOperation):
+    """`<name> N`: wait until at most N groups are pending (N in 0..7, as PTX counts them)."""
 
-    Only the issuing thread's copies are complete afterwards: a block barrier must follow
-    before other threads read them.
-    """
-
-    name = "tile.cp_async_wait"
     pending = prop_def(IntegerAttr[IntegerType])
 
     def __init__(self, pending: int):
@@ -596,11 +590,11 @@ class CpAsyncWaitOp(IRDLOperation):
     def verify_(self) -> None:
         if not 0 <= self.pending.value.data <= 7:
             raise VerifyException(
-                f"'tile.cp_async_wait' pending must be in 0..7, got {self.pending.value.data}"
+                f"'{self.name}' pending must be in 0..7, got {self.pending.value.data}"
             )
 
     @classmethod
-    def parse(cls, parser: Parser) -> CpAsyncWaitOp:
+    def parse(cls, parser: Parser) -> _WaitGroupOp:
         op = cls(parser.parse_integer(allow_boolean=False, allow_negative=True))
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -608,6 +602,18 @@ class CpAsyncWaitOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.pending.value.data}")
         printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(_WaitGroupOp):
+    """`cp.async.wait_group N`: wait until at most N of this thread's groups are pending.
+
+    Only the issuing thread's copies are complete afterwards: a block barrier must follow
+    before other threads read them.
+    """
+
+    name = "tile.cp_async_wait"
+    pending = prop_def(IntegerAttr[IntegerType])
 
 
 WGMMA_ROW_BYTES = 128
@@ -751,31 +757,12 @@ class WgmmaCommitOp(IRDLOperation):
 
 
 @irdl_op_definition
-class WgmmaWaitOp(IRDLOperation):
+class WgmmaWaitOp(_WaitGroupOp):
     """`wgmma.wait_group.sync.aligned N`: wait until at most N wgmma groups are pending; their
     accumulators and the shared memory they read are free afterwards."""
 
     name = "tile.wgmma_wait"
     pending = prop_def(IntegerAttr[IntegerType])
-
-    def __init__(self, pending: int):
-        super().__init__(properties={"pending": IntegerAttr(pending, i32)})
-
-    def verify_(self) -> None:
-        if not 0 <= self.pending.value.data <= 7:
-            raise VerifyException(
-                f"'tile.wgmma_wait' pending must be in 0..7, got {self.pending.value.data}"
-            )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> WgmmaWaitOp:
-        op = cls(parser.parse_integer(allow_boolean=False, allow_negative=True))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.pending.value.data}")
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
