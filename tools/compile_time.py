@@ -36,6 +36,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "llama fc1 M=16 16x128x32 w1x4 s4 splitk8 swiglu": dict(
         M=16, N=5632, K=8192, tile=(16, 128, 32), warps=(1, 4), stages=4, split_k=8,
         epilogue="swiglu"),
+    "4096^3 wgmma 128x256x64 w8x1 s4": dict(M=4096, N=4096, K=4096, tile=(128, 256, 64),
+                                            warps=(8, 1), stages=4, mma="wgmma",
+                                            b_layout="col"),
 }
 
 

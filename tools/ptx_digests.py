@@ -1,0 +1,206 @@
+"""PTX digests of every example and every benchmark configuration: refactors keep them equal.
+
+    python -m tilesync.tools.ptx_digests --write   # record test/python/data/ptx_digests.json
+    python -m tilesync.tools.ptx_digests           # compare with the record; exit 1 on a change
+    python -m tilesync.tools.ptx_digests --only examples,gemm
+
+Programs (each compiled for the target its configuration names, else sm_90):
+* examples: every examples/*.mlir through the default pipeline, and every stage program among
+  them also through the cuSync passes (policies, post/wait, PDL) and with debug waits;
+* gemm / conv / softmax: every configuration `tilesync bench kernels` compiles (full mode,
+  wgmma and mma.sync);
+* mlp: every (model, M, mode) program `tilesync bench mlp` compiles.
+
+A digest is the sha256 of the PTX text of each gpu.module (sorted by module name). A refactor
+that changes none is proved not to change the emitted code; a change must be explained in its
+commit and recorded again with --write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "test" / "python" / "data" / "ptx_digests.json"
+GROUPS = ("examples", "gemm", "conv", "softmax", "mlp")
+SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl")
+
+
+def _digest(ptx_by_module: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(ptx_by_module):
+        h.update(name.encode() + b"\0" + ptx_by_module[name].encode() + b"\0")
+    return h.hexdigest()
+
+
+# --- the programs: name -> a picklable job (group, arguments) --------------------------------
+
+
+def example_jobs() -> dict[str, tuple]:
+    jobs: dict[str, tuple] = {}
+    for path in sorted((ROOT / "examples").glob("*.mlir")):
+        jobs[f"examples/{path.name}"] = ("example", path.name, "default")
+        if "sync.stage" in path.read_text():
+            jobs[f"examples/{path.name} +sync"] = ("example", path.name, "sync")
+            jobs[f"examples/{path.name} +sync debug"] = ("example", path.name, "sync-debug")
+    return jobs
+
+
+def gemm_jobs() -> dict[str, tuple]:
+    from tilesync.bench.kernels import candidate_configs, workloads
+
+    configs = {}
+    for w in workloads(quick=False):
+        for cfg in candidate_configs(w, quick=False):
+            configs.setdefault(repr(cfg), cfg)
+    return {f"gemm {key}": ("config", cfg) for key, cfg in sorted(configs.items())}
+
+
+def conv_jobs() -> dict[str, tuple]:
+    from tilesync.bench.kernels import conv_workloads
+
+    configs = {repr(c): c for wgmma in (True, False) for c in conv_workloads(False, wgmma)}
+    return {f"conv {key}": ("config", cfg) for key, cfg in sorted(configs.items())}
+
+
+def softmax_jobs() -> dict[str, tuple]:
+    from tilesync.bench.kernels import softmax_workloads
+
+    return {f"softmax {c!r}": ("config", c) for c in softmax_workloads(False)}
+
+
+def mlp_jobs() -> dict[str, tuple]:
+    from tilesync.bench.mlp import BATCHES, MODELS, modes_for
+
+    jobs = {}
+    for model in MODELS:
+        for m in BATCHES:
+            for mode in modes_for(model, m):
+                jobs[f"mlp {model} M={m} {mode}"] = ("mlp", (model, m, mode, False))
+    for model, m in (("gpt3", 512), ("llama", 1024)):  # the GPU tests' debug programs
+        for mode in modes_for(model, m):
+            jobs[f"mlp {model} M={m} {mode} debug"] = ("mlp", (model, m, mode, True))
+    return jobs
+
+
+JOBS: dict[str, Callable[[], dict[str, tuple]]] = {
+    "examples": example_jobs, "gemm": gemm_jobs, "conv": conv_jobs,
+    "softmax": softmax_jobs, "mlp": mlp_jobs,
+}
+
+
+def compile_job(job: tuple) -> str:
+    """The digest of one job's PTX (or 'error: ...' where it does not compile)."""
+    try:
+        return _digest(_ptx_of(job))
+    except Exception as err:  # recorded, so that a program that starts failing is a change
+        return f"error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+
+
+def _ptx_of(job: tuple) -> dict[str, str]:
+    import tilesync
+
+    kind = job[0]
+    if kind == "example":
+        from tilesync.api import default_pipeline
+
+        _, name, variant = job
+        text = (ROOT / "examples" / name).read_text()
+        if variant == "default":
+            return tilesync.compile(text, target="sm_90").ptx_by_module
+        pipeline = default_pipeline(debug=variant == "sync-debug", before=SYNC_PASSES)
+        return tilesync.compile(text, pipeline=pipeline, target="sm_90").ptx_by_module
+    if kind == "config":
+        from tilesync.kernels.gemm import GemmConfig, compile_gemm
+
+        cfg = job[1]
+        if isinstance(cfg, GemmConfig):
+            return compile_gemm(cfg).ptx_by_module
+        return cfg.compile("sm_90").ptx_by_module
+    if kind == "mlp":
+        from tilesync.bench.mlp import compile_job as compile_mlp
+
+        return compile_mlp(job[1])["ptx_by_module"]
+    raise ValueError(f"unknown job kind {kind!r}")
+
+
+def digests(groups: Iterable[str], processes: int | None = None,
+            progress: bool = False) -> dict[str, str]:
+    jobs: dict[str, tuple] = {}
+    for group in groups:
+        jobs.update(JOBS[group]())
+    names = list(jobs)
+    workers = processes or max(1, os.cpu_count() or 1)
+    out: dict[str, str] = {}
+    if workers == 1:
+        results: Iterable[str] = map(compile_job, (jobs[n] for n in names))
+        pool = None
+    else:
+        pool = concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("fork"))
+        results = pool.map(compile_job, [jobs[n] for n in names], chunksize=1)
+    try:
+        for i, (name, digest) in enumerate(zip(names, results), 1):
+            out[name] = digest
+            if progress:
+                print(f"\r{i}/{len(names)}", end="", file=sys.stderr, flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+        if progress:
+            print(file=sys.stderr)
+    return out
+
+
+def compare(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """One line per program whose digest changed, appeared or disappeared."""
+    lines = []
+    for name in sorted(set(recorded) | set(now)):
+        if name not in now:
+            continue  # a group not compared this time
+        if name not in recorded:
+            lines.append(f"new: {name}")
+        elif recorded[name] != now[name]:
+            lines.append(f"changed: {name}: {recorded[name][:16]} -> {now[name][:16]}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="record the digests")
+    parser.add_argument("--only", default=",".join(GROUPS),
+                        help=f"comma-separated groups of {', '.join(GROUPS)}")
+    parser.add_argument("-j", "--processes", type=int, default=None)
+    args = parser.parse_args(argv)
+    groups = [g for g in args.only.split(",") if g]
+    unknown = [g for g in groups if g not in JOBS]
+    if unknown:
+        print(f"ptx_digests: unknown group(s) {', '.join(unknown)}; choose from "
+              f"{', '.join(GROUPS)}", file=sys.stderr)
+        return 2
+    now = digests(groups, args.processes, progress=sys.stderr.isatty())
+    recorded = json.loads(RECORD.read_text()) if RECORD.is_file() else {}
+    if args.write:
+        merged = {**{k: v for k, v in recorded.items()
+                     if not any(k.startswith(g) for g in groups)}, **now}
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
+        print(f"recorded {len(now)} digests in {RECORD.relative_to(ROOT)}")
+        return 0
+    changed = compare(recorded, now)
+    for line in changed:
+        print(line)
+    print(f"{len(now)} programs, {len(changed)} changed")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
