@@ -11,12 +11,12 @@ import gc
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -31,57 +31,22 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
-from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_BYTES_ATTR
+from tilesync.contract import (
+    DYNAMIC_SHARED_BYTES_ATTR,
+    ORDER_TABLE_ATTR,
+    REGISTERS_ATTR,
+    SHARED_BYTES_ATTR,
+    TARGETS,
+    CompiledProgram,
+    CompileError,
+    KernelSignature,
+)
+from tilesync.dialects.kernel_args import sync_roles
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
 from tilesync.lowering.verification import verify as verify_ir
 
-TARGETS = ("sm_80", "sm_90", "sm_90a")
-SYNC_ARGS_ATTR = "sync.args"  # on a kernel: roles of the parameters sync passes appended
-ORDER_TABLE_ATTR = "sync.order_table"  # on a kernel: the order table its host uploads
-
-
-class CompileError(Exception):
-    """A diagnostic for the user: bad input, failed verification, unknown pass or target."""
-
-
-@dataclass(frozen=True)
-class KernelSignature:
-    """How the host calls one kernel: its module, name and parameter kinds in order."""
-
-    module: str
-    name: str
-    params: tuple[str, ...]  # "ptr", "i32", "i64", "f32", "f64", "f16"
-    block: tuple[int, ...] | None = None
-    # Roles of the trailing parameters that sync passes appended ("sems:@stage", "epoch", ...):
-    # the host binds them; the user passes the leading ones.
-    sync_args: tuple[str, ...] = ()
-    order_table: tuple[int, ...] | None = None  # the tile order an ordered sync.tile reads
-    dynamic_shared_bytes: int = 0  # shared memory to launch with (its module's dynamic array)
-
-    @property
-    def user_params(self) -> tuple[str, ...]:
-        return self.params[: len(self.params) - len(self.sync_args)]
-
-
-@dataclass
-class CompiledProgram:
-    ptx_by_module: dict[str, str]
-    llvm_ir_by_module: dict[str, str]
-    kernels: dict[str, KernelSignature]
-    module: ModuleOp  # the lowered IR; host-level sync ops are still in it
-    source: ModuleOp  # the IR as given (before any pass), for the host plan
-    ir_after: dict[str, str] = field(default_factory=dict)
-    pass_seconds: dict[str, float] = field(default_factory=dict)
-    target: str = "sm_90"
-
-    @property
-    def ptx(self) -> str:
-        """The PTX when the program has one gpu.module (the common case)."""
-        if len(self.ptx_by_module) != 1:
-            raise CompileError(f"program has {len(self.ptx_by_module)} gpu.modules; "
-                               "use ptx_by_module")
-        return next(iter(self.ptx_by_module.values()))
-
+__all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
+           "compile", "default_pipeline", "kernel_signatures", "lower", "make_context", "parse"]
 
 def make_context() -> Context:
     from tilesync.tools.universe import all_dialects_with_xdsl
@@ -115,6 +80,8 @@ def _param_kind(t: Attribute) -> str:
         return "f64"
     if isinstance(t, Float16Type):
         return "f16"
+    if isinstance(t, BFloat16Type):
+        return "bf16"
     raise CompileError(f"kernel parameter of type {t} is not supported")
 
 
@@ -150,9 +117,7 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
         if isinstance(op, llvm.FuncOp) and op.CConv.cconv_name == "ptx_kernel":
             parent = op.parent_op()
             mod_name = parent.sym_name.data if isinstance(parent, gpu.ModuleOp) else ""
-            sync_args = op.attributes.get(SYNC_ARGS_ATTR)
-            roles = tuple(a.data for a in sync_args.data) if isinstance(sync_args, ArrayAttr) \
-                else ()
+            roles = tuple(sync_roles(op))
             table = op.attributes.get(ORDER_TABLE_ATTR)
             dynamic = parent.attributes.get(DYNAMIC_SHARED_BYTES_ATTR) if parent else None
             sig = KernelSignature(mod_name, op.sym_name.data,
@@ -367,6 +332,6 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
             kernel = op.kernel.nested_references.data[-1].data
             if kernel in usage:
                 registers, shared = usage[kernel]
-                op.attributes["registers"] = IntegerAttr(registers, 64)
-                op.attributes["shared_bytes"] = IntegerAttr(shared, 64)
+                op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)
+                op.attributes[SHARED_BYTES_ATTR] = IntegerAttr(shared, 64)
     return usage

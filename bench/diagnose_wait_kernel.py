@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 import tilesync
 from tilesync.api import default_pipeline
 from tilesync.bench.stages import chain_module, stream_sync_plan
+from tilesync.contract import WAIT_TARGET
 from tilesync.dialects import sync
 
 
@@ -50,7 +51,7 @@ def main() -> None:
             program._bind_orig = program._bind
 
             def bind(role, stage, _p=program):
-                if role == "wait_target":
+                if role == WAIT_TARGET:
                     return _p.epoch * 1
                 return _p._bind_orig(role, stage)
             program._bind = bind

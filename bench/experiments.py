@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import tilesync
-from tilesync.api import TARGETS
+from tilesync.contract import target_for_device
 
 MODES = ("stream_sync", "tile_sync")
 EPOCH = object()  # placeholder in an argument list for the launch's epoch
@@ -70,7 +70,7 @@ def load_chain(example: str, block: int) -> ChainKernels:
 
     device = get_device()
     start = time.perf_counter()
-    target = device.arch if device.arch in TARGETS else "sm_90"
+    target = target_for_device(device.arch)
     program = tilesync.compile(example_text(example), target=target)
     seconds = time.perf_counter() - start
     module = load_ptx(program.ptx, example)

@@ -62,6 +62,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tilesync.contract import target_for_device
+
 MODELS = ("gpt3", "llama")
 BATCHES = (256, 512, 1024, 2048)
 TOL = 2e-2
@@ -257,7 +259,8 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
 
 def load_program(entry: dict[str, Any]):
     """A StageProgram from a compile_job result (the host plan parsed back from its text)."""
-    from tilesync.api import CompiledProgram, parse
+    from tilesync.api import parse
+    from tilesync.contract import CompiledProgram
     from tilesync.runtime.program import StageProgram
 
     host = parse(entry["host"])
@@ -280,7 +283,7 @@ def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
         stage_waves,
     )
 
-    limits = limits_for_arch(arch if arch in ("sm_80", "sm_90", "sm_90a") else "sm_90")
+    limits = limits_for_arch(target_for_device(arch))
     stages = []
     out: dict[str, Any] = {"stages": []}
     for cfg in (spec.cfg1, spec.cfg2):
@@ -468,7 +471,7 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
 
     started = time.perf_counter()
     device = get_device()
-    target = device.arch if device.arch in ("sm_80", "sm_90", "sm_90a") else "sm_90"
+    target = target_for_device(device.arch)
     jobs = [(model, M, mode, False) for model in models for M in ms
             for mode in modes_for(model, M, modes)]
     t0 = time.perf_counter()

@@ -69,6 +69,8 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from tilesync.contract import MAX_THREADS_PER_BLOCK
+
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
 ENUMERATION_LIMIT = 1_000_000
 
@@ -831,7 +833,6 @@ def _verify_extents(op_name: str, what: str, extents: tuple[int, ...]) -> None:
 
 
 # CUDA's limit on threads per block.
-MAX_THREADS_PER_BLOCK = 1024
 
 
 @irdl_op_definition

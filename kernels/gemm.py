@@ -62,16 +62,19 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from tilesync.contract import (
+    DYNAMIC_SHARED_ATTR,
+    DYNAMIC_SHARED_BASE_ALIGNMENT,
+    SM_90,
+    STATIC_SHARED_LIMIT,
+)
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
-from tilesync.lowering.memref_to_llvm import DYNAMIC_SHARED_ATTR, DYNAMIC_SHARED_BASE_ALIGNMENT
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
-STATIC_SHARED_LIMIT = 48 * 1024
-"""Static shared memory per block; a kernel that needs more gets it as dynamic shared memory."""
-MAX_SHARED_PER_BLOCK = 227 * 1024
-"""Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch)."""
+# Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
+MAX_SHARED_PER_BLOCK = SM_90.max_shared_per_block
 
 _GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_K = 0.044715

@@ -36,8 +36,9 @@ from dataclasses import dataclass, replace
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir.affine import AffineExpr, AffineMap
 
+from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
-from tilesync.kernels.gemm import STATIC_SHARED_LIMIT, GemmConfig, gemm_config, gemm_module
+from tilesync.kernels.gemm import GemmConfig, gemm_config, gemm_module
 
 MODELS: dict[str, dict] = {
     # K1 (model width / input), N1 (GEMM1 columns), H (hidden width = K2), epilogue

@@ -30,6 +30,7 @@ from xdsl.pattern_rewriter import (
 )
 
 # Importing llvmx registers `ptx_kernel` with xDSL's llvm calling conventions.
+from tilesync.contract import KNOWN_BLOCK_SIZE_ATTR, MIN_BLOCKS_PER_SM_ATTR
 from tilesync.dialects.llvmx import PTX_KERNEL_CCONV
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
@@ -43,8 +44,6 @@ from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-func-to-llvm"
 
-KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
-MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"
 # Attributes that the conversion consumes (or that describe the old signature).
 _CONSUMED_ATTRS = {KNOWN_BLOCK_SIZE_ATTR, "gpu.known_grid_size", MIN_BLOCKS_PER_SM_ATTR,
                    "sym_name", "function_type", "kernel"}

@@ -54,6 +54,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.contract import (
+    DYNAMIC_SHARED_ATTR,
+    DYNAMIC_SHARED_BASE_ALIGNMENT,
+    DYNAMIC_SHARED_BYTES_ATTR,
+)
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
     reject_leftover_ops,
@@ -69,13 +74,7 @@ from tilesync.lowering.type_conversion import (
 
 PASS_NAME = "convert-memref-to-llvm"
 SHARED_GLOBAL_ALIGNMENT = 16  # room for 128-bit vector accesses to shared tiles
-DYNAMIC_SHARED_ATTR = "tilesync.dynamic_shared"
-"""Unit attribute on a shared memref.global: place it in dynamic shared memory."""
-DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"
-"""On a lowered gpu.module: bytes of dynamic shared memory each of its kernels launches with."""
 DYNAMIC_SHARED_SYMBOL = "__tilesync_dynamic_shared"
-DYNAMIC_SHARED_BASE_ALIGNMENT = 16
-"""What the dynamic shared array's start is guaranteed (static shared memory comes first)."""
 
 
 def element_size_in_bytes(op: Operation, element_type: Attribute) -> int:

@@ -15,16 +15,14 @@ from functools import cache
 import llvmlite.binding as llvm
 from xdsl.ir import Operation
 
+from tilesync.contract import ARCHITECTURES, TARGETS
 from tilesync.lowering.llvm_to_llvmlite import (
     NVPTX_DATA_LAYOUT,
     NVPTX_TRIPLE,
     translate_to_llvm_ir,
 )
 
-# PTX ISA 8.0 (CUDA 12.0) is the first with sm_90a and covers everything tilesync emits
-# (griddepcontrol, cluster scope, wgmma fences); it is accepted for sm_80 as well.
-_PTX_FEATURES_BY_ARCH = {"sm_80": "+ptx80", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
-SUPPORTED_ARCHS = tuple(_PTX_FEATURES_BY_ARCH)
+SUPPORTED_ARCHS = TARGETS
 
 
 class PTXError(Exception):
@@ -44,7 +42,7 @@ class PTXInfo:
 
 
 def _check_arch(arch: str) -> None:
-    if arch not in _PTX_FEATURES_BY_ARCH:
+    if arch not in ARCHITECTURES:
         raise PTXError(
             f"unsupported GPU architecture '{arch}'; valid ones: {', '.join(SUPPORTED_ARCHS)}"
         )
@@ -61,7 +59,7 @@ def _target_machine(arch: str, opt_level: int) -> llvm.TargetMachine:
     _initialize_llvm()
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     return target.create_target_machine(
-        cpu=arch, features=_PTX_FEATURES_BY_ARCH[arch], opt=opt_level
+        cpu=arch, features=ARCHITECTURES[arch].ptx_features, opt=opt_level
     )
 
 

@@ -15,8 +15,7 @@ The memory-model rules of DESIGN.md, in one place:
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -47,10 +46,18 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.contract import (
+    DEBUG_RECORD,
+    DEBUG_RECORD_FIELDS,
+    ORDER_TABLE,
+    ORDER_TABLE_ATTR,
+    TILE_COUNTER,
+    kernel_tag,
+)
 from tilesync.dialects import nvvm, sync
+from tilesync.dialects.kernel_args import sync_arg
 from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
-from tilesync.transforms.sync.kernel_args import sync_arg
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
@@ -94,26 +101,20 @@ def _semaphore_pointer(e: _Emitter, sems: SSAValue, tile: Sequence[SSAValue],
     return ptr, index
 
 
-# claimed, kernel (crc32 of its name), semaphore parameter, index, expected, seen, block x, y, z
-DEBUG_RECORD_WORDS = 9
-
-
-def kernel_tag(name: str) -> int:
-    """How a debug record names its kernel: a positive i32 the host can map back."""
-    return zlib.crc32(name.encode()) & 0x7FFFFFFF
-
-
-def _record_timeout(record: SSAValue, fields: Sequence[SSAValue]) -> list[Operation]:
-    """The first block to time out claims the record (cas 0 → 1) and writes what it saw, at
-    system scope: the record is mapped host memory, still readable after the trap."""
+def _record_timeout(record: SSAValue, fields: Mapping[str, SSAValue]) -> list[Operation]:
+    """The first block to time out claims the record (cas 0 → 1) and writes what it saw (the
+    other DEBUG_RECORD_FIELDS, in their order), at system scope: the record is mapped host
+    memory, still readable after the trap."""
     e = _Emitter()
     base = e.emit(UnrealizedConversionCastOp.get([record], [convert_type(record.type)]))
     old = e.emit(nvvm.AtomicCASOp(base, e.const(0, i32), e.const(1, i32), "relaxed", "sys"))
     claimed = e.emit(arith.CmpiOp(old, e.const(0, i32), "eq"))
     write = _Emitter()
-    for offset, value in enumerate(fields, start=1):
+    for offset, name in enumerate(DEBUG_RECORD_FIELDS):
+        if name == "claimed":
+            continue
         slot = write.emit(llvm.GEPOp(base, [offset], i32, result_type=base.type))
-        write.op(nvvm.StoreOp(slot, value, ordering="volatile"))
+        write.op(nvvm.StoreOp(slot, fields[name], ordering="volatile"))
     write.op(nvvm.FenceOp("sc", "sys"))
     write.op(scf.YieldOp())
     e.op(scf.IfOp(claimed, [], write.ops))
@@ -122,7 +123,7 @@ def _record_timeout(record: SSAValue, fields: Sequence[SSAValue]) -> list[Operat
 
 def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int,
                 record: SSAValue | None = None,
-                describe: Sequence[SSAValue] = ()) -> list:
+                describe: Mapping[str, SSAValue] | None = None) -> list:
     """Ops that spin (acquire loads, backoff) until *ptr >= target; trap after `timeout_ns`
     (first writing `describe` + the value seen into `record`, when there is one)."""
     e = _Emitter()
@@ -136,8 +137,8 @@ def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: in
     timed_out = before.emit(arith.CmpiOp(elapsed, before.const(timeout_ns, i64), "sgt"))
     on_timeout: list[Operation] = []
     if record is not None:
-        fields = [*describe[:3], target, seen, *describe[3:]]
-        on_timeout += _record_timeout(record, fields)
+        on_timeout += _record_timeout(record, {**(describe or {}), "expected": target,
+                                               "seen": seen})
     before.op(scf.IfOp(timed_out, [], [*on_timeout, nvvm.TrapOp(), scf.YieldOp()]))
     keep_spinning = before.emit(arith.XOrIOp(ready, before.const(1, i1)))
     before.op(scf.ConditionOp(keep_spinning))
@@ -150,8 +151,6 @@ def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: in
 
 
 TILE_SLOT_GLOBAL = "__tilesync_tile_slot"
-DEBUG_RECORD_ROLE = "debug_record"
-ORDER_TABLE_ATTR = "sync.order_table"  # on a kernel: the tile order the host uploads
 
 
 def _shared_slot(func: gpu.FuncOp) -> SSAValue:
@@ -189,8 +188,8 @@ class LowerOrderedTile(RewritePattern):
         if func is None:
             raise DiagnosticException("convert-sync-to-nvvm: an ordered sync.tile must be "
                                       "inside a gpu.func")
-        counter = sync_arg(func, "tile_counter", MemRefType(i32, [1]))
-        table = (sync_arg(func, "order_table", MemRefType(i32, [DYNAMIC_INDEX]))
+        counter = sync_arg(func, TILE_COUNTER, MemRefType(i32, [1]))
+        table = (sync_arg(func, ORDER_TABLE, MemRefType(i32, [DYNAMIC_INDEX]))
                  if kind == "table" else None)
         if table is not None:
             func.attributes[ORDER_TABLE_ATTR] = DenseArrayBase.from_list(i32, op.order.values)
@@ -248,15 +247,16 @@ def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
 
 
 def _debug_description(e: _Emitter, op: sync.WaitOp, func: gpu.FuncOp,
-                       index: SSAValue) -> list[SSAValue]:
-    """[kernel tag, semaphore parameter (-1 if not a parameter), index, block x, y, z], i32."""
+                       index: SSAValue) -> dict[str, SSAValue]:
+    """The kernel tag, semaphore parameter (-1 if not a parameter), index and block, i32."""
     sems = op.sems
     position = sems.index if isinstance(sems, BlockArgument) and sems.owner is \
         func.body.blocks.first else -1
     ids = [e.emit(arith.IndexCastOp(e.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
            for d in _DIMS]
-    return [e.const(kernel_tag(func.sym_name.data), i32), e.const(position, i32),
-            e.emit(arith.IndexCastOp(index, i32)), *ids]
+    return {"kernel_tag": e.const(kernel_tag(func.sym_name.data), i32),
+            "param": e.const(position, i32), "index": e.emit(arith.IndexCastOp(index, i32)),
+            "block_x": ids[0], "block_y": ids[1], "block_z": ids[2]}
 
 
 @dataclass
@@ -276,10 +276,10 @@ class LowerWait(RewritePattern):
         timeout = op.timeout_ns.value.data if op.timeout_ns is not None else \
             self.default_timeout_ns
         func = _enclosing_kernel(op)
-        record, describe = None, []
+        record, describe = None, None
         if self.debug and func is not None:
             # the parameter must exist before the description reads parameter positions
-            record = sync_arg(func, DEBUG_RECORD_ROLE, MemRefType(i32, [DYNAMIC_INDEX]))
+            record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
             describe = _debug_description(inner, op, func, index)
         inner.ops += _spin_until(ptr, target, timeout, self.backoff_ns, record, describe)
         inner.op(scf.YieldOp())

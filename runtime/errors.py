@@ -1,45 +1,19 @@
-"""Errors of the tilesync runtime and the one wrapper every driver call goes through."""
+"""The one wrapper every driver call goes through, and how a failed call reads (the error
+classes themselves are in tilesync.contract)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# Errors after which the context is unusable: the kernel stopped on the device (a `trap`, an
-# illegal address or instruction). tilesync's debug spin-waits call `trap` when they time out.
-DEVICE_FAULT_ERRORS = frozenset(
-    {
-        "CUDA_ERROR_LAUNCH_FAILED",
-        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-        "CUDA_ERROR_ILLEGAL_ADDRESS",
-        "CUDA_ERROR_MISALIGNED_ADDRESS",
-        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
-        "CUDA_ERROR_INVALID_PC",
-        "CUDA_ERROR_HARDWARE_STACK_ERROR",
-        "CUDA_ERROR_ASSERT",
-        "CUDA_ERROR_LAUNCH_TIMEOUT",
-    }
+from tilesync.contract import (
+    DEVICE_FAULT_ERRORS,
+    NoGPUError,
+    SpinTimeoutError,
+    TilesyncRuntimeError,
 )
 
-
-class TilesyncRuntimeError(RuntimeError):
-    """A CUDA driver call failed; `error_name` is the CUresult name, `call` the driver call."""
-
-    def __init__(self, message: str, error_name: str | None = None, call: str | None = None):
-        super().__init__(message)
-        self.error_name = error_name
-        self.call = call
-
-    @property
-    def is_device_fault(self) -> bool:
-        return self.error_name in DEVICE_FAULT_ERRORS
-
-
-class NoGPUError(TilesyncRuntimeError):
-    """No usable NVIDIA driver or device; `reason` says which and why."""
-
-    def __init__(self, reason: str):
-        super().__init__(f"no usable NVIDIA GPU: {reason}")
-        self.reason = reason
+__all__ = ["DEVICE_FAULT_ERRORS", "NoGPUError", "SpinTimeoutError", "TilesyncRuntimeError",
+           "check", "describe_result", "error_message"]
 
 
 def describe_result(result: Any) -> tuple[str, str]:

@@ -12,23 +12,33 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from tilesync.contract import PARAM_KINDS, STATIC_SHARED_LIMIT
 from tilesync.runtime.buffers import as_device_pointer
 from tilesync.runtime.errors import TilesyncRuntimeError, check
 
-# Parameter kind → (ctypes type or None for a device pointer, size in bytes, integer range).
-PARAM_KINDS: dict[str, tuple[Any, int, tuple[int, int] | None]] = {
-    "ptr": (None, 8, None),
-    "i8": (ctypes.c_int8, 1, (-(1 << 7), (1 << 7) - 1)),
-    "i16": (ctypes.c_int16, 2, (-(1 << 15), (1 << 15) - 1)),
-    "i32": (ctypes.c_int32, 4, (-(1 << 31), (1 << 31) - 1)),
-    "u32": (ctypes.c_uint32, 4, (0, (1 << 32) - 1)),
-    "i64": (ctypes.c_longlong, 8, (-(1 << 63), (1 << 63) - 1)),
-    "u64": (ctypes.c_ulonglong, 8, (0, (1 << 64) - 1)),
-    "f32": (ctypes.c_float, 4, None),
-    "f64": (ctypes.c_double, 8, None),
+# How each parameter kind of the contract travels to cuLaunchKernel: its ctypes type (None: a
+# device pointer, which cuda-bindings passes by address). Half-precision floats travel as their
+# 16 bits.
+_CTYPES: dict[str, Any] = {
+    "ptr": None, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+    "u32": ctypes.c_uint32, "i64": ctypes.c_longlong, "u64": ctypes.c_ulonglong,
+    "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16, "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
 }
+assert set(_CTYPES) == set(PARAM_KINDS), "every parameter kind needs a ctypes type"
 
-STATIC_SHARED_LIMIT = 48 * 1024
+
+def _half_bits(kind: str, value: float) -> int:
+    """The 16 bits of `value` as f16 or bf16 (round to nearest even)."""
+    import numpy as np
+
+    if kind == "f16":
+        return int(np.asarray(value, np.float16).view(np.uint16))
+    bits = int(np.asarray(value, np.float32).view(np.uint32))
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:  # NaN stays a quiet NaN
+        return (bits >> 16) | 0x0040
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF
+
 
 Dim3 = tuple[int, int, int]
 
@@ -42,7 +52,7 @@ def check_signature(
         raise ValueError(f"unknown parameter kind(s) {unknown}; known: {sorted(PARAM_KINDS)}")
     if param_bytes is None:
         return
-    sizes = [PARAM_KINDS[kind][1] for kind in signature]
+    sizes = [PARAM_KINDS[kind].size for kind in signature]
     if sizes != list(param_bytes):
         raise ValueError(
             f"signature {list(signature)} of '{kernel_name}' does not match its PTX parameters "
@@ -68,10 +78,12 @@ def pack_args(
     for position, (kind, value) in enumerate(zip(signature, args)):
         if kind not in PARAM_KINDS:
             raise ValueError(f"unknown parameter kind {kind!r}; known: {sorted(PARAM_KINDS)}")
-        ctype, _, bounds = PARAM_KINDS[kind]
+        ctype, bounds = _CTYPES[kind], PARAM_KINDS[kind].int_range
         try:
             if kind == "ptr":
                 values.append(driver.CUdeviceptr(as_device_pointer(value)))
+            elif kind in ("f16", "bf16"):
+                values.append(_half_bits(kind, float(value)))
             elif bounds is not None:
                 if isinstance(value, float):
                     raise TypeError(f"a float for integer kind {kind}")
@@ -153,10 +165,11 @@ def launch(
 ) -> None:
     """Launch `kernel` (a Kernel from Module.function) asynchronously on `stream`.
 
-    `signature` (or `kernel.signature`) lists the parameter kinds: ptr, i8, i16, i32, u32, i64,
-    u64, f32, f64. pdl=True lets the kernel start while the previous kernel on the stream still
-    runs (it must `griddepcontrol.wait` before reading that kernel's output); cooperative=True
-    guarantees all blocks are co-resident (or fails with COOPERATIVE_LAUNCH_TOO_LARGE).
+    `signature` (or `kernel.signature`) lists the parameter kinds (tilesync.contract.PARAM_KINDS:
+    ptr, i8, i16, i32, u32, i64, u64, f16, bf16, f32, f64). pdl=True lets the kernel start
+    while the previous kernel on the stream still runs (it must `griddepcontrol.wait` before
+    reading that kernel's output); cooperative=True guarantees all blocks are co-resident (or
+    fails with COOPERATIVE_LAUNCH_TOO_LARGE).
     """
     from cuda.bindings import driver
 

@@ -15,22 +15,30 @@ from typing import Any
 
 import numpy as np
 
-from tilesync.api import CompiledProgram, KernelSignature
+from tilesync.contract import (
+    DEBUG_RECORD,
+    DEBUG_RECORD_FIELDS,
+    DEBUG_RECORD_WORDS,
+    NEXT_EPOCH_KERNEL,
+    NUM_SEMAPHORES_ATTR,
+    WAIT_KERNEL,
+    CompiledProgram,
+    KernelSignature,
+    Role,
+    RoleKind,
+    SpinTimeoutError,
+    TilesyncRuntimeError,
+    kernel_tag,
+)
 from tilesync.dialects import sync
 from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
-from tilesync.runtime.errors import TilesyncRuntimeError
 from tilesync.runtime.launch import launch
 from tilesync.runtime.module import load_ptx
 from tilesync.runtime.stream import Event, Stream, priority_range
 
 INT32_MAX = 2**31 - 1
-DEBUG_RECORD_WORDS = 9  # see lowering/sync_to_nvvm.py
-WAIT_KERNEL = "tilesync_wait_kernel"  # see transforms/sync/insert_wait_kernel.py
-NEXT_EPOCH_KERNEL = "tilesync_next_epoch"  # see transforms/sync/epoch_in_memory.py
 
-
-class SpinTimeoutError(TilesyncRuntimeError):
-    """A spin-wait timed out on the device; the message says which wait and what it saw."""
+__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -69,7 +77,7 @@ class _State:
 def _stage_semaphores(op: sync.StageOp) -> tuple[int, int]:
     """(semaphores, posts per semaphore per launch) of a producer stage."""
     grid = tuple(op.grid.get_values())
-    count = op.attributes.get("num_semaphores")
+    count = op.attributes.get(NUM_SEMAPHORES_ATTR)
     policy = op.properties.get("policy") or op.attributes.get("policy")
     if isinstance(policy, sync.PolicyAttr):
         posts = policy.posts.data
@@ -141,7 +149,7 @@ class StageProgram:
         self._state = _State()
         self._streams: dict[int, Stream] = {}
         self._debug_record: HostMappedBuffer | None = None
-        if any("debug_record" in sig.sync_args for sig in self.signatures.values()):
+        if any(DEBUG_RECORD in sig.sync_args for sig in self.signatures.values()):
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
 
     # -- device state, created on first use and kept across runs --------------------------
@@ -180,27 +188,32 @@ class StageProgram:
             self._state.tables[stage] = DeviceBuffer.from_numpy(table)
         return self._state.tables[stage]
 
-    def _bind(self, role: str, stage: str) -> Any:
-        if role == "epoch":
-            return self.epoch
-        if role.startswith("sems:@"):
-            return self.semaphores(role[len("sems:@"):])
-        if role in ("start_flag", "wait_flag"):  # a wait-kernel's stage is its producer
-            return self._flag(stage)
-        if role == "wait_target":  # every producer block posts its start flag once a launch
-            return self.epoch * math.prod(self.stages[stage].grid)
-        if role == "wait_blocks":  # the same, with the epoch read on the device
-            return math.prod(self.stages[stage].grid)
-        if role == "epoch_counter":
-            return self._epoch_word()
-        if role == "tile_counter":
-            return self._counter(stage)
-        if role == "order_table":
-            return self._table(stage, self.signatures[self.stages[stage].kernel])
-        if role == "debug_record":
-            assert self._debug_record is not None
-            return self._debug_record.ptr
-        raise ValueError(f"stage @{stage}: unknown sync parameter role '{role}'")
+    def _debug_record_ptr(self, stage: str) -> Any:
+        assert self._debug_record is not None
+        return self._debug_record.ptr
+
+    # What each role binds to, for a launch of `stage` (a wait-kernel's stage is its producer):
+    # the flags count every producer block's start once a launch, so the wait-kernel's target is
+    # epoch × producer blocks (or the block count, with the epoch read on the device).
+    _BINDERS: dict[RoleKind, Any] = {
+        RoleKind.EPOCH: lambda self, role, stage: self.epoch,
+        RoleKind.SEMAPHORES: lambda self, role, stage: self.semaphores(role.stage),
+        RoleKind.START_FLAG: lambda self, role, stage: self._flag(stage),
+        RoleKind.WAIT_FLAG: lambda self, role, stage: self._flag(stage),
+        RoleKind.WAIT_TARGET:
+            lambda self, role, stage: self.epoch * math.prod(self.stages[stage].grid),
+        RoleKind.WAIT_BLOCKS: lambda self, role, stage: math.prod(self.stages[stage].grid),
+        RoleKind.EPOCH_COUNTER: lambda self, role, stage: self._epoch_word(),
+        RoleKind.TILE_COUNTER: lambda self, role, stage: self._counter(stage),
+        RoleKind.ORDER_TABLE:
+            lambda self, role, stage: self._table(stage,
+                                                  self.signatures[self.stages[stage].kernel]),
+        RoleKind.DEBUG_RECORD: lambda self, role, stage: self._debug_record_ptr(stage),
+    }
+    assert set(_BINDERS) == set(RoleKind), "every parameter role needs a binding"
+
+    def _bind(self, role: Role, stage: str) -> Any:
+        return self._BINDERS[role.kind](self, role, stage)
 
     def _stream(self, index: int, priority: int) -> Stream:
         if index not in self._streams:
@@ -319,19 +332,16 @@ class StageProgram:
         """What the first timed-out wait recorded, in words (None if none timed out)."""
         if self._debug_record is None:
             return None
-        from tilesync.lowering.sync_to_nvvm import kernel_tag
-
-        words = [int(w) for w in self._debug_record.read()]
-        if words[0] == 0:
+        record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in self._debug_record.read())))
+        if record["claimed"] == 0:
             return None
-        _, tag, param, index, expected, seen, bx, by, bz = words
+        tag, param, index = record["kernel_tag"], record["param"], record["index"]
+        expected, seen = record["expected"], record["seen"]
+        bx, by, bz = record["block_x"], record["block_y"], record["block_z"]
         kernel = next((n for n in self.signatures if kernel_tag(n) == tag), f"#{tag}")
         sig = self.signatures.get(kernel)
-        what = f"parameter {param}"
-        if sig is not None and 0 <= param < len(sig.params):
-            first_sync = len(sig.params) - len(sig.sync_args)
-            if param >= first_sync:
-                what = f"{sig.sync_args[param - first_sync]} (parameter {param})"
+        role = sig.role_of(param) if sig is not None else None
+        what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
         stage = next((s.name for s in self.stages.values() if s.kernel == kernel), None)
         where = f"stage @{stage} " if stage else ""
         return (f"spin-wait timed out in {where}kernel {kernel}, block ({bx}, {by}, {bz}): "

@@ -45,6 +45,7 @@ from xdsl.ir import Operation
 from xdsl.ir.affine import AffineMap
 from xdsl.traits import SymbolTable
 
+from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR
 from tilesync.dialects.sync import (
     DependencyOp,
     LaunchOp,
@@ -1160,7 +1161,7 @@ def _kernel_blocks_per_sm(stage: StageOp) -> int | None:
         kernel = SymbolTable.lookup_symbol(stage, stage.kernel)
     except (ValueError, AttributeError):  # no symbol table above the stage
         return None
-    attr = kernel.attributes.get("tilesync.min_blocks_per_sm") if kernel else None
+    attr = kernel.attributes.get(MIN_BLOCKS_PER_SM_ATTR) if kernel else None
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 

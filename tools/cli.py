@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from tilesync.contract import DEFAULT_TARGET, TARGETS
+
 EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
 
 
@@ -138,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile MLIR in tilesync's dialects to PTX")
     c.add_argument("file")
     c.add_argument("-p", "--pipeline", default=None, help="pass pipeline (default: full)")
-    c.add_argument("--target", default="sm_90", help="sm_80, sm_90 or sm_90a")
+    c.add_argument("--target", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     c.add_argument("--emit", choices=("ptx", "llvm", "mlir"), default="ptx")
     c.add_argument("--validate", action="store_true", help="assemble the PTX with nvJitLink")
     c.add_argument("--time-passes", action="store_true")

@@ -26,13 +26,17 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import ParseError
 
+from tilesync.contract import (
+    BLOCKS_PER_SM_ATTR,
+    DEFAULT_TARGET,
+    DYNAMIC_SHARED_BYTES_STAGE_ATTR,
+    LIMITER_ATTR,
+    REGISTERS_ATTR,
+    SHARED_BYTES_ATTR,
+    TARGETS,
+)
 from tilesync.dialects.sync import DependencyOp, StageOp, WaitKernelOp, format_affine_map
 from tilesync.transforms.sync.annotate_occupancy import (
-    BLOCKS_PER_SM,
-    DYNAMIC_SHARED_BYTES,
-    LIMITER,
-    REGISTERS,
-    SHARED_BYTES,
     int_attribute,
     stage_occupancy,
 )
@@ -71,18 +75,18 @@ def _policy_text(stage: StageOp) -> str | None:
 
 def _stage_waves(stage: StageOp, sms: int, arch: str) -> tuple[StageWaves | None, str]:
     """The stage's waves and a note on where its blocks per SM come from."""
-    bpsm = int_attribute(stage, BLOCKS_PER_SM, "explain")
+    bpsm = int_attribute(stage, BLOCKS_PER_SM_ATTR, "explain")
     if bpsm is not None:
-        limiter = stage.attributes.get(LIMITER)
+        limiter = stage.attributes.get(LIMITER_ATTR)
         note = f" ({limiter.data})" if limiter is not None and hasattr(limiter, "data") else ""
     else:
         occupancy, registers, _ = stage_occupancy(stage, arch)
         bpsm = occupancy.blocks_per_sm
         assumed = []
-        if int_attribute(stage, REGISTERS, "explain") is None:
+        if int_attribute(stage, REGISTERS_ATTR, "explain") is None:
             assumed.append(f"{registers} registers")
-        if int_attribute(stage, SHARED_BYTES, "explain") is None and not int_attribute(
-            stage, DYNAMIC_SHARED_BYTES, "explain"
+        if int_attribute(stage, SHARED_BYTES_ATTR, "explain") is None and not int_attribute(
+            stage, DYNAMIC_SHARED_BYTES_STAGE_ATTR, "explain"
         ):
             assumed.append("no shared memory")
         note = f" ({occupancy.limiter}; computed"
@@ -246,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("file", help="MLIR file with sync.stage ops")
     parser.add_argument("--sms", type=int, default=132, help="SMs of the device (132)")
-    parser.add_argument("--arch", default="sm_90", help="sm_80, sm_90 or sm_90a")
+    parser.add_argument("--arch", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     args = parser.parse_args(argv)
     try:
         if args.sms < 1:

@@ -48,7 +48,8 @@ class LLVMTarget(Target):
 
 @dataclass(frozen=True)
 class PTXTarget(Target):
-    """`-t ptx{arch=sm_90}`: PTX of each (lowered) gpu.module for sm_80, sm_90 or sm_90a."""
+    """`-t ptx{arch=sm_90}`: PTX of each (lowered) gpu.module for a target of
+    tilesync.contract.TARGETS (sm_80, sm_90, sm_90a)."""
 
     name = "ptx"
     arch: str = "sm_90"

@@ -7,6 +7,7 @@ import pytest
 
 import tilesync
 from tilesync.api import CompileError
+from tilesync.contract import TARGETS
 from tilesync.lowering.ptx import validate_ptx
 
 EXAMPLES = ["copy_chain.mlir", "synthetic_chain.mlir"]
@@ -17,7 +18,7 @@ def example(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-@pytest.mark.parametrize("target", ["sm_80", "sm_90", "sm_90a"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_examples_compile_and_assemble(name, target):
     program = tilesync.compile(example(name), target=target)
     assert set(program.kernels) == {"producer", "consumer"}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tilesync
+from tilesync.contract import TILE_COUNTER
 
 pytestmark = pytest.mark.gpu
 
@@ -38,7 +39,7 @@ def test_ordered_tiles_cover_the_grid_once_per_launch(order):
     grid = (2, 3) if order.startswith("table") else (37, 11)
     program = tilesync.compile(ORDERED.replace("ORDER", order))
     sig = program.kernels["mark"]
-    assert sig.sync_args[0] == "tile_counter"
+    assert sig.sync_args[0] == TILE_COUNTER
     kernel = load_ptx(program.ptx, "ordered").function("mark", sig.params)
     out = DeviceBuffer.zeros(grid[0] * grid[1], np.int32)
     counter = DeviceBuffer.zeros(1, np.int32)
@@ -59,7 +60,7 @@ SCRIPT = textwrap.dedent("""
     from tilesync.runtime.errors import TilesyncRuntimeError
     from tilesync.runtime.launch import launch
     from tilesync.runtime.module import load_ptx
-    from tilesync.lowering.sync_to_nvvm import kernel_tag
+    from tilesync.contract import DEBUG_RECORD, DEBUG_RECORD_WORDS, kernel_tag
     text = '''
     gpu.module @k {
       gpu.func @consumer(%sems: memref<?xi32>, %epoch: i32) kernel {
@@ -71,10 +72,10 @@ SCRIPT = textwrap.dedent("""
     }'''
     program = tilesync.compile(text, debug=True, timeout_ns=100_000_000)
     sig = program.kernels["consumer"]
-    assert sig.sync_args == ("debug_record",), sig.sync_args
+    assert sig.sync_args == (DEBUG_RECORD,), sig.sync_args
     kernel = load_ptx(program.ptx, "timeout").function("consumer", sig.params)
     sems = DeviceBuffer.from_numpy(np.array(SEMS, dtype=np.int32))
-    record = HostMappedBuffer(9)
+    record = HostMappedBuffer(DEBUG_RECORD_WORDS)
     launch(kernel, 4, 64, [sems, EPOCH, record.ptr])
     try:
         synchronize()

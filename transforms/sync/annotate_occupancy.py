@@ -39,6 +39,14 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.contract import (
+    BLOCKS_PER_SM_ATTR,
+    DYNAMIC_SHARED_BYTES_STAGE_ATTR,
+    LIMITER_ATTR,
+    REGISTERS_ATTR,
+    SHARED_BYTES_ATTR,
+    WAVES_ATTR,
+)
 from tilesync.dialects.sync import StageOp
 from tilesync.transforms.sync.wave_model import (
     Occupancy,
@@ -49,13 +57,6 @@ from tilesync.transforms.sync.wave_model import (
 
 PASS_NAME = "sync-annotate-occupancy"
 
-# Attribute names on sync.stage (generic attribute dictionary).
-REGISTERS = "registers"
-SHARED_BYTES = "shared_bytes"
-DYNAMIC_SHARED_BYTES = "dynamic_shared_bytes"
-BLOCKS_PER_SM = "blocks_per_sm"
-WAVES = "waves"
-LIMITER = "limiter"
 
 DEFAULT_REGISTERS = 32
 
@@ -88,13 +89,13 @@ def stage_occupancy(
     smem_per_block: int | None = None,
 ) -> tuple[Occupancy, int, int]:
     """(occupancy, registers, shared bytes) of `stage` from its attributes and the defaults."""
-    registers = int_attribute(stage, REGISTERS)
+    registers = int_attribute(stage, REGISTERS_ATTR)
     if registers is None:
         registers = DEFAULT_REGISTERS if regs_per_thread is None else regs_per_thread
-    static = int_attribute(stage, SHARED_BYTES)
+    static = int_attribute(stage, SHARED_BYTES_ATTR)
     if static is None:
         static = 0 if smem_per_block is None else smem_per_block
-    dynamic = int_attribute(stage, DYNAMIC_SHARED_BYTES) or 0
+    dynamic = int_attribute(stage, DYNAMIC_SHARED_BYTES_STAGE_ATTR) or 0
     if registers < 0 or static < 0 or dynamic < 0:
         raise DiagnosticException(
             f"{PASS_NAME}: {stage_label(stage)}: registers and shared memory must be >= 0, "
@@ -111,24 +112,24 @@ def stage_occupancy(
 def annotated_waves(stage: StageOp, sms: int, pass_name: str) -> StageWaves:
     """The stage's waves from its `blocks_per_sm` attribute; a diagnostic when missing (the
     passes that decide W and T refuse to guess an occupancy)."""
-    bpsm = int_attribute(stage, BLOCKS_PER_SM, pass_name)
+    bpsm = int_attribute(stage, BLOCKS_PER_SM_ATTR, pass_name)
     if bpsm is None:
         raise DiagnosticException(
-            f"{pass_name}: {stage_label(stage)} has no '{BLOCKS_PER_SM}' attribute; run "
+            f"{pass_name}: {stage_label(stage)} has no '{BLOCKS_PER_SM_ATTR}' attribute; run "
             f"sync-annotate-occupancy first (after the driver records 'registers' and "
             f"'shared_bytes'), this pass does not guess an occupancy"
         )
     if bpsm < 1:
         raise DiagnosticException(
-            f"{pass_name}: {stage_label(stage)} has {BLOCKS_PER_SM} = {bpsm}: it cannot run"
+            f"{pass_name}: {stage_label(stage)} has {BLOCKS_PER_SM_ATTR} = {bpsm}: it cannot run"
         )
     waves = StageWaves(math.prod(stage.grid_shape), bpsm, sms)
-    recorded = stage.attributes.get(WAVES)
+    recorded = stage.attributes.get(WAVES_ATTR)
     if isinstance(recorded, FloatAttr) and not math.isclose(
         recorded.value.data, float(waves.waves), rel_tol=1e-9
     ):
         raise DiagnosticException(
-            f"{pass_name}: {stage_label(stage)} was annotated with {WAVES} = "
+            f"{pass_name}: {stage_label(stage)} was annotated with {WAVES_ATTR} = "
             f"{recorded.value.data:g}, but {waves.blocks} blocks on {sms} SMs x {bpsm} per SM "
             f"are {float(waves.waves):g} waves: the SM count differs from the annotation's"
         )
@@ -162,6 +163,6 @@ class AnnotateOccupancyPass(ModulePass):
                     f"{shared} bytes of shared memory)"
                 )
             waves = StageWaves(math.prod(stage.grid_shape), occupancy.blocks_per_sm, self.sms)
-            stage.attributes[BLOCKS_PER_SM] = IntegerAttr(occupancy.blocks_per_sm, i64)
-            stage.attributes[WAVES] = FloatAttr(float(waves.waves), f64)
-            stage.attributes[LIMITER] = StringAttr(occupancy.limiter)
+            stage.attributes[BLOCKS_PER_SM_ATTR] = IntegerAttr(occupancy.blocks_per_sm, i64)
+            stage.attributes[WAVES_ATTR] = FloatAttr(float(waves.waves), f64)
+            stage.attributes[LIMITER_ATTR] = StringAttr(occupancy.limiter)

@@ -15,28 +15,33 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    StringAttr,
     i32,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.transforms.sync.kernel_args import SYNC_ARGS_ATTR, sync_roles
+from tilesync.contract import (
+    EPOCH,
+    EPOCH_COUNTER,
+    KNOWN_BLOCK_SIZE_ATTR,
+    NEXT_EPOCH_KERNEL,
+    WAIT_BLOCKS,
+    WAIT_TARGET,
+    Role,
+)
+from tilesync.dialects.kernel_args import set_sync_roles, sync_roles
 
-NEXT_EPOCH_KERNEL = "tilesync_next_epoch"
-COUNTER_ROLE = "epoch_counter"
 _COUNTER_TYPE = MemRefType(i32, [1])
 
 
-def _replace_param(func: gpu.FuncOp, role: str, new_roles: list[tuple[str, object]]):
+def _replace_param(func: gpu.FuncOp, role: Role, new_roles: list[tuple[Role, object]]):
     """Swap the sync parameter `role` for `new_roles` (appended in order); returns the old
     argument (still in place, to be replaced by the caller) and the new arguments."""
     roles = sync_roles(func)
@@ -47,15 +52,14 @@ def _replace_param(func: gpu.FuncOp, role: str, new_roles: list[tuple[str, objec
     return old, new_args, roles
 
 
-def _finish_signature(func: gpu.FuncOp, old, roles: list[str], removed: str,
-                      added: list[str]) -> None:
+def _finish_signature(func: gpu.FuncOp, old, roles: list[Role], removed: Role,
+                      added: list[Role]) -> None:
     """Drop the replaced (now unused) argument and record the new signature and roles."""
     block = func.body.blocks.first
     block.erase_arg(old)
     func.function_type = FunctionType.from_lists([a.type for a in block.args],
                                                  func.function_type.outputs.data)
-    kept = [r for r in roles if r != removed]
-    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr(r) for r in [*kept, *added]])
+    set_sync_roles(func, [*(r for r in roles if r != removed), *added])
 
 
 def _load_epoch(counter) -> tuple[list, object]:
@@ -73,8 +77,8 @@ def _next_epoch_kernel() -> gpu.FuncOp:
                    gpu.ReturnOp([])])
     func = gpu.FuncOp(NEXT_EPOCH_KERNEL, FunctionType.from_lists([_COUNTER_TYPE], []),
                       Region(block), kernel=True)
-    func.attributes["gpu.known_block_size"] = DenseArrayBase.from_list(i32, [1, 1, 1])
-    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr(COUNTER_ROLE)])
+    func.attributes[KNOWN_BLOCK_SIZE_ATTR] = DenseArrayBase.from_list(i32, [1, 1, 1])
+    set_sync_roles(func, [EPOCH_COUNTER])
     return func
 
 
@@ -87,22 +91,21 @@ class EpochInMemoryPass(ModulePass):
         for func in [f for f in op.walk() if isinstance(f, gpu.FuncOp)]:
             roles = sync_roles(func)
             entry = func.body.blocks.first.first_op
-            if "epoch" in roles:
-                old, (counter,), roles = _replace_param(func, "epoch", [(COUNTER_ROLE,
-                                                                         _COUNTER_TYPE)])
+            if EPOCH in roles:
+                old, (counter,), roles = _replace_param(func, EPOCH, [(EPOCH_COUNTER,
+                                                                       _COUNTER_TYPE)])
                 ops, epoch = _load_epoch(counter)
                 Rewriter.insert_op(ops, InsertPoint.before(entry))
                 old.replace_all_uses_with(epoch)
-                _finish_signature(func, old, roles, "epoch", [COUNTER_ROLE])
-            elif "wait_target" in roles:  # the wait-kernel: target = epoch × producer blocks
+                _finish_signature(func, old, roles, EPOCH, [EPOCH_COUNTER])
+            elif WAIT_TARGET in roles:  # the wait-kernel: target = epoch × producer blocks
                 old, (counter, blocks), roles = _replace_param(
-                    func, "wait_target", [(COUNTER_ROLE, _COUNTER_TYPE), ("wait_blocks", i32)])
+                    func, WAIT_TARGET, [(EPOCH_COUNTER, _COUNTER_TYPE), (WAIT_BLOCKS, i32)])
                 ops, epoch = _load_epoch(counter)
                 target = arith.MuliOp(epoch, blocks)
                 Rewriter.insert_op([*ops, target], InsertPoint.before(entry))
                 old.replace_all_uses_with(target.results[0])
-                _finish_signature(func, old, roles, "wait_target",
-                                  [COUNTER_ROLE, "wait_blocks"])
+                _finish_signature(func, old, roles, WAIT_TARGET, [EPOCH_COUNTER, WAIT_BLOCKS])
             else:
                 continue
             if first_module is None:

@@ -10,7 +10,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects import sync
-from tilesync.transforms.sync.kernel_args import lookup_kernel
+from tilesync.dialects.kernel_args import lookup_kernel
 
 
 def stages(module: ModuleOp) -> dict[str, sync.StageOp]:

@@ -58,21 +58,16 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
 from tilesync.dialects import sync
+from tilesync.dialects.kernel_args import lookup_kernel, sync_arg
 from tilesync.transforms.sync.dependency_analysis import StageGraph, diagnostic, wait_loops
-from tilesync.transforms.sync.kernel_args import lookup_kernel, sync_arg
 
 PASS = "sync-insert-post-wait"
-FILLED_ATTR = "sync.filled"
-NUM_SEMAPHORES_ATTR = "num_semaphores"
 
 
 def semaphore_type() -> MemRefType:
     return MemRefType(i32, [DYNAMIC_INDEX])
-
-
-def sems_role(stage: str) -> str:
-    return f"sems:@{stage}"
 
 
 def hooks(func: Operation) -> list[Operation]:
@@ -203,11 +198,12 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
     if not consumers and not incoming:
         erase_unfilled_hooks(func)
         return
-    own = _named(sync_arg(func, sems_role(name), semaphore_type()), name) if consumers else None
-    producer_sems = {
-        p: _named(sync_arg(func, sems_role(p), semaphore_type()), p) for p in graph.producers(name)
-    }
-    epoch = _named(sync_arg(func, "epoch", i32), None)
+    def semaphores(stage: str) -> SSAValue:
+        return _named(sync_arg(func, Role.semaphores(stage), semaphore_type()), stage)
+
+    own = semaphores(name) if consumers else None
+    producer_sems = {p: semaphores(p) for p in graph.producers(name)}
+    epoch = _named(sync_arg(func, EPOCH, i32), None)
 
     load_points = [op for op in func.walk() if isinstance(op, sync.LoadPointOp)]
     store_points = [op for op in func.walk() if isinstance(op, sync.StorePointOp)]

@@ -20,21 +20,28 @@ from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMap,
-    ArrayAttr,
     DenseArrayBase,
     FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    StringAttr,
     i32,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.contract import (
+    EPOCH,
+    KNOWN_BLOCK_SIZE_ATTR,
+    START_FLAG,
+    WAIT_FLAG,
+    WAIT_KERNEL,
+    WAIT_TARGET,
+)
 from tilesync.dialects import sync
+from tilesync.dialects.kernel_args import set_sync_roles, sync_arg, sync_roles
 from tilesync.transforms.sync.forward_progress import (
     dependent_pairs,
     entry_insertion_point,
@@ -42,10 +49,7 @@ from tilesync.transforms.sync.forward_progress import (
     launch_of,
     stages,
 )
-from tilesync.transforms.sync.kernel_args import SYNC_ARGS_ATTR, sync_arg, sync_roles
 
-WAIT_KERNEL = "tilesync_wait_kernel"
-START_FLAG_ROLE = "start_flag"
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
 
 
@@ -55,10 +59,10 @@ def _flag_type() -> MemRefType:
 
 def add_start_signal(func: gpu.FuncOp) -> None:
     """Every block of the producer posts its start flag on entry (once per kernel)."""
-    if START_FLAG_ROLE in sync_roles(func):
+    if START_FLAG in sync_roles(func):
         return
-    flag = sync_arg(func, START_FLAG_ROLE, _flag_type())
-    epoch = sync_arg(func, "epoch", i32)
+    flag = sync_arg(func, START_FLAG, _flag_type())
+    epoch = sync_arg(func, EPOCH, i32)
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     post = sync.PostOp(flag, [zero], FLAG_POLICY, epoch)
     Rewriter.insert_op([zero, post], InsertPoint.before(entry_insertion_point(func)))
@@ -76,9 +80,8 @@ def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
                    gpu.ReturnOp([])])
     func = gpu.FuncOp(WAIT_KERNEL, FunctionType.from_lists([_flag_type(), i32], []),
                       Region(block), kernel=True)
-    func.attributes["gpu.known_block_size"] = DenseArrayBase.from_list(i32, [1, 1, 1])
-    func.attributes[SYNC_ARGS_ATTR] = ArrayAttr([StringAttr("wait_flag"),
-                                                 StringAttr("wait_target")])
+    func.attributes[KNOWN_BLOCK_SIZE_ATTR] = DenseArrayBase.from_list(i32, [1, 1, 1])
+    set_sync_roles(func, [WAIT_FLAG, WAIT_TARGET])
     gmod.body.blocks.first.add_op(func)
     return func
 

@@ -32,11 +32,10 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
+from tilesync.contract import REORDERED_ATTR
 from tilesync.dialects import sync
+from tilesync.dialects.kernel_args import lookup_kernel
 from tilesync.transforms.sync.dependency_analysis import StageGraph
-from tilesync.transforms.sync.kernel_args import lookup_kernel
-
-MOVED_ATTR = "sync.reordered"
 
 
 def _uses_value(op: Operation, values: set[SSAValue]) -> bool:
@@ -96,7 +95,7 @@ def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) 
         for a_pos, b_pos in itertools.pairwise(hooks):
             a, b = ops[a_pos], ops[b_pos]
             assert isinstance(a, sync.LoadPointOp) and isinstance(b, sync.LoadPointOp)
-            if MOVED_ATTR in a.attributes:
+            if REORDERED_ATTR in a.attributes:
                 continue
             if a.operand.data not in produced or b.operand.data in produced:
                 continue
@@ -115,7 +114,7 @@ def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) 
             for op in reversed(group_a):
                 op.detach()
                 block.insert_op_after(op, anchor)
-            a.attributes[MOVED_ATTR] = UnitAttr()
+            a.attributes[REORDERED_ATTR] = UnitAttr()
             moves += 1
             changed = True
             break

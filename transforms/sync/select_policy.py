@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.contract import BLOCKS_PER_SM_ATTR, NUM_SEMAPHORES_ATTR
 from tilesync.dialects import sync
 from tilesync.dialects.sync import COLUMN_DIM
 from tilesync.transforms.sync.dependency_analysis import StageGraph, diagnostic, generate_policy
@@ -86,8 +87,8 @@ class SelectPolicyPass(ModulePass):
                 stage.policy = generate_policy(stage, deps, graph)
             chosen = self.choose(stage, graph, op)
             stage.policy = chosen
-            if "num_semaphores" in stage.attributes:
-                stage.attributes["num_semaphores"] = IntegerAttr(
+            if NUM_SEMAPHORES_ATTR in stage.attributes:
+                stage.attributes[NUM_SEMAPHORES_ATTR] = IntegerAttr(
                     chosen.num_semaphores(stage.grid_shape), i64
                 )
 
@@ -97,7 +98,7 @@ class SelectPolicyPass(ModulePass):
         policy spans half a wave or more and a consumer waits on it step by step."""
         assert stage.policy is not None
         generated = stage.policy
-        per_sm = stage.attributes.get("blocks_per_sm")
+        per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
         posts = generated.posts.data  # tiles sharing one semaphore
         if posts <= 1 or not isinstance(per_sm, IntegerAttr):
             return generated

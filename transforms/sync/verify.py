@@ -37,14 +37,22 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tilesync.contract import (
+    BLOCKS_PER_SM_ATTR,
+    CORESIDENT_ATTR,
+    EPOCH,
+    PROGRESS_ATTR,
+    VERIFIED_ATTR,
+    Role,
+)
 from tilesync.dialects import sync
+from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
 from tilesync.transforms.sync.dependency_analysis import (
     StageGraph,
     diagnostic,
     grid_tiles,
     tiles_read,
 )
-from tilesync.transforms.sync.kernel_args import lookup_kernel, sync_roles
 
 PASS = "sync-verify"
 DEFAULT_LIMIT = 4096  # consumer tiles per dependency checked exhaustively
@@ -106,7 +114,7 @@ _BINARY = {
 
 @dataclass(frozen=True)
 class Waited:
-    role: str
+    role: Role
     semaphore: int
     posts: int
 
@@ -143,12 +151,12 @@ class Obligations:
 class KernelRun:
     """Abstract execution of one block of a kernel (its tile bound to concrete values)."""
 
-    def __init__(self, func: gpu.FuncOp, tile: Tile, roles: dict[SSAValue, str]):
+    def __init__(self, func: gpu.FuncOp, tile: Tile, roles: dict[SSAValue, Role]):
         self.func = func
         self.tile = tile
         self.roles = roles
         self.env: dict[SSAValue, int | None] = {}
-        self.posts: list[tuple[sync.PostOp, str, int, bool]] = []  # op, role, sem, definite
+        self.posts: list[tuple[sync.PostOp, Role, int, bool]] = []  # op, role, sem, definite
         self.obligations: Obligations | None = None
         self.operand_args: dict[SSAValue, int] = {}  # produced kernel argument → operand N
         self.stage_name = ""
@@ -286,7 +294,7 @@ class KernelRun:
         coords = [self.value(v) for v in op.tile]
         if role is None or any(c is None for c in coords):
             return  # cannot tell which semaphore: it covers nothing
-        if self.roles.get(op.epoch) != "epoch":
+        if self.roles.get(op.epoch) != EPOCH:
             raise VerifyError(op, "sync.wait does not compare against the kernel's epoch")
         semaphore = op.policy.semaphore_index(coords)  # type: ignore[arg-type]
         state.waited.add(Waited(role, semaphore, op.policy.posts.data))
@@ -354,7 +362,7 @@ class KernelRun:
         for index, producer_tile in sorted(needed):
             dep = self.obligations.deps[index]
             producer = dep.producer.root_reference.data
-            role = f"sems:@{producer}"
+            role = Role.semaphores(producer)
             semaphore = self.obligations.semaphore_of[producer].get(producer_tile)
             if semaphore is None:
                 continue  # reported on the producer's side
@@ -373,13 +381,6 @@ class KernelRun:
                     f"launch and the semaphore receives {count}: it may pass before the tile "
                     f"is stored",
                 )
-
-
-def _roles(func: gpu.FuncOp) -> dict[SSAValue, str]:
-    roles = sync_roles(func)
-    args = func.body.blocks.first.args  # type: ignore[union-attr]
-    first = len(args) - len(roles)
-    return {args[first + i]: role for i, role in enumerate(roles)}
 
 
 def _boundary_tiles(grid: Sequence[int]) -> list[Tile]:
@@ -414,7 +415,7 @@ class VerifySyncPass(ModulePass):
                 exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
                 self.forward_progress(op, graph, name)
         for name, is_exact in exact.items():
-            graph.stages[name].attributes["sync.verified"] = StringAttr(
+            graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
             )
 
@@ -424,8 +425,8 @@ class VerifySyncPass(ModulePass):
     ) -> tuple[dict[Tile, int], Counter[int], bool]:
         stage = graph.stages[name]
         func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
-        roles = _roles(func)
-        role = f"sems:@{name}"
+        roles = role_arguments(func)
+        role = Role.semaphores(name)
         if role not in roles.values():
             raise diagnostic(
                 PASS,
@@ -494,10 +495,10 @@ class VerifySyncPass(ModulePass):
     ) -> bool:
         stage = graph.stages[name]
         func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
-        roles = _roles(func)
+        roles = role_arguments(func)
         deps = graph.incoming(name)
         for dep in deps:
-            role = f"sems:@{dep.producer.root_reference.data}"
+            role = Role.semaphores(dep.producer.root_reference.data)
             if role not in roles.values():
                 raise diagnostic(
                     PASS,
@@ -521,14 +522,15 @@ class VerifySyncPass(ModulePass):
             except VerifyError as e:
                 raise diagnostic(PASS, e.op, str(e)) from e
             for waited in state.waited:
-                producer = waited.role.removeprefix("sems:@")
-                count = posts_to.get(producer, Counter())[waited.semaphore]
+                producer = waited.role.stage
+                count = posts_to.get(producer, Counter())[waited.semaphore] if producer else 0
                 if waited.posts > count:
+                    owner = f"@{producer}" if producer else f"'{waited.role}'"
                     raise diagnostic(
                         PASS,
                         stage,
                         f"consumer tile {tile} of @{name} waits for {waited.posts} posts per "
-                        f"launch on semaphore {waited.semaphore} of @{producer}, which "
+                        f"launch on semaphore {waited.semaphore} of {owner}, which "
                         f"receives {count}: the wait never passes",
                     )
         return exact
@@ -565,7 +567,7 @@ class VerifySyncPass(ModulePass):
                     f"or blocks_per_sm on both stages and sms=N)",
                 )
             guarantees.append(f"@{producer}: {found}")
-        stage.attributes["sync.progress"] = StringAttr("; ".join(guarantees))
+        stage.attributes[PROGRESS_ATTR] = StringAttr("; ".join(guarantees))
 
     def guarantee(
         self,
@@ -576,8 +578,8 @@ class VerifySyncPass(ModulePass):
         position: dict[str, int],
     ) -> str | None:
         pname = producer.sym_name.data
-        if "coresident" in consumer.attributes or (
-            launch is not None and "coresident" in launch.attributes
+        if CORESIDENT_ATTR in consumer.attributes or (
+            launch is not None and CORESIDENT_ATTR in launch.attributes
         ):
             return "co-resident (declared)"
         fit = self.coresident(consumer, producer)
@@ -612,7 +614,7 @@ class VerifySyncPass(ModulePass):
 
         if self.sms <= 0:
             return None
-        per_sm = [s.attributes.get("blocks_per_sm") for s in (producer, consumer)]
+        per_sm = [s.attributes.get(BLOCKS_PER_SM_ATTR) for s in (producer, consumer)]
         if not all(isinstance(b, IntegerAttr) and b.value.data > 0 for b in per_sm):
             return None
         waves = [StageWaves(math.prod(s.grid_shape), b.value.data, self.sms)
@@ -625,7 +627,7 @@ class VerifySyncPass(ModulePass):
             return None
         needed = 0
         for stage in (producer, consumer):
-            per_sm = stage.attributes.get("blocks_per_sm")
+            per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
             if not isinstance(per_sm, IntegerAttr) or per_sm.value.data <= 0:
                 return None
             needed += _ceildiv(math.prod(stage.grid_shape), per_sm.value.data)

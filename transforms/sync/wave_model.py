@@ -30,52 +30,11 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from tilesync.contract import ARCH_LIMITS, SM_80, SM_90, DeviceLimits, limits_for_arch
+
 # ---------------------------------------------------------------------------------------------
 # Device limits
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    """Per-SM and per-block limits of one architecture (CUDA occupancy calculator values)."""
-
-    arch: str
-    warp_size: int = 32
-    max_threads_per_sm: int = 2048
-    max_blocks_per_sm: int = 32
-    max_threads_per_block: int = 1024
-    registers_per_sm: int = 65536
-    max_registers_per_block: int = 65536
-    max_registers_per_thread: int = 255
-    register_alloc_unit: int = 256  # registers are allocated per warp in units of this many
-    sub_partitions: int = 4  # register files per SM; a warp's registers live in one
-    shared_per_sm: int = 233472  # bytes, the largest carveout (228 KB on sm_90)
-    max_shared_per_block: int = 232448  # bytes, opt-in maximum (227 KB on sm_90)
-    shared_alloc_unit: int = 128  # bytes
-    reserved_shared_per_block: int = 1024  # bytes the system keeps per block (sm_80+)
-
-    @property
-    def max_warps_per_sm(self) -> int:
-        return self.max_threads_per_sm // self.warp_size
-
-
-SM_90 = DeviceLimits(arch="sm_90")
-SM_80 = DeviceLimits(arch="sm_80", shared_per_sm=167936, max_shared_per_block=166912)
-
-ARCH_LIMITS: dict[str, DeviceLimits] = {
-    "sm_80": SM_80,
-    "sm_90": SM_90,
-    "sm_90a": replace(SM_90, arch="sm_90a"),
-}
-
-
-def limits_for_arch(arch: str) -> DeviceLimits:
-    try:
-        return ARCH_LIMITS[arch]
-    except KeyError:
-        raise ValueError(
-            f"no occupancy limits for arch '{arch}' (known: {', '.join(ARCH_LIMITS)})"
-        ) from None
 
 
 @dataclass(frozen=True)

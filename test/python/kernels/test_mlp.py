@@ -12,6 +12,7 @@ import pytest
 
 from tilesync.api import lower
 from tilesync.bench import mlp as bench
+from tilesync.contract import TILE_COUNTER, Role
 from tilesync.dialects import sync
 from tilesync.kernels.mlp import fit_ordered, mlp_spec, mlp_stage_module
 
@@ -89,9 +90,9 @@ def test_compiles_to_valid_ptx(model, M, mode, policy, progress):
     assert f"#sync.policy<{policy}" in host and progress in host
     sigs = entry["kernels"]
     assert sigs["gemm1"].user_params == ("ptr",) * 3 and sigs["gemm2"].user_params == ("ptr",) * 3
-    assert "sems:@gemm1" in sigs["gemm2"].sync_args
+    assert Role.semaphores("gemm1") in sigs["gemm2"].sync_args
     if "order" in mode:
-        assert "tile_counter" in sigs["gemm2"].sync_args
+        assert TILE_COUNTER in sigs["gemm2"].sync_args
         assert "#sync.order<row_major>" in host
 
 

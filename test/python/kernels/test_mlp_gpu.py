@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from tilesync.contract import target_for_device
+
 CASES = [("gpt3", 512), ("llama", 1024)]
 RUNS = 10
 
@@ -22,7 +24,7 @@ def test_every_mode_computes_y(model, M, gpu_device):
     from tilesync.bench import mlp as bench
     from tilesync.kernels.mlp import mlp_spec
 
-    target = gpu_device.arch if gpu_device.arch in ("sm_80", "sm_90", "sm_90a") else "sm_90"
+    target = target_for_device(gpu_device.arch)
     modes = bench.modes_for(model, M)
     # compile (process pool, or the cache) before torch starts its threads
     compiled = bench.compile_jobs([(model, M, mode, True) for mode in modes], target)

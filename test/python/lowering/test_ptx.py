@@ -15,6 +15,7 @@ from xdsl.dialects import builtin, gpu, llvm
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
+from tilesync.contract import TARGETS
 from tilesync.dialects.llvmx import LLVMX
 from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
 from tilesync.lowering.ptx import (
@@ -27,7 +28,7 @@ from tilesync.lowering.ptx import (
     validate_ptx,
 )
 
-ARCHS = ["sm_80", "sm_90", "sm_90a"]
+ARCHS = list(TARGETS)
 
 
 def _parse(text: str) -> Operation:

@@ -462,3 +462,31 @@ def test_semaphores_zeroed_and_relaunch_safe(kernels):
     semaphores.reset()
     assert semaphores.epoch == 0
     assert semaphores.to_numpy().tolist() == [0] * count
+
+
+HALF_SCALARS = """
+gpu.module @halves {
+  gpu.func @store_halves(%h: memref<4xf16>, %x: f16, %b: memref<4xbf16>, %y: bf16) kernel {
+    %i = gpu.thread_id x
+    memref.store %x, %h[%i] : memref<4xf16>
+    memref.store %y, %b[%i] : memref<4xbf16>
+    gpu.return
+  }
+}
+"""
+
+
+def test_half_precision_scalar_parameters_launch():
+    """f16 and bf16 scalars: the kinds the compiler reports are ones the runtime packs."""
+    import tilesync
+
+    program = tilesync.compile(HALF_SCALARS)
+    sig = program.kernels["store_halves"]
+    assert sig.params == ("ptr", "f16", "ptr", "bf16")
+    kernel = load_ptx(program.ptx, "halves").function(sig.name, sig.params)
+    h, b = poisoned(4, np.float16), poisoned(4, np.uint16)
+    launch(kernel, 1, 4, [h, -1.5, b, 3.25])
+    synchronize()
+    assert h.to_numpy().tolist() == [-1.5] * 4
+    bf16 = b.to_numpy().astype(np.uint32) << 16
+    assert bf16.view(np.float32).tolist() == [3.25] * 4

@@ -1,0 +1,376 @@
+"""The contract between tilesync's compiler and its runtime, spelled once.
+
+Everything here is plain data that both sides read: the roles of the kernel parameters that
+passes append and the host binds, the attribute names passes leave on the IR, the names of the
+kernels passes generate, the kinds of kernel parameters, the architectures we compile for with
+their PTX features, the per-SM and per-block device limits, the layout of the record a timed-out
+spin-wait leaves, and the compiled program the compiler hands the runtime.
+
+It imports nothing of tilesync (and nothing but the standard library at import time), so that
+every room of the project (dialects, analysis, transforms, lowering, runtime, kernels, tools)
+can import it without an import cycle. docs/ARCHITECTURE.md shows where it sits.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the compiled program carries IR; the runtime never needs xDSL to load it
+    from xdsl.dialects.builtin import ModuleOp
+
+# ---------------------------------------------------------------------------------------------
+# Errors: every error tilesync raises on purpose is a TilesyncError
+# ---------------------------------------------------------------------------------------------
+
+
+class TilesyncError(Exception):
+    """The base of every error tilesync raises for its user (compile, verify, runtime)."""
+
+
+class CompileError(TilesyncError):
+    """A diagnostic for the user: bad input, failed verification, unknown pass or target."""
+
+
+# CUDA errors after which the context is unusable: the kernel stopped on the device (a `trap`,
+# an illegal address or instruction). tilesync's spin-waits call `trap` when they time out.
+DEVICE_FAULT_ERRORS = frozenset({
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+})
+
+
+class TilesyncRuntimeError(TilesyncError, RuntimeError):
+    """A CUDA driver call failed; `error_name` is the CUresult name, `call` the driver call."""
+
+    def __init__(self, message: str, error_name: str | None = None, call: str | None = None):
+        super().__init__(message)
+        self.error_name = error_name
+        self.call = call
+
+    @property
+    def is_device_fault(self) -> bool:
+        return self.error_name in DEVICE_FAULT_ERRORS
+
+
+class NoGPUError(TilesyncRuntimeError):
+    """No usable NVIDIA driver or device; `reason` says which and why."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"no usable NVIDIA GPU: {reason}")
+        self.reason = reason
+
+
+class SpinTimeoutError(TilesyncRuntimeError):
+    """A spin-wait timed out on the device; the message says which wait and what it saw."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter roles: trailing kernel parameters that passes append and the host binds
+# ---------------------------------------------------------------------------------------------
+
+
+class RoleKind(str, Enum):
+    """What a sync parameter holds. The value is how the role is spelled in `sync.args`."""
+
+    EPOCH = "epoch"  # i32 by value: the launch count (semaphores are never reset)
+    SEMAPHORES = "sems"  # i32 array: the semaphores of the stage the role names
+    START_FLAG = "start_flag"  # a producer's flag, posted by each block on entry
+    WAIT_FLAG = "wait_flag"  # the wait-kernel's view of that flag
+    WAIT_TARGET = "wait_target"  # i32 by value: epoch × producer blocks
+    WAIT_BLOCKS = "wait_blocks"  # i32 by value: producer blocks (epoch read on the device)
+    EPOCH_COUNTER = "epoch_counter"  # one device word holding the epoch (graph replays)
+    TILE_COUNTER = "tile_counter"  # the atomic counter an ordered sync.tile takes slots from
+    ORDER_TABLE = "order_table"  # the tile order an ordered sync.tile reads (host uploads it)
+    DEBUG_RECORD = "debug_record"  # host-mapped words a timed-out spin-wait fills in
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STAGE_ROLE_KINDS = frozenset({RoleKind.SEMAPHORES})  # kinds that name a stage: "sems:@P"
+
+
+@dataclass(frozen=True, order=True)
+class Role:
+    """The role of one sync parameter: a kind, and for per-stage state the stage it belongs to.
+
+    Spelled `kind` or `kind:@stage` (`"epoch"`, `"sems:@gemm1"`); `Role.parse` reads that
+    spelling back and refuses anything else.
+    """
+
+    kind: RoleKind
+    stage: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.kind in STAGE_ROLE_KINDS) != (self.stage is not None):
+            needs = "needs a" if self.kind in STAGE_ROLE_KINDS else "takes no"
+            raise ValueError(f"parameter role '{self.kind}' {needs} stage")
+
+    @classmethod
+    def semaphores(cls, stage: str) -> Role:
+        return cls(RoleKind.SEMAPHORES, stage)
+
+    @classmethod
+    def parse(cls, text: str) -> Role:
+        kind, sep, stage = text.partition(":@")
+        try:
+            role_kind = RoleKind(kind)
+        except ValueError:
+            known = ", ".join(k.value for k in RoleKind)
+            raise ValueError(f"unknown parameter role '{text}' (known kinds: {known})") from None
+        if sep and not stage:
+            raise ValueError(f"parameter role '{text}' names no stage")
+        return cls(role_kind, stage if sep else None)
+
+    def __str__(self) -> str:
+        return self.kind.value if self.stage is None else f"{self.kind.value}:@{self.stage}"
+
+
+EPOCH = Role(RoleKind.EPOCH)
+START_FLAG = Role(RoleKind.START_FLAG)
+WAIT_FLAG = Role(RoleKind.WAIT_FLAG)
+WAIT_TARGET = Role(RoleKind.WAIT_TARGET)
+WAIT_BLOCKS = Role(RoleKind.WAIT_BLOCKS)
+EPOCH_COUNTER = Role(RoleKind.EPOCH_COUNTER)
+TILE_COUNTER = Role(RoleKind.TILE_COUNTER)
+ORDER_TABLE = Role(RoleKind.ORDER_TABLE)
+DEBUG_RECORD = Role(RoleKind.DEBUG_RECORD)
+
+# ---------------------------------------------------------------------------------------------
+# Attribute names passes leave on the IR
+# ---------------------------------------------------------------------------------------------
+
+# on a gpu.func
+SYNC_ARGS_ATTR = "sync.args"  # roles of the trailing parameters passes appended
+ORDER_TABLE_ATTR = "sync.order_table"  # the order table its host uploads
+KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
+MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
+# on kernel-level ops
+FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted
+REORDERED_ATTR = "sync.reordered"  # a load that sync-reorder-loads moved above a wait
+# on a memref.global in shared memory / on a gpu.module
+DYNAMIC_SHARED_ATTR = "tilesync.dynamic_shared"  # packed into the module's dynamic array
+DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size it needs
+# The alignment the dynamic shared array's start is guaranteed (static shared memory comes
+# first); buffers that need more start at its address rounded up at run time.
+DYNAMIC_SHARED_BASE_ALIGNMENT = 16
+# on a sync.stage
+NUM_SEMAPHORES_ATTR = "num_semaphores"
+VERIFIED_ATTR = "sync.verified"  # "proved" or "boundary"
+PROGRESS_ATTR = "sync.progress"  # the forward-progress guarantee sync-verify relied on
+CORESIDENT_ATTR = "coresident"  # declared: every block of the program is resident at once
+REGISTERS_ATTR = "registers"  # of the compiled kernel (annotate_resources)
+SHARED_BYTES_ATTR = "shared_bytes"  # static + dynamic, of the compiled kernel
+DYNAMIC_SHARED_BYTES_STAGE_ATTR = "dynamic_shared_bytes"
+BLOCKS_PER_SM_ATTR = "blocks_per_sm"  # occupancy (sync-annotate-occupancy)
+WAVES_ATTR = "waves"
+LIMITER_ATTR = "limiter"
+
+# ---------------------------------------------------------------------------------------------
+# Kernels that passes generate and the host launches by name
+# ---------------------------------------------------------------------------------------------
+
+WAIT_KERNEL = "tilesync_wait_kernel"  # sync-insert-wait-kernel
+NEXT_EPOCH_KERNEL = "tilesync_next_epoch"  # sync-epoch-in-memory
+
+# ---------------------------------------------------------------------------------------------
+# The record a timed-out spin-wait leaves (debug builds), in host-mapped memory
+# ---------------------------------------------------------------------------------------------
+
+DEBUG_RECORD_FIELDS = ("claimed", "kernel_tag", "param", "index", "expected", "seen",
+                       "block_x", "block_y", "block_z")
+DEBUG_RECORD_WORDS = len(DEBUG_RECORD_FIELDS)  # i32 words
+
+
+def kernel_tag(name: str) -> int:
+    """How a debug record names its kernel: a positive i32 the host maps back to the name."""
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel parameter kinds
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamKind:
+    """A kind of kernel parameter: its size in bytes and, for integers, the range it holds."""
+
+    name: str
+    size: int
+    int_range: tuple[int, int] | None = None  # None: a float or a pointer
+
+    @property
+    def is_float(self) -> bool:
+        return self.int_range is None and self.name != "ptr"
+
+
+def _int_kind(name: str, bits: int, signed: bool = True) -> ParamKind:
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return ParamKind(name, bits // 8, (low, high))
+
+
+PARAM_KINDS: dict[str, ParamKind] = {
+    kind.name: kind
+    for kind in (
+        ParamKind("ptr", 8),
+        _int_kind("i8", 8),
+        _int_kind("i16", 16),
+        _int_kind("i32", 32),
+        _int_kind("u32", 32, signed=False),
+        _int_kind("i64", 64),
+        _int_kind("u64", 64, signed=False),
+        ParamKind("f16", 2),
+        ParamKind("bf16", 2),
+        ParamKind("f32", 4),
+        ParamKind("f64", 8),
+    )
+}
+
+# ---------------------------------------------------------------------------------------------
+# Device limits (CUDA occupancy calculator values) and architectures
+# ---------------------------------------------------------------------------------------------
+
+STATIC_SHARED_LIMIT = 48 * 1024  # static shared memory per block; more needs the opt-in
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Per-SM and per-block limits of one architecture (CUDA occupancy calculator values)."""
+
+    arch: str
+    warp_size: int = 32
+    max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    max_threads_per_block: int = 1024
+    registers_per_sm: int = 65536
+    max_registers_per_block: int = 65536
+    max_registers_per_thread: int = 255
+    register_alloc_unit: int = 256  # registers are allocated per warp in units of this many
+    sub_partitions: int = 4  # register files per SM; a warp's registers live in one
+    shared_per_sm: int = 233472  # bytes, the largest carveout (228 KB on sm_90)
+    max_shared_per_block: int = 232448  # bytes, opt-in maximum (227 KB on sm_90)
+    shared_alloc_unit: int = 128  # bytes
+    reserved_shared_per_block: int = 1024  # bytes the system keeps per block (sm_80+)
+    max_grid_dim: tuple[int, int, int] = ((1 << 31) - 1, 65535, 65535)
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+
+SM_90 = DeviceLimits(arch="sm_90")
+SM_80 = DeviceLimits(arch="sm_80", shared_per_sm=167936, max_shared_per_block=166912)
+MAX_THREADS_PER_BLOCK = SM_90.max_threads_per_block
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A compilation target: the PTX features LLVM is asked for and what the chip offers.
+
+    PTX ISA 8.0 (CUDA 12.0) is the first with sm_90a and covers everything tilesync emits
+    (griddepcontrol, cluster scope, wgmma fences); it is accepted for sm_80 as well.
+    """
+
+    name: str
+    ptx_features: str
+    limits: DeviceLimits
+    wgmma: bool = False  # warpgroup MMA and setmaxnreg (sm_90a only)
+    tma: bool = False  # cp.async.bulk.tensor, mbarrier expect-tx
+    pdl: bool = False  # griddepcontrol (programmatic dependent launch)
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "sm_80": Architecture("sm_80", "+ptx80", SM_80),
+    "sm_90": Architecture("sm_90", "+ptx80", SM_90, tma=True, pdl=True),
+    "sm_90a": Architecture("sm_90a", "+ptx80", replace(SM_90, arch="sm_90a"), wgmma=True,
+                           tma=True, pdl=True),
+}
+TARGETS = tuple(ARCHITECTURES)
+DEFAULT_TARGET = "sm_90"
+ARCH_LIMITS: dict[str, DeviceLimits] = {name: a.limits for name, a in ARCHITECTURES.items()}
+
+
+def architecture(name: str) -> Architecture:
+    """The target called `name`; ValueError naming the known ones otherwise."""
+    try:
+        return ARCHITECTURES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown target '{name}'; choose one of {', '.join(TARGETS)}") \
+            from None
+
+
+def limits_for_arch(arch: str) -> DeviceLimits:
+    try:
+        return ARCH_LIMITS[arch]
+    except KeyError:
+        raise ValueError(
+            f"no occupancy limits for arch '{arch}' (known: {', '.join(ARCH_LIMITS)})"
+        ) from None
+
+
+def target_for_device(arch: str) -> str:
+    """The target to compile for on a device of compute capability `arch` ("sm_90", ...):
+    itself where we support it, else the default."""
+    return arch if arch in ARCHITECTURES else DEFAULT_TARGET
+
+
+# ---------------------------------------------------------------------------------------------
+# What the compiler hands the runtime
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """How the host calls one kernel: its module, name and parameter kinds in order."""
+
+    module: str
+    name: str
+    params: tuple[str, ...]  # names of PARAM_KINDS
+    block: tuple[int, ...] | None = None
+    # Roles of the trailing parameters that passes appended: the host binds them; the user
+    # passes the leading ones.
+    sync_args: tuple[Role, ...] = ()
+    order_table: tuple[int, ...] | None = None  # the tile order an ordered sync.tile reads
+    dynamic_shared_bytes: int = 0  # shared memory to launch with (its module's dynamic array)
+
+    @property
+    def user_params(self) -> tuple[str, ...]:
+        return self.params[: len(self.params) - len(self.sync_args)]
+
+    def role_of(self, param: int) -> Role | None:
+        """The role of parameter `param` (None for a user parameter or out of range)."""
+        first = len(self.params) - len(self.sync_args)
+        return self.sync_args[param - first] if first <= param < len(self.params) else None
+
+
+@dataclass
+class CompiledProgram:
+    """PTX per gpu.module, the kernels' signatures, and the IR the host plan is read from."""
+
+    ptx_by_module: dict[str, str]
+    llvm_ir_by_module: dict[str, str]
+    kernels: dict[str, KernelSignature]
+    module: ModuleOp  # the lowered IR; host-level sync ops are still in it
+    source: ModuleOp  # the IR as given (before any pass), for the host plan
+    ir_after: dict[str, str] = field(default_factory=dict)
+    pass_seconds: dict[str, float] = field(default_factory=dict)
+    target: str = DEFAULT_TARGET
+
+    @property
+    def ptx(self) -> str:
+        """The PTX when the program has one gpu.module (the common case)."""
+        if len(self.ptx_by_module) != 1:
+            raise CompileError(f"program has {len(self.ptx_by_module)} gpu.modules; "
+                             "use ptx_by_module")
+        return next(iter(self.ptx_by_module.values()))
