@@ -119,12 +119,9 @@ def _ptx_of(job: tuple) -> dict[str, str]:
         pipeline = default_pipeline(debug=variant == "sync-debug", before=SYNC_PASSES)
         return tilesync.compile(text, pipeline=pipeline, target="sm_90").ptx_by_module
     if kind == "config":
-        from tilesync.kernels.gemm import GemmConfig, compile_gemm
+        from tilesync.kernels.compile import compile_kernel
 
-        cfg = job[1]
-        if isinstance(cfg, GemmConfig):
-            return compile_gemm(cfg).ptx_by_module
-        return cfg.compile("sm_90").ptx_by_module
+        return compile_kernel(job[1]).ptx_by_module
     if kind == "mlp":
         from tilesync.bench.mlp import compile_job as compile_mlp
 

@@ -17,16 +17,10 @@ import numpy as np
 import pytest
 
 from tilesync.dialects import tile as tl
-from tilesync.kernels.gemm import (
-    GemmConfig,
-    compile_gemm,
-    gemm_config,
-    gemm_kernel,
-    gemm_module,
-    host_array,
-    host_values,
-    reference,
-)
+from tilesync.kernels.compile import compile_kernel
+from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.gemm import gemm_kernel, gemm_module
+from tilesync.kernels.reference import host_array, host_values, reference_gemm
 from tilesync.lowering import tile_to_nvvm
 from tilesync.lowering.ptx import validate_ptx
 
@@ -56,7 +50,7 @@ _compiled: dict[tuple[GemmConfig, str], str] = {}
 def _ptx(cfg: GemmConfig, arch: str) -> str:
     key = (cfg, arch)
     if key not in _compiled:
-        _compiled[key] = compile_gemm(cfg, arch).ptx
+        _compiled[key] = compile_kernel(cfg, arch).ptx
     return _compiled[key]
 
 
@@ -123,7 +117,7 @@ def test_stages_beyond_48k_live_in_dynamic_shared_memory(forced):
     # + room to align the stages to 128 bytes from the array's guaranteed 16
     assert cfg.shared_bytes == cfg.stages * 16384
     assert cfg.dynamic_shared_bytes == cfg.shared_bytes + 112
-    program = compile_gemm(cfg, "sm_90")
+    program = compile_kernel(cfg, "sm_90")
     assert program.kernels["gemm"].dynamic_shared_bytes == cfg.dynamic_shared_bytes
     assert ".extern .shared .align 16 .b8 __tilesync_dynamic_shared[];" in program.ptx
     assert not re.findall(r"\.shared \.align \d+ \.b8 \w+\[\d+\]", program.ptx)
@@ -147,15 +141,13 @@ def test_main_config_ptxas_no_spills(tmp_path, arch):
 
 def test_generation_and_compile_time():
     """Generate + lower + PTX for the main config (the number goes into the report)."""
-    compile_gemm(gemm_config(256, 256, 64), "sm_90")  # warm the caches (imports, LLVM target)
+    compile_kernel(gemm_config(256, 256, 64), "sm_90")  # warm the caches (imports, LLVM target)
     start = time.process_time()
     module = gemm_module(0, 0, 0, config=MAIN)
     generated = time.process_time()
     from tilesync import compile as ts_compile
 
-    program = ts_compile(module, pipeline=__import__(
-        "tilesync.kernels.gemm", fromlist=["gemm_pipeline"]).gemm_pipeline(), target="sm_90",
-        keep_ir=False)
+    program = ts_compile(module, target="sm_90", keep_ir=False)
     done = time.process_time()
     assert program.ptx
     print(f"\ngenerate {generated - start:.3f} s, compile {done - generated:.3f} s (CPU time); "
@@ -200,7 +192,7 @@ def test_sync_hooks():
     store_point = lines.index(f"sync.store_point [{x}, {y}]")
     assert all(i < store_point for i, line in enumerate(lines) if "tile.store_acc" in line)
     assert "gpu.block_id" not in text
-    assert "gemm" in compile_gemm(cfg, "sm_90").ptx  # hooks without stages lower to nothing
+    assert "gemm" in compile_kernel(cfg, "sm_90").ptx  # hooks without stages lower to nothing
     assert "sync." not in gemm_kernel(256, 512, 128)
 
 
@@ -237,7 +229,7 @@ def test_col_layout_b_needs_no_aligned_n():
 def test_reference_epilogues():
     cfg = gemm_config(8, 8, 8, epilogue="bias_gelu")
     a, b, bias = np.eye(8), np.eye(8), np.arange(8.0)
-    out = reference(cfg, a, b, bias)
+    out = reference_gemm(cfg, a, b, bias)
     x = np.eye(8) + np.arange(8.0)[None, :]
     expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     np.testing.assert_allclose(out, expected)
@@ -378,7 +370,7 @@ GPU_SHAPES = [(128, 128, 128), (4096, 4096, 4096), (64, 6144, 12288), (100, 200,
 
 
 def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
-    from tilesync.kernels.gemm import GemmRunner
+    from tilesync.kernels.runner import GemmRunner
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
 
@@ -396,8 +388,8 @@ def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
     runner.launch(*args)
     synchronize()
     got = host_values(out.to_numpy(), cfg.dtype)
-    ref = reference(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
-                    None if bias is None else host_values(bias, cfg.dtype))
+    ref = reference_gemm(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
+                         None if bias is None else host_values(bias, cfg.dtype))
     assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} elements not written"
     error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert error < 1e-2, f"relative error {error:.3g} for {_id(cfg)}"
@@ -451,7 +443,7 @@ WGMMA_CONFIGS = [
 
 @pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=_id)
 def test_wgmma_configs_compile_for_sm90a(cfg):
-    program = compile_gemm(cfg, "sm_90")  # the config asks for sm_90a itself
+    program = compile_kernel(cfg, "sm_90")  # the config asks for sm_90a itself
     assert program.target == "sm_90a"
     assert program.kernels["gemm"].dynamic_shared_bytes == cfg.dynamic_shared_bytes
     ptx = program.ptx
@@ -474,7 +466,7 @@ def test_wgmma_main_config_is_not_serialized(tmp_path):
     cfg = gemm_config(4096, 4096, 4096, tile=(128, 256, 64), warps=(8, 1), stages=4,
                       b_layout="col", mma="wgmma")
     path = tmp_path / "gemm.ptx"
-    path.write_text(compile_gemm(cfg, "sm_90a").ptx)
+    path.write_text(compile_kernel(cfg, "sm_90a").ptx)
     out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(path), "-o",
                           str(tmp_path / "gemm.cubin")], capture_output=True, text=True,
                          check=True)
@@ -506,7 +498,7 @@ def test_gpu_wgmma_gemm(cfg):
 
 @pytest.mark.gpu
 def test_gpu_gemm_throughput():
-    from tilesync.kernels.gemm import time_gemm
+    from tilesync.kernels.runner import time_gemm
 
     result = time_gemm(MAIN, warmup=5, reps=20)
     print(f"\n{_id(MAIN)}: {result['median_ms']:.3f} ms, {result['tflops']:.1f} TFLOP/s, "
