@@ -317,7 +317,8 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     started = time.perf_counter()
     device = get_device()
     l2 = device.l2_cache_bytes or L2_BYTES_DEFAULT
-    # Compile first, in a process pool, before torch starts its threads.
+    # Compile first (a process pool; cached in .tilesync-cache/ptx), before torch starts its
+    # threads.
     loads = workloads(quick)
     hopper = device.arch == "sm_90"  # wgmma configs need sm_90a
     candidates = {w: [c for c in candidate_configs(w, quick) if hopper or c.target is None]

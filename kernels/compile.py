@@ -1,8 +1,9 @@
 """Compiling the generated kernels: a configuration to a CompiledProgram, many configurations
-to PTX in a process pool.
+to PTX in the process pool of compile_cache.py, cached on disk.
 
     compile_kernel(cfg, target="sm_90", validate=False, keep_ir=False) -> CompiledProgram
-    compile_ptx_many(configs, target="sm_90", processes=None) -> [PTX text]
+    compile_ptx_many(configs, target="sm_90", processes=None, cache_dir=".tilesync-cache")
+        -> [PTX text]
     kernel_module(cfg) -> builtin.module     (GemmConfig, ConvConfig or SoftmaxConfig)
 
 A kernel runs through the default pipeline (KERNEL_TO_LLVM). A configuration that needs a
@@ -12,15 +13,18 @@ target beyond the device's (wgmma: sm_90a) gets it where sm_90 is asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
 import tilesync
 from tilesync.contract import CompiledProgram
+from tilesync.kernels.compile_cache import CACHE_DIR, CompileCache, compile_many
 from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
 from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import gemm_module
 from tilesync.kernels.softmax import softmax_module
+from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 
 KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig
 
@@ -49,27 +53,21 @@ def compile_kernel(cfg: KernelConfig, target: str = "sm_90", validate: bool = Fa
 
 
 def compile_ptx_many(configs: Iterable[KernelConfig], target: str = "sm_90",
-                     processes: int | None = None) -> list[str]:
-    """PTX of many configs, compiled in a process pool (generation and lowering are pure
-    Python, one core each); falls back to one process where a pool cannot start."""
-    configs = list(configs)
-    if len(configs) <= 1 or processes == 1:
-        return [_kernel_ptx(c, target) for c in configs]
-    import concurrent.futures
-    import multiprocessing
-    import os
-
-    workers = processes or min(len(configs), max(1, (os.cpu_count() or 2) - 1), 16)
-    try:
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            return list(pool.map(_kernel_ptx, configs, [target] * len(configs)))
-    except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
-        return [_kernel_ptx(c, target) for c in configs]
+                     processes: int | None = None,
+                     cache_dir: Path | str | None = CACHE_DIR) -> list[str]:
+    """PTX of many configurations, in order: from the cache under `cache_dir`/ptx (None: no
+    cache), the others compiled in a process pool."""
+    cache = CompileCache(cache_dir, "ptx") if cache_dir is not None else None
+    return compile_many(configs, target, processes, compile_one=_kernel_ptx, key=_kernel_key,
+                        cache=cache)
 
 
 def _kernel_ptx(cfg: KernelConfig, target: str) -> str:
     return compile_kernel(cfg, target).ptx
+
+
+def _kernel_key(cfg: KernelConfig, target: str) -> str:
+    return repr((cfg, kernel_target(cfg, target), KERNEL_TO_LLVM))
 
 
 __all__ = ["KernelConfig", "compile_kernel", "compile_ptx_many", "kernel_module",
