@@ -2,7 +2,8 @@
 SwiGLU on the combined gate|up GEMM, split-K, dropout, and 3x3 conv2d by implicit GEMM.
 
 CPU: a few configs compiled to PTX that nvJitLink accepts (instructions of each feature present,
-no spills), the im2col addressing interpreted by xDSL's interpreter, the dropout hash's keep rate.
+no spills), the im2col addressing interpreted on concrete indices (the references and the
+dropout mask: test_reference.py; the configurations' checks: test_config.py).
 GPU (`-m gpu`): every bench candidate config of every workload shape against torch on the GPU
 (fp32 accumulate of the same fp16 inputs) or numpy float64 for the small ones without torch.
 Tolerance (fp16 in, fp32 accumulate, fp16 out): ||C - ref|| / ||ref|| < 1e-2; the output is
@@ -34,7 +35,6 @@ from tilesync.kernels.reference import (
     reference_conv2d,
     reference_gemm,
     reference_softmax,
-    swiglu_weights,
 )
 from tilesync.kernels.runner import Conv2dRunner, GemmRunner, SoftmaxRunner
 from tilesync.lowering.ptx import validate_ptx
@@ -167,40 +167,6 @@ def test_im2col_addresses():
     # The masked copy reads nothing where any index is outside (unsigned compare): the halo.
     (_, got), = zip(points[-2:-1], results[-2:-1], strict=True)
     assert tuple(got) == (0, -1, -1, 0)
-
-
-def test_dropout_mask_rate_and_determinism():
-    for keep in (0.5, 0.9):
-        mask = dropout_mask(1234, 512, 2048, keep)
-        assert abs(mask.mean() - keep) < 0.01 * keep
-        assert np.array_equal(mask, dropout_mask(1234, 512, 2048, keep))
-        other = dropout_mask(1235, 512, 2048, keep)
-        # independent masks disagree on a fraction 2 p (1 - p)
-        assert abs((mask != other).mean() - 2 * keep * (1 - keep)) < 0.01
-        # rows and columns are not correlated: per-row and per-column rates stay near p
-        assert np.abs(mask.mean(axis=1) - keep).max() < 0.06
-        assert np.abs(mask.mean(axis=0) - keep).max() < 0.15
-    assert dropout_mask(1, 4, 4, 1.0).all()
-
-
-def test_swiglu_weights_and_reference():
-    rng = np.random.default_rng(3)
-    a, gate, up = (rng.standard_normal(s) for s in ((5, 32), (32, 24), (32, 24)))
-    cfg = gemm_config(5, 48, 32, epilogue="swiglu")
-    out = reference_gemm(cfg, a, swiglu_weights(gate, up))
-    x, y = a @ gate, a @ up
-    np.testing.assert_allclose(out, x / (1 + np.exp(-x)) * y, rtol=1e-12)
-    assert cfg.out_cols == 24
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(M=64, N=256, K=96, split_k=2), "split_k=2 must divide the 3 k-tiles"),
-    (dict(M=64, N=136, K=64, epilogue="swiglu"), "swiglu pairs"),
-    (dict(M=64, N=256, K=64, dropout=0.0), "keep probability"),
-])
-def test_new_config_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        gemm_config(**kwargs)
 
 
 def test_bench_candidates_are_valid_and_quick_is_small():
@@ -450,16 +416,6 @@ def _conv_configs():
 @pytest.mark.parametrize("cfg", _conv_configs(), ids=_label)
 def test_gpu_conv2d(cfg, compiled):
     _check_conv(cfg, compiled[cfg])
-
-
-def test_conv_reference_matches_loops():
-    rng = np.random.default_rng(5)
-    x, w = rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((3, 3, 3, 8))
-    ref = reference_conv2d(x, w)
-    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    for n, p, q, k in [(0, 0, 0, 0), (1, 3, 4, 2), (0, 2, 1, 1), (1, 0, 4, 0)]:
-        expected = sum(padded[n, p + r, q + s] @ w[k, r, s] for r in range(3) for s in range(3))
-        assert abs(ref[n, p, q, k] - expected) < 1e-12
 
 
 # -- softmax ---------------------------------------------------------------------------------
