@@ -280,9 +280,9 @@ class ConvConfig:
     @property
     def gemm(self) -> GemmConfig:
         return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
-                             tile=self.tile, warps=self.warps, stages=self.stages,
-                             b_layout="col", epilogue=self.epilogue, name=self.name,
-                             split_k=self.split_k, mma=self.mma)
+                           tile=self.tile, warps=self.warps, stages=self.stages,
+                           b_layout="col", epilogue=self.epilogue, name=self.name,
+                           split_k=self.split_k, mma=self.mma)
 
     @property
     def target(self) -> str | None:

@@ -257,7 +257,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         def copy_a(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
             indices, masked = source_a(cb, cb.addi(m0, row), cb.addi(k0, col))
             cb.insert(tl.CpAsyncOp(sa, [stage, row, col], A, indices, masked=masked,
-                                swizzle=swizzle_a))
+                                   swizzle=swizzle_a))
 
         copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
         if cfg.sync_hooks:
@@ -269,7 +269,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
             else:  # smem n x k
                 src = [cb.addi(n0, row), cb.addi(k0, col)]
             cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
-                                swizzle=swizzle_b))
+                                   swizzle=swizzle_b))
 
         copy_chunks(body, bk * bn, sb_shape[2], copy_b)
 
@@ -335,7 +335,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         for kk in range(bk // 16):
             k_off = lb.idx(kk * 16)
             results = lb.insert(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
-                                        [stage, lb.idx(0), k_off], results)).results
+                                           [stage, lb.idx(0), k_off], results)).results
         lb.insert(tl.WgmmaCommitOp())
         lb.insert(tl.WgmmaWaitOp(cfg.wgmma_in_flight))
     lb.insert(scf.YieldOp(*results))
@@ -350,13 +350,13 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                     col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), ni * 4)
                     pair = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
                     body.insert(tl.StoreAccOp(pair, C, [row, col], masked=mask_c,
-                                           epilogue=_epilogue_region(cfg, bias, seed)))
+                                              epilogue=_epilogue_region(cfg, bias, seed)))
                 continue
             for ni in range(ni_count):
                 col = body.addi(body.addi(n0, warp_n), ni * 8)
                 body.insert(tl.StoreAccOp(tiles[mi * ni_count + ni], C, [row, col],
-                                       masked=mask_c,
-                                       epilogue=_epilogue_region(cfg, bias, seed)))
+                                          masked=mask_c,
+                                          epilogue=_epilogue_region(cfg, bias, seed)))
         if cfg.sync_hooks:
             body.insert(sync.StorePointOp([tile_x, tile_y]))
 
@@ -374,7 +374,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 col = b.addi(b.addi(n0, warp_n), ni * 8)
                 positions.append((row, col))
                 b.insert(tl.StoreAccOp(loop.results[mi * ni_count + ni], workspace, [row, col],
-                                    masked=mask_c, reduce=True))
+                                       masked=mask_c, reduce=True))
         last = b.emit(tl.ArriveOp(counters, [tile_x, tile_y], split))
         final = Block()
         fb = BlockBuilder(final)
