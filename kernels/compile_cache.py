@@ -157,7 +157,7 @@ def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], targe
     here it raises unless `catch`."""
     done = 0
     if len(jobs) > 1 and processes != 1:
-        workers = processes or min(len(jobs), max(1, (os.cpu_count() or 2) - 1), 16)
+        workers = min(len(jobs), processes or min(max(1, (os.cpu_count() or 2) - 1), 16))
         try:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         except (OSError, ValueError, ImportError, RuntimeError):  # no fork or no semaphores
