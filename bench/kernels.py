@@ -77,7 +77,7 @@ def candidate_configs(w: Workload, quick: bool) -> list:
     """Configs of the generator per shape (the benchmark reports all of them; the best is
     compared). wgmma configs (sm_90a) read B as N x K (`b_layout="col"`): they are timed on
     the same buffer, and the library is timed in both layouts, the faster one compared."""
-    from tilesync.kernels.gemm import gemm_config
+    from tilesync.kernels.config import gemm_config
 
     def make(tile, warps, stages, split_k=1, mma="sync"):
         try:
@@ -279,7 +279,7 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
                     copy_gbps: float | None, tth) -> dict[str, Any]:
-    from tilesync.kernels.gemm import GemmRunner
+    from tilesync.kernels.runner import GemmRunner
 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
                              "rotating_copies": ops.copies, "configs": []}
@@ -311,13 +311,14 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
 def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
                       conv: bool = True) -> dict[str, Any]:
     """Time our kernels and the libraries' on every workload; see the module docstring."""
-    from tilesync.kernels.gemm import compile_ptx_many
+    from tilesync.kernels.compile import compile_ptx_many
     from tilesync.runtime.device import get_device
 
     started = time.perf_counter()
     device = get_device()
     l2 = device.l2_cache_bytes or L2_BYTES_DEFAULT
-    # Compile first, in a process pool, before torch starts its threads.
+    # Compile first (a process pool; cached in .tilesync-cache/ptx), before torch starts its
+    # threads.
     loads = workloads(quick)
     hopper = device.arch == "sm_90"  # wgmma configs need sm_90a
     candidates = {w: [c for c in candidate_configs(w, quick) if hopper or c.target is None]
@@ -331,11 +332,8 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
                            strict=True))
     conv_ptx = None
     if conv:
-        from tilesync.kernels import conv2d
-
         conv_cfgs = conv_workloads(quick, wgmma=hopper)
-        conv_ptx = dict(zip(conv_cfgs, conv2d.compile_ptx_many(conv_cfgs, device.arch),
-                            strict=True))
+        conv_ptx = dict(zip(conv_cfgs, compile_ptx_many(conv_cfgs, device.arch), strict=True))
 
     tth = _Torch()
     result: dict[str, Any] = {
@@ -426,7 +424,7 @@ CONV_LAYERS = ((64, 56), (128, 28), (256, 14), (512, 7))  # C = K at H = W (ResN
 def conv_workloads(quick: bool, wgmma: bool = True) -> list:
     """One config per layer and batch (1 and 8; quick: batch 8 only); wgmma (sm_90a) unless
     `wgmma` is false."""
-    from tilesync.kernels.conv2d import conv2d_config
+    from tilesync.kernels.config import conv2d_config
 
     out = []
     for batch in ((8,) if quick else (1, 8)):
@@ -455,7 +453,7 @@ def conv_workloads(quick: bool, wgmma: bool = True) -> list:
 
 
 def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[str, Any]]:
-    from tilesync.kernels.conv2d import Conv2dRunner
+    from tilesync.kernels.runner import Conv2dRunner
     from tilesync.runtime.timing import time_region
 
     torch = tth.torch
@@ -521,7 +519,7 @@ def conv_table(rows: list[dict[str, Any]]) -> str:
 
 
 def softmax_workloads(quick: bool) -> list:
-    from tilesync.kernels.softmax import softmax_config
+    from tilesync.kernels.config import softmax_config
 
     cols = (1024,) if quick else (512, 1024, 2048)
     return [softmax_config(16384, c, dropout=d) for c in cols for d in (None, 0.9)]
@@ -529,7 +527,7 @@ def softmax_workloads(quick: bool) -> list:
 
 def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                        copy_gbps: float | None) -> list[dict[str, Any]]:
-    from tilesync.kernels.softmax import SoftmaxRunner
+    from tilesync.kernels.runner import SoftmaxRunner
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.timing import time_region
 

@@ -41,9 +41,10 @@ speedups. It assumes tiles of equal duration; GEMM1's and GEMM2's differ (K1 ≠
 table also gives a tile-time weighted bound (tile time ~ BN·K, waves packed perfectly).
 
 Compilation runs first, in a process pool (fork, before CUDA or torch start threads), and its
-results (PTX, kernel signatures, the host plan) are cached in `.tilesync-cache/mlp/` under a key
-of the configs, the pass list, the target and a digest of the compiler's sources, so a second
-run (or a device machine given the cache) compiles nothing. sync-verify runs with a limit of
+results (PTX, kernel signatures, the host plan) are cached in `.tilesync-cache/mlp/`
+(kernels/compile_cache.py) under a key of the configs, the pass list, the target and a digest
+of the compiler's sources and this file, so a second run (or a device machine given the cache)
+compiles nothing. sync-verify runs with a limit of
 `VERIFY_LIMIT` consumer tiles (above it, the grid's boundary tiles: `sync.verified =
 "boundary"`): the exhaustive proof interprets every k-step of every tile (minutes per program).
 Spin-waits trap after `TIMEOUT_NS`, so a bad program fails instead of hanging; after a CUDA error
@@ -52,24 +53,27 @@ the remaining GPU work is skipped (the context is lost) and the table says so.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-import pickle
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from tilesync.contract import target_for_device
+from tilesync.kernels.compile_cache import (
+    CACHE_DIR,
+    CompileCache,
+    CompileFailure,
+    compile_many,
+    source_digest,
+)
 
 MODELS = ("gpt3", "llama")
 BATCHES = (256, 512, 1024, 2048)
 TOL = 2e-2
 VERIFY_LIMIT = 8
 TIMEOUT_NS = 2_000_000_000
-CACHE_DIR = ".tilesync-cache/mlp"
 
 _PDL = ["sync-insert-post-wait", "sync-use-pdl"]
 _TILE = ["sync-generate-policies", "sync-select-policy{policy=tile}"]
@@ -131,31 +135,18 @@ def stage_module(model: str, M: int, mode: str):
 # --------------------------------------------------------------------------------------------
 
 
-def _source_digest() -> str:
-    """sha256 of the compiler's sources (a cached program is reused only with the same ones)."""
-    root = Path(str(resources.files("tilesync")))
-    digest = hashlib.sha256()
-    files = [root / "api.py", root / "kernels" / "gemm.py", root / "kernels" / "mlp.py"]
-    for folder in ("dialects", "transforms", "lowering"):
-        files += sorted((root / folder).rglob("*.py"))
-    for path in files:
-        if path.is_file():
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _job_key(job: tuple, target: str, source: str) -> str:
+def _job_key(job: tuple, target: str) -> str:
+    """What a (model, M, mode, debug) program is made of: both GEMM configs, the passes, the
+    target, the debug flag and the spin timeout."""
     model, M, mode, debug = job
     spec = mode_spec(model, M, mode)
-    text = repr((spec.cfg1, spec.cfg2, mode_passes(mode), target, debug, TIMEOUT_NS, source))
-    return f"{model}-{M}-{mode.replace('+', '_').replace('@', '_')}-{'d' if debug else 'r'}-" + \
-        hashlib.sha256(text.encode()).hexdigest()[:16]
+    return repr((spec.cfg1, spec.cfg2, mode_passes(mode), target, debug, TIMEOUT_NS))
 
 
 def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (model, M, mode, debug) stage program; a picklable result: PTX per module,
-    kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared bytes."""
+    kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared bytes, and
+    the seconds it took."""
     import tilesync
     from tilesync.api import default_pipeline
     from tilesync.dialects import sync
@@ -188,73 +179,22 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
             "compile_seconds": time.perf_counter() - start}
 
 
-def _compile_or_error(job: tuple, target: str) -> dict[str, Any]:
-    """compile_job, or {"job", "error"} where it fails (one bad program must not stop the rest;
-    errors are not cached)."""
-    try:
-        return compile_job(job, target)
-    except Exception as exc:
-        return {"job": job, "error": f"compile: {type(exc).__name__}: {exc}"}
-
-
-def _cache_path(job: tuple, target: str, source: str, cache_dir: str | None) -> Path | None:
-    if not cache_dir:
-        return None
-    return Path(cache_dir) / f"{_job_key(job, target, source)}.pkl"
-
-
 def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
-                 cache_dir: str | None = CACHE_DIR) -> dict[tuple, dict[str, Any]]:
-    """Compiled programs of `jobs` (from the cache where present, else in a process pool)."""
+                 cache: CompileCache | None = None) -> dict[tuple, dict[str, Any]]:
+    """Compiled programs of `jobs` (compile_job results, or {"job", "error"} for one that fails:
+    one bad program must not stop the rest): from `cache` where it holds them (None: no cache;
+    the bench's is mlp_cache()), the others in a process pool, each cached as it arrives."""
     jobs = list(dict.fromkeys(jobs))
-    source = _source_digest()
-    out: dict[tuple, dict[str, Any]] = {}
-    missing = []
-    for job in jobs:
-        path = _cache_path(job, target, source, cache_dir)
-        if path is not None and path.is_file():
-            try:
-                with path.open("rb") as f:
-                    out[job] = {**pickle.load(f), "cached": True}
-                continue
-            except Exception:  # a broken cache entry is a miss
-                pass
-        missing.append(job)
+    results = compile_many(jobs, target, processes, compile_one=compile_job, key=_job_key,
+                           cache=cache, keep_going=True)
+    return {job: {"job": job, "error": f"compile: {result.message}"}
+            if isinstance(result, CompileFailure) else result
+            for job, result in zip(jobs, results, strict=True)}
 
-    def save(job: tuple, result: dict[str, Any]) -> None:
-        out[job] = {**result, "cached": False}
-        path = _cache_path(job, target, source, cache_dir)
-        if path is None or "error" in result:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            with tmp.open("wb") as f:
-                pickle.dump(result, f)
-            tmp.replace(path)
-        except OSError:
-            pass
 
-    if len(missing) == 1 or processes == 1:
-        for job in missing:
-            save(job, _compile_or_error(job, target))
-    elif missing:
-        import concurrent.futures
-        import multiprocessing
-
-        workers = processes or min(len(missing), max(1, (os.cpu_count() or 2) - 1), 16)
-        try:
-            context = multiprocessing.get_context("fork")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-                # each result is cached as it arrives
-                for job, result in zip(missing, pool.map(_compile_or_error, missing,
-                                                         [target] * len(missing))):
-                    save(job, result)
-        except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
-            for job in missing:
-                if job not in out:
-                    save(job, _compile_or_error(job, target))
-    return out
+def mlp_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
+    """The compile cache of the MLP programs; its key covers this file (it builds them)."""
+    return CompileCache(directory, "mlp", sources=source_digest(extra=[__file__]))
 
 
 def load_program(entry: dict[str, Any]):
@@ -462,7 +402,7 @@ def _torch_or_none():
 
 def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                    modes=tuple(MODES), processes: int | None = None,
-                   cache_dir: str | None = CACHE_DIR) -> dict[str, Any]:
+                   cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
     """Time every mode of every (model, M); see the module docstring. Needs torch (for the
     reference and the cuBLAS baseline) and a GPU."""
     from tilesync.kernels.mlp import mlp_spec
@@ -475,8 +415,10 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
     jobs = [(model, M, mode, False) for model in models for M in ms
             for mode in modes_for(model, M, modes)]
     t0 = time.perf_counter()
-    compiled = compile_jobs(jobs, target, processes, cache_dir)
+    cache = mlp_cache(cache_dir) if cache_dir else None
+    compiled = compile_jobs(jobs, target, processes, cache)
     compile_seconds = time.perf_counter() - t0
+    cached = cache.hits if cache else 0
     torch, why = _torch_or_none()
     if torch is None:
         raise RuntimeError(f"the MLP benchmark needs torch on the GPU: {why}")
@@ -485,9 +427,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
         "experiment": "mlp", "warmup": warmup, "reps": reps, "tolerance": TOL,
         "modes": list(modes), "library": f"torch {torch.__version__} (cuBLAS)",
         "sms": device.sm_count, "compile_seconds": compile_seconds,
-        "programs_compiled": sum(not e["cached"] and "error" not in e
-                                 for e in compiled.values()),
-        "programs_cached": sum(bool(e["cached"]) for e in compiled.values()),
+        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
+        "programs_cached": cached,
         "verify_limit": VERIFY_LIMIT, "timeout_ns": TIMEOUT_NS, "rows": [],
     }
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
@@ -630,12 +571,13 @@ def precompile(models=MODELS, ms=BATCHES, modes=tuple(MODES), target: str = "sm_
     nothing): `python -m tilesync.bench.mlp`."""
     jobs = [(mo, M, mode, debug) for mo in models for M in ms for mode in modes_for(mo, M, modes)]
     t0 = time.perf_counter()
-    out = compile_jobs(jobs, target, processes)
-    return {"programs": len(out), "compiled": sum(not e["cached"] for e in out.values()),
+    cache = mlp_cache()
+    out = compile_jobs(jobs, target, processes, cache)
+    return {"programs": len(out), "compiled": len(out) - cache.hits,
             "seconds": time.perf_counter() - t0}
 
 
-__all__ = ["MODES", "compile_jobs", "load_program", "mlp_benchmarks", "mlp_table",
+__all__ = ["MODES", "compile_jobs", "load_program", "mlp_benchmarks", "mlp_cache", "mlp_table",
            "mode_passes", "precompile", "stage_module", "wave_prediction"]
 
 

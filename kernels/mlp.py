@@ -5,7 +5,7 @@ by tile (cuSync's headline workload).
                                    Y[M, 12288] = H · W2[6144, 12288]
     llama (LLaMA-65B, 8-way TP):   H[M, 2816] = SwiGLU(X[M, 8192] · W1[8192, 2·2816])
                                    Y[M, 8192] = H · W2[2816, 8192]
-                                   (W1 holds gate|up in 8-column blocks: gemm.swiglu_weights)
+                                   (W1 holds gate|up in 8-column blocks: reference.swiglu_weights)
 
     mlp_spec(model, M, cfg1=None, cfg2=None, mma="wgmma") -> MlpSpec
                                               (configs, grids, the dependency)
@@ -38,7 +38,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
-from tilesync.kernels.gemm import GemmConfig, gemm_config, gemm_module
+from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.gemm import gemm_module
 
 MODELS: dict[str, dict] = {
     # K1 (model width / input), N1 (GEMM1 columns), H (hidden width = K2), epilogue

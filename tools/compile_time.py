@@ -1,7 +1,7 @@
 """Compile time of one GEMM configuration: `python -m tilesync.tools.compile_time`.
 
 For each configuration of the kernels benchmark (bench/kernels.py) the time from the generator
-call (`gemm_module`) to the PTX text (`tilesync.compile` with the GEMM pipeline: lowering,
+call (`gemm_module`) to the PTX text (`tilesync.compile` with the default pipeline: lowering,
 translation to LLVM IR, LLVM's O3 and the NVPTX backend), median and minimum of several runs
 in this process, after one warm-up compile (imports of the passes, LLVM's target set-up).
 Python's import of tilesync is measured apart, in a fresh interpreter. Also printed: the
@@ -55,7 +55,8 @@ def time_config(arguments: dict[str, Any], runs: int = 5, target: str = "sm_90"
                 ) -> dict[str, Any]:
     """Wall seconds of generator + compile for `runs` runs; the pass times of the median run."""
     import tilesync
-    from tilesync.kernels.gemm import gemm_config, gemm_module, gemm_pipeline
+    from tilesync.kernels.config import gemm_config
+    from tilesync.kernels.gemm import gemm_module
 
     cfg = gemm_config(**arguments)
     target = cfg.target or target
@@ -65,7 +66,7 @@ def time_config(arguments: dict[str, Any], runs: int = 5, target: str = "sm_90"
         start = time.perf_counter()
         module = gemm_module(0, 0, 0, config=cfg)
         built = time.perf_counter()
-        program = tilesync.compile(module, pipeline=gemm_pipeline(), target=target)
+        program = tilesync.compile(module, target=target)
         done = time.perf_counter()
         assert program.ptx
         samples.append((done - start, built - start, dict(program.pass_seconds)))
@@ -82,10 +83,11 @@ def compile_time_report(runs: int = 5, configs: dict[str, dict[str, Any]] | None
     out = out or sys.stdout
     configs = configs or CONFIGS
     import_s = import_seconds()
-    from tilesync.kernels.gemm import compile_gemm, gemm_config
+    from tilesync.kernels.compile import compile_kernel
+    from tilesync.kernels.config import gemm_config
 
     start = time.perf_counter()
-    compile_gemm(gemm_config(256, 256, 64, tile=(64, 64, 32), stages=2))  # warm-up
+    compile_kernel(gemm_config(256, 256, 64, tile=(64, 64, 32), stages=2))  # warm-up
     warm_s = time.perf_counter() - start
     print(f"import tilesync (fresh interpreter): {import_s:.3f} s; first compile (lazy pass "
           f"imports, LLVM set-up): {warm_s:.3f} s; {runs} runs per config", file=out)

@@ -19,10 +19,8 @@ commit and recorded again with --write.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import hashlib
 import json
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -97,8 +95,9 @@ JOBS: dict[str, Callable[[], dict[str, tuple]]] = {
 }
 
 
-def compile_job(job: tuple) -> str:
-    """The digest of one job's PTX (or 'error: ...' where it does not compile)."""
+def compile_job(job: tuple, target: str = "sm_90") -> str:
+    """The digest of one job's PTX (or 'error: ...' where it does not compile). `target` is
+    unused: each program compiles for the target its configuration names, else sm_90."""
     try:
         return _digest(_ptx_of(job))
     except Exception as err:  # recorded, so that a program that starts failing is a change
@@ -119,12 +118,9 @@ def _ptx_of(job: tuple) -> dict[str, str]:
         pipeline = default_pipeline(debug=variant == "sync-debug", before=SYNC_PASSES)
         return tilesync.compile(text, pipeline=pipeline, target="sm_90").ptx_by_module
     if kind == "config":
-        from tilesync.kernels.gemm import GemmConfig, compile_gemm
+        from tilesync.kernels.compile import compile_kernel
 
-        cfg = job[1]
-        if isinstance(cfg, GemmConfig):
-            return compile_gemm(cfg).ptx_by_module
-        return cfg.compile("sm_90").ptx_by_module
+        return compile_kernel(job[1]).ptx_by_module
     if kind == "mlp":
         from tilesync.bench.mlp import compile_job as compile_mlp
 
@@ -137,27 +133,16 @@ def digests(groups: Iterable[str], processes: int | None = None,
     jobs: dict[str, tuple] = {}
     for group in groups:
         jobs.update(JOBS[group]())
-    names = list(jobs)
-    workers = processes or max(1, os.cpu_count() or 1)
-    out: dict[str, str] = {}
-    if workers == 1:
-        results: Iterable[str] = map(compile_job, (jobs[n] for n in names))
-        pool = None
-    else:
-        pool = concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("fork"))
-        results = pool.map(compile_job, [jobs[n] for n in names], chunksize=1)
-    try:
-        for i, (name, digest) in enumerate(zip(names, results), 1):
-            out[name] = digest
-            if progress:
-                print(f"\r{i}/{len(names)}", end="", file=sys.stderr, flush=True)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-        if progress:
-            print(file=sys.stderr)
-    return out
+    from tilesync.kernels.compile_cache import compile_many
+
+    def show(done: int, total: int) -> None:
+        print(f"\r{done}/{total}", end="" if done < total else "\n", file=sys.stderr,
+              flush=True)
+
+    # never cached: the point is to compile the programs again
+    results = compile_many(jobs.values(), processes=processes or max(1, os.cpu_count() or 1),
+                           compile_one=compile_job, progress=show if progress else None)
+    return dict(zip(jobs, results, strict=True))
 
 
 def compare(recorded: dict[str, str], now: dict[str, str]) -> list[str]:

@@ -17,16 +17,10 @@ import numpy as np
 import pytest
 
 from tilesync.dialects import tile as tl
-from tilesync.kernels.gemm import (
-    GemmConfig,
-    compile_gemm,
-    gemm_config,
-    gemm_kernel,
-    gemm_module,
-    host_array,
-    host_values,
-    reference,
-)
+from tilesync.kernels.compile import compile_kernel
+from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.gemm import gemm_kernel, gemm_module
+from tilesync.kernels.reference import host_array, host_values, reference_gemm
 from tilesync.lowering import tile_to_nvvm
 from tilesync.lowering.ptx import validate_ptx
 
@@ -56,7 +50,7 @@ _compiled: dict[tuple[GemmConfig, str], str] = {}
 def _ptx(cfg: GemmConfig, arch: str) -> str:
     key = (cfg, arch)
     if key not in _compiled:
-        _compiled[key] = compile_gemm(cfg, arch).ptx
+        _compiled[key] = compile_kernel(cfg, arch).ptx
     return _compiled[key]
 
 
@@ -123,7 +117,7 @@ def test_stages_beyond_48k_live_in_dynamic_shared_memory(forced):
     # + room to align the stages to 128 bytes from the array's guaranteed 16
     assert cfg.shared_bytes == cfg.stages * 16384
     assert cfg.dynamic_shared_bytes == cfg.shared_bytes + 112
-    program = compile_gemm(cfg, "sm_90")
+    program = compile_kernel(cfg, "sm_90")
     assert program.kernels["gemm"].dynamic_shared_bytes == cfg.dynamic_shared_bytes
     assert ".extern .shared .align 16 .b8 __tilesync_dynamic_shared[];" in program.ptx
     assert not re.findall(r"\.shared \.align \d+ \.b8 \w+\[\d+\]", program.ptx)
@@ -147,15 +141,13 @@ def test_main_config_ptxas_no_spills(tmp_path, arch):
 
 def test_generation_and_compile_time():
     """Generate + lower + PTX for the main config (the number goes into the report)."""
-    compile_gemm(gemm_config(256, 256, 64), "sm_90")  # warm the caches (imports, LLVM target)
+    compile_kernel(gemm_config(256, 256, 64), "sm_90")  # warm the caches (imports, LLVM target)
     start = time.process_time()
     module = gemm_module(0, 0, 0, config=MAIN)
     generated = time.process_time()
     from tilesync import compile as ts_compile
 
-    program = ts_compile(module, pipeline=__import__(
-        "tilesync.kernels.gemm", fromlist=["gemm_pipeline"]).gemm_pipeline(), target="sm_90",
-        keep_ir=False)
+    program = ts_compile(module, target="sm_90", keep_ir=False)
     done = time.process_time()
     assert program.ptx
     print(f"\ngenerate {generated - start:.3f} s, compile {done - generated:.3f} s (CPU time); "
@@ -200,52 +192,13 @@ def test_sync_hooks():
     store_point = lines.index(f"sync.store_point [{x}, {y}]")
     assert all(i < store_point for i, line in enumerate(lines) if "tile.store_acc" in line)
     assert "gpu.block_id" not in text
-    assert "gemm" in compile_gemm(cfg, "sm_90").ptx  # hooks without stages lower to nothing
+    assert "gemm" in compile_kernel(cfg, "sm_90").ptx  # hooks without stages lower to nothing
     assert "sync." not in gemm_kernel(256, 512, 128)
 
 
 def test_unmasked_when_shapes_divide():
     text = gemm_kernel(256, 256, 64)
     assert " masked" not in text
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        (dict(M=64, N=64, K=60), "K .* must be a multiple of 8"),
-        (dict(M=64, N=60, K=64), "multiple of 8"),
-        (dict(M=64, N=64, K=64, tile=(128, 256, 64), warps=(2, 4), stages=5),
-         "more than the 232448 a block can have"),
-        (dict(M=64, N=64, K=64, dtype="f32"), "dtype must be one of"),
-        (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
-        (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
-        (dict(M=64, N=64, K=64, stages=1), "stages must be at least 2"),
-        (dict(M=64, N=64, K=64, tile=(16, 64, 32), warps=(1, 4), stages=10),
-         "at most 7 pending groups"),
-    ],
-)
-def test_config_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        gemm_config(**kwargs)
-
-
-def test_col_layout_b_needs_no_aligned_n():
-    cfg = gemm_config(64, 60, 64, b_layout="col")
-    assert cfg.grid == (1, 1, 1)
-
-
-def test_reference_epilogues():
-    cfg = gemm_config(8, 8, 8, epilogue="bias_gelu")
-    a, b, bias = np.eye(8), np.eye(8), np.arange(8.0)
-    out = reference(cfg, a, b, bias)
-    x = np.eye(8) + np.arange(8.0)[None, :]
-    expected = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
-    np.testing.assert_allclose(out, expected)
-
-
-def test_bf16_host_round_trip():
-    x = np.array([1.0, -2.5, 3.140625, 65280.0], np.float32)
-    assert np.array_equal(host_values(host_array(x, "bf16"), "bf16"), x.astype(np.float64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,7 +331,7 @@ GPU_SHAPES = [(128, 128, 128), (4096, 4096, 4096), (64, 6144, 12288), (100, 200,
 
 
 def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
-    from tilesync.kernels.gemm import GemmRunner
+    from tilesync.kernels.runner import GemmRunner
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
 
@@ -396,8 +349,8 @@ def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
     runner.launch(*args)
     synchronize()
     got = host_values(out.to_numpy(), cfg.dtype)
-    ref = reference(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
-                    None if bias is None else host_values(bias, cfg.dtype))
+    ref = reference_gemm(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
+                         None if bias is None else host_values(bias, cfg.dtype))
     assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} elements not written"
     error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert error < 1e-2, f"relative error {error:.3g} for {_id(cfg)}"
@@ -451,7 +404,7 @@ WGMMA_CONFIGS = [
 
 @pytest.mark.parametrize("cfg", WGMMA_CONFIGS, ids=_id)
 def test_wgmma_configs_compile_for_sm90a(cfg):
-    program = compile_gemm(cfg, "sm_90")  # the config asks for sm_90a itself
+    program = compile_kernel(cfg, "sm_90")  # the config asks for sm_90a itself
     assert program.target == "sm_90a"
     assert program.kernels["gemm"].dynamic_shared_bytes == cfg.dynamic_shared_bytes
     ptx = program.ptx
@@ -474,24 +427,12 @@ def test_wgmma_main_config_is_not_serialized(tmp_path):
     cfg = gemm_config(4096, 4096, 4096, tile=(128, 256, 64), warps=(8, 1), stages=4,
                       b_layout="col", mma="wgmma")
     path = tmp_path / "gemm.ptx"
-    path.write_text(compile_gemm(cfg, "sm_90a").ptx)
+    path.write_text(compile_kernel(cfg, "sm_90a").ptx)
     out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(path), "-o",
                           str(tmp_path / "gemm.cubin")], capture_output=True, text=True,
                          check=True)
     log = out.stdout + out.stderr
     assert "serialized" not in log and "0 bytes spill stores" in log, log
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(tile=(128, 128, 32), warps=(8, 1)), "BK = 64"),
-    (dict(tile=(128, 128, 64), warps=(2, 2)), r"warps = \(BM / 16, 1\)"),
-    (dict(tile=(128, 128, 64), warps=(8, 1), b_layout="row"), "b_layout='col'"),
-    (dict(tile=(128, 128, 64), warps=(8, 1), stages=2), "at least 3 stages"),
-])
-def test_wgmma_config_errors(kwargs, message):
-    kwargs = {"b_layout": "col", **kwargs}
-    with pytest.raises(ValueError, match=message):
-        gemm_config(256, 256, 256, mma="wgmma", **kwargs)
 
 
 @pytest.mark.gpu
@@ -506,7 +447,7 @@ def test_gpu_wgmma_gemm(cfg):
 
 @pytest.mark.gpu
 def test_gpu_gemm_throughput():
-    from tilesync.kernels.gemm import time_gemm
+    from tilesync.kernels.runner import time_gemm
 
     result = time_gemm(MAIN, warmup=5, reps=20)
     print(f"\n{_id(MAIN)}: {result['median_ms']:.3f} ms, {result['tflops']:.1f} TFLOP/s, "

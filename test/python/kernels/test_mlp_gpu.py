@@ -27,7 +27,8 @@ def test_every_mode_computes_y(model, M, gpu_device):
     target = target_for_device(gpu_device.arch)
     modes = bench.modes_for(model, M)
     # compile (process pool, or the cache) before torch starts its threads
-    compiled = bench.compile_jobs([(model, M, mode, True) for mode in modes], target)
+    compiled = bench.compile_jobs([(model, M, mode, True) for mode in modes], target,
+                                  cache=bench.mlp_cache())
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")

@@ -2,7 +2,8 @@
 SwiGLU on the combined gate|up GEMM, split-K, dropout, and 3x3 conv2d by implicit GEMM.
 
 CPU: a few configs compiled to PTX that nvJitLink accepts (instructions of each feature present,
-no spills), the im2col addressing interpreted by xDSL's interpreter, the dropout hash's keep rate.
+no spills), the im2col addressing interpreted on concrete indices (the references and the
+dropout mask: test_reference.py; the configurations' checks: test_config.py).
 GPU (`-m gpu`): every bench candidate config of every workload shape against torch on the GPU
 (fp32 accumulate of the same fp16 inputs) or numpy float64 for the small ones without torch.
 Tolerance (fp16 in, fp32 accumulate, fp16 out): ||C - ref|| / ||ref|| < 1e-2; the output is
@@ -17,9 +18,25 @@ import re
 import numpy as np
 import pytest
 
-from tilesync.kernels import conv2d as cv
-from tilesync.kernels import gemm as g
-from tilesync.kernels import softmax as sm
+from tilesync.kernels.builder import BlockBuilder
+from tilesync.kernels.compile import compile_kernel, compile_ptx_many
+from tilesync.kernels.config import (
+    DROPOUT_HASH_MULTIPLIERS,
+    ConvConfig,
+    GemmConfig,
+    conv2d_config,
+    gemm_config,
+    softmax_config,
+)
+from tilesync.kernels.conv2d import im2col_source
+from tilesync.kernels.reference import (
+    apply_epilogue,
+    dropout_mask,
+    reference_conv2d,
+    reference_gemm,
+    reference_softmax,
+)
+from tilesync.kernels.runner import Conv2dRunner, GemmRunner, SoftmaxRunner
 from tilesync.lowering.ptx import validate_ptx
 
 TOL = 1e-2
@@ -29,15 +46,15 @@ TOL = 1e-2
 # --------------------------------------------------------------------------------------------
 
 # One config exercising split-K, swiglu, dropout, a 16-row tile (fewer A chunks than threads).
-FEATURES = g.gemm_config(33, 256, 512, tile=(16, 128, 32), warps=(1, 4), stages=4, split_k=4,
+FEATURES = gemm_config(33, 256, 512, tile=(16, 128, 32), warps=(1, 4), stages=4, split_k=4,
                          epilogue="swiglu", dropout=0.75)
-CONV = cv.conv2d_config(1, 7, 7, 64, 64, tile=(64, 64, 32), stages=4, split_k=2)
+CONV = conv2d_config(1, 7, 7, 64, 64, tile=(64, 64, 32), stages=4, split_k=2)
 _ptx_cache: dict = {}
 
 
 def _ptx(cfg) -> str:
     if cfg not in _ptx_cache:
-        _ptx_cache[cfg] = g._ptx_of(cfg, "sm_90")
+        _ptx_cache[cfg] = compile_kernel(cfg).ptx
     return _ptx_cache[cfg]
 
 
@@ -73,7 +90,8 @@ def test_split_k_swiglu_dropout_ptx():
     assert "ex2.approx.ftz.f32" in ptx
     assert ptx.count("cvt.rn.f16x2.f32") == 2 * accs // 2
     # dropout: the hash's multiplier constants (as signed 32-bit immediates)
-    assert str(g._HASH_M1) in ptx and str(g._HASH_M2 - (1 << 32)) in ptx
+    m1, m2 = DROPOUT_HASH_MULTIPLIERS
+    assert str(m1) in ptx and str(m2 - (1 << 32)) in ptx
     # 16-row A tile: 64 chunks for 128 threads, a guarded zero-filling copy (M = 33 masked)
     assert "cp.async.cg.shared.global" in ptx
 
@@ -91,7 +109,7 @@ def test_conv2d_ptx():
 
 
 def test_softmax_ptx():
-    cfg = sm.softmax_config(1000, 1024, dropout=0.9)
+    cfg = softmax_config(1000, 1024, dropout=0.9)
     ptx = _ptx(cfg)
     _no_spills(ptx, "softmax")
     assert cfg.grid == (250, 1, 1) and cfg.signature == ("ptr", "ptr", "i32")
@@ -100,10 +118,10 @@ def test_softmax_ptx():
     assert ptx.count("ex2.approx.ftz.f32") == per_lane
     assert len(re.findall(r"ld\.global(\.nc)?\.b16", ptx)) == per_lane
     assert len(re.findall(r"st\.global\.b16", ptx)) == per_lane
-    assert str(g._HASH_M1) in ptx  # dropout hash
+    assert str(DROPOUT_HASH_MULTIPLIERS[0]) in ptx  # dropout hash
 
 
-def _interpret_im2col(cfg: cv.ConvConfig, points):
+def _interpret_im2col(cfg: ConvConfig, points):
     """Evaluate the generator's im2col ops (index arithmetic) on concrete (m, k)."""
     import operator
 
@@ -113,8 +131,8 @@ def _interpret_im2col(cfg: cv.ConvConfig, points):
 
     index = IndexType()
     block = Block(arg_types=[index, index])
-    body = g._Body(block)
-    indices, masked = cv.im2col_source(cfg)(body, *block.args)
+    body = BlockBuilder(block)
+    indices, masked = im2col_source(cfg)(body, *block.args)
     binary = {arith.AddiOp: operator.add, arith.SubiOp: operator.sub,
               arith.MuliOp: operator.mul, arith.DivUIOp: operator.floordiv,
               arith.RemUIOp: operator.mod}
@@ -135,7 +153,7 @@ def _interpret_im2col(cfg: cv.ConvConfig, points):
 
 
 def test_im2col_addresses():
-    cfg = cv.conv2d_config(2, 5, 6, 16, 8, tile=(64, 64, 32), stages=2)
+    cfg = conv2d_config(2, 5, 6, 16, 8, tile=(64, 64, 32), stages=2)
     rng = np.random.default_rng(0)
     points = [(int(m), int(k)) for m, k in zip(rng.integers(0, 2 * 5 * 6 + 40, 200),
                                                 rng.integers(0, 9 * 16, 200), strict=True)]
@@ -149,40 +167,6 @@ def test_im2col_addresses():
     # The masked copy reads nothing where any index is outside (unsigned compare): the halo.
     (_, got), = zip(points[-2:-1], results[-2:-1], strict=True)
     assert tuple(got) == (0, -1, -1, 0)
-
-
-def test_dropout_mask_rate_and_determinism():
-    for keep in (0.5, 0.9):
-        mask = g.dropout_mask(1234, 512, 2048, keep)
-        assert abs(mask.mean() - keep) < 0.01 * keep
-        assert np.array_equal(mask, g.dropout_mask(1234, 512, 2048, keep))
-        other = g.dropout_mask(1235, 512, 2048, keep)
-        # independent masks disagree on a fraction 2 p (1 - p)
-        assert abs((mask != other).mean() - 2 * keep * (1 - keep)) < 0.01
-        # rows and columns are not correlated: per-row and per-column rates stay near p
-        assert np.abs(mask.mean(axis=1) - keep).max() < 0.06
-        assert np.abs(mask.mean(axis=0) - keep).max() < 0.15
-    assert g.dropout_mask(1, 4, 4, 1.0).all()
-
-
-def test_swiglu_weights_and_reference():
-    rng = np.random.default_rng(3)
-    a, gate, up = (rng.standard_normal(s) for s in ((5, 32), (32, 24), (32, 24)))
-    cfg = g.gemm_config(5, 48, 32, epilogue="swiglu")
-    out = g.reference(cfg, a, g.swiglu_weights(gate, up))
-    x, y = a @ gate, a @ up
-    np.testing.assert_allclose(out, x / (1 + np.exp(-x)) * y, rtol=1e-12)
-    assert cfg.out_cols == 24
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(M=64, N=256, K=96, split_k=2), "split_k=2 must divide the 3 k-tiles"),
-    (dict(M=64, N=136, K=64, epilogue="swiglu"), "swiglu pairs"),
-    (dict(M=64, N=256, K=64, dropout=0.0), "keep probability"),
-])
-def test_new_config_errors(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        g.gemm_config(**kwargs)
 
 
 def test_bench_candidates_are_valid_and_quick_is_small():
@@ -217,10 +201,10 @@ def _gpu_gemm_configs() -> list:
 
 
 EXTRA = [
-    g.gemm_config(512, 1024, 256, dropout=0.9),
-    g.gemm_config(100, 512, 256, tile=(64, 128, 32), warps=(1, 4), stages=4, split_k=4,
+    gemm_config(512, 1024, 256, dropout=0.9),
+    gemm_config(100, 512, 256, tile=(64, 128, 32), warps=(1, 4), stages=4, split_k=4,
                   epilogue="swiglu", dropout=0.8),
-    g.gemm_config(300, 520, 512, split_k=4, epilogue="bias_gelu"),
+    gemm_config(300, 520, 512, split_k=4, epilogue="bias_gelu"),
 ]
 
 
@@ -231,7 +215,7 @@ def compiled():
     from tilesync.runtime.device import get_device
 
     configs = _gpu_gemm_configs() + EXTRA + bk.conv_workloads(False) + CONV_EXTRA + SOFTMAX
-    ptx = g.compile_ptx_many(configs, get_device().arch)
+    ptx = compile_ptx_many(configs, get_device().arch)
     return dict(zip(configs, ptx, strict=True))
 
 
@@ -263,7 +247,7 @@ class _Weights:
 _weights = _Weights()
 
 
-def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int = 1):
+def _check_gemm(cfg: GemmConfig, ptx: str, seed: int | None = None, runs: int = 1):
     """Launch `runs` times into a NaN-poisoned C; compare with torch (GPU) or numpy."""
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
@@ -271,7 +255,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
     torch = _torch()
     if torch is None and cfg.M * cfg.N * cfg.K > 256 * 12288 * 6144:
         pytest.skip("no torch: numpy float64 only for M <= 256")
-    runner = g.GemmRunner(cfg, ptx=ptx)
+    runner = GemmRunner(cfg, ptx=ptx)
     rng = np.random.default_rng(cfg.M)
     scale = 1.0 / np.sqrt(cfg.K)
     bias = None
@@ -285,7 +269,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
         if cfg.has_bias:
             bias = torch.randn(cfg.out_cols, generator=gen, device="cuda").half()
         c = torch.empty((cfg.M, cfg.out_cols), device="cuda", dtype=torch.float16)
-        ref = g.apply_epilogue(cfg, torch.matmul(a.double(), b.double()),
+        ref = apply_epilogue(cfg, torch.matmul(a.double(), b.double()),
                                None if bias is None else bias.double(), seed)
         first = None
         for run in range(runs):  # errors on the GPU: no 200 MB copies for the big shapes
@@ -320,7 +304,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
             runner.launch(da, db, c, dbias, seed=seed)
             synchronize()
             outs.append(c.to_numpy().astype(np.float64))
-        ref = g.reference(cfg, a.astype(np.float64), b_arg.astype(np.float64),
+        ref = reference_gemm(cfg, a.astype(np.float64), b_arg.astype(np.float64),
                           None if bias is None else bias.astype(np.float64), seed)
     for got in outs:
         assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
@@ -331,7 +315,7 @@ def _check_gemm(cfg: g.GemmConfig, ptx: str, seed: int | None = None, runs: int 
     return outs[0], ref
 
 
-def _same_again(cfg: g.GemmConfig, got, first) -> None:
+def _same_again(cfg: GemmConfig, got, first) -> None:
     """A second launch gives the same C: exactly without split-K; with it, the fp32 atomics
     add in another order (a few fp16 roundings may differ), but a workspace or counter left
     dirty by the first launch would double the result or skip the epilogue."""
@@ -342,7 +326,7 @@ def _same_again(cfg: g.GemmConfig, got, first) -> None:
 
 
 def _label(cfg) -> str:
-    if isinstance(cfg, cv.ConvConfig):
+    if isinstance(cfg, ConvConfig):
         return f"conv-n{cfg.N}-{cfg.H}x{cfg.W}-c{cfg.C}-k{cfg.K}-splitk{cfg.split_k}"
     bm, bn, bk = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{cfg.epilogue or 'plain'}-{bm}x{bn}x{bk}-s{cfg.stages}"
@@ -375,7 +359,7 @@ def test_gpu_dropout_mask_is_the_hash(compiled):
     cfg = EXTRA[0]
     ptx = compiled[cfg]
     got, ref = _check_gemm(cfg, ptx, seed=2024, runs=2)  # same seed twice: same output
-    mask = g.dropout_mask(2024, cfg.M, cfg.N, cfg.dropout)
+    mask = dropout_mask(2024, cfg.M, cfg.N, cfg.dropout)
     assert (got[~mask] == 0).all()  # dropped: exactly zero
     assert (got[mask & (np.abs(ref) > 1e-3)] != 0).all()  # kept (and not tiny): nonzero
     assert abs((got != 0).mean() - cfg.dropout) < 0.01 * cfg.dropout
@@ -385,16 +369,16 @@ def test_gpu_dropout_mask_is_the_hash(compiled):
 
 # -- conv2d ----------------------------------------------------------------------------------
 
-CONV_EXTRA = [cv.conv2d_config(2, 5, 6, 16, 24, tile=(64, 64, 32), stages=2),
-              cv.conv2d_config(1, 9, 9, 32, 64, tile=(64, 64, 32), stages=4,
+CONV_EXTRA = [conv2d_config(2, 5, 6, 16, 24, tile=(64, 64, 32), stages=2),
+              conv2d_config(1, 9, 9, 32, 64, tile=(64, 64, 32), stages=4,
                                epilogue="bias")]
 
 
-def _check_conv(cfg: cv.ConvConfig, ptx: str):
+def _check_conv(cfg: ConvConfig, ptx: str):
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
 
-    runner = cv.Conv2dRunner(cfg, ptx=ptx)
+    runner = Conv2dRunner(cfg, ptx=ptx)
     rng = np.random.default_rng(cfg.C + cfg.H)
     x = rng.standard_normal(cfg.input_shape, np.float32).astype(np.float16)
     w = (rng.standard_normal(cfg.filter_shape, np.float32) / np.sqrt(9 * cfg.C)) \
@@ -416,7 +400,7 @@ def _check_conv(cfg: cv.ConvConfig, ptx: str):
         if bias is not None:
             ref = ref + bias.astype(np.float64)
     else:
-        ref = cv.reference_conv2d(x, w, bias, cfg.epilogue)
+        ref = reference_conv2d(x, w, bias, cfg.epilogue)
     assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} not written"
     error = _rel_error(got, ref)
     assert error < TOL, f"relative error {error:.3g} for {cfg}"
@@ -434,19 +418,9 @@ def test_gpu_conv2d(cfg, compiled):
     _check_conv(cfg, compiled[cfg])
 
 
-def test_conv_reference_matches_loops():
-    rng = np.random.default_rng(5)
-    x, w = rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((3, 3, 3, 8))
-    ref = cv.reference_conv2d(x, w)
-    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    for n, p, q, k in [(0, 0, 0, 0), (1, 3, 4, 2), (0, 2, 1, 1), (1, 0, 4, 0)]:
-        expected = sum(padded[n, p + r, q + s] @ w[k, r, s] for r in range(3) for s in range(3))
-        assert abs(ref[n, p, q, k] - expected) < 1e-12
-
-
 # -- softmax ---------------------------------------------------------------------------------
 
-SOFTMAX = [sm.softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)]
+SOFTMAX = [softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)]
 
 
 @pytest.mark.gpu
@@ -455,7 +429,7 @@ def test_gpu_softmax(cfg, compiled):
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
 
-    runner = sm.SoftmaxRunner(cfg, ptx=compiled[cfg])
+    runner = SoftmaxRunner(cfg, ptx=compiled[cfg])
     rng = np.random.default_rng(cfg.cols)
     x = (3 * rng.standard_normal((cfg.rows, cfg.cols), np.float32)).astype(np.float16)
     y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
@@ -463,13 +437,13 @@ def test_gpu_softmax(cfg, compiled):
     runner.launch(DeviceBuffer.from_numpy(x), y, seed=99)
     synchronize()
     got = y.to_numpy().astype(np.float64)
-    ref = sm.reference(cfg, x.astype(np.float64), seed=99)
+    ref = reference_softmax(cfg, x.astype(np.float64), seed=99)
     assert np.isfinite(got).all()
     assert _rel_error(got, ref) < TOL
     if cfg.dropout is None:
         np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-2)
     else:
-        mask = g.dropout_mask(99, cfg.rows, cfg.cols, cfg.dropout)
+        mask = dropout_mask(99, cfg.rows, cfg.cols, cfg.dropout)
         assert (got[~mask] == 0).all()
         assert (got[mask & (ref > 1e-4)] != 0).all()
 
@@ -515,14 +489,14 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
     import types
 
     from tilesync.bench import kernels as bk
-    from tilesync.kernels import conv2d as conv_mod
-    from tilesync.kernels import softmax as softmax_mod
+    from tilesync.kernels import compile as kernel_compile
+    from tilesync.kernels import runner
     from tilesync.runtime import buffers, device, timing
 
     fake_device = types.SimpleNamespace(arch="sm_90", l2_cache_bytes=60 << 20)
     monkeypatch.setattr(device, "get_device", lambda: fake_device)
-    monkeypatch.setattr(g, "compile_ptx_many", lambda cfgs, arch: ["ptx"] * len(cfgs))
-    monkeypatch.setattr(conv_mod, "compile_ptx_many", lambda cfgs, arch: ["ptx"] * len(cfgs))
+    monkeypatch.setattr(kernel_compile, "compile_ptx_many",
+                        lambda cfgs, arch: ["ptx"] * len(cfgs))
 
     class FakeRunner:
         def __init__(self, cfg, ptx=None):
@@ -533,9 +507,9 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
         def launch(self, *args, **kwargs):
             pass
 
-    monkeypatch.setattr(g, "GemmRunner", FakeRunner)
-    monkeypatch.setattr(conv_mod, "Conv2dRunner", FakeRunner)
-    monkeypatch.setattr(softmax_mod, "SoftmaxRunner", FakeRunner)
+    monkeypatch.setattr(runner, "GemmRunner", FakeRunner)
+    monkeypatch.setattr(runner, "Conv2dRunner", FakeRunner)
+    monkeypatch.setattr(runner, "SoftmaxRunner", FakeRunner)
 
     class FakeBuffer:
         def __init__(self, shape, dtype=None):

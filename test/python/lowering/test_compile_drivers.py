@@ -22,17 +22,20 @@ from xdsl.transforms.common_subexpression_elimination import cse as xdsl_cse
 
 import tilesync
 from tilesync.api import CompileError, default_pipeline, make_context, parse
-from tilesync.kernels.gemm import gemm_config, gemm_module, gemm_pipeline
+from tilesync.kernels.config import gemm_config
+from tilesync.kernels.gemm import gemm_module
 from tilesync.lowering.cse import cse
+from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 from tilesync.lowering.rewrite_driver import TypeDispatchApplier, xdsl_drivers
 
 
 def _gemm(**kw):
-    return lambda: (gemm_module(0, 0, 0, config=gemm_config(**kw)), gemm_pipeline())
+    return lambda: (gemm_module(0, 0, 0, config=gemm_config(**kw)), KERNEL_TO_LLVM)
 
 
 def _softmax():
-    from tilesync.kernels.softmax import softmax_config, softmax_module
+    from tilesync.kernels.config import softmax_config
+    from tilesync.kernels.softmax import softmax_module
 
     return softmax_module(softmax_config(64, 1024, dropout=0.8)), None
 
@@ -180,7 +183,7 @@ def test_invalid_lowered_ir_is_reported_before_llvm_errors(monkeypatch):
                                                      stages=2))
     assert gc.isenabled()
     with pytest.raises(CompileError, match="IR after test-break-ir does not verify"):
-        tilesync.compile(module, pipeline=[*gemm_pipeline(), "test-break-ir"])
+        tilesync.compile(module, pipeline=[*KERNEL_TO_LLVM, "test-break-ir"])
     assert gc.isenabled()  # compile pauses the collector and restores it, also on errors
 
 

@@ -11,7 +11,8 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from tilesync.api import make_context
-from tilesync.kernels.gemm import gemm_config, gemm_module, gemm_pipeline
+from tilesync.kernels.config import gemm_config
+from tilesync.kernels.gemm import gemm_module
 from tilesync.lowering.pipeline import build_pipeline
 from tilesync.lowering.verification import is_context_free, verify
 
@@ -19,7 +20,7 @@ from tilesync.lowering.verification import is_context_free, verify
 def _lowered():
     module = gemm_module(0, 0, 0, config=gemm_config(256, 256, 64, tile=(64, 64, 32),
                                                      stages=2, epilogue="bias_gelu"))
-    build_pipeline(gemm_pipeline()).apply(make_context(), module)
+    build_pipeline().apply(make_context(), module)
     return module
 
 

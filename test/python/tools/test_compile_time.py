@@ -16,7 +16,7 @@ def test_report_prints_each_config():
 
 
 def test_default_configs_are_valid():
-    from tilesync.kernels.gemm import gemm_config
+    from tilesync.kernels.config import gemm_config
 
     for arguments in compile_time.CONFIGS.values():
         gemm_config(**arguments)  # raises for a config the generator rejects

@@ -1,0 +1,73 @@
+"""The IR builder of the kernel generators: xDSL's `Builder` at the end of a block, with the
+index arithmetic the generators write on every line.
+
+    b = BlockBuilder(block)
+    row = b.addi(b.muli(tile_x, 128), warp_m)      # ints become index constants
+    b.insert(tl.CpAsyncCommitOp())                  # xDSL's Builder.insert
+    x = b.emit(arith.ExtFOp(value, f32))            # insert, then the op's result
+
+Index constants are made once per block (the first use places them), `addi(x, 0)` and
+`muli(x, 1)` are `x`: the generated IR holds only the arithmetic a tile needs.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+Index = SSAValue | int
+"""An index value, or a constant that the builder materializes."""
+
+
+class BlockBuilder(Builder):
+    """Appends ops to the end of `block`."""
+
+    def __init__(self, block: Block):
+        super().__init__(InsertPoint.at_end(block))
+        self.block = block
+        self._index_constants: dict[int, SSAValue] = {}
+
+    def emit(self, op: Operation) -> SSAValue:
+        """Insert `op` and return its (first) result."""
+        return self.insert(op).results[0]
+
+    def idx(self, value: int) -> SSAValue:
+        """An index constant (one per value and block)."""
+        if value not in self._index_constants:
+            self._index_constants[value] = self.emit(
+                arith.ConstantOp(IntegerAttr(value, IndexType())))
+        return self._index_constants[value]
+
+    def f32(self, value: float) -> SSAValue:
+        return self.emit(arith.ConstantOp(FloatAttr(value, f32)))
+
+    def _index(self, value: Index) -> SSAValue:
+        return self.idx(value) if isinstance(value, int) else value
+
+    def _binary(self, kind: type[Operation], lhs: Index, rhs: Index) -> SSAValue:
+        return self.emit(kind(self._index(lhs), self._index(rhs)))
+
+    def addi(self, lhs: Index, rhs: Index) -> SSAValue:
+        if isinstance(rhs, int) and rhs == 0:
+            return self._index(lhs)
+        return self._binary(arith.AddiOp, lhs, rhs)
+
+    def muli(self, lhs: Index, rhs: Index) -> SSAValue:
+        if isinstance(rhs, int) and rhs == 1:
+            return self._index(lhs)
+        return self._binary(arith.MuliOp, lhs, rhs)
+
+    def divui(self, lhs: Index, rhs: Index) -> SSAValue:
+        return self._binary(arith.DivUIOp, lhs, rhs)
+
+    def remui(self, lhs: Index, rhs: Index) -> SSAValue:
+        return self._binary(arith.RemUIOp, lhs, rhs)
+
+    def ult(self, lhs: SSAValue, rhs: Index) -> SSAValue:
+        return self.emit(arith.CmpiOp(lhs, self._index(rhs), "ult"))
+
+
+__all__ = ["BlockBuilder", "Index"]

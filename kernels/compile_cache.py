@@ -1,0 +1,188 @@
+"""Compiling many programs: one fork process pool and one on-disk cache.
+
+    compile_many(jobs, target, processes=None, *, compile_one, key=None, cache=None)
+        -> [compile_one(job, target) for job in jobs]
+    CompileCache(directory=".tilesync-cache", namespace="ptx")
+    source_digest(extra=()) -> str
+
+Generation and lowering are pure Python, one core per program: `compile_many` runs the jobs in
+a process pool (fork: the workers inherit the imported compiler), in this process where no
+pool can start or the pool breaks. Fork before CUDA or torch start threads.
+
+A cached result is found under sha256(source digest, key(job, target)): the key names the job
+(its configuration), the target and the pass list; the source digest names the compiler (its
+sources, xDSL's and llvmlite's versions), so an edit of the compiler misses every entry made
+before it. Entries are written atomically (a temporary file renamed into place); an entry that
+cannot be read back is a miss. Failures are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+CACHE_DIR = Path(".tilesync-cache")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+COMPILER_ROOMS = ("compat", "dialects", "analysis", "transforms", "lowering", "kernels")
+"""The package's folders whose sources decide the emitted code (with its top-level modules)."""
+COMPILER_DISTRIBUTIONS = ("xdsl", "llvmlite")
+
+
+def source_digest(extra: Iterable[Path | str] = ()) -> str:
+    """sha256 of the compiler: the sources of the package's top-level modules and of
+    COMPILER_ROOMS, the versions of xDSL and llvmlite, and the `extra` files (a caller's own
+    program builder)."""
+    files = sorted(PACKAGE_ROOT.glob("*.py"))
+    for room in COMPILER_ROOMS:
+        files += sorted((PACKAGE_ROOT / room).rglob("*.py"))
+    digest = hashlib.sha256()
+    for path in [*files, *(Path(p).resolve() for p in extra)]:
+        name = path.relative_to(PACKAGE_ROOT) if path.is_relative_to(PACKAGE_ROOT) else path
+        digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
+    for name in COMPILER_DISTRIBUTIONS:
+        digest.update(f"{name}=={metadata.version(name)}\0".encode())
+    return digest.hexdigest()
+
+
+class CompileCache:
+    """Compiled results on disk under `directory/namespace`, one pickle per key.
+
+    `hits` and `misses` count the lookups of this object."""
+
+    def __init__(self, directory: Path | str = CACHE_DIR, namespace: str = "ptx",
+                 sources: str | None = None):
+        self.directory = Path(directory) / namespace
+        self.sources = sources if sources is not None else source_digest()
+        self.hits = 0
+        self.misses = 0
+
+    def path(self, key: str) -> Path:
+        name = hashlib.sha256(f"{self.sources}\0{key}".encode()).hexdigest()[:32]
+        return self.directory / f"{name}.pkl"
+
+    def load(self, key: str) -> tuple[bool, Any]:
+        """(True, the stored value) or (False, None): absent, unreadable, or another key's."""
+        try:
+            with self.path(key).open("rb") as f:
+                stored_key, value = pickle.load(f)
+            found = stored_key == key
+        except Exception:  # absent, truncated, or of classes that no longer load: a miss
+            found, value = False, None
+        if found:
+            self.hits += 1
+            return True, value
+        self.misses += 1
+        return False, None
+
+    def store(self, key: str, value: Any) -> None:
+        """Write atomically (readers see the old entry or the new one, never a part); a
+        cache that cannot be written is no cache, not an error."""
+        path = self.path(key)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=path.stem,
+                                             suffix=".tmp", delete=False) as f:
+                tmp = Path(f.name)
+                pickle.dump((key, value), f)
+            os.replace(tmp, path)
+            tmp = None
+        except OSError:
+            pass
+        finally:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class CompileFailure:
+    """What compile_many(..., keep_going=True) returns for a job that raised."""
+
+    message: str
+
+
+def compile_many(jobs: Iterable[Any], target: str = "sm_90", processes: int | None = None, *,
+                 compile_one: Callable[[Any, str], Any],
+                 key: Callable[[Any, str], str] | None = None,
+                 cache: CompileCache | None = None, keep_going: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> list[Any]:
+    """[compile_one(job, target) for job in jobs]: from `cache` where it holds key(job, target),
+    the others in a process pool (`processes` workers; 1: here), each stored as it arrives.
+
+    `compile_one` is a module-level function (the pool pickles it by name) with a picklable
+    result. A job that raises raises here (compiled again in this process, so the exception
+    and its traceback are its own), or with `keep_going` gives a CompileFailure in its place.
+    `progress(done, total)` is called after each job."""
+    jobs = list(jobs)
+    results: list[Any] = [None] * len(jobs)
+    keys: dict[int, str] = {}
+    missing = []
+    for i, job in enumerate(jobs):
+        if cache is not None and key is not None:
+            keys[i] = key(job, target)
+            found, results[i] = cache.load(keys[i])
+            if found:
+                continue
+        missing.append(i)
+    done = len(jobs) - len(missing)
+    if progress is not None and done:
+        progress(done, len(jobs))
+    attempts = _attempts(compile_one, [jobs[i] for i in missing], target, processes,
+                         catch=keep_going)
+    for i, result in zip(missing, attempts, strict=True):
+        if isinstance(result, CompileFailure) and not keep_going:
+            result = compile_one(jobs[i], target)  # raises the job's own exception
+        if cache is not None and i in keys and not isinstance(result, CompileFailure):
+            cache.store(keys[i], result)
+        results[i] = result
+        done += 1
+        if progress is not None:
+            progress(done, len(jobs))
+    return results
+
+
+def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], target: str,
+              processes: int | None, catch: bool) -> Iterator[Any]:
+    """The results of `jobs` in order, from a fork pool where one runs; a job that raises in
+    the pool gives a CompileFailure (so that a broken pool is told apart from a failing job),
+    here it raises unless `catch`."""
+    done = 0
+    if len(jobs) > 1 and processes != 1:
+        workers = min(len(jobs), processes or min(max(1, (os.cpu_count() or 2) - 1), 16))
+        try:
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        except (OSError, ValueError, ImportError, RuntimeError):  # no fork or no semaphores
+            pool = None
+        if pool is not None:
+            try:
+                try:
+                    for result in pool.map(_attempt, [compile_one] * len(jobs), jobs,
+                                           [target] * len(jobs)):
+                        yield result
+                        done += 1
+                    return
+                finally:
+                    pool.shutdown(cancel_futures=True)
+            except (OSError, RuntimeError):  # the pool broke (a worker died): the rest here
+                pass
+    for job in jobs[done:]:
+        yield _attempt(compile_one, job, target) if catch else compile_one(job, target)
+
+
+def _attempt(compile_one: Callable[[Any, str], Any], job: Any, target: str) -> Any:
+    try:
+        return compile_one(job, target)
+    except Exception as exc:
+        return CompileFailure(f"{type(exc).__name__}: {exc}")
+
+
+__all__ = ["CACHE_DIR", "CompileCache", "CompileFailure", "compile_many", "source_digest"]

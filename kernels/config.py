@@ -1,0 +1,380 @@
+"""Configurations of the generated kernels: what each kernel computes, its validation, and the
+sizes derived from it (grid, block, shared memory, parameters).
+
+    gemm_config(M, N, K, ...) -> GemmConfig       (kernels/gemm.py generates it)
+    conv2d_config(N, H, W, C, K, ...) -> ConvConfig  (3x3 conv as an implicit GEMM: conv2d.py)
+    softmax_config(rows, cols, ...) -> SoftmaxConfig (softmax.py)
+
+The epilogue constants (GeLU's tanh approximation, dropout's hash and threshold) are part of
+what a configuration means: the generators emit them and the host references compute them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type
+from xdsl.ir import Attribute
+
+from tilesync.contract import DYNAMIC_SHARED_BASE_ALIGNMENT, SM_90, STATIC_SHARED_LIMIT
+
+EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
+DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
+# Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
+MAX_SHARED_PER_BLOCK = SM_90.max_shared_per_block
+
+# GeLU: 0.5 x (1 + tanh(GELU_C (x + GELU_K x^3)))  (GPT-2/3's tanh approximation)
+GELU_C = 0.7978845608028654  # sqrt(2 / pi)
+GELU_K = 0.044715
+
+# Dropout keeps element (r, c) iff mix(c ^ mix(r ^ mix(seed))) < dropout_threshold(p), mix the
+# "lowbias32" hash (Chris Wellons' hash prospector) on u32 with wrapping products.
+DROPOUT_HASH_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+
+
+def dropout_threshold(keep: float) -> int:
+    """Elements with hash < threshold are kept (u32; p = 1 keeps everything)."""
+    return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    M: int
+    N: int
+    K: int
+    tile: tuple[int, int, int] = (128, 128, 32)
+    warps: tuple[int, int] = (2, 2)
+    stages: int = 3
+    dtype: str = "f16"
+    b_layout: str = "row"
+    epilogue: str | None = None
+    name: str = "gemm"
+    sync_hooks: bool = False
+    """Take the tile from `sync.tile` and mark loads/stores with `sync.load_point operand 0|1
+    [x, y] step k` (before k-tile k's copies) and `sync.store_point [x, y]` (after the tile is
+    stored), for the cuSync passes to fill. Without, the tile is the block id (same mapping).
+    With split_k > 1 the store point sits in the branch of the slice that finishes the tile
+    (the last arrival on the tile's counter): only it has the final values to publish."""
+    split_k: int = 1
+    """Slices of the K loop (grid z). Each slice reduces k_tiles / split_k k-tiles and adds its
+    fp32 partial tile into a workspace (`red.add.f32`; the workspace is zero at the first launch
+    and left zero by every launch); a per-tile arrival counter picks the last slice, which takes
+    the sums (atomic exchange with 0), applies the epilogue and stores C."""
+    dropout: float | None = None
+    """Keep probability p of a dropout after the epilogue: element (r, c) is kept iff
+    dropout_hash(seed, r, c) < p * 2^32 and then scaled by 1/p; `seed` is a kernel argument."""
+    dynamic_shared: bool = False
+    """Put the stages in dynamic shared memory even when they fit the 48 KiB of static shared
+    memory (leaving that to other static shared data, e.g. an ordered sync.tile's slot)."""
+    mma: str = "sync"
+    """`sync`: warps multiply with mma.sync m16n8k16 from ldmatrix fragments (sm_80+).
+    `wgmma`: warpgroups multiply with wgmma m64nBNk16 straight from shared memory (sm_90a):
+    warps = (BM / 16, 1) (warpgroup g computes rows 64 g .. 64 g + 63 of the tile), BK = 64
+    (128-byte rows, the 128-byte swizzle wgmma reads), B column-major (K-major)."""
+    wgmma_in_flight: int = 1
+    """wgmma groups left running while the next k-tile's copies are issued (0 or 1); with 1 the
+    copies run stages - 2 k-tiles ahead instead of stages - 1."""
+
+    def __post_init__(self) -> None:
+        bm, bn, bk = self.tile
+        wm, wn = self.warps
+        if min(self.M, self.N, self.K) <= 0:
+            raise ValueError(f"M, N, K must be positive, got {self.M}, {self.N}, {self.K}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
+        if self.b_layout not in ("row", "col"):
+            raise ValueError(f"b_layout must be 'row' or 'col', got {self.b_layout!r}")
+        if self.epilogue not in EPILOGUES:
+            raise ValueError(f"epilogue must be one of {EPILOGUES}, got {self.epilogue!r}")
+        if self.epilogue == "swiglu" and (self.N % 16 or bn % (16 * wn)):
+            raise ValueError("swiglu pairs 8-column gate/up blocks: N and the warp tile's "
+                             f"width must be multiples of 16, got N={self.N} tile={self.tile}")
+        if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
+            raise ValueError(f"dropout keep probability must be in (0, 1], got {self.dropout}")
+        if self.split_k < 1 or self.k_tiles % self.split_k:
+            raise ValueError(
+                f"split_k={self.split_k} must divide the {self.k_tiles} k-tiles of K={self.K} "
+                f"(BK={bk})"
+            )
+        if self.K % 8 or (self.b_layout == "row" and self.N % 8):
+            raise ValueError(
+                "K (and N for a row-major B) must be a multiple of 8: cp.async copies aligned "
+                f"16-byte chunks; got M={self.M} N={self.N} K={self.K} b_layout={self.b_layout}"
+            )
+        if bm % (16 * wm) or bn % (16 * wn) or bm < 16:
+            raise ValueError(
+                f"tile {self.tile} does not split into {wm}x{wn} warp tiles of 16x16 multiples"
+            )
+        if bk % 16 or bk * 2 not in (32, 64, 128, 256):
+            raise ValueError(f"BK must be 16, 32, 64 or 128, got {bk}")
+        if self.b_layout == "row" and bn * 2 not in (32, 64, 128, 256, 512):
+            # shared B rows are BN long: the swizzle needs a power of two of 16-byte chunks
+            raise ValueError(f"BN must be a power of two from 16 to 256 for a row-major B, "
+                             f"got {bn}")
+        if self.stages < 2:
+            raise ValueError(f"stages must be at least 2, got {self.stages}")
+        if self.prefetch > 8:
+            raise ValueError(f"{self.stages} stages keep {self.prefetch} k-tiles in flight; "
+                             "cp.async.wait_group counts at most 7 pending groups (8 in flight)")
+        if self.mma not in ("sync", "wgmma"):
+            raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
+        if self.mma == "wgmma":
+            if bk * 2 != 128 or self.b_layout != "col" or bm % 64 or self.warps != (bm // 16, 1):
+                raise ValueError(
+                    "wgmma reads K-major 128-byte rows: it needs BK = 64, b_layout='col', BM a "
+                    f"multiple of 64 and warps = (BM / 16, 1); got tile={self.tile} "
+                    f"warps={self.warps} b_layout={self.b_layout!r}"
+                )
+            if bn % 8 or bn > 256 or self.wgmma_in_flight not in (0, 1):
+                raise ValueError(f"wgmma needs BN a multiple of 8 up to 256 and "
+                                 f"wgmma_in_flight 0 or 1, got {self.tile}, "
+                                 f"{self.wgmma_in_flight}")
+            if self.stages < 2 + self.wgmma_in_flight:
+                raise ValueError(f"wgmma with {self.wgmma_in_flight} group in flight needs "
+                                 f"at least {2 + self.wgmma_in_flight} stages")
+        if self.shared_bytes + self.stage_alignment > MAX_SHARED_PER_BLOCK:
+            raise ValueError(
+                f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
+                f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
+                "fewer stages or a smaller tile"
+            )
+
+    @property
+    def prefetch(self) -> int:
+        """k-tiles the copies run ahead of the multiply."""
+        in_flight = self.wgmma_in_flight if self.mma == "wgmma" else 0
+        return self.stages - 1 - in_flight
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own (wgmma: sm_90a)."""
+        return "sm_90a" if self.mma == "wgmma" else None
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps[0] * self.warps[1]
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (self.threads, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        bm, bn, _ = self.tile
+        # x: tile row (M), y: tile column, z: split-K slice
+        return (-(-self.M // bm), -(-self.N // bn), self.split_k)
+
+    @property
+    def out_cols(self) -> int:
+        """Columns of C: N, or N / 2 for swiglu (gate and up columns combine)."""
+        return self.N // 2 if self.epilogue == "swiglu" else self.N
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Kernel parameters in order: A, B, C[, bias][, seed][, workspace, counters]."""
+        names = ["A", "B", "C"]
+        if self.has_bias:
+            names.append("bias")
+        if self.dropout is not None:
+            names.append("seed")
+        if self.split_k > 1:
+            names += ["workspace", "counters"]
+        return tuple(names)
+
+    @property
+    def k_tiles(self) -> int:
+        return -(-self.K // self.tile[2])
+
+    @property
+    def shared_bytes(self) -> int:
+        bm, bn, bk = self.tile
+        return self.stages * (bm * bk + bk * bn) * 2
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """Shared memory passed at launch: the stages live in dynamic shared memory when they
+        do not fit the 48 KiB of static shared memory, else 0 (static)."""
+        dynamic = self.dynamic_shared or self.shared_bytes > STATIC_SHARED_LIMIT
+        if not dynamic:
+            return 0
+        # the dynamic array is only 16-byte aligned: room to round its start up
+        return self.shared_bytes + self.stage_alignment - DYNAMIC_SHARED_BASE_ALIGNMENT
+
+    @property
+    def stage_alignment(self) -> int:
+        """Alignment of the stage buffers: wgmma's swizzle atoms are 8 rows x 128 bytes from a
+        1024-byte aligned base; cp.async/ldmatrix need 16 bytes (128 keeps rows on lines)."""
+        return 1024 if self.mma == "wgmma" else 128
+
+    @property
+    def kernel_name(self) -> str:
+        return self.name
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return tuple("i32" if p == "seed" else "ptr" for p in self.params)
+
+    @property
+    def workspace_shape(self) -> tuple[int, int]:
+        """fp32 partial sums of split-K (zero before the first launch)."""
+        return (self.M, self.N)
+
+    @property
+    def counters_shape(self) -> tuple[int, int]:
+        """i32 arrival counters of split-K, one per output tile (zero before the first launch)."""
+        return self.grid[:2]
+
+    @property
+    def has_bias(self) -> bool:
+        return self.epilogue in ("bias", "bias_gelu")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @cached_property
+    def element_type(self) -> Attribute:
+        return DTYPES[self.dtype]()
+
+
+def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
+                dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
+                name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
+                dropout: float | None = None, dynamic_shared: bool = False,
+                mma: str = "sync", wgmma_in_flight: int = 1) -> GemmConfig:
+    return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
+                      name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight)
+
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    N: int
+    H: int
+    W: int
+    C: int
+    K: int
+    tile: tuple[int, int, int] = (128, 128, 32)
+    warps: tuple[int, int] = (2, 2)
+    stages: int = 3
+    split_k: int = 1
+    epilogue: str | None = None
+    name: str = "conv2d"
+    R: int = 3
+    S: int = 3
+    mma: str = "sync"
+    """The GEMM's multiply: mma.sync, or wgmma (sm_90a; see GemmConfig.mma)."""
+
+    def __post_init__(self) -> None:
+        if min(self.N, self.H, self.W, self.C, self.K) <= 0:
+            raise ValueError(f"conv sizes must be positive, got {self}")
+        if self.C % 8:
+            raise ValueError(f"C must be a multiple of 8 (16-byte channel chunks), got {self.C}")
+        if (self.R, self.S) != (3, 3):
+            raise ValueError("only 3x3 filters (stride 1, padding 1) are generated")
+        if self.epilogue == "swiglu":
+            raise ValueError("swiglu is a GEMM epilogue; conv2d takes none, bias, gelu")
+        _ = self.gemm  # validates the GEMM view
+
+    @property
+    def gemm(self) -> GemmConfig:
+        return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
+                           tile=self.tile, warps=self.warps, stages=self.stages,
+                           b_layout="col", epilogue=self.epilogue, name=self.name,
+                           split_k=self.split_k, mma=self.mma)
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own (wgmma: sm_90a)."""
+        return self.gemm.target
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self.gemm.grid
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return self.gemm.block
+
+    @property
+    def flops(self) -> int:
+        return self.gemm.flops
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.N, self.H, self.W, self.C)
+
+    @property
+    def filter_shape(self) -> tuple[int, int, int, int]:
+        return (self.K, self.R, self.S, self.C)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.N, self.H, self.W, self.K)
+
+
+def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), warps=(2, 2),
+                  stages: int = 3, split_k: int = 1, epilogue: str | None = None,
+                  name: str = "conv2d", mma: str = "sync") -> ConvConfig:
+    return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
+                      name, mma=mma)
+
+
+@dataclass(frozen=True)
+class SoftmaxConfig:
+    rows: int
+    cols: int
+    dropout: float | None = None
+    warps: int = 4
+    name: str = "softmax"
+
+    def __post_init__(self) -> None:
+        if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
+            raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
+                             f"{self.rows} x {self.cols}")
+        if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
+            raise ValueError(f"dropout keep probability must be in (0, 1], got {self.dropout}")
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own: none."""
+        return None
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (32 * self.warps, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (-(-self.rows // self.warps), 1, 1)
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return ("ptr", "ptr") + (("i32",) if self.dropout is not None else ())
+
+    @property
+    def bytes(self) -> int:
+        return 2 * 2 * self.rows * self.cols
+
+
+def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
+                   name: str = "softmax") -> SoftmaxConfig:
+    return SoftmaxConfig(rows, cols, dropout, warps, name)
+
+
+__all__ = [
+    "DROPOUT_HASH_MULTIPLIERS",
+    "DTYPES",
+    "EPILOGUES",
+    "GELU_C",
+    "GELU_K",
+    "MAX_SHARED_PER_BLOCK",
+    "ConvConfig",
+    "GemmConfig",
+    "SoftmaxConfig",
+    "conv2d_config",
+    "dropout_threshold",
+    "gemm_config",
+    "softmax_config",
+]

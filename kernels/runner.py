@@ -1,0 +1,105 @@
+"""The generated kernels on the current GPU: runners that load the PTX (compiling it when none
+is given), own what a launch needs beyond the caller's buffers, launch, and time.
+
+    GemmRunner(cfg, ptx=None).launch(a, b, c, bias=None, stream=None, seed=None)
+    Conv2dRunner(cfg, ptx=None).launch(x, w, y, bias=None, stream=None)
+    SoftmaxRunner(cfg, ptx=None).launch(x, y, seed=None, stream=None)
+    time_gemm(cfg, warmup=10, reps=50) -> {"median_ms", "tflops", "registers", ...}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesync.kernels.compile import compile_kernel
+from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
+from tilesync.kernels.reference import host_array
+from tilesync.runtime.buffers import DeviceBuffer
+from tilesync.runtime.device import get_device
+from tilesync.runtime.launch import launch
+from tilesync.runtime.module import load_ptx
+from tilesync.runtime.timing import time_region
+
+
+class GemmRunner:
+    """The compiled kernel loaded on the current GPU, launched on device buffers.
+
+    `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
+    fp32 workspace and counters, zeroed once here: every launch leaves them zero again."""
+
+    def __init__(self, cfg: GemmConfig, ptx: str | None = None):
+        self.cfg = cfg
+        self.program = None
+        if ptx is None:
+            self.program = compile_kernel(cfg, get_device().arch)
+            ptx = self.program.ptx
+        self.ptx = ptx
+        self.module = load_ptx(ptx, cfg.name)
+        self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
+        self.workspace = self.counters = None
+        if cfg.split_k > 1:
+            self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
+            self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
+
+    def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
+        args = [a, b, c]
+        if self.cfg.has_bias:
+            args.append(bias)
+        if self.cfg.dropout is not None:
+            if seed is None:
+                raise ValueError("a dropout GEMM needs seed=")
+            args.append(int(seed))
+        if self.cfg.split_k > 1:
+            args += [self.workspace, self.counters]
+        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream,
+               shared_mem=self.cfg.dynamic_shared_bytes)
+
+
+class Conv2dRunner:
+    """The conv kernel loaded on the current GPU (y = conv(x, w) [+ bias])."""
+
+    def __init__(self, cfg: ConvConfig, ptx: str | None = None):
+        self.cfg = cfg
+        if ptx is None:
+            ptx = compile_kernel(cfg, get_device().arch).ptx
+        self.gemm = GemmRunner(cfg.gemm, ptx=ptx)
+        self.kernel = self.gemm.kernel
+
+    def launch(self, x, w, y, bias=None, stream=None) -> None:
+        self.gemm.launch(x, w, y, bias, stream=stream)
+
+
+class SoftmaxRunner:
+    """The softmax kernel loaded on the current GPU (y = dropout(softmax(x)) over rows)."""
+
+    def __init__(self, cfg: SoftmaxConfig, ptx: str | None = None):
+        self.cfg = cfg
+        if ptx is None:
+            ptx = compile_kernel(cfg, get_device().arch).ptx
+        self.module = load_ptx(ptx, cfg.name)
+        self.kernel = self.module.function(cfg.name, cfg.signature)
+
+    def launch(self, x, y, seed: int | None = None, stream=None) -> None:
+        args = [x, y] + ([int(seed if seed is not None else 0)] if self.cfg.dropout else [])
+        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
+
+
+def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) -> dict:
+    """Time the kernel on random data: median ms and TFLOP/s (2 M N K flops per launch)."""
+    runner = GemmRunner(cfg)
+    rng = np.random.default_rng(seed)
+    b_shape = (cfg.K, cfg.N) if cfg.b_layout == "row" else (cfg.N, cfg.K)
+
+    def random(shape):
+        return DeviceBuffer.from_numpy(host_array(rng.standard_normal(shape), cfg.dtype))
+
+    a, b = random((cfg.M, cfg.K)), random(b_shape)
+    c = DeviceBuffer.empty((cfg.M, cfg.N), np.float16 if cfg.dtype == "f16" else np.uint16)
+    bias = random(cfg.N) if cfg.has_bias else None
+    timing = time_region(lambda: runner.launch(a, b, c, bias), warmup=warmup, reps=reps)
+    median_s = timing.median_ms * 1e-3
+    return {"config": cfg, "median_ms": timing.median_ms, "tflops": cfg.flops / median_s / 1e12,
+            "registers": runner.kernel.num_regs, "timing": timing}
+
+
+__all__ = ["Conv2dRunner", "GemmRunner", "SoftmaxRunner", "time_gemm"]

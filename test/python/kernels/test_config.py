@@ -1,0 +1,91 @@
+"""kernels/config.py: what the kernel configurations accept and the sizes they derive."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesync.kernels.config import conv2d_config, gemm_config, softmax_config
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(M=64, N=64, K=60), "K .* must be a multiple of 8"),
+        (dict(M=64, N=60, K=64), "multiple of 8"),
+        (dict(M=64, N=64, K=64, tile=(128, 256, 64), warps=(2, 4), stages=5),
+         "more than the 232448 a block can have"),
+        (dict(M=64, N=64, K=64, dtype="f32"), "dtype must be one of"),
+        (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
+        (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
+        (dict(M=64, N=64, K=64, stages=1), "stages must be at least 2"),
+        (dict(M=64, N=64, K=64, tile=(16, 64, 32), warps=(1, 4), stages=10),
+         "at most 7 pending groups"),
+    ],
+)
+def test_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gemm_config(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(M=64, N=256, K=96, split_k=2), "split_k=2 must divide the 3 k-tiles"),
+    (dict(M=64, N=136, K=64, epilogue="swiglu"), "swiglu pairs"),
+    (dict(M=64, N=256, K=64, dropout=0.0), "keep probability"),
+])
+def test_new_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gemm_config(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tile=(128, 128, 32), warps=(8, 1)), "BK = 64"),
+    (dict(tile=(128, 128, 64), warps=(2, 2)), r"warps = \(BM / 16, 1\)"),
+    (dict(tile=(128, 128, 64), warps=(8, 1), b_layout="row"), "b_layout='col'"),
+    (dict(tile=(128, 128, 64), warps=(8, 1), stages=2), "at least 3 stages"),
+])
+def test_wgmma_config_errors(kwargs, message):
+    kwargs = {"b_layout": "col", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gemm_config(256, 256, 256, mma="wgmma", **kwargs)
+
+
+def test_col_layout_b_needs_no_aligned_n():
+    cfg = gemm_config(64, 60, 64, b_layout="col")
+    assert cfg.grid == (1, 1, 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(C=12), "C must be a multiple of 8"),
+    (dict(epilogue="swiglu"), "swiglu is a GEMM epilogue"),
+    (dict(tile=(128, 128, 48)), "BK must be 16, 32, 64 or 128"),  # the GEMM view's check
+])
+def test_conv_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        conv2d_config(**{"N": 1, "H": 7, "W": 7, "C": 64, "K": 64, **kwargs})
+
+
+def test_conv_config_is_its_gemm_view():
+    cfg = conv2d_config(2, 14, 14, 64, 128, tile=(128, 128, 64), warps=(8, 1), stages=4,
+                        mma="wgmma")
+    gemm = cfg.gemm
+    assert (gemm.M, gemm.N, gemm.K, gemm.b_layout) == (2 * 14 * 14, 128, 9 * 64, "col")
+    assert cfg.grid == gemm.grid == (4, 1, 1) and cfg.block == gemm.block
+    assert cfg.target == gemm.target == "sm_90a"
+    assert conv2d_config(1, 7, 7, 64, 64).target is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(rows=0, cols=1024), "rows positive"),
+    (dict(rows=8, cols=1000), "multiple of 32"),
+    (dict(rows=8, cols=1024, dropout=1.5), "keep probability"),
+])
+def test_softmax_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        softmax_config(**kwargs)
+
+
+def test_softmax_config_sizes():
+    cfg = softmax_config(1000, 1024, dropout=0.9)
+    assert cfg.grid == (250, 1, 1) and cfg.block == (128, 1, 1)
+    assert cfg.signature == ("ptr", "ptr", "i32") and cfg.target is None
+    assert softmax_config(8, 64).signature == ("ptr", "ptr")
