@@ -116,6 +116,8 @@ CF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertCfToLLVMPass(ModulePass):
+    """cf branches to llvm branches."""
+
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

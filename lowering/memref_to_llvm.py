@@ -405,6 +405,8 @@ MEMREF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertMemRefToLLVMPass(ModulePass):
+    """memrefs to bare pointers: GEP + load/store, shared-memory globals."""
+
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

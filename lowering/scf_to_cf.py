@@ -62,6 +62,8 @@ class WhileLowering(RewritePattern):
 
 @dataclass(frozen=True)
 class LowerSCFToCFPass(ModulePass):
+    """scf.for/if/while to cf blocks and branches."""
+
     name = "lower-scf-to-cf"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:

@@ -62,6 +62,7 @@ from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
 DEFAULT_BACKOFF_NS = 64
+MAX_BACKOFF_NS = 1_000_000
 
 
 class _Emitter:
@@ -337,6 +338,14 @@ class ConvertSyncToNVVMPass(ModulePass):
     default_timeout_ns: int = DEFAULT_TIMEOUT_NS
     backoff_ns: int = DEFAULT_BACKOFF_NS
     debug: bool = False  # timed-out waits describe themselves in a host-mapped record
+
+    def __post_init__(self) -> None:
+        if not 0 < self.default_timeout_ns < 1 << 63:
+            raise ValueError("option 'default_timeout_ns' must be a positive number of "
+                             f"nanoseconds, got {self.default_timeout_ns}")
+        if not 0 <= self.backoff_ns <= MAX_BACKOFF_NS:
+            raise ValueError(f"option 'backoff_ns' must be in [0, {MAX_BACKOFF_NS}] (nanosleep "
+                             f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         adopt_stage_orders(op)
