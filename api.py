@@ -266,8 +266,7 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     "ptx:<module>" is translation + LLVM). Raises CompileError (VerifyError where sync-verify
     refuses the program).
     """
-    if not isinstance(target, str) or target not in TARGETS:
-        raise CompileError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    check_target(target)
     if isinstance(module_or_text, os.PathLike):
         path = os.fspath(module_or_text)
         try:
@@ -300,6 +299,11 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         kernels = kernel_signatures(module)
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
+
+
+def check_target(target: str) -> None:
+    if not isinstance(target, str) or target not in TARGETS:
+        raise CompileError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
 
 
 # The cuSync passes a stage program needs before lowering when its kernels still have hooks

@@ -116,7 +116,7 @@ def _make_llvm_func(
         other_props=other_props,
         extra_attrs=extra_attrs,
     )
-    rewriter.replace_op(op, new_func)
+    rewriter.replace(op, new_func)
 
 
 class FuncLowering(RewritePattern):
@@ -136,7 +136,7 @@ def _lower_return(op: Operation, rewriter: PatternRewriter) -> None:
     values = llvm_operands(rewriter, op)
     if len(values) > 1:
         raise unsupported_op_error(PASS_NAME, op, "returning more than one value")
-    rewriter.replace_op(op, llvm.ReturnOp(values[0] if values else None))
+    rewriter.replace(op, llvm.ReturnOp(values[0] if values else None))
 
 
 class ReturnLowering(RewritePattern):

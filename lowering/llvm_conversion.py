@@ -31,12 +31,12 @@ def replace_with_llvm(
     new_results: Sequence[SSAValue],
 ) -> None:
     """Insert `new_ops` before `op` and replace `op` by `new_results`, cast back to its types."""
-    rewriter.insert_op(list(new_ops))
+    rewriter.insert(list(new_ops))
     originals = [
         cast_value(rewriter, value, old.type)
         for value, old in zip(new_results, op.results, strict=True)
     ]
-    rewriter.replace_op(op, [], originals)
+    rewriter.replace(op, [], originals)
 
 
 def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> OpDiagnostic:

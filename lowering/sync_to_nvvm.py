@@ -226,7 +226,7 @@ class LowerOrderedTile(RewritePattern):
             else:
                 coords[d] = e.emit(arith.RemUIOp(rest, dims[d]))
                 rest = e.emit(arith.DivUIOp(rest, dims[d]))
-        rewriter.replace_op(op, e.ops, [coords[d] for d in range(rank)])
+        rewriter.replace(op, e.ops, [coords[d] for d in range(rank)])
 
 
 class LowerTile(RewritePattern):
@@ -237,7 +237,7 @@ class LowerTile(RewritePattern):
         if op.order is not None:
             return
         ids = [gpu.BlockIdOp(gpu.DimensionAttr(_DIMS[i])) for i in range(len(op.results))]
-        rewriter.replace_op(op, ids, [i.results[0] for i in ids])
+        rewriter.replace(op, ids, [i.results[0] for i in ids])
 
 
 def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
@@ -286,7 +286,7 @@ class LowerWait(RewritePattern):
         inner.op(scf.YieldOp())
         e.op(scf.IfOp(leader, [], inner.ops))
         e.op(gpu.BarrierOp())
-        rewriter.replace_op(op, e.ops, [])
+        rewriter.replace(op, e.ops, [])
 
 
 class LowerPost(RewritePattern):
@@ -301,7 +301,7 @@ class LowerPost(RewritePattern):
         inner.op(nvvm.ReduceOp("add", ptr, inner.const(1, i32), ordering="relaxed", scope="gpu"))
         inner.op(scf.YieldOp())
         e.op(scf.IfOp(leader, [], inner.ops))
-        rewriter.replace_op(op, e.ops, [])
+        rewriter.replace(op, e.ops, [])
 
 
 # --- kernel hooks (owned by the sync-passes engineer; kept to this one pattern) ---------------
@@ -312,7 +312,7 @@ class EraseSyncHooks(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, sync.HOOK_OPS):
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 def adopt_stage_orders(module: ModuleOp) -> None:

@@ -77,7 +77,7 @@ def test_bad_input_raises_compile_error_with_location(text, message):
 def test_unknown_target_and_pass():
     with pytest.raises(CompileError, match="unknown target 'sm_75'"):
         tilesync.compile(example("copy_chain.mlir"), target="sm_75")
-    with pytest.raises(CompileError, match="bad pipeline"):
+    with pytest.raises(CompileError, match="unknown pass 'no-such-pass'"):
         tilesync.compile(example("copy_chain.mlir"), pipeline="no-such-pass")
 
 
