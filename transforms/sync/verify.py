@@ -427,10 +427,14 @@ class VerifySyncPass(ModulePass):
                 semaphore_of[name], posts_to[name], exact[name] = self.producer_posts(
                     op, graph, name
                 )
+        # The launch order, found once: a walk per consumer would be quadratic in the stages.
+        order: list[Operation] = [
+            o for o in op.walk() if isinstance(o, sync.LaunchOp | sync.WaitKernelOp)
+        ]
         for name in graph.stages:
             if name in consumers:
                 exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
-                self.forward_progress(op, graph, name)
+                self.forward_progress(graph, name, order)
         for name, is_exact in exact.items():
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
@@ -547,11 +551,8 @@ class VerifySyncPass(ModulePass):
         return exact
 
     # -- forward progress ----------------------------------------------------------------------
-    def forward_progress(self, module: ModuleOp, graph: StageGraph, name: str) -> None:
+    def forward_progress(self, graph: StageGraph, name: str, order: list[Operation]) -> None:
         stage = graph.stages[name]
-        order: list[Operation] = [
-            o for o in module.walk() if isinstance(o, sync.LaunchOp | sync.WaitKernelOp)
-        ]
         position = {
             o.stage.root_reference.data: i
             for i, o in enumerate(order)
