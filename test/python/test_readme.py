@@ -56,7 +56,10 @@ def test_shell_command(command):
     has_gpu = gpu_available()[0]
     if needs_gpu and has_gpu:
         pytest.skip("a benchmark run takes minutes; `tilesync bench` is exercised on GPUs")
-    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    # as a user's shell runs it: not inside `make test`'s make (whose MAKELEVEL would make the
+    # inner make print "Entering directory")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"
     proc = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True,
                           timeout=600, env=env)
     if needs_gpu:  # no GPU here: one clean line, exit 1
