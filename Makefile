@@ -5,14 +5,17 @@ BIN     = $(VENV)/bin
 
 .PHONY: demo test lit pytest lint clean
 
+# setuptools warns, at length, that an editable install maps the package to this folder:
+# that is the intent, and the banner would bury the demo's output.
 $(BIN)/activate: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
-	touch $(BIN)/activate
+	@echo "setting up $(VENV) (pip install -e '.[dev]') ..."
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --upgrade pip
+	@PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[dev]'
+	@touch $(BIN)/activate
 
 demo: $(BIN)/activate
-	$(BIN)/tilesync demo
+	@$(BIN)/tilesync demo
 
 test: $(BIN)/activate lint lit pytest
 

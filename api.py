@@ -3,11 +3,18 @@
 Reads as the list of compilation stages: parse → verify → record the host plan and kernel
 signatures → lower (one named pass at a time, IR kept after each) → translate each gpu.module
 to LLVM IR → PTX (→ validated by nvJitLink on request).
+
+Every error these functions raise is a `tilesync.TilesyncError`: `CompileError` (with the
+source location, "file:line:col: message") for bad input, a bad pipeline or option, IR that
+does not verify or a pass that refuses it, and its subclass `VerifyError` when sync-verify
+cannot prove the synchronization. `compile_error` translates what xDSL, the passes or LLVM
+raise; nothing else escapes.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,12 +34,12 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from tilesync.contract import (
     DYNAMIC_SHARED_BYTES_ATTR,
+    FILLED_ATTR,
     ORDER_TABLE_ATTR,
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
@@ -40,13 +47,25 @@ from tilesync.contract import (
     CompiledProgram,
     CompileError,
     KernelSignature,
+    TilesyncError,
 )
+from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import sync_roles
+from tilesync.dialects.locations import (
+    LocatingParser,
+    OpDiagnostic,
+    failing_op,
+    location_of,
+    parse_error_location,
+    parse_error_message,
+)
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
 from tilesync.lowering.verification import verify as verify_ir
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
-           "compile", "default_pipeline", "kernel_signatures", "lower", "make_context", "parse"]
+           "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
+           "make_context", "parse", "sync_passes_for"]
+
 
 def make_context() -> Context:
     from tilesync.tools.universe import all_dialects_with_xdsl
@@ -58,13 +77,46 @@ def make_context() -> Context:
 
 
 def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> ModuleOp:
+    """Parse and verify MLIR text; every op records its location in `name`."""
+    if not isinstance(text, str | bytes):
+        raise CompileError(f"expected MLIR text, got {type(text).__name__}")
     ctx = ctx or make_context()
     try:
-        module = Parser(ctx, text, name).parse_module()
-        verify_ir(module)
-    except (ParseError, VerifyException, DiagnosticException) as err:
-        raise CompileError(str(err)) from err
+        module = LocatingParser(ctx, text, name).parse_module()
+    except Exception as err:
+        raise compile_error(err) from err
+    verify_module(module)
     return module
+
+
+def verify_module(module: ModuleOp, after_pass: str | None = None) -> None:
+    """Verify `module`; CompileError at the op that does not verify (naming the pass that
+    broke it, after a pass)."""
+    try:
+        verify_ir(module)
+    except Exception as err:
+        raise compile_error(err, module, after_pass, verifying=True) from err
+
+
+def compile_error(err: BaseException, module: ModuleOp | None = None,
+                  during: str | None = None, verifying: bool = False) -> TilesyncError:
+    """What `err`, raised by xDSL, a pass or LLVM while compiling `module`, means for the user,
+    as a TilesyncError with one line and its location (`during`: the pass that ran)."""
+    if isinstance(err, TilesyncError):
+        return err
+    if isinstance(err, ParseError):
+        return CompileError(parse_error_message(err), parse_error_location(err))
+    if isinstance(err, OpDiagnostic):
+        return err.kind(err.message, err.location)
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    text = " ".join(lines) or type(err).__name__
+    prefix = f"IR after {during} does not verify: " if verifying and during else ""
+    if isinstance(err, VerifyException | DiagnosticException) or verifying:
+        op = failing_op(module, err) if module is not None and verifying else None
+        return CompileError(prefix + text, location_of(op))
+    where = f" in {during}" if during else ""
+    return CompileError(f"internal error{where}: {type(err).__name__}: {' '.join(lines)}"
+                        .rstrip(": "))
 
 
 def _param_kind(t: Attribute) -> str:
@@ -131,10 +183,7 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
 
 def verify_lowered(module: ModuleOp, last_pass: str) -> None:
     """The verification `lower` ends with: CompileError naming the pass that broke the IR."""
-    try:
-        verify_ir(module)
-    except (VerifyException, DiagnosticException) as err:
-        raise CompileError(f"IR after {last_pass} does not verify: {err}") from err
+    verify_module(module, last_pass)
 
 
 def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
@@ -156,8 +205,10 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
     seconds: dict[str, float] = {}
     clock = [time.perf_counter()]
     last: list[str | None] = [None]
+    running: list[str | None] = [None]
 
     def after_each(prev: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
+        running[0] = _next.name if _next is not None else None
         if prev is None:
             return
         now = time.perf_counter()
@@ -169,16 +220,15 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
             ir_after[prev.name] = str(op)
         clock[0] = time.perf_counter()
 
-    try:
-        pipe = build_pipeline(pipeline, after_each)
-    except Exception as err:  # unknown pass or bad option: xDSL raises plain exceptions
-        raise CompileError(f"bad pipeline: {err}") from err
+    if not isinstance(pipeline, str) and not (
+            isinstance(pipeline, list | tuple) and all(isinstance(p, str) for p in pipeline)):
+        raise CompileError("pipeline must be a `-p` spec or a list of pass names, got "
+                           f"{type(pipeline).__name__}")
+    pipe = build_pipeline(pipeline, after_each)
     try:
         pipe.apply(ctx, module)
-    except CompileError:
-        raise
-    except (DiagnosticException, VerifyException) as err:
-        raise CompileError(str(err)) from err
+    except Exception as err:
+        raise compile_error(err, module, running[0]) from err
     return ir_after, seconds, last[0]
 
 
@@ -192,37 +242,52 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
     if debug:
         options.append("debug=true")
     if timeout_ns is not None:
-        options.append(f"default_timeout_ns={int(timeout_ns)}")
+        if isinstance(timeout_ns, bool) or not isinstance(timeout_ns, int) or timeout_ns <= 0:
+            raise CompileError(f"timeout_ns must be a positive integer (nanoseconds), got "
+                               f"{timeout_ns!r}")
+        options.append(f"default_timeout_ns={timeout_ns}")
     first = KERNEL_TO_LLVM[0] + ("{" + " ".join(options) + "}" if options else "")
     return [*before, first, *KERNEL_TO_LLVM[1:]]
 
 
-def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90",
+def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target: str = "sm_90",
             validate: bool = False, keep_ir: bool = False, debug: bool = False,
-            timeout_ns: int | None = None, verify_each: bool = False) -> CompiledProgram:
+            timeout_ns: int | None = None, verify_each: bool = False,
+            filename: str | None = None) -> CompiledProgram:
     """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a).
 
-    `pipeline` (pass names or a `-p` spec) replaces the default KERNEL_TO_LLVM; `debug` and
-    `timeout_ns` set the spin-wait lowering's options in the default pipeline; `keep_ir` keeps
-    the IR text after every pass in `ir_after`; `verify_each` verifies after every pass
-    (by default the lowered IR is verified once, while LLVM emits the PTX: `pass_seconds`
-    has it as "verify"; "ptx:<module>" is translation + LLVM).
+    `module_or_text` is MLIR text (diagnostics name it `filename`, default "<input>"), a path
+    to a .mlir file, or a ModuleOp. `pipeline` (pass names or a `-p` spec) replaces the default:
+    KERNEL_TO_LLVM, after the cuSync passes (`sync_passes_for`) where the program declares
+    stage dependencies whose hooks are not filled yet. `debug` and `timeout_ns` set the
+    spin-wait lowering's options in the default pipeline; `keep_ir` keeps the IR text after
+    every pass in `ir_after`; `verify_each` verifies after every pass (by default the lowered
+    IR is verified once, while LLVM emits the PTX: `pass_seconds` has it as "verify";
+    "ptx:<module>" is translation + LLVM). Raises CompileError (VerifyError where sync-verify
+    refuses the program).
     """
-    if target not in TARGETS:
-        raise CompileError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
+    check_target(target)
+    if isinstance(module_or_text, os.PathLike):
+        path = os.fspath(module_or_text)
+        try:
+            with open(path, encoding="utf-8") as f:
+                module_or_text = f.read()
+        except (OSError, UnicodeDecodeError) as err:
+            raise CompileError(f"cannot read {path}: {err}") from err
+        filename = filename or path
+    if not isinstance(module_or_text, str | ModuleOp):
+        raise CompileError("expected MLIR text, a path or a ModuleOp, got "
+                           f"{type(module_or_text).__name__}")
     with _gc_paused():
         ctx = make_context()
         if isinstance(module_or_text, str):
-            module = parse(module_or_text, ctx)
+            module = parse(module_or_text, ctx, filename or "<input>")
         else:
             module = module_or_text
-            try:
-                verify_ir(module)
-            except (VerifyException, DiagnosticException) as err:
-                raise CompileError(str(err)) from err
+            verify_module(module)
         source = module.clone()
         if pipeline is None:
-            pipeline = default_pipeline(debug, timeout_ns)
+            pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
         elif debug or timeout_ns is not None:
             raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
                                "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
@@ -234,6 +299,32 @@ def compile(module_or_text: ModuleOp | str, pipeline=None, target: str = "sm_90"
         kernels = kernel_signatures(module)
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
+
+
+def check_target(target: str) -> None:
+    if not isinstance(target, str) or target not in TARGETS:
+        raise CompileError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+
+
+# The cuSync passes a stage program needs before lowering when its kernels still have hooks
+# to fill (a program whose waits and posts are written out needs none).
+SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait", "sync-verify")
+
+
+def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
+    """SYNC_PASSES where `module` declares a `sync.dependency` and some kernel still has an
+    unfilled `sync.load_point` / `sync.store_point` (lowering alone would erase them and emit
+    no synchronization); else none."""
+    has_dependency = False
+    has_hooks = False
+    for op in module.walk():
+        if isinstance(op, sync.DependencyOp):
+            has_dependency = True
+        elif isinstance(op, sync.HOOK_OPS) and FILLED_ATTR not in op.attributes:
+            has_hooks = True
+        if has_dependency and has_hooks:
+            return SYNC_PASSES
+    return ()
 
 
 @contextmanager
@@ -259,7 +350,7 @@ def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, fl
     `verify_after` names the last pass (`lower` leaves it unverified). A verification error
     comes first, then errors in the order of the modules, as if each step ran in turn.
     """
-    from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
+    from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
     from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
 
     def llvm_job(llvm_ir: str) -> tuple[str, float]:
@@ -302,10 +393,27 @@ def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, fl
             seconds[f"ptx:{name}"] = translate_seconds[name] + llvm_seconds
         if failure is not None:
             name, err = failure
-            if isinstance(err, TranslationError):
-                raise CompileError(f"gpu.module @{name}: {err}") from err
-            raise err
+            raise _translation_error(module, name, err) from err
     return ptx_by_module, llvm_by_module
+
+
+def _translation_error(module: ModuleOp, name: str, err: Exception) -> CompileError:
+    """Why gpu.module @name did not translate to LLVM IR: most often the pipeline stopped
+    before the llvm dialect."""
+    from tilesync.lowering.llvm_to_llvmlite import TranslationError
+
+    gmod = next((op for op in _outside_functions(module)
+                 if isinstance(op, gpu.ModuleOp) and op.sym_name.data == name), None)
+    unlowered = next((op for op in gmod.body.ops if not op.name.startswith("llvm.")), None) \
+        if gmod is not None else None
+    if unlowered is not None:
+        return CompileError(f"gpu.module @{name} is not lowered to the llvm dialect (a "
+                            f"'{unlowered.name}' remains): end the pipeline with "
+                            "tilesync-lower-to-llvm, or emit MLIR instead of PTX",
+                            location_of(unlowered))
+    if isinstance(err, TranslationError):
+        return CompileError(f"gpu.module @{name}: {err}", location_of(gmod))
+    return compile_error(err, module, "the translation to LLVM IR")
 
 
 def annotate_resources(module: ModuleOp, target: str = "sm_90",

@@ -24,6 +24,26 @@ if TYPE_CHECKING:  # the compiled program carries IR; the runtime never needs xD
 # ---------------------------------------------------------------------------------------------
 # Errors: every error tilesync raises on purpose is a TilesyncError
 # ---------------------------------------------------------------------------------------------
+#
+#   TilesyncError
+#   ├── CompileError              bad input: syntax, IR that does not verify, a pass that refuses
+#   │   └── VerifyError           sync-verify cannot prove the synchronization (or progress)
+#   └── TilesyncRuntimeError      a CUDA driver call failed (the kernel, where one was launched)
+#       ├── NoGPUError            no usable driver or device
+#       └── DeviceFaultError      a kernel stopped on the device; the context is unusable
+#           └── SpinTimeoutError  ... because a spin-wait timed out (the kernel and block)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where in a source an error is: `file:line:column`, both counted from 1."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
 
 
 class TilesyncError(Exception):
@@ -31,7 +51,24 @@ class TilesyncError(Exception):
 
 
 class CompileError(TilesyncError):
-    """A diagnostic for the user: bad input, failed verification, unknown pass or target."""
+    """A diagnostic for the user: bad input, failed verification, unknown pass or target.
+
+    `message` is one line; `location` is where in the program (or pipeline spec) it points, or
+    None for an argument that has no source (a target name, a timeout). `str()` is
+    "location: message"."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None):
+        self.message = message
+        self.location = location
+        super().__init__(f"{location}: {message}" if location is not None else message)
+
+    def __reduce__(self):  # picklable across process pools, with its location
+        return (type(self), (self.message, self.location))
+
+
+class VerifyError(CompileError):
+    """sync-verify refused the program: a read tile no wait covers, an awaited count the posts
+    never reach, or no forward-progress guarantee."""
 
 
 # CUDA errors after which the context is unusable: the kernel stopped on the device (a `trap`,
@@ -50,12 +87,19 @@ DEVICE_FAULT_ERRORS = frozenset({
 
 
 class TilesyncRuntimeError(TilesyncError, RuntimeError):
-    """A CUDA driver call failed; `error_name` is the CUresult name, `call` the driver call."""
+    """A CUDA driver call failed; `error_name` is the CUresult name, `call` the driver call,
+    `kernel` and `block` the kernel and block it concerns where known (else None)."""
 
-    def __init__(self, message: str, error_name: str | None = None, call: str | None = None):
+    def __init__(self, message: str, error_name: str | None = None, call: str | None = None,
+                 kernel: str | None = None, block: tuple[int, int, int] | None = None):
         super().__init__(message)
         self.error_name = error_name
         self.call = call
+        self.kernel = kernel
+        self.block = block
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.error_name, self.call, self.kernel, self.block))
 
     @property
     def is_device_fault(self) -> bool:
@@ -69,9 +113,18 @@ class NoGPUError(TilesyncRuntimeError):
         super().__init__(f"no usable NVIDIA GPU: {reason}")
         self.reason = reason
 
+    def __reduce__(self):
+        return (type(self), (self.reason,))
 
-class SpinTimeoutError(TilesyncRuntimeError):
-    """A spin-wait timed out on the device; the message says which wait and what it saw."""
+
+class DeviceFaultError(TilesyncRuntimeError):
+    """A kernel stopped on the device (a trap, an illegal address or instruction): the CUDA
+    context is unusable and the process must restart to use the GPU again."""
+
+
+class SpinTimeoutError(DeviceFaultError):
+    """A spin-wait timed out on the device (and trapped); the message says which wait and what
+    it saw, `kernel` and `block` say where."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,6 +370,33 @@ def limits_for_arch(arch: str) -> DeviceLimits:
         raise ValueError(
             f"no occupancy limits for arch '{arch}' (known: {', '.join(ARCH_LIMITS)})"
         ) from None
+
+
+MAX_BLOCK_DIM = (1024, 1024, 64)  # threads per block along x, y, z (every architecture)
+
+
+def launch_bounds_error(block: tuple[int, ...] | None = None,
+                        min_blocks_per_sm: int | None = None) -> str | None:
+    """Why a kernel's declared launch bounds (`gpu.known_block_size`, becoming `.maxntid`;
+    `tilesync.min_blocks_per_sm`, becoming `.minnctapersm`) are impossible, or None. LLVM ends
+    the process on some of them, so they are checked before it sees them."""
+    if block is not None:
+        if not 1 <= len(block) <= 3:
+            return f"a block has 1 to 3 dimensions, got {len(block)}"
+        for axis, (extent, most) in enumerate(zip(block, MAX_BLOCK_DIM)):
+            if not 1 <= extent <= most:
+                return (f"block dimension {'xyz'[axis]} must be in [1, {most}], got {extent}")
+        threads = 1
+        for extent in block:
+            threads *= extent
+        if threads > MAX_THREADS_PER_BLOCK:
+            return (f"a block has at most {MAX_THREADS_PER_BLOCK} threads, got "
+                    f"{' x '.join(map(str, block))} = {threads}")
+    if min_blocks_per_sm is not None:
+        most = max(a.limits.max_blocks_per_sm for a in ARCHITECTURES.values())
+        if not 1 <= min_blocks_per_sm <= most:
+            return f"blocks per SM must be in [1, {most}], got {min_blocks_per_sm}"
+    return None
 
 
 def target_for_device(arch: str) -> str:

@@ -360,6 +360,8 @@ ARITH_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertArithToLLVMPass(ModulePass):
+    """arith ops to llvm ops."""
+
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

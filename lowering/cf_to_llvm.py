@@ -48,7 +48,7 @@ class BranchLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter, /):
         args = _successor_operands(rewriter, op.arguments, op.successor)
-        rewriter.replace_op(op, llvm.BrOp(op.successor, *args))
+        rewriter.replace(op, llvm.BrOp(op.successor, *args))
 
 
 class ConditionalBranchLowering(RewritePattern):
@@ -57,7 +57,7 @@ class ConditionalBranchLowering(RewritePattern):
         then_args = _successor_operands(rewriter, op.then_arguments, op.then_block)
         else_args = _successor_operands(rewriter, op.else_arguments, op.else_block)
         cond = cast_value(rewriter, op.cond, convert_type(op.cond.type))
-        rewriter.replace_op(
+        rewriter.replace(
             op, llvm.CondBrOp(cond, op.then_block, then_args, op.else_block, else_args)
         )
 
@@ -99,12 +99,12 @@ class SwitchLowering(RewritePattern):
                 branch = llvm.CondBrOp(is_case, case_block, args, test_blocks[index], [])
             ops += [constant, is_case, branch]
             if index == 0:
-                rewriter.insert_op(ops)
+                rewriter.insert(ops)
             else:
-                rewriter.insert_op(ops, InsertPoint.at_end(blocks[index]))
+                rewriter.insert(ops, InsertPoint.at_end(blocks[index]))
         if not cases:
-            rewriter.insert_op(llvm.BrOp(op.default_block, *default_args))
-        rewriter.erase_op(op)
+            rewriter.insert(llvm.BrOp(op.default_block, *default_args))
+        rewriter.erase(op)
 
 
 CF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
@@ -116,6 +116,8 @@ CF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertCfToLLVMPass(ModulePass):
+    """cf branches to llvm branches."""
+
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -30,7 +30,11 @@ from xdsl.pattern_rewriter import (
 )
 
 # Importing llvmx registers `ptx_kernel` with xDSL's llvm calling conventions.
-from tilesync.contract import KNOWN_BLOCK_SIZE_ATTR, MIN_BLOCKS_PER_SM_ATTR
+from tilesync.contract import (
+    KNOWN_BLOCK_SIZE_ATTR,
+    MIN_BLOCKS_PER_SM_ATTR,
+    launch_bounds_error,
+)
 from tilesync.dialects.llvmx import PTX_KERNEL_CCONV
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
@@ -61,11 +65,15 @@ def _llvm_function_type(
 
 
 def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
-    """[["nvvm.maxntid", "X,Y,Z"], ["nvvm.minctasm", "N"]] from the gpu.func's attributes."""
+    """[["nvvm.maxntid", "X,Y,Z"], ["nvvm.minctasm", "N"]] from the gpu.func's attributes,
+    refused where impossible (LLVM would end the process on some)."""
     entries: list[Attribute] = []
     block_size = op.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
     if isinstance(block_size, DenseArrayBase):
-        dims = ",".join(str(d) for d in block_size.get_values())
+        block = tuple(int(d) for d in block_size.get_values())
+        if (error := launch_bounds_error(block=block)) is not None:
+            raise unsupported_op_error(PASS_NAME, op, f"'{KNOWN_BLOCK_SIZE_ATTR}': {error}")
+        dims = ",".join(str(d) for d in block)
         entries.append(ArrayAttr([StringAttr("nvvm.maxntid"), StringAttr(dims)]))
     min_blocks = op.attributes.get(MIN_BLOCKS_PER_SM_ATTR)
     if min_blocks is not None:
@@ -73,6 +81,9 @@ def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
             raise unsupported_op_error(
                 PASS_NAME, op, f"'{MIN_BLOCKS_PER_SM_ATTR}' must be an integer attribute"
             )
+        error = launch_bounds_error(min_blocks_per_sm=min_blocks.value.data)
+        if error is not None:
+            raise unsupported_op_error(PASS_NAME, op, f"'{MIN_BLOCKS_PER_SM_ATTR}': {error}")
         entries.append(
             ArrayAttr([StringAttr("nvvm.minctasm"), StringAttr(str(min_blocks.value.data))])
         )
@@ -105,7 +116,7 @@ def _make_llvm_func(
         other_props=other_props,
         extra_attrs=extra_attrs,
     )
-    rewriter.replace_op(op, new_func)
+    rewriter.replace(op, new_func)
 
 
 class FuncLowering(RewritePattern):
@@ -125,7 +136,7 @@ def _lower_return(op: Operation, rewriter: PatternRewriter) -> None:
     values = llvm_operands(rewriter, op)
     if len(values) > 1:
         raise unsupported_op_error(PASS_NAME, op, "returning more than one value")
-    rewriter.replace_op(op, llvm.ReturnOp(values[0] if values else None))
+    rewriter.replace(op, llvm.ReturnOp(values[0] if values else None))
 
 
 class ReturnLowering(RewritePattern):
@@ -162,6 +173,8 @@ FUNC_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertFuncToLLVMPass(ModulePass):
+    """func/gpu.func to llvm.func (ptx_kernel, launch bounds), returns and calls to llvm."""
+
     name = "convert-func-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -149,6 +149,8 @@ class IndexOpLowering(RewritePattern):
 
 @dataclass(frozen=True)
 class ConvertIndexToLLVMPass(ModulePass):
+    """index-typed arith and index ops to 64-bit llvm ops."""
+
     name = "convert-index-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.lowering.type_conversion import cast_value, convert_type, unrealized_cast
 
 
@@ -31,27 +31,16 @@ def replace_with_llvm(
     new_results: Sequence[SSAValue],
 ) -> None:
     """Insert `new_ops` before `op` and replace `op` by `new_results`, cast back to its types."""
-    rewriter.insert_op(list(new_ops))
+    rewriter.insert(list(new_ops))
     originals = [
         cast_value(rewriter, value, old.type)
         for value, old in zip(new_results, op.results, strict=True)
     ]
-    rewriter.replace_op(op, [], originals)
+    rewriter.replace(op, [], originals)
 
 
-def describe_location(op: Operation) -> str:
-    """The op's source location, or its first printed line where the parser recorded none."""
-    if not isinstance(op.location, UnknownLoc):
-        return str(op.location)
-    # Print a detached copy: regions would make the text long, operands print as %N.
-    text = str(op).splitlines()[0].strip()
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
-def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> DiagnosticException:
-    return DiagnosticException(
-        f"{pass_name}: cannot lower '{op.name}': {reason}\n  at: {describe_location(op)}"
-    )
+def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> OpDiagnostic:
+    return OpDiagnostic(f"{pass_name}: cannot lower '{op.name}': {reason}", op)
 
 
 def reject_leftover_ops(module: ModuleOp, pass_name: str, dialect_prefix: str) -> None:

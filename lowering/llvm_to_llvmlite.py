@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tilesync.contract import launch_bounds_error
 from tilesync.dialects import llvmx
 from tilesync.dialects.llvmx import PTX_KERNEL_CCONV, address_space
 
@@ -52,6 +53,23 @@ NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64
 
 class TranslationError(Exception):
     """The IR holds something this translation cannot express in LLVM IR."""
+
+
+_LAUNCH_BOUNDS = ("nvvm.maxntid", "nvvm.minctasm")
+
+
+def _check_launch_bound(op: Operation, key: str, value: str) -> None:
+    """NVPTX ends the process on a launch bound it cannot parse or that is out of range."""
+    try:
+        numbers = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        raise TranslationError(f"{_describe(op)}: {key} must be integers, got '{value}'") \
+            from None
+    error = launch_bounds_error(block=numbers) if key == "nvvm.maxntid" else \
+        launch_bounds_error(min_blocks_per_sm=numbers[0]) if len(numbers) == 1 else \
+        f"one number expected, got '{value}'"
+    if error is not None:
+        raise TranslationError(f"{_describe(op)}: {key}: {error}")
 
 
 def _describe(op: Operation) -> str:
@@ -891,6 +909,8 @@ class _ModuleTranslator:
                 and all(isinstance(e, StringAttr) for e in entry.data)
             ):
                 key, value = entry.data
+                if key.data in _LAUNCH_BOUNDS:
+                    _check_launch_bound(op, key.data, value.data)
                 attrs.strings[key.data] = value.data
             else:
                 raise TranslationError(

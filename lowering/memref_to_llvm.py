@@ -152,7 +152,7 @@ def element_pointer(
         base, [linear], element_type, result_type=base.type, inbounds=True
     )
     new_ops.append(gep)
-    rewriter.insert_op(new_ops)
+    rewriter.insert(new_ops)
     return gep.result
 
 
@@ -237,7 +237,7 @@ class GlobalLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter, /):
         if is_dynamic_shared(op):
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             return
         memref_type = op.type
         if not isinstance(op.initial_value, UnitAttr):
@@ -259,7 +259,7 @@ class GlobalLowering(RewritePattern):
             constant=op.constant is not None,
             alignment=alignment,
         )
-        rewriter.replace_op(op, global_op)
+        rewriter.replace(op, global_op)
 
 
 class GetGlobalLowering(RewritePattern):
@@ -405,6 +405,8 @@ MEMREF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
 
 @dataclass(frozen=True)
 class ConvertMemRefToLLVMPass(ModulePass):
+    """memrefs to bare pointers: GEP + load/store, shared-memory globals."""
+
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

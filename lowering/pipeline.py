@@ -6,11 +6,20 @@ orders them (in the spirit of Triton's compiler.py: the stages readable as a lis
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.arg_spec import ArgSpec, ArgSpecConvertible, parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from tilesync.contract import CompileError, SourceLocation
 
 KERNEL_TO_LLVM: tuple[str, ...] = (
     "convert-sync-to-nvvm",      # sync.tile/wait/post → gpu ids, scf spin loops, nvvm atomics
@@ -40,7 +49,102 @@ def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,
     passes = all_passes_with_xdsl()
     passes["lower-affine"] = lambda: FastLowerAffinePass
     passes["reconcile-unrealized-casts"] = lambda: FastReconcileUnrealizedCastsPass
-    return PassPipeline.parse_spec(passes, spec, callback)
+    return parse_pipeline_spec(passes, spec, callback)
+
+
+# --- `-p` specs: xDSL's syntax, with errors a user can act on ---------------------------------
+
+PIPELINE_SOURCE = "<pipeline>"  # how a diagnostic names a position in a `-p` spec
+
+
+def parse_pipeline_spec(available: dict[str, Callable[[], type[ModulePass]]], spec: str,
+                        callback=None, source: str = PIPELINE_SOURCE) -> PassPipeline:
+    """xDSL's `PassPipeline.parse_spec`, raising CompileError (never xDSL's ArgSpecParseError,
+    a BaseException) with the position in `spec` of a syntax error, the known pass nearest to
+    a misspelled one, and, for a bad option, which values the option takes."""
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as err:
+        raise spec_syntax_error(err, source) from None
+    passes: list[ModulePass] = []
+    for arg in specs:
+        factory = available.get(arg.name)
+        if factory is None:
+            near = difflib.get_close_matches(arg.name, list(available), n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else \
+                "; `tilesync-opt --list-passes` lists tilesync's passes"
+            raise CompileError(f"unknown pass '{arg.name}'{hint}")
+        passes.append(instantiate(factory(), arg))
+    return PassPipeline(tuple(passes), callback)
+
+
+def instantiate(cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConvertible:
+    """The pass (or target) `spec` names with its options, checked against the dataclass
+    fields (name and type here, values in the class's own `__post_init__`)."""
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
+    hints = typing.get_type_hints(cls)
+    for key, values in spec.normalize_parameter_names().parameters.items():
+        if key not in fields:
+            known = f"its options are {', '.join(fields)}" if fields else "it takes none"
+            raise CompileError(f"{cls.name}: unknown option '{key}' ({known})")
+        if not _accepts(hints[key], values):
+            shown = ",".join(str(v) for v in values) or "nothing"
+            raise CompileError(f"{cls.name}: option '{key}' takes {describe_type(hints[key])}, "
+                               f"got '{shown}'")
+    try:
+        return cls.from_spec(spec)
+    except (ValueError, TypeError) as err:  # __post_init__ refused a value
+        raise CompileError(f"{cls.name}: {err}") from err
+
+
+def describe_type(hint) -> str:
+    """A pass option's type in words: "an integer", "true or false", ..."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return " or ".join(describe_type(a) for a in inner) + " (or no value)"
+    if typing.get_origin(hint) is tuple:
+        return f"a comma-separated list of {describe_type(typing.get_args(hint)[0])}s"
+    return {bool: "true or false", int: "an integer", float: "a number",
+            str: "a string"}.get(hint, str(hint))
+
+
+def _accepts(hint, values: tuple) -> bool:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return (not values and len(inner) < len(typing.get_args(hint))) or any(
+            _accepts(a, values) for a in inner)
+    if typing.get_origin(hint) is tuple:
+        return all(_accepts(typing.get_args(hint)[0], (v,)) for v in values)
+    if len(values) != 1:
+        return False
+    value = values[0]
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def spec_syntax_error(err: ArgSpecParseError, source: str = PIPELINE_SOURCE) -> CompileError:
+    """xDSL's "Error parsing pass pipeline specification:\n<name>:L:C\n<spec>\n<caret>\n
+    <message>" as one line at `source`:L:C (`source`: "<pipeline>" or "<target>")."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    message = lines[-1].strip()
+    line, column = 1, 1
+    if len(lines) > 1 and lines[1].count(":") >= 2:
+        _, line_text, column_text = lines[1].rsplit(":", 2)
+        if line_text.isdigit() and column_text.isdigit():
+            line, column = int(line_text), int(column_text)
+    spec = lines[2] if len(lines) > 3 else ""
+    before = spec[: column - 1].rstrip()
+    if before.endswith("=") and message.startswith("Unknown argument value"):
+        words = before[:-1].replace("{", " ").split()
+        message = f"option '{words[-1] if words else '?'}' has no value after '='"
+    what = "pass pipeline" if source == PIPELINE_SOURCE else "target"
+    return CompileError(f"bad {what}: {message[0].lower()}{message[1:]}",
+                        SourceLocation(source, line, column))
 
 
 @dataclass(frozen=True)
@@ -65,7 +169,7 @@ class FastLowerAffinePass(ModulePass):
 
 @dataclass(frozen=True)
 class LowerToLLVMPass(ModulePass):
-    """`tilesync-lower-to-llvm`: the whole KERNEL_TO_LLVM list as one pass."""
+    """The whole lowering to the llvm dialect (KERNEL_TO_LLVM) as one pass."""
 
     name = "tilesync-lower-to-llvm"
 

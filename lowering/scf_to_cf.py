@@ -45,23 +45,25 @@ class WhileLowering(RewritePattern):
 
         condition = before_last.last_op
         assert isinstance(condition, ConditionOp)
-        rewriter.replace_op(
+        rewriter.replace(
             condition,
             ConditionalBranchOp(condition.condition, after_first, condition.args,
                                 exit_block, condition.args),
         )
         yield_op = after_last.last_op
         assert isinstance(yield_op, YieldOp)
-        rewriter.replace_op(yield_op, BranchOp(before_first, *yield_op.operands))
+        rewriter.replace(yield_op, BranchOp(before_first, *yield_op.operands))
 
         rewriter.inline_region(op.before_region, BlockInsertPoint.before(exit_block))
         rewriter.inline_region(op.after_region, BlockInsertPoint.before(exit_block))
         rewriter.insert(BranchOp(before_first, *op.arguments), InsertPoint.at_end(init_block))
-        rewriter.replace_op(op, [], exit_block.args)
+        rewriter.replace(op, [], exit_block.args)
 
 
 @dataclass(frozen=True)
 class LowerSCFToCFPass(ModulePass):
+    """scf.for/if/while to cf blocks and branches."""
+
     name = "lower-scf-to-cf"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:

@@ -62,6 +62,7 @@ from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
 DEFAULT_BACKOFF_NS = 64
+MAX_BACKOFF_NS = 1_000_000
 
 
 class _Emitter:
@@ -225,7 +226,7 @@ class LowerOrderedTile(RewritePattern):
             else:
                 coords[d] = e.emit(arith.RemUIOp(rest, dims[d]))
                 rest = e.emit(arith.DivUIOp(rest, dims[d]))
-        rewriter.replace_op(op, e.ops, [coords[d] for d in range(rank)])
+        rewriter.replace(op, e.ops, [coords[d] for d in range(rank)])
 
 
 class LowerTile(RewritePattern):
@@ -236,7 +237,7 @@ class LowerTile(RewritePattern):
         if op.order is not None:
             return
         ids = [gpu.BlockIdOp(gpu.DimensionAttr(_DIMS[i])) for i in range(len(op.results))]
-        rewriter.replace_op(op, ids, [i.results[0] for i in ids])
+        rewriter.replace(op, ids, [i.results[0] for i in ids])
 
 
 def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
@@ -285,7 +286,7 @@ class LowerWait(RewritePattern):
         inner.op(scf.YieldOp())
         e.op(scf.IfOp(leader, [], inner.ops))
         e.op(gpu.BarrierOp())
-        rewriter.replace_op(op, e.ops, [])
+        rewriter.replace(op, e.ops, [])
 
 
 class LowerPost(RewritePattern):
@@ -300,7 +301,7 @@ class LowerPost(RewritePattern):
         inner.op(nvvm.ReduceOp("add", ptr, inner.const(1, i32), ordering="relaxed", scope="gpu"))
         inner.op(scf.YieldOp())
         e.op(scf.IfOp(leader, [], inner.ops))
-        rewriter.replace_op(op, e.ops, [])
+        rewriter.replace(op, e.ops, [])
 
 
 # --- kernel hooks (owned by the sync-passes engineer; kept to this one pattern) ---------------
@@ -311,7 +312,7 @@ class EraseSyncHooks(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, sync.HOOK_OPS):
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 def adopt_stage_orders(module: ModuleOp) -> None:
@@ -337,6 +338,14 @@ class ConvertSyncToNVVMPass(ModulePass):
     default_timeout_ns: int = DEFAULT_TIMEOUT_NS
     backoff_ns: int = DEFAULT_BACKOFF_NS
     debug: bool = False  # timed-out waits describe themselves in a host-mapped record
+
+    def __post_init__(self) -> None:
+        if not 0 < self.default_timeout_ns < 1 << 63:
+            raise ValueError("option 'default_timeout_ns' must be a positive number of "
+                             f"nanoseconds, got {self.default_timeout_ns}")
+        if not 0 <= self.backoff_ns <= MAX_BACKOFF_NS:
+            raise ValueError(f"option 'backoff_ns' must be in [0, {MAX_BACKOFF_NS}] (nanosleep "
+                             f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         adopt_stage_orders(op)

@@ -867,7 +867,7 @@ def _erase_dead_struct(rewriter: PatternRewriter, value: SSAValue) -> None:
         owner = value.owner
         previous = owner.container if isinstance(owner, llvm.InsertValueOp) else (
             owner.inputs[0] if isinstance(owner, UnrealizedConversionCastOp) else None)
-        rewriter.erase_op(owner)
+        rewriter.erase(owner)
         if previous is None:
             return
         value = previous

@@ -77,5 +77,5 @@ def cast_value(rewriter: Rewriter | None, value: SSAValue, to_type: Attribute,
         Rewriter.insert_op(cast, insert_point)
     else:
         assert rewriter is not None
-        rewriter.insert_op(cast)
+        rewriter.insert(cast)
     return cast.results[0]

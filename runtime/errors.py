@@ -7,13 +7,14 @@ from typing import Any
 
 from tilesync.contract import (
     DEVICE_FAULT_ERRORS,
+    DeviceFaultError,
     NoGPUError,
     SpinTimeoutError,
     TilesyncRuntimeError,
 )
 
-__all__ = ["DEVICE_FAULT_ERRORS", "NoGPUError", "SpinTimeoutError", "TilesyncRuntimeError",
-           "check", "describe_result", "error_message"]
+__all__ = ["DEVICE_FAULT_ERRORS", "DeviceFaultError", "NoGPUError", "SpinTimeoutError",
+           "TilesyncRuntimeError", "check", "describe_result", "error_message"]
 
 
 def describe_result(result: Any) -> tuple[str, str]:
@@ -51,7 +52,8 @@ def check(result_tuple: Any, call: str = "CUDA driver call") -> Any:
     """Unwrap a cuda-bindings return value `(CUresult, *outputs)`.
 
     Returns None, the single output, or a tuple of outputs; raises TilesyncRuntimeError with the
-    error's name, its description and `call` otherwise.
+    error's name, its description and `call` otherwise (DeviceFaultError when a kernel stopped
+    on the device).
     """
     from cuda.bindings import driver
 
@@ -61,7 +63,8 @@ def check(result_tuple: Any, call: str = "CUDA driver call") -> Any:
         result, outputs = result_tuple, ()
     if result != driver.CUresult.CUDA_SUCCESS:
         name, description = describe_result(result)
-        raise TilesyncRuntimeError(error_message(call, name, description), name, call)
+        error = DeviceFaultError if name in DEVICE_FAULT_ERRORS else TilesyncRuntimeError
+        raise error(error_message(call, name, description), name, call)
     if not outputs:
         return None
     if len(outputs) == 1:

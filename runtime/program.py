@@ -322,14 +322,20 @@ class StageProgram:
             for stream in self._streams.values():
                 stream.synchronize()
         except TilesyncRuntimeError as err:
-            timeout = self.timeout_report()
+            timeout = self.timed_out_wait()
             if timeout is not None:
-                raise SpinTimeoutError(f"{timeout} ({err.error_name})", err.error_name,
-                                       err.call) from err
+                text, kernel, block = timeout
+                raise SpinTimeoutError(f"{text} ({err.error_name})", err.error_name, err.call,
+                                       kernel, block) from err
             raise
 
     def timeout_report(self) -> str | None:
         """What the first timed-out wait recorded, in words (None if none timed out)."""
+        timeout = self.timed_out_wait()
+        return None if timeout is None else timeout[0]
+
+    def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
+        """The first timed-out wait's report, kernel and block (None if none timed out)."""
         if self._debug_record is None:
             return None
         record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in self._debug_record.read())))
@@ -337,13 +343,14 @@ class StageProgram:
             return None
         tag, param, index = record["kernel_tag"], record["param"], record["index"]
         expected, seen = record["expected"], record["seen"]
-        bx, by, bz = record["block_x"], record["block_y"], record["block_z"]
+        block = (record["block_x"], record["block_y"], record["block_z"])
         kernel = next((n for n in self.signatures if kernel_tag(n) == tag), f"#{tag}")
         sig = self.signatures.get(kernel)
         role = sig.role_of(param) if sig is not None else None
         what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
         stage = next((s.name for s in self.stages.values() if s.kernel == kernel), None)
         where = f"stage @{stage} " if stage else ""
-        return (f"spin-wait timed out in {where}kernel {kernel}, block ({bx}, {by}, {bz}): "
+        text = (f"spin-wait timed out in {where}kernel {kernel}, block {block}: "
                 f"semaphore {what}[{index}] expected >= {expected}, saw {seen} "
                 f"(epoch {self.epoch})")
+        return text, kernel, block

@@ -15,24 +15,41 @@ EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
 
 def _compile(args: argparse.Namespace) -> int:
     import tilesync
+    from tilesync.api import check_target, default_pipeline, lower, parse, sync_passes_for
 
-    text = Path(args.file).read_text()
-    program = tilesync.compile(text, pipeline=args.pipeline, target=args.target,
-                               validate=args.validate)
-    if args.emit == "ptx":
-        out = "".join(program.ptx_by_module.values())
-    elif args.emit == "llvm":
-        out = "".join(program.llvm_ir_by_module.values())
+    text = _read(args.file)
+    if args.emit == "mlir":  # the IR after the pipeline: nothing is translated to PTX
+        check_target(args.target)
+        module = parse(text, name=args.file)
+        pipeline = args.pipeline or default_pipeline(before=sync_passes_for(module))
+        _, seconds = lower(module, pipeline)
+        out = str(module) + "\n"
     else:
-        out = str(program.module) + "\n"
+        program = tilesync.compile(text, pipeline=args.pipeline, target=args.target,
+                                   validate=args.validate, filename=args.file)
+        seconds = program.pass_seconds
+        if args.emit == "ptx":
+            out = "".join(program.ptx_by_module.values())
+        else:
+            out = "".join(program.llvm_ir_by_module.values())
     if args.output:
         Path(args.output).write_text(out)
     else:
         sys.stdout.write(out)
     if args.time_passes:
-        for name, sec in program.pass_seconds.items():
+        for name, sec in seconds.items():
             print(f"{name:<32} {sec * 1e3:8.2f} ms", file=sys.stderr)
     return 0
+
+
+def _read(path: str) -> str:
+    from tilesync.contract import CompileError
+
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CompileError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") \
+            from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -120,15 +137,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from tilesync.api import annotate_resources, default_pipeline, parse
+    from tilesync.api import annotate_resources, default_pipeline, parse, sync_passes_for
     from tilesync.tools.explain import explain
 
-    module = parse(Path(args.file).read_text(), name=args.file)
-    if args.measure:  # occupancy from the compiled kernels' registers and shared memory
-        has_hooks = any(op.name in ("sync.load_point", "sync.store_point")
-                        for op in module.walk())
-        before = ("sync-generate-policies", "sync-insert-post-wait") if has_hooks else ()
-        annotate_resources(module, pipeline=default_pipeline(before=before))
+    module = parse(_read(args.file), name=args.file)
+    if args.measure:  # occupancy from the kernels `tilesync compile` would emit
+        annotate_resources(module, pipeline=default_pipeline(before=sync_passes_for(module)))
     print(explain(module, sms=args.sms, arch=args.arch))
     return 0
 
@@ -140,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile MLIR in tilesync's dialects to PTX")
     c.add_argument("file")
     c.add_argument("-p", "--pipeline", default=None, help="pass pipeline (default: full)")
-    c.add_argument("--target", default=DEFAULT_TARGET, help=", ".join(TARGETS))
+    c.add_argument("-t", "--target", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     c.add_argument("--emit", choices=("ptx", "llvm", "mlir"), default="ptx")
     c.add_argument("--validate", action="store_true", help="assemble the PTX with nvJitLink")
     c.add_argument("--time-passes", action="store_true")
@@ -174,17 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tilesync.tools.errors import report
+
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as err:  # one readable line, never a traceback (TILESYNC_TRACEBACK=1 shows it)
-        if os.environ.get("TILESYNC_TRACEBACK"):
-            raise
-        text = str(err).strip() or type(err).__name__
-        print(f"tilesync {args.command}: error: {text}", file=sys.stderr)
-        return 1
+        return report(f"tilesync {args.command}", err)
 
 
 if __name__ == "__main__":

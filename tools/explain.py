@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
-from xdsl.utils.exceptions import ParseError
 
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
@@ -126,6 +124,7 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
     if not stages:
         lines.append("no sync.stage in this module")
         return "\n".join(lines) + "\n"
+    lines.append(_occupancy_source(list(stages.values())))
     waves: dict[str, StageWaves] = {}
     for name, stage in stages.items():
         blocks = math.prod(stage.grid_shape)
@@ -208,6 +207,20 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _occupancy_source(stages: list[StageOp]) -> str:
+    """Up front: whether the blocks per SM below are measured or assumed, so the reader knows
+    whether to trust the prediction."""
+    guessed = [f"@{s.sym_name.data}" for s in stages
+               if int_attribute(s, BLOCKS_PER_SM_ATTR, "explain") is None
+               and int_attribute(s, REGISTERS_ATTR, "explain") is None]
+    if not guessed:
+        return ("occupancy: from the compiled kernels' registers and shared memory (or the "
+                "stages' blocks_per_sm): this prediction is the one to trust")
+    return (f"occupancy: ASSUMED for {', '.join(guessed)} (32 registers per thread, no shared "
+            "memory): an estimate only; `tilesync explain --measure` compiles the kernels and "
+            "gives the prediction to trust")
+
+
 def _order_text(order: Attribute) -> str:
     text = str(order).removeprefix("#sync.order<").removesuffix(">")
     if text.startswith("table<"):
@@ -217,30 +230,11 @@ def _order_text(order: Attribute) -> str:
     return text
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if isinstance(error, ParseError) and len(lines) > 1:
-        # xDSL puts the location first, then the source line and a caret, then the message.
-        location, message = lines[0], lines[-1]
-        return f"{location} {message}" if location != message else message
-    return " ".join(lines)
-
-
 def load(path: str) -> ModuleOp:
-    from xdsl.context import Context
-    from xdsl.parser import Parser
-
-    from tilesync.tools.universe import all_dialects_with_xdsl
+    from tilesync.api import parse
 
     with open(path, encoding="utf-8") as f:
-        text = f.read()
-    ctx = Context()
-    for name, factory in all_dialects_with_xdsl().items():
-        ctx.register_dialect(name, factory)
-    module = Parser(ctx, text, path).parse_module()
-    module.verify()
-    return module
+        return parse(f.read(), name=path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,10 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as error:  # one readable line, never a traceback
-        if os.environ.get("TILESYNC_TRACEBACK"):
-            raise
-        print(f"explain: error: {_one_line(error)}", file=sys.stderr)
-        return 1
+        from tilesync.tools.errors import report
+
+        return report("explain", error)
     return 0
 
 

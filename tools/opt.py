@@ -1,15 +1,20 @@
 """`tilesync-opt`: xDSL's opt driver with tilesync's dialects, passes and the llvm/ptx targets.
 
     tilesync-opt prog.mlir -p tilesync-lower-to-llvm -t ptx{arch=sm_90a}
+    tilesync-opt --list-passes
 
-Bad input never ends in a traceback: the diagnostic (with its source location) goes to stderr
-and the exit code is 1. Set TILESYNC_TRACEBACK=1 to see the Python traceback of a failure.
+Bad input never ends in a traceback: one line "file:line:col: error: message" goes to stderr
+and the exit code is 1 (a malformed `-p` or `-t` spec is located in "<pipeline>" or
+"<target>"). Set TILESYNC_TRACEBACK=1 to see the Python traceback of a failure.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import dataclasses
 import sys
+import time
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -17,11 +22,23 @@ from typing import IO
 from xdsl.context import Context
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tilesync.contract import TARGETS, CompileError
 from tilesync.dialects import get_all_dialects
+from tilesync.dialects.locations import LocatingParser, OpDiagnostic, failing_op
+from tilesync.lowering.pipeline import (
+    describe_type,
+    instantiate,
+    parse_pipeline_spec,
+    spec_syntax_error,
+)
+from tilesync.tools.errors import report
 from tilesync.transforms import get_all_passes
 
 
@@ -54,6 +71,10 @@ class PTXTarget(Target):
     name = "ptx"
     arch: str = "sm_90"
 
+    def __post_init__(self) -> None:
+        if self.arch not in TARGETS:
+            raise ValueError(f"option 'arch' is one of {', '.join(TARGETS)}, got '{self.arch}'")
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
         from tilesync.lowering.ptx import llvm_ir_to_ptx
@@ -61,6 +82,42 @@ class PTXTarget(Target):
         for gmod in _gpu_modules(module):
             output.write(f"// gpu.module @{gmod.sym_name.data}\n")
             output.write(llvm_ir_to_ptx(translate_to_llvm_ir(gmod), arch=self.arch))
+
+
+def pass_summary(cls: type[ModulePass]) -> str:
+    """The first line of a pass's docstring (dataclasses without one document themselves as
+    their signature, which says nothing)."""
+    doc = (cls.__doc__ or "").strip()
+    if not doc or doc.startswith(f"{cls.__name__}("):
+        return ""
+    return " ".join(doc.split("\n\n")[0].split()).split(". ")[0].rstrip(".")
+
+
+def list_passes() -> str:
+    """tilesync's passes, one line each, and their options (from the pass dataclasses)."""
+    lines = []
+    for name, factory in get_all_passes().items():
+        cls = factory()
+        lines.append(f"{name:<28} {pass_summary(cls)}".rstrip())
+        hints = typing.get_type_hints(cls)
+        for field in dataclasses.fields(cls):
+            if not field.init or field.name == "name":
+                continue
+            default = field.default
+            text = str(default).lower() if isinstance(default, bool) else repr(default)
+            shown = "" if default is dataclasses.MISSING or default is None else \
+                f" (default {text})"
+            lines.append(f"    {field.name}: {describe_type(hints[field.name])}{shown}")
+    return "\n".join(lines) + "\n"
+
+
+class _ListPasses(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(list_passes())
+        parser.exit()
 
 
 class TilesyncOptMain(xDSLOptMain):
@@ -77,12 +134,54 @@ class TilesyncOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
+    def register_all_frontends(self):
+        super().register_all_frontends()
+        self.available_frontends["mlir"] = self._parse_mlir
+
+    def _parse_mlir(self, io: IO[bytes], line_offset: int = 0) -> ModuleOp:
+        parser = LocatingParser(self.ctx, io.read(), self.get_input_name(), line_offset)
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:
+        if file_extension == "mlir" or file_extension not in self.available_frontends:
+            return self._parse_mlir(chunk, start_offset)
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
     def register_all_arguments(self, arg_parser):
         super().register_all_arguments(arg_parser)
+        for action in arg_parser._actions:  # xDSL's help lists all ~150 passes on one line
+            if "--passes" in action.option_strings:
+                action.help = ("pass pipeline, e.g. 'sync-generate-policies,"
+                               "tilesync-lower-to-llvm' (--list-passes: tilesync's passes)")
+        arg_parser.add_argument("--list-passes", action=_ListPasses,
+                                help="list tilesync's passes and their options, then exit")
         arg_parser.add_argument("--analyze", action="store_true",
                                 help="print the wave model of the program (after the passes) "
                                      "instead of the program")
         arg_parser.add_argument("--sms", type=int, default=132, help="SMs for --analyze")
+
+    def setup_pipeline(self):
+        """xDSL's pipeline set-up, with `-p` and `-t` errors as located CompileErrors and a
+        verification failure located at the op that does not verify."""
+        target = parse_spec(self.args.target)
+        if target.name in self.available_targets:
+            instantiate(self.available_targets[target.name](), target)
+        clock = [time.perf_counter()]
+
+        def callback(previous: ModulePass | None, module: ModuleOp,
+                     following: ModulePass | None) -> None:
+            if self.args.time_passes and previous is not None:
+                print(f"Pass {previous.name} took {time.perf_counter() - clock[0]} seconds")
+            if not self.args.disable_verify:
+                _verify(module, previous)
+            if previous and following and self.args.print_between_passes:
+                print(f"IR after {previous.name}:")
+                Printer(stream=sys.stdout).print_op(module)
+                print("\n\n\n")
+            clock[0] = time.perf_counter()
+
+        self.pipeline = parse_pipeline_spec(self.available_passes, self.args.passes, callback)
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if self.args.analyze:
@@ -97,26 +196,27 @@ class TilesyncOptMain(xDSLOptMain):
         self.available_targets["ptx"] = lambda: PTXTarget
 
 
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text if text else type(err).__name__
+def _verify(module: ModuleOp, after: ModulePass | None) -> None:
+    try:
+        module.verify()
+    except Exception as err:
+        op = failing_op(module, err)
+        text = " ".join(str(err).split()) or type(err).__name__
+        where = f"IR after {after.name} does not verify: " if after is not None else ""
+        raise OpDiagnostic(where + text, op if op is not None else module) from err
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         TilesyncOptMain(description="tilesync modular optimizer driver", args=argv).run()
-    except (ParseError, DiagnosticException, VerifyException) as err:
-        if os.environ.get("TILESYNC_TRACEBACK"):
-            raise
-        print(f"tilesync-opt: error: {_one_line(err)}", file=sys.stderr)
-        return 1
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception as err:  # a user must never see a traceback; keep the message whole
-        if os.environ.get("TILESYNC_TRACEBACK"):
-            raise
-        print(f"tilesync-opt: error: {type(err).__name__}: {_one_line(err)}", file=sys.stderr)
-        return 1
+    except ArgSpecParseError as err:  # a BaseException: only `-t` gets here, `-p` is ours
+        return report("tilesync-opt", spec_syntax_error(err, "<target>"))
+    except CompileError as err:
+        return report("tilesync-opt", err)
+    except Exception as err:  # a user must never see a traceback
+        return report("tilesync-opt", err)
     return 0
 
 

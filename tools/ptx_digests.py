@@ -5,8 +5,10 @@
     python -m tilesync.tools.ptx_digests --only examples,gemm
 
 Programs (each compiled for the target its configuration names, else sm_90):
-* examples: every examples/*.mlir through the default pipeline, and every stage program among
-  them also through the cuSync passes (policies, post/wait, PDL) and with debug waits;
+* examples: every examples/*.mlir through the kernel lowering alone (`default_pipeline()`: what
+  `tilesync.compile` ran by default before it added the cuSync passes for programs with unfilled
+  hooks), and every stage program among them also through the cuSync passes (policies,
+  post/wait, PDL) and with debug waits;
 * gemm / conv / softmax: every configuration `tilesync bench kernels` compiles (full mode,
   wgmma and mma.sync);
 * mlp: every (model, M, mode) program `tilesync bench mlp` compiles.
@@ -114,7 +116,8 @@ def _ptx_of(job: tuple) -> dict[str, str]:
         _, name, variant = job
         text = (ROOT / "examples" / name).read_text()
         if variant == "default":
-            return tilesync.compile(text, target="sm_90").ptx_by_module
+            return tilesync.compile(text, pipeline=default_pipeline(),
+                                    target="sm_90").ptx_by_module
         pipeline = default_pipeline(debug=variant == "sync-debug", before=SYNC_PASSES)
         return tilesync.compile(text, pipeline=pipeline, target="sm_90").ptx_by_module
     if kind == "config":

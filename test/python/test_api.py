@@ -77,7 +77,7 @@ def test_bad_input_raises_compile_error_with_location(text, message):
 def test_unknown_target_and_pass():
     with pytest.raises(CompileError, match="unknown target 'sm_75'"):
         tilesync.compile(example("copy_chain.mlir"), target="sm_75")
-    with pytest.raises(CompileError, match="bad pipeline"):
+    with pytest.raises(CompileError, match="unknown pass 'no-such-pass'"):
         tilesync.compile(example("copy_chain.mlir"), pipeline="no-such-pass")
 
 
@@ -85,3 +85,17 @@ def test_verifier_failure_is_a_compile_error():
     bad = example("copy_chain.mlir").replace("posts = 1>", "posts = 3>", 1)
     with pytest.raises(CompileError, match="TileSync"):
         tilesync.compile(bad)
+
+
+def test_stage_program_with_unfilled_hooks_gets_the_sync_passes_by_default():
+    from tilesync.api import SYNC_PASSES, default_pipeline
+
+    text = example("gpt3_mlp_sync.mlir")
+    by_default = tilesync.compile(text)
+    explicit = tilesync.compile(text, pipeline=[*SYNC_PASSES, *default_pipeline()])
+    lowering_only = tilesync.compile(text, pipeline=default_pipeline())
+    assert by_default.ptx_by_module == explicit.ptx_by_module
+    assert "ld.acquire.gpu" in by_default.ptx and "ld.acquire.gpu" not in lowering_only.ptx
+    # a program without hooks to fill keeps the plain lowering
+    assert tilesync.compile(example("copy_chain.mlir")).ptx == \
+        tilesync.compile(example("copy_chain.mlir"), pipeline=default_pipeline()).ptx

@@ -37,9 +37,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.contract import (
+    ARCHITECTURES,
     BLOCKS_PER_SM_ATTR,
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
     LIMITER_ATTR,
@@ -47,6 +47,7 @@ from tilesync.contract import (
     SHARED_BYTES_ATTR,
     WAVES_ATTR,
 )
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import StageOp
 from tilesync.transforms.sync.wave_model import (
     Occupancy,
@@ -71,8 +72,8 @@ def int_attribute(op: Operation, name: str, pass_name: str = PASS_NAME) -> int |
         return attr.value.data
     if isinstance(attr, IntAttr):
         return attr.data
-    raise DiagnosticException(
-        f"{pass_name}: {stage_label(op)}: attribute '{name}' must be an integer, got {attr}"
+    raise OpDiagnostic(
+        f"{pass_name}: {stage_label(op)}: attribute '{name}' must be an integer, got {attr}", op
     )
 
 
@@ -97,14 +98,14 @@ def stage_occupancy(
         static = 0 if smem_per_block is None else smem_per_block
     dynamic = int_attribute(stage, DYNAMIC_SHARED_BYTES_STAGE_ATTR) or 0
     if registers < 0 or static < 0 or dynamic < 0:
-        raise DiagnosticException(
+        raise OpDiagnostic(
             f"{PASS_NAME}: {stage_label(stage)}: registers and shared memory must be >= 0, "
-            f"got {registers} registers, {static} + {dynamic} bytes"
+            f"got {registers} registers, {static} + {dynamic} bytes", stage
         )
     try:
         limits = limits_for_arch(arch)
     except ValueError as error:
-        raise DiagnosticException(f"{PASS_NAME}: {error}") from None
+        raise OpDiagnostic(f"{PASS_NAME}: {error}", stage) from None
     threads = math.prod(stage.block_shape)
     return blocks_per_sm(threads, registers, static + dynamic, limits), registers, static + dynamic
 
@@ -114,24 +115,26 @@ def annotated_waves(stage: StageOp, sms: int, pass_name: str) -> StageWaves:
     passes that decide W and T refuse to guess an occupancy)."""
     bpsm = int_attribute(stage, BLOCKS_PER_SM_ATTR, pass_name)
     if bpsm is None:
-        raise DiagnosticException(
+        raise OpDiagnostic(
             f"{pass_name}: {stage_label(stage)} has no '{BLOCKS_PER_SM_ATTR}' attribute; run "
             f"sync-annotate-occupancy first (after the driver records 'registers' and "
-            f"'shared_bytes'), this pass does not guess an occupancy"
+            f"'shared_bytes'), this pass does not guess an occupancy", stage
         )
     if bpsm < 1:
-        raise DiagnosticException(
-            f"{pass_name}: {stage_label(stage)} has {BLOCKS_PER_SM_ATTR} = {bpsm}: it cannot run"
+        raise OpDiagnostic(
+            f"{pass_name}: {stage_label(stage)} has {BLOCKS_PER_SM_ATTR} = {bpsm}: it cannot run",
+            stage,
         )
     waves = StageWaves(math.prod(stage.grid_shape), bpsm, sms)
     recorded = stage.attributes.get(WAVES_ATTR)
     if isinstance(recorded, FloatAttr) and not math.isclose(
         recorded.value.data, float(waves.waves), rel_tol=1e-9
     ):
-        raise DiagnosticException(
+        raise OpDiagnostic(
             f"{pass_name}: {stage_label(stage)} was annotated with {WAVES_ATTR} = "
             f"{recorded.value.data:g}, but {waves.blocks} blocks on {sms} SMs x {bpsm} per SM "
-            f"are {float(waves.waves):g} waves: the SM count differs from the annotation's"
+            f"are {float(waves.waves):g} waves: the SM count differs from the annotation's",
+            stage,
         )
     return waves
 
@@ -147,9 +150,22 @@ class AnnotateOccupancyPass(ModulePass):
     regs_per_thread: int | None = None
     smem_per_block: int | None = None
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def __post_init__(self) -> None:
         if self.sms < 1:
-            raise DiagnosticException(f"{PASS_NAME}: sms must be positive, got {self.sms}")
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"option 'arch' is one of {', '.join(ARCHITECTURES)}, got "
+                             f"'{self.arch}'")
+        limits = ARCHITECTURES[self.arch].limits
+        if self.regs_per_thread is not None and not \
+                1 <= self.regs_per_thread <= limits.max_registers_per_thread:
+            raise ValueError(f"option 'regs_per_thread' must be in [1, "
+                             f"{limits.max_registers_per_thread}], got {self.regs_per_thread}")
+        if self.smem_per_block is not None and self.smem_per_block < 0:
+            raise ValueError(f"option 'smem_per_block' must not be negative, got "
+                             f"{self.smem_per_block}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         for stage in op.walk():
             if not isinstance(stage, StageOp):
                 continue
@@ -157,10 +173,10 @@ class AnnotateOccupancyPass(ModulePass):
                 stage, self.arch, self.regs_per_thread, self.smem_per_block
             )
             if occupancy.blocks_per_sm == 0:
-                raise DiagnosticException(
+                raise OpDiagnostic(
                     f"{PASS_NAME}: {stage_label(stage)} cannot run on {self.arch}: "
                     f"{occupancy.reason} (block {stage.block_shape}, {registers} registers, "
-                    f"{shared} bytes of shared memory)"
+                    f"{shared} bytes of shared memory)", stage
                 )
             waves = StageWaves(math.prod(stage.grid_shape), occupancy.blocks_per_sm, self.sms)
             stage.attributes[BLOCKS_PER_SM_ATTR] = IntegerAttr(occupancy.blocks_per_sm, i64)

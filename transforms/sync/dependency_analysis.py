@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineSymExpr
-from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.contract import CompileError
 from tilesync.dialects import sync
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr
 
 Tile = tuple[int, ...]
@@ -45,9 +46,8 @@ class StageGraph:
         for dep in deps:
             for role, ref in (("producer", dep.producer), ("consumer", dep.consumer)):
                 if ref.root_reference.data not in stages:
-                    raise DiagnosticException(
-                        f"sync.dependency: {role} {ref} is not a sync.stage of this module"
-                    )
+                    raise OpDiagnostic(
+                        f"sync.dependency: {role} {ref} is not a sync.stage of this module", dep)
         return StageGraph(stages, deps)
 
     def producer_of(self, dep: sync.DependencyOp) -> sync.StageOp:
@@ -280,8 +280,7 @@ def _periodic(
 # --- diagnostics -----------------------------------------------------------------------------
 
 
-def diagnostic(pass_name: str, op: Operation, message: str) -> DiagnosticException:
-    """An error naming the pass and the op it is about, with the op's location."""
-    from tilesync.lowering.llvm_conversion import describe_location
-
-    return DiagnosticException(f"{pass_name}: {message}\n  at: {describe_location(op)}")
+def diagnostic(pass_name: str, op: Operation, message: str,
+               kind: type[CompileError] = CompileError) -> OpDiagnostic:
+    """An error naming the pass and the op it is about, at the op's location."""
+    return OpDiagnostic(f"{pass_name}: {message}", op, kind)

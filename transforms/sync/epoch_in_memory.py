@@ -84,6 +84,8 @@ def _next_epoch_kernel() -> gpu.FuncOp:
 
 @dataclass(frozen=True)
 class EpochInMemoryPass(ModulePass):
+    """Keep the epoch in device memory, so a run can be captured in a CUDA graph and replayed."""
+
     name = "sync-epoch-in-memory"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

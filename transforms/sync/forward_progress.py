@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel
+from tilesync.dialects.locations import OpDiagnostic
 
 
 def stages(module: ModuleOp) -> dict[str, sync.StageOp]:
@@ -40,8 +40,10 @@ def kernel_of(module: ModuleOp, stage: sync.StageOp) -> gpu.FuncOp:
 def launch_of(module: ModuleOp, name: str, pass_name: str) -> sync.LaunchOp:
     launch = launches(module).get(name)
     if launch is None:
-        raise DiagnosticException(f"{pass_name}: stage @{name} has no sync.launch, so there "
-                                  "is no launch to order")
+        stage = next((op for op in module.walk()
+                      if isinstance(op, sync.StageOp) and op.sym_name.data == name), module)
+        raise OpDiagnostic(f"{pass_name}: stage @{name} has no sync.launch, so there is no "
+                           "launch to order", stage)
     return launch
 
 

@@ -31,6 +31,8 @@ from tilesync.transforms.sync.dependency_analysis import StageGraph, generate_po
 
 @dataclass(frozen=True)
 class GeneratePoliciesPass(ModulePass):
+    """Derive each producer's policy (TileSync, RowSync, StridedSync, ...) from its dependencies."""
+
     name = "sync-generate-policies"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

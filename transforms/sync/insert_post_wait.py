@@ -274,6 +274,8 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
 
 @dataclass(frozen=True)
 class InsertPostWaitPass(ModulePass):
+    """Fill the kernels' sync hooks: waits before produced loads, posts after the tile's store."""
+
     name = PASS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

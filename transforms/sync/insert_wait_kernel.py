@@ -88,6 +88,8 @@ def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
 
 @dataclass(frozen=True)
 class InsertWaitKernelPass(ModulePass):
+    """Launch a one-thread wait-kernel before each consumer, so producers are dispatched first."""
+
     name = "sync-insert-wait-kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

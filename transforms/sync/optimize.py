@@ -29,6 +29,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, LaunchOp, OrderAttr, StageOp, WaitKernelOp
 from tilesync.transforms.sync.annotate_occupancy import annotated_waves
 from tilesync.transforms.sync.wave_model import (
@@ -88,9 +89,11 @@ class DropWaitKernelPass(ModulePass):
     sms: int = 132
     strict: bool = False
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def __post_init__(self) -> None:
         if self.sms < 1:
-            raise DiagnosticException(f"{self.name}: sms must be positive, got {self.sms}")
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages = _stages(op)
         waits = [w for w in op.walk() if isinstance(w, WaitKernelOp)]
         for wait in waits:
@@ -99,10 +102,10 @@ class DropWaitKernelPass(ModulePass):
                 wait.detach()
                 wait.erase()
             elif self.strict:
-                raise DiagnosticException(
+                raise OpDiagnostic(
                     f"{self.name}: cannot drop the wait-kernel of @"
                     f"{wait.producer.root_reference.data} on stream "
-                    f"{wait.stream.value.data}: {verdict.reason}"
+                    f"{wait.stream.value.data}: {verdict.reason}", wait
                 )
 
 
@@ -141,9 +144,11 @@ class DropTileOrderPass(ModulePass):
     sms: int = 132
     strict: bool = False
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def __post_init__(self) -> None:
         if self.sms < 1:
-            raise DiagnosticException(f"{self.name}: sms must be positive, got {self.sms}")
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages = _stages(op)
         deps = [d for d in op.walk() if isinstance(d, DependencyOp)]
         consumers = {d.consumer.root_reference.data for d in deps}
@@ -159,7 +164,7 @@ class DropTileOrderPass(ModulePass):
             if verdict.legal:
                 stage.order = OrderAttr("row_major")
             elif self.strict:
-                raise DiagnosticException(
+                raise OpDiagnostic(
                     f"{self.name}: cannot drop the {stage.order.kind.data} order of stage "
-                    f"@{stage.sym_name.data}: {verdict.reason}"
+                    f"@{stage.sym_name.data}: {verdict.reason}", stage
                 )

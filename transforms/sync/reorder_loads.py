@@ -123,6 +123,8 @@ def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) 
 
 @dataclass(frozen=True)
 class ReorderLoadsPass(ModulePass):
+    """R: move loads of operands no stage produces above the waits on produced ones."""
+
     name = "sync-reorder-loads"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

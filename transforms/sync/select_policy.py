@@ -65,17 +65,27 @@ def _kernel_ops(module: ModuleOp, stage: sync.StageOp):
 
 @dataclass(frozen=True)
 class SelectPolicyPass(ModulePass):
+    """Replace the generated policies by policy=tile, row, strided (stride=N) or auto."""
+
     name = "sync-select-policy"
 
     policy: str = "auto"
-    stride: int = 0
+    stride: int | None = None  # policy=strided: tiles `stride` columns apart share a semaphore
     stage: str = ""
     sms: int = 132  # for `auto`
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+
+    def __post_init__(self) -> None:
         if self.policy not in CHOICES:
-            raise DiagnosticException(
-                f"{PASS}: unknown policy '{self.policy}', expected one of {', '.join(CHOICES)}"
-            )
+            raise ValueError(f"option 'policy' is one of {', '.join(CHOICES)}, got "
+                             f"'{self.policy}'")
+        if self.stride is not None and self.policy != "strided":
+            raise ValueError("option 'stride' applies only with policy=strided")
+        if self.stride is not None and self.stride < 2:
+            raise ValueError(f"option 'stride' must be at least 2, got {self.stride}")
+        if self.sms < 1:
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
         if self.stage and self.stage not in graph.stages:
             raise DiagnosticException(f"{PASS}: no sync.stage @{self.stage}")
@@ -133,7 +143,7 @@ class SelectPolicyPass(ModulePass):
             )
         if self.policy == "row":
             return sync.row_sync(grid)
-        stride = self.stride or _strided_of(stage.policy)
+        stride = self.stride if self.stride is not None else _strided_of(stage.policy)
         if stride is None:
             raise diagnostic(
                 PASS,

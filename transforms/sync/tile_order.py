@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import COLUMN_DIM, DependencyOp, OrderAttr, StageOp
 
 PASS_NAME = "sync-tile-order"
@@ -149,9 +150,9 @@ def _stages_and_dependencies(
     for dep in deps:
         for ref in (dep.producer, dep.consumer):
             if ref.root_reference.data not in stages:
-                raise DiagnosticException(
+                raise OpDiagnostic(
                     f"{PASS_NAME}: sync.dependency names @{ref.root_reference.data}, "
-                    f"which is not a sync.stage"
+                    f"which is not a sync.stage", dep
                 )
     return stages, deps
 
@@ -168,10 +169,10 @@ def producers_first(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) ->
         ready = [n for n in stages if n not in placed and producers[n] <= placed]
         if not ready:
             cycle = sorted(n for n in stages if n not in placed)
-            raise DiagnosticException(
+            raise OpDiagnostic(
                 f"{PASS_NAME}: the dependencies between stages "
                 + ", ".join(f"@{n}" for n in cycle)
-                + " form a cycle: no order finishes producers first"
+                + " form a cycle: no order finishes producers first", stages[cycle[0]]
             )
         done.extend(ready)
         placed.update(ready)
@@ -236,9 +237,8 @@ def verify_stage_orders(module: ModuleOp, pass_name: str = PASS_NAME) -> None:
             try:
                 verify_order_on_grid(op.order, op.grid_shape)
             except VerifyException as error:
-                raise DiagnosticException(
-                    f"{pass_name}: stage @{op.sym_name.data}: {error}"
-                ) from None
+                raise OpDiagnostic(f"{pass_name}: stage @{op.sym_name.data}: {error}",
+                                   op) from None
 
 
 @dataclass(frozen=True)
@@ -249,12 +249,12 @@ class TileOrderPass(ModulePass):
 
     order: str = "generated"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def __post_init__(self) -> None:
         if self.order not in ORDER_OPTIONS:
-            raise DiagnosticException(
-                f"{PASS_NAME}: unknown order '{self.order}', expected one of "
-                + ", ".join(ORDER_OPTIONS)
-            )
+            raise ValueError(f"option 'order' is one of {', '.join(ORDER_OPTIONS)}, got "
+                             f"'{self.order}'")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
         verify_stage_orders(op)
         stages, deps = _stages_and_dependencies(op)
         if self.order in ("row_major", "column_major"):
@@ -276,9 +276,9 @@ class TileOrderPass(ModulePass):
                 continue
             name = producer.sym_name.data
             if strides.setdefault(name, stride) != stride:
-                raise DiagnosticException(
+                raise OpDiagnostic(
                     f"{PASS_NAME}: stage @{name} is read with strides {strides[name]} and "
-                    f"{stride} by different consumers: no single strided order fits"
+                    f"{stride} by different consumers: no single strided order fits", dep
                 )
         if not strides:
             raise DiagnosticException(

@@ -32,6 +32,8 @@ def _triggers(func) -> bool:
 
 @dataclass(frozen=True)
 class UsePDLPass(ModulePass):
+    """Launch consumers with programmatic dependent launch (Hopper) instead of a wait-kernel."""
+
     name = "sync-use-pdl"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

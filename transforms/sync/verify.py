@@ -44,9 +44,11 @@ from tilesync.contract import (
     PROGRESS_ATTR,
     VERIFIED_ATTR,
     Role,
+    VerifyError,
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.transforms.sync.dependency_analysis import (
     StageGraph,
     diagnostic,
@@ -131,10 +133,17 @@ class RunState:
         return RunState(set(self.waited), {k: set(v) for k, v in self.in_scope.items()})
 
 
-class VerifyError(Exception):
+class Unproven(Exception):
+    """Abstract execution of a kernel cannot go on at `op` (reported as a refusal)."""
+
     def __init__(self, op: Operation, message: str):
         super().__init__(message)
         self.op = op
+
+
+def refusal(op: Operation, message: str) -> OpDiagnostic:
+    """sync-verify refuses the program at `op`: a VerifyError for the user."""
+    return diagnostic(PASS, op, message, VerifyError)
 
 
 @dataclass
@@ -168,7 +177,7 @@ class KernelRun:
     def evaluate(self, op: Operation) -> None:
         if isinstance(op, sync.TileOp):
             if len(op.coords) != len(self.tile):
-                raise VerifyError(
+                raise Unproven(
                     op,
                     f"sync.tile yields {len(op.coords)} coordinates but the stage grid has "
                     f"{len(self.tile)}",
@@ -295,7 +304,7 @@ class KernelRun:
         if role is None or any(c is None for c in coords):
             return  # cannot tell which semaphore: it covers nothing
         if self.roles.get(op.epoch) != EPOCH:
-            raise VerifyError(op, "sync.wait does not compare against the kernel's epoch")
+            raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
         semaphore = op.policy.semaphore_index(coords)  # type: ignore[arg-type]
         state.waited.add(Waited(role, semaphore, op.policy.posts.data))
 
@@ -303,7 +312,7 @@ class KernelRun:
         role = self.roles.get(op.sems)
         coords = [self.value(v) for v in op.tile]
         if role is None or any(c is None for c in coords):
-            raise VerifyError(op, "cannot tell which semaphore this sync.post reaches")
+            raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
         semaphore = op.policy.semaphore_index(coords)  # type: ignore[arg-type]
         self.posts.append((op, role, semaphore, definite))
 
@@ -322,7 +331,7 @@ class KernelRun:
         needed: set[tuple[int, Tile]] = set()
         coords = [self.value(v) for v in op.tile]
         if any(c is None for c in coords):
-            raise VerifyError(op, "cannot evaluate the tile of this sync.load_point")
+            raise Unproven(op, "cannot evaluate the tile of this sync.load_point")
         for index, dep in enumerate(obligations.deps):
             if dep.operand.data != operand:
                 continue
@@ -373,9 +382,9 @@ class KernelRun:
                 f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})"
             )
             if not waits:
-                raise VerifyError(op, f"{where}, but no wait on that semaphore precedes it")
+                raise Unproven(op, f"{where}, but no wait on that semaphore precedes it")
             if all(w.posts < count for w in waits):
-                raise VerifyError(
+                raise Unproven(
                     op,
                     f"{where}, but the wait expects {max(w.posts for w in waits)} posts per "
                     f"launch and the semaphore receives {count}: it may pass before the tile "
@@ -393,10 +402,18 @@ def _boundary_tiles(grid: Sequence[int]) -> list[Tile]:
 
 @dataclass(frozen=True)
 class VerifySyncPass(ModulePass):
+    """Prove every read tile is waited for and every count reached; name the progress guarantee."""
+
     name = "sync-verify"
 
     sms: int = 0  # SMs of the target, for the co-residency guarantee (0: not given)
     limit: int = DEFAULT_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.sms < 0:
+            raise ValueError(f"option 'sms' must not be negative, got {self.sms}")
+        if self.limit < 1:
+            raise ValueError(f"option 'limit' must be positive, got {self.limit}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
@@ -410,10 +427,14 @@ class VerifySyncPass(ModulePass):
                 semaphore_of[name], posts_to[name], exact[name] = self.producer_posts(
                     op, graph, name
                 )
+        # The launch order, found once: a walk per consumer would be quadratic in the stages.
+        order: list[Operation] = [
+            o for o in op.walk() if isinstance(o, sync.LaunchOp | sync.WaitKernelOp)
+        ]
         for name in graph.stages:
             if name in consumers:
                 exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
-                self.forward_progress(op, graph, name)
+                self.forward_progress(graph, name, order)
         for name, is_exact in exact.items():
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
@@ -428,8 +449,7 @@ class VerifySyncPass(ModulePass):
         roles = role_arguments(func)
         role = Role.semaphores(name)
         if role not in roles.values():
-            raise diagnostic(
-                PASS,
+            raise refusal(
                 func,
                 f"kernel {stage.kernel} of stage @{name} has no '{role}' parameter in its "
                 f"sync.args: its consumers cannot be shown to wait on what it posts (run "
@@ -444,20 +464,18 @@ class VerifySyncPass(ModulePass):
             run = KernelRun(func, tile, roles)
             try:
                 run.run()
-            except VerifyError as e:
-                raise diagnostic(PASS, e.op, f"producer @{name}, tile {tile}: {e}") from e
+            except Unproven as e:
+                raise refusal(e.op, f"producer @{name}, tile {tile}: {e}") from e
             mine = [(p, s, d) for p, r, s, d in run.posts if r == role]
             maybe = [p for p, s, d in mine if not d]
             if maybe:
-                raise diagnostic(
-                    PASS,
+                raise refusal(
                     maybe[0],
                     f"producer @{name}, tile {tile}: this sync.post may or may not run; "
                     f"cannot count the posts its semaphore receives",
                 )
             if len(mine) != 1:
-                raise diagnostic(
-                    PASS,
+                raise refusal(
                     mine[1][0] if mine else stage,
                     f"producer @{name}, tile {tile} posts {len(mine)} times per launch; "
                     f"each tile must post exactly once",
@@ -469,8 +487,7 @@ class VerifySyncPass(ModulePass):
             wrong = {s: n for s, n in counts.items() if n != expected}
             if wrong:
                 s, n = min(wrong.items())
-                raise diagnostic(
-                    PASS,
+                raise refusal(
                     stage,
                     f"semaphore {s} of @{name} receives {n} posts per launch but its policy "
                     f"{stage.policy.kind} expects {expected}",
@@ -500,8 +517,7 @@ class VerifySyncPass(ModulePass):
         for dep in deps:
             role = Role.semaphores(dep.producer.root_reference.data)
             if role not in roles.values():
-                raise diagnostic(
-                    PASS,
+                raise refusal(
                     dep,
                     f"kernel {stage.kernel} of stage @{name} has no '{role}' parameter: it "
                     f"never waits for {dep.producer} (run sync-insert-post-wait)",
@@ -519,15 +535,14 @@ class VerifySyncPass(ModulePass):
             run.stage_name = name
             try:
                 state = run.run()
-            except VerifyError as e:
-                raise diagnostic(PASS, e.op, str(e)) from e
+            except Unproven as e:
+                raise refusal(e.op, str(e)) from e
             for waited in state.waited:
                 producer = waited.role.stage
                 count = posts_to.get(producer, Counter())[waited.semaphore] if producer else 0
                 if waited.posts > count:
                     owner = f"@{producer}" if producer else f"'{waited.role}'"
-                    raise diagnostic(
-                        PASS,
+                    raise refusal(
                         stage,
                         f"consumer tile {tile} of @{name} waits for {waited.posts} posts per "
                         f"launch on semaphore {waited.semaphore} of {owner}, which "
@@ -536,11 +551,8 @@ class VerifySyncPass(ModulePass):
         return exact
 
     # -- forward progress ----------------------------------------------------------------------
-    def forward_progress(self, module: ModuleOp, graph: StageGraph, name: str) -> None:
+    def forward_progress(self, graph: StageGraph, name: str, order: list[Operation]) -> None:
         stage = graph.stages[name]
-        order: list[Operation] = [
-            o for o in module.walk() if isinstance(o, sync.LaunchOp | sync.WaitKernelOp)
-        ]
         position = {
             o.stage.root_reference.data: i
             for i, o in enumerate(order)
@@ -558,8 +570,7 @@ class VerifySyncPass(ModulePass):
         for producer in graph.producers(name):
             found = self.guarantee(stage, graph.stages[producer], launch, order, position)
             if found is None:
-                raise diagnostic(
-                    PASS,
+                raise refusal(
                     launch if launch is not None else stage,
                     f"no forward-progress guarantee for @{name} waiting on @{producer}: "
                     f"launch a sync.wait_kernel @{producer} before @{name}, launch @{name} "

@@ -4,8 +4,7 @@ func.func @extended(%a: i32, %b: i32) -> i32 {
   %lo, %hi = arith.mului_extended %a, %b : i32
   func.return %lo : i32
 }
-// CHECK: convert-arith-to-llvm: cannot lower 'arith.mului_extended': no lowering for this op or its types
-// CHECK-NEXT: at: %lo, %hi = arith.mului_extended %a, %b : i32
+// CHECK: arith_to_llvm_invalid.mlir:4:3: convert-arith-to-llvm: cannot lower 'arith.mului_extended': no lowering for this op or its types
 
 // -----
 

@@ -124,8 +124,7 @@ llvm.func @f(%v: i32) {
   %0 = "llvmx.load"(%v) <{ordering = "acquire"}> : (i32) -> i32
   llvm.return
 }
-// CHECK: operand 'ptr' at position 0 does not verify:
-// CHECK-NEXT: i32 should be of base attribute llvm.ptr
+// CHECK: operand 'ptr' at position 0 does not verify: i32 should be of base attribute llvm.ptr
 
 // -----
 

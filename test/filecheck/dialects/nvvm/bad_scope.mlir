@@ -4,5 +4,4 @@ func.func @unknown_scope() {
   nvvm.fence acq_rel, device
   func.return
 }
-// CHECK: nvvm.fence acq_rel, device
-// CHECK: Expected `cta`, `cluster`, `gpu`, or `sys`
+// CHECK: bad_scope.mlir:4:23: error: Expected `cta`, `cluster`, `gpu`, or `sys`

@@ -1,4 +1,4 @@
-// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 func.func @ld_release(%p: !llvm.ptr<1>) {
   %0 = nvvm.ld release, gpu %p : !llvm.ptr<1> -> i32

@@ -1,4 +1,4 @@
-// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 gpu.module @k {
   gpu.func @f(%a: memref<?xf32>) kernel {
@@ -56,8 +56,7 @@ gpu.module @k {
   }
 }
 
-// CHECK: operand 'step' at position 1 does not verify:
-// CHECK-NEXT: i32 should be of base attribute index
+// CHECK: operand 'step' at position 1 does not verify: i32 should be of base attribute index
 
 // -----
 

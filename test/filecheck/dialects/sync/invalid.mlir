@@ -1,4 +1,4 @@
-// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 // A 3×3 halo read without padding: consumer row 0 reads producer row -1.
 sync.stage @conv1 {kernel = @k::@conv, grid = array<i64: 8, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 32>}

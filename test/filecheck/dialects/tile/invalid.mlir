@@ -1,4 +1,4 @@
-// RUN: tilesync-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 func.func @bad_role(%v: f32) {
   %z = tile.fill %v : f32 -> !tile.frag<c, f32, m16n8k16>

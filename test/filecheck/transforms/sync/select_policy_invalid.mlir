@@ -7,8 +7,7 @@ sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128>, t
 sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128>, tile = array<i64: 64>}
 sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
 
-// ROW: sync-select-policy: policy=row is not legal for @a: its grid (8,) has no column dimension to share
-// ROW-NEXT: at: sync.stage @a
+// ROW: select_policy_invalid.mlir:6:1: sync-select-policy: policy=row is not legal for @a: its grid (8,) has no column dimension to share
 // STRIDED: sync-select-policy: policy=strided is not legal for @a: its grid (8,) has no column dimension to share
 // STRIDE5: sync-select-policy: policy=strided is not legal for @a: its grid (8,) has no column dimension to share
 
@@ -19,6 +18,5 @@ sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 8>, block = array<i64: 128>
 sync.dependency @a -> @b operand 0 tiles (d0, d1) -> (d0, d1)
 
 // ROW: sync.stage @a {{.*}}policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 8>}
-// STRIDED: sync-select-policy: policy=strided is not legal for @a: no stride given (stride=N) and the generated policy TileSync is not strided
-// STRIDED-NEXT: at: sync.stage @a
+// STRIDED: select_policy_invalid.mlir:16:1: sync-select-policy: policy=strided is not legal for @a: no stride given (stride=N) and the generated policy TileSync is not strided
 // STRIDE5: sync-select-policy: policy=strided is not legal for @a: stride 5 does not divide its 8 column tiles into groups of at least 2

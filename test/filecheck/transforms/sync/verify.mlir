@@ -65,5 +65,4 @@ sync.stage @c {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 128>, t
 sync.dependency @p -> @c operand 0 tiles (d0)[s0] -> (s0) forall s0 in [0, 40)
 
 // CHECK:      sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (24 of 132 SMs)", sync.verified = "proved"
-// SMALL:      sync-verify: no forward-progress guarantee for @c waiting on @p
-// SMALL-NEXT: at: sync.stage @c
+// SMALL:      verify.mlir:64:1: sync-verify: no forward-progress guarantee for @c waiting on @p

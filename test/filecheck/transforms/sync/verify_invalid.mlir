@@ -33,8 +33,7 @@ sync.launch @p
 sync.wait_kernel @p {stream = 1 : i64}
 sync.launch @c {stream = 1 : i64}
 
-// CHECK: sync-verify: consumer tile (0, 1) of @c: sync.load_point operand 0, which reads producer tile (0, 0) of @p (semaphore 0), but no wait on that semaphore precedes it
-// CHECK-NEXT: at: sync.load_point operand 0 [%x, %y] step %k
+// CHECK: verify_invalid.mlir:23:7: sync-verify: consumer tile (0, 1) of @c: sync.load_point operand 0, which reads producer tile (0, 0) of @p (semaphore 0), but no wait on that semaphore precedes it
 
 // -----
 
@@ -393,8 +392,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
-// CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p: launch a sync.wait_kernel @p before @c, launch @c with pdl = true, or show that both stages are co-resident (coresident, or blocks_per_sm on both stages and sms=N)
-// CHECK-NEXT: at: sync.launch @c {stream = 1 : i64}
+// CHECK: verify_invalid.mlir:393:1: sync-verify: no forward-progress guarantee for @c waiting on @p: launch a sync.wait_kernel @p before @c, launch @c with pdl = true, or show that both stages are co-resident (coresident, or blocks_per_sm on both stages and sms=N)
 
 // -----
 

@@ -1,0 +1,308 @@
+"""Bad input, table-driven, through the three front doors: `tilesync.compile`, `tilesync-opt`
+and `tilesync compile`. Each row gives the input, the exception (API) or exit status (CLIs)
+and the whole one-line message with its location. Nothing reaches the user as a builtin, an
+xDSL or an LLVM error, and nothing ends the process."""
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+import tilesync
+from tilesync import CompileError, TilesyncError, VerifyError
+from tilesync.tools import cli, opt
+
+ROOT = Path(__file__).resolve().parents[2]
+COPY = (ROOT / "examples" / "copy_chain.mlir").read_text()
+MLP = (ROOT / "examples" / "gpt3_mlp_sync.mlir").read_text()
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+# name -> program text
+PROGRAMS = {
+    "block0.mlir": _edit(COPY, "array<i32: 256, 1, 1>", "array<i32: 0, 1, 1>"),
+    "blockneg.mlir": _edit(COPY, "array<i32: 256, 1, 1>", "array<i32: -1, 1, 1>"),
+    "blockhuge.mlir": _edit(COPY, "array<i32: 256, 1, 1>", "array<i32: 65536, 65536, 1>"),
+    "minneg.mlir": _edit(COPY, "kernel attributes {",
+                         "kernel attributes {tilesync.min_blocks_per_sm = -1 : i32, "),
+    "minhuge.mlir": _edit(COPY, "kernel attributes {",
+                          "kernel attributes {tilesync.min_blocks_per_sm = 100000 : i32, "),
+    "posts0.mlir": _edit(COPY, "posts = 1>", "posts = 0>"),
+    "syntax.mlir": "builtin.module {\n  %x = arith.addi\n}\n",
+    "kernelret.mlir": "builtin.module {\n  gpu.module @m {\n    gpu.func @k() -> i32 kernel {\n"
+                      "      %c = arith.constant 1 : i32\n      gpu.return %c : i32\n    }\n"
+                      "  }\n}\n",
+    "noprogress.mlir": _edit(MLP, "  sync.wait_kernel @gemm1 {stream = 1 : i64}\n", ""),
+    "copy_chain.mlir": COPY,
+}
+
+BLOCK = "convert-func-to-llvm: cannot lower 'gpu.func': 'gpu.known_block_size': "
+MIN_BLOCKS = "convert-func-to-llvm: cannot lower 'gpu.func': 'tilesync.min_blocks_per_sm': "
+NO_PROGRESS = ("sync-verify: no forward-progress guarantee for @gemm2 waiting on @gemm1: launch "
+               "a sync.wait_kernel @gemm1 before @gemm2, launch @gemm2 with pdl = true, or show "
+               "that both stages are co-resident (coresident, or blocks_per_sm on both stages "
+               "and sms=N)")
+
+# Bad programs: (file, error class, location, message); the CLIs print "location: error: message".
+PROGRAM_ROWS = [
+    ("block0.mlir", CompileError, "8:5", BLOCK + "block dimension x must be in [1, 1024], got 0"),
+    ("blockneg.mlir", CompileError, "8:5",
+     BLOCK + "block dimension x must be in [1, 1024], got -1"),
+    ("blockhuge.mlir", CompileError, "8:5",
+     BLOCK + "block dimension x must be in [1, 1024], got 65536"),
+    ("minneg.mlir", CompileError, "8:5", MIN_BLOCKS + "blocks per SM must be in [1, 32], got -1"),
+    ("minhuge.mlir", CompileError, "8:5",
+     MIN_BLOCKS + "blocks per SM must be in [1, 32], got 100000"),
+    ("posts0.mlir", CompileError, "19:7", "policy posts must be positive, got 0"),
+    ("syntax.mlir", CompileError, "3:1", "operand expected"),
+    ("kernelret.mlir", CompileError, "3:5", "Expected void return type for kernel function"),
+    ("noprogress.mlir", VerifyError, "115:3", NO_PROGRESS),
+]
+
+# Bad pipelines (`-p`): (spec, location or None, message).
+PIPELINE_ROWS = [
+    (",,", "<pipeline>:1:1", "bad pass pipeline: expected pass name here"),
+    ("sync-select-policy{policy=}", "<pipeline>:1:27",
+     "bad pass pipeline: option 'policy' has no value after '='"),
+    ("sync-select-policy{policy=row", "<pipeline>:1:30",
+     "bad pass pipeline: malformed pass arguments, expected either a space or `}` here"),
+    ("convert-sync-to-nvvm{default_timeout_ns=-5}", None,
+     "convert-sync-to-nvvm: option 'default_timeout_ns' must be a positive number of "
+     "nanoseconds, got -5"),
+    ("convert-sync-to-nvvm{backoff_ns=5000000}", None,
+     "convert-sync-to-nvvm: option 'backoff_ns' must be in [0, 1000000] (nanosleep sleeps at "
+     "most 1 ms), got 5000000"),
+    ("sync-select-policy{stride=-3}", None,
+     "sync-select-policy: option 'stride' applies only with policy=strided"),
+    ("sync-select-policy{policy=strided stride=0}", None,
+     "sync-select-policy: option 'stride' must be at least 2, got 0"),
+    ("sync-select-policy{stride=abc}", None,
+     "sync-select-policy: option 'stride' takes an integer (or no value), got 'abc'"),
+    ("sync-select-policy{policy=diagonal}", None,
+     "sync-select-policy: option 'policy' is one of tile, row, strided, auto, got 'diagonal'"),
+    ("sync-select-policy{bogus=1}", None,
+     "sync-select-policy: unknown option 'bogus' (its options are policy, stride, stage, sms)"),
+    ("convert-sync-to-nvvm{debug=3}", None,
+     "convert-sync-to-nvvm: option 'debug' takes true or false, got '3'"),
+    ("sync-tile-order{order=spiral}", None, "sync-tile-order: option 'order' is one of "
+     "row_major, column_major, strided, generated, got 'spiral'"),
+    ("sync-annotate-occupancy{arch=sm_75}", None,
+     "sync-annotate-occupancy: option 'arch' is one of sm_80, sm_90, sm_90a, got 'sm_75'"),
+    ("sync-verify{limit=0}", None, "sync-verify: option 'limit' must be positive, got 0"),
+    ("no-such-pass", None,
+     "unknown pass 'no-such-pass'; `tilesync-opt --list-passes` lists tilesync's passes"),
+    ("sync-verfy", None, "unknown pass 'sync-verfy'; did you mean 'sync-verify'?"),
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bad")
+    for name, text in PROGRAMS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    (folder / "bom.mlir").write_text("\ufeff" + COPY, encoding="utf-8")
+    return folder
+
+
+def run(main, argv: list[str]) -> tuple[int, str]:
+    """A CLI's exit status and its stderr, run in this process."""
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            status = main(argv)
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, err.getvalue()
+
+
+def one_line(text: str) -> str:
+    assert text.count("\n") == 1 and "Traceback" not in text, text
+    return text.rstrip("\n")
+
+
+# --- the API ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, kind, where, message", PROGRAM_ROWS)
+def test_api_bad_program(files, name, kind, where, message):
+    path = files / name
+    with pytest.raises(TilesyncError) as info:
+        tilesync.compile(path)
+    assert type(info.value) is kind
+    assert str(info.value.location) == f"{path}:{where}"
+    assert info.value.message == message
+    assert str(info.value) == f"{path}:{where}: {message}"  # one line, location first
+
+
+def test_api_names_text_input_by_filename_or_input():
+    bad = PROGRAMS["posts0.mlir"]
+    with pytest.raises(CompileError, match=r"^<input>:19:7: policy posts"):
+        tilesync.compile(bad)
+    with pytest.raises(CompileError, match=r"^mine\.mlir:19:7: policy posts"):
+        tilesync.compile(bad, filename="mine.mlir")
+
+
+@pytest.mark.parametrize("spec, where, message", PIPELINE_ROWS)
+def test_api_bad_pipeline(spec, where, message):
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(COPY, pipeline=spec)
+    assert type(info.value) is CompileError
+    assert (str(info.value.location) if info.value.location else None) == where
+    assert info.value.message == message
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"module_or_text": None}, "expected MLIR text, a path or a ModuleOp, got NoneType"),
+        ({"module_or_text": 42}, "expected MLIR text, a path or a ModuleOp, got int"),
+        ({"timeout_ns": "x"}, "timeout_ns must be a positive integer (nanoseconds), got 'x'"),
+        ({"timeout_ns": -5}, "timeout_ns must be a positive integer (nanoseconds), got -5"),
+        ({"target": "sm_75"}, "unknown target 'sm_75'; choose one of sm_80, sm_90, sm_90a"),
+        ({"target": None}, "unknown target None; choose one of sm_80, sm_90, sm_90a"),
+        ({"pipeline": 3}, "pipeline must be a `-p` spec or a list of pass names, got int"),
+        ({"pipeline": "convert-sync-to-nvvm", "debug": True},
+         "debug/timeout_ns apply to the default pipeline; with an explicit pipeline set "
+         "convert-sync-to-nvvm{debug=true ...} yourself"),
+        ({"module_or_text": Path("/no/such.mlir")},
+         "cannot read /no/such.mlir: [Errno 2] No such file or directory: '/no/such.mlir'"),
+    ],
+)
+def test_api_bad_argument(arguments, message):
+    arguments = {"module_or_text": COPY, **arguments}
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(**arguments)
+    assert info.value.location is None and str(info.value) == message
+
+
+def test_api_a_pipeline_that_stops_before_llvm_is_located(files):
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(files / "copy_chain.mlir", pipeline="convert-sync-to-nvvm")
+    assert str(info.value) == (
+        f"{files / 'copy_chain.mlir'}:8:5: gpu.module @copy_kernels is not lowered to the llvm "
+        "dialect (a 'gpu.func' remains): end the pipeline with tilesync-lower-to-llvm, or emit "
+        "MLIR instead of PTX")
+
+
+def test_errors_are_one_hierarchy():
+    assert issubclass(VerifyError, CompileError) and issubclass(CompileError, TilesyncError)
+    for name in ("TilesyncRuntimeError", "NoGPUError", "DeviceFaultError", "SpinTimeoutError"):
+        assert issubclass(getattr(tilesync, name), TilesyncError)
+    assert issubclass(tilesync.SpinTimeoutError, tilesync.DeviceFaultError)
+
+
+def test_a_byte_order_mark_is_accepted(files):
+    assert tilesync.compile(files / "bom.mlir").kernels["consumer"].params == \
+        tilesync.compile(COPY).kernels["consumer"].params
+
+
+# --- the command-line tools -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, kind, where, message", PROGRAM_ROWS)
+@pytest.mark.parametrize("tool", ["tilesync-opt", "tilesync compile"])
+def test_cli_bad_program(files, tool, name, kind, where, message):
+    path = files / name
+    if tool == "tilesync-opt":
+        pipeline = "sync-generate-policies,sync-insert-post-wait,sync-verify," \
+            "tilesync-lower-to-llvm" if name == "noprogress.mlir" else "tilesync-lower-to-llvm"
+        status, err = run(opt.main, [str(path), "-p", pipeline, "-t", "ptx"])
+    else:
+        status, err = run(cli.main, ["compile", str(path)])
+    assert status == 1
+    assert one_line(err) == f"{path}:{where}: error: {message}"
+
+
+@pytest.mark.parametrize("spec, where, message", PIPELINE_ROWS)
+@pytest.mark.parametrize("tool", ["tilesync-opt", "tilesync compile"])
+def test_cli_bad_pipeline(files, tool, spec, where, message):
+    path = str(files / "copy_chain.mlir")
+    if tool == "tilesync-opt":
+        status, err = run(opt.main, [path, "-p", spec])
+    else:
+        status, err = run(cli.main, ["compile", path, "-p", spec])
+    assert status == 1
+    assert one_line(err) == f"{where or tool}: error: {message}"
+
+
+@pytest.mark.parametrize(
+    "tool, argv, expected",
+    [
+        ("tilesync-opt", ["-p", "tilesync-lower-to-llvm", "-t", "ptx{arch=}"],
+         "<target>:1:10: error: bad target: option 'arch' has no value after '='"),
+        ("tilesync-opt", ["-p", "tilesync-lower-to-llvm", "-t", "ptx{arch=sm_1}"],
+         "tilesync-opt: error: ptx: option 'arch' is one of sm_80, sm_90, sm_90a, got 'sm_1'"),
+        ("tilesync compile", ["-t", "ptx{arch=}"], "tilesync compile: error: unknown target "
+         "'ptx{arch=}'; choose one of sm_80, sm_90, sm_90a"),
+        ("tilesync compile", ["--emit", "mlir", "-t", "sm_1"], "tilesync compile: error: "
+         "unknown target 'sm_1'; choose one of sm_80, sm_90, sm_90a"),
+    ],
+)
+def test_cli_bad_target(files, tool, argv, expected):
+    path = str(files / "copy_chain.mlir")
+    main, argv = (opt.main, [path, *argv]) if tool == "tilesync-opt" else \
+        (cli.main, ["compile", path, *argv])
+    status, err = run(main, argv)
+    assert status == 1 and one_line(err) == expected
+
+
+def test_cli_missing_file():
+    status, err = run(cli.main, ["compile", "/no/such.mlir"])
+    assert status == 1
+    assert one_line(err) == \
+        "tilesync compile: error: cannot read /no/such.mlir: No such file or directory"
+
+
+def test_cli_accepts_a_byte_order_mark(files):
+    status, err = run(opt.main, [str(files / "bom.mlir"), "-p", "tilesync-lower-to-llvm",
+                                 "-t", "ptx"])
+    assert status == 0, err
+
+
+# --- the runtime (no GPU needed: the failing driver call and the debug record are faked) ------
+
+
+def test_a_device_fault_is_a_device_fault_error():
+    from cuda.bindings import driver
+
+    from tilesync.runtime.errors import check
+
+    with pytest.raises(tilesync.DeviceFaultError) as info:
+        check((driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS,), "cuCtxSynchronize")
+    assert info.value.error_name == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    with pytest.raises(tilesync.TilesyncRuntimeError) as info:
+        check((driver.CUresult.CUDA_ERROR_INVALID_VALUE,), "cuMemAlloc")
+    assert not isinstance(info.value, tilesync.DeviceFaultError)
+
+
+def test_a_spin_timeout_names_kernel_and_block():
+    from tilesync.contract import DEBUG_RECORD, EPOCH, KernelSignature, Role, kernel_tag
+    from tilesync.runtime.program import StageProgram
+
+    class Record:
+        def read(self):  # claimed, kernel, param, index, expected, seen, block x, y, z
+            return [1, kernel_tag("consumer"), 2, 5, 3, 1, 4, 0, 0]
+
+    class Stream:
+        def synchronize(self):
+            raise tilesync.DeviceFaultError("trap", "CUDA_ERROR_LAUNCH_FAILED",
+                                            "cuStreamSynchronize")
+
+    program = StageProgram.__new__(StageProgram)  # no GPU: only what synchronize reads
+    program.signatures = {"consumer": KernelSignature(
+        "m", "consumer", ("ptr", "ptr", "ptr", "i32", "ptr"),
+        sync_args=(Role.semaphores("producer"), EPOCH, DEBUG_RECORD))}
+    program.stages, program.epoch = {}, 1
+    program._debug_record, program._streams = Record(), {0: Stream()}
+    with pytest.raises(tilesync.SpinTimeoutError) as info:
+        program.synchronize()
+    assert info.value.kernel == "consumer" and info.value.block == (4, 0, 0)
+    assert isinstance(info.value, tilesync.DeviceFaultError)
+    assert str(info.value) == (
+        "spin-wait timed out in kernel consumer, block (4, 0, 0): semaphore sems:@producer "
+        "(parameter 2)[5] expected >= 3, saw 1 (epoch 1) (CUDA_ERROR_LAUNCH_FAILED)")
