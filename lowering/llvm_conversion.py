@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.dialects.diagnostics import describe_location
 from tilesync.lowering.type_conversion import cast_value, convert_type, unrealized_cast
 
 
@@ -37,15 +38,6 @@ def replace_with_llvm(
         for value, old in zip(new_results, op.results, strict=True)
     ]
     rewriter.replace_op(op, [], originals)
-
-
-def describe_location(op: Operation) -> str:
-    """The op's source location, or its first printed line where the parser recorded none."""
-    if not isinstance(op.location, UnknownLoc):
-        return str(op.location)
-    # Print a detached copy: regions would make the text long, operands print as %N.
-    text = str(op).splitlines()[0].strip()
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> DiagnosticException:

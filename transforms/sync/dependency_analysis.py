@@ -282,6 +282,6 @@ def _periodic(
 
 def diagnostic(pass_name: str, op: Operation, message: str) -> DiagnosticException:
     """An error naming the pass and the op it is about, with the op's location."""
-    from tilesync.lowering.llvm_conversion import describe_location
+    from tilesync.dialects.diagnostics import describe_location
 
     return DiagnosticException(f"{pass_name}: {message}\n  at: {describe_location(op)}")
