@@ -13,7 +13,7 @@ For each `sync.stage` the pass reads, from the stage's attribute dictionary only
 
 and writes `blocks_per_sm` (i64), `waves` (f64: blocks / (sms × blocks_per_sm)) and `limiter`
 (string: the resources at the limit, e.g. "threads+registers") per the occupancy calculator of
-`wave_model`. It never guesses a kernel's registers from a table: what is not on the stage
+`analysis.occupancy`. It never guesses a kernel's registers from a table: what is not on the stage
 comes from the options, whose defaults are the documented ones above. A stage that cannot run
 (a block exceeds the per-block limits) is an error.
 
@@ -39,6 +39,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.analysis.occupancy import Occupancy, blocks_per_sm
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.wave_model import StageWaves
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
@@ -46,14 +49,9 @@ from tilesync.contract import (
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     WAVES_ATTR,
-)
-from tilesync.dialects.sync import StageOp
-from tilesync.transforms.sync.wave_model import (
-    Occupancy,
-    StageWaves,
-    blocks_per_sm,
     limits_for_arch,
 )
+from tilesync.dialects.sync import StageOp
 
 PASS_NAME = "sync-annotate-occupancy"
 
@@ -150,9 +148,7 @@ class AnnotateOccupancyPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.sms < 1:
             raise DiagnosticException(f"{PASS_NAME}: sms must be positive, got {self.sms}")
-        for stage in op.walk():
-            if not isinstance(stage, StageOp):
-                continue
+        for stage in StageGraph.of(op).stages.values():
             occupancy, registers, shared = stage_occupancy(
                 stage, self.arch, self.regs_per_thread, self.smem_per_block
             )
