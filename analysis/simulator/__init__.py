@@ -33,7 +33,6 @@ own `compute(tile, epoch, inputs)` returning e.g. small numpy arrays.
 from tilesync.analysis.simulator.machine import (
     SCHEDULERS,
     Scheduler,
-    WaitKernelMode,
     progress_guarantees,
     simulate,
 )
@@ -68,7 +67,6 @@ __all__ = [
     "SimStage",
     "SimulationError",
     "Violation",
-    "WaitKernelMode",
     "program_from_ir",
     "progress_guarantees",
     "simulate",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tilesync.analysis.forward_progress import ProgressFacts, guarantees
+from tilesync.analysis.forward_progress import ProgressFacts, WaitKernelEnds, guarantees
 from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.simulator.program import CheckedProgram, Compute, SimMachine, SimProgram
 from tilesync.analysis.simulator.records import Block, Grid, WaitKernelRun
@@ -24,7 +24,6 @@ from tilesync.analysis.stage_graph import WaitKernel
 
 Scheduler = Literal["in_order", "random", "adversarial"]
 SCHEDULERS: tuple[Scheduler, ...] = ("in_order", "random", "adversarial")
-WaitKernelMode = Literal["all_dispatched", "first_started"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -35,7 +34,7 @@ WaitKernelMode = Literal["all_dispatched", "first_started"]
 def progress_guarantees(
     program: SimProgram,
     machine: SimMachine,
-    wait_kernel_mode: WaitKernelMode = "all_dispatched",
+    wait_kernel_mode: WaitKernelEnds = "all_dispatched",
     scheduler: Scheduler = "adversarial",
 ) -> dict[tuple[str, str], str | None]:
     """For each dependency (producer, consumer), the mechanism that keeps a waiting consumer
@@ -50,7 +49,7 @@ def progress_guarantees(
 
 
 def _guarantees(
-    program: CheckedProgram, wait_kernel_mode: WaitKernelMode, scheduler: Scheduler
+    program: CheckedProgram, wait_kernel_mode: WaitKernelEnds, scheduler: Scheduler
 ) -> dict[tuple[str, str], str | None]:
     facts = ProgressFacts(
         stages=list(program.stages),
@@ -95,12 +94,12 @@ class Machine:
     def __init__(
         self,
         program: CheckedProgram,
+        sync: SyncObjects,
         scheduler: Scheduler,
         seed: int,
         launches: int,
-        wait_kernel_mode: WaitKernelMode,
+        wait_kernel_mode: WaitKernelEnds,
         launch_barrier: bool,
-        wait_target: Callable[[int, int], int],
     ):
         if scheduler not in SCHEDULERS:
             raise ValueError(f"unknown scheduler {scheduler!r}, expected one of {SCHEDULERS}")
@@ -117,7 +116,7 @@ class Machine:
         self.event_seq = itertools.count()
         self.eligible_ranks = itertools.count()
         self.free = [program.capacity] * program.machine.sms
-        self.sync: SyncObjects = Semaphores(program, wait_target, resume=self._run_step)
+        self.sync = sync
         self.store: dict[str, dict[Tile, tuple[int, Any]]] = defaultdict(dict)
         self.counters: dict[str, int] = defaultdict(int)  # order-table counters, never reset
         self.outputs: list[dict[str, dict[Tile, Any]]] = [
@@ -319,7 +318,8 @@ class Machine:
         self.outputs[grid.epoch - 1][grid.stage][block.tile] = value
         if grid.epoch == self.launches:
             self.tile_spans[grid.stage][block.tile] = (block.dispatched_at, self.now)
-        self.sync.finish(block)
+        for released in self.sync.finish(block):
+            self._run_step(released)
         self.free[block.sm] += self.program.units(grid.stage)
         grid.finished += 1
         if grid.finished == grid.size:
@@ -406,7 +406,7 @@ def simulate(
     *,
     seed: int = 0,
     launches: int = 1,
-    wait_kernel_mode: WaitKernelMode = "all_dispatched",
+    wait_kernel_mode: WaitKernelEnds = "all_dispatched",
     launch_barrier: bool = True,
     wait_target: Callable[[int, int], int] = lambda epoch, posts: epoch * posts,
 ) -> SimResult:
@@ -423,8 +423,9 @@ def simulate(
     arithmetic.
     """
     checked = CheckedProgram(program, machine)
+    semaphores = Semaphores(checked, wait_target)
     simulation = Machine(
-        checked, scheduler, seed, launches, wait_kernel_mode, launch_barrier, wait_target
+        checked, semaphores, scheduler, seed, launches, wait_kernel_mode, launch_barrier
     )
     deadlock = simulation.run()
     reference = _reference(checked, launches)

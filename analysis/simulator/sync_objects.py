@@ -1,10 +1,10 @@
 """The synchronization objects of a simulated program, apart from the machine that runs it.
 
-The machine (SM slots, streams, the block dispatcher) asks them two things of every block:
-may it run its current step (`enter`; if not, the objects hold it and hand it back through
-`resume` once it may), and it has stored its tile (`finish`). Per-tile semaphores implement
-this today; a queue model (Kitsune: acquire a free or a full entry, release it) implements the
-same interface.
+The machine (SM slots, streams, the block dispatcher) tells them two things of every block:
+it is about to run its current step (`enter`: may it, or must it wait?), and it has stored its
+tile (`finish`: which waiting blocks may run now?). Per-tile semaphores implement this today; a
+queue model (Kitsune: acquire a free or a full entry, release it) implements the same
+interface and is handed to `Machine` in their place.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ class SyncObjects(Protocol):
     mismatches: list[SemaphoreMismatch]  # counts found wrong once a launch completed
 
     def enter(self, block: Block) -> bool:
-        """Whether `block` may run its current step now; if not, the objects keep it and
-        call `resume(block)` once it may."""
+        """Whether `block` may run its current step now; if not, the objects keep it until a
+        `finish` releases it."""
         ...
 
-    def finish(self, block: Block) -> None:
-        """`block` has stored its tile (and may release waiting blocks)."""
+    def finish(self, block: Block) -> list[Block]:
+        """`block` has stored its tile: the waiting blocks that may run their step now, in the
+        order they are released."""
         ...
 
     def launch_complete(self, epoch: int) -> None:
@@ -49,15 +50,9 @@ class Semaphores:
     tiles of its step reaches `wait_target(epoch, posts)`, and posts +1 to its own semaphore
     when its tile is stored. Never reset: launch e expects e × posts."""
 
-    def __init__(
-        self,
-        program: CheckedProgram,
-        wait_target: Callable[[int, int], int],
-        resume: Callable[[Block], None],
-    ):
+    def __init__(self, program: CheckedProgram, wait_target: Callable[[int, int], int]):
         self.program = program
         self.wait_target = wait_target
-        self.resume = resume
         self.counts: dict[Semaphore, int] = {
             (name, index): 0 for name, size in self._sizes().items() for index in range(size)
         }
@@ -105,15 +100,17 @@ class Semaphores:
             self.waiters[semaphore].append(block)
         return False
 
-    def finish(self, block: Block) -> None:
+    def finish(self, block: Block) -> list[Block]:
         policy = self.program.stages[block.grid.stage].policy
-        if policy is not None:
-            self._post((block.grid.stage, policy.semaphore_index(block.tile)))
+        if policy is None:
+            return []
+        return self._post((block.grid.stage, policy.semaphore_index(block.tile)))
 
-    def _post(self, semaphore: Semaphore) -> None:
+    def _post(self, semaphore: Semaphore) -> list[Block]:
         self.counts[semaphore] += 1
         # Waiters see each post as it lands, so a wait satisfied one post too early reads
         # before the last tile of its semaphore is stored.
+        released = []
         for block in list(self.waiters[semaphore]):
             targets = self.targets[block]
             if all(self.seen(s) >= target for s, target in targets.items()):
@@ -121,7 +118,8 @@ class Semaphores:
                     if block in self.waiters[s]:
                         self.waiters[s].remove(block)
                 del self.targets[block]
-                self.resume(block)
+                released.append(block)
+        return released
 
     def launch_complete(self, epoch: int) -> None:
         for (stage, index), seen in self.counts.items():
