@@ -4,7 +4,6 @@ against each other by `CheckedProgram`."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +20,7 @@ from tilesync.analysis.grid import Tile, grid_tiles, in_grid
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel, default_plan
 from tilesync.analysis.tile_order import order_tiles
 from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR
-from tilesync.dialects.sync import DependencyOp, OrderAttr, PolicyAttr, StageOp
+from tilesync.dialects.sync import DependencyOp, OrderAttr, PolicyAttr, StageOp, box_points
 
 BLOCK_ORDERS = ("row_major", "column_major")
 
@@ -121,7 +120,7 @@ class SimDependency:
 
         def reads(tile: Tile) -> list[Tile]:
             seen: dict[Tile, None] = {}
-            for symbols in itertools.product(*(range(lo, hi) for lo, hi in ranges)):
+            for symbols in box_points(ranges):
                 seen.setdefault(tuple(tiles_map.eval(tile, symbols)), None)
             return list(seen)
 
