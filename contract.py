@@ -3,8 +3,9 @@
 Everything here is plain data that both sides read: the roles of the kernel parameters that
 passes append and the host binds, the attribute names passes leave on the IR, the names of the
 kernels passes generate, the kinds of kernel parameters, the architectures we compile for with
-their PTX features, the per-SM and per-block device limits, the layout of the record a timed-out
-spin-wait leaves, and the compiled program the compiler hands the runtime.
+their PTX features, the per-SM and per-block device limits (and which blocks fit on a device at
+once), the layout of the record a timed-out spin-wait leaves, and the compiled program the
+compiler hands the runtime.
 
 It imports nothing of tilesync (and nothing but the standard library at import time), so that
 every room of the project (dialects, analysis, transforms, lowering, runtime, kernels, tools)
@@ -13,7 +14,9 @@ can import it without an import cycle. docs/ARCHITECTURE.md shows where it sits.
 
 from __future__ import annotations
 
+import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -325,6 +328,32 @@ class DeviceLimits:
 SM_90 = DeviceLimits(arch="sm_90")
 SM_80 = DeviceLimits(arch="sm_80", shared_per_sm=167936, max_shared_per_block=166912)
 MAX_THREADS_PER_BLOCK = SM_90.max_threads_per_block
+
+
+def all_resident(kernels: Sequence[tuple[int, int]], sms: int) -> bool:
+    """Whether every block of `kernels` — (blocks, blocks per SM) of each — can be resident at
+    once on `sms` SMs, whatever SMs and order the hardware dispatches them in.
+
+    The compiler proves co-residency with it and a launch may rely on it, so both sides must
+    count the same way. A block of a kernel that fits b per SM takes at most 1/b of every per-SM
+    resource, so a block finds no SM only when every SM is full enough to refuse it. Either
+    bound below rules that out:
+    * at most sms · min(b) blocks in all: refusing a block takes min(b) others on every SM;
+    * in units of 1/lcm(b) of an SM (b per SM: lcm/b units each), for every block size u the
+      other blocks hold fewer than sms · (lcm - u + 1) units: refusing a u-unit block takes more
+      than lcm - u units on every SM.
+    """
+    kernels = [(blocks, per_sm) for blocks, per_sm in kernels if blocks > 0]
+    if any(per_sm < 1 for _, per_sm in kernels):
+        return False
+    if not kernels:
+        return True
+    if sum(blocks for blocks, _ in kernels) <= sms * min(per_sm for _, per_sm in kernels):
+        return True
+    capacity = math.lcm(*(per_sm for _, per_sm in kernels))
+    total = sum(blocks * (capacity // per_sm) for blocks, per_sm in kernels)
+    return all(sms * (capacity - unit + 1) > total - unit
+               for unit in {capacity // per_sm for _, per_sm in kernels})
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ checked run, and Y is checked again after the timed runs. Timing: CUDA events ar
 runs enqueued back to back (each run joins its streams), median and p10/p90. The weights do not
 fit in L2 (≥ 138 MB), so every run streams them from HBM.
 
-The wave model (transforms/sync/wave_model.py, occupancy from the registers and shared memory
+The wave model (analysis/wave_model.py, occupancy from the registers and shared memory
 nvJitLink reports for the compiled kernels, the same numbers annotate_resources records)
 predicts stream / tile-sync time in tile-time units; the table prints it beside the measured
 speedups. It assumes tiles of equal duration; GEMM1's and GEMM2's differ (K1 ≠ K2), so the
@@ -216,12 +216,9 @@ def load_program(entry: dict[str, Any]):
 
 def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
                     arch: str = "sm_90") -> dict[str, Any]:
-    from tilesync.transforms.sync.wave_model import (
-        blocks_per_sm,
-        limits_for_arch,
-        predict_chain,
-        stage_waves,
-    )
+    from tilesync.analysis.occupancy import blocks_per_sm
+    from tilesync.analysis.wave_model import predict_chain, stage_waves
+    from tilesync.contract import limits_for_arch
 
     limits = limits_for_arch(target_for_device(arch))
     stages = []

@@ -96,6 +96,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from tilesync.contract import all_resident
+
 # Bytes of per-entry metadata (sequence numbers), padded to an L2 cache line so that producers
 # and consumers spinning on neighbouring entries never falsely share a line.
 ENTRY_METADATA_BYTES = 128
@@ -335,7 +337,8 @@ class PipelineOp(IRDLOperation):
         if self.max_ctas is not None:
             total = sum(stage.num_ctas for stage in stages)
             limit = self.max_ctas.value.data
-            if total > limit:
+            # max_ctas is the device's room for these CTAs: one pool of that many slots.
+            if not all_resident([(stage.num_ctas, limit) for stage in stages], sms=1):
                 raise VerifyException(
                     f"pipeline @{self.sym_name.data} needs {total} co-resident CTAs but "
                     f"max_ctas is {limit}"

@@ -127,3 +127,9 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
                 return op
             candidates.append(op)
     return candidates[0] if candidates else None
+
+
+def diagnostic(pass_name: str, op: Operation, message: str,
+               kind: type[CompileError] = CompileError) -> OpDiagnostic:
+    """An error naming the pass and the op it is about, at the op's location."""
+    return OpDiagnostic(f"{pass_name}: {message}", op, kind)

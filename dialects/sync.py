@@ -149,12 +149,14 @@ def _interval(
     return -(2**63), 2**63 - 1
 
 
-def _box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
-    """Every point of a box of half-open ranges [lo, hi)."""
+def box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
+    """Every point of a box of half-open ranges [lo, hi), the last coordinate fastest: the one
+    enumeration of forall boxes and (through `tilesync.analysis.grid`) of grids."""
     return itertools.product(*(range(lo, hi) for lo, hi in ranges))
 
 
-def _box_size(ranges: Sequence[tuple[int, int]]) -> int:
+def box_size(ranges: Sequence[tuple[int, int]]) -> int:
+    """Points of the box `box_points(ranges)` enumerates."""
     return math.prod(max(hi - lo, 0) for lo, hi in ranges)
 
 
@@ -323,16 +325,16 @@ class PolicyAttr(ParametrizedAttribute):
     def num_semaphores(self, grid: Sequence[int]) -> int:
         """Size of the semaphore array a producer of this grid needs (max index + 1)."""
         _, high = _interval(self.sem_map.data.results[0], self._grid_ranges(grid), ())
-        if _box_size([(0, e) for e in grid]) <= ENUMERATION_LIMIT and (
+        if box_size([(0, e) for e in grid]) <= ENUMERATION_LIMIT and (
             _linear_form(self.sem_map.data.results[0]) is None
         ):
-            high = max(self.semaphore_index(t) for t in _box_points([(0, e) for e in grid]))
+            high = max(self.semaphore_index(t) for t in box_points([(0, e) for e in grid]))
         return high + 1
 
     def posts_per_semaphore(self, grid: Sequence[int]) -> Counter[int]:
         """How many tiles of `grid` post to each semaphore index (enumerates the grid)."""
         self._grid_ranges(grid)
-        return Counter(self.semaphore_index(t) for t in _box_points([(0, e) for e in grid]))
+        return Counter(self.semaphore_index(t) for t in box_points([(0, e) for e in grid]))
 
     def verify_on_grid(self, grid: Sequence[int]) -> None:
         """Grid-dependent soundness: indices ≥ 0, every semaphore gets exactly `posts` posts
@@ -1014,7 +1016,7 @@ class DependencyOp(IRDLOperation):
                 f"got {tuple(consumer_tile)}"
             )
         seen: dict[tuple[int, ...], None] = {}
-        for forall_values in _box_points(self.ranges):
+        for forall_values in box_points(self.ranges):
             tile = self.read(consumer_tile, forall_values)
             if tile is not None:
                 seen.setdefault(tile, None)
@@ -1080,12 +1082,12 @@ class DependencyOp(IRDLOperation):
                 continue
             witness = self._find_out_of_grid_point(expr, extent, box, closed_dims, closed_syms)
             if witness is None:
-                if _box_size(box) <= ENUMERATION_LIMIT or _linear_form(expr) is not None:
+                if box_size(box) <= ENUMERATION_LIMIT or _linear_form(expr) is not None:
                     continue  # the enumeration (or exact interval) found nothing outside
                 raise VerifyException(
                     f"{self.name}: cannot prove producer coordinate {result} "
                     f"({format_affine_expr(expr)}) within [0, {extent}): its range is "
-                    f"[{low}, {high}] and the box has {_box_size(box)} points, too many to "
+                    f"[{low}, {high}] and the box has {box_size(box)} points, too many to "
                     f"enumerate"
                 )
             dims, syms = witness[: tiles_map.num_dims], witness[tiles_map.num_dims :]
@@ -1123,9 +1125,9 @@ class DependencyOp(IRDLOperation):
                 if not 0 <= value < extent:
                     return corner
             return None
-        if _box_size(box) > ENUMERATION_LIMIT:
+        if box_size(box) > ENUMERATION_LIMIT:
             return None
-        for point in _box_points(box):
+        for point in box_points(box):
             value = expr.eval(point[:num_dims], point[num_dims:])
             if not 0 <= value < extent:
                 return point

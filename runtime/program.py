@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph
 from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_FIELDS,
@@ -56,15 +57,6 @@ class Stage:
     posts_per_semaphore: int
 
 
-@dataclass(frozen=True)
-class Step:
-    kind: str  # "launch" | "wait_kernel"
-    stage: str  # the launched stage, or the producer a wait-kernel waits for
-    stream: int
-    priority: int = 0
-    pdl: bool = False
-
-
 @dataclass
 class _State:
     semaphores: dict[str, DeviceBuffer] = field(default_factory=dict)
@@ -85,24 +77,25 @@ def _stage_semaphores(op: sync.StageOp) -> tuple[int, int]:
     return math.prod(grid), 1
 
 
-def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[Step]]:
+def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[HostStep]]:
+    """The stages to launch and the host plan (without `sync.launch` ops: every stage on
+    stream 0 in program order)."""
+    graph = StageGraph.of(compiled.module)
     stages: dict[str, Stage] = {}
-    steps: list[Step] = []
-    for op in compiled.module.walk():
-        if isinstance(op, sync.StageOp):
-            sems, posts = _stage_semaphores(op)
-            stages[op.sym_name.data] = Stage(
-                op.sym_name.data, op.kernel.nested_references.data[-1].data,
-                _dims3(op.grid.get_values()), _dims3(op.block.get_values()), sems, posts)
-        elif isinstance(op, sync.LaunchOp):
-            steps.append(Step("launch", op.stage.root_reference.data, op.stream.value.data,
-                              op.priority.value.data, op.pdl.value.data))
-        elif isinstance(op, sync.WaitKernelOp):
-            steps.append(Step("wait_kernel", op.producer.root_reference.data,
-                              op.stream.value.data))
-    if not steps:  # no launch plan: all stages in order on one stream
-        steps = [Step("launch", name, 0) for name in stages]
-    return stages, steps
+    for name, op in graph.stages.items():
+        sems, posts = _stage_semaphores(op)
+        stages[name] = Stage(name, op.kernel.nested_references.data[-1].data,
+                             _dims3(op.grid_shape), _dims3(op.block_shape), sems, posts)
+    return stages, graph.plan
+
+
+def _step_stage(step: HostStep) -> str:
+    """The stage whose state a step binds: the launched one, or a wait-kernel's producer."""
+    return step.stage if isinstance(step, Launch) else step.producer
+
+
+def _step_priority(step: HostStep) -> int:
+    return step.priority if isinstance(step, Launch) else 0  # a wait-kernel: the default
 
 
 class CapturedRun:
@@ -252,11 +245,12 @@ class StageProgram:
         for stream in others:
             stream.wait_event(start)
         for step in self.steps:
-            stream = self._stream(step.stream, step.priority)
-            if step.kind == "wait_kernel":
+            stream = self._stream(step.stream, _step_priority(step))
+            if not isinstance(step, Launch):
                 sig = self.signatures[WAIT_KERNEL]
                 launch(self.kernels[WAIT_KERNEL], 1, 1,
-                       [self._bind(role, step.stage) for role in sig.sync_args], stream=stream)
+                       [self._bind(role, step.producer) for role in sig.sync_args],
+                       stream=stream)
                 continue
             stage = self.stages[step.stage]
             sig = self.signatures[stage.kernel]
@@ -276,7 +270,7 @@ class StageProgram:
         """The run's first stream (it forks and joins the others) and the others; each at the
         highest priority any of its launches asks for."""
         used = sorted({s.stream for s in self.steps})
-        streams = [self._stream(i, min(s.priority for s in self.steps if s.stream == i))
+        streams = [self._stream(i, min(_step_priority(s) for s in self.steps if s.stream == i))
                    for i in used]
         return streams[0], streams[1:]
 
@@ -284,9 +278,9 @@ class StageProgram:
         """Create every stream and every piece of device state the steps bind."""
         self._plan_streams()
         for step in self.steps:
-            kernel = WAIT_KERNEL if step.kind == "wait_kernel" else self.stages[step.stage].kernel
+            kernel = self.stages[step.stage].kernel if isinstance(step, Launch) else WAIT_KERNEL
             for role in self.signatures[kernel].sync_args:
-                self._bind(role, step.stage)
+                self._bind(role, _step_stage(step))
         if self.device_epoch:
             self._epoch_word()
 

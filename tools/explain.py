@@ -24,6 +24,9 @@ from fractions import Fraction
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
+from tilesync.analysis.forward_progress import wait_kernel_legality
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.wave_model import StageWaves, predict_chain, tile_order_legality
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     DEFAULT_TARGET,
@@ -32,20 +35,14 @@ from tilesync.contract import (
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     TARGETS,
+    limits_for_arch,
 )
-from tilesync.dialects.sync import DependencyOp, StageOp, WaitKernelOp, format_affine_map
+from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
 from tilesync.transforms.sync.annotate_occupancy import (
     int_attribute,
     stage_occupancy,
 )
-from tilesync.transforms.sync.optimize import guarded_launch, tile_order_group
-from tilesync.transforms.sync.wave_model import (
-    StageWaves,
-    limits_for_arch,
-    predict_chain,
-    tile_order_legality,
-    wait_kernel_legality,
-)
+from tilesync.transforms.sync.optimize import tile_order_group
 
 
 def _num(value: Fraction | float) -> str:
@@ -117,9 +114,8 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
     """The wave-model report of `module` (see the module doc) as text."""
     if sms < 1:
         raise ValueError(f"sms must be positive, got {sms}")
-    stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, StageOp)}
-    deps = [op for op in module.walk() if isinstance(op, DependencyOp)]
-    waits = [op for op in module.walk() if isinstance(op, WaitKernelOp)]
+    graph = StageGraph.of(module)
+    stages, deps = graph.stages, graph.dependencies
     lines = [f"wave model on {sms} SMs ({arch}); times in tile-time units"]
     if not stages:
         lines.append("no sync.stage in this module")
@@ -179,15 +175,20 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
             f"ceil({_num(prediction.total_waves)}))"
         )
         lines.append(f"  predicted speedup: {_num(prediction.speedup)}x")
-        for wait in waits:
-            producer = wait.producer.root_reference.data
-            launch = guarded_launch(wait)
+        for wait in graph.wait_kernels():
+            producer = wait.producer
+            launch = graph.guarded_launch(wait)
             if producer not in group or launch is None:
                 continue
-            consumer = launch.stage.root_reference.data
+            consumer = launch.stage
             if consumer not in waves:
                 continue
-            verdict = wait_kernel_legality(waves[producer], waves[consumer])
+            if any(name not in waves for name in stages):
+                lines.append(f"  W (drop the wait-kernel @{producer} -> @{consumer}): unknown: "
+                             f"a stage of the program cannot run")
+                continue
+            others = [w for name, w in waves.items() if name not in (producer, consumer)]
+            verdict = wait_kernel_legality(waves[producer], waves[consumer], others)
             lines.append(
                 f"  W (drop the wait-kernel @{producer} -> @{consumer}): "
                 f"{'legal' if verdict else 'not legal'}: {verdict.reason}"

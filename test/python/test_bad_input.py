@@ -44,9 +44,9 @@ PROGRAMS = {
 BLOCK = "convert-func-to-llvm: cannot lower 'gpu.func': 'gpu.known_block_size': "
 MIN_BLOCKS = "convert-func-to-llvm: cannot lower 'gpu.func': 'tilesync.min_blocks_per_sm': "
 NO_PROGRESS = ("sync-verify: no forward-progress guarantee for @gemm2 waiting on @gemm1: launch "
-               "a sync.wait_kernel @gemm1 before @gemm2, launch @gemm2 with pdl = true, or show "
-               "that both stages are co-resident (coresident, or blocks_per_sm on both stages "
-               "and sms=N)")
+               "a sync.wait_kernel @gemm1 before @gemm2 on its stream, launch @gemm2 with pdl = "
+               "true right after @gemm1 on its stream, or show that all stages are co-resident "
+               "(coresident, or blocks_per_sm on every stage and sms=N)")
 
 # Bad programs: (file, error class, location, message); the CLIs print "location: error: message".
 PROGRAM_ROWS = [

@@ -13,7 +13,7 @@ For each `sync.stage` the pass reads, from the stage's attribute dictionary only
 
 and writes `blocks_per_sm` (i64), `waves` (f64: blocks / (sms × blocks_per_sm)) and `limiter`
 (string: the resources at the limit, e.g. "threads+registers") per the occupancy calculator of
-`wave_model`. It never guesses a kernel's registers from a table: what is not on the stage
+`analysis.occupancy`. It never guesses a kernel's registers from a table: what is not on the stage
 comes from the options, whose defaults are the documented ones above. A stage that cannot run
 (a block exceeds the per-block limits) is an error.
 
@@ -38,6 +38,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.occupancy import Occupancy, blocks_per_sm
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.wave_model import StageWaves
 from tilesync.contract import (
     ARCHITECTURES,
     BLOCKS_PER_SM_ATTR,
@@ -46,15 +49,10 @@ from tilesync.contract import (
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     WAVES_ATTR,
+    limits_for_arch,
 )
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import StageOp
-from tilesync.transforms.sync.wave_model import (
-    Occupancy,
-    StageWaves,
-    blocks_per_sm,
-    limits_for_arch,
-)
 
 PASS_NAME = "sync-annotate-occupancy"
 
@@ -166,9 +164,7 @@ class AnnotateOccupancyPass(ModulePass):
                              f"{self.smem_per_block}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for stage in op.walk():
-            if not isinstance(stage, StageOp):
-                continue
+        for stage in StageGraph.of(op).stages.values():
             occupancy, registers, shared = stage_occupancy(
                 stage, self.arch, self.regs_per_thread, self.smem_per_block
             )

@@ -26,7 +26,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tilesync.transforms.sync.dependency_analysis import StageGraph, generate_policy
+from tilesync.analysis.dependency_analysis import generate_policy
+from tilesync.analysis.stage_graph import StageGraph
 
 
 @dataclass(frozen=True)

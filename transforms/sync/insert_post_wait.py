@@ -58,10 +58,12 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.analysis.dependency_analysis import wait_loops
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, sync_arg
-from tilesync.transforms.sync.dependency_analysis import StageGraph, diagnostic, wait_loops
+from tilesync.dialects.locations import diagnostic
 
 PASS = "sync-insert-post-wait"
 

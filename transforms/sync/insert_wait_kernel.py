@@ -6,9 +6,10 @@ the consumer's stream just before the consumer, spins until *every* producer blo
 started (each posts the producer's start flag on entry; the host passes epoch × blocks as the
 target): only then can consumer blocks be dispatched, so they can never hold the slots a
 producer block needs. (The paper's wait-kernel waits for the first block only, which relies on
-the hardware preferring the producer's remaining blocks; runtime/simulator.py shows an
+the hardware preferring the producer's remaining blocks; analysis/simulator shows an
 adversarial dispatcher deadlocking it.) The flag is an epoch semaphore: no reset between
-launches. Consumers launched with PDL need none: PDL gives the same guarantee.
+launches. Consumers launched with PDL right after their producer on its stream need none: PDL
+gives the same guarantee (`pdl = true` on another stream than the producer's does not).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.analysis.forward_progress import PDL, ProgressFacts, guarantees
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     EPOCH,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -42,13 +45,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import set_sync_roles, sync_arg, sync_roles
-from tilesync.transforms.sync.forward_progress import (
-    dependent_pairs,
-    entry_insertion_point,
-    kernel_of,
-    launch_of,
-    stages,
-)
+from tilesync.transforms.sync.forward_progress import entry_insertion_point, kernel_of, launch_of
 
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
 
@@ -93,12 +90,15 @@ class InsertWaitKernelPass(ModulePass):
     name = "sync-insert-wait-kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        all_stages = stages(op)
-        for producer, consumer in list(dependent_pairs(op)):
-            consumer_launch = launch_of(op, consumer, self.name)
-            if consumer_launch.pdl.value.data:
+        graph = StageGraph.of(op)
+        pairs = graph.dependent_pairs()
+        ordered = guarantees(ProgressFacts(list(graph.stages), pairs, graph.plan, {}))
+        for producer, consumer in pairs:
+            consumer_launch = launch_of(graph, consumer, self.name)
+            guarantee = ordered[(producer, consumer)]
+            if guarantee is not None and guarantee.kind == PDL:
                 continue  # PDL already orders the grids
-            func = kernel_of(op, all_stages[producer])
+            func = kernel_of(op, graph.stages[producer])
             add_start_signal(func)
             gmod = func.parent_op()
             assert isinstance(gmod, gpu.ModuleOp)

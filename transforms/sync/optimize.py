@@ -3,8 +3,9 @@
     tilesync-opt prog.mlir -p 'sync-annotate-occupancy,sync-drop-wait-kernel{strict=true}'
 
 * `sync-drop-wait-kernel` (W) removes a `sync.wait_kernel @producer {stream = s}` when
-  `wave_model.wait_kernel_legality(producer, consumer)` holds, the consumer being the stage of
-  the next `sync.launch` on stream `s` after the wait-kernel (where the wait-kernel guards it).
+  `forward_progress.wait_kernel_legality(producer, consumer, others)` holds, the consumer being
+  the stage of the next `sync.launch` on stream `s` after the wait-kernel (where the
+  wait-kernel guards it) and the others every other stage of the program.
 * `sync-drop-tile-order` (T) resets the order of a consumer stage (a stage some
   sync.dependency feeds) to `#sync.order<row_major>` when its order is another one and
   `wave_model.tile_order_legality` holds for the stage together with the stages it depends on
@@ -25,22 +26,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.analysis.forward_progress import wait_kernel_legality
+from tilesync.analysis.stage_graph import StageGraph, WaitKernel
+from tilesync.analysis.wave_model import Legality, tile_order_legality
 from tilesync.dialects.locations import OpDiagnostic
-from tilesync.dialects.sync import DependencyOp, LaunchOp, OrderAttr, StageOp, WaitKernelOp
+from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
 from tilesync.transforms.sync.annotate_occupancy import annotated_waves
-from tilesync.transforms.sync.wave_model import (
-    Legality,
-    tile_order_legality,
-    wait_kernel_legality,
-)
-
-
-def _stages(module: ModuleOp) -> dict[str, StageOp]:
-    return {op.sym_name.data: op for op in module.walk() if isinstance(op, StageOp)}
 
 
 def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> StageOp:
@@ -49,31 +43,22 @@ def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> 
     return stages[name]
 
 
-def guarded_launch(wait: WaitKernelOp) -> LaunchOp | None:
-    """The launch a wait-kernel guards: the next sync.launch on its stream, in program order."""
-    stream = wait.stream.value.data
-    op: Operation | None = wait.next_op
-    while op is not None:
-        if isinstance(op, LaunchOp) and op.stream.value.data == stream:
-            return op
-        op = op.next_op
-    return None
-
-
-def wait_kernel_verdict(wait: WaitKernelOp, stages: dict[str, StageOp], sms: int) -> Legality:
+def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int) -> Legality:
     """Whether `wait` may be dropped, with the reason (diagnostics for missing facts)."""
     name = DropWaitKernelPass.name
-    producer = _stage(stages, wait.producer.root_reference.data, name, "producer")
-    launch = guarded_launch(wait)
+    producer = _stage(graph.stages, wait.producer, name, "producer")
+    launch = graph.guarded_launch(wait)
     if launch is None:
         return Legality(
             False,
-            f"no sync.launch follows it on stream {wait.stream.value.data}, so the consumer "
-            f"it guards is unknown",
+            f"no sync.launch follows it on stream {wait.stream}, so the consumer it guards is "
+            f"unknown",
         )
-    consumer = _stage(stages, launch.stage.root_reference.data, name, "launched stage")
+    consumer = _stage(graph.stages, launch.stage, name, "launched stage")
+    others = [annotated_waves(stage, sms, name) for stage in graph.stages.values()
+              if stage is not producer and stage is not consumer]
     verdict = wait_kernel_legality(
-        annotated_waves(producer, sms, name), annotated_waves(consumer, sms, name)
+        annotated_waves(producer, sms, name), annotated_waves(consumer, sms, name), others
     )
     return Legality(
         verdict.legal, f"@{producer.sym_name.data} -> @{consumer.sym_name.data}: {verdict.reason}"
@@ -94,18 +79,17 @@ class DropWaitKernelPass(ModulePass):
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        stages = _stages(op)
-        waits = [w for w in op.walk() if isinstance(w, WaitKernelOp)]
-        for wait in waits:
-            verdict = wait_kernel_verdict(wait, stages, self.sms)
+        graph = StageGraph.of(op)
+        for wait in graph.wait_kernels():
+            verdict = wait_kernel_verdict(wait, graph, self.sms)
             if verdict.legal:
-                wait.detach()
-                wait.erase()
+                assert wait.op is not None
+                wait.op.detach()
+                wait.op.erase()
             elif self.strict:
                 raise OpDiagnostic(
-                    f"{self.name}: cannot drop the wait-kernel of @"
-                    f"{wait.producer.root_reference.data} on stream "
-                    f"{wait.stream.value.data}: {verdict.reason}", wait
+                    f"{self.name}: cannot drop the wait-kernel of @{wait.producer} on stream "
+                    f"{wait.stream}: {verdict.reason}", wait.op
                 )
 
 
@@ -149,8 +133,8 @@ class DropTileOrderPass(ModulePass):
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        stages = _stages(op)
-        deps = [d for d in op.walk() if isinstance(d, DependencyOp)]
+        graph = StageGraph.of(op)
+        stages, deps = graph.stages, graph.dependencies
         consumers = {d.consumer.root_reference.data for d in deps}
         decisions: list[tuple[StageOp, Legality]] = []
         for name, stage in stages.items():

@@ -32,10 +32,10 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import REORDERED_ATTR
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel
-from tilesync.transforms.sync.dependency_analysis import StageGraph
 
 
 def _uses_value(op: Operation, values: set[SSAValue]) -> bool:

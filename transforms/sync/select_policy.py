@@ -34,10 +34,12 @@ from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.analysis.dependency_analysis import generate_policy
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import BLOCKS_PER_SM_ATTR, NUM_SEMAPHORES_ATTR
 from tilesync.dialects import sync
+from tilesync.dialects.locations import diagnostic
 from tilesync.dialects.sync import COLUMN_DIM
-from tilesync.transforms.sync.dependency_analysis import StageGraph, diagnostic, generate_policy
 
 PASS = "sync-select-policy"
 CHOICES = ("tile", "row", "strided", "auto")

@@ -2,15 +2,8 @@
 
     tilesync-opt prog.mlir -p 'sync-tile-order{order=generated}'
 
-Orders, as permutations (position in the order → linear tile id, the row-major index of the
-tile in its grid, last coordinate fastest — the same linearization as policy maps):
-
-* `row_major`: tile ids 0, 1, 2, ... (d0 slowest);
-* `column_major`: d0 fastest (a whole column of rows, then the next column);
-* `strided<s>`: row by row; within a row the columns s apart are taken consecutively
-  (columns 0, s, 2s, ..., then 1, 1+s, ...), the producer order of StridedSync (attention:
-  the Q, K, V column tiles of one head one after the other);
-* `table<i0, i1, ...>`: an explicit permutation of the tile ids.
+Orders are read as permutations of the tile ids by `analysis.tile_order` (row_major,
+column_major, strided<s>, table<...>).
 
 Option `order`:
 
@@ -28,133 +21,39 @@ Option `order`:
   it equals row_major or column_major, else as `#sync.order<table<...>>`.
 
 Every `table` order in the module (new or already there) is checked to be a permutation of its
-stage's grid (`verify_order_on_grid`, also for other passes to call).
+stage's grid (`analysis.tile_order.verify_order_on_grid`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import pairwise, product
+from itertools import pairwise
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from tilesync.analysis.grid import grid_tiles, linear_id
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.tile_order import (
+    column_dim,
+    named_order,
+    order_permutation,
+    verify_order_on_grid,
+)
 from tilesync.dialects.locations import OpDiagnostic
-from tilesync.dialects.sync import COLUMN_DIM, DependencyOp, OrderAttr, StageOp
+from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
 
 PASS_NAME = "sync-tile-order"
 ORDER_OPTIONS = ("row_major", "column_major", "strided", "generated")
 
 
 # ---------------------------------------------------------------------------------------------
-# Orders as permutations
-# ---------------------------------------------------------------------------------------------
-
-
-def linear_id(tile: Sequence[int], grid: Sequence[int]) -> int:
-    """Row-major linear index of `tile` in `grid` (last coordinate fastest)."""
-    index = 0
-    for coordinate, extent in zip(tile, grid):
-        index = index * extent + coordinate
-    return index
-
-
-def grid_tiles(grid: Sequence[int]) -> Iterable[tuple[int, ...]]:
-    """Every tile of `grid` in row-major order."""
-    return product(*(range(extent) for extent in grid))
-
-
-def _column_dim(grid: Sequence[int]) -> int:
-    return COLUMN_DIM if len(grid) > COLUMN_DIM else 0
-
-
-def order_permutation(order: OrderAttr | None, grid: Sequence[int]) -> list[int]:
-    """The tile ids of `grid` in the order `order` hands them out (None: row-major)."""
-    kind = "row_major" if order is None else order.kind.data
-    tiles = list(grid_tiles(grid))
-    if kind == "row_major":
-        return list(range(len(tiles)))
-    if kind == "column_major":
-        ranked = sorted(tiles, key=lambda t: tuple(reversed(t)))
-    elif kind == "strided":
-        assert order is not None
-        stride, column = order.values[0], _column_dim(grid)
-
-        def key(t: tuple[int, ...]) -> tuple[int, ...]:
-            c = t[column]
-            return (*t[:column], c % stride, c // stride, *t[column + 1 :])
-
-        ranked = sorted(tiles, key=key)
-    elif kind == "table":
-        assert order is not None
-        verify_order_on_grid(order, grid)
-        return list(order.values)
-    else:
-        raise ValueError(f"unknown tile order '{kind}'")
-    return [linear_id(t, grid) for t in ranked]
-
-
-def verify_order_on_grid(order: OrderAttr, grid: Sequence[int]) -> None:
-    """A `table` order must list every tile id of the grid exactly once."""
-    if order.kind.data != "table":
-        return
-    values, count = order.values, math.prod(grid)
-    if len(values) != count:
-        raise VerifyException(
-            f"tile order table has {len(values)} entries but grid {tuple(grid)} has {count} tiles"
-        )
-    seen = [False] * count
-    for position, value in enumerate(values):
-        if not 0 <= value < count:
-            raise VerifyException(
-                f"tile order table entry {position} is {value}, outside the {count} tiles of "
-                f"grid {tuple(grid)}"
-            )
-        if seen[value]:
-            raise VerifyException(
-                f"tile order table lists tile {value} twice: not a permutation of grid "
-                f"{tuple(grid)}"
-            )
-        seen[value] = True
-
-
-def named_order(permutation: Sequence[int], grid: Sequence[int]) -> OrderAttr:
-    """`row_major` or `column_major` when `permutation` is one of them, else a table."""
-    for kind in ("row_major", "column_major"):
-        attr = OrderAttr(kind)
-        if list(permutation) == order_permutation(attr, grid):
-            return attr
-    return OrderAttr("table", list(permutation))
-
-
-# ---------------------------------------------------------------------------------------------
 # Deriving orders from dependencies
 # ---------------------------------------------------------------------------------------------
-
-
-def _stages_and_dependencies(
-    module: ModuleOp,
-) -> tuple[dict[str, StageOp], list[DependencyOp]]:
-    stages: dict[str, StageOp] = {}
-    deps: list[DependencyOp] = []
-    for op in module.walk():
-        if isinstance(op, StageOp):
-            stages[op.sym_name.data] = op
-        elif isinstance(op, DependencyOp):
-            deps.append(op)
-    for dep in deps:
-        for ref in (dep.producer, dep.consumer):
-            if ref.root_reference.data not in stages:
-                raise OpDiagnostic(
-                    f"{PASS_NAME}: sync.dependency names @{ref.root_reference.data}, "
-                    f"which is not a sync.stage", dep
-                )
-    return stages, deps
 
 
 def producers_first(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> list[str]:
@@ -209,7 +108,7 @@ def generated_permutation(
 def dependency_stride(dep: DependencyOp, producer_grid: Sequence[int]) -> int | None:
     """The stride s > 1 when every consumer tile reads producer columns s apart (at least two
     of them, evenly spaced), else None."""
-    column = _column_dim(producer_grid)
+    column = column_dim(producer_grid)
     consumer = dep.consumer_stage()
     stride: int | None = None
     for tile in grid_tiles(consumer.grid_shape):
@@ -232,8 +131,8 @@ def dependency_stride(dep: DependencyOp, producer_grid: Sequence[int]) -> int | 
 
 
 def verify_stage_orders(module: ModuleOp, pass_name: str = PASS_NAME) -> None:
-    for op in module.walk():
-        if isinstance(op, StageOp) and op.order is not None:
+    for op in StageGraph.of(module).stages.values():
+        if op.order is not None:
             try:
                 verify_order_on_grid(op.order, op.grid_shape)
             except VerifyException as error:
@@ -256,7 +155,8 @@ class TileOrderPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         verify_stage_orders(op)
-        stages, deps = _stages_and_dependencies(op)
+        graph = StageGraph.of(op)
+        stages, deps = graph.stages, graph.dependencies
         if self.order in ("row_major", "column_major"):
             for stage in stages.values():
                 stage.order = OrderAttr(self.order)
@@ -314,11 +214,6 @@ __all__ = [
     "TileOrderPass",
     "dependency_stride",
     "generated_permutation",
-    "grid_tiles",
-    "linear_id",
-    "named_order",
-    "order_permutation",
     "producers_first",
-    "verify_order_on_grid",
     "verify_stage_orders",
 ]

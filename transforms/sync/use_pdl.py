@@ -16,14 +16,9 @@ from xdsl.dialects.builtin import BoolAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.dialects import nvvm, sync
-from tilesync.transforms.sync.forward_progress import (
-    dependent_pairs,
-    entry_insertion_point,
-    kernel_of,
-    launch_of,
-    stages,
-)
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.dialects import nvvm
+from tilesync.transforms.sync.forward_progress import entry_insertion_point, kernel_of, launch_of
 
 
 def _triggers(func) -> bool:
@@ -37,16 +32,16 @@ class UsePDLPass(ModulePass):
     name = "sync-use-pdl"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        all_stages = stages(op)
-        for producer, consumer in list(dependent_pairs(op)):
-            producer_launch = launch_of(op, producer, self.name)
-            consumer_launch = launch_of(op, consumer, self.name)
+        graph = StageGraph.of(op)
+        for producer, consumer in graph.dependent_pairs():
+            producer_launch = launch_of(graph, producer, self.name)
+            consumer_launch = launch_of(graph, consumer, self.name)
             consumer_launch.pdl = BoolAttr.from_bool(True)
             consumer_launch.stream = IntegerAttr(producer_launch.stream.value.data, i64)
-            for wait in [w for w in op.walk() if isinstance(w, sync.WaitKernelOp)
-                         and w.producer.root_reference.data == producer]:
-                Rewriter.erase_op(wait)
-            func = kernel_of(op, all_stages[producer])
+            for wait in graph.wait_kernels():
+                if wait.producer == producer and wait.op is not None and wait.op.parent:
+                    Rewriter.erase_op(wait.op)
+            func = kernel_of(op, graph.stages[producer])
             if not _triggers(func):
                 Rewriter.insert_op(nvvm.GridDepControlLaunchDependentsOp(),
                                    InsertPoint.before(entry_insertion_point(func)))

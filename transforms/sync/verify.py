@@ -13,11 +13,13 @@ loops with constant bounds unrolled, `scf.if` taken when its condition is known)
 2. **Reachability.** Each of P's tiles posts exactly once, and each semaphore receives, per
    launch, exactly the number of posts that every wait on it expects (`posts` of the wait's
    policy): fewer expected and a wait passes early, more and it never passes.
-3. **Forward progress.** The consumer's blocks cannot starve the producer's: a
-   `sync.wait_kernel @P` before C's `sync.launch`, `pdl = true` on C's launch (P launched
-   earlier), or co-residency (`coresident` on C's stage or launch, or `blocks_per_sm` on both
-   stages with the pass option `sms` such that all blocks of both fit on the SMs at once).
-   The guarantee used is recorded on C's stage as `sync.progress`.
+3. **Forward progress.** The consumer's blocks cannot starve the producer's, by the rules of
+   `analysis.forward_progress` over the host plan (without `sync.launch` ops: every stage on
+   stream 0 in program order): stream order, `pdl = true` on C's launch right after P on P's
+   stream, a `sync.wait_kernel @P` before C on C's stream, co-residency (`coresident` on C's
+   stage or launch, or `blocks_per_sm` on every stage with the pass option `sms` such that all
+   blocks of the program fit on the SMs at once), or the wave model's W rule. The guarantee
+   used is recorded on C's stage as `sync.progress`.
 
 Enumeration is exact up to `limit` consumer tiles per dependency; above it only the tiles on
 the grid's boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
@@ -37,6 +39,10 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.dependency_analysis import tiles_read
+from tilesync.analysis.forward_progress import Guarantee, ProgressFacts, Residency, guarantees
+from tilesync.analysis.grid import Tile, grid_tiles
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     CORESIDENT_ATTR,
@@ -48,19 +54,11 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
-from tilesync.dialects.locations import OpDiagnostic
-from tilesync.transforms.sync.dependency_analysis import (
-    StageGraph,
-    diagnostic,
-    grid_tiles,
-    tiles_read,
-)
+from tilesync.dialects.locations import OpDiagnostic, diagnostic
 
 PASS = "sync-verify"
 DEFAULT_LIMIT = 4096  # consumer tiles per dependency checked exhaustively
 MAX_ITERATIONS = 1 << 16  # unrolled iterations of one loop before it is treated as unknown
-
-Tile = tuple[int, ...]
 
 _CMP = {
     0: lambda a, b: a == b,
@@ -427,14 +425,11 @@ class VerifySyncPass(ModulePass):
                 semaphore_of[name], posts_to[name], exact[name] = self.producer_posts(
                     op, graph, name
                 )
-        # The launch order, found once: a walk per consumer would be quadratic in the stages.
-        order: list[Operation] = [
-            o for o in op.walk() if isinstance(o, sync.LaunchOp | sync.WaitKernelOp)
-        ]
+        progress = self.progress(graph)
         for name in graph.stages:
             if name in consumers:
                 exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
-                self.forward_progress(graph, name, order)
+                self.forward_progress(graph, name, progress)
         for name, is_exact in exact.items():
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
@@ -551,97 +546,40 @@ class VerifySyncPass(ModulePass):
         return exact
 
     # -- forward progress ----------------------------------------------------------------------
-    def forward_progress(self, graph: StageGraph, name: str, order: list[Operation]) -> None:
-        stage = graph.stages[name]
-        position = {
-            o.stage.root_reference.data: i
-            for i, o in enumerate(order)
-            if isinstance(o, sync.LaunchOp)
-        }
-        launch = next(
-            (
-                o
-                for o in order
-                if isinstance(o, sync.LaunchOp) and o.stage.root_reference.data == name
-            ),
-            None,
-        )
-        guarantees: list[str] = []
-        for producer in graph.producers(name):
-            found = self.guarantee(stage, graph.stages[producer], launch, order, position)
-            if found is None:
-                raise refusal(
-                    launch if launch is not None else stage,
-                    f"no forward-progress guarantee for @{name} waiting on @{producer}: "
-                    f"launch a sync.wait_kernel @{producer} before @{name}, launch @{name} "
-                    f"with pdl = true, or show that both stages are co-resident (coresident, "
-                    f"or blocks_per_sm on both stages and sms=N)",
-                )
-            guarantees.append(f"@{producer}: {found}")
-        stage.attributes[PROGRESS_ATTR] = StringAttr("; ".join(guarantees))
-
-    def guarantee(
-        self,
-        consumer: sync.StageOp,
-        producer: sync.StageOp,
-        launch: sync.LaunchOp | None,
-        order: list[Operation],
-        position: dict[str, int],
-    ) -> str | None:
-        pname = producer.sym_name.data
-        if CORESIDENT_ATTR in consumer.attributes or (
-            launch is not None and CORESIDENT_ATTR in launch.attributes
-        ):
-            return "co-resident (declared)"
-        fit = self.coresident(consumer, producer)
-        if fit is not None:
-            return fit
-        if launch is None or pname not in position:
-            return None
-        here = order.index(launch)
-        if position[pname] > here:
-            return None  # the producer is launched after its consumer
-        if launch.pdl.value.data:
-            return "programmatic dependent launch"
-        producer_launch = order[position[pname]]
-        assert isinstance(producer_launch, sync.LaunchOp)
-        if producer_launch.stream.value.data == launch.stream.value.data:
-            # Same stream, no PDL: the consumer starts after the producer finished, so its
-            # waits pass at once (stream sync with the same kernels).
-            return "stream order"
-        # A wait-kernel on the consumer's stream, before it: consumer blocks are dispatched
-        # only once the producer has started (its blocks are dispatched first).
-        for o in order[:here]:
-            if isinstance(o, sync.WaitKernelOp) and o.producer.root_reference.data == pname:
-                if o.stream.value.data == launch.stream.value.data:
-                    return "wait-kernel"
-        return self.no_starvation(consumer, producer)
-
-    def no_starvation(self, consumer: sync.StageOp, producer: sync.StageOp) -> str | None:
-        """The wave model's rule for dropping a wait-kernel (optimization W, one definition in
-        wave_model.wait_kernel_legality): even dispatched first, the consumer's blocks cannot
-        fill every SM, so a producer block always finds one."""
-        from tilesync.transforms.sync.wave_model import StageWaves, wait_kernel_legality
-
-        if self.sms <= 0:
-            return None
-        per_sm = [s.attributes.get(BLOCKS_PER_SM_ATTR) for s in (producer, consumer)]
-        if not all(isinstance(b, IntegerAttr) and b.value.data > 0 for b in per_sm):
-            return None
-        waves = [StageWaves(math.prod(s.grid_shape), b.value.data, self.sms)
-                 for s, b in zip((producer, consumer), per_sm)]
-        verdict = wait_kernel_legality(waves[0], waves[1])
-        return f"wave model: {verdict.reason}" if verdict.legal else None
-
-    def coresident(self, consumer: sync.StageOp, producer: sync.StageOp) -> str | None:
-        if self.sms <= 0:
-            return None
-        needed = 0
-        for stage in (producer, consumer):
+    def progress(self, graph: StageGraph) -> dict[tuple[str, str], Guarantee | None]:
+        """The forward-progress guarantee of every dependency (`analysis.forward_progress`)."""
+        residency: dict[str, Residency] = {}
+        declared: set[str] = set()
+        for name, stage in graph.stages.items():
             per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
-            if not isinstance(per_sm, IntegerAttr) or per_sm.value.data <= 0:
-                return None
-            needed += _ceildiv(math.prod(stage.grid_shape), per_sm.value.data)
-        if needed <= self.sms:
-            return f"co-resident ({needed} of {self.sms} SMs)"
-        return None
+            if isinstance(per_sm, IntegerAttr) and per_sm.value.data > 0:
+                residency[name] = Residency(math.prod(stage.grid_shape), per_sm.value.data)
+            launch = graph.launch(name)
+            if CORESIDENT_ATTR in stage.attributes or (
+                launch is not None and launch.op is not None
+                and CORESIDENT_ATTR in launch.op.attributes
+            ):
+                declared.add(name)
+        facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(), graph.plan,
+                              residency, max(self.sms, 0), declared)
+        return guarantees(facts)
+
+    def forward_progress(
+        self, graph: StageGraph, name: str, progress: dict[tuple[str, str], Guarantee | None]
+    ) -> None:
+        stage = graph.stages[name]
+        launch = graph.launch(name)
+        found: list[str] = []
+        for producer in graph.producers(name):
+            guarantee = progress[(producer, name)]
+            if guarantee is None:
+                raise refusal(
+                    launch.op if launch is not None and launch.op is not None else stage,
+                    f"no forward-progress guarantee for @{name} waiting on @{producer}: "
+                    f"launch a sync.wait_kernel @{producer} before @{name} on its stream, "
+                    f"launch @{name} with pdl = true right after @{producer} on its stream, or "
+                    f"show that all stages are co-resident (coresident, or blocks_per_sm on "
+                    f"every stage and sms=N)",
+                )
+            found.append(f"@{producer}: {guarantee}")
+        stage.attributes[PROGRESS_ATTR] = StringAttr("; ".join(found))

@@ -38,7 +38,7 @@ builtin.module attributes {gpu.container_module} {
   sync.stage @g2 {kernel = @k::@g2, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
   sync.dependency @g1 -> @g2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 8)
   sync.launch @g1
-  sync.launch @g2 {stream = 1 : i64, pdl = true}
+  sync.launch @g2 {pdl = true}
 }
 
 // CHECK-LABEL: gpu.func @g2(
@@ -102,7 +102,7 @@ builtin.module attributes {gpu.container_module} {
   sync.stage @g2 {kernel = @k::@g2, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
   sync.dependency @g1 -> @g2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 8)
   sync.launch @g1
-  sync.launch @g2 {stream = 1 : i64, pdl = true}
+  sync.launch @g2 {pdl = true}
 }
 
 // CHECK-LABEL: gpu.func @g2(

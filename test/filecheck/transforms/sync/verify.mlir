@@ -4,7 +4,7 @@
 
 // Hand-written synchronization (no hooks) is proved too: the raw loads of operand 0 must be
 // covered for the whole tile. TileSync, one wait per tile read in a loop; co-residency from
-// blocks_per_sm: 8 + 4 blocks at 2 per SM need 6 SMs of 132.
+// blocks_per_sm: 8 + 4 blocks at 2 per SM, of the 264 that fit on 132 SMs.
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %x, %y = sync.tile : index, index
@@ -33,19 +33,20 @@ sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
 // CHECK:      sync.stage @p {blocks_per_sm = 2 : i64, sync.verified = "proved", kernel = @k::@p
-// CHECK-NEXT: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (6 of 132 SMs)", sync.verified = "proved", kernel = @k::@c
+// CHECK-NEXT: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (12 blocks, at most 264 = 132 SMs x 2 blocks per SM)", sync.verified = "proved", kernel = @k::@c
 
 // With at most 4 tiles enumerated, the 8-tile producer and 4-tile consumer: the consumer is
 // still enumerated, the producer only on its boundary tiles.
 // BOUNDARY:      sync.stage @p {blocks_per_sm = 2 : i64, sync.verified = "boundary"
-// BOUNDARY-NEXT: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (6 of 132 SMs)", sync.verified = "proved"
+// BOUNDARY-NEXT: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (12 blocks, at most 264 = 132 SMs x 2 blocks per SM)", sync.verified = "proved"
 
-// On 8 SMs... still fits (6).
-// SMALL: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (6 of 8 SMs)"
+// On 8 SMs... still fits (12 of 16).
+// SMALL: sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (12 blocks, at most 16 = 8 SMs x 2 blocks per SM)"
 
 // -----
 
-// Does not fit on 8 SMs: 40 + 8 blocks at 2 per SM need 24 SMs; fits on 132.
+// Does not fit on 8 SMs: 40 + 8 blocks at 2 per SM need 24 SMs; fits on 132. (The two
+// streams keep stream order out of it.)
 gpu.module @k {
   gpu.func @p(%sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %t = sync.tile : index
@@ -63,6 +64,8 @@ gpu.module @k {
 sync.stage @p {kernel = @k::@p, grid = array<i64: 40>, block = array<i64: 128>, tile = array<i64: 64>, policy = #sync.policy<Custom (d0) -> (0), posts = 40>, blocks_per_sm = 2 : i64}
 sync.stage @c {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 128>, tile = array<i64: 64>, blocks_per_sm = 2 : i64}
 sync.dependency @p -> @c operand 0 tiles (d0)[s0] -> (s0) forall s0 in [0, 40)
+sync.launch @p
+sync.launch @c {stream = 1 : i64}
 
-// CHECK:      sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (24 of 132 SMs)", sync.verified = "proved"
-// SMALL:      verify.mlir:64:1: sync-verify: no forward-progress guarantee for @c waiting on @p
+// CHECK:      sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (48 blocks, at most 264 = 132 SMs x 2 blocks per SM)", sync.verified = "proved"
+// SMALL:      verify.mlir:68:1: sync-verify: no forward-progress guarantee for @c waiting on @p

@@ -392,7 +392,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
-// CHECK: verify_invalid.mlir:393:1: sync-verify: no forward-progress guarantee for @c waiting on @p: launch a sync.wait_kernel @p before @c, launch @c with pdl = true, or show that both stages are co-resident (coresident, or blocks_per_sm on both stages and sms=N)
+// CHECK: verify_invalid.mlir:393:1: sync-verify: no forward-progress guarantee for @c waiting on @p: launch a sync.wait_kernel @p before @c on its stream, launch @c with pdl = true right after @p on its stream, or show that all stages are co-resident (coresident, or blocks_per_sm on every stage and sms=N)
 
 // -----
 
@@ -424,3 +424,34 @@ sync.launch @c {pdl = true}
 sync.launch @p
 
 // CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p
+
+// -----
+
+// PDL orders a launch only after the previous launch on its own stream: @c, launched with
+// pdl = true on stream 1, is not ordered after @p on stream 0. No guarantee.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 4> : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    scf.for %k = %c0 to %c4 step %c1 {
+      sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 4> : memref<?xi32>
+      sync.load_point operand 0 [%x, %y] step %k
+      %v = memref.load %a[%k] : memref<?xf32>
+    }
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 4>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
+sync.launch @p
+sync.launch @c {stream = 1 : i64, pdl = true}
+
+// CHECK: verify_invalid.mlir:455:1: sync-verify: no forward-progress guarantee for @c waiting on @p

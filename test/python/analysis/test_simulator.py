@@ -17,29 +17,26 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.parser import Parser
 
+from tilesync.analysis.grid import grid_tiles
+from tilesync.analysis.simulator import (
+    SCHEDULERS,
+    SimDependency,
+    SimMachine,
+    SimPolicy,
+    SimProgram,
+    SimStage,
+    SimulationError,
+    program_from_ir,
+    simulate,
+)
+from tilesync.analysis.stage_graph import Launch, WaitKernel
 from tilesync.dialects.sync import (
-    OrderAttr,
     PolicyAttr,
     StageOp,
     Sync,
     conv2d_tile_sync,
     row_sync,
     tile_sync,
-)
-from tilesync.runtime.simulator import (
-    SCHEDULERS,
-    SimDependency,
-    SimLaunch,
-    SimMachine,
-    SimPolicy,
-    SimProgram,
-    SimStage,
-    SimulationError,
-    SimWaitKernel,
-    grid_tiles,
-    order_table,
-    program_from_ir,
-    simulate,
 )
 
 d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
@@ -62,8 +59,8 @@ def chain(grid, launches, policy=None, duration=10, consumer_grid=None, reads=id
     )
 
 
-TWO_STREAMS = [SimLaunch("p", 0), SimLaunch("c", 1)]
-CONSUMER_FIRST = [SimLaunch("c", 1), SimLaunch("p", 0)]
+TWO_STREAMS = [Launch("p", 0), Launch("c", 1)]
+CONSUMER_FIRST = [Launch("c", 1), Launch("p", 0)]
 
 
 # --- timing: the wave model's Table I --------------------------------------------------------
@@ -139,7 +136,7 @@ def mlp_program(policy_kind: str, per_step: bool, rows=4, cols1=12, cols2=24, k=
             SimStage("mlp2", (rows, cols2), duration=4, per_step=per_step, compute=gemm2),
         ],
         [SimDependency.affine("mlp1", "mlp2", AffineMap(2, 1, (d0, s0)), [(0, cols1)])],
-        [SimLaunch("mlp1", 0, priority=-1), SimWaitKernel("mlp1", 1), SimLaunch("mlp2", 1)],
+        [Launch("mlp1", 0, priority=-1), WaitKernel("mlp1", 1), Launch("mlp2", 1)],
     )
 
     def expected(epoch):
@@ -179,14 +176,17 @@ def test_gpt3_mlp_at_paper_grid_gains_a_wave(policy):
                     grid1,
                     duration=10,
                     policy=policy(grid1),
-                    order=grid_tiles(grid1) if order_tables else None,
+                    order=list(grid_tiles(grid1)) if order_tables else None,
                 ),
                 SimStage(
-                    "mlp2", grid2, duration=10, order=grid_tiles(grid2) if order_tables else None
+                    "mlp2",
+                    grid2,
+                    duration=10,
+                    order=list(grid_tiles(grid2)) if order_tables else None,
                 ),
             ],
             [SimDependency.affine("mlp1", "mlp2", AffineMap(2, 1, (d0, s0)), [(0, 48)])],
-            [SimLaunch("mlp1", 0), SimWaitKernel("mlp1", 1), SimLaunch("mlp2", 1)],
+            [Launch("mlp1", 0), WaitKernel("mlp1", 1), Launch("mlp2", 1)],
         )
 
     machine = SimMachine(sms=132)
@@ -265,7 +265,7 @@ def test_unguarded_operand_is_a_race():
                 SimDependency("a", "gemm", identity),
                 SimDependency("b", "gemm", identity, guarded=guard_b),
             ],
-            [SimLaunch("a", 0), SimLaunch("b", 1), SimLaunch("gemm", 2)],
+            [Launch("a", 0), Launch("b", 1), Launch("gemm", 2)],
         )
 
     machine = SimMachine(sms=12)
@@ -339,7 +339,7 @@ def test_over_counting_hangs_and_says_where():
 def test_overlapping_relaunches_overwrite_unread_tiles():
     # Without a host barrier the producer's next launch (higher priority) runs ahead of the
     # previous launch's consumer and overwrites tiles it has not read.
-    launches = [SimLaunch("p", 0, priority=-1), SimLaunch("c", 1)]
+    launches = [Launch("p", 0, priority=-1), Launch("c", 1)]
     program = chain((4,), launches, duration=1)
     machine = SimMachine(sms=4)
     racy = simulate(program, machine, launches=2, launch_barrier=False)
@@ -367,8 +367,8 @@ def test_consumer_launched_first_deadlocks(scheduler):
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_wait_kernel_and_pdl_prevent_the_deadlock(scheduler):
     machine = SimMachine(sms=5, blocks_per_sm=2)
-    waited = [SimWaitKernel("p", 1), SimLaunch("c", 1), SimLaunch("p", 0)]
-    pdl = [SimLaunch("p", 0), SimLaunch("c", 0, pdl=True)]
+    waited = [WaitKernel("p", 1), Launch("c", 1), Launch("p", 0)]
+    pdl = [Launch("p", 0), Launch("c", 0, pdl=True)]
     for launches, guarantee in ((waited, "wait-kernel"), (pdl, "pdl")):
         result = simulate(chain((12,), launches), machine, scheduler, launches=2, seed=3)
         result.check()
@@ -379,9 +379,9 @@ def test_wait_kernel_and_pdl_prevent_the_deadlock(scheduler):
 @pytest.mark.parametrize(
     "launches",
     [
-        [SimLaunch("p", 0), SimWaitKernel("p", 1), SimLaunch("c", 1)],
+        [Launch("p", 0), WaitKernel("p", 1), Launch("c", 1)],
         # the consumer first in program order: it still queues behind the started producer
-        [SimWaitKernel("p", 1), SimLaunch("c", 1), SimLaunch("p", 0)],
+        [WaitKernel("p", 1), Launch("c", 1), Launch("p", 0)],
     ],
 )
 def test_the_papers_wait_kernel_needs_in_order_dispatch(launches):
@@ -401,7 +401,7 @@ def test_the_papers_wait_kernel_needs_in_order_dispatch(launches):
     assert adversarial.guarantees == {("p", "c"): None}
     # a consumer of higher priority overtakes the producer's remaining blocks
     urgent = [
-        SimLaunch(i.stage, i.stream, -1) if isinstance(i, SimLaunch) and i.stage == "c" else i
+        Launch(i.stage, i.stream, -1) if isinstance(i, Launch) and i.stage == "c" else i
         for i in launches
     ]
     overtaken = simulate(
@@ -411,7 +411,7 @@ def test_the_papers_wait_kernel_needs_in_order_dispatch(launches):
 
 
 def test_consumer_before_producer_on_one_stream_is_launch_blocked():
-    result = simulate(chain((4,), [SimLaunch("c"), SimLaunch("p")]), SimMachine(sms=8))
+    result = simulate(chain((4,), [Launch("c"), Launch("p")]), SimMachine(sms=8))
     assert result.deadlock is not None and result.deadlock.reason == "launch-blocked"
     assert result.deadlock.blocked_launches == ("p@1",)
     assert result.guarantees == {("p", "c"): None}
@@ -462,22 +462,6 @@ def test_order_table_hands_tiles_out_in_dispatch_order():
         assert finish_order == table
 
 
-def test_order_tables_from_attributes():
-    assert order_table((2, 3), OrderAttr("row_major")) == grid_tiles((2, 3))
-    assert order_table((2, 2), OrderAttr("column_major")) == [(0, 0), (1, 0), (0, 1), (1, 1)]
-    assert order_table((1, 6), OrderAttr("strided", [3])) == [
-        (0, 0),
-        (0, 3),
-        (0, 1),
-        (0, 4),
-        (0, 2),
-        (0, 5),
-    ]
-    assert order_table((1, 3), OrderAttr("table", [2, 0, 1])) == [(0, 2), (0, 0), (0, 1)]
-    with pytest.raises(ValueError, match="not a permutation"):
-        order_table((1, 3), OrderAttr("table", [0, 0, 1]))
-
-
 # --- from IR ---------------------------------------------------------------------------------
 
 MLP_IR = """
@@ -511,12 +495,12 @@ def test_program_from_ir_follows_the_launch_plan():
         per_step=["mlp2"],
     )
     assert [s.name for s in program.stages] == ["mlp1", "mlp2"]
-    assert program.stages[0].order == grid_tiles((4, 8))
+    assert program.stages[0].order == list(grid_tiles((4, 8)))
     assert program.stages[1].order is None and program.stages[1].block_tiles == "column_major"
     assert program.launches == [
-        SimLaunch("mlp1", 0, -1),
-        SimWaitKernel("mlp1", 1),
-        SimLaunch("mlp2", 1),
+        Launch("mlp1", 0, -1),
+        WaitKernel("mlp1", 1),
+        Launch("mlp2", 1),
     ]
     dependency = program.dependencies[0]
     assert dependency.reads((2, 5)) == [(2, s) for s in range(8)]
@@ -568,7 +552,7 @@ def test_invalid_programs_are_refused():
     outside = chain((4,), None, reads=lambda t: [(t[0] + 1,)])
     with pytest.raises(ValueError, match=r"reads p tile \(4,\) outside its grid"):
         simulate(outside, machine)
-    twice = chain((4,), [SimLaunch("p"), SimLaunch("c"), SimLaunch("c")])
+    twice = chain((4,), [Launch("p"), Launch("c"), Launch("c")])
     with pytest.raises(ValueError, match="launched exactly once"):
         simulate(twice, machine)
     cyclic = chain((4,), None)
@@ -627,7 +611,7 @@ def programs(draw, mechanism=None):
         dependencies.append(SimDependency("s0", "s2", lambda t: [(t[0] % r0, t[1] % c0)]))
     stages = []
     for k, grid in enumerate(grids):
-        tiles = grid_tiles(grid)
+        tiles = list(grid_tiles(grid))
         times = draw(st.lists(st.integers(1, 6), min_size=len(tiles), max_size=len(tiles)))
         by_tile = dict(zip(tiles, times))
         policy = draw(st.sampled_from([tile_sync(grid), row_sync(grid)]))
@@ -649,7 +633,7 @@ def programs(draw, mechanism=None):
     launches: list = []
     if mechanism in ("stream-order", "pdl"):
         launches = [
-            SimLaunch(n, 0, priority[n], pdl=mechanism == "pdl" and k > 0)
+            Launch(n, 0, priority[n], pdl=mechanism == "pdl" and k > 0)
             for k, n in enumerate(names)
         ]
     else:
@@ -657,9 +641,9 @@ def programs(draw, mechanism=None):
         for k in draw(st.permutations(range(count))):
             if mechanism == "wait-kernel":
                 launches += [
-                    SimWaitKernel(d.producer, k) for d in dependencies if d.consumer == names[k]
+                    WaitKernel(d.producer, k) for d in dependencies if d.consumer == names[k]
                 ]
-            launches.append(SimLaunch(names[k], k, priority[names[k]]))
+            launches.append(Launch(names[k], k, priority[names[k]]))
     blocks_per_sm = draw(st.integers(1, 2))
     total = sum(math.prod(g) for g in grids)
     mixed = blocks_per_sm == 2 and any(s.blocks_per_sm == 1 for s in stages)
@@ -757,9 +741,9 @@ def test_a_claimed_guarantee_holds(case, strip, scheduler, wait_kernel_mode, see
     program, machine = case
     if strip:
         program.launches = [
-            SimLaunch(i.stage, i.stream, i.priority)
+            Launch(i.stage, i.stream, i.priority)
             for i in program.launches
-            if isinstance(i, SimLaunch)
+            if isinstance(i, Launch)
         ]
     result = simulate(program, machine, scheduler, seed=seed, wait_kernel_mode=wait_kernel_mode)
     if all(g is not None for g in result.guarantees.values()):

@@ -12,71 +12,17 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineSymExpr
 
-from tilesync.contract import CompileError
+from tilesync.analysis.grid import Tile, grid_tiles
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.dialects import sync
-from tilesync.dialects.locations import OpDiagnostic
-from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr
-
-Tile = tuple[int, ...]
+from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr, box_points, box_size
 
 
-# --- the stage graph ---------------------------------------------------------------------------
-
-
-@dataclass
-class StageGraph:
-    """Stages by name and the dependencies into and out of each, in program order."""
-
-    stages: dict[str, sync.StageOp]
-    dependencies: list[sync.DependencyOp]
-
-    @staticmethod
-    def of(module: ModuleOp) -> StageGraph:
-        stages: dict[str, sync.StageOp] = {}
-        deps: list[sync.DependencyOp] = []
-        for op in module.walk():
-            if isinstance(op, sync.StageOp):
-                stages[op.sym_name.data] = op
-            elif isinstance(op, sync.DependencyOp):
-                deps.append(op)
-        for dep in deps:
-            for role, ref in (("producer", dep.producer), ("consumer", dep.consumer)):
-                if ref.root_reference.data not in stages:
-                    raise OpDiagnostic(
-                        f"sync.dependency: {role} {ref} is not a sync.stage of this module", dep)
-        return StageGraph(stages, deps)
-
-    def producer_of(self, dep: sync.DependencyOp) -> sync.StageOp:
-        return self.stages[dep.producer.root_reference.data]
-
-    def consumer_of(self, dep: sync.DependencyOp) -> sync.StageOp:
-        return self.stages[dep.consumer.root_reference.data]
-
-    def outgoing(self, stage: str) -> list[sync.DependencyOp]:
-        return [d for d in self.dependencies if d.producer.root_reference.data == stage]
-
-    def incoming(self, stage: str) -> list[sync.DependencyOp]:
-        return [d for d in self.dependencies if d.consumer.root_reference.data == stage]
-
-    def producers(self, stage: str) -> list[str]:
-        """Names of the stages `stage` waits on, once each, in program order."""
-        names: dict[str, None] = {}
-        for dep in self.incoming(stage):
-            names.setdefault(dep.producer.root_reference.data, None)
-        return list(names)
-
-
-def grid_tiles(grid: Sequence[int]) -> Iterator[Tile]:
-    return sync._box_points([(0, extent) for extent in grid])
-
-
-def box_size(dep: sync.DependencyOp, consumer_grid: Sequence[int]) -> int:
+def dependency_points(dep: sync.DependencyOp, consumer_grid: Sequence[int]) -> int:
     """Points (consumer tile, forall values) of a dependency."""
-    return math.prod(consumer_grid) * sync._box_size(dep.ranges)
+    return math.prod(consumer_grid) * box_size(dep.ranges)
 
 
 def forall_points(dep: sync.DependencyOp, fixed: dict[int, int] | None = None) -> Iterator[Tile]:
@@ -84,7 +30,7 @@ def forall_points(dep: sync.DependencyOp, fixed: dict[int, int] | None = None) -
     ranges = [
         (fixed[i], fixed[i] + 1) if fixed and i in fixed else r for i, r in enumerate(dep.ranges)
     ]
-    return sync._box_points(ranges)
+    return box_points(ranges)
 
 
 def tiles_read(
@@ -180,7 +126,8 @@ def generate_groupings(
     (so no wait ever waits for a tile it does not read), over all outgoing dependencies at
     once (where they disagree, the finer grouping wins). Returns (groupings, enumerated)."""
     grid = producer.grid_shape
-    if sum(box_size(d, graph.consumer_of(d).grid_shape) for d in deps) > ENUMERATION_LIMIT:
+    points = sum(dependency_points(d, graph.consumer_of(d).grid_shape) for d in deps)
+    if points > ENUMERATION_LIMIT:
         return _structural_groupings(grid, deps), False
     # readers[j][a] = {(reader, the other coordinates of the tile read)}: who reads a tile with
     # coordinate j = a. A reader is one block of one consumer loading one operand.
@@ -242,7 +189,7 @@ def wait_loops(
     consumer tile needs is waited once (verified by enumeration; above the limit, every
     value of every variable is waited: sound, perhaps redundant)."""
     loops: list[WaitLoop] = []
-    small = box_size(dep, consumer_grid) <= ENUMERATION_LIMIT
+    small = dependency_points(dep, consumer_grid) <= ENUMERATION_LIMIT
     for i, (lo, hi) in enumerate(dep.ranges):
         if i in bound:
             continue
@@ -275,12 +222,3 @@ def _periodic(
             if semaphore_of(policy, dep, tile, syms) != semaphore_of(policy, dep, tile, rep):
                 return False
     return True
-
-
-# --- diagnostics -----------------------------------------------------------------------------
-
-
-def diagnostic(pass_name: str, op: Operation, message: str,
-               kind: type[CompileError] = CompileError) -> OpDiagnostic:
-    """An error naming the pass and the op it is about, at the op's location."""
-    return OpDiagnostic(f"{pass_name}: {message}", op, kind)

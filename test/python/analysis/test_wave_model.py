@@ -6,19 +6,18 @@ from fractions import Fraction
 
 import pytest
 
-from tilesync.transforms.sync.wave_model import (
-    SM_80,
-    SM_90,
-    DeviceModel,
-    StageWaves,
-    blocks_per_sm,
+from tilesync.analysis.forward_progress import (
     consumer_blocks_that_starve,
-    limits_for_arch,
+    wait_kernel_legality,
+)
+from tilesync.analysis.occupancy import DeviceModel, blocks_per_sm
+from tilesync.analysis.wave_model import (
+    StageWaves,
     predict_chain,
     stage_waves,
     tile_order_legality,
-    wait_kernel_legality,
 )
+from tilesync.contract import SM_80, SM_90, limits_for_arch
 
 KB = 1024
 

@@ -1,0 +1,57 @@
+"""What the simulated machine keeps while it runs: grids (one launch of a stage), wait-kernels
+and blocks. The dispatcher and the synchronization objects both read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilesync.analysis.grid import Tile
+
+
+@dataclass(eq=False)
+class Grid:
+    stage: str
+    epoch: int
+    stream: int
+    priority: int
+    pdl: bool
+    seq: int
+    size: int
+    pending: list[int]
+    eligible_at: int | None = None
+    eligible_rank: int = 0  # place in the hardware's queue of eligible grids
+    dispatched: int = 0
+    finished: int = 0
+    first_dispatch: int | None = None
+    done_at: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.stage}@{self.epoch}"
+
+
+@dataclass(eq=False)
+class WaitKernelRun:
+    producer: str
+    epoch: int
+    stream: int
+    seq: int
+    eligible_at: int | None = None
+    done_at: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"wait_kernel({self.producer})@{self.epoch}"
+
+
+@dataclass(eq=False)
+class Block:
+    grid: Grid
+    block_id: int
+    tile: Tile
+    sm: int
+    dispatched_at: int
+    steps: list[list[tuple[int, Tile]]]  # per step: (dependency position, producer tile)
+    step: int = 0
+    inputs: list[list[Any]] = field(default_factory=list)

@@ -1,0 +1,88 @@
+"""The one tile-order permutation: what a `#sync.order` hands out, as tile ids and as tiles;
+sync-tile-order writes orders with it and the simulator hands tiles out with it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from xdsl.utils.exceptions import VerifyException
+
+from tilesync.analysis.grid import grid_tiles, in_grid, linear_id
+from tilesync.analysis.simulator import program_from_ir
+from tilesync.analysis.tile_order import (
+    named_order,
+    order_permutation,
+    order_tiles,
+    verify_order_on_grid,
+)
+from tilesync.api import lower, parse
+from tilesync.dialects.sync import OrderAttr
+
+
+def test_named_orders():
+    assert order_permutation(None, (2, 3)) == [0, 1, 2, 3, 4, 5]
+    assert order_permutation(OrderAttr("row_major"), (2, 3)) == [0, 1, 2, 3, 4, 5]
+    assert order_permutation(OrderAttr("column_major"), (2, 3)) == [0, 3, 1, 4, 2, 5]
+    assert order_tiles(OrderAttr("column_major"), (2, 2)) == [(0, 0), (1, 0), (0, 1), (1, 1)]
+
+
+def test_strided_takes_columns_a_stride_apart_row_by_row():
+    assert order_tiles(OrderAttr("strided", [3]), (1, 6)) == [
+        (0, 0), (0, 3), (0, 1), (0, 4), (0, 2), (0, 5)
+    ]
+    assert order_permutation(OrderAttr("strided", [2]), (2, 4)) == [0, 2, 1, 3, 4, 6, 5, 7]
+    # a 1-D grid strides along d0
+    assert order_permutation(OrderAttr("strided", [2]), (4,)) == [0, 2, 1, 3]
+
+
+def test_tables_must_be_permutations_of_the_grid():
+    assert order_tiles(OrderAttr("table", [2, 0, 1]), (1, 3)) == [(0, 2), (0, 0), (0, 1)]
+    with pytest.raises(VerifyException, match="lists tile 0 twice: not a permutation"):
+        order_tiles(OrderAttr("table", [0, 0, 1]), (1, 3))
+    with pytest.raises(VerifyException, match="has 2 entries but grid"):
+        verify_order_on_grid(OrderAttr("table", [0, 1]), (1, 3))
+    with pytest.raises(VerifyException, match="outside the 3 tiles"):
+        order_permutation(OrderAttr("table", [0, 1, 5]), (1, 3))
+
+
+def test_named_order_recognises_row_and_column_major():
+    assert named_order([0, 1, 2, 3], (2, 2)) == OrderAttr("row_major")
+    assert named_order([0, 2, 1, 3], (2, 2)) == OrderAttr("column_major")
+    assert named_order([3, 2, 1, 0], (2, 2)) == OrderAttr("table", [3, 2, 1, 0])
+
+
+grids = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+orders = st.one_of(
+    st.sampled_from([None, OrderAttr("row_major"), OrderAttr("column_major")]),
+    st.integers(2, 4).map(lambda s: OrderAttr("strided", [s])),
+)
+
+
+@given(grids, orders)
+def test_every_order_is_a_permutation_and_tiles_agree_with_ids(grid, order):
+    permutation = order_permutation(order, grid)
+    tiles = order_tiles(order, grid)
+    assert sorted(permutation) == list(range(len(list(grid_tiles(grid)))))
+    assert [linear_id(t, grid) for t in tiles] == permutation
+    assert all(in_grid(t, grid) for t in tiles)
+    table = OrderAttr("table", permutation)
+    assert order_tiles(table, grid) == tiles
+
+
+STAGES = """
+sync.stage @p {kernel = @k::@f, grid = array<i64: 3, 4>, block = array<i64: 64>, tile = array<i64: 64, 64>}
+sync.stage @c {kernel = @k::@f, grid = array<i64: 3, 4>, block = array<i64: 64>, tile = array<i64: 64, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (s0, d1) forall s0 in [0, 3)
+"""  # noqa: E501
+
+
+def test_the_pass_and_the_simulator_hand_out_the_same_order():
+    module = parse(STAGES)
+    lower(module, ["sync-tile-order{order=generated}"])
+    consumer = next(op for op in module.walk() if getattr(op, "sym_name", None) is not None
+                    and op.sym_name.data == "c")
+    assert consumer.order == OrderAttr("column_major")  # reads whole producer columns
+    simulated = program_from_ir(module)
+    assert simulated.stages[1].order == order_tiles(consumer.order, (3, 4))
+    assert simulated.stages[1].order[:3] == [(0, 0), (1, 0), (2, 0)]
