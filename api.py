@@ -31,6 +31,7 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import (
     DYNAMIC_SHARED_BYTES_ATTR,
     ORDER_TABLE_ATTR,
@@ -43,7 +44,6 @@ from tilesync.contract import (
 )
 from tilesync.dialects.kernel_args import sync_roles
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
-from tilesync.lowering.verification import verify as verify_ir
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "default_pipeline", "kernel_signatures", "lower", "make_context", "parse"]

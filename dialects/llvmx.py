@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
     IntAttr,
@@ -48,11 +47,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-# xDSL 0.74 knows only CPU calling conventions; NVPTX kernels are `llvm.func ptx_kernel @k`.
-# Registering the name (idempotent; convert-func-to-llvm does the same) lets
-# `#llvm.cconv<ptx_kernel>` verify and `llvm.func ptx_kernel` parse wherever llvmx is loaded.
-PTX_KERNEL_CCONV = "ptx_kernel"
-llvm.LLVM_CALLING_CONVS.add(PTX_KERNEL_CCONV)
+from tilesync.compat import ptx_kernel  # noqa: F401  (llvm.func ptx_kernel wherever llvm is)
 
 # LLVM's atomic orderings, weakest first. "not_atomic" is a plain (possibly volatile) access.
 ORDERINGS = ("not_atomic", "unordered", "monotonic", "acquire", "release", "acq_rel", "seq_cst")

@@ -43,8 +43,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.dialects import llvmx
-from tilesync.dialects.llvmx import PTX_KERNEL_CCONV, address_space
+from tilesync.dialects.llvmx import address_space
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"

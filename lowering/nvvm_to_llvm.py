@@ -29,9 +29,9 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.dialects import nvvm
 from tilesync.lowering.llvm_conversion import reject_leftover_ops
-from tilesync.lowering.rewrite_driver import apply_patterns
 
 # --------------------------------------------------------------------------------------------
 # The tables: every intrinsic name and every PTX instruction string, once.

@@ -46,6 +46,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_FIELDS,
@@ -56,7 +57,6 @@ from tilesync.contract import (
 )
 from tilesync.dialects import nvvm, sync
 from tilesync.dialects.kernel_args import sync_arg
-from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)

@@ -58,10 +58,10 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.compat.cse import cse
+from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.dialects import nvvm, tile
-from tilesync.lowering.cse import cse
 from tilesync.lowering.llvm_conversion import unsupported_op_error
-from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"

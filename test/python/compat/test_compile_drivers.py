@@ -22,9 +22,9 @@ from xdsl.transforms.common_subexpression_elimination import cse as xdsl_cse
 
 import tilesync
 from tilesync.api import CompileError, default_pipeline, make_context, parse
+from tilesync.compat.cse import cse
+from tilesync.compat.rewrite_driver import TypeDispatchApplier, xdsl_drivers
 from tilesync.kernels.gemm import gemm_config, gemm_module, gemm_pipeline
-from tilesync.lowering.cse import cse
-from tilesync.lowering.rewrite_driver import TypeDispatchApplier, xdsl_drivers
 
 
 def _gemm(**kw):
@@ -116,9 +116,9 @@ def test_cse_decides_as_xdsls_cse():
     assert str(ours) == str(theirs)
     assert str(ours).count("arith.addi") < CSE_INPUT.count("arith.addi")
 
+    from tilesync.compat.rewrite_driver import apply_patterns
     from tilesync.lowering import tile_to_nvvm
     from tilesync.lowering.pipeline import build_pipeline
-    from tilesync.lowering.rewrite_driver import apply_patterns
 
     kernel = gemm_module(0, 0, 0, config=gemm_config(1000, 1000, 1000, tile=(64, 64, 32),
                                                      stages=2, epilogue="bias_gelu"))
