@@ -15,7 +15,6 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     IntegerType,
-    NoneAttr,
     f32,
     i32,
     i64,
@@ -36,6 +35,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from tilesync.dialects.llvmx import address_space
 
 # --------------------------------------------------------------------------------------------
 # Attributes
@@ -142,14 +143,8 @@ ATOM_TYPES: dict[AtomicKind, tuple[Attribute, ...]] = {
 _ValueT = EqAttrConstraint(i32) | EqAttrConstraint(i64) | EqAttrConstraint(f32)
 
 
-def address_space(ptr_type: Attribute) -> int:
-    """Address space of an `!llvm.ptr` type (no parameter means 0)."""
-    assert isinstance(ptr_type, LLVMPointerType)
-    space = ptr_type.addr_space
-    return 0 if isinstance(space, NoneAttr) else space.data
-
-
 def _verify_ptr(op: IRDLOperation, ptr: SSAValue) -> None:
+    assert isinstance(ptr.type, LLVMPointerType)
     space = address_space(ptr.type)
     if space not in ADDRESS_SPACES:
         raise VerifyException(
@@ -581,6 +576,5 @@ __all__ = [
     "SpecialRegisterOp",
     "StoreOp",
     "TrapOp",
-    "address_space",
     "read_sreg",
 ]

@@ -31,6 +31,7 @@ from xdsl.pattern_rewriter import (
 
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.dialects import nvvm
+from tilesync.dialects.llvmx import address_space
 from tilesync.lowering.llvm_conversion import reject_leftover_ops
 
 # --------------------------------------------------------------------------------------------
@@ -108,7 +109,8 @@ def semantics(ordering: nvvm.MemOrder, scope: nvvm.MemScopeAttr | None) -> str:
 
 
 def state_space(ptr: SSAValue) -> str:
-    return STATE_SPACE[nvvm.address_space(ptr.type)]
+    assert isinstance(ptr.type, llvm.LLVMPointerType)
+    return STATE_SPACE[address_space(ptr.type)]
 
 
 def ptx_string(op: Operation) -> str:
