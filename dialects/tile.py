@@ -657,10 +657,10 @@ class WgmmaOp(IRDLOperation):
         return 8 * len(self.acc)
 
     @property
-    def instruction(self) -> str:
+    def element_kind(self) -> str:
+        """"f16" or "bf16": the type of both operands."""
         element = self.a.type.element_type  # type: ignore[union-attr]
-        kind = "f16" if isinstance(element, Float16Type) else "bf16"
-        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k16.f32.{kind}.{kind}"
+        return "f16" if isinstance(element, Float16Type) else "bf16"
 
     def verify_(self) -> None:
         element = None

@@ -5,7 +5,7 @@
 // barrier that ORs thread 0's answer to every thread; take_acc exchanges each element with 0.
 // CHECK-LABEL: func.func @split_k
 // CHECK-COUNT-4: nvvm.red add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
+// CHECK:       nvvm.barrier0
 // CHECK:       %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
 // CHECK:       %[[FIRST:.*]] = llvm.icmp "eq" %[[TID]], %{{.*}} : i32
 // CHECK:       scf.if %[[FIRST]] -> (i32) {
@@ -16,7 +16,7 @@
 // CHECK-NEXT:      nvvm.st relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
 // CHECK-NEXT:      nvvm.fence acq_rel, gpu
 // CHECK:         }
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0.or"(%{{.*}}) : (i32) -> i32
+// CHECK:       nvvm.barrier0.or %{{.*}}
 // CHECK-COUNT-4: nvvm.atom exch relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
 func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
   tile.store_acc %c, %ws[%i, %j] reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
@@ -41,8 +41,8 @@ func.func @swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m
 
 // Shuffles and math outside epilogues (softmax rows).
 // CHECK-LABEL: func.func @shuffle
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.shfl.sync.bfly.f32"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, f32, i32, i32) -> f32
-// CHECK:       llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
+// CHECK:       nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK:       nvvm.ex2.approx.ftz.f32
 func.func @shuffle(%x: f32) -> f32 {
   %s = tile.shuffle bfly %x, 16 : f32
   %e = math.exp %s : f32
