@@ -31,11 +31,13 @@ i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `nvvm.tanh.appro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, gpu, llvm, math, scf
+from xdsl.dialects import arith, func, gpu, llvm, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
@@ -66,6 +68,7 @@ from tilesync.compat.cse import cse
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.dialects import nvvm, tile
 from tilesync.lowering.llvm_conversion import unsupported_op_error
+from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
@@ -184,21 +187,25 @@ def _after_definition(value: SSAValue) -> InsertPoint:
     return InsertPoint.after(value.owner)  # type: ignore[arg-type]
 
 
-class _Emitter:
-    """Builds llvm ops before the matched op (or at the end of `block` when set)."""
+class _Emitter(SyncBuilder):
+    """A SyncBuilder at the matched op (`appending_to` a block: at its end) that also keeps
+    values once per function (lane-id arithmetic, integer constants) and builds the repeated
+    ops of a kernel from templates (`_State`)."""
 
     def __init__(self, rewriter: PatternRewriter, state: _State, op: Operation):
+        super().__init__(rewriter)
         self.rewriter = rewriter
         self.state = state
         self.function = _function_of(op)
-        self.block: Block | None = None
 
-    def emit(self, op: Operation) -> Operation:
-        if self.block is not None:
-            self.block.add_op(op)
-        else:
-            self.rewriter.insert(op)
-        return op
+    @contextmanager
+    def appending_to(self, block: Block) -> Iterator[None]:
+        outer = self.builder
+        self.builder = Builder(InsertPoint.at_end(block))
+        try:
+            yield
+        finally:
+            self.builder = outer
 
     # -- values computed once per function, at the start of its entry block -----------------
 
@@ -219,6 +226,9 @@ class _Emitter:
         return value
 
     def const(self, value: int, type_: Attribute = i32) -> SSAValue:
+        """An llvm integer constant, once per function (an index one: SyncBuilder's)."""
+        if isinstance(type_, IndexType):
+            return super().const(value, type_)
         return self.in_prelude(("const", value, type_),
                                 lambda: [llvm.ConstantOp(IntegerAttr(value, type_), type_)])
 
@@ -235,7 +245,7 @@ class _Emitter:
     def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
-        return self.emit(self.state.binary_op(kind, lhs, rhs)).results[0]
+        return self.insert(self.state.binary_op(kind, lhs, rhs)).results[0]
 
     def add(self, lhs, rhs):
         if isinstance(rhs, int) and rhs == 0:
@@ -266,40 +276,40 @@ class _Emitter:
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
         flag = llvm.ICmpPredicateFlag(predicate)
-        return self.emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).results[0]
+        return self.insert(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).results[0]
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit(llvm.SelectOp(cond, a, b)).results[0]
+        return self.insert(llvm.SelectOp(cond, a, b)).results[0]
 
     def cast(self, kind: type[Operation], value: SSAValue, to: Attribute) -> SSAValue:
-        return self.emit(self.state.cast_op(kind, value, to)).results[0]
+        return self.insert(self.state.cast_op(kind, value, to)).results[0]
 
     def store(self, value: SSAValue, address: SSAValue, alignment: int) -> None:
         self.like(("store", alignment), [value, address], [],
                   lambda: llvm.StoreOp(value, address, alignment=alignment))
 
     def extract(self, struct: SSAValue, index: int, type_: Attribute) -> SSAValue:
-        return self.emit(self.state.extract_op(struct, index, type_)).results[0]
+        return self.insert(self.state.extract_op(struct, index, type_)).results[0]
 
     def build_struct(self, values: Sequence[SSAValue]) -> SSAValue:
         struct_type = self.state.struct_type([v.type for v in values])
-        struct = self.emit(llvm.UndefOp(struct_type)).results[0]
+        struct = self.insert(llvm.UndefOp(struct_type)).results[0]
         for index, value in enumerate(values):
-            struct = self.emit(self.state.insert_op(struct, value, index)).results[0]
+            struct = self.insert(self.state.insert_op(struct, value, index)).results[0]
         return struct
 
     def like(self, key: object, args: Sequence[SSAValue], result_types: Sequence[Attribute],
              build) -> Operation:
         """Emit the op `build()` makes, for ops whose properties are a function of `key`
         (built `like` the first of their key: see `_State.like`)."""
-        return self.emit(self.state.like(key, args, result_types, build))
+        return self.insert(self.state.like(key, args, result_types, build))
 
     def gep(self, base: SSAValue, offset: SSAValue, element: Attribute) -> SSAValue:
         op = self.state.like(
             ("gep", base.type, element), (base, offset), (base.type,),
             lambda: llvm.GEPOp.from_mixed_indices(base, [offset], element,
                                                   result_type=base.type, inbounds=True))
-        return self.emit(op).results[0]
+        return self.insert(op).results[0]
 
     # -- conversions, once per value, right after its definition ---------------------------------
 
@@ -530,7 +540,7 @@ class CpAsyncLowering(_TilePattern):
             inside: SSAValue | None = None
             for index, size in zip(src_indices, src_type.get_shape(), strict=True):
                 ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
-                inside = ok if inside is None else e.emit(llvm.AndOp(inside, ok)).results[0]
+                inside = ok if inside is None else e.insert(llvm.AndOp(inside, ok)).results[0]
             assert inside is not None
             # Outside: read nothing (src-size 0, the 16 bytes are zero-filled) from the base.
             src_offset = e.select(inside, src_offset, e.const(0, i64))
@@ -562,8 +572,8 @@ def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -
     if isinstance(op, math.TanhOp):
         return e.like(nvvm.TanhApproxOp, [x], [f32], lambda: nvvm.TanhApproxOp(x)).results[0]
     assert isinstance(op, math.ExpOp)
-    log2e = e.emit(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
-    scaled = e.emit(llvm.FMulOp(x, log2e)).results[0]
+    log2e = e.insert(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
+    scaled = e.insert(llvm.FMulOp(x, log2e)).results[0]
     return e.like(nvvm.Ex2ApproxFtzOp, [scaled], [f32],
                   lambda: nvvm.Ex2ApproxFtzOp(scaled)).results[0]
 
@@ -585,7 +595,7 @@ def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
 
 def _inside(e: _Emitter, row: SSAValue, col: SSAValue, shape: Sequence[int]) -> SSAValue:
     cond = e.icmp("ult", row, shape[-2])
-    return e.emit(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
+    return e.insert(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
 
 
 def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
@@ -594,12 +604,10 @@ def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
         body_fn()
         return
     body = Block()
-    outer = e.block
-    e.block = body
-    body_fn()
-    e.block = outer
-    body.add_op(scf.YieldOp())
-    e.emit(scf.IfOp(cond, [], Region(body)))
+    with e.appending_to(body):
+        body_fn()
+        e.insert(scf.YieldOp())
+    e.insert(scf.IfOp(cond, [], Region(body)))
 
 
 class StoreAccLowering(_TilePattern):
@@ -638,7 +646,7 @@ class StoreAccLowering(_TilePattern):
                                                   shape), element)
                     if reduce:
                         (v,) = stored
-                        e.emit(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
+                        e.insert(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
                     elif paired:
                         # cvt.rn.{f16,bf16}x2.f32 d, hi, lo: both conversions and the packing.
                         kind = "f16" if isinstance(element, Float16Type) else "bf16"
@@ -671,7 +679,7 @@ class StoreAccLowering(_TilePattern):
             (value,) = values
             return value
         block = op.epilogue.block
-        as_index = [e.emit(unrealized_cast(v, IndexType())).results[0]
+        as_index = [e.insert(unrealized_cast(v, IndexType())).results[0]
                     for v in (row, col)]
         mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
                                                      strict=True))
@@ -682,7 +690,7 @@ class StoreAccLowering(_TilePattern):
                 mapping[inner.result] = _lower_epilogue_math(
                     e, inner, [mapping.get(o, o) for o in inner.operands])
                 continue
-            e.emit(inner.clone(value_mapper=mapping))
+            e.insert(inner.clone(value_mapper=mapping))
         raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
 
 
@@ -696,13 +704,13 @@ class TakeAccLowering(_TilePattern):
         base = e.pointer(op.src)
         indices = [e.index_as(i, i64) for i in op.indices]
         rows, cols = _acc_lane_position(e, indices)
-        zero = e.emit(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
+        zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
         values: list[SSAValue] = []
         for h in range(2):
             for k in range(2):
                 address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
                 if op.masked is None:
-                    values.append(e.emit(nvvm.AtomicOp("exch", address, zero, "relaxed",
+                    values.append(e.insert(nvvm.AtomicOp("exch", address, zero, "relaxed",
                                                        "gpu")).results[0])
                     continue
                 # Outside the memref: no access, the value is 0 (scf.if with a result).
@@ -711,7 +719,7 @@ class TakeAccLowering(_TilePattern):
                 old = nvvm.AtomicOp("exch", address, zero, "relaxed", "gpu")
                 then_block.add_ops([old, scf.YieldOp(old.results[0])])
                 else_block.add_op(scf.YieldOp(zero))
-                branch = e.emit(scf.IfOp(inside, [f32], Region(then_block), Region(else_block)))
+                branch = e.insert(scf.IfOp(inside, [f32], Region(then_block), Region(else_block)))
                 values.append(branch.results[0])
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
@@ -727,29 +735,26 @@ class ArriveLowering(_TilePattern):
         indices = [e.index_as(i, i64) for i in op.indices]
         address = e.gep(e.pointer(op.counters), _linear(e, indices, counters_type.get_shape()),
                         i32)
-        e.emit(nvvm.Barrier0Op())  # the block's writes done
-        tid = e.emit(nvvm.read_sreg("tid.x")).results[0]
-        first = e.icmp("eq", tid, 0)
-        # Thread 0: release (fence) + count; the last arrival resets the counter and acquires.
-        then_block, else_block = Block(), Block()
-        outer = e.block
-        e.block = then_block
-        e.emit(nvvm.FenceOp("acq_rel", "gpu"))
-        old = e.emit(nvvm.AtomicOp("add", address, e.const(1), "relaxed", "gpu")).results[0]
-        is_last = e.icmp("eq", old, expected - 1)
+        e.block_barrier()  # the block's writes (split-K red.adds) are done
 
-        def reset() -> None:
-            e.emit(nvvm.StoreOp(address, e.const(0), "relaxed", "gpu"))
-            e.emit(nvvm.FenceOp("acq_rel", "gpu"))
+        def release(leader: SyncBuilder) -> list[SSAValue]:
+            # Release (fence) + count; the last arrival resets the counter and acquires.
+            old = leader.release_add(address, old=True)
+            assert old is not None
+            is_last = leader.value(arith.CmpiOp(old, leader.const(expected - 1), "eq"))
 
-        _guarded(e, is_last, reset)
-        flag = e.emit(llvm.ZExtOp(is_last, i32)).results[0]
-        then_block.add_op(scf.YieldOp(flag))
-        e.block = outer
-        else_block.add_op(scf.YieldOp(e.const(0)))
-        mine = e.emit(scf.IfOp(first, [i32], Region(then_block), Region(else_block))).results[0]
-        anyone = e.emit(nvvm.Barrier0OrOp(mine)).results[0]
-        last = e.icmp("ne", anyone, 0)
+            def reset(last: SyncBuilder) -> None:
+                last.store(address, last.const(0), "relaxed", "gpu")
+                last.fence("acq_rel", "gpu")
+
+            leader.if_(is_last, reset)
+            return [leader.value(arith.ExtUIOp(is_last, i32))]
+
+        # Tile kernels run one-dimensional blocks: the leader is tid.x == 0.
+        (mine,) = e.in_leader(release, dims=1, otherwise=lambda other: [other.const(0)],
+                              result_types=[i32])
+        anyone = e.block_barrier_or(mine)
+        last = e.value(arith.CmpiOp(anyone, e.const(0), "ne"))
         rewriter.replace(op, [], [last])
 
 
@@ -762,7 +767,7 @@ class ShuffleLowering(_TilePattern):
         clamp = 0 if kind == "up" else 31
         shuffle = nvvm.ShflSyncOp(kind, e.const(-1), op.value, e.const(op.offset.value.data),
                                   e.const(clamp))
-        rewriter.replace(op, [], [e.emit(shuffle).results[0]])
+        rewriter.replace(op, [], [e.insert(shuffle).results[0]])
 
 
 class MathLowering(_TilePattern):
@@ -827,7 +832,7 @@ class WgmmaLowering(_TilePattern):
                 regs += [e.extract(struct, k, f32) for k in range(4)]
         # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
         kind = op.element_kind
-        struct = e.emit(nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1),
+        struct = e.insert(nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1),
                                              regs)).results[0]
         values = []
         for j, res in enumerate(op.res):

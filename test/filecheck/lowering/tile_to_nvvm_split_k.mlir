@@ -6,17 +6,27 @@
 // CHECK-LABEL: func.func @split_k
 // CHECK-COUNT-4: nvvm.red add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
 // CHECK:       nvvm.barrier0
-// CHECK:       %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
-// CHECK:       %[[FIRST:.*]] = llvm.icmp "eq" %[[TID]], %{{.*}} : i32
-// CHECK:       scf.if %[[FIRST]] -> (i32) {
+// CHECK-NEXT:  %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %[[ZERO]] : index
+// CHECK-NEXT:  %[[MINE:.*]] = scf.if %[[FIRST]] -> (i32) {
 // CHECK-NEXT:    nvvm.fence acq_rel, gpu
-// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
-// CHECK-NEXT:    %[[LAST:.*]] = llvm.icmp "eq" %[[OLD]], %{{.*}} : i32
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %[[PTR:.*]], %[[ONE]] : !llvm.ptr<1>, i32
+// CHECK-NEXT:    %[[THREE:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[LAST:.*]] = arith.cmpi eq, %[[OLD]], %[[THREE]] : i32
 // CHECK-NEXT:    scf.if %[[LAST]] {
-// CHECK-NEXT:      nvvm.st relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+// CHECK-NEXT:      %[[RESET:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:      nvvm.st relaxed, gpu %[[PTR]], %[[RESET]] : !llvm.ptr<1>, i32
 // CHECK-NEXT:      nvvm.fence acq_rel, gpu
-// CHECK:         }
-// CHECK:       nvvm.barrier0.or %{{.*}}
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[FLAG:.*]] = arith.extui %[[LAST]] : i1 to i32
+// CHECK-NEXT:    scf.yield %[[FLAG]] : i32
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    %[[NONE:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    scf.yield %[[NONE]] : i32
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[ANY:.*]] = nvvm.barrier0.or %[[MINE]]
 // CHECK-COUNT-4: nvvm.atom exch relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
 func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
   tile.store_acc %c, %ws[%i, %j] reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
