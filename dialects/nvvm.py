@@ -32,6 +32,7 @@ from xdsl.dialects.llvm import LLVMPointerType, LLVMStructType
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
     EqAttrConstraint,
     IRDLOperation,
@@ -705,7 +706,8 @@ class ShflSyncOp(IRDLOperation):
     clamp, as PTX's `c` operand)."""
 
     name = "nvvm.shfl.sync"
-    T: ClassVar = VarConstraint("T", EqAttrConstraint(i32) | EqAttrConstraint(f32))
+    # Any type here, so that a wrong one is the verifier's located error, not the parser's.
+    T: ClassVar = VarConstraint("T", AnyAttr())
     thread_mask = operand_def(i32)
     val = operand_def(T)
     offset = operand_def(i32)
@@ -721,6 +723,10 @@ class ShflSyncOp(IRDLOperation):
         super().__init__(operands=[thread_mask, val, offset, mask_and_clamp],
                          result_types=[val.type],
                          properties={"kind": ShflKindAttr(ShflKind(kind))})
+
+    def verify_(self) -> None:
+        if self.val.type not in (i32, f32):
+            raise VerifyException(f"'{self.name}' moves i32 or f32, got {self.val.type}")
 
 
 # --------------------------------------------------------------------------------------------

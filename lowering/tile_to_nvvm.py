@@ -12,7 +12,7 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
                       bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
                       when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red
     tile.take_acc     nvvm.atom exch (0) per element
-    tile.arrive       nvvm.barrier0, thread 0: nvvm.fence + nvvm.atom add, nvvm.barrier0.or
+    tile.arrive       the split-K arrival, built by `sync_primitives.SyncBuilder`
     tile.shuffle      nvvm.shfl.sync
     tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
                       commit / wait; tile.fence_proxy_async: nvvm.fence.proxy.async

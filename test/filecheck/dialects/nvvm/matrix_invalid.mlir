@@ -41,10 +41,10 @@ func.func @mma_types(%i: i32, %f: f32) {
 // -----
 
 func.func @shfl_type(%i: i32, %l: i64) {
-  %0 = "nvvm.shfl.sync"(%i, %l, %i, %i) <{kind = #nvvm<shfl_kind bfly>}> : (i32, i64, i32, i32) -> i64
+  %0 = nvvm.shfl.sync bfly %i, %l, %i, %i : i64
   func.return
 }
-// CHECK: operand 'val' at position 1 does not verify
+// CHECK: 'nvvm.shfl.sync' moves i32 or f32, got i64
 
 // -----
 
