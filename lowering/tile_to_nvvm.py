@@ -715,12 +715,12 @@ class TakeAccLowering(_TilePattern):
                     continue
                 # Outside the memref: no access, the value is 0 (scf.if with a result).
                 inside = _inside(e, rows[h], cols[k], shape)
-                then_block, else_block = Block(), Block()
-                old = nvvm.AtomicOp("exch", address, zero, "relaxed", "gpu")
-                then_block.add_ops([old, scf.YieldOp(old.results[0])])
-                else_block.add_op(scf.YieldOp(zero))
-                branch = e.insert(scf.IfOp(inside, [f32], Region(then_block), Region(else_block)))
-                values.append(branch.results[0])
+                (value,) = e.if_(
+                    inside,
+                    lambda t, address=address: [t.value(nvvm.AtomicOp(
+                        "exch", address, zero, "relaxed", "gpu"))],
+                    lambda _: [zero], [f32])
+                values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
 

@@ -58,3 +58,18 @@ func.func @shuffle(%x: f32) -> f32 {
   %e = math.exp %s : f32
   func.return %e : f32
 }
+
+// Masked take_acc: an element outside the memref is not touched and reads as 0.
+// CHECK-LABEL: func.func @take_masked
+// CHECK:       %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK:       %[[V:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom exch relaxed, gpu %{{.*}}, %[[ZERO]] : !llvm.ptr<1>, f32
+// CHECK-NEXT:    scf.yield %[[OLD]] : f32
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    scf.yield %[[ZERO]] : f32
+// CHECK-NEXT:  }
+// CHECK-COUNT-3: scf.if %{{.*}} -> (f32)
+func.func @take_masked(%ws: memref<10x128xf32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  %t = tile.take_acc %ws[%i, %j] masked : memref<10x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return %t : !tile.frag<acc, f32, m16n8k16>
+}
