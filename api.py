@@ -37,6 +37,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import (
     DYNAMIC_SHARED_BYTES_ATTR,
     FILLED_ATTR,
@@ -60,7 +61,6 @@ from tilesync.dialects.locations import (
     parse_error_message,
 )
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
-from tilesync.lowering.verification import verify as verify_ir
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",

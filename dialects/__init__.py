@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
-from tilesync.dialects import gpu_syntax  # noqa: F401  (installs upstream gpu syntax)
+from tilesync.compat import gpu_syntax  # noqa: F401  (installs upstream gpu syntax)
 
 
 def _sync() -> Dialect:

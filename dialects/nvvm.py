@@ -1,41 +1,55 @@
 """The `nvvm` dialect: the NVVM/PTX operations tilesync needs, named after upstream MLIR's nvvm.
 
-Special registers (`nvvm.read.ptx.sreg.*`), the block barrier, grid-dependency control (PDL),
-nanosleep, trap, and the memory operations of the PTX memory consistency model with explicit
-ordering and scope: `nvvm.ld`, `nvvm.st`, `nvvm.atom`, `nvvm.atom.cas`, `nvvm.red`, `nvvm.fence`
-and `nvvm.fence.proxy.async`. `convert-nvvm-to-llvm` lowers the ordered memory operations to
-inline PTX, so what is written here is exactly the instruction that runs.
+Special registers (`nvvm.read.ptx.sreg.*`), the block barriers, grid-dependency control (PDL),
+nanosleep, trap; the memory operations of the PTX memory consistency model with explicit
+ordering and scope: `nvvm.ld`, `nvvm.st`, `nvvm.atom`, `nvvm.atom.cas`, `nvvm.red`,
+`nvvm.fence` and `nvvm.fence.proxy.async`; the tensor-core and copy instructions of the tile
+lowering: `nvvm.ldmatrix`, `nvvm.mma.sync`, `nvvm.shfl.sync`, `nvvm.cp.async.*`,
+`nvvm.wgmma.*`; and `nvvm.cvt.pack`, `nvvm.tanh.approx.f32`, `nvvm.ex2.approx.ftz.f32`.
+`convert-nvvm-to-llvm` lowers each to its intrinsic or to inline PTX, so what is written here
+is exactly the instruction that runs.
 
 Pointers are `!llvm.ptr` in address space 0 (generic), 1 (global) or 3 (shared).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I32,
+    Float16Type,
+    IntegerAttr,
     IntegerType,
-    NoneAttr,
+    UnitAttr,
+    VectorType,
     f32,
     i32,
     i64,
 )
-from xdsl.dialects.llvm import LLVMPointerType
+from xdsl.dialects.llvm import LLVMPointerType, LLVMStructType
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
+    AttrSizedOperandSegments,
     EqAttrConstraint,
     IRDLOperation,
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
+    var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from tilesync.dialects.llvmx import address_space
 
 # --------------------------------------------------------------------------------------------
 # Attributes
@@ -88,6 +102,29 @@ class ProxySpace(StrEnum):
     GLOBAL = "global"
 
 
+class HalfType(StrEnum):
+    """The 16-bit float type of tensor-core operands and packed conversions."""
+
+    F16 = "f16"
+    BF16 = "bf16"
+
+
+class CpAsyncCache(StrEnum):
+    """Cache operator of `cp.async`: `ca` caches in L1 and L2, `cg` in L2 only (16 bytes)."""
+
+    CA = "ca"
+    CG = "cg"
+
+
+class ShflKind(StrEnum):
+    """Lane selection of `shfl.sync`."""
+
+    BFLY = "bfly"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
 @irdl_attr_definition
 class MemOrderAttr(EnumAttribute[MemOrder], SpacedOpaqueSyntaxAttribute):
     name = "nvvm.mem_order"
@@ -106,6 +143,21 @@ class AtomicKindAttr(EnumAttribute[AtomicKind], SpacedOpaqueSyntaxAttribute):
 @irdl_attr_definition
 class ProxySpaceAttr(EnumAttribute[ProxySpace], SpacedOpaqueSyntaxAttribute):
     name = "nvvm.proxy_space"
+
+
+@irdl_attr_definition
+class HalfTypeAttr(EnumAttribute[HalfType], SpacedOpaqueSyntaxAttribute):
+    name = "nvvm.half_type"
+
+
+@irdl_attr_definition
+class CpAsyncCacheAttr(EnumAttribute[CpAsyncCache], SpacedOpaqueSyntaxAttribute):
+    name = "nvvm.cp_async_cache"
+
+
+@irdl_attr_definition
+class ShflKindAttr(EnumAttribute[ShflKind], SpacedOpaqueSyntaxAttribute):
+    name = "nvvm.shfl_kind"
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,14 +194,8 @@ ATOM_TYPES: dict[AtomicKind, tuple[Attribute, ...]] = {
 _ValueT = EqAttrConstraint(i32) | EqAttrConstraint(i64) | EqAttrConstraint(f32)
 
 
-def address_space(ptr_type: Attribute) -> int:
-    """Address space of an `!llvm.ptr` type (no parameter means 0)."""
-    assert isinstance(ptr_type, LLVMPointerType)
-    space = ptr_type.addr_space
-    return 0 if isinstance(space, NoneAttr) else space.data
-
-
 def _verify_ptr(op: IRDLOperation, ptr: SSAValue) -> None:
+    assert isinstance(ptr.type, LLVMPointerType)
     space = address_space(ptr.type)
     if space not in ADDRESS_SPACES:
         raise VerifyException(
@@ -278,6 +324,20 @@ class Barrier0Op(IRDLOperation):
 
     def __init__(self):
         super().__init__()
+
+
+@irdl_op_definition
+class Barrier0OrOp(IRDLOperation):
+    """`bar.red.or.pred`: a block barrier that also ORs a predicate over the block's threads;
+    every thread gets 1 when any thread passed a non-zero `pred`."""
+
+    name = "nvvm.barrier0.or"
+    pred = operand_def(i32)
+    res = result_def(i32)
+    assembly_format = "$pred attr-dict"
+
+    def __init__(self, pred: SSAValue):
+        super().__init__(operands=[pred], result_types=[i32])
 
 
 @irdl_op_definition
@@ -546,11 +606,335 @@ class ReduceOp(IRDLOperation):
         _verify_atomic_type(self, self.kind.data, self.value.type)
 
 
+# --------------------------------------------------------------------------------------------
+# Warp-level matrix operations and shuffles (sm_80)
+# --------------------------------------------------------------------------------------------
+
+LDMATRIX_COUNTS = (1, 2, 4)
+
+
+def ldmatrix_result_type(num: int) -> Attribute:
+    """What `nvvm.ldmatrix` of `num` matrices yields: i32, or a struct of `num` i32."""
+    return i32 if num == 1 else LLVMStructType.from_type_list([i32] * num)
+
+
+@irdl_op_definition
+class LdMatrixOp(IRDLOperation):
+    """`ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16`: warp-collective load of 8x8
+    b16 matrices from shared memory; lane l gives the row address of row l % 8 of matrix
+    l / 8, and each lane gets one 32-bit register per matrix."""
+
+    name = "nvvm.ldmatrix"
+    ptr = operand_def(LLVMPointerType)
+    res = result_def()
+    num = prop_def(IntegerAttr[I32])
+    trans = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$ptr `num` $num (`trans` $trans^)? attr-dict `:` type($ptr) `->` type($res)"
+    )
+
+    def __init__(self, ptr: SSAValue, num: int, trans: bool = False):
+        super().__init__(
+            operands=[ptr],
+            result_types=[ldmatrix_result_type(num)],
+            properties={"num": IntegerAttr(num, i32), "trans": UnitAttr() if trans else None},
+        )
+
+    def verify_(self) -> None:
+        num = self.num.value.data
+        if num not in LDMATRIX_COUNTS:
+            raise VerifyException(f"'{self.name}' loads 1, 2 or 4 matrices, got {num}")
+        if address_space(self.ptr.type) != 3:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' reads shared memory (!llvm.ptr<3>), got "
+                                  f"{self.ptr.type}")
+        if self.res.type != ldmatrix_result_type(num):
+            raise VerifyException(f"'{self.name}' of {num} matrices yields "
+                                  f"{ldmatrix_result_type(num)}, got {self.res.type}")
+
+
+MMA_A_REGISTERS, MMA_B_REGISTERS, MMA_C_REGISTERS = 4, 2, 4
+"""32-bit registers per lane of the A, B and C/D operands of mma.sync m16n8k16."""
+
+MMA_ACCUMULATOR = LLVMStructType.from_type_list([f32] * MMA_C_REGISTERS)
+HALF2 = VectorType(Float16Type(), [2])
+
+
+def mma_operand_type(kind: HalfType) -> Attribute:
+    """The register type of an A/B operand: two f16 as vector<2xf16>, two bf16 as i32."""
+    return HALF2 if kind == HalfType.F16 else i32
+
+
+@irdl_op_definition
+class MmaSyncOp(IRDLOperation):
+    """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: warp-collective
+    D = A B + C with f32 accumulation; each lane passes its registers of A, B and C."""
+
+    name = "nvvm.mma.sync"
+    a = var_operand_def(EqAttrConstraint(HALF2) | EqAttrConstraint(i32))
+    b = var_operand_def(EqAttrConstraint(HALF2) | EqAttrConstraint(i32))
+    c = var_operand_def(f32)
+    res = result_def(EqAttrConstraint(MMA_ACCUMULATOR))
+    type = prop_def(HalfTypeAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$type `A` `[` $a `]` `B` `[` $b `]` `C` `[` $c `]` attr-dict "
+        "`:` `(` type($a) `)` `,` `(` type($b) `)`"
+    )
+
+    def __init__(self, kind: str, a: Sequence[SSAValue], b: Sequence[SSAValue],
+                 c: Sequence[SSAValue]):
+        super().__init__(operands=[a, b, c], result_types=[MMA_ACCUMULATOR],
+                         properties={"type": HalfTypeAttr(HalfType(kind))})
+
+    def verify_(self) -> None:
+        counts = (len(self.a), len(self.b), len(self.c))
+        if counts != (MMA_A_REGISTERS, MMA_B_REGISTERS, MMA_C_REGISTERS):
+            raise VerifyException(
+                f"'{self.name}' m16n8k16 takes 4 A, 2 B and 4 C registers, got "
+                f"{counts[0]}, {counts[1]} and {counts[2]}")
+        expected = mma_operand_type(self.type.data)
+        for value in (*self.a, *self.b):
+            if value.type != expected:
+                raise VerifyException(f"'{self.name}' {self.type.data.value} operands are "
+                                      f"{expected}, got {value.type}")
+
+
+@irdl_op_definition
+class ShflSyncOp(IRDLOperation):
+    """`shfl.sync.{bfly,up,down,idx}.b32 d, a, b, c, membermask`: warp shuffle of a 32-bit
+    value among the lanes of `thread_mask` (`mask_and_clamp` packs the segment mask and the
+    clamp, as PTX's `c` operand)."""
+
+    name = "nvvm.shfl.sync"
+    # Any type here, so that a wrong one is the verifier's located error, not the parser's.
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    thread_mask = operand_def(i32)
+    val = operand_def(T)
+    offset = operand_def(i32)
+    mask_and_clamp = operand_def(i32)
+    res = result_def(T)
+    kind = prop_def(ShflKindAttr)
+    assembly_format = (
+        "$kind $thread_mask `,` $val `,` $offset `,` $mask_and_clamp attr-dict `:` type($val)"
+    )
+
+    def __init__(self, kind: str, thread_mask: SSAValue, val: SSAValue, offset: SSAValue,
+                 mask_and_clamp: SSAValue):
+        super().__init__(operands=[thread_mask, val, offset, mask_and_clamp],
+                         result_types=[val.type],
+                         properties={"kind": ShflKindAttr(ShflKind(kind))})
+
+    def verify_(self) -> None:
+        if self.val.type not in (i32, f32):
+            raise VerifyException(f"'{self.name}' moves i32 or f32, got {self.val.type}")
+
+
+# --------------------------------------------------------------------------------------------
+# Asynchronous copies global -> shared (sm_80)
+# --------------------------------------------------------------------------------------------
+
+CP_ASYNC_SIZES = (4, 8, 16)
+
+
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """`cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size}`: this thread copies
+    `size` bytes asynchronously; with `src_size`, only that many are read and the rest of
+    the destination is zero-filled."""
+
+    name = "nvvm.cp.async.shared.global"
+    dst = operand_def(LLVMPointerType)
+    src = operand_def(LLVMPointerType)
+    src_size = opt_operand_def(i32)
+    size = prop_def(IntegerAttr[I32])
+    cache = prop_def(CpAsyncCacheAttr)
+    assembly_format = (
+        "$dst `,` $src `,` $size `,` `cache` `=` $cache (`,` $src_size^)? attr-dict "
+        "`:` type($dst) `,` type($src)"
+    )
+
+    def __init__(self, dst: SSAValue, src: SSAValue, size: int = 16, cache: str = "cg",
+                 src_size: SSAValue | None = None):
+        super().__init__(
+            operands=[dst, src, [] if src_size is None else [src_size]],
+            properties={"size": IntegerAttr(size, i32),
+                        "cache": CpAsyncCacheAttr(CpAsyncCache(cache))},
+        )
+
+    def verify_(self) -> None:
+        size = self.size.value.data
+        if size not in CP_ASYNC_SIZES:
+            raise VerifyException(f"'{self.name}' copies 4, 8 or 16 bytes, got {size}")
+        if self.cache.data == CpAsyncCache.CG and size != 16:
+            raise VerifyException(f"'{self.name}' cache = cg copies 16 bytes, got {size}")
+        if address_space(self.dst.type) != 3:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' writes shared memory (!llvm.ptr<3>), got "
+                                  f"{self.dst.type}")
+        if address_space(self.src.type) not in (0, 1):  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' reads global memory (!llvm.ptr<1> or "
+                                  f"generic), got {self.src.type}")
+
+
+@irdl_op_definition
+class CpAsyncCommitGroupOp(IRDLOperation):
+    """`cp.async.commit_group`: close the group of this thread's pending cp.async copies."""
+
+    name = "nvvm.cp.async.commit.group"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+class _WaitGroupOp(IRDLOperation):
+    """`<name> N`: wait until at most N groups are pending (0..7)."""
+
+    n = prop_def(IntegerAttr[I32])
+    assembly_format = "$n attr-dict"
+
+    def __init__(self, n: int):
+        super().__init__(properties={"n": IntegerAttr(n, i32)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.n.value.data <= 7:
+            raise VerifyException(f"'{self.name}' waits for 0..7 pending groups, got "
+                                  f"{self.n.value.data}")
+
+
+@irdl_op_definition
+class CpAsyncWaitGroupOp(_WaitGroupOp):
+    """`cp.async.wait_group N`: wait until at most N of this thread's groups are pending."""
+
+    name = "nvvm.cp.async.wait.group"
+
+
+# --------------------------------------------------------------------------------------------
+# Warpgroup matrix multiply-accumulate (sm_90a)
+# --------------------------------------------------------------------------------------------
+
+WGMMA_N = tuple(range(8, 257, 8))
+
+
+@irdl_op_definition
+class WgmmaFenceAlignedOp(IRDLOperation):
+    """`wgmma.fence.sync.aligned`: order register accesses before the warpgroup's wgmma."""
+
+    name = "nvvm.wgmma.fence.aligned"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaCommitGroupSyncAlignedOp(IRDLOperation):
+    """`wgmma.commit_group.sync.aligned`: close the group of pending wgmma operations."""
+
+    name = "nvvm.wgmma.commit.group.sync.aligned"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaWaitGroupSyncAlignedOp(_WaitGroupOp):
+    """`wgmma.wait_group.sync.aligned N`: wait until at most N wgmma groups are pending."""
+
+    name = "nvvm.wgmma.wait.group.sync.aligned"
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(IRDLOperation):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`: warpgroup-collective
+    D = A B + scale_d * D with both operands read from shared memory through 64-bit matrix
+    descriptors, no transposes; each thread passes its N / 2 f32 accumulator registers and
+    gets them back, updated, as a struct. `scale_d` = 0 ignores the accumulators (D = A B)."""
+
+    name = "nvvm.wgmma.mma_async"
+    desc_a = operand_def(i64)
+    desc_b = operand_def(i64)
+    scale_d = operand_def(i32)
+    acc = var_operand_def(f32)
+    res = result_def(LLVMStructType)
+    n = prop_def(IntegerAttr[I32])
+    type = prop_def(HalfTypeAttr)
+    assembly_format = (
+        "$type `n` `=` $n $desc_a `,` $desc_b `,` $scale_d `,` `[` $acc `]` attr-dict "
+        "`->` type($res)"
+    )
+
+    def __init__(self, kind: str, n: int, desc_a: SSAValue, desc_b: SSAValue,
+                 scale_d: SSAValue, acc: Sequence[SSAValue]):
+        super().__init__(
+            operands=[desc_a, desc_b, scale_d, acc],
+            result_types=[LLVMStructType.from_type_list([f32] * len(acc))],
+            properties={"n": IntegerAttr(n, i32), "type": HalfTypeAttr(HalfType(kind))},
+        )
+
+    def verify_(self) -> None:
+        n = self.n.value.data
+        if n not in WGMMA_N:
+            raise VerifyException(f"'{self.name}' N must be a multiple of 8 in 8..256, got {n}")
+        if len(self.acc) != n // 2:
+            raise VerifyException(f"'{self.name}' m64n{n}k16 takes {n // 2} accumulator "
+                                  f"registers, got {len(self.acc)}")
+        expected = LLVMStructType.from_type_list([f32] * len(self.acc))
+        if self.res.type != expected:
+            raise VerifyException(f"'{self.name}' yields {expected}, got {self.res.type}")
+
+
+# --------------------------------------------------------------------------------------------
+# Conversions and approximate math
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CvtPackOp(IRDLOperation):
+    """`cvt.rn.{f16x2,bf16x2}.f32 d, hi, lo`: both values rounded to nearest even and packed
+    in one 32-bit register, `hi` in the upper half."""
+
+    name = "nvvm.cvt.pack"
+    hi = operand_def(f32)
+    lo = operand_def(f32)
+    res = result_def(i32)
+    type = prop_def(HalfTypeAttr)
+    assembly_format = "$type $hi `,` $lo attr-dict"
+
+    def __init__(self, kind: str, hi: SSAValue, lo: SSAValue):
+        super().__init__(operands=[hi, lo], result_types=[i32],
+                         properties={"type": HalfTypeAttr(HalfType(kind))})
+
+
+class _ApproxF32Op(IRDLOperation):
+    x = operand_def(f32)
+    res = result_def(f32)
+    assembly_format = "$x attr-dict"
+
+    def __init__(self, x: SSAValue):
+        super().__init__(operands=[x], result_types=[f32])
+
+
+@irdl_op_definition
+class TanhApproxOp(_ApproxF32Op):
+    """`tanh.approx.f32`: hyperbolic tangent, about 2^-11 relative error (sm_75)."""
+
+    name = "nvvm.tanh.approx.f32"
+
+
+@irdl_op_definition
+class Ex2ApproxFtzOp(_ApproxF32Op):
+    """`ex2.approx.ftz.f32`: 2^x, subnormals flushed to zero."""
+
+    name = "nvvm.ex2.approx.ftz.f32"
+
+
 NVVM = Dialect(
     "nvvm",
     [
         *SPECIAL_REGISTERS.values(),
         Barrier0Op,
+        Barrier0OrOp,
         GridDepControlWaitOp,
         GridDepControlLaunchDependentsOp,
         TrapOp,
@@ -562,8 +946,22 @@ NVVM = Dialect(
         AtomicOp,
         AtomicCASOp,
         ReduceOp,
+        LdMatrixOp,
+        MmaSyncOp,
+        ShflSyncOp,
+        CpAsyncOp,
+        CpAsyncCommitGroupOp,
+        CpAsyncWaitGroupOp,
+        WgmmaFenceAlignedOp,
+        WgmmaCommitGroupSyncAlignedOp,
+        WgmmaWaitGroupSyncAlignedOp,
+        WgmmaMmaAsyncOp,
+        CvtPackOp,
+        TanhApproxOp,
+        Ex2ApproxFtzOp,
     ],
-    [MemOrderAttr, MemScopeAttr, AtomicKindAttr, ProxySpaceAttr],
+    [MemOrderAttr, MemScopeAttr, AtomicKindAttr, ProxySpaceAttr, HalfTypeAttr,
+     CpAsyncCacheAttr, ShflKindAttr],
 )
 
 __all__ = [
@@ -571,16 +969,30 @@ __all__ = [
     "AtomicCASOp",
     "AtomicOp",
     "Barrier0Op",
+    "Barrier0OrOp",
+    "CpAsyncCommitGroupOp",
+    "CpAsyncOp",
+    "CpAsyncWaitGroupOp",
+    "CvtPackOp",
+    "Ex2ApproxFtzOp",
     "FenceOp",
     "FenceProxyAsyncOp",
     "GridDepControlLaunchDependentsOp",
     "GridDepControlWaitOp",
+    "LdMatrixOp",
     "LoadOp",
+    "MmaSyncOp",
     "NanosleepOp",
     "ReduceOp",
+    "ShflSyncOp",
     "SpecialRegisterOp",
     "StoreOp",
+    "TanhApproxOp",
     "TrapOp",
-    "address_space",
+    "WgmmaCommitGroupSyncAlignedOp",
+    "WgmmaFenceAlignedOp",
+    "WgmmaMmaAsyncOp",
+    "WgmmaWaitGroupSyncAlignedOp",
+    "ldmatrix_result_type",
     "read_sreg",
 ]

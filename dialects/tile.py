@@ -55,6 +55,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I32,
     AnyFloat,
     BFloat16Type,
     Float16Type,
@@ -68,6 +69,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i32,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
@@ -75,12 +77,15 @@ from xdsl.ir import (
     Operation,
     ParametrizedAttribute,
     Region,
+    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
 from xdsl.irdl import (
+    AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -96,6 +101,7 @@ from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 # --------------------------------------------------------------------------------------------
 # Types and attributes
@@ -311,15 +317,6 @@ def element_bytes(element_type: Attribute) -> int:
     raise VerifyException(f"unsupported element type {element_type}")
 
 
-def _parse_optional_swizzle(parser: Parser) -> SwizzleAttr | None:
-    if parser.parse_optional_keyword("swizzle") is None:
-        return None
-    attr = parser.parse_attribute()
-    if not isinstance(attr, SwizzleAttr):
-        parser.raise_error(f"expected #tile.swizzle<B, M, S>, got {attr}")
-    return attr
-
-
 # --------------------------------------------------------------------------------------------
 # Operations
 # --------------------------------------------------------------------------------------------
@@ -360,6 +357,11 @@ class LdMatrixOp(IRDLOperation):
     trans = opt_prop_def(UnitAttr)
     swizzle = opt_prop_def(SwizzleAttr)
 
+    assembly_format = (
+        "$source `[` $indices `]` (`trans` $trans^)? (`swizzle` qualified($swizzle)^)? attr-dict "
+        "`:` type($source) `->` type($res)"
+    )
+
     def __init__(self, source: SSAValue, indices: Sequence[SSAValue],
                  result_types: Sequence[FragType], trans: bool = False,
                  swizzle: SwizzleAttr | None = None):
@@ -396,43 +398,6 @@ class LdMatrixOp(IRDLOperation):
             raise VerifyException(
                 "'tile.ldmatrix' source rows must be a multiple of 8 elements (16-byte rows)"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LdMatrixOp:
-        source, indices = _parse_indexed(parser)
-        trans = parser.parse_optional_keyword("trans") is not None
-        swizzle = _parse_optional_swizzle(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE,
-                                                         parser.parse_type)
-        index = IndexType()
-        op = cls(
-            parser.resolve_operand(source, source_type),
-            [parser.resolve_operand(i, index) for i in indices],
-            result_types,  # type: ignore[arg-type]
-            trans,
-            swizzle,
-        )
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.indices)
-        if self.trans is not None:
-            printer.print_string(" trans")
-        if self.swizzle is not None:
-            printer.print_string(" swizzle ")
-            printer.print_attribute(self.swizzle)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_list(self.res.types, printer.print_attribute)
-
 
 @irdl_op_definition
 class MmaOp(IRDLOperation):
@@ -486,6 +451,10 @@ class CpAsyncOp(IRDLOperation):
     swizzle = opt_prop_def(SwizzleAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$dst `[` $dst_indices `]` `,` $src `[` $src_indices `]` (`masked` $masked^)? "
+        "(`swizzle` qualified($swizzle)^)? attr-dict `:` type($dst) `,` type($src)"
+    )
 
     BYTES: ClassVar[int] = 16
 
@@ -527,47 +496,6 @@ class CpAsyncOp(IRDLOperation):
             )
         _verify_swizzle(self, self.swizzle, size)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> CpAsyncOp:
-        dst, dst_indices = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        src, src_indices = _parse_indexed(parser)
-        masked = parser.parse_optional_keyword("masked") is not None
-        swizzle = _parse_optional_swizzle(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        dst_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        src_type = parser.parse_type()
-        index = IndexType()
-        op = cls(
-            parser.resolve_operand(dst, dst_type),
-            [parser.resolve_operand(i, index) for i in dst_indices],
-            parser.resolve_operand(src, src_type),
-            [parser.resolve_operand(i, index) for i in src_indices],
-            masked,
-            swizzle,
-        )
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.dst, self.dst_indices)
-        printer.print_string(", ")
-        _print_indexed(printer, self.src, self.src_indices)
-        if self.masked is not None:
-            printer.print_string(" masked")
-        if self.swizzle is not None:
-            printer.print_string(" swizzle ")
-            printer.print_attribute(self.swizzle)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.dst.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.src.type)
-
-
 @irdl_op_definition
 class CpAsyncCommitOp(IRDLOperation):
     """`cp.async.commit_group`: close the group of this thread's pending cp.async copies."""
@@ -582,7 +510,8 @@ class CpAsyncCommitOp(IRDLOperation):
 class _WaitGroupOp(IRDLOperation):
     """`<name> N`: wait until at most N groups are pending (N in 0..7, as PTX counts them)."""
 
-    pending = prop_def(IntegerAttr[IntegerType])
+    pending = prop_def(IntegerAttr[I32])
+    assembly_format = "$pending attr-dict"
 
     def __init__(self, pending: int):
         super().__init__(properties={"pending": IntegerAttr(pending, i32)})
@@ -593,17 +522,6 @@ class _WaitGroupOp(IRDLOperation):
                 f"'{self.name}' pending must be in 0..7, got {self.pending.value.data}"
             )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> _WaitGroupOp:
-        op = cls(parser.parse_integer(allow_boolean=False, allow_negative=True))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.pending.value.data}")
-        printer.print_op_attributes(self.attributes)
-
-
 @irdl_op_definition
 class CpAsyncWaitOp(_WaitGroupOp):
     """`cp.async.wait_group N`: wait until at most N of this thread's groups are pending.
@@ -613,7 +531,6 @@ class CpAsyncWaitOp(_WaitGroupOp):
     """
 
     name = "tile.cp_async_wait"
-    pending = prop_def(IntegerAttr[IntegerType])
 
 
 WGMMA_ROW_BYTES = 128
@@ -657,10 +574,10 @@ class WgmmaOp(IRDLOperation):
         return 8 * len(self.acc)
 
     @property
-    def instruction(self) -> str:
+    def element_kind(self) -> str:
+        """"f16" or "bf16": the type of both operands."""
         element = self.a.type.element_type  # type: ignore[union-attr]
-        kind = "f16" if isinstance(element, Float16Type) else "bf16"
-        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k16.f32.{kind}.{kind}"
+        return "f16" if isinstance(element, Float16Type) else "bf16"
 
     def verify_(self) -> None:
         element = None
@@ -692,6 +609,8 @@ class WgmmaOp(IRDLOperation):
         if [r.type for r in self.res] != [v.type for v in self.acc]:
             raise VerifyException("'tile.wgmma' results must have the accumulators' types")
 
+    # Custom syntax: one accumulator type stands for all of them, which a declarative format
+    # (one type per operand of a variadic) cannot say.
     @classmethod
     def parse(cls, parser: Parser) -> WgmmaOp:
         a, a_indices = _parse_indexed(parser)
@@ -762,7 +681,6 @@ class WgmmaWaitOp(_WaitGroupOp):
     accumulators and the shared memory they read are free afterwards."""
 
     name = "tile.wgmma_wait"
-    pending = prop_def(IntegerAttr[IntegerType])
 
 
 @irdl_op_definition
@@ -866,6 +784,8 @@ class StoreAccOp(IRDLOperation):
             if not isinstance(block.last_op, YieldOp):
                 raise VerifyException("'tile.store_acc' epilogue must end with tile.yield")
 
+    # Custom syntax: the variadic accumulators and the destination are one comma-separated
+    # list told apart by the destination's `[indices]`, which a declarative format cannot parse.
     @classmethod
     def parse(cls, parser: Parser) -> StoreAccOp:
         accs = [parser.parse_unresolved_operand()]
@@ -938,6 +858,9 @@ class TakeAccOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
     res = result_def(FragType)
+    assembly_format = (
+        "$src `[` $indices `]` (`masked` $masked^)? attr-dict `:` type($src) `->` type($res)"
+    )
 
     def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False):
         super().__init__(operands=[src, indices],
@@ -957,35 +880,9 @@ class TakeAccOp(IRDLOperation):
             )
         if memory_space(src_type) not in (None, 1):
             raise VerifyException(f"'tile.take_acc' source must be global, got {src_type}")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TakeAccOp:
-        src, indices = _parse_indexed(parser)
-        masked = parser.parse_optional_keyword("masked") is not None
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        res_type = parser.parse_type()
-        index = IndexType()
-        op = cls(parser.resolve_operand(src, src_type),
-                 [parser.resolve_operand(i, index) for i in indices], masked)
-        if res_type != op.res.type:
-            parser.raise_error(f"tile.take_acc yields {op.res.type}, got {res_type}")
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.src, self.indices)
-        if self.masked is not None:
-            printer.print_string(" masked")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.src.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
-
+        if self.res.type != FragType("acc", Float32Type()):
+            raise VerifyException(f"'tile.take_acc' yields {FragType('acc', Float32Type())}, "
+                                  f"got {self.res.type}")
 
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
@@ -1002,8 +899,9 @@ class ArriveOp(IRDLOperation):
     name = "tile.arrive"
     counters = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
-    expected = prop_def(IntegerAttr[IntegerType])
+    expected = prop_def(IntegerAttr[I32])
     last = result_def(IntegerType(1))
+    assembly_format = "$counters `[` $indices `]` `of` $expected attr-dict `:` type($counters)"
 
     def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], expected: int):
         super().__init__(operands=[counters, indices], result_types=[IntegerType(1)],
@@ -1022,30 +920,19 @@ class ArriveOp(IRDLOperation):
         if self.expected.value.data < 1:
             raise VerifyException("'tile.arrive' expects at least 1 arrival")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ArriveOp:
-        counters, indices = _parse_indexed(parser)
-        parser.parse_keyword("of")
-        expected = parser.parse_integer(allow_boolean=False)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        counters_type = parser.parse_type()
-        index = IndexType()
-        op = cls(parser.resolve_operand(counters, counters_type),
-                 [parser.resolve_operand(i, index) for i in indices], expected)
-        op.attributes |= attrs
-        return op
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.counters, self.indices)
-        printer.print_string(f" of {self.expected.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.counters.type)
+class ShuffleKind(StrEnum):
+    """Which lane a shuffle reads: lane ^ offset, lane + offset, lane - offset, or offset."""
+
+    BFLY = "bfly"
+    DOWN = "down"
+    UP = "up"
+    IDX = "idx"
 
 
-SHUFFLE_KINDS = ("bfly", "down", "up", "idx")
+@irdl_attr_definition
+class ShuffleKindAttr(EnumAttribute[ShuffleKind], SpacedOpaqueSyntaxAttribute):
+    name = "tile.shuffle_kind"
 
 
 @irdl_op_definition
@@ -1057,47 +944,24 @@ class ShuffleOp(IRDLOperation):
     """
 
     name = "tile.shuffle"
-    value = operand_def(Float32Type | IntegerType)
-    kind = prop_def(StringAttr)
-    offset = prop_def(IntegerAttr[IntegerType])
-    res = result_def(Float32Type | IntegerType)
+    # Any type here, so that a wrong one is the verifier's located error, not the parser's.
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    kind = prop_def(ShuffleKindAttr)
+    offset = prop_def(IntegerAttr[I32])
+    res = result_def(T)
+    assembly_format = "$kind $value `,` $offset attr-dict `:` type($value)"
 
     def __init__(self, kind: str, value: SSAValue, offset: int):
         super().__init__(operands=[value], result_types=[value.type],
-                         properties={"kind": StringAttr(kind),
+                         properties={"kind": ShuffleKindAttr(ShuffleKind(kind)),
                                      "offset": IntegerAttr(offset, i32)})
 
     def verify_(self) -> None:
-        if self.kind.data not in SHUFFLE_KINDS:
-            raise VerifyException(
-                f"'tile.shuffle' kind must be one of {', '.join(SHUFFLE_KINDS)}, "
-                f"got {self.kind.data}"
-            )
         if not 0 <= self.offset.value.data < 32:
             raise VerifyException("'tile.shuffle' offset must be in 0..31")
         if self.value.type not in (Float32Type(), i32):
             raise VerifyException(f"'tile.shuffle' moves f32 or i32, got {self.value.type}")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ShuffleOp:
-        kind = parser.parse_identifier(" (bfly, down, up or idx)")
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        offset = parser.parse_integer(allow_boolean=False)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        op = cls(kind, parser.resolve_operand(value, value_type), offset)
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data} ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(f", {self.offset.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
 
 
 @irdl_op_definition
@@ -1124,7 +988,7 @@ Tile = Dialect(
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
      TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp],
-    [FragType, SwizzleAttr],
+    [FragType, SwizzleAttr, ShuffleKindAttr],
 )
 
 __all__ = [

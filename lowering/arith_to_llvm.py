@@ -33,12 +33,12 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
     reject_leftover_ops,
     replace_with_llvm,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-arith-to-llvm"

@@ -23,11 +23,11 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     reject_leftover_ops,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns
 from tilesync.lowering.type_conversion import cast_value, convert_type
 
 PASS_NAME = "convert-cf-to-llvm"

@@ -29,13 +29,13 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-# Importing llvmx registers `ptx_kernel` with xDSL's llvm calling conventions.
+from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
+from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import (
     KNOWN_BLOCK_SIZE_ATTR,
     MIN_BLOCKS_PER_SM_ATTR,
     launch_bounds_error,
 )
-from tilesync.dialects.llvmx import PTX_KERNEL_CCONV
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     llvm_operands,
@@ -43,7 +43,6 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import convert_type
 
 PASS_NAME = "convert-func-to-llvm"

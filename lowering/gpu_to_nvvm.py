@@ -24,8 +24,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.dialects import nvvm
-from tilesync.lowering.rewrite_driver import apply_patterns
 
 # gpu op -> PTX special register prefix (the dimension is appended: "tid" -> "tid.x").
 _SREG_OF: dict[type[Operation], str] = {

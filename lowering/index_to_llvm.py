@@ -30,6 +30,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.arith_to_llvm import (
     icmp,
     int_constant,
@@ -41,7 +42,6 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
 from tilesync.lowering.type_conversion import INDEX_BITS, convert_type
 
 PASS_NAME = "convert-index-to-llvm"

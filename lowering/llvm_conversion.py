@@ -45,7 +45,7 @@ def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> OpDiagno
 
 def reject_leftover_ops(module: ModuleOp, pass_name: str, dialect_prefix: str) -> None:
     """Raise for the first op of the converted dialect that no pattern rewrote."""
-    from tilesync.lowering.rewrite_driver import walk_ops
+    from tilesync.compat.rewrite_driver import walk_ops
 
     for op in walk_ops(module):
         if op.name.startswith(dialect_prefix):

@@ -1,10 +1,12 @@
-"""Translate xDSL's `llvm` dialect (plus tilesync's `llvmx`) to llvmlite IR for NVPTX.
+"""Translate xDSL's `llvm` dialect (plus tilesync's `llvmx` casts) to llvmlite IR for NVPTX.
 
-xDSL ships `xdsl.backend.llvm`, but it drops what GPU code relies on (address spaces on GEPs and
-globals, atomic orderings, `volatile`, calling conventions, function attributes, alignment,
-bf16), so tilesync owns this translation. It keeps llvmlite's IR builder for the plain
-instructions and prints the memory-model instructions itself (`_AtomicLoad`, `_AtomicRMW`,
-...), because llvmlite has no syncscope and no `volatile` on them.
+xDSL 0.74's `xdsl.backend.llvm` now keeps load/store alignment and the address space and
+linkage of globals, but GPU code still needs what it lacks: its GEP bitcasts the pointer to
+address space 0 (invalid IR for global and shared pointers), loads and stores lose their
+ordering and `volatile`, a bf16 load fails, and calling conventions, function attributes and
+global alignment are dropped. So tilesync owns this translation. It keeps llvmlite's IR builder
+for the plain instructions and prints ordered or volatile loads and stores itself
+(`_AtomicLoad`, `_AtomicStore`), which llvmlite cannot.
 
     translate_module(op) -> llvmlite.ir.Module
     translate_to_llvm_ir(op) -> str
@@ -12,9 +14,9 @@ instructions and prints the memory-model instructions itself (`_AtomicLoad`, `_A
 `op` is a `builtin.module` or `gpu.module` whose body holds only `llvm.func` and
 `llvm.mlir.global` (a `gpu.module` nested in a `builtin.module` is translated in place).
 
-NVPTX note: LLVM 22 ignores the ordering and scope of `atomicrmw` (it always emits a relaxed
-`atom`), so an ordered `llvmx.atomicrmw` is bracketed by explicit fences here: a fence before
-it for release/acq_rel/seq_cst and an acq_rel fence after it for acquire/acq_rel/seq_cst.
+The ordered memory operations of the GPU memory model are nvvm ops, lowered to the exact PTX
+instruction by convert-nvvm-to-llvm: LLVM 22 ignores the ordering and scope of `atomicrmw`
+for NVPTX.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.contract import launch_bounds_error
 from tilesync.dialects import llvmx
-from tilesync.dialects.llvmx import PTX_KERNEL_CCONV, address_space
+from tilesync.dialects.llvmx import address_space
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
@@ -172,16 +175,12 @@ def _natural_alignment(type_: ir.Type) -> int:
 # -- instructions llvmlite cannot print ------------------------------------------------------
 
 
-def _syncscope_text(scope: str) -> str:
-    return f' syncscope("{scope}")' if scope else ""
-
-
 class _AtomicLoad(ir.Instruction):
-    """`load [atomic] [volatile] T, ptr %p [syncscope(..) ordering], align N`."""
+    """`load [atomic] [volatile] T, ptr %p [ordering], align N`."""
 
-    def __init__(self, parent, type_, ptr, ordering: str, scope: str, volatile: bool, align, name):
+    def __init__(self, parent, type_, ptr, ordering: str, volatile: bool, align, name):
         super().__init__(parent, type_, "load", [ptr], name=name)
-        self.ordering, self.scope, self.volatile, self.align = ordering, scope, volatile, align
+        self.ordering, self.volatile, self.align = ordering, volatile, align
 
     def descr(self, buf: list[str]) -> None:
         [ptr] = self.operands
@@ -189,18 +188,18 @@ class _AtomicLoad(ir.Instruction):
         text = "load" + (" atomic" if atomic else "") + (" volatile" if self.volatile else "")
         text += f" {self.type}, {ptr.type} {ptr.get_reference()}"
         if atomic:
-            text += f"{_syncscope_text(self.scope)} {self.ordering}"
+            text += f" {self.ordering}"
         if self.align is not None:
             text += f", align {self.align}"
         buf.append(text + self._stringify_metadata(leading_comma=True) + "\n")
 
 
 class _AtomicStore(ir.Instruction):
-    """`store [atomic] [volatile] T %v, ptr %p [syncscope(..) ordering], align N`."""
+    """`store [atomic] [volatile] T %v, ptr %p [ordering], align N`."""
 
-    def __init__(self, parent, value, ptr, ordering: str, scope: str, volatile: bool, align):
+    def __init__(self, parent, value, ptr, ordering: str, volatile: bool, align):
         super().__init__(parent, ir.VoidType(), "store", [value, ptr])
-        self.ordering, self.scope, self.volatile, self.align = ordering, scope, volatile, align
+        self.ordering, self.volatile, self.align = ordering, volatile, align
 
     def descr(self, buf: list[str]) -> None:
         value, ptr = self.operands
@@ -208,61 +207,10 @@ class _AtomicStore(ir.Instruction):
         text = "store" + (" atomic" if atomic else "") + (" volatile" if self.volatile else "")
         text += f" {value.type} {value.get_reference()}, {ptr.type} {ptr.get_reference()}"
         if atomic:
-            text += f"{_syncscope_text(self.scope)} {self.ordering}"
+            text += f" {self.ordering}"
         if self.align is not None:
             text += f", align {self.align}"
         buf.append(text + self._stringify_metadata(leading_comma=True) + "\n")
-
-
-class _AtomicRMW(ir.Instruction):
-    """`atomicrmw op ptr %p, T %v [syncscope(..)] ordering, align N`."""
-
-    def __init__(self, parent, bin_op: str, ptr, value, ordering: str, scope: str, align, name):
-        super().__init__(parent, value.type, "atomicrmw", [ptr, value], name=name)
-        self.bin_op, self.ordering, self.scope, self.align = bin_op, ordering, scope, align
-
-    def descr(self, buf: list[str]) -> None:
-        ptr, value = self.operands
-        buf.append(
-            f"atomicrmw {self.bin_op} {ptr.type} {ptr.get_reference()}, "
-            f"{value.type} {value.get_reference()}{_syncscope_text(self.scope)} "
-            f"{self.ordering}, align {self.align}"
-            + self._stringify_metadata(leading_comma=True)
-            + "\n"
-        )
-
-
-class _CmpXchg(ir.Instruction):
-    """`cmpxchg [weak] ptr %p, T %c, T %n [syncscope(..)] success failure, align N`."""
-
-    def __init__(self, parent, ptr, cmp, new, success: str, failure: str, scope, align, weak, name):
-        result_type = ir.LiteralStructType([cmp.type, ir.IntType(1)])
-        super().__init__(parent, result_type, "cmpxchg", [ptr, cmp, new], name=name)
-        self.success, self.failure, self.scope = success, failure, scope
-        self.align, self.weak = align, weak
-
-    def descr(self, buf: list[str]) -> None:
-        ptr, cmp, new = self.operands
-        buf.append(
-            "cmpxchg"
-            + (" weak" if self.weak else "")
-            + f" {ptr.type} {ptr.get_reference()}, {cmp.type} {cmp.get_reference()}, "
-            f"{new.type} {new.get_reference()}{_syncscope_text(self.scope)} "
-            f"{self.success} {self.failure}, align {self.align}"
-            + self._stringify_metadata(leading_comma=True)
-            + "\n"
-        )
-
-
-class _Fence(ir.Instruction):
-    """`fence [syncscope(..)] ordering`."""
-
-    def __init__(self, parent, ordering: str, scope: str):
-        super().__init__(parent, ir.VoidType(), "fence", [])
-        self.ordering, self.scope = ordering, scope
-
-    def descr(self, buf: list[str]) -> None:
-        buf.append(f"fence{_syncscope_text(self.scope)} {self.ordering}\n")
 
 
 def _escape_llvm_string(text: str) -> str:
@@ -666,7 +614,7 @@ def _load(t: _FunctionTranslator, op: llvm.LoadOp) -> None:
     ordering = _ordering_keyword(op)
     volatile = op.properties.get("volatile_") is not None
     align = _alignment_for(ordering, _int_prop(op, "alignment"), type_)
-    load = _AtomicLoad(t.builder.block, type_, ptr, ordering, "", volatile, align, t.name(op))
+    load = _AtomicLoad(t.builder.block, type_, ptr, ordering, volatile, align, t.name(op))
     t.set_result(op, t.builder.insert(load))
 
 
@@ -676,75 +624,7 @@ def _store(t: _FunctionTranslator, op: llvm.StoreOp) -> None:
     ordering = _ordering_keyword(op)
     align = _alignment_for(ordering, _int_prop(op, "alignment"), value.type)
     volatile = op.volatile_ is not None
-    t.builder.insert(_AtomicStore(t.builder.block, value, ptr, ordering, "", volatile, align))
-
-
-@_handles(llvmx.AtomicLoadOp)
-def _llvmx_load(t: _FunctionTranslator, op: llvmx.AtomicLoadOp) -> None:
-    ptr = t.value(op.ptr, op)
-    type_ = convert_type(op.res.type)
-    ordering = op.ordering.data
-    align = _alignment_for(ordering, _int_prop(op, "alignment"), type_)
-    volatile = op.volatile_ is not None
-    load = _AtomicLoad(t.builder.block, type_, ptr, ordering, op.scope, volatile, align, t.name(op))
-    t.set_result(op, t.builder.insert(load))
-
-
-@_handles(llvmx.AtomicStoreOp)
-def _llvmx_store(t: _FunctionTranslator, op: llvmx.AtomicStoreOp) -> None:
-    value, ptr = t.operands(op)
-    ordering = op.ordering.data
-    align = _alignment_for(ordering, _int_prop(op, "alignment"), value.type)
-    volatile = op.volatile_ is not None
-    t.builder.insert(_AtomicStore(t.builder.block, value, ptr, ordering, op.scope, volatile, align))
-
-
-# The fences that make an ordered atomicrmw correct on NVPTX (see the module docstring).
-_FENCE_BEFORE_RMW = {"release": "acq_rel", "acq_rel": "acq_rel", "seq_cst": "seq_cst"}
-_FENCE_AFTER_RMW = {"acquire": "acq_rel", "acq_rel": "acq_rel", "seq_cst": "acq_rel"}
-
-
-@_handles(llvmx.AtomicRMWOp)
-def _atomicrmw(t: _FunctionTranslator, op: llvmx.AtomicRMWOp) -> None:
-    ptr, value = t.operands(op)
-    ordering, scope = op.ordering.data, op.scope
-    align = _int_prop(op, "alignment") or _natural_alignment(value.type)
-    if ordering in _FENCE_BEFORE_RMW:
-        t.builder.insert(_Fence(t.builder.block, _FENCE_BEFORE_RMW[ordering], scope))
-    rmw = _AtomicRMW(
-        t.builder.block, op.bin_op.data, ptr, value, ordering, scope, align, t.name(op)
-    )
-    t.set_result(op, t.builder.insert(rmw))
-    if ordering in _FENCE_AFTER_RMW:
-        t.builder.insert(_Fence(t.builder.block, _FENCE_AFTER_RMW[ordering], scope))
-
-
-@_handles(llvmx.CmpXchgOp)
-def _cmpxchg(t: _FunctionTranslator, op: llvmx.CmpXchgOp) -> None:
-    # NVPTX keeps ordering and scope on cmpxchg (atom.acq_rel.gpu.cas), so no extra fences.
-    ptr, cmp, new = t.operands(op)
-    align = _int_prop(op, "alignment") or _natural_alignment(cmp.type)
-    pair = t.builder.insert(
-        _CmpXchg(
-            t.builder.block,
-            ptr,
-            cmp,
-            new,
-            op.success_ordering.data,
-            op.failure_ordering.data,
-            op.scope,
-            align,
-            op.weak is not None,
-            "",
-        )
-    )
-    t.set_result(op, t.builder.extract_value(pair, 0, name=t.name(op, 0)), 0)
-    t.set_result(op, t.builder.extract_value(pair, 1, name=t.name(op, 1)), 1)
-
-
-@_handles(llvmx.FenceOp)
-def _fence(t: _FunctionTranslator, op: llvmx.FenceOp) -> None:
-    t.builder.insert(_Fence(t.builder.block, op.ordering.data, op.scope))
+    t.builder.insert(_AtomicStore(t.builder.block, value, ptr, ordering, volatile, align))
 
 
 @_handles(llvm.ExtractValueOp)

@@ -1,17 +1,19 @@
 """`convert-nvvm-to-llvm`: the nvvm dialect to `llvm.call_intrinsic` and `llvm.inline_asm`.
 
-- Special registers, `barrier0`, `griddepcontrol.*` and `trap` become NVVM intrinsics
-  (`llvm.nvvm.read.ptx.sreg.*`, `llvm.nvvm.barrier0`, `llvm.nvvm.griddepcontrol.*`, `llvm.trap`).
-- Every ordered memory operation (ld, st, atom, atom.cas, red, fence, fence.proxy.async) and
-  nanosleep become inline PTX with side effects; the memory operations also clobber `memory`, so
-  LLVM moves no load or store across them. LLVM 22 drops ordering and scope from `atomicrmw` for
-  NVPTX (REFERENCE.md), so inline PTX is the one way to get exactly the instruction asked for.
+- Special registers, the barriers, `griddepcontrol.*`, `trap`, ldmatrix, mma.sync, shfl.sync
+  and cp.async become NVVM intrinsics (`INTRINSICS`: names that LLVM 22 lowers).
+- Every ordered memory operation (ld, st, atom, atom.cas, red, fence, fence.proxy.async),
+  nanosleep, wgmma (which LLVM 22 cannot select), the packing conversions and the approximate
+  math become inline PTX. The memory operations and fences also clobber `memory`, so LLVM moves
+  no load or store across them. LLVM 22 drops ordering and scope from `atomicrmw` for NVPTX,
+  so inline PTX is the one way to get exactly the instruction asked for.
 
-Every PTX instruction is spelled once, in `PTX_TEMPLATES`; the pieces filled in are the
-semantics (`.acquire.gpu`, `.volatile`, nothing for weak), the state space from the pointer's
-address space (`.global` 1, `.shared` 3, nothing for generic 0) and the type suffix from the
-value type. Pointers are passed in 64-bit registers (`l`), which holds for every address space
-under the default nvptx64 data layout (no short shared pointers).
+Every inline PTX instruction of tilesync is spelled once, here, in `PTX_TEMPLATES`; the pieces
+filled in are the semantics (`.acquire.gpu`, `.volatile`, nothing for weak), the state space
+from the pointer's address space (`.global` 1, `.shared` 3, nothing for generic 0), the type
+suffix from the value type, and the operand numbers. Pointers are passed in 64-bit registers
+(`l`), which holds for every address space under the default nvptx64 data layout (no short
+shared pointers).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import Float32Type, IntegerType, ModuleOp
+from xdsl.dialects.builtin import Float32Type, IntegerType, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -29,9 +31,10 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.dialects import nvvm
+from tilesync.dialects.llvmx import address_space
 from tilesync.lowering.llvm_conversion import reject_leftover_ops
-from tilesync.lowering.rewrite_driver import apply_patterns
 
 # --------------------------------------------------------------------------------------------
 # The tables: every intrinsic name and every PTX instruction string, once.
@@ -39,11 +42,22 @@ from tilesync.lowering.rewrite_driver import apply_patterns
 
 INTRINSICS: dict[type[Operation], str] = {
     nvvm.Barrier0Op: "llvm.nvvm.barrier0",
+    nvvm.Barrier0OrOp: "llvm.nvvm.barrier0.or",
     nvvm.GridDepControlWaitOp: "llvm.nvvm.griddepcontrol.wait",
     nvvm.GridDepControlLaunchDependentsOp: "llvm.nvvm.griddepcontrol.launch.dependents",
     nvvm.TrapOp: "llvm.trap",
+    nvvm.LdMatrixOp: "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{num}{trans}.b16",
+    nvvm.MmaSyncOp: "llvm.nvvm.mma.m16n8k16.row.col.{types}",
+    nvvm.ShflSyncOp: "llvm.nvvm.shfl.sync.{kind}.{type}",
+    nvvm.CpAsyncOp: "llvm.nvvm.cp.async.{cache}.shared.global.{size}{zero_fill}",
+    nvvm.CpAsyncCommitGroupOp: "llvm.nvvm.cp.async.commit.group",
+    nvvm.CpAsyncWaitGroupOp: "llvm.nvvm.cp.async.wait.group",
 }
-"""Zero-operand, no-result nvvm ops lowered to an intrinsic call."""
+"""The nvvm ops lowered to an intrinsic call: the name (fields from the op's properties and
+types), the op's operands as arguments (plus a wait group's count), its results."""
+
+# mma.sync name suffix: the D and C types for f16 inputs, the input type for bf16 (LLVM's names).
+_MMA_TYPES = {nvvm.HalfType.F16: "f32.f32", nvvm.HalfType.BF16: "bf16"}
 
 SREG_INTRINSIC = "llvm.nvvm.read.ptx.sreg.{sreg}"
 
@@ -56,13 +70,32 @@ PTX_TEMPLATES: dict[type[Operation], str] = {
     nvvm.FenceOp: "fence{sem};",
     nvvm.FenceProxyAsyncOp: "fence.proxy.async{space};",
     nvvm.NanosleepOp: "nanosleep.u32 $0;",
+    nvvm.WgmmaFenceAlignedOp: "wgmma.fence.sync.aligned;",
+    nvvm.WgmmaCommitGroupSyncAlignedOp: "wgmma.commit_group.sync.aligned;",
+    nvvm.WgmmaWaitGroupSyncAlignedOp: "wgmma.wait_group.sync.aligned {n};",
+    # The accumulators are tied to the outputs; scale-d comes in a register, as a predicate.
+    nvvm.WgmmaMmaAsyncOp: (
+        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type} {{{outputs}}}, ${desc_a}, "
+        "${desc_b}, p, 1, 1, 0, 0;\n}}"
+    ),
+    nvvm.CvtPackOp: "cvt.rn.{type}x2.f32 $0, $1, $2;",
+    nvvm.TanhApproxOp: "tanh.approx.f32 $0, $1;",
+    nvvm.Ex2ApproxFtzOp: "ex2.approx.ftz.f32 $0, $1;",
 }
 """PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first)."""
+
+PURE_PTX: frozenset[type[Operation]] = frozenset(
+    {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp}
+)
+"""Inline-asm ops that compute a value only: no side effects, no memory clobber."""
+_NO_MEMORY_CLOBBER = frozenset({nvvm.NanosleepOp, nvvm.WgmmaMmaAsyncOp}) | PURE_PTX
 
 STATE_SPACE: dict[int, str] = {0: "", 1: ".global", 3: ".shared"}
 
 # Type suffix by value type: unsigned (`.u32`), signed (`.s32`) and bit-size (`.b32`) flavours.
-_SUFFIX = {"u": {32: "u32", 64: "u64"}, "s": {32: "s32", 64: "s64"}, "b": {32: "b32", 64: "b64"}}
+_SUFFIX = {"u": {32: "u32", 64: "u64"}, "s": {32: "s32", 64: "s64"}, "b": {32: "b32", 64: "b64"},
+           "i": {32: "i32", 64: "i64"}}
 _BITWISE_KINDS = frozenset(
     {nvvm.AtomicKind.EXCH, nvvm.AtomicKind.AND, nvvm.AtomicKind.OR, nvvm.AtomicKind.XOR}
 )
@@ -75,7 +108,8 @@ _MEMORY_CLOBBER = "~{memory}"
 
 
 def type_suffix(value_type: Attribute, flavour: str = "u") -> str:
-    """PTX type suffix: i32 -> u32 (s32 signed, b32 bitwise), i64 -> u64, f32 -> f32 (b32)."""
+    """PTX type suffix: i32 -> u32 (s32 signed, b32 bitwise), i64 -> u64, f32 -> f32 (b32).
+    Flavour "i" spells LLVM intrinsic suffixes: i32, i64, f32."""
     if isinstance(value_type, Float32Type):
         return "b32" if flavour == "b" else "f32"
     assert isinstance(value_type, IntegerType)
@@ -108,7 +142,8 @@ def semantics(ordering: nvvm.MemOrder, scope: nvvm.MemScopeAttr | None) -> str:
 
 
 def state_space(ptr: SSAValue) -> str:
-    return STATE_SPACE[nvvm.address_space(ptr.type)]
+    assert isinstance(ptr.type, llvm.LLVMPointerType)
+    return STATE_SPACE[address_space(ptr.type)]
 
 
 def ptx_string(op: Operation) -> str:
@@ -145,27 +180,83 @@ def ptx_string(op: Operation) -> str:
         case nvvm.FenceProxyAsyncOp():
             space = op.space.data
             fields = dict(space="" if space == nvvm.ProxySpace.ALL else f".{space.value}")
+        case nvvm.WgmmaWaitGroupSyncAlignedOp():
+            fields = dict(n=op.n.value.data)
+        case nvvm.WgmmaMmaAsyncOp():
+            count = len(op.acc)  # outputs $0 .. $count-1, then the operands in order
+            fields = dict(n=op.n.value.data, type=op.type.data.value,
+                          outputs=", ".join(f"${i}" for i in range(count)),
+                          desc_a=count, desc_b=count + 1, scale_d=count + 2)
+        case nvvm.CvtPackOp():
+            fields = dict(type=op.type.data.value)
         case _:
             fields = {}
     return template.format(**fields)
 
 
-def _is_memory_op(op: Operation) -> bool:
-    return not isinstance(op, nvvm.NanosleepOp)
+def constraints(op: Operation) -> str:
+    """LLVM inline-asm constraints: `=` outputs (one per struct member), inputs (a wgmma's
+    accumulators tied to the outputs), and the memory clobber of memory ops and fences."""
+    if isinstance(op, nvvm.WgmmaMmaAsyncOp):
+        count = len(op.acc)
+        parts = ["=f"] * count + ["l", "l", "r"] + [str(i) for i in range(count)]
+    else:
+        parts = [f"={constraint(r.type)}" for r in op.results]
+        parts += [constraint(o.type) for o in op.operands]
+    if type(op) not in _NO_MEMORY_CLOBBER:
+        parts.append(_MEMORY_CLOBBER)
+    return ",".join(parts)
+
+
+# A kernel has hundreds of these calls, few distinct: the properties of the first op built
+# for a key (they are a function of it) are reused, without the generic constructor.
+_PROPERTIES: dict[tuple, dict[str, Attribute]] = {}
+
+
+def _built_like(key: tuple, operands: list[SSAValue], result_types: list[Attribute],
+                build) -> Operation:
+    properties = _PROPERTIES.get(key)
+    if properties is None:
+        op = build()
+        _PROPERTIES[key] = dict(op.properties)
+        return op
+    return key[0].create(operands=operands, result_types=result_types, properties=properties)
 
 
 def inline_asm_for(op: Operation) -> llvm.InlineAsmOp:
-    """The `llvm.inline_asm` replacing a memory op, fence or nanosleep."""
-    outputs = [f"={constraint(r.type)}" for r in op.results]
-    inputs = [constraint(o.type) for o in op.operands]
-    clobbers = [_MEMORY_CLOBBER] if _is_memory_op(op) else []
-    return llvm.InlineAsmOp(
-        ptx_string(op),
-        ",".join(outputs + inputs + clobbers),
-        list(op.operands),
-        [r.type for r in op.results],
-        has_side_effects=True,
-    )
+    """The `llvm.inline_asm` replacing an op of PTX_TEMPLATES."""
+    text, constraint_text = ptx_string(op), constraints(op)
+    side_effects = type(op) not in PURE_PTX
+    operands, result_types = list(op.operands), [r.type for r in op.results]
+    return _built_like(  # type: ignore[return-value]
+        (llvm.InlineAsmOp, text, constraint_text, side_effects), operands, result_types,
+        lambda: llvm.InlineAsmOp(text, constraint_text, operands, result_types,
+                                 has_side_effects=side_effects))
+
+
+def intrinsic_call(name: str, args: list[SSAValue],
+                   result_types: list[Attribute]) -> llvm.CallIntrinsicOp:
+    return _built_like(  # type: ignore[return-value]
+        (llvm.CallIntrinsicOp, name, len(args)), args, result_types,
+        lambda: llvm.CallIntrinsicOp(name, args, result_types))
+
+
+def intrinsic_name(op: Operation) -> str:
+    """The NVVM intrinsic an op of INTRINSICS calls."""
+    template = INTRINSICS[type(op)]
+    match op:
+        case nvvm.LdMatrixOp():
+            fields = dict(num=op.num.value.data, trans=".trans" if op.trans else "")
+        case nvvm.MmaSyncOp():
+            fields = dict(types=_MMA_TYPES[op.type.data])
+        case nvvm.ShflSyncOp():
+            fields = dict(kind=op.kind.data.value, type=type_suffix(op.val.type, "i"))
+        case nvvm.CpAsyncOp():
+            fields = dict(cache=op.cache.data.value, size=op.size.value.data,
+                          zero_fill=".s" if op.src_size is not None else "")
+        case _:
+            fields = {}
+    return template.format(**fields)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,7 +268,7 @@ class SpecialRegisterLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nvvm.SpecialRegisterOp, rewriter: PatternRewriter, /):
         intrinsic = SREG_INTRINSIC.format(sreg=op.SREG)
-        rewriter.replace(op, llvm.CallIntrinsicOp(intrinsic, [], [op.res.type]))
+        rewriter.replace(op, intrinsic_call(intrinsic, [], [op.res.type]))
 
 
 class IntrinsicLowering(RewritePattern):
@@ -186,9 +277,15 @@ class IntrinsicLowering(RewritePattern):
         return cls in INTRINSICS
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        intrinsic = INTRINSICS.get(type(op))
-        if intrinsic is not None:
-            rewriter.replace(op, llvm.CallIntrinsicOp(intrinsic, [], []))
+        if type(op) not in INTRINSICS:
+            return
+        args = list(op.operands)
+        if isinstance(op, nvvm.CpAsyncWaitGroupOp):  # the count is an immediate argument
+            count = llvm.ConstantOp(op.n, i32)
+            rewriter.insert(count)
+            args.append(count.result)
+        rewriter.replace(op, intrinsic_call(intrinsic_name(op), args,
+                                            [r.type for r in op.results]))
 
 
 class InlinePTXLowering(RewritePattern):

@@ -41,14 +41,15 @@ def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,
                    callback=None) -> PassPipeline:
     """A PassPipeline from pass names or a `-p` style spec string (options allowed).
 
-    xDSL's `lower-affine` and `reconcile-unrealized-casts` run as `FastLowerAffinePass` and
-    `FastReconcileUnrealizedCastsPass` (the same rewrites, faster)."""
+    xDSL's `lower-affine` and `reconcile-unrealized-casts` run as their faster equivalents
+    (`compat.fast_passes`: the same rewrites)."""
+    from tilesync.compat.fast_passes import FAST_PASSES
     from tilesync.tools.universe import all_passes_with_xdsl
 
     spec = names if isinstance(names, str) else ",".join(names)
     passes = all_passes_with_xdsl()
-    passes["lower-affine"] = lambda: FastLowerAffinePass
-    passes["reconcile-unrealized-casts"] = lambda: FastReconcileUnrealizedCastsPass
+    for name, fast in FAST_PASSES.items():
+        passes[name] = lambda fast=fast: fast
     return parse_pipeline_spec(passes, spec, callback)
 
 
@@ -148,26 +149,6 @@ def spec_syntax_error(err: ArgSpecParseError, source: str = PIPELINE_SOURCE) -> 
 
 
 @dataclass(frozen=True)
-class FastLowerAffinePass(ModulePass):
-    """xDSL's `lower-affine` (its patterns, its fixpoint walk, so the same IR) on the
-    type-dispatching pattern driver; under `xdsl_drivers()` xDSL's pass itself runs."""
-
-    name = "lower-affine"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xdsl.transforms import lower_affine
-
-        from tilesync.lowering.rewrite_driver import apply_patterns, using_xdsl_drivers
-
-        if using_xdsl_drivers():
-            lower_affine.LowerAffinePass().apply(ctx, op)
-            return
-        apply_patterns(op, [lower_affine.LowerAffineStore(), lower_affine.LowerAffineLoad(),
-                            lower_affine.LowerAffineFor(), lower_affine.LowerAffineYield(),
-                            lower_affine.LowerAffineApply()], recursive=True)
-
-
-@dataclass(frozen=True)
 class LowerToLLVMPass(ModulePass):
     """The whole lowering to the llvm dialect (KERNEL_TO_LLVM) as one pass."""
 
@@ -175,23 +156,3 @@ class LowerToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         build_pipeline(KERNEL_TO_LLVM).apply(ctx, op)
-
-
-@dataclass(frozen=True)
-class FastReconcileUnrealizedCastsPass(ModulePass):
-    """xDSL's `reconcile-unrealized-casts` (its pattern, warning on casts it cannot remove,
-    its fixpoint walk without dead-code erasure: the same IR) on the type-dispatching
-    driver; under `xdsl_drivers()` xDSL's pass itself runs."""
-
-    name = "reconcile-unrealized-casts"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xdsl.transforms import reconcile_unrealized_casts as reconcile
-
-        from tilesync.lowering.rewrite_driver import apply_patterns, using_xdsl_drivers
-
-        if using_xdsl_drivers():
-            reconcile.ReconcileUnrealizedCastsPass().apply(ctx, op)
-            return
-        apply_patterns(op, reconcile.ReconcileUnrealizedCastsPattern(warn_on_failure=True),
-                       recursive=True, dce=False)

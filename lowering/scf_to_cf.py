@@ -20,7 +20,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import BlockInsertPoint, InsertPoint
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
 
-from tilesync.lowering.rewrite_driver import apply_patterns
+from tilesync.compat.rewrite_driver import apply_patterns
 
 
 class WhileLowering(RewritePattern):

@@ -1,25 +1,25 @@
 """`convert-sync-to-nvvm`: the kernel-level sync ops (tile, wait, post) as NVVM code.
 
-The memory-model rules of DESIGN.md, in one place:
-- post: every thread of the block has stored its part of the tile (`bar.sync`), then one thread
-  makes those stores visible at gpu scope (`fence.acq_rel.gpu`) and adds 1 to the semaphore
-  (`red.relaxed.gpu`). A fence is emitted explicitly because LLVM 22 drops the ordering of
-  atomicrmw on NVPTX.
-- wait: one thread spins on an acquire load (`ld.acquire.gpu`, every iteration, including the
-  first) with `nanosleep` backoff until the semaphore reaches `epoch * posts`; then `bar.sync`
-  so the whole block reads after the acquire. Semaphores are never reset: the epoch (launch
-  count) makes a relaunch or a graph replay need no memset.
-- no hang: every spin reads `%globaltimer` and traps after a timeout; the host turns the trap into
-  an error instead of waiting forever.
+Built from the primitives of `sync_primitives.SyncBuilder`:
+- post: every thread of the block has stored its part of the tile (`bar.sync`), then the
+  block's first thread makes those stores visible at gpu scope and adds 1 to the semaphore
+  (`release_add`: `fence.acq_rel.gpu` + `red.relaxed.gpu`).
+- wait: the first thread spins on an acquire load until the semaphore reaches
+  `epoch * posts` (`spin_until`: `ld.acquire.gpu` every iteration, `nanosleep` backoff,
+  `%globaltimer` timeout and trap, the debug record in debug builds); then `bar.sync` so the
+  whole block reads after the acquire. Semaphores are never reset: the epoch (launch count)
+  makes a relaunch or a graph replay need no memset.
+- ordered tile: the first thread takes the next slot of a global counter (relaxed `atom.add`)
+  and hands it to the block through shared memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, gpu, llvm, memref, scf
+from xdsl.dialects import affine, arith, gpu, llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -32,7 +32,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
-    i1,
     i32,
     i64,
 )
@@ -46,17 +45,17 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
-    DEBUG_RECORD_FIELDS,
     ORDER_TABLE,
     ORDER_TABLE_ATTR,
     TILE_COUNTER,
     kernel_tag,
 )
-from tilesync.dialects import nvvm, sync
+from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import sync_arg
-from tilesync.lowering.rewrite_driver import apply_patterns
+from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
@@ -65,90 +64,17 @@ DEFAULT_BACKOFF_NS = 64
 MAX_BACKOFF_NS = 1_000_000
 
 
-class _Emitter:
-    """Collects ops in order; `emit` returns the op's single result for chaining."""
-
-    def __init__(self) -> None:
-        self.ops: list[Operation] = []
-
-    def op(self, operation: Operation) -> Operation:
-        self.ops.append(operation)
-        return operation
-
-    def emit(self, operation: Operation) -> SSAValue:
-        return self.op(operation).results[0]
-
-    def const(self, value: int, type_) -> SSAValue:
-        return self.emit(arith.ConstantOp(IntegerAttr(value, type_)))
-
-
-def _is_leader(e: _Emitter) -> SSAValue:
-    """True in thread (0, 0, 0) of the block: the one thread that touches semaphores."""
-    ids = [e.emit(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]
-    any_nonzero = e.emit(arith.OrIOp(e.emit(arith.OrIOp(ids[0], ids[1])), ids[2]))
-    return e.emit(arith.CmpiOp(any_nonzero, e.const(0, IndexType()), "eq"))
-
-
-def _semaphore_pointer(e: _Emitter, sems: SSAValue, tile: Sequence[SSAValue],
+def _semaphore_pointer(b: SyncBuilder, sems: SSAValue, tile: Sequence[SSAValue],
                        policy: sync.PolicyAttr) -> tuple[SSAValue, SSAValue]:
     """(address, index) of the semaphore that `policy` assigns to producer tile `tile`."""
-    index = e.emit(affine.ApplyOp(list(tile), AffineMapAttr(policy.sem_map.data)))
-    index64 = e.emit(arith.IndexCastOp(index, i64))
+    index = b.value(affine.ApplyOp(list(tile), AffineMapAttr(policy.sem_map.data)))
+    index64 = b.value(arith.IndexCastOp(index, i64))
     base_type = convert_type(sems.type)
     assert isinstance(base_type, llvm.LLVMPointerType)
-    base = e.emit(UnrealizedConversionCastOp.get([sems], [base_type]))
-    ptr = e.emit(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i32, ssa_indices=[index64],
-                            result_type=base_type))
+    base = b.value(UnrealizedConversionCastOp.get([sems], [base_type]))
+    ptr = b.value(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i32, ssa_indices=[index64],
+                             result_type=base_type))
     return ptr, index
-
-
-def _record_timeout(record: SSAValue, fields: Mapping[str, SSAValue]) -> list[Operation]:
-    """The first block to time out claims the record (cas 0 → 1) and writes what it saw (the
-    other DEBUG_RECORD_FIELDS, in their order), at system scope: the record is mapped host
-    memory, still readable after the trap."""
-    e = _Emitter()
-    base = e.emit(UnrealizedConversionCastOp.get([record], [convert_type(record.type)]))
-    old = e.emit(nvvm.AtomicCASOp(base, e.const(0, i32), e.const(1, i32), "relaxed", "sys"))
-    claimed = e.emit(arith.CmpiOp(old, e.const(0, i32), "eq"))
-    write = _Emitter()
-    for offset, name in enumerate(DEBUG_RECORD_FIELDS):
-        if name == "claimed":
-            continue
-        slot = write.emit(llvm.GEPOp(base, [offset], i32, result_type=base.type))
-        write.op(nvvm.StoreOp(slot, fields[name], ordering="volatile"))
-    write.op(nvvm.FenceOp("sc", "sys"))
-    write.op(scf.YieldOp())
-    e.op(scf.IfOp(claimed, [], write.ops))
-    return e.ops
-
-
-def _spin_until(ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int,
-                record: SSAValue | None = None,
-                describe: Mapping[str, SSAValue] | None = None) -> list:
-    """Ops that spin (acquire loads, backoff) until *ptr >= target; trap after `timeout_ns`
-    (first writing `describe` + the value seen into `record`, when there is one)."""
-    e = _Emitter()
-    start = e.emit(nvvm.read_sreg("globaltimer"))
-
-    before = _Emitter()
-    seen = before.emit(nvvm.LoadOp(ptr, i32, ordering="acquire", scope="gpu"))
-    ready = before.emit(arith.CmpiOp(seen, target, "sge"))
-    now = before.emit(nvvm.read_sreg("globaltimer"))
-    elapsed = before.emit(arith.SubiOp(now, start))
-    timed_out = before.emit(arith.CmpiOp(elapsed, before.const(timeout_ns, i64), "sgt"))
-    on_timeout: list[Operation] = []
-    if record is not None:
-        on_timeout += _record_timeout(record, {**(describe or {}), "expected": target,
-                                               "seen": seen})
-    before.op(scf.IfOp(timed_out, [], [*on_timeout, nvvm.TrapOp(), scf.YieldOp()]))
-    keep_spinning = before.emit(arith.XOrIOp(ready, before.const(1, i1)))
-    before.op(scf.ConditionOp(keep_spinning))
-
-    after = _Emitter()
-    after.op(nvvm.NanosleepOp(after.const(backoff_ns, i32)))
-    after.op(scf.YieldOp())
-    e.op(scf.WhileOp([], [], before.ops, after.ops))
-    return e.ops
 
 
 TILE_SLOT_GLOBAL = "__tilesync_tile_slot"
@@ -195,25 +121,25 @@ class LowerOrderedTile(RewritePattern):
         if table is not None:
             func.attributes[ORDER_TABLE_ATTR] = DenseArrayBase.from_list(i32, op.order.values)
 
-        e = _Emitter()
-        slot_ref = e.emit(_shared_slot(func))
-        zero = e.const(0, IndexType())
-        leader = _is_leader(e)
-        take = _Emitter()
-        ptr = take.emit(UnrealizedConversionCastOp.get([counter], [convert_type(counter.type)]))
-        count = take.emit(nvvm.AtomicOp("add", ptr, take.const(1, i32), "relaxed", "gpu"))
-        take.op(memref.StoreOp.get(count, slot_ref, [zero]))
-        take.op(scf.YieldOp())
-        e.op(scf.IfOp(leader, [], take.ops))
-        e.op(gpu.BarrierOp())
-        count = e.emit(memref.LoadOp.get(slot_ref, [zero]))
-        extents = [e.emit(gpu.GridDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
-        blocks = e.emit(arith.MuliOp(e.emit(arith.MuliOp(extents[0], extents[1])), extents[2]))
-        blocks32 = e.emit(arith.IndexCastOp(blocks, i32))
-        slot = e.emit(arith.IndexCastOp(e.emit(arith.RemUIOp(count, blocks32)), IndexType()))
-        linear = e.emit(memref.LoadOp.get(table, [slot])) if table is not None else slot
+        b = SyncBuilder(rewriter)
+        slot_ref = b.value(_shared_slot(func))
+        zero = b.const(0, IndexType())
+
+        def take(t: SyncBuilder) -> None:
+            ptr = t.value(UnrealizedConversionCastOp.get([counter], [convert_type(counter.type)]))
+            count = t.atomic_add(ptr, t.const(1, i32))
+            t.insert(memref.StoreOp.get(count, slot_ref, [zero]))
+
+        b.in_leader(take)
+        b.block_barrier()
+        count = b.value(memref.LoadOp.get(slot_ref, [zero]))
+        extents = [b.value(gpu.GridDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        blocks = b.value(arith.MuliOp(b.value(arith.MuliOp(extents[0], extents[1])), extents[2]))
+        blocks32 = b.value(arith.IndexCastOp(blocks, i32))
+        slot = b.value(arith.IndexCastOp(b.value(arith.RemUIOp(count, blocks32)), IndexType()))
+        linear = b.value(memref.LoadOp.get(table, [slot])) if table is not None else slot
         if table is not None:
-            linear = e.emit(arith.IndexCastOp(linear, IndexType()))
+            linear = b.value(arith.IndexCastOp(linear, IndexType()))
         rank = len(op.results)
         dims = extents[:rank]
         # row-major: the last coordinate varies fastest; column-major: the first
@@ -224,9 +150,9 @@ class LowerOrderedTile(RewritePattern):
             if position == rank - 1:
                 coords[d] = rest
             else:
-                coords[d] = e.emit(arith.RemUIOp(rest, dims[d]))
-                rest = e.emit(arith.DivUIOp(rest, dims[d]))
-        rewriter.replace(op, e.ops, [coords[d] for d in range(rank)])
+                coords[d] = b.value(arith.RemUIOp(rest, dims[d]))
+                rest = b.value(arith.DivUIOp(rest, dims[d]))
+        rewriter.replace(op, [], [coords[d] for d in range(rank)])
 
 
 class LowerTile(RewritePattern):
@@ -247,16 +173,16 @@ def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
     return parent
 
 
-def _debug_description(e: _Emitter, op: sync.WaitOp, func: gpu.FuncOp,
+def _debug_description(b: SyncBuilder, op: sync.WaitOp, func: gpu.FuncOp,
                        index: SSAValue) -> dict[str, SSAValue]:
     """The kernel tag, semaphore parameter (-1 if not a parameter), index and block, i32."""
     sems = op.sems
     position = sems.index if isinstance(sems, BlockArgument) and sems.owner is \
         func.body.blocks.first else -1
-    ids = [e.emit(arith.IndexCastOp(e.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
+    ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
            for d in _DIMS]
-    return {"kernel_tag": e.const(kernel_tag(func.sym_name.data), i32),
-            "param": e.const(position, i32), "index": e.emit(arith.IndexCastOp(index, i32)),
+    return {"kernel_tag": b.const(kernel_tag(func.sym_name.data), i32),
+            "param": b.const(position, i32), "index": b.value(arith.IndexCastOp(index, i32)),
             "block_x": ids[0], "block_y": ids[1], "block_z": ids[2]}
 
 
@@ -268,43 +194,41 @@ class LowerWait(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.WaitOp, rewriter: PatternRewriter, /):
-        e = _Emitter()
-        posts = e.const(op.policy.posts.data, i32)
-        target = e.emit(arith.MuliOp(op.epoch, posts))
-        leader = _is_leader(e)
-        inner = _Emitter()
-        ptr, index = _semaphore_pointer(inner, op.sems, list(op.tile), op.policy)
+        b = SyncBuilder(rewriter)
+        posts = b.const(op.policy.posts.data, i32)
+        target = b.value(arith.MuliOp(op.epoch, posts))
         timeout = op.timeout_ns.value.data if op.timeout_ns is not None else \
             self.default_timeout_ns
         func = _enclosing_kernel(op)
-        record, describe = None, None
-        if self.debug and func is not None:
-            # the parameter must exist before the description reads parameter positions
-            record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
-            describe = _debug_description(inner, op, func, index)
-        inner.ops += _spin_until(ptr, target, timeout, self.backoff_ns, record, describe)
-        inner.op(scf.YieldOp())
-        e.op(scf.IfOp(leader, [], inner.ops))
-        e.op(gpu.BarrierOp())
-        rewriter.replace(op, e.ops, [])
+
+        def spin(s: SyncBuilder) -> None:
+            ptr, index = _semaphore_pointer(s, op.sems, list(op.tile), op.policy)
+            record, describe = None, None
+            if self.debug and func is not None:
+                # the parameter must exist before the description reads parameter positions
+                record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
+                describe = _debug_description(s, op, func, index)
+            s.spin_until(ptr, target, timeout, self.backoff_ns, record, describe)
+
+        b.in_leader(spin)
+        b.block_barrier()
+        rewriter.erase(op)
 
 
 class LowerPost(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
-        e = _Emitter()
-        e.op(gpu.BarrierOp())
-        leader = _is_leader(e)
-        inner = _Emitter()
-        ptr, _ = _semaphore_pointer(inner, op.sems, list(op.tile), op.policy)
-        inner.op(nvvm.FenceOp("acq_rel", "gpu"))
-        inner.op(nvvm.ReduceOp("add", ptr, inner.const(1, i32), ordering="relaxed", scope="gpu"))
-        inner.op(scf.YieldOp())
-        e.op(scf.IfOp(leader, [], inner.ops))
-        rewriter.replace(op, e.ops, [])
+        b = SyncBuilder(rewriter)
+        b.block_barrier()  # every thread of the block has stored its part of the tile
+
+        def release(s: SyncBuilder) -> None:
+            ptr, _ = _semaphore_pointer(s, op.sems, list(op.tile), op.policy)
+            s.release_add(ptr)
+
+        b.in_leader(release)
+        rewriter.erase(op)
 
 
-# --- kernel hooks (owned by the sync-passes engineer; kept to this one pattern) ---------------
 class EraseSyncHooks(RewritePattern):
     """sync.load_point / sync.store_point are markers with no code of their own: the waits and
     posts they call for were put beside them by sync-insert-post-wait (which also erases the

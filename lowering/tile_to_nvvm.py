@@ -1,37 +1,43 @@
-"""`convert-tile-to-nvvm`: the tile dialect to NVVM intrinsics, llvm ops and nvvm sregs.
+"""`convert-tile-to-nvvm`: the tile dialect to nvvm ops, llvm ops and scf.
 
-Each tile op becomes its PTX instruction as an `llvm.call_intrinsic` (checked to lower under
-LLVM 22: see test/python/kernels/test_gemm.py) plus the address arithmetic for this lane:
+Each tile op becomes the nvvm op of its PTX instruction plus the address arithmetic for this
+lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
 
-    tile.ldmatrix     llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].b16 (ptr addrspace 3)
-    tile.mma          llvm.nvvm.mma.m16n8k16.row.col.f32.f32 (f16 in: <2 x half> operands)
-                      llvm.nvvm.mma.m16n8k16.row.col.bf16    (bf16 in: i32 operands)
-    tile.cp_async     llvm.nvvm.cp.async.cg.shared.global.16[.s] (.s: src-size for zero-fill)
-    tile.cp_async_commit / _wait   llvm.nvvm.cp.async.commit.group / .wait.group
+    tile.ldmatrix     nvvm.ldmatrix (x2 or x4, [trans]) on an `!llvm.ptr<3>`
+    tile.mma          nvvm.mma.sync f16 (A/B registers as vector<2xf16>) or bf16 (as i32)
+    tile.cp_async     nvvm.cp.async.shared.global (16 bytes, cg; with a src-size to zero-fill)
+    tile.cp_async_commit / _wait   nvvm.cp.async.commit.group / .wait.group
     tile.fill         llvm.mlir.undef + llvm.insertvalue
-    tile.store_acc    the epilogue region inlined per element, then `cvt.rn.f16x2.f32` (or
-                      bf16x2; inline PTX) and one 32-bit store per pair of columns (scf.if
-                      around each pair when `masked`); f32 and odd widths: scalar stores
+    tile.store_acc    the epilogue region inlined per element, then `nvvm.cvt.pack` (f16x2 or
+                      bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
+                      when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red
+    tile.take_acc     nvvm.atom exch (0) per element
+    tile.arrive       the split-K arrival, built by `sync_primitives.SyncBuilder`
+    tile.shuffle      nvvm.shfl.sync
+    tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
+                      commit / wait; tile.fence_proxy_async: nvvm.fence.proxy.async
 
 Fragments become literal structs of their registers: A `!llvm.struct<(i32, i32, i32, i32)>`,
 B `!llvm.struct<(i32, i32)>`, the accumulator `!llvm.struct<(f32, f32, f32, f32)>` (what the
-intrinsics return). Fragment-typed values that are not tile ops (scf.for iter_args and
+instructions return). Fragment-typed values that are not tile ops (scf.for iter_args and
 results, block arguments, function signatures) are retyped in place, so the pass must run
-before `lower-scf-to-cf`; it emits `nvvm.read.ptx.sreg.laneid` and `scf.if`, so it must run
-before `convert-nvvm-to-llvm` and `lower-scf-to-cf` (right after `convert-sync-to-nvvm` is right).
+before `lower-scf-to-cf`; it emits nvvm ops and `scf.if`, so it must run before
+`convert-nvvm-to-llvm` and `lower-scf-to-cf` (right after `convert-sync-to-nvvm` is right).
 
 Shared-memory offsets are computed in i32 (a block has at most 227 KiB), global offsets in
-i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `tanh.approx.f32` and
-`ex2.approx.ftz.f32` (the approximate GELU needs them; nothing else lowers math yet).
+i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `nvvm.tanh.approx.f32` and
+`nvvm.ex2.approx.ftz.f32` (the approximate GELU needs them; nothing else lowers math yet).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, gpu, llvm, math, scf
+from xdsl.dialects import arith, func, gpu, llvm, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
@@ -58,25 +64,14 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.compat.cse import cse
+from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.dialects import nvvm, tile
-from tilesync.lowering.cse import cse
 from tilesync.lowering.llvm_conversion import unsupported_op_error
-from tilesync.lowering.rewrite_driver import apply_patterns, walk_ops
+from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
-
-# --------------------------------------------------------------------------------------------
-# Intrinsics (verified to lower to PTX under LLVM 22)
-# --------------------------------------------------------------------------------------------
-
-LDMATRIX = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16"
-MMA_F16 = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"  # D and C are f32; A/B <2 x half>
-MMA_BF16 = "llvm.nvvm.mma.m16n8k16.row.col.bf16"  # f32 accumulate; A/B packed in i32
-CP_ASYNC = "llvm.nvvm.cp.async.cg.shared.global.16"
-CP_ASYNC_ZFILL = "llvm.nvvm.cp.async.cg.shared.global.16.s"  # + i32 src-size (0 or 16)
-CP_ASYNC_COMMIT = "llvm.nvvm.cp.async.commit.group"
-CP_ASYNC_WAIT = "llvm.nvvm.cp.async.wait.group"
 
 SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
 
@@ -164,6 +159,10 @@ class _State:
             return kind(lhs, rhs)
         return self.like(kind, (lhs, rhs), (lhs.type,), lambda: kind(lhs, rhs))
 
+    def cast_op(self, kind: type[Operation], value: SSAValue, to: Attribute) -> Operation:
+        """`kind(value, to)` (an llvm cast), built `like` the first of its kind and type."""
+        return self.like((kind, to), (value,), (to,), lambda: kind(value, to))
+
     def insert_op(self, struct: SSAValue, value: SSAValue, index: int) -> Operation:
         return llvm.InsertValueOp.create(operands=(struct, value), result_types=(struct.type,),
                                          properties={"position": self.position(index)})
@@ -188,21 +187,25 @@ def _after_definition(value: SSAValue) -> InsertPoint:
     return InsertPoint.after(value.owner)  # type: ignore[arg-type]
 
 
-class _Emitter:
-    """Builds llvm ops before the matched op (or at the end of `block` when set)."""
+class _Emitter(SyncBuilder):
+    """A SyncBuilder at the matched op (`appending_to` a block: at its end) that also keeps
+    values once per function (lane-id arithmetic, integer constants) and builds the repeated
+    ops of a kernel from templates (`_State`)."""
 
     def __init__(self, rewriter: PatternRewriter, state: _State, op: Operation):
+        super().__init__(rewriter)
         self.rewriter = rewriter
         self.state = state
         self.function = _function_of(op)
-        self.block: Block | None = None
 
-    def emit(self, op: Operation) -> Operation:
-        if self.block is not None:
-            self.block.add_op(op)
-        else:
-            self.rewriter.insert(op)
-        return op
+    @contextmanager
+    def appending_to(self, block: Block) -> Iterator[None]:
+        outer = self.builder
+        self.builder = Builder(InsertPoint.at_end(block))
+        try:
+            yield
+        finally:
+            self.builder = outer
 
     # -- values computed once per function, at the start of its entry block -----------------
 
@@ -223,6 +226,9 @@ class _Emitter:
         return value
 
     def const(self, value: int, type_: Attribute = i32) -> SSAValue:
+        """An llvm integer constant, once per function (an index one: SyncBuilder's)."""
+        if isinstance(type_, IndexType):
+            return super().const(value, type_)
         return self.in_prelude(("const", value, type_),
                                 lambda: [llvm.ConstantOp(IntegerAttr(value, type_), type_)])
 
@@ -239,7 +245,7 @@ class _Emitter:
     def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
-        return self.emit(self.state.binary_op(kind, lhs, rhs)).results[0]
+        return self.insert(self.state.binary_op(kind, lhs, rhs)).results[0]
 
     def add(self, lhs, rhs):
         if isinstance(rhs, int) and rhs == 0:
@@ -270,38 +276,40 @@ class _Emitter:
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
         flag = llvm.ICmpPredicateFlag(predicate)
-        return self.emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).results[0]
+        return self.insert(llvm.ICmpOp(lhs, rhs, IntegerAttr(flag.to_int(), i64))).results[0]
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit(llvm.SelectOp(cond, a, b)).results[0]
+        return self.insert(llvm.SelectOp(cond, a, b)).results[0]
 
     def cast(self, kind: type[Operation], value: SSAValue, to: Attribute) -> SSAValue:
-        return self.emit(kind(value, to)).results[0]
+        return self.insert(self.state.cast_op(kind, value, to)).results[0]
+
+    def store(self, value: SSAValue, address: SSAValue, alignment: int) -> None:
+        self.like(("store", alignment), [value, address], [],
+                  lambda: llvm.StoreOp(value, address, alignment=alignment))
 
     def extract(self, struct: SSAValue, index: int, type_: Attribute) -> SSAValue:
-        return self.emit(self.state.extract_op(struct, index, type_)).results[0]
+        return self.insert(self.state.extract_op(struct, index, type_)).results[0]
 
     def build_struct(self, values: Sequence[SSAValue]) -> SSAValue:
         struct_type = self.state.struct_type([v.type for v in values])
-        struct = self.emit(llvm.UndefOp(struct_type)).results[0]
+        struct = self.insert(llvm.UndefOp(struct_type)).results[0]
         for index, value in enumerate(values):
-            struct = self.emit(self.state.insert_op(struct, value, index)).results[0]
+            struct = self.insert(self.state.insert_op(struct, value, index)).results[0]
         return struct
 
-    def intrinsic(self, name: str, args: Sequence[SSAValue],
-                  result: Attribute | None = None) -> SSAValue | None:
-        results = [result] if result else []
-        call = self.emit(self.state.like(
-            ("intrinsic", name, len(args), result), args, results,
-            lambda: llvm.CallIntrinsicOp(name, args, results)))
-        return call.results[0] if call.results else None
+    def like(self, key: object, args: Sequence[SSAValue], result_types: Sequence[Attribute],
+             build) -> Operation:
+        """Emit the op `build()` makes, for ops whose properties are a function of `key`
+        (built `like` the first of their key: see `_State.like`)."""
+        return self.insert(self.state.like(key, args, result_types, build))
 
     def gep(self, base: SSAValue, offset: SSAValue, element: Attribute) -> SSAValue:
         op = self.state.like(
             ("gep", base.type, element), (base, offset), (base.type,),
             lambda: llvm.GEPOp.from_mixed_indices(base, [offset], element,
                                                   result_type=base.type, inbounds=True))
-        return self.emit(op).results[0]
+        return self.insert(op).results[0]
 
     # -- conversions, once per value, right after its definition ---------------------------------
 
@@ -312,7 +320,7 @@ class _Emitter:
         if converted is None:
             ops: list[Operation] = [unrealized_cast(value, i64)]
             if type_ != i64:
-                ops.append(llvm.TruncOp(ops[-1].results[0], type_))
+                ops.append(self.state.cast_op(llvm.TruncOp, ops[-1].results[0], type_))
             self.rewriter.insert(ops, _after_definition(value))
             converted = ops[-1].results[0]
             self.state.converted[key] = converted
@@ -353,7 +361,7 @@ class _Emitter:
                 ops.append(extract)
                 reg = extract.results[0]
                 if as_half2:
-                    ops.append(llvm.BitcastOp(reg, VectorType(Float16Type(), [2])))
+                    ops.append(self.state.cast_op(llvm.BitcastOp, reg, nvvm.HALF2))
                     reg = ops[-1].results[0]
                 regs.append(reg)
             self.rewriter.insert(ops, _after_definition(struct))
@@ -365,7 +373,7 @@ def _cast(rewriter: PatternRewriter, value: SSAValue, type_: Attribute) -> SSAVa
     """`value` as `type_` through an unrealized cast before the matched op."""
     if value.type == type_:
         return value
-    cast = UnrealizedConversionCastOp.get([value], [type_])
+    cast = unrealized_cast(value, type_)
     rewriter.insert(cast)
     return cast.results[0]
 
@@ -467,10 +475,9 @@ class LdMatrixLowering(_TilePattern):
         offset = _swizzle(e, _linear(e, indices, memref_type.get_shape()), op.swizzle)
         address = e.gep(e.pointer(op.source), offset, memref_type.element_type)
         count = op.matrices
-        name = LDMATRIX.format(count=count, trans=".trans" if trans else "")
-        loaded = e.intrinsic(name, [address],
-                             llvm.LLVMStructType.from_type_list([i32] * count))
-        assert loaded is not None
+        loaded = e.like(("ldmatrix", count, trans), [address],
+                        [nvvm.ldmatrix_result_type(count)],
+                        lambda: nvvm.LdMatrixOp(address, count, trans)).results[0]
         regs = [e.extract(loaded, k, i32) for k in range(count)]
         if isinstance(memref_type.element_type, Float16Type):  # mma takes <2 x half>
             half2 = VectorType(Float16Type(), [2])
@@ -499,10 +506,9 @@ class MmaLowering(_TilePattern):
         b_regs = e.registers(op.b, half)
         c = e.as_llvm(op.acc, frag_llvm_type(op.acc.type))  # type: ignore[arg-type]
         c_regs = [e.extract(c, k, f32) for k in range(4)]
-        name = MMA_F16 if half else MMA_BF16
-        d = e.intrinsic(name, [*a_regs, *b_regs, *c_regs],
-                        llvm.LLVMStructType.from_type_list([f32] * 4))
-        assert d is not None
+        kind = "f16" if half else "bf16"
+        d = e.like(("mma", kind), [*a_regs, *b_regs, *c_regs], [nvvm.MMA_ACCUMULATOR],
+                   lambda: nvvm.MmaSyncOp(kind, a_regs, b_regs, c_regs)).results[0]
         rewriter.replace(op, [], [_cast(rewriter, d, op.res.type)])
 
 
@@ -529,32 +535,32 @@ class CpAsyncLowering(_TilePattern):
         src_offset = _linear(e, src_indices, src_type.get_shape())
         if op.masked is None:
             src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
-            e.intrinsic(CP_ASYNC, [dst, src])
+            e.like("cp.async", [dst, src], [], lambda: nvvm.CpAsyncOp(dst, src))
         else:
             inside: SSAValue | None = None
             for index, size in zip(src_indices, src_type.get_shape(), strict=True):
                 ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
-                inside = ok if inside is None else e.emit(llvm.AndOp(inside, ok)).results[0]
+                inside = ok if inside is None else e.insert(llvm.AndOp(inside, ok)).results[0]
             assert inside is not None
             # Outside: read nothing (src-size 0, the 16 bytes are zero-filled) from the base.
             src_offset = e.select(inside, src_offset, e.const(0, i64))
             src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
             size = e.select(inside, e.const(tile.CpAsyncOp.BYTES), e.const(0))
-            e.intrinsic(CP_ASYNC_ZFILL, [dst, src, size])
+            e.like("cp.async zero-fill", [dst, src, size], [],
+                   lambda: nvvm.CpAsyncOp(dst, src, src_size=size))
         rewriter.erase(op)
 
 
 class CpAsyncCommitLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncCommitOp, rewriter: PatternRewriter, /):
-        rewriter.replace(op, llvm.CallIntrinsicOp(CP_ASYNC_COMMIT, [], []))
+        rewriter.replace(op, nvvm.CpAsyncCommitGroupOp())
 
 
 class CpAsyncWaitLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncWaitOp, rewriter: PatternRewriter, /):
-        pending = self.emitter(rewriter, op).const(op.pending.value.data)
-        rewriter.replace(op, llvm.CallIntrinsicOp(CP_ASYNC_WAIT, [pending], []))
+        rewriter.replace(op, nvvm.CpAsyncWaitGroupOp(op.pending.value.data))
 
 
 # Elementwise math that an epilogue may use, as approximate PTX (f32 only).
@@ -564,13 +570,12 @@ _LOG2E = 1.4426950408889634
 def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -> SSAValue:
     (x,) = operands
     if isinstance(op, math.TanhOp):
-        asm = llvm.InlineAsmOp("tanh.approx.f32 $0, $1;", "=f,f", [x], [f32])
-        return e.emit(asm).results[0]
+        return e.like(nvvm.TanhApproxOp, [x], [f32], lambda: nvvm.TanhApproxOp(x)).results[0]
     assert isinstance(op, math.ExpOp)
-    log2e = e.emit(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
-    scaled = e.emit(llvm.FMulOp(x, log2e)).results[0]
-    asm = llvm.InlineAsmOp("ex2.approx.ftz.f32 $0, $1;", "=f,f", [scaled], [f32])
-    return e.emit(asm).results[0]
+    log2e = e.insert(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
+    scaled = e.insert(llvm.FMulOp(x, log2e)).results[0]
+    return e.like(nvvm.Ex2ApproxFtzOp, [scaled], [f32],
+                  lambda: nvvm.Ex2ApproxFtzOp(scaled)).results[0]
 
 
 def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
@@ -590,7 +595,7 @@ def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
 
 def _inside(e: _Emitter, row: SSAValue, col: SSAValue, shape: Sequence[int]) -> SSAValue:
     cond = e.icmp("ult", row, shape[-2])
-    return e.emit(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
+    return e.insert(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
 
 
 def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
@@ -599,12 +604,10 @@ def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
         body_fn()
         return
     body = Block()
-    outer = e.block
-    e.block = body
-    body_fn()
-    e.block = outer
-    body.add_op(scf.YieldOp())
-    e.emit(scf.IfOp(cond, [], Region(body)))
+    with e.appending_to(body):
+        body_fn()
+        e.insert(scf.YieldOp())
+    e.insert(scf.IfOp(cond, [], Region(body)))
 
 
 class StoreAccLowering(_TilePattern):
@@ -643,18 +646,19 @@ class StoreAccLowering(_TilePattern):
                                                   shape), element)
                     if reduce:
                         (v,) = stored
-                        e.emit(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
+                        e.insert(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
                     elif paired:
                         # cvt.rn.{f16,bf16}x2.f32 d, hi, lo: both conversions and the packing.
                         kind = "f16" if isinstance(element, Float16Type) else "bf16"
-                        word = e.emit(llvm.InlineAsmOp(f"cvt.rn.{kind}x2.f32 $0, $1, $2;",
-                                                       "=r,f,f", [stored[1], stored[0]], [i32]))
-                        e.emit(llvm.StoreOp(word.results[0], address, alignment=4))
+                        hi, lo = stored[1], stored[0]
+                        word = e.like(("cvt.pack", kind), [hi, lo], [i32],
+                                      lambda: nvvm.CvtPackOp(kind, hi, lo)).results[0]
+                        e.store(word, address, 4)
                     else:
                         (v,) = stored
                         if half:
                             v = e.cast(llvm.FPTruncOp, v, element)
-                        e.emit(llvm.StoreOp(v, address, alignment=4 if not half else 2))
+                        e.store(v, address, 4 if not half else 2)
 
                 _guarded(e, cond, body)
         rewriter.erase(op)
@@ -675,7 +679,7 @@ class StoreAccLowering(_TilePattern):
             (value,) = values
             return value
         block = op.epilogue.block
-        as_index = [e.emit(UnrealizedConversionCastOp.get([v], [IndexType()])).results[0]
+        as_index = [e.insert(unrealized_cast(v, IndexType())).results[0]
                     for v in (row, col)]
         mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
                                                      strict=True))
@@ -686,7 +690,7 @@ class StoreAccLowering(_TilePattern):
                 mapping[inner.result] = _lower_epilogue_math(
                     e, inner, [mapping.get(o, o) for o in inner.operands])
                 continue
-            e.emit(inner.clone(value_mapper=mapping))
+            e.insert(inner.clone(value_mapper=mapping))
         raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
 
 
@@ -700,28 +704,25 @@ class TakeAccLowering(_TilePattern):
         base = e.pointer(op.src)
         indices = [e.index_as(i, i64) for i in op.indices]
         rows, cols = _acc_lane_position(e, indices)
-        zero = e.emit(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
+        zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
         values: list[SSAValue] = []
         for h in range(2):
             for k in range(2):
                 address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
                 if op.masked is None:
-                    values.append(e.emit(nvvm.AtomicOp("exch", address, zero, "relaxed",
+                    values.append(e.insert(nvvm.AtomicOp("exch", address, zero, "relaxed",
                                                        "gpu")).results[0])
                     continue
                 # Outside the memref: no access, the value is 0 (scf.if with a result).
                 inside = _inside(e, rows[h], cols[k], shape)
-                then_block, else_block = Block(), Block()
-                old = nvvm.AtomicOp("exch", address, zero, "relaxed", "gpu")
-                then_block.add_ops([old, scf.YieldOp(old.results[0])])
-                else_block.add_op(scf.YieldOp(zero))
-                branch = e.emit(scf.IfOp(inside, [f32], Region(then_block), Region(else_block)))
-                values.append(branch.results[0])
+                (value,) = e.if_(
+                    inside,
+                    lambda t, address=address: [t.value(nvvm.AtomicOp(
+                        "exch", address, zero, "relaxed", "gpu"))],
+                    lambda _: [zero], [f32])
+                values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
-
-
-BARRIER_OR = "llvm.nvvm.barrier0.or"  # bar.red.or.pred: a barrier that ORs a predicate
 
 
 class ArriveLowering(_TilePattern):
@@ -734,34 +735,27 @@ class ArriveLowering(_TilePattern):
         indices = [e.index_as(i, i64) for i in op.indices]
         address = e.gep(e.pointer(op.counters), _linear(e, indices, counters_type.get_shape()),
                         i32)
-        e.emit(llvm.CallIntrinsicOp("llvm.nvvm.barrier0", [], []))  # the block's writes done
-        tid = e.emit(nvvm.read_sreg("tid.x")).results[0]
-        first = e.icmp("eq", tid, 0)
-        # Thread 0: release (fence) + count; the last arrival resets the counter and acquires.
-        then_block, else_block = Block(), Block()
-        outer = e.block
-        e.block = then_block
-        e.emit(nvvm.FenceOp("acq_rel", "gpu"))
-        old = e.emit(nvvm.AtomicOp("add", address, e.const(1), "relaxed", "gpu")).results[0]
-        is_last = e.icmp("eq", old, expected - 1)
+        e.block_barrier()  # the block's writes (split-K red.adds) are done
 
-        def reset() -> None:
-            e.emit(nvvm.StoreOp(address, e.const(0), "relaxed", "gpu"))
-            e.emit(nvvm.FenceOp("acq_rel", "gpu"))
+        def release(leader: SyncBuilder) -> list[SSAValue]:
+            # Release (fence) + count; the last arrival resets the counter and acquires.
+            old = leader.release_add(address, old=True)
+            assert old is not None
+            is_last = leader.value(arith.CmpiOp(old, leader.const(expected - 1), "eq"))
 
-        _guarded(e, is_last, reset)
-        flag = e.emit(llvm.ZExtOp(is_last, i32)).results[0]
-        then_block.add_op(scf.YieldOp(flag))
-        e.block = outer
-        else_block.add_op(scf.YieldOp(e.const(0)))
-        mine = e.emit(scf.IfOp(first, [i32], Region(then_block), Region(else_block))).results[0]
-        anyone = e.intrinsic(BARRIER_OR, [mine], i32)
-        assert anyone is not None
-        last = e.icmp("ne", anyone, 0)
+            def reset(last: SyncBuilder) -> None:
+                last.store(address, last.const(0), "relaxed", "gpu")
+                last.fence("acq_rel", "gpu")
+
+            leader.if_(is_last, reset)
+            return [leader.value(arith.ExtUIOp(is_last, i32))]
+
+        # Tile kernels run one-dimensional blocks: the leader is tid.x == 0.
+        (mine,) = e.in_leader(release, dims=1, otherwise=lambda other: [other.const(0)],
+                              result_types=[i32])
+        anyone = e.block_barrier_or(mine)
+        last = e.value(arith.CmpiOp(anyone, e.const(0), "ne"))
         rewriter.replace(op, [], [last])
-
-
-SHUFFLE = "llvm.nvvm.shfl.sync.{kind}.{type}"
 
 
 class ShuffleLowering(_TilePattern):
@@ -769,13 +763,11 @@ class ShuffleLowering(_TilePattern):
     def match_and_rewrite(self, op: tile.ShuffleOp, rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
         kind = op.kind.data
-        type_name = "f32" if op.value.type == f32 else "i32"
         # c operand: 0x1f clamp (and segment mask 0) for bfly/down/idx, 0 for up.
         clamp = 0 if kind == "up" else 31
-        result = e.intrinsic(SHUFFLE.format(kind=kind, type=type_name),
-                             [e.const(-1), op.value, e.const(op.offset.value.data),
-                              e.const(clamp)], op.value.type)
-        rewriter.replace(op, [], [result])
+        shuffle = nvvm.ShflSyncOp(kind, e.const(-1), op.value, e.const(op.offset.value.data),
+                                  e.const(clamp))
+        rewriter.replace(op, [], [e.insert(shuffle).results[0]])
 
 
 class MathLowering(_TilePattern):
@@ -838,16 +830,10 @@ class WgmmaLowering(_TilePattern):
                 chained.append(acc)
             else:
                 regs += [e.extract(struct, k, f32) for k in range(4)]
-        count = len(regs)
-        outputs = ", ".join(f"${i}" for i in range(count))
         # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
-        asm = (f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${count + 2}, 0;\n"
-               f"{op.instruction} {{{outputs}}}, ${count}, ${count + 1}, p, 1, 1, 0, 0;\n}}")
-        constraints = ",".join(["=f"] * count + ["l", "l", "r"] + [str(i) for i in range(count)])
-        result = llvm.LLVMStructType.from_type_list([f32] * count)
-        call = e.emit(llvm.InlineAsmOp(asm, constraints, [desc_a, desc_b, e.const(1), *regs],
-                                       [result], has_side_effects=True))
-        struct = call.results[0]
+        kind = op.element_kind
+        struct = e.insert(nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1),
+                                             regs)).results[0]
         values = []
         for j, res in enumerate(op.res):
             scalars = [e.extract(struct, 4 * j + k, f32) for k in range(4)]
@@ -873,26 +859,21 @@ def _erase_dead_struct(rewriter: PatternRewriter, value: SSAValue) -> None:
         value = previous
 
 
-def _side_effect_asm(text: str) -> llvm.InlineAsmOp:
-    # The memory clobber keeps loads and stores on their side of the instruction.
-    return llvm.InlineAsmOp(text, "~{memory}", [], [], has_side_effects=True)
-
-
 class WgmmaSyncLowering(_TilePattern):
-    """wgmma.fence / commit_group / wait_group and fence.proxy.async as inline PTX."""
+    """wgmma.fence / commit_group / wait_group and fence.proxy.async (shared::cta)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.WgmmaFenceOp | tile.WgmmaCommitOp | tile.WgmmaWaitOp
                           | tile.FenceProxyAsyncOp, rewriter: PatternRewriter, /):
         if isinstance(op, tile.WgmmaFenceOp):
-            text = "wgmma.fence.sync.aligned;"
+            lowered: Operation = nvvm.WgmmaFenceAlignedOp()
         elif isinstance(op, tile.WgmmaCommitOp):
-            text = "wgmma.commit_group.sync.aligned;"
+            lowered = nvvm.WgmmaCommitGroupSyncAlignedOp()
         elif isinstance(op, tile.WgmmaWaitOp):
-            text = f"wgmma.wait_group.sync.aligned {op.pending.value.data};"
+            lowered = nvvm.WgmmaWaitGroupSyncAlignedOp(op.pending.value.data)
         else:
-            text = "fence.proxy.async.shared::cta;"
-        rewriter.replace(op, _side_effect_asm(text))
+            lowered = nvvm.FenceProxyAsyncOp("shared::cta")
+        rewriter.replace(op, lowered)
 
 
 def tile_to_nvvm_patterns() -> list[RewritePattern]:
@@ -977,13 +958,6 @@ class ConvertTileToNVVMPass(ModulePass):
 
 
 __all__ = [
-    "CP_ASYNC",
-    "CP_ASYNC_COMMIT",
-    "CP_ASYNC_WAIT",
-    "CP_ASYNC_ZFILL",
-    "LDMATRIX",
-    "MMA_BF16",
-    "MMA_F16",
     "ConvertTileToNVVMPass",
     "frag_llvm_type",
 ]

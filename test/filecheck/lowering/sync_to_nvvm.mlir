@@ -51,12 +51,12 @@ gpu.module @kernels {
 // CHECK-NEXT:        scf.yield
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
-// CHECK-NEXT:    gpu.barrier
+// CHECK-NEXT:    nvvm.barrier0
 // CHECK-NEXT:    gpu.return
 // CHECK-NOT:     sync.
 
 // CHECK-LABEL: gpu.func @producer
-// CHECK:         gpu.barrier
+// CHECK:         nvvm.barrier0
 // CHECK:         %[[LEADER:.*]] = arith.cmpi eq
 // CHECK-NEXT:    scf.if %[[LEADER]] {
 // CHECK-NEXT:      affine.apply affine_map<(d0, d1) -> (d0)>

@@ -26,7 +26,7 @@ gpu.module @kernels {
 // CHECK:         scf.if
 // CHECK:           %[[COUNT:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
 // CHECK-NEXT:      memref.store %[[COUNT]], %[[SLOT]]
-// CHECK:         gpu.barrier
+// CHECK:         nvvm.barrier0
 // CHECK-NEXT:    %[[SEEN:.*]] = memref.load %[[SLOT]]
 // CHECK-NEXT:    %[[G0:.*]] = gpu.grid_dim x
 // CHECK:         %[[MOD:.*]] = arith.remui %[[SEEN]], %{{.*}} : i32

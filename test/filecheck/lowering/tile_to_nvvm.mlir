@@ -16,7 +16,7 @@
 // CHECK-NEXT:      llvm.extractvalue %[[ACC]][1] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NEXT:      llvm.extractvalue %[[ACC]][2] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NEXT:      llvm.extractvalue %[[ACC]][3] : !llvm.struct<(f32, f32, f32, f32)>
-// CHECK-NEXT:      %[[D:.*]] = llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"({{.*}}) : (vector<2xf16>, vector<2xf16>, vector<2xf16>, vector<2xf16>, vector<2xf16>, vector<2xf16>, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NEXT:      %[[D:.*]] = nvvm.mma.sync f16 A[{{.*}}] B[{{.*}}] C[{{.*}}] : (vector<2xf16>, vector<2xf16>, vector<2xf16>, vector<2xf16>), (vector<2xf16>, vector<2xf16>)
 // CHECK-NEXT:      scf.yield %[[D]] : !llvm.struct<(f32, f32, f32, f32)>
 func.func @mma_loop(%a: !tile.frag<a, f16, m16n8k16>, %b: !tile.frag<b, f16, m16n8k16>, %n: index) -> !tile.frag<acc, f32, m16n8k16> {
   %c0 = arith.constant 0 : index
@@ -33,7 +33,7 @@ func.func @mma_loop(%a: !tile.frag<a, f16, m16n8k16>, %b: !tile.frag<b, f16, m16
 // bf16 operands stay packed in i32.
 // CHECK-LABEL: func.func @mma_bf16
 // CHECK-NOT:   llvm.bitcast
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"({{.*}}) : (i32, i32, i32, i32, i32, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:       nvvm.mma.sync bf16 A[{{.*}}] B[{{.*}}] C[{{.*}}] : (i32, i32, i32, i32), (i32, i32)
 func.func @mma_bf16(%a: !tile.frag<a, bf16, m16n8k16>, %b: !tile.frag<b, bf16, m16n8k16>, %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
   %d = tile.mma %a, %b, %c : !tile.frag<a, bf16, m16n8k16>, !tile.frag<b, bf16, m16n8k16>, !tile.frag<acc, f32, m16n8k16> -> !tile.frag<acc, f32, m16n8k16>
   func.return %d : !tile.frag<acc, f32, m16n8k16>
@@ -57,7 +57,7 @@ func.func @mma_bf16(%a: !tile.frag<a, bf16, m16n8k16>, %b: !tile.frag<b, bf16, m
 // CHECK-NEXT:  %[[M:.*]] = llvm.and %[[S]], %[[MASK]] : i32
 // CHECK-NEXT:  %[[X:.*]] = llvm.xor %[[O]], %[[M]] : i32
 // CHECK-NEXT:  %[[P:.*]] = llvm.getelementptr inbounds %{{.*}}[%[[X]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
-// CHECK-NEXT:  %{{.*}} = llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"(%[[P]]) : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-NEXT:  %{{.*}} = nvvm.ldmatrix %[[P]] num 4 : !llvm.ptr<3> -> !llvm.struct<(i32, i32, i32, i32)>
 func.func @ldmatrix_a(%s: memref<2x64x32xf16, 3>, %i: index, %j: index) -> !tile.frag<a, f16, m16n8k16> {
   %a = tile.ldmatrix %s[%i, %i, %j] swizzle #tile.swizzle<2, 3, 3> : memref<2x64x32xf16, 3> -> !tile.frag<a, f16, m16n8k16>
   func.return %a : !tile.frag<a, f16, m16n8k16>
@@ -65,7 +65,7 @@ func.func @ldmatrix_a(%s: memref<2x64x32xf16, 3>, %i: index, %j: index) -> !tile
 
 // Two B fragments from one x4.trans load: registers 0-1 and 2-3.
 // CHECK-LABEL: func.func @ldmatrix_b_pair
-// CHECK:       %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+// CHECK:       %[[R:.*]] = nvvm.ldmatrix %{{.*}} num 4 trans
 // CHECK-NEXT:  %[[R0:.*]] = llvm.extractvalue %[[R]][0]
 // CHECK-NEXT:  %[[R1:.*]] = llvm.extractvalue %[[R]][1]
 // CHECK-NEXT:  %[[R2:.*]] = llvm.extractvalue %[[R]][2]
@@ -82,7 +82,7 @@ func.func @ldmatrix_b_pair(%s: memref<32x128xf16, 3>, %i: index, %j: index) -> (
 }
 
 // CHECK-LABEL: func.func @ldmatrix_b_x2
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16"(%{{.*}}) : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+// CHECK:       nvvm.ldmatrix %{{.*}} num 2 : !llvm.ptr<3> -> !llvm.struct<(i32, i32)>
 func.func @ldmatrix_b_x2(%s: memref<128x32xf16, 3>, %i: index, %j: index) -> !tile.frag<b, f16, m16n8k16> {
   %b = tile.ldmatrix %s[%i, %j] : memref<128x32xf16, 3> -> !tile.frag<b, f16, m16n8k16>
   func.return %b : !tile.frag<b, f16, m16n8k16>
@@ -91,16 +91,15 @@ func.func @ldmatrix_b_x2(%s: memref<128x32xf16, 3>, %i: index, %j: index) -> !ti
 // cp.async: unmasked is the plain 16-byte copy; masked checks every source index against the
 // static shape (unsigned), reads from the base outside and passes src-size 0 to zero-fill.
 // CHECK-LABEL: func.func @copies
-// CHECK:       %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16"(%{{.*}}, %{{.*}}) : (!llvm.ptr<3>, !llvm.ptr<1>) -> ()
+// CHECK:       nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
 // CHECK:       %[[IN0:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i64
 // CHECK:       %[[IN1:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i64
 // CHECK-NEXT:  %[[IN:.*]] = llvm.and %[[IN0]], %[[IN1]] : i1
 // CHECK:       llvm.select %[[IN]], %{{.*}}, %{{.*}} : i1, i64
 // CHECK:       %[[N:.*]] = llvm.select %[[IN]], %{{.*}}, %{{.*}} : i1, i32
-// CHECK-NEXT:  llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"(%{{.*}}, %{{.*}}, %[[N]]) : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()
-// CHECK-NEXT:  llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"() : () -> ()
-// CHECK-NEXT:  llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"(%[[TWO]]) : (i32) -> ()
+// CHECK-NEXT:  nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %[[N]] : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK-NEXT:  nvvm.cp.async.commit.group
+// CHECK-NEXT:  nvvm.cp.async.wait.group 2
 func.func @copies(%s: memref<64x32xf16, 3>, %g: memref<100x72xf16>, %i: index, %j: index) {
   tile.cp_async %s[%i, %j], %g[%i, %j] : memref<64x32xf16, 3>, memref<100x72xf16>
   tile.cp_async %s[%i, %j], %g[%i, %j] masked : memref<64x32xf16, 3>, memref<100x72xf16>
@@ -128,16 +127,16 @@ func.func @copies(%s: memref<64x32xf16, 3>, %g: memref<100x72xf16>, %i: index, %
 // CHECK-NEXT:    memref.load %{{.*}}[%[[C0]]] : memref<200xf16>
 // CHECK-NEXT:    arith.extf
 // CHECK-NEXT:    arith.addf %[[V0]], %{{.*}}
-// CHECK-NEXT:    %[[T0:.*]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// CHECK-NEXT:    %[[T0:.*]] = nvvm.tanh.approx.f32
 // CHECK-NEXT:    %[[C1:.*]] = builtin.unrealized_conversion_cast %[[COL1]] : i64 to index
 // CHECK-NEXT:    memref.load %{{.*}}[%[[C1]]] : memref<200xf16>
 // CHECK-NEXT:    arith.extf
 // CHECK-NEXT:    arith.addf %[[V1]], %{{.*}}
-// CHECK-NEXT:    %[[T1:.*]] = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f"
+// CHECK-NEXT:    %[[T1:.*]] = nvvm.tanh.approx.f32
 // CHECK-NEXT:    llvm.mul %[[ROW]], %{{.*}} : i64
 // CHECK-NEXT:    %[[LIN:.*]] = llvm.add %{{.*}}, %[[COL]] : i64
 // CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %{{.*}}[%[[LIN]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
-// CHECK-NEXT:    %[[W:.*]] = llvm.inline_asm "cvt.rn.f16x2.f32 $0, $1, $2;", "=r,f,f" %[[T1]], %[[T0]] : (f32, f32) -> i32
+// CHECK-NEXT:    %[[W:.*]] = nvvm.cvt.pack f16 %[[T1]], %[[T0]]
 // CHECK-NEXT:    llvm.store %[[W]], %[[P]] {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // CHECK-NEXT:  }
 // CHECK:       scf.if
@@ -166,8 +165,8 @@ func.func @store_f32(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<64x64xf32>, 
   func.return
 }
 
-// With convert-nvvm-to-llvm after it, the lane id is the sreg intrinsic and nothing of tile
-// or nvvm is left.
+// With convert-nvvm-to-llvm after it, the lane id is the sreg intrinsic, the tensor-core ops
+// intrinsic calls or inline PTX, and nothing of tile or nvvm is left.
 // NVVM-NOT: tile.
 // NVVM-NOT: {{ nvvm\.}}
 // NVVM:     llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.laneid"

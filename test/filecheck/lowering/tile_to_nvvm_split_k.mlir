@@ -5,18 +5,28 @@
 // barrier that ORs thread 0's answer to every thread; take_acc exchanges each element with 0.
 // CHECK-LABEL: func.func @split_k
 // CHECK-COUNT-4: nvvm.red add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
-// CHECK:       %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
-// CHECK:       %[[FIRST:.*]] = llvm.icmp "eq" %[[TID]], %{{.*}} : i32
-// CHECK:       scf.if %[[FIRST]] -> (i32) {
+// CHECK:       nvvm.barrier0
+// CHECK-NEXT:  %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %[[ZERO]] : index
+// CHECK-NEXT:  %[[MINE:.*]] = scf.if %[[FIRST]] -> (i32) {
 // CHECK-NEXT:    nvvm.fence acq_rel, gpu
-// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
-// CHECK-NEXT:    %[[LAST:.*]] = llvm.icmp "eq" %[[OLD]], %{{.*}} : i32
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %[[PTR:.*]], %[[ONE]] : !llvm.ptr<1>, i32
+// CHECK-NEXT:    %[[THREE:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[LAST:.*]] = arith.cmpi eq, %[[OLD]], %[[THREE]] : i32
 // CHECK-NEXT:    scf.if %[[LAST]] {
-// CHECK-NEXT:      nvvm.st relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
+// CHECK-NEXT:      %[[RESET:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:      nvvm.st relaxed, gpu %[[PTR]], %[[RESET]] : !llvm.ptr<1>, i32
 // CHECK-NEXT:      nvvm.fence acq_rel, gpu
-// CHECK:         }
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.barrier0.or"(%{{.*}}) : (i32) -> i32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[FLAG:.*]] = arith.extui %[[LAST]] : i1 to i32
+// CHECK-NEXT:    scf.yield %[[FLAG]] : i32
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    %[[NONE:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    scf.yield %[[NONE]] : i32
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[ANY:.*]] = nvvm.barrier0.or %[[MINE]]
 // CHECK-COUNT-4: nvvm.atom exch relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
 func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
   tile.store_acc %c, %ws[%i, %j] reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
@@ -41,10 +51,25 @@ func.func @swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m
 
 // Shuffles and math outside epilogues (softmax rows).
 // CHECK-LABEL: func.func @shuffle
-// CHECK:       llvm.call_intrinsic "llvm.nvvm.shfl.sync.bfly.f32"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, f32, i32, i32) -> f32
-// CHECK:       llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
+// CHECK:       nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK:       nvvm.ex2.approx.ftz.f32
 func.func @shuffle(%x: f32) -> f32 {
   %s = tile.shuffle bfly %x, 16 : f32
   %e = math.exp %s : f32
   func.return %e : f32
+}
+
+// Masked take_acc: an element outside the memref is not touched and reads as 0.
+// CHECK-LABEL: func.func @take_masked
+// CHECK:       %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK:       %[[V:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom exch relaxed, gpu %{{.*}}, %[[ZERO]] : !llvm.ptr<1>, f32
+// CHECK-NEXT:    scf.yield %[[OLD]] : f32
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    scf.yield %[[ZERO]] : f32
+// CHECK-NEXT:  }
+// CHECK-COUNT-3: scf.if %{{.*}} -> (f32)
+func.func @take_masked(%ws: memref<10x128xf32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  %t = tile.take_acc %ws[%i, %j] masked : memref<10x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return %t : !tile.frag<acc, f32, m16n8k16>
 }

@@ -1,17 +1,23 @@
 // RUN: tilesync-opt %s -p convert-tile-to-nvvm | filecheck %s
+// RUN: tilesync-opt %s -p convert-tile-to-nvvm,convert-nvvm-to-llvm | filecheck %s --check-prefix=NVVM
 
 // wgmma reads its operands through 64-bit shared-memory descriptors: the start address
 // (& 0x3FFFF) >> 4, leading byte offset 16 (1 << 16), stride byte offset 1024 between 8-row
 // atoms (64 << 32) and the 128-byte swizzle (1 << 62) = 4611686293305360384. The asm ties the
 // accumulators in and out (=f ... 0,1,...), scale-d comes in a register (1), no transposes.
+// NVVM:      llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}"
+// NVVM-NEXT: llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned;", "~{memory}"
+// NVVM:      llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $10, 0;\0Awgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7}, $8, $9, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,l,l,r,0,1,2,3,4,5,6,7" {{.*}} -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+// NVVM:      llvm.inline_asm has_side_effects "wgmma.commit_group.sync.aligned;", "~{memory}"
+// NVVM-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;", "~{memory}"
 
 // CHECK-LABEL: func.func @wgmma_step
 // CHECK-DAG:   %[[MASK:.*]] = llvm.mlir.constant(262143) : i64
 // CHECK-DAG:   %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-DAG:   %[[HIGH:.*]] = llvm.mlir.constant(4611686293305360384) : i64
 // CHECK-DAG:   %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK:       llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}"
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned;", "~{memory}"
+// CHECK:       nvvm.fence.proxy.async "shared::cta"
+// CHECK-NEXT:  nvvm.wgmma.fence.aligned
 // A[s, m, k]: a shared address, not a swizzled one (the hardware swizzles)
 // CHECK:       %[[PA:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
 // CHECK-NEXT:  %[[IA:.*]] = llvm.ptrtoint %[[PA]] : !llvm.ptr<3> to i64
@@ -24,11 +30,11 @@
 // CHECK-NEXT:  %[[SB:.*]] = llvm.lshr %[[MB]], %[[FOUR]] : i64
 // CHECK-NEXT:  %[[DB:.*]] = llvm.or %[[SB]], %[[HIGH]] : i64
 // CHECK-COUNT-8: llvm.extractvalue %c{{[01]}}[{{[0-3]}}] : !llvm.struct<(f32, f32, f32, f32)>
-// CHECK-NEXT:  %[[D:.*]] = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $10, 0;\0Awgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7}, $8, $9, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,l,l,r,0,1,2,3,4,5,6,7" %[[DA]], %[[DB]], %[[ONE]], {{.*}} -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+// CHECK-NEXT:  %[[D:.*]] = nvvm.wgmma.mma_async f16 n = 16 %[[DA]], %[[DB]], %[[ONE]], [{{.*}}] -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
 // The second accumulator is registers 4..7 of the result.
 // CHECK:       llvm.extractvalue %[[D]][7]
-// CHECK:       llvm.inline_asm has_side_effects "wgmma.commit_group.sync.aligned;", "~{memory}"
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;", "~{memory}"
+// CHECK:       nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:  nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT:   tile.
 func.func @wgmma_step(%a: memref<3x128x64xf16, 3>, %b: memref<3x16x64xf16, 3>, %s: index,
                       %m: index, %k: index, %c0: !tile.frag<acc, f32, m16n8k16>,
@@ -44,7 +50,8 @@ func.func @wgmma_step(%a: memref<3x128x64xf16, 3>, %b: memref<3x16x64xf16, 3>, %
 
 // bf16 operands name .bf16 in the instruction.
 // CHECK-LABEL: func.func @wgmma_bf16
-// CHECK:       wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16
+// CHECK:       nvvm.wgmma.mma_async bf16 n = 8
+// NVVM:        wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16
 func.func @wgmma_bf16(%a: memref<64x64xbf16, 3>, %b: memref<8x64xbf16, 3>, %i: index,
                       %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
   %d = tile.wgmma %a[%i, %i], %b[%i, %i], %c : memref<64x64xbf16, 3>, memref<8x64xbf16, 3>, !tile.frag<acc, f32, m16n8k16>
@@ -54,13 +61,13 @@ func.func @wgmma_bf16(%a: memref<64x64xbf16, 3>, %b: memref<8x64xbf16, 3>, %i: i
 // Chained wgmmas (the k16 steps of a k-tile) pass registers, not structs: the second reads
 // the first's results as they come out of its asm, and no struct is built in between.
 // CHECK-LABEL: func.func @wgmma_chain
-// CHECK:       %[[R1:.*]] = llvm.inline_asm has_side_effects {{.*}}m64n8k16
+// CHECK:       %[[R1:.*]] = nvvm.wgmma.mma_async f16 n = 8
 // CHECK-NEXT:  %[[X0:.*]] = llvm.extractvalue %[[R1]][0]
 // CHECK-NEXT:  %[[X1:.*]] = llvm.extractvalue %[[R1]][1]
 // CHECK-NEXT:  %[[X2:.*]] = llvm.extractvalue %[[R1]][2]
 // CHECK-NEXT:  %[[X3:.*]] = llvm.extractvalue %[[R1]][3]
 // CHECK-NOT:   llvm.insertvalue
-// CHECK:       llvm.inline_asm has_side_effects {{.*}}m64n8k16{{.*}} %[[X0]], %[[X1]], %[[X2]], %[[X3]] :
+// CHECK:       nvvm.wgmma.mma_async f16 n = 8 {{.*}}, [%[[X0]], %[[X1]], %[[X2]], %[[X3]]]
 func.func @wgmma_chain(%a: memref<64x64xf16, 3>, %b: memref<8x64xf16, 3>, %i: index,
                        %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
   %d = tile.wgmma %a[%i, %i], %b[%i, %i], %c : memref<64x64xf16, 3>, memref<8x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>

@@ -32,6 +32,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tilesync.dialects import nvvm
+from tilesync.dialects.llvmx import address_space
 from tilesync.lowering.nvvm_to_llvm import PTX_TEMPLATES, ConvertNVVMToLLVMPass, ptx_string
 
 binding = pytest.importorskip("llvmlite.binding")
@@ -146,7 +147,7 @@ _TARGETS = [pytest.param("sm_90", id="sm_90"), pytest.param("sm_80", id="sm_80")
 
 def _ir_type(t: Attribute) -> str:
     if isinstance(t, llvm.LLVMPointerType):
-        space = nvvm.address_space(t)
+        space = address_space(t)
         return "ptr" if space == 0 else f"ptr addrspace({space})"
     if isinstance(t, Float32Type):
         return "float"

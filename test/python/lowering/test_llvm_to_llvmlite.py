@@ -1,4 +1,4 @@
-"""The llvm(+llvmx) dialect → llvmlite translation: exact LLVM IR text, checked by LLVM's parser.
+"""llvm dialect (+ llvmx casts) → llvmlite: exact LLVM IR text, checked by LLVM's parser.
 
 Every translated module is also parsed and verified by LLVM itself (`_translate`), so a test
 cannot pass on text that LLVM would reject.
@@ -250,99 +250,20 @@ def test_llvm_load_store_keep_ordering_volatile_and_alignment():
     assert 'store volatile i32 %"b", ptr addrspace(1) %"p", align 8' in ir_text
 
 
-def test_llvmx_loads_and_stores_with_syncscope():
-    ir_text = _translate(
-        _kernel(
-            """
-  %a = llvmx.load volatile %p acquire syncscope("device") : !llvm.ptr<1> -> i32
-  %b = llvmx.load volatile %p : !llvm.ptr<1> -> i32
-  %c = llvmx.load %p monotonic syncscope("block") align 8 : !llvm.ptr<1> -> i64
-  llvmx.store %v, %p release syncscope("device") : i32, !llvm.ptr<1>
-  llvmx.store volatile %b, %p : i32, !llvm.ptr<1>
-  llvmx.store %c, %p seq_cst : i64, !llvm.ptr<1>"""
-        )
-    )
-    assert (
-        '%"a" = load atomic volatile i32, ptr addrspace(1) %"p" syncscope("device") acquire, '
-        "align 4" in ir_text
-    )
-    assert '%"b" = load volatile i32, ptr addrspace(1) %"p"\n' in ir_text
-    assert (
-        '%"c" = load atomic i64, ptr addrspace(1) %"p" syncscope("block") monotonic, align 8'
-        in (ir_text)
-    )
-    assert 'store atomic i32 %"v", ptr addrspace(1) %"p" syncscope("device") release, align 4' in (
-        ir_text
-    )
-    assert 'store volatile i32 %"b", ptr addrspace(1) %"p"\n' in ir_text
-    assert 'store atomic i64 %"c", ptr addrspace(1) %"p" seq_cst, align 8' in ir_text
+def test_xdsl_backend_still_loses_the_address_space_of_a_gep():
+    """Why this translation keeps its own GEP: xDSL 0.74's bitcasts the pointer to address
+    space 0, which LLVM rejects for a global pointer (fails once xDSL translates it right)."""
+    from xdsl.backend.llvm.convert import convert_module
 
-
-@pytest.mark.parametrize(
-    ("ordering", "fence_before", "fence_after"),
-    [
-        ("monotonic", None, None),
-        ("acquire", None, "acq_rel"),
-        ("release", "acq_rel", None),
-        ("acq_rel", "acq_rel", "acq_rel"),
-        ("seq_cst", "seq_cst", "acq_rel"),
-    ],
-)
-def test_atomicrmw_is_bracketed_by_fences_for_nvptx(ordering, fence_before, fence_after):
-    ir_text = _translate(
-        _kernel(
-            f'  %old = llvmx.atomicrmw add %p, %v {ordering} syncscope("device") '
-            ": !llvm.ptr<1>, i32"
-        )
-    )
-    body = ir_text[ir_text.index("entry:") : ir_text.index("ret void")]
-    lines = [line.strip() for line in body.splitlines()[1:] if line.strip()]
-    rmw = (
-        f'%"old" = atomicrmw add ptr addrspace(1) %"p", i32 %"v" syncscope("device") '
-        f"{ordering}, align 4"
-    )
-    expected = (
-        ([f'fence syncscope("device") {fence_before}'] if fence_before else [])
-        + [rmw]
-        + ([f'fence syncscope("device") {fence_after}'] if fence_after else [])
-    )
-    assert lines == expected
-
-
-def test_atomicrmw_float_add_and_system_scope():
-    ir_text = _translate(
-        _kernel(
-            "  %old = llvmx.atomicrmw fadd %p, %f monotonic : !llvm.ptr<1>, f32",
-            "%p: !llvm.ptr<1>, %f: f32",
-        )
-    )
-    assert '%"old" = atomicrmw fadd ptr addrspace(1) %"p", float %"f" monotonic, align 4' in ir_text
-
-
-def test_cmpxchg_results_are_extracted_from_the_pair():
-    ir_text = _translate(
-        _kernel(
-            '  %old, %ok = llvmx.cmpxchg weak %p, %v, %v acq_rel acquire syncscope("device") '
-            ": !llvm.ptr<1>, i32\n"
-            "  %sel = llvm.select %ok, %old, %v : i1, i32"
-        )
-    )
-    match = re.search(
-        r'(%"\.\d+") = cmpxchg weak ptr addrspace\(1\) %"p", i32 %"v", i32 %"v" '
-        r'syncscope\("device"\) acq_rel acquire, align 4',
-        ir_text,
-    )
-    assert match, ir_text
-    pair = match.group(1)
-    assert f'%"old" = extractvalue {{i32, i1}} {pair}, 0' in ir_text
-    assert f'%"ok" = extractvalue {{i32, i1}} {pair}, 1' in ir_text
-    assert re.search(r'%"sel" = select\s+i1 %"ok", i32 %"old", i32 %"v"', ir_text)
-
-
-def test_fences():
-    ir_text = _translate(_kernel('  llvmx.fence acq_rel syncscope("block")\n  llvmx.fence seq_cst'))
-    assert 'fence syncscope("block") acq_rel\n' in ir_text
-    assert "fence seq_cst\n" in ir_text
+    text = _kernel("""
+  %i = llvm.mlir.constant(3 : i64) : i64
+  %q = llvm.getelementptr inbounds %p[%i] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+  llvm.store %v, %q {alignment = 4 : i64} : i32, !llvm.ptr<1>""")
+    theirs = str(convert_module(_parse(text), fallback_target_triple=NVPTX_TRIPLE))
+    with pytest.raises(RuntimeError, match="invalid cast"):
+        llvm_binding.parse_assembly(theirs)
+    ours = _translate(text)
+    assert re.search(r'getelementptr inbounds i32, ptr addrspace\(1\) %"p", i64 3', ours)
 
 
 def test_globals_shared_external_and_initialized():

@@ -16,7 +16,6 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 
 from tilesync.contract import TARGETS
-from tilesync.dialects.llvmx import LLVMX
 from tilesync.lowering.llvm_to_llvmlite import TranslationError, translate_to_llvm_ir
 from tilesync.lowering.ptx import (
     SUPPORTED_ARCHS,
@@ -33,7 +32,7 @@ ARCHS = list(TARGETS)
 
 def _parse(text: str) -> Operation:
     ctx = Context()
-    for dialect in (builtin.Builtin, llvm.LLVM, gpu.GPU, LLVMX):
+    for dialect in (builtin.Builtin, llvm.LLVM, gpu.GPU):
         ctx.load_dialect(dialect)
     module = Parser(ctx, text, "kernel.mlir").parse_module()
     module.verify()
@@ -146,60 +145,6 @@ def test_loop_with_block_arguments(arch: str):
     assert back_edges, body
     assert re.search(r"xor\.b32", body)
     assert re.search(r"st\.volatile\.global\.b32", body)
-
-
-SEMAPHORE = """
-llvm.func ptx_kernel @k(%sem: !llvm.ptr<1>, %v: i32) {
-  %old = llvmx.atomicrmw add %sem, %v release syncscope("device") : !llvm.ptr<1>, i32
-  %seen = llvmx.load %sem acquire syncscope("device") : !llvm.ptr<1> -> i32
-  %both = llvmx.atomicrmw add %sem, %seen acq_rel syncscope("device") : !llvm.ptr<1>, i32
-  llvmx.store %both, %sem release syncscope("device") : i32, !llvm.ptr<1>
-  llvm.return
-}
-"""
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_release_atomic_add_is_fenced_and_acquire_load_is_ld_acquire(arch: str):
-    body = _body(_ptx(SEMAPHORE, arch))
-    instructions = [
-        line.split()[0]
-        for line in body.splitlines()
-        if line.strip() and not line.strip().startswith((".", "{", "//", "ld.param"))
-    ]
-    assert instructions == [
-        "fence.acq_rel.gpu;",  # release atomicrmw: fence first ...
-        "atom.global.add.u32",  # ... because NVPTX drops the ordering here
-        "ld.acquire.gpu.global.b32",
-        "fence.acq_rel.gpu;",  # acq_rel atomicrmw: fence before and after
-        "atom.global.add.u32",
-        "fence.acq_rel.gpu;",
-        "st.release.gpu.global.b32",
-        "ret;",
-    ]
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_cmpxchg_keeps_ordering_and_scope(arch: str):
-    body = _body(
-        _ptx(
-            """
-llvm.func ptx_kernel @k(%lock: !llvm.ptr<1>, %out: !llvm.ptr<1>) {
-  %free = llvm.mlir.constant(0 : i32) : i32
-  %taken = llvm.mlir.constant(1 : i32) : i32
-  %old, %ok = llvmx.cmpxchg %lock, %free, %taken acq_rel monotonic syncscope("device")
-      : !llvm.ptr<1>, i32
-  %flag = llvm.zext %ok : i1 to i32
-  %r = llvm.add %old, %flag : i32
-  llvm.store %r, %out : i32, !llvm.ptr<1>
-  llvm.return
-}
-""",
-            arch,
-        )
-    )
-    assert re.search(r"atom\.acq_rel\.gpu\.global\.cas\.b32\s+%r\d+, \[%rd\d+\], 0, 1;", body)
-    assert "fence" not in body
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -321,16 +266,14 @@ def test_bad_arch_is_rejected_with_the_valid_ones(arch: str):
 
 
 def test_cluster_scope_needs_sm_90_instead_of_aborting():
-    text = """
-llvm.func ptx_kernel @k(%p: !llvm.ptr<1>) {
-  %v = llvmx.load %p acquire syncscope("cluster") : !llvm.ptr<1> -> i32
-  llvm.store %v, %p : i32, !llvm.ptr<1>
-  llvm.return
-}
-"""
+    load = 'load atomic i32, ptr addrspace(1) %"p" syncscope("cluster") acquire, align 4'
+    ir_text = translate_to_llvm_ir(_parse(STORE_VIA_GEP.replace(
+        "llvm.func ptx_kernel @k(", "llvm.func ptx_kernel @k(%p: !llvm.ptr<1>, ")))
+    ir_text = ir_text.replace("ret void", f'%"v" = {load}\n  ret void')
+    assert load in ir_text
     with pytest.raises(PTXError, match="cluster"):
-        module_to_ptx(_parse(text), "sm_80")
-    assert re.search(r"ld\.acquire\.cluster\.global\.b32", _ptx(text, "sm_90"))
+        llvm_ir_to_ptx(ir_text, "sm_80")
+    assert re.search(r"ld\.acquire\.cluster\.global\.b32", llvm_ir_to_ptx(ir_text, "sm_90"))
 
 
 def test_invalid_ptx_is_rejected_with_the_log():
@@ -356,7 +299,7 @@ def test_unsupported_op_is_a_translation_error_with_location():
 
 
 def test_small_kernel_compiles_quickly():
-    module = _parse(SEMAPHORE)
+    module = _parse(STORE_VIA_GEP)
     module_to_ptx(module, "sm_90")  # warm up LLVM's target initialization
     start = time.perf_counter()
     ptx = module_to_ptx(module, "sm_90")

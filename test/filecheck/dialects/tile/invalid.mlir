@@ -199,3 +199,11 @@ func.func @shuffle_offset(%x: f32) {
   func.return
 }
 // CHECK: 'tile.shuffle' offset must be in 0..31
+
+// -----
+
+func.func @take_acc_type(%ws: memref<64x128xf32>, %i: index) {
+  %t = tile.take_acc %ws[%i, %i] : memref<64x128xf32> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' yields !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>

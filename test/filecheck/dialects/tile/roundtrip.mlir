@@ -50,7 +50,7 @@ func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: mem
 
 // Split-K, SwiGLU and warp-shuffle ops.
 // CHECK-LABEL: func.func @split_k_swiglu
-func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32) {
+func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
   // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   tile.store_acc %g, %ws[%i, %j] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   // CHECK: %[[LAST:.*]] = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] of 4 : memref<1x2xi32>
@@ -68,6 +68,12 @@ func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc
     tile.yield %p : f32
   } : !tile.frag<acc, f32, m16n8k16>, !tile.frag<acc, f32, m16n8k16>, memref<64x64xf16>
   // CHECK: %{{.*}} = tile.shuffle bfly %{{.*}}, 16 : f32
+  // CHECK-NEXT: %{{.*}} = tile.shuffle down %{{.*}}, 1 : f32
+  // CHECK-NEXT: %{{.*}} = tile.shuffle up %{{.*}}, 2 : i32
+  // CHECK-NEXT: %{{.*}} = tile.shuffle idx %{{.*}}, 0 : i32
   %s = tile.shuffle bfly %x, 16 : f32
+  %sd = tile.shuffle down %x, 1 : f32
+  %su = tile.shuffle up %n, 2 : i32
+  %si = tile.shuffle idx %su, 0 : i32
   func.return
 }

@@ -1,4 +1,5 @@
-"""A faster driver for the lowering passes' pattern walks, with xDSL's semantics.
+"""xDSL 0.74's pattern walker tries every pattern on every op; this driver does the same walk
+trying only the patterns of the op's type (the lowering passes' pattern walks, faster).
 
 `apply_patterns(root, patterns, recursive, dce)` does what
 
@@ -20,9 +21,9 @@ rewrite erases are not visited, errors reported the same way. What it saves:
   erased ops replaces xDSL's stack + index map; with it, the worklist is filled without
   xDSL's nested generators.
 
-`xdsl_drivers()` switches this driver, `lowering.cse`, `lowering.verification` and the fast
-versions of xDSL's passes in `lowering.pipeline` back to xDSL's own (to rule them out when
-something looks wrong; the tests compare both on whole pipelines).
+`xdsl_drivers()` switches this driver, `compat.cse`, `compat.verification` and
+`compat.fast_passes` back to xDSL's own (to rule them out when something looks wrong; the tests
+compare both on whole pipelines).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Common subexpression elimination with xDSL's semantics, faster.
+"""xDSL 0.74's CSE rehashes an op's attributes at every lookup and copies its table for each
+region; this one makes the same decisions with each key hashed once.
 
 `cse(op)` makes the same decisions as `xdsl.transforms.common_subexpression_elimination.cse`
 (xDSL 0.74): the same ops are merged into the same earlier ops and the same ops erased. What
@@ -164,7 +165,7 @@ class _CSE:
 
 def cse(op: Operation) -> None:
     """Merge the side-effect-free (and safely read-only) duplicates nested in `op`."""
-    from tilesync.lowering.rewrite_driver import using_xdsl_drivers
+    from tilesync.compat.rewrite_driver import using_xdsl_drivers
 
     if using_xdsl_drivers():
         from xdsl.transforms.common_subexpression_elimination import cse as xdsl_cse

@@ -11,10 +11,10 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from tilesync.api import make_context
+from tilesync.compat.verification import is_context_free, verify
 from tilesync.kernels.config import gemm_config
 from tilesync.kernels.gemm import gemm_module
 from tilesync.lowering.pipeline import build_pipeline
-from tilesync.lowering.verification import is_context_free, verify
 
 
 def _lowered():

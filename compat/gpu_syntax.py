@@ -1,6 +1,7 @@
-"""Upstream MLIR's custom assembly syntax for xDSL's `gpu` ops.
+"""xDSL 0.74's `gpu` ops print and parse only the generic form; this gives them upstream
+MLIR's custom assembly syntax.
 
-xDSL 0.74's `gpu` dialect only has the generic form. `install_gpu_syntax()` attaches `parse`
+`install_gpu_syntax()` attaches `parse`
 (classmethod) and `print` methods to xDSL's own op classes, so `isinstance(op, gpu.FuncOp)`
 and `gpu.ThreadIdOp(gpu.DimensionAttr("x"))` keep working and print the custom form. The
 generic form still parses. Installed on import of this module (and so whenever

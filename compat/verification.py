@@ -1,4 +1,5 @@
-"""`verify(op)`: what `op.verify()` reports, without re-verifying identical ops one by one.
+"""xDSL 0.74's `op.verify()` re-runs the IRDL checks of each of thousands of identical ops;
+`verify(op)` reports what it reports, checking each combination of class and types once.
 
 xDSL verifies an IRDL op by checking its operand and result types, properties and attributes
 against its definition, its traits, and the op's own `verify_`. For most llvm-dialect ops all
@@ -72,7 +73,7 @@ def _skip_verify_() -> None:
 def verify(op: Operation) -> None:
     """`op.verify()`, with the IRDL verification of context-free ops memoized (plain
     `op.verify()` under `rewrite_driver.xdsl_drivers()`)."""
-    from tilesync.lowering.rewrite_driver import using_xdsl_drivers
+    from tilesync.compat.rewrite_driver import using_xdsl_drivers
 
     if using_xdsl_drivers():
         op.verify()

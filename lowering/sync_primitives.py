@@ -1,0 +1,198 @@
+"""The synchronization primitives of the GPU memory model, built in one place.
+
+`SyncBuilder` inserts them through an xDSL `Builder` (a pattern's rewriter inserts before the
+matched op; `nested` builds the body of an `scf.if` or `scf.while`). The sync lowering
+(convert-sync-to-nvvm: post, wait, ordered tiles) and the split-K arrival (convert-tile-to-nvvm)
+use it, and so will a queue lowering:
+
+- `block_barrier`: `bar.sync 0`, every thread of the block (also its memory, at CTA scope);
+  `block_barrier_or` also ORs a predicate over the block;
+- `is_block_leader`: thread (0, 0, 0), the one thread that touches semaphores and counters;
+- `release_add`: `fence.acq_rel.gpu`, then a relaxed atomic add at gpu scope (`red`, or `atom`
+  when the old value is wanted): the block's writes, ordered before it by the barrier, are
+  visible to whoever sees the count. The fence is explicit because LLVM 22 drops the ordering
+  of atomicrmw on NVPTX;
+- `fence`, `atomic_add`, `compare_and_swap`, `load`, `store`: the nvvm memory operations
+  with their ordering and scope;
+- `spin_until`: one thread spins on an acquire load (every iteration, the first included) with
+  `nanosleep` backoff until the value reaches a target; it reads `%globaltimer` and traps after
+  a timeout, first writing what it saw into a debug record when there is one.
+
+Everything is emitted as gpu / arith / scf / nvvm ops (and the llvm GEPs of the debug record),
+which the later passes lower like the rest of the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, gpu, llvm, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, UnrealizedConversionCastOp, i1, i32, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from tilesync.contract import DEBUG_RECORD_FIELDS
+from tilesync.dialects import nvvm
+from tilesync.lowering.type_conversion import convert_type
+
+_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
+
+OpT = TypeVar("OpT", bound=Operation)
+Body = Callable[["SyncBuilder"], Sequence[SSAValue] | None]
+"""Builds a region's body; returns the values its terminator yields (None: nothing)."""
+
+
+class SyncBuilder:
+    """Inserts synchronization primitives (and the few plain ops around them) through an xDSL
+    Builder."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+
+    @classmethod
+    def nested(cls, block: Block) -> SyncBuilder:
+        """A builder appending to `block` (the body of a region being built)."""
+        return cls(Builder(InsertPoint.at_end(block)))
+
+    def insert(self, op: OpT) -> OpT:
+        return self.builder.insert(op)
+
+    def value(self, op: Operation) -> SSAValue:
+        """Insert `op`; its single result."""
+        return self.insert(op).results[0]
+
+    def const(self, value: int, type_: Attribute = i32) -> SSAValue:
+        return self.value(arith.ConstantOp(IntegerAttr(value, type_)))
+
+    # -- barriers and the leader thread -------------------------------------------------------
+
+    def block_barrier(self) -> None:
+        """`bar.sync 0`: every thread of the block arrives; their earlier accesses are done."""
+        self.insert(nvvm.Barrier0Op())
+
+    def block_barrier_or(self, pred: SSAValue) -> SSAValue:
+        """A block barrier that also ORs the i32 `pred` over the block: 1 in every thread
+        when any thread passed a non-zero one."""
+        return self.value(nvvm.Barrier0OrOp(pred))
+
+    def is_block_leader(self, dims: int = 3) -> SSAValue:
+        """True in the block's first thread. `dims`: how many thread dimensions the block has
+        (a one-dimensional block needs only `tid.x == 0`)."""
+        ids = [self.value(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS[:dims]]
+        any_nonzero = ids[0]
+        for other in ids[1:]:
+            any_nonzero = self.value(arith.OrIOp(any_nonzero, other))
+        return self.value(arith.CmpiOp(any_nonzero, self.const(0, IndexType()), "eq"))
+
+    # -- ordered memory operations ----------------------------------------------------------
+
+    def fence(self, ordering: str = "acq_rel", scope: str = "gpu") -> None:
+        self.insert(nvvm.FenceOp(ordering, scope))
+
+    def release_add(self, ptr: SSAValue, amount: int = 1, *, old: bool = False
+                    ) -> SSAValue | None:
+        """The release of a post or an arrival: `fence.acq_rel.gpu`, then a relaxed gpu-scope
+        add of `amount` to the i32 at `ptr`; the value before the add when `old`."""
+        self.fence("acq_rel", "gpu")
+        if old:
+            return self.atomic_add(ptr, self.const(amount))
+        self.insert(nvvm.ReduceOp("add", ptr, self.const(amount), "relaxed", "gpu"))
+        return None
+
+    def atomic_add(self, ptr: SSAValue, value: SSAValue, scope: str = "gpu") -> SSAValue:
+        """Relaxed `atom.add`; the old value."""
+        return self.value(nvvm.AtomicOp("add", ptr, value, "relaxed", scope))
+
+    def compare_and_swap(self, ptr: SSAValue, compare: SSAValue, new: SSAValue,
+                         scope: str = "gpu") -> SSAValue:
+        """Relaxed `atom.cas`; the old value."""
+        return self.value(nvvm.AtomicCASOp(ptr, compare, new, "relaxed", scope))
+
+    def load(self, ptr: SSAValue, ordering: str = "acquire", scope: str = "gpu",
+             type_: Attribute = i32) -> SSAValue:
+        return self.value(nvvm.LoadOp(ptr, type_, ordering, scope))
+
+    def store(self, ptr: SSAValue, value: SSAValue, ordering: str = "relaxed",
+              scope: str = "gpu") -> None:
+        self.insert(nvvm.StoreOp(ptr, value, ordering, scope))
+
+    # -- structured control flow -------------------------------------------------------------
+
+    def if_(self, cond: SSAValue, then: Body, otherwise: Body | None = None,
+            result_types: Sequence[Attribute] = ()) -> Sequence[SSAValue]:
+        """`scf.if cond` with the bodies `then` and `otherwise` build; its results."""
+        regions = [self._region(then)]
+        if otherwise is not None:
+            regions.append(self._region(otherwise))
+        return self.insert(scf.IfOp(cond, list(result_types), *regions)).results
+
+    def in_leader(self, then: Body, *, dims: int = 3, otherwise: Body | None = None,
+                  result_types: Sequence[Attribute] = ()) -> Sequence[SSAValue]:
+        """`then` in the block's first thread only (`otherwise` in the others)."""
+        return self.if_(self.is_block_leader(dims), then, otherwise, result_types)
+
+    @staticmethod
+    def _region(body: Body) -> Region:
+        block = Block()
+        nested = SyncBuilder.nested(block)
+        nested.insert(scf.YieldOp(*(body(nested) or ())))
+        return Region(block)
+
+    # -- spin-waiting -------------------------------------------------------------------------
+
+    def spin_until(self, ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int,
+                   record: SSAValue | None = None,
+                   describe: Mapping[str, SSAValue] | None = None) -> None:
+        """Spin (acquire loads, `nanosleep` backoff) until the i32 at `ptr` >= `target`; trap
+        after `timeout_ns` of `%globaltimer`, first writing `describe`, the target and the
+        value seen into the debug record (a memref, DEBUG_RECORD_FIELDS) when there is one."""
+        start = self.value(nvvm.read_sreg("globaltimer"))
+
+        def before(b: SyncBuilder) -> None:
+            seen = b.load(ptr, "acquire", "gpu")
+            ready = b.value(arith.CmpiOp(seen, target, "sge"))
+            now = b.value(nvvm.read_sreg("globaltimer"))
+            elapsed = b.value(arith.SubiOp(now, start))
+            timed_out = b.value(arith.CmpiOp(elapsed, b.const(timeout_ns, i64), "sgt"))
+
+            def on_timeout(t: SyncBuilder) -> None:
+                if record is not None:
+                    t.record_timeout(record, {**(describe or {}), "expected": target,
+                                              "seen": seen})
+                t.insert(nvvm.TrapOp())
+
+            b.if_(timed_out, on_timeout)
+            keep_spinning = b.value(arith.XOrIOp(ready, b.const(1, i1)))
+            b.insert(scf.ConditionOp(keep_spinning))
+
+        def after(b: SyncBuilder) -> None:
+            b.insert(nvvm.NanosleepOp(b.const(backoff_ns, i32)))
+            b.insert(scf.YieldOp())
+
+        condition, body = Block(), Block()
+        before(SyncBuilder.nested(condition))
+        after(SyncBuilder.nested(body))
+        self.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+
+    def record_timeout(self, record: SSAValue, fields: Mapping[str, SSAValue]) -> None:
+        """The first block to time out claims the record (cas 0 -> 1) and writes `fields` (the
+        other DEBUG_RECORD_FIELDS, in their order) volatile, then a system fence: the record is
+        mapped host memory, still readable after the trap."""
+        base = self.value(UnrealizedConversionCastOp.get([record], [convert_type(record.type)]))
+        old = self.compare_and_swap(base, self.const(0, i32), self.const(1, i32), "sys")
+        claimed = self.value(arith.CmpiOp(old, self.const(0, i32), "eq"))
+
+        def write(b: SyncBuilder) -> None:
+            for offset, name in enumerate(DEBUG_RECORD_FIELDS):
+                if name == "claimed":
+                    continue
+                slot = b.value(llvm.GEPOp(base, [offset], i32, result_type=base.type))
+                b.store(slot, fields[name], "volatile")
+            b.fence("sc", "sys")
+
+        self.if_(claimed, write)
+
+
+__all__ = ["SyncBuilder"]

@@ -1,0 +1,100 @@
+"""SyncBuilder: each primitive emits the ops of its protocol, in order, and verifies."""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder
+from xdsl.dialects import func, llvm, scf
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntAttr, MemRefType, ModuleOp, i32
+from xdsl.rewriter import InsertPoint
+
+from tilesync.contract import DEBUG_RECORD_FIELDS
+from tilesync.dialects import nvvm
+from tilesync.lowering.sync_primitives import SyncBuilder
+
+GLOBAL_PTR = llvm.LLVMPointerType(IntAttr(1))
+RECORD = MemRefType(i32, [DYNAMIC_INDEX])
+
+
+def _build(body) -> tuple[ModuleOp, func.FuncOp]:
+    kernel = func.FuncOp("k", ([GLOBAL_PTR, i32, RECORD], []))
+    block = kernel.body.block
+    b = SyncBuilder(Builder(InsertPoint.at_end(block)))
+    body(b, *block.args)
+    b.insert(func.ReturnOp())
+    module = ModuleOp([kernel])
+    module.verify()
+    return module, kernel
+
+
+def _names(ops) -> list[str]:
+    return [op.name for op in ops]
+
+
+def test_post_is_barrier_then_the_leaders_fenced_red():
+    def post(b: SyncBuilder, ptr, value, record):
+        b.block_barrier()
+        b.in_leader(lambda leader: leader.release_add(ptr))
+
+    _, kernel = _build(post)
+    ops = list(kernel.body.block.ops)
+    assert _names(ops) == ["nvvm.barrier0", "gpu.thread_id", "gpu.thread_id", "gpu.thread_id",
+                           "arith.ori", "arith.ori", "arith.constant", "arith.cmpi", "scf.if",
+                           "func.return"]
+    leader = ops[-2]
+    assert isinstance(leader, scf.IfOp)
+    assert _names(leader.true_region.block.ops) == [
+        "nvvm.fence", "arith.constant", "nvvm.red", "scf.yield"]
+    fence, _, red, _ = leader.true_region.block.ops
+    assert isinstance(fence, nvvm.FenceOp) and fence.scope.data == nvvm.MemScope.GPU
+    assert isinstance(red, nvvm.ReduceOp) and red.ordering.data == nvvm.MemOrder.RELAXED
+
+
+def test_arrival_returns_the_old_count_and_a_one_dimensional_leader():
+    def arrive(b: SyncBuilder, ptr, value, record):
+        def count(leader: SyncBuilder):
+            old = leader.release_add(ptr, 2, old=True)
+            return [old]
+
+        (mine,) = b.in_leader(count, dims=1, otherwise=lambda o: [o.const(0)],
+                              result_types=[i32])
+        b.block_barrier_or(mine)
+
+    _, kernel = _build(arrive)
+    names = _names(kernel.body.block.ops)
+    assert names == ["gpu.thread_id", "arith.constant", "arith.cmpi", "scf.if",
+                     "nvvm.barrier0.or", "func.return"]
+    branch = kernel.body.block.ops.first.next_op.next_op.next_op
+    assert _names(branch.true_region.block.ops) == [
+        "nvvm.fence", "arith.constant", "nvvm.atom", "scf.yield"]
+    assert _names(branch.false_region.block.ops) == ["arith.constant", "scf.yield"]
+
+
+def test_spin_until_loads_acquire_times_out_records_and_backs_off():
+    def wait(b: SyncBuilder, ptr, target, record):
+        b.spin_until(ptr, target, timeout_ns=1000, backoff_ns=32, record=record,
+                     describe={name: target for name in DEBUG_RECORD_FIELDS})
+
+    module, kernel = _build(wait)
+    start, loop, _ = kernel.body.block.ops
+    assert isinstance(start, nvvm.SpecialRegisterOp) and start.SREG == "globaltimer"
+    assert isinstance(loop, scf.WhileOp)
+    before = _names(loop.before_region.block.ops)
+    assert before == ["nvvm.ld", "arith.cmpi", "nvvm.read.ptx.sreg.globaltimer", "arith.subi",
+                      "arith.constant", "arith.cmpi", "scf.if", "arith.constant", "arith.xori",
+                      "scf.condition"]
+    load = loop.before_region.block.ops.first
+    assert isinstance(load, nvvm.LoadOp) and load.ordering.data == nvvm.MemOrder.ACQUIRE
+    assert _names(loop.after_region.block.ops) == ["arith.constant", "nvvm.nanosleep",
+                                                   "scf.yield"]
+    on_timeout = next(op for op in loop.before_region.block.ops if isinstance(op, scf.IfOp))
+    timeout_ops = _names(on_timeout.true_region.block.ops)
+    assert timeout_ops[-2:] == ["nvvm.trap", "scf.yield"]
+    assert "nvvm.atom.cas" in timeout_ops  # the first block to time out claims the record
+    record_write = next(op for op in on_timeout.true_region.block.ops
+                        if isinstance(op, scf.IfOp))
+    stores = [op for op in record_write.true_region.block.ops if isinstance(op, nvvm.StoreOp)]
+    assert len(stores) == len(DEBUG_RECORD_FIELDS) - 1  # every field but the claim
+    assert all(s.ordering.data == nvvm.MemOrder.VOLATILE for s in stores)
+    fence = record_write.true_region.block.ops.last.prev_op
+    assert isinstance(fence, nvvm.FenceOp) and fence.scope.data == nvvm.MemScope.SYS
+    assert "nvvm.trap" in str(module)
