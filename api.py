@@ -68,7 +68,7 @@ __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resou
 
 
 def make_context() -> Context:
-    from tilesync.tools.universe import all_dialects_with_xdsl
+    from tilesync.dialects import all_dialects_with_xdsl
 
     ctx = Context()
     for name, factory in all_dialects_with_xdsl().items():

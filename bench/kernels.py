@@ -179,6 +179,7 @@ def _copies_for(nbytes: int, l2: int) -> int:
 
 def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> dict[str, Any]:
     """A device-to-device copy of `nbytes`: GB/s counting the read and the write."""
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime.timing import time_region
 
     if torch_mod is not None:
@@ -200,7 +201,8 @@ def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> 
         def fn():
             check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, driver.CUstream(0)),
                   "cuMemcpyDtoDAsync")
-    timing = time_region(fn, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+    timing = time_region(fn, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
     return {"bytes": nbytes, "how": how, **_timing_dict(timing),
             "gbps": 2 * nbytes / (timing.median_ms * 1e-3) / 1e9}
 
@@ -239,6 +241,7 @@ class _Operands:
 
 
 def _time_rotating(fn, copies: int, warmup: int, reps: int):
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime.timing import time_region
 
     state = {"i": 0}
@@ -247,7 +250,8 @@ def _time_rotating(fn, copies: int, warmup: int, reps: int):
         fn(state["i"] % copies)
         state["i"] += 1
 
-    return time_region(step, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+    return time_region(step, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
 
 
 def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, Any]:
@@ -279,7 +283,7 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
                     copy_gbps: float | None, tth) -> dict[str, Any]:
-    from tilesync.kernels.runner import GemmRunner
+    from tilesync.harness.runner import GemmRunner
 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
                              "rotating_copies": ops.copies, "configs": []}
@@ -311,7 +315,7 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
 def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
                       conv: bool = True) -> dict[str, Any]:
     """Time our kernels and the libraries' on every workload; see the module docstring."""
-    from tilesync.kernels.compile import compile_ptx_many
+    from tilesync.harness.compile import compile_ptx_many
     from tilesync.runtime.device import get_device
 
     started = time.perf_counter()
@@ -453,7 +457,8 @@ def conv_workloads(quick: bool, wgmma: bool = True) -> list:
 
 
 def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[str, Any]]:
-    from tilesync.kernels.runner import Conv2dRunner
+    from tilesync.harness.runner import Conv2dRunner
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime.timing import time_region
 
     torch = tth.torch
@@ -478,7 +483,8 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                                             .astype(np.float16))
                 y = DeviceBuffer.empty(cfg.output_shape, np.float16)
             timing = time_region(lambda r=runner, x=x, w=w, y=y: r.launch(x, w, y),
-                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
             row.update(_timing_dict(timing))
             row["tflops"] = cfg.flops / (timing.median_ms * 1e-3) / 1e12
             if torch is not None:
@@ -487,7 +493,8 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                 wc = w.permute(0, 3, 1, 2)
                 F = torch.nn.functional
                 lib = time_region(lambda F=F, xc=xc, wc=wc: F.conv2d(xc, wc, padding=1),
-                                  warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+                                  warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
                 row["library"] = _timing_dict(lib)
                 row["library"]["tflops"] = cfg.flops / (lib.median_ms * 1e-3) / 1e12
                 row["ratio"] = lib.median_ms / timing.median_ms
@@ -527,7 +534,8 @@ def softmax_workloads(quick: bool) -> list:
 
 def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                        copy_gbps: float | None) -> list[dict[str, Any]]:
-    from tilesync.kernels.runner import SoftmaxRunner
+    from tilesync.harness.runner import SoftmaxRunner
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.timing import time_region
 
@@ -547,7 +555,8 @@ def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                     (cfg.rows, cfg.cols)).astype(np.float16))
                 y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
             timing = time_region(lambda r=runner, x=x, y=y: r.launch(x, y, seed=1),
-                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
             row.update(_timing_dict(timing))
             row["gbps"] = cfg.bytes / (timing.median_ms * 1e-3) / 1e9
             if copy_gbps:
@@ -560,7 +569,8 @@ def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
                     out = torch.softmax(x, dim=-1)
                     return F.dropout(out, 1.0 - p) if p is not None else out
 
-                t = time_region(lib, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP)
+                t = time_region(lib, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
+                 hold=hold_stream)
                 row["library"] = _timing_dict(t)
                 row["ratio"] = t.median_ms / timing.median_ms
         except Exception as exc:

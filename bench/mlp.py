@@ -42,7 +42,7 @@ table also gives a tile-time weighted bound (tile time ~ BN·K, waves packed per
 
 Compilation runs first, in a process pool (fork, before CUDA or torch start threads), and its
 results (PTX, kernel signatures, the host plan) are cached in `.tilesync-cache/mlp/`
-(kernels/compile_cache.py) under a key of the configs, the pass list, the target and a digest
+(harness/compile_cache.py) under a key of the configs, the pass list, the target and a digest
 of the compiler's sources and this file, so a second run (or a device machine given the cache)
 compiles nothing. sync-verify runs with a limit of
 `VERIFY_LIMIT` consumer tiles (above it, the grid's boundary tiles: `sync.verified =
@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesync.contract import target_for_device
-from tilesync.kernels.compile_cache import (
+from tilesync.harness.compile_cache import (
     CACHE_DIR,
     CompileCache,
     CompileFailure,

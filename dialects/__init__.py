@@ -40,3 +40,12 @@ def _tile() -> Dialect:
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     return {"sync": _sync, "dataflow": _dataflow, "nvvm": _nvvm, "llvmx": _llvmx,
             "tile": _tile}
+
+
+def all_dialects_with_xdsl() -> dict[str, Callable[[], Dialect]]:
+    """xDSL's own dialects plus tilesync's, by name."""
+    from xdsl.dialects import get_all_dialects as xdsl_dialects
+
+    dialects = dict(xdsl_dialects())
+    dialects.update(get_all_dialects())
+    return dialects

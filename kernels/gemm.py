@@ -4,7 +4,7 @@
     gemm_kernel(M, N, K, ...) -> str           (the same module printed as MLIR)
 
 The configuration (grid, block, shared memory, parameters) is kernels/config.py's GemmConfig;
-compile_kernel (kernels/compile.py) lowers the module to PTX.
+compile_kernel (harness/compile.py) lowers the module to PTX.
 
 Block (x, y) computes the BM x BN tile (x, y) of C (x along M) with WM x WN warps (each a
 (BM/WM) x (BN/WN) warp tile of m16n8k16 mma.sync, fp32 accumulators in registers). The K loop

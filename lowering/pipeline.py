@@ -44,7 +44,7 @@ def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,
     xDSL's `lower-affine` and `reconcile-unrealized-casts` run as their faster equivalents
     (`compat.fast_passes`: the same rewrites)."""
     from tilesync.compat.fast_passes import FAST_PASSES
-    from tilesync.tools.universe import all_passes_with_xdsl
+    from tilesync.transforms import all_passes_with_xdsl
 
     spec = names if isinstance(names, str) else ",".join(names)
     passes = all_passes_with_xdsl()

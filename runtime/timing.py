@@ -67,51 +67,9 @@ class Timing:
         )
 
 
-HOLD_KERNEL = """
-builtin.module {
-  gpu.module @tilesync_hold {
-    gpu.func @hold(%ns: i64) kernel attributes {gpu.known_block_size = array<i32: 1, 1, 1>} {
-      %start = nvvm.read.ptx.sreg.globaltimer : i64
-      scf.while () : () -> () {
-        %now = nvvm.read.ptx.sreg.globaltimer : i64
-        %elapsed = arith.subi %now, %start : i64
-        %early = arith.cmpi slt, %elapsed, %ns : i64
-        scf.condition(%early)
-      } do {
-        %nap = arith.constant 1000 : i32
-        nvvm.nanosleep %nap : i32
-        scf.yield
-      }
-      gpu.return
-    }
-  }
-}
-"""
-"""One thread that keeps the stream busy for `ns` nanoseconds (read off %globaltimer)."""
-
-_hold_kernel: list[Any] = []
-
-
-def hold_stream(ns: int, stream: Any = None) -> None:
-    """Enqueue HOLD_KERNEL: the stream's next work starts `ns` after it starts, so the host can
-    enqueue that work meanwhile and it then runs back to back, without the host's launch gaps
-    (nvbench's blocking kernel, with a time limit instead of a host flag: it cannot hang)."""
-    from tilesync.runtime.launch import launch
-
-    if not _hold_kernel:
-        import tilesync
-        from tilesync.runtime.device import get_device
-        from tilesync.runtime.module import load_ptx
-
-        program = tilesync.compile(HOLD_KERNEL, target=get_device().arch)
-        module = load_ptx(program.ptx, "tilesync_hold")
-        _hold_kernel.append(module.function("hold", program.kernels["hold"].params))
-    launch(_hold_kernel[0], 1, 1, [int(ns)], stream=stream)
-
-
 def time_region(
     fn: Callable[[], Any], stream: Any = None, warmup: int = 10, reps: int = 50,
-    hold_ns_per_rep: int = 0,
+    hold_ns_per_rep: int = 0, hold: Callable[[int, Any], None] | None = None,
 ) -> Timing:
     """Time `fn`, which enqueues GPU work on `stream`, with an event pair per repetition.
 
@@ -119,7 +77,9 @@ def time_region(
     repetitions are enqueued back to back and synchronized once, so the host does not add gaps
     beyond its own launch cost. With `hold_ns_per_rep`, a hold kernel of that many ns per
     repetition goes first, so that the host's launch cost is hidden even for work shorter than
-    it (each sample is then the device time of one repetition in a back-to-back sequence).
+    it (each sample is then the device time of one repetition in a back-to-back sequence);
+    `hold(ns, stream)` enqueues it (tilesync.harness.timing.hold_stream: a compiled kernel, so
+    it comes from above the runtime).
     """
     from tilesync.runtime.launch import synchronize
     from tilesync.runtime.stream import Event, elapsed_ms
@@ -132,7 +92,10 @@ def time_region(
         fn()
     synchronize(stream)
     if hold_ns_per_rep > 0:
-        hold_stream(hold_ns_per_rep * reps, stream)
+        if hold is None:
+            raise ValueError("hold_ns_per_rep needs hold=, a function that enqueues the hold "
+                             "kernel (tilesync.harness.timing.hold_stream)")
+        hold(hold_ns_per_rep * reps, stream)
     pairs = []
     for _ in range(reps):
         start, end = Event(), Event()
@@ -144,4 +107,4 @@ def time_region(
     return Timing.from_samples([elapsed_ms(start, end) for start, end in pairs], warmup)
 
 
-__all__ = ["HOLD_KERNEL", "Timing", "hold_stream", "time_region"]
+__all__ = ["Timing", "time_region"]

@@ -83,7 +83,7 @@ def compile_time_report(runs: int = 5, configs: dict[str, dict[str, Any]] | None
     out = out or sys.stdout
     configs = configs or CONFIGS
     import_s = import_seconds()
-    from tilesync.kernels.compile import compile_kernel
+    from tilesync.harness.compile import compile_kernel
     from tilesync.kernels.config import gemm_config
 
     start = time.perf_counter()

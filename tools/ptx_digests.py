@@ -121,7 +121,7 @@ def _ptx_of(job: tuple) -> dict[str, str]:
         pipeline = default_pipeline(debug=variant == "sync-debug", before=SYNC_PASSES)
         return tilesync.compile(text, pipeline=pipeline, target="sm_90").ptx_by_module
     if kind == "config":
-        from tilesync.kernels.compile import compile_kernel
+        from tilesync.harness.compile import compile_kernel
 
         return compile_kernel(job[1]).ptx_by_module
     if kind == "mlp":
@@ -136,7 +136,7 @@ def digests(groups: Iterable[str], processes: int | None = None,
     jobs: dict[str, tuple] = {}
     for group in groups:
         jobs.update(JOBS[group]())
-    from tilesync.kernels.compile_cache import compile_many
+    from tilesync.harness.compile_cache import compile_many
 
     def show(done: int, total: int) -> None:
         print(f"\r{done}/{total}", end="" if done < total else "\n", file=sys.stderr,

@@ -44,3 +44,12 @@ def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {name: _loader(mod, cls) for name, (mod, cls) in _PASSES.items()}
+
+
+def all_passes_with_xdsl() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's own passes (scf, affine, reconcile…) plus tilesync's, by name."""
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    passes = dict(xdsl_passes())
+    passes.update(get_all_passes())
+    return passes

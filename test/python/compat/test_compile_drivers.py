@@ -174,11 +174,11 @@ class _BreakIRPass(ModulePass):
 
 def test_invalid_lowered_ir_is_reported_before_llvm_errors(monkeypatch):
     """compile verifies the lowered IR while LLVM runs; a verification error still wins."""
-    from tilesync.tools import universe
+    from tilesync import transforms
 
-    passes = universe.all_passes_with_xdsl()
+    passes = transforms.all_passes_with_xdsl()
     passes["test-break-ir"] = lambda: _BreakIRPass
-    monkeypatch.setattr(universe, "all_passes_with_xdsl", lambda: passes)
+    monkeypatch.setattr(transforms, "all_passes_with_xdsl", lambda: passes)
     module = gemm_module(0, 0, 0, config=gemm_config(128, 128, 64, tile=(64, 64, 32),
                                                      stages=2))
     assert gc.isenabled()

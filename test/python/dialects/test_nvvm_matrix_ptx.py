@@ -10,9 +10,9 @@ import pytest
 from xdsl.context import Context
 from xdsl.parser import Parser
 
+from tilesync.dialects import all_dialects_with_xdsl
 from tilesync.lowering.pipeline import build_pipeline
 from tilesync.lowering.ptx import module_to_ptx, validate_ptx
-from tilesync.tools.universe import all_dialects_with_xdsl
 
 # Every value is stored, so that LLVM keeps the instructions that compute it.
 KERNEL = """

@@ -353,9 +353,9 @@ PIPELINE = [
 def test_post_wait_kernel_to_ptx_keeps_program_order(tmp_path: Path):
     from xdsl.parser import Parser
 
+    from tilesync.dialects import all_dialects_with_xdsl
     from tilesync.lowering.pipeline import build_pipeline
     from tilesync.lowering.ptx import module_to_ptx
-    from tilesync.tools.universe import all_dialects_with_xdsl
 
     ctx = Context()
     for name, factory in all_dialects_with_xdsl().items():

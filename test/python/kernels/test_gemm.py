@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tilesync.dialects import tile as tl
-from tilesync.kernels.compile import compile_kernel
+from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import GemmConfig, gemm_config
 from tilesync.kernels.gemm import gemm_kernel, gemm_module
 from tilesync.kernels.reference import host_array, host_values, reference_gemm
@@ -331,7 +331,7 @@ GPU_SHAPES = [(128, 128, 128), (4096, 4096, 4096), (64, 6144, 12288), (100, 200,
 
 
 def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
-    from tilesync.kernels.runner import GemmRunner
+    from tilesync.harness.runner import GemmRunner
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
 
@@ -447,7 +447,7 @@ def test_gpu_wgmma_gemm(cfg):
 
 @pytest.mark.gpu
 def test_gpu_gemm_throughput():
-    from tilesync.kernels.runner import time_gemm
+    from tilesync.harness.runner import time_gemm
 
     result = time_gemm(MAIN, warmup=5, reps=20)
     print(f"\n{_id(MAIN)}: {result['median_ms']:.3f} ms, {result['tflops']:.1f} TFLOP/s, "

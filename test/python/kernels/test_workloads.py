@@ -18,8 +18,9 @@ import re
 import numpy as np
 import pytest
 
+from tilesync.harness.compile import compile_kernel, compile_ptx_many
+from tilesync.harness.runner import Conv2dRunner, GemmRunner, SoftmaxRunner
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.compile import compile_kernel, compile_ptx_many
 from tilesync.kernels.config import (
     DROPOUT_HASH_MULTIPLIERS,
     ConvConfig,
@@ -36,7 +37,6 @@ from tilesync.kernels.reference import (
     reference_gemm,
     reference_softmax,
 )
-from tilesync.kernels.runner import Conv2dRunner, GemmRunner, SoftmaxRunner
 from tilesync.lowering.ptx import validate_ptx
 
 TOL = 1e-2
@@ -489,8 +489,9 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
     import types
 
     from tilesync.bench import kernels as bk
-    from tilesync.kernels import compile as kernel_compile
-    from tilesync.kernels import runner
+    from tilesync.harness import compile as kernel_compile
+    from tilesync.harness import runner
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime import buffers, device, timing
 
     fake_device = types.SimpleNamespace(arch="sm_90", l2_cache_bytes=60 << 20)
@@ -524,8 +525,9 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
     monkeypatch.setattr(buffers, "DeviceBuffer", FakeBuffer)
     calls = []
 
-    def fake_time(fn, stream=None, warmup=10, reps=50, hold_ns_per_rep=0):
+    def fake_time(fn, stream=None, warmup=10, reps=50, hold_ns_per_rep=0, hold=None):
         assert hold_ns_per_rep == bk.HOLD_NS_PER_REP  # no host launch gaps in the samples
+        assert hold is hold_stream
         for _ in range(2):
             fn()
         calls.append(1)

@@ -13,8 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from tilesync.dialects import sync
-from tilesync.tools.universe import all_dialects_with_xdsl
+from tilesync.dialects import all_dialects_with_xdsl, sync
 from tilesync.transforms.sync.generate_policies import GeneratePoliciesPass
 from tilesync.transforms.sync.insert_post_wait import InsertPostWaitPass
 from tilesync.transforms.sync.reorder_loads import ReorderLoadsPass

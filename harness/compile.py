@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import tilesync
 from tilesync.contract import CompiledProgram
-from tilesync.kernels.compile_cache import CACHE_DIR, CompileCache, compile_many
+from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, compile_many
 from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
 from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import gemm_module

@@ -32,7 +32,8 @@ from typing import Any
 
 CACHE_DIR = Path(".tilesync-cache")
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-COMPILER_ROOMS = ("compat", "dialects", "analysis", "transforms", "lowering", "kernels")
+COMPILER_ROOMS = ("compat", "dialects", "analysis", "transforms", "lowering", "kernels",
+                  "harness")
 """The package's folders whose sources decide the emitted code (with its top-level modules)."""
 COMPILER_DISTRIBUTIONS = ("xdsl", "llvmlite")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilesync.kernels.compile import compile_kernel
+from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
 from tilesync.kernels.reference import host_array
 from tilesync.runtime.buffers import DeviceBuffer

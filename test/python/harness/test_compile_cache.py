@@ -1,4 +1,4 @@
-"""kernels/compile_cache.py: the process pool (and its fallback to this process) and the on-disk
+"""harness/compile_cache.py: the process pool (and its fallback to this process) and the on-disk
 cache (hits, misses after a change of the compiler's sources, atomic writes, broken entries),
 and their users: compile_ptx_many and the MLP bench's compile_jobs."""
 
@@ -10,7 +10,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
-from tilesync.kernels import compile_cache as cc
+from tilesync.harness import compile_cache as cc
 
 CALLS: list[int] = []
 
@@ -154,7 +154,7 @@ def test_a_pool_that_breaks_leaves_the_rest_to_this_process(monkeypatch):
 
 
 def test_compile_ptx_many_caches_kernel_ptx(tmp_path, monkeypatch):
-    from tilesync.kernels import compile as kc
+    from tilesync.harness import compile as kc
     from tilesync.kernels.config import gemm_config, softmax_config
 
     configs = [gemm_config(64, 64, 64, tile=(64, 64, 32), stages=2),
