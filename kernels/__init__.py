@@ -1,4 +1,4 @@
-"""Kernel generators written with the tile dialect (the integrator lists this package).
+"""Kernel generators written with the tile dialect.
 
 config.py (what a kernel computes, its sizes), gemm.py / conv2d.py / softmax.py / mlp.py (the
 IR generators, on builder.py's BlockBuilder), compile.py and compile_cache.py (to PTX, many at

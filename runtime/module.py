@@ -1,6 +1,6 @@
 """Load PTX into the device: nvJitLink → cubin (cached on disk), or the driver's JIT.
 
-The first load of a few kernels through the driver's JIT costs ~100 ms (REFERENCE.md), so
+The first load of a few kernels through the driver's JIT costs ~100 ms (measured on an H200), so
 compiled cubins are kept on disk, keyed by the PTX, the target and the driver version, and loaded
 modules are kept in memory (the same PTX gives the same Module).
 """

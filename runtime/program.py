@@ -3,7 +3,7 @@
 The user passes each stage's own kernel arguments; the program binds the parameters that sync
 passes appended (by their `sync.args` roles): semaphore arrays, the epoch, start flags, tile
 counters and order tables. It owns that device state across runs: semaphores are never reset,
-each run is one epoch (DESIGN.md), so a program can be run any number of times without a memset.
+each run is one epoch, so a program can be run any number of times without a memset.
 """
 
 from __future__ import annotations

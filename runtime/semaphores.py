@@ -3,7 +3,7 @@
 A producer stage owns one zero-initialized int32 per semaphore. Each launch k (k = 1, 2, ...)
 adds `posts` to a semaphore, so after launch k it holds k × posts, and a wait of launch k
 succeeds at value >= k × posts. No memset is needed between launches or CUDA graph replays
-(DESIGN.md, "Semaphores carry an epoch"). The host only counts launches.
+(the epoch is the launch count). The host only counts launches.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import set_sync_roles, sync_arg, sync_roles
-from tilesync.transforms.sync.forward_progress import entry_insertion_point, kernel_of, launch_of
+from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
 
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
 

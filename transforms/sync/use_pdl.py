@@ -18,7 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.dialects import nvvm
-from tilesync.transforms.sync.forward_progress import entry_insertion_point, kernel_of, launch_of
+from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
 
 
 def _triggers(func) -> bool:

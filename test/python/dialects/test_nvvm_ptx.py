@@ -260,7 +260,7 @@ def test_intrinsic_lowering_emits_expected_ptx():
 
 
 def test_ptx_strings():
-    """The spelled-out PTX of the memory model's key instructions (DESIGN.md)."""
+    """The spelled-out PTX of the memory model's key instructions (docs/ARCHITECTURE.md)."""
     kernel = func.FuncOp("k", (ARG_TYPES, []))
     a = list(kernel.body.block.args)
     assert ptx_string(nvvm.LoadOp(a[G], i32, "acquire")) == "ld.acquire.gpu.global.u32 $0, [$1];"
