@@ -425,7 +425,6 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
     never from a guess. Returns {kernel: (registers, shared bytes)}; shared bytes are the static
     ones nvJitLink reports plus the dynamic ones the kernel is launched with.
     """
-    from tilesync.dialects import sync
     from tilesync.lowering.ptx import validate_ptx
 
     program = compile(module.clone(), pipeline=pipeline, target=target)
@@ -435,11 +434,12 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
         for name, registers in info.registers.items():
             dynamic = program.kernels[name].dynamic_shared_bytes if name in program.kernels else 0
             usage[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
-    for op in module.walk():
-        if isinstance(op, sync.StageOp):
-            kernel = op.kernel.nested_references.data[-1].data
-            if kernel in usage:
-                registers, shared = usage[kernel]
-                op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)
-                op.attributes[SHARED_BYTES_ATTR] = IntegerAttr(shared, 64)
+    from tilesync.analysis.stage_graph import StageGraph
+
+    for op in StageGraph.of(module).stages.values():
+        kernel = op.kernel.nested_references.data[-1].data
+        if kernel in usage:
+            registers, shared = usage[kernel]
+            op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)
+            op.attributes[SHARED_BYTES_ATTR] = IntegerAttr(shared, 64)
     return usage

@@ -14,15 +14,16 @@ and every run's output is checked element by element against numpy.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
+from fractions import Fraction
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
 import tilesync
+from tilesync.analysis.wave_model import predict_chain
 from tilesync.contract import target_for_device
 
 MODES = ("stream_sync", "tile_sync")
@@ -170,12 +171,6 @@ def copy_chain(warmup: int = 10, reps: int = 50, waves: float = 1.0, tile_elems:
     return result
 
 
-def wave_model_speedup(waves_producer: float, waves_consumer: float) -> float:
-    """Paper Table I: stream sync pays each partial wave in full; tile sync overlaps them."""
-    return (math.ceil(waves_producer - 1e-9) + math.ceil(waves_consumer - 1e-9)) / math.ceil(
-        waves_producer + waves_consumer - 1e-9)
-
-
 def synthetic_reference(x: np.ndarray, iters: int) -> np.ndarray:
     y = x.astype(np.float64)
     # x_{k+1} = 0.999 x_k + 0.001, applied `iters` times (closed form, float64).
@@ -216,7 +211,8 @@ def synthetic_waves(wave_counts=(0.6, 1.2, 2.2, 3.2), iters: int = 100, tile_us:
             row["modes"][mode] = summarize(samples, warmup)
         measured = row["modes"]["stream_sync"]["median_ms"] / row["modes"]["tile_sync"][
             "median_ms"]
-        ideal = wave_model_speedup(tiles / per_wave, tiles / per_wave)
+        waves = Fraction(tiles, per_wave)
+        ideal = float(predict_chain([waves, waves]).speedup)
         row.update(speedup=measured, ideal_speedup=ideal, speedup_over_ideal=measured / ideal)
         rows.append(row)
         for buf in (src, mid, dst):

@@ -45,6 +45,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
+from tilesync.analysis.stage_graph import StageGraph
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -242,8 +243,8 @@ class EraseSyncHooks(RewritePattern):
 def adopt_stage_orders(module: ModuleOp) -> None:
     """A stage's tile order (set by sync-tile-order and friends) reaches its kernel's sync.tile
     ops that name none, so the order passes need not edit kernels."""
-    for stage in module.walk():
-        if not isinstance(stage, sync.StageOp) or stage.order is None:
+    for stage in StageGraph.of(module).stages.values():
+        if stage.order is None:
             continue
         kernel = SymbolTable.lookup_symbol(module, stage.kernel)
         if not isinstance(kernel, gpu.FuncOp):
