@@ -787,24 +787,10 @@ class StorePointOp(IRDLOperation):
 
     tile = var_operand_def(IndexType)
 
+    assembly_format = "` ` `[` $tile `]` attr-dict"
+
     def __init__(self, tile: Sequence[SSAValue | Operation]):
         super().__init__(operands=[list(tile)])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StorePointOp:
-        tile = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
-        )
-        attributes = parser.parse_optional_attr_dict()
-        op = cls([parser.resolve_operand(t, IndexType()) for t in tile])
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" [")
-        printer.print_list(self.tile, printer.print_operand)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if not 1 <= len(self.tile) <= 3:
