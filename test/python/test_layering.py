@@ -24,7 +24,8 @@ LAYERS: list[set[str]] = [
     {"api"},  # tilesync.compile
     {"tilesync"},  # the package's __init__
     {"harness"},  # compile pool and cache, runners of generated kernels
-    {"frontend"},
+    {"frontend"},  # model front ends (torch)
+    {"examples"},  # example models (plain PyTorch)
     {"bench"},
     {"tools"},
 ]
