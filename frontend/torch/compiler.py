@@ -299,7 +299,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     from tilesync.frontend.torch.ops import StageRunner, TorchPiece
 
     try:
-        module = graph_function(piece)
+        module = graph_function(piece, names=False)
     except UnsupportedTensor as err:
         return _refuse(entry, options, str(err))
     try:

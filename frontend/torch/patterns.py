@@ -276,12 +276,14 @@ def element_type(dtype: Any):
     return types[dtype]()
 
 
-def graph_function(piece: Piece) -> ModuleOp:
-    """builtin.module { func.func @piece(inputs...) -> out { graph ops } }."""
+def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
+    """builtin.module { func.func @piece(inputs...) -> out { graph ops } }; `names`: the
+    arguments named after the fx nodes (without: the text is the same whichever tracer, the
+    cache's key)."""
     arg_types = [TensorType(element_type(i.dtype), list(i.shape)) for i in piece.infos]
     block = Block(arg_types=arg_types)
     for value, ref in zip(block.args, piece.inputs, strict=True):
-        value.name_hint = _hint(ref)
+        value.name_hint = _hint(ref) if names else None
     values: list[SSAValue] = []
 
     def get(ref: tuple | None) -> SSAValue | None:
@@ -317,11 +319,8 @@ def graph_function(piece: Piece) -> ModuleOp:
 
 def _hint(ref: Any) -> str | None:
     name = ref if isinstance(ref, str) else getattr(ref, "name", None)
-    if not name:
-        return None
-    cleaned = "".join(c if c.isalnum() else "_" for c in name.split(".")[-2 if "." in name
-                                                                       else -1])
-    return cleaned.lstrip("_0123456789") or None
+    cleaned = "".join(c if c.isalnum() else "_" for c in name or "").strip("_")
+    return cleaned.lstrip("0123456789_") or None
 
 
 __all__ = ["ACTIVATIONS", "Piece", "TensorInfo", "UnsupportedTensor", "element_type",
