@@ -31,6 +31,12 @@ def _llvmx() -> Dialect:
     return LLVMX
 
 
+def _graph() -> Dialect:
+    from tilesync.dialects.graph import Graph
+
+    return Graph
+
+
 def _tile() -> Dialect:
     from tilesync.dialects.tile import Tile
 
@@ -39,7 +45,7 @@ def _tile() -> Dialect:
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     return {"sync": _sync, "dataflow": _dataflow, "nvvm": _nvvm, "llvmx": _llvmx,
-            "tile": _tile}
+            "tile": _tile, "graph": _graph}
 
 
 def all_dialects_with_xdsl() -> dict[str, Callable[[], Dialect]]:

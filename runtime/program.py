@@ -245,26 +245,42 @@ class StageProgram:
         for stream in others:
             stream.wait_event(start)
         for step in self.steps:
-            stream = self._stream(step.stream, _step_priority(step))
-            if not isinstance(step, Launch):
-                sig = self.signatures[WAIT_KERNEL]
-                launch(self.kernels[WAIT_KERNEL], 1, 1,
-                       [self._bind(role, step.producer) for role in sig.sync_args],
-                       stream=stream)
-                continue
-            stage = self.stages[step.stage]
-            sig = self.signatures[stage.kernel]
-            user = list(args.get(step.stage, ()))
-            if len(user) != len(sig.user_params):
-                raise ValueError(f"stage @{step.stage}: kernel {sig.name} takes "
-                                 f"{len(sig.user_params)} argument(s) "
-                                 f"({', '.join(sig.user_params)}), got {len(user)}")
-            bound = [self._bind(role, step.stage) for role in sig.sync_args]
-            launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
-                   stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)
+            self._launch_step(step, args, self._stream(step.stream, _step_priority(step)))
         for stream in others:
             main.wait_event(Event().record(stream))
         return Event().record(main)
+
+    def run_on(self, args: Mapping[str, Sequence[Any]], stream: Any) -> None:
+        """Enqueue one run on the caller's stream (a foreign one, e.g. torch's current stream):
+        no streams or events of its own, so a stream capture (torch.cuda.graph) records exactly
+        the launches. The plan must use one stream (PDL or stream order)."""
+        if len({step.stream for step in self.steps}) > 1:
+            raise ValueError("run_on needs a plan on one stream (sync-use-pdl or stream "
+                             "order); this one forks streams: use run()")
+        self._check_epoch()
+        self.epoch += 1
+        if self.device_epoch:
+            launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=stream)
+        for step in self.steps:
+            self._launch_step(step, args, stream)
+
+    def _launch_step(self, step: HostStep, args: Mapping[str, Sequence[Any]],
+                     stream: Any) -> None:
+        if not isinstance(step, Launch):
+            sig = self.signatures[WAIT_KERNEL]
+            launch(self.kernels[WAIT_KERNEL], 1, 1,
+                   [self._bind(role, step.producer) for role in sig.sync_args], stream=stream)
+            return
+        stage = self.stages[step.stage]
+        sig = self.signatures[stage.kernel]
+        user = list(args.get(step.stage, ()))
+        if len(user) != len(sig.user_params):
+            raise ValueError(f"stage @{step.stage}: kernel {sig.name} takes "
+                             f"{len(sig.user_params)} argument(s) "
+                             f"({', '.join(sig.user_params)}), got {len(user)}")
+        bound = [self._bind(role, step.stage) for role in sig.sync_args]
+        launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
+               stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)
 
     def _plan_streams(self) -> tuple[Stream, list[Stream]]:
         """The run's first stream (it forks and joins the others) and the others; each at the
@@ -273,6 +289,11 @@ class StageProgram:
         streams = [self._stream(i, min(_step_priority(s) for s in self.steps if s.stream == i))
                    for i in used]
         return streams[0], streams[1:]
+
+    def prepare(self) -> None:
+        """Create every stream and every piece of device state the runs bind (before a stream
+        capture, during which nothing may be allocated)."""
+        self._prepare()
 
     def _prepare(self) -> None:
         """Create every stream and every piece of device state the steps bind."""

@@ -1,0 +1,130 @@
+"""`tilesync bench torch`: the example models (examples/torch_models.py) as a user runs them:
+eager PyTorch, `torch.compile` (Inductor, the default), `torch.compile(backend="tilesync")`
+(auto: each piece ours only where measured faster; the entry point's function itself, so an
+uninstalled checkout runs it too), and the pieces forced through tilesync.
+
+    torch_benchmarks(names=NAMES, warmup=5, reps=30) -> dict
+    torch_table(result) -> str
+
+Each compiled model's output is checked against eager (relative error < 2e-2, every element
+finite). Timing: CUDA events around each call of the whole model, median and p10/p90; the
+"vs eager" and "vs compile" columns are eager's (torch.compile's) median over the mode's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+NAMES = ("llama_mlp", "gpt2_block", "nerf_mlp", "resnet_block")
+MODES = ("eager", "torch.compile", "tilesync", "tilesync (forced)")
+TOL = 2e-2
+
+
+def _timed(torch, fn, warmup: int, reps: int) -> dict[str, float]:
+    for _ in range(warmup):
+        fn()
+    pairs = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in pairs)
+    return {"median_ms": ms[len(ms) // 2], "p10_ms": ms[len(ms) // 10],
+            "p90_ms": ms[(9 * len(ms)) // 10]}
+
+
+def _run_model(torch, name: str, warmup: int, reps: int) -> dict[str, Any]:
+    import tilesync.frontend.torch as tt
+    from tilesync.examples.torch_models import example
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
+
+    model, inputs = example(name, "cuda")
+    row: dict[str, Any] = {"model": name, "inputs": [list(t.shape) for t in inputs],
+                           "dtype": str(inputs[0].dtype), "modes": {}}
+    with torch.no_grad():
+        ref = model(*inputs).float()
+
+        def check(out) -> float:
+            if not torch.isfinite(out).all():
+                raise AssertionError("non-finite output")
+            error = float((out.float() - ref).norm() / ref.norm())
+            if error > TOL:
+                raise AssertionError(f"relative error {error:.2e} > {TOL}")
+            return error
+
+        def compiled(backend, **kw):
+            torch._dynamo.reset()
+            start = time.perf_counter()
+            fn = torch.compile(model, backend=backend, **kw)
+            error = check(fn(*inputs))
+            return fn, error, time.perf_counter() - start
+
+        candidates = {"eager": lambda: (model, 0.0, 0.0),
+                      "torch.compile": lambda: compiled("inductor"),
+                      "tilesync": lambda: compiled(tilesync_backend)}
+        for mode, make in candidates.items():
+            try:
+                first = len(LAST_REPORTS)
+                fn, error, seconds = make()
+                record = {"rel_error": error, "compile_seconds": seconds,
+                          **_timed(torch, lambda fn=fn: fn(*inputs), warmup, reps)}
+                if mode == "tilesync":
+                    record["pieces"] = [p.line() for r in LAST_REPORTS[first:] for p in r.pieces]
+                row["modes"][mode] = record
+            except Exception as exc:
+                row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        try:
+            forced = tt.compile(model, inputs, mode="tilesync")
+            if any(p.choice == "tilesync" for p in forced.report.pieces):
+                error = check(forced(*inputs))
+                row["modes"]["tilesync (forced)"] = {
+                    "rel_error": error, "pieces": [p.line() for p in forced.report.pieces],
+                    **_timed(torch, lambda: forced(*inputs), warmup, reps)}
+        except Exception as exc:
+            row["modes"]["tilesync (forced)"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    return row
+
+
+def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30) -> dict[str, Any]:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("the torch benchmark needs torch on a GPU")
+    started = time.perf_counter()
+    result: dict[str, Any] = {"experiment": "torch", "warmup": warmup, "reps": reps,
+                              "library": f"torch {torch.__version__}", "rows": []}
+    for name in names:
+        result["rows"].append(_run_model(torch, name, warmup, reps))
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def torch_table(result: dict[str, Any]) -> str:
+    lines = [f"example models with {result['library']}; {result['reps']} reps after "
+             f"{result['warmup']} warm-up; whole-model time per call",
+             f"{'model':<13} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'vs eager':>8} "
+             f"{'vs compile':>10} {'rel err':>8}"]
+    for row in result["rows"]:
+        modes = row["modes"]
+        eager = modes.get("eager", {}).get("median_ms")
+        default = modes.get("torch.compile", {}).get("median_ms")
+        for mode, r in modes.items():
+            if "error" in r:
+                lines.append(f"{row['model']:<13} {mode:<18} FAILED: {r['error']}")
+                continue
+            m = r["median_ms"]
+            vs_eager = f"{eager / m:>8.3f}" if eager else f"{'-':>8}"
+            vs_default = f"{default / m:>10.3f}" if default else f"{'-':>10}"
+            lines.append(f"{row['model']:<13} {mode:<18} {m:>10.4f} "
+                         f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f} {vs_eager} {vs_default} "
+                         f"{r['rel_error']:>8.1e}")
+            lines += [f"{'':<13}   {line}" for line in r.get("pieces", [])]
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+__all__ = ["NAMES", "torch_benchmarks", "torch_table"]

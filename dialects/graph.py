@@ -1,0 +1,468 @@
+"""The `graph` dialect: the tensor level above stage programs.
+
+A model piece is a `func.func` over ranked tensors whose body is graph ops, named after what a
+PyTorch user writes (nn.Linear, F.gelu, F.silu, torch.matmul, F.conv2d, softmax, sum, cat):
+
+    func.func @mlp(%x: tensor<256x1024xf16>, %w1: tensor<4096x1024xf16>,
+                   %w2: tensor<1024x4096xf16>) -> tensor<256x1024xf16> {
+      %h = graph.linear %x, %w1 : (tensor<256x1024xf16>, tensor<4096x1024xf16>)
+                                  -> tensor<256x4096xf16>
+      %a = graph.gelu %h approximate "tanh" : tensor<256x4096xf16>
+      %y = graph.linear %a, %w2 : (...) -> tensor<256x1024xf16>
+      func.return %y : tensor<256x1024xf16>
+    }
+
+Shapes are static; each op's verifier checks its operand shapes and element types against its
+result. `graph-to-stages` (transforms/graph/graph_to_stages.py) turns a matched piece into a
+stage program; what each stage's kernel arguments are in terms of the function's inputs, its
+temporaries and its results is `#graph.bind` (on every `sync.stage`, attribute `graph.bind`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type)
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+def _tensor(value: SSAValue | Attribute, op: Operation, what: str) -> TensorType:
+    kind = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(kind, TensorType) or not kind.has_static_shape():
+        raise VerifyException(f"{op.name}: {what} must be a tensor of static shape, got {kind}")
+    if not isinstance(kind.element_type, ELEMENT_TYPES):
+        raise VerifyException(f"{op.name}: {what} has element type {kind.element_type}; "
+                              "the graph level takes f16, bf16 or f32")
+    return kind
+
+
+def _shape(kind: TensorType) -> tuple[int, ...]:
+    return tuple(kind.get_shape())
+
+
+def _same_element(op: Operation, *kinds: TensorType) -> None:
+    elements = {str(k.element_type) for k in kinds}
+    if len(elements) > 1:
+        raise VerifyException(f"{op.name}: operands and result must share one element type, "
+                              f"got {', '.join(sorted(elements))}")
+
+
+def _expect_result(op: Operation, result: TensorType, shape: Sequence[int]) -> None:
+    if _shape(result) != tuple(shape):
+        raise VerifyException(f"{op.name}: result shape {list(_shape(result))} does not match "
+                              f"the expected {list(shape)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Contractions
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LinearOp(IRDLOperation):
+    """`graph.linear %x, %w[, %b]`: x · wᵀ (+ b) as nn.Linear computes it: x is ... x K, w is
+    N x K (nn.Linear's weight), b has N elements; the result is ... x N."""
+
+    name = "graph.linear"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$input `,` $weight (`,` $bias^)? attr-dict `:` `(` type($input) `,` "
+                       "type($weight) (`,` type($bias)^)? `)` `->` type($result)")
+
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
+                 result_type: Attribute):
+        super().__init__(operands=[input, weight, bias], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x, w = _tensor(self.input, self, "input"), _tensor(self.weight, self, "weight")
+        out = _tensor(self.result.type, self, "result")
+        kinds = [x, w, out]
+        if len(_shape(x)) < 2 or len(_shape(w)) != 2:
+            raise VerifyException(f"{self.name}: input must be ... x K and weight N x K, got "
+                                  f"{list(_shape(x))} and {list(_shape(w))}")
+        n, k = _shape(w)
+        if _shape(x)[-1] != k:
+            raise VerifyException(f"{self.name}: input's last dimension {_shape(x)[-1]} must "
+                                  f"equal the weight's K = {k}")
+        if self.bias is not None:
+            b = _tensor(self.bias, self, "bias")
+            kinds.append(b)
+            if _shape(b) != (n,):
+                raise VerifyException(f"{self.name}: bias must have N = {n} elements, got "
+                                      f"{list(_shape(b))}")
+        _same_element(self, *kinds)
+        _expect_result(self, out, (*_shape(x)[:-1], n))
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """`graph.matmul %a, %b`: a · b, a is ... x M x K, b K x N (torch.matmul, no batch
+    broadcasting of b)."""
+
+    name = "graph.matmul"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` "
+                       "type($result)")
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        a, b = _tensor(self.lhs, self, "lhs"), _tensor(self.rhs, self, "rhs")
+        out = _tensor(self.result.type, self, "result")
+        _same_element(self, a, b, out)
+        if len(_shape(a)) < 2 or len(_shape(b)) != 2:
+            raise VerifyException(f"{self.name}: lhs must be ... x M x K and rhs K x N, got "
+                                  f"{list(_shape(a))} and {list(_shape(b))}")
+        if _shape(a)[-1] != _shape(b)[0]:
+            raise VerifyException(f"{self.name}: contracted dimensions differ: "
+                                  f"{_shape(a)[-1]} and {_shape(b)[0]}")
+        _expect_result(self, out, (*_shape(a)[:-1], _shape(b)[1]))
+
+
+@irdl_op_definition
+class Conv2dOp(IRDLOperation):
+    """`graph.conv2d %x, %w[, %b] stride [..] padding [..]`: F.conv2d in NCHW: x is
+    N x C x H x W, w K x C x R x S, b has K elements."""
+
+    name = "graph.conv2d"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    stride = prop_def(DenseArrayBase.constr(i64))
+    padding = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding "
+                       "attr-dict `:` `(` type($input) `,` type($weight) (`,` type($bias)^)? `)` "
+                       "`->` type($result)")
+
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
+                 stride: Sequence[int], padding: Sequence[int], result_type: Attribute):
+        super().__init__(operands=[input, weight, bias], result_types=[result_type],
+                         properties={"stride": DenseArrayBase.from_list(i64, list(stride)),
+                                     "padding": DenseArrayBase.from_list(i64, list(padding))})
+
+    def verify_(self) -> None:
+        x, w = _tensor(self.input, self, "input"), _tensor(self.weight, self, "weight")
+        out = _tensor(self.result.type, self, "result")
+        kinds = [x, w, out]
+        stride, padding = self.stride.get_values(), self.padding.get_values()
+        if len(stride) != 2 or len(padding) != 2 or min(stride) < 1 or min(padding) < 0:
+            raise VerifyException(f"{self.name}: stride and padding take two values (stride "
+                                  f">= 1, padding >= 0), got {list(stride)}, {list(padding)}")
+        if len(_shape(x)) != 4 or len(_shape(w)) != 4:
+            raise VerifyException(f"{self.name}: input must be N x C x H x W and weight "
+                                  "K x C x R x S")
+        n, c, h, wd = _shape(x)
+        k, c2, r, s = _shape(w)
+        if c != c2:
+            raise VerifyException(f"{self.name}: input has {c} channels, weight {c2}")
+        if self.bias is not None:
+            b = _tensor(self.bias, self, "bias")
+            kinds.append(b)
+            if _shape(b) != (k,):
+                raise VerifyException(f"{self.name}: bias must have K = {k} elements")
+        _same_element(self, *kinds)
+        p = (h + 2 * padding[0] - r) // stride[0] + 1
+        q = (wd + 2 * padding[1] - s) // stride[1] + 1
+        _expect_result(self, out, (n, k, p, q))
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------------------------
+
+
+class _UnaryOp(IRDLOperation):
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[input.type])
+
+    def verify_(self) -> None:
+        x = _tensor(self.input, self, "input")
+        if x != self.result.type:
+            raise VerifyException(f"{self.name}: result type {self.result.type} must equal the "
+                                  f"input's {x}")
+
+
+@irdl_op_definition
+class GeluOp(_UnaryOp):
+    """`graph.gelu %x approximate "tanh"`: F.gelu (`"none"`: the erf form; `"tanh"`: GPT-2's
+    approximation, the one the GEMM epilogue computes)."""
+
+    name = "graph.gelu"
+    approximate = prop_def(StringAttr)
+    assembly_format = "$input `approximate` $approximate attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, approximate: str = "none"):
+        IRDLOperation.__init__(self, operands=[input], result_types=[input.type],
+                               properties={"approximate": StringAttr(approximate)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate.data not in GELU_APPROXIMATIONS:
+            raise VerifyException(f"{self.name}: approximate must be one of "
+                                  f"{GELU_APPROXIMATIONS}, got {self.approximate.data!r}")
+
+
+@irdl_op_definition
+class SiluOp(_UnaryOp):
+    """`graph.silu %x`: x · sigmoid(x)."""
+
+    name = "graph.silu"
+
+
+@irdl_op_definition
+class ReluOp(_UnaryOp):
+    """`graph.relu %x`: max(x, 0)."""
+
+    name = "graph.relu"
+
+
+class _BinaryOp(IRDLOperation):
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        a, b = _tensor(self.lhs, self, "lhs"), _tensor(self.rhs, self, "rhs")
+        if not a == b == self.result.type:
+            raise VerifyException(f"{self.name}: operands and result must have one type (no "
+                                  f"broadcasting), got {a}, {b} -> {self.result.type}")
+
+
+@irdl_op_definition
+class AddOp(_BinaryOp):
+    """`graph.add %a, %b`: elementwise sum of two tensors of one type."""
+
+    name = "graph.add"
+
+
+@irdl_op_definition
+class MulOp(_BinaryOp):
+    """`graph.mul %a, %b`: elementwise product of two tensors of one type."""
+
+    name = "graph.mul"
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax, reductions, concatenation
+# ---------------------------------------------------------------------------------------------
+
+
+def _dimension(op: Operation, dim: int, rank: int) -> int:
+    if not -rank <= dim < rank:
+        raise VerifyException(f"{op.name}: dimension {dim} out of range for rank {rank}")
+    return dim % rank
+
+
+@irdl_op_definition
+class SoftmaxOp(_UnaryOp):
+    """`graph.softmax %x dim -1`: softmax along one dimension."""
+
+    name = "graph.softmax"
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `dim` $dim attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int = -1):
+        IRDLOperation.__init__(self, operands=[input], result_types=[input.type],
+                               properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        _dimension(self, self.dim.value.data, len(_shape(_tensor(self.input, self, "input"))))
+
+
+@irdl_op_definition
+class ReduceSumOp(IRDLOperation):
+    """`graph.reduce_sum %x dims [1]`: the sum over `dims` (dropped from the result)."""
+
+    name = "graph.reduce_sum"
+
+    input = operand_def(TensorType)
+    dims = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$input `dims` $dims attr-dict `:` `(` type($input) `)` `->` type($result)"
+
+    def __init__(self, input: SSAValue, dims: Sequence[int], result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type],
+                         properties={"dims": DenseArrayBase.from_list(i64, list(dims))})
+
+    def verify_(self) -> None:
+        x = _tensor(self.input, self, "input")
+        out = _tensor(self.result.type, self, "result")
+        _same_element(self, x, out)
+        rank = len(_shape(x))
+        dims = [_dimension(self, d, rank) for d in self.dims.get_values()]
+        if len(set(dims)) != len(dims) or not dims:
+            raise VerifyException(f"{self.name}: dims must be distinct and not empty")
+        _expect_result(self, out, [e for i, e in enumerate(_shape(x)) if i not in dims])
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """`graph.concat %a, %b dim 1`: torch.cat along one dimension."""
+
+    name = "graph.concat"
+
+    inputs = var_operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `dim` $dim attr-dict `:` `(` type($inputs) `)` `->` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int, result_type: Attribute):
+        super().__init__(operands=[list(inputs)], result_types=[result_type],
+                         properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException(f"{self.name}: needs at least one input")
+        kinds = [_tensor(v, self, f"input {i}") for i, v in enumerate(self.inputs)]
+        out = _tensor(self.result.type, self, "result")
+        _same_element(self, *kinds, out)
+        rank = len(_shape(kinds[0]))
+        dim = _dimension(self, self.dim.value.data, rank)
+        for i, kind in enumerate(kinds):
+            shape = _shape(kind)
+            if len(shape) != rank or any(a != b for j, (a, b) in
+                                         enumerate(zip(shape, _shape(kinds[0]))) if j != dim):
+                raise VerifyException(f"{self.name}: input {i} of shape {list(shape)} differs "
+                                      f"from input 0 outside dimension {dim}")
+        expected = list(_shape(kinds[0]))
+        expected[dim] = sum(_shape(k)[dim] for k in kinds)
+        _expect_result(self, out, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel argument bindings of a lowered piece
+# ---------------------------------------------------------------------------------------------
+
+BIND_KINDS = ("input", "temp", "result", "gate_up")
+"""input i: function argument i; temp i: the piece's i-th temporary (`graph.temps` on the
+module); result i: function result i; gate_up i, j: the rows of arguments i (gate) and j (up)
+interleaved in blocks of 8, the weight layout of the GEMM's SwiGLU epilogue."""
+
+
+@irdl_attr_definition
+class BindAttr(ParametrizedAttribute):
+    """`#graph.bind<input 0>`: what one kernel argument of a stage is, in terms of the piece."""
+
+    name = "graph.bind"
+
+    kind: StringAttr
+    indices: ArrayAttr[IntAttr]
+
+    def __init__(self, kind: str, *indices: int):
+        super().__init__(StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]))
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return tuple(i.data for i in self.indices.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            kind = parser.parse_identifier()
+            indices = parser.parse_comma_separated_list(parser.Delimiter.NONE,
+                                                        parser.parse_integer)
+        return (StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.kind.data} {', '.join(map(str, self.values))}>")
+
+    def verify(self) -> None:
+        arity = {"gate_up": 2}.get(self.kind.data, 1)
+        if self.kind.data not in BIND_KINDS:
+            raise VerifyException(f"#graph.bind: kind must be one of {BIND_KINDS}, "
+                                  f"got {self.kind.data!r}")
+        if len(self.values) != arity or min(self.values) < 0:
+            raise VerifyException(f"#graph.bind<{self.kind.data}> takes {arity} index(es) "
+                                  f"(>= 0), got {list(self.values)}")
+
+
+BIND_ATTR = "graph.bind"
+"""On each sync.stage of a lowered piece: its kernel's user arguments as #graph.bind."""
+TEMPS_ATTR = "graph.temps"
+"""On the module of a lowered piece: the tensor types of its temporaries."""
+SIGNATURE_ATTR = "graph.signature"
+"""On the module of a lowered piece: the function type of the graph it came from."""
+
+
+def numel(kind: TensorType) -> int:
+    return math.prod(_shape(kind))
+
+
+Graph = Dialect(
+    "graph",
+    [LinearOp, MatmulOp, Conv2dOp, GeluOp, SiluOp, ReluOp, AddOp, MulOp, SoftmaxOp,
+     ReduceSumOp, ConcatOp],
+    [BindAttr],
+)
+
+__all__ = ["BIND_ATTR", "BIND_KINDS", "ELEMENT_TYPES", "SIGNATURE_ATTR", "TEMPS_ATTR",
+           "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph", "LinearOp",
+           "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "numel"]

@@ -1,0 +1,150 @@
+"""Models in plain PyTorch for tilesync's torch front end, as their libraries write them.
+
+    LlamaMLP        Hugging Face's LlamaMLP: down(silu(gate(x)) * up(x))
+    GPT2Block       a GPT-2/3 block: attention and the MLP (c_fc, tanh GeLU, c_proj)
+    NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads
+    BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
+
+    EXAMPLES: name -> (make(), example input shapes, dtype)
+
+Run one against eager PyTorch, with tilesync's choices printed:
+    python -m tilesync.examples.torch_models llama_mlp
+(on a machine without an NVIDIA GPU every piece stays with torch and says why).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, hidden_size: int = 4096, intermediate_size: int = 11008):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.up_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, n_embd: int = 768):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, n_embd: int = 768, n_head: int = 12):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.n_head)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (weights @ v).transpose(1, 2).reshape(b, t, c)
+        return self.c_proj(y)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, n_embd: int = 768, n_head: int = 12):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = GPT2Attention(n_embd, n_head)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = GPT2MLP(n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NeRFMLP(nn.Module):
+    def __init__(self, depth: int = 8, width: int = 256, in_xyz: int = 64, in_dir: int = 64,
+                 skip: int = 4):
+        super().__init__()
+        self.skip = skip
+        self.layers = nn.ModuleList(
+            [nn.Linear(in_xyz, width)]
+            + [nn.Linear(width + (in_xyz if i == skip else 0), width) for i in range(1, depth)])
+        self.sigma = nn.Linear(width, 1)
+        self.feature = nn.Linear(width, width)
+        self.rgb_hidden = nn.Linear(width + in_dir, width // 2)
+        self.rgb = nn.Linear(width // 2, 3)
+
+    def forward(self, xyz: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
+        h = xyz
+        for i, layer in enumerate(self.layers):
+            if i == self.skip:
+                h = torch.cat([xyz, h], dim=-1)
+            h = F.relu(layer(h))
+        sigma = self.sigma(h)
+        h = F.relu(self.rgb_hidden(torch.cat([self.feature(h), direction], dim=-1)))
+        return torch.cat([torch.sigmoid(self.rgb(h)), sigma], dim=-1)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, channels: int = 64):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + x)
+
+
+EXAMPLES = {
+    "llama_mlp": (lambda: LlamaMLP(1024, 2816), [(4, 64, 1024)], torch.float16),
+    "gpt2_block": (lambda: GPT2Block(768, 12), [(4, 64, 768)], torch.float16),
+    "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
+    "resnet_block": (lambda: BasicBlock(64), [(8, 64, 56, 56)], torch.float16),
+}
+
+
+def example(name: str, device: str = "cpu", seed: int = 0):
+    """(model in eval mode on `device` in the example's dtype, example inputs)."""
+    make, shapes, dtype = EXAMPLES[name]
+    torch.manual_seed(seed)
+    model = make().to(device=device, dtype=dtype).eval()
+    inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]
+    return model, inputs
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    import tilesync.frontend.torch as tt
+
+    parser = argparse.ArgumentParser(prog="python -m tilesync.examples.torch_models")
+    parser.add_argument("name", choices=sorted(EXAMPLES))
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, inputs = example(args.name, device)
+    compiled = tt.compile(model, inputs, log=True)
+    with torch.no_grad():
+        ref, out = model(*inputs), compiled(*inputs)
+    error = float((out.float() - ref.float()).norm() / ref.float().norm())
+    print(f"{args.name}: relative error against eager {error:.2e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

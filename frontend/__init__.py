@@ -1,0 +1,1 @@
+"""Front ends that bring models to tilesync: `tilesync.frontend.torch` (PyTorch)."""

@@ -1,0 +1,103 @@
+"""PyTorch front end: torch.fx pattern matching → graph level → stage programs.
+
+    torch.compile(model, backend="tilesync")          (the entry point's backend)
+    tilesync.frontend.torch.compile(module, example_inputs, mode=None, strict=False)
+        -> CompiledModule (callable; .report)
+    tilesync.frontend.torch.explain(module, *example_inputs) -> str   (and printed)
+
+Pieces of the model that match the pattern library (patterns.py: Linear→act→Linear, the
+SwiGLU MLP) are lowered through the graph level (graph-to-stages) to synchronized stage
+programs and run as `torch.ops.tilesync.piece` where the cost model and a measurement say they
+beat torch's own path; everything else stays with torch. torch (≥ 2.4) is imported only when
+these functions run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilesync.frontend.torch.compiler import Options, Report, UnsupportedError, transform
+
+__all__ = ["CompiledModule", "UnsupportedError", "backend", "compile", "explain"]
+
+
+class CompiledModule:
+    """A traced module with its pieces replaced; call it like the module."""
+
+    def __init__(self, graph_module: Any, report: Report):
+        self.graph_module, self.report = graph_module, report
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.graph_module(*args, **kwargs)
+
+
+def _check_torch():
+    try:
+        import torch
+    except ImportError as err:
+        raise UnsupportedError("tilesync.frontend.torch needs PyTorch (pip install torch)") \
+            from err
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 4):
+        raise UnsupportedError(f"tilesync.frontend.torch needs torch >= 2.4, found "
+                               f"{torch.__version__}")
+    return torch
+
+
+def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict: bool = False,
+            emit_ptx: bool = False, log: bool | None = None,
+            cache_dir: Any = None) -> CompiledModule:
+    """`module` traced by torch.fx with its matched pieces compiled (see the module docstring).
+
+    mode: "auto" (the cost model and a measurement decide; TILESYNC_MODE overrides the
+    default), "tilesync" or "torch" (every piece that way). strict: an unsupported piece
+    (dtype, shape, device, no GPU) raises UnsupportedError instead of staying with torch.
+    emit_ptx: compile pieces to PTX even where they cannot run (CPU, no GPU)."""
+    torch = _check_torch()
+    options = Options.make(mode, strict, emit_ptx, log, cache_dir)
+    inputs = list(example_inputs) if isinstance(example_inputs, list | tuple) \
+        else [example_inputs]
+    try:
+        gm = torch.fx.symbolic_trace(module)
+    except Exception:  # data-dependent Python: let Dynamo capture the graphs instead
+        return _through_dynamo(torch, module, inputs, options)
+    gm, report = transform(gm, inputs, options)
+    return CompiledModule(gm, report)
+
+
+def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options):
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
+
+    def backend(gm, example_inputs):
+        return tilesync_backend(gm, example_inputs, mode=options.mode, strict=options.strict,
+                                emit_ptx=options.emit_ptx, log=options.log,
+                                cache_dir=options.cache_dir)
+
+    compiled = torch.compile(module, backend=backend)
+    first = len(LAST_REPORTS)
+    with torch.no_grad():
+        compiled(*inputs)
+    report = Report()
+    for part in LAST_REPORTS[first:]:
+        report.pieces += part.pieces
+        report.notes += part.notes
+    for index, piece in enumerate(report.pieces):
+        piece.index = index
+    return CompiledModule(compiled, report)
+
+
+def explain(module: Any, *example_inputs: Any, **options: Any) -> str:
+    """What tilesync makes of `module`: per piece, the choice, the predicted and measured times
+    (printed, and returned). PTX is generated even where the pieces cannot run here."""
+    options.setdefault("emit_ptx", True)
+    options["log"] = False
+    text = compile(module, list(example_inputs), **options).report.text()
+    print(text)
+    return text
+
+
+def backend(gm: Any, example_inputs: Any, **options: Any) -> Any:
+    """The torch.compile backend (also registered as backend="tilesync")."""
+    from tilesync.frontend.torch.backend import tilesync_backend
+
+    return tilesync_backend(gm, example_inputs, **options)

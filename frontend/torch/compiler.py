@@ -1,0 +1,384 @@
+"""From an fx GraphModule to one whose matched pieces run as tilesync stage programs.
+
+    transform(gm, example_inputs, options) -> (gm, Report)
+
+Per piece, in order (each step a function below):
+
+    graph_function        the fx match as a graph-level func (patterns.py)
+    plan                  graph-to-stages' pattern and tile configs (or why not: the piece stays)
+    compile_entry         graph-to-stages, the cuSync passes (RowSync, PDL, verify, the epoch
+                          in device memory), PTX for sm_90a; cached on disk (CompileCache, key:
+                          the graph text, the passes and the target; the compiler's digest)
+    decide                torch's path unless the cost model (cost.py) leaves room and a
+                          measurement on the device (cached per device) says ours is faster
+    rewrite               the piece's nodes replaced by torch.ops.tilesync.piece(inputs, id)
+
+Nothing here raises for a piece it cannot take: the reason goes into the report and the piece
+stays with torch. With `strict`, the first such reason raises UnsupportedError (one line).
+`TILESYNC_LOG=1` prints the report; `TILESYNC_MODE=tilesync|torch` forces every piece one way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tilesync.contract import TilesyncError
+from tilesync.frontend.torch import cost
+from tilesync.frontend.torch.patterns import Piece, UnsupportedTensor, find_pieces, graph_function
+
+TARGET = "sm_90a"
+SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
+               "sync-verify{sms=132 limit=8}", "sync-epoch-in-memory")
+TIMEOUT_NS = 2_000_000_000
+WIN_MARGIN = 0.98
+"""Ours runs only where its measured median is below this fraction of torch's."""
+MODES = ("auto", "tilesync", "torch")
+LOG_ENV, MODE_ENV, CACHE_ENV = "TILESYNC_LOG", "TILESYNC_MODE", "TILESYNC_CACHE"
+
+
+class UnsupportedError(TilesyncError):
+    """A model or piece tilesync cannot take (dtype, shape, device, no GPU), in one line."""
+
+
+@dataclass
+class Options:
+    mode: str = "auto"
+    strict: bool = False
+    emit_ptx: bool = False  # compile pieces to PTX even where they cannot run here
+    log: bool = False
+    cache_dir: Path | None = None
+
+    @classmethod
+    def make(cls, mode: str | None = None, strict: bool = False, emit_ptx: bool = False,
+             log: bool | None = None, cache_dir: str | Path | None = None) -> Options:
+        mode = mode or os.environ.get(MODE_ENV) or "auto"
+        if mode not in MODES:
+            raise UnsupportedError(f"mode must be one of {MODES}, got {mode!r}")
+        if log is None:
+            log = os.environ.get(LOG_ENV, "") not in ("", "0")
+        directory = cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tilesync"
+        return cls(mode, strict, emit_ptx, log, Path(directory))
+
+
+@dataclass
+class PieceReport:
+    index: int
+    description: str
+    choice: str = "torch"  # "tilesync" or "torch"
+    reason: str = ""
+    predicted: cost.Prediction | None = None
+    measured: tuple[float, float] | None = None  # (ours ms, torch ms)
+    compile_seconds: float | None = None
+    cached: bool = False
+
+    def line(self) -> str:
+        parts = [f"piece {self.index}: {self.description}: {self.choice}"]
+        if self.reason:
+            parts.append(f"({self.reason})")
+        if self.predicted is not None:
+            parts.append(f"predicted ours {self.predicted.ours_ms:.4f} ms vs torch "
+                         f"{self.predicted.torch_ms:.4f} ms")
+        if self.measured is not None:
+            parts.append(f"measured ours {self.measured[0]:.4f} ms vs torch "
+                         f"{self.measured[1]:.4f} ms")
+        if self.compile_seconds is not None:
+            parts.append(f"compiled in {self.compile_seconds:.2f} s"
+                         + (" (cache)" if self.cached else ""))
+        return " ".join(parts[:1]) + (" " + "; ".join(parts[1:]) if parts[1:] else "")
+
+
+@dataclass
+class Report:
+    pieces: list[PieceReport] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        lines = [f"tilesync: {len(self.pieces)} piece(s) matched; "
+                 f"{sum(p.choice == 'tilesync' for p in self.pieces)} run as stage programs"]
+        lines += [f"tilesync: {note}" for note in self.notes]
+        lines += [f"tilesync: {p.line()}" for p in self.pieces]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The steps
+# ---------------------------------------------------------------------------------------------
+
+
+def plan(module) -> Any:
+    """The MlpSpec graph-to-stages would build for the graph function (no kernels generated);
+    a CompileError (the pass's diagnostic) where it refuses."""
+    from xdsl.dialects import func
+
+    from tilesync.api import compile_error
+    from tilesync.transforms.graph.graph_to_stages import match_mlp, mlp_configs
+
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    try:
+        return mlp_configs(match_mlp(fn))
+    except Exception as err:
+        raise compile_error(err, module) from err
+
+
+def compile_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
+    """The piece compiled: PTX per gpu.module, kernel signatures, the host plan (stage ops with
+    their #graph.bind) as text, the temporaries' shapes; picklable (the cache keeps it)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    import tilesync
+    from tilesync.api import default_pipeline, lower, parse
+    from tilesync.dialects import graph, sync
+
+    start = time.perf_counter()
+    module = parse(graph_text)
+    lower(module, ["graph-to-stages"])
+    temps = [tuple(t.get_shape()) for t in module.attributes[graph.TEMPS_ATTR].data]
+    compiled = tilesync.compile(module, pipeline=default_pipeline(timeout_ns=TIMEOUT_NS,
+                                                                  before=SYNC_PASSES),
+                                target=target)
+    host = [op.clone() for op in compiled.module.ops
+            if isinstance(op, sync.StageOp | sync.DependencyOp | sync.LaunchOp
+                          | sync.WaitKernelOp)]
+    return {"ptx_by_module": dict(compiled.ptx_by_module), "kernels": dict(compiled.kernels),
+            "host": str(ModuleOp(host)), "temps": temps, "target": target,
+            "compile_seconds": time.perf_counter() - start}
+
+
+def _entry_key(graph_text: str, target: str) -> str:
+    return repr((graph_text, SYNC_PASSES, TIMEOUT_NS, target))
+
+
+def _cache(options: Options, namespace: str):
+    from tilesync.harness.compile_cache import CompileCache
+
+    return CompileCache(options.cache_dir, namespace)
+
+
+def cached_entry(graph_text: str, options: Options) -> tuple[dict[str, Any], bool]:
+    """(compiled entry, True if it came from the disk cache)."""
+    from tilesync.harness.compile_cache import compile_many
+
+    cache = _cache(options, "torch")
+    hits = cache.hits
+    (entry,) = compile_many([graph_text], TARGET, 1, compile_one=compile_entry,
+                            key=_entry_key, cache=cache)
+    return entry, cache.hits > hits
+
+
+def device_status(infos) -> str | None:
+    """Why the piece cannot run here (None: it can): CPU tensors, no GPU, not Hopper."""
+    from tilesync.runtime.device import gpu_available
+
+    device = infos[0].device
+    if device is None or getattr(device, "type", "cpu") != "cuda":
+        return f"inputs on {getattr(device, 'type', 'an unknown device')}: tilesync's " \
+               "kernels run on NVIDIA GPUs"
+    if any(getattr(i.device, "type", None) != "cuda" for i in infos):
+        return "the piece mixes devices"
+    if (device.index or 0) != 0:
+        return "tilesync runs on CUDA device 0 only"
+    available, why = gpu_available()
+    if not available:
+        return f"no GPU for tilesync: {why}"
+    from tilesync.runtime.device import get_device
+
+    arch = get_device().arch
+    if arch != "sm_90":
+        return f"the generated wgmma kernels need sm_90a (Hopper); this GPU is {arch}"
+    return None
+
+
+def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, float]:
+    """(ours ms, torch ms): medians of each path on the example inputs."""
+    from tilesync.frontend.torch.ops import eager_piece
+
+    ours = cost.measure_ms(lambda: runner(example))
+    theirs = cost.measure_ms(lambda: eager_piece(piece.ops, example))
+    return ours, theirs
+
+
+def _tuned(key: str, options: Options, fn) -> tuple[tuple[float, float], bool]:
+    cache = _cache(options, "torch-tuning")
+    found, value = cache.load(key)
+    if found:
+        return value, True
+    value = fn()
+    cache.store(key, value)
+    return value, False
+
+
+def _example_values(piece: Piece, gm: Any, env: dict[str, Any]) -> list[Any]:
+    """The piece's inputs for timing: the parameters themselves, activations drawn at random
+    in their shape (the run keeps no intermediate values)."""
+    import torch
+
+    values = []
+    for ref, info in zip(piece.inputs, piece.infos, strict=True):
+        if isinstance(ref, str):
+            values.append(gm.get_parameter(ref))
+        elif ref.name in env:
+            values.append(env[ref.name])
+        else:
+            values.append(torch.randn(info.shape, dtype=info.dtype, device=info.device))
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
+# transform
+# ---------------------------------------------------------------------------------------------
+
+
+def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
+    """Run gm once on the examples; every node gets its TensorInfo (meta "tilesync_info");
+    returns the tensors of the placeholders and get_attr nodes (the pieces' inputs)."""
+    import torch
+
+    from tilesync.frontend.torch.patterns import TensorInfo
+
+    kept: dict[str, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if isinstance(result, torch.Tensor):
+                n.meta["tilesync_info"] = TensorInfo(tuple(result.shape), result.dtype,
+                                                     result.device)
+                if n.op in ("placeholder", "get_attr"):
+                    kept[n.name] = result
+            return result
+
+    with torch.no_grad():
+        Recorder(gm).run(*example_inputs)
+    return kept
+
+
+def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any, Report]:
+    """Replace the pieces of `gm` that are better run by tilesync; see the module docstring."""
+    from tilesync.frontend.progress import Progress
+
+    report = Report()
+    env = record_values(gm, example_inputs)
+    pieces = find_pieces(gm)
+    if not pieces:
+        report.notes.append("no piece matches the pattern library (Linear→act→Linear, "
+                            "SwiGLU MLP); the graph stays with torch")
+    chosen: list[tuple[Piece, Any]] = []
+    with Progress("compiling and tuning", len(pieces)) as bar:
+        for index, piece in enumerate(pieces):
+            entry = PieceReport(index, piece.description)
+            report.pieces.append(entry)
+            runner = _decide(piece, gm, env, entry, options)
+            if runner is not None:
+                chosen.append((piece, runner))
+            bar.advance()
+    for piece, runner in chosen:
+        rewrite(gm, piece, runner)
+    if chosen:
+        gm.graph.lint()
+        gm.recompile()
+    if options.log:
+        print(report.text(), file=sys.stderr)
+    return gm, report
+
+
+def _refuse(entry: PieceReport, options: Options, reason: str) -> None:
+    entry.choice, entry.reason = "torch", reason
+    if options.strict:
+        raise UnsupportedError(f"piece {entry.index} ({entry.description}): {reason}")
+
+
+def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
+            options: Options) -> Any:
+    """The runner to put in the graph for `piece` (None: torch's path), `entry` filled in."""
+    from tilesync.contract import CompileError
+    from tilesync.frontend.torch.ops import StageRunner, TorchPiece
+
+    try:
+        module = graph_function(piece, names=False)
+    except UnsupportedTensor as err:
+        return _refuse(entry, options, str(err))
+    try:
+        spec = plan(module)
+    except CompileError as err:
+        return _refuse(entry, options, err.message)
+    status = device_status(piece.infos)
+    entry.predicted = cost.predict(spec, cost.rates_for(_device_name(status)))
+    out = piece.out_info
+    assert out is not None
+    if status is not None:
+        if options.emit_ptx:
+            _compile(module, entry, options)
+        if options.mode == "tilesync" and not options.strict:
+            entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
+            return TorchPiece(piece.ops, out.shape, out.dtype)
+        return _refuse(entry, options, status)
+    if options.mode == "torch":
+        entry.reason = "forced"
+        return None
+    if options.mode == "auto" and entry.predicted.hopeless:
+        entry.reason = "the cost model"
+        return None
+    compiled = _compile(module, entry, options)
+    if compiled is None:
+        return None
+    runner = StageRunner(compiled, out.shape, out.dtype)
+    if options.mode == "tilesync":
+        entry.choice, entry.reason = "tilesync", "forced"
+        return runner
+    example = _example_values(piece, gm, env)
+    key = repr((str(module), _device_name(None), SYNC_PASSES))
+    entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
+    ours, theirs = entry.measured
+    if ours < WIN_MARGIN * theirs:
+        entry.choice, entry.reason = "tilesync", "measured faster"
+        return runner
+    entry.reason = "measured"
+    return None
+
+
+def _compile(module, entry: PieceReport, options: Options) -> dict[str, Any] | None:
+    from tilesync.contract import CompileError
+
+    start = time.perf_counter()
+    try:
+        compiled, entry.cached = cached_entry(str(module), options)
+    except CompileError as err:
+        _refuse(entry, options, f"compile: {err.message}")
+        return None
+    entry.compile_seconds = time.perf_counter() - start
+    return compiled
+
+
+def _device_name(status: str | None) -> str | None:
+    if status is not None:
+        return None
+    from tilesync.runtime.device import get_device
+
+    return get_device().name
+
+
+def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
+    """Replace the piece's nodes by one call of the custom op (inputs: the piece's fx nodes;
+    parameters of call_module Linears through new get_attr nodes)."""
+    from tilesync.frontend.torch.ops import piece_op, register
+
+    op = piece_op()
+    piece_id = register(runner)
+    g = gm.graph
+    with g.inserting_before(piece.nodes[0]):
+        args = [g.get_attr(r) if isinstance(r, str) else r for r in piece.inputs]
+    with g.inserting_before(piece.output):
+        call = g.call_function(op, (args, piece_id))
+    call.meta.update(piece.output.meta)
+    piece.output.replace_all_uses_with(call)
+    for node in reversed(piece.nodes):
+        g.erase_node(node)
+
+
+__all__ = ["MODES", "Options", "PieceReport", "Report", "UnsupportedError", "cached_entry",
+           "compile_entry", "plan", "transform"]

@@ -1,0 +1,106 @@
+"""The cost model of a piece: predicted time of our stage program and of torch's own path.
+
+    predict(spec, rates=H100) -> Prediction(ours_ms, torch_ms)
+    rates_for(device_name) -> DeviceRates
+
+torch (cuBLAS, eager): each GEMM at the larger of its compute time at cuBLAS's efficiency and
+its bytes over the copy bandwidth, plus a launch, plus a pass over the hidden layer for an
+activation torch does not fuse. Ours: each GEMM's compute time at our kernels' efficiency,
+stretched by its last partial wave (analysis/wave_model.py), or its bytes at our fraction of
+the bandwidth, whichever is larger, then the two stages overlapped tile by tile as the wave
+model predicts. The efficiencies are the numbers of record in bench/results (H100, wgmma):
+cuBLAS ~0.9 of the dense rate, our GEMMs 0.53-0.91 of cuBLAS at M = 256-2048 and 72-94% of
+the copy bandwidth when weights stream. It is a coarse filter: a piece it does not rule out is
+measured on the device, and the measurement decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilesync.analysis.wave_model import predict_chain, stage_waves
+
+LAUNCH_S = 5e-6  # one eager launch from Python, torch or ours
+CUBLAS_EFFICIENCY = 0.9
+OUR_EFFICIENCY = 0.6
+OUR_BANDWIDTH_FRACTION = 0.8
+HOPELESS = 1.25
+"""Ours predicted this many times torch's or slower: torch, without measuring."""
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    name: str
+    sms: int
+    flops: float  # dense fp16/bf16 FLOP/s
+    bandwidth: float  # bytes/s, read + write of a device copy
+
+
+H100 = DeviceRates("H100", 132, 780e12, 3.0e12)
+H200 = DeviceRates("H200", 132, 790e12, 4.3e12)
+
+
+def rates_for(device_name: str | None) -> DeviceRates:
+    return H200 if device_name and "H200" in device_name else H100
+
+
+@dataclass(frozen=True)
+class Prediction:
+    ours_ms: float
+    torch_ms: float
+
+    @property
+    def hopeless(self) -> bool:
+        return self.ours_ms > HOPELESS * self.torch_ms
+
+
+def _bytes(cfg) -> int:
+    extra = cfg.N if cfg.has_bias else 0
+    return 2 * (cfg.M * cfg.K + cfg.N * cfg.K + cfg.M * cfg.out_cols + extra)
+
+
+def predict(spec, rates: DeviceRates = H100) -> Prediction:
+    """Milliseconds of the two GEMMs of an MlpSpec (kernels/mlp.py), ours and torch's."""
+    torch_s = 0.0
+    ours = []
+    for cfg in (spec.cfg1, spec.cfg2):
+        memory = _bytes(cfg) / rates.bandwidth
+        torch_s += max(cfg.flops / (CUBLAS_EFFICIENCY * rates.flops), memory) + LAUNCH_S
+        waves = stage_waves(cfg.grid[:2], 1, rates.sms)
+        stretch = waves.wave_count / float(waves.waves)
+        compute = cfg.flops / (OUR_EFFICIENCY * rates.flops) * stretch
+        ours.append((max(compute, memory / OUR_BANDWIDTH_FRACTION) + LAUNCH_S, waves))
+    if spec.cfg1.epilogue not in (None, "bias"):  # torch runs the activation on its own
+        hidden = spec.cfg1.M * spec.cfg1.out_cols
+        factor = 3 if spec.cfg1.epilogue == "swiglu" else 2
+        torch_s += factor * 2 * hidden / rates.bandwidth + LAUNCH_S
+    chain = predict_chain([w for _, w in ours])
+    ours_s = sum(t for t, _ in ours) / float(chain.speedup)
+    return Prediction(ours_s * 1e3, torch_s * 1e3)
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
+    """Median milliseconds of `fn()` on torch's current stream (CUDA events, one per run)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    pairs = []
+    for _ in range(reps):
+        start, end = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return median([s.elapsed_time(e) for s, e in pairs])
+
+
+__all__ = ["H100", "H200", "HOPELESS", "DeviceRates", "Prediction", "measure_ms",
+           "median", "predict", "rates_for"]

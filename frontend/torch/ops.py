@@ -1,0 +1,163 @@
+"""The compiled pieces as a torch.library custom op, `torch.ops.tilesync.piece(inputs, id)`.
+
+    piece_op() -> the op (defined on first use)
+    register(runner) -> id          the graph calls torch.ops.tilesync.piece(inputs, id)
+    StageRunner(entry, out_shape, dtype)   a compiled stage program on torch tensors
+    eager_piece(ops, inputs)        the piece computed by torch (its own path)
+
+A runner takes and returns torch tensors: the kernel arguments are the tensors' device
+addresses (bound by the stages' #graph.bind), the temporaries and the result come from torch's
+caching allocator, and every launch goes on torch's current stream (StageProgram.run_on), so
+the op orders with the surrounding torch work and a torch.cuda.graph capture records it (the
+kernels read their epoch from device memory: sync-epoch-in-memory). A piece registered without
+a runner (no GPU: tests of the graph rewrite) computes with torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from typing import Any
+
+from tilesync.dialects import graph
+
+_RUNNERS: dict[int, Any] = {}
+_IDS = itertools.count()
+_LOCK = threading.Lock()
+
+
+def register(runner: Any) -> int:
+    with _LOCK:
+        piece_id = next(_IDS)
+        _RUNNERS[piece_id] = runner
+    return piece_id
+
+
+def runner(piece_id: int) -> Any:
+    return _RUNNERS[piece_id]
+
+
+@functools.lru_cache(maxsize=1)
+def piece_op():
+    import torch
+
+    @torch.library.custom_op("tilesync::piece", mutates_args=(),
+                             schema="(Tensor[] inputs, int piece) -> Tensor")
+    def piece(inputs, piece):
+        return _RUNNERS[piece](list(inputs))
+
+    @piece.register_fake
+    def _(inputs, piece):
+        r = _RUNNERS[piece]
+        return inputs[0].new_empty(r.out_shape, dtype=r.dtype)
+
+    return torch.ops.tilesync.piece.default
+
+
+def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
+    """What the piece's fx nodes compute, with torch's own ops."""
+    import torch.nn.functional as F
+
+    values: list[Any] = []
+
+    def get(ref):
+        if ref is None:
+            return None
+        return inputs[ref[1]] if ref[0] == "in" else values[ref[1]]
+
+    for op in ops:
+        kind = op[0]
+        if kind == "linear":
+            values.append(F.linear(get(op[1]), get(op[2]), get(op[3])))
+        elif kind in ("gelu", "gelu_tanh"):
+            values.append(F.gelu(get(op[1]), approximate="tanh" if kind == "gelu_tanh"
+                                 else "none"))
+        elif kind == "silu":
+            values.append(F.silu(get(op[1])))
+        elif kind == "relu":
+            values.append(F.relu(get(op[1])))
+        elif kind == "mul":
+            values.append(get(op[1]) * get(op[2]))
+    return values[-1]
+
+
+class TorchPiece:
+    """A registered piece computed by torch (no compiled program loaded)."""
+
+    def __init__(self, ops: list[tuple], out_shape: tuple[int, ...], dtype: Any):
+        self.ops, self.out_shape, self.dtype = ops, out_shape, dtype
+
+    def __call__(self, inputs: list[Any]) -> Any:
+        return eager_piece(self.ops, inputs)
+
+
+def load_program(entry: dict[str, Any]):
+    """A StageProgram from a compiled entry (PTX per module, signatures, host plan text)."""
+    from tilesync.api import parse
+    from tilesync.contract import CompiledProgram
+    from tilesync.runtime.program import StageProgram
+
+    host = parse(entry["host"])
+    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+                               target=entry["target"])
+    return StageProgram(compiled), host
+
+
+def gate_up_weight(gate: Any, up: Any) -> Any:
+    """The SwiGLU epilogue's weight: rows of gate and up interleaved in blocks of 8."""
+    import torch
+
+    f, k = gate.shape
+    return torch.stack([gate.reshape(f // 8, 8, k), up.reshape(f // 8, 8, k)], dim=1) \
+        .reshape(2 * f, k).contiguous()
+
+
+class StageRunner:
+    """A compiled piece on torch tensors (see the module docstring)."""
+
+    def __init__(self, entry: dict[str, Any], out_shape: tuple[int, ...], dtype: Any):
+        from tilesync.dialects import sync
+
+        self.program, host = load_program(entry)
+        self.program.prepare()
+        self.out_shape, self.dtype = tuple(out_shape), dtype
+        self.binds: dict[str, list[graph.BindAttr]] = {
+            op.sym_name.data: list(op.attributes[graph.BIND_ATTR].data)  # type: ignore
+            for op in host.ops if isinstance(op, sync.StageOp)}
+        self.temps = [tuple(shape) for shape in entry["temps"]]
+        self._packed: dict[tuple, Any] = {}
+
+    def _gate_up(self, gate: Any, up: Any) -> Any:
+        key = (gate.data_ptr(), gate._version, up.data_ptr(), up._version)
+        if key not in self._packed:
+            self._packed.clear()
+            self._packed[key] = gate_up_weight(gate, up)
+        return self._packed[key]
+
+    def __call__(self, inputs: list[Any]) -> Any:
+        import torch
+
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        device = inputs[0].device
+        temps = [torch.empty(shape, dtype=self.dtype, device=device) for shape in self.temps]
+        out = torch.empty(self.out_shape, dtype=self.dtype, device=device)
+
+        def value(bind: graph.BindAttr) -> Any:
+            kind, where = bind.kind.data, bind.values
+            if kind == "input":
+                return inputs[where[0]]
+            if kind == "temp":
+                return temps[where[0]]
+            if kind == "result":
+                return out
+            return self._gate_up(inputs[where[0]], inputs[where[1]])
+
+        args = {stage: [value(b).data_ptr() for b in binds]
+                for stage, binds in self.binds.items()}
+        self.program.run_on(args, torch.cuda.current_stream(device).cuda_stream)
+        return out
+
+
+__all__ = ["StageRunner", "TorchPiece", "eager_piece", "gate_up_weight", "load_program",
+           "piece_op", "register", "runner"]

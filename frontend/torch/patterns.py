@@ -1,0 +1,327 @@
+"""torch.fx graphs matched against the pattern library, and each match as a graph-level piece.
+
+    find_pieces(gm, example_inputs) -> [Piece]
+    graph_function(piece) -> builtin.module holding the piece as one func.func of graph ops
+
+Patterns (each intermediate used once, so the piece can be replaced whole):
+
+    Linear→act→Linear   linear(act(linear(x, w1[, b1])), w2[, b2]), act: GeLU, ReLU, SiLU or none
+                        (GPT-2/3's MLP; a NeRF MLP's layers pair up the same way)
+    SwiGLU MLP          linear(silu(linear(x, wg)) * linear(x, wu), wd)   (LLaMA)
+
+Nodes are read in the forms both tracers produce: `call_module` of nn.Linear / nn.GELU /
+nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.linear, F.gelu, F.silu,
+F.relu, operator.mul (Dynamo, whose parameters are placeholders or get_attr nodes). A match the
+kernels cannot take (ReLU, an exact GeLU, float32, a width that is not a multiple of 64) is
+still a piece: graph-to-stages says why, and the piece stays with torch.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, ModuleOp, TensorType
+from xdsl.ir import Block, Region, SSAValue
+
+from tilesync.dialects import graph
+
+ACTIVATIONS = ("gelu", "gelu_tanh", "silu", "relu")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple[int, ...]
+    dtype: Any  # torch.dtype
+    device: Any  # torch.device or None
+
+
+@dataclass
+class Piece:
+    """One match: its fx nodes, its inputs (fx nodes, or parameter paths of call_module
+    Linears), and its ops as a small program over them."""
+
+    pattern: str
+    output: Any  # the fx node whose value the piece computes
+    nodes: list[Any]  # every fx node the piece replaces, in graph order
+    inputs: list[Any] = field(default_factory=list)  # fx Node or "path.to.weight"
+    infos: list[TensorInfo] = field(default_factory=list)
+    ops: list[tuple] = field(default_factory=list)  # ("linear", x, w, b) etc; operands: refs
+    out_info: TensorInfo | None = None
+
+    @property
+    def description(self) -> str:
+        x = self.infos[0]
+        rows = 1
+        for d in x.shape[:-1]:
+            rows *= d
+        hidden = self.infos[self.ops[0][2][1]].shape[0]
+        out = self.out_info.shape[-1] if self.out_info else "?"
+        return (f"{self.pattern} [{rows} rows, {x.shape[-1]} -> {hidden} -> {out}, "
+                f"{_dtype_name(x.dtype)}]")
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading fx nodes
+# ---------------------------------------------------------------------------------------------
+
+
+def _module(gm: Any, node: Any) -> Any:
+    if node.op != "call_module":
+        return None
+    try:
+        return gm.get_submodule(node.target)
+    except AttributeError:
+        return None
+
+
+def _functions() -> dict[str, tuple]:
+    import torch
+    import torch.nn.functional as F
+
+    return {
+        "linear": (F.linear, torch._C._nn.linear),
+        "gelu": (F.gelu, torch._C._nn.gelu),
+        "silu": (F.silu, torch.nn.functional.silu),
+        "relu": (F.relu, torch.relu, torch.nn.functional.relu),
+        "mul": (operator.mul, torch.mul),
+    }
+
+
+def _arg(node: Any, index: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def linear_parts(gm: Any, node: Any) -> tuple[Any, Any, Any] | None:
+    """(input node, weight ref, bias ref or None) of a linear node, else None."""
+    import torch
+
+    module = _module(gm, node)
+    if isinstance(module, torch.nn.Linear):
+        bias = f"{node.target}.bias" if module.bias is not None else None
+        return node.args[0], f"{node.target}.weight", bias
+    if node.op == "call_function" and node.target in _functions()["linear"]:
+        return _arg(node, 0, "input"), _arg(node, 1, "weight"), _arg(node, 2, "bias")
+    return None
+
+
+def activation(gm: Any, node: Any) -> tuple[str, Any] | None:
+    """(kind in ACTIVATIONS, input node) of an activation node, else None."""
+    import torch
+
+    module = _module(gm, node)
+    fns = _functions()
+    if isinstance(module, torch.nn.GELU):
+        return ("gelu_tanh" if module.approximate == "tanh" else "gelu"), node.args[0]
+    if isinstance(module, torch.nn.SiLU):
+        return "silu", node.args[0]
+    if isinstance(module, torch.nn.ReLU):
+        return "relu", node.args[0]
+    if node.op == "call_function":
+        if node.target in fns["gelu"]:
+            tanh = _arg(node, 1, "approximate", "none") == "tanh"
+            return ("gelu_tanh" if tanh else "gelu"), _arg(node, 0, "input")
+        if node.target in fns["silu"]:
+            return "silu", _arg(node, 0, "input")
+        if node.target in fns["relu"]:
+            return "relu", _arg(node, 0, "input")
+    if node.op == "call_method" and node.target == "relu":
+        return "relu", node.args[0]
+    return None
+
+
+def is_mul(node: Any) -> bool:
+    return (node.op == "call_function" and node.target in _functions()["mul"]
+            and len(node.args) == 2) or (node.op == "call_method" and node.target == "mul")
+
+
+def _is_node(value: Any) -> bool:
+    return hasattr(value, "op") and hasattr(value, "users")
+
+
+def _single_use(node: Any) -> bool:
+    return len(node.users) == 1
+
+
+def tensor_info(gm: Any, ref: Any) -> TensorInfo | None:
+    """Shape, dtype, device of an fx node (its meta from Dynamo or ShapeProp) or a parameter."""
+    if isinstance(ref, str):
+        tensor = gm.get_parameter(ref)
+        return TensorInfo(tuple(tensor.shape), tensor.dtype, tensor.device)
+    meta = ref.meta
+    if "tilesync_info" in meta:
+        return meta["tilesync_info"]
+    value = meta.get("example_value", meta.get("val"))
+    if value is not None and hasattr(value, "shape"):
+        return TensorInfo(tuple(value.shape), value.dtype, getattr(value, "device", None))
+    tm = meta.get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        return TensorInfo(tuple(tm.shape), tm.dtype, meta.get("tilesync_device"))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------------------------
+
+
+def _match_at(gm: Any, last: Any) -> Piece | None:
+    """The piece whose final linear is `last`, or None."""
+    parts = linear_parts(gm, last)
+    if parts is None:
+        return None
+    hidden, w2, b2 = parts
+    if not _is_node(hidden) or not _single_use(hidden):
+        return None
+    if is_mul(hidden):
+        sides = [a for a in hidden.args[:2] if _is_node(a)]
+        if len(sides) != 2:
+            return None
+        acts = [activation(gm, s) for s in sides]
+        if [a is not None and a[0] == "silu" for a in acts].count(True) != 1:
+            return None
+        silu_index = 0 if acts[0] is not None and acts[0][0] == "silu" else 1
+        silu, up = sides[silu_index], sides[1 - silu_index]
+        gate = acts[silu_index][1]
+        gate_parts = linear_parts(gm, gate) if _is_node(gate) else None
+        up_parts = linear_parts(gm, up)
+        if gate_parts is None or up_parts is None or gate_parts[0] is not up_parts[0]:
+            return None
+        if not all(_single_use(n) for n in (silu, gate, up)) or gate_parts[2] or up_parts[2]:
+            return None
+        x, wg, wu = gate_parts[0], gate_parts[1], up_parts[1]
+        piece = Piece("SwiGLU MLP", last, [gate, up, silu, hidden, last])
+        refs = [x, wg, wu, w2]
+        piece.ops = [("linear", ("in", 0), ("in", 1), None), ("linear", ("in", 0), ("in", 2), None),
+                     ("silu", ("op", 0)), ("mul", ("op", 2), ("op", 1)),
+                     ("linear", ("op", 3), ("in", 3), None)]
+        piece.inputs = refs
+        return piece
+    act = activation(gm, hidden)
+    first = hidden
+    kind = None
+    if act is not None:
+        kind, first = act
+        if not _is_node(first) or not _single_use(first):
+            return None
+    first_parts = linear_parts(gm, first)
+    if first_parts is None:
+        return None
+    x, w1, b1 = first_parts
+    name = {None: "Linear→Linear", "gelu_tanh": "Linear→GeLU→Linear", "gelu": "Linear→GeLU→Linear",
+            "silu": "Linear→SiLU→Linear", "relu": "Linear→ReLU→Linear"}[kind]
+    piece = Piece(name, last, [first] + ([hidden] if kind else []) + [last])
+    refs = [x, w1] + ([b1] if b1 is not None else []) + [w2] + ([b2] if b2 is not None else [])
+    index = {id(r): i for i, r in enumerate(refs)}
+    ops: list[tuple] = [("linear", ("in", 0), ("in", 1),
+                         ("in", index[id(b1)]) if b1 is not None else None)]
+    if kind:
+        ops.append((kind, ("op", 0)))
+    ops.append(("linear", ("op", len(ops) - 1), ("in", index[id(w2)]),
+                ("in", index[id(b2)]) if b2 is not None else None))
+    piece.ops = ops
+    piece.inputs = refs
+    return piece
+
+
+def find_pieces(gm: Any) -> list[Piece]:
+    """Every match in `gm`, none overlapping (later linears first, so a stack of layers pairs
+    from its output back). Nodes need shape meta (Dynamo's, or ShapeProp's)."""
+    claimed: set[int] = set()
+    pieces = []
+    for node in reversed(list(gm.graph.nodes)):
+        if id(node) in claimed:
+            continue
+        piece = _match_at(gm, node)
+        if piece is None or any(id(n) in claimed for n in piece.nodes):
+            continue
+        infos = [tensor_info(gm, r) if (isinstance(r, str) or _is_node(r)) else None
+                 for r in piece.inputs]
+        out = tensor_info(gm, piece.output)
+        if any(i is None for i in infos) or out is None:
+            continue
+        piece.infos = infos  # type: ignore[assignment]
+        piece.out_info = out
+        claimed.update(id(n) for n in piece.nodes)
+        pieces.append(piece)
+    pieces.reverse()
+    return pieces
+
+
+# ---------------------------------------------------------------------------------------------
+# The piece at the graph level
+# ---------------------------------------------------------------------------------------------
+
+
+class UnsupportedTensor(ValueError):
+    """A piece's tensor the graph level has no type for (float64, int8, ...)."""
+
+
+def element_type(dtype: Any):
+    import torch
+
+    types = {torch.float16: Float16Type, torch.bfloat16: BFloat16Type,
+             torch.float32: Float32Type}
+    if dtype not in types:
+        raise UnsupportedTensor(f"{_dtype_name(dtype)} tensors: tilesync takes float16 or "
+                                "bfloat16 (float32 reaches the graph level and stays in torch)")
+    return types[dtype]()
+
+
+def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
+    """builtin.module { func.func @piece(inputs...) -> out { graph ops } }; `names`: the
+    arguments named after the fx nodes (without: the text is the same whichever tracer, the
+    cache's key)."""
+    arg_types = [TensorType(element_type(i.dtype), list(i.shape)) for i in piece.infos]
+    block = Block(arg_types=arg_types)
+    for value, ref in zip(block.args, piece.inputs, strict=True):
+        value.name_hint = _hint(ref) if names else None
+    values: list[SSAValue] = []
+
+    def get(ref: tuple | None) -> SSAValue | None:
+        if ref is None:
+            return None
+        return block.args[ref[1]] if ref[0] == "in" else values[ref[1]]
+
+    element = arg_types[0].element_type
+    for op in piece.ops:
+        kind = op[0]
+        if kind == "linear":
+            x, w, b = get(op[1]), get(op[2]), get(op[3])
+            assert x is not None and w is not None
+            xs = x.type.get_shape()  # type: ignore[attr-defined]
+            n = w.type.get_shape()[0]  # type: ignore[attr-defined]
+            new = graph.LinearOp(x, w, b, TensorType(element, [*xs[:-1], n]))
+        elif kind in ("gelu", "gelu_tanh"):
+            new = graph.GeluOp(get(op[1]), "tanh" if kind == "gelu_tanh" else "none")
+        elif kind == "silu":
+            new = graph.SiluOp(get(op[1]))
+        elif kind == "relu":
+            new = graph.ReluOp(get(op[1]))
+        elif kind == "mul":
+            new = graph.MulOp(get(op[1]), get(op[2]))
+        else:  # pragma: no cover - find_pieces builds no other op
+            raise AssertionError(kind)
+        block.add_op(new)
+        values.append(new.results[0])
+    block.add_op(func.ReturnOp(values[-1]))
+    fn = func.FuncOp("piece", (arg_types, [values[-1].type]), Region(block))
+    return ModuleOp([fn])
+
+
+def _hint(ref: Any) -> str | None:
+    name = ref if isinstance(ref, str) else getattr(ref, "name", None)
+    cleaned = "".join(c if c.isalnum() else "_" for c in name or "").strip("_")
+    return cleaned.lstrip("0123456789_") or None
+
+
+__all__ = ["ACTIVATIONS", "Piece", "TensorInfo", "UnsupportedTensor", "element_type",
+           "find_pieces", "graph_function", "tensor_info"]

@@ -1,0 +1,115 @@
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
+
+// Each case is one mistake a verifier must name.
+
+func.func @f(%x: tensor<8x64xf16>, %w: tensor<128x32xf16>) -> tensor<8x128xf16> {
+  %y = graph.linear %x, %w : (tensor<8x64xf16>, tensor<128x32xf16>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.linear: input's last dimension 64 must equal the weight's K = 32
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>, %w: tensor<128x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.linear %x, %w : (tensor<8x64xf16>, tensor<128x64xf16>) -> tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.linear: result shape [8, 64] does not match the expected [8, 128]
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>, %w: tensor<128x64xf16>, %b: tensor<64xf16>) -> tensor<8x128xf16> {
+  %y = graph.linear %x, %w, %b : (tensor<8x64xf16>, tensor<128x64xf16>, tensor<64xf16>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.linear: bias must have N = 128 elements, got [64]
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>, %w: tensor<128x64xbf16>) -> tensor<8x128xf16> {
+  %y = graph.linear %x, %w : (tensor<8x64xf16>, tensor<128x64xbf16>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.linear: operands and result must share one element type, got bf16, f16
+
+// -----
+
+func.func @f(%x: tensor<8x64xi8>, %w: tensor<128x64xi8>) -> tensor<8x128xi8> {
+  %y = graph.linear %x, %w : (tensor<8x64xi8>, tensor<128x64xi8>) -> tensor<8x128xi8>
+  func.return %y : tensor<8x128xi8>
+}
+// CHECK: graph.linear: input has element type i8; the graph level takes f16, bf16 or f32
+
+// -----
+
+func.func @f(%x: tensor<?x64xf16>, %w: tensor<128x64xf16>) -> tensor<?x128xf16> {
+  %y = graph.linear %x, %w : (tensor<?x64xf16>, tensor<128x64xf16>) -> tensor<?x128xf16>
+  func.return %y : tensor<?x128xf16>
+}
+// CHECK: graph.linear: input must be a tensor of static shape, got tensor<?x64xf16>
+
+// -----
+
+func.func @f(%a: tensor<8x64xf16>, %b: tensor<32x16xf16>) -> tensor<8x16xf16> {
+  %y = graph.matmul %a, %b : (tensor<8x64xf16>, tensor<32x16xf16>) -> tensor<8x16xf16>
+  func.return %y : tensor<8x16xf16>
+}
+// CHECK: graph.matmul: contracted dimensions differ: 64 and 32
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.gelu %x approximate "sigmoid" : tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.gelu: approximate must be one of ('none', 'tanh'), got 'sigmoid'
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.softmax %x dim 2 : tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.softmax: dimension 2 out of range for rank 2
+
+// -----
+
+func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16> {
+  %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16>
+  func.return %y : tensor<1x64x8x8xf16>
+}
+// CHECK: graph.conv2d: input has 64 channels, weight 32
+
+// -----
+
+func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x64x3x3xf16>) -> tensor<1x64x8x8xf16> {
+  %y = graph.conv2d %x, %w stride [2, 2] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x8x8xf16>
+  func.return %y : tensor<1x64x8x8xf16>
+}
+// CHECK: graph.conv2d: result shape [1, 64, 8, 8] does not match the expected [1, 64, 4, 4]
+
+// -----
+
+func.func @f(%x: tensor<4x8xf16>) -> tensor<4xf16> {
+  %y = graph.reduce_sum %x dims [1, 1] : (tensor<4x8xf16>) -> tensor<4xf16>
+  func.return %y : tensor<4xf16>
+}
+// CHECK: graph.reduce_sum: dims must be distinct and not empty
+
+// -----
+
+func.func @f(%a: tensor<4x8xf16>, %b: tensor<5x8xf16>) -> tensor<4x16xf16> {
+  %y = graph.concat %a, %b dim 1 : (tensor<4x8xf16>, tensor<5x8xf16>) -> tensor<4x16xf16>
+  func.return %y : tensor<4x16xf16>
+}
+// CHECK: graph.concat: input 1 of shape [5, 8] differs from input 0 outside dimension 1
+
+// -----
+
+func.func private @f() attributes {bind = #graph.bind<gate_up 1>}
+// CHECK: #graph.bind<gate_up> takes 2 index(es) (>= 0), got [1]
+
+// -----
+
+func.func private @f() attributes {bind = #graph.bind<weight 1>}
+// CHECK: #graph.bind: kind must be one of ('input', 'temp', 'result', 'gate_up'), got 'weight'

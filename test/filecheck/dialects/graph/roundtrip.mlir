@@ -1,0 +1,57 @@
+// RUN: tilesync-opt %s | tilesync-opt | filecheck %s
+// RUN: tilesync-opt %s --print-op-generic | tilesync-opt | filecheck %s
+
+// CHECK-LABEL: func.func @mlp
+func.func @mlp(%x: tensor<4x16x64xf16>, %w1: tensor<256x64xf16>, %b1: tensor<256xf16>,
+               %w2: tensor<64x256xf16>) -> tensor<4x16x64xf16> {
+  // CHECK-NEXT: %h = graph.linear %x, %w1, %b1 : (tensor<4x16x64xf16>, tensor<256x64xf16>, tensor<256xf16>) -> tensor<4x16x256xf16>
+  %h = graph.linear %x, %w1, %b1 : (tensor<4x16x64xf16>, tensor<256x64xf16>, tensor<256xf16>) -> tensor<4x16x256xf16>
+  // CHECK-NEXT: %a = graph.gelu %h approximate "tanh" : tensor<4x16x256xf16>
+  %a = graph.gelu %h approximate "tanh" : tensor<4x16x256xf16>
+  // CHECK-NEXT: %y = graph.linear %a, %w2 : (tensor<4x16x256xf16>, tensor<64x256xf16>) -> tensor<4x16x64xf16>
+  %y = graph.linear %a, %w2 : (tensor<4x16x256xf16>, tensor<64x256xf16>) -> tensor<4x16x64xf16>
+  func.return %y : tensor<4x16x64xf16>
+}
+
+// CHECK-LABEL: func.func @swiglu
+func.func @swiglu(%x: tensor<8x64xbf16>, %wg: tensor<128x64xbf16>, %wu: tensor<128x64xbf16>) -> tensor<8x128xbf16> {
+  %g = graph.linear %x, %wg : (tensor<8x64xbf16>, tensor<128x64xbf16>) -> tensor<8x128xbf16>
+  %u = graph.linear %x, %wu : (tensor<8x64xbf16>, tensor<128x64xbf16>) -> tensor<8x128xbf16>
+  // CHECK: %s = graph.silu %g : tensor<8x128xbf16>
+  %s = graph.silu %g : tensor<8x128xbf16>
+  // CHECK-NEXT: %h = graph.mul %s, %u : tensor<8x128xbf16>
+  %h = graph.mul %s, %u : tensor<8x128xbf16>
+  // CHECK-NEXT: %r = graph.relu %h : tensor<8x128xbf16>
+  %r = graph.relu %h : tensor<8x128xbf16>
+  // CHECK-NEXT: %z = graph.add %r, %h : tensor<8x128xbf16>
+  %z = graph.add %r, %h : tensor<8x128xbf16>
+  func.return %z : tensor<8x128xbf16>
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x16x32xf32>, %kt: tensor<32x16xf32>, %v: tensor<16x32xf32>) -> tensor<2x16x32xf32> {
+  // CHECK-NEXT: %s = graph.matmul %q, %kt : (tensor<2x16x32xf32>, tensor<32x16xf32>) -> tensor<2x16x16xf32>
+  %s = graph.matmul %q, %kt : (tensor<2x16x32xf32>, tensor<32x16xf32>) -> tensor<2x16x16xf32>
+  // CHECK-NEXT: %p = graph.softmax %s dim -1 : tensor<2x16x16xf32>
+  %p = graph.softmax %s dim -1 : tensor<2x16x16xf32>
+  // CHECK-NEXT: %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
+  %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
+  func.return %o : tensor<2x16x32xf32>
+}
+
+// CHECK-LABEL: func.func @conv_chain
+func.func @conv_chain(%x: tensor<1x64x56x56xf16>, %w1: tensor<64x64x3x3xf16>, %w2: tensor<64x64x3x3xf16>, %b: tensor<64xf16>) -> (tensor<1x128x56x56xf16>, tensor<1x128xf16>) {
+  // CHECK-NEXT: %c1 = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] : (tensor<1x64x56x56xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x56x56xf16>
+  %c1 = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] : (tensor<1x64x56x56xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x56x56xf16>
+  // CHECK-NEXT: %c2 = graph.conv2d %c1, %w2, %b stride [1, 1] padding [1, 1] : (tensor<1x64x56x56xf16>, tensor<64x64x3x3xf16>, tensor<64xf16>) -> tensor<1x64x56x56xf16>
+  %c2 = graph.conv2d %c1, %w2, %b stride [1, 1] padding [1, 1] : (tensor<1x64x56x56xf16>, tensor<64x64x3x3xf16>, tensor<64xf16>) -> tensor<1x64x56x56xf16>
+  // CHECK-NEXT: %cat = graph.concat %c1, %c2 dim 1 : (tensor<1x64x56x56xf16>, tensor<1x64x56x56xf16>) -> tensor<1x128x56x56xf16>
+  %cat = graph.concat %c1, %c2 dim 1 : (tensor<1x64x56x56xf16>, tensor<1x64x56x56xf16>) -> tensor<1x128x56x56xf16>
+  // CHECK-NEXT: %pool = graph.reduce_sum %cat dims [2, 3] : (tensor<1x128x56x56xf16>) -> tensor<1x128xf16>
+  %pool = graph.reduce_sum %cat dims [2, 3] : (tensor<1x128x56x56xf16>) -> tensor<1x128xf16>
+  func.return %cat, %pool : tensor<1x128x56x56xf16>, tensor<1x128xf16>
+}
+
+// The bindings of a lowered piece print and parse back.
+// CHECK-LABEL: func.func private @bound() -> () attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}
+func.func private @bound() attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}

@@ -1,0 +1,178 @@
+"""The torch front end without a GPU: pattern matching, the graph level, graph-to-stages and
+PTX for the example models, the fallback and its reasons, errors, the cache and the backend
+entry point. Skipped where torch is not installed."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.examples.torch_models import EXAMPLES, LlamaMLP, example  # noqa: E402
+from tilesync.frontend.progress import Progress  # noqa: E402
+from tilesync.frontend.torch.compiler import UnsupportedError, compile_entry  # noqa: E402
+from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
+
+
+def _pieces(model, inputs):
+    from tilesync.frontend.torch.compiler import record_values
+
+    gm = torch.fx.symbolic_trace(model)
+    record_values(gm, inputs)
+    return find_pieces(gm)
+
+
+class GeluMLP(torch.nn.Module):
+    def __init__(self, d=128, h=512, approximate="tanh", bias=True):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(d, h, bias=bias), torch.nn.Linear(h, d, bias=bias)
+        self.approximate = approximate
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate=self.approximate))
+
+
+def test_swiglu_is_matched_and_lowered_to_the_graph_level():
+    model = LlamaMLP(128, 256).half()
+    (piece,) = _pieces(model, [torch.randn(2, 8, 128, dtype=torch.half)])
+    assert piece.pattern == "SwiGLU MLP"
+    assert piece.inputs[1:] == ["gate_proj.weight", "up_proj.weight", "down_proj.weight"]
+    assert piece.inputs[0].op == "placeholder"
+    text = str(graph_function(piece))
+    assert "graph.silu" in text and "graph.mul" in text and text.count("graph.linear") == 3
+    assert "tensor<2x8x128xf16>" in text
+
+
+def test_gelu_mlp_pattern_reads_biases_and_the_approximation():
+    (piece,) = _pieces(GeluMLP(), [torch.randn(16, 128)])
+    assert piece.pattern == "Linear→GeLU→Linear" and len(piece.inputs) == 5
+    text = str(graph_function(piece))
+    assert 'graph.gelu %0 approximate "tanh"' in text
+    assert "graph.linear %x, %fc1_weight, %fc1_bias : (tensor<16x128xf32>" in text
+
+
+def test_a_hidden_layer_used_twice_is_no_piece():
+    class Escapes(GeluMLP):
+        def forward(self, x):
+            h = torch.nn.functional.gelu(self.fc1(x), approximate="tanh")
+            return self.fc2(h), h
+
+    assert _pieces(Escapes(), [torch.randn(16, 128)]) == []
+
+
+def test_compile_leaves_unsupported_pieces_to_torch_with_a_reason(tmp_path):
+    model = GeluMLP(approximate="none").half()
+    x = torch.randn(16, 128, dtype=torch.half)
+    compiled = tt.compile(model, [x], cache_dir=tmp_path)
+    (piece,) = compiled.report.pieces
+    assert piece.choice == "torch" and "exact (erf) GeLU stays in torch" in piece.reason
+    assert torch.equal(compiled(x), model(x))
+    f32 = tt.compile(GeluMLP(), [torch.randn(16, 128)], cache_dir=tmp_path)
+    assert "take f16 or bf16, not f32" in f32.report.pieces[0].reason
+    f64 = tt.compile(GeluMLP().double(), [torch.randn(16, 128, dtype=torch.double)],
+                     cache_dir=tmp_path)
+    assert "float64 tensors: tilesync takes float16 or bfloat16" in f64.report.pieces[0].reason
+
+
+def test_strict_raises_one_line_errors(tmp_path):
+    with pytest.raises(UnsupportedError, match=r"piece 0 .*: .*not f32"):
+        tt.compile(GeluMLP(), [torch.randn(16, 128)], strict=True, cache_dir=tmp_path)
+    # a supported piece on the CPU: the device is the reason
+    with pytest.raises(UnsupportedError, match="inputs on cpu: tilesync's kernels run on NVIDIA"):
+        tt.compile(GeluMLP().half(), [torch.randn(16, 128, dtype=torch.half)], strict=True,
+                   cache_dir=tmp_path)
+    with pytest.raises(UnsupportedError, match="mode must be one of"):
+        tt.compile(GeluMLP(), [torch.randn(16, 128)], mode="fast")
+
+
+def test_forced_pieces_are_rewritten_into_the_custom_op(tmp_path):
+    model = LlamaMLP(128, 256).to(torch.bfloat16)
+    x = torch.randn(2, 8, 128, dtype=torch.bfloat16)
+    compiled = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    code = compiled.graph_module.code
+    assert "torch.ops.tilesync.piece.default" in code and "silu" not in code
+    assert torch.equal(compiled(x), model(x))  # no GPU: the op computes with torch
+    assert compiled.report.pieces[0].choice == "tilesync"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_examples_trace_match_and_reach_ptx(name, tmp_path):
+    model, inputs = example(name)
+    compiled = tt.compile(model, inputs, emit_ptx=True, cache_dir=tmp_path)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), model(*inputs))
+    pieces = compiled.report.pieces
+    expected = {"llama_mlp": ["SwiGLU MLP"], "gpt2_block": ["Linear→GeLU→Linear"],
+                "nerf_mlp": ["Linear→ReLU→Linear"] * 5, "resnet_block": []}[name]
+    assert [p.description.split(" [")[0] for p in pieces] == expected
+    for piece in pieces:
+        if "ReLU" in piece.description:
+            assert "no GEMM epilogue computes graph.relu" in piece.reason
+        else:  # lowered and compiled to PTX on the CPU; stays with torch here
+            assert piece.compile_seconds is not None and "inputs on cpu" in piece.reason
+
+
+def test_compiled_entry_has_ptx_and_bindings():
+    model = LlamaMLP(128, 256).half()
+    (piece,) = _pieces(model, [torch.randn(64, 128, dtype=torch.half)])
+    entry = compile_entry(str(graph_function(piece)))
+    assert {"gemm1_module", "gemm2_module"} <= set(entry["ptx_by_module"])
+    assert "wgmma.mma_async" in entry["ptx_by_module"]["gemm1_module"]
+    assert ".target sm_90a" in entry["ptx_by_module"]["gemm2_module"]
+    assert "tilesync_next_epoch" in entry["kernels"]  # the epoch lives on the device
+    assert "#graph.bind<gate_up 1, 2>" in entry["host"] and "pdl = true" in entry["host"]
+    assert entry["temps"] == [(64, 256)]
+
+
+def test_second_compile_comes_from_the_disk_cache(tmp_path):
+    model = GeluMLP().half()
+    x = torch.randn(16, 128, dtype=torch.half)
+    first = tt.compile(model, [x], emit_ptx=True, cache_dir=tmp_path).report.pieces[0]
+    start = time.perf_counter()
+    second = tt.compile(model, [x], emit_ptx=True, cache_dir=tmp_path).report.pieces[0]
+    assert not first.cached and second.cached
+    assert second.compile_seconds < 0.2 and time.perf_counter() - start < 2.0
+    assert list((tmp_path / "torch").glob("*.pkl"))
+
+
+def test_log_and_explain_print_each_piece(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TILESYNC_LOG", "1")
+    tt.compile(GeluMLP().half(), [torch.randn(16, 128, dtype=torch.half)], cache_dir=tmp_path)
+    err = capsys.readouterr().err
+    assert "tilesync: piece 0: Linear→GeLU→Linear [16 rows, 128 -> 512 -> 128, float16]: " \
+           "torch (inputs on cpu" in err and "predicted ours" in err
+    text = tt.explain(LlamaMLP(128, 256).half(), torch.randn(4, 128, dtype=torch.half),
+                      cache_dir=tmp_path)
+    assert "SwiGLU MLP" in text and "compiled in" in text
+
+
+def test_backend_entry_point_and_dynamo_graphs(tmp_path, monkeypatch):
+    from importlib.metadata import entry_points
+
+    from tilesync.frontend.torch.backend import LAST_REPORTS
+
+    names = {e.name: e.value for e in entry_points(group="torch_dynamo_backends")}
+    assert names.get("tilesync") == "tilesync.frontend.torch.backend:tilesync_backend"
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    model = LlamaMLP(128, 256).half()
+    x = torch.randn(2, 8, 128, dtype=torch.half)
+    torch._dynamo.reset()
+    out = torch.compile(model, backend="tilesync")(x)
+    assert torch.equal(out, model(x))
+    assert LAST_REPORTS[-1].pieces[0].description.startswith("SwiGLU MLP [16 rows")
+
+
+def test_progress_bar_only_after_a_second():
+    quiet = io.StringIO()
+    with Progress("compiling", 2, delay=1.0, stream=quiet) as bar:
+        bar.advance()
+    assert quiet.getvalue() == ""
+    loud = io.StringIO()
+    with Progress("compiling", 2, delay=0.05, stream=loud) as bar:
+        time.sleep(0.2)
+        bar.advance(2)
+    assert "tilesync: compiling [" in loud.getvalue() and "2/2" in loud.getvalue()

@@ -1,0 +1,69 @@
+"""The torch front end on the GPU: each example's pieces run as stage programs (forced) and
+match eager PyTorch, are captured in a CUDA graph and replayed, and come from the cache the
+second time; in auto mode a piece runs our way only where it measured faster."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.examples.torch_models import example  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TOL = 2e-2
+
+
+def _rel(out, ref) -> float:
+    assert torch.isfinite(out).all()
+    return float((out.float() - ref.float()).norm() / ref.float().norm())
+
+
+@pytest.fixture(autouse=True)
+def _torch_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+
+
+@pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])
+def test_example_matches_eager_captures_and_caches(name, tmp_path):
+    model, inputs = example(name, "cuda")
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
+    with torch.no_grad():
+        ref = model(*inputs)
+        assert _rel(compiled(*inputs), ref) < TOL
+        fresh = [torch.randn_like(t) for t in inputs]  # the same function on other data
+        assert _rel(compiled(*fresh), model(*fresh)) < TOL
+        static = [t.clone() for t in inputs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            compiled(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = compiled(*static)
+        for source in (fresh, inputs):
+            for s, t in zip(static, source, strict=True):
+                s.copy_(t)
+            captured.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert _rel(captured, model(*source)) < TOL
+    again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    piece = again.report.pieces[0]
+    assert piece.cached and piece.compile_seconds < 0.2
+
+
+def test_auto_mode_runs_ours_only_where_measured_faster(tmp_path):
+    model, inputs = example("llama_mlp", "cuda")
+    compiled = tt.compile(model, inputs, cache_dir=tmp_path)
+    (piece,) = compiled.report.pieces
+    if piece.choice == "tilesync":
+        assert piece.measured is not None and piece.measured[0] < piece.measured[1]
+    else:
+        assert piece.reason in ("measured", "the cost model")
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), model(*inputs)) < TOL

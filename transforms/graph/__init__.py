@@ -1,0 +1,1 @@
+"""Passes on the graph level: graph-to-stages."""
