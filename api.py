@@ -60,7 +60,7 @@ from tilesync.dialects.locations import (
     parse_error_location,
     parse_error_message,
 )
-from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
+from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pipeline
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
@@ -237,6 +237,7 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
     """KERNEL_TO_LLVM, optionally after some passes, with the wait lowering's options set.
 
     debug: a timed-out spin-wait records what it waited for (host-mapped) before trapping.
+    Both spin lowerings (semaphore waits and queue acquires) take the options.
     """
     options = []
     if debug:
@@ -246,8 +247,9 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
             raise CompileError(f"timeout_ns must be a positive integer (nanoseconds), got "
                                f"{timeout_ns!r}")
         options.append(f"default_timeout_ns={timeout_ns}")
-    first = KERNEL_TO_LLVM[0] + ("{" + " ".join(options) + "}" if options else "")
-    return [*before, first, *KERNEL_TO_LLVM[1:]]
+    suffix = "{" + " ".join(options) + "}" if options else ""
+    return [*before, *(name + suffix if name in SPIN_LOWERINGS else name
+                       for name in KERNEL_TO_LLVM)]
 
 
 def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target: str = "sm_90",

@@ -26,6 +26,8 @@ _PASSES: dict[str, tuple[str, str]] = {
     # lowering (lowering/)
     "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),
+    "convert-dataflow-to-nvvm": ("tilesync.lowering.dataflow_to_nvvm",
+                                 "ConvertDataflowToNVVMPass"),
     "convert-gpu-to-nvvm": ("tilesync.lowering.gpu_to_nvvm", "ConvertGPUToNVVMPass"),
     "convert-nvvm-to-llvm": ("tilesync.lowering.nvvm_to_llvm", "ConvertNVVMToLLVMPass"),
     "convert-arith-to-llvm": ("tilesync.lowering.arith_to_llvm", "ConvertArithToLLVMPass"),
