@@ -51,7 +51,6 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.traits import SymbolTable
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
@@ -65,6 +64,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.locations import diagnostic
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.sync_to_nvvm import MAX_BACKOFF_NS
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
@@ -74,6 +74,7 @@ DEFAULT_QUEUE_BACKOFF_NS = 32
 RING_TYPE = MemRefType(i8, [DYNAMIC_INDEX])  # a queue's parameter: its ring, in bytes
 TICKET_SLOT_PREFIX = "__tilesync_queue_ticket"
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
+PASS = "convert-dataflow-to-nvvm"
 
 
 @dataclass(frozen=True)
@@ -122,9 +123,9 @@ def queue_uses(module: ModuleOp) -> dict[str, tuple[str, list[QueueUse]]]:
                 continue
             key = kernel.sym_name.data
             if key in uses and uses[key][1] != found:
-                raise DiagnosticException(
-                    f"convert-dataflow-to-nvvm: kernel @{key} runs in stages @{uses[key][0]} "
-                    f"and @{name} with different queues; give each stage its own kernel")
+                raise diagnostic(PASS, stage, f"kernel @{key} runs in stages @{uses[key][0]} "
+                                 f"and @{name} with different queues; give each stage its own "
+                                 "kernel")
             uses[key] = (name, found)
     return uses
 
@@ -137,9 +138,8 @@ def bind_queues(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, Bo
     """Append a `queue:@name` parameter for each queue argument of `func`."""
     args = _queue_args(func)
     if len(args) != len(uses):
-        raise DiagnosticException(
-            f"convert-dataflow-to-nvvm: kernel @{func.sym_name.data} takes {len(args)} queue(s) "
-            f"but its stage binds {len(uses)}")
+        raise diagnostic(PASS, func, f"kernel @{func.sym_name.data} takes {len(args)} "
+                         f"queue(s) but its stage binds {len(uses)}")
     rings = [sync_arg(func, Role.queue(use.name), RING_TYPE) for use in uses]
     return {arg: BoundQueue(use, ring, func, ring.index - len(args))
             for arg, use, ring in zip(args, uses, rings)}
@@ -151,10 +151,8 @@ def drop_queue_args(func: gpu.FuncOp) -> None:
     for arg in _queue_args(func):
         if arg.uses:
             user = next(iter(arg.uses)).operation
-            raise DiagnosticException(
-                f"convert-dataflow-to-nvvm: queue argument of @{func.sym_name.data} is used by "
-                f"'{user.name}', which has no lowering (only dataflow.acquire_*, release_*, "
-                "entry take a queue)")
+            raise diagnostic(PASS, user, f"'{user.name}' takes a queue and has no lowering "
+                             "(only dataflow.acquire_*, release_* and entry do)")
         block.erase_arg(arg)
     func.function_type = FunctionType.from_lists([a.type for a in block.args],
                                                  func.function_type.outputs.data)
@@ -192,14 +190,18 @@ def _bound(bindings: dict[SSAValue, BoundQueue], op: Operation, queue: SSAValue,
            producer: bool) -> BoundQueue:
     bound = bindings.get(queue)
     if bound is None:
-        raise DiagnosticException(f"'{op.name}': the queue must be an argument of the kernel "
-                                  "that a dataflow.stage runs")
+        raise diagnostic(PASS, op, f"'{op.name}': the queue must be an argument of the kernel "
+                         "that a dataflow.stage runs")
     if (bound.use.consumer is None) != producer:
         end, ops = (("produces", "acquire_empty / release_full") if bound.use.consumer is None
                     else ("consumes", "acquire_full / release_empty"))
-        raise DiagnosticException(f"'{op.name}': the stage {end} queue @{bound.use.name}, so "
-                                  f"its kernel uses {ops}")
+        raise diagnostic(PASS, op, f"'{op.name}': the stage {end} queue @{bound.use.name}, "
+                         f"so its kernel uses {ops}")
     return bound
+
+
+_PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp)
+_CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp)
 
 
 def _ticket_slot(func: gpu.FuncOp) -> memref.GetGlobalOp:
@@ -321,8 +323,8 @@ class LowerEntry(RewritePattern):
     def match_and_rewrite(self, op: dataflow.EntryOp, rewriter: PatternRewriter, /):
         queue = self.bindings.get(op.queue)
         if queue is None:
-            raise DiagnosticException("'dataflow.entry': the queue must be an argument of the "
-                                      "kernel that a dataflow.stage runs")
+            raise diagnostic(PASS, op, "'dataflow.entry': the queue must be an argument of the "
+                             "kernel that a dataflow.stage runs")
         b = SyncBuilder(rewriter)
         ticket = b.value(arith.IndexCastOp(op.slot, i64))
         meta, _ = _entry_line(b, queue, ticket)
@@ -356,9 +358,12 @@ class ConvertDataflowToNVVMPass(ModulePass):
         for func in kernels:
             name = func.sym_name.data
             if name not in uses:
-                raise DiagnosticException(f"convert-dataflow-to-nvvm: kernel @{name} takes "
-                                          "queues but no dataflow.stage runs it")
+                raise diagnostic(PASS, func, f"kernel @{name} takes queues but no "
+                                 "dataflow.stage runs it")
             bindings = bind_queues(func, uses[name][1])
+            for inner in func.walk():  # refuse before rewriting anything
+                if isinstance(inner, (*_PRODUCER_OPS, *_CONSUMER_OPS)):
+                    _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
             apply_patterns(func.body, [LowerAcquire(bindings, self.default_timeout_ns,
                                                     self.backoff_ns, self.debug),
                                        LowerRelease(bindings), LowerEntry(bindings)],

@@ -111,6 +111,12 @@ def _bench(args: argparse.Namespace) -> int:
 
             result = mlp.mlp_benchmarks(warmup=args.warmup, reps=args.reps)
             table = mlp.mlp_table(result)
+        elif name == "dataflow":
+            from tilesync.bench import dataflow
+
+            result = dataflow.queue_bandwidth(warmup=min(args.warmup, 3),
+                                              reps=min(args.reps, 10))
+            table = dataflow.queue_table(result)
         else:
             from tilesync.bench import kernels
 
@@ -120,7 +126,7 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = name if name in ("kernels", "mlp") else f"spine-{name}"
+        stem = name if name in ("kernels", "mlp", "dataflow") else f"spine-{name}"
         path = report.write_json(result, out, stem)
         if name == "kernels":
             from tilesync.bench.kernels import kernels_plot
@@ -130,6 +136,10 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench.mlp import mlp_plot
 
             png = mlp_plot(result, out, stem)
+        elif name == "dataflow":
+            from tilesync.bench.dataflow import queue_plot
+
+            png = queue_plot(result, out, stem)
         else:
             png = report.plot(result, out, stem)
         print(f"wrote {path}" + (f" and {png}" if png else ""))
@@ -174,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
-                   choices=("copy", "waves", "stages", "kernels", "mlp", "all"),
+                   choices=("copy", "waves", "stages", "kernels", "mlp", "dataflow", "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--out", default="bench/results")
