@@ -226,6 +226,8 @@ DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size i
 # The alignment the dynamic shared array's start is guaranteed (static shared memory comes
 # first); buffers that need more start at its address rounded up at run time.
 DYNAMIC_SHARED_BASE_ALIGNMENT = 16
+# on a dataflow.pipeline: its stages fused into one kernel (dataflow-persistent-kernel)
+PERSISTENT_KERNEL_ATTR = "dataflow.persistent_kernel"
 # on a sync.stage
 NUM_SEMAPHORES_ATTR = "num_semaphores"
 VERIFIED_ATTR = "sync.verified"  # "proved" or "boundary"

@@ -19,8 +19,8 @@ import numpy as np
 
 GIB = 1 << 30
 PAYLOADS = (1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20)
-# (pairs, threads per CTA): one pair per SM, and two
-SHAPES = ((132, 256), (264, 256), (264, 128))
+# (pairs, threads per CTA): one, two and three pairs per SM
+SHAPES = ((132, 256), (264, 128), (396, 128))
 GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
 GOAL_SYNC_COST = 1.2  # unsynchronized over synchronized bandwidth, same transfers
 
@@ -79,9 +79,6 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     from tilesync.kernels.queue_bench import expected_checksum, queue_bench_mlir
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.dataflow import DataflowProgram
-    from tilesync.runtime.launch import launch
-    from tilesync.runtime.module import load_ptx
-    from tilesync.runtime.stream import Stream
 
     iters = max(4, total_bytes // (cfg.pairs * cfg.payload_bytes))
     delivered = cfg.pairs * iters * cfg.payload_bytes
@@ -126,29 +123,18 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
                                                                     cfg.words)})
             graph.close()
         row["checks"] = checks
-        row["co_residency"] = program.co_residency
         row["l2_window_bytes"] = program.l2_window[1] if program.l2_window else 0
-        program.close()
     else:
         ring = DeviceBuffer(cfg.entries * cfg.words * 2, np.uint64)
         ring.fill_bytes(0)
-        module = load_ptx(compiled.ptx, "queue_bench_unsync")
-        producer = module.function("producer", compiled.kernels["producer"].params)
-        consumer = module.function("consumer", compiled.kernels["consumer"].params)
-        streams = (Stream(), Stream())
-
-        def run() -> None:
-            from tilesync.runtime.stream import Event
-
-            start = Event().record(streams[0])
-            streams[1].wait_event(start)
-            launch(producer, cfg.pairs, cfg.block_threads, [ring, iters], stream=streams[0])
-            launch(consumer, cfg.pairs, cfg.block_threads, [ring, out, iters],
-                   stream=streams[1])
-            streams[0].wait_event(Event().record(streams[1]))
-
-        samples = _events_ms(run, warmup, reps, streams[0])
-        streams[0].synchronize()
+        program = DataflowProgram(compiled)
+        args = {"produce": [ring, iters], "consume": [ring, out, iters]}
+        samples = _events_ms(lambda: program.run(args), warmup, reps,
+                             program._streams["produce"])
+        program.synchronize()
+    row["co_residency"] = program.co_residency
+    row["persistent"] = program.persistent is not None
+    program.close()
     median = statistics.median(samples)
     row.update({"samples_ms": samples, "median_ms": median,
                 "bytes_per_s": delivered / (median * 1e-3)})
@@ -158,6 +144,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
 def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,
                     graph_replays: int = 100) -> dict[str, Any]:
     """Fig. 5 on this device: every payload × shape, synchronized and not, and the copy."""
+    from tilesync.contract import TilesyncRuntimeError
     from tilesync.kernels.queue_bench import QueueBenchConfig
 
     copy = copy_rate()
@@ -168,7 +155,13 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
                 cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads,
                                        synchronized=synchronized)
                 replays = graph_replays if synchronized and payload == 64 << 10 else 0
-                rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
+                try:
+                    rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
+                except TilesyncRuntimeError as err:  # a shape whose CTAs cannot all be resident
+                    if err.is_device_fault:
+                        raise
+                    rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
+                                 "synchronized": synchronized, "refused": str(err)})
     return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
                       "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
                               f"synchronization <= {GOAL_SYNC_COST}x"})
@@ -180,11 +173,13 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     best = []
     for payload in sorted({r["payload_bytes"] for r in result["rows"]}):
         synced = [r for r in result["rows"] if r["payload_bytes"] == payload
-                  and r["synchronized"]]
+                  and r["synchronized"] and "refused" not in r]
+        if not synced:
+            continue
         top = max(synced, key=lambda r: r["bytes_per_s"])
         twin = next(r for r in result["rows"] if r["payload_bytes"] == payload
                     and not r["synchronized"] and r["pairs"] == top["pairs"]
-                    and r["threads"] == top["threads"])
+                    and r["threads"] == top["threads"] and "refused" not in r)
         best.append({"payload_bytes": payload, "pairs": top["pairs"], "threads": top["threads"],
                      "sync_bytes_per_s": top["bytes_per_s"],
                      "unsync_bytes_per_s": twin["bytes_per_s"],
@@ -209,6 +204,12 @@ def queue_table(result: dict[str, Any]) -> str:
                      f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
                      f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
     lines.append(f"goal: {result['goal']}")
+    lines.append("every configuration (TB/s delivered; refused: its CTAs cannot all be "
+                 "resident):")
+    for r in result["rows"]:
+        rate = "refused" if "refused" in r else f"{r['bytes_per_s'] / 1e12:.3f}"
+        lines.append(f"  {r['payload_bytes'] >> 10:>5}K pairs {r['pairs']:>4} threads "
+                     f"{r['threads']:>4} {'sync' if r['synchronized'] else 'unsync':<6} {rate}")
     return "\n".join(lines)
 
 

@@ -9,8 +9,8 @@ after its producer wrote it (a read of an earlier round changes the sum).
 
 `synchronized=False` gives the same transfers without the queue: CTA c's iteration i writes (and
 its partner reads) word-for-word the same amount in ring slot `c + pairs × (i mod depth)` of a
-plain buffer, with no tickets, spins or barriers: what the synchronization costs is the
-difference.
+plain buffer, with no tickets, spins or barriers, launched the same way (a pipeline without
+queues): what the synchronization costs is the difference.
 """
 
 from __future__ import annotations
@@ -212,7 +212,15 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
         *_store_accumulators(cfg, [f"%r{u}" for u in range(cfg.block_unroll)]),
         "      gpu.return", "    }"]) + "\n"
     del acc_names
-    return "builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer + "  }\n}\n"
+    pipeline = (
+        "  dataflow.pipeline @fig5 {\n"
+        "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
+        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
+        "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
+        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
+        "  }\n")
+    return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer + "  }\n"
+            + pipeline + "}\n")
 
 
 def expected_checksum(first_ticket: int, tickets: int, words: int) -> int:

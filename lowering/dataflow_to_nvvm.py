@@ -69,7 +69,7 @@ from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.sync_to_nvvm import MAX_BACKOFF_NS
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 
-DEFAULT_QUEUE_TIMEOUT_NS = 500_000_000  # every CTA of a pipeline is resident: 0.5 s is a hang
+DEFAULT_QUEUE_TIMEOUT_NS = 200_000_000  # every CTA of a pipeline is resident: 0.2 s is a hang
 DEFAULT_QUEUE_BACKOFF_NS = 32
 RING_TYPE = MemRefType(i8, [DYNAMIC_INDEX])  # a queue's parameter: its ring, in bytes
 TICKET_SLOT_PREFIX = "__tilesync_queue_ticket"

@@ -1,9 +1,12 @@
 """Runs a compiled `dataflow.pipeline`: every stage at once, its queues in L2.
 
-The GPUs we run on have no pipeline-aware grid scheduler, so a pipeline runs as co-launched
-kernels, one stream per stage, whose co-residency is proven before the first launch: the
-stages' CTAs must all fit on the device at once (`forward_progress.co_residency`, the count
-`contract.all_resident` makes), from the compiled kernels' real occupancy. Queue CTAs spin while
+The GPUs we run on have no pipeline-aware grid scheduler, so a pipeline runs as one persistent
+kernel whose CTAs take stage roles (dataflow-persistent-kernel), launched cooperatively: the
+hardware keeps all its CTAs resident or refuses the launch. Where the stages could not be fused
+it falls back to co-launched kernels, one stream per stage, which the hardware may serialize
+(seen on an H100 in CUDA-graph replays: the producer filled its ring and spun). Either way the
+co-residency is proven before the first launch (`forward_progress.co_residency`, the count
+`contract.all_resident` makes) from the compiled kernels' real occupancy: queue CTAs spin while
 holding their SM slot, so a pipeline that does not fit is refused rather than left to hang.
 
 The program owns the queues: one zeroed allocation holds every ring (`contract.QueueLayout`),
@@ -21,11 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import SymbolRefAttr
 
 from tilesync.analysis.forward_progress import Residency, co_residency
 from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_WORDS,
+    PERSISTENT_KERNEL_ATTR,
     CompiledProgram,
     KernelSignature,
     QueueLayout,
@@ -60,11 +65,15 @@ class PipelineQueue:
 
 @dataclass(frozen=True)
 class PipelinePlan:
-    """What the host needs of one pipeline: stages in producer-first order and queues."""
+    """What the host needs of one pipeline: stages in producer-first order, queues, and the
+    persistent kernel that runs every stage (dataflow-persistent-kernel), whose parameters
+    take the stages' arguments in `declared` order."""
 
     name: str
     stages: tuple[PipelineStage, ...]
     queues: dict[str, PipelineQueue]
+    persistent: str | None = None
+    declared: tuple[str, ...] = ()
 
     def ring_offsets(self) -> tuple[dict[str, int], int, int]:
         """(byte offset of each ring in one allocation, bytes in all, bytes of the pinned
@@ -109,7 +118,11 @@ def read_pipeline(compiled: CompiledProgram, name: str | None = None) -> Pipelin
                             tuple(r.root_reference.data for r in s.outputs),
                             s.resource.data.value)
               for s in pipeline.stages]
-    return PipelinePlan(pipeline.sym_name.data, tuple(_producers_first(stages)), queues)
+    fused = pipeline.attributes.get(PERSISTENT_KERNEL_ATTR)
+    persistent = (fused.nested_references.data[-1].data if isinstance(fused, SymbolRefAttr)
+                  else None)
+    return PipelinePlan(pipeline.sym_name.data, tuple(_producers_first(stages)), queues,
+                        persistent, tuple(s.name for s in stages))
 
 
 def _producers_first(stages: list[PipelineStage]) -> list[PipelineStage]:
@@ -142,7 +155,7 @@ class DataflowProgram:
     """A compiled program's pipeline loaded on the device, ready to run any number of times."""
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
-                 pin_l2: bool = True):
+                 pin_l2: bool = True, persistent: bool = True):
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
         from tilesync.runtime.device import get_device, occupancy
         from tilesync.runtime.module import load_ptx
@@ -170,12 +183,23 @@ class DataflowProgram:
 
         device = get_device()
         self.device = device
-        self.residency = {
-            stage.name: Residency(stage.ctas, occupancy(
-                self.kernels[stage.kernel], int(np.prod(self.blocks[stage.name])),
-                self.signatures[stage.kernel].dynamic_shared_bytes))
-            for stage in self.plan.stages
-        }
+        # One cooperative launch of the persistent kernel where there is one: the hardware
+        # then keeps every CTA resident. Kernels co-launched on streams need not overlap.
+        self.persistent = self.plan.persistent if persistent else None
+        if self.persistent is not None:
+            first = self.plan.stages[0].name
+            sig = self.signatures[self.persistent]
+            total = sum(stage.ctas for stage in self.plan.stages)
+            self.residency = {f"{self.plan.name} (persistent)": Residency(total, occupancy(
+                self.kernels[self.persistent], int(np.prod(self.blocks[first])),
+                sig.dynamic_shared_bytes))}
+        else:
+            self.residency = {
+                stage.name: Residency(stage.ctas, occupancy(
+                    self.kernels[stage.kernel], int(np.prod(self.blocks[stage.name])),
+                    self.signatures[stage.kernel].dynamic_shared_bytes))
+                for stage in self.plan.stages
+            }
         fits = co_residency(list(self.residency.values()), device.sm_count)
         self.co_residency = fits.reason
         if not fits:
@@ -190,7 +214,10 @@ class DataflowProgram:
         self.ring_ptr = {name: self._rings.ptr + off for name, off in offsets.items()}
         self.l2_window = self._pin(pinned) if pin_l2 and pinned else None
         self._debug_record = None
-        if any(DEBUG_RECORD in self.signatures[s.kernel].sync_args for s in self.plan.stages):
+        kernels = [s.kernel for s in self.plan.stages]
+        if self.persistent is not None:
+            kernels.append(self.persistent)
+        if any(DEBUG_RECORD in self.signatures[k].sync_args for k in kernels):
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
         self._streams = {stage.name: Stream() for stage in self.plan.stages}
         self.runs = 0
@@ -215,19 +242,19 @@ class DataflowProgram:
         return self._rings.ptr, covered, min(1.0, set_aside / covered)
 
     # -- binding -------------------------------------------------------------------------------
-    def _bind(self, stage: PipelineStage, sig: KernelSignature) -> list[Any]:
+    def _bind(self, stage: str, sig: KernelSignature) -> list[Any]:
         bound = []
         for role in sig.sync_args:
             if role.kind is RoleKind.QUEUE:
                 if role.stage not in self.ring_ptr:
-                    raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes {role}, "
+                    raise ValueError(f"stage @{stage}: kernel {sig.name} takes {role}, "
                                      f"which is not a queue of pipeline @{self.plan.name}")
                 bound.append(self.ring_ptr[role.stage])
             elif role.kind is RoleKind.DEBUG_RECORD:
                 assert self._debug_record is not None
                 bound.append(self._debug_record.ptr)
             else:
-                raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes {role}, which a "
+                raise ValueError(f"stage @{stage}: kernel {sig.name} takes {role}, which a "
                                  "pipeline stage cannot bind (no cuSync state in pipelines)")
         return bound
 
@@ -246,6 +273,7 @@ class DataflowProgram:
             stream = self._streams[stage.name]
             if stream is not first:
                 stream.wait_event(start)
+        users = {}
         for stage in self.plan.stages:
             sig = self.signatures[stage.kernel]
             user = list(args.get(stage.name, ()))
@@ -253,9 +281,21 @@ class DataflowProgram:
                 raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes "
                                  f"{len(sig.user_params)} argument(s) "
                                  f"({', '.join(sig.user_params)}), got {len(user)}")
+            users[stage.name] = user
+        if self.persistent is not None:
+            sig = self.signatures[self.persistent]
+            flat = [a for name in self.plan.declared for a in users[name]]
+            launch(self.kernels[self.persistent], sum(s.ctas for s in self.plan.stages),
+                   self.blocks[self.plan.stages[0].name],
+                   [*flat, *self._bind(self.plan.name, sig)], stream=first,
+                   shared_mem=sig.dynamic_shared_bytes, cooperative=True,
+                   l2_window=self.l2_window)
+        for stage in self.plan.stages if self.persistent is None else ():
+            sig = self.signatures[stage.kernel]
             launch(self.kernels[stage.kernel], stage.ctas, self.blocks[stage.name],
-                   [*user, *self._bind(stage, sig)], stream=self._streams[stage.name],
-                   shared_mem=sig.dynamic_shared_bytes, l2_window=self.l2_window)
+                   [*users[stage.name], *self._bind(stage.name, sig)],
+                   stream=self._streams[stage.name], shared_mem=sig.dynamic_shared_bytes,
+                   l2_window=self.l2_window)
         for stage in self.plan.stages:
             stream = self._streams[stage.name]
             if stream is not first:

@@ -23,6 +23,9 @@ _PASSES: dict[str, tuple[str, str]] = {
                                 "InsertWaitKernelPass"),
     "sync-use-pdl": ("tilesync.transforms.sync.use_pdl", "UsePDLPass"),
     "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
+    # Kitsune dataflow (transforms/dataflow/)
+    "dataflow-persistent-kernel": ("tilesync.transforms.dataflow.persistent_kernel",
+                                   "PersistentKernelPass"),
     # lowering (lowering/)
     "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),

@@ -42,6 +42,6 @@ def test_benchmark_programs_compile_synchronized_and_not():
     for synchronized in (True, False):
         cfg = QueueBenchConfig(4096, pairs=8, synchronized=synchronized)
         program = tilesync.compile(queue_bench_mlir(cfg))
-        assert set(program.kernels) == {"producer", "consumer"}
+        assert set(program.kernels) == {"producer", "consumer", "fig5_persistent"}
         assert ("ld.global.v2.b64" in program.ptx) and ("st.global.v2.b64" in program.ptx)
         assert ("ld.acquire.gpu" in program.ptx) == synchronized
