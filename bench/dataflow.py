@@ -19,8 +19,10 @@ import numpy as np
 
 GIB = 1 << 30
 PAYLOADS = (1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20)
-# (pairs, threads per CTA): one, two and three pairs per SM
-SHAPES = ((132, 256), (264, 128), (396, 128))
+# (pairs, threads per CTA, words a thread loads before using them): from half a pair to three
+# pairs per SM; shapes whose CTAs cannot all be resident are refused (and reported so)
+SHAPES = ((132, 256, 8), (264, 128, 8), (396, 128, 8), (132, 512, 2), (264, 256, 2),
+          (264, 512, 2), (132, 1024, 2), (66, 1024, 2))
 GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
 GOAL_SYNC_COST = 1.2  # unsynchronized over synchronized bandwidth, same transfers
 
@@ -85,7 +87,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     compiled = tilesync.compile(queue_bench_mlir(cfg))
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
     row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
-                           "threads": cfg.block_threads, "depth": cfg.depth,
+                           "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,
                            "iters": iters, "delivered_bytes": delivered,
                            "synchronized": cfg.synchronized}
     if cfg.synchronized:
@@ -150,9 +152,11 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
     copy = copy_rate()
     rows = []
     for payload in payloads:
-        for pairs, threads in shapes:
+        for pairs, threads, unroll in shapes:
+            if unroll == 2 and payload // 16 < threads * unroll:
+                continue  # too few words for these CTAs: the first shapes cover it
             for synchronized in (True, False):
-                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads,
+                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
                                        synchronized=synchronized)
                 replays = graph_replays if synchronized and payload == 64 << 10 else 0
                 try:
@@ -161,7 +165,8 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
                     if err.is_device_fault:
                         raise
                     rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
-                                 "synchronized": synchronized, "refused": str(err)})
+                                 "unroll": unroll, "synchronized": synchronized,
+                                 "refused": str(err)})
     return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
                       "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
                               f"synchronization <= {GOAL_SYNC_COST}x"})
@@ -177,14 +182,16 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         if not synced:
             continue
         top = max(synced, key=lambda r: r["bytes_per_s"])
-        twin = next(r for r in result["rows"] if r["payload_bytes"] == payload
-                    and not r["synchronized"] and r["pairs"] == top["pairs"]
-                    and r["threads"] == top["threads"] and "refused" not in r)
+        twin = next((r["bytes_per_s"] for r in result["rows"] if r["payload_bytes"] == payload
+                     and not r["synchronized"] and r["pairs"] == top["pairs"]
+                     and r["threads"] == top["threads"] and r["unroll"] == top["unroll"]
+                     and "refused" not in r), float("nan"))
         best.append({"payload_bytes": payload, "pairs": top["pairs"], "threads": top["threads"],
+                     "unroll": top["unroll"],
                      "sync_bytes_per_s": top["bytes_per_s"],
-                     "unsync_bytes_per_s": twin["bytes_per_s"],
+                     "unsync_bytes_per_s": twin,
                      "over_copy": top["bytes_per_s"] / copy,
-                     "sync_cost": twin["bytes_per_s"] / top["bytes_per_s"],
+                     "sync_cost": twin / top["bytes_per_s"],
                      "checks_ok": all(c["ok"] for r in synced for c in r.get("checks", []))})
     result["best"] = best
     return result
@@ -194,12 +201,13 @@ def queue_table(result: dict[str, Any]) -> str:
     copy = result["copy"]["bytes_per_s"]
     lines = [f"queue bandwidth (Kitsune Fig. 5): 1 GiB device copy {copy / 1e12:.3f} TB/s "
              "(bytes copied per second)",
-             f"{'payload':>8} {'pairs':>5} {'thr':>4} {'sync TB/s':>10} {'unsync TB/s':>12} "
+             f"{'payload':>8} {'pairs':>5} {'thr':>4} {'unr':>3} {'sync TB/s':>10} "
+             f"{'unsync TB/s':>12} "
              f"{'/copy':>6} {'sync cost':>9} {'checks':>6}"]
     for b in result["best"]:
         size = b["payload_bytes"]
         label = f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
-        lines.append(f"{label:>8} {b['pairs']:>5} {b['threads']:>4} "
+        lines.append(f"{label:>8} {b['pairs']:>5} {b['threads']:>4} {b['unroll']:>3} "
                      f"{b['sync_bytes_per_s'] / 1e12:>10.3f} "
                      f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
                      f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
@@ -209,7 +217,8 @@ def queue_table(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         rate = "refused" if "refused" in r else f"{r['bytes_per_s'] / 1e12:.3f}"
         lines.append(f"  {r['payload_bytes'] >> 10:>5}K pairs {r['pairs']:>4} threads "
-                     f"{r['threads']:>4} {'sync' if r['synchronized'] else 'unsync':<6} {rate}")
+                     f"{r['threads']:>4} unroll {r['unroll']} "
+                     f"{'sync' if r['synchronized'] else 'unsync':<6} {rate}")
     return "\n".join(lines)
 
 
