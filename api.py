@@ -420,14 +420,15 @@ def _translation_error(module: ModuleOp, name: str, err: Exception) -> CompileEr
 
 def annotate_resources(module: ModuleOp, target: str = "sm_90",
                        pipeline=None) -> dict[str, tuple[int, int]]:
-    """Record on every sync.stage the `registers` and `shared_bytes` of its compiled kernel.
+    """Record on every sync.stage and dataflow.stage the `registers` and `shared_bytes` of its
+    compiled kernel.
 
     Compiles a copy of `module` to PTX and reads what nvJitLink reports, so the occupancy the
     wave-model passes use (sync-annotate-occupancy, then W and T) comes from the real kernel,
     never from a guess. Returns {kernel: (registers, shared bytes)}; shared bytes are the static
     ones nvJitLink reports plus the dynamic ones the kernel is launched with.
     """
-    from tilesync.dialects import sync
+    from tilesync.dialects import dataflow, sync
     from tilesync.lowering.ptx import validate_ptx
 
     program = compile(module.clone(), pipeline=pipeline, target=target)
@@ -438,7 +439,7 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
             dynamic = program.kernels[name].dynamic_shared_bytes if name in program.kernels else 0
             usage[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
     for op in module.walk():
-        if isinstance(op, sync.StageOp):
+        if isinstance(op, sync.StageOp | dataflow.StageOp):
             kernel = op.kernel.nested_references.data[-1].data
             if kernel in usage:
                 registers, shared = usage[kernel]

@@ -26,6 +26,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     # Kitsune dataflow (transforms/dataflow/)
     "dataflow-persistent-kernel": ("tilesync.transforms.dataflow.persistent_kernel",
                                    "PersistentKernelPass"),
+    "dataflow-verify": ("tilesync.transforms.dataflow.verify", "VerifyPipelinePass"),
     # lowering (lowering/)
     "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),
