@@ -228,6 +228,21 @@ DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size i
 DYNAMIC_SHARED_BASE_ALIGNMENT = 16
 # on a dataflow.pipeline: its stages fused into one kernel (dataflow-persistent-kernel)
 PERSISTENT_KERNEL_ATTR = "dataflow.persistent_kernel"
+# Kitsune pipeline design, on a sync.stage (given by the front end or the user)
+DATAFLOW_KIND_ATTR = "dataflow.kind"  # gemm | elementwise | reduction | gather | bulk
+DATAFLOW_RESOURCE_ATTR = "dataflow.resource"  # #dataflow.resource<simt|tensor>
+DATAFLOW_SPLIT_ATTR = "dataflow.split"  # a reduction's fan-in: partial results per output tile
+DATAFLOW_FINAL_KERNEL_ATTR = "dataflow.final_kernel"  # the kernel that adds the partials
+DATAFLOW_ELEMENT_ATTR = "dataflow.element"  # element type of the stage's output tiles
+DATAFLOW_PIPELINE_ATTR = "dataflow.pipeline"  # the pipeline a stage joined (form-pipeline)
+# on a dataflow.stage
+TILES_ATTR = "tiles"  # tiles the stage produces (or consumes) per launch
+READS_ATTR = "dataflow.reads"  # {queue = tickets per tile} where a tile reads several entries
+UNBOUND_ATTR = "dataflow.unbound"  # its kernel does not take its queues yet
+BSP_RATE_ATTR = "bsp_rate"  # measured bulk-synchronous tiles per second (all SMs)
+UTILIZATION_ATTR = "utilization"  # measured busiest-pipe utilization in bulk-sync (0, 1]
+DRAM_BYTES_ATTR = "dram_bytes"  # DRAM bytes per tile left once queues carry the tiles
+L2_BYTES_ATTR = "l2_bytes"  # L2 bytes per tile
 # on a sync.stage
 NUM_SEMAPHORES_ATTR = "num_semaphores"
 VERIFIED_ATTR = "sync.verified"  # "proved" or "boundary"

@@ -98,7 +98,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from tilesync.contract import QUEUE_LINE_BYTES, Role, RoleKind, all_resident
+from tilesync.contract import QUEUE_LINE_BYTES, UNBOUND_ATTR, Role, RoleKind, all_resident
 from tilesync.dialects.kernel_args import sync_roles
 
 # Bytes of per-entry metadata (sequence numbers), padded to an L2 cache line so that producers
@@ -463,6 +463,8 @@ class StageOp(IRDLOperation):
         if None in expected:
             return  # unknown queue names are reported by the pipeline verifier
         lowered = {str(role) for role in sync_roles(kernel) if role.kind is RoleKind.QUEUE}
+        if not actual and not lowered and UNBOUND_ATTR in self.attributes:
+            return  # designed at the stage level (dataflow-insert-queues); kernel not rewritten
         if not actual and lowered:
             # convert-dataflow-to-nvvm made each queue a parameter the runtime binds
             missing = [name for name in names if str(Role.queue(name)) not in lowered]

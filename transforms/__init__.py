@@ -24,6 +24,12 @@ _PASSES: dict[str, tuple[str, str]] = {
     "sync-use-pdl": ("tilesync.transforms.sync.use_pdl", "UsePDLPass"),
     "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
     # Kitsune dataflow (transforms/dataflow/)
+    "dataflow-form-pipeline": ("tilesync.transforms.dataflow.form_pipeline", "FormPipelinePass"),
+    "dataflow-split-reductions": ("tilesync.transforms.dataflow.split_reductions",
+                                  "SplitReductionsPass"),
+    "dataflow-insert-queues": ("tilesync.transforms.dataflow.insert_queues",
+                               "InsertQueuesPass"),
+    "dataflow-allot-ctas": ("tilesync.transforms.dataflow.allot_ctas", "AllotCTAsPass"),
     "dataflow-persistent-kernel": ("tilesync.transforms.dataflow.persistent_kernel",
                                    "PersistentKernelPass"),
     "dataflow-verify": ("tilesync.transforms.dataflow.verify", "VerifyPipelinePass"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import gpu
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
@@ -33,8 +33,11 @@ from tilesync.analysis.forward_progress import Residency, co_residency
 from tilesync.analysis.occupancy import blocks_per_sm
 from tilesync.contract import (
     KNOWN_BLOCK_SIZE_ATTR,
+    READS_ATTR,
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
+    TILES_ATTR,
+    UNBOUND_ATTR,
     VerifyError,
     limits_for_arch,
 )
@@ -43,7 +46,6 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 
 PASS = "dataflow-verify"
 VERIFIED_ATTR = "dataflow.verified"
-TILES_ATTR = "tiles"  # on a dataflow.stage: tiles (tickets of each queue) per launch
 
 
 def _refuse(op, message: str) -> OpDiagnostic:
@@ -78,6 +80,13 @@ def stage_residency(module: ModuleOp, stage: dataflow.StageOp, arch: str) -> Res
     return Residency(stage.num_ctas, occupancy.blocks_per_sm)
 
 
+def reads_per_tile(stage: dataflow.StageOp, queue: str) -> int:
+    """Entries of `queue` one tile of `stage` takes (`dataflow.reads`, default 1)."""
+    reads = stage.attributes.get(READS_ATTR)
+    entry = reads.data.get(queue) if isinstance(reads, DictionaryAttr) else None
+    return entry.value.data if isinstance(entry, IntegerAttr) else 1
+
+
 def check_tickets(pipeline: dataflow.PipelineOp) -> str:
     """Every queue gives and takes as many tickets per launch; the proof in words."""
     tiles: dict[str, int] = {}
@@ -97,7 +106,7 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
             if name not in [r.root_reference.data for r in consumer.inputs]:
                 continue
             given = tiles[producer.sym_name.data]
-            taken = tiles[consumer.sym_name.data]
+            taken = tiles[consumer.sym_name.data] * reads_per_tile(consumer, name)
             if given != taken:
                 raise _refuse(consumer, f"queue @{name}: stage @{producer.sym_name.data} "
                               f"fills {given} tickets per launch but stage "
@@ -124,6 +133,10 @@ class VerifyPipelinePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
             stages = pipeline.stages
+            for stage in stages:
+                if UNBOUND_ATTR in stage.attributes:
+                    raise _refuse(stage, f"stage @{stage.sym_name.data}: its kernel does not "
+                                  "take its queues yet, so nothing it runs uses them")
             residency = [stage_residency(op, s, self.arch) for s in stages]
             fits = co_residency(residency, self.sms)
             if not fits:
