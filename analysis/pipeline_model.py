@@ -17,8 +17,8 @@ second) subject to, for every stage i with a_i CTAs:
 where t_i is the stage's measured bulk-synchronous rate (tiles per second on the whole GPU),
 s_i = 1 / u_i the speedup of running with its operands on chip (u_i: its busiest pipe's
 utilization in bulk-sync), w_i its tiles per pipeline item, and `slots` the CTAs of one class an
-SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). Solved exactly
-with scipy's `milp` (HiGHS).
+SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). Among the
+optima, the fewest CTAs. Solved exactly with scipy's `milp` (HiGHS).
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         if stage.bsp_rate <= 0 or not 0 < stage.utilization <= 1:
             raise ValueError(f"stage {stage.name}: rate must be positive and utilization in "
                              f"(0, 1], got {stage.bsp_rate} and {stage.utilization}")
-    # x = [T, a_1 .. a_n]; maximize T
+    # x = [T, a_1 .. a_n]; maximize T (then, in a second solve, the fewest CTAs that reach it:
+    # what a stage does not need stays free for co-residency)
     cost = np.zeros(n + 1)
     cost[0] = -1.0
     rows, upper = [], []
@@ -99,6 +100,14 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
     result = milp(cost, constraints=constraints, integrality=integrality, bounds=bounds)
     if not result.success:
         raise ValueError(f"the CTA allotment has no solution: {result.message}")
+    best = float(result.x[0])
+    fewest = np.ones(n + 1)
+    fewest[0] = 0.0
+    floor = Bounds(np.array([best * (1 - 1e-9)] + [1.0] * n),
+                   np.array([np.inf] + [sms * slots] * n))
+    second = milp(fewest, constraints=constraints, integrality=integrality, bounds=floor)
+    if second.success:
+        result = second
     throughput = float(result.x[0])
     ctas = {s.name: int(result.x[1 + i] + 0.5) for i, s in enumerate(stages)}
     slack = {s.name: s.bsp_rate / s.utilization * ctas[s.name] / sms
