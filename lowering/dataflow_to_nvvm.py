@@ -95,12 +95,20 @@ class BoundQueue:
     param: int  # the ring's parameter position once the queue arguments are dropped
 
 
+def module_functions(module: ModuleOp) -> list[gpu.FuncOp]:
+    """The gpu.funcs of the module's gpu.modules (no walk into function bodies)."""
+    return [f for gmod in module.ops if isinstance(gmod, gpu.ModuleOp)
+            for f in gmod.body.ops if isinstance(f, gpu.FuncOp)]
+
+
+def pipelines_of(module: ModuleOp) -> list[dataflow.PipelineOp]:
+    return [p for p in module.ops if isinstance(p, dataflow.PipelineOp)]
+
+
 def queue_uses(module: ModuleOp) -> dict[str, tuple[str, list[QueueUse]]]:
     """For every kernel a pipeline stage runs: (stage, its queue arguments in order)."""
     uses: dict[str, tuple[str, list[QueueUse]]] = {}
-    for pipeline in module.walk():
-        if not isinstance(pipeline, dataflow.PipelineOp):
-            continue
+    for pipeline in pipelines_of(module):
         queues = {q.sym_name.data: q.queue_type for q in pipeline.queues}
         consumers: dict[str, list[str]] = {name: [] for name in queues}
         for stage in pipeline.stages:
@@ -351,7 +359,7 @@ class ConvertDataflowToNVVMPass(ModulePass):
                              f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kernels = [f for f in op.walk() if isinstance(f, gpu.FuncOp) and _queue_args(f)]
+        kernels = [f for f in module_functions(op) if _queue_args(f)]
         if not kernels:
             return
         uses = queue_uses(op)

@@ -159,7 +159,7 @@ class PersistentKernelPass(ModulePass):
     name = "dataflow-persistent-kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
+        for pipeline in [p for p in op.ops if isinstance(p, dataflow.PipelineOp)]:
             if PERSISTENT_KERNEL_ATTR in pipeline.attributes:
                 continue
             found = _fusable(op, pipeline)

@@ -22,7 +22,7 @@ def queue_copy():
 
 def test_queue_pipeline_compiles_to_ptx_nvjitlink_accepts(queue_copy):
     info = validate_ptx(queue_copy.ptx, "sm_90")
-    assert set(info.registers) == {"producer", "consumer"}
+    assert set(info.registers) == {"producer", "consumer", "copy_persistent"}
     ptx = queue_copy.ptx
     # tickets drawn with 64-bit atomics, entries awaited with acquire loads, released with a
     # gpu-scope fence then a relaxed reduction, never through the non-coherent path
