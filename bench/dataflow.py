@@ -172,6 +172,33 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
                               f"synchronization <= {GOAL_SYNC_COST}x"})
 
 
+DEPTH_SWEEP = ((16384, (396, 128, 8)), (16384, (264, 256, 2)), (32768, (264, 128, 8)),
+               (65536, (132, 256, 8)), (65536, (264, 256, 2)), (65536, (132, 512, 2)))
+
+
+def queue_depth_sweep(depths=(2, 3, 4, 8, 16), cases=DEPTH_SWEEP, warmup: int = 3,
+                      reps: int = 10) -> dict[str, Any]:
+    """Entries per producer-consumer pair against bandwidth, synchronized and not: a deeper
+    ring lets producers run further ahead but, once the rings outgrow L2, costs more than it
+    gives (bench/results/dataflow-depth-sweep-*)."""
+    from tilesync.contract import TilesyncRuntimeError
+    from tilesync.kernels.queue_bench import QueueBenchConfig
+
+    copy = copy_rate()
+    rows = []
+    for payload, (pairs, threads, unroll) in cases:
+        for depth in depths:
+            for synchronized in (True, False):
+                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
+                                       depth=depth, synchronized=synchronized)
+                try:
+                    rows.append(queue_config(cfg, warmup, reps))
+                except TilesyncRuntimeError as err:
+                    if err.is_device_fault:
+                        raise
+    return {"experiment": "queue_depth_sweep", "copy": copy, "rows": rows}
+
+
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
     """Per payload: the best synchronized shape, its unsynchronized twin, the ratios."""
     copy = result["copy"]["bytes_per_s"]
