@@ -31,6 +31,7 @@ from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_WORDS,
     PERSISTENT_KERNEL_ATTR,
+    UNBOUND_ATTR,
     CompiledProgram,
     KernelSignature,
     QueueLayout,
@@ -99,6 +100,10 @@ def read_pipeline(compiled: CompiledProgram, name: str | None = None) -> Pipelin
         which = f" called @{name}" if name else ""
         raise ValueError(f"the program has {found} dataflow.pipeline{which}; name one")
     pipeline = pipelines[0]
+    unbound = [s.sym_name.data for s in pipeline.stages if UNBOUND_ATTR in s.attributes]
+    if unbound:
+        raise ValueError(f"pipeline @{pipeline.sym_name.data}: the kernels of "
+                         f"{', '.join('@' + n for n in unbound)} do not take their queues yet")
     consumers: dict[str, int] = {q.sym_name.data: 0 for q in pipeline.queues}
     for stage in pipeline.stages:
         for ref in stage.inputs:

@@ -45,3 +45,12 @@ def test_benchmark_programs_compile_synchronized_and_not():
         assert set(program.kernels) == {"producer", "consumer", "fig5_persistent"}
         assert ("ld.global.v2.b64" in program.ptx) and ("st.global.v2.b64" in program.ptx)
         assert ("ld.acquire.gpu" in program.ptx) == synchronized
+
+
+
+def test_a_pipeline_whose_kernels_do_not_take_their_queues_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="@take do not take their queues yet"):
+        read_pipeline(tilesync.compile(Path(__file__).parent / "Inputs" /
+                                       "unbound_pipeline.mlir"))

@@ -49,3 +49,21 @@ builtin.module {
   }
 }
 // CHECK: verify_invalid.mlir:47:5: dataflow-verify: stage @a: occupancy unknown: the stage needs the 'registers' and 'shared_bytes' of its compiled kernel (tilesync.api.annotate_resources records them)
+
+// -----
+
+// A stage whose kernel does not take its queues yet (dataflow-insert-queues designed it) runs
+// nothing that uses them.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @k() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @h : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@k, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@h], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64, dataflow.unbound}
+    dataflow.stage @b {kernel = @kernels::@k, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@h], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64, dataflow.unbound}
+  }
+}
+// CHECK: verify_invalid.mlir:65:5: dataflow-verify: stage @a: its kernel does not take its queues yet, so nothing it runs uses them
