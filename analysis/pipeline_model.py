@@ -1,11 +1,13 @@
 """The models behind Kitsune's pipeline design: how deep a queue must be, and how many CTAs
 each stage gets (the ILP of §5.3).
 
-Queue depth. A consumer CTA that reads `reads` entries for one tile may hold them all at once
-(the final stage of a split reduction adds its k partials): with `ctas` such CTAs drawing
-tickets concurrently, `reads × ctas` entries can be held while their holders wait for more, so
-fewer entries can deadlock. One more round (`(reads + 1) × ctas`) lets a producer fill the next
-tile of every consumer while they work. Both are bounded by the L2 the ring may take.
+Queue depth. A consumer tile that reads `reads` entries (the final stage of a split reduction
+adds its k partials) takes them as `reads` consecutive tickets, drawn at once, and holds them
+together: a ring of fewer entries could never hold a whole group, so `reads` is the minimum (the
+simulator shows the deadlock below it; drawing the tickets one at a time deadlocks even with
+`reads × ctas` entries, and mixes the partials of different tiles). `(reads + 1) × ctas`
+entries let every consumer CTA hold its group while producers fill the next one. Both are
+bounded by the L2 the ring may take.
 
 CTA allotment (§5.3, Algorithm 2). Maximize the pipeline's throughput T (pipeline items per
 second) subject to, for every stage i with a_i CTAs:
@@ -31,7 +33,7 @@ def queue_depth(reads: int, consumer_ctas: int, entry_bytes: int, budget_bytes: 
                 ) -> int | None:
     """Entries for a queue whose consumer CTAs read `reads` entries per tile; None when even
     the deadlock-free minimum does not fit in `budget_bytes`."""
-    required = max(1, reads * consumer_ctas)
+    required = max(1, reads)
     preferred = (reads + 1) * consumer_ctas
     for entries in (preferred, required):
         if entries * entry_bytes <= budget_bytes:

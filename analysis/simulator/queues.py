@@ -6,8 +6,9 @@ entries, one ticket counter for the producer stage and one per consumer stage, a
 entry `t mod N`, round `t div N`; a producer may fill it once `empty >= round × consumers`, a
 consumer may read it once `full >= round + 1`. Nothing is reset between launches.
 
-A stage is `ctas` CTAs that each run `iterations` times: acquire a full entry of every input
-(drawing a ticket of its stage), acquire a free entry of every output (drawing a ticket, or, for
+A stage is `ctas` CTAs that each run `iterations` times (or share `tiles`): acquire a full entry
+of every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
+of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output (drawing a ticket, or, for
 a relay, taking the ticket of its first input: `at %t`), compute, then release the inputs and
 fill the outputs. Entries carry what was written (the ticket and the values read), so a read of
 an entry that does not hold its ticket yet (`early-read`) and a fill of an entry some consumer
@@ -46,6 +47,13 @@ class SimQueueStage:
     outputs: tuple[str, ...] = ()
     relay: bool = False  # outputs take the ticket of the first input (`acquire_empty at %t`)
     blocks_per_sm: int = 1
+    reads: tuple[tuple[str, int], ...] = ()  # (queue, entries held per tile) where not 1
+    tiles: int | None = None  # tiles per launch shared by the CTAs (else iterations each)
+
+    def iterations_of(self, cta: int) -> int:
+        if self.tiles is None:
+            return self.iterations
+        return self.tiles // self.ctas + (1 if cta < self.tiles % self.ctas else 0)
 
 
 @dataclass(frozen=True)
@@ -119,16 +127,21 @@ class _Cta:
 
     def _run(self):
         sim, stage = self.sim, self.stage
-        for _ in range(stage.iterations * sim.launches):
+        reads = dict(stage.reads)
+        for _ in range(stage.iterations_of(self.index) * sim.launches):
             held_in = []
             for name in stage.inputs:
                 queue = sim.queues[name]
-                ticket = queue.consumer_ticket[stage.name]
-                queue.consumer_ticket[stage.name] += 1
-                while not sim.ready(queue, ticket, "full"):
-                    yield name, ticket, "full"
-                sim.read(self, queue, ticket)
-                held_in.append((queue, ticket))
+                # a tile that reads r entries draws r consecutive tickets at once: the r
+                # partials of one output tile
+                count = reads.get(name, 1)
+                first = queue.consumer_ticket[stage.name]
+                queue.consumer_ticket[stage.name] += count
+                for ticket in range(first, first + count):
+                    while not sim.ready(queue, ticket, "full"):
+                        yield name, ticket, "full"
+                    sim.read(self, queue, ticket)
+                    held_in.append((queue, ticket))
             held_out = []
             for name in stage.outputs:
                 queue = sim.queues[name]
@@ -147,7 +160,7 @@ class _Cta:
             for queue, ticket in held_out:
                 sim.fill(self, queue, ticket)
             if not stage.outputs:
-                for _, ticket in held_in[:1]:
+                for _, ticket in held_in:
                     sim.delivered[stage.name].append(ticket)
         self.done = True
 
@@ -276,6 +289,30 @@ class QueuePipelineSim:
             expected = round_ * len(queue.consumers) + self.faults.empty_target_offset
             seen = queue.empty[entry]
         return QueueWait(cta.stage.name, cta.index, name, ticket, what, expected, seen)
+
+
+def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
+    """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch and
+    `dataflow.reads`), as the simulator runs them; tickets are drawn as the lowering draws
+    them."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+    from tilesync.contract import READS_ATTR, TILES_ATTR
+
+    queues = [SimQueue(q.sym_name.data, q.queue_type.num_entries) for q in pipeline.queues]
+    stages = []
+    for stage in pipeline.stages:
+        tiles = stage.attributes.get(TILES_ATTR)
+        reads = stage.attributes.get(READS_ATTR)
+        stages.append(SimQueueStage(
+            stage.sym_name.data, stage.num_ctas, 0,
+            tuple(r.root_reference.data for r in stage.inputs),
+            tuple(r.root_reference.data for r in stage.outputs),
+            reads=tuple((k, v.value.data) for k, v in reads.data.items()
+                        if isinstance(v, IntegerAttr)) if isinstance(reads, DictionaryAttr)
+            else (),
+            tiles=tiles.value.data if isinstance(tiles, IntegerAttr) else stage.num_ctas))
+    return queues, stages
 
 
 def simulate_pipeline(queues: Sequence[SimQueue], stages: Sequence[SimQueueStage], sms: int,

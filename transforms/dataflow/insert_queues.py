@@ -7,10 +7,10 @@ two extents of its `tile`, element type `dataflow.element`, f16 by default); eve
 takes it as an input, so a producer read by several stages multicasts. A queue hands each entry
 to one CTA of a consumer stage, so every producer tile must be read by exactly one tile of each
 consumer stage (split a hidden dimension into stages first, or it is refused); a consumer tile
-that reads r producer tiles takes r entries (`dataflow.reads`). The depth comes from
-`pipeline_model.queue_depth`: enough entries that consumer CTAs holding r entries each cannot
-deadlock, one more round where the pipeline's share of L2 (`l2_bytes` / queues) allows. The
-rings are pinned in L2. Stage kernels written against global memory do not take their queues
+that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive tickets. The
+depth comes from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the
+pipeline's share of L2 (`l2_bytes` / queues) allows, never fewer than r. The rings are pinned in
+L2. Stage kernels written against global memory do not take their queues
 yet: such stages are marked `dataflow.unbound` (the verifier and the lowering refuse them until
 a kernel generator rewrites them to acquire, read and release entries).
 """

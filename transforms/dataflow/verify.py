@@ -9,7 +9,8 @@ Two things must hold for the queues of a pipeline never to wait forever:
   compiled kernel's registers and shared memory (`registers`, `shared_bytes` on the stage, as
   `tilesync.api.annotate_resources` records them) and its block size;
 * **balanced, acyclic queues** — the stage graph is acyclic (the dialect's verifier), every
-  queue has an entry, and each launch takes from every queue as many tickets as it gives: the
+  queue holds at least the entries one consumer tile takes at once (`dataflow.reads`, drawn as
+  consecutive tickets), and each launch takes from every queue as many tickets as it gives: the
   producer stage's `tiles` (tiles per launch) equals each consumer stage's. Then, with every
   CTA resident, the lowest ticket not yet done can always move (its producer's earlier tickets
   are done, its entry's previous round was released by consumers that drew it earlier), so by
@@ -106,7 +107,12 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
             if name not in [r.root_reference.data for r in consumer.inputs]:
                 continue
             given = tiles[producer.sym_name.data]
-            taken = tiles[consumer.sym_name.data] * reads_per_tile(consumer, name)
+            group = reads_per_tile(consumer, name)
+            taken = tiles[consumer.sym_name.data] * group
+            if queue.queue_type.num_entries < group:
+                raise _refuse(queue, f"queue @{name} has {queue.queue_type.num_entries} "
+                              f"entries but a tile of @{consumer.sym_name.data} holds {group} "
+                              "at once: it could never hold them all")
             if given != taken:
                 raise _refuse(consumer, f"queue @{name}: stage @{producer.sym_name.data} "
                               f"fills {given} tickets per launch but stage "

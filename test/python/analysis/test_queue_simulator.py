@@ -113,3 +113,47 @@ def test_a_pipeline_that_does_not_fit_deadlocks_with_ctas_left_without_a_slot():
     refused = simulate_pipeline(queues, stages, sms=1, scheduler="adversarial",
                                 persistent=True)
     assert refused.steps == 0 and refused.undispatched == 4
+
+
+def _designed_pipeline():
+    """The insert-queues FileCheck program through the design passes."""
+    from pathlib import Path
+
+    from tilesync.api import lower, parse
+    from tilesync.dialects import dataflow
+
+    root = Path(__file__).parents[2] / "filecheck" / "transforms" / "dataflow"
+    module = parse((root / "insert_queues.mlir").read_text())
+    lower(module, ["dataflow-form-pipeline{pipeline=mlp}", "dataflow-split-reductions",
+                   "dataflow-insert-queues"])
+    return next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["random", "adversarial"]))
+def test_the_designed_pipeline_runs_with_the_depths_the_analysis_chose(seed, scheduler):
+    from tilesync.analysis.simulator.queues import pipeline_from_ir
+
+    queues, stages = pipeline_from_ir(_designed_pipeline())
+    result = simulate_pipeline(queues, stages, sms=400, scheduler=scheduler, seed=seed,
+                               launches=2)
+    assert result.ok, (result.deadlock, result.violations[:3])
+    assert sorted(result.delivered["l3_final"]) == list(range(2 * 64))  # 2 partials x 32 tiles
+    assert sorted(result.delivered["tap"]) == list(range(2 * 64))
+
+
+def test_a_final_stage_ring_below_the_analysis_minimum_deadlocks():
+    # a final tile holds its 2 partials (consecutive tickets) at once: one entry never fits both
+    from dataclasses import replace
+
+    from tilesync.analysis.simulator.queues import pipeline_from_ir
+
+    queues, stages = pipeline_from_ir(_designed_pipeline())
+    short = [replace(q, entries=1) if q.name == "l3_fanin_tiles" else q for q in queues]
+    result = simulate_pipeline(short, stages, sms=400, scheduler="random", seed=0)
+    assert result.deadlock
+    assert any(w.queue == "l3_fanin_tiles" and w.waits_for == "free" for w in result.deadlock)
+    # the minimum the analysis asks for (2 entries) is enough
+    enough = [replace(q, entries=2) if q.name == "l3_fanin_tiles" else q for q in queues]
+    assert all(simulate_pipeline(enough, stages, sms=400, scheduler="adversarial",
+                                 seed=seed).ok for seed in range(5))

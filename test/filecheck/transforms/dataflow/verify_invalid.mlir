@@ -67,3 +67,20 @@ builtin.module {
   }
 }
 // CHECK: verify_invalid.mlir:65:5: dataflow-verify: stage @a: its kernel does not take its queues yet, so nothing it runs uses them
+
+// -----
+
+// A final stage adding 4 partials per tile holds 4 entries at once: a 2-entry ring cannot.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @k(%h: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @h : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @fanin {kernel = @kernels::@k, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@h], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 32 : i64}
+    dataflow.stage @final {kernel = @kernels::@k, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@h], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64, dataflow.reads = {h = 4 : i64}}
+  }
+}
+// CHECK: verify_invalid.mlir:81:5: dataflow-verify: queue @h has 2 entries but a tile of @final holds 4 at once: it could never hold them all
