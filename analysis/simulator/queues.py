@@ -8,17 +8,17 @@ consumer may read it once `full >= round + 1`. Nothing is reset between launches
 
 A stage is `ctas` CTAs that each run `iterations` times (or share `tiles`): acquire a full entry
 of every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
-of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output (drawing a ticket, or, for
-a relay, taking the ticket of its first input: `at %t`), compute, then release the inputs and
-fill the outputs. Entries carry what was written (the ticket and the values read), so a read of
-an entry that does not hold its ticket yet (`early-read`) and a fill of an entry some consumer
-stage has not released yet (`overwrite`) are caught, as is a deadlock: no CTA can move, some are
-not done. CTAs hold an SM slot from dispatch to exit, spinning included; the dispatcher places
-them on `sms` SMs of `slots` units each (a stage's CTA takes slots / blocks_per_sm units), in an
-order the scheduler picks: stage order, random, or adversarial (consumer stages first), and the
-interleaving of the running CTAs is random or adversarial (the most downstream CTA first).
-`faults` makes the protocol wrong on purpose (a wait one short, a release dropped), so the
-tests can see each check fire.
+of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output
+(drawing a ticket, or, for a relay, taking the ticket of its first input: `at %t`), compute,
+then release the inputs and fill the outputs. Entries carry what was written (the ticket and the
+values read), so a read of an entry that does not hold its ticket yet (`early-read`) and a fill
+of an entry some consumer stage has not released yet (`overwrite`) are caught, as is a
+deadlock: no CTA can move, some are not done. CTAs hold an SM slot from dispatch to exit,
+spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
+1 / blocks_per_sm of one), in an order the scheduler picks: stage order, random, or
+adversarial (consumer stages first), and the interleaving of the running CTAs is random or
+adversarial (the most downstream CTA first). `faults` makes the protocol wrong on purpose (a
+wait one short, a release dropped), so the tests can see each check fire.
 """
 
 from __future__ import annotations
