@@ -60,7 +60,7 @@ from tilesync.dialects.locations import (
     parse_error_location,
     parse_error_message,
 )
-from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
+from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pipeline
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
@@ -237,6 +237,7 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
     """KERNEL_TO_LLVM, optionally after some passes, with the wait lowering's options set.
 
     debug: a timed-out spin-wait records what it waited for (host-mapped) before trapping.
+    Both spin lowerings (semaphore waits and queue acquires) take the options.
     """
     options = []
     if debug:
@@ -246,8 +247,9 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
             raise CompileError(f"timeout_ns must be a positive integer (nanoseconds), got "
                                f"{timeout_ns!r}")
         options.append(f"default_timeout_ns={timeout_ns}")
-    first = KERNEL_TO_LLVM[0] + ("{" + " ".join(options) + "}" if options else "")
-    return [*before, first, *KERNEL_TO_LLVM[1:]]
+    suffix = "{" + " ".join(options) + "}" if options else ""
+    return [*before, *(name + suffix if name in SPIN_LOWERINGS else name
+                       for name in KERNEL_TO_LLVM)]
 
 
 def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target: str = "sm_90",
@@ -418,13 +420,15 @@ def _translation_error(module: ModuleOp, name: str, err: Exception) -> CompileEr
 
 def annotate_resources(module: ModuleOp, target: str = "sm_90",
                        pipeline=None) -> dict[str, tuple[int, int]]:
-    """Record on every sync.stage the `registers` and `shared_bytes` of its compiled kernel.
+    """Record on every sync.stage and dataflow.stage the `registers` and `shared_bytes` of its
+    compiled kernel.
 
     Compiles a copy of `module` to PTX and reads what nvJitLink reports, so the occupancy the
     wave-model passes use (sync-annotate-occupancy, then W and T) comes from the real kernel,
     never from a guess. Returns {kernel: (registers, shared bytes)}; shared bytes are the static
     ones nvJitLink reports plus the dynamic ones the kernel is launched with.
     """
+    from tilesync.dialects import dataflow, sync
     from tilesync.lowering.ptx import validate_ptx
 
     program = compile(module.clone(), pipeline=pipeline, target=target)
@@ -434,12 +438,11 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
         for name, registers in info.registers.items():
             dynamic = program.kernels[name].dynamic_shared_bytes if name in program.kernels else 0
             usage[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
-    from tilesync.analysis.stage_graph import StageGraph
-
-    for op in StageGraph.of(module).stages.values():
-        kernel = op.kernel.nested_references.data[-1].data
-        if kernel in usage:
-            registers, shared = usage[kernel]
-            op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)
-            op.attributes[SHARED_BYTES_ATTR] = IntegerAttr(shared, 64)
+    for op in module.walk():
+        if isinstance(op, sync.StageOp | dataflow.StageOp):
+            kernel = op.kernel.nested_references.data[-1].data
+            if kernel in usage:
+                registers, shared = usage[kernel]
+                op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)
+                op.attributes[SHARED_BYTES_ATTR] = IntegerAttr(shared, 64)
     return usage

@@ -148,12 +148,14 @@ class RoleKind(str, Enum):
     TILE_COUNTER = "tile_counter"  # the atomic counter an ordered sync.tile takes slots from
     ORDER_TABLE = "order_table"  # the tile order an ordered sync.tile reads (host uploads it)
     DEBUG_RECORD = "debug_record"  # host-mapped words a timed-out spin-wait fills in
+    QUEUE = "queue"  # a dataflow queue's ring (QueueLayout), named like a stage: "queue:@h"
 
     def __str__(self) -> str:
         return self.value
 
 
-STAGE_ROLE_KINDS = frozenset({RoleKind.SEMAPHORES})  # kinds that name a stage: "sems:@P"
+# kinds that name a stage (or, for a queue, the queue): "sems:@P", "queue:@h"
+STAGE_ROLE_KINDS = frozenset({RoleKind.SEMAPHORES, RoleKind.QUEUE})
 
 
 @dataclass(frozen=True, order=True)
@@ -175,6 +177,10 @@ class Role:
     @classmethod
     def semaphores(cls, stage: str) -> Role:
         return cls(RoleKind.SEMAPHORES, stage)
+
+    @classmethod
+    def queue(cls, name: str) -> Role:
+        return cls(RoleKind.QUEUE, name)
 
     @classmethod
     def parse(cls, text: str) -> Role:
@@ -220,6 +226,23 @@ DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size i
 # The alignment the dynamic shared array's start is guaranteed (static shared memory comes
 # first); buffers that need more start at its address rounded up at run time.
 DYNAMIC_SHARED_BASE_ALIGNMENT = 16
+# on a dataflow.pipeline: its stages fused into one kernel (dataflow-persistent-kernel)
+PERSISTENT_KERNEL_ATTR = "dataflow.persistent_kernel"
+# Kitsune pipeline design, on a sync.stage (given by the front end or the user)
+DATAFLOW_KIND_ATTR = "dataflow.kind"  # gemm | elementwise | reduction | gather | bulk
+DATAFLOW_RESOURCE_ATTR = "dataflow.resource"  # #dataflow.resource<simt|tensor>
+DATAFLOW_SPLIT_ATTR = "dataflow.split"  # a reduction's fan-in: partial results per output tile
+DATAFLOW_FINAL_KERNEL_ATTR = "dataflow.final_kernel"  # the kernel that adds the partials
+DATAFLOW_ELEMENT_ATTR = "dataflow.element"  # element type of the stage's output tiles
+DATAFLOW_PIPELINE_ATTR = "dataflow.pipeline"  # the pipeline a stage joined (form-pipeline)
+# on a dataflow.stage
+TILES_ATTR = "tiles"  # tiles the stage produces (or consumes) per launch
+READS_ATTR = "dataflow.reads"  # {queue = tickets per tile} where a tile reads several entries
+UNBOUND_ATTR = "dataflow.unbound"  # its kernel does not take its queues yet
+BSP_RATE_ATTR = "bsp_rate"  # measured bulk-synchronous tiles per second (all SMs)
+UTILIZATION_ATTR = "utilization"  # measured busiest-pipe utilization in bulk-sync (0, 1]
+DRAM_BYTES_ATTR = "dram_bytes"  # DRAM bytes per tile left once queues carry the tiles
+L2_BYTES_ATTR = "l2_bytes"  # L2 bytes per tile
 # on a sync.stage
 NUM_SEMAPHORES_ATTR = "num_semaphores"
 VERIFIED_ATTR = "sync.verified"  # "proved" or "boundary"
@@ -244,8 +267,63 @@ NEXT_EPOCH_KERNEL = "tilesync_next_epoch"  # sync-epoch-in-memory
 # ---------------------------------------------------------------------------------------------
 
 DEBUG_RECORD_FIELDS = ("claimed", "kernel_tag", "param", "index", "expected", "seen",
-                       "block_x", "block_y", "block_z")
+                       "block_x", "block_y", "block_z", "site")
 DEBUG_RECORD_WORDS = len(DEBUG_RECORD_FIELDS)  # i32 words
+
+# What a timed-out spin waited for (the record's "site"; a semaphore wait leaves it 0). For a
+# queue, "param" is the queue's parameter and "index" the ticket.
+SPIN_SITE_SEMAPHORE = 0
+SPIN_SITE_QUEUE_FREE = 1  # a producer waiting for consumers to release an entry
+SPIN_SITE_QUEUE_FULL = 2  # a consumer waiting for the producer to fill an entry
+SPIN_SITES = {SPIN_SITE_SEMAPHORE: "semaphore", SPIN_SITE_QUEUE_FREE: "free entry",
+              SPIN_SITE_QUEUE_FULL: "full entry"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The memory of a dataflow queue (what the lowering addresses and the runtime allocates)
+# ---------------------------------------------------------------------------------------------
+
+QUEUE_LINE_BYTES = 128  # an L2 line: counters and entry metadata never share one
+
+
+@dataclass(frozen=True)
+class QueueLayout:
+    """One queue's ring in global memory, allocated zeroed once and never reset.
+
+    A header of cache lines: the producer stage's ticket counter (line 0), then one ticket
+    counter per consumer stage (line 1 + c). Then `entries` entries of `entry_bytes` each: a
+    metadata line (the `full` count, fills of the entry so far, at byte 0; the `empty` count,
+    consumer-stage releases so far, at byte FULL_TO_EMPTY) followed by the payload, padded to a
+    line. Tickets are i64; the counts are i32, compared modulo 2^32, so nothing overflows.
+    """
+
+    entries: int
+    payload_bytes: int
+    consumers: int
+
+    EMPTY_OFFSET = 64  # bytes from an entry's `full` word to its `empty` word
+
+    @property
+    def header_bytes(self) -> int:
+        return (1 + self.consumers) * QUEUE_LINE_BYTES
+
+    @property
+    def entry_bytes(self) -> int:
+        line = QUEUE_LINE_BYTES
+        return line + -(-self.payload_bytes // line) * line
+
+    @property
+    def total_bytes(self) -> int:
+        return self.header_bytes + self.entries * self.entry_bytes
+
+    @staticmethod
+    def counter_offset(line: int) -> int:
+        """Byte offset of ticket counter `line` (0: the producer's, 1 + c: consumer c's)."""
+        return line * QUEUE_LINE_BYTES
+
+    def entry_offset(self, entry: int) -> int:
+        """Byte offset of entry `entry`'s metadata line; its payload follows the line."""
+        return self.header_bytes + entry * self.entry_bytes
 
 
 def kernel_tag(name: str) -> int:

@@ -59,6 +59,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     UnitAttr,
+    VectorType,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -78,6 +79,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -96,11 +98,12 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from tilesync.contract import all_resident
+from tilesync.contract import QUEUE_LINE_BYTES, UNBOUND_ATTR, Role, RoleKind, all_resident
+from tilesync.dialects.kernel_args import sync_roles
 
 # Bytes of per-entry metadata (sequence numbers), padded to an L2 cache line so that producers
 # and consumers spinning on neighbouring entries never falsely share a line.
-ENTRY_METADATA_BYTES = 128
+ENTRY_METADATA_BYTES = QUEUE_LINE_BYTES
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,6 +184,11 @@ class QueueType(ParametrizedAttribute, TypeAttribute):
 
 
 def _element_bitwidth(element_type: Attribute) -> int:
+    if isinstance(element_type, VectorType):  # 16-byte payload elements: vector<4xi32>
+        count = 1
+        for dim in element_type.get_shape():
+            count *= dim
+        return count * _element_bitwidth(element_type.get_element_type())
     bitwidth = getattr(element_type, "bitwidth", None)
     if isinstance(bitwidth, int):
         return bitwidth
@@ -449,10 +457,23 @@ class StageOp(IRDLOperation):
         if not isinstance(function_type, FunctionType) or not isinstance(pipeline, PipelineOp):
             return
         declared = {q.sym_name.data: q.queue_type for q in pipeline.queues}
-        expected = [declared.get(ref.root_reference.data) for ref in (*self.inputs, *self.outputs)]
+        names = [ref.root_reference.data for ref in (*self.inputs, *self.outputs)]
+        expected = [declared.get(name) for name in names]
         actual = [t for t in function_type.inputs if isinstance(t, QueueType)]
         if None in expected:
             return  # unknown queue names are reported by the pipeline verifier
+        lowered = {str(role) for role in sync_roles(kernel) if role.kind is RoleKind.QUEUE}
+        if not actual and not lowered and UNBOUND_ATTR in self.attributes:
+            return  # designed at the stage level (dataflow-insert-queues); kernel not rewritten
+        if not actual and lowered:
+            # convert-dataflow-to-nvvm made each queue a parameter the runtime binds
+            missing = [name for name in names if str(Role.queue(name)) not in lowered]
+            if missing:
+                raise VerifyException(
+                    f"stage @{self.sym_name.data}: kernel {kernel_text} was lowered without "
+                    f"the queue(s) {', '.join('@' + m for m in missing)}"
+                )
+            return
         if actual != expected:
             raise VerifyException(
                 f"stage @{self.sym_name.data}: kernel {kernel_text} takes queues "
@@ -497,12 +518,14 @@ class QueueOp(IRDLOperation):
 
 class _AcquireOp(IRDLOperation):
     queue = operand_def(QueueType)
+    ticket = opt_operand_def(IndexType)
     slot = result_def(IndexType)
 
-    assembly_format = "$queue attr-dict `:` type($queue)"
+    assembly_format = "$queue (`at` $ticket^)? attr-dict `:` type($queue)"
 
-    def __init__(self, queue: SSAValue | Operation):
-        super().__init__(operands=[queue], result_types=[IndexType()])
+    def __init__(self, queue: SSAValue | Operation, ticket: SSAValue | Operation | None = None):
+        super().__init__(operands=[queue, [] if ticket is None else [ticket]],
+                         result_types=[IndexType()])
 
 
 class _ReleaseOp(IRDLOperation):
@@ -522,6 +545,9 @@ class AcquireEmptyOp(_AcquireOp):
     Thread 0 takes the next producer ticket t (atomic add on the queue's tail), spins with an
     acquire load until every consumer stage has released ticket t - N from entry `t mod N`
     (nothing to wait for in round 0), then a CTA barrier hands the ticket to every thread.
+    With `at %t` the ticket is given instead of drawn: a stage that relays tiles from one queue
+    to another passes on the ticket it consumed, so tickets name the same tile in every queue
+    of a chain (the producer stage must then give every ticket exactly once).
     """
 
     name = "dataflow.acquire_empty"
@@ -545,6 +571,7 @@ class AcquireFullOp(_AcquireOp):
     Thread 0 takes the next ticket t of its stage (atomic add on that stage's head), spins with an
     acquire load until entry `t mod N` is full for ticket t, then a CTA barrier. Consumers thus
     read payloads in ticket order. The entry must not be read through the non-coherent path.
+    With `at %t` the ticket is given instead of drawn (every ticket exactly once per stage).
     """
 
     name = "dataflow.acquire_full"

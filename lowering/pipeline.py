@@ -22,6 +22,8 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from tilesync.contract import CompileError, SourceLocation
 
 KERNEL_TO_LLVM: tuple[str, ...] = (
+    "convert-dataflow-to-nvvm",  # queue acquire/release/entry → tickets, spins, ring addresses
+    "dataflow-persistent-kernel",  # a pipeline's stages → one kernel, a CTA range per stage
     "convert-sync-to-nvvm",      # sync.tile/wait/post → gpu ids, scf spin loops, nvvm atomics
     "convert-tile-to-nvvm",      # tensor-core tile ops → ldmatrix / mma.sync / cp.async
     "lower-affine",              # policy maps (affine.apply) → arith
@@ -35,6 +37,8 @@ KERNEL_TO_LLVM: tuple[str, ...] = (
     "convert-func-to-llvm",      # gpu.func → llvm.func (ptx_kernel, launch bounds)
     "reconcile-unrealized-casts",
 )
+# The passes that lower spin-waits; `tilesync.compile(debug=..., timeout_ns=...)` sets both.
+SPIN_LOWERINGS: tuple[str, ...] = ("convert-dataflow-to-nvvm", "convert-sync-to-nvvm")
 
 
 def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,

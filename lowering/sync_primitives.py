@@ -3,7 +3,7 @@
 `SyncBuilder` inserts them through an xDSL `Builder` (a pattern's rewriter inserts before the
 matched op; `nested` builds the body of an `scf.if` or `scf.while`). The sync lowering
 (convert-sync-to-nvvm: post, wait, ordered tiles) and the split-K arrival (convert-tile-to-nvvm)
-use it, and so will a queue lowering:
+use it, and so does the queue lowering (convert-dataflow-to-nvvm):
 
 - `block_barrier`: `bar.sync 0`, every thread of the block (also its memory, at CTA scope);
   `block_barrier_or` also ORs a predicate over the block;
@@ -14,6 +14,7 @@ use it, and so will a queue lowering:
   of atomicrmw on NVPTX;
 - `fence`, `atomic_add`, `compare_and_swap`, `load`, `store`: the nvvm memory operations
   with their ordering and scope;
+- `from_leader`: a value computed by the leader thread, handed to the block (shared memory);
 - `spin_until`: one thread spins on an acquire load (every iteration, the first included) with
   `nanosleep` backoff until the value reaches a target; it reads `%globaltimer` and traps after
   a timeout, first writing what it saw into a debug record when there is one.
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, gpu, llvm, scf
+from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, UnrealizedConversionCastOp, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -140,19 +141,40 @@ class SyncBuilder:
         nested.insert(scf.YieldOp(*(body(nested) or ())))
         return Region(block)
 
+    def from_leader(self, compute: Callable[[SyncBuilder], SSAValue], slot: SSAValue,
+                    *, dims: int = 3) -> SSAValue:
+        """`compute` in the block's first thread, its value handed to every thread through
+        the shared-memory `slot` (a memref<1xT, 3>) and a block barrier. The barrier that
+        separates two uses of one slot is the caller's (a queue's release begins with one)."""
+        zero = self.const(0, IndexType())
+
+        def lead(b: SyncBuilder) -> None:
+            b.insert(memref.StoreOp.get(compute(b), slot, [zero]))
+
+        self.in_leader(lead, dims=dims)
+        self.block_barrier()
+        return self.value(memref.LoadOp.get(slot, [zero]))
+
     # -- spin-waiting -------------------------------------------------------------------------
 
     def spin_until(self, ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int,
                    record: SSAValue | None = None,
-                   describe: Mapping[str, SSAValue] | None = None) -> None:
+                   describe: Mapping[str, SSAValue] | None = None,
+                   wrapping: bool = False) -> None:
         """Spin (acquire loads, `nanosleep` backoff) until the i32 at `ptr` >= `target`; trap
         after `timeout_ns` of `%globaltimer`, first writing `describe`, the target and the
-        value seen into the debug record (a memref, DEBUG_RECORD_FIELDS) when there is one."""
+        value seen into the debug record (a memref, DEBUG_RECORD_FIELDS) when there is one.
+        `wrapping`: counts that run on modulo 2^32 (queue rounds): ready once
+        `seen - target`, as a signed i32, is >= 0."""
         start = self.value(nvvm.read_sreg("globaltimer"))
 
         def before(b: SyncBuilder) -> None:
             seen = b.load(ptr, "acquire", "gpu")
-            ready = b.value(arith.CmpiOp(seen, target, "sge"))
+            if wrapping:
+                ahead = b.value(arith.SubiOp(seen, target))
+                ready = b.value(arith.CmpiOp(ahead, b.const(0, i32), "sge"))
+            else:
+                ready = b.value(arith.CmpiOp(seen, target, "sge"))
             now = b.value(nvvm.read_sreg("globaltimer"))
             elapsed = b.value(arith.SubiOp(now, start))
             timed_out = b.value(arith.CmpiOp(elapsed, b.const(timeout_ns, i64), "sgt"))
@@ -178,15 +200,15 @@ class SyncBuilder:
 
     def record_timeout(self, record: SSAValue, fields: Mapping[str, SSAValue]) -> None:
         """The first block to time out claims the record (cas 0 -> 1) and writes `fields` (the
-        other DEBUG_RECORD_FIELDS, in their order) volatile, then a system fence: the record is
-        mapped host memory, still readable after the trap."""
+        other DEBUG_RECORD_FIELDS, in their order; one not given stays 0) volatile, then a
+        system fence: the record is mapped host memory, still readable after the trap."""
         base = self.value(UnrealizedConversionCastOp.get([record], [convert_type(record.type)]))
         old = self.compare_and_swap(base, self.const(0, i32), self.const(1, i32), "sys")
         claimed = self.value(arith.CmpiOp(old, self.const(0, i32), "eq"))
 
         def write(b: SyncBuilder) -> None:
             for offset, name in enumerate(DEBUG_RECORD_FIELDS):
-                if name == "claimed":
+                if name == "claimed" or name not in fields:
                     continue
                 slot = b.value(llvm.GEPOp(base, [offset], i32, result_type=base.type))
                 b.store(slot, fields[name], "volatile")

@@ -133,10 +133,22 @@ def stream_handle(stream: Any) -> Any:
     raise TypeError(f"cannot use {type(stream).__name__} as a CUDA stream")
 
 
-def _launch_attributes(pdl: bool, cooperative: bool) -> list[Any]:
+def _launch_attributes(pdl: bool, cooperative: bool,
+                       l2_window: tuple[int, int, float] | None = None) -> list[Any]:
     from cuda.bindings import driver
 
     attributes = []
+    if l2_window is not None:
+        base, nbytes, hit_ratio = l2_window
+        attribute = driver.CUlaunchAttribute()
+        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW
+        window = attribute.value.accessPolicyWindow
+        window.base_ptr = base
+        window.num_bytes = nbytes
+        window.hitRatio = hit_ratio
+        window.hitProp = driver.CUaccessProperty.CU_ACCESS_PROPERTY_PERSISTING
+        window.missProp = driver.CUaccessProperty.CU_ACCESS_PROPERTY_STREAMING
+        attributes.append(attribute)
     if pdl:
         attribute = driver.CUlaunchAttribute()
         attribute.id = (
@@ -162,6 +174,7 @@ def launch(
     pdl: bool = False,
     cooperative: bool = False,
     signature: Sequence[str] | None = None,
+    l2_window: tuple[int, int, float] | None = None,
 ) -> None:
     """Launch `kernel` (a Kernel from Module.function) asynchronously on `stream`.
 
@@ -169,7 +182,8 @@ def launch(
     ptr, i8, i16, i32, u32, i64, u64, f16, bf16, f32, f64). pdl=True lets the kernel start
     while the previous kernel on the stream still runs (it must `griddepcontrol.wait` before
     reading that kernel's output); cooperative=True guarantees all blocks are co-resident (or
-    fails with COOPERATIVE_LAUNCH_TOO_LARGE).
+    fails with COOPERATIVE_LAUNCH_TOO_LARGE). `l2_window` = (base, bytes, hit ratio): an
+    access-policy window that keeps that memory persisting in L2 (dataflow queues).
     """
     from cuda.bindings import driver
 
@@ -195,7 +209,7 @@ def launch(
     handle = stream_handle(stream)
     where = f"launch of '{name}' grid={grid_dims} block={block_dims} shared_mem={shared_mem}"
 
-    attributes = _launch_attributes(pdl, cooperative)
+    attributes = _launch_attributes(pdl, cooperative, l2_window)
     if not attributes:
         check(
             driver.cuLaunchKernel(function, *grid_dims, *block_dims, shared_mem, handle, params, 0),
@@ -211,7 +225,8 @@ def launch(
     config.numAttrs = len(attributes)
     check(
         driver.cuLaunchKernelEx(config, function, params, 0),
-        f"cuLaunchKernelEx ({where}, pdl={pdl}, cooperative={cooperative})",
+        f"cuLaunchKernelEx ({where}, pdl={pdl}, cooperative={cooperative}, "
+        f"l2_window={l2_window is not None})",
     )
 
 

@@ -22,6 +22,8 @@ from tilesync.contract import (
     DEBUG_RECORD_WORDS,
     NEXT_EPOCH_KERNEL,
     NUM_SEMAPHORES_ATTR,
+    SPIN_SITE_QUEUE_FULL,
+    SPIN_SITE_SEMAPHORE,
     WAIT_KERNEL,
     CompiledProgram,
     KernelSignature,
@@ -39,7 +41,7 @@ from tilesync.runtime.stream import Event, Stream, priority_range
 
 INT32_MAX = 2**31 - 1
 
-__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "read_plan"]
+__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "describe_timeout", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -202,6 +204,7 @@ class StageProgram:
             lambda self, role, stage: self._table(stage,
                                                   self.signatures[self.stages[stage].kernel]),
         RoleKind.DEBUG_RECORD: lambda self, role, stage: self._debug_record_ptr(stage),
+        RoleKind.QUEUE: lambda self, role, stage: _queue_outside_pipeline(role),
     }
     assert set(_BINDERS) == set(RoleKind), "every parameter role needs a binding"
 
@@ -353,19 +356,44 @@ class StageProgram:
         """The first timed-out wait's report, kernel and block (None if none timed out)."""
         if self._debug_record is None:
             return None
-        record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in self._debug_record.read())))
-        if record["claimed"] == 0:
-            return None
-        tag, param, index = record["kernel_tag"], record["param"], record["index"]
-        expected, seen = record["expected"], record["seen"]
-        block = (record["block_x"], record["block_y"], record["block_z"])
-        kernel = next((n for n in self.signatures if kernel_tag(n) == tag), f"#{tag}")
-        sig = self.signatures.get(kernel)
-        role = sig.role_of(param) if sig is not None else None
+        stage_of = {s.kernel: s.name for s in self.stages.values()}
+        return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
+                                f"epoch {self.epoch}")
+
+
+def _queue_outside_pipeline(role: Role) -> Any:
+    raise ValueError(f"a kernel takes the ring of {role}: run its dataflow.pipeline with "
+                     "tilesync.runtime.dataflow.DataflowProgram")
+
+
+def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignature],
+                     stage_of: Mapping[str, str], when: str
+                     ) -> tuple[str, str, tuple[int, int, int]] | None:
+    """What a debug record (DEBUG_RECORD_FIELDS) says in words, with the kernel and block;
+    None when no spin timed out. A semaphore wait names the semaphore, a queue spin the queue,
+    the ticket and whether it waited for a free or a full entry."""
+    record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in words)))
+    if record["claimed"] == 0:
+        return None
+    tag, param, index = record["kernel_tag"], record["param"], record["index"]
+    expected, seen = record["expected"], record["seen"]
+    block = (record["block_x"], record["block_y"], record["block_z"])
+    kernel = next((n for n in signatures if kernel_tag(n) == tag), f"#{tag}")
+    sig = signatures.get(kernel)
+    role = sig.role_of(param) if sig is not None else None
+    stage = stage_of.get(kernel)
+    where = f"stage @{stage} " if stage else ""
+    site = record.get("site", SPIN_SITE_SEMAPHORE)
+    if site == SPIN_SITE_SEMAPHORE:
         what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
-        stage = next((s.name for s in self.stages.values() if s.kernel == kernel), None)
-        where = f"stage @{stage} " if stage else ""
-        text = (f"spin-wait timed out in {where}kernel {kernel}, block {block}: "
-                f"semaphore {what}[{index}] expected >= {expected}, saw {seen} "
-                f"(epoch {self.epoch})")
-        return text, kernel, block
+        waited = f"semaphore {what}[{index}] expected >= {expected}, saw {seen}"
+    else:
+        queue = f"@{role.stage}" if role is not None else f"of parameter {param}"
+        if site == SPIN_SITE_QUEUE_FULL:
+            waited = (f"queue {queue} ticket {index} waited for a full entry: the producer "
+                      f"filled it {seen} time(s), expected {expected}")
+        else:
+            waited = (f"queue {queue} ticket {index} waited for a free entry: consumer stages "
+                      f"released it {seen} time(s), expected {expected}")
+    text = f"spin-wait timed out in {where}kernel {kernel}, block {block}: {waited} ({when})"
+    return text, kernel, block

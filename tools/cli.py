@@ -117,6 +117,12 @@ def _bench(args: argparse.Namespace) -> int:
             result = torch_models.torch_benchmarks(args.models or torch_models.NAMES,
                                                    warmup=args.warmup, reps=args.reps)
             table = torch_models.torch_table(result)
+        elif name == "dataflow":
+            from tilesync.bench import dataflow
+
+            result = dataflow.queue_bandwidth(warmup=min(args.warmup, 3),
+                                              reps=min(args.reps, 10))
+            table = dataflow.queue_table(result)
         else:
             from tilesync.bench import kernels
 
@@ -126,7 +132,7 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = name if name in ("kernels", "mlp", "torch") else f"spine-{name}"
+        stem = name if name in ("kernels", "mlp", "torch", "dataflow") else f"spine-{name}"
         path = report.write_json(result, out, stem)
         if name == "kernels":
             from tilesync.bench.kernels import kernels_plot
@@ -138,6 +144,10 @@ def _bench(args: argparse.Namespace) -> int:
             png = mlp_plot(result, out, stem)
         elif name == "torch":
             png = None
+        elif name == "dataflow":
+            from tilesync.bench.dataflow import queue_plot
+
+            png = queue_plot(result, out, stem)
         else:
             png = report.plot(result, out, stem)
         print(f"wrote {path}" + (f" and {png}" if png else ""))
@@ -182,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
-                   choices=("copy", "waves", "stages", "kernels", "mlp", "torch", "all"),
+                   choices=("copy", "waves", "stages", "kernels", "mlp", "torch", "dataflow",
+                            "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,

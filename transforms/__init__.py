@@ -25,9 +25,21 @@ _PASSES: dict[str, tuple[str, str]] = {
     "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
     # the graph level (transforms/graph/)
     "graph-to-stages": ("tilesync.transforms.graph.graph_to_stages", "GraphToStagesPass"),
+    # Kitsune dataflow (transforms/dataflow/)
+    "dataflow-form-pipeline": ("tilesync.transforms.dataflow.form_pipeline", "FormPipelinePass"),
+    "dataflow-split-reductions": ("tilesync.transforms.dataflow.split_reductions",
+                                  "SplitReductionsPass"),
+    "dataflow-insert-queues": ("tilesync.transforms.dataflow.insert_queues",
+                               "InsertQueuesPass"),
+    "dataflow-allot-ctas": ("tilesync.transforms.dataflow.allot_ctas", "AllotCTAsPass"),
+    "dataflow-persistent-kernel": ("tilesync.transforms.dataflow.persistent_kernel",
+                                   "PersistentKernelPass"),
+    "dataflow-verify": ("tilesync.transforms.dataflow.verify", "VerifyPipelinePass"),
     # lowering (lowering/)
     "convert-tile-to-nvvm": ("tilesync.lowering.tile_to_nvvm", "ConvertTileToNVVMPass"),
     "convert-sync-to-nvvm": ("tilesync.lowering.sync_to_nvvm", "ConvertSyncToNVVMPass"),
+    "convert-dataflow-to-nvvm": ("tilesync.lowering.dataflow_to_nvvm",
+                                 "ConvertDataflowToNVVMPass"),
     "convert-gpu-to-nvvm": ("tilesync.lowering.gpu_to_nvvm", "ConvertGPUToNVVMPass"),
     "convert-nvvm-to-llvm": ("tilesync.lowering.nvvm_to_llvm", "ConvertNVVMToLLVMPass"),
     "convert-arith-to-llvm": ("tilesync.lowering.arith_to_llvm", "ConvertArithToLLVMPass"),

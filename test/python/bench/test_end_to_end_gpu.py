@@ -64,8 +64,9 @@ def test_missing_post_times_out_with_an_error_not_a_hang():
         from tilesync.runtime.errors import TilesyncRuntimeError
         from tilesync.lowering.pipeline import KERNEL_TO_LLVM
         text = resources.files("tilesync").joinpath("examples", "copy_chain.mlir").read_text()
-        pipeline = ",".join(["convert-sync-to-nvvm{default_timeout_ns=200000000}",
-                             *KERNEL_TO_LLVM[1:]])
+        pipeline = ",".join(name + "{default_timeout_ns=200000000}"
+                            if name == "convert-sync-to-nvvm" else name
+                            for name in KERNEL_TO_LLVM)
         program = tilesync.compile(text, pipeline=pipeline)
         module = load_ptx(program.ptx, "timeout")
         consumer = module.function("consumer", program.kernels["consumer"].params)

@@ -1,0 +1,326 @@
+"""A CPU model of a spatial pipeline (Kitsune): persistent CTAs that hand tiles through queues.
+
+The queue is the lowering's (convert-dataflow-to-nvvm), object for object: a ring of `entries`
+entries, one ticket counter for the producer stage and one per consumer stage, and per entry a
+`full` count (fills so far) and an `empty` count (consumer-stage releases so far). Ticket t is
+entry `t mod N`, round `t div N`; a producer may fill it once `empty >= round × consumers`, a
+consumer may read it once `full >= round + 1`. Nothing is reset between launches.
+
+A stage is `ctas` CTAs that each run `iterations` times (or share `tiles`): acquire a full entry
+of every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
+of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output
+(drawing a ticket, or, for a relay, taking the ticket of its first input: `at %t`), compute,
+then release the inputs and fill the outputs. Entries carry what was written (the ticket and the
+values read), so a read of an entry that does not hold its ticket yet (`early-read`) and a fill
+of an entry some consumer stage has not released yet (`overwrite`) are caught, as is a
+deadlock: no CTA can move, some are not done. CTAs hold an SM slot from dispatch to exit,
+spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
+1 / blocks_per_sm of one), in an order the scheduler picks: stage order, random, or
+adversarial (consumer stages first), and the interleaving of the running CTAs is random or
+adversarial (the most downstream CTA first). `faults` makes the protocol wrong on purpose (a
+wait one short, a release dropped), so the tests can see each check fire.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+QueueScheduler = Literal["in_order", "random", "adversarial"]
+
+
+@dataclass(frozen=True)
+class SimQueue:
+    name: str
+    entries: int
+
+
+@dataclass(frozen=True)
+class SimQueueStage:
+    name: str
+    ctas: int
+    iterations: int  # per CTA and launch
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    relay: bool = False  # outputs take the ticket of the first input (`acquire_empty at %t`)
+    blocks_per_sm: int = 1
+    reads: tuple[tuple[str, int], ...] = ()  # (queue, entries held per tile) where not 1
+    tiles: int | None = None  # tiles per launch shared by the CTAs (else iterations each)
+
+    def iterations_of(self, cta: int) -> int:
+        if self.tiles is None:
+            return self.iterations
+        return self.tiles // self.ctas + (1 if cta < self.tiles % self.ctas else 0)
+
+
+@dataclass(frozen=True)
+class QueueFaults:
+    """Ways to break the protocol: waits one short, a stage that never releases its input."""
+
+    full_target_offset: int = 0  # consumers wait for full >= round + 1 + offset
+    empty_target_offset: int = 0  # producers wait for empty >= round × consumers + offset
+    drop_release: str | None = None  # this stage never releases its input entries
+
+
+@dataclass(frozen=True)
+class QueueViolation:
+    kind: str  # "early-read" or "overwrite"
+    stage: str
+    cta: int
+    queue: str
+    ticket: int
+    found: int | None  # the ticket the entry held (early read), or the round not yet released
+
+
+@dataclass(frozen=True)
+class QueueWait:
+    stage: str
+    cta: int
+    queue: str
+    ticket: int
+    waits_for: str  # "full" or "free"
+    expected: int
+    seen: int
+
+
+@dataclass
+class QueueSimResult:
+    deadlock: tuple[QueueWait, ...] | None
+    violations: list[QueueViolation]
+    delivered: dict[str, list[int]]  # per sink stage: tickets it consumed, in order
+    steps: int
+    undispatched: int = 0  # CTAs never placed (a deadlock with slots held by spinners)
+
+    @property
+    def ok(self) -> bool:
+        return self.deadlock is None and not self.violations
+
+
+@dataclass
+class _Queue:
+    spec: SimQueue
+    consumers: list[str]
+    producer_ticket: int = 0
+    consumer_ticket: dict[str, int] = field(default_factory=dict)
+    full: list[int] = field(default_factory=list)
+    empty: list[int] = field(default_factory=list)
+    held: list[int | None] = field(default_factory=list)  # the ticket each entry holds
+
+    def __post_init__(self) -> None:
+        n = self.spec.entries
+        self.full, self.empty, self.held = [0] * n, [0] * n, [None] * n
+        self.consumer_ticket = {c: 0 for c in self.consumers}
+
+
+class _Cta:
+    """One CTA as a generator of waits: it yields (queue, ticket, 'full' | 'free') when it
+    must wait, and is resumed when that entry is ready."""
+
+    def __init__(self, sim: QueuePipelineSim, stage: SimQueueStage, index: int):
+        self.sim, self.stage, self.index = sim, stage, index
+        self.program = self._run()
+        self.waiting: tuple[str, int, str] | None = None
+        self.done = False
+
+    def _run(self):
+        sim, stage = self.sim, self.stage
+        reads = dict(stage.reads)
+        for _ in range(stage.iterations_of(self.index) * sim.launches):
+            held_in = []
+            for name in stage.inputs:
+                queue = sim.queues[name]
+                # a tile that reads r entries draws r consecutive tickets at once: the r
+                # partials of one output tile
+                count = reads.get(name, 1)
+                first = queue.consumer_ticket[stage.name]
+                queue.consumer_ticket[stage.name] += count
+                for ticket in range(first, first + count):
+                    while not sim.ready(queue, ticket, "full"):
+                        yield name, ticket, "full"
+                    sim.read(self, queue, ticket)
+                    held_in.append((queue, ticket))
+            held_out = []
+            for name in stage.outputs:
+                queue = sim.queues[name]
+                if stage.relay and held_in:
+                    ticket = held_in[0][1]
+                else:
+                    ticket = queue.producer_ticket
+                    queue.producer_ticket += 1
+                while not sim.ready(queue, ticket, "free"):
+                    yield name, ticket, "free"
+                held_out.append((queue, ticket))
+            yield None  # compute: another CTA may run meanwhile
+            for queue, ticket in held_in:
+                if sim.faults.drop_release != stage.name:
+                    queue.empty[ticket % queue.spec.entries] += 1
+            for queue, ticket in held_out:
+                sim.fill(self, queue, ticket)
+            if not stage.outputs:
+                for _, ticket in held_in:
+                    sim.delivered[stage.name].append(ticket)
+        self.done = True
+
+
+class QueuePipelineSim:
+    def __init__(self, queues: Sequence[SimQueue], stages: Sequence[SimQueueStage], sms: int,
+                 scheduler: QueueScheduler = "random", seed: int = 0, launches: int = 1,
+                 faults: QueueFaults = QueueFaults(), persistent: bool = False):
+        self.rng = random.Random(seed)
+        self.scheduler = scheduler
+        self.launches = launches
+        self.faults = faults
+        self.stages = list(stages)
+        consumers = {q.name: [s.name for s in stages if q.name in s.inputs] for q in queues}
+        self.queues = {q.name: _Queue(q, consumers[q.name]) for q in queues}
+        self.depth = self._depths()
+        self.violations: list[QueueViolation] = []
+        self.delivered: dict[str, list[int]] = {s.name: [] for s in stages if not s.outputs}
+        self.capacity = math.lcm(*(s.blocks_per_sm for s in stages))
+        self.free = [self.capacity] * sms
+        self.pending = [_Cta(self, s, i) for s in stages for i in range(s.ctas)]
+        self.persistent = persistent
+        self.running: list[_Cta] = []
+
+    def _depths(self) -> dict[str, int]:
+        producer = {q: s.name for s in self.stages for q in s.outputs}
+        depth: dict[str, int] = {}
+
+        def of(stage: SimQueueStage) -> int:
+            if stage.name not in depth:
+                ups = [next(s for s in self.stages if s.name == producer[q])
+                       for q in stage.inputs if q in producer]
+                depth[stage.name] = 1 + max((of(u) for u in ups), default=-1)
+            return depth[stage.name]
+
+        for stage in self.stages:
+            of(stage)
+        return depth
+
+    # -- the queue protocol ----------------------------------------------------------------------
+    def ready(self, queue: _Queue, ticket: int, what: str) -> bool:
+        entry, round_ = ticket % queue.spec.entries, ticket // queue.spec.entries
+        if what == "full":
+            return queue.full[entry] >= round_ + 1 + self.faults.full_target_offset
+        return queue.empty[entry] >= round_ * len(queue.consumers) + \
+            self.faults.empty_target_offset
+
+    def read(self, cta: _Cta, queue: _Queue, ticket: int) -> None:
+        entry = ticket % queue.spec.entries
+        if queue.held[entry] != ticket:
+            self.violations.append(QueueViolation("early-read", cta.stage.name, cta.index,
+                                                  queue.spec.name, ticket, queue.held[entry]))
+
+    def fill(self, cta: _Cta, queue: _Queue, ticket: int) -> None:
+        entries = queue.spec.entries
+        entry, round_ = ticket % entries, ticket // entries
+        if queue.empty[entry] < round_ * len(queue.consumers):
+            self.violations.append(QueueViolation("overwrite", cta.stage.name, cta.index,
+                                                  queue.spec.name, ticket, round_ - 1))
+        queue.held[entry] = ticket
+        queue.full[entry] += 1
+
+    # -- the machine -------------------------------------------------------------------------
+    def _units(self, cta: _Cta) -> int:
+        return self.capacity // cta.stage.blocks_per_sm
+
+    def _dispatch(self) -> None:
+        order = list(self.pending)
+        if self.scheduler == "adversarial":
+            order.sort(key=lambda c: -self.depth[c.stage.name])
+        elif self.scheduler == "random":
+            self.rng.shuffle(order)
+        if self.persistent:  # a cooperative launch places every CTA or none
+            if sum(self._units(c) for c in order) > sum(self.free):
+                return
+        for cta in order:
+            best = max(range(len(self.free)), key=lambda sm: self.free[sm])
+            if self.free[best] >= self._units(cta):
+                self.free[best] -= self._units(cta)
+                cta.sm = best
+                self.pending.remove(cta)
+                self.running.append(cta)
+
+    def _step(self, cta: _Cta) -> None:
+        try:
+            cta.waiting = next(cta.program)
+        except StopIteration:
+            cta.done = True
+        if cta.done:
+            self.running.remove(cta)
+            self.free[cta.sm] += self._units(cta)
+
+    def _can_move(self, cta: _Cta) -> bool:
+        if cta.waiting is None:
+            return True
+        name, ticket, what = cta.waiting
+        return self.ready(self.queues[name], ticket, what)
+
+    def run(self, max_steps: int = 1_000_000) -> QueueSimResult:
+        steps = 0
+        while steps < max_steps:
+            self._dispatch()
+            movable = [c for c in self.running if self._can_move(c)]
+            if not movable:
+                break
+            if self.scheduler == "adversarial":
+                # the most downstream CTA first: consumers race ahead of their producers
+                top = max(self.depth[c.stage.name] for c in movable)
+                movable = [c for c in movable if self.depth[c.stage.name] == top]
+            self._step(self.rng.choice(movable))
+            steps += 1
+        deadlock = None
+        if self.running or self.pending:
+            deadlock = tuple(self._wait(c) for c in self.running if c.waiting is not None)
+        return QueueSimResult(deadlock, self.violations, self.delivered, steps,
+                              len(self.pending))
+
+    def _wait(self, cta: _Cta) -> QueueWait:
+        assert cta.waiting is not None
+        name, ticket, what = cta.waiting
+        queue = self.queues[name]
+        entry, round_ = ticket % queue.spec.entries, ticket // queue.spec.entries
+        if what == "full":
+            expected, seen = round_ + 1 + self.faults.full_target_offset, queue.full[entry]
+        else:
+            expected = round_ * len(queue.consumers) + self.faults.empty_target_offset
+            seen = queue.empty[entry]
+        return QueueWait(cta.stage.name, cta.index, name, ticket, what, expected, seen)
+
+
+def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
+    """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch and
+    `dataflow.reads`), as the simulator runs them; tickets are drawn as the lowering draws
+    them."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+    from tilesync.contract import READS_ATTR, TILES_ATTR
+
+    queues = [SimQueue(q.sym_name.data, q.queue_type.num_entries) for q in pipeline.queues]
+    stages = []
+    for stage in pipeline.stages:
+        tiles = stage.attributes.get(TILES_ATTR)
+        reads = stage.attributes.get(READS_ATTR)
+        stages.append(SimQueueStage(
+            stage.sym_name.data, stage.num_ctas, 0,
+            tuple(r.root_reference.data for r in stage.inputs),
+            tuple(r.root_reference.data for r in stage.outputs),
+            reads=tuple((k, v.value.data) for k, v in reads.data.items()
+                        if isinstance(v, IntegerAttr)) if isinstance(reads, DictionaryAttr)
+            else (),
+            tiles=tiles.value.data if isinstance(tiles, IntegerAttr) else stage.num_ctas))
+    return queues, stages
+
+
+def simulate_pipeline(queues: Sequence[SimQueue], stages: Sequence[SimQueueStage], sms: int,
+                      scheduler: QueueScheduler = "random", *, seed: int = 0, launches: int = 1,
+                      faults: QueueFaults = QueueFaults(), persistent: bool = False,
+                      max_steps: int = 1_000_000) -> QueueSimResult:
+    """Run the pipeline `launches` times back to back (each CTA runs its iterations of every
+    launch; tickets and counts run on, nothing is reset) and report deadlocks, early reads and
+    overwrites, and what each sink stage received."""
+    return QueuePipelineSim(queues, stages, sms, scheduler, seed, launches, faults,
+                            persistent).run(max_steps)

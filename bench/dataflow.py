@@ -1,0 +1,275 @@
+"""`tilesync bench dataflow`: Kitsune's queues on a real GPU.
+
+Queue bandwidth as in Kitsune's Fig. 5: aggregate SM-to-SM bandwidth (payload bytes delivered
+per second by all producer-consumer pairs) for payloads of 1 KB to 1 MB, with the queue's
+synchronization and with the same transfers unsynchronized, against the rate of a 1 GiB
+device-to-device copy (bytes copied per second), all measured in one run. Every synchronized
+configuration is checked first: the consumers' checksum must equal the sum of every ticket's
+payload (fresh tickets each run, the output poisoned before), after one run, after the timed
+repetitions and after CUDA-graph replays (no memset between any of them).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GIB = 1 << 30
+PAYLOADS = (1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20)
+# (pairs, threads per CTA, words a thread loads before using them): from half a pair to three
+# pairs per SM; shapes whose CTAs cannot all be resident are refused (and reported so)
+SHAPES = ((132, 256, 8), (264, 128, 8), (396, 128, 8), (132, 512, 2), (264, 256, 2),
+          (264, 512, 2), (132, 1024, 2), (66, 1024, 2))
+GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
+GOAL_SYNC_COST = 1.2  # unsynchronized over synchronized bandwidth, same transfers
+
+
+def _events_ms(run, warmup: int, reps: int, stream=None) -> list[float]:
+    from tilesync.runtime.stream import Event, elapsed_ms
+
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(reps):
+        start = Event().record(stream)
+        run()
+        end = Event().record(stream)
+        end.synchronize()
+        samples.append(elapsed_ms(start, end))
+    return samples
+
+
+def copy_rate(nbytes: int = GIB, warmup: int = 3, reps: int = 10) -> dict[str, Any]:
+    """Bytes copied per second by cuMemcpyDtoDAsync of `nbytes` (median of `reps`)."""
+    from cuda.bindings import driver
+
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.errors import check
+    from tilesync.runtime.stream import Stream
+
+    src, dst = DeviceBuffer(nbytes, np.uint8), DeviceBuffer(nbytes, np.uint8)
+    src.fill_bytes(0x5A)
+    stream = Stream()
+
+    def run() -> None:
+        check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, stream.handle),
+              "cuMemcpyDtoDAsync")
+
+    samples = _events_ms(run, warmup, reps, stream)
+    median = statistics.median(samples)
+    src.close()
+    dst.close()
+    return {"bytes": nbytes, "samples_ms": samples, "median_ms": median,
+            "bytes_per_s": nbytes / (median * 1e-3)}
+
+
+def _out_sum(out) -> int:
+    """The consumers' accumulators (i128 little-endian pairs of u64) summed modulo 2^128."""
+    from tilesync.kernels.queue_bench import checksum
+
+    words = out.to_numpy().view(np.uint64).reshape(-1, 2)
+    return checksum(int(lo) | (int(hi) << 64) for lo, hi in words)
+
+
+def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: int = 0,
+                 total_bytes: int = GIB) -> dict[str, Any]:
+    """Time one configuration (synchronized or not); check the synchronized one's data."""
+    import tilesync
+    from tilesync.kernels.queue_bench import expected_checksum, queue_bench_mlir
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.dataflow import DataflowProgram
+
+    iters = max(4, total_bytes // (cfg.pairs * cfg.payload_bytes))
+    delivered = cfg.pairs * iters * cfg.payload_bytes
+    compiled = tilesync.compile(queue_bench_mlir(cfg))
+    out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
+    row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
+                           "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,
+                           "iters": iters, "delivered_bytes": delivered,
+                           "synchronized": cfg.synchronized}
+    if cfg.synchronized:
+        program = DataflowProgram(compiled)
+        tickets = cfg.pairs * iters
+        args = {"produce": [iters], "consume": [out, iters]}
+        checks = []
+
+        def checked_run(label: str) -> None:
+            out.fill_bytes(0xFF)
+            first = program.runs * tickets
+            program.run(args)
+            program.synchronize()
+            got = _out_sum(out)
+            checks.append({"after": label, "ok": got == expected_checksum(
+                first, tickets, cfg.words)})
+
+        checked_run("first run")
+        samples = _events_ms(lambda: program.run(args), warmup, reps,
+                             program._streams["produce"])
+        for _ in range(repeats):
+            program.run(args)
+        program.synchronize()
+        checked_run(f"{warmup + reps + repeats} more runs")
+        if graph_replays:
+            graph = program.capture(args)
+            for _ in range(graph_replays - 1):
+                graph.launch()
+            out.fill_bytes(0xFF)
+            first = program.runs * tickets
+            graph.launch()
+            program.synchronize()
+            checks.append({"after": f"{graph_replays} graph replays",
+                           "ok": _out_sum(out) == expected_checksum(first, tickets,
+                                                                    cfg.words)})
+            graph.close()
+        row["checks"] = checks
+        row["l2_window_bytes"] = program.l2_window[1] if program.l2_window else 0
+    else:
+        ring = DeviceBuffer(cfg.entries * cfg.words * 2, np.uint64)
+        ring.fill_bytes(0)
+        program = DataflowProgram(compiled)
+        args = {"produce": [ring, iters], "consume": [ring, out, iters]}
+        samples = _events_ms(lambda: program.run(args), warmup, reps,
+                             program._streams["produce"])
+        program.synchronize()
+    row["co_residency"] = program.co_residency
+    row["persistent"] = program.persistent is not None
+    program.close()
+    median = statistics.median(samples)
+    row.update({"samples_ms": samples, "median_ms": median,
+                "bytes_per_s": delivered / (median * 1e-3)})
+    return row
+
+
+def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,
+                    graph_replays: int = 100) -> dict[str, Any]:
+    """Fig. 5 on this device: every payload × shape, synchronized and not, and the copy."""
+    from tilesync.contract import TilesyncRuntimeError
+    from tilesync.kernels.queue_bench import QueueBenchConfig
+
+    copy = copy_rate()
+    rows = []
+    for payload in payloads:
+        for pairs, threads, unroll in shapes:
+            if unroll == 2 and payload // 16 < threads * unroll:
+                continue  # too few words for these CTAs: the first shapes cover it
+            for synchronized in (True, False):
+                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
+                                       synchronized=synchronized)
+                replays = graph_replays if synchronized and payload == 64 << 10 else 0
+                try:
+                    rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
+                except TilesyncRuntimeError as err:  # a shape whose CTAs cannot all be resident
+                    if err.is_device_fault:
+                        raise
+                    rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
+                                 "unroll": unroll, "synchronized": synchronized,
+                                 "refused": str(err)})
+    return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
+                      "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
+                              f"synchronization <= {GOAL_SYNC_COST}x"})
+
+
+DEPTH_SWEEP = ((16384, (396, 128, 8)), (16384, (264, 256, 2)), (32768, (264, 128, 8)),
+               (65536, (132, 256, 8)), (65536, (264, 256, 2)), (65536, (132, 512, 2)))
+
+
+def queue_depth_sweep(depths=(2, 3, 4, 8, 16), cases=DEPTH_SWEEP, warmup: int = 3,
+                      reps: int = 10) -> dict[str, Any]:
+    """Entries per producer-consumer pair against bandwidth, synchronized and not: a deeper
+    ring lets producers run further ahead but, once the rings outgrow L2, costs more than it
+    gives (bench/results/dataflow-depth-sweep-*)."""
+    from tilesync.contract import TilesyncRuntimeError
+    from tilesync.kernels.queue_bench import QueueBenchConfig
+
+    copy = copy_rate()
+    rows = []
+    for payload, (pairs, threads, unroll) in cases:
+        for depth in depths:
+            for synchronized in (True, False):
+                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
+                                       depth=depth, synchronized=synchronized)
+                try:
+                    rows.append(queue_config(cfg, warmup, reps))
+                except TilesyncRuntimeError as err:
+                    if err.is_device_fault:
+                        raise
+    return {"experiment": "queue_depth_sweep", "copy": copy, "rows": rows}
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """Per payload: the best synchronized shape, its unsynchronized twin, the ratios."""
+    copy = result["copy"]["bytes_per_s"]
+    best = []
+    for payload in sorted({r["payload_bytes"] for r in result["rows"]}):
+        synced = [r for r in result["rows"] if r["payload_bytes"] == payload
+                  and r["synchronized"] and "refused" not in r]
+        if not synced:
+            continue
+        top = max(synced, key=lambda r: r["bytes_per_s"])
+        twin = next((r["bytes_per_s"] for r in result["rows"] if r["payload_bytes"] == payload
+                     and not r["synchronized"] and r["pairs"] == top["pairs"]
+                     and r["threads"] == top["threads"] and r["unroll"] == top["unroll"]
+                     and "refused" not in r), float("nan"))
+        best.append({"payload_bytes": payload, "pairs": top["pairs"], "threads": top["threads"],
+                     "unroll": top["unroll"],
+                     "sync_bytes_per_s": top["bytes_per_s"],
+                     "unsync_bytes_per_s": twin,
+                     "over_copy": top["bytes_per_s"] / copy,
+                     "sync_cost": twin / top["bytes_per_s"],
+                     "checks_ok": all(c["ok"] for r in synced for c in r.get("checks", []))})
+    result["best"] = best
+    return result
+
+
+def queue_table(result: dict[str, Any]) -> str:
+    copy = result["copy"]["bytes_per_s"]
+    lines = [f"queue bandwidth (Kitsune Fig. 5): 1 GiB device copy {copy / 1e12:.3f} TB/s "
+             "(bytes copied per second)",
+             f"{'payload':>8} {'pairs':>5} {'thr':>4} {'unr':>3} {'sync TB/s':>10} "
+             f"{'unsync TB/s':>12} "
+             f"{'/copy':>6} {'sync cost':>9} {'checks':>6}"]
+    for b in result["best"]:
+        size = b["payload_bytes"]
+        label = f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
+        lines.append(f"{label:>8} {b['pairs']:>5} {b['threads']:>4} {b['unroll']:>3} "
+                     f"{b['sync_bytes_per_s'] / 1e12:>10.3f} "
+                     f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
+                     f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
+    lines.append(f"goal: {result['goal']}")
+    lines.append("unsynchronized entries of a few KB stay in the consumer's L1 (the same slots "
+                 "are re-read): those rates are not SM-to-SM")
+    lines.append("every configuration (TB/s delivered; refused: its CTAs cannot all be "
+                 "resident):")
+    for r in result["rows"]:
+        rate = "refused" if "refused" in r else f"{r['bytes_per_s'] / 1e12:.3f}"
+        lines.append(f"  {r['payload_bytes'] >> 10:>5}K pairs {r['pairs']:>4} threads "
+                     f"{r['threads']:>4} unroll {r['unroll']} "
+                     f"{'sync' if r['synchronized'] else 'unsync':<6} {rate}")
+    return "\n".join(lines)
+
+
+def queue_plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
+    from tilesync.bench.report import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    best = result["best"]
+    sizes = [b["payload_bytes"] / 1024 for b in best]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(sizes, [b["sync_bytes_per_s"] / 1e12 for b in best], "o-", label="queue (synchronized)")
+    ax.plot(sizes, [b["unsync_bytes_per_s"] / 1e12 for b in best], "s--",
+            label="same transfers, no synchronization")
+    copy = result["copy"]["bytes_per_s"] / 1e12
+    ax.axhline(copy, color="gray", linestyle=":", label=f"1 GiB device copy ({copy:.2f} TB/s)")
+    ax.axhline(copy * GOAL_RATIO, color="red", linestyle=":", label=f"goal {GOAL_RATIO}x copy")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # unsynchronized, small entries are served by the consumer's L1
+    ax.set_xlabel("payload per entry (KB)")
+    ax.set_ylabel("payload delivered, all SMs (TB/s)")
+    ax.set_title(f"queue bandwidth on {result['device']['name']}")
+    ax.legend(fontsize=8)
+    return save_figure(plt, fig, result, out_dir, name)

@@ -1,0 +1,379 @@
+"""`convert-dataflow-to-nvvm`: the queue ops of stage kernels (Kitsune's ring) as NVVM code.
+
+Which queue a kernel's queue-typed argument is comes from the `dataflow.pipeline` that runs it
+(its stage lists inputs, then outputs, in the kernel's argument order). Each such argument
+becomes a trailing parameter with the role `queue:@name` (`contract.Role.queue`), bound by the
+runtime to the queue's ring (`contract.QueueLayout`: ticket counters, then entries of a
+metadata line and a payload). Built from `sync_primitives.SyncBuilder`:
+
+- acquire: the leader thread draws a ticket t (relaxed `atom.add` on its stage's counter; or
+  takes the given one, `at %t`), spins with acquire loads until entry `t mod N` is ready for
+  round `t div N` (`spin_until`, counts compared modulo 2^32), and a block barrier hands the
+  ticket to every thread (`from_leader`, through a shared-memory word per acquire). A free
+  entry is one every consumer stage released `round` times (`empty >= round × consumers`); a
+  full one was filled `round + 1` times;
+- release: a block barrier (every thread is done with the entry), then the leader's
+  `release_add` (`fence.acq_rel.gpu` + `red.relaxed.gpu`) adds 1 to the entry's `full` count
+  (producer) or `empty` count (each consumer stage: a multicast entry is free once all did);
+- entry: the payload's address, `base + header + (t mod N) × entry_bytes + line`.
+
+Tickets and counts are never reset, so a pipeline re-launched or replayed from a CUDA graph
+needs no memset, as long as each launch takes as many tickets from every stage as it gives.
+Every spin times out (`default_timeout_ns`) and traps; with `debug` (the default) it first
+writes the queue's parameter, the ticket, the block and whether it waited for a free or a full
+entry into the debug record, which the runtime turns into an error naming queue, ticket and
+stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, gpu, llvm, memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.traits import SymbolTable
+
+from tilesync.compat.rewrite_driver import apply_patterns
+from tilesync.contract import (
+    DEBUG_RECORD,
+    QUEUE_LINE_BYTES,
+    SPIN_SITE_QUEUE_FREE,
+    SPIN_SITE_QUEUE_FULL,
+    QueueLayout,
+    Role,
+    kernel_tag,
+)
+from tilesync.dialects import dataflow
+from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.locations import diagnostic
+from tilesync.lowering.sync_primitives import SyncBuilder
+from tilesync.lowering.sync_to_nvvm import MAX_BACKOFF_NS
+from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
+
+DEFAULT_QUEUE_TIMEOUT_NS = 200_000_000  # every CTA of a pipeline is resident: 0.2 s is a hang
+DEFAULT_QUEUE_BACKOFF_NS = 32
+RING_TYPE = MemRefType(i8, [DYNAMIC_INDEX])  # a queue's parameter: its ring, in bytes
+TICKET_SLOT_PREFIX = "__tilesync_queue_ticket"
+_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
+PASS = "convert-dataflow-to-nvvm"
+
+
+@dataclass(frozen=True)
+class QueueUse:
+    """A kernel's queue argument as the pipeline binds it: which queue, which end."""
+
+    name: str
+    layout: QueueLayout
+    entries: int
+    consumer: int | None  # index among the queue's consumer stages; None: the producer
+
+
+@dataclass(frozen=True)
+class BoundQueue:
+    use: QueueUse
+    ring: BlockArgument  # the appended `queue:@name` parameter
+    func: gpu.FuncOp
+    param: int  # the ring's parameter position once the queue arguments are dropped
+
+
+def module_functions(module: ModuleOp) -> list[gpu.FuncOp]:
+    """The gpu.funcs of the module's gpu.modules (no walk into function bodies)."""
+    return [f for gmod in module.ops if isinstance(gmod, gpu.ModuleOp)
+            for f in gmod.body.ops if isinstance(f, gpu.FuncOp)]
+
+
+def pipelines_of(module: ModuleOp) -> list[dataflow.PipelineOp]:
+    return [p for p in module.ops if isinstance(p, dataflow.PipelineOp)]
+
+
+def queue_uses(module: ModuleOp) -> dict[str, tuple[str, list[QueueUse]]]:
+    """For every kernel a pipeline stage runs: (stage, its queue arguments in order)."""
+    uses: dict[str, tuple[str, list[QueueUse]]] = {}
+    for pipeline in pipelines_of(module):
+        queues = {q.sym_name.data: q.queue_type for q in pipeline.queues}
+        consumers: dict[str, list[str]] = {name: [] for name in queues}
+        for stage in pipeline.stages:
+            for ref in stage.inputs:
+                consumers[ref.root_reference.data].append(stage.sym_name.data)
+        for stage in pipeline.stages:
+            name = stage.sym_name.data
+            found = []
+            for port, refs in (("in", stage.inputs), ("out", stage.outputs)):
+                for ref in refs:
+                    queue = ref.root_reference.data
+                    qtype = queues[queue]
+                    layout = QueueLayout(qtype.num_entries, qtype.payload_bytes,
+                                         len(consumers[queue]))
+                    found.append(QueueUse(queue, layout, qtype.num_entries,
+                                          consumers[queue].index(name) if port == "in"
+                                          else None))
+            kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+            if not isinstance(kernel, gpu.FuncOp):
+                continue
+            key = kernel.sym_name.data
+            if key in uses and uses[key][1] != found:
+                raise diagnostic(PASS, stage, f"kernel @{key} runs in stages @{uses[key][0]} "
+                                 f"and @{name} with different queues; give each stage its own "
+                                 "kernel")
+            uses[key] = (name, found)
+    return uses
+
+
+def _queue_args(func: gpu.FuncOp) -> list[BlockArgument]:
+    return [a for a in func.body.blocks.first.args if isinstance(a.type, dataflow.QueueType)]
+
+
+def bind_queues(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, BoundQueue]:
+    """Append a `queue:@name` parameter for each queue argument of `func`."""
+    args = _queue_args(func)
+    if len(args) != len(uses):
+        raise diagnostic(PASS, func, f"kernel @{func.sym_name.data} takes {len(args)} "
+                         f"queue(s) but its stage binds {len(uses)}")
+    rings = [sync_arg(func, Role.queue(use.name), RING_TYPE) for use in uses]
+    return {arg: BoundQueue(use, ring, func, ring.index - len(args))
+            for arg, use, ring in zip(args, uses, rings)}
+
+
+def drop_queue_args(func: gpu.FuncOp) -> None:
+    """Erase the (now unused) queue-typed arguments: the runtime binds the rings instead."""
+    block = func.body.blocks.first
+    for arg in _queue_args(func):
+        if arg.uses:
+            user = next(iter(arg.uses)).operation
+            raise diagnostic(PASS, user, f"'{user.name}' takes a queue and has no lowering "
+                             "(only dataflow.acquire_*, release_* and entry do)")
+        block.erase_arg(arg)
+    func.function_type = FunctionType.from_lists([a.type for a in block.args],
+                                                 func.function_type.outputs.data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Addresses
+# ---------------------------------------------------------------------------------------------
+
+
+def _ring(b: SyncBuilder, queue: BoundQueue) -> SSAValue:
+    return b.value(UnrealizedConversionCastOp.get([queue.ring], [convert_type(RING_TYPE)]))
+
+
+def _byte_offset(b: SyncBuilder, base: SSAValue, offset: SSAValue | int) -> SSAValue:
+    if isinstance(offset, int):
+        return b.value(llvm.GEPOp(base, [offset], i8, result_type=base.type))
+    return b.value(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset],
+                              result_type=base.type))
+
+
+def _entry_line(b: SyncBuilder, queue: BoundQueue, ticket: SSAValue) -> tuple[SSAValue,
+                                                                              SSAValue]:
+    """(address of the metadata line of ticket's entry, ticket's round as i32)."""
+    layout = queue.use.layout
+    entries = b.const(queue.use.entries, i64)
+    entry = b.value(arith.RemUIOp(ticket, entries))
+    round_ = b.value(arith.TruncIOp(b.value(arith.DivUIOp(ticket, entries)), i32))
+    stride = b.value(arith.MuliOp(entry, b.const(layout.entry_bytes, i64)))
+    offset = b.value(arith.AddiOp(stride, b.const(layout.header_bytes, i64)))
+    return _byte_offset(b, _ring(b, queue), offset), round_
+
+
+def _bound(bindings: dict[SSAValue, BoundQueue], op: Operation, queue: SSAValue,
+           producer: bool) -> BoundQueue:
+    bound = bindings.get(queue)
+    if bound is None:
+        raise diagnostic(PASS, op, f"'{op.name}': the queue must be an argument of the kernel "
+                         "that a dataflow.stage runs")
+    if (bound.use.consumer is None) != producer:
+        end, ops = (("produces", "acquire_empty / release_full") if bound.use.consumer is None
+                    else ("consumes", "acquire_full / release_empty"))
+        raise diagnostic(PASS, op, f"'{op.name}': the stage {end} queue @{bound.use.name}, "
+                         f"so its kernel uses {ops}")
+    return bound
+
+
+_PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp)
+_CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp)
+
+
+def _ticket_slot(func: gpu.FuncOp) -> memref.GetGlobalOp:
+    """A fresh shared-memory word through which an acquire's leader hands out its ticket."""
+    gmod = func.parent_op()
+    assert isinstance(gmod, gpu.ModuleOp)
+    slot_type = MemRefType(i64, [1], NoneAttr(), IntegerAttr(SHARED_ADDRESS_SPACE, i64))
+    taken = {op.sym_name.data for op in gmod.body.ops if isinstance(op, memref.GlobalOp)}
+    name = next(f"{TICKET_SLOT_PREFIX}_{k}" for k in range(len(taken) + 1)
+                if f"{TICKET_SLOT_PREFIX}_{k}" not in taken)
+    gmod.body.blocks.first.insert_op_before(
+        memref.GlobalOp.get(StringAttr(name), slot_type, UnitAttr()),
+        gmod.body.blocks.first.first_op)
+    return memref.GetGlobalOp(name, slot_type)
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LowerAcquire(RewritePattern):
+    """acquire_empty / acquire_full: draw (or take) a ticket, spin until its entry is ready."""
+
+    bindings: dict[SSAValue, BoundQueue]
+    timeout_ns: int
+    backoff_ns: int
+    debug: bool
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp):
+            return
+        producer = isinstance(op, dataflow.AcquireEmptyOp)
+        queue = _bound(self.bindings, op, op.queue, producer)
+        layout = queue.use.layout
+        b = SyncBuilder(rewriter)
+        given = (b.value(arith.IndexCastOp(op.ticket, i64)) if op.ticket is not None
+                 else None)
+
+        def acquire(s: SyncBuilder) -> SSAValue:
+            if given is None:
+                line = 0 if producer else 1 + queue.use.consumer
+                counter = _byte_offset(s, _ring(s, queue), layout.counter_offset(line))
+                ticket = s.atomic_add(counter, s.const(1, i64))
+            else:
+                ticket = given
+            meta, round_ = _entry_line(s, queue, ticket)
+            if producer:  # every consumer stage released the previous round
+                ptr = _byte_offset(s, meta, QueueLayout.EMPTY_OFFSET)
+                target = s.value(arith.MuliOp(round_, s.const(layout.consumers, i32)))
+            else:  # the producer filled this round
+                ptr = meta
+                target = s.value(arith.AddiOp(round_, s.const(1, i32)))
+            record, describe = None, None
+            if self.debug:
+                record = sync_arg(queue.func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
+                describe = _describe(s, queue, ticket,
+                                     SPIN_SITE_QUEUE_FREE if producer else SPIN_SITE_QUEUE_FULL)
+            s.spin_until(ptr, target, self.timeout_ns, self.backoff_ns, record, describe,
+                         wrapping=True)
+            return ticket
+
+        if given is None:
+            ticket = b.from_leader(acquire, b.value(_ticket_slot(queue.func)))
+            rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
+        else:
+            b.in_leader(lambda s: (acquire(s), None)[1])
+            b.block_barrier()
+            rewriter.replace(op, [], [op.ticket])
+
+
+def _describe(b: SyncBuilder, queue: BoundQueue, ticket: SSAValue,
+              site: int) -> dict[str, SSAValue]:
+    """The debug record's fields of a queue spin: kernel, the queue's parameter, the ticket,
+    the block and what it waited for."""
+    func = queue.func
+    ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
+           for d in _DIMS]
+    return {"kernel_tag": b.const(kernel_tag(func.sym_name.data), i32),
+            "param": b.const(queue.param, i32),
+            "index": b.value(arith.TruncIOp(ticket, i32)),
+            "block_x": ids[0], "block_y": ids[1], "block_z": ids[2],
+            "site": b.const(site, i32)}
+
+
+@dataclass
+class LowerRelease(RewritePattern):
+    """release_full / release_empty: a block barrier, then the leader counts the entry's fill
+    (producer) or this consumer stage's release (consumer) with release semantics."""
+
+    bindings: dict[SSAValue, BoundQueue]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp):
+            return
+        producer = isinstance(op, dataflow.ReleaseFullOp)
+        queue = _bound(self.bindings, op, op.queue, producer)
+        b = SyncBuilder(rewriter)
+        ticket = b.value(arith.IndexCastOp(op.slot, i64))
+        b.block_barrier()  # every thread has finished writing (or reading) the entry
+
+        def release(s: SyncBuilder) -> None:
+            meta, _ = _entry_line(s, queue, ticket)
+            s.release_add(meta if producer else
+                          _byte_offset(s, meta, QueueLayout.EMPTY_OFFSET))
+
+        b.in_leader(release)
+        rewriter.erase(op)
+
+
+@dataclass
+class LowerEntry(RewritePattern):
+    """dataflow.entry: the payload of the ticket's entry, as the memref the kernel indexes."""
+
+    bindings: dict[SSAValue, BoundQueue]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: dataflow.EntryOp, rewriter: PatternRewriter, /):
+        queue = self.bindings.get(op.queue)
+        if queue is None:
+            raise diagnostic(PASS, op, "'dataflow.entry': the queue must be an argument of the "
+                             "kernel that a dataflow.stage runs")
+        b = SyncBuilder(rewriter)
+        ticket = b.value(arith.IndexCastOp(op.slot, i64))
+        meta, _ = _entry_line(b, queue, ticket)
+        payload = _byte_offset(b, meta, QUEUE_LINE_BYTES)
+        rewriter.replace(op, UnrealizedConversionCastOp.get([payload], [op.buffer.type]))
+
+
+@dataclass(frozen=True)
+class ConvertDataflowToNVVMPass(ModulePass):
+    """Lower the queue ops of every kernel a `dataflow.pipeline` runs; the pipeline stays."""
+
+    name = "convert-dataflow-to-nvvm"
+
+    default_timeout_ns: int = DEFAULT_QUEUE_TIMEOUT_NS
+    backoff_ns: int = DEFAULT_QUEUE_BACKOFF_NS
+    debug: bool = True  # timed-out spins name queue, ticket and block in a host-mapped record
+
+    def __post_init__(self) -> None:
+        if not 0 < self.default_timeout_ns < 1 << 63:
+            raise ValueError("option 'default_timeout_ns' must be a positive number of "
+                             f"nanoseconds, got {self.default_timeout_ns}")
+        if not 0 <= self.backoff_ns <= MAX_BACKOFF_NS:
+            raise ValueError(f"option 'backoff_ns' must be in [0, {MAX_BACKOFF_NS}] (nanosleep "
+                             f"sleeps at most 1 ms), got {self.backoff_ns}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernels = [f for f in module_functions(op) if _queue_args(f)]
+        if not kernels:
+            return
+        uses = queue_uses(op)
+        for func in kernels:
+            name = func.sym_name.data
+            if name not in uses:
+                raise diagnostic(PASS, func, f"kernel @{name} takes queues but no "
+                                 "dataflow.stage runs it")
+            bindings = bind_queues(func, uses[name][1])
+            for inner in func.walk():  # refuse before rewriting anything
+                if isinstance(inner, (*_PRODUCER_OPS, *_CONSUMER_OPS)):
+                    _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
+            apply_patterns(func.body, [LowerAcquire(bindings, self.default_timeout_ns,
+                                                    self.backoff_ns, self.debug),
+                                       LowerRelease(bindings), LowerEntry(bindings)],
+                           recursive=True, dce=False)
+            drop_queue_args(func)

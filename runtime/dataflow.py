@@ -1,0 +1,381 @@
+"""Runs a compiled `dataflow.pipeline`: every stage at once, its queues in L2.
+
+The GPUs we run on have no pipeline-aware grid scheduler, so a pipeline runs as one persistent
+kernel whose CTAs take stage roles (dataflow-persistent-kernel), launched cooperatively: the
+hardware keeps all its CTAs resident or refuses the launch. Where the stages could not be fused
+it falls back to co-launched kernels, one stream per stage, which the hardware may serialize
+(seen on an H100 in CUDA-graph replays: the producer filled its ring and spun). Either way the
+co-residency is proven before the first launch (`forward_progress.co_residency`, the count
+`contract.all_resident` makes) from the compiled kernels' real occupancy: queue CTAs spin while
+holding their SM slot, so a pipeline that does not fit is refused rather than left to hang.
+
+The program owns the queues: one zeroed allocation holds every ring (`contract.QueueLayout`),
+the pinned ones (`pin_l2`) first, covered by an access-policy window that keeps them persisting
+in L2. Tickets and counts are never reset, so `run` can be called any number of times, and
+`capture` records a run as a CUDA graph that replays without a memset. The kernels' debug
+record (every queue spin has one by default) turns a spin that timed out into a
+SpinTimeoutError naming the stage, kernel, block, queue, ticket and what it waited for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import SymbolRefAttr
+
+from tilesync.analysis.forward_progress import Residency, co_residency
+from tilesync.contract import (
+    DEBUG_RECORD,
+    DEBUG_RECORD_WORDS,
+    PERSISTENT_KERNEL_ATTR,
+    UNBOUND_ATTR,
+    CompiledProgram,
+    KernelSignature,
+    QueueLayout,
+    RoleKind,
+    SpinTimeoutError,
+    TilesyncRuntimeError,
+)
+from tilesync.dialects import dataflow
+
+__all__ = ["CapturedPipeline", "DataflowProgram", "PipelinePlan", "PipelineStage",
+           "read_pipeline"]
+
+RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
+
+
+@dataclass(frozen=True)
+class PipelineStage:
+    name: str
+    kernel: str
+    ctas: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    resource: str
+
+
+@dataclass(frozen=True)
+class PipelineQueue:
+    name: str
+    layout: QueueLayout
+    pin_l2: bool
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """What the host needs of one pipeline: stages in producer-first order, queues, and the
+    persistent kernel that runs every stage (dataflow-persistent-kernel), whose parameters
+    take the stages' arguments in `declared` order."""
+
+    name: str
+    stages: tuple[PipelineStage, ...]
+    queues: dict[str, PipelineQueue]
+    persistent: str | None = None
+    declared: tuple[str, ...] = ()
+
+    def ring_offsets(self) -> tuple[dict[str, int], int, int]:
+        """(byte offset of each ring in one allocation, bytes in all, bytes of the pinned
+        rings, which come first)."""
+        offsets, end = {}, 0
+        ordered = sorted(self.queues.values(), key=lambda q: not q.pin_l2)
+        pinned = 0
+        for queue in ordered:
+            offsets[queue.name] = end
+            end += -(-queue.layout.total_bytes // RING_ALIGNMENT) * RING_ALIGNMENT
+            if queue.pin_l2:
+                pinned = end
+        return offsets, end, pinned
+
+
+def read_pipeline(compiled: CompiledProgram, name: str | None = None) -> PipelinePlan:
+    """The pipeline called `name` (or the program's only one) of a compiled program."""
+    pipelines = [op for op in compiled.module.walk() if isinstance(op, dataflow.PipelineOp)]
+    if name is not None:
+        pipelines = [p for p in pipelines if p.sym_name.data == name]
+    if len(pipelines) != 1:
+        found = "no" if not pipelines else str(len(pipelines))
+        which = f" called @{name}" if name else ""
+        raise ValueError(f"the program has {found} dataflow.pipeline{which}; name one")
+    pipeline = pipelines[0]
+    unbound = [s.sym_name.data for s in pipeline.stages if UNBOUND_ATTR in s.attributes]
+    if unbound:
+        raise ValueError(f"pipeline @{pipeline.sym_name.data}: the kernels of "
+                         f"{', '.join('@' + n for n in unbound)} do not take their queues yet")
+    consumers: dict[str, int] = {q.sym_name.data: 0 for q in pipeline.queues}
+    for stage in pipeline.stages:
+        for ref in stage.inputs:
+            consumers[ref.root_reference.data] += 1
+    queues = {
+        q.sym_name.data: PipelineQueue(
+            q.sym_name.data,
+            QueueLayout(q.queue_type.num_entries, q.queue_type.payload_bytes,
+                        consumers[q.sym_name.data]),
+            q.pin_l2 is not None)
+        for q in pipeline.queues
+    }
+    stages = [PipelineStage(s.sym_name.data, s.kernel.nested_references.data[-1].data
+                            if s.kernel.nested_references.data else s.kernel.root_reference.data,
+                            s.num_ctas,
+                            tuple(r.root_reference.data for r in s.inputs),
+                            tuple(r.root_reference.data for r in s.outputs),
+                            s.resource.data.value)
+              for s in pipeline.stages]
+    fused = pipeline.attributes.get(PERSISTENT_KERNEL_ATTR)
+    persistent = (fused.nested_references.data[-1].data if isinstance(fused, SymbolRefAttr)
+                  else None)
+    return PipelinePlan(pipeline.sym_name.data, tuple(_producers_first(stages)), queues,
+                        persistent, tuple(s.name for s in stages))
+
+
+def _producers_first(stages: list[PipelineStage]) -> list[PipelineStage]:
+    """Stages ordered so each queue's producer comes before its consumers (the pipeline
+    verifier already refused cycles)."""
+    producer = {q: s.name for s in stages for q in s.outputs}
+    done: set[str] = set()
+    ordered: list[PipelineStage] = []
+    by_name = {s.name: s for s in stages}
+
+    def visit(stage: PipelineStage) -> None:
+        if stage.name in done:
+            return
+        done.add(stage.name)
+        for queue in stage.inputs:
+            visit(by_name[producer[queue]])
+        ordered.append(stage)
+
+    for stage in stages:
+        visit(stage)
+    return ordered
+
+
+class PipelineNotResidentError(TilesyncRuntimeError):
+    """The stages of a pipeline do not all fit on the device at once: their spinning CTAs
+    could wait forever for a slot."""
+
+
+class DataflowProgram:
+    """A compiled program's pipeline loaded on the device, ready to run any number of times."""
+
+    def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
+                 pin_l2: bool = True, persistent: bool = True):
+        from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
+        from tilesync.runtime.device import get_device, occupancy
+        from tilesync.runtime.module import load_ptx
+        from tilesync.runtime.stream import Stream
+
+        self.compiled = compiled
+        self.plan = read_pipeline(compiled, pipeline)
+        self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
+        self.kernels: dict[str, Any] = {}
+        for module_name, ptx in compiled.ptx_by_module.items():
+            module = load_ptx(ptx, module_name)
+            for sig in self.signatures.values():
+                if sig.module == module_name:
+                    self.kernels[sig.name] = module.function(sig.name, sig.params)
+        self.blocks: dict[str, tuple[int, int, int]] = {}
+        for stage in self.plan.stages:
+            sig = self.signatures.get(stage.kernel)
+            if sig is None:
+                raise ValueError(f"stage @{stage.name}: kernel {stage.kernel} not compiled")
+            if sig.block is None:
+                raise ValueError(f"stage @{stage.name}: kernel {stage.kernel} declares no "
+                                 "block size (gpu.known_block_size): its CTAs cannot be "
+                                 "counted")
+            self.blocks[stage.name] = (*sig.block, 1, 1)[:3]  # type: ignore[assignment]
+
+        device = get_device()
+        self.device = device
+        # One cooperative launch of the persistent kernel where there is one: the hardware
+        # then keeps every CTA resident. Kernels co-launched on streams need not overlap.
+        self.persistent = self.plan.persistent if persistent else None
+        if self.persistent is not None:
+            first = self.plan.stages[0].name
+            sig = self.signatures[self.persistent]
+            total = sum(stage.ctas for stage in self.plan.stages)
+            self.residency = {f"{self.plan.name} (persistent)": Residency(total, occupancy(
+                self.kernels[self.persistent], int(np.prod(self.blocks[first])),
+                sig.dynamic_shared_bytes))}
+        else:
+            self.residency = {
+                stage.name: Residency(stage.ctas, occupancy(
+                    self.kernels[stage.kernel], int(np.prod(self.blocks[stage.name])),
+                    self.signatures[stage.kernel].dynamic_shared_bytes))
+                for stage in self.plan.stages
+            }
+        fits = co_residency(list(self.residency.values()), device.sm_count)
+        self.co_residency = fits.reason
+        if not fits:
+            per_stage = ", ".join(f"@{n}: {r.blocks} CTAs, {r.blocks_per_sm} per SM"
+                                  for n, r in self.residency.items())
+            raise PipelineNotResidentError(
+                f"pipeline @{self.plan.name} cannot run: {fits.reason} ({per_stage}); its "
+                "consumer CTAs would spin in the slots their producers need")
+
+        offsets, total, pinned = self.plan.ring_offsets()
+        self._rings = DeviceBuffer.zeros(max(total, 1), np.uint8)
+        self.ring_ptr = {name: self._rings.ptr + off for name, off in offsets.items()}
+        self.l2_window = self._pin(pinned) if pin_l2 and pinned else None
+        self._debug_record = None
+        kernels = [s.kernel for s in self.plan.stages]
+        if self.persistent is not None:
+            kernels.append(self.persistent)
+        if any(DEBUG_RECORD in self.signatures[k].sync_args for k in kernels):
+            self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
+        self._streams = {stage.name: Stream() for stage in self.plan.stages}
+        self.runs = 0
+
+    def _pin(self, nbytes: int) -> tuple[int, int, float] | None:
+        """An access-policy window over the first `nbytes` of the rings, with the persisting
+        L2 set-aside it needs (None where the device has none)."""
+        from cuda.bindings import driver
+
+        from tilesync.runtime.device import _attribute
+        from tilesync.runtime.errors import check
+
+        handle = self.device.handle
+        most = _attribute(handle, "CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE") or 0
+        window = _attribute(handle, "CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE") or 0
+        if most <= 0 or window <= 0:
+            return None
+        set_aside = min(nbytes, most)
+        check(driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+                                   set_aside), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
+        covered = min(nbytes, window)
+        return self._rings.ptr, covered, min(1.0, set_aside / covered)
+
+    # -- binding -------------------------------------------------------------------------------
+    def _bind(self, stage: str, sig: KernelSignature) -> list[Any]:
+        bound = []
+        for role in sig.sync_args:
+            if role.kind is RoleKind.QUEUE:
+                if role.stage not in self.ring_ptr:
+                    raise ValueError(f"stage @{stage}: kernel {sig.name} takes {role}, "
+                                     f"which is not a queue of pipeline @{self.plan.name}")
+                bound.append(self.ring_ptr[role.stage])
+            elif role.kind is RoleKind.DEBUG_RECORD:
+                assert self._debug_record is not None
+                bound.append(self._debug_record.ptr)
+            else:
+                raise ValueError(f"stage @{stage}: kernel {sig.name} takes {role}, which a "
+                                 "pipeline stage cannot bind (no cuSync state in pipelines)")
+        return bound
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, args: Mapping[str, Sequence[Any]]) -> Any:
+        """Enqueue one run of every stage; returns an event recorded when all are done.
+
+        `args` maps each stage to its kernel's own arguments (the queues are bound here)."""
+        from tilesync.runtime.launch import launch
+        from tilesync.runtime.stream import Event
+
+        first = self._streams[self.plan.stages[0].name]
+        start = Event().record(first)
+        self.last_start = start
+        for stage in self.plan.stages:
+            stream = self._streams[stage.name]
+            if stream is not first:
+                stream.wait_event(start)
+        users = {}
+        for stage in self.plan.stages:
+            sig = self.signatures[stage.kernel]
+            user = list(args.get(stage.name, ()))
+            if len(user) != len(sig.user_params):
+                raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes "
+                                 f"{len(sig.user_params)} argument(s) "
+                                 f"({', '.join(sig.user_params)}), got {len(user)}")
+            users[stage.name] = user
+        if self.persistent is not None:
+            sig = self.signatures[self.persistent]
+            flat = [a for name in self.plan.declared for a in users[name]]
+            launch(self.kernels[self.persistent], sum(s.ctas for s in self.plan.stages),
+                   self.blocks[self.plan.stages[0].name],
+                   [*flat, *self._bind(self.plan.name, sig)], stream=first,
+                   shared_mem=sig.dynamic_shared_bytes, cooperative=True,
+                   l2_window=self.l2_window)
+        for stage in self.plan.stages if self.persistent is None else ():
+            sig = self.signatures[stage.kernel]
+            launch(self.kernels[stage.kernel], stage.ctas, self.blocks[stage.name],
+                   [*users[stage.name], *self._bind(stage.name, sig)],
+                   stream=self._streams[stage.name], shared_mem=sig.dynamic_shared_bytes,
+                   l2_window=self.l2_window)
+        for stage in self.plan.stages:
+            stream = self._streams[stage.name]
+            if stream is not first:
+                first.wait_event(Event().record(stream))
+        self.runs += 1
+        return Event().record(first)
+
+    def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedPipeline:
+        """One run as an instantiated CUDA graph; every replay is a new run (no memset)."""
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        first = self._streams[self.plan.stages[0].name]
+        check(driver.cuStreamBeginCapture(
+            first.handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
+            "cuStreamBeginCapture")
+        try:
+            self.run(args)
+        finally:
+            graph = check(driver.cuStreamEndCapture(first.handle), "cuStreamEndCapture")
+            self.runs -= 1  # capturing ran nothing
+        executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        return CapturedPipeline(self, graph, executable, first)
+
+    def synchronize(self) -> None:
+        """Wait for every stage; a timed-out spin raises SpinTimeoutError saying which."""
+        try:
+            for stream in self._streams.values():
+                stream.synchronize()
+        except TilesyncRuntimeError as err:
+            timeout = self.timed_out_wait()
+            if timeout is not None:
+                text, kernel, block = timeout
+                raise SpinTimeoutError(f"{text} ({err.error_name})", err.error_name, err.call,
+                                       kernel, block) from err
+            raise
+
+    def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
+        """The first timed-out spin's report, kernel and block (None if none timed out)."""
+        from tilesync.runtime.program import describe_timeout
+
+        if self._debug_record is None:
+            return None
+        stage_of = {s.kernel: s.name for s in self.plan.stages}
+        return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
+                                f"run {self.runs} of pipeline @{self.plan.name}")
+
+    def close(self) -> None:
+        """Give back the persisting L2 set-aside (the rings are freed with the program)."""
+        if self.l2_window is not None:
+            from cuda.bindings import driver
+
+            driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)
+            self.l2_window = None
+
+
+class CapturedPipeline:
+    """A run of a DataflowProgram as an instantiated CUDA graph."""
+
+    def __init__(self, program: DataflowProgram, graph: Any, executable: Any, stream: Any):
+        self.program, self._graph, self._exec, self.stream = program, graph, executable, stream
+
+    def launch(self) -> None:
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        check(driver.cuGraphLaunch(self._exec, self.stream.handle), "cuGraphLaunch")
+        self.program.runs += 1
+
+    def close(self) -> None:
+        from cuda.bindings import driver
+
+        if self._exec is not None:
+            driver.cuGraphExecDestroy(self._exec)
+            driver.cuGraphDestroy(self._graph)
+            self._exec = None

@@ -1,0 +1,59 @@
+// RUN: tilesync-opt %s -p convert-dataflow-to-nvvm --split-input-file --verify-diagnostics | filecheck %s
+
+// A kernel with a queue argument that no pipeline stage runs: nothing says which queue it is.
+gpu.module @kernels {
+  gpu.func @orphan(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+    %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+    gpu.return
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:5:3: convert-dataflow-to-nvvm: kernel @orphan takes queues but no dataflow.stage runs it
+
+// -----
+
+// The stage produces @q, but its kernel waits for a full entry of it.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @wrong_end(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@wrong_end, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:19:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full': the stage produces queue @q, so its kernel uses acquire_empty / release_full
+
+// -----
+
+// One kernel run by two stages that bind it to different queues.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @relay(%in: !dataflow.queue<2 x memref<64xf32>>, %out: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @x : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @y : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @z : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@x]}
+    dataflow.stage @r1 {kernel = @kernels::@relay, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@x], outputs = [@y]}
+    dataflow.stage @r2 {kernel = @kernels::@relay, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@y], outputs = [@z]}
+    dataflow.stage @t {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@z], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:55:5: convert-dataflow-to-nvvm: kernel @relay runs in stages @r1 and @r2 with different queues; give each stage its own kernel

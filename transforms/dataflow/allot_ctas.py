@@ -1,0 +1,90 @@
+"""`dataflow-allot-ctas`: how many CTAs each stage of a pipeline gets (Kitsune §5.3): the
+integer program of `analysis.pipeline_model.allot`, solved with scipy's milp (HiGHS).
+
+Each stage carries what was measured of it run bulk-synchronously: `bsp_rate` (tiles per
+second on the whole GPU), `utilization` (its busiest pipe, default 1), and the DRAM and L2
+bytes per tile once its queue operands stay on chip (`dram_bytes`, `l2_bytes`, default 0); its
+`tiles` per launch relative to the pipeline's last stage weighs its rate. The solution sets
+every stage's `ctas` and records on the pipeline the predicted throughput (items per second)
+and the constraint that binds it (`dataflow.allotment`). A stage without a measured rate is
+refused: the allotment would be a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.passes import ModulePass
+
+from tilesync.analysis.pipeline_model import StageRate, allot
+from tilesync.contract import (
+    BSP_RATE_ATTR,
+    DRAM_BYTES_ATTR,
+    L2_BYTES_ATTR,
+    TILES_ATTR,
+    UTILIZATION_ATTR,
+)
+from tilesync.dialects import dataflow
+from tilesync.dialects.locations import diagnostic
+
+PASS = "dataflow-allot-ctas"
+ALLOTMENT_ATTR = "dataflow.allotment"
+
+
+def _number(stage: dataflow.StageOp, name: str, default: float | None = None) -> float | None:
+    attr = stage.attributes.get(name)
+    if isinstance(attr, FloatAttr | IntegerAttr):
+        return float(attr.value.data)
+    return default
+
+
+def stage_rates(pipeline: dataflow.PipelineOp) -> list[StageRate]:
+    stages = pipeline.stages
+    last_tiles = _number(stages[-1], TILES_ATTR, 1.0) or 1.0
+    rates = []
+    for stage in stages:
+        rate = _number(stage, BSP_RATE_ATTR)
+        if rate is None or rate <= 0:
+            raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data} has no measured "
+                             f"'{BSP_RATE_ATTR}' (tiles per second, bulk-synchronous)")
+        utilization = _number(stage, UTILIZATION_ATTR, 1.0)
+        if not 0 < utilization <= 1:
+            raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: '{UTILIZATION_ATTR}' "
+                             f"must be in (0, 1], got {utilization}")
+        rates.append(StageRate(
+            stage.sym_name.data, stage.resource.data is dataflow.Resource.TENSOR, rate,
+            (_number(stage, TILES_ATTR, last_tiles) or last_tiles) / last_tiles, utilization,
+            _number(stage, DRAM_BYTES_ATTR, 0.0), _number(stage, L2_BYTES_ATTR, 0.0)))
+    return rates
+
+
+@dataclass(frozen=True)
+class AllotCTAsPass(ModulePass):
+    """Size every pipeline's stages for the highest throughput the model predicts."""
+
+    name = "dataflow-allot-ctas"
+
+    sms: int = 132
+    dram_bytes_per_s: float = 3.0e12  # measured device copy, bytes read + written
+    l2_bytes_per_s: float = 7.0e12
+    slots: int = 1  # CTAs of one class (SIMT or tensor) per SM
+
+    def __post_init__(self) -> None:
+        if self.sms < 1 or self.slots < 1:
+            raise ValueError("options 'sms' and 'slots' must be positive")
+        if self.dram_bytes_per_s <= 0 or self.l2_bytes_per_s <= 0:
+            raise ValueError("bandwidth options must be positive")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
+            try:
+                result = allot(stage_rates(pipeline), self.sms, self.dram_bytes_per_s,
+                               self.l2_bytes_per_s, self.slots)
+            except ValueError as err:
+                raise diagnostic(PASS, pipeline, str(err)) from err
+            for stage in pipeline.stages:
+                stage.ctas = IntegerAttr(result.ctas[stage.sym_name.data], i64)
+            pipeline.attributes[ALLOTMENT_ATTR] = StringAttr(
+                f"{result.throughput:.4g} items/s, bound by {result.bound}")

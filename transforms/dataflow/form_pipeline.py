@@ -1,0 +1,147 @@
+"""`dataflow-form-pipeline`: pick the stages of a stage program that run spatially (Kitsune
+§5.1) and make them a `dataflow.pipeline`.
+
+The input is the stage program the cuSync passes take (`sync.stage`, `sync.dependency`), with
+each stage's operator kind in `dataflow.kind`. Two rules exclude a stage: it gathers across all
+of its input (`gather`, an embedding lookup say) or it is better bulk-synchronous (`bulk`).
+The pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between
+two inside would have to run before the second and after the first, which a spatial pipeline
+cannot do). Walking the stages in dependency order, a stage joins when it reads a member and
+keeps the group contiguous; the first group of at least two stages becomes
+`dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
+`dataflow.resource`, else tensor for a GEMM and SIMT for the rest; `tiles` = its grid's tiles;
+`ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them). Each member
+records `dataflow.pipeline = @name`; the pipeline lists the excluded stages and why in
+`dataflow.excluded`. Queues come later (dataflow-insert-queues).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
+from xdsl.passes import ModulePass
+
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.contract import (
+    DATAFLOW_KIND_ATTR,
+    DATAFLOW_PIPELINE_ATTR,
+    DATAFLOW_RESOURCE_ATTR,
+    TILES_ATTR,
+)
+from tilesync.dialects import dataflow, sync
+from tilesync.dialects.locations import diagnostic
+
+PASS = "dataflow-form-pipeline"
+KINDS = ("gemm", "elementwise", "reduction", "gather", "bulk")
+EXCLUDED_KINDS = {"gather": "gathers across all its input", "bulk": "bulk-synchronous friendly"}
+EXCLUDED_ATTR = "dataflow.excluded"
+
+
+def stage_kind(stage: sync.StageOp) -> str:
+    attr = stage.attributes.get(DATAFLOW_KIND_ATTR)
+    if not isinstance(attr, StringAttr):
+        raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data} has no "
+                         f"'{DATAFLOW_KIND_ATTR}' ({' | '.join(KINDS)})")
+    if attr.data not in KINDS:
+        raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: unknown kind "
+                         f"'{attr.data}' (expected {' | '.join(KINDS)})")
+    return attr.data
+
+
+def _reach(successors: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, todo = set(), list(start)
+    while todo:
+        node = todo.pop()
+        for nxt in successors[node]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def contiguous(group: set[str], successors: dict[str, set[str]],
+               predecessors: dict[str, set[str]]) -> bool:
+    """No stage outside `group` lies on a path from a member to a member."""
+    below, above = _reach(successors, group), _reach(predecessors, group)
+    return not ((below & above) - group)
+
+
+def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
+    """The pipeline's stages in dependency order, and the stages excluded with the reason."""
+    names = list(graph.stages)
+    successors: dict[str, set[str]] = {n: set() for n in names}
+    predecessors: dict[str, set[str]] = {n: set() for n in names}
+    for producer, consumer in graph.dependent_pairs():
+        successors[producer].add(consumer)
+        predecessors[consumer].add(producer)
+    excluded = {n: EXCLUDED_KINDS[k] for n in names
+                if (k := stage_kind(graph.stages[n])) in EXCLUDED_KINDS}
+    excluded.update({n: "already in a pipeline" for n in names
+                     if DATAFLOW_PIPELINE_ATTR in graph.stages[n].attributes})
+    order, done = [], set()
+
+    def visit(name: str) -> None:  # producers first, program order among equals
+        if name in done:
+            return
+        done.add(name)
+        for producer in sorted(predecessors[name], key=names.index):
+            visit(producer)
+        order.append(name)
+
+    for name in names:
+        visit(name)
+    best: list[str] = []
+    for seed in order:
+        if seed in excluded:
+            continue
+        group = [seed]
+        for name in order[order.index(seed) + 1:]:
+            if name in excluded or not predecessors[name] & set(group):
+                continue
+            if contiguous({*group, name}, successors, predecessors):
+                group.append(name)
+        if len(group) > len(best):
+            best = group
+    return best, excluded
+
+
+def resource_of(stage: sync.StageOp, kind: str) -> dataflow.ResourceAttr:
+    attr = stage.attributes.get(DATAFLOW_RESOURCE_ATTR)
+    if isinstance(attr, dataflow.ResourceAttr):
+        return attr
+    return dataflow.ResourceAttr(dataflow.Resource.TENSOR if kind == "gemm"
+                                 else dataflow.Resource.SIMT)
+
+
+@dataclass(frozen=True)
+class FormPipelinePass(ModulePass):
+    """Make the largest contiguous group of pipeline-friendly stages a dataflow.pipeline."""
+
+    name = "dataflow-form-pipeline"
+
+    pipeline: str = "spatial"  # the new pipeline's name
+    sms: int = 132
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        members, excluded = select(graph)
+        if len(members) < 2:
+            return  # nothing to run spatially: the program stays bulk-synchronous
+        stages = []
+        for name in members:
+            stage = graph.stages[name]
+            tiles = math.prod(stage.grid_shape)
+            df_stage = dataflow.StageOp(name, stage.kernel, resource_of(stage, stage_kind(stage)),
+                                        min(tiles, self.sms))
+            df_stage.attributes[TILES_ATTR] = IntegerAttr(tiles, i64)
+            stages.append(df_stage)
+            stage.attributes[DATAFLOW_PIPELINE_ATTR] = SymbolRefAttr(self.pipeline)
+        pipeline = dataflow.PipelineOp(self.pipeline, stages)
+        if excluded:
+            pipeline.attributes[EXCLUDED_ATTR] = ArrayAttr(
+                [StringAttr(f"@{n}: {why}") for n, why in excluded.items()])
+        op.body.block.add_op(pipeline)
+

@@ -1,0 +1,152 @@
+"""`dataflow-insert-queues`: producer → consumer edges of a pipeline become queues (Kitsune
+§5.2, Algorithm 1, lines 7-13).
+
+Each pipeline stage whose tiles another stage of the pipeline reads (a `sync.dependency` with
+both ends inside) gets one queue `@<stage>_tiles`, whose payload is its output tile (the first
+two extents of its `tile`, element type `dataflow.element`, f16 by default); every consumer stage
+takes it as an input, so a producer read by several stages multicasts. A queue hands each entry
+to one CTA of a consumer stage, so every producer tile must be read by exactly one tile of each
+consumer stage (split a hidden dimension into stages first, or it is refused); a consumer tile
+that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive tickets. The
+depth comes from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the
+pipeline's share of L2 (`l2_bytes` / queues) allows, never fewer than r. The rings are pinned in
+L2. Stage kernels written against global memory do not take their queues
+yet: such stages are marked `dataflow.unbound` (the verifier and the lowering refuse them until
+a kernel generator rewrites them to acquire, read and release entries).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    f16,
+    i64,
+)
+from xdsl.ir import TypeAttribute
+from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
+
+from tilesync.analysis.dependency_analysis import tiles_read
+from tilesync.analysis.grid import grid_tiles
+from tilesync.analysis.pipeline_model import queue_depth
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.contract import DATAFLOW_ELEMENT_ATTR, READS_ATTR, UNBOUND_ATTR, QueueLayout
+from tilesync.dialects import dataflow
+from tilesync.dialects.locations import diagnostic
+
+PASS = "dataflow-insert-queues"
+
+
+def reads_per_tile(graph: StageGraph, dep) -> int:
+    """Producer tiles each consumer tile reads through `dep`, when every producer tile goes to
+    exactly one consumer tile; refuses the dependency otherwise."""
+    producer, consumer = graph.producer_of(dep), graph.consumer_of(dep)
+    readers: Counter = Counter()
+    counts = set()
+    for tile in grid_tiles(consumer.grid_shape):
+        read = tiles_read(dep, tile)
+        counts.add(len(read))
+        readers.update(read)
+    pname, cname = producer.sym_name.data, consumer.sym_name.data
+    shared = [t for t, n in readers.items() if n > 1]
+    if shared:
+        raise diagnostic(PASS, dep, f"producer tile {shared[0]} of @{pname} is read by "
+                         f"{readers[shared[0]]} tiles of @{cname}: a queue hands each entry to "
+                         f"one CTA of a stage (split @{cname}'s hidden dimension into stages)")
+    unread = sum(1 for _ in grid_tiles(producer.grid_shape)) - len(readers)
+    if unread:
+        raise diagnostic(PASS, dep, f"{unread} tile(s) of @{pname} are never read by "
+                         f"@{cname}: their entries would never be released")
+    if len(counts) != 1:
+        raise diagnostic(PASS, dep, f"tiles of @{cname} read different numbers of @{pname} "
+                         f"tiles ({sorted(counts)})")
+    return counts.pop()
+
+
+@dataclass(frozen=True)
+class InsertQueuesPass(ModulePass):
+    """Make every edge inside a pipeline a queue (one per producer, multicast)."""
+
+    name = "dataflow-insert-queues"
+
+    l2_bytes: int = 25 * 1024 * 1024  # what the pipeline's rings may take of L2
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
+            members = {s.sym_name.data: s for s in pipeline.stages}
+            edges = [d for d in graph.dependencies
+                     if d.producer.root_reference.data in members
+                     and d.consumer.root_reference.data in members]
+            feeding = {d.producer.root_reference.data for d in edges}
+            producers = [name for name in members if name in feeding]  # pipeline order
+            if not producers:
+                continue
+            budget = self.l2_bytes // len(producers)
+            inputs: dict[str, list[str]] = {name: [] for name in members}
+            reads: dict[str, dict[str, int]] = {name: {} for name in members}
+            queues = []
+            for producer in producers:
+                queue_name = f"{producer}_tiles"
+                stage = graph.stages[producer]
+                payload = self._payload(stage)
+                outgoing = [d for d in edges if d.producer.root_reference.data == producer]
+                consumers = list(dict.fromkeys(d.consumer.root_reference.data
+                                               for d in outgoing))
+                worst = 0
+                for dep in outgoing:
+                    consumer = dep.consumer.root_reference.data
+                    r = reads_per_tile(graph, dep)
+                    if r > 1:
+                        reads[consumer][queue_name] = r
+                    inputs[consumer].append(queue_name)
+                    worst = max(worst, r * members[consumer].num_ctas)
+                probe = dataflow.QueueType(1, payload)
+                entry = QueueLayout(1, probe.payload_bytes, len(consumers)).entry_bytes
+                entries = max((queue_depth(reads[c].get(queue_name, 1), members[c].num_ctas,
+                                           entry, budget) or 0) for c in consumers)
+                if entries == 0:
+                    raise diagnostic(PASS, stage, f"queue @{queue_name} needs {worst} entries "
+                                     f"of {entry} bytes, more than its {budget} bytes of L2")
+                queues.append(dataflow.QueueOp(queue_name, dataflow.QueueType(entries, payload),
+                                               pin_l2=True))
+                members[producer].outputs = ArrayAttr(
+                    [*members[producer].outputs.data, *_refs([queue_name])])
+            for name, stage in members.items():
+                if inputs[name]:
+                    stage.inputs = ArrayAttr([*stage.inputs.data, *_refs(inputs[name])])
+                if reads[name]:
+                    stage.attributes[READS_ATTR] = DictionaryAttr(
+                        {q: IntegerAttr(r, i64) for q, r in reads[name].items()})
+                kernel = SymbolTable.lookup_symbol(op, stage.kernel)
+                takes_queues = isinstance(kernel, gpu.FuncOp) and any(
+                    isinstance(t, dataflow.QueueType) for t in kernel.function_type.inputs)
+                if (stage.inputs.data or stage.outputs.data) and not takes_queues:
+                    stage.attributes[UNBOUND_ATTR] = UnitAttr()
+            block = pipeline.body.block
+            first = block.first_op
+            for queue in queues:
+                block.insert_op_before(queue, first)
+
+    @staticmethod
+    def _payload(stage) -> TensorType:
+        element = stage.attributes.get(DATAFLOW_ELEMENT_ATTR, f16)
+        if not isinstance(element, TypeAttribute):
+            raise diagnostic(PASS, stage, f"'{DATAFLOW_ELEMENT_ATTR}' must be a type")
+        shape = list(stage.tile_shape[:2])
+        return TensorType(element, shape)
+
+
+def _refs(names: list[str]) -> list[SymbolRefAttr]:
+    return [SymbolRefAttr(n) for n in names]

@@ -1,0 +1,137 @@
+"""`dataflow-split-reductions`: a reduction in a pipeline becomes fan-in + final stages
+(Kitsune §5.2, Algorithm 1, lines 2-5).
+
+A pipeline stage whose sync.stage is a `reduction` with `dataflow.split = k` (split-K of a GEMM,
+a reduction over the batch) is replaced by two:
+
+* `@n_fanin`: the same kernel over the grid with one more dimension, the partial index p in
+  [0, k); it reads what the reduction read, with the last `forall` range (the reduced one) cut
+  into k chunks (`s -> s + p × chunk`), so the k partials run on k times as many CTAs;
+* `@n_final`: the kernel named by `dataflow.final_kernel` over the original grid; each of its
+  tiles reads the k partials of that tile.
+
+Stages that read the reduction now read `@n_final`; the fan-in → final edge is a dependency like
+any other, so dataflow-insert-queues turns it into a queue whose consumer takes k entries per
+tile. Both sync stages join the pipeline, the original is erased with its launches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.contract import (
+    DATAFLOW_ELEMENT_ATTR,
+    DATAFLOW_FINAL_KERNEL_ATTR,
+    DATAFLOW_KIND_ATTR,
+    DATAFLOW_PIPELINE_ATTR,
+    DATAFLOW_SPLIT_ATTR,
+    TILES_ATTR,
+)
+from tilesync.dialects import dataflow, sync
+from tilesync.dialects.locations import diagnostic
+
+PASS = "dataflow-split-reductions"
+
+
+def _split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
+                 ) -> sync.DependencyOp:
+    """`dep` read by the fan-in: one more consumer dimension p; the last forall range is cut
+    into `parts` chunks, chunk p at offset p × chunk."""
+    ranges = list(dep.ranges)
+    old = dep.tiles_map
+    dims = [AffineExpr.dimension(i) for i in range(rank + 1)]
+    syms = [AffineExpr.symbol(i) for i in range(len(ranges))]
+    if ranges:
+        lo, hi = ranges[-1]
+        if (hi - lo) % parts:
+            raise diagnostic(PASS, dep, f"the reduced range [{lo}, {hi}) does not split into "
+                             f"{parts} equal chunks")
+        chunk = (hi - lo) // parts
+        ranges[-1] = (lo, lo + chunk)
+        syms[-1] = syms[-1] + dims[rank] * chunk
+    results = [expr.replace_dims_and_symbols(dims[:rank], syms) for expr in old.results]
+    new_map = AffineMap(rank + 1, len(ranges), tuple(results))
+    return sync.DependencyOp(dep.producer, SymbolRefAttr(fanin), dep.operand.data, new_map,
+                             ranges, dep.clipped is not None)
+
+
+@dataclass(frozen=True)
+class SplitReductionsPass(ModulePass):
+    """Replace each split reduction of a pipeline by fan-in and final stages."""
+
+    name = "dataflow-split-reductions"
+
+    sms: int = 132
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
+            for df_stage in list(pipeline.stages):
+                stage = graph.stages.get(df_stage.sym_name.data)
+                kind = stage.attributes.get(DATAFLOW_KIND_ATTR) if stage else None
+                if not (isinstance(kind, StringAttr) and kind.data == "reduction"):
+                    continue
+                self._split(op, graph, pipeline, df_stage, stage)
+
+    def _split(self, module: ModuleOp, graph: StageGraph, pipeline: dataflow.PipelineOp,
+               df_stage: dataflow.StageOp, stage: sync.StageOp) -> None:
+        name = stage.sym_name.data
+        split = stage.attributes.get(DATAFLOW_SPLIT_ATTR)
+        final_kernel = stage.attributes.get(DATAFLOW_FINAL_KERNEL_ATTR)
+        if not isinstance(split, IntegerAttr) or split.value.data < 2:
+            raise diagnostic(PASS, stage, f"reduction @{name} needs '{DATAFLOW_SPLIT_ATTR}' "
+                             "(partials per output tile, at least 2)")
+        if not isinstance(final_kernel, SymbolRefAttr):
+            raise diagnostic(PASS, stage, f"reduction @{name} needs "
+                             f"'{DATAFLOW_FINAL_KERNEL_ATTR}' (the kernel adding the partials)")
+        parts = split.value.data
+        fanin_name, final_name = f"{name}_fanin", f"{name}_final"
+        grid, rank = stage.grid_shape, stage.rank
+        fanin = sync.StageOp(fanin_name, stage.kernel, [*grid, parts], stage.block_shape,
+                             stage.tile_shape)
+        final = sync.StageOp(final_name, final_kernel, grid, stage.block_shape, stage.tile_shape)
+        for new, kind in ((fanin, "gemm"), (final, "elementwise")):
+            new.attributes[DATAFLOW_KIND_ATTR] = StringAttr(kind)
+            if DATAFLOW_ELEMENT_ATTR in stage.attributes:  # partials and sums keep the type
+                new.attributes[DATAFLOW_ELEMENT_ATTR] = stage.attributes[DATAFLOW_ELEMENT_ATTR]
+            new.attributes[DATAFLOW_PIPELINE_ATTR] = SymbolRefAttr(pipeline.sym_name.data)
+        parent = stage.parent_block()
+        assert parent is not None
+        parent.insert_ops_before([fanin, final], stage)
+        for dep in graph.incoming(name):
+            parent.insert_op_before(_split_input(dep, rank, parts, fanin_name), dep)
+            dep.detach()
+            dep.erase()
+        for dep in graph.outgoing(name):
+            dep.producer = SymbolRefAttr(final_name)
+        dims = [AffineExpr.dimension(i) for i in range(rank)]
+        joined = AffineMap(rank, 1, (*dims, AffineExpr.symbol(0)))
+        parent.insert_op_after(sync.DependencyOp(fanin_name, final_name, 0, joined,
+                                                 [(0, parts)]), final)
+        for launch in [o for o in module.walk() if isinstance(o, sync.LaunchOp)
+                       and o.stage.root_reference.data == name]:
+            launch.detach()
+            launch.erase()
+        stage.detach()
+        stage.erase()
+
+        tiles = math.prod(grid)
+        df_fanin = dataflow.StageOp(fanin_name, fanin.kernel,
+                                    dataflow.ResourceAttr(dataflow.Resource.TENSOR),
+                                    min(tiles * parts, self.sms))
+        df_fanin.attributes[TILES_ATTR] = IntegerAttr(tiles * parts, i64)
+        df_final = dataflow.StageOp(final_name, final_kernel,
+                                    dataflow.ResourceAttr(dataflow.Resource.SIMT),
+                                    min(tiles, self.sms))
+        df_final.attributes[TILES_ATTR] = IntegerAttr(tiles, i64)
+        block = pipeline.body.block
+        block.insert_ops_before([df_fanin, df_final], df_stage)
+        df_stage.detach()
+        df_stage.erase()

@@ -1,0 +1,156 @@
+"""`dataflow-verify`: proves that a spatial pipeline cannot hang, or refuses it.
+
+Two things must hold for the queues of a pipeline never to wait forever:
+
+* **co-residency** — every CTA of every stage is resident at once. A CTA spinning on a queue
+  keeps its SM slot, so a stage whose CTAs could find no slot behind spinning consumers would
+  never run. Counted by the one forward-progress rule set (`forward_progress.co_residency`,
+  i.e. `contract.all_resident`) from each stage's CTAs and blocks per SM, which come from the
+  compiled kernel's registers and shared memory (`registers`, `shared_bytes` on the stage, as
+  `tilesync.api.annotate_resources` records them) and its block size;
+* **balanced, acyclic queues** — the stage graph is acyclic (the dialect's verifier), every
+  queue holds at least the entries one consumer tile takes at once (`dataflow.reads`, drawn as
+  consecutive tickets), and each launch takes from every queue as many tickets as it gives: the
+  producer stage's `tiles` (tiles per launch) equals each consumer stage's. Then, with every
+  CTA resident, the lowest ticket not yet done can always move (its producer's earlier tickets
+  are done, its entry's previous round was released by consumers that drew it earlier), so by
+  induction every ticket completes, and the next launch finds every count where it expects.
+
+A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
+names the stage and what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
+
+from tilesync.analysis.forward_progress import Residency, co_residency
+from tilesync.analysis.occupancy import blocks_per_sm
+from tilesync.contract import (
+    KNOWN_BLOCK_SIZE_ATTR,
+    READS_ATTR,
+    REGISTERS_ATTR,
+    SHARED_BYTES_ATTR,
+    TILES_ATTR,
+    UNBOUND_ATTR,
+    VerifyError,
+    limits_for_arch,
+)
+from tilesync.dialects import dataflow
+from tilesync.dialects.locations import OpDiagnostic, diagnostic
+
+PASS = "dataflow-verify"
+VERIFIED_ATTR = "dataflow.verified"
+
+
+def _refuse(op, message: str) -> OpDiagnostic:
+    return diagnostic(PASS, op, message, VerifyError)
+
+
+def _int_attr(op, name: str) -> int | None:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def stage_residency(module: ModuleOp, stage: dataflow.StageOp, arch: str) -> Residency:
+    """The stage's CTAs and how many fit on one SM, from its compiled kernel's resources."""
+    name = stage.sym_name.data
+    registers, shared = _int_attr(stage, REGISTERS_ATTR), _int_attr(stage, SHARED_BYTES_ATTR)
+    if registers is None or shared is None:
+        raise _refuse(stage, f"stage @{name}: occupancy unknown: the stage needs the "
+                      f"'{REGISTERS_ATTR}' and '{SHARED_BYTES_ATTR}' of its compiled kernel "
+                      "(tilesync.api.annotate_resources records them)")
+    kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+    block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR) if isinstance(kernel, gpu.FuncOp) \
+        else None
+    if block is None:
+        raise _refuse(stage, f"stage @{name}: its kernel declares no block size "
+                      f"({KNOWN_BLOCK_SIZE_ATTR}), so its CTAs cannot be counted")
+    threads = 1
+    for extent in block.get_values():
+        threads *= extent
+    occupancy = blocks_per_sm(threads, registers, shared, limits_for_arch(arch))
+    if occupancy.blocks_per_sm == 0:
+        raise _refuse(stage, f"stage @{name}: its kernel cannot run: {occupancy.reason}")
+    return Residency(stage.num_ctas, occupancy.blocks_per_sm)
+
+
+def reads_per_tile(stage: dataflow.StageOp, queue: str) -> int:
+    """Entries of `queue` one tile of `stage` takes (`dataflow.reads`, default 1)."""
+    reads = stage.attributes.get(READS_ATTR)
+    entry = reads.data.get(queue) if isinstance(reads, DictionaryAttr) else None
+    return entry.value.data if isinstance(entry, IntegerAttr) else 1
+
+
+def check_tickets(pipeline: dataflow.PipelineOp) -> str:
+    """Every queue gives and takes as many tickets per launch; the proof in words."""
+    tiles: dict[str, int] = {}
+    for stage in pipeline.stages:
+        count = _int_attr(stage, TILES_ATTR)
+        if count is None and (stage.inputs.data or stage.outputs.data):
+            raise _refuse(stage, f"stage @{stage.sym_name.data} does not declare its "
+                          f"'{TILES_ATTR}' per launch, so its queues' tickets cannot be "
+                          "balanced")
+        if count is not None:
+            tiles[stage.sym_name.data] = count
+    for queue in pipeline.queues:
+        name = queue.sym_name.data
+        producer = next(s for s in pipeline.stages
+                        if name in [r.root_reference.data for r in s.outputs])
+        for consumer in pipeline.stages:
+            if name not in [r.root_reference.data for r in consumer.inputs]:
+                continue
+            given = tiles[producer.sym_name.data]
+            group = reads_per_tile(consumer, name)
+            taken = tiles[consumer.sym_name.data] * group
+            if queue.queue_type.num_entries < group:
+                raise _refuse(queue, f"queue @{name} has {queue.queue_type.num_entries} "
+                              f"entries but a tile of @{consumer.sym_name.data} holds {group} "
+                              "at once: it could never hold them all")
+            if given != taken:
+                raise _refuse(consumer, f"queue @{name}: stage @{producer.sym_name.data} "
+                              f"fills {given} tickets per launch but stage "
+                              f"@{consumer.sym_name.data} takes {taken}: a launch would "
+                              f"{'wait forever for' if taken > given else 'leave'} "
+                              f"{abs(taken - given)} ticket(s)")
+    return f"tickets balanced on {len(pipeline.queues)} queue(s)"
+
+
+@dataclass(frozen=True)
+class VerifyPipelinePass(ModulePass):
+    """Prove every dataflow.pipeline co-resident and deadlock-free, or refuse it."""
+
+    name = "dataflow-verify"
+
+    sms: int = 132
+    arch: str = "sm_90"
+
+    def __post_init__(self) -> None:
+        if self.sms < 1:
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+        limits_for_arch(self.arch)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
+            stages = pipeline.stages
+            for stage in stages:
+                if UNBOUND_ATTR in stage.attributes:
+                    raise _refuse(stage, f"stage @{stage.sym_name.data}: its kernel does not "
+                                  "take its queues yet, so nothing it runs uses them")
+            residency = [stage_residency(op, s, self.arch) for s in stages]
+            fits = co_residency(residency, self.sms)
+            if not fits:
+                per_stage = ", ".join(f"@{s.sym_name.data} {r.blocks} x 1/{r.blocks_per_sm} SM"
+                                      for s, r in zip(stages, residency))
+                raise _refuse(pipeline, f"pipeline @{pipeline.sym_name.data} cannot run: "
+                              f"{fits.reason} ({per_stage}); a CTA spinning on a queue holds "
+                              "the slot its producer needs")
+            tickets = check_tickets(pipeline)
+            pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"co-resident: {fits.reason}; "
+                                                            f"{tickets}")
