@@ -211,6 +211,9 @@ SYNC_ARGS_ATTR = "sync.args"  # roles of the trailing parameters passes appended
 ORDER_TABLE_ATTR = "sync.order_table"  # the order table its host uploads
 KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
 MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
+CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
+SYNC_NAMED_BARRIER = 1  # the named barrier of a sync.post by part of a block (`threads N`)
+MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 # on kernel-level ops
 FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted
 REORDERED_ATTR = "sync.reordered"  # a load that sync-reorder-loads moved above a wait

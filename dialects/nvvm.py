@@ -920,18 +920,28 @@ class MBarrierInitOp(IRDLOperation):
 @irdl_op_definition
 class MBarrierArriveOp(IRDLOperation):
     """`mbarrier.arrive[.expect_tx].shared::cta.b64 _, [bar][, tx]`: this thread arrives; with
-    `tx`, it first announces that many bytes the phase must also wait for (a TMA load's)."""
+    `tx`, it first announces that many bytes the phase must also wait for (a TMA load's). With
+    `cta`, it arrives instead on the barrier at the same offset in CTA `cta` of its cluster
+    (`mapa`, then `mbarrier.arrive.shared::cluster`)."""
 
     name = "nvvm.mbarrier.arrive"
     bar = operand_def(LLVMPointerType)
     tx = opt_operand_def(i32)
-    assembly_format = "$bar (`expect_tx` $tx^)? attr-dict `:` type($bar)"
+    cta = opt_operand_def(i32)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$bar (`expect_tx` $tx^)? (`cta` $cta^)? attr-dict `:` type($bar)"
+    )
 
-    def __init__(self, bar: SSAValue, tx: SSAValue | None = None):
-        super().__init__(operands=[bar, [] if tx is None else [tx]])
+    def __init__(self, bar: SSAValue, tx: SSAValue | None = None, cta: SSAValue | None = None):
+        super().__init__(operands=[bar, [] if tx is None else [tx],
+                                   [] if cta is None else [cta]])
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.bar, "barrier")
+        if self.tx is not None and self.cta is not None:
+            raise VerifyException(f"'{self.name}' announces bytes on its own CTA's barriers "
+                                  "only: expect_tx and cta exclude each other")
 
 
 @irdl_op_definition
@@ -969,21 +979,26 @@ class CpAsyncBulkTensorLoadOp(IRDLOperation):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
     [dst], [tmap, {c0, ...}], [bar]`: one thread copies the box of the tensor map at the
     coordinates (innermost first, in elements) into shared memory; the bytes complete the
-    barrier's transaction count. Out-of-bounds elements are zero-filled."""
+    barrier's transaction count. Out-of-bounds elements are zero-filled. With `multicast`
+    (`.multicast::cluster`, an i16 mask of the cluster's CTAs), the box lands at the same
+    offset in the shared memory of every CTA of the mask and completes each one's barrier."""
 
     name = "nvvm.cp.async.bulk.tensor.shared.global"
     dst = operand_def(LLVMPointerType)
     bar = operand_def(LLVMPointerType)
     tensor_map = operand_def(LLVMPointerType)
     coords = var_operand_def(i32)
+    multicast = opt_operand_def(IntegerType(16))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$dst `,` $tensor_map `[` $coords `]` `,` $bar attr-dict `:` type($dst) `,` "
-        "type($tensor_map) `,` type($bar)"
+        "$dst `,` $tensor_map `[` $coords `]` `,` $bar (`multicast` $multicast^)? attr-dict "
+        "`:` type($dst) `,` type($tensor_map) `,` type($bar)"
     )
 
     def __init__(self, dst: SSAValue, tensor_map: SSAValue, coords: Sequence[SSAValue],
-                 bar: SSAValue):
-        super().__init__(operands=[dst, bar, tensor_map, coords])
+                 bar: SSAValue, multicast: SSAValue | None = None):
+        super().__init__(operands=[dst, bar, tensor_map, coords,
+                                   [] if multicast is None else [multicast]])
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.dst, "destination")
@@ -1021,6 +1036,30 @@ class CpAsyncBulkTensorStoreOp(IRDLOperation):
         if len(self.coords) not in TMA_RANKS:
             raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
                                   f"{len(self.coords)}")
+
+
+@irdl_op_definition
+class ClusterArriveOp(IRDLOperation):
+    """`barrier.cluster.arrive.aligned`: this thread arrives at the cluster barrier (release:
+    its earlier accesses are visible to the threads that wait)."""
+
+    name = "nvvm.cluster.arrive"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class ClusterWaitOp(IRDLOperation):
+    """`barrier.cluster.wait.aligned`: wait until every thread of every CTA of the cluster has
+    arrived (acquire)."""
+
+    name = "nvvm.cluster.wait"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
 
 
 @irdl_op_definition
@@ -1189,6 +1228,8 @@ NVVM = Dialect(
         CpAsyncBulkTensorStoreOp,
         CpAsyncBulkCommitGroupOp,
         CpAsyncBulkWaitGroupReadOp,
+        ClusterArriveOp,
+        ClusterWaitOp,
         PrefetchTensorMapOp,
         BarrierSyncOp,
         SetMaxNRegOp,
@@ -1207,6 +1248,8 @@ __all__ = [
     "Barrier0Op",
     "Barrier0OrOp",
     "BarrierSyncOp",
+    "ClusterArriveOp",
+    "ClusterWaitOp",
     "CpAsyncBulkCommitGroupOp",
     "CpAsyncBulkTensorLoadOp",
     "CpAsyncBulkTensorStoreOp",

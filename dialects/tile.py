@@ -101,6 +101,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -796,23 +797,15 @@ def _verify_barriers(op: Operation, bars: SSAValue, indices: Sequence[SSAValue])
     _verify_indices(op, bars_type, indices, "barrier")
 
 
-class _BarrierOp(IRDLOperation):
-    """An op on one transaction barrier (an i64 in shared memory) `%bars[%i]`."""
-
-    bars = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-
-    def verify_(self) -> None:
-        _verify_barriers(self, self.bars, self.indices)
-
-
 @irdl_op_definition
-class MBarrierInitOp(_BarrierOp):
+class MBarrierInitOp(IRDLOperation):
     """`tile.mbarrier_init %bars[%i] count N`: one thread initializes the barrier for N
     arrivals per phase (and fences the initialization for the async proxy). The block must
     synchronize before any other thread or a TMA copy uses it."""
 
     name = "tile.mbarrier_init"
+    bars = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
     count = prop_def(IntegerAttr[I32])
     assembly_format = "$bars `[` $indices `]` `count` $count attr-dict `:` type($bars)"
 
@@ -820,34 +813,44 @@ class MBarrierInitOp(_BarrierOp):
         super().__init__(operands=[bars, indices], properties={"count": IntegerAttr(count, i32)})
 
     def verify_(self) -> None:
-        super().verify_()
+        _verify_barriers(self, self.bars, self.indices)
         if not 1 <= self.count.value.data < 1 << 20:
             raise VerifyException(f"'{self.name}' count must be in 1..2^20-1, got "
                                   f"{self.count.value.data}")
 
 
 @irdl_op_definition
-class MBarrierArriveOp(_BarrierOp):
-    """`tile.mbarrier_arrive %bars[%i] (expect_tx BYTES)?`: this thread arrives on the
-    barrier's current phase; with `expect_tx`, it first adds BYTES to the bytes the phase waits
-    for (the TMA copies that complete on it)."""
+class MBarrierArriveOp(IRDLOperation):
+    """`tile.mbarrier_arrive %bars[%i] (expect_tx BYTES)? (cta %r)?`: this thread arrives on
+    the barrier's current phase; with `expect_tx`, it first adds BYTES to the bytes the phase
+    waits for (the TMA copies that complete on it). With `cta %r` it arrives on the barrier
+    at the same place in CTA %r of its cluster instead (a consumer freeing a buffer that
+    both CTAs' copies fill)."""
 
     name = "tile.mbarrier_arrive"
+    bars = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    cta = opt_operand_def(IndexType)
     expect_tx = opt_prop_def(IntegerAttr[I32])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$bars `[` $indices `]` (`expect_tx` $expect_tx^)? attr-dict `:` type($bars)"
+        "$bars `[` $indices `]` (`expect_tx` $expect_tx^)? (`cta` $cta^)? attr-dict "
+        "`:` type($bars)"
     )
 
     def __init__(self, bars: SSAValue, indices: Sequence[SSAValue],
-                 expect_tx: int | None = None):
-        super().__init__(operands=[bars, indices], properties={
+                 expect_tx: int | None = None, cta: SSAValue | None = None):
+        super().__init__(operands=[bars, indices, [] if cta is None else [cta]], properties={
             "expect_tx": None if expect_tx is None else IntegerAttr(expect_tx, i32)})
 
     def verify_(self) -> None:
-        super().verify_()
+        _verify_barriers(self, self.bars, self.indices)
         if self.expect_tx is not None and not 0 < self.expect_tx.value.data < 1 << 20:
             raise VerifyException(f"'{self.name}' expect_tx must be in 1..2^20-1 bytes, got "
                                   f"{self.expect_tx.value.data}")
+        if self.expect_tx is not None and self.cta is not None:
+            raise VerifyException(f"'{self.name}' expects bytes on its own CTA's barriers "
+                                  "only: expect_tx and cta exclude each other")
 
 
 @irdl_op_definition
@@ -886,23 +889,30 @@ class TmaLoadOp(IRDLOperation):
     dst_indices = var_operand_def(IndexType)
     bars = operand_def(MemRefType)
     bar_indices = var_operand_def(IndexType)
+    multicast = opt_prop_def(IntegerAttr[I32])
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$tensor_map `[` $coords `]` `,` $dst `[` $dst_indices `]` `,` $bars `[` $bar_indices "
-        "`]` attr-dict `:` type($tensor_map) `,` type($dst) `,` type($bars)"
+        "`]` (`multicast` $multicast^)? attr-dict `:` type($tensor_map) `,` type($dst) `,` "
+        "type($bars)"
     )
 
     def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue], dst: SSAValue,
                  dst_indices: Sequence[SSAValue], bars: SSAValue,
-                 bar_indices: Sequence[SSAValue]):
-        super().__init__(operands=[tensor_map, coords, dst, dst_indices, bars, bar_indices])
+                 bar_indices: Sequence[SSAValue], multicast: int | None = None):
+        super().__init__(operands=[tensor_map, coords, dst, dst_indices, bars, bar_indices],
+                         properties={"multicast": None if multicast is None
+                                     else IntegerAttr(multicast, i32)})
 
     def verify_(self) -> None:
         map_type = self.tensor_map.type
         assert isinstance(map_type, TensorMapType)
         _verify_tma_box(self, map_type, self.coords, self.dst, self.dst_indices, "destination")
         _verify_barriers(self, self.bars, self.bar_indices)
+        if self.multicast is not None and not 0 < self.multicast.value.data < 1 << 16:
+            raise VerifyException(f"'{self.name}' multicast is a mask of up to 16 CTAs of the "
+                                  f"cluster, got {self.multicast.value.data}")
 
 
 @irdl_op_definition
@@ -977,6 +987,20 @@ class PrefetchTensorMapOp(IRDLOperation):
 
     def __init__(self, tensor_map: SSAValue):
         super().__init__(operands=[tensor_map])
+
+
+@irdl_op_definition
+class ClusterBarrierOp(IRDLOperation):
+    """`tile.cluster_barrier`: every thread of every CTA of the cluster arrives and waits
+    (`barrier.cluster.arrive` release, `barrier.cluster.wait` acquire): barriers initialized
+    before it may be used by the other CTAs after it, and a CTA leaves no peer that may still
+    write its shared memory."""
+
+    name = "tile.cluster_barrier"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
 
 
 @irdl_op_definition
@@ -1336,12 +1360,13 @@ Tile = Dialect(
      TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
-     SetMaxNRegOp],
+     SetMaxNRegOp, ClusterBarrierOp],
     [FragType, SwizzleAttr, ShuffleKindAttr, TensorMapType],
 )
 
 __all__ = [
     "ArriveOp",
+    "ClusterBarrierOp",
     "CpAsyncCommitOp",
     "CpAsyncOp",
     "CpAsyncWaitOp",

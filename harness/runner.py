@@ -15,7 +15,7 @@ from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
 from tilesync.kernels.reference import host_array
 from tilesync.runtime.buffers import DeviceBuffer, device_pointer_and_size
-from tilesync.runtime.device import get_device
+from tilesync.runtime.device import get_device, max_active_clusters
 from tilesync.runtime.launch import launch
 from tilesync.runtime.module import load_ptx
 from tilesync.runtime.tensor_map import TensorMapCache
@@ -29,7 +29,7 @@ class GemmRunner:
     fp32 workspace and counters, zeroed once here: every launch leaves them zero again. A
     warp-specialized (tma_ws) config takes A and B as buffers like the others; the runner
     encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
-    block per SM of this GPU."""
+    block per SM of this GPU (clusters: as many as can run at once)."""
 
     def __init__(self, cfg: GemmConfig, ptx: str | None = None):
         self.cfg = cfg
@@ -43,7 +43,13 @@ class GemmRunner:
         self.tensor_maps = TensorMapCache()
         self.grid = cfg.grid
         if cfg.warp_specialized:
-            self.grid = (min(cfg.tiles, get_device().sm_count), 1, 1)
+            cluster = cfg.cluster_m
+            slots = get_device().sm_count // cluster
+            if cluster > 1:
+                self.kernel.ensure_dynamic_shared_memory(cfg.dynamic_shared_bytes)
+                slots = min(slots, max_active_clusters(self.kernel, cluster, cfg.threads,
+                                                       cfg.dynamic_shared_bytes))
+            self.grid = (cluster * min(cfg.cluster_tiles, slots), 1, 1)
         self.workspace = self.counters = None
         if cfg.split_k > 1:
             self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)

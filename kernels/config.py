@@ -99,6 +99,10 @@ class GemmConfig:
     """tma_ws: 1, a producer warp after the consumer warpgroups (the register cap of one block
     per SM suffices), or 4, a producer warpgroup that gives registers to the consumers
     (`setmaxnreg`)."""
+    cluster_m: int = 1
+    """tma_ws: 2 runs clusters of two blocks on vertically adjacent tiles (same B columns):
+    each block loads half of the B tile and multicasts it to both, halving the B bytes read
+    from L2; a buffer is free once the consumers of both blocks released it."""
 
     def __repr__(self) -> str:
         # Fields added for the TMA pipeline show only where they differ from their defaults, so
@@ -188,6 +192,9 @@ class GemmConfig:
                              f"got {self.tile}")
         if self.split_k != 1 or (self.sync_hooks and self.producer_warps != 1):
             raise ValueError("tma_ws takes split_k=1, and sync hooks with one producer warp")
+        if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
+            raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
+                             f"{self.cluster_m}")
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
@@ -234,9 +241,16 @@ class GemmConfig:
         return m * n
 
     @property
+    def cluster_tiles(self) -> int:
+        """tma_ws: the units of the persistent order, a cluster's tiles (cluster_m rows)."""
+        m, n = self.tile_grid
+        return -(-m // self.cluster_m) * n
+
+    @property
     def grid(self) -> tuple[int, int, int]:
         if self.warp_specialized:  # persistent: one block per SM, at most one per tile
-            return (min(self.tiles, self.sms), 1, 1)
+            c = self.cluster_m
+            return (min(c * self.cluster_tiles, self.sms // c * c), 1, 1)
         # x: tile row (M), y: tile column, z: split-K slice
         return (*self.tile_grid, self.split_k)
 
@@ -297,7 +311,7 @@ class GemmConfig:
     def tensor_map_boxes(self) -> dict[str, tuple[int, int]]:
         """tma_ws: the TMA box of A (BM rows of BK) and of B (BN rows of BK; B is N x K)."""
         bm, bn, bk = self.tile
-        return {"A": (bm, bk), "B": (bn, bk)}
+        return {"A": (bm, bk), "B": (bn // self.cluster_m, bk)}  # a cluster splits B's box
 
     @property
     def workspace_shape(self) -> tuple[int, int]:
@@ -322,7 +336,7 @@ class GemmConfig:
         return DTYPES[self.dtype]()
 
 
-_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps"})
+_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m"})
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -330,22 +344,22 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
                 dropout: float | None = None, dynamic_shared: bool = False,
                 mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
-                raster_group: int = 8, sms: int = H100_SMS,
-                producer_warps: int = 1) -> GemmConfig:
+                raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
+                cluster_m: int = 1) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
-                      pipeline, raster_group, sms, producer_warps)
+                      pipeline, raster_group, sms, producer_warps, cluster_m)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   dtype: str = "f16", epilogue: str | None = None, name: str = "gemm",
                   sync_hooks: bool = False, dropout: float | None = None,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
-                  producer_warps: int = 1) -> GemmConfig:
+                  producer_warps: int = 1, cluster_m: int = 1) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1)."""
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
-                       raster_group, sms, producer_warps)
+                       raster_group, sms, producer_warps, cluster_m)
 
 
 

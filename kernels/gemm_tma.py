@@ -32,12 +32,23 @@ fastest inside a group, so the blocks running at once share B's columns (and A's
 The producer runs ahead into the next tile while the consumers store this one. Edges: the copy
 engine zero-fills boxes outside A and B (M, N and K need not be multiples of the tile), and the
 stores are masked.
+
+With `cluster_m=2`, a cluster's two blocks take vertically adjacent tiles (the same columns of
+B): each copies half of B's tile and multicasts it to both, and a consumer frees a buffer in
+both blocks (its `empty` barrier counts the consumers of the cluster).
+
+Sync hooks (`sync_hooks=True`): the producer thread marks each k-tile's copies of A (operand
+0) and B (operand 1) with `sync.load_point ... step kt single_thread async_proxy` (its waits
+spin in that thread and fence the async proxy before the copies), and the consumer warpgroups
+mark each stored tile with `sync.store_point [tm, tn] threads <consumer threads>` (a named
+barrier of the consumers, then one of them posts). Without dependencies the hooks vanish.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -50,7 +61,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.contract import CLUSTER_DIMS_ATTR, MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import GemmConfig
@@ -94,29 +106,40 @@ def _parity(b: BlockBuilder, it: SSAValue, stages: int, flip: bool) -> SSAValue:
     return bit
 
 
-def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """(tm, tn) of linear tile t in grouped order (M fastest inside a group of tile rows)."""
-    tiles_m, tiles_n = cfg.tile_grid
+def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
+                 rank: SSAValue | None) -> tuple[SSAValue, SSAValue]:
+    """(tm, tn) of this block's tile of linear cluster tile t, in grouped order (M fastest
+    inside a group of tile rows); a cluster's blocks take its rows cluster_m tm + rank."""
+    tiles_m = -(-cfg.tile_grid[0] // cfg.cluster_m)
+    tiles_n = cfg.tile_grid[1]
     group = min(cfg.raster_group, tiles_m)
     per_group = group * tiles_n
     first_m = b.muli(b.divui(t, per_group), group)
     within = b.remui(t, per_group)
     if tiles_m % group == 0:  # every group is full: constant divisors
-        return b.addi(first_m, b.remui(within, group)), b.divui(within, group)
-    rows = b.emit(arith.MinUIOp(b.emit(arith.SubiOp(b.idx(tiles_m), first_m)), b.idx(group)))
-    return b.addi(first_m, b.remui(within, rows)), b.divui(within, rows)
+        tm, tn = b.addi(first_m, b.remui(within, group)), b.divui(within, group)
+    else:
+        rows = b.emit(arith.MinUIOp(b.emit(arith.SubiOp(b.idx(tiles_m), first_m)),
+                                    b.idx(group)))
+        tm, tn = b.addi(first_m, b.remui(within, rows)), b.divui(within, rows)
+    if rank is not None:
+        tm = b.addi(b.muli(tm, cfg.cluster_m), rank)
+    return tm, tn
 
 
 def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body) -> None:
-    """for t = blockIdx.x; t < tiles; t += gridDim.x, carrying the k-step count `it` from 0;
-    `body(loop_builder, t, it) -> it after the tile`."""
+    """for t = cluster; t < cluster tiles; t += clusters (a cluster being one block without
+    clusters), carrying the k-step count `it` from 0; `body(loop_builder, t, it) -> it after
+    the tile`. A cluster's blocks are consecutive in x."""
     first = _dim(b, gpu.BlockIdOp)
     step = _dim(b, gpu.GridDimOp)
+    if cfg.cluster_m > 1:
+        first, step = b.divui(first, cfg.cluster_m), b.divui(step, cfg.cluster_m)
     block = Block(arg_types=[IndexType(), IndexType()])
     t, it = block.args
     lb = BlockBuilder(block)
     lb.insert(scf.YieldOp(body(lb, t, it)))
-    b.insert(scf.ForOp(first, b.idx(cfg.tiles), step, [b.idx(0)], Region(block)))
+    b.insert(scf.ForOp(first, b.idx(cfg.cluster_tiles), step, [b.idx(0)], Region(block)))
 
 
 def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
@@ -145,6 +168,9 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     # One block per SM: the register cap setmaxnreg needs, and 224 registers a thread for a
     # producer warp beside two consumer warpgroups.
     kernel.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(1, i32)
+    cluster = cfg.cluster_m
+    if cluster > 1:
+        kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32, [cluster, 1, 1])
     entry = kernel.body.block
     args = dict(zip(cfg.params, entry.args, strict=True))
     for hint, arg in args.items():
@@ -154,6 +180,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     b = BlockBuilder(entry)
 
     tid = _dim(b, gpu.ThreadIdOp)
+    rank = b.remui(_dim(b, gpu.BlockIdOp), cluster) if cluster > 1 else None
     sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
     full = b.emit(memref.GetGlobalOp("full_bars", bars_type))
@@ -164,10 +191,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         ib.insert(tl.PrefetchTensorMapOp(b_map))
         for s in range(stages):
             ib.insert(tl.MBarrierInitOp(full, [ib.idx(s)], 1))
-            ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], groups))
+            # every consumer warpgroup of the cluster frees the buffer its copies fill
+            ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], groups * cluster))
 
     _if(b, b.emit(arith.CmpiOp(tid, b.idx(0), "eq")), init)
-    b.insert(gpu.BarrierOp())
+    b.insert(tl.ClusterBarrierOp() if cluster > 1 else gpu.BarrierOp())
+    tiles_m = cfg.tile_grid[0]
+    phantom = cluster > 1 and tiles_m % cluster != 0  # the last cluster's extra tile row
 
     def producer(pb: BlockBuilder) -> None:
         if cfg.producer_warps == 4:
@@ -175,18 +205,32 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
         def issue(ib: BlockBuilder) -> None:
             def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
-                tm, tn = _tile_coords(tb, cfg, t)
+                tm, tn = _tile_coords(tb, cfg, t, rank)
+                if phantom:  # past the last row: load a real one (its stores are masked)
+                    tm = tb.emit(arith.MinUIOp(tm, tb.idx(tiles_m - 1)))
                 m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
+                # a cluster's blocks each load bn / cluster rows of B's tile, for all of them
+                b_row = None if rank is None else tb.muli(rank, bn // cluster)
                 block = Block(arg_types=[IndexType(), IndexType()])
                 kt, k_it = block.args
                 kb = BlockBuilder(block)
                 stage = kb.remui(k_it, stages)
                 kb.insert(tl.MBarrierWaitOp(empty, [stage], _parity(kb, k_it, stages, True)))
+                if cfg.sync_hooks:  # this thread alone copies, through the async proxy
+                    for operand in (0, 1):
+                        kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
+                                                   async_proxy=True))
                 kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
                 k0 = kb.muli(kt, bk)
                 zero = kb.idx(0)
                 kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full, [stage]))
-                kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full, [stage]))
+                if b_row is None:
+                    kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
+                                           [stage]))
+                else:
+                    kb.insert(tl.TmaLoadOp(b_map, [kb.addi(n0, b_row), k0], sb,
+                                           [stage, b_row, zero], full, [stage],
+                                           multicast=(1 << cluster) - 1))
                 kb.insert(scf.YieldOp(kb.addi(k_it, 1)))
                 loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(cfg.k_tiles), tb.idx(1), [it],
                                            Region(block)))
@@ -205,17 +249,22 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
         acc_type = _frag("acc", f32)
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
-        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
+        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
         in_flight = cfg.wgmma_in_flight
 
         def release(rb: BlockBuilder, step: SSAValue) -> None:
             def arrive(ab: BlockBuilder) -> None:
-                ab.insert(tl.MBarrierArriveOp(empty, [ab.remui(step, stages)]))
+                buffer = ab.remui(step, stages)
+                if cluster == 1:
+                    ab.insert(tl.MBarrierArriveOp(empty, [buffer]))
+                    return
+                for cta in range(cluster):  # both blocks' copies fill this buffer
+                    ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta)))
 
             _if(rb, group_leader, arrive)
 
         def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
-            tm, tn = _tile_coords(tb, cfg, t)
+            tm, tn = _tile_coords(tb, cfg, t, rank)
             block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
             kt, k_it, *accs = block.args
             kb = BlockBuilder(block)
@@ -244,12 +293,16 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 release(tb, tb.emit(arith.SubiOp(it_after, tb.idx(1))))
             _store_accumulators(tb, cfg, list(tiles), C, (tb.muli(tm, bm), tb.muli(tn, bn)),
                                 (warp_m, tb.idx(0)), (1, acc_count), mask_c, bias, seed)
+            if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
+                tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads))
             return it_after
 
         _tile_loop(cb, cfg, one_tile)
 
     is_consumer = b.emit(arith.CmpiOp(tid, b.idx(cfg.consumer_threads), "ult"))
     _if(b, is_consumer, consumer, producer)
+    if cluster > 1:  # no block leaves while its peer may still copy into it or arrive on it
+        b.insert(tl.ClusterBarrierOp())
     b.insert(gpu.ReturnOp([]))
 
     align = cfg.stage_alignment

@@ -2,7 +2,8 @@
 
 A `gpu.func` becomes an `llvm.func` inside the same `gpu.module` (the unit translated to one
 PTX module). Kernels get the `ptx_kernel` calling convention; launch bounds become the string
-function attributes NVPTX reads (`"nvvm.maxntid"`, `"nvvm.minctasm"`) as `passthrough` entries.
+function attributes NVPTX reads (`"nvvm.maxntid"`, `"nvvm.minctasm"`, `"nvvm.cluster_dim"` for a
+compile-time cluster shape) as `passthrough` entries.
 Signatures take the llvm types (memref → `!llvm.ptr<AS>`, index → i64); the body keeps the old
 types through casts at the start of the entry block until the other passes convert it.
 A `!tile.tensor_map` parameter becomes a `!llvm.ptr` with the argument attributes of a blob
@@ -40,7 +41,9 @@ from xdsl.pattern_rewriter import (
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import (
+    CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
+    MAX_CLUSTER_BLOCKS,
     MIN_BLOCKS_PER_SM_ATTR,
     PARAM_KINDS,
     TENSOR_MAP,
@@ -60,7 +63,7 @@ PASS_NAME = "convert-func-to-llvm"
 
 # Attributes that the conversion consumes (or that describe the old signature).
 _CONSUMED_ATTRS = {KNOWN_BLOCK_SIZE_ATTR, "gpu.known_grid_size", MIN_BLOCKS_PER_SM_ATTR,
-                   "sym_name", "function_type", "kernel"}
+                   CLUSTER_DIMS_ATTR, "sym_name", "function_type", "kernel"}
 
 
 def _llvm_function_type(
@@ -97,6 +100,17 @@ def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
         entries.append(
             ArrayAttr([StringAttr("nvvm.minctasm"), StringAttr(str(min_blocks.value.data))])
         )
+    cluster = op.attributes.get(CLUSTER_DIMS_ATTR)
+    if cluster is not None:
+        dims = tuple(int(d) for d in cluster.get_values()) \
+            if isinstance(cluster, DenseArrayBase) else ()
+        size = dims[0] * dims[1] * dims[2] if len(dims) == 3 else 0
+        if not 1 <= size <= MAX_CLUSTER_BLOCKS or min(dims) < 1:
+            raise unsupported_op_error(
+                PASS_NAME, op, f"'{CLUSTER_DIMS_ATTR}' must be three positive extents of at "
+                f"most {MAX_CLUSTER_BLOCKS} blocks in all, got {cluster}")
+        entries.append(ArrayAttr([StringAttr("nvvm.cluster_dim"),
+                                  StringAttr(",".join(map(str, dims)))]))
     return ArrayAttr(entries) if entries else None
 
 

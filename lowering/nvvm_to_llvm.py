@@ -57,6 +57,8 @@ INTRINSICS: dict[type[Operation], str] = {
     nvvm.CpAsyncWaitGroupOp: "llvm.nvvm.cp.async.wait.group",
     nvvm.MBarrierInitOp: "llvm.nvvm.mbarrier.init.shared",
     nvvm.BarrierSyncOp: "llvm.nvvm.barrier.cta.sync.aligned.count",
+    nvvm.ClusterArriveOp: "llvm.nvvm.barrier.cluster.arrive",
+    nvvm.ClusterWaitOp: "llvm.nvvm.barrier.cluster.wait",
 }
 """The nvvm ops lowered to an intrinsic call: the name (fields from the op's properties and
 types), the op's operands as arguments (then the immediates of IMMEDIATE_ARGS), its results."""
@@ -72,7 +74,7 @@ _MMA_TYPES = {nvvm.HalfType.F16: "f32.f32", nvvm.HalfType.BF16: "bf16"}
 
 SREG_INTRINSIC = "llvm.nvvm.read.ptx.sreg.{sreg}"
 
-PTX_TEMPLATES: dict[type[Operation], str] = {
+PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.LoadOp: "ld{sem}{space}.{type} $0, [$1];",
     nvvm.StoreOp: "st{sem}{space}.{type} [$0], $1;",
     nvvm.AtomicOp: "atom{sem}{space}.{kind}.{type} $0, [$1], $2;",
@@ -91,14 +93,21 @@ PTX_TEMPLATES: dict[type[Operation], str] = {
         "${desc_b}, p, 1, 1, 0, 0;\n}}"
     ),
     nvvm.MBarrierArriveOp: "mbarrier.arrive{expect_tx}.shared::cta.b64 _, [$0]{tx};",
+    # On the barrier at the same offset in CTA $1 of the cluster (release at CTA scope, the
+    # default, as CUTLASS's ClusterBarrier: a cluster-scope release would also wait for this
+    # thread's earlier global stores, e.g. an epilogue's, on every k-step).
+    (nvvm.MBarrierArriveOp, "cta"): (
+        "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $0;\nmapa.shared::cluster.u32 r, a, $1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [r];\n}}"
+    ),
     nvvm.MBarrierTryWaitParityOp: (
         "{{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
         "selp.b32 $0, 1, 0, p;\n}}"
     ),
     nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
     nvvm.CpAsyncBulkTensorLoadOp: (
-        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-        "[$0], [$2, {{{coords}}}], [$1];"
+        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        "{multicast} [$0], [$2, {{{coords}}}], [$1]{mask};"
     ),
     nvvm.CpAsyncBulkTensorStoreOp: (
         "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], "
@@ -112,7 +121,8 @@ PTX_TEMPLATES: dict[type[Operation], str] = {
     nvvm.TanhApproxOp: "tanh.approx.f32 $0, $1;",
     nvvm.Ex2ApproxFtzOp: "ex2.approx.ftz.f32 $0, $1;",
 }
-"""PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first)."""
+"""PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first). An
+(op, variant) key spells a variant of the op that is another instruction sequence."""
 
 PURE_PTX: frozenset[type[Operation]] = frozenset(
     {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp}
@@ -132,7 +142,7 @@ _BITWISE_KINDS = frozenset(
 _PTX_OP = {nvvm.AtomicKind.SMAX: "max", nvvm.AtomicKind.SMIN: "min"}
 
 # LLVM inline-asm register constraint letters for NVPTX.
-_CONSTRAINT = {32: "r", 64: "l"}
+_CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 _MEMORY_CLOBBER = "~{memory}"
 
 
@@ -175,9 +185,15 @@ def state_space(ptr: SSAValue) -> str:
     return STATE_SPACE[address_space(ptr.type)]
 
 
+def _template_key(op: Operation) -> type[Operation] | tuple[type[Operation], str]:
+    if isinstance(op, nvvm.MBarrierArriveOp) and op.cta is not None:
+        return (nvvm.MBarrierArriveOp, "cta")
+    return type(op)
+
+
 def ptx_string(op: Operation) -> str:
     """The PTX instruction an nvvm op lowers to (with `$i` operand placeholders)."""
-    template = PTX_TEMPLATES[type(op)]
+    template = PTX_TEMPLATES[_template_key(op)]
     match op:
         case nvvm.LoadOp():
             fields = dict(
@@ -221,8 +237,10 @@ def ptx_string(op: Operation) -> str:
             fields = dict(expect_tx=".expect_tx" if with_tx else "",
                           tx=", $1" if with_tx else "")
         case nvvm.CpAsyncBulkTensorLoadOp():
-            fields = dict(rank=len(op.coords),
-                          coords=", ".join(f"${3 + i}" for i in range(len(op.coords))))
+            rank = len(op.coords)
+            fields = dict(rank=rank, coords=", ".join(f"${3 + i}" for i in range(rank)),
+                          multicast=".multicast::cluster" if op.multicast is not None else "",
+                          mask=f", ${3 + rank}" if op.multicast is not None else "")
         case nvvm.CpAsyncBulkTensorStoreOp():
             rank = len(op.coords)
             fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)),

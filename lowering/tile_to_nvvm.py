@@ -21,7 +21,10 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.tma_*        nvvm.cp.async.bulk.tensor (load: shared <- global, completing on a
                       barrier; store: global <- shared in bulk groups), the map by its generic
                       address (the kernel parameter); coordinates reversed (innermost first)
-    tile.named_barrier, tile.setmaxnreg, tile.prefetch_tensor_map: their nvvm ops
+                      (multicast: to the cluster's CTAs of a mask); a remote arrive (`cta`)
+                      maps the barrier's address into the peer CTA (mapa)
+    tile.named_barrier, tile.cluster_barrier, tile.setmaxnreg, tile.prefetch_tensor_map:
+                      their nvvm ops
 
 Fragments become literal structs of their registers: A `!llvm.struct<(i32, i32, i32, i32)>`,
 B `!llvm.struct<(i32, i32)>`, the accumulator `!llvm.struct<(f32, f32, f32, f32)>` (what the
@@ -924,7 +927,8 @@ class MBarrierLowering(_TilePattern):
             e.insert(nvvm.FenceMBarrierInitOp())
         elif isinstance(op, tile.MBarrierArriveOp):
             tx = None if op.expect_tx is None else e.const(op.expect_tx.value.data)
-            e.insert(nvvm.MBarrierArriveOp(address, tx))
+            cta = None if op.cta is None else e.index_as(op.cta, i32)
+            e.insert(nvvm.MBarrierArriveOp(address, tx, cta))
         else:
             parity = e.cast(llvm.ZExtOp, e.as_llvm(op.parity, IntegerType(1)), i32)
             before, after = Block(), Block()
@@ -949,7 +953,9 @@ class TmaLowering(_TilePattern):
         if isinstance(op, tile.TmaLoadOp):
             dst = _box_address(e, op.dst, op.dst_indices)
             bar = _barrier_address(e, op.bars, op.bar_indices)
-            e.insert(nvvm.CpAsyncBulkTensorLoadOp(dst, tensor_map, coords, bar))
+            mask = None if op.multicast is None else \
+                e.const(op.multicast.value.data, IntegerType(16))
+            e.insert(nvvm.CpAsyncBulkTensorLoadOp(dst, tensor_map, coords, bar, mask))
         else:
             src = _box_address(e, op.src, op.src_indices)
             e.insert(nvvm.CpAsyncBulkTensorStoreOp(tensor_map, coords, src))
@@ -957,12 +963,15 @@ class TmaLowering(_TilePattern):
 
 
 class WarpSpecializationLowering(_TilePattern):
-    """TMA store groups, the tensor-map prefetch, named barriers and setmaxnreg."""
+    """TMA store groups, the tensor-map prefetch, named and cluster barriers, setmaxnreg."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.TmaStoreCommitOp | tile.TmaStoreWaitOp
-                          | tile.PrefetchTensorMapOp | tile.NamedBarrierOp | tile.SetMaxNRegOp,
-                          rewriter: PatternRewriter, /):
+                          | tile.PrefetchTensorMapOp | tile.NamedBarrierOp | tile.SetMaxNRegOp
+                          | tile.ClusterBarrierOp, rewriter: PatternRewriter, /):
+        if isinstance(op, tile.ClusterBarrierOp):
+            rewriter.replace(op, [nvvm.ClusterArriveOp(), nvvm.ClusterWaitOp()])
+            return
         if isinstance(op, tile.TmaStoreCommitOp):
             lowered: Operation = nvvm.CpAsyncBulkCommitGroupOp()
         elif isinstance(op, tile.TmaStoreWaitOp):

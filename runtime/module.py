@@ -412,8 +412,9 @@ def load_ptx(
     """Load PTX into device 0's context, from the in-process cache, the disk cache, or compiled.
 
     disk_cache=None follows TILESYNC_DISK_CACHE (on by default): compile with nvJitLink and keep
-    the cubin; False lets the driver JIT the PTX, as does PTX that `needs_driver_jit`. Errors carry the compiler's error log. The
-    same PTX text gives the same Module for the life of the process, however it was loaded.
+    the cubin; False lets the driver JIT the PTX, as does PTX that `needs_driver_jit`. Errors
+    carry the compiler's error log. The same PTX text gives the same Module for the life of the
+    process, however it was loaded.
     """
     device = get_device()
     use_disk = disk_cache_enabled() if disk_cache is None else disk_cache

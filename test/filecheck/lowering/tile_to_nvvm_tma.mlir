@@ -70,3 +70,31 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// A cluster: the multicast mask is an i16 register, the remote arrival maps the barrier into
+// the peer CTA, the cluster barrier is arrive + wait; the cluster shape becomes the kernel's
+// `.reqnctapercluster` (nvvm.cluster_dim).
+// CHECK-LABEL: func.func @cluster
+// CHECK:       nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} multicast %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+// CHECK:       nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} : !llvm.ptr<3>
+// CHECK-NEXT:  nvvm.cluster.arrive
+// CHECK-NEXT:  nvvm.cluster.wait
+// PTX:         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$2, {$3, $4}], [$1], $5;", "l,l,l,r,r,h,~{memory}"
+// PTX:         "{\0A.reg .b32 a, r;\0Acvt.u32.u64 a, $0;\0Amapa.shared::cluster.u32 r, a, $1;\0Ambarrier.arrive.shared::cluster.b64 _, [r];\0A}", "l,r,~{memory}"
+// PTX:         llvm.call_intrinsic "llvm.nvvm.barrier.cluster.arrive"() : () -> ()
+// PTX-NEXT:    llvm.call_intrinsic "llvm.nvvm.barrier.cluster.wait"() : () -> ()
+func.func @cluster(%b: !tile.tensor_map<64x64xf16, swizzle 128>, %smem: memref<4x128x64xf16, 3>,
+                   %bars: memref<4xi64, 3>, %s: index, %r: index) {
+  tile.tma_load %b[%r, %s], %smem[%s, %r, %s], %bars[%s] multicast 3 : !tile.tensor_map<64x64xf16, swizzle 128>, memref<4x128x64xf16, 3>, memref<4xi64, 3>
+  tile.mbarrier_arrive %bars[%s] cta %r : memref<4xi64, 3>
+  tile.cluster_barrier
+  func.return
+}
+
+// LLVM: llvm.func ptx_kernel @clustered() attributes {passthrough = {{\[}}["nvvm.maxntid", "64,1,1"], ["nvvm.cluster_dim", "2,1,1"]]}
+gpu.module @clusters {
+  gpu.func @clustered() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, tilesync.cluster_dims = array<i32: 2, 1, 1>} {
+    tile.cluster_barrier
+    gpu.return
+  }
+}

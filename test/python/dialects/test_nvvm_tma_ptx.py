@@ -1,6 +1,7 @@
-"""Hopper's transaction barriers, bulk tensor copies, named barriers and setmaxnreg through
-convert-nvvm-to-llvm, the llvmlite translation and LLVM's NVPTX backend: each becomes the PTX
-instruction it names, in program order, and nvJitLink accepts the PTX (sm_90a)."""
+"""Hopper's transaction barriers (remote ones too), bulk tensor copies (multicast too), named
+and cluster barriers and setmaxnreg through convert-nvvm-to-llvm, the llvmlite translation and
+LLVM's NVPTX backend: each becomes the PTX instruction it names, in program order, and
+nvJitLink accepts the PTX (sm_90a)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tilesync.lowering.ptx import module_to_ptx, validate_ptx
 
 KERNEL = """
 gpu.module @m {
-  gpu.func @k(%map: !llvm.ptr, %n: i32, %out: !llvm.ptr<1>) kernel {
+  gpu.func @k(%map: !llvm.ptr, %n: i32, %out: !llvm.ptr<1>, %mask: i16) kernel {
     %s = llvm.mlir.addressof @buffer : !llvm.ptr<3>
     %b = llvm.mlir.addressof @bars : !llvm.ptr<3>
     nvvm.mbarrier.init %b, %n : !llvm.ptr<3>
@@ -26,12 +27,16 @@ gpu.module @m {
     nvvm.mbarrier.arrive %b expect_tx %n : !llvm.ptr<3>
     nvvm.cp.async.bulk.tensor.shared.global %s, %map[%n, %n], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
     nvvm.mbarrier.arrive %b : !llvm.ptr<3>
+    nvvm.cp.async.bulk.tensor.shared.global %s, %map[%n, %n], %b multicast %mask : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+    nvvm.mbarrier.arrive %b cta %n : !llvm.ptr<3>
     %r = nvvm.mbarrier.try_wait.parity %b, %n : !llvm.ptr<3>
     nvvm.cp.async.bulk.tensor.global.shared %map[%r, %n, %n], %s : !llvm.ptr, !llvm.ptr<3>
     nvvm.cp.async.bulk.commit.group
     nvvm.cp.async.bulk.wait.group.read 0
     nvvm.setmaxnreg dec 40
     nvvm.setmaxnreg inc 232
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
     llvm.store %r, %out {alignment = 4 : i64} : i32, !llvm.ptr<1>
     gpu.return
   }
@@ -52,6 +57,10 @@ EXPECTED = [
     r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "
     r"\[%rd\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%rd\d+\];",
     r"mbarrier\.arrive\.shared::cta\.b64 _, \[%rd\d+\];",
+    r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
+    r"\.multicast::cluster \[%rd\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%rd\d+\], %rs\d+;",
+    r"mapa\.shared::cluster\.u32 r, a, %r\d+;",
+    r"mbarrier\.arrive\.shared::cluster\.b64 _, \[r\];",
     r"mbarrier\.try_wait\.parity\.shared::cta\.b64 p, \[%rd\d+\], %r\d+;",
     r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta\.tile\.bulk_group "
     r"\[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], \[%rd\d+\];",
@@ -59,6 +68,8 @@ EXPECTED = [
     r"cp\.async\.bulk\.wait_group\.read 0;",
     r"setmaxnreg\.dec\.sync\.aligned\.u32 40;",
     r"setmaxnreg\.inc\.sync\.aligned\.u32 232;",
+    r"barrier\.cluster\.arrive;",
+    r"barrier\.cluster\.wait;",
 ]
 
 

@@ -29,13 +29,16 @@ CONFIGS = [
     tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias_gelu", dtype="bf16",
                   wgmma_in_flight=0),
     tma_ws_config(4096, 4096, 4096, producer_warps=4),
+    tma_ws_config(4096, 4096, 4096, cluster_m=2),  # B multicast to a cluster of two
+    tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="gelu", cluster_m=2),  # odd rows
 ]
 
 
 def _id(cfg: GemmConfig) -> str:
     bm, bn, _ = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}-s{cfg.stages}-{cfg.dtype}-"
-            f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}")
+            f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
+            f"-c{cfg.cluster_m}")
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -114,6 +117,27 @@ def test_generated_roles():
     assert regs == [232, 40]  # consumers take what the producer warpgroup gives up
 
 
+def test_cluster_of_two_multicasts_b():
+    cfg = tma_ws_config(4096, 4096, 4096, cluster_m=2)
+    assert cfg.tensor_map_boxes["B"] == (128, 64)  # each block loads half of B's tile
+    assert cfg.grid == (132, 1, 1) and cfg.cluster_tiles == 256
+    assert tma_ws_config(300, 520, 264, tile=(128, 112, 64), cluster_m=2).grid == (20, 1, 1)
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    kernel = next(op for op in ops if op.name == "gpu.func")
+    assert list(kernel.attributes["tilesync.cluster_dims"].get_values()) == [2, 1, 1]
+    loads = [op for op in ops if isinstance(op, tl.TmaLoadOp)]
+    assert [op.multicast is None for op in loads] == [True, False]  # A own, B to both
+    assert loads[1].multicast.value.data == 0b11
+    remote = [op for op in ops if isinstance(op, tl.MBarrierArriveOp) and op.cta is not None]
+    # a consumer frees the buffer in both blocks (in the k-loop and after it)
+    assert sorted(op.cta.owner.value.value.data for op in remote) == [0, 0, 1, 1]
+    counts = {op.count.value.data for op in ops if isinstance(op, tl.MBarrierInitOp)}
+    assert counts == {1, 4}  # full: the producer; empty: 2 warpgroups x 2 blocks
+    assert sum(isinstance(op, tl.ClusterBarrierOp) for op in ops) == 2  # after init, at exit
+    with pytest.raises(ValueError, match="cluster_m 1 or 2"):
+        tma_ws_config(4096, 4096, 4096, cluster_m=4)
+
+
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
 def test_compiles_to_valid_ptx_without_spills(cfg):
     ptx = _ptx(cfg)
@@ -125,6 +149,8 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert ".param .align 64 .b8 gemm_param_0[128]" in ptx
     assert f".maxntid {cfg.threads}, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    if cfg.cluster_m > 1:
+        assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
     assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
     info = validate_ptx(ptx, "sm_90a")
     assert "0 bytes spill stores, 0 bytes spill loads" in info.info_log, info.info_log
@@ -153,6 +179,8 @@ GPU_CONFIGS = [
     tma_ws_config(17, 200, 136, tile=(64, 64, 64), stages=3, epilogue="bias"),
     tma_ws_config(2048, 8192, 2816, tile=(128, 192, 64), stages=4, raster_group=5),
     tma_ws_config(130, 264, 72, tile=(128, 64, 64), stages=2, dtype="bf16"),
+    tma_ws_config(8192, 8192, 8192, dtype="bf16", cluster_m=2),
+    tma_ws_config(256, 6144, 12288, tile=(128, 96, 64), stages=6, cluster_m=2, epilogue="gelu"),
 ]
 
 

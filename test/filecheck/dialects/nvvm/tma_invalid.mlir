@@ -61,3 +61,11 @@ func.func @setmaxnreg_odd() {
   func.return
 }
 // CHECK: 'nvvm.setmaxnreg' registers must be a multiple of 8 in 24..256, got 230
+
+// -----
+
+func.func @remote_expect(%b: !llvm.ptr<3>, %i: i32) {
+  nvvm.mbarrier.arrive %b expect_tx %i cta %i : !llvm.ptr<3>
+  func.return
+}
+// CHECK: 'nvvm.mbarrier.arrive' announces bytes on its own CTA's barriers only: expect_tx and cta exclude each other

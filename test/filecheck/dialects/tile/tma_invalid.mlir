@@ -117,3 +117,20 @@ func.func @setmaxnreg_range() {
   func.return
 }
 // CHECK: 'tile.setmaxnreg' registers must be a multiple of 8 in 24..256, got 264
+
+// -----
+
+func.func @multicast_nobody(%m: !tile.tensor_map<64x64xf16, swizzle 128>, %s: memref<64x64xf16, 3>,
+                            %b: memref<1xi64, 3>, %i: index) {
+  tile.tma_load %m[%i, %i], %s[%i, %i], %b[%i] multicast 0 : !tile.tensor_map<64x64xf16, swizzle 128>, memref<64x64xf16, 3>, memref<1xi64, 3>
+  func.return
+}
+// CHECK: 'tile.tma_load' multicast is a mask of up to 16 CTAs of the cluster, got 0
+
+// -----
+
+func.func @remote_expect(%b: memref<4xi64, 3>, %i: index) {
+  tile.mbarrier_arrive %b[%i] expect_tx 64 cta %i : memref<4xi64, 3>
+  func.return
+}
+// CHECK: 'tile.mbarrier_arrive' expects bytes on its own CTA's barriers only: expect_tx and cta exclude each other

@@ -47,3 +47,17 @@ func.func @boxes(%a: !tile.tensor_map<64x64xbf16, swizzle 128>, %f: !tile.tensor
   tile.tma_store %out[%i, %i], %f[%i, %i] : memref<8x32xf32, 3>, !tile.tensor_map<8x32xf32, swizzle 0>
   func.return
 }
+
+// Clusters: a box multicast to both CTAs, an arrival on the peer CTA's barrier, the cluster
+// barrier.
+// CHECK-LABEL: func.func @cluster
+// CHECK:       tile.tma_load %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] multicast 3 : !tile.tensor_map<64x64xf16, swizzle 128>, memref<4x128x64xf16, 3 : i64>, memref<4xi64, 3 : i64>
+// CHECK-NEXT:  tile.mbarrier_arrive %{{.*}}[%{{.*}}] cta %{{.*}} : memref<4xi64, 3 : i64>
+// CHECK-NEXT:  tile.cluster_barrier
+func.func @cluster(%b: !tile.tensor_map<64x64xf16, swizzle 128>, %smem: memref<4x128x64xf16, 3>,
+                   %bars: memref<4xi64, 3>, %s: index, %r: index) {
+  tile.tma_load %b[%r, %s], %smem[%s, %r, %s], %bars[%s] multicast 3 : !tile.tensor_map<64x64xf16, swizzle 128>, memref<4x128x64xf16, 3>, memref<4xi64, 3>
+  tile.mbarrier_arrive %bars[%s] cta %r : memref<4xi64, 3>
+  tile.cluster_barrier
+  func.return
+}
