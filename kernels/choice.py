@@ -58,26 +58,33 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
 
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
-                        limit: int = 4) -> list[GemmConfig]:
-    """The `limit` tile shapes the model predicts fastest (ties: larger tiles, then clusters
-    first)."""
+                        limit: int = 4, clusters: tuple[int, ...] = CLUSTERS
+                        ) -> list[GemmConfig]:
+    """The `limit` tile shapes the model predicts fastest, for each cluster size of `clusters`
+    (ties: larger tiles first)."""
+    out: list[GemmConfig] = []
+    for cluster in clusters:
+        out += _ranked(M, N, K, dtype, epilogue, sms, cluster)[:limit]
+    return out
+
+
+def _ranked(M: int, N: int, K: int, dtype: str, epilogue: str | None, sms: int,
+            cluster: int) -> list[GemmConfig]:
     ranked = []
     for bm in TILE_ROWS:
         for bn in TILE_COLUMNS:
             if bn > max(64, 16 * math.ceil(N / 16)) or (bm == 64 and M > 1024):
                 continue  # a tile wider than N, or one warpgroup where two have work
-            for cluster in CLUSTERS:
-                if cluster > 1 and M <= bm:
-                    continue  # one tile row: nobody to share B with
-                try:
-                    cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), stages=stages_for(bm, bn),
-                                        dtype=dtype, epilogue=epilogue, sms=sms,
-                                        cluster_m=cluster)
-                except ValueError:
-                    continue
-                ranked.append((predicted_seconds(cfg, sms), -bm * bn, -cluster, cfg))
-    ranked.sort(key=lambda entry: entry[:3])
-    return [entry[-1] for entry in ranked[:limit]]
+            if cluster > 1 and M <= bm:
+                continue  # one tile row: nobody to share B with
+            try:
+                cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), stages=stages_for(bm, bn),
+                                    dtype=dtype, epilogue=epilogue, sms=sms, cluster_m=cluster)
+            except ValueError:
+                continue
+            ranked.append((predicted_seconds(cfg, sms), -bm * bn, cfg))
+    ranked.sort(key=lambda entry: entry[:2])
+    return [entry[-1] for entry in ranked]
 
 
 __all__ = ["predicted_seconds", "propose_tma_configs", "stages_for", "tile_efficiency"]
