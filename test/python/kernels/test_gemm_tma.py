@@ -15,7 +15,7 @@ from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import GemmConfig, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 from tilesync.kernels.gemm_tma import consumer_registers
-from tilesync.kernels.reference import host_array, host_values, reference_gemm
+from tilesync.kernels.reference import apply_epilogue, host_array, host_values, reference_gemm
 from tilesync.lowering.ptx import validate_ptx
 
 MAIN = tma_ws_config(4096, 4096, 4096)  # 128x256x64, 4 stages, two consumer warpgroups
@@ -226,3 +226,63 @@ def test_gpu_tma_ws_gemm(cfg):
     if get_device().arch != "sm_90":
         pytest.skip("TMA and wgmma need an sm_90 GPU")
     run_and_check(cfg)
+
+
+def _bench_shape_configs() -> list[GemmConfig]:
+    """The wave model's first TMA proposal, with and without clusters, of every shape of
+    `tilesync bench kernels` (GEMM 4096^3 and 8192^3 in fp16 and bf16, the MLP GEMMs at
+    M = 1 .. 2048 with their epilogues)."""
+    from tilesync.bench.kernels import workloads
+    from tilesync.kernels.choice import propose_tma_configs
+
+    configs: list[GemmConfig] = []
+    for w in workloads(quick=False):
+        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1):
+            if cfg not in configs:
+                configs.append(cfg)
+    return configs
+
+
+@pytest.mark.gpu
+def test_gpu_every_bench_shape_against_float64():
+    """Fresh random inputs, a poisoned output, a float64 reference (torch on the GPU where it
+    is there, else numpy) for every bench shape's proposals."""
+    from tilesync.harness.compile import compile_ptx_many
+    from tilesync.harness.runner import GemmRunner
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.launch import synchronize
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA and wgmma need an sm_90 GPU")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    configs = _bench_shape_configs()
+    ptx = compile_ptx_many(configs, "sm_90")
+    failures = []
+    for i, (cfg, text) in enumerate(zip(configs, ptx, strict=True)):
+        rng = np.random.default_rng(100 + i)
+        a = host_array(rng.standard_normal((cfg.M, cfg.K)) / np.sqrt(cfg.K), cfg.dtype)
+        b = host_array(rng.standard_normal((cfg.N, cfg.K)), cfg.dtype)
+        out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
+        out.fill_bytes(0xFF)
+        # every buffer and the runner stay alive until the kernel is done
+        args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
+        runner = GemmRunner(cfg, ptx=text)
+        print(f"{i}: {_id(cfg)}", flush=True)  # a device fault names its config
+        runner.launch(*args)
+        synchronize()
+        got = host_values(out.to_numpy(), cfg.dtype)
+        a64, b64 = host_values(a, cfg.dtype), host_values(b, cfg.dtype)
+        if torch is not None:
+            prod = (torch.from_numpy(a64).cuda() @ torch.from_numpy(b64).cuda().T).cpu().numpy()
+        else:
+            prod = a64 @ b64.T
+        ref = apply_epilogue(cfg, prod)
+        error = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) \
+            if np.isfinite(got).all() else float("inf")
+        if not error < (1e-2 if cfg.dtype == "bf16" else 3e-3):
+            failures.append(f"{_id(cfg)}: {error:.3g}")
+    assert not failures, failures

@@ -172,14 +172,16 @@ def test_im2col_addresses():
 def test_bench_candidates_are_valid_and_quick_is_small():
     from tilesync.bench import kernels as bk
 
-    quick = {c for w in bk.workloads(True) for c in bk.candidate_configs(w, True)}
-    full = {c for w in bk.workloads(False) for c in bk.candidate_configs(w, False)}
-    assert quick <= full and len(quick) <= 20 and len(full) <= 160
+    quick = {c for w in bk.workloads(True) for c in bk.tuning_candidates(w, True)}
+    full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
+    assert quick <= full and len(quick) <= 60 and len(full) <= 320
     for w in bk.workloads(False):
-        configs = bk.candidate_configs(w, False)
-        assert configs, w
+        configs = bk.tuning_candidates(w, False)
+        assert any(c.warp_specialized for c in configs), w
+        assert bool(bk.legacy_candidates(w, False)) == (w.dtype == "f16" and w.M != 8192)
         for cfg in configs:
-            assert (cfg.M, cfg.N, cfg.K, cfg.epilogue) == (w.M, w.N, w.K, w.epilogue)
+            assert (cfg.M, cfg.N, cfg.K, cfg.epilogue, cfg.dtype) == \
+                (w.M, w.N, w.K, w.epilogue, w.dtype)
     assert len(bk.conv_workloads(False)) == 8 and len(bk.conv_workloads(True)) == 4
 
 
@@ -195,8 +197,8 @@ def _gpu_gemm_configs() -> list:
 
     configs = []
     for w in bk.workloads(False):
-        if w.name != "gemm4096":  # test_gemm.py checks 4096^3
-            configs += bk.candidate_configs(w, False)[:2]  # the bench's first two
+        if not w.name.startswith("gemm"):  # test_gemm.py and test_gemm_tma.py check those
+            configs += bk.legacy_candidates(w, False)[:2]  # the cp.async / wgmma ones
     return configs
 
 
