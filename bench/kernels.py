@@ -316,7 +316,7 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
 
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
-                    copy_gbps: float | None, tth) -> dict[str, Any]:
+                    copy_gbps: float | None, tth, tuning_cache) -> dict[str, Any]:
     """The autotuner's choice among the candidates (measured once, cached on disk), timed
     here as the library is, with every candidate's tuning time reported beside it."""
     from tilesync.harness.autotune import GemmProblem, choose_gemm
@@ -325,7 +325,8 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
                              "rotating_copies": ops.copies, "configs": []}
     problem = GemmProblem(w.M, w.N, w.K, w.dtype, w.epilogue)
-    choice = choose_gemm(problem, candidates=list(ptx_by_cfg))
+    choice = choose_gemm(problem, candidates=list(ptx_by_cfg), ptx=list(ptx_by_cfg.values()),
+                         cache_dir=tuning_cache)
     entry["choice"] = {"config": _config_label(choice.config), "repr": repr(choice.config),
                        "tuning_ms": choice.median_ms, "cached": choice.from_cache,
                        "tuning_seconds": choice.seconds}
@@ -356,9 +357,11 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
 
 
 def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
-                      conv: bool = True) -> dict[str, Any]:
-    """Time our kernels and the libraries' on every workload; see the module docstring."""
+                      conv: bool = True, tuning_cache=None) -> dict[str, Any]:
+    """Time our kernels and the libraries' on every workload; see the module docstring.
+    `tuning_cache`: where the autotuner keeps its choices (default .tilesync-cache)."""
     from tilesync.harness.compile import compile_ptx_many
+    from tilesync.harness.compile_cache import CACHE_DIR
     from tilesync.runtime.device import get_device
 
     started = time.perf_counter()
@@ -399,7 +402,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
         try:
             ops = _Operands(w, copies, tth.torch)
             rows.append(_bench_workload(w, {c: ptx[c] for c in candidates[w]}, ops, warmup,
-                                        reps, copy["gbps"], tth))
+                                        reps, copy["gbps"], tth, tuning_cache or CACHE_DIR))
             del ops
         except Exception as exc:  # report and go on with the other shapes
             rows.append({**asdict(w), "configs": [{"error": f"{type(exc).__name__}: {exc}"}]})

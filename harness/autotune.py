@@ -123,9 +123,10 @@ def measure(configs: Sequence[GemmConfig], problem: GemmProblem, ptx: Sequence[s
 
 def choose_gemm(problem: GemmProblem, candidates: Sequence[GemmConfig] | None = None,
                 arch: str | None = None, cache_dir: Path | str | None = CACHE_DIR,
-                warmup: int = 3, reps: int = 10) -> Choice:
+                warmup: int = 3, reps: int = 10, ptx: Sequence[str] | None = None) -> Choice:
     """The fastest of `candidates` (default: the wave model's proposal) for `problem`, from
-    the cache where it was measured before on this architecture by this compiler."""
+    the cache where it was measured before on this architecture by this compiler. `ptx`: the
+    candidates' PTX where the caller compiled them already."""
     from tilesync.runtime.device import get_device
 
     arch = arch or get_device().arch
@@ -140,7 +141,7 @@ def choose_gemm(problem: GemmProblem, candidates: Sequence[GemmConfig] | None = 
     p = problem
     configs = list(candidates) if candidates is not None else \
         propose_tma_configs(p.M, p.N, p.K, p.dtype, p.epilogue)
-    measured = measure(configs, problem, warmup=warmup, reps=reps)
+    measured = measure(configs, problem, ptx=ptx, warmup=warmup, reps=reps)
     timed = [(ms, cfg) for cfg, ms in measured if isinstance(ms, float)]
     if not timed:
         errors = "; ".join(str(ms) for _, ms in measured)

@@ -485,7 +485,7 @@ def test_kernels_table_formats_a_result():
     assert "gpt3_fc1" in bk.kernels_table(result)
 
 
-def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
+def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch, tmp_path):
     """kernel_benchmarks' control flow and result keys, with the device, compiler, runners and
     timer replaced by fakes (no torch: our numbers only, and the result says why)."""
     import types
@@ -542,12 +542,14 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
                         or setattr(self, "why", "torch is not importable (test)"))
     monkeypatch.setattr(bk._Operands, "__init__", _fake_operands)
 
-    result = bk.kernel_benchmarks(quick=True, warmup=1, reps=3)
+    result = bk.kernel_benchmarks(quick=True, warmup=1, reps=3, tuning_cache=tmp_path)
     assert result["library"] is None and "not importable" in result["library_note"]
+    assert list((tmp_path / "autotune").iterdir())  # the fake choices stay out of the repo
     names = {(r["name"], r["M"]) for r in result["gemm"]}
     assert ("gemm4096", 4096) in names and ("llama_fc1", 16) in names
     for r in result["gemm"]:
         assert r["ours"] is not None, r
+        assert r["choice"]["config"] == r["ours"]["config"] and not r["choice"]["cached"]
         assert "ratio" not in r  # no library numbers without torch
         assert ("gbps" in r["ours"]) == (r["M"] <= bk.STREAMING_M)
     assert all("error" not in c for c in result["conv"]) and len(result["conv"]) == 4
