@@ -24,6 +24,7 @@ from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -42,9 +43,11 @@ from tilesync.contract import (
     DYNAMIC_SHARED_BYTES_ATTR,
     FILLED_ATTR,
     ORDER_TABLE_ATTR,
+    PARAM_KINDS,
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     TARGETS,
+    TENSOR_MAP,
     CompiledProgram,
     CompileError,
     KernelSignature,
@@ -119,7 +122,16 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
                         .rstrip(": "))
 
 
-def _param_kind(t: Attribute) -> str:
+def _param_kind(t: Attribute, attrs: Attribute | None = None) -> str:
+    """The PARAM_KINDS name of a lowered kernel parameter of type `t` (with its argument
+    attributes: a pointer passed `byval` is the blob it points to, a tensor map)."""
+    if isinstance(attrs, DictionaryAttr) and "llvm.byval" in attrs.data:
+        byval = attrs.data["llvm.byval"]
+        size = byval.size.data if isinstance(byval, llvm.LLVMArrayType) else None
+        if size != PARAM_KINDS[TENSOR_MAP].size:
+            raise CompileError(f"a by-value kernel parameter of {byval} is not supported "
+                               f"(only {TENSOR_MAP} blobs)")
+        return TENSOR_MAP
     if isinstance(t, MemRefType | llvm.LLVMPointerType):
         return "ptr"
     if isinstance(t, IndexType):
@@ -172,8 +184,11 @@ def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
             roles = tuple(sync_roles(op))
             table = op.attributes.get(ORDER_TABLE_ATTR)
             dynamic = parent.attributes.get(DYNAMIC_SHARED_BYTES_ATTR) if parent else None
+            arg_attrs = op.arg_attrs.data if op.arg_attrs is not None else \
+                (None,) * len(op.function_type.inputs)
             sig = KernelSignature(mod_name, op.sym_name.data,
-                                  tuple(_param_kind(t) for t in op.function_type.inputs),
+                                  tuple(_param_kind(t, a) for t, a in
+                                        zip(op.function_type.inputs, arg_attrs, strict=True)),
                                   _block_size(op), roles,
                                   tuple(table.get_values()) if table is not None else None,
                                   dynamic.value.data if isinstance(dynamic, IntegerAttr) else 0)

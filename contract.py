@@ -217,6 +217,9 @@ SYNC_ARGS_ATTR = "sync.args"  # roles of the trailing parameters passes appended
 ORDER_TABLE_ATTR = "sync.order_table"  # the order table its host uploads
 KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
 MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
+CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
+SYNC_NAMED_BARRIER = 1  # the named barrier of a sync.post by part of a block (`threads N`)
+MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 # on kernel-level ops
 FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted
 REORDERED_ATTR = "sync.reordered"  # a load that sync-reorder-loads moved above a wait
@@ -338,15 +341,22 @@ def kernel_tag(name: str) -> int:
 
 @dataclass(frozen=True)
 class ParamKind:
-    """A kind of kernel parameter: its size in bytes and, for integers, the range it holds."""
+    """A kind of kernel parameter: its size in bytes and, for integers, the range it holds;
+    `align` for an opaque blob passed by value (its bytes copied into the parameter space)."""
 
     name: str
     size: int
-    int_range: tuple[int, int] | None = None  # None: a float or a pointer
+    int_range: tuple[int, int] | None = None  # None: a float, a pointer or a blob
+    align: int | None = None  # a blob: its alignment in the parameter space
 
     @property
     def is_float(self) -> bool:
-        return self.int_range is None and self.name != "ptr"
+        return self.int_range is None and self.name != "ptr" and self.align is None
+
+
+TENSOR_MAP = "tmap"
+"""The kind of a TMA tensor map (CUtensorMap): 128 bytes by value, 64-byte aligned, which the
+kernel reads in place (`__grid_constant__`) through the parameter's address."""
 
 
 def _int_kind(name: str, bits: int, signed: bool = True) -> ParamKind:
@@ -368,6 +378,7 @@ PARAM_KINDS: dict[str, ParamKind] = {
         ParamKind("bf16", 2),
         ParamKind("f32", 4),
         ParamKind("f64", 8),
+        ParamKind(TENSOR_MAP, 128, align=64),
     )
 }
 

@@ -3,11 +3,14 @@
     kernel_benchmarks(quick=False) -> dict      (the CLI adds "device" and writes the JSON)
     kernels_table(result) -> str
 
-Workloads (those of the cuSync paper): GEMM 4096^3; the GPT-3 MLP of 8-way tensor parallelism
-(M x 6144 x 12288 with GeLU, M x 12288 x 6144) and the LLaMA-65B MLP (M x 5632 x 8192 with
-SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816) for M = 1 .. 2048;
-3x3 convolutions (NHWC fp16) where kernels/conv2d.py is present. Several configs of our
-generator are timed per shape (all are reported; the best is compared).
+Workloads (those of the cuSync paper): GEMM 4096^3 and 8192^3 in fp16 and bf16; the GPT-3 MLP of 8-way
+tensor parallelism (M x 6144 x 12288 with GeLU, M x 12288 x 6144) and the LLaMA-65B MLP
+(M x 5632 x 8192 with SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816)
+for M = 1 .. 2048; 3x3 convolutions (NHWC fp16) where kernels/conv2d.py is present. Per shape
+the autotuner (harness/autotune.py) measures the candidates once (the warp-specialized TMA
+kernels the wave model proposes, and for the shapes of record the cp.async / wgmma kernels)
+and caches its choice on disk; the table prints the choice, timed here as the library is,
+and every candidate's tuning time.
 
 Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
 first, median with p10/p90; the repetitions are enqueued behind a hold kernel so that they run
@@ -50,6 +53,7 @@ class Workload:
     N: int
     K: int
     epilogue: str | None = None
+    dtype: str = "f16"
 
     @property
     def out_cols(self) -> int:
@@ -65,18 +69,44 @@ class Workload:
         return 2 * (self.K * self.N + self.M * self.K + self.M * self.out_cols)
 
 
+LEGACY_GEMMS = ("gemm4096", *(name for name, *_ in (*GPT3, *LLAMA)))
+"""Workloads whose cp.async / wgmma candidates are part of the PTX digest record."""
+
+
 def workloads(quick: bool) -> list[Workload]:
     out = [Workload("gemm4096", 4096, 4096, 4096)]
+    if not quick:
+        out += [Workload("gemm4096", 4096, 4096, 4096, dtype="bf16"),
+                Workload("gemm8192", 8192, 8192, 8192),
+                Workload("gemm8192", 8192, 8192, 8192, dtype="bf16")]
     for m in QUICK_BATCHES if quick else BATCHES:
         for name, n, k, epilogue in (*GPT3, *LLAMA):
             out.append(Workload(name, m, n, k, epilogue))
     return out
 
 
+def legacy_candidates(w: Workload, quick: bool) -> list:
+    """The cp.async and wgmma kernels of `candidate_configs` for the fp16 workloads of record
+    (GEMM 4096^3 and the MLPs), none for the others."""
+    if w.name not in LEGACY_GEMMS or w.dtype != "f16" or w.M == 8192:
+        return []
+    return candidate_configs(w, quick)
+
+
+def tuning_candidates(w: Workload, quick: bool) -> list:
+    """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
+    proposes (with and without clusters) and the `legacy_candidates`."""
+    from tilesync.kernels.choice import propose_tma_configs
+
+    tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=2 if quick else 3)
+    return [*tma, *legacy_candidates(w, quick)]
+
+
 def candidate_configs(w: Workload, quick: bool) -> list:
-    """Configs of the generator per shape (the benchmark reports all of them; the best is
-    compared). wgmma configs (sm_90a) read B as N x K (`b_layout="col"`): they are timed on
-    the same buffer, and the library is timed in both layouts, the faster one compared."""
+    """The cp.async and wgmma configs of the generator per shape (the autotuner measures them
+    beside the TMA kernels). wgmma configs (sm_90a) read B as N x K (`b_layout="col"`): they
+    are timed on the same buffer, and the library is timed in both layouts, the faster one
+    compared."""
     from tilesync.kernels.config import gemm_config
 
     def make(tile, warps, stages, split_k=1, mma="sync"):
@@ -133,7 +163,10 @@ def candidate_configs(w: Workload, quick: bool) -> list:
 def _config_label(cfg) -> str:
     bm, bn, bk = cfg.tile
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
-    if getattr(cfg, "mma", "sync") == "wgmma":
+    if getattr(cfg, "pipeline", "cp_async") == "tma_ws":
+        label = (f"tma_ws{cfg.wgmma_in_flight} {bm}x{bn}x{bk} s{cfg.stages}"
+                 + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else ""))
+    elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
 
@@ -215,28 +248,28 @@ class _Operands:
         self.torch = torch_mod
         if torch_mod is not None:
             gen = torch_mod.Generator(device="cuda").manual_seed(seed)
+            dtype = torch_mod.float16 if w.dtype == "f16" else torch_mod.bfloat16
 
             def rand(shape):
-                return torch_mod.randn(shape, generator=gen, device="cuda",
-                                       dtype=torch_mod.float16)
+                return torch_mod.randn(shape, generator=gen, device="cuda", dtype=dtype)
 
             self.a = [rand((w.M, w.K)) for _ in range(copies)]
             self.b = [rand((w.K, w.N)) for _ in range(copies)]
-            self.c = torch_mod.empty((w.M, w.out_cols), device="cuda", dtype=torch_mod.float16)
-            self.full = torch_mod.empty((w.M, w.N), device="cuda", dtype=torch_mod.float16)
+            self.c = torch_mod.empty((w.M, w.out_cols), device="cuda", dtype=dtype)
+            self.full = torch_mod.empty((w.M, w.N), device="cuda", dtype=dtype)
         else:
+            from tilesync.kernels.reference import host_array
             from tilesync.runtime.buffers import DeviceBuffer
 
             rng = np.random.default_rng(seed)
 
             def rand(shape):
                 block = rng.standard_normal(min(math.prod(shape), 1 << 20), np.float32)
-                host = np.resize(block.astype(np.float16), shape)
-                return DeviceBuffer.from_numpy(host)
+                return DeviceBuffer.from_numpy(host_array(np.resize(block, shape), w.dtype))
 
             self.a = [rand((w.M, w.K)) for _ in range(copies)]
             self.b = [rand((w.K, w.N)) for _ in range(copies)]
-            self.c = DeviceBuffer.empty((w.M, w.out_cols), np.float16)
+            self.c = DeviceBuffer.empty((w.M, w.out_cols), np.uint16)
             self.full = None
 
 
@@ -263,7 +296,8 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
                              ops.copies, warmup, reps)
     best, layout = (gemm_nn, "A @ B (B K x N)") if gemm_nn.median_ms <= gemm_nt.median_ms \
         else (gemm_nt, "A @ B^T (B N x K)")
-    out: dict[str, Any] = {"gemm": _timing_dict(best), "what": "torch.matmul fp16 (cuBLAS)",
+    out: dict[str, Any] = {"gemm": _timing_dict(best),
+                           "what": f"torch.matmul {w.dtype} (cuBLAS)",
                            "layout": layout, "gemm_nn": _timing_dict(gemm_nn),
                            "gemm_nt": _timing_dict(gemm_nt)}
     if w.epilogue is not None:
@@ -282,26 +316,36 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
 
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
-                    copy_gbps: float | None, tth) -> dict[str, Any]:
+                    copy_gbps: float | None, tth, tuning_cache) -> dict[str, Any]:
+    """The autotuner's choice among the candidates (measured once, cached on disk), timed
+    here as the library is, with every candidate's tuning time reported beside it."""
+    from tilesync.harness.autotune import GemmProblem, choose_gemm
     from tilesync.harness.runner import GemmRunner
 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
                              "rotating_copies": ops.copies, "configs": []}
-    best = None
-    for cfg, ptx in ptx_by_cfg.items():
+    problem = GemmProblem(w.M, w.N, w.K, w.dtype, w.epilogue)
+    choice = choose_gemm(problem, candidates=list(ptx_by_cfg), ptx=list(ptx_by_cfg.values()),
+                         cache_dir=tuning_cache)
+    entry["choice"] = {"config": _config_label(choice.config), "repr": repr(choice.config),
+                       "tuning_ms": choice.median_ms, "cached": choice.from_cache,
+                       "tuning_seconds": choice.seconds}
+    for cfg, ms in choice.measured:
         record: dict[str, Any] = {"config": _config_label(cfg), "split_k": cfg.split_k}
-        try:
-            runner = GemmRunner(cfg, ptx=ptx)
-            record["registers"] = runner.kernel.num_regs
-            timing = _time_rotating(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
-                                    ops.copies, warmup, reps)
-            record.update(_timing_dict(timing))
-            record.update(_rates(w, timing.median_ms, copy_gbps))
-            if best is None or timing.median_ms < best["median_ms"]:
-                best = record
-        except Exception as exc:  # one failing config must not lose the others' numbers
-            record["error"] = f"{type(exc).__name__}: {exc}"
+        record.update({"tuning_ms": ms} if isinstance(ms, float) else {"error": ms})
         entry["configs"].append(record)
+    best: dict[str, Any] = {"config": _config_label(choice.config),
+                            "split_k": choice.config.split_k}
+    try:
+        runner = GemmRunner(choice.config, ptx=ptx_by_cfg[choice.config])
+        best["registers"] = runner.kernel.num_regs
+        timing = _time_rotating(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
+                                ops.copies, warmup, reps)
+        best.update(_timing_dict(timing))
+        best.update(_rates(w, timing.median_ms, copy_gbps))
+    except Exception as exc:
+        best["error"] = f"{type(exc).__name__}: {exc}"
+        best = None
     entry["ours"] = best
     if tth.torch is not None:
         lib = _library(w, ops, warmup, reps)
@@ -313,9 +357,11 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
 
 
 def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
-                      conv: bool = True) -> dict[str, Any]:
-    """Time our kernels and the libraries' on every workload; see the module docstring."""
+                      conv: bool = True, tuning_cache=None) -> dict[str, Any]:
+    """Time our kernels and the libraries' on every workload; see the module docstring.
+    `tuning_cache`: where the autotuner keeps its choices (default .tilesync-cache)."""
     from tilesync.harness.compile import compile_ptx_many
+    from tilesync.harness.compile_cache import CACHE_DIR
     from tilesync.runtime.device import get_device
 
     started = time.perf_counter()
@@ -324,8 +370,8 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     # Compile first (a process pool; cached in .tilesync-cache/ptx), before torch starts its
     # threads.
     loads = workloads(quick)
-    hopper = device.arch == "sm_90"  # wgmma configs need sm_90a
-    candidates = {w: [c for c in candidate_configs(w, quick) if hopper or c.target is None]
+    hopper = device.arch == "sm_90"  # wgmma and TMA configs need sm_90a
+    candidates = {w: [c for c in tuning_candidates(w, quick) if hopper or c.target is None]
                   for w in loads}
     all_cfgs = sorted({c for cs in candidates.values() for c in cs}, key=repr)
     t0 = time.perf_counter()
@@ -356,7 +402,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
         try:
             ops = _Operands(w, copies, tth.torch)
             rows.append(_bench_workload(w, {c: ptx[c] for c in candidates[w]}, ops, warmup,
-                                        reps, copy["gbps"], tth))
+                                        reps, copy["gbps"], tth, tuning_cache or CACHE_DIR))
             del ops
         except Exception as exc:  # report and go on with the other shapes
             rows.append({**asdict(w), "configs": [{"error": f"{type(exc).__name__}: {exc}"}]})
@@ -375,15 +421,16 @@ def kernels_table(result: dict[str, Any]) -> str:
         f"{result['reps']} reps after {result['warmup']} warm-up, medians",
         f"device copy: {copy['gbps']:.0f} GB/s ({copy['how']}, {copy['bytes'] >> 20} MiB); "
         f"{result['configs_compiled']} configs compiled in {result['compile_seconds']:.1f} s",
-        f"{'workload':<10} {'M':>5} {'N':>6} {'K':>6} {'ours ms':>9} {'p10-p90':>15} "
+        f"{'workload':<15} {'M':>5} {'N':>6} {'K':>6} {'ours ms':>9} {'p10-p90':>15} "
         f"{'TFLOP/s':>8} {'GB/s':>6} {'%copy':>6} {'lib ms':>8} {'lib TF':>7} {'ratio':>6}  "
-        "best config",
+        "autotuned choice",
     ]
     for r in result["gemm"]:
         ours = r.get("ours")
+        name = f"{r['name']} {r.get('dtype', 'f16')}"
         if ours is None:
             errors = "; ".join(c.get("error", "") for c in r["configs"])
-            lines.append(f"{r['name']:<10} {r['M']:>5} {r['N']:>6} {r['K']:>6}  FAILED: {errors}")
+            lines.append(f"{name:<15} {r['M']:>5} {r['N']:>6} {r['K']:>6}  FAILED: {errors}")
             continue
         lib = r.get("library")
         gbps = f"{ours['gbps']:>6.0f}" if "gbps" in ours else f"{'':>6}"
@@ -392,17 +439,19 @@ def kernels_table(result: dict[str, Any]) -> str:
         lib_cols = (f"{lib['gemm']['median_ms']:>8.4f} {lib['tflops']:>7.1f} "
                     f"{r['ratio']:>6.2f}") if lib else f"{'-':>8} {'-':>7} {'-':>6}"
         spread = f"{ours['p10_ms']:.4f}-{ours['p90_ms']:.4f}"
+        choice = r.get("choice", {})
+        tuned = "cached" if choice.get("cached") else \
+            f"tuned in {choice.get('tuning_seconds', 0.0):.1f} s"
         lines.append(
-            f"{r['name']:<10} {r['M']:>5} {r['N']:>6} {r['K']:>6} {ours['median_ms']:>9.4f} "
+            f"{name:<15} {r['M']:>5} {r['N']:>6} {r['K']:>6} {ours['median_ms']:>9.4f} "
             f"{spread:>15} {ours['tflops']:>8.1f} {gbps} {frac} {lib_cols}  {ours['config']}"
-            f" ({ours.get('registers', '?')} regs)"
+            f" ({ours.get('registers', '?')} regs; {tuned})"
         )
         for c in r["configs"]:
-            if c is ours:
+            if c["config"] == ours["config"]:
                 continue
-            what = c.get("error") or (f"{c['median_ms']:.4f} ms {c['tflops']:.1f} TFLOP/s "
-                                      f"({c.get('registers', '?')} regs)")
-            lines.append(f"{'':<10} {'':>5}   also {c['config']}: {what}")
+            what = c.get("error") or f"{c['tuning_ms']:.4f} ms when tuning"
+            lines.append(f"{'':<15} {'':>5}   also {c['config']}: {what}")
     if result.get("conv"):
         lines.append("")
         lines.append(conv_table(result["conv"]))
@@ -413,9 +462,22 @@ def kernels_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Workload", "candidate_configs", "conv_benchmarks", "conv_table", "conv_workloads",
-           "copy_bandwidth", "kernel_benchmarks", "kernels_table", "softmax_benchmarks",
-           "softmax_table", "softmax_workloads", "workloads"]
+__all__ = [
+    "Workload",
+    "candidate_configs",
+    "conv_benchmarks",
+    "conv_table",
+    "conv_workloads",
+    "copy_bandwidth",
+    "kernel_benchmarks",
+    "kernels_table",
+    "legacy_candidates",
+    "softmax_benchmarks",
+    "softmax_table",
+    "softmax_workloads",
+    "tuning_candidates",
+    "workloads",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,6 +657,11 @@ def softmax_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _plot_label(row: dict[str, Any]) -> str:
+    dtype = row.get("dtype", "f16")
+    return f"{row['name']} M={row['M']}" + ("" if dtype == "f16" else f" {dtype}")
+
+
 def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
     """A PNG: ratio to the library per GEMM workload (and per conv / softmax), and the
     weight-streaming GEMMs' fraction of the copy bandwidth; None where matplotlib is missing."""
@@ -621,8 +688,8 @@ def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
         a = next(ax)
         a.bar(range(len(gemm)), [r["ratio"] for r in gemm])
         a.axhline(1.0, color="gray", lw=0.8)
-        a.axhline(0.6, color="red", lw=0.8, ls="--", label="goal 0.6 (4096^3)")
-        a.set_xticks(range(len(gemm)), [f"{r['name']} M={r['M']}" for r in gemm],
+        a.axhline(1.0, color="red", lw=0.8, ls="--", label="goal 1.0")
+        a.set_xticks(range(len(gemm)), [_plot_label(r) for r in gemm],
                      rotation=90, fontsize=7)
         a.set_ylabel("cuBLAS time / ours")
         a.set_title(f"GEMMs vs cuBLAS on {result['device']['name']} (higher is better)")
@@ -635,7 +702,7 @@ def kernels_plot(result: dict[str, Any], out_dir, name: str = "kernels"):
         a.plot(range(len(streaming)), lib, "k_", ms=14, label="cuBLAS")
         a.axhline(0.7, color="red", lw=0.8, ls="--", label="goal 0.7")
         a.set_xticks(range(len(streaming)),
-                     [f"{r['name']} M={r['M']}" for r in streaming], rotation=90, fontsize=7)
+                     [_plot_label(r) for r in streaming], rotation=90, fontsize=7)
         a.set_ylabel("fraction of copy GB/s")
         a.set_title("weight streaming (M <= 64)")
         a.legend(fontsize=7)

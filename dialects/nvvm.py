@@ -5,7 +5,10 @@ nanosleep, trap; the memory operations of the PTX memory consistency model with 
 ordering and scope: `nvvm.ld`, `nvvm.st`, `nvvm.atom`, `nvvm.atom.cas`, `nvvm.red`,
 `nvvm.fence` and `nvvm.fence.proxy.async`; the tensor-core and copy instructions of the tile
 lowering: `nvvm.ldmatrix`, `nvvm.mma.sync`, `nvvm.shfl.sync`, `nvvm.cp.async.*`,
-`nvvm.wgmma.*`; and `nvvm.cvt.pack`, `nvvm.tanh.approx.f32`, `nvvm.ex2.approx.ftz.f32`.
+`nvvm.wgmma.*`; Hopper's transaction barriers (`nvvm.mbarrier.*`), bulk tensor copies (TMA:
+`nvvm.cp.async.bulk.tensor.*`, `nvvm.cp.async.bulk.*` groups), named barriers
+(`nvvm.barrier.sync`) and register reallocation (`nvvm.setmaxnreg`); and `nvvm.cvt.pack`,
+`nvvm.tanh.approx.f32`, `nvvm.ex2.approx.ftz.f32`.
 `convert-nvvm-to-llvm` lowers each to its intrinsic or to inline PTX, so what is written here
 is exactly the instruction that runs.
 
@@ -885,6 +888,267 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 
 
 # --------------------------------------------------------------------------------------------
+# Transaction barriers, bulk tensor copies (TMA), named barriers, register reallocation (sm_90)
+# --------------------------------------------------------------------------------------------
+
+TMA_RANKS = (1, 2, 3, 4, 5)
+
+
+def _verify_shared_ptr(op: IRDLOperation, ptr: SSAValue, what: str) -> None:
+    if address_space(ptr.type) != 3:  # type: ignore[arg-type]
+        raise VerifyException(f"'{op.name}' {what} must be in shared memory (!llvm.ptr<3>), "
+                              f"got {ptr.type}")
+
+
+@irdl_op_definition
+class MBarrierInitOp(IRDLOperation):
+    """`mbarrier.init.shared::cta.b64 [bar], count`: a transaction barrier whose phase
+    completes when `count` threads have arrived and every expected byte has landed."""
+
+    name = "nvvm.mbarrier.init"
+    bar = operand_def(LLVMPointerType)
+    count = operand_def(i32)
+    assembly_format = "$bar `,` $count attr-dict `:` type($bar)"
+
+    def __init__(self, bar: SSAValue, count: SSAValue):
+        super().__init__(operands=[bar, count])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.bar, "barrier")
+
+
+@irdl_op_definition
+class MBarrierArriveOp(IRDLOperation):
+    """`mbarrier.arrive[.expect_tx].shared::cta.b64 _, [bar][, tx]`: this thread arrives; with
+    `tx`, it first announces that many bytes the phase must also wait for (a TMA load's). With
+    `cta`, it arrives instead on the barrier at the same offset in CTA `cta` of its cluster
+    (`mapa`, then `mbarrier.arrive.shared::cluster`)."""
+
+    name = "nvvm.mbarrier.arrive"
+    bar = operand_def(LLVMPointerType)
+    tx = opt_operand_def(i32)
+    cta = opt_operand_def(i32)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$bar (`expect_tx` $tx^)? (`cta` $cta^)? attr-dict `:` type($bar)"
+    )
+
+    def __init__(self, bar: SSAValue, tx: SSAValue | None = None, cta: SSAValue | None = None):
+        super().__init__(operands=[bar, [] if tx is None else [tx],
+                                   [] if cta is None else [cta]])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.bar, "barrier")
+        if self.tx is not None and self.cta is not None:
+            raise VerifyException(f"'{self.name}' announces bytes on its own CTA's barriers "
+                                  "only: expect_tx and cta exclude each other")
+
+
+@irdl_op_definition
+class MBarrierTryWaitParityOp(IRDLOperation):
+    """`mbarrier.try_wait.parity.shared::cta.b64`: 1 when the phase of parity `parity` (0
+    even, 1 odd) of the barrier has completed, else 0 (after a bounded, hardware-chosen wait)."""
+
+    name = "nvvm.mbarrier.try_wait.parity"
+    bar = operand_def(LLVMPointerType)
+    parity = operand_def(i32)
+    res = result_def(i32)
+    assembly_format = "$bar `,` $parity attr-dict `:` type($bar)"
+
+    def __init__(self, bar: SSAValue, parity: SSAValue):
+        super().__init__(operands=[bar, parity], result_types=[i32])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.bar, "barrier")
+
+
+@irdl_op_definition
+class FenceMBarrierInitOp(IRDLOperation):
+    """`fence.mbarrier_init.release.cluster`: barrier initializations are visible to the
+    async proxy (TMA completions) and the cluster before a barrier that follows."""
+
+    name = "nvvm.fence.mbarrier_init"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorLoadOp(IRDLOperation):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    [dst], [tmap, {c0, ...}], [bar]`: one thread copies the box of the tensor map at the
+    coordinates (innermost first, in elements) into shared memory; the bytes complete the
+    barrier's transaction count. Out-of-bounds elements are zero-filled. With `multicast`
+    (`.multicast::cluster`, an i16 mask of the cluster's CTAs), the box lands at the same
+    offset in the shared memory of every CTA of the mask and completes each one's barrier."""
+
+    name = "nvvm.cp.async.bulk.tensor.shared.global"
+    dst = operand_def(LLVMPointerType)
+    bar = operand_def(LLVMPointerType)
+    tensor_map = operand_def(LLVMPointerType)
+    coords = var_operand_def(i32)
+    multicast = opt_operand_def(IntegerType(16))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$dst `,` $tensor_map `[` $coords `]` `,` $bar (`multicast` $multicast^)? attr-dict "
+        "`:` type($dst) `,` type($tensor_map) `,` type($bar)"
+    )
+
+    def __init__(self, dst: SSAValue, tensor_map: SSAValue, coords: Sequence[SSAValue],
+                 bar: SSAValue, multicast: SSAValue | None = None):
+        super().__init__(operands=[dst, bar, tensor_map, coords,
+                                   [] if multicast is None else [multicast]])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.dst, "destination")
+        _verify_shared_ptr(self, self.bar, "barrier")
+        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
+                                  f"(!llvm.ptr), got {self.tensor_map.type}")
+        if len(self.coords) not in TMA_RANKS:
+            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
+                                  f"{len(self.coords)}")
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorStoreOp(IRDLOperation):
+    """`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [tmap, {c0, ...}], [src]`:
+    one thread copies a box from shared memory to the tensor at the coordinates (innermost
+    first); elements outside the tensor are not written. Completes in bulk groups."""
+
+    name = "nvvm.cp.async.bulk.tensor.global.shared"
+    tensor_map = operand_def(LLVMPointerType)
+    coords = var_operand_def(i32)
+    src = operand_def(LLVMPointerType)
+    assembly_format = (
+        "$tensor_map `[` $coords `]` `,` $src attr-dict `:` type($tensor_map) `,` type($src)"
+    )
+
+    def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue], src: SSAValue):
+        super().__init__(operands=[tensor_map, coords, src])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.src, "source")
+        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
+                                  f"(!llvm.ptr), got {self.tensor_map.type}")
+        if len(self.coords) not in TMA_RANKS:
+            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
+                                  f"{len(self.coords)}")
+
+
+@irdl_op_definition
+class ClusterArriveOp(IRDLOperation):
+    """`barrier.cluster.arrive.aligned`: this thread arrives at the cluster barrier (release:
+    its earlier accesses are visible to the threads that wait)."""
+
+    name = "nvvm.cluster.arrive"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class ClusterWaitOp(IRDLOperation):
+    """`barrier.cluster.wait.aligned`: wait until every thread of every CTA of the cluster has
+    arrived (acquire)."""
+
+    name = "nvvm.cluster.wait"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CpAsyncBulkCommitGroupOp(IRDLOperation):
+    """`cp.async.bulk.commit_group`: close this thread's group of bulk (TMA store) copies."""
+
+    name = "nvvm.cp.async.bulk.commit.group"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class CpAsyncBulkWaitGroupReadOp(_WaitGroupOp):
+    """`cp.async.bulk.wait_group.read N`: at most N of this thread's bulk groups still read
+    their shared-memory source (it may be written again)."""
+
+    name = "nvvm.cp.async.bulk.wait.group.read"
+
+
+@irdl_op_definition
+class PrefetchTensorMapOp(IRDLOperation):
+    """`prefetch.tensormap [tmap]`: bring a tensor map into the cache before its first use."""
+
+    name = "nvvm.prefetch.tensormap"
+    tensor_map = operand_def(LLVMPointerType)
+    assembly_format = "$tensor_map attr-dict `:` type($tensor_map)"
+
+    def __init__(self, tensor_map: SSAValue):
+        super().__init__(operands=[tensor_map])
+
+
+@irdl_op_definition
+class BarrierSyncOp(IRDLOperation):
+    """`bar.sync id, count`: named barrier `id` (0..15) of `count` threads (a multiple of 32,
+    whole warps); orders their memory accesses at CTA scope like `bar.sync 0`."""
+
+    name = "nvvm.barrier.sync"
+    barrier_id = prop_def(IntegerAttr[I32])
+    count = prop_def(IntegerAttr[I32])
+    assembly_format = "$barrier_id `,` $count attr-dict"
+
+    def __init__(self, barrier_id: int, count: int):
+        super().__init__(properties={"barrier_id": IntegerAttr(barrier_id, i32),
+                                     "count": IntegerAttr(count, i32)})
+
+    def verify_(self) -> None:
+        if not 0 <= self.barrier_id.value.data <= 15:
+            raise VerifyException(f"'{self.name}' barrier id must be in 0..15, got "
+                                  f"{self.barrier_id.value.data}")
+        count = self.count.value.data
+        if count <= 0 or count % 32 or count > 1024:
+            raise VerifyException(f"'{self.name}' counts whole warps (a multiple of 32 up to "
+                                  f"1024 threads), got {count}")
+
+
+class RegisterAction(StrEnum):
+    INC = "inc"
+    DEC = "dec"
+
+
+@irdl_attr_definition
+class RegisterActionAttr(EnumAttribute[RegisterAction], SpacedOpaqueSyntaxAttribute):
+    name = "nvvm.register_action"
+
+
+@irdl_op_definition
+class SetMaxNRegOp(IRDLOperation):
+    """`setmaxnreg.{inc,dec}.sync.aligned.u32 N` (sm_90a): the warpgroup's warps raise or
+    lower their register allotment to N (24..256, a multiple of 8)."""
+
+    name = "nvvm.setmaxnreg"
+    action = prop_def(RegisterActionAttr)
+    registers = prop_def(IntegerAttr[I32])
+    assembly_format = "$action $registers attr-dict"
+
+    def __init__(self, action: str, registers: int):
+        super().__init__(properties={"action": RegisterActionAttr(RegisterAction(action)),
+                                     "registers": IntegerAttr(registers, i32)})
+
+    def verify_(self) -> None:
+        n = self.registers.value.data
+        if not 24 <= n <= 256 or n % 8:
+            raise VerifyException(f"'{self.name}' registers must be a multiple of 8 in "
+                                  f"24..256, got {n}")
+
+
+# --------------------------------------------------------------------------------------------
 # Conversions and approximate math
 # --------------------------------------------------------------------------------------------
 
@@ -956,12 +1220,25 @@ NVVM = Dialect(
         WgmmaCommitGroupSyncAlignedOp,
         WgmmaWaitGroupSyncAlignedOp,
         WgmmaMmaAsyncOp,
+        MBarrierInitOp,
+        MBarrierArriveOp,
+        MBarrierTryWaitParityOp,
+        FenceMBarrierInitOp,
+        CpAsyncBulkTensorLoadOp,
+        CpAsyncBulkTensorStoreOp,
+        CpAsyncBulkCommitGroupOp,
+        CpAsyncBulkWaitGroupReadOp,
+        ClusterArriveOp,
+        ClusterWaitOp,
+        PrefetchTensorMapOp,
+        BarrierSyncOp,
+        SetMaxNRegOp,
         CvtPackOp,
         TanhApproxOp,
         Ex2ApproxFtzOp,
     ],
     [MemOrderAttr, MemScopeAttr, AtomicKindAttr, ProxySpaceAttr, HalfTypeAttr,
-     CpAsyncCacheAttr, ShflKindAttr],
+     CpAsyncCacheAttr, ShflKindAttr, RegisterActionAttr],
 )
 
 __all__ = [
@@ -970,20 +1247,33 @@ __all__ = [
     "AtomicOp",
     "Barrier0Op",
     "Barrier0OrOp",
+    "BarrierSyncOp",
+    "ClusterArriveOp",
+    "ClusterWaitOp",
+    "CpAsyncBulkCommitGroupOp",
+    "CpAsyncBulkTensorLoadOp",
+    "CpAsyncBulkTensorStoreOp",
+    "CpAsyncBulkWaitGroupReadOp",
     "CpAsyncCommitGroupOp",
     "CpAsyncOp",
     "CpAsyncWaitGroupOp",
     "CvtPackOp",
     "Ex2ApproxFtzOp",
+    "FenceMBarrierInitOp",
     "FenceOp",
     "FenceProxyAsyncOp",
     "GridDepControlLaunchDependentsOp",
     "GridDepControlWaitOp",
     "LdMatrixOp",
     "LoadOp",
+    "MBarrierArriveOp",
+    "MBarrierInitOp",
+    "MBarrierTryWaitParityOp",
     "MmaSyncOp",
     "NanosleepOp",
+    "PrefetchTensorMapOp",
     "ReduceOp",
+    "SetMaxNRegOp",
     "ShflSyncOp",
     "SpecialRegisterOp",
     "StoreOp",

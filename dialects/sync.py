@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
@@ -70,6 +71,7 @@ from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from tilesync.contract import MAX_THREADS_PER_BLOCK
+from tilesync.dialects.tile import TensorMapType
 
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
 ENUMERATION_LIMIT = 1_000_000
@@ -608,7 +610,10 @@ class WaitOp(IRDLOperation):
     The whole block waits until `sems[policy(tile)] >= epoch * policy.posts` (one thread spins
     on an acquire load, then a block barrier). `epoch` is the launch count, starting at 1, so
     semaphores never need a reset between launches. `timeout_ns` bounds the spin in debug
-    builds.
+    builds. With `single_thread` only the executing thread waits (it alone issues the loads
+    that follow: a warp-specialized producer); with `async_proxy` those loads are bulk tensor
+    copies, so the acquire is followed by `fence.proxy.async.global` (the async proxy does not
+    see the generic proxy's acquire).
     """
 
     name = "sync.wait"
@@ -618,10 +623,13 @@ class WaitOp(IRDLOperation):
     epoch = operand_def(I32)
     policy = prop_def(PolicyAttr)
     timeout_ns = opt_prop_def(IntegerAttr[I64])
+    single_thread = opt_prop_def(UnitAttr)
+    async_proxy = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) "
-        "(`timeout_ns` $timeout_ns^)? attr-dict `:` type($sems)"
+        "(`timeout_ns` $timeout_ns^)? (`single_thread` $single_thread^)? "
+        "(`async_proxy` $async_proxy^)? attr-dict `:` type($sems)"
     )
 
     def __init__(
@@ -631,12 +639,16 @@ class WaitOp(IRDLOperation):
         policy: PolicyAttr,
         epoch: SSAValue | Operation,
         timeout_ns: int | None = None,
+        single_thread: bool = False,
+        async_proxy: bool = False,
     ):
         super().__init__(
             operands=[sems, tile, epoch],
             properties={
                 "policy": policy,
                 "timeout_ns": None if timeout_ns is None else IntegerAttr(timeout_ns, i64),
+                "single_thread": UnitAttr() if single_thread else None,
+                "async_proxy": UnitAttr() if async_proxy else None,
             },
         )
 
@@ -655,6 +667,9 @@ class PostOp(IRDLOperation):
     After all threads of the block have stored the tile (block barrier), one thread releases
     +1 on `sems[policy(tile)]` at gpu scope (fence then atomic add). `epoch` is carried for
     the lowering that may store `epoch * posts` directly when one tile owns the semaphore.
+    With `threads N`, the tile was stored by the block's first N threads only (the consumer
+    warpgroups of a warp-specialized kernel): they synchronize on named barrier
+    SYNC_NAMED_BARRIER instead, and the first of them releases.
     """
 
     name = "sync.post"
@@ -663,9 +678,11 @@ class PostOp(IRDLOperation):
     tile = var_operand_def(IndexType)
     epoch = operand_def(I32)
     policy = prop_def(PolicyAttr)
+    threads = opt_prop_def(IntegerAttr[I32])
 
     assembly_format = (
-        "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) attr-dict `:` type($sems)"
+        "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) "
+        "(`threads` $threads^)? attr-dict `:` type($sems)"
     )
 
     def __init__(
@@ -674,8 +691,11 @@ class PostOp(IRDLOperation):
         tile: Sequence[SSAValue | Operation],
         policy: PolicyAttr,
         epoch: SSAValue | Operation,
+        threads: int | None = None,
     ):
-        super().__init__(operands=[sems, tile, epoch], properties={"policy": policy})
+        super().__init__(operands=[sems, tile, epoch], properties={
+            "policy": policy,
+            "threads": None if threads is None else IntegerAttr(threads, i32)})
 
     @property
     def timeout_ns(self) -> None:
@@ -684,6 +704,14 @@ class PostOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_semaphore_access(self, self.sems, self.tile, self.policy)
+        _verify_threads(self, self.threads)
+
+
+def _verify_threads(op: Operation, threads: IntegerAttr | None) -> None:
+    if threads is not None and not (0 < threads.value.data <= MAX_THREADS_PER_BLOCK
+                                    and threads.value.data % 32 == 0):
+        raise VerifyException(f"{op.name}: threads must be whole warps (a multiple of 32 up to "
+                              f"{MAX_THREADS_PER_BLOCK}), got {threads.value.data}")
 
 
 def _enclosing_function_args(op: Operation) -> Sequence[SSAValue] | None:
@@ -708,7 +736,9 @@ class LoadPointOp(IRDLOperation):
     The hook costs nothing by itself: `sync-insert-post-wait` puts the waits that the declared
     dependencies require in front of it (and erases it where no stage produces the operand);
     a filled hook stays as the marker `sync-verify` checks the waits against, and
-    `convert-sync-to-nvvm` erases it.
+    `convert-sync-to-nvvm` erases it. `single_thread`: the hook sits in the one thread that
+    issues the loads (its waits spin in that thread, without a block barrier); `async_proxy`:
+    the loads are bulk tensor copies of a tensor-map argument (its waits add the proxy fence).
     """
 
     name = "sync.load_point"
@@ -716,6 +746,8 @@ class LoadPointOp(IRDLOperation):
     operand = prop_def(IntAttr)
     tile = var_operand_def(IndexType)
     step = opt_operand_def(IndexType)
+    single_thread = opt_prop_def(UnitAttr)
+    async_proxy = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -724,10 +756,14 @@ class LoadPointOp(IRDLOperation):
         operand: int,
         tile: Sequence[SSAValue | Operation],
         step: SSAValue | Operation | None = None,
+        single_thread: bool = False,
+        async_proxy: bool = False,
     ):
         super().__init__(
             operands=[list(tile), [] if step is None else [step]],
-            properties={"operand": IntAttr(operand)},
+            properties={"operand": IntAttr(operand),
+                        "single_thread": UnitAttr() if single_thread else None,
+                        "async_proxy": UnitAttr() if async_proxy else None},
         )
 
     def verify_(self) -> None:
@@ -745,10 +781,15 @@ class LoadPointOp(IRDLOperation):
                     f"enclosing function, which has {len(args)}"
                 )
             arg_type = args[self.operand.data].type
-            if not isinstance(arg_type, MemRefType):
+            if not isinstance(arg_type, MemRefType | TensorMapType):
                 raise VerifyException(
-                    f"{self.name}: operand {self.operand.data} must be a memref argument "
-                    f"(the buffer a producer writes), got {arg_type}"
+                    f"{self.name}: operand {self.operand.data} must be a memref or tensor map "
+                    f"argument (the buffer a producer writes), got {arg_type}"
+                )
+            if isinstance(arg_type, TensorMapType) and self.async_proxy is None:
+                raise VerifyException(
+                    f"{self.name}: operand {self.operand.data} is a tensor map: its loads are "
+                    "bulk tensor copies, mark the hook async_proxy"
                 )
 
     @classmethod
@@ -762,8 +803,11 @@ class LoadPointOp(IRDLOperation):
         step = None
         if parser.parse_optional_keyword("step") is not None:
             step = parser.resolve_operand(parser.parse_unresolved_operand(), index)
+        single_thread = parser.parse_optional_keyword("single_thread") is not None
+        async_proxy = parser.parse_optional_keyword("async_proxy") is not None
         attributes = parser.parse_optional_attr_dict()
-        op = cls(operand, [parser.resolve_operand(t, index) for t in tile], step)
+        op = cls(operand, [parser.resolve_operand(t, index) for t in tile], step, single_thread,
+                 async_proxy)
         op.attributes |= attributes
         return op
 
@@ -774,29 +818,57 @@ class LoadPointOp(IRDLOperation):
         if self.step is not None:
             printer.print_string(" step ")
             printer.print_operand(self.step)
+        if self.single_thread is not None:
+            printer.print_string(" single_thread")
+        if self.async_proxy is not None:
+            printer.print_string(" async_proxy")
         printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
 class StorePointOp(IRDLOperation):
-    """`sync.store_point [%x, %y]`: a kernel's hook after its output tile is completely
-    stored. `sync-insert-post-wait` makes it a `sync.post` when another stage depends on this
-    one, and erases it otherwise."""
+    """`sync.store_point [%x, %y] (threads N)?`: a kernel's hook after its output tile is
+    completely stored. `sync-insert-post-wait` makes it a `sync.post` when another stage
+    depends on this one, and erases it otherwise. With `threads N`, the block's first N
+    threads stored the tile and all of them reach the hook (the others do not: a
+    warp-specialized kernel's producer)."""
 
     name = "sync.store_point"
 
     tile = var_operand_def(IndexType)
+    threads = opt_prop_def(IntegerAttr[I32])
 
-    assembly_format = "` ` `[` $tile `]` attr-dict"
+    def __init__(self, tile: Sequence[SSAValue | Operation], threads: int | None = None):
+        super().__init__(operands=[list(tile)], properties={
+            "threads": None if threads is None else IntegerAttr(threads, i32)})
 
-    def __init__(self, tile: Sequence[SSAValue | Operation]):
-        super().__init__(operands=[list(tile)])
+    @classmethod
+    def parse(cls, parser: Parser) -> StorePointOp:
+        tile = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        threads = None
+        if parser.parse_optional_keyword("threads") is not None:
+            threads = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attributes = parser.parse_optional_attr_dict()
+        op = cls([parser.resolve_operand(t, IndexType()) for t in tile], threads)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" [")
+        printer.print_list(self.tile, printer.print_operand)
+        printer.print_string("]")
+        if self.threads is not None:
+            printer.print_string(f" threads {self.threads.value.data}")
+        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if not 1 <= len(self.tile) <= 3:
             raise VerifyException(
                 f"{self.name}: a tile has 1 to 3 coordinates, got {len(self.tile)}"
             )
+        _verify_threads(self, self.threads)
 
 
 HOOK_OPS = (LoadPointOp, StorePointOp)

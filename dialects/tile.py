@@ -43,6 +43,16 @@ Semantics:
   applying the optional `epilogue` region to each element (arguments: the fp32 value, its row
   and its column; result: the fp32 value to store), converting to the memref's element type;
   with `masked`, elements outside the memref's shape are not stored.
+- Warp specialization on sm_90 (one thread copies, warpgroups multiply):
+  `!tile.tensor_map<128x64xf16, swizzle 128>` is a kernel parameter holding a TMA tensor map
+  (the box one copy moves and its shared-memory swizzle); `tile.tma_load %map[%r, %c],
+  %smem[...], %bars[%i]` copies the box at (%r, %c) into shared memory and completes the
+  transaction barrier `%bars[%i]` (an i64 in shared memory: `tile.mbarrier_init`,
+  `tile.mbarrier_arrive [expect_tx]`, `tile.mbarrier_wait %parity`); `tile.tma_store` copies
+  a box back (bulk groups: `tile.tma_store_commit`, `tile.tma_store_wait`);
+  `tile.named_barrier ID, N` synchronizes N threads (the consumers alone); `tile.setmaxnreg`
+  moves registers between warpgroups; `tile.prefetch_tensor_map` warms a map. These ops are
+  executed by whichever threads the kernel's control flow lets through.
 - `#tile.swizzle<B, M, S>` (CUTLASS's Swizzle<B, M, S>) permutes the row-major linear element
   offset `o` of a shared-memory access: `o ^ ((o >> S) & (((1 << B) - 1) << M))`. Both writers
   (`tile.cp_async`) and readers (`tile.ldmatrix`) of a buffer must use the same swizzle.
@@ -57,6 +67,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I32,
     AnyFloat,
+    ArrayAttr,
     BFloat16Type,
     Float16Type,
     Float32Type,
@@ -68,6 +79,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     i32,
+    i64,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
@@ -89,6 +101,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -684,6 +697,14 @@ class WgmmaWaitOp(_WaitGroupOp):
 
 
 @irdl_op_definition
+class TmaStoreWaitOp(_WaitGroupOp):
+    """`cp.async.bulk.wait_group.read N`: at most N of this thread's TMA store groups still
+    read their shared-memory source; the others' boxes may be written again."""
+
+    name = "tile.tma_store_wait"
+
+
+@irdl_op_definition
 class FenceProxyAsyncOp(IRDLOperation):
     """`fence.proxy.async.shared::cta`: make this thread's shared-memory writes (plain stores,
     cp.async) visible to the async proxy (wgmma operand reads); a barrier follows."""
@@ -693,6 +714,356 @@ class FenceProxyAsyncOp(IRDLOperation):
 
     def __init__(self):
         super().__init__()
+
+
+# --------------------------------------------------------------------------------------------
+# Bulk tensor copies (TMA), transaction barriers, warp specialization (sm_90)
+# --------------------------------------------------------------------------------------------
+
+TMA_SWIZZLES = (0, 32, 64, 128)
+TMA_MAX_BOX = 256
+
+
+@irdl_attr_definition
+class TensorMapType(ParametrizedAttribute, TypeAttribute):
+    """`!tile.tensor_map<128x64xf16, swizzle 128>`: a kernel parameter holding a TMA tensor
+    map (CUtensorMap) of a row-major global tensor of `element_type`, whose box (the tile one
+    copy moves) is `box` (outermost first) and whose shared-memory layout is swizzled in
+    `swizzle`-byte spans (0: none; 128: the 8-row x 128-byte atoms wgmma reads). The map lives
+    in the parameter space (by value, 64-byte aligned); the runtime encodes it
+    (`cuTensorMapEncodeTiled`) for each tensor it describes."""
+
+    name = "tile.tensor_map"
+
+    box: ArrayAttr[IntAttr]
+    element_type: Attribute
+    swizzle: IntAttr
+
+    def __init__(self, box: Sequence[int], element_type: Attribute, swizzle: int = 128):
+        super().__init__(ArrayAttr([IntAttr(d) for d in box]), element_type, IntAttr(swizzle))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
+        with parser.in_angle_brackets():
+            dims, element = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            parser.parse_keyword("swizzle")
+            swizzle = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return (ArrayAttr([IntAttr(d) for d in dims]), element, IntAttr(swizzle))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + "".join(f"{d}x" for d in self.shape))
+        printer.print_attribute(self.element_type)
+        printer.print_string(f", swizzle {self.swizzle.data}>")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.box.data)
+
+    @property
+    def box_bytes(self) -> int:
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count * element_bytes(self.element_type)
+
+    def verify(self) -> None:
+        shape = self.shape
+        if not 1 <= len(shape) <= 5:
+            raise VerifyException(f"!tile.tensor_map box has 1 to 5 dimensions, got {len(shape)}")
+        if any(not 1 <= d <= TMA_MAX_BOX for d in shape):
+            raise VerifyException(f"!tile.tensor_map box dimensions must be in 1..{TMA_MAX_BOX},"
+                                  f" got {list(shape)}")
+        if not isinstance(self.element_type, Float16Type | BFloat16Type | Float32Type):
+            raise VerifyException(f"!tile.tensor_map holds f16, bf16 or f32, got "
+                                  f"{self.element_type}")
+        swizzle = self.swizzle.data
+        if swizzle not in TMA_SWIZZLES:
+            raise VerifyException(f"!tile.tensor_map swizzle must be one of "
+                                  f"{', '.join(map(str, TMA_SWIZZLES))}, got {swizzle}")
+        inner = shape[-1] * element_bytes(self.element_type)
+        if inner % 16 or (swizzle and inner > swizzle):
+            raise VerifyException(
+                f"!tile.tensor_map inner box dimension is {inner} bytes: it must be a multiple "
+                f"of 16" + (f" and at most the {swizzle}-byte swizzle span" if swizzle else ""))
+
+
+def _verify_barriers(op: Operation, bars: SSAValue, indices: Sequence[SSAValue]) -> None:
+    bars_type = _memref(op, bars, "barrier")
+    if memory_space(bars_type) != SHARED_SPACE or bars_type.element_type != i64 or \
+            any(d < 0 for d in bars_type.get_shape()):
+        raise VerifyException(f"'{op.name}' barriers must be a static memref of i64 in shared "
+                              f"memory (memory space 3), got {bars_type}")
+    _verify_indices(op, bars_type, indices, "barrier")
+
+
+@irdl_op_definition
+class MBarrierInitOp(IRDLOperation):
+    """`tile.mbarrier_init %bars[%i] count N`: one thread initializes the barrier for N
+    arrivals per phase (and fences the initialization for the async proxy). The block must
+    synchronize before any other thread or a TMA copy uses it."""
+
+    name = "tile.mbarrier_init"
+    bars = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    count = prop_def(IntegerAttr[I32])
+    assembly_format = "$bars `[` $indices `]` `count` $count attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, indices: Sequence[SSAValue], count: int):
+        super().__init__(operands=[bars, indices], properties={"count": IntegerAttr(count, i32)})
+
+    def verify_(self) -> None:
+        _verify_barriers(self, self.bars, self.indices)
+        if not 1 <= self.count.value.data < 1 << 20:
+            raise VerifyException(f"'{self.name}' count must be in 1..2^20-1, got "
+                                  f"{self.count.value.data}")
+
+
+@irdl_op_definition
+class MBarrierArriveOp(IRDLOperation):
+    """`tile.mbarrier_arrive %bars[%i] (expect_tx BYTES)? (cta %r)?`: this thread arrives on
+    the barrier's current phase; with `expect_tx`, it first adds BYTES to the bytes the phase
+    waits for (the TMA copies that complete on it). With `cta %r` it arrives on the barrier
+    at the same place in CTA %r of its cluster instead (a consumer freeing a buffer that
+    both CTAs' copies fill)."""
+
+    name = "tile.mbarrier_arrive"
+    bars = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    cta = opt_operand_def(IndexType)
+    expect_tx = opt_prop_def(IntegerAttr[I32])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$bars `[` $indices `]` (`expect_tx` $expect_tx^)? (`cta` $cta^)? attr-dict "
+        "`:` type($bars)"
+    )
+
+    def __init__(self, bars: SSAValue, indices: Sequence[SSAValue],
+                 expect_tx: int | None = None, cta: SSAValue | None = None):
+        super().__init__(operands=[bars, indices, [] if cta is None else [cta]], properties={
+            "expect_tx": None if expect_tx is None else IntegerAttr(expect_tx, i32)})
+
+    def verify_(self) -> None:
+        _verify_barriers(self, self.bars, self.indices)
+        if self.expect_tx is not None and not 0 < self.expect_tx.value.data < 1 << 20:
+            raise VerifyException(f"'{self.name}' expect_tx must be in 1..2^20-1 bytes, got "
+                                  f"{self.expect_tx.value.data}")
+        if self.expect_tx is not None and self.cta is not None:
+            raise VerifyException(f"'{self.name}' expects bytes on its own CTA's barriers "
+                                  "only: expect_tx and cta exclude each other")
+
+
+@irdl_op_definition
+class MBarrierWaitOp(IRDLOperation):
+    """`tile.mbarrier_wait %bars[%i], %parity`: this thread waits until the barrier's phase
+    of parity `%parity` (i1: 0 even, 1 odd) has completed. Waiting on the parity before the
+    current phase returns at once, so a ring of barriers is waited on with parity
+    (round & 1) by its consumers and (round & 1) ^ 1 by its producers."""
+
+    name = "tile.mbarrier_wait"
+    bars = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    parity = operand_def(IntegerType(1))
+    assembly_format = "$bars `[` $indices `]` `,` $parity attr-dict `:` type($bars)"
+
+    def __init__(self, bars: SSAValue, indices: Sequence[SSAValue], parity: SSAValue):
+        super().__init__(operands=[bars, indices, parity])
+
+    def verify_(self) -> None:
+        _verify_barriers(self, self.bars, self.indices)
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation):
+    """`tile.tma_load %map[%r, %c], %dst[%s, %i, %j], %bars[%b]`: one thread copies the box
+    of the tensor map whose first element is at (%r, %c) of the global tensor (outermost
+    first; out-of-bounds elements read as 0) into shared memory at %dst[%s, %i, %j], swizzled
+    as the map says; the copy's bytes complete the barrier's phase (whose expected bytes an
+    `expect_tx` arrival announced). The trailing dimensions of %dst hold the box: the inner
+    ones equal, the outermost at least as large."""
+
+    name = "tile.tma_load"
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    bars = operand_def(MemRefType)
+    bar_indices = var_operand_def(IndexType)
+    multicast = opt_prop_def(IntegerAttr[I32])
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$tensor_map `[` $coords `]` `,` $dst `[` $dst_indices `]` `,` $bars `[` $bar_indices "
+        "`]` (`multicast` $multicast^)? attr-dict `:` type($tensor_map) `,` type($dst) `,` "
+        "type($bars)"
+    )
+
+    def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue], dst: SSAValue,
+                 dst_indices: Sequence[SSAValue], bars: SSAValue,
+                 bar_indices: Sequence[SSAValue], multicast: int | None = None):
+        super().__init__(operands=[tensor_map, coords, dst, dst_indices, bars, bar_indices],
+                         properties={"multicast": None if multicast is None
+                                     else IntegerAttr(multicast, i32)})
+
+    def verify_(self) -> None:
+        map_type = self.tensor_map.type
+        assert isinstance(map_type, TensorMapType)
+        _verify_tma_box(self, map_type, self.coords, self.dst, self.dst_indices, "destination")
+        _verify_barriers(self, self.bars, self.bar_indices)
+        if self.multicast is not None and not 0 < self.multicast.value.data < 1 << 16:
+            raise VerifyException(f"'{self.name}' multicast is a mask of up to 16 CTAs of the "
+                                  f"cluster, got {self.multicast.value.data}")
+
+
+@irdl_op_definition
+class TmaStoreOp(IRDLOperation):
+    """`tile.tma_store %src[%s, %i, %j], %map[%r, %c]`: one thread copies a box from shared
+    memory (laid out as the map says) to the global tensor at (%r, %c); elements outside the
+    tensor are not written. The copy completes in bulk groups (`tile.tma_store_commit`,
+    `tile.tma_store_wait`); the threads that wrote the box must `tile.fence_proxy_async` and
+    synchronize with the issuing thread first."""
+
+    name = "tile.tma_store"
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$src `[` $src_indices `]` `,` $tensor_map `[` $coords `]` attr-dict `:` type($src) "
+        "`,` type($tensor_map)"
+    )
+
+    def __init__(self, src: SSAValue, src_indices: Sequence[SSAValue], tensor_map: SSAValue,
+                 coords: Sequence[SSAValue]):
+        super().__init__(operands=[src, src_indices, tensor_map, coords])
+
+    def verify_(self) -> None:
+        map_type = self.tensor_map.type
+        assert isinstance(map_type, TensorMapType)
+        _verify_tma_box(self, map_type, self.coords, self.src, self.src_indices, "source")
+
+
+def _verify_tma_box(op: Operation, map_type: TensorMapType, coords: Sequence[SSAValue],
+                    smem: SSAValue, indices: Sequence[SSAValue], what: str) -> None:
+    box = map_type.shape
+    if len(coords) != len(box):
+        raise VerifyException(f"'{op.name}' a box of rank {len(box)} takes {len(box)} "
+                              f"coordinates, got {len(coords)}")
+    smem_type = _memref(op, smem, what)
+    if memory_space(smem_type) != SHARED_SPACE:
+        raise VerifyException(f"'{op.name}' {what} must be in shared memory (memory space 3), "
+                              f"got {smem_type}")
+    _verify_indices(op, smem_type, indices, what)
+    if smem_type.element_type != map_type.element_type:
+        raise VerifyException(f"'{op.name}' {what} element type {smem_type.element_type} is "
+                              f"not the tensor map's {map_type.element_type}")
+    shape = smem_type.get_shape()
+    trailing = tuple(shape[-len(box):]) if len(shape) >= len(box) else None
+    if trailing is None or trailing[1:] != box[1:] or trailing[0] < box[0]:
+        raise VerifyException(f"'{op.name}' {what} {smem_type} cannot hold the box "
+                              f"{'x'.join(map(str, box))} in its trailing dimensions")
+
+
+@irdl_op_definition
+class TmaStoreCommitOp(IRDLOperation):
+    """`cp.async.bulk.commit_group`: close this thread's group of pending TMA stores."""
+
+    name = "tile.tma_store_commit"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class PrefetchTensorMapOp(IRDLOperation):
+    """`tile.prefetch_tensor_map %map`: fetch the tensor map into the cache ahead of its copies."""
+
+    name = "tile.prefetch_tensor_map"
+    tensor_map = operand_def(TensorMapType)
+    assembly_format = "$tensor_map attr-dict `:` type($tensor_map)"
+
+    def __init__(self, tensor_map: SSAValue):
+        super().__init__(operands=[tensor_map])
+
+
+@irdl_op_definition
+class ClusterBarrierOp(IRDLOperation):
+    """`tile.cluster_barrier`: every thread of every CTA of the cluster arrives and waits
+    (`barrier.cluster.arrive` release, `barrier.cluster.wait` acquire): barriers initialized
+    before it may be used by the other CTAs after it, and a CTA leaves no peer that may still
+    write its shared memory."""
+
+    name = "tile.cluster_barrier"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class NamedBarrierOp(IRDLOperation):
+    """`tile.named_barrier ID, THREADS`: `bar.sync ID, THREADS`, a barrier of a subset of the
+    block's warps (warp specialization: the consumer warpgroups without the producer). ID 0
+    is the whole block's `gpu.barrier`; THREADS is a multiple of 32."""
+
+    name = "tile.named_barrier"
+    barrier_id = prop_def(IntegerAttr[I32])
+    threads = prop_def(IntegerAttr[I32])
+    assembly_format = "$barrier_id `,` $threads attr-dict"
+
+    def __init__(self, barrier_id: int, threads: int):
+        super().__init__(properties={"barrier_id": IntegerAttr(barrier_id, i32),
+                                     "threads": IntegerAttr(threads, i32)})
+
+    def verify_(self) -> None:
+        if not 1 <= self.barrier_id.value.data <= 15:
+            raise VerifyException(f"'{self.name}' id must be in 1..15 (0 is gpu.barrier), got "
+                                  f"{self.barrier_id.value.data}")
+        threads = self.threads.value.data
+        if threads <= 0 or threads % 32 or threads > 1024:
+            raise VerifyException(f"'{self.name}' threads must be a multiple of 32 up to 1024, "
+                                  f"got {threads}")
+
+
+@irdl_op_definition
+class SetMaxNRegOp(IRDLOperation):
+    """`tile.setmaxnreg inc|dec N` (sm_90a): the executing warpgroup's threads raise (`inc`)
+    or lower (`dec`) their register allotment to N, a multiple of 8 in 24..256. Every warp of
+    the warpgroup executes it; it takes effect where the kernel has a register cap at entry
+    (launch bounds with one block per SM)."""
+
+    name = "tile.setmaxnreg"
+    action = prop_def(StringAttr)
+    registers = prop_def(IntegerAttr[I32])
+
+    def __init__(self, action: str, registers: int):
+        super().__init__(properties={"action": StringAttr(action),
+                                     "registers": IntegerAttr(registers, i32)})
+
+    def verify_(self) -> None:
+        if self.action.data not in ("inc", "dec"):
+            raise VerifyException(f"'{self.name}' action must be inc or dec, got "
+                                  f"{self.action.data}")
+        n = self.registers.value.data
+        if not 24 <= n <= 256 or n % 8:
+            raise VerifyException(f"'{self.name}' registers must be a multiple of 8 in 24..256, "
+                                  f"got {n}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SetMaxNRegOp:
+        action = parser.parse_identifier(" (inc or dec)")
+        registers = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(action, registers)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.action.data} {self.registers.value.data}")
+        printer.print_op_attributes(self.attributes)
 
 
 EPILOGUE_ARG_TYPES = (Float32Type(), IndexType(), IndexType())
@@ -987,12 +1358,15 @@ Tile = Dialect(
     "tile",
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
      TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
-     FenceProxyAsyncOp],
-    [FragType, SwizzleAttr, ShuffleKindAttr],
+     FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
+     TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
+     SetMaxNRegOp, ClusterBarrierOp],
+    [FragType, SwizzleAttr, ShuffleKindAttr, TensorMapType],
 )
 
 __all__ = [
     "ArriveOp",
+    "ClusterBarrierOp",
     "CpAsyncCommitOp",
     "CpAsyncOp",
     "CpAsyncWaitOp",
@@ -1000,12 +1374,23 @@ __all__ = [
     "FillOp",
     "FragType",
     "LdMatrixOp",
+    "MBarrierArriveOp",
+    "MBarrierInitOp",
+    "MBarrierWaitOp",
     "MmaOp",
+    "NamedBarrierOp",
+    "PrefetchTensorMapOp",
+    "SetMaxNRegOp",
     "ShuffleOp",
     "StoreAccOp",
     "SwizzleAttr",
     "TakeAccOp",
+    "TensorMapType",
     "Tile",
+    "TmaLoadOp",
+    "TmaStoreCommitOp",
+    "TmaStoreOp",
+    "TmaStoreWaitOp",
     "WgmmaCommitOp",
     "WgmmaFenceOp",
     "WgmmaOp",

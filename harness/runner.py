@@ -14,10 +14,11 @@ import numpy as np
 from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
 from tilesync.kernels.reference import host_array
-from tilesync.runtime.buffers import DeviceBuffer
-from tilesync.runtime.device import get_device
+from tilesync.runtime.buffers import DeviceBuffer, device_pointer_and_size
+from tilesync.runtime.device import get_device, max_active_clusters
 from tilesync.runtime.launch import launch
 from tilesync.runtime.module import load_ptx
+from tilesync.runtime.tensor_map import TensorMapCache
 from tilesync.runtime.timing import time_region
 
 
@@ -25,7 +26,10 @@ class GemmRunner:
     """The compiled kernel loaded on the current GPU, launched on device buffers.
 
     `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
-    fp32 workspace and counters, zeroed once here: every launch leaves them zero again."""
+    fp32 workspace and counters, zeroed once here: every launch leaves them zero again. A
+    warp-specialized (tma_ws) config takes A and B as buffers like the others; the runner
+    encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
+    block per SM of this GPU (clusters: as many as can run at once)."""
 
     def __init__(self, cfg: GemmConfig, ptx: str | None = None):
         self.cfg = cfg
@@ -36,12 +40,30 @@ class GemmRunner:
         self.ptx = ptx
         self.module = load_ptx(ptx, cfg.name)
         self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
+        self.tensor_maps = TensorMapCache()
+        self.grid = cfg.grid
+        if cfg.warp_specialized:
+            cluster = cfg.cluster_m
+            slots = get_device().sm_count // cluster
+            if cluster > 1:
+                self.kernel.ensure_dynamic_shared_memory(cfg.dynamic_shared_bytes)
+                slots = min(slots, max_active_clusters(self.kernel, cluster, cfg.threads,
+                                                       cfg.dynamic_shared_bytes))
+            self.grid = (cluster * min(cfg.cluster_tiles, slots), 1, 1)
         self.workspace = self.counters = None
         if cfg.split_k > 1:
             self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
             self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
 
+    def _tensor_map(self, operand: str, buffer) -> object:
+        cfg = self.cfg
+        address, _ = device_pointer_and_size(buffer)
+        shape = (cfg.M, cfg.K) if operand == "A" else (cfg.N, cfg.K)
+        return self.tensor_maps.get(address, cfg.dtype, shape, cfg.tensor_map_boxes[operand])
+
     def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
+        if self.cfg.warp_specialized:
+            a, b = self._tensor_map("A", a), self._tensor_map("B", b)
         args = [a, b, c]
         if self.cfg.has_bias:
             args.append(bias)
@@ -51,7 +73,7 @@ class GemmRunner:
             args.append(int(seed))
         if self.cfg.split_k > 1:
             args += [self.workspace, self.counters]
-        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream,
+        launch(self.kernel, self.grid, self.cfg.block, args, stream=stream,
                shared_mem=self.cfg.dynamic_shared_bytes)
 
 

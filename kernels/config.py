@@ -11,15 +11,22 @@ what a configuration means: the generators emit them and the host references com
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type
 from xdsl.ir import Attribute
 
-from tilesync.contract import DYNAMIC_SHARED_BASE_ALIGNMENT, SM_90, STATIC_SHARED_LIMIT
+from tilesync.contract import (
+    DYNAMIC_SHARED_BASE_ALIGNMENT,
+    SM_90,
+    STATIC_SHARED_LIMIT,
+    TENSOR_MAP,
+)
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
+PIPELINES = ("cp_async", "tma_ws")
+H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 # Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
 MAX_SHARED_PER_BLOCK = SM_90.max_shared_per_block
@@ -38,7 +45,7 @@ def dropout_threshold(keep: float) -> int:
     return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GemmConfig:
     M: int
     N: int
@@ -75,6 +82,38 @@ class GemmConfig:
     wgmma_in_flight: int = 1
     """wgmma groups left running while the next k-tile's copies are issued (0 or 1); with 1 the
     copies run stages - 2 k-tiles ahead instead of stages - 1."""
+    pipeline: str = "cp_async"
+    """`cp_async`: every thread copies its 16-byte chunks and multiplies (one block per tile).
+    `tma_ws` (wgmma, sm_90a): warp specialization in a persistent grid. A producer warp (or
+    warpgroup, `producer_warps=4`) loads k-tiles with TMA (`tile.tma_load` of A's and B's
+    tensor maps) into a ring of `stages` buffers, each with a full and an empty transaction
+    barrier; the BM / 64 consumer warpgroups wait for full, multiply with wgmma and release
+    the buffer; each block takes tiles blockIdx.x, + gridDim.x, ... of the tiles in grouped
+    order (`raster_group` tile rows per group: blocks running together share B's columns in
+    L2) and stores each tile through the epilogue."""
+    raster_group: int = 8
+    """tma_ws: tile rows per group of the persistent order (M-fastest inside a group)."""
+    sms: int = H100_SMS
+    """tma_ws: blocks of the persistent grid (at most one per tile); one block per SM."""
+    producer_warps: int = 1
+    """tma_ws: 1, a producer warp after the consumer warpgroups (the register cap of one block
+    per SM suffices), or 4, a producer warpgroup that gives registers to the consumers
+    (`setmaxnreg`)."""
+    cluster_m: int = 1
+    """tma_ws: 2 runs clusters of two blocks on vertically adjacent tiles (same B columns):
+    each block loads half of the B tile and multicasts it to both, halving the B bytes read
+    from L2; a buffer is free once the consumers of both blocks released it."""
+
+    def __repr__(self) -> str:
+        # Fields added for the TMA pipeline show only where they differ from their defaults, so
+        # that every earlier configuration keeps its name (cache keys, PTX digest records).
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _TMA_FIELDS and value == f.default:
+                continue
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__qualname__}({', '.join(shown)})"
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -130,15 +169,36 @@ class GemmConfig:
                 raise ValueError(f"wgmma needs BN a multiple of 8 up to 256 and "
                                  f"wgmma_in_flight 0 or 1, got {self.tile}, "
                                  f"{self.wgmma_in_flight}")
-            if self.stages < 2 + self.wgmma_in_flight:
+            if self.stages < 2 + self.wgmma_in_flight and not self.warp_specialized:
                 raise ValueError(f"wgmma with {self.wgmma_in_flight} group in flight needs "
                                  f"at least {2 + self.wgmma_in_flight} stages")
+        if self.pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
+        if self.pipeline == "tma_ws":
+            self._check_tma_ws()
         if self.shared_bytes + self.stage_alignment > MAX_SHARED_PER_BLOCK:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
                 "fewer stages or a smaller tile"
             )
+
+    def _check_tma_ws(self) -> None:
+        bm, bn, _ = self.tile
+        if self.mma != "wgmma":
+            raise ValueError("pipeline='tma_ws' multiplies with wgmma: set mma='wgmma'")
+        if bm > 256 or bn % 16:
+            raise ValueError(f"tma_ws needs BM <= 256 (one TMA box) and BN a multiple of 16, "
+                             f"got {self.tile}")
+        if self.split_k != 1 or (self.sync_hooks and self.producer_warps != 1):
+            raise ValueError("tma_ws takes split_k=1, and sync hooks with one producer warp")
+        if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
+            raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
+                             f"{self.cluster_m}")
+        if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
+            raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
+                             f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
+                             f"{self.sms}")
 
     @property
     def prefetch(self) -> int:
@@ -152,18 +212,47 @@ class GemmConfig:
         return "sm_90a" if self.mma == "wgmma" else None
 
     @property
-    def threads(self) -> int:
+    def warp_specialized(self) -> bool:
+        return self.pipeline == "tma_ws"
+
+    @property
+    def consumer_threads(self) -> int:
+        """Threads that multiply (and store): all of them but a tma_ws producer's."""
         return 32 * self.warps[0] * self.warps[1]
+
+    @property
+    def threads(self) -> int:
+        producer = 32 * self.producer_warps if self.warp_specialized else 0
+        return self.consumer_threads + producer
 
     @property
     def block(self) -> tuple[int, int, int]:
         return (self.threads, 1, 1)
 
     @property
-    def grid(self) -> tuple[int, int, int]:
+    def tile_grid(self) -> tuple[int, int]:
+        """Output tiles along M and N."""
         bm, bn, _ = self.tile
+        return (-(-self.M // bm), -(-self.N // bn))
+
+    @property
+    def tiles(self) -> int:
+        m, n = self.tile_grid
+        return m * n
+
+    @property
+    def cluster_tiles(self) -> int:
+        """tma_ws: the units of the persistent order, a cluster's tiles (cluster_m rows)."""
+        m, n = self.tile_grid
+        return -(-m // self.cluster_m) * n
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        if self.warp_specialized:  # persistent: one block per SM, at most one per tile
+            c = self.cluster_m
+            return (min(c * self.cluster_tiles, self.sms // c * c), 1, 1)
         # x: tile row (M), y: tile column, z: split-K slice
-        return (-(-self.M // bm), -(-self.N // bn), self.split_k)
+        return (*self.tile_grid, self.split_k)
 
     @property
     def out_cols(self) -> int:
@@ -195,7 +284,8 @@ class GemmConfig:
     def dynamic_shared_bytes(self) -> int:
         """Shared memory passed at launch: the stages live in dynamic shared memory when they
         do not fit the 48 KiB of static shared memory, else 0 (static)."""
-        dynamic = self.dynamic_shared or self.shared_bytes > STATIC_SHARED_LIMIT
+        dynamic = self.dynamic_shared or self.shared_bytes > STATIC_SHARED_LIMIT or \
+            self.warp_specialized
         if not dynamic:
             return 0
         # the dynamic array is only 16-byte aligned: room to round its start up
@@ -213,7 +303,15 @@ class GemmConfig:
 
     @property
     def signature(self) -> tuple[str, ...]:
-        return tuple("i32" if p == "seed" else "ptr" for p in self.params)
+        maps = ("A", "B") if self.warp_specialized else ()
+        return tuple("i32" if p == "seed" else TENSOR_MAP if p in maps else "ptr"
+                     for p in self.params)
+
+    @property
+    def tensor_map_boxes(self) -> dict[str, tuple[int, int]]:
+        """tma_ws: the TMA box of A (BM rows of BK) and of B (BN rows of BK; B is N x K)."""
+        bm, bn, bk = self.tile
+        return {"A": (bm, bk), "B": (bn // self.cluster_m, bk)}  # a cluster splits B's box
 
     @property
     def workspace_shape(self) -> tuple[int, int]:
@@ -223,7 +321,7 @@ class GemmConfig:
     @property
     def counters_shape(self) -> tuple[int, int]:
         """i32 arrival counters of split-K, one per output tile (zero before the first launch)."""
-        return self.grid[:2]
+        return self.tile_grid
 
     @property
     def has_bias(self) -> bool:
@@ -238,13 +336,30 @@ class GemmConfig:
         return DTYPES[self.dtype]()
 
 
+_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m"})
+
+
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
                 dtype: str = "f16", b_layout: str = "row", epilogue: str | None = None,
                 name: str = "gemm", sync_hooks: bool = False, split_k: int = 1,
                 dropout: float | None = None, dynamic_shared: bool = False,
-                mma: str = "sync", wgmma_in_flight: int = 1) -> GemmConfig:
+                mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
+                raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
+                cluster_m: int = 1) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
-                      name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight)
+                      name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
+                      pipeline, raster_group, sms, producer_warps, cluster_m)
+
+
+def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
+                  dtype: str = "f16", epilogue: str | None = None, name: str = "gemm",
+                  sync_hooks: bool = False, dropout: float | None = None,
+                  wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
+                  producer_warps: int = 1, cluster_m: int = 1) -> GemmConfig:
+    """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1)."""
+    return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
+                       sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
+                       raster_group, sms, producer_warps, cluster_m)
 
 
 
@@ -369,7 +484,9 @@ __all__ = [
     "EPILOGUES",
     "GELU_C",
     "GELU_K",
+    "H100_SMS",
     "MAX_SHARED_PER_BLOCK",
+    "PIPELINES",
     "ConvConfig",
     "GemmConfig",
     "SoftmaxConfig",
@@ -377,4 +494,5 @@ __all__ = [
     "dropout_threshold",
     "gemm_config",
     "softmax_config",
+    "tma_ws_config",
 ]

@@ -120,7 +120,10 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
         # silu(gate) * up = gate / (1 + exp(-gate)) * up
         gate, up = values
         e = b.emit(math.ExpOp(b.emit(arith.NegfOp(gate))))
-        silu = b.emit(arith.DivfOp(gate, b.emit(arith.AddfOp(e, b.f32(1.0)))))
+        # The warp-specialized kernel divides approximately (div.approx.f32, like ex2.approx):
+        # IEEE division is a subroutine call in SASS, which makes ptxas serialize wgmma.
+        fast = arith.FastMathFlagsAttr(["afn"]) if cfg.warp_specialized else None
+        silu = b.emit(arith.DivfOp(gate, b.emit(arith.AddfOp(e, b.f32(1.0))), fast))
         value = b.emit(arith.MulfOp(silu, up))
     if cfg.has_bias:
         assert bias is not None
@@ -149,6 +152,31 @@ def _shared_global(name: str, type_: MemRefType, dynamic: bool = False,
     return op
 
 
+def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValue],
+                        C: SSAValue, origin: tuple[SSAValue, SSAValue],
+                        warp_origin: tuple[SSAValue, SSAValue], counts: tuple[int, int],
+                        masked: bool, bias: SSAValue | None, seed: SSAValue | None) -> None:
+    """Store a warp's mi x ni accumulators of 16 x 8 at (tile origin + warp origin) of C
+    through the epilogue; swiglu pairs accumulators ni, ni + 1 (gate and up of output columns
+    col .. col + 7)."""
+    m0, n0 = origin
+    warp_m, warp_n = warp_origin
+    mi_count, ni_count = counts
+    for mi in range(mi_count):
+        row = body.addi(body.addi(m0, warp_m), mi * 16)
+        if cfg.epilogue == "swiglu":
+            for ni in range(0, ni_count, 2):
+                col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), ni * 4)
+                pair = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
+                body.insert(tl.StoreAccOp(pair, C, [row, col], masked=masked,
+                                          epilogue=_epilogue_region(cfg, bias, seed)))
+            continue
+        for ni in range(ni_count):
+            col = body.addi(body.addi(n0, warp_n), ni * 8)
+            body.insert(tl.StoreAccOp(tiles[mi * ni_count + ni], C, [row, col], masked=masked,
+                                      epilogue=_epilogue_region(cfg, bias, seed)))
+
+
 ASource = Callable[[BlockBuilder, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
 """(body, row of A (global m), column of A (global k)) -> (source indices, masked)."""
 
@@ -164,6 +192,10 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     A is addressed in it (conv2d's implicit im2col)."""
     cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
                                 sync_hooks)
+    if cfg.warp_specialized:
+        from tilesync.kernels.gemm_tma import tma_ws_module
+
+        return tma_ws_module(cfg)
     elem = cfg.element_type
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
@@ -172,7 +204,6 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     S = cfg.stages
     split = cfg.split_k
     per_slice = cfg.k_tiles // split
-    swiglu = cfg.epilogue == "swiglu"
 
     b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
     logical_a = MemRefType(elem, [cfg.M, cfg.K])
@@ -343,20 +374,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         b.insert(tl.WgmmaWaitOp(0))
 
     def store_tiles(body: BlockBuilder, tiles: list[SSAValue]) -> None:
-        for mi in range(mi_count):
-            row = body.addi(body.addi(m0, warp_m), mi * 16)
-            if swiglu:  # accumulators ni, ni + 1: gate and up of output columns col .. col+7
-                for ni in range(0, ni_count, 2):
-                    col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), ni * 4)
-                    pair = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
-                    body.insert(tl.StoreAccOp(pair, C, [row, col], masked=mask_c,
-                                              epilogue=_epilogue_region(cfg, bias, seed)))
-                continue
-            for ni in range(ni_count):
-                col = body.addi(body.addi(n0, warp_n), ni * 8)
-                body.insert(tl.StoreAccOp(tiles[mi * ni_count + ni], C, [row, col],
-                                          masked=mask_c,
-                                          epilogue=_epilogue_region(cfg, bias, seed)))
+        _store_accumulators(body, cfg, tiles, C, (m0, n0), (warp_m, warp_n),
+                            (mi_count, ni_count), mask_c, bias, seed)
         if cfg.sync_hooks:
             body.insert(sync.StorePointOp([tile_x, tile_y]))
 

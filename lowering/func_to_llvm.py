@@ -2,9 +2,14 @@
 
 A `gpu.func` becomes an `llvm.func` inside the same `gpu.module` (the unit translated to one
 PTX module). Kernels get the `ptx_kernel` calling convention; launch bounds become the string
-function attributes NVPTX reads (`"nvvm.maxntid"`, `"nvvm.minctasm"`) as `passthrough` entries.
+function attributes NVPTX reads (`"nvvm.maxntid"`, `"nvvm.minctasm"`, `"nvvm.cluster_dim"` for a
+compile-time cluster shape) as `passthrough` entries.
 Signatures take the llvm types (memref → `!llvm.ptr<AS>`, index → i64); the body keeps the old
 types through casts at the start of the entry block until the other passes convert it.
+A `!tile.tensor_map` parameter becomes a `!llvm.ptr` with the argument attributes of a blob
+passed by value and read in place: `llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64`,
+`nvvm.grid_constant` (CUDA's `const __grid_constant__ CUtensorMap`): the kernel's uses see the
+parameter's generic address (`cvta.param`), no copy.
 """
 
 from __future__ import annotations
@@ -17,9 +22,13 @@ from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
+    i8,
+    i64,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
@@ -32,10 +41,15 @@ from xdsl.pattern_rewriter import (
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import (
+    CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
+    MAX_CLUSTER_BLOCKS,
     MIN_BLOCKS_PER_SM_ATTR,
+    PARAM_KINDS,
+    TENSOR_MAP,
     launch_bounds_error,
 )
+from tilesync.dialects.tile import TensorMapType
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     llvm_operands,
@@ -49,7 +63,7 @@ PASS_NAME = "convert-func-to-llvm"
 
 # Attributes that the conversion consumes (or that describe the old signature).
 _CONSUMED_ATTRS = {KNOWN_BLOCK_SIZE_ATTR, "gpu.known_grid_size", MIN_BLOCKS_PER_SM_ATTR,
-                   "sym_name", "function_type", "kernel"}
+                   CLUSTER_DIMS_ATTR, "sym_name", "function_type", "kernel"}
 
 
 def _llvm_function_type(
@@ -86,7 +100,38 @@ def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
         entries.append(
             ArrayAttr([StringAttr("nvvm.minctasm"), StringAttr(str(min_blocks.value.data))])
         )
+    cluster = op.attributes.get(CLUSTER_DIMS_ATTR)
+    if cluster is not None:
+        dims = tuple(int(d) for d in cluster.get_values()) \
+            if isinstance(cluster, DenseArrayBase) else ()
+        size = dims[0] * dims[1] * dims[2] if len(dims) == 3 else 0
+        if not 1 <= size <= MAX_CLUSTER_BLOCKS or min(dims) < 1:
+            raise unsupported_op_error(
+                PASS_NAME, op, f"'{CLUSTER_DIMS_ATTR}' must be three positive extents of at "
+                f"most {MAX_CLUSTER_BLOCKS} blocks in all, got {cluster}")
+        entries.append(ArrayAttr([StringAttr("nvvm.cluster_dim"),
+                                  StringAttr(",".join(map(str, dims)))]))
     return ArrayAttr(entries) if entries else None
+
+
+GRID_CONSTANT_ATTR = "nvvm.grid_constant"
+
+
+def _by_value_attrs(kind: str) -> DictionaryAttr:
+    """The argument attributes of a blob parameter read in place (`__grid_constant__`)."""
+    blob = PARAM_KINDS[kind]
+    assert blob.align is not None
+    return DictionaryAttr({"llvm.byval": llvm.LLVMArrayType(blob.size, i8),
+                           "llvm.align": IntegerAttr(blob.align, i64),
+                           GRID_CONSTANT_ATTR: UnitAttr()})
+
+
+def _argument_attrs(inputs: Sequence[Attribute]) -> ArrayAttr | None:
+    """Per-parameter attributes where a parameter is a tensor map (else None: none at all)."""
+    if not any(isinstance(t, TensorMapType) for t in inputs):
+        return None
+    return ArrayAttr([_by_value_attrs(TENSOR_MAP) if isinstance(t, TensorMapType)
+                      else DictionaryAttr({}) for t in inputs])
 
 
 def _make_llvm_func(
@@ -105,6 +150,9 @@ def _make_llvm_func(
     other_props: dict[str, Attribute | None] = {}
     if passthrough is not None:
         other_props["passthrough"] = passthrough
+    arg_attrs = _argument_attrs(op.function_type.inputs.data)
+    if arg_attrs is not None:
+        other_props["arg_attrs"] = arg_attrs
     extra_attrs = {k: v for k, v in op.attributes.items() if k not in _CONSUMED_ATTRS}
     new_func = llvm.FuncOp(
         op.sym_name.data,

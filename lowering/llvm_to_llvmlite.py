@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     VectorType,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.contract import launch_bounds_error
@@ -256,6 +256,27 @@ class _FunctionAttributes(ir.FunctionAttributes):
         return attrs
 
 
+class _ArgumentAttributes(ir.values.ArgumentAttributes):
+    """Argument attributes plus the ones llvmlite cannot print for opaque pointers: `byval`
+    of an explicit type, and string attributes (`"nvvm.grid_constant"`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.byval: ir.Type | None = None
+        self.strings: list[str] = []
+
+    def __bool__(self) -> bool:
+        return self.byval is not None or bool(self.strings) or super().__len__() > 0 or \
+            bool(self.align)
+
+    def _to_list(self, typ):
+        attrs = super()._to_list(typ)
+        if self.byval is not None:
+            attrs.insert(0, f"byval({self.byval})")
+        attrs += [f'"{_escape_llvm_string(key)}"' for key in self.strings]
+        return attrs
+
+
 class _Builder(ir.IRBuilder):
     def insert(self, instruction: ir.Instruction) -> ir.Instruction:
         self._insert(instruction)
@@ -324,7 +345,7 @@ _SIGNED_ICMP = {"slt", "sle", "sgt", "sge"}
 
 def _fastmath(op: Operation) -> tuple[str, ...]:
     attr = op.properties.get("fastmathFlags")
-    flags = getattr(attr, "flags", None) or ()
+    flags = attr.data if isinstance(attr, llvm.FastMathAttr) else ()
     return tuple(sorted(str(getattr(flag, "value", flag)) for flag in flags))
 
 
@@ -805,12 +826,20 @@ class _ModuleTranslator:
         for arg, attrs in zip(function.args, op.arg_attrs.data, strict=False):
             if not isinstance(attrs, DictionaryAttr):
                 continue
+            arg.attributes = _ArgumentAttributes()
             for key, value in attrs.data.items():
                 short = key.removeprefix("llvm.")
                 if short == "align" and isinstance(value, IntegerAttr):
                     arg.attributes.align = value.value.data
+                elif short == "byval" and isinstance(value, TypeAttribute):
+                    arg.attributes.byval = convert_type(value)
                 elif isinstance(value, UnitAttr) and short in ir.ArgumentAttributes._known:
                     arg.attributes.add(short)
+                elif isinstance(value, UnitAttr) and key.startswith("nvvm."):
+                    arg.attributes.strings.append(key)  # "nvvm.grid_constant"
+                else:
+                    raise TranslationError(f"{_describe(op)}: argument attribute {key} = "
+                                           f"{value} has no LLVM spelling here")
 
     def define_global(self, op: llvm.GlobalOp) -> None:
         name = op.sym_name.data

@@ -1,12 +1,15 @@
 """`convert-nvvm-to-llvm`: the nvvm dialect to `llvm.call_intrinsic` and `llvm.inline_asm`.
 
-- Special registers, the barriers, `griddepcontrol.*`, `trap`, ldmatrix, mma.sync, shfl.sync
-  and cp.async become NVVM intrinsics (`INTRINSICS`: names that LLVM 22 lowers).
+- Special registers, the barriers (named ones too), `griddepcontrol.*`, `trap`, ldmatrix,
+  mma.sync, shfl.sync, cp.async and mbarrier.init become NVVM intrinsics (`INTRINSICS`: names
+  that LLVM 22 lowers).
 - Every ordered memory operation (ld, st, atom, atom.cas, red, fence, fence.proxy.async),
-  nanosleep, wgmma (which LLVM 22 cannot select), the packing conversions and the approximate
-  math become inline PTX. The memory operations and fences also clobber `memory`, so LLVM moves
-  no load or store across them. LLVM 22 drops ordering and scope from `atomicrmw` for NVPTX,
-  so inline PTX is the one way to get exactly the instruction asked for.
+  nanosleep, wgmma (which LLVM 22 cannot select), the mbarrier arrivals and waits, the bulk
+  tensor copies (TMA) and their groups, setmaxnreg, the packing conversions and the
+  approximate math become inline PTX. The memory operations and fences also clobber
+  `memory`, so LLVM moves no load or store across them. LLVM 22 drops ordering and scope
+  from `atomicrmw` for NVPTX, so inline PTX is the one way to get exactly the instruction
+  asked for.
 
 Every inline PTX instruction of tilesync is spelled once, here, in `PTX_TEMPLATES`; the pieces
 filled in are the semantics (`.acquire.gpu`, `.volatile`, nothing for weak), the state space
@@ -52,16 +55,26 @@ INTRINSICS: dict[type[Operation], str] = {
     nvvm.CpAsyncOp: "llvm.nvvm.cp.async.{cache}.shared.global.{size}{zero_fill}",
     nvvm.CpAsyncCommitGroupOp: "llvm.nvvm.cp.async.commit.group",
     nvvm.CpAsyncWaitGroupOp: "llvm.nvvm.cp.async.wait.group",
+    nvvm.MBarrierInitOp: "llvm.nvvm.mbarrier.init.shared",
+    nvvm.BarrierSyncOp: "llvm.nvvm.barrier.cta.sync.aligned.count",
+    nvvm.ClusterArriveOp: "llvm.nvvm.barrier.cluster.arrive",
+    nvvm.ClusterWaitOp: "llvm.nvvm.barrier.cluster.wait",
 }
 """The nvvm ops lowered to an intrinsic call: the name (fields from the op's properties and
-types), the op's operands as arguments (plus a wait group's count), its results."""
+types), the op's operands as arguments (then the immediates of IMMEDIATE_ARGS), its results."""
+
+IMMEDIATE_ARGS: dict[type[Operation], tuple[str, ...]] = {
+    nvvm.CpAsyncWaitGroupOp: ("n",),
+    nvvm.BarrierSyncOp: ("barrier_id", "count"),
+}
+"""Integer properties an intrinsic takes as trailing i32 constant arguments, in order."""
 
 # mma.sync name suffix: the D and C types for f16 inputs, the input type for bf16 (LLVM's names).
 _MMA_TYPES = {nvvm.HalfType.F16: "f32.f32", nvvm.HalfType.BF16: "bf16"}
 
 SREG_INTRINSIC = "llvm.nvvm.read.ptx.sreg.{sreg}"
 
-PTX_TEMPLATES: dict[type[Operation], str] = {
+PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.LoadOp: "ld{sem}{space}.{type} $0, [$1];",
     nvvm.StoreOp: "st{sem}{space}.{type} [$0], $1;",
     nvvm.AtomicOp: "atom{sem}{space}.{kind}.{type} $0, [$1], $2;",
@@ -79,11 +92,37 @@ PTX_TEMPLATES: dict[type[Operation], str] = {
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type} {{{outputs}}}, ${desc_a}, "
         "${desc_b}, p, 1, 1, 0, 0;\n}}"
     ),
+    nvvm.MBarrierArriveOp: "mbarrier.arrive{expect_tx}.shared::cta.b64 _, [$0]{tx};",
+    # On the barrier at the same offset in CTA $1 of the cluster (release at CTA scope, the
+    # default, as CUTLASS's ClusterBarrier: a cluster-scope release would also wait for this
+    # thread's earlier global stores, e.g. an epilogue's, on every k-step).
+    (nvvm.MBarrierArriveOp, "cta"): (
+        "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $0;\nmapa.shared::cluster.u32 r, a, $1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [r];\n}}"
+    ),
+    nvvm.MBarrierTryWaitParityOp: (
+        "{{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+        "selp.b32 $0, 1, 0, p;\n}}"
+    ),
+    nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
+    nvvm.CpAsyncBulkTensorLoadOp: (
+        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        "{multicast} [$0], [$2, {{{coords}}}], [$1]{mask};"
+    ),
+    nvvm.CpAsyncBulkTensorStoreOp: (
+        "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], "
+        "[${src}];"
+    ),
+    nvvm.CpAsyncBulkCommitGroupOp: "cp.async.bulk.commit_group;",
+    nvvm.CpAsyncBulkWaitGroupReadOp: "cp.async.bulk.wait_group.read {n};",
+    nvvm.PrefetchTensorMapOp: "prefetch.tensormap [$0];",
+    nvvm.SetMaxNRegOp: "setmaxnreg.{action}.sync.aligned.u32 {registers};",
     nvvm.CvtPackOp: "cvt.rn.{type}x2.f32 $0, $1, $2;",
     nvvm.TanhApproxOp: "tanh.approx.f32 $0, $1;",
     nvvm.Ex2ApproxFtzOp: "ex2.approx.ftz.f32 $0, $1;",
 }
-"""PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first)."""
+"""PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first). An
+(op, variant) key spells a variant of the op that is another instruction sequence."""
 
 PURE_PTX: frozenset[type[Operation]] = frozenset(
     {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp}
@@ -103,7 +142,7 @@ _BITWISE_KINDS = frozenset(
 _PTX_OP = {nvvm.AtomicKind.SMAX: "max", nvvm.AtomicKind.SMIN: "min"}
 
 # LLVM inline-asm register constraint letters for NVPTX.
-_CONSTRAINT = {32: "r", 64: "l"}
+_CONSTRAINT = {16: "h", 32: "r", 64: "l"}
 _MEMORY_CLOBBER = "~{memory}"
 
 
@@ -146,9 +185,15 @@ def state_space(ptr: SSAValue) -> str:
     return STATE_SPACE[address_space(ptr.type)]
 
 
+def _template_key(op: Operation) -> type[Operation] | tuple[type[Operation], str]:
+    if isinstance(op, nvvm.MBarrierArriveOp) and op.cta is not None:
+        return (nvvm.MBarrierArriveOp, "cta")
+    return type(op)
+
+
 def ptx_string(op: Operation) -> str:
     """The PTX instruction an nvvm op lowers to (with `$i` operand placeholders)."""
-    template = PTX_TEMPLATES[type(op)]
+    template = PTX_TEMPLATES[_template_key(op)]
     match op:
         case nvvm.LoadOp():
             fields = dict(
@@ -187,6 +232,23 @@ def ptx_string(op: Operation) -> str:
             fields = dict(n=op.n.value.data, type=op.type.data.value,
                           outputs=", ".join(f"${i}" for i in range(count)),
                           desc_a=count, desc_b=count + 1, scale_d=count + 2)
+        case nvvm.MBarrierArriveOp():
+            with_tx = op.tx is not None
+            fields = dict(expect_tx=".expect_tx" if with_tx else "",
+                          tx=", $1" if with_tx else "")
+        case nvvm.CpAsyncBulkTensorLoadOp():
+            rank = len(op.coords)
+            fields = dict(rank=rank, coords=", ".join(f"${3 + i}" for i in range(rank)),
+                          multicast=".multicast::cluster" if op.multicast is not None else "",
+                          mask=f", ${3 + rank}" if op.multicast is not None else "")
+        case nvvm.CpAsyncBulkTensorStoreOp():
+            rank = len(op.coords)
+            fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)),
+                          src=1 + rank)
+        case nvvm.CpAsyncBulkWaitGroupReadOp():
+            fields = dict(n=op.n.value.data)
+        case nvvm.SetMaxNRegOp():
+            fields = dict(action=op.action.data.value, registers=op.registers.value.data)
         case nvvm.CvtPackOp():
             fields = dict(type=op.type.data.value)
         case _:
@@ -280,10 +342,10 @@ class IntrinsicLowering(RewritePattern):
         if type(op) not in INTRINSICS:
             return
         args = list(op.operands)
-        if isinstance(op, nvvm.CpAsyncWaitGroupOp):  # the count is an immediate argument
-            count = llvm.ConstantOp(op.n, i32)
-            rewriter.insert(count)
-            args.append(count.result)
+        for prop in IMMEDIATE_ARGS.get(type(op), ()):
+            constant = llvm.ConstantOp(op.properties[prop], i32)
+            rewriter.insert(constant)
+            args.append(constant.result)
         rewriter.replace(op, intrinsic_call(intrinsic_name(op), args,
                                             [r.type for r in op.results]))
 

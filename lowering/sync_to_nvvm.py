@@ -7,8 +7,13 @@ Built from the primitives of `sync_primitives.SyncBuilder`:
 - wait: the first thread spins on an acquire load until the semaphore reaches
   `epoch * posts` (`spin_until`: `ld.acquire.gpu` every iteration, `nanosleep` backoff,
   `%globaltimer` timeout and trap, the debug record in debug builds); then `bar.sync` so the
-  whole block reads after the acquire. Semaphores are never reset: the epoch (launch count)
-  makes a relaunch or a graph replay need no memset.
+  whole block reads after the acquire. A `single_thread` wait spins in the thread that issues
+  the loads, without a barrier; an `async_proxy` wait then fences the proxies
+  (`fence.proxy.async.global`), since bulk tensor copies do not see the generic acquire.
+  Semaphores are never reset: the epoch (launch count) makes a relaunch or a graph replay need
+  no memset.
+- post by part of the block (`threads N`): named barrier SYNC_NAMED_BARRIER of the N threads
+  that stored the tile instead of the block barrier.
 - ordered tile: the first thread takes the next slot of a global counter (relaxed `atom.add`)
   and hands it to the block through shared memory.
 """
@@ -51,10 +56,11 @@ from tilesync.contract import (
     DEBUG_RECORD,
     ORDER_TABLE,
     ORDER_TABLE_ATTR,
+    SYNC_NAMED_BARRIER,
     TILE_COUNTER,
     kernel_tag,
 )
-from tilesync.dialects import sync
+from tilesync.dialects import nvvm, sync
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
@@ -211,8 +217,15 @@ class LowerWait(RewritePattern):
                 describe = _debug_description(s, op, func, index)
             s.spin_until(ptr, target, timeout, self.backoff_ns, record, describe)
 
-        b.in_leader(spin)
-        b.block_barrier()
+        if op.single_thread is not None:  # the thread that issues the loads waits alone
+            spin(b)
+        else:
+            b.in_leader(spin)
+            b.block_barrier()
+        if op.async_proxy is not None:
+            # The loads are bulk tensor copies (the async proxy), which the generic proxy's
+            # acquire does not order: a proxy fence in each thread that issues them.
+            b.insert(nvvm.FenceProxyAsyncOp("global"))
         rewriter.erase(op)
 
 
@@ -220,7 +233,11 @@ class LowerPost(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
         b = SyncBuilder(rewriter)
-        b.block_barrier()  # every thread of the block has stored its part of the tile
+        # every thread that stored part of the tile has stored it: the block, or its first N
+        if op.threads is None:
+            b.block_barrier()
+        else:
+            b.insert(nvvm.BarrierSyncOp(SYNC_NAMED_BARRIER, op.threads.value.data))
 
         def release(s: SyncBuilder) -> None:
             ptr, _ = _semaphore_pointer(s, op.sems, list(op.tile), op.policy)

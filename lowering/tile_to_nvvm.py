@@ -16,6 +16,15 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.shuffle      nvvm.shfl.sync
     tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
                       commit / wait; tile.fence_proxy_async: nvvm.fence.proxy.async
+    tile.mbarrier_*   nvvm.mbarrier.init (+ fence.mbarrier_init), .arrive [expect_tx], and an
+                      scf.while on nvvm.mbarrier.try_wait.parity
+    tile.tma_*        nvvm.cp.async.bulk.tensor (load: shared <- global, completing on a
+                      barrier; store: global <- shared in bulk groups), the map by its generic
+                      address (the kernel parameter); coordinates reversed (innermost first)
+                      (multicast: to the cluster's CTAs of a mask); a remote arrive (`cta`)
+                      maps the barrier's address into the peer CTA (mapa)
+    tile.named_barrier, tile.cluster_barrier, tile.setmaxnreg, tile.prefetch_tensor_map:
+                      their nvvm ops
 
 Fragments become literal structs of their registers: A `!llvm.struct<(i32, i32, i32, i32)>`,
 B `!llvm.struct<(i32, i32)>`, the accumulator `!llvm.struct<(f32, f32, f32, f32)>` (what the
@@ -47,6 +56,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     UnrealizedConversionCastOp,
@@ -876,6 +886,106 @@ class WgmmaSyncLowering(_TilePattern):
         rewriter.replace(op, lowered)
 
 
+# --------------------------------------------------------------------------------------------
+# Transaction barriers, TMA copies, named barriers, register reallocation (sm_90)
+# --------------------------------------------------------------------------------------------
+
+GENERIC_PTR = llvm.LLVMPointerType()
+
+
+def _barrier_address(e: _Emitter, bars: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    bars_type = bars.type
+    assert isinstance(bars_type, MemRefType)
+    offset = _linear(e, [e.index_as(i, i32) for i in indices], bars_type.get_shape())
+    return e.gep(e.pointer(bars), offset, i64)
+
+
+def _box_address(e: _Emitter, smem: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """The shared address of smem[indices] (unswizzled: the copy engine swizzles)."""
+    smem_type = smem.type
+    assert isinstance(smem_type, MemRefType)
+    offset = _linear(e, [e.index_as(i, i32) for i in indices], smem_type.get_shape())
+    return e.gep(e.pointer(smem), offset, smem_type.element_type)
+
+
+def _tma_coords(e: _Emitter, coords: Sequence[SSAValue]) -> list[SSAValue]:
+    """i32 coordinates, innermost first (the tile ops list them outermost first)."""
+    return [e.index_as(c, i32) for c in reversed(coords)]
+
+
+class MBarrierLowering(_TilePattern):
+    """mbarrier init (+ its fence for the async proxy), arrive (expect-tx), and the wait: a
+    loop on try_wait.parity (each try waits a hardware-chosen while before it fails)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.MBarrierInitOp | tile.MBarrierArriveOp
+                          | tile.MBarrierWaitOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        address = _barrier_address(e, op.bars, op.indices)
+        if isinstance(op, tile.MBarrierInitOp):
+            e.insert(nvvm.MBarrierInitOp(address, e.const(op.count.value.data)))
+            e.insert(nvvm.FenceMBarrierInitOp())
+        elif isinstance(op, tile.MBarrierArriveOp):
+            tx = None if op.expect_tx is None else e.const(op.expect_tx.value.data)
+            cta = None if op.cta is None else e.index_as(op.cta, i32)
+            e.insert(nvvm.MBarrierArriveOp(address, tx, cta))
+        else:
+            parity = e.cast(llvm.ZExtOp, e.as_llvm(op.parity, IntegerType(1)), i32)
+            before, after = Block(), Block()
+            with e.appending_to(before):
+                done = e.insert(nvvm.MBarrierTryWaitParityOp(address, parity)).results[0]
+                e.insert(scf.ConditionOp(e.icmp("eq", done, 0)))
+            with e.appending_to(after):
+                e.insert(scf.YieldOp())
+            e.insert(scf.WhileOp([], [], Region(before), Region(after)))
+        rewriter.erase(op)
+
+
+class TmaLowering(_TilePattern):
+    """tile.tma_load / tma_store: the bulk tensor copy with the map's generic address."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.TmaLoadOp | tile.TmaStoreOp,
+                          rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        tensor_map = e.as_llvm(op.tensor_map, GENERIC_PTR)
+        coords = _tma_coords(e, op.coords)
+        if isinstance(op, tile.TmaLoadOp):
+            dst = _box_address(e, op.dst, op.dst_indices)
+            bar = _barrier_address(e, op.bars, op.bar_indices)
+            mask = None if op.multicast is None else \
+                e.const(op.multicast.value.data, IntegerType(16))
+            e.insert(nvvm.CpAsyncBulkTensorLoadOp(dst, tensor_map, coords, bar, mask))
+        else:
+            src = _box_address(e, op.src, op.src_indices)
+            e.insert(nvvm.CpAsyncBulkTensorStoreOp(tensor_map, coords, src))
+        rewriter.erase(op)
+
+
+class WarpSpecializationLowering(_TilePattern):
+    """TMA store groups, the tensor-map prefetch, named and cluster barriers, setmaxnreg."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.TmaStoreCommitOp | tile.TmaStoreWaitOp
+                          | tile.PrefetchTensorMapOp | tile.NamedBarrierOp | tile.SetMaxNRegOp
+                          | tile.ClusterBarrierOp, rewriter: PatternRewriter, /):
+        if isinstance(op, tile.ClusterBarrierOp):
+            rewriter.replace(op, [nvvm.ClusterArriveOp(), nvvm.ClusterWaitOp()])
+            return
+        if isinstance(op, tile.TmaStoreCommitOp):
+            lowered: Operation = nvvm.CpAsyncBulkCommitGroupOp()
+        elif isinstance(op, tile.TmaStoreWaitOp):
+            lowered = nvvm.CpAsyncBulkWaitGroupReadOp(op.pending.value.data)
+        elif isinstance(op, tile.PrefetchTensorMapOp):
+            e = self.emitter(rewriter, op)
+            lowered = nvvm.PrefetchTensorMapOp(e.as_llvm(op.tensor_map, GENERIC_PTR))
+        elif isinstance(op, tile.NamedBarrierOp):
+            lowered = nvvm.BarrierSyncOp(op.barrier_id.value.data, op.threads.value.data)
+        else:
+            lowered = nvvm.SetMaxNRegOp(op.action.data, op.registers.value.data)
+        rewriter.replace(op, lowered)
+
+
 def tile_to_nvvm_patterns() -> list[RewritePattern]:
     state = _State()
     return [
@@ -892,6 +1002,9 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
         MathLowering(state),
         WgmmaLowering(state),
         WgmmaSyncLowering(state),
+        MBarrierLowering(state),
+        TmaLowering(state),
+        WarpSpecializationLowering(state),
     ]
 
 

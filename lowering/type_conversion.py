@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.dialects.tile import TensorMapType
+
 GLOBAL_ADDRESS_SPACE = 1
 SHARED_ADDRESS_SPACE = 3
 LOCAL_ADDRESS_SPACE = 5
@@ -50,6 +52,8 @@ def convert_type(t: Attribute) -> Attribute:
         return IntegerType(INDEX_BITS)
     if isinstance(t, MemRefType):
         return llvm.LLVMPointerType(IntAttr(memref_address_space(t)))
+    if isinstance(t, TensorMapType):  # a by-value kernel parameter, used by its address
+        return llvm.LLVMPointerType()
     return t
 
 

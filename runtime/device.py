@@ -196,12 +196,30 @@ def max_coresident_blocks(function: Any, block_threads: int, dynamic_smem: int =
     return get_device().sm_count * occupancy(function, block_threads, dynamic_smem)
 
 
+def max_active_clusters(function: Any, cluster_blocks: int, block_threads: int,
+                        dynamic_smem: int = 0) -> int:
+    """Clusters of `cluster_blocks` blocks of `function` (its cluster shape compiled in) that
+    can run at once on the device: a persistent grid of clusters must not be larger, or its
+    last clusters wait for a whole wave (clusters of two take the SM pairs of a TPC)."""
+    from cuda.bindings import driver
+
+    get_device()
+    handle = getattr(function, "handle", function)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster_blocks, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block_threads, 1, 1
+    config.sharedMemBytes = dynamic_smem
+    return int(check(driver.cuOccupancyMaxActiveClusters(handle, config),
+                     "cuOccupancyMaxActiveClusters"))
+
+
 __all__ = [
     "DISABLE_GPU_ENV",
     "Device",
     "TilesyncRuntimeError",
     "get_device",
     "gpu_available",
+    "max_active_clusters",
     "max_coresident_blocks",
     "occupancy",
     "require_gpu",

@@ -12,18 +12,18 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from tilesync.contract import PARAM_KINDS, STATIC_SHARED_LIMIT
+from tilesync.contract import PARAM_KINDS, STATIC_SHARED_LIMIT, TENSOR_MAP
 from tilesync.runtime.buffers import as_device_pointer
 from tilesync.runtime.errors import TilesyncRuntimeError, check
 
 # How each parameter kind of the contract travels to cuLaunchKernel: its ctypes type (None: a
-# device pointer, which cuda-bindings passes by address). Half-precision floats travel as their
-# 16 bits.
+# cuda-bindings object passed by its address, a device pointer's 8 bytes or a tensor map's
+# 128). Half-precision floats travel as their 16 bits.
 _CTYPES: dict[str, Any] = {
     "ptr": None, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
     "u32": ctypes.c_uint32, "i64": ctypes.c_longlong, "u64": ctypes.c_ulonglong,
     "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16, "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
+    "f64": ctypes.c_double, TENSOR_MAP: None,
 }
 assert set(_CTYPES) == set(PARAM_KINDS), "every parameter kind needs a ctypes type"
 
@@ -66,8 +66,9 @@ def pack_args(
     """Build the `((values...), (ctypes...))` that cuLaunchKernel takes.
 
     A 'ptr' becomes a CUdeviceptr with ctype None (cuda-bindings passes its address); it accepts
-    a DeviceBuffer, an int, or a torch/CuPy array. Integers are range-checked, so a value that
-    would wrap raises instead of corrupting an index on the device.
+    a DeviceBuffer, an int, or a torch/CuPy array. A 'tmap' is a CUtensorMap
+    (runtime/tensor_map.py), whose 128 bytes the launch copies. Integers are range-checked, so
+    a value that would wrap raises instead of corrupting an index on the device.
     """
     from cuda.bindings import driver
 
@@ -82,6 +83,11 @@ def pack_args(
         try:
             if kind == "ptr":
                 values.append(driver.CUdeviceptr(as_device_pointer(value)))
+            elif kind == TENSOR_MAP:
+                if not isinstance(value, driver.CUtensorMap):
+                    raise TypeError(f"a tensor map parameter takes a CUtensorMap, got "
+                                    f"{type(value).__name__}")
+                values.append(value)
             elif kind in ("f16", "bf16"):
                 values.append(_half_bits(kind, float(value)))
             elif bounds is not None:
@@ -179,7 +185,7 @@ def launch(
     """Launch `kernel` (a Kernel from Module.function) asynchronously on `stream`.
 
     `signature` (or `kernel.signature`) lists the parameter kinds (tilesync.contract.PARAM_KINDS:
-    ptr, i8, i16, i32, u32, i64, u64, f16, bf16, f32, f64). pdl=True lets the kernel start
+    ptr, i8, i16, i32, u32, i64, u64, f16, bf16, f32, f64, tmap). pdl=True lets the kernel start
     while the previous kernel on the stream still runs (it must `griddepcontrol.wait` before
     reading that kernel's output); cooperative=True guarantees all blocks are co-resident (or
     fails with COOPERATIVE_LAUNCH_TOO_LARGE). `l2_window` = (base, bytes, hit ratio): an

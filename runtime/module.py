@@ -395,6 +395,13 @@ def disk_cache_enabled() -> bool:
     return os.environ.get(DISK_CACHE_ENV, "1") not in ("0", "false", "no", "off")
 
 
+def needs_driver_jit(ptx: str) -> bool:
+    """Whether only the driver's JIT compiles `ptx` faithfully: nvJitLink compiles PTX as an
+    extensible whole program, where ptxas drops `setmaxnreg` (warning C7504); the driver keeps
+    it (seen on an H100, driver 580)."""
+    return "setmaxnreg." in ptx
+
+
 def load_ptx(
     ptx: str,
     name_hint: str = "tilesync",
@@ -405,11 +412,13 @@ def load_ptx(
     """Load PTX into device 0's context, from the in-process cache, the disk cache, or compiled.
 
     disk_cache=None follows TILESYNC_DISK_CACHE (on by default): compile with nvJitLink and keep
-    the cubin; False lets the driver JIT the PTX. Errors carry the compiler's error log. The
-    same PTX text gives the same Module for the life of the process, however it was loaded.
+    the cubin; False lets the driver JIT the PTX, as does PTX that `needs_driver_jit`. Errors
+    carry the compiler's error log. The same PTX text gives the same Module for the life of the
+    process, however it was loaded.
     """
     device = get_device()
     use_disk = disk_cache_enabled() if disk_cache is None else disk_cache
+    use_disk = use_disk and not needs_driver_jit(ptx)
     memory_key = (hashlib.sha256(ptx.encode()).hexdigest(), device.ordinal)
     with _memory_cache_lock:
         module = _memory_cache.get(memory_key)
@@ -474,6 +483,7 @@ __all__ = [
     "compile_ptx",
     "default_cache_dir",
     "load_ptx",
+    "needs_driver_jit",
     "ptx_entry_params",
     "ptx_target",
     "write_atomic",

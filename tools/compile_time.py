@@ -39,6 +39,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "4096^3 wgmma 128x256x64 w8x1 s4": dict(M=4096, N=4096, K=4096, tile=(128, 256, 64),
                                             warps=(8, 1), stages=4, mma="wgmma",
                                             b_layout="col"),
+    "4096^3 tma_ws 128x256x64 s4": dict(M=4096, N=4096, K=4096, tile=(128, 256, 64),
+                                        warps=(8, 1), stages=4, mma="wgmma", b_layout="col",
+                                        pipeline="tma_ws", dynamic_shared=True),
+    "4096^3 tma_ws 128x256x64 s4 cluster2": dict(M=4096, N=4096, K=4096, tile=(128, 256, 64),
+                                                 warps=(8, 1), stages=4, mma="wgmma",
+                                                 b_layout="col", pipeline="tma_ws",
+                                                 dynamic_shared=True, cluster_m=2),
+    "llama fc1 M=1024 tma_ws 128x176x64 s5 swiglu": dict(
+        M=1024, N=5632, K=8192, tile=(128, 176, 64), warps=(8, 1), stages=5, mma="wgmma",
+        b_layout="col", epilogue="swiglu", pipeline="tma_ws", dynamic_shared=True),
 }
 
 

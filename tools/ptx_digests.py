@@ -9,8 +9,9 @@ Programs (each compiled for the target its configuration names, else sm_90):
   `tilesync.compile` ran by default before it added the cuSync passes for programs with unfilled
   hooks), and every stage program among them also through the cuSync passes (policies,
   post/wait, PDL) and with debug waits;
-* gemm / conv / softmax: every configuration `tilesync bench kernels` compiles (full mode,
-  wgmma and mma.sync);
+* gemm / conv / softmax: every cp.async / wgmma configuration `tilesync bench kernels` tunes
+  (full mode, wgmma and mma.sync), and the wave model's first warp-specialized TMA proposal
+  (with and without clusters) of each of its GEMM shapes;
 * mlp: every (model, M, mode) program `tilesync bench mlp` compiles.
 
 A digest is the sha256 of the PTX text of each gpu.module (sorted by module name). A refactor
@@ -55,11 +56,14 @@ def example_jobs() -> dict[str, tuple]:
 
 
 def gemm_jobs() -> dict[str, tuple]:
-    from tilesync.bench.kernels import candidate_configs, workloads
+    from tilesync.bench.kernels import legacy_candidates, workloads
+    from tilesync.kernels.choice import propose_tma_configs
 
     configs = {}
     for w in workloads(quick=False):
-        for cfg in candidate_configs(w, quick=False):
+        # the TMA kernels: the wave model's first proposal with and without clusters
+        tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1)
+        for cfg in [*legacy_candidates(w, quick=False), *tma]:
             configs.setdefault(repr(cfg), cfg)
     return {f"gemm {key}": ("config", cfg) for key, cfg in sorted(configs.items())}
 

@@ -95,8 +95,11 @@ def build_waits(
     step: SSAValue | None,
     sems: SSAValue,
     epoch: SSAValue,
+    single_thread: bool = False,
+    async_proxy: bool = False,
 ) -> list[Operation]:
-    """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step)."""
+    """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
+    waits take the participants of their hook (`single_thread`, `async_proxy`)."""
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
@@ -133,7 +136,8 @@ def build_waits(
                 apply = affine.ApplyOp(operands, AffineMapAttr(one))
                 ops.append(apply)
                 coords.append(apply.result)
-        wait = sync.WaitOp(sems, coords, policy, epoch)
+        wait = sync.WaitOp(sems, coords, policy, epoch, single_thread=single_thread,
+                           async_proxy=async_proxy)
         if dep.clipped is None:
             return [*ops, wait]
         # a clipped dependency reads nothing outside the producer grid: guard the wait
@@ -253,6 +257,8 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 lp.step,
                 producer_sems[dep.producer.root_reference.data],
                 epoch,
+                lp.single_thread is not None,
+                lp.async_proxy is not None,
             )
         Rewriter.insert_op(ops, InsertPoint.before(lp))
         lp.attributes[FILLED_ATTR] = UnitAttr()
@@ -267,7 +273,9 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                     f"in {where}, sync.store_point gives {len(sp.tile)} tile coordinates but "
                     f"the stage has a {stage.rank}-D grid",
                 )
-            Rewriter.replace_op(sp, sync.PostOp(own, list(sp.tile), stage.policy, epoch))
+            threads = sp.threads.value.data if sp.threads is not None else None
+            Rewriter.replace_op(sp, sync.PostOp(own, list(sp.tile), stage.policy, epoch,
+                                                threads))
         stage.attributes[NUM_SEMAPHORES_ATTR] = IntegerAttr(
             stage.policy.num_semaphores(stage.grid_shape), i64
         )

@@ -172,14 +172,16 @@ def test_im2col_addresses():
 def test_bench_candidates_are_valid_and_quick_is_small():
     from tilesync.bench import kernels as bk
 
-    quick = {c for w in bk.workloads(True) for c in bk.candidate_configs(w, True)}
-    full = {c for w in bk.workloads(False) for c in bk.candidate_configs(w, False)}
-    assert quick <= full and len(quick) <= 20 and len(full) <= 160
+    quick = {c for w in bk.workloads(True) for c in bk.tuning_candidates(w, True)}
+    full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
+    assert quick <= full and len(quick) <= 60 and len(full) <= 320
     for w in bk.workloads(False):
-        configs = bk.candidate_configs(w, False)
-        assert configs, w
+        configs = bk.tuning_candidates(w, False)
+        assert any(c.warp_specialized for c in configs), w
+        assert bool(bk.legacy_candidates(w, False)) == (w.dtype == "f16" and w.M != 8192)
         for cfg in configs:
-            assert (cfg.M, cfg.N, cfg.K, cfg.epilogue) == (w.M, w.N, w.K, w.epilogue)
+            assert (cfg.M, cfg.N, cfg.K, cfg.epilogue, cfg.dtype) == \
+                (w.M, w.N, w.K, w.epilogue, w.dtype)
     assert len(bk.conv_workloads(False)) == 8 and len(bk.conv_workloads(True)) == 4
 
 
@@ -195,8 +197,8 @@ def _gpu_gemm_configs() -> list:
 
     configs = []
     for w in bk.workloads(False):
-        if w.name != "gemm4096":  # test_gemm.py checks 4096^3
-            configs += bk.candidate_configs(w, False)[:2]  # the bench's first two
+        if not w.name.startswith("gemm"):  # test_gemm.py and test_gemm_tma.py check those
+            configs += bk.legacy_candidates(w, False)[:2]  # the cp.async / wgmma ones
     return configs
 
 
@@ -483,7 +485,7 @@ def test_kernels_table_formats_a_result():
     assert "gpt3_fc1" in bk.kernels_table(result)
 
 
-def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
+def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch, tmp_path):
     """kernel_benchmarks' control flow and result keys, with the device, compiler, runners and
     timer replaced by fakes (no torch: our numbers only, and the result says why)."""
     import types
@@ -540,12 +542,14 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch):
                         or setattr(self, "why", "torch is not importable (test)"))
     monkeypatch.setattr(bk._Operands, "__init__", _fake_operands)
 
-    result = bk.kernel_benchmarks(quick=True, warmup=1, reps=3)
+    result = bk.kernel_benchmarks(quick=True, warmup=1, reps=3, tuning_cache=tmp_path)
     assert result["library"] is None and "not importable" in result["library_note"]
+    assert list((tmp_path / "autotune").iterdir())  # the fake choices stay out of the repo
     names = {(r["name"], r["M"]) for r in result["gemm"]}
     assert ("gemm4096", 4096) in names and ("llama_fc1", 16) in names
     for r in result["gemm"]:
         assert r["ours"] is not None, r
+        assert r["choice"]["config"] == r["ours"]["config"] and not r["choice"]["cached"]
         assert "ratio" not in r  # no library numbers without torch
         assert ("gbps" in r["ours"]) == (r["M"] <= bk.STREAMING_M)
     assert all("error" not in c for c in result["conv"]) and len(result["conv"]) == 4

@@ -168,7 +168,8 @@ def test_packed_args_are_accepted_by_cuda_bindings():
     if helper is None:
         pytest.skip("cuda.bindings has no _HelperKernelParams to check against")
     signature = list(PARAM_KINDS)
-    args = [0x1000 if kind == "ptr" else 1 if kind[0] in "iu" else 1.0 for kind in signature]
+    args = [0x1000 if kind == "ptr" else driver.CUtensorMap() if kind == "tmap"
+            else 1 if kind[0] in "iu" else 1.0 for kind in signature]
     helper(pack_args(signature, args))  # raises TypeError on a value/ctype it can't pack
     # Why pointers are wrapped: with ctype None cuda-bindings rejects a bare int.
     with pytest.raises(TypeError):

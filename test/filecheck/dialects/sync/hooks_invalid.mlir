@@ -20,7 +20,7 @@ gpu.module @k {
   }
 }
 
-// CHECK: sync.load_point: operand 1 must be a memref argument (the buffer a producer writes), got i32
+// CHECK: sync.load_point: operand 1 must be a memref or tensor map argument (the buffer a producer writes), got i32
 
 // -----
 
@@ -80,3 +80,27 @@ gpu.module @k {
 sync.stage @g1 {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>, policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>}
 
 // CHECK: sync.stage: policy RowSync takes 2 tile coordinates but the grid (4,) has 1
+
+// -----
+
+gpu.module @k {
+  gpu.func @f(%a: !tile.tensor_map<128x64xf16, swizzle 128>) kernel {
+    %t = sync.tile : index
+    sync.load_point operand 0 [%t] single_thread
+    gpu.return
+  }
+}
+
+// CHECK: sync.load_point: operand 0 is a tensor map: its loads are bulk tensor copies, mark the hook async_proxy
+
+// -----
+
+gpu.module @k {
+  gpu.func @f(%a: memref<?xf32>) kernel {
+    %t = sync.tile : index
+    sync.store_point [%t] threads 100
+    gpu.return
+  }
+}
+
+// CHECK: sync.store_point: threads must be whole warps (a multiple of 32 up to 1024), got 100

@@ -1,0 +1,156 @@
+"""Choosing a GEMM configuration by measurement: the wave model proposes a few candidates, the
+device times each once, and the disk remembers the winner.
+
+    choose_gemm(problem, candidates=None, arch=None, cache_dir=".tilesync-cache") -> Choice
+    GemmProblem(M, N, K, dtype="f16", epilogue=None)     (A M x K, B N x K, C M x N; row-major)
+    measure(configs, problem, warmup=3, reps=10) -> [(config, median ms or the error)]
+
+The cache key is the problem (shape, dtype, layout, epilogue), the device's architecture and
+the compiler's source digest (harness/compile_cache.py: an edit of the compiler forgets every
+choice). Candidates are `kernels.choice.propose_tma_configs` unless given (a caller adds its
+own, e.g. the weight-streaming cp.async kernels of small M). Every candidate runs on fresh
+random inputs, rotating through enough copies of A and B that each repetition reads them from
+device memory, not L2; a candidate that fails to compile or to run is reported, not chosen.
+While it tunes, a progress bar goes to stderr.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tilesync.harness.compile import compile_ptx_many
+from tilesync.harness.compile_cache import CACHE_DIR, CompileCache
+from tilesync.kernels.choice import propose_tma_configs
+from tilesync.kernels.config import GemmConfig
+
+HOLD_NS_PER_REP = 100_000
+L2_BYTES_DEFAULT = 50 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """C = epilogue(A B^T): A M x K, B N x K (K-major, the TMA kernels' layout), C M x N."""
+
+    M: int
+    N: int
+    K: int
+    dtype: str = "f16"
+    epilogue: str | None = None
+    b_layout: str = "col"
+
+
+@dataclass
+class Choice:
+    """The fastest candidate of a problem, its time, and every candidate's outcome."""
+
+    config: GemmConfig
+    median_ms: float
+    measured: list[tuple[GemmConfig, float | str]] = field(default_factory=list)
+    from_cache: bool = False
+    seconds: float = 0.0
+
+
+def tuning_key(problem: GemmProblem, arch: str) -> str:
+    return repr((problem, arch))
+
+
+def _progress(label: str, done: int, total: int) -> None:
+    width = 24
+    filled = width * done // max(total, 1)
+    end = "\n" if done == total else ""
+    print(f"\rautotune {label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+          end=end, file=sys.stderr, flush=True)
+
+
+def measure(configs: Sequence[GemmConfig], problem: GemmProblem, ptx: Sequence[str] | None = None,
+            warmup: int = 3, reps: int = 10, seed: int = 0,
+            label: str | None = None) -> list[tuple[GemmConfig, float | str]]:
+    """The median time of each config on the current GPU (or why it could not run)."""
+    from tilesync.harness.runner import GemmRunner
+    from tilesync.harness.timing import hold_stream
+    from tilesync.kernels.reference import host_array
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.timing import time_region
+
+    device = get_device()
+    if ptx is None:
+        ptx = compile_ptx_many(configs, device.arch)
+    rng = np.random.default_rng(seed)
+    p = problem
+    l2 = device.l2_cache_bytes or L2_BYTES_DEFAULT
+    operand_bytes = 2 * (p.M * p.K + p.N * p.K)
+    copies = 1 if operand_bytes >= 2 * l2 else min(8, math.ceil(3 * l2 / operand_bytes))
+
+    def random(shape):
+        block = rng.standard_normal(min(math.prod(shape), 1 << 20)).astype(np.float32)
+        return DeviceBuffer.from_numpy(host_array(np.resize(block, shape), p.dtype))
+
+    b_shape = (p.N, p.K) if p.b_layout == "col" else (p.K, p.N)
+    a = [random((p.M, p.K)) for _ in range(copies)]
+    b = [random(b_shape) for _ in range(copies)]
+    out_cols = p.N // 2 if p.epilogue == "swiglu" else p.N
+    c = DeviceBuffer.empty((p.M, out_cols), np.uint16)
+    bias = random((out_cols,)) if p.epilogue in ("bias", "bias_gelu") else None
+    results: list[tuple[GemmConfig, float | str]] = []
+    name = label or f"{p.M}x{p.N}x{p.K}"
+    for i, (cfg, text) in enumerate(zip(configs, ptx, strict=True)):
+        _progress(name, i, len(configs))
+        try:
+            runner = GemmRunner(cfg, ptx=text)
+            state = {"i": 0}
+
+            def step(runner=runner, state=state):
+                k = state["i"] % copies
+                runner.launch(a[k], b[k], c, bias)
+                state["i"] += 1
+
+            timing = time_region(step, warmup=warmup, reps=reps,
+                                 hold_ns_per_rep=HOLD_NS_PER_REP, hold=hold_stream)
+            results.append((cfg, timing.median_ms))
+        except Exception as exc:  # one failing candidate must not stop the others
+            results.append((cfg, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"))
+    _progress(name, len(configs), len(configs))
+    return results
+
+
+def choose_gemm(problem: GemmProblem, candidates: Sequence[GemmConfig] | None = None,
+                arch: str | None = None, cache_dir: Path | str | None = CACHE_DIR,
+                warmup: int = 3, reps: int = 10, ptx: Sequence[str] | None = None) -> Choice:
+    """The fastest of `candidates` (default: the wave model's proposal) for `problem`, from
+    the cache where it was measured before on this architecture by this compiler. `ptx`: the
+    candidates' PTX where the caller compiled them already."""
+    from tilesync.runtime.device import get_device
+
+    arch = arch or get_device().arch
+    cache = CompileCache(cache_dir, "autotune") if cache_dir is not None else None
+    key = tuning_key(problem, arch)
+    if cache is not None:
+        found, stored = cache.load(key)
+        if found:
+            config, median_ms, measured = stored
+            return Choice(config, median_ms, measured, from_cache=True)
+    started = time.perf_counter()
+    p = problem
+    configs = list(candidates) if candidates is not None else \
+        propose_tma_configs(p.M, p.N, p.K, p.dtype, p.epilogue)
+    measured = measure(configs, problem, ptx=ptx, warmup=warmup, reps=reps)
+    timed = [(ms, cfg) for cfg, ms in measured if isinstance(ms, float)]
+    if not timed:
+        errors = "; ".join(str(ms) for _, ms in measured)
+        raise RuntimeError(f"no candidate ran for {problem}: {errors}")
+    best_ms, best = min(timed, key=lambda entry: entry[0])
+    choice = Choice(best, best_ms, measured, seconds=time.perf_counter() - started)
+    if cache is not None:
+        cache.store(key, (best, best_ms, measured))
+    return choice
+
+
+__all__ = ["Choice", "GemmProblem", "choose_gemm", "measure", "tuning_key"]

@@ -1,0 +1,90 @@
+"""Which warp-specialized GEMM configurations to try for a shape: the wave model proposes.
+
+    propose_tma_configs(M, N, K, dtype="f16", epilogue=None, sms=132, limit=4) -> [GemmConfig]
+    predicted_seconds(cfg, sms=132) -> float
+
+A persistent grid runs ⌈tiles / SMs⌉ rounds of tiles (analysis.wave_model.StageWaves with one
+block per SM; clusters of two take tile pairs): the last, partial round leaves SMs idle. Tiles
+whose width is not a power of two change the count (N = 6144 in BN = 96 columns is 64 tile
+columns: 128 tiles of 128 x 96 fill 128 of 132 SMs where 128 x 128 tiles fill 96), at the
+price of less work per byte moved. A tile takes the longer of its multiply-adds at the SM's
+tensor rate (discounted for narrow tiles: wgmma of a small N does less per issue) and its
+operand bytes at the SM's share of L2 bandwidth (a cluster of two reads half of B's tile each:
+the multicast); the whole GEMM takes at least the time to read its operands and write C once.
+On an H100 the mainloop of 128 x 256 and 128 x 128 tiles ran at 56-61 GB/s of operands per SM,
+the L2 bound (bench/tma_sweep.py). The measured ranking is the autotuner's
+(harness/autotune.py): this model only keeps the candidates few.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilesync.analysis.wave_model import StageWaves
+from tilesync.kernels.config import H100_SMS, MAX_SHARED_PER_BLOCK, GemmConfig, tma_ws_config
+
+BK = 64
+TILE_ROWS = (128, 64)
+TILE_COLUMNS = tuple(range(64, 257, 16))
+MAX_STAGES = 8
+SM_TENSOR_FLOPS = 989e12 / H100_SMS  # dense f16/bf16 per SM (H100 SXM datasheet)
+DEVICE_BYTES_PER_S = 3.0e12  # a measured H100 device-to-device copy (bytes read + written)
+BARRIER_BYTES = 1024  # the barriers and the alignment padding of the stages
+SM_L2_BYTES_PER_S = 58e9  # operand bytes an SM drew from L2 in the mainloop (H100, measured)
+CLUSTERS = (1, 2)
+
+
+def stages_for(bm: int, bn: int) -> int:
+    """As many k-tile buffers as shared memory holds (at most MAX_STAGES)."""
+    per_stage = (bm + bn) * BK * 2
+    return max(2, min(MAX_STAGES, (MAX_SHARED_PER_BLOCK - BARRIER_BYTES) // per_stage))
+
+
+def tile_efficiency(bm: int, bn: int) -> float:
+    """The fraction of the tensor rate a tile sustains (1 for the largest tiles): wgmma issues
+    of a narrower N and one consumer warpgroup (BM = 64) leave more of the SM idle."""
+    return (1.0 - 16.0 / bn) * (0.85 if bm == 64 else 1.0)
+
+
+def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
+    bm, bn, _ = cfg.tile
+    c = cfg.cluster_m
+    rounds = StageWaves(cfg.cluster_tiles, 1, sms // c).wave_count
+    compute = 2 * bm * bn * cfg.K / (SM_TENSOR_FLOPS * tile_efficiency(bm, bn))
+    operands = (bm + bn / c) * cfg.K * 2 / SM_L2_BYTES_PER_S
+    floor = 2 * (cfg.M * cfg.K + cfg.N * cfg.K + cfg.M * cfg.out_cols) / DEVICE_BYTES_PER_S
+    return max(rounds * max(compute, operands), floor)
+
+
+def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
+                        epilogue: str | None = None, sms: int = H100_SMS,
+                        limit: int = 4, clusters: tuple[int, ...] = CLUSTERS
+                        ) -> list[GemmConfig]:
+    """The `limit` tile shapes the model predicts fastest, for each cluster size of `clusters`
+    (ties: larger tiles first)."""
+    out: list[GemmConfig] = []
+    for cluster in clusters:
+        out += _ranked(M, N, K, dtype, epilogue, sms, cluster)[:limit]
+    return out
+
+
+def _ranked(M: int, N: int, K: int, dtype: str, epilogue: str | None, sms: int,
+            cluster: int) -> list[GemmConfig]:
+    ranked = []
+    for bm in TILE_ROWS:
+        for bn in TILE_COLUMNS:
+            if bn > max(64, 16 * math.ceil(N / 16)) or (bm == 64 and M > 1024):
+                continue  # a tile wider than N, or one warpgroup where two have work
+            if cluster > 1 and M <= bm:
+                continue  # one tile row: nobody to share B with
+            try:
+                cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), stages=stages_for(bm, bn),
+                                    dtype=dtype, epilogue=epilogue, sms=sms, cluster_m=cluster)
+            except ValueError:
+                continue
+            ranked.append((predicted_seconds(cfg, sms), -bm * bn, cfg))
+    ranked.sort(key=lambda entry: entry[:2])
+    return [entry[-1] for entry in ranked]
+
+
+__all__ = ["predicted_seconds", "propose_tma_configs", "stages_for", "tile_efficiency"]

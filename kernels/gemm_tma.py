@@ -1,0 +1,318 @@
+"""The warp-specialized, persistent wgmma GEMM (sm_90a): `GemmConfig(pipeline="tma_ws")`.
+
+    tma_ws_module(cfg) -> builtin.module   (gemm_module dispatches here for tma_ws configs)
+
+C = epilogue(A @ B^T-as-stored), A M x K and B N x K row-major (K-major operands, as wgmma
+reads them), C M x N row-major. A and B reach the kernel as TMA tensor maps
+(`!tile.tensor_map`: boxes of BM x 64 and BN x 64 elements, 128-byte swizzle); C, bias and
+seed as for the cp.async pipeline.
+
+The block is BM / 64 consumer warpgroups followed by a producer warp (or, with
+`producer_warps=4`, a producer warpgroup that hands registers to the consumers with
+setmaxnreg). Shared memory holds a ring of `stages` buffers (a BM x 64 tile of A and a BN x 64
+tile of B each, in the 128-byte swizzled layout the copy engine writes and wgmma reads) with two
+transaction barriers per buffer: `full` (one arrival, the producer's, plus the bytes of both
+copies) and `empty` (one arrival per consumer warpgroup). A running count `it` of k-steps
+names the buffer, it % stages, and the phase, (it / stages) & 1; both roles count the same
+k-steps in the same order, so no other state is shared:
+
+    producer (one thread):                  consumer warpgroup g:
+    for each tile of this block:            for each tile of this block:
+      for kt in 0 .. KT-1:                    acc = 0
+        wait empty[s] (parity phase ^ 1)      for kt in 0 .. KT-1:
+        arrive full[s], expect the bytes        wait full[s] (parity phase)
+        TMA A[m0, 64 kt] -> a[s]                wgmma.fence; 4 x wgmma m64nBNk16 (rows 64 g..)
+        TMA B[n0, 64 kt] -> b[s]                commit; wait (in flight: 1 or 0 groups)
+                                                one thread: arrive empty[the finished buffer]
+                                              store the accumulators through the epilogue
+
+A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a persistent grid of at most one
+block per SM); tile t is (tm, tn) in grouped order: groups of `raster_group` tile rows, M
+fastest inside a group, so the blocks running at once share B's columns (and A's rows) in L2.
+The producer runs ahead into the next tile while the consumers store this one. Edges: the copy
+engine zero-fills boxes outside A and B (M, N and K need not be multiples of the tile), and the
+stores are masked.
+
+With `cluster_m=2`, a cluster's two blocks take vertically adjacent tiles (the same columns of
+B): each copies half of B's tile and multicasts it to both, and a consumer frees a buffer in
+both blocks (its `empty` barrier counts the consumers of the cluster).
+
+Sync hooks (`sync_hooks=True`): the producer thread marks each k-tile's copies of A (operand
+0) and B (operand 1) with `sync.load_point ... step kt single_thread async_proxy` (its waits
+spin in that thread and fence the async proxy before the copies), and the consumer warpgroups
+mark each stored tile with `sync.store_point [tm, tn] threads <consumer threads>` (a named
+barrier of the consumers, then one of them posts). Without dependencies the hooks vanish.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from tilesync.contract import CLUSTER_DIMS_ATTR, MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.dialects import sync
+from tilesync.dialects import tile as tl
+from tilesync.kernels.builder import BlockBuilder
+from tilesync.kernels.config import GemmConfig
+from tilesync.kernels.gemm import _frag, _shared_global, _store_accumulators
+
+SWIZZLE_BYTES = 128  # the 128-byte swizzle of wgmma's K-major operands
+PRODUCER_REGISTERS = 40
+"""setmaxnreg of a producer warpgroup: it only computes addresses and issues copies."""
+
+
+def consumer_registers(cfg: GemmConfig) -> int:
+    """setmaxnreg of the consumer warpgroups: what the producer's 40 leave of the SM's file."""
+    consumers = cfg.consumer_threads
+    free = SM_90.registers_per_sm - PRODUCER_REGISTERS * 32 * cfg.producer_warps
+    return min(256, free // consumers // 8 * 8)
+
+
+def _dim(b: BlockBuilder, kind: type, dim: gpu.DimensionEnum = gpu.DimensionEnum.X) -> SSAValue:
+    return b.emit(kind(gpu.DimensionAttr(dim)))
+
+
+def _if(b: BlockBuilder, cond: SSAValue, then, otherwise=None) -> None:
+    """`scf.if cond` whose branches `then(body)` / `otherwise(body)` build (no results)."""
+    regions = []
+    for build in (then, otherwise):
+        if build is None:
+            continue
+        block = Block()
+        build(BlockBuilder(block))
+        block.add_op(scf.YieldOp())
+        regions.append(Region(block))
+    b.insert(scf.IfOp(cond, [], *regions))
+
+
+def _parity(b: BlockBuilder, it: SSAValue, stages: int, flip: bool) -> SSAValue:
+    """(it / stages) & 1 as an i1, inverted for the producer's wait on `empty`."""
+    phase = b.emit(arith.AndIOp(b.divui(it, stages), b.idx(1)))
+    bit = b.emit(arith.IndexCastOp(phase, i1))
+    if flip:
+        bit = b.emit(arith.XOrIOp(bit, b.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+    return bit
+
+
+def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
+                 rank: SSAValue | None) -> tuple[SSAValue, SSAValue]:
+    """(tm, tn) of this block's tile of linear cluster tile t, in grouped order (M fastest
+    inside a group of tile rows); a cluster's blocks take its rows cluster_m tm + rank."""
+    tiles_m = -(-cfg.tile_grid[0] // cfg.cluster_m)
+    tiles_n = cfg.tile_grid[1]
+    group = min(cfg.raster_group, tiles_m)
+    per_group = group * tiles_n
+    first_m = b.muli(b.divui(t, per_group), group)
+    within = b.remui(t, per_group)
+    if tiles_m % group == 0:  # every group is full: constant divisors
+        tm, tn = b.addi(first_m, b.remui(within, group)), b.divui(within, group)
+    else:
+        rows = b.emit(arith.MinUIOp(b.emit(arith.SubiOp(b.idx(tiles_m), first_m)),
+                                    b.idx(group)))
+        tm, tn = b.addi(first_m, b.remui(within, rows)), b.divui(within, rows)
+    if rank is not None:
+        tm = b.addi(b.muli(tm, cfg.cluster_m), rank)
+    return tm, tn
+
+
+def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body) -> None:
+    """for t = cluster; t < cluster tiles; t += clusters (a cluster being one block without
+    clusters), carrying the k-step count `it` from 0; `body(loop_builder, t, it) -> it after
+    the tile`. A cluster's blocks are consecutive in x."""
+    first = _dim(b, gpu.BlockIdOp)
+    step = _dim(b, gpu.GridDimOp)
+    if cfg.cluster_m > 1:
+        first, step = b.divui(first, cfg.cluster_m), b.divui(step, cfg.cluster_m)
+    block = Block(arg_types=[IndexType(), IndexType()])
+    t, it = block.args
+    lb = BlockBuilder(block)
+    lb.insert(scf.YieldOp(body(lb, t, it)))
+    b.insert(scf.ForOp(first, b.idx(cfg.cluster_tiles), step, [b.idx(0)], Region(block)))
+
+
+def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
+    """The warp-specialized GEMM of `cfg` as a builtin.module with one gpu.module."""
+    assert cfg.warp_specialized
+    elem = cfg.element_type
+    bm, bn, bk = cfg.tile
+    stages = cfg.stages
+    groups = bm // 64  # consumer warpgroups
+    acc_count = bn // 8
+    shared = IntegerAttr(3, 64)
+    maps = {name: tl.TensorMapType(box, elem, SWIZZLE_BYTES)
+            for name, box in cfg.tensor_map_boxes.items()}
+    inputs: list[Attribute] = [maps["A"], maps["B"], MemRefType(elem, [cfg.M, cfg.out_cols])]
+    if cfg.has_bias:
+        inputs.append(MemRefType(elem, [cfg.out_cols]))
+    if cfg.dropout is not None:
+        inputs.append(i32)
+    sa_type = MemRefType(elem, [stages, bm, bk], memory_space=shared)
+    sb_type = MemRefType(elem, [stages, bn, bk], memory_space=shared)
+    bars_type = MemRefType(i64, [stages], memory_space=shared)
+    stage_bytes = (bm + bn) * bk * 2
+
+    kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
+                        known_block_size=list(cfg.block))
+    # One block per SM: the register cap setmaxnreg needs, and 224 registers a thread for a
+    # producer warp beside two consumer warpgroups.
+    kernel.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(1, i32)
+    cluster = cfg.cluster_m
+    if cluster > 1:
+        kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32, [cluster, 1, 1])
+    entry = kernel.body.block
+    args = dict(zip(cfg.params, entry.args, strict=True))
+    for hint, arg in args.items():
+        arg.name_hint = hint
+    a_map, b_map, C = args["A"], args["B"], args["C"]
+    bias, seed = args.get("bias"), args.get("seed")
+    b = BlockBuilder(entry)
+
+    tid = _dim(b, gpu.ThreadIdOp)
+    rank = b.remui(_dim(b, gpu.BlockIdOp), cluster) if cluster > 1 else None
+    sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
+    sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
+    full = b.emit(memref.GetGlobalOp("full_bars", bars_type))
+    empty = b.emit(memref.GetGlobalOp("empty_bars", bars_type))
+
+    def init(ib: BlockBuilder) -> None:
+        ib.insert(tl.PrefetchTensorMapOp(a_map))
+        ib.insert(tl.PrefetchTensorMapOp(b_map))
+        for s in range(stages):
+            ib.insert(tl.MBarrierInitOp(full, [ib.idx(s)], 1))
+            # every consumer warpgroup of the cluster frees the buffer its copies fill
+            ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], groups * cluster))
+
+    _if(b, b.emit(arith.CmpiOp(tid, b.idx(0), "eq")), init)
+    b.insert(tl.ClusterBarrierOp() if cluster > 1 else gpu.BarrierOp())
+    tiles_m = cfg.tile_grid[0]
+    phantom = cluster > 1 and tiles_m % cluster != 0  # the last cluster's extra tile row
+
+    def producer(pb: BlockBuilder) -> None:
+        if cfg.producer_warps == 4:
+            pb.insert(tl.SetMaxNRegOp("dec", PRODUCER_REGISTERS))
+
+        def issue(ib: BlockBuilder) -> None:
+            def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
+                tm, tn = _tile_coords(tb, cfg, t, rank)
+                if phantom:  # past the last row: load a real one (its stores are masked)
+                    tm = tb.emit(arith.MinUIOp(tm, tb.idx(tiles_m - 1)))
+                m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
+                # a cluster's blocks each load bn / cluster rows of B's tile, for all of them
+                b_row = None if rank is None else tb.muli(rank, bn // cluster)
+                block = Block(arg_types=[IndexType(), IndexType()])
+                kt, k_it = block.args
+                kb = BlockBuilder(block)
+                stage = kb.remui(k_it, stages)
+                kb.insert(tl.MBarrierWaitOp(empty, [stage], _parity(kb, k_it, stages, True)))
+                if cfg.sync_hooks:  # this thread alone copies, through the async proxy
+                    for operand in (0, 1):
+                        kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
+                                                   async_proxy=True))
+                kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
+                k0 = kb.muli(kt, bk)
+                zero = kb.idx(0)
+                kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full, [stage]))
+                if b_row is None:
+                    kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
+                                           [stage]))
+                else:
+                    kb.insert(tl.TmaLoadOp(b_map, [kb.addi(n0, b_row), k0], sb,
+                                           [stage, b_row, zero], full, [stage],
+                                           multicast=(1 << cluster) - 1))
+                kb.insert(scf.YieldOp(kb.addi(k_it, 1)))
+                loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(cfg.k_tiles), tb.idx(1), [it],
+                                           Region(block)))
+                return loop.results[0]
+
+            _tile_loop(ib, cfg, one_tile)
+
+        _if(pb, pb.emit(arith.CmpiOp(tid, pb.idx(cfg.consumer_threads), "eq")), issue)
+
+    def consumer(cb: BlockBuilder) -> None:
+        if cfg.producer_warps == 4:
+            cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
+        warp = cb.divui(tid, 32)
+        group_m = cb.muli(cb.divui(tid, 128), 64)
+        warp_m = cb.muli(warp, 16)
+        group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
+        acc_type = _frag("acc", f32)
+        zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
+        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
+        in_flight = cfg.wgmma_in_flight
+
+        def release(rb: BlockBuilder, step: SSAValue) -> None:
+            def arrive(ab: BlockBuilder) -> None:
+                buffer = ab.remui(step, stages)
+                if cluster == 1:
+                    ab.insert(tl.MBarrierArriveOp(empty, [buffer]))
+                    return
+                for cta in range(cluster):  # both blocks' copies fill this buffer
+                    ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta)))
+
+            _if(rb, group_leader, arrive)
+
+        def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
+            tm, tn = _tile_coords(tb, cfg, t, rank)
+            block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
+            kt, k_it, *accs = block.args
+            kb = BlockBuilder(block)
+            stage = kb.remui(k_it, stages)
+            kb.insert(tl.MBarrierWaitOp(full, [stage], _parity(kb, k_it, stages, False)))
+            kb.insert(tl.WgmmaFenceOp())
+            results = list(accs)
+            zero = kb.idx(0)
+            for kk in range(bk // 16):
+                k_off = kb.idx(kk * 16)
+                results = list(kb.insert(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
+                                                    [stage, zero, k_off], results)).results)
+            kb.insert(tl.WgmmaCommitOp())
+            kb.insert(tl.WgmmaWaitOp(in_flight))
+            if in_flight:  # the previous k-step's group is done: its buffer is free
+                _if(kb, kb.emit(arith.CmpiOp(kt, zero, "ugt")),
+                    lambda rb: release(rb, rb.emit(arith.SubiOp(k_it, rb.idx(1)))))
+            else:
+                release(kb, k_it)
+            kb.insert(scf.YieldOp(kb.addi(k_it, 1), *results))
+            loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(cfg.k_tiles), tb.idx(1),
+                                       [it, *([zero_acc] * acc_count)], Region(block)))
+            it_after, *tiles = loop.results
+            if in_flight:
+                tb.insert(tl.WgmmaWaitOp(0))
+                release(tb, tb.emit(arith.SubiOp(it_after, tb.idx(1))))
+            _store_accumulators(tb, cfg, list(tiles), C, (tb.muli(tm, bm), tb.muli(tn, bn)),
+                                (warp_m, tb.idx(0)), (1, acc_count), mask_c, bias, seed)
+            if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
+                tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads))
+            return it_after
+
+        _tile_loop(cb, cfg, one_tile)
+
+    is_consumer = b.emit(arith.CmpiOp(tid, b.idx(cfg.consumer_threads), "ult"))
+    _if(b, is_consumer, consumer, producer)
+    if cluster > 1:  # no block leaves while its peer may still copy into it or arrive on it
+        b.insert(tl.ClusterBarrierOp())
+    b.insert(gpu.ReturnOp([]))
+
+    align = cfg.stage_alignment
+    globals_ = [_shared_global("smem_a", sa_type, True, align),
+                _shared_global("smem_b", sb_type, True, align),
+                _shared_global("full_bars", bars_type, False, 8),
+                _shared_global("empty_bars", bars_type, False, 8)]
+    gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
+                              Region(Block([*globals_, kernel])))
+    return ModuleOp([gpu_module])
+
+
+__all__ = ["consumer_registers", "tma_ws_module"]

@@ -1,0 +1,96 @@
+"""TMA tensor maps: the `tmap` kernel parameters of `!tile.tensor_map`, encoded on the host.
+
+    encode_tiled(address, dtype, shape, box, swizzle=128) -> driver.CUtensorMap
+    TensorMapCache().get(address, dtype, shape, box, swizzle) -> the same, encoded once
+
+A tensor map describes a row-major tensor in device memory (`shape`, outermost first, of
+`dtype` f16/bf16/f32 elements at `address`) and the box one bulk copy moves (`box`, outermost
+first) with its shared-memory swizzle. The launch copies its 128 bytes into the parameter
+space (`launch` packs a CUtensorMap given for a `tmap` parameter by address); the kernel reads
+it in place. Out-of-bounds elements of a box read as zero and are not written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tilesync.runtime.errors import check
+
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+SWIZZLES = (0, 32, 64, 128)
+GLOBAL_ALIGNMENT = 16  # the tensor's address and every stride but the innermost's
+MAX_BOX = 256
+
+
+def tensor_map_error(address: int, dtype: str, shape: Sequence[int], box: Sequence[int],
+                     swizzle: int) -> str | None:
+    """Why the driver would refuse these arguments (checked first for a clear message)."""
+    if dtype not in DTYPE_BYTES:
+        return f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}"
+    if not 1 <= len(shape) <= 5 or len(box) != len(shape):
+        return f"shape and box need the same rank in 1..5, got {list(shape)} and {list(box)}"
+    if any(d <= 0 for d in shape) or any(not 1 <= b <= MAX_BOX for b in box):
+        return f"shape must be positive and box in 1..{MAX_BOX}, got {list(shape)}, {list(box)}"
+    if swizzle not in SWIZZLES:
+        return f"swizzle must be one of {SWIZZLES}, got {swizzle}"
+    size = DTYPE_BYTES[dtype]
+    if address % GLOBAL_ALIGNMENT:
+        return f"the tensor's address {address:#x} is not {GLOBAL_ALIGNMENT}-byte aligned"
+    if len(shape) > 1 and (shape[-1] * size) % GLOBAL_ALIGNMENT:
+        return (f"rows of {shape[-1]} {dtype} are {shape[-1] * size} bytes: strides must be "
+                f"multiples of {GLOBAL_ALIGNMENT}")
+    inner = box[-1] * size
+    if inner % 16 or (swizzle and inner > swizzle):
+        return (f"the box's rows are {inner} bytes: a multiple of 16"
+                + (f" up to the {swizzle}-byte swizzle" if swizzle else ""))
+    return None
+
+
+def encode_tiled(address: int, dtype: str, shape: Sequence[int], box: Sequence[int],
+                 swizzle: int = 128) -> Any:
+    """cuTensorMapEncodeTiled of a row-major tensor; ValueError for impossible arguments."""
+    from cuda.bindings import driver
+
+    error = tensor_map_error(address, dtype, shape, box, swizzle)
+    if error is not None:
+        raise ValueError(f"tensor map: {error}")
+    size = DTYPE_BYTES[dtype]
+    data_type = {"f16": driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                 "bf16": driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                 "f32": driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}[dtype]
+    swizzle_kind = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
+    dims = [int(d) for d in reversed(shape)]  # innermost first
+    strides = []
+    stride = size
+    for d in dims[:-1]:
+        stride *= d
+        strides.append(stride)
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t  # the binding takes no plain ints here
+    tensor_map = check(driver.cuTensorMapEncodeTiled(
+        data_type, len(dims), address, [u64(d) for d in dims], [u64(s) for s in strides],
+        [u32(int(b)) for b in reversed(box)], [u32(1)] * len(dims),
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle_kind}"),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        f"cuTensorMapEncodeTiled({dtype}, shape={list(shape)}, box={list(box)})")
+    return tensor_map
+
+
+class TensorMapCache:
+    """Tensor maps by their arguments: a launch on the same buffers encodes nothing."""
+
+    def __init__(self) -> None:
+        self._maps: dict[tuple, Any] = {}
+
+    def get(self, address: int, dtype: str, shape: Sequence[int], box: Sequence[int],
+            swizzle: int = 128) -> Any:
+        key = (address, dtype, tuple(shape), tuple(box), swizzle)
+        found = self._maps.get(key)
+        if found is None:
+            found = self._maps[key] = encode_tiled(address, dtype, shape, box, swizzle)
+        return found
+
+
+__all__ = ["TensorMapCache", "encode_tiled", "tensor_map_error"]

@@ -1,0 +1,98 @@
+"""Hopper's transaction barriers (remote ones too), bulk tensor copies (multicast too), named
+and cluster barriers and setmaxnreg through convert-nvvm-to-llvm, the llvmlite translation and
+LLVM's NVPTX backend: each becomes the PTX instruction it names, in program order, and
+nvJitLink accepts the PTX (sm_90a)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from xdsl.context import Context
+from xdsl.parser import Parser
+
+from tilesync.dialects import all_dialects_with_xdsl
+from tilesync.lowering.pipeline import build_pipeline
+from tilesync.lowering.ptx import module_to_ptx, validate_ptx
+
+KERNEL = """
+gpu.module @m {
+  gpu.func @k(%map: !llvm.ptr, %n: i32, %out: !llvm.ptr<1>, %mask: i16) kernel {
+    %s = llvm.mlir.addressof @buffer : !llvm.ptr<3>
+    %b = llvm.mlir.addressof @bars : !llvm.ptr<3>
+    nvvm.mbarrier.init %b, %n : !llvm.ptr<3>
+    nvvm.fence.mbarrier_init
+    nvvm.barrier.sync 1, 256
+    nvvm.prefetch.tensormap %map : !llvm.ptr
+    nvvm.mbarrier.arrive %b expect_tx %n : !llvm.ptr<3>
+    nvvm.cp.async.bulk.tensor.shared.global %s, %map[%n, %n], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+    nvvm.mbarrier.arrive %b : !llvm.ptr<3>
+    nvvm.cp.async.bulk.tensor.shared.global %s, %map[%n, %n], %b multicast %mask : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+    nvvm.mbarrier.arrive %b cta %n : !llvm.ptr<3>
+    %r = nvvm.mbarrier.try_wait.parity %b, %n : !llvm.ptr<3>
+    nvvm.cp.async.bulk.tensor.global.shared %map[%r, %n, %n], %s : !llvm.ptr, !llvm.ptr<3>
+    nvvm.cp.async.bulk.commit.group
+    nvvm.cp.async.bulk.wait.group.read 0
+    nvvm.setmaxnreg dec 40
+    nvvm.setmaxnreg inc 232
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
+    llvm.store %r, %out {alignment = 4 : i64} : i32, !llvm.ptr<1>
+    gpu.return
+  }
+  llvm.mlir.global internal @buffer() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<4096 x i8>
+  llvm.mlir.global internal @bars() {addr_space = 3 : i32, alignment = 8 : i64} : !llvm.array<2 x i64>
+}
+"""  # noqa: E501
+
+PIPELINE = ["convert-gpu-to-nvvm", "convert-nvvm-to-llvm", "convert-func-to-llvm",
+            "reconcile-unrealized-casts"]
+
+EXPECTED = [
+    r"mbarrier\.init\.shared\.b64 \s*\[bars\], %r\d+;",
+    r"fence\.mbarrier_init\.release\.cluster;",
+    r"bar\.sync \s*1, 256;",
+    r"prefetch\.tensormap \[%rd\d+\];",
+    r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%rd\d+\], %r\d+;",
+    r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "
+    r"\[%rd\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%rd\d+\];",
+    r"mbarrier\.arrive\.shared::cta\.b64 _, \[%rd\d+\];",
+    r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
+    r"\.multicast::cluster \[%rd\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%rd\d+\], %rs\d+;",
+    r"mapa\.shared::cluster\.u32 r, a, %r\d+;",
+    r"mbarrier\.arrive\.shared::cluster\.b64 _, \[r\];",
+    r"mbarrier\.try_wait\.parity\.shared::cta\.b64 p, \[%rd\d+\], %r\d+;",
+    r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta\.tile\.bulk_group "
+    r"\[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], \[%rd\d+\];",
+    r"cp\.async\.bulk\.commit_group;",
+    r"cp\.async\.bulk\.wait_group\.read 0;",
+    r"setmaxnreg\.dec\.sync\.aligned\.u32 40;",
+    r"setmaxnreg\.inc\.sync\.aligned\.u32 232;",
+    r"barrier\.cluster\.arrive;",
+    r"barrier\.cluster\.wait;",
+]
+
+
+@pytest.fixture(scope="module")
+def ptx() -> str:
+    ctx = Context()
+    for name, factory in all_dialects_with_xdsl().items():
+        ctx.register_dialect(name, factory)
+    module = Parser(ctx, KERNEL).parse_module()
+    module.verify()
+    build_pipeline(PIPELINE).apply(ctx, module)
+    assert not [op.name for op in module.walk() if op.name.startswith("nvvm.")]
+    return module_to_ptx(module, "sm_90a")
+
+
+def test_each_op_is_its_instruction_in_program_order(ptx: str):
+    position = 0
+    for pattern in EXPECTED:
+        found = re.compile(pattern).search(ptx, position)
+        assert found, f"{pattern!r} missing or out of order in:\n{ptx}"
+        position = found.end()
+    assert "llvm." not in ptx
+
+
+def test_nvjitlink_accepts_the_ptx(ptx: str):
+    assert validate_ptx(ptx, "sm_90a").arch == "sm_90a"

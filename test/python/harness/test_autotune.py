@@ -1,0 +1,56 @@
+"""The autotuner's bookkeeping (harness/autotune.py), without a GPU: the measured fastest
+candidate is chosen and cached on disk under the problem, the architecture and the compiler's
+source digest; a second call measures nothing; a candidate that fails is reported, and a
+problem where none runs is an error; the progress bar goes to stderr."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesync.harness import autotune
+from tilesync.harness.autotune import GemmProblem, choose_gemm, tuning_key
+from tilesync.kernels.config import tma_ws_config
+
+PROBLEM = GemmProblem(4096, 4096, 4096)
+FAST = tma_ws_config(4096, 4096, 4096)
+SLOW = tma_ws_config(4096, 4096, 4096, tile=(128, 128, 64), stages=7)
+BROKEN = tma_ws_config(4096, 4096, 4096, cluster_m=2)
+
+
+def test_the_fastest_candidate_is_chosen_and_remembered(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_measure(configs, problem, **_):
+        calls.append(list(configs))
+        times = {FAST: 0.2, SLOW: 0.3}
+        return [(c, times.get(c, "TilesyncRuntimeError: no cluster slot")) for c in configs]
+
+    monkeypatch.setattr(autotune, "measure", fake_measure)
+    first = choose_gemm(PROBLEM, [SLOW, BROKEN, FAST], arch="sm_90", cache_dir=tmp_path)
+    assert first.config == FAST and first.median_ms == 0.2 and not first.from_cache
+    assert [ms for _, ms in first.measured][1].startswith("TilesyncRuntimeError")
+    again = choose_gemm(PROBLEM, [SLOW, BROKEN, FAST], arch="sm_90", cache_dir=tmp_path)
+    assert again.from_cache and again.config == FAST and len(calls) == 1
+    # another architecture or problem is another entry
+    choose_gemm(PROBLEM, [SLOW, FAST], arch="sm_90a", cache_dir=tmp_path)
+    assert len(calls) == 2
+
+
+def test_the_key_names_shape_dtype_layout_epilogue_and_arch():
+    key = tuning_key(GemmProblem(256, 6144, 12288, "bf16", "gelu"), "sm_90")
+    for part in ("256", "6144", "12288", "bf16", "gelu", "col", "sm_90"):
+        assert part in key
+
+
+def test_no_candidate_that_runs_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(autotune, "measure",
+                        lambda configs, problem, **_: [(c, "failed") for c in configs])
+    with pytest.raises(RuntimeError, match="no candidate ran"):
+        choose_gemm(PROBLEM, [BROKEN], arch="sm_90", cache_dir=tmp_path)
+
+
+def test_progress_bar(capsys):
+    autotune._progress("4096x4096x4096", 3, 6)
+    autotune._progress("4096x4096x4096", 6, 6)
+    err = capsys.readouterr().err
+    assert "[############............] 3/6" in err and err.endswith("6/6\n")

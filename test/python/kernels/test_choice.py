@@ -1,0 +1,45 @@
+"""The wave model's proposals for the warp-specialized GEMM (kernels/choice.py): valid
+configs that fill the SMs (widths that are not powers of two where they do), clusters only
+where two tile rows can share B, and a predicted time that counts the persistent rounds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilesync.kernels.choice import predicted_seconds, propose_tma_configs, stages_for
+from tilesync.kernels.config import MAX_SHARED_PER_BLOCK, tma_ws_config
+
+
+def test_proposals_are_valid_tma_configs_that_fit_shared_memory():
+    for M, N, K, epilogue in [(4096, 4096, 4096, None), (256, 6144, 12288, "gelu"),
+                              (512, 5632, 8192, "swiglu"), (16, 8192, 2816, None)]:
+        proposals = propose_tma_configs(M, N, K, epilogue=epilogue, limit=3)
+        assert proposals
+        for cfg in proposals:
+            assert cfg.warp_specialized and cfg.epilogue == epilogue
+            assert cfg.shared_bytes + cfg.stage_alignment <= MAX_SHARED_PER_BLOCK
+
+
+def test_a_width_that_is_not_a_power_of_two_fills_the_sms():
+    """GPT-3 FC1 at M = 256: 128 x 96 tiles are 128 tiles on 132 SMs (128 x 128: 96)."""
+    (best, *_) = propose_tma_configs(256, 6144, 12288, epilogue="gelu", limit=3,
+                                     clusters=(1,))
+    assert best.tile[:2] == (128, 96) and best.tiles == 128
+    square = replace(best, tile=(128, 128, 64), stages=stages_for(128, 128))
+    assert predicted_seconds(best) < predicted_seconds(square)
+
+
+def test_clusters_only_where_two_tile_rows_share_b():
+    assert all(c.cluster_m == 1 for c in propose_tma_configs(64, 6144, 12288, limit=4))
+    clustered = [c for c in propose_tma_configs(4096, 4096, 4096, limit=2) if c.cluster_m == 2]
+    assert len(clustered) == 2
+
+
+def test_a_partial_round_costs_a_whole_round():
+    one = tma_ws_config(128 * 132, 256, 4096)  # 132 tiles: one round
+    more = tma_ws_config(128 * 133, 256, 4096)  # 133 tiles: two rounds
+    assert predicted_seconds(more) > 1.9 * predicted_seconds(one)
+
+
+def test_stages_fill_shared_memory():
+    assert stages_for(128, 256) == 4 and stages_for(128, 128) == 7 and stages_for(64, 64) == 8

@@ -1,0 +1,288 @@
+"""The warp-specialized, persistent TMA GEMM (`pipeline="tma_ws"`): configuration checks, the
+generated IR's structure, PTX that nvJitLink accepts without spills, and (on a GPU) results
+against numpy float64 on fresh random inputs with a poisoned output, edges and epilogues
+included, launched twice (the barriers start over each launch)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tilesync.dialects import tile as tl
+from tilesync.harness.compile import compile_kernel
+from tilesync.kernels.config import GemmConfig, tma_ws_config
+from tilesync.kernels.gemm import gemm_module
+from tilesync.kernels.gemm_tma import consumer_registers
+from tilesync.kernels.reference import apply_epilogue, host_array, host_values, reference_gemm
+from tilesync.lowering.ptx import validate_ptx
+
+MAIN = tma_ws_config(4096, 4096, 4096)  # 128x256x64, 4 stages, two consumer warpgroups
+
+CONFIGS = [
+    MAIN,
+    tma_ws_config(4096, 4096, 4096, dtype="bf16", tile=(128, 128, 64), stages=6),
+    tma_ws_config(1000, 1000, 1000, tile=(128, 128, 64), epilogue="gelu"),  # every edge
+    tma_ws_config(256, 6144, 12288, tile=(128, 96, 64), stages=6),  # BN not a power of two
+    tma_ws_config(256, 5632, 8192, tile=(64, 176, 64), stages=6, epilogue="swiglu"),
+    tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias_gelu", dtype="bf16",
+                  wgmma_in_flight=0),
+    tma_ws_config(4096, 4096, 4096, producer_warps=4),
+    tma_ws_config(4096, 4096, 4096, cluster_m=2),  # B multicast to a cluster of two
+    tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="gelu", cluster_m=2),  # odd rows
+]
+
+
+def _id(cfg: GemmConfig) -> str:
+    bm, bn, _ = cfg.tile
+    return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}-s{cfg.stages}-{cfg.dtype}-"
+            f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
+            f"-c{cfg.cluster_m}")
+
+
+_compiled: dict[GemmConfig, str] = {}
+
+
+def _ptx(cfg: GemmConfig) -> str:
+    if cfg not in _compiled:
+        _compiled[cfg] = compile_kernel(cfg).ptx
+    return _compiled[cfg]
+
+
+def test_tma_ws_config_shape():
+    assert MAIN.block == (288, 1, 1)  # 8 consumer warps + the producer warp
+    assert MAIN.grid == (132, 1, 1) and MAIN.tiles == 512
+    assert MAIN.signature == ("tmap", "tmap", "ptr")
+    assert MAIN.tensor_map_boxes == {"A": (128, 64), "B": (256, 64)}
+    assert MAIN.target == "sm_90a"
+    small = tma_ws_config(256, 512, 128)
+    assert small.grid == (4, 1, 1)  # never more blocks than tiles
+    assert tma_ws_config(4096, 4096, 4096, producer_warps=4).block == (384, 1, 1)
+    assert consumer_registers(tma_ws_config(4096, 4096, 4096, producer_warps=4)) == 232
+
+
+def test_earlier_configs_keep_their_names():
+    """The TMA fields print only when set: every earlier config keeps its repr (its cache key
+    and its PTX digest record)."""
+    from tilesync.kernels.config import gemm_config
+
+    old = gemm_config(4096, 4096, 4096, tile=(128, 256, 64), warps=(8, 1), stages=4,
+                      b_layout="col", mma="wgmma")
+    assert "pipeline" not in repr(old) and "sms" not in repr(old)
+    assert repr(old).endswith("mma='wgmma', wgmma_in_flight=1)")
+    assert "pipeline='tma_ws'" in repr(MAIN)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(mma="sync", pipeline="tma_ws"), "multiplies with wgmma"),
+        (dict(tile=(320, 128, 64)), "BM <= 256"),
+        (dict(producer_warps=2), "producer_warps 1 or 4"),
+        (dict(raster_group=0), "raster_group >= 1"),
+        (dict(stages=9), "shared memory"),
+    ],
+)
+def test_tma_ws_config_errors(kwargs, message):
+    from tilesync.kernels.config import gemm_config
+
+    base = dict(tile=(128, 256, 64), warps=(8, 1), stages=4, b_layout="col", mma="wgmma",
+                pipeline="tma_ws")
+    base.update(kwargs)
+    if "tile" in kwargs:
+        base["warps"] = (kwargs["tile"][0] // 16, 1)
+    with pytest.raises(ValueError, match=message):
+        gemm_config(4096, 4096, 4096, **base)
+
+
+def test_generated_roles():
+    module = gemm_module(0, 0, 0, config=MAIN)
+    ops = list(module.walk())
+    names = [op.name for op in ops]
+    assert names.count("tile.tma_load") == 2  # A and B, issued by the producer thread
+    assert names.count("tile.mbarrier_init") == 2 * MAIN.stages
+    assert names.count("tile.mbarrier_wait") == 2  # producer on empty, consumers on full
+    assert names.count("tile.wgmma") == 4  # the k16 steps of a 64-wide k-tile
+    assert "tile.cp_async" not in names and "tile.setmaxnreg" not in names
+    expects = [op for op in ops if isinstance(op, tl.MBarrierArriveOp)
+               and op.expect_tx is not None]
+    assert [op.expect_tx.value.data for op in expects] == [(128 + 256) * 64 * 2]
+    kernel = next(op for op in ops if op.name == "gpu.func")
+    assert [str(t) for t in kernel.function_type.inputs.data[:2]] == [
+        "!tile.tensor_map<128x64xf16, swizzle 128>", "!tile.tensor_map<256x64xf16, swizzle 128>"]
+    warpgroup = gemm_module(0, 0, 0, config=tma_ws_config(4096, 4096, 4096, producer_warps=4))
+    regs = [op.registers.value.data for op in warpgroup.walk()
+            if isinstance(op, tl.SetMaxNRegOp)]
+    assert regs == [232, 40]  # consumers take what the producer warpgroup gives up
+
+
+def test_cluster_of_two_multicasts_b():
+    cfg = tma_ws_config(4096, 4096, 4096, cluster_m=2)
+    assert cfg.tensor_map_boxes["B"] == (128, 64)  # each block loads half of B's tile
+    assert cfg.grid == (132, 1, 1) and cfg.cluster_tiles == 256
+    assert tma_ws_config(300, 520, 264, tile=(128, 112, 64), cluster_m=2).grid == (20, 1, 1)
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    kernel = next(op for op in ops if op.name == "gpu.func")
+    assert list(kernel.attributes["tilesync.cluster_dims"].get_values()) == [2, 1, 1]
+    loads = [op for op in ops if isinstance(op, tl.TmaLoadOp)]
+    assert [op.multicast is None for op in loads] == [True, False]  # A own, B to both
+    assert loads[1].multicast.value.data == 0b11
+    remote = [op for op in ops if isinstance(op, tl.MBarrierArriveOp) and op.cta is not None]
+    # a consumer frees the buffer in both blocks (in the k-loop and after it)
+    assert sorted(op.cta.owner.value.value.data for op in remote) == [0, 0, 1, 1]
+    counts = {op.count.value.data for op in ops if isinstance(op, tl.MBarrierInitOp)}
+    assert counts == {1, 4}  # full: the producer; empty: 2 warpgroups x 2 blocks
+    assert sum(isinstance(op, tl.ClusterBarrierOp) for op in ops) == 2  # after init, at exit
+    with pytest.raises(ValueError, match="cluster_m 1 or 2"):
+        tma_ws_config(4096, 4096, 4096, cluster_m=4)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
+def test_compiles_to_valid_ptx_without_spills(cfg):
+    ptx = _ptx(cfg)
+    bn = cfg.tile[1]
+    kind = cfg.dtype
+    assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{kind}.{kind}" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+        in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert ".param .align 64 .b8 gemm_param_0[128]" in ptx
+    assert f".maxntid {cfg.threads}, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    if cfg.cluster_m > 1:
+        assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
+    assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
+    info = validate_ptx(ptx, "sm_90a")
+    assert "0 bytes spill stores, 0 bytes spill loads" in info.info_log, info.info_log
+    assert "serializ" not in info.info_log  # ptxas keeps the wgmmas asynchronous
+    cap = 65536 // cfg.threads // 8 * 8
+    assert info.registers["gemm"] <= min(255, cap)
+
+
+def test_compile_time_of_one_config():
+    compile_kernel(tma_ws_config(512, 512, 512))  # warm imports and LLVM's target
+    start = time.process_time()
+    compile_kernel(MAIN)
+    seconds = time.process_time() - start
+    print(f"\n{_id(MAIN)}: generate + lower + PTX in {seconds:.2f} s CPU")
+    assert seconds < 10  # generous for shared CI machines; the report has the measured value
+
+
+# --------------------------------------------------------------------------------------------
+# On a GPU
+# --------------------------------------------------------------------------------------------
+
+GPU_CONFIGS = [
+    *CONFIGS,
+    tma_ws_config(8192, 8192, 8192, dtype="bf16"),
+    tma_ws_config(1, 6144, 12288, tile=(128, 96, 64), epilogue="gelu"),  # one row of A
+    tma_ws_config(17, 200, 136, tile=(64, 64, 64), stages=3, epilogue="bias"),
+    tma_ws_config(2048, 8192, 2816, tile=(128, 192, 64), stages=4, raster_group=5),
+    tma_ws_config(130, 264, 72, tile=(128, 64, 64), stages=2, dtype="bf16"),
+    tma_ws_config(8192, 8192, 8192, dtype="bf16", cluster_m=2),
+    tma_ws_config(256, 6144, 12288, tile=(128, 96, 64), stages=6, cluster_m=2, epilogue="gelu"),
+]
+
+
+def run_and_check(cfg: GemmConfig, seed: int = 0, launches: int = 2) -> float:
+    """Relative error of the kernel against float64 on fresh random inputs; the output is
+    poisoned before each launch, so an element never written fails."""
+    from tilesync.harness.runner import GemmRunner
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.launch import synchronize
+
+    runner = GemmRunner(cfg)
+    error = 0.0
+    for launch in range(launches):
+        rng = np.random.default_rng(seed + launch)
+        # A scaled by 1/sqrt(K): products of order 1, so no SwiGLU product overflows f16
+        a = host_array(rng.standard_normal((cfg.M, cfg.K)) / np.sqrt(cfg.K), cfg.dtype)
+        b = host_array(rng.standard_normal((cfg.N, cfg.K)), cfg.dtype)
+        bias = host_array(rng.standard_normal(cfg.out_cols), cfg.dtype) if cfg.has_bias \
+            else None
+        out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
+        out.fill_bytes(0xFF)  # NaN in f16 and bf16
+        args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
+        if bias is not None:
+            args.append(DeviceBuffer.from_numpy(bias))
+        runner.launch(*args)
+        synchronize()
+        got = host_values(out.to_numpy(), cfg.dtype)
+        assert np.isfinite(got).all(), \
+            f"{np.count_nonzero(~np.isfinite(got))} elements not written ({_id(cfg)})"
+        ref = reference_gemm(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
+                             None if bias is None else host_values(bias, cfg.dtype))
+        error = max(error, float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+    limit = 1e-2 if cfg.dtype == "bf16" else 3e-3
+    assert error < limit, f"relative error {error:.3g} for {_id(cfg)}"
+    return error
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", GPU_CONFIGS, ids=_id)
+def test_gpu_tma_ws_gemm(cfg):
+    from tilesync.runtime.device import get_device
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA and wgmma need an sm_90 GPU")
+    run_and_check(cfg)
+
+
+def _bench_shape_configs() -> list[GemmConfig]:
+    """The wave model's first TMA proposal, with and without clusters, of every shape of
+    `tilesync bench kernels` (GEMM 4096^3 and 8192^3 in fp16 and bf16, the MLP GEMMs at
+    M = 1 .. 2048 with their epilogues)."""
+    from tilesync.bench.kernels import workloads
+    from tilesync.kernels.choice import propose_tma_configs
+
+    configs: list[GemmConfig] = []
+    for w in workloads(quick=False):
+        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1):
+            if cfg not in configs:
+                configs.append(cfg)
+    return configs
+
+
+@pytest.mark.gpu
+def test_gpu_every_bench_shape_against_float64():
+    """Fresh random inputs, a poisoned output, a float64 reference (torch on the GPU where it
+    is there, else numpy) for every bench shape's proposals."""
+    from tilesync.harness.compile import compile_ptx_many
+    from tilesync.harness.runner import GemmRunner
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.launch import synchronize
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA and wgmma need an sm_90 GPU")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    configs = _bench_shape_configs()
+    ptx = compile_ptx_many(configs, "sm_90")
+    failures = []
+    for i, (cfg, text) in enumerate(zip(configs, ptx, strict=True)):
+        rng = np.random.default_rng(100 + i)
+        a = host_array(rng.standard_normal((cfg.M, cfg.K)) / np.sqrt(cfg.K), cfg.dtype)
+        b = host_array(rng.standard_normal((cfg.N, cfg.K)), cfg.dtype)
+        out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
+        out.fill_bytes(0xFF)
+        # every buffer and the runner stay alive until the kernel is done
+        args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
+        runner = GemmRunner(cfg, ptx=text)
+        print(f"{i}: {_id(cfg)}", flush=True)  # a device fault names its config
+        runner.launch(*args)
+        synchronize()
+        got = host_values(out.to_numpy(), cfg.dtype)
+        a64, b64 = host_values(a, cfg.dtype), host_values(b, cfg.dtype)
+        if torch is not None:
+            prod = (torch.from_numpy(a64).cuda() @ torch.from_numpy(b64).cuda().T).cpu().numpy()
+        else:
+            prod = a64 @ b64.T
+        ref = apply_epilogue(cfg, prod)
+        error = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) \
+            if np.isfinite(got).all() else float("inf")
+        if not error < (1e-2 if cfg.dtype == "bf16" else 3e-3):
+            failures.append(f"{_id(cfg)}: {error:.3g}")
+    assert not failures, failures

@@ -1,0 +1,180 @@
+"""The warp-specialized TMA GEMM as the consumer of a stage program: its producer thread waits
+for each k-tile of A (spinning alone, then `fence.proxy.async.global`: the copy engine does
+not see the generic proxy's acquire) before it issues the copy; its consumer warpgroups post
+stored tiles after a named barrier of their own. Without dependencies the hooks leave no
+trace. On a GPU, a deliberately slow producer writes A's k-tiles last-first while the GEMM
+already runs: a stale (poisoned) tile read by any copy fails the check."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+import tilesync
+from tilesync.api import default_pipeline, parse
+from tilesync.dialects import sync
+from tilesync.harness.compile import compile_kernel
+from tilesync.kernels.config import tma_ws_config
+from tilesync.kernels.gemm import gemm_module
+
+M, N, K = 256, 384, 512
+BM, BN, BK = 128, 128, 64
+KT = K // BK
+CONSUMER = tma_ws_config(M, N, K, tile=(BM, BN, BK), stages=3, sync_hooks=True)
+# TileSync: k-step s waits for producer tile (d0, s) alone, the strictest test of each copy
+SYNC_PASSES = ("sync-select-policy{policy=tile}", "sync-insert-post-wait")
+
+PRODUCER = f"""
+builtin.module {{
+  gpu.module @producer_module {{
+    gpu.func @producer(%src: memref<{M}x{K}xf16>, %dst: memref<{M}x{K}xf16>, %delay: i64)
+        kernel attributes {{gpu.known_block_size = array<i32: 128, 1, 1>}} {{
+      %x, %y = sync.tile : index, index
+      %last = arith.constant {KT - 1} : index
+      %rev = arith.subi %last, %y : index
+      %rev64 = arith.index_cast %rev : index to i64
+      %wait = arith.muli %rev64, %delay : i64
+      %start = nvvm.read.ptx.sreg.globaltimer : i64
+      scf.while () : () -> () {{
+        %now = nvvm.read.ptx.sreg.globaltimer : i64
+        %elapsed = arith.subi %now, %start : i64
+        %early = arith.cmpi slt, %elapsed, %wait : i64
+        scf.condition(%early)
+      }} do {{
+        %nap = arith.constant 1000 : i32
+        nvvm.nanosleep %nap : i32
+        scf.yield
+      }}
+      %tid = gpu.thread_id x
+      %bm = arith.constant {BM} : index
+      %bk = arith.constant {BK} : index
+      %r0 = arith.muli %x, %bm : index
+      %c0 = arith.muli %y, %bk : index
+      %n = arith.constant {BM * BK} : index
+      %step = arith.constant 128 : index
+      scf.for %i = %tid to %n step %step {{
+        %ri = arith.divui %i, %bk : index
+        %ci = arith.remui %i, %bk : index
+        %r = arith.addi %r0, %ri : index
+        %c = arith.addi %c0, %ci : index
+        %v = memref.load %src[%r, %c] : memref<{M}x{K}xf16>
+        memref.store %v, %dst[%r, %c] : memref<{M}x{K}xf16>
+      }}
+      sync.store_point [%x, %y]
+      gpu.return
+    }}
+  }}
+}}
+"""
+
+
+def stage_program() -> ModuleOp:
+    """The slow producer of A's (BM x BK) tiles and the GEMM reading them k-tile by k-tile:
+    GEMM tile (d0, d1) at k-step s0 reads producer tile (d0, s0)."""
+    ops = [op.clone() for op in parse(PRODUCER).ops]
+    ops += [op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops]
+    d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
+    ops += [
+        sync.StageOp("producer", ["producer_module", "producer"], [M // BM, KT], [128],
+                     [BM, BK]),
+        sync.StageOp("gemm", [f"{CONSUMER.name}_module", CONSUMER.name], CONSUMER.tile_grid,
+                     list(CONSUMER.block), [BM, BN]),
+        sync.DependencyOp("producer", "gemm", 0, AffineMap(2, 1, (d0, s0)), [(0, KT)]),
+        sync.LaunchOp("producer", stream=0), sync.LaunchOp("gemm", stream=1),
+    ]
+    module = ModuleOp(ops)
+    module.attributes["gpu.container_module"] = UnitAttr()
+    return module
+
+
+def compiled():
+    return tilesync.compile(stage_program(), pipeline=default_pipeline(before=SYNC_PASSES),
+                            target="sm_90a", validate=True)
+
+
+def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
+    module = stage_program()
+    for name in SYNC_PASSES:
+        from tilesync.lowering.pipeline import build_pipeline
+
+        build_pipeline([name]).apply(tilesync.api.make_context(), module)
+    waits = [op for op in module.walk() if isinstance(op, sync.WaitOp)]
+    assert waits and all(w.single_thread is not None and w.async_proxy is not None
+                         for w in waits)
+    posts = [op for op in module.walk() if isinstance(op, sync.PostOp)]
+    assert [p.threads for p in posts] == [None]  # the producer posts after its block barrier
+    program = tilesync.compile(stage_program(), pipeline=default_pipeline(before=SYNC_PASSES),
+                               target="sm_90a", keep_ir=True, validate=True)
+    lowered = program.ir_after["convert-sync-to-nvvm"]
+    # in the producer's k-loop: the spin on the acquire load, the proxy fence, the copies
+    waits = re.findall(r"scf\.while \(\) : \(\) -> \(\) \{\s+%\d+ = nvvm\.ld acquire, gpu"
+                       r"[^}]*\}[^}]*\} do \{[^}]*\}\s+nvvm\.fence\.proxy\.async global\s+"
+                       r"tile\.mbarrier_arrive [^\n]*expect_tx[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n"
+                       r"\s+tile\.tma_load %A", lowered)
+    assert len(waits) == 1, lowered
+    assert "gpu.barrier" not in lowered.split("nvvm.ld acquire")[1].split("tile.tma_load")[0]
+    assert program.kernels[CONSUMER.name].params[:3] == ("tmap", "tmap", "ptr")
+    assert "fence.proxy.async.global;" in program.ptx_by_module[f"{CONSUMER.name}_module"]
+
+
+def test_a_consumer_tile_posts_after_a_barrier_of_the_consumer_warpgroups():
+    """The same GEMM as a producer: its store point becomes bar.sync 1, 256 + one release."""
+    cfg = tma_ws_config(M, N, K, tile=(BM, BN, BK), stages=3, sync_hooks=True)
+    module = gemm_module(0, 0, 0, config=cfg)
+    (point,) = [op for op in module.walk() if isinstance(op, sync.StorePointOp)]
+    assert point.threads.value.data == cfg.consumer_threads == 256
+
+
+def test_without_dependencies_the_hooks_leave_no_trace():
+    plain = tma_ws_config(M, N, K, tile=(BM, BN, BK), stages=3)
+    assert compile_kernel(CONSUMER).ptx == compile_kernel(plain).ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay_us", [0, 200])
+def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
+    from tilesync.contract import EPOCH, Role
+    from tilesync.kernels.reference import host_array, host_values
+    from tilesync.runtime import DeviceBuffer, Stream, launch, load_ptx, synchronize
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.tensor_map import encode_tiled
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA needs an sm_90 GPU")
+    program = compiled()
+    rng = np.random.default_rng(delay_us)
+    src = host_array(rng.standard_normal((M, K)) / np.sqrt(K), "f16")
+    b = host_array(rng.standard_normal((N, K)), "f16")
+    src_d, b_d = DeviceBuffer.from_numpy(src), DeviceBuffer.from_numpy(b)
+    a_d = DeviceBuffer.from_numpy(np.full((M, K), np.nan, np.float16))  # stale: NaN
+    c_d = DeviceBuffer.from_numpy(np.full((M, N), np.nan, np.float16))
+    sems = DeviceBuffer.zeros(((M // BM) * KT,), np.int32)
+
+    def kernel(name):
+        sig = program.kernels[name]
+        module = load_ptx(program.ptx_by_module[sig.module], sig.module)
+        return module.function(name, sig.params), sig
+
+    gemm, gemm_sig = kernel(CONSUMER.name)
+    producer, producer_sig = kernel("producer")
+    bound = {Role.semaphores("producer"): sems, EPOCH: 1}
+    maps = [encode_tiled(a_d.ptr, "f16", (M, K), CONSUMER.tensor_map_boxes["A"]),
+            encode_tiled(b_d.ptr, "f16", (N, K), CONSUMER.tensor_map_boxes["B"])]
+    consumer_stream, producer_stream = Stream(), Stream()
+    # The GEMM first: its producer thread spins on tiles nobody has written yet.
+    launch(gemm, CONSUMER.grid, CONSUMER.block,
+           [*maps, c_d, *(bound[r] for r in gemm_sig.sync_args)],
+           stream=consumer_stream, shared_mem=CONSUMER.dynamic_shared_bytes)
+    launch(producer, (M // BM, KT, 1), 128,
+           [src_d, a_d, delay_us * 1000, *(bound[r] for r in producer_sig.sync_args)],
+           stream=producer_stream)
+    synchronize()
+    got = host_values(c_d.to_numpy(), "f16")
+    assert np.isfinite(got).all(), "a copy read a tile before the producer wrote it"
+    ref = host_values(src, "f16") @ host_values(b, "f16").T
+    error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert error < 3e-3
