@@ -307,24 +307,32 @@ def check_target(target: str) -> None:
 
 
 # The cuSync passes a stage program needs before lowering when its kernels still have hooks
-# to fill (a program whose waits and posts are written out needs none).
+# to fill (a program whose waits and posts are written out needs none); a plan that declares
+# wait-kernels also needs them made to work (the producers' start flags, the wait-kernel).
 SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait", "sync-verify")
+WAIT_KERNEL_PASS = "sync-insert-wait-kernel"
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     """SYNC_PASSES where `module` declares a `sync.dependency` and some kernel still has an
     unfilled `sync.load_point` / `sync.store_point` (lowering alone would erase them and emit
-    no synchronization); else none."""
+    no synchronization), with sync-insert-wait-kernel before sync-verify where the plan holds a
+    `sync.wait_kernel`; else none."""
     has_dependency = False
     has_hooks = False
+    has_wait_kernel = False
     for op in module.walk():
         if isinstance(op, sync.DependencyOp):
             has_dependency = True
+        elif isinstance(op, sync.WaitKernelOp):
+            has_wait_kernel = True
         elif isinstance(op, sync.HOOK_OPS) and FILLED_ATTR not in op.attributes:
             has_hooks = True
-        if has_dependency and has_hooks:
-            return SYNC_PASSES
-    return ()
+    if not (has_dependency and has_hooks):
+        return ()
+    if has_wait_kernel:
+        return (*SYNC_PASSES[:-1], WAIT_KERNEL_PASS, SYNC_PASSES[-1])
+    return SYNC_PASSES
 
 
 @contextmanager

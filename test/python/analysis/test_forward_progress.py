@@ -174,7 +174,8 @@ gpu.module @k {
     scf.for %k = %c0 to %c4 step %c1 {
       sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 4> : memref<?xi32>
       sync.load_point operand 0 [%x, %y] step %k
-      %v = memref.load %a[%k] : memref<?xf32>
+      %e = affine.apply affine_map<(d0, d1) -> (d0 * 16384 + d1 * 64)>(%x, %k)
+      %v = memref.load %a[%e] : memref<?xf32>
     }
     gpu.return
   }

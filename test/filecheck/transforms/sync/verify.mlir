@@ -22,7 +22,8 @@ gpu.module @k {
     scf.for %s = %c0 to %c4 step %c1 {
       sync.wait %sems[%x, %s] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
     }
-    %v = memref.load %a[%c0] : memref<?xf32>
+    %e = affine.apply affine_map<(d0) -> (d0 * 16384)>(%x)
+    %v = memref.load %a[%e] : memref<?xf32>
     gpu.return
   }
 }
@@ -68,4 +69,4 @@ sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
 // CHECK:      sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (48 blocks, at most 264 = 132 SMs x 2 blocks per SM)", sync.verified = "proved"
-// SMALL:      verify.mlir:68:1: sync-verify: no forward-progress guarantee for @c waiting on @p
+// SMALL:      verify.mlir:69:1: sync-verify: no forward-progress guarantee for @c waiting on @p
