@@ -45,7 +45,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -260,6 +260,8 @@ class ProgressReport:
     # pairs no mechanism can help: a dependency cycle, a launch that waits on its consumer,
     # a stage never launched (a subset of `reasons`)
     blocked: frozenset[tuple[str, str]] = frozenset()
+    # why the wave model's rule (W) does not hold, where it was asked
+    wave_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def unguaranteed(self) -> list[tuple[str, str]]:
         return [pair for pair, g in self.guarantees.items() if g is None]
@@ -375,6 +377,7 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
 
     result: dict[tuple[str, str], Guarantee | None] = {}
     reasons: dict[tuple[str, str], str] = {}
+    wave_reasons: dict[tuple[str, str], str] = {}
     blocked: set[tuple[str, str]] = set()
     for producer_name, consumer_name in facts.dependencies:
         key = (producer_name, consumer_name)
@@ -401,11 +404,14 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
         else:
             found, why_not = _ordering(facts, plan, streams, producer, consumer)
             if found is None:
-                found, reason = _occupancy(facts, program_fits, producer_name, consumer_name)
+                found, reason, wave = _occupancy(facts, program_fits, producer_name,
+                                                 consumer_name)
                 if found is None:
                     reasons[key] = why_not or reason
+                    if wave:
+                        wave_reasons[key] = wave
             result[key] = found
-    return ProgressReport(result, reasons, cycle, frozenset(blocked))
+    return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons)
 
 
 def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:
@@ -469,26 +475,26 @@ NO_GUARANTEE_HINT = (
 
 def _occupancy(
     facts: ProgressFacts, program_fits: Legality | None, producer: str, consumer: str
-) -> tuple[Guarantee | None, str]:
+) -> tuple[Guarantee | None, str, str]:
     """Co-residency (declared or counted), or the wave model's no-starvation rule; without
-    one, why not."""
+    one, why not (and why not the wave model, where it was asked)."""
     hint = NO_GUARANTEE_HINT.format(producer=producer, consumer=consumer)
     if consumer in facts.declared_co_resident:
         if program_fits is not None and not program_fits.legal:
             return None, (f"@{consumer} is declared coresident, but {program_fits.reason}: "
-                          f"the declaration does not hold")
-        return Guarantee(CO_RESIDENT, "declared"), ""
+                          f"the declaration does not hold"), ""
+        return Guarantee(CO_RESIDENT, "declared"), "", ""
     if program_fits is None:
-        return None, hint
+        return None, hint, ""
     if program_fits.legal:
         counted = [facts.residency[name] for name in facts.stages]
         blocks = sum(r.blocks for r in counted)
-        return Guarantee(CO_RESIDENT, f"{blocks} blocks, {_bound(counted, facts.sms)}"), ""
+        return Guarantee(CO_RESIDENT, f"{blocks} blocks, {_bound(counted, facts.sms)}"), "", ""
     waves = {name: facts.waves(name) for name in facts.stages}
     if any(w is None for w in waves.values()):
-        return None, hint  # a stage that cannot run: nothing to count on
+        return None, hint, ""  # a stage that cannot run: nothing to count on
     others = [w for name, w in waves.items() if name not in (producer, consumer)]
     verdict = wait_kernel_legality(waves[producer], waves[consumer], others)  # type: ignore[arg-type]
     if verdict.legal:
-        return Guarantee(WAVE_MODEL, verdict.reason), ""
-    return None, f"{hint} ({program_fits.reason}; {verdict.reason})"
+        return Guarantee(WAVE_MODEL, verdict.reason), "", ""
+    return None, f"{hint} ({program_fits.reason}; {verdict.reason})", verdict.reason
