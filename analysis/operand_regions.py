@@ -112,7 +112,8 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
         return (f"@{name} has a {len(grid)}-D grid but a {len(tile)}-D tile "
                 f"{tuple(tile)}: no region per tile")
     if rank != len(grid) and rank != 1:
-        return (f"the operand ({operand_type}) has rank {rank}, but @{name}'s tiles form a "
-                f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (use a "
-                f"memref of rank {len(grid)} or 1)")
+        ranks = f"{len(grid)}" + (" or 1" if len(grid) > 1 else "")
+        return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
+                f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
+                f"{ranks})")
     return OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank)

@@ -417,13 +417,11 @@ class ConsumerRun(BatchRun):
         if region is not None:
             lo, hi, layout = region
             box = ", ".join(f"[{_at(a, i)}, {_at(b, i)}]" for a, b in zip(lo, hi))
-            what = f"{what} at {box}, where"
-            written = layout.region(producer_tile)
-            which = f"producer tile {producer_tile} of @{producer} wrote {written}"
-            if producer_tile not in tiles_read(dep, tile):
-                which += " (a tile its sync.dependency does not declare)"
-            where = f"consumer tile {tile} of @{self.stage_name}: {what} {which} (semaphore " \
-                    f"{semaphore})"
+            undeclared = "" if producer_tile in tiles_read(dep, tile) else \
+                "a tile its sync.dependency does not declare; "
+            where = (f"consumer tile {tile} of @{self.stage_name}: {what} at {box}, where "
+                     f"producer tile {producer_tile} of @{producer} wrote "
+                     f"{layout.region(producer_tile)} ({undeclared}semaphore {semaphore})")
         else:
             where = (f"consumer tile {tile} of @{self.stage_name}: {what}, which reads "
                      f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
