@@ -97,6 +97,8 @@ def _tame(value: Value) -> Value:
     if value is None:
         return None
     lo, hi = value
+    if type(lo) is int and type(hi) is int:
+        return value if -_BIG <= lo and hi <= _BIG else None
     if np.any(np.abs(lo) > _BIG) or np.any(np.abs(hi) > _BIG):
         return None
     return value
@@ -334,7 +336,6 @@ _BINARY: dict[type, Callable[[Value, Value], Value]] = {
     arith.ShRUIOp: shift_right,
     arith.ShRSIOp: shift_right,
 }
-_CASTS = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
 SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)
 
 
@@ -406,59 +407,63 @@ class BatchRun:
                 result = None
             self.env[op.results[0]] = result
             return
-        if isinstance(op, sync.TileOp):
-            if len(op.coords) != self.tiles.shape[1]:
-                raise Unproven(op, f"sync.tile yields {len(op.coords)} coordinates but the "
-                                   f"stage grid has {self.tiles.shape[1]}")
-            for d, result in enumerate(op.coords):
-                self.env[result] = point(self.tiles[:, d])
-            return
-        if isinstance(op, arith.ConstantOp):
-            attr = op.value
-            if isinstance(attr, IntegerAttr):
-                v = attr.value.data
-                if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
-                    v = int(v != 0)
-                self.env[op.result] = _tame(point(v))
-            else:
-                self.env[op.result] = None
-            return
-        if isinstance(op, _CASTS):
-            self.env[op.results[0]] = self.value(op.operands[0])
-            return
-        if isinstance(op, arith.CmpiOp):
-            self.env[op.result] = compare(op.predicate.value.data, self.value(op.lhs),
-                                          self.value(op.rhs))
-            return
-        if isinstance(op, arith.SelectOp):
-            self.env[op.result] = select(self.value(op.cond), self.value(op.lhs),
-                                         self.value(op.rhs))
-            return
-        if isinstance(op, affine.ApplyOp):
-            m = op.map.data
-            operands = [self.value(v) for v in op.mapOperands]
-            self.env[op.result] = affine_value(m.results[0], operands[: m.num_dims],
-                                               operands[m.num_dims:])
-            return
-        if isinstance(op, gpu.ThreadIdOp):
-            extent = self.block[_DIMS[op.dimension.data]]
-            self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
-            return
-        if isinstance(op, gpu.BlockDimOp):
-            self.env[op.result] = point(self.block[_DIMS[op.dimension.data]])
-            return
-        if isinstance(op, gpu.GridDimOp):
-            self.env[op.result] = point(self.grid[_DIMS[op.dimension.data]])
-            return
-        if isinstance(op, gpu.BlockIdOp):
-            extent = self.grid[_DIMS[op.dimension.data]]
-            self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
-            return
-        if isinstance(op, gpu.LaneIdOp):
-            self.env[op.result] = (0, 31)
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, op)
             return
         for result in op.results:
             self.env[result] = None
+
+    def _tile(self, op: sync.TileOp) -> None:
+        if len(op.coords) != self.tiles.shape[1]:
+            raise Unproven(op, f"sync.tile yields {len(op.coords)} coordinates but the "
+                               f"stage grid has {self.tiles.shape[1]}")
+        for d, result in enumerate(op.coords):
+            self.env[result] = point(self.tiles[:, d])
+
+    def _constant(self, op: arith.ConstantOp) -> None:
+        attr = op.value
+        if isinstance(attr, IntegerAttr):
+            v = attr.value.data
+            if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+                v = int(v != 0)
+            self.env[op.result] = _tame(point(v))
+        else:
+            self.env[op.result] = None
+
+    def _cast(self, op: Operation) -> None:
+        self.env[op.results[0]] = self.value(op.operands[0])
+
+    def _cmpi(self, op: arith.CmpiOp) -> None:
+        self.env[op.result] = compare(op.predicate.value.data, self.value(op.lhs),
+                                      self.value(op.rhs))
+
+    def _select(self, op: arith.SelectOp) -> None:
+        self.env[op.result] = select(self.value(op.cond), self.value(op.lhs),
+                                     self.value(op.rhs))
+
+    def _apply(self, op: affine.ApplyOp) -> None:
+        m = op.map.data
+        operands = [self.value(v) for v in op.mapOperands]
+        self.env[op.result] = affine_value(m.results[0], operands[: m.num_dims],
+                                           operands[m.num_dims:])
+
+    def _thread_id(self, op: gpu.ThreadIdOp) -> None:
+        extent = self.block[_DIMS[op.dimension.data]]
+        self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
+
+    def _block_dim(self, op: gpu.BlockDimOp) -> None:
+        self.env[op.result] = point(self.block[_DIMS[op.dimension.data]])
+
+    def _grid_dim(self, op: gpu.GridDimOp) -> None:
+        self.env[op.result] = point(self.grid[_DIMS[op.dimension.data]])
+
+    def _block_id(self, op: gpu.BlockIdOp) -> None:
+        extent = self.grid[_DIMS[op.dimension.data]]
+        self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
+
+    def _lane_id(self, op: gpu.LaneIdOp) -> None:
+        self.env[op.result] = (0, 31)
 
     # -- execution -----------------------------------------------------------------------
     def run(self, state: Any) -> Any:
@@ -479,16 +484,17 @@ class BatchRun:
                 self.run_block(block, self.copy_state(state), False)
 
     def step(self, op: Operation, state: Any, definite: bool) -> None:
-        if isinstance(op, sync.WaitOp):
-            self.on_wait(op, state, definite)
-        elif isinstance(op, sync.PostOp):
-            self.on_post(op, state, definite)
-        elif isinstance(op, sync.LoadPointOp):
-            self.on_load_point(op, state)
-        elif isinstance(op, scf.ForOp):
-            self.on_for(op, state, definite)
-        elif isinstance(op, scf.IfOp):
-            self.on_if(op, state, definite)
+        kind = type(op)
+        if kind is sync.WaitOp:
+            self.on_wait(op, state, definite)  # type: ignore[arg-type]
+        elif kind is sync.PostOp:
+            self.on_post(op, state, definite)  # type: ignore[arg-type]
+        elif kind is sync.LoadPointOp:
+            self.on_load_point(op, state)  # type: ignore[arg-type]
+        elif kind is scf.ForOp:
+            self.on_for(op, state, definite)  # type: ignore[arg-type]
+        elif kind is scf.IfOp:
+            self.on_if(op, state, definite)  # type: ignore[arg-type]
         else:
             self.on_op(op, state)
             if op.regions:
@@ -564,6 +570,24 @@ class BatchRun:
         for arg in body.args[1:]:
             self.env[arg] = None
         self.run_block(body, self.copy_state(state), False)
+
+
+_HANDLERS: dict[type, Callable[[BatchRun, Any], None]] = {
+    sync.TileOp: BatchRun._tile,
+    arith.ConstantOp: BatchRun._constant,
+    arith.IndexCastOp: BatchRun._cast,
+    arith.ExtSIOp: BatchRun._cast,
+    arith.ExtUIOp: BatchRun._cast,
+    arith.TruncIOp: BatchRun._cast,
+    arith.CmpiOp: BatchRun._cmpi,
+    arith.SelectOp: BatchRun._select,
+    affine.ApplyOp: BatchRun._apply,
+    gpu.ThreadIdOp: BatchRun._thread_id,
+    gpu.BlockDimOp: BatchRun._block_dim,
+    gpu.GridDimOp: BatchRun._grid_dim,
+    gpu.BlockIdOp: BatchRun._block_id,
+    gpu.LaneIdOp: BatchRun._lane_id,
+}
 
 
 def run_batches(tiles: np.ndarray, attempt: Callable[[np.ndarray], Any],

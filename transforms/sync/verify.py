@@ -115,7 +115,7 @@ def _at(x: Scalar, i: int) -> int:
 def _linear(coords: Sequence[Scalar], grid: Sequence[int]) -> Scalar:
     index: Scalar = 0
     for c, extent in zip(coords, grid):
-        index = index * extent + np.clip(c, 0, extent - 1)
+        index = index * extent + np.minimum(np.maximum(c, 0), extent - 1)
     return index
 
 
@@ -213,6 +213,9 @@ class ConsumerRun(BatchRun):
         args = func.body.blocks.first.args  # type: ignore[union-attr]
         self.operand_args = {args[d.operand.data]: d.operand.data for d in self.deps
                              if d.operand.data < len(args)}
+        self.readers = {use.operation for arg in self.operand_args for use in arg.uses}
+        # the waits grouped by role, for the state.waited they were made of (which only grows)
+        self._groups: tuple | None = None
 
     def copy_state(self, state: State) -> State:
         return state.copy()
@@ -291,7 +294,7 @@ class ConsumerRun(BatchRun):
 
     # -- reads -----------------------------------------------------------------------------
     def on_op(self, op: Operation, state: State) -> None:
-        if isinstance(op, sync.HOOK_OPS):
+        if op not in self.readers or isinstance(op, sync.HOOK_OPS):
             return
         used = [(v, self.operand_args[v]) for v in op.operands if v in self.operand_args]
         if not used:
@@ -371,10 +374,16 @@ class ConsumerRun(BatchRun):
               region: tuple[list[Scalar], list[Scalar], OperandLayout] | None = None) -> None:
         if not needs:
             return
-        waited = list(state.waited.values())
+        cached = self._groups
+        if cached is not None and cached[0] is state.waited and cached[1] == len(state.waited):
+            waited, groups = cached[2], cached[3]
+        else:
+            waited = list(state.waited.values())
+            groups = self._by_role(waited)
+            self._groups = (state.waited, len(state.waited), waited, groups)
         bad = np.zeros(self.size, bool)
         for need in needs:
-            _, _, enough = self._status(need, waited)
+            _, _, enough = self._status(need, groups)
             bad |= np.asarray(need.valid, bool) & ~enough
         bad &= ~self.failed
         if not bad.any():
@@ -383,28 +392,39 @@ class ConsumerRun(BatchRun):
         self.failures.append(Failure(bad, op, lambda i: self._explain(i, needs, waited, what,
                                                                        region)))
 
-    def _status(self, need: Need, waited: list[Waited]) -> tuple[Scalar, Scalar, np.ndarray]:
+    def _by_role(self, waited: list[Waited]) -> dict[Role, tuple[np.ndarray, np.ndarray]]:
+        """The waits of each role: their semaphores (waits x tiles) and posts (waits x 1)."""
+        found: dict[Role, list[Waited]] = {}
+        for w in waited:
+            found.setdefault(w.role, []).append(w)
+        return {role: (np.stack([np.broadcast_to(w.semaphore, (self.size,)) for w in ws]),
+                       np.array([[w.posts] for w in ws]))
+                for role, ws in found.items()}
+
+    def _status(self, need: Need, groups: dict[Role, tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[Scalar, Scalar, np.ndarray]:
         """(semaphore, posts it receives, covered) of a need, per tile of the batch."""
         dep = self.deps[need.dep]
         producer = dep.producer.root_reference.data
         facts = self.v.producers[producer]
         semaphore = facts.semaphore[_linear(need.coords, facts.grid)]
         count = facts.received(semaphore)
-        role = Role.semaphores(producer)
-        enough = np.zeros(self.size, bool)
-        for w in waited:
-            if w.role == role:
-                enough |= (w.semaphore == semaphore) & (w.posts >= count)
+        group = groups.get(Role.semaphores(producer))
+        if group is None:
+            return semaphore, count, np.zeros(self.size, bool)
+        semaphores, posts = group
+        enough = ((semaphores == semaphore) & (posts >= count)).any(axis=0)
         return semaphore, count, enough
 
     def _explain(self, i: int, needs: list[Need], waited: list[Waited], what: str,
                  region: tuple[list[Scalar], list[Scalar], OperandLayout] | None) -> str:
         """Why tile i fails: its first uncovered producer tile, in (dependency, tile) order."""
         failing = []
+        groups = self._by_role(waited)
         for need in needs:
             if not _at(need.valid, i):
                 continue
-            semaphore, count, enough = self._status(need, waited)
+            semaphore, count, enough = self._status(need, groups)
             if enough[i]:
                 continue
             tile = tuple(_at(c, i) for c in need.coords)
