@@ -196,6 +196,12 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
     return ir_after, seconds
 
 
+def run_passes(module: ModuleOp, pipeline) -> None:
+    """`lower` without the final verification of the IR: for callers that only read what the
+    passes conclude (the differential test runs sync-verify on thousands of programs)."""
+    _lower(module, pipeline, None, False, False, False)
+
+
 def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
            verify_last: bool) -> tuple[dict[str, str], dict[str, float], str | None]:
     """`lower`, also returning the name of the last pass; `verify_last=False` leaves the

@@ -262,6 +262,8 @@ class ProgressReport:
     blocked: frozenset[tuple[str, str]] = frozenset()
     # why the wave model's rule (W) does not hold, where it was asked
     wave_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    # plan steps that can never run to their end, with why: the program never completes
+    stuck: tuple[tuple[HostStep, str], ...] = ()
 
     def unguaranteed(self) -> list[tuple[str, str]]:
         return [pair for pair, g in self.guarantees.items() if g is None]
@@ -411,7 +413,20 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
                     if wave:
                         wave_reasons[key] = wave
             result[key] = found
-    return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons)
+    stuck: list[tuple[HostStep, str]] = []
+    for index, step in enumerate(plan):
+        if index in on_cycle:
+            stuck.append((step, f"{_step_name(step)} can never start: {chain(index, index)}"))
+        elif isinstance(step, WaitKernel) and step.producer not in launch_index:
+            stuck.append((step, f"{_step_name(step)} never ends: @{step.producer} is never "
+                                f"launched"))
+        elif isinstance(step, WaitKernel) and facts.working_wait_kernels is not None \
+                and step.producer not in facts.working_wait_kernels:
+            stuck.append((step, f"{_step_name(step)} never ends: @{step.producer}'s kernel "
+                                f"does not post its start flag on entry or the module has no "
+                                f"wait-kernel function (run sync-insert-wait-kernel)"))
+    return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons,
+                          tuple(stuck))
 
 
 def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:

@@ -30,7 +30,9 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
    on C's stage or launch, checked where `blocks_per_sm` and the pass option `sms` allow, or
    `blocks_per_sm` on every stage with `sms`), or the wave model's W rule. Without any
    `sync.launch` every stage runs on stream 0 in program order. The guarantee used is
-   recorded on C's stage as `sync.progress`.
+   recorded on C's stage as `sync.progress`. Every step of the host plan must be able to run
+   to its end: a wait-kernel that does not work, or waits for a stage never launched, or a
+   launch behind a cycle of launches is refused even where no dependency relies on it.
 
 Enumeration is exact up to `limit` tiles per stage; above it only the tiles on the grid's
 boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
@@ -707,6 +709,9 @@ class VerifySyncPass(ModulePass):
             if name in consumers:
                 exact[name] = verifier.consumer_waits(name) and exact.get(name, True)
                 verifier.forward_progress(name, report)
+        for step, why in report.stuck:  # a launch or wait-kernel that never ends
+            where = step.op if step.op is not None else op
+            raise refusal(where, f"the host plan never completes: {why}")
         for name, is_exact in exact.items():
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
