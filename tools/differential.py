@@ -521,7 +521,7 @@ def _chunk(args: tuple[int, int]) -> Tally:
 
 
 def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
-        progress: bool = False) -> Tally:
+        progress: bool = False, log_every: int = 10_000) -> Tally:
     """`programs` random programs (seeds `seed`, `seed` + 1, ...) over `jobs` processes."""
     ranges = [(start, min(start + chunk, seed + programs))
               for start in range(seed, seed + programs, chunk)]
@@ -534,13 +534,17 @@ def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
 
         pool = multiprocessing.get_context("fork").Pool(jobs)
         results = pool.imap(_chunk, ranges)
+    logged = 0
     for part in results:
         tally.merge(part)
+        rate = tally.programs / (time.perf_counter() - started)
+        line = (f"{tally.programs}/{programs} programs, {tally.proved} proved, "
+                f"{len(tally.failures)} unsound, {rate:.0f}/s")
         if progress:
-            rate = tally.programs / (time.perf_counter() - started)
-            print(f"\r{tally.programs}/{programs} programs, {tally.proved} proved, "
-                  f"{len(tally.failures)} unsound, {rate:.0f}/s", end="", file=sys.stderr,
-                  flush=True)
+            print(f"\r{line}", end="", file=sys.stderr, flush=True)
+        elif tally.programs - logged >= log_every:  # a log file: a line now and then
+            logged = tally.programs
+            print(line, file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
     if jobs > 1:
