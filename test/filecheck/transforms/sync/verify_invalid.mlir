@@ -458,3 +458,37 @@ sync.launch @p
 sync.launch @c {stream = 1 : i64, pdl = true}
 
 // CHECK: verify_invalid.mlir:458:1: sync-verify: no forward-progress guarantee for @c waiting on @p
+
+// -----
+
+// Also found: diagnostics depended on PYTHONHASHSEED (the waits were a set; which of two
+// never-passing waits was named changed). The first in program order is named, always.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+      %t = sync.tile : index
+      sync.post %sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @q(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@q", "epoch"]} {
+      %t = sync.tile : index
+      sync.post %sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @c(%a: memref<?xf32>, %b: memref<?xf32>, %sq: memref<?xi32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@q", "sems:@p", "epoch"]} {
+      %t = sync.tile : index
+      sync.wait %sq[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 * 2), posts = 2> : memref<?xi32>
+      sync.wait %sp[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 * 2), posts = 2> : memref<?xi32>
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 4>, block = array<i64: 64>, tile = array<i64: 64>, policy = #sync.policy<TileSync (d0) -> (d0), posts = 1>}
+  sync.stage @q {kernel = @k::@q, grid = array<i64: 4>, block = array<i64: 64>, tile = array<i64: 64>, policy = #sync.policy<TileSync (d0) -> (d0), posts = 1>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 4>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (d0)
+  sync.dependency @q -> @c operand 1 tiles (d0) -> (d0)
+  sync.launch @p
+  sync.launch @q
+  sync.launch @c
+}
+// CHECK: sync-verify: consumer tile (0,) of @c waits for 2 posts per launch on semaphore 0 of @q, which receives 1: the wait never passes

@@ -275,3 +275,30 @@ builtin.module {
   sync.launch @b {pdl = true}
 }
 // CHECK: verify_soundness_invalid.mlir:266:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x8x8xf32> has rank 3 while @a's tiles form a 1-D grid: no map from its indices to @a's tiles (give it rank 1)
+
+
+// -----
+
+// Class 4: a wait-kernel nothing relies on (@b follows @a on stream 0 anyway) still runs, and
+// without its start flag it never ends: the plan never completes.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f(%in: memref<?xf32>, %out: memref<?xf32>) kernel {
+      %t = sync.tile : index
+      %c64 = arith.constant 64 : index
+      %i = arith.muli %t, %c64 : index
+      sync.load_point operand 0 [%t]
+      %v = memref.load %in[%i] : memref<?xf32>
+      memref.store %v, %out[%i] : memref<?xf32>
+      sync.store_point [%t]
+      gpu.return
+    }
+  }
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
+  sync.launch @a
+  sync.wait_kernel @a
+  sync.launch @b
+}
+// CHECK: verify_soundness_invalid.mlir:[[# @LINE - 3]]:3: sync-verify: the host plan never completes: the wait-kernel of @a (stream 0) never ends: @a's kernel does not post its start flag on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)
