@@ -45,7 +45,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -427,6 +427,29 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
                                 f"wait-kernel function (run sync-insert-wait-kernel)"))
     return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons,
                           tuple(stuck))
+
+
+def wait_kernel_removal(facts: ProgressFacts, wait: WaitKernel) -> Legality:
+    """Optimization W for the whole program: may `wait` (a step of `facts.plan`) go? Legal
+    when no dependency loses its guarantee without it; the reason names the dependency that
+    would (the one `wait` guards first) or the guarantee that remains."""
+    plan = list(facts.plan)
+    position = next(i for i, step in enumerate(plan) if step is wait)
+    before = analyze(facts)
+    after = analyze(replace(facts, plan=[s for s in plan if s is not wait]))
+    guarded = next((s.stage for s in plan[position + 1:]
+                    if isinstance(s, Launch) and s.stream == wait.stream), None)
+    mine = (wait.producer, guarded)
+    lost = [pair for pair, g in before.guarantees.items()
+            if g is not None and after.guarantees[pair] is None]
+    if lost:
+        pair = mine if mine in lost else lost[0]
+        why = after.wave_reasons.get(pair) or after.reasons[pair]
+        return Legality(False, f"@{pair[0]} -> @{pair[1]}: {why}")
+    kept = after.guarantees.get(mine)
+    if kept is not None:
+        return Legality(True, f"@{mine[0]} -> @{mine[1]}: {kept}")
+    return Legality(True, "no dependency relies on it")
 
 
 def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:

@@ -31,12 +31,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from tilesync.analysis.forward_progress import (
-    ProgressFacts,
-    ProgressReport,
-    Residency,
-    analyze,
-)
+from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
 from tilesync.analysis.stage_graph import HostStep, StageGraph, WaitKernel
 from tilesync.analysis.wave_model import Legality, tile_order_legality
 from tilesync.contract import CORESIDENT_ATTR
@@ -54,34 +49,18 @@ def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> 
 def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int,
                         plan: Sequence[HostStep] | None = None) -> Legality:
     """Whether `wait` may be dropped from `plan` (default: the graph's), with the reason
-    (diagnostics for missing facts)."""
+    (diagnostics for missing facts): `forward_progress.wait_kernel_removal` with the blocks
+    per SM of every stage."""
     name = DropWaitKernelPass.name
     _stage(graph.stages, wait.producer, name, "producer")
-    steps = list(graph.plan if plan is None else plan)
     residency = {}
     for stage_name, stage in graph.stages.items():
         waves = annotated_waves(stage, sms, name)
         residency[stage_name] = Residency(waves.blocks, waves.blocks_per_sm)
-    pairs = graph.dependent_pairs()
     declared = {n for n, stage in graph.stages.items() if CORESIDENT_ATTR in stage.attributes}
-
-    def report(candidate: list[HostStep]) -> ProgressReport:
-        return analyze(ProgressFacts(list(graph.stages), pairs, candidate, residency, sms,
-                                     declared))
-
-    before = report(steps)
-    after = report([s for s in steps if s is not wait])
-    lost = [pair for pair in pairs if before.guarantees[pair] is not None
-            and after.guarantees[pair] is None]
-    launch = graph.guarded_launch(wait)
-    if lost:
-        guarded = [p for p in lost if launch is not None and p == (wait.producer, launch.stage)]
-        pair = (guarded or lost)[0]
-        why = after.wave_reasons.get(pair) or after.reasons[pair]
-        return Legality(False, f"@{pair[0]} -> @{pair[1]}: {why}")
-    kept = [f"@{p} -> @{c}: {g}" for (p, c), g in after.guarantees.items()
-            if g is not None and launch is not None and (p, c) == (wait.producer, launch.stage)]
-    return Legality(True, "; ".join(kept) or "no dependency relies on it")
+    facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(),
+                          list(graph.plan if plan is None else plan), residency, sms, declared)
+    return wait_kernel_removal(facts, wait)
 
 
 @dataclass(frozen=True)
