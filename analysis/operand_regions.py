@@ -85,6 +85,23 @@ class OperandLayout:
                     valid = valid & (c <= b)
                 yield coords, valid
 
+    def contains(self, coords: Sequence[Scalar], lo: Sequence[Scalar], hi: Sequence[Scalar]
+                 ) -> Scalar:
+        """Whether the operand box [lo, hi] lies inside the region of tile `coords` (per tile
+        of the batch; an empty box does)."""
+        inside: Scalar = True
+        if self.rank != len(self.extents):  # rank 1: nothing past either end of the array
+            inside = (lo[0] >= 0) & (hi[0] < math.prod(self.extents))
+        for box_lo, box_hi in self.logical_boxes(lo, hi):
+            empty: Scalar = False
+            for low, high in zip(box_lo, box_hi):
+                empty = empty | (low > high)
+            fits: Scalar = True
+            for low, high, c, size in zip(box_lo, box_hi, coords, self.tile):
+                fits = fits & (low >= c * size) & (high < (c + 1) * size)
+            inside = inside & (empty | fits)
+        return inside
+
     def region(self, tile: Sequence[int]) -> str:
         """The box producer tile `tile` writes, in words (logical indices)."""
         parts = [f"[{i * t}, {(i + 1) * t})" for i, t in zip(tile, self.tile)]

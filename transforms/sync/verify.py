@@ -121,6 +121,55 @@ def _linear(coords: Sequence[Scalar], grid: Sequence[int]) -> Scalar:
     return index
 
 
+def access(op: Operation, value: SSAValue, who: str
+           ) -> tuple[Sequence[SSAValue], list[int], bool] | None:
+    """(indices, extent per index, clipped to the shape) of `op`'s access to the memref
+    `value`; None for an op that touches no element (memref.dim); Unproven for any other
+    use, whose elements cannot be bounded."""
+    if isinstance(op, memref.DimOp):
+        return None
+    if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is value:
+        return op.indices, [1] * len(op.indices), False
+    if isinstance(op, tl.CpAsyncOp) and op.src is value:
+        width = tl.CpAsyncOp.BYTES // tl.element_bytes(op.src.type.element_type)
+        extents = [1] * len(op.src_indices)
+        extents[-1] = width
+        return op.src_indices, extents, op.masked is not None
+    if isinstance(op, tl.TakeAccOp) and op.src is value:
+        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    if isinstance(op, tl.StoreAccOp) and op.dst is value:
+        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    prefix = f"{who}: " if who else ""
+    raise Unproven(op, f"{prefix}'{op.name}' uses a produced operand in a way sync-verify "
+                       f"cannot bound (which elements does it touch?); access it through "
+                       f"memref.load/store or the tile dialect's copies")
+
+
+def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
+               ) -> tuple[list[Scalar], list[Scalar]] | None:
+    """The closed box [lo, hi] per memref dimension `op` touches of `value` (operand `n`),
+    per tile of the batch; None where it touches no element."""
+    found = access(op, value, who)
+    if found is None:
+        return None
+    indices, extents, clip = found
+    shape = value.type.get_shape() if isinstance(value.type, MemRefType) else ()
+    lo: list[Scalar] = []
+    hi: list[Scalar] = []
+    for position, (index, extent) in enumerate(zip(indices, extents)):
+        bounds = run.value(index)
+        if bounds is None:
+            raise Unproven(op, f"{who}{': ' if who else ''}cannot bound index {position} of "
+                               f"this '{op.name}' of operand {n}, so cannot tell which "
+                               f"producer tiles it touches")
+        high = bounds[1] + extent - 1
+        if clip and position < len(shape) and shape[position] >= 0:
+            high = np.minimum(high, shape[position] - 1)
+        lo.append(bounds[0])
+        hi.append(high)
+    return lo, hi
+
+
 # ---------------------------------------------------------------------------------------------
 # Producers: which semaphore each tile posts, how many posts each semaphore receives
 # ---------------------------------------------------------------------------------------------
@@ -144,13 +193,20 @@ class ProducerFacts:
 
 
 class ProducerRun(BatchRun):
-    """Records every sync.post: (op, role, semaphore, definite)."""
+    """Records every sync.post: (op, role, semaphore, definite); checks that every store to
+    an output its consumers read lies in the tile's region of it (`outputs`: argument →
+    layout), so the producer-tile → region map the consumers' loads are checked with holds."""
 
     def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, stage: sync.StageOp,
-                 roles: dict[SSAValue, Role]):
+                 roles: dict[SSAValue, Role], outputs: dict[SSAValue, OperandLayout]):
         super().__init__(func, tiles, stage.grid_shape, _block_shape(stage))
+        self.name = stage.sym_name.data
         self.roles = roles
+        self.outputs = outputs
+        self.writers = {use.operation for arg in outputs for use in arg.uses}
         self.posts: list[tuple[sync.PostOp, Role, Scalar, bool]] = []
+        self.failed = np.zeros(self.size, bool)
+        self.failures: list[Failure] = []
 
     def on_post(self, op: sync.PostOp, state: object, definite: bool) -> None:
         role = self.roles.get(op.sems)
@@ -159,6 +215,35 @@ class ProducerRun(BatchRun):
             raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, ())
         self.posts.append((op, role, semaphore, definite))
+
+    def on_op(self, op: Operation, state: object) -> None:
+        if op not in self.writers:
+            return
+        who = ""  # the refusal names the producer and tile
+        for value, layout in self.outputs.items():
+            if value not in op.operands or access(op, value, who) is None:
+                continue
+            if not isinstance(op, memref.StoreOp | tl.StoreAccOp):
+                continue  # a read of its own output
+            box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
+            assert box is not None
+            lo, hi = box
+            coords = [self.tiles[:, d] for d in range(self.tiles.shape[1])]
+            bad = ~np.broadcast_to(layout.contains(coords, lo, hi), (self.size,)) & ~self.failed
+            if not bad.any():
+                continue
+            self.failed |= bad
+
+            def message(i: int, lo: list[Scalar] = lo, hi: list[Scalar] = hi,
+                        layout: OperandLayout = layout, value: SSAValue = value) -> str:
+                tile = _tile_of(self.tiles, i)
+                box = ", ".join(f"[{_at(a, i)}, {_at(b, i)}]" for a, b in zip(lo, hi))
+                return (f"producer tile {tile} of @{self.name}: '{op.name}' writes argument "
+                        f"{value.index} at {box}, outside {layout.region(tile)}, the region "
+                        f"of it its consumers wait for tile {tile} to have written (the "
+                        f"stage's tile {layout.tile} over the operand's layout)")
+
+            self.failures.append(Failure(bad, op, message))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,52 +400,13 @@ class ConsumerRun(BatchRun):
             self.check(op, state, needed, what)
         self.check_region(op, state, used)
 
-    def access(self, op: Operation, value: SSAValue) -> tuple[Sequence[SSAValue], list[int],
-                                                              bool] | None:
-        """(indices, extent per index, clipped to the shape) of an access to `value`; None
-        for an op that reads no element (memref.dim)."""
-        if isinstance(op, memref.DimOp):
-            return None
-        if isinstance(op, memref.LoadOp) and op.memref is value:
-            return op.indices, [1] * len(op.indices), False
-        if isinstance(op, memref.StoreOp) and op.memref is value:
-            return op.indices, [1] * len(op.indices), False
-        if isinstance(op, tl.CpAsyncOp) and op.src is value:
-            width = tl.CpAsyncOp.BYTES // tl.element_bytes(op.src.type.element_type)
-            extents = [1] * len(op.src_indices)
-            extents[-1] = width
-            return op.src_indices, extents, op.masked is not None
-        if isinstance(op, tl.TakeAccOp) and op.src is value:
-            extents = [1] * (len(op.indices) - 2) + list(FRAGMENT)
-            return op.indices, extents, op.masked is not None
-        if isinstance(op, tl.StoreAccOp) and op.dst is value:
-            extents = [1] * (len(op.indices) - 2) + list(FRAGMENT)
-            return op.indices, extents, op.masked is not None
-        raise Unproven(op, f"consumer @{self.stage_name}: '{op.name}' uses a produced operand "
-                           f"in a way sync-verify cannot bound (which elements does it read?); "
-                           f"read it through memref.load or tile.cp_async")
-
     def check_region(self, op: Operation, state: State, used: list[tuple[SSAValue, int]]
                      ) -> None:
         for value, n in used:
-            found = self.access(op, value)
-            if found is None:
+            box = access_box(self, op, value, n, f"consumer @{self.stage_name}")
+            if box is None:
                 continue
-            indices, extents, clip = found
-            lo: list[Scalar] = []
-            hi: list[Scalar] = []
-            shape = value.type.get_shape() if isinstance(value.type, MemRefType) else ()
-            for position, (index, extent) in enumerate(zip(indices, extents)):
-                bounds = self.value(index)
-                if bounds is None:
-                    raise Unproven(op, f"consumer @{self.stage_name}: cannot bound index "
-                                       f"{position} of this '{op.name}' of operand {n}, so "
-                                       f"cannot tell which producer tiles it reads")
-                low, high = bounds[0], bounds[1] + extent - 1
-                if clip and position < len(shape) and shape[position] >= 0:
-                    high = np.minimum(high, shape[position] - 1)
-                lo.append(low)
-                hi.append(high)
+            lo, hi = box
             for index, dep in enumerate(self.deps):
                 if dep.operand.data != n:
                     continue
@@ -521,8 +567,10 @@ class Verifier:
         seen = np.zeros(math.prod(grid), dtype=bool)
         start_flag = True
 
+        outputs = self.outputs_of(name, func, roles)
+
         def attempt(indices: np.ndarray) -> ProducerRun:
-            run = ProducerRun(func, tiles[indices], stage, roles)
+            run = ProducerRun(func, tiles[indices], stage, roles, outputs)
             try:
                 run.run(None)
             except Unproven as e:
@@ -530,7 +578,14 @@ class Verifier:
                                     f"{e}") from e
             return run
 
+        worst: tuple[int, Failure, int] | None = None
         for indices, run in run_batches(tiles, attempt):
+            for failure in run.failures:
+                i = int(np.flatnonzero(failure.mask)[0])
+                if worst is None or int(indices[i]) < worst[0]:
+                    worst = (int(indices[i]), failure, i)
+            if worst is not None:
+                continue
             first = _tile_of(tiles, int(indices[0]))
             mine = [(p, s, d) for p, r, s, d in run.posts if r == role]
             maybe = [p for p, s, d in mine if not d]
@@ -552,6 +607,9 @@ class Verifier:
             seen[ids] = True
             flags = [d for p, r, s, d in run.posts if r == START_FLAG]
             start_flag &= flags == [True]
+        if worst is not None:
+            _, failure, i = worst
+            raise refusal(failure.op, failure.message(i))
         if (semaphore[seen] < 0).any():
             raise refusal(stage, f"producer @{name} posts a semaphore below index 0")
         counts = np.bincount(semaphore[seen]) if seen.any() else np.zeros(0, np.int64)
@@ -577,6 +635,28 @@ class Verifier:
             for s, n in full.items():
                 counts[s] = n
         return ProducerFacts(tuple(grid), semaphore, counts, start_flag, exact_)
+
+    def outputs_of(self, name: str, func: gpu.FuncOp, roles: dict[SSAValue, Role]
+                   ) -> dict[SSAValue, OperandLayout]:
+        """The arguments of producer `name`'s kernel that its consumers read: those of the
+        type of a consumer's produced operand (the runtime binds one buffer to both), each
+        with the layout of its tiles over it."""
+        stage = self.graph.stages[name]
+        types = []
+        for dep in self.graph.outgoing(name):
+            consumer = self.graph.consumer_of(dep)
+            kernel = lookup_kernel(self.module, consumer.kernel, f"sync.stage @{consumer}")
+            args = kernel.body.blocks.first.args  # type: ignore[union-attr]
+            if dep.operand.data < len(args):
+                types.append(args[dep.operand.data].type)
+        outputs = {}
+        for arg in func.body.blocks.first.args:  # type: ignore[union-attr]
+            if arg in roles or arg.type not in types:
+                continue
+            layout = layout_for(stage, arg.type)
+            if isinstance(layout, OperandLayout):
+                outputs[arg] = layout
+        return outputs
 
     # -- waits -------------------------------------------------------------------------------
     def consumer_waits(self, name: str) -> bool:

@@ -228,30 +228,33 @@ builtin.module {
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:219:7: sync-verify: consumer @b: cannot bound index 0 of this 'memref.load' of operand 0, so cannot tell which producer tiles it reads
+// CHECK: verify_soundness_invalid.mlir:219:7: sync-verify: consumer @b: cannot bound index 0 of this 'memref.load' of operand 0, so cannot tell which producer tiles it touches
 
 // -----
 
 // Class 5: a produced operand used by an op whose reads cannot be bounded (a subview).
 builtin.module {
   gpu.module @k {
+    gpu.func @p(%out: memref<512xf32>) kernel {
+      %t = sync.tile : index
+      sync.store_point [%t]
+      gpu.return
+    }
     gpu.func @f(%in: memref<512xf32>, %out: memref<512xf32>) kernel {
       %t = sync.tile : index
-      %c64 = arith.constant 64 : index
-      %i = arith.muli %t, %c64 : index
       sync.load_point operand 0 [%t]
       %s = memref.subview %in[0] [64] [1] : memref<512xf32> to memref<64xf32>
       sync.store_point [%t]
       gpu.return
     }
   }
-  sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.stage @a {kernel = @k::@p, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
   sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
   sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:243:7: sync-verify: consumer @b: 'memref.subview' uses a produced operand in a way sync-verify cannot bound (which elements does it read?); read it through memref.load or tile.cp_async
+// CHECK: verify_soundness_invalid.mlir:246:7: sync-verify: consumer @b: 'memref.subview' uses a produced operand in a way sync-verify cannot bound (which elements does it touch?); access it through memref.load/store or the tile dialect's copies
 
 // -----
 
@@ -274,7 +277,7 @@ builtin.module {
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:266:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x8x8xf32> has rank 3 while @a's tiles form a 1-D grid: no map from its indices to @a's tiles (give it rank 1)
+// CHECK: verify_soundness_invalid.mlir:269:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x8x8xf32> has rank 3 while @a's tiles form a 1-D grid: no map from its indices to @a's tiles (give it rank 1)
 
 
 // -----
@@ -302,3 +305,34 @@ builtin.module {
   sync.launch @b
 }
 // CHECK: verify_soundness_invalid.mlir:[[# @LINE - 3]]:3: sync-verify: the host plan never completes: the wait-kernel of @a (stream 0) never ends: @a's kernel does not post its start flag on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)
+
+// -----
+
+// Class 5: the producer-tile → region map must hold on the producer's side too. Here each
+// producer tile stores into the region of the next one, so a consumer that waits for tile t
+// would read what tile t - 1 wrote: refused at the store.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<512xf32>) kernel {
+      %t = sync.tile : index
+      %zero = arith.constant 0.0 : f32
+      %i = affine.apply affine_map<(d0) -> (d0 * 64 + 64)>(%t)
+      memref.store %zero, %out[%i] : memref<512xf32>
+      sync.store_point [%t]
+      gpu.return
+    }
+    gpu.func @c(%in: memref<512xf32>) kernel {
+      %t = sync.tile : index
+      %i = affine.apply affine_map<(d0) -> (d0 * 64)>(%t)
+      sync.load_point operand 0 [%t]
+      %v = memref.load %in[%i] : memref<512xf32>
+      gpu.return
+    }
+  }
+  sync.stage @a {kernel = @k::@p, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.stage @b {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
+  sync.launch @a
+  sync.launch @b {pdl = true}
+}
+// CHECK: verify_soundness_invalid.mlir:320:7: sync-verify: producer tile (0,) of @a: 'memref.store' writes argument 0 at [64, 64], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
