@@ -406,8 +406,10 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
         else:
             found, why_not = _ordering(facts, plan, streams, producer, consumer)
             if found is None:
+                needed = [plan[i].stage for i in sorted(reach[producer])
+                          if isinstance(plan[i], Launch)]
                 found, reason, wave = _occupancy(facts, program_fits, producer_name,
-                                                 consumer_name)
+                                                 consumer_name, needed)
                 if found is None:
                     reasons[key] = why_not or reason
                     if wave:
@@ -512,10 +514,13 @@ NO_GUARANTEE_HINT = (
 
 
 def _occupancy(
-    facts: ProgressFacts, program_fits: Legality | None, producer: str, consumer: str
+    facts: ProgressFacts, program_fits: Legality | None, producer: str, consumer: str,
+    needed: Sequence[str] = (),
 ) -> tuple[Guarantee | None, str, str]:
     """Co-residency (declared or counted), or the wave model's no-starvation rule; without
-    one, why not (and why not the wave model, where it was asked)."""
+    one, why not (and why not the wave model, where it was asked). `needed`: the stages
+    whose launches the producer's launch waits for (stream order, its own producers): under
+    the wave model their blocks, too, must find a slot whatever the others hold."""
     hint = NO_GUARANTEE_HINT.format(producer=producer, consumer=consumer)
     if consumer in facts.declared_co_resident:
         if program_fits is not None and not program_fits.legal:
@@ -533,6 +538,17 @@ def _occupancy(
         return None, hint, ""  # a stage that cannot run: nothing to count on
     others = [w for name, w in waves.items() if name not in (producer, consumer)]
     verdict = wait_kernel_legality(waves[producer], waves[consumer], others)  # type: ignore[arg-type]
+    if verdict.legal:
+        for name in dict.fromkeys(needed):
+            if name in (producer, consumer):
+                continue
+            rest = [w for n, w in waves.items() if n != name]
+            if starves(waves[name], rest):  # type: ignore[arg-type]
+                verdict = Legality(False, (
+                    f"@{producer}'s launch waits for @{name}, and the blocks of the other "
+                    f"stages (@{consumer}'s first) could leave no SM a block of @{name} fits "
+                    f"on"))
+                break
     if verdict.legal:
         return Guarantee(WAVE_MODEL, verdict.reason), "", ""
     return None, f"{hint} ({program_fits.reason}; {verdict.reason})", verdict.reason

@@ -336,3 +336,32 @@ builtin.module {
   sync.launch @b {pdl = true}
 }
 // CHECK: verify_soundness_invalid.mlir:320:7: sync-verify: producer tile (0,) of @a: 'memref.store' writes argument 0 at [64, 64], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
+
+// -----
+
+// Class 1, found by the differential test: @c waits on @p under the wave model (its 4 half-SM
+// blocks always leave room for @p's half-SM block), but @p's launch waits for @x on stream 0,
+// and @x needs a whole SM, which @c's blocks, spread one per SM, leave none of. Whatever the
+// producer's launch waits for must find a slot too.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f(%in: memref<?xf32>, %out: memref<?xf32>) kernel {
+      %t = sync.tile : index
+      %c64 = arith.constant 64 : index
+      %i = arith.muli %t, %c64 : index
+      sync.load_point operand 0 [%t]
+      %v = memref.load %in[%i] : memref<?xf32>
+      memref.store %v, %out[%i] : memref<?xf32>
+      sync.store_point [%t]
+      gpu.return
+    }
+  }
+  sync.stage @x {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 64>, tile = array<i64: 64>, blocks_per_sm = 1 : i64}
+  sync.stage @p {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 64>, tile = array<i64: 64>, blocks_per_sm = 2 : i64}
+  sync.stage @c {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 64>, tile = array<i64: 64>, blocks_per_sm = 2 : i64}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (0)
+  sync.launch @x
+  sync.launch @p
+  sync.launch @c {stream = 1 : i64}
+}
+// CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p: {{.*}}@p's launch waits for @x, and the blocks of the other stages (@c's first) could leave no SM a block of @x fits on)
