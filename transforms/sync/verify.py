@@ -102,10 +102,6 @@ def refusal(op: Operation, message: str) -> OpDiagnostic:
     return diagnostic(PASS, op, message, VerifyError)
 
 
-def _block_shape(stage: sync.StageOp) -> tuple[int, ...]:
-    return stage.block_shape
-
-
 def _tile_of(tiles: np.ndarray, i: int) -> Tile:
     return tuple(int(c) for c in tiles[i])
 
@@ -153,15 +149,16 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
     if found is None:
         return None
     indices, extents, clip = found
+    prefix = f"{who}: " if who else ""
     shape = value.type.get_shape() if isinstance(value.type, MemRefType) else ()
     lo: list[Scalar] = []
     hi: list[Scalar] = []
     for position, (index, extent) in enumerate(zip(indices, extents)):
         bounds = run.value(index)
         if bounds is None:
-            raise Unproven(op, f"{who}{': ' if who else ''}cannot bound index {position} of "
-                               f"this '{op.name}' of operand {n}, so cannot tell which "
-                               f"producer tiles it touches")
+            raise Unproven(op, f"{prefix}cannot bound index {position} of this '{op.name}' "
+                               f"of operand {n}, so cannot tell which producer tiles it "
+                               f"touches")
         high = bounds[1] + extent - 1
         if clip and position < len(shape) and shape[position] >= 0:
             high = np.minimum(high, shape[position] - 1)
@@ -199,7 +196,7 @@ class ProducerRun(BatchRun):
 
     def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, stage: sync.StageOp,
                  roles: dict[SSAValue, Role], outputs: dict[SSAValue, OperandLayout]):
-        super().__init__(func, tiles, stage.grid_shape, _block_shape(stage))
+        super().__init__(func, tiles, stage.grid_shape, stage.block_shape)
         self.name = stage.sym_name.data
         self.roles = roles
         self.outputs = outputs
@@ -288,9 +285,12 @@ class Failure:
 
 
 class ConsumerRun(BatchRun):
+    """Coverage at the load hooks, the waits in force at every access of a produced operand,
+    and each tile's first failure (`failures`), for the tiles of one batch."""
+
     def __init__(self, verifier: Verifier, func: gpu.FuncOp, tiles: np.ndarray,
                  stage: sync.StageOp, roles: dict[SSAValue, Role]):
-        super().__init__(func, tiles, stage.grid_shape, _block_shape(stage))
+        super().__init__(func, tiles, stage.grid_shape, stage.block_shape)
         self.v = verifier
         self.stage_name = stage.sym_name.data
         self.roles = roles
