@@ -142,6 +142,9 @@ def _producer_results(draw: Draw, consumer: Stage, producer: Stage) -> tuple[lis
 
 def draw_program(draw: Draw) -> Program:
     sms = _pick(draw, [1, 2, 3, 4, 8, 16])
+    # a third of the programs lean on occupancy: every count known to verify, few wait-kernels
+    # and PDL edges, so co-residency and the wave model decide (or W drops what they allow)
+    occupancy = _chance(draw, 33)
     count = draw.integer(2, 5)
     stages = []
     for i in range(count):
@@ -149,7 +152,8 @@ def draw_program(draw: Draw) -> Program:
         grid = tuple(draw.integer(1, 4) for _ in range(rank))
         flat = rank == 2 and _chance(draw, 30)
         tile = (1, draw.integer(1, 4)) if flat else tuple(draw.integer(1, 3) for _ in grid)
-        stages.append(Stage(f"s{i}", grid, tile, draw.integer(1, 3), _chance(draw, 90), flat))
+        stages.append(Stage(f"s{i}", grid, tile, draw.integer(1, 3),
+                            occupancy or _chance(draw, 90), flat))
     deps: list[Dependency] = []
     operands: Counter[str] = Counter()
     for c in range(1, count):
@@ -183,10 +187,11 @@ def draw_program(draw: Draw) -> Program:
     for name in order:
         stream = draw.integer(0, 2)
         for producer in producers.get(name, []):
-            if _chance(draw, 25):
+            if _chance(draw, 10 if occupancy else 25):
                 plan.append(("wait", producer, stream))
-        plan.append(("launch", name, stream, -draw.integer(0, 1), _chance(draw, 30)))
-    verify_sms = sms if _chance(draw, 80) else 0
+        plan.append(("launch", name, stream, -draw.integer(0, 1),
+                     _chance(draw, 10 if occupancy else 30)))
+    verify_sms = sms if occupancy or _chance(draw, 80) else 0
     known = verify_sms > 0 and all(s.annotated for s in stages)
     fits = _all_resident([(math.prod(s.grid), s.blocks_per_sm) for s in stages], sms)
     for s in stages:  # a false declaration only where verify can count
@@ -198,7 +203,8 @@ def draw_program(draw: Draw) -> Program:
     if _chance(draw, 20):
         passes.append("sync-tile-order{order=generated}")
     passes.append("sync-insert-post-wait")
-    mechanisms = ["sync-insert-wait-kernel", "sync-use-pdl", f"sync-drop-wait-kernel{{sms={sms}}}"]
+    drop = f"sync-drop-wait-kernel{{sms={sms}}}"
+    mechanisms = [drop] if occupancy else ["sync-insert-wait-kernel", "sync-use-pdl", drop]
     for _ in range(draw.integer(0, 2)):
         passes.append(_pick(draw, mechanisms))
     passes.append(f"sync-verify{{sms={verify_sms}}}")
