@@ -211,6 +211,12 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
     return ir_after, seconds
 
 
+def run_passes(module: ModuleOp, pipeline) -> None:
+    """`lower` without the final verification of the IR: for callers that only read what the
+    passes conclude (the differential test runs sync-verify on thousands of programs)."""
+    _lower(module, pipeline, None, False, False, False)
+
+
 def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
            verify_last: bool) -> tuple[dict[str, str], dict[str, float], str | None]:
     """`lower`, also returning the name of the last pass; `verify_last=False` leaves the
@@ -324,24 +330,32 @@ def check_target(target: str) -> None:
 
 
 # The cuSync passes a stage program needs before lowering when its kernels still have hooks
-# to fill (a program whose waits and posts are written out needs none).
+# to fill (a program whose waits and posts are written out needs none); a plan that declares
+# wait-kernels also needs them made to work (the producers' start flags, the wait-kernel).
 SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait", "sync-verify")
+WAIT_KERNEL_PASS = "sync-insert-wait-kernel"
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     """SYNC_PASSES where `module` declares a `sync.dependency` and some kernel still has an
     unfilled `sync.load_point` / `sync.store_point` (lowering alone would erase them and emit
-    no synchronization); else none."""
+    no synchronization), with sync-insert-wait-kernel before sync-verify where the plan holds a
+    `sync.wait_kernel`; else none."""
     has_dependency = False
     has_hooks = False
+    has_wait_kernel = False
     for op in module.walk():
         if isinstance(op, sync.DependencyOp):
             has_dependency = True
+        elif isinstance(op, sync.WaitKernelOp):
+            has_wait_kernel = True
         elif isinstance(op, sync.HOOK_OPS) and FILLED_ATTR not in op.attributes:
             has_hooks = True
-        if has_dependency and has_hooks:
-            return SYNC_PASSES
-    return ()
+    if not (has_dependency and has_hooks):
+        return ()
+    if has_wait_kernel:
+        return (*SYNC_PASSES[:-1], WAIT_KERNEL_PASS, SYNC_PASSES[-1])
+    return SYNC_PASSES
 
 
 @contextmanager

@@ -3,8 +3,8 @@
     kernel_benchmarks(quick=False) -> dict      (the CLI adds "device" and writes the JSON)
     kernels_table(result) -> str
 
-Workloads (those of the cuSync paper): GEMM 4096^3 and 8192^3 in fp16 and bf16; the GPT-3 MLP of 8-way
-tensor parallelism (M x 6144 x 12288 with GeLU, M x 12288 x 6144) and the LLaMA-65B MLP
+Workloads (those of the cuSync paper): GEMM 4096^3 and 8192^3 in fp16 and bf16; the GPT-3 MLP
+of 8-way tensor parallelism (M x 6144 x 12288 with GeLU, M x 12288 x 6144) and the LLaMA-65B MLP
 (M x 5632 x 8192 with SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816)
 for M = 1 .. 2048; 3x3 convolutions (NHWC fp16) where kernels/conv2d.py is present. Per shape
 the autotuner (harness/autotune.py) measures the candidates once (the warp-specialized TMA

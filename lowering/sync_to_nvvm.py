@@ -51,6 +51,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.tile_order import order_permutation
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -114,8 +115,8 @@ class LowerOrderedTile(RewritePattern):
             return
         kind = op.order.kind.data
         if kind not in ("row_major", "column_major", "table"):
-            raise DiagnosticException(f"convert-sync-to-nvvm: tile order '{kind}' has no "
-                                      "lowering yet (use row_major, column_major or table)")
+            raise DiagnosticException(f"convert-sync-to-nvvm: tile order '{kind}' needs the "
+                                      "grid of its stage (a sync.stage naming this kernel)")
         func = op.parent_op()
         while func is not None and not isinstance(func, gpu.FuncOp):
             func = func.parent_op()
@@ -269,6 +270,10 @@ def adopt_stage_orders(module: ModuleOp) -> None:
         for tile in kernel.walk():
             if isinstance(tile, sync.TileOp) and tile.order is None:
                 tile.order = stage.order
+            if isinstance(tile, sync.TileOp) and tile.order.kind.data == "strided":
+                # StridedSync's order: its permutation of the stage's grid, as a table
+                tile.order = sync.OrderAttr("table", order_permutation(tile.order,
+                                                                       stage.grid_shape))
 
 
 @dataclass(frozen=True)
