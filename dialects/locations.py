@@ -15,19 +15,21 @@ none); `OpDiagnostic` is the error a pass raises about an op, prefixed with that
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
+from tilesync.compat.dominance import dominance_error
+from tilesync.compat.parser import CheckedParser
 from tilesync.contract import CompileError, SourceLocation
 
 BYTE_ORDER_MARK = "\ufeff"
 
 
-class LocatingParser(Parser):
-    """xDSL's Parser that records `loc("name":line:col)` on every op it parses."""
+class LocatingParser(CheckedParser):
+    """xDSL's Parser that records `loc("name":line:col)` on every op it parses (with
+    `compat.parser`'s checks, and a module that parsed checked for dominance)."""
 
     def __init__(self, ctx: Context, input: str | bytes, name: str = "<input>",
                  line_offset: int = 0) -> None:
@@ -68,6 +70,14 @@ class LocatingParser(Parser):
             op.location = FileLineColLoc(self._file, IntAttr(line + self._line_offset),
                                          IntAttr(column))
         return op
+
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        module = super().parse_module(allow_implicit_module)
+        error = dominance_error(module)
+        if error is not None:
+            raise OpDiagnostic(error[1], error[0])
+        return module
 
 
 def parse_error_location(err: ParseError) -> SourceLocation:
