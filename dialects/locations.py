@@ -123,7 +123,8 @@ class OpDiagnostic(DiagnosticException):
 
 
 def failing_op(root: Operation, error: VerifyException) -> Operation | None:
-    """The op whose own verification raises `error`'s message (None if none does alone).
+    """The op whose own verification raises `error`'s message (for an error in a block's
+    structure, the innermost op holding the block; None if none does).
 
     Called after `root.verify()` failed, to say where: each op is verified without its
     nested ops, innermost first, as xDSL reports."""
@@ -136,7 +137,18 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
             if str(err).split("\n")[0] == wanted:
                 return op
             candidates.append(op)
-    return candidates[0] if candidates else None
+    if candidates:
+        return candidates[0]
+    # What a block's structure breaks (an empty block where a terminator is needed) is raised
+    # while verifying the op that holds the block: the innermost op whose verification fails.
+    for op in root.walk(region_first=True):
+        if op.regions:
+            try:
+                op.verify()
+            except Exception as err:
+                if str(err).split("\n")[0] == wanted:
+                    return op
+    return None
 
 
 def diagnostic(pass_name: str, op: Operation, message: str,
