@@ -631,6 +631,11 @@ class OrderAttr(ParametrizedAttribute):
             )
         if self.kind.data == "strided" and self.values[0] < 1:
             raise VerifyException(f"strided tile order needs a positive stride, got {self.values}")
+        if self.kind.data == "table":
+            wrong = next((v for v in self.values if not 0 <= v < 2**31), None)
+            if wrong is not None:  # the kernel reads its tile id from an i32 table
+                raise VerifyException(
+                    f"tile order table entries are tile ids in [0, {2**31 - 1}], got {wrong}")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:

@@ -38,8 +38,9 @@ from tilesync.lowering.llvm_conversion import (
     llvm_operands,
     reject_leftover_ops,
     replace_with_llvm,
+    unsupported_op_error,
 )
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import INDEX_BITS, convert_type
 
 PASS_NAME = "convert-arith-to-llvm"
 
@@ -178,6 +179,9 @@ class ConstantLowering(RewritePattern):
         result_type = convert_type(op.result.type)
         if isinstance(value, IntegerAttr):
             # Index constants are re-typed as i64; the value itself is unchanged.
+            if not -(2**63) <= value.value.data < 2**64:
+                raise unsupported_op_error(PASS_NAME, op, f"index constant {value.value.data} "
+                                           f"does not fit in {INDEX_BITS} bits")
             value = IntegerAttr(value.value.data, result_type)
         elif isinstance(value, DenseIntOrFPElementsAttr):
             if isinstance(value.get_element_type(), IndexType):

@@ -28,6 +28,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.utils.exceptions import VerifyException
 
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
@@ -39,6 +40,7 @@ from tilesync.contract import (
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
     unsupported_op_error,
@@ -60,7 +62,10 @@ def _llvm_function_type(
             PASS_NAME, op, "functions with more than one result are not supported"
         )
     output = convert_type(outputs[0]) if outputs else llvm.LLVMVoidType()
-    return llvm.LLVMFunctionType([convert_type(t) for t in inputs], output)
+    try:
+        return llvm.LLVMFunctionType([convert_type(t) for t in inputs], output)
+    except VerifyException as err:  # a type with no LLVM equivalent
+        raise unsupported_op_error(PASS_NAME, op, str(err)) from err
 
 
 def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
@@ -177,7 +182,8 @@ class ConvertFuncToLLVMPass(ModulePass):
     name = "convert-func-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
         for leftover in walk_ops(op):
             if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):

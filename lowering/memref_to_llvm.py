@@ -53,6 +53,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import SymbolTable
 
 from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
@@ -61,6 +62,7 @@ from tilesync.contract import (
 )
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
     unsupported_op_error,
@@ -262,6 +264,15 @@ class GlobalLowering(RewritePattern):
         rewriter.replace(op, global_op)
 
 
+def _check_get_global(op: memref.GetGlobalOp) -> None:
+    """MLIR's verifier checks that a get_global has its global's type; xDSL's does not, and
+    the lowering would silently read the global as the other type."""
+    found = SymbolTable.lookup_symbol(op, op.name_)
+    if isinstance(found, memref.GlobalOp) and found.type != op.memref.type:
+        raise unsupported_op_error(PASS_NAME, op, f"the result type {op.memref.type} is not "
+                                   f"the type {found.type} of global {op.name_}")
+
+
 class GetGlobalLowering(RewritePattern):
     def __init__(self, dynamic: dict[Operation, tuple[dict[str, int], int]] | None = None):
         # symbol table op -> ({global: byte offset}, alignment of the packed array)
@@ -412,6 +423,8 @@ class ConvertMemRefToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
         for container in [op, *op.walk()]:
+            if isinstance(container, memref.GetGlobalOp):
+                _check_get_global(container)
             if not container.regions or isinstance(container, llvm.FuncOp):
                 continue
             offsets, total, align = pack_dynamic_shared(container)
@@ -430,8 +443,9 @@ class ConvertMemRefToLLVMPass(ModulePass):
             container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total + padding, 64)
         patterns = [GetGlobalLowering(dynamic) if isinstance(p, GetGlobalLowering)
                     else p for p in MEMREF_TO_LLVM_PATTERNS]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), apply_recursively=False
-        ).rewrite_module(op)
+        with located_type_errors(PASS_NAME, op):
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier(patterns), apply_recursively=False
+            ).rewrite_module(op)
         reject_leftover_ops(op, PASS_NAME, "memref.")
 

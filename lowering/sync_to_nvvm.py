@@ -43,7 +43,6 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.traits import SymbolTable
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
@@ -55,8 +54,12 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.locations import diagnostic
+from tilesync.lowering.llvm_conversion import located_type_errors
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
+
+PASS_NAME = "convert-sync-to-nvvm"
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
@@ -107,14 +110,13 @@ class LowerOrderedTile(RewritePattern):
             return
         kind = op.order.kind.data
         if kind not in ("row_major", "column_major", "table"):
-            raise DiagnosticException(f"convert-sync-to-nvvm: tile order '{kind}' has no "
-                                      "lowering yet (use row_major, column_major or table)")
+            raise diagnostic(PASS_NAME, op, f"tile order '{kind}' has no lowering yet (use "
+                             "row_major, column_major or table)")
         func = op.parent_op()
         while func is not None and not isinstance(func, gpu.FuncOp):
             func = func.parent_op()
         if func is None:
-            raise DiagnosticException("convert-sync-to-nvvm: an ordered sync.tile must be "
-                                      "inside a gpu.func")
+            raise diagnostic(PASS_NAME, op, "an ordered sync.tile must be inside a gpu.func")
         counter = sync_arg(func, TILE_COUNTER, MemRefType(i32, [1]))
         table = (sync_arg(func, ORDER_TABLE, MemRefType(i32, [DYNAMIC_INDEX]))
                  if kind == "table" else None)
@@ -257,7 +259,7 @@ def adopt_stage_orders(module: ModuleOp) -> None:
 class ConvertSyncToNVVMPass(ModulePass):
     """Lower sync.tile / sync.wait / sync.post inside kernels; host-level sync ops stay."""
 
-    name = "convert-sync-to-nvvm"
+    name = PASS_NAME
 
     default_timeout_ns: int = DEFAULT_TIMEOUT_NS
     backoff_ns: int = DEFAULT_BACKOFF_NS
@@ -273,6 +275,7 @@ class ConvertSyncToNVVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         adopt_stage_orders(op)
-        apply_patterns(op, [LowerOrderedTile(), LowerTile(),
-                            LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
-                            LowerPost(), EraseSyncHooks()], recursive=True)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, [LowerOrderedTile(), LowerTile(),
+                                LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
+                                LowerPost(), EraseSyncHooks()], recursive=True)

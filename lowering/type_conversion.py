@@ -30,19 +30,32 @@ _NAMED_SPACES = {"global": GLOBAL_ADDRESS_SPACE, "workgroup": SHARED_ADDRESS_SPA
                  "shared": SHARED_ADDRESS_SPACE, "private": LOCAL_ADDRESS_SPACE}
 
 INDEX_BITS = 64
+# NVPTX address spaces a memref may name: generic, global, shared, constant, local.
+NVPTX_ADDRESS_SPACES = (0, GLOBAL_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, 4, LOCAL_ADDRESS_SPACE)
+
+
+class UnsupportedTypeError(ValueError):
+    """`type` has no LLVM equivalent (the lowering reports it at the first op that uses it:
+    `llvm_conversion.located_type_errors`)."""
+
+    def __init__(self, type: Attribute, reason: str):
+        super().__init__(f"{type}: {reason}")
+        self.type = type
+
 
 def memref_address_space(memref: MemRefType) -> int:
     """NVPTX address space of a memref: none -> global (1); an integer or a name otherwise."""
     space = memref.memory_space
     if isinstance(space, NoneAttr):
         return GLOBAL_ADDRESS_SPACE
-    if isinstance(space, IntegerAttr):
-        return space.value.data
-    if isinstance(space, IntAttr):
-        return space.data
-    if isinstance(space, StringAttr) and space.data in _NAMED_SPACES:
-        return _NAMED_SPACES[space.data]
-    raise ValueError(f"unsupported memref memory space {space}")
+    number = space.value.data if isinstance(space, IntegerAttr) else \
+        space.data if isinstance(space, IntAttr) else \
+        _NAMED_SPACES.get(space.data) if isinstance(space, StringAttr) else None
+    if number not in NVPTX_ADDRESS_SPACES:
+        raise UnsupportedTypeError(memref, f"memory space {space} is not an NVPTX address "
+                                           "space (0 generic, 1 global, 3 shared, 4 constant, "
+                                           "5 local)")
+    return number
 
 def convert_type(t: Attribute) -> Attribute:
     """Map a builtin type to its llvm-dialect counterpart (identity where they coincide)."""

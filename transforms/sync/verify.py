@@ -55,10 +55,35 @@ from tilesync.contract import (
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
+from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 PASS = "sync-verify"
 DEFAULT_LIMIT = 4096  # consumer tiles per dependency checked exhaustively
 MAX_ITERATIONS = 1 << 16  # unrolled iterations of one loop before it is treated as unknown
+# Abstract-execution steps (ops run, producer tiles enumerated) of one pass before it refuses:
+# about 5 s, four times what the GPT-3 MLP example takes.
+DEFAULT_STEPS = 500_000
+
+
+@dataclass
+class StepBudget:
+    """What is left of the pass's abstract-execution steps."""
+
+    total: int
+    left: int = -1
+
+    def __post_init__(self) -> None:
+        self.left = self.total
+
+    def spend(self, op: Operation, steps: int = 1) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise Unproven(
+                op,
+                f"the proof takes more than {self.total} steps of abstract execution "
+                f"(sync-verify{{steps=N}} allows more; limit=N checks only the boundary tiles "
+                f"of grids above N tiles)",
+            )
 
 _CMP = {
     0: lambda a, b: a == b,
@@ -167,6 +192,7 @@ class KernelRun:
         self.obligations: Obligations | None = None
         self.operand_args: dict[SSAValue, int] = {}  # produced kernel argument → operand N
         self.stage_name = ""
+        self.budget: StepBudget | None = None
 
     # -- evaluation ----------------------------------------------------------------------
     def value(self, v: SSAValue) -> int | None:
@@ -242,6 +268,8 @@ class KernelRun:
                 self.run_block(block, state.copy(), False)
 
     def step(self, op: Operation, state: RunState, definite: bool) -> None:
+        if self.budget is not None:
+            self.budget.spend(op)
         self.check_uses(op, state)
         if isinstance(op, sync.WaitOp):
             self.on_wait(op, state, definite)
@@ -340,6 +368,8 @@ class KernelRun:
                 if fixed is not None and lo_hi and not lo_hi[0] <= fixed[0] < lo_hi[1]:
                     continue  # a step past the forall range reads nothing produced
                 tiles = tiles_read(dep, tuple(coords), fixed)  # type: ignore[arg-type]
+            if self.budget is not None:
+                self.budget.spend(op, len(tiles))
             needed |= {(index, t) for t in tiles}
         state.in_scope.setdefault(operand, set()).update(needed)
         self.check(op, state, needed, f"sync.load_point operand {operand}")
@@ -356,7 +386,10 @@ class KernelRun:
                 needed = set()
                 for index, dep in enumerate(self.obligations.deps):
                     if dep.operand.data == n:
-                        needed |= {(index, t) for t in tiles_read(dep, self.tile)}
+                        tiles = tiles_read(dep, self.tile)
+                        if self.budget is not None:
+                            self.budget.spend(op, len(tiles))
+                        needed |= {(index, t) for t in tiles}
                 what = f"'{op.name}' reads operand {n} with no sync.load_point before it"
             else:
                 what = f"'{op.name}' reads operand {n}"
@@ -406,15 +439,19 @@ class VerifySyncPass(ModulePass):
 
     sms: int = 0  # SMs of the target, for the co-residency guarantee (0: not given)
     limit: int = DEFAULT_LIMIT
+    steps: int = DEFAULT_STEPS  # abstract-execution steps before the pass refuses
 
     def __post_init__(self) -> None:
         if self.sms < 0:
             raise ValueError(f"option 'sms' must not be negative, got {self.sms}")
         if self.limit < 1:
             raise ValueError(f"option 'limit' must be positive, got {self.limit}")
+        if self.steps < 1:
+            raise ValueError(f"option 'steps' must be positive, got {self.steps}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
+        budget = StepBudget(self.steps)
         producers = {d.producer.root_reference.data for d in graph.dependencies}
         consumers = {d.consumer.root_reference.data for d in graph.dependencies}
         semaphore_of: dict[str, dict[Tile, int]] = {}
@@ -423,12 +460,13 @@ class VerifySyncPass(ModulePass):
         for name in graph.stages:
             if name in producers:
                 semaphore_of[name], posts_to[name], exact[name] = self.producer_posts(
-                    op, graph, name
+                    op, graph, name, budget
                 )
         progress = self.progress(graph)
         for name in graph.stages:
             if name in consumers:
-                exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
+                exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to,
+                                                  budget)
                 self.forward_progress(graph, name, progress)
         for name, is_exact in exact.items():
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
@@ -437,10 +475,10 @@ class VerifySyncPass(ModulePass):
 
     # -- posts -------------------------------------------------------------------------------
     def producer_posts(
-        self, module: ModuleOp, graph: StageGraph, name: str
+        self, module: ModuleOp, graph: StageGraph, name: str, budget: StepBudget | None = None
     ) -> tuple[dict[Tile, int], Counter[int], bool]:
         stage = graph.stages[name]
-        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
         role = Role.semaphores(name)
         if role not in roles.values():
@@ -457,6 +495,7 @@ class VerifySyncPass(ModulePass):
         tiles = list(grid_tiles(grid)) if exact else _boundary_tiles(grid)
         for tile in tiles:
             run = KernelRun(func, tile, roles)
+            run.budget = budget
             try:
                 run.run()
             except Unproven as e:
@@ -488,6 +527,9 @@ class VerifySyncPass(ModulePass):
                     f"{stage.policy.kind} expects {expected}",
                 )
         if not exact and stage.policy is not None:
+            if math.prod(grid) > ENUMERATION_LIMIT:
+                raise refusal(stage, f"producer @{name} has {math.prod(grid)} tiles, more than "
+                                     f"the {ENUMERATION_LIMIT} whose semaphores are enumerated")
             # Outside the sampled tiles, trust the policy's own count (checked on the grid by
             # the stage verifier).
             full = stage.policy.posts_per_semaphore(grid)
@@ -504,9 +546,10 @@ class VerifySyncPass(ModulePass):
         name: str,
         semaphore_of: dict[str, dict[Tile, int]],
         posts_to: dict[str, Counter[int]],
+        budget: StepBudget | None = None,
     ) -> bool:
         stage = graph.stages[name]
-        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
         deps = graph.incoming(name)
         for dep in deps:
@@ -525,6 +568,7 @@ class VerifySyncPass(ModulePass):
         tiles = list(grid_tiles(grid)) if exact else _boundary_tiles(grid)
         for tile in tiles:
             run = KernelRun(func, tile, roles)
+            run.budget = budget
             run.obligations = obligations
             run.operand_args = operand_args
             run.stage_name = name
