@@ -5,7 +5,8 @@ the offending text:
 * an affine expression xDSL cannot build (`d0 * d1`, `d0 mod s0`: semi-affine) raises
   NotImplementedError, and a constant one dividing by zero (`4 floordiv 0`) ZeroDivisionError;
 * a dense array or dense elements attribute of integers wider than 64 bits
-  (`array<i69: 7>`) raises NotImplementedError from the element type's `format`;
+  (`array<i69: 7>`) raises NotImplementedError from the element type's `format`, of i0
+  ZeroDivisionError;
 * a block label declared twice, when a branch referred to it before its first declaration,
   raises KeyError (the first declaration is recorded without its position, so the second is
   taken for the first);
@@ -33,7 +34,7 @@ T = TypeVar("T")
 
 SEMI_AFFINE = ("semi-affine expression: a product needs a constant factor, and floordiv, "
                "ceildiv and mod a constant divisor")
-WIDE_INTEGERS = "dense attributes of integers wider than 64 bits are not supported"
+WIDE_INTEGERS = "dense attributes hold integers of 1 to 64 bits"
 
 
 class CheckedParser(Parser):
@@ -67,14 +68,14 @@ class CheckedParser(Parser):
         start = self.pos
         try:
             return super()._parse_builtin_densearray_attr()
-        except NotImplementedError:  # IntegerType.format: no struct format above 64 bits
+        except (NotImplementedError, ZeroDivisionError):  # no struct format for the width
             self.raise_error(WIDE_INTEGERS, start, self.pos)
 
     def parse_dense_int_or_fp_elements_attr(self, type):
         start = self.pos
         try:
             return super().parse_dense_int_or_fp_elements_attr(type)
-        except NotImplementedError:
+        except (NotImplementedError, ZeroDivisionError):
             self.raise_error(WIDE_INTEGERS, start, self.pos)
 
     # -- blocks and values -------------------------------------------------------------------

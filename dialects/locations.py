@@ -135,7 +135,7 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
             op.verify(verify_nested_ops=False)
         except Exception as err:  # any failure marks a candidate
             if str(err).split("\n")[0] == wanted:
-                return op
+                return _redefinition(op, wanted) or op
             candidates.append(op)
     if candidates:
         return candidates[0]
@@ -148,6 +148,25 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
             except Exception as err:
                 if str(err).split("\n")[0] == wanted:
                     return op
+    return None
+
+
+def _redefinition(table: Operation, message: str) -> Operation | None:
+    """The second definition of the symbol a symbol table's "Redefinition of symbol" error
+    names (the table itself says nothing of where)."""
+    prefix = 'Redefinition of symbol "'
+    if not message.startswith(prefix):
+        return None
+    name = message[len(prefix):].rstrip('"')
+    seen = 0
+    for region in table.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                symbol = op.properties.get("sym_name") or op.attributes.get("sym_name")
+                if isinstance(symbol, StringAttr) and symbol.data == name:
+                    seen += 1
+                    if seen == 2:
+                        return op
     return None
 
 

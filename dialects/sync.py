@@ -431,6 +431,8 @@ class PolicyAttr(ParametrizedAttribute):
             raise VerifyException(f"policy map {text}: {error}")
         if self.posts.data < 1:
             raise VerifyException(f"policy posts must be positive, got {self.posts.data}")
+        if self.posts.data >= 2**31:  # waits compare against epoch * posts in 32 bits
+            raise VerifyException(f"policy posts must fit in i32, got {self.posts.data}")
         if self.declared_kind.data not in POLICY_KINDS:
             raise VerifyException(
                 f"unknown policy name '{self.declared_kind.data}', expected one of "

@@ -309,6 +309,9 @@ FUZZ_PROGRAMS = {
                          "      %base = arith.muli %tile, %threads : index\n"
                          "      %threads = arith.constant 256 : index"),
     "emptyfunc.mlir": "gpu.module @m {\n  gpu.func @k() kernel {\n  }\n}\n",
+    "twice.mlir": _edit(MLP, "  sync.dependency", "  sync.stage @gemm2 {kernel = @mlp::@gemm2, "
+                        "grid = array<i64: 8, 16>, block = array<i64: 32, 32, 1>, tile = "
+                        "array<i64: 32, 32, 32>}\n  sync.dependency"),
     # what the lowering met without a location, or LLVM refused
     "space.mlir": MLP.replace("memref<32x32xf32, 3>", "memref<32x32xf32, 31>"),
     "getglobal.mlir": _edit(MLP, "type = memref<32x32xf32, 3>, initial_value",
@@ -345,13 +348,14 @@ FUZZ_ROWS = [
      "tile order table entries are tile ids in [0, 2147483647], got 4294967297"),
     ("blocklabel.mlir", CompileError, "5:1", "re-declaration of block 'bb1'"),
     ("i69.mlir", CompileError, "9:104",
-     "dense attributes of integers wider than 64 bits are not supported"),
+     "dense attributes hold integers of 1 to 64 bits"),
     ("nested.mlir", CompileError, "15:9", "%g is used outside this region, before this "
      "definition: a value defined in a region is visible only inside it"),
     ("before.mlir", CompileError, "12:7", "operand #1 of 'arith.muli' is used before its "
      "definition"),
     ("emptyfunc.mlir", CompileError, "2:3", "Operation gpu.func contains empty block in "
      "single-block region that expects at least a terminator"),
+    ("twice.mlir", CompileError, "113:3", 'Redefinition of symbol "gemm2"'),
     ("space.mlir", CompileError, "22:5", "convert-memref-to-llvm: cannot lower 'memref.global': "
      f"memref<32x32xf32, 31 : i64>: memory space 31 : i64 {NOT_NVPTX}"),
     ("getglobal.mlir", CompileError, "35:7", "convert-memref-to-llvm: cannot lower "

@@ -62,3 +62,11 @@ func.func @read_as_f32() {
 
 // CHECK: convert-memref-to-llvm: cannot lower 'memref.global': memref<32xf32, 31 : i64>: memory space 31 : i64 is not an NVPTX address space (0 generic, 1 global, 3 shared, 4 constant, 5 local)
 "memref.global"() <{sym_name = "u", sym_visibility = "private", type = memref<32xf32, 31>, initial_value}> : () -> ()
+
+// -----
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.get_global': @f names a 'func.func', not a global
+func.func @f() {
+  %g = memref.get_global @f : memref<32xf32, 3>
+  func.return
+}

@@ -56,9 +56,11 @@ CASES = [
     (_func("  %0 = affine.apply affine_map<(d0) -> (4 floordiv 0)>(%a)\n"),
      ZeroDivisionError, "division by zero in an affine expression", "2:32"),
     ('"test.op"() {a = array<i69: 7>} : () -> ()\n', NotImplementedError,
-     "dense attributes of integers wider than 64 bits are not supported", "1:23"),
+     "dense attributes hold integers of 1 to 64 bits", "1:23"),
     ('"test.op"() {a = dense<1> : tensor<4xi128>} : () -> ()\n', NotImplementedError,
-     "dense attributes of integers wider than 64 bits are not supported", "1:23"),
+     "dense attributes hold integers of 1 to 64 bits", "1:23"),
+    ('"test.op"() {a = array<i0: 0>} : () -> ()\n', ZeroDivisionError,
+     "dense attributes hold integers of 1 to 64 bits", "1:23"),
     ("func.func @f() {\n  cf.br ^bb1\n^bb1:\n  cf.br ^bb1\n^bb1:\n  func.return\n}\n",
      KeyError, "re-declaration of block 'bb1'", "5:1"),
     (_func("  %x = arith.addi %y, %y : i32\n  scf.if %c {\n    %y = arith.constant 1 : i32\n"

@@ -241,3 +241,9 @@ sync.stage @wrong {kernel = @k::@f, grid = array<i64: 2147483647, 4>, block = ar
 sync.stage @big {kernel = @k::@f, grid = array<i64: 4096, 4096>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<Custom (d0, d1) -> (d0 + d1 + 1), posts = 1>}
 
 // CHECK: sync.stage @big: policy Custom (d0, d1) -> (d0 + d1 + 1) on grid (4096, 4096): cannot check a map of this shape on 16777216 tiles (at most 1000000 are enumerated; the grouped shapes TileSync, RowSync, StridedSync, Conv2DTileSync are checked on any grid)
+
+// -----
+
+"test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0), posts = 9223372036854775807>} : () -> ()
+
+// CHECK: policy posts must fit in i32, got 9223372036854775807
