@@ -296,7 +296,10 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
                                               verify_last=False)
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
                                                 None if verify_each else last_pass)
-        kernels = kernel_signatures(module)
+        try:
+            kernels = kernel_signatures(module)
+        except Exception as err:  # a kernel's sync.args that do not parse
+            raise compile_error(err, module) from err
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
 

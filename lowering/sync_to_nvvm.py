@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, gpu, llvm, memref
+from xdsl.dialects import affine, arith, func, gpu, llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -168,6 +168,16 @@ class LowerTile(RewritePattern):
         rewriter.replace(op, ids, [i.results[0] for i in ids])
 
 
+def _require_function(op: Operation) -> None:
+    """The spin loop and barriers of a wait or post are function code (outside one, the
+    lowering would put control flow in a module's body)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, gpu.FuncOp | func.FuncOp | llvm.FuncOp):
+        parent = parent.parent_op()
+    if parent is None:
+        raise diagnostic(PASS_NAME, op, f"'{op.name}' must be inside a function")
+
+
 def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, gpu.FuncOp):
@@ -196,6 +206,7 @@ class LowerWait(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.WaitOp, rewriter: PatternRewriter, /):
+        _require_function(op)
         b = SyncBuilder(rewriter)
         posts = b.const(op.policy.posts.data, i32)
         target = b.value(arith.MuliOp(op.epoch, posts))
@@ -220,6 +231,7 @@ class LowerWait(RewritePattern):
 class LowerPost(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
+        _require_function(op)
         b = SyncBuilder(rewriter)
         b.block_barrier()  # every thread of the block has stored its part of the tile
 

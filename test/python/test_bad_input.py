@@ -322,6 +322,11 @@ FUZZ_PROGRAMS = {
     "strided.mlir": _edit(COPY, "%tile = sync.tile : index\n",
                           "%tile = sync.tile order #sync.order<strided<2>> : index\n"),
     "nokernel.mlir": _edit(MLP, "kernel = @mlp::@gemm1,", "kernel = @elsewhere::@gemm1,"),
+    "roles.mlir": _edit(COPY, "kernel attributes {gpu.known_block_size",
+                        'kernel attributes {sync.args = ["sems@q"], gpu.known_block_size'),
+    "toplevel.mlir": '%s, %e, %x = "test.op"() : () -> (memref<?xi32>, i32, index)\nsync.wait '
+                     "%s[%x, %x] epoch %e policy #sync.policy<RowSync (d0, d1) -> (d0), posts = "
+                     "8> : memref<?xi32>\n",
     "swizzle.mlir": "func.func @f(%s: memref<16x16xf16, 3>, %i: index) {\n  %a = tile.ldmatrix "
                     "%s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16x"
                     "f16, 3> -> !tile.frag<a, f16, m16n8k16>\n  func.return\n}\n",
@@ -369,6 +374,11 @@ FUZZ_ROWS = [
      "lowering yet (use row_major, column_major or table)"),
     ("nokernel.mlir", CompileError, "110:3",
      "sync.stage @gemm1: kernel @elsewhere::@gemm1 is not a gpu.func in this module"),
+    ("roles.mlir", CompileError, "7:3", "sync.args of @producer: unknown parameter role "
+     "'sems@q' (known kinds: epoch, sems, start_flag, wait_flag, wait_target, wait_blocks, "
+     "epoch_counter, tile_counter, order_table, debug_record)"),
+    ("toplevel.mlir", CompileError, "2:1",
+     "convert-sync-to-nvvm: 'sync.wait' must be inside a function"),
     ("swizzle.mlir", CompileError, "2:3", "#tile.swizzle<3, 4294967296, 4294967296> needs B + M "
      "<= 31 and S <= 31 (offsets are 32-bit)"),
 ]
