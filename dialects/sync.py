@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from xdsl.dialects.builtin import (
     I32,
@@ -147,6 +148,46 @@ def _interval(
     # Semi-affine forms (a product of two variables) are bounded by their corners only when
     # linear pieces are monotone; we refuse to guess and give an unbounded interval.
     return -(2**63), 2**63 - 1
+
+
+# id(expr) -> (expr, its evaluator): found without hashing the expression tree.
+_EVALUATORS: dict[int, tuple[AffineExpr, Callable[[Sequence[int]], int]]] = {}
+
+
+def _evaluator(expr: AffineExpr) -> Callable[[Sequence[int]], int]:
+    """`expr` of dims only as a Python function of the dims, what `AffineExpr.eval` computes
+    (several times faster: grids of many tiles are enumerated with it)."""
+    found = _EVALUATORS.get(id(expr))
+    if found is not None and found[0] is expr:
+        return found[1]
+    if len(_EVALUATORS) > 4096:
+        _EVALUATORS.clear()
+    function = _build_evaluator(expr)
+    _EVALUATORS[id(expr)] = (expr, function)
+    return function
+
+
+def _build_evaluator(expr: AffineExpr) -> Callable[[Sequence[int]], int]:
+    match expr:
+        case AffineConstantExpr(value=value):
+            return lambda dims: value
+        case AffineDimExpr(position=position):
+            return operator.itemgetter(position)
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+            a, b = _build_evaluator(lhs), _build_evaluator(rhs)
+            match kind:
+                case AffineBinaryOpKind.Add:
+                    return lambda dims: a(dims) + b(dims)
+                case AffineBinaryOpKind.Mul:
+                    return lambda dims: a(dims) * b(dims)
+                case AffineBinaryOpKind.Mod:
+                    return lambda dims: a(dims) % b(dims)
+                case AffineBinaryOpKind.FloorDiv:
+                    return lambda dims: a(dims) // b(dims)
+                case _:
+                    return lambda dims: -(-a(dims) // b(dims))
+        case _:
+            return lambda dims: expr.eval(tuple(dims), ())
 
 
 def box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
@@ -332,7 +373,7 @@ class PolicyAttr(ParametrizedAttribute):
     def semaphore_index(self, tile: Sequence[int]) -> int:
         if len(tile) != self.num_dims:
             raise ValueError(f"policy takes {self.num_dims} tile coordinates, got {len(tile)}")
-        return self.sem_map.data.eval(tuple(tile), ())[0]
+        return _evaluator(self.sem_map.data.results[0])(tile)
 
     def _grid_ranges(self, grid: Sequence[int]) -> list[tuple[int, int]]:
         if len(grid) != self.num_dims:
@@ -341,6 +382,9 @@ class PolicyAttr(ParametrizedAttribute):
 
     def num_semaphores(self, grid: Sequence[int]) -> int:
         """Size of the semaphore array a producer of this grid needs (max index + 1)."""
+        groupings = self.grouping_on(grid)
+        if groupings is not None:  # numbered densely, `posts` tiles each
+            return math.prod(grid) // grouped_policy(grid, groupings).posts.data
         _, high = _interval(self.sem_map.data.results[0], self._grid_ranges(grid), ())
         if box_size([(0, e) for e in grid]) <= ENUMERATION_LIMIT and (
             _linear_form(self.sem_map.data.results[0]) is None
@@ -352,9 +396,14 @@ class PolicyAttr(ParametrizedAttribute):
         """How many tiles of `grid` post to each semaphore index (enumerates the grid, of at
         most ENUMERATION_LIMIT tiles)."""
         self._grid_ranges(grid)
+        groupings = self.grouping_on(grid)
+        if groupings is not None:
+            posts = grouped_policy(grid, groupings).posts.data
+            return Counter(dict.fromkeys(range(math.prod(grid) // posts), posts))
         if box_size([(0, e) for e in grid]) > ENUMERATION_LIMIT:
             raise ValueError(f"grid {tuple(grid)} has more than {ENUMERATION_LIMIT} tiles")
-        return Counter(self.semaphore_index(t) for t in box_points([(0, e) for e in grid]))
+        index = _evaluator(self.sem_map.data.results[0])
+        return Counter(index(t) for t in box_points([(0, e) for e in grid]))
 
     def grouping_on(self, grid: Sequence[int]) -> list[tuple[str, int]] | None:
         """The groupings `g` such that this policy is `grouped_policy(grid, g)` up to its

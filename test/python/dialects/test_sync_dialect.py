@@ -410,3 +410,14 @@ def test_huge_grids_verify_at_once_or_say_why():
     assert time.perf_counter() - start < 1
     with pytest.raises(VerifyException, match="cannot check a map of this shape"):
         PolicyAttr(amap(2, d0 + d1 + 1), 1).verify_on_grid((4096, 4096))
+
+
+@pytest.mark.parametrize("sem_map", [
+    amap(2, d0 * 48 + d1), amap(2, d0 + (d1 % 3) * 4 + 7), amap(3, d2 * 9 + d0 // 2 + d1),
+    amap(1, d0.ceil_div(4) * -3 + 5), amap(2, (d0 * 2 + d1) // 3 + (d1 % 5)),
+])
+def test_semaphore_index_is_what_the_map_evaluates_to(sem_map):
+    policy = PolicyAttr(sem_map, 1)
+    for tile in [(0,) * sem_map.num_dims, (1, 7, 2)[: sem_map.num_dims],
+                 (-5, 13, 4)[: sem_map.num_dims], (10**12, 3, 9)[: sem_map.num_dims]]:
+        assert policy.semaphore_index(tile) == sem_map.eval(tile, ())[0]
