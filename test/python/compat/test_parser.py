@@ -1,6 +1,5 @@
 """compat.parser: what xDSL's Parser crashes on (or wrongly accepts) is a parse error at the
-offending text; every program of the repository parses exactly as with xDSL's Parser.
-compat.dominance: a use its definition does not dominate is found, as MLIR's verifier does."""
+offending text; every program of the repository parses exactly as with xDSL's Parser."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 
 from tilesync.api import make_context, parse
-from tilesync.compat.dominance import dominance_error
 from tilesync.compat.parser import CheckedParser
 from tilesync.contract import CompileError
 
@@ -39,7 +37,6 @@ def test_the_repository_parses_as_with_xdsl(text):
     theirs = _parsed(Parser, text)
     if theirs is not None:
         assert _parsed(CheckedParser, text) == theirs
-        assert dominance_error(Parser(make_context(), text).parse_module()) is None
 
 
 def _func(body: str) -> str:
@@ -86,37 +83,3 @@ def test_bad_input_is_a_parse_error(text, xdsl_error, message, where):
     assert str(info.value.location) == f"bad.mlir:{where}"
     if message is not None:
         assert info.value.message == message
-
-
-def _module(text: str):
-    return Parser(make_context(), text).parse_module()
-
-
-@pytest.mark.parametrize("body, message", [
-    ("  %x = arith.addi %y, %y : i32\n  %y = arith.constant 1 : i32\n",
-     "operand #0 of 'arith.addi' is used before its definition"),
-    ("  %s = scf.for %i = %a to %b step %a iter_args(%t = %s) -> (index) {\n"
-     "    scf.yield %t : index\n  }\n", "operand #3 of 'scf.for' is used before its definition"),
-    ("  cf.cond_br %c, ^bb1, ^bb2\n^bb1:\n  %v = arith.constant 1 : i32\n  cf.br ^bb3\n"
-     "^bb2:\n  cf.br ^bb3\n^bb3:\n  %w = arith.addi %v, %v : i32\n",
-     "operand #0 of 'arith.addi' is defined in a block that does not dominate this use"),
-])
-def test_a_use_not_dominated_is_found(body, message):
-    text = _func(body) if "cf.br" not in body else \
-        f"func.func @f(%c: i1) {{\n{body}  func.return\n}}\n"
-    op, found = dominance_error(_module(text))
-    assert found == message and op.name == message.split("'")[1]
-    with pytest.raises(CompileError, match=re.escape(message)):
-        parse(text)
-
-
-@pytest.mark.parametrize("text", [
-    _func("  %x = arith.addi %a, %b : index\n  scf.if %c {\n    %y = arith.addi %x, %a : index"
-          "\n  }\n"),
-    "func.func @f(%c: i1) {\n  cf.cond_br %c, ^bb1, ^bb2\n^bb1:\n  %v = arith.constant 1 : i32"
-    "\n  cf.br ^bb2\n^bb2:\n  func.return\n^bb3:\n  %u = arith.addi %v, %v : i32\n"
-    "  cf.br ^bb3\n}\n",  # a use in an unreachable block
-    'builtin.module {\n  "test.op"(%later) : (i32) -> ()\n  %later = "test.op"() : () -> i32\n}\n',
-])
-def test_dominated_uses_and_graph_regions_pass(text):
-    assert dominance_error(_module(text)) is None
