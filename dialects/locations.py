@@ -71,7 +71,6 @@ class LocatingParser(CheckedParser):
                                          IntAttr(column))
         return op
 
-
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         module = super().parse_module(allow_implicit_module)
         error = dominance_error(module)

@@ -420,8 +420,10 @@ def _worker(conn: Connection, log_path: str, memory_bytes: int, limit: float,
     sys.stderr = log
     warnings.simplefilter("ignore")
     faulthandler.enable(log)
-    if memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    if memory_bytes:  # on top of what the process (forked from its parent) already maps
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + memory_bytes, mapped + memory_bytes))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -592,8 +594,9 @@ def fuzz(seconds: float = 60.0, seed: int = 0, inputs: int | None = None,
          recycle: int = 400, runner: Runner = run_pipelines) -> Summary:
     """Run inputs 0, 1, 2, ... of campaign `seed` until `inputs` ran or `seconds` passed, in
     `workers` forked processes (default: the CPUs), each run limited to `limit` seconds and
-    each worker to `memory_mb` of address space (0: unlimited). A worker is replaced after
-    `recycle` inputs, and after a crash or hang. `runner` runs one input in a worker."""
+    each worker to `memory_mb` of address space beyond what it started with (0: unlimited).
+    A worker is replaced after `recycle` inputs, and after a crash or hang. `runner` runs one
+    input in a worker."""
     seeds = load_seeds()
     context = multiprocessing.get_context("fork")
     count = workers or os.cpu_count() or 1
@@ -691,9 +694,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(job.text)
         return 0
 
+    shown: set[tuple[str, str]] = set()
+
     def progress(summary: Summary) -> None:
         print(f"[{summary.seconds:.0f} s] {summary.inputs} inputs, {summary.total_runs} runs, "
               f"{summary.failed_runs} failed, {len(summary.failures)} sites", flush=True)
+        for key, failure in summary.failures.items():
+            if key not in shown:
+                shown.add(key)
+                print(f"  new: {failure.kind} {failure.site} [input {failure.number}, "
+                      f"{failure.pipeline}] {failure.message}", flush=True)
 
     summary = fuzz(args.seconds, args.seed, args.inputs, args.workers, args.limit,
                    args.memory_mb, progress)
