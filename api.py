@@ -23,14 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
     IntegerAttr,
-    IntegerType,
-    MemRefType,
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
@@ -61,6 +54,7 @@ from tilesync.dialects.locations import (
     parse_error_message,
 )
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, build_pipeline
+from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
@@ -120,21 +114,10 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
 
 
 def _param_kind(t: Attribute) -> str:
-    if isinstance(t, MemRefType | llvm.LLVMPointerType):
-        return "ptr"
-    if isinstance(t, IndexType):
-        return "i64"
-    if isinstance(t, IntegerType):
-        return {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[t.width.data]
-    if isinstance(t, Float32Type):
-        return "f32"
-    if isinstance(t, Float64Type):
-        return "f64"
-    if isinstance(t, Float16Type):
-        return "f16"
-    if isinstance(t, BFloat16Type):
-        return "bf16"
-    raise CompileError(f"kernel parameter of type {t} is not supported")
+    kind = kernel_param_kind(t)
+    if kind is None:
+        raise CompileError(f"kernel parameter of type {t} is not supported")
+    return kind
 
 
 def _block_size(func: llvm.FuncOp) -> tuple[int, ...] | None:

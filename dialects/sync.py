@@ -150,44 +150,52 @@ def _interval(
     return -(2**63), 2**63 - 1
 
 
-# id(expr) -> (expr, its evaluator): found without hashing the expression tree.
-_EVALUATORS: dict[int, tuple[AffineExpr, Callable[[Sequence[int]], int]]] = {}
+# id(map) -> (map, its evaluator): found without hashing the expressions.
+_EVALUATORS: dict[int, tuple[AffineMap, Callable[[Sequence[int]], tuple[int, ...]]]] = {}
 
 
-def _evaluator(expr: AffineExpr) -> Callable[[Sequence[int]], int]:
-    """`expr` of dims only as a Python function of the dims, what `AffineExpr.eval` computes
-    (several times faster: grids of many tiles are enumerated with it)."""
-    found = _EVALUATORS.get(id(expr))
-    if found is not None and found[0] is expr:
+def map_evaluator(affine_map: AffineMap) -> Callable[[Sequence[int]], tuple[int, ...]]:
+    """`affine_map` as a Python function of its dims followed by its symbols, computing what
+    `AffineMap.eval` does (several times faster: grids and forall boxes of many points are
+    enumerated with it)."""
+    found = _EVALUATORS.get(id(affine_map))
+    if found is not None and found[0] is affine_map:
         return found[1]
     if len(_EVALUATORS) > 4096:
         _EVALUATORS.clear()
-    function = _build_evaluator(expr)
-    _EVALUATORS[id(expr)] = (expr, function)
+    parts = [_build_evaluator(e, affine_map.num_dims) for e in affine_map.results]
+    if len(parts) == 1:
+        (only,) = parts
+        function = lambda point: (only(point),)  # noqa: E731
+    else:
+        function = lambda point: tuple(part(point) for part in parts)  # noqa: E731
+    _EVALUATORS[id(affine_map)] = (affine_map, function)
     return function
 
 
-def _build_evaluator(expr: AffineExpr) -> Callable[[Sequence[int]], int]:
+def _build_evaluator(expr: AffineExpr, num_dims: int) -> Callable[[Sequence[int]], int]:
     match expr:
         case AffineConstantExpr(value=value):
-            return lambda dims: value
+            return lambda point: value
         case AffineDimExpr(position=position):
             return operator.itemgetter(position)
+        case AffineSymExpr(position=position):
+            return operator.itemgetter(num_dims + position)
         case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            a, b = _build_evaluator(lhs), _build_evaluator(rhs)
+            a, b = _build_evaluator(lhs, num_dims), _build_evaluator(rhs, num_dims)
             match kind:
                 case AffineBinaryOpKind.Add:
-                    return lambda dims: a(dims) + b(dims)
+                    return lambda point: a(point) + b(point)
                 case AffineBinaryOpKind.Mul:
-                    return lambda dims: a(dims) * b(dims)
+                    return lambda point: a(point) * b(point)
                 case AffineBinaryOpKind.Mod:
-                    return lambda dims: a(dims) % b(dims)
+                    return lambda point: a(point) % b(point)
                 case AffineBinaryOpKind.FloorDiv:
-                    return lambda dims: a(dims) // b(dims)
+                    return lambda point: a(point) // b(point)
                 case _:
-                    return lambda dims: -(-a(dims) // b(dims))
+                    return lambda point: -(-a(point) // b(point))
         case _:
-            return lambda dims: expr.eval(tuple(dims), ())
+            raise ValueError(f"cannot evaluate {expr}")
 
 
 def box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
@@ -373,7 +381,7 @@ class PolicyAttr(ParametrizedAttribute):
     def semaphore_index(self, tile: Sequence[int]) -> int:
         if len(tile) != self.num_dims:
             raise ValueError(f"policy takes {self.num_dims} tile coordinates, got {len(tile)}")
-        return _evaluator(self.sem_map.data.results[0])(tile)
+        return map_evaluator(self.sem_map.data)(tile)[0]
 
     def _grid_ranges(self, grid: Sequence[int]) -> list[tuple[int, int]]:
         if len(grid) != self.num_dims:
@@ -402,8 +410,8 @@ class PolicyAttr(ParametrizedAttribute):
             return Counter(dict.fromkeys(range(math.prod(grid) // posts), posts))
         if box_size([(0, e) for e in grid]) > ENUMERATION_LIMIT:
             raise ValueError(f"grid {tuple(grid)} has more than {ENUMERATION_LIMIT} tiles")
-        index = _evaluator(self.sem_map.data.results[0])
-        return Counter(index(t) for t in box_points([(0, e) for e in grid]))
+        index = map_evaluator(self.sem_map.data)
+        return Counter(index(t)[0] for t in box_points([(0, e) for e in grid]))
 
     def grouping_on(self, grid: Sequence[int]) -> list[tuple[str, int]] | None:
         """The groupings `g` such that this policy is `grouped_policy(grid, g)` up to its
@@ -1180,7 +1188,7 @@ class DependencyOp(IRDLOperation):
              forall_values: Sequence[int]) -> tuple[int, ...] | None:
         """The producer tile read at these forall values; None where a clipped dependency
         falls outside the producer grid (nothing is read there)."""
-        tile = tuple(self.tiles_map.eval(tuple(consumer_tile), tuple(forall_values)))
+        tile = map_evaluator(self.tiles_map)((*consumer_tile, *forall_values))
         if self.clipped is not None:
             grid = self.producer_stage().grid_shape
             if any(not 0 <= c < extent for c, extent in zip(tile, grid)):

@@ -36,6 +36,7 @@ from xdsl.pattern_rewriter import (
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
     unsupported_op_error,
@@ -369,5 +370,6 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, ARITH_TO_LLVM_PATTERNS)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, ARITH_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "arith.")

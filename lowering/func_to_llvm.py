@@ -45,7 +45,11 @@ from tilesync.lowering.llvm_conversion import (
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import (
+    KERNEL_PARAM_TYPES,
+    convert_type,
+    kernel_param_kind,
+)
 
 PASS_NAME = "convert-func-to-llvm"
 
@@ -132,6 +136,12 @@ class FuncLowering(RewritePattern):
 class GPUFuncLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: gpu.FuncOp, rewriter: PatternRewriter, /):
+        if op.kernel is not None:  # LLVM aborts on some parameter types (i69)
+            for index, t in enumerate(op.function_type.inputs.data):
+                if kernel_param_kind(t) is None:
+                    raise unsupported_op_error(
+                        PASS_NAME, op, f"kernel parameter #{index} has type {t}; a kernel "
+                                       f"takes {KERNEL_PARAM_TYPES}")
         cconv = PTX_KERNEL_CCONV if op.kernel is not None else "ccc"
         _make_llvm_func(rewriter, op, cconv, _launch_bounds_passthrough(op))
 

@@ -426,7 +426,7 @@ class ConvertMemRefToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with located_type_errors(PASS_NAME, op):
             dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
-            for container in [op, *op.walk()]:
+            for container in op.walk():  # the module itself first
                 if isinstance(container, memref.GetGlobalOp):
                     _check_get_global(container)
                 if not container.regions or isinstance(container, llvm.FuncOp):

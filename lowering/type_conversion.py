@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -63,7 +67,27 @@ def convert_type(t: Attribute) -> Attribute:
         return IntegerType(INDEX_BITS)
     if isinstance(t, MemRefType):
         return llvm.LLVMPointerType(IntAttr(memref_address_space(t)))
+    if isinstance(t, IntegerType) and t.width.data == 0:
+        raise UnsupportedTypeError(t, "LLVM has no integers of 0 bits")
     return t
+
+
+# The integer widths a kernel parameter may have, and the parameter kind each is passed as.
+_INTEGER_PARAMS = {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
+KERNEL_PARAM_TYPES = "memrefs, index, i1, i8, i16, i32, i64, f16, bf16, f32 or f64"
+
+
+def kernel_param_kind(t: Attribute) -> str | None:
+    """The `contract.PARAM_KINDS` name a kernel parameter of type `t` is passed as (None: a
+    kernel cannot take it; LLVM would fail on some, the runtime could not pass the others)."""
+    if isinstance(t, MemRefType | llvm.LLVMPointerType):
+        return "ptr"
+    if isinstance(t, IndexType):
+        return "i64"
+    if isinstance(t, IntegerType):
+        return _INTEGER_PARAMS.get(t.width.data)
+    return {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32",
+            Float64Type: "f64"}.get(type(t))
 
 
 

@@ -327,6 +327,9 @@ FUZZ_PROGRAMS = {
     "toplevel.mlir": '%s, %e, %x = "test.op"() : () -> (memref<?xi32>, i32, index)\nsync.wait '
                      "%s[%x, %x] epoch %e policy #sync.policy<RowSync (d0, d1) -> (d0), posts = "
                      "8> : memref<?xi32>\n",
+    "param.mlir": "gpu.module @m {\n  gpu.func @k(%p: memref<?xf32>, %n: i69) kernel {\n"
+                  "    gpu.return\n  }\n}\n",
+    "i0.mlir": "func.func @f(%a: i0) -> i0 {\n  func.return %a : i0\n}\n",
     "swizzle.mlir": "func.func @f(%s: memref<16x16xf16, 3>, %i: index) {\n  %a = tile.ldmatrix "
                     "%s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16x"
                     "f16, 3> -> !tile.frag<a, f16, m16n8k16>\n  func.return\n}\n",
@@ -379,6 +382,11 @@ FUZZ_ROWS = [
      "epoch_counter, tile_counter, order_table, debug_record)"),
     ("toplevel.mlir", CompileError, "2:1",
      "convert-sync-to-nvvm: 'sync.wait' must be inside a function"),
+    ("param.mlir", CompileError, "2:3", "convert-func-to-llvm: cannot lower 'gpu.func': kernel "
+     "parameter #1 has type i69; a kernel takes memrefs, index, i1, i8, i16, i32, i64, f16, "
+     "bf16, f32 or f64"),
+    ("i0.mlir", CompileError, "1:1", "convert-func-to-llvm: cannot lower 'func.func': i0: LLVM "
+     "has no integers of 0 bits"),
     ("swizzle.mlir", CompileError, "2:3", "#tile.swizzle<3, 4294967296, 4294967296> needs B + M "
      "<= 31 and S <= 31 (offsets are 32-bit)"),
 ]
