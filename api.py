@@ -23,15 +23,8 @@ from xdsl.context import Context
 from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
     IntegerAttr,
-    IntegerType,
-    MemRefType,
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
@@ -64,6 +57,7 @@ from tilesync.dialects.locations import (
     parse_error_message,
 )
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pipeline
+from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
@@ -132,21 +126,10 @@ def _param_kind(t: Attribute, attrs: Attribute | None = None) -> str:
             raise CompileError(f"a by-value kernel parameter of {byval} is not supported "
                                f"(only {TENSOR_MAP} blobs)")
         return TENSOR_MAP
-    if isinstance(t, MemRefType | llvm.LLVMPointerType):
-        return "ptr"
-    if isinstance(t, IndexType):
-        return "i64"
-    if isinstance(t, IntegerType):
-        return {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[t.width.data]
-    if isinstance(t, Float32Type):
-        return "f32"
-    if isinstance(t, Float64Type):
-        return "f64"
-    if isinstance(t, Float16Type):
-        return "f16"
-    if isinstance(t, BFloat16Type):
-        return "bf16"
-    raise CompileError(f"kernel parameter of type {t} is not supported")
+    kind = kernel_param_kind(t)
+    if kind is None:
+        raise CompileError(f"kernel parameter of type {t} is not supported")
+    return kind
 
 
 def _block_size(func: llvm.FuncOp) -> tuple[int, ...] | None:
@@ -319,7 +302,10 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
                                               verify_last=False)
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
                                                 None if verify_each else last_pass)
-        kernels = kernel_signatures(module)
+        try:
+            kernels = kernel_signatures(module)
+        except Exception as err:  # a kernel's sync.args that do not parse
+            raise compile_error(err, module) from err
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
 

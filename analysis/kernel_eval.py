@@ -59,6 +59,24 @@ class Unproven(Exception):
         self.op = op
 
 
+class StepBudget:
+    """The abstract-execution steps (ops run, in any batch) left to one analysis: a program
+    whose tiles all diverge, or whose loops around synchronization are long, is refused at the
+    op where the budget runs out instead of running for minutes. `hint` says how to allow more."""
+
+    def __init__(self, total: int, hint: str = ""):
+        self.total = total
+        self.left = total
+        self.hint = hint
+
+    def spend(self, op: Operation, steps: int = 1) -> None:
+        self.left -= steps
+        if self.left < 0:
+            hint = f" ({self.hint})" if self.hint else ""
+            raise Unproven(op, f"the proof takes more than {self.total} steps of abstract "
+                               f"execution{hint}")
+
+
 class Divergent(Exception):
     """Tiles of the batch take different paths at `op`: run each group (indices into the
     batch) on its own."""
@@ -129,8 +147,15 @@ def sub(a: Value, b: Value) -> Value:
     return (a[0] - b[1], a[1] - b[0])
 
 
+def _magnitude(x: Scalar) -> int:
+    return int(np.max(np.abs(x))) if isinstance(x, np.ndarray) and x.size else abs(int(x))
+
+
 def mul(a: Value, b: Value) -> Value:
     if a is None or b is None:
+        return None
+    # products beyond _BIG are forgotten before numpy could wrap (or refuse) them
+    if max(map(_magnitude, a)) * max(map(_magnitude, b)) > _BIG:
         return None
     if exact(a) and exact(b):
         return _tame(point(a[0] * b[0]))
@@ -287,7 +312,7 @@ def affine_value(expr: AffineExpr, dims: Sequence[Value], syms: Sequence[Value])
     """An affine expression of ranges (`floordiv`, `mod`, `ceildiv` by constants)."""
     match expr:
         case AffineConstantExpr(value=value):
-            return point(value)
+            return _tame(point(value))
         case AffineDimExpr(position=position):
             return dims[position]
         case AffineSymExpr(position=position):
@@ -307,10 +332,13 @@ def affine_value(expr: AffineExpr, dims: Sequence[Value], syms: Sequence[Value])
     return None
 
 
-def affine_exact(expr: AffineExpr, dims: Sequence[Scalar], syms: Sequence[Scalar]) -> Scalar:
-    """An affine expression of exact values (tile coordinates as arrays)."""
+def affine_exact(expr: AffineExpr, dims: Sequence[Scalar], syms: Sequence[Scalar],
+                 op: Operation) -> Scalar:
+    """An affine expression of exact values (tile coordinates as arrays), for the map of `op`;
+    Unproven where a value leaves the range of indices (beyond 2^40)."""
     value = affine_value(expr, [point(d) for d in dims], [point(s) for s in syms])
-    assert value is not None and exact(value)
+    if value is None or not exact(value):
+        raise Unproven(op, f"the map's {expr} takes values beyond {_BIG} on these tiles")
     return value[0]
 
 
@@ -484,6 +512,8 @@ class BatchRun:
                 self.run_block(block, self.copy_state(state), False)
 
     def step(self, op: Operation, state: Any, definite: bool) -> None:
+        if self.budget is not None:
+            self.budget.spend(op)
         kind = type(op)
         if kind is sync.WaitOp:
             self.on_wait(op, state, definite)  # type: ignore[arg-type]

@@ -65,6 +65,7 @@ from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.kernel_eval import (
     BatchRun,
     Scalar,
+    StepBudget,
     Unproven,
     Value,
     affine_exact,
@@ -91,9 +92,15 @@ from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
+from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 PASS = "sync-verify"
 DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
+# Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): tens
+# of seconds at most; the bench's largest MLP programs take under 2% of it.
+DEFAULT_STEPS = 500_000
+STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
+              "grids above N tiles")
 FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
 
 
@@ -210,7 +217,7 @@ class ProducerRun(BatchRun):
         coords = self.exact_values(op.tile)
         if role is None or coords is None:
             raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
-        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, ())
+        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         self.posts.append((op, role, semaphore, definite))
 
     def on_op(self, op: Operation, state: object) -> None:
@@ -327,7 +334,7 @@ class ConsumerRun(BatchRun):
             return  # cannot tell which semaphore: it covers nothing
         if self.roles.get(op.epoch) != EPOCH:
             raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
-        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, ())
+        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         posts = op.policy.posts.data
         same = semaphore.tobytes() if isinstance(semaphore, np.ndarray) else int(semaphore)
         state.waited.setdefault((role, posts, same), Waited(role, semaphore, posts))
@@ -371,7 +378,8 @@ class ConsumerRun(BatchRun):
             values: list[Scalar] = list(syms)
             if fixed is not None and values:
                 values[0] = fixed
-            produced = tuple(affine_exact(e, coords, values) for e in dep.tiles_map.results)
+            produced = tuple(affine_exact(e, coords, values, dep)
+                             for e in dep.tiles_map.results)
             valid: Scalar = in_range
             if dep.clipped is not None:
                 for c, extent in zip(produced, grid):
@@ -539,6 +547,7 @@ class Verifier:
     graph: StageGraph
     limit: int
     sms: int
+    budget: StepBudget | None = None
     producers: dict[str, ProducerFacts] = field(default_factory=dict)
     deps: dict[str, list[sync.DependencyOp]] = field(default_factory=dict)
     layouts: dict[str, list[OperandLayout | str]] = field(default_factory=dict)
@@ -551,7 +560,7 @@ class Verifier:
     # -- posts -------------------------------------------------------------------------------
     def producer_posts(self, name: str) -> ProducerFacts:
         stage = self.graph.stages[name]
-        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}")
+        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
         role = Role.semaphores(name)
         if role not in roles.values():
@@ -562,6 +571,9 @@ class Verifier:
                 f"sync-insert-post-wait)",
             )
         grid = stage.grid_shape
+        if math.prod(grid) > ENUMERATION_LIMIT:  # the semaphore of every tile is kept
+            raise refusal(stage, f"producer @{name} has {math.prod(grid)} tiles, more than "
+                                 f"the {ENUMERATION_LIMIT} whose semaphores are enumerated")
         tiles, exact_ = self.tiles(grid)
         semaphore = np.zeros(math.prod(grid), dtype=np.int64)
         seen = np.zeros(math.prod(grid), dtype=bool)
@@ -571,6 +583,7 @@ class Verifier:
 
         def attempt(indices: np.ndarray) -> ProducerRun:
             run = ProducerRun(func, tiles[indices], stage, roles, outputs)
+            run.budget = self.budget
             try:
                 run.run(None)
             except Unproven as e:
@@ -645,7 +658,8 @@ class Verifier:
         types = []
         for dep in self.graph.outgoing(name):
             consumer = self.graph.consumer_of(dep)
-            kernel = lookup_kernel(self.module, consumer.kernel, f"sync.stage @{consumer}")
+            kernel = lookup_kernel(self.module, consumer.kernel,
+                                   f"sync.stage @{consumer.sym_name.data}", consumer)
             args = kernel.body.blocks.first.args  # type: ignore[union-attr]
             if dep.operand.data < len(args):
                 types.append(args[dep.operand.data].type)
@@ -661,7 +675,7 @@ class Verifier:
     # -- waits -------------------------------------------------------------------------------
     def consumer_waits(self, name: str) -> bool:
         stage = self.graph.stages[name]
-        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}")
+        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
         deps = self.deps[name]
         args = func.body.blocks.first.args  # type: ignore[union-attr]
@@ -682,6 +696,7 @@ class Verifier:
 
         def attempt(indices: np.ndarray) -> ConsumerRun:
             run = ConsumerRun(self, func, tiles[indices], stage, roles)
+            run.budget = self.budget
             try:
                 state = run.run(State())
             except Unproven as e:
@@ -763,17 +778,21 @@ class VerifySyncPass(ModulePass):
 
     sms: int = 0  # SMs of the target, for the co-residency guarantee (0: not given)
     limit: int = DEFAULT_LIMIT
+    steps: int = DEFAULT_STEPS  # abstract-execution steps before the pass refuses
 
     def __post_init__(self) -> None:
         if self.sms < 0:
             raise ValueError(f"option 'sms' must not be negative, got {self.sms}")
         if self.limit < 1:
             raise ValueError(f"option 'limit' must be positive, got {self.limit}")
+        if self.steps < 1:
+            raise ValueError(f"option 'steps' must be positive, got {self.steps}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
         self.refuse_cycles(graph)
-        verifier = Verifier(op, graph, self.limit, self.sms)
+        verifier = Verifier(op, graph, self.limit, self.sms,
+                            StepBudget(self.steps, STEPS_HINT))
         producers = {d.producer.root_reference.data for d in graph.dependencies}
         consumers = {d.consumer.root_reference.data for d in graph.dependencies}
         for name in graph.stages:
