@@ -23,15 +23,8 @@ from xdsl.context import Context
 from xdsl.dialects import func, gpu, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
     IntegerAttr,
-    IntegerType,
-    MemRefType,
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
@@ -64,6 +57,7 @@ from tilesync.dialects.locations import (
     parse_error_message,
 )
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pipeline
+from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
            "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
@@ -132,21 +126,10 @@ def _param_kind(t: Attribute, attrs: Attribute | None = None) -> str:
             raise CompileError(f"a by-value kernel parameter of {byval} is not supported "
                                f"(only {TENSOR_MAP} blobs)")
         return TENSOR_MAP
-    if isinstance(t, MemRefType | llvm.LLVMPointerType):
-        return "ptr"
-    if isinstance(t, IndexType):
-        return "i64"
-    if isinstance(t, IntegerType):
-        return {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[t.width.data]
-    if isinstance(t, Float32Type):
-        return "f32"
-    if isinstance(t, Float64Type):
-        return "f64"
-    if isinstance(t, Float16Type):
-        return "f16"
-    if isinstance(t, BFloat16Type):
-        return "bf16"
-    raise CompileError(f"kernel parameter of type {t} is not supported")
+    kind = kernel_param_kind(t)
+    if kind is None:
+        raise CompileError(f"kernel parameter of type {t} is not supported")
+    return kind
 
 
 def _block_size(func: llvm.FuncOp) -> tuple[int, ...] | None:
@@ -209,6 +192,12 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
     `verify_each` (slower: it names the pass that broke the IR)."""
     ir_after, seconds, _last = _lower(module, pipeline, ctx, keep_ir, verify_each, True)
     return ir_after, seconds
+
+
+def run_passes(module: ModuleOp, pipeline) -> None:
+    """`lower` without the final verification of the IR: for callers that only read what the
+    passes conclude (the differential test runs sync-verify on thousands of programs)."""
+    _lower(module, pipeline, None, False, False, False)
 
 
 def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
@@ -313,7 +302,10 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
                                               verify_last=False)
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
                                                 None if verify_each else last_pass)
-        kernels = kernel_signatures(module)
+        try:
+            kernels = kernel_signatures(module)
+        except Exception as err:  # a kernel's sync.args that do not parse
+            raise compile_error(err, module) from err
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
 
@@ -324,24 +316,32 @@ def check_target(target: str) -> None:
 
 
 # The cuSync passes a stage program needs before lowering when its kernels still have hooks
-# to fill (a program whose waits and posts are written out needs none).
+# to fill (a program whose waits and posts are written out needs none); a plan that declares
+# wait-kernels also needs them made to work (the producers' start flags, the wait-kernel).
 SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait", "sync-verify")
+WAIT_KERNEL_PASS = "sync-insert-wait-kernel"
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     """SYNC_PASSES where `module` declares a `sync.dependency` and some kernel still has an
     unfilled `sync.load_point` / `sync.store_point` (lowering alone would erase them and emit
-    no synchronization); else none."""
+    no synchronization), with sync-insert-wait-kernel before sync-verify where the plan holds a
+    `sync.wait_kernel`; else none."""
     has_dependency = False
     has_hooks = False
+    has_wait_kernel = False
     for op in module.walk():
         if isinstance(op, sync.DependencyOp):
             has_dependency = True
+        elif isinstance(op, sync.WaitKernelOp):
+            has_wait_kernel = True
         elif isinstance(op, sync.HOOK_OPS) and FILLED_ATTR not in op.attributes:
             has_hooks = True
-        if has_dependency and has_hooks:
-            return SYNC_PASSES
-    return ()
+    if not (has_dependency and has_hooks):
+        return ()
+    if has_wait_kernel:
+        return (*SYNC_PASSES[:-1], WAIT_KERNEL_PASS, SYNC_PASSES[-1])
+    return SYNC_PASSES
 
 
 @contextmanager

@@ -517,6 +517,17 @@ def launch_bounds_error(block: tuple[int, ...] | None = None,
     return None
 
 
+def grid_error(grid: tuple[int, ...]) -> str | None:
+    """Why a launch grid (in blocks, one per tile) cannot be launched, or None: 1 to 3
+    dimensions within CUDA's limits (x < 2^31, y and z at most 65535)."""
+    if not 1 <= len(grid) <= 3:
+        return f"a grid has 1 to 3 dimensions, got {len(grid)}"
+    for axis, (extent, most) in enumerate(zip(grid, SM_90.max_grid_dim)):
+        if not 1 <= extent <= most:
+            return f"grid dimension {'xyz'[axis]} must be in [1, {most}], got {extent}"
+    return None
+
+
 def target_for_device(arch: str) -> str:
     """The target to compile for on a device of compute capability `arch` ("sm_90", ...):
     itself where we support it, else the default."""

@@ -127,7 +127,8 @@ def generate_groupings(
     once (where they disagree, the finer grouping wins). Returns (groupings, enumerated)."""
     grid = producer.grid_shape
     points = sum(dependency_points(d, graph.consumer_of(d).grid_shape) for d in deps)
-    if points > ENUMERATION_LIMIT:
+    # The reader sets below hold one entry per coordinate of every producer dimension.
+    if points > ENUMERATION_LIMIT or sum(grid) > ENUMERATION_LIMIT:
         return _structural_groupings(grid, deps), False
     # readers[j][a] = {(reader, the other coordinates of the tile read)}: who reads a tile with
     # coordinate j = a. A reader is one block of one consumer loading one operand.

@@ -1,32 +1,42 @@
 """Forward progress: what keeps a waiting consumer block from holding the SM slot its producer's
-blocks need. The one rule set; sync-verify, sync-drop-wait-kernel, the simulator and the
-dataflow pipeline check (through `contract.all_resident`) all ask it.
+blocks need. The one rule set; sync-verify, sync-drop-wait-kernel (W), sync-use-pdl,
+sync-insert-wait-kernel, the simulator and the dataflow pipeline check (through
+`contract.all_resident`) all ask it.
 
-A block that spins holds its SM slot. For a dependency (producer P, consumer C) of a program —
-its stages, their blocks per SM where known, and its host plan of launches and wait-kernels in
-program order — C's waits are safe when one of these holds (`guarantees`), checked in this order:
+A block that spins holds its SM slot. The question is asked of the whole program (`analyze`):
+its stages, their blocks per SM where known, its dependencies and its host plan of launches and
+wait-kernels in program order. For each dependency (producer P, consumer C) C's waits are safe
+when one of these holds, checked in this order:
 
-* **stream order** — P is launched before C on C's stream: C's grid becomes eligible only once
-  P completed;
-* **pdl** — the same, but every launch after P up to C on that stream is a programmatic
-  dependent launch: C's grid is dispatched once every block of P (and of the launches between)
-  has started. PDL orders a launch only after the previous launch on the *same* stream:
-  `pdl = true` on a launch of another stream than P's says nothing about P;
-* **wait-kernel** — a wait-kernel for P precedes C on C's stream; it ends once every block of P
-  has been dispatched. The paper's wait-kernel ends when P's *first* block started
-  (`wait_kernel_ends="first_started"`); that is enough only for a dispatcher that serves grids
-  in the order they became eligible (`in_order_dispatch`) with C at no higher priority than P;
+* **stream order** — P is launched before C on C's stream and the step right after P there is
+  not a programmatic dependent launch: C's grid becomes eligible only once P completed;
+* **pdl** — the same, but the step right after P is a programmatic dependent launch: C's grid
+  is dispatched once every block of P has started. PDL orders a launch only after the previous
+  launch on the *same* stream: `pdl = true` on a launch of another stream than P's says
+  nothing about P;
+* **wait-kernel** — a wait-kernel for P precedes C on C's stream, and it works (`facts.
+  working_wait_kernels`: P's kernel posts its start flag, the wait-kernel function exists); it
+  ends once every block of P has been dispatched. The paper's wait-kernel ends when P's
+  *first* block started (`wait_kernel_ends="first_started"`); that is enough only for a
+  dispatcher that serves grids in the order they became eligible (`in_order_dispatch`) with C
+  at no higher priority than P;
 * **co-resident** — every block of every stage of the program fits on the device at once
-  (`contract.all_resident`), or the consumer is declared so;
+  (`contract.all_resident`), or C is declared so (a declaration that the known counts
+  contradict is refused);
 * **wave model** — optimization W's rule (`wait_kernel_legality`): fewer than two waves for P
-  and C together, and even with every block of the other stages resident (C's first) a block of
-  P still finds a slot.
+  and C together, and even with every block of every other stage resident (C's first) a block
+  of P still finds a slot.
 
-A pair gets no guarantee when P or C is not launched, or when P's launch waits, directly or
-not, on C or on a cycle of launches (P after C on one stream, say): nothing breaks that.
+Whole-program conditions come first: a dependency cycle (`dependency_cycle`: stages that wait
+on each other's tiles) has no guarantee whatever the plan, and neither has a pair whose
+producer's launch waits, directly or not, on its consumer or on a cycle of launches (P after C
+on one stream, say). Each refusal says why, naming the cycle or the chain of launches.
 
-Each rule is stated for one dependency; co-residency and starvation count the blocks of the
-whole program, one launch of it at a time.
+With every dependency guaranteed no block waits forever: an ordered consumer only waits for
+producer blocks already dispatched, which by induction over the (acyclic) dependencies finish;
+co-residency leaves no block without a slot; the wave model leaves a slot for the producer
+whatever the other stages hold. The differential test (test/python/analysis/
+test_differential.py) checks this against the simulator on random programs.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -217,7 +227,10 @@ class ProgressFacts:
     `plan`: launches and wait-kernels in program order; `residency`: blocks and blocks per SM
     of the stages where known (co-residency and starvation need every stage); `sms`: the
     device's SM count (0: unknown); `declared_co_resident`: consumers declared co-resident with
-    the whole program. `wait_kernel_ends` and `in_order_dispatch`: see the module doc."""
+    the whole program (a declaration the counts contradict, where they are known, is refused);
+    `working_wait_kernels`: the producers whose wait-kernel really works (the producer posts
+    its start flag, the wait-kernel function exists; None: every one, as in the simulator).
+    `wait_kernel_ends` and `in_order_dispatch`: see the module doc."""
 
     stages: Sequence[str]
     dependencies: Sequence[tuple[str, str]]
@@ -227,6 +240,7 @@ class ProgressFacts:
     declared_co_resident: Collection[str] = ()
     wait_kernel_ends: WaitKernelEnds = "all_dispatched"
     in_order_dispatch: bool = False
+    working_wait_kernels: Collection[str] | None = None
 
     def waves(self, stage: str) -> StageWaves | None:
         known = self.residency.get(stage)
@@ -235,8 +249,73 @@ class ProgressFacts:
         return StageWaves(known.blocks, known.blocks_per_sm, self.sms)
 
 
-def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:
-    """For each dependency (producer, consumer), the guarantee it relies on, or None."""
+@dataclass(frozen=True)
+class ProgressReport:
+    """The whole program's answer: per dependency (producer, consumer) its guarantee, or None
+    and why (`reasons`); `cycle`, the stages of a dependency cycle (closed: first == last)."""
+
+    guarantees: dict[tuple[str, str], Guarantee | None]
+    reasons: dict[tuple[str, str], str]
+    cycle: tuple[str, ...] | None = None
+    # pairs no mechanism can help: a dependency cycle, a launch that waits on its consumer,
+    # a stage never launched (a subset of `reasons`)
+    blocked: frozenset[tuple[str, str]] = frozenset()
+    # why the wave model's rule (W) does not hold, where it was asked
+    wave_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    # plan steps that can never run to their end, with why: the program never completes
+    stuck: tuple[tuple[HostStep, str], ...] = ()
+
+    def unguaranteed(self) -> list[tuple[str, str]]:
+        return [pair for pair, g in self.guarantees.items() if g is None]
+
+
+def format_cycle(stages: Sequence[str]) -> str:
+    return " -> ".join(f"@{name}" for name in stages)
+
+
+def dependency_cycle(
+    stages: Sequence[str], dependencies: Sequence[tuple[str, str]]
+) -> tuple[str, ...] | None:
+    """A cycle of the dependency graph (each stage waits for the next one's tiles... and the
+    last for the first's), closed and starting at its first stage in program order; None when
+    the graph is acyclic. Deterministic: stages and edges are visited in program order."""
+    consumers: dict[str, list[str]] = {name: [] for name in stages}
+    for producer, consumer in dependencies:
+        consumers.setdefault(producer, [])
+        consumers.setdefault(consumer, [])
+        if consumer not in consumers[producer]:
+            consumers[producer].append(consumer)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> tuple[str, ...] | None:
+        state[name] = 1
+        path.append(name)
+        for nxt in consumers[name]:
+            if state.get(nxt) == 1:
+                loop = path[path.index(nxt):]
+                return (*loop, nxt)
+            if nxt not in state:
+                found = visit(nxt)
+                if found is not None:
+                    return found
+        path.pop()
+        state[name] = 2
+        return None
+
+    for name in consumers:
+        if name not in state:
+            found = visit(name)
+            if found is not None:
+                first = min(found[:-1], key=list(consumers).index)
+                start = found.index(first)
+                loop = found[start:-1] + found[:start]
+                return (*loop, first)
+    return None
+
+
+def analyze(facts: ProgressFacts) -> ProgressReport:
+    """The guarantee of every dependency of the program (or why it has none)."""
     plan = list(facts.plan)
     streams: dict[int, list[int]] = defaultdict(list)
     for index, step in enumerate(plan):
@@ -249,49 +328,141 @@ def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:
     for producer, consumer in facts.dependencies:
         producers[consumer].append(producer)
 
-    # needs[i]: plan steps whose progress step i's eligibility or completion depends on.
-    needs: dict[int, set[int]] = defaultdict(set)
-    for indices in streams.values():
+    # needs[i]: plan steps whose progress step i's eligibility or completion depends on, with
+    # why (for the message that names a cycle).
+    needs: dict[int, dict[int, str]] = defaultdict(dict)
+    for stream, indices in streams.items():
         for earlier, later in itertools.pairwise(indices):
-            needs[later].add(earlier)
+            needs[later].setdefault(earlier, f"follows {_step_name(plan[earlier])} on stream "
+                                             f"{stream}")
     for index, step in enumerate(plan):
         names = [step.producer] if isinstance(step, WaitKernel) else producers[step.stage]
-        needs[index] |= {launch_index[n] for n in names if n in launch_index}
+        for name in names:
+            if name in launch_index:
+                needs[index].setdefault(launch_index[name], f"waits for @{name}")
 
-    def reachable(start: int) -> set[int]:
-        seen: set[int] = set()
-        todo = list(needs[start])
+    def reachable(start: int) -> dict[int, int]:
+        """Steps `start` depends on, each with the step it was reached from."""
+        parent: dict[int, int] = {}
+        todo = [start]
         while todo:
-            node = todo.pop()
-            if node not in seen:
-                seen.add(node)
-                todo.extend(needs[node])
-        return seen
+            node = todo.pop(0)
+            for nxt in sorted(needs[node]):
+                if nxt not in parent:
+                    parent[nxt] = node
+                    todo.append(nxt)
+        return parent
 
     reach = {index: reachable(index) for index in range(len(plan))}
     on_cycle = {index for index in range(len(plan)) if index in reach[index]}
+
+    def chain(start: int, goal: int) -> str:
+        """`start` depends on `goal`, in words, link by link."""
+        parent = reach[start]
+        path = [goal]
+        while True:
+            path.append(parent[path[-1]])
+            if path[-1] == start:
+                break
+        path.reverse()
+        return "; ".join(f"{_step_name(plan[a])} {needs[a][b]}"
+                         for a, b in itertools.pairwise(path))
+
+    cycle = dependency_cycle(facts.stages, facts.dependencies)
+    cyclic_pairs: set[tuple[str, str]] = set()
+    if cycle is not None:
+        cyclic_pairs = set(itertools.pairwise(cycle))
 
     program_fits: Legality | None = None
     if facts.sms > 0 and all(name in facts.residency for name in facts.stages):
         program_fits = co_residency([facts.residency[n] for n in facts.stages], facts.sms)
 
     result: dict[tuple[str, str], Guarantee | None] = {}
+    reasons: dict[tuple[str, str], str] = {}
+    wave_reasons: dict[tuple[str, str], str] = {}
+    blocked: set[tuple[str, str]] = set()
     for producer_name, consumer_name in facts.dependencies:
         key = (producer_name, consumer_name)
         if key in result:
             continue
+        result[key] = None
         producer, consumer = launch_index.get(producer_name), launch_index.get(consumer_name)
-        if producer is None or consumer is None:
-            result[key] = None
-            continue
-        if consumer in reach[producer] or on_cycle & (reach[producer] | {producer}):
-            # The producer's launch waits, directly or not, on the consumer or on a cycle.
-            result[key] = None
-            continue
-        result[key] = _ordering(facts, plan, streams, producer, consumer) or _occupancy(
-            facts, program_fits, producer_name, consumer_name
-        )
-    return result
+        if key in cyclic_pairs:
+            assert cycle is not None
+            reasons[key] = (f"the dependencies form a cycle {format_cycle(cycle)}: each stage of "
+                            f"it waits for the next one's tiles, so none can finish first")
+        elif producer is None or consumer is None:
+            missing = producer_name if producer is None else consumer_name
+            reasons[key] = f"@{missing} is never launched (no sync.launch)"
+        elif consumer in reach[producer]:
+            reasons[key] = (f"the launch of @{producer_name} cannot start before "
+                            f"@{consumer_name} progresses: {chain(producer, consumer)}")
+        elif on_cycle & (set(reach[producer]) | {producer}):
+            stuck = min(on_cycle & (set(reach[producer]) | {producer}))
+            reasons[key] = (f"the launch of @{producer_name} depends on a cycle of launches: "
+                            f"{chain(stuck, stuck)}")
+        if key in reasons:
+            blocked.add(key)
+        else:
+            found, why_not = _ordering(facts, plan, streams, producer, consumer)
+            if found is None:
+                needed = [plan[i].stage for i in sorted(reach[producer])
+                          if isinstance(plan[i], Launch)]
+                found, reason, wave = _occupancy(facts, program_fits, producer_name,
+                                                 consumer_name, needed)
+                if found is None:
+                    reasons[key] = why_not or reason
+                    if wave:
+                        wave_reasons[key] = wave
+            result[key] = found
+    stuck: list[tuple[HostStep, str]] = []
+    for index, step in enumerate(plan):
+        if index in on_cycle:
+            stuck.append((step, f"{_step_name(step)} can never start: {chain(index, index)}"))
+        elif isinstance(step, WaitKernel) and step.producer not in launch_index:
+            stuck.append((step, f"{_step_name(step)} never ends: @{step.producer} is never "
+                                f"launched"))
+        elif isinstance(step, WaitKernel) and facts.working_wait_kernels is not None \
+                and step.producer not in facts.working_wait_kernels:
+            stuck.append((step, f"{_step_name(step)} never ends: @{step.producer}'s kernel "
+                                f"does not post its start flag on entry or the module has no "
+                                f"wait-kernel function (run sync-insert-wait-kernel)"))
+    return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons,
+                          tuple(stuck))
+
+
+def wait_kernel_removal(facts: ProgressFacts, wait: WaitKernel) -> Legality:
+    """Optimization W for the whole program: may `wait` (a step of `facts.plan`) go? Legal
+    when no dependency loses its guarantee without it; the reason names the dependency that
+    would (the one `wait` guards first) or the guarantee that remains."""
+    plan = list(facts.plan)
+    position = next(i for i, step in enumerate(plan) if step is wait)
+    before = analyze(facts)
+    after = analyze(replace(facts, plan=[s for s in plan if s is not wait]))
+    guarded = next((s.stage for s in plan[position + 1:]
+                    if isinstance(s, Launch) and s.stream == wait.stream), None)
+    mine = (wait.producer, guarded)
+    lost = [pair for pair, g in before.guarantees.items()
+            if g is not None and after.guarantees[pair] is None]
+    if lost:
+        pair = mine if mine in lost else lost[0]
+        why = after.wave_reasons.get(pair) or after.reasons[pair]
+        return Legality(False, f"@{pair[0]} -> @{pair[1]}: {why}")
+    kept = after.guarantees.get(mine)
+    if kept is not None:
+        return Legality(True, f"@{mine[0]} -> @{mine[1]}: {kept}")
+    return Legality(True, "no dependency relies on it")
+
+
+def guarantees(facts: ProgressFacts) -> dict[tuple[str, str], Guarantee | None]:
+    """For each dependency (producer, consumer), the guarantee it relies on, or None."""
+    return analyze(facts).guarantees
+
+
+def _step_name(step: HostStep) -> str:
+    if isinstance(step, WaitKernel):
+        return f"the wait-kernel of @{step.producer} (stream {step.stream})"
+    return f"@{step.stage}"
 
 
 def _ordering(
@@ -300,45 +471,84 @@ def _ordering(
     streams: Mapping[int, list[int]],
     producer: int,
     consumer: int,
-) -> Guarantee | None:
-    """Stream order, PDL or a wait-kernel: the consumer's blocks come after the producer's."""
+) -> tuple[Guarantee | None, str]:
+    """Stream order, PDL or a wait-kernel: the consumer's blocks come after the producer's
+    (or why a wait-kernel there does not count).
+
+    On one stream, the step right after the producer decides: a plain launch or a wait-kernel
+    waits for the producer to complete (stream order), a programmatic dependent launch only
+    for every producer block to have started (pdl); the steps after it only delay more."""
     launch = plan[consumer]
     assert isinstance(launch, Launch)
     stream = streams[launch.stream]
     before = stream[: stream.index(consumer)]
     if producer in before:
-        between = stream[stream.index(producer) + 1 : stream.index(consumer) + 1]
-        chained = all(isinstance(plan[i], Launch) and plan[i].pdl for i in between)
-        return Guarantee(PDL if chained else STREAM_ORDER)
+        following = plan[stream[stream.index(producer) + 1]]
+        pdl = isinstance(following, Launch) and following.pdl
+        return Guarantee(PDL if pdl else STREAM_ORDER), ""
     producer_launch = plan[producer]
     assert isinstance(producer_launch, Launch)
+    name = producer_launch.stage
     waited = any(
-        isinstance(plan[i], WaitKernel) and plan[i].producer == producer_launch.stage
-        for i in before
+        isinstance(plan[i], WaitKernel) and plan[i].producer == name for i in before
     )
-    if waited and (
-        facts.wait_kernel_ends == "all_dispatched"
-        or (facts.in_order_dispatch and launch.priority >= producer_launch.priority)
+    if not waited:
+        return None, ""
+    if facts.working_wait_kernels is not None and name not in facts.working_wait_kernels:
+        return None, (f"the sync.wait_kernel @{name} before @{launch.stage} on stream "
+                      f"{launch.stream} does not work: @{name}'s kernel does not post its "
+                      f"start flag on entry or the module has no wait-kernel function (run "
+                      f"sync-insert-wait-kernel)")
+    if facts.wait_kernel_ends == "all_dispatched" or (
+        facts.in_order_dispatch and launch.priority >= producer_launch.priority
     ):
-        return Guarantee(WAIT_KERNEL)
-    return None
+        return Guarantee(WAIT_KERNEL), ""
+    return None, ""
+
+
+NO_GUARANTEE_HINT = (
+    "launch a sync.wait_kernel @{producer} before @{consumer} on its stream, launch @{consumer} "
+    "with pdl = true right after @{producer} on its stream, or show that all stages are "
+    "co-resident (coresident, or blocks_per_sm on every stage and sms=N)"
+)
 
 
 def _occupancy(
-    facts: ProgressFacts, program_fits: Legality | None, producer: str, consumer: str
-) -> Guarantee | None:
-    """Co-residency (declared or counted), or the wave model's no-starvation rule."""
+    facts: ProgressFacts, program_fits: Legality | None, producer: str, consumer: str,
+    needed: Sequence[str] = (),
+) -> tuple[Guarantee | None, str, str]:
+    """Co-residency (declared or counted), or the wave model's no-starvation rule; without
+    one, why not (and why not the wave model, where it was asked). `needed`: the stages
+    whose launches the producer's launch waits for (stream order, its own producers): under
+    the wave model their blocks, too, must find a slot whatever the others hold."""
+    hint = NO_GUARANTEE_HINT.format(producer=producer, consumer=consumer)
     if consumer in facts.declared_co_resident:
-        return Guarantee(CO_RESIDENT, "declared")
+        if program_fits is not None and not program_fits.legal:
+            return None, (f"@{consumer} is declared coresident, but {program_fits.reason}: "
+                          f"the declaration does not hold"), ""
+        return Guarantee(CO_RESIDENT, "declared"), "", ""
     if program_fits is None:
-        return None
+        return None, hint, ""
     if program_fits.legal:
         counted = [facts.residency[name] for name in facts.stages]
         blocks = sum(r.blocks for r in counted)
-        return Guarantee(CO_RESIDENT, f"{blocks} blocks, {_bound(counted, facts.sms)}")
+        return Guarantee(CO_RESIDENT, f"{blocks} blocks, {_bound(counted, facts.sms)}"), "", ""
     waves = {name: facts.waves(name) for name in facts.stages}
     if any(w is None for w in waves.values()):
-        return None  # a stage that cannot run: nothing to count on
+        return None, hint, ""  # a stage that cannot run: nothing to count on
     others = [w for name, w in waves.items() if name not in (producer, consumer)]
     verdict = wait_kernel_legality(waves[producer], waves[consumer], others)  # type: ignore[arg-type]
-    return Guarantee(WAVE_MODEL, verdict.reason) if verdict.legal else None
+    if verdict.legal:
+        for name in dict.fromkeys(needed):
+            if name in (producer, consumer):
+                continue
+            rest = [w for n, w in waves.items() if n != name]
+            if starves(waves[name], rest):  # type: ignore[arg-type]
+                verdict = Legality(False, (
+                    f"@{producer}'s launch waits for @{name}, and the blocks of the other "
+                    f"stages (@{consumer}'s first) could leave no SM a block of @{name} fits "
+                    f"on"))
+                break
+    if verdict.legal:
+        return Guarantee(WAVE_MODEL, verdict.reason), "", ""
+    return None, f"{hint} ({program_fits.reason}; {verdict.reason})", verdict.reason

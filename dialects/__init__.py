@@ -4,7 +4,10 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
-from tilesync.compat import gpu_syntax  # noqa: F401  (installs upstream gpu syntax)
+from tilesync.compat import (
+    gpu_syntax,  # noqa: F401  (installs upstream gpu syntax)
+    lexer,  # noqa: F401  (string literals lexed in linear time)
+)
 
 
 def _sync() -> Dialect:

@@ -18,6 +18,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.contract import SYNC_ARGS_ATTR, Role
+from tilesync.dialects.locations import OpDiagnostic
 
 
 def sync_roles(func: Operation) -> list[Role]:
@@ -28,7 +29,7 @@ def sync_roles(func: Operation) -> list[Role]:
     try:
         return [Role.parse(a.data) for a in attr.data]
     except (ValueError, AttributeError) as err:
-        raise DiagnosticException(f"{SYNC_ARGS_ATTR} of @{_name(func)}: {err}") from err
+        raise OpDiagnostic(f"{SYNC_ARGS_ATTR} of @{_name(func)}: {err}", func) from err
 
 
 def set_sync_roles(func: Operation, roles: Sequence[Role]) -> None:
@@ -52,9 +53,9 @@ def sync_arg(func: gpu.FuncOp, role: Role, arg_type: Attribute) -> BlockArgument
     if role in roles:
         arg = block.args[first_sync + roles.index(role)]
         if arg.type != arg_type:
-            raise DiagnosticException(
+            raise OpDiagnostic(
                 f"kernel @{func.sym_name.data}: sync parameter '{role}' has type {arg.type}, "
-                f"expected {arg_type}")
+                f"expected {arg_type}", func)
         return arg
     arg = block.insert_arg(arg_type, len(block.args))
     inputs = [*func.function_type.inputs.data, arg_type]
@@ -63,11 +64,14 @@ def sync_arg(func: gpu.FuncOp, role: Role, arg_type: Attribute) -> BlockArgument
     return arg
 
 
-def lookup_kernel(module: ModuleOp, kernel: SymbolRefAttr, where: str) -> gpu.FuncOp:
-    """The gpu.func named `@mod::@func` by a stage."""
+def lookup_kernel(module: ModuleOp, kernel: SymbolRefAttr, where: str,
+                  stage: Operation | None = None) -> gpu.FuncOp:
+    """The gpu.func named `@mod::@func` by a stage (`where` names it in an error, located at
+    `stage`)."""
     found = SymbolTable.lookup_symbol(module, kernel)
     if not isinstance(found, gpu.FuncOp):
-        raise DiagnosticException(f"{where}: kernel {kernel} is not a gpu.func in this module")
+        message = f"{where}: kernel {kernel} is not a gpu.func in this module"
+        raise OpDiagnostic(message, stage) if stage is not None else DiagnosticException(message)
     return found
 
 

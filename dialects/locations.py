@@ -15,19 +15,21 @@ none); `OpDiagnostic` is the error a pass raises about an op, prefixed with that
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
+from tilesync.compat.dominance import dominance_error
+from tilesync.compat.parser import CheckedParser
 from tilesync.contract import CompileError, SourceLocation
 
 BYTE_ORDER_MARK = "\ufeff"
 
 
-class LocatingParser(Parser):
-    """xDSL's Parser that records `loc("name":line:col)` on every op it parses."""
+class LocatingParser(CheckedParser):
+    """xDSL's Parser that records `loc("name":line:col)` on every op it parses (with
+    `compat.parser`'s checks, and a module that parsed checked for dominance)."""
 
     def __init__(self, ctx: Context, input: str | bytes, name: str = "<input>",
                  line_offset: int = 0) -> None:
@@ -68,6 +70,13 @@ class LocatingParser(Parser):
             op.location = FileLineColLoc(self._file, IntAttr(line + self._line_offset),
                                          IntAttr(column))
         return op
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        module = super().parse_module(allow_implicit_module)
+        error = dominance_error(module)
+        if error is not None:
+            raise OpDiagnostic(error[1], error[0])
+        return module
 
 
 def parse_error_location(err: ParseError) -> SourceLocation:
@@ -113,7 +122,8 @@ class OpDiagnostic(DiagnosticException):
 
 
 def failing_op(root: Operation, error: VerifyException) -> Operation | None:
-    """The op whose own verification raises `error`'s message (None if none does alone).
+    """The op whose own verification raises `error`'s message (for an error in a block's
+    structure, the innermost op holding the block; None if none does).
 
     Called after `root.verify()` failed, to say where: each op is verified without its
     nested ops, innermost first, as xDSL reports."""
@@ -124,9 +134,39 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
             op.verify(verify_nested_ops=False)
         except Exception as err:  # any failure marks a candidate
             if str(err).split("\n")[0] == wanted:
-                return op
+                return _redefinition(op, wanted) or op
             candidates.append(op)
-    return candidates[0] if candidates else None
+    if candidates:
+        return candidates[0]
+    # What a block's structure breaks (an empty block where a terminator is needed) is raised
+    # while verifying the op that holds the block: the innermost op whose verification fails.
+    for op in root.walk(region_first=True):
+        if op.regions:
+            try:
+                op.verify()
+            except Exception as err:
+                if str(err).split("\n")[0] == wanted:
+                    return op
+    return None
+
+
+def _redefinition(table: Operation, message: str) -> Operation | None:
+    """The second definition of the symbol a symbol table's "Redefinition of symbol" error
+    names (the table itself says nothing of where)."""
+    prefix = 'Redefinition of symbol "'
+    if not message.startswith(prefix):
+        return None
+    name = message[len(prefix):].rstrip('"')
+    seen = 0
+    for region in table.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                symbol = op.properties.get("sym_name") or op.attributes.get("sym_name")
+                if isinstance(symbol, StringAttr) and symbol.data == name:
+                    seen += 1
+                    if seen == 2:
+                        return op
+    return None
 
 
 def diagnostic(pass_name: str, op: Operation, message: str,

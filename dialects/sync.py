@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from xdsl.dialects.builtin import (
     I32,
@@ -70,7 +71,7 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from tilesync.contract import MAX_THREADS_PER_BLOCK
+from tilesync.contract import MAX_THREADS_PER_BLOCK, grid_error, launch_bounds_error
 from tilesync.dialects.tile import TensorMapType
 
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
@@ -151,6 +152,54 @@ def _interval(
     return -(2**63), 2**63 - 1
 
 
+# id(map) -> (map, its evaluator): found without hashing the expressions.
+_EVALUATORS: dict[int, tuple[AffineMap, Callable[[Sequence[int]], tuple[int, ...]]]] = {}
+
+
+def map_evaluator(affine_map: AffineMap) -> Callable[[Sequence[int]], tuple[int, ...]]:
+    """`affine_map` as a Python function of its dims followed by its symbols, computing what
+    `AffineMap.eval` does (several times faster: grids and forall boxes of many points are
+    enumerated with it)."""
+    found = _EVALUATORS.get(id(affine_map))
+    if found is not None and found[0] is affine_map:
+        return found[1]
+    if len(_EVALUATORS) > 4096:
+        _EVALUATORS.clear()
+    parts = [_build_evaluator(e, affine_map.num_dims) for e in affine_map.results]
+    if len(parts) == 1:
+        (only,) = parts
+        function = lambda point: (only(point),)  # noqa: E731
+    else:
+        function = lambda point: tuple(part(point) for part in parts)  # noqa: E731
+    _EVALUATORS[id(affine_map)] = (affine_map, function)
+    return function
+
+
+def _build_evaluator(expr: AffineExpr, num_dims: int) -> Callable[[Sequence[int]], int]:
+    match expr:
+        case AffineConstantExpr(value=value):
+            return lambda point: value
+        case AffineDimExpr(position=position):
+            return operator.itemgetter(position)
+        case AffineSymExpr(position=position):
+            return operator.itemgetter(num_dims + position)
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+            a, b = _build_evaluator(lhs, num_dims), _build_evaluator(rhs, num_dims)
+            match kind:
+                case AffineBinaryOpKind.Add:
+                    return lambda point: a(point) + b(point)
+                case AffineBinaryOpKind.Mul:
+                    return lambda point: a(point) * b(point)
+                case AffineBinaryOpKind.Mod:
+                    return lambda point: a(point) % b(point)
+                case AffineBinaryOpKind.FloorDiv:
+                    return lambda point: a(point) // b(point)
+                case _:
+                    return lambda point: -(-a(point) // b(point))
+        case _:
+            raise ValueError(f"cannot evaluate {expr}")
+
+
 def box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
     """Every point of a box of half-open ranges [lo, hi), the last coordinate fastest: the one
     enumeration of forall boxes and (through `tilesync.analysis.grid`) of grids."""
@@ -160,6 +209,23 @@ def box_points(ranges: Sequence[tuple[int, int]]) -> Iterator[tuple[int, ...]]:
 def box_size(ranges: Sequence[tuple[int, int]]) -> int:
     """Points of the box `box_points(ranges)` enumerates."""
     return math.prod(max(hi - lo, 0) for lo, hi in ranges)
+
+
+def affine_map_error(affine_map: AffineMap) -> str | None:
+    """Why `affine_map` cannot be evaluated at every point, or None: a floordiv, ceildiv or
+    mod needs a positive constant divisor, a product a constant factor."""
+    for result in affine_map.results:
+        for expr in result.dfs():
+            if not isinstance(expr, AffineBinaryOpExpr):
+                continue
+            if expr.kind == AffineBinaryOpKind.Mul:
+                if not isinstance(expr.lhs, AffineConstantExpr) and \
+                        not isinstance(expr.rhs, AffineConstantExpr):
+                    return f"{format_affine_expr(expr)} is not affine (a product of variables)"
+            elif expr.kind != AffineBinaryOpKind.Add and not (
+                    isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value > 0):
+                return f"{format_affine_expr(expr)} needs a positive constant divisor"
+    return None
 
 
 _PRECEDENCE = {
@@ -317,7 +383,7 @@ class PolicyAttr(ParametrizedAttribute):
     def semaphore_index(self, tile: Sequence[int]) -> int:
         if len(tile) != self.num_dims:
             raise ValueError(f"policy takes {self.num_dims} tile coordinates, got {len(tile)}")
-        return self.sem_map.data.eval(tuple(tile), ())[0]
+        return map_evaluator(self.sem_map.data)(tile)[0]
 
     def _grid_ranges(self, grid: Sequence[int]) -> list[tuple[int, int]]:
         if len(grid) != self.num_dims:
@@ -326,6 +392,9 @@ class PolicyAttr(ParametrizedAttribute):
 
     def num_semaphores(self, grid: Sequence[int]) -> int:
         """Size of the semaphore array a producer of this grid needs (max index + 1)."""
+        groupings = self.grouping_on(grid)
+        if groupings is not None:  # numbered densely, `posts` tiles each
+            return math.prod(grid) // grouped_policy(grid, groupings).posts.data
         _, high = _interval(self.sem_map.data.results[0], self._grid_ranges(grid), ())
         if box_size([(0, e) for e in grid]) <= ENUMERATION_LIMIT and (
             _linear_form(self.sem_map.data.results[0]) is None
@@ -334,14 +403,62 @@ class PolicyAttr(ParametrizedAttribute):
         return high + 1
 
     def posts_per_semaphore(self, grid: Sequence[int]) -> Counter[int]:
-        """How many tiles of `grid` post to each semaphore index (enumerates the grid)."""
+        """How many tiles of `grid` post to each semaphore index (enumerates the grid, of at
+        most ENUMERATION_LIMIT tiles)."""
         self._grid_ranges(grid)
-        return Counter(self.semaphore_index(t) for t in box_points([(0, e) for e in grid]))
+        groupings = self.grouping_on(grid)
+        if groupings is not None:
+            posts = grouped_policy(grid, groupings).posts.data
+            return Counter(dict.fromkeys(range(math.prod(grid) // posts), posts))
+        if box_size([(0, e) for e in grid]) > ENUMERATION_LIMIT:
+            raise ValueError(f"grid {tuple(grid)} has more than {ENUMERATION_LIMIT} tiles")
+        index = map_evaluator(self.sem_map.data)
+        return Counter(index(t)[0] for t in box_points([(0, e) for e in grid]))
+
+    def grouping_on(self, grid: Sequence[int]) -> list[tuple[str, int]] | None:
+        """The groupings `g` such that this policy is `grouped_policy(grid, g)` up to its
+        `posts` (the same semaphore map, term by term), or None. Such a map sends the tiles
+        of each group to one semaphore, numbered densely: correct by construction, on grids
+        of any size."""
+        terms = _grouping_terms(self.sem_map.data.results[0])
+        if terms is None or terms[1] != 0 or len(grid) != self.num_dims:
+            return None
+        groupings: list[tuple[str, int]] = []
+        for position in range(len(grid)):
+            atoms = [(kind, m) for (p, kind, m) in terms[0] if p == position]
+            if len(atoms) > 1:
+                return None
+            kind, m = atoms[0] if atoms else ("shared", 1)
+            groupings.append(("distinct", 1) if kind == "plain" else (kind, m))
+        try:
+            grouped = grouped_policy(grid, groupings)
+        except ValueError:  # a group that does not divide its extent
+            return None
+        return groupings if _grouping_terms(grouped.sem_map.data.results[0]) == terms else None
 
     def verify_on_grid(self, grid: Sequence[int]) -> None:
         """Grid-dependent soundness: indices ≥ 0, every semaphore gets exactly `posts` posts
         (fewer would hang a wait, more would let a wait pass early), and a TileSync map is a
-        bijection of the grid onto 0..n-1."""
+        bijection of the grid onto 0..n-1. Decided from the map's shape where it is a grouped
+        policy (`grouping_on`), else by enumerating the grid (of at most ENUMERATION_LIMIT
+        tiles)."""
+        groupings = self.grouping_on(grid)
+        if groupings is not None:
+            posts = grouped_policy(grid, groupings).posts.data
+            if posts != self.posts.data:
+                raise VerifyException(
+                    f"policy {self.kind} on grid {tuple(grid)}: semaphore 0 receives {posts} "
+                    f"posts per launch but the policy expects {self.posts.data}"
+                )
+            return
+        tiles = box_size([(0, e) for e in grid])
+        if tiles > ENUMERATION_LIMIT:
+            raise VerifyException(
+                f"policy {self.kind} {format_affine_map(self.sem_map.data)} on grid "
+                f"{tuple(grid)}: cannot check a map of this shape on {tiles} tiles (at most "
+                f"{ENUMERATION_LIMIT} are enumerated; the grouped shapes TileSync, RowSync, "
+                f"StridedSync, Conv2DTileSync are checked on any grid)"
+            )
         counts = self.posts_per_semaphore(grid)
         if min(counts) < 0:
             raise VerifyException(f"policy {self} maps a tile of grid {tuple(grid)} below 0")
@@ -369,8 +486,12 @@ class PolicyAttr(ParametrizedAttribute):
             raise VerifyException(
                 f"policy map must have exactly one result (the semaphore index), got {text}"
             )
+        if (error := affine_map_error(sem_map)) is not None:
+            raise VerifyException(f"policy map {text}: {error}")
         if self.posts.data < 1:
             raise VerifyException(f"policy posts must be positive, got {self.posts.data}")
+        if self.posts.data >= 2**31:  # waits compare against epoch * posts in 32 bits
+            raise VerifyException(f"policy posts must fit in i32, got {self.posts.data}")
         if self.declared_kind.data not in POLICY_KINDS:
             raise VerifyException(
                 f"unknown policy name '{self.declared_kind.data}', expected one of "
@@ -399,6 +520,39 @@ class PolicyAttr(ParametrizedAttribute):
             f"<{self.declared_kind.data} {format_affine_map(self.sem_map.data)}, "
             f"posts = {self.posts.data}>"
         )
+
+
+def _grouping_terms(expr: AffineExpr) -> tuple[dict[tuple[int, str, int], int], int] | None:
+    """`expr` as {(dim, "plain" | "mod" | "floordiv", m): coefficient} + constant, where an
+    atom is a dim or a dim mod / floordiv a constant m; None for any other shape."""
+    match expr:
+        case AffineConstantExpr(value=value):
+            return {}, value
+        case AffineDimExpr(position=position):
+            return {(position, "plain", 1): 1}, 0
+        case AffineBinaryOpExpr(
+            kind=AffineBinaryOpKind.Mod | AffineBinaryOpKind.FloorDiv as kind,
+            lhs=AffineDimExpr(position=position),
+            rhs=AffineConstantExpr(value=m),
+        ) if m > 1:
+            return {(position, "mod" if kind == AffineBinaryOpKind.Mod else "floordiv", m): 1}, 0
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+            left, right = _grouping_terms(lhs), _grouping_terms(rhs)
+            if left is None or right is None:
+                return None
+            terms = dict(left[0])
+            for atom, coefficient in right[0].items():
+                terms[atom] = terms.get(atom, 0) + coefficient
+            return {a: c for a, c in terms.items() if c}, left[1] + right[1]
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
+            constant, other = (lhs, rhs) if isinstance(lhs, AffineConstantExpr) else (rhs, lhs)
+            inner = _grouping_terms(other)
+            if not isinstance(constant, AffineConstantExpr) or inner is None:
+                return None
+            k = constant.value
+            return {a: c * k for a, c in inner[0].items() if c * k}, inner[1] * k
+        case _:
+            return None
 
 
 def _linearize(grid: Sequence[int], dims: Sequence[AffineExpr]) -> AffineExpr:
@@ -538,6 +692,11 @@ class OrderAttr(ParametrizedAttribute):
             )
         if self.kind.data == "strided" and self.values[0] < 1:
             raise VerifyException(f"strided tile order needs a positive stride, got {self.values}")
+        if self.kind.data == "table":
+            wrong = next((v for v in self.values if not 0 <= v < 2**31), None)
+            if wrong is not None:  # the kernel reads its tile id from an i32 table
+                raise VerifyException(
+                    f"tile order table entries are tile ids in [0, {2**31 - 1}], got {wrong}")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -971,6 +1130,9 @@ class StageOp(IRDLOperation):
                 f"{self.name}: block {self.block_shape} has {math.prod(self.block_shape)} "
                 f"threads, more than {MAX_THREADS_PER_BLOCK}"
             )
+        for error in (grid_error(self.grid_shape), launch_bounds_error(block=self.block_shape)):
+            if error is not None:
+                raise VerifyException(f"{self.name}: {error}")
         # A kernel lives in a gpu.module: @module::@function, nothing deeper.
         if len(self.kernel.nested_references) != 1:
             raise VerifyException(
@@ -1084,7 +1246,7 @@ class DependencyOp(IRDLOperation):
              forall_values: Sequence[int]) -> tuple[int, ...] | None:
         """The producer tile read at these forall values; None where a clipped dependency
         falls outside the producer grid (nothing is read there)."""
-        tile = tuple(self.tiles_map.eval(tuple(consumer_tile), tuple(forall_values)))
+        tile = map_evaluator(self.tiles_map)((*consumer_tile, *forall_values))
         if self.clipped is not None:
             grid = self.producer_stage().grid_shape
             if any(not 0 <= c < extent for c, extent in zip(tile, grid)):
@@ -1099,6 +1261,9 @@ class DependencyOp(IRDLOperation):
 
     def verify_(self) -> None:
         tiles_map = self.tiles_map
+        if (error := affine_map_error(tiles_map)) is not None:
+            raise VerifyException(
+                f"{self.name}: map {format_affine_map(tiles_map)}: {error}")
         if len(self.forall_ranges) % 2 or len(self.ranges) != tiles_map.num_symbols:
             raise VerifyException(
                 f"{self.name}: {tiles_map.num_symbols} forall variables need as many ranges, "
@@ -1107,6 +1272,11 @@ class DependencyOp(IRDLOperation):
         for position, (lo, hi) in enumerate(self.ranges):
             if lo >= hi:
                 raise VerifyException(f"{self.name}: forall s{position} in [{lo}, {hi}) is empty")
+        if box_size(self.ranges) > ENUMERATION_LIMIT:
+            raise VerifyException(
+                f"{self.name}: each consumer tile reads {box_size(self.ranges)} points of the "
+                f"forall box, more than {ENUMERATION_LIMIT}"
+            )
         if self.operand.data < 0:
             raise VerifyException(f"{self.name}: operand index must be >= 0")
         if self.producer == self.consumer:
@@ -1203,6 +1373,14 @@ class DependencyOp(IRDLOperation):
         ranges: list[tuple[int, int]] = []
         if parser.parse_optional_keyword("forall") is not None:
 
+            def parse_bound() -> int:
+                start = parser.pos
+                bound = parser.parse_integer(allow_boolean=False)
+                if not -(2**63) <= bound < 2**63:
+                    parser.raise_error(f"forall bound {bound} does not fit in i64", start,
+                                       parser.pos)
+                return bound
+
             def parse_range() -> tuple[int, int]:
                 symbol = parser.parse_identifier("forall variable (s0, s1, ...)")
                 if symbol != f"s{len(ranges)}":
@@ -1212,9 +1390,9 @@ class DependencyOp(IRDLOperation):
                     )
                 parser.parse_keyword("in")
                 parser.parse_punctuation("[")
-                lo = parser.parse_integer(allow_boolean=False)
+                lo = parse_bound()
                 parser.parse_punctuation(",")
-                hi = parser.parse_integer(allow_boolean=False)
+                hi = parse_bound()
                 parser.parse_punctuation(")")
                 ranges.append((lo, hi))
                 return lo, hi

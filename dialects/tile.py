@@ -221,6 +221,11 @@ class SwizzleAttr(ParametrizedAttribute):
             raise VerifyException(
                 f"#tile.swizzle<{b}, {m}, {s}> needs B >= 0, M >= 0 and S >= B (a bijection)"
             )
+        if b + m > 31 or s > 31:
+            raise VerifyException(
+                f"#tile.swizzle<{b}, {m}, {s}> needs B + M <= 31 and S <= 31 (offsets are "
+                f"32-bit)"
+            )
 
     @property
     def mask(self) -> int:
@@ -1143,6 +1148,8 @@ class StoreAccOp(IRDLOperation):
                 "'tile.store_acc' with several accumulators needs an epilogue combining them"
             )
         if self.epilogue.blocks:
+            if len(self.epilogue.blocks) != 1:
+                raise VerifyException("'tile.store_acc' epilogue must be a single block")
             block = self.epilogue.block
             types = tuple(a.type for a in block.args)
             expected = epilogue_arg_types(len(self.accs))

@@ -185,10 +185,18 @@ def dependency(spec: MlpSpec) -> sync.DependencyOp:
     return sync.DependencyOp(PRODUCER, CONSUMER, 0, tiles, [(0, spec.k_steps)])
 
 
+def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:
+    """The stage's `tile`: the rows and columns of C one block writes (SwiGLU combines gate and
+    up columns, so BN / 2 of H), then BK. sync-verify maps a consumer's loads of C onto the
+    producer tiles that wrote them with it."""
+    bm, bn, bk = cfg.tile
+    return (bm, bn // 2 if cfg.epilogue == "swiglu" else bn, bk)
+
+
 def _stage(cfg: GemmConfig) -> sync.StageOp:
     grid = cfg.grid[:2]  # split_k is 1: one block per tile
     return sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], grid, cfg.block,
-                        cfg.tile)
+                        output_tile(cfg))
 
 
 def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
@@ -214,4 +222,4 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
 
 
 __all__ = ["MODELS", "MlpSpec", "default_configs", "dependency", "fit_ordered", "mlp_spec",
-           "mlp_stage_module"]
+           "mlp_stage_module", "output_tile"]

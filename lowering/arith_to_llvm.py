@@ -36,10 +36,12 @@ from xdsl.pattern_rewriter import (
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
+    unsupported_op_error,
 )
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import INDEX_BITS, convert_type
 
 PASS_NAME = "convert-arith-to-llvm"
 
@@ -178,6 +180,9 @@ class ConstantLowering(RewritePattern):
         result_type = convert_type(op.result.type)
         if isinstance(value, IntegerAttr):
             # Index constants are re-typed as i64; the value itself is unchanged.
+            if not -(2**63) <= value.value.data < 2**64:
+                raise unsupported_op_error(PASS_NAME, op, f"index constant {value.value.data} "
+                                           f"does not fit in {INDEX_BITS} bits")
             value = IntegerAttr(value.value.data, result_type)
         elif isinstance(value, DenseIntOrFPElementsAttr):
             if isinstance(value.get_element_type(), IndexType):
@@ -365,5 +370,6 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, ARITH_TO_LLVM_PATTERNS)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, ARITH_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "arith.")

@@ -26,6 +26,7 @@ from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
+    located_type_errors,
     reject_leftover_ops,
 )
 from tilesync.lowering.type_conversion import cast_value, convert_type
@@ -121,5 +122,6 @@ class ConvertCfToLLVMPass(ModulePass):
     name = "convert-cf-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, CF_TO_LLVM_PATTERNS)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, CF_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "cf.")

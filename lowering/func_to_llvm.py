@@ -37,6 +37,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.utils.exceptions import VerifyException
 
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
@@ -53,11 +54,16 @@ from tilesync.dialects.tile import TensorMapType
 from tilesync.lowering.llvm_conversion import (
     convert_block_argument_types,
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
     unsupported_op_error,
 )
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import (
+    KERNEL_PARAM_TYPES,
+    convert_type,
+    kernel_param_kind,
+)
 
 PASS_NAME = "convert-func-to-llvm"
 
@@ -74,7 +80,10 @@ def _llvm_function_type(
             PASS_NAME, op, "functions with more than one result are not supported"
         )
     output = convert_type(outputs[0]) if outputs else llvm.LLVMVoidType()
-    return llvm.LLVMFunctionType([convert_type(t) for t in inputs], output)
+    try:
+        return llvm.LLVMFunctionType([convert_type(t) for t in inputs], output)
+    except VerifyException as err:  # a type with no LLVM equivalent
+        raise unsupported_op_error(PASS_NAME, op, str(err)) from err
 
 
 def _launch_bounds_passthrough(op: gpu.FuncOp) -> ArrayAttr | None:
@@ -175,6 +184,12 @@ class FuncLowering(RewritePattern):
 class GPUFuncLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: gpu.FuncOp, rewriter: PatternRewriter, /):
+        if op.kernel is not None:  # LLVM aborts on some parameter types (i69)
+            for index, t in enumerate(op.function_type.inputs.data):
+                if kernel_param_kind(t) is None:
+                    raise unsupported_op_error(
+                        PASS_NAME, op, f"kernel parameter #{index} has type {t}; a kernel "
+                                       f"takes {KERNEL_PARAM_TYPES}")
         cconv = PTX_KERNEL_CCONV if op.kernel is not None else "ccc"
         _make_llvm_func(rewriter, op, cconv, _launch_bounds_passthrough(op))
 
@@ -225,7 +240,8 @@ class ConvertFuncToLLVMPass(ModulePass):
     name = "convert-func-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
         for leftover in walk_ops(op):
             if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):

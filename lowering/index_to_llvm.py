@@ -39,6 +39,7 @@ from tilesync.lowering.arith_to_llvm import (
 )
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
+    located_type_errors,
     replace_with_llvm,
     unsupported_op_error,
 )
@@ -154,7 +155,8 @@ class ConvertIndexToLLVMPass(ModulePass):
     name = "convert-index-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, [IndexOpLowering()])
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, [IndexOpLowering()])
         for leftover in walk_ops(op):
             if op_name(leftover).startswith("index."):
                 raise unsupported_op_error(PASS_NAME, leftover, "not converted")

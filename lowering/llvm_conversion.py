@@ -8,15 +8,59 @@ cast pairs away once every dialect is converted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.dialects.locations import OpDiagnostic
-from tilesync.lowering.type_conversion import cast_value, convert_type, unrealized_cast
+from tilesync.lowering.type_conversion import (
+    UnsupportedTypeError,
+    cast_value,
+    convert_type,
+    unrealized_cast,
+)
+
+
+def _mentions(attribute: Attribute, wanted: Attribute, depth: int = 0) -> bool:
+    if attribute == wanted:
+        return True
+    if depth > 4:
+        return False
+    if isinstance(attribute, ParametrizedAttribute):
+        return any(_mentions(p, wanted, depth + 1) for p in attribute.parameters)
+    if isinstance(attribute, ArrayAttr):
+        return any(_mentions(a, wanted, depth + 1) for a in attribute.data)
+    return False
+
+
+def _first_user_of_type(module: Operation, wanted: Attribute) -> Operation | None:
+    """The first op whose operands, results, block arguments, properties or attributes
+    mention the type `wanted`."""
+    for op in module.walk():
+        types = [v.type for v in (*op.operands, *op.results)]
+        types += [a.type for r in op.regions for b in r.blocks for a in b.args]
+        attributes = [*op.properties.values(), *op.attributes.values()]
+        if any(_mentions(t, wanted) for t in (*types, *attributes)):
+            return op
+    return None
+
+
+@contextmanager
+def located_type_errors(pass_name: str, module: ModuleOp) -> Iterator[None]:
+    """A type with no LLVM equivalent met while `pass_name` converts `module` is reported at
+    the first op that uses it."""
+    try:
+        yield
+    except UnsupportedTypeError as err:
+        op = _first_user_of_type(module, err.type)
+        if op is None:
+            raise DiagnosticException(f"{pass_name}: {err}") from err
+        raise unsupported_op_error(pass_name, op, str(err)) from err
 
 
 def llvm_operands(rewriter: PatternRewriter, op: Operation) -> list[SSAValue]:

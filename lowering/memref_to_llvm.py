@@ -53,6 +53,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import SymbolTable
 
 from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
@@ -61,6 +62,7 @@ from tilesync.contract import (
 )
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
+    located_type_errors,
     reject_leftover_ops,
     replace_with_llvm,
     unsupported_op_error,
@@ -262,6 +264,18 @@ class GlobalLowering(RewritePattern):
         rewriter.replace(op, global_op)
 
 
+def _check_get_global(op: memref.GetGlobalOp) -> None:
+    """MLIR's verifier checks that a get_global has its global's type; xDSL's does not, and
+    the lowering would silently read the global as the other type."""
+    found = SymbolTable.lookup_symbol(op, op.name_)
+    if not isinstance(found, memref.GlobalOp | llvm.GlobalOp):
+        what = "nothing" if found is None else f"a '{found.name}'"
+        raise unsupported_op_error(PASS_NAME, op, f"{op.name_} names {what}, not a global")
+    if isinstance(found, memref.GlobalOp) and found.type != op.memref.type:
+        raise unsupported_op_error(PASS_NAME, op, f"the result type {op.memref.type} is not "
+                                   f"the type {found.type} of global {op.name_}")
+
+
 class GetGlobalLowering(RewritePattern):
     def __init__(self, dynamic: dict[Operation, tuple[dict[str, int], int]] | None = None):
         # symbol table op -> ({global: byte offset}, alignment of the packed array)
@@ -410,28 +424,31 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
-        for container in [op, *op.walk()]:
-            if not container.regions or isinstance(container, llvm.FuncOp):
-                continue
-            offsets, total, align = pack_dynamic_shared(container)
-            if not offsets:
-                continue
-            dynamic[container] = (offsets, align)
-            # One extern array per module: every `.extern .shared` array starts at the same
-            # address, so the globals must be packed into one, never declared separately.
-            # Declared with the alignment it is guaranteed, so LLVM assumes no more.
-            container.regions[0].blocks[0].insert_op_before(
-                llvm.GlobalOp(llvm.LLVMArrayType(0, IntegerType(8)), DYNAMIC_SHARED_SYMBOL,
-                              "external", addr_space=SHARED_ADDRESS_SPACE,
-                              alignment=DYNAMIC_SHARED_BASE_ALIGNMENT),
-                container.regions[0].blocks[0].first_op)
-            padding = max(0, align - DYNAMIC_SHARED_BASE_ALIGNMENT)
-            container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total + padding, 64)
-        patterns = [GetGlobalLowering(dynamic) if isinstance(p, GetGlobalLowering)
-                    else p for p in MEMREF_TO_LLVM_PATTERNS]
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), apply_recursively=False
-        ).rewrite_module(op)
+        with located_type_errors(PASS_NAME, op):
+            dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
+            for container in op.walk():  # the module itself first
+                if isinstance(container, memref.GetGlobalOp):
+                    _check_get_global(container)
+                if not container.regions or isinstance(container, llvm.FuncOp):
+                    continue
+                offsets, total, align = pack_dynamic_shared(container)
+                if not offsets:
+                    continue
+                dynamic[container] = (offsets, align)
+                # One extern array per module: every `.extern .shared` array starts at the same
+                # address, so the globals must be packed into one, never declared separately.
+                # Declared with the alignment it is guaranteed, so LLVM assumes no more.
+                container.regions[0].blocks[0].insert_op_before(
+                    llvm.GlobalOp(llvm.LLVMArrayType(0, IntegerType(8)), DYNAMIC_SHARED_SYMBOL,
+                                  "external", addr_space=SHARED_ADDRESS_SPACE,
+                                  alignment=DYNAMIC_SHARED_BASE_ALIGNMENT),
+                    container.regions[0].blocks[0].first_op)
+                padding = max(0, align - DYNAMIC_SHARED_BASE_ALIGNMENT)
+                container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total + padding, 64)
+            patterns = [GetGlobalLowering(dynamic) if isinstance(p, GetGlobalLowering)
+                        else p for p in MEMREF_TO_LLVM_PATTERNS]
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier(patterns), apply_recursively=False
+            ).rewrite_module(op)
         reject_leftover_ops(op, PASS_NAME, "memref.")
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, gpu, llvm, memref
+from xdsl.dialects import affine, arith, func, gpu, llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -48,9 +48,9 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.traits import SymbolTable
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.tile_order import order_permutation
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -62,8 +62,12 @@ from tilesync.contract import (
 )
 from tilesync.dialects import nvvm, sync
 from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.locations import diagnostic
+from tilesync.lowering.llvm_conversion import located_type_errors
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
+
+PASS_NAME = "convert-sync-to-nvvm"
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
@@ -114,14 +118,13 @@ class LowerOrderedTile(RewritePattern):
             return
         kind = op.order.kind.data
         if kind not in ("row_major", "column_major", "table"):
-            raise DiagnosticException(f"convert-sync-to-nvvm: tile order '{kind}' has no "
-                                      "lowering yet (use row_major, column_major or table)")
+            raise diagnostic(PASS_NAME, op, f"tile order '{kind}' needs the grid of its stage "
+                             "(a sync.stage naming this kernel)")
         func = op.parent_op()
         while func is not None and not isinstance(func, gpu.FuncOp):
             func = func.parent_op()
         if func is None:
-            raise DiagnosticException("convert-sync-to-nvvm: an ordered sync.tile must be "
-                                      "inside a gpu.func")
+            raise diagnostic(PASS_NAME, op, "an ordered sync.tile must be inside a gpu.func")
         counter = sync_arg(func, TILE_COUNTER, MemRefType(i32, [1]))
         table = (sync_arg(func, ORDER_TABLE, MemRefType(i32, [DYNAMIC_INDEX]))
                  if kind == "table" else None)
@@ -173,6 +176,16 @@ class LowerTile(RewritePattern):
         rewriter.replace(op, ids, [i.results[0] for i in ids])
 
 
+def _require_function(op: Operation) -> None:
+    """The spin loop and barriers of a wait or post are function code (outside one, the
+    lowering would put control flow in a module's body)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, gpu.FuncOp | func.FuncOp | llvm.FuncOp):
+        parent = parent.parent_op()
+    if parent is None:
+        raise diagnostic(PASS_NAME, op, f"'{op.name}' must be inside a function")
+
+
 def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, gpu.FuncOp):
@@ -201,6 +214,7 @@ class LowerWait(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.WaitOp, rewriter: PatternRewriter, /):
+        _require_function(op)
         b = SyncBuilder(rewriter)
         posts = b.const(op.policy.posts.data, i32)
         target = b.value(arith.MuliOp(op.epoch, posts))
@@ -232,6 +246,7 @@ class LowerWait(RewritePattern):
 class LowerPost(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
+        _require_function(op)
         b = SyncBuilder(rewriter)
         # every thread that stored part of the tile has stored it: the block, or its first N
         if op.threads is None:
@@ -269,13 +284,17 @@ def adopt_stage_orders(module: ModuleOp) -> None:
         for tile in kernel.walk():
             if isinstance(tile, sync.TileOp) and tile.order is None:
                 tile.order = stage.order
+            if isinstance(tile, sync.TileOp) and tile.order.kind.data == "strided":
+                # StridedSync's order: its permutation of the stage's grid, as a table
+                tile.order = sync.OrderAttr("table", order_permutation(tile.order,
+                                                                       stage.grid_shape))
 
 
 @dataclass(frozen=True)
 class ConvertSyncToNVVMPass(ModulePass):
     """Lower sync.tile / sync.wait / sync.post inside kernels; host-level sync ops stay."""
 
-    name = "convert-sync-to-nvvm"
+    name = PASS_NAME
 
     default_timeout_ns: int = DEFAULT_TIMEOUT_NS
     backoff_ns: int = DEFAULT_BACKOFF_NS
@@ -291,6 +310,7 @@ class ConvertSyncToNVVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         adopt_stage_orders(op)
-        apply_patterns(op, [LowerOrderedTile(), LowerTile(),
-                            LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
-                            LowerPost(), EraseSyncHooks()], recursive=True)
+        with located_type_errors(PASS_NAME, op):
+            apply_patterns(op, [LowerOrderedTile(), LowerTile(),
+                                LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
+                                LowerPost(), EraseSyncHooks()], recursive=True)

@@ -77,7 +77,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tilesync.compat.cse import cse
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.dialects import nvvm, tile
-from tilesync.lowering.llvm_conversion import unsupported_op_error
+from tilesync.lowering.llvm_conversion import located_type_errors, unsupported_op_error
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
@@ -694,8 +694,8 @@ class StoreAccLowering(_TilePattern):
         mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
                                                      strict=True))
         for inner in block.ops:
-            if isinstance(inner, tile.YieldOp):
-                return mapping[inner.value]
+            if isinstance(inner, tile.YieldOp):  # a value defined above the epilogue: itself
+                return mapping.get(inner.value, inner.value)
             if isinstance(inner, math.TanhOp | math.ExpOp):
                 mapping[inner.result] = _lower_epilogue_math(
                     e, inner, [mapping.get(o, o) for o in inner.operands])
@@ -1057,7 +1057,8 @@ class ConvertTileToNVVMPass(ModulePass):
     name = "convert-tile-to-nvvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_patterns(op, tile_to_nvvm_patterns())
+        with located_type_errors(self.name, op):
+            apply_patterns(op, tile_to_nvvm_patterns())
         ops = walk_ops(op)
         for leftover in ops:
             if leftover.name.startswith("tile."):

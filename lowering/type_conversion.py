@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -22,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.contract import TENSOR_MAP
 from tilesync.dialects.tile import TensorMapType
 
 GLOBAL_ADDRESS_SPACE = 1
@@ -32,19 +37,32 @@ _NAMED_SPACES = {"global": GLOBAL_ADDRESS_SPACE, "workgroup": SHARED_ADDRESS_SPA
                  "shared": SHARED_ADDRESS_SPACE, "private": LOCAL_ADDRESS_SPACE}
 
 INDEX_BITS = 64
+# NVPTX address spaces a memref may name: generic, global, shared, constant, local.
+NVPTX_ADDRESS_SPACES = (0, GLOBAL_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, 4, LOCAL_ADDRESS_SPACE)
+
+
+class UnsupportedTypeError(ValueError):
+    """`type` has no LLVM equivalent (the lowering reports it at the first op that uses it:
+    `llvm_conversion.located_type_errors`)."""
+
+    def __init__(self, type: Attribute, reason: str):
+        super().__init__(f"{type}: {reason}")
+        self.type = type
+
 
 def memref_address_space(memref: MemRefType) -> int:
     """NVPTX address space of a memref: none -> global (1); an integer or a name otherwise."""
     space = memref.memory_space
     if isinstance(space, NoneAttr):
         return GLOBAL_ADDRESS_SPACE
-    if isinstance(space, IntegerAttr):
-        return space.value.data
-    if isinstance(space, IntAttr):
-        return space.data
-    if isinstance(space, StringAttr) and space.data in _NAMED_SPACES:
-        return _NAMED_SPACES[space.data]
-    raise ValueError(f"unsupported memref memory space {space}")
+    number = space.value.data if isinstance(space, IntegerAttr) else \
+        space.data if isinstance(space, IntAttr) else \
+        _NAMED_SPACES.get(space.data) if isinstance(space, StringAttr) else None
+    if number not in NVPTX_ADDRESS_SPACES:
+        raise UnsupportedTypeError(memref, f"memory space {space} is not an NVPTX address "
+                                           "space (0 generic, 1 global, 3 shared, 4 constant, "
+                                           "5 local)")
+    return number
 
 def convert_type(t: Attribute) -> Attribute:
     """Map a builtin type to its llvm-dialect counterpart (identity where they coincide)."""
@@ -54,7 +72,29 @@ def convert_type(t: Attribute) -> Attribute:
         return llvm.LLVMPointerType(IntAttr(memref_address_space(t)))
     if isinstance(t, TensorMapType):  # a by-value kernel parameter, used by its address
         return llvm.LLVMPointerType()
+    if isinstance(t, IntegerType) and t.width.data == 0:
+        raise UnsupportedTypeError(t, "LLVM has no integers of 0 bits")
     return t
+
+
+# The integer widths a kernel parameter may have, and the parameter kind each is passed as.
+_INTEGER_PARAMS = {1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
+KERNEL_PARAM_TYPES = "memrefs, index, i1, i8, i16, i32, i64, f16, bf16, f32, f64 or tensor maps"
+
+
+def kernel_param_kind(t: Attribute) -> str | None:
+    """The `contract.PARAM_KINDS` name a kernel parameter of type `t` is passed as (None: a
+    kernel cannot take it; LLVM would fail on some, the runtime could not pass the others)."""
+    if isinstance(t, MemRefType | llvm.LLVMPointerType):
+        return "ptr"
+    if isinstance(t, IndexType):
+        return "i64"
+    if isinstance(t, IntegerType):
+        return _INTEGER_PARAMS.get(t.width.data)
+    if isinstance(t, TensorMapType):
+        return TENSOR_MAP
+    return {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32",
+            Float64Type: "f64"}.get(type(t))
 
 
 

@@ -25,8 +25,9 @@ def _compile(args: argparse.Namespace) -> int:
         _, seconds = lower(module, pipeline)
         out = str(module) + "\n"
     else:
+        validate = args.emit == "ptx" if args.validate is None else args.validate
         program = tilesync.compile(text, pipeline=args.pipeline, target=args.target,
-                                   validate=args.validate, filename=args.file)
+                                   validate=validate, filename=args.file)
         seconds = program.pass_seconds
         if args.emit == "ptx":
             out = "".join(program.ptx_by_module.values())
@@ -174,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-p", "--pipeline", default=None, help="pass pipeline (default: full)")
     c.add_argument("-t", "--target", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     c.add_argument("--emit", choices=("ptx", "llvm", "mlir"), default="ptx")
-    c.add_argument("--validate", action="store_true", help="assemble the PTX with nvJitLink")
+    c.add_argument("--validate", action=argparse.BooleanOptionalAction, default=None,
+                   help="assemble the PTX with nvJitLink (the default for --emit ptx)")
     c.add_argument("--time-passes", action="store_true")
     c.add_argument("-o", "--output")
     c.set_defaults(run=_compile)

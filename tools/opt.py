@@ -66,10 +66,13 @@ class LLVMTarget(Target):
 @dataclass(frozen=True)
 class PTXTarget(Target):
     """`-t ptx{arch=sm_90}`: PTX of each (lowered) gpu.module for a target of
-    tilesync.contract.TARGETS (sm_80, sm_90, sm_90a)."""
+    tilesync.contract.TARGETS (sm_80, sm_90, sm_90a), assembled by nvJitLink before it is
+    printed (what ptxas would refuse, static shared memory over the limit say, is an error
+    with nvJitLink's reason); `validate=false` (or `--no-validate`) skips that."""
 
     name = "ptx"
     arch: str = "sm_90"
+    validate: bool = True
 
     def __post_init__(self) -> None:
         if self.arch not in TARGETS:
@@ -79,9 +82,34 @@ class PTXTarget(Target):
         from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
         from tilesync.lowering.ptx import llvm_ir_to_ptx
 
+        texts = []
         for gmod in _gpu_modules(module):
-            output.write(f"// gpu.module @{gmod.sym_name.data}\n")
-            output.write(llvm_ir_to_ptx(translate_to_llvm_ir(gmod), arch=self.arch))
+            ptx = llvm_ir_to_ptx(translate_to_llvm_ir(gmod), arch=self.arch)
+            if self.validate:
+                validate_module_ptx(ptx, self.arch, gmod.sym_name.data)
+            texts.append(f"// gpu.module @{gmod.sym_name.data}\n{ptx}")
+        output.write("".join(texts))
+
+
+@dataclass(frozen=True)
+class UnvalidatedPTXTarget(PTXTarget):
+    """`-t ptx` under `--no-validate`."""
+
+    validate: bool = False
+
+
+def validate_module_ptx(ptx: str, arch: str, module: str) -> None:
+    """nvJitLink assembles the PTX of gpu.module @`module`; a CompileError with its reason
+    if it refuses."""
+    from tilesync.lowering.ptx import PTXError, validate_ptx
+
+    try:
+        validate_ptx(ptx, arch)
+    except PTXError as err:
+        reason = " ".join(str(err).split())
+        raise CompileError(f"the PTX of gpu.module @{module} does not assemble: {reason} "
+                           f"(-t ptx{{validate=false}} or --no-validate skips this check)"
+                           ) from None
 
 
 def pass_summary(cls: type[ModulePass]) -> str:
@@ -160,6 +188,9 @@ class TilesyncOptMain(xDSLOptMain):
                                 help="print the wave model of the program (after the passes) "
                                      "instead of the program")
         arg_parser.add_argument("--sms", type=int, default=132, help="SMs for --analyze")
+        arg_parser.add_argument("--no-validate", action="store_true",
+                                help="-t ptx: print the PTX without assembling it with "
+                                     "nvJitLink first")
 
     def setup_pipeline(self):
         """xDSL's pipeline set-up, with `-p` and `-t` errors as located CompileErrors and a
@@ -193,7 +224,8 @@ class TilesyncOptMain(xDSLOptMain):
     def register_all_targets(self):
         super().register_all_targets()
         self.available_targets["llvm"] = lambda: LLVMTarget
-        self.available_targets["ptx"] = lambda: PTXTarget
+        self.available_targets["ptx"] = lambda: (
+            UnvalidatedPTXTarget if getattr(self.args, "no_validate", False) else PTXTarget)
 
 
 def _verify(module: ModuleOp, after: ModulePass | None) -> None:

@@ -88,11 +88,14 @@ def test_verifier_failure_is_a_compile_error():
 
 
 def test_stage_program_with_unfilled_hooks_gets_the_sync_passes_by_default():
-    from tilesync.api import SYNC_PASSES, default_pipeline
+    from tilesync.api import SYNC_PASSES, WAIT_KERNEL_PASS, default_pipeline
 
     text = example("gpt3_mlp_sync.mlir")
     by_default = tilesync.compile(text)
-    explicit = tilesync.compile(text, pipeline=[*SYNC_PASSES, *default_pipeline()])
+    # its plan declares a wait-kernel: the default passes make it work before sync-verify
+    passes = [*SYNC_PASSES[:-1], WAIT_KERNEL_PASS, SYNC_PASSES[-1]]
+    explicit = tilesync.compile(text, pipeline=[*passes, *default_pipeline()])
+    assert "tilesync_wait_kernel" in by_default.ptx
     lowering_only = tilesync.compile(text, pipeline=default_pipeline())
     assert by_default.ptx_by_module == explicit.ptx_by_module
     assert "ld.acquire.gpu" in by_default.ptx and "ld.acquire.gpu" not in lowering_only.ptx

@@ -94,6 +94,7 @@ PIPELINE_ROWS = [
     ("sync-annotate-occupancy{arch=sm_75}", None,
      "sync-annotate-occupancy: option 'arch' is one of sm_80, sm_90, sm_90a, got 'sm_75'"),
     ("sync-verify{limit=0}", None, "sync-verify: option 'limit' must be positive, got 0"),
+    ("sync-verify{steps=0}", None, "sync-verify: option 'steps' must be positive, got 0"),
     ("no-such-pass", None,
      "unknown pass 'no-such-pass'; `tilesync-opt --list-passes` lists tilesync's passes"),
     ("sync-verfy", None, "unknown pass 'sync-verfy'; did you mean 'sync-verify'?"),
@@ -262,6 +263,164 @@ def test_cli_accepts_a_byte_order_mark(files):
     status, err = run(opt.main, [str(files / "bom.mlir"), "-p", "tilesync-lower-to-llvm",
                                  "-t", "ptx"])
     assert status == 0, err
+
+
+# --- bad input the fuzzer found (python -m tilesync.tools.fuzz) -------------------------------
+# Each row is a reproducer of one site the fuzzer reached with a traceback, a crash of the
+# process or a hang, through `tilesync.compile` (the default pipeline: the cuSync passes where
+# the program needs them, the lowering and LLVM) and `tilesync compile`.
+
+GEMM_LOOP = "%ksteps = arith.constant 48 : index"
+SEMI_AFFINE = ("semi-affine expression: a product needs a constant factor, and floordiv, ceildiv "
+               "and mod a constant divisor")
+NOT_NVPTX = ("is not an NVPTX address space (0 generic, 1 global, 3 shared, 4 constant, "
+             "5 local)")
+
+# name -> program text
+FUZZ_PROGRAMS = {
+    # the lexer backtracked 2^n steps on an unterminated string literal (hang)
+    "quote.mlir": _edit(COPY, "gpu.func @producer(", 'gpu.func @producer(" '),
+    # ZeroDivisionError / NotImplementedError evaluating a dependency or policy map
+    "semiaffine.mlir": _edit(MLP, "-> (d0, s0) forall", "-> (d0 * d1, s0) forall"),
+    "floordiv0.mlir": _edit(MLP, "-> (d0, s0) forall", "-> (d0 floordiv 0, s0) forall"),
+    "mod0.mlir": _edit(COPY, "#sync.policy<TileSync (d0) -> (d0), posts = 1>",
+                       "#sync.policy<Custom (d0) -> (d0 mod 0), posts = 1>"),
+    # ValueError / OverflowError from forall bounds outside i64; a box too large to enumerate
+    "bound.mlir": _edit(MLP, "forall s0 in [0, 48)", "forall s0 in [0, 18446744073709551616)"),
+    "bigbox.mlir": _edit(MLP, "-> (d0, s0) forall s0 in [0, 48)",
+                         "-> (d0, s0 mod 48) forall s0 in [0, 4294967296)"),
+    # MemoryError / hang enumerating a grid of 2^31 tiles or more
+    "gridx.mlir": _edit(MLP, "grid = array<i64: 8, 48>", "grid = array<i64: 4294967296, 48>"),
+    "gridhuge.mlir": _edit(MLP, "grid = array<i64: 8, 48>", "grid = array<i64: 2147483647, 48>"),
+    # verify's evaluator ran for minutes (65536 k-steps in each of 384 tiles)
+    "ksteps.mlir": _edit(MLP, GEMM_LOOP, "%ksteps = arith.constant 65536 : index"),
+    # ValueError in convert-sync-to-nvvm: an order table entry beyond i32
+    "table.mlir": _edit(COPY, "%tile = sync.tile : index\n",
+                        "%tile = sync.tile order #sync.order<table<4294967297, 0>> : index\n"),
+    # xDSL's parser: KeyError, NotImplementedError; a value used outside its region or before
+    # its definition was accepted and failed in LLVM
+    "blocklabel.mlir": "func.func @f() {\n  cf.br ^bb1\n^bb1:\n  cf.br ^bb1\n^bb1:\n"
+                       "  func.return\n}\n",
+    "i69.mlir": _edit(COPY, "array<i32: 256, 1, 1>", "array<i69: 7>"),
+    "nested.mlir": _edit(COPY, "%base = arith.muli %tile, %tile_elems : index\n      scf.for",
+                         "%base = arith.muli %tile, %g : index\n      scf.for"),
+    "before.mlir": _edit(COPY, "      %threads = arith.constant 256 : index\n"
+                         "      %base = arith.muli %tile, %tile_elems : index",
+                         "      %base = arith.muli %tile, %threads : index\n"
+                         "      %threads = arith.constant 256 : index"),
+    "emptyfunc.mlir": "gpu.module @m {\n  gpu.func @k() kernel {\n  }\n}\n",
+    "twice.mlir": _edit(MLP, "  sync.dependency", "  sync.stage @gemm2 {kernel = @mlp::@gemm2, "
+                        "grid = array<i64: 8, 16>, block = array<i64: 32, 32, 1>, tile = "
+                        "array<i64: 32, 32, 32>}\n  sync.dependency"),
+    # what the lowering met without a location, or LLVM refused
+    "space.mlir": MLP.replace("memref<32x32xf32, 3>", "memref<32x32xf32, 31>"),
+    "getglobal.mlir": _edit(MLP, "type = memref<32x32xf32, 3>, initial_value",
+                            "type = memref<32x32xf16, 3>, initial_value"),
+    "index.mlir": _edit(COPY, "%threads = arith.constant 256 : index",
+                        "%threads = arith.constant 100000000000000000000 : index"),
+    "queue.mlir": "func.func private @produce(!dataflow.queue<4 x tensor<64xf32>>)\n",
+    "strided.mlir": _edit(COPY, "%tile = sync.tile : index\n",
+                          "%tile = sync.tile order #sync.order<strided<2>> : index\n"),
+    "nokernel.mlir": _edit(MLP, "kernel = @mlp::@gemm1,", "kernel = @elsewhere::@gemm1,"),
+    "roles.mlir": _edit(COPY, "kernel attributes {gpu.known_block_size",
+                        'kernel attributes {sync.args = ["sems@q"], gpu.known_block_size'),
+    "toplevel.mlir": '%s, %e, %x = "test.op"() : () -> (memref<?xi32>, i32, index)\nsync.wait '
+                     "%s[%x, %x] epoch %e policy #sync.policy<RowSync (d0, d1) -> (d0), posts = "
+                     "8> : memref<?xi32>\n",
+    "param.mlir": "gpu.module @m {\n  gpu.func @k(%p: memref<?xf32>, %n: i69) kernel {\n"
+                  "    gpu.return\n  }\n}\n",
+    "i0.mlir": "func.func @f(%a: i0) -> i0 {\n  func.return %a : i0\n}\n",
+    "swizzle.mlir": "func.func @f(%s: memref<16x16xf16, 3>, %i: index) {\n  %a = tile.ldmatrix "
+                    "%s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16x"
+                    "f16, 3> -> !tile.frag<a, f16, m16n8k16>\n  func.return\n}\n",
+}
+
+FUZZ_ROWS = [
+    ("quote.mlir", CompileError, "8:24", "End of file reached before closing string literal."),
+    ("semiaffine.mlir", CompileError, "113:52", SEMI_AFFINE),
+    ("floordiv0.mlir", CompileError, "113:3", "sync.dependency: map (d0, d1)[s0] -> (d0 floordiv "
+     "0, s0): d0 floordiv 0 needs a positive constant divisor"),
+    ("mod0.mlir", CompileError, "19:7",
+     "policy map (d0) -> (d0 mod 0): d0 mod 0 needs a positive constant divisor"),
+    ("bound.mlir", CompileError, "113:94", "forall bound 18446744073709551616 does not fit in i64"),
+    ("bigbox.mlir", CompileError, "113:3", "sync.dependency: each consumer tile reads 4294967296 "
+     "points of the forall box, more than 1000000"),
+    ("gridx.mlir", CompileError, "110:3",
+     "sync.stage: grid dimension x must be in [1, 2147483647], got 4294967296"),
+    ("gridhuge.mlir", VerifyError, "110:3", "sync-verify: producer @gemm1 has 103079215056 tiles, "
+     "more than the 1000000 whose semaphores are enumerated"),
+    ("ksteps.mlir", VerifyError, "102:9", "sync-verify: the proof takes more than 500000 steps of "
+     "abstract execution (sync-verify{steps=N} allows more; limit=N checks only the boundary "
+     "tiles of grids above N tiles)"),
+    ("table.mlir", CompileError, "10:7",
+     "tile order table entries are tile ids in [0, 2147483647], got 4294967297"),
+    ("blocklabel.mlir", CompileError, "5:1", "re-declaration of block 'bb1'"),
+    ("i69.mlir", CompileError, "9:104",
+     "dense attributes hold integers of 1 to 64 bits"),
+    ("nested.mlir", CompileError, "15:9", "%g is used outside this region, before this "
+     "definition: a value defined in a region is visible only inside it"),
+    ("before.mlir", CompileError, "12:7", "operand #1 of 'arith.muli' is used before its "
+     "definition"),
+    ("emptyfunc.mlir", CompileError, "2:3", "Operation gpu.func contains empty block in "
+     "single-block region that expects at least a terminator"),
+    ("twice.mlir", CompileError, "113:3", 'Redefinition of symbol "gemm2"'),
+    ("space.mlir", CompileError, "22:5", "convert-memref-to-llvm: cannot lower 'memref.global': "
+     f"memref<32x32xf32, 31 : i64>: memory space 31 : i64 {NOT_NVPTX}"),
+    ("getglobal.mlir", CompileError, "35:7", "convert-memref-to-llvm: cannot lower "
+     "'memref.get_global': the result type memref<32x32xf32, 3 : i64> is not the type "
+     "memref<32x32xf16, 3 : i64> of global @a_tile"),
+    ("index.mlir", CompileError, "12:7", "convert-arith-to-llvm: cannot lower 'arith.constant': "
+     "index constant 100000000000000000000 does not fit in 64 bits"),
+    ("queue.mlir", CompileError, "1:1", "convert-func-to-llvm: cannot lower 'func.func': LLVM "
+     "function argument #0 has incompatible type '!dataflow.queue<4 x tensor<64xf32>>'"),
+    ("strided.mlir", CompileError, "10:7", "convert-sync-to-nvvm: tile order 'strided' needs "
+     "the grid of its stage (a sync.stage naming this kernel)"),
+    ("nokernel.mlir", CompileError, "110:3",
+     "sync.stage @gemm1: kernel @elsewhere::@gemm1 is not a gpu.func in this module"),
+    ("roles.mlir", CompileError, "7:3", "sync.args of @producer: unknown parameter role "
+     "'sems@q' (known kinds: epoch, sems, start_flag, wait_flag, wait_target, wait_blocks, "
+     "epoch_counter, tile_counter, order_table, debug_record, queue)"),
+    ("toplevel.mlir", CompileError, "2:1",
+     "convert-sync-to-nvvm: 'sync.wait' must be inside a function"),
+    ("param.mlir", CompileError, "2:3", "convert-func-to-llvm: cannot lower 'gpu.func': kernel "
+     "parameter #1 has type i69; a kernel takes memrefs, index, i1, i8, i16, i32, i64, f16, "
+     "bf16, f32, f64 or tensor maps"),
+    ("i0.mlir", CompileError, "1:1", "convert-func-to-llvm: cannot lower 'func.func': i0: LLVM "
+     "has no integers of 0 bits"),
+    ("swizzle.mlir", CompileError, "2:3", "#tile.swizzle<3, 4294967296, 4294967296> needs B + M "
+     "<= 31 and S <= 31 (offsets are 32-bit)"),
+]
+
+
+@pytest.fixture(scope="module")
+def fuzz_files(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fuzz")
+    for name, text in FUZZ_PROGRAMS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("name, kind, where, message", FUZZ_ROWS)
+def test_api_fuzz_reproducer(fuzz_files, name, kind, where, message):
+    path = fuzz_files / name
+    with pytest.raises(TilesyncError) as info:
+        tilesync.compile(path)
+    assert type(info.value) is kind
+    assert str(info.value) == f"{path}:{where}: {message}"
+    cause = info.value.__cause__
+    while cause is not None:  # raised on purpose all the way down, not translated from a bug
+        assert not isinstance(cause, KeyError | ZeroDivisionError | NotImplementedError |
+                              MemoryError | OverflowError | AssertionError), repr(cause)
+        cause = cause.__cause__
+
+
+@pytest.mark.parametrize("name, kind, where, message",
+                         [r for r in FUZZ_ROWS if r[0] != "ksteps.mlir"])
+def test_cli_fuzz_reproducer(fuzz_files, name, kind, where, message):
+    path = fuzz_files / name
+    status, err = run(cli.main, ["compile", str(path)])
+    assert status == 1
+    assert one_line(err) == f"{path}:{where}: error: {message}"
 
 
 # --- the runtime (no GPU needed: the failing driver call and the debug record are faked) ------

@@ -176,7 +176,7 @@ def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
         if stage.kernel not in first_user:
             first_user[stage.kernel] = name
             continue
-        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
         gmod = func.parent_op()
         assert gmod is not None
         taken = {op.sym_name.data for op in gmod.walk() if isinstance(op, gpu.FuncOp)}
@@ -197,7 +197,7 @@ def _named(arg: SSAValue, stage: str | None) -> SSAValue:
 
 def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
     stage = graph.stages[name]
-    func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+    func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
     where = f"kernel {stage.kernel} of stage @{name}"
     consumers = graph.outgoing(name)
     incoming = graph.incoming(name)

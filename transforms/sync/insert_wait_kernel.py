@@ -8,8 +8,13 @@ target): only then can consumer blocks be dispatched, so they can never hold the
 producer block needs. (The paper's wait-kernel waits for the first block only, which relies on
 the hardware preferring the producer's remaining blocks; analysis/simulator shows an
 adversarial dispatcher deadlocking it.) The flag is an epoch semaphore: no reset between
-launches. Consumers launched with PDL right after their producer on its stream need none: PDL
-gives the same guarantee (`pdl = true` on another stream than the producer's does not).
+launches. Consumers already ordered after their producer (stream order, or PDL right after it
+on its stream: `analysis.forward_progress`) need none; `pdl = true` on another stream than the
+producer's orders nothing. A wait-kernel already in the plan before the consumer on its stream
+is made to work (the producer's start flag, the wait-kernel function) rather than repeated, so
+the pass is idempotent. A program whose dependencies form a cycle, or whose producer is
+launched behind its consumer (a wait-kernel there would never end), is refused with the cycle
+named.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.analysis.forward_progress import PDL, ProgressFacts, guarantees
+from tilesync.analysis import forward_progress
+from tilesync.analysis.forward_progress import ProgressFacts, analyze
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     EPOCH,
@@ -45,6 +51,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import set_sync_roles, sync_arg, sync_roles
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
 
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
@@ -92,21 +99,30 @@ class InsertWaitKernelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
         pairs = graph.dependent_pairs()
-        ordered = guarantees(ProgressFacts(list(graph.stages), pairs, graph.plan, {}))
+        report = analyze(ProgressFacts(list(graph.stages), pairs, graph.plan, {}))
         for producer, consumer in pairs:
             consumer_launch = launch_of(graph, consumer, self.name)
-            guarantee = ordered[(producer, consumer)]
-            if guarantee is not None and guarantee.kind == PDL:
-                continue  # PDL already orders the grids
-            func = kernel_of(op, graph.stages[producer])
-            add_start_signal(func)
-            gmod = func.parent_op()
-            assert isinstance(gmod, gpu.ModuleOp)
-            wait_kernel(gmod)
-            previous = consumer_launch.prev_op
-            if isinstance(previous, sync.WaitKernelOp) and \
-                    previous.producer.root_reference.data == producer:
-                continue
+            if (producer, consumer) in report.blocked:
+                raise OpDiagnostic(
+                    f"{self.name}: no wait-kernel can order @{consumer} after @{producer}: "
+                    f"{report.reasons[(producer, consumer)]}", consumer_launch)
+            guarantee = report.guarantees[(producer, consumer)]
+            kind = None if guarantee is None else guarantee.kind
+            if kind in (forward_progress.PDL, forward_progress.STREAM_ORDER):
+                continue  # the stream already orders the grids
+            realize_wait_kernel(op, graph, producer)
+            if kind == forward_progress.WAIT_KERNEL:
+                continue  # one already waits for the producer on the consumer's stream
             Rewriter.insert_op(
                 sync.WaitKernelOp(producer, consumer_launch.stream.value.data),
                 InsertPoint.before(consumer_launch))
+
+
+def realize_wait_kernel(module: ModuleOp, graph: StageGraph, producer: str) -> None:
+    """What makes a `sync.wait_kernel @producer` work: the producer's blocks post its start
+    flag, and the producer's gpu.module holds the wait-kernel (both idempotent)."""
+    func = kernel_of(module, graph.stages[producer])
+    add_start_signal(func)
+    gmod = func.parent_op()
+    assert isinstance(gmod, gpu.ModuleOp)
+    wait_kernel(gmod)

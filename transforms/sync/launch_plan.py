@@ -17,7 +17,7 @@ from tilesync.dialects.locations import OpDiagnostic
 
 
 def kernel_of(module: ModuleOp, stage: sync.StageOp) -> gpu.FuncOp:
-    return lookup_kernel(module, stage.kernel, f"sync.stage @{stage.sym_name.data}")
+    return lookup_kernel(module, stage.kernel, f"sync.stage @{stage.sym_name.data}", stage)
 
 
 def launch_of(graph: StageGraph, name: str, pass_name: str) -> sync.LaunchOp:

@@ -2,10 +2,12 @@
 
     tilesync-opt prog.mlir -p 'sync-annotate-occupancy,sync-drop-wait-kernel{strict=true}'
 
-* `sync-drop-wait-kernel` (W) removes a `sync.wait_kernel @producer {stream = s}` when
-  `forward_progress.wait_kernel_legality(producer, consumer, others)` holds, the consumer being
-  the stage of the next `sync.launch` on stream `s` after the wait-kernel (where the
-  wait-kernel guards it) and the others every other stage of the program.
+* `sync-drop-wait-kernel` (W) removes a `sync.wait_kernel @producer {stream = s}` when the
+  whole program keeps a forward-progress guarantee for every dependency without it
+  (`forward_progress.analyze` over the plan without that wait-kernel, with the blocks per SM
+  of every stage: the same model sync-verify proves with). Wait-kernels are weighed one by one
+  in program order against the plan left by the earlier decisions, so two wait-kernels that
+  could each go alone are not both dropped when together they are needed.
 * `sync-drop-tile-order` (T) resets the order of a consumer stage (a stage some
   sync.dependency feeds) to `#sync.order<row_major>` when its order is another one and
   `wave_model.tile_order_legality` holds for the stage together with the stages it depends on
@@ -29,9 +31,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from tilesync.analysis.forward_progress import wait_kernel_legality
-from tilesync.analysis.stage_graph import StageGraph, WaitKernel
+from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
+from tilesync.analysis.stage_graph import HostStep, StageGraph, WaitKernel
 from tilesync.analysis.wave_model import Legality, tile_order_legality
+from tilesync.contract import CORESIDENT_ATTR
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
 from tilesync.transforms.sync.annotate_occupancy import annotated_waves
@@ -43,31 +46,26 @@ def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> 
     return stages[name]
 
 
-def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int) -> Legality:
-    """Whether `wait` may be dropped, with the reason (diagnostics for missing facts)."""
+def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int,
+                        plan: Sequence[HostStep] | None = None) -> Legality:
+    """Whether `wait` may be dropped from `plan` (default: the graph's), with the reason
+    (diagnostics for missing facts): `forward_progress.wait_kernel_removal` with the blocks
+    per SM of every stage."""
     name = DropWaitKernelPass.name
-    producer = _stage(graph.stages, wait.producer, name, "producer")
-    launch = graph.guarded_launch(wait)
-    if launch is None:
-        return Legality(
-            False,
-            f"no sync.launch follows it on stream {wait.stream}, so the consumer it guards is "
-            f"unknown",
-        )
-    consumer = _stage(graph.stages, launch.stage, name, "launched stage")
-    others = [annotated_waves(stage, sms, name) for stage in graph.stages.values()
-              if stage is not producer and stage is not consumer]
-    verdict = wait_kernel_legality(
-        annotated_waves(producer, sms, name), annotated_waves(consumer, sms, name), others
-    )
-    return Legality(
-        verdict.legal, f"@{producer.sym_name.data} -> @{consumer.sym_name.data}: {verdict.reason}"
-    )
+    _stage(graph.stages, wait.producer, name, "producer")
+    residency = {}
+    for stage_name, stage in graph.stages.items():
+        waves = annotated_waves(stage, sms, name)
+        residency[stage_name] = Residency(waves.blocks, waves.blocks_per_sm)
+    declared = {n for n, stage in graph.stages.items() if CORESIDENT_ATTR in stage.attributes}
+    facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(),
+                          list(graph.plan if plan is None else plan), residency, sms, declared)
+    return wait_kernel_removal(facts, wait)
 
 
 @dataclass(frozen=True)
 class DropWaitKernelPass(ModulePass):
-    """W: remove the wait-kernels the wave model proves unnecessary."""
+    """W: remove the wait-kernels the whole-program forward-progress model proves unnecessary."""
 
     name = "sync-drop-wait-kernel"
 
@@ -80,10 +78,12 @@ class DropWaitKernelPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
+        plan = list(graph.plan)
         for wait in graph.wait_kernels():
-            verdict = wait_kernel_verdict(wait, graph, self.sms)
+            verdict = wait_kernel_verdict(wait, graph, self.sms, plan)
             if verdict.legal:
                 assert wait.op is not None
+                plan = [s for s in plan if s is not wait]
                 wait.op.detach()
                 wait.op.erase()
             elif self.strict:

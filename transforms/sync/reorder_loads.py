@@ -133,7 +133,7 @@ class ReorderLoadsPass(ModulePass):
             produced = {d.operand.data for d in graph.incoming(name)}
             if not produced:
                 continue
-            func = lookup_kernel(op, stage.kernel, f"sync.stage @{name}")
+            func = lookup_kernel(op, stage.kernel, f"sync.stage @{name}", stage)
             args = tuple(func.body.blocks.first.args)  # type: ignore[union-attr]
             for inner in func.walk():
                 for region in inner.regions:

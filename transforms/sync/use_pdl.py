@@ -1,24 +1,37 @@
 """`sync-use-pdl`: Hopper's programmatic dependent launch instead of a wait-kernel.
 
-Each consumer is launched on its producer's stream with programmatic stream serialization;
+Each consumer is launched on its producers' stream with programmatic stream serialization;
 each producer block triggers `griddepcontrol.launch_dependents` on entry. The dependent grid
-is dispatched only after every producer block has triggered, i.e. has started, so spinning
-consumer blocks can never keep a producer block from an SM. Data still flows through the
-per-tile semaphores (release/acquire), so consumers need no `griddepcontrol.wait`.
+is dispatched only after every block of the launch before it on the stream has triggered,
+i.e. has started, so spinning consumer blocks can never keep a producer block from an SM. Data
+still flows through the per-tile semaphores (release/acquire), so consumers need no
+`griddepcontrol.wait`.
+
+PDL orders a launch after the previous launch on its own stream only. A consumer is moved only
+where the whole program stays ordered (`analysis.forward_progress.analyze` on the plan with
+the move): all its producers on one stream, launched before it, and no other dependency
+losing its guarantee. A consumer whose producers run on several streams keeps its place and
+its wait-kernels (made to work: the producers' start flags and the wait-kernel function), so
+the plan never trades a working guarantee for a PDL edge that orders nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis import forward_progress
+from tilesync.analysis.forward_progress import ProgressFacts, analyze
+from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel
 from tilesync.dialects import nvvm
+from tilesync.transforms.sync.insert_wait_kernel import realize_wait_kernel
 from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
+
+ORDERED = (forward_progress.PDL, forward_progress.STREAM_ORDER)
 
 
 def _triggers(func) -> bool:
@@ -33,15 +46,57 @@ class UsePDLPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
-        for producer, consumer in graph.dependent_pairs():
-            producer_launch = launch_of(graph, producer, self.name)
-            consumer_launch = launch_of(graph, consumer, self.name)
-            consumer_launch.pdl = BoolAttr.from_bool(True)
-            consumer_launch.stream = IntegerAttr(producer_launch.stream.value.data, i64)
-            for wait in graph.wait_kernels():
-                if wait.producer == producer and wait.op is not None and wait.op.parent:
+        pairs = graph.dependent_pairs()
+        stages = list(graph.stages)
+
+        def report(plan: list[HostStep]) -> dict[tuple[str, str], object]:
+            return analyze(ProgressFacts(stages, pairs, plan, {})).guarantees
+
+        plan = list(graph.plan)
+        consumers = list(dict.fromkeys(c for _, c in pairs))
+        for consumer in consumers:
+            producers = graph.producers(consumer)
+            launches = {p: launch_of(graph, p, self.name) for p in producers}
+            launch_op = launch_of(graph, consumer, self.name)
+            streams = {launch.stream.value.data for launch in launches.values()}
+            current = report(plan)
+            step = next(s for s in plan if isinstance(s, Launch) and s.stage == consumer)
+            if len(streams) != 1:
+                for producer in producers:  # keep the wait-kernels, working
+                    if any(isinstance(s, WaitKernel) and s.producer == producer for s in plan):
+                        realize_wait_kernel(op, graph, producer)
+                continue
+            (stream,) = streams
+            moved = replace(step, stream=stream, pdl=True)
+            guards = [w for w in plan if isinstance(w, WaitKernel) and w.producer in producers
+                      and _guards(plan, w, step)]
+            candidate = [moved if s is step else s for s in plan
+                         if not any(s is w for w in guards)]
+            after = report(candidate)
+            kept = all(after[pair] is not None for pair in pairs if current[pair] is not None)
+            ordered = all(getattr(after[(p, consumer)], "kind", None) in ORDERED
+                          for p in producers)
+            if not (kept and ordered):
+                continue
+            plan = candidate
+            launch_op.pdl = BoolAttr.from_bool(True)
+            launch_op.stream = IntegerAttr(stream, i64)
+            for wait in guards:
+                if wait.op is not None and wait.op.parent:
                     Rewriter.erase_op(wait.op)
-            func = kernel_of(op, graph.stages[producer])
-            if not _triggers(func):
-                Rewriter.insert_op(nvvm.GridDepControlLaunchDependentsOp(),
-                                   InsertPoint.before(entry_insertion_point(func)))
+            for producer in producers:
+                func = kernel_of(op, graph.stages[producer])
+                if not _triggers(func):
+                    Rewriter.insert_op(nvvm.GridDepControlLaunchDependentsOp(),
+                                       InsertPoint.before(entry_insertion_point(func)))
+
+
+def _guards(plan: list[HostStep], wait: WaitKernel, launch: Launch) -> bool:
+    """Whether `wait` is on `launch`'s stream before it, with no launch between them."""
+    position = next(i for i, s in enumerate(plan) if s is wait)
+    for later in plan[position + 1:]:
+        if later.stream != wait.stream:
+            continue
+        return later is launch or (isinstance(later, WaitKernel) and _guards(plan, later,
+                                                                             launch))
+    return False

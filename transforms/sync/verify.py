@@ -1,8 +1,11 @@
-"""`sync-verify`: prove that a stage program's kernels synchronize what its dependencies say.
+"""`sync-verify`: prove that a stage program's kernels synchronize what its dependencies say,
+that they read nothing the dependencies leave out, and that the whole program makes progress.
 
-For every `sync.dependency @P -> @C operand N` the pass proves, by running the kernels
-abstractly (integer evaluation of index arithmetic, `sync.tile` bound to each tile, `scf.for`
-loops with constant bounds unrolled, `scf.if` taken when its condition is known):
+The kernels are run abstractly (`analysis.kernel_eval`: every tile of a stage at once, index
+arithmetic as exact integers or intervals per tile, `scf.for` loops around synchronization
+unrolled, `scf.if` taken when its condition is known; tiles that take different paths run
+apart, so the cost grows with the classes of tiles that behave alike, not with the grid).
+For every `sync.dependency @P -> @C operand N` the pass proves:
 
 1. **Coverage.** Every consumer tile of C, at each `sync.load_point operand N` (with
    `step %k`: for s0 = k), has already waited for every producer tile the dependency says it
@@ -10,133 +13,95 @@ loops with constant bounds unrolled, `scf.if` taken when its condition is known)
    `sync.wait` on P's array (`sync.args` role `sems:@P`) executed before, on every path, with
    the kernel's epoch. A direct use of argument N with no load hook in scope must be covered
    for the whole tile. Waits inside a branch or loop that may not run do not count.
-2. **Reachability.** Each of P's tiles posts exactly once, and each semaphore receives, per
+2. **Loads.** The dependency is not trusted: every access to operand N (`memref.load`,
+   `memref.store`, `tile.cp_async`, `tile.take_acc`, `tile.store_acc`) is bounded by interval
+   arithmetic, mapped to the producer tiles that write those elements
+   (`analysis.operand_regions`: P's grid and tile over the operand's layout), and each of them
+   must have been waited for. An access whose indices cannot be bounded, or any other use of
+   operand N, is refused by name.
+3. **Reachability.** Each of P's tiles posts exactly once, and each semaphore receives, per
    launch, exactly the number of posts that every wait on it expects (`posts` of the wait's
    policy): fewer expected and a wait passes early, more and it never passes.
-3. **Forward progress.** The consumer's blocks cannot starve the producer's, by the rules of
-   `analysis.forward_progress` over the host plan (without `sync.launch` ops: every stage on
-   stream 0 in program order): stream order, `pdl = true` on C's launch right after P on P's
-   stream, a `sync.wait_kernel @P` before C on C's stream, co-residency (`coresident` on C's
-   stage or launch, or `blocks_per_sm` on every stage with the pass option `sms` such that all
-   blocks of the program fit on the SMs at once), or the wave model's W rule. The guarantee
-   used is recorded on C's stage as `sync.progress`.
+4. **Forward progress** of the whole program (`analysis.forward_progress.analyze`, the rules
+   the simulator uses): no dependency cycle (the message names it); for each dependency stream
+   order, `pdl = true` on C's launch right after P on P's stream, a working
+   `sync.wait_kernel @P` before C on C's stream (P's kernel posts its start flag, the
+   wait-kernel function exists), co-residency of every block of the program (`coresident`
+   on C's stage or launch, checked where `blocks_per_sm` and the pass option `sms` allow, or
+   `blocks_per_sm` on every stage with `sms`), or the wave model's W rule. Without any
+   `sync.launch` every stage runs on stream 0 in program order. The guarantee used is
+   recorded on C's stage as `sync.progress`. Every step of the host plan must be able to run
+   to its end: a wait-kernel that does not work, or waits for a stage never launched, or a
+   launch behind a cycle of launches is refused even where no dependency relies on it.
 
-Enumeration is exact up to `limit` consumer tiles per dependency; above it only the tiles on
-the grid's boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
+Enumeration is exact up to `limit` tiles per stage; above it only the tiles on the grid's
+boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
 `sync.verified = "boundary"` instead of `"proved"` so a reader knows the proof is partial.
+Diagnostics name the first failing tile in row-major order, the same under any hash seed.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, gpu, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects import gpu, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tilesync.analysis.dependency_analysis import tiles_read
-from tilesync.analysis.forward_progress import Guarantee, ProgressFacts, Residency, guarantees
+from tilesync.analysis.forward_progress import (
+    ProgressFacts,
+    ProgressReport,
+    Residency,
+    analyze,
+    format_cycle,
+)
 from tilesync.analysis.grid import Tile, grid_tiles
+from tilesync.analysis.kernel_eval import (
+    BatchRun,
+    Scalar,
+    StepBudget,
+    Unproven,
+    Value,
+    affine_exact,
+    exact,
+    run_batches,
+)
+from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     CORESIDENT_ATTR,
     EPOCH,
     PROGRESS_ATTR,
+    START_FLAG,
     VERIFIED_ATTR,
+    WAIT_BLOCKS,
+    WAIT_FLAG,
+    WAIT_KERNEL,
+    WAIT_TARGET,
     Role,
     VerifyError,
 )
 from tilesync.dialects import sync
-from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
+from tilesync.dialects import tile as tl
+from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
+from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 PASS = "sync-verify"
-DEFAULT_LIMIT = 4096  # consumer tiles per dependency checked exhaustively
-MAX_ITERATIONS = 1 << 16  # unrolled iterations of one loop before it is treated as unknown
-
-_CMP = {
-    0: lambda a, b: a == b,
-    1: lambda a, b: a != b,
-    2: lambda a, b: a < b,
-    3: lambda a, b: a <= b,
-    4: lambda a, b: a > b,
-    5: lambda a, b: a >= b,
-    6: lambda a, b: a < b,
-    7: lambda a, b: a <= b,
-    8: lambda a, b: a > b,
-    9: lambda a, b: a >= b,
-}
-
-
-def _floordiv(a: int, b: int) -> int:
-    return a // b
-
-
-def _ceildiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _truncdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _truncrem(a: int, b: int) -> int:
-    return a - b * _truncdiv(a, b)
-
-
-_BINARY = {
-    arith.AddiOp: lambda a, b: a + b,
-    arith.SubiOp: lambda a, b: a - b,
-    arith.MuliOp: lambda a, b: a * b,
-    arith.DivUIOp: _floordiv,
-    arith.DivSIOp: _truncdiv,
-    arith.FloorDivSIOp: _floordiv,
-    arith.CeilDivSIOp: _ceildiv,
-    arith.CeilDivUIOp: _ceildiv,
-    arith.RemUIOp: lambda a, b: a % b,
-    arith.RemSIOp: _truncrem,
-    arith.MinSIOp: min,
-    arith.MaxSIOp: max,
-    arith.MinUIOp: min,
-    arith.MaxUIOp: max,
-    arith.AndIOp: lambda a, b: a & b,
-    arith.OrIOp: lambda a, b: a | b,
-    arith.XOrIOp: lambda a, b: a ^ b,
-}
-
-
-@dataclass(frozen=True)
-class Waited:
-    role: Role
-    semaphore: int
-    posts: int
-
-
-@dataclass
-class RunState:
-    """What one block has definitely done so far on the current path."""
-
-    waited: set[Waited] = field(default_factory=set)
-    # operand → obligations (dependency index, producer tile) of the load hooks in scope
-    in_scope: dict[int, set[tuple[int, Tile]]] = field(default_factory=dict)
-
-    def copy(self) -> RunState:
-        return RunState(set(self.waited), {k: set(v) for k, v in self.in_scope.items()})
-
-
-class Unproven(Exception):
-    """Abstract execution of a kernel cannot go on at `op` (reported as a refusal)."""
-
-    def __init__(self, op: Operation, message: str):
-        super().__init__(message)
-        self.op = op
+DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
+# Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): tens
+# of seconds at most; the bench's largest MLP programs take under 2% of it.
+DEFAULT_STEPS = 500_000
+STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
+              "grids above N tiles")
+FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
 
 
 def refusal(op: Operation, message: str) -> OpDiagnostic:
@@ -144,250 +109,428 @@ def refusal(op: Operation, message: str) -> OpDiagnostic:
     return diagnostic(PASS, op, message, VerifyError)
 
 
+def _tile_of(tiles: np.ndarray, i: int) -> Tile:
+    return tuple(int(c) for c in tiles[i])
+
+
+def _at(x: Scalar, i: int) -> int:
+    return int(x[i]) if isinstance(x, np.ndarray) and x.ndim else int(x)
+
+
+def _linear(coords: Sequence[Scalar], grid: Sequence[int]) -> Scalar:
+    index: Scalar = 0
+    for c, extent in zip(coords, grid):
+        index = index * extent + np.minimum(np.maximum(c, 0), extent - 1)
+    return index
+
+
+def access(op: Operation, value: SSAValue, who: str
+           ) -> tuple[Sequence[SSAValue], list[int], bool] | None:
+    """(indices, extent per index, clipped to the shape) of `op`'s access to the memref
+    `value`; None for an op that touches no element (memref.dim); Unproven for any other
+    use, whose elements cannot be bounded."""
+    if isinstance(op, memref.DimOp):
+        return None
+    if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is value:
+        return op.indices, [1] * len(op.indices), False
+    if isinstance(op, tl.CpAsyncOp) and op.src is value:
+        width = tl.CpAsyncOp.BYTES // tl.element_bytes(op.src.type.element_type)
+        extents = [1] * len(op.src_indices)
+        extents[-1] = width
+        return op.src_indices, extents, op.masked is not None
+    if isinstance(op, tl.TakeAccOp) and op.src is value:
+        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    if isinstance(op, tl.StoreAccOp) and op.dst is value:
+        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    prefix = f"{who}: " if who else ""
+    raise Unproven(op, f"{prefix}'{op.name}' uses a produced operand in a way sync-verify "
+                       f"cannot bound (which elements does it touch?); access it through "
+                       f"memref.load/store or the tile dialect's copies")
+
+
+def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
+               ) -> tuple[list[Scalar], list[Scalar]] | None:
+    """The closed box [lo, hi] per memref dimension `op` touches of `value` (operand `n`),
+    per tile of the batch; None where it touches no element."""
+    found = access(op, value, who)
+    if found is None:
+        return None
+    indices, extents, clip = found
+    prefix = f"{who}: " if who else ""
+    shape = value.type.get_shape() if isinstance(value.type, MemRefType) else ()
+    lo: list[Scalar] = []
+    hi: list[Scalar] = []
+    for position, (index, extent) in enumerate(zip(indices, extents)):
+        bounds = run.value(index)
+        if bounds is None:
+            raise Unproven(op, f"{prefix}cannot bound index {position} of this '{op.name}' "
+                               f"of operand {n}, so cannot tell which producer tiles it "
+                               f"touches")
+        high = bounds[1] + extent - 1
+        if clip and position < len(shape) and shape[position] >= 0:
+            high = np.minimum(high, shape[position] - 1)
+        lo.append(bounds[0])
+        hi.append(high)
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------------------------
+# Producers: which semaphore each tile posts, how many posts each semaphore receives
+# ---------------------------------------------------------------------------------------------
+
+
 @dataclass
-class Obligations:
-    """What a consumer kernel must wait for, per produced operand."""
+class ProducerFacts:
+    grid: tuple[int, ...]
+    semaphore: np.ndarray  # per linear tile id
+    counts: np.ndarray  # posts per launch, per semaphore index
+    start_flag: bool  # every block posts its start flag once, on every path
+    exact: bool
 
-    deps: list[sync.DependencyOp]
-    # semaphore of each producer tile, per producer stage (from the producer's posts)
-    semaphore_of: dict[str, dict[Tile, int]]
-    # posts each semaphore receives per launch, per producer stage
-    posts_to: dict[str, Counter[int]]
+    def received(self, semaphore: Scalar) -> Scalar:
+        """Posts per launch that `semaphore` receives (0 past the array)."""
+        s = np.asarray(semaphore)
+        if not len(self.counts):
+            return np.zeros_like(s)
+        inside = (s >= 0) & (s < len(self.counts))
+        return np.where(inside, self.counts[np.clip(s, 0, len(self.counts) - 1)], 0)
 
 
-class KernelRun:
-    """Abstract execution of one block of a kernel (its tile bound to concrete values)."""
+class ProducerRun(BatchRun):
+    """Records every sync.post: (op, role, semaphore, definite); checks that every store to
+    an output its consumers read lies in the tile's region of it (`outputs`: argument →
+    layout), so the producer-tile → region map the consumers' loads are checked with holds."""
 
-    def __init__(self, func: gpu.FuncOp, tile: Tile, roles: dict[SSAValue, Role]):
-        self.func = func
-        self.tile = tile
+    def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, stage: sync.StageOp,
+                 roles: dict[SSAValue, Role], outputs: dict[SSAValue, OperandLayout]):
+        super().__init__(func, tiles, stage.grid_shape, stage.block_shape)
+        self.name = stage.sym_name.data
         self.roles = roles
-        self.env: dict[SSAValue, int | None] = {}
-        self.posts: list[tuple[sync.PostOp, Role, int, bool]] = []  # op, role, sem, definite
-        self.obligations: Obligations | None = None
-        self.operand_args: dict[SSAValue, int] = {}  # produced kernel argument → operand N
-        self.stage_name = ""
+        self.outputs = outputs
+        self.writers = {use.operation for arg in outputs for use in arg.uses}
+        self.posts: list[tuple[sync.PostOp, Role, Scalar, bool]] = []
+        self.failed = np.zeros(self.size, bool)
+        self.failures: list[Failure] = []
 
-    # -- evaluation ----------------------------------------------------------------------
-    def value(self, v: SSAValue) -> int | None:
-        return self.env.get(v)
+    def on_post(self, op: sync.PostOp, state: object, definite: bool) -> None:
+        role = self.roles.get(op.sems)
+        coords = self.exact_values(op.tile)
+        if role is None or coords is None:
+            raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
+        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
+        self.posts.append((op, role, semaphore, definite))
 
-    def evaluate(self, op: Operation) -> None:
-        if isinstance(op, sync.TileOp):
-            if len(op.coords) != len(self.tile):
-                raise Unproven(
-                    op,
-                    f"sync.tile yields {len(op.coords)} coordinates but the stage grid has "
-                    f"{len(self.tile)}",
-                )
-            for result, coordinate in zip(op.coords, self.tile):
-                self.env[result] = coordinate
+    def on_op(self, op: Operation, state: object) -> None:
+        if op not in self.writers:
             return
-        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-            self.env[op.result] = op.value.value.data
-            return
-        kind = _BINARY.get(type(op))
-        if kind is not None:
-            a, b = self.value(op.operands[0]), self.value(op.operands[1])
-            try:
-                self.env[op.results[0]] = None if a is None or b is None else kind(a, b)
-            except ZeroDivisionError:
-                self.env[op.results[0]] = None
-            return
-        if isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp):
-            self.env[op.results[0]] = self.value(op.operands[0])
-            return
-        if isinstance(op, arith.CmpiOp):
-            a, b = self.value(op.lhs), self.value(op.rhs)
-            predicate = op.predicate.value.data
-            self.env[op.result] = None if a is None or b is None else int(_CMP[predicate](a, b))
-            return
-        if isinstance(op, arith.SelectOp):
-            c = self.value(op.cond)
-            self.env[op.result] = None if c is None else self.value(op.lhs if c else op.rhs)
-            return
-        if isinstance(op, affine.ApplyOp):
-            operands = [self.value(v) for v in op.mapOperands]
-            if any(v is None for v in operands):
-                self.env[op.result] = None
-                return
-            m = op.map.data
-            self.env[op.result] = m.eval(
-                tuple(operands[: m.num_dims]),
-                tuple(operands[m.num_dims :]),  # type: ignore[arg-type]
-            )[0]
-            return
-        for result in op.results:
-            self.env[result] = None
+        who = ""  # the refusal names the producer and tile
+        for value, layout in self.outputs.items():
+            if value not in op.operands or access(op, value, who) is None:
+                continue
+            if not isinstance(op, memref.StoreOp | tl.StoreAccOp):
+                continue  # a read of its own output
+            box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
+            assert box is not None
+            lo, hi = box
+            coords = [self.tiles[:, d] for d in range(self.tiles.shape[1])]
+            bad = ~np.broadcast_to(layout.contains(coords, lo, hi), (self.size,)) & ~self.failed
+            if not bad.any():
+                continue
+            self.failed |= bad
 
-    # -- execution -----------------------------------------------------------------------
-    def run(self) -> RunState:
-        state = RunState()
-        self.run_block(self.func.body.blocks.first, state, True)  # type: ignore[arg-type]
-        return state
+            def message(i: int, lo: list[Scalar] = lo, hi: list[Scalar] = hi,
+                        layout: OperandLayout = layout, value: SSAValue = value) -> str:
+                tile = _tile_of(self.tiles, i)
+                box = ", ".join(f"[{_at(a, i)}, {_at(b, i)}]" for a, b in zip(lo, hi))
+                return (f"producer tile {tile} of @{self.name}: '{op.name}' writes argument "
+                        f"{value.index} at {box}, outside {layout.region(tile)}, the region "
+                        f"of it its consumers wait for tile {tile} to have written (the "
+                        f"stage's tile {layout.tile} over the operand's layout)")
 
-    def run_block(self, block: Block, state: RunState, definite: bool) -> None:
-        for op in block.ops:
-            self.step(op, state, definite)
+            self.failures.append(Failure(bad, op, message))
 
-    def run_region_copy(self, op: Operation, state: RunState, definite: bool) -> None:
-        """Run every block of every region of `op` once on a copy: its waits do not count
-        after it (it may not run, or run with other values), its loads are checked, and its
-        posts are only possible ones."""
-        del definite
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in block.args:
-                    self.env[arg] = None
-                self.run_block(block, state.copy(), False)
 
-    def step(self, op: Operation, state: RunState, definite: bool) -> None:
-        self.check_uses(op, state)
-        if isinstance(op, sync.WaitOp):
-            self.on_wait(op, state, definite)
-        elif isinstance(op, sync.PostOp):
-            self.on_post(op, definite)
-        elif isinstance(op, sync.LoadPointOp):
-            self.on_load_point(op, state)
-        elif isinstance(op, scf.ForOp):
-            self.on_for(op, state, definite)
-        elif isinstance(op, scf.IfOp):
-            c = self.value(op.cond)
-            if c is None:
-                self.run_region_copy(op, state, definite)
-            else:
-                region = op.true_region if c else op.false_region
-                if region.blocks:
-                    self.run_block(region.blocks.first, state, definite)  # type: ignore[arg-type]
-            for result in op.results:
-                self.env[result] = None
-        elif op.regions:
-            self.run_region_copy(op, state, definite)
-            for result in op.results:
-                self.env[result] = None
-        else:
-            self.evaluate(op)
+# ---------------------------------------------------------------------------------------------
+# Consumers: waits, obligations, reads
+# ---------------------------------------------------------------------------------------------
 
-    def on_for(self, op: scf.ForOp, state: RunState, definite: bool) -> None:
-        lb, ub, st = self.value(op.lb), self.value(op.ub), self.value(op.step)
-        body = op.body.blocks.first
-        assert body is not None
-        has_sync = any(
-            isinstance(o, sync.WaitOp | sync.PostOp | sync.LoadPointOp) for o in op.walk()
-        )
-        for result in op.results:
-            self.env[result] = None
-        if lb is None or ub is None or st is None or st <= 0 or not has_sync:
-            self.run_region_copy(op, state, definite)
-            return
-        trips = max(0, _ceildiv(ub - lb, st))
-        if trips > MAX_ITERATIONS:
-            self.run_region_copy(op, state, definite)
-            return
-        outer_scope = {k: set(v) for k, v in state.in_scope.items()}
-        for iteration in range(trips):
-            self.env[body.args[0]] = lb + iteration * st
-            for arg in body.args[1:]:
-                self.env[arg] = None
-            # load hooks of an earlier iteration do not cover this iteration's loads
-            state.in_scope = {k: set(v) for k, v in outer_scope.items()}
-            self.run_block(body, state, definite)
-        state.in_scope = outer_scope
 
-    def on_wait(self, op: sync.WaitOp, state: RunState, definite: bool) -> None:
+@dataclass(frozen=True)
+class Waited:
+    role: Role
+    semaphore: Scalar  # per tile of the batch
+    posts: int
+
+
+@dataclass(frozen=True)
+class Need:
+    """Producer tile `coords` of dependency `dep` must have been waited for, where `valid`."""
+
+    dep: int
+    coords: tuple[Scalar, ...]
+    valid: Scalar
+
+
+@dataclass
+class State:
+    """What the blocks of a batch have definitely done so far on the current path."""
+
+    waited: dict[tuple, Waited] = field(default_factory=dict)
+    in_scope: dict[int, list[Need]] = field(default_factory=dict)  # operand → load hooks
+
+    def copy(self) -> State:
+        return State(dict(self.waited), {k: list(v) for k, v in self.in_scope.items()})
+
+
+@dataclass
+class Failure:
+    """Tiles `mask` fail at `op`; `message(i)` says why for tile i of the batch."""
+
+    mask: np.ndarray
+    op: Operation
+    message: Callable[[int], str]
+
+
+class ConsumerRun(BatchRun):
+    """Coverage at the load hooks, the waits in force at every access of a produced operand,
+    and each tile's first failure (`failures`), for the tiles of one batch."""
+
+    def __init__(self, verifier: Verifier, func: gpu.FuncOp, tiles: np.ndarray,
+                 stage: sync.StageOp, roles: dict[SSAValue, Role]):
+        super().__init__(func, tiles, stage.grid_shape, stage.block_shape)
+        self.v = verifier
+        self.stage_name = stage.sym_name.data
+        self.roles = roles
+        self.failed = np.zeros(self.size, bool)
+        self.failures: list[Failure] = []
+        self.deps = verifier.deps[self.stage_name]
+        args = func.body.blocks.first.args  # type: ignore[union-attr]
+        self.operand_args = {args[d.operand.data]: d.operand.data for d in self.deps
+                             if d.operand.data < len(args)}
+        self.readers = {use.operation for arg in self.operand_args for use in arg.uses}
+        # the waits grouped by role, for the state.waited they were made of (which only grows)
+        self._groups: tuple | None = None
+
+    def copy_state(self, state: State) -> State:
+        return state.copy()
+
+    def enter_iteration(self, state: State, outer: State) -> None:
+        # load hooks of an earlier iteration do not cover this iteration's loads
+        state.in_scope = {k: list(v) for k, v in outer.in_scope.items()}
+
+    def leave_loop(self, state: State, outer: State) -> None:
+        state.in_scope = outer.in_scope
+
+    def tile(self, i: int) -> Tile:
+        return _tile_of(self.tiles, i)
+
+    # -- synchronization -------------------------------------------------------------------
+    def on_wait(self, op: sync.WaitOp, state: State, definite: bool) -> None:
         # A wait that may not run is on a copied state (see run_region_copy): it covers the
         # loads after it on its own path only.
         role = self.roles.get(op.sems)
-        coords = [self.value(v) for v in op.tile]
-        if role is None or any(c is None for c in coords):
+        coords = self.exact_values(op.tile)
+        if role is None or coords is None:
             return  # cannot tell which semaphore: it covers nothing
         if self.roles.get(op.epoch) != EPOCH:
             raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
-        semaphore = op.policy.semaphore_index(coords)  # type: ignore[arg-type]
-        state.waited.add(Waited(role, semaphore, op.policy.posts.data))
+        semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
+        posts = op.policy.posts.data
+        same = semaphore.tobytes() if isinstance(semaphore, np.ndarray) else int(semaphore)
+        state.waited.setdefault((role, posts, same), Waited(role, semaphore, posts))
 
-    def on_post(self, op: sync.PostOp, definite: bool) -> None:
-        role = self.roles.get(op.sems)
-        coords = [self.value(v) for v in op.tile]
-        if role is None or any(c is None for c in coords):
-            raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
-        semaphore = op.policy.semaphore_index(coords)  # type: ignore[arg-type]
-        self.posts.append((op, role, semaphore, definite))
-
-    def on_load_point(self, op: sync.LoadPointOp, state: RunState) -> None:
-        obligations = self.obligations
-        if obligations is None:
-            return
+    def on_load_point(self, op: sync.LoadPointOp, state: State) -> None:
         operand = op.operand.data
-        fixed: dict[int, int] | None = None
+        coords = self.exact_values(op.tile)
+        if coords is None:
+            raise Unproven(op, "cannot evaluate the tile of this sync.load_point")
+        step: Value = None
         if op.step is not None:
             step = self.value(op.step)
-            if step is None:
-                fixed = None  # unknown step: the whole tile must be covered
-            else:
-                fixed = {0: step}
-        needed: set[tuple[int, Tile]] = set()
-        coords = [self.value(v) for v in op.tile]
-        if any(c is None for c in coords):
-            raise Unproven(op, "cannot evaluate the tile of this sync.load_point")
-        for index, dep in enumerate(obligations.deps):
+            if step is not None and not exact(step):
+                step = None  # unknown step: the whole tile must be covered
+        fixed = None if op.step is None or step is None else step[0]
+        needs: list[Need] = []
+        for index, dep in enumerate(self.deps):
             if dep.operand.data != operand:
                 continue
             if fixed is not None and dep.tiles_map.num_symbols == 0:
-                tiles = tiles_read(dep, tuple(coords))  # type: ignore[arg-type]
+                needs += self.dependency_needs(index, coords, None)
             else:
-                lo_hi = dep.ranges[0] if dep.ranges else None
-                if fixed is not None and lo_hi and not lo_hi[0] <= fixed[0] < lo_hi[1]:
-                    continue  # a step past the forall range reads nothing produced
-                tiles = tiles_read(dep, tuple(coords), fixed)  # type: ignore[arg-type]
-            needed |= {(index, t) for t in tiles}
-        state.in_scope.setdefault(operand, set()).update(needed)
-        self.check(op, state, needed, f"sync.load_point operand {operand}")
+                needs += self.dependency_needs(index, coords, fixed)
+        state.in_scope.setdefault(operand, []).extend(needs)
+        self.check(op, state, needs, f"sync.load_point operand {operand}")
 
-    def check_uses(self, op: Operation, state: RunState) -> None:
-        if self.obligations is None or isinstance(op, sync.HOOK_OPS):
+    def dependency_needs(self, index: int, coords: Sequence[Scalar],
+                         fixed: Scalar | None) -> list[Need]:
+        """The producer tiles dependency `index` reads from consumer tiles `coords` (with
+        s0 = `fixed` where given; nothing where it lies outside the forall range)."""
+        dep = self.deps[index]
+        ranges = list(dep.ranges)
+        in_range: Scalar = True
+        if fixed is not None and ranges:
+            lo, hi = ranges[0]
+            in_range = (fixed >= lo) & (fixed < hi)
+            ranges[0] = (0, 1)
+        grid = self.v.graph.producer_of(dep).grid_shape
+        needs = []
+        for syms in sync.box_points(ranges):
+            values: list[Scalar] = list(syms)
+            if fixed is not None and values:
+                values[0] = fixed
+            produced = tuple(affine_exact(e, coords, values, dep)
+                             for e in dep.tiles_map.results)
+            valid: Scalar = in_range
+            if dep.clipped is not None:
+                for c, extent in zip(produced, grid):
+                    valid = valid & (c >= 0) & (c < extent)
+            needs.append(Need(index, produced, valid))
+        return needs
+
+    # -- reads -----------------------------------------------------------------------------
+    def on_op(self, op: Operation, state: State) -> None:
+        if op not in self.readers or isinstance(op, sync.HOOK_OPS):
             return
-        for operand_value in op.operands:
-            n = self.operand_args.get(operand_value)
-            if n is None:
-                continue
+        used = [(v, self.operand_args[v]) for v in op.operands if v in self.operand_args]
+        if not used:
+            return
+        for _value, n in used:
             needed = state.in_scope.get(n)
             if not needed:
-                needed = set()
-                for index, dep in enumerate(self.obligations.deps):
+                needed = []
+                for index, dep in enumerate(self.deps):
                     if dep.operand.data == n:
-                        needed |= {(index, t) for t in tiles_read(dep, self.tile)}
+                        needed += self.dependency_needs(
+                            index, [self.tiles[:, d] for d in range(self.tiles.shape[1])], None)
                 what = f"'{op.name}' reads operand {n} with no sync.load_point before it"
             else:
                 what = f"'{op.name}' reads operand {n}"
             self.check(op, state, needed, what)
+        self.check_region(op, state, used)
 
-    def check(
-        self, op: Operation, state: RunState, needed: set[tuple[int, Tile]], what: str
-    ) -> None:
-        assert self.obligations is not None
-        for index, producer_tile in sorted(needed):
-            dep = self.obligations.deps[index]
-            producer = dep.producer.root_reference.data
-            role = Role.semaphores(producer)
-            semaphore = self.obligations.semaphore_of[producer].get(producer_tile)
-            if semaphore is None:
-                continue  # reported on the producer's side
-            count = self.obligations.posts_to[producer][semaphore]
-            waits = [w for w in state.waited if w.role == role and w.semaphore == semaphore]
-            where = (
-                f"consumer tile {self.tile} of @{self.stage_name}: {what}, which reads "
-                f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})"
-            )
-            if not waits:
-                raise Unproven(op, f"{where}, but no wait on that semaphore precedes it")
-            if all(w.posts < count for w in waits):
-                raise Unproven(
-                    op,
-                    f"{where}, but the wait expects {max(w.posts for w in waits)} posts per "
-                    f"launch and the semaphore receives {count}: it may pass before the tile "
-                    f"is stored",
-                )
+    def check_region(self, op: Operation, state: State, used: list[tuple[SSAValue, int]]
+                     ) -> None:
+        for value, n in used:
+            box = access_box(self, op, value, n, f"consumer @{self.stage_name}")
+            if box is None:
+                continue
+            lo, hi = box
+            for index, dep in enumerate(self.deps):
+                if dep.operand.data != n:
+                    continue
+                layout = self.v.layouts[self.stage_name][index]
+                if isinstance(layout, str):
+                    raise Unproven(op, f"consumer @{self.stage_name}: '{op.name}' reads "
+                                       f"operand {n}, but {layout}")
+                needs = [Need(index, coords, valid) for coords, valid in layout.tiles(lo, hi)]
+                self.check(op, state, needs, f"'{op.name}' reads operand {n}", (lo, hi, layout))
+
+    # -- checking ----------------------------------------------------------------------------
+    def check(self, op: Operation, state: State, needs: list[Need], what: str,
+              region: tuple[list[Scalar], list[Scalar], OperandLayout] | None = None) -> None:
+        if not needs:
+            return
+        cached = self._groups
+        if cached is not None and cached[0] is state.waited and cached[1] == len(state.waited):
+            waited, groups = cached[2], cached[3]
+        else:
+            waited = list(state.waited.values())
+            groups = self._by_role(waited)
+            self._groups = (state.waited, len(state.waited), waited, groups)
+        bad = np.zeros(self.size, bool)
+        for need in needs:
+            _, _, enough = self._status(need, groups)
+            bad |= np.asarray(need.valid, bool) & ~enough
+        bad &= ~self.failed
+        if not bad.any():
+            return
+        self.failed |= bad
+        self.failures.append(Failure(bad, op, lambda i: self._explain(i, needs, waited, what,
+                                                                       region)))
+
+    def _by_role(self, waited: list[Waited]) -> dict[Role, tuple[np.ndarray, np.ndarray]]:
+        """The waits of each role: their semaphores (waits x tiles) and posts (waits x 1)."""
+        found: dict[Role, list[Waited]] = {}
+        for w in waited:
+            found.setdefault(w.role, []).append(w)
+        return {role: (np.stack([np.broadcast_to(w.semaphore, (self.size,)) for w in ws]),
+                       np.array([[w.posts] for w in ws]))
+                for role, ws in found.items()}
+
+    def _status(self, need: Need, groups: dict[Role, tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[Scalar, Scalar, np.ndarray]:
+        """(semaphore, posts it receives, covered) of a need, per tile of the batch."""
+        dep = self.deps[need.dep]
+        producer = dep.producer.root_reference.data
+        facts = self.v.producers[producer]
+        semaphore = facts.semaphore[_linear(need.coords, facts.grid)]
+        count = facts.received(semaphore)
+        group = groups.get(Role.semaphores(producer))
+        if group is None:
+            return semaphore, count, np.zeros(self.size, bool)
+        semaphores, posts = group
+        enough = ((semaphores == semaphore) & (posts >= count)).any(axis=0)
+        return semaphore, count, enough
+
+    def _explain(self, i: int, needs: list[Need], waited: list[Waited], what: str,
+                 region: tuple[list[Scalar], list[Scalar], OperandLayout] | None) -> str:
+        """Why tile i fails: its first uncovered producer tile, in (dependency, tile) order."""
+        failing = []
+        groups = self._by_role(waited)
+        for need in needs:
+            if not _at(need.valid, i):
+                continue
+            semaphore, count, enough = self._status(need, groups)
+            if enough[i]:
+                continue
+            tile = tuple(_at(c, i) for c in need.coords)
+            failing.append((need.dep, tile, _at(semaphore, i), _at(count, i)))
+        index, producer_tile, semaphore, count = min(failing)
+        dep = self.deps[index]
+        producer = dep.producer.root_reference.data
+        role = Role.semaphores(producer)
+        tile = self.tile(i)
+        if region is not None:
+            lo, hi, layout = region
+            box = ", ".join(f"[{_at(a, i)}, {_at(b, i)}]" for a, b in zip(lo, hi))
+            undeclared = "" if producer_tile in tiles_read(dep, tile) else \
+                "a tile its sync.dependency does not declare; "
+            where = (f"consumer tile {tile} of @{self.stage_name}: {what} at {box}, where "
+                     f"producer tile {producer_tile} of @{producer} wrote "
+                     f"{layout.region(producer_tile)} ({undeclared}semaphore {semaphore})")
+        else:
+            where = (f"consumer tile {tile} of @{self.stage_name}: {what}, which reads "
+                     f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
+        posts = [w.posts for w in waited if w.role == role and _at(w.semaphore, i) == semaphore]
+        if not posts:
+            return f"{where}, but no wait on that semaphore precedes it"
+        return (f"{where}, but the wait expects {max(posts)} posts per launch and the semaphore "
+                f"receives {count}: it may pass before the tile is stored")
+
+    def check_never_passing(self, state: State, stage: sync.StageOp) -> None:
+        """A wait for more posts than its semaphore receives never passes."""
+        for w in state.waited.values():
+            producer = w.role.stage
+            facts = self.v.producers.get(producer) if producer else None
+            count = facts.received(w.semaphore) if facts is not None else np.zeros(self.size,
+                                                                                   int)
+            bad = (np.broadcast_to(w.posts > count, (self.size,))) & ~self.failed
+            if not bad.any():
+                continue
+            self.failed |= bad
+            owner = f"@{producer}" if producer else f"'{w.role}'"
+
+            def message(i: int, w: Waited = w, count: Scalar = count, owner: str = owner) -> str:
+                return (f"consumer tile {self.tile(i)} of @{self.stage_name} waits for "
+                        f"{w.posts} posts per launch on semaphore {_at(w.semaphore, i)} of "
+                        f"{owner}, which receives {_at(count, i)}: the wait never passes")
+
+            self.failures.append(Failure(bad, stage, message))
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------------------------
 
 
 def _boundary_tiles(grid: Sequence[int]) -> list[Tile]:
@@ -398,49 +541,26 @@ def _boundary_tiles(grid: Sequence[int]) -> list[Tile]:
     return points
 
 
-@dataclass(frozen=True)
-class VerifySyncPass(ModulePass):
-    """Prove every read tile is waited for and every count reached; name the progress guarantee."""
+@dataclass
+class Verifier:
+    module: ModuleOp
+    graph: StageGraph
+    limit: int
+    sms: int
+    budget: StepBudget | None = None
+    producers: dict[str, ProducerFacts] = field(default_factory=dict)
+    deps: dict[str, list[sync.DependencyOp]] = field(default_factory=dict)
+    layouts: dict[str, list[OperandLayout | str]] = field(default_factory=dict)
 
-    name = "sync-verify"
-
-    sms: int = 0  # SMs of the target, for the co-residency guarantee (0: not given)
-    limit: int = DEFAULT_LIMIT
-
-    def __post_init__(self) -> None:
-        if self.sms < 0:
-            raise ValueError(f"option 'sms' must not be negative, got {self.sms}")
-        if self.limit < 1:
-            raise ValueError(f"option 'limit' must be positive, got {self.limit}")
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        graph = StageGraph.of(op)
-        producers = {d.producer.root_reference.data for d in graph.dependencies}
-        consumers = {d.consumer.root_reference.data for d in graph.dependencies}
-        semaphore_of: dict[str, dict[Tile, int]] = {}
-        posts_to: dict[str, Counter[int]] = {}
-        exact: dict[str, bool] = {}
-        for name in graph.stages:
-            if name in producers:
-                semaphore_of[name], posts_to[name], exact[name] = self.producer_posts(
-                    op, graph, name
-                )
-        progress = self.progress(graph)
-        for name in graph.stages:
-            if name in consumers:
-                exact[name] = self.consumer_waits(op, graph, name, semaphore_of, posts_to)
-                self.forward_progress(graph, name, progress)
-        for name, is_exact in exact.items():
-            graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
-                "proved" if is_exact else "boundary"
-            )
+    def tiles(self, grid: Sequence[int]) -> tuple[np.ndarray, bool]:
+        exact = math.prod(grid) <= self.limit
+        tiles = list(grid_tiles(grid)) if exact else _boundary_tiles(grid)
+        return np.array(tiles, dtype=np.int64).reshape(len(tiles), len(grid)), exact
 
     # -- posts -------------------------------------------------------------------------------
-    def producer_posts(
-        self, module: ModuleOp, graph: StageGraph, name: str
-    ) -> tuple[dict[Tile, int], Counter[int], bool]:
-        stage = graph.stages[name]
-        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+    def producer_posts(self, name: str) -> ProducerFacts:
+        stage = self.graph.stages[name]
+        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
         role = Role.semaphores(name)
         if role not in roles.values():
@@ -450,65 +570,115 @@ class VerifySyncPass(ModulePass):
                 f"sync.args: its consumers cannot be shown to wait on what it posts (run "
                 f"sync-insert-post-wait)",
             )
-        semaphore_of: dict[Tile, int] = {}
-        counts: Counter[int] = Counter()
         grid = stage.grid_shape
-        exact = math.prod(grid) <= self.limit
-        tiles = list(grid_tiles(grid)) if exact else _boundary_tiles(grid)
-        for tile in tiles:
-            run = KernelRun(func, tile, roles)
+        if math.prod(grid) > ENUMERATION_LIMIT:  # the semaphore of every tile is kept
+            raise refusal(stage, f"producer @{name} has {math.prod(grid)} tiles, more than "
+                                 f"the {ENUMERATION_LIMIT} whose semaphores are enumerated")
+        tiles, exact_ = self.tiles(grid)
+        semaphore = np.zeros(math.prod(grid), dtype=np.int64)
+        seen = np.zeros(math.prod(grid), dtype=bool)
+        start_flag = True
+
+        outputs = self.outputs_of(name, func, roles)
+
+        def attempt(indices: np.ndarray) -> ProducerRun:
+            run = ProducerRun(func, tiles[indices], stage, roles, outputs)
+            run.budget = self.budget
             try:
-                run.run()
+                run.run(None)
             except Unproven as e:
-                raise refusal(e.op, f"producer @{name}, tile {tile}: {e}") from e
+                raise refusal(e.op, f"producer @{name}, tile {_tile_of(tiles, int(indices[0]))}: "
+                                    f"{e}") from e
+            return run
+
+        worst: tuple[int, Failure, int] | None = None
+        for indices, run in run_batches(tiles, attempt):
+            for failure in run.failures:
+                i = int(np.flatnonzero(failure.mask)[0])
+                if worst is None or int(indices[i]) < worst[0]:
+                    worst = (int(indices[i]), failure, i)
+            if worst is not None:
+                continue
+            first = _tile_of(tiles, int(indices[0]))
             mine = [(p, s, d) for p, r, s, d in run.posts if r == role]
             maybe = [p for p, s, d in mine if not d]
             if maybe:
                 raise refusal(
                     maybe[0],
-                    f"producer @{name}, tile {tile}: this sync.post may or may not run; "
+                    f"producer @{name}, tile {first}: this sync.post may or may not run; "
                     f"cannot count the posts its semaphore receives",
                 )
             if len(mine) != 1:
                 raise refusal(
                     mine[1][0] if mine else stage,
-                    f"producer @{name}, tile {tile} posts {len(mine)} times per launch; "
+                    f"producer @{name}, tile {first} posts {len(mine)} times per launch; "
                     f"each tile must post exactly once",
                 )
-            semaphore_of[tile] = mine[0][1]
-            counts[mine[0][1]] += 1
-        if exact and stage.policy is not None:
+            ids = [int(x) for x in _linear([tiles[indices, d] for d in range(len(grid))], grid)] \
+                if len(indices) else []
+            semaphore[ids] = np.broadcast_to(mine[0][1], (len(indices),))
+            seen[ids] = True
+            flags = [d for p, r, s, d in run.posts if r == START_FLAG]
+            start_flag &= flags == [True]
+        if worst is not None:
+            _, failure, i = worst
+            raise refusal(failure.op, failure.message(i))
+        if (semaphore[seen] < 0).any():
+            raise refusal(stage, f"producer @{name} posts a semaphore below index 0")
+        counts = np.bincount(semaphore[seen]) if seen.any() else np.zeros(0, np.int64)
+        if exact_ and stage.policy is not None:
             expected = stage.policy.posts.data
-            wrong = {s: n for s, n in counts.items() if n != expected}
-            if wrong:
-                s, n = min(wrong.items())
+            wrong = np.flatnonzero((counts != expected) & (counts > 0))
+            if len(wrong):
+                s = int(wrong[0])
                 raise refusal(
                     stage,
-                    f"semaphore {s} of @{name} receives {n} posts per launch but its policy "
-                    f"{stage.policy.kind} expects {expected}",
+                    f"semaphore {s} of @{name} receives {int(counts[s])} posts per launch but "
+                    f"its policy {stage.policy.kind} expects {expected}",
                 )
-        if not exact and stage.policy is not None:
+        if not exact_ and stage.policy is not None:
             # Outside the sampled tiles, trust the policy's own count (checked on the grid by
             # the stage verifier).
-            full = stage.policy.posts_per_semaphore(grid)
-            counts = Counter(full)
             for tile in grid_tiles(grid):
-                semaphore_of.setdefault(tile, stage.policy.semaphore_index(tile))
-        return semaphore_of, counts, exact
+                lin = int(_linear(tile, grid))
+                if not seen[lin]:
+                    semaphore[lin] = stage.policy.semaphore_index(tile)
+            full = stage.policy.posts_per_semaphore(grid)
+            counts = np.zeros(max(full) + 1, np.int64)
+            for s, n in full.items():
+                counts[s] = n
+        return ProducerFacts(tuple(grid), semaphore, counts, start_flag, exact_)
+
+    def outputs_of(self, name: str, func: gpu.FuncOp, roles: dict[SSAValue, Role]
+                   ) -> dict[SSAValue, OperandLayout]:
+        """The arguments of producer `name`'s kernel that its consumers read: those of the
+        type of a consumer's produced operand (the runtime binds one buffer to both), each
+        with the layout of its tiles over it."""
+        stage = self.graph.stages[name]
+        types = []
+        for dep in self.graph.outgoing(name):
+            consumer = self.graph.consumer_of(dep)
+            kernel = lookup_kernel(self.module, consumer.kernel,
+                                   f"sync.stage @{consumer.sym_name.data}", consumer)
+            args = kernel.body.blocks.first.args  # type: ignore[union-attr]
+            if dep.operand.data < len(args):
+                types.append(args[dep.operand.data].type)
+        outputs = {}
+        for arg in func.body.blocks.first.args:  # type: ignore[union-attr]
+            if arg in roles or arg.type not in types:
+                continue
+            layout = layout_for(stage, arg.type)
+            if isinstance(layout, OperandLayout):
+                outputs[arg] = layout
+        return outputs
 
     # -- waits -------------------------------------------------------------------------------
-    def consumer_waits(
-        self,
-        module: ModuleOp,
-        graph: StageGraph,
-        name: str,
-        semaphore_of: dict[str, dict[Tile, int]],
-        posts_to: dict[str, Counter[int]],
-    ) -> bool:
-        stage = graph.stages[name]
-        func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}")
+    def consumer_waits(self, name: str) -> bool:
+        stage = self.graph.stages[name]
+        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
         roles = role_arguments(func)
-        deps = graph.incoming(name)
+        deps = self.deps[name]
+        args = func.body.blocks.first.args  # type: ignore[union-attr]
         for dep in deps:
             role = Role.semaphores(dep.producer.root_reference.data)
             if role not in roles.values():
@@ -517,69 +687,145 @@ class VerifySyncPass(ModulePass):
                     f"kernel {stage.kernel} of stage @{name} has no '{role}' parameter: it "
                     f"never waits for {dep.producer} (run sync-insert-post-wait)",
                 )
-        args = func.body.blocks.first.args  # type: ignore[union-attr]
-        operand_args = {args[d.operand.data]: d.operand.data for d in deps}
-        obligations = Obligations(deps, semaphore_of, posts_to)
-        grid = stage.grid_shape
-        exact = math.prod(grid) <= self.limit
-        tiles = list(grid_tiles(grid)) if exact else _boundary_tiles(grid)
-        for tile in tiles:
-            run = KernelRun(func, tile, roles)
-            run.obligations = obligations
-            run.operand_args = operand_args
-            run.stage_name = name
+        self.layouts[name] = [
+            layout_for(self.graph.producer_of(d), args[d.operand.data].type)
+            if d.operand.data < len(args) else f"the kernel has no argument {d.operand.data}"
+            for d in deps
+        ]
+        tiles, exact_ = self.tiles(stage.grid_shape)
+
+        def attempt(indices: np.ndarray) -> ConsumerRun:
+            run = ConsumerRun(self, func, tiles[indices], stage, roles)
+            run.budget = self.budget
             try:
-                state = run.run()
+                state = run.run(State())
             except Unproven as e:
                 raise refusal(e.op, str(e)) from e
-            for waited in state.waited:
-                producer = waited.role.stage
-                count = posts_to.get(producer, Counter())[waited.semaphore] if producer else 0
-                if waited.posts > count:
-                    owner = f"@{producer}" if producer else f"'{waited.role}'"
-                    raise refusal(
-                        stage,
-                        f"consumer tile {tile} of @{name} waits for {waited.posts} posts per "
-                        f"launch on semaphore {waited.semaphore} of {owner}, which "
-                        f"receives {count}: the wait never passes",
-                    )
-        return exact
+            run.check_never_passing(state, stage)
+            return run
+
+        worst: tuple[int, Failure, ConsumerRun, int] | None = None
+        for indices, run in run_batches(tiles, attempt):
+            for failure in run.failures:
+                for i in np.flatnonzero(failure.mask):
+                    position = int(indices[i])
+                    if worst is None or position < worst[0]:
+                        worst = (position, failure, run, int(i))
+                    break  # the first failing tile of this failure, in batch order
+        if worst is not None:
+            _, failure, run, i = worst
+            raise refusal(failure.op, failure.message(i))
+        return exact_
 
     # -- forward progress ----------------------------------------------------------------------
-    def progress(self, graph: StageGraph) -> dict[tuple[str, str], Guarantee | None]:
-        """The forward-progress guarantee of every dependency (`analysis.forward_progress`)."""
+    def working_wait_kernels(self) -> set[str]:
+        """Producers whose wait-kernel really works: the producer kernel posts its start
+        flag once per block on every path, and the wait-kernel function exists."""
+        found = False
+        for op in self.module.walk():
+            if isinstance(op, gpu.FuncOp) and op.sym_name.data == WAIT_KERNEL:
+                roles = sync_roles(op)
+                found = found or (WAIT_FLAG in roles
+                                  and (WAIT_TARGET in roles or WAIT_BLOCKS in roles))
+        if not found:
+            return set()
+        working = set()
+        for name in self.graph.stages:
+            facts = self.producers.get(name)
+            if facts is not None and facts.start_flag:
+                working.add(name)
+        return working
+
+    def progress(self) -> ProgressReport:
         residency: dict[str, Residency] = {}
         declared: set[str] = set()
-        for name, stage in graph.stages.items():
+        for name, stage in self.graph.stages.items():
             per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
             if isinstance(per_sm, IntegerAttr) and per_sm.value.data > 0:
                 residency[name] = Residency(math.prod(stage.grid_shape), per_sm.value.data)
-            launch = graph.launch(name)
+            launch = self.graph.launch(name)
             if CORESIDENT_ATTR in stage.attributes or (
                 launch is not None and launch.op is not None
                 and CORESIDENT_ATTR in launch.op.attributes
             ):
                 declared.add(name)
-        facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(), graph.plan,
-                              residency, max(self.sms, 0), declared)
-        return guarantees(facts)
+        facts = ProgressFacts(list(self.graph.stages), self.graph.dependent_pairs(),
+                              self.graph.plan, residency, max(self.sms, 0), declared,
+                              working_wait_kernels=self.working_wait_kernels())
+        return analyze(facts)
 
-    def forward_progress(
-        self, graph: StageGraph, name: str, progress: dict[tuple[str, str], Guarantee | None]
-    ) -> None:
-        stage = graph.stages[name]
-        launch = graph.launch(name)
+    def forward_progress(self, name: str, report: ProgressReport) -> None:
+        stage = self.graph.stages[name]
+        launch = self.graph.launch(name)
         found: list[str] = []
-        for producer in graph.producers(name):
-            guarantee = progress[(producer, name)]
+        for producer in self.graph.producers(name):
+            guarantee = report.guarantees[(producer, name)]
             if guarantee is None:
                 raise refusal(
                     launch.op if launch is not None and launch.op is not None else stage,
                     f"no forward-progress guarantee for @{name} waiting on @{producer}: "
-                    f"launch a sync.wait_kernel @{producer} before @{name} on its stream, "
-                    f"launch @{name} with pdl = true right after @{producer} on its stream, or "
-                    f"show that all stages are co-resident (coresident, or blocks_per_sm on "
-                    f"every stage and sms=N)",
+                    f"{report.reasons[(producer, name)]}",
                 )
             found.append(f"@{producer}: {guarantee}")
         stage.attributes[PROGRESS_ATTR] = StringAttr("; ".join(found))
+
+
+@dataclass(frozen=True)
+class VerifySyncPass(ModulePass):
+    """Prove every read tile is waited for and every count reached; name the progress guarantee."""
+
+    name = "sync-verify"
+
+    sms: int = 0  # SMs of the target, for the co-residency guarantee (0: not given)
+    limit: int = DEFAULT_LIMIT
+    steps: int = DEFAULT_STEPS  # abstract-execution steps before the pass refuses
+
+    def __post_init__(self) -> None:
+        if self.sms < 0:
+            raise ValueError(f"option 'sms' must not be negative, got {self.sms}")
+        if self.limit < 1:
+            raise ValueError(f"option 'limit' must be positive, got {self.limit}")
+        if self.steps < 1:
+            raise ValueError(f"option 'steps' must be positive, got {self.steps}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        graph = StageGraph.of(op)
+        self.refuse_cycles(graph)
+        verifier = Verifier(op, graph, self.limit, self.sms,
+                            StepBudget(self.steps, STEPS_HINT))
+        producers = {d.producer.root_reference.data for d in graph.dependencies}
+        consumers = {d.consumer.root_reference.data for d in graph.dependencies}
+        for name in graph.stages:
+            verifier.deps[name] = graph.incoming(name)
+        exact: dict[str, bool] = {}
+        for name in graph.stages:
+            if name in producers:
+                facts = verifier.producer_posts(name)
+                verifier.producers[name] = facts
+                exact[name] = facts.exact
+        report = verifier.progress()
+        for name in graph.stages:
+            if name in consumers:
+                exact[name] = verifier.consumer_waits(name) and exact.get(name, True)
+                verifier.forward_progress(name, report)
+        for step, why in report.stuck:  # a launch or wait-kernel that never ends
+            where = step.op if step.op is not None else op
+            raise refusal(where, f"the host plan never completes: {why}")
+        for name, is_exact in exact.items():
+            graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
+                "proved" if is_exact else "boundary"
+            )
+
+    @staticmethod
+    def refuse_cycles(graph: StageGraph) -> None:
+        from tilesync.analysis.forward_progress import dependency_cycle
+
+        cycle = dependency_cycle(list(graph.stages), graph.dependent_pairs())
+        if cycle is None:
+            return
+        first = next(d for d in graph.dependencies
+                     if (d.producer.root_reference.data, d.consumer.root_reference.data)
+                     == (cycle[0], cycle[1]))
+        raise refusal(first, f"the dependencies form a cycle {format_cycle(cycle)}: each stage "
+                             f"of it waits for the next one's tiles, so none can finish first "
+                             f"and the program can never make progress")

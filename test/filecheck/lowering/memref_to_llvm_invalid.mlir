@@ -48,3 +48,25 @@ func.func @dim(%m: memref<?xf32>) -> index {
 
 // CHECK: convert-memref-to-llvm: cannot lower 'memref.global': tilesync.dynamic_shared needs a shared (space 3) global
 "memref.global"() {sym_name = "g", sym_visibility = "private", type = memref<4xf32, 1>, initial_value, tilesync.dynamic_shared} : () -> ()
+
+// -----
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.get_global': the result type memref<32xf32, 3 : i64> is not the type memref<32xf16, 3 : i64> of global @t
+"memref.global"() <{sym_name = "t", sym_visibility = "private", type = memref<32xf16, 3>, initial_value}> : () -> ()
+func.func @read_as_f32() {
+  %g = memref.get_global @t : memref<32xf32, 3>
+  func.return
+}
+
+// -----
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.global': memref<32xf32, 31 : i64>: memory space 31 : i64 is not an NVPTX address space (0 generic, 1 global, 3 shared, 4 constant, 5 local)
+"memref.global"() <{sym_name = "u", sym_visibility = "private", type = memref<32xf32, 31>, initial_value}> : () -> ()
+
+// -----
+
+// CHECK: convert-memref-to-llvm: cannot lower 'memref.get_global': @f names a 'func.func', not a global
+func.func @f() {
+  %g = memref.get_global @f : memref<32xf32, 3>
+  func.return
+}

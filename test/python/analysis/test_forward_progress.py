@@ -19,6 +19,8 @@ from tilesync.analysis.forward_progress import (
     WAVE_MODEL,
     ProgressFacts,
     Residency,
+    analyze,
+    dependency_cycle,
     guarantees,
     wait_kernel_legality,
 )
@@ -115,6 +117,9 @@ def kind_of(plan, dependencies=(("p", "c"),), **facts):
         # a plain launch between them: the consumer waits for it to complete
         ([Launch("p"), Launch("x"), Launch("c", pdl=True)], STREAM_ORDER),
         ([Launch("p"), Launch("x", pdl=True), Launch("c", pdl=True)], PDL),
+        # the step right after the producer decides: x starts once p's blocks all started,
+        # c after x completed, which says nothing of p's completion
+        ([Launch("p"), Launch("x", pdl=True), Launch("c")], PDL),
         ([Launch("p", 0), WaitKernel("p", 1), Launch("c", 1)], WAIT_KERNEL),
         ([Launch("p", 0), WaitKernel("p", 2), Launch("c", 1)], None),  # another stream
         ([WaitKernel("p", 1), Launch("c", 1), Launch("p", 0)], WAIT_KERNEL),
@@ -133,6 +138,48 @@ def test_the_papers_wait_kernel_needs_in_order_dispatch_and_no_higher_priority()
     assert kind_of(plan, wait_kernel_ends="first_started", in_order_dispatch=True) == WAIT_KERNEL
     urgent = [Launch("p", 0), WaitKernel("p", 1), Launch("c", 1, priority=-1)]
     assert kind_of(urgent, wait_kernel_ends="first_started", in_order_dispatch=True) is None
+
+
+def test_a_wait_kernel_counts_only_where_it_works():
+    plan = [Launch("p", 0), WaitKernel("p", 1), Launch("c", 1)]
+    assert kind_of(plan, working_wait_kernels={"p"}) == WAIT_KERNEL
+    report = analyze(ProgressFacts(["p", "c"], [("p", "c")], plan, {},
+                                   working_wait_kernels=set()))
+    assert report.guarantees[("p", "c")] is None
+    assert "does not work" in report.reasons[("p", "c")]
+    assert [why for _, why in report.stuck] == [
+        "the wait-kernel of @p (stream 1) never ends: @p's kernel does not post its start flag "
+        "on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)"]
+
+
+def test_cycles_are_named():
+    deps = [("a", "b"), ("b", "c"), ("c", "a"), ("x", "a")]
+    assert dependency_cycle(["x", "a", "b", "c"], deps) == ("a", "b", "c", "a")
+    assert dependency_cycle(["a", "b"], [("a", "b")]) is None
+    plan = [Launch(n, i) for i, n in enumerate(["x", "a", "b", "c"])]
+    report = analyze(ProgressFacts(["x", "a", "b", "c"], deps, plan, {},
+                                   declared_co_resident={"a", "b", "c"}))
+    assert report.cycle == ("a", "b", "c", "a")
+    assert report.guarantees[("a", "b")] is None and ("a", "b") in report.blocked
+    assert "cycle @a -> @b -> @c -> @a" in report.reasons[("a", "b")]
+    # a consumer launched ahead of its producer on one stream: the chain of launches is named
+    behind = analyze(ProgressFacts(["p", "c"], [("p", "c")], [Launch("c"), Launch("p")], {}))
+    assert behind.reasons[("p", "c")] == ("the launch of @p cannot start before @c "
+                                          "progresses: @p follows @c on stream 0")
+
+
+def test_a_declared_co_residency_the_counts_contradict_is_refused():
+    residency = {n: Residency(2, 1) for n in "abc"}
+    plan = [Launch("a", 0), Launch("b", 1), Launch("c", 2)]
+    deps = [("a", "b"), ("b", "c")]
+    report = analyze(ProgressFacts(list("abc"), deps, plan, residency, sms=4,
+                                   declared_co_resident={"b", "c"}))
+    assert report.guarantees[("a", "b")] is None
+    assert "declared coresident, but not all 6 blocks are co-resident" in \
+        report.reasons[("a", "b")]
+    # unknown counts: the declaration is taken as said
+    trusted = analyze(ProgressFacts(list("abc"), deps, plan, {}, declared_co_resident={"b"}))
+    assert str(trusted.guarantees[("a", "b")]) == "co-resident (declared)"
 
 
 # --- W ---------------------------------------------------------------------------------------
@@ -174,7 +221,8 @@ gpu.module @k {
     scf.for %k = %c0 to %c4 step %c1 {
       sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 4> : memref<?xi32>
       sync.load_point operand 0 [%x, %y] step %k
-      %v = memref.load %a[%k] : memref<?xf32>
+      %e = affine.apply affine_map<(d0, d1) -> (d0 * 16384 + d1 * 64)>(%x, %k)
+      %v = memref.load %a[%e] : memref<?xf32>
     }
     gpu.return
   }

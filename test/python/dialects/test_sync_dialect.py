@@ -363,3 +363,61 @@ def test_grouped_policy_other_shapes_are_custom_instances():
     column.verify_on_grid((8, 2))
     with pytest.raises(ValueError, match="does not divide"):
         grouped_policy((4, 9), [("distinct", 1), ("mod", 2)])
+
+
+def _groupings_of(grid):
+    """Every grouping of every dimension of `grid` that grouped_policy accepts."""
+    from tilesync.analysis.dependency_analysis import _candidates
+
+    choices = [[*_candidates(extent), ("shared", 1)] for extent in grid]
+    combos: list[list] = [[]]
+    for options in choices:
+        combos = [[*c, o] for c in combos for o in dict.fromkeys(options)]
+    return combos
+
+
+@pytest.mark.parametrize("grid", [(6,), (4, 6), (2, 4, 3), (1, 8)])
+def test_a_grouped_policy_is_recognized_and_correct_by_construction(grid):
+    """What verify_on_grid decides from the shape alone holds by enumeration: each semaphore
+    0..n-1 receives exactly `posts` posts."""
+    from tilesync.dialects.sync import grouped_policy
+
+    for groupings in _groupings_of(grid):
+        policy = grouped_policy(grid, groupings)
+        assert policy.grouping_on(grid) is not None, groupings
+        counts = policy.posts_per_semaphore(grid)
+        assert sorted(counts) == list(range(len(counts)))
+        assert set(counts.values()) == {policy.posts.data}
+        policy.verify_on_grid(grid)
+        with pytest.raises(VerifyException, match=r"semaphore 0 receives|TileSync needs posts"):
+            PolicyAttr(policy.sem_map, policy.posts.data + 1).verify_on_grid(grid)
+
+
+def test_other_shapes_are_not_taken_for_grouped_ones():
+    assert PolicyAttr(amap(2, d0 * 4 + d1), 1).grouping_on((4, 8)) is None  # row stride 4
+    assert PolicyAttr(amap(2, d0 + d1 + 1), 1).grouping_on((4, 8)) is None  # an offset
+    assert PolicyAttr(amap(2, d0 * 2 + d1 % 2), 3).grouping_on((4, 6)) == [
+        ("distinct", 1), ("mod", 2)]
+    assert PolicyAttr(amap(2, d0 * 2 + d1 % 2), 3).grouping_on((4, 5)) is None  # 2 ∤ 5
+
+
+def test_huge_grids_verify_at_once_or_say_why():
+    import time
+
+    start = time.perf_counter()
+    row_sync((2**31 - 1, 65535)).verify_on_grid((2**31 - 1, 65535))
+    tile_sync((2**31 - 1, 65535, 65535)).verify_on_grid((2**31 - 1, 65535, 65535))
+    assert time.perf_counter() - start < 1
+    with pytest.raises(VerifyException, match="cannot check a map of this shape"):
+        PolicyAttr(amap(2, d0 + d1 + 1), 1).verify_on_grid((4096, 4096))
+
+
+@pytest.mark.parametrize("sem_map", [
+    amap(2, d0 * 48 + d1), amap(2, d0 + (d1 % 3) * 4 + 7), amap(3, d2 * 9 + d0 // 2 + d1),
+    amap(1, d0.ceil_div(4) * -3 + 5), amap(2, (d0 * 2 + d1) // 3 + (d1 % 5)),
+])
+def test_semaphore_index_is_what_the_map_evaluates_to(sem_map):
+    policy = PolicyAttr(sem_map, 1)
+    for tile in [(0,) * sem_map.num_dims, (1, 7, 2)[: sem_map.num_dims],
+                 (-5, 13, 4)[: sem_map.num_dims], (10**12, 3, 9)[: sem_map.num_dims]]:
+        assert policy.semaphore_index(tile) == sem_map.eval(tile, ())[0]

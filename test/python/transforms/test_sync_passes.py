@@ -44,11 +44,8 @@ gpu.module @k {
   }
   gpu.func @c(%a: memref<?xf32>, %b: memref<?xf32>) kernel {
     %x, %y = sync.tile : index, index
-    %c0 = arith.constant 0 : index
     sync.load_point operand 1 [%x, %y]
-    %w = memref.load %b[%c0] : memref<?xf32>
     sync.load_point operand 0 [%x, %y]
-    %v = memref.load %a[%c0] : memref<?xf32>
     gpu.return
   }
 }

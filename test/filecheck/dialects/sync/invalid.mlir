@@ -171,3 +171,79 @@ sync.wait %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0
 sync.post %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi64>
 
 // CHECK: sync.post: semaphores must be a rank-1 memref of i32, got memref<?xi64>
+
+// -----
+
+// Bad input the fuzzer found (tools/fuzz.py): each a located diagnostic, never a traceback.
+
+"test.op"() {p = #sync.policy<Custom (d0, d1) -> (d0 floordiv 0), posts = 1>} : () -> ()
+
+// CHECK: policy map (d0, d1) -> (d0 floordiv 0): d0 floordiv 0 needs a positive constant divisor
+
+// -----
+
+"test.op"() {p = #sync.policy<Custom (d0, d1) -> (d0 mod -2 + d1), posts = 1>} : () -> ()
+
+// CHECK: policy map (d0, d1) -> (d0 mod -2 + d1): d0 mod -2 needs a positive constant divisor
+
+// -----
+
+"test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0 * d1), posts = 1>} : () -> ()
+
+// CHECK: semi-affine expression: a product needs a constant factor, and floordiv, ceildiv and mod a constant divisor
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @b operand 0 tiles (d0, d1)[s0] -> (d0 ceildiv 0, s0) forall s0 in [0, 48)
+
+// CHECK: sync.dependency: map (d0, d1)[s0] -> (d0 ceildiv 0, s0): d0 ceildiv 0 needs a positive constant divisor
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @b operand 0 tiles (d0, d1)[s0] -> (d0, d1) forall s0 in [0, 4611686018427387904)
+
+// CHECK: sync.dependency: each consumer tile reads 4611686018427387904 points of the forall box, more than 1000000
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 48>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @a -> @b operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 18446744073709551616)
+
+// CHECK: forall bound 18446744073709551616 does not fit in i64
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 65536>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: grid dimension y must be in [1, 65535], got 65536
+
+// -----
+
+sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 4>, block = array<i64: 8, 1, 128>, tile = array<i64: 64, 64>}
+
+// CHECK: sync.stage: block dimension z must be in [1, 64], got 128
+
+// -----
+
+// A grouped policy is checked on a grid of any size; another shape is enumerated, up to a limit.
+sync.stage @big {kernel = @k::@f, grid = array<i64: 2147483647, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 4>}
+sync.stage @wrong {kernel = @k::@f, grid = array<i64: 2147483647, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 2>}
+
+// CHECK: sync.stage @wrong: policy RowSync on grid (2147483647, 4): semaphore 0 receives 4 posts per launch but the policy expects 2
+
+// -----
+
+sync.stage @big {kernel = @k::@f, grid = array<i64: 4096, 4096>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<Custom (d0, d1) -> (d0 + d1 + 1), posts = 1>}
+
+// CHECK: sync.stage @big: policy Custom (d0, d1) -> (d0 + d1 + 1) on grid (4096, 4096): cannot check a map of this shape on 16777216 tiles (at most 1000000 are enumerated; the grouped shapes TileSync, RowSync, StridedSync, Conv2DTileSync are checked on any grid)
+
+// -----
+
+"test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0), posts = 9223372036854775807>} : () -> ()
+
+// CHECK: policy posts must fit in i32, got 9223372036854775807

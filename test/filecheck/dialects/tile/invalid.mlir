@@ -207,3 +207,24 @@ func.func @take_acc_type(%ws: memref<64x128xf32>, %i: index) {
   func.return
 }
 // CHECK: 'tile.take_acc' yields !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>
+
+// -----
+
+func.func @swizzle_too_wide(%s: memref<16x16xf16, 3>, %i: index) {
+  %a = tile.ldmatrix %s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16xf16, 3> -> !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: #tile.swizzle<3, 4294967296, 4294967296> needs B + M <= 31 and S <= 31 (offsets are 32-bit)
+
+// -----
+
+func.func @epilogue_blocks(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<64x64xf32>, %i: index, %j: index) {
+  tile.store_acc %c, %C[%i, %j] epilogue {
+  ^bb0(%v: f32, %row: index, %col: index):
+    tile.yield %v : f32
+  ^bb1(%w: f32, %r: index, %q: index):
+    tile.yield %w : f32
+  } : !tile.frag<acc, f32, m16n8k16>, memref<64x64xf32>
+  func.return
+}
+// CHECK: 'tile.store_acc' epilogue must be a single block

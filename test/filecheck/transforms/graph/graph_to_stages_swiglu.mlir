@@ -17,7 +17,8 @@ func.func @llama_mlp(%x: tensor<32x512xbf16>, %wg: tensor<1408x512xbf16>, %wu: t
 // silu(gate) = gate / (1 + exp(-gate)), times up.
 // CHECK:      math.exp
 // CHECK:      gpu.func @gemm2(%A: memref<32x1408xbf16>, %B: memref<512x1408xbf16>, %C: memref<32x512xbf16>) kernel
-// CHECK:      sync.stage @gemm1 {graph.bind = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>], kernel = @gemm1_module::@gemm1, grid = array<i64: 1, 22>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 128, 64>}
+// CHECK:      sync.stage @gemm1 {graph.bind = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>], kernel = @gemm1_module::@gemm1, grid = array<i64: 1, 22>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64, 64>}
 // CHECK-NEXT: sync.stage @gemm2 {graph.bind = [#graph.bind<temp 0>, #graph.bind<input 3>, #graph.bind<result 0>], kernel = @gemm2_module::@gemm2, grid = array<i64: 1, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64, 64>}
-// A GEMM1 tile of 128 columns writes 64 columns of H: one GEMM2 k-step.
+// A GEMM1 block of 128 gate|up columns writes 64 columns of H (the stage's tile): one GEMM2
+// k-step.
 // CHECK-NEXT: sync.dependency @gemm1 -> @gemm2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 22)

@@ -48,3 +48,23 @@ builtin.module {
 }
 // CHECK:      sync.wait_kernel @p {stream = 1 : i64}
 // STRICT: sync-drop-wait-kernel: cannot drop the wait-kernel of @p on stream 1: @p -> @c: 317 consumer blocks dispatched first could fill every SM (from 264 on no producer block fits): the wait-kernel is what keeps this from deadlocking
+
+// -----
+
+// Issue 13, class 1: W asked only about the launch right after the wait-kernel (@x, 10
+// blocks: 1.55 waves with @p, legal) and dropped it; but the wait-kernel also orders @c, later
+// on the same stream, and for @p and @c (1.52 + 0.76 = 2.27 waves) nothing else holds. The
+// whole program decides: it stays.
+builtin.module {
+  sync.stage @p {kernel = @k::@f, grid = array<i64: 400>, block = array<i64: 1024>, tile = array<i64: 1>}
+  sync.stage @x {kernel = @k::@f, grid = array<i64: 10>, block = array<i64: 1024>, tile = array<i64: 1>}
+  sync.stage @c {kernel = @k::@f, grid = array<i64: 200>, block = array<i64: 1024>, tile = array<i64: 1>}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (d0)
+  sync.launch @p {priority = -1 : i64}
+  sync.wait_kernel @p {stream = 1 : i64}
+  sync.launch @x {stream = 1 : i64}
+  sync.launch @c {stream = 1 : i64}
+}
+// CHECK:      sync.wait_kernel @p {stream = 1 : i64}
+// CHECK-NEXT: sync.launch @x {stream = 1 : i64}
+// STRICT: sync-drop-wait-kernel: cannot drop the wait-kernel of @p on stream 1: @p -> @c: producer and consumer take 1.515 + 0.758 = 2.273 waves, not fewer than 2

@@ -22,7 +22,7 @@ builtin.module attributes {gpu.container_module} {
       %bs = memref.get_global @b_tile : memref<32x32xf32, 3>
       scf.for %kt = %c0 to %c8 step %c1 {
         sync.load_point operand 0 [%x, %y] step %kt
-        %ia = arith.addi %kt, %t : index
+        %ia = affine.apply affine_map<(d0, d1, d2) -> (d0 * 32768 + d1 * 64 + d2 mod 64)>(%x, %kt, %t)
         %av = memref.load %a[%ia] : memref<?xf32>
         memref.store %av, %as[%t, %kt] : memref<32x32xf32, 3>
         sync.load_point operand 1 [%x, %y] step %kt
@@ -47,7 +47,7 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-NEXT:      %ib = arith.addi %kt, %t : index
 // CHECK-NEXT:      %bv = memref.load %b[%ib] : memref<?xf32>
 // CHECK-NEXT:      sync.load_point operand 0 [%x, %y] step %kt {sync.reordered}
-// CHECK-NEXT:      %ia = arith.addi %kt, %t : index
+// CHECK-NEXT:      %ia = affine.apply {{.*}}(%x, %kt, %t)
 // CHECK-NEXT:      %av = memref.load %a[%ia] : memref<?xf32>
 // CHECK-NEXT:      memref.store %av, %as[%t, %kt]
 // CHECK-NEXT:      memref.store %bv, %bs[%t, %kt]
@@ -61,7 +61,7 @@ builtin.module attributes {gpu.container_module} {
 // WAITS-NEXT:      %bv = memref.load %b[%ib] : memref<?xf32>
 // WAITS-NEXT:      sync.wait %sems_g1[%x, %kt] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi32>
 // WAITS-NEXT:      sync.load_point operand 0 [%x, %y] step %kt {sync.reordered, sync.filled}
-// WAITS-NEXT:      %ia = arith.addi %kt, %t : index
+// WAITS-NEXT:      %ia = affine.apply {{.*}}(%x, %kt, %t)
 // WAITS-NEXT:      %av = memref.load %a[%ia] : memref<?xf32>
 // WAITS:         sync.stage @g2 {sync.progress = "@g1: programmatic dependent launch", sync.verified = "proved"
 
@@ -91,7 +91,8 @@ builtin.module attributes {gpu.container_module} {
       scf.for %kt = %c0 to %c8 step %c1 {
         sync.load_point operand 0 [%x, %y] step %kt
         %i = arith.addi %kt, %c1 : index
-        %av = memref.load %a[%i] : memref<?xf32>
+        %ia = affine.apply affine_map<(d0, d1) -> (d0 * 32768 + d1 * 64)>(%x, %kt)
+        %av = memref.load %a[%ia] : memref<?xf32>
         sync.load_point operand 1 [%x, %y] step %kt
         %bv = memref.load %b[%i] : memref<?xf32>
       }
@@ -108,7 +109,8 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-LABEL: gpu.func @g2(
 // CHECK:           sync.load_point operand 0 [%x, %y] step %kt{{$}}
 // CHECK-NEXT:      %i = arith.addi %kt, %c1 : index
-// CHECK-NEXT:      %av = memref.load %a[%i] : memref<?xf32>
+// CHECK-NEXT:      %ia = affine.apply
+// CHECK-NEXT:      %av = memref.load %a[%ia] : memref<?xf32>
 // CHECK-NEXT:      sync.load_point operand 1 [%x, %y] step %kt{{$}}
 // CHECK-NEXT:      %bv = memref.load %b[%i] : memref<?xf32>
 
@@ -125,14 +127,15 @@ builtin.module attributes {gpu.container_module} {
     gpu.func @g2(%a: memref<?xf32>, %b: memref<?xf32>, %s: memref<?xf32>) kernel {
       %x, %y = sync.tile : index, index
       %c0 = arith.constant 0 : index
+      %ia = affine.apply affine_map<(d0) -> (d0 * 32768)>(%x)
       sync.load_point operand 0 [%x, %y]
-      %av = memref.load %a[%c0] : memref<?xf32>
+      %av = memref.load %a[%ia] : memref<?xf32>
       memref.store %av, %s[%c0] : memref<?xf32>
       sync.load_point operand 1 [%x, %y]
       %z = memref.load %s[%c0] : memref<?xf32>
       %bv = memref.load %b[%c0] : memref<?xf32>
       sync.load_point operand 0 [%x, %y]
-      %av2 = memref.load %a[%c0] : memref<?xf32>
+      %av2 = memref.load %a[%ia] : memref<?xf32>
       gpu.barrier
       sync.load_point operand 1 [%x, %y]
       %bv2 = memref.load %b[%c0] : memref<?xf32>

@@ -10,7 +10,8 @@ gpu.module @k {
     %x, %y = sync.tile : index, index
     %c0 = arith.constant 0 : index
     %one = arith.constant 1.0 : f32
-    memref.store %one, %out[%c0] : memref<?xf32>
+    %o = affine.apply affine_map<(d0, d1) -> (d0 * 16384 + d1 * 64)>(%x, %y)
+    memref.store %one, %out[%o] : memref<?xf32>
     sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
     gpu.return
   }
@@ -22,7 +23,8 @@ gpu.module @k {
     scf.for %s = %c0 to %c4 step %c1 {
       sync.wait %sems[%x, %s] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
     }
-    %v = memref.load %a[%c0] : memref<?xf32>
+    %e = affine.apply affine_map<(d0) -> (d0 * 16384)>(%x)
+    %v = memref.load %a[%e] : memref<?xf32>
     gpu.return
   }
 }
@@ -68,4 +70,4 @@ sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
 // CHECK:      sync.stage @c {blocks_per_sm = 2 : i64, sync.progress = "@p: co-resident (48 blocks, at most 264 = 132 SMs x 2 blocks per SM)", sync.verified = "proved"
-// SMALL:      verify.mlir:68:1: sync-verify: no forward-progress guarantee for @c waiting on @p
+// SMALL:      verify.mlir:70:1: sync-verify: no forward-progress guarantee for @c waiting on @p

@@ -1,12 +1,12 @@
 // The worked examples, from hooks to PTX through the whole pipeline, proved on the way.
-// RUN: tilesync-opt %S/../../../../examples/gpt3_mlp_sync.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify | filecheck %s --check-prefix=MLP
-// RUN: tilesync-opt %S/../../../../examples/gpt3_mlp_sync.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify,tilesync-lower-to-llvm -t ptx | filecheck %s --check-prefix=PTX
+// RUN: tilesync-opt %S/../../../../examples/gpt3_mlp_sync.mlir -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify | filecheck %s --check-prefix=MLP
+// RUN: tilesync-opt %S/../../../../examples/gpt3_mlp_sync.mlir -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm -t ptx | filecheck %s --check-prefix=PTX
 // RUN: tilesync-opt %S/../../../../examples/three_stage_chain.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify | filecheck %s --check-prefix=CHAIN
 // RUN: tilesync-opt %S/../../../../examples/three_stage_chain.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify,tilesync-lower-to-llvm -t ptx | filecheck %s --check-prefix=PTX3
-// RUN: tilesync-opt %S/../../../../examples/two_operands.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify | filecheck %s --check-prefix=TWO
-// RUN: tilesync-opt %S/../../../../examples/two_operands.mlir -p sync-generate-policies,sync-insert-post-wait,sync-verify,tilesync-lower-to-llvm -t ptx | filecheck %s --check-prefix=PTX3
+// RUN: tilesync-opt %S/../../../../examples/two_operands.mlir -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify | filecheck %s --check-prefix=TWO
+// RUN: tilesync-opt %S/../../../../examples/two_operands.mlir -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm -t ptx | filecheck %s --check-prefix=PTX3
 
-// MLP:       gpu.func @gemm1({{.*}}, %sems_gemm1: memref<?xi32>, %epoch: i32) kernel attributes {{{.*}}sync.args = ["sems:@gemm1", "epoch"]}
+// MLP:       gpu.func @gemm1({{.*}}, %sems_gemm1: memref<?xi32>, %epoch: i32, %{{.*}}: memref<?xi32>) kernel attributes {{{.*}}sync.args = ["sems:@gemm1", "epoch", "start_flag"]}
 // MLP:         sync.post %sems_gemm1[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>
 // MLP:       gpu.func @gemm2({{.*}}, %sems_gemm1: memref<?xi32>, %epoch: i32) kernel attributes {{{.*}}sync.args = ["sems:@gemm1", "epoch"]}
 // MLP:         scf.for %kt
@@ -14,7 +14,7 @@
 // MLP-NEXT:      sync.wait %sems_gemm1[%x, %kt] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>
 // MLP-NEXT:      sync.load_point operand 0 [%x, %y] step %kt {sync.filled}
 // MLP-NEXT:      %ka = arith.addi %k0, %tx : index
-// MLP-NOT:       sync.wait
+// MLP-NOT:       sync.wait %sems
 // MLP:       sync.stage @gemm1 {num_semaphores = 8 : i64, sync.verified = "proved", {{.*}}policy = #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>}
 // MLP-NEXT:  sync.stage @gemm2 {sync.progress = "@gemm1: wait-kernel", sync.verified = "proved",
 

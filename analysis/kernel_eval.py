@@ -1,0 +1,638 @@
+"""Abstract evaluation of a kernel for a batch of tiles at once: what sync-verify runs.
+
+A `BatchRun` interprets a `gpu.func` for every tile of a batch together: `sync.tile` yields
+the batch's tile coordinates (numpy arrays, one entry per tile), and every integer value is a
+range [lo, hi] per tile (`Value`): exact where lo and hi are the same object, an interval where
+the thread index, a loop run as one abstract iteration or a branch makes it vary. Integer and
+index arithmetic of `arith` and `affine.apply` is evaluated exactly on exact values and by
+interval arithmetic otherwise; `gpu.thread_id` ranges over the stage's block, `gpu.grid_dim`
+and `gpu.block_dim` are the stage's extents.
+
+Control flow follows the kernel: an `scf.for` whose body holds synchronization (`sync.wait`,
+`sync.post`, `sync.load_point`) and whose bounds are constants is unrolled; any other loop runs
+once with its induction variable ranging over all its iterations; an `scf.if` with a known
+condition takes its branch. When tiles of the batch disagree on a loop bound or a branch
+condition, the run stops with `Divergent` and `run_batches` runs each group of agreeing tiles
+again on its own, so every tile sees exactly the control flow it would alone: the result is
+the per-tile interpretation, at the cost of one run per class of tiles that behave alike
+(one run for a GEMM's whole grid). Regions that may not run (a branch with an unknown
+condition, a loop body run abstractly, nested regions of other ops) run on a copy of the state
+(`definite=False`): what they do is checked but not relied upon after them.
+
+Subclasses react to the synchronization ops through `on_wait`, `on_post`, `on_load_point` and
+to other ops through `on_op` (sync-verify: coverage, counts and the load-region check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import affine, arith, gpu, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSymExpr,
+)
+
+from tilesync.dialects import sync
+
+Scalar = Any  # an int (the same for every tile) or an int64 array (one entry per tile)
+Value = tuple[Scalar, Scalar] | None  # (lo, hi); exact when lo is hi; None: unknown
+
+MAX_ITERATIONS = 1 << 16  # unrolled iterations of one loop before it runs abstractly
+_BIG = 1 << 40  # beyond this an integer is not an index: forget it (no int64 overflow)
+_DIMS = {gpu.DimensionEnum.X: 0, gpu.DimensionEnum.Y: 1, gpu.DimensionEnum.Z: 2}
+
+
+class Unproven(Exception):
+    """Abstract execution of a kernel cannot go on at `op` (reported as a refusal)."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+class StepBudget:
+    """The abstract-execution steps (ops run, in any batch) left to one analysis: a program
+    whose tiles all diverge, or whose loops around synchronization are long, is refused at the
+    op where the budget runs out instead of running for minutes. `hint` says how to allow more."""
+
+    def __init__(self, total: int, hint: str = ""):
+        self.total = total
+        self.left = total
+        self.hint = hint
+
+    def spend(self, op: Operation, steps: int = 1) -> None:
+        self.left -= steps
+        if self.left < 0:
+            hint = f" ({self.hint})" if self.hint else ""
+            raise Unproven(op, f"the proof takes more than {self.total} steps of abstract "
+                               f"execution{hint}")
+
+
+class Divergent(Exception):
+    """Tiles of the batch take different paths at `op`: run each group (indices into the
+    batch) on its own."""
+
+    def __init__(self, op: Operation, groups: list[np.ndarray]):
+        super().__init__(f"tiles diverge at {op.name}")
+        self.op = op
+        self.groups = groups
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------------
+
+
+def exact(value: Value) -> bool:
+    return value is not None and value[0] is value[1]
+
+
+def point(x: Scalar) -> Value:
+    return (x, x)
+
+
+def uniform(x: Scalar) -> int | None:
+    """The one value of `x` over the batch, or None when tiles differ."""
+    if isinstance(x, np.ndarray):
+        if x.size == 0:
+            return None
+        first = int(x.flat[0])
+        return first if bool((x == first).all()) else None
+    return int(x)
+
+
+def _tame(value: Value) -> Value:
+    """Forget values too large to be indices (hashes, masks): no int64 overflow."""
+    if value is None:
+        return None
+    lo, hi = value
+    if type(lo) is int and type(hi) is int:
+        return value if -_BIG <= lo and hi <= _BIG else None
+    if np.any(np.abs(lo) > _BIG) or np.any(np.abs(hi) > _BIG):
+        return None
+    return value
+
+
+def _settle(lo: Scalar, hi: Scalar) -> Value:
+    """(lo, hi), made exact where the bounds agree for every tile."""
+    if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
+        if np.array_equal(lo, hi):
+            return point(np.asarray(lo))
+        return (lo, hi)
+    return point(int(lo)) if lo == hi else (lo, hi)
+
+
+def add(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if exact(a) and exact(b):
+        return point(a[0] + b[0])
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def sub(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if exact(a) and exact(b):
+        return point(a[0] - b[0])
+    return (a[0] - b[1], a[1] - b[0])
+
+
+def _magnitude(x: Scalar) -> int:
+    return int(np.max(np.abs(x))) if isinstance(x, np.ndarray) and x.size else abs(int(x))
+
+
+def mul(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    # products beyond _BIG are forgotten before numpy could wrap (or refuse) them
+    if max(map(_magnitude, a)) * max(map(_magnitude, b)) > _BIG:
+        return None
+    if exact(a) and exact(b):
+        return _tame(point(a[0] * b[0]))
+    corners = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return _tame((np.minimum.reduce(np.broadcast_arrays(*corners)),
+                  np.maximum.reduce(np.broadcast_arrays(*corners))))
+
+
+def _positive_constant(b: Value) -> int | None:
+    if not exact(b):
+        return None
+    c = uniform(b[0])  # type: ignore[index]
+    return c if c is not None and c > 0 else None
+
+
+def floordiv(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    c = _positive_constant(b)
+    if c is not None:
+        return point(a[0] // c) if exact(a) else (a[0] // c, a[1] // c)
+    if exact(a) and exact(b) and bool(np.all(b[0] != 0)):
+        return point(a[0] // b[0])
+    return None
+
+
+def ceildiv(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    c = _positive_constant(b)
+    if c is not None:
+        return point(-(-a[0] // c)) if exact(a) else (-(-a[0] // c), -(-a[1] // c))
+    if exact(a) and exact(b) and bool(np.all(b[0] != 0)):
+        return point(-(-a[0] // b[0]))
+    return None
+
+
+def truncdiv(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if bool(np.all(a[0] >= 0)):
+        return floordiv(a, b)
+    if exact(a) and exact(b) and bool(np.all(b[0] != 0)):
+        q = np.abs(a[0]) // np.abs(b[0])
+        return point(np.where((a[0] >= 0) == (b[0] > 0), q, -q))
+    return None
+
+
+def rem(a: Value, b: Value, truncated: bool = False) -> Value:
+    """a mod b (floored; `truncated`: the sign of a, as arith.remsi)."""
+    if a is None or b is None:
+        return None
+    if exact(a) and exact(b):
+        if not bool(np.all(b[0] != 0)):
+            return None
+        return point(np.fmod(a[0], b[0]) if truncated else a[0] % b[0])
+    c = _positive_constant(b)
+    if c is None or not bool(np.all(a[0] >= 0)):
+        return None
+    lo, hi = a
+    within = (hi - lo < c) & (lo % c <= hi % c)
+    return (np.where(within, lo % c, 0), np.where(within, hi % c, c - 1))
+
+
+def minimum(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if exact(a) and exact(b):
+        return point(np.minimum(a[0], b[0]))
+    return (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]))
+
+
+def maximum(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if exact(a) and exact(b):
+        return point(np.maximum(a[0], b[0]))
+    return (np.maximum(a[0], b[0]), np.maximum(a[1], b[1]))
+
+
+def _bitwise(kind: str) -> Callable[[Value, Value], Value]:
+    def evaluate(a: Value, b: Value) -> Value:
+        if a is None or b is None:
+            return None
+        if exact(a) and exact(b):
+            x, y = np.asarray(a[0]), np.asarray(b[0])
+            r = x & y if kind == "and" else x | y if kind == "or" else x ^ y
+            return _tame(point(r if r.ndim else int(r)))
+        if kind == "and":  # masking a non-negative value keeps it within [0, mask]
+            for v, m in ((a, b), (b, a)):
+                c = _positive_constant(m)
+                if c is not None and bool(np.all(v[0] >= 0)):
+                    return (0, np.minimum(v[1], c))
+        return None
+
+    return evaluate
+
+
+def shift_left(a: Value, b: Value) -> Value:
+    c = _positive_constant(b)
+    if c is None or c > 32:
+        return None
+    return mul(a, point(1 << c))
+
+
+def shift_right(a: Value, b: Value) -> Value:
+    c = _positive_constant(b)
+    if a is None or c is None or c > 62 or not bool(np.all(a[0] >= 0)):
+        return None
+    return floordiv(a, point(1 << c))
+
+
+_PREDICATES = {
+    0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge", 6: "lt", 7: "le", 8: "gt", 9: "ge",
+}
+
+
+def compare(predicate: int, a: Value, b: Value) -> Value:
+    """arith.cmpi: 1 or 0 per tile where decided, [0, 1] where the ranges overlap."""
+    if a is None or b is None:
+        return None
+    kind = _PREDICATES[predicate]
+    if kind in ("gt", "ge"):
+        a, b, kind = b, a, "lt" if kind == "gt" else "le"
+    (alo, ahi), (blo, bhi) = a, b
+    if kind == "lt":
+        yes, no = ahi < blo, alo >= bhi
+    elif kind == "le":
+        yes, no = ahi <= blo, alo > bhi
+    else:
+        both = exact(a) and exact(b)
+        yes = (alo == blo) if both else np.zeros(np.broadcast(alo, blo).shape, bool)
+        no = (ahi < blo) | (alo > bhi) | ((alo != blo) if both else False)
+        if kind == "ne":
+            yes, no = no, yes
+    lo = np.where(yes, 1, 0)
+    hi = np.where(no, 0, 1)
+    return _settle(lo if lo.ndim else int(lo), hi if hi.ndim else int(hi))
+
+
+def select(c: Value, t: Value, f: Value) -> Value:
+    if t is None or f is None:
+        return None
+    if c is not None and exact(c):
+        flag = np.asarray(c[0]) != 0
+        if flag.ndim == 0:
+            return t if bool(flag) else f
+        lo, hi = np.where(flag, t[0], f[0]), np.where(flag, t[1], f[1])
+        return point(lo) if exact(t) and exact(f) else (lo, hi)
+    return (np.minimum(t[0], f[0]), np.maximum(t[1], f[1]))
+
+
+def affine_value(expr: AffineExpr, dims: Sequence[Value], syms: Sequence[Value]) -> Value:
+    """An affine expression of ranges (`floordiv`, `mod`, `ceildiv` by constants)."""
+    match expr:
+        case AffineConstantExpr(value=value):
+            return _tame(point(value))
+        case AffineDimExpr(position=position):
+            return dims[position]
+        case AffineSymExpr(position=position):
+            return syms[position]
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+            a, b = affine_value(lhs, dims, syms), affine_value(rhs, dims, syms)
+            if kind == AffineBinaryOpKind.Add:
+                return add(a, b)
+            if kind == AffineBinaryOpKind.Mul:
+                return mul(a, b)
+            if kind == AffineBinaryOpKind.FloorDiv:
+                return floordiv(a, b)
+            if kind == AffineBinaryOpKind.CeilDiv:
+                return ceildiv(a, b)
+            if kind == AffineBinaryOpKind.Mod:
+                return rem(a, b)
+    return None
+
+
+def affine_exact(expr: AffineExpr, dims: Sequence[Scalar], syms: Sequence[Scalar],
+                 op: Operation) -> Scalar:
+    """An affine expression of exact values (tile coordinates as arrays), for the map of `op`;
+    Unproven where a value leaves the range of indices (beyond 2^40)."""
+    value = affine_value(expr, [point(d) for d in dims], [point(s) for s in syms])
+    if value is None or not exact(value):
+        raise Unproven(op, f"the map's {expr} takes values beyond {_BIG} on these tiles")
+    return value[0]
+
+
+_BINARY: dict[type, Callable[[Value, Value], Value]] = {
+    arith.AddiOp: add,
+    arith.SubiOp: sub,
+    arith.MuliOp: mul,
+    arith.DivUIOp: floordiv,
+    arith.DivSIOp: truncdiv,
+    arith.FloorDivSIOp: floordiv,
+    arith.CeilDivSIOp: ceildiv,
+    arith.CeilDivUIOp: ceildiv,
+    arith.RemUIOp: rem,
+    arith.RemSIOp: lambda a, b: rem(a, b, truncated=True),
+    arith.MinSIOp: minimum,
+    arith.MaxSIOp: maximum,
+    arith.MinUIOp: minimum,
+    arith.MaxUIOp: maximum,
+    arith.AndIOp: _bitwise("and"),
+    arith.OrIOp: _bitwise("or"),
+    arith.XOrIOp: _bitwise("xor"),
+    arith.ShLIOp: shift_left,
+    arith.ShRUIOp: shift_right,
+    arith.ShRSIOp: shift_right,
+}
+SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------
+
+
+class BatchRun:
+    """One abstract run of `func` for the tiles `tiles` (an (n, rank) int64 array) of a
+    stage with `grid` and `block` extents. `state` is what subclasses keep per path (copied
+    into regions that may not run)."""
+
+    def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, grid: Sequence[int],
+                 block: Sequence[int]):
+        self.func = func
+        self.tiles = tiles
+        self.size = len(tiles)
+        self.grid = (*grid, 1, 1, 1)[:3]
+        self.block = (*block, 1, 1, 1)[:3]
+        self.env: dict[SSAValue, Value] = {}
+
+    # -- hooks ---------------------------------------------------------------------------
+    def on_wait(self, op: sync.WaitOp, state: Any, definite: bool) -> None: ...
+
+    def on_post(self, op: sync.PostOp, state: Any, definite: bool) -> None: ...
+
+    def on_load_point(self, op: sync.LoadPointOp, state: Any) -> None: ...
+
+    def on_op(self, op: Operation, state: Any) -> None:
+        """Before any other op is evaluated (its operands are known)."""
+
+    def copy_state(self, state: Any) -> Any:
+        return state
+
+    def enter_iteration(self, state: Any, outer: Any) -> None:
+        """An unrolled iteration begins (`outer`: the state before the loop)."""
+
+    def leave_loop(self, state: Any, outer: Any) -> None:
+        """An unrolled loop is over."""
+
+    # -- values --------------------------------------------------------------------------
+    def value(self, v: SSAValue) -> Value:
+        return self.env.get(v)
+
+    def known(self, v: SSAValue) -> int | None:
+        """The one exact value of `v` over the batch, else None."""
+        value = self.env.get(v)
+        if value is None or not exact(value):
+            return None
+        return uniform(value[0])
+
+    def exact_values(self, values: Sequence[SSAValue]) -> list[Scalar] | None:
+        found = []
+        for v in values:
+            value = self.env.get(v)
+            if value is None or not exact(value):
+                return None
+            found.append(value[0])
+        return found
+
+    def evaluate(self, op: Operation) -> None:
+        kind = type(op)
+        binary = _BINARY.get(kind)
+        if binary is not None:
+            try:
+                result = binary(self.value(op.operands[0]), self.value(op.operands[1]))
+            except (ZeroDivisionError, FloatingPointError):
+                result = None
+            self.env[op.results[0]] = result
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, op)
+            return
+        for result in op.results:
+            self.env[result] = None
+
+    def _tile(self, op: sync.TileOp) -> None:
+        if len(op.coords) != self.tiles.shape[1]:
+            raise Unproven(op, f"sync.tile yields {len(op.coords)} coordinates but the "
+                               f"stage grid has {self.tiles.shape[1]}")
+        for d, result in enumerate(op.coords):
+            self.env[result] = point(self.tiles[:, d])
+
+    def _constant(self, op: arith.ConstantOp) -> None:
+        attr = op.value
+        if isinstance(attr, IntegerAttr):
+            v = attr.value.data
+            if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+                v = int(v != 0)
+            self.env[op.result] = _tame(point(v))
+        else:
+            self.env[op.result] = None
+
+    def _cast(self, op: Operation) -> None:
+        self.env[op.results[0]] = self.value(op.operands[0])
+
+    def _cmpi(self, op: arith.CmpiOp) -> None:
+        self.env[op.result] = compare(op.predicate.value.data, self.value(op.lhs),
+                                      self.value(op.rhs))
+
+    def _select(self, op: arith.SelectOp) -> None:
+        self.env[op.result] = select(self.value(op.cond), self.value(op.lhs),
+                                     self.value(op.rhs))
+
+    def _apply(self, op: affine.ApplyOp) -> None:
+        m = op.map.data
+        operands = [self.value(v) for v in op.mapOperands]
+        self.env[op.result] = affine_value(m.results[0], operands[: m.num_dims],
+                                           operands[m.num_dims:])
+
+    def _thread_id(self, op: gpu.ThreadIdOp) -> None:
+        extent = self.block[_DIMS[op.dimension.data]]
+        self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
+
+    def _block_dim(self, op: gpu.BlockDimOp) -> None:
+        self.env[op.result] = point(self.block[_DIMS[op.dimension.data]])
+
+    def _grid_dim(self, op: gpu.GridDimOp) -> None:
+        self.env[op.result] = point(self.grid[_DIMS[op.dimension.data]])
+
+    def _block_id(self, op: gpu.BlockIdOp) -> None:
+        extent = self.grid[_DIMS[op.dimension.data]]
+        self.env[op.result] = point(0) if extent == 1 else (0, extent - 1)
+
+    def _lane_id(self, op: gpu.LaneIdOp) -> None:
+        self.env[op.result] = (0, 31)
+
+    # -- execution -----------------------------------------------------------------------
+    def run(self, state: Any) -> Any:
+        self.run_block(self.func.body.blocks.first, state, True)  # type: ignore[arg-type]
+        return state
+
+    def run_block(self, block: Block, state: Any, definite: bool) -> None:
+        for op in block.ops:
+            self.step(op, state, definite)
+
+    def run_region_copy(self, op: Operation, state: Any) -> None:
+        """Run every block of every region of `op` once on a copy of `state`: what it does is
+        checked, but not relied upon after it (it may not run, or run with other values)."""
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    self.env[arg] = None
+                self.run_block(block, self.copy_state(state), False)
+
+    def step(self, op: Operation, state: Any, definite: bool) -> None:
+        if self.budget is not None:
+            self.budget.spend(op)
+        kind = type(op)
+        if kind is sync.WaitOp:
+            self.on_wait(op, state, definite)  # type: ignore[arg-type]
+        elif kind is sync.PostOp:
+            self.on_post(op, state, definite)  # type: ignore[arg-type]
+        elif kind is sync.LoadPointOp:
+            self.on_load_point(op, state)  # type: ignore[arg-type]
+        elif kind is scf.ForOp:
+            self.on_for(op, state, definite)  # type: ignore[arg-type]
+        elif kind is scf.IfOp:
+            self.on_if(op, state, definite)  # type: ignore[arg-type]
+        else:
+            self.on_op(op, state)
+            if op.regions:
+                self.run_region_copy(op, state)
+                for result in op.results:
+                    self.env[result] = None
+            else:
+                self.evaluate(op)
+
+    def _decide(self, op: Operation, value: Value) -> int | None:
+        """The one exact value all tiles agree on; Divergent when they disagree; None when
+        the value is not exact."""
+        if value is None or not exact(value):
+            return None
+        x = value[0]
+        one = uniform(x)
+        if one is not None:
+            return one
+        raise Divergent(op, [np.flatnonzero(x == v) for v in np.unique(x)])
+
+    def on_if(self, op: scf.IfOp, state: Any, definite: bool) -> None:
+        self.on_op(op, state)
+        c = self._decide(op, self.value(op.cond))
+        if c is None:
+            self.run_region_copy(op, state)
+        else:
+            region = op.true_region if c else op.false_region
+            if region.blocks:
+                self.run_block(region.blocks.first, state, definite)  # type: ignore[arg-type]
+        for result in op.results:
+            self.env[result] = None
+
+    def on_for(self, op: scf.ForOp, state: Any, definite: bool) -> None:
+        self.on_op(op, state)
+        body = op.body.blocks.first
+        assert body is not None
+        for result in op.results:
+            self.env[result] = None
+        has_sync = any(isinstance(o, SYNC_OPS) for o in op.walk())
+        lb, ub, st = self.value(op.lb), self.value(op.ub), self.value(op.step)
+        if has_sync:
+            bounds = [self._decide(op, v) for v in (lb, ub, st)]
+            if None not in bounds and bounds[2] > 0:  # type: ignore[operator]
+                first, last, stride = bounds  # type: ignore[misc]
+                trips = max(0, -(-(last - first) // stride))
+                if trips <= MAX_ITERATIONS:
+                    self._unroll(body, first, stride, trips, state, definite)
+                    return
+        self._abstract_loop(op, body, lb, ub, st, state)
+
+    def _unroll(self, body: Block, first: int, stride: int, trips: int, state: Any,
+                definite: bool) -> None:
+        outer = self.copy_state(state)
+        for iteration in range(trips):
+            self.env[body.args[0]] = point(first + iteration * stride)
+            for arg in body.args[1:]:
+                self.env[arg] = None
+            self.enter_iteration(state, outer)
+            self.run_block(body, state, definite)
+        self.leave_loop(state, outer)
+
+    def _abstract_loop(self, op: scf.ForOp, body: Block, lb: Value, ub: Value, st: Value,
+                       state: Any) -> None:
+        """One run of the body on a copy, the induction variable ranging over every
+        iteration (unknown where the bounds are)."""
+        iv: Value = None
+        if lb is not None and ub is not None and st is not None and bool(np.all(st[0] > 0)):
+            if bool(np.all(ub[1] <= lb[0])):
+                return  # no iteration for any tile
+            iv = (lb[0], np.maximum(lb[0], ub[1] - 1))
+            iv = _settle(*iv) if not isinstance(iv[0], np.ndarray) else iv
+        self.env[body.args[0]] = iv
+        for arg in body.args[1:]:
+            self.env[arg] = None
+        self.run_block(body, self.copy_state(state), False)
+
+
+_HANDLERS: dict[type, Callable[[BatchRun, Any], None]] = {
+    sync.TileOp: BatchRun._tile,
+    arith.ConstantOp: BatchRun._constant,
+    arith.IndexCastOp: BatchRun._cast,
+    arith.ExtSIOp: BatchRun._cast,
+    arith.ExtUIOp: BatchRun._cast,
+    arith.TruncIOp: BatchRun._cast,
+    arith.CmpiOp: BatchRun._cmpi,
+    arith.SelectOp: BatchRun._select,
+    affine.ApplyOp: BatchRun._apply,
+    gpu.ThreadIdOp: BatchRun._thread_id,
+    gpu.BlockDimOp: BatchRun._block_dim,
+    gpu.GridDimOp: BatchRun._grid_dim,
+    gpu.BlockIdOp: BatchRun._block_id,
+    gpu.LaneIdOp: BatchRun._lane_id,
+}
+
+
+def run_batches(tiles: np.ndarray, attempt: Callable[[np.ndarray], Any],
+                chunk: int = 4096) -> Iterator[tuple[np.ndarray, Any]]:
+    """`attempt(indices)` for the tiles `tiles[indices]`, in chunks of at most `chunk`,
+    splitting a batch whose tiles diverge (`Divergent`) into the groups that agree; yields
+    (indices, result) in the order of each batch's first tile."""
+    todo = [np.arange(start, min(start + chunk, len(tiles)))
+            for start in range(0, len(tiles), chunk)]
+    while todo:
+        indices = todo.pop(0)
+        try:
+            result = attempt(indices)
+        except Divergent as split:
+            groups = sorted((indices[g] for g in split.groups), key=lambda g: int(g[0]))
+            todo[:0] = groups
+            continue
+        yield indices, result

@@ -1,0 +1,136 @@
+"""Which producer tiles wrote the elements a consumer reads: the producer-tile → index-region
+map of a produced operand.
+
+A producer stage with grid (g0, g1, ...) and tile (t0, t1, ...) (the first `rank` entries of
+its `tile`: the extents of the part of its output one tile writes) writes a logical array of
+extents (g0·t0, g1·t1, ...); tile (i0, i1, ...) writes the box [i0·t0, (i0+1)·t0) ×
+[i1·t1, (i1+1)·t1) × .... A consumer operand holds that array
+
+* with the grid's rank: index d is logical dimension d;
+* as a rank-1 memref: row-major, the last logical dimension fastest (element (r, c) of a
+  2-D output at r·g1·t1 + c).
+
+Elements outside the logical array are written by no tile (padding): reading them needs no
+wait. Any other rank has no map (`layout_for` says why).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType
+
+from tilesync.dialects import sync
+
+Scalar = int | np.ndarray
+
+
+@dataclass(frozen=True)
+class OperandLayout:
+    """Producer `producer`'s tiles (grid, tile) over an operand of rank `rank`."""
+
+    producer: str
+    grid: tuple[int, ...]
+    tile: tuple[int, ...]
+    rank: int
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return tuple(g * t for g, t in zip(self.grid, self.tile))
+
+    def logical_boxes(self, lo: Sequence[Scalar], hi: Sequence[Scalar]
+                      ) -> list[tuple[list[Scalar], list[Scalar]]]:
+        """The logical boxes (closed [lo, hi] per dimension, per tile of the batch) that the
+        operand box [lo, hi] covers, possibly larger (never smaller)."""
+        extents = self.extents
+        if self.rank == len(extents):
+            return [(list(lo), list(hi))]
+        # rank 1, row-major: the leading coordinates where the ends agree are exact, the
+        # first where they differ spans [lo, hi], the later ones their whole extent.
+        first, last = np.maximum(lo[0], 0), np.minimum(hi[0], math.prod(extents) - 1)
+        a, b = _unravel(first, extents), _unravel(last, extents)
+        box_lo: list[Scalar] = []
+        box_hi: list[Scalar] = []
+        same: Scalar = True
+        for d, extent in enumerate(extents):
+            box_lo.append(np.where(same, a[d], 0))
+            box_hi.append(np.where(same, b[d], extent - 1))
+            same = same & (a[d] == b[d])
+        empty = last < first
+        return [([np.where(empty, 1, x) for x in box_lo],
+                 [np.where(empty, 0, x) for x in box_hi])]
+
+    def tiles(self, lo: Sequence[Scalar], hi: Sequence[Scalar]
+              ) -> Iterator[tuple[tuple[Scalar, ...], Scalar]]:
+        """Producer tiles whose region meets the operand box [lo, hi] (per tile of the batch):
+        (coordinates, valid) pairs, `valid` saying for which tiles of the batch they count."""
+        for box_lo, box_hi in self.logical_boxes(lo, hi):
+            first: list[Scalar] = []
+            last: list[Scalar] = []
+            for low, high, extent, size in zip(box_lo, box_hi, self.extents, self.tile):
+                first.append(np.maximum(low, 0) // size)
+                last.append(np.minimum(high, extent - 1) // size)
+            spans = [int(np.max(b - a)) + 1 if np.size(a) else 0
+                     for a, b in zip(first, last)]
+            if any(s <= 0 for s in spans):
+                continue
+            for offsets in itertools.product(*(range(s) for s in spans)):
+                coords = tuple(a + o for a, o in zip(first, offsets))
+                valid: Scalar = True
+                for c, b in zip(coords, last):
+                    valid = valid & (c <= b)
+                yield coords, valid
+
+    def contains(self, coords: Sequence[Scalar], lo: Sequence[Scalar], hi: Sequence[Scalar]
+                 ) -> Scalar:
+        """Whether the operand box [lo, hi] lies inside the region of tile `coords` (per tile
+        of the batch; an empty box does)."""
+        inside: Scalar = True
+        if self.rank != len(self.extents):  # rank 1: nothing past either end of the array
+            inside = (lo[0] >= 0) & (hi[0] < math.prod(self.extents))
+        for box_lo, box_hi in self.logical_boxes(lo, hi):
+            empty: Scalar = False
+            for low, high in zip(box_lo, box_hi):
+                empty = empty | (low > high)
+            fits: Scalar = True
+            for low, high, c, size in zip(box_lo, box_hi, coords, self.tile):
+                fits = fits & (low >= c * size) & (high < (c + 1) * size)
+            inside = inside & (empty | fits)
+        return inside
+
+    def region(self, tile: Sequence[int]) -> str:
+        """The box producer tile `tile` writes, in words (logical indices)."""
+        parts = [f"[{i * t}, {(i + 1) * t})" for i, t in zip(tile, self.tile)]
+        return " x ".join(parts)
+
+
+def _unravel(index: Scalar, extents: Sequence[int]) -> list[Scalar]:
+    coords: list[Scalar] = []
+    for extent in reversed(extents):
+        coords.append(index % extent)
+        index = index // extent
+    return coords[::-1]
+
+
+def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | str:
+    """The layout of a consumer operand of `operand_type` written by `producer`, or why there
+    is none."""
+    name = producer.sym_name.data
+    grid = producer.grid_shape
+    if not isinstance(operand_type, MemRefType):
+        return f"operand is {operand_type}, not a memref"
+    rank = operand_type.get_num_dims()
+    tile = producer.tile_shape
+    if len(tile) < len(grid):
+        return (f"@{name} has a {len(grid)}-D grid but a {len(tile)}-D tile "
+                f"{tuple(tile)}: no region per tile")
+    if rank != len(grid) and rank != 1:
+        ranks = f"{len(grid)}" + (" or 1" if len(grid) > 1 else "")
+        return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
+                f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
+                f"{ranks})")
+    return OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank)

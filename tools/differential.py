@@ -1,0 +1,586 @@
+"""sync-verify against the simulator on random stage programs: what verify proves must never
+deadlock or read early, under adversarial and random block schedulers.
+
+    python -m tilesync.tools.differential --programs 1000000 --jobs 2     # the nightly-sized run
+    python -m tilesync.tools.differential --programs 200 --show-failures  # print failing programs
+
+A program (`draw_program`) has 2–5 stages with random 1-D or 2-D grids, tiles, blocks per SM
+and output layouts (the grid's rank, or flattened to 1-D), random dependencies between them
+(a producer coordinate follows a consumer coordinate, is a `forall` over the whole dimension,
+a constant, or a clipped 3-row halo; now and then a back edge makes a cycle), and a random host
+plan: launch order, streams, priorities, `pdl`, hand-placed `sync.wait_kernel` ops, `coresident`
+declarations (false ones only where the counts let verify see through them), `blocks_per_sm`
+on the stages and the SM count given to verify or not. Each stage's kernel is real: per
+produced operand a `scf.for` over the forall variable with a `sync.load_point ... step` and a
+load of the producer tile's elements (sometimes also of a tile the dependency does not declare:
+the reference cuSync's halo bug), a store of its own tile and a `sync.store_point`. The program
+then goes through the real passes (policies, maybe a named policy or the generated tile order,
+post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl and
+sync-drop-wait-kernel) and sync-verify.
+
+Whatever verify proves is run by `analysis.simulator` on the true machine (its SM count and
+every stage's blocks per SM, whether verify knew them or not) with the true reads (undeclared
+tile reads as unguarded reads), under the adversarial scheduler and random ones, and must
+finish with every read after its write and every semaphore at its count. A proved program with
+a wait-kernel that cannot work (its producer does not post the start flag, or the wait-kernel
+function is missing) fails too: on a GPU that wait never ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# ---------------------------------------------------------------------------------------------
+# Random programs
+# ---------------------------------------------------------------------------------------------
+
+
+class Draw(Protocol):
+    """Where the random choices come from: `random.Random` or hypothesis."""
+
+    def integer(self, lo: int, hi: int) -> int:
+        """An integer in [lo, hi]."""
+        ...
+
+
+class RandomDraw:
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+
+def _chance(draw: Draw, percent: int) -> bool:
+    return draw.integer(0, 99) < percent
+
+
+def _pick(draw: Draw, options: Sequence):
+    return options[draw.integer(0, len(options) - 1)]
+
+
+@dataclass
+class Stage:
+    name: str
+    grid: tuple[int, ...]
+    tile: tuple[int, ...]
+    blocks_per_sm: int  # the truth, for the simulator
+    annotated: bool  # verify sees blocks_per_sm
+    flat: bool  # its output is a rank-1 memref (row-major)
+    coresident: bool = False
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return tuple(g * t for g, t in zip(self.grid, self.tile))
+
+    def memref(self) -> str:
+        shape = (math.prod(self.extents),) if self.flat else self.extents
+        return f"memref<{'x'.join(map(str, shape))}xf32>"
+
+
+@dataclass
+class Dependency:
+    producer: str
+    consumer: str
+    operand: int
+    results: list[str]  # affine expression of each producer coordinate (d0, d1, s0)
+    symbol_range: int  # 0: no forall variable
+    clipped: bool
+    extra: bool  # the kernel also reads a tile the dependency does not declare
+
+
+@dataclass
+class Program:
+    sms: int
+    verify_sms: int  # 0: verify is not told
+    stages: list[Stage]
+    deps: list[Dependency]
+    plan: list[tuple]  # ("launch", stage, stream, priority, pdl) | ("wait", producer, stream)
+    passes: list[str] = field(default_factory=list)
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
+
+
+def _producer_results(draw: Draw, consumer: Stage, producer: Stage) -> tuple[list[str], int,
+                                                                              bool]:
+    """One expression per producer coordinate, the forall range, and whether clipped."""
+    results: list[str] = []
+    symbol = 0
+    clipped = False
+    for extent in producer.grid:
+        kinds = ["coord", "coord", "const"]
+        if not symbol:
+            kinds += ["all", "all"]
+            if len(consumer.grid) > 0 and extent > 1:
+                kinds.append("halo")
+        kind = _pick(draw, kinds)
+        d = f"d{draw.integer(0, len(consumer.grid) - 1)}"
+        k = int(d[1:])
+        if kind == "coord":
+            results.append(d if consumer.grid[k] <= extent else f"{d} mod {extent}")
+        elif kind == "const":
+            results.append(str(draw.integer(0, extent - 1)))
+        elif kind == "all":
+            symbol = extent
+            results.append("s0")
+        else:
+            symbol = 3
+            clipped = True
+            base = d if consumer.grid[k] <= extent else f"{d} mod {extent}"
+            results.append(f"{base} + s0 - 1")
+    return results, symbol, clipped
+
+
+def draw_program(draw: Draw) -> Program:
+    sms = _pick(draw, [1, 2, 3, 4, 8, 16])
+    # a third of the programs lean on occupancy: every count known to verify, few wait-kernels
+    # and PDL edges, so co-residency and the wave model decide (or W drops what they allow)
+    occupancy = _chance(draw, 33)
+    count = draw.integer(2, 5)
+    stages = []
+    for i in range(count):
+        rank = draw.integer(1, 2)
+        grid = tuple(draw.integer(1, 4) for _ in range(rank))
+        flat = rank == 2 and _chance(draw, 30)
+        tile = (1, draw.integer(1, 4)) if flat else tuple(draw.integer(1, 3) for _ in grid)
+        stages.append(Stage(f"s{i}", grid, tile, draw.integer(1, 3),
+                            occupancy or _chance(draw, 90), flat))
+    deps: list[Dependency] = []
+    operands: Counter[str] = Counter()
+    for c in range(1, count):
+        for p in range(c):
+            if not _chance(draw, 45 if p == c - 1 else 20):
+                continue
+            results, symbol, clipped = _producer_results(draw, stages[c], stages[p])
+            extra = not clipped and stages[p].grid[0] > 1 and _chance(draw, 10)
+            deps.append(Dependency(stages[p].name, stages[c].name, operands[stages[c].name],
+                                   results, symbol, clipped, extra))
+            operands[stages[c].name] += 1
+    if deps and _chance(draw, 4):  # a back edge: a cycle
+        a, b = deps[draw.integer(0, len(deps) - 1)].producer, deps[0].consumer
+        later, earlier = (a, b) if a > b else (b, a)
+        if later != earlier:
+            results, symbol, clipped = _producer_results(
+                draw, next(s for s in stages if s.name == earlier),
+                next(s for s in stages if s.name == later))
+            deps.append(Dependency(later, earlier, operands[earlier], results, symbol, clipped,
+                                   False))
+            operands[earlier] += 1
+    order = [s.name for s in stages]
+    if _chance(draw, 20):  # a launch order that may put a consumer first
+        for i in range(len(order) - 1, 0, -1):
+            j = draw.integer(0, i)
+            order[i], order[j] = order[j], order[i]
+    plan: list[tuple] = []
+    producers = {d.consumer: [] for d in deps}
+    for d in deps:
+        producers[d.consumer].append(d.producer)
+    for name in order:
+        stream = draw.integer(0, 2)
+        for producer in producers.get(name, []):
+            if _chance(draw, 10 if occupancy else 25):
+                plan.append(("wait", producer, stream))
+        plan.append(("launch", name, stream, -draw.integer(0, 1),
+                     _chance(draw, 10 if occupancy else 30)))
+    verify_sms = sms if occupancy or _chance(draw, 80) else 0
+    known = verify_sms > 0 and all(s.annotated for s in stages)
+    fits = _all_resident([(math.prod(s.grid), s.blocks_per_sm) for s in stages], sms)
+    for s in stages:  # a false declaration only where verify can count
+        if _chance(draw, 15) and (fits or known):
+            s.coresident = True
+    passes = ["sync-generate-policies"]
+    if _chance(draw, 20):
+        passes.append(f"sync-select-policy{{policy={_pick(draw, ['tile', 'row'])}}}")
+    if _chance(draw, 20):
+        passes.append("sync-tile-order{order=generated}")
+    passes.append("sync-insert-post-wait")
+    drop = f"sync-drop-wait-kernel{{sms={sms}}}"
+    mechanisms = [drop] if occupancy else ["sync-insert-wait-kernel", "sync-use-pdl", drop]
+    for _ in range(draw.integer(0, 2)):
+        passes.append(_pick(draw, mechanisms))
+    passes.append(f"sync-verify{{sms={verify_sms}}}")
+    return Program(sms, verify_sms, stages, deps, plan, passes)
+
+
+def _all_resident(kernels: list[tuple[int, int]], sms: int) -> bool:
+    from tilesync.contract import all_resident
+
+    return all_resident(kernels, sms)
+
+
+# ---------------------------------------------------------------------------------------------
+# As IR (built with the dialects' constructors: parsing text would cost more than the rest)
+# ---------------------------------------------------------------------------------------------
+
+
+def _affine(text: str, dims: int, symbols: int):
+    """The AffineExpr of `text` (d_i, s_i, +, -, *, mod) over `dims` dims and `symbols`
+    symbols."""
+    from xdsl.ir.affine import AffineExpr
+
+    names = {f"d{i}": AffineExpr.dimension(i) for i in range(dims)}
+    names |= {f"s{i}": AffineExpr.symbol(i) for i in range(symbols)}
+    value = eval(text.replace(" mod ", " % "), {"__builtins__": {}}, names)
+    return AffineExpr.constant(value) if isinstance(value, int) else value
+
+
+def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]:
+    """Element indices (affine expressions) of tile `coords` of `stage`'s output, lane offsets
+    `lanes` within the tile; one per memref dimension."""
+    per_dim = [f"({c}) * {t} + {lane}" for c, t, lane in zip(coords, stage.tile, lanes)]
+    if not stage.flat:
+        return per_dim
+    extents = stage.extents
+    strides = [math.prod(extents[j + 1:]) for j in range(len(extents))]
+    return [" + ".join(f"({e}) * {s}" for e, s in zip(per_dim, strides))]
+
+
+def _memref_type(stage: Stage):
+    from xdsl.dialects.builtin import MemRefType, f32
+
+    shape = (math.prod(stage.extents),) if stage.flat else stage.extents
+    return MemRefType(f32, list(shape))
+
+
+def build_module(program: Program):
+    """The program as a builtin.module: one gpu.func per stage, the stages, dependencies and
+    the plan."""
+    from xdsl.dialects import affine, arith, gpu, memref, scf
+    from xdsl.dialects.builtin import (
+        AffineMapAttr,
+        FloatAttr,
+        IndexType,
+        IntegerAttr,
+        ModuleOp,
+        StringAttr,
+        UnitAttr,
+        f32,
+        i64,
+    )
+    from xdsl.ir import Block, Region
+    from xdsl.ir.affine import AffineMap
+
+    from tilesync.dialects import sync
+
+    index = IndexType()
+
+    def apply(ops: list, text: str, dims: list, symbols: list):
+        expr = _affine(text, len(dims), len(symbols))
+        op = affine.ApplyOp([*dims, *symbols],
+                             AffineMapAttr(AffineMap(len(dims), len(symbols), (expr,))))
+        ops.append(op)
+        return op.result
+
+    incoming = {s.name: [d for d in program.deps if d.consumer == s.name]
+                for s in program.stages}
+    funcs = []
+    for stage in program.stages:
+        deps = incoming[stage.name]
+        inputs = [_memref_type(program.stage(d.producer)) for d in deps]
+        block = Block(arg_types=[*inputs, _memref_type(stage)])
+        rank = len(stage.grid)
+        ops: list = []
+        tile = sync.TileOp(rank=rank)
+        tid = gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
+        c0, c1 = arith.ConstantOp(IntegerAttr(0, index)), arith.ConstantOp(IntegerAttr(1, index))
+        zero = arith.ConstantOp(FloatAttr(0.0, f32))
+        ops += [tile, tid, c0, c1, zero]
+        coords = list(tile.results)
+        for d in deps:
+            producer = program.stage(d.producer)
+            source = block.args[d.operand]
+            body_ops: list = []
+            if d.symbol_range:
+                bound = arith.ConstantOp(IntegerAttr(d.symbol_range, index))
+                ops.append(bound)
+                loop_block = Block(arg_types=[index])
+                step = loop_block.args[0]
+                symbols = [step, tid.result]
+                tid_name = "s1"
+            else:
+                step = None
+                symbols = [tid.result]
+                tid_name = "s0"
+            body_ops.append(sync.LoadPointOp(d.operand, coords, step))
+            reads = [d.results]
+            if d.extra:  # a tile the dependency leaves out: the next one along d0
+                reads.append([f"({d.results[0]} + 1) mod {producer.grid[0]}", *d.results[1:]])
+            for read in reads:
+                exprs = _index_exprs(producer, read, [f"{tid_name} mod {t}" for t in producer.tile])
+                indices = [apply(body_ops, e, coords, symbols) for e in exprs]
+                body_ops.append(memref.LoadOp.get(source, indices))
+            if d.symbol_range:
+                loop_block.add_ops([*body_ops, scf.YieldOp()])
+                ops.append(scf.ForOp(c0, bound, c1, [], Region(loop_block)))
+            else:
+                ops += body_ops
+        own = _index_exprs(stage, [f"d{i}" for i in range(rank)],
+                           [f"s0 mod {t}" for t in stage.tile])
+        indices = [apply(ops, e, coords, [tid.result]) for e in own]
+        ops.append(memref.StoreOp.get(zero, block.args[-1], indices))
+        ops += [sync.StorePointOp(coords), gpu.ReturnOp([])]
+        block.add_ops(ops)
+        funcs.append(gpu.FuncOp(f"f_{stage.name}", (block.arg_types, []), Region(block),
+                                kernel=True, known_block_size=[max(stage.tile), 1, 1]))
+    host: list = []
+    for stage in program.stages:
+        op = sync.StageOp(stage.name, ["k", f"f_{stage.name}"], stage.grid, (max(stage.tile),),
+                          stage.tile)
+        if stage.annotated:
+            op.attributes["blocks_per_sm"] = IntegerAttr(stage.blocks_per_sm, i64)
+        if stage.coresident:
+            op.attributes["coresident"] = UnitAttr()
+        host.append(op)
+    for d in program.deps:
+        rank = len(program.stage(d.consumer).grid)
+        symbols = 1 if d.symbol_range else 0
+        results = tuple(_affine(r, rank, symbols) for r in d.results)
+        host.append(sync.DependencyOp(d.producer, d.consumer, d.operand,
+                                      AffineMap(rank, symbols, results),
+                                      [(0, d.symbol_range)] if d.symbol_range else [],
+                                      d.clipped))
+    for step in program.plan:
+        if step[0] == "wait":
+            host.append(sync.WaitKernelOp(step[1], step[2]))
+        else:
+            _, name, stream, priority, pdl = step
+            host.append(sync.LaunchOp(name, stream, priority, pdl))
+    gmod = gpu.ModuleOp(StringAttr("k"), Region(Block(funcs)))  # type: ignore[arg-type]
+    return ModuleOp([gmod, *host])
+
+
+def program_text(program: Program) -> str:
+    return str(build_module(program)) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The check
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    proved: bool
+    failure: str | None = None  # verify proved it, yet it fails
+    refusal: str = ""  # why verify (or a pass) refused it
+    guarantees: tuple[str, ...] = ()
+
+    @property
+    def sound(self) -> bool:
+        return self.failure is None
+
+
+SCHEDULES = (("adversarial", 0, 1), ("random", 1, 2), ("random", 2, 1), ("in_order", 0, 1))
+
+
+def check(program: Program) -> Outcome:
+    """Compile `program` with its passes; where sync-verify proves it, simulate it."""
+    from tilesync.api import run_passes
+    from tilesync.contract import TilesyncError
+
+    module = build_module(program)
+    try:
+        run_passes(module, program.passes)
+    except TilesyncError as err:
+        return Outcome(False, refusal=str(err))
+    return _simulate_proved(program, module)
+
+
+def _working_wait_kernels(module) -> set[str] | None:
+    """Producers whose wait-kernel can end (start flag posted on entry, the wait-kernel
+    function present), read straight from the IR."""
+    from xdsl.dialects import gpu
+
+    from tilesync.contract import START_FLAG, WAIT_KERNEL
+    from tilesync.dialects import sync
+    from tilesync.dialects.kernel_args import role_arguments
+
+    funcs = {op.sym_name.data: op for op in module.walk() if isinstance(op, gpu.FuncOp)}
+    if WAIT_KERNEL not in funcs:
+        return set()
+    working = set()
+    for stage in (op for op in module.walk() if isinstance(op, sync.StageOp)):
+        func = funcs.get(stage.kernel.nested_references.data[0].data)
+        if func is None:
+            continue
+        flags = {arg for arg, role in role_arguments(func).items() if role == START_FLAG}
+        entry = func.body.blocks.first
+        if any(isinstance(op, sync.PostOp) and op.sems in flags for op in entry.ops):
+            working.add(stage.sym_name.data)
+    return working
+
+
+def _simulate_proved(program: Program, module) -> Outcome:
+    from tilesync.analysis.simulator import (
+        SimDependency,
+        SimMachine,
+        program_from_ir,
+        simulate,
+    )
+    from tilesync.analysis.stage_graph import StageGraph, WaitKernel
+    from tilesync.dialects import sync
+
+    graph = StageGraph.of(module)
+    kinds = tuple(sorted({
+        part.split(": ", 1)[1].split(" (")[0].split(":")[0]
+        for op in graph.stages.values() if "sync.progress" in op.attributes
+        for part in op.attributes["sync.progress"].data.split("; ")}))
+    working = _working_wait_kernels(module)
+    for step in graph.plan:
+        if isinstance(step, WaitKernel) and working is not None and step.producer not in working:
+            return Outcome(True, f"proved, but the wait-kernel of @{step.producer} can never "
+                                 f"end (no start flag or no wait-kernel function)", "", kinds)
+    sim = program_from_ir(module, blocks_per_sm={s.name: s.blocks_per_sm
+                                                 for s in program.stages})
+    for d in program.deps:
+        if not d.extra:
+            continue
+        op = next(o for o in graph.dependencies if o.producer.root_reference.data == d.producer
+                  and o.consumer.root_reference.data == d.consumer
+                  and o.operand.data == d.operand)
+        grid = program.stage(d.producer).grid
+
+        def shifted(tile, op: sync.DependencyOp = op, grid: tuple[int, ...] = grid):
+            return list(dict.fromkeys(((t[0] + 1) % grid[0], *t[1:])
+                                      for t in op.producer_tiles(tile)))
+
+        sim.dependencies.append(SimDependency(d.producer, d.consumer, shifted, guarded=False))
+    machine = SimMachine(program.sms)
+    for scheduler, seed, launches in SCHEDULES:
+        try:
+            result = simulate(sim, machine, scheduler, seed=seed, launches=launches)
+        except ValueError as err:
+            return Outcome(True, f"proved, but the simulator cannot run it: {err}", "", kinds)
+        if not result.ok:
+            problems = []
+            if result.deadlock is not None:
+                problems.append(result.deadlock.describe(3))
+            problems += [str(v) for v in result.violations[:3]]
+            problems += [f"{m.stage} semaphore {m.semaphore}: expected {m.expected}, seen "
+                         f"{m.seen}" for m in result.semaphore_mismatches[:3]]
+            if not problems:
+                problems.append(f"{len(result.mismatched_tiles)} output tiles differ")
+            return Outcome(True, f"proved, but under the {scheduler} scheduler (seed {seed}, "
+                                 f"{launches} launches): " + "; ".join(problems), "", kinds)
+    return Outcome(True, None, "", kinds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many programs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    programs: int = 0
+    proved: int = 0
+    failures: list[tuple[int, str, str]] = field(default_factory=list)  # seed, why, program
+    guarantees: Counter = field(default_factory=Counter)
+    refusals: Counter = field(default_factory=Counter)
+
+    def add(self, seed: int, program: Program, outcome: Outcome) -> None:
+        self.programs += 1
+        self.proved += outcome.proved
+        for kind in outcome.guarantees:
+            self.guarantees[kind] += 1
+        if not outcome.proved:
+            self.refusals[_refusal_kind(outcome.refusal)] += 1
+        if outcome.failure is not None:
+            self.failures.append((seed, outcome.failure, program_text(program)))
+
+    def merge(self, other: Tally) -> None:
+        self.programs += other.programs
+        self.proved += other.proved
+        self.failures += other.failures
+        self.guarantees.update(other.guarantees)
+        self.refusals.update(other.refusals)
+
+
+def _refusal_kind(message: str) -> str:
+    for key in ("cycle", "forward-progress", "never completes", "does not declare",
+                "no wait on that semaphore", "cannot bound", "posts", "policy=", "strided"):
+        if key in message:
+            return key
+    return "other"
+
+
+def run_seeds(seeds: Sequence[int]) -> Tally:
+    tally = Tally()
+    for seed in seeds:
+        program = draw_program(RandomDraw(seed))
+        tally.add(seed, program, check(program))
+    return tally
+
+
+def _chunk(args: tuple[int, int]) -> Tally:
+    start, stop = args
+    return run_seeds(range(start, stop))
+
+
+def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
+        progress: bool = False, log_every: int = 10_000) -> Tally:
+    """`programs` random programs (seeds `seed`, `seed` + 1, ...) over `jobs` processes."""
+    ranges = [(start, min(start + chunk, seed + programs))
+              for start in range(seed, seed + programs, chunk)]
+    tally = Tally()
+    started = time.perf_counter()
+    if jobs <= 1:
+        results = map(_chunk, ranges)
+    else:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+        results = pool.imap(_chunk, ranges)
+    logged = 0
+    for part in results:
+        tally.merge(part)
+        rate = tally.programs / (time.perf_counter() - started)
+        line = (f"{tally.programs}/{programs} programs, {tally.proved} proved, "
+                f"{len(tally.failures)} unsound, {rate:.0f}/s")
+        if progress:
+            print(f"\r{line}", end="", file=sys.stderr, flush=True)
+        elif tally.programs - logged >= log_every:  # a log file: a line now and then
+            logged = tally.programs
+            print(line, file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    if jobs > 1:
+        pool.close()
+        pool.join()
+    return tally
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--show-failures", action="store_true",
+                        help="print every program verify proved and the simulator refuted")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    tally = run(args.programs, args.seed, args.jobs, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    print(f"{tally.programs} programs (seeds {args.seed}..{args.seed + args.programs - 1}) in "
+          f"{seconds:.0f} s ({tally.programs / seconds:.1f}/s, {args.jobs} jobs): "
+          f"{tally.proved} proved, {tally.programs - tally.proved} refused, "
+          f"{len(tally.failures)} proved but refuted by the simulator")
+    print("guarantees relied on: " + ", ".join(f"{k} {n}" for k, n in
+                                               sorted(tally.guarantees.items())))
+    print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))
+    for seed, why, text in tally.failures[: None if args.show_failures else 3]:
+        print(f"\n--- seed {seed}: {why}\n{text}")
+    return 1 if tally.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
