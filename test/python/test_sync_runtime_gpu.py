@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tilesync
-from tilesync.contract import TILE_COUNTER
+from tilesync.contract import DEBUG_RECORD_FIELDS, SPIN_SITE_SEMAPHORE, TILE_COUNTER
 
 pytestmark = pytest.mark.gpu
 
@@ -100,9 +100,11 @@ def test_debug_build_names_the_timed_out_wait(epoch, sems, expected_index):
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RECORD")), None)
     assert line is not None, proc.stdout + proc.stderr
     words = [int(w) for w in line[line.index("[") + 1:line.index("]")].split(",")]
-    claimed, _tag, param, index, expected, seen, bx, by, bz = words
+    r = dict(zip(DEBUG_RECORD_FIELDS, words, strict=True))
     assert line.endswith("True")  # the record names the kernel that timed out
-    assert claimed == 1 and param == 0 and (by, bz) == (0, 0)
-    assert expected == epoch and seen == sems[index] and bx == index
+    assert r["claimed"] == 1 and r["param"] == 0 and (r["block_y"], r["block_z"]) == (0, 0)
+    assert r["site"] == SPIN_SITE_SEMAPHORE
+    assert r["expected"] == epoch and r["seen"] == sems[r["index"]]
+    assert r["block_x"] == r["index"]
     if expected_index is not None:
-        assert index == expected_index
+        assert r["index"] == expected_index
