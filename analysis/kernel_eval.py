@@ -47,7 +47,7 @@ Scalar = Any  # an int (the same for every tile) or an int64 array (one entry pe
 Value = tuple[Scalar, Scalar] | None  # (lo, hi); exact when lo is hi; None: unknown
 
 MAX_ITERATIONS = 1 << 16  # unrolled iterations of one loop before it runs abstractly
-_BIG = 1 << 40  # beyond this an integer is not an index: forget it (no int64 overflow)
+INDEX_LIMIT = 1 << 40  # beyond this an integer is not an index: forget it (no int64 overflow)
 _DIMS = {gpu.DimensionEnum.X: 0, gpu.DimensionEnum.Y: 1, gpu.DimensionEnum.Z: 2}
 
 
@@ -116,8 +116,8 @@ def _tame(value: Value) -> Value:
         return None
     lo, hi = value
     if type(lo) is int and type(hi) is int:
-        return value if -_BIG <= lo and hi <= _BIG else None
-    if np.any(np.abs(lo) > _BIG) or np.any(np.abs(hi) > _BIG):
+        return value if -INDEX_LIMIT <= lo and hi <= INDEX_LIMIT else None
+    if np.any(np.abs(lo) > INDEX_LIMIT) or np.any(np.abs(hi) > INDEX_LIMIT):
         return None
     return value
 
@@ -154,8 +154,8 @@ def _magnitude(x: Scalar) -> int:
 def mul(a: Value, b: Value) -> Value:
     if a is None or b is None:
         return None
-    # products beyond _BIG are forgotten before numpy could wrap (or refuse) them
-    if max(map(_magnitude, a)) * max(map(_magnitude, b)) > _BIG:
+    # products beyond INDEX_LIMIT are forgotten before numpy could wrap (or refuse) them
+    if max(map(_magnitude, a)) * max(map(_magnitude, b)) > INDEX_LIMIT:
         return None
     if exact(a) and exact(b):
         return _tame(point(a[0] * b[0]))
@@ -338,7 +338,7 @@ def affine_exact(expr: AffineExpr, dims: Sequence[Scalar], syms: Sequence[Scalar
     Unproven where a value leaves the range of indices (beyond 2^40)."""
     value = affine_value(expr, [point(d) for d in dims], [point(s) for s in syms])
     if value is None or not exact(value):
-        raise Unproven(op, f"the map's {expr} takes values beyond {_BIG} on these tiles")
+        raise Unproven(op, f"the map's {expr} takes values beyond {INDEX_LIMIT} on these tiles")
     return value[0]
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
+from tilesync.analysis.kernel_eval import INDEX_LIMIT
 from tilesync.dialects import sync
 
 Scalar = int | np.ndarray
@@ -133,4 +134,8 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
         return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
                 f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
                 f"{ranks})")
-    return OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank)
+    layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank)
+    if math.prod(layout.extents) > INDEX_LIMIT:  # int64 index arithmetic must not wrap
+        return (f"@{name}'s tiles cover {math.prod(layout.extents)} elements, more than the "
+                f"{INDEX_LIMIT} whose indices are bounded")
+    return layout

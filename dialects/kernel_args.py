@@ -28,8 +28,8 @@ def sync_roles(func: Operation) -> list[Role]:
         return []
     try:
         return [Role.parse(a.data) for a in attr.data]
-    except (ValueError, AttributeError) as err:
-        raise OpDiagnostic(f"{SYNC_ARGS_ATTR} of @{_name(func)}: {err}", func) from err
+    except (ValueError, AttributeError) as err:  # bad input, said in full by the diagnostic
+        raise OpDiagnostic(f"{SYNC_ARGS_ATTR} of @{_name(func)}: {err}", func) from None
 
 
 def set_sync_roles(func: Operation, roles: Sequence[Role]) -> None:

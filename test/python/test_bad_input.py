@@ -349,7 +349,7 @@ FUZZ_ROWS = [
      "sync.stage: grid dimension x must be in [1, 2147483647], got 4294967296"),
     ("gridhuge.mlir", VerifyError, "110:3", "sync-verify: producer @gemm1 has 103079215056 tiles, "
      "more than the 1000000 whose semaphores are enumerated"),
-    ("ksteps.mlir", VerifyError, "102:9", "sync-verify: the proof takes more than 500000 steps of "
+    ("ksteps.mlir", VerifyError, "93:9", "sync-verify: the proof takes more than 150000 steps of "
      "abstract execution (sync-verify{steps=N} allows more; limit=N checks only the boundary "
      "tiles of grids above N tiles)"),
     ("table.mlir", CompileError, "10:7",
@@ -465,3 +465,39 @@ def test_a_spin_timeout_names_kernel_and_block():
     assert str(info.value) == (
         "spin-wait timed out in kernel consumer, block (4, 0, 0): semaphore sems:@producer "
         "(parameter 2)[5] expected >= 3, saw 1 (epoch 1) (CUDA_ERROR_LAUNCH_FAILED)")
+
+
+# Found by a 7-minute campaign (`python -m tilesync.tools.fuzz --seconds 420 --seed 2026
+# --workers 16`, 327,176 inputs): each reproducer, through the cuSync passes, ends in a located
+# diagnostic within seconds instead of a MemoryError, an OverflowError, a ValueError in the
+# cause chain or a 10 s hang.
+LONG_RUN_FINDS = [
+    ("seed2026-7158.mlir", VerifyError, "22:1", "sync-verify: producer @p posts semaphore "
+     "17179869187, beyond the 1000000 whose posts are counted"),
+    ("seed2026-33557.mlir", CompileError, "3:3", "sync.args of @p: unknown parameter role "
+     "'sems@p' (known kinds: epoch, sems, start_flag, wait_flag, wait_target, wait_blocks, "
+     "epoch_counter, tile_counter, order_table, debug_record, queue)"),
+    ("seed2026-68504.mlir", VerifyError, "18:9", "sync-verify: consumer @g2: 'memref.load' reads "
+     "operand 0, but @g1's tiles cover 9444732965739290426368 elements, more than the "
+     "1099511627776 whose indices are bounded"),
+    ("seed2026-22306.mlir", VerifyError, "19:7", "sync-verify: the proof takes more than 150000 "
+     "steps of abstract execution (sync-verify{steps=N} allows more; limit=N checks only the "
+     "boundary tiles of grids above N tiles)"),
+]
+
+
+@pytest.mark.parametrize("name, kind, where, message", LONG_RUN_FINDS)
+def test_long_fuzz_run_finds_end_in_located_diagnostics(name, kind, where, message):
+    from tilesync import api
+
+    path = Path(__file__).parent / "data" / "fuzz" / name
+    module = api.parse(path.read_text(), name=str(path))
+    with pytest.raises(TilesyncError) as info:
+        api.lower(module, list(api.SYNC_PASSES))
+    assert type(info.value) is kind
+    assert str(info.value) == f"{path}:{where}: {message}"
+    cause = info.value.__cause__
+    while cause is not None:  # raised on purpose all the way down, not translated from a bug
+        assert not isinstance(cause, ValueError | KeyError | IndexError | MemoryError |
+                              OverflowError | AssertionError), repr(cause)
+        cause = cause.__cause__

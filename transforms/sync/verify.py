@@ -96,9 +96,9 @@ from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 PASS = "sync-verify"
 DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
-# Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): tens
-# of seconds at most; the bench's largest MLP programs take under 2% of it.
-DEFAULT_STEPS = 500_000
+# Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): a few
+# seconds; the largest MLP program of the bench (GPT-3, M = 2048) takes 12,894.
+DEFAULT_STEPS = 150_000
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
 FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
@@ -625,6 +625,9 @@ class Verifier:
             raise refusal(failure.op, failure.message(i))
         if (semaphore[seen] < 0).any():
             raise refusal(stage, f"producer @{name} posts a semaphore below index 0")
+        if seen.any() and int(semaphore[seen].max()) >= ENUMERATION_LIMIT:
+            raise refusal(stage, f"producer @{name} posts semaphore {int(semaphore[seen].max())}"
+                                 f", beyond the {ENUMERATION_LIMIT} whose posts are counted")
         counts = np.bincount(semaphore[seen]) if seen.any() else np.zeros(0, np.int64)
         if exact_ and stage.policy is not None:
             expected = stage.policy.posts.data
