@@ -129,15 +129,18 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
     nested ops, innermost first, as xDSL reports."""
     wanted = str(error).split("\n")[0]
     candidates: list[Operation] = []
+    unlocated: Operation | None = None  # the module, reporting a nested op's block structure
     for op in root.walk(region_first=True):
         try:
             op.verify(verify_nested_ops=False)
         except Exception as err:  # any failure marks a candidate
             if str(err).split("\n")[0] == wanted:
-                return _redefinition(op, wanted) or op
+                found = _redefinition(op, wanted) or op
+                if not isinstance(found.location, UnknownLoc):
+                    return found
+                unlocated = unlocated or found
+                continue
             candidates.append(op)
-    if candidates:
-        return candidates[0]
     # What a block's structure breaks (an empty block where a terminator is needed) is raised
     # while verifying the op that holds the block: the innermost op whose verification fails.
     for op in root.walk(region_first=True):
@@ -147,7 +150,7 @@ def failing_op(root: Operation, error: VerifyException) -> Operation | None:
             except Exception as err:
                 if str(err).split("\n")[0] == wanted:
                     return op
-    return None
+    return candidates[0] if candidates else unlocated
 
 
 def _redefinition(table: Operation, message: str) -> Operation | None:

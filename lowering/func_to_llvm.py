@@ -194,10 +194,27 @@ class GPUFuncLowering(RewritePattern):
         _make_llvm_func(rewriter, op, cconv, _launch_bounds_passthrough(op))
 
 
+def _result_types(function: Operation | None) -> list[Attribute] | None:
+    """The LLVM result types of the function a return leaves (None: not a function)."""
+    if isinstance(function, gpu.FuncOp | func.FuncOp):
+        return [convert_type(t) for t in function.function_type.outputs.data]
+    if isinstance(function, llvm.FuncOp):
+        output = function.function_type.output
+        return [] if isinstance(output, llvm.LLVMVoidType) else [output]
+    return None
+
+
 def _lower_return(op: Operation, rewriter: PatternRewriter) -> None:
-    values = llvm_operands(rewriter, op)
-    if len(values) > 1:
+    if len(op.operands) > 1:
         raise unsupported_op_error(PASS_NAME, op, "returning more than one value")
+    expected = _result_types(op.parent_op())
+    returned = [convert_type(v.type) for v in op.operands]
+    if expected is not None and returned != expected:  # gpu.return's verifier lets it through
+        shown = ", ".join(str(v.type) for v in op.operands) or "nothing"
+        wanted = ", ".join(map(str, expected)) or "nothing"
+        raise unsupported_op_error(PASS_NAME, op, f"returns {shown} where its function "
+                                                  f"returns {wanted}")
+    values = llvm_operands(rewriter, op)
     rewriter.replace(op, llvm.ReturnOp(values[0] if values else None))
 
 

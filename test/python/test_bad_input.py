@@ -501,3 +501,13 @@ def test_long_fuzz_run_finds_end_in_located_diagnostics(name, kind, where, messa
         assert not isinstance(cause, ValueError | KeyError | IndexError | MemoryError |
                               OverflowError | AssertionError), repr(cause)
         cause = cause.__cause__
+
+
+def test_an_empty_function_body_is_located_at_the_function():
+    # found by the long fuzz run: a symbol-table error of the module (a function defined
+    # twice) hid the function whose empty block xDSL reports
+    path = Path(__file__).parent / "data" / "fuzz" / "seed2026-87145.mlir"
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(path)
+    assert str(info.value) == (f"{path}:9:3: Operation llvm.func contains empty block in "
+                               "single-block region that expects at least a terminator")
