@@ -5,15 +5,10 @@ nvJitLink accepts the PTX (sm_90a)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from xdsl.context import Context
-from xdsl.parser import Parser
+from nvvm_ptx_check import assert_in_program_order, lowered_ptx
 
-from tilesync.dialects import all_dialects_with_xdsl
-from tilesync.lowering.pipeline import build_pipeline
-from tilesync.lowering.ptx import module_to_ptx, validate_ptx
+from tilesync.lowering.ptx import validate_ptx
 
 KERNEL = """
 gpu.module @m {
@@ -45,9 +40,6 @@ gpu.module @m {
 }
 """  # noqa: E501
 
-PIPELINE = ["convert-gpu-to-nvvm", "convert-nvvm-to-llvm", "convert-func-to-llvm",
-            "reconcile-unrealized-casts"]
-
 EXPECTED = [
     r"mbarrier\.init\.shared\.b64 \s*\[bars\], %r\d+;",
     r"fence\.mbarrier_init\.release\.cluster;",
@@ -75,23 +67,11 @@ EXPECTED = [
 
 @pytest.fixture(scope="module")
 def ptx() -> str:
-    ctx = Context()
-    for name, factory in all_dialects_with_xdsl().items():
-        ctx.register_dialect(name, factory)
-    module = Parser(ctx, KERNEL).parse_module()
-    module.verify()
-    build_pipeline(PIPELINE).apply(ctx, module)
-    assert not [op.name for op in module.walk() if op.name.startswith("nvvm.")]
-    return module_to_ptx(module, "sm_90a")
+    return lowered_ptx(KERNEL)
 
 
 def test_each_op_is_its_instruction_in_program_order(ptx: str):
-    position = 0
-    for pattern in EXPECTED:
-        found = re.compile(pattern).search(ptx, position)
-        assert found, f"{pattern!r} missing or out of order in:\n{ptx}"
-        position = found.end()
-    assert "llvm." not in ptx
+    assert_in_program_order(ptx, EXPECTED)
 
 
 def test_nvjitlink_accepts_the_ptx(ptx: str):
