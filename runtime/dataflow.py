@@ -36,7 +36,6 @@ from tilesync.contract import (
     KernelSignature,
     QueueLayout,
     RoleKind,
-    SpinTimeoutError,
     TilesyncRuntimeError,
 )
 from tilesync.dialects import dataflow
@@ -310,34 +309,20 @@ class DataflowProgram:
 
     def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedPipeline:
         """One run as an instantiated CUDA graph; every replay is a new run (no memset)."""
-        from cuda.bindings import driver
-
-        from tilesync.runtime.errors import check
+        from tilesync.runtime.stream import capture_graph
 
         first = self._streams[self.plan.stages[0].name]
-        check(driver.cuStreamBeginCapture(
-            first.handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
-            "cuStreamBeginCapture")
         try:
-            self.run(args)
+            graph, executable = capture_graph(first, lambda: self.run(args))
         finally:
-            graph = check(driver.cuStreamEndCapture(first.handle), "cuStreamEndCapture")
             self.runs -= 1  # capturing ran nothing
-        executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         return CapturedPipeline(self, graph, executable, first)
 
     def synchronize(self) -> None:
         """Wait for every stage; a timed-out spin raises SpinTimeoutError saying which."""
-        try:
-            for stream in self._streams.values():
-                stream.synchronize()
-        except TilesyncRuntimeError as err:
-            timeout = self.timed_out_wait()
-            if timeout is not None:
-                text, kernel, block = timeout
-                raise SpinTimeoutError(f"{text} ({err.error_name})", err.error_name, err.call,
-                                       kernel, block) from err
-            raise
+        from tilesync.runtime.stream import synchronize_streams
+
+        synchronize_streams(self._streams.values(), self.timed_out_wait)
 
     def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
         """The first timed-out spin's report, kernel and block (None if none timed out)."""

@@ -30,14 +30,19 @@ from tilesync.contract import (
     Role,
     RoleKind,
     SpinTimeoutError,
-    TilesyncRuntimeError,
     kernel_tag,
 )
 from tilesync.dialects import sync
 from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
 from tilesync.runtime.launch import launch
 from tilesync.runtime.module import load_ptx
-from tilesync.runtime.stream import Event, Stream, priority_range
+from tilesync.runtime.stream import (
+    Event,
+    Stream,
+    capture_graph,
+    priority_range,
+    synchronize_streams,
+)
 
 INT32_MAX = 2**31 - 1
 
@@ -314,38 +319,20 @@ class StageProgram:
         Needs kernels that read the epoch on the device (sync-epoch-in-memory): a graph
         replays the parameters it was captured with.
         """
-        from cuda.bindings import driver
-
-        from tilesync.runtime.errors import check
-
         if not self.device_epoch:
             raise ValueError("capturing a graph needs the sync-epoch-in-memory pass: a graph "
                              "replays its kernel parameters, so a by-value epoch would repeat")
         self._prepare()  # no allocation may happen while a stream captures
         main, _ = self._plan_streams()
-        check(driver.cuStreamBeginCapture(main.handle,
-                                          driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
-              "cuStreamBeginCapture")
         try:
-            self.run(args)
+            graph, executable = capture_graph(main, lambda: self.run(args))
         finally:
-            graph = check(driver.cuStreamEndCapture(main.handle), "cuStreamEndCapture")
             self.epoch -= 1  # capturing ran nothing
-        executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         return CapturedRun(self, graph, executable, main)
 
     def synchronize(self) -> None:
         """Wait for every stream; a timed-out spin raises SpinTimeoutError saying which."""
-        try:
-            for stream in self._streams.values():
-                stream.synchronize()
-        except TilesyncRuntimeError as err:
-            timeout = self.timed_out_wait()
-            if timeout is not None:
-                text, kernel, block = timeout
-                raise SpinTimeoutError(f"{text} ({err.error_name})", err.error_name, err.call,
-                                       kernel, block) from err
-            raise
+        synchronize_streams(self._streams.values(), self.timed_out_wait)
 
     def timeout_report(self) -> str | None:
         """What the first timed-out wait recorded, in words (None if none timed out)."""

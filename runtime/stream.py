@@ -6,10 +6,14 @@ higher priority so its blocks are dispatched first when both have work queued.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tilesync.runtime.device import get_device
-from tilesync.runtime.errors import check
+from tilesync.runtime.errors import SpinTimeoutError, TilesyncRuntimeError, check
+
+# The first timed-out spin of a run: (report, kernel, block), or None.
+TimedOutWait = Callable[[], "tuple[str, str, tuple[int, int, int]] | None"]
 
 
 def priority_range() -> tuple[int, int]:
@@ -166,3 +170,33 @@ def stream_wait_event(stream: Any, event: Event) -> None:
 
 
 __all__ = ["Event", "Stream", "elapsed_ms", "priority_range", "stream_wait_event"]
+
+
+def capture_graph(stream: Stream, record: Callable[[], None]) -> tuple[Any, Any]:
+    """(graph, instantiated graph) of what `record` enqueues, captured from `stream` (global
+    mode: the streams it forks to through events join the graph)."""
+    from cuda.bindings import driver
+
+    check(driver.cuStreamBeginCapture(
+        stream.handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL),
+        "cuStreamBeginCapture")
+    try:
+        record()
+    finally:
+        graph = check(driver.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
+    return graph, check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+
+def synchronize_streams(streams: Iterable[Stream], timed_out_wait: TimedOutWait) -> None:
+    """Wait for every stream; a fault after a timed-out spin raises SpinTimeoutError naming the
+    spin's kernel and block (what `timed_out_wait` read from the debug record)."""
+    try:
+        for stream in streams:
+            stream.synchronize()
+    except TilesyncRuntimeError as err:
+        timeout = timed_out_wait()
+        if timeout is not None:
+            text, kernel, block = timeout
+            raise SpinTimeoutError(f"{text} ({err.error_name})", err.error_name, err.call,
+                                   kernel, block) from err
+        raise
