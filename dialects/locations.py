@@ -14,6 +14,8 @@ none); `OpDiagnostic` is the error a pass raises about an op, prefixed with that
 
 from __future__ import annotations
 
+import struct
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
@@ -60,6 +62,10 @@ class LocatingParser(CheckedParser):
             op = super().parse_operation()
         except (ParseError, KeyboardInterrupt):
             raise
+        except struct.error as err:  # xDSL packs a dense array's integers with struct
+            raise ParseError(Span(token.start, token.end, token.input),
+                             f"an integer does not fit its array's element type ({err})"
+                             ) from None
         except Exception as err:  # an op's parser or an attribute's verifier refused it
             text = str(err).strip().splitlines()
             message = text[0] if text and isinstance(err, DiagnosticException | ValueError) \

@@ -333,6 +333,11 @@ FUZZ_PROGRAMS = {
     "swizzle.mlir": "func.func @f(%s: memref<16x16xf16, 3>, %i: index) {\n  %a = tile.ldmatrix "
                     "%s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16x"
                     "f16, 3> -> !tile.frag<a, f16, m16n8k16>\n  func.return\n}\n",
+    # struct.error from xDSL packing a dense array integer beyond i64
+    "densearray.mlir": "func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x32x3x3xf16>) -> "
+                       "tensor<1x64x8x8xf16> {\n  %y = graph.conv2d %x, %w stride [1, 1] padding "
+                       "[18446744073709551616, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>)"
+                       " -> tensor<1x64x8x8xf16>\n  func.return %y : tensor<1x64x8x8xf16>\n}\n",
 }
 
 FUZZ_ROWS = [
@@ -389,6 +394,8 @@ FUZZ_ROWS = [
      "has no integers of 0 bits"),
     ("swizzle.mlir", CompileError, "2:3", "#tile.swizzle<3, 4294967296, 4294967296> needs B + M "
      "<= 31 and S <= 31 (offsets are 32-bit)"),
+    ("densearray.mlir", CompileError, "2:3",
+     "an integer does not fit its array's element type (argument out of range)"),
 ]
 
 
