@@ -219,6 +219,7 @@ KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
 MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
 CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
 SYNC_NAMED_BARRIER = 1  # the named barrier of a sync.post by part of a block (`threads N`)
+STAGING_NAMED_BARRIER = 2  # a TMA-store epilogue's consumers around their staging buffer
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 # on kernel-level ops
 FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted

@@ -98,7 +98,7 @@ def tuning_candidates(w: Workload, quick: bool) -> list:
     proposes (with and without clusters) and the `legacy_candidates`."""
     from tilesync.kernels.choice import propose_tma_configs
 
-    tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=2 if quick else 3)
+    tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5)
     return [*tma, *legacy_candidates(w, quick)]
 
 

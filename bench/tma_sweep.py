@@ -47,8 +47,17 @@ def candidates(problem) -> list:
         extra += [tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, producer_warps=4, cluster_m=2),
                   tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=16, cluster_m=2),
                   tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=4, cluster_m=2)]
+    staged = []
+    for cfg in [*found, *extra]:  # the same tiles with the TMA-store epilogue
+        bm, bn, _ = cfg.tile
+        for producer_warps in (1, 4):
+            try:
+                staged.append(replace(cfg, tma_store=True, producer_warps=producer_warps,
+                                      stages=stages_for(bm, bn, cfg.out_tile_cols)))
+            except ValueError:
+                pass
     unique = []
-    for cfg in [*found, *extra]:
+    for cfg in [*found, *extra, *staged]:
         if cfg not in unique:
             unique.append(cfg)
     return unique
@@ -57,7 +66,7 @@ def candidates(problem) -> list:
 def label(cfg) -> str:
     bm, bn, _ = cfg.tile
     return (f"{bm}x{bn} s{cfg.stages} f{cfg.wgmma_in_flight} p{cfg.producer_warps} "
-            f"g{cfg.raster_group} c{cfg.cluster_m}")
+            f"g{cfg.raster_group} c{cfg.cluster_m}" + (" tma-store" if cfg.tma_store else ""))
 
 
 def library_ms(torch, problem, warmup: int, reps: int) -> dict[str, float]:

@@ -1087,12 +1087,17 @@ class StoreAccOp(IRDLOperation):
     of each at the same position (SwiGLU: silu(gate) * up of two tiles) and one value is
     stored. With `reduce` the values are atomically added (`red.relaxed.gpu.global.add.f32`)
     into an f32 destination instead of stored: a split-K slice's partial sums.
+
+    `at [%row, %col]` gives the position in the output tensor of the fragment's element (0, 0)
+    where the destination is a staging buffer (the TMA-store epilogue): the epilogue sees output
+    positions (bias columns, dropout hashes), not buffer positions.
     """
 
     name = "tile.store_acc"
     accs = var_operand_def(FragType)
     dst = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
+    at = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
     reduce = opt_prop_def(UnitAttr)
     epilogue = region_def()
@@ -1101,10 +1106,11 @@ class StoreAccOp(IRDLOperation):
 
     def __init__(self, acc: SSAValue | Sequence[SSAValue], dst: SSAValue,
                  indices: Sequence[SSAValue], masked: bool = False,
-                 epilogue: Region | None = None, reduce: bool = False):
+                 epilogue: Region | None = None, reduce: bool = False,
+                 at: Sequence[SSAValue] = ()):
         accs = [acc] if isinstance(acc, SSAValue) else list(acc)
         super().__init__(
-            operands=[accs, dst, indices],
+            operands=[accs, dst, indices, list(at)],
             properties={"masked": UnitAttr() if masked else None,
                         "reduce": UnitAttr() if reduce else None},
             regions=[epilogue if epilogue is not None else Region()],
@@ -1143,6 +1149,11 @@ class StoreAccOp(IRDLOperation):
             raise VerifyException(
                 f"'tile.store_acc' reduce adds into f32 only, got {dst_type.element_type}"
             )
+        if self.at and len(self.at) != 2:
+            raise VerifyException(
+                f"'tile.store_acc' at takes the (row, column) of the fragment in the output, got "
+                f"{len(self.at)} values"
+            )
         if len(self.accs) > 1 and not self.epilogue.blocks:
             raise VerifyException(
                 "'tile.store_acc' with several accumulators needs an epilogue combining them"
@@ -1177,6 +1188,10 @@ class StoreAccOp(IRDLOperation):
                 break
             accs.append(operand)
             parser.parse_punctuation(",")
+        at = []
+        if parser.parse_optional_keyword("at") is not None:
+            at = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                   parser.parse_unresolved_operand)
         masked = parser.parse_optional_keyword("masked") is not None
         reduce = parser.parse_optional_keyword("reduce") is not None
         region = None
@@ -1197,6 +1212,7 @@ class StoreAccOp(IRDLOperation):
             masked,
             region,
             reduce,
+            [parser.resolve_operand(v, index) for v in at],
         )
         op.attributes |= attrs
         return op
@@ -1206,6 +1222,10 @@ class StoreAccOp(IRDLOperation):
         printer.print_list(self.accs, printer.print_ssa_value)
         printer.print_string(", ")
         _print_indexed(printer, self.dst, self.indices)
+        if self.at:
+            printer.print_string(" at [")
+            printer.print_list(self.at, printer.print_ssa_value)
+            printer.print_string("]")
         if self.masked is not None:
             printer.print_string(" masked")
         if self.reduce is not None:

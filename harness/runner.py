@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tilesync.harness.compile import compile_kernel
-from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
+from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig, tensor_map_swizzle
 from tilesync.kernels.reference import host_array
 from tilesync.runtime.buffers import DeviceBuffer, device_pointer_and_size
 from tilesync.runtime.device import get_device, max_active_clusters
@@ -27,7 +27,7 @@ class GemmRunner:
 
     `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
     fp32 workspace and counters, zeroed once here: every launch leaves them zero again. A
-    warp-specialized (tma_ws) config takes A and B as buffers like the others; the runner
+    warp-specialized (tma_ws) config takes A and B (and C) as buffers like the others; the runner
     encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
     block per SM of this GPU (clusters: as many as can run at once)."""
 
@@ -58,12 +58,15 @@ class GemmRunner:
     def _tensor_map(self, operand: str, buffer) -> object:
         cfg = self.cfg
         address, _ = device_pointer_and_size(buffer)
-        shape = (cfg.M, cfg.K) if operand == "A" else (cfg.N, cfg.K)
-        return self.tensor_maps.get(address, cfg.dtype, shape, cfg.tensor_map_boxes[operand])
+        shape = {"A": (cfg.M, cfg.K), "B": (cfg.N, cfg.K), "C": (cfg.M, cfg.out_cols)}[operand]
+        box = cfg.tensor_map_boxes[operand]
+        return self.tensor_maps.get(address, cfg.dtype, shape, box, tensor_map_swizzle(box))
 
     def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
         if self.cfg.warp_specialized:
             a, b = self._tensor_map("A", a), self._tensor_map("B", b)
+            if self.cfg.tma_store:
+                c = self._tensor_map("C", c)
         args = [a, b, c]
         if self.cfg.has_bias:
             args.append(bias)

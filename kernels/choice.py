@@ -1,6 +1,7 @@
 """Which warp-specialized GEMM configurations to try for a shape: the wave model proposes.
 
-    propose_tma_configs(M, N, K, dtype="f16", epilogue=None, sms=132, limit=4) -> [GemmConfig]
+    propose_tma_configs(M, N, K, dtype="f16", epilogue=None, sms=132, limit=5,
+                        cluster_limit=1) -> [GemmConfig]
     predicted_seconds(cfg, sms=132) -> float
 
 A persistent grid runs ⌈tiles / SMs⌉ rounds of tiles (analysis.wave_model.StageWaves with one
@@ -31,13 +32,17 @@ SM_TENSOR_FLOPS = 989e12 / H100_SMS  # dense f16/bf16 per SM (H100 SXM datasheet
 DEVICE_BYTES_PER_S = 3.0e12  # a measured H100 device-to-device copy (bytes read + written)
 BARRIER_BYTES = 1024  # the barriers and the alignment padding of the stages
 SM_L2_BYTES_PER_S = 58e9  # operand bytes an SM drew from L2 in the mainloop (H100, measured)
-CLUSTERS = (1, 2)
+SM_STORE_BYTES_PER_S = 17e9
+"""C bytes an SM stores from registers while its tensor cores wait (H100: 128 x 256 tiles of
+GEMM 8192^3 took 3.9 us a tile longer than with the TMA-store epilogue, bench/tma_sweep.py)."""
 
 
-def stages_for(bm: int, bn: int) -> int:
-    """As many k-tile buffers as shared memory holds (at most MAX_STAGES)."""
+def stages_for(bm: int, bn: int, staging_cols: int = 0) -> int:
+    """As many k-tile buffers as shared memory holds (at most MAX_STAGES) beside a TMA-store
+    epilogue's staging buffer of bm x staging_cols."""
     per_stage = (bm + bn) * BK * 2
-    return max(2, min(MAX_STAGES, (MAX_SHARED_PER_BLOCK - BARRIER_BYTES) // per_stage))
+    free = MAX_SHARED_PER_BLOCK - BARRIER_BYTES - bm * staging_cols * 2
+    return max(2, min(MAX_STAGES, free // per_stage))
 
 
 def tile_efficiency(bm: int, bn: int) -> float:
@@ -52,20 +57,21 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
     rounds = StageWaves(cfg.cluster_tiles, 1, sms // c).wave_count
     compute = 2 * bm * bn * cfg.K / (SM_TENSOR_FLOPS * tile_efficiency(bm, bn))
     operands = (bm + bn / c) * cfg.K * 2 / SM_L2_BYTES_PER_S
+    # stored from registers, the tile's C holds the tensor cores; a TMA store overlaps the next
+    exposed_store = 0.0 if cfg.tma_store else bm * cfg.out_tile_cols * 2 / SM_STORE_BYTES_PER_S
     floor = 2 * (cfg.M * cfg.K + cfg.N * cfg.K + cfg.M * cfg.out_cols) / DEVICE_BYTES_PER_S
-    return max(rounds * max(compute, operands), floor)
+    return max(rounds * (max(compute, operands) + exposed_store), floor)
 
 
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
-                        limit: int = 4, clusters: tuple[int, ...] = CLUSTERS
-                        ) -> list[GemmConfig]:
-    """The `limit` tile shapes the model predicts fastest, for each cluster size of `clusters`
-    (ties: larger tiles first)."""
-    out: list[GemmConfig] = []
-    for cluster in clusters:
-        out += _ranked(M, N, K, dtype, epilogue, sms, cluster)[:limit]
-    return out
+                        limit: int = 5, cluster_limit: int = 1) -> list[GemmConfig]:
+    """The `limit` tile shapes the model predicts fastest without clusters and the
+    `cluster_limit` fastest in clusters of two (ties: larger tiles first). On an H100 the
+    device's fastest was among the model's first five on every bench shape, and clusters won
+    none since the TMA-store epilogue (bench/tma_sweep.py): they stay, fewer."""
+    return [*_ranked(M, N, K, dtype, epilogue, sms, 1)[:limit],
+            *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
 
 
 def _ranked(M: int, N: int, K: int, dtype: str, epilogue: str | None, sms: int,
@@ -77,14 +83,35 @@ def _ranked(M: int, N: int, K: int, dtype: str, epilogue: str | None, sms: int,
                 continue  # a tile wider than N, or one warpgroup where two have work
             if cluster > 1 and M <= bm:
                 continue  # one tile row: nobody to share B with
-            try:
-                cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), stages=stages_for(bm, bn),
-                                    dtype=dtype, epilogue=epilogue, sms=sms, cluster_m=cluster)
-            except ValueError:
-                continue
-            ranked.append((predicted_seconds(cfg, sms), -bm * bn, cfg))
+            cfg = _tile_config(M, N, K, (bm, bn), dtype, epilogue, sms, cluster)
+            if cfg is not None:
+                ranked.append((predicted_seconds(cfg, sms), -bm * bn, cfg))
     ranked.sort(key=lambda entry: entry[:2])
     return [entry[-1] for entry in ranked]
+
+
+def _tile_config(M: int, N: int, K: int, tile: tuple[int, int], dtype: str,
+                 epilogue: str | None, sms: int, cluster: int) -> GemmConfig | None:
+    """The tile's kernel: the TMA-store epilogue and a producer warpgroup that gives the
+    consumers its registers (on an H100 both together won on every bench shape where the output
+    tile's width allowed them, bench/tma_sweep.py), else stores from registers; None where the
+    tile does not fit the shape."""
+    bm, bn = tile
+    for staged in (True, False):
+        try:
+            cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), dtype=dtype, epilogue=epilogue,
+                                sms=sms, cluster_m=cluster, tma_store=staged,
+                                producer_warps=4 if staged else 1,
+                                stages=stages_for(bm, bn, _out_cols(bn, epilogue) if staged
+                                                  else 0))
+        except ValueError:
+            continue
+        return cfg
+    return None
+
+
+def _out_cols(bn: int, epilogue: str | None) -> int:
+    return bn // 2 if epilogue == "swiglu" else bn
 
 
 __all__ = ["predicted_seconds", "propose_tma_configs", "stages_for", "tile_efficiency"]

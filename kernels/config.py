@@ -26,6 +26,11 @@ from tilesync.contract import (
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
 PIPELINES = ("cp_async", "tma_ws")
+STAGING_ROWS = 64  # a TMA-store epilogue's box: the rows of one consumer warpgroup
+STAGING_COLUMNS = (64, 32, 16)
+"""Widths of a TMA-store epilogue's box, widest first: 128, 64 or 32 bytes of 16-bit elements,
+each the row of its swizzle (128-, 64-, 32-byte), so the copy engine's swizzle spreads the
+stores of a warp's rows over the banks."""
 H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 # Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
@@ -38,6 +43,12 @@ GELU_K = 0.044715
 # Dropout keeps element (r, c) iff mix(c ^ mix(r ^ mix(seed))) < dropout_threshold(p), mix the
 # "lowbias32" hash (Chris Wellons' hash prospector) on u32 with wrapping products.
 DROPOUT_HASH_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+
+
+def tensor_map_swizzle(box: tuple[int, int]) -> int:
+    """The swizzle (bytes) of a TMA box of 16-bit elements: its row, at most 128 bytes (A's and
+    B's rows of BK = 64 are the 128-byte swizzle wgmma reads)."""
+    return min(128, box[1] * 2)
 
 
 def dropout_threshold(keep: float) -> int:
@@ -103,6 +114,12 @@ class GemmConfig:
     """tma_ws: 2 runs clusters of two blocks on vertically adjacent tiles (same B columns):
     each block loads half of the B tile and multicasts it to both, halving the B bytes read
     from L2; a buffer is free once the consumers of both blocks released it."""
+    tma_store: bool = False
+    """tma_ws: each consumer warpgroup writes its rows of the tile through the epilogue into a
+    staging buffer in shared memory (64 x 64 boxes in the 128-byte swizzle) and one of its
+    threads copies the boxes out with TMA stores (C as a tensor map); the warpgroup goes on to
+    its next tile while the copies drain, waiting for them only before it writes the buffer
+    again. Needs the output tile's width a multiple of 64."""
 
     def __repr__(self) -> str:
         # Fields added for the TMA pipeline show only where they differ from their defaults, so
@@ -195,6 +212,9 @@ class GemmConfig:
         if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
             raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
                              f"{self.cluster_m}")
+        if self.tma_store and (self.out_tile_cols % STAGING_COLUMNS[-1] or self.sync_hooks):
+            raise ValueError(f"tma_store needs the output tile's width ({self.out_tile_cols}) a "
+                             f"multiple of {STAGING_COLUMNS[-1]}, and no sync hooks")
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
@@ -260,6 +280,12 @@ class GemmConfig:
         return self.N // 2 if self.epilogue == "swiglu" else self.N
 
     @property
+    def out_tile_cols(self) -> int:
+        """Columns of C one tile writes: BN, or BN / 2 for swiglu."""
+        bn = self.tile[1]
+        return bn // 2 if self.epilogue == "swiglu" else bn
+
+    @property
     def params(self) -> tuple[str, ...]:
         """Kernel parameters in order: A, B, C[, bias][, seed][, workspace, counters]."""
         names = ["A", "B", "C"]
@@ -278,7 +304,8 @@ class GemmConfig:
     @property
     def shared_bytes(self) -> int:
         bm, bn, bk = self.tile
-        return self.stages * (bm * bk + bk * bn) * 2
+        staging = bm * self.out_tile_cols if self.tma_store else 0
+        return (self.stages * (bm * bk + bk * bn) + staging) * 2
 
     @property
     def dynamic_shared_bytes(self) -> int:
@@ -303,15 +330,27 @@ class GemmConfig:
 
     @property
     def signature(self) -> tuple[str, ...]:
-        maps = ("A", "B") if self.warp_specialized else ()
+        maps = tuple(self.tensor_map_boxes)
         return tuple("i32" if p == "seed" else TENSOR_MAP if p in maps else "ptr"
                      for p in self.params)
 
     @property
     def tensor_map_boxes(self) -> dict[str, tuple[int, int]]:
-        """tma_ws: the TMA box of A (BM rows of BK) and of B (BN rows of BK; B is N x K)."""
+        """tma_ws: the TMA box of A (BM rows of BK), of B (BN rows of BK; B is N x K) and,
+        with tma_store, of C (a warpgroup's 64 rows, 64 columns)."""
+        if not self.warp_specialized:
+            return {}
         bm, bn, bk = self.tile
-        return {"A": (bm, bk), "B": (bn // self.cluster_m, bk)}  # a cluster splits B's box
+        boxes = {"A": (bm, bk), "B": (bn // self.cluster_m, bk)}  # a cluster splits B's box
+        if self.tma_store:
+            boxes["C"] = self.staging_box
+        return boxes
+
+    @property
+    def staging_box(self) -> tuple[int, int]:
+        """tma_store: the box of C a warpgroup copies out, the widest that divides the tile."""
+        cols = next(w for w in STAGING_COLUMNS if self.out_tile_cols % w == 0)
+        return (STAGING_ROWS, cols)
 
     @property
     def workspace_shape(self) -> tuple[int, int]:
@@ -336,7 +375,8 @@ class GemmConfig:
         return DTYPES[self.dtype]()
 
 
-_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m"})
+_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m",
+                         "tma_store"})
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -345,21 +385,22 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 dropout: float | None = None, dynamic_shared: bool = False,
                 mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
-                cluster_m: int = 1) -> GemmConfig:
+                cluster_m: int = 1, tma_store: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
-                      pipeline, raster_group, sms, producer_warps, cluster_m)
+                      pipeline, raster_group, sms, producer_warps, cluster_m, tma_store)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   dtype: str = "f16", epilogue: str | None = None, name: str = "gemm",
                   sync_hooks: bool = False, dropout: float | None = None,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
-                  producer_warps: int = 1, cluster_m: int = 1) -> GemmConfig:
+                  producer_warps: int = 1, cluster_m: int = 1,
+                  tma_store: bool = False) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1)."""
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
-                       raster_group, sms, producer_warps, cluster_m)
+                       raster_group, sms, producer_warps, cluster_m, tma_store)
 
 
 

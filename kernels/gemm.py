@@ -152,29 +152,43 @@ def _shared_global(name: str, type_: MemRefType, dynamic: bool = False,
     return op
 
 
+Staging = Callable[[BlockBuilder, SSAValue, int], list[SSAValue]]
+"""(body, row in the tile, column of the output tile) -> indices of that place in a staging
+buffer in shared memory."""
+
+
 def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValue],
                         C: SSAValue, origin: tuple[SSAValue, SSAValue],
                         warp_origin: tuple[SSAValue, SSAValue], counts: tuple[int, int],
-                        masked: bool, bias: SSAValue | None, seed: SSAValue | None) -> None:
+                        masked: bool, bias: SSAValue | None, seed: SSAValue | None,
+                        staging: tuple[SSAValue, Staging] | None = None) -> None:
     """Store a warp's mi x ni accumulators of 16 x 8 at (tile origin + warp origin) of C
     through the epilogue; swiglu pairs accumulators ni, ni + 1 (gate and up of output columns
-    col .. col + 7)."""
+    col .. col + 7). With `staging` (buffer, place) they go to the buffer instead, at
+    `place` of their position in the tile (warp_n is 0 there), the epilogue still seeing
+    their position in C."""
     m0, n0 = origin
     warp_m, warp_n = warp_origin
     mi_count, ni_count = counts
+    swiglu = cfg.epilogue == "swiglu"
     for mi in range(mi_count):
         row = body.addi(body.addi(m0, warp_m), mi * 16)
-        if cfg.epilogue == "swiglu":
-            for ni in range(0, ni_count, 2):
-                col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), ni * 4)
-                pair = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
-                body.insert(tl.StoreAccOp(pair, C, [row, col], masked=masked,
-                                          epilogue=_epilogue_region(cfg, bias, seed)))
-            continue
-        for ni in range(ni_count):
-            col = body.addi(body.addi(n0, warp_n), ni * 8)
-            body.insert(tl.StoreAccOp(tiles[mi * ni_count + ni], C, [row, col], masked=masked,
-                                      epilogue=_epilogue_region(cfg, bias, seed)))
+        for ni in range(0, ni_count, 2 if swiglu else 1):
+            if swiglu:
+                out_col = ni * 4
+                col = body.addi(body.addi(body.divui(n0, 2), body.divui(warp_n, 2)), out_col)
+                accs = [tiles[mi * ni_count + ni], tiles[mi * ni_count + ni + 1]]
+            else:
+                out_col = ni * 8
+                col = body.addi(body.addi(n0, warp_n), out_col)
+                accs = [tiles[mi * ni_count + ni]]
+            epilogue = _epilogue_region(cfg, bias, seed)
+            if staging is None:
+                body.insert(tl.StoreAccOp(accs, C, [row, col], masked=masked, epilogue=epilogue))
+                continue
+            buffer, place = staging
+            indices = place(body, body.addi(warp_m, mi * 16), out_col)
+            body.insert(tl.StoreAccOp(accs, buffer, indices, epilogue=epilogue, at=[row, col]))
 
 
 ASource = Callable[[BlockBuilder, SSAValue, SSAValue], tuple[list[SSAValue], bool]]

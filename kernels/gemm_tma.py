@@ -33,6 +33,14 @@ The producer runs ahead into the next tile while the consumers store this one. E
 engine zero-fills boxes outside A and B (M, N and K need not be multiples of the tile), and the
 stores are masked.
 
+With `tma_store=True` (C a tensor map too) the consumers do not store from registers: they
+write the tile through the epilogue into a staging buffer in shared memory (per warpgroup, its
+64 rows as boxes of 64, 32 or 16 columns in the copy engine's swizzle of that row width), fence
+the async proxy, meet at a named barrier, and each warpgroup's leader copies its boxes out with
+TMA stores in one bulk group. The next tile's multiply starts while the copies drain; the
+leader waits for them to have read the buffer only before it is written again (and before the
+block exits).
+
 With `cluster_m=2`, a cluster's two blocks take vertically adjacent tiles (the same columns of
 B): each copies half of B's tile and multicasts it to both, and a consumer frees a buffer in
 both blocks (its `empty` barrier counts the consumers of the cluster).
@@ -61,14 +69,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tilesync.contract import CLUSTER_DIMS_ATTR, MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.contract import (
+    CLUSTER_DIMS_ATTR,
+    MIN_BLOCKS_PER_SM_ATTR,
+    SM_90,
+    STAGING_NAMED_BARRIER,
+)
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.config import GemmConfig
+from tilesync.kernels.config import GemmConfig, tensor_map_swizzle
 from tilesync.kernels.gemm import _frag, _shared_global, _store_accumulators
 
-SWIZZLE_BYTES = 128  # the 128-byte swizzle of wgmma's K-major operands
 PRODUCER_REGISTERS = 40
 """setmaxnreg of a producer warpgroup: it only computes addresses and issues copies."""
 
@@ -78,6 +90,19 @@ def consumer_registers(cfg: GemmConfig) -> int:
     consumers = cfg.consumer_threads
     free = SM_90.registers_per_sm - PRODUCER_REGISTERS * 32 * cfg.producer_warps
     return min(256, free // consumers // 8 * 8)
+
+
+def staged_column(b: BlockBuilder, col: int, width: int, lane_rows: SSAValue) -> SSAValue:
+    """The column of a staging box `width` 16-bit elements wide (its rows of 2 width bytes in
+    the copy engine's swizzle of that many bytes) where the lanes' accumulator columns
+    col .. col + 7 go. The swizzle XORs the 16-byte chunk col / 8 with bits of the byte
+    offset's 128-byte line, row / (8 / chunks a row) mod chunks a row. A fragment starts on a
+    row that is a multiple of 8, so those bits of a lane's rows (lane / 4 and 8 below) come
+    from `lane_rows`, lane / 4 mod 8, the same for all its fragments: the swizzle costs one
+    XOR a chunk, not one a store."""
+    chunks = width // 8
+    line_bits = b.emit(arith.AndIOp(b.divui(lane_rows, 8 // chunks), b.idx(chunks - 1)))
+    return b.muli(b.emit(arith.XOrIOp(b.idx(col // 8), line_bits)), 8)
 
 
 def _dim(b: BlockBuilder, kind: type, dim: gpu.DimensionEnum = gpu.DimensionEnum.X) -> SSAValue:
@@ -151,9 +176,10 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     groups = bm // 64  # consumer warpgroups
     acc_count = bn // 8
     shared = IntegerAttr(3, 64)
-    maps = {name: tl.TensorMapType(box, elem, SWIZZLE_BYTES)
+    maps = {name: tl.TensorMapType(box, elem, tensor_map_swizzle(box))
             for name, box in cfg.tensor_map_boxes.items()}
-    inputs: list[Attribute] = [maps["A"], maps["B"], MemRefType(elem, [cfg.M, cfg.out_cols])]
+    c_param = maps["C"] if cfg.tma_store else MemRefType(elem, [cfg.M, cfg.out_cols])
+    inputs: list[Attribute] = [maps["A"], maps["B"], c_param]
     if cfg.has_bias:
         inputs.append(MemRefType(elem, [cfg.out_cols]))
     if cfg.dropout is not None:
@@ -161,6 +187,10 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     sa_type = MemRefType(elem, [stages, bm, bk], memory_space=shared)
     sb_type = MemRefType(elem, [stages, bn, bk], memory_space=shared)
     bars_type = MemRefType(i64, [stages], memory_space=shared)
+    box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
+    # the staging buffer: per consumer warpgroup, its 64 rows as boxes of box_cols columns
+    sc_type = MemRefType(elem, [groups, cfg.out_tile_cols // box_cols, box_rows, box_cols],
+                         memory_space=shared)
     stage_bytes = (bm + bn) * bk * 2
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
@@ -185,10 +215,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
     full = b.emit(memref.GetGlobalOp("full_bars", bars_type))
     empty = b.emit(memref.GetGlobalOp("empty_bars", bars_type))
+    sc = b.emit(memref.GetGlobalOp("smem_c", sc_type)) if cfg.tma_store else None
 
     def init(ib: BlockBuilder) -> None:
         ib.insert(tl.PrefetchTensorMapOp(a_map))
         ib.insert(tl.PrefetchTensorMapOp(b_map))
+        if cfg.tma_store:
+            ib.insert(tl.PrefetchTensorMapOp(C))
         for s in range(stages):
             ib.insert(tl.MBarrierInitOp(full, [ib.idx(s)], 1))
             # every consumer warpgroup of the cluster frees the buffer its copies fill
@@ -291,13 +324,53 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             if in_flight:
                 tb.insert(tl.WgmmaWaitOp(0))
                 release(tb, tb.emit(arith.SubiOp(it_after, tb.idx(1))))
-            _store_accumulators(tb, cfg, list(tiles), C, (tb.muli(tm, bm), tb.muli(tn, bn)),
-                                (warp_m, tb.idx(0)), (1, acc_count), mask_c, bias, seed)
+            origin = (tb.muli(tm, bm), tb.muli(tn, bn))
+            if cfg.tma_store:
+                _store_through_staging(tb, list(tiles), origin, warp_m, group_leader)
+            else:
+                _store_accumulators(tb, cfg, list(tiles), C, origin, (warp_m, tb.idx(0)),
+                                    (1, acc_count), mask_c, bias, seed)
             if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
                 tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads))
             return it_after
 
         _tile_loop(cb, cfg, one_tile)
+        if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
+            _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
+
+    def _store_through_staging(tb: BlockBuilder, tiles: list[SSAValue],
+                               origin: tuple[SSAValue, SSAValue], warp_m: SSAValue,
+                               group_leader: SSAValue) -> None:
+        """The TMA-store epilogue: the warpgroup's leader waits until its previous copies have
+        read the buffer, the consumers write it through the epilogue, make the writes visible
+        to the copy engine, and the leader copies each 64-column box out (one bulk group)."""
+        assert sc is not None
+        _if(tb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
+        tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+        group = tb.divui(tid, 128)
+        lane_rows = tb.remui(tb.divui(tid, 4), 8)
+
+        def place(pb: BlockBuilder, row: SSAValue, col: int) -> list[SSAValue]:
+            # warpgroup g holds rows 64 g .. 64 g + 63 of the tile
+            return [group, pb.idx(col // box_cols), pb.remui(row, box_rows),
+                    staged_column(pb, col % box_cols, box_cols, lane_rows)]
+
+        _store_accumulators(tb, cfg, tiles, sc, origin, (warp_m, tb.idx(0)), (1, acc_count),
+                            False, bias, seed, (sc, place))
+        tb.insert(tl.FenceProxyAsyncOp())
+        tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+
+        def copy_out(lb: BlockBuilder) -> None:
+            m0, n0 = origin
+            row = lb.addi(m0, lb.muli(group, box_rows))
+            col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0
+            zero = lb.idx(0)
+            for j in range(cfg.out_tile_cols // box_cols):
+                lb.insert(tl.TmaStoreOp(sc, [group, lb.idx(j), zero, zero], C,
+                                        [row, lb.addi(col0, j * box_cols)]))
+            lb.insert(tl.TmaStoreCommitOp())
+
+        _if(tb, group_leader, copy_out)
 
     is_consumer = b.emit(arith.CmpiOp(tid, b.idx(cfg.consumer_threads), "ult"))
     _if(b, is_consumer, consumer, producer)
@@ -308,6 +381,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     align = cfg.stage_alignment
     globals_ = [_shared_global("smem_a", sa_type, True, align),
                 _shared_global("smem_b", sb_type, True, align),
+                *([_shared_global("smem_c", sc_type, True, align)] if cfg.tma_store else []),
                 _shared_global("full_bars", bars_type, False, 8),
                 _shared_global("empty_bars", bars_type, False, 8)]
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
@@ -315,4 +389,4 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     return ModuleOp([gpu_module])
 
 
-__all__ = ["consumer_registers", "tma_ws_module"]
+__all__ = ["consumer_registers", "staged_column", "tma_ws_module"]

@@ -639,6 +639,10 @@ class StoreAccLowering(_TilePattern):
         values = [[e.extract(e.as_llvm(acc, frag_llvm_type(acc.type)), k, f32)  # type: ignore
                    for k in range(4)] for acc in op.accs]
         rows, cols = _acc_lane_position(e, indices)
+        # The epilogue's positions: the output's, which a staging buffer's are not.
+        out_rows, out_cols = rows, cols
+        if op.at:
+            out_rows, out_cols = _acc_lane_position(e, [e.index_as(i, i64) for i in op.at])
 
         for h in range(2):  # c0,c1 at row r; c2,c3 at row r + 8
             row = rows[h]
@@ -650,8 +654,8 @@ class StoreAccLowering(_TilePattern):
                     cond = _inside(e, row, cols[group[0]], shape)
 
                 def body(group=group, row=row, h=h) -> None:
-                    stored = [self._epilogue(e, op, [v[2 * h + k] for v in values], row,
-                                             cols[k]) for k in group]
+                    stored = [self._epilogue(e, op, [v[2 * h + k] for v in values],
+                                             out_rows[h], out_cols[k]) for k in group]
                     address = e.gep(base, _linear(e, [*indices[:-2], row, cols[group[0]]],
                                                   shape), element)
                     if reduce:

@@ -23,16 +23,30 @@ def test_proposals_are_valid_tma_configs_that_fit_shared_memory():
 def test_a_width_that_is_not_a_power_of_two_fills_the_sms():
     """GPT-3 FC1 at M = 256: 128 x 96 tiles are 128 tiles on 132 SMs (128 x 128: 96)."""
     (best, *_) = propose_tma_configs(256, 6144, 12288, epilogue="gelu", limit=3,
-                                     clusters=(1,))
+                                     cluster_limit=0)
     assert best.tile[:2] == (128, 96) and best.tiles == 128
-    square = replace(best, tile=(128, 128, 64), stages=stages_for(128, 128))
+    square = replace(best, tile=(128, 128, 64), stages=stages_for(128, 128, 128))
     assert predicted_seconds(best) < predicted_seconds(square)
 
 
 def test_clusters_only_where_two_tile_rows_share_b():
     assert all(c.cluster_m == 1 for c in propose_tma_configs(64, 6144, 12288, limit=4))
-    clustered = [c for c in propose_tma_configs(4096, 4096, 4096, limit=2) if c.cluster_m == 2]
-    assert len(clustered) == 2
+    proposals = propose_tma_configs(4096, 4096, 4096, limit=2, cluster_limit=2)
+    assert [c.cluster_m for c in proposals] == [1, 1, 2, 2]
+
+
+def test_the_tma_store_epilogue_where_the_output_tile_allows_it():
+    """Boxes of 64, 32 or 16 columns: a SwiGLU tile of 176 columns writes 88, which none
+    divides, and stores from registers; the TMA-store kernels take the producer warpgroup
+    (its registers go to the consumers) and leave room for the staging buffer."""
+    for cfg in propose_tma_configs(1024, 5632, 8192, epilogue="swiglu", limit=8):
+        staged = cfg.out_tile_cols % 16 == 0
+        assert cfg.tma_store == staged and cfg.producer_warps == (4 if staged else 1)
+        assert cfg.shared_bytes + cfg.stage_alignment <= MAX_SHARED_PER_BLOCK
+    direct = tma_ws_config(8192, 8192, 8192, stages=4)
+    staged = replace(direct, tma_store=True, producer_warps=4, stages=3)
+    assert predicted_seconds(staged) < predicted_seconds(direct)  # the store overlaps
+    assert stages_for(128, 256, 256) == 3 and stages_for(128, 192, 96) == 5
 
 
 def test_a_partial_round_costs_a_whole_round():

@@ -31,6 +31,19 @@ CONFIGS = [
     tma_ws_config(4096, 4096, 4096, producer_warps=4),
     tma_ws_config(4096, 4096, 4096, cluster_m=2),  # B multicast to a cluster of two
     tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="gelu", cluster_m=2),  # odd rows
+    # the TMA-store epilogue: a staging buffer in shared memory, C as a tensor map
+    tma_ws_config(4096, 4096, 4096, stages=3, tma_store=True),
+    tma_ws_config(1000, 1000, 1000, tile=(128, 128, 64), epilogue="bias_gelu", dtype="bf16",
+                  tma_store=True),  # every edge: the copy engine clips the boxes
+    tma_ws_config(300, 2048, 264, tile=(128, 256, 64), stages=3, epilogue="swiglu",
+                  tma_store=True),  # 128 output columns a tile
+    tma_ws_config(1000, 520, 264, tile=(64, 192, 64), stages=4, tma_store=True, cluster_m=2),
+    tma_ws_config(4096, 4096, 4096, stages=3, tma_store=True, producer_warps=4, cluster_m=2),
+    # boxes of 32 columns (64-byte swizzle) and of 16 (32-byte swizzle)
+    tma_ws_config(1000, 5632, 264, tile=(128, 192, 64), stages=4, epilogue="swiglu",
+                  tma_store=True),
+    tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias", dtype="bf16",
+                  tma_store=True, producer_warps=4),
 ]
 
 
@@ -38,7 +51,7 @@ def _id(cfg: GemmConfig) -> str:
     bm, bn, _ = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}-s{cfg.stages}-{cfg.dtype}-"
             f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
-            f"-c{cfg.cluster_m}")
+            f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}

@@ -174,7 +174,8 @@ def test_bench_candidates_are_valid_and_quick_is_small():
 
     quick = {c for w in bk.workloads(True) for c in bk.tuning_candidates(w, True)}
     full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
-    assert quick <= full and len(quick) <= 60 and len(full) <= 320
+    # the full bench compiles every candidate once (about 11 s for 305 on the device's 16 CPUs)
+    assert quick <= full and len(quick) <= 60 and len(full) <= 340
     for w in bk.workloads(False):
         configs = bk.tuning_candidates(w, False)
         assert any(c.warp_specialized for c in configs), w

@@ -186,6 +186,14 @@ func.func @reduce_f16(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xf16>,
 
 // -----
 
+func.func @staging_at_one(%c: !tile.frag<acc, f32, m16n8k16>, %S: memref<64x64xf16, 3>, %i: index) {
+  tile.store_acc %c, %S[%i, %i] at [%i] : !tile.frag<acc, f32, m16n8k16>, memref<64x64xf16, 3>
+  func.return
+}
+// CHECK: 'tile.store_acc' at takes the (row, column) of the fragment in the output, got 1 values
+
+// -----
+
 func.func @arrive_zero(%cnt: memref<4xi32>, %i: index) {
   %l = tile.arrive %cnt[%i] of 0 : memref<4xi32>
   func.return

@@ -61,3 +61,16 @@ func.func @cluster(%b: !tile.tensor_map<64x64xf16, swizzle 128>, %smem: memref<4
   tile.cluster_barrier
   func.return
 }
+
+// A TMA-store epilogue's staging store: buffer indices, and `at` the output position.
+// CHECK-LABEL: func.func @staging_store
+// CHECK:       tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] at [%{{.*}}, %{{.*}}] epilogue {
+// CHECK:       } : !tile.frag<acc, f32, m16n8k16>, memref<2x4x64x64xf16, 3 : i64>
+func.func @staging_store(%d: !tile.frag<acc, f32, m16n8k16>, %stage: memref<2x4x64x64xf16, 3>,
+                         %g: index, %r: index, %row: index, %col: index) {
+  tile.store_acc %d, %stage[%g, %g, %r, %r] at [%row, %col] epilogue {
+  ^bb0(%v: f32, %i: index, %j: index):
+    tile.yield %v : f32
+  } : !tile.frag<acc, f32, m16n8k16>, memref<2x4x64x64xf16, 3>
+  func.return
+}
