@@ -338,6 +338,11 @@ class AttentionSpec:
     context: GemmConfig
     out: GemmConfig
 
+    @property
+    def gemms(self) -> tuple[GemmConfig, ...]:
+        """The chain's GEMMs, in order (the cost model's stages)."""
+        return (self.qkv, self.scores, self.context, self.out)
+
 
 def attention_configs(match: AttentionMatch) -> AttentionSpec:
     """wgmma GEMMs where B is N x K (weights, kᵀ), mma.sync for P · v (v is K x N); every GEMM
@@ -478,6 +483,14 @@ def _is_attention(fn: func.FuncOp) -> bool:
     return isinstance(out, graph.LinearOp) and isinstance(out.input.owner, graph.MatmulOp)
 
 
+def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec:
+    """The kernel configs of the pattern `fn` matches (no kernels generated), or the
+    diagnostic of the pass."""
+    if _is_attention(fn):
+        return attention_configs(match_attention(fn))
+    return mlp_configs(match_mlp(fn))
+
+
 def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
     """The stage program of `fn`, its kernels' arguments bound, and its temporaries."""
     element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
@@ -524,4 +537,4 @@ class GraphToStagesPass(ModulePass):
 
 __all__ = ["AttentionMatch", "AttentionSpec", "GraphToStagesPass", "MlpMatch",
            "attention_configs", "attention_stage_module", "bindings", "match_attention",
-           "match_mlp", "mlp_configs"]
+           "match_mlp", "mlp_configs", "plan_configs"]
