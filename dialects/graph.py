@@ -1,7 +1,8 @@
 """The `graph` dialect: the tensor level above stage programs.
 
 A model piece is a `func.func` over ranked tensors whose body is graph ops, named after what a
-PyTorch user writes (nn.Linear, F.gelu, F.silu, torch.matmul, F.conv2d, softmax, sum, cat):
+PyTorch user writes (nn.Linear, F.gelu, F.silu, torch.matmul, F.conv2d, softmax, sum, cat,
+split):
 
     func.func @mlp(%x: tensor<256x1024xf16>, %w1: tensor<4096x1024xf16>,
                    %w2: tensor<1024x4096xf16>) -> tensor<256x1024xf16> {
@@ -50,6 +51,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -397,6 +399,45 @@ class ConcatOp(IRDLOperation):
         _expect_result(self, out, expected)
 
 
+@irdl_op_definition
+class SplitOp(IRDLOperation):
+    """`graph.split %qkv dim -1 : (tensor<64x2304xf16>) -> (tensor<64x768xf16>, ...)`:
+    torch.split along one dimension, the sizes those of the results (in order, covering it)."""
+
+    name = "graph.split"
+
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    outputs = var_result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$input `dim` $dim attr-dict `:` `(` type($input) `)` `->` "
+                       "`(` type($outputs) `)`")
+
+    def __init__(self, input: SSAValue, dim: int, result_types: Sequence[Attribute]):
+        super().__init__(operands=[input], result_types=[list(result_types)],
+                         properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        x = _tensor(self.input, self, "input")
+        if not self.outputs:
+            raise VerifyException(f"{self.name}: needs at least one result")
+        kinds = [_tensor(v.type, self, f"result {i}") for i, v in enumerate(self.outputs)]
+        _same_element(self, x, *kinds)
+        shape = _shape(x)
+        dim = _dimension(self, self.dim.value.data, len(shape))
+        for i, kind in enumerate(kinds):
+            if len(_shape(kind)) != len(shape) or any(
+                    a != b for j, (a, b) in enumerate(zip(_shape(kind), shape)) if j != dim):
+                raise VerifyException(f"{self.name}: result {i} of shape {list(_shape(kind))} "
+                                      f"differs from the input {list(shape)} outside "
+                                      f"dimension {dim}")
+        if sum(_shape(k)[dim] for k in kinds) != shape[dim]:
+            raise VerifyException(f"{self.name}: the results' sizes along dimension {dim} sum "
+                                  f"to {sum(_shape(k)[dim] for k in kinds)}, not the input's "
+                                  f"{shape[dim]}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Kernel argument bindings of a lowered piece
 # ---------------------------------------------------------------------------------------------
@@ -459,10 +500,11 @@ def numel(kind: TensorType) -> int:
 Graph = Dialect(
     "graph",
     [LinearOp, MatmulOp, Conv2dOp, GeluOp, SiluOp, ReluOp, AddOp, MulOp, SoftmaxOp,
-     ReduceSumOp, ConcatOp],
+     ReduceSumOp, ConcatOp, SplitOp],
     [BindAttr],
 )
 
 __all__ = ["BIND_ATTR", "BIND_KINDS", "ELEMENT_TYPES", "SIGNATURE_ATTR", "TEMPS_ATTR",
            "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph", "LinearOp",
-           "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "numel"]
+           "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "SplitOp",
+           "numel"]

@@ -11,7 +11,7 @@ what a configuration means: the generators emit them and the host references com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type
@@ -24,7 +24,7 @@ from tilesync.contract import (
     TENSOR_MAP,
 )
 
-EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu")
+EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
 STAGING_ROWS = 64  # a TMA-store epilogue's box: the rows of one consumer warpgroup
 STAGING_COLUMNS = (64, 32, 16)
@@ -364,7 +364,7 @@ class GemmConfig:
 
     @property
     def has_bias(self) -> bool:
-        return self.epilogue in ("bias", "bias_gelu")
+        return self.epilogue in ("bias", "bias_gelu", "bias_relu")
 
     @property
     def flops(self) -> int:
@@ -421,6 +421,8 @@ class ConvConfig:
     S: int = 3
     mma: str = "sync"
     """The GEMM's multiply: mma.sync, or wgmma (sm_90a; see GemmConfig.mma)."""
+    sync_hooks: bool = field(default=False, repr=False)
+    """GemmConfig.sync_hooks (out of the repr, which names recorded PTX digests)."""
 
     def __post_init__(self) -> None:
         if min(self.N, self.H, self.W, self.C, self.K) <= 0:
@@ -430,7 +432,7 @@ class ConvConfig:
         if (self.R, self.S) != (3, 3):
             raise ValueError("only 3x3 filters (stride 1, padding 1) are generated")
         if self.epilogue == "swiglu":
-            raise ValueError("swiglu is a GEMM epilogue; conv2d takes none, bias, gelu")
+            raise ValueError("swiglu is a GEMM epilogue; conv2d takes none, bias, gelu, relu")
         _ = self.gemm  # validates the GEMM view
 
     @property
@@ -438,7 +440,7 @@ class ConvConfig:
         return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
                            tile=self.tile, warps=self.warps, stages=self.stages,
                            b_layout="col", epilogue=self.epilogue, name=self.name,
-                           split_k=self.split_k, mma=self.mma)
+                           sync_hooks=self.sync_hooks, split_k=self.split_k, mma=self.mma)
 
     @property
     def target(self) -> str | None:
@@ -472,9 +474,9 @@ class ConvConfig:
 
 def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                   stages: int = 3, split_k: int = 1, epilogue: str | None = None,
-                  name: str = "conv2d", mma: str = "sync") -> ConvConfig:
+                  name: str = "conv2d", mma: str = "sync", sync_hooks: bool = False) -> ConvConfig:
     return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
-                      name, mma=mma)
+                      name, mma=mma, sync_hooks=sync_hooks)
 
 
 @dataclass(frozen=True)
@@ -484,6 +486,10 @@ class SoftmaxConfig:
     dropout: float | None = None
     warps: int = 4
     name: str = "softmax"
+    sync_hooks: bool = field(default=False, repr=False)
+    """Block b's rows as `sync.tile` (b, 0), a `sync.load_point operand 0` before its loads
+    and a `sync.store_point` after its stores, for the cuSync passes (out of the repr, which
+    names recorded PTX digests)."""
 
     def __post_init__(self) -> None:
         if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
@@ -506,6 +512,11 @@ class SoftmaxConfig:
         return (-(-self.rows // self.warps), 1, 1)
 
     @property
+    def tile(self) -> tuple[int, int]:
+        """The rows and columns of Y one block writes."""
+        return (self.warps, self.cols)
+
+    @property
     def signature(self) -> tuple[str, ...]:
         return ("ptr", "ptr") + (("i32",) if self.dropout is not None else ())
 
@@ -515,8 +526,8 @@ class SoftmaxConfig:
 
 
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
-                   name: str = "softmax") -> SoftmaxConfig:
-    return SoftmaxConfig(rows, cols, dropout, warps, name)
+                   name: str = "softmax", sync_hooks: bool = False) -> SoftmaxConfig:
+    return SoftmaxConfig(rows, cols, dropout, warps, name, sync_hooks)
 
 
 __all__ = [

@@ -17,7 +17,7 @@ order):
                                                    and stage (kt-1) % S is no longer read)
         if kt + S - 1 < KT: copy k-tile kt+S-1 into stage (kt+S-1) % S;  commit
         for each k16 step: ldmatrix A (x4) and B (x4, .trans for a row-major B); mma.sync
-    store the accumulators through the epilogue (none, bias, gelu, bias_gelu)
+    store the accumulators through the epilogue (none, bias, gelu, bias_gelu, relu, bias_relu)
 
 With `mma="wgmma"` (sm_90a) the warps form BM/64 warpgroups, each multiplying its 64 rows by
 the whole BN-wide tile with `wgmma.mma_async` straight from shared memory (K-major 128-byte
@@ -137,6 +137,8 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
         t = b.emit(math.TanhOp(b.emit(arith.MulfOp(inner, b.f32(GELU_C)))))
         half_x = b.emit(arith.MulfOp(x, b.f32(0.5)))
         value = b.emit(arith.AddfOp(half_x, b.emit(arith.MulfOp(half_x, t))))
+    if cfg.epilogue in ("relu", "bias_relu"):
+        value = b.emit(arith.MaxnumfOp(value, b.f32(0.0)))
     if cfg.dropout is not None:
         assert seed is not None
         value = dropout_op(b, cfg.dropout, value, row, col, seed)
@@ -192,18 +194,32 @@ def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValu
 
 
 ASource = Callable[[BlockBuilder, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
-"""(body, row of A (global m), column of A (global k)) -> (source indices, masked)."""
+"""(body, row of A (global m), column of A (global k)) -> (source indices, masked); for B the
+row and column of its logical layout."""
+
+
+def column_slice(offset: int) -> ASource:
+    """An operand read as columns offset .. of a wider row-major matrix (its memref type the
+    wider one). Masked: rows past the end read zeros; the slice's own width must cover whole
+    k-tiles, since columns past it are the next slice's, not zeros."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue) -> tuple[list[SSAValue], bool]:
+        return [row, body.addi(col, offset)], True
+
+    return source
 
 
 def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                 stages: int = 3, dtype: str = "f16", b_layout: str = "row",
                 epilogue: str | None = None, name: str = "gemm", sync_hooks: bool = False, *,
                 config: GemmConfig | None = None, a_type: MemRefType | None = None,
-                a_source: ASource | None = None) -> ModuleOp:
+                a_source: ASource | None = None, b_type: MemRefType | None = None,
+                b_source: ASource | None = None) -> ModuleOp:
     """The GEMM as a builtin.module holding one gpu.module with one kernel.
 
     `a_type` / `a_source` replace the A operand and how a 16-byte chunk of the logical M x K
-    A is addressed in it (conv2d's implicit im2col)."""
+    A is addressed in it (conv2d's implicit im2col); `b_type` / `b_source` do the same for B
+    (its logical layout: K x N for `b_layout="row"`, N x K for `"col"`), e.g. attention's K and
+    V read in place as column slices of the QKV GEMM's output (`column_slice`)."""
     cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
                                 sync_hooks)
     if cfg.warp_specialized:
@@ -223,7 +239,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     logical_a = MemRefType(elem, [cfg.M, cfg.K])
     logical_b = MemRefType(elem, b_logical)
     c_type = MemRefType(elem, [cfg.M, cfg.out_cols])
-    inputs: list[Attribute] = [a_type or logical_a, logical_b, c_type]
+    inputs: list[Attribute] = [a_type or logical_a, b_type or logical_b, c_type]
     if cfg.has_bias:
         inputs.append(MemRefType(elem, [cfg.out_cols]))
     if cfg.dropout is not None:
@@ -310,10 +326,12 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
         def copy_b(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
             if cfg.b_layout == "row":  # smem k x n
-                src = [cb.addi(k0, row), cb.addi(n0, col)]
+                src, masked = [cb.addi(k0, row), cb.addi(n0, col)], mask_b
             else:  # smem n x k
-                src = [cb.addi(n0, row), cb.addi(k0, col)]
-            cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=mask_b,
+                src, masked = [cb.addi(n0, row), cb.addi(k0, col)], mask_b
+            if b_source is not None:
+                src, masked = b_source(cb, *src)
+            cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=masked,
                                    swizzle=swizzle_b))
 
         copy_chunks(body, bk * bn, sb_shape[2], copy_b)
@@ -433,4 +451,4 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                            sync_hooks))
 
 
-__all__ = ["ASource", "dropout_op", "gemm_kernel", "gemm_module"]
+__all__ = ["ASource", "column_slice", "dropout_op", "gemm_kernel", "gemm_module"]

@@ -41,6 +41,8 @@ def apply_epilogue(cfg: GemmConfig, out, bias=None, seed: int | None = None):
         out = out + bias[None, :]
     if cfg.epilogue in ("gelu", "bias_gelu"):
         out = 0.5 * out * (1.0 + _tanh(GELU_C * (out + GELU_K * out**3)))
+    if cfg.epilogue in ("relu", "bias_relu"):
+        out = out * (out > 0)  # numpy and torch alike
     if cfg.dropout is not None:
         if seed is None:
             raise ValueError("the reference of a dropout GEMM needs seed=")

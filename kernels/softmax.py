@@ -11,6 +11,8 @@ maximum and the sum of exp(x - max) with `tile.shuffle bfly` butterflies (shfl.s
 (keep probability p, kept values scaled by 1/p), and stores fp16. `exp` is ex2.approx.ftz.
 Blocks of `warps` warps take consecutive rows; rows past the end are skipped (warp-uniform).
 cols must be a multiple of 32 (512 .. 2048 here: 16 .. 64 values per lane in registers).
+With `sync_hooks` block b is `sync.tile` (b, 0) of a (blocks, 1) grid, so the cuSync passes can
+make it wait for the rows it reads and post the rows it writes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from xdsl.dialects import arith, gpu, math, memref, scf
 from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, f32, i32
 from xdsl.ir import Block, Region
 
+from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import SoftmaxConfig
@@ -38,7 +41,12 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
         seed.name_hint = "seed"
     b = BlockBuilder(entry)
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    if cfg.sync_hooks:
+        bid, tile_y = b.insert(sync.TileOp(rank=2)).results
+        # outside the row guard: a wait ends with a barrier every thread of the block reaches
+        b.insert(sync.LoadPointOp(0, [bid, tile_y]))
+    else:
+        bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
     lane = b.remui(tid, 32)
     row = b.addi(b.muli(bid, cfg.warps), b.divui(tid, 32))
 
@@ -72,6 +80,8 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
         rb.insert(memref.StoreOp.get(rb.emit(arith.TruncFOp(y, f16)), Y, [row, c]))
     rb.insert(scf.YieldOp())
     b.insert(scf.IfOp(b.ult(row, cfg.rows), [], Region(body_block)))
+    if cfg.sync_hooks:
+        b.insert(sync.StorePointOp([bid, tile_y]))
     b.insert(gpu.ReturnOp([]))
     module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"), Region(Block([kernel])))  # type: ignore[arg-type]
     return ModuleOp([module])

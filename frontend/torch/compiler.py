@@ -111,16 +111,17 @@ class Report:
 
 
 def plan(module) -> Any:
-    """The MlpSpec graph-to-stages would build for the graph function (no kernels generated);
-    a CompileError (the pass's diagnostic) where it refuses."""
+    """The configs graph-to-stages would build for the graph function (MlpSpec or
+    AttentionSpec; no kernels generated); a CompileError (the pass's diagnostic) where it
+    refuses."""
     from xdsl.dialects import func
 
     from tilesync.api import compile_error
-    from tilesync.transforms.graph.graph_to_stages import match_mlp, mlp_configs
+    from tilesync.transforms.graph.graph_to_stages import plan_configs
 
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     try:
-        return mlp_configs(match_mlp(fn))
+        return plan_configs(fn)
     except Exception as err:
         raise compile_error(err, module) from err
 
@@ -266,7 +267,7 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     pieces = find_pieces(gm)
     if not pieces:
         report.notes.append("no piece matches the pattern library (Linear→act→Linear, "
-                            "SwiGLU MLP); the graph stays with torch")
+                            "SwiGLU MLP, attention); the graph stays with torch")
     chosen: list[tuple[Piece, Any]] = []
     with Progress("compiling and tuning", len(pieces)) as bar:
         for index, piece in enumerate(pieces):

@@ -60,19 +60,21 @@ def _bytes(cfg) -> int:
 
 
 def predict(spec, rates: DeviceRates = H100) -> Prediction:
-    """Milliseconds of the two GEMMs of an MlpSpec (kernels/mlp.py), ours and torch's."""
+    """Milliseconds of the GEMMs of an MlpSpec (kernels/mlp.py) or of an attention chain's
+    (its `gemms`; the softmax, alike on both paths, left out), ours and torch's."""
     torch_s = 0.0
     ours = []
-    for cfg in (spec.cfg1, spec.cfg2):
+    gemms = getattr(spec, "gemms", None) or (spec.cfg1, spec.cfg2)
+    for cfg in gemms:
         memory = _bytes(cfg) / rates.bandwidth
         torch_s += max(cfg.flops / (CUBLAS_EFFICIENCY * rates.flops), memory) + LAUNCH_S
         waves = stage_waves(cfg.grid[:2], 1, rates.sms)
         stretch = waves.wave_count / float(waves.waves)
         compute = cfg.flops / (OUR_EFFICIENCY * rates.flops) * stretch
         ours.append((max(compute, memory / OUR_BANDWIDTH_FRACTION) + LAUNCH_S, waves))
-    if spec.cfg1.epilogue not in (None, "bias"):  # torch runs the activation on its own
-        hidden = spec.cfg1.M * spec.cfg1.out_cols
-        factor = 3 if spec.cfg1.epilogue == "swiglu" else 2
+    if gemms[0].epilogue not in (None, "bias"):  # torch runs the activation on its own
+        hidden = gemms[0].M * gemms[0].out_cols
+        factor = 3 if gemms[0].epilogue == "swiglu" else 2
         torch_s += factor * 2 * hidden / rates.bandwidth + LAUNCH_S
     chain = predict_chain([w for _, w in ours])
     ours_s = sum(t for t, _ in ours) / float(chain.speedup)

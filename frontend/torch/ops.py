@@ -79,6 +79,13 @@ def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
             values.append(F.relu(get(op[1])))
         elif kind == "mul":
             values.append(get(op[1]) * get(op[2]))
+        elif kind == "softmax":
+            values.append(get(op[1]).softmax(dim=-1))
+        elif kind == "matmul":
+            values.append(get(op[1]) @ get(op[2]))
+        elif kind == "split3":
+            x = get(op[1])
+            values.extend(x.split(x.shape[-1] // 3, dim=-1))
     return values[-1]
 
 

@@ -8,6 +8,9 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
     Linear→act→Linear   linear(act(linear(x, w1[, b1])), w2[, b2]), act: GeLU, ReLU, SiLU or none
                         (GPT-2/3's MLP; a NeRF MLP's layers pair up the same way)
     SwiGLU MLP          linear(silu(linear(x, wg)) * linear(x, wu), wd)   (LLaMA)
+    Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1)
+                        linear(softmax(q @ k.transpose(-2, -1), dim=-1) @ v, w_out[, b])
+                        (one head over one sequence: x is tokens x C)
 
 Nodes are read in the forms both tracers produce: `call_module` of nn.Linear / nn.GELU /
 nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.linear, F.gelu, F.silu,
@@ -91,6 +94,10 @@ def _functions() -> dict[str, tuple]:
         "silu": (F.silu, torch.nn.functional.silu),
         "relu": (F.relu, torch.relu, torch.nn.functional.relu),
         "mul": (operator.mul, torch.mul),
+        "matmul": (operator.matmul, torch.matmul),
+        "softmax": (F.softmax, torch.softmax),
+        "split": (torch.split,),
+        "transpose": (torch.transpose,),
     }
 
 
@@ -168,9 +175,80 @@ def tensor_info(gm: Any, ref: Any) -> TensorInfo | None:
     return None
 
 
+def _call(node: Any, kind: str) -> bool:
+    """Whether `node` calls torch's `kind` as a function or a tensor method."""
+    return (node.op == "call_function" and node.target in _functions()[kind]) or \
+        (node.op == "call_method" and node.target == kind)
+
+
+def _last_dim(dim: Any, rank: int) -> bool:
+    return dim in (-1, rank - 1)
+
+
+def _transposed(node: Any) -> Any:
+    """x of x.transpose(-2, -1) (or of x.t(), x.mT), else None."""
+    if node.op == "call_method" and node.target in ("t", "mT"):
+        return node.args[0]
+    if _call(node, "transpose") and len(node.args) == 3 and \
+            {node.args[1], node.args[2]} in ({-2, -1}, {0, 1}):
+        return node.args[0]
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------------------------
+
+
+def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piece | None:
+    """The attention piece whose output linear is `last` (its parts given), or None."""
+    context, w_out, b_out = parts
+    if not (_is_node(context) and _single_use(context) and _call(context, "matmul")):
+        return None
+    probs, v = context.args[:2]
+    if not (_is_node(probs) and _single_use(probs) and _call(probs, "softmax")):
+        return None
+    if not _last_dim(_arg(probs, 1, "dim"), 2):
+        return None
+    scores = _arg(probs, 0, "input")
+    if not (_is_node(scores) and _single_use(scores) and _call(scores, "matmul")):
+        return None
+    q, k_t = scores.args[:2]
+    k = _transposed(k_t) if _is_node(k_t) and _single_use(k_t) else None
+    items = [q, k, v]
+    if not all(_is_node(n) and _single_use(n) and n.op == "call_function"
+               and n.target is operator.getitem for n in items):
+        return None
+    split = q.args[0]
+    if any(n.args[0] is not split for n in items) or [n.args[1] for n in items] != [0, 1, 2]:
+        return None
+    if not (_call(split, "split") and len(split.users) == 3
+            and _last_dim(_arg(split, 2, "dim", 0), 2)):
+        return None
+    qkv = _arg(split, 0, "tensor") if split.op == "call_function" else split.args[0]
+    qkv_parts = linear_parts(gm, qkv) if _is_node(qkv) and _single_use(qkv) else None
+    if qkv_parts is None:
+        return None
+    x, w_qkv, b_qkv = qkv_parts
+    info = tensor_info(gm, qkv)
+    # one sequence (batched q · kᵀ has no graph-level form) split in three equal widths
+    if info is None or len(info.shape) != 2 or info.shape[-1] % 3 or \
+            _arg(split, 1, "split_size") not in (info.shape[-1] // 3, [info.shape[-1] // 3] * 3):
+        return None
+    piece = Piece("Attention", last, [qkv, split, q, k, v, k_t, scores, probs, context, last])
+    refs = [x, w_qkv] + ([b_qkv] if b_qkv is not None else []) + [w_out] + \
+        ([b_out] if b_out is not None else [])
+    index = {id(r): i for i, r in enumerate(refs)}
+    piece.inputs = refs
+    # values: 0 qkv, 1-3 q k v (the split's results), 4 q·kᵀ, 5 softmax, 6 · v, 7 out
+    piece.ops = [("linear", ("in", 0), ("in", 1), ("in", 2) if b_qkv is not None else None),
+                 ("split3", ("op", 0)),
+                 ("linear", ("op", 1), ("op", 2), None),
+                 ("softmax", ("op", 4)),
+                 ("matmul", ("op", 5), ("op", 3)),
+                 ("linear", ("op", 6), ("in", index[id(w_out)]),
+                  ("in", index[id(b_out)]) if b_out is not None else None)]
+    return piece
 
 
 def _match_at(gm: Any, last: Any) -> Piece | None:
@@ -181,6 +259,8 @@ def _match_at(gm: Any, last: Any) -> Piece | None:
     hidden, w2, b2 = parts
     if not _is_node(hidden) or not _single_use(hidden):
         return None
+    if _call(hidden, "matmul"):
+        return _match_attention_at(gm, last, parts)
     if is_mul(hidden):
         sides = [a for a in hidden.args[:2] if _is_node(a)]
         if len(sides) != 2:
@@ -308,10 +388,23 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
             new = graph.ReluOp(get(op[1]))
         elif kind == "mul":
             new = graph.MulOp(get(op[1]), get(op[2]))
+        elif kind == "softmax":
+            new = graph.SoftmaxOp(get(op[1]), -1)
+        elif kind == "matmul":
+            a, b = get(op[1]), get(op[2])
+            assert a is not None and b is not None
+            shape = [*a.type.get_shape()[:-1], b.type.get_shape()[-1]]  # type: ignore
+            new = graph.MatmulOp(a, b, TensorType(element, shape))
+        elif kind == "split3":
+            x = get(op[1])
+            assert x is not None
+            shape = list(x.type.get_shape())  # type: ignore[attr-defined]
+            part = TensorType(element, [*shape[:-1], shape[-1] // 3])
+            new = graph.SplitOp(x, -1, [part] * 3)
         else:  # pragma: no cover - find_pieces builds no other op
             raise AssertionError(kind)
         block.add_op(new)
-        values.append(new.results[0])
+        values.extend(new.results)
     block.add_op(func.ReturnOp(values[-1]))
     fn = func.FuncOp("piece", (arg_types, [values[-1].type]), Region(block))
     return ModuleOp([fn])

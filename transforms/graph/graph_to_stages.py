@@ -9,6 +9,14 @@ Patterns (x, weights and biases are function arguments; every intermediate has o
 
     MLP     y = linear(act(linear(x, w1[, b1])), w2[, b2])   act: gelu "tanh" or none
     SwiGLU  y = linear(mul(silu(linear(x, wg)), linear(x, wu)), wd)   (LLaMA's MLP)
+    Attention  q, k, v = split(linear(x, w_qkv[, b_qkv]))  (one head, x: tokens x width, f16)
+               y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out])
+
+Attention becomes cuSync's chain of five kernels, each a stage on its own stream: the QKV GEMM,
+S = q · kᵀ (wgmma; q and k read in place as column slices of the QKV temporary), the row
+softmax (kernels/softmax.py), O = P · v (mma.sync: v is K x N; read in place) and the output
+GEMM, with a `sync.dependency` per operand a stage reads from another: between consecutive
+stages, and from the QKV GEMM to P · v for v.
 
 What each kernel argument is, in terms of the function, is a `#graph.bind` on its stage
 (`graph.bind`: input i, temp i, result i, or gate_up i, j for the SwiGLU weight: the rows of
@@ -34,18 +42,29 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     FunctionType,
+    MemRefType,
     ModuleOp,
     TensorType,
     UnitAttr,
 )
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
-from tilesync.kernels.config import gemm_config
-from tilesync.kernels.mlp import CONSUMER, PRODUCER, MlpSpec, default_configs, mlp_stage_module
+from tilesync.kernels.config import GemmConfig, SoftmaxConfig, gemm_config, softmax_config
+from tilesync.kernels.gemm import column_slice, gemm_module
+from tilesync.kernels.mlp import (
+    CONSUMER,
+    PRODUCER,
+    MlpSpec,
+    default_configs,
+    mlp_stage_module,
+    output_tile,
+)
+from tilesync.kernels.softmax import softmax_module
 
 PASS = "graph-to-stages"
 DTYPES = {Float16Type: "f16", BFloat16Type: "bf16"}
@@ -221,15 +240,275 @@ def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
     return {PRODUCER: first, CONSUMER: second}
 
 
-def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, MlpMatch]:
-    match = match_mlp(fn)
-    spec = mlp_configs(match)
-    module = mlp_stage_module(spec=spec)
-    binds = bindings(match)
+# ---------------------------------------------------------------------------------------------
+# Self-attention: one head over the rows of x, as a chain of five kernels
+# ---------------------------------------------------------------------------------------------
+
+QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out"
+
+
+@dataclass(frozen=True)
+class AttentionMatch:
+    """A matched self-attention block: function argument indices (None: absent) and sizes."""
+
+    x: int
+    w_qkv: int
+    b_qkv: int | None
+    w_out: int
+    b_out: int | None
+    tokens: int  # T: the rows of x, one sequence
+    width: int  # C: the model width (q, k and v each T x C)
+    dtype: str
+    anchor: Operation  # the output linear: where diagnostics point
+
+
+def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str) -> Operation:
+    """The op of `kind` defining `value`, which may have other uses (split's results)."""
+    owner = value.owner if isinstance(value, OpResult) else None
+    if not isinstance(owner, kind):
+        found = owner.name if isinstance(owner, Operation) else "a function argument"
+        raise diagnostic(PASS, op, f"{what} must come from {kind.name}, found {found}")
+    return owner
+
+
+def match_attention(fn: func.FuncOp) -> AttentionMatch:
+    """y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out]) with q, k, v = split(
+    linear(x, w_qkv[, b_qkv])); a diagnostic where the function does not fit."""
+    ret = fn.body.block.last_op
+    if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
+        raise diagnostic(PASS, ret or fn, "a piece returns exactly one tensor")
+    out = _producer(ret.arguments[0], graph.LinearOp, ret, "the result")
+    assert isinstance(out, graph.LinearOp)
+    context = _producer(out.input, graph.MatmulOp, out, "the attention output")
+    assert isinstance(context, graph.MatmulOp)
+    probs = _producer(context.lhs, graph.SoftmaxOp, context, "the attention weights")
+    assert isinstance(probs, graph.SoftmaxOp)
+    scores = _producer(probs.input, graph.LinearOp, probs, "softmax's input")
+    assert isinstance(scores, graph.LinearOp)
+    rank = len(TensorType.get_shape(probs.input.type))  # type: ignore[arg-type]
+    if probs.dim.value.data not in (-1, rank - 1):
+        raise diagnostic(PASS, probs, "attention's softmax runs along the keys (dim -1)")
+    if scores.bias is not None:
+        raise diagnostic(PASS, scores, "q · kᵀ takes no bias")
+    split = _result_of(scores.input, graph.SplitOp, scores, "q")
+    assert isinstance(split, graph.SplitOp)
+    q, k, v = (*split.outputs, None, None, None)[:3]
+    if len(split.outputs) != 3 or (scores.input, scores.weight, context.rhs) != (q, k, v):
+        raise diagnostic(PASS, split, "attention splits the QKV projection into q, k, v, in "
+                                      "that order, and computes softmax(q · kᵀ) · v")
+    if any(r.uses.get_length() != 1 for r in split.outputs):
+        raise diagnostic(PASS, split, "q, k and v are each read once, inside the piece")
+    qkv = _producer(split.input, graph.LinearOp, split, "the split")
+    assert isinstance(qkv, graph.LinearOp)
+    x_type = qkv.input.type
+    assert isinstance(x_type, TensorType)
+    if x_type.get_shape()[-1] * 3 != TensorType.get_shape(split.input.type)[-1] or \
+            split.dim.value.data not in (-1, len(x_type.get_shape()) - 1):  # type: ignore
+        raise diagnostic(PASS, split, "the QKV projection splits into three widths of x's "
+                                      "along its last dimension")
+    if len(x_type.get_shape()) != 2:
+        raise diagnostic(PASS, qkv, "attention takes one sequence: x is tokens x width "
+                                    "(batches of sequences stay in torch)")
+    tokens, width = x_type.get_shape()
+    dtype = _dtype(x_type, qkv)
+    if dtype != "f16":
+        raise diagnostic(PASS, probs, "the softmax kernel takes f16, not bf16")
+    covered = {qkv, split, scores, probs, context, out, ret}
+    extra = [op for op in fn.body.block.ops if op not in covered]
+    if extra:
+        raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the attention "
+                                         "pattern; a piece holds one pattern and nothing else")
+    return AttentionMatch(
+        x=_arg(qkv.input, fn, qkv, "the input"),
+        w_qkv=_arg(qkv.weight, fn, qkv, "the QKV weight"),
+        b_qkv=None if qkv.bias is None else _arg(qkv.bias, fn, qkv, "the QKV bias"),
+        w_out=_arg(out.weight, fn, out, "the output weight"),
+        b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
+        tokens=tokens, width=width, dtype=dtype, anchor=out)
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """The five kernels' configs: QKV = x · w_qkvᵀ; S = q · kᵀ (q, k read in place as column
+    slices of QKV); P = softmax(S); O = P · v (v in place); y = O · w_outᵀ."""
+
+    qkv: GemmConfig
+    scores: GemmConfig
+    softmax: SoftmaxConfig
+    context: GemmConfig
+    out: GemmConfig
+
+    @property
+    def gemms(self) -> tuple[GemmConfig, ...]:
+        """The chain's GEMMs, in order (the cost model's stages)."""
+        return (self.qkv, self.scores, self.context, self.out)
+
+
+def attention_configs(match: AttentionMatch) -> AttentionSpec:
+    """wgmma GEMMs where B is N x K (weights, kᵀ), mma.sync for P · v (v is K x N); every GEMM
+    with the same BM, so tile row d0 means the same token rows along the chain."""
+    t, c = match.tokens, match.width
+    if c % 64:
+        raise diagnostic(PASS, match.anchor, f"the model width {c} is not a multiple of 64 "
+                                             "(the GEMMs' k-tile and the dependency's step)")
+    if t % 32 or t > 4096:
+        raise diagnostic(PASS, match.anchor, f"{t} tokens: the softmax kernel takes a multiple "
+                                             "of 32 up to 4096")
+    (t1, w1, s1), (t4, w4, s4) = default_configs("custom", t, "wgmma")
+    _, (t3, w3, s3) = default_configs("custom", t, "sync")
+    bm = t1[0]
+    try:
+        def gemm(name, n, k, tile, warps, stages, epilogue=None, mma="wgmma"):
+            return gemm_config(t, n, k, tile, warps, stages, dtype=match.dtype,
+                               epilogue=epilogue, name=name, sync_hooks=True, mma=mma,
+                               b_layout="col" if mma == "wgmma" else "row")
+
+        spec = AttentionSpec(
+            qkv=gemm(QKV, 3 * c, c, t1, w1, s1, "bias" if match.b_qkv is not None else None),
+            # BN = BM: a scores tile column reads the k rows of one QKV tile row
+            scores=gemm(SCORES, t, c, (bm, bm, 64), w4, s4),
+            softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True),
+            context=gemm(CONTEXT, c, t, t3, w3, s3, mma="sync"),
+            out=gemm(OUT, c, c, t4, w4, s4, "bias" if match.b_out is not None else None))
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: {err}") \
+            from err
+    assert spec.context.tile[0] == bm == spec.out.tile[0], "default_configs keep BM equal"
+    return spec
+
+
+def _ratio(expr: AffineExpr, ratio: int) -> AffineExpr:
+    return expr if ratio == 1 else expr // ratio
+
+
+def attention_dependencies(spec: AttentionSpec, width: int) -> list[sync.DependencyOp]:
+    """Which producer tiles each consumer tile reads, per operand (d: consumer tile, s0: the
+    k-step of the load point, s1: a range of producer tiles)."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
+    bm, bn1, _ = spec.qkv.tile
+    bk2 = spec.scores.tile[2]
+    _, bn3, bk3 = spec.context.tile
+    bk4 = spec.out.tile[2]
+    per_softmax = bm // spec.softmax.warps  # softmax tiles (blocks) per row of tiles
+    qkv_column = bn1 // bk2  # k-steps of the scores GEMM per QKV tile column
+    deps = [
+        # q: row d0 of QKV, the column tile of k-step s0
+        sync.DependencyOp(QKV, SCORES, 0, AffineMap(2, 1, (d0, _ratio(s0, qkv_column))),
+                          [(0, spec.scores.k_tiles)]),
+        # k: row d1 of QKV (BN of scores = BM), columns width + 64 s0
+        sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (
+            d1, _ratio(s0 + width // bk2, qkv_column))), [(0, spec.scores.k_tiles)]),
+        # a softmax block reads its rows of S, every column tile
+        sync.DependencyOp(SCORES, SOFTMAX, 0, AffineMap(2, 1, (_ratio(d0, per_softmax), s0)),
+                          [(0, spec.scores.tile_grid[1])]),
+        # P: the softmax blocks of tile row d0 (the last row of tiles may reach past T)
+        sync.DependencyOp(SOFTMAX, CONTEXT, 0, AffineMap(2, 2, (d0 * per_softmax + s1,
+                                                                AffineExpr.constant(0))),
+                          [(0, spec.context.k_tiles), (0, per_softmax)],
+                          clipped=spec.softmax.rows % bm != 0),
+        # v: rows 32 s0 of QKV, columns 2 width + BN3 d1 (one QKV tile: BN3 divides BN1)
+        sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (
+            _ratio(s0, bm // bk3), _ratio(d1 + 2 * width // bn3, bn1 // bn3))),
+            [(0, spec.context.k_tiles)]),
+        # O: row d0 of the context GEMM, the column tile of k-step s0
+        sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 1, (d0, _ratio(s0, bn3 // bk4))),
+                          [(0, spec.out.k_tiles)]),
+    ]
+    return deps
+
+
+def attention_stage_module(spec: AttentionSpec, width: int) -> ModuleOp:
+    """The five kernels, their stages, the dependencies and the launches: each kernel on its
+    own stream, producers at higher priority (the chain's order)."""
+    qkv_type = MemRefType(spec.qkv.element_type, [spec.qkv.M, spec.qkv.N])
+    kernels = [
+        gemm_module(0, 0, 0, config=spec.qkv),
+        gemm_module(0, 0, 0, config=spec.scores, a_type=qkv_type, a_source=column_slice(0),
+                    b_type=qkv_type, b_source=column_slice(width)),
+        softmax_module(spec.softmax),
+        gemm_module(0, 0, 0, config=spec.context, b_type=qkv_type,
+                    b_source=column_slice(2 * width)),
+        gemm_module(0, 0, 0, config=spec.out),
+    ]
+    ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
+    for cfg in (spec.qkv, spec.scores):
+        ops.append(sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2],
+                                cfg.block, output_tile(cfg)))
+    sm = spec.softmax
+    ops.append(sync.StageOp(sm.name, [f"{sm.name}_module", sm.name], sm.grid[:2], sm.block,
+                            sm.tile))
+    for cfg in (spec.context, spec.out):
+        ops.append(sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2],
+                                cfg.block, output_tile(cfg)))
+    ops += attention_dependencies(spec, width)
+    names = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
+    ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
+            for i, name in enumerate(names)]
+    return ModuleOp(ops)
+
+
+def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
+    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T), 3 O (T x C)."""
+    def bias(index: int | None) -> list[graph.BindAttr]:
+        return [] if index is None else [graph.BindAttr("input", index)]
+
+    temp = [graph.BindAttr("temp", i) for i in range(4)]
+    return {QKV: [graph.BindAttr("input", match.x), graph.BindAttr("input", match.w_qkv),
+                  temp[0], *bias(match.b_qkv)],
+            SCORES: [temp[0], temp[0], temp[1]],
+            SOFTMAX: [temp[1], temp[2]],
+            CONTEXT: [temp[2], temp[0], temp[3]],
+            OUT: [temp[3], graph.BindAttr("input", match.w_out), graph.BindAttr("result", 0),
+                  *bias(match.b_out)]}
+
+
+def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
+    t, c = match.tokens, match.width
+    return [TensorType(element, shape) for shape in ([t, 3 * c], [t, t], [t, t], [t, c])]
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_attention(fn: func.FuncOp) -> bool:
+    """Whether `fn` ends like attention (its output linear reads a matmul): the pattern whose
+    diagnostics it gets."""
+    ret = fn.body.block.last_op
+    if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
+        return False
+    out = ret.arguments[0].owner
+    return isinstance(out, graph.LinearOp) and isinstance(out.input.owner, graph.MatmulOp)
+
+
+def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec:
+    """The kernel configs of the pattern `fn` matches (no kernels generated), or the
+    diagnostic of the pass."""
+    if _is_attention(fn):
+        return attention_configs(match_attention(fn))
+    return mlp_configs(match_mlp(fn))
+
+
+def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
+    """The stage program of `fn`, its kernels' arguments bound, and its temporaries."""
+    element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
+    if _is_attention(fn):
+        found = match_attention(fn)
+        module = attention_stage_module(attention_configs(found), found.width)
+        binds = attention_bindings(found)
+        temps = attention_temps(found, element)
+    else:
+        match = match_mlp(fn)
+        module = mlp_stage_module(spec=mlp_configs(match))
+        binds = bindings(match)
+        temps = [TensorType(fn.function_type.inputs.data[match.x].element_type,  # type: ignore
+                            [match.rows, match.hidden])]
     for op in module.ops:
         if isinstance(op, sync.StageOp):
             op.attributes[graph.BIND_ATTR] = ArrayAttr(binds[op.sym_name.data])
-    return module, match
+    return module, temps
 
 
 @dataclass(frozen=True)
@@ -244,9 +523,7 @@ class GraphToStagesPass(ModulePass):
             raise diagnostic(PASS, op, f"lowers one graph function per module, found "
                                        f"{len(fns)}")
         fn = fns[0]
-        program, match = _stage_program(fn)
-        temp = TensorType(fn.function_type.inputs.data[match.x].element_type,
-                          [match.rows, match.hidden])
+        program, temps = _stage_program(fn)
         signature = FunctionType.from_lists(fn.function_type.inputs.data,
                                             fn.function_type.outputs.data)
         Rewriter.erase_op(fn)
@@ -255,7 +532,9 @@ class GraphToStagesPass(ModulePass):
             op.body.block.add_op(stage_op)
         op.attributes["gpu.container_module"] = UnitAttr()
         op.attributes[graph.SIGNATURE_ATTR] = signature
-        op.attributes[graph.TEMPS_ATTR] = ArrayAttr([temp])
+        op.attributes[graph.TEMPS_ATTR] = ArrayAttr(temps)
 
 
-__all__ = ["GraphToStagesPass", "MlpMatch", "bindings", "match_mlp", "mlp_configs"]
+__all__ = ["AttentionMatch", "AttentionSpec", "GraphToStagesPass", "MlpMatch",
+           "attention_configs", "attention_stage_module", "bindings", "match_attention",
+           "match_mlp", "mlp_configs", "plan_configs"]

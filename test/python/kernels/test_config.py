@@ -15,7 +15,7 @@ from tilesync.kernels.config import conv2d_config, gemm_config, softmax_config
         (dict(M=64, N=64, K=64, tile=(128, 256, 64), warps=(2, 4), stages=5),
          "more than the 232448 a block can have"),
         (dict(M=64, N=64, K=64, dtype="f32"), "dtype must be one of"),
-        (dict(M=64, N=64, K=64, epilogue="relu"), "epilogue must be one of"),
+        (dict(M=64, N=64, K=64, epilogue="sigmoid"), "epilogue must be one of"),
         (dict(M=64, N=64, K=64, warps=(3, 2)), "does not split into 3x2 warp tiles"),
         (dict(M=64, N=64, K=64, stages=1), "stages must be at least 2"),
         (dict(M=64, N=64, K=64, tile=(16, 64, 32), warps=(1, 4), stages=10),

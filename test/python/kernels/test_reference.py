@@ -25,6 +25,13 @@ def test_reference_epilogues():
     np.testing.assert_allclose(out, expected)
 
 
+def test_reference_relu_epilogue():
+    cfg = gemm_config(8, 8, 8, epilogue="bias_relu")
+    a, b, bias = np.eye(8), np.eye(8), np.arange(8.0) - 4
+    out = reference_gemm(cfg, a, b, bias)
+    np.testing.assert_allclose(out, np.maximum(np.eye(8) + bias[None, :], 0.0))
+
+
 def test_swiglu_weights_and_reference():
     rng = np.random.default_rng(3)
     a, gate, up = (rng.standard_normal(s) for s in ((5, 32), (32, 24), (32, 24)))

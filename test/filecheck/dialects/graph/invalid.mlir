@@ -106,6 +106,22 @@ func.func @f(%a: tensor<4x8xf16>, %b: tensor<5x8xf16>) -> tensor<4x16xf16> {
 
 // -----
 
+func.func @f(%x: tensor<4x24xf16>) -> tensor<4x8xf16> {
+  %a, %b = graph.split %x dim 1 : (tensor<4x24xf16>) -> (tensor<4x8xf16>, tensor<4x8xf16>)
+  func.return %a : tensor<4x8xf16>
+}
+// CHECK: graph.split: the results' sizes along dimension 1 sum to 16, not the input's 24
+
+// -----
+
+func.func @f(%x: tensor<4x16xf16>) -> tensor<2x8xf16> {
+  %a, %b = graph.split %x dim -1 : (tensor<4x16xf16>) -> (tensor<2x8xf16>, tensor<4x8xf16>)
+  func.return %a : tensor<2x8xf16>
+}
+// CHECK: graph.split: result 0 of shape [2, 8] differs from the input [4, 16] outside dimension 1
+
+// -----
+
 func.func private @f() attributes {bind = #graph.bind<gate_up 1>}
 // CHECK: #graph.bind<gate_up> takes 2 index(es) (>= 0), got [1]
 

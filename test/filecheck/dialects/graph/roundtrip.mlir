@@ -39,6 +39,15 @@ func.func @attention(%q: tensor<2x16x32xf32>, %kt: tensor<32x16xf32>, %v: tensor
   func.return %o : tensor<2x16x32xf32>
 }
 
+// CHECK-LABEL: func.func @self_attention
+func.func @self_attention(%qkv: tensor<64x192xf16>) -> tensor<64x64xf16> {
+  // CHECK-NEXT: %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xf16>) -> (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xf16>) -> (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+  // CHECK-NEXT: %s = graph.linear %q, %k : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %s = graph.linear %q, %k : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  func.return %s : tensor<64x64xf16>
+}
+
 // CHECK-LABEL: func.func @conv_chain
 func.func @conv_chain(%x: tensor<1x64x56x56xf16>, %w1: tensor<64x64x3x3xf16>, %w2: tensor<64x64x3x3xf16>, %b: tensor<64xf16>) -> (tensor<1x128x56x56xf16>, tensor<1x128xf16>) {
   // CHECK-NEXT: %c1 = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] : (tensor<1x64x56x56xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x56x56xf16>

@@ -66,3 +66,59 @@ func.func @softmax(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
   func.return %y : tensor<16x64xf16>
 }
 // CHECK: graph-to-stages: the result must come from graph.linear, found graph.softmax
+
+// -----
+
+// Attention: the softmax kernel is f16 only.
+func.func @attention_bf16(%x: tensor<64x64xbf16>, %wqkv: tensor<192x64xbf16>, %wo: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<64x64xbf16>, tensor<192x64xbf16>) -> tensor<64x192xbf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xbf16>) -> (tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64x64xbf16>)
+  %s = graph.linear %q, %k : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>
+  // CHECK: graph_to_stages_invalid.mlir:78:3: graph-to-stages: the softmax kernel takes f16, not bf16
+  %p = graph.softmax %s dim -1 : tensor<64x64xbf16>
+  %o = graph.matmul %p, %v : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>
+  %y = graph.linear %o, %wo : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>
+  func.return %y : tensor<64x64xbf16>
+}
+
+// -----
+
+// Attention: softmax over the queries is not attention's.
+func.func @attention_dim0(%x: tensor<64x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<64x64xf16>, tensor<192x64xf16>) -> tensor<64x192xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xf16>) -> (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+  %s = graph.linear %q, %k : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  // CHECK: graph_to_stages_invalid.mlir:92:3: graph-to-stages: attention's softmax runs along the keys (dim -1)
+  %p = graph.softmax %s dim 0 : tensor<64x64xf16>
+  %o = graph.matmul %p, %v : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %y = graph.linear %o, %wo : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  func.return %y : tensor<64x64xf16>
+}
+
+// -----
+
+// Attention: q and k swapped.
+func.func @attention_swapped(%x: tensor<64x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<64x64xf16>, tensor<192x64xf16>) -> tensor<64x192xf16>
+  // CHECK: graph_to_stages_invalid.mlir:104:3: graph-to-stages: attention splits the QKV projection into q, k, v, in that order, and computes softmax(q · kᵀ) · v
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xf16>) -> (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+  %s = graph.linear %k, %q : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %p = graph.softmax %s dim -1 : tensor<64x64xf16>
+  %o = graph.matmul %p, %v : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %y = graph.linear %o, %wo : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  func.return %y : tensor<64x64xf16>
+}
+
+// -----
+
+// Attention: a token count the softmax kernel does not take.
+func.func @attention_tokens(%x: tensor<48x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tensor<64x64xf16>) -> tensor<48x64xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<48x64xf16>, tensor<192x64xf16>) -> tensor<48x192xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<48x192xf16>) -> (tensor<48x64xf16>, tensor<48x64xf16>, tensor<48x64xf16>)
+  %s = graph.linear %q, %k : (tensor<48x64xf16>, tensor<48x64xf16>) -> tensor<48x48xf16>
+  %p = graph.softmax %s dim -1 : tensor<48x48xf16>
+  %o = graph.matmul %p, %v : (tensor<48x48xf16>, tensor<48x64xf16>) -> tensor<48x64xf16>
+  // CHECK: graph_to_stages_invalid.mlir:122:3: graph-to-stages: 48 tokens: the softmax kernel takes a multiple of 32 up to 4096
+  %y = graph.linear %o, %wo : (tensor<48x64xf16>, tensor<64x64xf16>) -> tensor<48x64xf16>
+  func.return %y : tensor<48x64xf16>
+}
