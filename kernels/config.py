@@ -11,7 +11,7 @@ what a configuration means: the generators emit them and the host references com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type
@@ -43,6 +43,19 @@ GELU_K = 0.044715
 # Dropout keeps element (r, c) iff mix(c ^ mix(r ^ mix(seed))) < dropout_threshold(p), mix the
 # "lowbias32" hash (Chris Wellons' hash prospector) on u32 with wrapping products.
 DROPOUT_HASH_MULTIPLIERS = (0x7FEB352D, 0x846CA68B)
+
+
+def _repr_showing_set(config: object, later_fields: frozenset[str]) -> str:
+    """The dataclass repr where fields added later show only where they differ from their
+    defaults: every earlier configuration keeps its name, which keys the compile cache and
+    the PTX digest records (so a field that changes the kernel must show when set)."""
+    shown = []
+    for f in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, f.name)
+        if f.name in later_fields and value == f.default:
+            continue
+        shown.append(f"{f.name}={value!r}")
+    return f"{type(config).__qualname__}({', '.join(shown)})"
 
 
 def tensor_map_swizzle(box: tuple[int, int]) -> int:
@@ -119,18 +132,10 @@ class GemmConfig:
     staging buffer in shared memory (64 x 64 boxes in the 128-byte swizzle) and one of its
     threads copies the boxes out with TMA stores (C as a tensor map); the warpgroup goes on to
     its next tile while the copies drain, waiting for them only before it writes the buffer
-    again. Needs the output tile's width a multiple of 64."""
+    again. Needs the output tile's width a multiple of 16 (the narrowest box)."""
 
     def __repr__(self) -> str:
-        # Fields added for the TMA pipeline show only where they differ from their defaults, so
-        # that every earlier configuration keeps its name (cache keys, PTX digest records).
-        shown = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _TMA_FIELDS and value == f.default:
-                continue
-            shown.append(f"{f.name}={value!r}")
-        return f"{type(self).__qualname__}({', '.join(shown)})"
+        return _repr_showing_set(self, _TMA_FIELDS)
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -377,6 +382,7 @@ class GemmConfig:
 
 _TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m",
                          "tma_store"})
+_HOOK_FIELDS = frozenset({"sync_hooks"})
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -404,7 +410,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ConvConfig:
     N: int
     H: int
@@ -421,8 +427,11 @@ class ConvConfig:
     S: int = 3
     mma: str = "sync"
     """The GEMM's multiply: mma.sync, or wgmma (sm_90a; see GemmConfig.mma)."""
-    sync_hooks: bool = field(default=False, repr=False)
-    """GemmConfig.sync_hooks (out of the repr, which names recorded PTX digests)."""
+    sync_hooks: bool = False
+    """GemmConfig.sync_hooks (in the repr only when set)."""
+
+    def __repr__(self) -> str:
+        return _repr_showing_set(self, _HOOK_FIELDS)
 
     def __post_init__(self) -> None:
         if min(self.N, self.H, self.W, self.C, self.K) <= 0:
@@ -479,17 +488,20 @@ def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), w
                       name, mma=mma, sync_hooks=sync_hooks)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SoftmaxConfig:
     rows: int
     cols: int
     dropout: float | None = None
     warps: int = 4
     name: str = "softmax"
-    sync_hooks: bool = field(default=False, repr=False)
+    sync_hooks: bool = False
     """Block b's rows as `sync.tile` (b, 0), a `sync.load_point operand 0` before its loads
-    and a `sync.store_point` after its stores, for the cuSync passes (out of the repr, which
-    names recorded PTX digests)."""
+    and a `sync.store_point` after its stores, for the cuSync passes (in the repr only when
+    set)."""
+
+    def __repr__(self) -> str:
+        return _repr_showing_set(self, _HOOK_FIELDS)
 
     def __post_init__(self) -> None:
         if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:

@@ -89,3 +89,16 @@ def test_softmax_config_sizes():
     assert cfg.grid == (250, 1, 1) and cfg.block == (128, 1, 1)
     assert cfg.signature == ("ptr", "ptr", "i32") and cfg.target is None
     assert softmax_config(8, 64).signature == ("ptr", "ptr")
+
+
+def test_sync_hooks_name_the_config_where_set():
+    """The repr keys the compile cache: a kernel with hooks is another kernel, while every
+    config without them keeps the name its PTX digest was recorded under."""
+    from tilesync.harness.compile import _kernel_key
+    from tilesync.kernels.config import conv2d_config, softmax_config
+
+    for plain, hooked in [(softmax_config(128, 512), softmax_config(128, 512, sync_hooks=True)),
+                          (conv2d_config(1, 56, 56, 64, 64),
+                           conv2d_config(1, 56, 56, 64, 64, sync_hooks=True))]:
+        assert "sync_hooks" not in repr(plain) and "sync_hooks=True" in repr(hooked)
+        assert _kernel_key(plain, "sm_90") != _kernel_key(hooked, "sm_90")
