@@ -1082,6 +1082,14 @@ class CpAsyncBulkWaitGroupReadOp(_WaitGroupOp):
 
 
 @irdl_op_definition
+class CpAsyncBulkWaitGroupOp(_WaitGroupOp):
+    """`cp.async.bulk.wait_group N`: at most N of this thread's bulk groups are pending; the
+    others' writes are complete and visible to this thread."""
+
+    name = "nvvm.cp.async.bulk.wait.group"
+
+
+@irdl_op_definition
 class PrefetchTensorMapOp(IRDLOperation):
     """`prefetch.tensormap [tmap]`: bring a tensor map into the cache before its first use."""
 
@@ -1228,6 +1236,7 @@ NVVM = Dialect(
         CpAsyncBulkTensorStoreOp,
         CpAsyncBulkCommitGroupOp,
         CpAsyncBulkWaitGroupReadOp,
+        CpAsyncBulkWaitGroupOp,
         ClusterArriveOp,
         ClusterWaitOp,
         PrefetchTensorMapOp,
@@ -1253,6 +1262,7 @@ __all__ = [
     "CpAsyncBulkCommitGroupOp",
     "CpAsyncBulkTensorLoadOp",
     "CpAsyncBulkTensorStoreOp",
+    "CpAsyncBulkWaitGroupOp",
     "CpAsyncBulkWaitGroupReadOp",
     "CpAsyncCommitGroupOp",
     "CpAsyncOp",

@@ -828,7 +828,10 @@ class PostOp(IRDLOperation):
     the lowering that may store `epoch * posts` directly when one tile owns the semaphore.
     With `threads N`, the tile was stored by the block's first N threads only (the consumer
     warpgroups of a warp-specialized kernel): they synchronize on named barrier
-    SYNC_NAMED_BARRIER instead, and the first of them releases.
+    SYNC_NAMED_BARRIER instead, and the first of them releases. With `async_proxy` the tile
+    was stored by bulk tensor copies (TMA stores): each thread first waits for the writes of
+    its own copies and orders them before the release (`cp.async.bulk.wait_group 0`,
+    `fence.proxy.async.global`; a thread without copies passes at once).
     """
 
     name = "sync.post"
@@ -838,10 +841,11 @@ class PostOp(IRDLOperation):
     epoch = operand_def(I32)
     policy = prop_def(PolicyAttr)
     threads = opt_prop_def(IntegerAttr[I32])
+    async_proxy = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) "
-        "(`threads` $threads^)? attr-dict `:` type($sems)"
+        "(`threads` $threads^)? (`async_proxy` $async_proxy^)? attr-dict `:` type($sems)"
     )
 
     def __init__(
@@ -851,10 +855,12 @@ class PostOp(IRDLOperation):
         policy: PolicyAttr,
         epoch: SSAValue | Operation,
         threads: int | None = None,
+        async_proxy: bool = False,
     ):
         super().__init__(operands=[sems, tile, epoch], properties={
             "policy": policy,
-            "threads": None if threads is None else IntegerAttr(threads, i32)})
+            "threads": None if threads is None else IntegerAttr(threads, i32),
+            "async_proxy": UnitAttr() if async_proxy else None})
 
     @property
     def timeout_ns(self) -> None:
@@ -986,20 +992,24 @@ class LoadPointOp(IRDLOperation):
 
 @irdl_op_definition
 class StorePointOp(IRDLOperation):
-    """`sync.store_point [%x, %y] (threads N)?`: a kernel's hook after its output tile is
-    completely stored. `sync-insert-post-wait` makes it a `sync.post` when another stage
-    depends on this one, and erases it otherwise. With `threads N`, the block's first N
-    threads stored the tile and all of them reach the hook (the others do not: a
-    warp-specialized kernel's producer)."""
+    """`sync.store_point [%x, %y] (threads N)? (async_proxy)?`: a kernel's hook after its
+    output tile is completely stored (or its stores issued, with `async_proxy`: bulk tensor
+    copies whose writes the post waits for). `sync-insert-post-wait` makes it a `sync.post`
+    when another stage depends on this one, and erases it otherwise. With `threads N`, the
+    block's first N threads stored the tile and all of them reach the hook (the others do
+    not: a warp-specialized kernel's producer)."""
 
     name = "sync.store_point"
 
     tile = var_operand_def(IndexType)
     threads = opt_prop_def(IntegerAttr[I32])
+    async_proxy = opt_prop_def(UnitAttr)
 
-    def __init__(self, tile: Sequence[SSAValue | Operation], threads: int | None = None):
+    def __init__(self, tile: Sequence[SSAValue | Operation], threads: int | None = None,
+                 async_proxy: bool = False):
         super().__init__(operands=[list(tile)], properties={
-            "threads": None if threads is None else IntegerAttr(threads, i32)})
+            "threads": None if threads is None else IntegerAttr(threads, i32),
+            "async_proxy": UnitAttr() if async_proxy else None})
 
     @classmethod
     def parse(cls, parser: Parser) -> StorePointOp:
@@ -1009,8 +1019,9 @@ class StorePointOp(IRDLOperation):
         threads = None
         if parser.parse_optional_keyword("threads") is not None:
             threads = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        async_proxy = parser.parse_optional_keyword("async_proxy") is not None
         attributes = parser.parse_optional_attr_dict()
-        op = cls([parser.resolve_operand(t, IndexType()) for t in tile], threads)
+        op = cls([parser.resolve_operand(t, IndexType()) for t in tile], threads, async_proxy)
         op.attributes |= attributes
         return op
 
@@ -1020,6 +1031,8 @@ class StorePointOp(IRDLOperation):
         printer.print_string("]")
         if self.threads is not None:
             printer.print_string(f" threads {self.threads.value.data}")
+        if self.async_proxy is not None:
+            printer.print_string(" async_proxy")
         printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:

@@ -49,7 +49,8 @@ Semantics:
   %smem[...], %bars[%i]` copies the box at (%r, %c) into shared memory and completes the
   transaction barrier `%bars[%i]` (an i64 in shared memory: `tile.mbarrier_init`,
   `tile.mbarrier_arrive [expect_tx]`, `tile.mbarrier_wait %parity`); `tile.tma_store` copies
-  a box back (bulk groups: `tile.tma_store_commit`, `tile.tma_store_wait`);
+  a box back (bulk groups: `tile.tma_store_commit`, `tile.tma_store_wait`; a post of the
+  stored tile waits for their writes: `sync.store_point ... async_proxy`);
   `tile.named_barrier ID, N` synchronizes N threads (the consumers alone); `tile.setmaxnreg`
   moves registers between warpgroups; `tile.prefetch_tensor_map` warms a map. These ops are
   executed by whichever threads the kernel's control flow lets through.

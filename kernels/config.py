@@ -217,9 +217,9 @@ class GemmConfig:
         if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
             raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
                              f"{self.cluster_m}")
-        if self.tma_store and (self.out_tile_cols % STAGING_COLUMNS[-1] or self.sync_hooks):
+        if self.tma_store and self.out_tile_cols % STAGING_COLUMNS[-1]:
             raise ValueError(f"tma_store needs the output tile's width ({self.out_tile_cols}) a "
-                             f"multiple of {STAGING_COLUMNS[-1]}, and no sync hooks")
+                             f"multiple of {STAGING_COLUMNS[-1]}")
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "

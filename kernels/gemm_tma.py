@@ -49,7 +49,10 @@ Sync hooks (`sync_hooks=True`): the producer thread marks each k-tile's copies o
 0) and B (operand 1) with `sync.load_point ... step kt single_thread async_proxy` (its waits
 spin in that thread and fence the async proxy before the copies), and the consumer warpgroups
 mark each stored tile with `sync.store_point [tm, tn] threads <consumer threads>` (a named
-barrier of the consumers, then one of them posts). Without dependencies the hooks vanish.
+barrier of the consumers, then one of them posts). With the TMA-store epilogue the store
+point is `async_proxy`: each leader first waits for its copies' writes (complete, and ordered
+before the generic proxy's release), so a posted tile is in global memory. Without
+dependencies the hooks vanish.
 """
 
 from __future__ import annotations
@@ -331,7 +334,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 _store_accumulators(tb, cfg, list(tiles), C, origin, (warp_m, tb.idx(0)),
                                     (1, acc_count), mask_c, bias, seed)
             if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
-                tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads))
+                tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads,
+                                            async_proxy=cfg.tma_store))
             return it_after
 
         _tile_loop(cb, cfg, one_tile)

@@ -115,6 +115,7 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     ),
     nvvm.CpAsyncBulkCommitGroupOp: "cp.async.bulk.commit_group;",
     nvvm.CpAsyncBulkWaitGroupReadOp: "cp.async.bulk.wait_group.read {n};",
+    nvvm.CpAsyncBulkWaitGroupOp: "cp.async.bulk.wait_group {n};",
     nvvm.PrefetchTensorMapOp: "prefetch.tensormap [$0];",
     nvvm.SetMaxNRegOp: "setmaxnreg.{action}.sync.aligned.u32 {registers};",
     nvvm.CvtPackOp: "cvt.rn.{type}x2.f32 $0, $1, $2;",
@@ -245,7 +246,7 @@ def ptx_string(op: Operation) -> str:
             rank = len(op.coords)
             fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)),
                           src=1 + rank)
-        case nvvm.CpAsyncBulkWaitGroupReadOp():
+        case nvvm.CpAsyncBulkWaitGroupReadOp() | nvvm.CpAsyncBulkWaitGroupOp():
             fields = dict(n=op.n.value.data)
         case nvvm.SetMaxNRegOp():
             fields = dict(action=op.action.data.value, registers=op.registers.value.data)

@@ -248,6 +248,9 @@ class LowerPost(RewritePattern):
     def match_and_rewrite(self, op: sync.PostOp, rewriter: PatternRewriter, /):
         _require_function(op)
         b = SyncBuilder(rewriter)
+        if op.async_proxy is not None:  # the tile's bulk copies have written it, in order
+            b.insert(nvvm.CpAsyncBulkWaitGroupOp(0))
+            b.insert(nvvm.FenceProxyAsyncOp("global"))
         # every thread that stored part of the tile has stored it: the block, or its first N
         if op.threads is None:
             b.block_barrier()

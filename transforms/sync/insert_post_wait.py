@@ -275,7 +275,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 )
             threads = sp.threads.value.data if sp.threads is not None else None
             Rewriter.replace_op(sp, sync.PostOp(own, list(sp.tile), stage.policy, epoch,
-                                                threads))
+                                                threads, sp.async_proxy is not None))
         stage.attributes[NUM_SEMAPHORES_ATTR] = IntegerAttr(
             stage.policy.num_semaphores(stage.grid_shape), i64
         )

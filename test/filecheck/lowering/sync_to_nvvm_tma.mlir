@@ -2,7 +2,9 @@
 
 // A single-thread wait spins in the executing thread (no leader test, no block barrier); an
 // async-proxy wait then fences the proxies for the bulk copies that follow. A post by the
-// first 256 threads synchronizes them on named barrier 1, then thread 0 releases.
+// first 256 threads synchronizes them on named barrier 1, then thread 0 releases; where TMA
+// copies stored the tile (async_proxy), each thread first waits for its copies' writes and
+// fences the proxies.
 gpu.module @kernels {
   gpu.func @copier(%sems: memref<?xi32>, %epoch: i32) kernel {
     %x, %y = sync.tile : index, index
@@ -12,6 +14,11 @@ gpu.module @kernels {
   gpu.func @storer(%sems: memref<?xi32>, %epoch: i32) kernel {
     %x, %y = sync.tile : index, index
     sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @bulk_storer(%sems: memref<?xi32>, %epoch: i32) kernel {
+    %x, %y = sync.tile : index, index
+    sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 async_proxy : memref<?xi32>
     gpu.return
   }
   gpu.func @block_copier(%sems: memref<?xi32>, %epoch: i32) kernel {
@@ -32,6 +39,13 @@ gpu.module @kernels {
 // CHECK-LABEL: gpu.func @storer
 // CHECK:         nvvm.barrier.sync 1, 256
 // CHECK-NOT:     nvvm.barrier0
+// CHECK:         scf.if
+// CHECK:           nvvm.fence acq_rel, gpu
+// CHECK:           nvvm.red add relaxed, gpu
+// CHECK-LABEL: gpu.func @bulk_storer
+// CHECK:         nvvm.cp.async.bulk.wait.group 0
+// CHECK-NEXT:    nvvm.fence.proxy.async global
+// CHECK-NEXT:    nvvm.barrier.sync 1, 256
 // CHECK:         scf.if
 // CHECK:           nvvm.fence acq_rel, gpu
 // CHECK:           nvvm.red add relaxed, gpu

@@ -3,11 +3,13 @@ for each k-tile of A (spinning alone, then `fence.proxy.async.global`: the copy 
 not see the generic proxy's acquire) before it issues the copy; its consumer warpgroups post
 stored tiles after a named barrier of their own. Without dependencies the hooks leave no
 trace. On a GPU, a deliberately slow producer writes A's k-tiles last-first while the GEMM
-already runs: a stale (poisoned) tile read by any copy fails the check."""
+already runs: a stale (poisoned) tile read by any copy fails the check. As a producer with
+the TMA-store epilogue, the GEMM posts a tile only once its copies' writes have landed."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -176,5 +178,109 @@ def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
     got = host_values(c_d.to_numpy(), "f16")
     assert np.isfinite(got).all(), "a copy read a tile before the producer wrote it"
     ref = host_values(src, "f16") @ host_values(b, "f16").T
+    error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert error < 3e-3
+
+
+# --------------------------------------------------------------------------------------------
+# A TMA-store GEMM as the producer: its posts wait for the copies' writes
+# --------------------------------------------------------------------------------------------
+
+K1 = 384  # GEMM1: X (M x K1) . W1^T -> H (M x K), H being the consumer GEMM's A
+STORER = tma_ws_config(M, K, K1, tile=(BM, 128, BK), stages=3, sync_hooks=True,
+                       tma_store=True, name="gemm1")
+
+
+def chain_program() -> ModuleOp:
+    """GEMM1 stores H with TMA copies and posts its tiles; the consumer GEMM's k-step s0 reads
+    H tile (d0, s0 floordiv 2) (128 H columns a GEMM1 tile, 64 a k-step)."""
+    ops = [op.clone() for op in gemm_module(0, 0, 0, config=STORER).ops]
+    ops += [op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops]
+    d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
+    ops += [
+        sync.StageOp("gemm1", [f"{STORER.name}_module", STORER.name], STORER.tile_grid,
+                     list(STORER.block), [BM, 128]),
+        sync.StageOp("gemm", [f"{CONSUMER.name}_module", CONSUMER.name], CONSUMER.tile_grid,
+                     list(CONSUMER.block), [BM, BN]),
+        sync.DependencyOp("gemm1", "gemm", 0, AffineMap(2, 1, (d0, s0 // 2)),
+                          [(0, KT)]),
+        sync.LaunchOp("gemm1", stream=0), sync.LaunchOp("gemm", stream=1),
+    ]
+    module = ModuleOp(ops)
+    module.attributes["gpu.container_module"] = UnitAttr()
+    return module
+
+
+def compiled_chain():
+    return tilesync.compile(chain_program(), pipeline=default_pipeline(before=SYNC_PASSES),
+                            target="sm_90a", validate=True)
+
+
+def test_a_tma_store_tile_is_posted_after_its_writes():
+    """Each leader waits for its copies' writes and fences the proxies before the named
+    barrier after which one consumer thread releases the tile."""
+    program = compiled_chain()
+    ptx = program.ptx_by_module[f"{STORER.name}_module"]
+    store = ptx.index("cp.async.bulk.tensor.2d.global.shared::cta")
+    done = ptx.index("cp.async.bulk.wait_group 0;", store)
+    fence = ptx.index("fence.proxy.async.global;", done)
+    barrier = ptx.index("bar.sync \t1, 256;", fence)
+    assert "red.relaxed.gpu.global.add" in ptx[barrier:] or "atom" in ptx[barrier:]
+    # without a dependency the store point leaves nothing
+    plain = replace(STORER, sync_hooks=False)
+    assert compile_kernel(STORER).ptx == compile_kernel(plain).ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("round_", range(3))
+def test_gpu_a_consumer_never_reads_a_tile_before_its_tma_stores_landed(round_):
+    from tilesync.contract import EPOCH, Role
+    from tilesync.kernels.reference import host_array, host_values
+    from tilesync.runtime import DeviceBuffer, Stream, launch, load_ptx, synchronize
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.tensor_map import encode_tiled
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA needs an sm_90 GPU")
+    program = compiled_chain()
+    rng = np.random.default_rng(round_)
+    x = host_array(rng.standard_normal((M, K1)) / np.sqrt(K1), "f16")
+    w1 = host_array(rng.standard_normal((K, K1)), "f16")
+    b = host_array(rng.standard_normal((N, K)), "f16")
+    x_d, w1_d, b_d = (DeviceBuffer.from_numpy(v) for v in (x, w1, b))
+    h_d = DeviceBuffer.from_numpy(np.full((M, K), np.nan, np.float16))  # stale: NaN
+    c_d = DeviceBuffer.from_numpy(np.full((M, N), np.nan, np.float16))
+    sems = DeviceBuffer.zeros((STORER.tiles,), np.int32)
+
+    def kernel(name):
+        sig = program.kernels[name]
+        module = load_ptx(program.ptx_by_module[sig.module], sig.module)
+        return module.function(name, sig.params), sig
+
+    def maps(cfg, a, a_shape, b_, b_shape, c=None, c_shape=None):
+        boxes = cfg.tensor_map_boxes
+        out = [encode_tiled(a.ptr, "f16", a_shape, boxes["A"]),
+               encode_tiled(b_.ptr, "f16", b_shape, boxes["B"])]
+        if c is not None:
+            out.append(encode_tiled(c.ptr, "f16", c_shape, boxes["C"], boxes["C"][1] * 2))
+        return out
+
+    gemm, gemm_sig = kernel(CONSUMER.name)
+    storer, storer_sig = kernel(STORER.name)
+    bound = {Role.semaphores("gemm1"): sems, EPOCH: 1}
+    # The consumer first: its producer thread spins on tiles GEMM1 has not stored yet.
+    launch(gemm, CONSUMER.grid, CONSUMER.block,
+           [*maps(CONSUMER, h_d, (M, K), b_d, (N, K)), c_d,
+            *(bound[r] for r in gemm_sig.sync_args)],
+           stream=Stream(), shared_mem=CONSUMER.dynamic_shared_bytes)
+    launch(storer, STORER.grid, STORER.block,
+           [*maps(STORER, x_d, (M, K1), w1_d, (K, K1), h_d, (M, K)),
+            *(bound[r] for r in storer_sig.sync_args)],
+           stream=Stream(), shared_mem=STORER.dynamic_shared_bytes)
+    synchronize()
+    got = host_values(c_d.to_numpy(), "f16")
+    assert np.isfinite(got).all(), "a copy read an H tile before its TMA stores landed"
+    h = host_values(host_array(host_values(x, "f16") @ host_values(w1, "f16").T, "f16"), "f16")
+    ref = h @ host_values(b, "f16").T
     error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert error < 3e-3

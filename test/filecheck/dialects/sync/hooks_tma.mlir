@@ -13,6 +13,8 @@ builtin.module attributes {gpu.container_module} {
       sync.wait %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> single_thread async_proxy : memref<?xi32>
       sync.store_point [%x, %y] threads 256
       sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 : memref<?xi32>
+      sync.store_point [%x, %y] threads 256 async_proxy
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 async_proxy : memref<?xi32>
       gpu.return
     }
   }
@@ -22,3 +24,5 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-NEXT: sync.wait %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> single_thread async_proxy : memref<?xi32>
 // CHECK-NEXT: sync.store_point [%x, %y] threads 256{{$}}
 // CHECK-NEXT: sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 : memref<?xi32>
+// CHECK-NEXT: sync.store_point [%x, %y] threads 256 async_proxy{{$}}
+// CHECK-NEXT: sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 async_proxy : memref<?xi32>

@@ -2,12 +2,13 @@
 
 // A warp-specialized consumer: its producer thread's hook (single_thread, async_proxy) gets
 // waits that spin in that thread and fence the async proxy; a partial-block store point
-// (threads 256) becomes a post of those threads.
+// (threads 256) becomes a post of those threads, and a tile stored by TMA copies
+// (async_proxy) a post that waits for their writes.
 builtin.module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @p(%c: memref<?xf32>) kernel {
       %x, %y = sync.tile : index, index
-      sync.store_point [%x, %y] threads 256
+      sync.store_point [%x, %y] threads 256 async_proxy
       gpu.return
     }
     gpu.func @g(%a: !tile.tensor_map<128x64xf16, swizzle 128>, %c: memref<?xf32>) kernel {
@@ -27,7 +28,7 @@ builtin.module attributes {gpu.container_module} {
 }
 
 // CHECK-LABEL: gpu.func @p(
-// CHECK:         sync.post %sems_p[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 : memref<?xi32>
+// CHECK:         sync.post %sems_p[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> threads 256 async_proxy : memref<?xi32>
 // CHECK-LABEL: gpu.func @g(
 // CHECK:         scf.for %kt = %c0 to %c8 step %c1 {
 // CHECK-NEXT:      sync.wait %sems_p[%x, %kt] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> single_thread async_proxy : memref<?xi32>
