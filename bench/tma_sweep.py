@@ -46,7 +46,9 @@ def candidates(problem) -> list:
     if p.M == p.N == p.K:
         extra += [tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, producer_warps=4, cluster_m=2),
                   tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=16, cluster_m=2),
-                  tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=4, cluster_m=2)]
+                  tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=4, cluster_m=2),
+                  tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=16),
+                  tma_ws_config(p.M, p.N, p.K, dtype=p.dtype, raster_group=4)]
     staged = []
     for cfg in [*found, *extra]:  # the same tiles with the TMA-store epilogue
         bm, bn, _ = cfg.tile

@@ -27,10 +27,10 @@ from tilesync.contract import (
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
 STAGING_ROWS = 64  # a TMA-store epilogue's box: the rows of one consumer warpgroup
-STAGING_COLUMNS = (64, 32, 16)
-"""Widths of a TMA-store epilogue's box, widest first: 128, 64 or 32 bytes of 16-bit elements,
-each the row of its swizzle (128-, 64-, 32-byte), so the copy engine's swizzle spreads the
-stores of a warp's rows over the banks."""
+STAGING_COLUMNS = (64, 32, 16, 8)
+"""Widths of a TMA-store epilogue's box, widest first: 128, 64, 32 or 16 bytes of 16-bit
+elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
+eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 # Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
@@ -60,8 +60,10 @@ def _repr_showing_set(config: object, later_fields: frozenset[str]) -> str:
 
 def tensor_map_swizzle(box: tuple[int, int]) -> int:
     """The swizzle (bytes) of a TMA box of 16-bit elements: its row, at most 128 bytes (A's and
-    B's rows of BK = 64 are the 128-byte swizzle wgmma reads)."""
-    return min(128, box[1] * 2)
+    B's rows of BK = 64 are the 128-byte swizzle wgmma reads), none for rows of 16 bytes (the
+    narrowest swizzle spans 32)."""
+    row = box[1] * 2
+    return min(128, row) if row >= 32 else 0
 
 
 def dropout_threshold(keep: float) -> int:

@@ -35,7 +35,7 @@ stores are masked.
 
 With `tma_store=True` (C a tensor map too) the consumers do not store from registers: they
 write the tile through the epilogue into a staging buffer in shared memory (per warpgroup, its
-64 rows as boxes of 64, 32 or 16 columns in the copy engine's swizzle of that row width), fence
+64 rows as boxes of 64, 32, 16 or 8 columns in the copy engine's swizzle of that row width), fence
 the async proxy, meet at a named barrier, and each warpgroup's leader copies its boxes out with
 TMA stores in one bulk group. The next tile's multiply starts while the copies drain; the
 leader waits for them to have read the buffer only before it is written again (and before the
@@ -104,6 +104,8 @@ def staged_column(b: BlockBuilder, col: int, width: int, lane_rows: SSAValue) ->
     from `lane_rows`, lane / 4 mod 8, the same for all its fragments: the swizzle costs one
     XOR a chunk, not one a store."""
     chunks = width // 8
+    if chunks == 1:  # 16-byte rows: no swizzle
+        return b.idx(col)
     line_bits = b.emit(arith.AndIOp(b.divui(lane_rows, 8 // chunks), b.idx(chunks - 1)))
     return b.muli(b.emit(arith.XOrIOp(b.idx(col // 8), line_bits)), 8)
 

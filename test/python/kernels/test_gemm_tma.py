@@ -44,6 +44,9 @@ CONFIGS = [
                   tma_store=True),
     tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias", dtype="bf16",
                   tma_store=True, producer_warps=4),
+    # boxes of 8 columns (16-byte rows, no swizzle): SwiGLU's 88 of a 176-wide tile
+    tma_ws_config(1000, 5632, 264, tile=(128, 176, 64), stages=4, epilogue="swiglu",
+                  tma_store=True, producer_warps=4),
 ]
 
 
