@@ -548,7 +548,17 @@ class BatchRun:
     def on_if(self, op: scf.IfOp, state: Any, definite: bool) -> None:
         self.on_op(op, state)
         c = self._decide(op, self.value(op.cond))
-        if c is None:
+        sides = self._thread_roles(op) if c is None else None
+        if sides is not None:
+            # Threads of every block take each side that some thread index satisfies (a
+            # warp-specialized kernel's roles): what a side does, the block does; each side
+            # starts from the state before the branch, and neither's waits count after it,
+            # since the other threads did not wait.
+            for taken, region in zip(sides, (op.true_region, op.false_region), strict=True):
+                if taken and region.blocks:
+                    self.run_block(region.blocks.first, self.copy_state(state),  # type: ignore[arg-type]
+                                   definite)
+        elif c is None:
             self.run_region_copy(op, state)
         else:
             region = op.true_region if c else op.false_region
@@ -556,6 +566,27 @@ class BatchRun:
                 self.run_block(region.blocks.first, state, definite)  # type: ignore[arg-type]
         for result in op.results:
             self.env[result] = None
+
+    def _thread_roles(self, op: scf.IfOp) -> tuple[bool, bool] | None:
+        """For `scf.if (thread_id.x <pred> constant)` in a block of one dimension: whether some
+        thread takes the then side, and whether some takes the else side (evaluated for every
+        thread index); None for any other condition."""
+        cmp = op.cond.owner
+        if not isinstance(cmp, arith.CmpiOp) or self.block[1:] != (1, 1):
+            return None
+        tid = cmp.lhs.owner
+        if not isinstance(tid, gpu.ThreadIdOp) or tid.dimension.data != gpu.DimensionEnum.X:
+            return None
+        bound = self.value(cmp.rhs)
+        if bound is None or not exact(bound) or uniform(bound[0]) is None:
+            return None
+        outcomes = set()
+        for t in range(self.block[0]):
+            result = compare(cmp.predicate.value.data, point(t), bound)
+            if not exact(result) or uniform(result[0]) is None:
+                return None
+            outcomes.add(bool(uniform(result[0])))
+        return (True in outcomes, False in outcomes)
 
     def on_for(self, op: scf.ForOp, state: Any, definite: bool) -> None:
         self.on_op(op, state)

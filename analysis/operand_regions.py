@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import MemRefType
 
 from tilesync.analysis.kernel_eval import INDEX_LIMIT
 from tilesync.dialects import sync
+from tilesync.dialects.tile import TensorMapType
 
 Scalar = int | np.ndarray
 
@@ -122,9 +123,12 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
     is none."""
     name = producer.sym_name.data
     grid = producer.grid_shape
-    if not isinstance(operand_type, MemRefType):
-        return f"operand is {operand_type}, not a memref"
-    rank = operand_type.get_num_dims()
+    if isinstance(operand_type, TensorMapType):  # coordinates of the tensor, outermost first
+        rank = len(operand_type.shape)
+    elif isinstance(operand_type, MemRefType):
+        rank = operand_type.get_num_dims()
+    else:
+        return f"operand is {operand_type}, not a memref or a tensor map"
     tile = producer.tile_shape
     if len(tile) < len(grid):
         return (f"@{name} has a {len(grid)}-D grid but a {len(tile)}-D tile "

@@ -23,6 +23,10 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
                   48 KB of static shared memory, so the ordered modes keep their stages in
                   dynamic shared memory (kernels/mlp.py: fit_ordered) and are compared with
                   this baseline;
+* tma:stream_sync, tma:row+pdl, tma:tile+pdl, tma:row+wait_kernel  the same on the
+                  warp-specialized TMA kernels (kernels/gemm_tma.py; GEMM1 stores H with TMA
+                  copies and posts a tile once they have landed; GEMM2's producer thread waits
+                  before its copies of H), launched one block a tile; against tma:stream_sync;
 
 and cuBLAS through torch: eager (matmul, GeLU(tanh) / SiLU·up, matmul) and the same captured
 in a CUDA graph. The LLaMA baseline multiplies by the same W1 as [gate | up] halves (torch's
@@ -88,6 +92,11 @@ MODES: dict[str, list[str]] = {
     # stream sync of the kernels the ordered modes run (see mode_spec); only where they differ
     "stream_sync@order_cfg": ["sync-generate-policies", "sync-insert-post-wait"],
 }
+TMA = "tma:"
+"""Prefix of the modes that run the warp-specialized TMA kernels (mlp_spec(mma="tma")); their
+speedup is against tma:stream_sync. They have no `sync.tile` for the ordered modes."""
+MODES.update({f"{TMA}{mode}": MODES[mode]
+              for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")})
 TORCH_MODES = ("torch_eager", "torch_graph")
 
 
@@ -96,6 +105,8 @@ def mode_spec(model: str, M: int, mode: str):
     stream-sync baseline) the configs with room for the ordered sync.tile's shared slot."""
     from tilesync.kernels.mlp import fit_ordered, mlp_spec
 
+    if mode.startswith(TMA):
+        return mlp_spec(model, M, mma="tma")
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec
 
@@ -106,7 +117,8 @@ def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
 
     spec = mlp_spec(model, M)
     same = fit_ordered(spec) is spec
-    return [m for m in modes if not (m == "stream_sync@order_cfg" and same)]
+    return [m for m in modes if not (m == "stream_sync@order_cfg" and same)
+            and not (m.startswith(TMA) and M < 128)]  # the TMA MLP's BM is 128
 
 
 def mode_passes(mode: str, sms: int = 132) -> list[str]:
@@ -121,7 +133,7 @@ def stage_module(model: str, M: int, mode: str):
     from tilesync.kernels.mlp import mlp_stage_module
 
     module = mlp_stage_module(spec=mode_spec(model, M, mode))
-    if mode.startswith("stream_sync"):
+    if mode.removeprefix(TMA).startswith("stream_sync"):
         for op in module.walk():
             if isinstance(op, sync.LaunchOp):
                 op.stream = IntegerAttr(0, i64)
@@ -323,12 +335,35 @@ def check_error(name: str, err: float) -> float:
     return err
 
 
-def run_program(program, data: _Data, warmup: int, reps: int, name: str) -> dict[str, Any]:
+def kernel_args(spec, data: _Data) -> dict[str, list]:
+    """Each stage's arguments: the buffers, or for a warp-specialized kernel their tensor maps
+    (the boxes of its config)."""
+    from tilesync.kernels.config import tensor_map_swizzle
+    from tilesync.runtime.tensor_map import encode_tiled
+
+    operands = {"gemm1": (spec.cfg1, [data.x, data.w1, data.h]),
+                "gemm2": (spec.cfg2, [data.h, data.w2, data.y])}
+    args = {}
+    for stage, (cfg, tensors) in operands.items():
+        if not cfg.warp_specialized:
+            args[stage] = tensors
+            continue
+        args[stage] = [encode_tiled(t.data_ptr(), cfg.dtype, tuple(t.shape), box,
+                                    tensor_map_swizzle(box))
+                       for t, box in zip(tensors, cfg.tensor_map_boxes.values(), strict=True)]
+    return args
+
+
+def run_program(program, data: _Data, warmup: int, reps: int, name: str,
+                spec=None) -> dict[str, Any]:
     """One checked run on poisoned H and Y, then warmup + reps timed runs, Y checked again."""
     from tilesync.bench.experiments import summarize
     from tilesync.runtime.stream import elapsed_ms
 
-    args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
+    if spec is None:
+        args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
+    else:
+        args = kernel_args(spec, data)
     data.poison()
     program.run(args)
     program.synchronize()
@@ -438,6 +473,9 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                 entry = compiled[(model, M, mode, False)]
                 if "error" in entry:
                     continue
+                if mode.startswith(TMA):
+                    row["tma_configs"] = mode_spec(model, M, mode).label
+                    continue  # the wave model takes a block per tile: not a persistent grid
                 if mode_spec(model, M, mode) != spec:
                     row["order_configs"] = mode_spec(model, M, mode).label
                 key = "wave_model" if mode_spec(model, M, mode) == spec else "wave_model_order"
@@ -460,7 +498,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                     continue
                 try:
                     program = load_program(entry)
-                    record = run_program(program, data, warmup, reps, f"{model} M={M} {mode}")
+                    record = run_program(program, data, warmup, reps, f"{model} M={M} {mode}",
+                                         mode_spec(model, M, mode))
                     record["policy"] = _policy_of(entry["host"])
                     row["modes"][mode] = record
                 except Exception as exc:  # a wrong result: report, go on
@@ -501,6 +540,8 @@ def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
         base = median("stream_sync")
         if ("order" in mode) and median("stream_sync@order_cfg"):
             base = median("stream_sync@order_cfg")
+        if mode.startswith(TMA):
+            base = median(f"{TMA}stream_sync")
         if base:
             out[mode] = base / record["median_ms"]
     return out
@@ -521,9 +562,10 @@ def mlp_table(result: dict[str, Any]) -> str:
         f"({result['programs_cached']} cached)",
         "speedup = median of stream sync of the same kernels / median of the mode (torch: vs "
         "stream_sync); pred = the wave model's stream/tile-sync ratio (equal tile times); the "
-        "weighted bound packs waves perfectly with tile times ~ BN*K",
+        "weighted bound packs waves perfectly with tile times ~ BN*K; vs graph = torch_graph "
+        "(cuBLAS replayed from a CUDA graph) median / the mode's",
         f"{'model':<6} {'M':>5} {'mode':<22} {'median ms':>10} {'p10-p90':>17} "
-        f"{'speedup':>8} {'TFLOP/s':>8} {'rel err':>8}",
+        f"{'speedup':>8} {'vs graph':>8} {'TFLOP/s':>8} {'rel err':>8}",
     ]
     for row in result["rows"]:
         wm = row.get("wave_model")
@@ -542,9 +584,13 @@ def mlp_table(result: dict[str, Any]) -> str:
                          "kernel has no room for the ordered tile's shared slot); pred "
                          f"{wo.get('speedup', float('nan')):.2f}x; their speedup is against "
                          "stream_sync@order_cfg")
+        if row.get("tma_configs"):
+            lines.append(f"{'':<6} {'':>5} {TMA} modes run {row['tma_configs']} (their speedup "
+                         f"is against {TMA}stream_sync)")
         if row.get("skipped"):
             lines.append(f"{'':<6} {'':>5} SKIPPED: {row['skipped']}")
         speedup = row.get("speedup", {})
+        graph = row["modes"].get("torch_graph", {}).get("median_ms")
         for mode, r in row["modes"].items():
             if "error" in r:
                 lines.append(f"{'':<6} {'':>5} {mode:<22} FAILED: {r['error']}")
@@ -552,9 +598,10 @@ def mlp_table(result: dict[str, Any]) -> str:
             spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
             tflops = row["flops"] / (r["median_ms"] * 1e-3) / 1e12
             sp = f"{speedup[mode]:>8.3f}" if mode in speedup else f"{'-':>8}"
+            vs = f"{graph / r['median_ms']:>8.3f}" if graph else f"{'-':>8}"
             policy = f"  {r['policy']}" if "policy" in r else ""
             lines.append(f"{'':<6} {'':>5} {mode:<22} {r['median_ms']:>10.4f} {spread:>17} "
-                         f"{sp} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
+                         f"{sp} {vs} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
     lines.append(f"total {result['seconds']:.0f} s")

@@ -42,7 +42,7 @@ class GemmRunner:
         self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
         self.tensor_maps = TensorMapCache()
         self.grid = cfg.grid
-        if cfg.warp_specialized:
+        if cfg.warp_specialized and cfg.persistent:
             cluster = cfg.cluster_m
             slots = get_device().sm_count // cluster
             if cluster > 1:

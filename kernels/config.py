@@ -135,6 +135,11 @@ class GemmConfig:
     threads copies the boxes out with TMA stores (C as a tensor map); the warpgroup goes on to
     its next tile while the copies drain, waiting for them only before it writes the buffer
     again. Needs the output tile's width a multiple of 16 (the narrowest box)."""
+    persistent: bool = True
+    """tma_ws: a persistent grid (at most one block per SM walks the tiles in grouped order),
+    or, False, one block per tile on the tile grid (tile (x, y) is block (x, y), or sync.tile's
+    with hooks): the form a stage program launches, since the cuSync passes and sync-verify
+    follow a block's tile, not a persistent block's walk. Sync hooks need it."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _TMA_FIELDS)
@@ -214,8 +219,13 @@ class GemmConfig:
         if bm > 256 or bn % 16:
             raise ValueError(f"tma_ws needs BM <= 256 (one TMA box) and BN a multiple of 16, "
                              f"got {self.tile}")
-        if self.split_k != 1 or (self.sync_hooks and self.producer_warps != 1):
-            raise ValueError("tma_ws takes split_k=1, and sync hooks with one producer warp")
+        if self.split_k != 1:
+            raise ValueError("tma_ws takes split_k=1")
+        if self.sync_hooks and self.persistent:
+            raise ValueError("tma_ws with sync hooks takes persistent=False (one tile a block: "
+                             "sync-verify follows a block's tile, not a persistent walk)")
+        if not self.persistent and self.cluster_m != 1:
+            raise ValueError("tma_ws with persistent=False takes cluster_m=1")
         if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
             raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
                              f"{self.cluster_m}")
@@ -275,7 +285,7 @@ class GemmConfig:
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        if self.warp_specialized:  # persistent: one block per SM, at most one per tile
+        if self.warp_specialized and self.persistent:  # one block per SM, at most one a tile
             c = self.cluster_m
             return (min(c * self.cluster_tiles, self.sms // c * c), 1, 1)
         # x: tile row (M), y: tile column, z: split-K slice
@@ -383,7 +393,7 @@ class GemmConfig:
 
 
 _TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m",
-                         "tma_store"})
+                         "tma_store", "persistent"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 
 
@@ -393,10 +403,12 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 dropout: float | None = None, dynamic_shared: bool = False,
                 mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
-                cluster_m: int = 1, tma_store: bool = False) -> GemmConfig:
+                cluster_m: int = 1, tma_store: bool = False,
+                persistent: bool = True) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
-                      pipeline, raster_group, sms, producer_warps, cluster_m, tma_store)
+                      pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
+                      persistent)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -404,11 +416,14 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   sync_hooks: bool = False, dropout: float | None = None,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
                   producer_warps: int = 1, cluster_m: int = 1,
-                  tma_store: bool = False) -> GemmConfig:
-    """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1)."""
+                  tma_store: bool = False, persistent: bool | None = None) -> GemmConfig:
+    """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
+    unless it has sync hooks."""
+    if persistent is None:
+        persistent = not sync_hooks
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
-                       raster_group, sms, producer_warps, cluster_m, tma_store)
+                       raster_group, sms, producer_warps, cluster_m, tma_store, persistent)
 
 
 

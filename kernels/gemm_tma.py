@@ -157,10 +157,16 @@ def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
     return tm, tn
 
 
-def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body) -> None:
-    """for t = cluster; t < cluster tiles; t += clusters (a cluster being one block without
-    clusters), carrying the k-step count `it` from 0; `body(loop_builder, t, it) -> it after
-    the tile`. A cluster's blocks are consecutive in x."""
+def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
+               tile: tuple[SSAValue, SSAValue] | None) -> None:
+    """The block's tiles: `body(builder, tm, tn, it) -> it after the tile`, the k-step count
+    `it` carried from 0. Persistent: for t = cluster; t < cluster tiles; t += clusters (a
+    cluster being one block without clusters; a cluster's blocks are consecutive in x), tile t
+    in grouped order. Otherwise the block's one `tile`."""
+    if not cfg.persistent:
+        assert tile is not None
+        body(b, *tile, b.idx(0))
+        return
     first = _dim(b, gpu.BlockIdOp)
     step = _dim(b, gpu.GridDimOp)
     if cfg.cluster_m > 1:
@@ -168,7 +174,7 @@ def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body) -> None:
     block = Block(arg_types=[IndexType(), IndexType()])
     t, it = block.args
     lb = BlockBuilder(block)
-    lb.insert(scf.YieldOp(body(lb, t, it)))
+    lb.insert(scf.YieldOp(body(lb, *_tile_coords(lb, cfg, t, rank), it)))
     b.insert(scf.ForOp(first, b.idx(cfg.cluster_tiles), step, [b.idx(0)], Region(block)))
 
 
@@ -216,6 +222,10 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
     tid = _dim(b, gpu.ThreadIdOp)
     rank = b.remui(_dim(b, gpu.BlockIdOp), cluster) if cluster > 1 else None
+    tile = None  # one tile a block: the block's (or, with hooks, sync.tile's, for the passes)
+    if not cfg.persistent:
+        tile = tuple(b.insert(sync.TileOp(rank=2)).results) if cfg.sync_hooks else \
+            (_dim(b, gpu.BlockIdOp), _dim(b, gpu.BlockIdOp, gpu.DimensionEnum.Y))
     sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
     full = b.emit(memref.GetGlobalOp("full_bars", bars_type))
@@ -242,8 +252,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             pb.insert(tl.SetMaxNRegOp("dec", PRODUCER_REGISTERS))
 
         def issue(ib: BlockBuilder) -> None:
-            def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
-                tm, tn = _tile_coords(tb, cfg, t, rank)
+            def one_tile(tb: BlockBuilder, tm: SSAValue, tn: SSAValue,
+                         it: SSAValue) -> SSAValue:
                 if phantom:  # past the last row: load a real one (its stores are masked)
                     tm = tb.emit(arith.MinUIOp(tm, tb.idx(tiles_m - 1)))
                 m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
@@ -274,7 +284,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                                            Region(block)))
                 return loop.results[0]
 
-            _tile_loop(ib, cfg, one_tile)
+            _tile_loop(ib, cfg, one_tile, rank, tile)
 
         _if(pb, pb.emit(arith.CmpiOp(tid, pb.idx(cfg.consumer_threads), "eq")), issue)
 
@@ -301,8 +311,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
             _if(rb, group_leader, arrive)
 
-        def one_tile(tb: BlockBuilder, t: SSAValue, it: SSAValue) -> SSAValue:
-            tm, tn = _tile_coords(tb, cfg, t, rank)
+        def one_tile(tb: BlockBuilder, tm: SSAValue, tn: SSAValue, it: SSAValue) -> SSAValue:
             block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
             kt, k_it, *accs = block.args
             kb = BlockBuilder(block)
@@ -340,7 +349,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                                             async_proxy=cfg.tma_store))
             return it_after
 
-        _tile_loop(cb, cfg, one_tile)
+        _tile_loop(cb, cfg, one_tile, rank, tile)
         if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
             _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
 

@@ -38,7 +38,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
-from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.choice import stages_for
+from tilesync.kernels.config import GemmConfig, gemm_config, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 
 MODELS: dict[str, dict] = {
@@ -70,7 +71,13 @@ _DEFAULT = ((128, 64, 32), (2, 2), 4)
 _WGMMA_SMALL = (((64, 128, 64), (4, 1), 6), ((64, 64, 64), (4, 1), 8))
 _WGMMA_MID = (((128, 256, 64), (8, 1), 4), ((128, 128, 64), (8, 1), 6))  # M = 128 .. 512
 _WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >= 1024
-MMAS = ("wgmma", "sync")
+# The warp-specialized TMA kernels (mma="tma"; kernels/gemm_tma.py) from the same bench at
+# 3673865: GEMM1 stores H with TMA copies, so its output tile must be whole k-steps of GEMM2
+# (BH1 a multiple of 64: 192 or 256 columns; SwiGLU 128 or 256 of gate|up), and both GEMMs
+# take BM = 128. The tuple is (BN1, BN2) by the largest batch it serves.
+_TMA_TILES = {"gpt3": ((512, (192, 192)), (2048, (192, 256))),
+              "llama": ((512, (128, 128)), (2048, (256, 256)))}
+MMAS = ("wgmma", "sync", "tma")
 
 
 @dataclass(frozen=True)
@@ -110,12 +117,23 @@ class MlpSpec:
 
 def _label(cfg: GemmConfig) -> str:
     bm, bn, bk = cfg.tile
+    if cfg.warp_specialized:
+        return f"tma {bm}x{bn}x{bk} s{cfg.stages} p{cfg.producer_warps}" + \
+            (" tma-store" if cfg.tma_store else "")
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
     return ("wgmma " if cfg.mma == "wgmma" else "") + label
 
 
 def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tuple]:
     """((tile, warps, stages) of GEMM1, of GEMM2) for `model` at batch M."""
+    if mma == "tma":
+        if M < 128:
+            raise ValueError(f"the TMA MLP takes M >= 128 (BM = 128), got {M}")
+        bn1, bn2 = next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
+                        _TMA_TILES[model][-1][1])
+        out1 = bn1 // 2 if MODELS[model]["epilogue"] == "swiglu" else bn1
+        return (((128, bn1, 64), (8, 1), stages_for(128, bn1, out1)),
+                ((128, bn2, 64), (8, 1), stages_for(128, bn2, bn2)))
     if mma == "wgmma":
         return _WGMMA_SMALL if M <= 64 else _WGMMA_MID if M <= 512 else _WGMMA_LARGE
     if (model, M) in _BEST:
@@ -129,20 +147,25 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
     cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
-    `mma`: "wgmma" (sm_90a, the default: the weights are then N x K, as nn.Linear keeps them)
-    or "sync" (mma.sync, sm_80+; the weights K x N)."""
+    `mma`: "wgmma" (sm_90a, the default: the weights are then N x K, as nn.Linear keeps them),
+    "tma" (the warp-specialized TMA kernels with the TMA-store epilogue, sm_90a; operands as
+    for wgmma, passed as tensor maps: `tensor_map_boxes`) or "sync" (mma.sync, sm_80+; the
+    weights K x N)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     if mma not in MMAS:
         raise ValueError(f"mma must be one of {MMAS}, got {mma!r}")
     shape = MODELS[model]
     d1, d2 = default_configs(model, M, mma)
-    b_layout = "col" if mma == "wgmma" else "row"
+    b_layout = "row" if mma == "sync" else "col"
 
     def make(given, default, n, k, epilogue, name) -> GemmConfig:
         if isinstance(given, GemmConfig):
             given = (given.tile, given.warps, given.stages)
         tile, warps, stages = given if given is not None else default
+        if mma == "tma":
+            return tma_ws_config(M, n, k, tile, stages, dtype=dtype, epilogue=epilogue,
+                                 name=name, sync_hooks=True, producer_warps=4, tma_store=True)
         return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
                            name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
@@ -194,7 +217,7 @@ def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:
 
 
 def _stage(cfg: GemmConfig) -> sync.StageOp:
-    grid = cfg.grid[:2]  # split_k is 1: one block per tile
+    grid = cfg.grid[:2]  # split_k is 1, a TMA kernel with hooks not persistent: a block a tile
     return sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], grid, cfg.block,
                         output_tile(cfg))
 

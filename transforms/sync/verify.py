@@ -124,12 +124,16 @@ def _linear(coords: Sequence[Scalar], grid: Sequence[int]) -> Scalar:
     return index
 
 
+NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp)
+"""Uses of an operand that touch none of its elements: a shape, a tensor map's descriptor."""
+
+
 def access(op: Operation, value: SSAValue, who: str
            ) -> tuple[Sequence[SSAValue], list[int], bool] | None:
     """(indices, extent per index, clipped to the shape) of `op`'s access to the memref
     `value`; None for an op that touches no element (memref.dim); Unproven for any other
     use, whose elements cannot be bounded."""
-    if isinstance(op, memref.DimOp):
+    if isinstance(op, NO_ELEMENT_OPS):
         return None
     if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is value:
         return op.indices, [1] * len(op.indices), False
@@ -142,6 +146,11 @@ def access(op: Operation, value: SSAValue, who: str
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.StoreAccOp) and op.dst is value:
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    if isinstance(op, tl.TmaLoadOp | tl.TmaStoreOp) and op.tensor_map is value:
+        # the box at the coordinates; past the tensor the copy engine fills zeros / writes
+        # nothing, elements of no producer tile
+        box = value.type.shape  # type: ignore[union-attr]
+        return op.coords, list(box), False
     prefix = f"{who}: " if who else ""
     raise Unproven(op, f"{prefix}'{op.name}' uses a produced operand in a way sync-verify "
                        f"cannot bound (which elements does it touch?); access it through "
@@ -389,7 +398,7 @@ class ConsumerRun(BatchRun):
 
     # -- reads -----------------------------------------------------------------------------
     def on_op(self, op: Operation, state: State) -> None:
-        if op not in self.readers or isinstance(op, sync.HOOK_OPS):
+        if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return
         used = [(v, self.operand_args[v]) for v in op.operands if v in self.operand_args]
         if not used:

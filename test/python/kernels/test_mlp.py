@@ -141,3 +141,29 @@ def test_wave_prediction_and_table():
     table = bench.mlp_table(result)
     assert "row+order+pdl" in table and "FAILED: AssertionError: wrong" in table
     assert "1.250" in table and "stream_sync@order_cfg" in table
+
+
+@pytest.mark.parametrize(("model", "M", "mode", "policy"), [
+    ("gpt3", 512, "tma:tile+pdl", "TileSync"),
+    ("llama", 1024, "tma:row+wait_kernel", "RowSync"),
+])
+def test_tma_modes_verify_and_compile(model, M, mode, policy):
+    """The MLP on the warp-specialized TMA kernels: one tile a block, GEMM1 storing H with TMA
+    copies (its posts wait for their writes), GEMM2's producer thread waiting before its
+    copies of H; sync-verify proves it, nvJitLink accepts it, and the operands are maps."""
+    spec = bench.mode_spec(model, M, mode)
+    for cfg in (spec.cfg1, spec.cfg2):
+        assert cfg.warp_specialized and not cfg.persistent and cfg.grid[:2] == cfg.tile_grid
+    assert spec.cfg1.tma_store and spec.ratio * 64 == spec.cfg1.out_tile_cols
+    entry = bench.compile_job((model, M, mode, False), "sm_90")
+    producer = entry["ptx_by_module"]["gemm1_module"]
+    consumer = entry["ptx_by_module"]["gemm2_module"]
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in producer
+    assert "cp.async.bulk.wait_group 0;" in producer and "red.relaxed.gpu.global.add" in producer
+    assert "fence.proxy.async.global;" in consumer and "ld.acquire.gpu" in consumer
+    host = entry["host"]
+    assert f"#sync.policy<{policy}" in host and 'sync.verified = "proved"' in host
+    sigs = entry["kernels"]
+    assert sigs["gemm1"].user_params == ("tmap",) * 3 == sigs["gemm2"].user_params
+    with pytest.raises(ValueError, match="M >= 128"):
+        mlp_spec(model, 64, mma="tma")

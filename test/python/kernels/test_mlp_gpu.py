@@ -1,7 +1,8 @@
 """The MLP stage programs on the GPU: Y of every sync mode against an fp32 torch reference.
 
 One M per model (GPT-3 M=512: RowSync/TileSync with R = 2 k-steps per GEMM1 tile; LLaMA
-M=1024: SwiGLU, R = 1). Each mode's program runs 10 times without any memset of its
+M=1024: SwiGLU, R = 1; the tma: modes on the warp-specialized TMA kernels, GEMM1 storing H
+with TMA copies). Each mode's program runs 10 times without any memset of its
 semaphores (each run is a new epoch); before every run H and Y are poisoned with NaN, so a
 consumer that reads H before it is written, or a tile never stored, fails the check. Programs
 are compiled with debug spin-waits (a timed-out wait says which semaphore it waited for) and
@@ -33,12 +34,13 @@ def test_every_mode_computes_y(model, M, gpu_device):
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
     data = bench._Data(torch, mlp_spec(model, M), seed=1)
-    args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
     errors = {}
     for mode in modes:
         entry = compiled[(model, M, mode, True)]
         assert "error" not in entry, entry.get("error")
         program = bench.load_program(entry)
+        # buffers, or for the TMA kernels (tma: modes) their tensor maps
+        args = bench.kernel_args(bench.mode_spec(model, M, mode), data)
         worst = 0.0
         for run in range(RUNS):
             data.poison()
