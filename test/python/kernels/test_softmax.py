@@ -16,7 +16,6 @@ def _kernel(cfg) -> gpu.FuncOp:
 
 def test_hooks_wrap_the_rows_of_the_block():
     cfg = softmax_config(64, 128, sync_hooks=True)
-    assert repr(cfg) == repr(softmax_config(64, 128))  # the digests record names configs
     body = list(_kernel(cfg).body.block.ops)
     tile = next(op for op in body if isinstance(op, sync.TileOp))
     load = next(op for op in body if isinstance(op, sync.LoadPointOp))
