@@ -8,7 +8,11 @@ extents (g0·t0, g1·t1, ...); tile (i0, i1, ...) writes the box [i0·t0, (i0+1)
 
 * with the grid's rank: index d is logical dimension d;
 * as a rank-1 memref: row-major, the last logical dimension fastest (element (r, c) of a
-  2-D output at r·g1·t1 + c).
+  2-D output at r·g1·t1 + c);
+* with a higher rank (the producer's rows viewed as several dimensions, as an implicit-GEMM
+  conv reads the NHW x K output of the conv before it as N x H x W x K): its leading
+  dimensions collapse row-major into logical dimension 0 and the others are logical
+  dimensions 1, 2, ... (element (n, h, w, c) at row (n·H + h)·W + w, column c).
 
 Elements outside the logical array are written by no tile (padding): reading them needs no
 wait. Any other rank has no map (`layout_for` says why).
@@ -39,6 +43,7 @@ class OperandLayout:
     grid: tuple[int, ...]
     tile: tuple[int, ...]
     rank: int
+    shape: tuple[int, ...] = ()  # the operand's, where its leading dimensions collapse
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -51,6 +56,18 @@ class OperandLayout:
         extents = self.extents
         if self.rank == len(extents):
             return [(list(lo), list(hi))]
+        if self.rank > len(extents):
+            # the leading dimensions' row-major index is monotone in each: its range over the
+            # box runs from the index of the box's low corner to that of its high corner
+            lead = self.rank - len(extents) + 1
+            first = _ravel(lo[:lead], self.shape[:lead])
+            last = _ravel(hi[:lead], self.shape[:lead])
+            empty: Scalar = False
+            for low, high in zip(lo[:lead], hi[:lead]):
+                empty = empty | (low > high)
+            # an empty box: past the array's end, so that it meets no tile
+            return [([np.where(empty, extents[0], first), *lo[lead:]],
+                     [np.where(empty, -1, last), *hi[lead:]])]
         # rank 1, row-major: the leading coordinates where the ends agree are exact, the
         # first where they differ spans [lo, hi], the later ones their whole extent.
         first, last = np.maximum(lo[0], 0), np.minimum(hi[0], math.prod(extents) - 1)
@@ -92,8 +109,11 @@ class OperandLayout:
         """Whether the operand box [lo, hi] lies inside the region of tile `coords` (per tile
         of the batch; an empty box does)."""
         inside: Scalar = True
-        if self.rank != len(self.extents):  # rank 1: nothing past either end of the array
+        if self.rank == 1 < len(self.extents):  # nothing past either end of the array
             inside = (lo[0] >= 0) & (hi[0] < math.prod(self.extents))
+        elif self.rank > len(self.extents):  # nothing outside the collapsed dimensions
+            for low, high, size in zip(lo, hi, self.shape[:self.rank - len(self.extents) + 1]):
+                inside = inside & ((low > high) | ((low >= 0) & (high < size)))
         for box_lo, box_hi in self.logical_boxes(lo, hi):
             empty: Scalar = False
             for low, high in zip(box_lo, box_hi):
@@ -108,6 +128,13 @@ class OperandLayout:
         """The box producer tile `tile` writes, in words (logical indices)."""
         parts = [f"[{i * t}, {(i + 1) * t})" for i, t in zip(tile, self.tile)]
         return " x ".join(parts)
+
+
+def _ravel(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
+    index: Scalar = 0
+    for c, extent in zip(coords, shape):
+        index = index * extent + c
+    return index
 
 
 def _unravel(index: Scalar, extents: Sequence[int]) -> list[Scalar]:
@@ -133,12 +160,16 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
     if len(tile) < len(grid):
         return (f"@{name} has a {len(grid)}-D grid but a {len(tile)}-D tile "
                 f"{tuple(tile)}: no region per tile")
-    if rank != len(grid) and rank != 1:
-        ranks = f"{len(grid)}" + (" or 1" if len(grid) > 1 else "")
+    if rank < len(grid) and rank != 1:
         return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
                 f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
-                f"{ranks})")
-    layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank)
+                f"1, or {len(grid)} or more: leading dimensions collapse into the first)")
+    shape = tuple(operand_type.get_shape())
+    if rank > len(grid) and min(shape) < 0:
+        return (f"its type {operand_type} has dynamic dimensions: its leading dimensions "
+                f"cannot collapse into @{name}'s rows")
+    layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank,
+                           shape if rank > len(grid) else ())
     if math.prod(layout.extents) > INDEX_LIMIT:  # int64 index arithmetic must not wrap
         return (f"@{name}'s tiles cover {math.prod(layout.extents)} elements, more than the "
                 f"{INDEX_LIMIT} whose indices are bounded")

@@ -47,6 +47,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -60,6 +61,8 @@ from xdsl.utils.exceptions import VerifyException
 
 ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type)
 GELU_APPROXIMATIONS = ("none", "tanh")
+CONV_LAYOUTS = ("NCHW", "NHWC")
+"""graph.conv2d's layouts (activations; the filter follows: KCRS, KRSC), the default first."""
 
 
 def _tensor(value: SSAValue | Attribute, op: Operation, what: str) -> TensorType:
@@ -168,8 +171,13 @@ class MatmulOp(IRDLOperation):
 
 @irdl_op_definition
 class Conv2dOp(IRDLOperation):
-    """`graph.conv2d %x, %w[, %b] stride [..] padding [..]`: F.conv2d in NCHW: x is
-    N x C x H x W, w K x C x R x S, b has K elements."""
+    """`graph.conv2d %x, %w[, %b] stride [..] padding [..] [layout "NHWC"]`: F.conv2d.
+
+    `layout` names the activations' dimension order and, with it, the filter's (as linalg's
+    conv_2d_nchw_fchw and conv_2d_nhwc_fhwc do): "NCHW" (the default, PyTorch's; printed
+    without it): x is N x C x H x W, w K x C x R x S, the result N x K x P x Q; "NHWC"
+    (channels last, what the implicit-GEMM kernel reads): x is N x H x W x C, w K x R x S x C,
+    the result N x P x Q x K. b has K elements either way."""
 
     name = "graph.conv2d"
 
@@ -178,32 +186,48 @@ class Conv2dOp(IRDLOperation):
     bias = opt_operand_def(TensorType)
     stride = prop_def(DenseArrayBase.constr(i64))
     padding = prop_def(DenseArrayBase.constr(i64))
+    layout = opt_prop_def(StringAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
     assembly_format = ("$input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding "
-                       "attr-dict `:` `(` type($input) `,` type($weight) (`,` type($bias)^)? `)` "
-                       "`->` type($result)")
+                       "(`layout` $layout^)? attr-dict `:` `(` type($input) `,` type($weight) "
+                       "(`,` type($bias)^)? `)` `->` type($result)")
 
     def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
-                 stride: Sequence[int], padding: Sequence[int], result_type: Attribute):
+                 stride: Sequence[int], padding: Sequence[int], result_type: Attribute,
+                 layout: str = "NCHW"):
         super().__init__(operands=[input, weight, bias], result_types=[result_type],
                          properties={"stride": DenseArrayBase.from_list(i64, list(stride)),
-                                     "padding": DenseArrayBase.from_list(i64, list(padding))})
+                                     "padding": DenseArrayBase.from_list(i64, list(padding)),
+                                     "layout": None if layout == CONV_LAYOUTS[0]
+                                     else StringAttr(layout)})
+
+    @property
+    def layout_name(self) -> str:
+        return CONV_LAYOUTS[0] if self.layout is None else self.layout.data
 
     def verify_(self) -> None:
         x, w = _tensor(self.input, self, "input"), _tensor(self.weight, self, "weight")
         out = _tensor(self.result.type, self, "result")
         kinds = [x, w, out]
+        layout = self.layout_name
+        if layout not in CONV_LAYOUTS:
+            raise VerifyException(f"{self.name}: layout must be one of {CONV_LAYOUTS}, got "
+                                  f"{layout!r}")
+        nhwc = layout == "NHWC"
         stride, padding = self.stride.get_values(), self.padding.get_values()
         if len(stride) != 2 or len(padding) != 2 or min(stride) < 1 or min(padding) < 0:
             raise VerifyException(f"{self.name}: stride and padding take two values (stride "
                                   f">= 1, padding >= 0), got {list(stride)}, {list(padding)}")
         if len(_shape(x)) != 4 or len(_shape(w)) != 4:
-            raise VerifyException(f"{self.name}: input must be N x C x H x W and weight "
-                                  "K x C x R x S")
-        n, c, h, wd = _shape(x)
-        k, c2, r, s = _shape(w)
+            raise VerifyException(f"{self.name}: input must be " + (
+                "N x H x W x C and weight K x R x S x C" if nhwc
+                else "N x C x H x W and weight K x C x R x S"))
+        if nhwc:
+            (n, h, wd, c), (k, r, s, c2) = _shape(x), _shape(w)
+        else:
+            (n, c, h, wd), (k, c2, r, s) = _shape(x), _shape(w)
         if c != c2:
             raise VerifyException(f"{self.name}: input has {c} channels, weight {c2}")
         if self.bias is not None:
@@ -214,7 +238,7 @@ class Conv2dOp(IRDLOperation):
         _same_element(self, *kinds)
         p = (h + 2 * padding[0] - r) // stride[0] + 1
         q = (wd + 2 * padding[1] - s) // stride[1] + 1
-        _expect_result(self, out, (n, k, p, q))
+        _expect_result(self, out, (n, p, q, k) if nhwc else (n, k, p, q))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,7 +528,7 @@ Graph = Dialect(
     [BindAttr],
 )
 
-__all__ = ["BIND_ATTR", "BIND_KINDS", "ELEMENT_TYPES", "SIGNATURE_ATTR", "TEMPS_ATTR",
-           "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph", "LinearOp",
+__all__ = ["BIND_ATTR", "BIND_KINDS", "CONV_LAYOUTS", "ELEMENT_TYPES", "SIGNATURE_ATTR",
+           "TEMPS_ATTR", "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph", "LinearOp",
            "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "SplitOp",
            "numel"]

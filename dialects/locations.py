@@ -15,6 +15,7 @@ none); `OpDiagnostic` is the error a pass raises about an op, prefixed with that
 from __future__ import annotations
 
 import struct
+import traceback
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
@@ -66,6 +67,11 @@ class LocatingParser(CheckedParser):
             raise ParseError(Span(token.start, token.end, token.input),
                              f"an integer does not fit its array's element type ({err})"
                              ) from None
+        except AssertionError as err:
+            known = _parser_assertion(err)
+            if known is None:
+                raise
+            raise ParseError(Span(token.start, token.end, token.input), known) from None
         except Exception as err:  # an op's parser or an attribute's verifier refused it
             text = str(err).strip().splitlines()
             message = text[0] if text and isinstance(err, DiagnosticException | ValueError) \
@@ -83,6 +89,24 @@ class LocatingParser(CheckedParser):
         if error is not None:
             raise OpDiagnostic(error[1], error[0])
         return module
+
+
+_PARSER_ASSERTIONS = {
+    # xDSL's cf.switch format asserts its flag's type before parsing the cases
+    ("cf.py", "assert isa(flag_type, IntegerType | IndexType)"):
+        "cf.switch: the flag must be an integer or an index",
+}
+"""Assertions of xDSL's op parsers about the input, and the diagnostic each one means."""
+
+
+def _parser_assertion(err: AssertionError) -> str | None:
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return None
+    innermost = frames[-1]
+    key = (innermost.filename.replace("\\", "/").rsplit("/", 1)[-1],
+           (innermost.line or "").strip())
+    return _PARSER_ASSERTIONS.get(key)
 
 
 def parse_error_location(err: ParseError) -> SourceLocation:

@@ -2,7 +2,8 @@
 
     transform(gm, example_inputs, options) -> (gm, Report)
 
-Per piece, in order (each step a function below):
+First, in eval mode, BatchNorm2d folds into the Conv2d before it (fold_batch_norms). Then per
+piece, in order (each step a function below):
 
     graph_function        the fx match as a graph-level func (patterns.py)
     plan                  graph-to-stages' pattern and tile configs (or why not: the piece stays)
@@ -258,16 +259,35 @@ def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
     return kept
 
 
+def fold_batch_norms(gm: Any) -> Any:
+    """`gm` with each BatchNorm2d that follows a Conv2d folded into the conv's weight and bias
+    (torch.fx.experimental.optimization.fuse, on a copy: the user's modules stay as they are)
+    where `gm` is in eval mode, so that ResNet's conv → BN → ReLU → conv → BN is a conv chain;
+    `gm` itself where it trains or holds no such pair."""
+    import torch
+    from torch.fx.experimental.optimization import fuse, matches_module_pattern
+
+    if gm.training:
+        return gm
+    modules = dict(gm.named_modules())
+    if not any(matches_module_pattern((torch.nn.Conv2d, torch.nn.BatchNorm2d), node, modules)
+               for node in gm.graph.nodes):
+        return gm
+    return fuse(gm, inplace=False, no_trace=True)
+
+
 def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any, Report]:
     """Replace the pieces of `gm` that are better run by tilesync; see the module docstring."""
     from tilesync.frontend.progress import Progress
 
     report = Report()
+    gm = fold_batch_norms(gm)
     env = record_values(gm, example_inputs)
     pieces = find_pieces(gm)
     if not pieces:
         report.notes.append("no piece matches the pattern library (Linear→act→Linear, "
-                            "SwiGLU MLP, attention); the graph stays with torch")
+                            "SwiGLU MLP, attention, Conv→ReLU→Conv); the graph stays with "
+                            "torch")
     chosen: list[tuple[Piece, Any]] = []
     with Progress("compiling and tuning", len(pieces)) as bar:
         for index, piece in enumerate(pieces):
@@ -297,7 +317,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
             options: Options) -> Any:
     """The runner to put in the graph for `piece` (None: torch's path), `entry` filled in."""
     from tilesync.contract import CompileError
-    from tilesync.frontend.torch.ops import StageRunner, TorchPiece
+    from tilesync.frontend.torch.ops import TorchPiece
 
     try:
         module = graph_function(piece, names=False)
@@ -327,7 +347,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     compiled = _compile(module, entry, options)
     if compiled is None:
         return None
-    runner = StageRunner(compiled, out.shape, out.dtype)
+    runner = stage_runner(piece, compiled)
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
@@ -340,6 +360,21 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
         return runner
     entry.reason = "measured"
     return None
+
+
+def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
+    """The compiled piece on torch tensors: a StageRunner, inside a Relayout where the graph
+    function takes permuted inputs (a conv chain, channels last)."""
+    from tilesync.frontend.torch.ops import Relayout, StageRunner
+
+    out = piece.out_info
+    assert out is not None
+    if piece.out_layout is None:
+        return StageRunner(compiled, out.shape, out.dtype)
+    inverse = tuple(piece.out_layout.index(d) for d in range(len(out.shape)))
+    graph_shape = tuple(out.shape[d] for d in inverse)  # the graph function's result
+    return Relayout(StageRunner(compiled, graph_shape, out.dtype), piece.layouts,
+                    piece.out_layout, out.shape)
 
 
 def _compile(module, entry: PieceReport, options: Options) -> dict[str, Any] | None:
@@ -382,4 +417,4 @@ def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
 
 
 __all__ = ["MODES", "Options", "PieceReport", "Report", "UnsupportedError", "cached_entry",
-           "compile_entry", "plan", "transform"]
+           "compile_entry", "fold_batch_norms", "plan", "stage_runner", "transform"]

@@ -3,6 +3,7 @@
     piece_op() -> the op (defined on first use)
     register(runner) -> id          the graph calls torch.ops.tilesync.piece(inputs, id)
     StageRunner(entry, out_shape, dtype)   a compiled stage program on torch tensors
+    Relayout(runner, layouts, out_layout, out_shape)   its inputs and result permuted by torch
     eager_piece(ops, inputs)        the piece computed by torch (its own path)
 
 A runner takes and returns torch tensors: the kernel arguments are the tensors' device
@@ -70,6 +71,8 @@ def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
         kind = op[0]
         if kind == "linear":
             values.append(F.linear(get(op[1]), get(op[2]), get(op[3])))
+        elif kind == "conv2d":  # torch's own NCHW
+            values.append(F.conv2d(get(op[1]), get(op[2]), get(op[3]), op[4], op[5]))
         elif kind in ("gelu", "gelu_tanh"):
             values.append(F.gelu(get(op[1]), approximate="tanh" if kind == "gelu_tanh"
                                  else "none"))
@@ -87,6 +90,22 @@ def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
             x = get(op[1])
             values.extend(x.split(x.shape[-1] // 3, dim=-1))
     return values[-1]
+
+
+class Relayout:
+    """A runner of a piece whose graph function takes some inputs permuted (a conv chain:
+    channels last): torch permutes them at the boundary, and the result back (patterns.py
+    Piece.layouts, Piece.out_layout). `out_shape` is the piece's (torch's layout)."""
+
+    def __init__(self, inner: Any, layouts: list[tuple[int, ...] | None],
+                 out_layout: tuple[int, ...], out_shape: tuple[int, ...]):
+        self.inner, self.layouts, self.out_layout = inner, layouts, out_layout
+        self.out_shape, self.dtype = tuple(out_shape), inner.dtype
+
+    def __call__(self, inputs: list[Any]) -> Any:
+        moved = [t if layout is None else t.permute(layout).contiguous()
+                 for t, layout in zip(inputs, self.layouts, strict=True)]
+        return self.inner(moved).permute(self.out_layout).contiguous()
 
 
 class TorchPiece:
@@ -166,5 +185,5 @@ class StageRunner:
         return out
 
 
-__all__ = ["StageRunner", "TorchPiece", "eager_piece", "gate_up_weight", "load_program",
+__all__ = ["Relayout", "StageRunner", "TorchPiece", "eager_piece", "gate_up_weight", "load_program",
            "piece_op", "register", "runner"]

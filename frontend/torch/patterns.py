@@ -11,12 +11,20 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
     Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1)
                         linear(softmax(q @ k.transpose(-2, -1), dim=-1) @ v, w_out[, b])
                         (one head over one sequence: x is tokens x C)
+    Conv→ReLU→Conv      conv2d(relu(conv2d(x, w1[, b1])), w2[, b2])  (ReLU optional; groups 1,
+                        dilation 1: graph.conv2d's; a ResNet/VGG pair of 3x3 convs)
 
-Nodes are read in the forms both tracers produce: `call_module` of nn.Linear / nn.GELU /
-nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.linear, F.gelu, F.silu,
-F.relu, operator.mul (Dynamo, whose parameters are placeholders or get_attr nodes). A match the
-kernels cannot take (ReLU, an exact GeLU, float32, a width that is not a multiple of 64) is
-still a piece: graph-to-stages says why, and the piece stays with torch.
+Layout: torch's convs are NCHW with K x C x R x S filters, the conv kernel channels last. A
+conv piece's graph function takes NHWC activations and K x R x S x C filters (`graph.conv2d`
+layout "NHWC") and returns NHWC; `Piece.layouts` are the permutations torch applies to its
+inputs at the boundary and `Piece.out_layout` the one back (ops.Relayout runs them).
+
+Nodes are read in the forms both tracers produce: `call_module` of nn.Linear / nn.Conv2d /
+nn.GELU / nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.linear,
+F.conv2d, F.gelu, F.silu, F.relu, operator.mul (Dynamo, whose parameters are placeholders or
+get_attr nodes). A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is
+not a multiple of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and
+the piece stays with torch.
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ from xdsl.ir import Block, Region, SSAValue
 from tilesync.dialects import graph
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "silu", "relu")
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+"""Permutations of an NCHW activation (and a K x C x R x S filter) to channels last, and of an
+NHWC result back."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,19 @@ class Piece:
     infos: list[TensorInfo] = field(default_factory=list)
     ops: list[tuple] = field(default_factory=list)  # ("linear", x, w, b) etc; operands: refs
     out_info: TensorInfo | None = None
+    layouts: list[tuple[int, ...] | None] = field(default_factory=list)
+    """Per input, the permutation torch applies before the graph function takes it (none: as
+    it is); empty where the piece takes every input as it is."""
+    out_layout: tuple[int, ...] | None = None  # the permutation of the result back
 
     @property
     def description(self) -> str:
         x = self.infos[0]
+        if self.layouts:  # a conv chain: N x C x H x W -> K1 -> K2
+            k1 = self.infos[self.ops[0][2][1]].shape[0]
+            out = self.out_info.shape[1] if self.out_info else "?"
+            return (f"{self.pattern} [{'x'.join(map(str, x.shape))}, {x.shape[1]} -> {k1} -> "
+                    f"{out} channels, {_dtype_name(x.dtype)}]")
         rows = 1
         for d in x.shape[:-1]:
             rows *= d
@@ -90,6 +110,7 @@ def _functions() -> dict[str, tuple]:
 
     return {
         "linear": (F.linear, torch._C._nn.linear),
+        "conv2d": (F.conv2d, torch.conv2d),
         "gelu": (F.gelu, torch._C._nn.gelu),
         "silu": (F.silu, torch.nn.functional.silu),
         "relu": (F.relu, torch.relu, torch.nn.functional.relu),
@@ -118,6 +139,42 @@ def linear_parts(gm: Any, node: Any) -> tuple[Any, Any, Any] | None:
     if node.op == "call_function" and node.target in _functions()["linear"]:
         return _arg(node, 0, "input"), _arg(node, 1, "weight"), _arg(node, 2, "bias")
     return None
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, int):
+        return (value, value)
+    if isinstance(value, tuple | list) and len(value) == 2 and \
+            all(isinstance(v, int) for v in value):
+        return (value[0], value[1])
+    return None  # padding="same" / "valid", or a traced value: no graph.conv2d
+
+
+def conv_parts(gm: Any, node: Any) -> tuple[Any, Any, Any, tuple[int, int], tuple[int, int]] \
+        | None:
+    """(input node, weight ref, bias ref or None, stride, padding) of a 2-D convolution that
+    graph.conv2d expresses (groups 1, dilation 1, zero padding given as numbers), else None."""
+    import torch
+
+    module = _module(gm, node)
+    if isinstance(module, torch.nn.Conv2d):
+        if module.groups != 1 or module.padding_mode != "zeros":
+            return None
+        bias = f"{node.target}.bias" if module.bias is not None else None
+        x, weight = node.args[0], f"{node.target}.weight"
+        stride, padding, dilation = module.stride, module.padding, module.dilation
+    elif node.op == "call_function" and node.target in _functions()["conv2d"]:
+        x, weight, bias = _arg(node, 0, "input"), _arg(node, 1, "weight"), _arg(node, 2, "bias")
+        stride, padding = _arg(node, 3, "stride", 1), _arg(node, 4, "padding", 0)
+        dilation = _arg(node, 5, "dilation", 1)
+        if _arg(node, 6, "groups", 1) != 1:
+            return None
+    else:
+        return None
+    stride, padding = _pair(stride), _pair(padding)
+    if stride is None or padding is None or _pair(dilation) != (1, 1):
+        return None
+    return x, weight, bias, stride, padding
 
 
 def activation(gm: Any, node: Any) -> tuple[str, Any] | None:
@@ -251,8 +308,46 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     return piece
 
 
+def _match_conv_chain_at(gm: Any, last: Any) -> Piece | None:
+    """conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2]) ending at `last`, or None."""
+    second = conv_parts(gm, last)
+    if second is None:
+        return None
+    middle, w2, b2, stride2, padding2 = second
+    if not _is_node(middle) or not _single_use(middle):
+        return None
+    act = activation(gm, middle)
+    relu = None
+    if act is not None:
+        if act[0] != "relu" or not _is_node(act[1]) or not _single_use(act[1]):
+            return None
+        relu, middle = middle, act[1]
+    first = conv_parts(gm, middle)
+    if first is None:
+        return None
+    x, w1, b1, stride1, padding1 = first
+    piece = Piece("Conv→ReLU→Conv" if relu is not None else "Conv→Conv", last,
+                  [middle] + ([relu] if relu is not None else []) + [last])
+    refs = [x, w1] + ([b1] if b1 is not None else []) + [w2] + ([b2] if b2 is not None else [])
+    index = {id(r): i for i, r in enumerate(refs)}
+    ops: list[tuple] = [("conv2d", ("in", 0), ("in", 1),
+                         ("in", index[id(b1)]) if b1 is not None else None, stride1, padding1)]
+    if relu is not None:
+        ops.append(("relu", ("op", 0)))
+    ops.append(("conv2d", ("op", len(ops) - 1), ("in", index[id(w2)]),
+                ("in", index[id(b2)]) if b2 is not None else None, stride2, padding2))
+    piece.ops, piece.inputs = ops, refs
+    # activations and filters channels last (biases as they are); the result back to NCHW
+    piece.layouts = [TO_NHWC if i in (0, 1, index[id(w2)]) else None
+                     for i in range(len(refs))]
+    piece.out_layout = TO_NCHW
+    return piece
+
+
 def _match_at(gm: Any, last: Any) -> Piece | None:
-    """The piece whose final linear is `last`, or None."""
+    """The piece whose final linear (or conv) is `last`, or None."""
+    if conv_parts(gm, last) is not None:
+        return _match_conv_chain_at(gm, last)
     parts = linear_parts(gm, last)
     if parts is None:
         return None
@@ -360,7 +455,9 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
     """builtin.module { func.func @piece(inputs...) -> out { graph ops } }; `names`: the
     arguments named after the fx nodes (without: the text is the same whichever tracer, the
     cache's key)."""
-    arg_types = [TensorType(element_type(i.dtype), list(i.shape)) for i in piece.infos]
+    arg_types = [TensorType(element_type(i.dtype), _permuted(i.shape, layout))
+                 for i, layout in zip(piece.infos, piece.layouts or [None] * len(piece.infos),
+                                      strict=True)]
     block = Block(arg_types=arg_types)
     for value, ref in zip(block.args, piece.inputs, strict=True):
         value.name_hint = _hint(ref) if names else None
@@ -380,6 +477,14 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
             xs = x.type.get_shape()  # type: ignore[attr-defined]
             n = w.type.get_shape()[0]  # type: ignore[attr-defined]
             new = graph.LinearOp(x, w, b, TensorType(element, [*xs[:-1], n]))
+        elif kind == "conv2d":  # channels last (see the module docstring)
+            x, w, b = get(op[1]), get(op[2]), get(op[3])
+            assert x is not None and w is not None
+            (n, h, wd, _), (k, r, s, _) = x.type.get_shape(), w.type.get_shape()  # type: ignore
+            (sh, sw), (ph, pw) = op[4], op[5]
+            shape = [n, (h + 2 * ph - r) // sh + 1, (wd + 2 * pw - s) // sw + 1, k]
+            new = graph.Conv2dOp(x, w, b, op[4], op[5], TensorType(element, shape),
+                                 layout="NHWC")
         elif kind in ("gelu", "gelu_tanh"):
             new = graph.GeluOp(get(op[1]), "tanh" if kind == "gelu_tanh" else "none")
         elif kind == "silu":
@@ -410,11 +515,15 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
     return ModuleOp([fn])
 
 
+def _permuted(shape: tuple[int, ...], layout: tuple[int, ...] | None) -> list[int]:
+    return list(shape) if layout is None else [shape[d] for d in layout]
+
+
 def _hint(ref: Any) -> str | None:
     name = ref if isinstance(ref, str) else getattr(ref, "name", None)
     cleaned = "".join(c if c.isalnum() else "_" for c in name or "").strip("_")
     return cleaned.lstrip("0123456789_") or None
 
 
-__all__ = ["ACTIVATIONS", "Piece", "TensorInfo", "UnsupportedTensor", "element_type",
-           "find_pieces", "graph_function", "tensor_info"]
+__all__ = ["ACTIVATIONS", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo", "UnsupportedTensor",
+           "conv_parts", "element_type", "find_pieces", "graph_function", "tensor_info"]

@@ -338,6 +338,10 @@ FUZZ_PROGRAMS = {
                        "tensor<1x64x8x8xf16> {\n  %y = graph.conv2d %x, %w stride [1, 1] padding "
                        "[18446744073709551616, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>)"
                        " -> tensor<1x64x8x8xf16>\n  func.return %y : tensor<1x64x8x8xf16>\n}\n",
+    # xDSL's cf.switch parser asserts that its flag is an integer (fuzz seed 13, input 573)
+    "switchflag.mlir": "func.func @f(%flag: i32, %a: f32) -> f32 {\n  cf.switch %flag : memref<"
+                       "?xi32>, [\n    default: ^d(%a : f32),\n    7: ^d(%a : f32)\n  ]\n^d("
+                       "%x: f32):\n  func.return %x : f32\n}\n",
 }
 
 FUZZ_ROWS = [
@@ -396,6 +400,7 @@ FUZZ_ROWS = [
      "<= 31 and S <= 31 (offsets are 32-bit)"),
     ("densearray.mlir", CompileError, "2:3",
      "an integer does not fit its array's element type (argument out of range)"),
+    ("switchflag.mlir", CompileError, "2:3", "cf.switch: the flag must be an integer or an index"),
 ]
 
 

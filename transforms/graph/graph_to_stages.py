@@ -12,11 +12,28 @@ Patterns (x, weights and biases are function arguments; every intermediate has o
     Attention  q, k, v = split(linear(x, w_qkv[, b_qkv]))  (one head, x: tokens x width, f16)
                y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out])
 
+    Conv chain conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2])   (3x3, stride 1, padding 1, f16,
+               layout "NHWC": x N x H x W x C, filters K x 3 x 3 x C; ResNet's and VGG's pairs)
+
 Attention becomes cuSync's chain of five kernels, each a stage on its own stream: the QKV GEMM,
 S = q · kᵀ (wgmma; q and k read in place as column slices of the QKV temporary), the row
 softmax (kernels/softmax.py), O = P · v (mma.sync: v is K x N; read in place) and the output
 GEMM, with a `sync.dependency` per operand a stage reads from another: between consecutive
 stages, and from the QKV GEMM to P · v for v.
+
+The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
+conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
+reference leaves out:
+conv2's tile of BM output pixels at k-step s0 reads filter tap (r, s) of its k-tile, so input
+pixel rows one above and one below its own: conv1's tile rows d0 - h .. d0 + h (h from the
+image width and BM: `conv_halo`; rows past the grid are padding, `clipped`), in conv1's column
+tile of the channels of s0. sync-verify checks that against the kernel's loads: it reads conv1's
+NHW x K1 output as N x H x W x K1 (rows collapse). Layout: the kernel computes channels last, so
+the pattern takes `graph.conv2d` with layout "NHWC" only, as a compiler takes a layout-assigned
+program; an NCHW conv is refused at the op (a front end transposes at the piece's boundary:
+frontend/torch permutes activations and filters with torch). Tiles that straddle images (an
+image of H·W pixels neither a multiple nor a divisor of BM 64 or 128, e.g. 28x28) are refused:
+their reads bound only by whole images.
 
 What each kernel argument is, in terms of the function, is a `#graph.bind` on its stage
 (`graph.bind`: input i, temp i, result i, or gate_up i, j for the SwiGLU weight: the rows of
@@ -54,7 +71,15 @@ from xdsl.rewriter import Rewriter
 
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
-from tilesync.kernels.config import GemmConfig, SoftmaxConfig, gemm_config, softmax_config
+from tilesync.kernels.config import (
+    ConvConfig,
+    GemmConfig,
+    SoftmaxConfig,
+    conv2d_config,
+    gemm_config,
+    softmax_config,
+)
+from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import column_slice, gemm_module
 from tilesync.kernels.mlp import (
     CONSUMER,
@@ -469,6 +494,205 @@ def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Conv chain: conv2d (3x3) [+ bias] [-> relu] -> conv2d (3x3) [+ bias], channels last
+# ---------------------------------------------------------------------------------------------
+
+CONV1, CONV2 = "conv1", "conv2"
+CONV_LAYOUT = "NHWC"  # the implicit-GEMM kernel's (kernels/conv2d.py): KRSC filters
+_CONV_TILES = (((128, 64), (8, 1), 4), ((64, 64), (4, 1), 6))
+"""(BM, BN), warps and stages of the wgmma convs (bench/kernels.py conv_workloads), BK 64;
+two warpgroups over 128 rows first, one over 64 where 128 rows straddle images."""
+CONV_BK = 64
+
+
+@dataclass(frozen=True)
+class ConvChainMatch:
+    """A matched conv chain: function argument indices (None: absent) and sizes."""
+
+    x: int
+    w1: int
+    b1: int | None
+    w2: int
+    b2: int | None
+    relu: bool
+    images: int  # N
+    height: int
+    width: int
+    channels: tuple[int, int, int]  # C (x), K1 (the middle activation), K2 (the result)
+    anchor: Operation  # the second conv: where diagnostics about the chain point
+
+    @property
+    def epilogue1(self) -> str | None:
+        if self.b1 is not None:
+            return "bias_relu" if self.relu else "bias"
+        return "relu" if self.relu else None
+
+
+def _conv(value: SSAValue, op: Operation, what: str) -> graph.Conv2dOp:
+    conv = _producer(value, graph.Conv2dOp, op, what)
+    assert isinstance(conv, graph.Conv2dOp)
+    if conv.layout_name != CONV_LAYOUT:
+        raise diagnostic(PASS, conv, f"graph.conv2d in {conv.layout_name}: the implicit-GEMM "
+                                     "kernel reads channels-last activations and K x R x S x C "
+                                     "filters; give the piece NHWC tensors (layout \"NHWC\"), "
+                                     "transposed at its boundary")
+    shape = TensorType.get_shape(conv.weight.type)  # type: ignore[arg-type]
+    stride, padding = conv.stride.get_values(), conv.padding.get_values()
+    if (shape[1], shape[2], *stride, *padding) != (3, 3, 1, 1, 1, 1):
+        raise diagnostic(PASS, conv, f"the conv kernel computes 3x3 filters at stride 1, "
+                                     f"padding 1, not {shape[1]}x{shape[2]} at stride "
+                                     f"{list(stride)}, padding {list(padding)}")
+    return conv
+
+
+def match_conv_chain(fn: func.FuncOp) -> ConvChainMatch:
+    """y = conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2]), both 3x3 / stride 1 / padding 1 in
+    NHWC; a diagnostic where the function does not fit."""
+    ret = fn.body.block.last_op
+    if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
+        raise diagnostic(PASS, ret or fn, "a piece returns exactly one tensor")
+    second = _conv(ret.arguments[0], ret, "the result")
+    covered: set[Operation] = {second, ret}
+    middle = second.input
+    owner = middle.owner if isinstance(middle, OpResult) else None
+    relu = isinstance(owner, graph.ReluOp)
+    if isinstance(owner, graph.ReluOp):
+        covered.add(_producer(middle, graph.ReluOp, second, "the middle activation"))
+        middle = owner.input
+    elif isinstance(owner, graph.GeluOp | graph.SiluOp | graph.SoftmaxOp):
+        raise diagnostic(PASS, owner, f"between the convs the kernel's epilogue computes "
+                                      f"bias and ReLU, not {owner.name}")
+    first = _conv(middle, second, "the middle activation")
+    covered.add(first)
+    extra = [op for op in fn.body.block.ops if op not in covered]
+    if extra:
+        raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the conv chain; a "
+                                         "piece holds one pattern and nothing else")
+    x_type = first.input.type
+    assert isinstance(x_type, TensorType)
+    if _dtype(x_type, first) != "f16":
+        raise diagnostic(PASS, first, "the conv kernel takes f16, not bf16")
+    n, h, w, c = x_type.get_shape()
+    k1 = TensorType.get_shape(first.result.type)[-1]  # type: ignore[arg-type]
+    k2 = TensorType.get_shape(second.result.type)[-1]  # type: ignore[arg-type]
+    return ConvChainMatch(
+        x=_arg(first.input, fn, first, "the input"),
+        w1=_arg(first.weight, fn, first, "the first filter"),
+        b1=None if first.bias is None else _arg(first.bias, fn, first, "the first bias"),
+        w2=_arg(second.weight, fn, second, "the second filter"),
+        b2=None if second.bias is None else _arg(second.bias, fn, second, "the second bias"),
+        relu=relu, images=n, height=h, width=w, channels=(c, k1, k2), anchor=second)
+
+
+@dataclass(frozen=True)
+class ConvChainSpec:
+    """The two implicit-GEMM convs (same BM: tile row d0 is the same output pixels in both)
+    and the halo: conv2's tile row d0 reads conv1's tile rows d0 - halo .. d0 + halo."""
+
+    conv1: ConvConfig
+    conv2: ConvConfig
+    halo: int
+
+    @property
+    def gemms(self) -> tuple[GemmConfig, ...]:
+        """The chain's GEMM views, in order (the cost model's stages)."""
+        return (self.conv1.gemm, self.conv2.gemm)
+
+
+def conv_halo(bm: int, height: int, width: int) -> int | None:
+    """Tile rows a BM-pixel output tile reaches above and below its own in the conv before it
+    (None: a tile straddles two images, whose reads sync-verify bounds only by whole images).
+
+    Output pixels m0 .. m0 + BM - 1 read input pixel rows one above and one below; where they
+    start mid-row the bound taken (the row's first pixel, the next row's last) reaches up to
+    2W - 1 pixels past the tile, W where tiles hold whole rows, and nothing where tiles hold
+    whole images (the padding rows are zero, not read)."""
+    pixels = height * width
+    if bm % pixels == 0:
+        return 0
+    if pixels % bm:
+        return None
+    reach = width if bm % width == 0 else 2 * width - 1
+    return -(-reach // bm)
+
+
+def conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
+    """wgmma convs (BK 64) of one BM where no tile straddles images; a diagnostic where the
+    kernels cannot take the shapes."""
+    c, k1, k2 = match.channels
+    n, h, w = match.images, match.height, match.width
+    if k1 % CONV_BK:
+        raise diagnostic(PASS, match.anchor, f"the middle activation has {k1} channels, not a "
+                                             f"multiple of {CONV_BK} (the second conv's k-tile "
+                                             "and the dependency's step)")
+    found = [(config, conv_halo(config[0][0], h, w)) for config in _CONV_TILES]
+    usable = [(config, halo) for config, halo in found if halo is not None]
+    if usable:
+        ((bm, bn), warps, stages), halo = usable[0]
+    else:
+        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of "
+                                             f"{_CONV_TILES[-1][0][0]} or "
+                                             f"{_CONV_TILES[0][0][0]} pixels straddle images "
+                                             "(the halo then reaches whole images)")
+    try:
+        def conv(name, cin, cout, epilogue):
+            return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=warps,
+                                 stages=stages, epilogue=epilogue, name=name, mma="wgmma",
+                                 sync_hooks=True)
+
+        spec = ConvChainSpec(conv(CONV1, c, k1, match.epilogue1),
+                             conv(CONV2, k1, k2, "bias" if match.b2 is not None else None),
+                             halo)
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the conv kernels refuse this shape: {err}") \
+            from err
+    return spec
+
+
+def conv_chain_dependency(spec: ConvChainSpec) -> sync.DependencyOp:
+    """conv2's tile (d0, d1) at k-step s0 reads filter tap (r, s) = divmod(s0 BK / C, 3) over
+    channels (s0 BK) mod C: conv1's column tile of those channels, in the tile rows of the halo
+    (s1; rows past the grid are the zero padding: clipped)."""
+    d0, s0, s1 = AffineExpr.dimension(0), AffineExpr.symbol(0), AffineExpr.symbol(1)
+    k_tiles = spec.conv2.gemm.k_tiles
+    per_tap = spec.conv2.C // CONV_BK  # k-steps per filter tap
+    per_column = spec.conv1.tile[1] // CONV_BK  # k-steps per conv1 column tile
+    if spec.conv1.grid[1] == 1:
+        column: AffineExpr = AffineExpr.constant(0)
+    else:
+        column = _ratio(s0 if per_tap == 1 else s0 % per_tap, per_column)
+    row = d0 + s1 - spec.halo if spec.halo else d0
+    ranges = [(0, k_tiles)] + ([(0, 2 * spec.halo + 1)] if spec.halo else [])
+    tiles = AffineMap(2, len(ranges), (row, column))
+    return sync.DependencyOp(CONV1, CONV2, 0, tiles, ranges, clipped=spec.halo > 0)
+
+
+def conv_chain_stage_module(spec: ConvChainSpec) -> ModuleOp:
+    """The two convs, their stages, the halo dependency and the launches (conv1 first, on a
+    higher-priority stream)."""
+    ops: list[Operation] = [op.clone() for cfg in (spec.conv1, spec.conv2)
+                            for op in conv2d_module(cfg).ops]
+    for cfg in (spec.conv1, spec.conv2):
+        ops.append(sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2],
+                                cfg.block, output_tile(cfg.gemm)))
+    ops.append(conv_chain_dependency(spec))
+    ops += [sync.LaunchOp(CONV1, stream=0, priority=-1), sync.LaunchOp(CONV2, stream=1)]
+    return ModuleOp(ops)
+
+
+def conv_chain_bindings(match: ConvChainMatch) -> dict[str, list[graph.BindAttr]]:
+    """Kernel arguments x, w, y[, bias]: temp 0 is conv1's output (N x H x W x K1); the
+    filters K x 3 x 3 x C are the kernels' K x 9C as they are."""
+    def bias(index: int | None) -> list[graph.BindAttr]:
+        return [] if index is None else [graph.BindAttr("input", index)]
+
+    return {CONV1: [graph.BindAttr("input", match.x), graph.BindAttr("input", match.w1),
+                    graph.BindAttr("temp", 0), *bias(match.b1)],
+            CONV2: [graph.BindAttr("temp", 0), graph.BindAttr("input", match.w2),
+                    graph.BindAttr("result", 0), *bias(match.b2)]}
+
+
+# ---------------------------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------------------------
 
@@ -483,9 +707,18 @@ def _is_attention(fn: func.FuncOp) -> bool:
     return isinstance(out, graph.LinearOp) and isinstance(out.input.owner, graph.MatmulOp)
 
 
-def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec:
+def _is_conv_chain(fn: func.FuncOp) -> bool:
+    """Whether `fn` returns a graph.conv2d's result: the conv chain's diagnostics."""
+    ret = fn.body.block.last_op
+    return isinstance(ret, func.ReturnOp) and len(ret.arguments) == 1 and \
+        isinstance(ret.arguments[0].owner, graph.Conv2dOp)
+
+
+def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec | ConvChainSpec:
     """The kernel configs of the pattern `fn` matches (no kernels generated), or the
     diagnostic of the pass."""
+    if _is_conv_chain(fn):
+        return conv_chain_configs(match_conv_chain(fn))
     if _is_attention(fn):
         return attention_configs(match_attention(fn))
     return mlp_configs(match_mlp(fn))
@@ -494,7 +727,13 @@ def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec:
 def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
     """The stage program of `fn`, its kernels' arguments bound, and its temporaries."""
     element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
-    if _is_attention(fn):
+    if _is_conv_chain(fn):
+        chain = match_conv_chain(fn)
+        module = conv_chain_stage_module(conv_chain_configs(chain))
+        binds = conv_chain_bindings(chain)
+        temps = [TensorType(element, [chain.images, chain.height, chain.width,
+                                      chain.channels[1]])]
+    elif _is_attention(fn):
         found = match_attention(fn)
         module = attention_stage_module(attention_configs(found), found.width)
         binds = attention_bindings(found)
@@ -535,6 +774,7 @@ class GraphToStagesPass(ModulePass):
         op.attributes[graph.TEMPS_ATTR] = ArrayAttr(temps)
 
 
-__all__ = ["AttentionMatch", "AttentionSpec", "GraphToStagesPass", "MlpMatch",
-           "attention_configs", "attention_stage_module", "bindings", "match_attention",
-           "match_mlp", "mlp_configs", "plan_configs"]
+__all__ = ["AttentionMatch", "AttentionSpec", "ConvChainMatch", "ConvChainSpec",
+           "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
+           "bindings", "conv_chain_configs", "conv_chain_stage_module", "conv_halo",
+           "match_attention", "match_conv_chain", "match_mlp", "mlp_configs", "plan_configs"]

@@ -175,10 +175,11 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
             raise Unproven(op, f"{prefix}cannot bound index {position} of this '{op.name}' "
                                f"of operand {n}, so cannot tell which producer tiles it "
                                f"touches")
-        high = bounds[1] + extent - 1
+        low, high = bounds[0], bounds[1] + extent - 1
         if clip and position < len(shape) and shape[position] >= 0:
-            high = np.minimum(high, shape[position] - 1)
-        lo.append(bounds[0])
+            # a masked access touches no element outside the shape (negative indices included)
+            low, high = np.maximum(low, 0), np.minimum(high, shape[position] - 1)
+        lo.append(low)
         hi.append(high)
     return lo, hi
 

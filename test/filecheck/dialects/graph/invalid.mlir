@@ -90,6 +90,31 @@ func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x64x3x3xf16>) -> tensor<1x64
 
 // -----
 
+// NHWC: channels are the last dimension of x and of the (K x R x S x C) filter.
+func.func @f(%x: tensor<1x8x8x64xf16>, %w: tensor<64x64x3x3xf16>) -> tensor<1x8x8x64xf16> {
+  %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x64x3x3xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}
+// CHECK: graph.conv2d: input has 64 channels, weight 3
+
+// -----
+
+func.func @f(%x: tensor<1x8x8x64xf16>, %w: tensor<64x3x3x64xf16>) -> tensor<1x64x8x8xf16> {
+  %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x64x8x8xf16>
+  func.return %y : tensor<1x64x8x8xf16>
+}
+// CHECK: graph.conv2d: result shape [1, 64, 8, 8] does not match the expected [1, 8, 8, 64]
+
+// -----
+
+func.func @f(%x: tensor<1x8x8x64xf16>, %w: tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16> {
+  %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] layout "HWCN" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}
+// CHECK: graph.conv2d: layout must be one of ('NCHW', 'NHWC'), got 'HWCN'
+
+// -----
+
 func.func @f(%x: tensor<4x8xf16>) -> tensor<4xf16> {
   %y = graph.reduce_sum %x dims [1, 1] : (tensor<4x8xf16>) -> tensor<4xf16>
   func.return %y : tensor<4xf16>

@@ -61,6 +61,15 @@ func.func @conv_chain(%x: tensor<1x64x56x56xf16>, %w1: tensor<64x64x3x3xf16>, %w
   func.return %cat, %pool : tensor<1x128x56x56xf16>, tensor<1x128xf16>
 }
 
+// Channels last: the filter is K x R x S x C, the result N x P x Q x K (the default NCHW
+// prints without a layout).
+// CHECK-LABEL: func.func @conv_nhwc
+func.func @conv_nhwc(%x: tensor<2x8x8x64xf16>, %w: tensor<32x3x3x64xf16>, %b: tensor<32xf16>) -> tensor<2x8x8x32xf16> {
+  // CHECK-NEXT: %y = graph.conv2d %x, %w, %b stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<2x8x8x64xf16>, tensor<32x3x3x64xf16>, tensor<32xf16>) -> tensor<2x8x8x32xf16>
+  %y = graph.conv2d %x, %w, %b stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<2x8x8x64xf16>, tensor<32x3x3x64xf16>, tensor<32xf16>) -> tensor<2x8x8x32xf16>
+  func.return %y : tensor<2x8x8x32xf16>
+}
+
 // The bindings of a lowered piece print and parse back.
 // CHECK-LABEL: func.func private @bound() -> () attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}
 func.func private @bound() attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}

@@ -122,3 +122,75 @@ func.func @attention_tokens(%x: tensor<48x64xf16>, %wqkv: tensor<192x64xf16>, %w
   %y = graph.linear %o, %wo : (tensor<48x64xf16>, tensor<64x64xf16>) -> tensor<48x64xf16>
   func.return %y : tensor<48x64xf16>
 }
+
+// -----
+
+// Conv chain: PyTorch's NCHW; the implicit-GEMM kernel computes channels last.
+func.func @conv_nchw(%x: tensor<1x64x8x8xf16>, %w1: tensor<64x64x3x3xf16>, %w2: tensor<64x64x3x3xf16>) -> tensor<1x64x8x8xf16> {
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x8x8xf16>
+  // CHECK: graph_to_stages_invalid.mlir:132:3: graph-to-stages: graph.conv2d in NCHW: the implicit-GEMM kernel reads channels-last activations and K x R x S x C filters; give the piece NHWC tensors (layout "NHWC"), transposed at its boundary
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x64x3x3xf16>) -> tensor<1x64x8x8xf16>
+  func.return %y : tensor<1x64x8x8xf16>
+}
+
+// -----
+
+// Conv chain: the kernel's filters are 3x3 at stride 1.
+func.func @conv_stride(%x: tensor<1x16x16x64xf16>, %w1: tensor<64x3x3x64xf16>, %w2: tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16> {
+  // CHECK: graph_to_stages_invalid.mlir:141:3: graph-to-stages: the conv kernel computes 3x3 filters at stride 1, padding 1, not 3x3 at stride [2, 2], padding [1, 1]
+  %h = graph.conv2d %x, %w1 stride [2, 2] padding [1, 1] layout "NHWC" : (tensor<1x16x16x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}
+
+// -----
+
+// Conv chain: no epilogue computes GeLU between the convs.
+func.func @conv_gelu(%x: tensor<1x8x8x64xf16>, %w1: tensor<64x3x3x64xf16>, %w2: tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16> {
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  // CHECK: graph_to_stages_invalid.mlir:152:3: graph-to-stages: between the convs the kernel's epilogue computes bias and ReLU, not graph.gelu
+  %a = graph.gelu %h approximate "tanh" : tensor<1x8x8x64xf16>
+  %y = graph.conv2d %a, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}
+
+// -----
+
+// Conv chain: bf16 (the conv kernel is f16 only).
+func.func @conv_bf16(%x: tensor<1x8x8x64xbf16>, %w1: tensor<64x3x3x64xbf16>, %w2: tensor<64x3x3x64xbf16>) -> tensor<1x8x8x64xbf16> {
+  // CHECK: graph_to_stages_invalid.mlir:162:3: graph-to-stages: the conv kernel takes f16, not bf16
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xbf16>, tensor<64x3x3x64xbf16>) -> tensor<1x8x8x64xbf16>
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xbf16>, tensor<64x3x3x64xbf16>) -> tensor<1x8x8x64xbf16>
+  func.return %y : tensor<1x8x8x64xbf16>
+}
+
+// -----
+
+// Conv chain: 32 middle channels (the second conv's k-tile is 64).
+func.func @conv_channels(%x: tensor<1x8x8x64xf16>, %w1: tensor<32x3x3x64xf16>, %w2: tensor<64x3x3x32xf16>) -> tensor<1x8x8x64xf16> {
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<32x3x3x64xf16>) -> tensor<1x8x8x32xf16>
+  // CHECK: graph_to_stages_invalid.mlir:173:3: graph-to-stages: the middle activation has 32 channels, not a multiple of 64 (the second conv's k-tile and the dependency's step)
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x32xf16>, tensor<64x3x3x32xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}
+
+// -----
+
+// Conv chain: 28x28 images (784 pixels) straddle tiles of 64 and of 128 pixels.
+func.func @conv_straddle(%x: tensor<1x28x28x64xf16>, %w1: tensor<64x3x3x64xf16>, %w2: tensor<64x3x3x64xf16>) -> tensor<1x28x28x64xf16> {
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x28x28x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x28x28x64xf16>
+  // CHECK: graph_to_stages_invalid.mlir:183:3: graph-to-stages: 28x28 images: output tiles of 64 or 128 pixels straddle images (the halo then reaches whole images)
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x28x28x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x28x28x64xf16>
+  func.return %y : tensor<1x28x28x64xf16>
+}
+
+// -----
+
+// Conv chain: the middle activation is read outside the piece.
+func.func @conv_escapes(%x: tensor<1x8x8x64xf16>, %w1: tensor<64x3x3x64xf16>, %w2: tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16> {
+  // CHECK: graph_to_stages_invalid.mlir:192:3: graph-to-stages: graph.conv2d's result is used 2 times; the pattern keeps it inside the piece
+  %h = graph.conv2d %x, %w1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  %z = graph.relu %h : tensor<1x8x8x64xf16>
+  %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
+  func.return %y : tensor<1x8x8x64xf16>
+}

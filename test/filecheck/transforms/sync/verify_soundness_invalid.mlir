@@ -258,26 +258,58 @@ builtin.module {
 
 // -----
 
-// Class 5: an operand whose rank matches neither the producer's grid nor 1 has no map from
-// its indices to the producer's tiles.
+// Class 5: an operand of a rank below the producer's grid's (and not 1) has no map from its
+// indices to the producer's tiles.
 builtin.module {
   gpu.module @k {
-    gpu.func @f(%in: memref<8x8x8xf32>, %out: memref<8x8x8xf32>) kernel {
-      %t = sync.tile : index
+    gpu.func @f(%in: memref<8x64xf32>, %out: memref<8x64xf32>) kernel {
+      %t, %u, %v = sync.tile : index, index, index
       %c0 = arith.constant 0 : index
-      sync.load_point operand 0 [%t]
-      %v = memref.load %in[%t, %c0, %c0] : memref<8x8x8xf32>
-      sync.store_point [%t]
+      sync.load_point operand 0 [%t, %u, %v]
+      %x = memref.load %in[%t, %c0] : memref<8x64xf32>
+      sync.store_point [%t, %u, %v]
       gpu.return
     }
   }
-  sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
-  sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
-  sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 8, 1, 1>, block = array<i64: 64>, tile = array<i64: 1, 64, 1>}
+  sync.stage @b {kernel = @k::@f, grid = array<i64: 8, 1, 1>, block = array<i64: 64>, tile = array<i64: 1, 64, 1>}
+  sync.dependency @a -> @b operand 0 tiles (d0, d1, d2) -> (d0, d1, d2)
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:269:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x8x8xf32> has rank 3 while @a's tiles form a 1-D grid: no map from its indices to @a's tiles (give it rank 1)
+// CHECK: verify_soundness_invalid.mlir:269:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x64xf32> has rank 2 while @a's tiles form a 3-D grid: no map from its indices to @a's tiles (give it rank 1, or 3 or more: leading dimensions collapse into the first)
+
+// -----
+
+// Class 5, a higher rank: the leading dimensions collapse into the producer's rows (an
+// implicit-GEMM conv reads the NHW x K output before it as N x H x W x K). Tile t reads row
+// 8t - 1 too, written by tile t - 1: the halo its dependency leaves out.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f(%in: memref<2x4x8x64xf32>, %out: memref<64x64xf32>) kernel {
+      %t, %u = sync.tile : index, index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c7 = arith.constant 7 : index
+      %n = arith.divui %t, %c2 : index
+      %half = arith.remui %t, %c2 : index
+      %h = arith.muli %half, %c2 : index
+      %above = arith.subi %h, %c1 : index
+      sync.load_point operand 0 [%t, %u]
+      %x = memref.load %in[%n, %above, %c7, %c0] : memref<2x4x8x64xf32>
+      sync.store_point [%t, %u]
+      gpu.return
+    }
+  }
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 4, 1>, block = array<i64: 64>, tile = array<i64: 16, 64>}
+  sync.stage @b {kernel = @k::@f, grid = array<i64: 4, 1>, block = array<i64: 64>, tile = array<i64: 16, 64>}
+  sync.dependency @a -> @b operand 0 tiles (d0, d1) -> (d0, d1)
+  sync.launch @a
+  sync.launch @b {pdl = true}
+}
+// CHECK: verify_soundness_invalid.mlir:301:7: sync-verify: consumer tile (1, 0) of @b: 'memref.load' reads operand 0 at [0, 0], [1, 1], [7, 7], [0, 0], where producer tile (0, 0) of @a wrote [0, 16) x [0, 64) (a tile its sync.dependency does not declare; semaphore 0), but no wait on that semaphore precedes it
 
 
 // -----
@@ -335,7 +367,7 @@ builtin.module {
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:320:7: sync-verify: producer tile (0,) of @a: 'memref.store' writes argument 0 at [64, 64], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
+// CHECK: verify_soundness_invalid.mlir:352:7: sync-verify: producer tile (0,) of @a: 'memref.store' writes argument 0 at [64, 64], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
 
 // -----
 

@@ -1,0 +1,142 @@
+"""The torch front end's conv chain without a GPU: Conv2d → ReLU → Conv2d traced, matched,
+lowered to the graph level channels last (torch permutes at the boundary), through
+graph-to-stages and the cuSync passes to PTX; shapes and dtypes the kernels refuse stay with
+torch, with a one-line reason."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.frontend.torch.compiler import (  # noqa: E402
+    UnsupportedError,
+    compile_entry,
+    fold_batch_norms,
+    record_values,
+)
+from tilesync.frontend.torch.ops import Relayout, eager_piece  # noqa: E402
+from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
+
+
+class ConvChain(torch.nn.Module):
+    def __init__(self, c: int = 64, k1: int = 64, k2: int = 64, kernel: int = 3,
+                 stride: int = 1, bias: bool = True):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(c, k1, kernel, stride=stride, padding=kernel // 2,
+                                     bias=bias)
+        self.relu = torch.nn.ReLU()
+        self.conv2 = torch.nn.Conv2d(k1, k2, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        return self.conv2(self.relu(self.conv1(x)))
+
+
+class FunctionalChain(torch.nn.Module):
+    """The same with F.conv2d and F.relu on parameters (what Dynamo's graphs hold)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1 = torch.nn.Parameter(torch.randn(64, 32, 3, 3))
+        self.w2 = torch.nn.Parameter(torch.randn(32, 64, 3, 3))
+
+    def forward(self, x):
+        return F.conv2d(F.relu(F.conv2d(x, self.w1, None, 1, 1)), self.w2, padding=(1, 1))
+
+
+def _pieces(model, inputs):
+    gm = fold_batch_norms(torch.fx.symbolic_trace(model))
+    record_values(gm, inputs)
+    return gm, find_pieces(gm)
+
+
+def test_conv_chain_is_matched_and_lowered_channels_last():
+    _, (piece,) = _pieces(ConvChain().half(), [torch.randn(2, 64, 16, 16, dtype=torch.half)])
+    assert piece.pattern == "Conv→ReLU→Conv" and len(piece.nodes) == 3
+    assert piece.inputs[1:] == ["conv1.weight", "conv1.bias", "conv2.weight"]
+    assert piece.layouts == [(0, 2, 3, 1), (0, 2, 3, 1), None, (0, 2, 3, 1)]
+    text = str(graph_function(piece))
+    assert ('graph.conv2d %x, %conv1_weight, %conv1_bias stride [1, 1] padding [1, 1] layout '
+            '"NHWC" : (tensor<2x16x16x64xf16>, tensor<64x3x3x64xf16>, tensor<64xf16>) -> '
+            'tensor<2x16x16x64xf16>') in text
+    assert "graph.relu" in text and "-> tensor<2x16x16x64xf16>" in text
+
+
+def test_functional_convs_are_matched():
+    _, (piece,) = _pieces(FunctionalChain(), [torch.randn(1, 32, 8, 8)])
+    assert piece.pattern == "Conv→ReLU→Conv"
+    assert "tensor<32x3x3x64xf32>" in str(graph_function(piece))
+
+
+def test_grouped_or_dilated_convs_are_no_piece():
+    grouped = ConvChain()
+    grouped.conv1 = torch.nn.Conv2d(64, 64, 3, padding=1, groups=2)
+    dilated = ConvChain()
+    dilated.conv2 = torch.nn.Conv2d(64, 64, 3, padding=2, dilation=2)
+    x = torch.randn(1, 64, 8, 8)
+    assert _pieces(grouped, [x])[1] == [] and _pieces(dilated, [x])[1] == []
+
+
+def test_relayout_permutes_at_the_boundary():
+    """The graph function's meaning in NHWC, behind Relayout, is the NCHW piece."""
+    _, (piece,) = _pieces(ConvChain(32, 64, 16), [torch.randn(2, 32, 8, 8)])
+
+    class ChannelsLast:  # what the stage program computes: NHWC in and out
+        dtype = torch.float32
+
+        def __call__(self, inputs):
+            nchw = [t if t.dim() == 1 else t.permute(0, 3, 1, 2) for t in inputs]
+            return eager_piece(piece.ops, nchw).permute(0, 2, 3, 1)
+
+    runner = Relayout(ChannelsLast(), piece.layouts, piece.out_layout, piece.out_info.shape)
+    # small integers: every algorithm's sums are exact, whatever the memory layout
+    inputs = [torch.randint(-2, 3, shape).float()
+              for shape in ((2, 32, 8, 8), (64, 32, 3, 3), (64,), (16, 64, 3, 3))]
+    out = runner(inputs)
+    assert out.shape == (2, 16, 8, 8) and out.is_contiguous()
+    torch.testing.assert_close(out, eager_piece(piece.ops, inputs))
+
+
+def test_compiled_conv_chain_has_two_kernels_and_the_halo():
+    _, (piece,) = _pieces(ConvChain().half(), [torch.randn(2, 64, 16, 16, dtype=torch.half)])
+    entry = compile_entry(str(graph_function(piece, names=False)))
+    assert {"conv1_module", "conv2_module"} <= set(entry["ptx_by_module"])
+    assert "wgmma.mma_async" in entry["ptx_by_module"]["conv1_module"]
+    assert "ld.acquire.gpu" in entry["ptx_by_module"]["conv2_module"]  # it waits for conv1
+    assert "tiles (d0, d1)[s0, s1] -> (d0 + s1 + -1, 0)" in entry["host"] and \
+        'sync.verified = "proved"' in entry["host"]
+    assert entry["temps"] == [(2, 16, 16, 64)]
+
+
+def test_conv_chain_runs_through_the_custom_op_or_stays_with_a_reason(tmp_path):
+    model = ConvChain().half()
+    x = torch.randn(2, 64, 16, 16, dtype=torch.half)
+    forced = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    assert "torch.ops.tilesync.piece.default" in forced.graph_module.code
+    torch.testing.assert_close(forced(x), model(x))  # no GPU: the op computes with torch
+    strided = tt.compile(ConvChain(stride=2).half(), [x], cache_dir=tmp_path).report.pieces[0]
+    assert strided.choice == "torch" and strided.reason == "graph-to-stages: the conv kernel " \
+        "computes 3x3 filters at stride 1, padding 1, not 3x3 at stride [2, 2], padding [1, 1]"
+    bf16 = tt.compile(model.to(torch.bfloat16), [x.to(torch.bfloat16)],
+                      cache_dir=tmp_path).report.pieces[0]
+    assert bf16.reason == "graph-to-stages: the conv kernel takes f16, not bf16"
+    with pytest.raises(UnsupportedError, match=r"piece 0 \(Conv→ReLU→Conv .*\): graph-to-"
+                                               r"stages: 28x28 images: output tiles of 64 or "
+                                               r"128 pixels straddle images"):
+        tt.compile(ConvChain().half(), [torch.randn(1, 64, 28, 28, dtype=torch.half)],
+                   strict=True, cache_dir=tmp_path)
+
+
+def test_batch_norm_folds_in_eval_mode_only():
+    from tilesync.examples.torch_models import BasicBlock
+
+    block = BasicBlock(64).eval()
+    x = torch.randn(1, 64, 8, 8)
+    gm, (piece,) = _pieces(block, [x])
+    assert "bn1" not in gm.code and piece.inputs[2] == "conv1.bias"  # BN's shift, as a bias
+    assert isinstance(block.bn1, torch.nn.BatchNorm2d)  # the user's module is untouched
+    with torch.no_grad():
+        torch.testing.assert_close(gm(x), block(x), rtol=1e-4, atol=1e-4)
+    assert _pieces(BasicBlock(64).train(), [x])[1] == []

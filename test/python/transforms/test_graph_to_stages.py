@@ -1,0 +1,67 @@
+"""graph-to-stages' conv chain: the halo of its dependency, proved by sync-verify on shapes
+whose halo reaches 0, 1 and 2 tile rows, and refused once a row of it is left out."""
+
+import pytest
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from tilesync.api import lower, parse
+from tilesync.contract import CompileError
+from tilesync.dialects import sync
+from tilesync.transforms.graph.graph_to_stages import conv_halo
+
+SYNC = ["sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
+        "sync-verify{limit=8}"]
+
+
+def chain(n: int, h: int, w: int, c: int, k1: int, k2: int) -> str:
+    x, a, y = (f"tensor<{n}x{h}x{w}x{ch}xf16>" for ch in (c, k1, k2))
+    f1, f2 = f"tensor<{k1}x3x3x{c}xf16>", f"tensor<{k2}x3x3x{k1}xf16>"
+    conv = 'stride [1, 1] padding [1, 1] layout "NHWC"'
+    return (f"func.func @c(%x: {x}, %w1: {f1}, %w2: {f2}) -> {y} {{\n"
+            f"  %h = graph.conv2d %x, %w1 {conv} : ({x}, {f1}) -> {a}\n"
+            f"  %r = graph.relu %h : {a}\n"
+            f"  %y = graph.conv2d %r, %w2 {conv} : ({a}, {f2}) -> {y}\n"
+            f"  func.return %y : {y}\n}}\n")
+
+
+@pytest.mark.parametrize(("bm", "h", "w", "halo"), [
+    (128, 8, 8, 0),  # a tile holds two whole images
+    (128, 16, 16, 1),  # eight whole rows: one row above and below
+    (64, 16, 12, 1),  # tiles start mid-row: up to 2W - 1 = 23 pixels past the tile
+    (64, 56, 56, 2),  # ResNet's first layer: 111 pixels, two tiles of 64
+    (128, 28, 28, None),  # 784 pixels: tiles straddle images
+])
+def test_conv_halo(bm, h, w, halo):
+    assert conv_halo(bm, h, w) == halo
+
+
+def _stages(module):
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, sync.StageOp)}
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 8, 64, 64, 64), (2, 16, 12, 32, 64, 128),
+                                   (1, 56, 56, 64, 64, 64)])
+def test_sync_verify_proves_the_halo(shape):
+    module = parse(chain(*shape))
+    lower(module, ["graph-to-stages", *SYNC])
+    verdicts = {name: op.attributes["sync.verified"].data
+                for name, op in _stages(module).items()}
+    assert set(verdicts.values()) <= {"proved", "boundary"}, verdicts
+    assert set(verdicts) == {"conv1", "conv2"}
+
+
+def test_a_halo_row_short_is_refused():
+    module = parse(chain(2, 16, 16, 64, 64, 64))
+    lower(module, ["graph-to-stages"])
+    (dep,) = [op for op in module.ops if isinstance(op, sync.DependencyOp)]
+    assert dep.ranges[1] == (0, 3)
+    d0, s1 = AffineExpr.dimension(0), AffineExpr.symbol(1)
+    short = AffineMap(2, 2, (d0 + s1, dep.tiles_map.results[1]))  # rows d0, d0 + 1
+    dep.detach()
+    module.body.block.add_op(sync.DependencyOp("conv1", "conv2", 0, short,
+                                               [dep.ranges[0], (0, 2)], clipped=True))
+    # tile row 1 reads the last image row of tile row 0, which it no longer waits for
+    with pytest.raises(CompileError, match=r"consumer tile \(1, 0\) of @conv2: 'tile.cp_async' "
+                                           r"reads operand 0 .* producer tile \(0, 0\) of "
+                                           r"@conv1 .* does not declare"):
+        lower(module, SYNC)
