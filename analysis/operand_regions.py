@@ -164,10 +164,16 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
         return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
                 f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
                 f"1, or {len(grid)} or more: leading dimensions collapse into the first)")
-    shape = tuple(operand_type.get_shape())
-    if rank > len(grid) and min(shape) < 0:
-        return (f"its type {operand_type} has dynamic dimensions: its leading dimensions "
-                f"cannot collapse into @{name}'s rows")
+    shape: tuple[int, ...] = ()
+    if rank > len(grid):
+        if not isinstance(operand_type, MemRefType):  # a map's type has its box, not its shape
+            return (f"{operand_type} has more dimensions than @{name}'s grid and its tensor's "
+                    f"shape is not in its type: its leading dimensions cannot collapse into "
+                    f"@{name}'s rows")
+        shape = tuple(operand_type.get_shape())
+        if min(shape) < 0:
+            return (f"its type {operand_type} has dynamic dimensions: its leading dimensions "
+                    f"cannot collapse into @{name}'s rows")
     layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank,
                            shape if rank > len(grid) else ())
     if math.prod(layout.extents) > INDEX_LIMIT:  # int64 index arithmetic must not wrap
