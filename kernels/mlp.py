@@ -21,8 +21,9 @@ operand 0 (H) on GEMM1's tiles, and the launches (GEMM1 first, on a high-priorit
 
 GEMM2's k-step s (bound to the load point's `step`) reads H columns [s·BK2, (s+1)·BK2),
 written by GEMM1 tile column (s·BK2) floordiv BH1, where BH1 = BN1 output columns of H per
-GEMM1 tile (BN1 / 2 for SwiGLU: gate and up combine); so R = BH1 / BK2. Row d0 of both grids
-is the same BM rows of the activations: both GEMMs must use the same BM.
+GEMM1 tile (BN1 / 2 for SwiGLU: gate and up combine); so R = BH1 / BK2. GEMM2's BM is a
+multiple of GEMM1's: its tile row d0 covers GEMM1 tile rows Q d0 .. Q d0 + Q - 1, Q = BM2 / BM1
+(with Q > 1 the map gains `d0 * Q + s1 ... forall s1 in [0, Q)`).
 
 The passes then generate RowSync for GEMM1 (a GEMM2 tile reads its whole row of H; with
 `sync-select-policy{policy=tile}`, TileSync with a wait per k-step), the waits and posts, and
@@ -73,10 +74,12 @@ _WGMMA_MID = (((128, 256, 64), (8, 1), 4), ((128, 128, 64), (8, 1), 6))  # M = 1
 _WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >= 1024
 # The warp-specialized TMA kernels (mma="tma"; kernels/gemm_tma.py) from the same bench at
 # 3673865: GEMM1 stores H with TMA copies, so its output tile must be whole k-steps of GEMM2
-# (BH1 a multiple of 64: 192 or 256 columns; SwiGLU 128 or 256 of gate|up), and both GEMMs
-# take BM = 128. The tuple is (BN1, BN2) by the largest batch it serves.
-_TMA_TILES = {"gpt3": ((512, (192, 192)), (2048, (192, 256))),
-              "llama": ((512, (128, 128)), (2048, (256, 256)))}
+# (BH1 a multiple of 64: 192 or 256 columns; SwiGLU 128 or 256 of gate|up); at M = 256 GPT-3's
+# GEMM1 takes BM = 64 (128 tiles, not 64) under GEMM2's 128. (BM1, BN1, BM2, BN2) by the
+# largest batch each serves.
+_TMA_TILES = {"gpt3": ((256, (64, 192, 128, 192)), (512, (128, 192, 128, 192)),
+                       (2048, (128, 192, 128, 256))),
+              "llama": ((512, (128, 128, 128, 128)), (2048, (128, 256, 128, 256)))}
 MMAS = ("wgmma", "sync", "tma")
 
 
@@ -129,11 +132,11 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
     if mma == "tma":
         if M < 128:
             raise ValueError(f"the TMA MLP takes M >= 128 (BM = 128), got {M}")
-        bn1, bn2 = next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
-                        _TMA_TILES[model][-1][1])
+        bm1, bn1, bm2, bn2 = next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
+                                  _TMA_TILES[model][-1][1])
         out1 = bn1 // 2 if MODELS[model]["epilogue"] == "swiglu" else bn1
-        return (((128, bn1, 64), (8, 1), stages_for(128, bn1, out1)),
-                ((128, bn2, 64), (8, 1), stages_for(128, bn2, bn2)))
+        return (((bm1, bn1, 64), (bm1 // 16, 1), stages_for(bm1, bn1, out1)),
+                ((bm2, bn2, 64), (bm2 // 16, 1), stages_for(bm2, bn2, bn2)))
     if mma == "wgmma":
         return _WGMMA_SMALL if M <= 64 else _WGMMA_MID if M <= 512 else _WGMMA_LARGE
     if (model, M) in _BEST:
@@ -172,8 +175,9 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
     c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
     spec = MlpSpec(model, M, c1, c2)
-    if c1.tile[0] != c2.tile[0]:
-        raise ValueError(f"both GEMMs need the same BM (tile row d0 must mean the same rows), "
+    if c2.tile[0] % c1.tile[0]:
+        raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
+                         f"whole GEMM1 tile rows), "
                          f"got {c1.tile[0]} and {c2.tile[0]}")
     per_tile = c1.tile[1] // (2 if c1.epilogue == "swiglu" else 1)
     if per_tile % c2.tile[2] or spec.hidden % c2.tile[2]:
@@ -201,11 +205,17 @@ def fit_ordered(spec: MlpSpec) -> MlpSpec:
 
 
 def dependency(spec: MlpSpec) -> sync.DependencyOp:
-    """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R)."""
+    """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R), or with Q = BM2 / BM1
+    > 1 the H tiles (Q d0 + s1, s0 floordiv R), s1 in [0, Q)."""
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
     column = s0 if spec.ratio == 1 else s0 // spec.ratio
-    tiles = AffineMap(2, 1, (d0, column))
-    return sync.DependencyOp(PRODUCER, CONSUMER, 0, tiles, [(0, spec.k_steps)])
+    rows = spec.cfg2.tile[0] // spec.cfg1.tile[0]
+    if rows == 1:
+        return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, 1, (d0, column)),
+                                 [(0, spec.k_steps)])
+    row = d0 * rows + AffineExpr.symbol(1)
+    return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, 2, (row, column)),
+                             [(0, spec.k_steps), (0, rows)])
 
 
 def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:

@@ -1,7 +1,8 @@
 """The MLP stage programs on the GPU: Y of every sync mode against an fp32 torch reference.
 
-One M per model (GPT-3 M=512: RowSync/TileSync with R = 2 k-steps per GEMM1 tile; LLaMA
-M=1024: SwiGLU, R = 1; the tma: modes on the warp-specialized TMA kernels, GEMM1 storing H
+GPT-3 M=256 (its TMA GEMM1 has BM = 64 under GEMM2's 128: a GEMM2 tile row reads two GEMM1
+tile rows) and M=512 (RowSync/TileSync with R = 2 k-steps per GEMM1 tile), LLaMA M=1024
+(SwiGLU, R = 1); the tma: modes on the warp-specialized TMA kernels, GEMM1 storing H
 with TMA copies). Each mode's program runs 10 times without any memset of its
 semaphores (each run is a new epoch); before every run H and Y are poisoned with NaN, so a
 consumer that reads H before it is written, or a tile never stored, fails the check. Programs
@@ -15,7 +16,7 @@ import pytest
 
 from tilesync.contract import target_for_device
 
-CASES = [("gpt3", 512), ("llama", 1024)]
+CASES = [("gpt3", 256), ("gpt3", 512), ("llama", 1024)]
 RUNS = 10
 
 
