@@ -74,28 +74,41 @@ builtin.module {{
 """
 
 
-def stage_program() -> ModuleOp:
-    """The slow producer of A's (BM x BK) tiles and the GEMM reading them k-tile by k-tile:
-    GEMM tile (d0, d1) at k-step s0 reads producer tile (d0, s0)."""
-    ops = [op.clone() for op in parse(PRODUCER).ops]
-    ops += [op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops]
+def _feeding_the_gemm(producer_ops: list, producer: sync.StageOp, column) -> ModuleOp:
+    """The producer's module and stage, the consumer GEMM, the dependency of its k-step s0 on
+    producer tile (d0, column(s0)), the producer launched first on its own stream."""
+    name = producer.sym_name.data
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
+    ops = [*producer_ops, *(op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops)]
     ops += [
-        sync.StageOp("producer", ["producer_module", "producer"], [M // BM, KT], [128],
-                     [BM, BK]),
+        producer,
         sync.StageOp("gemm", [f"{CONSUMER.name}_module", CONSUMER.name], CONSUMER.tile_grid,
                      list(CONSUMER.block), [BM, BN]),
-        sync.DependencyOp("producer", "gemm", 0, AffineMap(2, 1, (d0, s0)), [(0, KT)]),
-        sync.LaunchOp("producer", stream=0), sync.LaunchOp("gemm", stream=1),
+        sync.DependencyOp(name, "gemm", 0, AffineMap(2, 1, (d0, column(s0))), [(0, KT)]),
+        sync.LaunchOp(name, stream=0), sync.LaunchOp("gemm", stream=1),
     ]
     module = ModuleOp(ops)
     module.attributes["gpu.container_module"] = UnitAttr()
     return module
 
 
-def compiled():
-    return tilesync.compile(stage_program(), pipeline=default_pipeline(before=SYNC_PASSES),
+def _compile(module: ModuleOp):
+    return tilesync.compile(module, pipeline=default_pipeline(before=SYNC_PASSES),
                             target="sm_90a", validate=True)
+
+
+def stage_program() -> ModuleOp:
+    """The slow producer of A's (BM x BK) tiles and the GEMM reading them k-tile by k-tile:
+    GEMM tile (d0, d1) at k-step s0 reads producer tile (d0, s0)."""
+    return _feeding_the_gemm(
+        [op.clone() for op in parse(PRODUCER).ops],
+        sync.StageOp("producer", ["producer_module", "producer"], [M // BM, KT], [128],
+                     [BM, BK]),
+        lambda s0: s0)
+
+
+def compiled():
+    return _compile(stage_program())
 
 
 def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
@@ -197,26 +210,15 @@ STORER = tma_ws_config(M, K, K1, tile=(BM, 128, BK), stages=3, sync_hooks=True,
 def chain_program() -> ModuleOp:
     """GEMM1 stores H with TMA copies and posts its tiles; the consumer GEMM's k-step s0 reads
     H tile (d0, s0 floordiv 2) (128 H columns a GEMM1 tile, 64 a k-step)."""
-    ops = [op.clone() for op in gemm_module(0, 0, 0, config=STORER).ops]
-    ops += [op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops]
-    d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
-    ops += [
+    return _feeding_the_gemm(
+        [op.clone() for op in gemm_module(0, 0, 0, config=STORER).ops],
         sync.StageOp("gemm1", [f"{STORER.name}_module", STORER.name], STORER.tile_grid,
                      list(STORER.block), [BM, 128]),
-        sync.StageOp("gemm", [f"{CONSUMER.name}_module", CONSUMER.name], CONSUMER.tile_grid,
-                     list(CONSUMER.block), [BM, BN]),
-        sync.DependencyOp("gemm1", "gemm", 0, AffineMap(2, 1, (d0, s0 // 2)),
-                          [(0, KT)]),
-        sync.LaunchOp("gemm1", stream=0), sync.LaunchOp("gemm", stream=1),
-    ]
-    module = ModuleOp(ops)
-    module.attributes["gpu.container_module"] = UnitAttr()
-    return module
+        lambda s0: s0 // 2)
 
 
 def compiled_chain():
-    return tilesync.compile(chain_program(), pipeline=default_pipeline(before=SYNC_PASSES),
-                            target="sm_90a", validate=True)
+    return _compile(chain_program())
 
 
 def test_a_tma_store_tile_is_posted_after_its_writes():
