@@ -17,7 +17,12 @@ again on its own, so every tile sees exactly the control flow it would alone: th
 the per-tile interpretation, at the cost of one run per class of tiles that behave alike
 (one run for a GEMM's whole grid). Regions that may not run (a branch with an unknown
 condition, a loop body run abstractly, nested regions of other ops) run on a copy of the state
-(`definite=False`): what they do is checked but not relied upon after them.
+(`definite=False`): what they do is checked but not relied upon after them. A branch on the
+thread index alone (`thread_id.x <pred> constant`, a warp-specialized kernel's roles) is decided
+for every thread index: each side that some threads take is the block's, run on its own copy of
+the state before the branch (its waits cover nothing after it: the other threads did not
+wait), and the waits and posts in it must name who runs them (`single_thread`; `threads N` for
+exactly the block's first N threads).
 
 Subclasses react to the synchronization ops through `on_wait`, `on_post`, `on_load_point` and
 to other ops through `on_op` (sync-verify: coverage, counts and the load-region check).
@@ -385,6 +390,9 @@ class BatchRun:
         self.grid = (*grid, 1, 1, 1)[:3]
         self.block = (*block, 1, 1, 1)[:3]
         self.env: dict[SSAValue, Value] = {}
+        self.threads: frozenset[int] | None = None
+        """The thread indices that run the current path, where a branch on the thread index
+        split the block (None: every thread)."""
 
     # -- hooks ---------------------------------------------------------------------------
     def on_wait(self, op: sync.WaitOp, state: Any, definite: bool) -> None: ...
@@ -515,6 +523,8 @@ class BatchRun:
         if self.budget is not None:
             self.budget.spend(op)
         kind = type(op)
+        if kind in (sync.WaitOp, sync.PostOp):
+            self._check_participants(op)
         if kind is sync.WaitOp:
             self.on_wait(op, state, definite)  # type: ignore[arg-type]
         elif kind is sync.PostOp:
@@ -554,10 +564,15 @@ class BatchRun:
             # warp-specialized kernel's roles): what a side does, the block does; each side
             # starts from the state before the branch, and neither's waits count after it,
             # since the other threads did not wait.
-            for taken, region in zip(sides, (op.true_region, op.false_region), strict=True):
-                if taken and region.blocks:
-                    self.run_block(region.blocks.first, self.copy_state(state),  # type: ignore[arg-type]
-                                   definite)
+            outer = self.threads
+            for takers, region in zip(sides, (op.true_region, op.false_region), strict=True):
+                if takers and region.blocks:
+                    self.threads = takers if outer is None else takers & outer
+                    try:
+                        self.run_block(region.blocks.first,  # type: ignore[arg-type]
+                                       self.copy_state(state), definite)
+                    finally:
+                        self.threads = outer
         elif c is None:
             self.run_region_copy(op, state)
         else:
@@ -567,9 +582,38 @@ class BatchRun:
         for result in op.results:
             self.env[result] = None
 
-    def _thread_roles(self, op: scf.IfOp) -> tuple[bool, bool] | None:
-        """For `scf.if (thread_id.x <pred> constant)` in a block of one dimension: whether some
-        thread takes the then side, and whether some takes the else side (evaluated for every
+    def _check_participants(self, op: Operation) -> None:
+        """A wait or post that only some threads reach (`self.threads`) must say so: a wait
+        spins in its one thread (`single_thread`: no block barrier), a post synchronizes its
+        threads (`threads N`: a named barrier of the block's first N, then thread 0 releases),
+        exactly the threads that reach it; a `threads N` post that every thread reaches must
+        have N the whole block."""
+        block = self.block[0] * self.block[1] * self.block[2]
+        if self.threads is None:
+            if isinstance(op, sync.PostOp) and op.threads is not None and \
+                    op.threads.value.data != block:
+                raise Unproven(op, f"every thread of the block ({block}) reaches this sync.post "
+                                   f"of `threads {op.threads.value.data}`: its named barrier "
+                                   f"would not count them (put it where only those threads go)")
+            return
+        if isinstance(op, sync.WaitOp):
+            if op.single_thread is None:
+                raise Unproven(op, "a block-wide sync.wait inside a branch on the thread "
+                                   "index: the threads that do not take it never reach its "
+                                   "block barrier (a wait of one thread is `single_thread`)")
+            return
+        assert isinstance(op, sync.PostOp)
+        n = None if op.threads is None else op.threads.value.data
+        if n is None or self.threads != frozenset(range(n)):
+            have = sorted(self.threads)
+            span = f"{len(have)} thread{'s' if len(have) > 1 else ''} ({have[0]}..{have[-1]})"
+            raise Unproven(op, f"a sync.post that {span} reach must be `threads N` for exactly "
+                               f"the block's first N threads: its named barrier waits for N, "
+                               f"thread 0 releases")
+
+    def _thread_roles(self, op: scf.IfOp) -> tuple[frozenset[int], frozenset[int]] | None:
+        """For `scf.if (thread_id.x <pred> constant)` in a block of one dimension: the thread
+        indices that take the then side and those that take the else side (evaluated for every
         thread index); None for any other condition."""
         cmp = op.cond.owner
         if not isinstance(cmp, arith.CmpiOp) or self.block[1:] != (1, 1):
@@ -580,13 +624,14 @@ class BatchRun:
         bound = self.value(cmp.rhs)
         if bound is None or not exact(bound) or uniform(bound[0]) is None:
             return None
-        outcomes = set()
+        then: set[int] = set()
+        otherwise: set[int] = set()
         for t in range(self.block[0]):
             result = compare(cmp.predicate.value.data, point(t), bound)
             if not exact(result) or uniform(result[0]) is None:
                 return None
-            outcomes.add(bool(uniform(result[0])))
-        return (True in outcomes, False in outcomes)
+            (then if uniform(result[0]) else otherwise).add(t)
+        return frozenset(then), frozenset(otherwise)
 
     def on_for(self, op: scf.ForOp, state: Any, definite: bool) -> None:
         self.on_op(op, state)

@@ -2,7 +2,8 @@
 
 // Warp-specialized kernels: the roles are branches on the thread index. Each side that some
 // thread takes is the block's (the post of the consumer warpgroups, `threads 256`, is counted,
-// once per tile), and a side's waits cover only that side. The consumer's operand is a tensor
+// once per tile), a side's waits cover only that side, and a wait or post there must name the
+// threads that run it (the last three cases). The consumer's operand is a tensor
 // map: its copies read the box at their coordinates (prefetching the map reads nothing).
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
@@ -99,7 +100,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:88:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) (semaphore 1), but no wait on that semaphore precedes it
+// CHECK: verify_warp_specialized.mlir:89:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) (semaphore 1), but no wait on that semaphore precedes it
 
 // -----
 
@@ -129,4 +130,87 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:126:1: sync-verify: producer @p, tile (0, 0) posts 0 times per launch; each tile must post exactly once
+// CHECK: verify_warp_specialized.mlir:127:1: sync-verify: producer @p, tile (0, 0) posts 0 times per launch; each tile must post exactly once
+
+// -----
+
+// A block-wide post that only thread 0 reaches: its block barrier would hang the others.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %tid = gpu.thread_id x
+    %c0 = arith.constant 0 : index
+    %leader = arith.cmpi eq, %tid, %c0 : index
+    scf.if %leader {
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    }
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    sync.wait %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    sync.load_point operand 0 [%x, %y]
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
+sync.launch @p
+sync.launch @c {pdl = true}
+
+// CHECK: verify_warp_specialized.mlir:145:7: sync-verify: producer @p, tile (0, 0): a sync.post that 1 thread (0..0) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
+
+// -----
+
+// A post of `threads 256` that the first 128 threads reach: its barrier counts 256.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %tid = gpu.thread_id x
+    %c128 = arith.constant 128 : index
+    %half = arith.cmpi ult, %tid, %c128 : index
+    scf.if %half {
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> threads 256 : memref<?xi32>
+    }
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    sync.wait %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    sync.load_point operand 0 [%x, %y]
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
+sync.launch @p
+sync.launch @c {pdl = true}
+
+// CHECK: verify_warp_specialized.mlir:174:7: sync-verify: producer @p, tile (0, 0): a sync.post that 128 threads (0..127) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
+
+// -----
+
+// A post of `threads 256` that all 288 threads reach.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %tid = gpu.thread_id x
+    sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> threads 256 : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    sync.wait %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    sync.load_point operand 0 [%x, %y]
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 4>, block = array<i64: 288, 1, 1>, tile = array<i64: 128, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
+sync.launch @p
+sync.launch @c {pdl = true}
+
+// CHECK: verify_warp_specialized.mlir:200:5: sync-verify: producer @p, tile (0, 0): every thread of the block (288) reaches this sync.post of `threads 256`: its named barrier would not count them (put it where only those threads go)
