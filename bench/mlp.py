@@ -338,8 +338,7 @@ def check_error(name: str, err: float) -> float:
 def kernel_args(spec, data: _Data) -> dict[str, list]:
     """Each stage's arguments: the buffers, or for a warp-specialized kernel their tensor maps
     (the boxes of its config)."""
-    from tilesync.kernels.config import tensor_map_swizzle
-    from tilesync.runtime.tensor_map import encode_tiled
+    from tilesync.harness.runner import gemm_tensor_maps
 
     operands = {"gemm1": (spec.cfg1, [data.x, data.w1, data.h]),
                 "gemm2": (spec.cfg2, [data.h, data.w2, data.y])}
@@ -348,9 +347,7 @@ def kernel_args(spec, data: _Data) -> dict[str, list]:
         if not cfg.warp_specialized:
             args[stage] = tensors
             continue
-        args[stage] = [encode_tiled(t.data_ptr(), cfg.dtype, tuple(t.shape), box,
-                                    tensor_map_swizzle(box))
-                       for t, box in zip(tensors, cfg.tensor_map_boxes.values(), strict=True)]
+        args[stage] = gemm_tensor_maps(cfg, tensors)
     return args
 
 

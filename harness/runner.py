@@ -55,19 +55,11 @@ class GemmRunner:
             self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
             self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
 
-    def _tensor_map(self, operand: str, buffer) -> object:
-        cfg = self.cfg
-        address, _ = device_pointer_and_size(buffer)
-        shape = {"A": (cfg.M, cfg.K), "B": (cfg.N, cfg.K), "C": (cfg.M, cfg.out_cols)}[operand]
-        box = cfg.tensor_map_boxes[operand]
-        return self.tensor_maps.get(address, cfg.dtype, shape, box, tensor_map_swizzle(box))
-
     def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
-        if self.cfg.warp_specialized:
-            a, b = self._tensor_map("A", a), self._tensor_map("B", b)
-            if self.cfg.tma_store:
-                c = self._tensor_map("C", c)
         args = [a, b, c]
+        if self.cfg.warp_specialized:  # A, B (and C) as tensor maps
+            maps = gemm_tensor_maps(self.cfg, args, self.tensor_maps)
+            args = [*maps, *args[len(maps):]]
         if self.cfg.has_bias:
             args.append(bias)
         if self.cfg.dropout is not None:
@@ -109,6 +101,20 @@ class SoftmaxRunner:
         launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
 
 
+def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = None
+                     ) -> list:
+    """The tensor maps of a warp-specialized GEMM's operands (device arrays of A, B and, with
+    the TMA-store epilogue, C), in the order and with the boxes and swizzles of
+    `cfg.tensor_map_boxes` (operands beyond them are not maps); encoded once per buffer with
+    `cache`."""
+    cache = cache or TensorMapCache()
+    boxes = cfg.tensor_map_boxes
+    return [cache.get(device_pointer_and_size(array)[0], cfg.dtype, shape, box,
+                      tensor_map_swizzle(box))
+            for array, box, shape in zip(operands[:len(boxes)], boxes.values(),
+                                         cfg.tensor_map_shapes.values(), strict=True)]
+
+
 def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) -> dict:
     """Time the kernel on random data: median ms and TFLOP/s (2 M N K flops per launch)."""
     runner = GemmRunner(cfg)
@@ -127,4 +133,4 @@ def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) 
             "registers": runner.kernel.num_regs, "timing": timing}
 
 
-__all__ = ["Conv2dRunner", "GemmRunner", "SoftmaxRunner", "time_gemm"]
+__all__ = ["Conv2dRunner", "GemmRunner", "SoftmaxRunner", "gemm_tensor_maps", "time_gemm"]

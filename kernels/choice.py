@@ -22,7 +22,13 @@ from __future__ import annotations
 import math
 
 from tilesync.analysis.wave_model import StageWaves
-from tilesync.kernels.config import H100_SMS, MAX_SHARED_PER_BLOCK, GemmConfig, tma_ws_config
+from tilesync.kernels.config import (
+    H100_SMS,
+    MAX_SHARED_PER_BLOCK,
+    GemmConfig,
+    output_columns,
+    tma_ws_config,
+)
 
 BK = 64
 TILE_ROWS = (128, 64)
@@ -102,16 +108,12 @@ def _tile_config(M: int, N: int, K: int, tile: tuple[int, int], dtype: str,
             cfg = tma_ws_config(M, N, K, tile=(bm, bn, BK), dtype=dtype, epilogue=epilogue,
                                 sms=sms, cluster_m=cluster, tma_store=staged,
                                 producer_warps=4 if staged else 1,
-                                stages=stages_for(bm, bn, _out_cols(bn, epilogue) if staged
-                                                  else 0))
+                                stages=stages_for(bm, bn, output_columns(bn, epilogue)
+                                                  if staged else 0))
         except ValueError:
             continue
         return cfg
     return None
-
-
-def _out_cols(bn: int, epilogue: str | None) -> int:
-    return bn // 2 if epilogue == "swiglu" else bn
 
 
 __all__ = ["predicted_seconds", "propose_tma_configs", "stages_for", "tile_efficiency"]

@@ -58,6 +58,11 @@ def _repr_showing_set(config: object, later_fields: frozenset[str]) -> str:
     return f"{type(config).__qualname__}({', '.join(shown)})"
 
 
+def output_columns(columns: int, epilogue: str | None) -> int:
+    """Columns of C that `columns` GEMM columns give: SwiGLU combines gate and up in pairs."""
+    return columns // 2 if epilogue == "swiglu" else columns
+
+
 def tensor_map_swizzle(box: tuple[int, int]) -> int:
     """The swizzle (bytes) of a TMA box of 16-bit elements: its row, at most 128 bytes (A's and
     B's rows of BK = 64 are the 128-byte swizzle wgmma reads), none for rows of 16 bytes (the
@@ -294,13 +299,12 @@ class GemmConfig:
     @property
     def out_cols(self) -> int:
         """Columns of C: N, or N / 2 for swiglu (gate and up columns combine)."""
-        return self.N // 2 if self.epilogue == "swiglu" else self.N
+        return output_columns(self.N, self.epilogue)
 
     @property
     def out_tile_cols(self) -> int:
         """Columns of C one tile writes: BN, or BN / 2 for swiglu."""
-        bn = self.tile[1]
-        return bn // 2 if self.epilogue == "swiglu" else bn
+        return output_columns(self.tile[1], self.epilogue)
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -362,6 +366,12 @@ class GemmConfig:
         if self.tma_store:
             boxes["C"] = self.staging_box
         return boxes
+
+    @property
+    def tensor_map_shapes(self) -> dict[str, tuple[int, int]]:
+        """tma_ws: the tensor each map of `tensor_map_boxes` describes (B is N x K)."""
+        shapes = {"A": (self.M, self.K), "B": (self.N, self.K), "C": (self.M, self.out_cols)}
+        return {name: shapes[name] for name in self.tensor_map_boxes}
 
     @property
     def staging_box(self) -> tuple[int, int]:

@@ -40,7 +40,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
 from tilesync.kernels.choice import stages_for
-from tilesync.kernels.config import GemmConfig, gemm_config, tma_ws_config
+from tilesync.kernels.config import GemmConfig, gemm_config, output_columns, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 
 MODELS: dict[str, dict] = {
@@ -97,8 +97,7 @@ class MlpSpec:
     @property
     def ratio(self) -> int:
         """R: GEMM2 k-steps per GEMM1 tile column (H columns per GEMM1 tile / BK2)."""
-        return (self.cfg1.tile[1] // (2 if self.cfg1.epilogue == "swiglu" else 1)) \
-            // self.cfg2.tile[2]
+        return self.cfg1.out_tile_cols // self.cfg2.tile[2]
 
     @property
     def k_steps(self) -> int:
@@ -134,7 +133,7 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
             raise ValueError(f"the TMA MLP takes M >= 128 (BM = 128), got {M}")
         bm1, bn1, bm2, bn2 = next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
                                   _TMA_TILES[model][-1][1])
-        out1 = bn1 // 2 if MODELS[model]["epilogue"] == "swiglu" else bn1
+        out1 = output_columns(bn1, MODELS[model]["epilogue"])
         return (((bm1, bn1, 64), (bm1 // 16, 1), stages_for(bm1, bn1, out1)),
                 ((bm2, bn2, 64), (bm2 // 16, 1), stages_for(bm2, bn2, bn2)))
     if mma == "wgmma":
@@ -179,7 +178,7 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
         raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
                          f"whole GEMM1 tile rows), "
                          f"got {c1.tile[0]} and {c2.tile[0]}")
-    per_tile = c1.tile[1] // (2 if c1.epilogue == "swiglu" else 1)
+    per_tile = c1.out_tile_cols
     if per_tile % c2.tile[2] or spec.hidden % c2.tile[2]:
         raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK "
                          f"{c2.tile[2]} must divide it and H's {spec.hidden} columns")
@@ -222,8 +221,8 @@ def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:
     """The stage's `tile`: the rows and columns of C one block writes (SwiGLU combines gate and
     up columns, so BN / 2 of H), then BK. sync-verify maps a consumer's loads of C onto the
     producer tiles that wrote them with it."""
-    bm, bn, bk = cfg.tile
-    return (bm, bn // 2 if cfg.epilogue == "swiglu" else bn, bk)
+    bm, _, bk = cfg.tile
+    return (bm, cfg.out_tile_cols, bk)
 
 
 def _stage(cfg: GemmConfig) -> sync.StageOp:
