@@ -376,6 +376,44 @@ def run_program(program, data: _Data, warmup: int, reps: int, name: str,
             **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
 
 
+PEAK_SHAPE = 8192  # the square fp16 GEMM whose cuBLAS rate is the run's measured peak
+
+
+def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
+    """This run's device limits: the copy bandwidth (bench.kernels.copy_bandwidth) and the
+    tensor rate cuBLAS reaches on an fp16 GEMM of PEAK_SHAPE³, the floor's two rates."""
+    from tilesync.bench.experiments import summarize
+    from tilesync.bench.kernels import copy_bandwidth
+
+    n = PEAK_SHAPE
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(a)
+    pairs = []
+    for i in range(warmup + reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.matmul(a, b, out=out)
+        end.record()
+        if i >= warmup:
+            pairs.append((start, end))
+    torch.cuda.synchronize()
+    ms = summarize([s.elapsed_time(e) for s, e in pairs], warmup)["median_ms"]
+    del a, b, out
+    return {"copy_gbps": copy_bandwidth(torch, warmup, reps)["gbps"],
+            "peak_tflops": 2 * n ** 3 / (ms * 1e-3) / 1e12}
+
+
+def floor_ms(spec, rates: dict[str, float]) -> float:
+    """The MLP's floor: its multiply-adds at the measured peak rate, or reading X, W1, W2 and
+    writing and reading H and writing Y once at the measured copy bandwidth, the longer."""
+    c1, c2 = spec.cfg1, spec.cfg2
+    elements = c1.M * c1.K + c1.N * c1.K + 2 * c1.M * c1.out_cols + c2.N * c2.K + c2.M * c2.N
+    compute = spec.flops / (rates["peak_tflops"] * 1e12)
+    memory = 2 * elements / (rates["copy_gbps"] * 1e9)
+    return max(compute, memory) * 1e3
+
+
 def run_torch(data: _Data, warmup: int, reps: int) -> dict[str, dict[str, Any]]:
     from tilesync.bench.experiments import summarize
 
@@ -451,13 +489,14 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
     if torch is None:
         raise RuntimeError(f"the MLP benchmark needs torch on the GPU: {why}")
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+    rates = measured_rates(torch, warmup, reps)
     result: dict[str, Any] = {
         "experiment": "mlp", "warmup": warmup, "reps": reps, "tolerance": TOL,
         "modes": list(modes), "library": f"torch {torch.__version__} (cuBLAS)",
         "sms": device.sm_count, "compile_seconds": compile_seconds,
         "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
         "programs_cached": cached,
-        "verify": "proved", "timeout_ns": TIMEOUT_NS, "rows": [],
+        "verify": "proved", "timeout_ns": TIMEOUT_NS, "rates": rates, "rows": [],
     }
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
     for model in models:
@@ -465,7 +504,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
             row_modes = modes_for(model, M, modes)
             spec = mlp_spec(model, M)
             row: dict[str, Any] = {"model": model, "M": M, "configs": spec.label,
-                                   "ratio": spec.ratio, "flops": spec.flops, "modes": {}}
+                                   "ratio": spec.ratio, "flops": spec.flops,
+                                   "floor_ms": floor_ms(spec, rates), "modes": {}}
             for mode in row_modes:
                 entry = compiled[(model, M, mode, False)]
                 if "error" in entry:
@@ -564,6 +604,11 @@ def mlp_table(result: dict[str, Any]) -> str:
         f"{'model':<6} {'M':>5} {'mode':<22} {'median ms':>10} {'p10-p90':>17} "
         f"{'speedup':>8} {'vs graph':>8} {'TFLOP/s':>8} {'rel err':>8}",
     ]
+    rates = result.get("rates")
+    if rates:
+        lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
+                        f"(cuBLAS fp16 {PEAK_SHAPE}^3, this run) and X, W1, W2, H twice and Y at "
+                        f"{rates['copy_gbps']:.0f} GB/s (device copy, this run)")
     for row in result["rows"]:
         wm = row.get("wave_model")
         if wm is None:
@@ -581,6 +626,8 @@ def mlp_table(result: dict[str, Any]) -> str:
                          "kernel has no room for the ordered tile's shared slot); pred "
                          f"{wo.get('speedup', float('nan')):.2f}x; their speedup is against "
                          "stream_sync@order_cfg")
+        if row.get("floor_ms"):
+            lines.append(f"{'':<6} {'':>5} {'floor':<22} {row['floor_ms']:>10.4f}")
         if row.get("tma_configs"):
             lines.append(f"{'':<6} {'':>5} {TMA} modes run {row['tma_configs']} (their speedup "
                          f"is against {TMA}stream_sync)")

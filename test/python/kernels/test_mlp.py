@@ -135,12 +135,27 @@ def test_wave_prediction_and_table():
     assert "tile+pdl" not in speed
     result = {"library": "torch x", "reps": 3, "warmup": 1, "sms": 132, "programs_compiled": 1,
               "compile_seconds": 1.0, "programs_cached": 0, "seconds": 2.0,
+              "rates": {"peak_tflops": 800.0, "copy_gbps": 3000.0},
               "rows": [{"model": "gpt3", "M": 2048, "configs": spec.label, "ratio": 4,
                         "flops": spec.flops, "wave_model": pred, "order_configs": "x",
-                        "wave_model_order": pred, "modes": modes, "speedup": speed}]}
+                        "floor_ms": 0.75, "wave_model_order": pred, "modes": modes,
+                        "speedup": speed}]}
     table = bench.mlp_table(result)
     assert "row+order+pdl" in table and "FAILED: AssertionError: wrong" in table
     assert "1.250" in table and "stream_sync@order_cfg" in table
+    assert "at 800 TFLOP/s" in table and "at 3000 GB/s" in table
+    assert any(line.split()[:2] == ["floor", "0.7500"] for line in table.splitlines())
+
+
+def test_the_floor_is_the_longer_of_compute_and_memory():
+    """GPT-3 at M = 2048 is compute-bound (2 M N K twice over the peak); LLaMA at M = 1 reads
+    its weights (8192 x 5632 + 2816 x 8192 halves) at the copy bandwidth."""
+    rates = {"peak_tflops": 1000.0, "copy_gbps": 1000.0}
+    gpt3 = mlp_spec("gpt3", 2048)
+    assert bench.floor_ms(gpt3, rates) == pytest.approx(gpt3.flops / 1e15 * 1e3)
+    llama = mlp_spec("llama", 1, mma="sync")
+    weights = 8192 * 5632 + 2816 * 8192
+    assert bench.floor_ms(llama, rates) == pytest.approx(2 * weights / 1e12 * 1e3, rel=0.01)
 
 
 @pytest.mark.parametrize(("model", "M", "mode", "policy"), [
