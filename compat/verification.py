@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import llvm
+from xdsl.dialects import gpu, llvm
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
 from xdsl.traits import OpTrait, SameOperandsAndResultType
+from xdsl.utils.exceptions import VerifyException
 
 # Custom verifiers that read nothing but the op's properties and operand/result types.
 _LOCAL_VERIFIERS: tuple[type[Operation], ...] = (llvm.CallIntrinsicOp, llvm.GEPOp, llvm.ICmpOp)
@@ -75,6 +76,10 @@ def verify(op: Operation) -> None:
     `op.verify()` under `rewrite_driver.xdsl_drivers()`)."""
     from tilesync.compat.rewrite_driver import using_xdsl_drivers
 
+    for inner in op.walk():  # xDSL's gpu.func verifier indexes its entry block
+        if isinstance(inner, gpu.FuncOp) and not inner.body.blocks:
+            raise VerifyException(f"'gpu.func' @{inner.sym_name.data} has no body: a function "
+                                  f"needs an entry block")
     if using_xdsl_drivers():
         op.verify()
         return

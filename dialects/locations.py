@@ -63,6 +63,9 @@ class LocatingParser(CheckedParser):
             op = super().parse_operation()
         except (ParseError, KeyboardInterrupt):
             raise
+        except OverflowError as err:  # xDSL packs a float attribute of its type with struct
+            raise ParseError(Span(token.start, token.end, token.input),
+                             f"a number does not fit its type ({err})") from None
         except struct.error as err:  # xDSL packs a dense array's integers with struct
             raise ParseError(Span(token.start, token.end, token.input),
                              f"an integer does not fit its array's element type ({err})"

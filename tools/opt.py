@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import TARGETS, CompileError
 from tilesync.dialects import get_all_dialects
 from tilesync.dialects.locations import LocatingParser, OpDiagnostic, failing_op
@@ -230,7 +231,7 @@ class TilesyncOptMain(xDSLOptMain):
 
 def _verify(module: ModuleOp, after: ModulePass | None) -> None:
     try:
-        module.verify()
+        verify_ir(module)
     except Exception as err:
         op = failing_op(module, err)
         text = " ".join(str(err).split()) or type(err).__name__

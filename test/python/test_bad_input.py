@@ -334,6 +334,13 @@ FUZZ_PROGRAMS = {
                     "%s[%i, %i] swizzle #tile.swizzle<3, 4294967296, 4294967296> : memref<16x16x"
                     "f16, 3> -> !tile.frag<a, f16, m16n8k16>\n  func.return\n}\n",
     # struct.error from xDSL packing a dense array integer beyond i64
+    # OverflowError from xDSL packing a float attribute beyond f16; IndexError from xDSL's
+    # gpu.func verifier on a function without a block
+    "f16range.mlir": "builtin.module {\n  sync.stage @huge {kernel = @kernels::@gemm, grid = "
+                     "array<i64: 8>, block = array<i64: 128>, tile = array<i64: 1>, shared_bytes "
+                     "= 200000 : f16}\n}\n",
+    "noblock.mlir": '"gpu.module"() <{sym_name = "k"}> ({\n  "gpu.func"() <{function_type = () '
+                    '-> (), kernel}> ({\n  }) {sym_name = "present"} : () -> ()\n}) : () -> ()\n',
     "densearray.mlir": "func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x32x3x3xf16>) -> "
                        "tensor<1x64x8x8xf16> {\n  %y = graph.conv2d %x, %w stride [1, 1] padding "
                        "[18446744073709551616, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>)"
@@ -398,6 +405,10 @@ FUZZ_ROWS = [
      "has no integers of 0 bits"),
     ("swizzle.mlir", CompileError, "2:3", "#tile.swizzle<3, 4294967296, 4294967296> needs B + M "
      "<= 31 and S <= 31 (offsets are 32-bit)"),
+    ("f16range.mlir", CompileError, "2:3",
+     "a number does not fit its type (float too large to pack with e format)"),
+    ("noblock.mlir", CompileError, "2:3",
+     "'gpu.func' @present has no body: a function needs an entry block"),
     ("densearray.mlir", CompileError, "2:3",
      "an integer does not fit its array's element type (argument out of range)"),
     ("switchflag.mlir", CompileError, "2:3", "cf.switch: the flag must be an integer or an index"),
