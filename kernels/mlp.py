@@ -21,7 +21,8 @@ operand 0 (H) on GEMM1's tiles, and the launches (GEMM1 first, on a high-priorit
 
 GEMM2's k-step s (bound to the load point's `step`) reads H columns [s·BK2, (s+1)·BK2),
 written by GEMM1 tile column (s·BK2) floordiv BH1, where BH1 = BN1 output columns of H per
-GEMM1 tile (BN1 / 2 for SwiGLU: gate and up combine); so R = BH1 / BK2. GEMM2's BM is a
+GEMM1 tile (BN1 / 2 for SwiGLU: gate and up combine); so R = BH1 / BK2. Where BK2 does not
+divide BH1, a k-step reads the tile columns of its first and last H column. GEMM2's BM is a
 multiple of GEMM1's: its tile row d0 covers GEMM1 tile rows Q d0 .. Q d0 + Q - 1, Q = BM2 / BM1
 (with Q > 1 the map gains `d0 * Q + s1 ... forall s1 in [0, Q)`).
 
@@ -72,14 +73,16 @@ _DEFAULT = ((128, 64, 32), (2, 2), 4)
 _WGMMA_SMALL = (((64, 128, 64), (4, 1), 6), ((64, 64, 64), (4, 1), 8))
 _WGMMA_MID = (((128, 256, 64), (8, 1), 4), ((128, 128, 64), (8, 1), 6))  # M = 128 .. 512
 _WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >= 1024
-# The warp-specialized TMA kernels (mma="tma"; kernels/gemm_tma.py) from the same bench at
-# 3673865: GEMM1 stores H with TMA copies, so its output tile must be whole k-steps of GEMM2
-# (BH1 a multiple of 64: 192 or 256 columns; SwiGLU 128 or 256 of gate|up); at M = 256 GPT-3's
-# GEMM1 takes BM = 64 (128 tiles, not 64) under GEMM2's 128. (BM1, BN1, BM2, BN2) by the
-# largest batch each serves.
+# The warp-specialized TMA kernels (mma="tma"; kernels/gemm_tma.py), from the kernels bench
+# (bench/results/kernels-bench-nvidia-h100-80gb-hbm3.log): GEMM1 stores H with TMA copies.
+# Each GEMM takes its autotuned tile where the MLP allows it; LLaMA's GEMM1 128 x 176 writes 88
+# columns of H, so a 64-column k-step of GEMM2 may read two of its tiles (`dependency`).
+# At M = 256 GEMM1 takes BM = 64 under GEMM2's 128. (BM1, BN1, BM2, BN2) by the largest batch
+# each serves.
 _TMA_TILES = {"gpt3": ((256, (64, 192, 128, 192)), (512, (128, 192, 128, 192)),
                        (2048, (128, 192, 128, 256))),
-              "llama": ((512, (128, 128, 128, 128)), (2048, (128, 256, 128, 256)))}
+              "llama": ((256, (64, 176, 128, 128)), (512, (128, 176, 128, 128)),
+                        (1024, (128, 176, 128, 256)), (2048, (128, 256, 128, 256)))}
 MMAS = ("wgmma", "sync", "tma")
 
 
@@ -95,9 +98,11 @@ class MlpSpec:
         return self.cfg1.out_cols
 
     @property
-    def ratio(self) -> int:
-        """R: GEMM2 k-steps per GEMM1 tile column (H columns per GEMM1 tile / BK2)."""
-        return self.cfg1.out_tile_cols // self.cfg2.tile[2]
+    def ratio(self) -> int | None:
+        """R: GEMM2 k-steps per GEMM1 tile column (H columns per GEMM1 tile / BK2); None when
+        BK2 does not divide them (a k-step may then read two GEMM1 tile columns)."""
+        per_tile, bk2 = self.cfg1.out_tile_cols, self.cfg2.tile[2]
+        return None if per_tile % bk2 else per_tile // bk2
 
     @property
     def k_steps(self) -> int:
@@ -178,10 +183,11 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
         raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
                          f"whole GEMM1 tile rows), "
                          f"got {c1.tile[0]} and {c2.tile[0]}")
-    per_tile = c1.out_tile_cols
-    if per_tile % c2.tile[2] or spec.hidden % c2.tile[2]:
-        raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK "
-                         f"{c2.tile[2]} must divide it and H's {spec.hidden} columns")
+    per_tile, bk2 = c1.out_tile_cols, c2.tile[2]
+    if (per_tile % bk2 and bk2 > per_tile) or spec.hidden % bk2:
+        raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK {bk2} must "
+                         f"divide H's {spec.hidden} columns and divide or be at most the "
+                         f"tile's")
     return spec
 
 
@@ -204,17 +210,26 @@ def fit_ordered(spec: MlpSpec) -> MlpSpec:
 
 
 def dependency(spec: MlpSpec) -> sync.DependencyOp:
-    """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R), or with Q = BM2 / BM1
-    > 1 the H tiles (Q d0 + s1, s0 floordiv R), s1 in [0, Q)."""
+    """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R); with Q = BM2 / BM1 > 1
+    the H tiles (Q d0 + s1, ...), s1 in [0, Q). Where BK2 does not divide GEMM1's BH1 columns
+    of H, k-step s0 reads columns [s0 BK2, s0 BK2 + BK2) of H: the tiles of its first and last
+    column, (s0 BK2 + s2 (BK2 - 1)) floordiv BH1 for s2 in [0, 2) (BK2 <= BH1: at most two)."""
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
-    column = s0 if spec.ratio == 1 else s0 // spec.ratio
+    symbols: list[tuple[int, int]] = [(0, spec.k_steps)]
     rows = spec.cfg2.tile[0] // spec.cfg1.tile[0]
-    if rows == 1:
-        return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, 1, (d0, column)),
-                                 [(0, spec.k_steps)])
-    row = d0 * rows + AffineExpr.symbol(1)
-    return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, 2, (row, column)),
-                             [(0, spec.k_steps), (0, rows)])
+    row = d0
+    if rows > 1:
+        row = d0 * rows + AffineExpr.symbol(len(symbols))
+        symbols.append((0, rows))
+    if spec.ratio is None:
+        bk2, per_tile = spec.cfg2.tile[2], spec.cfg1.out_tile_cols
+        span = AffineExpr.symbol(len(symbols))
+        symbols.append((0, 2))
+        column = (s0 * bk2 + span * (bk2 - 1)) // per_tile
+    else:
+        column = s0 if spec.ratio == 1 else s0 // spec.ratio
+    return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, len(symbols), (row, column)),
+                             symbols)
 
 
 def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:

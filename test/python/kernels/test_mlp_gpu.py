@@ -1,13 +1,15 @@
 """The MLP stage programs on the GPU: Y of every sync mode against an fp32 torch reference.
 
 GPT-3 M=256 (its TMA GEMM1 has BM = 64 under GEMM2's 128: a GEMM2 tile row reads two GEMM1
-tile rows) and M=512 (RowSync/TileSync with R = 2 k-steps per GEMM1 tile), LLaMA M=1024
-(SwiGLU, R = 1); the tma: modes on the warp-specialized TMA kernels, GEMM1 storing H
-with TMA copies). Each mode's program runs 10 times without any memset of its
-semaphores (each run is a new epoch); before every run H and Y are poisoned with NaN, so a
-consumer that reads H before it is written, or a tile never stored, fails the check. Programs
-are compiled with debug spin-waits (a timed-out wait says which semaphore it waited for) and
-the bench's timeout; compiled programs come from the bench's cache (.tilesync-cache/mlp).
+tile rows) and M=512 (RowSync/TileSync with R = 2 k-steps per GEMM1 tile), LLaMA M=256 and
+M=1024 (SwiGLU; on the TMA kernels GEMM1 writes 88 columns of H a tile, so a k-step of GEMM2
+may wait for two tiles, and at M=256 for two tile rows each); the tma: modes on the
+warp-specialized TMA kernels, GEMM1 storing H with TMA copies. Each mode's program runs 10
+times without any memset of its semaphores (each run is a new epoch); before every run H and
+Y are poisoned with NaN, so a consumer that reads H before it is written, or a tile never
+stored, fails the check. Programs are compiled with debug spin-waits (a timed-out wait says
+which semaphore it waited for) and the bench's timeout; compiled programs come from the
+bench's cache (.tilesync-cache/mlp).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 
 from tilesync.contract import target_for_device
 
-CASES = [("gpt3", 256), ("gpt3", 512), ("llama", 1024)]
+CASES = [("gpt3", 256), ("gpt3", 512), ("llama", 256), ("llama", 1024)]
 RUNS = 10
 
 
