@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tilesync.frontend.torch as tt  # noqa: E402
-from tilesync.examples.torch_models import BasicBlock  # noqa: E402
+from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch.ops import StageRunner  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -27,9 +27,12 @@ def _rel(out, ref) -> float:
 
 
 @pytest.fixture(autouse=True)
-def _torch_cuda():
+def _torch_cuda(monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
+    # the fp32 reference in fp32, not TF32's 10-bit mantissa (cuDNN's convs default to it)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
 
 
 @pytest.fixture
@@ -40,20 +43,6 @@ def poisoned(monkeypatch):
         return torch.full(shape, float("nan"), dtype=self.dtype, device=device)
 
     monkeypatch.setattr(StageRunner, "_new", filled_with_nan)
-
-
-class Attention(torch.nn.Module):
-    """One head over one sequence, as test_torch_attention.py writes it (x: tokens x width)."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.qkv = torch.nn.Linear(width, 3 * width)
-        self.proj = torch.nn.Linear(width, width)
-        self.width = width
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).split(self.width, dim=-1)
-        return self.proj(torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v)
 
 
 class ConvChain(torch.nn.Module):
@@ -131,7 +120,7 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
 ])
 def test_attention_runs_our_way(tokens, width, tmp_path, poisoned):
     torch.manual_seed(tokens + width)
-    model = Attention(width).half().cuda().eval()
+    model = OneHeadAttention(width).half().cuda().eval()
     _runs_our_way(model, lambda: torch.randn(tokens, width, dtype=torch.half, device="cuda"),
                   "Attention", tmp_path)
 

@@ -14,7 +14,7 @@ from tilesync.analysis.stage_graph import Launch, StageGraph  # noqa: E402
 from tilesync.api import parse  # noqa: E402
 from tilesync.contract import NEXT_EPOCH_KERNEL, SM_90  # noqa: E402
 from tilesync.dialects import graph, sync  # noqa: E402
-from tilesync.examples.torch_models import BasicBlock  # noqa: E402
+from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch.compiler import (  # noqa: E402
     compile_entry,
     fold_batch_norms,
@@ -22,18 +22,6 @@ from tilesync.frontend.torch.compiler import (  # noqa: E402
 )
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 from tilesync.runtime.module import compile_ptx, ptx_entry_params  # noqa: E402
-
-
-class Attention(torch.nn.Module):
-    def __init__(self, width: int):
-        super().__init__()
-        self.qkv = torch.nn.Linear(width, 3 * width)
-        self.proj = torch.nn.Linear(width, width)
-        self.width = width
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).split(self.width, dim=-1)
-        return self.proj(torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v)
 
 
 def _entry(model, x):
@@ -58,7 +46,7 @@ def _nvjitlink():
 ])
 def test_compiled_piece_fits_its_launches(name, stages):
     if name == "attention":
-        entry = _entry(Attention(64).half(), torch.randn(192, 64, dtype=torch.half))
+        entry = _entry(OneHeadAttention(64).half(), torch.randn(192, 64, dtype=torch.half))
     else:  # the BatchNorms folded into biases: conv1 binds x, w1, the temp and b1
         entry = _entry(BasicBlock(64).half(), torch.randn(2, 64, 16, 16, dtype=torch.half))
     host = parse(entry["host"])
