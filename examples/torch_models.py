@@ -3,6 +3,8 @@
     LlamaMLP        Hugging Face's LlamaMLP: down(silu(gate(x)) * up(x))
     GPT2Block       a GPT-2/3 block: attention and the MLP (c_fc, tanh GeLU, c_proj)
     NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads
+    OneHeadAttention  one head of self-attention over one sequence (tokens x width), unscaled:
+                    the form the front end's attention pattern matches
     BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
 
     EXAMPLES: name -> (make(), example input shapes, dtype)
@@ -96,6 +98,19 @@ class NeRFMLP(nn.Module):
         sigma = self.sigma(h)
         h = F.relu(self.rgb_hidden(torch.cat([self.feature(h), direction], dim=-1)))
         return torch.cat([torch.sigmoid(self.rgb(h)), sigma], dim=-1)
+
+
+class OneHeadAttention(nn.Module):
+    def __init__(self, width: int = 64, bias: bool = True):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width, bias=bias)
+        self.proj = nn.Linear(width, width, bias=bias)
+        self.width = width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).split(self.width, dim=-1)
+        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        return self.proj(weights @ v)
 
 
 class BasicBlock(nn.Module):

@@ -161,13 +161,20 @@ class StageRunner:
             self._packed[key] = gate_up_weight(gate, up)
         return self._packed[key]
 
+    def _new(self, shape: tuple[int, ...], device: Any) -> Any:
+        """A temporary or the result, uninitialized: the kernels write every element they or
+        the caller read (the GPU tests fill these with NaN to check that)."""
+        import torch
+
+        return torch.empty(shape, dtype=self.dtype, device=device)
+
     def __call__(self, inputs: list[Any]) -> Any:
         import torch
 
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         device = inputs[0].device
-        temps = [torch.empty(shape, dtype=self.dtype, device=device) for shape in self.temps]
-        out = torch.empty(self.out_shape, dtype=self.dtype, device=device)
+        temps = [self._new(shape, device) for shape in self.temps]
+        out = self._new(self.out_shape, device)
 
         def value(bind: graph.BindAttr) -> Any:
             kind, where = bind.kind.data, bind.values

@@ -53,7 +53,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, gpu
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -750,6 +750,53 @@ def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
     return module, temps
 
 
+def _bound_type(bind: graph.BindAttr, signature: FunctionType,
+                temps: list[TensorType]) -> tuple[object, int]:
+    """(element type, element count) of the tensor `bind` names."""
+    kind, where = bind.kind.data, bind.values
+    if kind == "temp":
+        found = temps[where[0]]
+    elif kind == "result":
+        found = signature.outputs.data[where[0]]
+    else:  # input, or gate_up: the rows of two inputs interleaved
+        found = signature.inputs.data[where[0]]
+    assert isinstance(found, TensorType)
+    count = graph.numel(found) * (2 if kind == "gate_up" else 1)
+    return found.element_type, count
+
+
+def check_bindings(program: ModuleOp, signature: FunctionType,
+                   temps: list[TensorType]) -> None:
+    """Each stage's #graph.bind against its kernel's parameters: one per parameter, each tensor
+    of the memref's element type and size (a kernel addresses its memref whole: a smaller
+    tensor is read past its end, a larger one is not what it computes). A mismatch is this
+    pass's own bug, said at the stage before anything runs."""
+    kernels = {(module.sym_name.data, kernel.sym_name.data): kernel
+               for module in program.ops if isinstance(module, gpu.ModuleOp)
+               for kernel in module.body.block.ops if isinstance(kernel, gpu.FuncOp)}
+    for op in program.ops:
+        if not isinstance(op, sync.StageOp):
+            continue
+        name = op.sym_name.data
+        ref = op.kernel
+        kernel = kernels[(ref.root_reference.data, ref.nested_references.data[-1].data)]
+        binds = list(op.attributes[graph.BIND_ATTR].data)  # type: ignore[attr-defined]
+        params = kernel.body.block.args
+        if len(binds) != len(params):
+            raise diagnostic(PASS, op, f"@{name} binds {len(binds)} argument(s) to a kernel of "
+                                       f"{len(params)} parameter(s)")
+        for index, (bind, param) in enumerate(zip(binds, params, strict=True)):
+            kind = param.type
+            if not isinstance(kind, MemRefType):
+                raise diagnostic(PASS, op, f"@{name} binds {bind} to parameter {index}, a "
+                                           f"{kind}: binds name tensors")
+            element, count = _bound_type(bind, signature, temps)
+            expected = math.prod(kind.get_shape())
+            if element != kind.element_type or count != expected:
+                raise diagnostic(PASS, op, f"@{name} binds {bind} ({count} x {element}) to "
+                                           f"parameter {index}, a {kind}")
+
+
 @dataclass(frozen=True)
 class GraphToStagesPass(ModulePass):
     """Replace the module's graph function by the stage program of the pattern it matches."""
@@ -765,6 +812,7 @@ class GraphToStagesPass(ModulePass):
         program, temps = _stage_program(fn)
         signature = FunctionType.from_lists(fn.function_type.inputs.data,
                                             fn.function_type.outputs.data)
+        check_bindings(program, signature, temps)
         Rewriter.erase_op(fn)
         for stage_op in list(program.ops):
             stage_op.detach()
@@ -776,5 +824,6 @@ class GraphToStagesPass(ModulePass):
 
 __all__ = ["AttentionMatch", "AttentionSpec", "ConvChainMatch", "ConvChainSpec",
            "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
-           "bindings", "conv_chain_configs", "conv_chain_stage_module", "conv_halo",
-           "match_attention", "match_conv_chain", "match_mlp", "mlp_configs", "plan_configs"]
+           "bindings", "check_bindings", "conv_chain_configs", "conv_chain_stage_module",
+           "conv_halo", "match_attention", "match_conv_chain", "match_mlp", "mlp_configs",
+           "plan_configs"]

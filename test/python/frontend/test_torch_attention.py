@@ -9,23 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.examples.torch_models import OneHeadAttention as Attention  # noqa: E402
 from tilesync.frontend.torch.compiler import UnsupportedError, compile_entry  # noqa: E402
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
-
-
-class Attention(torch.nn.Module):
-    """One head of self-attention as plain PyTorch writes it (x: tokens x width)."""
-
-    def __init__(self, width: int = 64, bias: bool = True):
-        super().__init__()
-        self.qkv = torch.nn.Linear(width, 3 * width, bias=bias)
-        self.proj = torch.nn.Linear(width, width, bias=bias)
-        self.width = width
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).split(self.width, dim=-1)
-        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
-        return self.proj(weights @ v)
 
 
 def _pieces(model, inputs):

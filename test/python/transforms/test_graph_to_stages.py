@@ -1,13 +1,17 @@
 """graph-to-stages' conv chain: the halo of its dependency, proved by sync-verify on shapes
-whose halo reaches 0, 1 and 2 tile rows, and refused once a row of it is left out."""
+whose halo reaches 0, 1 and 2 tile rows, and refused once a row of it is left out; a stage's
+bindings checked against its kernel's parameters."""
 
 import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.api import lower, parse
 from tilesync.contract import CompileError
-from tilesync.dialects import sync
-from tilesync.transforms.graph.graph_to_stages import conv_halo
+from tilesync.dialects import graph, sync
+from tilesync.dialects.locations import OpDiagnostic
+from tilesync.transforms.graph.graph_to_stages import _stage_program, check_bindings, conv_halo
 
 SYNC = ["sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
         "sync-verify{limit=8}"]
@@ -65,3 +69,20 @@ def test_a_halo_row_short_is_refused():
                                            r"reads operand 0 .* producer tile \(0, 0\) of "
                                            r"@conv1 .* does not declare"):
         lower(module, SYNC)
+
+
+@pytest.mark.parametrize(("stage", "binds", "message"), [
+    # conv2's filter (128 x 3 x 3 x 64) bound to x (2 x 8 x 8 x 64)
+    ("conv2", [("temp", 0), ("input", 0), ("result", 0)],
+     r"@conv2 binds #graph.bind<input 0> \(8192 x f16\) to parameter 1, a memref<128x576xf16>"),
+    ("conv1", [("input", 0), ("input", 1)], r"@conv1 binds 2 argument\(s\) to a kernel of 3"),
+])
+def test_a_binding_the_kernel_cannot_take_is_refused(stage, binds, message):
+    module = parse(chain(2, 8, 8, 64, 64, 128))
+    (fn,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    program, temps = _stage_program(fn)
+    check_bindings(program, fn.function_type, temps)  # as the pass builds them
+    _stages(program)[stage].attributes[graph.BIND_ATTR] = ArrayAttr(
+        [graph.BindAttr(kind, index) for kind, index in binds])
+    with pytest.raises(OpDiagnostic, match=message):
+        check_bindings(program, fn.function_type, temps)

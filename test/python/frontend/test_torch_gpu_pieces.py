@@ -1,0 +1,150 @@
+"""The torch front end's attention and conv-chain pieces on the GPU, run our way (forced,
+strict): they match an fp32 reference computed from the same fp16 inputs (and eager torch) on
+fresh inputs with every temporary and result filled with NaN before the kernels run, 20 runs
+back to back without a memset, a CUDA graph capture replayed on new data into a poisoned output,
+and the second compile comes from the cache."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
+from tilesync.frontend.torch.ops import StageRunner  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TOL = 2e-2
+RUNS = 20
+
+
+def _rel(out, ref) -> float:
+    assert out.shape == ref.shape and torch.isfinite(out).all()
+    return float((out.float() - ref.float()).norm() / ref.float().norm())
+
+
+@pytest.fixture(autouse=True)
+def _torch_cuda(monkeypatch):
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    # the fp32 reference in fp32, not TF32's 10-bit mantissa (cuDNN's convs default to it)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+
+
+@pytest.fixture
+def poisoned(monkeypatch):
+    """Every temporary and result of a stage program starts as NaN: an element a kernel reads
+    before one writes it, or leaves unwritten, shows up as a NaN in the output."""
+    def filled_with_nan(self, shape, device):
+        return torch.full(shape, float("nan"), dtype=self.dtype, device=device)
+
+    monkeypatch.setattr(StageRunner, "_new", filled_with_nan)
+
+
+class ConvChain(torch.nn.Module):
+    def __init__(self, channels: int, relu: bool, bias: bool):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.conv2 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.relu = relu
+
+    def forward(self, x):
+        h = self.conv1(x)
+        return self.conv2(torch.relu(h) if self.relu else h)
+
+
+def _resnet_block() -> torch.nn.Module:
+    """ResNet's BasicBlock in eval mode with BatchNorm statistics that fold into something."""
+    block = BasicBlock(64)
+    with torch.no_grad():
+        for bn in (block.bn1, block.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+    return block.eval()
+
+
+def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
+    """The checks of the module docstring for `model` (fp16, on the GPU) on inputs of
+    `make_input()`."""
+    inputs = [make_input()]
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (piece,) = compiled.report.pieces
+    assert piece.choice == "tilesync" and piece.description.startswith(pattern)
+    assert not piece.cached
+    exact = copy.deepcopy(model).float()
+
+    def reference(*args):  # fp32 from the same fp16 values: eager fp16 rounds as well
+        return exact(*(t.float() for t in args))
+
+    with torch.no_grad():
+        out = compiled(*inputs)
+        assert _rel(out, reference(*inputs)) < TOL
+        assert _rel(out, model(*inputs)) < TOL
+        # one epoch per run on the same semaphores, never reset
+        batches = [[make_input()] for _ in range(RUNS)]
+        outs = [compiled(*batch) for batch in batches]
+        for batch, result in zip(batches, outs, strict=True):
+            assert _rel(result, reference(*batch)) < TOL
+
+        static = [t.clone() for t in inputs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            compiled(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = compiled(*static)
+        for source in (batches[-1], [make_input()], inputs):
+            for s, t in zip(static, source, strict=True):
+                s.copy_(t)
+            captured.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert _rel(captured, reference(*source)) < TOL
+    again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (piece,) = again.report.pieces
+    assert piece.cached and piece.compile_seconds < 0.2
+
+
+@pytest.mark.parametrize(("tokens", "width"), [
+    (64, 64),  # BM 64; P · v's 128-column tile reaches past v (the end of QKV: zeros)
+    (192, 64),  # the last row of tiles half full: softmax posts 16 blocks, not 32
+    (512, 128),  # 4 x 4 score tiles, two QKV column tiles
+])
+def test_attention_runs_our_way(tokens, width, tmp_path, poisoned):
+    torch.manual_seed(tokens + width)
+    model = OneHeadAttention(width).half().cuda().eval()
+    _runs_our_way(model, lambda: torch.randn(tokens, width, dtype=torch.half, device="cuda"),
+                  "Attention", tmp_path)
+
+
+@pytest.mark.parametrize(("images", "relu", "bias", "channels_last"), [
+    (1, True, True, False),
+    (8, True, True, True),  # the activations and filters already NHWC: no copy at the boundary
+    (1, False, False, False),
+])
+def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, poisoned):
+    torch.manual_seed(images)
+    model = ConvChain(64, relu, bias).half().cuda().eval()
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    model = model.to(memory_format=layout)
+
+    def make_input():
+        x = torch.randn(images, 64, 56, 56, dtype=torch.half, device="cuda")
+        return x.contiguous(memory_format=layout)
+
+    _runs_our_way(model, make_input, "Conv→ReLU→Conv" if relu else "Conv→Conv", tmp_path)
+
+
+def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned):
+    torch.manual_seed(0)
+    model = _resnet_block().half().cuda()
+    _runs_our_way(model, lambda: torch.randn(8, 64, 56, 56, dtype=torch.half, device="cuda"),
+                  "Conv→ReLU→Conv", tmp_path)
