@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntAttr,
     IntegerAttr,
+    NoneAttr,
     StringAttr,
     TensorType,
     i64,
@@ -58,6 +59,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from tilesync.dialects.tile import TensorMapType
 
 ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type)
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -474,19 +477,31 @@ interleaved in blocks of 8, the weight layout of the GEMM's SwiGLU epilogue."""
 
 @irdl_attr_definition
 class BindAttr(ParametrizedAttribute):
-    """`#graph.bind<input 0>`: what one kernel argument of a stage is, in terms of the piece."""
+    """`#graph.bind<input 0>`: what one kernel argument of a stage is, in terms of the piece.
+    `#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>`: the argument is the
+    tensor's TMA map of that box and swizzle (the kernel's parameter type), which the host
+    encodes from the tensor it binds."""
 
     name = "graph.bind"
 
     kind: StringAttr
     indices: ArrayAttr[IntAttr]
+    tensor_map: Attribute  # a TensorMapType, or NoneAttr (verify says which others are wrong)
 
-    def __init__(self, kind: str, *indices: int):
-        super().__init__(StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]))
+    def __init__(self, kind: str, *indices: int, tensor_map: TensorMapType | None = None):
+        super().__init__(StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]),
+                         NoneAttr() if tensor_map is None else tensor_map)
 
     @property
     def values(self) -> tuple[int, ...]:
         return tuple(i.data for i in self.indices.data)
+
+    @property
+    def map_type(self) -> TensorMapType | None:
+        return self.tensor_map if isinstance(self.tensor_map, TensorMapType) else None
+
+    def as_tensor_map(self, map_type: TensorMapType) -> BindAttr:
+        return BindAttr(self.kind.data, *self.values, tensor_map=map_type)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -494,10 +509,15 @@ class BindAttr(ParametrizedAttribute):
             kind = parser.parse_identifier()
             indices = parser.parse_comma_separated_list(parser.Delimiter.NONE,
                                                         parser.parse_integer)
-        return (StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]))
+            map_type = parser.parse_type() if parser.parse_optional_keyword("as") else NoneAttr()
+        return (StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]), map_type)
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.kind.data} {', '.join(map(str, self.values))}>")
+        printer.print_string(f"<{self.kind.data} {', '.join(map(str, self.values))}")
+        if self.map_type is not None:
+            printer.print_string(" as ")
+            printer.print_attribute(self.map_type)
+        printer.print_string(">")
 
     def verify(self) -> None:
         arity = {"gate_up": 2}.get(self.kind.data, 1)
@@ -507,6 +527,9 @@ class BindAttr(ParametrizedAttribute):
         if len(self.values) != arity or min(self.values) < 0:
             raise VerifyException(f"#graph.bind<{self.kind.data}> takes {arity} index(es) "
                                   f"(>= 0), got {list(self.values)}")
+        if not isinstance(self.tensor_map, TensorMapType | NoneAttr):
+            raise VerifyException(f"#graph.bind: the type after 'as' must be a "
+                                  f"!tile.tensor_map, got {self.tensor_map}")
 
 
 BIND_ATTR = "graph.bind"

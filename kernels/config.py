@@ -33,6 +33,15 @@ elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need non
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
+
+
+def dtype_name(element: Attribute) -> str:
+    """The DTYPES name of an element type; ValueError for any other."""
+    for name, kind in DTYPES.items():
+        if isinstance(element, kind):
+            return name
+    raise ValueError(f"the generated kernels take f16 or bf16, not {element}")
+
 # Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
 MAX_SHARED_PER_BLOCK = SM_90.max_shared_per_block
 

@@ -40,7 +40,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
-from tilesync.kernels.choice import stages_for
+from tilesync.kernels.choice import BK, TILE_COLUMNS, TILE_ROWS, propose_tma_configs, stages_for
 from tilesync.kernels.config import GemmConfig, gemm_config, output_columns, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 
@@ -129,6 +129,32 @@ def _label(cfg: GemmConfig) -> str:
             (" tma-store" if cfg.tma_store else "")
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
     return ("wgmma " if cfg.mma == "wgmma" else "") + label
+
+
+def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | None,
+              epilogue2: str | None = None, dtype: str = "f16"
+              ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((BM1, BN1), (BM2, BN2)) of an MLP on the TMA kernels: the measured table where the
+    shapes are a MODELS entry's, else the wave model's first proposals (kernels/choice.py)
+    that the stage program can take: GEMM2's BM a multiple of GEMM1's, and GEMM1's tile at
+    least one of GEMM2's k-steps of H wide or a whole number of them."""
+    for model, shape in MODELS.items():
+        if (shape["K1"], shape["N1"], shape["H"], shape["epilogue"]) == (n2, n1, hidden,
+                                                                        epilogue1):
+            bm1, bn1, bm2, bn2 = next((tiles for most, tiles in _TMA_TILES[model]
+                                       if M <= most), _TMA_TILES[model][-1][1])
+            return (bm1, bn1), (bm2, bn2)
+    every = len(TILE_ROWS) * len(TILE_COLUMNS)
+    second = next(c for c in propose_tma_configs(M, n2, hidden, dtype, epilogue2, limit=every,
+                                                 cluster_limit=0) if c.tma_store)
+    bm2 = second.tile[0]
+    first = [c for c in propose_tma_configs(M, n1, k1, dtype, epilogue1, limit=every,
+                                            cluster_limit=0)
+             if c.tma_store and bm2 % c.tile[0] == 0
+             and (c.out_tile_cols % BK == 0 or c.out_tile_cols >= BK)]
+    if not first:
+        raise ValueError(f"no TMA tile of GEMM1 ({M} x {n1} x {k1}) fits under GEMM2's BM {bm2}")
+    return first[0].tile[:2], second.tile[:2]
 
 
 def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tuple]:
@@ -268,5 +294,14 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
     return module
 
 
-__all__ = ["MODELS", "MlpSpec", "default_configs", "dependency", "fit_ordered", "mlp_spec",
-           "mlp_stage_module", "output_tile"]
+__all__ = [
+    "MODELS",
+    "MlpSpec",
+    "default_configs",
+    "dependency",
+    "fit_ordered",
+    "mlp_spec",
+    "mlp_stage_module",
+    "output_tile",
+    "tma_tiles",
+]

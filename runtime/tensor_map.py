@@ -1,7 +1,8 @@
 """TMA tensor maps: the `tmap` kernel parameters of `!tile.tensor_map`, encoded on the host.
 
     encode_tiled(address, dtype, shape, box, swizzle=128) -> driver.CUtensorMap
-    TensorMapCache().get(address, dtype, shape, box, swizzle) -> the same, encoded once
+    TensorMapCache(limit=None).get(address, dtype, shape, box, swizzle) -> the same, encoded
+                                    once (the `limit` most recently used kept)
 
 A tensor map describes a row-major tensor in device memory (`shape`, outermost first, of
 `dtype` f16/bf16/f32 elements at `address`) and the box one bulk copy moves (`box`, outermost
@@ -12,6 +13,7 @@ it in place. Out-of-bounds elements of a box read as zero and are not written.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,10 +81,13 @@ def encode_tiled(address: int, dtype: str, shape: Sequence[int], box: Sequence[i
 
 
 class TensorMapCache:
-    """Tensor maps by their arguments: a launch on the same buffers encodes nothing."""
+    """Tensor maps by their arguments: a launch on the same buffers encodes nothing. With a
+    `limit`, the least recently used maps go first (a caller whose buffers come from an
+    allocator sees ever new addresses)."""
 
-    def __init__(self) -> None:
-        self._maps: dict[tuple, Any] = {}
+    def __init__(self, limit: int | None = None) -> None:
+        self._maps: OrderedDict[tuple, Any] = OrderedDict()
+        self.limit = limit
 
     def get(self, address: int, dtype: str, shape: Sequence[int], box: Sequence[int],
             swizzle: int = 128) -> Any:
@@ -90,7 +95,14 @@ class TensorMapCache:
         found = self._maps.get(key)
         if found is None:
             found = self._maps[key] = encode_tiled(address, dtype, shape, box, swizzle)
+            if self.limit is not None and len(self._maps) > self.limit:
+                self._maps.popitem(last=False)
+        else:
+            self._maps.move_to_end(key)
         return found
+
+    def __len__(self) -> int:
+        return len(self._maps)
 
 
 __all__ = ["TensorMapCache", "encode_tiled", "tensor_map_error"]

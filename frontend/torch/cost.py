@@ -8,9 +8,10 @@ its bytes over the copy bandwidth, plus a launch, plus a pass over the hidden la
 activation torch does not fuse. Ours: each GEMM's compute time at our kernels' efficiency,
 stretched by its last partial wave (analysis/wave_model.py), or its bytes at our fraction of
 the bandwidth, whichever is larger, then the two stages overlapped tile by tile as the wave
-model predicts. The efficiencies are the numbers of record in bench/results (H100, wgmma):
-cuBLAS ~0.9 of the dense rate, our GEMMs 0.53-0.91 of cuBLAS at M = 256-2048 and 72-94% of
-the copy bandwidth when weights stream. It is a coarse filter: a piece it does not rule out is
+model predicts. The efficiencies are the numbers of record in bench/results (H100): cuBLAS
+~0.9 of the dense rate; our warp-specialized TMA GEMMs 0.89-1.05 of cuBLAS at M = 256-2048
+(the kernels bench at a1f1f95), the older wgmma ones 0.53-0.91; 72-94% of the copy bandwidth
+when weights stream. It is a coarse filter: a piece it does not rule out is
 measured on the device, and the measurement decides.
 """
 
@@ -22,7 +23,7 @@ from tilesync.analysis.wave_model import predict_chain, stage_waves
 
 LAUNCH_S = 5e-6  # one eager launch from Python, torch or ours
 CUBLAS_EFFICIENCY = 0.9
-OUR_EFFICIENCY = 0.6
+OUR_EFFICIENCY = {"tma_ws": 0.86, "cp_async": 0.6}  # of the dense rate, by GemmConfig.pipeline
 OUR_BANDWIDTH_FRACTION = 0.8
 HOPELESS = 1.25
 """Ours predicted this many times torch's or slower: torch, without measuring."""
@@ -70,7 +71,7 @@ def predict(spec, rates: DeviceRates = H100) -> Prediction:
         torch_s += max(cfg.flops / (CUBLAS_EFFICIENCY * rates.flops), memory) + LAUNCH_S
         waves = stage_waves(cfg.grid[:2], 1, rates.sms)
         stretch = waves.wave_count / float(waves.waves)
-        compute = cfg.flops / (OUR_EFFICIENCY * rates.flops) * stretch
+        compute = cfg.flops / (OUR_EFFICIENCY[cfg.pipeline] * rates.flops) * stretch
         ours.append((max(compute, memory / OUR_BANDWIDTH_FRACTION) + LAUNCH_S, waves))
     if gemms[0].epilogue not in (None, "bias"):  # torch runs the activation on its own
         hidden = gemms[0].M * gemms[0].out_cols

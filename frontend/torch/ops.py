@@ -22,6 +22,8 @@ import threading
 from typing import Any
 
 from tilesync.dialects import graph
+from tilesync.kernels.config import dtype_name
+from tilesync.runtime.tensor_map import TensorMapCache
 
 _RUNNERS: dict[int, Any] = {}
 _IDS = itertools.count()
@@ -139,6 +141,9 @@ def gate_up_weight(gate: Any, up: Any) -> Any:
         .reshape(2 * f, k).contiguous()
 
 
+MAPS_KEPT = 256  # encoded TMA maps a runner keeps (torch's allocator reuses addresses)
+
+
 class StageRunner:
     """A compiled piece on torch tensors (see the module docstring)."""
 
@@ -153,6 +158,17 @@ class StageRunner:
             for op in host.ops if isinstance(op, sync.StageOp)}
         self.temps = [tuple(shape) for shape in entry["temps"]]
         self._packed: dict[tuple, Any] = {}
+        self._maps = TensorMapCache(limit=MAPS_KEPT)
+
+    def _argument(self, bind: graph.BindAttr, tensor: Any) -> Any:
+        """The kernel argument of a bound tensor: its address, or the TMA map the binding's
+        type describes, over the tensor as rows x its last dimension."""
+        map_type = bind.map_type
+        if map_type is None:
+            return tensor.data_ptr()
+        return self._maps.get(tensor.data_ptr(), dtype_name(map_type.element_type),
+                              (tensor.numel() // tensor.shape[-1], tensor.shape[-1]),
+                              map_type.shape, map_type.swizzle.data)
 
     def _gate_up(self, gate: Any, up: Any) -> Any:
         key = (gate.data_ptr(), gate._version, up.data_ptr(), up._version)
@@ -186,7 +202,7 @@ class StageRunner:
                 return out
             return self._gate_up(inputs[where[0]], inputs[where[1]])
 
-        args = {stage: [value(b).data_ptr() for b in binds]
+        args = {stage: [self._argument(b, value(b)) for b in binds]
                 for stage, binds in self.binds.items()}
         self.program.run_on(args, torch.cuda.current_stream(device).cuda_stream)
         return out

@@ -40,11 +40,17 @@ What each kernel argument is, in terms of the function, is a `#graph.bind` on it
 wg and wu interleaved in blocks of 8, the layout the GEMM's SwiGLU epilogue reads); the module
 keeps the function's type (`graph.signature`) and the temporaries' types (`graph.temps`).
 
-Tiles are the wgmma configs of the MLP bench (kernels/mlp.py default_configs; sm_90a): BM 64
-for up to 64 rows, else 128; BK 64; GEMM1's BN keeps the H columns of one tile a multiple of
-GEMM2's BK, so the dependency `(d0, d1)[s0] -> (d0, s0 floordiv R)` is exact. A piece no pattern
-covers, an epilogue the GEMM does not compute, or a shape the kernels refuse is a diagnostic at
-the op concerned.
+An MLP of at least TMA_MIN_ROWS rows runs on the warp-specialized TMA GEMMs
+(kernels/gemm_tma.py, sm_90a: TMA loads, a TMA-store epilogue) in the tiles of kernels/mlp.py
+`tma_tiles` (the measured table for the bench's GPT-3 / LLaMA shapes, else the wave model's
+first proposals that fit: GEMM2's BM a multiple of GEMM1's); a binding of a TMA map parameter
+carries the map's type (`#graph.bind<input 0 as !tile.tensor_map<...>>`), from which the host
+encodes the map of the tensor it binds. Fewer rows take the wgmma configs of the MLP bench
+(kernels/mlp.py default_configs): BM 64 for up to 64 rows, else 128; BK 64; GEMM1's BN keeps
+the H columns of one tile a multiple of GEMM2's BK. The dependency maps each k-step of GEMM2
+onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). A piece no
+pattern covers, an epilogue the GEMM does not compute, or a shape the kernels refuse is a
+diagnostic at the op concerned.
 """
 
 from __future__ import annotations
@@ -56,8 +62,6 @@ from xdsl.context import Context
 from xdsl.dialects import func, gpu
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
-    Float16Type,
     FunctionType,
     MemRefType,
     ModuleOp,
@@ -71,13 +75,18 @@ from xdsl.rewriter import Rewriter
 
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
+from tilesync.dialects.tile import TensorMapType
+from tilesync.kernels.choice import BK, stages_for
 from tilesync.kernels.config import (
     ConvConfig,
     GemmConfig,
     SoftmaxConfig,
     conv2d_config,
+    dtype_name,
     gemm_config,
+    output_columns,
     softmax_config,
+    tma_ws_config,
 )
 from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import column_slice, gemm_module
@@ -88,11 +97,11 @@ from tilesync.kernels.mlp import (
     default_configs,
     mlp_stage_module,
     output_tile,
+    tma_tiles,
 )
 from tilesync.kernels.softmax import softmax_module
 
 PASS = "graph-to-stages"
-DTYPES = {Float16Type: "f16", BFloat16Type: "bf16"}
 
 
 @dataclass(frozen=True)
@@ -145,11 +154,10 @@ def _producer(value: SSAValue, kind: type[Operation], op: Operation, what: str) 
 
 
 def _dtype(kind: TensorType, op: Operation) -> str:
-    element = type(kind.element_type)
-    if element not in DTYPES:
-        raise diagnostic(PASS, op, f"the generated GEMMs take f16 or bf16, not "
-                                   f"{kind.element_type}")
-    return DTYPES[element]
+    try:
+        return dtype_name(kind.element_type)
+    except ValueError as err:
+        raise diagnostic(PASS, op, str(err)) from err
 
 
 def match_mlp(fn: func.FuncOp) -> MlpMatch:
@@ -224,27 +232,50 @@ def match_mlp(fn: func.FuncOp) -> MlpMatch:
     return match
 
 
+TMA_MIN_ROWS = 128
+"""From this many rows the MLP runs on the warp-specialized TMA kernels (kernels/gemm_tma.py:
+TMA loads, a TMA-store epilogue), below on the wgmma ones (their M <= 64 tiles)."""
+
+
+def _tma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
+    tiles = tma_tiles(match.rows, match.k1, n1, match.hidden, match.n2, match.epilogue1,
+                      match.epilogue2, match.dtype)
+    (c1, c2) = [tma_ws_config(match.rows, n, k, (bm, bn, BK),
+                              stages_for(bm, bn, output_columns(bn, epilogue)),
+                              dtype=match.dtype, epilogue=epilogue, name=name, sync_hooks=True,
+                              producer_warps=4, tma_store=True)
+                for (bm, bn), n, k, epilogue, name in zip(
+                    tiles, (n1, match.n2), (match.k1, match.hidden),
+                    (match.epilogue1, match.epilogue2), (PRODUCER, CONSUMER), strict=True)]
+    return c1, c2
+
+
+def _wgmma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
+    (t1, w1, s1), (t2, w2, s2) = default_configs("custom", match.rows, "wgmma")
+    per_tile = t1[1] // (2 if match.activation == "swiglu" else 1)
+    if per_tile % t2[2]:
+        raise diagnostic(PASS, match.anchor, f"GEMM1's tile writes {per_tile} columns of the "
+                                             f"hidden layer, not a multiple of BK {t2[2]}")
+    return (gemm_config(match.rows, n1, match.k1, t1, w1, s1, dtype=match.dtype,
+                        epilogue=match.epilogue1, name=PRODUCER, sync_hooks=True,
+                        mma="wgmma", b_layout="col"),
+            gemm_config(match.rows, match.n2, match.hidden, t2, w2, s2, dtype=match.dtype,
+                        epilogue=match.epilogue2, name=CONSUMER, sync_hooks=True,
+                        mma="wgmma", b_layout="col"))
+
+
 def mlp_configs(match: MlpMatch) -> MlpSpec:
-    """The two GEMMs' configs (wgmma) for the matched shapes; a diagnostic where the kernels
-    cannot take them."""
+    """The two GEMMs' configs for the matched shapes (TMA kernels from TMA_MIN_ROWS rows,
+    wgmma below); a diagnostic where the kernels cannot take them."""
     n1 = 2 * match.hidden if match.activation == "swiglu" else match.hidden
     for what, size in (("the input width", match.k1), ("the hidden width", match.hidden),
                        ("the output width", match.n2)):
         if size % 64:
             raise diagnostic(PASS, match.anchor, f"{what} {size} is not a multiple of 64 (the "
                                                  "GEMMs' k-tile and the dependency's step)")
-    (t1, w1, s1), (t2, w2, s2) = default_configs("custom", match.rows, "wgmma")
-    per_tile = t1[1] // (2 if match.activation == "swiglu" else 1)
-    if per_tile % t2[2]:
-        raise diagnostic(PASS, match.anchor, f"GEMM1's tile writes {per_tile} columns of the "
-                                             f"hidden layer, not a multiple of BK {t2[2]}")
     try:
-        c1 = gemm_config(match.rows, n1, match.k1, t1, w1, s1, dtype=match.dtype,
-                         epilogue=match.epilogue1, name=PRODUCER, sync_hooks=True,
-                         mma="wgmma", b_layout="col")
-        c2 = gemm_config(match.rows, match.n2, match.hidden, t2, w2, s2, dtype=match.dtype,
-                         epilogue=match.epilogue2, name=CONSUMER, sync_hooks=True,
-                         mma="wgmma", b_layout="col")
+        make = _tma_configs if match.rows >= TMA_MIN_ROWS else _wgmma_configs
+        c1, c2 = make(match, n1)
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated GEMMs refuse this shape: {err}") \
             from err
@@ -765,21 +796,34 @@ def _bound_type(bind: graph.BindAttr, signature: FunctionType,
     return found.element_type, count
 
 
+def _stage_kernels(program: ModuleOp) -> dict[sync.StageOp, gpu.FuncOp]:
+    kernels = {(module.sym_name.data, kernel.sym_name.data): kernel
+               for module in program.ops if isinstance(module, gpu.ModuleOp)
+               for kernel in module.body.block.ops if isinstance(kernel, gpu.FuncOp)}
+    return {op: kernels[(op.kernel.root_reference.data, op.kernel.nested_references.data[-1].data)]
+            for op in program.ops if isinstance(op, sync.StageOp)}
+
+
+def bind_tensor_maps(program: ModuleOp) -> None:
+    """A binding of a kernel parameter that is a TMA map takes the parameter's map type (box,
+    element, swizzle): the host encodes that map from the tensor it binds."""
+    for op, kernel in _stage_kernels(program).items():
+        binds = list(op.attributes[graph.BIND_ATTR].data)  # type: ignore[attr-defined]
+        params = kernel.body.block.args
+        op.attributes[graph.BIND_ATTR] = ArrayAttr([
+            bind.as_tensor_map(param.type) if isinstance(param.type, TensorMapType) else bind
+            for bind, param in zip(binds, params, strict=False)])
+
+
 def check_bindings(program: ModuleOp, signature: FunctionType,
                    temps: list[TensorType]) -> None:
     """Each stage's #graph.bind against its kernel's parameters: one per parameter, each tensor
     of the memref's element type and size (a kernel addresses its memref whole: a smaller
-    tensor is read past its end, a larger one is not what it computes). A mismatch is this
-    pass's own bug, said at the stage before anything runs."""
-    kernels = {(module.sym_name.data, kernel.sym_name.data): kernel
-               for module in program.ops if isinstance(module, gpu.ModuleOp)
-               for kernel in module.body.block.ops if isinstance(kernel, gpu.FuncOp)}
-    for op in program.ops:
-        if not isinstance(op, sync.StageOp):
-            continue
+    tensor is read past its end, a larger one is not what it computes), or of a TMA map's
+    element type with that map type bound (a map's copies stay inside the tensor it is
+    encoded from). A mismatch is this pass's own bug, said at the stage before anything runs."""
+    for op, kernel in _stage_kernels(program).items():
         name = op.sym_name.data
-        ref = op.kernel
-        kernel = kernels[(ref.root_reference.data, ref.nested_references.data[-1].data)]
         binds = list(op.attributes[graph.BIND_ATTR].data)  # type: ignore[attr-defined]
         params = kernel.body.block.args
         if len(binds) != len(params):
@@ -787,12 +831,17 @@ def check_bindings(program: ModuleOp, signature: FunctionType,
                                        f"{len(params)} parameter(s)")
         for index, (bind, param) in enumerate(zip(binds, params, strict=True)):
             kind = param.type
+            element, count = _bound_type(bind, signature, temps)
+            if isinstance(kind, TensorMapType):
+                if bind.map_type != kind or element != kind.element_type:
+                    raise diagnostic(PASS, op, f"@{name} binds {bind} ({element}) to parameter "
+                                               f"{index}, a {kind}")
+                continue
             if not isinstance(kind, MemRefType):
                 raise diagnostic(PASS, op, f"@{name} binds {bind} to parameter {index}, a "
                                            f"{kind}: binds name tensors")
-            element, count = _bound_type(bind, signature, temps)
             expected = math.prod(kind.get_shape())
-            if element != kind.element_type or count != expected:
+            if element != kind.element_type or count != expected or bind.map_type is not None:
                 raise diagnostic(PASS, op, f"@{name} binds {bind} ({count} x {element}) to "
                                            f"parameter {index}, a {kind}")
 
@@ -812,6 +861,7 @@ class GraphToStagesPass(ModulePass):
         program, temps = _stage_program(fn)
         signature = FunctionType.from_lists(fn.function_type.inputs.data,
                                             fn.function_type.outputs.data)
+        bind_tensor_maps(program)
         check_bindings(program, signature, temps)
         Rewriter.erase_op(fn)
         for stage_op in list(program.ops):
@@ -824,6 +874,6 @@ class GraphToStagesPass(ModulePass):
 
 __all__ = ["AttentionMatch", "AttentionSpec", "ConvChainMatch", "ConvChainSpec",
            "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
-           "bindings", "check_bindings", "conv_chain_configs", "conv_chain_stage_module",
-           "conv_halo", "match_attention", "match_conv_chain", "match_mlp", "mlp_configs",
-           "plan_configs"]
+           "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
+           "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",
+           "match_mlp", "mlp_configs", "plan_configs"]

@@ -208,3 +208,17 @@ def test_a_k_step_straddling_two_gemm1_tiles_waits_for_both():
         [(0, spec.k_steps)]))
     with pytest.raises(Exception, match=r"producer tile \(0, 1\) of @gemm1 .* no wait"):
         lower(module, bench.mode_passes("tma:tile+pdl"))
+
+
+def test_tma_tiles_take_the_table_for_the_bench_models_and_the_wave_model_elsewhere():
+    from tilesync.kernels.mlp import MODELS, default_configs, tma_tiles
+
+    for model, shape in MODELS.items():
+        for M in (256, 1024):
+            (t1, _, _), (t2, _, _) = default_configs(model, M, "tma")
+            assert tma_tiles(M, shape["K1"], shape["N1"], shape["H"], shape["K1"],
+                             shape["epilogue"]) == (t1[:2], t2[:2])
+    # a LlamaMLP of width 1024: GEMM2 (256 x 1024 x 2816) in 64-row tiles, so GEMM1's must be
+    # 64 rows too, and its SwiGLU tile at least one 64-column k-step of H wide
+    (bm1, bn1), (bm2, _) = tma_tiles(256, 1024, 5632, 2816, 1024, "swiglu")
+    assert bm2 % bm1 == 0 and bn1 // 2 >= 64 and (bm1, bn1, bm2) == (64, 176, 64)

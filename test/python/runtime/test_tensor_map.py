@@ -149,3 +149,22 @@ def test_setmaxnreg_ptx_is_left_to_the_driver_jit():
 
     assert needs_driver_jit("\tsetmaxnreg.inc.sync.aligned.u32 232;\n")
     assert not needs_driver_jit("\tbar.sync 0;\n")
+
+
+def test_a_bounded_cache_encodes_each_map_once_and_drops_the_least_recently_used(monkeypatch):
+    from tilesync.runtime import tensor_map as tm
+
+    encoded = []
+    monkeypatch.setattr(tm, "encode_tiled",
+                        lambda address, *rest: encoded.append(address) or ("map", address))
+    cache = tm.TensorMapCache(limit=2)
+    assert cache.get(0x100, "f16", (128, 64), (64, 64)) == ("map", 0x100)
+    cache.get(0x200, "f16", (128, 64), (64, 64))
+    cache.get(0x100, "f16", (128, 64), (64, 64))  # a hit: 0x100 is now the most recent
+    cache.get(0x300, "f16", (128, 64), (64, 64))  # evicts 0x200
+    assert len(cache) == 2 and encoded == [0x100, 0x200, 0x300]
+    cache.get(0x100, "f16", (128, 64), (64, 64))
+    cache.get(0x200, "f16", (128, 64), (64, 64))
+    assert encoded == [0x100, 0x200, 0x300, 0x200]
+    cache.get(0x100, "f16", (128, 64), (64, 32))  # another box: another map
+    assert encoded[-1] == 0x100 and len(cache) == 2

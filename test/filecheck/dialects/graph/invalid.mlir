@@ -154,3 +154,8 @@ func.func private @f() attributes {bind = #graph.bind<gate_up 1>}
 
 func.func private @f() attributes {bind = #graph.bind<weight 1>}
 // CHECK: #graph.bind: kind must be one of ('input', 'temp', 'result', 'gate_up'), got 'weight'
+
+// -----
+
+func.func private @f() attributes {bind = #graph.bind<input 0 as f16>}
+// CHECK: #graph.bind: the type after 'as' must be a !tile.tensor_map, got f16

@@ -73,3 +73,7 @@ func.func @conv_nhwc(%x: tensor<2x8x8x64xf16>, %w: tensor<32x3x3x64xf16>, %b: te
 // The bindings of a lowered piece print and parse back.
 // CHECK-LABEL: func.func private @bound() -> () attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}
 func.func private @bound() attributes {binds = [#graph.bind<input 0>, #graph.bind<gate_up 1, 2>, #graph.bind<temp 0>, #graph.bind<result 0>]}
+
+// A binding of a TMA kernel's parameter carries the map's type (box, element, swizzle).
+// CHECK-LABEL: func.func private @bound_map() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}
+func.func private @bound_map() attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}

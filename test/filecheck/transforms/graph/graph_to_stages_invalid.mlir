@@ -27,7 +27,7 @@ func.func @fp32(%x: tensor<16x64xf32>, %w1: tensor<128x64xf32>, %w2: tensor<64x1
   %y = graph.linear %h, %w2 : (tensor<16x128xf32>, tensor<64x128xf32>) -> tensor<16x64xf32>
   func.return %y : tensor<16x64xf32>
 }
-// CHECK: graph-to-stages: the generated GEMMs take f16 or bf16, not f32
+// CHECK: graph-to-stages: the generated kernels take f16 or bf16, not f32
 
 // -----
 
