@@ -7,7 +7,8 @@
                     the form the front end's attention pattern matches
     BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
 
-    EXAMPLES: name -> (make(), example input shapes, dtype)
+    EXAMPLES: name -> (make(), example input shapes, dtype); llama65b_mlp_tp8 is LLaMA-65B's
+              MLP split 8 ways, the shapes of `tilesync bench mlp`
 
 Run one against eager PyTorch, with tilesync's choices printed:
     python -m tilesync.examples.torch_models llama_mlp
@@ -128,6 +129,8 @@ class BasicBlock(nn.Module):
 
 EXAMPLES = {
     "llama_mlp": (lambda: LlamaMLP(1024, 2816), [(4, 64, 1024)], torch.float16),
+    # LLaMA-65B's MLP on one of 8 tensor-parallel GPUs (the MLP bench's "llama"), 4 x 256 tokens
+    "llama65b_mlp_tp8": (lambda: LlamaMLP(8192, 2816), [(4, 256, 8192)], torch.float16),
     "gpt2_block": (lambda: GPT2Block(768, 12), [(4, 64, 768)], torch.float16),
     "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
     "resnet_block": (lambda: BasicBlock(64), [(8, 64, 56, 56)], torch.float16),

@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,
-                   help="torch: example models (llama_mlp gpt2_block nerf_mlp resnet_block)")
+                   help="torch: example models (default: all of examples/torch_models.py)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)

@@ -26,7 +26,7 @@ def _torch_cuda():
         pytest.skip("torch sees no CUDA device")
 
 
-@pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])
+@pytest.mark.parametrize("name", ["llama_mlp", "llama65b_mlp_tp8", "gpt2_block"])
 def test_example_matches_eager_captures_and_caches(name, tmp_path):
     model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
