@@ -32,11 +32,13 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float16Type,
     Float32Type,
+    FloatAttr,
     IntAttr,
     IntegerAttr,
     NoneAttr,
     StringAttr,
     TensorType,
+    f32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
@@ -347,19 +349,32 @@ def _dimension(op: Operation, dim: int, rank: int) -> int:
 
 @irdl_op_definition
 class SoftmaxOp(_UnaryOp):
-    """`graph.softmax %x dim -1`: softmax along one dimension."""
+    """`graph.softmax %x dim -1 [scale 1.250000e-01]`: softmax(x · scale) along one dimension,
+    attention's scaled scores (`scale` an f32, positive and finite: the kernel subtracts the
+    row maximum before it scales; printed only where it is not 1)."""
 
     name = "graph.softmax"
     dim = prop_def(IntegerAttr[I64])
-    assembly_format = "$input `dim` $dim attr-dict `:` type($result)"
+    scale = opt_prop_def(FloatAttr[Float32Type])
+    assembly_format = "$input `dim` $dim (`scale` $scale^)? attr-dict `:` type($result)"
 
-    def __init__(self, input: SSAValue, dim: int = -1):
+    def __init__(self, input: SSAValue, dim: int = -1, scale: float = 1.0):
         IRDLOperation.__init__(self, operands=[input], result_types=[input.type],
-                               properties={"dim": IntegerAttr(dim, i64)})
+                               properties={"dim": IntegerAttr(dim, i64),
+                                           "scale": None if scale == 1.0
+                                           else FloatAttr(scale, f32)})
+
+    @property
+    def scale_value(self) -> float:
+        """The scale as an f32 value (1.0 where absent)."""
+        return 1.0 if self.scale is None else self.scale.value.data
 
     def verify_(self) -> None:
         super().verify_()
         _dimension(self, self.dim.value.data, len(_shape(_tensor(self.input, self, "input"))))
+        if not (math.isfinite(self.scale_value) and self.scale_value > 0):
+            raise VerifyException(f"{self.name}: scale must be positive and finite, got "
+                                  f"{self.scale_value}")
 
 
 @irdl_op_definition

@@ -3,8 +3,9 @@
     LlamaMLP        Hugging Face's LlamaMLP: down(silu(gate(x)) * up(x))
     GPT2Block       a GPT-2/3 block: attention and the MLP (c_fc, tanh GeLU, c_proj)
     NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads
-    OneHeadAttention  one head of self-attention over one sequence (tokens x width), unscaled:
-                    the form the front end's attention pattern matches
+    OneHeadAttention  one head of self-attention over one sequence (tokens x width), its scores
+                    unscaled or times `scale` (1 / sqrt(width) as in GPT): the form the front
+                    end's attention pattern matches
     BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
 
     EXAMPLES: name -> (make(), example input shapes, dtype); llama65b_mlp_tp8 is LLaMA-65B's
@@ -102,15 +103,18 @@ class NeRFMLP(nn.Module):
 
 
 class OneHeadAttention(nn.Module):
-    def __init__(self, width: int = 64, bias: bool = True):
+    def __init__(self, width: int = 64, bias: bool = True, scale: float | None = None):
         super().__init__()
         self.qkv = nn.Linear(width, 3 * width, bias=bias)
         self.proj = nn.Linear(width, width, bias=bias)
-        self.width = width
+        self.width, self.scale = width, scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = self.qkv(x).split(self.width, dim=-1)
-        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        scores = q @ k.transpose(-2, -1)
+        if self.scale is not None:
+            scores = scores * self.scale
+        weights = torch.softmax(scores, dim=-1)
         return self.proj(weights @ v)
 
 

@@ -11,6 +11,7 @@ what a configuration means: the generators emit them and the host references com
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from functools import cached_property
 
@@ -414,6 +415,7 @@ class GemmConfig:
 _TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m",
                          "tma_store", "persistent"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
+_SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -535,14 +537,19 @@ class SoftmaxConfig:
     """Block b's rows as `sync.tile` (b, 0), a `sync.load_point operand 0` before its loads
     and a `sync.store_point` after its stores, for the cuSync passes (in the repr only when
     set)."""
+    scale: float = 1.0
+    """softmax(X · scale) (attention's 1/sqrt(d)): exp((x - max) · scale), which needs scale
+    positive (in the repr only when not 1)."""
 
     def __repr__(self) -> str:
-        return _repr_showing_set(self, _HOOK_FIELDS)
+        return _repr_showing_set(self, _SOFTMAX_FIELDS)
 
     def __post_init__(self) -> None:
         if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
             raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
                              f"{self.rows} x {self.cols}")
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be positive and finite, got {self.scale}")
         if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
             raise ValueError(f"dropout keep probability must be in (0, 1], got {self.dropout}")
 
@@ -574,8 +581,9 @@ class SoftmaxConfig:
 
 
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
-                   name: str = "softmax", sync_hooks: bool = False) -> SoftmaxConfig:
-    return SoftmaxConfig(rows, cols, dropout, warps, name, sync_hooks)
+                   name: str = "softmax", sync_hooks: bool = False,
+                   scale: float = 1.0) -> SoftmaxConfig:
+    return SoftmaxConfig(rows, cols, dropout, warps, name, sync_hooks, scale)
 
 
 __all__ = [

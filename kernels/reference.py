@@ -82,8 +82,8 @@ def reference_conv2d(x, w, bias=None, epilogue: str | None = None):
 
 
 def reference_softmax(cfg: SoftmaxConfig, x, seed: int | None = None):
-    """float64 numpy softmax over rows, then the kernel's dropout mask."""
-    x = np.asarray(x, np.float64)
+    """float64 numpy softmax of x · cfg.scale over rows, then the kernel's dropout mask."""
+    x = np.asarray(x, np.float64) * cfg.scale
     e = np.exp(x - x.max(axis=1, keepdims=True))
     y = e / e.sum(axis=1, keepdims=True)
     if cfg.dropout is not None:

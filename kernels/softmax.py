@@ -2,12 +2,14 @@
 
     softmax_module(cfg: SoftmaxConfig) -> builtin.module
 
-The configuration is kernels/config.py's SoftmaxConfig (softmax_config(rows, cols, dropout)).
+The configuration is kernels/config.py's SoftmaxConfig (softmax_config(rows, cols, dropout,
+scale=...)).
 
-Y[r, :] = dropout(softmax(X[r, :])) with fp32 math: lane l of the row's warp loads columns
-l, l + 32, ... (each load instruction of the warp reads 64 contiguous bytes), takes the row
-maximum and the sum of exp(x - max) with `tile.shuffle bfly` butterflies (shfl.sync.bfly.b32,
-5 steps each), scales by 1 / sum, applies the GEMM epilogue's dropout hash of (seed, row, col)
+Y[r, :] = dropout(softmax(X[r, :] · scale)) with fp32 math: lane l of the row's warp loads
+columns l, l + 32, ... (each load instruction of the warp reads 64 contiguous bytes), takes the
+row maximum and the sum of exp((x - max) · scale) (scale > 0, 1 unless set: attention's
+1/sqrt(d)) with `tile.shuffle bfly` butterflies (shfl.sync.bfly.b32, 5 steps each), scales by
+1 / sum, applies the GEMM epilogue's dropout hash of (seed, row, col)
 (keep probability p, kept values scaled by 1/p), and stores fp16. `exp` is ex2.approx.ftz.
 Blocks of `warps` warps take consecutive rows; rows past the end are skipped (warp-uniform).
 cols must be a multiple of 32 (512 .. 2048 here: 16 .. 64 values per lane in registers).
@@ -66,7 +68,16 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     for x in xs[1:]:
         m = rb.emit(arith.MaxnumfOp(m, x))
     m = warp_reduce(m, arith.MaxnumfOp)
-    es = [rb.emit(math.ExpOp(rb.emit(arith.SubfOp(x, m)))) for x in xs]
+    # max(x · s) = max(x) · s for s > 0; scale 1 emits exactly the unscaled kernel
+    scale = rb.f32(cfg.scale) if cfg.scale != 1.0 else None
+
+    def scaled_exp(x):
+        shifted = rb.emit(arith.SubfOp(x, m))
+        if scale is not None:
+            shifted = rb.emit(arith.MulfOp(shifted, scale))
+        return rb.emit(math.ExpOp(shifted))
+
+    es = [scaled_exp(x) for x in xs]
     total = es[0]
     for e in es[1:]:
         total = rb.emit(arith.AddfOp(total, e))

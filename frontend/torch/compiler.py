@@ -30,7 +30,7 @@ from typing import Any
 
 from tilesync.contract import TilesyncError
 from tilesync.frontend.torch import cost
-from tilesync.frontend.torch.patterns import Piece, UnsupportedTensor, find_pieces, graph_function
+from tilesync.frontend.torch.patterns import Piece, UnsupportedPiece, find_pieces, graph_function
 
 TARGET = "sm_90a"
 SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
@@ -321,7 +321,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
 
     try:
         module = graph_function(piece, names=False)
-    except UnsupportedTensor as err:
+    except UnsupportedPiece as err:
         return _refuse(entry, options, str(err))
     try:
         spec = plan(module)

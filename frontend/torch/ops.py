@@ -84,8 +84,13 @@ def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
             values.append(F.relu(get(op[1])))
         elif kind == "mul":
             values.append(get(op[1]) * get(op[2]))
-        elif kind == "softmax":
-            values.append(get(op[1]).softmax(dim=-1))
+        elif kind == "softmax":  # softmax(S · scale), S scaled as the fx nodes wrote it
+            scores, scale, divisor = get(op[1]), op[2], op[3]
+            if divisor is not None:
+                scores = scores / divisor
+            elif scale != 1.0:
+                scores = scores * scale
+            values.append(scores.softmax(dim=-1))
         elif kind == "matmul":
             values.append(get(op[1]) @ get(op[2]))
         elif kind == "split3":

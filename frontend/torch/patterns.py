@@ -9,8 +9,10 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
                         (GPT-2/3's MLP; a NeRF MLP's layers pair up the same way)
     SwiGLU MLP          linear(silu(linear(x, wg)) * linear(x, wu), wd)   (LLaMA)
     Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1)
-                        linear(softmax(q @ k.transpose(-2, -1), dim=-1) @ v, w_out[, b])
-                        (one head over one sequence: x is tokens x C)
+                        linear(softmax(S, dim=-1) @ v, w_out[, b]), S = q @ k.transpose(-2, -1)
+                        or S scaled: S * c, c * S, S / c (c a python number: 1 / math.sqrt(d),
+                        d ** 0.5, ...; graph.softmax's scale) (one head over one sequence: x is
+                        tokens x C)
     Conv→ReLU→Conv      conv2d(relu(conv2d(x, w1[, b1])), w2[, b2])  (ReLU optional; groups 1,
                         dilation 1: graph.conv2d's; a ResNet/VGG pair of 3x3 convs)
 
@@ -24,11 +26,13 @@ nn.GELU / nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.l
 F.conv2d, F.gelu, F.silu, F.relu, operator.mul (Dynamo, whose parameters are placeholders or
 get_attr nodes). A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is
 not a multiple of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and
-the piece stays with torch.
+the piece stays with torch. So is one the graph level cannot express (attention scaled by a
+tensor, or by a number that is not positive: `Piece.refusal`).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +72,8 @@ class Piece:
     """Per input, the permutation torch applies before the graph function takes it (none: as
     it is); empty where the piece takes every input as it is."""
     out_layout: tuple[int, ...] | None = None  # the permutation of the result back
+    refusal: str | None = None
+    """Why the graph level cannot express the match (it stays with torch), else None."""
 
     @property
     def description(self) -> str:
@@ -82,8 +88,10 @@ class Piece:
             rows *= d
         hidden = self.infos[self.ops[0][2][1]].shape[0]
         out = self.out_info.shape[-1] if self.out_info else "?"
+        scale = next((op[2] for op in self.ops if op[0] == "softmax"), 1.0)
+        scaled = f", scale {scale:.6g}" if scale not in (1.0, None) else ""
         return (f"{self.pattern} [{rows} rows, {x.shape[-1]} -> {hidden} -> {out}, "
-                f"{_dtype_name(x.dtype)}]")
+                f"{_dtype_name(x.dtype)}{scaled}]")
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -115,6 +123,8 @@ def _functions() -> dict[str, tuple]:
         "silu": (F.silu, torch.nn.functional.silu),
         "relu": (F.relu, torch.relu, torch.nn.functional.relu),
         "mul": (operator.mul, torch.mul),
+        "div": (operator.truediv, torch.div),
+        "true_divide": (torch.true_divide,),
         "matmul": (operator.matmul, torch.matmul),
         "softmax": (F.softmax, torch.softmax),
         "split": (torch.split,),
@@ -252,6 +262,43 @@ def _transposed(node: Any) -> Any:
     return None
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def scaled_matmul(node: Any) -> tuple[Any, Any, bool] | None:
+    """(the matmul node, the factor, whether it divides) of matmul * c, c * matmul or
+    matmul / c, else None. The factor is as written: a number, or an fx node (a tensor)."""
+    if _call(node, "mul") and len(node.args) + len(node.kwargs) == 2:
+        pairs = [(_arg(node, 0, "input"), _arg(node, 1, "other"))]
+        pairs.append(pairs[0][::-1])
+        divides = False
+    elif (_call(node, "div") or _call(node, "true_divide")) and \
+            _arg(node, 2, "rounding_mode") is None:  # a rounded quotient is no scale
+        pairs, divides = [(_arg(node, 0, "input"), _arg(node, 1, "other"))], True
+    else:
+        return None
+    for x, factor in pairs:
+        if _is_node(x) and _call(x, "matmul"):
+            return x, factor, divides
+    return None
+
+
+def _softmax_scale(factor: Any, divides: bool) -> tuple[float | None, str | None]:
+    """(graph.softmax's scale, None) for a factor it takes, else (None, why not)."""
+    if not _number(factor):
+        return None, ("attention's scores are scaled by a tensor (or a value computed in the "
+                      "graph); the softmax kernel takes a python number, a constant of the piece")
+    if divides:
+        scale = 1 / factor if factor != 0 else math.inf
+    else:
+        scale = float(factor)
+    if not (math.isfinite(scale) and scale > 0):
+        return None, (f"attention's scale {scale} is not positive and finite: the softmax "
+                      "kernel scales the scores after subtracting their row maximum")
+    return float(scale), None
+
+
 # ---------------------------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------------------------
@@ -268,7 +315,18 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     if not _last_dim(_arg(probs, 1, "dim"), 2):
         return None
     scores = _arg(probs, 0, "input")
-    if not (_is_node(scores) and _single_use(scores) and _call(scores, "matmul")):
+    if not (_is_node(scores) and _single_use(scores)):
+        return None
+    scale: float | None = 1.0
+    refusal = scaling = divisor = None
+    scaled = scaled_matmul(scores)
+    if scaled is not None:  # softmax(S · c): scores is S's one use
+        scaling, (scores, factor, divides) = scores, scaled
+        if not _single_use(scores):
+            return None
+        scale, refusal = _softmax_scale(factor, divides)
+        divisor = factor if divides else None
+    if not _call(scores, "matmul"):
         return None
     q, k_t = scores.args[:2]
     k = _transposed(k_t) if _is_node(k_t) and _single_use(k_t) else None
@@ -292,7 +350,9 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     if info is None or len(info.shape) != 2 or info.shape[-1] % 3 or \
             _arg(split, 1, "split_size") not in (info.shape[-1] // 3, [info.shape[-1] // 3] * 3):
         return None
-    piece = Piece("Attention", last, [qkv, split, q, k, v, k_t, scores, probs, context, last])
+    piece = Piece("Attention", last, [qkv, split, q, k, v, k_t, scores] +
+                  ([scaling] if scaling is not None else []) + [probs, context, last],
+                  refusal=refusal)
     refs = [x, w_qkv] + ([b_qkv] if b_qkv is not None else []) + [w_out] + \
         ([b_out] if b_out is not None else [])
     index = {id(r): i for i, r in enumerate(refs)}
@@ -301,7 +361,8 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     piece.ops = [("linear", ("in", 0), ("in", 1), ("in", 2) if b_qkv is not None else None),
                  ("split3", ("op", 0)),
                  ("linear", ("op", 1), ("op", 2), None),
-                 ("softmax", ("op", 4)),
+                 # scale: None where refused; torch's path divides by the divisor as written
+                 ("softmax", ("op", 4), scale, divisor),
                  ("matmul", ("op", 5), ("op", 3)),
                  ("linear", ("op", 6), ("in", index[id(w_out)]),
                   ("in", index[id(b_out)]) if b_out is not None else None)]
@@ -436,7 +497,11 @@ def find_pieces(gm: Any) -> list[Piece]:
 # ---------------------------------------------------------------------------------------------
 
 
-class UnsupportedTensor(ValueError):
+class UnsupportedPiece(ValueError):
+    """A piece the graph level cannot express (the message says why)."""
+
+
+class UnsupportedTensor(UnsupportedPiece):
     """A piece's tensor the graph level has no type for (float64, int8, ...)."""
 
 
@@ -454,7 +519,9 @@ def element_type(dtype: Any):
 def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
     """builtin.module { func.func @piece(inputs...) -> out { graph ops } }; `names`: the
     arguments named after the fx nodes (without: the text is the same whichever tracer, the
-    cache's key)."""
+    cache's key); UnsupportedPiece where it cannot be (`Piece.refusal`, a tensor's type)."""
+    if piece.refusal is not None:
+        raise UnsupportedPiece(piece.refusal)
     arg_types = [TensorType(element_type(i.dtype), _permuted(i.shape, layout))
                  for i, layout in zip(piece.infos, piece.layouts or [None] * len(piece.infos),
                                       strict=True)]
@@ -494,7 +561,7 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
         elif kind == "mul":
             new = graph.MulOp(get(op[1]), get(op[2]))
         elif kind == "softmax":
-            new = graph.SoftmaxOp(get(op[1]), -1)
+            new = graph.SoftmaxOp(get(op[1]), -1, op[2])
         elif kind == "matmul":
             a, b = get(op[1]), get(op[2])
             assert a is not None and b is not None
@@ -525,5 +592,6 @@ def _hint(ref: Any) -> str | None:
     return cleaned.lstrip("0123456789_") or None
 
 
-__all__ = ["ACTIVATIONS", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo", "UnsupportedTensor",
-           "conv_parts", "element_type", "find_pieces", "graph_function", "tensor_info"]
+__all__ = ["ACTIVATIONS", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo", "UnsupportedPiece",
+           "UnsupportedTensor", "conv_parts", "element_type", "find_pieces", "graph_function",
+           "scaled_matmul", "tensor_info"]

@@ -10,16 +10,17 @@ Patterns (x, weights and biases are function arguments; every intermediate has o
     MLP     y = linear(act(linear(x, w1[, b1])), w2[, b2])   act: gelu "tanh" or none
     SwiGLU  y = linear(mul(silu(linear(x, wg)), linear(x, wu)), wd)   (LLaMA's MLP)
     Attention  q, k, v = split(linear(x, w_qkv[, b_qkv]))  (one head, x: tokens x width, f16)
-               y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out])
+               y = linear(matmul(softmax(linear(q, k)) [scale s], v), w_out[, b_out])
 
     Conv chain conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2])   (3x3, stride 1, padding 1, f16,
                layout "NHWC": x N x H x W x C, filters K x 3 x 3 x C; ResNet's and VGG's pairs)
 
 Attention becomes cuSync's chain of five kernels, each a stage on its own stream: the QKV GEMM,
 S = q · kᵀ (wgmma; q and k read in place as column slices of the QKV temporary), the row
-softmax (kernels/softmax.py), O = P · v (mma.sync: v is K x N; read in place) and the output
-GEMM, with a `sync.dependency` per operand a stage reads from another: between consecutive
-stages, and from the QKV GEMM to P · v for v.
+softmax of S · s (kernels/softmax.py; s: softmax's scale, attention's 1/sqrt(d)), O = P · v
+(mma.sync: v is K x N; read in place) and the output GEMM, with a `sync.dependency` per
+operand a stage reads from another: between consecutive stages, and from the QKV GEMM to P · v
+for v.
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
@@ -315,6 +316,7 @@ class AttentionMatch:
     tokens: int  # T: the rows of x, one sequence
     width: int  # C: the model width (q, k and v each T x C)
     dtype: str
+    scale: float  # softmax's: P = softmax(S · scale)
     anchor: Operation  # the output linear: where diagnostics point
 
 
@@ -380,13 +382,13 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         b_qkv=None if qkv.bias is None else _arg(qkv.bias, fn, qkv, "the QKV bias"),
         w_out=_arg(out.weight, fn, out, "the output weight"),
         b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
-        tokens=tokens, width=width, dtype=dtype, anchor=out)
+        tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out)
 
 
 @dataclass(frozen=True)
 class AttentionSpec:
     """The five kernels' configs: QKV = x · w_qkvᵀ; S = q · kᵀ (q, k read in place as column
-    slices of QKV); P = softmax(S); O = P · v (v in place); y = O · w_outᵀ."""
+    slices of QKV); P = softmax(S · scale); O = P · v (v in place); y = O · w_outᵀ."""
 
     qkv: GemmConfig
     scores: GemmConfig
@@ -423,7 +425,7 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
             qkv=gemm(QKV, 3 * c, c, t1, w1, s1, "bias" if match.b_qkv is not None else None),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
             scores=gemm(SCORES, t, c, (bm, bm, 64), w4, s4),
-            softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True),
+            softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
             context=gemm(CONTEXT, c, t, t3, w3, s3, mma="sync"),
             out=gemm(OUT, c, c, t4, w4, s4, "bias" if match.b_out is not None else None))
     except ValueError as err:

@@ -4,6 +4,8 @@ PTX; shapes and dtypes the kernels refuse stay with torch, with a one-line reaso
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -69,3 +71,107 @@ def test_attention_runs_through_the_custom_op_or_stays_with_a_reason(tmp_path):
                                                r"48 tokens: the softmax kernel takes a multi"):
         tt.compile(model, [torch.randn(48, 64, dtype=torch.half)], strict=True,
                    cache_dir=tmp_path)
+
+
+class _Scaled(Attention):
+    """Attention whose scores go through `scaled(S)` before the softmax."""
+
+    def __init__(self, scaled, width: int = 64):
+        super().__init__(width)
+        self.scaled = scaled
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(self.width, dim=-1)
+        weights = torch.softmax(self.scaled(self, q @ k.transpose(-2, -1)), dim=-1)
+        return self.proj(weights @ v)
+
+
+@pytest.mark.parametrize(("scaled", "scale"), [
+    (lambda m, s: s * (1 / math.sqrt(m.width)), "1.250000e-01"),
+    (lambda m, s: (1 / math.sqrt(m.width)) * s, "1.250000e-01"),
+    (lambda m, s: s / math.sqrt(m.width), "1.250000e-01"),
+    (lambda m, s: s / m.width ** 0.5, "1.250000e-01"),
+    (lambda m, s: torch.mul(s, 0.5), "5.000000e-01"),
+    (lambda m, s: s.div(2), "5.000000e-01"),
+    (lambda m, s: s / math.sqrt(96), "0.102062076"),  # 1/sqrt(96) as an f32
+], ids=["times", "times-left", "over-sqrt", "over-pow", "torch.mul", "div-method", "over-96"])
+def test_scaled_attention_is_matched_with_its_scale(scaled, scale, tmp_path):
+    model = _Scaled(scaled).half()
+    x = torch.randn(64, 64, dtype=torch.half)
+    (piece,) = _pieces(model, [x])
+    assert piece.pattern == "Attention" and len(piece.nodes) == 11 and piece.refusal is None
+    assert f"graph.softmax %4 dim -1 scale {scale} : tensor<64x64xf16>" in \
+        str(graph_function(piece))
+    forced = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    code = forced.graph_module.code
+    assert "torch.ops.tilesync.piece.default" in code and "softmax" not in code
+    # no GPU: the op computes with torch (eager_piece), as the scaled fx nodes did
+    torch.testing.assert_close(forced(x), model(x))
+
+
+def test_the_scale_reaches_the_softmax_kernel():
+    model = _Scaled(lambda m, s: s / math.sqrt(m.width), width=64).half()
+    (piece,) = _pieces(model, [torch.randn(64, 64, dtype=torch.half)])
+    entry = compile_entry(str(graph_function(piece, names=False)))
+    assert "0f3E000000" in entry["ptx_by_module"]["softmax_module"]  # 0.125 as f32 bits
+    (plain,) = _pieces(Attention().half(), [torch.randn(64, 64, dtype=torch.half)])
+    assert "0f3E000000" not in compile_entry(
+        str(graph_function(plain, names=False)))["ptx_by_module"]["softmax_module"]
+
+
+class _TensorScaled(Attention):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("factor", torch.tensor(0.125))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(self.width, dim=-1)
+        weights = torch.softmax((q @ k.transpose(-2, -1)) * self.factor, dim=-1)
+        return self.proj(weights @ v)
+
+
+@pytest.mark.parametrize(("model", "reason"), [
+    (_TensorScaled(), "attention's scores are scaled by a tensor"),
+    (_Scaled(lambda m, s: s * -0.125), "attention's scale -0.125 is not positive and finite"),
+    (_Scaled(lambda m, s: s / 0), "attention's scale inf is not positive and finite"),
+], ids=["tensor", "negative", "over-zero"])
+def test_a_scale_the_kernel_cannot_take_stays_with_torch_with_a_reason(model, reason, tmp_path):
+    model = model.half()
+    x = torch.randn(64, 64, dtype=torch.half)
+    (piece,) = _pieces(model, [x])
+    assert piece.pattern == "Attention" and piece.refusal.startswith(reason)
+    compiled = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    (entry,) = compiled.report.pieces
+    assert entry.choice == "torch" and entry.reason.startswith(reason)
+    assert "torch.ops.tilesync" not in compiled.graph_module.code
+    with pytest.raises(UnsupportedError, match=r"piece 0 \(Attention .*\): attention's sc"):
+        tt.compile(model, [x], strict=True, cache_dir=tmp_path)
+
+
+def test_a_rounded_quotient_is_no_scale():
+    model = _Scaled(lambda m, s: torch.div(s, 8, rounding_mode="floor"))
+    assert _pieces(model, [torch.randn(64, 64)]) == []
+
+
+class _GPTScaled(Attention):
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(self.width, dim=-1)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        return self.proj(torch.softmax(scores, dim=-1) @ v)
+
+
+def test_dynamo_folds_the_scale_of_a_traced_width(tmp_path, monkeypatch):
+    """GPT's `/ math.sqrt(q.size(-1))`: under Dynamo the size is a number of the graph."""
+    from tilesync.frontend.torch.backend import LAST_REPORTS
+
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    monkeypatch.setenv("TILESYNC_MODE", "tilesync")
+    model = _GPTScaled(128).half()
+    x = torch.randn(64, 128, dtype=torch.half)  # 64 tokens: 1/sqrt(128), not 1/sqrt(64)
+    torch._dynamo.reset()
+    out = torch.compile(model, backend="tilesync")(x)
+    (piece,) = LAST_REPORTS[-1].pieces
+    assert piece.description == \
+        "Attention [64 rows, 128 -> 384 -> 128, float16, scale 0.0883883]"
+    assert piece.choice == "tilesync"
+    torch.testing.assert_close(out, model(x))

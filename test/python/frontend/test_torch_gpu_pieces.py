@@ -1,12 +1,14 @@
 """The torch front end's attention and conv-chain pieces on the GPU, run our way (forced,
-strict): they match an fp32 reference computed from the same fp16 inputs (and eager torch) on
-fresh inputs with every temporary and result filled with NaN before the kernels run, 20 runs
-back to back without a memset, a CUDA graph capture replayed on new data into a poisoned output,
-and the second compile comes from the cache."""
+strict; attention with and without GPT's 1/sqrt(width) on its scores): they match an fp32
+reference computed from the same fp16 inputs (and eager torch) on fresh inputs with every
+temporary and result filled with NaN before the kernels run, 20 runs back to back without a
+memset, a CUDA graph capture replayed on new data into a poisoned output, and the second
+compile comes from the cache."""
 
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 
@@ -113,16 +115,23 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
     assert piece.cached and piece.compile_seconds < 0.2
 
 
-@pytest.mark.parametrize(("tokens", "width"), [
-    (64, 64),  # BM 64; P · v's 128-column tile reaches past v (the end of QKV: zeros)
-    (192, 64),  # the last row of tiles half full: softmax posts 16 blocks, not 32
-    (512, 128),  # 4 x 4 score tiles, two QKV column tiles
+@pytest.mark.parametrize(("tokens", "width", "scaled"), [
+    (64, 64, False),  # BM 64; P · v's 128-column tile reaches past v (the end of QKV: zeros)
+    (192, 64, False),  # the last row of tiles half full: softmax posts 16 blocks, not 32
+    (512, 128, False),  # 4 x 4 score tiles, two QKV column tiles
+    # GPT's softmax(S / sqrt(width)): the softmax kernel scales S (a kernel that dropped the
+    # scale would miss the reference by far more than TOL: S's spread is sqrt(width) x larger)
+    (512, 128, True),
+    (192, 64, True),
 ])
-def test_attention_runs_our_way(tokens, width, tmp_path, poisoned):
+def test_attention_runs_our_way(tokens, width, scaled, tmp_path, poisoned):
     torch.manual_seed(tokens + width)
-    model = OneHeadAttention(width).half().cuda().eval()
+    scale = 1 / math.sqrt(width) if scaled else None
+    model = OneHeadAttention(width, scale=scale).half().cuda().eval()
+    pattern = "Attention" if scale is None else \
+        f"Attention [{tokens} rows, {width} -> {3 * width} -> {width}, float16, scale {scale:.6g}]"
     _runs_our_way(model, lambda: torch.randn(tokens, width, dtype=torch.half, device="cuda"),
-                  "Attention", tmp_path)
+                  pattern, tmp_path)
 
 
 @pytest.mark.parametrize(("images", "relu", "bias", "channels_last"), [

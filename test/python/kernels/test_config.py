@@ -78,6 +78,8 @@ def test_conv_config_is_its_gemm_view():
     (dict(rows=0, cols=1024), "rows positive"),
     (dict(rows=8, cols=1000), "multiple of 32"),
     (dict(rows=8, cols=1024, dropout=1.5), "keep probability"),
+    (dict(rows=8, cols=1024, scale=0.0), "scale must be positive and finite"),
+    (dict(rows=8, cols=1024, scale=float("inf")), "scale must be positive and finite"),
 ])
 def test_softmax_config_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -78,3 +78,7 @@ def test_softmax_reference_rows_sum_to_one_and_dropout_scales_the_kept():
     dropped = reference_softmax(softmax_config(16, 64, dropout=0.5), x, seed=3)
     mask = dropout_mask(3, 16, 64, 0.5)
     np.testing.assert_allclose(dropped, np.where(mask, plain / 0.5, 0.0), rtol=1e-12)
+    scaled = reference_softmax(softmax_config(16, 64, scale=0.125), x)
+    np.testing.assert_allclose(scaled, reference_softmax(softmax_config(16, 64), x / 8),
+                               rtol=1e-12)
+    assert not np.allclose(scaled, plain)

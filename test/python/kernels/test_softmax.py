@@ -3,6 +3,8 @@ synchronizes), and that without them the kernel has none."""
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects import gpu, memref
 
 from tilesync.dialects import sync
@@ -35,3 +37,43 @@ def test_no_hooks_by_default():
                    for op in ops)
     assert any(isinstance(op, gpu.BlockIdOp) for op in ops)
     assert sum(isinstance(op, memref.StoreOp) for op in ops) == 4
+
+
+def test_scale_names_the_config_where_set():
+    # the repr keys the compile cache and the PTX digests: scale 1 keeps the old name
+    assert "scale" not in repr(softmax_config(64, 128, scale=1.0))
+    assert repr(softmax_config(64, 128, scale=0.125)) == \
+        repr(softmax_config(64, 128))[:-1] + ", scale=0.125)"
+
+
+LOG2E = "0f3FB8AA3B"  # exp(d) lowers to ex2(d · log2(e))
+
+
+def _exp_arguments(ptx: str) -> list[str]:
+    """Per exp, what its argument d is in the PTX's register dataflow: "x - max" (a sub.f32
+    result) or "(x - max) * <constant>"."""
+    by_constant = {dst: (src, const) for dst, src, const in re.findall(
+        r"mul\.rn\.f32\s+(%r\d+), (%r\d+), (0f[0-9A-F]{8});", ptx)}
+    differences = set(re.findall(r"sub\.rn\.f32\s+(%r\d+),", ptx))
+    found = []
+    for src, const in by_constant.values():
+        if const != LOG2E:
+            continue
+        if src in differences:
+            found.append("x - max")
+        elif src in by_constant and by_constant[src][0] in differences:
+            found.append(f"(x - max) * {by_constant[src][1]}")
+        else:
+            found.append("?")
+    return found
+
+
+def test_scale_multiplies_before_the_exp_in_ptx():
+    from tilesync.harness.compile import compile_kernel
+
+    per_lane = 256 // 32
+    scaled = compile_kernel(softmax_config(64, 256, scale=0.125)).ptx
+    assert _exp_arguments(scaled) == ["(x - max) * 0f3E000000"] * per_lane  # 0.125's bits
+    plain = compile_kernel(softmax_config(64, 256)).ptx
+    assert _exp_arguments(plain) == ["x - max"] * per_lane
+    assert plain.count("ex2.approx.ftz.f32") == scaled.count("ex2.approx.ftz.f32") == per_lane

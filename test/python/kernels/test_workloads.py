@@ -423,11 +423,13 @@ def test_gpu_conv2d(cfg, compiled):
 
 # -- softmax ---------------------------------------------------------------------------------
 
-SOFTMAX = [softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)]
+SOFTMAX = [softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)] \
+    + [softmax_config(1000, 1024, scale=0.125)]  # attention's 1/sqrt(64)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", SOFTMAX, ids=lambda c: f"{c.rows}x{c.cols}-drop{c.dropout}")
+@pytest.mark.parametrize("cfg", SOFTMAX, ids=lambda c: f"{c.rows}x{c.cols}-drop{c.dropout}"
+                         + (f"-scale{c.scale}" if c.scale != 1 else ""))
 def test_gpu_softmax(cfg, compiled):
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize

@@ -74,6 +74,22 @@ func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
 
 // -----
 
+func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.softmax %x dim -1 scale -0.125 : tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.softmax: scale must be positive and finite, got -0.125
+
+// -----
+
+func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.softmax %x dim -1 scale 0.0 : tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.softmax: scale must be positive and finite, got 0.0
+
+// -----
+
 func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16> {
   %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16>
   func.return %y : tensor<1x64x8x8xf16>

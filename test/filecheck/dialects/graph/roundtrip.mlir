@@ -34,6 +34,11 @@ func.func @attention(%q: tensor<2x16x32xf32>, %kt: tensor<32x16xf32>, %v: tensor
   %s = graph.matmul %q, %kt : (tensor<2x16x32xf32>, tensor<32x16xf32>) -> tensor<2x16x16xf32>
   // CHECK-NEXT: %p = graph.softmax %s dim -1 : tensor<2x16x16xf32>
   %p = graph.softmax %s dim -1 : tensor<2x16x16xf32>
+  // a scale prints where it is not 1 (an f32: 1/sqrt(96) rounds)
+  // CHECK-NEXT: %p8 = graph.softmax %s dim -1 scale 1.250000e-01 : tensor<2x16x16xf32>
+  %p8 = graph.softmax %s dim -1 scale 0.125 : tensor<2x16x16xf32>
+  // CHECK-NEXT: %p96 = graph.softmax %s dim -1 scale 0.102062076 : tensor<2x16x16xf32>
+  %p96 = graph.softmax %s dim -1 scale 0.10206207261596575 : tensor<2x16x16xf32>
   // CHECK-NEXT: %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
   %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
   func.return %o : tensor<2x16x32xf32>

@@ -27,6 +27,9 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK-NEXT: gpu.thread_id x
 // CHECK-NEXT: %[[X:.*]], %[[Y:.*]] = sync.tile : index, index
 // CHECK-NEXT: sync.load_point operand 0 [%[[X]], %[[Y]]]
+// Unscaled: exp(x - max) (graph_to_stages_attention_scaled.mlir multiplies between).
+// CHECK:      %[[D:.*]] = arith.subf
+// CHECK-NEXT: math.exp %[[D]] : f32
 // CHECK:      sync.store_point [%[[X]], %[[Y]]]
 // CHECK-NEXT: gpu.return
 // P · v with mma.sync: v is K x N (row-major B), columns from 512.
