@@ -1,0 +1,132 @@
+"""`python -m tilesync.bench.conv_sweep`: the implicit-GEMM 3x3 conv's tile shapes and split-K
+factors against cuDNN on the layers of `tilesync bench kernels` (ResNet/VGG C = K at 56, 28, 14
+and 7 pixels, batch 1 and 8), every candidate timed, so the conv's config choice rests on
+measurements. Writes JSON (--out) and prints a table; `--quick` takes batch 8 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+BATCHES = (1, 8)
+TILES = (((64, 64, 64), (4, 1)), ((64, 128, 64), (4, 1)), ((128, 64, 64), (8, 1)),
+         ((128, 128, 64), (8, 1)))
+SPLITS = (1, 2, 3, 4, 6, 8)
+MIN_K_TILES_PER_SPLIT = 2
+
+
+def candidates(batch: int, channels: int, pixels: int) -> list:
+    """Every tile of TILES no wider than the channels, with as many stages as fit (at most
+    6) and each split-K factor that leaves every split MIN_K_TILES_PER_SPLIT k-tiles."""
+    from tilesync.kernels.choice import stages_for
+    from tilesync.kernels.config import conv2d_config
+
+    out = []
+    for tile, warps in TILES:
+        if tile[1] > channels:
+            continue
+        k_tiles = 9 * channels // tile[2]
+        stages = min(6, stages_for(tile[0], tile[1]))
+        for split in SPLITS:
+            if k_tiles % split or k_tiles // split < MIN_K_TILES_PER_SPLIT:
+                continue
+            try:
+                out.append(conv2d_config(batch, pixels, pixels, channels, channels, tile=tile,
+                                         warps=warps, stages=stages, split_k=split,
+                                         mma="wgmma"))
+            except ValueError:
+                continue
+    return out
+
+
+def label(cfg) -> str:
+    bm, bn, bk = cfg.tile
+    return f"{bm}x{bn}x{bk} s{cfg.stages}" + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
+
+
+def time_config(torch, cfg, ptx: str, reps: int) -> float:
+    from tilesync.bench.kernels import HOLD_NS_PER_REP
+    from tilesync.harness.runner import Conv2dRunner
+    from tilesync.harness.timing import hold_stream
+    from tilesync.runtime.timing import time_region
+
+    runner = Conv2dRunner(cfg, ptx=ptx)
+    x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
+    w = torch.randn(cfg.filter_shape, device="cuda", dtype=torch.float16)
+    y = torch.empty(cfg.output_shape, device="cuda", dtype=torch.float16)
+    timing = time_region(lambda: runner.launch(x, w, y), warmup=3, reps=reps,
+                         hold_ns_per_rep=HOLD_NS_PER_REP, hold=hold_stream)
+    return timing.median_ms
+
+
+def cudnn_ms(torch, cfg, reps: int) -> float:
+    """cuDNN on NCHW views of channels_last memory (what `bench kernels` times)."""
+    from tilesync.bench.kernels import HOLD_NS_PER_REP
+    from tilesync.harness.timing import hold_stream
+    from tilesync.runtime.timing import time_region
+
+    x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16).permute(0, 3, 1, 2)
+    w = torch.randn(cfg.filter_shape, device="cuda", dtype=torch.float16).permute(0, 3, 1, 2)
+    conv = torch.nn.functional.conv2d
+    return time_region(lambda: conv(x, w, padding=1), warmup=3, reps=reps,
+                       hold_ns_per_rep=HOLD_NS_PER_REP, hold=hold_stream).median_ms
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args(argv)
+
+    from tilesync.bench.kernels import CONV_LAYERS
+    from tilesync.harness.compile import compile_ptx_many
+    from tilesync.runtime.device import get_device
+
+    device = get_device()
+    work = [(batch, c, hw, candidates(batch, c, hw))
+            for batch in ((8,) if args.quick else BATCHES) for c, hw in CONV_LAYERS]
+    every = sorted({cfg for *_, cs in work for cfg in cs}, key=repr)
+    started = time.perf_counter()
+    ptx = dict(zip(every, compile_ptx_many(every, device.arch), strict=True))
+    compiled = time.perf_counter() - started
+    print(f"{len(every)} configs compiled in {compiled:.1f} s", flush=True)
+    import torch
+
+    rows: list[dict[str, Any]] = []
+    for batch, c, hw, cands in work:
+        flops = 2 * batch * hw * hw * c * 9 * c
+        lib = cudnn_ms(torch, cands[0], args.reps)
+        entries = []
+        for cfg in cands:
+            entry: dict[str, Any] = {"config": label(cfg), "repr": repr(cfg)}
+            try:
+                ms = time_config(torch, cfg, ptx[cfg], args.reps)
+                entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=lib / ms)
+            except Exception as exc:  # a candidate that fails is reported, not chosen
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            entries.append(entry)
+        rows.append({"batch": batch, "C": c, "HW": hw, "cudnn_ms": lib,
+                     "cudnn_tflops": flops / lib / 1e9, "configs": entries})
+        timed = [e for e in entries if "ms" in e]
+        best = min(timed, key=lambda e: e["ms"]) if timed else None
+        head = f"batch {batch} C={c:<4} {hw}x{hw:<3} cuDNN {lib * 1e3:7.1f} us"
+        if best is not None:
+            head += f" | best {best['ms'] * 1e3:7.1f} us ratio {best['ratio']:.3f} {best['config']}"
+        print(head, flush=True)
+        for e in entries:
+            what = e.get("error") or f"{e['ms'] * 1e3:7.1f} us ratio {e['ratio']:.3f}"
+            print(f"    {e['config']:<26} {what}", flush=True)
+        if args.out:  # after every layer: a run cut short keeps what it measured
+            with open(args.out, "w") as f:
+                json.dump({"device": device.name, "compile_seconds": compiled, "rows": rows},
+                          f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
