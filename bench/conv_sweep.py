@@ -1,7 +1,8 @@
 """`python -m tilesync.bench.conv_sweep`: the implicit-GEMM 3x3 conv's tile shapes and split-K
-factors against cuDNN on the layers of `tilesync bench kernels` (ResNet/VGG C = K at 56, 28, 14
-and 7 pixels, batch 1 and 8), every candidate timed, so the conv's config choice rests on
-measurements. Writes JSON (--out) and prints a table; `--quick` takes batch 8 only.
+factors (kernels.choice.conv_candidates, what the autotuner measures) against cuDNN on the
+layers of `tilesync bench kernels` (ResNet/VGG C = K at 56, 28, 14 and 7 pixels, batch 1 and
+8), every candidate timed. Writes JSON (--out) and prints a table; `--quick` takes batch 8
+only.
 """
 
 from __future__ import annotations
@@ -13,34 +14,12 @@ import time
 from typing import Any
 
 BATCHES = (1, 8)
-TILES = (((64, 64, 64), (4, 1)), ((64, 128, 64), (4, 1)), ((128, 64, 64), (8, 1)),
-         ((128, 128, 64), (8, 1)))
-SPLITS = (1, 2, 3, 4, 6, 8)
-MIN_K_TILES_PER_SPLIT = 2
 
 
 def candidates(batch: int, channels: int, pixels: int) -> list:
-    """Every tile of TILES no wider than the channels, with as many stages as fit (at most
-    6) and each split-K factor that leaves every split MIN_K_TILES_PER_SPLIT k-tiles."""
-    from tilesync.kernels.choice import stages_for
-    from tilesync.kernels.config import conv2d_config
+    from tilesync.kernels.choice import conv_candidates
 
-    out = []
-    for tile, warps in TILES:
-        if tile[1] > channels:
-            continue
-        k_tiles = 9 * channels // tile[2]
-        stages = min(6, stages_for(tile[0], tile[1]))
-        for split in SPLITS:
-            if k_tiles % split or k_tiles // split < MIN_K_TILES_PER_SPLIT:
-                continue
-            try:
-                out.append(conv2d_config(batch, pixels, pixels, channels, channels, tile=tile,
-                                         warps=warps, stages=stages, split_k=split,
-                                         mma="wgmma"))
-            except ValueError:
-                continue
-    return out
+    return conv_candidates(batch, pixels, pixels, channels, channels)
 
 
 def label(cfg) -> str:

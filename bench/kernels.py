@@ -8,9 +8,10 @@ of 8-way tensor parallelism (M x 6144 x 12288 with GeLU, M x 12288 x 6144) and t
 (M x 5632 x 8192 with SwiGLU on the combined gate|up weight -> M x 2816, then M x 8192 x 2816)
 for M = 1 .. 2048; 3x3 convolutions (NHWC fp16) where kernels/conv2d.py is present. Per shape
 the autotuner (harness/autotune.py) measures the candidates once (the warp-specialized TMA
-kernels the wave model proposes, and for the shapes of record the cp.async / wgmma kernels)
-and caches its choice on disk; the table prints the choice, timed here as the library is,
-and every candidate's tuning time.
+kernels the wave model proposes, and for the shapes of record the cp.async / wgmma kernels;
+for a conv every tile and split-K factor of kernels.choice.conv_candidates beside the layer's
+`conv_workloads` config) and caches its choice on disk; the table prints the choice, timed
+here as the library is, and every candidate's tuning time.
 
 Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
 first, median with p10/p90; the repetitions are enqueued behind a hold kernel so that they run
@@ -382,7 +383,8 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
                            strict=True))
     conv_ptx = None
     if conv:
-        conv_cfgs = conv_workloads(quick, wgmma=hopper)
+        conv_cfgs = sorted({c for cs in conv_tuning_candidates(quick, hopper).values()
+                            for c in cs}, key=repr)
         conv_ptx = dict(zip(conv_cfgs, compile_ptx_many(conv_cfgs, device.arch), strict=True))
 
     tth = _Torch()
@@ -408,7 +410,8 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
             rows.append({**asdict(w), "configs": [{"error": f"{type(exc).__name__}: {exc}"}]})
     result["gemm"] = rows
     if conv_ptx is not None:
-        result["conv"] = conv_benchmarks(conv_ptx, warmup, reps, tth)
+        result["conv"] = conv_benchmarks(conv_tuning_candidates(quick, hopper), conv_ptx,
+                                         warmup, reps, tth, tuning_cache or CACHE_DIR)
     result["softmax"] = softmax_benchmarks(softmax_ptx, warmup, reps, tth, copy["gbps"])
     result["seconds"] = time.perf_counter() - started
     return result
@@ -467,6 +470,7 @@ __all__ = [
     "candidate_configs",
     "conv_benchmarks",
     "conv_table",
+    "conv_tuning_candidates",
     "conv_workloads",
     "copy_bandwidth",
     "kernel_benchmarks",
@@ -518,18 +522,42 @@ def conv_workloads(quick: bool, wgmma: bool = True) -> list:
     return out
 
 
-def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[str, Any]]:
+def conv_tuning_candidates(quick: bool, wgmma: bool = True) -> dict[Any, list]:
+    """Per layer (its config of `conv_workloads`): what the autotuner measures, that config
+    and, with wgmma, every tile and split of kernels.choice.conv_candidates."""
+    from tilesync.kernels.choice import conv_candidates
+
+    out = {}
+    for cfg in conv_workloads(quick, wgmma):
+        tuned = conv_candidates(cfg.N, cfg.H, cfg.W, cfg.C, cfg.K) if wgmma else []
+        out[cfg] = [cfg, *(c for c in tuned if c != cfg)]
+    return out
+
+
+def conv_benchmarks(candidates: dict[Any, list], ptx_by_cfg: dict, warmup: int, reps: int, tth,
+                    tuning_cache=None) -> list[dict[str, Any]]:
+    """Per layer, the autotuner's choice among its candidates (measured once, cached on
+    disk), timed here as cuDNN is."""
+    from tilesync.harness.autotune import ConvProblem, choose
     from tilesync.harness.runner import Conv2dRunner
     from tilesync.harness.timing import hold_stream
     from tilesync.runtime.timing import time_region
 
     torch = tth.torch
     rows = []
-    for cfg, ptx in ptx_by_cfg.items():
-        row: dict[str, Any] = {"N": cfg.N, "H": cfg.H, "W": cfg.W, "C": cfg.C, "K": cfg.K,
-                               "config": _config_label(cfg.gemm), "flops": cfg.flops}
+    for layer, cands in candidates.items():
+        row: dict[str, Any] = {"N": layer.N, "H": layer.H, "W": layer.W, "C": layer.C,
+                               "K": layer.K, "flops": layer.flops}
         try:
-            runner = Conv2dRunner(cfg, ptx=ptx)
+            problem = ConvProblem(layer.N, layer.H, layer.W, layer.C, layer.K)
+            choice = choose(problem, candidates=cands, ptx=[ptx_by_cfg[c] for c in cands],
+                            cache_dir=tuning_cache)
+            cfg = choice.config
+            row.update(config=_config_label(cfg.gemm), tuning_seconds=choice.seconds,
+                       tuned=[{"config": _config_label(c.gemm),
+                               **({"tuning_ms": ms} if isinstance(ms, float) else
+                                  {"error": ms})} for c, ms in choice.measured])
+            runner = Conv2dRunner(cfg, ptx=ptx_by_cfg[cfg])
             row["registers"] = runner.kernel.num_regs
             if torch is not None:
                 x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
@@ -546,7 +574,7 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                 y = DeviceBuffer.empty(cfg.output_shape, np.float16)
             timing = time_region(lambda r=runner, x=x, w=w, y=y: r.launch(x, w, y),
                                  warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                 hold=hold_stream)
+                                 hold=hold_stream)
             row.update(_timing_dict(timing))
             row["tflops"] = cfg.flops / (timing.median_ms * 1e-3) / 1e12
             if torch is not None:
@@ -556,7 +584,7 @@ def conv_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth) -> list[dict[
                 F = torch.nn.functional
                 lib = time_region(lambda F=F, xc=xc, wc=wc: F.conv2d(xc, wc, padding=1),
                                   warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                 hold=hold_stream)
+                                  hold=hold_stream)
                 row["library"] = _timing_dict(lib)
                 row["library"]["tflops"] = cfg.flops / (lib.median_ms * 1e-3) / 1e12
                 row["ratio"] = lib.median_ms / timing.median_ms
@@ -577,8 +605,10 @@ def conv_table(rows: list[dict[str, Any]]) -> str:
         lib = r.get("library")
         lib_cols = (f"{lib['median_ms']:>9.4f} {lib['tflops']:>8.1f} {r['ratio']:>6.2f}"
                     if lib else f"{'-':>9} {'-':>8} {'-':>6}")
+        tuned = (f"; tuned in {r['tuning_seconds']:.1f} s among {len(r['tuned'])}"
+                 if r.get("tuned") else "")
         lines.append(f"{head} {r['median_ms']:>9.4f} {r['tflops']:>8.1f} {lib_cols}  "
-                     f"{r['config']} ({r.get('registers', '?')} regs)")
+                     f"{r['config']} ({r.get('registers', '?')} regs{tuned})")
     return "\n".join(lines)
 
 

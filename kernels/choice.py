@@ -25,7 +25,9 @@ from tilesync.analysis.wave_model import StageWaves
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
+    ConvConfig,
     GemmConfig,
+    conv2d_config,
     output_columns,
     tma_ws_config,
 )
@@ -116,4 +118,35 @@ def _tile_config(M: int, N: int, K: int, tile: tuple[int, int], dtype: str,
     return None
 
 
-__all__ = ["predicted_seconds", "propose_tma_configs", "stages_for", "tile_efficiency"]
+CONV_TILES = (((64, 64, BK), (4, 1)), ((64, 128, BK), (4, 1)), ((128, 64, BK), (8, 1)),
+              ((128, 128, BK), (8, 1)))
+CONV_SPLITS = (1, 2, 3, 4, 6, 8)
+CONV_MAX_STAGES = 6
+MIN_K_TILES_PER_SPLIT = 2
+
+
+def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None = None,
+                    sync_hooks: bool = False) -> list[ConvConfig]:
+    """Every wgmma conv tile of CONV_TILES no wider than K, with as many stages as fit (at
+    most CONV_MAX_STAGES), and each split-K factor that leaves every split
+    MIN_K_TILES_PER_SPLIT k-tiles (none with sync hooks: a split tile posts once)."""
+    out = []
+    for tile, warps in CONV_TILES:
+        if tile[1] > max(64, K):
+            continue
+        k_tiles = 9 * C // tile[2]
+        stages = min(CONV_MAX_STAGES, stages_for(tile[0], tile[1]))
+        for split in (1,) if sync_hooks else CONV_SPLITS:
+            if k_tiles % split or k_tiles // split < MIN_K_TILES_PER_SPLIT:
+                continue
+            try:
+                out.append(conv2d_config(N, H, W, C, K, tile=tile, warps=warps, stages=stages,
+                                         split_k=split, epilogue=epilogue, mma="wgmma",
+                                         sync_hooks=sync_hooks))
+            except ValueError:
+                continue
+    return out
+
+
+__all__ = ["conv_candidates", "predicted_seconds", "propose_tma_configs", "stages_for",
+           "tile_efficiency"]

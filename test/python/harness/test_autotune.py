@@ -54,3 +54,27 @@ def test_progress_bar(capsys):
     autotune._progress("4096x4096x4096", 6, 6)
     err = capsys.readouterr().err
     assert "[############............] 3/6" in err and err.endswith("6/6\n")
+
+
+def test_a_conv_takes_every_tile_and_split_of_its_candidates_and_keys_apart(tmp_path,
+                                                                            monkeypatch):
+    from tilesync.harness.autotune import ConvProblem, choose
+    from tilesync.kernels.choice import conv_candidates
+
+    seen = []
+
+    def fake_measure(configs, problem, **_):
+        seen.append((problem, list(configs)))
+        return [(c, 0.01 * (1 + c.split_k) + 1e-4 * c.tile[1]) for c in configs]
+
+    monkeypatch.setattr(autotune, "measure", fake_measure)
+    problem = ConvProblem(8, 14, 14, 256, 256)
+    choice = choose(problem, arch="sm_90", cache_dir=tmp_path)
+    (measured_problem, configs), = seen
+    assert measured_problem == problem and configs == conv_candidates(8, 14, 14, 256, 256)
+    assert {c.split_k for c in configs} == {1, 2, 3, 4, 6} and {c.tile[:2] for c in configs} \
+        == {(64, 64), (64, 128), (128, 64), (128, 128)}
+    assert choice.config.split_k == 1 and choice.config.tile[:2] in ((64, 64), (128, 64))
+    assert tuning_key(problem, "sm_90") != tuning_key(ConvProblem(1, 14, 14, 256, 256), "sm_90")
+    hooked = conv_candidates(8, 14, 14, 256, 256, sync_hooks=True)
+    assert hooked and all(c.split_k == 1 and c.sync_hooks for c in hooked)
