@@ -715,33 +715,27 @@ class SumSlicesLowering(_TilePattern):
         rows, cols = _acc_lane_position(e, [e.index_as(i, i64) for i in op.indices])
         zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
 
-        def load(t: SyncBuilder, address: SSAValue) -> SSAValue:
+        def total(t: SyncBuilder, addresses: list[SSAValue]) -> SSAValue:
             # relaxed.gpu: L2's copy, whatever this SM's L1 held of the slices before
-            return t.value(nvvm.LoadOp(address, f32, "relaxed", "gpu"))
-
-        def add_up(t: SyncBuilder, loaded: list[SSAValue]) -> SSAValue:
-            value = loaded[0]
-            for other in loaded[1:]:
-                value = t.value(llvm.FAddOp(value, other))
+            value = t.value(nvvm.LoadOp(addresses[0], f32, "relaxed", "gpu"))
+            for address in addresses[1:]:
+                loaded = t.value(nvvm.LoadOp(address, f32, "relaxed", "gpu"))
+                value = t.value(llvm.FAddOp(value, loaded))
             return value
 
-        elements = [(h, k) for h in range(2) for k in range(2)]
-        addresses = {(h, k): [e.gep(base, _linear(e, [e.const(s, i64), rows[h], cols[k]],
-                                                    shape), f32) for s in range(shape[0])]
-                     for h, k in elements}
         values: list[SSAValue] = []
-        if op.masked is None:
-            # every load issued before the first add: the loads' L2 round trips overlap (the
-            # loads are asm, which ptxas does not move)
-            loaded = {hk: [load(e, a) for a in addresses[hk]] for hk in elements}
-            values = [add_up(e, loaded[hk]) for hk in elements]
-        for h, k in elements if op.masked is not None else ():
-            # Outside the slice: no access, the value is 0 (scf.if with a result).
-            (value,) = e.if_(_inside(e, rows[h], cols[k], shape),
-                             lambda t, hk=(h, k): [add_up(t, [load(t, a)
-                                                              for a in addresses[hk]])],
-                             lambda _: [zero], [f32])
-            values.append(value)
+        for h in range(2):
+            for k in range(2):
+                addresses = [e.gep(base, _linear(e, [e.const(s, i64), rows[h], cols[k]], shape),
+                                   f32) for s in range(shape[0])]
+                if op.masked is None:
+                    values.append(total(e, addresses))
+                    continue
+                # Outside the slice: no access, the value is 0 (scf.if with a result).
+                (value,) = e.if_(_inside(e, rows[h], cols[k], shape),
+                                 lambda t, addresses=addresses: [total(t, addresses)],
+                                 lambda _: [zero], [f32])
+                values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
 
