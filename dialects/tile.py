@@ -1086,8 +1086,8 @@ class StoreAccOp(IRDLOperation):
 
     With several accumulators (`tile.store_acc %g, %u, %C[...]`) the epilogue gets the element
     of each at the same position (SwiGLU: silu(gate) * up of two tiles) and one value is
-    stored. An f32 destination takes the values as they are: a split-K slice's partial sums
-    (`tile.sum_slices` adds the slices up).
+    stored. With `reduce` the values are atomically added (`red.relaxed.gpu.global.add.f32`)
+    into an f32 destination instead of stored: a split-K slice's partial sums.
 
     `at [%row, %col]` gives the position in the output tensor of the fragment's element (0, 0)
     where the destination is a staging buffer (the TMA-store epilogue): the epilogue sees output
@@ -1100,17 +1100,20 @@ class StoreAccOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     at = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
+    reduce = opt_prop_def(UnitAttr)
     epilogue = region_def()
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, acc: SSAValue | Sequence[SSAValue], dst: SSAValue,
                  indices: Sequence[SSAValue], masked: bool = False,
-                 epilogue: Region | None = None, at: Sequence[SSAValue] = ()):
+                 epilogue: Region | None = None, reduce: bool = False,
+                 at: Sequence[SSAValue] = ()):
         accs = [acc] if isinstance(acc, SSAValue) else list(acc)
         super().__init__(
             operands=[accs, dst, indices, list(at)],
-            properties={"masked": UnitAttr() if masked else None},
+            properties={"masked": UnitAttr() if masked else None,
+                        "reduce": UnitAttr() if reduce else None},
             regions=[epilogue if epilogue is not None else Region()],
         )
 
@@ -1142,6 +1145,10 @@ class StoreAccOp(IRDLOperation):
         if not isinstance(dst_type.element_type, Float16Type | BFloat16Type | Float32Type):
             raise VerifyException(
                 f"'tile.store_acc' stores f16, bf16 or f32, got {dst_type.element_type}"
+            )
+        if self.reduce is not None and not isinstance(dst_type.element_type, Float32Type):
+            raise VerifyException(
+                f"'tile.store_acc' reduce adds into f32 only, got {dst_type.element_type}"
             )
         if self.at and len(self.at) != 2:
             raise VerifyException(
@@ -1187,6 +1194,7 @@ class StoreAccOp(IRDLOperation):
             at = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
                                                    parser.parse_unresolved_operand)
         masked = parser.parse_optional_keyword("masked") is not None
+        reduce = parser.parse_optional_keyword("reduce") is not None
         region = None
         if parser.parse_optional_keyword("epilogue") is not None:
             region = parser.parse_region()
@@ -1204,6 +1212,7 @@ class StoreAccOp(IRDLOperation):
             [parser.resolve_operand(i, index) for i in indices],
             masked,
             region,
+            reduce,
             [parser.resolve_operand(v, index) for v in at],
         )
         op.attributes |= attrs
@@ -1220,6 +1229,8 @@ class StoreAccOp(IRDLOperation):
             printer.print_string("]")
         if self.masked is not None:
             printer.print_string(" masked")
+        if self.reduce is not None:
+            printer.print_string(" reduce")
         if self.epilogue.blocks:
             printer.print_string(" epilogue ")
             printer.print_region(self.epilogue, print_entry_block_args=True)
@@ -1231,18 +1242,17 @@ class StoreAccOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SumSlicesOp(IRDLOperation):
-    """Warp-collective sum of a 16x8 f32 tile over the slices of a split-K workspace, into an
-    accumulator fragment.
+class TakeAccOp(IRDLOperation):
+    """Warp-collective read of a 16x8 f32 tile into an accumulator fragment, zeroing it.
 
-    `%acc = tile.sum_slices %ws[%i, %j] masked : memref<SxMxNxf32> -> !tile.frag<acc, ...>`
-    reads, for each element this lane holds in the store_acc layout, the element at [s, i, j]
-    of every slice s < S (`ld.relaxed.gpu`: from L2, where the slices' stores landed) and adds
-    them in slice order. Nothing is written: every launch overwrites the slices, so the
-    workspace needs no zeroing. With `masked`, elements outside the M x N slice read as 0.
+    `%acc = tile.take_acc %ws[%i, %j] masked : memref<MxNxf32> -> !tile.frag<acc, ...>`
+    reads each element this lane holds in the store_acc layout with an atomic exchange of 0
+    (`atom.relaxed.gpu.global.exch.b32`): the value comes from L2, where the split-K slices'
+    `red.add`s landed, and the workspace is clean for the next launch without a memset.
+    With `masked`, elements outside the memref read as 0 (and are not touched).
     """
 
-    name = "tile.sum_slices"
+    name = "tile.take_acc"
     src = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
@@ -1258,26 +1268,20 @@ class SumSlicesOp(IRDLOperation):
 
     def verify_(self) -> None:
         src_type = _memref(self, self.src, "source")
-        if src_type.get_num_dims() != 3 or any(d < 0 for d in src_type.get_shape()):
+        _verify_indices(self, src_type, self.indices, "source")
+        if src_type.get_num_dims() < 2 or any(d < 0 for d in src_type.get_shape()):
             raise VerifyException(
-                f"'tile.sum_slices' source must be a static slices x rows x columns memref, got "
-                f"{src_type}"
-            )
-        if len(self.indices) != 2:
-            raise VerifyException(
-                f"'tile.sum_slices' takes the (row, column) of the tile, got "
-                f"{len(self.indices)} indices"
+                f"'tile.take_acc' source must have rank >= 2 and a static shape, got {src_type}"
             )
         if not isinstance(src_type.element_type, Float32Type):
             raise VerifyException(
-                f"'tile.sum_slices' reads f32, got {src_type.element_type}"
+                f"'tile.take_acc' reads f32, got {src_type.element_type}"
             )
         if memory_space(src_type) not in (None, 1):
-            raise VerifyException(f"'tile.sum_slices' source must be global, got {src_type}")
+            raise VerifyException(f"'tile.take_acc' source must be global, got {src_type}")
         if self.res.type != FragType("acc", Float32Type()):
-            raise VerifyException(f"'tile.sum_slices' yields {FragType('acc', Float32Type())}, "
+            raise VerifyException(f"'tile.take_acc' yields {FragType('acc', Float32Type())}, "
                                   f"got {self.res.type}")
-
 
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
@@ -1381,7 +1385,7 @@ def epilogue_block(accumulators: int = 1) -> Block:
 Tile = Dialect(
     "tile",
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
-     SumSlicesOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
+     TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
      SetMaxNRegOp, ClusterBarrierOp],
@@ -1407,8 +1411,8 @@ __all__ = [
     "SetMaxNRegOp",
     "ShuffleOp",
     "StoreAccOp",
-    "SumSlicesOp",
     "SwizzleAttr",
+    "TakeAccOp",
     "TensorMapType",
     "Tile",
     "TmaLoadOp",

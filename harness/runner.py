@@ -26,8 +26,7 @@ class GemmRunner:
     """The compiled kernel loaded on the current GPU, launched on device buffers.
 
     `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
-    fp32 workspace (overwritten by every launch) and counters (zeroed once here: every launch
-    leaves them zero again). A
+    fp32 workspace and counters, zeroed once here: every launch leaves them zero again. A
     warp-specialized (tma_ws) config takes A and B (and C) as buffers like the others; the runner
     encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
     block per SM of this GPU (clusters: as many as can run at once)."""
@@ -53,7 +52,7 @@ class GemmRunner:
             self.grid = (cluster * min(cfg.cluster_tiles, slots), 1, 1)
         self.workspace = self.counters = None
         if cfg.split_k > 1:
-            self.workspace = DeviceBuffer.empty(cfg.workspace_shape, np.float32)
+            self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
             self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
 
     def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:

@@ -105,11 +105,10 @@ class GemmConfig:
     With split_k > 1 the store point sits in the branch of the slice that finishes the tile
     (the last arrival on the tile's counter): only it has the final values to publish."""
     split_k: int = 1
-    """Slices of the K loop (grid z). Each slice reduces k_tiles / split_k k-tiles and stores its
-    fp32 partial tile in its own slice of a workspace (plain stores: bench/conv_sweep.py found
-    atomic adds into one slice cost 2-6 us a split); a per-tile arrival counter picks the last
-    slice, which adds the slices up (`tile.sum_slices`), applies the epilogue and stores C.
-    Every launch overwrites the slices, so the workspace needs no zeroing."""
+    """Slices of the K loop (grid z). Each slice reduces k_tiles / split_k k-tiles and adds its
+    fp32 partial tile into a workspace (`red.add.f32`; the workspace is zero at the first launch
+    and left zero by every launch); a per-tile arrival counter picks the last slice, which takes
+    the sums (atomic exchange with 0), applies the epilogue and stores C."""
     dropout: float | None = None
     """Keep probability p of a dropout after the epilogue: element (r, c) is kept iff
     dropout_hash(seed, r, c) < p * 2^32 and then scaled by 1/p; `seed` is a kernel argument."""
@@ -391,10 +390,9 @@ class GemmConfig:
         return (STAGING_ROWS, cols)
 
     @property
-    def workspace_shape(self) -> tuple[int, int, int]:
-        """fp32 partial sums of split-K, one M x N slice per split (any content before a
-        launch)."""
-        return (self.split_k, self.M, self.N)
+    def workspace_shape(self) -> tuple[int, int]:
+        """fp32 partial sums of split-K (zero before the first launch)."""
+        return (self.M, self.N)
 
     @property
     def counters_shape(self) -> tuple[int, int]:

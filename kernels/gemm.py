@@ -414,9 +414,9 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     if split == 1:
         store_tiles(b, list(loop.results))
     else:
-        # Split-K: store this slice's partial tile in its slice of the workspace, arrive on the
-        # tile's counter; the last slice to arrive adds the slices up, runs the epilogue,
-        # stores C, and (with sync hooks) posts the tile: the store point is in its branch only.
+        # Split-K: add this slice's partial tile into the workspace, arrive on the tile's
+        # counter; the last slice to arrive takes the sums, runs the epilogue, stores C, and
+        # (with sync hooks) posts the tile: the store point is in its branch only.
         workspace, counters = args["workspace"], args["counters"]
         positions = []
         for mi in range(mi_count):
@@ -424,12 +424,12 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
             for ni in range(ni_count):
                 col = b.addi(b.addi(n0, warp_n), ni * 8)
                 positions.append((row, col))
-                b.insert(tl.StoreAccOp(loop.results[mi * ni_count + ni], workspace,
-                                       [slice_z, row, col], masked=mask_c))
+                b.insert(tl.StoreAccOp(loop.results[mi * ni_count + ni], workspace, [row, col],
+                                       masked=mask_c, reduce=True))
         last = b.emit(tl.ArriveOp(counters, [tile_x, tile_y], split))
         final = Block()
         fb = BlockBuilder(final)
-        sums = [fb.emit(tl.SumSlicesOp(workspace, [row, col], masked=mask_c))
+        sums = [fb.emit(tl.TakeAccOp(workspace, [row, col], masked=mask_c))
                 for row, col in positions]
         store_tiles(fb, sums)
         fb.insert(scf.YieldOp())

@@ -10,8 +10,8 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.fill         llvm.mlir.undef + llvm.insertvalue
     tile.store_acc    the epilogue region inlined per element, then `nvvm.cvt.pack` (f16x2 or
                       bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
-                      when `masked`); f32 and odd widths: scalar stores
-    tile.sum_slices   nvvm.ld relaxed.gpu of each slice's element, added in slice order
+                      when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red
+    tile.take_acc     nvvm.atom exch (0) per element
     tile.arrive       the split-K arrival, built by `sync_primitives.SyncBuilder`
     tile.shuffle      nvvm.shfl.sync
     tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
@@ -629,8 +629,9 @@ class StoreAccLowering(_TilePattern):
         shape = dst_type.get_shape()
         element = dst_type.element_type
         half = isinstance(element, Float16Type | BFloat16Type)
+        reduce = op.reduce is not None
         # Two 16-bit values in one aligned 32-bit store.
-        paired = half and shape[-1] % 2 == 0
+        paired = half and shape[-1] % 2 == 0 and not reduce
         self._check_epilogue(op)
 
         base = e.pointer(op.dst)
@@ -657,7 +658,10 @@ class StoreAccLowering(_TilePattern):
                                              out_rows[h], out_cols[k]) for k in group]
                     address = e.gep(base, _linear(e, [*indices[:-2], row, cols[group[0]]],
                                                   shape), element)
-                    if paired:
+                    if reduce:
+                        (v,) = stored
+                        e.insert(nvvm.ReduceOp("add", address, v, "relaxed", "gpu"))
+                    elif paired:
                         # cvt.rn.{f16,bf16}x2.f32 d, hi, lo: both conversions and the packing.
                         kind = "f16" if isinstance(element, Float16Type) else "bf16"
                         hi, lo = stored[1], stored[0]
@@ -704,37 +708,32 @@ class StoreAccLowering(_TilePattern):
         raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
 
 
-class SumSlicesLowering(_TilePattern):
+class TakeAccLowering(_TilePattern):
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tile.SumSlicesOp, rewriter: PatternRewriter, /):
+    def match_and_rewrite(self, op: tile.TakeAccOp, rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
         src_type = op.src.type
         assert isinstance(src_type, MemRefType)
         shape = src_type.get_shape()
         base = e.pointer(op.src)
-        rows, cols = _acc_lane_position(e, [e.index_as(i, i64) for i in op.indices])
+        indices = [e.index_as(i, i64) for i in op.indices]
+        rows, cols = _acc_lane_position(e, indices)
         zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
-
-        def total(t: SyncBuilder, addresses: list[SSAValue]) -> SSAValue:
-            # relaxed.gpu: L2's copy, whatever this SM's L1 held of the slices before
-            value = t.value(nvvm.LoadOp(addresses[0], f32, "relaxed", "gpu"))
-            for address in addresses[1:]:
-                loaded = t.value(nvvm.LoadOp(address, f32, "relaxed", "gpu"))
-                value = t.value(llvm.FAddOp(value, loaded))
-            return value
-
         values: list[SSAValue] = []
         for h in range(2):
             for k in range(2):
-                addresses = [e.gep(base, _linear(e, [e.const(s, i64), rows[h], cols[k]], shape),
-                                   f32) for s in range(shape[0])]
+                address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
                 if op.masked is None:
-                    values.append(total(e, addresses))
+                    values.append(e.insert(nvvm.AtomicOp("exch", address, zero, "relaxed",
+                                                       "gpu")).results[0])
                     continue
-                # Outside the slice: no access, the value is 0 (scf.if with a result).
-                (value,) = e.if_(_inside(e, rows[h], cols[k], shape),
-                                 lambda t, addresses=addresses: [total(t, addresses)],
-                                 lambda _: [zero], [f32])
+                # Outside the memref: no access, the value is 0 (scf.if with a result).
+                inside = _inside(e, rows[h], cols[k], shape)
+                (value,) = e.if_(
+                    inside,
+                    lambda t, address=address: [t.value(nvvm.AtomicOp(
+                        "exch", address, zero, "relaxed", "gpu"))],
+                    lambda _: [zero], [f32])
                 values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
@@ -1001,7 +1000,7 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
         CpAsyncCommitLowering(state),
         CpAsyncWaitLowering(state),
         StoreAccLowering(state),
-        SumSlicesLowering(state),
+        TakeAccLowering(state),
         ArriveLowering(state),
         ShuffleLowering(state),
         MathLowering(state),

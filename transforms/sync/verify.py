@@ -14,7 +14,7 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
    the kernel's epoch. A direct use of argument N with no load hook in scope must be covered
    for the whole tile. Waits inside a branch or loop that may not run do not count.
 2. **Loads.** The dependency is not trusted: every access to operand N (`memref.load`,
-   `memref.store`, `tile.cp_async`, `tile.sum_slices`, `tile.store_acc`) is bounded by interval
+   `memref.store`, `tile.cp_async`, `tile.take_acc`, `tile.store_acc`) is bounded by interval
    arithmetic, mapped to the producer tiles that write those elements
    (`analysis.operand_regions`: P's grid and tile over the operand's layout), and each of them
    must have been waited for. An access whose indices cannot be bounded, or any other use of
@@ -101,7 +101,7 @@ DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 DEFAULT_STEPS = 150_000
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
-FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.sum_slices fragment
+FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
 
 
 def refusal(op: Operation, message: str) -> OpDiagnostic:
@@ -129,7 +129,7 @@ NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp)
 
 
 def access(op: Operation, value: SSAValue, who: str
-           ) -> tuple[Sequence[SSAValue | int], list[int], bool] | None:
+           ) -> tuple[Sequence[SSAValue], list[int], bool] | None:
     """(indices, extent per index, clipped to the shape) of `op`'s access to the memref
     `value`; None for an op that touches no element (memref.dim); Unproven for any other
     use, whose elements cannot be bounded."""
@@ -142,8 +142,8 @@ def access(op: Operation, value: SSAValue, who: str
         extents = [1] * len(op.src_indices)
         extents[-1] = width
         return op.src_indices, extents, op.masked is not None
-    if isinstance(op, tl.SumSlicesOp) and op.src is value:  # every slice at the fragment
-        return [0, *op.indices], [value.type.get_shape()[0], *FRAGMENT], op.masked is not None
+    if isinstance(op, tl.TakeAccOp) and op.src is value:
+        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.StoreAccOp) and op.dst is value:
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.TmaLoadOp | tl.TmaStoreOp) and op.tensor_map is value:
@@ -170,7 +170,7 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
     lo: list[Scalar] = []
     hi: list[Scalar] = []
     for position, (index, extent) in enumerate(zip(indices, extents)):
-        bounds = (index, index) if isinstance(index, int) else run.value(index)
+        bounds = run.value(index)
         if bounds is None:
             raise Unproven(op, f"{prefix}cannot bound index {position} of this '{op.name}' "
                                f"of operand {n}, so cannot tell which producer tiles it "

@@ -1,11 +1,10 @@
 // RUN: tilesync-opt %s -p convert-tile-to-nvvm | filecheck %s
 
-// Split-K: each slice stores its partial sums in its own slice of the workspace (plain f32
-// stores); tile.arrive is a barrier, thread 0's fence + atomic add (the last arrival resets the
-// counter and fences), and a barrier that ORs thread 0's answer to every thread; sum_slices
-// loads each element of every slice from L2 (ld.relaxed.gpu) and adds them in slice order.
+// Split-K: store_acc reduce adds each element with red.relaxed.gpu (nvvm.red); tile.arrive is a
+// barrier, thread 0's fence + atomic add (the last arrival resets the counter and fences), and a
+// barrier that ORs thread 0's answer to every thread; take_acc exchanges each element with 0.
 // CHECK-LABEL: func.func @split_k
-// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-COUNT-4: nvvm.red add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
 // CHECK:       nvvm.barrier0
 // CHECK-NEXT:  %[[TID:.*]] = gpu.thread_id x
 // CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0 : index
@@ -14,8 +13,8 @@
 // CHECK-NEXT:    nvvm.fence acq_rel, gpu
 // CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %[[PTR:.*]], %[[ONE]] : !llvm.ptr<1>, i32
-// CHECK-NEXT:    %[[BEFORE_LAST:.*]] = arith.constant 2 : i32
-// CHECK-NEXT:    %[[LAST:.*]] = arith.cmpi eq, %[[OLD]], %[[BEFORE_LAST]] : i32
+// CHECK-NEXT:    %[[THREE:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[LAST:.*]] = arith.cmpi eq, %[[OLD]], %[[THREE]] : i32
 // CHECK-NEXT:    scf.if %[[LAST]] {
 // CHECK-NEXT:      %[[RESET:.*]] = arith.constant 0 : i32
 // CHECK-NEXT:      nvvm.st relaxed, gpu %[[PTR]], %[[RESET]] : !llvm.ptr<1>, i32
@@ -28,16 +27,11 @@
 // CHECK-NEXT:    scf.yield %[[NONE]] : i32
 // CHECK-NEXT:  }
 // CHECK-NEXT:  %[[ANY:.*]] = nvvm.barrier0.or %[[MINE]]
-// Each of the lane's four elements: three slices loaded, the second and third added on.
-// CHECK-COUNT-4: nvvm.ld relaxed, gpu %{{.*}} : !llvm.ptr<1> -> f32
-// CHECK-NOT:   nvvm.atom
-// CHECK:       llvm.fadd
-// CHECK-NOT:   nvvm.atom
-// CHECK:       func.return
-func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<3x64x128xf32>, %cnt: memref<1x2xi32>, %s: index, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
-  tile.store_acc %c, %ws[%s, %i, %j] : !tile.frag<acc, f32, m16n8k16>, memref<3x64x128xf32>
-  %last = tile.arrive %cnt[%i, %j] of 3 : memref<1x2xi32>
-  %t = tile.sum_slices %ws[%i, %j] : memref<3x64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+// CHECK-COUNT-4: nvvm.atom exch relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, f32
+func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  tile.store_acc %c, %ws[%i, %j] reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
+  %last = tile.arrive %cnt[%i, %j] of 4 : memref<1x2xi32>
+  %t = tile.take_acc %ws[%i, %j] : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   func.return %t : !tile.frag<acc, f32, m16n8k16>
 }
 
@@ -65,19 +59,17 @@ func.func @shuffle(%x: f32) -> f32 {
   func.return %e : f32
 }
 
-// Masked sum_slices: an element outside the slice is not touched and reads as 0.
-// CHECK-LABEL: func.func @sum_masked
+// Masked take_acc: an element outside the memref is not touched and reads as 0.
+// CHECK-LABEL: func.func @take_masked
 // CHECK:       %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
 // CHECK:       %[[V:.*]] = scf.if %{{.*}} -> (f32) {
-// CHECK-NEXT:    %[[A:.*]] = nvvm.ld relaxed, gpu %{{.*}} : !llvm.ptr<1> -> f32
-// CHECK-NEXT:    %[[B:.*]] = nvvm.ld relaxed, gpu %{{.*}} : !llvm.ptr<1> -> f32
-// CHECK-NEXT:    %[[SUM:.*]] = llvm.fadd %[[A]], %[[B]] : f32
-// CHECK-NEXT:    scf.yield %[[SUM]] : f32
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom exch relaxed, gpu %{{.*}}, %[[ZERO]] : !llvm.ptr<1>, f32
+// CHECK-NEXT:    scf.yield %[[OLD]] : f32
 // CHECK-NEXT:  } else {
 // CHECK-NEXT:    scf.yield %[[ZERO]] : f32
 // CHECK-NEXT:  }
 // CHECK-COUNT-3: scf.if %{{.*}} -> (f32)
-func.func @sum_masked(%ws: memref<2x10x128xf32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
-  %t = tile.sum_slices %ws[%i, %j] masked : memref<2x10x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+func.func @take_masked(%ws: memref<10x128xf32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  %t = tile.take_acc %ws[%i, %j] masked : memref<10x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   func.return %t : !tile.frag<acc, f32, m16n8k16>
 }

@@ -75,15 +75,12 @@ def test_split_k_swiglu_dropout_ptx():
     assert cfg.grid == (3, 2, 4) and cfg.out_cols == 128
     assert re.search(r"\.entry gemm\(\s*\.param \.u64 [^,]+,\s*\.param \.u64 [^,]+,\s*"
                      r"\.param \.u64 [^,]+,\s*\.param \.u32", ptx)
-    # K slice from ctaid.z; partial sums stored in the slice's own workspace slice (no
-    # atomics); the last arrival loads every slice's element from L2 and adds them up.
+    # K slice from ctaid.z; partial sums added in L2; the last arrival takes them (and zeroes).
     assert "%ctaid.z" in ptx
     wm, wn = cfg.warps
     accs = (cfg.tile[0] // wm // 16) * (cfg.tile[1] // wn // 8)
-    assert "red.relaxed.gpu.global.add.f32" not in ptx and ".exch." not in ptx
-    # b32 stores: 4 partial sums per accumulator, and C's f16 pairs (one per two elements)
-    assert ptx.count("st.global.b32") == 4 * accs + 2 * accs // 2
-    assert ptx.count("ld.relaxed.gpu.global.f32") == 4 * accs * cfg.split_k
+    assert ptx.count("red.relaxed.gpu.global.add.f32") == 4 * accs
+    assert ptx.count("atom.relaxed.gpu.global.exch.b32") == 4 * accs
     # Arrival: fence, atomic add on the counter, reset by the last, a barrier that ORs.
     assert ptx.count("atom.relaxed.gpu.global.add.u32") == 1
     assert ptx.count("fence.acq_rel.gpu") == 2
@@ -322,9 +319,13 @@ def _check_gemm(cfg: GemmConfig, ptx: str, seed: int | None = None, runs: int = 
 
 
 def _same_again(cfg: GemmConfig, got, first) -> None:
-    """A second launch gives exactly the same C: split-K adds its slices in slice order, and a
-    counter left dirty by the first launch would skip the epilogue or take a stale slice."""
-    assert np.array_equal(got, first), f"a second launch differs ({cfg})"
+    """A second launch gives the same C: exactly without split-K; with it, the fp32 atomics
+    add in another order (a few fp16 roundings may differ), but a workspace or counter left
+    dirty by the first launch would double the result or skip the epilogue."""
+    if cfg.split_k == 1:
+        assert np.array_equal(got, first)
+    else:
+        assert _rel_error(got, first) < 1e-3
 
 
 def _label(cfg) -> str:

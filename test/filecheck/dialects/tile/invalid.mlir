@@ -178,19 +178,11 @@ func.func @two_accs_no_epilogue(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<1
 
 // -----
 
-func.func @sum_slices_rank(%ws: memref<64x128xf32>, %i: index) {
-  %t = tile.sum_slices %ws[%i, %i] : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+func.func @reduce_f16(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<16x16xf16>, %i: index) {
+  tile.store_acc %c, %C[%i, %i] reduce : !tile.frag<acc, f32, m16n8k16>, memref<16x16xf16>
   func.return
 }
-// CHECK: 'tile.sum_slices' source must be a static slices x rows x columns memref, got memref<64x128xf32>
-
-// -----
-
-func.func @sum_slices_f16(%ws: memref<2x64x128xf16>, %i: index) {
-  %t = tile.sum_slices %ws[%i, %i] : memref<2x64x128xf16> -> !tile.frag<acc, f32, m16n8k16>
-  func.return
-}
-// CHECK: 'tile.sum_slices' reads f32, got f16
+// CHECK: 'tile.store_acc' reduce adds into f32 only, got f16
 
 // -----
 
@@ -218,11 +210,11 @@ func.func @shuffle_offset(%x: f32) {
 
 // -----
 
-func.func @sum_slices_type(%ws: memref<2x64x128xf32>, %i: index) {
-  %t = tile.sum_slices %ws[%i, %i] : memref<2x64x128xf32> -> !tile.frag<a, f16, m16n8k16>
+func.func @take_acc_type(%ws: memref<64x128xf32>, %i: index) {
+  %t = tile.take_acc %ws[%i, %i] : memref<64x128xf32> -> !tile.frag<a, f16, m16n8k16>
   func.return
 }
-// CHECK: 'tile.sum_slices' yields !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>
+// CHECK: 'tile.take_acc' yields !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>
 
 // -----
 

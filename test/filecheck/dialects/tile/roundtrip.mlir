@@ -50,13 +50,13 @@ func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: mem
 
 // Split-K, SwiGLU and warp-shuffle ops.
 // CHECK-LABEL: func.func @split_k_swiglu
-func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<2x64x128xf32>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
-  // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] masked : !tile.frag<acc, f32, m16n8k16>, memref<2x64x128xf32>
-  tile.store_acc %g, %ws[%i, %i, %j] masked : !tile.frag<acc, f32, m16n8k16>, memref<2x64x128xf32>
+func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
+  // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
+  tile.store_acc %g, %ws[%i, %j] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   // CHECK: %[[LAST:.*]] = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] of 4 : memref<1x2xi32>
   %last = tile.arrive %cnt[%i, %j] of 4 : memref<1x2xi32>
-  // CHECK: %{{.*}} = tile.sum_slices %{{.*}}[%{{.*}}, %{{.*}}] masked : memref<2x64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
-  %t = tile.sum_slices %ws[%i, %j] masked : memref<2x64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  %t = tile.take_acc %ws[%i, %j] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: tile.store_acc %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] epilogue {
   // CHECK-NEXT: ^{{.*}}(%[[G:[a-z0-9_]+]]: f32, %[[U:[a-z0-9_]+]]: f32, %{{.*}}: index, %{{.*}}: index):
   // CHECK-NEXT:   %[[P:.*]] = arith.mulf %[[G]], %[[U]] : f32
