@@ -31,7 +31,9 @@ every stage's blocks per SM, whether verify knew them or not) with the true read
 tile reads as unguarded reads), under the adversarial scheduler and random ones, and must
 finish with every read after its write and every semaphore at its count. A proved program with
 a wait-kernel that cannot work (its producer does not post the start flag, or the wait-kernel
-function is missing) fails too: on a GPU that wait never ends.
+function is missing) fails too: on a GPU that wait never ends. So does a program on which a
+pass crashes (an exception other than a `TilesyncError`): bad input must be refused with a
+located diagnostic; the run goes on and reports the crash with its seed.
 """
 
 from __future__ import annotations
@@ -530,7 +532,7 @@ def program_text(program: Program) -> str:
 @dataclass
 class Outcome:
     proved: bool
-    failure: str | None = None  # verify proved it, yet it fails
+    failure: str | None = None  # verify proved it, yet it fails; or a pass crashed
     refusal: str = ""  # why verify (or a pass) refused it
     guarantees: tuple[str, ...] = ()
 
@@ -552,7 +554,20 @@ def check(program: Program) -> Outcome:
         run_passes(module, program.passes)
     except TilesyncError as err:
         return Outcome(False, refusal=str(err))
+    except Exception as err:  # a pass must refuse with a diagnostic, never crash
+        return Outcome(False, f"{CRASHED}: {_innermost_frame(err)}: "
+                              f"{type(err).__name__}: {err}")
     return _simulate_proved(program, module)
+
+
+CRASHED = "a pass crashed instead of refusing with a diagnostic"
+
+
+def _innermost_frame(err: BaseException) -> str:
+    import traceback
+
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
 def _working_wait_kernels(module) -> set[str] | None:
@@ -705,7 +720,7 @@ def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
         tally.merge(part)
         rate = tally.programs / (time.perf_counter() - started)
         line = (f"{tally.programs}/{programs} programs, {tally.proved} proved, "
-                f"{len(tally.failures)} unsound, {rate:.0f}/s")
+                f"{len(tally.failures)} unsound or crashed, {rate:.0f}/s")
         if progress:
             print(f"\r{line}", end="", file=sys.stderr, flush=True)
         elif tally.programs - logged >= log_every:  # a log file: a line now and then
@@ -730,10 +745,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     tally = run(args.programs, args.seed, args.jobs, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
+    crashes = sum(why.startswith(CRASHED) for _, why, _ in tally.failures)
     print(f"{tally.programs} programs (seeds {args.seed}..{args.seed + args.programs - 1}) in "
           f"{seconds:.0f} s ({tally.programs / seconds:.1f}/s, {args.jobs} jobs): "
           f"{tally.proved} proved, {tally.programs - tally.proved} refused, "
-          f"{len(tally.failures)} proved but refuted by the simulator")
+          f"{len(tally.failures) - crashes} proved but refuted by the simulator, "
+          f"{crashes} crashed a pass")
     print("guarantees relied on: " + ", ".join(f"{k} {n}" for k, n in
                                                sorted(tally.guarantees.items())))
     print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))

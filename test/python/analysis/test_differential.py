@@ -123,3 +123,16 @@ def test_the_differential_check_catches_wait_kernels_without_their_mechanism(mon
                         lambda self: set(self.graph.stages))
     failures = _unsound()
     assert failures and any("can never end" in why for _, why, _ in failures)
+
+
+def test_a_pass_that_crashes_is_a_failure_not_a_refusal(monkeypatch):
+    import tilesync.api
+
+    def crashing(module, pipeline):
+        raise KeyError("an unchecked lookup")
+
+    monkeypatch.setattr(tilesync.api, "run_passes", crashing)
+    outcome = differential.check(differential.draw_program(differential.RandomDraw(0)))
+    assert not outcome.sound and not outcome.proved
+    assert outcome.failure.startswith(differential.CRASHED), outcome.failure
+    assert "KeyError" in outcome.failure and "in crashing" in outcome.failure
