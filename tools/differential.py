@@ -39,6 +39,7 @@ located diagnostic; the run goes on and reports the crash with its seed.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import sys
@@ -322,6 +323,7 @@ def _all_resident(kernels: list[tuple[int, int]], sms: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
 def _affine(text: str, dims: int, symbols: int):
     """The AffineExpr of `text` (d_i, s_i, +, -, *, mod, floordiv) over `dims` dims and
     `symbols` symbols."""
@@ -369,10 +371,25 @@ def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]
 
 
 def _memref_type(stage: Stage):
+    return _memref_of_shape((math.prod(stage.extents),) if stage.flat else stage.extents)
+
+
+# Attributes are immutable, so programs share them: building them again for every program
+# (types, affine maps) took a good part of the time of a check.
+@functools.lru_cache(maxsize=1024)
+def _memref_of_shape(shape: tuple[int, ...]):
     from xdsl.dialects.builtin import MemRefType, f32
 
-    shape = (math.prod(stage.extents),) if stage.flat else stage.extents
     return MemRefType(f32, list(shape))
+
+
+@functools.lru_cache(maxsize=8192)
+def _apply_map(text: str, dims: int, symbols: int):
+    """The AffineMapAttr of an affine.apply computing `text`."""
+    from xdsl.dialects.builtin import AffineMapAttr
+    from xdsl.ir.affine import AffineMap
+
+    return AffineMapAttr(AffineMap(dims, symbols, (_affine(text, dims, symbols),)))
 
 
 class _IndexConstants:
@@ -398,7 +415,6 @@ def build_module(program: Program):
     the plan."""
     from xdsl.dialects import affine, arith, gpu, memref, scf
     from xdsl.dialects.builtin import (
-        AffineMapAttr,
         FloatAttr,
         IndexType,
         IntegerAttr,
@@ -417,9 +433,7 @@ def build_module(program: Program):
     index = IndexType()
 
     def apply(ops: list, text: str, dims: list, symbols: list):
-        expr = _affine(text, len(dims), len(symbols))
-        op = affine.ApplyOp([*dims, *symbols],
-                             AffineMapAttr(AffineMap(len(dims), len(symbols), (expr,))))
+        op = affine.ApplyOp([*dims, *symbols], _apply_map(text, len(dims), len(symbols)))
         ops.append(op)
         return op.result
 

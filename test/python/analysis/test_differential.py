@@ -25,11 +25,17 @@ JOBS = 2
 
 
 class HypothesisDraw:
+    # one strategy per range, made once: making it for every draw cost a tenth of the drawing
+    strategies: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+
     def __init__(self, data: st.DataObject):
         self.data = data
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.data.draw(st.integers(lo, hi))
+        strategy = self.strategies.get((lo, hi))
+        if strategy is None:
+            strategy = self.strategies[(lo, hi)] = st.integers(lo, hi)
+        return self.data.draw(strategy)
 
 
 def _worker(job: tuple[int, int]) -> tuple[int, int, Counter, list[str]]:
