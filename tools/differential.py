@@ -7,13 +7,21 @@ deadlock or read early, under adversarial and random block schedulers.
 A program (`draw_program`) has 2–5 stages with random 1-D or 2-D grids, tiles, blocks per SM
 and output layouts (the grid's rank, or flattened to 1-D), random dependencies between them
 (a producer coordinate follows a consumer coordinate, is a `forall` over the whole dimension,
-a constant, or a clipped 3-row halo; now and then a back edge makes a cycle), and a random host
+a constant, or a clipped 3-row halo; or, for a share of the coordinates, one of the richer
+forms of real programs and cuSync's policies: `d * Q + s` (a consumer row over Q producer
+rows), `d floordiv Q` (consumer tiles sharing a producer tile), `s floordiv R` (R k-steps per
+producer tile), `(s * a + t * (a - 1)) floordiv b` (a k-step straddling two producer tiles),
+strided `s * k + c` with c constant or `d mod k`, `mod` rotations and wrap-arounds, a forall
+over part of a dimension, halos with a forall from -1 or over Q rows, several forall
+variables in one map; now and then a back edge makes a cycle), and a random host
 plan: launch order, streams, priorities, `pdl`, hand-placed `sync.wait_kernel` ops, `coresident`
 declarations (false ones only where the counts let verify see through them), `blocks_per_sm`
 on the stages and the SM count given to verify or not. Each stage's kernel is real: per
-produced operand a `scf.for` over the forall variable with a `sync.load_point ... step` and a
-load of the producer tile's elements (sometimes also of a tile the dependency does not declare:
-the reference cuSync's halo bug), a store of its own tile and a `sync.store_point`. The program
+produced operand a `scf.for` over the first forall variable with a `sync.load_point ... step`
+and, for every point of the other forall variables (unrolled), a load of the producer tile's
+elements (sometimes also of a tile the dependency does not declare: the reference cuSync's
+halo bug), guarded by an `scf.if` where a clipped tile may fall outside the producer grid; then
+a store of its own tile and a `sync.store_point`. The program
 then goes through the real passes (policies, maybe a named policy or the generated tile order,
 post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl and
 sync-drop-wait-kernel) and sync-verify.
@@ -23,12 +31,15 @@ every stage's blocks per SM, whether verify knew them or not) with the true read
 tile reads as unguarded reads), under the adversarial scheduler and random ones, and must
 finish with every read after its write and every semaphore at its count. A proved program with
 a wait-kernel that cannot work (its producer does not post the start flag, or the wait-kernel
-function is missing) fails too: on a GPU that wait never ends.
+function is missing) fails too: on a GPU that wait never ends. So does a program on which a
+pass crashes (an exception other than a `TilesyncError`): bad input must be refused with a
+located diagnostic; the run goes on and reports the crash with its seed.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import sys
@@ -91,8 +102,8 @@ class Dependency:
     producer: str
     consumer: str
     operand: int
-    results: list[str]  # affine expression of each producer coordinate (d0, d1, s0)
-    symbol_range: int  # 0: no forall variable
+    results: list[str]  # affine expression of each producer coordinate (d_i, s_i)
+    ranges: list[tuple[int, int]]  # the half-open forall range of each symbol s_i
     clipped: bool
     extra: bool  # the kernel also reads a tile the dependency does not declare
 
@@ -110,34 +121,124 @@ class Program:
         return next(s for s in self.stages if s.name == name)
 
 
-def _producer_results(draw: Draw, consumer: Stage, producer: Stage) -> tuple[list[str], int,
-                                                                              bool]:
-    """One expression per producer coordinate, the forall range, and whether clipped."""
+# How often a producer coordinate takes one of the richer map forms of `_rich_result`; the
+# rest keep the original forms in their original proportions.
+RICH_PERCENT = 30
+# Points of one dependency's forall box at most: verify and the passes enumerate it per
+# consumer tile, and the kernel unrolls every variable but s0.
+FORALL_POINTS = 48
+
+
+class _Symbols:
+    """The forall variables of one dependency map as they are drawn: s0, s1, ..."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[int, int]] = []
+
+    def room(self) -> int:
+        """How many points a new variable may range over within FORALL_POINTS."""
+        return FORALL_POINTS // math.prod(hi - lo for lo, hi in self.ranges)
+
+    def new(self, lo: int, hi: int) -> str:
+        self.ranges.append((lo, hi))
+        return f"s{len(self.ranges) - 1}"
+
+
+def _rich_result(draw: Draw, d: str, rows: int, extent: int,
+                 symbols: _Symbols) -> tuple[str, bool] | None:
+    """A producer coordinate in one of the forms real programs and cuSync's policies use, over
+    consumer coordinate `d` (of `rows` values) into a producer dimension of `extent` tiles,
+    never outside [0, extent) unless clipped; with whether it is clipped. None where no form
+    fits the forall box left."""
+    room = symbols.room()
+    forms = ["share", "rotate"] if extent > 1 else ["share"]
+    if room >= 3:
+        forms += ["rows", "strided", "subrange", "wrap"]
+    if room >= 2 * extent:
+        forms.append("group")
+    if room >= 4:
+        forms += ["span", "halo_rows"]
+    if room >= 3 and extent > 1:
+        forms.append("halo_from_minus_one")
+    form = _pick(draw, forms)
+    if form == "share":  # several consumer tiles share one producer tile (d floordiv Q)
+        q = draw.integer(2, 3)
+        expr = f"{d} floordiv {q}"
+        return (expr if (rows - 1) // q < extent else f"({expr}) mod {extent}"), False
+    if form == "rotate":
+        return f"({d} + {draw.integer(1, extent - 1)}) mod {extent}", False
+    if form == "rows":  # a consumer row over Q producer rows: d * Q + s, s in [0, Q)
+        q = draw.integer(2, 3)
+        expr = f"{d} * {q} + {symbols.new(0, q)}"
+        return (expr if rows * q <= extent else f"({expr}) mod {extent}"), False
+    if form == "group":  # a k-loop step reads s floordiv R: R steps per producer tile
+        r = draw.integer(2, min(3, room // extent))
+        return f"{symbols.new(0, extent * r)} floordiv {r}", False
+    if form == "span":
+        # a k-step of a columns from column s * a, over producer tiles of b columns: its first
+        # (t = 0) and last (t = 1) column may lie in two tiles, as the MLP on TMA kernels reads
+        b = draw.integer(2, 4)
+        a = draw.integer(2, 2 * b)
+        steps = extent * b // a  # the last step's last column (steps * a - 1) stays inside
+        if steps == 0 or 2 * steps > room:
+            return None
+        s, t = symbols.new(0, steps), symbols.new(0, 2)
+        return f"({s} * {a} + {t} * {a - 1}) floordiv {b}", False
+    if form == "strided":  # StridedSync: tiles a stride k apart from an offset c
+        k = draw.integer(2, 3)
+        if extent >= k and _chance(draw, 50):  # the offset from the consumer (a head)
+            offset, count = f"{d} mod {k}", extent // k
+        else:
+            c = draw.integer(0, min(k, extent) - 1)
+            offset, count = str(c), (extent - c + k - 1) // k
+        return f"{symbols.new(0, min(count, room))} * {k} + {offset}", False
+    if form == "subrange":  # a forall over part of the dimension
+        lo = draw.integer(0, extent - 1)
+        hi = draw.integer(lo + 1, min(extent, lo + room))
+        return symbols.new(lo, hi), False
+    if form == "wrap":  # a forall past the dimension, folded back into it
+        return f"{symbols.new(0, min(extent + draw.integer(1, extent), room))} mod {extent}", \
+            False
+    base = d if rows <= extent else f"{d} mod {extent}"
+    if form == "halo_from_minus_one":  # the 3-row halo with its forall from -1
+        return f"{base} + {symbols.new(-1, 2)}", True
+    # Conv2DTileSync: a consumer row over Q producer rows and one halo row either side
+    q = draw.integer(1, min(2, room - 2))
+    return f"{d} * {q} + {symbols.new(0, q + 2)} - 1", True
+
+
+def _producer_results(draw: Draw, consumer: Stage, producer: Stage
+                      ) -> tuple[list[str], list[tuple[int, int]], bool]:
+    """One expression per producer coordinate, the forall ranges, and whether clipped."""
     results: list[str] = []
-    symbol = 0
+    symbols = _Symbols()
     clipped = False
     for extent in producer.grid:
+        d = f"d{draw.integer(0, len(consumer.grid) - 1)}"
+        k = int(d[1:])
+        if _chance(draw, RICH_PERCENT):
+            rich = _rich_result(draw, d, consumer.grid[k], extent, symbols)
+            if rich is not None:
+                results.append(rich[0])
+                clipped |= rich[1]
+                continue
         kinds = ["coord", "coord", "const"]
-        if not symbol:
+        if not symbols.ranges:
             kinds += ["all", "all"]
             if len(consumer.grid) > 0 and extent > 1:
                 kinds.append("halo")
         kind = _pick(draw, kinds)
-        d = f"d{draw.integer(0, len(consumer.grid) - 1)}"
-        k = int(d[1:])
         if kind == "coord":
             results.append(d if consumer.grid[k] <= extent else f"{d} mod {extent}")
         elif kind == "const":
             results.append(str(draw.integer(0, extent - 1)))
         elif kind == "all":
-            symbol = extent
-            results.append("s0")
+            results.append(symbols.new(0, extent))
         else:
-            symbol = 3
             clipped = True
             base = d if consumer.grid[k] <= extent else f"{d} mod {extent}"
-            results.append(f"{base} + s0 - 1")
-    return results, symbol, clipped
+            results.append(f"{base} + {symbols.new(0, 3)} - 1")
+    return results, symbols.ranges, clipped
 
 
 def draw_program(draw: Draw) -> Program:
@@ -160,19 +261,19 @@ def draw_program(draw: Draw) -> Program:
         for p in range(c):
             if not _chance(draw, 45 if p == c - 1 else 20):
                 continue
-            results, symbol, clipped = _producer_results(draw, stages[c], stages[p])
+            results, ranges, clipped = _producer_results(draw, stages[c], stages[p])
             extra = not clipped and stages[p].grid[0] > 1 and _chance(draw, 10)
             deps.append(Dependency(stages[p].name, stages[c].name, operands[stages[c].name],
-                                   results, symbol, clipped, extra))
+                                   results, ranges, clipped, extra))
             operands[stages[c].name] += 1
     if deps and _chance(draw, 4):  # a back edge: a cycle
         a, b = deps[draw.integer(0, len(deps) - 1)].producer, deps[0].consumer
         later, earlier = (a, b) if a > b else (b, a)
         if later != earlier:
-            results, symbol, clipped = _producer_results(
+            results, ranges, clipped = _producer_results(
                 draw, next(s for s in stages if s.name == earlier),
                 next(s for s in stages if s.name == later))
-            deps.append(Dependency(later, earlier, operands[earlier], results, symbol, clipped,
+            deps.append(Dependency(later, earlier, operands[earlier], results, ranges, clipped,
                                    False))
             operands[earlier] += 1
     order = [s.name for s in stages]
@@ -222,15 +323,40 @@ def _all_resident(kernels: list[tuple[int, int]], sms: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
 def _affine(text: str, dims: int, symbols: int):
-    """The AffineExpr of `text` (d_i, s_i, +, -, *, mod) over `dims` dims and `symbols`
-    symbols."""
+    """The AffineExpr of `text` (d_i, s_i, +, -, *, mod, floordiv) over `dims` dims and
+    `symbols` symbols."""
     from xdsl.ir.affine import AffineExpr
 
     names = {f"d{i}": AffineExpr.dimension(i) for i in range(dims)}
     names |= {f"s{i}": AffineExpr.symbol(i) for i in range(symbols)}
-    value = eval(text.replace(" mod ", " % "), {"__builtins__": {}}, names)
+    python = text.replace(" mod ", " % ").replace(" floordiv ", " // ")
+    value = eval(python, {"__builtins__": {}}, names)
     return AffineExpr.constant(value) if isinstance(value, int) else value
+
+
+def _may_leave_grid(program: Program, dep: Dependency, read: list[str],
+                    inner: tuple[int, ...]) -> list[int]:
+    """The producer coordinates of `read` (a clipped dependency's tile, the variables after
+    s0 at `inner`) that fall outside the producer grid for some consumer tile and s0."""
+    if not dep.clipped:
+        return []
+    from xdsl.ir.affine import AffineMap
+
+    from tilesync.analysis.grid import grid_tiles
+
+    consumer, producer = program.stage(dep.consumer), program.stage(dep.producer)
+    rank = len(consumer.grid)
+    tiles_map = AffineMap(rank, len(dep.ranges),
+                          tuple(_affine(r, rank, len(dep.ranges)) for r in read))
+    outside: set[int] = set()
+    for tile in grid_tiles(consumer.grid):
+        for s0 in range(*dep.ranges[0]):
+            point = tiles_map.eval(list(tile), [s0, *inner])
+            outside |= {j for j, (c, extent) in enumerate(zip(point, producer.grid))
+                        if not 0 <= c < extent}
+    return sorted(outside)
 
 
 def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]:
@@ -245,10 +371,43 @@ def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]
 
 
 def _memref_type(stage: Stage):
+    return _memref_of_shape((math.prod(stage.extents),) if stage.flat else stage.extents)
+
+
+# Attributes are immutable, so programs share them: building them again for every program
+# (types, affine maps) took a good part of the time of a check.
+@functools.lru_cache(maxsize=1024)
+def _memref_of_shape(shape: tuple[int, ...]):
     from xdsl.dialects.builtin import MemRefType, f32
 
-    shape = (math.prod(stage.extents),) if stage.flat else stage.extents
     return MemRefType(f32, list(shape))
+
+
+@functools.lru_cache(maxsize=8192)
+def _apply_map(text: str, dims: int, symbols: int):
+    """The AffineMapAttr of an affine.apply computing `text`."""
+    from xdsl.dialects.builtin import AffineMapAttr
+    from xdsl.ir.affine import AffineMap
+
+    return AffineMapAttr(AffineMap(dims, symbols, (_affine(text, dims, symbols),)))
+
+
+class _IndexConstants:
+    """The index constants of one kernel, each value made once, at the end of `ops` (the
+    kernel's top level, so every later op of it may use them)."""
+
+    def __init__(self, ops: list):
+        self.ops = ops
+        self.made: dict = {}
+
+    def __call__(self, value: int):
+        from xdsl.dialects import arith
+        from xdsl.dialects.builtin import IndexType, IntegerAttr
+
+        if value not in self.made:
+            self.made[value] = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            self.ops.append(self.made[value])
+        return self.made[value].result
 
 
 def build_module(program: Program):
@@ -256,7 +415,6 @@ def build_module(program: Program):
     the plan."""
     from xdsl.dialects import affine, arith, gpu, memref, scf
     from xdsl.dialects.builtin import (
-        AffineMapAttr,
         FloatAttr,
         IndexType,
         IntegerAttr,
@@ -270,13 +428,12 @@ def build_module(program: Program):
     from xdsl.ir.affine import AffineMap
 
     from tilesync.dialects import sync
+    from tilesync.dialects.sync import box_points
 
     index = IndexType()
 
     def apply(ops: list, text: str, dims: list, symbols: list):
-        expr = _affine(text, len(dims), len(symbols))
-        op = affine.ApplyOp([*dims, *symbols],
-                             AffineMapAttr(AffineMap(len(dims), len(symbols), (expr,))))
+        op = affine.ApplyOp([*dims, *symbols], _apply_map(text, len(dims), len(symbols)))
         ops.append(op)
         return op.result
 
@@ -295,32 +452,53 @@ def build_module(program: Program):
         zero = arith.ConstantOp(FloatAttr(0.0, f32))
         ops += [tile, tid, c0, c1, zero]
         coords = list(tile.results)
+        constant = _IndexConstants(ops)
         for d in deps:
             producer = program.stage(d.producer)
             source = block.args[d.operand]
             body_ops: list = []
-            if d.symbol_range:
-                bound = arith.ConstantOp(IntegerAttr(d.symbol_range, index))
-                ops.append(bound)
+            step = None
+            if d.ranges:  # the first forall variable is the loop's step (a GEMM's k-step)
+                lower, upper = constant(d.ranges[0][0]), constant(d.ranges[0][1])
                 loop_block = Block(arg_types=[index])
                 step = loop_block.args[0]
-                symbols = [step, tid.result]
-                tid_name = "s1"
-            else:
-                step = None
-                symbols = [tid.result]
-                tid_name = "s0"
             body_ops.append(sync.LoadPointOp(d.operand, coords, step))
-            reads = [d.results]
-            if d.extra:  # a tile the dependency leaves out: the next one along d0
-                reads.append([f"({d.results[0]} + 1) mod {producer.grid[0]}", *d.results[1:]])
-            for read in reads:
-                exprs = _index_exprs(producer, read, [f"{tid_name} mod {t}" for t in producer.tile])
-                indices = [apply(body_ops, e, coords, symbols) for e in exprs]
-                body_ops.append(memref.LoadOp.get(source, indices))
-            if d.symbol_range:
+            tid_name = f"s{len(d.ranges)}"
+            # The other forall variables are unrolled: one load per point, with the variables
+            # as constants, so each load reads exactly the tile the map gives there.
+            for inner in box_points(d.ranges[1:]):
+                symbols = [*([step] if step else []), *map(constant, inner), tid.result]
+                reads = [d.results]
+                if d.extra:  # a tile the dependency leaves out: the next one along d0
+                    reads.append([f"({d.results[0]} + 1) mod {producer.grid[0]}",
+                                  *d.results[1:]])
+                for read in reads:
+                    load_ops: list = []
+                    exprs = _index_exprs(producer, read,
+                                         [f"{tid_name} mod {t}" for t in producer.tile])
+                    indices = [apply(load_ops, e, coords, symbols) for e in exprs]
+                    load_ops.append(memref.LoadOp.get(source, indices))
+                    outside = _may_leave_grid(program, d, read, inner)
+                    if not outside:
+                        body_ops += load_ops
+                        continue
+                    # a clipped tile outside the grid is not read (a convolution's zero
+                    # padding): the load is guarded by the coordinates that may leave it
+                    in_grid = None
+                    for j in outside:
+                        value = apply(body_ops, read[j], coords, symbols)
+                        for bound, predicate in ((c0.result, "sge"),
+                                                 (constant(producer.grid[j]), "slt")):
+                            test = arith.CmpiOp(value, bound, predicate)
+                            body_ops.append(test)
+                            if in_grid is not None:
+                                test = arith.AndIOp(in_grid, test)
+                                body_ops.append(test)
+                            in_grid = test.result
+                    body_ops.append(scf.IfOp(in_grid, [], [*load_ops, scf.YieldOp()]))
+            if step is not None:
                 loop_block.add_ops([*body_ops, scf.YieldOp()])
-                ops.append(scf.ForOp(c0, bound, c1, [], Region(loop_block)))
+                ops.append(scf.ForOp(lower, upper, c1, [], Region(loop_block)))
             else:
                 ops += body_ops
         own = _index_exprs(stage, [f"d{i}" for i in range(rank)],
@@ -342,11 +520,9 @@ def build_module(program: Program):
         host.append(op)
     for d in program.deps:
         rank = len(program.stage(d.consumer).grid)
-        symbols = 1 if d.symbol_range else 0
-        results = tuple(_affine(r, rank, symbols) for r in d.results)
+        results = tuple(_affine(r, rank, len(d.ranges)) for r in d.results)
         host.append(sync.DependencyOp(d.producer, d.consumer, d.operand,
-                                      AffineMap(rank, symbols, results),
-                                      [(0, d.symbol_range)] if d.symbol_range else [],
+                                      AffineMap(rank, len(d.ranges), results), d.ranges,
                                       d.clipped))
     for step in program.plan:
         if step[0] == "wait":
@@ -370,7 +546,7 @@ def program_text(program: Program) -> str:
 @dataclass
 class Outcome:
     proved: bool
-    failure: str | None = None  # verify proved it, yet it fails
+    failure: str | None = None  # verify proved it, yet it fails; or a pass crashed
     refusal: str = ""  # why verify (or a pass) refused it
     guarantees: tuple[str, ...] = ()
 
@@ -392,7 +568,20 @@ def check(program: Program) -> Outcome:
         run_passes(module, program.passes)
     except TilesyncError as err:
         return Outcome(False, refusal=str(err))
+    except Exception as err:  # a pass must refuse with a diagnostic, never crash
+        return Outcome(False, f"{CRASHED}: {_innermost_frame(err)}: "
+                              f"{type(err).__name__}: {err}")
     return _simulate_proved(program, module)
+
+
+CRASHED = "a pass crashed instead of refusing with a diagnostic"
+
+
+def _innermost_frame(err: BaseException) -> str:
+    import traceback
+
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"
 
 
 def _working_wait_kernels(module) -> set[str] | None:
@@ -545,7 +734,7 @@ def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
         tally.merge(part)
         rate = tally.programs / (time.perf_counter() - started)
         line = (f"{tally.programs}/{programs} programs, {tally.proved} proved, "
-                f"{len(tally.failures)} unsound, {rate:.0f}/s")
+                f"{len(tally.failures)} unsound or crashed, {rate:.0f}/s")
         if progress:
             print(f"\r{line}", end="", file=sys.stderr, flush=True)
         elif tally.programs - logged >= log_every:  # a log file: a line now and then
@@ -570,10 +759,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     tally = run(args.programs, args.seed, args.jobs, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
+    crashes = sum(why.startswith(CRASHED) for _, why, _ in tally.failures)
     print(f"{tally.programs} programs (seeds {args.seed}..{args.seed + args.programs - 1}) in "
           f"{seconds:.0f} s ({tally.programs / seconds:.1f}/s, {args.jobs} jobs): "
           f"{tally.proved} proved, {tally.programs - tally.proved} refused, "
-          f"{len(tally.failures)} proved but refuted by the simulator")
+          f"{len(tally.failures) - crashes} proved but refuted by the simulator, "
+          f"{crashes} crashed a pass")
     print("guarantees relied on: " + ", ".join(f"{k} {n}" for k, n in
                                                sorted(tally.guarantees.items())))
     print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))

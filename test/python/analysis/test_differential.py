@@ -25,11 +25,17 @@ JOBS = 2
 
 
 class HypothesisDraw:
+    # one strategy per range, made once: making it for every draw cost a tenth of the drawing
+    strategies: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+
     def __init__(self, data: st.DataObject):
         self.data = data
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.data.draw(st.integers(lo, hi))
+        strategy = self.strategies.get((lo, hi))
+        if strategy is None:
+            strategy = self.strategies[(lo, hi)] = st.integers(lo, hi)
+        return self.data.draw(strategy)
 
 
 def _worker(job: tuple[int, int]) -> tuple[int, int, Counter, list[str]]:
@@ -123,3 +129,16 @@ def test_the_differential_check_catches_wait_kernels_without_their_mechanism(mon
                         lambda self: set(self.graph.stages))
     failures = _unsound()
     assert failures and any("can never end" in why for _, why, _ in failures)
+
+
+def test_a_pass_that_crashes_is_a_failure_not_a_refusal(monkeypatch):
+    import tilesync.api
+
+    def crashing(module, pipeline):
+        raise KeyError("an unchecked lookup")
+
+    monkeypatch.setattr(tilesync.api, "run_passes", crashing)
+    outcome = differential.check(differential.draw_program(differential.RandomDraw(0)))
+    assert not outcome.sound and not outcome.proved
+    assert outcome.failure.startswith(differential.CRASHED), outcome.failure
+    assert "KeyError" in outcome.failure and "in crashing" in outcome.failure
