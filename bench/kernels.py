@@ -413,8 +413,32 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
         result["conv"] = conv_benchmarks(conv_tuning_candidates(quick, hopper), conv_ptx,
                                          warmup, reps, tth, tuning_cache or CACHE_DIR)
     result["softmax"] = softmax_benchmarks(softmax_ptx, warmup, reps, tth, copy["gbps"])
+    add_floors(result)
     result["seconds"] = time.perf_counter() - started
     return result
+
+
+def measured_rates(result: dict[str, Any]) -> dict[str, float] | None:
+    """{"peak_tflops", "copy_gbps"} of a kernels run: the highest rate the library reached on
+    any GEMM of the run (one shape's rate varies run to run: 8192^3 ran at 700-777 TFLOP/s on
+    one H100), and the run's copy bandwidth; None without library timings."""
+    rates = [r["library"]["tflops"] for r in result.get("gemm", []) if r.get("library")]
+    if not rates:
+        return None
+    return {"peak_tflops": max(rates), "copy_gbps": result["copy"]["gbps"]}
+
+
+def add_floors(result: dict[str, Any]) -> None:
+    """Each GEMM row's floor (bench.report.floor_ms) from the run's measured rates."""
+    from tilesync.bench.report import floor_ms
+
+    rates = measured_rates(result)
+    if rates is None:
+        return
+    result["rates"] = rates
+    for r in result["gemm"]:
+        if "flops" in r and "bytes" in r:
+            r["floor_ms"] = floor_ms(r["flops"], r["bytes"], rates)
 
 
 def kernels_table(result: dict[str, Any]) -> str:
@@ -425,9 +449,15 @@ def kernels_table(result: dict[str, Any]) -> str:
         f"device copy: {copy['gbps']:.0f} GB/s ({copy['how']}, {copy['bytes'] >> 20} MiB); "
         f"{result['configs_compiled']} configs compiled in {result['compile_seconds']:.1f} s",
         f"{'workload':<15} {'M':>5} {'N':>6} {'K':>6} {'ours ms':>9} {'p10-p90':>15} "
-        f"{'TFLOP/s':>8} {'GB/s':>6} {'%copy':>6} {'lib ms':>8} {'lib TF':>7} {'ratio':>6}  "
-        "autotuned choice",
+        f"{'TFLOP/s':>8} {'GB/s':>6} {'%copy':>6} {'lib ms':>8} {'lib TF':>7} {'ratio':>6} "
+        f"{'floor':>8} {'/floor':>6}  autotuned choice",
     ]
+    rates = measured_rates(result)
+    if rates:
+        lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
+                        f"(the library's fastest GEMM, this run) and the bytes at "
+                        f"{rates['copy_gbps']:.0f} GB/s (device copy, this run); /floor = ours "
+                        "over it")
     for r in result["gemm"]:
         ours = r.get("ours")
         name = f"{r['name']} {r.get('dtype', 'f16')}"
@@ -445,10 +475,12 @@ def kernels_table(result: dict[str, Any]) -> str:
         choice = r.get("choice", {})
         tuned = "cached" if choice.get("cached") else \
             f"tuned in {choice.get('tuning_seconds', 0.0):.1f} s"
+        floor = f"{r['floor_ms']:>8.4f} {ours['median_ms'] / r['floor_ms']:>6.2f}" \
+            if r.get("floor_ms") else f"{'-':>8} {'-':>6}"
         lines.append(
             f"{name:<15} {r['M']:>5} {r['N']:>6} {r['K']:>6} {ours['median_ms']:>9.4f} "
-            f"{spread:>15} {ours['tflops']:>8.1f} {gbps} {frac} {lib_cols}  {ours['config']}"
-            f" ({ours.get('registers', '?')} regs; {tuned})"
+            f"{spread:>15} {ours['tflops']:>8.1f} {gbps} {frac} {lib_cols} {floor}  "
+            f"{ours['config']} ({ours.get('registers', '?')} regs; {tuned})"
         )
         for c in r["configs"]:
             if c["config"] == ours["config"]:
@@ -467,6 +499,7 @@ def kernels_table(result: dict[str, Any]) -> str:
 
 __all__ = [
     "Workload",
+    "add_floors",
     "candidate_configs",
     "conv_benchmarks",
     "conv_table",
@@ -476,6 +509,7 @@ __all__ = [
     "kernel_benchmarks",
     "kernels_table",
     "legacy_candidates",
+    "measured_rates",
     "softmax_benchmarks",
     "softmax_table",
     "softmax_workloads",

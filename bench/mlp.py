@@ -407,11 +407,11 @@ def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
 def floor_ms(spec, rates: dict[str, float]) -> float:
     """The MLP's floor: its multiply-adds at the measured peak rate, or reading X, W1, W2 and
     writing and reading H and writing Y once at the measured copy bandwidth, the longer."""
+    from tilesync.bench.report import floor_ms as roofline_ms
+
     c1, c2 = spec.cfg1, spec.cfg2
     elements = c1.M * c1.K + c1.N * c1.K + 2 * c1.M * c1.out_cols + c2.N * c2.K + c2.M * c2.N
-    compute = spec.flops / (rates["peak_tflops"] * 1e12)
-    memory = 2 * elements / (rates["copy_gbps"] * 1e9)
-    return max(compute, memory) * 1e3
+    return roofline_ms(spec.flops, 2 * elements, rates)
 
 
 def run_torch(data: _Data, warmup: int, reps: int) -> dict[str, dict[str, Any]]:

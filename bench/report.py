@@ -8,6 +8,13 @@ from pathlib import Path
 from typing import Any
 
 
+def floor_ms(flops: float, nbytes: float, rates: dict[str, float]) -> float:
+    """The floor of a kernel or chain: its flops at the measured peak rate, or its bytes at the
+    measured copy bandwidth (bytes read + written per second), the longer; `rates` holds
+    "peak_tflops" and "copy_gbps" measured in the same run."""
+    return max(flops / (rates["peak_tflops"] * 1e12), nbytes / (rates["copy_gbps"] * 1e9)) * 1e3
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 

@@ -481,11 +481,18 @@ def test_kernels_table_formats_a_result():
         "softmax": [{"rows": 16384, "cols": 1024, "dropout": 0.9, **timing, "gbps": 600.0,
                      "fraction_of_copy_bw": 0.15}],
     }
+    result["gemm"][0].update(flops=w.flops, bytes=w.bytes)
+    bk.add_floors(result)  # the floor: the library's 1 TFLOP/s or the bytes at 4000 GB/s
+    assert result["rates"] == {"peak_tflops": 1.0, "copy_gbps": 4000.0}
+    floor = result["gemm"][0]["floor_ms"]
+    assert floor == pytest.approx(max(w.flops / 1e12, w.bytes / 4e12) * 1e3)
     table = bk.kernels_table(result)
     assert "gpt3_fc1" in table and "also x: boom" in table and "FAILED: RuntimeError" in table
     assert "conv3x3" in table and "softmax" in table and "1.00" in table
-    del result["gemm"][0]["library"], result["gemm"][0]["ratio"]
-    assert "gpt3_fc1" in bk.kernels_table(result)
+    assert "floor = the longer of the flops at 1 TFLOP/s" in table
+    assert f"{floor:>8.4f} {0.1 / floor:>6.2f}" in table
+    del result["gemm"][0]["library"], result["gemm"][0]["ratio"], result["rates"]
+    assert "gpt3_fc1" in bk.kernels_table(result) and bk.measured_rates(result) is None
 
 
 def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch, tmp_path):
