@@ -100,12 +100,17 @@ MODES.update({f"{TMA}{mode}": MODES[mode]
 TORCH_MODES = ("torch_eager", "torch_graph")
 
 
-def mode_spec(model: str, M: int, mode: str):
+def mode_spec(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
     """The MlpSpec a mode runs: the default configs, or for the ordered modes (and their
-    stream-sync baseline) the configs with room for the ordered sync.tile's shared slot."""
-    from tilesync.kernels.mlp import fit_ordered, mlp_spec
+    stream-sync baseline) the configs with room for the ordered sync.tile's shared slot.
+    `tiles` (BM1, BN1, BM2, BN2): a tma: mode on those tiles instead of the table's
+    (bench/mlp_sweep.py)."""
+    from tilesync.kernels.mlp import MODELS, fit_ordered, mlp_spec, tma_tile_configs
 
     if mode.startswith(TMA):
+        if tiles is not None:
+            configs = tma_tile_configs(tiles, MODELS[model]["epilogue"])
+            return mlp_spec(model, M, *configs, mma="tma")
         return mlp_spec(model, M, mma="tma")
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec
@@ -125,14 +130,14 @@ def mode_passes(mode: str, sms: int = 132) -> list[str]:
     return [*MODES[mode], f"sync-verify{{sms={sms}}}"]
 
 
-def stage_module(model: str, M: int, mode: str):
+def stage_module(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
     """The MLP stage program of `mode` before its passes (stream_sync*: one stream)."""
     from xdsl.dialects.builtin import BoolAttr, IntegerAttr, i64
 
     from tilesync.dialects import sync
     from tilesync.kernels.mlp import mlp_stage_module
 
-    module = mlp_stage_module(spec=mode_spec(model, M, mode))
+    module = mlp_stage_module(spec=mode_spec(model, M, mode, tiles))
     if mode.removeprefix(TMA).startswith("stream_sync"):
         for op in module.walk():
             if isinstance(op, sync.LaunchOp):
@@ -147,10 +152,10 @@ def stage_module(model: str, M: int, mode: str):
 
 
 def _job_key(job: tuple, target: str) -> str:
-    """What a (model, M, mode, debug) program is made of: both GEMM configs, the passes, the
-    target, the debug flag and the spin timeout."""
-    model, M, mode, debug = job
-    spec = mode_spec(model, M, mode)
+    """What a (model, M, mode, debug[, tiles]) program is made of: both GEMM configs, the
+    passes, the target, the debug flag and the spin timeout."""
+    model, M, mode, debug, *tiles = job
+    spec = mode_spec(model, M, mode, *tiles)
     return repr((spec.cfg1, spec.cfg2, mode_passes(mode), target, debug, TIMEOUT_NS))
 
 
@@ -163,12 +168,12 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     from tilesync.dialects import sync
     from tilesync.lowering.ptx import validate_ptx
 
-    model, M, mode, debug = job
+    model, M, mode, debug, *tiles = job
     start = time.perf_counter()
-    module = stage_module(model, M, mode)
+    module = stage_module(model, M, mode, *tiles)
     pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS,
                                 before=tuple(mode_passes(mode)))
-    spec = mode_spec(model, M, mode)
+    spec = mode_spec(model, M, mode, *tiles)
     if spec.target is not None and target == "sm_90":
         target = spec.target  # wgmma: sm_90a
     compiled = tilesync.compile(module, pipeline=pipeline, target=target)

@@ -157,16 +157,24 @@ def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | N
     return first[0].tile[:2], second.tile[:2]
 
 
+def tma_tile_configs(tiles: tuple[int, int, int, int], epilogue1: str | None
+                     ) -> tuple[tuple, tuple]:
+    """((tile, warps, stages) of GEMM1, of GEMM2) of the TMA MLP on tiles (BM1, BN1, BM2, BN2):
+    BK 64, a consumer warpgroup per 64 rows, as many stages as fit beside the staging buffer
+    (GEMM1's holds its output columns: half of BN1 for SwiGLU)."""
+    bm1, bn1, bm2, bn2 = tiles
+    out1 = output_columns(bn1, epilogue1)
+    return (((bm1, bn1, BK), (bm1 // 16, 1), stages_for(bm1, bn1, out1)),
+            ((bm2, bn2, BK), (bm2 // 16, 1), stages_for(bm2, bn2, bn2)))
+
+
 def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tuple]:
     """((tile, warps, stages) of GEMM1, of GEMM2) for `model` at batch M."""
     if mma == "tma":
         if M < 128:
             raise ValueError(f"the TMA MLP takes M >= 128 (BM = 128), got {M}")
-        bm1, bn1, bm2, bn2 = next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
-                                  _TMA_TILES[model][-1][1])
-        out1 = output_columns(bn1, MODELS[model]["epilogue"])
-        return (((bm1, bn1, 64), (bm1 // 16, 1), stages_for(bm1, bn1, out1)),
-                ((bm2, bn2, 64), (bm2 // 16, 1), stages_for(bm2, bn2, bn2)))
+        return tma_tile_configs(next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
+                                     _TMA_TILES[model][-1][1]), MODELS[model]["epilogue"])
     if mma == "wgmma":
         return _WGMMA_SMALL if M <= 64 else _WGMMA_MID if M <= 512 else _WGMMA_LARGE
     if (model, M) in _BEST:

@@ -77,7 +77,6 @@ from xdsl.rewriter import Rewriter
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
 from tilesync.dialects.tile import TensorMapType
-from tilesync.kernels.choice import BK, stages_for
 from tilesync.kernels.config import (
     ConvConfig,
     GemmConfig,
@@ -85,7 +84,6 @@ from tilesync.kernels.config import (
     conv2d_config,
     dtype_name,
     gemm_config,
-    output_columns,
     softmax_config,
     tma_ws_config,
 )
@@ -98,6 +96,7 @@ from tilesync.kernels.mlp import (
     default_configs,
     mlp_stage_module,
     output_tile,
+    tma_tile_configs,
     tma_tiles,
 )
 from tilesync.kernels.softmax import softmax_module
@@ -239,16 +238,14 @@ TMA loads, a TMA-store epilogue), below on the wgmma ones (their M <= 64 tiles).
 
 
 def _tma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
-    tiles = tma_tiles(match.rows, match.k1, n1, match.hidden, match.n2, match.epilogue1,
-                      match.epilogue2, match.dtype)
-    (c1, c2) = [tma_ws_config(match.rows, n, k, (bm, bn, BK),
-                              stages_for(bm, bn, output_columns(bn, epilogue)),
-                              dtype=match.dtype, epilogue=epilogue, name=name, sync_hooks=True,
-                              producer_warps=4, tma_store=True)
-                for (bm, bn), n, k, epilogue, name in zip(
-                    tiles, (n1, match.n2), (match.k1, match.hidden),
-                    (match.epilogue1, match.epilogue2), (PRODUCER, CONSUMER), strict=True)]
-    return c1, c2
+    (bm1, bn1), (bm2, bn2) = tma_tiles(match.rows, match.k1, n1, match.hidden, match.n2,
+                                       match.epilogue1, match.epilogue2, match.dtype)
+    (t1, _, s1), (t2, _, s2) = tma_tile_configs((bm1, bn1, bm2, bn2), match.epilogue1)
+    common = dict(dtype=match.dtype, sync_hooks=True, producer_warps=4, tma_store=True)
+    return (tma_ws_config(match.rows, n1, match.k1, t1, s1, epilogue=match.epilogue1,
+                          name=PRODUCER, **common),
+            tma_ws_config(match.rows, match.n2, match.hidden, t2, s2,
+                          epilogue=match.epilogue2, name=CONSUMER, **common))
 
 
 def _wgmma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:

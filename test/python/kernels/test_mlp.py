@@ -222,3 +222,20 @@ def test_tma_tiles_take_the_table_for_the_bench_models_and_the_wave_model_elsewh
     # 64 rows too, and its SwiGLU tile at least one 64-column k-step of H wide
     (bm1, bn1), (bm2, _) = tma_tiles(256, 1024, 5632, 2816, 1024, "swiglu")
     assert bm2 % bm1 == 0 and bn1 // 2 >= 64 and (bm1, bn1, bm2) == (64, 176, 64)
+
+
+def test_a_sweep_job_runs_the_tma_mlp_on_the_tiles_it_names():
+    """bench/mlp_sweep's jobs carry (BM1, BN1, BM2, BN2): the program is built, proved and
+    compiled on those tiles, and its cache key differs from the table's program."""
+    from tilesync.bench.mlp_sweep import candidates
+
+    tiles = (64, 176, 128, 256)
+    assert tiles in candidates("llama", 512)
+    assert all(bm2 % bm1 == 0 for bm1, _, bm2, _ in candidates("gpt3", 256))
+    spec = bench.mode_spec("llama", 512, "tma:row+pdl", tiles)
+    assert (spec.cfg1.tile[:2], spec.cfg2.tile[:2]) == ((64, 176), (128, 256))
+    job = ("llama", 512, "tma:row+pdl", False, tiles)
+    assert bench._job_key(job, "sm_90a") != bench._job_key(job[:4], "sm_90a")
+    entry = bench.compile_job(job, "sm_90")
+    assert 'sync.verified = "proved"' in entry["host"]
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in entry["ptx_by_module"]["gemm1_module"]

@@ -1,0 +1,111 @@
+"""`python -m tilesync.bench.mlp_sweep`: the TMA MLP's tiles (BM1, BN1, BM2, BN2) timed against
+cuBLAS in a CUDA graph at the batches of `tilesync bench mlp`, so kernels/mlp.py's tile table
+rests on measurements of the whole program, not of each GEMM alone. Every candidate runs in
+the stream-synchronized and the row+pdl mode (the bench's tma: modes), checked against the fp32
+reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+SWEEP_M = (256, 512, 1024)
+MODES = ("tma:stream_sync", "tma:row+pdl")
+GEMM1_TILES = {"gpt3": ((64, 192), (64, 128), (128, 96), (128, 128), (128, 192), (128, 256)),
+               "llama": ((64, 176), (64, 128), (128, 128), (128, 176), (128, 256))}
+GEMM2_TILES = ((128, 128), (128, 192), (128, 256), (64, 128), (64, 192))
+
+
+def candidates(model: str, M: int) -> list[tuple[int, int, int, int]]:
+    """Every GEMM1 x GEMM2 tile pair the stage program takes (GEMM2's BM a multiple of
+    GEMM1's, GEMM1's tile at least one 64-column k-step of H) and not wider than a row of
+    tiles needs."""
+    from tilesync.kernels.mlp import MODELS, mlp_spec, tma_tile_configs
+
+    out = []
+    for bm1, bn1 in GEMM1_TILES[model]:
+        for bm2, bn2 in GEMM2_TILES:
+            if bm2 % bm1 or M < bm2:
+                continue
+            tiles = (bm1, bn1, bm2, bn2)
+            try:
+                mlp_spec(model, M, *tma_tile_configs(tiles, MODELS[model]["epilogue"]),
+                         mma="tma")
+            except ValueError:
+                continue
+            out.append(tiles)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--models", nargs="+", default=["gpt3", "llama"])
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args(argv)
+
+    from tilesync.bench import mlp as bench
+    from tilesync.contract import target_for_device
+    from tilesync.runtime.device import get_device
+
+    device = get_device()
+    target = target_for_device(device.arch)
+    work = [(model, M, tiles) for model in args.models
+            for M in ((512,) if args.quick else SWEEP_M) for tiles in candidates(model, M)]
+    jobs = [(model, M, mode, False, tiles) for model, M, tiles in work for mode in MODES]
+    started = time.perf_counter()
+    compiled = bench.compile_jobs(jobs, target)
+    print(f"{len(jobs)} programs compiled in {time.perf_counter() - started:.1f} s", flush=True)
+    torch, why = bench._torch_or_none()
+    if torch is None:
+        raise SystemExit(f"the MLP sweep needs torch on the GPU: {why}")
+    rows: list[dict[str, Any]] = []
+    for model in args.models:
+        for M in sorted({m for mm, m, _ in work if mm == model}):
+            spec = bench.mode_spec(model, M, MODES[0])
+            data = bench._Data(torch, spec, seed=M)
+            graph_ms = bench.run_torch(data, 5, args.reps)["torch_graph"]["median_ms"]
+            row: dict[str, Any] = {"model": model, "M": M, "torch_graph_ms": graph_ms,
+                                   "table": list(spec.cfg1.tile[:2] + spec.cfg2.tile[:2]),
+                                   "candidates": []}
+            print(f"{model} M={M}: cuBLAS graph {graph_ms * 1e3:.1f} us; table "
+                  f"{tuple(row['table'])}", flush=True)
+            for mm, m, tiles in work:
+                if (mm, m) != (model, M):
+                    continue
+                entry: dict[str, Any] = {"tiles": list(tiles)}
+                for mode in MODES:
+                    program = compiled[(model, M, mode, False, tiles)]
+                    if "error" in program:
+                        entry[mode] = {"error": program["error"][:500]}
+                        continue
+                    try:
+                        record = bench.run_program(bench.load_program(program), data, 5,
+                                                   args.reps, f"{model} M={M} {tiles} {mode}",
+                                                   bench.mode_spec(model, M, mode, tiles))
+                        entry[mode] = {"median_ms": record["median_ms"],
+                                       "vs_graph": graph_ms / record["median_ms"]}
+                    except Exception as exc:  # a wrong result or a launch error: report it
+                        entry[mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                row["candidates"].append(entry)
+                print(f"    {tiles!s:<22} " + "  ".join(
+                    f"{mode} " + (f"{entry[mode]['median_ms'] * 1e3:7.1f} us "
+                                  f"x{entry[mode]['vs_graph']:.3f}" if "median_ms" in entry[mode]
+                                  else "error") for mode in MODES), flush=True)
+            rows.append(row)
+            del data
+            torch.cuda.empty_cache()
+            if args.out:
+                with open(args.out, "w") as f:
+                    json.dump({"device": device.name, "modes": list(MODES), "reps": args.reps,
+                               "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
