@@ -132,18 +132,26 @@ def mode_passes(mode: str, sms: int = 132) -> list[str]:
 
 def stage_module(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
     """The MLP stage program of `mode` before its passes (stream_sync*: one stream)."""
-    from xdsl.dialects.builtin import BoolAttr, IntegerAttr, i64
-
-    from tilesync.dialects import sync
     from tilesync.kernels.mlp import mlp_stage_module
 
     module = mlp_stage_module(spec=mode_spec(model, M, mode, tiles))
     if mode.removeprefix(TMA).startswith("stream_sync"):
-        for op in module.walk():
-            if isinstance(op, sync.LaunchOp):
-                op.stream = IntegerAttr(0, i64)
-                op.pdl = BoolAttr.from_bool(False)
+        launch_on_one_stream(module)
     return module
+
+
+def launch_on_one_stream(module) -> None:
+    """Every launch of `module` on stream 0 without PDL: the kernels one after another, each
+    starting once the one before has ended (stream sync; their waits find the semaphores
+    already posted)."""
+    from xdsl.dialects.builtin import BoolAttr, IntegerAttr, i64
+
+    from tilesync.dialects import sync
+
+    for op in module.walk():
+        if isinstance(op, sync.LaunchOp):
+            op.stream = IntegerAttr(0, i64)
+            op.pdl = BoolAttr.from_bool(False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,22 +168,30 @@ def _job_key(job: tuple, target: str) -> str:
 
 
 def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
-    """Compile one (model, M, mode, debug) stage program; a picklable result: PTX per module,
-    kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared bytes, and
-    the seconds it took."""
+    """Compile one (model, M, mode, debug[, tiles]) stage program; a picklable result: PTX per
+    module, kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared
+    bytes, and the seconds it took."""
+    model, M, mode, debug, *tiles = job
+    start = time.perf_counter()
+    spec = mode_spec(model, M, mode, *tiles)
+    if spec.target is not None and target == "sm_90":
+        target = spec.target  # wgmma: sm_90a
+    entry = compile_stage_program(stage_module(model, M, mode, *tiles), mode_passes(mode),
+                                  target, debug)
+    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+
+
+def compile_stage_program(module, sync_passes: list[str], target: str,
+                          debug: bool) -> dict[str, Any]:
+    """Compile a stage program after `sync_passes` (spin-waits trap after TIMEOUT_NS); a
+    picklable result: PTX per module, kernel signatures, the host plan as MLIR text,
+    nvJitLink's registers / shared bytes per kernel, and the target."""
     import tilesync
     from tilesync.api import default_pipeline
     from tilesync.dialects import sync
     from tilesync.lowering.ptx import validate_ptx
 
-    model, M, mode, debug, *tiles = job
-    start = time.perf_counter()
-    module = stage_module(model, M, mode, *tiles)
-    pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS,
-                                before=tuple(mode_passes(mode)))
-    spec = mode_spec(model, M, mode, *tiles)
-    if spec.target is not None and target == "sm_90":
-        target = spec.target  # wgmma: sm_90a
+    pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS, before=tuple(sync_passes))
     compiled = tilesync.compile(module, pipeline=pipeline, target=target)
     resources_used: dict[str, tuple[int, int]] = {}
     for ptx in compiled.ptx_by_module.values():
@@ -189,10 +205,9 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
                           | sync.WaitKernelOp)]
     from xdsl.dialects.builtin import ModuleOp
 
-    return {"job": job, "ptx_by_module": dict(compiled.ptx_by_module),
+    return {"ptx_by_module": dict(compiled.ptx_by_module),
             "kernels": dict(compiled.kernels), "host": str(ModuleOp(host)),
-            "resources": resources_used, "target": target,
-            "compile_seconds": time.perf_counter() - start}
+            "resources": resources_used, "target": target}
 
 
 def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
@@ -359,13 +374,21 @@ def kernel_args(spec, data: _Data) -> dict[str, list]:
 def run_program(program, data: _Data, warmup: int, reps: int, name: str,
                 spec=None) -> dict[str, Any]:
     """One checked run on poisoned H and Y, then warmup + reps timed runs, Y checked again."""
-    from tilesync.bench.experiments import summarize
-    from tilesync.runtime.stream import elapsed_ms
-
     if spec is None:
         args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
     else:
         args = kernel_args(spec, data)
+    return time_program(program, args, data, warmup, reps, name)
+
+
+def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
+                 name: str) -> dict[str, Any]:
+    """One checked run on poisoned outputs (`data.poison()`), then warmup + reps timed runs
+    enqueued back to back, each a new epoch (no memset), the result (`data.error()`) checked
+    again."""
+    from tilesync.bench.experiments import summarize
+    from tilesync.runtime.stream import elapsed_ms
+
     data.poison()
     program.run(args)
     program.synchronize()
@@ -419,10 +442,14 @@ def floor_ms(spec, rates: dict[str, float]) -> float:
     return roofline_ms(spec.flops, 2 * elements, rates)
 
 
-def run_torch(data: _Data, warmup: int, reps: int) -> dict[str, dict[str, Any]]:
+def run_torch(data: _Data, warmup: int, reps: int,
+              library=None) -> dict[str, dict[str, Any]]:
+    """torch_eager and torch_graph: `library()` (default data.torch_mlp; returns the result
+    `data.error` checks) run eagerly and replayed from a CUDA graph."""
     from tilesync.bench.experiments import summarize
 
     torch = data.torch
+    library = data.torch_mlp if library is None else library
 
     def timed(fn) -> list[float]:
         pairs = []
@@ -437,20 +464,21 @@ def run_torch(data: _Data, warmup: int, reps: int) -> dict[str, dict[str, Any]]:
         return [s.elapsed_time(e) for s, e in pairs]
 
     out: dict[str, dict[str, Any]] = {}
-    y = data.torch_mlp()
+    y = library()
     err = check_error("torch_eager", data.error(y))
-    out["torch_eager"] = {"rel_error": err, **summarize(timed(data.torch_mlp), warmup)}
+    out["torch_eager"] = {"rel_error": err, **summarize(timed(library), warmup)}
     try:
         static: dict[str, Any] = {}
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up (cuBLAS workspaces) off the capture
             for _ in range(2):
-                data.torch_mlp()
+                library()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            static["y"] = data.torch_mlp()
+            static["y"] = library()
+        static["y"].fill_(float("nan"))  # the check reads what the replay wrote
         graph.replay()
         err = check_error("torch_graph", data.error(static["y"]))
         out["torch_graph"] = {"rel_error": err, **summarize(timed(graph.replay), warmup)}

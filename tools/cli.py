@@ -112,6 +112,11 @@ def _bench(args: argparse.Namespace) -> int:
 
             result = mlp.mlp_benchmarks(warmup=args.warmup, reps=args.reps)
             table = mlp.mlp_table(result)
+        elif name == "conv":
+            from tilesync.bench import conv
+
+            result = conv.conv_benchmarks(warmup=args.warmup, reps=args.reps)
+            table = conv.conv_table(result)
         elif name == "torch":
             from tilesync.bench import torch_models
 
@@ -133,7 +138,8 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = name if name in ("kernels", "mlp", "torch", "dataflow") else f"spine-{name}"
+        stem = name if name in ("kernels", "mlp", "conv", "torch", "dataflow") \
+            else f"spine-{name}"
         path = report.write_json(result, out, stem)
         if name == "kernels":
             from tilesync.bench.kernels import kernels_plot
@@ -143,6 +149,10 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench.mlp import mlp_plot
 
             png = mlp_plot(result, out, stem)
+        elif name == "conv":
+            from tilesync.bench.conv import conv_plot
+
+            png = conv_plot(result, out, stem)
         elif name == "torch":
             png = None
         elif name == "dataflow":
@@ -194,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
-                   choices=("copy", "waves", "stages", "kernels", "mlp", "torch", "dataflow",
-                            "all"),
+                   choices=("copy", "waves", "stages", "kernels", "mlp", "conv", "torch",
+                            "dataflow", "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,

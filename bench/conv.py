@@ -1,0 +1,477 @@
+"""`tilesync bench conv`: two-conv chains conv3x3 -> ReLU -> conv3x3 (NHWC fp16, stride 1,
+padding 1, C = K) as stage programs synchronized tile by tile, against stream sync of the same
+kernels and against cuDNN.
+
+    conv_benchmarks(shapes=SHAPES, warmup=5, reps=30) -> dict   (the CLI adds "device")
+    conv_table(result) -> str;  conv_plot(result, out_dir) -> PNG path or None
+
+Per shape (batch, H = W, C) the program is the one graph-to-stages builds for the torch front
+end (transforms/graph/graph_to_stages.py: match_conv_chain, conv_chain_configs,
+conv_chain_stage_module): two implicit-GEMM wgmma convs of one BM (ReLU in conv1's epilogue),
+the Conv2DTileSync dependency with its halo rows; a shape the pass refuses (tiles that straddle
+images: conv_halo) is listed with the pass's reason. The modes are bench/mlp.py's, with the
+same passes (mlp.MODES):
+
+* stream_sync     both convs on one stream, no PDL: the same kernels, bulk-synchronous;
+* row+pdl         the generated policy (RowSync: one semaphore per tile row of conv1, which
+                  every conv2 tile reads across its k-steps; TileSync where conv1 has one
+                  column tile) and programmatic dependent launch;
+* row+order+pdl   the same with the generated tile order (tiles from a counter);
+* tile+pdl, tile+order+pdl  TileSync (one semaphore per conv1 tile), without and with the
+                  order; left out where conv1 has one column of tiles (the same program as row);
+* row+wait_kernel cuSync's wait-kernel instead of PDL (conv2 on a second stream);
+
+and cuDNN through torch: eager (F.conv2d -> relu -> F.conv2d on NCHW views of the NHWC
+tensors, channels_last, as bench/kernels.py conv_benchmarks does) and the same replayed from a
+CUDA graph. sync-verify{sms=132} proves every program exhaustively (its default limit, 2^20
+tiles per stage, is far above the largest grid here, 1568 x 4): `sync.verified = "proved"` is
+checked on both stages and recorded.
+
+Every mode's y is checked against an fp32 reference of the chain computed by torch (TF32 off):
+‖y − ref‖ / ‖ref‖ < TOL with every element finite; the middle activation and y are poisoned
+with NaN before the first run, and y is checked again after the timed runs, which run back to
+back without a memset of the semaphores (each run a new epoch). The floor is the longer of the
+chain's flops at the measured peak (cuBLAS fp16 8192^3, this run) and its bytes (x, w1, w2,
+the middle activation written and read, y) at the measured copy bandwidth.
+
+Compilation runs first, in a process pool, cached in `.tilesync-cache/conv/` (bench/mlp.py's
+machinery: compile_stage_program, load_program, time_program, run_torch, measured_rates).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tilesync.bench import mlp
+from tilesync.contract import target_for_device
+from tilesync.harness.compile_cache import (
+    CACHE_DIR,
+    CompileCache,
+    CompileFailure,
+    compile_many,
+    source_digest,
+)
+
+SIZE = 56  # H = W: ResNet's / VGG's 56x56 3x3 layers
+CHANNELS = (64, 128, 256)
+BATCHES = (1, 8, 32)
+SHAPES = tuple((batch, SIZE, c) for batch in BATCHES for c in CHANNELS)
+GPU_TEST_SHAPES = ((2, SIZE, 128),)
+"""test_conv_chain_gpu.py's shape: two images (the halo rows of the tiles at their border lie in
+the other image), two column tiles
+(the tile modes differ from the row ones)."""
+VERIFY_SMS = 132  # sync-verify's sms option (the H100's SMs; only co-residency uses it)
+MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+order+pdl",
+         "row+wait_kernel")
+"""Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike."""
+TORCH_MODES = mlp.TORCH_MODES
+
+
+def shape_label(shape: tuple[int, int, int]) -> str:
+    batch, size, c = shape
+    return f"N={batch} {size}x{size} C={c}"
+
+
+def chain_function(batch: int, size: int, c: int):
+    """The graph function graph-to-stages matches: conv2d -> relu -> conv2d, NHWC, C = K, no
+    biases (what frontend/torch hands it for a ResNet pair after folding nothing)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import TensorType, f16
+    from xdsl.ir import Block, Region
+
+    from tilesync.dialects import graph
+
+    act = TensorType(f16, [batch, size, size, c])
+    filt = TensorType(f16, [c, 3, 3, c])
+    block = Block(arg_types=[act, filt, filt])
+    x, w1, w2 = block.args
+    conv1 = graph.Conv2dOp(x, w1, None, [1, 1], [1, 1], act, layout="NHWC")
+    relu = graph.ReluOp(conv1.result)
+    conv2 = graph.Conv2dOp(relu.result, w2, None, [1, 1], [1, 1], act, layout="NHWC")
+    block.add_ops([conv1, relu, conv2, func.ReturnOp(conv2.result)])
+    fn = func.FuncOp("conv_chain", ([act, filt, filt], [act]), Region(block))
+    fn.verify()
+    return fn
+
+
+def chain_spec(shape: tuple[int, int, int]):
+    """graph-to-stages' ConvChainSpec of `shape` (raises its diagnostic where it refuses)."""
+    from tilesync.transforms.graph.graph_to_stages import conv_chain_configs, match_conv_chain
+
+    return conv_chain_configs(match_conv_chain(chain_function(*shape)))
+
+
+def refusal(shape: tuple[int, int, int]) -> str | None:
+    """Why graph-to-stages refuses `shape`, or None."""
+    from tilesync.contract import CompileError
+    from tilesync.dialects.locations import OpDiagnostic
+
+    try:
+        chain_spec(shape)
+    except (CompileError, OpDiagnostic, ValueError) as err:
+        return str(err).splitlines()[0]
+    return None
+
+
+def modes_for(shape: tuple[int, int, int], modes=MODES) -> list[str]:
+    """`modes` without the tile ones where conv1 has a single column of tiles: TileSync and
+    the generated RowSync are then one policy, the same program."""
+    one_column = chain_spec(shape).conv1.grid[1] == 1
+    return [m for m in modes if not (one_column and m.startswith("tile+"))]
+
+
+def stage_module(shape: tuple[int, int, int], mode: str):
+    """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
+    from tilesync.transforms.graph.graph_to_stages import conv_chain_stage_module
+
+    module = conv_chain_stage_module(chain_spec(shape))
+    if mode == "stream_sync":
+        mlp.launch_on_one_stream(module)
+    return module
+
+
+def mode_passes(mode: str) -> list[str]:
+    return mlp.mode_passes(mode, VERIFY_SMS)
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling (process pool, cached)
+# --------------------------------------------------------------------------------------------
+
+
+def _job_key(job: tuple, target: str) -> str:
+    shape, mode, debug = job
+    spec = chain_spec(shape)
+    return repr((spec.conv1, spec.conv2, spec.halo, mode_passes(mode), target, debug,
+                 mlp.TIMEOUT_NS))
+
+
+def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
+    """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
+    shape, mode, debug = job
+    start = time.perf_counter()
+    spec = chain_spec(shape)
+    if spec.conv1.target is not None and target == "sm_90":
+        target = spec.conv1.target
+    entry = mlp.compile_stage_program(stage_module(shape, mode), mode_passes(mode), target,
+                                      debug)
+    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+
+
+def conv_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
+    """The compile cache of the conv-chain programs; its key covers this file."""
+    return CompileCache(directory, "conv", sources=source_digest(extra=[__file__, mlp.__file__]))
+
+
+def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
+                 cache: CompileCache | None = None) -> dict[tuple, dict[str, Any]]:
+    """compile_job results per job ({"job", "error"} for one that fails), from `cache` where
+    it holds them, the others in a process pool."""
+    jobs = list(dict.fromkeys(jobs))
+    results = compile_many(jobs, target, processes, compile_one=compile_job, key=_job_key,
+                           cache=cache, keep_going=True)
+    return {job: {"job": job, "error": f"compile: {result.message}"}
+            if isinstance(result, CompileFailure) else result
+            for job, result in zip(jobs, results, strict=True)}
+
+
+def verdicts(host: str) -> dict[str, str]:
+    """sync-verify's verdict per stage of a compiled host plan."""
+    from tilesync.api import parse
+    from tilesync.contract import VERIFIED_ATTR
+    from tilesync.dialects import sync
+
+    return {op.sym_name.data: op.attributes[VERIFIED_ATTR].data  # type: ignore[attr-defined]
+            for op in parse(host).ops if isinstance(op, sync.StageOp)
+            and VERIFIED_ATTR in op.attributes}
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+def flops(spec) -> int:
+    return spec.conv1.flops + spec.conv2.flops
+
+
+def floor_ms(spec, rates: dict[str, float]) -> float:
+    """The chain's flops at the measured peak rate, or reading x, w1, w2, writing and reading
+    the middle activation and writing y once at the measured copy bandwidth, the longer."""
+    c1, c2 = spec.conv1, spec.conv2
+    elements = (math.prod(c1.input_shape) + math.prod(c1.filter_shape)
+                + 2 * math.prod(c1.output_shape) + math.prod(c2.filter_shape)
+                + math.prod(c2.output_shape))
+    compute = flops(spec) / (rates["peak_tflops"] * 1e12)
+    memory = 2 * elements / (rates["copy_gbps"] * 1e9)  # fp16
+    return max(compute, memory) * 1e3
+
+
+class ChainData:
+    """x, w1, w2 (NHWC / KRSC fp16), the middle activation h, y, and the fp32 reference."""
+
+    def __init__(self, torch, spec, seed: int = 0):
+        self.torch = torch
+        F = torch.nn.functional
+        c1, c2 = spec.conv1, spec.conv2
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+
+        def rand(shape, scale=1.0):
+            return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
+                    * scale).half()
+
+        self.x = rand(c1.input_shape)
+        # scaled by 1/sqrt(fan-in), so h and y stay O(1) in fp16
+        self.w1 = rand(c1.filter_shape, (9 * c1.C) ** -0.5)
+        self.w2 = rand(c2.filter_shape, (9 * c2.C) ** -0.5)
+        self.h = torch.empty(c1.output_shape, device="cuda", dtype=torch.float16)
+        self.y = torch.empty(c2.output_shape, device="cuda", dtype=torch.float16)
+        # cuDNN's operands: NCHW-shaped views of the channels-last memory (no copy)
+        self.x_nchw, self.w1_nchw, self.w2_nchw = (t.permute(0, 3, 1, 2)
+                                                   for t in (self.x, self.w1, self.w2))
+        tf32 = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = False
+        try:
+            mid = F.relu(F.conv2d(self.x_nchw.float(), self.w1_nchw.float(), padding=1))
+            self.ref = F.conv2d(mid, self.w2_nchw.float(), padding=1).permute(0, 2, 3, 1)
+        finally:
+            torch.backends.cudnn.allow_tf32 = tf32
+        self.ref_norm = float(self.ref.norm())
+        torch.cuda.synchronize()
+
+    def kernel_args(self) -> dict[str, list]:
+        """conv1: x, w1 (K x 9C as it is), h; conv2: h, w2, y (graph-to-stages' bindings)."""
+        return {"conv1": [self.x, self.w1, self.h], "conv2": [self.h, self.w2, self.y]}
+
+    def torch_chain(self):
+        """cuDNN: conv, ReLU (in place: no third kernel's allocation), conv; y in NHWC order."""
+        F = self.torch.nn.functional
+        mid = F.relu(F.conv2d(self.x_nchw, self.w1_nchw, padding=1), inplace=True)
+        return F.conv2d(mid, self.w2_nchw, padding=1).permute(0, 2, 3, 1)
+
+    def poison(self) -> None:
+        self.h.fill_(float("nan"))
+        self.y.fill_(float("nan"))
+        self.torch.cuda.synchronize()
+
+    def error(self, y=None) -> float:
+        """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
+        y = self.y if y is None else y
+        self.torch.cuda.synchronize()
+        if not bool(self.torch.isfinite(y).all()):
+            return math.inf
+        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
+
+
+def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
+             name: str) -> dict[str, Any]:
+    """One mode: its verdicts checked, then mlp.time_program (poisoned first run, timed runs
+    as epochs, checked again)."""
+    found = verdicts(entry["host"])
+    if set(found.values()) != {"proved"} or set(found) != {"conv1", "conv2"}:
+        raise AssertionError(f"{name}: sync-verify did not prove both stages: {found}")
+    program = mlp.load_program(entry)
+    record = mlp.time_program(program, data.kernel_args(), data, warmup, reps, name)
+    record.update(policy=mlp._policy_of(entry["host"]), verified="proved", epochs=program.epoch)
+    return record
+
+
+def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
+                    processes: int | None = None,
+                    cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
+    """Time every mode of every shape; see the module docstring. Needs torch and a GPU."""
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
+    started = time.perf_counter()
+    device = get_device()
+    target = target_for_device(device.arch)
+    refused = {shape: why for shape in shapes if (why := refusal(shape)) is not None}
+    accepted = [shape for shape in shapes if shape not in refused]
+    jobs = [(shape, mode, False) for shape in accepted for mode in modes_for(shape, modes)]
+    t0 = time.perf_counter()
+    cache = conv_cache(cache_dir) if cache_dir else None
+    compiled = compile_jobs(jobs, target, processes, cache)
+    compile_seconds = time.perf_counter() - t0
+    cached = cache.hits if cache else 0
+    torch, why = mlp._torch_or_none()
+    if torch is None:
+        raise RuntimeError(f"the conv benchmark needs torch on the GPU: {why}")
+    torch.backends.cudnn.benchmark = True  # cuDNN picks its fastest algorithm per shape
+    rates = mlp.measured_rates(torch, warmup, reps)
+    result: dict[str, Any] = {
+        "experiment": "conv", "warmup": warmup, "reps": reps, "tolerance": mlp.TOL,
+        "modes": list(modes), "library": f"torch {torch.__version__} (cuDNN "
+                                         f"{torch.backends.cudnn.version()})",
+        "sms": device.sm_count, "compile_seconds": compile_seconds,
+        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
+        "programs_cached": cached, "verify": f"sync-verify{{sms={VERIFY_SMS}}}: proved",
+        "timeout_ns": mlp.TIMEOUT_NS, "rates": rates, "rows": [],
+    }
+    lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
+    for shape in shapes:
+        batch, size, c = shape
+        row: dict[str, Any] = {"shape": shape_label(shape), "N": batch, "H": size, "W": size,
+                               "C": c, "modes": {}}
+        result["rows"].append(row)
+        if shape in refused:
+            row["refused"] = refused[shape]
+            continue
+        spec = chain_spec(shape)
+        row.update(config=f"BM {spec.conv1.tile[0]} BN {spec.conv1.tile[1]} BK "
+                          f"{spec.conv1.tile[2]}, {spec.conv1.stages} stages, grid "
+                          f"{spec.conv1.grid[0]}x{spec.conv1.grid[1]}, halo {spec.halo}",
+                   flops=flops(spec), floor_ms=floor_ms(spec, rates))
+        if lost is not None:
+            row["skipped"] = lost
+            continue
+        try:
+            data = ChainData(torch, spec, seed=batch * 1000 + c)
+        except Exception as exc:
+            row["skipped"] = f"{type(exc).__name__}: {exc}"
+            continue
+        for mode in modes_for(shape, modes):
+            entry = compiled[(shape, mode, False)]
+            if "error" in entry:
+                row["modes"][mode] = {"error": entry["error"][:2000]}
+                continue
+            try:
+                row["modes"][mode] = run_mode(entry, data, warmup, reps,
+                                              f"{shape_label(shape)} {mode}")
+            except Exception as exc:  # a wrong result: report, go on
+                row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+                if mlp._context_lost(exc, TilesyncRuntimeError):
+                    lost = f"skipped after a CUDA error in {shape_label(shape)} {mode}: {exc}"
+                    break
+        if lost is None:
+            try:
+                row["modes"].update(mlp.run_torch(data, warmup, reps, library=data.torch_chain))
+            except Exception as exc:
+                row["modes"]["torch_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+        del data
+        torch.cuda.empty_cache()
+        row["speedup"] = mlp.speedups(row["modes"])
+    if lost is not None:
+        result["lost"] = lost
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _graph_ms(row: dict[str, Any]) -> float | None:
+    return row["modes"].get("torch_graph", {}).get("median_ms")
+
+
+def conv_table(result: dict[str, Any]) -> str:
+    rates = result["rates"]
+    lines = [
+        f"conv3x3 -> ReLU -> conv3x3 (NHWC fp16, C = K) vs {result['library']}; "
+        f"{result['reps']} reps after {result['warmup']} warm-up; {result['sms']} SMs; "
+        f"{result['programs_compiled']} programs compiled in {result['compile_seconds']:.1f} s "
+        f"({result['programs_cached']} cached); every program {result['verify']}",
+        "speedup = median of stream_sync (the same kernels) / the mode's; vs graph = cuDNN "
+        "replayed from a CUDA graph / the mode's (> 1: faster than cuDNN); /floor = median / "
+        f"floor (the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s, cuBLAS fp16 "
+        f"{mlp.PEAK_SHAPE}^3, and x, w1, w2, h twice, y at {rates['copy_gbps']:.0f} GB/s, "
+        "this run)",
+        f"{'shape':<20} {'mode':<16} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
+        f"{'vs graph':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
+    ]
+    for row in result["rows"]:
+        if row.get("refused"):
+            lines.append(f"{row['shape']:<20} REFUSED: {row['refused']}")
+            continue
+        lines.append(f"{row['shape']:<20} {row['config']}; floor {row['floor_ms']:.4f} ms")
+        if row.get("skipped"):
+            lines.append(f"{'':<20} SKIPPED: {row['skipped']}")
+        graph = _graph_ms(row)
+        for mode, r in row["modes"].items():
+            if "error" in r:
+                lines.append(f"{'':<20} {mode:<16} FAILED: {r['error']}")
+                continue
+            med = r["median_ms"]
+            sp = row["speedup"].get(mode)
+            spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
+            lines.append(
+                f"{'':<20} {mode:<16} {med:>10.4f} {spread:>17} "
+                + (f"{sp:>8.3f} " if sp else f"{'-':>8} ")
+                + (f"{graph / med:>8.3f} " if graph else f"{'-':>8} ")
+                + f"{med / row['floor_ms']:>7.2f} {row['flops'] / (med * 1e-3) / 1e12:>8.1f} "
+                f"{r['rel_error']:>8.1e}" + (f"  {r['policy']}" if "policy" in r else ""))
+    if result.get("lost"):
+        lines.append(f"STOPPED: {result['lost']}")
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def conv_plot(result: dict[str, Any], out_dir, name: str = "conv"):
+    """A PNG: per shape, each mode's speedup over cuDNN replayed from a CUDA graph (p10-p90 of
+    the mode as error bars); None where matplotlib is missing."""
+    from tilesync.bench.report import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    rows = [r for r in result.get("rows", []) if _graph_ms(r)]
+    modes = [m for m in (*result.get("modes", MODES), "torch_eager")
+             if any("median_ms" in r["modes"].get(m, {}) for r in rows)]
+    if not rows or not modes:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.2), 4.2))
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        xs, ys, lo, hi = [], [], [], []
+        for i, r in enumerate(rows):
+            rec = r["modes"].get(mode, {})
+            if "median_ms" not in rec:
+                continue
+            speed = _graph_ms(r) / rec["median_ms"]
+            xs.append(i + (k - (len(modes) - 1) / 2) * width)
+            ys.append(speed)
+            lo.append(speed - speed * rec["median_ms"] / rec["p90_ms"])
+            hi.append(speed * rec["median_ms"] / rec["p10_ms"] - speed)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=mode.replace("_", " "))
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_xticks(range(len(rows)), [r["shape"].replace(" ", "\n", 1) for r in rows],
+                  fontsize=8)
+    ax.set_ylabel("cuDNN (CUDA graph) time / mode time")
+    ax.set_title(f"conv3x3 -> ReLU -> conv3x3 as two synchronized stages on "
+                 f"{result['device']['name']}")
+    ax.legend(fontsize=7, ncol=2)
+    return save_figure(plt, fig, result, out_dir, name)
+
+
+def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
+               debug: bool = False) -> dict[str, Any]:
+    """Fill the cache without a GPU: `python -m tilesync.bench.conv --precompile`."""
+    jobs = [(s, m, debug) for s in shapes if refusal(s) is None for m in modes_for(s)]
+    t0 = time.perf_counter()
+    cache = conv_cache()
+    out = compile_jobs(jobs, target, processes, cache)
+    failed = {job: e["error"] for job, e in out.items() if "error" in e}
+    return {"programs": len(out), "compiled": len(out) - cache.hits, "failed": failed,
+            "seconds": time.perf_counter() - t0}
+
+
+def main(argv=None) -> int:
+    """`python -m tilesync.bench.conv --precompile`: fill the compile cache (no GPU)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.conv")
+    parser.add_argument("--precompile", action="store_true", required=True)
+    parser.parse_args(argv)
+    print(precompile())
+    print(precompile(GPU_TEST_SHAPES, debug=True))  # test_conv_chain_gpu.py's programs
+    return 0
+
+
+__all__ = ["GPU_TEST_SHAPES", "MODES", "SHAPES", "ChainData", "chain_spec", "compile_job",
+           "compile_jobs", "conv_benchmarks", "conv_cache", "conv_plot", "conv_table",
+           "modes_for", "precompile", "refusal", "stage_module", "verdicts"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The conv-chain benchmark's programs (bench/conv.py), without a GPU: the shapes graph-to-stages
+accepts, every mode's program proved by sync-verify with the guarantee and policy the mode
+names, and every mode of one shape compiled to PTX that nvJitLink accepts (compile_job validates
+it). The GPU test is test_conv_chain_gpu.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tilesync.api import lower
+from tilesync.bench import conv
+from tilesync.dialects import sync
+from tilesync.transforms.graph.graph_to_stages import conv_halo
+
+PROGRESS = {"stream_sync": "stream order", "pdl": "programmatic dependent launch",
+            "wait_kernel": "wait-kernel"}
+
+
+def test_the_bench_shapes_are_accepted_with_the_halo_of_their_tiles():
+    for shape in conv.SHAPES:
+        assert conv.refusal(shape) is None, shape
+        spec = conv.chain_spec(shape)
+        batch, size, c = shape
+        assert spec.halo == conv_halo(spec.conv1.tile[0], size, size)
+        assert spec.conv1.epilogue == "relu" and spec.conv2.epilogue is None
+        assert spec.conv1.grid[:2] == spec.conv2.grid[:2] == \
+            (math.ceil(batch * size * size / spec.conv1.tile[0]), c // spec.conv1.tile[1])
+
+
+def test_a_shape_whose_tiles_straddle_images_is_refused_with_the_pass_reason():
+    assert conv_halo(64, 28, 28) is None and conv_halo(128, 28, 28) is None
+    why = conv.refusal((1, 28, 128))
+    assert why is not None and "straddle images" in why
+
+
+@pytest.mark.parametrize("shape", [(1, 56, 64), conv.GPU_TEST_SHAPES[0]])
+def test_every_mode_is_proved_with_its_guarantee_and_policy(shape):
+    modes = conv.modes_for(shape)
+    one_column = conv.chain_spec(shape).conv1.grid[1] == 1
+    assert any(m.startswith("tile+") for m in modes) != one_column
+    for mode in modes:
+        module = conv.stage_module(shape, mode)
+        lower(module, conv.mode_passes(mode))
+        stages = {op.sym_name.data: op for op in module.ops if isinstance(op, sync.StageOp)}
+        assert {n: s.attributes["sync.verified"].data for n, s in stages.items()} == \
+            {"conv1": "proved", "conv2": "proved"}, mode
+        guarantee = PROGRESS[mode.rsplit("+", 1)[-1]]
+        assert guarantee in stages["conv2"].attributes["sync.progress"].data, mode
+        policy = stages["conv1"].policy
+        expected = "TileSync" if mode.startswith("tile+") or one_column else "RowSync"
+        assert policy.kind == expected, (mode, policy)
+        assert ("order" in mode) == (stages["conv1"].order is not None), mode
+        launches = [op for op in module.ops if isinstance(op, sync.LaunchOp)]
+        streams = {op.stream.value.data if op.stream else 0 for op in launches}
+        assert (streams == {0}) == (mode != "row+wait_kernel"), (mode, streams)
+
+
+def test_every_mode_compiles_to_ptx_nvjitlink_accepts():
+    shape = conv.GPU_TEST_SHAPES[0]
+    for mode in conv.modes_for(shape):
+        entry = conv.compile_job((shape, mode, False), "sm_90")  # validates with nvJitLink
+        assert entry["target"] == "sm_90a", mode  # wgmma
+        assert set(entry["ptx_by_module"]) >= {"conv1_module", "conv2_module"}
+        assert {"conv1", "conv2"} <= set(entry["resources"]), entry["resources"]
+        assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
+        assert entry["kernels"]["conv1"].user_params == ("ptr",) * 3, mode
+
+
+def test_table_and_floor_from_a_result():
+    spec = conv.chain_spec((1, 56, 64))
+    slow, fast = {"peak_tflops": 1.0, "copy_gbps": 1e9}, {"peak_tflops": 1e9, "copy_gbps": 1.0}
+    assert conv.floor_ms(spec, slow) == pytest.approx(conv.flops(spec) / 1e12 * 1e3)
+    pixels = 56 * 56 * 64  # x, h (twice), y: one image of 64 channels each; two 64x576 filters
+    assert conv.floor_ms(spec, fast) == pytest.approx(2 * (4 * pixels + 2 * 64 * 576) / 1e9 * 1e3)
+    timing = {"median_ms": 0.02, "p10_ms": 0.019, "p90_ms": 0.021, "rel_error": 1e-3}
+    modes = {"stream_sync": {**timing, "median_ms": 0.03}, "row+pdl": {**timing, "policy": "x"},
+             "torch_graph": {**timing, "median_ms": 0.01}}
+    result = {"library": "torch", "reps": 3, "warmup": 1, "sms": 132, "programs_compiled": 2,
+              "compile_seconds": 1.0, "programs_cached": 0, "verify": "proved", "seconds": 2.0,
+              "rates": {"peak_tflops": 700.0, "copy_gbps": 3000.0},
+              "rows": [{"shape": "N=1 56x56 C=64", "config": "cfg", "floor_ms": 0.005,
+                        "flops": conv.flops(spec), "modes": modes,
+                        "speedup": conv.mlp.speedups(modes)},
+                       {"shape": "N=1 28x28 C=128", "refused": "tiles straddle images",
+                        "modes": {}}]}
+    table = conv.conv_table(result)
+    (row,) = [line for line in table.splitlines() if " row+pdl " in line]
+    speedup, vs_graph, per_floor = row.split()[3:6]
+    assert (float(speedup), float(vs_graph), float(per_floor)) == (1.5, 0.5, 4.0)
+    assert "REFUSED: tiles straddle images" in table

@@ -1,0 +1,51 @@
+"""The conv-chain benchmark's programs on the GPU (bench/conv.py): y of every mode against an
+fp32 torch reference of conv3x3 -> ReLU -> conv3x3.
+
+The shape is GPU_TEST_SHAPES: two 56x56 images of 128 channels (BM 64, halo 2: conv2's tiles
+at an image border wait for conv1 tiles of the other image; two column tiles, so RowSync and
+TileSync are different programs). Each mode's program runs 10 times without any memset of its
+semaphores (each run a new epoch); before every run the middle activation and y are poisoned
+with NaN, so a conv2 tile that reads h before conv1 wrote it, or a tile never stored, fails the
+check. Programs are compiled with debug spin-waits (a timed-out wait names its semaphore);
+compiled programs come from the bench's cache (.tilesync-cache/conv).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesync.bench import conv
+from tilesync.contract import target_for_device
+
+RUNS = 10
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", conv.GPU_TEST_SHAPES, ids=conv.shape_label)
+def test_every_mode_computes_the_chain(shape, gpu_device):
+    modes = conv.modes_for(shape)
+    # compile (process pool, or the cache) before torch starts its threads
+    compiled = conv.compile_jobs([(shape, mode, True) for mode in modes],
+                                 target_for_device(gpu_device.arch), cache=conv.conv_cache())
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    data = conv.ChainData(torch, conv.chain_spec(shape), seed=1)
+    errors = {}
+    for mode in modes:
+        entry = compiled[(shape, mode, True)]
+        assert "error" not in entry, entry.get("error")
+        assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
+        program = conv.mlp.load_program(entry)
+        worst = 0.0
+        for run in range(RUNS):
+            data.poison()
+            program.run(data.kernel_args())
+            program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
+            err = data.error()
+            assert err < conv.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
+            worst = max(worst, err)
+        assert program.epoch == RUNS
+        errors[mode] = worst
+    assert data.error(data.torch_chain()) < conv.mlp.TOL  # cuDNN agrees with the reference
+    assert set(errors) == set(modes) and len(modes) == len(conv.MODES), errors
