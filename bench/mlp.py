@@ -35,8 +35,10 @@ usual layout) instead of our 8-column interleave.
 Every mode's Y is checked against an fp32 reference computed by torch on the GPU
 (‖Y − ref‖ / ‖ref‖ < 2e-2, every element finite): H and Y are poisoned with NaN before a first
 checked run, and Y is checked again after the timed runs. Timing: CUDA events around each run,
-runs enqueued back to back (each run joins its streams), median and p10/p90. The weights do not
-fit in L2 (≥ 138 MB), so every run streams them from HBM.
+runs enqueued back to back behind a hold kernel (each run joins its streams; ours and torch's
+eager path alike, so the host's launch cost is out of every mode's time, as it is out of the
+CUDA graph's), median and p10/p90. The weights do not fit in L2 (≥ 138 MB), so every run
+streams them from HBM.
 
 The wave model (analysis/wave_model.py, occupancy from the registers and shared memory
 nvJitLink reports for the compiled kernels, the same numbers annotate_resources records)
@@ -384,9 +386,11 @@ def run_program(program, data: _Data, warmup: int, reps: int, name: str,
 def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
                  name: str) -> dict[str, Any]:
     """One checked run on poisoned outputs (`data.poison()`), then warmup + reps timed runs
-    enqueued back to back, each a new epoch (no memset), the result (`data.error()`) checked
-    again."""
+    enqueued back to back behind a hold kernel (they run one after the other, whatever the
+    host's launch cost, as cuBLAS replayed from a graph does), each a new epoch (no memset),
+    the result (`data.error()`) checked again."""
     from tilesync.bench.experiments import summarize
+    from tilesync.harness.timing import hold_stream
     from tilesync.runtime.stream import elapsed_ms
 
     data.poison()
@@ -394,6 +398,7 @@ def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
     program.synchronize()
     first = check_error(f"{name} (first run)", data.error())
     samples = []
+    hold_stream(HOLD_NS_PER_RUN * (warmup + reps), program.main_stream())
     for i in range(warmup + reps):
         end = program.run(args)
         if i >= warmup:
@@ -405,6 +410,10 @@ def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
 
 
 PEAK_SHAPE = 8192  # the square fp16 GEMM whose cuBLAS rate is the run's measured peak
+HOLD_NS_PER_RUN = 200_000
+"""The hold kernel's time per timed run: more than the host takes to enqueue one run of a
+stage program (a few launches from Python) or of torch's path, so the runs queue up behind it
+and the events time the device, not the host."""
 
 
 def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
@@ -447,12 +456,14 @@ def run_torch(data: _Data, warmup: int, reps: int,
     """torch_eager and torch_graph: `library()` (default data.torch_mlp; returns the result
     `data.error` checks) run eagerly and replayed from a CUDA graph."""
     from tilesync.bench.experiments import summarize
+    from tilesync.harness.timing import hold_stream
 
     torch = data.torch
     library = data.torch_mlp if library is None else library
 
     def timed(fn) -> list[float]:
         pairs = []
+        hold_stream(HOLD_NS_PER_RUN * (warmup + reps), torch.cuda.current_stream())
         for i in range(warmup + reps):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

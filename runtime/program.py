@@ -258,6 +258,10 @@ class StageProgram:
             main.wait_event(Event().record(stream))
         return Event().record(main)
 
+    def main_stream(self) -> Stream:
+        """The stream every run starts and ends on: work held there holds the runs behind it."""
+        return self._plan_streams()[0]
+
     def run_on(self, args: Mapping[str, Sequence[Any]], stream: Any) -> None:
         """Enqueue one run on the caller's stream (a foreign one, e.g. torch's current stream):
         no streams or events of its own, so a stream capture (torch.cuda.graph) records exactly
