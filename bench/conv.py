@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesync.bench import mlp
+from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
     CACHE_DIR,
@@ -206,12 +207,10 @@ def floor_ms(spec, rates: dict[str, float]) -> float:
     elements = (math.prod(c1.input_shape) + math.prod(c1.filter_shape)
                 + 2 * math.prod(c1.output_shape) + math.prod(c2.filter_shape)
                 + math.prod(c2.output_shape))
-    compute = flops(spec) / (rates["peak_tflops"] * 1e12)
-    memory = 2 * elements / (rates["copy_gbps"] * 1e9)  # fp16
-    return max(compute, memory) * 1e3
+    return roofline_ms(flops(spec), 2 * elements, rates)  # fp16
 
 
-class ChainData:
+class ChainData(mlp.CheckedOutputs):
     """x, w1, w2 (NHWC / KRSC fp16), the middle activation h, y, and the fp32 reference."""
 
     def __init__(self, torch, spec, seed: int = 0):
@@ -253,18 +252,6 @@ class ChainData:
         mid = F.relu(F.conv2d(self.x_nchw, self.w1_nchw, padding=1), inplace=True)
         return F.conv2d(mid, self.w2_nchw, padding=1).permute(0, 2, 3, 1)
 
-    def poison(self) -> None:
-        self.h.fill_(float("nan"))
-        self.y.fill_(float("nan"))
-        self.torch.cuda.synchronize()
-
-    def error(self, y=None) -> float:
-        """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
-        y = self.y if y is None else y
-        self.torch.cuda.synchronize()
-        if not bool(self.torch.isfinite(y).all()):
-            return math.inf
-        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
 
 
 def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,

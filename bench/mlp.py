@@ -282,7 +282,31 @@ def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
 # --------------------------------------------------------------------------------------------
 
 
-class _Data:
+class CheckedOutputs:
+    """A program's middle tensor `h` and output `y` (torch tensors), poisoned before a checked
+    run, and `y` against the fp32 reference `ref` (norm `ref_norm`)."""
+
+    torch: Any
+    h: Any
+    y: Any
+    ref: Any
+    ref_norm: float
+
+    def poison(self) -> None:
+        self.h.fill_(float("nan"))
+        self.y.fill_(float("nan"))
+        self.torch.cuda.synchronize()
+
+    def error(self, y=None) -> float:
+        """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
+        y = self.y if y is None else y
+        self.torch.cuda.synchronize()
+        if not bool(self.torch.isfinite(y).all()):
+            return math.inf
+        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
+
+
+class _Data(CheckedOutputs):
     """X, W1, W2 (ours and torch's layout), H, Y and the fp32 reference of one (model, M)."""
 
     def __init__(self, torch, spec, seed: int = 0):
@@ -337,18 +361,6 @@ class _Data:
         h = self.activation(self.torch.matmul(self.x, self.w1_torch))
         return self.torch.matmul(h, self.w2_torch)
 
-    def poison(self) -> None:
-        self.h.fill_(float("nan"))
-        self.y.fill_(float("nan"))
-        self.torch.cuda.synchronize()
-
-    def error(self, y=None) -> float:
-        """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
-        y = self.y if y is None else y
-        self.torch.cuda.synchronize()
-        if not bool(self.torch.isfinite(y).all()):
-            return math.inf
-        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
 
 
 def check_error(name: str, err: float) -> float:

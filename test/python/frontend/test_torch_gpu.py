@@ -27,7 +27,7 @@ def _torch_cuda():
 
 
 @pytest.mark.parametrize("name", ["llama_mlp", "llama65b_mlp_tp8", "gpt2_block"])
-def test_example_matches_eager_captures_and_caches(name, tmp_path):
+def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays):
     model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
@@ -36,22 +36,10 @@ def test_example_matches_eager_captures_and_caches(name, tmp_path):
         assert _rel(compiled(*inputs), ref) < TOL
         fresh = [torch.randn_like(t) for t in inputs]  # the same function on other data
         assert _rel(compiled(*fresh), model(*fresh)) < TOL
-        static = [t.clone() for t in inputs]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            compiled(*static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = compiled(*static)
-        for source in (fresh, inputs):
-            for s, t in zip(static, source, strict=True):
-                s.copy_(t)
-            captured.fill_(float("nan"))
-            graph.replay()
-            torch.cuda.synchronize()
-            assert _rel(captured, model(*source)) < TOL
+        for source, replayed in zip((fresh, inputs),
+                                    graph_replays(compiled, inputs, (fresh, inputs)),
+                                    strict=True):
+            assert _rel(replayed, model(*source)) < TOL
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
     piece = again.report.pieces[0]
     assert piece.cached and piece.compile_seconds < 0.2

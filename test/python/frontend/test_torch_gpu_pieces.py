@@ -71,7 +71,7 @@ def _resnet_block() -> torch.nn.Module:
     return block.eval()
 
 
-def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
+def _runs_our_way(model, make_input, pattern: str, tmp_path, graph_replays) -> None:
     """The checks of the module docstring for `model` (fp16, on the GPU) on inputs of
     `make_input()`."""
     inputs = [make_input()]
@@ -94,22 +94,10 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
         for batch, result in zip(batches, outs, strict=True):
             assert _rel(result, reference(*batch)) < TOL
 
-        static = [t.clone() for t in inputs]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            compiled(*static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = compiled(*static)
-        for source in (batches[-1], [make_input()], inputs):
-            for s, t in zip(static, source, strict=True):
-                s.copy_(t)
-            captured.fill_(float("nan"))
-            graph.replay()
-            torch.cuda.synchronize()
-            assert _rel(captured, reference(*source)) < TOL
+        sources = (batches[-1], [make_input()], inputs)
+        for source, replayed in zip(sources, graph_replays(compiled, inputs, sources),
+                                    strict=True):
+            assert _rel(replayed, reference(*source)) < TOL
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (piece,) = again.report.pieces
     assert piece.cached and piece.compile_seconds < 0.2
@@ -124,14 +112,14 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path) -> None:
     (512, 128, True),
     (192, 64, True),
 ])
-def test_attention_runs_our_way(tokens, width, scaled, tmp_path, poisoned):
+def test_attention_runs_our_way(tokens, width, scaled, tmp_path, poisoned, graph_replays):
     torch.manual_seed(tokens + width)
     scale = 1 / math.sqrt(width) if scaled else None
     model = OneHeadAttention(width, scale=scale).half().cuda().eval()
     pattern = "Attention" if scale is None else \
         f"Attention [{tokens} rows, {width} -> {3 * width} -> {width}, float16, scale {scale:.6g}]"
     _runs_our_way(model, lambda: torch.randn(tokens, width, dtype=torch.half, device="cuda"),
-                  pattern, tmp_path)
+                  pattern, tmp_path, graph_replays)
 
 
 @pytest.mark.parametrize(("images", "relu", "bias", "channels_last"), [
@@ -139,7 +127,8 @@ def test_attention_runs_our_way(tokens, width, scaled, tmp_path, poisoned):
     (8, True, True, True),  # the activations and filters already NHWC: no copy at the boundary
     (1, False, False, False),
 ])
-def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, poisoned):
+def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, poisoned,
+                                 graph_replays):
     torch.manual_seed(images)
     model = ConvChain(64, relu, bias).half().cuda().eval()
     layout = torch.channels_last if channels_last else torch.contiguous_format
@@ -149,11 +138,12 @@ def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, po
         x = torch.randn(images, 64, 56, 56, dtype=torch.half, device="cuda")
         return x.contiguous(memory_format=layout)
 
-    _runs_our_way(model, make_input, "Conv→ReLU→Conv" if relu else "Conv→Conv", tmp_path)
+    _runs_our_way(model, make_input, "Conv→ReLU→Conv" if relu else "Conv→Conv", tmp_path,
+                  graph_replays)
 
 
-def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned):
+def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned, graph_replays):
     torch.manual_seed(0)
     model = _resnet_block().half().cuda()
     _runs_our_way(model, lambda: torch.randn(8, 64, 56, 56, dtype=torch.half, device="cuda"),
-                  "Conv→ReLU→Conv", tmp_path)
+                  "Conv→ReLU→Conv", tmp_path, graph_replays)

@@ -1,0 +1,36 @@
+"""Shared by the front end's GPU tests: a compiled piece captured in a CUDA graph and replayed."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def graph_replays():
+    """graph_replays(compiled, inputs, sources) -> [the graph's output for each source]: the
+    call captured once on static copies of `inputs` (after a warm-up on a side stream, as
+    torch asks), then for each source its inputs copied in, the output filled with NaN and the
+    graph replayed. Each output is returned cloned, for the caller to check."""
+    torch = pytest.importorskip("torch")
+
+    def replay(compiled, inputs, sources):
+        static = [t.clone() for t in inputs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            compiled(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = compiled(*static)
+        outs = []
+        for source in sources:
+            for s, t in zip(static, source, strict=True):
+                s.copy_(t)
+            captured.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            outs.append(captured.clone())
+        return outs
+
+    return replay
