@@ -487,6 +487,8 @@ def simulate(
         reference=reference,
         mismatched_tiles=mismatched,
         guarantees=_guarantees(checked, wait_kernel_mode, scheduler),
+        followed=tuple(checked.followed),
+        unfollowed=dict(program.unfollowed),
     )
 
 

@@ -78,6 +78,8 @@ def test_a_followed_block_waits_and_reads_where_its_kernel_does():
     assert [(step.waits, step.reads) for step in steps] == [
         ((("p", k, 1),), (("p", ((k + 1) % 4,)),)) for k in range(4)]
     assert program.unfollowed == {}
+    _, result = _simulate(STEPPED.replace("READ", AHEAD))
+    assert result.followed == ("c",) and result.unfollowed == {}
 
 
 def test_the_correct_kernel_runs_clean():
@@ -105,6 +107,7 @@ def test_an_unfollowable_kernel_keeps_the_block_level_model_and_says_why():
     program, result = _simulate(UNFOLLOWABLE)
     assert program.stage("c").kernel_steps is None
     assert "may or may not run" in program.unfollowed["c"]
+    assert result.followed == () and result.unfollowed == program.unfollowed
     assert result.ok
 
 
