@@ -700,6 +700,9 @@ class Tally:
     guarantees: Counter = field(default_factory=Counter)
     refusals: Counter = field(default_factory=Counter)
     unfollowed: Counter = field(default_factory=Counter)  # proved programs, per reason
+    # programs with a kernel reading a step ahead of its waits: drawn, and proved (sound only
+    # where that tile was waited for already, which the simulator then confirms)
+    read_ahead: Counter = field(default_factory=Counter)
 
     def add(self, seed: int, program: Program, outcome: Outcome) -> None:
         self.programs += 1
@@ -710,6 +713,9 @@ class Tally:
             self.refusals[_refusal_kind(outcome.refusal)] += 1
         for reason in outcome.unfollowed:
             self.unfollowed[reason] += 1
+        if any(d.read_ahead for d in program.deps):
+            self.read_ahead["drawn"] += 1
+            self.read_ahead["proved"] += outcome.proved
         if outcome.failure is not None:
             self.failures.append((seed, outcome.failure, program_text(program)))
 
@@ -720,6 +726,7 @@ class Tally:
         self.guarantees.update(other.guarantees)
         self.refusals.update(other.refusals)
         self.unfollowed.update(other.unfollowed)
+        self.read_ahead.update(other.read_ahead)
 
 
 def _refusal_kind(message: str) -> str:
@@ -796,6 +803,8 @@ def main(argv: list[str] | None = None) -> int:
     print("guarantees relied on: " + ", ".join(f"{k} {n}" for k, n in
                                                sorted(tally.guarantees.items())))
     print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))
+    print(f"kernels reading a step ahead of their waits: {tally.read_ahead['drawn']} programs, "
+          f"{tally.read_ahead['proved']} proved")
     print(f"kernels not followed (block-level model) in {sum(tally.unfollowed.values())} proved "
           f"programs" + "".join(f"\n  {n}: {why}" for why, n in tally.unfollowed.most_common()))
     for seed, why, text in tally.failures[: None if args.show_failures else 3]:
