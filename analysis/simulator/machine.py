@@ -295,7 +295,7 @@ class Machine:
                 if not dependency.guarded:
                     continue
                 policy = self.program.stages[dependency.producer].policy
-                assert policy is not None  # the semaphores refuse a waited-on stage without
+                assert policy is not None  # Semaphores refuses a waited-on stage without one
                 waits[(dependency.producer, policy.semaphore_index(producer_tile),
                        posts_of(policy))] = None
             steps.append(BlockStep(tuple(waits), tuple(group)))

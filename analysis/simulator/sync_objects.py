@@ -83,6 +83,7 @@ class Semaphores:
 
     def enter(self, block: Block) -> bool:
         targets: dict[Semaphore, int] = {}
+        # one semaphore waited on twice in a step (policies of different posts) must reach both
         for stage, index, posts in block.steps[block.step].waits:
             target = self.wait_target(block.grid.epoch, posts)
             targets[(stage, index)] = max(target, targets.get((stage, index), target))
