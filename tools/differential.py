@@ -20,15 +20,20 @@ on the stages and the SM count given to verify or not. Each stage's kernel is re
 produced operand a `scf.for` over the first forall variable with a `sync.load_point ... step`
 and, for every point of the other forall variables (unrolled), a load of the producer tile's
 elements (sometimes also of a tile the dependency does not declare: the reference cuSync's
-halo bug), guarded by an `scf.if` where a clipped tile may fall outside the producer grid; then
-a store of its own tile and a `sync.store_point`. The program
+halo bug; or, now and then, the tile declared for the next step: an off-by-one between the
+wait and the read that only verify's per-step coverage refuses), guarded by an `scf.if` where a
+clipped tile may fall outside the producer grid; then a store of its own tile and a
+`sync.store_point`. The program
 then goes through the real passes (policies, maybe a named policy or the generated tile order,
 post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl and
 sync-drop-wait-kernel) and sync-verify.
 
 Whatever verify proves is run by `analysis.simulator` on the true machine (its SM count and
-every stage's blocks per SM, whether verify knew them or not) with the true reads (undeclared
-tile reads as unguarded reads), under the adversarial scheduler and random ones, and must
+every stage's blocks per SM, whether verify knew them or not), each block following its
+compiled kernel: the waits it performs and then the tiles its loads read, step by step (where
+a kernel cannot be followed, the stage reads its declared tiles and undeclared reads are added
+as unguarded ones; the run reports how often), under the adversarial scheduler and random
+ones, and must
 finish with every read after its write and every semaphore at its count. A proved program with
 a wait-kernel that cannot work (its producer does not post the start flag, or the wait-kernel
 function is missing) fails too: on a GPU that wait never ends. So does a program on which a
@@ -106,6 +111,10 @@ class Dependency:
     ranges: list[tuple[int, int]]  # the half-open forall range of each symbol s_i
     clipped: bool
     extra: bool  # the kernel also reads a tile the dependency does not declare
+    # the kernel's loads at step s0 read the tiles declared for the next step (the last step
+    # the first's): an off-by-one between the wait and the read that only a per-step coverage
+    # check refuses
+    read_ahead: bool = False
 
 
 @dataclass
@@ -124,6 +133,8 @@ class Program:
 # How often a producer coordinate takes one of the richer map forms of `_rich_result`; the
 # rest keep the original forms in their original proportions.
 RICH_PERCENT = 30
+# How often a dependency with a k-loop of two or more steps reads one step ahead of its waits
+READ_AHEAD_PERCENT = 4
 # Points of one dependency's forall box at most: verify and the passes enumerate it per
 # consumer tile, and the kernel unrolls every variable but s0.
 FORALL_POINTS = 48
@@ -263,8 +274,10 @@ def draw_program(draw: Draw) -> Program:
                 continue
             results, ranges, clipped = _producer_results(draw, stages[c], stages[p])
             extra = not clipped and stages[p].grid[0] > 1 and _chance(draw, 10)
+            ahead = bool(ranges) and ranges[0][1] - ranges[0][0] > 1 and \
+                _chance(draw, READ_AHEAD_PERCENT)
             deps.append(Dependency(stages[p].name, stages[c].name, operands[stages[c].name],
-                                   results, ranges, clipped, extra))
+                                   results, ranges, clipped, extra, ahead))
             operands[stages[c].name] += 1
     if deps and _chance(draw, 4):  # a back edge: a cycle
         a, b = deps[draw.integer(0, len(deps) - 1)].producer, deps[0].consumer
@@ -463,11 +476,16 @@ def build_module(program: Program):
                 loop_block = Block(arg_types=[index])
                 step = loop_block.args[0]
             body_ops.append(sync.LoadPointOp(d.operand, coords, step))
+            loaded_step = step
+            if d.read_ahead and step is not None:
+                lo, hi = d.ranges[0]
+                loaded_step = apply(body_ops, f"(s0 - {lo} + 1) mod {hi - lo} + {lo}", [], [step])
             tid_name = f"s{len(d.ranges)}"
             # The other forall variables are unrolled: one load per point, with the variables
             # as constants, so each load reads exactly the tile the map gives there.
             for inner in box_points(d.ranges[1:]):
-                symbols = [*([step] if step else []), *map(constant, inner), tid.result]
+                symbols = [*([loaded_step] if step else []), *map(constant, inner),
+                           tid.result]
                 reads = [d.results]
                 if d.extra:  # a tile the dependency leaves out: the next one along d0
                     reads.append([f"({d.results[0]} + 1) mod {producer.grid[0]}",
@@ -549,6 +567,9 @@ class Outcome:
     failure: str | None = None  # verify proved it, yet it fails; or a pass crashed
     refusal: str = ""  # why verify (or a pass) refused it
     guarantees: tuple[str, ...] = ()
+    # why the simulator could not follow some consumer's kernel (it used the block-level
+    # model of the declared dependencies there); empty where it followed every kernel
+    unfollowed: tuple[str, ...] = ()
 
     @property
     def sound(self) -> bool:
@@ -629,10 +650,11 @@ def _simulate_proved(program: Program, module) -> Outcome:
             return Outcome(True, f"proved, but the wait-kernel of @{step.producer} can never "
                                  f"end (no start flag or no wait-kernel function)", "", kinds)
     sim = program_from_ir(module, blocks_per_sm={s.name: s.blocks_per_sm
-                                                 for s in program.stages})
+                                                 for s in program.stages}, follow_kernels=True)
+    unfollowed = tuple(sorted(set(sim.unfollowed.values())))
     for d in program.deps:
-        if not d.extra:
-            continue
+        if not d.extra or d.consumer not in sim.unfollowed:
+            continue  # a followed kernel's reads are its loads, the undeclared one among them
         op = next(o for o in graph.dependencies if o.producer.root_reference.data == d.producer
                   and o.consumer.root_reference.data == d.consumer
                   and o.operand.data == d.operand)
@@ -648,7 +670,8 @@ def _simulate_proved(program: Program, module) -> Outcome:
         try:
             result = simulate(sim, machine, scheduler, seed=seed, launches=launches)
         except ValueError as err:
-            return Outcome(True, f"proved, but the simulator cannot run it: {err}", "", kinds)
+            return Outcome(True, f"proved, but the simulator cannot run it: {err}", "", kinds,
+                           unfollowed)
         if not result.ok:
             problems = []
             if result.deadlock is not None:
@@ -659,8 +682,9 @@ def _simulate_proved(program: Program, module) -> Outcome:
             if not problems:
                 problems.append(f"{len(result.mismatched_tiles)} output tiles differ")
             return Outcome(True, f"proved, but under the {scheduler} scheduler (seed {seed}, "
-                                 f"{launches} launches): " + "; ".join(problems), "", kinds)
-    return Outcome(True, None, "", kinds)
+                                 f"{launches} launches): " + "; ".join(problems), "", kinds,
+                           unfollowed)
+    return Outcome(True, None, "", kinds, unfollowed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,6 +699,10 @@ class Tally:
     failures: list[tuple[int, str, str]] = field(default_factory=list)  # seed, why, program
     guarantees: Counter = field(default_factory=Counter)
     refusals: Counter = field(default_factory=Counter)
+    unfollowed: Counter = field(default_factory=Counter)  # proved programs, per reason
+    # programs with a kernel reading a step ahead of its waits: drawn, and proved (sound only
+    # where that tile was waited for already, which the simulator then confirms)
+    read_ahead: Counter = field(default_factory=Counter)
 
     def add(self, seed: int, program: Program, outcome: Outcome) -> None:
         self.programs += 1
@@ -683,6 +711,11 @@ class Tally:
             self.guarantees[kind] += 1
         if not outcome.proved:
             self.refusals[_refusal_kind(outcome.refusal)] += 1
+        for reason in outcome.unfollowed:
+            self.unfollowed[reason] += 1
+        if any(d.read_ahead for d in program.deps):
+            self.read_ahead["drawn"] += 1
+            self.read_ahead["proved"] += outcome.proved
         if outcome.failure is not None:
             self.failures.append((seed, outcome.failure, program_text(program)))
 
@@ -692,6 +725,8 @@ class Tally:
         self.failures += other.failures
         self.guarantees.update(other.guarantees)
         self.refusals.update(other.refusals)
+        self.unfollowed.update(other.unfollowed)
+        self.read_ahead.update(other.read_ahead)
 
 
 def _refusal_kind(message: str) -> str:
@@ -768,6 +803,10 @@ def main(argv: list[str] | None = None) -> int:
     print("guarantees relied on: " + ", ".join(f"{k} {n}" for k, n in
                                                sorted(tally.guarantees.items())))
     print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))
+    print(f"kernels reading a step ahead of their waits: {tally.read_ahead['drawn']} programs, "
+          f"{tally.read_ahead['proved']} proved")
+    print(f"kernels not followed (block-level model) in {sum(tally.unfollowed.values())} proved "
+          f"programs" + "".join(f"\n  {n}: {why}" for why, n in tally.unfollowed.most_common()))
     for seed, why, text in tally.failures[: None if args.show_failures else 3]:
         print(f"\n--- seed {seed}: {why}\n{text}")
     return 1 if tally.failures else 0

@@ -11,6 +11,12 @@ The model, in the terms of the cuSync paper (§III):
   (recording which launch stored them), computes for its tile's duration, stores its tile and
   posts +1 to its own semaphore. With `per_step` it does this step by step (k-steps of a GEMM):
   wait for the tiles of step s, read them, compute a share of its duration, next step.
+  That is the block-level model of the declared dependencies. From IR after
+  sync-insert-post-wait (`program_from_ir(..., follow_kernels=True)`) a block follows its
+  compiled kernel instead (`kernel_steps`): at each step the waits the kernel performs (which
+  semaphore, how many posts), then the producer tiles its loads touch, so a load of a tile
+  whose wait comes later (or never) is an early read. Stages whose kernel cannot be followed
+  keep the block-level model (`SimProgram.unfollowed` says which and why).
 * Without an order table block b computes a fixed tile; with one (cuSync's tile()) the k-th
   block *dispatched* takes entry k of the table from an atomic counter.
 * The block scheduler (`machine`) fills SM slots (`sms × blocks_per_sm`, a stage may fit fewer

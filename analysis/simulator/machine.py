@@ -16,8 +16,15 @@ import numpy as np
 
 from tilesync.analysis.forward_progress import ProgressFacts, WaitKernelEnds, guarantees
 from tilesync.analysis.grid import Tile, grid_tiles
-from tilesync.analysis.simulator.program import CheckedProgram, Compute, SimMachine, SimProgram
-from tilesync.analysis.simulator.records import Block, Grid, WaitKernelRun
+from tilesync.analysis.simulator.program import (
+    CheckedProgram,
+    Compute,
+    SimMachine,
+    SimProgram,
+    SimStage,
+    posts_of,
+)
+from tilesync.analysis.simulator.records import Block, BlockStep, Grid, WaitKernelRun
 from tilesync.analysis.simulator.results import Deadlock, DeadlockReason, SimResult, Violation
 from tilesync.analysis.simulator.sync_objects import Semaphores, SyncObjects
 from tilesync.analysis.stage_graph import WaitKernel
@@ -264,15 +271,35 @@ class Machine:
         if grid.first_dispatch is None:
             grid.first_dispatch = self.now
         reads = self.program.reads[grid.stage][tile]
-        if stage.per_step:
-            count = max((len(r) for r in reads), default=0)
-            steps = [
-                [(k, r[s]) for k, r in enumerate(reads) if s < len(r)] for s in range(count)
-            ] or [[]]
-        else:
-            steps = [[(k, t) for k, r in enumerate(reads) for t in r]]
+        followed = self.program.followed.get(grid.stage)
+        steps = followed[tile] if followed is not None else self._declared_steps(stage, reads)
         block = Block(grid, block_id, tile, sm, self.now, steps, inputs=[[] for _ in reads])
         self._begin_step(block)
+
+    def _declared_steps(self, stage: SimStage, reads: list[list[Tile]]) -> list[BlockStep]:
+        """The block-level model: the tiles its dependencies declare, read in one step after
+        waiting for all of them (with `per_step`, step s reads the s-th tile of each), each
+        guarded one waited for on its producer's policy's semaphore."""
+        if stage.per_step:
+            count = max((len(r) for r in reads), default=0)
+            groups = [[(k, r[s]) for k, r in enumerate(reads) if s < len(r)]
+                      for s in range(count)] or [[]]
+        else:
+            groups = [[(k, t) for k, r in enumerate(reads) for t in r]]
+        dependencies = self.program.inputs[stage.name]
+        steps = []
+        for group in groups:
+            waits: dict[tuple[str, int, int], None] = {}
+            for k, producer_tile in group:
+                dependency = dependencies[k]
+                if not dependency.guarded:
+                    continue
+                policy = self.program.stages[dependency.producer].policy
+                assert policy is not None  # Semaphores refuses a waited-on stage without one
+                waits[(dependency.producer, policy.semaphore_index(producer_tile),
+                       posts_of(policy))] = None
+            steps.append(BlockStep(tuple(waits), tuple(group)))
+        return steps
 
     # --- blocks -----------------------------------------------------------------------------
 
@@ -284,7 +311,7 @@ class Machine:
         """The waits of this step are over: read its tiles, compute a share of the duration."""
         epoch = block.grid.epoch
         dependencies = self.program.inputs[block.grid.stage]
-        for k, producer_tile in block.steps[block.step]:
+        for k, producer_tile in block.steps[block.step].reads:
             producer = dependencies[k].producer
             found_epoch, value = self.store[producer].get(producer_tile, (0, None))
             if found_epoch != epoch:
@@ -460,6 +487,8 @@ def simulate(
         reference=reference,
         mismatched_tiles=mismatched,
         guarantees=_guarantees(checked, wait_kernel_mode, scheduler),
+        followed=tuple(checked.followed),
+        unfollowed=dict(program.unfollowed),
     )
 
 

@@ -17,6 +17,8 @@ from xdsl.traits import SymbolTable
 
 from tilesync.analysis.forward_progress import Residency
 from tilesync.analysis.grid import Tile, grid_tiles, in_grid
+from tilesync.analysis.simulator.kernel_steps import KernelStep, kernel_order
+from tilesync.analysis.simulator.records import BlockStep
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel, default_plan
 from tilesync.analysis.tile_order import order_tiles
 from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR
@@ -78,6 +80,10 @@ class SimStage:
     blocks_per_sm: int | None = None
     per_step: bool = False
     compute: Compute | None = None
+    # Each tile's steps in its compiled kernel's own order (`kernel_steps`): the block waits
+    # and reads exactly there, instead of reading what its dependencies declare, all at once
+    # (or per step with `per_step`) after waiting for all of it.
+    kernel_steps: Mapping[Tile, Sequence[KernelStep]] | None = None
 
     def tiles(self) -> list[Tile]:
         """Tile of each block id, without an order table."""
@@ -147,6 +153,9 @@ class SimProgram:
     stages: list[SimStage]
     dependencies: list[SimDependency] = field(default_factory=list)
     launches: list[HostStep] | None = None
+    # stages whose kernel was to be followed but could not be, with why (they keep the
+    # block-level model of their declared dependencies)
+    unfollowed: dict[str, str] = field(default_factory=dict)
 
     def launch_plan(self) -> list[HostStep]:
         if self.launches is None:
@@ -199,6 +208,8 @@ class CheckedProgram:
             self.inputs[dependency.consumer].append(dependency)
         self.topological = self._topological_order()
         self.depth = self._depths()
+        self.followed = {name: self._followed_steps(stage) for name, stage in self.stages.items()
+                         if stage.kernel_steps is not None}
         self.reads = {name: self._reads_of(self.stages[name]) for name in self.stages}
         self.plan = program.launch_plan()
         self._check_plan()
@@ -240,21 +251,47 @@ class CheckedProgram:
         return depth
 
     def _reads_of(self, stage: SimStage) -> dict[Tile, list[list[Tile]]]:
+        """Per tile, the producer tiles read through each dependency, in reading order."""
         reads: dict[Tile, list[list[Tile]]] = {}
+        dependencies = self.inputs[stage.name]
         for tile in grid_tiles(stage.grid):
-            per_dependency = []
-            for dependency in self.inputs[stage.name]:
+            if stage.name in self.followed:
+                per_dependency: list[list[Tile]] = [[] for _ in dependencies]
+                for step in self.followed[stage.name][tile]:
+                    for k, producer_tile in step.reads:
+                        per_dependency[k].append(producer_tile)
+            else:
+                per_dependency = [[tuple(t) for t in d.reads(tile)] for d in dependencies]
+            for dependency, tiles in zip(dependencies, per_dependency):
                 producer_grid = self.stages[dependency.producer].grid
-                tiles = [tuple(t) for t in dependency.reads(tile)]
                 for producer_tile in tiles:
                     if not in_grid(producer_tile, producer_grid):
                         raise ValueError(
                             f"{stage.name} tile {tile} reads {dependency.producer} tile "
                             f"{producer_tile} outside its grid {tuple(producer_grid)}"
                         )
-                per_dependency.append(tiles)
             reads[tile] = per_dependency
         return reads
+
+    def _followed_steps(self, stage: SimStage) -> dict[Tile, list[BlockStep]]:
+        """Each tile's steps in its kernel's order, reads by dependency position (a
+        producer's tiles go to the first dependency on it)."""
+        position: dict[str, int] = {}
+        for k, dependency in enumerate(self.inputs[stage.name]):
+            position.setdefault(dependency.producer, k)
+        assert stage.kernel_steps is not None
+        followed = {}
+        for tile in grid_tiles(stage.grid):
+            steps = []
+            for step in stage.kernel_steps[tile]:
+                for producer, _ in step.reads:
+                    if producer not in position:
+                        raise ValueError(f"{stage.name} tile {tile}: its kernel reads tiles of "
+                                         f"{producer}, on which it declares no dependency")
+                steps.append(BlockStep(step.waits,
+                                       tuple((position[p], t) for p, t in step.reads)))
+            followed[tile] = steps
+        return followed
 
     def _check_plan(self) -> None:
         launched = [item.stage for item in self.plan if isinstance(item, Launch)]
@@ -310,6 +347,7 @@ def program_from_ir(
     blocks_per_sm: Mapping[str, int] | None = None,
     per_step: Iterable[str] = (),
     compute: Mapping[str, Compute] | None = None,
+    follow_kernels: bool = False,
 ) -> SimProgram:
     """A `SimProgram` from `sync.stage` / `sync.dependency` / `sync.launch` /
     `sync.wait_kernel` ops, in module order.
@@ -318,10 +356,16 @@ def program_from_ir(
     A stage with an `order` takes tiles from an order table; without one its tile is its block
     id, which the hardware dispatches blockIdx.x (d0) fastest. Without any `sync.launch` every
     stage is launched on stream 0 in module order.
+
+    `follow_kernels` (for a module after sync-insert-post-wait): each stage that reads
+    another's tiles waits and reads where its compiled kernel does (`kernel_steps`), not where
+    its dependencies say; a stage whose kernel cannot be followed keeps the block-level model,
+    with the reason in the program's `unfollowed`.
     """
     policies = dict(policies or {})
     steps = set(per_step)
     graph = StageGraph.of(module)
+    followed, unfollowed = kernel_order(module, graph) if follow_kernels else ({}, {})  # type: ignore[arg-type]
     stages: list[SimStage] = []
     for name, op in graph.stages.items():
         duration = durations if isinstance(durations, int) else durations.get(name, 1)
@@ -336,7 +380,8 @@ def program_from_ir(
                 blocks_per_sm=(blocks_per_sm or {}).get(name) or _kernel_blocks_per_sm(op),
                 per_step=name in steps,
                 compute=(compute or {}).get(name),
+                kernel_steps=followed.get(name),
             )
         )
     dependencies = [SimDependency.from_op(op) for op in graph.dependencies]
-    return SimProgram(stages, dependencies, list(graph.steps) or None)
+    return SimProgram(stages, dependencies, list(graph.steps) or None, unfollowed)

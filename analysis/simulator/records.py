@@ -45,6 +45,16 @@ class WaitKernelRun:
         return f"wait_kernel({self.producer})@{self.epoch}"
 
 
+@dataclass(frozen=True)
+class BlockStep:
+    """One step of a block: it waits until each semaphore (stage whose semaphores, index)
+    reaches its epoch's count of `posts` per launch, then reads the producer tiles (dependency
+    position, producer tile)."""
+
+    waits: tuple[tuple[str, int, int], ...]  # (stage, semaphore index, posts per launch)
+    reads: tuple[tuple[int, Tile], ...]
+
+
 @dataclass(eq=False)
 class Block:
     grid: Grid
@@ -52,6 +62,6 @@ class Block:
     tile: Tile
     sm: int
     dispatched_at: int
-    steps: list[list[tuple[int, Tile]]]  # per step: (dependency position, producer tile)
+    steps: list[BlockStep]
     step: int = 0
     inputs: list[list[Any]] = field(default_factory=list)

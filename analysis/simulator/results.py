@@ -4,7 +4,7 @@ counts that disagree with their policy, and the outputs against a reference."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tilesync.analysis.grid import Tile
@@ -120,6 +120,10 @@ class SimResult:
     reference: list[dict[str, dict[Tile, Any]]]
     mismatched_tiles: list[tuple[int, str, Tile]]  # (launch, stage, tile)
     guarantees: dict[tuple[str, str], str | None]
+    # the stages that waited and read as their compiled kernels do, and those whose kernel
+    # could not be followed (with why): they waited for their declared tiles and read them
+    followed: tuple[str, ...] = ()
+    unfollowed: dict[str, str] = field(default_factory=dict)
 
     @property
     def outputs_match(self) -> bool:

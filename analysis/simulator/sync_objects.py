@@ -46,8 +46,8 @@ class SyncObjects(Protocol):
 
 
 class Semaphores:
-    """cuSync's per-tile semaphores: a block waits until every semaphore covering the producer
-    tiles of its step reaches `wait_target(epoch, posts)`, and posts +1 to its own semaphore
+    """cuSync's per-tile semaphores: a block waits until every semaphore its step waits on
+    reaches `wait_target(epoch, posts)`, and posts +1 to its own semaphore
     when its tile is stored. Never reset: launch e expects e × posts."""
 
     def __init__(self, program: CheckedProgram, wait_target: Callable[[int, int], int]):
@@ -82,16 +82,11 @@ class Semaphores:
         return self.counts.get(semaphore, 0)
 
     def enter(self, block: Block) -> bool:
-        dependencies = self.program.inputs[block.grid.stage]
         targets: dict[Semaphore, int] = {}
-        for k, producer_tile in block.steps[block.step]:
-            dependency = dependencies[k]
-            if not dependency.guarded:
-                continue
-            policy = self.program.stages[dependency.producer].policy
-            assert policy is not None
-            semaphore = (dependency.producer, policy.semaphore_index(producer_tile))
-            targets[semaphore] = self.wait_target(block.grid.epoch, posts_of(policy))
+        # one semaphore waited on twice in a step (policies of different posts) must reach both
+        for stage, index, posts in block.steps[block.step].waits:
+            target = self.wait_target(block.grid.epoch, posts)
+            targets[(stage, index)] = max(target, targets.get((stage, index), target))
         unmet = [s for s, target in targets.items() if self.seen(s) < target]
         if not unmet:
             return True

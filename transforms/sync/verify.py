@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -72,6 +72,7 @@ from tilesync.analysis.kernel_eval import (
     exact,
     run_batches,
 )
+from tilesync.analysis.operand_access import NO_ELEMENT_OPS, access, access_box
 from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
@@ -101,7 +102,6 @@ DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 DEFAULT_STEPS = 150_000
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
-FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
 
 
 def refusal(op: Operation, message: str) -> OpDiagnostic:
@@ -122,66 +122,6 @@ def _linear(coords: Sequence[Scalar], grid: Sequence[int]) -> Scalar:
     for c, extent in zip(coords, grid):
         index = index * extent + np.minimum(np.maximum(c, 0), extent - 1)
     return index
-
-
-NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp)
-"""Uses of an operand that touch none of its elements: a shape, a tensor map's descriptor."""
-
-
-def access(op: Operation, value: SSAValue, who: str
-           ) -> tuple[Sequence[SSAValue], list[int], bool] | None:
-    """(indices, extent per index, clipped to the shape) of `op`'s access to the memref
-    `value`; None for an op that touches no element (memref.dim); Unproven for any other
-    use, whose elements cannot be bounded."""
-    if isinstance(op, NO_ELEMENT_OPS):
-        return None
-    if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is value:
-        return op.indices, [1] * len(op.indices), False
-    if isinstance(op, tl.CpAsyncOp) and op.src is value:
-        width = tl.CpAsyncOp.BYTES // tl.element_bytes(op.src.type.element_type)
-        extents = [1] * len(op.src_indices)
-        extents[-1] = width
-        return op.src_indices, extents, op.masked is not None
-    if isinstance(op, tl.TakeAccOp) and op.src is value:
-        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
-    if isinstance(op, tl.StoreAccOp) and op.dst is value:
-        return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
-    if isinstance(op, tl.TmaLoadOp | tl.TmaStoreOp) and op.tensor_map is value:
-        # the box at the coordinates; past the tensor the copy engine fills zeros / writes
-        # nothing, elements of no producer tile
-        box = value.type.shape  # type: ignore[union-attr]
-        return op.coords, list(box), False
-    prefix = f"{who}: " if who else ""
-    raise Unproven(op, f"{prefix}'{op.name}' uses a produced operand in a way sync-verify "
-                       f"cannot bound (which elements does it touch?); access it through "
-                       f"memref.load/store or the tile dialect's copies")
-
-
-def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
-               ) -> tuple[list[Scalar], list[Scalar]] | None:
-    """The closed box [lo, hi] per memref dimension `op` touches of `value` (operand `n`),
-    per tile of the batch; None where it touches no element."""
-    found = access(op, value, who)
-    if found is None:
-        return None
-    indices, extents, clip = found
-    prefix = f"{who}: " if who else ""
-    shape = value.type.get_shape() if isinstance(value.type, MemRefType) else ()
-    lo: list[Scalar] = []
-    hi: list[Scalar] = []
-    for position, (index, extent) in enumerate(zip(indices, extents)):
-        bounds = run.value(index)
-        if bounds is None:
-            raise Unproven(op, f"{prefix}cannot bound index {position} of this '{op.name}' "
-                               f"of operand {n}, so cannot tell which producer tiles it "
-                               f"touches")
-        low, high = bounds[0], bounds[1] + extent - 1
-        if clip and position < len(shape) and shape[position] >= 0:
-            # a masked access touches no element outside the shape (negative indices included)
-            low, high = np.maximum(low, 0), np.minimum(high, shape[position] - 1)
-        lo.append(low)
-        hi.append(high)
-    return lo, hi
 
 
 # ---------------------------------------------------------------------------------------------

@@ -131,6 +131,31 @@ def test_the_differential_check_catches_wait_kernels_without_their_mechanism(mon
     assert failures and any("can never end" in why for _, why, _ in failures)
 
 
+def _reads_ahead_and_nothing_undeclared(seed: int) -> bool:
+    deps = differential.draw_program(differential.RandomDraw(seed)).deps
+    return any(d.read_ahead for d in deps) and not any(d.extra for d in deps)
+
+
+def test_the_differential_check_catches_reads_ahead_of_their_waits(monkeypatch):
+    # A verifier that never checks which waits precede a load proves the kernels that read
+    # k-step k + 1's tile at step k; the simulator follows their waits and loads step by step
+    # and reads early, where the block-level model (every declared tile waited for first)
+    # cannot. Only programs with such a kernel and no undeclared read, which both catch.
+    from tilesync.analysis import simulator
+    from tilesync.transforms.sync import verify
+
+    seeds = [s for s in range(1000) if _reads_ahead_and_nothing_undeclared(s)]
+    monkeypatch.setattr(verify.ConsumerRun, "check", lambda self, *args, **kwargs: None)
+    failures = differential.run_seeds(seeds).failures
+    assert failures and all("read-before-write" in why for _, why, _ in failures)
+
+    following = simulator.program_from_ir
+    monkeypatch.setattr(simulator, "program_from_ir",
+                        lambda *args, **kwargs: following(*args, **{**kwargs,
+                                                                     "follow_kernels": False}))
+    assert not differential.run_seeds(seeds).failures
+
+
 def test_a_pass_that_crashes_is_a_failure_not_a_refusal(monkeypatch):
     import tilesync.api
 
