@@ -130,14 +130,18 @@ def test_compiled_entry_has_ptx_and_bindings():
     assert entry["temps"] == [(64, 256)]
 
 
-def test_second_compile_comes_from_the_disk_cache(tmp_path):
+def test_second_compile_comes_from_the_disk_cache(tmp_path, monkeypatch):
+    """The second compile reads the entry back and compiles nothing (how long that takes is
+    measured by `tilesync bench torch`, not asserted here)."""
+    from tilesync.frontend.torch import compiler
+
     model = GeluMLP().half()
     x = torch.randn(16, 128, dtype=torch.half)
     first = tt.compile(model, [x], emit_ptx=True, cache_dir=tmp_path).report.pieces[0]
-    start = time.perf_counter()
+    monkeypatch.setattr(compiler, "compile_entry",
+                        lambda *args: pytest.fail("a cached piece was compiled again"))
     second = tt.compile(model, [x], emit_ptx=True, cache_dir=tmp_path).report.pieces[0]
     assert not first.cached and second.cached
-    assert second.compile_seconds < 0.2 and time.perf_counter() - start < 2.0
     assert list((tmp_path / "torch").glob("*.pkl"))
 
 

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import example  # noqa: E402
+from tilesync.frontend.torch import compiler  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 TOL = 2e-2
@@ -27,7 +28,7 @@ def _torch_cuda():
 
 
 @pytest.mark.parametrize("name", ["llama_mlp", "llama65b_mlp_tp8", "gpt2_block"])
-def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays):
+def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays, monkeypatch):
     model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
@@ -40,9 +41,10 @@ def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays
                                     graph_replays(compiled, inputs, (fresh, inputs)),
                                     strict=True):
             assert _rel(replayed, model(*source)) < TOL
+    monkeypatch.setattr(compiler, "compile_entry",
+                        lambda *args: pytest.fail("a cached piece was compiled again"))
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
-    piece = again.report.pieces[0]
-    assert piece.cached and piece.compile_seconds < 0.2
+    assert again.report.pieces[0].cached
 
 
 def test_auto_mode_runs_ours_only_where_measured_faster(tmp_path):
