@@ -397,7 +397,7 @@ def conv_table(result: dict[str, Any]) -> str:
 def conv_plot(result: dict[str, Any], out_dir, name: str = "conv"):
     """A PNG: per shape, each mode's speedup over cuDNN replayed from a CUDA graph (p10-p90 of
     the mode as error bars); None where matplotlib is missing."""
-    from tilesync.bench.report import pyplot, save_figure
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
 
     plt = pyplot()
     if plt is None:
@@ -408,20 +408,12 @@ def conv_plot(result: dict[str, Any], out_dir, name: str = "conv"):
     if not rows or not modes:
         return None
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.2), 4.2))
-    width = 0.8 / len(modes)
-    for k, mode in enumerate(modes):
-        xs, ys, lo, hi = [], [], [], []
-        for i, r in enumerate(rows):
-            rec = r["modes"].get(mode, {})
-            if "median_ms" not in rec:
-                continue
-            speed = _graph_ms(r) / rec["median_ms"]
-            xs.append(i + (k - (len(modes) - 1) / 2) * width)
-            ys.append(speed)
-            lo.append(speed - speed * rec["median_ms"] / rec["p90_ms"])
-            hi.append(speed * rec["median_ms"] / rec["p10_ms"] - speed)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=mode.replace("_", " "))
-    ax.axhline(1.0, color="gray", lw=0.8)
+
+    def vs_graph(row, mode):
+        rec = row["modes"].get(mode, {})
+        return (_graph_ms(row) / rec["median_ms"], rec) if "median_ms" in rec else None
+
+    speedup_bars(ax, rows, modes, vs_graph)
     ax.set_xticks(range(len(rows)), [r["shape"].replace(" ", "\n", 1) for r in rows],
                   fontsize=8)
     ax.set_ylabel("cuDNN (CUDA graph) time / mode time")

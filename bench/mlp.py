@@ -770,7 +770,7 @@ if __name__ == "__main__":
 def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
     """A PNG: per (model, M), each mode's speedup over stream sync of the same kernels (p10-p90
     of the mode as error bars) and torch's; None where matplotlib is missing."""
-    from tilesync.bench.report import pyplot, save_figure
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
 
     plt = pyplot()
     if plt is None:
@@ -782,21 +782,12 @@ def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
     if not rows or not modes:
         return None
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.3), 4.2))
-    width = 0.8 / len(modes)
-    for k, mode in enumerate(modes):
-        xs, ys, lo, hi = [], [], [], []
-        for i, r in enumerate(rows):
-            speed = speedups(r["modes"]).get(mode)
-            rec = r["modes"].get(mode, {})
-            if speed is None or "median_ms" not in rec:
-                continue
-            xs.append(i + (k - (len(modes) - 1) / 2) * width)
-            ys.append(speed)
-            # the mode's spread as a spread of the speedup
-            lo.append(speed - speed * rec["median_ms"] / rec["p90_ms"])
-            hi.append(speed * rec["median_ms"] / rec["p10_ms"] - speed)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=mode.replace("_", " "))
-    ax.axhline(1.0, color="gray", lw=0.8)
+
+    def over_stream_sync(row, mode):
+        speed, rec = speedups(row["modes"]).get(mode), row["modes"].get(mode, {})
+        return None if speed is None or "median_ms" not in rec else (speed, rec)
+
+    speedup_bars(ax, rows, modes, over_stream_sync)
     ax.set_xticks(range(len(rows)), [f"{r['model']} M={r['M']}" for r in rows], fontsize=8)
     ax.set_ylabel("stream-sync time / mode time")
     ax.set_title(f"MLP as two synchronized GEMM stages on {result['device']['name']}")
