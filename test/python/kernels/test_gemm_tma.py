@@ -94,7 +94,8 @@ def test_earlier_configs_keep_their_names():
     ("kwargs", "message"),
     [
         (dict(mma="sync", pipeline="tma_ws"), "multiplies with wgmma"),
-        (dict(tile=(320, 128, 64)), "BM <= 256"),
+        (dict(tile=(320, 128, 64)), r"BM in \(64, 128\)"),
+        (dict(tile=(256, 128, 64)), r"BM in \(64, 128\)"),  # four consumer warpgroups
         (dict(producer_warps=2), "producer_warps 1 or 4"),
         (dict(raster_group=0), "raster_group >= 1"),
         (dict(stages=9), "shared memory"),
