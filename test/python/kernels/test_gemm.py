@@ -152,8 +152,9 @@ def test_generation_and_compile_time():
     assert program.ptx
     print(f"\ngenerate {generated - start:.3f} s, compile {done - generated:.3f} s (CPU time); "
           f"per pass: { {k: round(v, 3) for k, v in program.pass_seconds.items()} }")
-    assert generated - start < 0.5
-    assert done - start < 20  # generous: shared CI machines; the report has the measured value
+    # no bound on the time itself (tools/compile_time.py measures it): this one only catches a
+    # blow-up by orders of magnitude, which a loaded CI machine cannot produce
+    assert done - start < 20
 
 
 # --------------------------------------------------------------------------------------------
