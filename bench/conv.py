@@ -52,8 +52,6 @@ from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
     CACHE_DIR,
     CompileCache,
-    CompileFailure,
-    compile_many,
     source_digest,
 )
 
@@ -171,13 +169,10 @@ def conv_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
 def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
                  cache: CompileCache | None = None) -> dict[tuple, dict[str, Any]]:
     """compile_job results per job ({"job", "error"} for one that fails), from `cache` where
-    it holds them, the others in a process pool."""
-    jobs = list(dict.fromkeys(jobs))
-    results = compile_many(jobs, target, processes, compile_one=compile_job, key=_job_key,
-                           cache=cache, keep_going=True)
-    return {job: {"job": job, "error": f"compile: {result.message}"}
-            if isinstance(result, CompileFailure) else result
-            for job, result in zip(jobs, results, strict=True)}
+    it holds them, the others in a process pool (bench.mlp.compile_jobs with this bench's
+    programs)."""
+    return mlp.compile_jobs(jobs, target, processes, cache, compile_one=compile_job,
+                            key=_job_key)
 
 
 def verdicts(host: str) -> dict[str, str]:

@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args(argv)
+    from tilesync.bench.report import missing_gpu
+
+    if missing_gpu("conv_sweep"):
+        return 1
 
     from tilesync.bench.kernels import CONV_LAYERS
     from tilesync.harness.compile import compile_ptx_many

@@ -418,7 +418,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     return result
 
 
-def measured_rates(result: dict[str, Any]) -> dict[str, float] | None:
+def run_rates(result: dict[str, Any]) -> dict[str, float] | None:
     """{"peak_tflops", "copy_gbps"} of a kernels run: the highest rate the library reached on
     any GEMM of the run (one shape's rate varies run to run: 8192^3 ran at 700-777 TFLOP/s on
     one H100), and the run's copy bandwidth; None without library timings."""
@@ -432,7 +432,7 @@ def add_floors(result: dict[str, Any]) -> None:
     """Each GEMM row's floor (bench.report.floor_ms) from the run's measured rates."""
     from tilesync.bench.report import floor_ms
 
-    rates = measured_rates(result)
+    rates = run_rates(result)
     if rates is None:
         return
     result["rates"] = rates
@@ -452,7 +452,7 @@ def kernels_table(result: dict[str, Any]) -> str:
         f"{'TFLOP/s':>8} {'GB/s':>6} {'%copy':>6} {'lib ms':>8} {'lib TF':>7} {'ratio':>6} "
         f"{'floor':>8} {'/floor':>6}  autotuned choice",
     ]
-    rates = measured_rates(result)
+    rates = run_rates(result)
     if rates:
         lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
                         f"(the library's fastest GEMM, this run) and the bytes at "
@@ -509,7 +509,7 @@ __all__ = [
     "kernel_benchmarks",
     "kernels_table",
     "legacy_candidates",
-    "measured_rates",
+    "run_rates",
     "softmax_benchmarks",
     "softmax_table",
     "softmax_workloads",

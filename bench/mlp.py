@@ -213,13 +213,15 @@ def compile_stage_program(module, sync_passes: list[str], target: str,
 
 
 def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
-                 cache: CompileCache | None = None) -> dict[tuple, dict[str, Any]]:
-    """Compiled programs of `jobs` (compile_job results, or {"job", "error"} for one that fails:
-    one bad program must not stop the rest): from `cache` where it holds them (None: no cache;
-    the bench's is mlp_cache()), the others in a process pool, each cached as it arrives."""
+                 cache: CompileCache | None = None, *, compile_one=None,
+                 key=None) -> dict[tuple, dict[str, Any]]:
+    """Compiled programs of `jobs` (compile_one's results, default compile_job, or {"job",
+    "error"} for one that fails: one bad program must not stop the rest): from `cache` where it
+    holds them under key(job, target) (default _job_key; None: no cache; the bench's is
+    mlp_cache()), the others in a process pool, each cached as it arrives."""
     jobs = list(dict.fromkeys(jobs))
-    results = compile_many(jobs, target, processes, compile_one=compile_job, key=_job_key,
-                           cache=cache, keep_going=True)
+    results = compile_many(jobs, target, processes, compile_one=compile_one or compile_job,
+                           key=key or _job_key, cache=cache, keep_going=True)
     return {job: {"job": job, "error": f"compile: {result.message}"}
             if isinstance(result, CompileFailure) else result
             for job, result in zip(jobs, results, strict=True)}

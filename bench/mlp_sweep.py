@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=["gpt3", "llama"])
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args(argv)
+    from tilesync.bench.report import missing_gpu
+
+    if missing_gpu("mlp_sweep"):
+        return 1
 
     from tilesync.bench import mlp as bench
     from tilesync.contract import target_for_device

@@ -8,6 +8,19 @@ from pathlib import Path
 from typing import Any
 
 
+def missing_gpu(tool: str) -> bool:
+    """True, with one line on stderr, where no GPU can run `tool` (a sweep's entry point answers
+    a machine without one with that line and exit status 1, not a traceback)."""
+    import sys
+
+    from tilesync.runtime.device import gpu_available
+
+    available, why = gpu_available()
+    if not available:
+        print(f"{tool}: error: no usable NVIDIA GPU: {why}", file=sys.stderr)
+    return not available
+
+
 def floor_ms(flops: float, nbytes: float, rates: dict[str, float]) -> float:
     """The floor of a kernel or chain: its flops at the measured peak rate, or its bytes at the
     measured copy bandwidth (bytes read + written per second), the longer; `rates` holds

@@ -119,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jit-check", action="store_true",
                         help="say whether the driver's JIT keeps setmaxnreg (nvJitLink drops it)")
     args = parser.parse_args(argv)
+    from tilesync.bench.report import missing_gpu
+
+    if missing_gpu("tma_sweep"):
+        return 1
     if args.jit_check:
         jit_check()
 

@@ -42,3 +42,15 @@ def test_the_floor_is_the_longer_of_compute_and_memory():
     rates = {"peak_tflops": 100.0, "copy_gbps": 1000.0}
     assert floor_ms(1e12, 1e6, rates) == pytest.approx(10.0)  # 1 TFLOP at 100 TFLOP/s
     assert floor_ms(1e6, 1e10, rates) == pytest.approx(10.0)  # 10 GB at 1000 GB/s
+
+
+@pytest.mark.parametrize("sweep", ["tma_sweep", "conv_sweep", "mlp_sweep"])
+def test_a_sweep_without_a_gpu_says_so_in_one_line(sweep, monkeypatch, capsys):
+    import importlib
+
+    from tilesync.runtime import device
+
+    monkeypatch.setattr(device, "gpu_available", lambda: (False, "no driver (test)"))
+    assert importlib.import_module(f"tilesync.bench.{sweep}").main([]) == 1
+    err = capsys.readouterr().err
+    assert err == f"{sweep}: error: no usable NVIDIA GPU: no driver (test)\n"
