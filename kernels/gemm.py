@@ -45,6 +45,7 @@ multiple of 8 so every 16-byte row chunk is aligned, as cuBLAS-style kernels req
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, math, memref, scf
 from xdsl.dialects.builtin import (
@@ -208,82 +209,80 @@ def column_slice(offset: int) -> ASource:
     return source
 
 
-def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
-                stages: int = 3, dtype: str = "f16", b_layout: str = "row",
-                epilogue: str | None = None, name: str = "gemm", sync_hooks: bool = False, *,
-                config: GemmConfig | None = None, a_type: MemRefType | None = None,
-                a_source: ASource | None = None, b_type: MemRefType | None = None,
-                b_source: ASource | None = None) -> ModuleOp:
-    """The GEMM as a builtin.module holding one gpu.module with one kernel.
+@dataclass(frozen=True)
+class TileOperands:
+    """The memory a tile reads and writes: A, B, C (any memrefs `a_source` / `b_source` /
+    the store can address), the epilogue's bias and seed, split-K's workspace and counters."""
 
-    `a_type` / `a_source` replace the A operand and how a 16-byte chunk of the logical M x K
-    A is addressed in it (conv2d's implicit im2col); `b_type` / `b_source` do the same for B
-    (its logical layout: K x N for `b_layout="row"`, N x K for `"col"`), e.g. attention's K and
-    V read in place as column slices of the QKV GEMM's output (`column_slice`)."""
-    cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
-                                sync_hooks)
-    if cfg.warp_specialized:
-        from tilesync.kernels.gemm_tma import tma_ws_module
+    A: SSAValue
+    B: SSAValue
+    C: SSAValue
+    bias: SSAValue | None = None
+    seed: SSAValue | None = None
+    workspace: SSAValue | None = None
+    counters: SSAValue | None = None
 
-        return tma_ws_module(cfg)
-    elem = cfg.element_type
+
+@dataclass(frozen=True)
+class TilePlace:
+    """Where the tile is: the thread and its warp's origin in the tile, the tile's origin in
+    A's rows (`m0`) and C's columns (`n0`), C's row origin when it differs from A's (a tile
+    read from one buffer and stored into another), the coordinates its sync hooks name, and
+    split-K's first k-tile."""
+
+    tid: SSAValue
+    warp: SSAValue
+    warp_m: SSAValue
+    warp_n: SSAValue
+    m0: SSAValue
+    n0: SSAValue
+    tile: tuple[SSAValue, SSAValue]
+    k_begin: SSAValue | None = None
+    c_m0: SSAValue | None = None
+
+
+def stage_buffer_types(cfg: GemmConfig) -> tuple[MemRefType, MemRefType]:
+    """The shared-memory stage rings of A (S x BM x BK) and B (S x BK x BN, or S x BN x BK
+    for a column-major B)."""
+    bm, bn, bk = cfg.tile
+    S = cfg.stages
+    sb_shape = [S, bk, bn] if cfg.b_layout == "row" else [S, bn, bk]
+    return (MemRefType(cfg.element_type, [S, bm, bk], memory_space=IntegerAttr(3, 64)),
+            MemRefType(cfg.element_type, sb_shape, memory_space=IntegerAttr(3, 64)))
+
+
+def stage_buffers(cfg: GemmConfig) -> list[memref.GlobalOp]:
+    """The module-level globals `smem_a` and `smem_b` holding the stage rings (dynamic shared
+    memory past 48 KiB; wgmma's swizzle atoms want a 1024-byte aligned base)."""
+    dynamic = cfg.dynamic_shared_bytes > 0
+    sa_type, sb_type = stage_buffer_types(cfg)
+    return [_shared_global("smem_a", sa_type, dynamic, cfg.stage_alignment),
+            _shared_global("smem_b", sb_type, dynamic, cfg.stage_alignment)]
+
+
+def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePlace,
+              sa: SSAValue, sb: SSAValue, a_source: ASource | None = None,
+              b_source: ASource | None = None) -> None:
+    """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
+    through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
+    workspace, the last slice storing). Emitted at the end of `b`'s block."""
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
-    wtm, wtn = bm // wm_count, bn // wn_count  # warp tile
+    wtm, wtn = bm // wm_count, bn // wn_count
     mi_count, ni_count = wtm // 16, wtn // 8
     S = cfg.stages
     split = cfg.split_k
     per_slice = cfg.k_tiles // split
-
-    b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
-    logical_a = MemRefType(elem, [cfg.M, cfg.K])
-    logical_b = MemRefType(elem, b_logical)
-    c_type = MemRefType(elem, [cfg.M, cfg.out_cols])
-    inputs: list[Attribute] = [a_type or logical_a, b_type or logical_b, c_type]
-    if cfg.has_bias:
-        inputs.append(MemRefType(elem, [cfg.out_cols]))
-    if cfg.dropout is not None:
-        inputs.append(i32)
-    if split > 1:
-        inputs.append(MemRefType(f32, list(cfg.workspace_shape)))
-        inputs.append(MemRefType(i32, list(cfg.counters_shape)))
-    sa_type = MemRefType(elem, [S, bm, bk], memory_space=IntegerAttr(3, 64))
     sb_shape = [S, bk, bn] if cfg.b_layout == "row" else [S, bn, bk]
-    sb_type = MemRefType(elem, sb_shape, memory_space=IntegerAttr(3, 64))
     swizzle_a = tl.swizzle_for_row(bk)
     swizzle_b = tl.swizzle_for_row(sb_shape[-1])
-    dynamic = cfg.dynamic_shared_bytes > 0
     wgmma = cfg.mma == "wgmma"
-    # wgmma's swizzle atoms are 8 rows x 128 bytes from a 1024-byte aligned base
-    align = cfg.stage_alignment
-
-    kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
-                        known_block_size=list(cfg.block))
-    entry = kernel.body.block
-    args = dict(zip(cfg.params, entry.args, strict=True))
-    for hint, arg in args.items():
-        arg.name_hint = hint
-    A, B, C = args["A"], args["B"], args["C"]
-    bias, seed = args.get("bias"), args.get("seed")
-    b = BlockBuilder(entry)
-
-    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    if cfg.sync_hooks:
-        tile_x, tile_y = b.insert(sync.TileOp(rank=2)).results
-    else:
-        tile_x = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-        tile_y = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y)))
-    m0 = b.muli(tile_x, bm)
-    n0 = b.muli(tile_y, bn)
-    k_begin = None
-    if split > 1:
-        slice_z = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Z)))
-        k_begin = b.muli(slice_z, per_slice)
-    warp = b.divui(tid, 32)
-    warp_m = b.muli(b.divui(warp, wn_count), wtm)
-    warp_n = b.muli(b.remui(warp, wn_count), wtn)
-    sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
-    sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
+    elem = cfg.element_type
+    A, B, C, bias, seed = ops.A, ops.B, ops.C, ops.bias, ops.seed
+    tid, warp, warp_m, warp_n = place.tid, place.warp, place.warp_m, place.warp_n
+    m0, n0, k_begin = place.m0, place.n0, place.k_begin
+    tile_x, tile_y = place.tile
+    c_m0 = m0 if place.c_m0 is None else place.c_m0
 
     mask_a = cfg.M % bm != 0 or cfg.K % bk != 0
     mask_b = cfg.N % bn != 0 or cfg.K % bk != 0
@@ -406,7 +405,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         b.insert(tl.WgmmaWaitOp(0))
 
     def store_tiles(body: BlockBuilder, tiles: list[SSAValue]) -> None:
-        _store_accumulators(body, cfg, tiles, C, (m0, n0), (warp_m, warp_n),
+        _store_accumulators(body, cfg, tiles, C, (c_m0, n0), (warp_m, warp_n),
                             (mi_count, ni_count), mask_c, bias, seed)
         if cfg.sync_hooks:
             body.insert(sync.StorePointOp([tile_x, tile_y]))
@@ -417,10 +416,10 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         # Split-K: add this slice's partial tile into the workspace, arrive on the tile's
         # counter; the last slice to arrive takes the sums, runs the epilogue, stores C, and
         # (with sync hooks) posts the tile: the store point is in its branch only.
-        workspace, counters = args["workspace"], args["counters"]
+        workspace, counters = ops.workspace, ops.counters
         positions = []
         for mi in range(mi_count):
-            row = b.addi(b.addi(m0, warp_m), mi * 16)
+            row = b.addi(b.addi(c_m0, warp_m), mi * 16)
             for ni in range(ni_count):
                 col = b.addi(b.addi(n0, warp_n), ni * 8)
                 positions.append((row, col))
@@ -434,12 +433,83 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         store_tiles(fb, sums)
         fb.insert(scf.YieldOp())
         b.insert(scf.IfOp(last, [], Region(final)))
+
+
+def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
+                stages: int = 3, dtype: str = "f16", b_layout: str = "row",
+                epilogue: str | None = None, name: str = "gemm", sync_hooks: bool = False, *,
+                config: GemmConfig | None = None, a_type: MemRefType | None = None,
+                a_source: ASource | None = None, b_type: MemRefType | None = None,
+                b_source: ASource | None = None) -> ModuleOp:
+    """The GEMM as a builtin.module holding one gpu.module with one kernel.
+
+    `a_type` / `a_source` replace the A operand and how a 16-byte chunk of the logical M x K
+    A is addressed in it (conv2d's implicit im2col); `b_type` / `b_source` do the same for B
+    (its logical layout: K x N for `b_layout="row"`, N x K for `"col"`), e.g. attention's K and
+    V read in place as column slices of the QKV GEMM's output (`column_slice`)."""
+    cfg = config or gemm_config(M, N, K, tile, warps, stages, dtype, b_layout, epilogue, name,
+                                sync_hooks)
+    if cfg.warp_specialized:
+        from tilesync.kernels.gemm_tma import tma_ws_module
+
+        return tma_ws_module(cfg)
+    elem = cfg.element_type
+    bm, bn, _ = cfg.tile
+    wm_count, wn_count = cfg.warps
+    wtm, wtn = bm // wm_count, bn // wn_count  # warp tile
+    split = cfg.split_k
+    per_slice = cfg.k_tiles // split
+
+    b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
+    logical_a = MemRefType(elem, [cfg.M, cfg.K])
+    logical_b = MemRefType(elem, b_logical)
+    c_type = MemRefType(elem, [cfg.M, cfg.out_cols])
+    inputs: list[Attribute] = [a_type or logical_a, b_type or logical_b, c_type]
+    if cfg.has_bias:
+        inputs.append(MemRefType(elem, [cfg.out_cols]))
+    if cfg.dropout is not None:
+        inputs.append(i32)
+    if split > 1:
+        inputs.append(MemRefType(f32, list(cfg.workspace_shape)))
+        inputs.append(MemRefType(i32, list(cfg.counters_shape)))
+    sa_type, sb_type = stage_buffer_types(cfg)
+
+    kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
+                        known_block_size=list(cfg.block))
+    entry = kernel.body.block
+    args = dict(zip(cfg.params, entry.args, strict=True))
+    for hint, arg in args.items():
+        arg.name_hint = hint
+    A, B, C = args["A"], args["B"], args["C"]
+    bias, seed = args.get("bias"), args.get("seed")
+    b = BlockBuilder(entry)
+
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    if cfg.sync_hooks:
+        tile_x, tile_y = b.insert(sync.TileOp(rank=2)).results
+    else:
+        tile_x = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        tile_y = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y)))
+    m0 = b.muli(tile_x, bm)
+    n0 = b.muli(tile_y, bn)
+    k_begin = None
+    if split > 1:
+        slice_z = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Z)))
+        k_begin = b.muli(slice_z, per_slice)
+    warp = b.divui(tid, 32)
+    warp_m = b.muli(b.divui(warp, wn_count), wtm)
+    warp_n = b.muli(b.remui(warp, wn_count), wtn)
+    sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
+    sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
+
+    emit_tile(b, cfg, TileOperands(A, B, C, bias, seed, args.get("workspace"),
+                                  args.get("counters")),
+              TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin),
+              sa, sb, a_source, b_source)
     b.insert(gpu.ReturnOp([]))
 
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
-                              Region(Block([_shared_global("smem_a", sa_type, dynamic, align),
-                                            _shared_global("smem_b", sb_type, dynamic, align),
-                                            kernel])))
+                              Region(Block([*stage_buffers(cfg), kernel])))
     return ModuleOp([gpu_module])
 
 
@@ -451,4 +521,5 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                            sync_hooks))
 
 
-__all__ = ["ASource", "column_slice", "dropout_op", "gemm_kernel", "gemm_module"]
+__all__ = ["ASource", "TileOperands", "TilePlace", "column_slice", "dropout_op", "emit_tile",
+           "gemm_kernel", "gemm_module"]
