@@ -262,10 +262,16 @@ def stage_buffers(cfg: GemmConfig) -> list[memref.GlobalOp]:
 
 def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePlace,
               sa: SSAValue, sb: SSAValue, a_source: ASource | None = None,
-              b_source: ASource | None = None) -> None:
+              b_source: ASource | None = None, resident_b: bool = False) -> None:
     """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
     through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
-    workspace, the last slice storing). Emitted at the end of `b`'s block."""
+    workspace, the last slice storing). Emitted at the end of `b`'s block.
+
+    `resident_b` (wgmma): `sb` already holds all of B's k-tiles (`load_resident_b`), indexed
+    by k-tile: the loop copies only A (a stage that multiplies every tile by the same weights
+    loads them once)."""
+    if resident_b and (cfg.mma != "wgmma" or cfg.split_k > 1):
+        raise ValueError("resident B is read by wgmma, without split-K")
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
     wtm, wtn = bm // wm_count, bn // wn_count
@@ -333,7 +339,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
             cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=masked,
                                    swizzle=swizzle_b))
 
-        copy_chunks(body, bk * bn, sb_shape[2], copy_b)
+        if not resident_b:
+            copy_chunks(body, bk * bn, sb_shape[2], copy_b)
 
     def global_k(body: BlockBuilder, local: SSAValue | int) -> SSAValue:
         local_v = body.idx(local) if isinstance(local, int) else local
@@ -397,7 +404,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         for kk in range(bk // 16):
             k_off = lb.idx(kk * 16)
             results = lb.insert(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
-                                           [stage, lb.idx(0), k_off], results)).results
+                                           [kt if resident_b else stage, lb.idx(0), k_off],
+                                           results)).results
         lb.insert(tl.WgmmaCommitOp())
         lb.insert(tl.WgmmaWaitOp(cfg.wgmma_in_flight))
     lb.insert(scf.YieldOp(*results))
@@ -433,6 +441,31 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         store_tiles(fb, sums)
         fb.insert(scf.YieldOp())
         b.insert(scf.IfOp(last, [], Region(final)))
+
+
+def load_resident_b(b: BlockBuilder, cfg: GemmConfig, B: SSAValue, sb: SSAValue,
+                    tid: SSAValue) -> None:
+    """Copy all of B (N x K, K-major) into `sb` (k-tiles x BN x BK, wgmma's swizzle) and wait
+    for it: every thread's copies landed, visible to the async proxy wgmma reads through."""
+    bn, bk = cfg.tile[1], cfg.tile[2]
+    swizzle = tl.swizzle_for_row(bk)
+    chunks = cfg.k_tiles * bn * bk // 8
+    per_row = bk // 8
+    for i in range(-(-chunks // cfg.threads)):
+        chunk = b.addi(tid, i * cfg.threads)
+        guarded = Block()
+        gb = BlockBuilder(guarded)
+        row_chunk = gb.divui(chunk, per_row)  # over k-tiles x BN rows
+        k_tile, row = gb.divui(row_chunk, bn), gb.remui(row_chunk, bn)
+        col = gb.muli(gb.remui(chunk, per_row), 8)
+        gb.insert(tl.CpAsyncOp(sb, [k_tile, row, col], B, [row, gb.addi(gb.muli(k_tile, bk), col)],
+                               swizzle=swizzle))
+        gb.insert(scf.YieldOp())
+        b.insert(scf.IfOp(b.ult(chunk, chunks), [], Region(guarded)))
+    b.insert(tl.CpAsyncCommitOp())
+    b.insert(tl.CpAsyncWaitOp(0))
+    b.insert(tl.FenceProxyAsyncOp())
+    b.insert(gpu.BarrierOp())
 
 
 def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
@@ -522,4 +555,4 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
 
 
 __all__ = ["ASource", "TileOperands", "TilePlace", "column_slice", "dropout_op", "emit_tile",
-           "gemm_kernel", "gemm_module"]
+           "gemm_kernel", "gemm_module", "load_resident_b", "stage_buffers"]

@@ -174,6 +174,10 @@ class DataflowProgram:
             for sig in self.signatures.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)
+                    # past 48 KiB a kernel must opt in before occupancy can count its blocks
+                    if sig.dynamic_shared_bytes:
+                        self.kernels[sig.name].ensure_dynamic_shared_memory(
+                            sig.dynamic_shared_bytes)
         self.blocks: dict[str, tuple[int, int, int]] = {}
         for stage in self.plan.stages:
             sig = self.signatures.get(stage.kernel)
@@ -263,6 +267,10 @@ class DataflowProgram:
         return bound
 
     # -- running -------------------------------------------------------------------------------
+    def main_stream(self) -> Any:
+        """The stream every run starts and ends on: work held there holds the runs behind it."""
+        return self._streams[self.plan.stages[0].name]
+
     def run(self, args: Mapping[str, Sequence[Any]]) -> Any:
         """Enqueue one run of every stage; returns an event recorded when all are done.
 

@@ -123,6 +123,12 @@ def _bench(args: argparse.Namespace) -> int:
             result = torch_models.torch_benchmarks(args.models or torch_models.NAMES,
                                                    warmup=args.warmup, reps=args.reps)
             table = torch_models.torch_table(result)
+        elif name == "dataflow-mlp":
+            from tilesync.bench import dataflow_mlp
+
+            result = dataflow_mlp.mlp_stack_benchmarks(warmup=min(args.warmup, 5),
+                                                       reps=min(args.reps, 30))
+            table = dataflow_mlp.stack_table(result)
         elif name == "dataflow":
             from tilesync.bench import dataflow
 
@@ -138,7 +144,7 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = name if name in ("kernels", "mlp", "conv", "torch", "dataflow") \
+        stem = name if name in ("kernels", "mlp", "conv", "torch", "dataflow", "dataflow-mlp") \
             else f"spine-{name}"
         path = report.write_json(result, out, stem)
         if name == "kernels":
@@ -155,6 +161,10 @@ def _bench(args: argparse.Namespace) -> int:
             png = conv_plot(result, out, stem)
         elif name == "torch":
             png = None
+        elif name == "dataflow-mlp":
+            from tilesync.bench.dataflow_mlp import stack_plot
+
+            png = stack_plot(result, out, stem)
         elif name == "dataflow":
             from tilesync.bench.dataflow import queue_plot
 
@@ -205,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
                    choices=("copy", "waves", "stages", "kernels", "mlp", "conv", "torch",
-                            "dataflow", "all"),
+                            "dataflow", "dataflow-mlp", "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,

@@ -1,0 +1,265 @@
+"""`tilesync bench dataflow-mlp`: a stack of Linear+ReLU layers as a Kitsune pipeline.
+
+NeRF's trunk (8 layers of 256 from a 64-wide encoding; the skip concat and the heads are not
+in the stack) on 2^16 and 2^18 points, timed in one run as (bulk first: its per-layer times
+are the measured rates dataflow-allot-ctas sizes the pipeline's stages from):
+
+  - `pipeline`: kernels.mlp_pipeline, every layer a stage resident at once, activations
+    passed in queues kept in L2 (one cooperative launch);
+  - `bulk_sync`: the same layer tiles (kernels.mlp_pipeline's `layer_config` with all rows)
+    as one kernel per layer, activations through device memory;
+  - `torch_eager` / `torch_graph`: F.linear + relu per layer (cuBLAS), eager and replayed
+    from a CUDA graph;
+
+against the floor (the stack's multiply-adds at the measured peak rate, or X, the weights and
+Y once at the measured copy bandwidth). Every form is checked against an fp32 reference on
+poisoned outputs; the pipeline also after 100 more runs and after 100 CUDA-graph replays,
+without a memset in between (tickets continue from run to run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import statistics
+from typing import Any
+
+from tilesync.bench import mlp as mlp_bench
+from tilesync.bench.experiments import summarize
+
+NERF_TRUNK = (64,) + (256,) * 8
+ROWS = (1 << 16, 1 << 18)
+FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph")
+
+
+class StackData(mlp_bench.CheckedOutputs):
+    """Inputs, weights (N x K, as nn.Linear keeps them), biases, the output and its fp32
+    reference."""
+
+    def __init__(self, torch, rows: int, widths: tuple[int, ...], seed: int = 0):
+        self.torch = torch
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        half = torch.float16
+        self.x = torch.randn(rows, widths[0], device="cuda", dtype=half, generator=gen)
+        # He-scaled weights keep the activations' size from layer to layer under ReLU
+        self.weights = [(torch.randn(n, k, device="cuda", generator=gen) * (2 / k) ** 0.5)
+                        .to(half) for k, n in itertools.pairwise(widths)]
+        self.biases = [(torch.randn(n, device="cuda", generator=gen) * 0.1).to(half)
+                       for n in widths[1:]]
+        self.y = torch.empty(rows, widths[-1], device="cuda", dtype=half)
+        self.h = self.y  # no middle tensor: the activations stay in the queues
+        h = self.x.float()
+        for w, b in zip(self.weights, self.biases):
+            h = torch.relu(h @ w.float().t() + b.float())
+        self.ref = h
+        self.ref_norm = float(h.norm())
+
+    def torch_stack(self):
+        torch = self.torch
+        h = self.x
+        for w, b in zip(self.weights, self.biases):
+            h = torch.relu(torch.nn.functional.linear(h, w, b))
+        return h
+
+
+def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
+                 graph_replays: int) -> dict[str, Any]:
+    """Compile and load the pipeline, check it, time it, check it again after `repeats` runs
+    and after `graph_replays` replays of a captured run."""
+    import time
+
+    import tilesync
+    from tilesync.harness.compile import kernel_target
+    from tilesync.harness.timing import hold_stream
+    from tilesync.kernels.mlp_pipeline import mlp_pipeline_module, stage_arguments
+    from tilesync.runtime.dataflow import DataflowProgram
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.stream import elapsed_ms
+
+    began = time.perf_counter()
+    compiled = tilesync.compile(mlp_pipeline_module(stack),
+                                target=kernel_target(stack.layer_config(0), get_device().arch))
+    compile_s = time.perf_counter() - began
+    program = DataflowProgram(compiled)
+    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y)
+    checks = []
+
+    def checked(label: str, launch) -> None:
+        data.poison()
+        launch()
+        program.synchronize()
+        checks.append({"after": label, "rel_error": mlp_bench.check_error(f"pipeline ({label})",
+                                                           data.error())})
+
+    checked("first run", lambda: program.run(args))
+    samples = []
+    hold_stream(mlp_bench.HOLD_NS_PER_RUN * (warmup + reps), program.main_stream())
+    for i in range(warmup + reps):
+        end = program.run(args)
+        if i >= warmup:
+            samples.append((program.last_start, end))
+    program.synchronize()
+    for _ in range(repeats):
+        program.run(args)
+    checked(f"{warmup + reps + repeats} more runs", lambda: program.run(args))
+    if graph_replays:
+        graph = program.capture(args)
+        for _ in range(graph_replays - 1):
+            graph.launch()
+        checked(f"{graph_replays} graph replays", graph.launch)
+        graph.close()
+    record = {"ctas": list(stack.stage_ctas()), "queue_entries": stack.queue_entries(),
+              "co_residency": program.co_residency, "compile_s": compile_s,
+              "l2_window_bytes": program.l2_window[1] if program.l2_window else 0,
+              "checks": checks, "rel_error": max(c["rel_error"] for c in checks),
+              **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
+    program.close()
+    return record
+
+
+def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
+    """The same layer tiles, one kernel per layer over all rows, activations in memory."""
+    from tilesync.harness.runner import GemmRunner
+    from tilesync.harness.timing import hold_stream
+    from tilesync.runtime.stream import Event, Stream, elapsed_ms
+
+    torch = data.torch
+    runners = [GemmRunner(stack.layer_config(layer, stack.rows))
+               for layer in range(stack.layers)]
+    hidden = [torch.empty(stack.rows, stack.width, device="cuda", dtype=torch.float16)
+              for _ in range(2)]
+    stream = Stream()
+
+    def run() -> list:
+        """One run; an event after each layer."""
+        source, marks = data.x, []
+        for layer, runner in enumerate(runners):
+            last = layer == stack.layers - 1
+            target = data.y if last else hidden[layer % 2]
+            runner.launch(source, data.weights[layer], target, data.biases[layer],
+                          stream=stream)
+            marks.append(Event().record(stream))
+            source = target
+        return marks
+
+    data.poison()
+    run()
+    stream.synchronize()
+    first = mlp_bench.check_error("bulk_sync", data.error())
+    samples = []
+    hold_stream(mlp_bench.HOLD_NS_PER_RUN * (warmup + reps), stream)
+    for i in range(warmup + reps):
+        start = Event().record(stream)
+        marks = run()
+        if i >= warmup:
+            samples.append((start, marks))
+    stream.synchronize()
+    last = mlp_bench.check_error("bulk_sync (after timing)", data.error())
+    layer_ms = [statistics.median(elapsed_ms(([s, *m])[k], m[k]) for s, m in samples)
+                for k in range(stack.layers)]
+    return {"rel_error": max(first, last), "layer_ms": layer_ms,
+            **summarize([elapsed_ms(s, m[-1]) for s, m in samples], warmup)}
+
+
+def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
+    """dataflow-allot-ctas on the pipeline, each stage's rate its layer's measured
+    bulk-synchronous tiles per second: the CTA counts that balance the stages."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import FloatAttr, f64
+
+    from tilesync.contract import BSP_RATE_ATTR
+    from tilesync.dialects import dataflow
+    from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
+    from tilesync.transforms.dataflow.allot_ctas import AllotCTAsPass
+
+    module = mlp_pipeline_module(stack)
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    for stage, ms in zip(pipeline.stages, layer_ms, strict=True):
+        stage.attributes[BSP_RATE_ATTR] = FloatAttr(stack.tiles / (ms * 1e-3), f64)
+    AllotCTAsPass(sms=stack.sms).apply(Context(), module)
+    return tuple(stage.num_ctas for stage in pipeline.stages)
+
+
+def stack_floor_ms(stack, rates: dict[str, float]) -> float:
+    from tilesync.bench.report import floor_ms
+
+    flops = 2 * stack.rows * sum(k * n for k, n in itertools.pairwise(stack.widths))
+    elements = stack.rows * (stack.widths[0] + stack.width) + sum(
+        k * n + n for k, n in itertools.pairwise(stack.widths))
+    return floor_ms(flops, 2 * elements, rates)
+
+
+def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, warmup: int = 5, reps: int = 30,
+                         repeats: int = 100, graph_replays: int = 100) -> dict[str, Any]:
+    from tilesync.kernels.mlp_pipeline import MlpStack
+
+    torch, why = mlp_bench._torch_or_none()
+    if torch is None:
+        raise RuntimeError(f"bench dataflow-mlp compares against torch: {why}")
+    rates = mlp_bench.measured_rates(torch, warmup, reps)
+    results = []
+    for count in rows:
+        stack = MlpStack(count, tuple(widths))
+        data = StackData(torch, count, stack.widths)
+        forms: dict[str, Any] = {}
+        forms["bulk_sync"] = run_bulk_sync(stack, data, warmup, reps)
+        stack = dataclasses.replace(stack, ctas=allotted_ctas(stack,
+                                                              forms["bulk_sync"]["layer_ms"]))
+        forms["pipeline"] = run_pipeline(stack, data, warmup, reps, repeats, graph_replays)
+        forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
+        results.append({"rows": count, "widths": list(stack.widths),
+                        "floor_ms": stack_floor_ms(stack, rates), "forms": forms})
+        del data
+        torch.cuda.empty_cache()
+    return {"experiment": "dataflow_mlp", "rates": rates, "warmup": warmup, "reps": reps,
+            "rows": results,
+            "goal": "pipeline >= 1.5x the same kernels bulk-synchronous and >= 2.5x torch in "
+                    "a CUDA graph (NeRF)"}
+
+
+def stack_table(result: dict[str, Any]) -> str:
+    lines = [f"MLP stack {result['rows'][0]['widths'] if result['rows'] else ''} "
+             "(median ms; speedup of the pipeline over each form)",
+             f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
+             "   pipe/bulk  pipe/graph  pipe/floor"]
+    for row in result["rows"]:
+        forms = row["forms"]
+        ms = {f: forms.get(f, {}).get("median_ms") for f in FORMS}
+        cells = " ".join(f"{v:12.4f}" if v else f"{'-':>12}" for v in ms.values())
+        pipe = ms["pipeline"]
+
+        def ratio(other, pipe=pipe):
+            return f"{other / pipe:10.2f}x" if pipe and other else f"{'-':>11}"
+
+        lines.append(f"{row['rows']:>8} {row['floor_ms']:7.4f} {cells}  {ratio(ms['bulk_sync'])}"
+                     f"  {ratio(ms['torch_graph'])}  {pipe / row['floor_ms']:9.2f}x"
+                     if pipe else "")
+    lines.append(f"goal: {result['goal']}")
+    return "\n".join(lines)
+
+
+def stack_plot(result: dict[str, Any], out_dir, name: str):
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rows = result["rows"]
+
+    def speed(row, form):
+        rec = row["forms"].get(form, {})
+        base = row["forms"].get("torch_graph", {}).get("median_ms")
+        if "median_ms" not in rec or not base:
+            return None
+        return base / rec["median_ms"], rec
+
+    speedup_bars(ax, rows, list(FORMS), speed)
+    ax.set_xticks(range(len(rows)), [str(r["rows"]) for r in rows])
+    ax.set_xlabel("rows (points)")
+    ax.set_ylabel("speedup over torch in a CUDA graph")
+    ax.legend(fontsize=8)
+    return save_figure(plt, fig, result, out_dir, name)
+
+
+__all__ = ["NERF_TRUNK", "StackData", "mlp_stack_benchmarks", "stack_plot", "stack_table"]

@@ -1,0 +1,251 @@
+"""A stack of Linear+ReLU layers (NeRF's trunk, an MLP) as a Kitsune pipeline.
+
+Every layer is a stage: its CTAs stay resident and loop over tiles of BM rows, each the same
+wgmma tile the bulk-synchronous GEMM computes (`kernels.gemm.emit_tile`), so the two forms
+differ only in where a tile's activations come from and go:
+
+    layer 0:       t = acquire_empty q1             rows (t mod T) * BM of X  ->  entry t of q1
+    layer l:       t = acquire_full q_l;  acquire_empty q_{l+1} at t
+                   entry t of q_l  ->  entry t of q_{l+1}
+    last layer:    t = acquire_full q_L            entry t of q_L  ->  rows (t mod T) * BM of Y
+
+Tickets name the same BM rows in every queue (a relaying stage passes on the ticket it
+consumed), so the rows a tile holds are never carried in the payload. Tickets are never reset
+(a run starts where the last one stopped), hence `mod T`: a run draws exactly T tickets per
+queue, CTA c of a stage's n taking ceil((T - c) / n) of them. The activations between layers
+live only in the queues (in L2), never in a full M x width tensor.
+
+All layers share one pair of shared-memory stage rings (one BM x BK ring for A, one BN x BK
+for the weights) and one block size, so dataflow-persistent-kernel fuses them into one
+cooperative kernel whose shared memory is one layer's, not the sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import Attribute, Block, Region
+
+from tilesync.contract import DYNAMIC_SHARED_ATTR
+from tilesync.dialects import dataflow
+from tilesync.kernels.builder import BlockBuilder
+from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.gemm import (
+    TileOperands,
+    TilePlace,
+    emit_tile,
+    load_resident_b,
+    stage_buffer_types,
+)
+
+MODULE = "mlp_stack"
+PIPELINE = "mlp"
+BK = 64  # wgmma's K-major 128-byte rows
+
+
+@dataclass(frozen=True)
+class MlpStack:
+    """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l, fp16.
+
+    `ctas`: CTAs of each layer's stage (None: `default_ctas`); `entries`: entries of each
+    queue between layers, per CTA of the larger stage it joins; `stages`: k-tiles in flight."""
+
+    rows: int
+    widths: tuple[int, ...]
+    tile_rows: int = 128
+    stages: int = 4
+    ctas: tuple[int, ...] | None = None
+    entries_per_cta: int = 2
+    sms: int = 132
+    """CTAs that can be resident at once (SMs x blocks per SM): what default_ctas shares."""
+    resident_weights: bool = True
+    """Each stage CTA loads its layer's weights into shared memory once, before its first
+    tile (a stage multiplies every tile by the same weights); else every tile copies them."""
+
+    def __post_init__(self) -> None:
+        if len(self.widths) < 2:
+            raise ValueError("an MLP stack needs at least one layer (two widths)")
+        hidden = set(self.widths[1:])
+        if len(hidden) != 1:
+            raise ValueError(f"the layers' outputs must share one width (one tile shape "
+                             f"for every stage), got {self.widths[1:]}")
+        width = self.widths[1]
+        if width % 8 or width > 256:
+            raise ValueError(f"a layer's width is one wgmma tile: a multiple of 8 up to 256, "
+                             f"got {width}")
+        if any(k % BK for k in self.widths[:-1]):
+            raise ValueError(f"each layer's input width must be a multiple of {BK}, "
+                             f"got {self.widths[:-1]}")
+        if self.rows % self.tile_rows:
+            raise ValueError(f"rows ({self.rows}) must be a multiple of the tile's "
+                             f"{self.tile_rows}")
+        if self.ctas is not None and len(self.ctas) != self.layers:
+            raise ValueError(f"{self.layers} layers, {len(self.ctas)} CTA counts")
+
+    @property
+    def layers(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def width(self) -> int:
+        return self.widths[-1]
+
+    @property
+    def tiles(self) -> int:
+        return self.rows // self.tile_rows
+
+    def layer_config(self, layer: int, rows: int | None = None) -> GemmConfig:
+        """Layer `layer`'s GEMM: one BM x width tile per queue entry (rows=None), or the
+        bulk-synchronous kernel over `rows` rows; the same tile either way."""
+        bm = self.tile_rows
+        return gemm_config(rows or bm, self.width, self.widths[layer], (bm, self.width, BK),
+                           (bm // 16, 1), self.stages, "f16", "col", "bias_relu",
+                           f"layer{layer}", dynamic_shared=True, mma="wgmma",
+                           wgmma_in_flight=1 if self.stages > 2 else 0)
+
+    def stage_ctas(self) -> tuple[int, ...]:
+        return self.ctas if self.ctas is not None else default_ctas(self)
+
+    def queue_entries(self) -> list[int]:
+        ctas = self.stage_ctas()
+        return [self.entries_per_cta * max(ctas[q], ctas[q + 1]) for q in range(self.layers - 1)]
+
+    def shared_types(self) -> tuple[MemRefType, MemRefType]:
+        """The stage rings every layer shares: A's, and the weights' (with resident weights,
+        every k-tile of the widest layer's)."""
+        sa_type, sb_type = stage_buffer_types(self.layer_config(0))
+        if not self.resident_weights:
+            return sa_type, sb_type
+        k_tiles = max(self.widths[:-1]) // BK
+        return sa_type, MemRefType(sb_type.element_type, [k_tiles, *sb_type.get_shape()[1:]],
+                                   memory_space=sb_type.memory_space)
+
+    def queue_type(self, entries: int) -> dataflow.QueueType:
+        payload = MemRefType(self.layer_config(0).element_type, [self.tile_rows, self.width])
+        return dataflow.QueueType(entries, payload)
+
+
+def default_ctas(stack: MlpStack) -> tuple[int, ...]:
+    """As many CTAs for every layer, one CTA per SM in all: a tile's time is mostly its
+    loads, stores and queue handoffs, not its k-loop (on an H100 the 64-wide first layer took
+    0.89 of a 256-wide layer's time bulk-synchronously). The bench sizes stages from measured
+    rates instead (dataflow-allot-ctas)."""
+    return (max(1, stack.sms // stack.layers),) * stack.layers
+
+
+def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueType]
+                  ) -> gpu.FuncOp:
+    """Stage kernel of `layer`: (q_in?, q_out?, [X], W, bias, [Y])."""
+    cfg = stack.layer_config(layer)
+    first, last = layer == 0, layer == stack.layers - 1
+    elem = cfg.element_type
+    q_in = None if first else queue_types[layer - 1]
+    q_out = None if last else queue_types[layer]
+    weights = MemRefType(elem, [cfg.N, cfg.K])
+    inputs: list[Attribute] = [q for q in (q_in, q_out) if q is not None]
+    names = [n for n, q in (("q_in", q_in), ("q_out", q_out)) if q is not None]
+    if first:
+        inputs.append(MemRefType(elem, [stack.rows, cfg.K]))
+        names.append("X")
+    inputs += [weights, MemRefType(elem, [cfg.N])]
+    names += ["W", "bias"]
+    if last:
+        inputs.append(MemRefType(elem, [stack.rows, cfg.N]))
+        names.append("Y")
+    kernel = gpu.FuncOp(f"layer{layer}", (inputs, []), kernel=True,
+                        known_block_size=list(cfg.block))
+    entry = kernel.body.block
+    args = dict(zip(names, entry.args, strict=True))
+    for hint, arg in args.items():
+        arg.name_hint = hint
+    b = BlockBuilder(entry)
+
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    cta = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    count = b.emit(gpu.GridDimOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    warp = b.divui(tid, 32)
+    wtm = cfg.tile[0] // cfg.warps[0]
+    warp_m = b.muli(warp, wtm)
+    warp_n = b.idx(0)
+    sa_type, sb_type = stack.shared_types()
+    sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
+    sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
+    if stack.resident_weights:
+        load_resident_b(b, cfg, args["W"], sb, tid)
+    # this CTA's share of the T tickets: ceil((T - cta) / count), as (T + count - 1 - cta)
+    # so that a CTA past T (more CTAs than tiles) gets 0, not a wrapped count
+    spread = b.addi(count, stack.tiles - 1)
+    mine = b.divui(b.emit(arith.SubiOp(spread, cta)), count)
+
+    body = Block(arg_types=[IndexType()])
+    lb = BlockBuilder(body)
+    zero = lb.idx(0)
+    if first:
+        ticket = lb.emit(dataflow.AcquireEmptyOp(args["q_out"]))
+    else:
+        ticket = lb.emit(dataflow.AcquireFullOp(args["q_in"]))
+    row0 = lb.muli(lb.remui(ticket, stack.tiles), stack.tile_rows)
+    if not last:
+        out_ticket = ticket if first else lb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket))
+        out_entry = lb.emit(dataflow.EntryOp(args["q_out"], out_ticket))
+    a = args["X"] if first else lb.emit(dataflow.EntryOp(args["q_in"], ticket))
+    c = args["Y"] if last else out_entry
+    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"]),
+              TilePlace(tid, warp, warp_m, warp_n, row0 if first else zero, zero,
+                        (zero, zero), c_m0=row0 if last else zero), sa, sb,
+              resident_b=stack.resident_weights)
+    if not last:
+        lb.insert(dataflow.ReleaseFullOp(args["q_out"], out_ticket))
+    if not first:
+        lb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket))
+    lb.insert(scf.YieldOp())
+    b.insert(scf.ForOp(b.idx(0), mine, b.idx(1), [], Region(body)))
+    b.insert(gpu.ReturnOp([]))
+    return kernel
+
+
+def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
+    """The stage kernels in one gpu.module and the `dataflow.pipeline` that runs them."""
+    entries = stack.queue_entries()
+    queue_types = [stack.queue_type(n) for n in entries]
+    kernels = [_layer_kernel(stack, layer, queue_types) for layer in range(stack.layers)]
+    cfg = stack.layer_config(0)
+    rings = [memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(),
+                                 alignment=cfg.stage_alignment)
+             for name, type_ in zip(("smem_a", "smem_b"), stack.shared_types(), strict=True)]
+    for ring in rings:
+        ring.attributes[DYNAMIC_SHARED_ATTR] = UnitAttr()
+    gmod = gpu.ModuleOp(StringAttr(MODULE),  # type: ignore[arg-type]
+                        Region(Block([*rings, *kernels])))
+    ctas = stack.stage_ctas()
+    ops: list = [dataflow.QueueOp(f"h{q + 1}", queue_types[q], pin_l2=True)
+                 for q in range(stack.layers - 1)]
+    for layer in range(stack.layers):
+        ops.append(dataflow.StageOp(
+            f"layer{layer}", _kernel_ref(layer), dataflow.Resource.TENSOR, ctas[layer],
+            inputs=[] if layer == 0 else [f"h{layer}"],
+            outputs=[] if layer == stack.layers - 1 else [f"h{layer + 1}"]))
+    return ModuleOp([gmod, dataflow.PipelineOp(PIPELINE, ops)])
+
+
+def _kernel_ref(layer: int):
+    from xdsl.dialects.builtin import SymbolRefAttr
+
+    return SymbolRefAttr(MODULE, [f"layer{layer}"])
+
+
+def stage_arguments(stack: MlpStack, x, weights, biases, y) -> dict[str, list]:
+    """DataflowProgram.run's arguments: each stage's own (the queues are bound there)."""
+    args = {}
+    for layer in range(stack.layers):
+        own = [x] if layer == 0 else []
+        own += [weights[layer], biases[layer]]
+        if layer == stack.layers - 1:
+            own.append(y)
+        args[f"layer{layer}"] = own
+    return args
+
+
+__all__ = ["MlpStack", "default_ctas", "mlp_pipeline_module", "stage_arguments"]

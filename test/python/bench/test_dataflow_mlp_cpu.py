@@ -1,0 +1,30 @@
+"""bench/dataflow_mlp.py without a GPU: the allotment from measured layer times, the table."""
+
+from __future__ import annotations
+
+from tilesync.bench import dataflow_mlp
+from tilesync.kernels.mlp_pipeline import MlpStack
+
+
+def test_allotment_gives_slower_layers_more_ctas():
+    stack = MlpStack(1 << 18, (64, 256, 256, 256))
+    ctas = dataflow_mlp.allotted_ctas(stack, [0.05, 0.2, 0.1])
+    assert sum(ctas) <= stack.sms
+    assert ctas[1] > ctas[2] > ctas[0]
+    # balanced: every stage's CTAs in proportion to its time, to within a CTA or two
+    assert abs(ctas[1] / ctas[2] - 2) < 0.2
+
+
+def _form(ms: float) -> dict:
+    return {"median_ms": ms, "p10_ms": ms, "p90_ms": ms}
+
+
+def test_table_gives_the_pipelines_speedups():
+    result = {"goal": "g", "rows": [{
+        "rows": 65536, "widths": [64, 256], "floor_ms": 0.1,
+        "forms": {"pipeline": _form(0.5), "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
+                  "torch_graph": _form(1.5)}}]}
+    table = dataflow_mlp.stack_table(result)
+    line = table.splitlines()[2]
+    assert line.split()[0] == "65536"
+    assert line.split()[-3:] == ["2.00x", "3.00x", "5.00x"]

@@ -1,0 +1,80 @@
+"""kernels/mlp_pipeline.py: an MLP stack as a Kitsune pipeline, built and compiled (no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects import gpu, scf
+
+import tilesync
+from tilesync.dialects import dataflow
+from tilesync.kernels.mlp_pipeline import MlpStack, default_ctas, mlp_pipeline_module
+
+
+def _ops(kernel: gpu.FuncOp, kind) -> list:
+    return [op for op in kernel.walk() if isinstance(op, kind)]
+
+
+def test_stack_refuses_shapes_one_tile_cannot_cover():
+    with pytest.raises(ValueError, match="share one width"):
+        MlpStack(256, (64, 256, 128))
+    with pytest.raises(ValueError, match="multiple of 8 up to 256"):
+        MlpStack(256, (64, 512, 512))
+    with pytest.raises(ValueError, match="multiple of 64"):
+        MlpStack(256, (48, 256))
+    with pytest.raises(ValueError, match="multiple of the tile"):
+        MlpStack(200, (64, 256))
+    with pytest.raises(ValueError, match="3 layers, 2 CTA counts"):
+        MlpStack(256, (64, 256, 256, 256), ctas=(4, 4))
+
+
+def test_stages_and_queues_chain_the_layers():
+    stack = MlpStack(1024, (64, 256, 256, 256), ctas=(3, 5, 4))
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    stages = pipeline.stages
+    assert [s.num_ctas for s in stages] == [3, 5, 4]
+    assert [[r.root_reference.data for r in s.inputs] for s in stages] == [[], ["h1"], ["h2"]]
+    assert [[r.root_reference.data for r in s.outputs] for s in stages] == [["h1"], ["h2"], []]
+    # entries: two per CTA of the larger stage a queue joins; a payload is one 128 x 256 tile
+    assert [q.queue_type.num_entries for q in pipeline.queues] == [10, 10]
+    assert {q.queue_type.payload_bytes for q in pipeline.queues} == {128 * 256 * 2}
+    assert all(q.pin_l2 is not None for q in pipeline.queues)
+
+
+def test_a_relaying_stage_passes_on_the_ticket_it_consumed():
+    module = mlp_pipeline_module(MlpStack(1024, (64, 256, 256, 256)))
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    first, middle, last = kernels["layer0"], kernels["layer1"], kernels["layer2"]
+    # the first layer draws tickets; the middle one relays the consumed ticket; the last
+    # layer only consumes
+    assert [op.ticket for op in _ops(first, dataflow.AcquireEmptyOp)] == [None]
+    assert not _ops(first, dataflow.AcquireFullOp)
+    full, = _ops(middle, dataflow.AcquireFullOp)
+    empty, = _ops(middle, dataflow.AcquireEmptyOp)
+    assert full.ticket is None and empty.ticket == full.slot
+    release_full, = _ops(middle, dataflow.ReleaseFullOp)
+    release_empty, = _ops(middle, dataflow.ReleaseEmptyOp)
+    assert release_full.slot == empty.slot and release_empty.slot == full.slot
+    assert not _ops(last, dataflow.AcquireEmptyOp) and len(_ops(last, dataflow.AcquireFullOp)) == 1
+    # every acquire sits in the CTA's ticket loop, after the weights were loaded once
+    for kernel in (first, middle, last):
+        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        assert all(op.parent_op() is loop for op in _ops(kernel, dataflow.AcquireFullOp))
+
+
+def test_default_ctas_fill_the_sms_evenly():
+    assert default_ctas(MlpStack(1 << 18, (64,) + (256,) * 8)) == (16,) * 8
+    assert sum(default_ctas(MlpStack(1 << 18, (64,) + (256,) * 8, sms=264))) <= 264
+
+
+def test_the_pipeline_compiles_to_one_persistent_kernel():
+    stack = MlpStack(512, (64, 256, 256), ctas=(2, 2))
+    compiled = tilesync.compile(mlp_pipeline_module(stack), target="sm_90a")
+    assert set(compiled.kernels) == {"layer0", "layer1", "mlp_persistent"}
+    fused = compiled.kernels["mlp_persistent"]
+    # one layer's shared memory (A's 4 stages and the resident 256 x 256 weights), not the sum
+    assert fused.dynamic_shared_bytes < 227 * 1024
+    assert fused.dynamic_shared_bytes >= (4 * 128 * 64 + 256 * 256) * 2
+    assert "wgmma.mma_async" in compiled.ptx_by_module["mlp_stack"]
