@@ -241,6 +241,14 @@ class TilePlace:
     c_m0: SSAValue | None = None
 
 
+def named_args(kernel: gpu.FuncOp, names) -> dict[str, SSAValue]:
+    """The kernel's arguments by parameter name (also their SSA name hints in printed IR)."""
+    args = dict(zip(names, kernel.body.block.args, strict=True))
+    for hint, arg in args.items():
+        arg.name_hint = hint
+    return args
+
+
 def stage_buffer_types(cfg: GemmConfig) -> tuple[MemRefType, MemRefType]:
     """The shared-memory stage rings of A (S x BM x BK) and B (S x BK x BN, or S x BN x BK
     for a column-major B)."""
@@ -510,9 +518,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
     entry = kernel.body.block
-    args = dict(zip(cfg.params, entry.args, strict=True))
-    for hint, arg in args.items():
-        arg.name_hint = hint
+    args = named_args(kernel, cfg.params)
     A, B, C = args["A"], args["B"], args["C"]
     bias, seed = args.get("bias"), args.get("seed")
     b = BlockBuilder(entry)
@@ -555,4 +561,4 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
 
 
 __all__ = ["ASource", "TileOperands", "TilePlace", "column_slice", "dropout_op", "emit_tile",
-           "gemm_kernel", "gemm_module", "load_resident_b", "stage_buffers"]
+           "gemm_kernel", "gemm_module", "load_resident_b", "named_args", "stage_buffers"]

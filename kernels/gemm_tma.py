@@ -82,7 +82,7 @@ from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import GemmConfig, tensor_map_swizzle
-from tilesync.kernels.gemm import _frag, _shared_global, _store_accumulators
+from tilesync.kernels.gemm import _frag, _shared_global, _store_accumulators, named_args
 
 PRODUCER_REGISTERS = 40
 """setmaxnreg of a producer warpgroup: it only computes addresses and issues copies."""
@@ -213,9 +213,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     if cluster > 1:
         kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32, [cluster, 1, 1])
     entry = kernel.body.block
-    args = dict(zip(cfg.params, entry.args, strict=True))
-    for hint, arg in args.items():
-        arg.name_hint = hint
+    args = named_args(kernel, cfg.params)
     a_map, b_map, C = args["A"], args["B"], args["C"]
     bias, seed = args.get("bias"), args.get("seed")
     b = BlockBuilder(entry)

@@ -37,6 +37,7 @@ from tilesync.kernels.gemm import (
     TilePlace,
     emit_tile,
     load_resident_b,
+    named_args,
     stage_buffer_types,
 )
 
@@ -156,11 +157,8 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
         names.append("Y")
     kernel = gpu.FuncOp(f"layer{layer}", (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
-    entry = kernel.body.block
-    args = dict(zip(names, entry.args, strict=True))
-    for hint, arg in args.items():
-        arg.name_hint = hint
-    b = BlockBuilder(entry)
+    args = named_args(kernel, names)
+    b = BlockBuilder(kernel.body.block)
 
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
     cta = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
