@@ -270,14 +270,16 @@ def stage_buffers(cfg: GemmConfig) -> list[memref.GlobalOp]:
 
 def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePlace,
               sa: SSAValue, sb: SSAValue, a_source: ASource | None = None,
-              b_source: ASource | None = None, resident_b: bool = False) -> None:
+              b_source: ASource | None = None, resident_b: bool = False,
+              after_mainloop: Callable[[BlockBuilder], None] | None = None) -> None:
     """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
     through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
     workspace, the last slice storing). Emitted at the end of `b`'s block.
 
     `resident_b` (wgmma): `sb` already holds all of B's k-tiles (`load_resident_b`), indexed
     by k-tile: the loop copies only A (a stage that multiplies every tile by the same weights
-    loads them once)."""
+    loads them once). `after_mainloop` emits what goes between the last multiply and the
+    stores (a queue stage gives back its input entry and waits for its output entry there)."""
     if resident_b and (cfg.mma != "wgmma" or cfg.split_k > 1):
         raise ValueError("resident B is read by wgmma, without split-K")
     bm, bn, bk = cfg.tile
@@ -419,6 +421,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     lb.insert(scf.YieldOp(*results))
     if wgmma and cfg.wgmma_in_flight:
         b.insert(tl.WgmmaWaitOp(0))
+    if after_mainloop is not None:
+        after_mainloop(b)
 
     def store_tiles(body: BlockBuilder, tiles: list[SSAValue]) -> None:
         _store_accumulators(body, cfg, tiles, C, (c_m0, n0), (warp_m, warp_n),

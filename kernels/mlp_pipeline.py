@@ -5,8 +5,8 @@ wgmma tile the bulk-synchronous GEMM computes (`kernels.gemm.emit_tile`), so the
 differ only in where a tile's activations come from and go:
 
     layer 0:       t = acquire_empty q1             rows (t mod T) * BM of X  ->  entry t of q1
-    layer l:       t = acquire_full q_l;  acquire_empty q_{l+1} at t
-                   entry t of q_l  ->  entry t of q_{l+1}
+    layer l:       t = acquire_full q_l;  multiply entry t of q_l;  release_empty q_l, t;
+                   acquire_empty q_{l+1} at t;  store into entry t of q_{l+1}
     last layer:    t = acquire_full q_L            entry t of q_L  ->  rows (t mod T) * BM of Y
 
 Tickets name the same BM rows in every queue (a relaying stage passes on the ticket it
@@ -66,8 +66,9 @@ class MlpStack:
     tile (a stage multiplies every tile by the same weights); else every tile copies them."""
 
     def __post_init__(self) -> None:
-        if len(self.widths) < 2:
-            raise ValueError("an MLP stack needs at least one layer (two widths)")
+        if len(self.widths) < 3:
+            raise ValueError("a pipeline needs at least two layers (three widths): one layer "
+                             "is one bulk-synchronous kernel")
         hidden = set(self.widths[1:])
         if len(hidden) != 1:
             raise ValueError(f"the layers' outputs must share one width (one tile shape "
@@ -185,19 +186,24 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     else:
         ticket = lb.emit(dataflow.AcquireFullOp(args["q_in"]))
     row0 = lb.muli(lb.remui(ticket, stack.tiles), stack.tile_rows)
-    if not last:
-        out_ticket = ticket if first else lb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket))
-        out_entry = lb.emit(dataflow.EntryOp(args["q_out"], out_ticket))
     a = args["X"] if first else lb.emit(dataflow.EntryOp(args["q_in"], ticket))
-    c = args["Y"] if last else out_entry
+    # the output entry's address, written only after its acquire in `handoff`
+    c = args["Y"] if last else lb.emit(dataflow.EntryOp(args["q_out"], ticket))
+
+    def handoff(hb: BlockBuilder) -> None:
+        """Once the tile is multiplied: its input entry goes back to the producers, and a
+        relaying stage waits for its output entry only now (the multiply overlapped it)."""
+        if not first:
+            hb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket))
+            if not last:
+                hb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket))
+
     emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"]),
               TilePlace(tid, warp, warp_m, warp_n, row0 if first else zero, zero,
                         (zero, zero), c_m0=row0 if last else zero), sa, sb,
-              resident_b=stack.resident_weights)
+              resident_b=stack.resident_weights, after_mainloop=handoff)
     if not last:
-        lb.insert(dataflow.ReleaseFullOp(args["q_out"], out_ticket))
-    if not first:
-        lb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket))
+        lb.insert(dataflow.ReleaseFullOp(args["q_out"], ticket))
     lb.insert(scf.YieldOp())
     b.insert(scf.ForOp(b.idx(0), mine, b.idx(1), [], Region(body)))
     b.insert(gpu.ReturnOp([]))

@@ -20,9 +20,11 @@ def test_stack_refuses_shapes_one_tile_cannot_cover():
     with pytest.raises(ValueError, match="multiple of 8 up to 256"):
         MlpStack(256, (64, 512, 512))
     with pytest.raises(ValueError, match="multiple of 64"):
-        MlpStack(256, (48, 256))
+        MlpStack(256, (48, 256, 256))
     with pytest.raises(ValueError, match="multiple of the tile"):
-        MlpStack(200, (64, 256))
+        MlpStack(200, (64, 256, 256))
+    with pytest.raises(ValueError, match="at least two layers"):
+        MlpStack(256, (64, 256))
     with pytest.raises(ValueError, match="3 layers, 2 CTA counts"):
         MlpStack(256, (64, 256, 256, 256), ctas=(4, 4))
 
@@ -56,7 +58,11 @@ def test_a_relaying_stage_passes_on_the_ticket_it_consumed():
     assert full.ticket is None and empty.ticket == full.slot
     release_full, = _ops(middle, dataflow.ReleaseFullOp)
     release_empty, = _ops(middle, dataflow.ReleaseEmptyOp)
-    assert release_full.slot == empty.slot and release_empty.slot == full.slot
+    assert release_full.slot == full.slot and release_empty.slot == full.slot
+    # the input entry goes back, and the output entry is waited for, after the multiply
+    ops = list(middle.walk())
+    assert ops.index(release_empty) < ops.index(empty) < ops.index(release_full)
+    assert ops.index(empty) > max(ops.index(op) for op in ops if type(op).__name__ == "WgmmaOp")
     assert not _ops(last, dataflow.AcquireEmptyOp) and len(_ops(last, dataflow.AcquireFullOp)) == 1
     # every acquire sits in the CTA's ticket loop, after the weights were loaded once
     for kernel in (first, middle, last):
