@@ -241,7 +241,7 @@ def default_pipeline(debug: bool = False, timeout_ns: int | None = None,
     """KERNEL_TO_LLVM, optionally after some passes, with the wait lowering's options set.
 
     debug: a timed-out spin-wait records what it waited for (host-mapped) before trapping.
-    Both spin lowerings (semaphore waits and queue acquires) take the options.
+    Every spin lowering (semaphore waits, queue acquires, mbarrier waits) takes the options.
     """
     options = []
     if debug:

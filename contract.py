@@ -275,12 +275,15 @@ DEBUG_RECORD_FIELDS = ("claimed", "kernel_tag", "param", "index", "expected", "s
 DEBUG_RECORD_WORDS = len(DEBUG_RECORD_FIELDS)  # i32 words
 
 # What a timed-out spin waited for (the record's "site"; a semaphore wait leaves it 0). For a
-# queue, "param" is the queue's parameter and "index" the ticket.
+# queue, "param" is the queue's parameter and "index" the ticket; for an mbarrier, "param" is
+# the kernel_tag of its shared array's name (-1: not a named array), "index" the barrier in it
+# and "expected" the parity of the phase waited for.
 SPIN_SITE_SEMAPHORE = 0
 SPIN_SITE_QUEUE_FREE = 1  # a producer waiting for consumers to release an entry
 SPIN_SITE_QUEUE_FULL = 2  # a consumer waiting for the producer to fill an entry
+SPIN_SITE_MBARRIER = 3  # a thread waiting for a transaction barrier's phase to complete
 SPIN_SITES = {SPIN_SITE_SEMAPHORE: "semaphore", SPIN_SITE_QUEUE_FREE: "free entry",
-              SPIN_SITE_QUEUE_FULL: "full entry"}
+              SPIN_SITE_QUEUE_FULL: "full entry", SPIN_SITE_MBARRIER: "mbarrier"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +334,8 @@ class QueueLayout:
 
 
 def kernel_tag(name: str) -> int:
-    """How a debug record names its kernel: a positive i32 the host maps back to the name."""
+    """How a debug record names its kernel (or an mbarrier's shared array): a positive i32
+    the host maps back to the name."""
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 

@@ -48,9 +48,10 @@ Semantics:
   (the box one copy moves and its shared-memory swizzle); `tile.tma_load %map[%r, %c],
   %smem[...], %bars[%i]` copies the box at (%r, %c) into shared memory and completes the
   transaction barrier `%bars[%i]` (an i64 in shared memory: `tile.mbarrier_init`,
-  `tile.mbarrier_arrive [expect_tx]`, `tile.mbarrier_wait %parity`); `tile.tma_store` copies
-  a box back (bulk groups: `tile.tma_store_commit`, `tile.tma_store_wait`; a post of the
-  stored tile waits for their writes: `sync.store_point ... async_proxy`);
+  `tile.mbarrier_arrive [expect_tx]`, `tile.mbarrier_wait %parity [wgmma_in_flight]`, which
+  traps after a timeout); `tile.tma_store` copies a box back (bulk groups:
+  `tile.tma_store_commit`, `tile.tma_store_wait`; a post of the stored tile waits for their
+  writes: `sync.store_point ... async_proxy`);
   `tile.named_barrier ID, N` synchronizes N threads (the consumers alone); `tile.setmaxnreg`
   moves registers between warpgroups; `tile.prefetch_tensor_map` warms a map. These ops are
   executed by whichever threads the kernel's control flow lets through.
@@ -861,19 +862,25 @@ class MBarrierArriveOp(IRDLOperation):
 
 @irdl_op_definition
 class MBarrierWaitOp(IRDLOperation):
-    """`tile.mbarrier_wait %bars[%i], %parity`: this thread waits until the barrier's phase
-    of parity `%parity` (i1: 0 even, 1 odd) has completed. Waiting on the parity before the
-    current phase returns at once, so a ring of barriers is waited on with parity
-    (round & 1) by its consumers and (round & 1) ^ 1 by its producers."""
+    """`tile.mbarrier_wait %bars[%i], %parity (wgmma_in_flight)?`: this thread waits until
+    the barrier's phase of parity `%parity` (i1: 0 even, 1 odd) has completed. Waiting on the
+    parity before the current phase returns at once, so a ring of barriers is waited on with
+    parity (round & 1) by its consumers and (round & 1) ^ 1 by its producers. A wait that
+    times out traps. `wgmma_in_flight`: the thread's warpgroup waits together and may have
+    wgmma groups in flight, which a timed-out wait waits for before it traps."""
 
     name = "tile.mbarrier_wait"
     bars = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     parity = operand_def(IntegerType(1))
-    assembly_format = "$bars `[` $indices `]` `,` $parity attr-dict `:` type($bars)"
+    wgmma_in_flight = opt_prop_def(UnitAttr)
+    assembly_format = ("$bars `[` $indices `]` `,` $parity (`wgmma_in_flight` $wgmma_in_flight^)?"
+                       " attr-dict `:` type($bars)")
 
-    def __init__(self, bars: SSAValue, indices: Sequence[SSAValue], parity: SSAValue):
-        super().__init__(operands=[bars, indices, parity])
+    def __init__(self, bars: SSAValue, indices: Sequence[SSAValue], parity: SSAValue,
+                 wgmma_in_flight: bool = False):
+        super().__init__(operands=[bars, indices, parity],
+                         properties={"wgmma_in_flight": UnitAttr() if wgmma_in_flight else None})
 
     def verify_(self) -> None:
         _verify_barriers(self, self.bars, self.indices)

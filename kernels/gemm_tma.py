@@ -314,7 +314,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             kt, k_it, *accs = block.args
             kb = BlockBuilder(block)
             stage = kb.remui(k_it, stages)
-            kb.insert(tl.MBarrierWaitOp(full, [stage], _parity(kb, k_it, stages, False)))
+            kb.insert(tl.MBarrierWaitOp(full, [stage], _parity(kb, k_it, stages, False),
+                                        wgmma_in_flight=in_flight > 0))
             kb.insert(tl.WgmmaFenceOp())
             results = list(accs)
             zero = kb.idx(0)

@@ -37,8 +37,10 @@ KERNEL_TO_LLVM: tuple[str, ...] = (
     "convert-func-to-llvm",      # gpu.func → llvm.func (ptx_kernel, launch bounds)
     "reconcile-unrealized-casts",
 )
-# The passes that lower spin-waits; `tilesync.compile(debug=..., timeout_ns=...)` sets both.
-SPIN_LOWERINGS: tuple[str, ...] = ("convert-dataflow-to-nvvm", "convert-sync-to-nvvm")
+# The passes that lower spin-waits (queues, semaphores, mbarriers); `tilesync.compile(debug=...,
+# timeout_ns=...)` sets their options.
+SPIN_LOWERINGS: tuple[str, ...] = ("convert-dataflow-to-nvvm", "convert-sync-to-nvvm",
+                                   "convert-tile-to-nvvm")
 
 
 def build_pipeline(names: tuple[str, ...] | list[str] | str = KERNEL_TO_LLVM,

@@ -17,7 +17,9 @@ use it, and so does the queue lowering (convert-dataflow-to-nvvm):
 - `from_leader`: a value computed by the leader thread, handed to the block (shared memory);
 - `spin_until`: one thread spins on an acquire load (every iteration, the first included) with
   `nanosleep` backoff until the value reaches a target; it reads `%globaltimer` and traps after
-  a timeout, first writing what it saw into a debug record when there is one.
+  a timeout, first writing what it saw into a debug record when there is one;
+- `retry_until`: repeats an attempt that blocks a while itself (`mbarrier.try_wait`) until it
+  succeeds, with the same timeout, trap and record, the clock started by the first failure.
 
 Everything is emitted as gpu / arith / scf / nvvm ops (and the llvm GEPs of the debug record),
 which the later passes lower like the rest of the kernel.
@@ -197,6 +199,44 @@ class SyncBuilder:
         before(SyncBuilder.nested(condition))
         after(SyncBuilder.nested(body))
         self.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+
+    def retry_until(self, attempt: Callable[[SyncBuilder], SSAValue], timeout_ns: int,
+                    record: SSAValue | None = None,
+                    describe: Callable[[SyncBuilder], Mapping[str, SSAValue]] | None = None,
+                    before_trap: Callable[[SyncBuilder], None] | None = None) -> None:
+        """Repeat `attempt` (it builds one try and an i1: true when the try failed) until a try
+        succeeds; trap once `timeout_ns` of `%globaltimer` have passed since the first failure,
+        first writing the fields `describe` builds into the debug record when there is one and
+        then what `before_trap` builds. The first try comes before the loop: a wait that
+        succeeds at once reads no timer and carries no state, and everything else is on the
+        path of a failed try."""
+        def retry(r: SyncBuilder) -> None:
+            start = r.value(nvvm.read_sreg("globaltimer"))
+
+            def before(b: SyncBuilder) -> None:
+                b.insert(scf.ConditionOp(attempt(b)))
+
+            def after(b: SyncBuilder) -> None:
+                now = b.value(nvvm.read_sreg("globaltimer"))
+                elapsed = b.value(arith.SubiOp(now, start))
+                timed_out = b.value(arith.CmpiOp(elapsed, b.const(timeout_ns, i64), "sgt"))
+
+                def on_timeout(t: SyncBuilder) -> None:
+                    if record is not None:
+                        t.record_timeout(record, describe(t) if describe is not None else {})
+                    if before_trap is not None:
+                        before_trap(t)
+                    t.insert(nvvm.TrapOp())
+
+                b.if_(timed_out, on_timeout)
+                b.insert(scf.YieldOp())
+
+            condition, body = Block(), Block()
+            before(SyncBuilder.nested(condition))
+            after(SyncBuilder.nested(body))
+            r.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+
+        self.if_(attempt(self), retry)
 
     def record_timeout(self, record: SSAValue, fields: Mapping[str, SSAValue]) -> None:
         """The first block to time out claims the record (cas 0 -> 1) and writes `fields` (the

@@ -71,8 +71,25 @@ PASS_NAME = "convert-sync-to-nvvm"
 
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 DEFAULT_TIMEOUT_NS = 10_000_000_000
+"""How long a semaphore wait spins before it traps: the option `default_timeout_ns`, which
+convert-tile-to-nvvm takes too and turns into its mbarrier waits' timeout."""
 DEFAULT_BACKOFF_NS = 64
 MAX_BACKOFF_NS = 1_000_000
+
+
+def mbarrier_timeout_ns(semaphore_timeout_ns: int) -> int:
+    """An mbarrier wait's timeout: twice the semaphore waits'. The thread that completes an
+    mbarrier (a TMA producer with sync hooks) may itself spin on a semaphore, up to the
+    semaphore timeout, having started after the barrier's waiters; the margin lets the
+    semaphore's trap, whose error names the semaphore, come first."""
+    return min(2 * semaphore_timeout_ns, (1 << 63) - 1)
+
+
+def check_timeout_ns(timeout_ns: int) -> None:
+    """The option `default_timeout_ns` must be a positive i64 number of nanoseconds."""
+    if not 0 < timeout_ns < 1 << 63:
+        raise ValueError("option 'default_timeout_ns' must be a positive number of "
+                         f"nanoseconds, got {timeout_ns}")
 
 
 def _semaphore_pointer(b: SyncBuilder, sems: SSAValue, tile: Sequence[SSAValue],
@@ -304,9 +321,7 @@ class ConvertSyncToNVVMPass(ModulePass):
     debug: bool = False  # timed-out waits describe themselves in a host-mapped record
 
     def __post_init__(self) -> None:
-        if not 0 < self.default_timeout_ns < 1 << 63:
-            raise ValueError("option 'default_timeout_ns' must be a positive number of "
-                             f"nanoseconds, got {self.default_timeout_ns}")
+        check_timeout_ns(self.default_timeout_ns)
         if not 0 <= self.backoff_ns <= MAX_BACKOFF_NS:
             raise ValueError(f"option 'backoff_ns' must be in [0, {MAX_BACKOFF_NS}] (nanosleep "
                              f"sleeps at most 1 ms), got {self.backoff_ns}")

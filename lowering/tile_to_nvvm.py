@@ -17,7 +17,9 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
                       commit / wait; tile.fence_proxy_async: nvvm.fence.proxy.async
     tile.mbarrier_*   nvvm.mbarrier.init (+ fence.mbarrier_init), .arrive [expect_tx], and an
-                      scf.while on nvvm.mbarrier.try_wait.parity
+                      scf.while on nvvm.mbarrier.try_wait.parity that traps after
+                      `mbarrier_timeout_ns(default_timeout_ns)` (debug: naming the barrier
+                      in the kernel's debug record first)
     tile.tma_*        nvvm.cp.async.bulk.tensor (load: shared <- global, completing on a
                       barrier; store: global <- shared in bulk groups), the map by its generic
                       address (the kernel parameter); coordinates reversed (innermost first)
@@ -40,14 +42,15 @@ i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `nvvm.tanh.appro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, gpu, llvm, math, scf
+from xdsl.dialects import arith, func, gpu, llvm, math, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -76,9 +79,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.cse import cse
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
+from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, kernel_tag
 from tilesync.dialects import nvvm, tile
+from tilesync.dialects.kernel_args import sync_arg
 from tilesync.lowering.llvm_conversion import located_type_errors, unsupported_op_error
 from tilesync.lowering.sync_primitives import SyncBuilder
+from tilesync.lowering.sync_to_nvvm import (
+    DEFAULT_TIMEOUT_NS,
+    check_timeout_ns,
+    mbarrier_timeout_ns,
+)
 from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
@@ -897,11 +907,15 @@ class WgmmaSyncLowering(_TilePattern):
 GENERIC_PTR = llvm.LLVMPointerType()
 
 
-def _barrier_address(e: _Emitter, bars: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+def _barrier_offset(e: _Emitter, bars: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """The barrier's position in its array, i32."""
     bars_type = bars.type
     assert isinstance(bars_type, MemRefType)
-    offset = _linear(e, [e.index_as(i, i32) for i in indices], bars_type.get_shape())
-    return e.gep(e.pointer(bars), offset, i64)
+    return _linear(e, [e.index_as(i, i32) for i in indices], bars_type.get_shape())
+
+
+def _barrier_address(e: _Emitter, bars: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    return e.gep(e.pointer(bars), _barrier_offset(e, bars, indices), i64)
 
 
 def _box_address(e: _Emitter, smem: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
@@ -918,31 +932,76 @@ def _tma_coords(e: _Emitter, coords: Sequence[SSAValue]) -> list[SSAValue]:
 
 
 class MBarrierLowering(_TilePattern):
-    """mbarrier init (+ its fence for the async proxy), arrive (expect-tx), and the wait: a
-    loop on try_wait.parity (each try waits a hardware-chosen while before it fails)."""
+    """mbarrier init (+ its fence for the async proxy) and arrive (expect-tx)."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tile.MBarrierInitOp | tile.MBarrierArriveOp
-                          | tile.MBarrierWaitOp, rewriter: PatternRewriter, /):
+    def match_and_rewrite(self, op: tile.MBarrierInitOp | tile.MBarrierArriveOp,
+                          rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
         address = _barrier_address(e, op.bars, op.indices)
         if isinstance(op, tile.MBarrierInitOp):
             e.insert(nvvm.MBarrierInitOp(address, e.const(op.count.value.data)))
             e.insert(nvvm.FenceMBarrierInitOp())
-        elif isinstance(op, tile.MBarrierArriveOp):
+        else:
             tx = None if op.expect_tx is None else e.const(op.expect_tx.value.data)
             cta = None if op.cta is None else e.index_as(op.cta, i32)
             e.insert(nvvm.MBarrierArriveOp(address, tx, cta))
-        else:
-            parity = e.cast(llvm.ZExtOp, e.as_llvm(op.parity, IntegerType(1)), i32)
-            before, after = Block(), Block()
-            with e.appending_to(before):
-                done = e.insert(nvvm.MBarrierTryWaitParityOp(address, parity)).results[0]
-                e.insert(scf.ConditionOp(e.icmp("eq", done, 0)))
-            with e.appending_to(after):
-                e.insert(scf.YieldOp())
-            e.insert(scf.WhileOp([], [], Region(before), Region(after)))
         rewriter.erase(op)
+
+
+class MBarrierWaitLowering(_TilePattern):
+    """The wait: try_wait.parity until the phase completes (each try waits a hardware-chosen
+    while before it fails), trapping `timeout_ns` after the first failed try; with `debug`, a
+    kernel first writes which barrier and parity into its debug record (a kernel parameter,
+    added if the kernel has none)."""
+
+    def __init__(self, state: _State, timeout_ns: int, debug: bool):
+        super().__init__(state)
+        self.timeout_ns = timeout_ns
+        self.debug = debug
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.MBarrierWaitOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        offset = _barrier_offset(e, op.bars, op.indices)
+        address = e.gep(e.pointer(op.bars), offset, i64)
+        parity = e.cast(llvm.ZExtOp, e.as_llvm(op.parity, IntegerType(1)), i32)
+
+        def attempt(b: SyncBuilder) -> SSAValue:  # true: the phase is not complete yet
+            done = b.value(nvvm.MBarrierTryWaitParityOp(address, parity))
+            return b.value(arith.CmpiOp(done, b.const(0), "eq"))
+
+        kernel = e.function
+        record = describe = None
+        if self.debug and isinstance(kernel, gpu.FuncOp) and kernel.kernel is not None:
+            record = sync_arg(kernel, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
+            describe = _mbarrier_description(kernel, op.bars, offset, parity)
+        # With wgmma groups in flight the trap waits for them first: ptxas would otherwise put
+        # that wait there itself, on a path it cannot prove warp-uniform, and then keep every
+        # wgmma of the kernel synchronous.
+        settle = (lambda t: t.insert(nvvm.WgmmaWaitGroupSyncAlignedOp(0))) \
+            if op.wgmma_in_flight is not None else None
+        e.retry_until(attempt, self.timeout_ns, record, describe, settle)
+        rewriter.erase(op)
+
+
+def _mbarrier_description(kernel: gpu.FuncOp, bars: SSAValue, index: SSAValue,
+                          parity: SSAValue) -> Callable[[SyncBuilder], dict[str, SSAValue]]:
+    """The debug record's fields of an mbarrier wait, built where it timed out: the kernel,
+    the barrier's array (by name) and index, the parity and the block."""
+    owner = bars.owner
+    array = kernel_tag(owner.name_.root_reference.data) \
+        if isinstance(owner, memref.GetGlobalOp) else -1
+
+    def describe(b: SyncBuilder) -> dict[str, SSAValue]:
+        ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
+               for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)]
+        return {"kernel_tag": b.const(kernel_tag(kernel.sym_name.data)),
+                "param": b.const(array), "index": index, "expected": parity,
+                "block_x": ids[0], "block_y": ids[1], "block_z": ids[2],
+                "site": b.const(SPIN_SITE_MBARRIER)}
+
+    return describe
 
 
 class TmaLowering(_TilePattern):
@@ -990,7 +1049,9 @@ class WarpSpecializationLowering(_TilePattern):
         rewriter.replace(op, lowered)
 
 
-def tile_to_nvvm_patterns() -> list[RewritePattern]:
+def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
+                          debug: bool = False) -> list[RewritePattern]:
+    """The patterns; `timeout_ns` is the semaphore waits' timeout (see mbarrier_timeout_ns)."""
     state = _State()
     return [
         LdMatrixLowering(state),
@@ -1007,6 +1068,7 @@ def tile_to_nvvm_patterns() -> list[RewritePattern]:
         WgmmaLowering(state),
         WgmmaSyncLowering(state),
         MBarrierLowering(state),
+        MBarrierWaitLowering(state, mbarrier_timeout_ns(timeout_ns), debug),
         TmaLowering(state),
         WarpSpecializationLowering(state),
     ]
@@ -1060,9 +1122,17 @@ class ConvertTileToNVVMPass(ModulePass):
 
     name = "convert-tile-to-nvvm"
 
+    # the semaphore waits' timeout (convert-sync-to-nvvm's option): mbarrier waits trap after
+    # mbarrier_timeout_ns of it
+    default_timeout_ns: int = DEFAULT_TIMEOUT_NS
+    debug: bool = False  # a timed-out mbarrier wait names itself in the kernel's debug record
+
+    def __post_init__(self) -> None:
+        check_timeout_ns(self.default_timeout_ns)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with located_type_errors(self.name, op):
-            apply_patterns(op, tile_to_nvvm_patterns())
+            apply_patterns(op, tile_to_nvvm_patterns(self.default_timeout_ns, self.debug))
         ops = walk_ops(op)
         for leftover in ops:
             if leftover.name.startswith("tile."):

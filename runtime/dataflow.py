@@ -334,13 +334,14 @@ class DataflowProgram:
 
     def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
         """The first timed-out spin's report, kernel and block (None if none timed out)."""
-        from tilesync.runtime.program import describe_timeout
+        from tilesync.runtime.program import describe_timeout, module_symbols
 
         if self._debug_record is None:
             return None
         stage_of = {s.kernel: s.name for s in self.plan.stages}
         return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
-                                f"run {self.runs} of pipeline @{self.plan.name}")
+                                f"run {self.runs} of pipeline @{self.plan.name}",
+                                lambda: module_symbols(self.compiled.module))
 
     def close(self) -> None:
         """Give back the persisting L2 set-aside (the rings are freed with the program)."""

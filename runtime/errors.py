@@ -42,8 +42,10 @@ def error_message(call: str, name: str, description: str) -> str:
     if name in DEVICE_FAULT_ERRORS:
         message += (
             ". A kernel stopped on the device: a device-side trap or fault happened "
-            "(for example a tilesync spin-wait that timed out and called trap, or an out-of-"
-            "bounds access). The CUDA context is now unusable; restart the process."
+            "(for example a tilesync spin-wait or mbarrier wait that timed out and called "
+            "trap, or an out-of-bounds access; a debug build, tilesync.compile(debug=True), "
+            "run by a StageProgram names the wait). The CUDA context is now unusable; restart "
+            "the process."
         )
     return message
 

@@ -9,11 +9,13 @@ each run is one epoch, so a program can be run any number of times without a mem
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph
 from tilesync.contract import (
@@ -22,6 +24,7 @@ from tilesync.contract import (
     DEBUG_RECORD_WORDS,
     NEXT_EPOCH_KERNEL,
     NUM_SEMAPHORES_ATTR,
+    SPIN_SITE_MBARRIER,
     SPIN_SITE_QUEUE_FULL,
     SPIN_SITE_SEMAPHORE,
     WAIT_KERNEL,
@@ -46,7 +49,8 @@ from tilesync.runtime.stream import (
 
 INT32_MAX = 2**31 - 1
 
-__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "describe_timeout", "read_plan"]
+__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "describe_timeout",
+           "module_symbols", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -349,7 +353,8 @@ class StageProgram:
             return None
         stage_of = {s.kernel: s.name for s in self.stages.values()}
         return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
-                                f"epoch {self.epoch}")
+                                f"epoch {self.epoch}",
+                                lambda: module_symbols(self.compiled.module))
 
 
 def _queue_outside_pipeline(role: Role) -> Any:
@@ -357,12 +362,27 @@ def _queue_outside_pipeline(role: Role) -> Any:
                      "tilesync.runtime.dataflow.DataflowProgram")
 
 
+def module_symbols(module: ModuleOp) -> list[str]:
+    """The symbols of a program and of its gpu.modules (kernels, shared arrays): the names a
+    debug record gives by kernel_tag."""
+    names = []
+    for op in module.ops:
+        inner = op.body.ops if isinstance(op, gpu.ModuleOp) else ()
+        for symbol in (op, *inner):
+            name = symbol.properties.get("sym_name")
+            if isinstance(name, StringAttr):
+                names.append(name.data)
+    return names
+
+
 def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignature],
-                     stage_of: Mapping[str, str], when: str
+                     stage_of: Mapping[str, str], when: str,
+                     symbols: Callable[[], Iterable[str]] = tuple
                      ) -> tuple[str, str, tuple[int, int, int]] | None:
     """What a debug record (DEBUG_RECORD_FIELDS) says in words, with the kernel and block;
     None when no spin timed out. A semaphore wait names the semaphore, a queue spin the queue,
-    the ticket and whether it waited for a free or a full entry."""
+    the ticket and whether it waited for a free or a full entry, an mbarrier wait the barrier
+    (its array's name among `symbols()`, asked for only then) and the parity of the phase."""
     record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in words)))
     if record["claimed"] == 0:
         return None
@@ -378,6 +398,11 @@ def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignat
     if site == SPIN_SITE_SEMAPHORE:
         what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
         waited = f"semaphore {what}[{index}] expected >= {expected}, saw {seen}"
+    elif site == SPIN_SITE_MBARRIER:
+        array = next((n for n in symbols() if kernel_tag(n) == param), None)
+        named = array if array is not None else "(unnamed)" if param < 0 else f"#{param}"
+        waited = (f"mbarrier {named}[{index}] never completed its phase of parity "
+                  f"{expected}")
     else:
         queue = f"@{role.stage}" if role is not None else f"of parameter {param}"
         if site == SPIN_SITE_QUEUE_FULL:

@@ -74,6 +74,9 @@ PIPELINE_ROWS = [
     ("convert-sync-to-nvvm{default_timeout_ns=-5}", None,
      "convert-sync-to-nvvm: option 'default_timeout_ns' must be a positive number of "
      "nanoseconds, got -5"),
+    ("convert-tile-to-nvvm{default_timeout_ns=0}", None,
+     "convert-tile-to-nvvm: option 'default_timeout_ns' must be a positive number of "
+     "nanoseconds, got 0"),
     ("convert-sync-to-nvvm{backoff_ns=5000000}", None,
      "convert-sync-to-nvvm: option 'backoff_ns' must be in [0, 1000000] (nanosleep sleeps at "
      "most 1 ms), got 5000000"),

@@ -4,7 +4,8 @@
 
 // A barrier is the i64 at bars[s]; the copy lands at the unswizzled address of smem[s, 0, 0]
 // (the copy engine swizzles), its coordinates go innermost first (column, then row), and the
-// map is the parameter's generic address. The wait is a loop on try_wait.parity.
+// map is the parameter's generic address. The wait is a try_wait.parity, then, if it failed,
+// a timed loop of them (tile_to_nvvm_mbarrier_wait.mlir).
 // CHECK-LABEL: func.func @tma_load
 // CHECK:       %[[MAP:.*]] = builtin.unrealized_conversion_cast %map : !tile.tensor_map<128x64xf16, swizzle 128> to !llvm.ptr
 // CHECK:       %[[BAR:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
@@ -14,10 +15,11 @@
 // CHECK:       %[[DST:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
 // CHECK-NEXT:  nvvm.cp.async.bulk.tensor.shared.global %[[DST]], %[[MAP]][%[[COL:.*]], %[[ROW:.*]]], %[[BAR]] : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
 // CHECK:       %[[PARITY:.*]] = llvm.zext %parity : i1 to i32
-// CHECK-NEXT:  scf.while
-// CHECK-NEXT:    %[[DONE:.*]] = nvvm.mbarrier.try_wait.parity %[[BAR]], %[[PARITY]] : !llvm.ptr<3>
-// CHECK-NEXT:    %[[AGAIN:.*]] = llvm.icmp "eq" %[[DONE]], %{{.*}} : i32
-// CHECK-NEXT:    scf.condition(%[[AGAIN]])
+// CHECK-NEXT:  %[[DONE:.*]] = nvvm.mbarrier.try_wait.parity %[[BAR]], %[[PARITY]] : !llvm.ptr<3>
+// CHECK-NEXT:  %[[FAILED:.*]] = arith.cmpi eq, %[[DONE]], %{{.*}} : i32
+// CHECK-NEXT:  scf.if %[[FAILED]] {
+// CHECK:           scf.while
+// CHECK-NEXT:        nvvm.mbarrier.try_wait.parity %[[BAR]], %[[PARITY]] : !llvm.ptr<3>
 // CHECK:       nvvm.mbarrier.arrive %[[BAR]] : !llvm.ptr<3>
 // CHECK-NOT:   tile.
 // PTX:         "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "l,r,~{memory}"

@@ -136,6 +136,29 @@ def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
     assert "fence.proxy.async.global;" in program.ptx_by_module[f"{CONSUMER.name}_module"]
 
 
+def test_mbarrier_waits_outlast_the_semaphore_waits():
+    """One timeout option for every spin: the semaphore waits of the producer thread trap
+    after it, the GEMM's mbarrier waits (whose phase that thread completes only after its
+    semaphore wait) after twice it, so a missing post is named as the semaphore it is."""
+    from tilesync.lowering.sync_to_nvvm import mbarrier_timeout_ns
+
+    timeout = 123_456_789
+    pipeline = default_pipeline(timeout_ns=timeout, before=SYNC_PASSES)
+    assert "convert-tile-to-nvvm{default_timeout_ns=123456789}" in pipeline
+    program = tilesync.compile(stage_program(), pipeline=pipeline, target="sm_90a",
+                               keep_ir=True)
+    after_sync = program.ir_after["convert-sync-to-nvvm"]
+    after_tile = program.ir_after["convert-tile-to-nvvm"]
+    assert mbarrier_timeout_ns(timeout) == 2 * timeout
+    assert f"arith.constant {timeout} : i64" in after_sync
+    assert f"arith.constant {2 * timeout} : i64" not in after_sync
+    # the producer's wait on `empty`, the consumers' on `full`; the latter wait for the
+    # wgmma group they leave in flight before they trap
+    assert after_tile.count(f"arith.constant {2 * timeout} : i64") == 2
+    assert len(re.findall(r"nvvm\.wgmma\.wait\.group\.sync\.aligned 0\s+nvvm\.trap",
+                          after_tile)) == 1
+
+
 def test_a_consumer_tile_posts_after_a_barrier_of_the_consumer_warpgroups():
     """The same GEMM as a producer: its store point becomes bar.sync 1, 256 + one release."""
     cfg = tma_ws_config(M, N, K, tile=(BM, BN, BK), stages=3, sync_hooks=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from xdsl.builder import Builder
-from xdsl.dialects import func, llvm, scf
+from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntAttr, MemRefType, ModuleOp, i32
+from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tilesync.contract import DEBUG_RECORD_FIELDS
@@ -98,3 +99,37 @@ def test_spin_until_loads_acquire_times_out_records_and_backs_off():
     fence = record_write.true_region.block.ops.last.prev_op
     assert isinstance(fence, nvvm.FenceOp) and fence.scope.data == nvvm.MemScope.SYS
     assert "nvvm.trap" in str(module)
+
+
+def test_retry_until_tries_once_before_any_timer_read_then_times_out():
+    tries: list[SSAValue] = []
+
+    def wait(b: SyncBuilder, ptr, value, record):
+        def attempt(t: SyncBuilder) -> SSAValue:
+            seen = t.load(ptr, "acquire", "gpu")
+            tries.append(seen)
+            return t.value(arith.CmpiOp(seen, value, "slt"))
+
+        b.retry_until(attempt, timeout_ns=1000, record=record,
+                      describe=lambda t: {"index": value},
+                      before_trap=lambda t: t.insert(nvvm.NanosleepOp(t.const(7))))
+
+    _, kernel = _build(wait)
+    # the fast path: one try, and only its failure reads the timer
+    assert _names(kernel.body.block.ops) == ["nvvm.ld", "arith.cmpi", "scf.if", "func.return"]
+    retry = kernel.body.block.ops.first.next_op.next_op
+    assert isinstance(retry, scf.IfOp) and retry.cond is kernel.body.block.ops.first.next_op.result
+    start, loop, _ = retry.true_region.block.ops
+    assert isinstance(start, nvvm.SpecialRegisterOp) and start.SREG == "globaltimer"
+    assert isinstance(loop, scf.WhileOp) and len(tries) == 2
+    assert _names(loop.before_region.block.ops) == ["nvvm.ld", "arith.cmpi", "scf.condition"]
+    assert _names(loop.after_region.block.ops) == [
+        "nvvm.read.ptx.sreg.globaltimer", "arith.subi", "arith.constant", "arith.cmpi", "scf.if",
+        "scf.yield"]
+    limit = loop.after_region.block.ops.first.next_op.next_op
+    assert limit.value.value.data == 1000
+    on_timeout = loop.after_region.block.ops.last.prev_op
+    # the record (claimed, then written), what must precede the trap, the trap
+    names = _names(on_timeout.true_region.block.ops)
+    assert "nvvm.atom.cas" in names
+    assert names[-3:] == ["nvvm.nanosleep", "nvvm.trap", "scf.yield"]

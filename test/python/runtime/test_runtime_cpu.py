@@ -126,7 +126,33 @@ def test_check_says_device_trap_for_kernel_faults(result):
     assert info.value.error_name == result.name
     assert info.value.is_device_fault
     assert "device-side trap" in message and "spin-wait" in message
+    assert "mbarrier wait" in message
     assert message.startswith(f"cuStreamSynchronize failed: {result.name}")
+
+
+def test_a_timed_out_mbarrier_wait_is_described_by_its_barrier_and_parity():
+    """What the host reads back from the record of a debug build's mbarrier wait: the barrier
+    array's tag resolved among the program's symbols, the index and the parity."""
+    import tilesync
+    from tilesync.contract import DEBUG_RECORD, DEBUG_RECORD_FIELDS, SPIN_SITE_MBARRIER, kernel_tag
+    from tilesync.runtime.program import describe_timeout, module_symbols
+
+    text = (INPUTS / "mbarrier_stuck.mlir").read_text()
+    program = tilesync.compile(text, target="sm_90a", debug=True)
+    assert program.kernels["stuck"].sync_args == (DEBUG_RECORD,)
+    symbols = module_symbols(program.module)
+    assert "full_bars" in symbols and "stuck" in symbols
+    record = dict.fromkeys(DEBUG_RECORD_FIELDS, 0) | {
+        "claimed": 1, "kernel_tag": kernel_tag("stuck"), "param": kernel_tag("full_bars"),
+        "index": 3, "expected": 1, "block_x": 5, "site": SPIN_SITE_MBARRIER}
+    words = [record[name] for name in DEBUG_RECORD_FIELDS]
+    text, kernel, block = describe_timeout(words, program.kernels, {"stuck": "s"}, "epoch 2",
+                                           lambda: symbols)
+    assert (kernel, block) == ("stuck", (5, 0, 0))
+    assert text == ("spin-wait timed out in stage @s kernel stuck, block (5, 0, 0): mbarrier "
+                    "full_bars[3] never completed its phase of parity 1 (epoch 2)")
+    unnamed = describe_timeout(words, program.kernels, {}, "epoch 2")
+    assert unnamed is not None and f"mbarrier #{kernel_tag('full_bars')}[3]" in unnamed[0]
 
 
 # -- argument packing ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 // CHECK-NEXT:  tile.mbarrier_init %{{.*}}[%{{.*}}] count 2 : memref<8xi64, 3 : i64>
 // CHECK-NEXT:  tile.setmaxnreg dec 40
 // CHECK-NEXT:  tile.mbarrier_wait %{{.*}}[%{{.*}}], %{{.*}} : memref<8xi64, 3 : i64>
+// CHECK-NEXT:  tile.mbarrier_wait %{{.*}}[%{{.*}}], %{{.*}} wgmma_in_flight : memref<8xi64, 3 : i64>
 // CHECK-NEXT:  tile.mbarrier_arrive %{{.*}}[%{{.*}}] expect_tx 16384 : memref<8xi64, 3 : i64>
 // CHECK-NEXT:  tile.tma_load %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] : !tile.tensor_map<128x64xf16, swizzle 128>, memref<4x128x64xf16, 3 : i64>, memref<8xi64, 3 : i64>
 // CHECK-NEXT:  tile.setmaxnreg inc 232
@@ -25,6 +26,7 @@ func.func @producer_consumer(%map: !tile.tensor_map<128x64xf16, swizzle 128>,
   tile.mbarrier_init %bars[%s] count 2 : memref<8xi64, 3>
   tile.setmaxnreg dec 40
   tile.mbarrier_wait %bars[%s], %parity : memref<8xi64, 3>
+  tile.mbarrier_wait %bars[%s], %parity wgmma_in_flight : memref<8xi64, 3>
   tile.mbarrier_arrive %bars[%s] expect_tx 16384 : memref<8xi64, 3>
   tile.tma_load %map[%r, %c], %smem[%s, %z, %z], %bars[%s] : !tile.tensor_map<128x64xf16, swizzle 128>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
   tile.setmaxnreg inc 232
