@@ -38,7 +38,8 @@ TILE_COLUMNS = tuple(range(64, 257, 16))
 MAX_STAGES = 8
 SM_TENSOR_FLOPS = 989e12 / H100_SMS  # dense f16/bf16 per SM (H100 SXM datasheet)
 DEVICE_BYTES_PER_S = 3.0e12  # a measured H100 device-to-device copy (bytes read + written)
-BARRIER_BYTES = 1024  # the barriers and the alignment padding of the stages
+# the stages' alignment padding and their full/empty barriers (GemmConfig.static_shared_bytes)
+BARRIER_BYTES = 1024 + 2 * 8 * MAX_STAGES
 SM_L2_BYTES_PER_S = 58e9  # operand bytes an SM drew from L2 in the mainloop (H100, measured)
 SM_STORE_BYTES_PER_S = 17e9
 """C bytes an SM stores from registers while its tensor cores wait (H100: 128 x 256 tiles of

@@ -224,7 +224,8 @@ class GemmConfig:
             raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
         if self.pipeline == "tma_ws":
             self._check_tma_ws()
-        if self.shared_bytes + self.stage_alignment > MAX_SHARED_PER_BLOCK:
+        if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
+                MAX_SHARED_PER_BLOCK:
             raise ValueError(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
@@ -341,6 +342,13 @@ class GemmConfig:
         bm, bn, bk = self.tile
         staging = bm * self.out_tile_cols if self.tma_store else 0
         return (self.stages * (bm * bk + bk * bn) + staging) * 2
+
+    @property
+    def static_shared_bytes(self) -> int:
+        """Shared memory beside the stages: a warp-specialized kernel's full and empty
+        mbarriers, one 8-byte barrier each per stage (the launch fails when it and the
+        dynamic array together pass the block's limit)."""
+        return 2 * 8 * self.stages if self.warp_specialized else 0
 
     @property
     def dynamic_shared_bytes(self) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tilesync.kernels.choice import predicted_seconds, propose_tma_configs, stages_for
 from tilesync.kernels.config import MAX_SHARED_PER_BLOCK, tma_ws_config
 
@@ -17,7 +19,8 @@ def test_proposals_are_valid_tma_configs_that_fit_shared_memory():
         assert proposals
         for cfg in proposals:
             assert cfg.warp_specialized and cfg.epilogue == epilogue
-            assert cfg.shared_bytes + cfg.stage_alignment <= MAX_SHARED_PER_BLOCK
+            assert cfg.shared_bytes + cfg.stage_alignment + cfg.static_shared_bytes <= \
+                MAX_SHARED_PER_BLOCK
 
 
 def test_a_width_that_is_not_a_power_of_two_fills_the_sms():
@@ -57,3 +60,13 @@ def test_a_partial_round_costs_a_whole_round():
 
 def test_stages_fill_shared_memory():
     assert stages_for(128, 256) == 4 and stages_for(128, 128) == 7 and stages_for(64, 64) == 8
+
+
+def test_a_config_whose_barriers_pass_the_shared_limit_is_refused():
+    """64x144 with 8 stages and a TMA-store staging buffer: its dynamic array alone fits, with
+    its 16 mbarriers it did not, and the launch failed (kernels bench at fb6fecb); refused at
+    construction, and the proposals for that GEMM leave room for the barriers."""
+    with pytest.raises(ValueError, match="more than the 232448 a block can have"):
+        tma_ws_config(16, 12288, 6144, tile=(64, 144, 64), stages=8, tma_store=True)
+    for cfg in propose_tma_configs(16, 12288, 6144, limit=8):
+        assert cfg.dynamic_shared_bytes + cfg.static_shared_bytes <= MAX_SHARED_PER_BLOCK
