@@ -262,4 +262,79 @@ def stack_plot(result: dict[str, Any], out_dir, name: str):
     return save_figure(plt, fig, result, out_dir, name)
 
 
-__all__ = ["NERF_TRUNK", "StackData", "mlp_stack_benchmarks", "stack_plot", "stack_table"]
+DRAM_METRIC = "dram__bytes.sum"
+
+
+def one_run_each(rows: int, widths=NERF_TRUNK) -> None:
+    """One pipeline run and one bulk-synchronous run (checked): what `dram_bytes` profiles."""
+    from tilesync.kernels.mlp_pipeline import MlpStack
+
+    torch, why = mlp_bench._torch_or_none()
+    if torch is None:
+        raise SystemExit(f"needs torch on the GPU: {why}")
+    stack = MlpStack(rows, tuple(widths))
+    data = StackData(torch, rows, stack.widths)
+    run_pipeline(stack, data, warmup=0, reps=1, repeats=0, graph_replays=0)
+    run_bulk_sync(stack, data, warmup=0, reps=1)
+
+
+def dram_bytes(rows: int, ncu: str = "ncu", run=None) -> dict[str, float]:
+    """DRAM bytes (read + written) of one run of each form, measured by Nsight Compute on a
+    child process running `one_run_each`: the pipeline's persistent kernel (its first
+    launch) against the sum over the bulk-synchronous layers (their first run)."""
+    import csv
+    import io
+    import subprocess
+    import sys
+
+    command = [ncu, "--target-processes", "all", "--csv", "--print-units", "base",
+               "--metrics", DRAM_METRIC,
+               "-k", "regex:^(mlp_persistent|layer[0-9]+)$", sys.executable, "-m",
+               "tilesync.bench.dataflow_mlp", "--one-run", str(rows)]
+    done = (run or subprocess.run)(command, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"ncu failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    header = done.stdout.find('"ID"')
+    if header < 0:
+        raise RuntimeError(f"ncu printed no metrics: {done.stdout.strip()[-500:]}")
+    launches = [(row["Kernel Name"], float(row["Metric Value"].replace(",", "")))
+                for row in csv.DictReader(io.StringIO(done.stdout[header:]))
+                if row["Metric Name"] == DRAM_METRIC]
+    pipeline = [b for name, b in launches if name == "mlp_persistent"]
+    bulk = [b for name, b in launches if name != "mlp_persistent"]
+    layers = len(NERF_TRUNK) - 1
+    if not pipeline or len(bulk) < layers:
+        raise RuntimeError(f"expected the pipeline and {layers} layers, profiled {launches}")
+    # the checked runs come first: the pipeline's first launch, the bulk form's first run
+    return {"pipeline": pipeline[0], "bulk_sync": sum(bulk[:layers])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="DRAM bytes of the MLP-stack pipeline and "
+                                                 "of its layers bulk-synchronous (ncu)")
+    parser.add_argument("--one-run", type=int, metavar="ROWS",
+                        help="run each form once (the child process ncu profiles)")
+    parser.add_argument("--dram", type=int, nargs="+", metavar="ROWS",
+                        help="profile DRAM bytes at these row counts")
+    args = parser.parse_args(argv)
+    from tilesync.bench.report import missing_gpu
+
+    if missing_gpu("dataflow_mlp"):
+        return 1
+    if args.one_run:
+        one_run_each(args.one_run)
+        return 0
+    out = {str(rows): dram_bytes(rows) for rows in args.dram or ROWS}
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+__all__ = ["NERF_TRUNK", "StackData", "dram_bytes", "mlp_stack_benchmarks", "stack_plot",
+           "stack_table"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,3 +28,23 @@ def test_table_gives_the_pipelines_speedups():
     line = table.splitlines()[2]
     assert line.split()[0] == "65536"
     assert line.split()[-3:] == ["2.00x", "3.00x", "5.00x"]
+
+
+def test_dram_bytes_reads_ncus_csv():
+    """The pipeline's first launch against the first bulk-synchronous run's eight layers."""
+    import subprocess
+
+    rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+    rows.append('"0","mlp_persistent","dram__bytes.sum","byte","1,000"')
+    rows += [f'"{1 + i}","layer{i}","dram__bytes.sum","byte","{100 * (i + 1)}"' for i in range(8)]
+    rows += [f'"{9 + i}","layer{i}","dram__bytes.sum","byte","7"' for i in range(8)]
+    seen = []
+
+    def fake_run(command, **_):
+        seen.append(command)
+        return subprocess.CompletedProcess(command, 0, "==PROF== noise\n" + "\n".join(rows),
+                                           "")
+
+    got = dataflow_mlp.dram_bytes(4096, run=fake_run)
+    assert got == {"pipeline": 1000.0, "bulk_sync": 3600.0}
+    assert seen[0][-2:] == ["--one-run", "4096"]
