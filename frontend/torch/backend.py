@@ -22,8 +22,10 @@ CHOICE_REPS = 20  # timed calls of each way to run a graph (after as many warm-u
 
 
 def _caller(fn: Any, inputs: list[Any]) -> Any:
-    """A no-argument call of a compiled graph, as Dynamo calls what a backend returns (the
-    inputs as arguments, also for Inductor's functions that are marked `_boxed_call`)."""
+    """A no-argument call of a compiled graph: Inductor's functions may take their inputs
+    boxed (one list, which they may empty), Dynamo's graphs as arguments."""
+    if getattr(fn, "_boxed_call", False):
+        return lambda: fn(list(inputs))
     return lambda: fn(*inputs)
 
 
