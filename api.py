@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 
 from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import (
+    ARCHITECTURES,
     DYNAMIC_SHARED_BYTES_ATTR,
     FILLED_ATTR,
     ORDER_TABLE_ATTR,
@@ -45,12 +46,14 @@ from tilesync.contract import (
     CompileError,
     KernelSignature,
     TilesyncError,
+    architecture,
 )
-from tilesync.dialects import sync
+from tilesync.dialects import sync, tile
 from tilesync.dialects.kernel_args import sync_roles
 from tilesync.dialects.locations import (
     LocatingParser,
     OpDiagnostic,
+    diagnostic,
     failing_op,
     location_of,
     parse_error_location,
@@ -291,6 +294,7 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         else:
             module = module_or_text
             verify_module(module)
+        check_target_features(module, target)
         source = module.clone()
         if pipeline is None:
             pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
@@ -308,6 +312,25 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             raise compile_error(err, module) from err
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
                            seconds, target)
+
+
+# ops whose PTX exists only on an architecture-specific target (wgmma, setmaxnreg: sm_90a)
+_WGMMA_OPS = (tile.WgmmaOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp, tile.WgmmaWaitOp,
+              tile.SetMaxNRegOp)
+
+
+def check_target_features(module: ModuleOp, target: str) -> None:
+    """Refuse, at the first op that needs it, a program using what `target` lacks: ptxas would
+    otherwise answer with a page of 'not supported on .target' lines after the whole lowering."""
+    if architecture(target).wgmma:
+        return
+    for op in module.walk():
+        if isinstance(op, _WGMMA_OPS):
+            wanted = next(name for name, a in ARCHITECTURES.items() if a.wgmma)
+            raise compile_error(diagnostic(
+                "target", op, f"{op.name} needs target {wanted} (wgmma and setmaxnreg exist "
+                f"only there), not {target}; compile with target='{wanted}' "
+                f"(tilesync compile -t {wanted})"))
 
 
 def check_target(target: str) -> None:

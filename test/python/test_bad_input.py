@@ -537,3 +537,23 @@ def test_an_empty_function_body_is_located_at_the_function():
         tilesync.compile(path)
     assert str(info.value) == (f"{path}:9:3: Operation llvm.func contains empty block in "
                                "single-block region that expects at least a terminator")
+
+
+WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "
+         "{gpu.known_block_size = array<i32: 128, 1, 1>} {\n      tile.wgmma_fence\n"
+         "      gpu.return\n    }\n  }\n}\n")
+WGMMA_MESSAGE = ("target: tile.wgmma_fence needs target sm_90a (wgmma and setmaxnreg exist only "
+                 "there), not sm_90; compile with target='sm_90a' (tilesync compile -t sm_90a)")
+
+
+def test_a_program_the_target_cannot_run_is_refused_at_its_op(tmp_path):
+    """wgmma on sm_90: one located line before any lowering, not ptxas's page of 'not
+    supported on .target' lines; sm_90a compiles it."""
+    with pytest.raises(CompileError) as err:
+        tilesync.compile(WGMMA, filename="wgmma.mlir")
+    assert str(err.value) == f"wgmma.mlir:4:7: {WGMMA_MESSAGE}"
+    assert "wgmma.fence" in tilesync.compile(WGMMA, target="sm_90a").ptx
+    path = tmp_path / "wgmma.mlir"
+    path.write_text(WGMMA, encoding="utf-8")
+    status, text = run(cli.main, ["compile", str(path)])
+    assert status == 1 and one_line(text) == f"{path}:4:7: error: {WGMMA_MESSAGE}"
