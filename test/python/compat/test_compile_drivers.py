@@ -58,15 +58,18 @@ PROGRAMS = {
     "softmax_dropout": _softmax,
     "mlp_stage_program": _mlp,
 }
+TARGETS = {"mlp_stage_program": "sm_90a"}  # its kernels multiply with wgmma
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_fast_drivers_emit_what_xdsls_drivers_emit(name):
     module, pipeline = PROGRAMS[name]()
+    target = TARGETS.get(name, "sm_90")
     reference_input = module.clone()
     with xdsl_drivers():
-        reference = tilesync.compile(reference_input, pipeline=pipeline, keep_ir=True)
-    program = tilesync.compile(module, pipeline=pipeline, keep_ir=True)
+        reference = tilesync.compile(reference_input, pipeline=pipeline, keep_ir=True,
+                                     target=target)
+    program = tilesync.compile(module, pipeline=pipeline, keep_ir=True, target=target)
     assert list(program.ir_after) == list(reference.ir_after)
     for pass_name, text in reference.ir_after.items():
         assert program.ir_after[pass_name] == text, f"IR differs after {pass_name}"
