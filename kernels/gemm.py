@@ -259,11 +259,13 @@ def stage_buffer_types(cfg: GemmConfig) -> tuple[MemRefType, MemRefType]:
             MemRefType(cfg.element_type, sb_shape, memory_space=IntegerAttr(3, 64)))
 
 
-def stage_buffers(cfg: GemmConfig) -> list[memref.GlobalOp]:
+def stage_buffers(cfg: GemmConfig, types: tuple[MemRefType, MemRefType] | None = None
+                  ) -> list[memref.GlobalOp]:
     """The module-level globals `smem_a` and `smem_b` holding the stage rings (dynamic shared
-    memory past 48 KiB; wgmma's swizzle atoms want a 1024-byte aligned base)."""
+    memory past 48 KiB; wgmma's swizzle atoms want a 1024-byte aligned base); `types` replaces
+    `stage_buffer_types(cfg)` (a stage whose weights stay resident holds every k-tile)."""
     dynamic = cfg.dynamic_shared_bytes > 0
-    sa_type, sb_type = stage_buffer_types(cfg)
+    sa_type, sb_type = types or stage_buffer_types(cfg)
     return [_shared_global("smem_a", sa_type, dynamic, cfg.stage_alignment),
             _shared_global("smem_b", sb_type, dynamic, cfg.stage_alignment)]
 

@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Region
 
-from tilesync.contract import DYNAMIC_SHARED_ATTR
 from tilesync.dialects import dataflow
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import GemmConfig, gemm_config
@@ -39,6 +38,7 @@ from tilesync.kernels.gemm import (
     load_resident_b,
     named_args,
     stage_buffer_types,
+    stage_buffers,
 )
 
 MODULE = "mlp_stack"
@@ -215,12 +215,7 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     entries = stack.queue_entries()
     queue_types = [stack.queue_type(n) for n in entries]
     kernels = [_layer_kernel(stack, layer, queue_types) for layer in range(stack.layers)]
-    cfg = stack.layer_config(0)
-    rings = [memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(),
-                                 alignment=cfg.stage_alignment)
-             for name, type_ in zip(("smem_a", "smem_b"), stack.shared_types(), strict=True)]
-    for ring in rings:
-        ring.attributes[DYNAMIC_SHARED_ATTR] = UnitAttr()
+    rings = stage_buffers(stack.layer_config(0), stack.shared_types())
     gmod = gpu.ModuleOp(StringAttr(MODULE),  # type: ignore[arg-type]
                         Region(Block([*rings, *kernels])))
     ctas = stack.stage_ctas()
