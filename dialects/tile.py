@@ -39,6 +39,10 @@ Semantics:
 - `tile.cp_async` is *per thread*: it copies the 16 bytes at src[idx...] (8 f16) to
   dst[idx...] asynchronously (PTX `cp.async.cg`); with `masked`, a source chunk outside the
   source memref's (static) shape is not read and the destination is zero-filled.
+  `tile.copy_out %C[%i, %j], %smem[...] masked swizzle ...` is its way back, also per thread
+  and 16 bytes, synchronous (`ld.shared` then `st.global`); `masked` skips a chunk outside
+  C. A staged epilogue stores the accumulators into shared memory, then copies whole rows
+  out with it.
 - `tile.store_acc` stores the 16x8 accumulator tile at [i, j] of a row-major memref, after
   applying the optional `epilogue` region to each element (arguments: the fp32 value, its row
   and its column; result: the fp32 value to store), converting to the memref's element type;
@@ -487,34 +491,79 @@ class CpAsyncOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        dst_type = _memref(self, self.dst, "destination")
-        src_type = _memref(self, self.src, "source")
-        _verify_shared(self, dst_type, "destination")
-        _verify_indices(self, dst_type, self.dst_indices, "destination")
-        _verify_indices(self, src_type, self.src_indices, "source")
-        if memory_space(src_type) not in (None, 1):
+        _verify_chunk_copy(self, shared=("destination", self.dst, self.dst_indices),
+                           global_=("source", self.src, self.src_indices),
+                           masked=self.masked is not None, swizzle=self.swizzle)
+
+
+def _verify_chunk_copy(op: Operation, shared: tuple[str, SSAValue, Sequence[SSAValue]],
+                       global_: tuple[str, SSAValue, Sequence[SSAValue]], masked: bool,
+                       swizzle: SwizzleAttr | None) -> None:
+    """A thread's 16-byte copy between a shared and a global memref (either way): indices,
+    memory spaces, one element type, rows of whole chunks, a static shape where masked."""
+    shared_what, shared_ref, shared_indices = shared
+    global_what, global_ref, global_indices = global_
+    shared_type = _memref(op, shared_ref, shared_what)
+    global_type = _memref(op, global_ref, global_what)
+    _verify_shared(op, shared_type, shared_what)
+    _verify_indices(op, shared_type, shared_indices, shared_what)
+    _verify_indices(op, global_type, global_indices, global_what)
+    if memory_space(global_type) not in (None, 1):
+        raise VerifyException(f"'{op.name}' {global_what} must be in global memory, got "
+                              f"{global_type}")
+    if shared_type.element_type != global_type.element_type:
+        raise VerifyException(f"'{op.name}' element types differ: {shared_type.element_type} "
+                              f"and {global_type.element_type}")
+    size = element_bytes(global_type.element_type)
+    per_chunk = CpAsyncOp.BYTES // size
+    for what, memref_type in ((shared_what, shared_type), (global_what, global_type)):
+        shape = memref_type.get_shape()
+        if shape[-1] >= 0 and shape[-1] % per_chunk:
             raise VerifyException(
-                f"'tile.cp_async' source must be in global memory, got {src_type}"
+                f"'{op.name}' {what} rows must be a multiple of {per_chunk} elements "
+                f"(16-byte aligned), got {shape[-1]}"
             )
-        if dst_type.element_type != src_type.element_type:
-            raise VerifyException(
-                f"'tile.cp_async' element types differ: {dst_type.element_type} and "
-                f"{src_type.element_type}"
-            )
-        size = element_bytes(src_type.element_type)
-        per_chunk = self.BYTES // size
-        for what, shape in (("source", src_type.get_shape()), ("destination",
-                                                               dst_type.get_shape())):
-            if shape[-1] >= 0 and shape[-1] % per_chunk:
-                raise VerifyException(
-                    f"'tile.cp_async' {what} rows must be a multiple of {per_chunk} elements "
-                    f"(16-byte aligned), got {shape[-1]}"
-                )
-        if self.masked is not None and any(d < 0 for d in src_type.get_shape()):
-            raise VerifyException(
-                f"'tile.cp_async' masked needs a static source shape, got {src_type}"
-            )
-        _verify_swizzle(self, self.swizzle, size)
+    if masked and any(d < 0 for d in global_type.get_shape()):
+        raise VerifyException(f"'{op.name}' masked needs a static {global_what} shape, got "
+                              f"{global_type}")
+    _verify_swizzle(op, swizzle, size)
+
+
+@irdl_op_definition
+class CopyOutOp(IRDLOperation):
+    """Per-thread copy of 16 bytes from shared memory (`src`, optionally swizzled) to global
+    memory (`dst`) through registers: `ld.shared` then `st.global`, 16 bytes each. A staged
+    epilogue's way out: a warp's 32 chunks of one row are 512 consecutive bytes, four full
+    lines, where the accumulators' own stores put 4 bytes in each of eight lines a row.
+    With `masked` a chunk whose destination indices lie outside `dst` is not stored."""
+
+    name = "tile.copy_out"
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    masked = opt_prop_def(UnitAttr)
+    swizzle = opt_prop_def(SwizzleAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$dst `[` $dst_indices `]` `,` $src `[` $src_indices `]` (`masked` $masked^)? "
+        "(`swizzle` qualified($swizzle)^)? attr-dict `:` type($dst) `,` type($src)"
+    )
+
+    def __init__(self, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
+                 src_indices: Sequence[SSAValue], masked: bool = False,
+                 swizzle: SwizzleAttr | None = None):
+        super().__init__(
+            operands=[dst, dst_indices, src, src_indices],
+            properties={"masked": UnitAttr() if masked else None, "swizzle": swizzle},
+        )
+
+    def verify_(self) -> None:
+        _verify_chunk_copy(self, shared=("source", self.src, self.src_indices),
+                           global_=("destination", self.dst, self.dst_indices),
+                           masked=self.masked is not None, swizzle=self.swizzle)
+
 
 @irdl_op_definition
 class CpAsyncCommitOp(IRDLOperation):
@@ -1391,7 +1440,7 @@ def epilogue_block(accumulators: int = 1) -> Block:
 
 Tile = Dialect(
     "tile",
-    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
+    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
      TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
@@ -1402,6 +1451,7 @@ Tile = Dialect(
 __all__ = [
     "ArriveOp",
     "ClusterBarrierOp",
+    "CopyOutOp",
     "CpAsyncCommitOp",
     "CpAsyncOp",
     "CpAsyncWaitOp",

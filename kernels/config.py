@@ -159,9 +159,17 @@ class GemmConfig:
     or, False, one block per tile on the tile grid (tile (x, y) is block (x, y), or sync.tile's
     with hooks): the form a stage program launches, since the cuSync passes and sync-verify
     follow a block's tile, not a persistent block's walk. Sync hooks need it."""
+    staged_store: bool = False
+    """cp_async with wgmma: the tile leaves through shared memory. After the multiply the
+    accumulators go through the epilogue into A's stage ring (BN / 64 boxes of BM x 64 in the
+    128-byte swizzle, so a warp's fragment stores hit distinct banks) and every thread copies
+    16-byte chunks of whole rows out (`tile.copy_out`): a warp stores 512 consecutive bytes,
+    where the accumulators' own stores put 4 bytes in each of eight lines. Needs split_k=1, no
+    swiglu, BN a multiple of 64 with stages >= BN / 64 (the ring holds the tile), N a
+    multiple of 8."""
 
     def __repr__(self) -> str:
-        return _repr_showing_set(self, _TMA_FIELDS)
+        return _repr_showing_set(self, _LATER_GEMM_FIELDS)
 
     def __post_init__(self) -> None:
         bm, bn, bk = self.tile
@@ -224,6 +232,8 @@ class GemmConfig:
             raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
         if self.pipeline == "tma_ws":
             self._check_tma_ws()
+        if self.staged_store:
+            self._check_staged_store()
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
             raise ValueError(
@@ -231,6 +241,19 @@ class GemmConfig:
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
                 "fewer stages or a smaller tile"
             )
+
+    def _check_staged_store(self) -> None:
+        bn = self.tile[1]
+        if self.pipeline != "cp_async" or self.mma != "wgmma":
+            raise ValueError("staged_store stages a wgmma tile of the cp_async pipeline (tma_ws "
+                             "has tma_store)")
+        if self.split_k != 1 or self.epilogue == "swiglu":
+            raise ValueError("staged_store takes split_k=1 and no swiglu")
+        if bn % 64 or self.stages < bn // 64 or self.N % 8:
+            raise ValueError(f"staged_store holds the tile in A's ring as boxes of 64 columns: "
+                             f"it needs BN a multiple of 64, at least BN / 64 stages and N a "
+                             f"multiple of 8, got tile={self.tile} stages={self.stages} "
+                             f"N={self.N}")
 
     def _check_tma_ws(self) -> None:
         bm, bn, _ = self.tile
@@ -424,8 +447,8 @@ class GemmConfig:
         return DTYPES[self.dtype]()
 
 
-_TMA_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps", "cluster_m",
-                         "tma_store", "persistent"})
+_LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
+                                "cluster_m", "tma_store", "persistent", "staged_store"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 
@@ -437,11 +460,11 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
                 cluster_m: int = 1, tma_store: bool = False,
-                persistent: bool = True) -> GemmConfig:
+                persistent: bool = True, staged_store: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
-                      persistent)
+                      persistent, staged_store)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,

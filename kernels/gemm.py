@@ -31,6 +31,12 @@ k-tile's copies are issued, so the copies run S-2 k-tiles ahead:
         wgmma.fence; 4 x wgmma m64nBNk16; wgmma.commit_group; wgmma.wait_group 1
     wgmma.wait_group 0; store as above (the accumulators have mma.sync's m16n8 layout)
 
+With `staged_store` (wgmma) the store goes through shared memory instead: bar.sync; the
+fragments through the epilogue into A's ring, now free (BN / 64 boxes of BM x 64 columns, the
+128-byte swizzle); bar.sync; each thread copies 16-byte chunks of whole rows to C
+(`tile.copy_out`); bar.sync. A warp then writes 512 consecutive bytes per store, where a
+fragment store writes 4 bytes into each of eight lines.
+
 Stages beyond 48 KiB of shared memory live in dynamic shared memory (the launch passes
 `dynamic_shared_bytes`).
 
@@ -158,6 +164,21 @@ def _shared_global(name: str, type_: MemRefType, dynamic: bool = False,
 Staging = Callable[[BlockBuilder, SSAValue, int], list[SSAValue]]
 """(body, row in the tile, column of the output tile) -> indices of that place in a staging
 buffer in shared memory."""
+
+
+def staged_column(b: BlockBuilder, col: int, width: int, lane_rows: SSAValue) -> SSAValue:
+    """The column of a staging box `width` 16-bit elements wide (its rows of 2 width bytes in
+    the copy engine's swizzle of that many bytes) where the lanes' accumulator columns
+    col .. col + 7 go. The swizzle XORs the 16-byte chunk col / 8 with bits of the byte
+    offset's 128-byte line, row / (8 / chunks a row) mod chunks a row. A fragment starts on a
+    row that is a multiple of 8, so those bits of a lane's rows (lane / 4 and 8 below) come
+    from `lane_rows`, lane / 4 mod 8, the same for all its fragments: the swizzle costs one
+    XOR a chunk, not one a store."""
+    chunks = width // 8
+    if chunks == 1:  # 16-byte rows: no swizzle
+        return b.idx(col)
+    line_bits = b.emit(arith.AndIOp(b.divui(lane_rows, 8 // chunks), b.idx(chunks - 1)))
+    return b.muli(b.emit(arith.XOrIOp(b.idx(col // 8), line_bits)), 8)
 
 
 def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValue],
@@ -426,9 +447,35 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     if after_mainloop is not None:
         after_mainloop(b)
 
+    def store_staged(body: BlockBuilder, tiles: list[SSAValue]) -> None:
+        """cfg.staged_store: the tile through the epilogue into A's ring (columns 64 j ..
+        in stage j, 128-byte swizzle), then whole rows out in 16-byte chunks. Barriers on
+        both sides: no thread writes the ring while a wgmma may still read it, and none
+        copies a k-tile into it (the next tile) before every row has left."""
+        body.insert(gpu.BarrierOp())
+        lane_rows = body.remui(body.divui(tid, 4), 8)  # (lane / 4) mod 8: a fragment row's
+
+        def place(pb: BlockBuilder, row: SSAValue, col: int) -> list[SSAValue]:
+            return [pb.idx(col // bk), row, staged_column(pb, col % bk, bk, lane_rows)]
+
+        _store_accumulators(body, cfg, tiles, sa, (c_m0, n0), (warp_m, warp_n),
+                            (mi_count, ni_count), False, bias, seed, (sa, place))
+        body.insert(gpu.BarrierOp())
+
+        def copy_out(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
+            cb.insert(tl.CopyOutOp(C, [cb.addi(c_m0, row), cb.addi(n0, col)], sa,
+                                   [cb.divui(col, bk), row, cb.remui(col, bk)],
+                                   masked=mask_c, swizzle=swizzle_a))
+
+        copy_chunks(body, bm * bn, bn, copy_out)
+        body.insert(gpu.BarrierOp())
+
     def store_tiles(body: BlockBuilder, tiles: list[SSAValue]) -> None:
-        _store_accumulators(body, cfg, tiles, C, (c_m0, n0), (warp_m, warp_n),
-                            (mi_count, ni_count), mask_c, bias, seed)
+        if cfg.staged_store:
+            store_staged(body, tiles)
+        else:
+            _store_accumulators(body, cfg, tiles, C, (c_m0, n0), (warp_m, warp_n),
+                                (mi_count, ni_count), mask_c, bias, seed)
         if cfg.sync_hooks:
             body.insert(sync.StorePointOp([tile_x, tile_y]))
 

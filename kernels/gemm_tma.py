@@ -82,7 +82,13 @@ from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import GemmConfig, tensor_map_swizzle
-from tilesync.kernels.gemm import _frag, _shared_global, _store_accumulators, named_args
+from tilesync.kernels.gemm import (
+    _frag,
+    _shared_global,
+    _store_accumulators,
+    named_args,
+    staged_column,
+)
 
 PRODUCER_REGISTERS = 40
 """setmaxnreg of a producer warpgroup: it only computes addresses and issues copies."""
@@ -93,21 +99,6 @@ def consumer_registers(cfg: GemmConfig) -> int:
     consumers = cfg.consumer_threads
     free = SM_90.registers_per_sm - PRODUCER_REGISTERS * 32 * cfg.producer_warps
     return min(256, free // consumers // 8 * 8)
-
-
-def staged_column(b: BlockBuilder, col: int, width: int, lane_rows: SSAValue) -> SSAValue:
-    """The column of a staging box `width` 16-bit elements wide (its rows of 2 width bytes in
-    the copy engine's swizzle of that many bytes) where the lanes' accumulator columns
-    col .. col + 7 go. The swizzle XORs the 16-byte chunk col / 8 with bits of the byte
-    offset's 128-byte line, row / (8 / chunks a row) mod chunks a row. A fragment starts on a
-    row that is a multiple of 8, so those bits of a lane's rows (lane / 4 and 8 below) come
-    from `lane_rows`, lane / 4 mod 8, the same for all its fragments: the swizzle costs one
-    XOR a chunk, not one a store."""
-    chunks = width // 8
-    if chunks == 1:  # 16-byte rows: no swizzle
-        return b.idx(col)
-    line_bits = b.emit(arith.AndIOp(b.divui(lane_rows, 8 // chunks), b.idx(chunks - 1)))
-    return b.muli(b.emit(arith.XOrIOp(b.idx(col // 8), line_bits)), 8)
 
 
 def _dim(b: BlockBuilder, kind: type, dim: gpu.DimensionEnum = gpu.DimensionEnum.X) -> SSAValue:
@@ -403,4 +394,4 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     return ModuleOp([gpu_module])
 
 
-__all__ = ["consumer_registers", "staged_column", "tma_ws_module"]
+__all__ = ["consumer_registers", "tma_ws_module"]

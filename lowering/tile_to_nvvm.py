@@ -7,6 +7,8 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.mma          nvvm.mma.sync f16 (A/B registers as vector<2xf16>) or bf16 (as i32)
     tile.cp_async     nvvm.cp.async.shared.global (16 bytes, cg; with a src-size to zero-fill)
     tile.cp_async_commit / _wait   nvvm.cp.async.commit.group / .wait.group
+    tile.copy_out     an i128 llvm.load from `!llvm.ptr<3>` and an i128 llvm.store to global
+                      (ld.shared / st.global of 16 bytes), in an scf.if when `masked`
     tile.fill         llvm.mlir.undef + llvm.insertvalue
     tile.store_acc    the epilogue region inlined per element, then `nvvm.cvt.pack` (f16x2 or
                       bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
@@ -67,6 +69,7 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
     i64,
+    i128,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -571,6 +574,35 @@ class CpAsyncLowering(_TilePattern):
         rewriter.erase(op)
 
 
+class CopyOutLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.CopyOutOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        dst_type, src_type = op.dst.type, op.src.type
+        assert isinstance(dst_type, MemRefType) and isinstance(src_type, MemRefType)
+        src_indices = [e.index_as(i, i32) for i in op.src_indices]
+        src_offset = _swizzle(e, _linear(e, src_indices, src_type.get_shape()), op.swizzle)
+        src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
+        dst_indices = [e.index_as(i, i64) for i in op.dst_indices]
+        dst_shape = dst_type.get_shape()
+        cond: SSAValue | None = None
+        if op.masked is not None:
+            for index, size in zip(dst_indices, dst_shape, strict=True):
+                ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
+                cond = ok if cond is None else e.insert(llvm.AndOp(cond, ok)).results[0]
+
+        def copy() -> None:
+            # One 16-byte access each way (the data layout aligns i128 to 16 bytes).
+            chunk = e.like(("load", i128, 16), [src], [i128],
+                           lambda: llvm.LoadOp(src, i128, alignment=16)).results[0]
+            dst = e.gep(e.pointer(op.dst), _linear(e, dst_indices, dst_shape),
+                        dst_type.element_type)
+            e.store(chunk, dst, 16)
+
+        _guarded(e, cond, copy)
+        rewriter.erase(op)
+
+
 class CpAsyncCommitLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncCommitOp, rewriter: PatternRewriter, /):
@@ -1058,6 +1090,7 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
         MmaLowering(state),
         FillLowering(state),
         CpAsyncLowering(state),
+        CopyOutLowering(state),
         CpAsyncCommitLowering(state),
         CpAsyncWaitLowering(state),
         StoreAccLowering(state),

@@ -49,6 +49,21 @@ def test_wgmma_config_errors(kwargs, message):
         gemm_config(256, 256, 256, mma="wgmma", **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(mma="sync", tile=(128, 128, 32), warps=(2, 2)), "staged_store stages a wgmma tile"),
+    (dict(split_k=2), "split_k=1 and no swiglu"),
+    (dict(epilogue="swiglu"), "split_k=1 and no swiglu"),
+    (dict(tile=(128, 96, 64)), "BN a multiple of 64"),
+    (dict(tile=(128, 256, 64), stages=3), "at least BN / 64 stages"),
+    (dict(N=260), "N a multiple of 8"),
+])
+def test_staged_store_config_errors(kwargs, message):
+    kwargs = {"N": 256, "tile": (128, 128, 64), "warps": (8, 1), "stages": 4, "mma": "wgmma",
+              **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gemm_config(256, kwargs.pop("N"), 256, b_layout="col", staged_store=True, **kwargs)
+
+
 def test_col_layout_b_needs_no_aligned_n():
     cfg = gemm_config(64, 60, 64, b_layout="col")
     assert cfg.grid == (1, 1, 1)

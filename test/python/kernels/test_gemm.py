@@ -8,6 +8,7 @@ against the PTX ISA's definitions of ldmatrix and the mma.m16n8k16 fragments.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -400,6 +401,13 @@ WGMMA_CONFIGS = [
                 mma="wgmma", epilogue="swiglu"),
     gemm_config(64, 480, 1024, tile=(64, 48, 64), warps=(4, 1), stages=8, b_layout="col",
                 mma="wgmma", epilogue="swiglu"),  # BN not a power of two: 10 column tiles
+    # the tile leaves through A's ring in 16-byte chunks of rows (tile.copy_out)
+    gemm_config(256, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=4, b_layout="col",
+                mma="wgmma", dtype="bf16", epilogue="bias_relu", staged_store=True),
+    gemm_config(300, 520, 200, tile=(128, 128, 64), warps=(8, 1), stages=4, b_layout="col",
+                mma="wgmma", epilogue="bias_gelu", staged_store=True),  # masked edges
+    gemm_config(200, 136, 128, tile=(64, 64, 64), warps=(4, 1), stages=3, b_layout="col",
+                mma="wgmma", wgmma_in_flight=0, staged_store=True),  # one box, masked
 ]
 
 
@@ -420,6 +428,31 @@ def test_wgmma_configs_compile_for_sm90a(cfg):
     assert f"wgmma.wait_group.sync.aligned {cfg.wgmma_in_flight};" in ptx
     info = validate_ptx(ptx, "sm_90a")
     assert info.registers["gemm"] <= 255
+
+
+def test_staged_store_leaves_through_the_ring_in_whole_chunks():
+    """The fragments go to A's ring (shared memory), and only tile.copy_out writes C: one
+    16-byte chunk per thread and copy, whole rows, between block barriers."""
+    from xdsl.dialects import gpu
+
+    cfg = gemm_config(256, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=4,
+                      b_layout="col", mma="wgmma", epilogue="bias_relu", staged_store=True)
+    module = gemm_module(0, 0, 0, config=cfg)
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    stores = [op for op in kernel.walk() if isinstance(op, tl.StoreAccOp)]
+    copies = [op for op in kernel.walk() if isinstance(op, tl.CopyOutOp)]
+    assert stores and all(tl.memory_space(op.dst.type) == 3 for op in stores)
+    assert {op.dst for op in stores} == {op.src for op in copies}
+    # 128 x 256 halves in 16-byte chunks over 256 threads: 16 copies each, none masked
+    assert len(copies) == 128 * 256 // 8 // cfg.threads
+    assert all(op.masked is None and op.swizzle is not None for op in copies)
+    ops = list(kernel.walk())
+    barriers = [ops.index(op) for op in ops if isinstance(op, gpu.BarrierOp)]
+    first_store, last_copy = ops.index(stores[0]), ops.index(copies[-1])
+    assert any(i < first_store for i in barriers) and any(i > last_copy for i in barriers)
+    assert any(ops.index(stores[-1]) < i < ops.index(copies[0]) for i in barriers)
+    assert "staged_store=True" in repr(cfg)
+    assert "staged_store" not in repr(dataclasses.replace(cfg, staged_store=False))
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")

@@ -84,3 +84,21 @@ def test_the_pipeline_compiles_to_one_persistent_kernel():
     assert fused.dynamic_shared_bytes < 227 * 1024
     assert fused.dynamic_shared_bytes >= (4 * 128 * 64 + 256 * 256) * 2
     assert "wgmma.mma_async" in compiled.ptx_by_module["mlp_stack"]
+
+
+@pytest.mark.parametrize("staged", [True, False])
+def test_a_tile_leaves_through_shared_memory_in_whole_chunks(staged):
+    """By default a stage writes its queue entry (or Y) with 16-byte copies of whole rows
+    from the staged tile; without staged_store, with the fragments' own stores."""
+    from tilesync.dialects import tile as tl
+
+    stack = MlpStack(1024, (64, 256, 256, 256), staged_store=staged)
+    assert stack.layer_config(1).staged_store is staged
+    module = mlp_pipeline_module(stack)
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    for kernel in (k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)):
+        copies = _ops(kernel, tl.CopyOutOp)
+        stores = _ops(kernel, tl.StoreAccOp)
+        shared = [op for op in stores if tl.memory_space(op.dst.type) == 3]
+        assert (len(copies) == 128 * 256 // 8 // 256) is staged
+        assert (len(shared) == len(stores)) is staged

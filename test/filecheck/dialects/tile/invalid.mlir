@@ -236,3 +236,27 @@ func.func @epilogue_blocks(%c: !tile.frag<acc, f32, m16n8k16>, %C: memref<64x64x
   func.return
 }
 // CHECK: 'tile.store_acc' epilogue must be a single block
+
+// -----
+
+func.func @copy_out_from_global(%g: memref<16x16xf16>, %s: memref<16x16xf16>, %i: index) {
+  tile.copy_out %g[%i, %i], %s[%i, %i] : memref<16x16xf16>, memref<16x16xf16>
+  func.return
+}
+// CHECK: 'tile.copy_out' source must be in shared memory (memory space 3), got memref<16x16xf16>
+
+// -----
+
+func.func @copy_out_to_shared(%d: memref<16x16xf16, 3>, %s: memref<16x16xf16, 3>, %i: index) {
+  tile.copy_out %d[%i, %i], %s[%i, %i] : memref<16x16xf16, 3>, memref<16x16xf16, 3>
+  func.return
+}
+// CHECK: 'tile.copy_out' destination must be in global memory, got memref<16x16xf16, 3 : i64>
+
+// -----
+
+func.func @copy_out_unaligned_rows(%d: memref<16x12xf16>, %s: memref<16x16xf16, 3>, %i: index) {
+  tile.copy_out %d[%i, %i], %s[%i, %i] : memref<16x12xf16>, memref<16x16xf16, 3>
+  func.return
+}
+// CHECK: 'tile.copy_out' destination rows must be a multiple of 8 elements (16-byte aligned), got 12

@@ -14,6 +14,8 @@ func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: mem
   tile.cp_async %sa[%s, %i, %j], %A[%i, %j] masked swizzle #tile.swizzle<2, 3, 3> : memref<3x128x32xf16, 3>, memref<256x64xf16>
   // CHECK: tile.cp_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] : memref<3x128x32xf16, 3 : i64>, memref<256x64xf16>
   tile.cp_async %sa[%s, %i, %j], %A[%i, %j] : memref<3x128x32xf16, 3>, memref<256x64xf16>
+  // CHECK: tile.copy_out %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] masked swizzle #tile.swizzle<2, 3, 3> : memref<256x128xf16>, memref<3x128x32xf16, 3 : i64>
+  tile.copy_out %C[%i, %j], %sa[%s, %i, %j] masked swizzle #tile.swizzle<2, 3, 3> : memref<256x128xf16>, memref<3x128x32xf16, 3>
   // CHECK: tile.cp_async_commit
   tile.cp_async_commit
   // CHECK: tile.cp_async_wait 1
