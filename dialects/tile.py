@@ -1440,8 +1440,9 @@ def epilogue_block(accumulators: int = 1) -> Block:
 
 Tile = Dialect(
     "tile",
-    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, CpAsyncCommitOp, CpAsyncWaitOp, StoreAccOp, YieldOp,
-     TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp,
+    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, CpAsyncCommitOp, CpAsyncWaitOp,
+     StoreAccOp, YieldOp, TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp,
+     WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
      SetMaxNRegOp, ClusterBarrierOp],
