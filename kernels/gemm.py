@@ -50,7 +50,7 @@ multiple of 8 so every 16-byte row chunk is aligned, as cuBLAS-style kernels req
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, math, memref, scf
@@ -294,7 +294,9 @@ def stage_buffers(cfg: GemmConfig, types: tuple[MemRefType, MemRefType] | None =
 def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePlace,
               sa: SSAValue, sb: SSAValue, a_source: ASource | None = None,
               b_source: ASource | None = None, resident_b: bool = False,
-              after_mainloop: Callable[[BlockBuilder], None] | None = None) -> None:
+              after_mainloop: Callable[[BlockBuilder], None] | None = None,
+              ring: Sequence[SSAValue] = (),
+              barrier: Callable[[BlockBuilder], None] | None = None) -> None:
     """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
     through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
     workspace, the last slice storing). Emitted at the end of `b`'s block.
@@ -302,7 +304,12 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     `resident_b` (wgmma): `sb` already holds all of B's k-tiles (`load_resident_b`), indexed
     by k-tile: the loop copies only A (a stage that multiplies every tile by the same weights
     loads them once). `after_mainloop` emits what goes between the last multiply and the
-    stores (a queue stage gives back its input entry and waits for its output entry there)."""
+    stores (a queue stage gives back its input entry and waits for its output entry there).
+
+    Several tiles at once in one block (each by its own group of cfg.threads threads,
+    `place.tid` counting within the group): `ring` gives the leading indices of the group's
+    own A ring in `sa` (B, resident, is shared), and `barrier` emits the group's barrier in
+    place of the block's `gpu.barrier`."""
     if resident_b and (cfg.mma != "wgmma" or cfg.split_k > 1):
         raise ValueError("resident B is read by wgmma, without split-K")
     bm, bn, bk = cfg.tile
@@ -322,6 +329,13 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     m0, n0, k_begin = place.m0, place.n0, place.k_begin
     tile_x, tile_y = place.tile
     c_m0 = m0 if place.c_m0 is None else place.c_m0
+    ring = list(ring)
+
+    def sync_threads(body: BlockBuilder) -> None:
+        if barrier is None:
+            body.insert(gpu.BarrierOp())
+        else:
+            barrier(body)
 
     mask_a = cfg.M % bm != 0 or cfg.K % bk != 0
     mask_b = cfg.N % bn != 0 or cfg.K % bk != 0
@@ -355,7 +369,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
 
         def copy_a(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
             indices, masked = source_a(cb, cb.addi(m0, row), cb.addi(k0, col))
-            cb.insert(tl.CpAsyncOp(sa, [stage, row, col], A, indices, masked=masked,
+            cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], A, indices, masked=masked,
                                    swizzle=swizzle_a))
 
         copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
@@ -398,7 +412,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     lb.insert(tl.CpAsyncWaitOp(P - 1))
     if wgmma:  # wgmma reads shared memory through the async proxy
         lb.insert(tl.FenceProxyAsyncOp())
-    lb.insert(gpu.BarrierOp())
+    sync_threads(lb)
     next_k = lb.addi(kt, P)
     prefetch = Block()
     pb = BlockBuilder(prefetch)
@@ -412,7 +426,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     results = list(carried)
     for kk in range(0 if wgmma else bk // 16):
         a_frags = [
-            lb.emit(tl.LdMatrixOp(sa, [stage, lb.addi(warp_m, mi * 16), lb.idx(kk * 16)],
+            lb.emit(tl.LdMatrixOp(sa, [*ring, stage, lb.addi(warp_m, mi * 16), lb.idx(kk * 16)],
                                  [a_frag], swizzle=swizzle_a))
             for mi in range(mi_count)
         ]
@@ -436,7 +450,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         lb.insert(tl.WgmmaFenceOp())
         for kk in range(bk // 16):
             k_off = lb.idx(kk * 16)
-            results = lb.insert(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
+            results = lb.insert(tl.WgmmaOp(sa, [*ring, stage, group_m, k_off], sb,
                                            [kt if resident_b else stage, lb.idx(0), k_off],
                                            results)).results
         lb.insert(tl.WgmmaCommitOp())
@@ -452,23 +466,23 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         in stage j, 128-byte swizzle), then whole rows out in 16-byte chunks. Barriers on
         both sides: no thread writes the ring while a wgmma may still read it, and none
         copies a k-tile into it (the next tile) before every row has left."""
-        body.insert(gpu.BarrierOp())
+        sync_threads(body)
         lane_rows = body.remui(body.divui(tid, 4), 8)  # (lane / 4) mod 8: a fragment row's
 
         def place(pb: BlockBuilder, row: SSAValue, col: int) -> list[SSAValue]:
-            return [pb.idx(col // bk), row, staged_column(pb, col % bk, bk, lane_rows)]
+            return [*ring, pb.idx(col // bk), row, staged_column(pb, col % bk, bk, lane_rows)]
 
         _store_accumulators(body, cfg, tiles, sa, (c_m0, n0), (warp_m, warp_n),
                             (mi_count, ni_count), False, bias, seed, (sa, place))
-        body.insert(gpu.BarrierOp())
+        sync_threads(body)
 
         def copy_out(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
             cb.insert(tl.CopyOutOp(C, [cb.addi(c_m0, row), cb.addi(n0, col)], sa,
-                                   [cb.divui(col, bk), row, cb.remui(col, bk)],
+                                   [*ring, cb.divui(col, bk), row, cb.remui(col, bk)],
                                    masked=mask_c, swizzle=swizzle_a))
 
         copy_chunks(body, bm * bn, bn, copy_out)
-        body.insert(gpu.BarrierOp())
+        sync_threads(body)
 
     def store_tiles(body: BlockBuilder, tiles: list[SSAValue]) -> None:
         if cfg.staged_store:
@@ -505,15 +519,17 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
 
 
 def load_resident_b(b: BlockBuilder, cfg: GemmConfig, B: SSAValue, sb: SSAValue,
-                    tid: SSAValue) -> None:
+                    tid: SSAValue, threads: int | None = None) -> None:
     """Copy all of B (N x K, K-major) into `sb` (k-tiles x BN x BK, wgmma's swizzle) and wait
-    for it: every thread's copies landed, visible to the async proxy wgmma reads through."""
+    for it: every thread's copies landed, visible to the async proxy wgmma reads through.
+    `threads`: the block's threads, when more than the tile's (several tiles at once)."""
     bn, bk = cfg.tile[1], cfg.tile[2]
     swizzle = tl.swizzle_for_row(bk)
     chunks = cfg.k_tiles * bn * bk // 8
     per_row = bk // 8
-    for i in range(-(-chunks // cfg.threads)):
-        chunk = b.addi(tid, i * cfg.threads)
+    threads = threads or cfg.threads
+    for i in range(-(-chunks // threads)):
+        chunk = b.addi(tid, i * threads)
         guarded = Block()
         gb = BlockBuilder(guarded)
         row_chunk = gb.divui(chunk, per_row)  # over k-tiles x BN rows
