@@ -220,6 +220,11 @@ MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.min
 CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
 SYNC_NAMED_BARRIER = 1  # the named barrier of a sync.post by part of a block (`threads N`)
 STAGING_NAMED_BARRIER = 2  # a TMA-store epilogue's consumers around their staging buffer
+# Queue ops run by groups of a block (`threads N`): group k synchronizes on named barrier
+# QUEUE_GROUP_BARRIER_BASE + k, so a block has at most MAX_QUEUE_GROUPS of them.
+QUEUE_GROUP_BARRIER_BASE = 3
+NAMED_BARRIERS = 16  # per CTA, ids 0..15 (0 is the block's `bar.sync 0`)
+MAX_QUEUE_GROUPS = NAMED_BARRIERS - QUEUE_GROUP_BARRIER_BASE
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 # on kernel-level ops
 FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted
@@ -520,6 +525,15 @@ def launch_bounds_error(block: tuple[int, ...] | None = None,
         if not 1 <= min_blocks_per_sm <= most:
             return f"blocks per SM must be in [1, {most}], got {min_blocks_per_sm}"
     return None
+
+
+def whole_warps_error(threads: int) -> str | None:
+    """Why `threads` cannot be the threads of a group that runs an op together (`threads N` of
+    a sync.post or a queue op: its named barrier counts whole warps), or None."""
+    if 0 < threads <= MAX_THREADS_PER_BLOCK and threads % SM_90.warp_size == 0:
+        return None
+    return (f"threads must be whole warps (a multiple of {SM_90.warp_size} up to "
+            f"{MAX_THREADS_PER_BLOCK}), got {threads}")
 
 
 def grid_error(grid: tuple[int, ...]) -> str | None:

@@ -36,17 +36,31 @@ in round 0); it is full for consumer ticket t once the producer of ticket t rele
 Tickets order the entries: consumers see payloads in ticket order, whichever CTA filled them.
 Within a stage the CTAs share the tickets (each entry goes to one CTA of the stage); across
 consumer stages a queue multicasts (each consumer stage sees every entry). One thread of the
-CTA does the bookkeeping (atomics, acquire loads, release fences); acquires end with a CTA
-barrier so that every thread sees the entry, releases begin with one so that every thread has
-finished with it.
+CTA (the leader) does the bookkeeping (atomics, acquire loads, release fences); acquires end
+with a CTA barrier so that every thread sees the entry, releases begin with one so that every
+thread has finished with it.
+
+Queue workers. By default the whole CTA is one worker: it acquires, uses and releases each
+ticket together. With `threads N` on its acquire and release ops
+(`dataflow.acquire_full %q threads 128 : ...`), a kernel whose block is (B, 1, 1) runs B / N
+workers per CTA: each group of N consecutive threads (ids [kN, (k+1)N)) draws, uses and
+releases tickets of its own, independently of the other groups (so one warpgroup's queue
+latency overlaps another's compute). The group's first thread leads and the group's barrier
+replaces the CTA's. The queue ops of a kernel all name the same `threads` (a worker releases
+the tickets it acquired): `queue_workers` says which workers a kernel runs. Groups must not
+wait for one another while holding a ticket (no CTA barrier between an acquire and its
+release): like CTAs, workers hold entries, and the queues only progress if each can move on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
+    I32,
     ArrayAttr,
+    DenseArrayBase,
     FlatSymbolRefAttr,
     FunctionType,
     IndexType,
@@ -60,6 +74,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     VectorType,
+    i32,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -98,7 +113,16 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from tilesync.contract import QUEUE_LINE_BYTES, UNBOUND_ATTR, Role, RoleKind, all_resident
+from tilesync.contract import (
+    KNOWN_BLOCK_SIZE_ATTR,
+    MAX_QUEUE_GROUPS,
+    QUEUE_LINE_BYTES,
+    UNBOUND_ATTR,
+    Role,
+    RoleKind,
+    all_resident,
+    whole_warps_error,
+)
 from tilesync.dialects.kernel_args import sync_roles
 
 # Bytes of per-entry metadata (sequence numbers), padded to an L2 cache line so that producers
@@ -516,35 +540,56 @@ class QueueOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 
-class _AcquireOp(IRDLOperation):
+class _TicketOp(IRDLOperation):
+    """An acquire or a release, executed by the whole block or, with `threads N`, by each group
+    of N consecutive threads of a one-dimensional block (thread ids [kN, (k+1)N)), every group
+    independently of the others: one queue worker per group."""
+
+    threads = opt_prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        error = whole_warps_error(self.threads.value.data) if self.threads is not None else None
+        if error is not None:
+            raise VerifyException(f"'{self.name}': {error}")
+
+
+def _threads_prop(threads: int | None) -> dict[str, Attribute | None]:
+    return {"threads": None if threads is None else IntegerAttr(threads, i32)}
+
+
+class _AcquireOp(_TicketOp):
     queue = operand_def(QueueType)
     ticket = opt_operand_def(IndexType)
     slot = result_def(IndexType)
 
-    assembly_format = "$queue (`at` $ticket^)? attr-dict `:` type($queue)"
+    assembly_format = ("$queue (`at` $ticket^)? (`threads` $threads^)? attr-dict "
+                       "`:` type($queue)")
 
-    def __init__(self, queue: SSAValue | Operation, ticket: SSAValue | Operation | None = None):
+    def __init__(self, queue: SSAValue | Operation, ticket: SSAValue | Operation | None = None,
+                 threads: int | None = None):
         super().__init__(operands=[queue, [] if ticket is None else [ticket]],
-                         result_types=[IndexType()])
+                         result_types=[IndexType()], properties=_threads_prop(threads))
 
 
-class _ReleaseOp(IRDLOperation):
+class _ReleaseOp(_TicketOp):
     queue = operand_def(QueueType)
     slot = operand_def(IndexType)
 
-    assembly_format = "$queue `,` $slot attr-dict `:` type($queue)"
+    assembly_format = "$queue `,` $slot (`threads` $threads^)? attr-dict `:` type($queue)"
 
-    def __init__(self, queue: SSAValue | Operation, slot: SSAValue | Operation):
-        super().__init__(operands=[queue, slot])
+    def __init__(self, queue: SSAValue | Operation, slot: SSAValue | Operation,
+                 threads: int | None = None):
+        super().__init__(operands=[queue, slot], properties=_threads_prop(threads))
 
 
 @irdl_op_definition
 class AcquireEmptyOp(_AcquireOp):
     """Producer end: wait for a free entry and return its ticket.
 
-    Thread 0 takes the next producer ticket t (atomic add on the queue's tail), spins with an
-    acquire load until every consumer stage has released ticket t - N from entry `t mod N`
-    (nothing to wait for in round 0), then a CTA barrier hands the ticket to every thread.
+    The worker's leader takes the next producer ticket t (atomic add on the queue's tail),
+    spins with an acquire load until every consumer stage has released ticket t - N from entry
+    `t mod N` (nothing to wait for in round 0), then the worker's barrier hands the ticket to
+    every thread of the worker (the CTA, or its group with `threads N`).
     With `at %t` the ticket is given instead of drawn: a stage that relays tiles from one queue
     to another passes on the ticket it consumed, so tickets name the same tile in every queue
     of a chain (the producer stage must then give every ticket exactly once).
@@ -557,8 +602,8 @@ class AcquireEmptyOp(_AcquireOp):
 class ReleaseFullOp(_ReleaseOp):
     """Producer end: publish the filled entry of ticket `slot`.
 
-    A CTA barrier first (every thread's stores to the entry are done), then thread 0 issues a
-    gpu-scope release fence and marks the entry full for ticket `slot`.
+    The worker's barrier first (every thread's stores to the entry are done), then its leader
+    issues a gpu-scope release fence and marks the entry full for ticket `slot`.
     """
 
     name = "dataflow.release_full"
@@ -568,9 +613,10 @@ class ReleaseFullOp(_ReleaseOp):
 class AcquireFullOp(_AcquireOp):
     """Consumer end: wait for a filled entry and return its ticket.
 
-    Thread 0 takes the next ticket t of its stage (atomic add on that stage's head), spins with an
-    acquire load until entry `t mod N` is full for ticket t, then a CTA barrier. Consumers thus
-    read payloads in ticket order. The entry must not be read through the non-coherent path.
+    The worker's leader takes the next ticket t of its stage (atomic add on that stage's head),
+    spins with an acquire load until entry `t mod N` is full for ticket t, then the worker's
+    barrier. Consumers thus read payloads in ticket order. The entry must not be read through
+    the non-coherent path.
     With `at %t` the ticket is given instead of drawn (every ticket exactly once per stage).
     """
 
@@ -581,9 +627,9 @@ class AcquireFullOp(_AcquireOp):
 class ReleaseEmptyOp(_ReleaseOp):
     """Consumer end: give the entry of ticket `slot` back to the producers.
 
-    A CTA barrier first (every thread is done reading), then thread 0 counts this stage's
-    release of ticket `slot` on the entry (a release atomic); once every consumer stage has
-    counted, producer ticket `slot + N` may reuse the entry.
+    The worker's barrier first (every thread is done reading), then its leader counts this
+    stage's release of ticket `slot` on the entry (a release atomic); once every consumer stage
+    has counted, producer ticket `slot + N` may reuse the entry.
     """
 
     name = "dataflow.release_empty"
@@ -633,6 +679,73 @@ class EntryOp(IRDLOperation):
             )
 
 
+TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp)
+"""The ops a queue worker runs (`threads N`: which threads make a worker)."""
+
+
+@dataclass(frozen=True)
+class QueueWorkers:
+    """The queue workers of each CTA of a stage kernel: `count` of them, each the whole block
+    (`threads` None) or a group of `threads` consecutive threads."""
+
+    threads: int | None = None
+    count: int = 1
+
+
+class QueueWorkersError(Exception):
+    """Why a kernel's queue ops cannot run as they say, about `op`."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
+def _worker(op: _TicketOp) -> str:
+    return "the block" if op.threads is None else f"groups of {op.threads.value.data} threads"
+
+
+def queue_workers(kernel: Operation) -> QueueWorkers:
+    """The queue workers of `kernel` (a gpu.func): those its acquire and release ops name.
+
+    They must all name the same (a worker releases the tickets it acquired). With `threads N`,
+    the kernel's block must be `gpu.known_block_size` (B, 1, 1), B a multiple of N, and make
+    at most MAX_QUEUE_GROUPS groups (each synchronizes on a named barrier of its own).
+    QueueWorkersError otherwise."""
+    ops = [op for op in kernel.walk() if isinstance(op, TICKET_OPS)]
+    if not ops:
+        return QueueWorkers()
+    first = ops[0]
+    for op in ops[1:]:
+        if op.threads != first.threads:
+            raise QueueWorkersError(op, f"'{op.name}' is run by {_worker(op)} but "
+                                    f"'{first.name}' by {_worker(first)}: a kernel's queue "
+                                    "ops have one kind of worker (it releases the tickets it "
+                                    "acquired)")
+    if first.threads is None:
+        return QueueWorkers()
+    threads = first.threads.value.data
+    name = kernel.get_attr_or_prop("sym_name")
+    kernel_name = f"@{name.data}" if isinstance(name, StringAttr) else "the kernel"
+    where = f"'{first.name}' threads {threads}"
+    block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+    if not isinstance(block, DenseArrayBase):
+        raise QueueWorkersError(first, f"{where}: {kernel_name} declares no block size "
+                                f"({KNOWN_BLOCK_SIZE_ATTR}), so its groups cannot be counted")
+    extents = tuple(block.get_values())
+    if any(extent != 1 for extent in extents[1:]):
+        raise QueueWorkersError(first, f"{where}: groups of threads need a one-dimensional "
+                                f"block, {kernel_name} has {' x '.join(map(str, extents))}")
+    if extents[0] % threads:
+        raise QueueWorkersError(first, f"{where}: the block of {kernel_name} ({extents[0]} "
+                                f"threads) is not a whole number of groups")
+    count = extents[0] // threads
+    if count > MAX_QUEUE_GROUPS:
+        raise QueueWorkersError(first, f"{where}: the block of {kernel_name} ({extents[0]} "
+                                f"threads) makes {count} groups, more than the "
+                                f"{MAX_QUEUE_GROUPS} named barriers left for them")
+    return QueueWorkers(threads, count)
+
+
 Dataflow = Dialect(
     "dataflow",
     [
@@ -650,6 +763,7 @@ Dataflow = Dialect(
 
 __all__ = [
     "ENTRY_METADATA_BYTES",
+    "TICKET_OPS",
     "AcquireEmptyOp",
     "AcquireFullOp",
     "Dataflow",
@@ -657,9 +771,12 @@ __all__ = [
     "PipelineOp",
     "QueueOp",
     "QueueType",
+    "QueueWorkers",
+    "QueueWorkersError",
     "ReleaseEmptyOp",
     "ReleaseFullOp",
     "Resource",
     "ResourceAttr",
     "StageOp",
+    "queue_workers",
 ]

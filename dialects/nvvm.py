@@ -1104,19 +1104,29 @@ class PrefetchTensorMapOp(IRDLOperation):
 @irdl_op_definition
 class BarrierSyncOp(IRDLOperation):
     """`bar.sync id, count`: named barrier `id` (0..15) of `count` threads (a multiple of 32,
-    whole warps); orders their memory accesses at CTA scope like `bar.sync 0`."""
+    whole warps); orders their memory accesses at CTA scope like `bar.sync 0`. The id is a
+    constant (`nvvm.barrier.sync 1, 256`) or an i32 computed at run time
+    (`nvvm.barrier.sync %id, 128`: each group of threads on a barrier of its own); every
+    thread of a warp must pass the same id."""
 
     name = "nvvm.barrier.sync"
-    barrier_id = prop_def(IntegerAttr[I32])
+    dynamic_id = opt_operand_def(I32)
+    barrier_id = opt_prop_def(IntegerAttr[I32])
     count = prop_def(IntegerAttr[I32])
-    assembly_format = "$barrier_id `,` $count attr-dict"
+    assembly_format = "($dynamic_id^):($barrier_id)? `,` $count attr-dict"
 
-    def __init__(self, barrier_id: int, count: int):
-        super().__init__(properties={"barrier_id": IntegerAttr(barrier_id, i32),
-                                     "count": IntegerAttr(count, i32)})
+    def __init__(self, barrier_id: int | SSAValue, count: int):
+        constant = isinstance(barrier_id, int)
+        super().__init__(
+            operands=[[] if constant else [barrier_id]],
+            properties={"barrier_id": IntegerAttr(barrier_id, i32) if constant else None,
+                        "count": IntegerAttr(count, i32)})
 
     def verify_(self) -> None:
-        if not 0 <= self.barrier_id.value.data <= 15:
+        if (self.barrier_id is None) == (self.dynamic_id is None):
+            raise VerifyException(f"'{self.name}' takes its id either as a constant or as an "
+                                  "operand, not both or neither")
+        if self.barrier_id is not None and not 0 <= self.barrier_id.value.data <= 15:
             raise VerifyException(f"'{self.name}' barrier id must be in 0..15, got "
                                   f"{self.barrier_id.value.data}")
         count = self.count.value.data

@@ -71,7 +71,12 @@ from xdsl.printer import Printer
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from tilesync.contract import MAX_THREADS_PER_BLOCK, grid_error, launch_bounds_error
+from tilesync.contract import (
+    MAX_THREADS_PER_BLOCK,
+    grid_error,
+    launch_bounds_error,
+    whole_warps_error,
+)
 from tilesync.dialects.tile import TensorMapType
 
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
@@ -873,10 +878,9 @@ class PostOp(IRDLOperation):
 
 
 def _verify_threads(op: Operation, threads: IntegerAttr | None) -> None:
-    if threads is not None and not (0 < threads.value.data <= MAX_THREADS_PER_BLOCK
-                                    and threads.value.data % 32 == 0):
-        raise VerifyException(f"{op.name}: threads must be whole warps (a multiple of 32 up to "
-                              f"{MAX_THREADS_PER_BLOCK}), got {threads.value.data}")
+    error = whole_warps_error(threads.value.data) if threads is not None else None
+    if error is not None:
+        raise VerifyException(f"{op.name}: {error}")
 
 
 def _enclosing_function_args(op: Operation) -> Sequence[SSAValue] | None:

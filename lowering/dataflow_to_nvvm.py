@@ -17,6 +17,13 @@ metadata line and a payload). Built from `sync_primitives.SyncBuilder`:
   (producer) or `empty` count (each consumer stage: a multicast entry is free once all did);
 - entry: the payload's address, `base + header + (t mod N) × entry_bytes + line`.
 
+A kernel whose queue ops carry `threads N` runs B / N queue workers per CTA of its (B, 1, 1)
+block (`dataflow.queue_workers`, which refuses other blocks): each group of N threads runs the
+same protocol on its own (`sync_primitives.ThreadGroup`). Its leader is the thread with
+`tid.x mod N == 0`; its barrier is the named barrier `bar.sync QUEUE_GROUP_BARRIER_BASE +
+tid.x / N, N`; an acquire hands the ticket out through a shared word per group
+(`memref<B/N x i64, 3>`, indexed by `tid.x / N`).
+
 Tickets and counts are never reset, so a pipeline re-launched or replayed from a CUDA graph
 needs no memset, as long as each launch takes as many tickets from every stage as it gives.
 Every spin times out (`default_timeout_ns`) and traps; with `debug` (the default) it first
@@ -55,6 +62,7 @@ from xdsl.traits import SymbolTable
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
+    QUEUE_GROUP_BARRIER_BASE,
     QUEUE_LINE_BYTES,
     SPIN_SITE_QUEUE_FREE,
     SPIN_SITE_QUEUE_FULL,
@@ -65,7 +73,7 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.dialects.locations import diagnostic
-from tilesync.lowering.sync_primitives import SyncBuilder
+from tilesync.lowering.sync_primitives import BLOCK, SyncBuilder, ThreadGroup
 from tilesync.lowering.sync_to_nvvm import MAX_BACKOFF_NS
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
 
@@ -212,11 +220,26 @@ _PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp)
 _CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp)
 
 
-def _ticket_slot(func: gpu.FuncOp) -> memref.GetGlobalOp:
-    """A fresh shared-memory word through which an acquire's leader hands out its ticket."""
+def worker_group(workers: dataflow.QueueWorkers) -> ThreadGroup:
+    """The threads of one queue worker, as SyncBuilder leads and synchronizes them."""
+    if workers.threads is None:
+        return BLOCK
+    return ThreadGroup(workers.threads, QUEUE_GROUP_BARRIER_BASE)
+
+
+def _queue_workers(func: gpu.FuncOp) -> dataflow.QueueWorkers:
+    try:
+        return dataflow.queue_workers(func)
+    except dataflow.QueueWorkersError as err:
+        raise diagnostic(PASS, err.op, str(err)) from None
+
+
+def _ticket_slot(func: gpu.FuncOp, workers: int) -> memref.GetGlobalOp:
+    """Fresh shared-memory words, one per queue worker of a CTA, through which an acquire's
+    leaders hand out their tickets."""
     gmod = func.parent_op()
     assert isinstance(gmod, gpu.ModuleOp)
-    slot_type = MemRefType(i64, [1], NoneAttr(), IntegerAttr(SHARED_ADDRESS_SPACE, i64))
+    slot_type = MemRefType(i64, [workers], NoneAttr(), IntegerAttr(SHARED_ADDRESS_SPACE, i64))
     taken = {op.sym_name.data for op in gmod.body.ops if isinstance(op, memref.GlobalOp)}
     name = next(f"{TICKET_SLOT_PREFIX}_{k}" for k in range(len(taken) + 1)
                 if f"{TICKET_SLOT_PREFIX}_{k}" not in taken)
@@ -236,6 +259,7 @@ class LowerAcquire(RewritePattern):
     """acquire_empty / acquire_full: draw (or take) a ticket, spin until its entry is ready."""
 
     bindings: dict[SSAValue, BoundQueue]
+    workers: dataflow.QueueWorkers
     timeout_ns: int
     backoff_ns: int
     debug: bool
@@ -273,12 +297,14 @@ class LowerAcquire(RewritePattern):
                          wrapping=True)
             return ticket
 
+        group = worker_group(self.workers)
         if given is None:
-            ticket = b.from_leader(acquire, b.value(_ticket_slot(queue.func)))
+            slot = b.value(_ticket_slot(queue.func, self.workers.count))
+            ticket = b.from_leader(acquire, slot, group=group)
             rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
         else:
-            b.in_leader(lambda s: (acquire(s), None)[1])
-            b.block_barrier()
+            b.in_leader(lambda s: (acquire(s), None)[1], group=group)
+            b.barrier(group)
             rewriter.replace(op, [], [op.ticket])
 
 
@@ -298,10 +324,11 @@ def _describe(b: SyncBuilder, queue: BoundQueue, ticket: SSAValue,
 
 @dataclass
 class LowerRelease(RewritePattern):
-    """release_full / release_empty: a block barrier, then the leader counts the entry's fill
-    (producer) or this consumer stage's release (consumer) with release semantics."""
+    """release_full / release_empty: the worker's barrier, then its leader counts the entry's
+    fill (producer) or this consumer stage's release (consumer) with release semantics."""
 
     bindings: dict[SSAValue, BoundQueue]
+    workers: dataflow.QueueWorkers
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp):
@@ -310,14 +337,15 @@ class LowerRelease(RewritePattern):
         queue = _bound(self.bindings, op, op.queue, producer)
         b = SyncBuilder(rewriter)
         ticket = b.value(arith.IndexCastOp(op.slot, i64))
-        b.block_barrier()  # every thread has finished writing (or reading) the entry
+        group = worker_group(self.workers)
+        b.barrier(group)  # every thread has finished writing (or reading) the entry
 
         def release(s: SyncBuilder) -> None:
             meta, _ = _entry_line(s, queue, ticket)
             s.release_add(meta if producer else
                           _byte_offset(s, meta, QueueLayout.EMPTY_OFFSET))
 
-        b.in_leader(release)
+        b.in_leader(release, group=group)
         rewriter.erase(op)
 
 
@@ -368,12 +396,13 @@ class ConvertDataflowToNVVMPass(ModulePass):
             if name not in uses:
                 raise diagnostic(PASS, func, f"kernel @{name} takes queues but no "
                                  "dataflow.stage runs it")
+            workers = _queue_workers(func)
             bindings = bind_queues(func, uses[name][1])
             for inner in func.walk():  # refuse before rewriting anything
                 if isinstance(inner, (*_PRODUCER_OPS, *_CONSUMER_OPS)):
                     _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
-            apply_patterns(func.body, [LowerAcquire(bindings, self.default_timeout_ns,
+            apply_patterns(func.body, [LowerAcquire(bindings, workers, self.default_timeout_ns,
                                                     self.backoff_ns, self.debug),
-                                       LowerRelease(bindings), LowerEntry(bindings)],
+                                       LowerRelease(bindings, workers), LowerEntry(bindings)],
                            recursive=True, dce=False)
             drop_queue_args(func)

@@ -67,7 +67,9 @@ IMMEDIATE_ARGS: dict[type[Operation], tuple[str, ...]] = {
     nvvm.CpAsyncWaitGroupOp: ("n",),
     nvvm.BarrierSyncOp: ("barrier_id", "count"),
 }
-"""Integer properties an intrinsic takes as trailing i32 constant arguments, in order."""
+"""Integer properties an intrinsic takes as trailing i32 constant arguments, in order. An
+optional one that is absent is skipped: the op carries that argument as an operand instead
+(a barrier id computed at run time, the intrinsic's first argument, as operands come first)."""
 
 # mma.sync name suffix: the D and C types for f16 inputs, the input type for bf16 (LLVM's names).
 _MMA_TYPES = {nvvm.HalfType.F16: "f32.f32", nvvm.HalfType.BF16: "bf16"}
@@ -344,6 +346,8 @@ class IntrinsicLowering(RewritePattern):
             return
         args = list(op.operands)
         for prop in IMMEDIATE_ARGS.get(type(op), ()):
+            if prop not in op.properties:
+                continue
             constant = llvm.ConstantOp(op.properties[prop], i32)
             rewriter.insert(constant)
             args.append(constant.result)

@@ -8,13 +8,17 @@ use it, and so does the queue lowering (convert-dataflow-to-nvvm):
 - `block_barrier`: `bar.sync 0`, every thread of the block (also its memory, at CTA scope);
   `block_barrier_or` also ORs a predicate over the block;
 - `is_block_leader`: thread (0, 0, 0), the one thread that touches semaphores and counters;
+- a `ThreadGroup`, the threads a leader acts for: the whole block (`BLOCK`) or each group of
+  N consecutive threads of a one-dimensional block, led by its first thread and synchronized
+  on a named barrier of its own (`is_leader`, `barrier`, `in_leader`, `from_leader`);
 - `release_add`: `fence.acq_rel.gpu`, then a relaxed atomic add at gpu scope (`red`, or `atom`
   when the old value is wanted): the block's writes, ordered before it by the barrier, are
   visible to whoever sees the count. The fence is explicit because LLVM 22 drops the ordering
   of atomicrmw on NVPTX;
 - `fence`, `atomic_add`, `compare_and_swap`, `load`, `store`: the nvvm memory operations
   with their ordering and scope;
-- `from_leader`: a value computed by the leader thread, handed to the block (shared memory);
+- `from_leader`: a value computed by the leader thread, handed to its block or group (shared
+  memory);
 - `spin_until`: one thread spins on an acquire load (every iteration, the first included) with
   `nanosleep` backoff until the value reaches a target; it reads `%globaltimer` and traps after
   a timeout, first writing what it saw into a debug record when there is one;
@@ -28,6 +32,7 @@ which the later passes lower like the rest of the kernel.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.builder import Builder
@@ -45,6 +50,20 @@ _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 OpT = TypeVar("OpT", bound=Operation)
 Body = Callable[["SyncBuilder"], Sequence[SSAValue] | None]
 """Builds a region's body; returns the values its terminator yields (None: nothing)."""
+
+
+@dataclass(frozen=True)
+class ThreadGroup:
+    """The threads that act together around a leader: the whole block (`threads` None), or each
+    group of `threads` consecutive threads of a one-dimensional block (thread ids [kN, (k+1)N)),
+    independently of the other groups: group k is led by its first thread and synchronizes on
+    named barrier `first_barrier + k`."""
+
+    threads: int | None = None
+    first_barrier: int = 0
+
+
+BLOCK = ThreadGroup()
 
 
 class SyncBuilder:
@@ -79,6 +98,32 @@ class SyncBuilder:
         """A block barrier that also ORs the i32 `pred` over the block: 1 in every thread
         when any thread passed a non-zero one."""
         return self.value(nvvm.Barrier0OrOp(pred))
+
+    def group_index(self, group: ThreadGroup) -> SSAValue:
+        """k, the group of `group` the thread is in (`tid.x / threads`; 0 for the block)."""
+        if group.threads is None:
+            return self.const(0, IndexType())
+        tid = self.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        return self.value(arith.DivUIOp(tid, self.const(group.threads, IndexType())))
+
+    def is_leader(self, group: ThreadGroup, dims: int = 3) -> SSAValue:
+        """True in the first thread of the thread's group (`tid.x mod threads == 0`), or of the
+        block (`is_block_leader(dims)`)."""
+        if group.threads is None:
+            return self.is_block_leader(dims)
+        tid = self.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        rank = self.value(arith.RemUIOp(tid, self.const(group.threads, IndexType())))
+        return self.value(arith.CmpiOp(rank, self.const(0, IndexType()), "eq"))
+
+    def barrier(self, group: ThreadGroup) -> None:
+        """Every thread of the thread's group arrives: `bar.sync first_barrier + k, threads`
+        (its id computed at run time); the block's barrier for the block."""
+        if group.threads is None:
+            self.block_barrier()
+            return
+        index = self.value(arith.IndexCastOp(self.group_index(group), i32))
+        barrier_id = self.value(arith.AddiOp(index, self.const(group.first_barrier)))
+        self.insert(nvvm.BarrierSyncOp(barrier_id, group.threads))
 
     def is_block_leader(self, dims: int = 3) -> SSAValue:
         """True in the block's first thread. `dims`: how many thread dimensions the block has
@@ -131,10 +176,12 @@ class SyncBuilder:
             regions.append(self._region(otherwise))
         return self.insert(scf.IfOp(cond, list(result_types), *regions)).results
 
-    def in_leader(self, then: Body, *, dims: int = 3, otherwise: Body | None = None,
+    def in_leader(self, then: Body, *, group: ThreadGroup = BLOCK, dims: int = 3,
+                  otherwise: Body | None = None,
                   result_types: Sequence[Attribute] = ()) -> Sequence[SSAValue]:
-        """`then` in the block's first thread only (`otherwise` in the others)."""
-        return self.if_(self.is_block_leader(dims), then, otherwise, result_types)
+        """`then` in the first thread of the block (or of each `group`) only (`otherwise` in
+        the others)."""
+        return self.if_(self.is_leader(group, dims), then, otherwise, result_types)
 
     @staticmethod
     def _region(body: Body) -> Region:
@@ -144,18 +191,19 @@ class SyncBuilder:
         return Region(block)
 
     def from_leader(self, compute: Callable[[SyncBuilder], SSAValue], slot: SSAValue,
-                    *, dims: int = 3) -> SSAValue:
-        """`compute` in the block's first thread, its value handed to every thread through
-        the shared-memory `slot` (a memref<1xT, 3>) and a block barrier. The barrier that
-        separates two uses of one slot is the caller's (a queue's release begins with one)."""
-        zero = self.const(0, IndexType())
+                    *, group: ThreadGroup = BLOCK, dims: int = 3) -> SSAValue:
+        """`compute` in the first thread of the block (or of each `group`), its value handed to
+        every thread of it through the shared-memory `slot` (a memref<GxT, 3>, a word per
+        group: G = 1 for the block) and its barrier. The barrier that separates two uses of
+        one slot is the caller's (a queue's release begins with one)."""
+        index = self.group_index(group)
 
         def lead(b: SyncBuilder) -> None:
-            b.insert(memref.StoreOp.get(compute(b), slot, [zero]))
+            b.insert(memref.StoreOp.get(compute(b), slot, [index]))
 
-        self.in_leader(lead, dims=dims)
-        self.block_barrier()
-        return self.value(memref.LoadOp.get(slot, [zero]))
+        self.in_leader(lead, group=group, dims=dims)
+        self.barrier(group)
+        return self.value(memref.LoadOp.get(slot, [index]))
 
     # -- spin-waiting -------------------------------------------------------------------------
 
@@ -257,4 +305,4 @@ class SyncBuilder:
         self.if_(claimed, write)
 
 
-__all__ = ["SyncBuilder"]
+__all__ = ["BLOCK", "SyncBuilder", "ThreadGroup"]

@@ -6,18 +6,20 @@ entries, one ticket counter for the producer stage and one per consumer stage, a
 entry `t mod N`, round `t div N`; a producer may fill it once `empty >= round × consumers`, a
 consumer may read it once `full >= round + 1`. Nothing is reset between launches.
 
-A stage is `ctas` CTAs that each run `iterations` times (or share `tiles`): acquire a full entry
-of every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
+A stage is `ctas` CTAs of `workers` queue workers each (the CTA itself, or its groups of threads
+when the kernel's queue ops carry `threads N`: B / N of them), every worker running `iterations`
+times (or the workers sharing `tiles`) independently of the others: acquire a full entry of
+every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
 of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output
 (drawing a ticket, or, for a relay, taking the ticket of its first input: `at %t`), compute,
 then release the inputs and fill the outputs. Entries carry what was written (the ticket and the
 values read), so a read of an entry that does not hold its ticket yet (`early-read`) and a fill
 of an entry some consumer stage has not released yet (`overwrite`) are caught, as is a
-deadlock: no CTA can move, some are not done. CTAs hold an SM slot from dispatch to exit,
-spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
+deadlock: no worker can move, some are not done. CTAs hold an SM slot from dispatch until their
+last worker is done, spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
 1 / blocks_per_sm of one), in an order the scheduler picks: stage order, random, or
-adversarial (consumer stages first), and the interleaving of the running CTAs is random or
-adversarial (the most downstream CTA first). `faults` makes the protocol wrong on purpose (a
+adversarial (consumer stages first), and the interleaving of the running workers is random or
+adversarial (the most downstream first). `faults` makes the protocol wrong on purpose (a
 wait one short, a release dropped), so the tests can see each check fire.
 """
 
@@ -42,18 +44,20 @@ class SimQueue:
 class SimQueueStage:
     name: str
     ctas: int
-    iterations: int  # per CTA and launch
+    iterations: int  # per worker and launch
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     relay: bool = False  # outputs take the ticket of the first input (`acquire_empty at %t`)
     blocks_per_sm: int = 1
     reads: tuple[tuple[str, int], ...] = ()  # (queue, entries held per tile) where not 1
-    tiles: int | None = None  # tiles per launch shared by the CTAs (else iterations each)
+    tiles: int | None = None  # tiles per launch shared by the workers (else iterations each)
+    workers: int = 1  # queue workers per CTA: B / N with `threads N`, else the CTA alone
 
-    def iterations_of(self, cta: int) -> int:
+    def iterations_of(self, cta: int, worker: int = 0) -> int:
         if self.tiles is None:
             return self.iterations
-        return self.tiles // self.ctas + (1 if cta < self.tiles % self.ctas else 0)
+        workers, rank = self.ctas * self.workers, cta * self.workers + worker
+        return self.tiles // workers + (1 if rank < self.tiles % workers else 0)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class QueueViolation:
     queue: str
     ticket: int
     found: int | None  # the ticket the entry held (early read), or the round not yet released
+    worker: int = 0  # of the CTA
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class QueueWait:
     waits_for: str  # "full" or "free"
     expected: int
     seen: int
+    worker: int = 0  # of the CTA
 
 
 @dataclass
@@ -116,11 +122,21 @@ class _Queue:
 
 
 class _Cta:
-    """One CTA as a generator of waits: it yields (queue, ticket, 'full' | 'free') when it
-    must wait, and is resumed when that entry is ready."""
+    """One CTA: its SM slot (`sm`), held from dispatch until its last worker is done."""
 
     def __init__(self, sim: QueuePipelineSim, stage: SimQueueStage, index: int):
         self.sim, self.stage, self.index = sim, stage, index
+        self.sm: int | None = None
+        self.workers = [_Worker(self, w) for w in range(stage.workers)]
+
+
+class _Worker:
+    """One queue worker of a CTA as a generator of waits: it yields (queue, ticket, 'full' |
+    'free') when it must wait, and is resumed when that entry is ready."""
+
+    def __init__(self, cta: _Cta, index: int):
+        self.cta, self.index = cta, index
+        self.sim, self.stage = cta.sim, cta.stage
         self.program = self._run()
         self.waiting: tuple[str, int, str] | None = None
         self.done = False
@@ -128,7 +144,7 @@ class _Cta:
     def _run(self):
         sim, stage = self.sim, self.stage
         reads = dict(stage.reads)
-        for _ in range(stage.iterations_of(self.index) * sim.launches):
+        for _ in range(stage.iterations_of(self.cta.index, self.index) * sim.launches):
             held_in = []
             for name in stage.inputs:
                 queue = sim.queues[name]
@@ -183,7 +199,7 @@ class QueuePipelineSim:
         self.free = [self.capacity] * sms
         self.pending = [_Cta(self, s, i) for s in stages for i in range(s.ctas)]
         self.persistent = persistent
-        self.running: list[_Cta] = []
+        self.running: list[_Worker] = []
 
     def _depths(self) -> dict[str, int]:
         producer = {q: s.name for s in self.stages for q in s.outputs}
@@ -208,18 +224,20 @@ class QueuePipelineSim:
         return queue.empty[entry] >= round_ * len(queue.consumers) + \
             self.faults.empty_target_offset
 
-    def read(self, cta: _Cta, queue: _Queue, ticket: int) -> None:
+    def read(self, worker: _Worker, queue: _Queue, ticket: int) -> None:
         entry = ticket % queue.spec.entries
         if queue.held[entry] != ticket:
-            self.violations.append(QueueViolation("early-read", cta.stage.name, cta.index,
-                                                  queue.spec.name, ticket, queue.held[entry]))
+            self.violations.append(QueueViolation("early-read", worker.stage.name,
+                                                  worker.cta.index, queue.spec.name, ticket,
+                                                  queue.held[entry], worker.index))
 
-    def fill(self, cta: _Cta, queue: _Queue, ticket: int) -> None:
+    def fill(self, worker: _Worker, queue: _Queue, ticket: int) -> None:
         entries = queue.spec.entries
         entry, round_ = ticket % entries, ticket // entries
         if queue.empty[entry] < round_ * len(queue.consumers):
-            self.violations.append(QueueViolation("overwrite", cta.stage.name, cta.index,
-                                                  queue.spec.name, ticket, round_ - 1))
+            self.violations.append(QueueViolation("overwrite", worker.stage.name,
+                                                  worker.cta.index, queue.spec.name, ticket,
+                                                  round_ - 1, worker.index))
         queue.held[entry] = ticket
         queue.full[entry] += 1
 
@@ -242,45 +260,48 @@ class QueuePipelineSim:
                 self.free[best] -= self._units(cta)
                 cta.sm = best
                 self.pending.remove(cta)
-                self.running.append(cta)
+                self.running.extend(cta.workers)
 
-    def _step(self, cta: _Cta) -> None:
+    def _step(self, worker: _Worker) -> None:
         try:
-            cta.waiting = next(cta.program)
+            worker.waiting = next(worker.program)
         except StopIteration:
-            cta.done = True
-        if cta.done:
-            self.running.remove(cta)
-            self.free[cta.sm] += self._units(cta)
+            worker.done = True
+        if worker.done:
+            self.running.remove(worker)
+            cta = worker.cta
+            if all(w.done for w in cta.workers):
+                assert cta.sm is not None
+                self.free[cta.sm] += self._units(cta)
 
-    def _can_move(self, cta: _Cta) -> bool:
-        if cta.waiting is None:
+    def _can_move(self, worker: _Worker) -> bool:
+        if worker.waiting is None:
             return True
-        name, ticket, what = cta.waiting
+        name, ticket, what = worker.waiting
         return self.ready(self.queues[name], ticket, what)
 
     def run(self, max_steps: int = 1_000_000) -> QueueSimResult:
         steps = 0
         while steps < max_steps:
             self._dispatch()
-            movable = [c for c in self.running if self._can_move(c)]
+            movable = [w for w in self.running if self._can_move(w)]
             if not movable:
                 break
             if self.scheduler == "adversarial":
-                # the most downstream CTA first: consumers race ahead of their producers
-                top = max(self.depth[c.stage.name] for c in movable)
-                movable = [c for c in movable if self.depth[c.stage.name] == top]
+                # the most downstream worker first: consumers race ahead of their producers
+                top = max(self.depth[w.stage.name] for w in movable)
+                movable = [w for w in movable if self.depth[w.stage.name] == top]
             self._step(self.rng.choice(movable))
             steps += 1
         deadlock = None
         if self.running or self.pending:
-            deadlock = tuple(self._wait(c) for c in self.running if c.waiting is not None)
+            deadlock = tuple(self._wait(w) for w in self.running if w.waiting is not None)
         return QueueSimResult(deadlock, self.violations, self.delivered, steps,
                               len(self.pending))
 
-    def _wait(self, cta: _Cta) -> QueueWait:
-        assert cta.waiting is not None
-        name, ticket, what = cta.waiting
+    def _wait(self, worker: _Worker) -> QueueWait:
+        assert worker.waiting is not None
+        name, ticket, what = worker.waiting
         queue = self.queues[name]
         entry, round_ = ticket % queue.spec.entries, ticket // queue.spec.entries
         if what == "full":
@@ -288,22 +309,29 @@ class QueuePipelineSim:
         else:
             expected = round_ * len(queue.consumers) + self.faults.empty_target_offset
             seen = queue.empty[entry]
-        return QueueWait(cta.stage.name, cta.index, name, ticket, what, expected, seen)
+        return QueueWait(worker.stage.name, worker.cta.index, name, ticket, what, expected,
+                         seen, worker.index)
 
 
 def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
-    """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch and
-    `dataflow.reads`), as the simulator runs them; tickets are drawn as the lowering draws
-    them."""
+    """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch, by
+    default one per worker, and `dataflow.reads`; the queue workers of each stage's kernel,
+    `dataflow.queue_workers`), as the simulator runs them; tickets are drawn as the lowering
+    draws them."""
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+    from xdsl.traits import SymbolTable
 
     from tilesync.contract import READS_ATTR, TILES_ATTR
+    from tilesync.dialects.dataflow import queue_workers
 
+    module = pipeline.parent_op()
     queues = [SimQueue(q.sym_name.data, q.queue_type.num_entries) for q in pipeline.queues]
     stages = []
     for stage in pipeline.stages:
         tiles = stage.attributes.get(TILES_ATTR)
         reads = stage.attributes.get(READS_ATTR)
+        kernel = SymbolTable.lookup_symbol(module, stage.kernel) if module is not None else None
+        workers = queue_workers(kernel).count if kernel is not None else 1
         stages.append(SimQueueStage(
             stage.sym_name.data, stage.num_ctas, 0,
             tuple(r.root_reference.data for r in stage.inputs),
@@ -311,7 +339,9 @@ def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
             reads=tuple((k, v.value.data) for k, v in reads.data.items()
                         if isinstance(v, IntegerAttr)) if isinstance(reads, DictionaryAttr)
             else (),
-            tiles=tiles.value.data if isinstance(tiles, IntegerAttr) else stage.num_ctas))
+            tiles=tiles.value.data if isinstance(tiles, IntegerAttr)
+            else stage.num_ctas * workers,
+            workers=workers))
     return queues, stages
 
 

@@ -7,7 +7,9 @@ Two things must hold for the queues of a pipeline never to wait forever:
   never run. Counted by the one forward-progress rule set (`forward_progress.co_residency`,
   i.e. `contract.all_resident`) from each stage's CTAs and blocks per SM, which come from the
   compiled kernel's registers and shared memory (`registers`, `shared_bytes` on the stage, as
-  `tilesync.api.annotate_resources` records them) and its block size;
+  `tilesync.api.annotate_resources` records them) and its block size. The queue workers of a
+  CTA (the CTA itself, or with `threads N` its groups of threads) are resident with it, so
+  CTAs are what is counted, however many workers each runs;
 * **balanced, acyclic queues** — the stage graph is acyclic (the dialect's verifier), every
   queue holds at least the entries one consumer tile takes at once (`dataflow.reads`, drawn as
   consecutive tickets), and each launch takes from every queue as many tickets as it gives: the
@@ -15,6 +17,9 @@ Two things must hold for the queues of a pipeline never to wait forever:
   CTA resident, the lowest ticket not yet done can always move (its producer's earlier tickets
   are done, its entry's previous round was released by consumers that drew it earlier), so by
   induction every ticket completes, and the next launch finds every count where it expects.
+  The argument is per queue worker, not per CTA: groups of threads (`threads N`) draw and
+  release tickets independently (they must not wait for one another while holding one), so
+  neither check depends on how many workers a CTA runs.
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.

@@ -57,3 +57,111 @@ builtin.module {
   }
 }
 // CHECK: dataflow_to_nvvm_invalid.mlir:55:5: convert-dataflow-to-nvvm: kernel @relay runs in stages @r1 and @r2 with different queues; give each stage its own kernel
+
+// -----
+
+// Groups of 128 threads do not tile a block of 192.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 192, 1, 1>} {
+      %t = dataflow.acquire_empty %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:67:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty' threads 128: the block of @source (192 threads) is not a whole number of groups
+
+// -----
+
+// 14 groups of one warp: each needs a named barrier, and only 13 are left for them.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 448, 1, 1>} {
+      %t = dataflow.acquire_full %q threads 32 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %t threads 32 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:92:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full' threads 32: the block of @sink (448 threads) makes 14 groups, more than the 13 named barriers left for them
+
+// -----
+
+// Groups need the block size to be counted.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      %t = dataflow.acquire_empty %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:111:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty' threads 128: @source declares no block size (gpu.known_block_size), so its groups cannot be counted
+
+// -----
+
+// Groups are consecutive thread ids of a one-dimensional block.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 2, 1>} {
+      %t = dataflow.acquire_empty %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:132:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty' threads 128: groups of threads need a one-dimensional block, @source has 128 x 2 x 1
+
+// -----
+
+// A group acquires the ticket, so the group (not the block) must release it.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %t = dataflow.acquire_empty %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:154:7: convert-dataflow-to-nvvm: 'dataflow.release_full' is run by the block but 'dataflow.acquire_empty' by groups of 128 threads: a kernel's queue ops have one kind of worker (it releases the tickets it acquired)

@@ -25,6 +25,8 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
   %16 = nvvm.read.ptx.sreg.globaltimer : i64
 
   nvvm.barrier0
+  nvvm.barrier.sync 3, 128
+  nvvm.barrier.sync %i, 128
   nvvm.griddepcontrol.wait
   nvvm.griddepcontrol.launch_dependents
   nvvm.nanosleep %i : i32
@@ -90,6 +92,12 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
 // CHECK-NEXT: %{{.*}} = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.nsmid"() : () -> i32
 // CHECK-NEXT: %{{.*}} = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.globaltimer"() : () -> i64
 // CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
+// A named barrier's id and count are constant arguments, or the id is the op's operand.
+// CHECK-NEXT: %[[ID:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT: %[[COUNT:.*]] = llvm.mlir.constant(128 : i32) : i32
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.aligned.count"(%[[ID]], %[[COUNT]]) : (i32, i32) -> ()
+// CHECK-NEXT: %[[COUNT:.*]] = llvm.mlir.constant(128 : i32) : i32
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.aligned.count"(%[[I]], %[[COUNT]]) : (i32, i32) -> ()
 // CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.griddepcontrol.wait"() : () -> ()
 // CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.griddepcontrol.launch.dependents"() : () -> ()
 // CHECK-NEXT: llvm.inline_asm has_side_effects "nanosleep.u32 $0;", "r" %[[I]] : (i32) -> ()

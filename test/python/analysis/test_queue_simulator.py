@@ -1,9 +1,12 @@
 """The queue model of the simulator: for any pipeline whose CTAs are all resident, every ticket
-reaches every sink once, filled, under adversarial orders and across launches; a wrong wait
-shows up as an early read or an overwrite, a dropped release as a deadlock naming the queue
-and ticket, and a pipeline that does not fit as CTAs that never get a slot."""
+reaches every sink once, filled, under adversarial orders and across launches, whether a CTA is
+one queue worker or several (groups of threads, `threads N`); a wrong wait shows up as an early
+read or an overwrite, a dropped release as a deadlock naming the queue, ticket and worker, and
+a pipeline that does not fit as CTAs that never get a slot."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,27 +22,24 @@ from tilesync.analysis.simulator.queues import (
 @st.composite
 def pipelines(draw):
     """A chain source -> relay* -> sink, optionally a second sink on the first queue
-    (multicast); every stage moves the same number of tiles per launch."""
+    (multicast); every stage moves the same number of tiles per launch, its CTAs one, two or
+    four queue workers each."""
     tiles = draw(st.integers(1, 12))
     relays = draw(st.integers(0, 2))
     queues = [SimQueue(f"q{i}", draw(st.integers(1, 4))) for i in range(relays + 1)]
 
-    def ctas_for() -> tuple[int, int]:
-        divisors = [d for d in range(1, 5) if tiles % d == 0]
-        ctas = draw(st.sampled_from(divisors))
-        return ctas, tiles // ctas
+    def shape() -> dict:
+        splits = [(c, w) for c in range(1, 5) for w in (1, 2, 4) if tiles % (c * w) == 0]
+        ctas, workers = draw(st.sampled_from(splits))
+        return dict(ctas=ctas, iterations=tiles // (ctas * workers), workers=workers)
 
-    ctas, iters = ctas_for()
-    stages = [SimQueueStage("source", ctas, iters, outputs=("q0",))]
+    stages = [SimQueueStage("source", outputs=("q0",), **shape())]
     for i in range(relays):
-        ctas, iters = ctas_for()
-        stages.append(SimQueueStage(f"relay{i}", ctas, iters, inputs=(f"q{i}",),
-                                    outputs=(f"q{i + 1}",), relay=draw(st.booleans())))
-    ctas, iters = ctas_for()
-    stages.append(SimQueueStage("sink", ctas, iters, inputs=(f"q{relays}",)))
+        stages.append(SimQueueStage(f"relay{i}", inputs=(f"q{i}",), outputs=(f"q{i + 1}",),
+                                    relay=draw(st.booleans()), **shape()))
+    stages.append(SimQueueStage("sink", inputs=(f"q{relays}",), **shape()))
     if draw(st.booleans()):
-        ctas, iters = ctas_for()
-        stages.append(SimQueueStage("tap", ctas, iters, inputs=("q0",)))
+        stages.append(SimQueueStage("tap", inputs=("q0",), **shape()))
     return queues, stages, tiles
 
 
@@ -113,6 +113,52 @@ def test_a_pipeline_that_does_not_fit_deadlocks_with_ctas_left_without_a_slot():
     refused = simulate_pipeline(queues, stages, sms=1, scheduler="adversarial",
                                 persistent=True)
     assert refused.steps == 0 and refused.undispatched == 4
+
+
+def test_the_workers_of_a_cta_hold_entries_at_once_each_with_its_own_tickets():
+    # one CTA per stage, two warpgroups each: the sink's two workers hold both entries of the
+    # ring at once; with their releases dropped, every worker of both CTAs waits
+    queue = SimQueue("q", 2)
+    stages = [SimQueueStage("source", 1, 0, outputs=("q",), tiles=8, workers=2),
+              SimQueueStage("sink", 1, 0, inputs=("q",), tiles=8, workers=2)]
+    assert simulate_pipeline([queue], stages, sms=2, scheduler="adversarial").ok
+    result = simulate_pipeline([queue], stages, sms=2, seed=3,
+                               faults=QueueFaults(drop_release="sink"))
+    assert result.deadlock is not None
+    assert sorted((w.stage, w.cta, w.ticket, w.waits_for) for w in result.deadlock) == [
+        ("sink", 0, 2, "full"), ("sink", 0, 3, "full"),
+        ("source", 0, 2, "free"), ("source", 0, 3, "free")]
+    for stage in ("source", "sink"):
+        assert {w.worker for w in result.deadlock if w.stage == stage} == {0, 1}
+
+
+def test_a_cta_keeps_its_slot_until_its_last_worker_is_done():
+    # one SM slot, taken by the source's CTA: its worker with one tile finishes, the one with
+    # two waits for a release by the sink, which never gets the slot
+    queue = SimQueue("q", 2)
+    stages = [SimQueueStage("source", 1, 0, outputs=("q",), tiles=3, workers=2),
+              SimQueueStage("sink", 1, 0, inputs=("q",), tiles=3)]
+    result = simulate_pipeline([queue], stages, sms=1, scheduler="in_order")
+    assert result.deadlock is not None and result.undispatched == 1
+    assert [(w.stage, w.ticket, w.waits_for) for w in result.deadlock] == [
+        ("source", 2, "free")]
+    assert simulate_pipeline([queue], stages, sms=2, scheduler="in_order").ok
+
+
+def test_workers_come_from_the_kernels_threads_and_block():
+    from tilesync.analysis.simulator.queues import pipeline_from_ir
+    from tilesync.api import parse
+    from tilesync.dialects import dataflow
+
+    root = Path(__file__).parents[2] / "filecheck" / "lowering"
+    module = parse((root / "dataflow_to_nvvm_threads.mlir").read_text())
+    pipeline = next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
+    _, stages = pipeline_from_ir(pipeline)
+    by_name = {s.name: s for s in stages}
+    # 256 threads in groups of 128, 512 in groups of 64, the whole block
+    assert {n: s.workers for n, s in by_name.items()} == {"src": 2, "mid": 8, "end": 1}
+    # no `tiles`: one tile per worker and launch
+    assert {n: s.tiles for n, s in by_name.items()} == {"src": 4, "mid": 16, "end": 2}
 
 
 def _designed_pipeline():

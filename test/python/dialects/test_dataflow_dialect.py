@@ -7,12 +7,14 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    DenseArrayBase,
     IndexType,
     MemRefType,
     ModuleOp,
     TensorType,
     f16,
     f32,
+    i32,
 )
 from xdsl.ir import Block, Region
 from xdsl.parser import Parser
@@ -28,11 +30,14 @@ from tilesync.dialects.dataflow import (
     PipelineOp,
     QueueOp,
     QueueType,
+    QueueWorkers,
+    QueueWorkersError,
     ReleaseEmptyOp,
     ReleaseFullOp,
     Resource,
     ResourceAttr,
     StageOp,
+    queue_workers,
 )
 
 TILE = TensorType(f16, [128, 64])
@@ -203,3 +208,50 @@ def test_entry_with_wrong_shape_is_rejected():
     kernel = func.FuncOp("bad", ([queue_type], []), Region(block))
     with pytest.raises(VerifyException, match="does not match the queue payload"):
         kernel.verify()
+
+
+def _consumer(block: tuple[int, ...] | None, acquire_threads: int | None,
+              release_threads: int | None) -> func.FuncOp:
+    queue_type = QueueType(4, TILE)
+    body = Block(arg_types=[queue_type])
+    acquire = AcquireFullOp(body.args[0], threads=acquire_threads)
+    body.add_ops([acquire, ReleaseEmptyOp(body.args[0], acquire.slot, threads=release_threads),
+                  func.ReturnOp()])
+    kernel = func.FuncOp("consume", ([queue_type], []), Region(body))
+    if block is not None:
+        kernel.attributes["gpu.known_block_size"] = DenseArrayBase.from_list(i32, list(block))
+    return kernel
+
+
+@pytest.mark.parametrize("block, threads, workers", [
+    ((256, 1, 1), None, QueueWorkers()),  # the block is the one worker
+    ((256, 1, 1), 128, QueueWorkers(128, 2)),  # two warpgroups
+    ((416, 1, 1), 32, QueueWorkers(32, 13)),  # as many groups as named barriers are left
+    (None, None, QueueWorkers()),  # block-wide ops need no block size
+])
+def test_queue_workers_per_cta(block, threads, workers):
+    kernel = _consumer(block, threads, threads)
+    kernel.verify()
+    assert queue_workers(kernel) == workers
+
+
+@pytest.mark.parametrize("block, acquire, release, message", [
+    ((256, 1, 1), 128, None, "'dataflow.release_empty' is run by the block but "
+     "'dataflow.acquire_full' by groups of 128 threads"),
+    ((192, 1, 1), 128, 128, r"the block of @consume \(192 threads\) is not a whole number"),
+    ((448, 1, 1), 32, 32, "makes 14 groups, more than the 13 named barriers"),
+    ((128, 2, 1), 128, 128, "need a one-dimensional block, @consume has 128 x 2 x 1"),
+    (None, 128, 128, "@consume declares no block size"),
+])
+def test_queue_workers_refuses_what_cannot_run(block, acquire, release, message):
+    kernel = _consumer(block, acquire, release)
+    with pytest.raises(QueueWorkersError, match=message) as refused:
+        queue_workers(kernel)
+    # the error is about an op of the kernel, where a pass reports it
+    assert isinstance(refused.value.op, AcquireFullOp | ReleaseEmptyOp)
+
+
+def test_ticket_ops_print_their_threads():
+    kernel = _consumer((256, 1, 1), 128, 128)
+    assert "dataflow.acquire_full %0 threads 128 : !dataflow.queue" in str(kernel)
+    assert "dataflow.release_empty %0, %1 threads 128 : !dataflow.queue" in str(kernel)

@@ -1,7 +1,7 @@
 """Hopper's transaction barriers (remote ones too), bulk tensor copies (multicast too), named
-and cluster barriers and setmaxnreg through convert-nvvm-to-llvm, the llvmlite translation and
-LLVM's NVPTX backend: each becomes the PTX instruction it names, in program order, and
-nvJitLink accepts the PTX (sm_90a)."""
+barriers (their id a constant or in a register), cluster barriers and setmaxnreg through
+convert-nvvm-to-llvm, the llvmlite translation and LLVM's NVPTX backend: each becomes the PTX
+instruction it names, in program order, and nvJitLink accepts the PTX (sm_90a)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ gpu.module @m {
     nvvm.mbarrier.init %b, %n : !llvm.ptr<3>
     nvvm.fence.mbarrier_init
     nvvm.barrier.sync 1, 256
+    nvvm.barrier.sync %n, 128
     nvvm.prefetch.tensormap %map : !llvm.ptr
     nvvm.mbarrier.arrive %b expect_tx %n : !llvm.ptr<3>
     nvvm.cp.async.bulk.tensor.shared.global %s, %map[%n, %n], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
@@ -44,6 +45,7 @@ EXPECTED = [
     r"mbarrier\.init\.shared\.b64 \s*\[bars\], %r\d+;",
     r"fence\.mbarrier_init\.release\.cluster;",
     r"bar\.sync \s*1, 256;",
+    r"bar\.sync \s*%r\d+, 128;",
     r"prefetch\.tensormap \[%rd\d+\];",
     r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%rd\d+\], %r\d+;",
     r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "

@@ -1,9 +1,10 @@
-"""convert-dataflow-to-nvvm end to end: a queue pipeline compiles to PTX that nvJitLink accepts,
-its kernels' queue parameters carry roles the runtime binds, and the lowering leaves the
-semaphore waits of other programs alone."""
+"""convert-dataflow-to-nvvm end to end: a queue pipeline compiles to PTX that nvJitLink accepts
+(with queue workers of a warpgroup too), its kernels' queue parameters carry roles the runtime
+binds, and the lowering leaves the semaphore waits of other programs alone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,17 @@ def test_queue_pipeline_compiles_to_ptx_nvjitlink_accepts(queue_copy):
     assert "red.relaxed.gpu.global.add" in ptx
     assert "ld.global.nc" not in ptx
     assert "trap;" in ptx
+
+
+def test_queues_of_two_warpgroups_compile_to_a_named_barrier_per_group():
+    # each warpgroup of the 256-thread CTAs acquires and releases tickets of its own
+    program = tilesync.compile(INPUTS / "queue_copy_groups.mlir", target="sm_90")
+    info = validate_ptx(program.ptx, "sm_90")
+    assert set(info.registers) == {"producer", "consumer", "copy_persistent"}
+    ptx = program.ptx
+    assert re.search(r"bar\.sync\s+%r\d+, 128;", ptx)  # id 3 + tid.x / 128, in a register
+    assert not re.search(r"bar\.sync\s+0;", ptx)  # no block barrier: groups never wait
+    assert re.search(r"\.shared .*__tilesync_queue_ticket_\d+\[16\];", ptx)  # a word each
 
 
 def test_queue_parameters_are_roles_the_runtime_binds(queue_copy):

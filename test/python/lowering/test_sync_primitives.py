@@ -1,16 +1,26 @@
-"""SyncBuilder: each primitive emits the ops of its protocol, in order, and verifies."""
+"""SyncBuilder: each primitive emits the ops of its protocol, in order, and verifies; a leader
+acts for the whole block or for each group of threads (`ThreadGroup`)."""
 
 from __future__ import annotations
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, llvm, scf
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntAttr, MemRefType, ModuleOp, i32
+from xdsl.dialects import arith, func, llvm, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    i32,
+    i64,
+)
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tilesync.contract import DEBUG_RECORD_FIELDS
 from tilesync.dialects import nvvm
-from tilesync.lowering.sync_primitives import SyncBuilder
+from tilesync.lowering.sync_primitives import BLOCK, SyncBuilder, ThreadGroup
 
 GLOBAL_PTR = llvm.LLVMPointerType(IntAttr(1))
 RECORD = MemRefType(i32, [DYNAMIC_INDEX])
@@ -48,6 +58,49 @@ def test_post_is_barrier_then_the_leaders_fenced_red():
     fence, _, red, _ = leader.true_region.block.ops
     assert isinstance(fence, nvvm.FenceOp) and fence.scope.data == nvvm.MemScope.GPU
     assert isinstance(red, nvvm.ReduceOp) and red.ordering.data == nvvm.MemOrder.RELAXED
+
+
+def test_from_leader_hands_each_group_its_leaders_value_on_the_groups_barrier():
+    slot_type = MemRefType(i64, [4], NoneAttr(), IntegerAttr(3, i64))
+    group = ThreadGroup(threads=64, first_barrier=3)
+
+    def hand_out(b: SyncBuilder, ptr, value, record):
+        slot = b.value(memref.AllocaOp.get(i64, shape=[4], memory_space=IntegerAttr(3, i64)))
+        b.from_leader(lambda leader: leader.atomic_add(ptr, leader.const(1, i64)), slot,
+                      group=group)
+
+    _, kernel = _build(hand_out)
+    ops = list(kernel.body.block.ops)
+    assert _names(ops) == [
+        "memref.alloca",
+        "gpu.thread_id", "arith.constant", "arith.divui",  # k = tid.x / 64: the slot's word
+        "gpu.thread_id", "arith.constant", "arith.remui", "arith.constant", "arith.cmpi",
+        "scf.if",  # the group's first thread: tid.x mod 64 == 0
+        "gpu.thread_id", "arith.constant", "arith.divui", "arith.index_cast", "arith.constant",
+        "arith.addi", "nvvm.barrier.sync",  # bar.sync 3 + k, 64
+        "memref.load", "func.return"]
+    word = ops[3].results[0]
+    store = list(ops[9].true_region.block.ops)[-2]
+    assert isinstance(store, memref.StoreOp) and list(store.indices) == [word]
+    assert ops[0].results[0].type == slot_type
+    barrier = ops[16]
+    assert isinstance(barrier, nvvm.BarrierSyncOp) and barrier.count.value.data == 64
+    assert barrier.dynamic_id is ops[15].results[0] and barrier.barrier_id is None
+    assert ops[14].value.value.data == 3
+    assert list(ops[17].indices) == [word]
+
+
+def test_the_block_is_the_default_group():
+    def hand_out(b: SyncBuilder, ptr, value, record):
+        slot = b.value(memref.AllocaOp.get(i64, shape=[1], memory_space=IntegerAttr(3, i64)))
+        b.from_leader(lambda leader: leader.atomic_add(ptr, leader.const(1, i64)), slot)
+        b.barrier(BLOCK)
+
+    _, kernel = _build(hand_out)
+    assert _names(kernel.body.block.ops) == [
+        "memref.alloca", "arith.constant", "gpu.thread_id", "gpu.thread_id", "gpu.thread_id",
+        "arith.ori", "arith.ori", "arith.constant", "arith.cmpi", "scf.if", "nvvm.barrier0",
+        "memref.load", "nvvm.barrier0", "func.return"]
 
 
 def test_arrival_returns_the_old_count_and_a_one_dimensional_leader():

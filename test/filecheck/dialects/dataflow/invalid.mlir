@@ -201,3 +201,20 @@ func.func @not_a_queue(%m: memref<64xf32>) {
   func.return
 }
 // CHECK: operand 'queue' at position 0 does not verify
+
+// -----
+
+// A queue worker is whole warps: the group's named barrier counts warps.
+func.func @threads_not_warps(%q: !dataflow.queue<2 x tensor<64xf32>>) {
+  %slot = dataflow.acquire_full %q threads 48 : !dataflow.queue<2 x tensor<64xf32>>
+  func.return
+}
+// CHECK: 'dataflow.acquire_full': threads must be whole warps (a multiple of 32 up to 1024), got 48
+
+// -----
+
+func.func @threads_zero(%q: !dataflow.queue<2 x tensor<64xf32>>, %t: index) {
+  dataflow.release_empty %q, %t threads 0 : !dataflow.queue<2 x tensor<64xf32>>
+  func.return
+}
+// CHECK: 'dataflow.release_empty': threads must be whole warps (a multiple of 32 up to 1024), got 0

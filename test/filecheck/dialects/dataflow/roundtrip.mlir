@@ -67,6 +67,22 @@
   ^bb0(%sums: !dataflow.queue<2 x memref<64x64xf32, 1 : i64>>, %grad: memref<64x64xf32>):
     "gpu.return"() : () -> ()
   }) {sym_name = "reduce_final"} : () -> ()
+
+  // Two warpgroups, two queue workers per CTA (`threads 128`): each acquires, relays and
+  // releases tickets of its own.
+  // CHECK:        (%in: !dataflow.queue<4 x tensor<128x64xf16>>, %out: !dataflow.queue<4 x tensor<128x64xf16>>)
+  // CHECK-NEXT:     %t = dataflow.acquire_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     %u = dataflow.acquire_empty %out at %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     dataflow.release_empty %in, %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     dataflow.release_full %out, %u threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  "gpu.func"() <{function_type = (!dataflow.queue<4 x tensor<128x64xf16>>, !dataflow.queue<4 x tensor<128x64xf16>>) -> (), kernel}> ({
+  ^bb0(%in: !dataflow.queue<4 x tensor<128x64xf16>>, %out: !dataflow.queue<4 x tensor<128x64xf16>>):
+    %t = dataflow.acquire_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+    %u = dataflow.acquire_empty %out at %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+    dataflow.release_empty %in, %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+    dataflow.release_full %out, %u threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "warpgroup_relay", gpu.known_block_size = array<i32: 256, 1, 1>} : () -> ()
 }) : () -> ()
 
 // GEMM on the tensor cores feeding softmax on the SIMT cores; 132 SMs x 2 CTAs per SM.

@@ -48,6 +48,14 @@ func.func @barrier_id() {
 
 // -----
 
+func.func @barrier_two_ids(%id: i32) {
+  "nvvm.barrier.sync"(%id) <{barrier_id = 1 : i32, count = 128 : i32}> : (i32) -> ()
+  func.return
+}
+// CHECK: 'nvvm.barrier.sync' takes its id either as a constant or as an operand, not both or neither
+
+// -----
+
 func.func @barrier_count() {
   nvvm.barrier.sync 1, 100
   func.return
