@@ -1069,19 +1069,28 @@ class ClusterBarrierOp(IRDLOperation):
 class NamedBarrierOp(IRDLOperation):
     """`tile.named_barrier ID, THREADS`: `bar.sync ID, THREADS`, a barrier of a subset of the
     block's warps (warp specialization: the consumer warpgroups without the producer). ID 0
-    is the whole block's `gpu.barrier`; THREADS is a multiple of 32."""
+    is the whole block's `gpu.barrier`; THREADS is a multiple of 32. The id may be an i32
+    computed at run time (`tile.named_barrier %id, 128`): several groups of threads running
+    the same code, each on a barrier of its own."""
 
     name = "tile.named_barrier"
-    barrier_id = prop_def(IntegerAttr[I32])
+    dynamic_id = opt_operand_def(I32)
+    barrier_id = opt_prop_def(IntegerAttr[I32])
     threads = prop_def(IntegerAttr[I32])
-    assembly_format = "$barrier_id `,` $threads attr-dict"
+    assembly_format = "($dynamic_id^):($barrier_id)? `,` $threads attr-dict"
 
-    def __init__(self, barrier_id: int, threads: int):
-        super().__init__(properties={"barrier_id": IntegerAttr(barrier_id, i32),
-                                     "threads": IntegerAttr(threads, i32)})
+    def __init__(self, barrier_id: int | SSAValue, threads: int):
+        constant = isinstance(barrier_id, int)
+        super().__init__(
+            operands=[[] if constant else [barrier_id]],
+            properties={"barrier_id": IntegerAttr(barrier_id, i32) if constant else None,
+                        "threads": IntegerAttr(threads, i32)})
 
     def verify_(self) -> None:
-        if not 1 <= self.barrier_id.value.data <= 15:
+        if (self.barrier_id is None) == (self.dynamic_id is None):
+            raise VerifyException(f"'{self.name}' takes its id either as a constant or as an "
+                                  "operand, not both or neither")
+        if self.barrier_id is not None and not 1 <= self.barrier_id.value.data <= 15:
             raise VerifyException(f"'{self.name}' id must be in 1..15 (0 is gpu.barrier), got "
                                   f"{self.barrier_id.value.data}")
         threads = self.threads.value.data

@@ -1075,7 +1075,9 @@ class WarpSpecializationLowering(_TilePattern):
             e = self.emitter(rewriter, op)
             lowered = nvvm.PrefetchTensorMapOp(e.as_llvm(op.tensor_map, GENERIC_PTR))
         elif isinstance(op, tile.NamedBarrierOp):
-            lowered = nvvm.BarrierSyncOp(op.barrier_id.value.data, op.threads.value.data)
+            barrier_id = (op.barrier_id.value.data if op.barrier_id is not None
+                          else op.dynamic_id)
+            lowered = nvvm.BarrierSyncOp(barrier_id, op.threads.value.data)
         else:
             lowered = nvvm.SetMaxNRegOp(op.action.data, op.registers.value.data)
         rewriter.replace(op, lowered)

@@ -64,6 +64,16 @@ func.func @tma_store(%map: !tile.tensor_map<128x64xf16, swizzle 128>, %smem: mem
   func.return
 }
 
+// A barrier id computed at run time (a group of threads on a barrier of its own) stays an
+// operand of bar.sync.
+// CHECK-LABEL: func.func @group_barrier
+// CHECK:       nvvm.barrier.sync %id, 128
+// PTX:         llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.aligned.count"(%{{.*}}, %{{.*}}) : (i32, i32) -> ()
+func.func @group_barrier(%id: i32) {
+  tile.named_barrier %id, 128
+  func.return
+}
+
 // A kernel's tensor map is a blob passed by value and read in place (__grid_constant__).
 // LLVM: llvm.func ptx_kernel @kernel(%{{.*}}: !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %{{.*}}: !llvm.ptr<1>)
 gpu.module @kernels {

@@ -20,14 +20,26 @@ def _form(ms: float) -> dict:
 
 
 def test_table_gives_the_pipelines_speedups():
+    even = {**_form(0.5), "ctas": [2, 2]}
     result = {"goal": "g", "rows": [{
         "rows": 65536, "widths": [64, 256], "floor_ms": 0.1,
-        "forms": {"pipeline": _form(0.5), "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
+        "forms": {"pipeline": {**even, "allotment": "pipeline_even"},
+                  "pipeline_even": even, "pipeline_allotted": {**_form(0.6), "ctas": [1, 3]},
+                  "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
                   "torch_graph": _form(1.5)}}]}
     table = dataflow_mlp.stack_table(result)
-    line = table.splitlines()[2]
+    line, which = table.splitlines()[2:4]
     assert line.split()[0] == "65536"
     assert line.split()[-3:] == ["2.00x", "3.00x", "5.00x"]
+    assert "pipeline_even (CTAs [2, 2])" in which and "allotted 0.6000 ms" in which
+
+
+def test_bulk_form_runs_what_a_pipeline_cta_does_at_once():
+    stack = MlpStack(1 << 16, (64, 256, 256))
+    bulk = dataflow_mlp.bulk_form(stack)
+    assert (stack.groups, stack.tile_rows) == (2, 64)
+    assert (bulk.groups, bulk.tile_rows) == (1, 128)
+    assert bulk.layer_config(1, bulk.rows).tile[0] == 128
 
 
 def test_dram_bytes_reads_ncus_csv():

@@ -1,6 +1,7 @@
 """The MLP-stack pipeline on the GPU (bench/dataflow_mlp.py, kernels/mlp_pipeline.py).
 
-A 4-layer stack (64 -> 256 x 4) on 4096 rows, 32 tiles through 3 queues. The pipeline's
+A 4-layer stack (64 -> 256 x 4) on 4096 rows through 3 queues: 64 tiles of 64 rows with two
+queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker. The pipeline's
 output is poisoned with NaN before each checked run and compared with an fp32 reference: after
 the first run, after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings
 between them (tickets continue across runs, so a tile stored to the rows of another run's
@@ -19,14 +20,15 @@ WIDTHS = (64, 256, 256, 256, 256)
 
 
 @pytest.mark.gpu
-def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device):
+@pytest.mark.parametrize("groups", [2, 1])
+def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, groups):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
     from tilesync.bench import dataflow_mlp
     from tilesync.kernels.mlp_pipeline import MlpStack
 
-    stack = MlpStack(ROWS, WIDTHS)
+    stack = MlpStack(ROWS, WIDTHS, groups=groups, tile_rows=128 // groups)
     data = dataflow_mlp.StackData(torch, ROWS, WIDTHS)
     bulk = dataflow_mlp.run_bulk_sync(stack, data, warmup=1, reps=3)
     assert bulk["rel_error"] < 2e-2 and len(bulk["layer_ms"]) == stack.layers

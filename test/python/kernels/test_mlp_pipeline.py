@@ -38,9 +38,10 @@ def test_stages_and_queues_chain_the_layers():
     assert [s.num_ctas for s in stages] == [3, 5, 4]
     assert [[r.root_reference.data for r in s.inputs] for s in stages] == [[], ["h1"], ["h2"]]
     assert [[r.root_reference.data for r in s.outputs] for s in stages] == [["h1"], ["h2"], []]
-    # entries: two per CTA of the larger stage a queue joins; a payload is one 128 x 256 tile
-    assert [q.queue_type.num_entries for q in pipeline.queues] == [10, 10]
-    assert {q.queue_type.payload_bytes for q in pipeline.queues} == {128 * 256 * 2}
+    # entries: two per worker (two a CTA) of the larger stage a queue joins; a payload is one
+    # 64 x 256 tile
+    assert [q.queue_type.num_entries for q in pipeline.queues] == [20, 20]
+    assert {q.queue_type.payload_bytes for q in pipeline.queues} == {64 * 256 * 2}
     assert all(q.pin_l2 is not None for q in pipeline.queues)
 
 
@@ -93,12 +94,53 @@ def test_a_tile_leaves_through_shared_memory_in_whole_chunks(staged):
     from tilesync.dialects import tile as tl
 
     stack = MlpStack(1024, (64, 256, 256, 256), staged_store=staged)
-    assert stack.layer_config(1).staged_store is staged
+    cfg = stack.layer_config(1)
+    assert cfg.staged_store is staged
     module = mlp_pipeline_module(stack)
     gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
     for kernel in (k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)):
         copies = _ops(kernel, tl.CopyOutOp)
         stores = _ops(kernel, tl.StoreAccOp)
         shared = [op for op in stores if tl.memory_space(op.dst.type) == 3]
-        assert (len(copies) == 128 * 256 // 8 // 256) is staged
+        assert (len(copies) == cfg.tile[0] * cfg.tile[1] // 8 // cfg.threads) is staged
         assert (len(shared) == len(stores)) is staged
+
+
+@pytest.mark.parametrize("groups", [2, 1])
+def test_each_warpgroup_is_a_queue_worker_of_its_own(groups):
+    """groups=2: a 256-thread CTA whose warpgroups draw, multiply and hand on 64-row tiles
+    each by itself: queue ops `threads 128`, an A ring each (smem_a's leading index), the
+    group's named barrier in the k-loop and around the staged store, and no CTA barrier
+    between an acquire and its release. groups=1: one worker, the CTA, as before."""
+    from xdsl.dialects import memref
+
+    from tilesync.dialects import tile as tl
+
+    stack = MlpStack(2048, (64, 256, 256, 256), groups=groups,
+                     tile_rows=64 if groups == 2 else 128)
+    assert stack.threads == 256
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    ring, = [op for op in gmod.body.block.ops
+             if isinstance(op, memref.GlobalOp) and op.sym_name.data == "smem_a"]
+    shape = ring.type.get_shape()
+    assert shape == ((2, 4, 64, 64) if groups == 2 else (4, 128, 64))
+    for kernel in (k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)):
+        assert kernel.known_block_size is not None
+        assert tuple(kernel.known_block_size.get_values()) == (256, 1, 1)
+        queue_ops = _ops(kernel, (dataflow.AcquireFullOp, dataflow.AcquireEmptyOp,
+                                  dataflow.ReleaseFullOp, dataflow.ReleaseEmptyOp))
+        assert queue_ops
+        assert {None if op.threads is None else op.threads.value.data
+                for op in queue_ops} == {128 if groups == 2 else None}
+        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        in_loop = list(loop.walk())
+        named = [op for op in in_loop if isinstance(op, tl.NamedBarrierOp)]
+        block_barriers = [op for op in in_loop if isinstance(op, gpu.BarrierOp)]
+        if groups == 2:
+            assert named and not block_barriers
+            assert all(op.dynamic_id is not None and op.threads.value.data == 128
+                       for op in named)
+        else:
+            assert block_barriers and not named

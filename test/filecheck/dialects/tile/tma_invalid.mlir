@@ -134,3 +134,11 @@ func.func @remote_expect(%b: memref<4xi64, 3>, %i: index) {
   func.return
 }
 // CHECK: 'tile.mbarrier_arrive' expects bytes on its own CTA's barriers only: expect_tx and cta exclude each other
+
+// -----
+
+func.func @named_barrier_without_id() {
+  "tile.named_barrier"() <{threads = 128 : i32}> : () -> ()
+  func.return
+}
+// CHECK: 'tile.named_barrier' takes its id either as a constant or as an operand, not both or neither

@@ -14,13 +14,14 @@
 // CHECK-NEXT:  tile.setmaxnreg inc 232
 // CHECK-NEXT:  tile.mbarrier_arrive %{{.*}}[%{{.*}}] : memref<8xi64, 3 : i64>
 // CHECK-NEXT:  tile.named_barrier 1, 256
+// CHECK-NEXT:  tile.named_barrier %{{.*}}, 128
 // CHECK-NEXT:  tile.fence_proxy_async
 // CHECK-NEXT:  tile.tma_store %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x128x64xf16, 3 : i64>, !tile.tensor_map<128x64xf16, swizzle 128>
 // CHECK-NEXT:  tile.tma_store_commit
 // CHECK-NEXT:  tile.tma_store_wait 0
 func.func @producer_consumer(%map: !tile.tensor_map<128x64xf16, swizzle 128>,
                              %smem: memref<4x128x64xf16, 3>, %bars: memref<8xi64, 3>,
-                             %s: index, %r: index, %c: index, %parity: i1) {
+                             %s: index, %r: index, %c: index, %parity: i1, %id: i32) {
   %z = arith.constant 0 : index
   tile.prefetch_tensor_map %map : !tile.tensor_map<128x64xf16, swizzle 128>
   tile.mbarrier_init %bars[%s] count 2 : memref<8xi64, 3>
@@ -32,6 +33,7 @@ func.func @producer_consumer(%map: !tile.tensor_map<128x64xf16, swizzle 128>,
   tile.setmaxnreg inc 232
   tile.mbarrier_arrive %bars[%s] : memref<8xi64, 3>
   tile.named_barrier 1, 256
+  tile.named_barrier %id, 128
   tile.fence_proxy_async
   tile.tma_store %smem[%s, %z, %z], %map[%r, %c] : memref<4x128x64xf16, 3>, !tile.tensor_map<128x64xf16, swizzle 128>
   tile.tma_store_commit
