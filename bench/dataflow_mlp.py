@@ -125,8 +125,18 @@ def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
 def bulk_form(stack):
     """The stack bulk-synchronously: one worker per block, whose tile has the rows a pipeline
     CTA works on at once (on an H100 at 2^18 rows the NeRF trunk took 1.05 ms with 128-row
-    tiles, 1.24 with 64-row ones)."""
-    return dataclasses.replace(stack, groups=1, tile_rows=stack.groups * stack.tile_rows)
+    tiles, 1.24 with 64-row ones), with as many of the pipeline's stages as fit beside a ring
+    of B (which a pipeline CTA does not need: its weights stay resident)."""
+    bulk = dataclasses.replace(stack, groups=1, tile_rows=stack.groups * stack.tile_rows,
+                               stages=2)
+    for stages in range(stack.stages, 2, -1):
+        candidate = dataclasses.replace(bulk, stages=stages)
+        try:
+            candidate.layer_config(0, stack.rows)
+        except ValueError:  # its rings of A and B exceed the block's shared memory
+            continue
+        return candidate
+    return bulk
 
 
 def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:

@@ -37,8 +37,9 @@ def test_table_gives_the_pipelines_speedups():
 def test_bulk_form_runs_what_a_pipeline_cta_does_at_once():
     stack = MlpStack(1 << 16, (64, 256, 256))
     bulk = dataflow_mlp.bulk_form(stack)
-    assert (stack.groups, stack.tile_rows) == (2, 64)
-    assert (bulk.groups, bulk.tile_rows) == (1, 128)
+    assert (stack.groups, stack.tile_rows, stack.stages) == (2, 64, 5)
+    # 128-row tiles; 5 stages of A and B would not fit beside each other: 4
+    assert (bulk.groups, bulk.tile_rows, bulk.stages) == (1, 128, 4)
     assert bulk.layer_config(1, bulk.rows).tile[0] == 128
 
 

@@ -1,8 +1,9 @@
 """The MLP-stack pipeline on the GPU (bench/dataflow_mlp.py, kernels/mlp_pipeline.py).
 
 A 4-layer stack (64 -> 256 x 4) on 4096 rows through 3 queues: 64 tiles of 64 rows with two
-queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker. The pipeline's
-output is poisoned with NaN before each checked run and compared with an fp32 reference: after
+queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker. The
+pipeline's output is poisoned with NaN before each checked run and compared with an fp32
+reference: after
 the first run, after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings
 between them (tickets continue across runs, so a tile stored to the rows of another run's
 ticket, or a read of an entry before its producer released it, fails the check). The same
@@ -28,7 +29,8 @@ def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, grou
     from tilesync.bench import dataflow_mlp
     from tilesync.kernels.mlp_pipeline import MlpStack
 
-    stack = MlpStack(ROWS, WIDTHS, groups=groups, tile_rows=128 // groups)
+    stack = MlpStack(ROWS, WIDTHS, groups=groups, tile_rows=128 // groups,
+                     stages=5 if groups == 2 else 4)
     data = dataflow_mlp.StackData(torch, ROWS, WIDTHS)
     bulk = dataflow_mlp.run_bulk_sync(stack, data, warmup=1, reps=3)
     assert bulk["rel_error"] < 2e-2 and len(bulk["layer_ms"]) == stack.layers

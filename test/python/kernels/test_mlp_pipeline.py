@@ -81,7 +81,7 @@ def test_the_pipeline_compiles_to_one_persistent_kernel():
     compiled = tilesync.compile(mlp_pipeline_module(stack), target="sm_90a")
     assert set(compiled.kernels) == {"layer0", "layer1", "mlp_persistent"}
     fused = compiled.kernels["mlp_persistent"]
-    # one layer's shared memory (A's 4 stages and the resident 256 x 256 weights), not the sum
+    # one layer's shared memory (A's rings and the resident 256 x 256 weights), not the sum
     assert fused.dynamic_shared_bytes < 227 * 1024
     assert fused.dynamic_shared_bytes >= (4 * 128 * 64 + 256 * 256) * 2
     assert "wgmma.mma_async" in compiled.ptx_by_module["mlp_stack"]
@@ -117,7 +117,7 @@ def test_each_warpgroup_is_a_queue_worker_of_its_own(groups):
     from tilesync.dialects import tile as tl
 
     stack = MlpStack(2048, (64, 256, 256, 256), groups=groups,
-                     tile_rows=64 if groups == 2 else 128)
+                     tile_rows=64 if groups == 2 else 128, stages=5 if groups == 2 else 4)
     assert stack.threads == 256
     module = mlp_pipeline_module(stack)
     module.verify()
@@ -125,7 +125,7 @@ def test_each_warpgroup_is_a_queue_worker_of_its_own(groups):
     ring, = [op for op in gmod.body.block.ops
              if isinstance(op, memref.GlobalOp) and op.sym_name.data == "smem_a"]
     shape = ring.type.get_shape()
-    assert shape == ((2, 4, 64, 64) if groups == 2 else (4, 128, 64))
+    assert shape == ((2, stack.stages, 64, 64) if groups == 2 else (stack.stages, 128, 64))
     for kernel in (k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)):
         assert kernel.known_block_size is not None
         assert tuple(kernel.known_block_size.get_values()) == (256, 1, 1)
