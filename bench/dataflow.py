@@ -3,7 +3,9 @@
 Queue bandwidth as in Kitsune's Fig. 5: aggregate SM-to-SM bandwidth (payload bytes delivered
 per second by all producer-consumer pairs) for payloads of 1 KB to 1 MB, with the queue's
 synchronization and with the same transfers unsynchronized, against the rate of a 1 GiB
-device-to-device copy (bytes copied per second), all measured in one run. Every synchronized
+device-to-device copy (bytes copied per second), all measured in one run. Each payload moves
+by the threads' 16-byte accesses (transport "threads") and, at 16-64 KB, also by one bulk
+copy through shared memory (transport "bulk", kernels/queue_bench.py). Every synchronized
 configuration is checked first: the consumers' checksum must equal the sum of every ticket's
 payload (fresh tickets each run, the output poisoned before), after one run, after the timed
 repetitions and after CUDA-graph replays (no memset between any of them).
@@ -23,6 +25,10 @@ PAYLOADS = (1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 1 << 20)
 # pairs per SM; shapes whose CTAs cannot all be resident are refused (and reported so)
 SHAPES = ((132, 256, 8), (264, 128, 8), (396, 128, 8), (132, 512, 2), (264, 256, 2),
           (264, 512, 2), (132, 1024, 2), (66, 1024, 2))
+# the bulk transport: payloads that fit its staging buffer, shapes whose CTAs (a 16-64 KB
+# buffer each) can be resident
+BULK_PAYLOADS = (16 << 10, 32 << 10, 64 << 10)
+BULK_SHAPES = ((132, 256, 8), (132, 512, 2), (264, 256, 2))
 GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
 GOAL_SYNC_COST = 1.2  # unsynchronized over synchronized bandwidth, same transfers
 
@@ -89,7 +95,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
                            "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,
                            "iters": iters, "delivered_bytes": delivered,
-                           "synchronized": cfg.synchronized}
+                           "synchronized": cfg.synchronized, "transport": cfg.transport}
     if cfg.synchronized:
         program = DataflowProgram(compiled)
         tickets = cfg.pairs * iters
@@ -143,30 +149,41 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     return row
 
 
+def _configurations(payloads, shapes, bulk_payloads, bulk_shapes):
+    """(transport, payload, (pairs, threads, unroll)) of the sweep, threads first."""
+    for transport, sizes, forms in (("threads", payloads, shapes),
+                                    ("bulk", bulk_payloads, bulk_shapes)):
+        for payload in sizes:
+            for pairs, threads, unroll in forms:
+                if unroll == 2 and payload // 16 < threads * unroll:
+                    continue  # too few words for these CTAs: the first shapes cover it
+                yield transport, payload, (pairs, threads, unroll)
+
+
 def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,
-                    graph_replays: int = 100) -> dict[str, Any]:
-    """Fig. 5 on this device: every payload × shape, synchronized and not, and the copy."""
+                    graph_replays: int = 100, bulk_payloads=BULK_PAYLOADS,
+                    bulk_shapes=BULK_SHAPES) -> dict[str, Any]:
+    """Fig. 5 on this device: every payload × shape × transport, synchronized and not, and the
+    copy."""
     from tilesync.contract import TilesyncRuntimeError
     from tilesync.kernels.queue_bench import QueueBenchConfig
 
     copy = copy_rate()
     rows = []
-    for payload in payloads:
-        for pairs, threads, unroll in shapes:
-            if unroll == 2 and payload // 16 < threads * unroll:
-                continue  # too few words for these CTAs: the first shapes cover it
-            for synchronized in (True, False):
-                cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
-                                       synchronized=synchronized)
-                replays = graph_replays if synchronized and payload == 64 << 10 else 0
-                try:
-                    rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
-                except TilesyncRuntimeError as err:  # a shape whose CTAs cannot all be resident
-                    if err.is_device_fault:
-                        raise
-                    rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
-                                 "unroll": unroll, "synchronized": synchronized,
-                                 "refused": str(err)})
+    for transport, payload, (pairs, threads, unroll) in _configurations(
+            payloads, shapes, bulk_payloads, bulk_shapes):
+        for synchronized in (True, False):
+            cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
+                                   synchronized=synchronized, transport=transport)
+            replays = graph_replays if synchronized and payload == 64 << 10 else 0
+            try:
+                rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
+            except TilesyncRuntimeError as err:  # a shape whose CTAs cannot all be resident
+                if err.is_device_fault:
+                    raise
+                rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
+                             "unroll": unroll, "synchronized": synchronized,
+                             "transport": transport, "refused": str(err)})
     return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
                       "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
                               f"synchronization <= {GOAL_SYNC_COST}x"})
@@ -199,21 +216,30 @@ def queue_depth_sweep(depths=(2, 3, 4, 8, 16), cases=DEPTH_SWEEP, warmup: int = 
     return {"experiment": "queue_depth_sweep", "copy": copy, "rows": rows}
 
 
+def _transport(row: dict[str, Any]) -> str:
+    return row.get("transport", "threads")  # results from before the bulk transport
+
+
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """Per payload: the best synchronized shape, its unsynchronized twin, the ratios."""
+    """Per payload and transport: the best synchronized shape, its unsynchronized twin, the
+    ratios."""
     copy = result["copy"]["bytes_per_s"]
     best = []
-    for payload in sorted({r["payload_bytes"] for r in result["rows"]}):
-        synced = [r for r in result["rows"] if r["payload_bytes"] == payload
-                  and r["synchronized"] and "refused" not in r]
+    for payload, transport in sorted({(r["payload_bytes"], _transport(r))
+                                      for r in result["rows"]},
+                                     key=lambda k: (k[0], k[1] != "threads")):
+        same = [r for r in result["rows"] if r["payload_bytes"] == payload
+                and _transport(r) == transport and "refused" not in r]
+        synced = [r for r in same if r["synchronized"]]
         if not synced:
             continue
         top = max(synced, key=lambda r: r["bytes_per_s"])
-        twin = next((r["bytes_per_s"] for r in result["rows"] if r["payload_bytes"] == payload
-                     and not r["synchronized"] and r["pairs"] == top["pairs"]
-                     and r["threads"] == top["threads"] and r["unroll"] == top["unroll"]
-                     and "refused" not in r), float("nan"))
-        best.append({"payload_bytes": payload, "pairs": top["pairs"], "threads": top["threads"],
+        twin = next((r["bytes_per_s"] for r in same
+                     if not r["synchronized"] and r["pairs"] == top["pairs"]
+                     and r["threads"] == top["threads"] and r["unroll"] == top["unroll"]),
+                    float("nan"))
+        best.append({"payload_bytes": payload, "transport": transport,
+                     "pairs": top["pairs"], "threads": top["threads"],
                      "unroll": top["unroll"],
                      "sync_bytes_per_s": top["bytes_per_s"],
                      "unsync_bytes_per_s": twin,
@@ -228,13 +254,15 @@ def queue_table(result: dict[str, Any]) -> str:
     copy = result["copy"]["bytes_per_s"]
     lines = [f"queue bandwidth (Kitsune Fig. 5): 1 GiB device copy {copy / 1e12:.3f} TB/s "
              "(bytes copied per second)",
-             f"{'payload':>8} {'pairs':>5} {'thr':>4} {'unr':>3} {'sync TB/s':>10} "
+             f"{'payload':>8} {'transport':>9} {'pairs':>5} {'thr':>4} {'unr':>3} "
+             f"{'sync TB/s':>10} "
              f"{'unsync TB/s':>12} "
              f"{'/copy':>6} {'sync cost':>9} {'checks':>6}"]
     for b in result["best"]:
         size = b["payload_bytes"]
         label = f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
-        lines.append(f"{label:>8} {b['pairs']:>5} {b['threads']:>4} {b['unroll']:>3} "
+        lines.append(f"{label:>8} {_transport(b):>9} {b['pairs']:>5} {b['threads']:>4} "
+                     f"{b['unroll']:>3} "
                      f"{b['sync_bytes_per_s'] / 1e12:>10.3f} "
                      f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
                      f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
@@ -246,7 +274,7 @@ def queue_table(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         rate = "refused" if "refused" in r else f"{r['bytes_per_s'] / 1e12:.3f}"
         lines.append(f"  {r['payload_bytes'] >> 10:>5}K pairs {r['pairs']:>4} threads "
-                     f"{r['threads']:>4} unroll {r['unroll']} "
+                     f"{r['threads']:>4} unroll {r['unroll']} {_transport(r):<7} "
                      f"{'sync' if r['synchronized'] else 'unsync':<6} {rate}")
     return "\n".join(lines)
 
@@ -257,12 +285,17 @@ def queue_plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
     plt = pyplot()
     if plt is None:
         return None
-    best = result["best"]
+    best = [b for b in result["best"] if _transport(b) == "threads"]
+    bulk = [b for b in result["best"] if _transport(b) == "bulk"]
     sizes = [b["payload_bytes"] / 1024 for b in best]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(sizes, [b["sync_bytes_per_s"] / 1e12 for b in best], "o-", label="queue (synchronized)")
     ax.plot(sizes, [b["unsync_bytes_per_s"] / 1e12 for b in best], "s--",
             label="same transfers, no synchronization")
+    if bulk:
+        ax.plot([b["payload_bytes"] / 1024 for b in bulk],
+                [b["sync_bytes_per_s"] / 1e12 for b in bulk], "^-",
+                label="queue, bulk copies (synchronized)")
     copy = result["copy"]["bytes_per_s"] / 1e12
     ax.axhline(copy, color="gray", linestyle=":", label=f"1 GiB device copy ({copy:.2f} TB/s)")
     ax.axhline(copy * GOAL_RATIO, color="red", linestyle=":", label=f"goal {GOAL_RATIO}x copy")

@@ -1038,6 +1038,56 @@ class CpAsyncBulkTensorStoreOp(IRDLOperation):
                                   f"{len(self.coords)}")
 
 
+def _verify_global_ptr(op: IRDLOperation, ptr: SSAValue, what: str) -> None:
+    if address_space(ptr.type) != 1:  # type: ignore[arg-type]
+        raise VerifyException(f"'{op.name}' {what} must be in global memory (!llvm.ptr<1>), "
+                              f"got {ptr.type}")
+
+
+@irdl_op_definition
+class CpAsyncBulkLoadOp(IRDLOperation):
+    """`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size,
+    [bar]`: one thread copies `size` bytes (a multiple of 16, both addresses 16-byte aligned)
+    from global to shared memory; the bytes complete the barrier's transaction count."""
+
+    name = "nvvm.cp.async.bulk.shared.global"
+    dst = operand_def(LLVMPointerType)
+    src = operand_def(LLVMPointerType)
+    size = operand_def(i32)
+    bar = operand_def(LLVMPointerType)
+    assembly_format = (
+        "$dst `,` $src `,` $size `,` $bar attr-dict `:` type($dst) `,` type($src) `,` type($bar)"
+    )
+
+    def __init__(self, dst: SSAValue, src: SSAValue, size: SSAValue, bar: SSAValue):
+        super().__init__(operands=[dst, src, size, bar])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.dst, "destination")
+        _verify_global_ptr(self, self.src, "source")
+        _verify_shared_ptr(self, self.bar, "barrier")
+
+
+@irdl_op_definition
+class CpAsyncBulkStoreOp(IRDLOperation):
+    """`cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: one thread copies
+    `size` bytes (a multiple of 16, both addresses 16-byte aligned) from shared to global
+    memory. Completes in bulk groups, as the bulk tensor stores do."""
+
+    name = "nvvm.cp.async.bulk.global.shared"
+    dst = operand_def(LLVMPointerType)
+    src = operand_def(LLVMPointerType)
+    size = operand_def(i32)
+    assembly_format = "$dst `,` $src `,` $size attr-dict `:` type($dst) `,` type($src)"
+
+    def __init__(self, dst: SSAValue, src: SSAValue, size: SSAValue):
+        super().__init__(operands=[dst, src, size])
+
+    def verify_(self) -> None:
+        _verify_global_ptr(self, self.dst, "destination")
+        _verify_shared_ptr(self, self.src, "source")
+
+
 @irdl_op_definition
 class ClusterArriveOp(IRDLOperation):
     """`barrier.cluster.arrive.aligned`: this thread arrives at the cluster barrier (release:
@@ -1244,6 +1294,8 @@ NVVM = Dialect(
         FenceMBarrierInitOp,
         CpAsyncBulkTensorLoadOp,
         CpAsyncBulkTensorStoreOp,
+        CpAsyncBulkLoadOp,
+        CpAsyncBulkStoreOp,
         CpAsyncBulkCommitGroupOp,
         CpAsyncBulkWaitGroupReadOp,
         CpAsyncBulkWaitGroupOp,
@@ -1270,6 +1322,8 @@ __all__ = [
     "ClusterArriveOp",
     "ClusterWaitOp",
     "CpAsyncBulkCommitGroupOp",
+    "CpAsyncBulkLoadOp",
+    "CpAsyncBulkStoreOp",
     "CpAsyncBulkTensorLoadOp",
     "CpAsyncBulkTensorStoreOp",
     "CpAsyncBulkWaitGroupOp",

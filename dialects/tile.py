@@ -55,7 +55,9 @@ Semantics:
   `tile.mbarrier_arrive [expect_tx]`, `tile.mbarrier_wait %parity [wgmma_in_flight]`, which
   traps after a timeout); `tile.tma_store` copies a box back (bulk groups:
   `tile.tma_store_commit`, `tile.tma_store_wait`; a post of the stored tile waits for their
-  writes: `sync.store_point ... async_proxy`);
+  writes: `sync.store_point ... async_proxy`); `tile.bulk_load %smem[...], %src[...],
+  %bars[%i] bytes N` and `tile.bulk_store %dst[...], %smem[...] bytes N` are their 1-D
+  forms (N contiguous bytes, no tensor map), in the same barriers and bulk groups;
   `tile.named_barrier ID, N` synchronizes N threads (the consumers alone); `tile.setmaxnreg`
   moves registers between warpgroups; `tile.prefetch_tensor_map` warms a map. These ops are
   executed by whichever threads the kernel's control flow lets through.
@@ -754,22 +756,36 @@ class WgmmaWaitOp(_WaitGroupOp):
 
 @irdl_op_definition
 class TmaStoreWaitOp(_WaitGroupOp):
-    """`cp.async.bulk.wait_group.read N`: at most N of this thread's TMA store groups still
-    read their shared-memory source; the others' boxes may be written again."""
+    """`cp.async.bulk.wait_group.read N`: at most N of this thread's bulk store groups (TMA
+    stores, `tile.bulk_store`) still read their shared-memory source; the others' sources may
+    be written again. With `writes` (`cp.async.bulk.wait_group N`), the others' writes are
+    complete and visible to this thread (a release that publishes them fences the proxies
+    first: `tile.fence_proxy_async global`)."""
 
     name = "tile.tma_store_wait"
+    writes = opt_prop_def(UnitAttr)
+    assembly_format = "$pending (`writes` $writes^)? attr-dict"
+
+    def __init__(self, pending: int, writes: bool = False):
+        IRDLOperation.__init__(self, properties={
+            "pending": IntegerAttr(pending, i32), "writes": UnitAttr() if writes else None})
 
 
 @irdl_op_definition
 class FenceProxyAsyncOp(IRDLOperation):
     """`fence.proxy.async.shared::cta`: make this thread's shared-memory writes (plain stores,
-    cp.async) visible to the async proxy (wgmma operand reads); a barrier follows."""
+    cp.async) visible to the async proxy (wgmma operand reads, bulk stores); a barrier
+    follows. With `global` (`fence.proxy.async.global`): order this thread's global-memory
+    accesses of the generic proxy with its bulk copies', both ways (an acquire before the
+    bulk copies that read or overwrite what it guards; completed bulk writes before a
+    release)."""
 
     name = "tile.fence_proxy_async"
-    assembly_format = "attr-dict"
+    global_memory = opt_prop_def(UnitAttr, prop_name="global")
+    assembly_format = "(`global` $global^)? attr-dict"
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, global_memory: bool = False):
+        super().__init__(properties={"global": UnitAttr() if global_memory else None})
 
 
 # --------------------------------------------------------------------------------------------
@@ -1026,6 +1042,108 @@ def _verify_tma_box(op: Operation, map_type: TensorMapType, coords: Sequence[SSA
     if trailing is None or trailing[1:] != box[1:] or trailing[0] < box[0]:
         raise VerifyException(f"'{op.name}' {what} {smem_type} cannot hold the box "
                               f"{'x'.join(map(str, box))} in its trailing dimensions")
+
+
+BULK_COPY_ALIGN = 16  # bytes: a bulk copy's size and both its addresses
+
+
+def _verify_bulk_copy(op: Operation, shared: tuple[str, SSAValue, Sequence[SSAValue]],
+                      global_: tuple[str, SSAValue, Sequence[SSAValue]], nbytes: int) -> None:
+    """A 1-D bulk copy between shared and global memory (either way): a positive multiple of
+    16 bytes that fits the shared memref (static) from its first element, indices, memory
+    spaces, one element type."""
+    shared_what, shared_ref, shared_indices = shared
+    global_what, global_ref, global_indices = global_
+    shared_type = _memref(op, shared_ref, shared_what)
+    global_type = _memref(op, global_ref, global_what)
+    if memory_space(shared_type) != SHARED_SPACE or \
+            any(d < 0 for d in shared_type.get_shape()):
+        raise VerifyException(f"'{op.name}' {shared_what} must be a static memref in shared "
+                              f"memory (memory space 3), got {shared_type}")
+    if memory_space(global_type) not in (None, 1):
+        raise VerifyException(f"'{op.name}' {global_what} must be in global memory, got "
+                              f"{global_type}")
+    _verify_indices(op, shared_type, shared_indices, shared_what)
+    _verify_indices(op, global_type, global_indices, global_what)
+    if shared_type.element_type != global_type.element_type:
+        raise VerifyException(f"'{op.name}' element types differ: {shared_type.element_type} "
+                              f"and {global_type.element_type}")
+    if nbytes <= 0 or nbytes % BULK_COPY_ALIGN:
+        raise VerifyException(f"'{op.name}' bytes must be a positive multiple of "
+                              f"{BULK_COPY_ALIGN}, got {nbytes}")
+    capacity = shared_type.element_count() * element_bytes(shared_type.element_type)
+    if nbytes > capacity:
+        raise VerifyException(f"'{op.name}' {nbytes} bytes do not fit the {shared_what} "
+                              f"{shared_type} ({capacity} bytes)")
+
+
+@irdl_op_definition
+class BulkLoadOp(IRDLOperation):
+    """`tile.bulk_load %smem[...], %src[...], %bars[%b] bytes N`: one thread copies N
+    contiguous bytes from global memory at %src[...] into shared memory at %smem[...]
+    (both 16-byte aligned); the bytes complete the barrier's phase, as a `tile.tma_load`'s
+    (an `expect_tx` arrival announces them). A bulk load that reads what a generic acquire
+    guards follows a `tile.fence_proxy_async global` in its thread."""
+
+    name = "tile.bulk_load"
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    bars = operand_def(MemRefType)
+    bar_indices = var_operand_def(IndexType)
+    bytes = prop_def(IntegerAttr[I32])
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$dst `[` $dst_indices `]` `,` $src `[` $src_indices `]` `,` $bars `[` $bar_indices "
+        "`]` `bytes` $bytes attr-dict `:` type($dst) `,` type($src) `,` type($bars)"
+    )
+
+    def __init__(self, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
+                 src_indices: Sequence[SSAValue], bars: SSAValue,
+                 bar_indices: Sequence[SSAValue], nbytes: int):
+        super().__init__(operands=[dst, dst_indices, src, src_indices, bars, bar_indices],
+                         properties={"bytes": IntegerAttr(nbytes, i32)})
+
+    def verify_(self) -> None:
+        _verify_bulk_copy(self, ("destination", self.dst, self.dst_indices),
+                          ("source", self.src, self.src_indices), self.bytes.value.data)
+        _verify_barriers(self, self.bars, self.bar_indices)
+        if self.bytes.value.data >= 1 << 20:  # a barrier phase counts fewer bytes
+            raise VerifyException(f"'{self.name}' completes at most 2^20-1 bytes on a barrier, "
+                                  f"got {self.bytes.value.data}")
+
+
+@irdl_op_definition
+class BulkStoreOp(IRDLOperation):
+    """`tile.bulk_store %dst[...], %smem[...] bytes N`: one thread copies N contiguous bytes
+    from shared memory at %smem[...] to global memory at %dst[...] (both 16-byte aligned).
+    It completes in bulk groups (`tile.tma_store_commit`, `tile.tma_store_wait`); the threads
+    that wrote the source must `tile.fence_proxy_async` and synchronize with the issuing
+    thread first."""
+
+    name = "tile.bulk_store"
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    bytes = prop_def(IntegerAttr[I32])
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$dst `[` $dst_indices `]` `,` $src `[` $src_indices `]` `bytes` $bytes attr-dict "
+        "`:` type($dst) `,` type($src)"
+    )
+
+    def __init__(self, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
+                 src_indices: Sequence[SSAValue], nbytes: int):
+        super().__init__(operands=[dst, dst_indices, src, src_indices],
+                         properties={"bytes": IntegerAttr(nbytes, i32)})
+
+    def verify_(self) -> None:
+        _verify_bulk_copy(self, ("source", self.src, self.src_indices),
+                          ("destination", self.dst, self.dst_indices), self.bytes.value.data)
 
 
 @irdl_op_definition
@@ -1453,13 +1571,15 @@ Tile = Dialect(
      StoreAccOp, YieldOp, TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp,
      WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
-     TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, PrefetchTensorMapOp, NamedBarrierOp,
-     SetMaxNRegOp, ClusterBarrierOp],
+     TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, BulkLoadOp, BulkStoreOp,
+     PrefetchTensorMapOp, NamedBarrierOp, SetMaxNRegOp, ClusterBarrierOp],
     [FragType, SwizzleAttr, ShuffleKindAttr, TensorMapType],
 )
 
 __all__ = [
     "ArriveOp",
+    "BulkLoadOp",
+    "BulkStoreOp",
     "ClusterBarrierOp",
     "CopyOutOp",
     "CpAsyncCommitOp",

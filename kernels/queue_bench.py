@@ -11,6 +11,17 @@ after its producer wrote it (a read of an earlier round changes the sum).
 its partner reads) word-for-word the same amount in ring slot `c + pairs × (i mod depth)` of a
 plain buffer, with no tickets, spins or barriers, launched the same way (a pipeline without
 queues): what the synchronization costs is the difference.
+
+`transport="bulk"` moves each payload with one bulk copy (sm_90) instead of the threads' 16-byte
+accesses, through a staging buffer in shared memory (so a payload is at most 64 KiB): a
+producer's threads write the ticket's words there, fence them for the async proxy and meet at
+a barrier; its first thread stores the buffer into the entry (`tile.bulk_store`) and waits for
+the writes before the release. A consumer's first thread loads the entry into the buffer
+(`tile.bulk_load`, completing on a transaction barrier) after the acquire; every thread waits
+on the barrier (phase parity: the iteration's) and adds the words as before. Proxy fences of
+global memory order the generic acquire before the copy and the copy's writes before the
+generic release. With one copy a CTA has the whole payload in flight, where the threads have
+`threads × unroll × 16` bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 WORD_BYTES = 16  # one i128: a 16-byte access per thread
+TRANSPORTS = ("threads", "bulk")
+BULK_MAX_PAYLOAD = 64 << 10  # the bulk transport's staging buffer, in shared memory
 
 
 @dataclass(frozen=True)
@@ -30,10 +43,17 @@ class QueueBenchConfig:
     unroll: int = 8
     synchronized: bool = True
     pin_l2: bool = True
+    transport: str = "threads"  # "bulk": one bulk copy per payload through shared memory
 
     def __post_init__(self) -> None:
         if self.payload_bytes % WORD_BYTES:
             raise ValueError(f"payload must be a multiple of {WORD_BYTES} bytes")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got "
+                             f"{self.transport!r}")
+        if self.transport == "bulk" and self.payload_bytes > BULK_MAX_PAYLOAD:
+            raise ValueError(f"the bulk transport stages a payload in shared memory: at most "
+                             f"{BULK_MAX_PAYLOAD >> 10} KiB, got {self.payload_bytes} bytes")
         words = self.payload_bytes // WORD_BYTES
         if words % (self.block_threads * self.block_unroll):
             raise ValueError(f"{words} words do not split over {self.block_threads} threads "
@@ -56,8 +76,12 @@ class QueueBenchConfig:
         return self.pairs * self.depth
 
     @property
+    def entry_type(self) -> str:
+        return f"memref<{self.words}xi128>"
+
+    @property
     def queue_type(self) -> str:
-        return f"!dataflow.queue<{self.entries} x memref<{self.words}xi128>>"
+        return f"!dataflow.queue<{self.entries} x {self.entry_type}>"
 
 
 def _header(cfg: QueueBenchConfig, name: str, params: str) -> str:
@@ -70,7 +94,9 @@ def _word_index(cfg: QueueBenchConfig, u: int, base: str) -> list[str]:
             f"      %j{u} = arith.addi {base}, %o{u} : index"]
 
 
-def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str) -> list[str]:
+def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str,
+                  entry_type: str | None = None) -> list[str]:
+    entry_type = entry_type or cfg.entry_type
     step = cfg.block_threads * cfg.block_unroll
     lines = [f"      %t64 = arith.index_cast {ticket} : index to i64",
              "      %t128 = arith.extui %t64 : i64 to i128",
@@ -83,14 +109,15 @@ def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str) -> list[str]:
         lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
         lines += [f"        %j{u}w = arith.index_cast %j{u} : index to i128",
                   f"        %v{u} = arith.addi %tag, %j{u}w : i128",
-                  f"        memref.store %v{u}, {entry}[%j{u}] : memref<{cfg.words}xi128>"]
+                  f"        memref.store %v{u}, {entry}[%j{u}] : {entry_type}"]
     lines.append("      }")
     return lines
 
 
-def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str]) -> tuple[list[str],
-                                                                              list[str]]:
+def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str],
+                  entry_type: str | None = None) -> tuple[list[str], list[str]]:
     """Loads of `unroll` words first, then their sums: several loads in flight per thread."""
+    entry_type = entry_type or cfg.entry_type
     step = cfg.block_threads * cfg.block_unroll
     news = [f"%n{u}" for u in range(cfg.block_unroll)]
     lines = [f"      %step = arith.constant {step} : index",
@@ -101,7 +128,7 @@ def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str]) -> tuple[l
     for u in range(cfg.block_unroll):
         lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
     for u in range(cfg.block_unroll):
-        lines.append(f"        %l{u} = memref.load {entry}[%j{u}] : memref<{cfg.words}xi128>")
+        lines.append(f"        %l{u} = memref.load {entry}[%j{u}] : {entry_type}")
     for u in range(cfg.block_unroll):
         lines.append(f"        %x{u} = arith.addi %a{u}, %l{u} : i128")
     lines.append(f"        scf.yield {', '.join(f'%x{u}' for u in range(cfg.block_unroll))} : "
@@ -126,6 +153,8 @@ def _store_accumulators(cfg: QueueBenchConfig, accs: list[str]) -> list[str]:
 def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
     """The pipeline's MLIR: producer(iters), consumer(out, iters), and `@fig5` (or, without
     synchronization, the two kernels over a plain `ring` buffer)."""
+    if cfg.transport == "bulk":
+        return _bulk_mlir(cfg)
     q = cfg.queue_type
     zero = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
             "      %tid = gpu.thread_id x"]
@@ -156,28 +185,11 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
             "      }",
             *_store_accumulators(cfg, [f"%r{u}" for u in range(cfg.block_unroll)]),
             "      gpu.return", "    }"]) + "\n"
-        pin = " pin_l2" if cfg.pin_l2 else ""
-        pipeline = (
-            "  dataflow.pipeline @fig5 {\n"
-            f"    dataflow.queue @q{pin} : {q}\n"
-            "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
-            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = [@q]}}\n"
-            "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
-            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [@q], outputs = []}}\n"
-            "  }\n")
         return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer +
-                "  }\n" + pipeline + "}\n")
+                "  }\n" + _pipeline(cfg) + "}\n")
 
-    # The same transfers, unsynchronized: slot = cta + pairs * (i mod depth) of `ring`.
     def slot_of() -> list[str]:
-        return ["        %cta = gpu.block_id x",
-                f"        %depth = arith.constant {cfg.depth} : index",
-                f"        %pairs = arith.constant {cfg.pairs} : index",
-                "        %round = arith.remui %i, %depth : index",
-                "        %lane = arith.muli %round, %pairs : index",
-                "        %t = arith.addi %cta, %lane : index",
-                f"        %wpe = arith.constant {cfg.words} : index",
-                "        %first = arith.muli %t, %wpe : index"]
+        return _ring_slot(cfg)
 
     def shifted(lines: list[str]) -> list[str]:
         out = []
@@ -212,15 +224,120 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
         *_store_accumulators(cfg, [f"%r{u}" for u in range(cfg.block_unroll)]),
         "      gpu.return", "    }"]) + "\n"
     del acc_names
-    pipeline = (
-        "  dataflow.pipeline @fig5 {\n"
-        "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
-        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
-        "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
-        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
-        "  }\n")
     return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer + "  }\n"
-            + pipeline + "}\n")
+            + _pipeline(cfg) + "}\n")
+
+
+def _pipeline(cfg: QueueBenchConfig) -> str:
+    """`@fig5`: the producers and the consumers, through the queue `@q` when synchronized."""
+    if not cfg.synchronized:
+        return (
+            "  dataflow.pipeline @fig5 {\n"
+            "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
+            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
+            "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
+            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
+            "  }\n")
+    pin = " pin_l2" if cfg.pin_l2 else ""
+    return (
+        "  dataflow.pipeline @fig5 {\n"
+        f"    dataflow.queue @q{pin} : {cfg.queue_type}\n"
+        "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
+        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = [@q]}}\n"
+        "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
+        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [@q], outputs = []}}\n"
+        "  }\n")
+
+
+def _ring_slot(cfg: QueueBenchConfig) -> list[str]:
+    """Unsynchronized, iteration %i's slot %t = cta + pairs × (i mod depth) of `ring` and its
+    first word %first."""
+    return ["        %cta = gpu.block_id x",
+            f"        %depth = arith.constant {cfg.depth} : index",
+            f"        %pairs = arith.constant {cfg.pairs} : index",
+            "        %round = arith.remui %i, %depth : index",
+            "        %lane = arith.muli %round, %pairs : index",
+            "        %t = arith.addi %cta, %lane : index",
+            f"        %wpe = arith.constant {cfg.words} : index",
+            "        %first = arith.muli %t, %wpe : index"]
+
+
+def _bulk_mlir(cfg: QueueBenchConfig) -> str:
+    """The pipeline with the bulk transport: each payload one bulk copy between the entry (or
+    the ring slot) and a staging buffer in shared memory."""
+    words, nbytes = cfg.words, cfg.payload_bytes
+    staged = f"memref<{words}xi128, 3>"
+    landed = "memref<1xi64, 3>"
+    # The staging buffer is dynamic shared memory (64 KiB does not fit the static 48).
+    globals_ = [
+        f'    "memref.global"() {{sym_name = "staged", sym_visibility = "private", type = '
+        f'{staged}, initial_value, alignment = 128 : i64, tilesync.dynamic_shared}} : () -> ()',
+        f'    "memref.global"() {{sym_name = "landed", sym_visibility = "private", type = '
+        f'{landed}, initial_value, alignment = 8 : i64}} : () -> ()']
+    prelude = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
+               "      %tid = gpu.thread_id x",
+               f"      %buf = memref.get_global @staged : {staged}",
+               "      %lead = arith.cmpi eq, %tid, %c0 : index"]
+    unroll = cfg.block_unroll
+    accs = ", ".join(f"%acc{u} = %z" for u in range(unroll))
+    results = ", ".join(f"%r{u}" for u in range(unroll))
+    i128s = ", ".join(["i128"] * unroll)
+    if cfg.synchronized:
+        q = cfg.queue_type
+        params = f"%q: {q}, "
+        acquire_empty = [f"        %t = dataflow.acquire_empty %q : {q}",
+                         f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}"]
+        acquire_full = [f"        %t = dataflow.acquire_full %q : {q}",
+                        f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}"]
+        entry, entry_type = "%e[%c0]", cfg.entry_type
+        # The async proxy does not see the generic acquire (nor its writes the release).
+        fence_global = ["          tile.fence_proxy_async global"]
+        release_full = [f"        dataflow.release_full %q, %t : {q}"]
+        release_empty = [f"        dataflow.release_empty %q, %t : {q}"]
+    else:
+        params = "%ring: memref<?xi128>, "
+        acquire_empty = acquire_full = _ring_slot(cfg)
+        entry, entry_type = "%ring[%first]", "memref<?xi128>"
+        fence_global = []
+        release_full = release_empty = ["        gpu.barrier"]  # the buffer is free again
+
+    producer = _header(cfg, "producer", f"{params}%iters: index")
+    producer += "\n".join([
+        *prelude, "      scf.for %i = %c0 to %iters step %c1 {", *acquire_empty,
+        *[f"  {line}" for line in _produce_body(cfg, "%buf", "%t", staged)],
+        "        tile.fence_proxy_async", "        gpu.barrier",
+        "        scf.if %lead {", *fence_global,
+        f"          tile.bulk_store {entry}, %buf[%c0] bytes {nbytes} : {entry_type}, {staged}",
+        "          tile.tma_store_commit", "          tile.tma_store_wait 0 writes",
+        *fence_global, "          scf.yield", "        }", *release_full,
+        "      }", "      gpu.return", "    }"]) + "\n"
+
+    body, news = _consume_body(cfg, "%buf", [f"%acc{u}" for u in range(unroll)], staged)
+    consumer = _header(cfg, "consumer", f"{params}%out: memref<?xi128>, %iters: index")
+    consumer += "\n".join([
+        *prelude, "      %z = arith.constant 0 : i128",
+        f"      %landed = memref.get_global @landed : {landed}",
+        "      scf.if %lead {", f"        tile.mbarrier_init %landed[%c0] count 1 : {landed}",
+        "        scf.yield", "      }", "      gpu.barrier",
+        f"      {results} = scf.for %i = %c0 to %iters step %c1 iter_args({accs}) -> "
+        f"({i128s}) {{",
+        *acquire_full,
+        "        scf.if %lead {", *fence_global,
+        f"          tile.mbarrier_arrive %landed[%c0] expect_tx {nbytes} : {landed}",
+        f"          tile.bulk_load %buf[%c0], {entry}, %landed[%c0] bytes {nbytes} : {staged}, "
+        f"{entry_type}, {landed}",
+        "          scf.yield", "        }",
+        "        %i64 = arith.index_cast %i : index to i64",
+        "        %parity = arith.trunci %i64 : i64 to i1",
+        f"        tile.mbarrier_wait %landed[%c0], %parity : {landed}",
+        *[f"  {line}" for line in body],
+        *release_empty,
+        f"        scf.yield {', '.join(news)} : {i128s}",
+        "      }",
+        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
+        "      gpu.return", "    }"]) + "\n"
+    return ("builtin.module {\n  gpu.module @queue_bench {\n" + "\n".join(globals_) + "\n"
+            + producer + consumer + "  }\n" + _pipeline(cfg) + "}\n")
 
 
 def expected_checksum(first_ticket: int, tickets: int, words: int) -> int:

@@ -5,11 +5,11 @@
   that LLVM 22 lowers).
 - Every ordered memory operation (ld, st, atom, atom.cas, red, fence, fence.proxy.async),
   nanosleep, wgmma (which LLVM 22 cannot select), the mbarrier arrivals and waits, the bulk
-  tensor copies (TMA) and their groups, setmaxnreg, the packing conversions and the
-  approximate math become inline PTX. The memory operations and fences also clobber
-  `memory`, so LLVM moves no load or store across them. LLVM 22 drops ordering and scope
-  from `atomicrmw` for NVPTX, so inline PTX is the one way to get exactly the instruction
-  asked for.
+  copies (tensor ones, TMA, and 1-D ones) and their groups, setmaxnreg, the packing
+  conversions and the approximate math become inline PTX. The memory operations and fences
+  also clobber `memory`, so LLVM moves no load or store across them. LLVM 22 drops ordering
+  and scope from `atomicrmw` for NVPTX, so inline PTX is the one way to get exactly the
+  instruction asked for.
 
 Every inline PTX instruction of tilesync is spelled once, here, in `PTX_TEMPLATES`; the pieces
 filled in are the semantics (`.acquire.gpu`, `.volatile`, nothing for weak), the state space
@@ -115,6 +115,10 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], "
         "[${src}];"
     ),
+    nvvm.CpAsyncBulkLoadOp: (
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];"
+    ),
+    nvvm.CpAsyncBulkStoreOp: "cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
     nvvm.CpAsyncBulkCommitGroupOp: "cp.async.bulk.commit_group;",
     nvvm.CpAsyncBulkWaitGroupReadOp: "cp.async.bulk.wait_group.read {n};",
     nvvm.CpAsyncBulkWaitGroupOp: "cp.async.bulk.wait_group {n};",

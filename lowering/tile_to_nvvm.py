@@ -27,6 +27,8 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
                       address (the kernel parameter); coordinates reversed (innermost first)
                       (multicast: to the cluster's CTAs of a mask); a remote arrive (`cta`)
                       maps the barrier's address into the peer CTA (mapa)
+    tile.bulk_*       nvvm.cp.async.bulk (1-D: load completing on a barrier, store in bulk
+                      groups); tile.tma_store_wait `writes`: wait_group without `.read`
     tile.named_barrier, tile.cluster_barrier, tile.setmaxnreg, tile.prefetch_tensor_map:
                       their nvvm ops
 
@@ -928,7 +930,8 @@ class WgmmaSyncLowering(_TilePattern):
         elif isinstance(op, tile.WgmmaWaitOp):
             lowered = nvvm.WgmmaWaitGroupSyncAlignedOp(op.pending.value.data)
         else:
-            lowered = nvvm.FenceProxyAsyncOp("shared::cta")
+            lowered = nvvm.FenceProxyAsyncOp(
+                "global" if op.global_memory is not None else "shared::cta")
         rewriter.replace(op, lowered)
 
 
@@ -1057,6 +1060,35 @@ class TmaLowering(_TilePattern):
         rewriter.erase(op)
 
 
+def _element_address(e: _Emitter, memref_value: SSAValue, indices: Sequence[SSAValue]
+                     ) -> SSAValue:
+    """The address of a global memref's element (i64 offsets)."""
+    memref_type = memref_value.type
+    assert isinstance(memref_type, MemRefType)
+    offset = _linear(e, [e.index_as(i, i64) for i in indices], memref_type.get_shape())
+    return e.gep(e.pointer(memref_value), offset, memref_type.element_type)
+
+
+class BulkCopyLowering(_TilePattern):
+    """tile.bulk_load / bulk_store: the 1-D bulk copy between the two addresses."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.BulkLoadOp | tile.BulkStoreOp,
+                          rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        size = e.const(op.bytes.value.data)
+        if isinstance(op, tile.BulkLoadOp):
+            dst = _box_address(e, op.dst, op.dst_indices)
+            src = _element_address(e, op.src, op.src_indices)
+            bar = _barrier_address(e, op.bars, op.bar_indices)
+            e.insert(nvvm.CpAsyncBulkLoadOp(dst, src, size, bar))
+        else:
+            dst = _element_address(e, op.dst, op.dst_indices)
+            src = _box_address(e, op.src, op.src_indices)
+            e.insert(nvvm.CpAsyncBulkStoreOp(dst, src, size))
+        rewriter.erase(op)
+
+
 class WarpSpecializationLowering(_TilePattern):
     """TMA store groups, the tensor-map prefetch, named and cluster barriers, setmaxnreg."""
 
@@ -1069,6 +1101,8 @@ class WarpSpecializationLowering(_TilePattern):
             return
         if isinstance(op, tile.TmaStoreCommitOp):
             lowered: Operation = nvvm.CpAsyncBulkCommitGroupOp()
+        elif isinstance(op, tile.TmaStoreWaitOp) and op.writes is not None:
+            lowered = nvvm.CpAsyncBulkWaitGroupOp(op.pending.value.data)
         elif isinstance(op, tile.TmaStoreWaitOp):
             lowered = nvvm.CpAsyncBulkWaitGroupReadOp(op.pending.value.data)
         elif isinstance(op, tile.PrefetchTensorMapOp):
@@ -1105,6 +1139,7 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
         MBarrierLowering(state),
         MBarrierWaitLowering(state, mbarrier_timeout_ns(timeout_ns), debug),
         TmaLowering(state),
+        BulkCopyLowering(state),
         WarpSpecializationLowering(state),
     ]
 

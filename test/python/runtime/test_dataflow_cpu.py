@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import tilesync
 from tilesync.kernels.queue_bench import (
     QueueBenchConfig,
@@ -54,3 +56,24 @@ def test_a_pipeline_whose_kernels_do_not_take_their_queues_is_refused():
     with pytest.raises(ValueError, match="@take do not take their queues yet"):
         read_pipeline(tilesync.compile(Path(__file__).parent / "Inputs" /
                                        "unbound_pipeline.mlir"))
+
+def test_bulk_transport_moves_each_payload_with_one_bulk_copy_through_shared_memory():
+    for synchronized in (True, False):
+        cfg = QueueBenchConfig(64 << 10, pairs=8, synchronized=synchronized, transport="bulk")
+        program = tilesync.compile(queue_bench_mlir(cfg))
+        ptx = program.ptx
+        assert "cp.async.bulk.global.shared::cta.bulk_group" in ptx
+        assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+        assert "cp.async.bulk.wait_group 0;" in ptx and "ld.global.v2.b64" not in ptx
+        # the async proxy is ordered after the acquire and before the release
+        assert ("fence.proxy.async.global;" in ptx) == synchronized
+        assert ("ld.acquire.gpu" in ptx) == synchronized
+        # the 64 KiB staging buffer is dynamic shared memory (aligned to 128 bytes)
+        assert {k.dynamic_shared_bytes for k in program.kernels.values()} == {65536 + 128 - 16}
+
+
+def test_bulk_transport_refuses_payloads_beyond_shared_memory():
+    with pytest.raises(ValueError, match="at most 64 KiB"):
+        QueueBenchConfig(128 << 10, transport="bulk")
+    with pytest.raises(ValueError, match="transport must be one of threads, bulk"):
+        QueueBenchConfig(4096, transport="dma")

@@ -59,6 +59,39 @@ def test_every_ticket_arrives_once_filled_across_runs_and_replays(gpu_device, pa
     program.close()
 
 
+@pytest.mark.parametrize("payload, synchronized",
+                         [(16 << 10, True), (64 << 10, True), (64 << 10, False)])
+def test_bulk_transport_delivers_every_ticket_once_filled(gpu_device, payload, synchronized):
+    from tilesync.kernels.queue_bench import expected_checksum
+    from tilesync.runtime.buffers import DeviceBuffer
+
+    cfg, program = _program(payload, depth=2, synchronized=synchronized, transport="bulk")
+    iters = 37
+    out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
+    if not synchronized:  # no tickets: the ring runs without a check (it must not fault)
+        ring = DeviceBuffer(cfg.entries * cfg.words * 2, np.uint64)
+        program.run({"produce": [ring, iters], "consume": [ring, out, iters]})
+        program.synchronize()
+        program.close()
+        return
+    tickets = cfg.pairs * iters
+    args = {"produce": [iters], "consume": [out, iters]}
+    for _ in range(3):
+        out.fill_bytes(0xFF)
+        first = program.runs * tickets
+        program.run(args)
+        program.synchronize()
+        assert _sum(out) == expected_checksum(first, tickets, cfg.words)
+    graph = program.capture(args)
+    out.fill_bytes(0xFF)
+    first = program.runs * tickets
+    graph.launch()
+    program.synchronize()
+    assert _sum(out) == expected_checksum(first, tickets, cfg.words)
+    graph.close()
+    program.close()
+
+
 def test_dropped_release_is_a_named_error_within_a_second(gpu_device):
     # A trap leaves the context unusable: run it in a child process.
     script = textwrap.dedent("""

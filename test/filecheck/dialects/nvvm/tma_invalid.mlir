@@ -77,3 +77,27 @@ func.func @remote_expect(%b: !llvm.ptr<3>, %i: i32) {
   func.return
 }
 // CHECK: 'nvvm.mbarrier.arrive' announces bytes on its own CTA's barriers only: expect_tx and cta exclude each other
+
+// -----
+
+func.func @bulk_load_generic_source(%s: !llvm.ptr<3>, %g: !llvm.ptr, %n: i32) {
+  nvvm.cp.async.bulk.shared.global %s, %g, %n, %s : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+  func.return
+}
+// CHECK: 'nvvm.cp.async.bulk.shared.global' source must be in global memory (!llvm.ptr<1>), got !llvm.ptr
+
+// -----
+
+func.func @bulk_load_global_barrier(%s: !llvm.ptr<3>, %g: !llvm.ptr<1>, %n: i32) {
+  nvvm.cp.async.bulk.shared.global %s, %g, %n, %g : !llvm.ptr<3>, !llvm.ptr<1>, !llvm.ptr<1>
+  func.return
+}
+// CHECK: 'nvvm.cp.async.bulk.shared.global' barrier must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>
+
+// -----
+
+func.func @bulk_store_global_source(%g: !llvm.ptr<1>, %n: i32) {
+  nvvm.cp.async.bulk.global.shared %g, %g, %n : !llvm.ptr<1>, !llvm.ptr<1>
+  func.return
+}
+// CHECK: 'nvvm.cp.async.bulk.global.shared' source must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>

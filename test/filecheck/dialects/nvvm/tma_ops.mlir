@@ -45,3 +45,13 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   nvvm.cluster.wait
   func.return
 }
+
+// The 1-D bulk copies: shared <- global on a barrier, global <- shared in bulk groups.
+// CHECK-LABEL: func.func @bulk_ops
+// CHECK:      nvvm.cp.async.bulk.shared.global %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cp.async.bulk.global.shared %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<1>, !llvm.ptr<3>
+func.func @bulk_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %g: !llvm.ptr<1>, %n: i32) {
+  nvvm.cp.async.bulk.shared.global %s, %g, %n, %b : !llvm.ptr<3>, !llvm.ptr<1>, !llvm.ptr<3>
+  nvvm.cp.async.bulk.global.shared %g, %s, %n : !llvm.ptr<1>, !llvm.ptr<3>
+  func.return
+}

@@ -1,0 +1,48 @@
+"""bench/dataflow.py without a GPU: the sweep's configurations, the best shape per payload and
+transport with its unsynchronized twin, and the table naming the transport."""
+
+from __future__ import annotations
+
+from tilesync.bench import dataflow
+
+
+def _row(payload, transport, synchronized, rate, pairs=132, threads=256, unroll=8):
+    return {"payload_bytes": payload, "transport": transport, "synchronized": synchronized,
+            "pairs": pairs, "threads": threads, "unroll": unroll, "bytes_per_s": rate,
+            "checks": [{"after": "first run", "ok": True}] if synchronized else []}
+
+
+def test_the_sweep_adds_bulk_configurations_that_fit_shared_memory():
+    configs = list(dataflow._configurations(dataflow.PAYLOADS, dataflow.SHAPES,
+                                            dataflow.BULK_PAYLOADS, dataflow.BULK_SHAPES))
+    bulk = [c for c in configs if c[0] == "bulk"]
+    assert {payload for _, payload, _ in bulk} == {16 << 10, 32 << 10, 64 << 10}
+    assert [c for c in configs if c[0] == "threads"] == list(dataflow._configurations(
+        dataflow.PAYLOADS, dataflow.SHAPES, (), ()))
+
+
+def test_best_per_payload_and_transport_with_its_twin():
+    rows = [_row(16 << 10, "threads", True, 3e12), _row(16 << 10, "threads", False, 3.3e12),
+            _row(16 << 10, "bulk", True, 4e12, threads=512, unroll=2),
+            _row(16 << 10, "bulk", False, 4.4e12, threads=512, unroll=2),
+            _row(16 << 10, "bulk", True, 2e12),
+            {"payload_bytes": 64 << 10, "transport": "bulk", "synchronized": True,
+             "pairs": 264, "threads": 256, "unroll": 2, "refused": "not resident"}]
+    result = dataflow.summarize({"copy": {"bytes_per_s": 2e12}, "rows": rows,
+                                 "goal": "1.6x"})
+    best = {(b["payload_bytes"], b["transport"]): b for b in result["best"]}
+    assert list(best) == [(16 << 10, "threads"), (16 << 10, "bulk")]
+    bulk = best[(16 << 10, "bulk")]
+    assert (bulk["threads"], bulk["over_copy"]) == (512, 2.0)
+    assert abs(bulk["sync_cost"] - 1.1) < 1e-9 and bulk["checks_ok"]
+    table = dataflow.queue_table(result)
+    assert "transport" in table.splitlines()[1]
+    assert any(line.split()[:2] == ["16K", "bulk"] for line in table.splitlines())
+    assert "unroll 2 bulk    sync   refused" in table
+
+
+def test_results_from_before_the_bulk_transport_read_as_threads():
+    row = _row(1 << 10, "threads", True, 1e12)
+    del row["transport"]
+    result = dataflow.summarize({"copy": {"bytes_per_s": 1e12}, "rows": [row], "goal": ""})
+    assert result["best"][0]["transport"] == "threads"
