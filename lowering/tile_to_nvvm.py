@@ -547,26 +547,39 @@ class FillLowering(_TilePattern):
         rewriter.replace(op, [], [_cast(rewriter, struct, frag)])
 
 
+def _swizzled_chunk(e: _Emitter, smem: SSAValue, indices: Sequence[SSAValue],
+                    swizzle: tile.SwizzleAttr | None) -> SSAValue:
+    """The shared-memory address of a thread's 16-byte chunk smem[indices], swizzled."""
+    smem_type = smem.type
+    assert isinstance(smem_type, MemRefType)
+    offset = _linear(e, [e.index_as(i, i32) for i in indices], smem_type.get_shape())
+    return e.gep(e.pointer(smem), _swizzle(e, offset, swizzle), smem_type.element_type)
+
+
+def _all_inside(e: _Emitter, indices: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
+    """i1: every (i64) index inside its dimension; unsigned, so negative ones are outside."""
+    inside: SSAValue | None = None
+    for index, size in zip(indices, shape, strict=True):
+        ok = e.icmp("ult", index, size)
+        inside = ok if inside is None else e.insert(llvm.AndOp(inside, ok)).results[0]
+    assert inside is not None
+    return inside
+
+
 class CpAsyncLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CpAsyncOp, rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
-        dst_type, src_type = op.dst.type, op.src.type
-        assert isinstance(dst_type, MemRefType) and isinstance(src_type, MemRefType)
-        dst_indices = [e.index_as(i, i32) for i in op.dst_indices]
-        dst_offset = _swizzle(e, _linear(e, dst_indices, dst_type.get_shape()), op.swizzle)
-        dst = e.gep(e.pointer(op.dst), dst_offset, dst_type.element_type)
+        src_type = op.src.type
+        assert isinstance(src_type, MemRefType)
+        dst = _swizzled_chunk(e, op.dst, op.dst_indices, op.swizzle)
         src_indices = [e.index_as(i, i64) for i in op.src_indices]
         src_offset = _linear(e, src_indices, src_type.get_shape())
         if op.masked is None:
             src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
             e.like("cp.async", [dst, src], [], lambda: nvvm.CpAsyncOp(dst, src))
         else:
-            inside: SSAValue | None = None
-            for index, size in zip(src_indices, src_type.get_shape(), strict=True):
-                ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
-                inside = ok if inside is None else e.insert(llvm.AndOp(inside, ok)).results[0]
-            assert inside is not None
+            inside = _all_inside(e, src_indices, src_type.get_shape())
             # Outside: read nothing (src-size 0, the 16 bytes are zero-filled) from the base.
             src_offset = e.select(inside, src_offset, e.const(0, i64))
             src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
@@ -580,18 +593,12 @@ class CopyOutLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.CopyOutOp, rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
-        dst_type, src_type = op.dst.type, op.src.type
-        assert isinstance(dst_type, MemRefType) and isinstance(src_type, MemRefType)
-        src_indices = [e.index_as(i, i32) for i in op.src_indices]
-        src_offset = _swizzle(e, _linear(e, src_indices, src_type.get_shape()), op.swizzle)
-        src = e.gep(e.pointer(op.src), src_offset, src_type.element_type)
+        dst_type = op.dst.type
+        assert isinstance(dst_type, MemRefType)
+        src = _swizzled_chunk(e, op.src, op.src_indices, op.swizzle)
         dst_indices = [e.index_as(i, i64) for i in op.dst_indices]
         dst_shape = dst_type.get_shape()
-        cond: SSAValue | None = None
-        if op.masked is not None:
-            for index, size in zip(dst_indices, dst_shape, strict=True):
-                ok = e.icmp("ult", index, size)  # unsigned: negative indices are outside too
-                cond = ok if cond is None else e.insert(llvm.AndOp(cond, ok)).results[0]
+        cond = _all_inside(e, dst_indices, dst_shape) if op.masked is not None else None
 
         def copy() -> None:
             # One 16-byte access each way (the data layout aligns i128 to 16 bytes).
