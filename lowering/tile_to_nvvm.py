@@ -654,11 +654,6 @@ def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
     return [row0, e.add(row0, 8)], [col0, e.add(col0, 1)]
 
 
-def _inside(e: _Emitter, row: SSAValue, col: SSAValue, shape: Sequence[int]) -> SSAValue:
-    cond = e.icmp("ult", row, shape[-2])
-    return e.insert(llvm.AndOp(cond, e.icmp("ult", col, shape[-1]))).results[0]
-
-
 def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
     """Emit body_fn() under `scf.if cond` (or unguarded when cond is None)."""
     if cond is None:
@@ -702,7 +697,7 @@ class StoreAccLowering(_TilePattern):
                 cond = None
                 if op.masked is not None:
                     # Paired: the column is even and the width even, so col + 1 is inside too.
-                    cond = _inside(e, row, cols[group[0]], shape)
+                    cond = _all_inside(e, [row, cols[group[0]]], shape[-2:])
 
                 def body(group=group, row=row, h=h) -> None:
                     stored = [self._epilogue(e, op, [v[2 * h + k] for v in values],
@@ -779,7 +774,7 @@ class TakeAccLowering(_TilePattern):
                                                        "gpu")).results[0])
                     continue
                 # Outside the memref: no access, the value is 0 (scf.if with a result).
-                inside = _inside(e, rows[h], cols[k], shape)
+                inside = _all_inside(e, [rows[h], cols[k]], shape[-2:])
                 (value,) = e.if_(
                     inside,
                     lambda t, address=address: [t.value(nvvm.AtomicOp(
