@@ -50,13 +50,28 @@ replaces the CTA's. The queue ops of a kernel all name the same `threads` (a wor
 the tickets it acquired): `queue_workers` says which workers a kernel runs. Groups must not
 wait for one another while holding a ticket (no CTA barrier between an acquire and its
 release): like CTAs, workers hold entries, and the queues only progress if each can move on.
+
+Drawing ahead. An acquire draws its ticket (an atomic on the counter, a round trip to L2) and
+then waits for its entry. A worker that knows it will acquire again may draw that ticket early,
+while it still works on the current one, and wait for it later:
+
+    %next = dataflow.draw_full %q threads 128 : !dataflow.queue<...>
+    ...
+    %t = dataflow.acquire_full %q at %next threads 128 : !dataflow.queue<...>
+
+The drawn value is the worker leader's alone until the acquire hands it to every thread, so it
+may only reach (directly or through scf.for / scf.if values) the `at` of an acquire of the same
+kind on the same queue, and a worker must acquire every ticket it draws (one drawn but never
+acquired leaves its entry to nobody: the queue's next round waits for it forever).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
@@ -592,7 +607,8 @@ class AcquireEmptyOp(_AcquireOp):
     every thread of the worker (the CTA, or its group with `threads N`).
     With `at %t` the ticket is given instead of drawn: a stage that relays tiles from one queue
     to another passes on the ticket it consumed, so tickets name the same tile in every queue
-    of a chain (the producer stage must then give every ticket exactly once).
+    of a chain (the producer stage must then give every ticket exactly once); or it was drawn
+    ahead by `dataflow.draw_empty`.
     """
 
     name = "dataflow.acquire_empty"
@@ -617,7 +633,8 @@ class AcquireFullOp(_AcquireOp):
     spins with an acquire load until entry `t mod N` is full for ticket t, then the worker's
     barrier. Consumers thus read payloads in ticket order. The entry must not be read through
     the non-coherent path.
-    With `at %t` the ticket is given instead of drawn (every ticket exactly once per stage).
+    With `at %t` the ticket is given instead of drawn (every ticket exactly once per stage),
+    or was drawn ahead by `dataflow.draw_full`.
     """
 
     name = "dataflow.acquire_full"
@@ -679,7 +696,118 @@ class EntryOp(IRDLOperation):
             )
 
 
-TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp)
+class _DrawOp(_TicketOp):
+    queue = operand_def(QueueType)
+    ticket = result_def(IndexType)
+
+    assembly_format = "$queue (`threads` $threads^)? attr-dict `:` type($queue)"
+
+    ACQUIRE: ClassVar[type[_AcquireOp]]
+
+    def __init__(self, queue: SSAValue | Operation, threads: int | None = None):
+        super().__init__(operands=[queue], result_types=[IndexType()],
+                         properties=_threads_prop(threads))
+
+    def verify_(self) -> None:
+        super().verify_()
+        for use in drawn_ticket_uses(self.ticket):
+            user = use.operation
+            if (isinstance(user, self.ACQUIRE) and user.ticket is not None
+                    and use.index == 1 and user.queue == self.queue):
+                continue
+            raise VerifyException(
+                f"'{self.name}': the drawn ticket is the worker leader's alone until a "
+                f"'{self.ACQUIRE.name}' on the same queue takes it (`at`) and hands it out, "
+                f"but it reaches '{user.name}'")
+
+
+@irdl_op_definition
+class DrawEmptyOp(_DrawOp):
+    """Producer end: draw the next producer ticket now, to wait for its free entry later
+    (`dataflow.acquire_empty %q at %drawn`): the counter's round trip overlaps the worker's
+    current tile. Only the worker's leader holds the value until that acquire."""
+
+    name = "dataflow.draw_empty"
+    ACQUIRE: ClassVar[type[_AcquireOp]] = AcquireEmptyOp
+
+
+@irdl_op_definition
+class DrawFullOp(_DrawOp):
+    """Consumer end: draw the stage's next ticket now, to wait for its full entry later
+    (`dataflow.acquire_full %q at %drawn`). Only the worker's leader holds the value until that
+    acquire."""
+
+    name = "dataflow.draw_full"
+    ACQUIRE: ClassVar[type[_AcquireOp]] = AcquireFullOp
+
+
+def drawn_ticket_uses(value: SSAValue) -> list:
+    """The uses a drawn ticket reaches, followed through the values scf.for and scf.if carry
+    (init operands, iteration arguments, yields, results): the acquires that wait for it, and
+    anything else it must not reach."""
+    seen: set[SSAValue] = set()
+    work, found = [value], []
+    while work:
+        current = work.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for use in current.uses:
+            user = use.operation
+            parent = user.parent_op()
+            if isinstance(user, scf.YieldOp) and isinstance(parent, scf.ForOp):
+                work += [parent.body.block.args[1 + use.index], parent.results[use.index]]
+            elif isinstance(user, scf.YieldOp) and isinstance(parent, scf.IfOp):
+                work.append(parent.results[use.index])
+            elif isinstance(user, scf.ForOp) and use.index >= 3:
+                carried = use.index - 3
+                work += [user.body.block.args[1 + carried], user.results[carried]]
+            else:
+                found.append(use)
+    return found
+
+
+def _check_draws_ahead(kernel: Operation) -> None:
+    """A worker draws ahead only the tickets it takes before it holds an entry: those of its
+    tile's first acquire, on one queue end. Drawn ahead later, an output ticket can be taken
+    out of order with another worker's input ticket, and each waits for the other's entry (the
+    queue simulator's counterexample: two relay workers, one-entry queues). QueueWorkersError
+    otherwise."""
+    drawn = drawn_acquires(kernel)
+    if not drawn:
+        return
+    consumes = any(isinstance(op, AcquireFullOp) for op in kernel.walk())
+    ends = {(op.queue, op.name) for op in drawn}
+    for op in drawn:
+        if isinstance(op, AcquireEmptyOp) and consumes:
+            raise QueueWorkersError(op, f"'{op.name}' takes a ticket drawn ahead, but the "
+                                    "kernel also consumes a queue: a worker holding its input "
+                                    "entries would wait for an output ticket drawn out of "
+                                    "order (draw ahead only the input tickets)")
+        if len(ends) > 1:
+            raise QueueWorkersError(op, f"'{op.name}': the kernel draws ahead on "
+                                    f"{len(ends)} queue ends; a worker may draw ahead only "
+                                    "the tickets of its tile's first acquire")
+        block = op.parent_block()
+        assert block is not None
+        for earlier in block.ops:
+            if earlier is op:
+                break
+            if any(isinstance(inner, _AcquireOp) for inner in earlier.walk()):
+                raise QueueWorkersError(op, f"'{op.name}' takes a ticket drawn ahead after "
+                                        f"'{earlier.name}' acquired an entry: a worker may "
+                                        "draw ahead only the tickets of its tile's first "
+                                        "acquire")
+
+
+def drawn_acquires(kernel: Operation) -> set[Operation]:
+    """The acquires of `kernel` whose `at` ticket was drawn ahead (by a draw op)."""
+    return {use.operation for op in kernel.walk() if isinstance(op, _DrawOp)
+            for use in drawn_ticket_uses(op.ticket) if isinstance(use.operation, _AcquireOp)}
+
+
+TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp, DrawEmptyOp,
+              DrawFullOp)
 """The ops a queue worker runs (`threads N`: which threads make a worker)."""
 
 
@@ -705,7 +833,8 @@ def _worker(op: _TicketOp) -> str:
 
 
 def queue_workers(kernel: Operation) -> QueueWorkers:
-    """The queue workers of `kernel` (a gpu.func): those its acquire and release ops name.
+    """The queue workers of `kernel` (a gpu.func): those its acquire and release ops name
+    (and the tickets they draw ahead, `_check_draws_ahead`).
 
     They must all name the same (a worker releases the tickets it acquired). With `threads N`,
     the kernel's block must be `gpu.known_block_size` (B, 1, 1), B a multiple of N, and make
@@ -714,6 +843,7 @@ def queue_workers(kernel: Operation) -> QueueWorkers:
     ops = [op for op in kernel.walk() if isinstance(op, TICKET_OPS)]
     if not ops:
         return QueueWorkers()
+    _check_draws_ahead(kernel)
     first = ops[0]
     for op in ops[1:]:
         if op.threads != first.threads:
@@ -756,6 +886,8 @@ Dataflow = Dialect(
         ReleaseFullOp,
         AcquireFullOp,
         ReleaseEmptyOp,
+        DrawEmptyOp,
+        DrawFullOp,
         EntryOp,
     ],
     [QueueType, ResourceAttr],
@@ -767,6 +899,8 @@ __all__ = [
     "AcquireEmptyOp",
     "AcquireFullOp",
     "Dataflow",
+    "DrawEmptyOp",
+    "DrawFullOp",
     "EntryOp",
     "PipelineOp",
     "QueueOp",
@@ -778,5 +912,7 @@ __all__ = [
     "Resource",
     "ResourceAttr",
     "StageOp",
+    "drawn_acquires",
+    "drawn_ticket_uses",
     "queue_workers",
 ]

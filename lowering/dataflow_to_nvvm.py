@@ -15,6 +15,8 @@ metadata line and a payload). Built from `sync_primitives.SyncBuilder`:
 - release: a block barrier (every thread is done with the entry), then the leader's
   `release_add` (`fence.acq_rel.gpu` + `red.relaxed.gpu`) adds 1 to the entry's `full` count
   (producer) or `empty` count (each consumer stage: a multicast entry is free once all did);
+- draw (ahead): the leader's `atom.add` alone, its value in the leader only; the acquire that
+  takes it (`at`) spins on it in the leader and hands it out like a ticket it drew itself;
 - entry: the payload's address, `base + header + (t mod N) × entry_bytes + line`.
 
 A kernel whose queue ops carry `threads N` runs B / N queue workers per CTA of its (B, 1, 1)
@@ -216,8 +218,8 @@ def _bound(bindings: dict[SSAValue, BoundQueue], op: Operation, queue: SSAValue,
     return bound
 
 
-_PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp)
-_CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp)
+_PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawEmptyOp)
+_CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawFullOp)
 
 
 def worker_group(workers: dataflow.QueueWorkers) -> ThreadGroup:
@@ -254,15 +256,26 @@ def _ticket_slot(func: gpu.FuncOp, workers: int) -> memref.GetGlobalOp:
 # ---------------------------------------------------------------------------------------------
 
 
+def _draw(b: SyncBuilder, queue: BoundQueue, producer: bool) -> SSAValue:
+    """The next ticket of the stage's counter on `queue` (relaxed `atom.add`; in the leader)."""
+    line = 0 if producer else 1 + queue.use.consumer
+    counter = _byte_offset(b, _ring(b, queue), queue.use.layout.counter_offset(line))
+    return b.atomic_add(counter, b.const(1, i64))
+
+
 @dataclass
 class LowerAcquire(RewritePattern):
-    """acquire_empty / acquire_full: draw (or take) a ticket, spin until its entry is ready."""
+    """acquire_empty / acquire_full: draw (or take) a ticket, spin until its entry is ready.
+
+    A ticket drawn ahead (`at` a draw op's value, listed in `drawn`) is the leader's alone: the
+    leader spins on it and hands it out, as for a ticket it draws here."""
 
     bindings: dict[SSAValue, BoundQueue]
     workers: dataflow.QueueWorkers
     timeout_ns: int
     backoff_ns: int
     debug: bool
+    drawn: set[Operation]
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp):
@@ -275,12 +288,7 @@ class LowerAcquire(RewritePattern):
                  else None)
 
         def acquire(s: SyncBuilder) -> SSAValue:
-            if given is None:
-                line = 0 if producer else 1 + queue.use.consumer
-                counter = _byte_offset(s, _ring(s, queue), layout.counter_offset(line))
-                ticket = s.atomic_add(counter, s.const(1, i64))
-            else:
-                ticket = given
+            ticket = _draw(s, queue, producer) if given is None else given
             meta, round_ = _entry_line(s, queue, ticket)
             if producer:  # every consumer stage released the previous round
                 ptr = _byte_offset(s, meta, QueueLayout.EMPTY_OFFSET)
@@ -298,7 +306,7 @@ class LowerAcquire(RewritePattern):
             return ticket
 
         group = worker_group(self.workers)
-        if given is None:
+        if given is None or op in self.drawn:
             slot = b.value(_ticket_slot(queue.func, self.workers.count))
             ticket = b.from_leader(acquire, slot, group=group)
             rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
@@ -306,6 +314,26 @@ class LowerAcquire(RewritePattern):
             b.in_leader(lambda s: (acquire(s), None)[1], group=group)
             b.barrier(group)
             rewriter.replace(op, [], [op.ticket])
+
+
+@dataclass
+class LowerDraw(RewritePattern):
+    """draw_empty / draw_full: the leader draws the ticket (the other threads hold 0 until the
+    acquire hands it out); nothing waits for the atomic until that acquire uses it."""
+
+    bindings: dict[SSAValue, BoundQueue]
+    workers: dataflow.QueueWorkers
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, dataflow.DrawEmptyOp | dataflow.DrawFullOp):
+            return
+        producer = isinstance(op, dataflow.DrawEmptyOp)
+        queue = _bound(self.bindings, op, op.queue, producer)
+        b = SyncBuilder(rewriter)
+        (ticket,) = b.in_leader(lambda s: [_draw(s, queue, producer)],
+                                group=worker_group(self.workers),
+                                otherwise=lambda s: [s.const(0, i64)], result_types=[i64])
+        rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
 
 
 def _describe(b: SyncBuilder, queue: BoundQueue, ticket: SSAValue,
@@ -401,8 +429,10 @@ class ConvertDataflowToNVVMPass(ModulePass):
             for inner in func.walk():  # refuse before rewriting anything
                 if isinstance(inner, (*_PRODUCER_OPS, *_CONSUMER_OPS)):
                     _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
+            drawn = dataflow.drawn_acquires(func)
             apply_patterns(func.body, [LowerAcquire(bindings, workers, self.default_timeout_ns,
-                                                    self.backoff_ns, self.debug),
+                                                    self.backoff_ns, self.debug, drawn),
+                                       LowerDraw(bindings, workers),
                                        LowerRelease(bindings, workers), LowerEntry(bindings)],
                            recursive=True, dce=False)
             drop_queue_args(func)

@@ -12,7 +12,10 @@ times (or the workers sharing `tiles`) independently of the others: acquire a fu
 every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
 of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output
 (drawing a ticket, or, for a relay, taking the ticket of its first input: `at %t`), compute,
-then release the inputs and fill the outputs. Entries carry what was written (the ticket and the
+then release the inputs and fill the outputs. A stage that draws ahead (`dataflow.draw_full` /
+`draw_empty`) draws its next tile's tickets of the counter it draws first (its first input's,
+or a source's output's), when the launch gives it that tile, as soon as it holds the current
+ones, and waits for them on its next tile. Entries carry what was written (the ticket and the
 values read), so a read of an entry that does not hold its ticket yet (`early-read`) and a fill
 of an entry some consumer stage has not released yet (`overwrite`) are caught, as is a
 deadlock: no worker can move, some are not done. CTAs hold an SM slot from dispatch until their
@@ -52,6 +55,7 @@ class SimQueueStage:
     reads: tuple[tuple[str, int], ...] = ()  # (queue, entries held per tile) where not 1
     tiles: int | None = None  # tiles per launch shared by the workers (else iterations each)
     workers: int = 1  # queue workers per CTA: B / N with `threads N`, else the CTA alone
+    draw_ahead: bool = False  # draws its next tickets once it holds its current ones
 
     def iterations_of(self, cta: int, worker: int = 0) -> int:
         if self.tiles is None:
@@ -144,16 +148,34 @@ class _Worker:
     def _run(self):
         sim, stage = self.sim, self.stage
         reads = dict(stage.reads)
-        for _ in range(stage.iterations_of(self.cta.index, self.index) * sim.launches):
+        per_launch = stage.iterations_of(self.cta.index, self.index)
+        ahead: dict[tuple[str, str], list[int]] = {}  # tickets drawn for the next tile
+
+        def draw(name: str, end: str, count: int) -> list[int]:
+            if (name, end) in ahead:
+                return ahead.pop((name, end))
+            queue = sim.queues[name]
+            if end == "producer":
+                first = queue.producer_ticket
+                queue.producer_ticket += count
+            else:
+                first = queue.consumer_ticket[stage.name]
+                queue.consumer_ticket[stage.name] += count
+            return list(range(first, first + count))
+
+        # drawing ahead takes the tickets of the counter a tile draws first, before it holds
+        # an entry (the verifier refuses others): its first input's, or a source's output's
+        first_counter = ((stage.inputs[0], "consumer", reads.get(stage.inputs[0], 1))
+                         if stage.inputs else
+                         (stage.outputs[0], "producer", 1) if stage.outputs else None)
+
+        for tile in range(per_launch * sim.launches):
             held_in = []
             for name in stage.inputs:
                 queue = sim.queues[name]
                 # a tile that reads r entries draws r consecutive tickets at once: the r
                 # partials of one output tile
-                count = reads.get(name, 1)
-                first = queue.consumer_ticket[stage.name]
-                queue.consumer_ticket[stage.name] += count
-                for ticket in range(first, first + count):
+                for ticket in draw(name, "consumer", reads.get(name, 1)):
                     while not sim.ready(queue, ticket, "full"):
                         yield name, ticket, "full"
                     sim.read(self, queue, ticket)
@@ -164,11 +186,14 @@ class _Worker:
                 if stage.relay and held_in:
                     ticket = held_in[0][1]
                 else:
-                    ticket = queue.producer_ticket
-                    queue.producer_ticket += 1
+                    (ticket,) = draw(name, "producer", 1)
                 while not sim.ready(queue, ticket, "free"):
                     yield name, ticket, "free"
                 held_out.append((queue, ticket))
+            # the launch has another tile
+            if stage.draw_ahead and first_counter and (tile + 1) % per_launch:
+                name, end, count = first_counter
+                ahead[(name, end)] = draw(name, end, count)
             yield None  # compute: another CTA may run meanwhile
             for queue, ticket in held_in:
                 if sim.faults.drop_release != stage.name:
@@ -316,13 +341,19 @@ class QueuePipelineSim:
 def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
     """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch, by
     default one per worker, and `dataflow.reads`; the queue workers of each stage's kernel,
-    `dataflow.queue_workers`), as the simulator runs them; tickets are drawn as the lowering
-    draws them."""
+    `dataflow.queue_workers`; whether it relays tickets, `acquire_empty at`, and draws ahead),
+    as the simulator runs them; tickets are drawn as the lowering draws them."""
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
     from xdsl.traits import SymbolTable
 
     from tilesync.contract import READS_ATTR, TILES_ATTR
-    from tilesync.dialects.dataflow import queue_workers
+    from tilesync.dialects.dataflow import (
+        AcquireEmptyOp,
+        DrawEmptyOp,
+        DrawFullOp,
+        drawn_acquires,
+        queue_workers,
+    )
 
     module = pipeline.parent_op()
     queues = [SimQueue(q.sym_name.data, q.queue_type.num_entries) for q in pipeline.queues]
@@ -332,6 +363,10 @@ def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
         reads = stage.attributes.get(READS_ATTR)
         kernel = SymbolTable.lookup_symbol(module, stage.kernel) if module is not None else None
         workers = queue_workers(kernel).count if kernel is not None else 1
+        ops = list(kernel.walk()) if kernel is not None else []
+        drawn = drawn_acquires(kernel) if kernel is not None else set()
+        relay = any(isinstance(op, AcquireEmptyOp) and op.ticket is not None
+                    and op not in drawn for op in ops)
         stages.append(SimQueueStage(
             stage.sym_name.data, stage.num_ctas, 0,
             tuple(r.root_reference.data for r in stage.inputs),
@@ -341,7 +376,8 @@ def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
             else (),
             tiles=tiles.value.data if isinstance(tiles, IntegerAttr)
             else stage.num_ctas * workers,
-            workers=workers))
+            workers=workers, relay=relay,
+            draw_ahead=any(isinstance(op, DrawEmptyOp | DrawFullOp) for op in ops)))
     return queues, stages
 
 

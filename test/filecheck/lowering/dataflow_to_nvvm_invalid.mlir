@@ -165,3 +165,56 @@ builtin.module {
   }
 }
 // CHECK: dataflow_to_nvvm_invalid.mlir:154:7: convert-dataflow-to-nvvm: 'dataflow.release_full' is run by the block but 'dataflow.acquire_empty' by groups of 128 threads: a kernel's queue ops have one kind of worker (it releases the tickets it acquired)
+
+// -----
+
+// A worker draws ahead only the tickets it takes before it holds an entry: a stage that consumes
+// @x holds its input entry when it takes an output ticket, so that one must not be drawn ahead.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%x: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @relay(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      %d = dataflow.draw_empty %y : !dataflow.queue<2 x memref<64xf32>>
+      %t = dataflow.acquire_full %x : !dataflow.queue<2 x memref<64xf32>>
+      %u = dataflow.acquire_empty %y at %d : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @x : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @y : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@x]}
+    dataflow.stage @b {kernel = @kernels::@relay, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@x], outputs = [@y]}
+    dataflow.stage @c {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@y], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:181:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty' takes a ticket drawn ahead, but the kernel also consumes a queue: a worker holding its input entries would wait for an output ticket drawn out of order (draw ahead only the input tickets)
+
+// -----
+
+// ... and only those of its tile's first acquire: here @y's, after @x's entry is held.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @join(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      %d = dataflow.draw_full %y : !dataflow.queue<2 x memref<64xf32>>
+      %t = dataflow.acquire_full %x : !dataflow.queue<2 x memref<64xf32>>
+      %u = dataflow.acquire_full %y at %d : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @x : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @y : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@x, @y]}
+    dataflow.stage @b {kernel = @kernels::@join, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@x, @y], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:209:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full' takes a ticket drawn ahead after 'dataflow.acquire_full' acquired an entry: a worker may draw ahead only the tickets of its tile's first acquire

@@ -6,6 +6,7 @@ a pipeline that does not fit as CTAs that never get a slot."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -23,7 +24,7 @@ from tilesync.analysis.simulator.queues import (
 def pipelines(draw):
     """A chain source -> relay* -> sink, optionally a second sink on the first queue
     (multicast); every stage moves the same number of tiles per launch, its CTAs one, two or
-    four queue workers each."""
+    four queue workers each, drawing its next tickets ahead or not."""
     tiles = draw(st.integers(1, 12))
     relays = draw(st.integers(0, 2))
     queues = [SimQueue(f"q{i}", draw(st.integers(1, 4))) for i in range(relays + 1)]
@@ -31,7 +32,8 @@ def pipelines(draw):
     def shape() -> dict:
         splits = [(c, w) for c in range(1, 5) for w in (1, 2, 4) if tiles % (c * w) == 0]
         ctas, workers = draw(st.sampled_from(splits))
-        return dict(ctas=ctas, iterations=tiles // (ctas * workers), workers=workers)
+        return dict(ctas=ctas, iterations=tiles // (ctas * workers), workers=workers,
+                    draw_ahead=draw(st.booleans()))
 
     stages = [SimQueueStage("source", outputs=("q0",), **shape())]
     for i in range(relays):
@@ -159,6 +161,31 @@ def test_workers_come_from_the_kernels_threads_and_block():
     assert {n: s.workers for n, s in by_name.items()} == {"src": 2, "mid": 8, "end": 1}
     # no `tiles`: one tile per worker and launch
     assert {n: s.tiles for n, s in by_name.items()} == {"src": 4, "mid": 16, "end": 2}
+    # @relay hands on the ticket it consumed (`acquire_empty at %t`); nobody draws ahead
+    assert {n: s.relay for n, s in by_name.items()} == {"src": False, "mid": True, "end": False}
+    assert not any(s.draw_ahead for s in stages)
+
+
+def test_stages_that_draw_ahead_are_read_from_their_kernels():
+    from tilesync.analysis.simulator.queues import pipeline_from_ir
+    from tilesync.api import parse
+    from tilesync.dialects import dataflow
+
+    root = Path(__file__).parents[2] / "filecheck" / "lowering"
+    module = parse((root / "dataflow_to_nvvm_draw.mlir").read_text())
+    pipeline = next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
+    queues, stages = pipeline_from_ir(pipeline)
+    by_name = {s.name: s for s in stages}
+    # @source draws its producer tickets ahead, @relay its consumer tickets; @relay's output
+    # takes the ticket it consumed, @source's the one it drew ahead (not a relay)
+    assert {n: (s.draw_ahead, s.relay) for n, s in by_name.items()} == {
+        "src": (True, False), "mid": (True, True), "end": (False, False)}
+    stages = [dataclasses.replace(s, tiles=12) for s in stages]
+    for scheduler in ("random", "adversarial"):
+        result = simulate_pipeline(queues, stages, sms=8, scheduler=scheduler, launches=3)
+        assert result.ok, (result.deadlock, result.violations[:3])
+        assert sorted(result.delivered["end"]) == list(range(36))
+
 
 
 def _designed_pipeline():

@@ -218,3 +218,38 @@ func.func @threads_zero(%q: !dataflow.queue<2 x tensor<64xf32>>, %t: index) {
   func.return
 }
 // CHECK: 'dataflow.release_empty': threads must be whole warps (a multiple of 32 up to 1024), got 0
+
+// -----
+
+// A drawn ticket is the worker leader's alone until an acquire takes it: nothing else may use it.
+func.func @drawn_ticket_used(%q: !dataflow.queue<2 x tensor<64xf32>>) {
+  %d = dataflow.draw_full %q : !dataflow.queue<2 x tensor<64xf32>>
+  %e = dataflow.entry %q, %d : !dataflow.queue<2 x tensor<64xf32>> -> memref<64xf32>
+  func.return
+}
+// CHECK: 'dataflow.draw_full': the drawn ticket is the worker leader's alone until a 'dataflow.acquire_full' on the same queue takes it (`at`) and hands it out, but it reaches 'dataflow.entry'
+
+// -----
+
+// ... also through the values a loop carries: here the wrong end of the queue takes it.
+func.func @drawn_ticket_wrong_end(%q: !dataflow.queue<2 x tensor<64xf32>>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = dataflow.draw_empty %q : !dataflow.queue<2 x tensor<64xf32>>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+    %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x tensor<64xf32>>
+    scf.yield %d : index
+  }
+  func.return
+}
+// CHECK: 'dataflow.draw_empty': the drawn ticket is the worker leader's alone until a 'dataflow.acquire_empty' on the same queue takes it (`at`) and hands it out, but it reaches 'dataflow.acquire_full'
+
+// -----
+
+// ... and on the same queue.
+func.func @drawn_ticket_other_queue(%q: !dataflow.queue<2 x tensor<64xf32>>, %p: !dataflow.queue<2 x tensor<64xf32>>) {
+  %d = dataflow.draw_full %q : !dataflow.queue<2 x tensor<64xf32>>
+  %t = dataflow.acquire_full %p at %d : !dataflow.queue<2 x tensor<64xf32>>
+  func.return
+}
+// CHECK: 'dataflow.draw_full': the drawn ticket is the worker leader's alone until a 'dataflow.acquire_full' on the same queue takes it (`at`) and hands it out, but it reaches 'dataflow.acquire_full'

@@ -83,6 +83,32 @@
     dataflow.release_full %out, %u threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
     "gpu.return"() : () -> ()
   }) {sym_name = "warpgroup_relay", gpu.known_block_size = array<i32: 256, 1, 1>} : () -> ()
+
+  // Drawing ahead: the next ticket drawn while the current one is in use, waited for later.
+  // CHECK:        @draw_ahead(%in: !dataflow.queue<4 x tensor<128x64xf16>>, %n: index,
+  // CHECK:          %d0 = dataflow.draw_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:     %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+  // CHECK-NEXT:       %t = dataflow.acquire_full %in at %d threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:       %next = dataflow.draw_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:       dataflow.release_empty %in, %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+  // CHECK-NEXT:       scf.yield %next : index
+  // CHECK:          %e = dataflow.draw_empty %src : !dataflow.queue<2 x tensor<64xf32>>
+  // CHECK-NEXT:     %s = dataflow.acquire_empty %src at %e : !dataflow.queue<2 x tensor<64xf32>>
+  "gpu.func"() <{function_type = (!dataflow.queue<4 x tensor<128x64xf16>>, index, !dataflow.queue<2 x tensor<64xf32>>) -> (), kernel}> ({
+  ^bb0(%in: !dataflow.queue<4 x tensor<128x64xf16>>, %n: index, %src: !dataflow.queue<2 x tensor<64xf32>>):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %d0 = dataflow.draw_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+    %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+      %t = dataflow.acquire_full %in at %d threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+      %next = dataflow.draw_full %in threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+      dataflow.release_empty %in, %t threads 128 : !dataflow.queue<4 x tensor<128x64xf16>>
+      scf.yield %next : index
+    }
+    %e = dataflow.draw_empty %src : !dataflow.queue<2 x tensor<64xf32>>
+    %s = dataflow.acquire_empty %src at %e : !dataflow.queue<2 x tensor<64xf32>>
+    "gpu.return"() : () -> ()
+  }) {sym_name = "draw_ahead", gpu.known_block_size = array<i32: 256, 1, 1>} : () -> ()
 }) : () -> ()
 
 // GEMM on the tensor cores feeding softmax on the SIMT cores; 132 SMs x 2 CTAs per SM.
