@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from xdsl.dialects import gpu, scf
 
@@ -60,15 +62,53 @@ def test_a_relaying_stage_passes_on_the_ticket_it_consumed():
     release_full, = _ops(middle, dataflow.ReleaseFullOp)
     release_empty, = _ops(middle, dataflow.ReleaseEmptyOp)
     assert release_full.slot == full.slot and release_empty.slot == full.slot
-    # the input entry goes back, and the output entry is waited for, after the multiply
+    # the input entry goes back, and the output entry is waited for, once the multiply is
+    # issued, before the wait for its last wgmmas (they read shared memory, not the entry)
     ops = list(middle.walk())
     assert ops.index(release_empty) < ops.index(empty) < ops.index(release_full)
     assert ops.index(empty) > max(ops.index(op) for op in ops if type(op).__name__ == "WgmmaOp")
+    last_wait = max(ops.index(op) for op in ops if type(op).__name__ == "WgmmaWaitOp")
+    assert ops.index(empty) < last_wait < ops.index(release_full)
     assert not _ops(last, dataflow.AcquireEmptyOp) and len(_ops(last, dataflow.AcquireFullOp)) == 1
     # every acquire sits in the CTA's ticket loop, after the weights were loaded once
     for kernel in (first, middle, last):
         loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
         assert all(op.parent_op() is loop for op in _ops(kernel, dataflow.AcquireFullOp))
+
+
+def test_workers_can_draw_the_next_ticket_ahead():
+    from tilesync.analysis.simulator.queues import pipeline_from_ir, simulate_pipeline
+
+    stack = MlpStack(1024, (64, 256, 256, 256), ctas=(2, 3, 2), draw_ahead=True)
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    for name, draw, acquire in (("layer0", dataflow.DrawEmptyOp, dataflow.AcquireEmptyOp),
+                                ("layer1", dataflow.DrawFullOp, dataflow.AcquireFullOp),
+                                ("layer2", dataflow.DrawFullOp, dataflow.AcquireFullOp)):
+        kernel = kernels[name]
+        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        # one draw before the loop, one in it, each only when the worker has that tile
+        first_draw, next_draw = _ops(kernel, draw)
+        assert all(isinstance(op.parent_op(), scf.IfOp) for op in (first_draw, next_draw))
+        assert first_draw.parent_op().parent_op() is kernel
+        assert next_draw.parent_op().parent_op() is loop
+        # the loop's acquire takes the ticket the loop carries (drawn the iteration before)
+        taken, = [op for op in _ops(kernel, acquire) if op.parent_op() is loop]
+        assert taken.ticket is loop.body.block.args[1]
+        assert dataflow.drawn_acquires(kernel) == {taken}
+    # the relay still hands on the ticket it consumed
+    relay, = _ops(kernels["layer1"], dataflow.AcquireEmptyOp)
+    assert relay not in dataflow.drawn_acquires(kernels["layer1"])
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    queues, stages = pipeline_from_ir(pipeline)
+    assert [(s.draw_ahead, s.relay, s.workers) for s in stages] == [
+        (True, False, 2), (True, True, 2), (True, False, 2)]
+    stages = [dataclasses.replace(s, tiles=stack.tiles) for s in stages]
+    result = simulate_pipeline(queues, stages, sms=8, scheduler="adversarial", launches=3,
+                               persistent=True)
+    assert result.ok and sorted(result.delivered["layer2"]) == list(range(3 * stack.tiles))
 
 
 def test_default_ctas_fill_the_sms_evenly():
