@@ -1,7 +1,8 @@
 """The MLP-stack pipeline on the GPU (bench/dataflow_mlp.py, kernels/mlp_pipeline.py).
 
 A 4-layer stack (64 -> 256 x 4) on 4096 rows through 3 queues: 64 tiles of 64 rows with two
-queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker. The
+queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker; and
+the two-worker form drawing each next ticket ahead (dataflow.draw_full / draw_empty). The
 pipeline's output is poisoned with NaN before each checked run and compared with an fp32
 reference: after
 the first run, after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings
@@ -21,8 +22,9 @@ WIDTHS = (64, 256, 256, 256, 256)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("groups", [2, 1])
-def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, groups):
+@pytest.mark.parametrize(("groups", "draw_ahead"), [(2, False), (1, False), (2, True)])
+def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, groups,
+                                                                draw_ahead):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
@@ -30,7 +32,7 @@ def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, grou
     from tilesync.kernels.mlp_pipeline import MlpStack
 
     stack = MlpStack(ROWS, WIDTHS, groups=groups, tile_rows=128 // groups,
-                     stages=5 if groups == 2 else 4)
+                     stages=5 if groups == 2 else 4, draw_ahead=draw_ahead)
     data = dataflow_mlp.StackData(torch, ROWS, WIDTHS)
     bulk = dataflow_mlp.run_bulk_sync(stack, data, warmup=1, reps=3)
     assert bulk["rel_error"] < 2e-2 and len(bulk["layer_ms"]) == stack.layers
