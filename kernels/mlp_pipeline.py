@@ -78,11 +78,11 @@ class MlpStack:
     64-row tile with 2; 1: the whole CTA, tiles of up to 128 rows)."""
     draw_ahead: bool = False
     """A worker draws the ticket of its next tile (`dataflow.draw_full`, the first layer
-    `draw_empty`) as soon as it holds the current one, so the counter's round trip overlaps the
-    tile instead of starting the next one. Measured slower on an H100 (NeRF trunk, 2^18 rows:
-    0.76-0.77 against 0.72-0.73 ms, with 2, 3 or 4 entries per worker): a ticket drawn ahead
-    waits for a busy worker where an idle one would have taken it, so every tile spends longer
-    in each layer."""
+    `draw_empty`) at the end of the current one, before its release, so the counter's round
+    trip overlaps the release's fence instead of starting the next tile. No gain on an H100
+    (NeRF trunk: 0.742 against 0.736-0.746 ms at 2^18 rows, 0.220 against 0.217 at 2^16);
+    drawn as soon as the current ticket is held it was slower (0.76-0.77 against 0.72-0.73):
+    a ticket drawn ahead waits for a busy worker where an idle one would have taken it."""
     staged_store: bool = True
     """A tile leaves through shared memory in whole 16-byte chunks of rows (GemmConfig's
     staged_store), not as the accumulators' 4-byte stores: on an H100 the NeRF trunk's
@@ -258,9 +258,6 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
         ticket = lb.emit(dataflow.AcquireEmptyOp(args["q_out"], given, threads=group_threads))
     else:
         ticket = lb.emit(dataflow.AcquireFullOp(args["q_in"], given, threads=group_threads))
-    following = []
-    if stack.draw_ahead:  # the next tile's ticket, while this one is multiplied
-        following = [draw_if(lb, lb.ult(lb.addi(body.args[0], 1), mine), given)]
     row0 = lb.muli(lb.remui(ticket, stack.tiles), stack.tile_rows)
     a = args["X"] if first else lb.emit(dataflow.EntryOp(args["q_in"], ticket))
     # the output entry's address, written only after its acquire in `handoff`
@@ -279,6 +276,9 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
                         (zero, zero), c_m0=row0 if last else zero), sa, sb,
               resident_b=stack.resident_weights, after_mainloop=handoff, ring=ring,
               barrier=barrier)
+    following = []
+    if stack.draw_ahead:  # the next tile's ticket, while this one's stores drain
+        following = [draw_if(lb, lb.ult(lb.addi(body.args[0], 1), mine), given)]
     if not last:
         lb.insert(dataflow.ReleaseFullOp(args["q_out"], ticket, threads=group_threads))
     lb.insert(scf.YieldOp(*following))
