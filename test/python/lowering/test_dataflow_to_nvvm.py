@@ -46,6 +46,20 @@ def test_queues_of_two_warpgroups_compile_to_a_named_barrier_per_group():
     assert re.search(r"\.shared .*__tilesync_queue_ticket_\d+\[16\];", ptx)  # a word each
 
 
+def test_tickets_drawn_ahead_compile_and_validate():
+    # the draw-ahead lit program: each kernel's draws are atom.adds of their own, before and
+    # in the loop; the acquires that take them spin without one
+    source = Path(__file__).parents[2] / "filecheck" / "lowering" / "dataflow_to_nvvm_draw.mlir"
+    program = tilesync.compile(source, target="sm_90")
+    info = validate_ptx(program.ptx, "sm_90")
+    assert {"source", "relay", "sink"} <= set(info.registers)
+    bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}", program.ptx, re.S))
+    # @source: two draws; @relay: two draws (its relay acquire draws nothing); @sink: one
+    # acquire of its own
+    assert [bodies[k].count("atom.relaxed.gpu.global.add.u64") for k in
+            ("source", "relay", "sink")] == [2, 2, 1]
+
+
 def test_queue_parameters_are_roles_the_runtime_binds(queue_copy):
     producer, consumer = queue_copy.kernels["producer"], queue_copy.kernels["consumer"]
     assert producer.sync_args == (Role.queue("q"), DEBUG_RECORD)
