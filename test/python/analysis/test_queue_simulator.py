@@ -147,15 +147,20 @@ def test_a_cta_keeps_its_slot_until_its_last_worker_is_done():
     assert simulate_pipeline([queue], stages, sms=2, scheduler="in_order").ok
 
 
-def test_workers_come_from_the_kernels_threads_and_block():
+def _pipeline_of_lit_program(name: str):
+    """The queues and stages the simulator reads from a lowering lit test's pipeline."""
     from tilesync.analysis.simulator.queues import pipeline_from_ir
     from tilesync.api import parse
     from tilesync.dialects import dataflow
 
     root = Path(__file__).parents[2] / "filecheck" / "lowering"
-    module = parse((root / "dataflow_to_nvvm_threads.mlir").read_text())
+    module = parse((root / name).read_text())
     pipeline = next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
-    _, stages = pipeline_from_ir(pipeline)
+    return pipeline_from_ir(pipeline)
+
+
+def test_workers_come_from_the_kernels_threads_and_block():
+    _, stages = _pipeline_of_lit_program("dataflow_to_nvvm_threads.mlir")
     by_name = {s.name: s for s in stages}
     # 256 threads in groups of 128, 512 in groups of 64, the whole block
     assert {n: s.workers for n, s in by_name.items()} == {"src": 2, "mid": 8, "end": 1}
@@ -167,14 +172,7 @@ def test_workers_come_from_the_kernels_threads_and_block():
 
 
 def test_stages_that_draw_ahead_are_read_from_their_kernels():
-    from tilesync.analysis.simulator.queues import pipeline_from_ir
-    from tilesync.api import parse
-    from tilesync.dialects import dataflow
-
-    root = Path(__file__).parents[2] / "filecheck" / "lowering"
-    module = parse((root / "dataflow_to_nvvm_draw.mlir").read_text())
-    pipeline = next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
-    queues, stages = pipeline_from_ir(pipeline)
+    queues, stages = _pipeline_of_lit_program("dataflow_to_nvvm_draw.mlir")
     by_name = {s.name: s for s in stages}
     # @source draws its producer tickets ahead, @relay its consumer tickets; @relay's output
     # takes the ticket it consumed, @source's the one it drew ahead (not a relay)
