@@ -72,7 +72,7 @@ def copy_rate(nbytes: int = GIB, warmup: int = 3, reps: int = 10) -> dict[str, A
             "bytes_per_s": nbytes / (median * 1e-3)}
 
 
-def _out_sum(out) -> int:
+def consumers_checksum(out) -> int:
     """The consumers' accumulators (i128 little-endian pairs of u64) summed modulo 2^128."""
     from tilesync.kernels.queue_bench import checksum
 
@@ -107,7 +107,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
             first = program.runs * tickets
             program.run(args)
             program.synchronize()
-            got = _out_sum(out)
+            got = consumers_checksum(out)
             checks.append({"after": label, "ok": got == expected_checksum(
                 first, tickets, cfg.words)})
 
@@ -127,7 +127,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
             graph.launch()
             program.synchronize()
             checks.append({"after": f"{graph_replays} graph replays",
-                           "ok": _out_sum(out) == expected_checksum(first, tickets,
+                           "ok": consumers_checksum(out) == expected_checksum(first, tickets,
                                                                     cfg.words)})
             graph.close()
         row["checks"] = checks

@@ -25,44 +25,45 @@ def _program(payload=16 << 10, pairs=16, **kw):
     return cfg, DataflowProgram(tilesync.compile(queue_bench_mlir(cfg)))
 
 
-def _sum(out) -> int:
-    from tilesync.kernels.queue_bench import checksum
+def _check_runs_and_replays(cfg, program, out, iters: int, runs: int, replays: int) -> None:
+    """`runs` runs, then `replays` replays of one captured run, no memset between any: after
+    each, the consumers' checksum (output poisoned before) is that of the run's fresh
+    tickets."""
+    from tilesync.bench.dataflow import consumers_checksum
+    from tilesync.kernels.queue_bench import expected_checksum
 
-    words = out.to_numpy().view(np.uint64).reshape(-1, 2)
-    return checksum(int(lo) | (int(hi) << 64) for lo, hi in words)
+    tickets = cfg.pairs * iters
+    args = {"produce": [iters], "consume": [out, iters]}
+
+    def checked(launch) -> None:
+        out.fill_bytes(0xFF)
+        first = program.runs * tickets
+        launch()
+        program.synchronize()
+        assert consumers_checksum(out) == expected_checksum(first, tickets, cfg.words)
+
+    for _ in range(runs):
+        checked(lambda: program.run(args))
+    graph = program.capture(args)
+    for _ in range(replays):
+        checked(graph.launch)
+    graph.close()
 
 
 @pytest.mark.parametrize("payload, depth", [(4 << 10, 1), (16 << 10, 4), (64 << 10, 2)])
 def test_every_ticket_arrives_once_filled_across_runs_and_replays(gpu_device, payload, depth):
-    from tilesync.kernels.queue_bench import expected_checksum
     from tilesync.runtime.buffers import DeviceBuffer
 
     cfg, program = _program(payload, depth=depth)
-    iters = 37  # not a multiple of the ring: rounds straddle runs
-    tickets = cfg.pairs * iters
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
-    args = {"produce": [iters], "consume": [out, iters]}
-    for _ in range(3):
-        out.fill_bytes(0xFF)
-        first = program.runs * tickets
-        program.run(args)
-        program.synchronize()
-        assert _sum(out) == expected_checksum(first, tickets, cfg.words)
-    graph = program.capture(args)
-    for _ in range(10):
-        out.fill_bytes(0xFF)
-        first = program.runs * tickets
-        graph.launch()
-        program.synchronize()
-        assert _sum(out) == expected_checksum(first, tickets, cfg.words)
-    graph.close()
+    # 37 iterations, not a multiple of the ring: rounds straddle runs
+    _check_runs_and_replays(cfg, program, out, iters=37, runs=3, replays=10)
     program.close()
 
 
 @pytest.mark.parametrize("payload, synchronized",
                          [(16 << 10, True), (64 << 10, True), (64 << 10, False)])
 def test_bulk_transport_delivers_every_ticket_once_filled(gpu_device, payload, synchronized):
-    from tilesync.kernels.queue_bench import expected_checksum
     from tilesync.runtime.buffers import DeviceBuffer
 
     cfg, program = _program(payload, depth=2, synchronized=synchronized, transport="bulk")
@@ -78,21 +79,7 @@ def test_bulk_transport_delivers_every_ticket_once_filled(gpu_device, payload, s
         assert not np.all(words == np.uint64(2**64 - 1), axis=1).any()
         program.close()
         return
-    tickets = cfg.pairs * iters
-    args = {"produce": [iters], "consume": [out, iters]}
-    for _ in range(3):
-        out.fill_bytes(0xFF)
-        first = program.runs * tickets
-        program.run(args)
-        program.synchronize()
-        assert _sum(out) == expected_checksum(first, tickets, cfg.words)
-    graph = program.capture(args)
-    out.fill_bytes(0xFF)
-    first = program.runs * tickets
-    graph.launch()
-    program.synchronize()
-    assert _sum(out) == expected_checksum(first, tickets, cfg.words)
-    graph.close()
+    _check_runs_and_replays(cfg, program, out, iters, runs=3, replays=1)
     program.close()
 
 
