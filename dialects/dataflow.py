@@ -773,21 +773,21 @@ def _check_draws_ahead(kernel: Operation) -> None:
     out of order with another worker's input ticket, and each waits for the other's entry (the
     queue simulator's counterexample: two relay workers, one-entry queues). QueueWorkersError
     otherwise."""
-    drawn = drawn_acquires(kernel)
+    drawn = sorted(drawn_acquires(kernel), key=list(kernel.walk()).index)
     if not drawn:
         return
-    consumes = any(isinstance(op, AcquireFullOp) for op in kernel.walk())
     ends = {(op.queue, op.name) for op in drawn}
+    if len(ends) > 1:
+        raise QueueWorkersError(drawn[-1], f"'{drawn[-1].name}': the kernel draws ahead on "
+                                f"{len(ends)} queue ends; a worker may draw ahead only the "
+                                "tickets of its tile's first acquire")
+    consumes = any(isinstance(op, AcquireFullOp) for op in kernel.walk())
     for op in drawn:
         if isinstance(op, AcquireEmptyOp) and consumes:
             raise QueueWorkersError(op, f"'{op.name}' takes a ticket drawn ahead, but the "
                                     "kernel also consumes a queue: a worker holding its input "
                                     "entries would wait for an output ticket drawn out of "
                                     "order (draw ahead only the input tickets)")
-        if len(ends) > 1:
-            raise QueueWorkersError(op, f"'{op.name}': the kernel draws ahead on "
-                                    f"{len(ends)} queue ends; a worker may draw ahead only "
-                                    "the tickets of its tile's first acquire")
         block = op.parent_block()
         assert block is not None
         for earlier in block.ops:

@@ -218,3 +218,29 @@ builtin.module {
   }
 }
 // CHECK: dataflow_to_nvvm_invalid.mlir:209:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full' takes a ticket drawn ahead after 'dataflow.acquire_full' acquired an entry: a worker may draw ahead only the tickets of its tile's first acquire
+
+// -----
+
+// ... on one queue end: @join draws ahead on @x and on @y.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      gpu.return
+    }
+    gpu.func @join(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel {
+      %d = dataflow.draw_full %x : !dataflow.queue<2 x memref<64xf32>>
+      %t = dataflow.acquire_full %x at %d : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %x, %t : !dataflow.queue<2 x memref<64xf32>>
+      %e = dataflow.draw_full %y : !dataflow.queue<2 x memref<64xf32>>
+      %u = dataflow.acquire_full %y at %e : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @x : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @y : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@x, @y]}
+    dataflow.stage @b {kernel = @kernels::@join, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@x, @y], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:235:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full': the kernel draws ahead on 2 queue ends; a worker may draw ahead only the tickets of its tile's first acquire
