@@ -1,8 +1,9 @@
 """`tilesync bench dataflow-mlp`: a stack of Linear+ReLU layers as a Kitsune pipeline.
 
-NeRF's trunk (8 layers of 256 from a 64-wide encoding; the skip concat and the heads are not
-in the stack) on 2^16 and 2^18 points, timed in one run as (bulk first: its per-layer times
-are the measured rates dataflow-allot-ctas sizes the pipeline's stages from):
+NeRF's trunk (8 layers of 256 from a 64-wide encoding, the encoding concatenated again to the
+sixth layer's input: `skips=(5,)`; the heads are not in the stack) on 2^16 and 2^18 points,
+timed in one run as (bulk first: its per-layer times are the measured rates
+dataflow-allot-ctas sizes the pipeline's stages from):
 
   - `pipeline`: kernels.mlp_pipeline, every layer a stage resident at once, activations
     passed in queues kept in L2 (one cooperative launch), two queue workers (warpgroups) per
@@ -25,7 +26,6 @@ without a memset in between (tickets continue from run to run).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import statistics
 from typing import Any
 
@@ -33,6 +33,7 @@ from tilesync.bench import mlp as mlp_bench
 from tilesync.bench.experiments import summarize
 
 NERF_TRUNK = (64,) + (256,) * 8
+NERF_SKIPS = (5,)
 ROWS = (1 << 16, 1 << 18)
 FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph")
 
@@ -41,20 +42,25 @@ class StackData(mlp_bench.CheckedOutputs):
     """Inputs, weights (N x K, as nn.Linear keeps them), biases, the output and its fp32
     reference."""
 
-    def __init__(self, torch, rows: int, widths: tuple[int, ...], seed: int = 0):
+    def __init__(self, torch, rows: int, widths: tuple[int, ...], seed: int = 0,
+                 skips: tuple[int, ...] = ()):
         self.torch = torch
         gen = torch.Generator(device="cuda").manual_seed(seed)
         half = torch.float16
+        self.skips = skips
         self.x = torch.randn(rows, widths[0], device="cuda", dtype=half, generator=gen)
         # He-scaled weights keep the activations' size from layer to layer under ReLU
+        ins = [k + (widths[0] if layer in skips else 0) for layer, k in enumerate(widths[:-1])]
         self.weights = [(torch.randn(n, k, device="cuda", generator=gen) * (2 / k) ** 0.5)
-                        .to(half) for k, n in itertools.pairwise(widths)]
+                        .to(half) for k, n in zip(ins, widths[1:])]
         self.biases = [(torch.randn(n, device="cuda", generator=gen) * 0.1).to(half)
                        for n in widths[1:]]
         self.y = torch.empty(rows, widths[-1], device="cuda", dtype=half)
         self.h = self.y  # no middle tensor: the activations stay in the queues
-        h = self.x.float()
-        for w, b in zip(self.weights, self.biases):
+        h = x = self.x.float()
+        for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if layer in skips:
+                h = torch.cat([x, h], -1)
             h = torch.relu(h @ w.float().t() + b.float())
         self.ref = h
         self.ref_norm = float(h.norm())
@@ -62,7 +68,9 @@ class StackData(mlp_bench.CheckedOutputs):
     def torch_stack(self):
         torch = self.torch
         h = self.x
-        for w, b in zip(self.weights, self.biases):
+        for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if layer in self.skips:
+                h = torch.cat([self.x, h], -1)
             h = torch.relu(torch.nn.functional.linear(h, w, b))
         return h
 
@@ -127,16 +135,16 @@ def bulk_form(stack):
     CTA works on at once (on an H100 at 2^18 rows the NeRF trunk took 1.05 ms with 128-row
     tiles, 1.24 with 64-row ones), with as many of the pipeline's stages as fit beside a ring
     of B (which a pipeline CTA does not need: its weights stay resident)."""
-    bulk = dataclasses.replace(stack, groups=1, tile_rows=stack.groups * stack.tile_rows,
-                               stages=2)
-    for stages in range(stack.stages, 2, -1):
-        candidate = dataclasses.replace(bulk, stages=stages)
-        try:
+    for stages in range(stack.stages, 1, -1):
+        try:  # its rings of A and B may exceed the block's shared memory
+            candidate = dataclasses.replace(stack, groups=1, stages=stages,
+                                            tile_rows=stack.groups * stack.tile_rows,
+                                            resident_weights=False)
             candidate.layer_config(0, stack.rows)
-        except ValueError:  # its rings of A and B exceed the block's shared memory
+        except ValueError:
             continue
         return candidate
-    return bulk
+    raise ValueError(f"no bulk-synchronous form of {stack} fits a block's shared memory")
 
 
 def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
@@ -161,7 +169,7 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
             last = layer == stack.layers - 1
             target = data.y if last else hidden[layer % 2]
             runner.launch(source, data.weights[layer], target, data.biases[layer],
-                          stream=stream)
+                          stream=stream, a_head=data.x if layer in stack.skips else None)
             marks.append(Event().record(stream))
             source = target
         return marks
@@ -207,15 +215,17 @@ def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
 def stack_floor_ms(stack, rates: dict[str, float]) -> float:
     from tilesync.bench.report import floor_ms
 
-    flops = 2 * stack.rows * sum(k * n for k, n in itertools.pairwise(stack.widths))
+    ins = [stack.in_width(layer) for layer in range(stack.layers)]
+    flops = 2 * stack.rows * stack.width * sum(ins)
     elements = stack.rows * (stack.widths[0] + stack.width) + sum(
-        k * n + n for k, n in itertools.pairwise(stack.widths))
+        k * stack.width + stack.width for k in ins)
     return floor_ms(flops, 2 * elements, rates)
 
 
-def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, warmup: int = 5, reps: int = 30,
-                         repeats: int = 100, graph_replays: int = 100) -> dict[str, Any]:
-    from tilesync.kernels.mlp_pipeline import MlpStack
+def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, skips=NERF_SKIPS, warmup: int = 5,
+                         reps: int = 30, repeats: int = 100, graph_replays: int = 100
+                         ) -> dict[str, Any]:
+    from tilesync.kernels.mlp_pipeline import fitting_stack
 
     torch, why = mlp_bench._torch_or_none()
     if torch is None:
@@ -223,8 +233,8 @@ def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, warmup: int = 5, reps: in
     rates = mlp_bench.measured_rates(torch, warmup, reps)
     results = []
     for count in rows:
-        stack = MlpStack(count, tuple(widths))
-        data = StackData(torch, count, stack.widths)
+        stack = fitting_stack(count, tuple(widths), skips=tuple(skips))
+        data = StackData(torch, count, stack.widths, skips=stack.skips)
         forms: dict[str, Any] = {}
         forms["bulk_sync"] = run_bulk_sync(stack, data, warmup, reps)
         allotted = dataclasses.replace(
@@ -238,6 +248,7 @@ def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, warmup: int = 5, reps: in
         forms["pipeline"] = {**forms[best], "allotment": best}
         forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
         results.append({"rows": count, "widths": list(stack.widths),
+                        "skips": list(stack.skips), "stages": stack.stages,
                         "floor_ms": stack_floor_ms(stack, rates), "forms": forms})
         del data
         torch.cuda.empty_cache()
@@ -248,7 +259,8 @@ def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, warmup: int = 5, reps: in
 
 
 def stack_table(result: dict[str, Any]) -> str:
-    lines = [f"MLP stack {result['rows'][0]['widths'] if result['rows'] else ''} "
+    first = result["rows"][0] if result["rows"] else {}
+    lines = [f"MLP stack {first.get('widths', '')} skips {first.get('skips', [])} "
              "(median ms; speedup of the pipeline over each form)",
              f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
              "   pipe/bulk  pipe/graph  pipe/floor"]
@@ -301,15 +313,15 @@ def stack_plot(result: dict[str, Any], out_dir, name: str):
 DRAM_METRIC = "dram__bytes.sum"
 
 
-def one_run_each(rows: int, widths=NERF_TRUNK) -> None:
+def one_run_each(rows: int, widths=NERF_TRUNK, skips=NERF_SKIPS) -> None:
     """One pipeline run and one bulk-synchronous run (checked): what `dram_bytes` profiles."""
-    from tilesync.kernels.mlp_pipeline import MlpStack
+    from tilesync.kernels.mlp_pipeline import fitting_stack
 
     torch, why = mlp_bench._torch_or_none()
     if torch is None:
         raise SystemExit(f"needs torch on the GPU: {why}")
-    stack = MlpStack(rows, tuple(widths))
-    data = StackData(torch, rows, stack.widths)
+    stack = fitting_stack(rows, tuple(widths), skips=tuple(skips))
+    data = StackData(torch, rows, stack.widths, skips=stack.skips)
     run_pipeline(stack, data, warmup=0, reps=1, repeats=0, graph_replays=0)
     run_bulk_sync(stack, data, warmup=0, reps=1)
 

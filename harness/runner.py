@@ -55,11 +55,17 @@ class GemmRunner:
             self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
             self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
 
-    def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None) -> None:
+    def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None,
+               a_head=None) -> None:
+        """`a_head`: A's first columns when A is a concatenation (cfg.a_head)."""
         args = [a, b, c]
         if self.cfg.warp_specialized:  # A, B (and C) as tensor maps
             maps = gemm_tensor_maps(self.cfg, args, self.tensor_maps)
             args = [*maps, *args[len(maps):]]
+        if self.cfg.a_head:
+            if a_head is None:
+                raise ValueError("a GEMM whose A is a concatenation needs a_head=")
+            args.append(a_head)
         if self.cfg.has_bias:
             args.append(bias)
         if self.cfg.dropout is not None:

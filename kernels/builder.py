@@ -6,8 +6,8 @@ index arithmetic the generators write on every line.
     b.insert(tl.CpAsyncCommitOp())                  # xDSL's Builder.insert
     x = b.emit(arith.ExtFOp(value, f32))            # insert, then the op's result
 
-Index constants are made once per block (the first use places them), `addi(x, 0)` and
-`muli(x, 1)` are `x`: the generated IR holds only the arithmetic a tile needs.
+Index constants are made once per block (the first use places them), `addi(x, 0)`,
+`subi(x, 0)` and `muli(x, 1)` are `x`: the generated IR holds only the arithmetic a tile needs.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ class BlockBuilder(Builder):
         if isinstance(rhs, int) and rhs == 0:
             return self._index(lhs)
         return self._binary(arith.AddiOp, lhs, rhs)
+
+    def subi(self, lhs: Index, rhs: Index) -> SSAValue:
+        if isinstance(rhs, int) and rhs == 0:
+            return self._index(lhs)
+        return self._binary(arith.SubiOp, lhs, rhs)
 
     def muli(self, lhs: Index, rhs: Index) -> SSAValue:
         if isinstance(rhs, int) and rhs == 1:

@@ -167,6 +167,10 @@ class GemmConfig:
     where the accumulators' own stores put 4 bytes in each of eight lines. Needs split_k=1, no
     swiglu, BN a multiple of 64 with stages >= BN / 64 (the ring holds the tile), N a
     multiple of 8."""
+    a_head: int = 0
+    """cp_async: A is the concatenation [A_head | A] along K (NeRF's skip, `cat([x, h])`):
+    the first `a_head` of the K columns come from the parameter A_head (M x a_head), the rest
+    from A (M x (K - a_head)); whole k-tiles of each, so a k-tile copies from one of the two."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -234,6 +238,8 @@ class GemmConfig:
             self._check_tma_ws()
         if self.staged_store:
             self._check_staged_store()
+        if self.a_head:
+            self._check_a_head()
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
             raise ValueError(
@@ -254,6 +260,14 @@ class GemmConfig:
                              f"it needs BN a multiple of 64, at least BN / 64 stages and N a "
                              f"multiple of 8, got tile={self.tile} stages={self.stages} "
                              f"N={self.N}")
+
+    def _check_a_head(self) -> None:
+        bk = self.tile[2]
+        if self.pipeline != "cp_async" or self.split_k != 1:
+            raise ValueError("a_head concatenates A in the cp_async pipeline, without split-K")
+        if not 0 < self.a_head < self.K or self.a_head % bk:
+            raise ValueError(f"a_head must be whole k-tiles (BK={bk}) short of K={self.K}, "
+                             f"got {self.a_head}")
 
     def _check_tma_ws(self) -> None:
         bm, bn, _ = self.tile
@@ -346,8 +360,11 @@ class GemmConfig:
 
     @property
     def params(self) -> tuple[str, ...]:
-        """Kernel parameters in order: A, B, C[, bias][, seed][, workspace, counters]."""
+        """Kernel parameters in order: A, B, C[, A_head][, bias][, seed][, workspace,
+        counters]."""
         names = ["A", "B", "C"]
+        if self.a_head:
+            names.append("A_head")
         if self.has_bias:
             names.append("bias")
         if self.dropout is not None:
@@ -448,7 +465,8 @@ class GemmConfig:
 
 
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
-                                "cluster_m", "tma_store", "persistent", "staged_store"})
+                                "cluster_m", "tma_store", "persistent", "staged_store",
+                                "a_head"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 
@@ -460,11 +478,12 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 mma: str = "sync", wgmma_in_flight: int = 1, pipeline: str = "cp_async",
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
                 cluster_m: int = 1, tma_store: bool = False,
-                persistent: bool = True, staged_store: bool = False) -> GemmConfig:
+                persistent: bool = True, staged_store: bool = False,
+                a_head: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
-                      persistent, staged_store)
+                      persistent, staged_store, a_head)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,

@@ -233,7 +233,8 @@ def column_slice(offset: int) -> ASource:
 @dataclass(frozen=True)
 class TileOperands:
     """The memory a tile reads and writes: A, B, C (any memrefs `a_source` / `b_source` /
-    the store can address), the epilogue's bias and seed, split-K's workspace and counters."""
+    the store can address), the epilogue's bias and seed, split-K's workspace and counters,
+    and A's first columns when A is a concatenation (cfg.a_head)."""
 
     A: SSAValue
     B: SSAValue
@@ -242,14 +243,16 @@ class TileOperands:
     seed: SSAValue | None = None
     workspace: SSAValue | None = None
     counters: SSAValue | None = None
+    A_head: SSAValue | None = None
 
 
 @dataclass(frozen=True)
 class TilePlace:
     """Where the tile is: the thread and its warp's origin in the tile, the tile's origin in
     A's rows (`m0`) and C's columns (`n0`), C's row origin when it differs from A's (a tile
-    read from one buffer and stored into another), the coordinates its sync hooks name, and
-    split-K's first k-tile."""
+    read from one buffer and stored into another), the coordinates its sync hooks name,
+    split-K's first k-tile, and A_head's row origin when it differs from A's (A from a queue
+    entry, A_head from the input's rows)."""
 
     tid: SSAValue
     warp: SSAValue
@@ -260,6 +263,7 @@ class TilePlace:
     tile: tuple[SSAValue, SSAValue]
     k_begin: SSAValue | None = None
     c_m0: SSAValue | None = None
+    head_m0: SSAValue | None = None
 
 
 def named_args(kernel: gpu.FuncOp, names) -> dict[str, SSAValue]:
@@ -332,6 +336,11 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     m0, n0, k_begin = place.m0, place.n0, place.k_begin
     tile_x, tile_y = place.tile
     c_m0 = m0 if place.c_m0 is None else place.c_m0
+    head_m0 = m0 if place.head_m0 is None else place.head_m0
+    head_tiles = cfg.a_head // bk
+    if head_tiles and (ops.A_head is None or a_source is not None):
+        raise ValueError("a_head reads A_head and A by their own rows and columns: pass "
+                         "ops.A_head, and no a_source")
     ring = list(ring)
 
     def sync_threads(body: BlockBuilder) -> None:
@@ -375,7 +384,28 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
             cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], A, indices, masked=masked,
                                    swizzle=swizzle_a))
 
-        copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
+        if not head_tiles:
+            copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
+        else:  # k-tiles below head_tiles from A_head, the rest from A's column k0 - a_head
+            def copy_head(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
+                cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], ops.A_head,
+                                       [cb.addi(head_m0, row), cb.addi(k0, col)],
+                                       masked=mask_a, swizzle=swizzle_a))
+
+            head, rest = Block(), Block()
+            hb, rb = BlockBuilder(head), BlockBuilder(rest)
+            rest_k0 = rb.subi(k0, cfg.a_head)
+
+            def copy_rest(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
+                cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], A,
+                                       [cb.addi(m0, row), cb.addi(rest_k0, col)],
+                                       masked=mask_a, swizzle=swizzle_a))
+
+            copy_chunks(hb, bm * bk, bk, copy_head)
+            copy_chunks(rb, bm * bk, bk, copy_rest)
+            hb.insert(scf.YieldOp())
+            rb.insert(scf.YieldOp())
+            body.insert(scf.IfOp(body.ult(k_tile, head_tiles), [], Region(head), Region(rest)))
         if cfg.sync_hooks:
             body.insert(sync.LoadPointOp(1, [tile_x, tile_y], k_tile))
 
@@ -574,10 +604,12 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     per_slice = cfg.k_tiles // split
 
     b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
-    logical_a = MemRefType(elem, [cfg.M, cfg.K])
+    logical_a = MemRefType(elem, [cfg.M, cfg.K - cfg.a_head])
     logical_b = MemRefType(elem, b_logical)
     c_type = MemRefType(elem, [cfg.M, cfg.out_cols])
     inputs: list[Attribute] = [a_type or logical_a, b_type or logical_b, c_type]
+    if cfg.a_head:
+        inputs.append(MemRefType(elem, [cfg.M, cfg.a_head]))
     if cfg.has_bias:
         inputs.append(MemRefType(elem, [cfg.out_cols]))
     if cfg.dropout is not None:
@@ -614,7 +646,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
 
     emit_tile(b, cfg, TileOperands(A, B, C, bias, seed, args.get("workspace"),
-                                  args.get("counters")),
+                                  args.get("counters"), args.get("A_head")),
               TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin),
               sa, sb, a_source, b_source)
     b.insert(gpu.ReturnOp([]))

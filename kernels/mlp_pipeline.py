@@ -28,6 +28,7 @@ cooperative kernel whose shared memory is one layer's, not the sum.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
@@ -38,7 +39,7 @@ from tilesync.contract import QUEUE_GROUP_BARRIER_BASE
 from tilesync.dialects import dataflow
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.config import GemmConfig, gemm_config
+from tilesync.kernels.config import MAX_SHARED_PER_BLOCK, GemmConfig, gemm_config
 from tilesync.kernels.gemm import (
     TileOperands,
     TilePlace,
@@ -56,7 +57,9 @@ BK = 64  # wgmma's K-major 128-byte rows
 
 @dataclass(frozen=True)
 class MlpStack:
-    """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l, fp16.
+    """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l, fp16; a layer
+    in `skips` takes cat([X, h]) (the input beside the previous layer's output: NeRF's skip,
+    `skips=(5,)`), of widths[0] + widths[l] columns.
 
     `ctas`: CTAs of each layer's stage (None: `default_ctas`); `entries_per_cta`: entries
     of each queue between layers, per worker of the larger stage it joins; `stages`: k-tiles
@@ -83,6 +86,7 @@ class MlpStack:
     (NeRF trunk: 0.742 against 0.736-0.746 ms at 2^18 rows, 0.220 against 0.217 at 2^16);
     drawn as soon as the current ticket is held it was slower (0.76-0.77 against 0.72-0.73):
     a ticket drawn ahead waits for a busy worker where an idle one would have taken it."""
+    skips: tuple[int, ...] = ()
     staged_store: bool = True
     """A tile leaves through shared memory in whole 16-byte chunks of rows (GemmConfig's
     staged_store), not as the accumulators' 4-byte stores: on an H100 the NeRF trunk's
@@ -113,6 +117,13 @@ class MlpStack:
                              f"got groups={self.groups} tile_rows={self.tile_rows}")
         if self.ctas is not None and len(self.ctas) != self.layers:
             raise ValueError(f"{self.layers} layers, {len(self.ctas)} CTA counts")
+        if any(not 0 < layer < self.layers for layer in self.skips):
+            raise ValueError(f"a skip concatenates the input to a later layer's: layers 1 to "
+                             f"{self.layers - 1}, got {self.skips}")
+        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
+            raise ValueError(f"{self.shared_bytes} bytes of shared memory for the rings of "
+                             f"{self.stages} stages: more than the {MAX_SHARED_PER_BLOCK} a "
+                             f"block can have; use fewer stages")
 
     @property
     def layers(self) -> int:
@@ -122,6 +133,10 @@ class MlpStack:
     def width(self) -> int:
         return self.widths[-1]
 
+    def in_width(self, layer: int) -> int:
+        """Columns `layer` multiplies: the previous output's, and the input's at a skip."""
+        return self.widths[layer] + (self.widths[0] if layer in self.skips else 0)
+
     @property
     def tiles(self) -> int:
         return self.rows // self.tile_rows
@@ -130,11 +145,12 @@ class MlpStack:
         """Layer `layer`'s GEMM: one BM x width tile per queue entry (rows=None), or the
         bulk-synchronous kernel over `rows` rows; the same tile either way."""
         bm = self.tile_rows
-        return gemm_config(rows or bm, self.width, self.widths[layer], (bm, self.width, BK),
+        return gemm_config(rows or bm, self.width, self.in_width(layer), (bm, self.width, BK),
                            (bm // 16, 1), self.stages, "f16", "col", "bias_relu",
                            f"layer{layer}", dynamic_shared=True, mma="wgmma",
                            wgmma_in_flight=1 if self.stages > 2 else 0,
-                           staged_store=self.staged_store)
+                           staged_store=self.staged_store,
+                           a_head=self.widths[0] if layer in self.skips else 0)
 
     @property
     def threads(self) -> int:
@@ -163,13 +179,33 @@ class MlpStack:
                                  memory_space=sa_type.memory_space)
         if not self.resident_weights:
             return sa_type, sb_type
-        k_tiles = max(self.widths[:-1]) // BK
+        k_tiles = max(map(self.in_width, range(self.layers))) // BK
         return sa_type, MemRefType(sb_type.element_type, [k_tiles, *sb_type.get_shape()[1:]],
                                    memory_space=sb_type.memory_space)
+
+    @property
+    def shared_bytes(self) -> int:
+        """The rings' bytes, aligned as the kernel places them."""
+        align = self.layer_config(0).stage_alignment
+        return sum(-(-t.element_type.size * math.prod(t.get_shape()) // align) * align
+                   for t in self.shared_types())
 
     def queue_type(self, entries: int) -> dataflow.QueueType:
         payload = MemRefType(self.layer_config(0).element_type, [self.tile_rows, self.width])
         return dataflow.QueueType(entries, payload)
+
+
+def fitting_stack(rows: int, widths: tuple[int, ...], **kwargs) -> MlpStack:
+    """The stack with the most stages (up to the default) whose rings fit a block's shared
+    memory: a skip's wider layer keeps more weights resident (NeRF's trunk: 4)."""
+    most = MlpStack.__dataclass_fields__["stages"].default
+    for stages in range(most, 2, -1):
+        try:
+            return MlpStack(rows, widths, stages=stages, **kwargs)
+        except ValueError as error:
+            if "shared memory" not in str(error):
+                raise
+    return MlpStack(rows, widths, stages=2, **kwargs)
 
 
 def default_ctas(stack: MlpStack) -> tuple[int, ...]:
@@ -182,17 +218,19 @@ def default_ctas(stack: MlpStack) -> tuple[int, ...]:
 
 def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueType]
                   ) -> gpu.FuncOp:
-    """Stage kernel of `layer`: (q_in?, q_out?, [X], W, bias, [Y])."""
+    """Stage kernel of `layer`: (q_in?, q_out?, [X], W, bias, [Y]); X at the first layer and
+    at a skip."""
     cfg = stack.layer_config(layer)
     first, last = layer == 0, layer == stack.layers - 1
+    skip = layer in stack.skips
     elem = cfg.element_type
     q_in = None if first else queue_types[layer - 1]
     q_out = None if last else queue_types[layer]
     weights = MemRefType(elem, [cfg.N, cfg.K])
     inputs: list[Attribute] = [q for q in (q_in, q_out) if q is not None]
     names = [n for n, q in (("q_in", q_in), ("q_out", q_out)) if q is not None]
-    if first:
-        inputs.append(MemRefType(elem, [stack.rows, cfg.K]))
+    if first or skip:
+        inputs.append(MemRefType(elem, [stack.rows, stack.widths[0]]))
         names.append("X")
     inputs += [weights, MemRefType(elem, [cfg.N])]
     names += ["W", "bias"]
@@ -271,9 +309,10 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
             if not last:
                 hb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket, threads=group_threads))
 
-    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"]),
+    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"],
+                                    A_head=args["X"] if skip else None),
               TilePlace(local, warp, warp_m, warp_n, row0 if first else zero, zero,
-                        (zero, zero), c_m0=row0 if last else zero), sa, sb,
+                        (zero, zero), c_m0=row0 if last else zero, head_m0=row0), sa, sb,
               resident_b=stack.resident_weights, after_mainloop=handoff, ring=ring,
               barrier=barrier)
     following = []
@@ -316,7 +355,7 @@ def stage_arguments(stack: MlpStack, x, weights, biases, y) -> dict[str, list]:
     """DataflowProgram.run's arguments: each stage's own (the queues are bound there)."""
     args = {}
     for layer in range(stack.layers):
-        own = [x] if layer == 0 else []
+        own = [x] if layer == 0 or layer in stack.skips else []
         own += [weights[layer], biases[layer]]
         if layer == stack.layers - 1:
             own.append(y)
@@ -324,4 +363,4 @@ def stage_arguments(stack: MlpStack, x, weights, biases, y) -> dict[str, list]:
     return args
 
 
-__all__ = ["MlpStack", "default_ctas", "mlp_pipeline_module", "stage_arguments"]
+__all__ = ["MlpStack", "default_ctas", "fitting_stack", "mlp_pipeline_module", "stage_arguments"]

@@ -64,6 +64,19 @@ def test_staged_store_config_errors(kwargs, message):
         gemm_config(256, kwargs.pop("N"), 256, b_layout="col", staged_store=True, **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(a_head=32), "whole k-tiles"),
+    (dict(a_head=256), "whole k-tiles"),  # all of K: nothing left of A
+    (dict(split_k=2), "without split-K"),
+    (dict(pipeline="tma_ws", mma="wgmma", tile=(128, 128, 64), warps=(8, 1)),
+     "cp_async pipeline"),
+])
+def test_a_head_config_errors(kwargs, message):
+    kwargs = {"a_head": 64, "tile": (128, 128, 64), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gemm_config(256, 256, 256, b_layout="col", **kwargs)
+
+
 def test_col_layout_b_needs_no_aligned_n():
     cfg = gemm_config(64, 60, 64, b_layout="col")
     assert cfg.grid == (1, 1, 1)

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+from xdsl.dialects import scf
 
 from tilesync.dialects import tile as tl
 from tilesync.harness.compile import compile_kernel
@@ -345,10 +346,13 @@ def _run_and_check(cfg: GemmConfig, seed: int = 0) -> float:
     runner = GemmRunner(cfg)
     out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
     out.fill_bytes(0xFF)  # NaN in f16 and bf16: an element never written shows up
-    args = [DeviceBuffer.from_numpy(a), DeviceBuffer.from_numpy(b), out]
+    head = cfg.a_head  # A given as its first columns and the rest, concatenated by the kernel
+    args = [DeviceBuffer.from_numpy(np.ascontiguousarray(a[:, head:])),
+            DeviceBuffer.from_numpy(b), out]
     if bias is not None:
         args.append(DeviceBuffer.from_numpy(bias))
-    runner.launch(*args)
+    runner.launch(*args, a_head=DeviceBuffer.from_numpy(np.ascontiguousarray(a[:, :head]))
+                  if head else None)
     synchronize()
     got = host_values(out.to_numpy(), cfg.dtype)
     ref = reference_gemm(cfg, host_values(a, cfg.dtype), host_values(b, cfg.dtype),
@@ -408,6 +412,11 @@ WGMMA_CONFIGS = [
                 mma="wgmma", epilogue="bias_gelu", staged_store=True),  # masked edges
     gemm_config(200, 136, 128, tile=(64, 64, 64), warps=(4, 1), stages=3, b_layout="col",
                 mma="wgmma", wgmma_in_flight=0, staged_store=True),  # one box, masked
+    # A concatenated along K from two buffers (NeRF's skip): one k-tile of A_head, then A
+    gemm_config(256, 256, 320, tile=(128, 256, 64), warps=(8, 1), stages=4, b_layout="col",
+                mma="wgmma", epilogue="bias_relu", staged_store=True, a_head=64),
+    gemm_config(200, 136, 200, tile=(64, 64, 64), warps=(4, 1), stages=3, b_layout="col",
+                mma="wgmma", wgmma_in_flight=0, a_head=128),  # A's last k-tile masked
 ]
 
 
@@ -453,6 +462,34 @@ def test_staged_store_leaves_through_the_ring_in_whole_chunks():
     assert any(ops.index(stores[-1]) < i < ops.index(copies[0]) for i in barriers)
     assert "staged_store=True" in repr(cfg)
     assert "staged_store" not in repr(dataclasses.replace(cfg, staged_store=False))
+
+
+def test_a_head_k_tiles_copy_from_the_head_then_from_a():
+    """With a_head, every copy of A is under one scf.if on the k-tile: the head's first
+    columns from A_head, the rest from A at column k0 - a_head; A's type is the rest's."""
+    from xdsl.dialects import gpu
+
+    cfg = gemm_config(256, 256, 320, tile=(128, 256, 64), warps=(8, 1), stages=4,
+                      b_layout="col", mma="wgmma", a_head=64)
+    assert cfg.params == ("A", "B", "C", "A_head")
+    kernel = next(op for op in gemm_module(0, 0, 0, config=cfg).walk()
+                  if isinstance(op, gpu.FuncOp))
+    a, _, _, head = kernel.body.block.args
+    assert a.type.get_shape() == (256, 256) and head.type.get_shape() == (256, 64)
+    copies = [op for op in kernel.walk() if isinstance(op, tl.CpAsyncOp)
+              and op.src in (a, head)]
+    for op in copies:
+        branch = op.parent_op()
+        while not isinstance(branch, scf.IfOp):
+            branch = branch.parent_op()
+        which = branch.true_region if op.src is head else branch.false_region
+        assert op.parent_region() is which or which.is_ancestor(op), op
+    per_tile = 128 * 64 // 8 // cfg.threads
+    prologue_and_loop = cfg.prefetch + 1
+    assert sum(op.src is head for op in copies) == per_tile * prologue_and_loop
+    assert sum(op.src is a for op in copies) == per_tile * prologue_and_loop
+    assert "a_head=64" in repr(cfg)
+    assert "a_head" not in repr(dataclasses.replace(cfg, a_head=0))
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")

@@ -9,7 +9,14 @@ from xdsl.dialects import gpu, scf
 
 import tilesync
 from tilesync.dialects import dataflow
-from tilesync.kernels.mlp_pipeline import MlpStack, default_ctas, mlp_pipeline_module
+from tilesync.dialects import tile as tl
+from tilesync.kernels.mlp_pipeline import (
+    MlpStack,
+    default_ctas,
+    fitting_stack,
+    mlp_pipeline_module,
+    stage_arguments,
+)
 
 
 def _ops(kernel: gpu.FuncOp, kind) -> list:
@@ -29,6 +36,31 @@ def test_stack_refuses_shapes_one_tile_cannot_cover():
         MlpStack(256, (64, 256))
     with pytest.raises(ValueError, match="3 layers, 2 CTA counts"):
         MlpStack(256, (64, 256, 256, 256), ctas=(4, 4))
+    with pytest.raises(ValueError, match="layers 1 to 2"):
+        MlpStack(256, (64, 256, 256, 256), skips=(0,))
+    with pytest.raises(ValueError, match="shared memory for the rings of 5 stages"):
+        MlpStack(256, (64, 256, 256, 256), skips=(2,))  # 5 k-tiles of weights resident
+
+
+def test_a_skip_layer_reads_the_input_beside_its_queue_entry():
+    """NeRF's skip: layer 2 multiplies cat([X, h]) (K = 64 + 256), X's rows by the ticket;
+    its weights, all five k-tiles, stay resident, so only four stages fit."""
+    stack = fitting_stack(1024, (64, 256, 256, 256), skips=(2,))
+    assert stack.stages == 4 and stack.layer_config(2).a_head == 64
+    assert stack.layer_config(2).K == 320 and stack.layer_config(1).a_head == 0
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    skip = kernels["layer2"]
+    x = skip.body.block.args[1]  # q_in, X, W, bias, Y
+    assert x.name_hint == "X" and x.type.get_shape() == (1024, 64)
+    assert len(skip.body.block.args) == 5 and len(kernels["layer1"].body.block.args) == 4
+    assert any(isinstance(op, tl.CpAsyncOp) and op.src is x for op in skip.walk())
+    args = stage_arguments(stack, "x", ["w0", "w1", "w2"], ["b0", "b1", "b2"], "y")
+    assert args["layer2"] == ["x", "w2", "b2", "y"] and args["layer1"] == ["w1", "b1"]
+    compiled = tilesync.compile(module, target="sm_90a")
+    assert compiled.kernels["mlp_persistent"].dynamic_shared_bytes <= 227 * 1024
 
 
 def test_stages_and_queues_chain_the_layers():
@@ -131,7 +163,6 @@ def test_the_pipeline_compiles_to_one_persistent_kernel():
 def test_a_tile_leaves_through_shared_memory_in_whole_chunks(staged):
     """By default a stage writes its queue entry (or Y) with 16-byte copies of whole rows
     from the staged tile; without staged_store, with the fragments' own stores."""
-    from tilesync.dialects import tile as tl
 
     stack = MlpStack(1024, (64, 256, 256, 256), staged_store=staged)
     cfg = stack.layer_config(1)
@@ -154,7 +185,6 @@ def test_each_warpgroup_is_a_queue_worker_of_its_own(groups):
     between an acquire and its release. groups=1: one worker, the CTA, as before."""
     from xdsl.dialects import memref
 
-    from tilesync.dialects import tile as tl
 
     stack = MlpStack(2048, (64, 256, 256, 256), groups=groups,
                      tile_rows=64 if groups == 2 else 128, stages=5 if groups == 2 else 4)
