@@ -9,7 +9,7 @@ dataflow-allot-ctas sizes the pipeline's stages from):
     passed in queues kept in L2 (one cooperative launch), two queue workers (warpgroups) per
     CTA; the faster of two allotments measured in the run: `pipeline_allotted` (the ILP of
     dataflow-allot-ctas from the bulk-synchronous layers' rates) and `pipeline_even`
-    (`default_ctas`: as many CTAs for every layer);
+    (`default_ctas`: as many CTAs for every layer, the SMs left over to the widest);
   - `bulk_sync`: the same layers (kernels.mlp_pipeline's `layer_config` with all rows) as one
     kernel per layer, activations through device memory, each block computing what a
     pipeline CTA does at once (`bulk_form`: 2 x 64 rows as one 128-row tile, the faster form

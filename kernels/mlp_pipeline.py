@@ -209,11 +209,23 @@ def fitting_stack(rows: int, widths: tuple[int, ...], **kwargs) -> MlpStack:
 
 
 def default_ctas(stack: MlpStack) -> tuple[int, ...]:
-    """As many CTAs for every layer, one CTA per SM in all: a tile's time is mostly its
-    loads, stores and queue handoffs, not its k-loop (on an H100 the 64-wide first layer took
-    0.89 of a 256-wide layer's time bulk-synchronously). The bench sizes stages from measured
-    rates instead (dataflow-allot-ctas)."""
-    return (max(1, stack.sms // stack.layers),) * stack.layers
+    """As many CTAs for every layer, one CTA per SM in all, the SMs left over to the widest
+    layers (a skip's) one each: a tile's time is mostly its loads, stores and queue handoffs,
+    not its k-loop (on an H100 the 64-wide first layer took 0.89 of a 256-wide layer's time
+    bulk-synchronously), but a layer with more k-tiles than the others is the pipeline's
+    slowest (NeRF's trunk at 2^18 rows: 0.783 ms with 16 CTAs for every layer, 0.745 with
+    the four left over on the skip). The bench also sizes stages from measured rates
+    (dataflow-allot-ctas)."""
+    share = max(1, stack.sms // stack.layers)
+    ctas = [share] * stack.layers
+    widest = max(map(stack.in_width, range(stack.layers)))
+    spare = stack.sms - share * stack.layers
+    while spare > 0:
+        takers = [layer for layer in range(stack.layers) if stack.in_width(layer) == widest]
+        for layer in takers[:spare]:
+            ctas[layer] += 1
+        spare -= len(takers[:spare])
+    return tuple(ctas)
 
 
 def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueType]

@@ -143,9 +143,13 @@ def test_workers_can_draw_the_next_ticket_ahead():
     assert result.ok and sorted(result.delivered["layer2"]) == list(range(3 * stack.tiles))
 
 
-def test_default_ctas_fill_the_sms_evenly():
-    assert default_ctas(MlpStack(1 << 18, (64,) + (256,) * 8)) == (16,) * 8
-    assert sum(default_ctas(MlpStack(1 << 18, (64,) + (256,) * 8, sms=264))) <= 264
+def test_default_ctas_fill_the_sms_evenly_the_widest_layers_taking_the_rest():
+    trunk = (64,) + (256,) * 8
+    assert default_ctas(MlpStack(1 << 18, trunk)) == (16, 17, 17, 17, 17, 16, 16, 16)
+    assert default_ctas(MlpStack(1 << 18, trunk, sms=128)) == (16,) * 8
+    assert sum(default_ctas(MlpStack(1 << 18, trunk, sms=264))) == 264
+    # NeRF's skip: layer 5 multiplies 320 columns, and takes the 4 SMs left over
+    assert default_ctas(fitting_stack(1 << 18, trunk, skips=(5,))) == (16,) * 5 + (20,) + (16,) * 2
 
 
 def test_the_pipeline_compiles_to_one_persistent_kernel():
