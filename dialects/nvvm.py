@@ -1261,6 +1261,13 @@ class Ex2ApproxFtzOp(_ApproxF32Op):
     name = "nvvm.ex2.approx.ftz.f32"
 
 
+@irdl_op_definition
+class RsqrtApproxOp(_ApproxF32Op):
+    """`rsqrt.approx.f32`: 1 / sqrt(x), about 2^-22.9 relative error."""
+
+    name = "nvvm.rsqrt.approx.f32"
+
+
 NVVM = Dialect(
     "nvvm",
     [
@@ -1307,6 +1314,7 @@ NVVM = Dialect(
         CvtPackOp,
         TanhApproxOp,
         Ex2ApproxFtzOp,
+        RsqrtApproxOp,
     ],
     [MemOrderAttr, MemScopeAttr, AtomicKindAttr, ProxySpaceAttr, HalfTypeAttr,
      CpAsyncCacheAttr, ShflKindAttr, RegisterActionAttr],

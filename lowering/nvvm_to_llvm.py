@@ -127,12 +127,13 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.CvtPackOp: "cvt.rn.{type}x2.f32 $0, $1, $2;",
     nvvm.TanhApproxOp: "tanh.approx.f32 $0, $1;",
     nvvm.Ex2ApproxFtzOp: "ex2.approx.ftz.f32 $0, $1;",
+    nvvm.RsqrtApproxOp: "rsqrt.approx.f32 $0, $1;",
 }
 """PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first). An
 (op, variant) key spells a variant of the op that is another instruction sequence."""
 
 PURE_PTX: frozenset[type[Operation]] = frozenset(
-    {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp}
+    {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp, nvvm.RsqrtApproxOp}
 )
 """Inline-asm ops that compute a value only: no side effects, no memory clobber."""
 _NO_MEMORY_CLOBBER = frozenset({nvvm.NanosleepOp, nvvm.WgmmaMmaAsyncOp}) | PURE_PTX

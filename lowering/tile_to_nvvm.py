@@ -40,8 +40,9 @@ before `lower-scf-to-cf`; it emits nvvm ops and `scf.if`, so it must run before
 `convert-nvvm-to-llvm` and `lower-scf-to-cf` (right after `convert-sync-to-nvvm` is right).
 
 Shared-memory offsets are computed in i32 (a block has at most 227 KiB), global offsets in
-i64. `math.tanh` and `math.exp` (f32) inside an epilogue become `nvvm.tanh.approx.f32` and
-`nvvm.ex2.approx.ftz.f32` (the approximate GELU needs them; nothing else lowers math yet).
+i64. `math.tanh`, `math.exp` and `math.rsqrt` (f32, in an epilogue or anywhere in a kernel)
+become `nvvm.tanh.approx.f32`, `nvvm.ex2.approx.ftz.f32` and `nvvm.rsqrt.approx.f32` (the
+approximate GELU, softmax and layer norm need them; nothing else lowers math yet).
 """
 
 from __future__ import annotations
@@ -628,10 +629,19 @@ class CpAsyncWaitLowering(_TilePattern):
 _LOG2E = 1.4426950408889634
 
 
+_APPROX_MATH: dict[type[Operation], type[Operation]] = {
+    math.TanhOp: nvvm.TanhApproxOp,
+    math.RsqrtOp: nvvm.RsqrtApproxOp,
+}
+LOWERED_MATH = (math.TanhOp, math.ExpOp, math.RsqrtOp)
+"""The f32 math ops a kernel may use: one approximate PTX instruction each (exp: ex2)."""
+
+
 def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -> SSAValue:
     (x,) = operands
-    if isinstance(op, math.TanhOp):
-        return e.like(nvvm.TanhApproxOp, [x], [f32], lambda: nvvm.TanhApproxOp(x)).results[0]
+    approx = _APPROX_MATH.get(type(op))
+    if approx is not None:
+        return e.like(approx, [x], [f32], lambda: approx(x)).results[0]
     assert isinstance(op, math.ExpOp)
     log2e = e.insert(llvm.ConstantOp(FloatAttr(_LOG2E, f32), f32)).results[0]
     scaled = e.insert(llvm.FMulOp(x, log2e)).results[0]
@@ -728,7 +738,7 @@ class StoreAccLowering(_TilePattern):
         if not op.epilogue.blocks:
             return
         for inner in op.epilogue.block.ops:
-            if isinstance(inner, math.TanhOp | math.ExpOp) and inner.result.type != f32:
+            if isinstance(inner, LOWERED_MATH) and inner.result.type != f32:
                 raise unsupported_op_error(PASS_NAME, inner, "epilogue math is f32 only")
 
     @staticmethod
@@ -746,7 +756,7 @@ class StoreAccLowering(_TilePattern):
         for inner in block.ops:
             if isinstance(inner, tile.YieldOp):  # a value defined above the epilogue: itself
                 return mapping.get(inner.value, inner.value)
-            if isinstance(inner, math.TanhOp | math.ExpOp):
+            if isinstance(inner, LOWERED_MATH):
                 mapping[inner.result] = _lower_epilogue_math(
                     e, inner, [mapping.get(o, o) for o in inner.operands])
                 continue
@@ -831,10 +841,12 @@ class ShuffleLowering(_TilePattern):
 
 
 class MathLowering(_TilePattern):
-    """f32 `math.exp` / `math.tanh` anywhere in a kernel: ex2.approx / tanh.approx."""
+    """f32 `math.exp` / `math.tanh` / `math.rsqrt` anywhere in a kernel: ex2.approx /
+    tanh.approx / rsqrt.approx."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: math.ExpOp | math.TanhOp, rewriter: PatternRewriter, /):
+    def match_and_rewrite(self, op: math.ExpOp | math.TanhOp | math.RsqrtOp,
+                          rewriter: PatternRewriter, /):
         if op.result.type != f32:
             return
         parent = op.parent_op()

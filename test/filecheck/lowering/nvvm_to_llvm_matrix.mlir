@@ -32,6 +32,7 @@ func.func @matrix_ops(%s: !llvm.ptr<3>, %g: !llvm.ptr<1>, %p: !llvm.ptr, %i: i32
   %10 = nvvm.tanh.approx.f32 %f
   %11 = nvvm.ex2.approx.ftz.f32 %f
   %12 = nvvm.barrier0.or %i
+  %13 = nvvm.rsqrt.approx.f32 %f
   func.return
 }
 // CHECK: %{{.*}} = llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"(%s) : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
@@ -56,5 +57,6 @@ func.func @matrix_ops(%s: !llvm.ptr<3>, %g: !llvm.ptr<1>, %p: !llvm.ptr, %i: i32
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm "tanh.approx.f32 $0, $1;", "=f,f" %f : (f32) -> f32
 // CHECK-NEXT: %{{.*}} = llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f" %f : (f32) -> f32
 // CHECK-NEXT: %{{.*}} = llvm.call_intrinsic "llvm.nvvm.barrier0.or"(%i) : (i32) -> i32
+// CHECK-NEXT: %{{.*}} = llvm.inline_asm "rsqrt.approx.f32 $0, $1;", "=f,f" %f : (f32) -> f32
 // CHECK-NEXT: func.return
 // CHECK-NOT: nvvm.

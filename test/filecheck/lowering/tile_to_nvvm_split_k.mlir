@@ -49,14 +49,17 @@ func.func @swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m
   func.return
 }
 
-// Shuffles and math outside epilogues (softmax rows).
+// Shuffles and math outside epilogues (softmax and layer-norm rows).
 // CHECK-LABEL: func.func @shuffle
 // CHECK:       nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32
-// CHECK:       nvvm.ex2.approx.ftz.f32
+// CHECK:       %[[E:.*]] = nvvm.ex2.approx.ftz.f32
+// CHECK:       %[[R:.*]] = nvvm.rsqrt.approx.f32 %[[E]]
+// CHECK:       func.return %[[R]] : f32
 func.func @shuffle(%x: f32) -> f32 {
   %s = tile.shuffle bfly %x, 16 : f32
   %e = math.exp %s : f32
-  func.return %e : f32
+  %r = math.rsqrt %e : f32
+  func.return %r : f32
 }
 
 // Masked take_acc: an element outside the memref is not touched and reads as 0.
