@@ -4,7 +4,7 @@ to PTX in the process pool of compile_cache.py, cached on disk.
     compile_kernel(cfg, target="sm_90", validate=False, keep_ir=False) -> CompiledProgram
     compile_ptx_many(configs, target="sm_90", processes=None, cache_dir=".tilesync-cache")
         -> [PTX text]
-    kernel_module(cfg) -> builtin.module     (GemmConfig, ConvConfig or SoftmaxConfig)
+    kernel_module(cfg) -> builtin.module     (Gemm, Conv, Softmax or LayerNorm config)
 
 A kernel runs through the default pipeline (KERNEL_TO_LLVM). A configuration that needs a
 target beyond the device's (wgmma: sm_90a) gets it where sm_90 is asked for.
@@ -20,13 +20,14 @@ from xdsl.dialects.builtin import ModuleOp
 import tilesync
 from tilesync.contract import CompiledProgram
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, compile_many
-from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig
+from tilesync.kernels.config import ConvConfig, GemmConfig, LayerNormConfig, SoftmaxConfig
 from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import gemm_module
+from tilesync.kernels.layer_norm import layer_norm_module
 from tilesync.kernels.softmax import softmax_module
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 
-KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig
+KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig
 
 
 def kernel_module(cfg: KernelConfig) -> ModuleOp:
@@ -37,6 +38,8 @@ def kernel_module(cfg: KernelConfig) -> ModuleOp:
         return conv2d_module(cfg)
     if isinstance(cfg, SoftmaxConfig):
         return softmax_module(cfg)
+    if isinstance(cfg, LayerNormConfig):
+        return layer_norm_module(cfg)
     raise TypeError(f"no generator for {type(cfg).__name__}")
 
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from tilesync.harness.compile import compile_kernel
-from tilesync.kernels.config import ConvConfig, GemmConfig, SoftmaxConfig, tensor_map_swizzle
+from tilesync.kernels.config import (
+    ConvConfig,
+    GemmConfig,
+    LayerNormConfig,
+    SoftmaxConfig,
+    tensor_map_swizzle,
+)
 from tilesync.kernels.reference import host_array
 from tilesync.runtime.buffers import DeviceBuffer, device_pointer_and_size
 from tilesync.runtime.device import get_device, max_active_clusters
@@ -107,6 +113,20 @@ class SoftmaxRunner:
         launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
 
 
+class LayerNormRunner:
+    """The layer-norm kernel loaded on the current GPU (y = layer_norm(x) · gamma + beta)."""
+
+    def __init__(self, cfg: LayerNormConfig, ptx: str | None = None):
+        self.cfg = cfg
+        if ptx is None:
+            ptx = compile_kernel(cfg, get_device().arch).ptx
+        self.module = load_ptx(ptx, cfg.name)
+        self.kernel = self.module.function(cfg.name, cfg.signature)
+
+    def launch(self, x, gamma, beta, y, stream=None) -> None:
+        launch(self.kernel, self.cfg.grid, self.cfg.block, [x, gamma, beta, y], stream=stream)
+
+
 def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = None
                      ) -> list:
     """The tensor maps of a warp-specialized GEMM's operands (device arrays of A, B and, with
@@ -139,4 +159,5 @@ def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) 
             "registers": runner.kernel.num_regs, "timing": timing}
 
 
-__all__ = ["Conv2dRunner", "GemmRunner", "SoftmaxRunner", "gemm_tensor_maps", "time_gemm"]
+__all__ = ["Conv2dRunner", "GemmRunner", "LayerNormRunner", "SoftmaxRunner", "gemm_tensor_maps",
+           "time_gemm"]

@@ -18,6 +18,8 @@ from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from tilesync.dialects import tile as tl
+
 Index = SSAValue | int
 """An index value, or a constant that the builder materializes."""
 
@@ -75,4 +77,13 @@ class BlockBuilder(Builder):
         return self.emit(arith.CmpiOp(lhs, self._index(rhs), "ult"))
 
 
-__all__ = ["BlockBuilder", "Index"]
+def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -> SSAValue:
+    """`combine` (an arith binary op) over the warp's 32 lanes, every lane getting the result:
+    five `tile.shuffle bfly` steps."""
+    for offset in (16, 8, 4, 2, 1):
+        other = b.emit(tl.ShuffleOp("bfly", value, offset))
+        value = b.emit(combine(value, other))
+    return value
+
+
+__all__ = ["BlockBuilder", "Index", "warp_allreduce"]

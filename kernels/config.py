@@ -634,6 +634,42 @@ class SoftmaxConfig:
         return 2 * 2 * self.rows * self.cols
 
 
+@dataclass(frozen=True)
+class LayerNormConfig:
+    """Y = (X - mean) / sqrt(var + eps) · gamma + beta over each row of an fp16 X (biased
+    variance, as torch's layer_norm): one warp per row, `warps` rows a block."""
+
+    rows: int
+    cols: int
+    eps: float = 1e-5
+    warps: int = 8
+    name: str = "layer_norm"
+
+    def __post_init__(self) -> None:
+        if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
+            raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
+                             f"{self.rows} x {self.cols}")
+        if not (math.isfinite(self.eps) and self.eps > 0):
+            raise ValueError(f"eps must be positive and finite, got {self.eps}")
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own: none."""
+        return None
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (32 * self.warps, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (-(-self.rows // self.warps), 1, 1)
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return ("ptr",) * 4  # X, gamma, beta, Y
+
+
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
                    name: str = "softmax", sync_hooks: bool = False,
                    scale: float = 1.0) -> SoftmaxConfig:
@@ -651,6 +687,7 @@ __all__ = [
     "PIPELINES",
     "ConvConfig",
     "GemmConfig",
+    "LayerNormConfig",
     "SoftmaxConfig",
     "conv2d_config",
     "dropout_threshold",

@@ -93,6 +93,15 @@ def reference_softmax(cfg: SoftmaxConfig, x, seed: int | None = None):
     return y
 
 
+def reference_layer_norm(x, gamma, beta, eps: float = 1e-5):
+    """float64 numpy layer norm over rows (biased variance), then gamma and beta."""
+    x = np.asarray(x, np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * np.asarray(gamma, np.float64) + \
+        np.asarray(beta, np.float64)
+
+
 def swiglu_weights(gate, up):
     """W1 for epilogue="swiglu" from gate and up (K x F each, row-major B): 8-column blocks
     interleaved, W1[:, 16 j + t] = gate[:, 8 j + t] and W1[:, 16 j + 8 + t] = up[:, 8 j + t],
@@ -152,6 +161,7 @@ __all__ = [
     "host_values",
     "reference_conv2d",
     "reference_gemm",
+    "reference_layer_norm",
     "reference_softmax",
     "swiglu_weights",
 ]

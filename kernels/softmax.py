@@ -24,8 +24,7 @@ from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr,
 from xdsl.ir import Block, Region
 
 from tilesync.dialects import sync
-from tilesync.dialects import tile as tl
-from tilesync.kernels.builder import BlockBuilder
+from tilesync.kernels.builder import BlockBuilder, warp_allreduce
 from tilesync.kernels.config import SoftmaxConfig
 from tilesync.kernels.gemm import dropout_op
 
@@ -58,16 +57,10 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     cols = [rb.addi(lane, 32 * i) for i in range(per_lane)]
     xs = [rb.emit(arith.ExtFOp(rb.emit(memref.LoadOp.get(X, [row, c])), f32)) for c in cols]
 
-    def warp_reduce(value, combine):
-        for offset in (16, 8, 4, 2, 1):
-            other = rb.emit(tl.ShuffleOp("bfly", value, offset))
-            value = rb.emit(combine(value, other))
-        return value
-
     m = xs[0]
     for x in xs[1:]:
         m = rb.emit(arith.MaxnumfOp(m, x))
-    m = warp_reduce(m, arith.MaxnumfOp)
+    m = warp_allreduce(rb, m, arith.MaxnumfOp)
     # max(x · s) = max(x) · s for s > 0; scale 1 emits exactly the unscaled kernel
     scale = rb.f32(cfg.scale) if cfg.scale != 1.0 else None
 
@@ -81,7 +74,7 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     total = es[0]
     for e in es[1:]:
         total = rb.emit(arith.AddfOp(total, e))
-    total = warp_reduce(total, arith.AddfOp)
+    total = warp_allreduce(rb, total, arith.AddfOp)
     inv = rb.emit(arith.DivfOp(rb.f32(1.0), total))
     for e, c in zip(es, cols, strict=True):
         y = rb.emit(arith.MulfOp(e, inv))

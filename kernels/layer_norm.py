@@ -1,0 +1,95 @@
+"""Layer norm over the rows of an fp16 matrix: one warp per row.
+
+    layer_norm_module(cfg: LayerNormConfig) -> builtin.module
+    affine = load_affine(b, gamma, beta, cols, lane)
+    emit_layer_norm_row(b, src, src_row, dst, dst_row, affine, lane, eps)
+
+Y[r, :] = (X[r, :] - mean) · rsqrt(var + eps) · gamma + beta with fp32 math and the biased
+variance (torch's layer_norm): lane l of the row's warp loads columns l, l + 32, ... (each load
+instruction of the warp reads 64 contiguous bytes), and the mean and then the variance about
+it are warp sums (`warp_allreduce`); `rsqrt` is rsqrt.approx.f32. The row emitter is shared by
+the bulk kernel (block b's warps take rows b · warps ..) and a pipeline stage that normalizes
+the rows of a queue entry (kernels/mlp_pipeline.py), each lane loading its columns of gamma
+and beta once, before its rows.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, gpu, math, memref, scf
+from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, f32
+from xdsl.ir import Block, Region, SSAValue
+
+from tilesync.kernels.builder import BlockBuilder, warp_allreduce
+from tilesync.kernels.config import LayerNormConfig
+
+Affine = tuple[list[SSAValue], list[SSAValue]]
+"""A lane's gamma and beta (f32), at its columns lane, lane + 32, ..."""
+
+
+def _load(b: BlockBuilder, memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
+    return b.emit(arith.ExtFOp(b.emit(memref.LoadOp.get(memory, indices)), f32))
+
+
+def load_affine(b: BlockBuilder, gamma: SSAValue, beta: SSAValue, cols: int,
+                lane: SSAValue) -> Affine:
+    if cols % 32:
+        raise ValueError(f"a warp normalizes rows of a multiple of 32 columns, got {cols}")
+    columns = [b.addi(lane, 32 * i) for i in range(cols // 32)]
+    return [_load(b, gamma, [c]) for c in columns], [_load(b, beta, [c]) for c in columns]
+
+
+def emit_layer_norm_row(b: BlockBuilder, src: SSAValue, src_row: SSAValue, dst: SSAValue,
+                        dst_row: SSAValue, affine: Affine, lane: SSAValue, eps: float) -> None:
+    """Row `src_row` of `src` normalized into row `dst_row` of `dst`, by the warp of `lane`."""
+    f16 = Float16Type()
+    gammas, betas = affine
+    columns = [b.addi(lane, 32 * i) for i in range(len(gammas))]
+
+    def load(memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
+        return _load(b, memory, indices)
+
+    def row_sum(values: list[SSAValue]) -> SSAValue:
+        total = values[0]
+        for v in values[1:]:
+            total = b.emit(arith.AddfOp(total, v))
+        return warp_allreduce(b, total, arith.AddfOp)
+
+    xs = [load(src, [src_row, c]) for c in columns]
+    inv_cols = b.f32(1.0 / (32 * len(gammas)))
+    mean = b.emit(arith.MulfOp(row_sum(xs), inv_cols))
+    centered = [b.emit(arith.SubfOp(x, mean)) for x in xs]
+    var = b.emit(arith.MulfOp(row_sum([b.emit(arith.MulfOp(d, d)) for d in centered]), inv_cols))
+    rstd = b.emit(math.RsqrtOp(b.emit(arith.AddfOp(var, b.f32(eps)))))
+    for d, c, g, shift in zip(centered, columns, gammas, betas, strict=True):
+        scaled = b.emit(arith.MulfOp(b.emit(arith.MulfOp(d, rstd)), g))
+        y = b.emit(arith.AddfOp(scaled, shift))
+        b.insert(memref.StoreOp.get(b.emit(arith.TruncFOp(y, f16)), dst, [dst_row, c]))
+
+
+def layer_norm_module(cfg: LayerNormConfig) -> ModuleOp:
+    """The bulk kernel: (X, gamma, beta, Y), block b normalizing rows b · warps .."""
+    f16 = Float16Type()
+    matrix, vector = MemRefType(f16, [cfg.rows, cfg.cols]), MemRefType(f16, [cfg.cols])
+    kernel = gpu.FuncOp(cfg.name, ([matrix, vector, vector, matrix], []), kernel=True,
+                        known_block_size=list(cfg.block))
+    X, gamma, beta, Y = kernel.body.block.args
+    for arg, hint in zip((X, gamma, beta, Y), ("X", "gamma", "beta", "Y"), strict=True):
+        arg.name_hint = hint
+    b = BlockBuilder(kernel.body.block)
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    row = b.addi(b.muli(bid, cfg.warps), b.divui(tid, 32))
+    body = Block()
+    rb = BlockBuilder(body)
+    lane = rb.remui(tid, 32)
+    emit_layer_norm_row(rb, X, row, Y, row, load_affine(rb, gamma, beta, cfg.cols, lane), lane,
+                        cfg.eps)
+    rb.insert(scf.YieldOp())
+    b.insert(scf.IfOp(b.ult(row, cfg.rows), [], Region(body)))  # warp-uniform
+    b.insert(gpu.ReturnOp([]))
+    module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
+                          Region(Block([kernel])))
+    return ModuleOp([module])
+
+
+__all__ = ["Affine", "emit_layer_norm_row", "layer_norm_module", "load_affine"]
