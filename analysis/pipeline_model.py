@@ -19,8 +19,11 @@ second) subject to, for every stage i with a_i CTAs:
 where t_i is the stage's measured bulk-synchronous rate (tiles per second on the whole GPU),
 s_i = 1 / u_i the speedup of running with its operands on chip (u_i: its busiest pipe's
 utilization in bulk-sync), w_i its tiles per pipeline item, and `slots` the CTAs of one class an
-SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). Among the
-optima, the fewest CTAs. Solved exactly with scipy's `milp` (HiGHS).
+SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). With
+`shared_slots` the two classes share one budget, Σ a_i <= SMs × slots: the stages run as one
+persistent kernel's blocks, so a SIMT CTA pairs with a tensor CTA only where the kernel fits
+two blocks an SM (slots = 2). Among the optima, the fewest CTAs. Solved exactly with scipy's
+`milp` (HiGHS).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class Allotment:
 
 
 def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
-          slots: int = 1) -> Allotment:
+          slots: int = 1, shared_slots: bool = False) -> Allotment:
     """The throughput-optimal CTA counts (scipy.optimize.milp, HiGHS)."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -89,10 +92,10 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         row[0] = sum(b * s.tiles_per_item for b, s in zip(per_tile, stages))
         rows.append(row)
         upper.append(peak)
-    for tensor in (False, True):
+    for classes in ([{False, True}] if shared_slots else [{False}, {True}]):
         row = np.zeros(n + 1)
         for i, stage in enumerate(stages):
-            if stage.tensor == tensor:
+            if stage.tensor in classes:
                 row[1 + i] = 1.0
         rows.append(row)
         upper.append(float(sms * slots))

@@ -70,6 +70,7 @@ class AllotCTAsPass(ModulePass):
     dram_bytes_per_s: float = 3.0e12  # measured device copy, bytes read + written
     l2_bytes_per_s: float = 7.0e12
     slots: int = 1  # CTAs of one class (SIMT or tensor) per SM
+    shared_slots: bool = False  # SIMT and tensor CTAs take slots of one budget
 
     def __post_init__(self) -> None:
         if self.sms < 1 or self.slots < 1:
@@ -81,7 +82,7 @@ class AllotCTAsPass(ModulePass):
         for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
             try:
                 result = allot(stage_rates(pipeline), self.sms, self.dram_bytes_per_s,
-                               self.l2_bytes_per_s, self.slots)
+                               self.l2_bytes_per_s, self.slots, self.shared_slots)
             except ValueError as err:
                 raise diagnostic(PASS, pipeline, str(err)) from err
             for stage in pipeline.stages:

@@ -1,5 +1,6 @@
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132}' | filecheck %s
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 dram_bytes_per_s=10000000000.0}' | filecheck %s --check-prefix=DRAM
+// RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 shared_slots=true}' | filecheck %s --check-prefix=SHARED
 
 // Two tensor stages of equal measured rate share the SMs' tensor cores (66 CTAs each); the
 // SIMT activation between them, 4x as fast, needs only 17 CTAs to keep up: 0.5 M items/s.
@@ -27,3 +28,10 @@ builtin.module {
 // DRAM-NEXT:   dataflow.stage @gemm1 {{.*}}ctas = 21 : i64
 // DRAM-NEXT:   dataflow.stage @act {{.*}}ctas = 6 : i64
 // DRAM-NEXT:   dataflow.stage @gemm2 {{.*}}ctas = 21 : i64
+
+// With shared_slots (the stages are one persistent kernel's blocks, one an SM), the SIMT stage's
+// CTAs come out of the same 132: 58 + 15 + 58 (15 x 4 >= 58), 0.4394 M items/s.
+// SHARED:      dataflow.pipeline @mlp attributes {dataflow.allotment = "4.394e+05 items/s, bound by gemm1"} {
+// SHARED-NEXT:   dataflow.stage @gemm1 {{.*}}ctas = 58 : i64
+// SHARED-NEXT:   dataflow.stage @act {{.*}}ctas = 15 : i64
+// SHARED-NEXT:   dataflow.stage @gemm2 {{.*}}ctas = 58 : i64
