@@ -26,6 +26,7 @@ without a memset in between (tickets continue from run to run).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import statistics
 from typing import Any
 
@@ -34,45 +35,62 @@ from tilesync.bench.experiments import summarize
 
 NERF_TRUNK = (64,) + (256,) * 8
 NERF_SKIPS = (5,)
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "nerf": {"widths": NERF_TRUNK, "skips": NERF_SKIPS},
+    # MeshGraphNets' edge MLP: the edge's and its two nodes' 128-wide latents in, Linear+ReLU,
+    # Linear+ReLU, Linear, LayerNorm
+    "meshgraphnets": {"widths": (384, 128, 128, 128), "activate_final": False,
+                      "layer_norm": True},
+}
+"""The MLP stacks the bench runs: MlpStack's arguments beside the rows."""
 ROWS = (1 << 16, 1 << 18)
 FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph")
 
 
 class StackData(mlp_bench.CheckedOutputs):
-    """Inputs, weights (N x K, as nn.Linear keeps them), biases, the output and its fp32
-    reference."""
+    """A stack's input, weights (N x K, as nn.Linear keeps them), biases, the layer norm's
+    gamma and beta, the output and its fp32 reference."""
 
-    def __init__(self, torch, rows: int, widths: tuple[int, ...], seed: int = 0,
-                 skips: tuple[int, ...] = ()):
+    def __init__(self, torch, stack, seed: int = 0):
         self.torch = torch
+        self.stack = stack
         gen = torch.Generator(device="cuda").manual_seed(seed)
         half = torch.float16
-        self.skips = skips
-        self.x = torch.randn(rows, widths[0], device="cuda", dtype=half, generator=gen)
+        rows, width = stack.rows, stack.width
+
+        def randn(*shape, scale=1.0, shift=0.0):
+            return (torch.randn(*shape, device="cuda", generator=gen) * scale + shift).to(half)
+
+        self.x = randn(rows, stack.widths[0])
         # He-scaled weights keep the activations' size from layer to layer under ReLU
-        ins = [k + (widths[0] if layer in skips else 0) for layer, k in enumerate(widths[:-1])]
-        self.weights = [(torch.randn(n, k, device="cuda", generator=gen) * (2 / k) ** 0.5)
-                        .to(half) for k, n in zip(ins, widths[1:])]
-        self.biases = [(torch.randn(n, device="cuda", generator=gen) * 0.1).to(half)
-                       for n in widths[1:]]
-        self.y = torch.empty(rows, widths[-1], device="cuda", dtype=half)
+        self.weights = [randn(width, k, scale=(2 / k) ** 0.5)
+                        for k in map(stack.in_width, range(stack.layers))]
+        self.biases = [randn(width, scale=0.1) for _ in range(stack.layers)]
+        self.norm = (randn(width, scale=0.1, shift=1.0), randn(width, scale=0.1)) \
+            if stack.layer_norm else None
+        self.y = torch.empty(rows, width, device="cuda", dtype=half)
         self.h = self.y  # no middle tensor: the activations stay in the queues
-        h = x = self.x.float()
+        self.ref = self._forward(lambda t: t.float(),
+                                 lambda h, w, b: h @ w.float().t() + b.float())
+        self.ref_norm = float(self.ref.norm())
+
+    def _forward(self, cast, linear):
+        """The stack in torch, its tensors through `cast` (fp32 for the reference)."""
+        torch, stack = self.torch, self.stack
+        h = x = cast(self.x)
         for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if layer in skips:
+            if layer in stack.skips:
                 h = torch.cat([x, h], -1)
-            h = torch.relu(h @ w.float().t() + b.float())
-        self.ref = h
-        self.ref_norm = float(h.norm())
+            h = linear(h, w, b)
+            if stack.activate_final or layer < stack.layers - 1:
+                h = torch.relu(h)
+        if self.norm is not None:
+            h = torch.nn.functional.layer_norm(h, (stack.width,), *map(cast, self.norm),
+                                               eps=stack.layer_norm_eps)
+        return h
 
     def torch_stack(self):
-        torch = self.torch
-        h = self.x
-        for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if layer in self.skips:
-                h = torch.cat([self.x, h], -1)
-            h = torch.relu(torch.nn.functional.linear(h, w, b))
-        return h
+        return self._forward(lambda t: t, self.torch.nn.functional.linear)
 
 
 def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
@@ -94,7 +112,7 @@ def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
                                 target=kernel_target(stack.layer_config(0), get_device().arch))
     compile_s = time.perf_counter() - began
     program = DataflowProgram(compiled)
-    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y)
+    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y, data.norm)
     checks = []
 
     def checked(label: str, launch) -> None:
@@ -148,9 +166,9 @@ def bulk_form(stack):
 
 
 def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
-    """The same layers (`bulk_form`), one kernel per layer over all rows, activations in
-    memory."""
-    from tilesync.harness.runner import GemmRunner
+    """The same layers (`bulk_form`), one kernel per layer (and the layer norm's) over all
+    rows, activations in memory; `layer_ms`: each stage's median time."""
+    from tilesync.harness.runner import GemmRunner, LayerNormRunner
     from tilesync.harness.timing import hold_stream
     from tilesync.runtime.stream import Event, Stream, elapsed_ms
 
@@ -162,16 +180,21 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
               for _ in range(2)]
     stream = Stream()
 
+    norm = LayerNormRunner(stack.norm_config(stack.rows)) if stack.layer_norm else None
+
     def run() -> list:
-        """One run; an event after each layer."""
+        """One run; an event after each stage."""
         source, marks = data.x, []
         for layer, runner in enumerate(runners):
-            last = layer == stack.layers - 1
+            last = layer == stack.layers - 1 and norm is None
             target = data.y if last else hidden[layer % 2]
             runner.launch(source, data.weights[layer], target, data.biases[layer],
                           stream=stream, a_head=data.x if layer in stack.skips else None)
             marks.append(Event().record(stream))
             source = target
+        if norm is not None:
+            norm.launch(source, *data.norm, data.y, stream=stream)
+            marks.append(Event().record(stream))
         return marks
 
     data.poison()
@@ -188,9 +211,17 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
     stream.synchronize()
     last = mlp_bench.check_error("bulk_sync (after timing)", data.error())
     layer_ms = [statistics.median(elapsed_ms(([s, *m])[k], m[k]) for s, m in samples)
-                for k in range(stack.layers)]
+                for k in range(stack.stage_count)]
     return {"rel_error": max(first, last), "layer_ms": layer_ms,
             **summarize([elapsed_ms(s, m[-1]) for s, m in samples], warmup)}
+
+
+def workload_stack(workload: str, rows: int):
+    """WORKLOADS[workload] on `rows` rows, with the most stages that fit."""
+    from tilesync.kernels.mlp_pipeline import fitting_stack
+
+    spec = dict(WORKLOADS[workload])
+    return fitting_stack(rows, tuple(spec.pop("widths")), **spec)
 
 
 def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
@@ -208,7 +239,8 @@ def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
     pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
     for stage, ms in zip(pipeline.stages, layer_ms, strict=True):
         stage.attributes[BSP_RATE_ATTR] = FloatAttr(stack.tiles / (ms * 1e-3), f64)
-    AllotCTAsPass(sms=stack.sms).apply(Context(), module)
+    # the stages are one persistent kernel's blocks: SIMT and tensor CTAs share the slots
+    AllotCTAsPass(sms=stack.sms, shared_slots=True).apply(Context(), module)
     return tuple(stage.num_ctas for stage in pipeline.stages)
 
 
@@ -222,19 +254,18 @@ def stack_floor_ms(stack, rates: dict[str, float]) -> float:
     return floor_ms(flops, 2 * elements, rates)
 
 
-def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, skips=NERF_SKIPS, warmup: int = 5,
+def mlp_stack_benchmarks(rows=ROWS, workloads=tuple(WORKLOADS), warmup: int = 5,
                          reps: int = 30, repeats: int = 100, graph_replays: int = 100
                          ) -> dict[str, Any]:
-    from tilesync.kernels.mlp_pipeline import fitting_stack
 
     torch, why = mlp_bench._torch_or_none()
     if torch is None:
         raise RuntimeError(f"bench dataflow-mlp compares against torch: {why}")
     rates = mlp_bench.measured_rates(torch, warmup, reps)
     results = []
-    for count in rows:
-        stack = fitting_stack(count, tuple(widths), skips=tuple(skips))
-        data = StackData(torch, count, stack.widths, skips=stack.skips)
+    for workload, count in itertools.product(workloads, rows):
+        stack = workload_stack(workload, count)
+        data = StackData(torch, stack)
         forms: dict[str, Any] = {}
         forms["bulk_sync"] = run_bulk_sync(stack, data, warmup, reps)
         allotted = dataclasses.replace(
@@ -247,24 +278,30 @@ def mlp_stack_benchmarks(rows=ROWS, widths=NERF_TRUNK, skips=NERF_SKIPS, warmup:
                    key=lambda form: forms[form]["median_ms"])
         forms["pipeline"] = {**forms[best], "allotment": best}
         forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
-        results.append({"rows": count, "widths": list(stack.widths),
-                        "skips": list(stack.skips), "stages": stack.stages,
+        results.append({"workload": workload, "rows": count, "widths": list(stack.widths),
+                        "skips": list(stack.skips), "layer_norm": stack.layer_norm,
+                        "activate_final": stack.activate_final, "stages": stack.stages,
                         "floor_ms": stack_floor_ms(stack, rates), "forms": forms})
         del data
         torch.cuda.empty_cache()
     return {"experiment": "dataflow_mlp", "rates": rates, "warmup": warmup, "reps": reps,
             "rows": results,
             "goal": "pipeline >= 1.5x the same kernels bulk-synchronous and >= 2.5x torch in "
-                    "a CUDA graph (NeRF)"}
+                    "a CUDA graph (NeRF); MeshGraphNets measured against the same forms"}
 
 
 def stack_table(result: dict[str, Any]) -> str:
-    first = result["rows"][0] if result["rows"] else {}
-    lines = [f"MLP stack {first.get('widths', '')} skips {first.get('skips', [])} "
-             "(median ms; speedup of the pipeline over each form)",
-             f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
-             "   pipe/bulk  pipe/graph  pipe/floor"]
+    lines = ["MLP stacks (median ms; speedup of the pipeline over each form)"]
+    shown = None
     for row in result["rows"]:
+        workload = row.get("workload", "nerf")
+        if workload != shown:  # a header per workload
+            shown = workload
+            lines += [f"{workload}: widths {row['widths']}" +
+                      (f", skips {row['skips']}" if row.get("skips") else "") +
+                      (", layer norm" if row.get("layer_norm") else ""),
+                      f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
+                      "   pipe/bulk  pipe/graph  pipe/floor"]
         forms = row["forms"]
         ms = {f: forms.get(f, {}).get("median_ms") for f in FORMS}
         cells = " ".join(f"{v:12.4f}" if v else f"{'-':>12}" for v in ms.values())
@@ -303,8 +340,9 @@ def stack_plot(result: dict[str, Any], out_dir, name: str):
         return base / rec["median_ms"], rec
 
     speedup_bars(ax, rows, list(FORMS), speed)
-    ax.set_xticks(range(len(rows)), [str(r["rows"]) for r in rows])
-    ax.set_xlabel("rows (points)")
+    ax.set_xticks(range(len(rows)), [f"{r.get('workload', 'nerf')}\n{r['rows']}"
+                                     for r in rows], fontsize=7)
+    ax.set_xlabel("workload, rows")
     ax.set_ylabel("speedup over torch in a CUDA graph")
     ax.legend(fontsize=8)
     return save_figure(plt, fig, result, out_dir, name)
@@ -313,20 +351,19 @@ def stack_plot(result: dict[str, Any], out_dir, name: str):
 DRAM_METRIC = "dram__bytes.sum"
 
 
-def one_run_each(rows: int, widths=NERF_TRUNK, skips=NERF_SKIPS) -> None:
+def one_run_each(rows: int, workload: str = "nerf") -> None:
     """One pipeline run and one bulk-synchronous run (checked): what `dram_bytes` profiles."""
-    from tilesync.kernels.mlp_pipeline import fitting_stack
-
     torch, why = mlp_bench._torch_or_none()
     if torch is None:
         raise SystemExit(f"needs torch on the GPU: {why}")
-    stack = fitting_stack(rows, tuple(widths), skips=tuple(skips))
-    data = StackData(torch, rows, stack.widths, skips=stack.skips)
+    stack = workload_stack(workload, rows)
+    data = StackData(torch, stack)
     run_pipeline(stack, data, warmup=0, reps=1, repeats=0, graph_replays=0)
     run_bulk_sync(stack, data, warmup=0, reps=1)
 
 
-def dram_bytes(rows: int, ncu: str = "ncu", run=None) -> dict[str, float]:
+def dram_bytes(rows: int, ncu: str = "ncu", run=None, workload: str = "nerf"
+               ) -> dict[str, float]:
     """DRAM bytes (read + written) of one run of each form, measured by Nsight Compute on a
     child process running `one_run_each`: the pipeline's persistent kernel (its first
     launch) against the sum over the bulk-synchronous layers (their first run)."""
@@ -337,8 +374,8 @@ def dram_bytes(rows: int, ncu: str = "ncu", run=None) -> dict[str, float]:
 
     command = [ncu, "--target-processes", "all", "--csv", "--print-units", "base",
                "--metrics", DRAM_METRIC,
-               "-k", "regex:^(mlp_persistent|layer[0-9]+)$", sys.executable, "-m",
-               "tilesync.bench.dataflow_mlp", "--one-run", str(rows)]
+               "-k", "regex:^(mlp_persistent|layer[0-9]+|layer_norm)$", sys.executable, "-m",
+               "tilesync.bench.dataflow_mlp", "--one-run", str(rows), "--workload", workload]
     done = (run or subprocess.run)(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"ncu failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -350,9 +387,9 @@ def dram_bytes(rows: int, ncu: str = "ncu", run=None) -> dict[str, float]:
                 if row["Metric Name"] == DRAM_METRIC]
     pipeline = [b for name, b in launches if name == "mlp_persistent"]
     bulk = [b for name, b in launches if name != "mlp_persistent"]
-    layers = len(NERF_TRUNK) - 1
+    layers = workload_stack(workload, rows).stage_count
     if not pipeline or len(bulk) < layers:
-        raise RuntimeError(f"expected the pipeline and {layers} layers, profiled {launches}")
+        raise RuntimeError(f"expected the pipeline and {layers} stages, profiled {launches}")
     # the checked runs come first: the pipeline's first launch, the bulk form's first run
     return {"pipeline": pipeline[0], "bulk_sync": sum(bulk[:layers])}
 
@@ -367,21 +404,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="run each form once (the child process ncu profiles)")
     parser.add_argument("--dram", type=int, nargs="+", metavar="ROWS",
                         help="profile DRAM bytes at these row counts")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="nerf")
     args = parser.parse_args(argv)
     from tilesync.bench.report import missing_gpu
 
     if missing_gpu("dataflow_mlp"):
         return 1
     if args.one_run:
-        one_run_each(args.one_run)
+        one_run_each(args.one_run, args.workload)
         return 0
-    out = {str(rows): dram_bytes(rows) for rows in args.dram or ROWS}
+    out = {str(rows): dram_bytes(rows, workload=args.workload) for rows in args.dram or ROWS}
     print(json.dumps(out, indent=1))
     return 0
 
 
-__all__ = ["NERF_TRUNK", "StackData", "dram_bytes", "mlp_stack_benchmarks", "stack_plot",
-           "stack_table"]
+__all__ = [
+    "NERF_TRUNK",
+    "WORKLOADS",
+    "StackData",
+    "dram_bytes",
+    "mlp_stack_benchmarks",
+    "stack_plot",
+    "stack_table",
+    "workload_stack",
+]
 
 
 if __name__ == "__main__":

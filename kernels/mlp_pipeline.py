@@ -8,6 +8,7 @@ differ only in where a tile's activations come from and go:
     layer l:       t = acquire_full q_l;  multiply entry t of q_l;  release_empty q_l, t;
                    acquire_empty q_{l+1} at t;  store into entry t of q_{l+1}
     last layer:    t = acquire_full q_L            entry t of q_L  ->  rows (t mod T) * BM of Y
+    (layer norm:   t = acquire_full q_N            layer_norm(entry t of q_N) -> rows of Y)
 
 Tickets name the same BM rows in every queue (a relaying stage passes on the ticket it
 consumed), so the rows a tile holds are never carried in the payload. Tickets are never reset
@@ -32,14 +33,19 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, i32
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, SymbolRefAttr, i32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from tilesync.contract import QUEUE_GROUP_BARRIER_BASE
 from tilesync.dialects import dataflow
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.config import MAX_SHARED_PER_BLOCK, GemmConfig, gemm_config
+from tilesync.kernels.config import (
+    MAX_SHARED_PER_BLOCK,
+    GemmConfig,
+    LayerNormConfig,
+    gemm_config,
+)
 from tilesync.kernels.gemm import (
     TileOperands,
     TilePlace,
@@ -49,6 +55,7 @@ from tilesync.kernels.gemm import (
     stage_buffer_types,
     stage_buffers,
 )
+from tilesync.kernels.layer_norm import emit_layer_norm_row, load_affine
 
 MODULE = "mlp_stack"
 PIPELINE = "mlp"
@@ -87,6 +94,13 @@ class MlpStack:
     drawn as soon as the current ticket is held it was slower (0.76-0.77 against 0.72-0.73):
     a ticket drawn ahead waits for a busy worker where an idle one would have taken it."""
     skips: tuple[int, ...] = ()
+    activate_final: bool = True
+    """The last layer's ReLU (MeshGraphNets' MLPs end in a plain Linear)."""
+    layer_norm: bool = False
+    """A layer norm (gamma, beta) of the last layer's rows, as a SIMT stage of its own that
+    reads them from one more queue (MeshGraphNets: Linear+ReLU, Linear+ReLU, Linear,
+    LayerNorm); one worker per CTA, a warp per row."""
+    layer_norm_eps: float = 1e-5
     staged_store: bool = True
     """A tile leaves through shared memory in whole 16-byte chunks of rows (GemmConfig's
     staged_store), not as the accumulators' 4-byte stores: on an H100 the NeRF trunk's
@@ -115,8 +129,8 @@ class MlpStack:
             raise ValueError(f"a CTA runs one or two groups of at most 128 rows together (the "
                              f"accumulators of 128 x 256 fill a 256-thread block's registers), "
                              f"got groups={self.groups} tile_rows={self.tile_rows}")
-        if self.ctas is not None and len(self.ctas) != self.layers:
-            raise ValueError(f"{self.layers} layers, {len(self.ctas)} CTA counts")
+        if self.ctas is not None and len(self.ctas) != self.stage_count:
+            raise ValueError(f"{self.stage_count} stages, {len(self.ctas)} CTA counts")
         if any(not 0 < layer < self.layers for layer in self.skips):
             raise ValueError(f"a skip concatenates the input to a later layer's: layers 1 to "
                              f"{self.layers - 1}, got {self.skips}")
@@ -128,6 +142,11 @@ class MlpStack:
     @property
     def layers(self) -> int:
         return len(self.widths) - 1
+
+    @property
+    def stage_count(self) -> int:
+        """The layers' stages and the layer norm's."""
+        return self.layers + self.layer_norm
 
     @property
     def width(self) -> int:
@@ -145,8 +164,10 @@ class MlpStack:
         """Layer `layer`'s GEMM: one BM x width tile per queue entry (rows=None), or the
         bulk-synchronous kernel over `rows` rows; the same tile either way."""
         bm = self.tile_rows
+        relu = self.activate_final or layer < self.layers - 1
         return gemm_config(rows or bm, self.width, self.in_width(layer), (bm, self.width, BK),
-                           (bm // 16, 1), self.stages, "f16", "col", "bias_relu",
+                           (bm // 16, 1), self.stages, "f16", "col",
+                           "bias_relu" if relu else "bias",
                            f"layer{layer}", dynamic_shared=True, mma="wgmma",
                            wgmma_in_flight=1 if self.stages > 2 else 0,
                            staged_store=self.staged_store,
@@ -168,7 +189,7 @@ class MlpStack:
     def queue_entries(self) -> list[int]:
         ctas = self.stage_ctas()
         return [self.entries_per_cta * self.groups * max(ctas[q], ctas[q + 1])
-                for q in range(self.layers - 1)]
+                for q in range(self.stage_count - 1)]
 
     def shared_types(self) -> tuple[MemRefType, MemRefType]:
         """The stage rings every layer shares: A's, and the weights' (with resident weights,
@@ -189,6 +210,12 @@ class MlpStack:
         align = self.layer_config(0).stage_alignment
         return sum(-(-t.element_type.size * math.prod(t.get_shape()) // align) * align
                    for t in self.shared_types())
+
+    def norm_config(self, rows: int | None = None) -> LayerNormConfig:
+        """The layer norm over a queue entry's rows (rows=None), or the bulk-synchronous
+        kernel over `rows` rows, a warp per row either way."""
+        return LayerNormConfig(rows or self.tile_rows, self.width, self.layer_norm_eps,
+                               self.threads // 32)
 
     def queue_type(self, entries: int) -> dataflow.QueueType:
         payload = MemRefType(self.layer_config(0).element_type, [self.tile_rows, self.width])
@@ -216,10 +243,10 @@ def default_ctas(stack: MlpStack) -> tuple[int, ...]:
     slowest (NeRF's trunk at 2^18 rows: 0.783 ms with 16 CTAs for every layer, 0.745 with
     the four left over on the skip). The bench also sizes stages from measured rates
     (dataflow-allot-ctas)."""
-    share = max(1, stack.sms // stack.layers)
-    ctas = [share] * stack.layers
+    share = max(1, stack.sms // stack.stage_count)
+    ctas = [share] * stack.stage_count
     widest = max(map(stack.in_width, range(stack.layers)))
-    spare = stack.sms - share * stack.layers
+    spare = stack.sms - share * stack.stage_count
     while spare > 0:
         takers = [layer for layer in range(stack.layers) if stack.in_width(layer) == widest]
         for layer in takers[:spare]:
@@ -233,7 +260,8 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     """Stage kernel of `layer`: (q_in?, q_out?, [X], W, bias, [Y]); X at the first layer and
     at a skip."""
     cfg = stack.layer_config(layer)
-    first, last = layer == 0, layer == stack.layers - 1
+    # `last`: the stage that writes Y (the layer norm's, when there is one)
+    first, last = layer == 0, layer == stack.layers - 1 and not stack.layer_norm
     skip = layer in stack.skips
     elem = cfg.element_type
     q_in = None if first else queue_types[layer - 1]
@@ -280,11 +308,7 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
     if stack.resident_weights:
         load_resident_b(b, cfg, args["W"], sb, tid, stack.threads)
-    # this worker's share of the T tickets: ceil((T - worker) / workers), as
-    # (T + workers - 1 - worker) so that a worker past T (more than tiles) gets 0, not a
-    # wrapped count
-    spread = b.addi(workers, stack.tiles - 1)
-    mine = b.divui(b.emit(arith.SubiOp(spread, worker)), workers)
+    mine = _tickets_of(b, stack, worker, workers)
 
     drawn_queue = args["q_out"] if first else args["q_in"]
     draw_op = dataflow.DrawEmptyOp if first else dataflow.DrawFullOp
@@ -338,40 +362,94 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     return kernel
 
 
+def _tickets_of(b: BlockBuilder, stack: MlpStack, worker: SSAValue, workers: SSAValue
+                ) -> SSAValue:
+    """This worker's share of the T tickets: ceil((T - worker) / workers), as
+    (T + workers - 1 - worker) / workers so that a worker past T (more than tiles) gets 0,
+    not a wrapped count."""
+    spread = b.addi(workers, stack.tiles - 1)
+    return b.divui(b.emit(arith.SubiOp(spread, worker)), workers)
+
+
+NORM_STAGE = "layer_norm"
+
+
+def _norm_kernel(stack: MlpStack, q_in: dataflow.QueueType) -> gpu.FuncOp:
+    """The layer norm's stage kernel: (q_in, gamma, beta, Y). The CTA is one worker; warp w
+    normalizes rows w, w + warps, ... of each entry it takes, into Y's rows of the ticket."""
+    cfg = stack.norm_config()
+    elem = stack.layer_config(0).element_type
+    vector = MemRefType(elem, [stack.width])
+    kernel = gpu.FuncOp(NORM_STAGE, ([q_in, vector, vector,
+                                      MemRefType(elem, [stack.rows, stack.width])], []),
+                        kernel=True, known_block_size=[stack.threads, 1, 1])
+    args = named_args(kernel, ["q_in", "gamma", "beta", "Y"])
+    b = BlockBuilder(kernel.body.block)
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    cta = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    count = b.emit(gpu.GridDimOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    warps = stack.threads // 32
+    warp, lane = b.divui(tid, 32), b.remui(tid, 32)
+    affine = load_affine(b, args["gamma"], args["beta"], stack.width, lane)
+
+    body = Block(arg_types=[IndexType()])
+    lb = BlockBuilder(body)
+    ticket = lb.emit(dataflow.AcquireFullOp(args["q_in"]))
+    row0 = lb.muli(lb.remui(ticket, stack.tiles), stack.tile_rows)
+    entry = lb.emit(dataflow.EntryOp(args["q_in"], ticket))
+    rows = Block(arg_types=[IndexType()])
+    rb = BlockBuilder(rows)
+    emit_layer_norm_row(rb, entry, rows.args[0], args["Y"], rb.addi(row0, rows.args[0]),
+                        affine, lane, cfg.eps)
+    rb.insert(scf.YieldOp())
+    lb.insert(scf.ForOp(warp, lb.idx(stack.tile_rows), lb.idx(warps), [], Region(rows)))
+    lb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket))
+    lb.insert(scf.YieldOp())
+    b.insert(scf.ForOp(b.idx(0), _tickets_of(b, stack, cta, count), b.idx(1), [],
+                       Region(body)))
+    b.insert(gpu.ReturnOp([]))
+    return kernel
+
+
 def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     """The stage kernels in one gpu.module and the `dataflow.pipeline` that runs them."""
     entries = stack.queue_entries()
     queue_types = [stack.queue_type(n) for n in entries]
     kernels = [_layer_kernel(stack, layer, queue_types) for layer in range(stack.layers)]
+    if stack.layer_norm:
+        kernels.append(_norm_kernel(stack, queue_types[-1]))
     rings = stage_buffers(stack.layer_config(0), stack.shared_types())
     gmod = gpu.ModuleOp(StringAttr(MODULE),  # type: ignore[arg-type]
                         Region(Block([*rings, *kernels])))
     ctas = stack.stage_ctas()
     ops: list = [dataflow.QueueOp(f"h{q + 1}", queue_types[q], pin_l2=True)
-                 for q in range(stack.layers - 1)]
-    for layer in range(stack.layers):
+                 for q in range(stack.stage_count - 1)]
+    last = stack.stage_count - 1
+    for stage in range(stack.stage_count):
+        norm = stack.layer_norm and stage == last
+        name = NORM_STAGE if norm else f"layer{stage}"
         ops.append(dataflow.StageOp(
-            f"layer{layer}", _kernel_ref(layer), dataflow.Resource.TENSOR, ctas[layer],
-            inputs=[] if layer == 0 else [f"h{layer}"],
-            outputs=[] if layer == stack.layers - 1 else [f"h{layer + 1}"]))
+            name, SymbolRefAttr(MODULE, [name]),
+            dataflow.Resource.SIMT if norm else dataflow.Resource.TENSOR, ctas[stage],
+            inputs=[] if stage == 0 else [f"h{stage}"],
+            outputs=[] if stage == last else [f"h{stage + 1}"]))
     return ModuleOp([gmod, dataflow.PipelineOp(PIPELINE, ops)])
 
 
-def _kernel_ref(layer: int):
-    from xdsl.dialects.builtin import SymbolRefAttr
-
-    return SymbolRefAttr(MODULE, [f"layer{layer}"])
-
-
-def stage_arguments(stack: MlpStack, x, weights, biases, y) -> dict[str, list]:
-    """DataflowProgram.run's arguments: each stage's own (the queues are bound there)."""
+def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None) -> dict[str, list]:
+    """DataflowProgram.run's arguments: each stage's own (the queues are bound there);
+    `norm`: the layer norm's (gamma, beta)."""
     args = {}
     for layer in range(stack.layers):
         own = [x] if layer == 0 or layer in stack.skips else []
         own += [weights[layer], biases[layer]]
-        if layer == stack.layers - 1:
+        if layer == stack.layers - 1 and not stack.layer_norm:
             own.append(y)
         args[f"layer{layer}"] = own
+    if stack.layer_norm:
+        if norm is None:
+            raise ValueError("a stack with a layer norm runs with norm=(gamma, beta)")
+        args[NORM_STAGE] = [*norm, y]
     return args
 
 

@@ -15,6 +15,15 @@ def test_allotment_gives_slower_layers_more_ctas():
     assert abs(ctas[1] / ctas[2] - 2) < 0.2
 
 
+def test_allotment_shares_the_sms_with_the_layer_norms_simt_stage():
+    """The stages are one persistent kernel's blocks (one an SM here): the SIMT layer norm's
+    CTAs come out of the same 132 as the tensor stages'."""
+    stack = dataflow_mlp.workload_stack("meshgraphnets", 1 << 18)
+    ctas = dataflow_mlp.allotted_ctas(stack, [0.05, 0.04, 0.04, 0.03])
+    assert len(ctas) == 4 and sum(ctas) <= stack.sms
+    assert ctas[0] > ctas[1] == ctas[2] > ctas[3]
+
+
 def _form(ms: float) -> dict:
     return {"median_ms": ms, "p10_ms": ms, "p90_ms": ms}
 
@@ -22,13 +31,15 @@ def _form(ms: float) -> dict:
 def test_table_gives_the_pipelines_speedups():
     even = {**_form(0.5), "ctas": [2, 2]}
     result = {"goal": "g", "rows": [{
-        "rows": 65536, "widths": [64, 256], "floor_ms": 0.1,
+        "workload": "meshgraphnets", "rows": 65536, "widths": [64, 256], "floor_ms": 0.1,
+        "skips": [], "layer_norm": True,
         "forms": {"pipeline": {**even, "allotment": "pipeline_even"},
                   "pipeline_even": even, "pipeline_allotted": {**_form(0.6), "ctas": [1, 3]},
                   "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
                   "torch_graph": _form(1.5)}}]}
     table = dataflow_mlp.stack_table(result)
-    line, which = table.splitlines()[2:4]
+    header, line, which = table.splitlines()[1], *table.splitlines()[3:5]
+    assert header == "meshgraphnets: widths [64, 256], layer norm"
     assert line.split()[0] == "65536"
     assert line.split()[-3:] == ["2.00x", "3.00x", "5.00x"]
     assert "pipeline_even (CTAs [2, 2])" in which and "allotted 0.6000 ms" in which
@@ -60,4 +71,4 @@ def test_dram_bytes_reads_ncus_csv():
 
     got = dataflow_mlp.dram_bytes(4096, run=fake_run)
     assert got == {"pipeline": 1000.0, "bulk_sync": 3600.0}
-    assert seen[0][-2:] == ["--one-run", "4096"]
+    assert seen[0][-4:] == ["--one-run", "4096", "--workload", "nerf"]

@@ -1,15 +1,16 @@
 """The MLP-stack pipeline on the GPU (bench/dataflow_mlp.py, kernels/mlp_pipeline.py).
 
-A 4-layer stack (64 -> 256 x 4) on 4096 rows through 3 queues: 64 tiles of 64 rows with two
-queue workers (warpgroups) per CTA, and 32 tiles of 128 rows with the CTA as the worker; and
-the two-worker form drawing each next ticket ahead (dataflow.draw_full / draw_empty), and the
-two-worker form with NeRF's skip into layer 2 (cat([X, h]): X's rows read beside the entry). The
-pipeline's output is poisoned with NaN before each checked run and compared with an fp32
-reference: after
-the first run, after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings
-between them (tickets continue across runs, so a tile stored to the rows of another run's
-ticket, or a read of an entry before its producer released it, fails the check). The same
-layers bulk-synchronously and the allotment from their measured rates are checked too.
+A 4-layer stack (64 -> 256 x 4) on 4096 rows through 3 queues in five forms: 64 tiles of 64
+rows with two queue workers (warpgroups) per CTA; 32 tiles of 128 rows with the CTA as the
+worker; two workers drawing each next ticket ahead (dataflow.draw_full / draw_empty); two
+workers with NeRF's skip into layer 2 (cat([X, h]): X's rows read beside the entry); and
+MeshGraphNets' edge MLP (384 -> 128 x 3, the last Linear without ReLU, then a layer-norm stage:
+a SIMT stage reading one more queue). The pipeline's output is poisoned with NaN before each
+checked run and compared with an fp32 reference: after the first run, after 20 more runs and
+after 20 CUDA-graph replays, with no memset of the rings between them (tickets continue across
+runs, so a tile stored to the rows of another run's ticket, or a read of an entry before its
+producer released it, fails the check). The same stages bulk-synchronously and the allotment
+from their measured rates are checked too.
 """
 
 from __future__ import annotations
@@ -23,24 +24,24 @@ WIDTHS = (64, 256, 256, 256, 256)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("groups", "draw_ahead", "skips"),
-                         [(2, False, ()), (1, False, ()), (2, True, ()), (2, False, (2,))])
-def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, groups,
-                                                                draw_ahead, skips):
+@pytest.mark.parametrize("form", [
+    {}, {"groups": 1, "tile_rows": 128}, {"draw_ahead": True}, {"skips": (2,)},
+    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True},
+], ids=["two-workers", "one-worker", "draw-ahead", "skip", "meshgraphnets"])
+def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, form):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
     from tilesync.bench import dataflow_mlp
-    from tilesync.kernels.mlp_pipeline import MlpStack
+    from tilesync.kernels.mlp_pipeline import fitting_stack
 
-    stack = MlpStack(ROWS, WIDTHS, groups=groups, tile_rows=128 // groups,
-                     stages=5 if groups == 2 and not skips else 4, draw_ahead=draw_ahead,
-                     skips=skips)
-    data = dataflow_mlp.StackData(torch, ROWS, WIDTHS, skips=skips)
+    form = dict(form)
+    stack = fitting_stack(ROWS, form.pop("widths", WIDTHS), **form)
+    data = dataflow_mlp.StackData(torch, stack)
     bulk = dataflow_mlp.run_bulk_sync(stack, data, warmup=1, reps=3)
-    assert bulk["rel_error"] < 2e-2 and len(bulk["layer_ms"]) == stack.layers
+    assert bulk["rel_error"] < 2e-2 and len(bulk["layer_ms"]) == stack.stage_count
     ctas = dataflow_mlp.allotted_ctas(stack, bulk["layer_ms"])
-    assert len(ctas) == stack.layers and sum(ctas) <= stack.sms
+    assert len(ctas) == stack.stage_count and sum(ctas) <= stack.sms
     record = dataflow_mlp.run_pipeline(dataclasses.replace(stack, ctas=ctas), data, warmup=1,
                                        reps=3, repeats=20, graph_replays=20)
     assert [c["after"] for c in record["checks"]] == ["first run", "24 more runs",

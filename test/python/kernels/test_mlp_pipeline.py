@@ -34,7 +34,7 @@ def test_stack_refuses_shapes_one_tile_cannot_cover():
         MlpStack(200, (64, 256, 256))
     with pytest.raises(ValueError, match="at least two layers"):
         MlpStack(256, (64, 256))
-    with pytest.raises(ValueError, match="3 layers, 2 CTA counts"):
+    with pytest.raises(ValueError, match="3 stages, 2 CTA counts"):
         MlpStack(256, (64, 256, 256, 256), ctas=(4, 4))
     with pytest.raises(ValueError, match="layers 1 to 2"):
         MlpStack(256, (64, 256, 256, 256), skips=(0,))
@@ -141,6 +141,43 @@ def test_workers_can_draw_the_next_ticket_ahead():
     result = simulate_pipeline(queues, stages, sms=8, scheduler="adversarial", launches=3,
                                persistent=True)
     assert result.ok and sorted(result.delivered["layer2"]) == list(range(3 * stack.tiles))
+
+
+def test_a_layer_norm_is_a_simt_stage_of_its_own():
+    """MeshGraphNets' edge MLP: Linear+ReLU, Linear+ReLU, Linear (no ReLU), then the layer
+    norm as a SIMT stage reading a fourth queue; its CTA is one worker (whole-block queue
+    ops), a warp per row of the entry."""
+    from xdsl.dialects import math, memref
+
+    stack = fitting_stack(1024, (384, 128, 128, 128), activate_final=False, layer_norm=True)
+    assert stack.stage_count == 4
+    assert [stack.layer_config(n).epilogue for n in range(3)] == ["bias_relu"] * 2 + ["bias"]
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    norm = pipeline.stages[-1]
+    assert norm.sym_name.data == "layer_norm" and norm.resource.data == dataflow.Resource.SIMT
+    assert [r.root_reference.data for r in norm.inputs] == ["h3"] and not list(norm.outputs)
+    assert [r.root_reference.data for r in pipeline.stages[2].outputs] == ["h3"]
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    assert [a.name_hint for a in kernels["layer_norm"].body.block.args] == \
+        ["q_in", "gamma", "beta", "Y"]
+    assert "Y" not in [a.name_hint for a in kernels["layer2"].body.block.args]
+    acquire, = _ops(kernels["layer_norm"], dataflow.AcquireFullOp)
+    release, = _ops(kernels["layer_norm"], dataflow.ReleaseEmptyOp)
+    assert acquire.threads is None and release.threads is None
+    assert len(_ops(kernels["layer_norm"], math.RsqrtOp)) == 1
+    # each lane: 4 columns of the entry's row, stored into Y's row of the ticket
+    assert len(_ops(kernels["layer_norm"], memref.StoreOp)) == 4
+    args = stage_arguments(stack, "x", ["w0", "w1", "w2"], ["b0", "b1", "b2"], "y",
+                           ("g", "b"))
+    assert args["layer2"] == ["w2", "b2"] and args["layer_norm"] == ["g", "b", "y"]
+    with pytest.raises(ValueError, match="norm=\\(gamma, beta\\)"):
+        stage_arguments(stack, "x", ["w0", "w1", "w2"], ["b0", "b1", "b2"], "y")
+    assert default_ctas(stack) == (33, 33, 33, 33)
+    compiled = tilesync.compile(module, target="sm_90a")
+    assert set(compiled.kernels) >= {"layer_norm", "mlp_persistent"}
 
 
 def test_default_ctas_fill_the_sms_evenly_the_widest_layers_taking_the_rest():
