@@ -38,9 +38,10 @@ NERF_SKIPS = (5,)
 WORKLOADS: dict[str, dict[str, Any]] = {
     "nerf": {"widths": NERF_TRUNK, "skips": NERF_SKIPS},
     # MeshGraphNets' edge MLP: the edge's and its two nodes' 128-wide latents in, Linear+ReLU,
-    # Linear+ReLU, Linear, LayerNorm
+    # Linear+ReLU, Linear, LayerNorm; four queue workers a CTA, as 64 x 128 tiles allow (on an
+    # H100 at 2^18 rows: 0.253 ms, against 0.321 with two)
     "meshgraphnets": {"widths": (384, 128, 128, 128), "activate_final": False,
-                      "layer_norm": True},
+                      "layer_norm": True, "groups": 4},
 }
 """The MLP stacks the bench runs: MlpStack's arguments beside the rows."""
 ROWS = (1 << 16, 1 << 18)

@@ -2,7 +2,7 @@
 
     layer_norm_module(cfg: LayerNormConfig) -> builtin.module
     affine = load_affine(b, gamma, beta, cols, lane)
-    emit_layer_norm_row(b, src, src_row, dst, dst_row, affine, lane, eps)
+    emit_layer_norm_rows(b, src, src_rows, dst, dst_rows, affine, lane, eps)
 
 Y[r, :] = (X[r, :] - mean) · rsqrt(var + eps) · gamma + beta with fp32 math and the biased
 variance (torch's layer_norm): lane l of the row's warp loads columns l, l + 32, ... (each load
@@ -14,6 +14,8 @@ and beta once, before its rows.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from xdsl.dialects import arith, gpu, math, memref, scf
 from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, f32
@@ -38,32 +40,38 @@ def load_affine(b: BlockBuilder, gamma: SSAValue, beta: SSAValue, cols: int,
     return [_load(b, gamma, [c]) for c in columns], [_load(b, beta, [c]) for c in columns]
 
 
-def emit_layer_norm_row(b: BlockBuilder, src: SSAValue, src_row: SSAValue, dst: SSAValue,
-                        dst_row: SSAValue, affine: Affine, lane: SSAValue, eps: float) -> None:
-    """Row `src_row` of `src` normalized into row `dst_row` of `dst`, by the warp of `lane`."""
+def emit_layer_norm_rows(b: BlockBuilder, src: SSAValue, src_rows: Sequence[SSAValue],
+                         dst: SSAValue, dst_rows: Sequence[SSAValue], affine: Affine,
+                         lane: SSAValue, eps: float) -> None:
+    """Rows `src_rows` of `src` normalized into rows `dst_rows` of `dst` by the warp of
+    `lane`, every row's loads issued before the first row's sums (a warp with several rows
+    waits for their memory once, not once a row)."""
     f16 = Float16Type()
     gammas, betas = affine
     columns = [b.addi(lane, 32 * i) for i in range(len(gammas))]
-
-    def load(memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
-        return _load(b, memory, indices)
-
-    def row_sum(values: list[SSAValue]) -> SSAValue:
-        total = values[0]
-        for v in values[1:]:
-            total = b.emit(arith.AddfOp(total, v))
-        return warp_allreduce(b, total, arith.AddfOp)
-
-    xs = [load(src, [src_row, c]) for c in columns]
     inv_cols = b.f32(1.0 / (32 * len(gammas)))
-    mean = b.emit(arith.MulfOp(row_sum(xs), inv_cols))
-    centered = [b.emit(arith.SubfOp(x, mean)) for x in xs]
-    var = b.emit(arith.MulfOp(row_sum([b.emit(arith.MulfOp(d, d)) for d in centered]), inv_cols))
-    rstd = b.emit(math.RsqrtOp(b.emit(arith.AddfOp(var, b.f32(eps)))))
-    for d, c, g, shift in zip(centered, columns, gammas, betas, strict=True):
-        scaled = b.emit(arith.MulfOp(b.emit(arith.MulfOp(d, rstd)), g))
-        y = b.emit(arith.AddfOp(scaled, shift))
-        b.insert(memref.StoreOp.get(b.emit(arith.TruncFOp(y, f16)), dst, [dst_row, c]))
+    eps_value = b.f32(eps)
+
+    def row_sums(rows: list[list[SSAValue]]) -> list[SSAValue]:
+        totals = []
+        for values in rows:
+            total = values[0]
+            for v in values[1:]:
+                total = b.emit(arith.AddfOp(total, v))
+            totals.append(total)
+        return [b.emit(arith.MulfOp(warp_allreduce(b, t, arith.AddfOp), inv_cols))
+                for t in totals]
+
+    xs = [[_load(b, src, [row, c]) for c in columns] for row in src_rows]
+    means = row_sums(xs)
+    centered = [[b.emit(arith.SubfOp(x, mean)) for x in row] for row, mean in zip(xs, means)]
+    variances = row_sums([[b.emit(arith.MulfOp(d, d)) for d in row] for row in centered])
+    for row, var, dst_row in zip(centered, variances, dst_rows, strict=True):
+        rstd = b.emit(math.RsqrtOp(b.emit(arith.AddfOp(var, eps_value))))
+        for d, c, g, shift in zip(row, columns, gammas, betas, strict=True):
+            scaled = b.emit(arith.MulfOp(b.emit(arith.MulfOp(d, rstd)), g))
+            y = b.emit(arith.AddfOp(scaled, shift))
+            b.insert(memref.StoreOp.get(b.emit(arith.TruncFOp(y, f16)), dst, [dst_row, c]))
 
 
 def layer_norm_module(cfg: LayerNormConfig) -> ModuleOp:
@@ -82,8 +90,8 @@ def layer_norm_module(cfg: LayerNormConfig) -> ModuleOp:
     body = Block()
     rb = BlockBuilder(body)
     lane = rb.remui(tid, 32)
-    emit_layer_norm_row(rb, X, row, Y, row, load_affine(rb, gamma, beta, cfg.cols, lane), lane,
-                        cfg.eps)
+    emit_layer_norm_rows(rb, X, [row], Y, [row], load_affine(rb, gamma, beta, cfg.cols, lane),
+                         lane, cfg.eps)
     rb.insert(scf.YieldOp())
     b.insert(scf.IfOp(b.ult(row, cfg.rows), [], Region(body)))  # warp-uniform
     b.insert(gpu.ReturnOp([]))
@@ -92,4 +100,4 @@ def layer_norm_module(cfg: LayerNormConfig) -> ModuleOp:
     return ModuleOp([module])
 
 
-__all__ = ["Affine", "emit_layer_norm_row", "layer_norm_module", "load_affine"]
+__all__ = ["Affine", "emit_layer_norm_rows", "layer_norm_module", "load_affine"]

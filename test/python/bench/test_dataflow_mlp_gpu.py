@@ -5,7 +5,7 @@ rows with two queue workers (warpgroups) per CTA; 32 tiles of 128 rows with the 
 worker; two workers drawing each next ticket ahead (dataflow.draw_full / draw_empty); two
 workers with NeRF's skip into layer 2 (cat([X, h]): X's rows read beside the entry); and
 MeshGraphNets' edge MLP (384 -> 128 x 3, the last Linear without ReLU, then a layer-norm stage:
-a SIMT stage reading one more queue). The pipeline's output is poisoned with NaN before each
+a SIMT stage reading one more queue; four workers a CTA). The pipeline's output is poisoned with NaN before each
 checked run and compared with an fp32 reference: after the first run, after 20 more runs and
 after 20 CUDA-graph replays, with no memset of the rings between them (tickets continue across
 runs, so a tile stored to the rows of another run's ticket, or a read of an entry before its
@@ -26,7 +26,7 @@ WIDTHS = (64, 256, 256, 256, 256)
 @pytest.mark.gpu
 @pytest.mark.parametrize("form", [
     {}, {"groups": 1, "tile_rows": 128}, {"draw_ahead": True}, {"skips": (2,)},
-    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True},
+    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True, "groups": 4},
 ], ids=["two-workers", "one-worker", "draw-ahead", "skip", "meshgraphnets"])
 def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, form):
     torch = pytest.importorskip("torch")

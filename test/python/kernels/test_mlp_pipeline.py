@@ -145,8 +145,8 @@ def test_workers_can_draw_the_next_ticket_ahead():
 
 def test_a_layer_norm_is_a_simt_stage_of_its_own():
     """MeshGraphNets' edge MLP: Linear+ReLU, Linear+ReLU, Linear (no ReLU), then the layer
-    norm as a SIMT stage reading a fourth queue; its CTA is one worker (whole-block queue
-    ops), a warp per row of the entry."""
+    norm as a SIMT stage reading a fourth queue; its workers are the layers' (each warpgroup
+    of a CTA), a warp normalizing a quarter of the entry's rows."""
     from xdsl.dialects import math, memref
 
     stack = fitting_stack(1024, (384, 128, 128, 128), activate_final=False, layer_norm=True)
@@ -166,10 +166,15 @@ def test_a_layer_norm_is_a_simt_stage_of_its_own():
     assert "Y" not in [a.name_hint for a in kernels["layer2"].body.block.args]
     acquire, = _ops(kernels["layer_norm"], dataflow.AcquireFullOp)
     release, = _ops(kernels["layer_norm"], dataflow.ReleaseEmptyOp)
-    assert acquire.threads is None and release.threads is None
-    assert len(_ops(kernels["layer_norm"], math.RsqrtOp)) == 1
-    # each lane: 4 columns of the entry's row, stored into Y's row of the ticket
-    assert len(_ops(kernels["layer_norm"], memref.StoreOp)) == 4
+    assert acquire.threads.value.data == release.threads.value.data == 128
+    # each warp: 16 of the entry's 64 rows at once, a lane's 4 columns of each loaded before
+    # the first sum, stored into Y's rows of the ticket
+    norm_ops = list(kernels["layer_norm"].walk())
+    loads = [i for i, op in enumerate(norm_ops) if isinstance(op, memref.LoadOp)]
+    first_sum = next(i for i, op in enumerate(norm_ops) if isinstance(op, tl.ShuffleOp))
+    assert len(loads) == 8 + 64 and loads[-1] < first_sum  # gamma and beta, then the rows
+    assert len(_ops(kernels["layer_norm"], math.RsqrtOp)) == 16
+    assert len(_ops(kernels["layer_norm"], memref.StoreOp)) == 64
     args = stage_arguments(stack, "x", ["w0", "w1", "w2"], ["b0", "b1", "b2"], "y",
                            ("g", "b"))
     assert args["layer2"] == ["w2", "b2"] and args["layer_norm"] == ["g", "b", "y"]
