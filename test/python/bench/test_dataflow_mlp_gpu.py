@@ -5,12 +5,12 @@ rows with two queue workers (warpgroups) per CTA; 32 tiles of 128 rows with the 
 worker; two workers drawing each next ticket ahead (dataflow.draw_full / draw_empty); two
 workers with NeRF's skip into layer 2 (cat([X, h]): X's rows read beside the entry); and
 MeshGraphNets' edge MLP (384 -> 128 x 3, the last Linear without ReLU, then a layer-norm stage:
-a SIMT stage reading one more queue; four workers a CTA). The pipeline's output is poisoned with NaN before each
-checked run and compared with an fp32 reference: after the first run, after 20 more runs and
-after 20 CUDA-graph replays, with no memset of the rings between them (tickets continue across
-runs, so a tile stored to the rows of another run's ticket, or a read of an entry before its
-producer released it, fails the check). The same stages bulk-synchronously and the allotment
-from their measured rates are checked too.
+a SIMT stage reading one more queue; four workers a CTA). The pipeline's output is poisoned
+with NaN before each checked run and compared with an fp32 reference: after the first run,
+after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings between them
+(tickets continue across runs, so a tile stored to the rows of another run's ticket, or a read
+of an entry before its producer released it, fails the check). The same stages
+bulk-synchronously and the allotment from their measured rates are checked too.
 """
 
 from __future__ import annotations
