@@ -22,9 +22,11 @@ metadata line and a payload). Built from `sync_primitives.SyncBuilder`:
 A kernel whose queue ops carry `threads N` runs B / N queue workers per CTA of its (B, 1, 1)
 block (`dataflow.queue_workers`, which refuses other blocks): each group of N threads runs the
 same protocol on its own (`sync_primitives.ThreadGroup`). Its leader is the thread with
-`tid.x mod N == 0`; its barrier is the named barrier `bar.sync QUEUE_GROUP_BARRIER_BASE +
-tid.x / N, N`; an acquire hands the ticket out through a shared word per group
-(`memref<B/N x i64, 3>`, indexed by `tid.x / N`).
+`tid.x mod N == 0`, and its releases' the one with `tid.x mod N == 32` (`RELEASE_LEADER`,
+where N > 32: a release's fence then stalls another warp than the next acquire's spin); its
+barrier is the named barrier `bar.sync QUEUE_GROUP_BARRIER_BASE + tid.x / N, N`; an acquire
+hands the ticket out through a shared word per group (`memref<B/N x i64, 3>`, indexed by
+`tid.x / N`).
 
 Tickets and counts are never reset, so a pipeline re-launched or replayed from a CUDA graph
 needs no memset, as long as each launch takes as many tickets from every stage as it gives.
@@ -222,11 +224,19 @@ _PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawE
 _CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawFullOp)
 
 
-def worker_group(workers: dataflow.QueueWorkers) -> ThreadGroup:
-    """The threads of one queue worker, as SyncBuilder leads and synchronizes them."""
+RELEASE_LEADER = 32
+"""The rank in a worker's group of the thread that releases: the second warp's first, so that
+its fence (waiting for the entry's writes) stalls another warp than the one whose leader draws
+and waits for the next ticket, and the two overlap."""
+
+
+def worker_group(workers: dataflow.QueueWorkers, releasing: bool = False) -> ThreadGroup:
+    """The threads of one queue worker, as SyncBuilder leads and synchronizes them; a release
+    is led by RELEASE_LEADER where the group has a second warp."""
     if workers.threads is None:
         return BLOCK
-    return ThreadGroup(workers.threads, QUEUE_GROUP_BARRIER_BASE)
+    leader = RELEASE_LEADER if releasing and workers.threads > RELEASE_LEADER else 0
+    return ThreadGroup(workers.threads, QUEUE_GROUP_BARRIER_BASE, leader)
 
 
 def _queue_workers(func: gpu.FuncOp) -> dataflow.QueueWorkers:
@@ -365,7 +375,7 @@ class LowerRelease(RewritePattern):
         queue = _bound(self.bindings, op, op.queue, producer)
         b = SyncBuilder(rewriter)
         ticket = b.value(arith.IndexCastOp(op.slot, i64))
-        group = worker_group(self.workers)
+        group = worker_group(self.workers, releasing=True)
         b.barrier(group)  # every thread has finished writing (or reading) the entry
 
         def release(s: SyncBuilder) -> None:

@@ -57,10 +57,13 @@ class ThreadGroup:
     """The threads that act together around a leader: the whole block (`threads` None), or each
     group of `threads` consecutive threads of a one-dimensional block (thread ids [kN, (k+1)N)),
     independently of the other groups: group k is led by its first thread and synchronizes on
-    named barrier `first_barrier + k`."""
+    named barrier `first_barrier + k`. `leader`: the rank in its group of the thread that
+    leads a group (another warp's than the first leads where that warp's stall should not
+    delay the first's work)."""
 
     threads: int | None = None
     first_barrier: int = 0
+    leader: int = 0
 
 
 BLOCK = ThreadGroup()
@@ -107,13 +110,13 @@ class SyncBuilder:
         return self.value(arith.DivUIOp(tid, self.const(group.threads, IndexType())))
 
     def is_leader(self, group: ThreadGroup, dims: int = 3) -> SSAValue:
-        """True in the first thread of the thread's group (`tid.x mod threads == 0`), or of the
-        block (`is_block_leader(dims)`)."""
+        """True in the leading thread of the thread's group (`tid.x mod threads == leader`),
+        or in the first of the block (`is_block_leader(dims)`)."""
         if group.threads is None:
             return self.is_block_leader(dims)
         tid = self.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
         rank = self.value(arith.RemUIOp(tid, self.const(group.threads, IndexType())))
-        return self.value(arith.CmpiOp(rank, self.const(0, IndexType()), "eq"))
+        return self.value(arith.CmpiOp(rank, self.const(group.leader, IndexType()), "eq"))
 
     def barrier(self, group: ThreadGroup) -> None:
         """Every thread of the thread's group arrives: `bar.sync first_barrier + k, threads`

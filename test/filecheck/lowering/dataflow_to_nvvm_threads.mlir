@@ -67,15 +67,16 @@ builtin.module {
 // CHECK-NEXT:    %[[ID:.*]] = arith.addi %[[G32]], %[[BASE]] : i32
 // CHECK-NEXT:    nvvm.barrier.sync %[[ID]], 128
 // CHECK-NEXT:    %{{.*}} = memref.load %[[SLOT]][%[[K]]] : memref<2xi64, 3 : i64>
-// release_full: the group's barrier, then its leader's release of the fill.
+// release_full: the group's barrier, then the release of the fill by the group's thread 32
+// (its second warp's first: its fence stalls another warp than the next acquire's leader).
 // CHECK:         %e = builtin.unrealized_conversion_cast
 // CHECK:         %[[ID:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:    nvvm.barrier.sync %[[ID]], 128
 // CHECK-NEXT:    %[[TID:.*]] = gpu.thread_id x
 // CHECK-NEXT:    %[[N:.*]] = arith.constant 128 : index
 // CHECK-NEXT:    %[[RANK:.*]] = arith.remui %[[TID]], %[[N]] : index
-// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0 : index
-// CHECK-NEXT:    %[[LEADER:.*]] = arith.cmpi eq, %[[RANK]], %[[ZERO]] : index
+// CHECK-NEXT:    %[[R:.*]] = arith.constant 32 : index
+// CHECK-NEXT:    %[[LEADER:.*]] = arith.cmpi eq, %[[RANK]], %[[R]] : index
 // CHECK-NEXT:    scf.if %[[LEADER]] {
 // CHECK:           nvvm.fence acq_rel, gpu
 // CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : i32
