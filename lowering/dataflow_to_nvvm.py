@@ -23,7 +23,8 @@ A kernel whose queue ops carry `threads N` runs B / N queue workers per CTA of i
 block (`dataflow.queue_workers`, which refuses other blocks): each group of N threads runs the
 same protocol on its own (`sync_primitives.ThreadGroup`). Its leader is the thread with
 `tid.x mod N == 0`, and its releases' the one with `tid.x mod N == 32` (`RELEASE_LEADER`,
-where N > 32: a release's fence then stalls another warp than the next acquire's spin); its
+where N > 32, and `tid.x == 32` for a one-dimensional block of more: a release's fence then
+stalls another warp than the next acquire's spin); its
 barrier is the named barrier `bar.sync QUEUE_GROUP_BARRIER_BASE + tid.x / N, N`; an acquire
 hands the ticket out through a shared word per group (`memref<B/N x i64, 3>`, indexed by
 `tid.x / N`).
@@ -39,12 +40,13 @@ stage.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, gpu, llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    DenseArrayBase,
     FunctionType,
     IndexType,
     IntegerAttr,
@@ -66,6 +68,7 @@ from xdsl.traits import SymbolTable
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
+    KNOWN_BLOCK_SIZE_ATTR,
     QUEUE_GROUP_BARRIER_BASE,
     QUEUE_LINE_BYTES,
     SPIN_SITE_QUEUE_FREE,
@@ -230,13 +233,27 @@ its fence (waiting for the entry's writes) stalls another warp than the one whos
 and waits for the next ticket, and the two overlap."""
 
 
-def worker_group(workers: dataflow.QueueWorkers, releasing: bool = False) -> ThreadGroup:
-    """The threads of one queue worker, as SyncBuilder leads and synchronizes them; a release
-    is led by RELEASE_LEADER where the group has a second warp."""
+def worker_group(workers: dataflow.QueueWorkers) -> ThreadGroup:
+    """The threads of one queue worker, as SyncBuilder leads and synchronizes them."""
     if workers.threads is None:
         return BLOCK
-    leader = RELEASE_LEADER if releasing and workers.threads > RELEASE_LEADER else 0
-    return ThreadGroup(workers.threads, QUEUE_GROUP_BARRIER_BASE, leader)
+    return ThreadGroup(workers.threads, QUEUE_GROUP_BARRIER_BASE)
+
+
+def release_group(func: gpu.FuncOp, workers: dataflow.QueueWorkers) -> ThreadGroup:
+    """A worker's threads as its releases lead them: by RELEASE_LEADER where the worker has a
+    second warp (a group of more than 32 threads, or a block known to be one-dimensional and
+    larger), else by its first thread."""
+    group = worker_group(workers)
+    if workers.threads is not None:
+        return replace(group, leader=RELEASE_LEADER) if workers.threads > RELEASE_LEADER \
+            else group
+    block = func.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+    if isinstance(block, DenseArrayBase):
+        x, *rest = block.get_values()
+        if x > RELEASE_LEADER and all(extent == 1 for extent in rest):
+            return replace(group, leader=RELEASE_LEADER)
+    return group
 
 
 def _queue_workers(func: gpu.FuncOp) -> dataflow.QueueWorkers:
@@ -366,7 +383,7 @@ class LowerRelease(RewritePattern):
     fill (producer) or this consumer stage's release (consumer) with release semantics."""
 
     bindings: dict[SSAValue, BoundQueue]
-    workers: dataflow.QueueWorkers
+    group: ThreadGroup  # `release_group`
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp):
@@ -375,7 +392,7 @@ class LowerRelease(RewritePattern):
         queue = _bound(self.bindings, op, op.queue, producer)
         b = SyncBuilder(rewriter)
         ticket = b.value(arith.IndexCastOp(op.slot, i64))
-        group = worker_group(self.workers, releasing=True)
+        group = self.group
         b.barrier(group)  # every thread has finished writing (or reading) the entry
 
         def release(s: SyncBuilder) -> None:
@@ -443,6 +460,7 @@ class ConvertDataflowToNVVMPass(ModulePass):
             apply_patterns(func.body, [LowerAcquire(bindings, workers, self.default_timeout_ns,
                                                     self.backoff_ns, self.debug, drawn),
                                        LowerDraw(bindings, workers),
-                                       LowerRelease(bindings, workers), LowerEntry(bindings)],
+                                       LowerRelease(bindings, release_group(func, workers)),
+                                       LowerEntry(bindings)],
                            recursive=True, dce=False)
             drop_queue_args(func)

@@ -111,10 +111,13 @@ class SyncBuilder:
 
     def is_leader(self, group: ThreadGroup, dims: int = 3) -> SSAValue:
         """True in the leading thread of the thread's group (`tid.x mod threads == leader`),
-        or in the first of the block (`is_block_leader(dims)`)."""
-        if group.threads is None:
+        or of the block: its first (`is_block_leader(dims)`), or `tid.x == leader` (a
+        one-dimensional block)."""
+        if group.threads is None and group.leader == 0:
             return self.is_block_leader(dims)
         tid = self.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        if group.threads is None:
+            return self.value(arith.CmpiOp(tid, self.const(group.leader, IndexType()), "eq"))
         rank = self.value(arith.RemUIOp(tid, self.const(group.threads, IndexType())))
         return self.value(arith.CmpiOp(rank, self.const(group.leader, IndexType()), "eq"))
 
