@@ -98,30 +98,31 @@ class Conv2dRunner:
         self.gemm.launch(x, w, y, bias, stream=stream)
 
 
-class SoftmaxRunner:
-    """The softmax kernel loaded on the current GPU (y = dropout(softmax(x)) over rows)."""
+class _RowKernelRunner:
+    """A kernel of one warp a row (softmax, layer norm) loaded on the current GPU."""
 
-    def __init__(self, cfg: SoftmaxConfig, ptx: str | None = None):
+    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig, ptx: str | None = None):
         self.cfg = cfg
         if ptx is None:
             ptx = compile_kernel(cfg, get_device().arch).ptx
         self.module = load_ptx(ptx, cfg.name)
         self.kernel = self.module.function(cfg.name, cfg.signature)
+
+
+class SoftmaxRunner(_RowKernelRunner):
+    """The softmax kernel (y = dropout(softmax(x)) over rows)."""
+
+    cfg: SoftmaxConfig
 
     def launch(self, x, y, seed: int | None = None, stream=None) -> None:
         args = [x, y] + ([int(seed if seed is not None else 0)] if self.cfg.dropout else [])
         launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
 
 
-class LayerNormRunner:
-    """The layer-norm kernel loaded on the current GPU (y = layer_norm(x) · gamma + beta)."""
+class LayerNormRunner(_RowKernelRunner):
+    """The layer-norm kernel (y = layer_norm(x) · gamma + beta over rows)."""
 
-    def __init__(self, cfg: LayerNormConfig, ptx: str | None = None):
-        self.cfg = cfg
-        if ptx is None:
-            ptx = compile_kernel(cfg, get_device().arch).ptx
-        self.module = load_ptx(ptx, cfg.name)
-        self.kernel = self.module.function(cfg.name, cfg.signature)
+    cfg: LayerNormConfig
 
     def launch(self, x, gamma, beta, y, stream=None) -> None:
         launch(self.kernel, self.cfg.grid, self.cfg.block, [x, gamma, beta, y], stream=stream)

@@ -580,8 +580,34 @@ def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), w
                       name, mma=mma, sync_hooks=sync_hooks)
 
 
+class _WarpPerRow:
+    """A kernel of rows of a rows x cols fp16 matrix, one warp a row, `warps` rows a block."""
+
+    rows: int
+    cols: int
+    warps: int
+
+    def _check_rows(self) -> None:
+        if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
+            raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
+                             f"{self.rows} x {self.cols}")
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target the kernel needs beyond the device's own: none."""
+        return None
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (32 * self.warps, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (-(-self.rows // self.warps), 1, 1)
+
+
 @dataclass(frozen=True, repr=False)
-class SoftmaxConfig:
+class SoftmaxConfig(_WarpPerRow):
     rows: int
     cols: int
     dropout: float | None = None
@@ -599,26 +625,11 @@ class SoftmaxConfig:
         return _repr_showing_set(self, _SOFTMAX_FIELDS)
 
     def __post_init__(self) -> None:
-        if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
-            raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
-                             f"{self.rows} x {self.cols}")
+        self._check_rows()
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be positive and finite, got {self.scale}")
         if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
             raise ValueError(f"dropout keep probability must be in (0, 1], got {self.dropout}")
-
-    @property
-    def target(self) -> str | None:
-        """The PTX target the kernel needs beyond the device's own: none."""
-        return None
-
-    @property
-    def block(self) -> tuple[int, int, int]:
-        return (32 * self.warps, 1, 1)
-
-    @property
-    def grid(self) -> tuple[int, int, int]:
-        return (-(-self.rows // self.warps), 1, 1)
 
     @property
     def tile(self) -> tuple[int, int]:
@@ -635,7 +646,7 @@ class SoftmaxConfig:
 
 
 @dataclass(frozen=True)
-class LayerNormConfig:
+class LayerNormConfig(_WarpPerRow):
     """Y = (X - mean) / sqrt(var + eps) · gamma + beta over each row of an fp16 X (biased
     variance, as torch's layer_norm): one warp per row, `warps` rows a block."""
 
@@ -646,24 +657,9 @@ class LayerNormConfig:
     name: str = "layer_norm"
 
     def __post_init__(self) -> None:
-        if self.rows <= 0 or self.cols <= 0 or self.cols % 32 or self.cols > 4096:
-            raise ValueError(f"cols must be a multiple of 32 up to 4096 and rows positive, got "
-                             f"{self.rows} x {self.cols}")
+        self._check_rows()
         if not (math.isfinite(self.eps) and self.eps > 0):
             raise ValueError(f"eps must be positive and finite, got {self.eps}")
-
-    @property
-    def target(self) -> str | None:
-        """The PTX target the kernel needs beyond the device's own: none."""
-        return None
-
-    @property
-    def block(self) -> tuple[int, int, int]:
-        return (32 * self.warps, 1, 1)
-
-    @property
-    def grid(self) -> tuple[int, int, int]:
-        return (-(-self.rows // self.warps), 1, 1)
 
     @property
     def signature(self) -> tuple[str, ...]:
