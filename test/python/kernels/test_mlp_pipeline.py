@@ -185,6 +185,27 @@ def test_a_layer_norm_is_a_simt_stage_of_its_own():
     assert set(compiled.kernels) >= {"layer_norm", "mlp_persistent"}
 
 
+def test_the_layer_norm_pipeline_never_deadlocks_in_the_simulator():
+    """MeshGraphNets' form as the queue simulator reads it from the IR: four workers a CTA in
+    every stage, the layers relaying, the layer norm only consuming; under adversarial CTA
+    orders over three persistent launches every tile reaches the layer norm once a launch."""
+    from tilesync.analysis.simulator.queues import pipeline_from_ir, simulate_pipeline
+
+    stack = fitting_stack(1024, (384, 128, 128, 128), activate_final=False, layer_norm=True,
+                          groups=4, ctas=(2, 1, 2, 1))
+    pipeline = next(op for op in mlp_pipeline_module(stack).ops
+                    if isinstance(op, dataflow.PipelineOp))
+    queues, stages = pipeline_from_ir(pipeline)
+    assert [(s.name, s.relay, s.workers) for s in stages] == [
+        ("layer0", False, 4), ("layer1", True, 4), ("layer2", True, 4),
+        ("layer_norm", False, 4)]
+    stages = [dataclasses.replace(s, tiles=stack.tiles) for s in stages]
+    result = simulate_pipeline(queues, stages, sms=6, scheduler="adversarial", launches=3,
+                               persistent=True)
+    assert result.ok
+    assert sorted(result.delivered["layer_norm"]) == list(range(3 * stack.tiles))
+
+
 def test_default_ctas_fill_the_sms_evenly_the_widest_layers_taking_the_rest():
     trunk = (64,) + (256,) * 8
     assert default_ctas(MlpStack(1 << 18, trunk)) == (16, 17, 17, 17, 17, 16, 16, 16)
