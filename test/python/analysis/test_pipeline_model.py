@@ -22,6 +22,19 @@ def test_allotment_balances_stage_rates_and_keeps_the_fewest_ctas():
     assert result.bound in ("gemm1", "gemm2")
 
 
+def test_shared_slots_put_simt_and_tensor_ctas_in_one_budget():
+    """Kitsune pairs a SIMT and a tensor CTA on an SM (two budgets of `sms`); one persistent
+    kernel's blocks share one (`shared_slots`), and two slots an SM double it."""
+    stages = [StageRate("gemm1", True, 1e6), StageRate("act", False, 4e6),
+              StageRate("gemm2", True, 1e6)]
+    shared = allot(stages, sms=132, dram_peak=3e12, l2_peak=7e12, shared_slots=True)
+    assert sum(shared.ctas.values()) <= 132
+    assert shared.ctas == {"gemm1": 58, "act": 15, "gemm2": 58}
+    assert shared.throughput < 0.5e6  # the pair's 0.5 M items/s needs 66 + 17 + 66 CTAs
+    two = allot(stages, sms=132, dram_peak=3e12, l2_peak=7e12, slots=2, shared_slots=True)
+    assert sum(two.ctas.values()) <= 264 and two.throughput > shared.throughput
+
+
 def test_on_chip_operands_speed_a_stage_up_and_dram_can_bind():
     # a stage at 50% utilization in bulk-sync runs twice as fast with operands on chip
     fast = allot([StageRate("a", True, 1e6, utilization=0.5)], sms=100, dram_peak=1e15,
