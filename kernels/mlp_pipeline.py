@@ -33,10 +33,19 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, SymbolRefAttr, i32
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tilesync.contract import MAX_QUEUE_GROUPS, QUEUE_GROUP_BARRIER_BASE
+from tilesync.contract import MAX_QUEUE_GROUPS, QUEUE_GROUP_BARRIER_BASE, TILES_ATTR
 from tilesync.dialects import dataflow
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
@@ -440,11 +449,14 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     for stage in range(stack.stage_count):
         norm = stack.layer_norm and stage == last
         name = NORM_STAGE if norm else f"layer{stage}"
-        ops.append(dataflow.StageOp(
+        op = dataflow.StageOp(
             name, SymbolRefAttr(MODULE, [name]),
             dataflow.Resource.SIMT if norm else dataflow.Resource.TENSOR, ctas[stage],
             inputs=[] if stage == 0 else [f"h{stage}"],
-            outputs=[] if stage == last else [f"h{stage + 1}"]))
+            outputs=[] if stage == last else [f"h{stage + 1}"])
+        # every stage takes each of the T tickets once a launch (dataflow-verify balances them)
+        op.attributes[TILES_ATTR] = IntegerAttr(stack.tiles, i64)
+        ops.append(op)
     return ModuleOp([gmod, dataflow.PipelineOp(PIPELINE, ops)])
 
 

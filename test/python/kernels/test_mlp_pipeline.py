@@ -206,6 +206,38 @@ def test_the_layer_norm_pipeline_never_deadlocks_in_the_simulator():
     assert sorted(result.delivered["layer_norm"]) == list(range(3 * stack.tiles))
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"widths": (64, 256, 256, 256), "skips": (2,)},
+    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True, "groups": 4,
+     "ctas": (50, 27, 28, 27)},
+], ids=["skip", "meshgraphnets"])
+def test_dataflow_verify_proves_the_pipelines_co_resident_and_balanced(kwargs):
+    """dataflow-verify on the compiled pipeline (registers and shared memory from nvJitLink):
+    every stage declares its T tickets a launch, the 132 CTAs (one an SM: the rings take most
+    of its shared memory) fit at once; ten more CTAs a stage do not, and it says which."""
+    from xdsl.context import Context
+
+    from tilesync.api import annotate_resources
+    from tilesync.dialects.locations import OpDiagnostic
+    from tilesync.transforms.dataflow.verify import VerifyPipelinePass
+
+    kwargs = dict(kwargs)
+    stack = fitting_stack(1 << 18, kwargs.pop("widths"), **kwargs)
+    module = mlp_pipeline_module(stack)
+    annotate_resources(module, "sm_90a")
+    VerifyPipelinePass(sms=132).apply(Context(), module)
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    assert {s.attributes["tiles"].value.data for s in pipeline.stages} == {stack.tiles}
+    proof = pipeline.attributes["dataflow.verified"].data
+    assert "all 132 blocks are co-resident" in proof and "1 blocks per SM" in proof
+    assert f"balanced on {stack.stage_count - 1} queue(s)" in proof
+    more = dataclasses.replace(stack, ctas=tuple(c + 10 for c in stack.stage_ctas()))
+    module = mlp_pipeline_module(more)
+    annotate_resources(module, "sm_90a")
+    with pytest.raises(OpDiagnostic, match=f"not all {sum(more.stage_ctas())} blocks"):
+        VerifyPipelinePass(sms=132).apply(Context(), module)
+
+
 def test_default_ctas_fill_the_sms_evenly_the_widest_layers_taking_the_rest():
     trunk = (64,) + (256,) * 8
     assert default_ctas(MlpStack(1 << 18, trunk)) == (16, 17, 17, 17, 17, 16, 16, 16)
