@@ -379,30 +379,20 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         if cfg.sync_hooks:
             body.insert(sync.LoadPointOp(0, [tile_x, tile_y], k_tile))
 
-        def copy_a(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
-            indices, masked = source_a(cb, cb.addi(m0, row), cb.addi(k0, col))
-            cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], A, indices, masked=masked,
-                                   swizzle=swizzle_a))
+        def copy_a_from(src: SSAValue, m_origin: SSAValue, k_origin: SSAValue):
+            def copy(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
+                indices, masked = source_a(cb, cb.addi(m_origin, row), cb.addi(k_origin, col))
+                cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], src, indices,
+                                       masked=masked, swizzle=swizzle_a))
+            return copy
 
-        if not head_tiles:
-            copy_chunks(body, bm * bk, bk, copy_a)  # A: BM rows of BK elements
+        if not head_tiles:  # A: BM rows of BK elements
+            copy_chunks(body, bm * bk, bk, copy_a_from(A, m0, k0))
         else:  # k-tiles below head_tiles from A_head, the rest from A's column k0 - a_head
-            def copy_head(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
-                cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], ops.A_head,
-                                       [cb.addi(head_m0, row), cb.addi(k0, col)],
-                                       masked=mask_a, swizzle=swizzle_a))
-
             head, rest = Block(), Block()
             hb, rb = BlockBuilder(head), BlockBuilder(rest)
-            rest_k0 = rb.subi(k0, cfg.a_head)
-
-            def copy_rest(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
-                cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], A,
-                                       [cb.addi(m0, row), cb.addi(rest_k0, col)],
-                                       masked=mask_a, swizzle=swizzle_a))
-
-            copy_chunks(hb, bm * bk, bk, copy_head)
-            copy_chunks(rb, bm * bk, bk, copy_rest)
+            copy_chunks(hb, bm * bk, bk, copy_a_from(ops.A_head, head_m0, k0))
+            copy_chunks(rb, bm * bk, bk, copy_a_from(A, m0, rb.subi(k0, cfg.a_head)))
             hb.insert(scf.YieldOp())
             rb.insert(scf.YieldOp())
             body.insert(scf.IfOp(body.ult(k_tile, head_tiles), [], Region(head), Region(rest)))

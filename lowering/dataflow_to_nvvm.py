@@ -392,15 +392,14 @@ class LowerRelease(RewritePattern):
         queue = _bound(self.bindings, op, op.queue, producer)
         b = SyncBuilder(rewriter)
         ticket = b.value(arith.IndexCastOp(op.slot, i64))
-        group = self.group
-        b.barrier(group)  # every thread has finished writing (or reading) the entry
+        b.barrier(self.group)  # every thread has finished writing (or reading) the entry
 
         def release(s: SyncBuilder) -> None:
             meta, _ = _entry_line(s, queue, ticket)
             s.release_add(meta if producer else
                           _byte_offset(s, meta, QueueLayout.EMPTY_OFFSET))
 
-        b.in_leader(release, group=group)
+        b.in_leader(release, group=self.group)
         rewriter.erase(op)
 
 
