@@ -72,6 +72,10 @@ BK = 64  # wgmma's K-major 128-byte rows
 ACCUMULATORS_PER_CTA = 128 * 256  # f32, 128 a thread of a 256-thread block
 
 
+class RingsTooLarge(ValueError):
+    """The stack's shared-memory rings exceed a block's (fewer stages may fit)."""
+
+
 @dataclass(frozen=True)
 class MlpStack:
     """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l, fp16; a layer
@@ -110,7 +114,8 @@ class MlpStack:
     layer_norm: bool = False
     """A layer norm (gamma, beta) of the last layer's rows, as a SIMT stage of its own that
     reads them from one more queue (MeshGraphNets: Linear+ReLU, Linear+ReLU, Linear,
-    LayerNorm); one worker per CTA, a warp per row."""
+    LayerNorm); its workers are the layers', each warp normalizing its share of an entry's
+    rows at once."""
     layer_norm_eps: float = 1e-5
     staged_store: bool = True
     """A tile leaves through shared memory in whole 16-byte chunks of rows (GemmConfig's
@@ -147,7 +152,7 @@ class MlpStack:
             raise ValueError(f"a skip concatenates the input to a later layer's: layers 1 to "
                              f"{self.layers - 1}, got {self.skips}")
         if self.shared_bytes > MAX_SHARED_PER_BLOCK:
-            raise ValueError(f"{self.shared_bytes} bytes of shared memory for the rings of "
+            raise RingsTooLarge(f"{self.shared_bytes} bytes of shared memory for the rings of "
                              f"{self.stages} stages: more than the {MAX_SHARED_PER_BLOCK} a "
                              f"block can have; use fewer stages")
 
@@ -240,9 +245,8 @@ def fitting_stack(rows: int, widths: tuple[int, ...], **kwargs) -> MlpStack:
     for stages in range(most, 2, -1):
         try:
             return MlpStack(rows, widths, stages=stages, **kwargs)
-        except ValueError as error:
-            if "shared memory" not in str(error):
-                raise
+        except RingsTooLarge:
+            continue
     return MlpStack(rows, widths, stages=2, **kwargs)
 
 
@@ -257,12 +261,9 @@ def default_ctas(stack: MlpStack) -> tuple[int, ...]:
     share = max(1, stack.sms // stack.stage_count)
     ctas = [share] * stack.stage_count
     widest = max(map(stack.in_width, range(stack.layers)))
-    spare = stack.sms - share * stack.stage_count
-    while spare > 0:
-        takers = [layer for layer in range(stack.layers) if stack.in_width(layer) == widest]
-        for layer in takers[:spare]:
-            ctas[layer] += 1
-        spare -= len(takers[:spare])
+    takers = [layer for layer in range(stack.layers) if stack.in_width(layer) == widest]
+    for spare in range(stack.sms - share * stack.stage_count):
+        ctas[takers[spare % len(takers)]] += 1
     return tuple(ctas)
 
 
@@ -472,4 +473,5 @@ def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None) -> dict[s
     return args
 
 
-__all__ = ["MlpStack", "default_ctas", "fitting_stack", "mlp_pipeline_module", "stage_arguments"]
+__all__ = ["MlpStack", "RingsTooLarge", "default_ctas", "fitting_stack", "mlp_pipeline_module",
+           "stage_arguments"]
