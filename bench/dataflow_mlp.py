@@ -1,9 +1,10 @@
-"""`tilesync bench dataflow-mlp`: a stack of Linear+ReLU layers as a Kitsune pipeline.
+"""`tilesync bench dataflow-mlp`: stacks of Linear layers as Kitsune pipelines.
 
-NeRF's trunk (8 layers of 256 from a 64-wide encoding, the encoding concatenated again to the
-sixth layer's input: `skips=(5,)`; the heads are not in the stack) on 2^16 and 2^18 points,
-timed in one run as (bulk first: its per-layer times are the measured rates
-dataflow-allot-ctas sizes the pipeline's stages from):
+NeRF's MLP (`WORKLOADS["nerf"]`: the trunk of 8 layers of 256 with its skip, the density as a
+dot head, the feature, colour-hidden and colour layers, the viewing directions concatenated
+into the colour-hidden layer) and MeshGraphNets' edge MLP, on 2^16 and 2^18 rows, timed in one
+run as (bulk first: its per-layer times are the measured rates dataflow-allot-ctas sizes the
+pipeline's stages from):
 
   - `pipeline`: kernels.mlp_pipeline, every layer a stage resident at once, activations
     passed in queues kept in L2 (one cooperative launch), two queue workers (warpgroups) per
@@ -14,8 +15,8 @@ dataflow-allot-ctas sizes the pipeline's stages from):
     kernel per layer, activations through device memory, each block computing what a
     pipeline CTA does at once (`bulk_form`: 2 x 64 rows as one 128-row tile, the faster form
     bulk-synchronously);
-  - `torch_eager` / `torch_graph`: F.linear + relu per layer (cuBLAS), eager and replayed
-    from a CUDA graph;
+  - `torch_eager` / `torch_graph`: the same model in torch (F.linear per layer on cuBLAS,
+    relu, cat, layer_norm), eager and replayed from a CUDA graph;
 
 against the floor (the stack's multiply-adds at the measured peak rate, or X, the weights and
 Y once at the measured copy bandwidth). Every form is checked against an fp32 reference on
@@ -35,22 +36,37 @@ from tilesync.bench.experiments import summarize
 
 NERF_TRUNK = (64,) + (256,) * 8
 NERF_SKIPS = (5,)
+NERF_HEADS = (256, 128, 16)
+"""NeRF's heads after its trunk: the feature (a plain Linear of 256), the colour's hidden layer
+(128, ReLU) of cat([viewing directions, feature]), the colour (3, padded to 16, plain); the
+density is the dot head of the trunk's output (the feature layer's input)."""
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "nerf": {"widths": NERF_TRUNK, "skips": NERF_SKIPS},
+    # NeRF's MLP (Mildenhall et al.): the 63-wide position encoding (padded to 64) through 8
+    # layers of 256, cat([x, h]) into the sixth; density = Linear(256, 1) of the trunk's
+    # output; feature = Linear(256, 256); colour = Linear(128, 3) of ReLU(Linear(283, 128)) of
+    # cat([the 27-wide direction encoding (padded to 64), feature]); out: cat([colour, density])
+    "nerf": {"widths": NERF_TRUNK + NERF_HEADS, "skips": NERF_SKIPS,
+             "side_inputs": ((len(NERF_TRUNK), 64),), "plain_layers": (8, 10),
+             "dot_head": len(NERF_TRUNK) - 1},
+    "nerf_trunk": {"widths": NERF_TRUNK, "skips": NERF_SKIPS},
     # MeshGraphNets' edge MLP: the edge's and its two nodes' 128-wide latents in, Linear+ReLU,
     # Linear+ReLU, Linear, LayerNorm; four queue workers a CTA, as 64 x 128 tiles allow (on an
     # H100 at 2^18 rows: 0.253 ms, against 0.321 with two)
-    "meshgraphnets": {"widths": (384, 128, 128, 128), "activate_final": False,
+    "meshgraphnets": {"widths": (384, 128, 128, 128), "plain_layers": (2,),
                       "layer_norm": True, "groups": 4},
 }
 """The MLP stacks the bench runs: MlpStack's arguments beside the rows."""
+BENCHED = ("nerf", "meshgraphnets")
+"""The workloads `tilesync bench dataflow-mlp` runs (the trunk alone was NeRF's until the heads
+were built)."""
 ROWS = (1 << 16, 1 << 18)
 FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph")
 
 
 class StackData(mlp_bench.CheckedOutputs):
-    """A stack's input, weights (N x K, as nn.Linear keeps them), biases, the layer norm's
-    gamma and beta, the output and its fp32 reference."""
+    """A stack's input, side inputs, weights (N x K, as nn.Linear keeps them), biases, the
+    layer norm's gamma and beta, the dot head's (w, b, S), the output and its fp32 reference
+    (with a dot head, of cat([Y, S]): NeRF's cat([colour, density]))."""
 
     def __init__(self, torch, stack, seed: int = 0):
         self.torch = torch
@@ -63,12 +79,18 @@ class StackData(mlp_bench.CheckedOutputs):
             return (torch.randn(*shape, device="cuda", generator=gen) * scale + shift).to(half)
 
         self.x = randn(rows, stack.widths[0])
+        self.sides = [randn(rows, w) for _, w in stack.side_inputs]
         # He-scaled weights keep the activations' size from layer to layer under ReLU
-        self.weights = [randn(width, k, scale=(2 / k) ** 0.5)
-                        for k in map(stack.in_width, range(stack.layers))]
-        self.biases = [randn(width, scale=0.1) for _ in range(stack.layers)]
+        ins = [stack.in_width(layer) for layer in range(stack.layers)]
+        self.weights = [randn(n, k, scale=(2 / k) ** 0.5) for n, k in zip(stack.widths[1:], ins)]
+        self.biases = [randn(n, scale=0.1) for n in stack.widths[1:]]
         self.norm = (randn(width, scale=0.1, shift=1.0), randn(width, scale=0.1)) \
             if stack.layer_norm else None
+        self.dot = None
+        if stack.dot_head is not None:
+            k = ins[stack.dot_head]
+            self.dot = (randn(k, scale=(1 / k) ** 0.5), randn(1, scale=0.1),
+                        torch.empty(rows, device="cuda", dtype=half))
         self.y = torch.empty(rows, width, device="cuda", dtype=half)
         self.h = self.y  # no middle tensor: the activations stay in the queues
         self.ref = self._forward(lambda t: t.float(),
@@ -79,16 +101,36 @@ class StackData(mlp_bench.CheckedOutputs):
         """The stack in torch, its tensors through `cast` (fp32 for the reference)."""
         torch, stack = self.torch, self.stack
         h = x = cast(self.x)
+        sides = {layer: cast(v) for (layer, _), v in zip(stack.side_inputs, self.sides)}
+        density = None
         for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if layer == stack.dot_head:
+                density = linear(h, self.dot[0][None, :], self.dot[1])
             if layer in stack.skips:
                 h = torch.cat([x, h], -1)
+            elif layer in sides:
+                h = torch.cat([sides[layer], h], -1)
             h = linear(h, w, b)
-            if stack.activate_final or layer < stack.layers - 1:
+            if layer not in stack.plain_layers:
                 h = torch.relu(h)
         if self.norm is not None:
             h = torch.nn.functional.layer_norm(h, (stack.width,), *map(cast, self.norm),
                                                eps=stack.layer_norm_eps)
-        return h
+        return h if density is None else torch.cat([h, density], -1)
+
+    def output(self):
+        """What the check reads: Y, or cat([Y, S]) with a dot head."""
+        if self.dot is None:
+            return self.y
+        return self.torch.cat([self.y, self.dot[2][:, None]], -1)
+
+    def poison(self) -> None:
+        if self.dot is not None:
+            self.dot[2].fill_(float("nan"))
+        super().poison()
+
+    def error(self, y=None) -> float:
+        return super().error(self.output() if y is None else y)
 
     def torch_stack(self):
         return self._forward(lambda t: t, self.torch.nn.functional.linear)
@@ -113,7 +155,8 @@ def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
                                 target=kernel_target(stack.layer_config(0), get_device().arch))
     compile_s = time.perf_counter() - began
     program = DataflowProgram(compiled)
-    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y, data.norm)
+    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y, data.norm,
+                           data.sides, data.dot)
     checks = []
 
     def checked(label: str, launch) -> None:
@@ -167,30 +210,40 @@ def bulk_form(stack):
 
 
 def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
-    """The same layers (`bulk_form`), one kernel per layer (and the layer norm's) over all
-    rows, activations in memory; `layer_ms`: each stage's median time."""
-    from tilesync.harness.runner import GemmRunner, LayerNormRunner
+    """The same layers (`bulk_form`), one kernel per layer (and the layer norm's, and the dot
+    head's before its layer's) over all rows, activations in memory; `layer_ms`: each
+    stage's median time (the dot head's in its layer's)."""
+    from tilesync.harness.runner import GemmRunner, LayerNormRunner, RowDotRunner
     from tilesync.harness.timing import hold_stream
+    from tilesync.kernels.config import RowDotConfig
     from tilesync.runtime.stream import Event, Stream, elapsed_ms
 
     torch = data.torch
     stack = bulk_form(stack)
     runners = [GemmRunner(stack.layer_config(layer, stack.rows))
                for layer in range(stack.layers)]
-    hidden = [torch.empty(stack.rows, stack.width, device="cuda", dtype=torch.float16)
-              for _ in range(2)]
+    hidden = [torch.empty(stack.rows, max(stack.widths[1:]), device="cuda",
+                          dtype=torch.float16) for _ in range(2)]
     stream = Stream()
 
     norm = LayerNormRunner(stack.norm_config(stack.rows)) if stack.layer_norm else None
+    dot = None
+    if stack.dot_head is not None:
+        dot = RowDotRunner(RowDotConfig(stack.rows, stack.in_width(stack.dot_head)))
+    heads = {layer: data.x for layer in stack.skips}
+    heads.update({layer: v for (layer, _), v in zip(stack.side_inputs, data.sides)})
 
     def run() -> list:
         """One run; an event after each stage."""
         source, marks = data.x, []
         for layer, runner in enumerate(runners):
             last = layer == stack.layers - 1 and norm is None
-            target = data.y if last else hidden[layer % 2]
+            width = stack.widths[layer + 1]
+            target = data.y if last else hidden[layer % 2][:, :width]
+            if layer == stack.dot_head:
+                dot.launch(source, *data.dot, stream=stream)
             runner.launch(source, data.weights[layer], target, data.biases[layer],
-                          stream=stream, a_head=data.x if layer in stack.skips else None)
+                          stream=stream, a_head=heads.get(layer))
             marks.append(Event().record(stream))
             source = target
         if norm is not None:
@@ -246,16 +299,21 @@ def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
 
 
 def stack_floor_ms(stack, rates: dict[str, float]) -> float:
+    """The stack's multiply-adds at the measured peak rate, or its inputs, weights and
+    outputs once at the copy bandwidth."""
     from tilesync.bench.report import floor_ms
 
-    ins = [stack.in_width(layer) for layer in range(stack.layers)]
-    flops = 2 * stack.rows * stack.width * sum(ins)
-    elements = stack.rows * (stack.widths[0] + stack.width) + sum(
-        k * stack.width + stack.width for k in ins)
+    shapes = [(stack.in_width(layer), stack.widths[layer + 1]) for layer in range(stack.layers)]
+    if stack.dot_head is not None:
+        shapes.append((stack.in_width(stack.dot_head), 1))
+    flops = 2 * stack.rows * sum(k * n for k, n in shapes)
+    outputs = stack.width + (stack.dot_head is not None)
+    inputs = stack.widths[0] + sum(w for _, w in stack.side_inputs)
+    elements = stack.rows * (inputs + outputs) + sum(k * n + n for k, n in shapes)
     return floor_ms(flops, 2 * elements, rates)
 
 
-def mlp_stack_benchmarks(rows=ROWS, workloads=tuple(WORKLOADS), warmup: int = 5,
+def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
                          reps: int = 30, repeats: int = 100, graph_replays: int = 100
                          ) -> dict[str, Any]:
 
@@ -280,8 +338,10 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=tuple(WORKLOADS), warmup: int = 5,
         forms["pipeline"] = {**forms[best], "allotment": best}
         forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
         results.append({"workload": workload, "rows": count, "widths": list(stack.widths),
-                        "skips": list(stack.skips), "layer_norm": stack.layer_norm,
-                        "activate_final": stack.activate_final, "stages": stack.stages,
+                        "skips": list(stack.skips),
+                        "side_inputs": [list(s) for s in stack.side_inputs],
+                        "plain_layers": list(stack.plain_layers), "dot_head": stack.dot_head,
+                        "layer_norm": stack.layer_norm, "stages": stack.stages,
                         "floor_ms": stack_floor_ms(stack, rates), "forms": forms})
         del data
         torch.cuda.empty_cache()
@@ -300,6 +360,10 @@ def stack_table(result: dict[str, Any]) -> str:
             shown = workload
             lines += [f"{workload}: widths {row['widths']}" +
                       (f", skips {row['skips']}" if row.get("skips") else "") +
+                      (f", side inputs {row['side_inputs']}" if row.get("side_inputs")
+                       else "") +
+                      (f", dot head at layer {row['dot_head']}"
+                       if row.get("dot_head") is not None else "") +
                       (", layer norm" if row.get("layer_norm") else ""),
                       f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
                       "   pipe/bulk  pipe/graph  pipe/floor"]
@@ -375,8 +439,8 @@ def dram_bytes(rows: int, ncu: str = "ncu", run=None, workload: str = "nerf"
 
     command = [ncu, "--target-processes", "all", "--csv", "--print-units", "base",
                "--metrics", DRAM_METRIC,
-               "-k", "regex:^(mlp_persistent|layer[0-9]+|layer_norm)$", sys.executable, "-m",
-               "tilesync.bench.dataflow_mlp", "--one-run", str(rows), "--workload", workload]
+               "-k", "regex:^(mlp_persistent|layer[0-9]+|layer_norm|row_dot)$",
+               sys.executable, "-m", "tilesync.bench.dataflow_mlp", "--one-run", str(rows), "--workload", workload]
     done = (run or subprocess.run)(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"ncu failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -388,7 +452,8 @@ def dram_bytes(rows: int, ncu: str = "ncu", run=None, workload: str = "nerf"
                 if row["Metric Name"] == DRAM_METRIC]
     pipeline = [b for name, b in launches if name == "mlp_persistent"]
     bulk = [b for name, b in launches if name != "mlp_persistent"]
-    layers = workload_stack(workload, rows).stage_count
+    stack = workload_stack(workload, rows)
+    layers = stack.stage_count + (stack.dot_head is not None)  # the bulk form's kernels
     if not pipeline or len(bulk) < layers:
         raise RuntimeError(f"expected the pipeline and {layers} stages, profiled {launches}")
     # the checked runs come first: the pipeline's first launch, the bulk form's first run

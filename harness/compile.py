@@ -20,14 +20,21 @@ from xdsl.dialects.builtin import ModuleOp
 import tilesync
 from tilesync.contract import CompiledProgram
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, compile_many
-from tilesync.kernels.config import ConvConfig, GemmConfig, LayerNormConfig, SoftmaxConfig
+from tilesync.kernels.config import (
+    ConvConfig,
+    GemmConfig,
+    LayerNormConfig,
+    RowDotConfig,
+    SoftmaxConfig,
+)
 from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import gemm_module
 from tilesync.kernels.layer_norm import layer_norm_module
+from tilesync.kernels.row_dot import row_dot_module
 from tilesync.kernels.softmax import softmax_module
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 
-KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig
+KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig | RowDotConfig
 
 
 def kernel_module(cfg: KernelConfig) -> ModuleOp:
@@ -40,6 +47,8 @@ def kernel_module(cfg: KernelConfig) -> ModuleOp:
         return softmax_module(cfg)
     if isinstance(cfg, LayerNormConfig):
         return layer_norm_module(cfg)
+    if isinstance(cfg, RowDotConfig):
+        return row_dot_module(cfg)
     raise TypeError(f"no generator for {type(cfg).__name__}")
 
 

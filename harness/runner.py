@@ -16,6 +16,7 @@ from tilesync.kernels.config import (
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
+    RowDotConfig,
     SoftmaxConfig,
     tensor_map_swizzle,
 )
@@ -99,9 +100,9 @@ class Conv2dRunner:
 
 
 class _RowKernelRunner:
-    """A kernel of one warp a row (softmax, layer norm) loaded on the current GPU."""
+    """A kernel of one warp a row (softmax, layer norm, row dot) loaded on the current GPU."""
 
-    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig, ptx: str | None = None):
+    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig | RowDotConfig, ptx: str | None = None):
         self.cfg = cfg
         if ptx is None:
             ptx = compile_kernel(cfg, get_device().arch).ptx
@@ -126,6 +127,15 @@ class LayerNormRunner(_RowKernelRunner):
 
     def launch(self, x, gamma, beta, y, stream=None) -> None:
         launch(self.kernel, self.cfg.grid, self.cfg.block, [x, gamma, beta, y], stream=stream)
+
+
+class RowDotRunner(_RowKernelRunner):
+    """The row-dot kernel (y[r] = x[r, :] · w + bias)."""
+
+    cfg: RowDotConfig
+
+    def launch(self, x, w, bias, y, stream=None) -> None:
+        launch(self.kernel, self.cfg.grid, self.cfg.block, [x, w, bias, y], stream=stream)
 
 
 def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = None
@@ -160,5 +170,5 @@ def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) 
             "registers": runner.kernel.num_regs, "timing": timing}
 
 
-__all__ = ["Conv2dRunner", "GemmRunner", "LayerNormRunner", "SoftmaxRunner", "gemm_tensor_maps",
-           "time_gemm"]
+__all__ = ["Conv2dRunner", "GemmRunner", "LayerNormRunner", "RowDotRunner", "SoftmaxRunner",
+           "gemm_tensor_maps", "time_gemm"]

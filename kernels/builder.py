@@ -13,7 +13,7 @@ Index constants are made once per block (the first use places them), `addi(x, 0)
 from __future__ import annotations
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -75,6 +75,10 @@ class BlockBuilder(Builder):
 
     def ult(self, lhs: SSAValue, rhs: Index) -> SSAValue:
         return self.emit(arith.CmpiOp(lhs, self._index(rhs), "ult"))
+
+    def load_f32(self, memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
+        """An element of `memory` (fp16), extended to f32 for the arithmetic."""
+        return self.emit(arith.ExtFOp(self.emit(memref.LoadOp.get(memory, indices)), f32))
 
 
 def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -> SSAValue:

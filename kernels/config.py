@@ -666,6 +666,24 @@ class LayerNormConfig(_WarpPerRow):
         return ("ptr",) * 4  # X, gamma, beta, Y
 
 
+@dataclass(frozen=True)
+class RowDotConfig(_WarpPerRow):
+    """Y[r] = X[r, :] · w + bias over each row of an fp16 X: a Linear to one output (NeRF's
+    density head), one warp per row, `warps` rows a block."""
+
+    rows: int
+    cols: int
+    warps: int = 8
+    name: str = "row_dot"
+
+    def __post_init__(self) -> None:
+        self._check_rows()
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return ("ptr",) * 4  # X, w, bias, Y
+
+
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
                    name: str = "softmax", sync_hooks: bool = False,
                    scale: float = 1.0) -> SoftmaxConfig:
@@ -684,6 +702,7 @@ __all__ = [
     "ConvConfig",
     "GemmConfig",
     "LayerNormConfig",
+    "RowDotConfig",
     "SoftmaxConfig",
     "conv2d_config",
     "dropout_threshold",

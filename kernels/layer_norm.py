@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, gpu, math, memref, scf
-from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from tilesync.kernels.builder import BlockBuilder, warp_allreduce
@@ -28,16 +28,12 @@ Affine = tuple[list[SSAValue], list[SSAValue]]
 """A lane's gamma and beta (f32), at its columns lane, lane + 32, ..."""
 
 
-def _load(b: BlockBuilder, memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
-    return b.emit(arith.ExtFOp(b.emit(memref.LoadOp.get(memory, indices)), f32))
-
-
 def load_affine(b: BlockBuilder, gamma: SSAValue, beta: SSAValue, cols: int,
                 lane: SSAValue) -> Affine:
     if cols % 32:
         raise ValueError(f"a warp normalizes rows of a multiple of 32 columns, got {cols}")
     columns = [b.addi(lane, 32 * i) for i in range(cols // 32)]
-    return [_load(b, gamma, [c]) for c in columns], [_load(b, beta, [c]) for c in columns]
+    return [b.load_f32(gamma, [c]) for c in columns], [b.load_f32(beta, [c]) for c in columns]
 
 
 def emit_layer_norm_rows(b: BlockBuilder, src: SSAValue, src_rows: Sequence[SSAValue],
@@ -62,7 +58,7 @@ def emit_layer_norm_rows(b: BlockBuilder, src: SSAValue, src_rows: Sequence[SSAV
         return [b.emit(arith.MulfOp(warp_allreduce(b, t, arith.AddfOp), inv_cols))
                 for t in totals]
 
-    xs = [[_load(b, src, [row, c]) for c in columns] for row in src_rows]
+    xs = [[b.load_f32(src, [row, c]) for c in columns] for row in src_rows]
     means = row_sums(xs)
     centered = [[b.emit(arith.SubfOp(x, mean)) for x in row] for row, mean in zip(xs, means)]
     variances = row_sums([[b.emit(arith.MulfOp(d, d)) for d in row] for row in centered])

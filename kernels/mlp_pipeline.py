@@ -65,6 +65,7 @@ from tilesync.kernels.gemm import (
     stage_buffers,
 )
 from tilesync.kernels.layer_norm import emit_layer_norm_rows, load_affine
+from tilesync.kernels.row_dot import emit_row_dots, load_row_weights
 
 MODULE = "mlp_stack"
 PIPELINE = "mlp"
@@ -78,9 +79,11 @@ class RingsTooLarge(ValueError):
 
 @dataclass(frozen=True)
 class MlpStack:
-    """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l, fp16; a layer
-    in `skips` takes cat([X, h]) (the input beside the previous layer's output: NeRF's skip,
-    `skips=(5,)`), of widths[0] + widths[l] columns.
+    """`rows` x widths[0] in, Linear(widths[l], widths[l+1]) + ReLU for each l (no ReLU for
+    the layers in `plain_layers`), fp16; a layer in `skips` takes cat([X, h]) (the input
+    beside the previous layer's output: NeRF's skip, `skips=(5,)`), of widths[0] + widths[l]
+    columns, and a layer of `side_inputs` cat([V_i, h]) with an input V_i of its own (NeRF's
+    viewing directions into its colour head).
 
     `ctas`: CTAs of each layer's stage (None: `default_ctas`); `entries_per_cta`: entries
     of each queue between layers, per worker of the larger stage it joins; `stages`: k-tiles
@@ -109,8 +112,16 @@ class MlpStack:
     drawn as soon as the current ticket is held it was slower (0.76-0.77 against 0.72-0.73):
     a ticket drawn ahead waits for a busy worker where an idle one would have taken it."""
     skips: tuple[int, ...] = ()
-    activate_final: bool = True
-    """The last layer's ReLU (MeshGraphNets' MLPs end in a plain Linear)."""
+    side_inputs: tuple[tuple[int, int], ...] = ()
+    """(layer, width) of each further input V_0, V_1, ... (rows x width): the layer multiplies
+    cat([V_i, h]) (NeRF: its 27-wide viewing directions, padded to 64, beside the feature)."""
+    plain_layers: tuple[int, ...] = ()
+    """Layers without the ReLU (MeshGraphNets' MLPs end in a plain Linear; NeRF's feature and
+    colour layers)."""
+    dot_head: int | None = None
+    """A layer whose input rows also go through a Linear to one output, S = h · w + b, into S
+    (rows): NeRF's density from the trunk's output. Its stage takes the dots on SIMT lanes, a
+    warp a row, from the queue entry it has just multiplied, before giving the entry back."""
     layer_norm: bool = False
     """A layer norm (gamma, beta) of the last layer's rows, as a SIMT stage of its own that
     reads them from one more queue (MeshGraphNets: Linear+ReLU, Linear+ReLU, Linear,
@@ -121,23 +132,34 @@ class MlpStack:
     """A tile leaves through shared memory in whole 16-byte chunks of rows (GemmConfig's
     staged_store), not as the accumulators' 4-byte stores: on an H100 the NeRF trunk's
     pipeline then took 0.94 instead of 1.61 ms at 2^18 rows (the stores' L1 wavefronts, eight
-    lines a warp store, had bound every stage)."""
+    lines a warp store, had bound every stage). Layers whose width is not whole 64-column
+    boxes (NeRF's 16-wide colour output) store their accumulators directly."""
 
     def __post_init__(self) -> None:
         if len(self.widths) < 3:
             raise ValueError("a pipeline needs at least two layers (three widths): one layer "
                              "is one bulk-synchronous kernel")
-        hidden = set(self.widths[1:])
-        if len(hidden) != 1:
-            raise ValueError(f"the layers' outputs must share one width (one tile shape "
-                             f"for every stage), got {self.widths[1:]}")
-        width = self.widths[1]
-        if width % 8 or width > 256:
+        if any(n % 8 or not 0 < n <= 256 for n in self.widths[1:]):
             raise ValueError(f"a layer's width is one wgmma tile: a multiple of 8 up to 256, "
-                             f"got {width}")
-        if any(k % BK for k in self.widths[:-1]):
-            raise ValueError(f"each layer's input width must be a multiple of {BK}, "
-                             f"got {self.widths[:-1]}")
+                             f"got {self.widths[1:]}")
+        width = max(self.widths[1:])
+        if any(k % BK for k in self.widths[:-1]) or any(w % BK for _, w in self.side_inputs):
+            raise ValueError(f"each layer's input widths must be multiples of {BK}, got "
+                             f"{self.widths[:-1]} and side inputs {self.side_inputs}")
+        sides = [layer for layer, _ in self.side_inputs]
+        if len(set(sides)) != len(sides) or set(sides) & set(self.skips) or \
+                any(not 0 < layer < self.layers for layer in sides):
+            raise ValueError(f"a layer 1 to {self.layers - 1} takes one concatenated input "
+                             f"at most: skips {self.skips}, side inputs {self.side_inputs}")
+        if any(not 0 <= layer < self.layers for layer in self.plain_layers):
+            raise ValueError(f"plain layers are layers 0 to {self.layers - 1}, got "
+                             f"{self.plain_layers}")
+        if self.dot_head is not None and (
+                not 0 < self.dot_head < self.layers
+                or self.in_width(self.dot_head) != self.widths[self.dot_head]):
+            raise ValueError(f"the dot head reads a layer's input entry (layers 1 to "
+                             f"{self.layers - 1}, without a concatenation), got layer "
+                             f"{self.dot_head}")
         if self.rows % self.tile_rows:
             raise ValueError(f"rows ({self.rows}) must be a multiple of the tile's "
                              f"{self.tile_rows}")
@@ -169,9 +191,14 @@ class MlpStack:
     def width(self) -> int:
         return self.widths[-1]
 
+    def head_width(self, layer: int) -> int:
+        """Columns concatenated before the previous output's: X's at a skip, V_i's."""
+        sides = dict(self.side_inputs)
+        return self.widths[0] if layer in self.skips else sides.get(layer, 0)
+
     def in_width(self, layer: int) -> int:
-        """Columns `layer` multiplies: the previous output's, and the input's at a skip."""
-        return self.widths[layer] + (self.widths[0] if layer in self.skips else 0)
+        """Columns `layer` multiplies: the previous output's, and a concatenated input's."""
+        return self.widths[layer] + self.head_width(layer)
 
     @property
     def tiles(self) -> int:
@@ -180,15 +207,15 @@ class MlpStack:
     def layer_config(self, layer: int, rows: int | None = None) -> GemmConfig:
         """Layer `layer`'s GEMM: one BM x width tile per queue entry (rows=None), or the
         bulk-synchronous kernel over `rows` rows; the same tile either way."""
-        bm = self.tile_rows
-        relu = self.activate_final or layer < self.layers - 1
-        return gemm_config(rows or bm, self.width, self.in_width(layer), (bm, self.width, BK),
+        bm, width = self.tile_rows, self.widths[layer + 1]
+        relu = layer not in self.plain_layers
+        return gemm_config(rows or bm, width, self.in_width(layer), (bm, width, BK),
                            (bm // 16, 1), self.stages, "f16", "col",
                            "bias_relu" if relu else "bias",
                            f"layer{layer}", dynamic_shared=True, mma="wgmma",
                            wgmma_in_flight=1 if self.stages > 2 else 0,
-                           staged_store=self.staged_store,
-                           a_head=self.widths[0] if layer in self.skips else 0)
+                           staged_store=self.staged_store and width % BK == 0,
+                           a_head=self.head_width(layer))
 
     @property
     def threads(self) -> int:
@@ -211,7 +238,8 @@ class MlpStack:
     def shared_types(self) -> tuple[MemRefType, MemRefType]:
         """The stage rings every layer shares: A's, and the weights' (with resident weights,
         every k-tile of the widest layer's)."""
-        sa_type, sb_type = stage_buffer_types(self.layer_config(0))
+        widest = max(range(self.layers), key=lambda layer: self.widths[layer + 1])
+        sa_type, sb_type = stage_buffer_types(self.layer_config(widest))
         if self.groups > 1:  # a ring of A per group
             sa_type = MemRefType(sa_type.element_type, [self.groups, *sa_type.get_shape()],
                                  memory_space=sa_type.memory_space)
@@ -233,8 +261,10 @@ class MlpStack:
         stage normalizes an entry's rows with the same row emitter)."""
         return LayerNormConfig(rows, self.width, self.layer_norm_eps, self.threads // 32)
 
-    def queue_type(self, entries: int) -> dataflow.QueueType:
-        payload = MemRefType(self.layer_config(0).element_type, [self.tile_rows, self.width])
+    def queue_type(self, queue: int, entries: int) -> dataflow.QueueType:
+        """Queue `queue` (layer `queue`'s output), of `entries` tiles."""
+        payload = MemRefType(self.layer_config(0).element_type,
+                             [self.tile_rows, self.widths[queue + 1]])
         return dataflow.QueueType(entries, payload)
 
 
@@ -269,12 +299,15 @@ def default_ctas(stack: MlpStack) -> tuple[int, ...]:
 
 def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueType]
                   ) -> gpu.FuncOp:
-    """Stage kernel of `layer`: (q_in?, q_out?, [X], W, bias, [Y]); X at the first layer and
-    at a skip."""
+    """Stage kernel of `layer`: (q_in?, q_out?, [X | V_i], W, bias, [w_dot, b_dot, S], [Y]);
+    X at the first layer and at a skip, V_i at its side input, the dot head's own three at
+    its layer."""
     cfg = stack.layer_config(layer)
     # `last`: the stage that writes Y (the layer norm's, when there is one)
     first, last = layer == 0, layer == stack.layers - 1 and not stack.layer_norm
     skip = layer in stack.skips
+    sides = [i for i, (at, _) in enumerate(stack.side_inputs) if at == layer]
+    dot = layer == stack.dot_head
     elem = cfg.element_type
     q_in = None if first else queue_types[layer - 1]
     q_out = None if last else queue_types[layer]
@@ -284,8 +317,15 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     if first or skip:
         inputs.append(MemRefType(elem, [stack.rows, stack.widths[0]]))
         names.append("X")
+    for i in sides:
+        inputs.append(MemRefType(elem, [stack.rows, stack.side_inputs[i][1]]))
+        names.append(f"V{i}")
     inputs += [weights, MemRefType(elem, [cfg.N])]
     names += ["W", "bias"]
+    if dot:
+        inputs += [MemRefType(elem, [cfg.K]), MemRefType(elem, [1]),
+                   MemRefType(elem, [stack.rows])]
+        names += ["w_dot", "b_dot", "S"]
     if last:
         inputs.append(MemRefType(elem, [stack.rows, cfg.N]))
         names.append("Y")
@@ -313,6 +353,10 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
     if stack.resident_weights:
         load_resident_b(b, cfg, args["W"], sb, tid, stack.threads)
+    if dot:
+        lane = b.remui(local, 32)
+        dot_weights = load_row_weights(b, args["w_dot"], cfg.K, lane)
+        dot_bias = b.load_f32(args["b_dot"], [b.idx(0)])
     mine = _tickets_of(b, stack, worker, workers)
 
     drawn_queue = args["q_out"] if first else args["q_in"]
@@ -342,16 +386,21 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     # the output entry's address, written only after its acquire in `handoff`
     c = args["Y"] if last else lb.emit(dataflow.EntryOp(args["q_out"], ticket))
 
+    def give_back(bb: BlockBuilder) -> None:
+        bb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket, threads=group_threads))
+
     def handoff(hb: BlockBuilder) -> None:
-        """Once the tile is multiplied: its input entry goes back to the producers, and a
-        relaying stage waits for its output entry only now (the multiply overlapped it)."""
+        """Once the tile is multiplied: its input entry goes back to the producers (with a
+        dot head, once its dots are taken), and a relaying stage waits for its output entry
+        only now (the multiply overlapped it)."""
         if not first:
-            hb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket, threads=group_threads))
+            if not dot:
+                give_back(hb)
             if not last:
                 hb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket, threads=group_threads))
 
-    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"],
-                                    A_head=args["X"] if skip else None),
+    head = args["X"] if skip else args[f"V{sides[0]}"] if sides else None
+    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"], A_head=head),
               TilePlace(local, warp, warp_m, warp_n, row0 if first else zero, zero,
                         (zero, zero), c_m0=row0 if last else zero, head_m0=row0), sa, sb,
               resident_b=stack.resident_weights, after_mainloop=handoff, ring=ring,
@@ -361,6 +410,12 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
         following = [draw_if(lb, lb.ult(lb.addi(body.args[0], 1), mine), given)]
     if not last:
         lb.insert(dataflow.ReleaseFullOp(args["q_out"], ticket, threads=group_threads))
+    if dot:  # the entry's rows once more, from L2, while the next stage takes the tile
+        warps = cfg.threads // 32
+        rows = [lb.addi(warp, r) for r in range(0, stack.tile_rows, warps)]
+        emit_row_dots(lb, a, rows, dot_weights, dot_bias, args["S"],
+                      [lb.addi(row0, r) for r in rows], lane)
+        give_back(lb)
     lb.insert(scf.YieldOp(*following))
     b.insert(scf.ForOp(b.idx(0), mine, b.idx(1), carried, Region(body)))
     b.insert(gpu.ReturnOp([]))
@@ -431,7 +486,7 @@ def _norm_kernel(stack: MlpStack, q_in: dataflow.QueueType) -> gpu.FuncOp:
 def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     """The stage kernels in one gpu.module and the `dataflow.pipeline` that runs them."""
     entries = stack.queue_entries()
-    queue_types = [stack.queue_type(n) for n in entries]
+    queue_types = [stack.queue_type(q, n) for q, n in enumerate(entries)]
     kernels = [_layer_kernel(stack, layer, queue_types) for layer in range(stack.layers)]
     if stack.layer_norm:
         kernels.append(_norm_kernel(stack, queue_types[-1]))
@@ -456,13 +511,21 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     return ModuleOp([gmod, dataflow.PipelineOp(PIPELINE, ops)])
 
 
-def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None) -> dict[str, list]:
+def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None, sides=(), dot=None
+                    ) -> dict[str, list]:
     """DataflowProgram.run's arguments: each stage's own (the queues are bound there);
-    `norm`: the layer norm's (gamma, beta)."""
+    `norm`: the layer norm's (gamma, beta); `sides`: V_0, V_1, ...; `dot`: the dot head's
+    (w, b, S)."""
+    if len(sides) != len(stack.side_inputs) or (dot is None) != (stack.dot_head is None):
+        raise ValueError(f"the stack takes {len(stack.side_inputs)} side inputs and "
+                         f"{'a' if stack.dot_head is not None else 'no'} dot head's (w, b, S)")
     args = {}
     for layer in range(stack.layers):
         own = [x] if layer == 0 or layer in stack.skips else []
+        own += [v for (at, _), v in zip(stack.side_inputs, sides, strict=True) if at == layer]
         own += [weights[layer], biases[layer]]
+        if layer == stack.dot_head:
+            own += list(dot)
         if layer == stack.layers - 1 and not stack.layer_norm:
             own.append(y)
         args[f"layer{layer}"] = own

@@ -55,13 +55,16 @@ def test_bulk_form_runs_what_a_pipeline_cta_does_at_once():
 
 
 def test_dram_bytes_reads_ncus_csv():
-    """The pipeline's first launch against the first bulk-synchronous run's eight layers."""
+    """The pipeline's first launch against the first bulk-synchronous run's kernels: NeRF's
+    eleven layers and its density head's row dot."""
     import subprocess
 
+    bulk = [f"layer{i}" for i in range(8)] + ["row_dot"] + [f"layer{i}" for i in range(8, 11)]
     rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
     rows.append('"0","mlp_persistent","dram__bytes.sum","byte","1,000"')
-    rows += [f'"{1 + i}","layer{i}","dram__bytes.sum","byte","{100 * (i + 1)}"' for i in range(8)]
-    rows += [f'"{9 + i}","layer{i}","dram__bytes.sum","byte","7"' for i in range(8)]
+    rows += [f'"{1 + i}","{name}","dram__bytes.sum","byte","{100 * (i + 1)}"'
+             for i, name in enumerate(bulk)]
+    rows += [f'"{13 + i}","{name}","dram__bytes.sum","byte","7"' for i, name in enumerate(bulk)]
     seen = []
 
     def fake_run(command, **_):
@@ -70,5 +73,19 @@ def test_dram_bytes_reads_ncus_csv():
                                            "")
 
     got = dataflow_mlp.dram_bytes(4096, run=fake_run)
-    assert got == {"pipeline": 1000.0, "bulk_sync": 3600.0}
+    assert got == {"pipeline": 1000.0, "bulk_sync": 7800.0}
     assert seen[0][-4:] == ["--one-run", "4096", "--workload", "nerf"]
+
+
+def test_floor_counts_nerfs_heads_and_its_density():
+    """2 x rows x sum(K x N) multiply-adds, the density's K x 1 included; bytes: X, the
+    directions, the 16-wide colour, the density, and every weight and bias once."""
+    stack = dataflow_mlp.workload_stack("nerf", 1 << 16)
+    assert (stack.layers, stack.dot_head, stack.side_inputs) == (11, 8, ((9, 64),))
+    shapes = [(64, 256)] + [(256, 256)] * 4 + [(320, 256)] + [(256, 256)] * 3 + \
+        [(320, 128), (128, 16), (256, 1)]
+    flops = 2 * stack.rows * sum(k * n for k, n in shapes)
+    elements = stack.rows * (64 + 64 + 16 + 1) + sum(k * n + n for k, n in shapes)
+    rates = {"peak_tflops": 500.0, "copy_gbps": 2000.0}
+    expected = max(flops / 500e12, 2 * elements / 2000e9) * 1e3
+    assert abs(dataflow_mlp.stack_floor_ms(stack, rates) - expected) < 1e-12

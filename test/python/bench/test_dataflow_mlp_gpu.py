@@ -10,7 +10,9 @@ with NaN before each checked run and compared with an fp32 reference: after the 
 after 20 more runs and after 20 CUDA-graph replays, with no memset of the rings between them
 (tickets continue across runs, so a tile stored to the rows of another run's ticket, or a read
 of an entry before its producer released it, fails the check). The same stages
-bulk-synchronously and the allotment from their measured rates are checked too.
+bulk-synchronously and the allotment from their measured rates are checked too. NeRF's heads
+in small: layers of 256, 128 and 16 columns, a density dot head taken from a layer's input
+entries, and a side input concatenated into the last layer (the check reads cat([Y, S])).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ WIDTHS = (64, 256, 256, 256, 256)
 @pytest.mark.gpu
 @pytest.mark.parametrize("form", [
     {}, {"groups": 1, "tile_rows": 128}, {"draw_ahead": True}, {"skips": (2,)},
-    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True, "groups": 4},
-], ids=["two-workers", "one-worker", "draw-ahead", "skip", "meshgraphnets"])
+    {"widths": (384, 128, 128, 128), "plain_layers": (2,), "layer_norm": True, "groups": 4},
+    {"widths": (64, 256, 256, 256, 128, 16), "skips": (1,), "dot_head": 3,
+     "side_inputs": ((4, 64),), "plain_layers": (3, 4)},
+], ids=["two-workers", "one-worker", "draw-ahead", "skip", "meshgraphnets", "nerf-heads"])
 def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, form):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

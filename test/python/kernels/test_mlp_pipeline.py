@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from xdsl.dialects import gpu, scf
+from xdsl.dialects import gpu, memref, scf
 
 import tilesync
 from tilesync.dialects import dataflow
@@ -24,12 +24,14 @@ def _ops(kernel: gpu.FuncOp, kind) -> list:
 
 
 def test_stack_refuses_shapes_one_tile_cannot_cover():
-    with pytest.raises(ValueError, match="share one width"):
-        MlpStack(256, (64, 256, 128))
     with pytest.raises(ValueError, match="multiple of 8 up to 256"):
         MlpStack(256, (64, 512, 512))
-    with pytest.raises(ValueError, match="multiple of 64"):
+    with pytest.raises(ValueError, match="multiple of 8 up to 256"):
+        MlpStack(256, (64, 256, 12))
+    with pytest.raises(ValueError, match="multiples of 64"):
         MlpStack(256, (48, 256, 256))
+    with pytest.raises(ValueError, match="multiples of 64"):
+        MlpStack(256, (64, 256, 256), side_inputs=((1, 27),))
     with pytest.raises(ValueError, match="multiple of the tile"):
         MlpStack(200, (64, 256, 256))
     with pytest.raises(ValueError, match="at least two layers"):
@@ -38,6 +40,19 @@ def test_stack_refuses_shapes_one_tile_cannot_cover():
         MlpStack(256, (64, 256, 256, 256), ctas=(4, 4))
     with pytest.raises(ValueError, match="layers 1 to 2"):
         MlpStack(256, (64, 256, 256, 256), skips=(0,))
+    with pytest.raises(ValueError, match="one concatenated input at most"):
+        MlpStack(256, (64, 256, 256, 256), skips=(1,), side_inputs=((1, 64),))
+    with pytest.raises(ValueError, match="one concatenated input at most"):
+        MlpStack(256, (64, 256, 256, 256), side_inputs=((1, 64), (1, 64)))
+    with pytest.raises(ValueError, match="one concatenated input at most"):
+        MlpStack(256, (64, 256, 256, 256), side_inputs=((0, 64),))
+    with pytest.raises(ValueError, match="plain layers are layers 0 to 2"):
+        MlpStack(256, (64, 256, 256, 256), plain_layers=(3,))
+    for layer in (0, 3):  # the first layer reads X, not an entry; no layer 3
+        with pytest.raises(ValueError, match=rf"dot head .* got layer {layer}"):
+            MlpStack(256, (64, 256, 256, 256), dot_head=layer)
+    with pytest.raises(ValueError, match=r"dot head .* got layer 1"):  # concatenated input
+        MlpStack(256, (64, 256, 128, 128), side_inputs=((1, 64),), dot_head=1)
     with pytest.raises(ValueError, match="shared memory for the rings of 5 stages"):
         MlpStack(256, (64, 256, 256, 256), skips=(2,))  # 5 k-tiles of weights resident
 
@@ -143,13 +158,64 @@ def test_workers_can_draw_the_next_ticket_ahead():
     assert result.ok and sorted(result.delivered["layer2"]) == list(range(3 * stack.tiles))
 
 
+NERF_HEADS_FORM = {"widths": (64, 256, 256, 256, 128, 16), "skips": (1,), "dot_head": 3,
+                   "side_inputs": ((4, 64),), "plain_layers": (3, 4)}
+"""NeRF's heads in small: a skip, then a layer whose 256-wide input also feeds a dot head
+(the density), a 128-wide layer, and a 16-wide plain layer of cat([V_0, h])."""
+
+
+def test_nerfs_heads_layers_of_their_own_widths_a_dot_head_and_a_side_input():
+    """Each layer's tile is its own width (256, 128, 16: the 16-wide one stores its
+    accumulators directly, not through 64-column boxes), each queue's entries its producer's;
+    layer 3 takes the dot of every row of its input entry only after it has handed its own
+    tile on, and gives the entry back only after the dots; layer 4 reads V_0's rows beside
+    its entry."""
+    form = dict(NERF_HEADS_FORM)
+    stack = fitting_stack(1024, form.pop("widths"), **form)
+    assert [stack.layer_config(n).tile[1] for n in range(5)] == [256, 256, 256, 128, 16]
+    assert [stack.layer_config(n).epilogue for n in range(5)] == \
+        ["bias_relu"] * 3 + ["bias"] * 2
+    assert stack.layer_config(4).staged_store is False and stack.layer_config(3).staged_store
+    assert stack.layer_config(4).K == 64 + 128 and stack.layer_config(4).a_head == 64
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    queues = [op for op in next(op for op in module.ops
+                                if isinstance(op, dataflow.PipelineOp)).body.block.ops
+              if isinstance(op, dataflow.QueueOp)]
+    assert [q.queue_type.payload.get_shape() for q in queues] == \
+        [(64, 256), (64, 256), (64, 256), (64, 128)]
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    assert [a.name_hint for a in kernels["layer3"].body.block.args] == \
+        ["q_in", "q_out", "W", "bias", "w_dot", "b_dot", "S"]
+    assert [a.name_hint for a in kernels["layer4"].body.block.args] == \
+        ["q_in", "V0", "W", "bias", "Y"]
+    v0 = kernels["layer4"].body.block.args[1]
+    assert any(isinstance(op, tl.CpAsyncOp) and op.src is v0 for op in kernels["layer4"].walk())
+    ops = list(kernels["layer3"].walk())
+    s_arg = kernels["layer3"].body.block.args[6]
+    handed_on, = [i for i, op in enumerate(ops) if isinstance(op, dataflow.ReleaseFullOp)]
+    given_back, = [i for i, op in enumerate(ops) if isinstance(op, dataflow.ReleaseEmptyOp)]
+    dots = [i for i, op in enumerate(ops) if isinstance(op, memref.StoreOp)
+            and op.memref is s_arg]
+    assert len(dots) == 16  # a warp's 16 of the entry's 64 rows
+    assert handed_on < dots[0] and dots[-1] < given_back
+    args = stage_arguments(stack, "x", [f"w{n}" for n in range(5)], [f"b{n}" for n in range(5)],
+                           "y", sides=["v"], dot=("wd", "bd", "s"))
+    assert args["layer3"] == ["w3", "b3", "wd", "bd", "s"]
+    assert args["layer4"] == ["v", "w4", "b4", "y"] and args["layer1"] == ["x", "w1", "b1"]
+    with pytest.raises(ValueError, match="1 side inputs and a dot head"):
+        stage_arguments(stack, "x", [f"w{n}" for n in range(5)], [f"b{n}" for n in range(5)],
+                        "y")
+
+
 def test_a_layer_norm_is_a_simt_stage_of_its_own():
     """MeshGraphNets' edge MLP: Linear+ReLU, Linear+ReLU, Linear (no ReLU), then the layer
     norm as a SIMT stage reading a fourth queue; its workers are the layers' (each warpgroup
     of a CTA), a warp normalizing a quarter of the entry's rows."""
-    from xdsl.dialects import math, memref
+    from xdsl.dialects import math
 
-    stack = fitting_stack(1024, (384, 128, 128, 128), activate_final=False, layer_norm=True)
+    stack = fitting_stack(1024, (384, 128, 128, 128), plain_layers=(2,), layer_norm=True)
     assert stack.stage_count == 4
     assert [stack.layer_config(n).epilogue for n in range(3)] == ["bias_relu"] * 2 + ["bias"]
     module = mlp_pipeline_module(stack)
@@ -191,7 +257,7 @@ def test_the_layer_norm_pipeline_never_deadlocks_in_the_simulator():
     orders over three persistent launches every tile reaches the layer norm once a launch."""
     from tilesync.analysis.simulator.queues import pipeline_from_ir, simulate_pipeline
 
-    stack = fitting_stack(1024, (384, 128, 128, 128), activate_final=False, layer_norm=True,
+    stack = fitting_stack(1024, (384, 128, 128, 128), plain_layers=(2,), layer_norm=True,
                           groups=4, ctas=(2, 1, 2, 1))
     pipeline = next(op for op in mlp_pipeline_module(stack).ops
                     if isinstance(op, dataflow.PipelineOp))
@@ -208,9 +274,10 @@ def test_the_layer_norm_pipeline_never_deadlocks_in_the_simulator():
 
 @pytest.mark.parametrize("kwargs", [
     {"widths": (64, 256, 256, 256), "skips": (2,)},
-    {"widths": (384, 128, 128, 128), "activate_final": False, "layer_norm": True, "groups": 4,
+    NERF_HEADS_FORM,
+    {"widths": (384, 128, 128, 128), "plain_layers": (2,), "layer_norm": True, "groups": 4,
      "ctas": (50, 27, 28, 27)},
-], ids=["skip", "meshgraphnets"])
+], ids=["skip", "nerf-heads", "meshgraphnets"])
 def test_dataflow_verify_proves_the_pipelines_co_resident_and_balanced(kwargs):
     """dataflow-verify on the compiled pipeline (registers and shared memory from nvJitLink):
     every stage declares its T tickets a launch, the 132 CTAs (one an SM: the rings take most
