@@ -222,7 +222,7 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
     stack = bulk_form(stack)
     runners = [GemmRunner(stack.layer_config(layer, stack.rows))
                for layer in range(stack.layers)]
-    hidden = [torch.empty(stack.rows, max(stack.widths[1:]), device="cuda",
+    hidden = [torch.empty(stack.rows * max(stack.widths[1:]), device="cuda",
                           dtype=torch.float16) for _ in range(2)]
     stream = Stream()
 
@@ -239,7 +239,8 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
         for layer, runner in enumerate(runners):
             last = layer == stack.layers - 1 and norm is None
             width = stack.widths[layer + 1]
-            target = data.y if last else hidden[layer % 2][:, :width]
+            target = data.y if last else hidden[layer % 2][:stack.rows * width].view(
+                stack.rows, width)
             if layer == stack.dot_head:
                 dot.launch(source, *data.dot, stream=stream)
             runner.launch(source, data.weights[layer], target, data.biases[layer],
@@ -440,7 +441,8 @@ def dram_bytes(rows: int, ncu: str = "ncu", run=None, workload: str = "nerf"
     command = [ncu, "--target-processes", "all", "--csv", "--print-units", "base",
                "--metrics", DRAM_METRIC,
                "-k", "regex:^(mlp_persistent|layer[0-9]+|layer_norm|row_dot)$",
-               sys.executable, "-m", "tilesync.bench.dataflow_mlp", "--one-run", str(rows), "--workload", workload]
+               sys.executable, "-m", "tilesync.bench.dataflow_mlp", "--one-run", str(rows),
+               "--workload", workload]
     done = (run or subprocess.run)(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"ncu failed ({done.returncode}): {done.stderr.strip()[-500:]}")

@@ -90,6 +90,10 @@ def dropout_threshold(keep: float) -> int:
     return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
 
 
+
+class SharedMemoryExceeded(ValueError):
+    """A kernel's stage rings exceed a block's shared memory (fewer stages may fit)."""
+
 @dataclass(frozen=True, repr=False)
 class GemmConfig:
     M: int
@@ -242,7 +246,7 @@ class GemmConfig:
             self._check_a_head()
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
-            raise ValueError(
+            raise SharedMemoryExceeded(
                 f"{self.shared_bytes} bytes of shared memory for {self.stages} stages of "
                 f"{self.tile}: more than the {MAX_SHARED_PER_BLOCK} a block can have; use "
                 "fewer stages or a smaller tile"
@@ -703,6 +707,7 @@ __all__ = [
     "GemmConfig",
     "LayerNormConfig",
     "RowDotConfig",
+    "SharedMemoryExceeded",
     "SoftmaxConfig",
     "conv2d_config",
     "dropout_threshold",

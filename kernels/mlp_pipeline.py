@@ -53,6 +53,7 @@ from tilesync.kernels.config import (
     MAX_SHARED_PER_BLOCK,
     GemmConfig,
     LayerNormConfig,
+    SharedMemoryExceeded,
     gemm_config,
 )
 from tilesync.kernels.gemm import (
@@ -73,8 +74,8 @@ BK = 64  # wgmma's K-major 128-byte rows
 ACCUMULATORS_PER_CTA = 128 * 256  # f32, 128 a thread of a 256-thread block
 
 
-class RingsTooLarge(ValueError):
-    """The stack's shared-memory rings exceed a block's (fewer stages may fit)."""
+class RingsTooLarge(SharedMemoryExceeded):
+    """The stack's shared-memory rings (resident weights included) exceed a block's."""
 
 
 @dataclass(frozen=True)
@@ -270,12 +271,13 @@ class MlpStack:
 
 def fitting_stack(rows: int, widths: tuple[int, ...], **kwargs) -> MlpStack:
     """The stack with the most stages (up to the default) whose rings fit a block's shared
-    memory: a skip's wider layer keeps more weights resident (NeRF's trunk: 4)."""
+    memory: a skip's wider layer keeps more weights resident (NeRF's trunk: 4), and a layer's
+    own rings (GemmConfig's, with B's) must fit too (128-row tiles of 256: 4)."""
     most = MlpStack.__dataclass_fields__["stages"].default
     for stages in range(most, 2, -1):
         try:
             return MlpStack(rows, widths, stages=stages, **kwargs)
-        except RingsTooLarge:
+        except SharedMemoryExceeded:
             continue
     return MlpStack(rows, widths, stages=2, **kwargs)
 

@@ -57,6 +57,12 @@ def test_stack_refuses_shapes_one_tile_cannot_cover():
         MlpStack(256, (64, 256, 256, 256), skips=(2,))  # 5 k-tiles of weights resident
 
 
+def test_fitting_stack_also_fits_a_layers_own_rings():
+    """One 128-row worker a CTA: the layer's GemmConfig (A's and B's rings of 5 stages, 240
+    KiB) does not fit a block, 4 stages do (the GPU test's one-worker form)."""
+    assert fitting_stack(4096, (64, 256, 256, 256, 256), groups=1, tile_rows=128).stages == 4
+
+
 def test_a_skip_layer_reads_the_input_beside_its_queue_entry():
     """NeRF's skip: layer 2 multiplies cat([X, h]) (K = 64 + 256), X's rows by the ticket;
     its weights, all five k-tiles, stay resident, so only four stages fit."""
