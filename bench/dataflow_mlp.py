@@ -56,11 +56,16 @@ WORKLOADS: dict[str, dict[str, Any]] = {
                       "layer_norm": True, "groups": 4},
 }
 """The MLP stacks the bench runs: MlpStack's arguments beside the rows."""
+NATIVE = {"nerf": (63, (27,), 3)}
+"""The widths a workload has as written in torch, where the stack pads them (X's columns, each
+side input's, the last layer's outputs): NeRF's 63-wide position and 27-wide direction
+encodings and its 3 colours. The bench zeroes the padding of the inputs, so that the padded
+stack and the model as written compute the same, and times both in torch."""
 BENCHED = ("nerf", "meshgraphnets")
 """The workloads `tilesync bench dataflow-mlp` runs (the trunk alone was NeRF's until the heads
 were built)."""
 ROWS = (1 << 16, 1 << 18)
-FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph")
+FORMS = ("pipeline", "bulk_sync", "torch_eager", "torch_graph", "torch_native_graph")
 
 
 class StackData(mlp_bench.CheckedOutputs):
@@ -68,18 +73,22 @@ class StackData(mlp_bench.CheckedOutputs):
     layer norm's gamma and beta, the dot head's (w, b, S), the output and its fp32 reference
     (with a dot head, of cat([Y, S]): NeRF's cat([colour, density]))."""
 
-    def __init__(self, torch, stack, seed: int = 0):
+    def __init__(self, torch, stack, seed: int = 0, native=None, device: str = "cuda"):
         self.torch = torch
         self.stack = stack
-        gen = torch.Generator(device="cuda").manual_seed(seed)
+        gen = torch.Generator(device=device).manual_seed(seed)
         half = torch.float16
         rows, width = stack.rows, stack.width
 
         def randn(*shape, scale=1.0, shift=0.0):
-            return (torch.randn(*shape, device="cuda", generator=gen) * scale + shift).to(half)
+            return (torch.randn(*shape, device=device, generator=gen) * scale + shift).to(half)
 
         self.x = randn(rows, stack.widths[0])
         self.sides = [randn(rows, w) for _, w in stack.side_inputs]
+        if native is not None:  # the padding of the model as written: zero columns
+            self.x[:, native[0]:] = 0
+            for v, cols in zip(self.sides, native[1], strict=True):
+                v[:, cols:] = 0
         # He-scaled weights keep the activations' size from layer to layer under ReLU
         ins = [stack.in_width(layer) for layer in range(stack.layers)]
         self.weights = [randn(n, k, scale=(2 / k) ** 0.5) for n, k in zip(stack.widths[1:], ins)]
@@ -90,20 +99,24 @@ class StackData(mlp_bench.CheckedOutputs):
         if stack.dot_head is not None:
             k = ins[stack.dot_head]
             self.dot = (randn(k, scale=(1 / k) ** 0.5), randn(1, scale=0.1),
-                        torch.empty(rows, device="cuda", dtype=half))
-        self.y = torch.empty(rows, width, device="cuda", dtype=half)
+                        torch.empty(rows, device=device, dtype=half))
+        self.y = torch.empty(rows, width, device=device, dtype=half)
         self.h = self.y  # no middle tensor: the activations stay in the queues
         self.ref = self._forward(lambda t: t.float(),
                                  lambda h, w, b: h @ w.float().t() + b.float())
         self.ref_norm = float(self.ref.norm())
 
-    def _forward(self, cast, linear):
-        """The stack in torch, its tensors through `cast` (fp32 for the reference)."""
+    def _forward(self, cast, linear, x=None, sides=None, weights=None, biases=None):
+        """The stack in torch, its tensors through `cast` (fp32 for the reference); the model
+        as written where `x`, `sides`, `weights` and `biases` are given (NativeModel's)."""
         torch, stack = self.torch, self.stack
-        h = x = cast(self.x)
-        sides = {layer: cast(v) for (layer, _), v in zip(stack.side_inputs, self.sides)}
+        h = x = cast(self.x if x is None else x)
+        sides = {layer: cast(v) for (layer, _), v in zip(stack.side_inputs,
+                                                          self.sides if sides is None else sides)}
         density = None
-        for layer, (w, b) in enumerate(zip(self.weights, self.biases)):
+        weights = self.weights if weights is None else weights
+        biases = self.biases if biases is None else biases
+        for layer, (w, b) in enumerate(zip(weights, biases)):
             if layer == stack.dot_head:
                 density = linear(h, self.dot[0][None, :], self.dot[1])
             if layer in stack.skips:
@@ -134,6 +147,38 @@ class StackData(mlp_bench.CheckedOutputs):
 
     def torch_stack(self):
         return self._forward(lambda t: t, self.torch.nn.functional.linear)
+
+
+class NativeModel(mlp_bench.CheckedOutputs):
+    """The stack's model as written in torch (`NATIVE`: unpadded inputs and outputs), on
+    StackData's inputs and weights without their padding, checked against the columns of
+    StackData's reference it computes."""
+
+    def __init__(self, data: StackData, native):
+        torch, stack = data.torch, data.stack
+        x_cols, side_cols, out_cols = native
+        self.torch, self.data = torch, data
+        heads = {layer: x_cols for layer in (0, *stack.skips)}
+        heads.update({layer: cols for (layer, _), cols in zip(stack.side_inputs, side_cols)})
+        self.weights, self.biases = [], []
+        for layer, (w, b) in enumerate(zip(data.weights, data.biases)):
+            keep = list(range(stack.in_width(layer)))
+            if layer in heads:  # the concatenated (or first) input's own columns
+                padded = stack.widths[0] if layer == 0 else stack.head_width(layer)
+                keep = keep[:heads[layer]] + keep[padded:]
+            rows = out_cols if layer == stack.layers - 1 else w.shape[0]
+            self.weights.append(w[:rows, keep].contiguous())
+            self.biases.append(b[:rows].contiguous())
+        self.x = data.x[:, :x_cols].contiguous()
+        self.sides = [v[:, :cols].contiguous() for v, cols in zip(data.sides, side_cols)]
+        columns = list(range(out_cols)) + ([stack.width] if stack.dot_head is not None else [])
+        self.ref = data.ref[:, columns]
+        self.ref_norm = float(self.ref.norm())
+        self.h = self.y = None
+
+    def forward(self):
+        return self.data._forward(lambda t: t, self.torch.nn.functional.linear, self.x,
+                                  self.sides, self.weights, self.biases)
 
 
 def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
@@ -325,7 +370,7 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
     results = []
     for workload, count in itertools.product(workloads, rows):
         stack = workload_stack(workload, count)
-        data = StackData(torch, stack)
+        data = StackData(torch, stack, native=NATIVE.get(workload))
         forms: dict[str, Any] = {}
         forms["bulk_sync"] = run_bulk_sync(stack, data, warmup, reps)
         allotted = dataclasses.replace(
@@ -338,6 +383,11 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
                    key=lambda form: forms[form]["median_ms"])
         forms["pipeline"] = {**forms[best], "allotment": best}
         forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
+        if workload in NATIVE:
+            native = NativeModel(data, NATIVE[workload])
+            forms.update({form.replace("torch", "torch_native"): record for form, record in
+                          mlp_bench.run_torch(native, warmup, reps,
+                                              library=native.forward).items()})
         results.append({"workload": workload, "rows": count, "widths": list(stack.widths),
                         "skips": list(stack.skips),
                         "side_inputs": [list(s) for s in stack.side_inputs],
@@ -349,7 +399,8 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
     return {"experiment": "dataflow_mlp", "rates": rates, "warmup": warmup, "reps": reps,
             "rows": results,
             "goal": "pipeline >= 1.5x the same kernels bulk-synchronous and >= 2.5x torch in "
-                    "a CUDA graph (NeRF); MeshGraphNets measured against the same forms"}
+                    "a CUDA graph (NeRF; torch_native: the model as written, unpadded); "
+                    "MeshGraphNets measured against the same forms"}
 
 
 def stack_table(result: dict[str, Any]) -> str:
@@ -367,18 +418,19 @@ def stack_table(result: dict[str, Any]) -> str:
                        if row.get("dot_head") is not None else "") +
                       (", layer norm" if row.get("layer_norm") else ""),
                       f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
-                      "   pipe/bulk  pipe/graph  pipe/floor"]
+                      "   pipe/bulk  pipe/graph  pipe/native  pipe/floor"]
         forms = row["forms"]
         ms = {f: forms.get(f, {}).get("median_ms") for f in FORMS}
-        cells = " ".join(f"{v:12.4f}" if v else f"{'-':>12}" for v in ms.values())
+        cells = " ".join(f"{v:{len(f)}.4f}" if v else f"{'-':>{max(12, len(f))}}"
+                         for f, v in ms.items())
         pipe = ms["pipeline"]
 
         def ratio(other, pipe=pipe):
             return f"{other / pipe:10.2f}x" if pipe and other else f"{'-':>11}"
 
         lines.append(f"{row['rows']:>8} {row['floor_ms']:7.4f} {cells}  {ratio(ms['bulk_sync'])}"
-                     f"  {ratio(ms['torch_graph'])}  {pipe / row['floor_ms']:9.2f}x"
-                     if pipe else "")
+                     f"  {ratio(ms['torch_graph'])}  {ratio(ms['torch_native_graph'])} "
+                     f"{pipe / row['floor_ms']:9.2f}x" if pipe else "")
         if pipe:
             lines.append(f"{'':>8} pipeline: {forms['pipeline']['allotment']} (CTAs "
                          f"{forms['pipeline']['ctas']}); allotted "

@@ -302,7 +302,8 @@ class CheckedOutputs:
     def error(self, y=None) -> float:
         """‖y − ref‖ / ‖ref‖ (inf when an element is not finite)."""
         y = self.y if y is None else y
-        self.torch.cuda.synchronize()
+        if y.is_cuda:
+            self.torch.cuda.synchronize()
         if not bool(self.torch.isfinite(y).all()):
             return math.inf
         return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)

@@ -36,12 +36,12 @@ def test_table_gives_the_pipelines_speedups():
         "forms": {"pipeline": {**even, "allotment": "pipeline_even"},
                   "pipeline_even": even, "pipeline_allotted": {**_form(0.6), "ctas": [1, 3]},
                   "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
-                  "torch_graph": _form(1.5)}}]}
+                  "torch_graph": _form(1.5), "torch_native_graph": _form(2.0)}}]}
     table = dataflow_mlp.stack_table(result)
     header, line, which = table.splitlines()[1], *table.splitlines()[3:5]
     assert header == "meshgraphnets: widths [64, 256], layer norm"
     assert line.split()[0] == "65536"
-    assert line.split()[-3:] == ["2.00x", "3.00x", "5.00x"]
+    assert line.split()[-4:] == ["2.00x", "3.00x", "4.00x", "5.00x"]
     assert "pipeline_even (CTAs [2, 2])" in which and "allotted 0.6000 ms" in which
 
 
@@ -89,3 +89,26 @@ def test_floor_counts_nerfs_heads_and_its_density():
     rates = {"peak_tflops": 500.0, "copy_gbps": 2000.0}
     expected = max(flops / 500e12, 2 * elements / 2000e9) * 1e3
     assert abs(dataflow_mlp.stack_floor_ms(stack, rates) - expected) < 1e-12
+
+
+def test_the_model_as_written_computes_the_padded_stacks_columns():
+    """NeRF in small as torch users write it (a 63-wide input, 27-wide directions, 3 colours,
+    cat([colour, density])) on the bench's inputs and weights without their padding: the same
+    as the padded stack's columns, and checked against them."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from tilesync.kernels.mlp_pipeline import fitting_stack
+
+    stack = fitting_stack(128, (64, 256, 256, 128, 16), skips=(1,), side_inputs=((3, 64),),
+                          plain_layers=(2, 3), dot_head=2)
+    data = dataflow_mlp.StackData(torch, stack, native=(63, (27,), 3), device="cpu")
+    assert not data.x[:, 63:].any() and not data.sides[0][:, 27:].any()
+    native = dataflow_mlp.NativeModel(data, (63, (27,), 3))
+    assert native.x.shape == (128, 63) and native.sides[0].shape == (128, 27)
+    assert [tuple(w.shape) for w in native.weights] == [(256, 63), (256, 319), (128, 256),
+                                                      (3, 155)]
+    got = native.forward()
+    assert got.shape == (128, 4) and native.error(got) < 1e-2
+    padded = data.torch_stack()
+    assert torch.allclose(got.float(), padded[:, [0, 1, 2, 16]].float(), atol=1e-2)
