@@ -300,7 +300,9 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
               b_source: ASource | None = None, resident_b: bool = False,
               after_mainloop: Callable[[BlockBuilder], None] | None = None,
               ring: Sequence[SSAValue] = (),
-              barrier: Callable[[BlockBuilder], None] | None = None) -> None:
+              barrier: Callable[[BlockBuilder], None] | None = None,
+              resident_at: tuple[int, int] = (0, 0), a_in_ring: bool = False,
+              keep_in_ring: bool = False) -> None:
     """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
     through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
     workspace, the last slice storing). Emitted at the end of `b`'s block.
@@ -316,9 +318,19 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     Several tiles at once in one block (each by its own group of cfg.threads threads,
     `place.tid` counting within the group): `ring` gives the leading indices of the group's
     own A ring in `sa` (B, resident, is shared), and `barrier` emits the group's barrier in
-    place of the block's `gpu.barrier`."""
+    place of the block's `gpu.barrier`.
+
+    Layers one after another in a block (a pipeline stage of several layers): `resident_at`
+    is where B's k-tiles start in `sb` (k-tile slot, row: `load_resident_b`'s); with
+    `keep_in_ring` the staged store leaves the tile in A's ring, k-tile j of the next
+    layer's A in stage j, and no C is written; with `a_in_ring` A's k-tiles are already
+    there (nothing is copied)."""
     if resident_b and (cfg.mma != "wgmma" or cfg.split_k > 1):
         raise ValueError("resident B is read by wgmma, without split-K")
+    if (a_in_ring and not (resident_b and cfg.k_tiles <= cfg.stages)) or \
+            (keep_in_ring and not (resident_b and cfg.staged_store)):
+        raise ValueError("a tile read from A's ring has no more k-tiles than the ring's "
+                         "stages, one kept there is staged, and both multiply resident B")
     bm, bn, bk = cfg.tile
     wm_count, wn_count = cfg.warps
     wtm, wtn = bm // wm_count, bn // wn_count
@@ -386,7 +398,9 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
                                        masked=masked, swizzle=swizzle_a))
             return copy
 
-        if not head_tiles:  # A: BM rows of BK elements
+        if a_in_ring:
+            pass
+        elif not head_tiles:  # A: BM rows of BK elements
             copy_chunks(body, bm * bk, bk, copy_a_from(A, m0, k0))
         else:  # k-tiles below head_tiles from A_head, the rest from A's column k0 - a_head
             head, rest = Block(), Block()
@@ -473,9 +487,10 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         lb.insert(tl.WgmmaFenceOp())
         for kk in range(bk // 16):
             k_off = lb.idx(kk * 16)
+            b_at = [lb.addi(kt, resident_at[0]), lb.idx(resident_at[1])] if resident_b \
+                else [stage, lb.idx(0)]
             results = lb.insert(tl.WgmmaOp(sa, [*ring, stage, group_m, k_off], sb,
-                                           [kt if resident_b else stage, lb.idx(0), k_off],
-                                           results)).results
+                                           [*b_at, k_off], results)).results
         lb.insert(tl.WgmmaCommitOp())
         lb.insert(tl.WgmmaWaitOp(cfg.wgmma_in_flight))
     lb.insert(scf.YieldOp(*results))
@@ -498,6 +513,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         _store_accumulators(body, cfg, tiles, sa, (c_m0, n0), (warp_m, warp_n),
                             (mi_count, ni_count), False, bias, seed, (sa, place))
         sync_threads(body)
+        if keep_in_ring:  # the next layer's A; its k-loop fences it for wgmma
+            return
 
         def copy_out(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
             cb.insert(tl.CopyOutOp(C, [cb.addi(c_m0, row), cb.addi(n0, col)], sa,
@@ -542,10 +559,15 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
 
 
 def load_resident_b(b: BlockBuilder, cfg: GemmConfig, B: SSAValue, sb: SSAValue,
-                    tid: SSAValue, threads: int | None = None) -> None:
+                    tid: SSAValue, threads: int | None = None,
+                    at: tuple[int, int] = (0, 0)) -> None:
     """Copy all of B (N x K, K-major) into `sb` (k-tiles x BN x BK, wgmma's swizzle) and wait
     for it: every thread's copies landed, visible to the async proxy wgmma reads through.
-    `threads`: the block's threads, when more than the tile's (several tiles at once)."""
+    `threads`: the block's threads, when more than the tile's (several tiles at once); `at`:
+    the k-tile slot and row of `sb` where B starts (several layers' weights side by side;
+    rows a multiple of 8, whole swizzle atoms)."""
+    if at[1] % 8:
+        raise ValueError(f"B's rows start at a whole 8-row swizzle atom, got row {at[1]}")
     bn, bk = cfg.tile[1], cfg.tile[2]
     swizzle = tl.swizzle_for_row(bk)
     chunks = cfg.k_tiles * bn * bk // 8
@@ -558,8 +580,8 @@ def load_resident_b(b: BlockBuilder, cfg: GemmConfig, B: SSAValue, sb: SSAValue,
         row_chunk = gb.divui(chunk, per_row)  # over k-tiles x BN rows
         k_tile, row = gb.divui(row_chunk, bn), gb.remui(row_chunk, bn)
         col = gb.muli(gb.remui(chunk, per_row), 8)
-        gb.insert(tl.CpAsyncOp(sb, [k_tile, row, col], B, [row, gb.addi(gb.muli(k_tile, bk), col)],
-                               swizzle=swizzle))
+        gb.insert(tl.CpAsyncOp(sb, [gb.addi(k_tile, at[0]), gb.addi(row, at[1]), col], B,
+                               [row, gb.addi(gb.muli(k_tile, bk), col)], swizzle=swizzle))
         gb.insert(scf.YieldOp())
         b.insert(scf.IfOp(b.ult(chunk, chunks), [], Region(guarded)))
     b.insert(tl.CpAsyncCommitOp())

@@ -1,4 +1,4 @@
-"""A stack of Linear+ReLU layers (NeRF's trunk, an MLP) as a Kitsune pipeline.
+"""A stack of Linear layers (NeRF's MLP, MeshGraphNets' MLPs) as a Kitsune pipeline.
 
 Every layer is a stage: its CTAs stay resident and loop over tiles of BM rows, each the same
 wgmma tile the bulk-synchronous GEMM computes (`kernels.gemm.emit_tile`), so the two forms
@@ -21,6 +21,10 @@ multiplies and hands on its own 64-row tiles (queue ops `threads 128`, its own A
 named barrier), so that one warpgroup's queue waits and copies overlap the other's multiply,
 and the CTA loads its layer's weights once for both. On an H100 the NeRF trunk at 2^18 rows
 took 0.76 ms so against 0.94 with one 128-row worker per CTA.
+
+A stage may compute several consecutive layers (`fused`): the earlier layer's staged store
+leaves its tile in the worker's A ring, where it is the later layer's A (k-tile j in stage j),
+and both layers' weights stay resident side by side.
 
 All layers share one pair of shared-memory stage rings (one BM x BK ring for A, one BN x BK
 for the weights) and one block size, so dataflow-persistent-kernel fuses them into one
@@ -69,6 +73,7 @@ from tilesync.kernels.layer_norm import emit_layer_norm_rows, load_affine
 from tilesync.kernels.row_dot import emit_row_dots, load_row_weights
 
 MODULE = "mlp_stack"
+NORM_STAGE = "layer_norm"
 PIPELINE = "mlp"
 BK = 64  # wgmma's K-major 128-byte rows
 ACCUMULATORS_PER_CTA = 128 * 256  # f32, 128 a thread of a 256-thread block
@@ -119,6 +124,12 @@ class MlpStack:
     plain_layers: tuple[int, ...] = ()
     """Layers without the ReLU (MeshGraphNets' MLPs end in a plain Linear; NeRF's feature and
     colour layers)."""
+    fused: tuple[int, ...] = ()
+    """Layers computed in the stage of the layer before them: the tile between the two stays
+    in the worker's A ring (the earlier layer's staged store leaves it there as the later
+    one's k-tiles), and both layers' weights stay resident side by side; a stage with a light
+    layer (NeRF's 64-wide first, its 16-wide colour) then does not pay a stage's handoffs
+    for it."""
     dot_head: int | None = None
     """A layer whose input rows also go through a Linear to one output, S = h · w + b, into S
     (rows): NeRF's density from the trunk's output. Its stage takes the dots on SIMT lanes, a
@@ -152,6 +163,18 @@ class MlpStack:
                 any(not 0 < layer < self.layers for layer in sides):
             raise ValueError(f"a layer 1 to {self.layers - 1} takes one concatenated input "
                              f"at most: skips {self.skips}, side inputs {self.side_inputs}")
+        heads = {*self.skips, *sides, self.dot_head}
+        for layer in self.fused:
+            if not 0 < layer < self.layers or layer in heads:
+                raise ValueError(f"a fused layer is one of layers 1 to {self.layers - 1} that "
+                                 f"reads only the layer before it (no skip, side input or dot "
+                                 f"head), got {layer}")
+            if not (self.staged_store and self.resident_weights) or self.widths[layer] % BK or \
+                    self.widths[layer] // BK > self.stages:
+                raise ValueError(f"layer {layer} is fused: its input ({self.widths[layer]} "
+                                 f"columns) stays in the A ring as whole k-tiles, at most "
+                                 f"{self.stages} (the ring's stages), staged, and its weights "
+                                 f"resident")
         if any(not 0 <= layer < self.layers for layer in self.plain_layers):
             raise ValueError(f"plain layers are layers 0 to {self.layers - 1}, got "
                              f"{self.plain_layers}")
@@ -184,9 +207,56 @@ class MlpStack:
         return len(self.widths) - 1
 
     @property
+    def stage_layers(self) -> list[list[int]]:
+        """The layers of each layers' stage (several where `fused`)."""
+        stages: list[list[int]] = []
+        for layer in range(self.layers):
+            if layer in self.fused:
+                stages[-1].append(layer)
+            else:
+                stages.append([layer])
+        return stages
+
+    @property
     def stage_count(self) -> int:
         """The layers' stages and the layer norm's."""
-        return self.layers + self.layer_norm
+        return len(self.stage_layers) + self.layer_norm
+
+    def stage_name(self, stage: int) -> str:
+        if self.layer_norm and stage == self.stage_count - 1:
+            return NORM_STAGE
+        layers = self.stage_layers[stage]
+        return f"layer{layers[0]}" if len(layers) == 1 else \
+            "layers" + "_".join(map(str, layers))
+
+    def resident_places(self, layers: list[int]) -> list[tuple[int, int]]:
+        """Where each layer's resident weights start in the weights' buffer (k-tile slot,
+        row): a layer beside the one before it, in rows below it, where it has no more k-tiles
+        and both fit the buffer's rows (NeRF's 16-wide colour beside its 128-wide hidden
+        layer), else in slots of its own after it."""
+        rows = max(self.widths[1:])
+        places: list[tuple[int, int]] = []
+        block = (0, 0)  # the slots of the last layer placed in slots of its own: first, count
+        below = 0  # the rows of that block taken
+        for layer in layers:
+            k_tiles, width = self.in_width(layer) // BK, self.widths[layer + 1]
+            if places and below + width <= rows and k_tiles <= block[1]:
+                places.append((block[0], below))
+                below += width
+                continue
+            first = block[0] + block[1]
+            places.append((first, 0))
+            block, below = (first, k_tiles), width
+        return places
+
+    def resident_slots(self) -> int:
+        """k-tile slots of the weights' buffer: the most a stage's layers take."""
+        most = 0
+        for layers in self.stage_layers:
+            places = self.resident_places(layers)
+            most = max(most, max(slot + self.in_width(layer) // BK
+                                 for (slot, _), layer in zip(places, layers, strict=True)))
+        return most
 
     @property
     def width(self) -> int:
@@ -246,8 +316,8 @@ class MlpStack:
                                  memory_space=sa_type.memory_space)
         if not self.resident_weights:
             return sa_type, sb_type
-        k_tiles = max(map(self.in_width, range(self.layers))) // BK
-        return sa_type, MemRefType(sb_type.element_type, [k_tiles, *sb_type.get_shape()[1:]],
+        return sa_type, MemRefType(sb_type.element_type,
+                                   [self.resident_slots(), *sb_type.get_shape()[1:]],
                                    memory_space=sb_type.memory_space)
 
     @property
@@ -263,9 +333,10 @@ class MlpStack:
         return LayerNormConfig(rows, self.width, self.layer_norm_eps, self.threads // 32)
 
     def queue_type(self, queue: int, entries: int) -> dataflow.QueueType:
-        """Queue `queue` (layer `queue`'s output), of `entries` tiles."""
+        """Queue `queue` (stage `queue`'s output), of `entries` tiles."""
+        produced = self.stage_layers[queue][-1] + 1
         payload = MemRefType(self.layer_config(0).element_type,
-                             [self.tile_rows, self.widths[queue + 1]])
+                             [self.tile_rows, self.widths[produced]])
         return dataflow.QueueType(entries, payload)
 
 
@@ -293,27 +364,30 @@ def default_ctas(stack: MlpStack) -> tuple[int, ...]:
     share = max(1, stack.sms // stack.stage_count)
     ctas = [share] * stack.stage_count
     widest = max(map(stack.in_width, range(stack.layers)))
-    takers = [layer for layer in range(stack.layers) if stack.in_width(layer) == widest]
+    takers = [stage for stage, layers in enumerate(stack.stage_layers)
+              if any(stack.in_width(layer) == widest for layer in layers)]
     for spare in range(stack.sms - share * stack.stage_count):
         ctas[takers[spare % len(takers)]] += 1
     return tuple(ctas)
 
 
-def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueType]
+def _stage_kernel(stack: MlpStack, stage: int, queue_types: list[dataflow.QueueType]
                   ) -> gpu.FuncOp:
-    """Stage kernel of `layer`: (q_in?, q_out?, [X | V_i], W, bias, [w_dot, b_dot, S], [Y]);
-    X at the first layer and at a skip, V_i at its side input, the dot head's own three at
-    its layer."""
-    cfg = stack.layer_config(layer)
+    """Kernel of a layers' stage: (q_in?, q_out?, [X | V_i], W, bias, [w_dot, b_dot, S], [Y]);
+    X at the first stage and at a skip, V_i at its side input, the dot head's own three at
+    its layer; a stage of several layers (`fused`) takes W{l}, bias{l} for each layer l."""
+    layers = stack.stage_layers[stage]
+    lead = layers[0]  # the layer that reads the stage's input
+    cfg = stack.layer_config(lead)
     # `last`: the stage that writes Y (the layer norm's, when there is one)
-    first, last = layer == 0, layer == stack.layers - 1 and not stack.layer_norm
-    skip = layer in stack.skips
-    sides = [i for i, (at, _) in enumerate(stack.side_inputs) if at == layer]
-    dot = layer == stack.dot_head
+    first = stage == 0
+    last = layers[-1] == stack.layers - 1 and not stack.layer_norm
+    skip = lead in stack.skips
+    sides = [i for i, (at, _) in enumerate(stack.side_inputs) if at == lead]
+    dot = lead == stack.dot_head
     elem = cfg.element_type
-    q_in = None if first else queue_types[layer - 1]
-    q_out = None if last else queue_types[layer]
-    weights = MemRefType(elem, [cfg.N, cfg.K])
+    q_in = None if first else queue_types[stage - 1]
+    q_out = None if last else queue_types[stage]
     inputs: list[Attribute] = [q for q in (q_in, q_out) if q is not None]
     names = [n for n, q in (("q_in", q_in), ("q_out", q_out)) if q is not None]
     if first or skip:
@@ -322,16 +396,21 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     for i in sides:
         inputs.append(MemRefType(elem, [stack.rows, stack.side_inputs[i][1]]))
         names.append(f"V{i}")
-    inputs += [weights, MemRefType(elem, [cfg.N])]
-    names += ["W", "bias"]
-    if dot:
-        inputs += [MemRefType(elem, [cfg.K]), MemRefType(elem, [1]),
-                   MemRefType(elem, [stack.rows])]
-        names += ["w_dot", "b_dot", "S"]
+    weight_names = []
+    for layer in layers:
+        layer_cfg = stack.layer_config(layer)
+        suffix = "" if len(layers) == 1 else str(layer)
+        weight_names.append((f"W{suffix}", f"bias{suffix}"))
+        inputs += [MemRefType(elem, [layer_cfg.N, layer_cfg.K]), MemRefType(elem, [layer_cfg.N])]
+        names += weight_names[-1]
+        if layer == stack.dot_head:
+            inputs += [MemRefType(elem, [layer_cfg.K]), MemRefType(elem, [1]),
+                       MemRefType(elem, [stack.rows])]
+            names += ["w_dot", "b_dot", "S"]
     if last:
-        inputs.append(MemRefType(elem, [stack.rows, cfg.N]))
+        inputs.append(MemRefType(elem, [stack.rows, stack.width]))
         names.append("Y")
-    kernel = gpu.FuncOp(f"layer{layer}", (inputs, []), kernel=True,
+    kernel = gpu.FuncOp(stack.stage_name(stage), (inputs, []), kernel=True,
                         known_block_size=[stack.threads, 1, 1])
     args = named_args(kernel, names)
     b = BlockBuilder(kernel.body.block)
@@ -353,8 +432,11 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     sa_type, sb_type = stack.shared_types()
     sa = b.emit(memref.GetGlobalOp("smem_a", sa_type))
     sb = b.emit(memref.GetGlobalOp("smem_b", sb_type))
+    places = stack.resident_places(layers)
     if stack.resident_weights:
-        load_resident_b(b, cfg, args["W"], sb, tid, stack.threads)
+        for layer, (w_name, _), at in zip(layers, weight_names, places, strict=True):
+            load_resident_b(b, stack.layer_config(layer), args[w_name], sb, tid, stack.threads,
+                            at)
     if dot:
         lane = b.remui(local, 32)
         dot_weights = load_row_weights(b, args["w_dot"], cfg.K, lane)
@@ -391,22 +473,32 @@ def _layer_kernel(stack: MlpStack, layer: int, queue_types: list[dataflow.QueueT
     def give_back(bb: BlockBuilder) -> None:
         bb.insert(dataflow.ReleaseEmptyOp(args["q_in"], ticket, threads=group_threads))
 
-    def handoff(hb: BlockBuilder) -> None:
-        """Once the tile is multiplied: its input entry goes back to the producers (with a
-        dot head, once its dots are taken), and a relaying stage waits for its output entry
-        only now (the multiply overlapped it)."""
-        if not first:
-            if not dot:
-                give_back(hb)
-            if not last:
-                hb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket, threads=group_threads))
+    def handoff(hb: BlockBuilder, reads_input: bool, writes_output: bool) -> None:
+        """Once a layer's tile is multiplied: the stage's input entry goes back to the
+        producers after the layer that reads it (with a dot head, once its dots are taken),
+        and a relaying stage waits for its output entry only before the layer that writes it
+        (the multiply overlapped both)."""
+        if first:  # its ticket came with its output entry
+            return
+        if reads_input and not dot:
+            give_back(hb)
+        if not last and writes_output:
+            hb.emit(dataflow.AcquireEmptyOp(args["q_out"], ticket, threads=group_threads))
 
     head = args["X"] if skip else args[f"V{sides[0]}"] if sides else None
-    emit_tile(lb, cfg, TileOperands(a, args["W"], c, args["bias"], A_head=head),
-              TilePlace(local, warp, warp_m, warp_n, row0 if first else zero, zero,
-                        (zero, zero), c_m0=row0 if last else zero, head_m0=row0), sa, sb,
-              resident_b=stack.resident_weights, after_mainloop=handoff, ring=ring,
-              barrier=barrier)
+    for k, (layer, (w_name, bias_name), at) in enumerate(zip(layers, weight_names, places,
+                                                            strict=True)):
+        reads, writes = k == 0, k == len(layers) - 1
+        emit_tile(lb, stack.layer_config(layer),
+                  TileOperands(a if reads else sa, args[w_name], c if writes else sa,
+                               args[bias_name], A_head=head if reads else None),
+                  TilePlace(local, warp, warp_m, warp_n, row0 if first and reads else zero,
+                            zero, (zero, zero), c_m0=row0 if last and writes else zero,
+                            head_m0=row0), sa, sb,
+                  resident_b=stack.resident_weights,
+                  after_mainloop=lambda hb, r=reads, w=writes: handoff(hb, r, w),
+                  ring=ring, barrier=barrier, resident_at=at, a_in_ring=not reads,
+                  keep_in_ring=not writes)
     following = []
     if stack.draw_ahead:  # the next tile's ticket, while this one's stores drain
         following = [draw_if(lb, lb.ult(lb.addi(body.args[0], 1), mine), given)]
@@ -445,9 +537,6 @@ def _tickets_of(b: BlockBuilder, stack: MlpStack, worker: SSAValue, workers: SSA
     not a wrapped count."""
     spread = b.addi(workers, stack.tiles - 1)
     return b.divui(b.emit(arith.SubiOp(spread, worker)), workers)
-
-
-NORM_STAGE = "layer_norm"
 
 
 def _norm_kernel(stack: MlpStack, q_in: dataflow.QueueType) -> gpu.FuncOp:
@@ -489,7 +578,8 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     """The stage kernels in one gpu.module and the `dataflow.pipeline` that runs them."""
     entries = stack.queue_entries()
     queue_types = [stack.queue_type(q, n) for q, n in enumerate(entries)]
-    kernels = [_layer_kernel(stack, layer, queue_types) for layer in range(stack.layers)]
+    kernels = [_stage_kernel(stack, stage, queue_types)
+               for stage in range(len(stack.stage_layers))]
     if stack.layer_norm:
         kernels.append(_norm_kernel(stack, queue_types[-1]))
     rings = stage_buffers(stack.layer_config(0), stack.shared_types())
@@ -501,7 +591,7 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     last = stack.stage_count - 1
     for stage in range(stack.stage_count):
         norm = stack.layer_norm and stage == last
-        name = NORM_STAGE if norm else f"layer{stage}"
+        name = stack.stage_name(stage)
         op = dataflow.StageOp(
             name, SymbolRefAttr(MODULE, [name]),
             dataflow.Resource.SIMT if norm else dataflow.Resource.TENSOR, ctas[stage],
@@ -522,15 +612,17 @@ def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None, sides=(),
         raise ValueError(f"the stack takes {len(stack.side_inputs)} side inputs and "
                          f"{'a' if stack.dot_head is not None else 'no'} dot head's (w, b, S)")
     args = {}
-    for layer in range(stack.layers):
-        own = [x] if layer == 0 or layer in stack.skips else []
-        own += [v for (at, _), v in zip(stack.side_inputs, sides, strict=True) if at == layer]
-        own += [weights[layer], biases[layer]]
-        if layer == stack.dot_head:
-            own += list(dot)
-        if layer == stack.layers - 1 and not stack.layer_norm:
+    for stage, layers in enumerate(stack.stage_layers):
+        lead = layers[0]
+        own = [x] if lead == 0 or lead in stack.skips else []
+        own += [v for (at, _), v in zip(stack.side_inputs, sides, strict=True) if at == lead]
+        for layer in layers:
+            own += [weights[layer], biases[layer]]
+            if layer == stack.dot_head:
+                own += list(dot)
+        if layers[-1] == stack.layers - 1 and not stack.layer_norm:
             own.append(y)
-        args[f"layer{layer}"] = own
+        args[stack.stage_name(stage)] = own
     if stack.layer_norm:
         if norm is None:
             raise ValueError("a stack with a layer norm runs with norm=(gamma, beta)")

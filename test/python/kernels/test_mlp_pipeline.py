@@ -215,6 +215,67 @@ def test_nerfs_heads_layers_of_their_own_widths_a_dot_head_and_a_side_input():
                         "y")
 
 
+def test_fused_layers_share_a_stage_their_tile_staying_in_the_ring():
+    """NeRF's light layers fused into the stage of the layer before them: stages [0, 1] and
+    [2, 3]; the 16-wide layer's weights resident in rows 128.. beside the 128-wide layer's;
+    the second tile of a stage copies no A (it is in the ring) and the first writes no C
+    (no copy out of the ring); one queue between the two stages, of the fused stage's
+    output width."""
+    stack = fitting_stack(1024, (64, 256, 256, 128, 16), fused=(1, 3), plain_layers=(3,))
+    assert stack.stage_layers == [[0, 1], [2, 3]] and stack.stage_count == 2
+    assert [stack.stage_name(n) for n in range(2)] == ["layers0_1", "layers2_3"]
+    assert stack.resident_places([0, 1]) == [(0, 0), (1, 0)]
+    assert stack.resident_places([2, 3]) == [(0, 0), (0, 128)]
+    assert stack.resident_slots() == 5 and stack.shared_types()[1].get_shape() == (5, 256, 64)
+    module = mlp_pipeline_module(stack)
+    module.verify()
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    queue, = [op for op in pipeline.body.block.ops if isinstance(op, dataflow.QueueOp)]
+    assert queue.queue_type.payload.get_shape() == (64, 256)
+    assert [st.sym_name.data for st in pipeline.stages] == ["layers0_1", "layers2_3"]
+    gmod = next(op for op in module.ops if isinstance(op, gpu.ModuleOp))
+    kernels = {k.sym_name.data: k for k in gmod.body.block.ops if isinstance(k, gpu.FuncOp)}
+    assert [a.name_hint for a in kernels["layers0_1"].body.block.args] == \
+        ["q_out", "X", "W0", "bias0", "W1", "bias1"]
+    assert [a.name_hint for a in kernels["layers2_3"].body.block.args] == \
+        ["q_in", "W2", "bias2", "W3", "bias3", "Y"]
+    loop = next(op for op in kernels["layers2_3"].walk() if isinstance(op, scf.ForOp)
+                and any(isinstance(o, dataflow.AcquireFullOp) for o in op.body.block.ops))
+    ops = list(loop.walk())
+    q_in, w2, _, w3 = kernels["layers2_3"].body.block.args[:4]
+    copies = [i for i, op in enumerate(ops) if isinstance(op, tl.CpAsyncOp)]
+    assert copies and all(ops[i].src is q_in or isinstance(ops[i].src.owner,
+                                                            dataflow.EntryOp) for i in copies)
+    wgmmas = [i for i, op in enumerate(ops) if isinstance(op, tl.WgmmaOp)]
+    assert len(wgmmas) == 4 + 4  # 4 k16 steps a k-loop, one k-loop each
+    given_back, = [i for i, op in enumerate(ops) if isinstance(op, dataflow.ReleaseEmptyOp)]
+    assert wgmmas[0] < given_back < wgmmas[4]  # the entry goes back after the first layer
+    copy_outs = [op for op in ops if isinstance(op, tl.CopyOutOp)]
+    assert copy_outs == []  # the 16-wide layer stores its accumulators; the 128-wide keeps its
+    resident = [op for op in kernels["layers2_3"].body.block.ops if isinstance(op, tl.CpAsyncOp)
+                or isinstance(op, scf.IfOp) and any(isinstance(o, tl.CpAsyncOp) and o.src is w3
+                                                    for o in op.walk())]
+    assert resident  # W3's copies into the weights' buffer, before the loop
+    args = stage_arguments(stack, "x", ["w0", "w1", "w2", "w3"], ["b0", "b1", "b2", "b3"], "y")
+    assert args == {"layers0_1": ["x", "w0", "b0", "w1", "b1"],
+                    "layers2_3": ["w2", "b2", "w3", "b3", "y"]}
+    compiled = tilesync.compile(module, target="sm_90a")
+    assert set(compiled.kernels) >= {"layers0_1", "layers2_3", "mlp_persistent"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"skips": (1,), "fused": (1,)}, "no skip, side input or dot head"),
+    ({"dot_head": 2, "fused": (2,)}, "no skip, side input or dot head"),
+    ({"fused": (0,)}, "one of layers 1 to 3"),
+    ({"fused": (1,), "resident_weights": False}, "its weights resident"),
+    ({"fused": (1,), "staged_store": False}, "staged"),
+    ({"fused": (1,), "stages": 3}, "at most 3"),  # 256 columns: 4 k-tiles in the ring
+])
+def test_a_fused_layer_reads_only_the_tile_before_it(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MlpStack(1024, (64, 256, 256, 256, 256), **kwargs)
+
+
 def test_a_layer_norm_is_a_simt_stage_of_its_own():
     """MeshGraphNets' edge MLP: Linear+ReLU, Linear+ReLU, Linear (no ReLU), then the layer
     norm as a SIMT stage reading a fourth queue; its workers are the layers' (each warpgroup
