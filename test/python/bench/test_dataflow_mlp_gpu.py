@@ -34,8 +34,10 @@ WIDTHS = (64, 256, 256, 256, 256)
     {"widths": (64, 256, 256, 256, 128, 16), "skips": (1,), "dot_head": 3,
      "side_inputs": ((4, 64),), "plain_layers": (3, 4)},
     {"widths": (64, 256, 256, 128, 16), "fused": (1, 3), "plain_layers": (3,)},
+    {"widths": (384, 128, 128, 128), "plain_layers": (2,), "layer_norm": True, "groups": 4,
+     "fused": (2,)},
 ], ids=["two-workers", "one-worker", "draw-ahead", "skip", "meshgraphnets", "nerf-heads",
-        "fused"])
+        "fused", "meshgraphnets-fused"])
 def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, form):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
