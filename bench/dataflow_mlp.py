@@ -216,17 +216,24 @@ def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
         checks.append({"after": label, "rel_error": mlp_bench.check_error(f"pipeline ({label})",
                                                            data.error())})
 
+    runs = [0]  # since the first check
+
+    def run():
+        runs[0] += 1
+        return program.run(args)
+
     checked("first run", lambda: program.run(args))
     samples = []
-    hold_stream(mlp_bench.HOLD_NS_PER_RUN * (warmup + reps), program.main_stream())
+    hold_stream(mlp_bench.hold_ns(warmup + reps, run, program.synchronize),
+                program.main_stream())
     for i in range(warmup + reps):
-        end = program.run(args)
+        end = run()
         if i >= warmup:
             samples.append((program.last_start, end))
     program.synchronize()
     for _ in range(repeats):
-        program.run(args)
-    checked(f"{warmup + reps + repeats} more runs", lambda: program.run(args))
+        run()
+    checked(f"{runs[0]} more runs", lambda: program.run(args))
     if graph_replays:
         graph = program.capture(args)
         for _ in range(graph_replays - 1):
@@ -307,7 +314,8 @@ def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, A
     stream.synchronize()
     first = mlp_bench.check_error("bulk_sync", data.error())
     samples = []
-    hold_stream(mlp_bench.HOLD_NS_PER_RUN * (warmup + reps), stream)
+    hold_stream(mlp_bench.hold_ns(warmup + reps, lambda: (Event().record(stream), run()),
+                                  stream.synchronize), stream)
     for i in range(warmup + reps):
         start = Event().record(stream)
         marks = run()

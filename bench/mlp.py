@@ -431,6 +431,21 @@ stage program (a few launches from Python) or of torch's path, so the runs queue
 and the events time the device, not the host."""
 
 
+def hold_ns(runs: int, enqueue, synchronize) -> int:
+    """The hold for `runs` timed runs of `enqueue`: HOLD_NS_PER_RUN each, or twice what the
+    host took to enqueue one (timed over three, then `synchronize`d), whichever is longer (a
+    run of a dozen launches and events from Python can take longer than HOLD_NS_PER_RUN: NeRF's
+    layers bulk-synchronously at 2^16 rows then timed the host, 1.07 ms for 0.3 of work)."""
+    import time
+
+    began = time.perf_counter()
+    for _ in range(3):
+        enqueue()
+    per_run = (time.perf_counter() - began) / 3 * 1e9
+    synchronize()
+    return int(runs * max(HOLD_NS_PER_RUN, 2 * per_run))
+
+
 def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
     """This run's device limits: the copy bandwidth (bench.kernels.copy_bandwidth) and the
     tensor rate cuBLAS reaches on an fp16 GEMM of PEAK_SHAPE³, the floor's two rates."""

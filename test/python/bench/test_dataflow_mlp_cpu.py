@@ -115,3 +115,16 @@ def test_the_model_as_written_computes_the_padded_stacks_columns():
     assert got.shape == (128, 4) and native.error(got) < 1e-2
     padded = data.torch_stack()
     assert torch.allclose(got.float(), padded[:, [0, 1, 2, 16]].float(), atol=1e-2)
+
+
+def test_the_hold_covers_the_hosts_enqueue_of_every_timed_run():
+    """A run the host enqueues in under HOLD_NS_PER_RUN is held that long; a slower one twice
+    its enqueue time (sleep: at least 1 ms), so the timed runs still queue up behind it."""
+    import time
+
+    from tilesync.bench import mlp
+
+    synced = []
+    assert mlp.hold_ns(10, lambda: None, lambda: synced.append(1)) == 10 * mlp.HOLD_NS_PER_RUN
+    assert mlp.hold_ns(10, lambda: time.sleep(1e-3), lambda: synced.append(1)) >= 10 * 2_000_000
+    assert synced == [1, 1]

@@ -54,7 +54,8 @@ def test_pipeline_matches_the_reference_across_runs_and_replays(gpu_device, form
     assert len(ctas) == stack.stage_count and sum(ctas) <= stack.sms
     record = dataflow_mlp.run_pipeline(dataclasses.replace(stack, ctas=ctas), data, warmup=1,
                                        reps=3, repeats=20, graph_replays=20)
-    assert [c["after"] for c in record["checks"]] == ["first run", "24 more runs",
-                                                      "20 graph replays"]
+    first, repeated, replayed = (c["after"] for c in record["checks"])
+    assert (first, replayed) == ("first run", "20 graph replays")
+    assert repeated.endswith(" more runs") and int(repeated.split()[0]) >= 24
     assert all(c["rel_error"] < 2e-2 for c in record["checks"])
     assert "co-resident" in record["co_residency"]
