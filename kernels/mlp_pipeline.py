@@ -151,9 +151,9 @@ class MlpStack:
         if len(self.widths) < 3:
             raise ValueError("a pipeline needs at least two layers (three widths): one layer "
                              "is one bulk-synchronous kernel")
-        if any(n % 8 or not 0 < n <= 256 for n in self.widths[1:]):
-            raise ValueError(f"a layer's width is one wgmma tile: a multiple of 8 up to 256, "
-                             f"got {self.widths[1:]}")
+        if any(n % 16 or not 0 < n <= 256 for n in self.widths[1:]):
+            raise ValueError(f"a layer's width is one wgmma tile of 16-column warp tiles: a "
+                             f"multiple of 16 up to 256, got {self.widths[1:]}")
         width = max(self.widths[1:])
         if any(k % BK for k in self.widths[:-1]) or any(w % BK for _, w in self.side_inputs):
             raise ValueError(f"each layer's input widths must be multiples of {BK}, got "
@@ -192,6 +192,9 @@ class MlpStack:
             raise ValueError(f"a CTA's groups hold at most {ACCUMULATORS_PER_CTA} accumulators "
                              f"together (128 x 256 fill a 256-thread block's registers), got "
                              f"groups={self.groups} x {self.tile_rows} rows x {width}")
+        if self.stage_count < 2:
+            raise ValueError("a pipeline needs at least two stages: with every layer fused "
+                             "into one, it is one bulk-synchronous kernel")
         if self.ctas is not None and len(self.ctas) != self.stage_count:
             raise ValueError(f"{self.stage_count} stages, {len(self.ctas)} CTA counts")
         if any(not 0 < layer < self.layers for layer in self.skips):
@@ -201,6 +204,10 @@ class MlpStack:
             raise RingsTooLarge(f"{self.shared_bytes} bytes of shared memory for the rings of "
                              f"{self.stages} stages: more than the {MAX_SHARED_PER_BLOCK} a "
                              f"block can have; use fewer stages")
+        for layer in range(self.layers):  # each layer's tile (its GemmConfig's own checks)
+            self.layer_config(layer)
+        if self.layer_norm:
+            self.norm_config(self.rows)
 
     @property
     def layers(self) -> int:
