@@ -12,10 +12,12 @@ Index constants are made once per block (the first use places them), `addi(x, 0)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from xdsl.builder import Builder
-from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, ModuleOp, StringAttr, f32
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tilesync.dialects import tile as tl
@@ -90,4 +92,29 @@ def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -
     return value
 
 
-__all__ = ["BlockBuilder", "Index", "warp_allreduce"]
+def warp_per_row_module(name: str, params: Sequence[tuple[str, Attribute]], rows: int,
+                        warps: int, emit_row: Callable[..., None]) -> ModuleOp:
+    """A bulk kernel of one warp a row: `params` (name, type) in order, block b's warps
+    taking rows b · warps ..; `emit_row(b, args, row, lane)` emits a warp's row (warp-uniform
+    guard: a row past `rows` does nothing)."""
+    kernel = gpu.FuncOp(name, ([t for _, t in params], []), kernel=True,
+                        known_block_size=[32 * warps, 1, 1])
+    args = dict(zip((n for n, _ in params), kernel.body.block.args, strict=True))
+    for hint, arg in args.items():
+        arg.name_hint = hint
+    b = BlockBuilder(kernel.body.block)
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    row = b.addi(b.muli(bid, warps), b.divui(tid, 32))
+    body = Block()
+    rb = BlockBuilder(body)
+    emit_row(rb, args, row, rb.remui(tid, 32))
+    rb.insert(scf.YieldOp())
+    b.insert(scf.IfOp(b.ult(row, rows), [], Region(body)))
+    b.insert(gpu.ReturnOp([]))
+    module = gpu.ModuleOp(StringAttr(f"{name}_module"),  # type: ignore[arg-type]
+                          Region(Block([kernel])))
+    return ModuleOp([module])
+
+
+__all__ = ["BlockBuilder", "Index", "warp_allreduce", "warp_per_row_module"]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, gpu, math, memref, scf
-from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects import arith, math, memref
+from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp
+from xdsl.ir import SSAValue
 
-from tilesync.kernels.builder import BlockBuilder, warp_allreduce
+from tilesync.kernels.builder import BlockBuilder, warp_allreduce, warp_per_row_module
 from tilesync.kernels.config import LayerNormConfig
 
 Affine = tuple[list[SSAValue], list[SSAValue]]
@@ -74,26 +74,13 @@ def layer_norm_module(cfg: LayerNormConfig) -> ModuleOp:
     """The bulk kernel: (X, gamma, beta, Y), block b normalizing rows b · warps .."""
     f16 = Float16Type()
     matrix, vector = MemRefType(f16, [cfg.rows, cfg.cols]), MemRefType(f16, [cfg.cols])
-    kernel = gpu.FuncOp(cfg.name, ([matrix, vector, vector, matrix], []), kernel=True,
-                        known_block_size=list(cfg.block))
-    X, gamma, beta, Y = kernel.body.block.args
-    for arg, hint in zip((X, gamma, beta, Y), ("X", "gamma", "beta", "Y"), strict=True):
-        arg.name_hint = hint
-    b = BlockBuilder(kernel.body.block)
-    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    row = b.addi(b.muli(bid, cfg.warps), b.divui(tid, 32))
-    body = Block()
-    rb = BlockBuilder(body)
-    lane = rb.remui(tid, 32)
-    emit_layer_norm_rows(rb, X, [row], Y, [row], load_affine(rb, gamma, beta, cfg.cols, lane),
-                         lane, cfg.eps)
-    rb.insert(scf.YieldOp())
-    b.insert(scf.IfOp(b.ult(row, cfg.rows), [], Region(body)))  # warp-uniform
-    b.insert(gpu.ReturnOp([]))
-    module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
-                          Region(Block([kernel])))
-    return ModuleOp([module])
+
+    def row(rb: BlockBuilder, args, row, lane) -> None:
+        affine = load_affine(rb, args["gamma"], args["beta"], cfg.cols, lane)
+        emit_layer_norm_rows(rb, args["X"], [row], args["Y"], [row], affine, lane, cfg.eps)
+
+    return warp_per_row_module(cfg.name, [("X", matrix), ("gamma", vector), ("beta", vector),
+                                          ("Y", matrix)], cfg.rows, cfg.warps, row)
 
 
 __all__ = ["Affine", "emit_layer_norm_rows", "layer_norm_module", "load_affine"]

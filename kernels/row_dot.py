@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
-from tilesync.kernels.builder import BlockBuilder, warp_allreduce
+from tilesync.kernels.builder import BlockBuilder, warp_allreduce, warp_per_row_module
 from tilesync.kernels.config import RowDotConfig
 
 ROWS_AT_ONCE = 8
@@ -61,28 +61,16 @@ def emit_row_dots(b: BlockBuilder, src: SSAValue, src_rows: Sequence[SSAValue],
 def row_dot_module(cfg: RowDotConfig) -> ModuleOp:
     """The bulk kernel: (X, w, bias, Y), block b taking rows b · warps .."""
     f16 = Float16Type()
-    kernel = gpu.FuncOp(cfg.name, ([MemRefType(f16, [cfg.rows, cfg.cols]),
-                                    MemRefType(f16, [cfg.cols]), MemRefType(f16, [1]),
-                                    MemRefType(f16, [cfg.rows])], []),
-                        kernel=True, known_block_size=list(cfg.block))
-    X, w, bias, Y = kernel.body.block.args
-    for arg, hint in zip((X, w, bias, Y), ("X", "w", "bias", "Y"), strict=True):
-        arg.name_hint = hint
-    b = BlockBuilder(kernel.body.block)
-    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    bid = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    row = b.addi(b.muli(bid, cfg.warps), b.divui(tid, 32))
-    body = Block()
-    rb = BlockBuilder(body)
-    lane = rb.remui(tid, 32)
-    emit_row_dots(rb, X, [row], load_row_weights(rb, w, cfg.cols, lane),
-                  rb.load_f32(bias, [rb.idx(0)]), Y, [row], lane)
-    rb.insert(scf.YieldOp())
-    b.insert(scf.IfOp(b.ult(row, cfg.rows), [], Region(body)))  # warp-uniform
-    b.insert(gpu.ReturnOp([]))
-    module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
-                          Region(Block([kernel])))
-    return ModuleOp([module])
+
+    def row(rb: BlockBuilder, args, row, lane) -> None:
+        emit_row_dots(rb, args["X"], [row], load_row_weights(rb, args["w"], cfg.cols, lane),
+                      rb.load_f32(args["bias"], [rb.idx(0)]), args["Y"], [row], lane)
+
+    return warp_per_row_module(cfg.name, [("X", MemRefType(f16, [cfg.rows, cfg.cols])),
+                                          ("w", MemRefType(f16, [cfg.cols])),
+                                          ("bias", MemRefType(f16, [1])),
+                                          ("Y", MemRefType(f16, [cfg.rows]))],
+                               cfg.rows, cfg.warps, row)
 
 
 __all__ = ["ROWS_AT_ONCE", "emit_row_dots", "load_row_weights", "row_dot_module"]
