@@ -10,7 +10,14 @@ the optimizations W (drop the wait-kernel) and T (drop the custom order) are leg
 Blocks per SM come from the stage's `blocks_per_sm` attribute (sync-annotate-occupancy);
 without it they are computed here from `registers` / `shared_bytes` and the stage's block,
 with 32 registers and no shared memory assumed where those are missing, and the output says
-so. Bad input is one line on stderr and exit status 1, never a traceback.
+so.
+
+For every `dataflow.pipeline` (Kitsune): its queues (entries, bytes, pinned in L2 or not), its
+stages (resource, CTAs, tickets a launch, queues read and written, the measured
+bulk-synchronous rate where `bsp_rate` records one), the time the allotment's model predicts
+(a stage's rate scales with its share of the SMs; the slowest stage bounds the pipeline)
+against the stages one after another, and dataflow-verify's co-residency proof or why there
+is none. Bad input is one line on stderr and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ import sys
 from collections.abc import Sequence
 from fractions import Fraction
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.context import Context
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute
 
 from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
@@ -29,6 +37,7 @@ from tilesync.analysis.stage_graph import StageGraph
 from tilesync.analysis.wave_model import StageWaves, predict_chain, tile_order_legality
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
+    BSP_RATE_ATTR,
     CORESIDENT_ATTR,
     DEFAULT_TARGET,
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
@@ -36,9 +45,13 @@ from tilesync.contract import (
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     TARGETS,
+    TILES_ATTR,
     limits_for_arch,
 )
+from tilesync.dialects import dataflow
+from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
+from tilesync.transforms.dataflow.verify import VerifyPipelinePass
 from tilesync.transforms.sync.annotate_occupancy import (
     int_attribute,
     stage_occupancy,
@@ -117,9 +130,12 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
         raise ValueError(f"sms must be positive, got {sms}")
     graph = StageGraph.of(module)
     stages, deps = graph.stages, graph.dependencies
+    pipelines = [op for op in module.walk() if isinstance(op, dataflow.PipelineOp)]
+    if pipelines and not stages:
+        return "\n".join(explain_pipelines(module, pipelines, sms, arch)) + "\n"
     lines = [f"wave model on {sms} SMs ({arch}); times in tile-time units"]
     if not stages:
-        lines.append("no sync.stage in this module")
+        lines.append("no sync.stage or dataflow.pipeline in this module")
         return "\n".join(lines) + "\n"
     lines.append(_occupancy_source(list(stages.values())))
     waves: dict[str, StageWaves] = {}
@@ -209,6 +225,80 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
                 f"{'legal' if verdict else 'not legal'}: {verdict.reason}"
             )
     return "\n".join(lines) + "\n"
+
+
+def _int(op, name: str) -> int | None:
+    value = op.attributes.get(name)
+    return value.value.data if isinstance(value, IntegerAttr) else None
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:.4g} ms" if value >= 1e-3 else f"{value * 1e6:.4g} us"
+
+
+def explain_pipelines(module: ModuleOp, pipelines: list[dataflow.PipelineOp], sms: int,
+                      arch: str) -> list[str]:
+    """The dataflow report (see the module doc), a pipeline after another."""
+    lines: list[str] = []
+    for pipeline in pipelines:
+        name, stages = pipeline.sym_name.data, pipeline.stages
+        queues = [op for op in pipeline.body.block.ops if isinstance(op, dataflow.QueueOp)]
+        ctas = sum(stage.num_ctas for stage in stages)
+        if lines:
+            lines.append("")
+        lines.append(f"dataflow pipeline @{name} on {sms} SMs ({arch}): {len(stages)} stages, "
+                     f"{len(queues)} queue{'' if len(queues) == 1 else 's'}, {ctas} CTAs")
+        for queue in queues:
+            kind = queue.queue_type
+            pinned = "pinned in L2" if queue.pin_l2 is not None else "not pinned"
+            lines.append(f"  queue @{queue.sym_name.data}: {kind.num_entries} entries of "
+                         f"{kind.payload} ({kind.payload_bytes} bytes, {kind.ring_bytes} bytes "
+                         f"in all), {pinned}")
+        times: dict[str, float] = {}
+        for stage in stages:
+            stage_name = stage.sym_name.data
+            reads = ", ".join(f"@{q.root_reference.data}" for q in stage.inputs) or "-"
+            writes = ", ".join(f"@{q.root_reference.data}" for q in stage.outputs) or "-"
+            tiles = _int(stage, TILES_ATTR)
+            line = (f"  stage @{stage_name}: {stage.resource.data.value}, {stage.num_ctas} "
+                    f"CTAs, {tiles if tiles is not None else 'unknown'} tickets a launch; "
+                    f"reads {reads}, writes {writes}")
+            rate = stage.attributes.get(BSP_RATE_ATTR)
+            if isinstance(rate, FloatAttr) and rate.value.data > 0 and tiles:
+                bulk = rate.value.data
+                share = bulk * stage.num_ctas / sms
+                times[stage_name] = tiles / share
+                line += (f"; bulk-synchronous {bulk:.4g} tiles/s on the whole GPU, so "
+                         f"{share:.4g} with {stage.num_ctas} CTAs of {sms}: "
+                         f"{_seconds(tiles / share)} a launch")
+            lines.append(line)
+        if len(times) == len(stages):
+            bound = max(times, key=times.get)
+            alone = sum(_int(stage, TILES_ATTR) / stage.attributes[BSP_RATE_ATTR].value.data
+                        for stage in stages)
+            lines.append(f"  predicted: {_seconds(times[bound])} a launch, bound by @{bound}; "
+                         f"the stages one after another on all SMs {_seconds(alone)} "
+                         f"(x{alone / times[bound]:.2f})")
+        else:
+            lines.append("  predicted: no model without every stage's bsp_rate and tiles "
+                         "(dataflow-allot-ctas reads the same)")
+        lines.append(f"  co-residency: {_pipeline_proof(module, pipeline, sms, arch)}")
+    return lines
+
+
+def _pipeline_proof(module: ModuleOp, pipeline: dataflow.PipelineOp, sms: int,
+                    arch: str) -> str:
+    """dataflow-verify's proof for `pipeline` alone (on a copy), or why it has none."""
+    copy = module.clone()
+    for other in [op for op in copy.walk() if isinstance(op, dataflow.PipelineOp)]:
+        if other.sym_name.data != pipeline.sym_name.data:
+            other.detach()
+    try:
+        VerifyPipelinePass(sms=sms, arch=arch).apply(Context(), copy)
+    except OpDiagnostic as refusal:
+        return f"not proved: {refusal.message}"
+    mine = next(op for op in copy.walk() if isinstance(op, dataflow.PipelineOp))
+    return mine.attributes["dataflow.verified"].data
 
 
 def _occupancy_source(stages: list[StageOp]) -> str:
