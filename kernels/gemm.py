@@ -398,7 +398,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
                                        masked=masked, swizzle=swizzle_a))
             return copy
 
-        if a_in_ring:
+        if a_in_ring:  # the previous layer's staged store left A's k-tiles in the ring
             pass
         elif not head_tiles:  # A: BM rows of BK elements
             copy_chunks(body, bm * bk, bk, copy_a_from(A, m0, k0))

@@ -230,6 +230,7 @@ class MlpStack:
         return len(self.stage_layers) + self.layer_norm
 
     def stage_name(self, stage: int) -> str:
+        """`layer3`, `layers0_1` for fused layers, `layer_norm`: its kernel's too."""
         if self.layer_norm and stage == self.stage_count - 1:
             return NORM_STAGE
         layers = self.stage_layers[stage]
@@ -315,7 +316,7 @@ class MlpStack:
 
     def shared_types(self) -> tuple[MemRefType, MemRefType]:
         """The stage rings every layer shares: A's, and the weights' (with resident weights,
-        every k-tile of the widest layer's)."""
+        the k-tile slots of the stage whose layers' weights take most, `resident_slots`)."""
         widest = max(range(self.layers), key=lambda layer: self.widths[layer + 1])
         sa_type, sb_type = stage_buffer_types(self.layer_config(widest))
         if self.groups > 1:  # a ring of A per group
