@@ -4,8 +4,8 @@
 
 // A producer GEMM and a SIMT consumer joined by one queue, each with its measured
 // bulk-synchronous rate: the producer (2e6 tiles/s on the whole GPU, all of its 132 CTAs)
-// bounds the pipeline at 512 us a launch of 1024 tickets; one stage after the other would take
-// 512 + 256 us.
+// bounds the pipeline at 512 us a launch of 1024 tickets at most; one stage after the other
+// would take 512 + 256 us.
 builtin.module {
   gpu.module @kernels {
     gpu.func @gemm(%h: !dataflow.queue<4 x memref<128x64xf16>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
@@ -26,10 +26,10 @@ builtin.module {
 // CHECK-NEXT:   queue @h: 4 entries of memref<128x64xf16> (16384 bytes, 66048 bytes in all), pinned in L2
 // CHECK-NEXT:   stage @gemm: tensor, 132 CTAs, 1024 tickets a launch; reads -, writes @h; bulk-synchronous 2e+06 tiles/s on the whole GPU, so 2e+06 with 132 CTAs of 132: 512 us a launch
 // CHECK-NEXT:   stage @act: simt, 264 CTAs, 1024 tickets a launch; reads @h, writes -; bulk-synchronous 4e+06 tiles/s on the whole GPU, so 8e+06 with 264 CTAs of 132: 128 us a launch
-// CHECK-NEXT:   predicted: 512 us a launch, bound by @gemm; the stages one after another on all SMs 768 us (x1.50)
+// CHECK-NEXT:   allotment model: 512 us a launch at most, bound by @gemm; the stages one after another on all SMs 768 us (x1.50)
 // CHECK-NEXT:   co-residency: co-resident: all 396 blocks are co-resident (at most 396 = 132 SMs x 3 blocks per SM); tickets balanced on 1 queue(s)
 
 // OVER: co-residency: not proved: dataflow-verify: pipeline @mlp cannot run: not all 732 blocks are co-resident
 
 // NORATE: stage @act: simt, 264 CTAs, 1024 tickets a launch; reads @h, writes -{{$}}
-// NORATE: predicted: no model without every stage's bsp_rate and tiles
+// NORATE: allotment model: none without every stage's bsp_rate and tiles

@@ -166,7 +166,7 @@ def test_a_pipeline_from_the_mlp_generator_is_explained_stage_by_stage():
     assert "stage @layer2: tensor, 8 CTAs" in text and "reads @h1, writes @h2" in text
     assert "stage @layers3_4: tensor, 3 CTAs" in text and "reads @h2, writes -" in text
     # 64 tiles at 1e6 x 4 / 132 tiles/s: 2.112 ms, the slowest of 2.112, 0.264 and 1.408 ms
-    assert "predicted: 2.112 ms a launch, bound by @layers0_1" in text
+    assert "allotment model: 2.112 ms a launch at most, bound by @layers0_1" in text
     assert "co-residency: not proved: dataflow-verify: stage @layers0_1: occupancy unknown" \
         in text
 
