@@ -25,6 +25,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
     # the graph level (transforms/graph/)
     "graph-to-stages": ("tilesync.transforms.graph.graph_to_stages", "GraphToStagesPass"),
+    "graph-to-dataflow": ("tilesync.transforms.graph.graph_to_dataflow", "GraphToDataflowPass"),
     # Kitsune dataflow (transforms/dataflow/)
     "dataflow-form-pipeline": ("tilesync.transforms.dataflow.form_pipeline", "FormPipelinePass"),
     "dataflow-split-reductions": ("tilesync.transforms.dataflow.split_reductions",
