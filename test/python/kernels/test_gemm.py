@@ -524,3 +524,20 @@ def test_gpu_gemm_throughput():
     print(f"\n{_id(MAIN)}: {result['median_ms']:.3f} ms, {result['tflops']:.1f} TFLOP/s, "
           f"{result['registers']} registers")
     assert result["tflops"] > 0
+
+
+def test_a_tile_kept_in_or_read_from_the_ring_is_refused_where_the_ring_cannot_hold_it():
+    """emit_tile's layers-in-a-stage forms: A read from the ring needs its k-tiles in the ring's
+    stages and resident B; a tile kept there needs the staged store; B's rows start at whole
+    8-row swizzle atoms (checked before any IR is emitted)."""
+    from tilesync.kernels.gemm import emit_tile, load_resident_b
+
+    # K = 256 (4 k-tiles) through 3 stages; a 128-wide wgmma tile, staged
+    cfg = gemm_config(64, 128, 256, (64, 128, 64), (4, 1), 3, "f16", "col", "bias",
+                      dynamic_shared=True, mma="wgmma", staged_store=False)
+    with pytest.raises(ValueError, match="no more k-tiles than the ring's stages"):
+        emit_tile(None, cfg, None, None, None, None, resident_b=True, a_in_ring=True)
+    with pytest.raises(ValueError, match="one kept there is staged"):
+        emit_tile(None, cfg, None, None, None, None, resident_b=True, keep_in_ring=True)
+    with pytest.raises(ValueError, match="whole 8-row swizzle atom, got row 4"):
+        load_resident_b(None, cfg, None, None, None, at=(0, 4))
