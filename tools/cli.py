@@ -180,8 +180,9 @@ def _explain(args: argparse.Namespace) -> int:
     from tilesync.tools.explain import explain
 
     module = parse(_read(args.file), name=args.file)
-    if args.measure:  # occupancy from the kernels `tilesync compile` would emit
-        annotate_resources(module, pipeline=default_pipeline(before=sync_passes_for(module)))
+    if args.measure:  # occupancy from the kernels `tilesync compile -t ARCH` would emit
+        annotate_resources(module, args.arch,
+                           pipeline=default_pipeline(before=sync_passes_for(module)))
     print(explain(module, sms=args.sms, arch=args.arch))
     return 0
 
@@ -206,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--sms", type=int, default=132)
     e.add_argument("--arch", default="sm_90")
     e.add_argument("--measure", action="store_true",
-                   help="compile the kernels and take registers/shared memory from nvJitLink")
+                   help="compile the kernels for --arch and take registers/shared memory "
+                        "from nvJitLink")
     e.set_defaults(run=_explain)
 
     d = sub.add_parser("demo", help="compile the examples; run the copy chain on a GPU")

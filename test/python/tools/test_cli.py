@@ -107,3 +107,19 @@ def test_explain_and_analyze():
     assert "stage @gemm2" in proc.stdout and "builtin.module" not in proc.stdout
     assert_one_line_error(run("tilesync.tools.cli", "explain", str(ROOT / "nope.mlir")),
                           "nope.mlir")
+
+
+def test_explain_measures_a_pipelines_kernels_for_its_arch(tmp_path):
+    """`explain --measure --arch sm_90a` compiles the wgmma stage kernels for the arch asked
+    for and proves the pipeline co-resident from what nvJitLink reports; measuring for sm_90
+    cannot compile wgmma and says so in one line."""
+    from tilesync.kernels.mlp_pipeline import MlpStack, mlp_pipeline_module
+
+    path = tmp_path / "pipe.mlir"
+    path.write_text(str(mlp_pipeline_module(MlpStack(1024, (64, 256, 256), ctas=(2, 2)))))
+    proc = run("tilesync.tools.cli", "explain", str(path), "--measure", "--arch", "sm_90a")
+    assert proc.returncode == 0, proc.stderr
+    assert "dataflow pipeline @mlp on 132 SMs (sm_90a): 2 stages, 1 queue, 4 CTAs" in proc.stdout
+    assert "co-residency: co-resident: all 4 blocks are co-resident" in proc.stdout
+    assert_one_line_error(run("tilesync.tools.cli", "explain", str(path), "--measure"),
+                          "needs target sm_90a")
