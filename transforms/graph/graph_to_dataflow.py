@@ -113,6 +113,8 @@ def match_stack(fn: func.FuncOp) -> StackMatch:
         heads = [op for op in users if isinstance(op, graph.LinearOp) and op.input is h
                  and _shape(op.result)[-1] == 1 and op.result in results]
         nexts = [op for op in users if op not in heads]
+        if not nexts and len(heads) == 1:  # not beside a layer: the stack's last, 1 wide
+            nexts, heads = heads, []
         if len(heads) > 1 or (heads and match.dot is not None):
             raise diagnostic(PASS, heads[-1], "a stack has one dot head")
         if heads:

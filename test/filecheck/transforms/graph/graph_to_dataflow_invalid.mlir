@@ -81,3 +81,14 @@ func.func @weight_computed(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: 
   func.return %y : tensor<128x64xf16>
 }
 // CHECK: graph-to-dataflow: layer 1's weight must be an argument of @weight_computed
+
+// -----
+
+// A one-output linear with no layer beside it is the stack's last layer, 1 wide.
+func.func @one_wide(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: tensor<64xf16>, %w1: tensor<1x64xf16>, %b1: tensor<1xf16>) -> tensor<128x1xf16> {
+  %l0 = graph.linear %x, %w0, %b0 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  %h = graph.relu %l0 : tensor<128x64xf16>
+  %y = graph.linear %h, %w1, %b1 : (tensor<128x64xf16>, tensor<1x64xf16>, tensor<1xf16>) -> tensor<128x1xf16>
+  func.return %y : tensor<128x1xf16>
+}
+// CHECK: graph-to-dataflow: a layer's width is one wgmma tile of 16-column warp tiles: a multiple of 16 up to 256, got (64, 1)
