@@ -1,1 +1,1 @@
-"""Passes on the graph level: graph-to-stages."""
+"""Passes on the graph level: graph-to-stages, graph-to-dataflow."""

@@ -34,18 +34,16 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     Float16Type,
-    FunctionType,
     ModuleOp,
     TensorType,
-    UnitAttr,
 )
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from tilesync.dialects import dataflow, graph
 from tilesync.dialects.locations import diagnostic
 from tilesync.kernels.mlp_pipeline import fitting_stack, mlp_pipeline_module, stage_arguments
+from tilesync.transforms.graph.function import replace_function, single_function
 
 PASS = "graph-to-dataflow"
 
@@ -195,11 +193,7 @@ class GraphToDataflowPass(ModulePass):
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fns = [f for f in op.ops if isinstance(f, func.FuncOp) and not f.is_declaration]
-        if len(fns) != 1:
-            raise diagnostic(PASS, op, f"lowers one graph function per module, found "
-                                       f"{len(fns)}")
-        fn = fns[0]
+        fn = single_function(op, PASS)
         match = match_stack(fn)
         try:
             stack = fitting_stack(match.rows, tuple(match.widths), skips=tuple(match.skips),
@@ -215,15 +209,7 @@ class GraphToDataflowPass(ModulePass):
         for stage in next(o for o in pipeline_module.ops
                           if isinstance(o, dataflow.PipelineOp)).stages:
             stage.attributes[graph.BIND_ATTR] = ArrayAttr(binds[stage.sym_name.data])
-        signature = FunctionType.from_lists(fn.function_type.inputs.data,
-                                            fn.function_type.outputs.data)
-        Rewriter.erase_op(fn)
-        block: Block = pipeline_module.body.block
-        for moved in list(block.ops):
-            moved.detach()
-            op.body.block.add_op(moved)
-        op.attributes["gpu.container_module"] = UnitAttr()
-        op.attributes[graph.SIGNATURE_ATTR] = signature
+        replace_function(op, fn, pipeline_module)
 
 
 __all__ = ["GraphToDataflowPass", "StackMatch", "match_stack"]

@@ -67,12 +67,10 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     TensorType,
-    UnitAttr,
 )
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
@@ -100,6 +98,7 @@ from tilesync.kernels.mlp import (
     tma_tiles,
 )
 from tilesync.kernels.softmax import softmax_module
+from tilesync.transforms.graph.function import replace_function, signature_of, single_function
 
 PASS = "graph-to-stages"
 
@@ -852,22 +851,11 @@ class GraphToStagesPass(ModulePass):
     name = PASS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fns = [f for f in op.ops if isinstance(f, func.FuncOp) and not f.is_declaration]
-        if len(fns) != 1:
-            raise diagnostic(PASS, op, f"lowers one graph function per module, found "
-                                       f"{len(fns)}")
-        fn = fns[0]
+        fn = single_function(op, PASS)
         program, temps = _stage_program(fn)
-        signature = FunctionType.from_lists(fn.function_type.inputs.data,
-                                            fn.function_type.outputs.data)
         bind_tensor_maps(program)
-        check_bindings(program, signature, temps)
-        Rewriter.erase_op(fn)
-        for stage_op in list(program.ops):
-            stage_op.detach()
-            op.body.block.add_op(stage_op)
-        op.attributes["gpu.container_module"] = UnitAttr()
-        op.attributes[graph.SIGNATURE_ATTR] = signature
+        check_bindings(program, signature_of(fn), temps)
+        replace_function(op, fn, program)
         op.attributes[graph.TEMPS_ATTR] = ArrayAttr(temps)
 
 
