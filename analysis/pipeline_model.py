@@ -62,6 +62,13 @@ class Allotment:
     bound: str  # the constraint that binds: a stage, "DRAM" or "L2"
 
 
+def items_per_second(stage: StageRate, ctas: int, sms: int) -> float:
+    """Pipeline items a second `stage` sustains with `ctas` of the `sms` CTA slots: its
+    bulk-synchronous rate on the whole GPU, sped up by its operands on chip (1 / utilization),
+    in proportion to its share of the slots, over its tiles per item (allot's constraint)."""
+    return stage.bsp_rate / stage.utilization * ctas / sms / stage.tiles_per_item
+
+
 def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
           slots: int = 1, shared_slots: bool = False) -> Allotment:
     """The throughput-optimal CTA counts (scipy.optimize.milp, HiGHS)."""
@@ -115,8 +122,8 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         result = second
     throughput = float(result.x[0])
     ctas = {s.name: int(result.x[1 + i] + 0.5) for i, s in enumerate(stages)}
-    slack = {s.name: s.bsp_rate / s.utilization * ctas[s.name] / sms
-             - s.tiles_per_item * throughput for s in stages}
+    slack = {s.name: s.tiles_per_item * (items_per_second(s, ctas[s.name], sms) - throughput)
+             for s in stages}
     bound = min(slack, key=slack.get)
     for name, peak, per_tile in (("DRAM", dram_peak, "dram_bytes"), ("L2", l2_peak, "l2_bytes")):
         used = throughput * sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)

@@ -33,15 +33,15 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
 from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
+from tilesync.analysis.pipeline_model import items_per_second
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.analysis.wave_model import StageWaves, predict_chain, tile_order_legality
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
-    BSP_RATE_ATTR,
     CORESIDENT_ATTR,
     DEFAULT_TARGET,
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
@@ -55,7 +55,8 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
-from tilesync.transforms.dataflow.verify import VerifyPipelinePass
+from tilesync.transforms.dataflow.allot_ctas import stage_rates
+from tilesync.transforms.dataflow.verify import VERIFIED_ATTR, VerifyPipelinePass
 from tilesync.transforms.sync.annotate_occupancy import (
     int_attribute,
     stage_occupancy,
@@ -231,11 +232,6 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _int(op, name: str) -> int | None:
-    value = op.attributes.get(name)
-    return value.value.data if isinstance(value, IntegerAttr) else None
-
-
 def _seconds(value: float) -> str:
     return f"{value * 1e3:.4g} ms" if value >= 1e-3 else f"{value * 1e6:.4g} us"
 
@@ -258,31 +254,36 @@ def explain_pipelines(module: ModuleOp, pipelines: list[dataflow.PipelineOp], sm
             lines.append(f"  queue @{queue.sym_name.data}: {kind.num_entries} entries of "
                          f"{kind.payload} ({kind.payload_bytes} bytes, {kind.ring_bytes} bytes "
                          f"in all), {pinned}")
+        # the rates dataflow-allot-ctas reads, where every stage records one; items are the
+        # last stage's tiles a launch
+        items = int_attribute(stages[-1], TILES_ATTR, "explain")
+        try:
+            rates = stage_rates(pipeline) if items else None
+        except OpDiagnostic:
+            rates = None
         times: dict[str, float] = {}
-        for stage in stages:
-            stage_name = stage.sym_name.data
+        for i, stage in enumerate(stages):
             reads = ", ".join(f"@{q.root_reference.data}" for q in stage.inputs) or "-"
             writes = ", ".join(f"@{q.root_reference.data}" for q in stage.outputs) or "-"
-            tiles = _int(stage, TILES_ATTR)
-            line = (f"  stage @{stage_name}: {stage.resource.data.value}, {stage.num_ctas} "
-                    f"CTAs, {tiles if tiles is not None else 'unknown'} tickets a launch; "
-                    f"reads {reads}, writes {writes}")
-            rate = stage.attributes.get(BSP_RATE_ATTR)
-            if isinstance(rate, FloatAttr) and rate.value.data > 0 and tiles:
-                bulk = rate.value.data
-                share = bulk * stage.num_ctas / sms
-                times[stage_name] = tiles / share
-                line += (f"; bulk-synchronous {bulk:.4g} tiles/s on the whole GPU, so "
-                         f"{share:.4g} with {stage.num_ctas} CTAs of {sms}: "
-                         f"{_seconds(tiles / share)} a launch")
+            tiles = int_attribute(stage, TILES_ATTR, "explain")
+            line = (f"  stage @{stage.sym_name.data}: {stage.resource.data.value}, "
+                    f"{stage.num_ctas} CTAs, {tiles if tiles is not None else 'unknown'} "
+                    f"tickets a launch; reads {reads}, writes {writes}")
+            if rates is not None:
+                rate = rates[i]
+                share = items_per_second(rate, stage.num_ctas, sms) * rate.tiles_per_item
+                times[rate.name] = items / items_per_second(rate, stage.num_ctas, sms)
+                on_chip = f" (x{1 / rate.utilization:.3g} on chip)" if rate.utilization < 1 \
+                    else ""
+                line += (f"; bulk-synchronous {rate.bsp_rate:.4g} tiles/s on the whole GPU, "
+                         f"so {share:.4g}{on_chip} with {stage.num_ctas} CTAs of {sms}: "
+                         f"{_seconds(times[rate.name])} a launch")
             lines.append(line)
-        if len(times) == len(stages):
+        if rates is not None:
             bound = max(times, key=times.get)
-            alone = sum(_int(stage, TILES_ATTR) / stage.attributes[BSP_RATE_ATTR].value.data
-                        for stage in stages)
+            alone = sum(items * rate.tiles_per_item / rate.bsp_rate for rate in rates)
             lines.append(f"  allotment model: {_seconds(times[bound])} a launch at most, bound by "
-                         f"@{bound}; "
-                         f"the stages one after another on all SMs {_seconds(alone)} "
+                         f"@{bound}; the stages one after another on all SMs {_seconds(alone)} "
                          f"(x{alone / times[bound]:.2f})")
         else:
             lines.append("  allotment model: none without every stage's bsp_rate and tiles "
@@ -303,7 +304,7 @@ def _pipeline_proof(module: ModuleOp, pipeline: dataflow.PipelineOp, sms: int,
     except OpDiagnostic as refusal:
         return f"not proved: {refusal.message}"
     mine = next(op for op in copy.walk() if isinstance(op, dataflow.PipelineOp))
-    return mine.attributes["dataflow.verified"].data
+    return mine.attributes[VERIFIED_ATTR].data
 
 
 def _occupancy_source(stages: list[StageOp]) -> str:

@@ -169,6 +169,12 @@ def test_a_pipeline_from_the_mlp_generator_is_explained_stage_by_stage():
     assert "allotment model: 2.112 ms a launch at most, bound by @layers0_1" in text
     assert "co-residency: not proved: dataflow-verify: stage @layers0_1: occupancy unknown" \
         in text
+    # a recorded utilization speeds a stage up on chip, as dataflow-allot-ctas's model does:
+    # the first stage at half its bulk utilization takes 1.056 ms, and layers3_4 (1.408) bounds it
+    pipeline.stages[0].attributes["utilization"] = FloatAttr(0.5, f64)
+    text = explain(module)
+    assert "(x2 on chip) with 4 CTAs of 132: 1.056 ms a launch" in text
+    assert "allotment model: 1.408 ms a launch at most, bound by @layers3_4" in text
 
 
 def test_explain_refuses_a_module_with_neither_stages_nor_pipelines():
