@@ -4,7 +4,7 @@ to PTX in the process pool of compile_cache.py, cached on disk.
     compile_kernel(cfg, target="sm_90", validate=False, keep_ir=False) -> CompiledProgram
     compile_ptx_many(configs, target="sm_90", processes=None, cache_dir=".tilesync-cache")
         -> [PTX text]
-    kernel_module(cfg) -> builtin.module     (Gemm, Conv, Softmax or LayerNorm config)
+    kernel_module(cfg) -> builtin.module     (Gemm, Conv, Softmax, LayerNorm or RowDot config)
 
 A kernel runs through the default pipeline (KERNEL_TO_LLVM). A configuration that needs a
 target beyond the device's (wgmma: sm_90a) gets it where sm_90 is asked for.

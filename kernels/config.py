@@ -90,9 +90,9 @@ def dropout_threshold(keep: float) -> int:
     return min(round(keep * 2**32), 2**32 - 1) if keep < 1.0 else 2**32 - 1
 
 
-
 class SharedMemoryExceeded(ValueError):
     """A kernel's stage rings exceed a block's shared memory (fewer stages may fit)."""
+
 
 @dataclass(frozen=True, repr=False)
 class GemmConfig:

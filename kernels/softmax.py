@@ -20,7 +20,7 @@ make it wait for the rows it reads and post the rows it writes.
 from __future__ import annotations
 
 from xdsl.dialects import arith, gpu, math, memref, scf
-from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, f32, i32
+from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, i32
 from xdsl.ir import Block, Region
 
 from tilesync.dialects import sync
@@ -55,7 +55,7 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     rb = BlockBuilder(body_block)
     per_lane = cfg.cols // 32
     cols = [rb.addi(lane, 32 * i) for i in range(per_lane)]
-    xs = [rb.emit(arith.ExtFOp(rb.emit(memref.LoadOp.get(X, [row, c])), f32)) for c in cols]
+    xs = [rb.load_f32(X, [row, c]) for c in cols]
 
     m = xs[0]
     for x in xs[1:]:

@@ -144,7 +144,7 @@ def test_the_benched_pipelines_are_proved_and_never_deadlock_in_the_simulator():
     from tilesync.api import annotate_resources
     from tilesync.dialects import dataflow
     from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
-    from tilesync.transforms.dataflow.verify import VerifyPipelinePass
+    from tilesync.transforms.dataflow.verify import VERIFIED_ATTR, VerifyPipelinePass
 
     for workload in dataflow_mlp.BENCHED:
         stack = dataflow_mlp.workload_stack(workload, 1 << 18)
@@ -152,7 +152,7 @@ def test_the_benched_pipelines_are_proved_and_never_deadlock_in_the_simulator():
         annotate_resources(module, "sm_90a")
         VerifyPipelinePass(sms=132).apply(Context(), module)
         pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
-        proof = pipeline.attributes["dataflow.verified"].data
+        proof = pipeline.attributes[VERIFIED_ATTR].data
         assert f"all {sum(stack.stage_ctas())} blocks are co-resident" in proof, workload
         assert f"balanced on {stack.stage_count - 1} queue(s)" in proof, workload
 

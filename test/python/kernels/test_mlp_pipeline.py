@@ -358,7 +358,7 @@ def test_dataflow_verify_proves_the_pipelines_co_resident_and_balanced(kwargs):
 
     from tilesync.api import annotate_resources
     from tilesync.dialects.locations import OpDiagnostic
-    from tilesync.transforms.dataflow.verify import VerifyPipelinePass
+    from tilesync.transforms.dataflow.verify import VERIFIED_ATTR, VerifyPipelinePass
 
     kwargs = dict(kwargs)
     stack = fitting_stack(1 << 18, kwargs.pop("widths"), **kwargs)
@@ -367,7 +367,7 @@ def test_dataflow_verify_proves_the_pipelines_co_resident_and_balanced(kwargs):
     VerifyPipelinePass(sms=132).apply(Context(), module)
     pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
     assert {s.attributes["tiles"].value.data for s in pipeline.stages} == {stack.tiles}
-    proof = pipeline.attributes["dataflow.verified"].data
+    proof = pipeline.attributes[VERIFIED_ATTR].data
     assert "all 132 blocks are co-resident" in proof and "1 blocks per SM" in proof
     assert f"balanced on {stack.stage_count - 1} queue(s)" in proof
     more = dataclasses.replace(stack, ctas=tuple(c + 10 for c in stack.stage_ctas()))
