@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "nerf_mlp", "resnet_block")
+NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "nerf_mlp", "nerf_mlp_rays",
+         "resnet_block")
 MODES = ("eager", "torch.compile", "tilesync", "tilesync (forced)")
 TOL = 2e-2
 

@@ -2,7 +2,9 @@
 
     LlamaMLP        Hugging Face's LlamaMLP: down(silu(gate(x)) * up(x))
     GPT2Block       a GPT-2/3 block: attention and the MLP (c_fc, tanh GeLU, c_proj)
-    NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads
+    NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads (the
+                    input again before layer `skip`; density from the trunk's output; colour
+                    from cat([feature, direction]))
     OneHeadAttention  one head of self-attention over one sequence (tokens x width), its scores
                     unscaled or times `scale` (1 / sqrt(width) as in GPT): the form the front
                     end's attention pattern matches
@@ -137,6 +139,10 @@ EXAMPLES = {
     "llama65b_mlp_tp8": (lambda: LlamaMLP(8192, 2816), [(4, 256, 8192)], torch.float16),
     "gpt2_block": (lambda: GPT2Block(768, 12), [(4, 64, 768)], torch.float16),
     "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
+    # NeRF as its paper writes it (63-wide position and 27-wide direction encodings, the input
+    # again into the sixth layer, 3 colours) on 2^16 samples: `tilesync bench dataflow-mlp`'s
+    "nerf_mlp_rays": (lambda: NeRFMLP(in_xyz=63, in_dir=27, skip=5), [(1 << 16, 63), (1 << 16, 27)],
+                      torch.float16),
     "resnet_block": (lambda: BasicBlock(64), [(8, 64, 56, 56)], torch.float16),
 }
 

@@ -285,23 +285,9 @@ class DataflowProgram:
             stream = self._streams[stage.name]
             if stream is not first:
                 stream.wait_event(start)
-        users = {}
-        for stage in self.plan.stages:
-            sig = self.signatures[stage.kernel]
-            user = list(args.get(stage.name, ()))
-            if len(user) != len(sig.user_params):
-                raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes "
-                                 f"{len(sig.user_params)} argument(s) "
-                                 f"({', '.join(sig.user_params)}), got {len(user)}")
-            users[stage.name] = user
+        users = self._users(args)
         if self.persistent is not None:
-            sig = self.signatures[self.persistent]
-            flat = [a for name in self.plan.declared for a in users[name]]
-            launch(self.kernels[self.persistent], sum(s.ctas for s in self.plan.stages),
-                   self.blocks[self.plan.stages[0].name],
-                   [*flat, *self._bind(self.plan.name, sig)], stream=first,
-                   shared_mem=sig.dynamic_shared_bytes, cooperative=True,
-                   l2_window=self.l2_window)
+            self._launch_persistent(users, first)
         for stage in self.plan.stages if self.persistent is None else ():
             sig = self.signatures[stage.kernel]
             launch(self.kernels[stage.kernel], stage.ctas, self.blocks[stage.name],
@@ -314,6 +300,41 @@ class DataflowProgram:
                 first.wait_event(Event().record(stream))
         self.runs += 1
         return Event().record(first)
+
+    def run_on(self, args: Mapping[str, Sequence[Any]], stream: Any) -> None:
+        """Enqueue one run on the caller's stream (a foreign one, e.g. torch's current stream):
+        the persistent kernel's one cooperative launch, so that a stream capture
+        (torch.cuda.graph) records exactly it. Co-launched stages need streams of their own."""
+        if self.persistent is None:
+            raise ValueError(f"pipeline @{self.plan.name} runs on one stream only as one "
+                             "persistent kernel (dataflow-persistent-kernel); its stages are "
+                             "co-launched kernels: use run()")
+        self._launch_persistent(self._users(args), stream)
+        self.runs += 1
+
+    def _users(self, args: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        """Each stage's own arguments, checked against its kernel's parameters."""
+        users = {}
+        for stage in self.plan.stages:
+            sig = self.signatures[stage.kernel]
+            user = list(args.get(stage.name, ()))
+            if len(user) != len(sig.user_params):
+                raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes "
+                                 f"{len(sig.user_params)} argument(s) "
+                                 f"({', '.join(sig.user_params)}), got {len(user)}")
+            users[stage.name] = user
+        return users
+
+    def _launch_persistent(self, users: dict[str, list[Any]], stream: Any) -> None:
+        from tilesync.runtime.launch import launch
+
+        assert self.persistent is not None
+        sig = self.signatures[self.persistent]
+        flat = [a for name in self.plan.declared for a in users[name]]
+        launch(self.kernels[self.persistent], sum(s.ctas for s in self.plan.stages),
+               self.blocks[self.plan.stages[0].name],
+               [*flat, *self._bind(self.plan.name, sig)], stream=stream,
+               shared_mem=sig.dynamic_shared_bytes, cooperative=True, l2_window=self.l2_window)
 
     def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedPipeline:
         """One run as an instantiated CUDA graph; every replay is a new run (no memset)."""

@@ -5,11 +5,15 @@
 First, in eval mode, BatchNorm2d folds into the Conv2d before it (fold_batch_norms). Then per
 piece, in order (each step a function below):
 
-    graph_function        the fx match as a graph-level func (patterns.py)
-    plan                  graph-to-stages' pattern and tile configs (or why not: the piece stays)
+    graph_function        the fx match as a graph-level func (patterns.py; an MLP stack at the
+                          kernels' widths: stack.py)
+    plan                  graph-to-stages' pattern and tile configs (an MLP stack: graph-to-
+                          dataflow's MlpStack) or why not: the piece stays with torch
     compile_entry         graph-to-stages, the cuSync passes (RowSync, PDL, verify, the epoch
-                          in device memory), PTX for sm_90a; cached on disk (CompileCache, key:
-                          the graph text, the passes and the target; the compiler's digest)
+                          in device memory), PTX for sm_90a; an MLP stack: graph-to-dataflow
+                          (light layers fused), the dataflow passes, one persistent kernel;
+                          cached on disk (CompileCache, key: the graph text, the passes and the
+                          target; the compiler's digest)
     decide                torch's path unless the cost model (cost.py) leaves room and a
                           measurement on the device (cached per device) says ours is faster
     rewrite               the piece's nodes replaced by torch.ops.tilesync.piece(inputs, id)
@@ -21,6 +25,7 @@ stays with torch. With `strict`, the first such reason raises UnsupportedError (
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import time
@@ -30,11 +35,18 @@ from typing import Any
 
 from tilesync.contract import TilesyncError
 from tilesync.frontend.torch import cost
-from tilesync.frontend.torch.patterns import Piece, UnsupportedPiece, find_pieces, graph_function
+from tilesync.frontend.torch.patterns import (
+    Piece,
+    UnsupportedPiece,
+    find_pieces,
+    graph_function,
+    insertion_point,
+)
 
 TARGET = "sm_90a"
 SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
                "sync-verify{sms=132 limit=8}", "sync-epoch-in-memory")
+STACK_PASS = "graph-to-dataflow{fuse_light=true}"
 TIMEOUT_NS = 2_000_000_000
 WIN_MARGIN = 0.98
 """Ours runs only where its measured median is below this fraction of torch's."""
@@ -111,18 +123,19 @@ class Report:
 # ---------------------------------------------------------------------------------------------
 
 
-def plan(module) -> Any:
+def plan(module, stack: bool = False) -> Any:
     """The configs graph-to-stages would build for the graph function (MlpSpec or
-    AttentionSpec; no kernels generated); a CompileError (the pass's diagnostic) where it
-    refuses."""
+    AttentionSpec), or with `stack` graph-to-dataflow's MlpStack (no kernels generated); a
+    CompileError (the pass's diagnostic) where it refuses."""
     from xdsl.dialects import func
 
     from tilesync.api import compile_error
+    from tilesync.transforms.graph.graph_to_dataflow import stack_of
     from tilesync.transforms.graph.graph_to_stages import plan_configs
 
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     try:
-        return plan_configs(fn)
+        return stack_of(fn, fuse_light=True)[1] if stack else plan_configs(fn)
     except Exception as err:
         raise compile_error(err, module) from err
 
@@ -151,8 +164,34 @@ def compile_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
             "compile_seconds": time.perf_counter() - start}
 
 
+def compile_stack_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
+    """An MLP stack's graph function compiled as a pipeline: PTX, kernel signatures, the
+    `dataflow.pipeline` (its stages' #graph.bind, its persistent kernel) as text, the result
+    shapes; picklable."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    import tilesync
+    from tilesync.api import lower, parse
+    from tilesync.dialects import dataflow, graph
+
+    start = time.perf_counter()
+    module = parse(graph_text)
+    lower(module, [STACK_PASS])
+    signature = module.attributes[graph.SIGNATURE_ATTR]
+    results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
+    compiled = tilesync.compile(module, target=target, timeout_ns=TIMEOUT_NS)
+    host = [op.clone() for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
+    return {"ptx_by_module": dict(compiled.ptx_by_module), "kernels": dict(compiled.kernels),
+            "host": str(ModuleOp(host)), "results": results, "target": target,
+            "compile_seconds": time.perf_counter() - start}
+
+
 def _entry_key(graph_text: str, target: str) -> str:
     return repr((graph_text, SYNC_PASSES, TIMEOUT_NS, target))
+
+
+def _stack_entry_key(graph_text: str, target: str) -> str:
+    return repr((graph_text, STACK_PASS, TIMEOUT_NS, target))
 
 
 def _cache(options: Options, namespace: str):
@@ -161,14 +200,16 @@ def _cache(options: Options, namespace: str):
     return CompileCache(options.cache_dir, namespace)
 
 
-def cached_entry(graph_text: str, options: Options) -> tuple[dict[str, Any], bool]:
-    """(compiled entry, True if it came from the disk cache)."""
+def cached_entry(graph_text: str, options: Options, stack: bool = False
+                 ) -> tuple[dict[str, Any], bool]:
+    """(compiled entry, True if it came from the disk cache); `stack`: an MLP stack's."""
     from tilesync.harness.compile_cache import compile_many
 
     cache = _cache(options, "torch")
     hits = cache.hits
-    (entry,) = compile_many([graph_text], TARGET, 1, compile_one=compile_entry,
-                            key=_entry_key, cache=cache)
+    (entry,) = compile_many([graph_text], TARGET, 1,
+                            compile_one=compile_stack_entry if stack else compile_entry,
+                            key=_stack_entry_key if stack else _entry_key, cache=cache)
     return entry, cache.hits > hits
 
 
@@ -200,7 +241,7 @@ def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, float
     from tilesync.frontend.torch.ops import eager_piece
 
     ours = cost.measure_ms(lambda: runner(example))
-    theirs = cost.measure_ms(lambda: eager_piece(piece.ops, example))
+    theirs = cost.measure_ms(lambda: eager_piece(piece.ops, example, piece.results))
     return ours, theirs
 
 
@@ -323,20 +364,21 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
         module = graph_function(piece, names=False)
     except UnsupportedPiece as err:
         return _refuse(entry, options, str(err))
+    stack = piece.stack is not None
     try:
-        spec = plan(module)
+        spec = plan(module, stack)
     except CompileError as err:
         return _refuse(entry, options, err.message)
     status = device_status(piece.infos)
-    entry.predicted = cost.predict(spec, cost.rates_for(_device_name(status)))
-    out = piece.out_info
-    assert out is not None
+    rates = cost.rates_for(_device_name(status))
+    entry.predicted = cost.predict_stack(spec, rates) if stack else cost.predict(spec, rates)
     if status is not None:
         if options.emit_ptx:
-            _compile(module, entry, options)
+            _compile(module, entry, options, stack)
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
-            return TorchPiece(piece.ops, out.shape, out.dtype)
+            return TorchPiece(piece.ops, [i.shape for i in piece.out_infos],
+                              piece.infos[0].dtype, piece.results)
         return _refuse(entry, options, status)
     if options.mode == "torch":
         entry.reason = "forced"
@@ -344,7 +386,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     if options.mode == "auto" and entry.predicted.hopeless:
         entry.reason = "the cost model"
         return None
-    compiled = _compile(module, entry, options)
+    compiled = _compile(module, entry, options, stack)
     if compiled is None:
         return None
     runner = stage_runner(piece, compiled)
@@ -364,11 +406,14 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
 
 def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
     """The compiled piece on torch tensors: a StageRunner, inside a Relayout where the graph
-    function takes permuted inputs (a conv chain, channels last)."""
-    from tilesync.frontend.torch.ops import Relayout, StageRunner
+    function takes permuted inputs (a conv chain, channels last); an MLP stack's
+    PipelineRunner."""
+    from tilesync.frontend.torch.ops import PipelineRunner, Relayout, StageRunner
 
     out = piece.out_info
     assert out is not None
+    if piece.stack is not None:
+        return PipelineRunner(compiled, piece.stack, out.dtype)
     if piece.out_layout is None:
         return StageRunner(compiled, out.shape, out.dtype)
     inverse = tuple(piece.out_layout.index(d) for d in range(len(out.shape)))
@@ -377,12 +422,13 @@ def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
                     piece.out_layout, out.shape)
 
 
-def _compile(module, entry: PieceReport, options: Options) -> dict[str, Any] | None:
+def _compile(module, entry: PieceReport, options: Options, stack: bool = False
+             ) -> dict[str, Any] | None:
     from tilesync.contract import CompileError
 
     start = time.perf_counter()
     try:
-        compiled, entry.cached = cached_entry(str(module), options)
+        compiled, entry.cached = cached_entry(str(module), options, stack)
     except CompileError as err:
         _refuse(entry, options, f"compile: {err.message}")
         return None
@@ -399,19 +445,24 @@ def _device_name(status: str | None) -> str | None:
 
 
 def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
-    """Replace the piece's nodes by one call of the custom op (inputs: the piece's fx nodes;
-    parameters of call_module Linears through new get_attr nodes)."""
+    """Replace the piece's nodes by one call of the custom op and an item of its outputs per
+    output node (inputs: the piece's fx nodes; parameters of call_module Linears through new
+    get_attr nodes), placed where every output is computed in time (insertion_point)."""
     from tilesync.frontend.torch.ops import piece_op, register
 
     op = piece_op()
     piece_id = register(runner)
     g = gm.graph
+    anchor = insertion_point(gm, piece)
+    assert anchor is not None  # find_pieces keeps only pieces that have one
     with g.inserting_before(piece.nodes[0]):
         args = [g.get_attr(r) if isinstance(r, str) else r for r in piece.inputs]
-    with g.inserting_before(piece.output):
+    with g.inserting_before(anchor):
         call = g.call_function(op, (args, piece_id))
-    call.meta.update(piece.output.meta)
-    piece.output.replace_all_uses_with(call)
+        items = [g.call_function(operator.getitem, (call, i)) for i in range(len(piece.outputs))]
+    for item, output in zip(items, piece.outputs, strict=True):
+        item.meta.update(output.meta)
+        output.replace_all_uses_with(item)
     for node in reversed(piece.nodes):
         g.erase_node(node)
 

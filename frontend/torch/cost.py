@@ -1,6 +1,7 @@
 """The cost model of a piece: predicted time of our stage program and of torch's own path.
 
     predict(spec, rates=H100) -> Prediction(ours_ms, torch_ms)
+    predict_stack(stack, rates=H100) -> Prediction    an MLP stack's pipeline
     rates_for(device_name) -> DeviceRates
 
 torch (cuBLAS, eager): each GEMM at the larger of its compute time at cuBLAS's efficiency and
@@ -82,6 +83,40 @@ def predict(spec, rates: DeviceRates = H100) -> Prediction:
     return Prediction(ours_s * 1e3, torch_s * 1e3)
 
 
+PIPELINE_EFFICIENCY = 0.44
+"""Of the dense rate, an MLP stack's pipeline: NeRF's whole MLP at 2^18 rows on an H100
+(bench/results/dataflow-mlp, 0.899 ms for 312 GFLOP), the best of record, so that the filter
+rules out no stack the pipeline could win (MeshGraphNets' reached 0.28)."""
+
+
+def predict_stack(stack, rates: DeviceRates = H100) -> Prediction:
+    """Milliseconds of an MlpStack (kernels/mlp_pipeline.py): ours one pipeline at
+    PIPELINE_EFFICIENCY, or its inputs, weights and outputs once at the copy bandwidth; torch's
+    a GEMM a layer (and the dot head) as `predict` counts them, with a pass over each ReLU's
+    and each concatenation's columns."""
+    shapes = [(stack.in_width(layer), stack.widths[layer + 1]) for layer in range(stack.layers)]
+    if stack.dot_head is not None:
+        shapes.append((stack.in_width(stack.dot_head), 1))
+    rows = stack.rows
+    torch_s = ours_flops = 0.0
+    for k, n in shapes:
+        flops = 2.0 * rows * k * n
+        memory = 2 * (rows * k + k * n + rows * n) / rates.bandwidth
+        torch_s += max(flops / (CUBLAS_EFFICIENCY * rates.flops), memory) + LAUNCH_S
+        ours_flops += flops
+    passes = [stack.widths[layer + 1] for layer in range(stack.layers)
+              if layer not in stack.plain_layers]
+    passes += [stack.in_width(layer) for layer in stack.skips]
+    passes += [stack.in_width(layer) for layer, _ in stack.side_inputs]
+    torch_s += sum(2 * 2 * rows * cols / rates.bandwidth + LAUNCH_S for cols in passes)
+    inputs = stack.widths[0] + sum(w for _, w in stack.side_inputs)
+    outputs = stack.width + (stack.dot_head is not None)
+    memory = 2 * (rows * (inputs + outputs) + sum(k * n + n for k, n in shapes))
+    ours_s = max(ours_flops / (PIPELINE_EFFICIENCY * rates.flops),
+                 memory / rates.bandwidth) + LAUNCH_S
+    return Prediction(ours_s * 1e3, torch_s * 1e3)
+
+
 def median(values: list[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
@@ -105,5 +140,5 @@ def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
     return median([s.elapsed_time(e) for s, e in pairs])
 
 
-__all__ = ["H100", "H200", "HOPELESS", "DeviceRates", "Prediction", "measure_ms",
-           "median", "predict", "rates_for"]
+__all__ = ["H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates", "Prediction",
+           "measure_ms", "median", "predict", "predict_stack", "rates_for"]

@@ -1,10 +1,14 @@
 """The compiled pieces as a torch.library custom op, `torch.ops.tilesync.piece(inputs, id)`.
 
-    piece_op() -> the op (defined on first use)
+    piece_op() -> the op (defined on first use): the piece's outputs, a list
     register(runner) -> id          the graph calls torch.ops.tilesync.piece(inputs, id)
     StageRunner(entry, out_shape, dtype)   a compiled stage program on torch tensors
+    PipelineRunner(entry, form, dtype)     a compiled MLP stack's pipeline (stack.py's form)
     Relayout(runner, layouts, out_layout, out_shape)   its inputs and result permuted by torch
-    eager_piece(ops, inputs)        the piece computed by torch (its own path)
+    eager_piece(ops, inputs, results)      the piece computed by torch (its own path)
+
+A runner is called with the piece's inputs and returns its outputs (a list); `out_shapes`
+and `dtype` say what they are (the op's fake implementation makes them).
 
 A runner takes and returns torch tensors: the kernel arguments are the tensors' device
 addresses (bound by the stages' #graph.bind), the temporaries and the result come from torch's
@@ -19,6 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from tilesync.dialects import graph
@@ -46,20 +51,23 @@ def piece_op():
     import torch
 
     @torch.library.custom_op("tilesync::piece", mutates_args=(),
-                             schema="(Tensor[] inputs, int piece) -> Tensor")
+                             schema="(Tensor[] inputs, int piece) -> Tensor[]")
     def piece(inputs, piece):
         return _RUNNERS[piece](list(inputs))
 
     @piece.register_fake
     def _(inputs, piece):
         r = _RUNNERS[piece]
-        return inputs[0].new_empty(r.out_shape, dtype=r.dtype)
+        return [inputs[0].new_empty(shape, dtype=r.dtype) for shape in r.out_shapes]
 
     return torch.ops.tilesync.piece.default
 
 
-def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
-    """What the piece's fx nodes compute, with torch's own ops."""
+def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-1,)
+                ) -> list[Any]:
+    """What the piece's fx nodes compute, with torch's own ops: the values of the ops
+    `results` names (Piece.results)."""
+    import torch
     import torch.nn.functional as F
 
     values: list[Any] = []
@@ -96,7 +104,9 @@ def eager_piece(ops: list[tuple], inputs: list[Any]) -> Any:
         elif kind == "split3":
             x = get(op[1])
             values.extend(x.split(x.shape[-1] // 3, dim=-1))
-    return values[-1]
+        elif kind == "cat":
+            values.append(torch.cat([get(ref) for ref in op[1]], dim=op[2]))
+    return [values[i] for i in results]
 
 
 class Relayout:
@@ -107,33 +117,43 @@ class Relayout:
     def __init__(self, inner: Any, layouts: list[tuple[int, ...] | None],
                  out_layout: tuple[int, ...], out_shape: tuple[int, ...]):
         self.inner, self.layouts, self.out_layout = inner, layouts, out_layout
-        self.out_shape, self.dtype = tuple(out_shape), inner.dtype
+        self.out_shapes, self.dtype = [tuple(out_shape)], inner.dtype
 
-    def __call__(self, inputs: list[Any]) -> Any:
+    def __call__(self, inputs: list[Any]) -> list[Any]:
         moved = [t if layout is None else t.permute(layout).contiguous()
                  for t, layout in zip(inputs, self.layouts, strict=True)]
-        return self.inner(moved).permute(self.out_layout).contiguous()
+        (out,) = self.inner(moved)
+        return [out.permute(self.out_layout).contiguous()]
 
 
 class TorchPiece:
     """A registered piece computed by torch (no compiled program loaded)."""
 
-    def __init__(self, ops: list[tuple], out_shape: tuple[int, ...], dtype: Any):
-        self.ops, self.out_shape, self.dtype = ops, out_shape, dtype
+    def __init__(self, ops: list[tuple], out_shapes: list[tuple[int, ...]], dtype: Any,
+                 results: Sequence[int] = (-1,)):
+        self.ops, self.out_shapes, self.dtype = ops, [tuple(s) for s in out_shapes], dtype
+        self.results = tuple(results)
 
-    def __call__(self, inputs: list[Any]) -> Any:
-        return eager_piece(self.ops, inputs)
+    def __call__(self, inputs: list[Any]) -> list[Any]:
+        return eager_piece(self.ops, inputs, self.results)
+
+
+def compiled_program(entry: dict[str, Any]):
+    """(CompiledProgram, its host IR) of a compiled entry (PTX per module, signatures, the
+    host plan as text)."""
+    from tilesync.api import parse
+    from tilesync.contract import CompiledProgram
+
+    host = parse(entry["host"])
+    return CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+                           target=entry["target"]), host
 
 
 def load_program(entry: dict[str, Any]):
-    """A StageProgram from a compiled entry (PTX per module, signatures, host plan text)."""
-    from tilesync.api import parse
-    from tilesync.contract import CompiledProgram
+    """A StageProgram from a compiled entry, and its host IR."""
     from tilesync.runtime.program import StageProgram
 
-    host = parse(entry["host"])
-    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
-                               target=entry["target"])
+    compiled, host = compiled_program(entry)
     return StageProgram(compiled), host
 
 
@@ -157,7 +177,7 @@ class StageRunner:
 
         self.program, host = load_program(entry)
         self.program.prepare()
-        self.out_shape, self.dtype = tuple(out_shape), dtype
+        self.out_shapes, self.dtype = [tuple(out_shape)], dtype
         self.binds: dict[str, list[graph.BindAttr]] = {
             op.sym_name.data: list(op.attributes[graph.BIND_ATTR].data)  # type: ignore
             for op in host.ops if isinstance(op, sync.StageOp)}
@@ -189,13 +209,13 @@ class StageRunner:
 
         return torch.empty(shape, dtype=self.dtype, device=device)
 
-    def __call__(self, inputs: list[Any]) -> Any:
+    def __call__(self, inputs: list[Any]) -> list[Any]:
         import torch
 
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         device = inputs[0].device
         temps = [self._new(shape, device) for shape in self.temps]
-        out = self._new(self.out_shape, device)
+        out = self._new(self.out_shapes[0], device)
 
         def value(bind: graph.BindAttr) -> Any:
             kind, where = bind.kind.data, bind.values
@@ -210,8 +230,74 @@ class StageRunner:
         args = {stage: [self._argument(b, value(b)) for b in binds]
                 for stage, binds in self.binds.items()}
         self.program.run_on(args, torch.cuda.current_stream(device).cuda_stream)
-        return out
+        return [out]
 
 
-__all__ = ["Relayout", "StageRunner", "TorchPiece", "eager_piece", "gate_up_weight", "load_program",
-           "piece_op", "register", "runner"]
+class PipelineRunner:
+    """A compiled MLP stack (compiler.compile_stack_entry) on torch tensors: the graph
+    function's arguments made by the stack's adapters (stack.py; a weight's or bias's once
+    per version of the parameter), the pipeline's one cooperative launch on torch's current
+    stream (DataflowProgram.run_on: a torch.cuda.graph capture records it, and the queues'
+    tickets carry on from run to run without a memset), each result cut back to torch's width
+    and leading dimensions."""
+
+    def __init__(self, entry: dict[str, Any], form: Any, dtype: Any):
+        from tilesync.dialects import dataflow
+        from tilesync.runtime.dataflow import DataflowProgram
+
+        compiled, host = compiled_program(entry)
+        self.program = DataflowProgram(compiled)
+        pipeline = next(op for op in host.ops if isinstance(op, dataflow.PipelineOp))
+        self.binds: dict[str, list[graph.BindAttr]] = {
+            stage.sym_name.data: list(stage.attributes[graph.BIND_ATTR].data)  # type: ignore
+            for stage in pipeline.stages}
+        self.form, self.dtype = form, dtype
+        self.results = [tuple(shape) for shape in entry["results"]]
+        self.out_shapes = [(*form.lead, width) for width in form.out_widths]
+        self._parameters: dict[int, tuple[tuple, Any]] = {}
+
+    def _arguments(self, inputs: list[Any]) -> list[Any]:
+        made = []
+        for index, adapter in enumerate(self.form.adapters):
+            if not adapter.is_parameter_of:
+                made.append(adapter.apply(inputs, inputs[0]))
+                continue
+            source = None if adapter.source is None else inputs[adapter.source]
+            key = ("zeros", inputs[0].device) if source is None else \
+                (source.data_ptr(), source._version)
+            kept = self._parameters.get(index)
+            if kept is None or kept[0] != key:
+                kept = (key, adapter.apply(inputs, inputs[0]))
+                self._parameters[index] = kept
+            made.append(kept[1])
+        return made
+
+    def _new(self, shape: tuple[int, ...], device: Any) -> Any:
+        """A result, uninitialized: the pipeline writes every element (the GPU tests fill it
+        with NaN to check that)."""
+        import torch
+
+        return torch.empty(shape, dtype=self.dtype, device=device)
+
+    def __call__(self, inputs: list[Any]) -> list[Any]:
+        import torch
+
+        args = self._arguments(inputs)
+        device = inputs[0].device
+        outs = [self._new(shape, device) for shape in self.results]
+
+        def value(bind: graph.BindAttr) -> Any:
+            where = bind.values[0]
+            return args[where] if bind.kind.data == "input" else outs[where]
+
+        self.program.run_on({stage: [value(b).data_ptr() for b in binds]
+                             for stage, binds in self.binds.items()},
+                            torch.cuda.current_stream(device).cuda_stream)
+        return [(out if out.shape[-1] == width else out[:, :width].contiguous())
+                .reshape(shape)
+                for out, width, shape in zip(outs, self.form.out_widths, self.out_shapes,
+                                             strict=True)]
+
+
+__all__ = ["PipelineRunner", "Relayout", "StageRunner", "TorchPiece", "compiled_program",
+           "eager_piece", "gate_up_weight", "load_program", "piece_op", "register", "runner"]

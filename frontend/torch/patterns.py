@@ -74,9 +74,26 @@ class Piece:
     out_layout: tuple[int, ...] | None = None  # the permutation of the result back
     refusal: str | None = None
     """Why the graph level cannot express the match (it stays with torch), else None."""
+    more_outputs: list[Any] = field(default_factory=list)
+    """fx nodes the piece also computes (an MLP stack's dot head), after `output`."""
+    more_infos: list[TensorInfo] = field(default_factory=list)  # theirs
+    results: list[int] = field(default_factory=lambda: [-1])
+    """The op of each output in `ops` (one per `outputs`)."""
+    stack: Any = None  # an MLP stack's StackForm (stack.py): its widths and boundary adapters
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [self.output, *self.more_outputs]
+
+    @property
+    def out_infos(self) -> list[TensorInfo]:
+        assert self.out_info is not None
+        return [self.out_info, *self.more_infos]
 
     @property
     def description(self) -> str:
+        if self.stack is not None:
+            return self.stack.description(self.infos[0].dtype)
         x = self.infos[0]
         if self.layouts:  # a conv chain: N x C x H x W -> K1 -> K2
             k1 = self.infos[self.ops[0][2][1]].shape[0]
@@ -129,6 +146,7 @@ def _functions() -> dict[str, tuple]:
         "softmax": (F.softmax, torch.softmax),
         "split": (torch.split,),
         "transpose": (torch.transpose,),
+        "cat": (torch.cat, torch.concat, torch.concatenate),
     }
 
 
@@ -469,10 +487,22 @@ def _match_at(gm: Any, last: Any) -> Piece | None:
 
 
 def find_pieces(gm: Any) -> list[Piece]:
-    """Every match in `gm`, none overlapping (later linears first, so a stack of layers pairs
-    from its output back). Nodes need shape meta (Dynamo's, or ShapeProp's)."""
+    """Every match in `gm`, none overlapping, in graph order: MLP stacks first (stack.py, from
+    their first layer on), then the other patterns (later linears first, so layers that are no
+    stack pair from their output back). Nodes need shape meta (Dynamo's, or ShapeProp's)."""
+    from tilesync.frontend.torch.stack import match_stack_at
+
     claimed: set[int] = set()
     pieces = []
+    for node in gm.graph.nodes:
+        if id(node) in claimed:
+            continue
+        piece = match_stack_at(gm, node)
+        if piece is None or any(id(n) in claimed for n in piece.nodes) or \
+                insertion_point(gm, piece) is None:
+            continue
+        claimed.update(id(n) for n in piece.nodes)
+        pieces.append(piece)
     for node in reversed(list(gm.graph.nodes)):
         if id(node) in claimed:
             continue
@@ -488,8 +518,21 @@ def find_pieces(gm: Any) -> list[Piece]:
         piece.out_info = out
         claimed.update(id(n) for n in piece.nodes)
         pieces.append(piece)
-    pieces.reverse()
-    return pieces
+    order = {id(n): i for i, n in enumerate(gm.graph.nodes)}
+    return sorted(pieces, key=lambda p: order[id(p.output)])
+
+
+def insertion_point(gm: Any, piece: Piece) -> Any:
+    """The node before which the piece's call goes: the first node outside it that reads one
+    of its outputs (or the output itself, read by none); None where one of the piece's inputs
+    is computed only after that (no single place computes every output in time)."""
+    order = {id(n): i for i, n in enumerate(gm.graph.nodes)}
+    inside = {id(n) for n in piece.nodes}
+    readers = [u for out in piece.outputs for u in out.users if id(u) not in inside]
+    anchor = min(readers, key=lambda n: order[id(n)]) if readers else piece.output
+    if any(_is_node(r) and order[id(r)] >= order[id(anchor)] for r in piece.inputs):
+        return None
+    return anchor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,6 +565,10 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
     cache's key); UnsupportedPiece where it cannot be (`Piece.refusal`, a tensor's type)."""
     if piece.refusal is not None:
         raise UnsupportedPiece(piece.refusal)
+    if piece.stack is not None:
+        from tilesync.frontend.torch.stack import stack_function
+
+        return stack_function(piece)
     arg_types = [TensorType(element_type(i.dtype), _permuted(i.shape, layout))
                  for i, layout in zip(piece.infos, piece.layouts or [None] * len(piece.infos),
                                       strict=True)]
@@ -594,4 +641,4 @@ def _hint(ref: Any) -> str | None:
 
 __all__ = ["ACTIVATIONS", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo", "UnsupportedPiece",
            "UnsupportedTensor", "conv_parts", "element_type", "find_pieces", "graph_function",
-           "scaled_matmul", "tensor_info"]
+           "insertion_point", "scaled_matmul", "tensor_info"]

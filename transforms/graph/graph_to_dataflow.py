@@ -21,8 +21,10 @@ layer needs its bias, weights and biases are function arguments, everything is f
 the stack refuses (MlpStack's checks: widths, shared memory, ...) is refused at the function,
 in MlpStack's words.
 
-Options: `fused` (layers computed in the stage of the layer before them, MlpStack's), `sms`
-(CTAs resident at once, shared among the stages: default_ctas).
+Options: `fused` (layers computed in the stage of the layer before them, MlpStack's),
+`fuse_light` (instead, the light first and last layers fused into their neighbours' stages:
+kernels/mlp_pipeline.py's light_fusion), `sms` (CTAs resident at once, shared among the
+stages: default_ctas).
 """
 
 from __future__ import annotations
@@ -42,7 +44,13 @@ from xdsl.passes import ModulePass
 
 from tilesync.dialects import dataflow, graph
 from tilesync.dialects.locations import diagnostic
-from tilesync.kernels.mlp_pipeline import fitting_stack, mlp_pipeline_module, stage_arguments
+from tilesync.kernels.mlp_pipeline import (
+    MlpStack,
+    fitting_stack,
+    light_fusion,
+    mlp_pipeline_module,
+    stage_arguments,
+)
 from tilesync.transforms.graph.function import replace_function, single_function
 
 PASS = "graph-to-dataflow"
@@ -179,6 +187,23 @@ def _binds(match: StackMatch, stack) -> dict[str, list[graph.BindAttr]]:
                            sides=[inp(arg) for _, _, arg in match.sides], dot=dot)
 
 
+def stack_of(fn: func.FuncOp, fused: tuple[int, ...] = (), fuse_light: bool = False,
+             sms: int = 132) -> tuple[StackMatch, MlpStack]:
+    """The function's stack as MlpStack takes it (the pass's options), or a diagnostic."""
+    match = match_stack(fn)
+    shape = {"skips": tuple(match.skips),
+             "side_inputs": tuple((layer, width) for layer, width, _ in match.sides),
+             "plain_layers": tuple(match.plain),
+             "dot_head": None if match.dot is None else match.dot[0], "sms": sms}
+    try:
+        if fuse_light:
+            fused = light_fusion(match.rows, tuple(match.widths), **shape)
+        return match, fitting_stack(match.rows, tuple(match.widths), fused=tuple(fused),
+                                    **shape)
+    except ValueError as err:
+        raise diagnostic(PASS, fn, str(err)) from err
+
+
 @dataclass(frozen=True)
 class GraphToDataflowPass(ModulePass):
     """Replace the module's graph function by the Kitsune pipeline of the stack it is."""
@@ -186,24 +211,19 @@ class GraphToDataflowPass(ModulePass):
     name = PASS
 
     fused: tuple[int, ...] = ()
+    fuse_light: bool = False
     sms: int = 132
 
     def __post_init__(self) -> None:
         if self.sms < 1:
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+        if self.fused and self.fuse_light:
+            raise ValueError("options 'fused' and 'fuse_light' each choose the fused layers: "
+                             "give one")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = single_function(op, PASS)
-        match = match_stack(fn)
-        try:
-            stack = fitting_stack(match.rows, tuple(match.widths), skips=tuple(match.skips),
-                                  side_inputs=tuple((layer, width)
-                                                    for layer, width, _ in match.sides),
-                                  plain_layers=tuple(match.plain),
-                                  dot_head=None if match.dot is None else match.dot[0],
-                                  fused=tuple(self.fused), sms=self.sms)
-        except ValueError as err:
-            raise diagnostic(PASS, fn, str(err)) from err
+        match, stack = stack_of(fn, tuple(self.fused), self.fuse_light, self.sms)
         pipeline_module = mlp_pipeline_module(stack)
         binds = _binds(match, stack)
         for stage in next(o for o in pipeline_module.ops
@@ -212,4 +232,4 @@ class GraphToDataflowPass(ModulePass):
         replace_function(op, fn, pipeline_module)
 
 
-__all__ = ["GraphToDataflowPass", "StackMatch", "match_stack"]
+__all__ = ["GraphToDataflowPass", "StackMatch", "match_stack", "stack_of"]

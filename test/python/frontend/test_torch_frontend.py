@@ -108,14 +108,11 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
     pieces = compiled.report.pieces
     expected = {"llama_mlp": ["SwiGLU MLP"], "llama65b_mlp_tp8": ["SwiGLU MLP"],
                 "gpt2_block": ["Linear→GeLU→Linear"],
-                "nerf_mlp": ["Linear→ReLU→Linear"] * 5,
+                "nerf_mlp": ["MLP stack"], "nerf_mlp_rays": ["MLP stack"],
                 "resnet_block": ["Conv→ReLU→Conv"]}[name]  # eval mode: BN folds into the convs
     assert [p.description.split(" [")[0] for p in pieces] == expected
-    for piece in pieces:
-        if piece.description.startswith("Linear→ReLU"):
-            assert "no GEMM epilogue computes graph.relu" in piece.reason
-        else:  # lowered and compiled to PTX on the CPU; stays with torch here
-            assert piece.compile_seconds is not None and "inputs on cpu" in piece.reason
+    for piece in pieces:  # lowered and compiled to PTX on the CPU; stays with torch here
+        assert piece.compile_seconds is not None and "inputs on cpu" in piece.reason
 
 
 def test_compiled_entry_has_ptx_and_bindings():

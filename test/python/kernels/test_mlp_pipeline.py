@@ -502,3 +502,19 @@ def test_any_stack_is_refused_in_words_or_runs_every_tile_in_the_simulator(spec)
     assert result.ok, (result.deadlock, result.violations[:2])
     last = stack.stage_name(stack.stage_count - 1)
     assert sorted(result.delivered[last]) == list(range(2 * stack.tiles))
+
+
+def test_light_fusion_is_the_benched_stacks_choice():
+    """The rule reproduces the fusions measured best on an H100 (bench/dataflow_mlp.py's
+    workloads), and fuses nothing a stack refuses (a layer reading the skip)."""
+    from tilesync.bench.dataflow_mlp import WORKLOADS
+    from tilesync.kernels.mlp_pipeline import light_fusion
+
+    for name in ("nerf", "meshgraphnets"):
+        spec = dict(WORKLOADS[name])
+        widths, fused = spec.pop("widths"), spec.pop("fused")
+        assert light_fusion(1 << 16, widths, **spec) == fused
+    # the first layer is light, but the second reads the skip: only the 16-wide last fuses
+    assert light_fusion(1024, (64, 256, 256, 128, 16), skips=(1,)) == (3,)
+    # no layer light against the others: nothing fused
+    assert light_fusion(1024, (256, 256, 256, 256)) == ()

@@ -1,5 +1,8 @@
 // RUN: tilesync-opt %s -p 'graph-to-dataflow{fused=4}' | filecheck %s
 // RUN: tilesync-opt %s -p graph-to-dataflow | filecheck %s --check-prefix=UNFUSED
+// RUN: tilesync-opt %s -p 'graph-to-dataflow{fuse_light=true}' | filecheck %s
+// RUN: not tilesync-opt %s -p 'graph-to-dataflow{fused=4 fuse_light=true}' 2>&1 | filecheck %s --check-prefix=BOTH
+// BOTH: tilesync-opt: error: graph-to-dataflow: options 'fused' and 'fuse_light' each choose the fused layers: give one
 // RUN: tilesync-opt %s -p 'graph-to-dataflow{fused=4},convert-dataflow-to-nvvm{debug=false},dataflow-persistent-kernel' | filecheck %s --check-prefix=FUSED-KERNEL
 
 // NeRF's MLP in small as the graph level writes it: a layer, the input concatenated again
@@ -7,7 +10,9 @@
 // the plain feature layer, the directions %v concatenated before the feature, a ReLU layer of
 // 128 and a plain 16-wide output. The walk reads it as MlpStack(widths 64, 256, 256, 256, 128,
 // 16; skip at 1; side input at 3; plain 2 and 4; dot head at 2); `fused=4` computes the last
-// layer in the stage of the one before it.
+// layer in the stage of the one before it. `fuse_light` chooses the same: the last layer
+// (128 x 16 weights) and the first (64 x 256) are light against the skip's 320 x 256, but the
+// second reads the skip and stays a stage of its own.
 func.func @nerf(%x: tensor<1024x64xf16>, %v: tensor<1024x64xf16>, %w0: tensor<256x64xf16>, %b0: tensor<256xf16>, %w1: tensor<256x320xf16>, %b1: tensor<256xf16>, %ws: tensor<1x256xf16>, %bs: tensor<1xf16>, %wf: tensor<256x256xf16>, %bf: tensor<256xf16>, %w3: tensor<128x320xf16>, %b3: tensor<128xf16>, %w4: tensor<16x128xf16>, %b4: tensor<16xf16>) -> (tensor<1024x16xf16>, tensor<1024x1xf16>) {
   %l0 = graph.linear %x, %w0, %b0 : (tensor<1024x64xf16>, tensor<256x64xf16>, tensor<256xf16>) -> tensor<1024x256xf16>
   %h1 = graph.relu %l0 : tensor<1024x256xf16>

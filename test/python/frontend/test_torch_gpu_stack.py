@@ -1,0 +1,98 @@
+"""NeRF's MLP through the torch front end on the GPU, as one Kitsune pipeline (forced, strict):
+the example as the library writes it (64-wide inputs) and as NeRF's paper does (63- and 27-wide
+encodings, 3 colours: the adapters pad them), against an fp32 reference from the same fp16
+inputs and against eager, on fresh inputs with the results filled with NaN before the kernels
+run, after 20 runs back to back (the queues' tickets carry on, no memset), in a CUDA graph
+replayed on new data, through torch.compile(backend="tilesync"), and from the cache the second
+time; in auto mode it runs our way only where it measured faster."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.examples.torch_models import example  # noqa: E402
+from tilesync.frontend.torch import compiler  # noqa: E402
+from tilesync.frontend.torch.ops import PipelineRunner  # noqa: E402
+from tilesync.frontend.torch.stack import PATTERN  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TOL = 2e-2
+RUNS = 20
+
+
+def _rel(out, ref) -> float:
+    assert out.shape == ref.shape and torch.isfinite(out).all()
+    return float((out.float() - ref.float()).norm() / ref.float().norm())
+
+
+@pytest.fixture(autouse=True)
+def _torch_cuda(monkeypatch):
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+
+    def filled_with_nan(self, shape, device):
+        return torch.full(shape, float("nan"), dtype=self.dtype, device=device)
+
+    monkeypatch.setattr(PipelineRunner, "_new", filled_with_nan)
+
+
+def _reference(model, inputs):
+    """fp32 of the same fp16 parameters and inputs."""
+    with torch.no_grad():
+        return copy.deepcopy(model).float()(*[t.float() for t in inputs])
+
+
+@pytest.mark.parametrize("name", ["nerf_mlp", "nerf_mlp_rays"])
+def test_nerf_runs_as_one_pipeline(name, tmp_path, graph_replays, monkeypatch):
+    model, inputs = example(name, "cuda")
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (piece,) = compiled.report.pieces
+    assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), _reference(model, inputs)) < TOL
+        assert _rel(compiled(*inputs), model(*inputs)) < TOL
+        fresh = [torch.randn_like(t) for t in inputs]
+        for _ in range(RUNS):
+            out = compiled(*fresh)
+        assert _rel(out, _reference(model, fresh)) < TOL
+        for source, replayed in zip((fresh, inputs),
+                                    graph_replays(compiled, inputs, (fresh, inputs)),
+                                    strict=True):
+            assert _rel(replayed, _reference(model, source)) < TOL
+    monkeypatch.setattr(compiler, "compile_stack_entry",
+                        lambda *args: pytest.fail("a cached piece was compiled again"))
+    again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    assert again.report.pieces[0].cached
+
+
+def test_nerf_through_torch_compile(tmp_path, monkeypatch):
+    from tilesync.frontend.torch.backend import LAST_REPORTS
+
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    monkeypatch.setenv("TILESYNC_MODE", "tilesync")
+    model, inputs = example("nerf_mlp_rays", "cuda")
+    torch._dynamo.reset()
+    first = len(LAST_REPORTS)
+    with torch.no_grad():
+        out = torch.compile(model, backend="tilesync")(*inputs)
+        assert _rel(out, _reference(model, inputs)) < TOL
+    (piece,) = [p for r in LAST_REPORTS[first:] for p in r.pieces]
+    assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
+
+
+def test_auto_mode_runs_the_pipeline_only_where_measured_faster(tmp_path):
+    model, inputs = example("nerf_mlp_rays", "cuda")
+    compiled = tt.compile(model, inputs, cache_dir=tmp_path)
+    (piece,) = compiled.report.pieces
+    if piece.choice == "tilesync":
+        assert piece.measured is not None and piece.measured[0] < piece.measured[1]
+    else:
+        assert piece.reason in ("measured", "the cost model")
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), _reference(model, inputs)) < TOL

@@ -1,0 +1,249 @@
+"""NeRF-style MLP stacks in the torch front end without a GPU: the fx walk, the stack at the
+kernels' widths (its graph function evaluated here on the adapters' arguments gives torch's
+values), graph-to-dataflow's plan of it, the rewrite into the custom op with two outputs, the
+Dynamo path, and PTX. Skipped where torch is not installed."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from xdsl.dialects import func  # noqa: E402
+
+import tilesync.frontend.torch as tt  # noqa: E402
+from tilesync.dialects import graph  # noqa: E402
+from tilesync.examples.torch_models import NeRFMLP, example  # noqa: E402
+from tilesync.frontend.torch.compiler import plan, record_values  # noqa: E402
+from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
+from tilesync.frontend.torch.stack import PATTERN, Adapter  # noqa: E402
+
+F = torch.nn.functional
+
+
+def _pieces(model, inputs):
+    gm = torch.fx.symbolic_trace(model)
+    record_values(gm, inputs)
+    return gm, find_pieces(gm)
+
+
+def _evaluate(module, args):
+    """The graph function of `module` on torch tensors (linear, relu, concat: a stack's ops)."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    values = dict(zip(fn.body.block.args, args, strict=True))
+    for op in fn.body.block.ops:
+        if isinstance(op, graph.LinearOp):
+            values[op.result] = F.linear(values[op.input], values[op.weight], values[op.bias])
+        elif isinstance(op, graph.ReluOp):
+            values[op.results[0]] = F.relu(values[op.operands[0]])
+        elif isinstance(op, graph.ConcatOp):
+            values[op.result] = torch.cat([values[v] for v in op.inputs], dim=-1)
+        elif isinstance(op, func.ReturnOp):
+            return [values[v] for v in op.arguments]
+        else:
+            raise AssertionError(op.name)
+
+
+def _as_written(model, *inputs):
+    """The stack computed by its graph function at the kernels' widths, from torch's tensors
+    through the adapters, each result cut back: what the pipeline computes."""
+    gm = torch.fx.symbolic_trace(model)
+    record_values(gm, list(inputs))
+    (piece,) = [p for p in find_pieces(gm) if p.pattern == PATTERN]
+    names = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    values = []
+    for ref in piece.inputs:
+        if isinstance(ref, str):
+            values.append(gm.get_parameter(ref))
+        else:
+            values.append(inputs[names.index(ref)])
+    module = graph_function(piece)
+    form = piece.stack
+    args = [a.apply(values, values[0]) for a in form.adapters]
+    outs = _evaluate(module, args)
+    return piece, [o[:, :w].reshape(*form.lead, w) for o, w in zip(outs, form.out_widths,
+                                                                      strict=True)]
+
+
+def test_nerf_is_one_stack_with_its_skip_side_input_and_dot_head():
+    model, inputs = example("nerf_mlp")
+    gm, pieces = _pieces(model, inputs)
+    (piece,) = pieces
+    assert piece.pattern == PATTERN
+    assert piece.description == (
+        "MLP stack [4096 rows, 64 -> 256 -> 256 -> 256 -> 256 -> 256 -> 256 -> 256 -> 256 -> "
+        "256 -> 128 -> 3, float16; skip at 4, side input at 9, dot head at 8]")
+    # the density (sigma) and the colour's last linear are its two outputs
+    assert [n.name for n in piece.outputs] == ["rgb", "sigma"]
+    assert piece.more_infos[0].shape == (4096, 1)
+    text = str(graph_function(piece))
+    assert text.count("graph.linear") == 12 and text.count("graph.relu") == 9
+    assert text.count("graph.concat") == 2
+    # the colour's 3 outputs padded to 16; cat([feature, direction]) read direction first
+    assert "-> (tensor<4096x16xf16>, tensor<4096x1xf16>)" in text
+    stack = plan(graph_function(piece), stack=True)
+    assert stack.skips == (4,) and stack.side_inputs == ((9, 64),) and stack.dot_head == 8
+    assert stack.plain_layers == (8, 10) and stack.fused == (1, 10)  # light layers fused
+
+
+@pytest.mark.parametrize("skip", [4, 5])
+def test_the_padded_stack_computes_what_torch_does(skip):
+    """NeRF as written (63- and 27-wide inputs, 3 colours, cat([feature, direction]) with h
+    first): the adapters pad and reorder, and the padded function gives torch's values."""
+    torch.manual_seed(0)
+    model = NeRFMLP(in_xyz=63, in_dir=27, skip=skip)
+    xyz, direction = torch.randn(128, 63), torch.randn(128, 27)
+    piece, (rgb_logits, sigma) = _as_written(model, xyz, direction)
+    form = piece.stack
+    assert form.widths[0] == 64 and form.widths[-1] == 16 and form.torch_widths[-1] == 3
+    h = xyz
+    for i, layer in enumerate(model.layers):
+        if i == model.skip:
+            h = torch.cat([xyz, h], -1)
+        h = F.relu(layer(h))
+    torch.testing.assert_close(sigma, model.sigma(h))
+    hidden = F.relu(model.rgb_hidden(torch.cat([model.feature(h), direction], -1)))
+    torch.testing.assert_close(rgb_logits, model.rgb(hidden))
+    ref = model(xyz, direction)
+    torch.testing.assert_close(torch.cat([torch.sigmoid(rgb_logits), sigma], -1), ref)
+
+
+def test_weight_adapter_moves_a_concatenations_columns_to_the_kernels_order():
+    w = torch.arange(2 * 5, dtype=torch.float32).reshape(2, 5)  # cat([h (3), a (2)])
+    adapter = Adapter("weight", 0, rows=16, cols=128, blocks=((3, 0, 2), (0, 64, 3)))
+    out = adapter.apply([w], w)
+    assert out.shape == (16, 128) and out[2:].abs().sum() == 0
+    assert torch.equal(out[:2, :2], w[:, 3:]) and torch.equal(out[:2, 64:67], w[:, :3])
+    assert out[:2, 2:64].abs().sum() == 0 and out[:2, 67:].abs().sum() == 0
+    bias = Adapter("bias", None, rows=16).apply([w], w)
+    assert bias.shape == (16,) and bias.abs().sum() == 0
+
+
+class Chain(torch.nn.Module):
+    def __init__(self, act=None, layers=3, bias=True, width=64):
+        super().__init__()
+        self.fcs = torch.nn.ModuleList(torch.nn.Linear(width, width, bias=bias)
+                                       for _ in range(layers))
+        self.act = act
+
+    def forward(self, x):
+        for fc in self.fcs:
+            x = fc(x)
+            if self.act is not None and fc is not self.fcs[-1]:
+                x = self.act(x)
+        return x
+
+
+@pytest.mark.parametrize("act, layers, pattern", [
+    (torch.relu, 2, PATTERN),  # Linear→ReLU→Linear: graph-to-stages has no ReLU epilogue
+    (None, 3, PATTERN),  # three plain layers
+    (None, 2, "Linear→Linear"),  # the pair pattern keeps what graph-to-stages takes
+    (F.gelu, 3, "Linear→GeLU→Linear"),  # a GeLU ends a stack: no stack of one layer
+])
+def test_which_chains_are_stacks(act, layers, pattern):
+    _, pieces = _pieces(Chain(act, layers).half(), [torch.randn(128, 64).half()])
+    assert pieces and pieces[-1].pattern == pattern
+
+
+def test_a_layer_read_outside_ends_the_stack_there():
+    class Tapped(Chain):
+        def forward(self, x):
+            a = torch.relu(self.fcs[0](x))
+            b = torch.relu(self.fcs[1](a))
+            return self.fcs[2](b), a.sum()
+
+    _, pieces = _pieces(Tapped(), [torch.randn(64, 64)])
+    # from fcs 0 the walk stops at a (read by the sum): one layer, no stack; from fcs 1 on,
+    # a is the stack's input
+    (piece,) = pieces
+    assert piece.pattern == PATTERN and piece.inputs[0].name == "relu"
+    assert [n.name for n in piece.nodes] == ["fcs_1", "relu_1", "fcs_2"]
+
+
+def test_stack_without_biases_gets_zero_biases():
+    model = Chain(torch.relu, 3, bias=False)
+    x = torch.randn(64, 64)
+    piece, (out,) = _as_written(model, x)
+    assert [a.source for a in piece.stack.adapters if a.kind == "bias"] == [None] * 3
+    torch.testing.assert_close(out, model(x))
+
+
+def test_forced_stack_runs_as_one_op_with_two_outputs(tmp_path):
+    model, inputs = example("nerf_mlp")
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    code = compiled.graph_module.code
+    assert code.count("torch.ops.tilesync.piece.default") == 1 and "relu" not in code
+    assert "getitem" in code and "sigmoid" in code  # torch keeps what follows the stack
+    with torch.no_grad():  # no GPU: the op computes with torch, the same ops
+        assert torch.equal(compiled(*inputs), model(*inputs))
+    (report,) = compiled.report.pieces
+    assert report.choice == "tilesync" and report.predicted is not None
+
+
+def test_a_dot_head_read_before_the_last_layer_puts_the_call_there(tmp_path):
+    class EarlyDensity(NeRFMLP):
+        def forward(self, xyz, direction):
+            h = xyz
+            for i, layer in enumerate(self.layers):
+                if i == self.skip:
+                    h = torch.cat([xyz, h], dim=-1)
+                h = F.relu(layer(h))
+            sigma = torch.exp(self.sigma(h))  # read before the heads run
+            h = F.relu(self.rgb_hidden(torch.cat([self.feature(h), direction], dim=-1)))
+            return self.rgb(h), sigma
+
+    model = EarlyDensity(depth=4, width=64, in_xyz=64, in_dir=64, skip=2).half()
+    inputs = [torch.randn(256, 64).half(), torch.randn(256, 64).half()]
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    assert [p.description.split(" [")[0] for p in compiled.report.pieces] == [PATTERN]
+    with torch.no_grad():
+        for got, ref in zip(compiled(*inputs), model(*inputs), strict=True):
+            assert torch.equal(got, ref)
+
+
+def test_a_side_input_computed_after_a_reader_of_the_density_is_no_stack_with_it(tmp_path):
+    class LateDirection(NeRFMLP):
+        def forward(self, xyz, direction):
+            h = xyz
+            for layer in self.layers:
+                h = F.relu(layer(h))
+            sigma = torch.exp(self.sigma(h))
+            late = direction * 2  # computed after sigma is read
+            h = F.relu(self.rgb_hidden(torch.cat([self.feature(h), late], dim=-1)))
+            return self.rgb(h), sigma
+
+    model = LateDirection(depth=3, width=64, in_xyz=64, in_dir=64, skip=9)
+    inputs = [torch.randn(64, 64), torch.randn(64, 64)]
+    gm, pieces = _pieces(model, inputs)
+    for piece in pieces:  # whatever matched can be placed where its outputs are in time
+        assert not (piece.pattern == PATTERN and piece.more_outputs)
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    with torch.no_grad():
+        for got, ref in zip(compiled(*inputs), model(*inputs), strict=True):
+            torch.testing.assert_close(got, ref)
+
+
+def test_stack_through_dynamo(tmp_path, monkeypatch):
+    from tilesync.frontend.torch.backend import LAST_REPORTS
+
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    monkeypatch.setenv("TILESYNC_MODE", "tilesync")
+    model, inputs = example("nerf_mlp")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend="tilesync")(*inputs)
+        assert torch.equal(out, model(*inputs))
+    assert LAST_REPORTS[-1].pieces[0].description.startswith("MLP stack [4096 rows, 64 -> 256")
+
+
+def test_small_stack_reaches_one_persistent_kernel_ptx():
+    from tilesync.frontend.torch.compiler import compile_stack_entry
+
+    model = Chain(torch.relu, 3).half()
+    _, (piece,) = _pieces(model, [torch.randn(1024, 64).half()])
+    entry = compile_stack_entry(str(graph_function(piece)))
+    assert entry["results"] == [(1024, 64)]
+    assert "mlp_persistent" in entry["kernels"] and "dataflow.pipeline" in entry["host"]
+    assert "#graph.bind<result 0>" in entry["host"]
+    (ptx,) = entry["ptx_by_module"].values()
+    assert ".target sm_90a" in ptx and "wgmma.mma_async" in ptx
