@@ -67,7 +67,7 @@ def _as_written(model, *inputs):
 
 def test_nerf_is_one_stack_with_its_skip_side_input_and_dot_head():
     model, inputs = example("nerf_mlp")
-    gm, pieces = _pieces(model, inputs)
+    _, pieces = _pieces(model, inputs)
     (piece,) = pieces
     assert piece.pattern == PATTERN
     assert piece.description == (
@@ -214,7 +214,7 @@ def test_a_side_input_computed_after_a_reader_of_the_density_is_no_stack_with_it
 
     model = LateDirection(depth=3, width=64, in_xyz=64, in_dir=64, skip=9)
     inputs = [torch.randn(64, 64), torch.randn(64, 64)]
-    gm, pieces = _pieces(model, inputs)
+    _, pieces = _pieces(model, inputs)
     for piece in pieces:  # whatever matched can be placed where its outputs are in time
         assert not (piece.pattern == PATTERN and piece.more_outputs)
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
