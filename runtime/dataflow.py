@@ -159,14 +159,17 @@ class DataflowProgram:
     """A compiled program's pipeline loaded on the device, ready to run any number of times."""
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
-                 pin_l2: bool = True, persistent: bool = True):
+                 pin_l2: bool = True, persistent: bool = True,
+                 plan: PipelinePlan | None = None):
+        """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
+        without its IR, e.g. in a cache), instead of reading `compiled.module`."""
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
         from tilesync.runtime.device import get_device, occupancy
         from tilesync.runtime.module import load_ptx
         from tilesync.runtime.stream import Stream
 
         self.compiled = compiled
-        self.plan = read_pipeline(compiled, pipeline)
+        self.plan = plan if plan is not None else read_pipeline(compiled, pipeline)
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         self.kernels: dict[str, Any] = {}
         for module_name, ptx in compiled.ptx_by_module.items():

@@ -166,13 +166,13 @@ def compile_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
 
 def compile_stack_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
     """An MLP stack's graph function compiled as a pipeline: PTX, kernel signatures, the
-    `dataflow.pipeline` (its stages' #graph.bind, its persistent kernel) as text, the result
+    pipeline's plan (runtime.dataflow.read_pipeline's: stages, queues, its persistent kernel),
+    each stage's kernel arguments as (bind kind, values) from its #graph.bind, the result
     shapes; picklable."""
-    from xdsl.dialects.builtin import ModuleOp
-
     import tilesync
     from tilesync.api import lower, parse
     from tilesync.dialects import dataflow, graph
+    from tilesync.runtime.dataflow import read_pipeline
 
     start = time.perf_counter()
     module = parse(graph_text)
@@ -180,10 +180,13 @@ def compile_stack_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]
     signature = module.attributes[graph.SIGNATURE_ATTR]
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     compiled = tilesync.compile(module, target=target, timeout_ns=TIMEOUT_NS)
-    host = [op.clone() for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
+    (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
+    binds = {stage.sym_name.data: [(b.kind.data, tuple(b.values))
+                                   for b in stage.attributes[graph.BIND_ATTR].data]  # type: ignore
+             for stage in pipeline.stages}
     return {"ptx_by_module": dict(compiled.ptx_by_module), "kernels": dict(compiled.kernels),
-            "host": str(ModuleOp(host)), "results": results, "target": target,
-            "compile_seconds": time.perf_counter() - start}
+            "plan": read_pipeline(compiled), "binds": binds, "results": results,
+            "target": target, "compile_seconds": time.perf_counter() - start}
 
 
 def _entry_key(graph_text: str, target: str) -> str:

@@ -242,15 +242,15 @@ class PipelineRunner:
     and leading dimensions."""
 
     def __init__(self, entry: dict[str, Any], form: Any, dtype: Any):
-        from tilesync.dialects import dataflow
+        from xdsl.dialects.builtin import ModuleOp
+
+        from tilesync.contract import CompiledProgram
         from tilesync.runtime.dataflow import DataflowProgram
 
-        compiled, host = compiled_program(entry)
-        self.program = DataflowProgram(compiled)
-        pipeline = next(op for op in host.ops if isinstance(op, dataflow.PipelineOp))
-        self.binds: dict[str, list[graph.BindAttr]] = {
-            stage.sym_name.data: list(stage.attributes[graph.BIND_ATTR].data)  # type: ignore
-            for stage in pipeline.stages}
+        compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], ModuleOp([]),
+                                   ModuleOp([]), target=entry["target"])
+        self.program = DataflowProgram(compiled, plan=entry["plan"])
+        self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype
         self.results = [tuple(shape) for shape in entry["results"]]
         self.out_shapes = [(*form.lead, width) for width in form.out_widths]
@@ -286,9 +286,9 @@ class PipelineRunner:
         device = inputs[0].device
         outs = [self._new(shape, device) for shape in self.results]
 
-        def value(bind: graph.BindAttr) -> Any:
-            where = bind.values[0]
-            return args[where] if bind.kind.data == "input" else outs[where]
+        def value(bind: tuple[str, tuple[int, ...]]) -> Any:
+            kind, (where, *_) = bind
+            return args[where] if kind == "input" else outs[where]
 
         self.program.run_on({stage: [value(b).data_ptr() for b in binds]
                              for stage, binds in self.binds.items()},
