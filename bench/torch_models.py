@@ -1,14 +1,18 @@
 """`tilesync bench torch`: the example models (examples/torch_models.py) as a user runs them:
-eager PyTorch, `torch.compile` (Inductor, the default), `torch.compile(backend="tilesync")`
-(auto: each piece ours only where measured faster; the entry point's function itself, so an
-uninstalled checkout runs it too), and the pieces forced through tilesync.
+eager PyTorch, eager replayed from a CUDA graph (the library without launch overheads),
+`torch.compile` (Inductor, the default), `torch.compile(backend="tilesync")` (auto: each piece
+ours only where measured faster; the entry point's function itself, so an uninstalled checkout
+runs it too), that replayed from a CUDA graph, and the pieces forced through tilesync.
 
     torch_benchmarks(names=NAMES, warmup=5, reps=30) -> dict
     torch_table(result) -> str
+    torch_plot(result, out_dir, name) -> PNG path
 
 Each compiled model's output is checked against eager (relative error < 2e-2, every element
 finite). Timing: CUDA events around each call of the whole model, median and p10/p90; the
-"vs eager" and "vs compile" columns are eager's (torch.compile's) median over the mode's.
+"vs eager", "vs graph" and "vs compile" columns are eager's (its graph's, torch.compile's)
+median over the mode's. Each model's floor: its FLOPs (torch's FlopCounterMode) at the
+measured peak rate, or its parameters, inputs and output once at the measured copy bandwidth.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 
 NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "nerf_mlp", "nerf_mlp_rays",
          "resnet_block")
-MODES = ("eager", "torch.compile", "tilesync", "tilesync (forced)")
+MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
+         "tilesync (forced)")
 TOL = 2e-2
 
 
@@ -38,7 +43,39 @@ def _timed(torch, fn, warmup: int, reps: int) -> dict[str, float]:
             "p90_ms": ms[(9 * len(ms)) // 10]}
 
 
-def _run_model(torch, name: str, warmup: int, reps: int) -> dict[str, Any]:
+def _graphed(torch, fn, inputs):
+    """`fn` on `inputs` captured in a CUDA graph (after a warm-up on a side stream, as torch
+    asks): a function that replays it and returns the captured output."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*inputs)
+
+    def replay():
+        graph.replay()
+        return out
+
+    return replay
+
+
+def _floor(torch, model, inputs, rates: dict[str, float]) -> float:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from tilesync.bench.report import floor_ms
+
+    with FlopCounterMode(display=False) as counter:
+        out = model(*inputs)
+    tensors = [*model.parameters(), *inputs, out]
+    return floor_ms(counter.get_total_flops(),
+                    sum(t.numel() * t.element_size() for t in tensors), rates)
+
+
+def _run_model(torch, name: str, warmup: int, reps: int,
+               rates: dict[str, float] | None = None) -> dict[str, Any]:
     import tilesync.frontend.torch as tt
     from tilesync.examples.torch_models import example
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
@@ -48,6 +85,8 @@ def _run_model(torch, name: str, warmup: int, reps: int) -> dict[str, Any]:
                            "dtype": str(inputs[0].dtype), "modes": {}}
     with torch.no_grad():
         ref = model(*inputs).float()
+        if rates is not None:
+            row["floor_ms"] = _floor(torch, model, inputs, rates)
 
         def check(out) -> float:
             if not torch.isfinite(out).all():
@@ -64,13 +103,21 @@ def _run_model(torch, name: str, warmup: int, reps: int) -> dict[str, Any]:
             error = check(fn(*inputs))
             return fn, error, time.perf_counter() - start
 
+        def graphed(fn):
+            replay = _graphed(torch, fn, inputs)
+            return lambda *_: replay(), check(replay()), 0.0
+
+        made: dict[str, Any] = {}
         candidates = {"eager": lambda: (model, 0.0, 0.0),
+                      "eager graph": lambda: graphed(model),
                       "torch.compile": lambda: compiled("inductor"),
-                      "tilesync": lambda: compiled(tilesync_backend)}
+                      "tilesync": lambda: compiled(tilesync_backend),
+                      "tilesync graph": lambda: graphed(made["tilesync"])}
         for mode, make in candidates.items():
             try:
                 first = len(LAST_REPORTS)
                 fn, error, seconds = make()
+                made[mode] = fn
                 record = {"rel_error": error, "compile_seconds": seconds,
                           **_timed(torch, lambda fn=fn: fn(*inputs), warmup, reps)}
                 if mode == "tilesync":
@@ -96,10 +143,14 @@ def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30) -> dict[str, 
     if not torch.cuda.is_available():
         raise RuntimeError("the torch benchmark needs torch on a GPU")
     started = time.perf_counter()
+    from tilesync.bench.mlp import measured_rates
+
+    rates = measured_rates(torch, warmup, reps)
     result: dict[str, Any] = {"experiment": "torch", "warmup": warmup, "reps": reps,
-                              "library": f"torch {torch.__version__}", "rows": []}
+                              "library": f"torch {torch.__version__}", "rates": rates,
+                              "rows": []}
     for name in names:
-        result["rows"].append(_run_model(torch, name, warmup, reps))
+        result["rows"].append(_run_model(torch, name, warmup, reps, rates))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -108,10 +159,11 @@ def torch_table(result: dict[str, Any]) -> str:
     lines = [f"example models with {result['library']}; {result['reps']} reps after "
              f"{result['warmup']} warm-up; whole-model time per call",
              f"{'model':<13} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'vs eager':>8} "
-             f"{'vs compile':>10} {'rel err':>8}"]
+             f"{'vs graph':>8} {'vs compile':>10} {'rel err':>8}"]
     for row in result["rows"]:
         modes = row["modes"]
         eager = modes.get("eager", {}).get("median_ms")
+        graph = modes.get("eager graph", {}).get("median_ms")
         default = modes.get("torch.compile", {}).get("median_ms")
         for mode, r in modes.items():
             if "error" in r:
@@ -119,13 +171,49 @@ def torch_table(result: dict[str, Any]) -> str:
                 continue
             m = r["median_ms"]
             vs_eager = f"{eager / m:>8.3f}" if eager else f"{'-':>8}"
+            vs_graph = f"{graph / m:>8.3f}" if graph else f"{'-':>8}"
             vs_default = f"{default / m:>10.3f}" if default else f"{'-':>10}"
             lines.append(f"{row['model']:<13} {mode:<18} {m:>10.4f} "
-                         f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f} {vs_eager} {vs_default} "
-                         f"{r['rel_error']:>8.1e}")
+                         f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f} {vs_eager} {vs_graph} "
+                         f"{vs_default} {r['rel_error']:>8.1e}")
             lines += [f"{'':<13}   {line}" for line in r.get("pieces", [])]
+        if "floor_ms" in row:
+            lines.append(f"{row['model']:<13} {'floor':<18} {row['floor_ms']:>10.4f}")
     lines.append(f"total {result['seconds']:.0f} s")
     return "\n".join(lines)
 
 
-__all__ = ["NAMES", "torch_benchmarks", "torch_table"]
+def torch_plot(result: dict[str, Any], out_dir, name: str):
+    """Each mode's speedup over eager in a CUDA graph, per model (p10-p90 as error bars)."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tilesync.bench.report import speedup_bars
+
+    rows = result["rows"]
+    modes = [m for m in MODES if m != "eager graph"]
+
+    def speed(row, mode):
+        base, r = row["modes"].get("eager graph", {}), row["modes"].get(mode, {})
+        if "median_ms" not in base or "median_ms" not in r:
+            return None
+        return base["median_ms"] / r["median_ms"], r
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    speedup_bars(ax, rows, modes, speed)
+    ax.set_xticks(range(len(rows)), [row["model"] for row in rows], rotation=15)
+    ax.set_ylabel("speedup over eager in a CUDA graph")
+    ax.set_title(f"example models, {result['library']}, {result.get('device', '')}")
+    ax.legend(fontsize=7)
+    path = Path(out_dir) / f"{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["NAMES", "torch_benchmarks", "torch_plot", "torch_table"]

@@ -160,7 +160,9 @@ def _bench(args: argparse.Namespace) -> int:
 
             png = conv_plot(result, out, stem)
         elif name == "torch":
-            png = None
+            from tilesync.bench.torch_models import torch_plot
+
+            png = torch_plot(result, out, stem)
         elif name == "dataflow-mlp":
             from tilesync.bench.dataflow_mlp import stack_plot
 
