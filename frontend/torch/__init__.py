@@ -7,8 +7,9 @@
 
 Pieces of the model that match the pattern library (patterns.py: Linear→act→Linear, the SwiGLU
 MLP, one-head attention, its scores scaled by a constant or not, Conv→ReLU→Conv with eval-mode
-BatchNorms folded into the convs) are lowered through the graph level (graph-to-stages) to
-synchronized stage programs and run as `torch.ops.tilesync.piece` where the cost model and a
+BatchNorms folded into the convs; stack.py: NeRF-style MLP stacks) are lowered through the
+graph level (graph-to-stages) to synchronized stage programs (graph-to-dataflow: an MLP stack
+to one Kitsune pipeline) and run as `torch.ops.tilesync.piece` where the cost model and a
 measurement say they beat torch's own path; everything else stays with torch. torch (≥ 2.4) is
 imported only when these functions run.
 """
