@@ -317,16 +317,10 @@ class DataflowProgram:
 
     def _users(self, args: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
         """Each stage's own arguments, checked against its kernel's parameters."""
-        users = {}
-        for stage in self.plan.stages:
-            sig = self.signatures[stage.kernel]
-            user = list(args.get(stage.name, ()))
-            if len(user) != len(sig.user_params):
-                raise ValueError(f"stage @{stage.name}: kernel {sig.name} takes "
-                                 f"{len(sig.user_params)} argument(s) "
-                                 f"({', '.join(sig.user_params)}), got {len(user)}")
-            users[stage.name] = user
-        return users
+        from tilesync.runtime.launch import checked_user_args
+
+        return {stage.name: checked_user_args(stage.name, self.signatures[stage.kernel], args)
+                for stage in self.plan.stages}
 
     def _launch_persistent(self, users: dict[str, list[Any]], stream: Any) -> None:
         from tilesync.runtime.launch import launch

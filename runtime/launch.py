@@ -170,6 +170,16 @@ def _launch_attributes(pdl: bool, cooperative: bool,
     return attributes
 
 
+def checked_user_args(stage: str, sig: Any, args: Any) -> list[Any]:
+    """A stage's own kernel arguments from `args` (stage name -> arguments), checked against
+    its kernel's parameters (a KernelSignature's user_params)."""
+    user = list(args.get(stage, ()))
+    if len(user) != len(sig.user_params):
+        raise ValueError(f"stage @{stage}: kernel {sig.name} takes {len(sig.user_params)} "
+                         f"argument(s) ({', '.join(sig.user_params)}), got {len(user)}")
+    return user
+
+
 def launch(
     kernel: Any,
     grid: int | Sequence[int],
@@ -253,6 +263,7 @@ __all__ = [
     "PARAM_KINDS",
     "TilesyncRuntimeError",
     "check_signature",
+    "checked_user_args",
     "dim3",
     "launch",
     "pack_args",

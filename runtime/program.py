@@ -37,7 +37,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
-from tilesync.runtime.launch import launch
+from tilesync.runtime.launch import checked_user_args, launch
 from tilesync.runtime.module import load_ptx
 from tilesync.runtime.stream import (
     Event,
@@ -289,11 +289,7 @@ class StageProgram:
             return
         stage = self.stages[step.stage]
         sig = self.signatures[stage.kernel]
-        user = list(args.get(step.stage, ()))
-        if len(user) != len(sig.user_params):
-            raise ValueError(f"stage @{step.stage}: kernel {sig.name} takes "
-                             f"{len(sig.user_params)} argument(s) "
-                             f"({', '.join(sig.user_params)}), got {len(user)}")
+        user = checked_user_args(step.stage, sig, args)
         bound = [self._bind(role, step.stage) for role in sig.sync_args]
         launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
                stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)

@@ -34,3 +34,14 @@ def graph_replays():
         return outs
 
     return replay
+
+
+@pytest.fixture
+def fp32_on_cuda(monkeypatch):
+    """Skips where torch sees no CUDA device; fp32 references in fp32, not TF32's 10-bit
+    mantissa (cuDNN's convs and cuBLAS may default to it)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)

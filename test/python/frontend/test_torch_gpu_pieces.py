@@ -14,28 +14,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch_checks import relative_error  # noqa: E402
+
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch import compiler  # noqa: E402
 from tilesync.frontend.torch.ops import StageRunner  # noqa: E402
 
-pytestmark = pytest.mark.gpu
 TOL = 2e-2
 RUNS = 20
 
 
-def _rel(out, ref) -> float:
-    assert out.shape == ref.shape and torch.isfinite(out).all()
-    return float((out.float() - ref.float()).norm() / ref.float().norm())
-
-
-@pytest.fixture(autouse=True)
-def _torch_cuda(monkeypatch):
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    # the fp32 reference in fp32, not TF32's 10-bit mantissa (cuDNN's convs default to it)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("fp32_on_cuda")]
 
 
 @pytest.fixture
@@ -87,18 +77,18 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path, graph_replays) -> N
 
     with torch.no_grad():
         out = compiled(*inputs)
-        assert _rel(out, reference(*inputs)) < TOL
-        assert _rel(out, model(*inputs)) < TOL
+        assert relative_error(out, reference(*inputs)) < TOL
+        assert relative_error(out, model(*inputs)) < TOL
         # one epoch per run on the same semaphores, never reset
         batches = [[make_input()] for _ in range(RUNS)]
         outs = [compiled(*batch) for batch in batches]
         for batch, result in zip(batches, outs, strict=True):
-            assert _rel(result, reference(*batch)) < TOL
+            assert relative_error(result, reference(*batch)) < TOL
 
         sources = (batches[-1], [make_input()], inputs)
         for source, replayed in zip(sources, graph_replays(compiled, inputs, sources),
                                     strict=True):
-            assert _rel(replayed, reference(*source)) < TOL
+            assert relative_error(replayed, reference(*source)) < TOL
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compiler, "compile_entry",
                       lambda *args: pytest.fail("a cached piece was compiled again"))

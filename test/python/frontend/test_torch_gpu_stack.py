@@ -14,6 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch_checks import relative_error  # noqa: E402
+
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import example  # noqa: E402
 from tilesync.frontend.torch import compiler  # noqa: E402
@@ -25,17 +27,8 @@ TOL = 2e-2
 RUNS = 20
 
 
-def _rel(out, ref) -> float:
-    assert out.shape == ref.shape and torch.isfinite(out).all()
-    return float((out.float() - ref.float()).norm() / ref.float().norm())
-
-
 @pytest.fixture(autouse=True)
-def _torch_cuda(monkeypatch):
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
-
+def _poisoned(fp32_on_cuda, monkeypatch):
     def filled_with_nan(self, shape, device):
         return torch.full(shape, float("nan"), dtype=self.dtype, device=device)
 
@@ -55,16 +48,16 @@ def test_nerf_runs_as_one_pipeline(name, tmp_path, graph_replays, monkeypatch):
     (piece,) = compiled.report.pieces
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
     with torch.no_grad():
-        assert _rel(compiled(*inputs), _reference(model, inputs)) < TOL
-        assert _rel(compiled(*inputs), model(*inputs)) < TOL
+        assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
+        assert relative_error(compiled(*inputs), model(*inputs)) < TOL
         fresh = [torch.randn_like(t) for t in inputs]
         for _ in range(RUNS):
             out = compiled(*fresh)
-        assert _rel(out, _reference(model, fresh)) < TOL
+        assert relative_error(out, _reference(model, fresh)) < TOL
         for source, replayed in zip((fresh, inputs),
                                     graph_replays(compiled, inputs, (fresh, inputs)),
                                     strict=True):
-            assert _rel(replayed, _reference(model, source)) < TOL
+            assert relative_error(replayed, _reference(model, source)) < TOL
     monkeypatch.setattr(compiler, "compile_stack_entry",
                         lambda *args: pytest.fail("a cached piece was compiled again"))
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
@@ -82,7 +75,7 @@ def test_nerf_through_torch_compile(tmp_path, monkeypatch):
     with torch.no_grad():
         # the entry point's function (backend="tilesync" where the package is installed)
         out = torch.compile(model, backend=tilesync_backend)(*inputs)
-        assert _rel(out, _reference(model, inputs)) < TOL
+        assert relative_error(out, _reference(model, inputs)) < TOL
     (piece,) = [p for r in LAST_REPORTS[first:] for p in r.pieces]
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
 
@@ -96,4 +89,4 @@ def test_auto_mode_runs_the_pipeline_only_where_measured_faster(tmp_path):
     else:
         assert piece.reason in ("measured", "the cost model")
     with torch.no_grad():
-        assert _rel(compiled(*inputs), _reference(model, inputs)) < TOL
+        assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
