@@ -33,6 +33,7 @@ from typing import Any
 
 from tilesync.bench import mlp as mlp_bench
 from tilesync.bench.experiments import summarize
+from tilesync.transforms.graph.graph_to_dataflow import allotted_ctas
 
 NERF_TRUNK = (64,) + (256,) * 8
 NERF_SKIPS = (5,)
@@ -335,33 +336,6 @@ def workload_stack(workload: str, rows: int):
 
     spec = dict(WORKLOADS[workload])
     return fitting_stack(rows, tuple(spec.pop("widths")), **spec)
-
-
-def stage_ms(stack, layer_ms: list[float]) -> list[float]:
-    """Each stage's bulk-synchronous time: its layers' (`run_bulk_sync`'s layer_ms), then the
-    layer norm's."""
-    times = [sum(layer_ms[layer] for layer in layers) for layers in stack.stage_layers]
-    return times + list(layer_ms[stack.layers:])
-
-
-def allotted_ctas(stack, layer_ms: list[float]) -> tuple[int, ...]:
-    """dataflow-allot-ctas on the pipeline, each stage's rate its layers' measured
-    bulk-synchronous tiles per second: the CTA counts that balance the stages."""
-    from xdsl.context import Context
-    from xdsl.dialects.builtin import FloatAttr, f64
-
-    from tilesync.contract import BSP_RATE_ATTR
-    from tilesync.dialects import dataflow
-    from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
-    from tilesync.transforms.dataflow.allot_ctas import AllotCTAsPass
-
-    module = mlp_pipeline_module(stack)
-    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
-    for stage, ms in zip(pipeline.stages, stage_ms(stack, layer_ms), strict=True):
-        stage.attributes[BSP_RATE_ATTR] = FloatAttr(stack.tiles / (ms * 1e-3), f64)
-    # the stages are one persistent kernel's blocks: SIMT and tensor CTAs share the slots
-    AllotCTAsPass(sms=stack.sms, shared_slots=True).apply(Context(), module)
-    return tuple(stage.num_ctas for stage in pipeline.stages)
 
 
 def stack_floor_ms(stack, rates: dict[str, float]) -> float:

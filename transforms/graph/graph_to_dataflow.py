@@ -24,11 +24,13 @@ in MlpStack's words.
 Options: `fused` (layers computed in the stage of the layer before them, MlpStack's),
 `fuse_light` (instead, the light first and last layers fused into their neighbours' stages:
 kernels/mlp_pipeline.py's light_fusion), `sms` (CTAs resident at once, shared among the
-stages: default_ctas).
+stages), `allot` (how: "even", default_ctas; "model", dataflow-allot-ctas's ILP on each
+layer's modelled bulk-synchronous time, modelled_layer_ms).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -187,8 +189,55 @@ def _binds(match: StackMatch, stack) -> dict[str, list[graph.BindAttr]]:
                            sides=[inp(arg) for _, _, arg in match.sides], dot=dot)
 
 
+def stage_ms(stack: MlpStack, layer_ms: list[float]) -> list[float]:
+    """Each stage's bulk-synchronous time: its layers', then the layer norm's (`layer_ms`: one
+    per layer, then the layer norm's)."""
+    times = [sum(layer_ms[layer] for layer in layers) for layers in stack.stage_layers]
+    return times + list(layer_ms[stack.layers:])
+
+
+def allotted_ctas(stack: MlpStack, layer_ms: list[float]) -> tuple[int, ...]:
+    """dataflow-allot-ctas on the stack's pipeline, each stage's rate its layers'
+    bulk-synchronous tiles per second (measured, or modelled_layer_ms): the CTA counts that
+    balance the stages."""
+    from xdsl.dialects.builtin import FloatAttr, f64
+
+    from tilesync.contract import BSP_RATE_ATTR
+    from tilesync.transforms.dataflow.allot_ctas import AllotCTAsPass
+
+    module = mlp_pipeline_module(stack)
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    for stage, ms in zip(pipeline.stages, stage_ms(stack, layer_ms), strict=True):
+        stage.attributes[BSP_RATE_ATTR] = FloatAttr(stack.tiles / (ms * 1e-3), f64)
+    # the stages are one persistent kernel's blocks: SIMT and tensor CTAs share the slots
+    AllotCTAsPass(sms=stack.sms, shared_slots=True).apply(Context(), module)
+    return tuple(stage.num_ctas for stage in pipeline.stages)
+
+
+MODEL_BANDWIDTH = 2.0e12
+"""Bytes per second a bulk-synchronous layer moves (H100: 1.8-2.0 TB/s measured); only the
+ratios between layers matter to the allotment."""
+
+
+def modelled_layer_ms(stack: MlpStack) -> list[float]:
+    """Each layer's bulk-synchronous time as its rows' bytes in and out at MODEL_BANDWIDTH (the
+    dot head's input read again, by its own kernel), then the layer norm's: the layers are
+    memory-bound, and on an H100 (bench/results/dataflow-mlp) the ILP's CTA counts from these
+    came within 2 CTAs a stage of those from the measured times."""
+    def ms(columns: int) -> float:
+        return stack.rows * columns * 2 / MODEL_BANDWIDTH * 1e3
+
+    times = [ms(stack.in_width(layer) + stack.widths[layer + 1]
+                + (stack.in_width(layer) if layer == stack.dot_head else 0))
+             for layer in range(stack.layers)]
+    return times + ([ms(2 * stack.width)] if stack.layer_norm else [])
+
+
+ALLOTMENTS = ("even", "model")
+
+
 def stack_of(fn: func.FuncOp, fused: tuple[int, ...] = (), fuse_light: bool = False,
-             sms: int = 132) -> tuple[StackMatch, MlpStack]:
+             sms: int = 132, allot: str = "even") -> tuple[StackMatch, MlpStack]:
     """The function's stack as MlpStack takes it (the pass's options), or a diagnostic."""
     match = match_stack(fn)
     shape = {"skips": tuple(match.skips),
@@ -198,8 +247,11 @@ def stack_of(fn: func.FuncOp, fused: tuple[int, ...] = (), fuse_light: bool = Fa
     try:
         if fuse_light:
             fused = light_fusion(match.rows, tuple(match.widths), **shape)
-        return match, fitting_stack(match.rows, tuple(match.widths), fused=tuple(fused),
-                                    **shape)
+        stack = fitting_stack(match.rows, tuple(match.widths), fused=tuple(fused), **shape)
+        if allot == "model":
+            stack = dataclasses.replace(stack, ctas=allotted_ctas(stack,
+                                                                  modelled_layer_ms(stack)))
+        return match, stack
     except ValueError as err:
         raise diagnostic(PASS, fn, str(err)) from err
 
@@ -213,17 +265,21 @@ class GraphToDataflowPass(ModulePass):
     fused: tuple[int, ...] = ()
     fuse_light: bool = False
     sms: int = 132
+    allot: str = "even"
 
     def __post_init__(self) -> None:
         if self.sms < 1:
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+        if self.allot not in ALLOTMENTS:
+            raise ValueError(f"option 'allot' is one of {', '.join(ALLOTMENTS)}, got "
+                             f"{self.allot!r}")
         if self.fused and self.fuse_light:
             raise ValueError("options 'fused' and 'fuse_light' each choose the fused layers: "
                              "give one")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = single_function(op, PASS)
-        match, stack = stack_of(fn, tuple(self.fused), self.fuse_light, self.sms)
+        match, stack = stack_of(fn, tuple(self.fused), self.fuse_light, self.sms, self.allot)
         pipeline_module = mlp_pipeline_module(stack)
         binds = _binds(match, stack)
         for stage in next(o for o in pipeline_module.ops
@@ -232,4 +288,5 @@ class GraphToDataflowPass(ModulePass):
         replace_function(op, fn, pipeline_module)
 
 
-__all__ = ["GraphToDataflowPass", "StackMatch", "match_stack", "stack_of"]
+__all__ = ["ALLOTMENTS", "GraphToDataflowPass", "StackMatch", "allotted_ctas", "match_stack",
+           "modelled_layer_ms", "stack_of", "stage_ms"]

@@ -1,30 +1,9 @@
-"""bench/dataflow_mlp.py without a GPU: the allotment from measured layer times, the table."""
+"""bench/dataflow_mlp.py without a GPU: its table (the allotment is graph-to-dataflow's)."""
 
 from __future__ import annotations
 
 from tilesync.bench import dataflow_mlp
 from tilesync.kernels.mlp_pipeline import MlpStack
-
-
-def test_allotment_gives_slower_layers_more_ctas():
-    stack = MlpStack(1 << 18, (64, 256, 256, 256))
-    ctas = dataflow_mlp.allotted_ctas(stack, [0.05, 0.2, 0.1])
-    assert sum(ctas) <= stack.sms
-    assert ctas[1] > ctas[2] > ctas[0]
-    # balanced: every stage's CTAs in proportion to its time, to within a CTA or two
-    assert abs(ctas[1] / ctas[2] - 2) < 0.2
-
-
-def test_allotment_shares_the_sms_with_the_layer_norms_simt_stage():
-    """The stages are one persistent kernel's blocks (one an SM here): the SIMT layer norm's
-    CTAs come out of the same 132 as the tensor stages'."""
-    stack = dataflow_mlp.workload_stack("meshgraphnets", 1 << 18)
-    # its last two layers are one stage: that stage's time is theirs together
-    assert stack.stage_layers == [[0], [1, 2]] and stack.stage_count == 3
-    assert dataflow_mlp.stage_ms(stack, [0.05, 0.04, 0.04, 0.03]) == [0.05, 0.08, 0.03]
-    ctas = dataflow_mlp.allotted_ctas(stack, [0.05, 0.04, 0.04, 0.03])
-    assert len(ctas) == 3 and sum(ctas) <= stack.sms
-    assert ctas[1] > ctas[0] > ctas[2]
 
 
 def _form(ms: float) -> dict:

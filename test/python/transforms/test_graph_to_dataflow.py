@@ -3,14 +3,20 @@ pipeline the dataflow-mlp bench runs (and the GPU tests check), bindings and all
 
 from __future__ import annotations
 
+import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from tilesync.api import parse
 from tilesync.bench import dataflow_mlp
 from tilesync.dialects import dataflow, graph
-from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
-from tilesync.transforms.graph.graph_to_dataflow import GraphToDataflowPass
+from tilesync.kernels.mlp_pipeline import MlpStack, mlp_pipeline_module
+from tilesync.transforms.graph.graph_to_dataflow import (
+    GraphToDataflowPass,
+    allotted_ctas,
+    modelled_layer_ms,
+    stage_ms,
+)
 
 ROWS = 1 << 16
 
@@ -68,3 +74,44 @@ def test_nerf_at_the_graph_level_becomes_the_benched_pipeline():
         [f"#graph.bind<input {i}>" for i in (22, 23, 24, 25)] + ["#graph.bind<result 0>"]
     assert binds["layers0_1"][0] == "#graph.bind<input 0>"
     assert stack.stage_count == len(binds) == 9
+
+
+# ---- the allotment of a stack's CTAs (measured or modelled layer times) ----
+
+
+def test_allotment_gives_slower_layers_more_ctas():
+    stack = MlpStack(1 << 18, (64, 256, 256, 256))
+    ctas = allotted_ctas(stack, [0.05, 0.2, 0.1])
+    assert sum(ctas) <= stack.sms
+    assert ctas[1] > ctas[2] > ctas[0]
+    # balanced: every stage's CTAs in proportion to its time, to within a CTA or two
+    assert abs(ctas[1] / ctas[2] - 2) < 0.2
+
+
+def test_allotment_shares_the_sms_with_the_layer_norms_simt_stage():
+    """The stages are one persistent kernel's blocks (one an SM here): the SIMT layer norm's
+    CTAs come out of the same 132 as the tensor stages'."""
+    stack = dataflow_mlp.workload_stack("meshgraphnets", 1 << 18)
+    # its last two layers are one stage: that stage's time is theirs together
+    assert stack.stage_layers == [[0], [1, 2]] and stack.stage_count == 3
+    assert stage_ms(stack, [0.05, 0.04, 0.04, 0.03]) == [0.05, 0.08, 0.03]
+    ctas = allotted_ctas(stack, [0.05, 0.04, 0.04, 0.03])
+    assert len(ctas) == 3 and sum(ctas) <= stack.sms
+    assert ctas[1] > ctas[0] > ctas[2]
+
+
+@pytest.mark.parametrize("workload, rows, measured", [
+    # bulk-synchronous layer times (ms) on an H100, bench/results/dataflow-mlp at 5573f3f
+    ("nerf", 1 << 16, [0.0263, 0.039, 0.0391, 0.0399, 0.0392, 0.0427, 0.0382, 0.0401, 0.0535,
+                       0.0341, 0.0112]),
+    ("nerf", 1 << 18, [0.0935, 0.1372, 0.1354, 0.137, 0.1361, 0.1484, 0.1352, 0.1366, 0.1876,
+                       0.113, 0.0334]),
+    ("meshgraphnets", 1 << 18, [0.1084, 0.0591, 0.0589, 0.0582]),  # the last: layer norm
+])
+def test_modelled_layer_times_allot_as_the_measured_ones(workload, rows, measured):
+    from tilesync.bench.dataflow_mlp import workload_stack
+
+    stack = workload_stack(workload, rows)
+    from_model = allotted_ctas(stack, modelled_layer_ms(stack))
+    from_measured = allotted_ctas(stack, measured)
+    assert max(abs(a - b) for a, b in zip(from_model, from_measured, strict=True)) <= 3

@@ -3,6 +3,17 @@
 // RUN: tilesync-opt %s -p 'graph-to-dataflow{fuse_light=true}' | filecheck %s
 // RUN: not tilesync-opt %s -p 'graph-to-dataflow{fused=4 fuse_light=true}' 2>&1 | filecheck %s --check-prefix=BOTH
 // BOTH: tilesync-opt: error: graph-to-dataflow: options 'fused' and 'fuse_light' each choose the fused layers: give one
+// RUN: tilesync-opt %s -p 'graph-to-dataflow{fuse_light=true allot=model}' | filecheck %s --check-prefix=MODEL
+// RUN: not tilesync-opt %s -p 'graph-to-dataflow{allot=measured}' 2>&1 | filecheck %s --check-prefix=ALLOT
+// ALLOT: tilesync-opt: error: graph-to-dataflow: option 'allot' is one of even, model, got 'measured'
+
+// `allot=model`: the ILP's CTAs from each layer's modelled time (its rows' bytes in and out):
+// the skip's 320 columns in and the dot head's second read of its input weigh most, the first
+// layer (64 in) least; even, each stage would have 33.
+// MODEL: dataflow.stage @layer0 {{{.*}}ctas = 19 : i64
+// MODEL: dataflow.stage @layer1 {{{.*}}ctas = 34 : i64
+// MODEL: dataflow.stage @layer2 {{{.*}}ctas = 45 : i64
+// MODEL: dataflow.stage @layers3_4 {{{.*}}ctas = 34 : i64
 // RUN: tilesync-opt %s -p 'graph-to-dataflow{fused=4},convert-dataflow-to-nvvm{debug=false},dataflow-persistent-kernel' | filecheck %s --check-prefix=FUSED-KERNEL
 
 // NeRF's MLP in small as the graph level writes it: a layer, the input concatenated again
