@@ -239,11 +239,12 @@ def test_stack_through_dynamo(tmp_path, monkeypatch):
 
 
 def test_small_stack_reaches_one_persistent_kernel_ptx():
-    from tilesync.frontend.torch.compiler import compile_stack_entry
+    from tilesync.frontend.torch.compiler import STACK_PASSES, compile_stack_entry
 
     model = Chain(torch.relu, 3).half()
     _, (piece,) = _pieces(model, [torch.randn(1024, 64).half()])
-    entry = pickle.loads(pickle.dumps(compile_stack_entry(str(graph_function(piece)))))
+    entry = pickle.loads(pickle.dumps(compile_stack_entry((str(graph_function(piece)),
+                                                           STACK_PASSES[0]))))
     assert entry["results"] == [(1024, 64)]
     plan = entry["plan"]  # what DataflowProgram runs, without the IR
     assert plan.persistent == "mlp_persistent" and plan.persistent in entry["kernels"]
