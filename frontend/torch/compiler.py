@@ -433,10 +433,11 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
 def _tuned_pipeline(piece: Piece, entries: list[dict[str, Any]], example: list[Any],
                     graph_text: str, report: PieceReport, options: Options) -> Any:
     """The faster of an MLP stack's compiled pipelines (STACK_PASSES) on the example inputs,
+    each replayed from a CUDA graph (the device's time: the host launches them alike),
     measured once per device (cached); `report.variants` says what each took."""
     runners = [stage_runner(piece, entry) for entry in entries]
-    key = repr((graph_text, _device_name(None), STACK_PASSES, TIMEOUT_NS))
-    times, _ = _tuned(key, options, lambda: [cost.measure_ms(lambda r=r: r(example))
+    key = repr((graph_text, _device_name(None), STACK_PASSES, TIMEOUT_NS, "graph"))
+    times, _ = _tuned(key, options, lambda: [cost.measure_graph_ms(lambda r=r: r(example))
                                              for r in runners])
     order = sorted(range(len(runners)), key=times.__getitem__)
     report.variants = [(STACK_PASSES[i], times[i]) for i in order]

@@ -140,5 +140,25 @@ def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
     return median([s.elapsed_time(e) for s, e in pairs])
 
 
+def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
+    """Median milliseconds of `fn()` captured once in a CUDA graph and replayed: the device's
+    time alone, without the host's (to choose among forms of ours, which the host launches
+    alike)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    times = measure_ms(graph.replay, warmup, reps)
+    del graph
+    return times
+
+
 __all__ = ["H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates", "Prediction",
-           "measure_ms", "median", "predict", "predict_stack", "rates_for"]
+           "measure_graph_ms", "measure_ms", "median", "predict", "predict_stack", "rates_for"]

@@ -254,23 +254,28 @@ class PipelineRunner:
         self.form, self.dtype = form, dtype
         self.results = [tuple(shape) for shape in entry["results"]]
         self.out_shapes = [(*form.lead, width) for width in form.out_widths]
-        self._parameters: dict[int, tuple[tuple, Any]] = {}
+        self._parameters: dict[int, tuple[tuple, Any, int]] = {}
 
-    def _arguments(self, inputs: list[Any]) -> list[Any]:
-        made = []
+    def _arguments(self, inputs: list[Any]) -> tuple[list[int], list[Any]]:
+        """The device address of each graph argument, and the activations made for this call
+        (kept alive until the launch is enqueued)."""
+        pointers, made = [], []
         for index, adapter in enumerate(self.form.adapters):
             if not adapter.is_parameter_of:
-                made.append(adapter.apply(inputs, inputs[0]))
+                tensor = adapter.apply(inputs, inputs[0])
+                made.append(tensor)
+                pointers.append(tensor.data_ptr())
                 continue
             source = None if adapter.source is None else inputs[adapter.source]
             key = ("zeros", inputs[0].device) if source is None else \
                 (source.data_ptr(), source._version)
             kept = self._parameters.get(index)
             if kept is None or kept[0] != key:
-                kept = (key, adapter.apply(inputs, inputs[0]))
+                tensor = adapter.apply(inputs, inputs[0])
+                kept = (key, tensor, tensor.data_ptr())
                 self._parameters[index] = kept
-            made.append(kept[1])
-        return made
+            pointers.append(kept[2])
+        return pointers, made
 
     def _new(self, shape: tuple[int, ...], device: Any) -> Any:
         """A result, uninitialized: the pipeline writes every element (the GPU tests fill it
@@ -282,15 +287,12 @@ class PipelineRunner:
     def __call__(self, inputs: list[Any]) -> list[Any]:
         import torch
 
-        args = self._arguments(inputs)
+        pointers, _made = self._arguments(inputs)
         device = inputs[0].device
         outs = [self._new(shape, device) for shape in self.results]
-
-        def value(bind: tuple[str, tuple[int, ...]]) -> Any:
-            kind, (where, *_) = bind
-            return args[where] if kind == "input" else outs[where]
-
-        self.program.run_on({stage: [value(b).data_ptr() for b in binds]
+        results = [out.data_ptr() for out in outs]
+        self.program.run_on({stage: [pointers[where] if kind == "input" else results[where]
+                                     for kind, (where, *_) in binds]
                              for stage, binds in self.binds.items()},
                             torch.cuda.current_stream(device).cuda_stream)
         return [(out if out.shape[-1] == width else out[:, :width].contiguous())

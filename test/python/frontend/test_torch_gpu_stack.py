@@ -35,6 +35,13 @@ def _poisoned(fp32_on_cuda, monkeypatch):
     monkeypatch.setattr(PipelineRunner, "_new", filled_with_nan)
 
 
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One compile cache for the module: each NeRF compiles (two pipelines, ~30 s each on an
+    H100) once, the later tests read it back."""
+    return tmp_path_factory.mktemp("tilesync-cache")
+
+
 def _reference(model, inputs):
     """fp32 of the same fp16 parameters and inputs."""
     with torch.no_grad():
@@ -42,9 +49,9 @@ def _reference(model, inputs):
 
 
 @pytest.mark.parametrize("name", ["nerf_mlp", "nerf_mlp_rays"])
-def test_nerf_runs_as_one_pipeline(name, tmp_path, graph_replays, monkeypatch):
+def test_nerf_runs_as_one_pipeline(name, cache, graph_replays, monkeypatch):
     model, inputs = example(name, "cuda")
-    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=cache, strict=True)
     (piece,) = compiled.report.pieces
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
     # both allotments were compiled and timed; the faster runs
@@ -63,14 +70,14 @@ def test_nerf_runs_as_one_pipeline(name, tmp_path, graph_replays, monkeypatch):
             assert relative_error(replayed, _reference(model, source)) < TOL
     monkeypatch.setattr(compiler, "compile_stack_entry",
                         lambda *args: pytest.fail("a cached piece was compiled again"))
-    again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    again = tt.compile(model, inputs, mode="tilesync", cache_dir=cache)
     assert again.report.pieces[0].cached
 
 
-def test_nerf_through_torch_compile(tmp_path, monkeypatch):
+def test_nerf_through_torch_compile(cache, monkeypatch):
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
-    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    monkeypatch.setenv("TILESYNC_CACHE", str(cache))
     monkeypatch.setenv("TILESYNC_MODE", "tilesync")
     model, inputs = example("nerf_mlp_rays", "cuda")
     torch._dynamo.reset()
@@ -83,9 +90,9 @@ def test_nerf_through_torch_compile(tmp_path, monkeypatch):
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
 
 
-def test_auto_mode_runs_the_pipeline_only_where_measured_faster(tmp_path):
+def test_auto_mode_runs_the_pipeline_only_where_measured_faster(cache):
     model, inputs = example("nerf_mlp_rays", "cuda")
-    compiled = tt.compile(model, inputs, cache_dir=tmp_path)
+    compiled = tt.compile(model, inputs, cache_dir=cache)
     (piece,) = compiled.report.pieces
     if piece.choice == "tilesync":
         assert piece.measured is not None and piece.measured[0] < piece.measured[1]
