@@ -498,6 +498,10 @@ def find_pieces(gm: Any) -> list[Piece]:
         if id(node) in claimed:
             continue
         piece = match_stack_at(gm, node)
+        if piece is not None and piece.more_outputs and insertion_point(gm, piece) is None:
+            # the dot head's output is read before an input of a later layer is computed:
+            # the stack up to the dot head's input, without it
+            piece = match_stack_at(gm, node, dot_head=False)
         if piece is None or any(id(n) in claimed for n in piece.nodes) or \
                 insertion_point(gm, piece) is None:
             continue

@@ -167,9 +167,10 @@ def _one_output_linear(gm: Any, node: Any, h: Any) -> bool:
     return parts is not None and parts[0] is h and info is not None and info.shape[0] == 1
 
 
-def match_stack_at(gm: Any, first: Any) -> Piece | None:
+def match_stack_at(gm: Any, first: Any, dot_head: bool = True) -> Piece | None:
     """The stack whose first layer is the linear node `first`, or None (too short, or not a
-    stack)."""
+    stack); without `dot_head`, a one-output linear beside a layer ends the stack there (its
+    input the stack's output) instead of joining it."""
     parts = linear_parts(gm, first)
     if parts is None or not _is_node(parts[0]):
         return None
@@ -220,7 +221,7 @@ def match_stack_at(gm: Any, first: Any) -> Piece | None:
         h, h_ref = relu if relu is not None else linear, out_ref
         # what reads h next: one layer, beside it at most one dot head
         users = list(h.users)
-        heads = [u for u in users if _one_output_linear(gm, u, h)]
+        heads = [u for u in users if _one_output_linear(gm, u, h)] if dot_head else []
         nexts = [u for u in users if u not in heads]
         if not nexts and len(heads) == 1:  # beside no layer: the stack's last, one wide
             nexts, heads = heads, []
