@@ -43,17 +43,12 @@ def _timed(torch, fn, warmup: int, reps: int) -> dict[str, float]:
             "p90_ms": ms[(9 * len(ms)) // 10]}
 
 
-def _graphed(torch, fn, inputs):
-    """`fn` on `inputs` captured in a CUDA graph (after a warm-up on a side stream, as torch
-    asks): a function that replays it and returns the captured output."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn(*inputs)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn(*inputs)
+def _graphed(fn, inputs):
+    """`fn` on `inputs` captured in a CUDA graph: a function that replays it and returns the
+    captured output."""
+    from tilesync.frontend.torch.cost import capture_graph
+
+    graph, out = capture_graph(lambda: fn(*inputs))
 
     def replay():
         graph.replay()
@@ -104,7 +99,7 @@ def _run_model(torch, name: str, warmup: int, reps: int,
             return fn, error, time.perf_counter() - start
 
         def graphed(fn):
-            replay = _graphed(torch, fn, inputs)
+            replay = _graphed(fn, inputs)
             return lambda *_: replay(), check(replay()), 0.0
 
         made: dict[str, Any] = {}

@@ -19,6 +19,7 @@ measured on the device, and the measurement decides.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tilesync.analysis.wave_model import predict_chain, stage_waves
 
@@ -140,10 +141,9 @@ def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
     return median([s.elapsed_time(e) for s, e in pairs])
 
 
-def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
-    """Median milliseconds of `fn()` captured once in a CUDA graph and replayed: the device's
-    time alone, without the host's (to choose among forms of ours, which the host launches
-    alike)."""
+def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
+    """(torch.cuda.CUDAGraph of one call of `fn()`, the call's output), after `warmup` calls on
+    a side stream as torch asks (allocations and lazy initialization out of the capture)."""
     import torch
 
     side = torch.cuda.Stream()
@@ -154,11 +154,18 @@ def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
-    times = measure_ms(graph.replay, warmup, reps)
-    del graph
-    return times
+        out = fn()
+    return graph, out
+
+
+def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
+    """Median milliseconds of `fn()` captured once in a CUDA graph and replayed: the device's
+    time alone, without the host's (to choose among forms of ours, which the host launches
+    alike)."""
+    graph, _ = capture_graph(fn, warmup)
+    return measure_ms(graph.replay, warmup, reps)
 
 
 __all__ = ["H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates", "Prediction",
-           "measure_graph_ms", "measure_ms", "median", "predict", "predict_stack", "rates_for"]
+           "capture_graph", "measure_graph_ms", "measure_ms", "median", "predict",
+           "predict_stack", "rates_for"]

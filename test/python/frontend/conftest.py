@@ -14,15 +14,10 @@ def graph_replays():
     torch = pytest.importorskip("torch")
 
     def replay(compiled, inputs, sources):
+        from tilesync.frontend.torch.cost import capture_graph
+
         static = [t.clone() for t in inputs]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            compiled(*static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = compiled(*static)
+        graph, captured = capture_graph(lambda: compiled(*static))
         outs = []
         for source in sources:
             for s, t in zip(static, source, strict=True):
