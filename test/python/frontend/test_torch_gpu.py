@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch_checks import assert_chosen_by_measurement  # noqa: E402
+
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import example  # noqa: E402
 from tilesync.frontend.torch import compiler  # noqa: E402
@@ -47,13 +49,11 @@ def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays
     assert again.report.pieces[0].cached
 
 
-def test_auto_mode_runs_ours_only_where_measured_faster(tmp_path):
-    model, inputs = example("llama_mlp", "cuda")
+@pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
+def test_auto_mode_runs_ours_only_where_measured_faster(name, tmp_path):
+    model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, cache_dir=tmp_path)
     (piece,) = compiled.report.pieces
-    if piece.choice == "tilesync":
-        assert piece.measured is not None and piece.measured[0] < piece.measured[1]
-    else:
-        assert piece.reason in ("measured", "the cost model")
+    assert_chosen_by_measurement(piece)
     with torch.no_grad():
         assert _rel(compiled(*inputs), model(*inputs)) < TOL
