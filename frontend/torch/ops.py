@@ -138,22 +138,16 @@ class TorchPiece:
         return eager_piece(self.ops, inputs, self.results)
 
 
-def compiled_program(entry: dict[str, Any]):
-    """(CompiledProgram, its host IR) of a compiled entry (PTX per module, signatures, the
-    host plan as text)."""
+def load_program(entry: dict[str, Any]):
+    """A StageProgram from a compiled entry (PTX per module, signatures, host plan text), and
+    its host IR."""
     from tilesync.api import parse
     from tilesync.contract import CompiledProgram
-
-    host = parse(entry["host"])
-    return CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
-                           target=entry["target"]), host
-
-
-def load_program(entry: dict[str, Any]):
-    """A StageProgram from a compiled entry, and its host IR."""
     from tilesync.runtime.program import StageProgram
 
-    compiled, host = compiled_program(entry)
+    host = parse(entry["host"])
+    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+                               target=entry["target"])
     return StageProgram(compiled), host
 
 
@@ -301,5 +295,5 @@ class PipelineRunner:
                                              strict=True)]
 
 
-__all__ = ["PipelineRunner", "Relayout", "StageRunner", "TorchPiece", "compiled_program",
-           "eager_piece", "gate_up_weight", "load_program", "piece_op", "register", "runner"]
+__all__ = ["PipelineRunner", "Relayout", "StageRunner", "TorchPiece", "eager_piece",
+           "gate_up_weight", "load_program", "piece_op", "register", "runner"]

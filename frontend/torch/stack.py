@@ -216,8 +216,7 @@ def match_stack_at(gm: Any, first: Any, dot_head: bool = True) -> Piece | None:
         if relu is not None:
             out_ref = walk.emit(("relu", out_ref))
             walk.nodes.append(relu)
-        walk.layers.append({"w": w, "b": b, "cat": cat, "relu": relu is not None,
-                            "input": h})
+        walk.layers.append({"w": w, "b": b, "cat": cat, "relu": relu is not None})
         h, h_ref = relu if relu is not None else linear, out_ref
         # what reads h next: one layer, beside it at most one dot head
         users = list(h.users)
@@ -331,7 +330,8 @@ def _piece(gm: Any, walk: _Walk, x: Any, h: Any, h_ref: tuple) -> Piece | None:
         piece.more_outputs, piece.more_infos = [walk.dot["node"]], [dot_info]
         piece.results.append(walk.dot["ref"][1])
         form.out_widths.append(1)
-    piece.nodes = [n for n in gm.graph.nodes if any(n is m for m in walk.nodes)]
+    taken = {id(n) for n in walk.nodes}
+    piece.nodes = [n for n in gm.graph.nodes if id(n) in taken]
     return piece
 
 
