@@ -1,8 +1,9 @@
 """`tilesync bench torch`: the example models (examples/torch_models.py) as a user runs them:
 eager PyTorch, eager replayed from a CUDA graph (the library without launch overheads),
 `torch.compile` (Inductor, the default), `torch.compile(backend="tilesync")` (auto: each piece
-ours only where measured faster; the entry point's function itself, so an uninstalled checkout
-runs it too), that replayed from a CUDA graph, and the pieces forced through tilesync.
+ours only where measured faster, the whole graph in its fastest measured form, ours or torch's;
+the entry point's function itself, so an uninstalled checkout runs it too), that replayed
+from a CUDA graph, and the pieces forced through tilesync.
 
     torch_benchmarks(names=NAMES, warmup=5, reps=30) -> dict
     torch_table(result) -> str
@@ -116,7 +117,9 @@ def _run_model(torch, name: str, warmup: int, reps: int,
                 record = {"rel_error": error, "compile_seconds": seconds,
                           **_timed(torch, lambda fn=fn: fn(*inputs), warmup, reps)}
                 if mode == "tilesync":
-                    record["pieces"] = [p.line() for r in LAST_REPORTS[first:] for p in r.pieces]
+                    reports = LAST_REPORTS[first:]
+                    record["pieces"] = [p.line() for r in reports for p in r.pieces] + \
+                        [r.graph.line() for r in reports if r.graph is not None]
                 row["modes"][mode] = record
             except Exception as exc:
                 row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}

@@ -10,12 +10,14 @@ MLP, one-head attention, its scores scaled by a constant or not, Conv→ReLU→C
 BatchNorms folded into the convs; stack.py: NeRF-style MLP stacks) are lowered through the
 graph level (graph-to-stages) to synchronized stage programs (graph-to-dataflow: an MLP stack
 to one Kitsune pipeline) and run as `torch.ops.tilesync.piece` where the cost model and a
-measurement say they beat torch's own path; everything else stays with torch. torch (≥ 2.4) is
-imported only when these functions run.
+measurement say they beat torch's own path; everything else stays with torch. In auto mode the
+whole graph then runs in the form measured fastest, with our pieces or as torch's own
+(graph_choice). torch (≥ 2.4) is imported only when these functions run.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from tilesync.frontend.torch.compiler import Options, Report, UnsupportedError, transform
@@ -63,8 +65,18 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
         gm = torch.fx.symbolic_trace(module)
     except Exception:  # data-dependent Python: let Dynamo capture the graphs instead
         return _through_dynamo(torch, module, inputs, options)
-    gm, report = transform(gm, inputs, options)
-    return CompiledModule(gm, report)
+    rewritten, report = transform(gm, inputs, options)
+    if options.mode == "auto" and report.ours:  # pieces of ours: on a GPU, inputs there
+        from tilesync.frontend.torch import graph_choice
+        from tilesync.frontend.torch.compiler import graph_key
+
+        forms = {graph_choice.OURS: lambda: rewritten, graph_choice.EAGER: lambda: gm}
+        report.graph = graph_choice.choose(forms, inputs, graph_key(gm, inputs, report),
+                                           options.cache("torch-graph"))
+        rewritten = report.graph.function
+        if options.log:
+            print(f"tilesync: {report.graph.line()}", file=sys.stderr)
+    return CompiledModule(rewritten, report)
 
 
 def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options):

@@ -1,10 +1,13 @@
 """The `torch.compile` backend: `torch.compile(model, backend="tilesync")`.
 
 Registered through the `torch_dynamo_backends` entry point (pyproject.toml). Dynamo hands over
-each captured graph; its pieces go through compiler.transform, and the rest runs as torch
-would run it: Inductor for CUDA graphs (what `torch.compile` does by default), the graph itself
-on the CPU. Nothing raises out of the backend: a failure of tilesync leaves the graph to torch
-and the reason in the log.
+each captured graph; its pieces go through compiler.transform. In auto mode on a GPU the graph
+then runs in the form measured fastest (graph_choice): torch's graph eager or through Inductor
+(what `torch.compile` does by default), or with our pieces, the rest eager or through
+Inductor; so a graph is never left slower than torch's own ways of running it. Otherwise the
+rest runs through Inductor on a GPU, as the graph itself on the CPU (`inner` = "inductor" or
+"eager" fixes it). Nothing raises out of the backend: a failure of tilesync leaves the graph
+to torch and the reason in the log.
 """
 
 from __future__ import annotations
@@ -12,28 +15,57 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tilesync.frontend.torch.compiler import Options, transform
+from tilesync.frontend.torch import graph_choice
+from tilesync.frontend.torch.compiler import Options, Report, graph_key, transform
 
 LAST_REPORTS: list[Any] = []
 """The reports of the graphs compiled by this process, newest last (for explain and tests)."""
+INNERS = ("auto", "inductor", "eager")
+
+
+def _inductor(gm: Any, example_inputs: list[Any]) -> Any:
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs)
+
+
+def _forms(original: Any, rewritten: Any, report: Report, inputs: list[Any]) -> dict[str, Any]:
+    forms = {graph_choice.INDUCTOR: lambda: _inductor(original, inputs),
+             graph_choice.EAGER: lambda: original.forward}
+    if report.ours:
+        forms = {graph_choice.OURS_INDUCTOR: lambda: _inductor(rewritten, inputs),
+                 graph_choice.OURS_EAGER: lambda: rewritten.forward, **forms}
+    return forms
 
 
 def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
     import torch
 
     inner = options.pop("inner", "auto")
+    inputs = list(example_inputs)
+    on_gpu = any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
+    rewritten, report, parsed = gm, None, None
     try:
-        gm, report = transform(gm, list(example_inputs), Options.make(**options))
+        if inner not in INNERS:
+            raise ValueError(f"inner must be one of {INNERS}, got {inner!r}")
+        parsed = Options.make(**options)
+        rewritten, report = transform(gm, inputs, parsed)
         LAST_REPORTS.append(report)
+        if inner == "auto" and on_gpu and parsed.mode == "auto":
+            choice = graph_choice.choose(_forms(gm, rewritten, report, inputs), inputs,
+                                         graph_key(gm, inputs, report),
+                                         parsed.cache("torch-graph"))
+            report.graph = choice
+            if parsed.log:
+                print(f"tilesync: {choice.line()}", file=sys.stderr)
+            return choice.function
     except Exception as err:  # never a traceback from inside tilesync: torch keeps the graph
         print(f"tilesync: the graph stays with torch: {type(err).__name__}: {err}",
               file=sys.stderr)
-    on_gpu = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
-    if inner == "inductor" or (inner == "auto" and on_gpu):
-        from torch._inductor.compile_fx import compile_fx
-
-        return compile_fx(gm, example_inputs)
-    return gm.forward
+        rewritten = gm
+    if inner == "inductor" or (inner != "eager" and on_gpu):
+        return _inductor(rewritten, inputs)
+    return rewritten.forward
 
 
-__all__ = ["LAST_REPORTS", "tilesync_backend"]
+__all__ = ["INNERS", "LAST_REPORTS", "tilesync_backend"]

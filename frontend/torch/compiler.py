@@ -82,6 +82,13 @@ class Options:
         directory = cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tilesync"
         return cls(mode, strict, emit_ptx, log, Path(directory))
 
+    def cache(self, namespace: str) -> Any:
+        """The on-disk cache (harness.compile_cache.CompileCache) under `namespace`."""
+        from tilesync.harness.compile_cache import CompileCache
+
+        assert self.cache_dir is not None
+        return CompileCache(self.cache_dir, namespace)
+
 
 @dataclass
 class PieceReport:
@@ -120,12 +127,21 @@ class PieceReport:
 class Report:
     pieces: list[PieceReport] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    graph: Any = None
+    """The whole graph's measured form (graph_choice.GraphChoice) where one was chosen."""
+
+    @property
+    def ours(self) -> bool:
+        """Whether any piece runs as tilesync's."""
+        return any(p.choice == "tilesync" for p in self.pieces)
 
     def text(self) -> str:
         lines = [f"tilesync: {len(self.pieces)} piece(s) matched; "
                  f"{sum(p.choice == 'tilesync' for p in self.pieces)} run as stage programs"]
         lines += [f"tilesync: {note}" for note in self.notes]
         lines += [f"tilesync: {p.line()}" for p in self.pieces]
+        if self.graph is not None:
+            lines.append(f"tilesync: {self.graph.line()}")
         return "\n".join(lines)
 
 
@@ -210,12 +226,6 @@ def _stack_entry_key(job: tuple[str, str], target: str) -> str:
     return repr((*job, TIMEOUT_NS, target))
 
 
-def _cache(options: Options, namespace: str):
-    from tilesync.harness.compile_cache import CompileCache
-
-    return CompileCache(options.cache_dir, namespace)
-
-
 def cached_entry(graph_text: str, options: Options, stack: bool = False
                  ) -> tuple[Any, bool]:
     """(compiled entry, True if it came from the disk cache); `stack`: an MLP stack's, one
@@ -223,7 +233,7 @@ def cached_entry(graph_text: str, options: Options, stack: bool = False
     fork of a process that holds torch's threads and a CUDA context."""
     from tilesync.harness.compile_cache import compile_many
 
-    cache = _cache(options, "torch")
+    cache = options.cache("torch")
     hits = cache.hits
     if stack:
         entries = compile_many([(graph_text, p) for p in STACK_PASSES], TARGET, 1,
@@ -268,7 +278,7 @@ def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, float
 
 
 def _tuned(key: str, options: Options, fn) -> tuple[tuple[float, float], bool]:
-    cache = _cache(options, "torch-tuning")
+    cache = options.cache("torch-tuning")
     found, value = cache.load(key)
     if found:
         return value, True
@@ -339,12 +349,37 @@ def fold_batch_norms(gm: Any) -> Any:
     return fuse(gm, inplace=False, no_trace=True)
 
 
+def graph_copy(gm: Any) -> Any:
+    """A GraphModule of its own graph over `gm`'s modules and parameters (not copied): what
+    transform rewrites, `gm` left as it was (torch's forms of the graph)."""
+    import copy
+
+    import torch
+
+    result = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph), gm.__class__.__name__)
+    result.meta.update(getattr(gm, "meta", {}))
+    result.training = gm.training
+    return result
+
+
+def graph_key(gm: Any, example_inputs: list[Any], report: Report) -> str:
+    """What the whole graph's measured form depends on: the graph's code, its inputs' shapes,
+    strides and dtypes, the pieces chosen ours, the device and torch's version."""
+    import torch
+
+    inputs = [(tuple(t.shape), tuple(t.stride()), str(t.dtype), str(t.device))
+              if isinstance(t, torch.Tensor) else repr(t) for t in example_inputs]
+    return repr((gm.code, inputs, [p.choice for p in report.pieces], _device_name(None),
+                 torch.__version__))
+
+
 def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any, Report]:
-    """Replace the pieces of `gm` that are better run by tilesync; see the module docstring."""
+    """A copy of `gm` (graph_copy) with the pieces that are better run by tilesync replaced;
+    see the module docstring. `gm` itself is left as it was."""
     from tilesync.frontend.progress import Progress
 
     report = Report()
-    gm = fold_batch_norms(gm)
+    gm = fold_batch_norms(graph_copy(gm))
     env = record_values(gm, example_inputs)
     pieces = find_pieces(gm)
     if not pieces:
@@ -508,4 +543,5 @@ def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
 
 
 __all__ = ["MODES", "Options", "PieceReport", "Report", "UnsupportedError", "cached_entry",
-           "compile_entry", "fold_batch_norms", "plan", "stage_runner", "transform"]
+           "compile_entry", "fold_batch_norms", "graph_copy", "graph_key", "plan", "stage_runner",
+           "transform"]

@@ -126,19 +126,33 @@ def median(values: list[float]) -> float:
 
 def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
     """Median milliseconds of `fn()` on torch's current stream (CUDA events, one per run)."""
+    return measure_interleaved_ms([fn], warmup, rounds=1, block=reps)[0]
+
+
+def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10) -> list[float]:
+    """Median milliseconds of each of `fns`: `rounds` times, each fn called `block` times back
+    to back (CUDA events around each call on torch's current stream), the device idle between
+    blocks. Back to back, as a user's loop calls a model, the host's and the device's time
+    overlap; the blocks take turns, so that a clock drifting over the run favours none, and
+    no fn's host time hides behind another's queued work (the first `warmup` calls of each
+    block are not counted)."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    pairs = []
-    for _ in range(reps):
-        start, end = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        start.record()
-        fn()
-        end.record()
-        pairs.append((start, end))
+    timed: list[list[Any]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, pairs in zip(fns, timed, strict=True):
+            torch.cuda.synchronize()
+            for _ in range(warmup):
+                fn()
+            for _ in range(block):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                pairs.append((start, end))
     torch.cuda.synchronize()
-    return median([s.elapsed_time(e) for s, e in pairs])
+    return [median([s.elapsed_time(e) for s, e in pairs]) for pairs in timed]
 
 
 def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
@@ -167,5 +181,5 @@ def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
 
 
 __all__ = ["H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates", "Prediction",
-           "capture_graph", "measure_graph_ms", "measure_ms", "median", "predict",
-           "predict_stack", "rates_for"]
+           "capture_graph", "measure_graph_ms", "measure_interleaved_ms", "measure_ms", "median",
+           "predict", "predict_stack", "rates_for"]

@@ -1,6 +1,7 @@
 """The torch front end on the GPU: each example's pieces run as stage programs (forced) and
 match eager PyTorch, are captured in a CUDA graph and replayed, and come from the cache the
-second time; in auto mode a piece runs our way only where it measured faster."""
+second time; in auto mode a piece runs our way only where it measured faster, and the whole
+graph in its fastest measured form (the choice cached)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_checks import assert_chosen_by_measurement  # noqa: E402
+from torch_checks import (  # noqa: E402
+    assert_chosen_by_measurement,
+    assert_graph_chosen_by_measurement,
+)
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import example  # noqa: E402
@@ -55,5 +59,28 @@ def test_auto_mode_runs_ours_only_where_measured_faster(name, tmp_path):
     compiled = tt.compile(model, inputs, cache_dir=tmp_path)
     (piece,) = compiled.report.pieces
     assert_chosen_by_measurement(piece)
+    if compiled.report.ours:
+        assert_graph_chosen_by_measurement(compiled.report)
     with torch.no_grad():
         assert _rel(compiled(*inputs), model(*inputs)) < TOL
+
+
+@pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
+def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, monkeypatch):
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
+
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    model, inputs = example(name, "cuda")
+    reports = []
+    for _ in range(2):  # the second time from the cache
+        torch._dynamo.reset()
+        first = len(LAST_REPORTS)
+        with torch.no_grad():
+            out = torch.compile(model, backend=tilesync_backend)(*inputs)
+            assert _rel(out, model(*inputs)) < TOL
+        reports.append(LAST_REPORTS[first:])
+    assert reports[0] and len(reports[0]) == len(reports[1])
+    for measured, cached in zip(*reports, strict=True):
+        assert_graph_chosen_by_measurement(measured)
+        assert not measured.graph.cached and cached.graph.cached
+        assert cached.graph.form == measured.graph.form

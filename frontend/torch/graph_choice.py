@@ -1,0 +1,91 @@
+"""The whole graph's last word: of the forms it can run in, the fastest measured.
+
+    choose(forms, inputs, key, options, measure=cost.measure_interleaved_ms) -> GraphChoice
+
+A piece that wins on its own can still lose as part of the graph: around a launch-bound model
+the host's time decides (Inductor's wrapper, Dynamo's guards, one more Python op), and for a
+small model torch.compile's default can itself be slower than eager. So in auto mode on a GPU
+the graph runs in whichever form was fastest on the example inputs, each called as a user
+calls it (host and device together, CUDA events around each call, the forms interleaved so
+that a drifting clock favours none). The choice and the times are cached on disk per graph,
+input shapes, device and torch version; a cached choice builds only the chosen form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+EAGER, INDUCTOR = "eager", "inductor"
+OURS = "tilesync"
+OURS_EAGER, OURS_INDUCTOR = "tilesync + eager", "tilesync + inductor"
+"""The forms: torch's graph as it is (eager) or through Inductor (torch.compile's default),
+and the graph with our pieces, its rest eager or through Inductor (OURS: the traced module's
+one form with pieces, tilesync.frontend.torch.compile's)."""
+
+
+@dataclass
+class GraphChoice:
+    form: str
+    function: Callable[..., Any]
+    times: dict[str, float] = field(default_factory=dict)  # form -> measured median ms
+    cached: bool = False
+    failed: dict[str, str] = field(default_factory=dict)  # form -> why it could not be built
+
+    def line(self) -> str:
+        parts = [f"graph: {self.form}"]
+        if self.times:
+            parts.append("measured " + ", ".join(
+                f"{name} {ms:.4f} ms" for name, ms in sorted(self.times.items(),
+                                                             key=lambda item: item[1])))
+        parts += [f"{name} not built: {why}" for name, why in self.failed.items()]
+        if self.cached:
+            parts.append("cached")
+        return parts[0] + (" (" + "; ".join(parts[1:]) + ")" if parts[1:] else "")
+
+
+def call(function: Callable[..., Any], inputs: list[Any]) -> Any:
+    """`function` on `inputs` the way Dynamo calls a backend's result (a list where it asks
+    for a boxed call)."""
+    return function(list(inputs)) if getattr(function, "_boxed_call", False) \
+        else function(*inputs)
+
+
+def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any], key: str,
+           cache: Any, measure: Callable[..., list[float]] | None = None) -> GraphChoice:
+    """The fastest of `forms` (name -> a function that builds the form's callable) on `inputs`;
+    `cache` (a CompileCache) keeps the choice under `key`. A form that fails to build or to
+    run is left out (and said so); where none runs, the first one's error is raised."""
+    if measure is None:
+        from tilesync.frontend.torch.cost import measure_interleaved_ms as measure
+    found, stored = cache.load(key)
+    if found and stored["form"] in forms:
+        try:
+            return GraphChoice(stored["form"], forms[stored["form"]](), stored["times"],
+                               cached=True)
+        except Exception:  # a form that built before and no longer does: measure afresh
+            pass
+    built: dict[str, Callable[..., Any]] = {}
+    failed: dict[str, str] = {}
+    for name, build in forms.items():
+        try:
+            function = build()
+            call(function, inputs)  # compiles lazily where it does; a failure leaves it out
+            built[name] = function
+        except Exception as err:
+            failed[name] = f"{type(err).__name__}: {err}".splitlines()[0][:200]
+    if not built:
+        name = next(iter(forms))
+        raise RuntimeError(f"no form of the graph runs ({name}: {failed[name]})")
+    names = list(built)
+    times = dict(zip(names, measure([lambda f=built[n]: call(f, inputs) for n in names]),
+                     strict=True))
+    form = min(names, key=times.__getitem__)
+    if not failed:
+        cache.store(key, {"form": form, "times": times})
+    return GraphChoice(form, built[form], times, failed=failed)
+
+
+__all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "GraphChoice", "call",
+           "choose"]

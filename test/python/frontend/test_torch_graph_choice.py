@@ -1,0 +1,105 @@
+"""The whole graph's measured form (frontend/torch/graph_choice.py) without a GPU: the fastest
+form chosen, the choice cached and only the chosen form built from the cache, forms that fail
+left out and said so; transform leaves the traced graph as it was (torch's forms run it)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tilesync.examples.torch_models import LlamaMLP  # noqa: E402
+from tilesync.frontend.torch import graph_choice  # noqa: E402
+from tilesync.frontend.torch.backend import _forms  # noqa: E402
+from tilesync.frontend.torch.compiler import Options, PieceReport, Report, transform  # noqa: E402
+from tilesync.harness.compile_cache import CompileCache  # noqa: E402
+
+
+def _measure(times):
+    """A measurement that returns `times` by each fn's result (the form's name)."""
+    return lambda fns: [times[fn()] for fn in fns]
+
+
+def _form(name, built):
+    def build():
+        built.append(name)
+        return lambda *inputs: name
+
+    return build
+
+
+def test_the_fastest_form_is_chosen_and_cached(tmp_path):
+    cache = CompileCache(tmp_path, "torch-graph", sources="test")
+    built: list[str] = []
+    forms = {name: _form(name, built) for name in ("tilesync + inductor", "inductor", "eager")}
+    times = {"tilesync + inductor": 0.30, "inductor": 0.134, "eager": 0.097}
+    choice = graph_choice.choose(forms, [1], "key", cache, measure=_measure(times))
+    assert choice.form == "eager" and choice.function() == "eager" and not choice.cached
+    assert choice.times == times and built == list(forms)
+    assert choice.line() == ("graph: eager (measured eager 0.0970 ms, inductor 0.1340 ms, "
+                             "tilesync + inductor 0.3000 ms)")
+    built.clear()
+    again = graph_choice.choose(forms, [1], "key", cache,
+                                measure=lambda fns: pytest.fail("a cached choice measured"))
+    assert again.form == "eager" and again.cached and built == ["eager"]
+    assert again.line().endswith("; cached)")
+    other = graph_choice.choose(forms, [1], "other key", cache,
+                                measure=_measure({**times, "inductor": 0.05}))
+    assert other.form == "inductor" and not other.cached
+
+
+def test_a_form_that_fails_is_left_out_and_the_choice_not_cached(tmp_path):
+    cache = CompileCache(tmp_path, "torch-graph", sources="test")
+
+    def broken():
+        raise RuntimeError("inductor: no C compiler\nmore lines")
+
+    def fails_when_run():
+        return lambda *inputs: 1 / 0
+
+    forms = {"inductor": broken, "tilesync + eager": fails_when_run,
+             "eager": _form("eager", [])}
+    choice = graph_choice.choose(forms, [1], "key", cache, measure=_measure({"eager": 0.2}))
+    assert choice.form == "eager" and set(choice.times) == {"eager"}
+    assert choice.failed == {"inductor": "RuntimeError: inductor: no C compiler",
+                             "tilesync + eager": "ZeroDivisionError: division by zero"}
+    assert "inductor not built: RuntimeError: inductor: no C compiler" in choice.line()
+    assert cache.load("key") == (False, None)  # measured without every form: measure again
+    with pytest.raises(RuntimeError, match="no form of the graph runs"):
+        graph_choice.choose({"inductor": broken}, [1], "key", cache)
+
+
+def test_a_boxed_form_is_called_with_a_list():
+    def boxed(args):
+        return len(args)
+
+    boxed._boxed_call = True
+    assert graph_choice.call(boxed, [1, 2, 3]) == 3
+    assert graph_choice.call(lambda a, b: a + b, [1, 2]) == 3
+
+
+def test_transform_leaves_the_traced_graph_as_it_was(tmp_path):
+    model = LlamaMLP(128, 256).to(torch.bfloat16)
+    x = torch.randn(2, 8, 128, dtype=torch.bfloat16)
+    gm = torch.fx.symbolic_trace(model)
+    before = gm.code
+    rewritten, report = transform(gm, [x], Options.make("tilesync", cache_dir=tmp_path))
+    assert report.ours and "tilesync.piece" in rewritten.code
+    assert gm.code == before and "tilesync.piece" not in gm.code
+    assert rewritten.get_parameter("gate_proj.weight") is gm.get_parameter("gate_proj.weight")
+    assert torch.equal(rewritten(x), gm(x))
+
+
+def test_forms_with_and_without_our_pieces():
+    report = Report([PieceReport(0, "SwiGLU MLP", choice="torch")])
+    assert list(_forms(None, None, report, [])) == ["inductor", "eager"]
+    report.pieces[0].choice = "tilesync"
+    assert list(_forms(None, None, report, [])) == ["tilesync + inductor", "tilesync + eager",
+                                                    "inductor", "eager"]
+
+
+def test_report_text_ends_with_the_graph_line():
+    report = Report([PieceReport(0, "SwiGLU MLP")])
+    report.graph = graph_choice.GraphChoice("eager", print, {"eager": 0.1, "inductor": 0.2})
+    assert report.text().splitlines()[-1] == \
+        "tilesync: graph: eager (measured eager 0.1000 ms, inductor 0.2000 ms)"
