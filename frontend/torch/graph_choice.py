@@ -1,14 +1,15 @@
 """The whole graph's last word: of the forms it can run in, the fastest measured.
 
-    choose(forms, inputs, key, options, measure=cost.measure_interleaved_ms) -> GraphChoice
+    choose(forms, inputs, key, cache, measure=cost.measure_interleaved_ms) -> GraphChoice
 
 A piece that wins on its own can still lose as part of the graph: around a launch-bound model
 the host's time decides (Inductor's wrapper, Dynamo's guards, one more Python op), and for a
 small model torch.compile's default can itself be slower than eager. So in auto mode on a GPU
-the graph runs in whichever form was fastest on the example inputs, each called as a user
-calls it (host and device together, CUDA events around each call, the forms interleaved so
-that a drifting clock favours none). The choice and the times are cached on disk per graph,
-input shapes, device and torch version; a cached choice builds only the chosen form.
+the graph runs in whichever form was fastest on the example inputs, each called as Dynamo
+calls a backend's result (unboxed) and timed as a user's loop runs it (host and device
+together; the forms take turns, so that a drifting clock favours none). The choice and the
+times are cached on disk per graph, input shapes, device and torch version; a cached choice
+builds only the chosen form.
 """
 
 from __future__ import annotations
@@ -45,13 +46,6 @@ class GraphChoice:
         return parts[0] + (" (" + "; ".join(parts[1:]) + ")" if parts[1:] else "")
 
 
-def call(function: Callable[..., Any], inputs: list[Any]) -> Any:
-    """`function` on `inputs` the way Dynamo calls a backend's result (a list where it asks
-    for a boxed call)."""
-    return function(list(inputs)) if getattr(function, "_boxed_call", False) \
-        else function(*inputs)
-
-
 def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any], key: str,
            cache: Any, measure: Callable[..., list[float]] | None = None) -> GraphChoice:
     """The fastest of `forms` (name -> a function that builds the form's callable) on `inputs`;
@@ -71,7 +65,7 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     for name, build in forms.items():
         try:
             function = build()
-            call(function, inputs)  # compiles lazily where it does; a failure leaves it out
+            function(*inputs)  # compiles lazily where it does; a failure leaves it out
             built[name] = function
         except Exception as err:
             failed[name] = f"{type(err).__name__}: {err}".splitlines()[0][:200]
@@ -79,7 +73,7 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
         name = next(iter(forms))
         raise RuntimeError(f"no form of the graph runs ({name}: {failed[name]})")
     names = list(built)
-    times = dict(zip(names, measure([lambda f=built[n]: call(f, inputs) for n in names]),
+    times = dict(zip(names, measure([lambda f=built[n]: f(*inputs) for n in names]),
                      strict=True))
     form = min(names, key=times.__getitem__)
     if not failed:
@@ -87,5 +81,4 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     return GraphChoice(form, built[form], times, failed=failed)
 
 
-__all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "GraphChoice", "call",
-           "choose"]
+__all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "GraphChoice", "choose"]

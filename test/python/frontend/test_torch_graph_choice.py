@@ -69,15 +69,6 @@ def test_a_form_that_fails_is_left_out_and_the_choice_not_cached(tmp_path):
         graph_choice.choose({"inductor": broken}, [1], "key", cache)
 
 
-def test_a_boxed_form_is_called_with_a_list():
-    def boxed(args):
-        return len(args)
-
-    boxed._boxed_call = True
-    assert graph_choice.call(boxed, [1, 2, 3]) == 3
-    assert graph_choice.call(lambda a, b: a + b, [1, 2]) == 3
-
-
 def test_transform_leaves_the_traced_graph_as_it_was(tmp_path):
     model = LlamaMLP(128, 256).to(torch.bfloat16)
     x = torch.randn(2, 8, 128, dtype=torch.bfloat16)
