@@ -26,13 +26,15 @@ __all__ = ["CompiledModule", "UnsupportedError", "backend", "compile", "explain"
 
 
 class CompiledModule:
-    """A traced module with its pieces replaced; call it like the module."""
+    """A traced module with its pieces replaced; call it like the module. `function` is what
+    a call runs: the graph module, or the form of the graph measured fastest (report.graph)."""
 
-    def __init__(self, graph_module: Any, report: Report):
+    def __init__(self, graph_module: Any, report: Report, function: Any = None):
         self.graph_module, self.report = graph_module, report
+        self.function = function if function is not None else graph_module
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.graph_module(*args, **kwargs)
+        return self.function(*args, **kwargs)
 
 
 def _check_torch():
@@ -71,11 +73,12 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
         from tilesync.frontend.torch.compiler import graph_key
 
         forms = {graph_choice.OURS: lambda: rewritten, graph_choice.EAGER: lambda: gm}
-        report.graph = graph_choice.choose(forms, inputs, graph_key(gm, inputs, report),
+        report.graph = graph_choice.choose(graph_choice.with_replays(forms, inputs), inputs,
+                                           graph_key(gm, inputs, report),
                                            options.cache("torch-graph"))
-        rewritten = report.graph.function
         if options.log:
             print(f"tilesync: {report.graph.line()}", file=sys.stderr)
+        return CompiledModule(rewritten, report, report.graph.function)
     return CompiledModule(rewritten, report)
 
 

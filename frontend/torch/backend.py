@@ -4,10 +4,10 @@ Registered through the `torch_dynamo_backends` entry point (pyproject.toml). Dyn
 each captured graph; its pieces go through compiler.transform. In auto mode on a GPU the graph
 then runs in the form measured fastest (graph_choice): torch's graph eager or through Inductor
 (what `torch.compile` does by default), or with our pieces, the rest eager or through
-Inductor; so a graph is never left slower than torch's own ways of running it. Otherwise the
-rest runs through Inductor on a GPU, as the graph itself on the CPU (`inner` = "inductor" or
-"eager" fixes it). Nothing raises out of the backend: a failure of tilesync leaves the graph
-to torch and the reason in the log.
+Inductor, each also replayed from a CUDA graph; so a graph is never left slower than torch's
+own ways of running it. Otherwise the rest runs through Inductor on a GPU, as the graph
+itself on the CPU (`inner` = "inductor" or "eager" fixes it). Nothing raises out of the
+backend: a failure of tilesync leaves the graph to torch and the reason in the log.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _forms(original: Any, rewritten: Any, report: Report, inputs: list[Any]) -> 
     if report.ours:
         forms = {graph_choice.OURS_INDUCTOR: lambda: _inductor(rewritten, inputs),
                  graph_choice.OURS_EAGER: lambda: rewritten.forward, **forms}
-    return forms
+    return graph_choice.with_replays(forms, inputs)
 
 
 def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:

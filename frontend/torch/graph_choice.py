@@ -5,11 +5,11 @@
 A piece that wins on its own can still lose as part of the graph: around a launch-bound model
 the host's time decides (Inductor's wrapper, Dynamo's guards, one more Python op), and for a
 small model torch.compile's default can itself be slower than eager. So in auto mode on a GPU
-the graph runs in whichever form was fastest on the example inputs, each called as Dynamo
-calls a backend's result (unboxed) and timed as a user's loop runs it (host and device
-together; the forms take turns, so that a drifting clock favours none). The choice and the
-times are cached on disk per graph, input shapes, device and torch version; a cached choice
-builds only the chosen form.
+the graph runs in whichever of its forms, each also replayed from a CUDA graph (with_replays),
+was fastest on the example inputs, each called as Dynamo calls a backend's result (unboxed)
+and timed as a user's loop runs it (host and device together; the forms take turns, so that
+a drifting clock favours none). The choice and the times are cached on disk per graph, input
+shapes, device and torch version; a cached choice builds only the chosen form.
 """
 
 from __future__ import annotations
@@ -24,6 +24,22 @@ OURS_EAGER, OURS_INDUCTOR = "tilesync + eager", "tilesync + inductor"
 """The forms: torch's graph as it is (eager) or through Inductor (torch.compile's default),
 and the graph with our pieces, its rest eager or through Inductor (OURS: the traced module's
 one form with pieces, tilesync.frontend.torch.compile's)."""
+REPLAYED = " (cuda graph)"
+"""A form's name with this appended: the form replayed from a CUDA graph (replay.py)."""
+
+
+def with_replays(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
+                 ) -> dict[str, Callable[[], Callable[..., Any]]]:
+    """`forms`, then each of them replayed from a CUDA graph captured on `inputs`; a form
+    built for both is built once."""
+    from functools import cache
+
+    from tilesync.frontend.torch.replay import GraphReplay
+
+    once = {name: cache(build) for name, build in forms.items()}
+    replays = {name + REPLAYED: lambda build=build: GraphReplay(build(), inputs)
+               for name, build in once.items()}
+    return {**once, **replays}
 
 
 @dataclass
@@ -81,4 +97,5 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     return GraphChoice(form, built[form], times, failed=failed)
 
 
-__all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "GraphChoice", "choose"]
+__all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "REPLAYED", "GraphChoice",
+           "choose", "with_replays"]

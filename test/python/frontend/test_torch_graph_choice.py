@@ -83,10 +83,22 @@ def test_transform_leaves_the_traced_graph_as_it_was(tmp_path):
 
 def test_forms_with_and_without_our_pieces():
     report = Report([PieceReport(0, "SwiGLU MLP", choice="torch")])
-    assert list(_forms(None, None, report, [])) == ["inductor", "eager"]
+    assert list(_forms(None, None, report, [])) == [
+        "inductor", "eager", "inductor (cuda graph)", "eager (cuda graph)"]
     report.pieces[0].choice = "tilesync"
-    assert list(_forms(None, None, report, [])) == ["tilesync + inductor", "tilesync + eager",
-                                                    "inductor", "eager"]
+    assert list(_forms(None, None, report, [])) == [
+        "tilesync + inductor", "tilesync + eager", "inductor", "eager",
+        "tilesync + inductor (cuda graph)", "tilesync + eager (cuda graph)",
+        "inductor (cuda graph)", "eager (cuda graph)"]
+
+
+def test_a_form_and_its_replay_build_it_once():
+    built: list[str] = []
+    forms = graph_choice.with_replays({"eager": _form("eager", built)}, [])
+    assert forms["eager"]()() == "eager"
+    with pytest.raises(Exception, match="inputs off the GPU"):  # no CUDA tensor to replay
+        forms["eager (cuda graph)"]()
+    assert built == ["eager"]
 
 
 def test_report_text_ends_with_the_graph_line():

@@ -20,15 +20,17 @@ def assert_chosen_by_measurement(piece) -> None:
 
 def assert_graph_chosen_by_measurement(report) -> None:
     """In auto mode on a GPU the whole graph runs in the form that measured fastest, of all
-    it has: torch's (eager, Inductor) and, where a piece is ours, ours (the rest eager or
-    through Inductor) through the backend, ours as traced through tilesync's compile."""
+    it has, each also replayed from a CUDA graph: torch's (eager, Inductor) and, where a piece
+    is ours, ours (the rest eager or through Inductor) through the backend; ours as traced
+    and eager through tilesync's compile."""
     from tilesync.frontend.torch import graph_choice as gc
 
     graph = report.graph
     assert graph is not None and not graph.failed, report.text()
     assert graph.form == min(graph.times, key=graph.times.__getitem__)
     assert all(ms > 0 for ms in graph.times.values())
-    torch_forms = {gc.EAGER, gc.INDUCTOR} if gc.INDUCTOR in graph.times else {gc.EAGER}
-    ours = ({gc.OURS_EAGER, gc.OURS_INDUCTOR} if gc.INDUCTOR in graph.times else {gc.OURS}) \
-        if report.ours else set()
-    assert set(graph.times) == torch_forms | ours
+    backend = gc.INDUCTOR in graph.times
+    forms = {gc.EAGER, gc.INDUCTOR} if backend else {gc.EAGER}
+    if report.ours:
+        forms |= {gc.OURS_EAGER, gc.OURS_INDUCTOR} if backend else {gc.OURS}
+    assert set(graph.times) == forms | {form + gc.REPLAYED for form in forms}
