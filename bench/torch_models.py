@@ -205,7 +205,9 @@ def torch_plot(result: dict[str, Any], out_dir, name: str):
     speedup_bars(ax, rows, modes, speed)
     ax.set_xticks(range(len(rows)), [row["model"] for row in rows], rotation=15)
     ax.set_ylabel("speedup over eager in a CUDA graph")
-    ax.set_title(f"example models, {result['library']}, {result.get('device', '')}")
+    device = result.get("device", {})
+    device = device.get("name", "") if isinstance(device, dict) else device
+    ax.set_title(f"example models, {result['library']}, {device}")
     ax.legend(fontsize=7)
     path = Path(out_dir) / f"{name}.png"
     fig.tight_layout()
