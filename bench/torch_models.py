@@ -5,7 +5,8 @@ ours only where measured faster, the whole graph in its fastest measured form, o
 the entry point's function itself, so an uninstalled checkout runs it too), that replayed
 from a CUDA graph, and the pieces forced through tilesync.
 
-    torch_benchmarks(names=NAMES, warmup=5, reps=30) -> dict
+    torch_benchmarks(names=NAMES, warmup=5, reps=30, rows=None) -> dict   rows: a sweep, each
+        model on inputs of each row count (`tilesync bench torch --rows 16 256 4096`)
     torch_table(result) -> str
     torch_plot(result, out_dir, name) -> PNG path
 
@@ -71,13 +72,14 @@ def _floor(torch, model, inputs, rates: dict[str, float]) -> float:
 
 
 def _run_model(torch, name: str, warmup: int, reps: int,
-               rates: dict[str, float] | None = None) -> dict[str, Any]:
+               rates: dict[str, float] | None = None, rows: int | None = None) -> dict[str, Any]:
     import tilesync.frontend.torch as tt
     from tilesync.examples.torch_models import example
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
-    model, inputs = example(name, "cuda")
-    row: dict[str, Any] = {"model": name, "inputs": [list(t.shape) for t in inputs],
+    model, inputs = example(name, "cuda", rows=rows)
+    label = name if rows is None else f"{name}@{rows}"
+    row: dict[str, Any] = {"model": label, "inputs": [list(t.shape) for t in inputs],
                            "dtype": str(inputs[0].dtype), "modes": {}}
     with torch.no_grad():
         ref = model(*inputs).float()
@@ -135,7 +137,8 @@ def _run_model(torch, name: str, warmup: int, reps: int,
     return row
 
 
-def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30) -> dict[str, Any]:
+def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30,
+                     rows: list[int] | None = None) -> dict[str, Any]:
     import torch
 
     if not torch.cuda.is_available():
@@ -148,7 +151,8 @@ def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30) -> dict[str, 
                               "library": f"torch {torch.__version__}", "rates": rates,
                               "rows": []}
     for name in names:
-        result["rows"].append(_run_model(torch, name, warmup, reps, rates))
+        for count in rows or [None]:
+            result["rows"].append(_run_model(torch, name, warmup, reps, rates, count))
     result["seconds"] = time.perf_counter() - started
     return result
 

@@ -147,9 +147,14 @@ EXAMPLES = {
 }
 
 
-def example(name: str, device: str = "cpu", seed: int = 0):
-    """(model in eval mode on `device` in the example's dtype, example inputs)."""
+def example(name: str, device: str = "cpu", seed: int = 0, rows: int | None = None):
+    """(model in eval mode on `device` in the example's dtype, example inputs); `rows`: each
+    input (rows, features) instead (the models on token or sample rows, not the ResNet block)."""
     make, shapes, dtype = EXAMPLES[name]
+    if rows is not None:
+        if any(len(s) == 4 for s in shapes):
+            raise ValueError(f"{name} takes images: no rows to set")
+        shapes = [(rows, s[-1]) for s in shapes]
     torch.manual_seed(seed)
     model = make().to(device=device, dtype=dtype).eval()
     inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]

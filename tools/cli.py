@@ -121,7 +121,8 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench import torch_models
 
             result = torch_models.torch_benchmarks(args.models or torch_models.NAMES,
-                                                   warmup=args.warmup, reps=args.reps)
+                                                   warmup=args.warmup, reps=args.reps,
+                                                   rows=args.rows)
             table = torch_models.torch_table(result)
         elif name == "dataflow-mlp":
             from tilesync.bench import dataflow_mlp
@@ -146,6 +147,8 @@ def _bench(args: argparse.Namespace) -> int:
         print(table)
         stem = name if name in ("kernels", "mlp", "conv", "torch", "dataflow", "dataflow-mlp") \
             else f"spine-{name}"
+        if name == "torch" and args.rows:
+            stem = "torch-rows"
         path = report.write_json(result, out, stem)
         if name == "kernels":
             from tilesync.bench.kernels import kernels_plot
@@ -224,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,
                    help="torch: example models (default: all of examples/torch_models.py)")
+    b.add_argument("--rows", type=int, nargs="+", default=None,
+                   help="torch: a sweep, each model on (rows, features) inputs of each count "
+                        "(saved as torch-rows-<device>)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)

@@ -179,3 +179,17 @@ def test_progress_bar_only_after_a_second():
         time.sleep(0.2)
         bar.advance(2)
     assert "tilesync: compiling [" in loud.getvalue() and "2/2" in loud.getvalue()
+
+
+def test_examples_on_other_row_counts_for_the_bench_sweep():
+    from tilesync.tools.cli import build_parser
+
+    _, inputs = example("llama_mlp", rows=16)
+    assert [tuple(t.shape) for t in inputs] == [(16, 1024)]
+    _, inputs = example("nerf_mlp_rays", rows=128)
+    assert [tuple(t.shape) for t in inputs] == [(128, 63), (128, 27)]
+    with pytest.raises(ValueError, match="takes images"):
+        example("resnet_block", rows=16)
+    args = build_parser().parse_args(["bench", "torch", "--models", "llama_mlp", "--rows", "16",
+                                      "4096"])
+    assert args.rows == [16, 4096] and args.models == ["llama_mlp"]
