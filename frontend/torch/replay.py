@@ -29,10 +29,6 @@ def _version(tensor: Any) -> int | None:
         return None
 
 
-def _signature(tensor: Any) -> tuple[Any, ...]:
-    return tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device
-
-
 class GraphReplay:
     def __init__(self, function: Any, inputs: list[Any]):
         import torch
@@ -43,56 +39,72 @@ class GraphReplay:
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         if not tensors or not all(t.is_cuda for t in tensors):
             raise NotReplayable("inputs off the GPU")
-        if self._records_autograd(tensors):
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise NotReplayable("autograd records the graph")
         self.function = function
-        self.kept = [isinstance(t, torch.nn.Parameter) for t in inputs]
-        self.static = [t if kept or not isinstance(t, torch.Tensor) else t.clone()
-                       for t, kept in zip(inputs, self.kept, strict=True)]
-        self.signatures = [_signature(t) if isinstance(t, torch.Tensor) else None
-                           for t in self.static]
-        versions = [_version(t) if isinstance(t, torch.Tensor) else None for t in self.static]
+        self.static = [t.clone() if isinstance(t, torch.Tensor)
+                       and not isinstance(t, torch.nn.Parameter) else t for t in inputs]
+        # what a call checks, slot by slot: parameters read in place (the same tensor, or
+        # one at its address and of its layout), inputs copied in (of the same shape, dtype
+        # and device), constants (equal)
+        self.kept = [(i, t, t.shape, t.stride(), t.dtype) for i, t in enumerate(self.static)
+                     if isinstance(t, torch.nn.Parameter)]
+        self.copied = [(i, t, t.shape, t.dtype, t.device) for i, t in enumerate(self.static)
+                       if isinstance(t, torch.Tensor) and not isinstance(t, torch.nn.Parameter)]
+        self.constants = [(i, v) for i, v in enumerate(self.static)
+                          if not isinstance(v, torch.Tensor)]
+        static_tensors = [t for t in self.static if isinstance(t, torch.Tensor)]
+        versions = [_version(t) for t in static_tensors]
         self.graph, self.outputs = capture_graph(lambda: function(*self.static))
-        after = [_version(t) if isinstance(t, torch.Tensor) else None for t in self.static]
-        if after != versions:
+        if [_version(t) for t in static_tensors] != versions:
             raise NotReplayable("the graph writes to its inputs")
         storages = {t.untyped_storage().data_ptr() for t in self.static
                     if isinstance(t, torch.Tensor)}
+        leaves = tree_leaves(self.outputs)
         if any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
-               for o in tree_leaves(self.outputs)):
+               for o in leaves):
             raise NotReplayable("an output is a view of an input")
-
-    @staticmethod
-    def _records_autograd(tensors: list[Any]) -> bool:
-        import torch
-
-        return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        self.flat = isinstance(self.outputs, tuple | list) and \
+            all(isinstance(o, torch.Tensor) for o in self.outputs)
 
     def _fits(self, args: tuple[Any, ...]) -> bool:
         import torch
 
-        if len(args) != len(self.static) or torch.cuda.is_current_stream_capturing():
+        if len(args) != len(self.static):
             return False
-        for arg, static, kept, signature in zip(args, self.static, self.kept, self.signatures,
-                                                strict=True):
-            if signature is None:
-                if isinstance(arg, torch.Tensor) or arg != static:
-                    return False
-            elif not isinstance(arg, torch.Tensor) or _signature(arg) != signature \
-                    or (kept and arg.data_ptr() != static.data_ptr()):
+        for i, static, shape, stride, dtype in self.kept:
+            arg = args[i]
+            if arg is not static and not (
+                    isinstance(arg, torch.Tensor) and arg.data_ptr() == static.data_ptr()
+                    and arg.shape == shape and arg.stride() == stride and arg.dtype == dtype):
                 return False
-        return not self._records_autograd([a for a in args if isinstance(a, torch.Tensor)])
+        for i, _, shape, dtype, device in self.copied:
+            arg = args[i]
+            if not isinstance(arg, torch.Tensor) or arg.shape != shape or arg.dtype != dtype \
+                    or arg.device != device:
+                return False
+        for i, value in self.constants:
+            if isinstance(args[i], torch.Tensor) or args[i] != value:
+                return False
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
+                                           for a in args):
+            return False
+        return not torch.cuda.is_current_stream_capturing()
 
     def __call__(self, *args: Any) -> Any:
         import torch
-        from torch.utils._pytree import tree_map_only
 
         if not self._fits(args):
             return self.function(*args)
-        for arg, static, kept in zip(args, self.static, self.kept, strict=True):
-            if isinstance(arg, torch.Tensor) and not kept:
-                static.copy_(arg)
+        for i, static, *_ in self.copied:
+            static.copy_(args[i])
         self.graph.replay()
+        if self.flat:
+            return type(self.outputs)(o.clone() for o in self.outputs)
+        if isinstance(self.outputs, torch.Tensor):
+            return self.outputs.clone()
+        from torch.utils._pytree import tree_map_only
+
         return tree_map_only(torch.Tensor, torch.Tensor.clone, self.outputs)
 
 
