@@ -4,10 +4,11 @@ Registered through the `torch_dynamo_backends` entry point (pyproject.toml). Dyn
 each captured graph; its pieces go through compiler.transform. In auto mode on a GPU the graph
 then runs in the form measured fastest (graph_choice): torch's graph eager or through Inductor
 (what `torch.compile` does by default), or with our pieces, the rest eager or through
-Inductor, each also replayed from a CUDA graph; so a graph is never left slower than torch's
-own ways of running it. Otherwise the rest runs through Inductor on a GPU, as the graph
-itself on the CPU (`inner` = "inductor" or "eager" fixes it). Nothing raises out of the
-backend: a failure of tilesync leaves the graph to torch and the reason in the log.
+Inductor, each also replayed from a CUDA graph, measured behind Dynamo's own host time
+(cost.DYNAMO_CALL_S); so a graph is never left slower than torch's own ways of running it.
+Otherwise the rest runs through Inductor on a GPU, as the graph itself on the CPU (`inner` =
+"inductor" or "eager" fixes it). Nothing raises out of the backend: a failure of tilesync
+leaves the graph to torch and the reason in the log.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from tilesync.frontend.torch import graph_choice
 from tilesync.frontend.torch.compiler import Options, Report, graph_key, transform
+from tilesync.frontend.torch.cost import DYNAMO_CALL_S
 
 LAST_REPORTS: list[Any] = []
 """The reports of the graphs compiled by this process, newest last (for explain and tests)."""
@@ -54,7 +56,8 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
         if inner == "auto" and on_gpu and parsed.mode == "auto":
             choice = graph_choice.choose(_forms(gm, rewritten, report, inputs), inputs,
                                          graph_key(gm, inputs, report),
-                                         parsed.cache("torch-graph"))
+                                         parsed.cache("torch-graph"),
+                                         host_delay_s=DYNAMO_CALL_S)
             report.graph = choice
             if parsed.log:
                 print(f"tilesync: {choice.line()}", file=sys.stderr)

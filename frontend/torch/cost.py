@@ -27,6 +27,12 @@ LAUNCH_S = 5e-6  # one eager launch from Python, torch or ours
 CUBLAS_EFFICIENCY = 0.9
 OUR_EFFICIENCY = {"tma_ws": 0.86, "cp_async": 0.6}  # of the dense rate, by GemmConfig.pipeline
 OUR_BANDWIDTH_FRACTION = 0.8
+DYNAMO_CALL_S = 60e-6
+"""The host's time per call of a torch.compile'd model around its backend's function (guards,
+the frame's bytecode): torch.compile's default minus Inductor's function called directly,
+40-100 us for the example models on the bench's H100 host (bench/results/torch-rows, 844e9b8).
+Forms are measured behind it, so that one device-bound alone but host-bound behind Dynamo
+is not chosen for the device time it has alone."""
 HOPELESS = 1.25
 """Ours predicted this many times torch's or slower: torch, without measuring."""
 
@@ -129,13 +135,18 @@ def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
     return measure_interleaved_ms([fn], warmup, rounds=1, block=reps)[0]
 
 
-def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10) -> list[float]:
+def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10,
+                           host_delay_s: float = 0.0) -> list[float]:
     """Median milliseconds of each of `fns`: `rounds` times, each fn called `block` times back
     to back (CUDA events around each call on torch's current stream), the device idle between
     blocks. Back to back, as a user's loop calls a model, the host's and the device's time
     overlap; the blocks take turns, so that a clock drifting over the run favours none, and
     no fn's host time hides behind another's queued work (the first `warmup` calls of each
-    block are not counted)."""
+    block are not counted). `host_delay_s`: the host busy this long before each call, inside
+    the timed span, as the caller's own work (Dynamo's, DYNAMO_CALL_S) keeps it: a form that
+    is device-bound alone can be host-bound behind it."""
+    import time
+
     import torch
 
     timed: list[list[Any]] = [[] for _ in fns]
@@ -148,6 +159,9 @@ def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 1
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
                 start.record()
+                until = time.perf_counter() + host_delay_s
+                while time.perf_counter() < until:
+                    pass
                 fn()
                 end.record()
                 pairs.append((start, end))
@@ -180,6 +194,6 @@ def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
     return measure_ms(graph.replay, warmup, reps)
 
 
-__all__ = ["H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates", "Prediction",
-           "capture_graph", "measure_graph_ms", "measure_interleaved_ms", "measure_ms", "median",
-           "predict", "predict_stack", "rates_for"]
+__all__ = ["DYNAMO_CALL_S", "H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates",
+           "Prediction", "capture_graph", "measure_graph_ms", "measure_interleaved_ms",
+           "measure_ms", "median", "predict", "predict_stack", "rates_for"]

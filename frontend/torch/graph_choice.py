@@ -63,12 +63,20 @@ class GraphChoice:
 
 
 def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any], key: str,
-           cache: Any, measure: Callable[..., list[float]] | None = None) -> GraphChoice:
-    """The fastest of `forms` (name -> a function that builds the form's callable) on `inputs`;
-    `cache` (a CompileCache) keeps the choice under `key`. A form that fails to build or to
-    run is left out (and said so); where none runs, the first one's error is raised."""
+           cache: Any, measure: Callable[..., list[float]] | None = None,
+           host_delay_s: float = 0.0) -> GraphChoice:
+    """The fastest of `forms` (name -> a function that builds the form's callable) on `inputs`,
+    each measured behind `host_delay_s` of the caller's own host time (cost.DYNAMO_CALL_S
+    through Dynamo); `cache` (a CompileCache) keeps the choice under `key`. A form that fails
+    to build or to run is left out (and said so); where none runs, the first one's error is
+    raised."""
     if measure is None:
-        from tilesync.frontend.torch.cost import measure_interleaved_ms as measure
+        from functools import partial
+
+        from tilesync.frontend.torch.cost import measure_interleaved_ms
+
+        measure = partial(measure_interleaved_ms, host_delay_s=host_delay_s)
+    key = repr((key, host_delay_s))
     found, stored = cache.load(key)
     if found and stored["form"] in forms:
         try:
