@@ -64,7 +64,10 @@ def test_a_form_that_fails_is_left_out_and_the_choice_not_cached(tmp_path):
     assert choice.failed == {"inductor": "RuntimeError: inductor: no C compiler",
                              "tilesync + eager": "ZeroDivisionError: division by zero"}
     assert "inductor not built: RuntimeError: inductor: no C compiler" in choice.line()
-    assert cache.load("key") == (False, None)  # measured without every form: measure again
+    measured = []  # measured without every form: not cached, measured again
+    again = graph_choice.choose(forms, [1], "key", cache,
+                                measure=lambda fns: measured.append(len(fns)) or [0.2])
+    assert measured == [1] and not again.cached
     with pytest.raises(RuntimeError, match="no form of the graph runs"):
         graph_choice.choose({"inductor": broken}, [1], "key", cache)
 
