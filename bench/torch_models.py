@@ -141,6 +141,11 @@ def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30,
                      rows: list[int] | None = None) -> dict[str, Any]:
     import torch
 
+    from tilesync.examples.torch_models import input_shapes
+
+    for name in names:  # a model the sweep cannot take: said before anything runs
+        for count in rows or [None]:
+            input_shapes(name, count)
     if not torch.cuda.is_available():
         raise RuntimeError("the torch benchmark needs torch on a GPU")
     started = time.perf_counter()

@@ -147,14 +147,22 @@ EXAMPLES = {
 }
 
 
+def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
+    """The example's input shapes; `rows`: each input (rows, features) instead (the models on
+    token or sample rows, not the ResNet block)."""
+    shapes = EXAMPLES[name][1]
+    if rows is None:
+        return list(shapes)
+    if any(len(s) == 4 for s in shapes):
+        raise ValueError(f"{name} takes images: no rows to set")
+    return [(rows, s[-1]) for s in shapes]
+
+
 def example(name: str, device: str = "cpu", seed: int = 0, rows: int | None = None):
-    """(model in eval mode on `device` in the example's dtype, example inputs); `rows`: each
-    input (rows, features) instead (the models on token or sample rows, not the ResNet block)."""
-    make, shapes, dtype = EXAMPLES[name]
-    if rows is not None:
-        if any(len(s) == 4 for s in shapes):
-            raise ValueError(f"{name} takes images: no rows to set")
-        shapes = [(rows, s[-1]) for s in shapes]
+    """(model in eval mode on `device` in the example's dtype, example inputs of
+    input_shapes(name, rows))."""
+    make, _, dtype = EXAMPLES[name]
+    shapes = input_shapes(name, rows)
     torch.manual_seed(seed)
     model = make().to(device=device, dtype=dtype).eval()
     inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]
