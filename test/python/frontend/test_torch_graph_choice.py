@@ -109,3 +109,11 @@ def test_report_text_ends_with_the_graph_line():
     report.graph = graph_choice.GraphChoice("eager", print, {"eager": 0.1, "inductor": 0.2})
     assert report.text().splitlines()[-1] == \
         "tilesync: graph: eager (measured eager 0.1000 ms, inductor 0.2000 ms)"
+
+
+def test_a_compiled_module_called_with_keywords_runs_its_graph_module():
+    from tilesync.frontend.torch import CompiledModule
+
+    module = CompiledModule(lambda x, scale=1: x * scale, Report(),
+                            function=lambda x: pytest.fail("the chosen form takes no keywords"))
+    assert module(2, scale=3) == 6
