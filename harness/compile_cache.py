@@ -7,7 +7,8 @@
 
 Generation and lowering are pure Python, one core per program: `compile_many` runs the jobs in
 a process pool (fork: the workers inherit the imported compiler), in this process where no
-pool can start or the pool breaks. Fork before CUDA or torch start threads.
+pool can start or the pool breaks. Fork before CUDA or torch start threads; after, `isolated`
+runs each job in a fresh interpreter (compile_worker.py) instead.
 
 A cached result is found under sha256(source digest, key(job, target)): the key names the job
 (its configuration), the target and the pass list; the source digest names the compiler (its
@@ -22,9 +23,11 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -115,14 +118,18 @@ def compile_many(jobs: Iterable[Any], target: str = "sm_90", processes: int | No
                  compile_one: Callable[[Any, str], Any],
                  key: Callable[[Any, str], str] | None = None,
                  cache: CompileCache | None = None, keep_going: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> list[Any]:
+                 progress: Callable[[int, int], None] | None = None,
+                 isolated: bool = False) -> list[Any]:
     """[compile_one(job, target) for job in jobs]: from `cache` where it holds key(job, target),
     the others in a process pool (`processes` workers; 1: here), each stored as it arrives.
 
     `compile_one` is a module-level function (the pool pickles it by name) with a picklable
     result. A job that raises raises here (compiled again in this process, so the exception
     and its traceback are its own), or with `keep_going` gives a CompileFailure in its place.
-    `progress(done, total)` is called after each job."""
+    `progress(done, total)` is called after each job. `isolated`: each job in a fresh
+    interpreter (compile_worker) instead of a fork of this process, for a caller that must
+    not fork (torch's threads, a CUDA context) and whose __main__ must not run again (as
+    spawn and forkserver would run a user's unguarded script)."""
     jobs = list(jobs)
     results: list[Any] = [None] * len(jobs)
     keys: dict[int, str] = {}
@@ -138,7 +145,7 @@ def compile_many(jobs: Iterable[Any], target: str = "sm_90", processes: int | No
     if progress is not None and done:
         progress(done, len(jobs))
     attempts = _attempts(compile_one, [jobs[i] for i in missing], target, processes,
-                         catch=keep_going)
+                         catch=keep_going, isolated=isolated)
     for i, result in zip(missing, attempts, strict=True):
         if isinstance(result, CompileFailure) and not keep_going:
             result = compile_one(jobs[i], target)  # raises the job's own exception
@@ -152,13 +159,24 @@ def compile_many(jobs: Iterable[Any], target: str = "sm_90", processes: int | No
 
 
 def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], target: str,
-              processes: int | None, catch: bool) -> Iterator[Any]:
-    """The results of `jobs` in order, from a fork pool where one runs; a job that raises in
-    the pool gives a CompileFailure (so that a broken pool is told apart from a failing job),
-    here it raises unless `catch`."""
+              processes: int | None, catch: bool, isolated: bool = False) -> Iterator[Any]:
+    """The results of `jobs` in order, from a fork pool (or fresh interpreters, `isolated`)
+    where one runs; a job that raises there gives a CompileFailure (so that a broken pool is
+    told apart from a failing job), here it raises unless `catch`."""
     done = 0
     if len(jobs) > 1 and processes != 1:
         workers = min(len(jobs), processes or min(max(1, (os.cpu_count() or 2) - 1), 16))
+    if len(jobs) > 1 and processes != 1 and isolated:
+        try:
+            with ThreadPoolExecutor(workers, thread_name_prefix="tilesync-compile") as threads:
+                for result in threads.map(lambda job: _isolated_attempt(compile_one, job,
+                                                                        target), jobs):
+                    yield result
+                    done += 1
+            return
+        except (OSError, EOFError, pickle.UnpicklingError, subprocess.SubprocessError):
+            pass  # no worker could start or one died: the rest here
+    elif len(jobs) > 1 and processes != 1:
         try:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         except (OSError, ValueError, ImportError, RuntimeError):  # no fork or no semaphores
@@ -177,6 +195,20 @@ def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], targe
                 pass
     for job in jobs[done:]:
         yield _attempt(compile_one, job, target) if catch else compile_one(job, target)
+
+
+def _isolated_attempt(compile_one: Callable[[Any, str], Any], job: Any, target: str) -> Any:
+    """`_attempt` in a fresh interpreter (python -m tilesync.harness.compile_worker) that
+    imports what this one would (its sys.path)."""
+    payload = pickle.dumps((compile_one.__module__, compile_one.__qualname__, job, target))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-m", "tilesync.harness.compile_worker"],
+                          input=payload, capture_output=True, env=env, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise OSError(f"the compile worker exited with {done.returncode}"
+                      + (f": {lines[-1]}" if lines else ""))
+    return pickle.loads(done.stdout)
 
 
 def _attempt(compile_one: Callable[[Any, str], Any], job: Any, target: str) -> Any:

@@ -229,16 +229,18 @@ def _stack_entry_key(job: tuple[str, str], target: str) -> str:
 def cached_entry(graph_text: str, options: Options, stack: bool = False
                  ) -> tuple[Any, bool]:
     """(compiled entry, True if it came from the disk cache); `stack`: an MLP stack's, one
-    entry per STACK_PASSES, True if all came from the cache. One after the other, here: no
-    fork of a process that holds torch's threads and a CUDA context."""
+    entry per STACK_PASSES, True if all came from the cache, compiled side by side in fresh
+    interpreters where this machine has the cores (no fork of a process that holds torch's
+    threads and a CUDA context)."""
     from tilesync.harness.compile_cache import compile_many
 
     cache = options.cache("torch")
     hits = cache.hits
     if stack:
-        entries = compile_many([(graph_text, p) for p in STACK_PASSES], TARGET, 1,
-                               compile_one=compile_stack_entry,
-                               key=_stack_entry_key, cache=cache)
+        entries = compile_many([(graph_text, p) for p in STACK_PASSES], TARGET,
+                               min(len(STACK_PASSES), os.cpu_count() or 1),
+                               compile_one=compile_stack_entry, key=_stack_entry_key,
+                               cache=cache, isolated=True)
         return entries, cache.hits - hits == len(STACK_PASSES)
     (entry,) = compile_many([graph_text], TARGET, 1, compile_one=compile_entry,
                             key=_entry_key, cache=cache)

@@ -153,6 +153,40 @@ def test_a_pool_that_breaks_leaves_the_rest_to_this_process(monkeypatch):
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
+def _loud_pid(job: int, target: str) -> tuple[int, int, str]:
+    print("a job that prints")  # to the worker's stderr, not into its result
+    os.write(1, b"native output\n")
+    return job, os.getpid(), target
+
+
+def test_isolated_jobs_run_in_fresh_interpreters():
+    got = cc.compile_many([1, 2, 3], "sm_90a", processes=2, compile_one=_loud_pid,
+                          isolated=True)
+    assert [(job, target) for job, _, target in got] == [(1, "sm_90a"), (2, "sm_90a"),
+                                                         (3, "sm_90a")]
+    pids = {pid for _, pid, _ in got}
+    assert len(pids) == 3 and os.getpid() not in pids  # one interpreter a job, not forks
+    assert CALLS == []
+    with pytest.raises(ValueError, match="job 3 is odd"):  # raised again here, as its own
+        cc.compile_many([2, 3], processes=2, compile_one=_odd_fails, isolated=True)
+    assert cc.compile_many([2, 3], processes=2, compile_one=_odd_fails, isolated=True,
+                           keep_going=True) == [2, cc.CompileFailure("ValueError: job 3 is odd")]
+
+
+def test_an_isolated_worker_that_cannot_run_leaves_the_jobs_to_this_process(monkeypatch):
+    monkeypatch.setattr(cc.sys, "executable", "/nonexistent/python")
+    got = cc.compile_many([1, 2], processes=2, compile_one=_square, isolated=True)
+    assert got == [(1, "sm_90"), (4, "sm_90")] and CALLS == [1, 2]
+    monkeypatch.undo()
+
+    def nested(job, target):  # not importable by name: the worker exits non-zero
+        return _square(job, target)
+
+    CALLS.clear()
+    assert cc.compile_many([3, 4], processes=2, compile_one=nested, isolated=True) == \
+        [(9, "sm_90"), (16, "sm_90")] and CALLS == [3, 4]
+
+
 def test_compile_ptx_many_caches_kernel_ptx(tmp_path, monkeypatch):
     from tilesync.harness import compile as kc
     from tilesync.kernels.config import gemm_config, softmax_config
