@@ -386,9 +386,12 @@ class _FunctionTranslator:
                 ir_arg.name = arg.name_hint
             self.values[arg] = ir_arg
         order = _reverse_post_order(entry)
-        order += [b for b in region_blocks if b not in order]  # unreachable ones last
+        reachable = set(order)
+        order += [b for b in region_blocks if b not in reachable]  # unreachable ones last
+        index = {block: i for i, block in enumerate(region_blocks)}
         for block in order:
-            self.blocks[block] = self.function.append_basic_block(self._block_name(block))
+            name = "entry" if index[block] == 0 else f"bb{index[block]}"
+            self.blocks[block] = self.function.append_basic_block(name)
         # Block arguments become phi nodes, created up front so branches can fill them in.
         for block in order[1:]:
             self.builder.position_at_end(self.blocks[block])
@@ -401,10 +404,6 @@ class _FunctionTranslator:
             self.builder.position_at_end(self.blocks[block])
             for op in block.ops:
                 self.translate_op(op)
-
-    def _block_name(self, block: Block) -> str:
-        index = list(self.func_op.body.blocks).index(block)
-        return "entry" if index == 0 else f"bb{index}"
 
     def set_result(self, op: Operation, value: Any, index: int = 0) -> None:
         result = op.results[index]
