@@ -29,18 +29,10 @@ MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
 TOL = 2e-2
 
 
-def _timed(torch, fn, warmup: int, reps: int) -> dict[str, float]:
-    for _ in range(warmup):
-        fn()
-    pairs = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        pairs.append((start, end))
-    torch.cuda.synchronize()
-    ms = sorted(s.elapsed_time(e) for s, e in pairs)
+def _timed(fn, warmup: int, reps: int) -> dict[str, float]:
+    from tilesync.frontend.torch.cost import sample_ms
+
+    ms = sorted(sample_ms([fn], warmup, rounds=1, block=reps)[0])
     return {"median_ms": ms[len(ms) // 2], "p10_ms": ms[len(ms) // 10],
             "p90_ms": ms[(9 * len(ms)) // 10]}
 
@@ -117,7 +109,7 @@ def _run_model(torch, name: str, warmup: int, reps: int,
                 fn, error, seconds = make()
                 made[mode] = fn
                 record = {"rel_error": error, "compile_seconds": seconds,
-                          **_timed(torch, lambda fn=fn: fn(*inputs), warmup, reps)}
+                          **_timed(lambda fn=fn: fn(*inputs), warmup, reps)}
                 if mode == "tilesync":
                     reports = LAST_REPORTS[first:]
                     record["pieces"] = [p.line() for r in reports for p in r.pieces] + \
@@ -131,7 +123,7 @@ def _run_model(torch, name: str, warmup: int, reps: int,
                 error = check(forced(*inputs))
                 row["modes"]["tilesync (forced)"] = {
                     "rel_error": error, "pieces": [p.line() for p in forced.report.pieces],
-                    **_timed(torch, lambda: forced(*inputs), warmup, reps)}
+                    **_timed(lambda: forced(*inputs), warmup, reps)}
         except Exception as exc:
             row["modes"]["tilesync (forced)"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     return row

@@ -137,14 +137,20 @@ def measure_ms(fn, warmup: int = 5, reps: int = 25) -> float:
 
 def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10,
                            host_delay_s: float = 0.0) -> list[float]:
-    """Median milliseconds of each of `fns`: `rounds` times, each fn called `block` times back
-    to back (CUDA events around each call on torch's current stream), the device idle between
-    blocks. Back to back, as a user's loop calls a model, the host's and the device's time
-    overlap; the blocks take turns, so that a clock drifting over the run favours none, and
-    no fn's host time hides behind another's queued work (the first `warmup` calls of each
-    block are not counted). `host_delay_s`: the host busy this long before each call, inside
-    the timed span, as the caller's own work (Dynamo's, DYNAMO_CALL_S) keeps it: a form that
-    is device-bound alone can be host-bound behind it."""
+    """The median of each of `fns`' sample_ms."""
+    return [median(samples) for samples in sample_ms(fns, warmup, rounds, block, host_delay_s)]
+
+
+def sample_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10,
+              host_delay_s: float = 0.0) -> list[list[float]]:
+    """Milliseconds of each call of each of `fns`: `rounds` times, each fn called `block`
+    times back to back (CUDA events around each call on torch's current stream), the device
+    idle between blocks. Back to back, as a user's loop calls a model, the host's and the
+    device's time overlap; the blocks take turns, so that a clock drifting over the run
+    favours none, and no fn's host time hides behind another's queued work (the first
+    `warmup` calls of each block are not counted). `host_delay_s`: the host busy this long
+    before each call, inside the timed span, as the caller's own work (Dynamo's,
+    DYNAMO_CALL_S) keeps it: a form that is device-bound alone can be host-bound behind it."""
     import time
 
     import torch
@@ -166,7 +172,7 @@ def measure_interleaved_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 1
                 end.record()
                 pairs.append((start, end))
     torch.cuda.synchronize()
-    return [median([s.elapsed_time(e) for s, e in pairs]) for pairs in timed]
+    return [[s.elapsed_time(e) for s, e in pairs] for pairs in timed]
 
 
 def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
@@ -196,4 +202,4 @@ def measure_graph_ms(fn, warmup: int = 3, reps: int = 25) -> float:
 
 __all__ = ["DYNAMO_CALL_S", "H100", "H200", "HOPELESS", "PIPELINE_EFFICIENCY", "DeviceRates",
            "Prediction", "capture_graph", "measure_graph_ms", "measure_interleaved_ms",
-           "measure_ms", "median", "predict", "predict_stack", "rates_for"]
+           "measure_ms", "median", "predict", "predict_stack", "rates_for", "sample_ms"]

@@ -117,3 +117,40 @@ def test_a_compiled_module_called_with_keywords_runs_its_graph_module():
     module = CompiledModule(lambda x, scale=1: x * scale, Report(),
                             function=lambda x: pytest.fail("the chosen form takes no keywords"))
     assert module(2, scale=3) == 6
+
+
+def test_forms_are_timed_in_turns_of_blocks_behind_the_callers_host_time(monkeypatch):
+    """cost.sample_ms without a GPU: events that read the host clock (a device that is never
+    the bottleneck), so each sample is the call's host time plus the caller's delay."""
+    import time
+
+    from tilesync.frontend.torch import cost
+
+    class HostEvent:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = time.perf_counter()
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) * 1e3
+
+    monkeypatch.setattr(torch.cuda, "Event", HostEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    calls: list[str] = []
+
+    def form(name, seconds):
+        def run():
+            calls.append(name)
+            time.sleep(seconds)
+        return run
+
+    samples = cost.sample_ms([form("a", 0.002), form("b", 0.0)], warmup=1, rounds=2, block=3,
+                             host_delay_s=0.003)
+    assert calls == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4  # blocks take turns
+    assert [len(s) for s in samples] == [6, 6]  # warm-up calls not counted
+    assert min(samples[0]) >= 5.0 and 3.0 <= min(samples[1]) < 5.0
+    a, b = cost.measure_interleaved_ms([form("a", 0.002), form("b", 0.0)], warmup=0,
+                                       rounds=1, block=3)
+    assert a >= 2.0 > b
