@@ -166,35 +166,40 @@ def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], targe
     done = 0
     if len(jobs) > 1 and processes != 1:
         workers = min(len(jobs), processes or min(max(1, (os.cpu_count() or 2) - 1), 16))
-    if len(jobs) > 1 and processes != 1 and isolated:
-        try:
-            with ThreadPoolExecutor(workers, thread_name_prefix="tilesync-compile") as threads:
-                for result in threads.map(lambda job: _isolated_attempt(compile_one, job,
-                                                                        target), jobs):
-                    yield result
-                    done += 1
-            return
-        except (OSError, EOFError, pickle.UnpicklingError, subprocess.SubprocessError):
-            pass  # no worker could start or one died: the rest here
-    elif len(jobs) > 1 and processes != 1:
-        try:
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-        except (OSError, ValueError, ImportError, RuntimeError):  # no fork or no semaphores
-            pool = None
+        pool = _pool(workers, isolated)
         if pool is not None:
+            attempt = _isolated_attempt if isolated else _attempt
             try:
                 try:
-                    for result in pool.map(_attempt, [compile_one] * len(jobs), jobs,
+                    for result in pool.map(attempt, [compile_one] * len(jobs), jobs,
                                            [target] * len(jobs)):
                         yield result
                         done += 1
                     return
                 finally:
                     pool.shutdown(cancel_futures=True)
-            except (OSError, RuntimeError):  # the pool broke (a worker died): the rest here
+            # the pool broke (a worker died, or could not start or answer): the rest here
+            except (OSError, RuntimeError, EOFError, pickle.UnpicklingError,
+                    subprocess.SubprocessError):
                 pass
     for job in jobs[done:]:
         yield _attempt(compile_one, job, target) if catch else compile_one(job, target)
+
+
+def _pool(workers: int, isolated: bool) -> Any:
+    """A fork pool of `workers` processes, or with `isolated` threads that each wait on a
+    fresh interpreter; None where no fork pool can start."""
+    if isolated:
+        return ThreadPoolExecutor(workers, thread_name_prefix="tilesync-compile")
+    try:
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    except (OSError, ValueError, ImportError, RuntimeError):  # no fork or no semaphores
+        return None
+
+
+WORKER_TIMEOUT_S = 3600.0
+"""A fresh interpreter's compile that runs longer is stopped (and its job compiled here): a
+stack's pipeline takes a minute on a slow host; no compile should ever hang its caller."""
 
 
 def _isolated_attempt(compile_one: Callable[[Any, str], Any], job: Any, target: str) -> Any:
@@ -203,7 +208,8 @@ def _isolated_attempt(compile_one: Callable[[Any, str], Any], job: Any, target: 
     payload = pickle.dumps((compile_one.__module__, compile_one.__qualname__, job, target))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     done = subprocess.run([sys.executable, "-m", "tilesync.harness.compile_worker"],
-                          input=payload, capture_output=True, env=env, check=False)
+                          input=payload, capture_output=True, env=env, check=False,
+                          timeout=WORKER_TIMEOUT_S)
     if done.returncode != 0:
         lines = done.stderr.decode(errors="replace").strip().splitlines()
         raise OSError(f"the compile worker exited with {done.returncode}"

@@ -185,6 +185,10 @@ def test_an_isolated_worker_that_cannot_run_leaves_the_jobs_to_this_process(monk
     CALLS.clear()
     assert cc.compile_many([3, 4], processes=2, compile_one=nested, isolated=True) == \
         [(9, "sm_90"), (16, "sm_90")] and CALLS == [3, 4]
+    CALLS.clear()
+    monkeypatch.setattr(cc, "WORKER_TIMEOUT_S", 1e-3)  # a worker past its time is stopped
+    assert cc.compile_many([5, 6], processes=2, compile_one=_square, isolated=True) == \
+        [(25, "sm_90"), (36, "sm_90")] and CALLS == [5, 6]
 
 
 def test_compile_ptx_many_caches_kernel_ptx(tmp_path, monkeypatch):
