@@ -150,6 +150,8 @@ EXAMPLES = {
 def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
     """The example's input shapes; `rows`: each input (rows, features) instead (the models on
     token or sample rows, not the ResNet block)."""
+    if name not in EXAMPLES:
+        raise ValueError(f"no example model {name!r}; the examples: {', '.join(EXAMPLES)}")
     shapes = EXAMPLES[name][1]
     if rows is None:
         return list(shapes)
@@ -161,8 +163,8 @@ def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
 def example(name: str, device: str = "cpu", seed: int = 0, rows: int | None = None):
     """(model in eval mode on `device` in the example's dtype, example inputs of
     input_shapes(name, rows))."""
-    make, _, dtype = EXAMPLES[name]
     shapes = input_shapes(name, rows)
+    make, _, dtype = EXAMPLES[name]
     torch.manual_seed(seed)
     model = make().to(device=device, dtype=dtype).eval()
     inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]

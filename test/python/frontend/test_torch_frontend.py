@@ -190,6 +190,8 @@ def test_examples_on_other_row_counts_for_the_bench_sweep():
     assert [tuple(t.shape) for t in inputs] == [(128, 63), (128, 27)]
     with pytest.raises(ValueError, match="takes images"):
         example("resnet_block", rows=16)
+    with pytest.raises(ValueError, match="no example model 'llama'; the examples: llama_mlp"):
+        example("llama")
     args = build_parser().parse_args(["bench", "torch", "--models", "llama_mlp", "--rows", "16",
                                       "4096"])
     assert args.rows == [16, 4096] and args.models == ["llama_mlp"]
