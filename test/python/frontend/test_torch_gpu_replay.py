@@ -1,7 +1,8 @@
 """A graph's form replayed from a CUDA graph (frontend/torch/replay.py) on the GPU: each call
-reads its own inputs and returns outputs of its own, a parameter stays in place, a call it
-cannot replay runs the function itself, and graphs that write to or return their inputs are
-not captured."""
+reads its own inputs and returns outputs of its own (in place and handed over where it can,
+never overwriting an output someone holds), a parameter stays in place, a call it cannot
+replay runs the function itself, and graphs that write to or return their inputs are not
+captured."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tilesync.frontend.torch.replay import GraphReplay, NotReplayable  # noqa: E402
+from tilesync.frontend.torch.replay import (  # noqa: E402
+    ADDRESS_CAPTURES,
+    GraphReplay,
+    NotReplayable,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -40,16 +45,44 @@ def test_each_call_reads_its_inputs_and_keeps_its_outputs():
     fn = Counted()
     x, w, scale = _inputs()
     replay = GraphReplay(fn, [x, w, scale])
-    captured = fn.calls
     outs = []
     with torch.no_grad():
-        for _ in range(3):
+        for _ in range(ADDRESS_CAPTURES + 3):  # every output kept: no capture is free again
             x = torch.randn(16, 64, device="cuda")
             outs.append((replay(x, w, scale)[0], x))
-    assert fn.calls == captured  # replayed: no Python call of fn
-    for out, source in outs:  # a later call did not overwrite an earlier output
+        calls = fn.calls
+        for _ in range(3):  # all in-place captures held: copied in, replayed, cloned out
+            outs.append((replay(torch.randn(16, 64, device="cuda"), w, scale)[0], None))
+    assert fn.calls == calls  # replayed: no Python call of fn
+    assert sum(map(len, replay.in_place.values())) == ADDRESS_CAPTURES
+    for out, source in outs[:ADDRESS_CAPTURES + 3]:  # no later call overwrote an output
         torch.testing.assert_close(out, torch.relu(source @ w) * scale)
     assert replay.static[1] is w  # the parameter is read in place, not copied
+
+
+def test_inputs_in_place_and_outputs_handed_over_while_no_one_holds_them():
+    fn = Counted()
+    x, w, scale = _inputs()
+    replay = GraphReplay(fn, [x, w, scale])
+    with torch.no_grad():
+        replay(x, w, scale)  # the capture on x's own address
+        calls = fn.calls
+        y = None
+        for _ in range(5):  # y = model(x): the last y is held through the next call
+            x.copy_(torch.randn_like(x))  # new values at the same address are read
+            previous, y = y, replay(x, w, scale)[0]
+            torch.testing.assert_close(y, torch.relu(x @ w) * scale)
+            if previous is not None:
+                assert previous.data_ptr() != y.data_ptr()  # not overwritten while held
+        for _ in range(3):  # nothing held: the same buffers again
+            first = replay(x, w, scale)[0].data_ptr()
+            assert replay(x, w, scale)[0].data_ptr() == first
+    assert fn.calls == calls
+    assert [len(c) for c in replay.in_place.values()] == [2]  # x's address, double-buffered
+    y_view = y[:2]  # a view holds the buffer as well
+    del y
+    with torch.no_grad():
+        assert replay(x, w, scale)[0].data_ptr() != y_view.data_ptr()
 
 
 def test_calls_it_cannot_replay_run_the_function():
