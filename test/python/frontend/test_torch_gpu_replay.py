@@ -77,8 +77,8 @@ def test_inputs_in_place_and_outputs_handed_over_while_no_one_holds_them():
         for _ in range(3):  # nothing held: the same buffers again
             first = replay(x, w, scale)[0].data_ptr()
             assert replay(x, w, scale)[0].data_ptr() == first
-    assert fn.calls == calls
-    assert [len(c) for c in replay.in_place.values()] == [2]  # x's address, double-buffered
+    # x's address, double-buffered: the second capture (a warm-up call and the captured one)
+    assert [len(c) for c in replay.in_place.values()] == [2] and fn.calls == calls + 2
     y_view = y[:2]  # a view holds the buffer as well
     del y
     with torch.no_grad():
