@@ -126,6 +126,10 @@ def _run_model(torch, name: str, warmup: int, reps: int,
                     reports = LAST_REPORTS[first:]
                     record["pieces"] = [p.line() for r in reports for p in r.pieces] + \
                         [r.graph.line() for r in reports if r.graph is not None]
+                    # of compile_seconds: ours (pieces), then building/choosing the form
+                    record["transform_seconds"] = sum(r.seconds for r in reports)
+                    record["form_seconds"] = sum(r.graph.seconds for r in reports
+                                                 if r.graph is not None)
                 row["modes"][mode] = record
             except Exception as exc:
                 row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}

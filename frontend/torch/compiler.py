@@ -129,6 +129,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     graph: Any = None
     """The whole graph's measured form (graph_choice.GraphChoice) where one was chosen."""
+    seconds: float = 0.0
+    """transform's time: tracing values, matching, compiling or loading and deciding pieces."""
 
     @property
     def ours(self) -> bool:

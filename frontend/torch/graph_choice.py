@@ -14,6 +14,7 @@ shapes, device and torch version; a cached choice builds only the chosen form.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ class GraphChoice:
     times: dict[str, float] = field(default_factory=dict)  # form -> measured median ms
     cached: bool = False
     failed: dict[str, str] = field(default_factory=dict)  # form -> why it could not be built
+    seconds: float = 0.0  # building (and, not cached, measuring) the forms
 
     def line(self) -> str:
         parts = [f"graph: {self.form}"]
@@ -59,6 +61,7 @@ class GraphChoice:
         parts += [f"{name} not built: {why}" for name, why in self.failed.items()]
         if self.cached:
             parts.append("cached")
+        parts.append(f"in {self.seconds:.2f} s")
         return parts[0] + (" (" + "; ".join(parts[1:]) + ")" if parts[1:] else "")
 
 
@@ -76,12 +79,13 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
         from tilesync.frontend.torch.cost import measure_interleaved_ms
 
         measure = partial(measure_interleaved_ms, host_delay_s=host_delay_s)
+    start = time.perf_counter()
     key = repr((key, host_delay_s))
     found, stored = cache.load(key)
     if found and stored["form"] in forms:
         try:
             return GraphChoice(stored["form"], forms[stored["form"]](), stored["times"],
-                               cached=True)
+                               cached=True, seconds=time.perf_counter() - start)
         except Exception:  # a form that built before and no longer does: measure afresh
             pass
     built: dict[str, Callable[..., Any]] = {}
@@ -102,7 +106,8 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     form = min(names, key=times.__getitem__)
     if not failed:
         cache.store(key, {"form": form, "times": times})
-    return GraphChoice(form, built[form], times, failed=failed)
+    return GraphChoice(form, built[form], times, failed=failed,
+                       seconds=time.perf_counter() - start)
 
 
 __all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "REPLAYED", "GraphChoice",
