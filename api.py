@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from tilesync.compat.verification import verify as verify_ir
@@ -199,14 +199,32 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
 
 def run_passes(module: ModuleOp, pipeline) -> None:
     """`lower` without the final verification of the IR: for callers that only read what the
-    passes conclude (the differential test runs sync-verify on thousands of programs)."""
-    _lower(module, pipeline, None, False, False, False)
+    passes conclude (the differential test runs sync-verify on thousands of programs). Each
+    pass of a list is parsed and checked once per process (`_reused_pass`)."""
+    _lower(module, pipeline, None, False, False, False, reuse=True)
+
+
+# The pass objects `run_passes` has made, by their spec ("sync-verify{sms=4}"): passes are
+# frozen dataclasses, so one object serves every module. Parsing and checking the specs anew
+# took a tenth of a differential check (its programs draw their pass lists from a few dozen
+# specs).
+_REUSED_PASSES: dict[str, ModulePass] = {}
+
+
+def _reused_pass(spec: str) -> ModulePass:
+    found = _REUSED_PASSES.get(spec)
+    if found is None:
+        (found,) = build_pipeline([spec]).passes
+        _REUSED_PASSES[spec] = found
+    return found
 
 
 def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
-           verify_last: bool) -> tuple[dict[str, str], dict[str, float], str | None]:
+           verify_last: bool, reuse: bool = False
+           ) -> tuple[dict[str, str], dict[str, float], str | None]:
     """`lower`, also returning the name of the last pass; `verify_last=False` leaves the
-    final verification to the caller (`compile` runs it while LLVM generates the PTX)."""
+    final verification to the caller (`compile` runs it while LLVM generates the PTX).
+    `reuse`: a list's passes come from `_reused_pass`."""
     ctx = ctx or make_context()
     ir_after: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -231,7 +249,10 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
             isinstance(pipeline, list | tuple) and all(isinstance(p, str) for p in pipeline)):
         raise CompileError("pipeline must be a `-p` spec or a list of pass names, got "
                            f"{type(pipeline).__name__}")
-    pipe = build_pipeline(pipeline, after_each)
+    if reuse and not isinstance(pipeline, str) and all("," not in p for p in pipeline):
+        pipe = PassPipeline(tuple(_reused_pass(p) for p in pipeline), after_each)
+    else:
+        pipe = build_pipeline(pipeline, after_each)
     try:
         pipe.apply(ctx, module)
     except Exception as err:
