@@ -1,14 +1,19 @@
-"""xDSL 0.74's `op.verify()` re-runs the IRDL checks of each of thousands of identical ops;
-`verify(op)` reports what it reports, checking each combination of class and types once.
+"""xDSL 0.74's `op.verify()` re-runs the IRDL checks of each of thousands of identical ops,
+and counts a region's blocks (a walk of its block list) at the terminator of each block;
+`verify(op)` reports what it reports, checking each combination of class and types once and
+counting each region's blocks once.
 
 xDSL verifies an IRDL op by checking its operand and result types, properties and attributes
 against its definition, its traits, and the op's own `verify_`. For most llvm-dialect ops all
 of that is a function of (op class, operand types, result types, properties, attributes)
 alone, and a lowered kernel has thousands of ops but a few hundred such combinations. `verify`
-runs xDSL's verification of the whole tree (block and region structure, terminators, erased
-operands, every op of every other kind) as is, but calls the IRDL verification (`verify_`) of
-an op of a *context-free* class only for the first op of each combination: the others would
-pass or fail exactly as that one did, and a failing one is the first reported either way.
+runs xDSL's structural checks of the whole tree (block and region structure, terminators,
+erased operands) in xDSL's order and every other op's verification as is, but calls the IRDL
+verification (`verify_`) of an op of a *context-free* class only for the first op of each
+combination: the others would pass or fail exactly as that one did, and a failing one is the
+first reported either way. In a function of a thousand blocks (an unrolled GEMM), xDSL's
+block count at each terminator made the structural checks quadratic; here it is counted
+once per region.
 
 Context-free classes: IRDL ops without regions or successors whose traits verify nothing or
 only compare the op's own types (`SameOperandsAndResultType`), and whose own `verify_` is
@@ -21,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import gpu, llvm
-from xdsl.ir import Operation
+from xdsl.ir import Block, ErasedSSAValue, Operation, Region
 from xdsl.irdl import IRDLOperation
-from xdsl.traits import OpTrait, SameOperandsAndResultType
+from xdsl.traits import IsTerminator, NoTerminator, OpTrait, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 
 # Custom verifiers that read nothing but the op's properties and operand/result types.
@@ -72,34 +77,126 @@ def _skip_verify_() -> None:
 
 
 def verify(op: Operation) -> None:
-    """`op.verify()`, with the IRDL verification of context-free ops memoized (plain
-    `op.verify()` under `rewrite_driver.xdsl_drivers()`)."""
-    from tilesync.compat.rewrite_driver import using_xdsl_drivers
+    """`op.verify()`, with the IRDL verification of context-free ops memoized and each
+    region's blocks counted once (plain `op.verify()` under `rewrite_driver.xdsl_drivers()`)."""
+    from tilesync.compat.rewrite_driver import using_xdsl_drivers, walk_ops
 
-    for inner in op.walk():  # xDSL's gpu.func verifier indexes its entry block
+    for inner in walk_ops(op):  # xDSL's gpu.func verifier indexes its entry block
         if isinstance(inner, gpu.FuncOp) and not inner.body.blocks:
             raise VerifyException(f"'gpu.func' @{inner.sym_name.data} has no body: a function "
                                   f"needs an entry block")
     if using_xdsl_drivers():
         op.verify()
         return
-    seen: set[tuple] = set()
-    shadowed: list[Operation] = []
-    try:
-        for inner in op.walk():
-            cls = type(inner)
-            if inner.regions or not is_context_free(cls):
-                continue
-            key = (cls, tuple(v.type for v in inner.operands),
-                   tuple(r.type for r in inner.results),
-                   frozenset(inner.properties.items()), frozenset(inner.attributes.items()))
-            if key in seen:
-                # Operation.verify calls self.verify_(): this instance skips it.
-                inner.__dict__["verify_"] = _skip_verify_
-                shadowed.append(inner)
-            else:
-                seen.add(key)
-        op.verify()
-    finally:
-        for inner in shadowed:
-            del inner.__dict__["verify_"]
+    _Verifier().verify_op(op)
+
+
+class _Verifier:
+    """xDSL 0.74's Operation.verify, Region.verify and Block.verify, with the same checks in
+    the same order (an op's structure, then its regions, then its `verify_`)."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple] = set()  # combinations whose IRDL verification passed
+        self.block_counts: dict[Region, int] = {}
+
+    def verify_op(self, op: Operation) -> None:
+        cls = type(op)
+        if cls.verify is not Operation.verify:  # checks of its own before Operation.verify's
+            self._verify_overridden(op)
+            return
+        for operand in op.operands:
+            if isinstance(operand, ErasedSSAValue):
+                raise ValueError("Erased SSA value is used by the operation")
+        parent_block = op.parent
+        parent_region = None if parent_block is None else parent_block.parent
+        if op.successors:
+            if parent_block is None or parent_region is None:
+                raise VerifyException(f"Operation {op.name} with block successors does not "
+                                      "belong to a block or a region")
+            if parent_block.last_op is not op:
+                raise VerifyException(f"Operation {op.name} with block successors must "
+                                      "terminate its parent block")
+            for successor in op.successors:
+                if successor.parent != parent_region:
+                    raise VerifyException(f"Operation {op.name} is branching to a block of a "
+                                          "different region")
+        if parent_block is not None and parent_region is not None \
+                and parent_block.last_op is op:
+            self._check_terminator(op, parent_region)
+        for region in op.regions:
+            self._verify_region(region)
+        key = self._key(op)
+        if key is not None and key in self.seen:
+            return
+        try:
+            op.verify_()
+        except VerifyException as err:
+            op.emit_error(f"Operation does not verify: {err}", err)
+        if key is not None:
+            self.seen.add(key)
+
+    def _verify_overridden(self, op: Operation) -> None:
+        """`op.verify()` of a class that overrides it (llvm.trunc, zext, sext: a width check,
+        then Operation.verify), its `verify_` skipped for a combination already checked."""
+        key = self._key(op)
+        if key is None or key not in self.seen:
+            op.verify()
+            if key is not None:
+                self.seen.add(key)
+            return
+        op.__dict__["verify_"] = _skip_verify_  # Operation.verify calls self.verify_()
+        try:
+            op.verify()
+        finally:
+            del op.__dict__["verify_"]
+
+    @staticmethod
+    def _key(op: Operation) -> tuple | None:
+        """What the IRDL verification of a context-free op depends on (None: not one)."""
+        cls = type(op)
+        if op.regions or not is_context_free(cls):
+            return None
+        return (cls, tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+                frozenset(op.properties.items()), frozenset(op.attributes.items()))
+
+    def _check_terminator(self, op: Operation, region: Region) -> None:
+        """xDSL's check of the last op of a block: a terminator where its region's parent
+        needs one (any region of several blocks does)."""
+        blocks = self._block_count(region)
+        if blocks == 1:
+            parent_op = region.parent
+            if parent_op is not None and not parent_op.has_trait(NoTerminator) \
+                    and not op.has_trait(IsTerminator):
+                raise VerifyException(f"Operation {op.name} terminates block in single-block "
+                                      "region but is not a terminator")
+        elif blocks > 1 and not op.has_trait(IsTerminator):
+            raise VerifyException(f"Operation {op.name} terminates block in multi-block region "
+                                  "but is not a terminator")
+
+    def _block_count(self, region: Region) -> int:
+        count = self.block_counts.get(region)
+        if count is None:
+            count = self.block_counts[region] = len(region.blocks)
+        return count
+
+    def _verify_region(self, region: Region) -> None:
+        for block in region.blocks:
+            self._verify_block(block)
+            if block.parent != region:
+                raise ValueError("Parent pointer of block does not refer to containing region")
+
+    def _verify_block(self, block: Block) -> None:
+        empty = True
+        for op in block.ops:
+            empty = False
+            if op.parent != block:
+                raise ValueError("Parent pointer of operation does not refer to containing "
+                                 "region")
+            self.verify_op(op)
+        if empty and (region := block.parent) is not None \
+                and (parent_op := region.parent) is not None \
+                and self._block_count(region) == 1 and not parent_op.has_trait(NoTerminator):
+            raise VerifyException(f"Operation {parent_op.name} contains empty block in "
+                                  "single-block region that expects at least a terminator")
+
+

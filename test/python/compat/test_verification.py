@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import ModuleOp, i1
+from xdsl.ir import Block, Region
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -66,3 +67,24 @@ def test_ops_with_context_dependent_checks_are_always_verified():
     assert is_context_free(llvm.AddOp) and is_context_free(llvm.GEPOp)
     assert not is_context_free(llvm.ReturnOp)  # compares with its function's type
     assert not is_context_free(llvm.FuncOp) and not is_context_free(llvm.BrOp)
+
+
+def test_an_op_using_an_erased_value_is_reported_as_xdsl_does():
+    module = _lowered()
+    add = next(op for op in module.walk() if isinstance(op, llvm.AddOp) and op.res.uses)
+    add.detach()
+    add.erase(safe_erase=False)
+    assert _error_any(verify, module) == _error_any(lambda m: m.verify(), module)
+
+
+def test_an_empty_single_block_region_is_reported_as_xdsl_does():
+    module = ModuleOp([llvm.FuncOp("f", llvm.LLVMFunctionType([]), body=Region(Block()))])
+    message = _error(verify, module)
+    assert message == _error(lambda m: m.verify(), module)
+    assert "empty block" in message
+
+
+def _error_any(check, module) -> str:
+    with pytest.raises(Exception) as info:
+        check(module)
+    return f"{type(info.value).__name__}: {info.value}"
