@@ -19,15 +19,15 @@ from __future__ import annotations
 from xdsl.dialects.builtin import UnregisteredOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.rewriter import Rewriter
-from xdsl.traits import (
-    IsolatedFromAbove,
-    IsTerminator,
-    MemoryEffectKind,
+from xdsl.traits import IsolatedFromAbove, MemoryEffectKind
+
+from tilesync.compat.effects import (
     get_effects,
     is_side_effect_free,
+    is_terminator,
+    is_trivially_dead,
     only_has_effect,
 )
-from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 
 def _name(op: Operation) -> str:
@@ -43,10 +43,11 @@ class _Key:
     def __init__(self, op: Operation):
         self.op = op
         self.name = _name(op)
+        attributes, properties = op.attributes, op.properties
         self.hash = hash((
             self.name,
-            sum(hash(i) for i in op.attributes.items()),
-            sum(hash(i) for i in op.properties.items()),
+            sum(map(hash, attributes.items())) if attributes else 0,
+            sum(map(hash, properties.items())) if properties else 0,
             hash(op.result_types),
             hash(op._operands),  # what OpOperands hashes
         ))
@@ -105,17 +106,23 @@ class _CSE:
     def __init__(self) -> None:
         self.known = _Scope(None)
         self.to_erase: set[Operation] = set()
+        self.visited: set[Operation] = set()
 
     def replace_and_delete(self, op: Operation, existing: Operation) -> None:
-        known = self.known
+        # xDSL keeps a result whose user is a known op. Only a visited user can be known, or
+        # equal to a known op: that op would share the user's operands, so it would be a
+        # visited user of the same result, found itself.
+        known, visited = self.known, self.visited
         for old, new in zip(op.results, existing.results, strict=True):
-            if all(known.get(_Key(use.operation)) is None for use in old.uses):
+            if all(known.get(_Key(use.operation)) is None for use in old.uses
+                   if use.operation in visited):
                 old.replace_all_uses_with(new)
         if all(not r.uses for r in op.results):
             self.to_erase.add(op)
 
     def simplify_operation(self, op: Operation) -> None:
-        if op.has_trait(IsTerminator):
+        self.visited.add(op)
+        if is_terminator(op):
             return
         if is_trivially_dead(op):
             self.to_erase.add(op)

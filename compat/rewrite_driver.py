@@ -41,7 +41,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
-from xdsl.transforms.dead_code_elimination import is_trivially_dead
+
+from tilesync.compat.effects import is_trivially_dead
 
 _use_xdsl = False
 
