@@ -47,14 +47,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.traits import SymbolTable
 
+from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
     DYNAMIC_SHARED_BASE_ALIGNMENT,
@@ -426,7 +425,7 @@ class ConvertMemRefToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with located_type_errors(PASS_NAME, op):
             dynamic: dict[Operation, tuple[dict[str, int], int]] = {}
-            for container in op.walk():  # the module itself first
+            for container in walk_ops(op):  # the module itself first
                 if isinstance(container, memref.GetGlobalOp):
                     _check_get_global(container)
                 if not container.regions or isinstance(container, llvm.FuncOp):
@@ -447,8 +446,6 @@ class ConvertMemRefToLLVMPass(ModulePass):
                 container.attributes[DYNAMIC_SHARED_BYTES_ATTR] = IntegerAttr(total + padding, 64)
             patterns = [GetGlobalLowering(dynamic) if isinstance(p, GetGlobalLowering)
                         else p for p in MEMREF_TO_LLVM_PATTERNS]
-            PatternRewriteWalker(
-                GreedyRewritePatternApplier(patterns), apply_recursively=False
-            ).rewrite_module(op)
+            apply_patterns(op, patterns)
         reject_leftover_ops(op, PASS_NAME, "memref.")
 
