@@ -37,6 +37,7 @@ _NAMED_SPACES = {"global": GLOBAL_ADDRESS_SPACE, "workgroup": SHARED_ADDRESS_SPA
                  "shared": SHARED_ADDRESS_SPACE, "private": LOCAL_ADDRESS_SPACE}
 
 INDEX_BITS = 64
+_INDEX_AS_LLVM = IntegerType(INDEX_BITS)  # built once: the passes convert thousands
 # NVPTX address spaces a memref may name: generic, global, shared, constant, local.
 NVPTX_ADDRESS_SPACES = (0, GLOBAL_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, 4, LOCAL_ADDRESS_SPACE)
 
@@ -67,7 +68,7 @@ def memref_address_space(memref: MemRefType) -> int:
 def convert_type(t: Attribute) -> Attribute:
     """Map a builtin type to its llvm-dialect counterpart (identity where they coincide)."""
     if isinstance(t, IndexType):
-        return IntegerType(INDEX_BITS)
+        return _INDEX_AS_LLVM
     if isinstance(t, MemRefType):
         return llvm.LLVMPointerType(IntAttr(memref_address_space(t)))
     if isinstance(t, TensorMapType):  # a by-value kernel parameter, used by its address
