@@ -173,14 +173,33 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (model, M, mode, debug[, tiles]) stage program; a picklable result: PTX per
     module, kernel signatures, the host plan as MLIR text, nvJitLink's registers / shared
     bytes, and the seconds it took."""
-    model, M, mode, debug, *tiles = job
     start = time.perf_counter()
+    entry = compile_stage_program(*_job_program(job, target))
+    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+
+
+def compile_ptx(job: tuple, target: str = "sm_90") -> dict[str, str]:
+    """The PTX per module of one job as compile_job compiles it, without nvJitLink's check of
+    its registers and shared memory (what tools.ptx_digests records)."""
+    return _compile(*_job_program(job, target)).ptx_by_module
+
+
+def _job_program(job: tuple, target: str) -> tuple[Any, list[str], str, bool]:
+    """(stage program, its cuSync passes, target, debug) of a (model, M, mode, debug[, tiles])
+    job."""
+    model, M, mode, debug, *tiles = job
     spec = mode_spec(model, M, mode, *tiles)
     if spec.target is not None and target == "sm_90":
         target = spec.target  # wgmma: sm_90a
-    entry = compile_stage_program(stage_module(model, M, mode, *tiles), mode_passes(mode),
-                                  target, debug)
-    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+    return stage_module(model, M, mode, *tiles), mode_passes(mode), target, debug
+
+
+def _compile(module, sync_passes: list[str], target: str, debug: bool):
+    import tilesync
+    from tilesync.api import default_pipeline
+
+    pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS, before=tuple(sync_passes))
+    return tilesync.compile(module, pipeline=pipeline, target=target)
 
 
 def compile_stage_program(module, sync_passes: list[str], target: str,
@@ -188,13 +207,10 @@ def compile_stage_program(module, sync_passes: list[str], target: str,
     """Compile a stage program after `sync_passes` (spin-waits trap after TIMEOUT_NS); a
     picklable result: PTX per module, kernel signatures, the host plan as MLIR text,
     nvJitLink's registers / shared bytes per kernel, and the target."""
-    import tilesync
-    from tilesync.api import default_pipeline
     from tilesync.dialects import sync
     from tilesync.lowering.ptx import validate_ptx
 
-    pipeline = default_pipeline(debug=debug, timeout_ns=TIMEOUT_NS, before=tuple(sync_passes))
-    compiled = tilesync.compile(module, pipeline=pipeline, target=target)
+    compiled = _compile(module, sync_passes, target, debug)
     resources_used: dict[str, tuple[int, int]] = {}
     for ptx in compiled.ptx_by_module.values():
         info = validate_ptx(ptx, target)
