@@ -200,14 +200,14 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     each stage's kernel arguments as (bind kind, values) from its #graph.bind, the result
     shapes; picklable."""
     import tilesync
-    from tilesync.api import lower, parse
+    from tilesync.api import parse, run_passes
     from tilesync.dialects import dataflow, graph
     from tilesync.runtime.dataflow import read_pipeline
 
     start = time.perf_counter()
     graph_text, stack_pass = job
     module = parse(graph_text)
-    lower(module, [stack_pass])
+    run_passes(module, [stack_pass])  # verified by tilesync.compile, which takes it as is
     signature = module.attributes[graph.SIGNATURE_ATTR]
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     compiled = tilesync.compile(module, target=target, timeout_ns=TIMEOUT_NS)
