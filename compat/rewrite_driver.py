@@ -19,7 +19,8 @@ rewrite erases are not visited, errors reported the same way. What it saves:
   pattern wants is passed over without resetting the rewriter for it.
 - Without `recursive` the worklist is a plain list built by one iterative walk, and a set of
   erased ops replaces xDSL's stack + index map; with it, the worklist is filled without
-  xDSL's nested generators.
+  xDSL's nested generators, and, without dead-code erasure (`reconcile-unrealized-casts`),
+  only with the ops some pattern is of the type of (the others would be popped to no effect).
 
 `xdsl_drivers()` switches this driver, `compat.cse`, `compat.verification` and
 `compat.fast_passes` back to xDSL's own (to rule them out when something looks wrong; the tests
@@ -185,8 +186,18 @@ class _DispatchingWalker(PatternRewriteWalker):
         ops: list[Operation] = []
         _append_region_reversed(op, ops)
         push = self._worklist.push
+        applier = self.pattern
+        assert isinstance(applier, TypeDispatchApplier)
+        if applier.dce_enabled:
+            for sub_op in ops:
+                push(sub_op)
+            return
+        # Without dead-code erasure an op that no pattern is of the type of does nothing when
+        # popped (each sweep of the fixpoint walk pushed every op): leave it out.
+        patterns_for = applier.patterns_for
         for sub_op in ops:
-            push(sub_op)
+            if patterns_for(type(sub_op)):
+                push(sub_op)
 
     def _process_worklist(self, listener: PatternRewriterListener) -> bool:
         applier = self.pattern
