@@ -12,10 +12,10 @@ from a CUDA graph, and the pieces forced through tilesync.
 
 Each compiled model's output is checked against eager (relative error < 2e-2, every element
 finite). Timing: CUDA events around each call of the whole model, a model's modes in turns
-(ROUNDS), median and p10/p90; the "vs eager", "vs graph" and "vs compile" columns are eager's
-(its graph's, torch.compile's) median over the mode's. Each model's floor: its FLOPs (torch's
-FlopCounterMode) at the measured peak rate, or its parameters, inputs and output once at the
-measured copy bandwidth.
+(TURN calls a turn), median and p10/p90; the "vs eager", "vs graph" and "vs compile" columns
+are eager's (its graph's, torch.compile's) median over the mode's. Each model's floor: its
+FLOPs (torch's FlopCounterMode) at the measured peak rate, or its parameters, inputs and output
+once at the measured copy bandwidth.
 """
 
 from __future__ import annotations
@@ -30,18 +30,24 @@ MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
 TOL = 2e-2
 
 
-ROUNDS = 5
-"""The modes of a model take turns this many times, reps / ROUNDS calls each (cost.sample_ms):
-timed one after the other, a mode timed while the host or the GPU's clock drifted paid for it
-alone (the same Inductor form measured 2.6% apart as torch.compile's and as ours)."""
+TURN = 10
+"""The modes of a model take turns, TURN calls each (reps / TURN turns, cost.sample_ms): timed
+one after the other, a mode timed while the host or the GPU's clock drifted paid for it alone
+(the same Inductor form measured 2.6% apart as torch.compile's and as ours), and with few
+turns a state that lasts a turn still moves a median (0.196 and 0.213 ms in one run)."""
+
+
+def _turns(reps: int) -> tuple[int, int]:
+    """(turns, calls a turn) for `reps` calls of each mode."""
+    return max(1, reps // TURN), min(reps, TURN)
 
 
 def _timed_in_turns(fns: dict[str, Any], warmup: int, reps: int) -> dict[str, dict[str, float]]:
     from tilesync.frontend.torch.cost import sample_ms
 
     names = list(fns)
-    samples = sample_ms([fns[n] for n in names], warmup, rounds=ROUNDS,
-                        block=max(1, reps // ROUNDS))
+    rounds, block = _turns(reps)
+    samples = sample_ms([fns[n] for n in names], warmup, rounds=rounds, block=block)
     timed = {}
     for name, ms in zip(names, samples, strict=True):
         ms = sorted(ms)
@@ -169,7 +175,7 @@ def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30,
 
     rates = measured_rates(torch, warmup, reps)
     result: dict[str, Any] = {"experiment": "torch", "warmup": warmup, "reps": reps,
-                              "rounds": ROUNDS,
+                              "rounds": _turns(reps)[0],
                               "library": f"torch {torch.__version__}", "rates": rates,
                               "rows": []}
     for name in names:

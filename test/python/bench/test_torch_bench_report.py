@@ -45,7 +45,7 @@ def test_modes_are_timed_in_one_set_of_turns(monkeypatch):
     monkeypatch.setattr(cost, "sample_ms", fake_sample_ms)
     timed = torch_models._timed_in_turns({"eager": None, "tilesync": None}, 2, 50)
     # all modes in one call, so each block of one mode sits between blocks of the others
-    assert calls == [(2, 2, torch_models.ROUNDS, 50 // torch_models.ROUNDS)]
+    assert calls == [(2, 2, 50 // torch_models.TURN, torch_models.TURN)]
     assert timed["eager"]["median_ms"] == 25.0 and timed["tilesync"]["median_ms"] == 35.0
     assert timed["tilesync"]["p10_ms"] == 15.0 and timed["tilesync"]["p90_ms"] == 55.0
     assert "in 1 turns" in torch_table(RESULT)  # a result recorded before the turns
