@@ -203,6 +203,7 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     from tilesync.api import parse, run_passes
     from tilesync.dialects import dataflow, graph
     from tilesync.runtime.dataflow import read_pipeline
+    from tilesync.runtime.module import precompile_ptx
 
     start = time.perf_counter()
     graph_text, stack_pass = job
@@ -212,6 +213,8 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     compiled = tilesync.compile(module, target=target, timeout_ns=TIMEOUT_NS)
     (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
+    for ptx in compiled.ptx_by_module.values():  # ptxas here, beside the other pipelines'
+        precompile_ptx(ptx, target)
     binds = {stage.sym_name.data: [(b.kind.data, tuple(b.values))
                                    for b in stage.attributes[graph.BIND_ATTR].data]  # type: ignore
              for stage in pipeline.stages}

@@ -565,3 +565,27 @@ def test_timing_single_sample_and_empty():
     assert timing.stdev_ms == 0.0 and timing.p10_ms == 0.25 and timing.median_ms == 0.25
     with pytest.raises(ValueError):
         Timing.from_samples([], warmup=0)
+
+
+def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, monkeypatch):
+    ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    compiled = []
+
+    def fake_compile(text, arch, name_hint="tilesync"):
+        compiled.append(arch)
+        return module_module.CompiledCubin(b"\x7fELF cubin for " + arch.encode(), arch, "")
+
+    monkeypatch.setattr(module_module, "compile_ptx", fake_compile)
+    monkeypatch.setattr(module_module, "nvjitlink_version", lambda: "nvjitlink-13.0")
+    monkeypatch.setattr(driver, "cuDriverGetVersion",
+                        lambda: (driver.CUresult.CUDA_SUCCESS, 13000))
+    monkeypatch.delenv(module_module.DISK_CACHE_ENV, raising=False)
+    assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path)
+    # what _load_uncached computes on an sm_90 device of that driver
+    key = cache_key(ptx, module_module.compile_arch(ptx, "sm_90"), 13000, "nvjitlink-13.0")
+    assert CubinCache(tmp_path).load(key) == b"\x7fELF cubin for sm_90a" and compiled == ["sm_90a"]
+    assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path) and compiled == ["sm_90a"]
+    assert not module_module.precompile_ptx(ptx, "compute_90", tmp_path)  # not a device arch
+    monkeypatch.setattr(driver, "cuDriverGetVersion",
+                        lambda: (driver.CUresult.CUDA_ERROR_NO_DEVICE, 0))
+    assert not module_module.precompile_ptx(ptx.replace("sm_90a", "sm_90"), "sm_90", tmp_path)
