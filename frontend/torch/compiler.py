@@ -53,8 +53,6 @@ STACK_PASSES = ("graph-to-dataflow{fuse_light=true allot=model}",
 faster kept: the ILP's CTAs from modelled layer times, and as many CTAs a stage (on an H100 the
 first ran NeRF's MLP 1.2x faster, the second MeshGraphNets' up to 8%: bench dataflow-mlp)."""
 TIMEOUT_NS = 2_000_000_000
-WIN_MARGIN = 0.98
-"""Ours runs only where its measured median is below this fraction of torch's."""
 MODES = ("auto", "tilesync", "torch")
 LOG_ENV, MODE_ENV, CACHE_ENV = "TILESYNC_LOG", "TILESYNC_MODE", "TILESYNC_CACHE"
 
@@ -465,7 +463,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     key = repr((str(module), _device_name(None), SYNC_PASSES))
     entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
     ours, theirs = entry.measured
-    if ours < WIN_MARGIN * theirs:
+    if ours < cost.WIN_MARGIN * theirs:
         entry.choice, entry.reason = "tilesync", "measured faster"
         return runner
     entry.reason = "measured"

@@ -8,7 +8,8 @@ small model torch.compile's default can itself be slower than eager. So in auto 
 the graph runs in whichever of its forms, each also replayed from a CUDA graph (with_replays),
 was fastest on the example inputs, each called as Dynamo calls a backend's result (unboxed)
 and timed as a user's loop runs it (host and device together; the forms take turns, so that
-a drifting clock favours none). The choice and the times are cached on disk per graph, input
+a drifting clock favours none); a form with pieces of ours only where it beats torch's
+fastest by cost.WIN_MARGIN. The choice and the times are cached on disk per graph, input
 shapes, device and torch version; a cached choice builds only the chosen form.
 """
 
@@ -27,6 +28,11 @@ and the graph with our pieces, its rest eager or through Inductor (OURS: the tra
 one form with pieces, tilesync.frontend.torch.compile's)."""
 REPLAYED = " (cuda graph)"
 """A form's name with this appended: the form replayed from a CUDA graph (replay.py)."""
+
+
+def is_ours(form: str) -> bool:
+    """Whether the form runs pieces of ours."""
+    return form.startswith(OURS)
 
 
 def with_replays(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
@@ -104,6 +110,13 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     times = dict(zip(names, measure([lambda f=built[n]: f(*inputs) for n in names]),
                      strict=True))
     form = min(names, key=times.__getitem__)
+    torchs = [n for n in names if not is_ours(n)]
+    if is_ours(form) and torchs:  # ours only by a margin over torch's fastest form
+        from tilesync.frontend.torch.cost import WIN_MARGIN
+
+        fastest_torch = min(torchs, key=times.__getitem__)
+        if times[form] >= WIN_MARGIN * times[fastest_torch]:
+            form = fastest_torch
     if not failed:
         cache.store(key, {"form": form, "times": times})
     return GraphChoice(form, built[form], times, failed=failed,
@@ -111,4 +124,4 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
 
 
 __all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "REPLAYED", "GraphChoice",
-           "choose", "with_replays"]
+           "choose", "is_ours", "with_replays"]

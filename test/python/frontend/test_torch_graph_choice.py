@@ -106,6 +106,21 @@ def test_a_form_and_its_replay_build_it_once():
     assert built == ["eager"]
 
 
+def test_a_form_of_ours_must_beat_torchs_fastest_by_the_margin(tmp_path):
+    from tilesync.frontend.torch.cost import WIN_MARGIN
+
+    cache = CompileCache(tmp_path, "torch-graph", sources="test")
+    names = ("tilesync + inductor (cuda graph)", "inductor (cuda graph)", "eager")
+    forms = {name: _form(name, []) for name in names}
+    tie = {names[0]: 0.5274, names[1]: 0.5277, "eager": 0.60}  # ours 0.06% ahead: noise
+    assert graph_choice.choose(forms, [1], "tie", cache, measure=_measure(tie)).form == names[1]
+    win = {**tie, names[0]: 0.5277 * WIN_MARGIN * 0.99}
+    assert graph_choice.choose(forms, [1], "win", cache, measure=_measure(win)).form == names[0]
+    only_ours = {names[0]: _form(names[0], [])}
+    assert graph_choice.choose(only_ours, [1], "alone", cache,
+                               measure=_measure(tie)).form == names[0]
+
+
 def test_report_text_ends_with_the_graph_line():
     report = Report([PieceReport(0, "SwiGLU MLP")])
     report.graph = graph_choice.GraphChoice("eager", print, {"eager": 0.1, "inductor": 0.2})
