@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     IntegerAttr,
     ModuleOp,
+    SymbolRefAttr,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
@@ -38,6 +39,7 @@ from tilesync.contract import (
     FILLED_ATTR,
     ORDER_TABLE_ATTR,
     PARAM_KINDS,
+    PERSISTENT_KERNEL_ATTR,
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
     TARGETS,
@@ -480,7 +482,8 @@ def _translation_error(module: ModuleOp, name: str, err: Exception) -> CompileEr
 def annotate_resources(module: ModuleOp, target: str = "sm_90",
                        pipeline=None) -> dict[str, tuple[int, int]]:
     """Record on every sync.stage and dataflow.stage the `registers` and `shared_bytes` of its
-    compiled kernel.
+    compiled kernel: for a stage of a pipeline fused into one persistent kernel, those of that
+    kernel, which every CTA of the pipeline runs.
 
     Compiles a copy of `module` to PTX and reads what nvJitLink reports, so the occupancy the
     wave-model passes use (sync-annotate-occupancy, then W and T) comes from the real kernel,
@@ -497,9 +500,16 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
         for name, registers in info.registers.items():
             dynamic = program.kernels[name].dynamic_shared_bytes if name in program.kernels else 0
             usage[name] = (registers, info.shared_bytes.get(name, 0) + dynamic)
+    persistent = {p.sym_name.data: p.attributes[PERSISTENT_KERNEL_ATTR]
+                  for p in program.module.walk() if isinstance(p, dataflow.PipelineOp)
+                  and isinstance(p.attributes.get(PERSISTENT_KERNEL_ATTR), SymbolRefAttr)}
     for op in module.walk():
         if isinstance(op, sync.StageOp | dataflow.StageOp):
-            kernel = op.kernel.nested_references.data[-1].data
+            pipeline = op.parent_op()
+            ref = persistent.get(pipeline.sym_name.data, op.kernel) \
+                if isinstance(pipeline, dataflow.PipelineOp) else op.kernel
+            kernel = ref.nested_references.data[-1].data if ref.nested_references.data \
+                else ref.root_reference.data
             if kernel in usage:
                 registers, shared = usage[kernel]
                 op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)

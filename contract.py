@@ -237,6 +237,9 @@ DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size i
 DYNAMIC_SHARED_BASE_ALIGNMENT = 16
 # on a dataflow.pipeline: its stages fused into one kernel (dataflow-persistent-kernel)
 PERSISTENT_KERNEL_ATTR = "dataflow.persistent_kernel"
+# on a stage kernel whose body dataflow-persistent-kernel moved into that kernel (its own body is
+# then a lone return: it declares the stage's parameters, it computes nothing launched alone)
+FUSED_INTO_ATTR = "dataflow.fused_into"
 # Kitsune pipeline design, on a sync.stage (given by the front end or the user)
 DATAFLOW_KIND_ATTR = "dataflow.kind"  # gemm | elementwise | reduction | gather | bulk
 DATAFLOW_RESOURCE_ATTR = "dataflow.resource"  # #dataflow.resource<simt|tensor>

@@ -159,8 +159,7 @@ class DataflowProgram:
     """A compiled program's pipeline loaded on the device, ready to run any number of times."""
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
-                 pin_l2: bool = True, persistent: bool = True,
-                 plan: PipelinePlan | None = None):
+                 pin_l2: bool = True, plan: PipelinePlan | None = None):
         """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
         without its IR, e.g. in a cache), instead of reading `compiled.module`."""
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
@@ -196,7 +195,8 @@ class DataflowProgram:
         self.device = device
         # One cooperative launch of the persistent kernel where there is one: the hardware
         # then keeps every CTA resident. Kernels co-launched on streams need not overlap.
-        self.persistent = self.plan.persistent if persistent else None
+        # (Its stage kernels, bodies moved into it, only declare their stages' parameters.)
+        self.persistent = self.plan.persistent
         if self.persistent is not None:
             first = self.plan.stages[0].name
             sig = self.signatures[self.persistent]

@@ -12,7 +12,9 @@ Programs (each compiled for the target its configuration names, else sm_90):
 * gemm / conv / softmax: every cp.async / wgmma configuration `tilesync bench kernels` tunes
   (full mode, wgmma and mma.sync), and the wave model's first warp-specialized TMA proposal
   (with and without clusters) of each of its GEMM shapes;
-* mlp: every (model, M, mode) program `tilesync bench mlp` compiles.
+* mlp: every (model, M, mode) program `tilesync bench mlp` compiles;
+* dataflow: each MLP stack `tilesync bench dataflow-mlp` runs as one persistent pipeline, on
+  its first row count (the stages' CTAs follow the rows).
 
 A digest is the sha256 of the PTX text of each gpu.module (sorted by module name). A refactor
 that changes none is proved not to change the emitted code; a change must be explained in its
@@ -31,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "test" / "python" / "data" / "ptx_digests.json"
-GROUPS = ("examples", "gemm", "conv", "softmax", "mlp")
+GROUPS = ("examples", "gemm", "conv", "softmax", "mlp", "dataflow")
 SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl")
 
 
@@ -95,9 +97,16 @@ def mlp_jobs() -> dict[str, tuple]:
     return jobs
 
 
+def dataflow_jobs() -> dict[str, tuple]:
+    from tilesync.bench.dataflow_mlp import BENCHED, ROWS
+
+    return {f"dataflow {workload} rows={ROWS[0]}": ("stack", (workload, ROWS[0]))
+            for workload in BENCHED}
+
+
 JOBS: dict[str, Callable[[], dict[str, tuple]]] = {
     "examples": example_jobs, "gemm": gemm_jobs, "conv": conv_jobs,
-    "softmax": softmax_jobs, "mlp": mlp_jobs,
+    "softmax": softmax_jobs, "mlp": mlp_jobs, "dataflow": dataflow_jobs,
 }
 
 
@@ -132,6 +141,15 @@ def _ptx_of(job: tuple) -> dict[str, str]:
         from tilesync.bench.mlp import compile_ptx
 
         return compile_ptx(job[1])  # the bench's compile, without nvJitLink's resource check
+    if kind == "stack":
+        from tilesync.bench.dataflow_mlp import workload_stack
+        from tilesync.harness.compile import kernel_target
+        from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
+
+        stack = workload_stack(*job[1])
+        return tilesync.compile(mlp_pipeline_module(stack),
+                                target=kernel_target(stack.layer_config(0), "sm_90")
+                                ).ptx_by_module
     raise ValueError(f"unknown job kind {kind!r}")
 
 

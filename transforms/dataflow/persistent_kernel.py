@@ -15,9 +15,13 @@ stage, Kitsune's pairing, where the pipeline lists them so).
 
 It runs after convert-dataflow-to-nvvm, on kernels whose queues are already ring parameters:
 the new kernel takes the stages' own parameters in stage order, then each role once (a queue
-both produced and consumed is one ring). The stage kernels stay (a debug record names them);
-the pipeline records the new kernel as `dataflow.persistent_kernel`. Pipelines whose kernels
-differ in block size or are not in one gpu.module keep separate kernels.
+both produced and consumed is one ring). The pipeline records the new kernel as
+`dataflow.persistent_kernel`. A stage kernel that nothing else names keeps its signature and
+attributes, the declaration of its stage's parameters that the runtime binds arguments by, but
+its body becomes a lone return, marked `dataflow.fused_into`: otherwise every pass, LLVM and
+ptxas after this one would compile each stage twice, once as code no launch runs (half of an
+MLP stack's compile time). Pipelines whose kernels differ in block size or are not in one
+gpu.module keep separate kernels.
 """
 
 from __future__ import annotations
@@ -26,12 +30,26 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, gpu, scf
-from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, SymbolRefAttr
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    SymbolRefAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
-from tilesync.contract import KNOWN_BLOCK_SIZE_ATTR, PERSISTENT_KERNEL_ATTR, SYNC_ARGS_ATTR, Role
+from tilesync.contract import (
+    FUSED_INTO_ATTR,
+    KNOWN_BLOCK_SIZE_ATTR,
+    PERSISTENT_KERNEL_ATTR,
+    SYNC_ARGS_ATTR,
+    Role,
+)
 from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import set_sync_roles, sync_roles
 
@@ -152,6 +170,50 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
     return fused
 
 
+def _symbol_refs(op: Operation) -> set[str]:
+    """The symbol references in `op`'s attributes and properties, nested ones included."""
+    found: set[str] = set()
+
+    def visit(attr: Attribute) -> None:
+        if isinstance(attr, SymbolRefAttr):
+            found.add(str(attr))
+        elif isinstance(attr, ArrayAttr):
+            for item in attr.data:
+                visit(item)
+        elif isinstance(attr, DictionaryAttr):
+            for item in attr.data.values():
+                visit(item)
+
+    for attr in (*op.attributes.values(), *op.properties.values()):
+        visit(attr)
+    return found
+
+
+def empty_fused_kernels(module: ModuleOp, fused: dict[dataflow.PipelineOp, gpu.FuncOp]) -> None:
+    """Each stage kernel of the `fused` pipelines that no other op names loses its body (now
+    in the persistent kernel) for a lone return and records which kernel holds it."""
+    stages = {id(s) for pipeline in fused for s in pipeline.stages}
+    named_elsewhere: set[str] = set()
+    for op in module.walk():
+        if id(op) not in stages:
+            named_elsewhere |= _symbol_refs(op)
+    for pipeline, persistent in fused.items():
+        gmod = persistent.parent_op()
+        assert isinstance(gmod, gpu.ModuleOp)
+        for stage in pipeline.stages:
+            kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+            if str(stage.kernel) in named_elsewhere or not isinstance(kernel, gpu.FuncOp) \
+                    or FUSED_INTO_ATTR in kernel.attributes:
+                continue
+            block = kernel.body.blocks.first
+            for op in reversed(list(block.ops)):
+                if not isinstance(op, gpu.ReturnOp):
+                    op.detach()
+                    op.erase(safe_erase=False)
+            kernel.attributes[FUSED_INTO_ATTR] = SymbolRefAttr(gmod.sym_name.data,
+                                                               [persistent.sym_name.data])
+
+
 @dataclass(frozen=True)
 class PersistentKernelPass(ModulePass):
     """Fuse each pipeline's (lowered) stage kernels into one kernel with a CTA range each."""
@@ -159,6 +221,7 @@ class PersistentKernelPass(ModulePass):
     name = "dataflow-persistent-kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fused_now: dict[dataflow.PipelineOp, gpu.FuncOp] = {}
         for pipeline in [p for p in op.ops if isinstance(p, dataflow.PipelineOp)]:
             if PERSISTENT_KERNEL_ATTR in pipeline.attributes:
                 continue
@@ -171,3 +234,5 @@ class PersistentKernelPass(ModulePass):
             fused = fuse(pipeline, gmod, kernels)
             pipeline.attributes[PERSISTENT_KERNEL_ATTR] = SymbolRefAttr(
                 gmod.sym_name.data, [fused.sym_name.data])
+            fused_now[pipeline] = fused
+        empty_fused_kernels(op, fused_now)

@@ -395,6 +395,32 @@ def test_the_pipeline_compiles_to_one_persistent_kernel():
     assert fused.dynamic_shared_bytes < 227 * 1024
     assert fused.dynamic_shared_bytes >= (4 * 128 * 64 + 256 * 256) * 2
     assert "wgmma.mma_async" in compiled.ptx_by_module["mlp_stack"]
+    # the stage kernels declare the stages' parameters; their code is compiled once, fused
+    ptx = compiled.ptx_by_module["mlp_stack"]
+    entries = ptx.split(".visible .entry ")[1:]
+    assert sorted(e.split("(")[0] for e in entries) == ["layer0", "layer1", "mlp_persistent"]
+    for entry in entries:
+        assert ("wgmma.mma_async" in entry) == entry.startswith("mlp_persistent(")
+    # what the runtime binds each stage's arguments by: together, the persistent kernel's
+    kernels = compiled.kernels
+    assert kernels["layer0"].user_params + kernels["layer1"].user_params \
+        == kernels["mlp_persistent"].user_params
+
+
+def test_a_fused_pipelines_stages_are_counted_with_the_persistent_kernels_resources():
+    """Every CTA of a fused pipeline runs the persistent kernel, so its registers and shared
+    memory are what decides how many fit on an SM, for every stage (the stage kernels, whose
+    code moved into it, have almost none)."""
+    from tilesync.api import annotate_resources
+
+    module = mlp_pipeline_module(MlpStack(512, (64, 256, 256), ctas=(2, 2)))
+    usage = annotate_resources(module, "sm_90a")
+    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    fused = usage["mlp_persistent"]
+    assert fused[0] > usage["layer0"][0]  # the stub's registers are not the stage's
+    for stage in pipeline.stages:
+        assert (stage.attributes["registers"].value.data,
+                stage.attributes["shared_bytes"].value.data) == fused
 
 
 @pytest.mark.parametrize("staged", [True, False])
