@@ -26,6 +26,8 @@ gpu.module keep separate kernels.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -84,8 +86,11 @@ def _roles_and_users(kernel: gpu.FuncOp) -> tuple[list[Role], int]:
 
 
 def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
-         kernels: list[tuple[dataflow.StageOp, gpu.FuncOp]]) -> gpu.FuncOp:
-    """The persistent kernel of `pipeline` (appended to `gmod`)."""
+         kernels: list[tuple[dataflow.StageOp, gpu.FuncOp]],
+         movable: Collection[gpu.FuncOp] = ()) -> gpu.FuncOp:
+    """The persistent kernel of `pipeline` (appended to `gmod`). The bodies of the `movable`
+    stage kernels move into it (they keep a lone return and `dataflow.fused_into`); the
+    others are cloned."""
     user_types, roles, role_types = [], [], {}
     for _, kernel in kernels:
         kernel_roles, users = _roles_and_users(kernel)
@@ -116,10 +121,17 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
         local = arith.SubiOp(cta.results[0], offset.result)
         count = arith.ConstantOp(IntegerAttr(stage.num_ctas, IndexType()))
         body.add_ops([offset, local, count])
-        for op in kernel.body.blocks.first.ops:
-            if isinstance(op, gpu.ReturnOp):
-                continue
-            body.add_op(op.clone(mapping))
+        if kernel in movable:
+            for arg, value in mapping.items():
+                arg.replace_all_uses_with(value)
+            for op in list(kernel.body.blocks.first.ops):
+                if not isinstance(op, gpu.ReturnOp):
+                    op.detach()
+                    body.add_op(op)
+        else:
+            for op in kernel.body.blocks.first.ops:
+                if not isinstance(op, gpu.ReturnOp):
+                    body.add_op(op.clone(mapping))
         zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
         one = arith.ConstantOp(IntegerAttr(1, IndexType()))
         body.insert_ops_after([zero, one], count)
@@ -167,6 +179,9 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
     elif SYNC_ARGS_ATTR in fused.attributes:
         del fused.attributes[SYNC_ARGS_ATTR]
     gmod.body.blocks.first.add_op(fused)
+    for kernel in {id(k): k for _, k in kernels if k in movable}.values():
+        kernel.attributes[FUSED_INTO_ATTR] = SymbolRefAttr(gmod.sym_name.data,
+                                                           [fused.sym_name.data])
     return fused
 
 
@@ -189,29 +204,12 @@ def _symbol_refs(op: Operation) -> set[str]:
     return found
 
 
-def empty_fused_kernels(module: ModuleOp, fused: dict[dataflow.PipelineOp, gpu.FuncOp]) -> None:
-    """Each stage kernel of the `fused` pipelines that no other op names loses its body (now
-    in the persistent kernel) for a lone return and records which kernel holds it."""
-    stages = {id(s) for pipeline in fused for s in pipeline.stages}
-    named_elsewhere: set[str] = set()
+def symbol_uses(module: ModuleOp) -> Counter[str]:
+    """How many times each symbol is named by the ops of `module`."""
+    uses: Counter[str] = Counter()
     for op in module.walk():
-        if id(op) not in stages:
-            named_elsewhere |= _symbol_refs(op)
-    for pipeline, persistent in fused.items():
-        gmod = persistent.parent_op()
-        assert isinstance(gmod, gpu.ModuleOp)
-        for stage in pipeline.stages:
-            kernel = SymbolTable.lookup_symbol(module, stage.kernel)
-            if str(stage.kernel) in named_elsewhere or not isinstance(kernel, gpu.FuncOp) \
-                    or FUSED_INTO_ATTR in kernel.attributes:
-                continue
-            block = kernel.body.blocks.first
-            for op in reversed(list(block.ops)):
-                if not isinstance(op, gpu.ReturnOp):
-                    op.detach()
-                    op.erase(safe_erase=False)
-            kernel.attributes[FUSED_INTO_ATTR] = SymbolRefAttr(gmod.sym_name.data,
-                                                               [persistent.sym_name.data])
+        uses.update(_symbol_refs(op))
+    return uses
 
 
 @dataclass(frozen=True)
@@ -221,7 +219,7 @@ class PersistentKernelPass(ModulePass):
     name = "dataflow-persistent-kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fused_now: dict[dataflow.PipelineOp, gpu.FuncOp] = {}
+        uses = symbol_uses(op)
         for pipeline in [p for p in op.ops if isinstance(p, dataflow.PipelineOp)]:
             if PERSISTENT_KERNEL_ATTR in pipeline.attributes:
                 continue
@@ -231,8 +229,8 @@ class PersistentKernelPass(ModulePass):
             gmod, kernels = found
             if SymbolTable.lookup_symbol(gmod, persistent_name(pipeline)) is not None:
                 continue
-            fused = fuse(pipeline, gmod, kernels)
+            # a kernel only its stage names is needed nowhere else: it moves, not copied
+            movable = [k for s, k in kernels if uses[str(s.kernel)] == 1]
+            fused = fuse(pipeline, gmod, kernels, movable)
             pipeline.attributes[PERSISTENT_KERNEL_ATTR] = SymbolRefAttr(
                 gmod.sym_name.data, [fused.sym_name.data])
-            fused_now[pipeline] = fused
-        empty_fused_kernels(op, fused_now)
