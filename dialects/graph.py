@@ -1,8 +1,8 @@
 """The `graph` dialect: the tensor level above stage programs.
 
 A model piece is a `func.func` over ranked tensors whose body is graph ops, named after what a
-PyTorch user writes (nn.Linear, F.gelu, F.silu, torch.matmul, F.conv2d, softmax, sum, cat,
-split):
+PyTorch user writes (nn.Linear, F.gelu, F.silu, torch.matmul, F.conv2d, softmax, nn.LayerNorm,
+sum, cat, split):
 
     func.func @mlp(%x: tensor<256x1024xf16>, %w1: tensor<4096x1024xf16>,
                    %w2: tensor<1024x4096xf16>) -> tensor<256x1024xf16> {
@@ -378,6 +378,47 @@ class SoftmaxOp(_UnaryOp):
 
 
 @irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """`graph.layer_norm %x, %gamma, %beta eps 1.000000e-05`: nn.LayerNorm over the last
+    dimension of x (... x N), with its affine weight gamma and bias beta (N elements each):
+    (x - mean) / sqrt(var + eps) * gamma + beta, the variance the biased one (`eps` an f32,
+    positive and finite)."""
+
+    name = "graph.layer_norm"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    eps = prop_def(FloatAttr[Float32Type])
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$input `,` $weight `,` $bias `eps` $eps attr-dict `:` `(` type($input) "
+                       "`,` type($weight) `,` type($bias) `)` `->` type($result)")
+
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue, eps: float = 1e-5):
+        super().__init__(operands=[input, weight, bias], result_types=[input.type],
+                         properties={"eps": FloatAttr(eps, f32)})
+
+    def verify_(self) -> None:
+        x = _tensor(self.input, self, "input")
+        gamma, beta = _tensor(self.weight, self, "weight"), _tensor(self.bias, self, "bias")
+        out = _tensor(self.result.type, self, "result")
+        if not _shape(x):
+            raise VerifyException(f"{self.name}: input must be ... x N, got a scalar")
+        n = _shape(x)[-1]
+        for what, kind in (("weight", gamma), ("bias", beta)):
+            if _shape(kind) != (n,):
+                raise VerifyException(f"{self.name}: {what} must have N = {n} elements (the "
+                                      f"input's last dimension), got {list(_shape(kind))}")
+        _same_element(self, x, gamma, beta, out)
+        _expect_result(self, out, _shape(x))
+        eps = self.eps.value.data
+        if not (math.isfinite(eps) and eps > 0):
+            raise VerifyException(f"{self.name}: eps must be positive and finite, got {eps}")
+
+
+@irdl_op_definition
 class ReduceSumOp(IRDLOperation):
     """`graph.reduce_sum %x dims [1]`: the sum over `dims` (dropped from the result)."""
 
@@ -562,11 +603,12 @@ def numel(kind: TensorType) -> int:
 Graph = Dialect(
     "graph",
     [LinearOp, MatmulOp, Conv2dOp, GeluOp, SiluOp, ReluOp, AddOp, MulOp, SoftmaxOp,
-     ReduceSumOp, ConcatOp, SplitOp],
+     LayerNormOp, ReduceSumOp, ConcatOp, SplitOp],
     [BindAttr],
 )
 
 __all__ = ["BIND_ATTR", "BIND_KINDS", "CONV_LAYOUTS", "ELEMENT_TYPES", "SIGNATURE_ATTR",
-           "TEMPS_ATTR", "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph", "LinearOp",
+           "TEMPS_ATTR", "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph",
+           "LayerNormOp", "LinearOp",
            "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "SplitOp",
            "numel"]

@@ -4,7 +4,7 @@
         h_0 = %x
         h_{l+1} = relu?(graph.linear(h_l | graph.concat(%a, h_l dim -1), %w_l, %b_l))
         S = graph.linear(h_l, %w_s, %b_s)   (1 output: a dot head on a layer's input)
-        return h_L[, S]
+        return h_L[, S]    (or graph.layer_norm(h_L, %gamma, %beta))
 
 becomes the stage kernels and the `dataflow.pipeline` of kernels/mlp_pipeline.py's MlpStack
 (one stage a layer, or several where `fused`; activations between them in queues), the
@@ -16,7 +16,9 @@ linear, or a concat of a function argument before h (the first argument: a skip,
 cat([x, h]); another: a side input, NeRF's directions; the kernel reads the concatenated
 columns first, so cat([h, a]) is refused, its weights' columns being in the other order). A
 linear with one output that reads h beside the next layer is the dot head (its result a
-function result). A layer's ReLU is the linear's one user; without it the layer is plain. Each
+function result). A layer's ReLU is the linear's one user; without it the layer is plain. A
+layer norm of the last layer's output, its weight and bias function arguments, is the stack's
+result (MeshGraphNets' MLPs): MlpStack's layer norm stage. Each
 layer needs its bias, weights and biases are function arguments, everything is f16, and what
 the stack refuses (MlpStack's checks: widths, shared memory, ...) is refused at the function,
 in MlpStack's words.
@@ -71,6 +73,7 @@ class StackMatch:
     sides: list[tuple[int, int, int]] = field(default_factory=list)  # (layer, width, arg)
     plain: list[int] = field(default_factory=list)
     dot: tuple[int, int, int, int] | None = None  # (layer, w arg, b arg, result)
+    norm: tuple[int, int, float] | None = None  # the layer norm's (gamma arg, beta arg, eps)
     y: int = 0  # the result index of the last layer's output
 
 
@@ -165,11 +168,23 @@ def match_stack(fn: func.FuncOp) -> StackMatch:
         match.widths.append(_shape(out)[-1])
         h = out
         layer += 1
+        norms = [use.operation for use in h.uses if isinstance(use.operation, graph.LayerNormOp)]
+        if norms:
+            norm = norms[0]
+            assert isinstance(norm, graph.LayerNormOp)
+            if h.uses.get_length() != 1 or norm.result not in results:
+                raise diagnostic(PASS, norm, "a stack's layer norm normalizes the last layer's "
+                                             "output, read by nothing else, into its result")
+            match.norm = (_arg(norm.weight, fn, norm, "the layer norm's weight"),
+                          _arg(norm.bias, fn, norm, "the layer norm's bias"),
+                          norm.eps.value.data)
+            matched.add(norm)
+            h = norm.result
     match.y = results.index(h)
     for other in body.ops:
         if other not in matched:
             raise diagnostic(PASS, other, f"{other.name} is not part of the stack (its layers, "
-                                          "concatenations, ReLUs and dot head)")
+                                          "concatenations, ReLUs, dot head and layer norm)")
     if (match.dot is not None and len(results) != 2) or (match.dot is None and len(results) != 1):
         raise diagnostic(PASS, ret, "a stack returns its output, and its dot head's")
     return match
@@ -184,9 +199,10 @@ def _binds(match: StackMatch, stack) -> dict[str, list[graph.BindAttr]]:
     if match.dot is not None:
         _, w, b, result = match.dot
         dot = (inp(w), inp(b), graph.BindAttr("result", result))
+    norm = None if match.norm is None else (inp(match.norm[0]), inp(match.norm[1]))
     return stage_arguments(stack, inp(0), [inp(i) for i in match.weights],
                            [inp(i) for i in match.biases], graph.BindAttr("result", match.y),
-                           sides=[inp(arg) for _, _, arg in match.sides], dot=dot)
+                           norm=norm, sides=[inp(arg) for _, _, arg in match.sides], dot=dot)
 
 
 def stage_ms(stack: MlpStack, layer_ms: list[float]) -> list[float]:
@@ -244,6 +260,8 @@ def stack_of(fn: func.FuncOp, fused: tuple[int, ...] = (), fuse_light: bool = Fa
              "side_inputs": tuple((layer, width) for layer, width, _ in match.sides),
              "plain_layers": tuple(match.plain),
              "dot_head": None if match.dot is None else match.dot[0], "sms": sms}
+    if match.norm is not None:
+        shape.update(layer_norm=True, layer_norm_eps=match.norm[2])
     try:
         if fuse_light:
             fused = light_fusion(match.rows, tuple(match.widths), **shape)

@@ -175,3 +175,27 @@ func.func private @f() attributes {bind = #graph.bind<weight 1>}
 
 func.func private @f() attributes {bind = #graph.bind<input 0 as f16>}
 // CHECK: #graph.bind: the type after 'as' must be a !tile.tensor_map, got f16
+
+// -----
+
+func.func @f(%x: tensor<8x128xf16>, %g: tensor<64xf16>, %b: tensor<128xf16>) -> tensor<8x128xf16> {
+  %y = graph.layer_norm %x, %g, %b eps 1.0e-05 : (tensor<8x128xf16>, tensor<64xf16>, tensor<128xf16>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.layer_norm: weight must have N = 128 elements (the input's last dimension), got [64]
+
+// -----
+
+func.func @f(%x: tensor<8x128xf16>, %g: tensor<128xf16>, %b: tensor<128xf16>) -> tensor<8x128xf16> {
+  %y = graph.layer_norm %x, %g, %b eps 0.0 : (tensor<8x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.layer_norm: eps must be positive and finite, got 0.0
+
+// -----
+
+func.func @f(%x: tensor<8x128xf16>, %g: tensor<128xf16>, %b: tensor<128xf32>) -> tensor<8x128xf16> {
+  %y = graph.layer_norm %x, %g, %b eps 1.0e-05 : (tensor<8x128xf16>, tensor<128xf16>, tensor<128xf32>) -> tensor<8x128xf16>
+  func.return %y : tensor<8x128xf16>
+}
+// CHECK: graph.layer_norm: operands and result must share one element type, got f16, f32

@@ -28,6 +28,14 @@ func.func @swiglu(%x: tensor<8x64xbf16>, %wg: tensor<128x64xbf16>, %wu: tensor<1
   func.return %z : tensor<8x128xbf16>
 }
 
+// nn.LayerNorm over the last dimension, its weight and bias (MeshGraphNets' MLPs end in one)
+// CHECK-LABEL: func.func @norm
+func.func @norm(%x: tensor<4x16x128xf16>, %g: tensor<128xf16>, %b: tensor<128xf16>) -> tensor<4x16x128xf16> {
+  // CHECK-NEXT: %y = graph.layer_norm %x, %g, %b eps 1.000000e-05 : (tensor<4x16x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<4x16x128xf16>
+  %y = graph.layer_norm %x, %g, %b eps 1.0e-05 : (tensor<4x16x128xf16>, tensor<128xf16>, tensor<128xf16>) -> tensor<4x16x128xf16>
+  func.return %y : tensor<4x16x128xf16>
+}
+
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x16x32xf32>, %kt: tensor<32x16xf32>, %v: tensor<16x32xf32>) -> tensor<2x16x32xf32> {
   // CHECK-NEXT: %s = graph.matmul %q, %kt : (tensor<2x16x32xf32>, tensor<32x16xf32>) -> tensor<2x16x16xf32>

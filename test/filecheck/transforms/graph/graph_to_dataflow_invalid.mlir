@@ -70,7 +70,7 @@ func.func @two(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: tensor<64xf1
   %y = graph.linear %l0, %w1, %b1 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
   func.return %y, %l0 : tensor<128x64xf16>, tensor<128x64xf16>
 }
-// CHECK: graph-to-dataflow: graph.linear is not part of the stack (its layers, concatenations, ReLUs and dot head)
+// CHECK: graph-to-dataflow: graph.linear is not part of the stack (its layers, concatenations, ReLUs, dot head and layer norm)
 
 // -----
 
@@ -92,3 +92,27 @@ func.func @one_wide(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: tensor<
   func.return %y : tensor<128x1xf16>
 }
 // CHECK: graph-to-dataflow: a layer's width is one wgmma tile of 16-column warp tiles: a multiple of 16 up to 256, got (64, 1)
+
+// -----
+
+// A layer norm is the stack's last op: one between layers is refused there.
+func.func @norm_inside(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: tensor<64xf16>, %g: tensor<64xf16>, %be: tensor<64xf16>, %w1: tensor<64x64xf16>, %b1: tensor<64xf16>) -> tensor<128x64xf16> {
+  %l0 = graph.linear %x, %w0, %b0 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  %n = graph.layer_norm %l0, %g, %be eps 1.0e-05 : (tensor<128x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  %y = graph.linear %n, %w1, %b1 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  func.return %y : tensor<128x64xf16>
+}
+// CHECK: graph-to-dataflow: a stack's layer norm normalizes the last layer's output, read by nothing else, into its result
+
+// -----
+
+// Its weight and bias are the function's arguments, as every layer's.
+func.func @norm_weight_computed(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, %b0: tensor<64xf16>, %w1: tensor<64x64xf16>, %b1: tensor<64xf16>, %g: tensor<64xf16>, %be: tensor<64xf16>) -> tensor<128x64xf16> {
+  %l0 = graph.linear %x, %w0, %b0 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  %h = graph.relu %l0 : tensor<128x64xf16>
+  %l1 = graph.linear %h, %w1, %b1 : (tensor<128x64xf16>, tensor<64x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  %g2 = graph.add %g, %g : tensor<64xf16>
+  %y = graph.layer_norm %l1, %g2, %be eps 1.0e-05 : (tensor<128x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+  func.return %y : tensor<128x64xf16>
+}
+// CHECK: graph-to-dataflow: the layer norm's weight must be an argument of @norm_weight_computed
