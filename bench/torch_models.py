@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "nerf_mlp", "nerf_mlp_rays",
-         "resnet_block")
+         "resnet_block", "edge_mlp")
 MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
          "tilesync (forced)")
 TOL = 2e-2

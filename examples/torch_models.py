@@ -5,6 +5,8 @@
     NeRFMLP         NeRF's MLP stack: 8 Linear+ReLU layers of width 256 and the heads (the
                     input again before layer `skip`; density from the trunk's output; colour
                     from cat([feature, direction]))
+    EdgeMLP         MeshGraphNets' edge MLP: the edge's and its two nodes' latents
+                    concatenated, Linear+ReLU, Linear+ReLU, Linear, LayerNorm
     OneHeadAttention  one head of self-attention over one sequence (tokens x width), its scores
                     unscaled or times `scale` (1 / sqrt(width) as in GPT): the form the front
                     end's attention pattern matches
@@ -104,6 +106,26 @@ class NeRFMLP(nn.Module):
         return torch.cat([torch.sigmoid(self.rgb(h)), sigma], dim=-1)
 
 
+class EdgeMLP(nn.Module):
+    """MeshGraphNets' edge update (Pfaff et al.): an MLP of the edge latent and its sender's
+    and receiver's node latents, ending in a LayerNorm, as its code base writes it."""
+
+    def __init__(self, latent: int = 128, layers: int = 2):
+        super().__init__()
+        widths = [3 * latent] + [latent] * (layers + 1)
+        mlp: list[nn.Module] = []
+        for i in range(layers + 1):
+            mlp.append(nn.Linear(widths[i], widths[i + 1]))
+            if i < layers:
+                mlp.append(nn.ReLU())
+        mlp.append(nn.LayerNorm(latent))
+        self.mlp = nn.Sequential(*mlp)
+
+    def forward(self, edges: torch.Tensor, senders: torch.Tensor,
+                receivers: torch.Tensor) -> torch.Tensor:
+        return self.mlp(torch.cat([edges, senders, receivers], dim=-1))
+
+
 class OneHeadAttention(nn.Module):
     def __init__(self, width: int = 64, bias: bool = True, scale: float | None = None):
         super().__init__()
@@ -144,6 +166,8 @@ EXAMPLES = {
     "nerf_mlp_rays": (lambda: NeRFMLP(in_xyz=63, in_dir=27, skip=5), [(1 << 16, 63), (1 << 16, 27)],
                       torch.float16),
     "resnet_block": (lambda: BasicBlock(64), [(8, 64, 56, 56)], torch.float16),
+    # MeshGraphNets' edge MLP on 2^16 edges of 128-wide latents: `bench dataflow-mlp`'s
+    "edge_mlp": (lambda: EdgeMLP(128), [(1 << 16, 128)] * 3, torch.float16),
 }
 
 

@@ -106,6 +106,9 @@ def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-
             values.extend(x.split(x.shape[-1] // 3, dim=-1))
         elif kind == "cat":
             values.append(torch.cat([get(ref) for ref in op[1]], dim=op[2]))
+        elif kind == "layer_norm":  # over the last dimension, with its weight and bias
+            x = get(op[1])
+            values.append(F.layer_norm(x, x.shape[-1:], get(op[2]), get(op[3]), op[4]))
     return [values[i] for i in results]
 
 

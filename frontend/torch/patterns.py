@@ -147,6 +147,7 @@ def _functions() -> dict[str, tuple]:
         "split": (torch.split,),
         "transpose": (torch.transpose,),
         "cat": (torch.cat, torch.concat, torch.concatenate),
+        "layer_norm": (F.layer_norm, torch.layer_norm),
     }
 
 
@@ -166,6 +167,27 @@ def linear_parts(gm: Any, node: Any) -> tuple[Any, Any, Any] | None:
         return node.args[0], f"{node.target}.weight", bias
     if node.op == "call_function" and node.target in _functions()["linear"]:
         return _arg(node, 0, "input"), _arg(node, 1, "weight"), _arg(node, 2, "bias")
+    return None
+
+
+def layer_norm_parts(gm: Any, node: Any) -> tuple[Any, Any, Any, tuple, float] | None:
+    """(input node, weight ref, bias ref, normalized shape, eps) of a layer norm node with its
+    affine weight and bias (nn.LayerNorm or F.layer_norm), else None."""
+    import torch
+
+    module = _module(gm, node)
+    if isinstance(module, torch.nn.LayerNorm):
+        if module.weight is None or module.bias is None:
+            return None
+        return (node.args[0], f"{node.target}.weight", f"{node.target}.bias",
+                tuple(module.normalized_shape), float(module.eps))
+    if node.op == "call_function" and node.target in _functions()["layer_norm"]:
+        shape, eps = _arg(node, 1, "normalized_shape"), _arg(node, 4, "eps", 1e-5)
+        weight, bias = _arg(node, 2, "weight"), _arg(node, 3, "bias")
+        if weight is None or bias is None or not _number(eps) or \
+                not isinstance(shape, tuple | list) or not all(isinstance(d, int) for d in shape):
+            return None
+        return _arg(node, 0, "input"), weight, bias, tuple(shape), float(eps)
     return None
 
 

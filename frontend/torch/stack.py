@@ -9,11 +9,14 @@ writes it:
     h = x
     h = relu?(linear(h | cat([a, h]) | cat([h, a]), w_l[, b_l]))      layer by layer
     s = linear(h, w_s[, b_s])        (one output, beside a layer: NeRF's density)
+    y = layer_norm(h, (width,), gamma, beta, eps)   (optional, last: MeshGraphNets' MLPs)
 
 with a = x (a skip) or any tensor computed before the stack (a side input: NeRF's directions).
 Every intermediate is read only by the next layer (and the dot head); the last layer's output
-and the dot head's are the piece's results. It has two layers or more, and three or more
-where a plain Linear→act→Linear pair (patterns.py) would do.
+(or its layer norm's) and the dot head's are the piece's results. It has two layers or more,
+and three or more where a plain Linear→act→Linear pair (patterns.py) would do. A layer norm
+takes the last layer's width as torch has it: normalized over padded columns, its mean and
+variance would not be torch's.
 
 The kernels take widths that torch's models do not always have (NeRF's 63-wide position and
 27-wide direction encodings, its 3 colours): the piece's graph function is the stack at the
@@ -44,6 +47,7 @@ from tilesync.frontend.torch.patterns import (
     _single_use,
     activation,
     element_type,
+    layer_norm_parts,
     linear_parts,
     tensor_info,
 )
@@ -113,6 +117,7 @@ class StackForm:
     """Per layer: weight and bias argument, `cat`: ("skip" | argument of the side input, its
     padded width) or None, `relu`."""
     dot: tuple[int, int, int] | None = None  # (layer, weight argument, bias argument)
+    norm: tuple[int, int, float] | None = None  # the layer norm's (weight arg, bias arg, eps)
     out_widths: list[int] = field(default_factory=list)  # torch's width of each result
 
     def description(self, dtype: Any) -> str:
@@ -123,6 +128,8 @@ class StackForm:
                 parts[-1] += f" at {index}"
         if self.dot is not None:
             parts.append(f"dot head at {self.dot[0]}")
+        if self.norm is not None:
+            parts.append("layer norm")
         extra = f"; {', '.join(parts)}" if parts else ""
         return (f"{PATTERN} [{self.rows} rows, {' -> '.join(map(str, self.torch_widths))}, "
                 f"{str(dtype).replace('torch.', '')}{extra}]")
@@ -148,6 +155,7 @@ class _Walk:
         self.nodes: list[Any] = []
         self.layers: list[dict[str, Any]] = []
         self.dot: dict[str, Any] | None = None
+        self.norm: dict[str, Any] | None = None
 
     def ref(self, value: Any) -> tuple[str, int]:
         for i, known in enumerate(self.refs):
@@ -244,9 +252,20 @@ def match_stack_at(gm: Any, first: Any, dot_head: bool = True) -> Piece | None:
         walk.dot.update(w=ws, b=bs, ref=walk.emit(("linear", walk.dot["input"], walk.ref(ws),
                                                    walk.ref(bs) if bs is not None else None)))
         walk.nodes.append(walk.dot["node"])
+    norm = next(iter(h.users)) if walk.layers and _single_use(h) else None
+    parts = layer_norm_parts(gm, norm) if norm is not None else None
+    width = _info(gm, walk.layers[-1]["w"]) if walk.layers else None
+    # normalized over the last layer's columns, none of them padding (else it stays torch's)
+    if parts is not None and parts[0] is h and width is not None and \
+            parts[3] == (width.shape[0],) and width.shape[0] % N_STEP == 0:
+        _, gamma, beta, _, eps = parts
+        h_ref = walk.emit(("layer_norm", h_ref, walk.ref(gamma), walk.ref(beta), eps))
+        walk.norm = {"w": gamma, "b": beta, "eps": eps}
+        walk.nodes.append(norm)
+        h = norm
     count = len(walk.layers)
     special = any(layer["relu"] or layer["cat"] for layer in walk.layers) or \
-        walk.dot is not None
+        walk.dot is not None or walk.norm is not None
     if count < 2 or (count < 3 and not special):
         return None
     return _piece(gm, walk, x, h, h_ref)
@@ -316,6 +335,10 @@ def _piece(gm: Any, walk: _Walk, x: Any, h: Any, h_ref: tuple) -> Piece | None:
                 adapters.append(Adapter("weight", walk.ref(ws)[1], 1, padded, ((0, 0, n),)))
                 adapters.append(Adapter("bias", walk.ref(bs)[1] if bs is not None else None, 1))
                 form.dot = (index + 1, len(adapters) - 2, len(adapters) - 1)
+        if walk.norm is not None:  # the last layer's width, unpadded (the walk checked)
+            for value in (walk.norm["w"], walk.norm["b"]):
+                adapters.append(Adapter("bias", walk.ref(value)[1], widths[-1]))
+            form.norm = (len(adapters) - 2, len(adapters) - 1, walk.norm["eps"])
     except _NotAStack:
         return None
     piece = Piece(PATTERN, h, list(walk.nodes))
@@ -376,6 +399,8 @@ def stack_function(piece: Piece) -> ModuleOp:
                                TensorType(element, [form.rows, form.widths[index + 1]])))
         if layer["relu"]:
             h = add(graph.ReluOp(h))
+    if form.norm is not None:
+        h = add(graph.LayerNormOp(h, args[form.norm[0]], args[form.norm[1]], form.norm[2]))
     results.append(h)
     if dot_value is not None:
         results.append(dot_value)

@@ -109,7 +109,8 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
     expected = {"llama_mlp": ["SwiGLU MLP"], "llama65b_mlp_tp8": ["SwiGLU MLP"],
                 "gpt2_block": ["Linear→GeLU→Linear"],
                 "nerf_mlp": ["MLP stack"], "nerf_mlp_rays": ["MLP stack"],
-                "resnet_block": ["Conv→ReLU→Conv"]}[name]  # eval mode: BN folds into the convs
+                "resnet_block": ["Conv→ReLU→Conv"],  # eval mode: BN folds into the convs
+                "edge_mlp": ["MLP stack"]}[name]
     assert [p.description.split(" [")[0] for p in pieces] == expected
     for piece in pieces:  # lowered and compiled to PTX on the CPU; stays with torch here
         assert piece.compile_seconds is not None and "inputs on cpu" in piece.reason

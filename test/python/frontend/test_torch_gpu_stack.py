@@ -1,6 +1,7 @@
 """NeRF's MLP through the torch front end on the GPU, as one Kitsune pipeline (forced, strict):
 the example as the library writes it (64-wide inputs) and as NeRF's paper does (63- and 27-wide
-encodings, 3 colours: the adapters pad them), against an fp32 reference from the same fp16
+encodings, 3 colours: the adapters pad them), and MeshGraphNets' edge MLP (its LayerNorm a
+stage of the pipeline), against an fp32 reference from the same fp16
 inputs and against eager, on fresh inputs with the results filled with NaN before the kernels
 run, after 20 runs back to back (the queues' tickets carry on, no memset), in a CUDA graph
 replayed on new data, through torch.compile(backend="tilesync"), and from the cache the second
@@ -48,8 +49,8 @@ def _reference(model, inputs):
         return copy.deepcopy(model).float()(*[t.float() for t in inputs])
 
 
-@pytest.mark.parametrize("name", ["nerf_mlp", "nerf_mlp_rays"])
-def test_nerf_runs_as_one_pipeline(name, cache, graph_replays, monkeypatch):
+@pytest.mark.parametrize("name", ["nerf_mlp", "nerf_mlp_rays", "edge_mlp"])
+def test_stack_runs_as_one_pipeline(name, cache, graph_replays, monkeypatch):
     model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=cache, strict=True)
     (piece,) = compiled.report.pieces

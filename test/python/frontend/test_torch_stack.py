@@ -15,7 +15,7 @@ from xdsl.dialects import func  # noqa: E402
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.dialects import graph  # noqa: E402
-from tilesync.examples.torch_models import NeRFMLP, example  # noqa: E402
+from tilesync.examples.torch_models import EdgeMLP, NeRFMLP, example  # noqa: E402
 from tilesync.frontend.torch.compiler import plan, record_values  # noqa: E402
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 from tilesync.frontend.torch.stack import PATTERN, Adapter  # noqa: E402
@@ -40,6 +40,10 @@ def _evaluate(module, args):
             values[op.results[0]] = F.relu(values[op.operands[0]])
         elif isinstance(op, graph.ConcatOp):
             values[op.result] = torch.cat([values[v] for v in op.inputs], dim=-1)
+        elif isinstance(op, graph.LayerNormOp):
+            x = values[op.input]
+            values[op.result] = F.layer_norm(x, x.shape[-1:], values[op.weight],
+                                             values[op.bias], op.eps.value.data)
         elif isinstance(op, func.ReturnOp):
             return [values[v] for v in op.arguments]
         else:
@@ -162,6 +166,54 @@ def test_a_layer_read_outside_ends_the_stack_there():
     assert [n.name for n in piece.nodes] == ["fcs_1", "relu_1", "fcs_2"]
 
 
+def test_meshgraphnets_edge_mlp_is_a_stack_ending_in_its_layer_norm():
+    """MeshGraphNets' edge MLP (Linear+ReLU, Linear+ReLU, Linear, LayerNorm): one stack whose
+    layer norm is graph-to-dataflow's SIMT stage; the padded function gives torch's values."""
+    model, inputs = example("edge_mlp")
+    _, (piece,) = _pieces(model, inputs)
+    assert piece.description == ("MLP stack [65536 rows, 384 -> 128 -> 128 -> 128, float16; "
+                                 "layer norm]")
+    assert piece.outputs[0].target == "mlp.5"  # nn.LayerNorm, the Sequential's last
+    stack = plan(graph_function(piece), stack=True)
+    assert stack.layer_norm and stack.plain_layers == (2,) and stack.fused == (2,)
+    torch.manual_seed(0)
+    small = EdgeMLP(64)
+    small.mlp[-1].weight.data.uniform_(0.5, 1.5)  # not the identity affine
+    small.mlp[-1].bias.data.uniform_(-1, 1)
+    parts = [torch.randn(128, 64) for _ in range(3)]
+    x = torch.cat(parts, -1)
+
+    class Stack(torch.nn.Module):  # the MLP on its concatenated input, the stack's x
+        def __init__(self):
+            super().__init__()
+            self.mlp = small.mlp
+
+        def forward(self, x):
+            return self.mlp(x)
+
+    _, (out,) = _as_written(Stack(), x)
+    torch.testing.assert_close(out, small(*parts))
+
+
+@pytest.mark.parametrize("latent, normalized", [(120, (120,)), (128, (64, 128))])
+def test_a_layer_norm_the_kernels_cannot_take_stays_with_torch(latent, normalized):
+    """Over padded columns (120 padded to 128) a layer norm's mean and variance would not be
+    torch's; over the rows as well (64 x 128) it is another op: the stack ends before it."""
+    class Normed(Chain):
+        def __init__(self):
+            super().__init__(torch.relu, 3, width=latent)
+            self.norm = torch.nn.LayerNorm(normalized)
+
+        def forward(self, x):
+            return self.norm(super().forward(x))
+
+    model = Normed()
+    gm, (piece,) = _pieces(model, [torch.randn(64, latent)])
+    assert piece.pattern == PATTERN and not piece.description.endswith("layer norm]")
+    assert [n.target for n in piece.nodes][-1] == "fcs.2"  # the norm is torch's
+    assert any(n.target == "norm" for n in gm.graph.nodes)
+
+
 def test_stack_without_biases_gets_zero_biases():
     model = Chain(torch.relu, 3, bias=False)
     x = torch.randn(64, 64)
@@ -241,6 +293,21 @@ def test_stack_through_dynamo(tmp_path, monkeypatch):
         out = torch.compile(model, backend="tilesync")(*inputs)
         assert torch.equal(out, model(*inputs))
     assert LAST_REPORTS[-1].pieces[0].description.startswith("MLP stack [4096 rows, 64 -> 256")
+
+
+def test_edge_mlp_through_dynamo_keeps_its_layer_norm_in_the_stack(tmp_path, monkeypatch):
+    """Dynamo inlines nn.LayerNorm as F.layer_norm on the parameters: the same stack."""
+    from tilesync.frontend.torch.backend import LAST_REPORTS
+
+    monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    monkeypatch.setenv("TILESYNC_MODE", "tilesync")
+    model, inputs = example("edge_mlp", rows=1024)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend="tilesync")(*inputs)
+        assert torch.equal(out, model(*inputs))
+    assert LAST_REPORTS[-1].pieces[0].description == (
+        "MLP stack [1024 rows, 384 -> 128 -> 128 -> 128, float16; layer norm]")
 
 
 def test_small_stack_reaches_one_persistent_kernel_ptx():
