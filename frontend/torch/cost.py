@@ -100,7 +100,7 @@ def predict_stack(stack, rates: DeviceRates = H100) -> Prediction:
     """Milliseconds of an MlpStack (kernels/mlp_pipeline.py): ours one pipeline at
     PIPELINE_EFFICIENCY, or its inputs, weights and outputs once at the copy bandwidth; torch's
     a GEMM a layer (and the dot head) as `predict` counts them, with a pass over each ReLU's
-    and each concatenation's columns."""
+    and each concatenation's columns, and the layer norm's."""
     shapes = [(stack.in_width(layer), stack.widths[layer + 1]) for layer in range(stack.layers)]
     if stack.dot_head is not None:
         shapes.append((stack.in_width(stack.dot_head), 1))
@@ -115,6 +115,7 @@ def predict_stack(stack, rates: DeviceRates = H100) -> Prediction:
               if layer not in stack.plain_layers]
     passes += [stack.in_width(layer) for layer in stack.skips]
     passes += [stack.in_width(layer) for layer, _ in stack.side_inputs]
+    passes += [stack.width] * stack.layer_norm
     torch_s += sum(2 * 2 * rows * cols / rates.bandwidth + LAUNCH_S for cols in passes)
     inputs = stack.widths[0] + sum(w for _, w in stack.side_inputs)
     outputs = stack.width + (stack.dot_head is not None)

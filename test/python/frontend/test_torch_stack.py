@@ -326,3 +326,18 @@ def test_small_stack_reaches_one_persistent_kernel_ptx():
     assert entry["binds"][plan.stages[-1].name][-1] == ("result", (0,))
     (ptx,) = entry["ptx_by_module"].values()
     assert ".target sm_90a" in ptx and "wgmma.mma_async" in ptx
+
+
+def test_torchs_predicted_time_counts_the_layer_norms_pass():
+    """The cost model's torch side: the stack's GEMMs and elementwise passes, and a layer norm
+    one more launch reading and writing the last layer's rows."""
+    from tilesync.frontend.torch import cost
+    from tilesync.kernels.mlp_pipeline import fitting_stack
+
+    shape = dict(plain_layers=(2,))
+    plain = fitting_stack(1 << 16, (384, 128, 128, 128), **shape)
+    normed = fitting_stack(1 << 16, (384, 128, 128, 128), layer_norm=True, **shape)
+    rates = cost.H100
+    extra = 2 * 2 * (1 << 16) * 128 / rates.bandwidth + cost.LAUNCH_S
+    assert cost.predict_stack(normed, rates).torch_ms == pytest.approx(
+        cost.predict_stack(plain, rates).torch_ms + extra * 1e3)
