@@ -611,10 +611,13 @@ def _norm_kernel(stack: MlpStack, q_in: dataflow.QueueType) -> gpu.FuncOp:
     return kernel
 
 
+def _queue_types(stack: MlpStack) -> list[dataflow.QueueType]:
+    return [stack.queue_type(q, n) for q, n in enumerate(stack.queue_entries())]
+
+
 def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     """The stage kernels in one gpu.module and the `dataflow.pipeline` that runs them."""
-    entries = stack.queue_entries()
-    queue_types = [stack.queue_type(q, n) for q, n in enumerate(entries)]
+    queue_types = _queue_types(stack)
     kernels = [_stage_kernel(stack, stage, queue_types)
                for stage in range(len(stack.stage_layers))]
     if stack.layer_norm:
@@ -622,6 +625,15 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
     rings = stage_buffers(stack.layer_config(0), stack.shared_types())
     gmod = gpu.ModuleOp(StringAttr(MODULE),  # type: ignore[arg-type]
                         Region(Block([*rings, *kernels])))
+    return ModuleOp([gmod, pipeline_op(stack, queue_types)])
+
+
+def pipeline_op(stack: MlpStack, queue_types: list[dataflow.QueueType] | None = None
+                ) -> dataflow.PipelineOp:
+    """The `dataflow.pipeline` of the stack's stages and queues, its stages naming their
+    kernels in gpu.module MODULE (mlp_pipeline_module builds them; what sizes the stages needs
+    only this)."""
+    queue_types = queue_types if queue_types is not None else _queue_types(stack)
     ctas = stack.stage_ctas()
     ops: list = [dataflow.QueueOp(f"h{q + 1}", queue_types[q], pin_l2=True)
                  for q in range(stack.stage_count - 1)]
@@ -637,7 +649,7 @@ def mlp_pipeline_module(stack: MlpStack) -> ModuleOp:
         # every stage takes each of the T tickets once a launch (dataflow-verify balances them)
         op.attributes[TILES_ATTR] = IntegerAttr(stack.tiles, i64)
         ops.append(op)
-    return ModuleOp([gmod, dataflow.PipelineOp(PIPELINE, ops)])
+    return dataflow.PipelineOp(PIPELINE, ops)
 
 
 def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None, sides=(), dot=None
@@ -668,4 +680,4 @@ def stage_arguments(stack: MlpStack, x, weights, biases, y, norm=None, sides=(),
 
 
 __all__ = ["LIGHT_LAYER", "MlpStack", "RingsTooLarge", "default_ctas", "fitting_stack",
-           "light_fusion", "mlp_pipeline_module", "stage_arguments"]
+           "light_fusion", "mlp_pipeline_module", "pipeline_op", "stage_arguments"]

@@ -53,6 +53,7 @@ from tilesync.kernels.mlp_pipeline import (
     fitting_stack,
     light_fusion,
     mlp_pipeline_module,
+    pipeline_op,
     stage_arguments,
 )
 from tilesync.transforms.graph.function import replace_function, single_function
@@ -221,8 +222,8 @@ def allotted_ctas(stack: MlpStack, layer_ms: list[float]) -> tuple[int, ...]:
     from tilesync.contract import BSP_RATE_ATTR
     from tilesync.transforms.dataflow.allot_ctas import AllotCTAsPass
 
-    module = mlp_pipeline_module(stack)
-    pipeline = next(op for op in module.ops if isinstance(op, dataflow.PipelineOp))
+    pipeline = pipeline_op(stack)  # the stages alone: the kernels are not needed to size them
+    module = ModuleOp([pipeline])
     for stage, ms in zip(pipeline.stages, stage_ms(stack, layer_ms), strict=True):
         stage.attributes[BSP_RATE_ATTR] = FloatAttr(stack.tiles / (ms * 1e-3), f64)
     # the stages are one persistent kernel's blocks: SIMT and tensor CTAs share the slots
