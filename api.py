@@ -508,8 +508,7 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
             pipeline = op.parent_op()
             ref = persistent.get(pipeline.sym_name.data, op.kernel) \
                 if isinstance(pipeline, dataflow.PipelineOp) else op.kernel
-            kernel = ref.nested_references.data[-1].data if ref.nested_references.data \
-                else ref.root_reference.data
+            kernel = ref.nested_references.data[-1].data
             if kernel in usage:
                 registers, shared = usage[kernel]
                 op.attributes[REGISTERS_ATTR] = IntegerAttr(registers, 64)

@@ -187,23 +187,31 @@ class NativeModel(mlp_bench.CheckedOutputs):
                                   self.sides, self.weights, self.biases)
 
 
+def compile_pipeline(stack, arch: str = "sm_90"):
+    """The stack's pipeline compiled for `arch` (sm_90a where its wgmma kernels need it): what
+    the bench runs, and what the PTX digests record."""
+    import tilesync
+    from tilesync.harness.compile import kernel_target
+    from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
+
+    return tilesync.compile(mlp_pipeline_module(stack),
+                            target=kernel_target(stack.layer_config(0), arch))
+
+
 def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
                  graph_replays: int) -> dict[str, Any]:
     """Compile and load the pipeline, check it, time it, check it again after `repeats` runs
     and after `graph_replays` replays of a captured run."""
     import time
 
-    import tilesync
-    from tilesync.harness.compile import kernel_target
     from tilesync.harness.timing import hold_stream
-    from tilesync.kernels.mlp_pipeline import mlp_pipeline_module, stage_arguments
+    from tilesync.kernels.mlp_pipeline import stage_arguments
     from tilesync.runtime.dataflow import DataflowProgram
     from tilesync.runtime.device import get_device
     from tilesync.runtime.stream import elapsed_ms
 
     began = time.perf_counter()
-    compiled = tilesync.compile(mlp_pipeline_module(stack),
-                                target=kernel_target(stack.layer_config(0), get_device().arch))
+    compiled = compile_pipeline(stack, get_device().arch)
     compile_s = time.perf_counter() - began
     program = DataflowProgram(compiled)
     args = stage_arguments(stack, data.x, data.weights, data.biases, data.y, data.norm,
@@ -536,6 +544,7 @@ __all__ = [
     "NERF_TRUNK",
     "WORKLOADS",
     "StackData",
+    "compile_pipeline",
     "dram_bytes",
     "mlp_stack_benchmarks",
     "stack_plot",

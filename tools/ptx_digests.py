@@ -142,14 +142,9 @@ def _ptx_of(job: tuple) -> dict[str, str]:
 
         return compile_ptx(job[1])  # the bench's compile, without nvJitLink's resource check
     if kind == "stack":
-        from tilesync.bench.dataflow_mlp import workload_stack
-        from tilesync.harness.compile import kernel_target
-        from tilesync.kernels.mlp_pipeline import mlp_pipeline_module
+        from tilesync.bench.dataflow_mlp import compile_pipeline, workload_stack
 
-        stack = workload_stack(*job[1])
-        return tilesync.compile(mlp_pipeline_module(stack),
-                                target=kernel_target(stack.layer_config(0), "sm_90")
-                                ).ptx_by_module
+        return compile_pipeline(workload_stack(*job[1])).ptx_by_module
     raise ValueError(f"unknown job kind {kind!r}")
 
 

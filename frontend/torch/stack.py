@@ -66,7 +66,8 @@ class Adapter:
     """How one argument of the graph function is made from a piece input (`source`):
         "rows"     an activation as rows x columns, zero-padded to `cols` columns
         "weight"   zeros(rows, cols) with blocks (torch column, kernel column, count) copied
-        "bias"     zero-padded to `rows` (`source` None: all zeros)"""
+        "bias"     a vector (a bias, a layer norm's weight or bias) zero-padded to `rows`
+                   (`source` None: all zeros)"""
 
     kind: str
     source: int | None
@@ -254,10 +255,10 @@ def match_stack_at(gm: Any, first: Any, dot_head: bool = True) -> Piece | None:
         walk.nodes.append(walk.dot["node"])
     norm = next(iter(h.users)) if walk.layers and _single_use(h) else None
     parts = layer_norm_parts(gm, norm) if norm is not None else None
-    width = _info(gm, walk.layers[-1]["w"]) if walk.layers else None
+    last_w = _info(gm, walk.layers[-1]["w"]) if walk.layers else None
     # normalized over the last layer's columns, none of them padding (else it stays torch's)
-    if parts is not None and parts[0] is h and width is not None and \
-            parts[3] == (width.shape[0],) and width.shape[0] % N_STEP == 0:
+    if parts is not None and parts[0] is h and last_w is not None and \
+            parts[3] == (last_w.shape[0],) and last_w.shape[0] % N_STEP == 0:
         _, gamma, beta, _, eps = parts
         h_ref = walk.emit(("layer_norm", h_ref, walk.ref(gamma), walk.ref(beta), eps))
         walk.norm = {"w": gamma, "b": beta, "eps": eps}
