@@ -25,6 +25,12 @@ def _ops(kernel: gpu.FuncOp, kind) -> list:
     return [op for op in kernel.walk() if isinstance(op, kind)]
 
 
+def _ticket_loop(kernel):
+    """The CTA's loop over its tiles: the last loop of the kernel's body (the resident weights'
+    load, a loop too, comes first)."""
+    return [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)][-1]
+
+
 def test_stack_refuses_shapes_one_tile_cannot_cover():
     with pytest.raises(ValueError, match="multiple of 16 up to 256"):
         MlpStack(256, (64, 512, 512))
@@ -131,8 +137,12 @@ def test_a_relaying_stage_passes_on_the_ticket_it_consumed():
     assert not _ops(last, dataflow.AcquireEmptyOp) and len(_ops(last, dataflow.AcquireFullOp)) == 1
     # every acquire sits in the CTA's ticket loop, after the weights were loaded once
     for kernel in (first, middle, last):
-        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        load, loop = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        assert loop is _ticket_loop(kernel)
         assert all(op.parent_op() is loop for op in _ops(kernel, dataflow.AcquireFullOp))
+        assert any(type(op).__name__ == "CpAsyncOp" for op in load.walk())
+        assert not any(isinstance(op, dataflow.AcquireFullOp | dataflow.AcquireEmptyOp)
+                       for op in load.walk())
 
 
 def test_workers_can_draw_the_next_ticket_ahead():
@@ -147,7 +157,7 @@ def test_workers_can_draw_the_next_ticket_ahead():
                                 ("layer1", dataflow.DrawFullOp, dataflow.AcquireFullOp),
                                 ("layer2", dataflow.DrawFullOp, dataflow.AcquireFullOp)):
         kernel = kernels[name]
-        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        loop = _ticket_loop(kernel)
         # one draw before the loop, one in it, each only when the worker has that tile
         first_draw, next_draw = _ops(kernel, draw)
         assert all(isinstance(op.parent_op(), scf.IfOp) for op in (first_draw, next_draw))
@@ -258,7 +268,8 @@ def test_fused_layers_share_a_stage_their_tile_staying_in_the_ring():
     assert wgmmas[0] < given_back < wgmmas[4]  # the entry goes back after the first layer
     copy_outs = [op for op in ops if isinstance(op, tl.CopyOutOp)]
     assert copy_outs == []  # the 16-wide layer stores its accumulators; the 128-wide keeps its
-    resident = [op for op in kernels["layers2_3"].body.block.ops if isinstance(op, scf.IfOp)
+    resident = [op for op in kernels["layers2_3"].body.block.ops
+                if isinstance(op, scf.ForOp) and op is not loop
                 and any(isinstance(o, tl.CpAsyncOp) and o.src is w3 for o in op.walk())]
     assert resident  # W3's copies into the weights' buffer, before the loop
     args = stage_arguments(stack, "x", ["w0", "w1", "w2", "w3"], ["b0", "b1", "b2", "b3"], "y")
@@ -468,7 +479,7 @@ def test_each_warpgroup_is_a_queue_worker_of_its_own(groups):
         assert queue_ops
         assert {None if op.threads is None else op.threads.value.data
                 for op in queue_ops} == {128 if groups == 2 else None}
-        loop, = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+        loop = _ticket_loop(kernel)
         in_loop = list(loop.walk())
         named = [op for op in in_loop if isinstance(op, tl.NamedBarrierOp)]
         block_barriers = [op for op in in_loop if isinstance(op, gpu.BarrierOp)]
