@@ -20,8 +20,10 @@ both produced and consumed is one ring). The pipeline records the new kernel as
 attributes, the declaration of its stage's parameters that the runtime binds arguments by, but
 its body becomes a lone return, marked `dataflow.fused_into`: otherwise every pass, LLVM and
 ptxas after this one would compile each stage twice, once as code no launch runs (half of an
-MLP stack's compile time). Pipelines whose kernels differ in block size or are not in one
-gpu.module keep separate kernels.
+MLP stack's compile time). Stages whose bodies are one code but for constants (`same_code`:
+NeRF's five 256 -> 256 layers, their queues' depths aside) share one branch that chooses,
+by CTA, the stage's CTA range, parameters and constants: their code is compiled once. Pipelines
+whose kernels differ in block size or are not in one gpu.module keep separate kernels.
 """
 
 from __future__ import annotations
@@ -31,13 +33,18 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, gpu, scf
+from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     FunctionType,
     IndexType,
     IntegerAttr,
+    IntegerType,
+    MemRefType,
     ModuleOp,
     SymbolRefAttr,
 )
@@ -54,6 +61,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import set_sync_roles, sync_roles
+from tilesync.transforms.dataflow.same_code import same_code
 
 
 def persistent_name(pipeline: dataflow.PipelineOp) -> str:
@@ -85,12 +93,248 @@ def _roles_and_users(kernel: gpu.FuncOp) -> tuple[list[Role], int]:
     return roles, len(kernel.body.blocks.first.args) - len(roles)
 
 
+@dataclass
+class _Stage:
+    stage: dataflow.StageOp
+    kernel: gpu.FuncOp
+    params: list[SSAValue]  # the persistent kernel's value for each of the kernel's parameters
+    first: int  # its CTA range [first, end)
+    end: int
+    constants: dict[arith.ConstantOp, Attribute]  # where it differs from its class's first
+
+
+# Types a parameter may have to be chosen among a class's stages at run time (a select of
+# values; a tensor map is read by the address of its own parameter and cannot be).
+_SELECTABLE = (MemRefType, IntegerType, IndexType, Float16Type, Float32Type, Float64Type)
+# A divisor that differs among a class's stages is divided by each stage's constant and the
+# result chosen: a division by a register is tens of instructions, one by a constant a multiply
+# (a queue's depth divides every ticket).
+_DIVISIONS = (arith.DivUIOp, arith.RemUIOp, arith.DivSIOp, arith.RemSIOp, arith.CeilDivUIOp,
+              arith.CeilDivSIOp, arith.FloorDivSIOp)
+
+
+def _classes(stages: list[_Stage], gmod: gpu.ModuleOp) -> list[list[_Stage]]:
+    """The stages grouped by code (same_code), each group in CTA order."""
+    def lookup(name: str):
+        found = SymbolTable.lookup_symbol(gmod, name)
+        return found if isinstance(found, memref.GlobalOp) else None
+
+    classes: list[list[_Stage]] = []
+    for stage in stages:
+        for members in classes:
+            rep = members[0]
+            chosen = [mine for mine, theirs in zip(stage.params, rep.params, strict=False)
+                      if mine is not theirs]
+            if len(stage.params) != len(rep.params) or any(
+                    not isinstance(value.type, _SELECTABLE) for value in chosen):
+                continue
+            constants = same_code(rep.kernel, stage.kernel, lookup)
+            if constants is not None:
+                stage.constants = constants
+                members.append(stage)
+                break
+        else:
+            classes.append([stage])
+    return classes
+
+
+class _Chooser:
+    """Values chosen by the CTA's stage among a class's members (CTA `cta` is in one of their
+    ranges, in CTA order): select(cta < end_0, v0, select(cta < end_1, v1, ... v_last))."""
+
+    def __init__(self, body: Block, cta: SSAValue, members: list[_Stage]):
+        self.body, self.members = body, members
+        self.below: list[SSAValue] = []
+        for member in members[:-1]:
+            limit = arith.ConstantOp(IntegerAttr(member.end, IndexType()))
+            below = arith.CmpiOp(cta, limit.result, "ult")
+            body.add_ops([limit, below])
+            self.below.append(below.result)
+
+    def pick(self, values: list[SSAValue], before: Operation | None = None) -> SSAValue:
+        result = values[-1]
+        if all(v is result for v in values):
+            return result
+        for below, value in zip(reversed(self.below), reversed(values[:-1]), strict=True):
+            select = arith.SelectOp(below, value, result)
+            self._add(select, before)
+            result = select.result
+        return result
+
+    def constants(self, values: list[Attribute], type: Attribute,
+                  before: Operation | None = None) -> SSAValue:
+        made: dict[Attribute, SSAValue] = {}
+        for value in values:
+            if value not in made:
+                const = arith.ConstantOp(value, type)
+                self._add(const, before)
+                made[value] = const.result
+        return self.pick([made[v] for v in values], before)
+
+    def _add(self, op: Operation, before: Operation | None) -> None:
+        if before is None:
+            self.body.add_op(op)
+        else:
+            before.parent_block().insert_op_before(op, before)
+
+
+def _choose_constants(chooser: _Chooser, members: list[_Stage],
+                      rep_const: dict[arith.ConstantOp, arith.ConstantOp],
+                      hoist_before: Operation) -> None:
+    """Each constant that differs among the members becomes the CTA's stage's value (chosen
+    before `hoist_before`, which precedes the code); a division by one divides by each value
+    and chooses the result."""
+    differing = {c: None for m in members[1:] for c in m.constants}
+    for original in differing:
+        const = rep_const[original]
+        values = [m.constants.get(original, original.value) for m in members]
+        for use in list(const.result.uses):
+            user = use.operation
+            if isinstance(user, _DIVISIONS) and use.index == 1:
+                results = {}
+                for value in values:
+                    if value not in results:
+                        divisor = arith.ConstantOp(value, const.result.type)
+                        division = user.clone()
+                        division.operands[1] = divisor.result
+                        user.parent_block().insert_ops_before([divisor, division], user)
+                        results[value] = division.results[0]
+                user.results[0].replace_all_uses_with(
+                    chooser.pick([results[v] for v in values], user))
+                user.detach()
+                user.erase()
+        if const.result.uses:
+            const.result.replace_all_uses_with(chooser.constants(values, const.result.type,
+                                                                 hoist_before))
+        const.detach()
+        const.erase()
+
+
+def _class_body(members: list[_Stage], cta: gpu.BlockIdOp, movable: Collection[gpu.FuncOp]
+                ) -> Block:
+    """The code of a class of stages (its first's body, moved or cloned) with the CTA's stage's
+    parameters, CTA range and constants chosen; the other members' movable bodies dropped."""
+    rep = members[0]
+    body = Block()
+    chooser = _Chooser(body, cta.results[0], members) if len(members) > 1 else None
+
+    def per_stage(values: list[int]) -> SSAValue:
+        if chooser is None:
+            const = arith.ConstantOp(IntegerAttr(values[0], IndexType()))
+            body.add_op(const)
+            return const.result
+        return chooser.constants([IntegerAttr(v, IndexType()) for v in values], IndexType())
+
+    offset = per_stage([m.first for m in members])
+    local = arith.SubiOp(cta.results[0], offset)
+    body.add_op(local)
+    count = per_stage([m.stage.num_ctas for m in members])
+    args = rep.kernel.body.blocks.first.args
+    params = [m.params for m in members]
+    mapping: dict[SSAValue, SSAValue] = {
+        arg: (chooser.pick([p[i] for p in params]) if chooser else rep.params[i])
+        for i, arg in enumerate(args)}
+    rep_const: dict[arith.ConstantOp, arith.ConstantOp] = {}
+    if rep.kernel in movable:
+        for arg, value in mapping.items():
+            arg.replace_all_uses_with(value)
+        for op in list(rep.kernel.body.blocks.first.ops):
+            if not isinstance(op, gpu.ReturnOp):
+                op.detach()
+                body.add_op(op)
+        rep_const = {c: c for m in members for c in m.constants}
+    else:
+        for op in rep.kernel.body.blocks.first.ops:
+            if not isinstance(op, gpu.ReturnOp):
+                body.add_op(op.clone(mapping))
+        for member in members[1:]:
+            for original in member.constants:
+                clone = mapping[original.result].owner
+                assert isinstance(clone, arith.ConstantOp)
+                rep_const[original] = clone
+    if chooser is not None:
+        _choose_constants(chooser, members, rep_const, local)
+    for member in members[1:]:
+        if member.kernel in movable and member.kernel is not rep.kernel:
+            for op in reversed(list(member.kernel.body.blocks.first.ops)):
+                if not isinstance(op, gpu.ReturnOp):
+                    op.detach()
+                    op.erase(safe_erase=False)
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    one = arith.ConstantOp(IntegerAttr(1, IndexType()))
+    assert isinstance(count.owner, Operation)
+    body.insert_ops_after([zero, one], count.owner)
+    for op in list(body.walk()):
+        if isinstance(op, gpu.BlockIdOp | gpu.GridDimOp):
+            along_x = op.dimension.data == gpu.DimensionEnum.X
+            ids = isinstance(op, gpu.BlockIdOp)
+            op.results[0].replace_all_uses_with((local.result if ids else count) if along_x
+                                                else (zero if ids else one).result)
+            op.detach()
+            op.erase()
+    body.add_op(scf.YieldOp())
+    return body
+
+
+def _dispatch(block: Block, cta: gpu.BlockIdOp, classes: list[list[_Stage]],
+              bodies: list[Block]) -> None:
+    """if b in class 0's ranges { its code } else { if b in class 1's ... }, a range's lower
+    bound left out where every CTA below it is taken by an earlier branch."""
+    order = {id(m): i for i, members in enumerate(classes) for m in members}
+    stages = sorted((m for members in classes for m in members), key=lambda m: m.first)
+
+    def condition(index: int, into: Block) -> SSAValue:
+        ranges: list[list[int]] = []
+        for member in classes[index]:
+            if ranges and ranges[-1][1] == member.first:
+                ranges[-1][1] = member.end
+            else:
+                ranges.append([member.first, member.end])
+        result = None
+        for lo, hi in ranges:
+            limit = arith.ConstantOp(IntegerAttr(hi, IndexType()))
+            inside = arith.CmpiOp(cta.results[0], limit.result, "ult")
+            into.add_ops([limit, inside])
+            part = inside.result
+            if any(order[id(s)] > index for s in stages if s.end <= lo):
+                start = arith.ConstantOp(IntegerAttr(lo, IndexType()))
+                above = arith.CmpiOp(cta.results[0], start.result, "uge")
+                both = arith.AndIOp(above.result, part)
+                into.add_ops([start, above, both])
+                part = both.result
+            if result is not None:
+                either = arith.OrIOp(result, part)
+                into.add_op(either)
+                part = either.result
+            result = part
+        assert result is not None
+        return result
+
+    def chain(index: int) -> Block:
+        if index == len(classes) - 1:
+            return bodies[index]
+        outer = Block()
+        inside = condition(index, outer)
+        rest = chain(index + 1)
+        outer.add_ops([scf.IfOp(inside, [], Region(bodies[index]), Region(rest)),
+                       scf.YieldOp()])
+        return outer
+
+    top = chain(0)
+    for op in list(top.ops):
+        op.detach()
+        if isinstance(op, scf.YieldOp):
+            op.erase()
+            continue
+        block.add_op(op)
+
+
 def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
          kernels: list[tuple[dataflow.StageOp, gpu.FuncOp]],
          movable: Collection[gpu.FuncOp] = ()) -> gpu.FuncOp:
-    """The persistent kernel of `pipeline` (appended to `gmod`). The bodies of the `movable`
-    stage kernels move into it (they keep a lone return and `dataflow.fused_into`); the
-    others are cloned."""
+    """The persistent kernel of `pipeline` (appended to `gmod`). Stages of one code
+    (same_code) share it; the bodies of the `movable` stage kernels move into it or are dropped
+    (they keep a lone return and `dataflow.fused_into`); the others are cloned."""
     user_types, roles, role_types = [], [], {}
     for _, kernel in kernels:
         kernel_roles, users = _roles_and_users(kernel)
@@ -105,69 +349,17 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
 
     cta = gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
     block.add_op(cta)
+    stages: list[_Stage] = []
     position, first = 0, 0
-    branches: list[tuple[int, int, Block]] = []
     for stage, kernel in kernels:
         kernel_roles, users = _roles_and_users(kernel)
-        args = kernel.body.blocks.first.args
-        mapping: dict[SSAValue, SSAValue] = {}
-        for arg in args[:users]:
-            mapping[arg] = block.args[position]
-            position += 1
-        for role, arg in zip(kernel_roles, args[users:]):
-            mapping[arg] = role_arg[role]
-        body = Block()
-        offset = arith.ConstantOp(IntegerAttr(first, IndexType()))
-        local = arith.SubiOp(cta.results[0], offset.result)
-        count = arith.ConstantOp(IntegerAttr(stage.num_ctas, IndexType()))
-        body.add_ops([offset, local, count])
-        if kernel in movable:
-            for arg, value in mapping.items():
-                arg.replace_all_uses_with(value)
-            for op in list(kernel.body.blocks.first.ops):
-                if not isinstance(op, gpu.ReturnOp):
-                    op.detach()
-                    body.add_op(op)
-        else:
-            for op in kernel.body.blocks.first.ops:
-                if not isinstance(op, gpu.ReturnOp):
-                    body.add_op(op.clone(mapping))
-        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
-        one = arith.ConstantOp(IntegerAttr(1, IndexType()))
-        body.insert_ops_after([zero, one], count)
-        for op in list(body.walk()):
-            if isinstance(op, gpu.BlockIdOp | gpu.GridDimOp):
-                along_x = op.dimension.data == gpu.DimensionEnum.X
-                ids = isinstance(op, gpu.BlockIdOp)
-                op.results[0].replace_all_uses_with((local if ids else count).result if along_x
-                                         else (zero if ids else one).result)
-                op.detach()
-                op.erase()
-        body.add_op(scf.YieldOp())
-        branches.append((first, first + stage.num_ctas, body))
+        params = list(block.args[position:position + users])
+        position += users
+        params += [role_arg[role] for role in kernel_roles]
+        stages.append(_Stage(stage, kernel, params, first, first + stage.num_ctas, {}))
         first += stage.num_ctas
-
-    # if b < end_0 { stage 0 } else { if b < end_1 { stage 1 } else { ... } }
-    def chain(index: int) -> Block:
-        _, end, body = branches[index]
-        if index == len(branches) - 1:
-            return body
-        outer = Block()
-        limit = arith.ConstantOp(IntegerAttr(end, IndexType()))
-        inside = arith.CmpiOp(cta.results[0], limit.result, "ult")
-        rest = chain(index + 1)
-        outer.add_ops([limit, inside, scf.IfOp(inside.result, [], Region(body), Region(rest)),
-                       scf.YieldOp()])
-        return outer
-
-    top = chain(0)
-    for op in list(top.ops):
-        if isinstance(op, scf.YieldOp):
-            op.detach()
-            op.erase()
-            continue
-        op.detach()
-        block.add_op(op)
+    classes = _classes(stages, gmod)
+    _dispatch(block, cta, classes, [_class_body(members, cta, movable) for members in classes])
     block.add_op(gpu.ReturnOp([]))
     first_kernel = kernels[0][1]
     fused = gpu.FuncOp(persistent_name(pipeline),
