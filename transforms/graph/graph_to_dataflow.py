@@ -53,6 +53,7 @@ from tilesync.kernels.mlp_pipeline import (
     fitting_stack,
     light_fusion,
     mlp_pipeline_module,
+    most_queue_groups,
     pipeline_op,
     stage_arguments,
 )
@@ -260,7 +261,8 @@ def stack_of(fn: func.FuncOp, fused: tuple[int, ...] = (), fuse_light: bool = Fa
     shape = {"skips": tuple(match.skips),
              "side_inputs": tuple((layer, width) for layer, width, _ in match.sides),
              "plain_layers": tuple(match.plain),
-             "dot_head": None if match.dot is None else match.dot[0], "sms": sms}
+             "dot_head": None if match.dot is None else match.dot[0], "sms": sms,
+             "groups": most_queue_groups(tuple(match.widths))}
     if match.norm is not None:
         shape.update(layer_norm=True, layer_norm_eps=match.norm[2])
     try:

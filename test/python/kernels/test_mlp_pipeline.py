@@ -555,3 +555,18 @@ def test_light_fusion_is_the_benched_stacks_choice():
     assert light_fusion(1024, (64, 256, 256, 128, 16), skips=(1,)) == (3,)
     # no layer light against the others: nothing fused
     assert light_fusion(1024, (256, 256, 256, 256)) == ()
+
+
+def test_a_stack_gets_the_most_queue_workers_its_widest_layer_allows():
+    from tilesync.bench.dataflow_mlp import WORKLOADS
+    from tilesync.kernels.mlp_pipeline import most_queue_groups
+
+    # MeshGraphNets' 128-wide layers: four 64-row tiles a CTA, as the bench runs it
+    assert most_queue_groups((384, 128, 128, 128)) == WORKLOADS["meshgraphnets"]["groups"] == 4
+    assert most_queue_groups((64, 64, 64)) == 4
+    # a 256-wide layer's accumulators fill a CTA's registers with two (NeRF)
+    assert most_queue_groups((64, 256, 256, 16)) == 2
+    for widths in ((384, 128, 128, 128), (64, 256, 256, 16)):
+        fitting_stack(1024, widths, groups=most_queue_groups(widths))  # accepted
+        with pytest.raises(ValueError, match="accumulators"):
+            MlpStack(1024, widths, groups=most_queue_groups(widths) * 2)

@@ -4,7 +4,8 @@
 // (384 columns) through Linear+ReLU, Linear+ReLU, a plain Linear and a LayerNorm. The layer
 // norm becomes MlpStack's SIMT stage of its own, reading the last layer's tiles from one more
 // queue and taking its weight and bias (arguments 7 and 8) before the result; `fuse_light`
-// computes the light last layer in the stage before it, as the bench runs it.
+// computes the light last layer in the stage before it, as the bench runs it. Its layers are
+// 128 wide, so a CTA takes four 64-row tiles at once, one per warpgroup (most_queue_groups).
 func.func @edge_mlp(%x: tensor<1024x384xf16>, %w0: tensor<128x384xf16>, %b0: tensor<128xf16>, %w1: tensor<128x128xf16>, %b1: tensor<128xf16>, %w2: tensor<128x128xf16>, %b2: tensor<128xf16>, %g: tensor<128xf16>, %beta: tensor<128xf16>) -> tensor<1024x128xf16> {
   %l0 = graph.linear %x, %w0, %b0 : (tensor<1024x384xf16>, tensor<128x384xf16>, tensor<128xf16>) -> tensor<1024x128xf16>
   %h1 = graph.relu %l0 : tensor<1024x128xf16>
@@ -15,6 +16,7 @@ func.func @edge_mlp(%x: tensor<1024x384xf16>, %w0: tensor<128x384xf16>, %b0: ten
   func.return %y : tensor<1024x128xf16>
 }
 
+// CHECK:     gpu.func @layer0({{.*}}) kernel attributes {gpu.known_block_size = array<i32: 512, 1, 1>}
 // CHECK:     gpu.func @layer_norm(%q_in: !dataflow.queue<{{.*}} x memref<64x128xf16>>, %gamma: memref<128xf16>, %beta: memref<128xf16>, %Y: memref<1024x128xf16>)
 // CHECK:       dataflow.acquire_full %q_in
 // CHECK:       dataflow.release_empty %q_in
