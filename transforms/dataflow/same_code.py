@@ -9,7 +9,9 @@ time, compiles a fraction of the IR (every later pass, LLVM and ptxas).
 `same_code(rep, other)` walks both bodies in step and says whether they are the same code: the
 same ops with the same attributes, types and operand structure, where
 
-- an `arith.constant` may hold another value of its type (recorded: the caller selects it);
+- an `arith.constant` may hold another value of its type (recorded: the caller selects it),
+  unless it bounds a loop: a trip count known when compiling is what LLVM unrolls and
+  software-pipelines, so stages whose loops differ keep their own code;
 - a `memref.get_global` may name another global, when both are uninitialized, non-constant
   shared-memory buffers of one type and the renaming is one-to-one: shared memory is a CTA's
   own, and a CTA of the persistent kernel runs one stage only, so stages may share a buffer
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, gpu, memref
+from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -107,6 +109,9 @@ def same_code(rep: gpu.FuncOp, other: gpu.FuncOp,
         return None
     walk = _Walk(lookup_global)
     if not walk.blocks(rep.body.blocks.first, other.body.blocks.first):
+        return None
+    if any(isinstance(use.operation, scf.ForOp) for const in walk.constants
+           for use in const.result.uses):
         return None
     return walk.constants
 

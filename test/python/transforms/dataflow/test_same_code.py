@@ -92,6 +92,18 @@ def test_ops_attributes_and_operand_structure_must_match():
     assert _compare(_scaled("s1"), fast) is None
 
 
+def test_a_loop_whose_trip_count_differs_is_not_the_same_code():
+    """Two stages whose loops run 4 and 8 times keep their own code (LLVM unrolls a known
+    trip count); a constant inside the loop may still differ."""
+    def loop(trips: str, scale: str) -> str:
+        return (f"  %n = arith.constant {trips} : index\n  %one = arith.constant 1 : index\n"
+                f"  scf.for %j = %i to %n step %one {{\n"
+                + _scaled("s1", scale).replace("%x[%i]", "%x[%j]") + "\n  }")
+    assert _compare(loop("4", "2.0"), loop("8", "2.0")) is None
+    found = _compare(loop("4", "2.0"), loop("4", "3.0"))
+    assert found is not None and [str(v) for v in found.values()] == ["3.000000e+00 : f32"]
+
+
 SAME_CODE_PROGRAM = Path(__file__).parents[3] / "filecheck/transforms/dataflow/" \
     "persistent_kernel_same_code.mlir"
 
