@@ -135,3 +135,17 @@ def test_a_kernel_named_elsewhere_is_cloned_once_for_its_class():
     # the class's code once, in both forms; its scale chosen per stage
     assert _count(fused, "arith.mulf") == _count(alone, "arith.mulf") == 1
     assert _count(fused, "arith.select") == _count(alone, "arith.select") > 0
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_the_program_of_shared_code_compiles_to_ptx_nvjitlink_accepts(debug):
+    """The whole route, with and without the debug record (each stage's queue ids chosen):
+    the class's code once in the PTX (its two ticket draws; six draws with each stage's own
+    code), and ptxas (nvJitLink) takes it."""
+    import tilesync
+    from tilesync.lowering.ptx import validate_ptx
+
+    compiled = tilesync.compile(SAME_CODE_PROGRAM.read_text(), target="sm_90a", debug=debug)
+    (ptx,) = compiled.ptx_by_module.values()
+    assert ptx.count("atom.relaxed.gpu.global.add.u64") == 1 + 2 + 1  # source, class, sink
+    assert validate_ptx(ptx, "sm_90a").arch == "sm_90a"
