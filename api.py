@@ -318,7 +318,6 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             module = module_or_text
             verify_module(module)
         check_target_features(module, target)
-        source = module.clone()
         if pipeline is None:
             pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
         elif debug or timeout_ns is not None:
@@ -333,7 +332,7 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             kernels = kernel_signatures(module)
         except Exception as err:  # a kernel's sync.args that do not parse
             raise compile_error(err, module) from err
-    return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, source, ir_after,
+    return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, ir_after,
                            seconds, target)
 
 

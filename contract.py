@@ -593,7 +593,6 @@ class CompiledProgram:
     llvm_ir_by_module: dict[str, str]
     kernels: dict[str, KernelSignature]
     module: ModuleOp  # the lowered IR; host-level sync ops are still in it
-    source: ModuleOp  # the IR as given (before any pass), for the host plan
     ir_after: dict[str, str] = field(default_factory=dict)
     pass_seconds: dict[str, float] = field(default_factory=dict)
     target: str = DEFAULT_TARGET

@@ -255,7 +255,7 @@ def load_program(entry: dict[str, Any]):
     from tilesync.runtime.program import StageProgram
 
     host = parse(entry["host"])
-    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host,
                                target=entry["target"])
     return StageProgram(compiled)
 

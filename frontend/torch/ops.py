@@ -149,7 +149,7 @@ def load_program(entry: dict[str, Any]):
     from tilesync.runtime.program import StageProgram
 
     host = parse(entry["host"])
-    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host, host,
+    compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host,
                                target=entry["target"])
     return StageProgram(compiled), host
 
@@ -245,7 +245,7 @@ class PipelineRunner:
         from tilesync.runtime.dataflow import DataflowProgram
 
         compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], ModuleOp([]),
-                                   ModuleOp([]), target=entry["target"])
+                                   target=entry["target"])
         self.program = DataflowProgram(compiled, plan=entry["plan"])
         self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype

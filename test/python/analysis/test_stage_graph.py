@@ -90,7 +90,7 @@ def test_a_dependency_on_a_missing_stage_is_a_diagnostic():
 def test_runtime_and_simulator_read_the_same_plan(plan):
     program = module(plan)
     graph = StageGraph.of(program)
-    stages, steps = read_plan(CompiledProgram({}, {}, {}, program, program))
+    stages, steps = read_plan(CompiledProgram({}, {}, {}, program))
     assert steps == graph.plan
     assert list(stages) == ["a", "b", "c"] and stages["c"].grid == (2, 1, 1)
     simulated = program_from_ir(program, policies={"a": sync.tile_sync((2, 4)),
