@@ -36,6 +36,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -105,7 +106,8 @@ class _Stage:
 
 # Types a parameter may have to be chosen among a class's stages at run time (a select of
 # values; a tensor map is read by the address of its own parameter and cannot be).
-_SELECTABLE = (MemRefType, IntegerType, IndexType, Float16Type, Float32Type, Float64Type)
+_SELECTABLE = (MemRefType, IntegerType, IndexType, Float16Type, BFloat16Type, Float32Type,
+               Float64Type)
 # A divisor that differs among a class's stages is divided by each stage's constant and the
 # result chosen: a division by a register is tens of instructions, one by a constant a multiply
 # (a queue's depth divides every ticket).
@@ -143,7 +145,7 @@ class _Chooser:
     ranges, in CTA order): select(cta < end_0, v0, select(cta < end_1, v1, ... v_last))."""
 
     def __init__(self, body: Block, cta: SSAValue, members: list[_Stage]):
-        self.body, self.members = body, members
+        self.body = body
         self.below: list[SSAValue] = []
         for member in members[:-1]:
             limit = arith.ConstantOp(IntegerAttr(member.end, IndexType()))
@@ -161,12 +163,12 @@ class _Chooser:
             result = select.result
         return result
 
-    def constants(self, values: list[Attribute], type: Attribute,
+    def constants(self, values: list[Attribute], value_type: Attribute,
                   before: Operation | None = None) -> SSAValue:
         made: dict[Attribute, SSAValue] = {}
         for value in values:
             if value not in made:
-                const = arith.ConstantOp(value, type)
+                const = arith.ConstantOp(value, value_type)
                 self._add(const, before)
                 made[value] = const.result
         return self.pick([made[v] for v in values], before)
