@@ -80,7 +80,7 @@ def test_other_buffers_are_not_renamed(rep, other):
     if rep == "s8":  # the same ops and types, but the buffers' types differ
         rep_body = rep_body.replace("memref<4xf32, 3", "memref<8xf32, 3")
         other_body = other_body.replace("memref<4xf32, 3", "memref<8xf32, 3")
-    assert _compare(rep_body, rep_body.replace(f"@{rep}", f"@{rep}")) == {}
+    assert _compare(rep_body, rep_body) == {}  # refused below for the buffer alone
     assert _compare(rep_body, other_body) is None
 
 
