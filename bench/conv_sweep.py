@@ -23,8 +23,10 @@ def candidates(batch: int, channels: int, pixels: int) -> list:
 
 
 def label(cfg) -> str:
+    from tilesync.bench.kernels import split_label
+
     bm, bn, bk = cfg.tile
-    return f"{bm}x{bn}x{bk} s{cfg.stages}" + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
+    return f"{bm}x{bn}x{bk} s{cfg.stages}" + split_label(cfg)
 
 
 def time_config(torch, cfg, ptx: str, reps: int) -> float:

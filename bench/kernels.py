@@ -110,16 +110,17 @@ def candidate_configs(w: Workload, quick: bool) -> list:
     compared."""
     from tilesync.kernels.config import gemm_config
 
-    def make(tile, warps, stages, split_k=1, mma="sync"):
+    def make(tile, warps, stages, split_k=1, mma="sync", in_cluster=False):
         try:
             return gemm_config(w.M, w.N, w.K, tile=tile, warps=warps, stages=stages,
                                epilogue=w.epilogue, split_k=split_k, name="gemm", mma=mma,
-                               b_layout="col" if mma == "wgmma" else "row")
+                               b_layout="col" if mma == "wgmma" else "row",
+                               split_cluster=in_cluster)
         except ValueError:
             return None
 
-    def wgmma(tile, stages, split_k=1):
-        return make(tile, (tile[0] // 16, 1), stages, split_k, "wgmma")
+    def wgmma(tile, stages, split_k=1, in_cluster=False):
+        return make(tile, (tile[0] // 16, 1), stages, split_k, "wgmma", in_cluster)
 
     configs = []
     if w.M <= STREAMING_M:
@@ -133,8 +134,9 @@ def candidate_configs(w: Workload, quick: bool) -> list:
             configs.append(make((16, 64, 128), (1, 4), 4))
             configs.append(make((16, 64, 64), (1, 4), 8))
             if not quick:
-                configs.append(make((16, 128, 32), (1, 4), 4, want))
-                configs.append(make((16, 64, 64), (1, 4), 4, 2))
+                for in_cluster in (False, True):  # the slices' sums in L2, or on the SMs
+                    configs.append(make((16, 128, 32), (1, 4), 4, want, in_cluster=in_cluster))
+                    configs.append(make((16, 64, 64), (1, 4), 4, 2, in_cluster=in_cluster))
                 configs.append(make((16, 128, 64), (1, 4), 4))
         else:
             # One warpgroup of wgmma, narrow N tiles: a CTA on nearly every SM, 7 k-tiles of
@@ -146,6 +148,8 @@ def candidate_configs(w: Workload, quick: bool) -> list:
                 configs.append(wgmma((64, 96, 64), 8))
                 configs.append(make((64, 64, 128), (1, 4), 4))
                 configs.append(make((64, 128, 64), (1, 4), 4))
+                # two slices a tile, reducing in their cluster: two such blocks fit an SM
+                configs.append(wgmma((64, 64, 64), 6, 2, in_cluster=True))
     else:
         configs.append(wgmma((128, 256, 64), 4))
         configs.append(wgmma((128, 128, 64), 6))
@@ -169,7 +173,14 @@ def _config_label(cfg) -> str:
                  + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
-    return label + (f" splitk{cfg.split_k}" if cfg.split_k > 1 else "")
+    return label + split_label(cfg)
+
+
+def split_label(cfg) -> str:
+    """` splitk4`, ` splitk4 cluster` (the slices reduce in a cluster), or nothing."""
+    if cfg.split_k == 1:
+        return ""
+    return f" splitk{cfg.split_k}" + (" cluster" if getattr(cfg, "split_cluster", False) else "")
 
 
 def _timing_dict(timing) -> dict[str, Any]:

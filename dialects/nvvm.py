@@ -435,22 +435,26 @@ class FenceProxyAsyncOp(IRDLOperation):
 
 @irdl_op_definition
 class LoadOp(IRDLOperation):
-    """`ld{.weak,.volatile,.relaxed.scope,.acquire.scope}{.space}.type d, [ptr]`."""
+    """`ld{.weak,.volatile,.relaxed.scope,.acquire.scope}{.space}.type d, [ptr]`. With `cta`,
+    `ptr` is in shared memory and the load reads the same offset in CTA `cta` of the cluster
+    (`mapa`, then `ld.shared::cluster`)."""
 
     name = "nvvm.ld"
     ptr = operand_def(LLVMPointerType)
+    cta = opt_operand_def(i32)
     res = result_def(_ValueT)
     ordering = prop_def(MemOrderAttr)
     scope = opt_prop_def(MemScopeAttr)
     assembly_format = (
-        "$ordering (`,` $scope^)? $ptr attr-dict `:` type($ptr) `->` type($res)"
+        "$ordering (`,` $scope^)? $ptr (`cta` $cta^)? attr-dict `:` type($ptr) `->` type($res)"
     )
 
     def __init__(
-        self, ptr: SSAValue, result_type: Attribute, ordering: str, scope: str = "gpu"
+        self, ptr: SSAValue, result_type: Attribute, ordering: str, scope: str = "gpu",
+        cta: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[ptr],
+            operands=[ptr, [] if cta is None else [cta]],
             result_types=[result_type],
             properties={
                 "ordering": MemOrderAttr(MemOrder(ordering)),
@@ -462,6 +466,8 @@ class LoadOp(IRDLOperation):
         _verify_order(self, self.ordering.data, LD_ORDERS)
         _verify_ldst_scope(self, self.ordering.data, self.scope)
         _verify_ptr(self, self.ptr)
+        if self.cta is not None:
+            _verify_shared_ptr(self, self.ptr, "pointer into a peer CTA")
 
 
 @irdl_op_definition

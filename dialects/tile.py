@@ -104,6 +104,7 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
+    BaseAttr,
     IRDLOperation,
     VarConstraint,
     irdl_attr_definition,
@@ -1433,19 +1434,28 @@ class TakeAccOp(IRDLOperation):
     (`atom.relaxed.gpu.global.exch.b32`): the value comes from L2, where the split-K slices'
     `red.add`s landed, and the workspace is clean for the next launch without a memset.
     With `masked`, elements outside the memref read as 0 (and are not touched).
+
+    From shared memory the elements are plain loads and stay as they are (split-K slices that
+    meet in a cluster: each writes its partial tile into its own buffer before every read);
+    with `cta %r`, from the same place in CTA %r of the cluster (`mapa`,
+    `ld.shared::cluster`).
     """
 
     name = "tile.take_acc"
     src = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
+    cta = opt_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
     res = result_def(FragType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$src `[` $indices `]` (`masked` $masked^)? attr-dict `:` type($src) `->` type($res)"
+        "$src `[` $indices `]` (`cta` $cta^)? (`masked` $masked^)? attr-dict `:` type($src) "
+        "`->` type($res)"
     )
 
-    def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False):
-        super().__init__(operands=[src, indices],
+    def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False,
+                 cta: SSAValue | None = None):
+        super().__init__(operands=[src, indices, [] if cta is None else [cta]],
                          result_types=[FragType("acc", Float32Type())],
                          properties={"masked": UnitAttr() if masked else None})
 
@@ -1460,11 +1470,41 @@ class TakeAccOp(IRDLOperation):
             raise VerifyException(
                 f"'tile.take_acc' reads f32, got {src_type.element_type}"
             )
-        if memory_space(src_type) not in (None, 1):
-            raise VerifyException(f"'tile.take_acc' source must be global, got {src_type}")
+        shared = memory_space(src_type) == SHARED_SPACE
+        if memory_space(src_type) not in (None, 1) and not shared:
+            raise VerifyException(f"'tile.take_acc' source must be global or shared, got "
+                                  f"{src_type}")
+        if shared and self.masked is not None:
+            raise VerifyException("'tile.take_acc' masked reads a global workspace; a shared "
+                                  "buffer holds the whole tile")
+        if self.cta is not None and not shared:
+            raise VerifyException(f"'tile.take_acc' cta reads a peer CTA's shared memory, got "
+                                  f"{src_type}")
         if self.res.type != FragType("acc", Float32Type()):
             raise VerifyException(f"'tile.take_acc' yields {FragType('acc', Float32Type())}, "
                                   f"got {self.res.type}")
+
+@irdl_op_definition
+class AddAccOp(IRDLOperation):
+    """`%s = tile.add_acc %a, %b : !tile.frag<acc, f32, ...>`: the elementwise sum of two
+    accumulator fragments (split-K partial tiles of the same place)."""
+
+    name = "tile.add_acc"
+    T: ClassVar = VarConstraint("T", BaseAttr(FragType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    res = result_def(T)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($res)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        acc = FragType("acc", Float32Type())
+        if not self.lhs.type == self.rhs.type == self.res.type == acc:
+            raise VerifyException(f"'tile.add_acc' adds two {acc}, got {self.lhs.type}, "
+                                  f"{self.rhs.type} -> {self.res.type}")
+
 
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
@@ -1568,7 +1608,7 @@ def epilogue_block(accumulators: int = 1) -> Block:
 Tile = Dialect(
     "tile",
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, CpAsyncCommitOp, CpAsyncWaitOp,
-     StoreAccOp, YieldOp, TakeAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp,
+     StoreAccOp, YieldOp, TakeAccOp, AddAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp,
      WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, BulkLoadOp, BulkStoreOp,
@@ -1577,6 +1617,7 @@ Tile = Dialect(
 )
 
 __all__ = [
+    "AddAccOp",
     "ArriveOp",
     "BulkLoadOp",
     "BulkStoreOp",

@@ -32,8 +32,9 @@ from tilesync.runtime.timing import time_region
 class GemmRunner:
     """The compiled kernel loaded on the current GPU, launched on device buffers.
 
-    `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs own their
-    fp32 workspace and counters, zeroed once here: every launch leaves them zero again. A
+    `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs (but those
+    reducing in a cluster) own their fp32 workspace and counters, zeroed once here: every
+    launch leaves them zero again. A
     warp-specialized (tma_ws) config takes A and B (and C) as buffers like the others; the runner
     encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
     block per SM of this GPU (clusters: as many as can run at once)."""
@@ -58,7 +59,7 @@ class GemmRunner:
                                                        cfg.dynamic_shared_bytes))
             self.grid = (cluster * min(cfg.cluster_tiles, slots), 1, 1)
         self.workspace = self.counters = None
-        if cfg.split_k > 1:
+        if cfg.split_workspace:
             self.workspace = DeviceBuffer.zeros(cfg.workspace_shape, np.float32)
             self.counters = DeviceBuffer.zeros(cfg.counters_shape, np.int32)
 
@@ -79,7 +80,7 @@ class GemmRunner:
             if seed is None:
                 raise ValueError("a dropout GEMM needs seed=")
             args.append(int(seed))
-        if self.cfg.split_k > 1:
+        if self.cfg.split_workspace:
             args += [self.workspace, self.counters]
         launch(self.kernel, self.grid, self.cfg.block, args, stream=stream,
                shared_mem=self.cfg.dynamic_shared_bytes)

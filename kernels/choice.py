@@ -130,22 +130,28 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
                     sync_hooks: bool = False) -> list[ConvConfig]:
     """Every wgmma conv tile of CONV_TILES no wider than K, with as many stages as fit (at
     most CONV_MAX_STAGES), and each split-K factor that leaves every split
-    MIN_K_TILES_PER_SPLIT k-tiles (none with sync hooks: a split tile posts once)."""
+    MIN_K_TILES_PER_SPLIT k-tiles (none with sync hooks: a split tile posts once), its
+    slices reducing through the workspace and, a second candidate, in a cluster (with fewer
+    stages where the tile's f32 buffer needs their room)."""
     out = []
     for tile, warps in CONV_TILES:
         if tile[1] > max(64, K):
             continue
         k_tiles = 9 * C // tile[2]
-        stages = min(CONV_MAX_STAGES, stages_for(tile[0], tile[1]))
         for split in (1,) if sync_hooks else CONV_SPLITS:
             if k_tiles % split or k_tiles // split < MIN_K_TILES_PER_SPLIT:
                 continue
-            try:
-                out.append(conv2d_config(N, H, W, C, K, tile=tile, warps=warps, stages=stages,
-                                         split_k=split, epilogue=epilogue, mma="wgmma",
-                                         sync_hooks=sync_hooks))
-            except ValueError:
-                continue
+            for in_cluster in (False, True) if split > 1 else (False,):
+                # the cluster's f32 tile takes the room of a 2 BN-wide 16-bit staging buffer
+                partial_cols = 2 * tile[1] if in_cluster else 0
+                stages = min(CONV_MAX_STAGES, stages_for(tile[0], tile[1], partial_cols))
+                try:
+                    out.append(conv2d_config(N, H, W, C, K, tile=tile, warps=warps,
+                                             stages=stages, split_k=split, epilogue=epilogue,
+                                             mma="wgmma", sync_hooks=sync_hooks,
+                                             split_cluster=in_cluster))
+                except ValueError:
+                    continue
     return out
 
 

@@ -20,6 +20,7 @@ from xdsl.ir import Attribute
 
 from tilesync.contract import (
     DYNAMIC_SHARED_BASE_ALIGNMENT,
+    MAX_CLUSTER_BLOCKS,
     SM_90,
     STATIC_SHARED_LIMIT,
     TENSOR_MAP,
@@ -175,6 +176,14 @@ class GemmConfig:
     """cp_async: A is the concatenation [A_head | A] along K (NeRF's skip, `cat([x, h])`):
     the first `a_head` of the K columns come from the parameter A_head (M x a_head), the rest
     from A (M x (K - a_head)); whole k-tiles of each, so a k-tile copies from one of the two."""
+    split_cluster: bool = False
+    """Split-K without a workspace: the split_k slices of a tile run as one cluster of
+    (1, 1, split_k) CTAs (grid z), and the partial tiles meet through shared memory. Each
+    slice but the first stores its fp32 tile into a BM x BN buffer of its own shared memory,
+    the cluster meets at a barrier, slice 0 reads the others' buffers (`ld.shared::cluster`),
+    adds them to its accumulators, applies the epilogue and stores C, and the cluster meets
+    again. No global atomics, counters or workspace: the reduction stays on the SMs, where the
+    workspace's `red.add`s queue at L2 (batch-8 convs: each extra split cost 2-6 us)."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -244,6 +253,8 @@ class GemmConfig:
             self._check_staged_store()
         if self.a_head:
             self._check_a_head()
+        if self.split_cluster:
+            self._check_split_cluster()
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
             raise SharedMemoryExceeded(
@@ -272,6 +283,14 @@ class GemmConfig:
         if not 0 < self.a_head < self.K or self.a_head % bk:
             raise ValueError(f"a_head must be whole k-tiles (BK={bk}) short of K={self.K}, "
                              f"got {self.a_head}")
+
+    def _check_split_cluster(self) -> None:
+        if not 2 <= self.split_k <= MAX_CLUSTER_BLOCKS:  # (tma_ws takes no split-K)
+            raise ValueError(f"split_cluster reduces the 2 to {MAX_CLUSTER_BLOCKS} slices of a "
+                             f"tile in one cluster, got split_k={self.split_k}")
+        if self.sync_hooks:
+            raise ValueError("split_cluster takes no sync hooks (sync-verify follows a "
+                             "workspace split, whose last slice posts)")
 
     def _check_tma_ws(self) -> None:
         bm, bn, _ = self.tile
@@ -373,9 +392,23 @@ class GemmConfig:
             names.append("bias")
         if self.dropout is not None:
             names.append("seed")
-        if self.split_k > 1:
+        if self.split_workspace:
             names += ["workspace", "counters"]
         return tuple(names)
+
+    @property
+    def split_workspace(self) -> bool:
+        """Split-K through a global workspace and counters (not in a cluster)."""
+        return self.split_k > 1 and not self.split_cluster
+
+    @property
+    def cluster_dims(self) -> tuple[int, int, int] | None:
+        """CTAs per cluster (x, y, z), or None without clusters."""
+        if self.split_cluster:
+            return (1, 1, self.split_k)
+        if self.cluster_m > 1:
+            return (self.cluster_m, 1, 1)
+        return None
 
     @property
     def k_tiles(self) -> int:
@@ -385,7 +418,8 @@ class GemmConfig:
     def shared_bytes(self) -> int:
         bm, bn, bk = self.tile
         staging = bm * self.out_tile_cols if self.tma_store else 0
-        return (self.stages * (bm * bk + bk * bn) + staging) * 2
+        partial = 2 * bm * bn if self.split_cluster else 0  # f32, in 2-byte units
+        return (self.stages * (bm * bk + bk * bn) + staging + partial) * 2
 
     @property
     def static_shared_bytes(self) -> int:
@@ -470,9 +504,10 @@ class GemmConfig:
 
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
-                                "a_head"})
+                                "a_head", "split_cluster"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
+_CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster"}
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -483,11 +518,11 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
                 cluster_m: int = 1, tma_store: bool = False,
                 persistent: bool = True, staged_store: bool = False,
-                a_head: int = 0) -> GemmConfig:
+                a_head: int = 0, split_cluster: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
-                      persistent, staged_store, a_head)
+                      persistent, staged_store, a_head, split_cluster)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -525,9 +560,12 @@ class ConvConfig:
     """The GEMM's multiply: mma.sync, or wgmma (sm_90a; see GemmConfig.mma)."""
     sync_hooks: bool = False
     """GemmConfig.sync_hooks (in the repr only when set)."""
+    split_cluster: bool = False
+    """GemmConfig.split_cluster: the split_k slices reduce in a cluster (in the repr only when
+    set)."""
 
     def __repr__(self) -> str:
-        return _repr_showing_set(self, _HOOK_FIELDS)
+        return _repr_showing_set(self, _CONV_LATER_FIELDS)
 
     def __post_init__(self) -> None:
         if min(self.N, self.H, self.W, self.C, self.K) <= 0:
@@ -545,7 +583,8 @@ class ConvConfig:
         return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
                            tile=self.tile, warps=self.warps, stages=self.stages,
                            b_layout="col", epilogue=self.epilogue, name=self.name,
-                           sync_hooks=self.sync_hooks, split_k=self.split_k, mma=self.mma)
+                           sync_hooks=self.sync_hooks, split_k=self.split_k, mma=self.mma,
+                           split_cluster=self.split_cluster)
 
     @property
     def target(self) -> str | None:
@@ -579,9 +618,10 @@ class ConvConfig:
 
 def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                   stages: int = 3, split_k: int = 1, epilogue: str | None = None,
-                  name: str = "conv2d", mma: str = "sync", sync_hooks: bool = False) -> ConvConfig:
+                  name: str = "conv2d", mma: str = "sync", sync_hooks: bool = False,
+                  split_cluster: bool = False) -> ConvConfig:
     return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
-                      name, mma=mma, sync_hooks=sync_hooks)
+                      name, mma=mma, sync_hooks=sync_hooks, split_cluster=split_cluster)
 
 
 class _WarpPerRow:

@@ -102,6 +102,11 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $0;\nmapa.shared::cluster.u32 r, a, $1;\n"
         "mbarrier.arrive.shared::cluster.b64 _, [r];\n}}"
     ),
+    # The same offset in CTA $2 of the cluster.
+    (nvvm.LoadOp, "cta"): (
+        "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $1;\nmapa.shared::cluster.u32 r, a, $2;\n"
+        "ld{sem}.shared::cluster.{type} $0, [r];\n}}"
+    ),
     nvvm.MBarrierTryWaitParityOp: (
         "{{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
         "selp.b32 $0, 1, 0, p;\n}}"
@@ -194,8 +199,8 @@ def state_space(ptr: SSAValue) -> str:
 
 
 def _template_key(op: Operation) -> type[Operation] | tuple[type[Operation], str]:
-    if isinstance(op, nvvm.MBarrierArriveOp) and op.cta is not None:
-        return (nvvm.MBarrierArriveOp, "cta")
+    if isinstance(op, nvvm.MBarrierArriveOp | nvvm.LoadOp) and op.cta is not None:
+        return (type(op), "cta")
     return type(op)
 
 

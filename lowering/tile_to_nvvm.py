@@ -13,7 +13,9 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.store_acc    the epilogue region inlined per element, then `nvvm.cvt.pack` (f16x2 or
                       bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
                       when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red
-    tile.take_acc     nvvm.atom exch (0) per element
+    tile.take_acc     nvvm.atom exch (0) per element; from shared memory a plain load (`cta`:
+                      nvvm.ld of the peer CTA's shared memory, mapa)
+    tile.add_acc      llvm.fadd per element
     tile.arrive       the split-K arrival, built by `sync_primitives.SyncBuilder`
     tile.shuffle      nvvm.shfl.sync
     tile.wgmma*       nvvm.wgmma.mma_async on shared-memory descriptors, nvvm.wgmma.fence /
@@ -775,10 +777,21 @@ class TakeAccLowering(_TilePattern):
         indices = [e.index_as(i, i64) for i in op.indices]
         rows, cols = _acc_lane_position(e, indices)
         zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
+        shared = tile.memory_space(src_type) == tile.SHARED_SPACE
+        cta = None if op.cta is None else e.index_as(op.cta, i32)
         values: list[SSAValue] = []
         for h in range(2):
             for k in range(2):
                 address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
+                if cta is not None:  # the same place in the peer CTA's shared memory
+                    values.append(e.insert(nvvm.LoadOp(address, f32, "weak", cta=cta))
+                                  .results[0])
+                    continue
+                if shared:  # written again before every read: kept
+                    values.append(e.like(("load", f32), [address], [f32],
+                                         lambda address=address: llvm.LoadOp(
+                                             address, f32, alignment=4)).results[0])
+                    continue
                 if op.masked is None:
                     values.append(e.insert(nvvm.AtomicOp("exch", address, zero, "relaxed",
                                                        "gpu")).results[0])
@@ -793,6 +806,17 @@ class TakeAccLowering(_TilePattern):
                 values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
+
+
+class AddAccLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.AddAccOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        struct_type = frag_llvm_type(op.res.type)  # type: ignore[arg-type]
+        lhs, rhs = (e.as_llvm(v, struct_type) for v in (op.lhs, op.rhs))
+        sums = [e.insert(llvm.FAddOp(e.extract(lhs, k, f32), e.extract(rhs, k, f32)))
+                .results[0] for k in range(4)]
+        rewriter.replace(op, [], [_cast(rewriter, e.build_struct(sums), op.res.type)])
 
 
 class ArriveLowering(_TilePattern):
@@ -1145,6 +1169,7 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
         CpAsyncWaitLowering(state),
         StoreAccLowering(state),
         TakeAccLowering(state),
+        AddAccLowering(state),
         ArriveLowering(state),
         ShuffleLowering(state),
         MathLowering(state),

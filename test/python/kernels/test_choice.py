@@ -70,3 +70,19 @@ def test_a_config_whose_barriers_pass_the_shared_limit_is_refused():
         tma_ws_config(16, 12288, 6144, tile=(64, 144, 64), stages=8, tma_store=True)
     for cfg in propose_tma_configs(16, 12288, 6144, limit=8):
         assert cfg.dynamic_shared_bytes + cfg.static_shared_bytes <= MAX_SHARED_PER_BLOCK
+
+
+def test_conv_splits_reduce_through_the_workspace_or_in_a_cluster():
+    """Each split-K conv candidate comes twice: its slices add into the workspace, or meet in
+    a cluster (with the stages that leave room for the tile's f32 buffer)."""
+    from tilesync.kernels.choice import conv_candidates
+
+    candidates = conv_candidates(8, 7, 7, 512, 512)
+    split = [c for c in candidates if c.split_k > 1]
+    in_cluster = [c for c in split if c.split_cluster]
+    assert in_cluster and len(in_cluster) * 2 == len(split)
+    assert not any(c.split_cluster for c in candidates if c.split_k == 1)
+    for cfg in in_cluster:
+        assert cfg.gemm.shared_bytes + cfg.gemm.stage_alignment <= MAX_SHARED_PER_BLOCK
+    assert not any(c.split_cluster for c in conv_candidates(8, 7, 7, 512, 512,
+                                                            sync_hooks=True))

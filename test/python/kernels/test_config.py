@@ -132,3 +132,34 @@ def test_sync_hooks_name_the_config_where_set():
                            conv2d_config(1, 56, 56, 64, 64, sync_hooks=True))]:
         assert "sync_hooks" not in repr(plain) and "sync_hooks=True" in repr(hooked)
         assert _kernel_key(plain, "sm_90") != _kernel_key(hooked, "sm_90")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(split_k=1), "2 to 8 slices"),
+    (dict(split_k=16, K=2048), "2 to 8 slices"),
+    (dict(sync_hooks=True), "no sync hooks"),
+    (dict(pipeline="tma_ws", mma="wgmma", tile=(128, 128, 64), warps=(8, 1), b_layout="col"),
+     "tma_ws takes split_k=1"),
+])
+def test_split_cluster_config_errors(kwargs, message):
+    kwargs = {"split_k": 4, "K": 512, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gemm_config(256, 256, kwargs.pop("K"), split_cluster=True, **kwargs)
+
+
+def test_split_cluster_needs_no_workspace_and_holds_its_tile_in_shared_memory():
+    """The slices meet in the first CTA's f32 buffer: no workspace or counters among the
+    parameters, a (1, 1, split) cluster on the (M, N, split) grid, BM x BN x 4 more bytes of
+    shared memory; the name shows the field only where set (earlier configs keep theirs)."""
+    plain = gemm_config(256, 256, 512, split_k=4)
+    cfg = gemm_config(256, 256, 512, split_k=4, split_cluster=True)
+    assert plain.params[-2:] == ("workspace", "counters") and plain.split_workspace
+    assert cfg.params == ("A", "B", "C") and not cfg.split_workspace
+    assert cfg.grid == (2, 2, 4) and cfg.cluster_dims == (1, 1, 4)
+    assert plain.cluster_dims is None
+    assert cfg.shared_bytes - plain.shared_bytes == 128 * 128 * 4
+    assert "split_cluster" not in repr(plain) and "split_cluster=True" in repr(cfg)
+    conv = conv2d_config(8, 7, 7, 512, 512, tile=(64, 64, 64), warps=(4, 1), stages=6,
+                         split_k=2, mma="wgmma", split_cluster=True)
+    assert conv.gemm.split_cluster and "split_cluster=True" in repr(conv)
+    assert "split_cluster" not in repr(conv2d_config(8, 7, 7, 512, 512))

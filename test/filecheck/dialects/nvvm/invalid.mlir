@@ -157,3 +157,11 @@ func.func @nanosleep_i64(%d: i64) {
   func.return
 }
 // CHECK: Expected attribute i32 but got i64
+
+// -----
+
+func.func @ld_peer_global(%p: !llvm.ptr<1>, %r: i32) {
+  %v = nvvm.ld weak %p cta %r : !llvm.ptr<1> -> f32
+  func.return
+}
+// CHECK: 'nvvm.ld' pointer into a peer CTA must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>

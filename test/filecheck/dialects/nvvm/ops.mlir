@@ -70,10 +70,12 @@ func.func @all_ops(%g: !llvm.ptr<1>, %s: !llvm.ptr<3>, %p: !llvm.ptr, %i: i32, %
   // CHECK-NEXT: %{{.*}} = nvvm.ld relaxed, sys %{{.*}} : !llvm.ptr<1> -> i64
   // CHECK-NEXT: %{{.*}} = nvvm.ld volatile %{{.*}} : !llvm.ptr<3> -> f32
   // CHECK-NEXT: %{{.*}} = nvvm.ld weak %{{.*}} : !llvm.ptr -> i32
+  // CHECK-NEXT: %{{.*}} = nvvm.ld weak %{{.*}} cta %{{.*}} : !llvm.ptr<3> -> f32
   %20 = nvvm.ld acquire, gpu %g : !llvm.ptr<1> -> i32
   %21 = nvvm.ld relaxed, sys %g : !llvm.ptr<1> -> i64
   %22 = nvvm.ld volatile %s : !llvm.ptr<3> -> f32
   %23 = nvvm.ld weak %p : !llvm.ptr -> i32
+  %peer = nvvm.ld weak %s cta %i : !llvm.ptr<3> -> f32
 
   // CHECK-NEXT: nvvm.st release, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
   // CHECK-NEXT: nvvm.st relaxed, cta %{{.*}}, %{{.*}} : !llvm.ptr<3>, i64

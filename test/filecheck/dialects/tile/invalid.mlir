@@ -260,3 +260,27 @@ func.func @copy_out_unaligned_rows(%d: memref<16x12xf16>, %s: memref<16x16xf16, 
   func.return
 }
 // CHECK: 'tile.copy_out' destination rows must be a multiple of 8 elements (16-byte aligned), got 12
+
+// -----
+
+func.func @take_peer_global(%W: memref<16x16xf32>, %i: index) {
+  %t = tile.take_acc %W[%i, %i] cta %i : memref<16x16xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' cta reads a peer CTA's shared memory, got memref<16x16xf32>
+
+// -----
+
+func.func @take_shared_masked(%B: memref<16x16xf32, 3>, %i: index) {
+  %t = tile.take_acc %B[%i, %i] masked : memref<16x16xf32, 3> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' masked reads a global workspace; a shared buffer holds the whole tile
+
+// -----
+
+func.func @add_a_operands(%a: !tile.frag<a, f16, m16n8k16>) {
+  %s = tile.add_acc %a, %a : !tile.frag<a, f16, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.add_acc' adds two !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>, !tile.frag<a, f16, m16n8k16> -> !tile.frag<a, f16, m16n8k16>

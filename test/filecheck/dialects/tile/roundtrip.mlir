@@ -52,13 +52,17 @@ func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: mem
 
 // Split-K, SwiGLU and warp-shuffle ops.
 // CHECK-LABEL: func.func @split_k_swiglu
-func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
+func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %part: memref<64x64xf32, 3>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
   // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   tile.store_acc %g, %ws[%i, %j] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   // CHECK: %[[LAST:.*]] = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] of 4 : memref<1x2xi32>
   %last = tile.arrive %cnt[%i, %j] of 4 : memref<1x2xi32>
   // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   %t = tile.take_acc %ws[%i, %j] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  // CHECK: %[[PEER:.*]] = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] cta %{{.*}} : memref<64x64xf32, 3 : i64> -> !tile.frag<acc, f32, m16n8k16>
+  %peer = tile.take_acc %part[%i, %j] cta %i : memref<64x64xf32, 3> -> !tile.frag<acc, f32, m16n8k16>
+  // CHECK: %{{.*}} = tile.add_acc %{{.*}}, %[[PEER]] : !tile.frag<acc, f32, m16n8k16>
+  %sum = tile.add_acc %g, %peer : !tile.frag<acc, f32, m16n8k16>
   // CHECK: tile.store_acc %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] epilogue {
   // CHECK-NEXT: ^{{.*}}(%[[G:[a-z0-9_]+]]: f32, %[[U:[a-z0-9_]+]]: f32, %{{.*}}: index, %{{.*}}: index):
   // CHECK-NEXT:   %[[P:.*]] = arith.mulf %[[G]], %[[U]] : f32
