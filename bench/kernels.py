@@ -170,7 +170,8 @@ def _config_label(cfg) -> str:
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
     if getattr(cfg, "pipeline", "cp_async") == "tma_ws":
         label = (f"tma_ws{cfg.wgmma_in_flight} {bm}x{bn}x{bk} s{cfg.stages}"
-                 + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else ""))
+                 + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else "")
+                 + (f" staging{cfg.staging_boxes}" if cfg.staging_boxes else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + split_label(cfg)

@@ -176,6 +176,11 @@ class GemmConfig:
     """cp_async: A is the concatenation [A_head | A] along K (NeRF's skip, `cat([x, h])`):
     the first `a_head` of the K columns come from the parameter A_head (M x a_head), the rest
     from A (M x (K - a_head)); whole k-tiles of each, so a k-tile copies from one of the two."""
+    staging_boxes: int = 0
+    """tma_store: the boxes of a warpgroup's rows its staging buffer holds (0: the whole
+    output tile's). Fewer leave shared memory to another stage; the tile then leaves in rounds
+    of that many boxes, each round's writes waiting for the copies of the round before to
+    have read the buffer."""
     split_cluster: bool = False
     """Split-K without a workspace: the split_k slices of a tile run as one cluster of
     (1, 1, split_k) CTAs (grid z), and the partial tiles meet through shared memory. Each
@@ -309,6 +314,12 @@ class GemmConfig:
         if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
             raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
                              f"{self.cluster_m}")
+        boxes = self.out_tile_cols // self.staging_box[1] if self.tma_store else 0
+        if self.staging_boxes and not (self.tma_store and boxes % self.staging_boxes == 0
+                                       and self.staging_boxes < boxes):
+            raise ValueError(f"staging_boxes stages a divisor of the output tile's "
+                             f"{boxes} boxes (fewer than all) of a tma_store tile, got "
+                             f"{self.staging_boxes}")
         if self.tma_store and self.out_tile_cols % STAGING_COLUMNS[-1]:
             raise ValueError(f"tma_store needs the output tile's width ({self.out_tile_cols}) a "
                              f"multiple of {STAGING_COLUMNS[-1]}")
@@ -417,7 +428,7 @@ class GemmConfig:
     @property
     def shared_bytes(self) -> int:
         bm, bn, bk = self.tile
-        staging = bm * self.out_tile_cols if self.tma_store else 0
+        staging = bm * self.staging_cols if self.tma_store else 0
         partial = 2 * bm * bn if self.split_cluster else 0  # f32, in 2-byte units
         return (self.stages * (bm * bk + bk * bn) + staging + partial) * 2
 
@@ -474,6 +485,13 @@ class GemmConfig:
         return {name: shapes[name] for name in self.tensor_map_boxes}
 
     @property
+    def staging_cols(self) -> int:
+        """tma_store: the output columns the staging buffer holds at once."""
+        if not self.staging_boxes:
+            return self.out_tile_cols
+        return self.staging_boxes * self.staging_box[1]
+
+    @property
     def staging_box(self) -> tuple[int, int]:
         """tma_store: the box of C a warpgroup copies out, the widest that divides the tile."""
         cols = next(w for w in STAGING_COLUMNS if self.out_tile_cols % w == 0)
@@ -504,7 +522,7 @@ class GemmConfig:
 
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
-                                "a_head", "split_cluster"})
+                                "a_head", "split_cluster", "staging_boxes"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster"}
@@ -518,11 +536,12 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 raster_group: int = 8, sms: int = H100_SMS, producer_warps: int = 1,
                 cluster_m: int = 1, tma_store: bool = False,
                 persistent: bool = True, staged_store: bool = False,
-                a_head: int = 0, split_cluster: bool = False) -> GemmConfig:
+                a_head: int = 0, split_cluster: bool = False,
+                staging_boxes: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
-                      persistent, staged_store, a_head, split_cluster)
+                      persistent, staged_store, a_head, staging_boxes, split_cluster)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -530,14 +549,16 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   sync_hooks: bool = False, dropout: float | None = None,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
                   producer_warps: int = 1, cluster_m: int = 1,
-                  tma_store: bool = False, persistent: bool | None = None) -> GemmConfig:
+                  tma_store: bool = False, persistent: bool | None = None,
+                  staging_boxes: int = 0) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
         persistent = not sync_hooks
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
-                       raster_group, sms, producer_warps, cluster_m, tma_store, persistent)
+                       raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
+                       staging_boxes=staging_boxes)
 
 
 

@@ -191,7 +191,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     bars_type = MemRefType(i64, [stages], memory_space=shared)
     box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
     # the staging buffer: per consumer warpgroup, its 64 rows as boxes of box_cols columns
-    sc_type = MemRefType(elem, [groups, cfg.out_tile_cols // box_cols, box_rows, box_cols],
+    # (all the tile's, or cfg.staging_boxes of them a round)
+    sc_type = MemRefType(elem, [groups, cfg.staging_cols // box_cols, box_rows, box_cols],
                          memory_space=shared)
     stage_bytes = (bm + bn) * bk * 2
 
@@ -346,36 +347,48 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     def _store_through_staging(tb: BlockBuilder, tiles: list[SSAValue],
                                origin: tuple[SSAValue, SSAValue], warp_m: SSAValue,
                                group_leader: SSAValue) -> None:
-        """The TMA-store epilogue: the warpgroup's leader waits until its previous copies have
-        read the buffer, the consumers write it through the epilogue, make the writes visible
-        to the copy engine, and the leader copies each 64-column box out (one bulk group)."""
+        """The TMA-store epilogue, in rounds of the boxes the staging buffer holds (one round
+        without cfg.staging_boxes): the warpgroup's leader waits until its previous copies
+        have read the buffer, the consumers write the round's columns through the epilogue,
+        make the writes visible to the copy engine, and the leader copies each of the round's
+        boxes out (one bulk group)."""
         assert sc is not None
-        _if(tb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
-        tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
-        group = tb.divui(tid, 128)
-        lane_rows = tb.remui(tb.divui(tid, 4), 8)
+        round_cols = cfg.staging_cols  # output columns a round
+        # accumulator fragments (8 columns each) a round: swiglu pairs gate and up
+        per_round = round_cols // 8 * (2 if cfg.epilogue == "swiglu" else 1)
+        lanes: list[SSAValue] = []  # the warpgroup and lane / 4 mod 8, after the first wait
 
         def place(pb: BlockBuilder, row: SSAValue, col: int) -> list[SSAValue]:
             # warpgroup g holds rows 64 g .. 64 g + 63 of the tile
+            group, lane_rows = lanes
             return [group, pb.idx(col // box_cols), pb.remui(row, box_rows),
                     staged_column(pb, col % box_cols, box_cols, lane_rows)]
 
-        _store_accumulators(tb, cfg, tiles, sc, origin, (warp_m, tb.idx(0)), (1, acc_count),
-                            False, bias, seed, (sc, place))
-        tb.insert(tl.FenceProxyAsyncOp())
-        tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+        for first in range(0, cfg.out_tile_cols, round_cols):
+            _if(tb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
+            tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+            if not lanes:
+                lanes += [tb.divui(tid, 128), tb.remui(tb.divui(tid, 4), 8)]
+            group = lanes[0]
+            start = first // round_cols * per_round
+            warp_n = tb.idx(first * (2 if cfg.epilogue == "swiglu" else 1))
+            _store_accumulators(tb, cfg, tiles[start:start + per_round], sc, origin,
+                                (warp_m, warp_n), (1, per_round), False, bias, seed,
+                                (sc, place))
+            tb.insert(tl.FenceProxyAsyncOp())
+            tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
 
-        def copy_out(lb: BlockBuilder) -> None:
-            m0, n0 = origin
-            row = lb.addi(m0, lb.muli(group, box_rows))
-            col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0
-            zero = lb.idx(0)
-            for j in range(cfg.out_tile_cols // box_cols):
-                lb.insert(tl.TmaStoreOp(sc, [group, lb.idx(j), zero, zero], C,
-                                        [row, lb.addi(col0, j * box_cols)]))
-            lb.insert(tl.TmaStoreCommitOp())
+            def copy_out(lb: BlockBuilder, first: int = first) -> None:
+                m0, n0 = origin
+                row = lb.addi(m0, lb.muli(group, box_rows))
+                col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0
+                zero = lb.idx(0)
+                for j in range(round_cols // box_cols):
+                    lb.insert(tl.TmaStoreOp(sc, [group, lb.idx(j), zero, zero], C,
+                                            [row, lb.addi(col0, first + j * box_cols)]))
+                lb.insert(tl.TmaStoreCommitOp())
 
-        _if(tb, group_leader, copy_out)
+            _if(tb, group_leader, copy_out)
 
     is_consumer = b.emit(arith.CmpiOp(tid, b.idx(cfg.consumer_threads), "ult"))
     _if(b, is_consumer, consumer, producer)

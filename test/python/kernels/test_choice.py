@@ -35,7 +35,9 @@ def test_a_width_that_is_not_a_power_of_two_fills_the_sms():
 def test_clusters_only_where_two_tile_rows_share_b():
     assert all(c.cluster_m == 1 for c in propose_tma_configs(64, 6144, 12288, limit=4))
     proposals = propose_tma_configs(4096, 4096, 4096, limit=2, cluster_limit=2)
-    assert [c.cluster_m for c in proposals] == [1, 1, 2, 2]
+    # then the deeper twins of the first two (no clusters)
+    assert [c.cluster_m for c in proposals] == [1, 1, 2, 2, 1, 1]
+    assert [bool(c.staging_boxes) for c in proposals] == [False] * 4 + [True] * 2
 
 
 def test_the_tma_store_epilogue_where_the_output_tile_allows_it():
@@ -86,3 +88,24 @@ def test_conv_splits_reduce_through_the_workspace_or_in_a_cluster():
         assert cfg.gemm.shared_bytes + cfg.gemm.stage_alignment <= MAX_SHARED_PER_BLOCK
     assert not any(c.split_cluster for c in conv_candidates(8, 7, 7, 512, 512,
                                                             sync_hooks=True))
+
+
+def test_a_smaller_staging_buffer_buys_a_stage():
+    """The twin of a TMA-store proposal keeps the most boxes that still free a stage's room:
+    a 128 x 256 tile (3 stages beside its 64 KB buffer) stages 2 of its 4 boxes and gets a
+    fourth stage; a tile already at the most stages, or without the TMA store, has none."""
+    from tilesync.kernels.choice import MAX_STAGES, deeper_twin
+
+    wide = tma_ws_config(512, 8192, 2816, tile=(128, 256, 64), stages=3, tma_store=True,
+                         producer_warps=4)
+    twin = deeper_twin(wide)
+    assert twin is not None and (twin.stages, twin.staging_boxes) == (4, 2)
+    assert twin.dynamic_shared_bytes + twin.static_shared_bytes <= MAX_SHARED_PER_BLOCK
+    assert deeper_twin(tma_ws_config(512, 8192, 2816, tile=(128, 256, 64), stages=3)) is None
+    assert deeper_twin(tma_ws_config(512, 8192, 2816, tile=(64, 64, 64), stages=MAX_STAGES,
+                                     tma_store=True)) is None
+    proposals = propose_tma_configs(512, 8192, 2816, limit=5)
+    twins = [c for c in proposals if c.staging_boxes]
+    assert twins and all(deeper_twin(replace(c, staging_boxes=0,
+                                                         stages=c.stages - 1)) is not None
+                         for c in twins)

@@ -163,3 +163,16 @@ def test_split_cluster_needs_no_workspace_and_holds_its_tile_in_shared_memory():
                          split_k=2, mma="wgmma", split_cluster=True)
     assert conv.gemm.split_cluster and "split_cluster=True" in repr(conv)
     assert "split_cluster" not in repr(conv2d_config(8, 7, 7, 512, 512))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tma_store=False), "of a tma_store tile"),
+    (dict(staging_boxes=3), "a divisor of the output tile's 4 boxes"),
+    (dict(staging_boxes=4), "fewer than all"),
+])
+def test_staging_boxes_config_errors(kwargs, message):
+    from tilesync.kernels.config import tma_ws_config
+
+    kwargs = {"tma_store": True, "staging_boxes": 2, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        tma_ws_config(1024, 1024, 1024, tile=(128, 256, 64), stages=4, **kwargs)

@@ -5,6 +5,8 @@ included, launched twice (the barriers start over each launch)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 
 import numpy as np
@@ -47,6 +49,13 @@ CONFIGS = [
     # boxes of 8 columns (16-byte rows, no swizzle): SwiGLU's 88 of a 176-wide tile
     tma_ws_config(1000, 5632, 264, tile=(128, 176, 64), stages=4, epilogue="swiglu",
                   tma_store=True, producer_warps=4),
+    # a staging buffer of fewer boxes than the tile's, a stage more: the tile leaves in rounds
+    tma_ws_config(1000, 1000, 1000, tile=(128, 256, 64), stages=4, epilogue="bias_gelu",
+                  tma_store=True, producer_warps=4, staging_boxes=2),
+    tma_ws_config(1000, 5632, 264, tile=(128, 176, 64), stages=5, epilogue="swiglu",
+                  tma_store=True, producer_warps=4, staging_boxes=1),
+    tma_ws_config(300, 4096, 264, tile=(128, 240, 64), stages=4, tma_store=True,
+                  producer_warps=4, cluster_m=2, staging_boxes=5),
 ]
 
 
@@ -54,7 +63,8 @@ def _id(cfg: GemmConfig) -> str:
     bm, bn, _ = cfg.tile
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}-s{cfg.stages}-{cfg.dtype}-"
             f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
-            f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else ""))
+            f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else "")
+            + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -176,6 +186,23 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
     assert info.registers["gemm"] <= min(255, cap)
 
 
+def test_staging_rounds_ptx():
+    """A 128 x 256 tile staged two boxes of 64 columns at a time: two rounds a tile, each
+    waiting for the copies before to have read the buffer, then storing its two boxes in a
+    bulk group of its own; the buffer is half the tile's, room for a fourth stage."""
+    cfg = next(c for c in CONFIGS if c.staging_boxes == 2)
+    whole = dataclasses.replace(cfg, staging_boxes=0, stages=3)
+    assert cfg.staging_cols == 128 and whole.staging_cols == 256
+    assert whole.shared_bytes - cfg.shared_bytes == 128 * 128 * 2 - (128 + 256) * 64 * 2
+    ptx, one_round = _ptx(cfg), _ptx(whole)
+    store = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+    assert ptx.count(store) == one_round.count(store) == 4  # a warpgroup's boxes a tile
+    assert ptx.count("cp.async.bulk.commit_group") == 2 * one_round.count(
+        "cp.async.bulk.commit_group")
+    read_waits = "cp.async.bulk.wait_group.read 0"
+    assert ptx.count(read_waits) == one_round.count(read_waits) + 1
+
+
 def test_compile_time_of_one_config():
     compile_kernel(tma_ws_config(512, 512, 512))  # warm imports and LLVM's target
     start = time.process_time()
@@ -246,9 +273,9 @@ def test_gpu_tma_ws_gemm(cfg):
 
 
 def _bench_shape_configs() -> list[GemmConfig]:
-    """The wave model's first TMA proposal, with and without clusters, of every shape of
-    `tilesync bench kernels` (GEMM 4096^3 and 8192^3 in fp16 and bf16, the MLP GEMMs at
-    M = 1 .. 2048 with their epilogues)."""
+    """The wave model's first TMA proposal, with and without clusters, and its deeper
+    staging twin, of every shape of `tilesync bench kernels` (GEMM 4096^3 and 8192^3 in fp16
+    and bf16, the MLP GEMMs at M = 1 .. 2048 with their epilogues)."""
     from tilesync.bench.kernels import workloads
     from tilesync.kernels.choice import propose_tma_configs
 
