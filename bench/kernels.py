@@ -97,9 +97,10 @@ def legacy_candidates(w: Workload, quick: bool) -> list:
 def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
     proposes (with and without clusters) and the `legacy_candidates`."""
-    from tilesync.kernels.choice import propose_tma_configs
+    from tilesync.kernels.choice import BENCH_TWINS, propose_tma_configs
 
-    tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5)
+    tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
+                              twins=BENCH_TWINS)
     return [*tma, *legacy_candidates(w, quick)]
 
 

@@ -75,19 +75,22 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
 
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
-                        limit: int = 5, cluster_limit: int = 1) -> list[GemmConfig]:
+                        limit: int = 5, cluster_limit: int = 1,
+                        twins: int = 0) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
-    `deeper_twin` of the first TWINS where a smaller staging buffer buys a stage. On an H100 the
-    device's fastest was among the model's first five on every bench shape, and clusters won
-    none since the TMA-store epilogue (bench/tma_sweep.py): they stay, fewer."""
+    `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage. On an H100
+    the device's fastest was among the model's first five on every bench shape, and clusters
+    won none since the TMA-store epilogue (bench/tma_sweep.py): they stay, fewer."""
     proposals = [*_ranked(M, N, K, dtype, epilogue, sms, 1)[:limit],
                  *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
-    return [*proposals, *filter(None, map(deeper_twin, proposals[:min(limit, TWINS)]))]
+    return [*proposals, *filter(None, map(deeper_twin, proposals[:min(limit, twins)]))]
 
 
-TWINS = 3
-"""Proposals (the model's fastest first) that also come with their `deeper_twin`."""
+BENCH_TWINS = 3
+"""The proposals `tilesync bench kernels` also times the `deeper_twin` of. Only the bench: the
+rounds of a staged epilogue have not yet run a GPU correctness check (the autotuner of the
+torch front end and the MLP programs take none until they have)."""
 
 
 def deeper_twin(cfg: GemmConfig) -> GemmConfig | None:

@@ -64,7 +64,7 @@ def gemm_jobs() -> dict[str, tuple]:
     configs = {}
     for w in workloads(quick=False):
         # the TMA kernels: the wave model's first proposal with and without clusters
-        tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1)
+        tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1, twins=1)
         for cfg in [*legacy_candidates(w, quick=False), *tma]:
             configs.setdefault(repr(cfg), cfg)
     return {f"gemm {key}": ("config", cfg) for key, cfg in sorted(configs.items())}

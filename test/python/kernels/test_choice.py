@@ -35,7 +35,9 @@ def test_a_width_that_is_not_a_power_of_two_fills_the_sms():
 def test_clusters_only_where_two_tile_rows_share_b():
     assert all(c.cluster_m == 1 for c in propose_tma_configs(64, 6144, 12288, limit=4))
     proposals = propose_tma_configs(4096, 4096, 4096, limit=2, cluster_limit=2)
-    # then the deeper twins of the first two (no clusters)
+    assert [c.cluster_m for c in proposals] == [1, 1, 2, 2]
+    # with twins, then the deeper twins of the first two (no clusters)
+    proposals = propose_tma_configs(4096, 4096, 4096, limit=2, cluster_limit=2, twins=2)
     assert [c.cluster_m for c in proposals] == [1, 1, 2, 2, 1, 1]
     assert [bool(c.staging_boxes) for c in proposals] == [False] * 4 + [True] * 2
 
@@ -104,7 +106,8 @@ def test_a_smaller_staging_buffer_buys_a_stage():
     assert deeper_twin(tma_ws_config(512, 8192, 2816, tile=(128, 256, 64), stages=3)) is None
     assert deeper_twin(tma_ws_config(512, 8192, 2816, tile=(64, 64, 64), stages=MAX_STAGES,
                                      tma_store=True)) is None
-    proposals = propose_tma_configs(512, 8192, 2816, limit=5)
+    assert not any(c.staging_boxes for c in propose_tma_configs(512, 8192, 2816, limit=5))
+    proposals = propose_tma_configs(512, 8192, 2816, limit=5, twins=3)
     twins = [c for c in proposals if c.staging_boxes]
     assert twins and all(deeper_twin(replace(c, staging_boxes=0,
                                                          stages=c.stages - 1)) is not None

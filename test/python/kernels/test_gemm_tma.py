@@ -281,7 +281,7 @@ def _bench_shape_configs() -> list[GemmConfig]:
 
     configs: list[GemmConfig] = []
     for w in workloads(quick=False):
-        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1):
+        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1, twins=1):
             if cfg not in configs:
                 configs.append(cfg)
     return configs
