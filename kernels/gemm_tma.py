@@ -378,7 +378,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             tb.insert(tl.FenceProxyAsyncOp())
             tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
 
-            def copy_out(lb: BlockBuilder, first: int = first) -> None:
+            def copy_out(lb: BlockBuilder, first: int = first, group: SSAValue = group) -> None:
                 m0, n0 = origin
                 row = lb.addi(m0, lb.muli(group, box_rows))
                 col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0

@@ -6,7 +6,6 @@ included, launched twice (the barriers start over each launch)."""
 from __future__ import annotations
 
 import dataclasses
-
 import time
 
 import numpy as np
