@@ -25,6 +25,7 @@ from xdsl.utils.lexer import Span
 
 from tilesync.compat.dominance import dominance_error
 from tilesync.compat.parser import CheckedParser
+from tilesync.compat.scf_yields import if_yield_error
 from tilesync.contract import CompileError, SourceLocation
 
 BYTE_ORDER_MARK = "\ufeff"
@@ -88,7 +89,7 @@ class LocatingParser(CheckedParser):
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         module = super().parse_module(allow_implicit_module)
-        error = dominance_error(module)
+        error = dominance_error(module) or if_yield_error(module)
         if error is not None:
             raise OpDiagnostic(error[1], error[0])
         return module

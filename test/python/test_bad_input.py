@@ -539,6 +539,16 @@ def test_an_empty_function_body_is_located_at_the_function():
                                "single-block region that expects at least a terminator")
 
 
+def test_an_if_whose_yield_was_deleted_is_located_at_the_if():
+    # found by a fuzz run (seed 1130): the parser adds an empty scf.yield to the region, and
+    # the missing result reached convert-cf-to-llvm as an internal error
+    path = Path(__file__).parent / "data" / "fuzz" / "seed1130-8081.mlir"
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(path)
+    assert str(info.value) == (f"{path}:12:9: 'scf.if' then region yields (), the op's "
+                               "results are (index)")
+
+
 WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "
          "{gpu.known_block_size = array<i32: 128, 1, 1>} {\n      tile.wgmma_fence\n"
          "      gpu.return\n    }\n  }\n}\n")
