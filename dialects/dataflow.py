@@ -741,6 +741,12 @@ class DrawFullOp(_DrawOp):
     ACQUIRE: ClassVar[type[_AcquireOp]] = AcquireFullOp
 
 
+def _carried(loop: scf.ForOp, index: int) -> list[SSAValue]:
+    """The iteration argument and the result of `loop`'s carried value `index`."""
+    args = loop.body.blocks[0].args if loop.body.blocks else ()
+    return [*args[1 + index:2 + index], *loop.results[index:index + 1]]
+
+
 def drawn_ticket_uses(value: SSAValue) -> list:
     """The uses a drawn ticket reaches, followed through the values scf.for and scf.if carry
     (init operands, iteration arguments, yields, results): the acquires that wait for it, and
@@ -755,13 +761,14 @@ def drawn_ticket_uses(value: SSAValue) -> list:
         for use in current.uses:
             user = use.operation
             parent = user.parent_op()
+            # a body of several blocks, or a yield unlike the results, is scf's own error: the
+            # ticket is followed where the values exist
             if isinstance(user, scf.YieldOp) and isinstance(parent, scf.ForOp):
-                work += [parent.body.block.args[1 + use.index], parent.results[use.index]]
+                work += _carried(parent, use.index)
             elif isinstance(user, scf.YieldOp) and isinstance(parent, scf.IfOp):
-                work.append(parent.results[use.index])
+                work += parent.results[use.index:use.index + 1]
             elif isinstance(user, scf.ForOp) and use.index >= 3:
-                carried = use.index - 3
-                work += [user.body.block.args[1 + carried], user.results[carried]]
+                work += _carried(user, use.index - 3)
             else:
                 found.append(use)
     return found

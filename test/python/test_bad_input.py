@@ -549,6 +549,16 @@ def test_an_if_whose_yield_was_deleted_is_located_at_the_if():
                                "results are (index)")
 
 
+def test_a_ticket_carried_by_a_loop_of_two_blocks_is_scf_s_error():
+    # found by a fuzz run (seed 1132): a duplicated block label split an scf.for body in two,
+    # and the dataflow verifier's walk of a drawn ticket asked for the body's one block
+    path = Path(__file__).parent / "data" / "fuzz" / "seed1132-6347.mlir"
+    with pytest.raises(CompileError) as info:
+        tilesync.compile(path)
+    assert str(info.value) == (f"{path}:58:7: Operation dataflow.release_empty terminates "
+                               "block in multi-block region but is not a terminator")
+
+
 WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "
          "{gpu.known_block_size = array<i32: 128, 1, 1>} {\n      tile.wgmma_fence\n"
          "      gpu.return\n    }\n  }\n}\n")
