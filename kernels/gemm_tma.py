@@ -202,8 +202,9 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     # producer warp beside two consumer warpgroups.
     kernel.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(1, i32)
     cluster = cfg.cluster_m
-    if cluster > 1:
-        kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32, [cluster, 1, 1])
+    if cfg.cluster_dims is not None:
+        kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32,
+                                                                       list(cfg.cluster_dims))
     entry = kernel.body.block
     args = named_args(kernel, cfg.params)
     a_map, b_map, C = args["A"], args["B"], args["C"]

@@ -529,34 +529,28 @@ def test_long_fuzz_run_finds_end_in_located_diagnostics(name, kind, where, messa
         cause = cause.__cause__
 
 
-def test_an_empty_function_body_is_located_at_the_function():
-    # found by the long fuzz run: a symbol-table error of the module (a function defined
-    # twice) hid the function whose empty block xDSL reports
-    path = Path(__file__).parent / "data" / "fuzz" / "seed2026-87145.mlir"
+COMPILE_FINDS = [
+    # a symbol-table error of the module (a function defined twice) hid the function whose
+    # empty block xDSL reports (the long fuzz run)
+    ("seed2026-87145.mlir", "9:3", "Operation llvm.func contains empty block in single-block "
+     "region that expects at least a terminator"),
+    # the parser adds an empty scf.yield to the region; the missing result reached
+    # convert-cf-to-llvm as an internal error (seed 1130)
+    ("seed1130-8081.mlir", "12:9", "'scf.if' then region yields (), the op's results are "
+     "(index)"),
+    # a duplicated block label split an scf.for body in two, and the dataflow verifier's walk
+    # of a drawn ticket asked for the body's one block (seed 1132)
+    ("seed1132-6347.mlir", "58:7", "Operation dataflow.release_empty terminates block in "
+     "multi-block region but is not a terminator"),
+]
+
+
+@pytest.mark.parametrize("name, where, message", COMPILE_FINDS)
+def test_fuzz_finds_end_in_located_compile_errors(name, where, message):
+    path = Path(__file__).parent / "data" / "fuzz" / name
     with pytest.raises(CompileError) as info:
         tilesync.compile(path)
-    assert str(info.value) == (f"{path}:9:3: Operation llvm.func contains empty block in "
-                               "single-block region that expects at least a terminator")
-
-
-def test_an_if_whose_yield_was_deleted_is_located_at_the_if():
-    # found by a fuzz run (seed 1130): the parser adds an empty scf.yield to the region, and
-    # the missing result reached convert-cf-to-llvm as an internal error
-    path = Path(__file__).parent / "data" / "fuzz" / "seed1130-8081.mlir"
-    with pytest.raises(CompileError) as info:
-        tilesync.compile(path)
-    assert str(info.value) == (f"{path}:12:9: 'scf.if' then region yields (), the op's "
-                               "results are (index)")
-
-
-def test_a_ticket_carried_by_a_loop_of_two_blocks_is_scf_s_error():
-    # found by a fuzz run (seed 1132): a duplicated block label split an scf.for body in two,
-    # and the dataflow verifier's walk of a drawn ticket asked for the body's one block
-    path = Path(__file__).parent / "data" / "fuzz" / "seed1132-6347.mlir"
-    with pytest.raises(CompileError) as info:
-        tilesync.compile(path)
-    assert str(info.value) == (f"{path}:58:7: Operation dataflow.release_empty terminates "
-                               "block in multi-block region but is not a terminator")
+    assert str(info.value) == f"{path}:{where}: {message}"
 
 
 WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "

@@ -11,6 +11,7 @@ from xdsl.parser import Parser
 
 from tilesync.api import make_context, parse
 from tilesync.compat.dominance import dominance_error
+from tilesync.compat.scf_yields import if_yield_error
 from tilesync.contract import CompileError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -22,6 +23,8 @@ def _func(body: str) -> str:
 
 
 def test_the_repository_passes():
+    """Every program of the repository passes the parse-time checks: dominance and the
+    yields of scf.if (compat/scf_yields.py)."""
     for path in PROGRAMS:
         for chunk in re.split(r"^// -----.*$", path.read_text(), flags=re.M):
             try:
@@ -29,6 +32,7 @@ def test_the_repository_passes():
             except Exception:
                 continue  # a parse error test
             assert dominance_error(module) is None, path
+            assert if_yield_error(module) is None, path
 
 
 def _module(text: str):
