@@ -100,19 +100,22 @@ speedup is against tma:stream_sync. They have no `sync.tile` for the ordered mod
 MODES.update({f"{TMA}{mode}": MODES[mode]
               for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")})
 TORCH_MODES = ("torch_eager", "torch_graph")
+DEEP = "deep"
+"""The last item of a sweep's tiles that runs each TMA GEMM's deeper staging twin
+(kernels/mlp.py: deeper_staging); tiles without it run the tiles' own stages."""
 
 
-def mode_spec(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
+def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     """The MlpSpec a mode runs: the default configs, or for the ordered modes (and their
     stream-sync baseline) the configs with room for the ordered sync.tile's shared slot.
-    `tiles` (BM1, BN1, BM2, BN2): a tma: mode on those tiles instead of the table's
-    (bench/mlp_sweep.py)."""
+    `tiles` (BM1, BN1, BM2, BN2[, DEEP]): a tma: mode on those tiles instead of the table's
+    (bench/mlp_sweep.py), with DEEP (the string) each GEMM's deeper staging twin."""
     from tilesync.kernels.mlp import MODELS, fit_ordered, mlp_spec, tma_tile_configs
 
     if mode.startswith(TMA):
         if tiles is not None:
-            configs = tma_tile_configs(tiles, MODELS[model]["epilogue"])
-            return mlp_spec(model, M, *configs, mma="tma")
+            configs = tma_tile_configs(tiles[:4], MODELS[model]["epilogue"])
+            return mlp_spec(model, M, *configs, mma="tma", deeper=tiles[4:] == (DEEP,))
         return mlp_spec(model, M, mma="tma")
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec

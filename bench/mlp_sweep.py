@@ -2,7 +2,10 @@
 cuBLAS in a CUDA graph at the batches of `tilesync bench mlp`, so kernels/mlp.py's tile table
 rests on measurements of the whole program, not of each GEMM alone. Every candidate runs in
 the stream-synchronized and the row+pdl mode (the bench's tma: modes), checked against the fp32
-reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512.
+reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512,
+`--ms` the batches given, `--table` only the table's tiles, `--deeper` each candidate also with
+its GEMMs' deeper staging twins (a staging buffer of fewer boxes and a stage more: bench.mlp.DEEP),
+so that kernels/mlp.py's DEEPER_STAGING rests on one run of both.
 """
 
 from __future__ import annotations
@@ -41,12 +44,40 @@ def candidates(model: str, M: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def deeper_candidates(model: str, M: int, tiles_list) -> list[tuple]:
+    """Each of `tiles_list` and, where a staging buffer of fewer boxes buys either GEMM a stage,
+    the same tiles with its deeper twins (bench.mlp.DEEP)."""
+    from tilesync.bench.mlp import DEEP, mode_spec
+
+    out: list[tuple] = []
+    for tiles in tiles_list:
+        out.append(tiles)
+        deep = (*tiles, DEEP)
+        if mode_spec(model, M, MODES[0], deep) != mode_spec(model, M, MODES[0], tiles):
+            out.append(deep)
+    return out
+
+
+def table_tiles(model: str, M: int) -> tuple[int, int, int, int]:
+    """The tiles kernels/mlp.py's table gives the TMA MLP at batch M."""
+    from tilesync.bench.mlp import mode_spec
+
+    spec = mode_spec(model, M, MODES[0])
+    return (*spec.cfg1.tile[:2], *spec.cfg2.tile[:2])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--models", nargs="+", default=["gpt3", "llama"])
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--ms", nargs="+", type=int, default=None,
+                        help=f"batches (default {SWEEP_M}; --quick: 512)")
+    parser.add_argument("--table", action="store_true",
+                        help="only the tiles of kernels/mlp.py's table")
+    parser.add_argument("--deeper", action="store_true",
+                        help="each candidate also with its GEMMs' deeper staging twins")
     args = parser.parse_args(argv)
     from tilesync.bench.report import missing_gpu
 
@@ -59,8 +90,14 @@ def main(argv: list[str] | None = None) -> int:
 
     device = get_device()
     target = target_for_device(device.arch)
-    work = [(model, M, tiles) for model in args.models
-            for M in ((512,) if args.quick else SWEEP_M) for tiles in candidates(model, M)]
+    batches = args.ms or ((512,) if args.quick else SWEEP_M)
+
+    def chosen(model: str, M: int) -> list[tuple]:
+        tiles = [table_tiles(model, M)] if args.table else candidates(model, M)
+        return deeper_candidates(model, M, tiles) if args.deeper else tiles
+
+    work = [(model, M, tiles) for model in args.models for M in batches
+            for tiles in chosen(model, M)]
     jobs = [(model, M, mode, False, tiles) for model, M, tiles in work for mode in MODES]
     started = time.perf_counter()
     compiled = bench.compile_jobs(jobs, target)
@@ -97,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception as exc:  # a wrong result or a launch error: report it
                         entry[mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
                 row["candidates"].append(entry)
-                print(f"    {tiles!s:<22} " + "  ".join(
+                print(f"    {tiles!s:<30} " + "  ".join(
                     f"{mode} " + (f"{entry[mode]['median_ms'] * 1e3:7.1f} us "
                                   f"x{entry[mode]['vs_graph']:.3f}" if "median_ms" in entry[mode]
                                   else "error") for mode in MODES), flush=True)

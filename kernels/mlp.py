@@ -40,7 +40,14 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.contract import STATIC_SHARED_LIMIT
 from tilesync.dialects import sync
-from tilesync.kernels.choice import BK, TILE_COLUMNS, TILE_ROWS, propose_tma_configs, stages_for
+from tilesync.kernels.choice import (
+    BK,
+    TILE_COLUMNS,
+    TILE_ROWS,
+    deeper_twin,
+    propose_tma_configs,
+    stages_for,
+)
 from tilesync.kernels.config import GemmConfig, gemm_config, output_columns, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 
@@ -84,6 +91,12 @@ _TMA_TILES = {"gpt3": ((256, (64, 192, 128, 192)), (512, (128, 192, 128, 192)),
               "llama": ((256, (64, 176, 128, 128)), (512, (128, 176, 128, 128)),
                         (1024, (128, 176, 128, 256)), (2048, (128, 256, 128, 256)))}
 MMAS = ("wgmma", "sync", "tma")
+DEEPER_STAGING = True
+"""The TMA MLP's GEMMs stage their output in fewer boxes where that buys a stage
+(deeper_staging). On an H200 (bench/mlp_sweep.py --table --deeper, the best of stream sync and
+RowSync+PDL over cuBLAS in a CUDA graph) it took GPT-3 at M = 256, 512, 1024, 2048 from 1.043,
+0.984, 0.956, 0.995 to 1.060, 1.018, 0.994, 1.057 and LLaMA at 1024 from 1.067 to 1.078; LLaMA
+at 2048 went from 1.027 to 1.022 (at 256 and 512 its tiles have no twin)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +197,7 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
 
 def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
              cfg2: tuple | GemmConfig | None = None, dtype: str = "f16",
-             mma: str = "wgmma") -> MlpSpec:
+             mma: str = "wgmma", deeper: bool = DEEPER_STAGING) -> MlpSpec:
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
     cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
@@ -201,17 +214,21 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     b_layout = "row" if mma == "sync" else "col"
 
     def make(given, default, n, k, epilogue, name) -> GemmConfig:
+        staging = 0
         if isinstance(given, GemmConfig):
-            given = (given.tile, given.warps, given.stages)
+            given, staging = (given.tile, given.warps, given.stages), given.staging_boxes
         tile, warps, stages = given if given is not None else default
         if mma == "tma":
             return tma_ws_config(M, n, k, tile, stages, dtype=dtype, epilogue=epilogue,
-                                 name=name, sync_hooks=True, producer_warps=4, tma_store=True)
+                                 name=name, sync_hooks=True, producer_warps=4, tma_store=True,
+                                 staging_boxes=staging)
         return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
                            name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
     c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
+    if mma == "tma" and deeper:
+        c1, c2 = deeper_staging((c1, c2))
     spec = MlpSpec(model, M, c1, c2)
     if c2.tile[0] % c1.tile[0]:
         raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
@@ -223,6 +240,12 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
                          f"divide H's {spec.hidden} columns and divide or be at most the "
                          f"tile's")
     return spec
+
+
+def deeper_staging(configs: tuple[GemmConfig, ...]) -> tuple[GemmConfig, ...]:
+    """`configs`, each TMA-store GEMM as its `deeper_twin` where a staging buffer of fewer
+    boxes buys it a stage (kernels/choice.py)."""
+    return tuple(deeper_twin(c) or c for c in configs)
 
 
 TILE_SLOT_BYTES = 4
@@ -303,8 +326,10 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
 
 
 __all__ = [
+    "DEEPER_STAGING",
     "MODELS",
     "MlpSpec",
+    "deeper_staging",
     "default_configs",
     "dependency",
     "fit_ordered",

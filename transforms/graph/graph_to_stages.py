@@ -44,9 +44,10 @@ keeps the function's type (`graph.signature`) and the temporaries' types (`graph
 An MLP of at least TMA_MIN_ROWS rows runs on the warp-specialized TMA GEMMs
 (kernels/gemm_tma.py, sm_90a: TMA loads, a TMA-store epilogue) in the tiles of kernels/mlp.py
 `tma_tiles` (the measured table for the bench's GPT-3 / LLaMA shapes, else the wave model's
-first proposals that fit: GEMM2's BM a multiple of GEMM1's); a binding of a TMA map parameter
-carries the map's type (`#graph.bind<input 0 as !tile.tensor_map<...>>`), from which the host
-encodes the map of the tensor it binds. Fewer rows take the wgmma configs of the MLP bench
+first proposals that fit: GEMM2's BM a multiple of GEMM1's), each GEMM staging its output in
+fewer boxes where that buys a stage (kernels/mlp.py DEEPER_STAGING); a binding of a TMA map
+parameter carries the map's type (`#graph.bind<input 0 as !tile.tensor_map<...>>`), from which
+the host encodes the map of the tensor it binds. Fewer rows take the wgmma configs of the MLP bench
 (kernels/mlp.py default_configs): BM 64 for up to 64 rows, else 128; BK 64; GEMM1's BN keeps
 the H columns of one tile a multiple of GEMM2's BK. The dependency maps each k-step of GEMM2
 onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). A piece no
@@ -89,8 +90,10 @@ from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import column_slice, gemm_module
 from tilesync.kernels.mlp import (
     CONSUMER,
+    DEEPER_STAGING,
     PRODUCER,
     MlpSpec,
+    deeper_staging,
     default_configs,
     mlp_stage_module,
     output_tile,
@@ -241,10 +244,12 @@ def _tma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
                                        match.epilogue1, match.epilogue2, match.dtype)
     (t1, _, s1), (t2, _, s2) = tma_tile_configs((bm1, bn1, bm2, bn2), match.epilogue1)
     common = dict(dtype=match.dtype, sync_hooks=True, producer_warps=4, tma_store=True)
-    return (tma_ws_config(match.rows, n1, match.k1, t1, s1, epilogue=match.epilogue1,
-                          name=PRODUCER, **common),
-            tma_ws_config(match.rows, match.n2, match.hidden, t2, s2,
-                          epilogue=match.epilogue2, name=CONSUMER, **common))
+    configs = (tma_ws_config(match.rows, n1, match.k1, t1, s1, epilogue=match.epilogue1,
+                             name=PRODUCER, **common),
+               tma_ws_config(match.rows, match.n2, match.hidden, t2, s2,
+                             epilogue=match.epilogue2, name=CONSUMER, **common))
+    first, second = deeper_staging(configs) if DEEPER_STAGING else configs
+    return first, second
 
 
 def _wgmma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:

@@ -239,3 +239,24 @@ def test_a_sweep_job_runs_the_tma_mlp_on_the_tiles_it_names():
     entry = bench.compile_job(job, "sm_90")
     assert 'sync.verified = "proved"' in entry["host"]
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in entry["ptx_by_module"]["gemm1_module"]
+
+
+def test_the_tma_mlp_stages_its_output_in_fewer_boxes_where_that_buys_a_stage():
+    """GPT-3 at M = 512 (128 x 192 tiles): each GEMM stages one 64-column box of its output
+    at a time and takes a fifth stage; a sweep's tiles without DEEP keep the four stages
+    beside the whole tile's buffer, and with DEEP they equal the default; graph-to-stages
+    builds the same GEMMs."""
+    from tilesync.bench.mlp_sweep import deeper_candidates, table_tiles
+    from tilesync.kernels.mlp import mlp_spec
+
+    spec = mlp_spec("gpt3", 512, mma="tma")
+    assert [(c.stages, c.staging_boxes) for c in (spec.cfg1, spec.cfg2)] == [(5, 1), (5, 1)]
+    whole = mlp_spec("gpt3", 512, mma="tma", deeper=False)
+    assert [(c.stages, c.staging_boxes) for c in (whole.cfg1, whole.cfg2)] == [(4, 0), (4, 0)]
+    tiles = table_tiles("gpt3", 512)
+    assert bench.mode_spec("gpt3", 512, "tma:row+pdl", tiles) == whole
+    assert bench.mode_spec("gpt3", 512, "tma:row+pdl", (*tiles, bench.DEEP)) == spec
+    assert deeper_candidates("gpt3", 512, [tiles]) == [tiles, (*tiles, bench.DEEP)]
+    # LLaMA's 128 x 176 / 128 x 128 tiles at M = 512: no smaller buffer buys a stage
+    assert deeper_candidates("llama", 512, [table_tiles("llama", 512)]) == \
+        [table_tiles("llama", 512)]

@@ -86,3 +86,24 @@ def test_a_binding_the_kernel_cannot_take_is_refused(stage, binds, message):
         [graph.BindAttr(kind, index) for kind, index in binds])
     with pytest.raises(OpDiagnostic, match=message):
         check_bindings(program, fn.function_type, temps)
+
+
+def test_the_tma_mlp_takes_the_benchs_gemms_with_their_deeper_staging():
+    """GPT-3's MLP as the bench runs it (12288 -> 6144 -> 12288, tanh GeLU) on 512 rows:
+    graph-to-stages plans the GEMMs of the MLP bench's TMA programs, the staging buffer of
+    one box and a fifth stage included (kernels/mlp.py DEEPER_STAGING)."""
+    from tilesync.kernels.mlp import mlp_spec
+    from tilesync.transforms.graph.graph_to_stages import plan_configs
+
+    x, w1, h = "tensor<512x12288xf16>", "tensor<6144x12288xf16>", "tensor<512x6144xf16>"
+    w2 = "tensor<12288x6144xf16>"
+    fn = parse(f"func.func @mlp(%x: {x}, %w1: {w1}, %w2: {w2}) -> {x} {{\n"
+               f"  %h = graph.linear %x, %w1 : ({x}, {w1}) -> {h}\n"
+               f'  %a = graph.gelu %h approximate "tanh" : {h}\n'
+               f"  %y = graph.linear %a, %w2 : ({h}, {w2}) -> {x}\n"
+               f"  func.return %y : {x}\n}}\n").body.block.first_op
+    assert isinstance(fn, func.FuncOp)
+    planned, bench = plan_configs(fn), mlp_spec("gpt3", 512, mma="tma")
+    for ours, theirs in ((planned.cfg1, bench.cfg1), (planned.cfg2, bench.cfg2)):
+        assert (ours.tile, ours.stages, ours.staging_boxes) == \
+            (theirs.tile, theirs.stages, theirs.staging_boxes) == ((128, 192, 64), 5, 1)
