@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 with open(args.out, "w") as f:
                     json.dump({"device": device.name, "modes": list(MODES), "reps": args.reps,
+                               "tilesync_commit": os.environ.get("TILESYNC_COMMIT", "unknown"),
                                "rows": rows}, f, indent=1)
     return 0
 
