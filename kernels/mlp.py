@@ -85,11 +85,14 @@ _WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >
 # Each GEMM takes its autotuned tile where the MLP allows it; LLaMA's GEMM1 128 x 176 writes 88
 # columns of H, so a 64-column k-step of GEMM2 may read two of its tiles (`dependency`).
 # At M = 256 GEMM1 takes BM = 64 under GEMM2's 128. (BM1, BN1, BM2, BN2) by the largest batch
-# each serves.
+# each serves. LLaMA from M = 512: the fastest of every candidate of bench/mlp_sweep.py with
+# the deeper staging on an H200 (bench/results/mlp-sweep-full-nvidia-h200.json: 1.113 of
+# cuBLAS in a graph at 512, where 128 x 176 | 128 x 128 gave 1.006; 1.047 at 2048, where
+# 128 x 256 | 128 x 256 gave 1.027); the other rows' tiles were the fastest there (GPT-3 at
+# 2048: 0.967, 128 x 256 | 128 x 256 0.969).
 _TMA_TILES = {"gpt3": ((256, (64, 192, 128, 192)), (512, (128, 192, 128, 192)),
                        (2048, (128, 192, 128, 256))),
-              "llama": ((256, (64, 176, 128, 128)), (512, (128, 176, 128, 128)),
-                        (1024, (128, 176, 128, 256)), (2048, (128, 256, 128, 256)))}
+              "llama": ((256, (64, 176, 128, 128)), (2048, (128, 176, 128, 256)))}
 MMAS = ("wgmma", "sync", "tma")
 DEEPER_STAGING = True
 """The TMA MLP's GEMMs stage their output in fewer boxes where that buys a stage

@@ -257,6 +257,7 @@ def test_the_tma_mlp_stages_its_output_in_fewer_boxes_where_that_buys_a_stage():
     assert bench.mode_spec("gpt3", 512, "tma:row+pdl", tiles) == whole
     assert bench.mode_spec("gpt3", 512, "tma:row+pdl", (*tiles, bench.DEEP)) == spec
     assert deeper_candidates("gpt3", 512, [tiles]) == [tiles, (*tiles, bench.DEEP)]
-    # LLaMA's 128 x 176 / 128 x 128 tiles at M = 512: no smaller buffer buys a stage
-    assert deeper_candidates("llama", 512, [table_tiles("llama", 512)]) == \
-        [table_tiles("llama", 512)]
+    # LLaMA's 64 x 176 | 128 x 128 tiles at M = 256: no smaller buffer buys a stage
+    assert table_tiles("llama", 256) == (64, 176, 128, 128)
+    assert deeper_candidates("llama", 256, [table_tiles("llama", 256)]) == \
+        [table_tiles("llama", 256)]
