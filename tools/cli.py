@@ -110,7 +110,8 @@ def _bench(args: argparse.Namespace) -> int:
         elif name == "mlp":
             from tilesync.bench import mlp
 
-            result = mlp.mlp_benchmarks(warmup=args.warmup, reps=args.reps)
+            result = mlp.mlp_benchmarks(ms=tuple(args.ms or mlp.BATCHES), warmup=args.warmup,
+                                        reps=args.reps)
             table = mlp.mlp_table(result)
         elif name == "conv":
             from tilesync.bench import conv
@@ -230,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rows", type=int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
+    b.add_argument("--ms", type=int, nargs="+", default=None,
+                   help="mlp: the batches (default 256 512 1024 2048)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
