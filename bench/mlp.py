@@ -123,12 +123,12 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
 
 def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
     """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs."""
-    from tilesync.kernels.mlp import fit_ordered, mlp_spec
+    from tilesync.kernels.mlp import TMA_MIN_ROWS, fit_ordered, mlp_spec
 
     spec = mlp_spec(model, M)
     same = fit_ordered(spec) is spec
     return [m for m in modes if not (m == "stream_sync@order_cfg" and same)
-            and not (m.startswith(TMA) and M < 128)]  # the TMA MLP's BM is 128
+            and not (m.startswith(TMA) and M < TMA_MIN_ROWS)]
 
 
 def mode_passes(mode: str, sms: int = 132) -> list[str]:

@@ -22,6 +22,12 @@ MODES = ("tma:stream_sync", "tma:row+pdl")
 GEMM1_TILES = {"gpt3": ((64, 192), (64, 128), (128, 96), (128, 128), (128, 192), (128, 256)),
                "llama": ((64, 176), (64, 128), (128, 128), (128, 176), (128, 256))}
 GEMM2_TILES = ((128, 128), (128, 192), (128, 256), (64, 128), (64, 192))
+SMALL_M = 64
+"""Up to this batch the sweep takes the tiles of one 64-row warpgroup, narrower ones too
+(memory-bound GEMMs want more tiles than SMs)."""
+SMALL_GEMM1_TILES = {"gpt3": ((64, 64), (64, 96), (64, 128), (64, 192)),
+                     "llama": ((64, 64), (64, 128), (64, 176))}
+SMALL_GEMM2_TILES = ((64, 64), (64, 96), (64, 128), (64, 176), (64, 192))
 
 
 def candidates(model: str, M: int) -> list[tuple[int, int, int, int]]:
@@ -30,9 +36,10 @@ def candidates(model: str, M: int) -> list[tuple[int, int, int, int]]:
     tiles needs."""
     from tilesync.kernels.mlp import MODELS, mlp_spec, tma_tile_configs
 
+    small = M <= SMALL_M
     out = []
-    for bm1, bn1 in GEMM1_TILES[model]:
-        for bm2, bn2 in GEMM2_TILES:
+    for bm1, bn1 in (SMALL_GEMM1_TILES if small else GEMM1_TILES)[model]:
+        for bm2, bn2 in SMALL_GEMM2_TILES if small else GEMM2_TILES:
             if bm2 % bm1 or M < bm2:
                 continue
             tiles = (bm1, bn1, bm2, bn2)

@@ -33,6 +33,7 @@ the forward-progress guarantee (PDL or the wait-kernel).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
@@ -89,11 +90,20 @@ _WGMMA_LARGE = (((128, 256, 64), (8, 1), 4), ((128, 256, 64), (8, 1), 4))  # M >
 # the deeper staging on an H200 (bench/results/mlp-sweep-full-nvidia-h200.json: 1.113 of
 # cuBLAS in a graph at 512, where 128 x 176 | 128 x 128 gave 1.006; 1.047 at 2048, where
 # 128 x 256 | 128 x 256 gave 1.027); the other rows' tiles were the fastest there (GPT-3 at
-# 2048: 0.967, 128 x 256 | 128 x 256 0.969).
-_TMA_TILES = {"gpt3": ((256, (64, 192, 128, 192)), (512, (128, 192, 128, 192)),
-                       (2048, (128, 192, 128, 256))),
-              "llama": ((256, (64, 176, 128, 128)), (2048, (128, 176, 128, 256)))}
+# 2048: 0.967, 128 x 256 | 128 x 256 0.969). At M = 64 one 64-row warpgroup a GEMM and narrow
+# tiles, so that the memory-bound GEMMs run more tiles than SMs: the fastest in the sweep of
+# every small pair (bench/results/mlp-sweep-64-nvidia-h200.json: RowSync+PDL 1.073 of cuBLAS
+# in a graph for GPT-3, 1.119 for LLaMA, where the wgmma MLP took 0.47 and 0.57).
+_TMA_TILES = {"gpt3": ((64, (64, 64, 64, 96)), (256, (64, 192, 128, 192)),
+                       (512, (128, 192, 128, 192)), (2048, (128, 192, 128, 256))),
+              "llama": ((64, (64, 64, 64, 64)), (256, (64, 176, 128, 128)),
+                        (2048, (128, 176, 128, 256)))}
 MMAS = ("wgmma", "sync", "tma")
+TMA_MIN_ROWS = 64
+"""From this many rows an MLP runs on the warp-specialized TMA kernels (kernels/gemm_tma.py:
+TMA loads, a TMA-store epilogue), below on the wgmma ones: the bench's `tma:` modes, the
+torch front end's graph-to-stages. At M = 64 the TMA GEMMs of LLaMA's SwiGLU layer ran in 30 us
+where the wgmma ones took 42 (bench/results/kernels-bench-nvidia-h200.log)."""
 DEEPER_STAGING = True
 """The TMA MLP's GEMMs stage their output in fewer boxes where that buys a stage
 (deeper_staging). On an H200 (bench/mlp_sweep.py --table --deeper, the best of stream sync and
@@ -147,6 +157,13 @@ def _label(cfg: GemmConfig) -> str:
     return ("wgmma " if cfg.mma == "wgmma" else "") + label
 
 
+def k_step_reads_two_tiles_at_most(per_tile: int, bk2: int) -> bool:
+    """Whether every k-step of GEMM2 (columns [s BK2, s BK2 + BK2) of H) lies in at most two
+    GEMM1 tiles of `per_tile` columns, as `dependency` takes it (its first and its last): a
+    k-step starts at most per_tile - gcd(BK2, per_tile) columns into a tile."""
+    return bk2 - math.gcd(bk2, per_tile) <= per_tile
+
+
 def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | None,
               epilogue2: str | None = None, dtype: str = "f16"
               ) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -167,7 +184,7 @@ def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | N
     first = [c for c in propose_tma_configs(M, n1, k1, dtype, epilogue1, limit=every,
                                             cluster_limit=0)
              if c.tma_store and bm2 % c.tile[0] == 0
-             and (c.out_tile_cols % BK == 0 or c.out_tile_cols >= BK)]
+             and k_step_reads_two_tiles_at_most(c.out_tile_cols, BK)]
     if not first:
         raise ValueError(f"no TMA tile of GEMM1 ({M} x {n1} x {k1}) fits under GEMM2's BM {bm2}")
     return first[0].tile[:2], second.tile[:2]
@@ -187,8 +204,8 @@ def tma_tile_configs(tiles: tuple[int, int, int, int], epilogue1: str | None
 def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tuple]:
     """((tile, warps, stages) of GEMM1, of GEMM2) for `model` at batch M."""
     if mma == "tma":
-        if M < 128:
-            raise ValueError(f"the TMA MLP takes M >= 128 (BM = 128), got {M}")
+        if M < TMA_MIN_ROWS:
+            raise ValueError(f"the TMA MLP takes M >= {TMA_MIN_ROWS}, got {M}")
         return tma_tile_configs(next((tiles for most, tiles in _TMA_TILES[model] if M <= most),
                                      _TMA_TILES[model][-1][1]), MODELS[model]["epilogue"])
     if mma == "wgmma":
@@ -238,10 +255,10 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
                          f"whole GEMM1 tile rows), "
                          f"got {c1.tile[0]} and {c2.tile[0]}")
     per_tile, bk2 = c1.out_tile_cols, c2.tile[2]
-    if (per_tile % bk2 and bk2 > per_tile) or spec.hidden % bk2:
+    if not k_step_reads_two_tiles_at_most(per_tile, bk2) or spec.hidden % bk2:
         raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK {bk2} must "
-                         f"divide H's {spec.hidden} columns and divide or be at most the "
-                         f"tile's")
+                         f"divide H's {spec.hidden} columns and no k-step may read more than "
+                         f"two GEMM1 tiles")
     return spec
 
 
@@ -331,6 +348,7 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
 __all__ = [
     "DEEPER_STAGING",
     "MODELS",
+    "TMA_MIN_ROWS",
     "MlpSpec",
     "deeper_staging",
     "default_configs",

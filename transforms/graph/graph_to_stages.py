@@ -92,6 +92,7 @@ from tilesync.kernels.mlp import (
     CONSUMER,
     DEEPER_STAGING,
     PRODUCER,
+    TMA_MIN_ROWS,
     MlpSpec,
     deeper_staging,
     default_configs,
@@ -233,10 +234,6 @@ def match_mlp(fn: func.FuncOp) -> MlpMatch:
                                          "a piece holds one pattern and nothing else")
     return match
 
-
-TMA_MIN_ROWS = 128
-"""From this many rows the MLP runs on the warp-specialized TMA kernels (kernels/gemm_tma.py:
-TMA loads, a TMA-store epilogue), below on the wgmma ones (their M <= 64 tiles)."""
 
 
 def _tma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:

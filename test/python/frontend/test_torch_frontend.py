@@ -116,16 +116,20 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
         assert piece.compile_seconds is not None and "inputs on cpu" in piece.reason
 
 
-def test_compiled_entry_has_ptx_and_bindings():
+@pytest.mark.parametrize(("rows", "gate_up"), [
+    (32, "#graph.bind<gate_up 1, 2>"),  # the wgmma GEMMs: plain buffers
+    (64, "#graph.bind<gate_up 1, 2 as !tile.tensor_map<64x64xf16, swizzle 128>>"),  # TMA
+])
+def test_compiled_entry_has_ptx_and_bindings(rows, gate_up):
     model = LlamaMLP(128, 256).half()
-    (piece,) = _pieces(model, [torch.randn(64, 128, dtype=torch.half)])
+    (piece,) = _pieces(model, [torch.randn(rows, 128, dtype=torch.half)])
     entry = compile_entry(str(graph_function(piece)))
     assert {"gemm1_module", "gemm2_module"} <= set(entry["ptx_by_module"])
     assert "wgmma.mma_async" in entry["ptx_by_module"]["gemm1_module"]
     assert ".target sm_90a" in entry["ptx_by_module"]["gemm2_module"]
     assert "tilesync_next_epoch" in entry["kernels"]  # the epoch lives on the device
-    assert "#graph.bind<gate_up 1, 2>" in entry["host"] and "pdl = true" in entry["host"]
-    assert entry["temps"] == [(64, 256)]
+    assert gate_up in entry["host"] and "pdl = true" in entry["host"]
+    assert entry["temps"] == [(rows, 256)]
 
 
 def test_second_compile_comes_from_the_disk_cache(tmp_path, monkeypatch):

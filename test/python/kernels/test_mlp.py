@@ -180,8 +180,8 @@ def test_tma_modes_verify_and_compile(model, M, mode, policy):
     assert f"#sync.policy<{policy}" in host and 'sync.verified = "proved"' in host
     sigs = entry["kernels"]
     assert sigs["gemm1"].user_params == ("tmap",) * 3 == sigs["gemm2"].user_params
-    with pytest.raises(ValueError, match="M >= 128"):
-        mlp_spec(model, 64, mma="tma")
+    with pytest.raises(ValueError, match="M >= 64"):
+        mlp_spec(model, 16, mma="tma")
 
 
 def test_a_k_step_straddling_two_gemm1_tiles_waits_for_both():

@@ -3,7 +3,9 @@
 GPT-3 M=256 (its TMA GEMM1 has BM = 64 under GEMM2's 128: a GEMM2 tile row reads two GEMM1
 tile rows) and M=512 (RowSync/TileSync with R = 2 k-steps per GEMM1 tile), LLaMA M=256 and
 M=1024 (SwiGLU; on the TMA kernels GEMM1 writes 88 columns of H a tile, so a k-step of GEMM2
-may wait for two tiles, and at M=256 for two tile rows each); the tma: modes on the
+may wait for two tiles, and at M=256 for two tile rows each); M=64 of both (the TMA MLP in
+64-row tiles; LLaMA's GEMM1 writes 32 columns of H a tile, so every k-step waits for two
+tiles); the tma: modes on the
 warp-specialized TMA kernels, GEMM1 storing H with TMA copies. Each mode's program runs 10
 times without any memset of its semaphores (each run is a new epoch); before every run H and
 Y are poisoned with NaN, so a consumer that reads H before it is written, or a tile never
@@ -18,7 +20,8 @@ import pytest
 
 from tilesync.contract import target_for_device
 
-CASES = [("gpt3", 256), ("gpt3", 512), ("llama", 256), ("llama", 1024)]
+CASES = [("gpt3", 64), ("gpt3", 256), ("gpt3", 512), ("llama", 64), ("llama", 256),
+         ("llama", 1024)]
 RUNS = 10
 
 
