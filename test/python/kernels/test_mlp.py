@@ -161,6 +161,7 @@ def test_the_floor_is_the_longer_of_compute_and_memory():
 @pytest.mark.parametrize(("model", "M", "mode", "policy"), [
     ("gpt3", 512, "tma:tile+pdl", "TileSync"),
     ("llama", 1024, "tma:row+wait_kernel", "RowSync"),
+    ("llama", 64, "tma:tile+pdl", "TileSync"),  # 32 columns of H a GEMM1 tile: two a k-step
 ])
 def test_tma_modes_verify_and_compile(model, M, mode, policy):
     """The MLP on the warp-specialized TMA kernels: one tile a block, GEMM1 storing H with TMA
@@ -261,3 +262,15 @@ def test_the_tma_mlp_stages_its_output_in_fewer_boxes_where_that_buys_a_stage():
     assert table_tiles("llama", 256) == (64, 176, 128, 128)
     assert deeper_candidates("llama", 256, [table_tiles("llama", 256)]) == \
         [table_tiles("llama", 256)]
+
+
+def test_a_k_step_may_read_two_tiles_narrower_than_itself_but_not_three():
+    from tilesync.kernels.mlp import k_step_reads_two_tiles_at_most
+
+    assert k_step_reads_two_tiles_at_most(32, 64)  # k-steps start on tile starts: two tiles
+    assert k_step_reads_two_tiles_at_most(48, 64)  # starts 0, 16, 32 into a tile: two
+    assert k_step_reads_two_tiles_at_most(88, 64)  # LLaMA's 128 x 176 SwiGLU tile
+    assert not k_step_reads_two_tiles_at_most(40, 64)  # a start 32 in: 8 + 40 + 16 columns
+    assert not k_step_reads_two_tiles_at_most(16, 64)  # four tiles a k-step
+    with pytest.raises(ValueError, match="more than two GEMM1 tiles"):
+        mlp_spec("llama", 64, ((64, 32, 64), (4, 1), 8), None, mma="tma")
