@@ -1,7 +1,7 @@
 """`tilesync bench mlp`: the GPT-3 and LLaMA MLPs (two tensor-core GEMMs, kernels/mlp.py)
 synchronized tile by tile, against stream sync of the same kernels and against cuBLAS.
 
-    mlp_benchmarks(models=("gpt3", "llama"), ms=(256, 512, 1024, 2048), warmup=5, reps=30)
+    mlp_benchmarks(models=("gpt3", "llama"), ms=(64, 256, 512, 1024, 2048), warmup=5, reps=30)
         -> dict                                    (the CLI adds "device" and writes the JSON)
     mlp_table(result) -> str
 
@@ -76,7 +76,7 @@ from tilesync.harness.compile_cache import (
 )
 
 MODELS = ("gpt3", "llama")
-BATCHES = (256, 512, 1024, 2048)
+BATCHES = (64, 256, 512, 1024, 2048)
 TOL = 2e-2
 TIMEOUT_NS = 2_000_000_000
 

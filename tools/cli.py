@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
     b.add_argument("--ms", type=int, nargs="+", default=None,
-                   help="mlp: the batches (default 256 512 1024 2048)")
+                   help="mlp: the batches (default 64 256 512 1024 2048)")
     b.add_argument("--out", default="bench/results")
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--reps", type=int, default=50)
