@@ -290,7 +290,8 @@ def dependency(spec: MlpSpec) -> sync.DependencyOp:
     """GEMM2 tile (d0, d1), k-step s0 reads H tile (d0, s0 floordiv R); with Q = BM2 / BM1 > 1
     the H tiles (Q d0 + s1, ...), s1 in [0, Q). Where BK2 does not divide GEMM1's BH1 columns
     of H, k-step s0 reads columns [s0 BK2, s0 BK2 + BK2) of H: the tiles of its first and last
-    column, (s0 BK2 + s2 (BK2 - 1)) floordiv BH1 for s2 in [0, 2) (BK2 <= BH1: at most two)."""
+    column, (s0 BK2 + s2 (BK2 - 1)) floordiv BH1 for s2 in [0, 2) (mlp_spec takes only widths
+    whose k-steps read at most two: k_step_reads_two_tiles_at_most)."""
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
     symbols: list[tuple[int, int]] = [(0, spec.k_steps)]
     rows = spec.cfg2.tile[0] // spec.cfg1.tile[0]
