@@ -274,3 +274,9 @@ def test_a_k_step_may_read_two_tiles_narrower_than_itself_but_not_three():
     assert not k_step_reads_two_tiles_at_most(16, 64)  # four tiles a k-step
     with pytest.raises(ValueError, match="more than two GEMM1 tiles"):
         mlp_spec("llama", 64, ((64, 32, 64), (4, 1), 8), None, mma="tma")
+    # against the tiles each k-step's columns fall in, counted one by one
+    for bk in (32, 64, 128):
+        for width in range(8, 264, 8):
+            most = max(len({c // width for c in range(s * bk, s * bk + bk)})
+                       for s in range(width))  # k-step starts repeat within `width` steps
+            assert k_step_reads_two_tiles_at_most(width, bk) == (most <= 2), (width, bk)
