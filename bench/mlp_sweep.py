@@ -25,7 +25,7 @@ GEMM2_TILES = ((128, 128), (128, 192), (128, 256), (64, 128), (64, 192))
 SMALL_M = 64
 """Up to this batch the sweep takes the tiles of one 64-row warpgroup, narrower ones too
 (memory-bound GEMMs want more tiles than SMs)."""
-SMALL_GEMM1_TILES = {"gpt3": ((64, 64), (64, 96), (64, 128), (64, 192)),
+SMALL_GEMM1_TILES = {"gpt3": ((64, 48), (64, 64), (64, 96), (64, 128), (64, 192)),
                      "llama": ((64, 64), (64, 128), (64, 176))}
 SMALL_GEMM2_TILES = ((64, 64), (64, 96), (64, 128), (64, 176), (64, 192))
 
