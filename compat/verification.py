@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import gpu, llvm
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, ErasedSSAValue, Operation, Region
 from xdsl.irdl import IRDLOperation
 from xdsl.traits import IsTerminator, NoTerminator, OpTrait, SameOperandsAndResultType
@@ -83,8 +84,11 @@ def verify(op: Operation) -> None:
 
     for inner in walk_ops(op):  # xDSL's gpu.func verifier indexes its entry block
         if isinstance(inner, gpu.FuncOp) and not inner.body.blocks:
-            raise VerifyException(f"'gpu.func' @{inner.sym_name.data} has no body: a function "
-                                  f"needs an entry block")
+            # a property, or an attribute in the generic form; missing in a malformed function
+            name = inner.properties.get("sym_name", inner.attributes.get("sym_name"))
+            which = f"@{name.data}" if isinstance(name, StringAttr) else "without a name"
+            raise VerifyException(f"'gpu.func' {which} has no body: a function needs an "
+                                  f"entry block")
     if using_xdsl_drivers():
         op.verify()
         return
