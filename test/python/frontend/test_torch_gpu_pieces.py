@@ -1,5 +1,6 @@
-"""The torch front end's attention and conv-chain pieces on the GPU, run our way (forced,
-strict; attention with and without GPT's 1/sqrt(width) on its scores): they match an fp32
+"""The torch front end's attention, conv-chain and SwiGLU MLP pieces on the GPU, run our way
+(forced, strict; attention with and without GPT's 1/sqrt(width) on its scores; the MLP on the
+TMA GEMMs from 64 rows, a partial row of tiles too, and on the wgmma ones below): they match an fp32
 reference computed from the same fp16 inputs (and eager torch) on fresh inputs with every
 temporary and result filled with NaN before the kernels run, 20 runs back to back without a
 memset, a CUDA graph capture replayed on new data into a poisoned output, and the second
@@ -17,7 +18,7 @@ torch = pytest.importorskip("torch")
 from torch_checks import relative_error  # noqa: E402
 
 import tilesync.frontend.torch as tt  # noqa: E402
-from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
+from tilesync.examples.torch_models import BasicBlock, LlamaMLP, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch import compiler  # noqa: E402
 from tilesync.frontend.torch.ops import StageRunner  # noqa: E402
 
@@ -141,3 +142,15 @@ def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned, gra
     model = _resnet_block().half().cuda()
     _runs_our_way(model, lambda: torch.randn(8, 64, 56, 56, dtype=torch.half, device="cuda"),
                   "Conv→ReLU→Conv", tmp_path, graph_replays)
+
+
+@pytest.mark.parametrize("rows", [
+    64,  # the TMA MLP's smallest batch: 64-row tiles, 32 columns of H a GEMM1 tile
+    100,  # a partial row of tiles: the TMA copies clip their loads and stores
+    32,  # below TMA_MIN_ROWS: the wgmma GEMMs
+])
+def test_swiglu_mlp_runs_our_way(rows, tmp_path, poisoned, graph_replays):
+    torch.manual_seed(rows)
+    model = LlamaMLP(1024, 2816).half().cuda().eval()
+    _runs_our_way(model, lambda: torch.randn(rows, 1024, dtype=torch.half, device="cuda"),
+                  "SwiGLU MLP", tmp_path, graph_replays)
