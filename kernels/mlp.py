@@ -247,8 +247,8 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
 
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
     c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
-    if mma == "tma" and deeper:
-        c1, c2 = deeper_staging((c1, c2))
+    if mma == "tma":
+        c1, c2 = deeper_staging((c1, c2), deeper)
     spec = MlpSpec(model, M, c1, c2)
     if c2.tile[0] % c1.tile[0]:
         raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
@@ -262,10 +262,12 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     return spec
 
 
-def deeper_staging(configs: tuple[GemmConfig, ...]) -> tuple[GemmConfig, ...]:
-    """`configs`, each TMA-store GEMM as its `deeper_twin` where a staging buffer of fewer
-    boxes buys it a stage (kernels/choice.py)."""
-    return tuple(deeper_twin(c) or c for c in configs)
+def deeper_staging(configs: tuple[GemmConfig, ...], deeper: bool = DEEPER_STAGING
+                   ) -> tuple[GemmConfig, ...]:
+    """`configs`, with `deeper` each TMA-store GEMM as its `deeper_twin` where a staging
+    buffer of fewer boxes buys it a stage (kernels/choice.py): the TMA MLP's GEMMs, the
+    bench's and graph-to-stages' alike."""
+    return tuple(deeper_twin(c) or c for c in configs) if deeper else configs
 
 
 TILE_SLOT_BYTES = 4

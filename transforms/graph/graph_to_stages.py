@@ -90,7 +90,6 @@ from tilesync.kernels.conv2d import conv2d_module
 from tilesync.kernels.gemm import column_slice, gemm_module
 from tilesync.kernels.mlp import (
     CONSUMER,
-    DEEPER_STAGING,
     PRODUCER,
     TMA_MIN_ROWS,
     MlpSpec,
@@ -245,7 +244,7 @@ def _tma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
                              name=PRODUCER, **common),
                tma_ws_config(match.rows, match.n2, match.hidden, t2, s2,
                              epilogue=match.epilogue2, name=CONSUMER, **common))
-    first, second = deeper_staging(configs) if DEEPER_STAGING else configs
+    first, second = deeper_staging(configs)
     return first, second
 
 
