@@ -341,6 +341,32 @@ def test_alloca_extract_insert_value():
     assert 'store i32 %"x", ptr %"slot"' in ir_text
 
 
+def test_a_wide_struct_of_one_type_is_an_identified_type():
+    """A wgmma accumulator's struct (16+ members of one type) is named once, not spelled out
+    by every insertvalue and extractvalue; a narrower or mixed one stays literal."""
+    wide = "!llvm.struct<(" + ", ".join(["f32"] * 16) + ")>"
+    mixed = "!llvm.struct<(" + ", ".join(["f32"] * 15 + ["i32"]) + ")>"
+    ir_text = _translate(
+        _kernel(
+            f"""
+  %f = llvm.bitcast %v : i32 to f32
+  %u = llvm.mlir.undef : {wide}
+  %s = llvm.insertvalue %f, %u[15] : {wide}
+  %x = llvm.extractvalue %s[15] : {wide}
+  %m = llvm.mlir.undef : {mixed}
+  %n = llvm.insertvalue %x, %m[0] : {mixed}
+  %y = llvm.extractvalue %n[0] : {mixed}
+  llvm.store %y, %p : f32, !llvm.ptr<1>"""
+        )
+    )
+    members = ", ".join(["float"] * 16)
+    assert f'%"floatx16" = type {{{members}}}' in ir_text
+    assert '%"s" = insertvalue %"floatx16" undef, float %"f", 15' in ir_text
+    assert '%"x" = extractvalue %"floatx16" %"s", 15' in ir_text
+    assert ir_text.count("type {") == 1  # the mixed struct is literal
+    assert '%"y" = extractvalue {' + ", ".join(["float"] * 15) + ', i32} %"n", 0' in ir_text
+
+
 def test_gpu_module_is_translated():
     ir_text = translate_to_llvm_ir(
         _parse("builtin.module {\n gpu.module @kernels {\n" + _kernel("") + "\n }\n}")
