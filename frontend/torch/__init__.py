@@ -54,15 +54,17 @@ def _check_torch():
 
 def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict: bool = False,
             emit_ptx: bool = False, log: bool | None = None,
-            cache_dir: Any = None) -> CompiledModule:
+            cache_dir: Any = None, tune: bool | None = None) -> CompiledModule:
     """`module` traced by torch.fx with its matched pieces compiled (see the module docstring).
 
     mode: "auto" (the cost model and a measurement decide; TILESYNC_MODE overrides the
     default), "tilesync" or "torch" (every piece that way). strict: an unsupported piece
     (dtype, shape, device, no GPU) raises UnsupportedError instead of staying with torch.
-    emit_ptx: compile pieces to PTX even where they cannot run (CPU, no GPU)."""
+    emit_ptx: compile pieces to PTX even where they cannot run (CPU, no GPU). tune: compile
+    and time every form of a piece that has several (an MLP stack's CTA allotments; the
+    TILESYNC_TUNE default), not only the one the model sizes."""
     torch = _check_torch()
-    options = Options.make(mode, strict, emit_ptx, log, cache_dir)
+    options = Options.make(mode, strict, emit_ptx, log, cache_dir, tune)
     inputs = list(example_inputs) if isinstance(example_inputs, list | tuple) \
         else [example_inputs]
     try:
@@ -90,7 +92,7 @@ def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options
     def backend(gm, example_inputs):
         return tilesync_backend(gm, example_inputs, mode=options.mode, strict=options.strict,
                                 emit_ptx=options.emit_ptx, log=options.log,
-                                cache_dir=options.cache_dir)
+                                cache_dir=options.cache_dir, tune=options.tune)
 
     compiled = torch.compile(module, backend=backend)
     first = len(LAST_REPORTS)

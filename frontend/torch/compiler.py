@@ -11,17 +11,20 @@ piece, in order (each step a function below):
                           dataflow's MlpStack) or why not: the piece stays with torch
     compile_entry         graph-to-stages, the cuSync passes (RowSync, PDL, verify, the epoch
                           in device memory), PTX for sm_90a; an MLP stack: graph-to-dataflow
-                          (light layers fused; two allotments, STACK_PASSES), the dataflow
-                          passes, one persistent kernel each, the faster measured on the device;
-                          cached on disk (CompileCache, key: the graph text, the passes and the
-                          target; the compiler's digest)
+                          (light layers fused; the ILP's allotment, or with `tune` every one
+                          of STACK_PASSES, the faster measured on the device), the dataflow
+                          passes, one persistent kernel each; cached on disk (CompileCache,
+                          key: the graph text, the passes and the target; the compiler's
+                          digest)
     decide                torch's path unless the cost model (cost.py) leaves room and a
                           measurement on the device (cached per device) says ours is faster
     rewrite               the piece's nodes replaced by torch.ops.tilesync.piece(inputs, id)
 
 Nothing here raises for a piece it cannot take: the reason goes into the report and the piece
 stays with torch. With `strict`, the first such reason raises UnsupportedError (one line).
-`TILESYNC_LOG=1` prints the report; `TILESYNC_MODE=tilesync|torch` forces every piece one way.
+`TILESYNC_LOG=1` prints the report; `TILESYNC_MODE=tilesync|torch` forces every piece one way;
+`TILESYNC_TUNE=1` (or `tune`) compiles and times every form of an MLP stack instead of the one
+the model sizes: a first compile of NeRF's MLP that takes one pipeline's time, not two's.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ faster kept: the ILP's CTAs from modelled layer times, and as many CTAs a stage 
 first ran NeRF's MLP 1.2x faster, the second MeshGraphNets' up to 8%: bench dataflow-mlp)."""
 TIMEOUT_NS = 2_000_000_000
 MODES = ("auto", "tilesync", "torch")
-LOG_ENV, MODE_ENV, CACHE_ENV = "TILESYNC_LOG", "TILESYNC_MODE", "TILESYNC_CACHE"
+LOG_ENV, MODE_ENV, CACHE_ENV, TUNE_ENV = ("TILESYNC_LOG", "TILESYNC_MODE", "TILESYNC_CACHE",
+                                          "TILESYNC_TUNE")
 
 
 class UnsupportedError(TilesyncError):
@@ -68,17 +72,23 @@ class Options:
     emit_ptx: bool = False  # compile pieces to PTX even where they cannot run here
     log: bool = False
     cache_dir: Path | None = None
+    tune: bool = False
+    """Compile and time every form of ours where a piece has several (STACK_PASSES); else
+    the one the model sizes."""
 
     @classmethod
     def make(cls, mode: str | None = None, strict: bool = False, emit_ptx: bool = False,
-             log: bool | None = None, cache_dir: str | Path | None = None) -> Options:
+             log: bool | None = None, cache_dir: str | Path | None = None,
+             tune: bool | None = None) -> Options:
         mode = mode or os.environ.get(MODE_ENV) or "auto"
         if mode not in MODES:
             raise UnsupportedError(f"mode must be one of {MODES}, got {mode!r}")
         if log is None:
             log = os.environ.get(LOG_ENV, "") not in ("", "0")
+        if tune is None:
+            tune = os.environ.get(TUNE_ENV, "") not in ("", "0")
         directory = cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tilesync"
-        return cls(mode, strict, emit_ptx, log, Path(directory))
+        return cls(mode, strict, emit_ptx, log, Path(directory), tune)
 
     def cache(self, namespace: str) -> Any:
         """The on-disk cache (harness.compile_cache.CompileCache) under `namespace`."""
@@ -198,18 +208,20 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     each stage's kernel arguments as (bind kind, values) from its #graph.bind, the result
     shapes; picklable."""
     import tilesync
-    from tilesync.api import parse, run_passes
+    from tilesync.api import default_pipeline
     from tilesync.dialects import dataflow, graph
     from tilesync.runtime.dataflow import read_pipeline
     from tilesync.runtime.module import precompile_ptx
 
     start = time.perf_counter()
     graph_text, stack_pass = job
-    module = parse(graph_text)
-    run_passes(module, [stack_pass])  # verified by tilesync.compile, which takes it as is
-    signature = module.attributes[graph.SIGNATURE_ATTR]
+    # One pipeline from the graph function: the input verified as parsed, the lowered IR at
+    # the end (as after any pass list), not graph-to-dataflow's 8k ops for NeRF in between.
+    compiled = tilesync.compile(graph_text, target=target,
+                                pipeline=default_pipeline(timeout_ns=TIMEOUT_NS,
+                                                          before=(stack_pass,)))
+    signature = compiled.module.attributes[graph.SIGNATURE_ATTR]
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
-    compiled = tilesync.compile(module, target=target, timeout_ns=TIMEOUT_NS)
     (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
     for ptx in compiled.ptx_by_module.values():  # ptxas here, beside the other pipelines'
         precompile_ptx(ptx, target)
@@ -229,22 +241,30 @@ def _stack_entry_key(job: tuple[str, str], target: str) -> str:
     return repr((*job, TIMEOUT_NS, target))
 
 
+def stack_passes(options: Options) -> tuple[str, ...]:
+    """The graph-to-dataflow runs an MLP stack is compiled by: every allotment of STACK_PASSES
+    with `tune` (the faster measured), else the first, the ILP's (the faster on NeRF's MLP and
+    the larger edge MLP benched; 7% slower than the even one on the smaller, bench/results)."""
+    return STACK_PASSES if options.tune else STACK_PASSES[:1]
+
+
 def cached_entry(graph_text: str, options: Options, stack: bool = False
                  ) -> tuple[Any, bool]:
     """(compiled entry, True if it came from the disk cache); `stack`: an MLP stack's, one
-    entry per STACK_PASSES, True if all came from the cache, compiled side by side in fresh
-    interpreters where this machine has the cores (no fork of a process that holds torch's
-    threads and a CUDA context)."""
+    entry per pass of stack_passes(options), True if all came from the cache; several are
+    compiled side by side in fresh interpreters where this machine has the cores (no fork of a
+    process that holds torch's threads and a CUDA context), one here."""
     from tilesync.harness.compile_cache import compile_many
 
     cache = options.cache("torch")
     hits = cache.hits
     if stack:
-        entries = compile_many([(graph_text, p) for p in STACK_PASSES], TARGET,
-                               min(len(STACK_PASSES), os.cpu_count() or 1),
+        passes = stack_passes(options)
+        entries = compile_many([(graph_text, p) for p in passes], TARGET,
+                               min(len(passes), os.cpu_count() or 1),
                                compile_one=compile_stack_entry, key=_stack_entry_key,
                                cache=cache, isolated=True)
-        return entries, cache.hits - hits == len(STACK_PASSES)
+        return entries, cache.hits - hits == len(passes)
     (entry,) = compile_many([graph_text], TARGET, 1, compile_one=compile_entry,
                             key=_entry_key, cache=cache)
     return entry, cache.hits > hits
@@ -472,15 +492,19 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
 
 def _tuned_pipeline(piece: Piece, entries: list[dict[str, Any]], example: list[Any],
                     graph_text: str, report: PieceReport, options: Options) -> Any:
-    """The faster of an MLP stack's compiled pipelines (STACK_PASSES) on the example inputs,
-    each replayed from a CUDA graph (the device's time: the host launches them alike),
-    measured once per device (cached); `report.variants` says what each took."""
+    """The faster of an MLP stack's compiled pipelines (stack_passes(options), one entry
+    each) on the example inputs, each replayed from a CUDA graph (the device's time: the host
+    launches them alike), measured once per device (cached); `report.variants` says what each
+    took. A lone pipeline is taken untimed."""
     runners = [stage_runner(piece, entry) for entry in entries]
-    key = repr((graph_text, _device_name(None), STACK_PASSES, TIMEOUT_NS, "graph"))
+    if len(runners) == 1:
+        return runners[0]
+    passes = stack_passes(options)
+    key = repr((graph_text, _device_name(None), passes, TIMEOUT_NS, "graph"))
     times, _ = _tuned(key, options, lambda: [cost.measure_graph_ms(lambda r=r: r(example))
                                              for r in runners])
     order = sorted(range(len(runners)), key=times.__getitem__)
-    report.variants = [(STACK_PASSES[i], times[i]) for i in order]
+    report.variants = [(passes[i], times[i]) for i in order]
     return runners[order[0]]
 
 

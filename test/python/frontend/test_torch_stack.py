@@ -341,3 +341,32 @@ def test_torchs_predicted_time_counts_the_layer_norms_pass():
     extra = 2 * 2 * (1 << 16) * 128 / rates.bandwidth + cost.LAUNCH_S
     assert cost.predict_stack(normed, rates).torch_ms == pytest.approx(
         cost.predict_stack(plain, rates).torch_ms + extra * 1e3)
+
+
+def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
+    """One pipeline by default (a first compile takes one pipeline's time), every allotment of
+    STACK_PASSES with `tune` or TILESYNC_TUNE=1; an entry compiled either way is the cache's."""
+    from tilesync.frontend.torch import compiler
+
+    jobs = []
+
+    def fake_compile(job, target):
+        jobs.append(job[1])
+        return {"pass": job[1], "target": target}
+
+    monkeypatch.setattr(compiler, "compile_stack_entry", fake_compile)
+    monkeypatch.delenv("TILESYNC_TUNE", raising=False)
+    options = compiler.Options.make(cache_dir=tmp_path)
+    assert not options.tune and compiler.stack_passes(options) == compiler.STACK_PASSES[:1]
+    entries, cached = compiler.cached_entry("graph text", options, stack=True)
+    assert jobs == [compiler.STACK_PASSES[0]] and not cached
+    assert [e["pass"] for e in entries] == jobs
+    monkeypatch.setenv("TILESYNC_TUNE", "1")
+    tuned = compiler.Options.make(cache_dir=tmp_path)
+    assert tuned.tune and compiler.stack_passes(tuned) == compiler.STACK_PASSES
+    entries, cached = compiler.cached_entry("graph text", tuned, stack=True)
+    # the ILP's allotment from the cache, the even one compiled (here: one worker at a time)
+    assert jobs == list(compiler.STACK_PASSES) and not cached
+    assert [e["pass"] for e in entries] == list(compiler.STACK_PASSES)
+    assert compiler.cached_entry("graph text", tuned, stack=True)[1]
+    assert not compiler.Options.make(cache_dir=tmp_path, tune=False).tune
