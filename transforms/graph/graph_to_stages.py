@@ -77,6 +77,7 @@ from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
 from tilesync.dialects.tile import TensorMapType
 from tilesync.kernels.config import (
+    H100_SMS,
     ConvConfig,
     GemmConfig,
     SoftmaxConfig,
@@ -529,10 +530,26 @@ def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
 
 CONV1, CONV2 = "conv1", "conv2"
 CONV_LAYOUT = "NHWC"  # the implicit-GEMM kernel's (kernels/conv2d.py): KRSC filters
-_CONV_TILES = (((128, 64), (8, 1), 4), ((64, 64), (4, 1), 6))
-"""(BM, BN), warps and stages of the wgmma convs (bench/kernels.py conv_workloads), BK 64;
-two warpgroups over 128 rows first, one over 64 where 128 rows straddle images."""
+_CONV_TILES = ((128, (64,), (8, 1), 4), (64, (256, 128, 64), (4, 1), 4))
+"""BM, the BN it may take (widest first: conv_width), warps and stages of the wgmma convs,
+BK 64; two warpgroups over 128 rows first, one over 64 where 128 rows straddle images. On an
+H200 (56x56, batch 1-32) 64-row tiles ran as fast or faster with 4 stages than with 6 (64 x 64:
+6.9-32.3 us against 7.0-34.0), 5 or 6 stages of the wider ones fell off a cliff (69 us where 4
+took 25); 128-row tiles wider than 64 were not measured on the shapes they take."""
 CONV_BK = 64
+
+
+def conv_width(bm: int, widths: tuple[int, ...], pixels: int, channels: int) -> int:
+    """The widest BN of `widths` that divides the conv's output channels and leaves a grid of
+    half a wave or more (H100_SMS / 2 tiles), else the narrowest: a wider tile gathers its
+    im2col rows once for more filters (an H200, batch 8, 56x56, C = K: 256 channels 67 us at
+    64 x 256 against 92 at 64 x 64, 128 channels 25 against 29), a grid of few tiles leaves
+    SMs idle (batch 1, 256 channels: 17 us at 64 x 128, 23 at 64 x 256 with 49 tiles)."""
+    rows = -(-pixels // bm)
+    for width in widths:
+        if channels % width == 0 and rows * (channels // width) >= H100_SMS // 2:
+            return width
+    return widths[-1]
 
 
 @dataclass(frozen=True)
@@ -655,17 +672,18 @@ def conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
         raise diagnostic(PASS, match.anchor, f"the middle activation has {k1} channels, not a "
                                              f"multiple of {CONV_BK} (the second conv's k-tile "
                                              "and the dependency's step)")
-    found = [(config, conv_halo(config[0][0], h, w)) for config in _CONV_TILES]
+    found = [(config, conv_halo(config[0], h, w)) for config in _CONV_TILES]
     usable = [(config, halo) for config, halo in found if halo is not None]
     if usable:
-        ((bm, bn), warps, stages), halo = usable[0]
+        (bm, widths, warps, stages), halo = usable[0]
     else:
         raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of "
-                                             f"{_CONV_TILES[-1][0][0]} or "
-                                             f"{_CONV_TILES[0][0][0]} pixels straddle images "
+                                             f"{_CONV_TILES[-1][0]} or "
+                                             f"{_CONV_TILES[0][0]} pixels straddle images "
                                              "(the halo then reaches whole images)")
     try:
         def conv(name, cin, cout, epilogue):
+            bn = conv_width(bm, widths, n * h * w, cout)
             return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=warps,
                                  stages=stages, epilogue=epilogue, name=name, mma="wgmma",
                                  sync_hooks=True)
