@@ -99,7 +99,10 @@ def build_waits(
     async_proxy: bool = False,
 ) -> list[Operation]:
     """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
-    waits take the participants of their hook (`single_thread`, `async_proxy`)."""
+    waits take the participants of their hook (`single_thread`, `async_proxy`). Where the
+    tiles read do not depend on the step (a conv chain with one column of producer tiles: every
+    k-step reads the same rows), the waits run at step 0 only: a tile's loads run from its
+    step 0 up, and sync-verify checks that every later step is covered by them."""
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
@@ -166,7 +169,24 @@ def build_waits(
         block.args[0].name_hint = f"s{loop.symbol}"
         return [lo, hi, st, scf.ForOp(lo, hi, st, [], block)]
 
-    return nest(looped)
+    waits = nest(looped)
+    if not bound or _uses_symbol(results, live.index(0), tiles_map.num_dims, len(live)):
+        return waits
+    zero = _index_const(0)
+    first = arith.CmpiOp(step, zero, "eq")  # type: ignore[arg-type]
+    return [zero, first, scf.IfOp(first, [], [*waits, scf.YieldOp()])]
+
+
+def _uses_symbol(results: Sequence[AffineExpr], symbol: int, num_dims: int,
+                 num_symbols: int) -> bool:
+    """Whether any of `results` reads symbol `symbol` (symbols renamed to dimensions after
+    the map's own, whose use xDSL reports)."""
+    dims = [AffineExpr.dimension(i) for i in range(num_dims)]
+    as_dims = [AffineExpr.dimension(num_dims + j) for j in range(num_symbols)]
+    return any(num_dims + symbol in
+               AffineMap(num_dims + num_symbols, 0,
+                         (e.replace_dims_and_symbols(dims, as_dims),)).used_dims()
+               for e in results)
 
 
 def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
