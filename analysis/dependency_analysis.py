@@ -209,6 +209,35 @@ def wait_loops(
     return loops
 
 
+def steps_to_wait(policy: PolicyAttr, dep: sync.DependencyOp,
+                  consumer_grid: Sequence[int]) -> int:
+    """How many of a consumer tile's first k-steps (s0 = lo, lo + 1, ...) need waits: every
+    semaphore a tile reads through `dep` at any step is read at one of them, so a later step's
+    loads are covered by the waits already done. 1 where the tiles read do not depend on s0 (a
+    conv chain whose producer has one column of tiles), the period where they cycle (two
+    columns: the k-steps alternate between them), the whole range otherwise, and also where
+    the box is too large to enumerate."""
+    lo, hi = dep.ranges[0]
+    if not any(AffineSymExpr(0) in _symbols(e) for e in dep.tiles_map.results):
+        return 1
+    if dependency_points(dep, consumer_grid) > ENUMERATION_LIMIT:
+        return hi - lo
+    needed = 1
+    for tile in grid_tiles(consumer_grid):
+        per_step = [{semaphore_of(policy, dep, tile, syms)
+                     for syms in forall_points(dep, {0: s0})} - {None} for s0 in range(lo, hi)]
+        every = set().union(*per_step)
+        seen: set[int | None] = set()
+        for count, sems in enumerate(per_step, 1):
+            seen |= sems
+            if len(seen) == len(every):
+                needed = max(needed, count)
+                break
+        if needed == hi - lo:
+            break
+    return needed
+
+
 def _periodic(
     policy: PolicyAttr, dep: sync.DependencyOp, consumer_grid: Sequence[int], i: int, m: int
 ) -> bool:

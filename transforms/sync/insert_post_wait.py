@@ -58,7 +58,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.analysis.dependency_analysis import wait_loops
+from tilesync.analysis.dependency_analysis import steps_to_wait, wait_loops
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
 from tilesync.dialects import sync
@@ -97,12 +97,15 @@ def build_waits(
     epoch: SSAValue,
     single_thread: bool = False,
     async_proxy: bool = False,
+    steps: int | None = None,
 ) -> list[Operation]:
     """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
-    waits take the participants of their hook (`single_thread`, `async_proxy`). Where the
-    tiles read do not depend on the step (a conv chain with one column of producer tiles: every
-    k-step reads the same rows), the waits run at step 0 only: a tile's loads run from its
-    step 0 up, and sync-verify checks that every later step is covered by them."""
+    waits take the participants of their hook (`single_thread`, `async_proxy`). Where a
+    tile's first k-steps read every producer tile it reads at all (`steps_to_wait`: a conv
+    chain reads the same rows at every step, cycling through the producer's columns), the
+    waits run at those steps only: a tile's loads run from the first step of the range up, and
+    sync-verify checks that every later step is covered by them. `steps`: steps_to_wait's
+    answer where the caller has it (it enumerates the dependency)."""
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
@@ -170,23 +173,16 @@ def build_waits(
         return [lo, hi, st, scf.ForOp(lo, hi, st, [], block)]
 
     waits = nest(looped)
-    if not bound or _uses_symbol(results, live.index(0), tiles_map.num_dims, len(live)):
+    if not bound:
         return waits
-    zero = _index_const(0)
-    first = arith.CmpiOp(step, zero, "eq")  # type: ignore[arg-type]
-    return [zero, first, scf.IfOp(first, [], [*waits, scf.YieldOp()])]
-
-
-def _uses_symbol(results: Sequence[AffineExpr], symbol: int, num_dims: int,
-                 num_symbols: int) -> bool:
-    """Whether any of `results` reads symbol `symbol` (symbols renamed to dimensions after
-    the map's own, whose use xDSL reports)."""
-    dims = [AffineExpr.dimension(i) for i in range(num_dims)]
-    as_dims = [AffineExpr.dimension(num_dims + j) for j in range(num_symbols)]
-    return any(num_dims + symbol in
-               AffineMap(num_dims + num_symbols, 0,
-                         (e.replace_dims_and_symbols(dims, as_dims),)).used_dims()
-               for e in results)
+    lo, hi = dep.ranges[0]
+    if steps is None:
+        steps = steps_to_wait(policy, dep, consumer_grid)
+    if steps == hi - lo:
+        return waits
+    last = _index_const(lo + steps)
+    early = arith.CmpiOp(step, last, "slt")  # type: ignore[arg-type]
+    return [last, early, scf.IfOp(early, [], [*waits, scf.YieldOp()])]
 
 
 def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
@@ -232,6 +228,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
     epoch = _named(sync_arg(func, EPOCH, i32), None)
 
     load_points = [op for op in func.walk() if isinstance(op, sync.LoadPointOp)]
+    steps: dict[sync.DependencyOp, int] = {}  # steps_to_wait of each dependency, once
     store_points = [op for op in func.walk() if isinstance(op, sync.StorePointOp)]
     for dep in incoming:
         if not any(lp.operand.data == dep.operand.data for lp in load_points):
@@ -269,6 +266,8 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                     f"in {where}, sync.load_point operand {lp.operand.data} gives "
                     f"{len(lp.tile)} tile coordinates but the stage has a {stage.rank}-D grid",
                 )
+            if lp.step is not None and dep.ranges and dep not in steps:
+                steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
             ops += build_waits(
                 dep,
                 producer.policy,
@@ -279,6 +278,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 epoch,
                 lp.single_thread is not None,
                 lp.async_proxy is not None,
+                steps.get(dep),
             )
         Rewriter.insert_op(ops, InsertPoint.before(lp))
         lp.attributes[FILLED_ATTR] = UnitAttr()

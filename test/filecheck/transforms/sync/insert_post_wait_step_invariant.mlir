@@ -31,45 +31,10 @@ builtin.module attributes {gpu.container_module} {
 
 // ONCE-LABEL: gpu.func @conv2(
 // ONCE:         scf.for %kt = %c0 to %c36 step %c1 {
-// ONCE-NEXT:      %[[ZERO:.*]] = arith.constant 0 : index
-// ONCE-NEXT:      %[[FIRST:.*]] = arith.cmpi eq, %kt, %[[ZERO]] : index
+// ONCE-NEXT:      %[[ONE:.*]] = arith.constant 1 : index
+// ONCE-NEXT:      %[[FIRST:.*]] = arith.cmpi slt, %kt, %[[ONE]] : index
 // ONCE-NEXT:      scf.if %[[FIRST]] {
 // ONCE:             scf.for %s1 =
 // ONCE:               sync.wait %sems_conv1[
 // ONCE:           sync.load_point operand 0 [%r, %c] step %kt {sync.filled}
 // CHECK: sync.stage @conv2 {{.*}}sync.verified = "proved"
-
-// -----
-
-// The same dependency where the tiles read follow the step (a GEMM's k-step s0 reads column
-// tile s0): a wait at every step, unguarded.
-builtin.module attributes {gpu.container_module} {
-  gpu.module @k {
-    gpu.func @gemm1(%a: memref<?xf16>, %h: memref<?xf16>) kernel {
-      %r, %c = sync.tile : index, index
-      sync.store_point [%r, %c]
-      gpu.return
-    }
-    gpu.func @gemm2(%h: memref<?xf16>, %y: memref<?xf16>) kernel {
-      %r, %c = sync.tile : index, index
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c4 = arith.constant 4 : index
-      scf.for %kt = %c0 to %c4 step %c1 {
-        sync.load_point operand 0 [%r, %c] step %kt
-      }
-      gpu.return
-    }
-  }
-  sync.stage @gemm1 {kernel = @k::@gemm1, grid = array<i64: 8, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
-  sync.stage @gemm2 {kernel = @k::@gemm2, grid = array<i64: 8, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
-  sync.dependency @gemm1 -> @gemm2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
-  sync.launch @gemm1 {priority = -1 : i64}
-  sync.launch @gemm2 {pdl = true}
-}
-
-// ONCE-LABEL: gpu.func @gemm2(
-// ONCE:         scf.for %kt = %c0 to %c4 step %c1 {
-// ONCE-NEXT:      sync.wait %sems_gemm1[%r, %kt]
-// ONCE-NEXT:      sync.load_point operand 0 [%r, %c] step %kt {sync.filled}
-// CHECK: sync.stage @gemm2 {{.*}}sync.verified = "proved"

@@ -11,7 +11,11 @@
 // MLP:       gpu.func @gemm2({{.*}}, %sems_gemm1: memref<?xi32>, %epoch: i32) kernel attributes {{{.*}}sync.args = ["sems:@gemm1", "epoch"]}
 // MLP:         scf.for %kt
 // MLP-NEXT:      %k0 = arith.muli %kt, %c32 : index
-// MLP-NEXT:      sync.wait %sems_gemm1[%x, %kt] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>
+// MLP-NEXT:      %[[ONE:.*]] = arith.constant 1 : index
+// MLP-NEXT:      %[[FIRST:.*]] = arith.cmpi slt, %kt, %[[ONE]] : index
+// MLP-NEXT:      scf.if %[[FIRST]] {
+// MLP-NEXT:        sync.wait %sems_gemm1[%x, %kt] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48>
+// MLP-NEXT:      }
 // MLP-NEXT:      sync.load_point operand 0 [%x, %y] step %kt {sync.filled}
 // MLP-NEXT:      %ka = arith.addi %k0, %tx : index
 // MLP-NOT:       sync.wait %sems
@@ -32,9 +36,14 @@
 // CHAIN-NEXT: sync.stage @gemm3 {sync.progress = "@gemm2: programmatic dependent launch", sync.verified = "proved",
 
 // TWO:       gpu.func @pv({{.*}}, %sems_p_proj: memref<?xi32>, %sems_v_proj: memref<?xi32>, %epoch: i32) kernel attributes {{{.*}}sync.args = ["sems:@p_proj", "sems:@v_proj", "epoch"]}
+// Each operand's semaphore (the row's, the column's) is the same at every k-step: waited at 0.
+// TWO:         arith.cmpi slt, %kt
 // TWO:         sync.wait %sems_p_proj[%x, %kt] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8>
+// TWO-NEXT:    }
 // TWO-NEXT:    sync.load_point operand 0 [%x, %y] step %kt {sync.filled}
+// TWO:         arith.cmpi slt, %kt
 // TWO:         sync.wait %sems_v_proj[%kt, %y] epoch %epoch policy #sync.policy<Custom (d0, d1) -> (d1), posts = 8>
+// TWO-NEXT:    }
 // TWO-NEXT:    sync.load_point operand 1 [%x, %y] step %kt {sync.filled}
 // TWO:       sync.stage @pv {sync.progress = "@p_proj: wait-kernel; @v_proj: wait-kernel", sync.verified = "proved",
 
