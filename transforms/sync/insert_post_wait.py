@@ -9,7 +9,9 @@ stage):
   map over its forall box; with `step %k` the first forall variable s0 is %k), one wait per
   distinct semaphore of P's policy: a forall variable the semaphore does not depend on is
   not looped over (RowSync on a row: one wait), the others become an `scf.for` over their
-  range, stepping over values that share a semaphore (TileSync: one wait per tile). Every
+  range, stepping over values that share a semaphore (TileSync: one wait per tile). With a
+  step, only the first steps that between them read every semaphore the tile reads wait
+  (`steps_to_wait`: RowSync along a GEMM's k waits at step 0; TileSync at every step). Every
   produced operand gets its waits, not only the first (a fault of the reference cuSync).
   The filled hook stays, marked `sync.filled`, as the point `sync-verify` checks the waits
   against; `convert-sync-to-nvvm` erases it.

@@ -11,8 +11,9 @@ body) of a consumer stage's kernel:
 
 where some stage produces operand A and none produces operand B, group A moves below group B.
 The waits that sync-insert-post-wait then puts in front of A's hook come after B's load, and
-every k-step still waits before loading A (the reference cuSync, with R, let RowSync never
-block and TileSync wait only once; `sync-verify` proves ours does not).
+every k-step still loads A only after waiting for what it reads, at that step or at an earlier
+one that read the same semaphores (the reference cuSync, with R, let RowSync never block and
+TileSync wait only once; `sync-verify` proves ours does not).
 
 The move is made only when it is legal: no op of group B uses a value of group A, neither
 group contains a barrier, a call or an op with regions whose effects are unknown, and no
