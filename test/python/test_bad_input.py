@@ -368,7 +368,7 @@ FUZZ_ROWS = [
      "sync.stage: grid dimension x must be in [1, 2147483647], got 4294967296"),
     ("gridhuge.mlir", VerifyError, "110:3", "sync-verify: producer @gemm1 has 103079215056 tiles, "
      "more than the 1000000 whose semaphores are enumerated"),
-    ("ksteps.mlir", VerifyError, "93:9", "sync-verify: the proof takes more than 150000 steps of "
+    ("ksteps.mlir", VerifyError, "88:9", "sync-verify: the proof takes more than 150000 steps of "
      "abstract execution (sync-verify{steps=N} allows more; limit=N checks only the boundary "
      "tiles of grids above N tiles)"),
     ("table.mlir", CompileError, "10:7",
