@@ -900,7 +900,9 @@ class LoadPointOp(IRDLOperation):
 
     "This block, computing consumer tile [%x, %y] (the coordinates of its sync.tile), is
     about to load data of kernel argument `operand`." With `step %k`, only the data that the
-    dependency's first forall variable s0 = %k reaches (per-k-step loads of a GEMM).
+    dependency's first forall variable s0 = %k reaches (per-k-step loads of a GEMM); a tile
+    runs its steps upward from the first of s0's range, so the waits of a step that only
+    re-reads semaphores an earlier step read may be left out (sync-verify checks it).
 
     The hook costs nothing by itself: `sync-insert-post-wait` puts the waits that the declared
     dependencies require in front of it (and erases it where no stage produces the operand);
