@@ -20,6 +20,7 @@ Built from the primitives of `sync_primitives.SyncBuilder`:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,6 +64,7 @@ from tilesync.contract import (
 from tilesync.dialects import nvvm, sync
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.dialects.locations import diagnostic
+from tilesync.dialects.sync import ENUMERATION_LIMIT
 from tilesync.lowering.llvm_conversion import located_type_errors
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
@@ -306,6 +308,12 @@ def adopt_stage_orders(module: ModuleOp) -> None:
                 tile.order = stage.order
             if isinstance(tile, sync.TileOp) and tile.order.kind.data == "strided":
                 # StridedSync's order: its permutation of the stage's grid, as a table
+                tiles = math.prod(stage.grid_shape)
+                if tiles > ENUMERATION_LIMIT:
+                    raise diagnostic(PASS_NAME, stage, f"the strided tile order of "
+                                     f"{stage.kernel}'s sync.tile becomes a table of this "
+                                     f"stage's tiles: {tiles} are more than "
+                                     f"{ENUMERATION_LIMIT}")
                 tile.order = sync.OrderAttr("table", order_permutation(tile.order,
                                                                        stage.grid_shape))
 
