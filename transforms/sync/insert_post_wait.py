@@ -99,15 +99,13 @@ def build_waits(
     epoch: SSAValue,
     single_thread: bool = False,
     async_proxy: bool = False,
-    steps: int | None = None,
+    first_steps: int | None = None,
 ) -> list[Operation]:
     """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
-    waits take the participants of their hook (`single_thread`, `async_proxy`). Where a
-    tile's first k-steps read every producer tile it reads at all (`steps_to_wait`: a conv
-    chain reads the same rows at every step, cycling through the producer's columns), the
-    waits run at those steps only: a tile's loads run from the first step of the range up, and
-    sync-verify checks that every later step is covered by them. `steps`: steps_to_wait's
-    answer where the caller has it (it enumerates the dependency)."""
+    waits take the participants of their hook (`single_thread`, `async_proxy`). With
+    `first_steps` (steps_to_wait's count: a tile's first steps read every semaphore it reads
+    at all) the waits run at those steps only: a tile's loads run from the first step of the
+    range up, and sync-verify checks that every later step is covered by them."""
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
@@ -175,14 +173,10 @@ def build_waits(
         return [lo, hi, st, scf.ForOp(lo, hi, st, [], block)]
 
     waits = nest(looped)
-    if not bound:
+    lo, hi = dep.ranges[0] if bound else (0, 0)
+    if not bound or first_steps is None or first_steps >= hi - lo:
         return waits
-    lo, hi = dep.ranges[0]
-    if steps is None:
-        steps = steps_to_wait(policy, dep, consumer_grid)
-    if steps == hi - lo:
-        return waits
-    last = _index_const(lo + steps)
+    last = _index_const(lo + first_steps)
     early = arith.CmpiOp(step, last, "slt")  # type: ignore[arg-type]
     return [last, early, scf.IfOp(early, [], [*waits, scf.YieldOp()])]
 
@@ -230,7 +224,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
     epoch = _named(sync_arg(func, EPOCH, i32), None)
 
     load_points = [op for op in func.walk() if isinstance(op, sync.LoadPointOp)]
-    steps: dict[sync.DependencyOp, int] = {}  # steps_to_wait of each dependency, once
+    first_steps: dict[sync.DependencyOp, int] = {}  # steps_to_wait of each dependency, once
     store_points = [op for op in func.walk() if isinstance(op, sync.StorePointOp)]
     for dep in incoming:
         if not any(lp.operand.data == dep.operand.data for lp in load_points):
@@ -268,8 +262,8 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                     f"in {where}, sync.load_point operand {lp.operand.data} gives "
                     f"{len(lp.tile)} tile coordinates but the stage has a {stage.rank}-D grid",
                 )
-            if lp.step is not None and dep.ranges and dep not in steps:
-                steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
+            if lp.step is not None and dep.ranges and dep not in first_steps:
+                first_steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
             ops += build_waits(
                 dep,
                 producer.policy,
@@ -280,7 +274,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 epoch,
                 lp.single_thread is not None,
                 lp.async_proxy is not None,
-                steps.get(dep),
+                first_steps.get(dep),
             )
         Rewriter.insert_op(ops, InsertPoint.before(lp))
         lp.attributes[FILLED_ATTR] = UnitAttr()
