@@ -1,8 +1,8 @@
 """The conv-chain benchmark's programs on the GPU (bench/conv.py): y of every mode against an
 fp32 torch reference of conv3x3 -> ReLU -> conv3x3.
 
-The shape is GPU_TEST_SHAPES: two 56x56 images of 512 channels (BM 64, halo 2: conv2's tiles
-at an image border wait for conv1 tiles of the other image; two column tiles of 256, so RowSync
+The shape is GPU_TEST_SHAPES: two 24x24 images of 256 channels (BM 64, halo 1: conv2's tiles
+at an image border wait for conv1 tiles of the other image; four column tiles of 64, so RowSync
 and TileSync are different programs). Each mode's program runs 10 times without any memset of its
 semaphores (each run a new epoch); before every run the middle activation and y are poisoned
 with NaN, so a conv2 tile that reads h before conv1 wrote it, or a tile never stored, fails the
