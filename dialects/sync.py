@@ -1254,10 +1254,13 @@ class DependencyOp(IRDLOperation):
                 f"dependency takes {self.tiles_map.num_dims} consumer coordinates, "
                 f"got {tuple(consumer_tile)}"
             )
+        # `read` per point, with the map's evaluator and the producer grid looked up once
+        evaluate = map_evaluator(self.tiles_map)
+        grid = self.producer_stage().grid_shape if self.clipped is not None else None
         seen: dict[tuple[int, ...], None] = {}
         for forall_values in box_points(self.ranges):
-            tile = self.read(consumer_tile, forall_values)
-            if tile is not None:
+            tile = evaluate((*consumer_tile, *forall_values))
+            if grid is None or all(0 <= c < extent for c, extent in zip(tile, grid)):
                 seen.setdefault(tile, None)
         return list(seen)
 
