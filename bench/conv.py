@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench import mlp
+from tilesync.bench import mlp, mode_choice
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
@@ -339,6 +339,9 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
+        row["mode_choice"] = mode_choice.bench_row(
+            "conv", shape, {m: compiled[(shape, m, False)] for m in modes_for(shape, modes)},
+            row["modes"], device.sm_count, device.name)
     if lost is not None:
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
@@ -385,6 +388,8 @@ def conv_table(result: dict[str, Any]) -> str:
                 + (f"{graph / med:>8.3f} " if graph else f"{'-':>8} ")
                 + f"{med / row['floor_ms']:>7.2f} {row['flops'] / (med * 1e-3) / 1e12:>8.1f} "
                 f"{r['rel_error']:>8.1e}" + (f"  {r['policy']}" if "policy" in r else ""))
+        if (line := mode_choice.table_line(row, " " * 21)) is not None:
+            lines.append(line)
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
     lines.append(f"total {result['seconds']:.0f} s")

@@ -63,6 +63,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -645,6 +646,11 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
             del data
             torch.cuda.empty_cache()
             row["speedup"] = speedups(row["modes"])
+            from tilesync.bench import mode_choice
+
+            row["mode_choice"] = mode_choice.bench_row(
+                "mlp", (model, M), {m: compiled[(model, M, m, False)] for m in row_modes},
+                row["modes"], device.sm_count, device.name)
     if lost is not None:
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
@@ -657,22 +663,25 @@ def _context_lost(exc: BaseException, runtime_error: type) -> bool:
         or "CUDA_ERROR" in str(exc)
 
 
-def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Median of the stream-sync run of the same kernels / median of each mode (ordered modes
-    against stream_sync@order_cfg where they run other configs; torch against stream_sync)."""
-    def median(mode: str) -> float | None:
-        return modes.get(mode, {}).get("median_ms")
+def baseline_mode(mode: str, measured: Collection[str]) -> str:
+    """The stream-sync mode that runs `mode`'s kernels: tma:stream_sync for the TMA modes,
+    stream_sync@order_cfg for the ordered ones where it was run (they run other configs),
+    else stream_sync (torch's, too)."""
+    if mode.startswith(TMA):
+        return f"{TMA}stream_sync"
+    if "order" in mode and "stream_sync@order_cfg" in measured:
+        return "stream_sync@order_cfg"
+    return "stream_sync"
 
+
+def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Median of the stream-sync run of the same kernels (`baseline_mode`) / median of each
+    mode."""
+    measured = {mode for mode, record in modes.items() if "median_ms" in record}
     out: dict[str, float] = {}
     for mode, record in modes.items():
-        if "median_ms" not in record:
-            continue
-        base = median("stream_sync")
-        if ("order" in mode) and median("stream_sync@order_cfg"):
-            base = median("stream_sync@order_cfg")
-        if mode.startswith(TMA):
-            base = median(f"{TMA}stream_sync")
-        if base:
+        base = modes.get(baseline_mode(mode, measured), {}).get("median_ms")
+        if mode in measured and base:
             out[mode] = base / record["median_ms"]
     return out
 
@@ -739,6 +748,10 @@ def mlp_table(result: dict[str, Any]) -> str:
             policy = f"  {r['policy']}" if "policy" in r else ""
             lines.append(f"{'':<6} {'':>5} {mode:<22} {r['median_ms']:>10.4f} {spread:>17} "
                          f"{sp} {vs} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
+        from tilesync.bench.mode_choice import table_line
+
+        if (line := table_line(row, " " * 13)) is not None:
+            lines.append(line)
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
     lines.append(f"total {result['seconds']:.0f} s")

@@ -1,0 +1,236 @@
+"""Which mode of a stage program runs fastest, predicted: the wave model at tile resolution (the
+simulator) with measured tile times, plus what each synchronization mechanism costs.
+
+A mode is a stage program after its passes: policies, post/wait, PDL or wait-kernels, tile
+orders. Its predicted time is
+
+    the makespan of the in-order simulation (`simulator.simulate`, blocks dispatched in launch
+    order), every tile of stage i taking tau_i, (1 + `order_slowdown`) times that where it
+    takes its tile from an order table (the order changes which tiles share the L2), plus
+    `wait_ms` for each semaphore its kernel waits on (TileSync waits once per producer tile a
+    consumer tile reads, RowSync once per row),
+    + `stream_gap_ms` for each launch that follows another on its stream without PDL (the
+      drain and launch between two kernels in stream order, which a PDL launch hides: the
+      model counts it as free),
+    + `wait_kernel_ms` for each wait-kernel (its launch and the consumer's, on another stream).
+
+tau_i is measured, not guessed: the same kernels run stream-synchronized are timed (every
+table's baseline anyway), and that time, less its own mechanism costs, is shared among the
+stages in proportion to their tiles' work (flops per tile) as the simulation of that program
+counts tiles (each stage's waves in turn, `tile_times`). Blocks that share an SM share its
+throughput: a kernel of b blocks per SM is simulated as one block per SM taking tau_i / b, so
+a last wave that leaves one block on an SM runs it at the SM's rate (with b slots of tau_i
+each, the wave model would charge it a whole tile time and overrate what fills the gap).
+
+The mechanism costs are constants of a device (`MECHANISM_COSTS`), fitted once to a bench run
+of record (bench/mode_choice.py `fit`) and checked against later runs. The wave model alone
+predicts no gain where the tiles of every stage end together (the MLP's GEMM1 at M = 256 is
+one partial wave): the gain measured there is what PDL saves, which the costs carry.
+
+`choose` takes the mode predicted fastest, and the library (measured in a CUDA graph) where no
+mode of ours is predicted below `WIN_MARGIN` of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from tilesync.analysis.grid import Tile
+from tilesync.analysis.simulator.machine import simulate
+from tilesync.analysis.simulator.program import SimMachine, SimProgram, program_from_ir
+from tilesync.analysis.stage_graph import Launch, WaitKernel
+
+TICKS_PER_MS = 10_000_000  # the simulator counts integer ticks: 0.1 ns each
+WIN_MARGIN = 0.98
+"""Ours is chosen over the library only where predicted below this fraction of its measured
+time: nearer than that is the measurements' noise (the torch front end's margin, alike)."""
+LIBRARY = "library"
+
+
+@dataclass(frozen=True)
+class MechanismCosts:
+    """Milliseconds each mechanism adds on a device (see the module docstring)."""
+
+    stream_gap_ms: float
+    wait_kernel_ms: float
+    wait_ms: float
+    order_slowdown: float
+
+    def as_tuple(self) -> tuple[float, ...]:
+        return (self.stream_gap_ms, self.wait_kernel_ms, self.wait_ms, self.order_slowdown)
+
+
+MECHANISM_COSTS: dict[str, MechanismCosts] = {
+    # `python -m tilesync.bench.mode_choice --fit` on bench mlp and bench conv at d866905 on an
+    # H200 (bench/results/mlp-nvidia-h200.json, conv-nvidia-h200.json: 19 rows, 111 modes that
+    # are not a stream-sync baseline); with these every row's choice was within 0.5% of its
+    # best measured time (the worst 1.0044: LLaMA at M = 2048, tma:row+pdl for tma:stream_sync)
+    "H200": MechanismCosts(stream_gap_ms=0.00166, wait_kernel_ms=0.00209, wait_ms=0.000248,
+                           order_slowdown=0.231),
+}
+
+
+def costs_for(device_name: str | None) -> MechanismCosts:
+    """The device's costs (the H200's stand in for any other Hopper part)."""
+    for name, costs in MECHANISM_COSTS.items():
+        if device_name and name in device_name:
+            return costs
+    return MECHANISM_COSTS["H200"]
+
+
+@dataclass(frozen=True)
+class ModeShape:
+    """What the prediction reads of one mode's program: the simulated program and, per stage,
+    its blocks per SM, the semaphores each tile waits on and whether it takes its tile from an
+    order table."""
+
+    program: SimProgram  # one block per SM of every stage
+    shares: dict[str, int]  # blocks per SM of each stage's kernel
+    waits: dict[str, dict[Tile, int]]
+    ordered: frozenset[str]
+    stream_launches: int  # launches after another on their stream, without PDL
+    pdl_launches: int
+    wait_kernels: int
+
+
+def mode_shape(module: Operation, blocks_per_sm: Mapping[str, int] | None = None
+               ) -> ModeShape:
+    """Read a stage program after its passes (its policies chosen, its launches planned)."""
+    program = program_from_ir(module, blocks_per_sm=blocks_per_sm)
+    stages = {stage.name: stage for stage in program.stages}
+    # blocks that share an SM share its throughput: a stage of b blocks per SM runs as one
+    # block per SM taking 1/b of the tile time, so that a last wave with one block on an SM
+    # runs it at the SM's rate instead of taking a whole tile time
+    shares = {name: stage.blocks_per_sm or 1 for name, stage in stages.items()}
+    for stage in program.stages:
+        stage.blocks_per_sm = 1
+    waits: dict[str, dict[Tile, int]] = {name: {} for name in stages}
+    by_consumer: dict[str, list] = {}
+    for dependency in program.dependencies:
+        by_consumer.setdefault(dependency.consumer, []).append(dependency)
+    for name, dependencies in by_consumer.items():
+        # each dependency's reads enumerated once: every simulation of the mode reads them
+        known = [{tile: list(d.reads(tile)) for tile in stages[name].tiles()}
+                 for d in dependencies]
+        for dependency, reads in zip(dependencies, known, strict=True):
+            dependency.reads = reads.__getitem__
+        for tile in stages[name].tiles():
+            semaphores = set()
+            for dependency, reads in zip(dependencies, known, strict=True):
+                policy = stages[dependency.producer].policy
+                for read in reads[tile]:
+                    index = policy.semaphore_index(read) if policy is not None else read
+                    semaphores.add((dependency.producer, index))
+            waits[name][tile] = len(semaphores)
+    plan = program.launch_plan()
+    stream_launches = pdl_launches = 0
+    seen_streams: set[int] = set()
+    for item in plan:
+        if isinstance(item, Launch):
+            if item.pdl:
+                pdl_launches += 1
+            elif item.stream in seen_streams:
+                stream_launches += 1
+            seen_streams.add(item.stream)
+    return ModeShape(program, shares, waits,
+                     frozenset(s.name for s in program.stages if s.order is not None),
+                     stream_launches, pdl_launches,
+                     sum(isinstance(item, WaitKernel) for item in plan))
+
+
+def _launch_ms(shape: ModeShape, costs: MechanismCosts) -> float:
+    return shape.stream_launches * costs.stream_gap_ms + shape.wait_kernels * costs.wait_kernel_ms
+
+
+def _makespan_ms(shape: ModeShape, sms: int,
+                 tile_ms: Callable[[str, Tile], float]) -> float:
+    for stage in shape.program.stages:
+        stage.duration = (lambda tile, name=stage.name:
+                          max(0, round(tile_ms(name, tile) * TICKS_PER_MS)))
+    result = simulate(shape.program, SimMachine(sms))
+    if result.deadlock is not None:
+        raise ValueError(f"the mode deadlocks in the simulation: {result.deadlock.describe()}")
+    return result.makespan / TICKS_PER_MS
+
+
+def _tile_ms(shape: ModeShape, tau: Mapping[str, float], costs: MechanismCosts
+             ) -> Callable[[str, Tile], float]:
+    def of(name: str, tile: Tile) -> float:
+        slowdown = 1.0 + costs.order_slowdown if name in shape.ordered else 1.0
+        own = tau[name] * slowdown + shape.waits[name].get(tile, 0) * costs.wait_ms
+        return own / shape.shares[name]
+
+    return of
+
+
+def tile_times(stream_shape: ModeShape, measured_ms: float, work: Mapping[str, float],
+               sms: int, costs: MechanismCosts) -> dict[str, float]:
+    """Each stage's tile time from the measured time of its stream-synchronized program:
+    `work` (per stage, a tile's flops) scaled so that the simulation of that program, with its
+    waits, orders and launches costed, takes `measured_ms`."""
+    top = max(work.values())
+    unit = {name: w / top for name, w in work.items()}
+    # at fixed costs the makespan grows linearly with the tile times: probe it at two scales
+    base = _makespan_ms(stream_shape, sms, _tile_ms(stream_shape, dict.fromkeys(work, 0.0),
+                                                    costs))
+    probe = 1e-3  # ms per unit of work
+    probed = _makespan_ms(stream_shape, sms, _tile_ms(
+        stream_shape, {n: u * probe for n, u in unit.items()}, costs))
+    per_unit = (probed - base) / probe
+    if per_unit <= 0:
+        raise ValueError("the stream-synchronized program has no work to scale")
+    fixed = base + _launch_ms(stream_shape, costs)
+    scale = max(0.0, measured_ms - fixed) / per_unit
+    for _ in range(2):  # tiles of unequal cost make it piecewise linear: correct the scale
+        tau = {name: u * scale for name, u in unit.items()}
+        error = measured_ms - predict_ms(stream_shape, tau, sms, costs)
+        scale = max(0.0, scale + error / per_unit)
+    return {name: u * scale for name, u in unit.items()}
+
+
+def predict_ms(shape: ModeShape, tau: Mapping[str, float], sms: int,
+               costs: MechanismCosts) -> float:
+    """The mode's predicted milliseconds, with tile times `tau` (`tile_times`)."""
+    return _makespan_ms(shape, sms, _tile_ms(shape, tau, costs)) + _launch_ms(shape, costs)
+
+
+@dataclass(frozen=True)
+class Choice:
+    mode: str  # a mode of ours, or LIBRARY
+    predicted_ms: dict[str, float]
+    library_ms: float | None
+    reason: str
+
+
+def choose(predicted_ms: Mapping[str, float], library_ms: float | None = None) -> Choice:
+    """The mode predicted fastest; the library where ours is not predicted below WIN_MARGIN
+    of its measured time."""
+    if not predicted_ms:
+        raise ValueError("no mode to choose from")
+    best = min(predicted_ms, key=lambda mode: (predicted_ms[mode], mode))
+    ours = predicted_ms[best]
+    if library_ms is not None and not ours < WIN_MARGIN * library_ms:
+        reason = (f"{best} predicted {ours:.4f} ms, not below {WIN_MARGIN} of the library's "
+                  f"measured {library_ms:.4f} ms")
+        return Choice(LIBRARY, dict(predicted_ms), library_ms, reason)
+    others = sorted((t, m) for m, t in predicted_ms.items() if m != best)
+    runner_up = f"; next {others[0][1]} {others[0][0]:.4f} ms" if others else ""
+    library = "" if library_ms is None else f"; library measured {library_ms:.4f} ms"
+    return Choice(best, dict(predicted_ms), library_ms,
+                  f"{best} predicted {ours:.4f} ms{runner_up}{library}")
+
+
+def within(chosen_ms: float, best_ms: float) -> float:
+    """How far the chosen mode's measured time is from the best measured: chosen / best."""
+    if best_ms <= 0 or math.isnan(chosen_ms):
+        raise ValueError("times must be positive")
+    return chosen_ms / best_ms
+
+
+__all__ = ["LIBRARY", "MECHANISM_COSTS", "WIN_MARGIN", "Choice", "MechanismCosts",
+           "ModeShape", "choose", "costs_for", "mode_shape", "predict_ms", "tile_times",
+           "within"]

@@ -1,0 +1,256 @@
+"""The cost model's choice of mode (analysis/mode_cost.py) for the rows of bench mlp and bench
+conv, and its check: the chosen mode's (or the library's) measured time against the best
+measured of the row.
+
+Per row, each mode's stage program is read from its compiled entry (the host plan after its
+passes, the kernels' registers and shared memory for their blocks per SM); the tile times come
+from the row's measured stream-sync run of the same kernels (`mlp.baseline_mode`); the
+library is torch in a CUDA graph, measured. Nothing else of the row's measurements is read.
+
+    python -m tilesync.bench.mode_choice --fit RESULT.json [RESULT.json ...]
+
+fits the device's mechanism costs to bench runs (least squares over every mode that is not a
+stream-sync baseline; `mode_cost.MECHANISM_COSTS` records the fit of record) and prints each
+row's choice with those costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Any
+
+from tilesync.analysis import mode_cost
+from tilesync.bench import mlp
+
+LIBRARY_MODE = "torch_graph"
+
+
+def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
+    if bench == "mlp":
+        spec = mlp.mode_spec(*key, mode)
+        return {"gemm1": spec.cfg1, "gemm2": spec.cfg2}
+    from tilesync.bench import conv
+
+    spec = conv.chain_spec(key)
+    return {"conv1": spec.conv1, "conv2": spec.conv2}
+
+
+def _threads(cfg) -> int:
+    threads = getattr(cfg, "threads", None)
+    return threads if threads is not None else math.prod(cfg.warps) * 32
+
+
+def stage_blocks_per_sm(configs: Mapping[str, Any], resources: Mapping[str, Any],
+                        arch: str = "sm_90") -> dict[str, int]:
+    """Blocks per SM of each stage's kernel from its measured registers and shared bytes
+    (nvJitLink's, in a compile entry); 1 where they are not known."""
+    from tilesync.analysis.occupancy import blocks_per_sm
+    from tilesync.contract import limits_for_arch, target_for_device
+
+    limits = limits_for_arch(target_for_device(arch))
+    out = {}
+    for name, cfg in configs.items():
+        used = resources.get(cfg.name)
+        out[name] = 1 if used is None else \
+            max(1, blocks_per_sm(_threads(cfg), used[0], used[1], limits).blocks_per_sm)
+    return out
+
+
+def mode_shapes(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]]
+                ) -> dict[str, mode_cost.ModeShape]:
+    """Each mode's ModeShape from its compile entry (bench mlp's / bench conv's)."""
+    from tilesync.api import parse
+
+    shapes = {}
+    for mode, entry in entries.items():
+        if "error" in entry:
+            continue
+        configs = _stage_configs(bench, key, mode)
+        shapes[mode] = mode_cost.mode_shape(parse(entry["host"]),
+                                            stage_blocks_per_sm(configs, entry["resources"]))
+    return shapes
+
+
+def tile_work(bench: str, key: tuple, mode: str) -> dict[str, float]:
+    """Flops of a tile of each stage (the stage's flops over its tiles)."""
+    return {name: cfg.flops / math.prod(cfg.grid[:2])
+            for name, cfg in _stage_configs(bench, key, mode).items()}
+
+
+def predictions(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+                measured: Mapping[str, float], sms: int,
+                costs: mode_cost.MechanismCosts) -> dict[str, float]:
+    """Predicted ms of every mode whose stream-sync baseline was measured."""
+    out: dict[str, float] = {}
+    tau_of: dict[str, dict[str, float]] = {}
+    for mode, shape in shapes.items():
+        base = mlp.baseline_mode(mode, measured)
+        if base not in measured or base not in shapes:
+            continue
+        if base not in tau_of:
+            tau_of[base] = mode_cost.tile_times(shapes[base], measured[base],
+                                                tile_work(bench, key, base), sms, costs)
+        out[mode] = mode_cost.predict_ms(shape, tau_of[base], sms, costs)
+    return out
+
+
+def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+               measured: Mapping[str, float], sms: int,
+               costs: mode_cost.MechanismCosts) -> dict[str, Any]:
+    """The model's choice for one row and how it did: `within` is the chosen mode's measured
+    time over the best measured of ours and the library's."""
+    predicted = predictions(bench, key, shapes, measured, sms, costs)
+    choice = mode_cost.choose(predicted, measured.get(LIBRARY_MODE))
+    chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode
+    candidates = {m: t for m, t in measured.items() if m in predicted or m == LIBRARY_MODE}
+    best = min(candidates, key=candidates.get)  # type: ignore[arg-type]
+    return {"chosen": chosen, "reason": choice.reason,
+            "predicted_ms": {m: round(t, 6) for m, t in predicted.items()},
+            "chosen_ms": measured[chosen], "best": best, "best_ms": candidates[best],
+            "within": mode_cost.within(measured[chosen], candidates[best])}
+
+
+def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
+              modes: Mapping[str, dict[str, Any]], sms: int, device_name: str | None
+              ) -> dict[str, Any]:
+    """A bench row's `mode_choice`: `row_choice` with the device's costs, from the row's compile
+    entries and measured modes; {"error": ...} where it cannot be made."""
+    measured = _measured_modes(modes)
+    costs = mode_cost.costs_for(device_name)
+    try:
+        shapes = mode_shapes(bench, key, {m: e for m, e in entries.items() if m in measured})
+        return {**row_choice(bench, key, shapes, measured, sms, costs), "costs": asdict(costs)}
+    except Exception as exc:  # a row the model cannot read is reported, the bench goes on
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def table_line(row: dict[str, Any], indent: str) -> str | None:
+    """The bench tables' line for a row's `mode_choice`."""
+    choice = row.get("mode_choice")
+    if not choice:
+        return None
+    if "error" in choice:
+        return f"{indent}cost model: FAILED: {choice['error']}"
+    return (f"{indent}cost model chose {choice['chosen']} ({choice['chosen_ms']:.4f} ms "
+            f"measured); best {choice['best']} ({choice['best_ms']:.4f} ms): "
+            f"{choice['within']:.3f} of the best")
+
+
+# --- fitting the mechanism costs -------------------------------------------------------------
+
+_COST_FIELDS = ("stream_gap_ms", "wait_kernel_ms", "wait_ms", "order_slowdown")
+
+
+def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+                  measured: Mapping[str, float], sms: int,
+                  around: mode_cost.MechanismCosts | None = None
+                  ) -> list[tuple[str, float, list[float], float]]:
+    """(mode, measured, coefficients, constant) with predicted ≈ constant + coefficients ·
+    costs: each mode's prediction linearized around the costs `around` (default zero), every
+    cost's derivative taken by a small step."""
+    around = around or mode_cost.MechanismCosts(0.0, 0.0, 0.0, 0.0)
+    step = 1e-4
+
+    def predicted(costs: mode_cost.MechanismCosts) -> dict[str, float]:
+        return predictions(bench, key, shapes, measured, sms, costs)
+
+    at = predicted(around)
+    slopes = []
+    for field in _COST_FIELDS:
+        moved = predicted(replace(around, **{field: getattr(around, field) + step}))
+        slopes.append({m: (moved[m] - at[m]) / step for m in at})
+    point = around.as_tuple()
+    return [(mode, measured[mode], [s[mode] for s in slopes],
+             at[mode] - sum(s[mode] * c for s, c in zip(slopes, point, strict=True)))
+            for mode in at if mode in measured and mlp.baseline_mode(mode, measured) != mode]
+
+
+def fit(rows: list[tuple[str, tuple, Mapping[str, mode_cost.ModeShape], Mapping[str, float],
+                         int]], rounds: int = 2) -> mode_cost.MechanismCosts:
+    """Non-negative least squares of the relative errors of every mode's prediction over
+    `rows` (bench, key, shapes, measured, sms), linearized again around each round's fit."""
+    import numpy as np
+    from scipy.optimize import lsq_linear
+
+    costs = None
+    for _ in range(rounds):
+        terms = [t for bench, key, shapes, measured, sms in rows
+                 for t in _linear_terms(bench, key, shapes, measured, sms, costs)]
+        a = np.array([[c / m for c in coefficients] for _, m, coefficients, _ in terms])
+        b = np.array([(m - constant) / m for _, m, _, constant in terms])
+        solution = lsq_linear(a, b, bounds=(0.0, np.inf))
+        costs = mode_cost.MechanismCosts(*(float(x) for x in solution.x))
+    assert costs is not None
+    return costs
+
+
+# --- rows of a bench result --------------------------------------------------------------------
+
+
+def _rows(result: dict[str, Any]) -> list[tuple[str, tuple, dict[str, Any]]]:
+    bench = "mlp" if result["rows"] and "model" in result["rows"][0] else "conv"
+    out = []
+    for row in result["rows"]:
+        key = (row["model"], row["M"]) if bench == "mlp" else (row["N"], row["H"], row["C"])
+        out.append((bench, key, row))
+    return out
+
+
+def _entries_of(bench: str, key: tuple, modes: list[str], target: str
+                ) -> dict[str, dict[str, Any]]:
+    """The compile entries of a row's modes, from the bench's cache (compiled where missing)."""
+    if bench == "mlp":
+        jobs = [(*key, mode, False) for mode in modes]
+        compiled = mlp.compile_jobs(jobs, target, cache=mlp.mlp_cache())
+    else:
+        from tilesync.bench import conv
+
+        jobs = [(key, mode, False) for mode in modes]
+        compiled = conv.compile_jobs(jobs, target, cache=conv.conv_cache())
+    return {job[-2]: compiled[job] for job in jobs}
+
+
+def _measured_modes(modes: Mapping[str, dict[str, Any]]) -> dict[str, float]:
+    return {m: r["median_ms"] for m, r in modes.items() if "median_ms" in r}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.mode_choice")
+    parser.add_argument("results", nargs="+", help="bench mlp / bench conv JSON results")
+    parser.add_argument("--fit", action="store_true",
+                        help="fit the mechanism costs to these results first")
+    args = parser.parse_args(argv)
+    loaded = []
+    for path in args.results:
+        result = json.loads(open(path, encoding="utf-8").read())
+        for bench, key, row in _rows(result):
+            measured = _measured_modes(row["modes"])
+            ours = [m for m in measured if not m.startswith("torch")]
+            shapes = mode_shapes(bench, key, _entries_of(bench, key, ours, "sm_90"))
+            loaded.append((bench, key, shapes, measured, result.get("sms", 132)))
+    costs = mode_cost.costs_for(None)
+    if args.fit:
+        costs = fit(loaded)
+        print("fitted:", costs)
+    worst = 0.0
+    for bench, key, shapes, measured, sms in loaded:
+        row = row_choice(bench, key, shapes, measured, sms, costs)
+        worst = max(worst, row["within"])
+        print(f"{bench} {key}: chose {row['chosen']} ({row['chosen_ms']:.4f} ms), best "
+              f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f}")
+    print(f"worst: {worst:.3f}")
+    return 0
+
+
+__all__ = ["bench_row", "fit", "mode_shapes", "predictions", "row_choice",
+           "stage_blocks_per_sm", "table_line", "tile_work"]
+
+if __name__ == "__main__":
+    sys.exit(main())
+
