@@ -38,8 +38,9 @@ def tiles_read(
 ) -> list[Tile]:
     """Producer tiles `consumer_tile` reads through `dep` (s_i held at fixed[i]), no repeats."""
     seen: dict[Tile, None] = {}
+    read = dep.reader()
     for syms in forall_points(dep, fixed):
-        tile = dep.read(consumer_tile, syms)
+        tile = read(consumer_tile, syms)
         if tile is not None:  # a clipped dependency reads nothing outside the grid
             seen.setdefault(tile, None)
     return list(seen)

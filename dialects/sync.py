@@ -1254,13 +1254,11 @@ class DependencyOp(IRDLOperation):
                 f"dependency takes {self.tiles_map.num_dims} consumer coordinates, "
                 f"got {tuple(consumer_tile)}"
             )
-        # `read` per point, with the map's evaluator and the producer grid looked up once
-        evaluate = map_evaluator(self.tiles_map)
-        grid = self.producer_stage().grid_shape if self.clipped is not None else None
+        read = self.reader()
         seen: dict[tuple[int, ...], None] = {}
         for forall_values in box_points(self.ranges):
-            tile = evaluate((*consumer_tile, *forall_values))
-            if grid is None or all(0 <= c < extent for c, extent in zip(tile, grid)):
+            tile = read(consumer_tile, forall_values)
+            if tile is not None:
                 seen.setdefault(tile, None)
         return list(seen)
 
@@ -1268,12 +1266,26 @@ class DependencyOp(IRDLOperation):
              forall_values: Sequence[int]) -> tuple[int, ...] | None:
         """The producer tile read at these forall values; None where a clipped dependency
         falls outside the producer grid (nothing is read there)."""
-        tile = map_evaluator(self.tiles_map)((*consumer_tile, *forall_values))
-        if self.clipped is not None:
-            grid = self.producer_stage().grid_shape
+        return self.reader()(consumer_tile, forall_values)
+
+    def reader(self) -> Callable[[Sequence[int], Sequence[int]], tuple[int, ...] | None]:
+        """`read` with the map's evaluator and the producer's grid looked up once: for loops
+        over many consumer tiles or forall points (a symbol lookup per point took most of
+        the time of a wide clipped box)."""
+        evaluate = map_evaluator(self.tiles_map)
+        if self.clipped is None:
+            return lambda consumer_tile, forall_values: evaluate(
+                (*consumer_tile, *forall_values))
+        grid = self.producer_stage().grid_shape
+
+        def read(consumer_tile: Sequence[int],
+                 forall_values: Sequence[int]) -> tuple[int, ...] | None:
+            tile = evaluate((*consumer_tile, *forall_values))
             if any(not 0 <= c < extent for c, extent in zip(tile, grid)):
                 return None
-        return tile
+            return tile
+
+        return read
 
     def producer_stage(self) -> StageOp:
         return _lookup_stage(self, self.producer, "producer")

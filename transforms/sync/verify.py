@@ -100,6 +100,7 @@ DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 # Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): a few
 # seconds; the largest MLP program of the bench (GPT-3, M = 2048) takes 12,894.
 DEFAULT_STEPS = 150_000
+_FEW_POINTS = 16  # forall boxes up to this many points are enumerated point by point
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
 
@@ -324,7 +325,7 @@ class ConsumerRun(BatchRun):
             ranges[0] = (0, 1)
         grid = self.v.graph.producer_of(dep).grid_shape
         needs = []
-        for syms in sync.box_points(ranges):
+        for syms in self._points_in_grid(dep, ranges, coords, fixed, in_range, grid):
             values: list[Scalar] = list(syms)
             if fixed is not None and values:
                 values[0] = fixed
@@ -334,8 +335,32 @@ class ConsumerRun(BatchRun):
             if dep.clipped is not None:
                 for c, extent in zip(produced, grid):
                     valid = valid & (c >= 0) & (c < extent)
+            if not np.any(valid):  # no tile of the batch reads there: nothing to cover
+                continue
             needs.append(Need(index, produced, valid))
         return needs
+
+    @staticmethod
+    def _points_in_grid(dep: sync.DependencyOp, ranges: list[tuple[int, int]],
+                        coords: Sequence[Scalar], fixed: Scalar | None, in_range: Scalar,
+                        grid: Sequence[int]) -> list[tuple[int, ...]]:
+        """The forall points of `ranges` at which some tile of the batch reads inside the
+        producer grid: all of them, but for a clipped dependency only those (the box's map
+        evaluated at every point at once, a wide clipped box mostly falling outside)."""
+        points = list(sync.box_points(ranges))
+        if dep.clipped is None or len(points) <= _FEW_POINTS:
+            return points
+        box = np.array(points, dtype=np.int64).reshape(len(points), -1)
+        values: list[Scalar] = [box[:, j:j + 1] for j in range(box.shape[1])]
+        if fixed is not None and values:
+            values[0] = np.asarray(fixed)[None, ...] if np.ndim(fixed) else fixed
+        valid: Scalar = np.asarray(in_range)[None, ...] if np.ndim(in_range) else in_range
+        for e, extent in zip(dep.tiles_map.results, grid):
+            c = affine_exact(e, coords, values, dep)
+            valid = valid & (c >= 0) & (c < extent)
+        valid = np.broadcast_to(valid, np.broadcast_shapes(np.shape(valid), (len(points), 1)))
+        keep = np.any(valid.reshape(len(points), -1), axis=1)
+        return [point for point, kept in zip(points, keep) if kept]
 
     # -- reads -----------------------------------------------------------------------------
     def on_op(self, op: Operation, state: State) -> None:

@@ -53,3 +53,29 @@ def test_the_llama_mlp_at_2048_is_proved_exhaustively_in_under_a_second(mode):
     stages = [op for op in copy.walk() if isinstance(op, sync.StageOp)]
     assert [s.attributes["sync.verified"].data for s in stages] == ["proved", "proved"]
     assert best < 1.0, f"{mode}: {best:.2f} s"
+
+
+def test_a_wide_clipped_box_is_filtered_at_once_not_point_by_point(monkeypatch):
+    """A fuzz input (seed 3003) widened a conv halo's forall box to 36 x 1025 points, of which
+    at most 3 rows of 8 fall inside the grid: sync-verify evaluated the map at every point
+    of every k-step of every tile batch (295k evaluations, 19 s). The box is now evaluated
+    at once per load point and only its points inside the grid one by one; the verdict is
+    the same."""
+    import tilesync.transforms.sync.verify as verify
+    from tilesync.api import parse
+
+    calls = [0]
+    exact = verify.affine_exact
+
+    def counted(*args):
+        calls[0] += 1
+        return exact(*args)
+
+    monkeypatch.setattr(verify, "affine_exact", counted)
+    path = Path(__file__).parent.parent / "data" / "fuzz" / "seed3003-13522.mlir"
+    module = parse(path.read_text())
+    lower(module, ["sync-generate-policies", "sync-insert-post-wait", "sync-verify"])
+    stages = {op.sym_name.data: op for op in module.ops if isinstance(op, sync.StageOp)}
+    assert {n: s.attributes["sync.verified"].data for n, s in stages.items()} == \
+        {"conv1": "proved", "conv2": "proved"}
+    assert calls[0] < 20_000, calls[0]  # 590k before
