@@ -137,7 +137,7 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
         return f"{indent}cost model: FAILED: {choice['error']}"
     return (f"{indent}cost model chose {choice['chosen']} ({choice['chosen_ms']:.4f} ms "
             f"measured); best {choice['best']} ({choice['best_ms']:.4f} ms): "
-            f"{choice['within']:.3f} of the best")
+            f"{choice['within']:.3f} of the best; why: {choice['reason']}")
 
 
 # --- fitting the mechanism costs -------------------------------------------------------------

@@ -75,3 +75,14 @@ def test_the_fit_recovers_the_costs_that_made_the_times():
     predicted = mode_choice.predictions("conv", TWO_COLUMNS, shapes, measured, 132, COSTS)
     fitted = mode_choice.fit([("conv", TWO_COLUMNS, shapes, predicted, 132)])
     assert fitted.as_tuple() == pytest.approx(COSTS.as_tuple(), rel=1e-2)
+
+
+def test_the_table_line_says_what_was_chosen_and_why(shapes):
+    measured = {"stream_sync": 0.0136, "row+pdl": 0.0121, "row+order+pdl": 0.0151,
+                "row+wait_kernel": 0.0145, "torch_graph": 0.0153}
+    row = {"mode_choice": mode_choice.row_choice("conv", SHAPE, shapes, measured, 132, COSTS)}
+    line = mode_choice.table_line(row, "  ")
+    assert line.startswith("  cost model chose row+pdl (0.0121 ms measured); best row+pdl")
+    assert "why: row+pdl predicted" in line and "library measured 0.0153 ms" in line
+    assert mode_choice.table_line({}, "") is None
+    assert "FAILED: boom" in mode_choice.table_line({"mode_choice": {"error": "boom"}}, "")
