@@ -646,7 +646,7 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
             del data
             torch.cuda.empty_cache()
             row["speedup"] = speedups(row["modes"])
-            from tilesync.bench import mode_choice
+            from tilesync.bench import mode_choice  # (it imports this module)
 
             row["mode_choice"] = mode_choice.bench_row(
                 "mlp", (model, M), {m: compiled[(model, M, m, False)] for m in row_modes},
@@ -748,7 +748,7 @@ def mlp_table(result: dict[str, Any]) -> str:
             policy = f"  {r['policy']}" if "policy" in r else ""
             lines.append(f"{'':<6} {'':>5} {mode:<22} {r['median_ms']:>10.4f} {spread:>17} "
                          f"{sp} {vs} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
-        from tilesync.bench.mode_choice import table_line
+        from tilesync.bench.mode_choice import table_line  # (it imports this module)
 
         if (line := table_line(row, " " * 13)) is not None:
             lines.append(line)
