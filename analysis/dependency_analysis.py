@@ -17,7 +17,7 @@ from xdsl.ir.affine import AffineExpr, AffineSymExpr
 from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.dialects import sync
-from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr, box_points, box_size
+from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr, Reader, box_points, box_size
 
 
 def dependency_points(dep: sync.DependencyOp, consumer_grid: Sequence[int]) -> int:
@@ -160,11 +160,11 @@ def generate_policy(
 # --- waits -----------------------------------------------------------------------------------
 
 
-def semaphore_of(policy: PolicyAttr, dep: sync.DependencyOp, tile: Tile,
-                 syms: Tile) -> int | None:
-    """The semaphore of the producer tile read at `syms` (None: clipped, nothing read)."""
-    read = dep.read(tile, syms)
-    return None if read is None else policy.semaphore_index(read)
+def semaphore_of(policy: PolicyAttr, read: Reader, tile: Tile, syms: Tile) -> int | None:
+    """The semaphore of the producer tile `read` (a dependency's `reader()`) gives at `syms`
+    (None: clipped, nothing read)."""
+    produced = read(tile, syms)
+    return None if produced is None else policy.semaphore_index(produced)
 
 
 @dataclass(frozen=True)
@@ -224,8 +224,9 @@ def steps_to_wait(policy: PolicyAttr, dep: sync.DependencyOp,
     if dependency_points(dep, consumer_grid) > ENUMERATION_LIMIT:
         return hi - lo
     needed = 1
+    read = dep.reader()
     for tile in grid_tiles(consumer_grid):
-        per_step = [{semaphore_of(policy, dep, tile, syms)
+        per_step = [{semaphore_of(policy, read, tile, syms)
                      for syms in forall_points(dep, {0: s0})} - {None} for s0 in range(lo, hi)]
         every = set().union(*per_step)
         seen: set[int | None] = set()
@@ -244,12 +245,13 @@ def _periodic(
 ) -> bool:
     """sem(..., s_i, ...) == sem(..., lo_i + m * ((s_i - lo_i) // m), ...) everywhere."""
     lo = dep.ranges[i][0]
+    read = dep.reader()
     for tile in grid_tiles(consumer_grid):
         for syms in forall_points(dep):
             rep = list(syms)
             rep[i] = lo + m * ((syms[i] - lo) // m)
             if rep[i] == syms[i]:
                 continue
-            if semaphore_of(policy, dep, tile, syms) != semaphore_of(policy, dep, tile, rep):
+            if semaphore_of(policy, read, tile, syms) != semaphore_of(policy, read, tile, rep):
                 return False
     return True

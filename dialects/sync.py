@@ -158,6 +158,10 @@ def _interval(
 
 
 # id(map) -> (map, its evaluator): found without hashing the expressions.
+Reader = Callable[[Sequence[int], Sequence[int]], "tuple[int, ...] | None"]
+"""A dependency's `reader()`: (consumer tile, forall values) -> the producer tile read there,
+None where a clipped dependency falls outside the producer grid."""
+
 _EVALUATORS: dict[int, tuple[AffineMap, Callable[[Sequence[int]], tuple[int, ...]]]] = {}
 
 
@@ -1268,7 +1272,7 @@ class DependencyOp(IRDLOperation):
         falls outside the producer grid (nothing is read there)."""
         return self.reader()(consumer_tile, forall_values)
 
-    def reader(self) -> Callable[[Sequence[int], Sequence[int]], tuple[int, ...] | None]:
+    def reader(self) -> Reader:
         """`read` with the map's evaluator and the producer's grid looked up once: for loops
         over many consumer tiles or forall points (a symbol lookup per point took most of
         the time of a wide clipped box)."""
