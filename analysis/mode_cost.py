@@ -33,7 +33,6 @@ mode of ours is predicted below `WIN_MARGIN` of it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -92,8 +91,7 @@ class ModeShape:
     shares: dict[str, int]  # blocks per SM of each stage's kernel
     waits: dict[str, dict[Tile, int]]
     ordered: frozenset[str]
-    stream_launches: int  # launches after another on their stream, without PDL
-    pdl_launches: int
+    stream_launches: int  # launches after another on their stream, without PDL (PDL: free)
     wait_kernels: int
 
 
@@ -127,19 +125,15 @@ def mode_shape(module: Operation, blocks_per_sm: Mapping[str, int] | None = None
                     semaphores.add((dependency.producer, index))
             waits[name][tile] = len(semaphores)
     plan = program.launch_plan()
-    stream_launches = pdl_launches = 0
+    stream_launches = 0
     seen_streams: set[int] = set()
     for item in plan:
         if isinstance(item, Launch):
-            if item.pdl:
-                pdl_launches += 1
-            elif item.stream in seen_streams:
-                stream_launches += 1
+            stream_launches += not item.pdl and item.stream in seen_streams
             seen_streams.add(item.stream)
     return ModeShape(program, shares, waits,
                      frozenset(s.name for s in program.stages if s.order is not None),
-                     stream_launches, pdl_launches,
-                     sum(isinstance(item, WaitKernel) for item in plan))
+                     stream_launches, sum(isinstance(item, WaitKernel) for item in plan))
 
 
 def _launch_ms(shape: ModeShape, costs: MechanismCosts) -> float:
@@ -224,13 +218,5 @@ def choose(predicted_ms: Mapping[str, float], library_ms: float | None = None) -
                   f"{best} predicted {ours:.4f} ms{runner_up}{library}")
 
 
-def within(chosen_ms: float, best_ms: float) -> float:
-    """How far the chosen mode's measured time is from the best measured: chosen / best."""
-    if best_ms <= 0 or math.isnan(chosen_ms):
-        raise ValueError("times must be positive")
-    return chosen_ms / best_ms
-
-
 __all__ = ["LIBRARY", "MECHANISM_COSTS", "WIN_MARGIN", "Choice", "MechanismCosts",
-           "ModeShape", "choose", "costs_for", "mode_shape", "predict_ms", "tile_times",
-           "within"]
+           "ModeShape", "choose", "costs_for", "mode_shape", "predict_ms", "tile_times"]

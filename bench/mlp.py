@@ -63,7 +63,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -269,18 +269,28 @@ def load_program(entry: dict[str, Any]):
 # --------------------------------------------------------------------------------------------
 
 
-def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
-                    arch: str = "sm_90") -> dict[str, Any]:
+def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: str = "sm_90"):
+    """The Occupancy of a GEMM's or a conv's kernel from nvJitLink's registers and shared bytes
+    (a compile entry's `resources`); without them, no registers and the config's shared
+    memory (a conv's: its implicit GEMM's)."""
     from tilesync.analysis.occupancy import blocks_per_sm
-    from tilesync.analysis.wave_model import predict_chain, stage_waves
     from tilesync.contract import limits_for_arch
 
-    limits = limits_for_arch(target_for_device(arch))
+    gemm = getattr(cfg, "gemm", cfg)
+    registers, shared = resources_used.get(cfg.name, (0, gemm.shared_bytes))
+    return blocks_per_sm(math.prod(cfg.block), registers, shared,
+                         limits_for_arch(target_for_device(arch)))
+
+
+def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
+                    arch: str = "sm_90") -> dict[str, Any]:
+    from tilesync.analysis.wave_model import predict_chain, stage_waves
+
     stages = []
     out: dict[str, Any] = {"stages": []}
     for cfg in (spec.cfg1, spec.cfg2):
         registers, shared = resources_used.get(cfg.name, (0, cfg.shared_bytes))
-        occ = blocks_per_sm(cfg.threads, registers, shared, limits)
+        occ = kernel_occupancy(cfg, resources_used, arch)
         waves = stage_waves(cfg.grid[:2], max(1, occ.blocks_per_sm), sms)
         stages.append(waves)
         out["stages"].append({"name": cfg.name, "grid": list(cfg.grid[:2]),

@@ -39,25 +39,11 @@ def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
     return {"conv1": spec.conv1, "conv2": spec.conv2}
 
 
-def _threads(cfg) -> int:
-    threads = getattr(cfg, "threads", None)
-    return threads if threads is not None else math.prod(cfg.warps) * 32
-
-
 def stage_blocks_per_sm(configs: Mapping[str, Any], resources: Mapping[str, Any],
                         arch: str = "sm_90") -> dict[str, int]:
-    """Blocks per SM of each stage's kernel from its measured registers and shared bytes
-    (nvJitLink's, in a compile entry); 1 where they are not known."""
-    from tilesync.analysis.occupancy import blocks_per_sm
-    from tilesync.contract import limits_for_arch, target_for_device
-
-    limits = limits_for_arch(target_for_device(arch))
-    out = {}
-    for name, cfg in configs.items():
-        used = resources.get(cfg.name)
-        out[name] = 1 if used is None else \
-            max(1, blocks_per_sm(_threads(cfg), used[0], used[1], limits).blocks_per_sm)
-    return out
+    """Blocks per SM of each stage's kernel (`mlp.kernel_occupancy`), at least 1."""
+    return {name: max(1, mlp.kernel_occupancy(cfg, resources, arch).blocks_per_sm)
+            for name, cfg in configs.items()}
 
 
 def mode_shapes(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]]
@@ -111,7 +97,7 @@ def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape]
     return {"chosen": chosen, "reason": choice.reason,
             "predicted_ms": {m: round(t, 6) for m, t in predicted.items()},
             "chosen_ms": measured[chosen], "best": best, "best_ms": candidates[best],
-            "within": mode_cost.within(measured[chosen], candidates[best])}
+            "within": measured[chosen] / candidates[best]}
 
 
 def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
