@@ -214,8 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     loaded = []
     for path in args.results:
-        result = json.loads(open(path, encoding="utf-8").read())
-        for bench, key, row in _rows(result):
+        try:
+            with open(path, encoding="utf-8") as f:
+                result = json.load(f)
+            rows = _rows(result)
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
+            print(f"{path}: not a bench mlp / bench conv result: {type(err).__name__}: {err}",
+                  file=sys.stderr)
+            return 1
+        for bench, key, row in rows:
             measured = _measured_modes(row["modes"])
             ours = [m for m in measured if not m.startswith("torch")]
             shapes = mode_shapes(bench, key, _entries_of(bench, key, ours, "sm_90"))

@@ -88,3 +88,12 @@ def test_the_table_line_says_what_was_chosen_and_why(shapes):
     assert "why: row+pdl predicted" in line and "library measured 0.0153 ms" in line
     assert mode_choice.table_line({}, "") is None
     assert "FAILED: boom" in mode_choice.table_line({"mode_choice": {"error": "boom"}}, "")
+
+
+def test_a_file_that_is_not_a_bench_result_is_one_line_and_status_1(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text("{\"rows\": [{\"modes\": {}}]}")
+    assert mode_choice.main([str(bad)]) == 1
+    assert mode_choice.main([str(tmp_path / "missing.json")]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and all("not a bench mlp / bench conv result" in ln for ln in lines)
