@@ -266,6 +266,9 @@ DYNAMIC_SHARED_BYTES_STAGE_ATTR = "dynamic_shared_bytes"
 BLOCKS_PER_SM_ATTR = "blocks_per_sm"  # occupancy (sync-annotate-occupancy)
 WAVES_ATTR = "waves"
 LIMITER_ATTR = "limiter"
+# on a stage program's module: the mode cost model's choice and what it read
+# (analysis/mode_cost.py `record`, shown by `tilesync explain`)
+MODE_CHOICE_ATTR = "tilesync.mode_choice"
 
 # ---------------------------------------------------------------------------------------------
 # Kernels that passes generate and the host launches by name

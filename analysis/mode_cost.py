@@ -28,20 +28,25 @@ predicts no gain where the tiles of every stage end together (the MLP's GEMM1 at
 one partial wave): the gain measured there is what PDL saves, which the costs carry.
 
 `choose` takes the mode predicted fastest, and the library (measured in a CUDA graph) where no
-mode of ours is predicted below `WIN_MARGIN` of it.
+mode of ours is predicted below `WIN_MARGIN` of it. `record` writes the choice, with the tile
+times and costs it read, on the program of the mode predicted fastest (`MODE_CHOICE_ATTR`), so
+that `tilesync explain` shows why and predicts that program again from it alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
+from xdsl.ir import Attribute, Operation
 
 from tilesync.analysis.grid import Tile
 from tilesync.analysis.simulator.machine import simulate
 from tilesync.analysis.simulator.program import SimMachine, SimProgram, program_from_ir
 from tilesync.analysis.stage_graph import Launch, WaitKernel
+from tilesync.contract import MODE_CHOICE_ATTR
+from tilesync.dialects.locations import OpDiagnostic
 
 TICKS_PER_MS = 10_000_000  # the simulator counts integer ticks: 0.1 ns each
 WIN_MARGIN = 0.98
@@ -189,7 +194,14 @@ def tile_times(stream_shape: ModeShape, measured_ms: float, work: Mapping[str, f
 def predict_ms(shape: ModeShape, tau: Mapping[str, float], sms: int,
                costs: MechanismCosts) -> float:
     """The mode's predicted milliseconds, with tile times `tau` (`tile_times`)."""
-    return _makespan_ms(shape, sms, _tile_ms(shape, tau, costs)) + _launch_ms(shape, costs)
+    return sum(prediction_parts(shape, tau, sms, costs))
+
+
+def prediction_parts(shape: ModeShape, tau: Mapping[str, float], sms: int,
+                     costs: MechanismCosts) -> tuple[float, float]:
+    """`predict_ms` in its two parts: the simulated makespan (semaphore waits and orders
+    included) and the launches' costs."""
+    return _makespan_ms(shape, sms, _tile_ms(shape, tau, costs)), _launch_ms(shape, costs)
 
 
 @dataclass(frozen=True)
@@ -218,5 +230,95 @@ def choose(predicted_ms: Mapping[str, float], library_ms: float | None = None) -
                   f"{best} predicted {ours:.4f} ms{runner_up}{library}")
 
 
-__all__ = ["LIBRARY", "MECHANISM_COSTS", "WIN_MARGIN", "Choice", "MechanismCosts",
-           "ModeShape", "choose", "costs_for", "mode_shape", "predict_ms", "tile_times"]
+@dataclass(frozen=True)
+class ChoiceRecord:
+    """A choice as recorded on the program of one of its modes (`record`, `recorded`)."""
+
+    mode: str  # the mode the program it is recorded on runs
+    choice: Choice
+    tile_ms: dict[str, float]  # that mode's tile times, per stage
+    baseline: str  # the stream-sync mode whose measured time gave them
+    baseline_ms: float
+    costs: MechanismCosts
+    sms: int
+    device: str  # "" where unknown
+
+
+def _float(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def _floats(values: Mapping[str, float]) -> DictionaryAttr:
+    return DictionaryAttr({name: _float(v) for name, v in sorted(values.items())})
+
+
+def record(module: Operation, rec: ChoiceRecord) -> None:
+    """Write `rec` on `module` as its MODE_CHOICE_ATTR."""
+    entries: dict[str, Attribute] = {
+        "mode": StringAttr(rec.mode), "chosen": StringAttr(rec.choice.mode),
+        "reason": StringAttr(rec.choice.reason),
+        "predicted_ms": _floats(rec.choice.predicted_ms), "tile_ms": _floats(rec.tile_ms),
+        "baseline": StringAttr(rec.baseline), "baseline_ms": _float(rec.baseline_ms),
+        "costs": _floats(asdict(rec.costs)), "sms": IntegerAttr(rec.sms, i64),
+        "device": StringAttr(rec.device)}
+    if rec.choice.library_ms is not None:
+        entries["library_ms"] = _float(rec.choice.library_ms)
+    module.attributes[MODE_CHOICE_ATTR] = DictionaryAttr(entries)
+
+
+_KINDS = {StringAttr: "a string", FloatAttr: "a float", IntegerAttr: "an integer",
+          DictionaryAttr: "a dictionary"}
+
+
+def recorded(module: Operation) -> ChoiceRecord | None:
+    """The record `record` left on `module`, None where it has none; an OpDiagnostic naming
+    the field where it is malformed."""
+    attr = module.attributes.get(MODE_CHOICE_ATTR)
+    if attr is None:
+        return None
+    if not isinstance(attr, DictionaryAttr):
+        raise OpDiagnostic(f"{MODE_CHOICE_ATTR} must be a dictionary, got {attr}", module)
+    data = attr.data
+
+    def field(name: str, kind: type) -> Attribute:
+        value = data.get(name)
+        if value is None:
+            raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}' is missing", module)
+        if not isinstance(value, kind):
+            raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}' must be {_KINDS[kind]}, got "
+                               f"{value}", module)
+        return value
+
+    def text(name: str) -> str:
+        return field(name, StringAttr).data  # type: ignore[attr-defined]
+
+    def number(name: str) -> float:
+        return field(name, FloatAttr).value.data  # type: ignore[attr-defined]
+
+    def numbers(name: str) -> dict[str, float]:
+        out = {}
+        for key, value in field(name, DictionaryAttr).data.items():  # type: ignore[attr-defined]
+            if not isinstance(value, FloatAttr):
+                raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}.{key}' must be a float, "
+                                   f"got {value}", module)
+            out[key] = value.value.data
+        return out
+
+    costs = numbers("costs")
+    missing = [f.name for f in fields(MechanismCosts) if f.name not in costs]
+    if missing:
+        raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: 'costs' lacks {', '.join(missing)}", module)
+    library_ms = number("library_ms") if "library_ms" in data else None
+    choice = Choice(text("chosen"), numbers("predicted_ms"), library_ms, text("reason"))
+    sms = field("sms", IntegerAttr).value.data  # type: ignore[attr-defined]
+    if sms < 1:
+        raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: 'sms' must be positive, got {sms}", module)
+    return ChoiceRecord(text("mode"), choice, numbers("tile_ms"), text("baseline"),
+                        number("baseline_ms"),
+                        MechanismCosts(**{f.name: costs[f.name] for f in fields(MechanismCosts)}),
+                        sms, text("device"))
+
+
+__all__ = ["LIBRARY", "MECHANISM_COSTS", "WIN_MARGIN", "Choice", "ChoiceRecord",
+           "MechanismCosts", "ModeShape", "choose", "costs_for", "mode_shape", "predict_ms",
+           "prediction_parts", "record", "recorded", "tile_times"]

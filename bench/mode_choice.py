@@ -21,6 +21,7 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
 from tilesync.analysis import mode_cost
@@ -67,29 +68,45 @@ def tile_work(bench: str, key: tuple, mode: str) -> dict[str, float]:
             for name, cfg in _stage_configs(bench, key, mode).items()}
 
 
+def baseline_tile_times(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+                        measured: Mapping[str, float], sms: int,
+                        costs: mode_cost.MechanismCosts) -> dict[str, dict[str, float]]:
+    """Per measured stream-sync baseline (`mlp.baseline_mode`) of the modes: its stages' tile
+    times (`mode_cost.tile_times`)."""
+    out: dict[str, dict[str, float]] = {}
+    for mode in shapes:
+        base = mlp.baseline_mode(mode, measured)
+        if base in measured and base in shapes and base not in out:
+            out[base] = mode_cost.tile_times(shapes[base], measured[base],
+                                             tile_work(bench, key, base), sms, costs)
+    return out
+
+
 def predictions(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                 measured: Mapping[str, float], sms: int,
                 costs: mode_cost.MechanismCosts) -> dict[str, float]:
     """Predicted ms of every mode whose stream-sync baseline was measured."""
-    out: dict[str, float] = {}
-    tau_of: dict[str, dict[str, float]] = {}
-    for mode, shape in shapes.items():
-        base = mlp.baseline_mode(mode, measured)
-        if base not in measured or base not in shapes:
-            continue
-        if base not in tau_of:
-            tau_of[base] = mode_cost.tile_times(shapes[base], measured[base],
-                                                tile_work(bench, key, base), sms, costs)
-        out[mode] = mode_cost.predict_ms(shape, tau_of[base], sms, costs)
-    return out
+    return _predicted(shapes, measured, sms, costs,
+                      baseline_tile_times(bench, key, shapes, measured, sms, costs))
+
+
+def _predicted(shapes: Mapping[str, mode_cost.ModeShape], measured: Mapping[str, float],
+               sms: int, costs: mode_cost.MechanismCosts,
+               tau_of: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    return {mode: mode_cost.predict_ms(shape, tau_of[base], sms, costs)
+            for mode, shape in shapes.items()
+            if (base := mlp.baseline_mode(mode, measured)) in tau_of}
 
 
 def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                measured: Mapping[str, float], sms: int,
-               costs: mode_cost.MechanismCosts) -> dict[str, Any]:
-    """The model's choice for one row and how it did: `within` is the chosen mode's measured
-    time over the best measured of ours and the library's."""
-    predicted = predictions(bench, key, shapes, measured, sms, costs)
+               costs: mode_cost.MechanismCosts,
+               predicted: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The model's choice for one row (from `predicted`, default `predictions`) and how it
+    did: `within` is the chosen mode's measured time over the best measured of ours and the
+    library's."""
+    if predicted is None:
+        predicted = predictions(bench, key, shapes, measured, sms, costs)
     choice = mode_cost.choose(predicted, measured.get(LIBRARY_MODE))
     chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode
     candidates = {m: t for m, t in measured.items() if m in predicted or m == LIBRARY_MODE}
@@ -100,6 +117,46 @@ def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape]
             "within": measured[chosen] / candidates[best]}
 
 
+def recorded_program(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
+                     measured: Mapping[str, float], sms: int,
+                     costs: mode_cost.MechanismCosts, device_name: str | None,
+                     predicted: Mapping[str, float],
+                     tau_of: Mapping[str, Mapping[str, float]]) -> str:
+    """The host program of the mode predicted fastest, with the choice recorded on it
+    (`mode_cost.record`: `predicted` and the tile times `tau_of` it came from) and its stages'
+    blocks per SM (what the prediction read), as text."""
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from tilesync.api import parse
+    from tilesync.contract import BLOCKS_PER_SM_ATTR
+    from tilesync.dialects.sync import StageOp
+
+    choice = mode_cost.choose(predicted, measured.get(LIBRARY_MODE))
+    mode = min(predicted, key=lambda m: (predicted[m], m))
+    base = mlp.baseline_mode(mode, measured)
+    module = parse(entries[mode]["host"])
+    blocks = stage_blocks_per_sm(_stage_configs(bench, key, mode), entries[mode]["resources"])
+    for op in module.walk():
+        if isinstance(op, StageOp) and op.sym_name.data in blocks:
+            op.attributes[BLOCKS_PER_SM_ATTR] = IntegerAttr(blocks[op.sym_name.data], i64)
+    mode_cost.record(module, mode_cost.ChoiceRecord(
+        mode, choice, dict(tau_of[base]), base, measured[base], costs, sms, device_name or ""))
+    return str(module)
+
+
+def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+                        entries: Mapping[str, dict[str, Any]], measured: Mapping[str, float],
+                        sms: int, costs: mode_cost.MechanismCosts, device_name: str | None
+                        ) -> dict[str, Any]:
+    """`row_choice` with the costs it used and its `recorded_program` ("program")."""
+    tau_of = baseline_tile_times(bench, key, shapes, measured, sms, costs)
+    predicted = _predicted(shapes, measured, sms, costs, tau_of)
+    return {**row_choice(bench, key, shapes, measured, sms, costs, predicted),
+            "costs": asdict(costs),
+            "program": recorded_program(bench, key, entries, measured, sms, costs, device_name,
+                                        predicted, tau_of)}
+
+
 def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
               modes: Mapping[str, dict[str, Any]], sms: int, device_name: str | None
               ) -> dict[str, Any]:
@@ -108,8 +165,9 @@ def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
     measured = _measured_modes(modes)
     costs = mode_cost.costs_for(device_name)
     try:
-        shapes = mode_shapes(bench, key, {m: e for m, e in entries.items() if m in measured})
-        return {**row_choice(bench, key, shapes, measured, sms, costs), "costs": asdict(costs)}
+        entries = {m: e for m, e in entries.items() if m in measured and "error" not in e}
+        return recorded_row_choice(bench, key, mode_shapes(bench, key, entries), entries,
+                                   measured, sms, costs, device_name)
     except Exception as exc:  # a row the model cannot read is reported, the bench goes on
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
@@ -124,6 +182,33 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
     return (f"{indent}cost model chose {choice['chosen']} ({choice['chosen_ms']:.4f} ms "
             f"measured); best {choice['best']} ({choice['best_ms']:.4f} ms): "
             f"{choice['within']:.3f} of the best; why: {choice['reason']}")
+
+
+def program_name(bench: str, key: tuple) -> str:
+    """A row's recorded program's file name: gpt3-M256.mlir, N8-H56-C128.mlir."""
+    if bench == "mlp":
+        return f"{key[0]}-M{key[1]}.mlir"
+    return "N{}-H{}-C{}.mlir".format(*key)
+
+
+def write_programs(result: dict[str, Any], out_dir, stem: str) -> Path | None:
+    """Each row's recorded program (`bench_row`'s "program") as a file in
+    <out_dir>/<stem>-<device>-programs/, for `tilesync explain`; the row keeps its path
+    relative to out_dir instead of the text. The directory, None where no row has one."""
+    from tilesync.bench.report import slug
+
+    directory = Path(out_dir) / f"{stem}-{slug(result['device']['name'])}-programs"
+    wrote = False
+    for bench, key, row in _rows(result):
+        choice = row.get("mode_choice") or {}
+        if "program" not in choice:
+            continue
+        path = directory / program_name(bench, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(choice["program"] + "\n", encoding="utf-8")
+        choice["program"] = str(path.relative_to(out_dir))
+        wrote = True
+    return directory if wrote else None
 
 
 # --- fitting the mechanism costs -------------------------------------------------------------
@@ -211,8 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="+", help="bench mlp / bench conv JSON results")
     parser.add_argument("--fit", action="store_true",
                         help="fit the mechanism costs to these results first")
+    parser.add_argument("--programs", metavar="DIR",
+                        help="write each row's program with the choice recorded on it here")
     args = parser.parse_args(argv)
     loaded = []
+    entries_of = {}
     for path in args.results:
         try:
             with open(path, encoding="utf-8") as f:
@@ -225,7 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         for bench, key, row in rows:
             measured = _measured_modes(row["modes"])
             ours = [m for m in measured if not m.startswith("torch")]
-            shapes = mode_shapes(bench, key, _entries_of(bench, key, ours, "sm_90"))
+            entries = {m: e for m, e in _entries_of(bench, key, ours, "sm_90").items()
+                       if "error" not in e}
+            entries_of[(bench, key)] = entries, result["device"]["name"]
+            shapes = mode_shapes(bench, key, entries)
             loaded.append((bench, key, shapes, measured, result.get("sms", 132)))
     costs = mode_cost.costs_for(None)
     if args.fit:
@@ -233,16 +324,24 @@ def main(argv: list[str] | None = None) -> int:
         print("fitted:", costs)
     worst = 0.0
     for bench, key, shapes, measured, sms in loaded:
-        row = row_choice(bench, key, shapes, measured, sms, costs)
+        entries, device_name = entries_of[(bench, key)]
+        row = recorded_row_choice(bench, key, shapes, entries, measured, sms, costs,
+                                  device_name)
         worst = max(worst, row["within"])
         print(f"{bench} {key}: chose {row['chosen']} ({row['chosen_ms']:.4f} ms), best "
               f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f}")
+        if args.programs:
+            path = Path(args.programs) / program_name(bench, key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(row["program"] + "\n", encoding="utf-8")
     print(f"worst: {worst:.3f}")
     return 0
 
 
-__all__ = ["bench_row", "fit", "mode_shapes", "predictions", "row_choice",
-           "stage_blocks_per_sm", "table_line", "tile_work"]
+__all__ = ["baseline_tile_times", "bench_row", "fit", "mode_shapes", "predictions",
+           "program_name", "recorded_program", "recorded_row_choice", "row_choice",
+           "stage_blocks_per_sm",
+           "table_line", "tile_work", "write_programs"]
 
 if __name__ == "__main__":
     sys.exit(main())

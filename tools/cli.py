@@ -150,6 +150,11 @@ def _bench(args: argparse.Namespace) -> int:
             else f"spine-{name}"
         if name == "torch" and args.rows:
             stem = "torch-rows"
+        programs = None
+        if name in ("mlp", "conv"):  # each row's recorded mode choice, for `tilesync explain`
+            from tilesync.bench.mode_choice import write_programs
+
+            programs = write_programs(result, out, stem)
         path = report.write_json(result, out, stem)
         if name == "kernels":
             from tilesync.bench.kernels import kernels_plot
@@ -177,7 +182,9 @@ def _bench(args: argparse.Namespace) -> int:
             png = queue_plot(result, out, stem)
         else:
             png = report.plot(result, out, stem)
-        print(f"wrote {path}" + (f" and {png}" if png else ""))
+        print(f"wrote {path}" + (f" and {png}" if png else "")
+              + (f"; the rows' programs with their mode choice in {programs}/" if programs
+                 else ""))
     return 0
 
 

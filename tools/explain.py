@@ -21,6 +21,13 @@ The model sizes stages against each other; its absolute time is an upper bound: 
 pipeline reads and writes L2, not DRAM, and keeps its weights resident, and on an H100 the
 benched NeRF and MeshGraphNets pipelines took 0.53-0.84 of it (bench/results, 5573f3f).
 
+Where the mode cost model's choice is recorded on the program (bench mlp and bench conv record
+it on the program of each row's mode predicted fastest: analysis/mode_cost.py), the report
+ends with it: the mode chosen and why, every mode's predicted time and the library's measured
+one, the tile times and mechanism costs the prediction read, and this program predicted again
+from the record alone (the simulated makespan and the launches' part), said to match the
+record or not.
+
 Bad input is one line on stderr and exit status 1, never a traceback.
 """
 
@@ -36,6 +43,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
+from tilesync.analysis import mode_cost
 from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
 from tilesync.analysis.pipeline_model import items_per_second
 from tilesync.analysis.stage_graph import StageGraph
@@ -229,7 +237,62 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
                 f"  T (drop the {stage.order.kind.data} order of @{name}): "
                 f"{'legal' if verdict else 'not legal'}: {verdict.reason}"
             )
+    if (record := mode_cost.recorded(module)) is not None:
+        lines.append("")
+        lines.extend(explain_choice(module, record, stages))
     return "\n".join(lines) + "\n"
+
+
+def _ms(value: float) -> str:
+    return _seconds(value / 1e3)
+
+
+def explain_choice(module: ModuleOp, record: mode_cost.ChoiceRecord,
+                   stages: dict[str, StageOp]) -> list[str]:
+    """The mode cost model's recorded choice (see the module doc)."""
+    choice, costs = record.choice, record.costs
+    device = f"{record.device} with " if record.device else ""
+    lines = [f"mode choice (the cost model, on {device}{record.sms} SMs): chosen "
+             f"{choice.mode}; this program is {record.mode}",
+             f"  why: {choice.reason}"]
+    predicted = ", ".join(f"{mode} {_ms(ms)}" for mode, ms in
+                          sorted(choice.predicted_ms.items(), key=lambda item: item[1]))
+    library = "" if choice.library_ms is None else \
+        f"; the library {_ms(choice.library_ms)} measured"
+    lines.append(f"  predicted: {predicted}{library}")
+    tiles = ", ".join(f"@{name} {_ms(ms)}" for name, ms in record.tile_ms.items())
+    lines.append(f"  tile times (from {record.baseline}, measured {_ms(record.baseline_ms)}): "
+                 f"{tiles}")
+    lines.append(f"  mechanism costs: {_ms(costs.stream_gap_ms)} a stream-ordered launch, "
+                 f"{_ms(costs.wait_kernel_ms)} a wait-kernel, {_ms(costs.wait_ms)} a semaphore "
+                 f"wait, ordered tiles x{1 + costs.order_slowdown:.3f}")
+    blocks = {name: value for name, stage in stages.items()
+              if (value := int_attribute(stage, BLOCKS_PER_SM_ATTR, "explain")) is not None}
+    missing = [f"@{name}" for name in stages if name not in record.tile_ms]
+    if missing:
+        lines.append(f"  this program not predicted again: no tile time for "
+                     f"{', '.join(missing)}")
+        return lines
+    try:
+        shape = mode_cost.mode_shape(module, blocks)
+        makespan, launches = mode_cost.prediction_parts(shape, record.tile_ms, record.sms,
+                                                        costs)
+    except ValueError as error:
+        lines.append(f"  this program not predicted again: {error}")
+        return lines
+    again = makespan + launches
+    waits = sum(sum(per_tile.values()) for per_tile in shape.waits.values())
+    said = choice.predicted_ms.get(record.mode)
+    if said is not None and math.isclose(again, said, rel_tol=1e-6, abs_tol=1e-9):
+        verdict = "as recorded"
+    else:
+        verdict = ("NOT as recorded (" + ("no prediction recorded for it" if said is None
+                   else f"recorded {_ms(said)}") + "): the program changed since")
+    lines.append(f"  this program predicted again: {_ms(again)} = {_ms(makespan)} simulated "
+                 f"({waits} semaphore waits) + {_ms(launches)} launches "
+                 f"({shape.stream_launches} stream-ordered, {shape.wait_kernels} "
+                 f"wait-kernel{'' if shape.wait_kernels == 1 else 's'}); {verdict}")
+    return lines
 
 
 def _seconds(value: float) -> str:

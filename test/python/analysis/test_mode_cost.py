@@ -1,12 +1,16 @@
 """The mode cost model (analysis/mode_cost.py): tile times from a measured stream-sync run, the
-wave model at tile resolution, the mechanisms' costs, and the choice against the library."""
+wave model at tile resolution, the mechanisms' costs, the choice against the library, and the
+choice recorded on a program."""
 
 from __future__ import annotations
 
 import pytest
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
 
 from tilesync.analysis import mode_cost
 from tilesync.api import parse
+from tilesync.contract import MODE_CHOICE_ATTR
+from tilesync.dialects.locations import OpDiagnostic
 
 # A producer of 2 x 3 tiles on 4 SMs (1.5 waves) and a consumer of as many tiles; `%POLICY%`
 # is the producer's policy, `%READS%` what a consumer tile reads, `%LAUNCHES%` the plan.
@@ -96,3 +100,58 @@ def test_the_costs_of_a_device():
     assert mode_cost.costs_for("NVIDIA H200") is mode_cost.MECHANISM_COSTS["H200"]
     assert mode_cost.costs_for(None) is mode_cost.MECHANISM_COSTS["H200"]
     assert all(c >= 0 for c in mode_cost.costs_for(None).as_tuple())
+
+
+def test_the_prediction_is_its_makespan_and_its_launches():
+    costs = mode_cost.MechanismCosts(0.04, 0.01, 0.001, 0.0)
+    tau = {"p": 1.0, "c": 1.0}
+    stream = shape(ROW, ROW_READS)
+    makespan, launches = mode_cost.prediction_parts(stream, tau, SMS, costs)
+    assert launches == pytest.approx(0.04)  # one stream-ordered launch
+    assert makespan + launches == mode_cost.predict_ms(stream, tau, SMS, costs)
+
+
+def recorded_choice() -> mode_cost.ChoiceRecord:
+    choice = mode_cost.choose({"row+pdl": 1.0, "stream_sync": 1.1}, library_ms=1.2)
+    return mode_cost.ChoiceRecord("row+pdl", choice, {"p": 0.5, "c": 0.25}, "stream_sync", 1.1,
+                                  mode_cost.MechanismCosts(0.04, 0.01, 0.001, 0.2), SMS,
+                                  "NVIDIA H200")
+
+
+def test_a_choice_recorded_on_a_program_reads_back_after_printing():
+    module = parse(PROGRAM.replace("%POLICY%", ROW).replace("%READS%", ROW_READS)
+                   .replace("%LAUNCHES%", PDL))
+    assert mode_cost.recorded(module) is None
+    rec = recorded_choice()
+    mode_cost.record(module, rec)
+    assert mode_cost.recorded(parse(str(module))) == rec
+    without_library = mode_cost.ChoiceRecord(
+        rec.mode, mode_cost.choose(rec.choice.predicted_ms), rec.tile_ms, rec.baseline,
+        rec.baseline_ms, rec.costs, rec.sms, "")
+    mode_cost.record(module, without_library)
+    assert mode_cost.recorded(parse(str(module))) == without_library
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d.pop("sms"), "'sms' is missing"),
+    (lambda d: d.update(sms=StringAttr("many")), "'sms' must be an integer"),
+    (lambda d: d.update(sms=IntegerAttr(0, i64)), "'sms' must be positive"),
+    (lambda d: d.update(mode=IntegerAttr(1, i64)), "'mode' must be a string"),
+    (lambda d: d.update(tile_ms=DictionaryAttr({"p": StringAttr("x")})),
+     "'tile_ms.p' must be a float"),
+    (lambda d: d.update(costs=DictionaryAttr({"wait_ms": FloatAttr(0.1, f64)})),
+     "'costs' lacks stream_gap_ms, wait_kernel_ms, order_slowdown"),
+    (lambda d: d.update(library_ms=StringAttr("fast")), "'library_ms' must be a float"),
+])
+def test_a_malformed_record_is_a_diagnostic_naming_its_field(edit, message):
+    module = parse(PROGRAM.replace("%POLICY%", ROW).replace("%READS%", ROW_READS)
+                   .replace("%LAUNCHES%", PDL))
+    mode_cost.record(module, recorded_choice())
+    entries = dict(module.attributes[MODE_CHOICE_ATTR].data)
+    edit(entries)
+    module.attributes[MODE_CHOICE_ATTR] = DictionaryAttr(entries)
+    with pytest.raises(OpDiagnostic, match=message):
+        mode_cost.recorded(module)
+    module.attributes[MODE_CHOICE_ATTR] = StringAttr("row+pdl")
+    with pytest.raises(OpDiagnostic, match="must be a dictionary"):
+        mode_cost.recorded(module)

@@ -1,14 +1,17 @@
 """The cost model's choice on a bench row (bench/mode_choice.py), without a GPU: the modes'
 programs of a conv chain read back, tile times from the row's stream-sync time, the choice and
-how far its measured time is from the best."""
+how far its measured time is from the best, and the choice recorded on a program."""
 
 from __future__ import annotations
 
 import pytest
 
 from tilesync.analysis import mode_cost
-from tilesync.api import lower
+from tilesync.api import lower, parse
 from tilesync.bench import conv, mode_choice
+from tilesync.contract import BLOCKS_PER_SM_ATTR
+from tilesync.dialects.sync import StageOp
+from tilesync.tools.explain import explain
 
 SHAPE = (1, 56, 64)
 COSTS = mode_cost.MechanismCosts(stream_gap_ms=0.0015, wait_kernel_ms=0.001,
@@ -18,18 +21,27 @@ COSTS = mode_cost.MechanismCosts(stream_gap_ms=0.0015, wait_kernel_ms=0.001,
 TWO_COLUMNS = (1, 56, 128)  # two column tiles: the TileSync modes too
 
 
-def mode_shapes(shape):
+def lowered_modes(shape):
     out = {}
     for mode in conv.modes_for(shape):
         module = conv.stage_module(shape, mode)
         lower(module, conv.mode_passes(mode))
-        out[mode] = mode_cost.mode_shape(module)
+        out[mode] = module
     return out
 
 
+def mode_shapes(shape):
+    return {mode: mode_cost.mode_shape(module) for mode, module in lowered_modes(shape).items()}
+
+
 @pytest.fixture(scope="module")
-def shapes():
-    return mode_shapes(SHAPE)
+def lowered():
+    return lowered_modes(SHAPE)
+
+
+@pytest.fixture(scope="module")
+def shapes(lowered):
+    return {mode: mode_cost.mode_shape(module) for mode, module in lowered.items()}
 
 
 def test_blocks_per_sm_come_from_the_kernels_resources():
@@ -97,3 +109,42 @@ def test_a_file_that_is_not_a_bench_result_is_one_line_and_status_1(tmp_path, ca
     assert mode_choice.main([str(tmp_path / "missing.json")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and all("not a bench mlp / bench conv result" in ln for ln in lines)
+
+
+def test_the_choice_is_recorded_on_the_program_of_the_mode_predicted_fastest(lowered, tmp_path):
+    # the compile entries a bench row has: its modes' programs, no kernel resources (so each
+    # stage's blocks per SM come from its tiles' shared memory: 3)
+    entries = {mode: {"host": str(module), "resources": {}} for mode, module in lowered.items()}
+    measured = {"stream_sync": 0.0136, "row+pdl": 0.0121, "row+order+pdl": 0.0151,
+                "row+wait_kernel": 0.0145, "torch_graph": 0.0118}
+    shapes = mode_choice.mode_shapes("conv", SHAPE, entries)
+    row = mode_choice.recorded_row_choice("conv", SHAPE, shapes, entries, measured, 132, COSTS,
+                                          "NVIDIA H200")
+    module = parse(row["program"])
+    record = mode_cost.recorded(module)
+    # the library measured faster than anything predicted of ours is chosen; the program is
+    # still the mode of ours predicted fastest, and says why it is not run
+    assert row["chosen"] == "torch_graph" and record.choice.mode == mode_cost.LIBRARY
+    assert record.mode == "row+pdl" and record.choice.reason == row["reason"]
+    assert record.choice.library_ms == 0.0118
+    assert (record.baseline, record.baseline_ms) == ("stream_sync", 0.0136)
+    assert record.choice.predicted_ms == pytest.approx(row["predicted_ms"], abs=1e-6)  # rounded
+    assert record.costs == COSTS and record.sms == 132 and record.device == "NVIDIA H200"
+    stages = [op for op in module.walk() if isinstance(op, StageOp)]
+    assert [op.attributes[BLOCKS_PER_SM_ATTR].value.data for op in stages] == [3, 3]
+    # explain predicts the program again from the record alone, and gets the recorded time
+    text = explain(module)
+    assert "mode choice (the cost model, on NVIDIA H200 with 132 SMs): chosen library; " \
+        "this program is row+pdl" in text
+    assert text.rstrip().endswith("; as recorded")
+
+    result = {"device": {"name": "NVIDIA H200"},
+              "rows": [{"N": 1, "H": 56, "C": 64, "modes": {}, "mode_choice": row},
+                       {"N": 8, "H": 56, "C": 64, "modes": {}, "mode_choice": {"error": "x"}}]}
+    directory = mode_choice.write_programs(result, tmp_path, "conv")
+    assert directory == tmp_path / "conv-nvidia-h200-programs"
+    assert [p.name for p in directory.iterdir()] == ["N1-H56-C64.mlir"]
+    assert row["program"] == "conv-nvidia-h200-programs/N1-H56-C64.mlir"
+    assert mode_cost.recorded(parse((tmp_path / row["program"]).read_text())) == record
+    assert mode_choice.write_programs({"device": {"name": "x"}, "rows": []}, tmp_path,
+                                      "mlp") is None

@@ -1,0 +1,7 @@
+builtin.module attributes {tilesync.mode_choice = {mode = "row+pdl", chosen = "library", reason = "row+pdl predicted 0.1678 ms, not below 0.98 of the library's measured 0.1055 ms", predicted_ms = {"row+order+pdl" = 0.20483760000000001 : f64, "row+pdl" = 1.677960e-01 : f64, "row+wait_kernel" = 1.698860e-01 : f64, stream_sync = 1.694560e-01 : f64}, tile_ms = {conv1 = 0.01336299941146374 : f64, conv2 = 0.01336299941146374 : f64}, baseline = "stream_sync", baseline_ms = 0.16945599764585495 : f64, costs = {order_slowdown = 2.310000e-01 : f64, stream_gap_ms = 1.660000e-03 : f64, wait_kernel_ms = 2.090000e-03 : f64, wait_ms = 2.480000e-04 : f64}, sms = 132 : i64, device = "NVIDIA H200", library_ms = 0.10553599894046783 : f64}} {
+  sync.stage @conv1 {num_semaphores = 1568 : i64, sync.verified = "proved", blocks_per_sm = 2 : i64, kernel = @conv1_module::@conv1, grid = array<i64: 1568, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 128, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 + d1), posts = 1>}
+  sync.stage @conv2 {sync.progress = "@conv1: programmatic dependent launch", sync.verified = "proved", blocks_per_sm = 2 : i64, kernel = @conv2_module::@conv2, grid = array<i64: 1568, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 128, 64>}
+  sync.dependency @conv1 -> @conv2 operand 0 tiles (d0, d1)[s0, s1] -> (d0 + s1 + -2, 0) forall s0 in [0, 18), s1 in [0, 5) clipped
+  sync.launch @conv1 {priority = -1 : i64}
+  sync.launch @conv2 {pdl = true}
+}
