@@ -816,10 +816,13 @@ def main(argv=None) -> int:
     result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
     print(mlp_table(result))
     if args.json:
+        from tilesync.bench.mode_choice import write_programs  # (it imports this module)
+
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
+        programs = write_programs(result, path.parent, path.stem)
         path.write_text(json.dumps(result, indent=1, default=str))
-        print(f"wrote {path}")
+        print(f"wrote {path}" + (f" and the rows' programs in {programs}/" if programs else ""))
     return 0
 
 
