@@ -25,8 +25,9 @@ lint: $(BIN)/activate
 lit: $(BIN)/activate
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/lit -v test/filecheck
 
+# one worker a core (at most 4); a test file stays on one worker, so its fixtures build once
 pytest: $(BIN)/activate
-	$(BIN)/pytest -q test/python
+	$(BIN)/pytest -q -n auto --maxprocesses 4 --dist loadfile test/python
 
 clean:
 	rm -rf $(VENV) build *.egg-info
