@@ -35,6 +35,7 @@ that `tilesync explain` shows why and predicts that program again from it alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 
@@ -150,7 +151,9 @@ def _makespan_ms(shape: ModeShape, sms: int,
     for stage in shape.program.stages:
         stage.duration = (lambda tile, name=stage.name:
                           max(0, round(tile_ms(name, tile) * TICKS_PER_MS)))
-    result = simulate(shape.program, SimMachine(sms))
+    # SMs beyond one a block are never used: a model of a larger machine gives the same time
+    blocks = sum(math.prod(stage.grid) for stage in shape.program.stages)
+    result = simulate(shape.program, SimMachine(min(sms, max(1, blocks))))
     if result.deadlock is not None:
         raise ValueError(f"the mode deadlocks in the simulation: {result.deadlock.describe()}")
     return result.makespan / TICKS_PER_MS
@@ -293,14 +296,18 @@ def recorded(module: Operation) -> ChoiceRecord | None:
         return field(name, StringAttr).data  # type: ignore[attr-defined]
 
     def number(name: str) -> float:
-        return field(name, FloatAttr).value.data  # type: ignore[attr-defined]
+        value = field(name, FloatAttr).value.data  # type: ignore[attr-defined]
+        if not 0 <= value < math.inf:
+            raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}' must be finite, not negative, "
+                               f"got {value}", module)
+        return value
 
     def numbers(name: str) -> dict[str, float]:
         out = {}
         for key, value in field(name, DictionaryAttr).data.items():  # type: ignore[attr-defined]
-            if not isinstance(value, FloatAttr):
-                raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}.{key}' must be a float, "
-                                   f"got {value}", module)
+            if not isinstance(value, FloatAttr) or not 0 <= value.value.data < math.inf:
+                raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}.{key}' must be a finite "
+                                   f"float, not negative, got {value}", module)
             out[key] = value.value.data
         return out
 

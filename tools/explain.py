@@ -287,7 +287,7 @@ def explain_choice(module: ModuleOp, record: mode_cost.ChoiceRecord,
         verdict = "as recorded"
     else:
         verdict = ("NOT as recorded (" + ("no prediction recorded for it" if said is None
-                   else f"recorded {_ms(said)}") + "): the program changed since")
+                   else f"recorded {_ms(said)}") + "): the program or its record changed since")
     lines.append(f"  this program predicted again: {_ms(again)} = {_ms(makespan)} simulated "
                  f"({waits} semaphore waits) + {_ms(launches)} launches "
                  f"({shape.stream_launches} stream-ordered, {shape.wait_kernels} "

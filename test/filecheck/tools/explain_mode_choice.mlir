@@ -23,7 +23,7 @@ builtin.module attributes {tilesync.mode_choice = {mode = "tile+pdl", chosen = "
 // CHECK-NEXT:   mechanism costs: 1 us a stream-ordered launch, 0 us a wait-kernel, 1 us a semaphore wait, ordered tiles x1.000
 // CHECK-NEXT:   this program predicted again: 32 us = 32 us simulated (6 semaphore waits) + 0 us launches (0 stream-ordered, 0 wait-kernels); as recorded
 
-// CHANGED:    this program predicted again: 32 us = {{.*}}; NOT as recorded (recorded 30 us): the program changed since
+// CHANGED:    this program predicted again: 32 us = {{.*}}; NOT as recorded (recorded 30 us): the program or its record changed since
 
 // BAD: {{.*}}: error: tilesync.mode_choice: 'sms' is missing
 // BAD-NOT: Traceback

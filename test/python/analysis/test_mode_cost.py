@@ -4,6 +4,8 @@ choice recorded on a program."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
 
@@ -138,10 +140,13 @@ def test_a_choice_recorded_on_a_program_reads_back_after_printing():
     (lambda d: d.update(sms=IntegerAttr(0, i64)), "'sms' must be positive"),
     (lambda d: d.update(mode=IntegerAttr(1, i64)), "'mode' must be a string"),
     (lambda d: d.update(tile_ms=DictionaryAttr({"p": StringAttr("x")})),
-     "'tile_ms.p' must be a float"),
+     "'tile_ms.p' must be a finite float"),
     (lambda d: d.update(costs=DictionaryAttr({"wait_ms": FloatAttr(0.1, f64)})),
      "'costs' lacks stream_gap_ms, wait_kernel_ms, order_slowdown"),
     (lambda d: d.update(library_ms=StringAttr("fast")), "'library_ms' must be a float"),
+    (lambda d: d.update(baseline_ms=FloatAttr(-1.0, f64)), "'baseline_ms' must be finite"),
+    (lambda d: d.update(tile_ms=DictionaryAttr({"p": FloatAttr(math.inf, f64)})),
+     "'tile_ms.p' must be a finite float"),
 ])
 def test_a_malformed_record_is_a_diagnostic_naming_its_field(edit, message):
     module = parse(PROGRAM.replace("%POLICY%", ROW).replace("%READS%", ROW_READS)
@@ -155,3 +160,12 @@ def test_a_malformed_record_is_a_diagnostic_naming_its_field(edit, message):
     module.attributes[MODE_CHOICE_ATTR] = StringAttr("row+pdl")
     with pytest.raises(OpDiagnostic, match="must be a dictionary"):
         mode_cost.recorded(module)
+
+
+def test_a_machine_larger_than_the_program_predicts_as_one_sm_a_block():
+    # 12 blocks in all: SMs beyond them idle, and a model of 10^9 SMs is not simulated SM by SM
+    tau = {"p": 1.0, "c": 1.0}
+    costs = mode_cost.MechanismCosts(0.04, 0.01, 0.001, 0.0)
+    stream = shape(ROW, ROW_READS)
+    assert mode_cost.predict_ms(stream, tau, 10**9, costs) == \
+        mode_cost.predict_ms(stream, tau, 12, costs) == pytest.approx(2.0 + 0.001 + 0.04)
