@@ -27,6 +27,11 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
                   warp-specialized TMA kernels (kernels/gemm_tma.py; GEMM1 stores H with TMA
                   copies and posts a tile once they have landed; GEMM2's producer thread waits
                   before its copies of H), launched one block a tile; against tma:stream_sync;
+* tma:persistent  the same TMA GEMMs without sync hooks, so persistent (at most one block an
+                  SM walks the tiles in grouped order: the producer loads the next tile while
+                  the consumers store the last, and no block launches a tile), one after the
+                  other on one stream: our kernels as a library would run them, their own
+                  stream-sync baseline;
 
 and cuBLAS through torch: eager (matmul, GeLU(tanh) / SiLU·up, matmul) and the same captured
 in a CUDA graph. The LLaMA baseline multiplies by the same W1 as [gate | up] halves (torch's
@@ -100,6 +105,8 @@ TMA = "tma:"
 speedup is against tma:stream_sync. They have no `sync.tile` for the ordered modes."""
 MODES.update({f"{TMA}{mode}": MODES[mode]
               for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")})
+PERSISTENT = f"{TMA}persistent"
+MODES[PERSISTENT] = []  # no hooks to fill: stream order synchronizes it
 TORCH_MODES = ("torch_eager", "torch_graph")
 DEEP = "deep"
 """The last item of a sweep's tiles that runs each TMA GEMM's deeper staging twin
@@ -111,13 +118,21 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     stream-sync baseline) the configs with room for the ordered sync.tile's shared slot.
     `tiles` (BM1, BN1, BM2, BN2[, DEEP]): a tma: mode on those tiles instead of the table's
     (bench/mlp_sweep.py), with DEEP (the string) each GEMM's deeper staging twin."""
-    from tilesync.kernels.mlp import MODELS, fit_ordered, mlp_spec, tma_tile_configs
+    from tilesync.kernels.mlp import (
+        MODELS,
+        fit_ordered,
+        mlp_spec,
+        persistent_spec,
+        tma_tile_configs,
+    )
 
     if mode.startswith(TMA):
         if tiles is not None:
             configs = tma_tile_configs(tiles[:4], MODELS[model]["epilogue"])
-            return mlp_spec(model, M, *configs, mma="tma", deeper=tiles[4:] == (DEEP,))
-        return mlp_spec(model, M, mma="tma")
+            spec = mlp_spec(model, M, *configs, mma="tma", deeper=tiles[4:] == (DEEP,))
+        else:
+            spec = mlp_spec(model, M, mma="tma")
+        return persistent_spec(spec) if mode == PERSISTENT else spec
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec
 
@@ -138,9 +153,10 @@ def mode_passes(mode: str, sms: int = 132) -> list[str]:
 
 def stage_module(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
     """The MLP stage program of `mode` before its passes (stream_sync*: one stream)."""
-    from tilesync.kernels.mlp import mlp_stage_module
+    from tilesync.kernels.mlp import mlp_persistent_module, mlp_stage_module
 
-    module = mlp_stage_module(spec=mode_spec(model, M, mode, tiles))
+    spec = mode_spec(model, M, mode, tiles)
+    module = mlp_persistent_module(spec) if mode == PERSISTENT else mlp_stage_module(spec=spec)
     if mode.removeprefix(TMA).startswith("stream_sync"):
         launch_on_one_stream(module)
     return module
@@ -676,7 +692,9 @@ def _context_lost(exc: BaseException, runtime_error: type) -> bool:
 def baseline_mode(mode: str, measured: Collection[str]) -> str:
     """The stream-sync mode that runs `mode`'s kernels: tma:stream_sync for the TMA modes,
     stream_sync@order_cfg for the ordered ones where it was run (they run other configs),
-    else stream_sync (torch's, too)."""
+    else stream_sync (torch's, too). tma:persistent runs kernels of its own: its own."""
+    if mode == PERSISTENT:
+        return mode
     if mode.startswith(TMA):
         return f"{TMA}stream_sync"
     if "order" in mode and "stream_sync@order_cfg" in measured:

@@ -348,6 +348,32 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
     return module
 
 
+def persistent_spec(spec: MlpSpec) -> MlpSpec:
+    """`spec`'s warp-specialized TMA GEMMs without sync hooks, so persistent: at most one block
+    an SM walking the tiles in grouped order (the kernels `bench kernels` times alone), which
+    only stream order can synchronize (a block's tiles are not one tile)."""
+    if not (spec.cfg1.warp_specialized and spec.cfg2.warp_specialized):
+        raise ValueError("persistent GEMMs are the warp-specialized TMA ones (mma='tma')")
+    return replace(spec, cfg1=replace(spec.cfg1, sync_hooks=False, persistent=True),
+                   cfg2=replace(spec.cfg2, sync_hooks=False, persistent=True))
+
+
+def mlp_persistent_module(spec: MlpSpec) -> ModuleOp:
+    """The two persistent GEMMs of `persistent_spec(spec)` as a stage program without a
+    dependency: each stage's grid is its kernel's persistent grid, GEMM1 then GEMM2 on stream 0
+    (stream order is their only synchronization)."""
+    spec = persistent_spec(spec)
+    ops = []
+    for cfg in (spec.cfg1, spec.cfg2):
+        ops.extend(op.clone() for op in gemm_module(0, 0, 0, config=cfg).ops)
+    ops += [sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2], cfg.block,
+                         output_tile(cfg)) for cfg in (spec.cfg1, spec.cfg2)]
+    ops += [sync.LaunchOp(PRODUCER, stream=0), sync.LaunchOp(CONSUMER, stream=0)]
+    module = ModuleOp(ops)
+    module.attributes["gpu.container_module"] = UnitAttr()
+    return module
+
+
 __all__ = [
     "DEEPER_STAGING",
     "MODELS",
@@ -357,8 +383,10 @@ __all__ = [
     "default_configs",
     "dependency",
     "fit_ordered",
+    "mlp_persistent_module",
     "mlp_spec",
     "mlp_stage_module",
     "output_tile",
+    "persistent_spec",
     "tma_tiles",
 ]

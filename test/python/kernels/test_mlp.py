@@ -185,6 +185,29 @@ def test_tma_modes_verify_and_compile(model, M, mode, policy):
         mlp_spec(model, 16, mma="tma")
 
 
+def test_the_persistent_mode_runs_the_tma_gemms_without_hooks_in_stream_order():
+    """tma:persistent: the same tiles as the TMA modes, without sync hooks, so each GEMM is a
+    persistent grid (at most a block an SM, here 132 of GEMM1's 256 tiles); no dependency and
+    no pass fills anything: GEMM2 starts once GEMM1 has ended on their one stream. The kernels
+    take no parameter beyond their tensor maps, and nvJitLink accepts them."""
+    spec = bench.mode_spec("gpt3", 1024, bench.PERSISTENT)
+    hooked = bench.mode_spec("gpt3", 1024, "tma:stream_sync")
+    for cfg, same in zip((spec.cfg1, spec.cfg2), (hooked.cfg1, hooked.cfg2), strict=True):
+        assert cfg.persistent and not cfg.sync_hooks and cfg.tile == same.tile
+        assert cfg.grid[:2] == (132, 1) and cfg.cluster_tiles > 132
+    assert bench.baseline_mode(bench.PERSISTENT, {"tma:stream_sync"}) == bench.PERSISTENT
+    host = _host(bench.stage_module("gpt3", 1024, bench.PERSISTENT))
+    assert not host["deps"]
+    assert [s.grid_shape for s in host["stages"].values()] == [(132, 1), (132, 1)]
+    assert [(op.stream.value.data, op.pdl is not None and bool(op.pdl.value.data)) for op in
+            host["launches"]] == [(0, False), (0, False)]
+    entry = bench.compile_job(("gpt3", 1024, bench.PERSISTENT, False), "sm_90")
+    assert "sync.dependency" not in entry["host"]
+    sigs = entry["kernels"]
+    assert sigs["gemm1"].user_params == ("tmap",) * 3 == sigs["gemm2"].user_params
+    assert sigs["gemm1"].params == sigs["gemm1"].user_params  # no sync parameters appended
+
+
 def test_a_k_step_straddling_two_gemm1_tiles_waits_for_both():
     """LLaMA's TMA GEMM1 at M = 512 writes 88 columns of H a tile (BN1 = 176 of gate|up), which
     GEMM2's 64-column k-steps do not divide: k-step 1 reads H columns 64..127, written by tile
