@@ -50,7 +50,10 @@ parameter carries the map's type (`#graph.bind<input 0 as !tile.tensor_map<...>>
 the host encodes the map of the tensor it binds. Fewer rows take the wgmma configs of the MLP bench
 (kernels/mlp.py default_configs): BM 64 for up to 64 rows, else 128; BK 64; GEMM1's BN keeps
 the H columns of one tile a multiple of GEMM2's BK. The dependency maps each k-step of GEMM2
-onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). A piece no
+onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). With
+`persistent=true` an MLP's TMA GEMMs have no sync hooks and run as persistent grids in stream
+order, with no dependency (kernels/mlp.py `mlp_persistent_module`): the faster form where tile
+sync gains less than a block a tile costs (bench mlp's tma:persistent). A piece no
 pattern covers, an epilogue the GEMM does not compute, or a shape the kernels refuse is a
 diagnostic at the op concerned.
 """
@@ -96,6 +99,7 @@ from tilesync.kernels.mlp import (
     MlpSpec,
     deeper_staging,
     default_configs,
+    mlp_persistent_module,
     mlp_stage_module,
     output_tile,
     tma_tile_configs,
@@ -772,9 +776,14 @@ def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec | ConvChainSpec:
     return mlp_configs(match_mlp(fn))
 
 
-def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
-    """The stage program of `fn`, its kernels' arguments bound, and its temporaries."""
+def _stage_program(fn: func.FuncOp, persistent: bool = False
+                   ) -> tuple[ModuleOp, list[TensorType]]:
+    """The stage program of `fn`, its kernels' arguments bound, and its temporaries;
+    `persistent`: an MLP's GEMMs as persistent grids in stream order."""
     element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
+    if persistent and (_is_conv_chain(fn) or _is_attention(fn)):
+        raise diagnostic(PASS, fn, "persistent=true takes an MLP: a conv chain's and "
+                                   "attention's kernels run a block a tile")
     if _is_conv_chain(fn):
         chain = match_conv_chain(fn)
         module = conv_chain_stage_module(conv_chain_configs(chain))
@@ -788,7 +797,15 @@ def _stage_program(fn: func.FuncOp) -> tuple[ModuleOp, list[TensorType]]:
         temps = attention_temps(found, element)
     else:
         match = match_mlp(fn)
-        module = mlp_stage_module(spec=mlp_configs(match))
+        spec = mlp_configs(match)
+        if not persistent:
+            module = mlp_stage_module(spec=spec)
+        elif match.rows < TMA_MIN_ROWS:
+            raise diagnostic(PASS, match.anchor, f"persistent=true needs the TMA GEMMs, from "
+                                                 f"{TMA_MIN_ROWS} rows; this MLP has "
+                                                 f"{match.rows}")
+        else:
+            module = mlp_persistent_module(spec)
         binds = bindings(match)
         temps = [TensorType(fn.function_type.inputs.data[match.x].element_type,  # type: ignore
                             [match.rows, match.hidden])]
@@ -869,9 +886,15 @@ class GraphToStagesPass(ModulePass):
 
     name = PASS
 
+    persistent: bool = False
+    """An MLP's two TMA GEMMs without sync hooks, as persistent grids (at most a block an SM
+    walking its tiles) one after the other on one stream, with no dependency: the form that
+    runs them fastest where tile sync gains less than a block a tile costs (bench mlp's
+    tma:persistent)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = single_function(op, PASS)
-        program, temps = _stage_program(fn)
+        program, temps = _stage_program(fn, self.persistent)
         bind_tensor_maps(program)
         check_bindings(program, signature_of(fn), temps)
         replace_function(op, fn, program)
