@@ -10,7 +10,10 @@ piece, in order (each step a function below):
     plan                  graph-to-stages' pattern and tile configs (an MLP stack: graph-to-
                           dataflow's MlpStack) or why not: the piece stays with torch
     compile_entry         graph-to-stages, the cuSync passes (RowSync, PDL, verify, the epoch
-                          in device memory), PTX for sm_90a; an MLP stack: graph-to-dataflow
+                          in device memory), PTX for sm_90a; an MLP on the TMA GEMMs, run on
+                          a GPU: also graph-to-stages{persistent=true} (the GEMMs persistent
+                          in stream order), the faster measured on the device (cached per
+                          device); an MLP stack: graph-to-dataflow
                           (light layers fused; the ILP's allotment, or with `tune` every one
                           of STACK_PASSES, the faster measured on the device), the dataflow
                           passes, one persistent kernel each; cached on disk (CompileCache,
@@ -55,6 +58,12 @@ STACK_PASSES = ("graph-to-dataflow{fuse_light=true allot=model}",
 """The pipelines an MLP stack is compiled to and measured on the device (once, cached), the
 faster kept: the ILP's CTAs from modelled layer times, and as many CTAs a stage (on an H100 the
 first ran NeRF's MLP 1.2x faster, the second MeshGraphNets' up to 8%: bench dataflow-mlp)."""
+STAGES_PASS = "graph-to-stages"
+MLP_FORMS = (STAGES_PASS, "graph-to-stages{persistent=true}")
+"""The stage programs an MLP on the TMA GEMMs is compiled to where it runs here, measured on
+the device (once, cached) and the faster kept: tile sync of a block a tile, and the persistent
+GEMMs in stream order (on an H200 the second ran GPT-3's and LLaMA's MLPs 2-6% faster from
+M = 512-1024, the first up to 8% faster below: bench mlp's tma:persistent)."""
 TIMEOUT_NS = 2_000_000_000
 MODES = ("auto", "tilesync", "torch")
 LOG_ENV, MODE_ENV, CACHE_ENV, TUNE_ENV = ("TILESYNC_LOG", "TILESYNC_MODE", "TILESYNC_CACHE",
@@ -177,9 +186,11 @@ def plan(module, stack: bool = False) -> Any:
         raise compile_error(err, module) from err
 
 
-def compile_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
-    """The piece compiled: PTX per gpu.module, kernel signatures, the host plan (stage ops with
-    their #graph.bind) as text, the temporaries' shapes; picklable (the cache keeps it)."""
+def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
+    """The piece compiled by `job` = (graph text, one of MLP_FORMS): PTX per gpu.module, kernel
+    signatures, the host plan (stage ops with their #graph.bind) as text, the temporaries'
+    shapes; picklable (the cache keeps it). The cuSync passes run where the stage program has
+    dependencies (the persistent form has none: stream order synchronizes it)."""
     from xdsl.dialects.builtin import ModuleOp
 
     import tilesync
@@ -187,12 +198,13 @@ def compile_entry(graph_text: str, target: str = TARGET) -> dict[str, Any]:
     from tilesync.dialects import graph, sync
 
     start = time.perf_counter()
+    graph_text, stages_pass = job
     module = parse(graph_text)
-    lower(module, ["graph-to-stages"])
+    lower(module, [stages_pass])
     temps = [tuple(t.get_shape()) for t in module.attributes[graph.TEMPS_ATTR].data]
-    compiled = tilesync.compile(module, pipeline=default_pipeline(timeout_ns=TIMEOUT_NS,
-                                                                  before=SYNC_PASSES),
-                                target=target)
+    dependent = any(isinstance(op, sync.DependencyOp) for op in module.ops)
+    compiled = tilesync.compile(module, pipeline=default_pipeline(
+        timeout_ns=TIMEOUT_NS, before=SYNC_PASSES if dependent else ()), target=target)
     host = [op.clone() for op in compiled.module.ops
             if isinstance(op, sync.StageOp | sync.DependencyOp | sync.LaunchOp
                           | sync.WaitKernelOp)]
@@ -233,8 +245,8 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
             "target": target, "compile_seconds": time.perf_counter() - start}
 
 
-def _entry_key(graph_text: str, target: str) -> str:
-    return repr((graph_text, SYNC_PASSES, TIMEOUT_NS, target))
+def _entry_key(job: tuple[str, str], target: str) -> str:
+    return repr((*job, SYNC_PASSES, TIMEOUT_NS, target))
 
 
 def _stack_entry_key(job: tuple[str, str], target: str) -> str:
@@ -248,26 +260,26 @@ def stack_passes(options: Options) -> tuple[str, ...]:
     return STACK_PASSES if options.tune else STACK_PASSES[:1]
 
 
-def cached_entry(graph_text: str, options: Options, stack: bool = False
-                 ) -> tuple[Any, bool]:
-    """(compiled entry, True if it came from the disk cache); `stack`: an MLP stack's, one
-    entry per pass of stack_passes(options), True if all came from the cache; several are
-    compiled side by side in fresh interpreters where this machine has the cores (no fork of a
-    process that holds torch's threads and a CUDA context), one here."""
+def cached_entry(graph_text: str, options: Options, stack: bool = False,
+                 forms: tuple[str, ...] = (STAGES_PASS,)) -> tuple[list[Any], bool]:
+    """(compiled entries, True if all came from the disk cache): one per form, each a pass of
+    MLP_FORMS, or with `stack` of stack_passes(options); a stack's are compiled side by side in
+    fresh interpreters where this machine has the cores (no fork of a process that holds
+    torch's threads and a CUDA context), a piece's forms here (a second costs under a second).
+    """
     from tilesync.harness.compile_cache import compile_many
 
     cache = options.cache("torch")
     hits = cache.hits
     if stack:
-        passes = stack_passes(options)
-        entries = compile_many([(graph_text, p) for p in passes], TARGET,
-                               min(len(passes), os.cpu_count() or 1),
+        entries = compile_many([(graph_text, p) for p in forms], TARGET,
+                               min(len(forms), os.cpu_count() or 1),
                                compile_one=compile_stack_entry, key=_stack_entry_key,
                                cache=cache, isolated=True)
-        return entries, cache.hits - hits == len(passes)
-    (entry,) = compile_many([graph_text], TARGET, 1, compile_one=compile_entry,
-                            key=_entry_key, cache=cache)
-    return entry, cache.hits > hits
+        return entries, cache.hits - hits == len(forms)
+    entries = compile_many([(graph_text, form) for form in forms], TARGET, 1,
+                           compile_one=compile_entry, key=_entry_key, cache=cache)
+    return entries, cache.hits - hits == len(forms)
 
 
 def device_status(infos) -> str | None:
@@ -455,8 +467,9 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     rates = cost.rates_for(_device_name(status))
     entry.predicted = cost.predict_stack(spec, rates) if stack else cost.predict(spec, rates)
     if status is not None:
-        if options.emit_ptx:
-            _compile(module, entry, options, stack)
+        if options.emit_ptx:  # one form of a piece: nothing here measures others
+            _compile(module, entry, options, stack,
+                     stack_passes(options) if stack else (STAGES_PASS,))
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
             return TorchPiece(piece.ops, [i.shape for i in piece.out_infos],
@@ -468,14 +481,12 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     if options.mode == "auto" and entry.predicted.hopeless:
         entry.reason = "the cost model"
         return None
-    compiled = _compile(module, entry, options, stack)
+    forms = stack_passes(options) if stack else mlp_forms(spec)
+    compiled = _compile(module, entry, options, stack, forms)
     if compiled is None:
         return None
-    if stack:
-        runner = _tuned_pipeline(piece, compiled, _example_values(piece, gm, env), str(module),
-                                 entry, options)
-    else:
-        runner = stage_runner(piece, compiled)
+    runner = _fastest(piece, compiled, forms, _example_values(piece, gm, env), str(module),
+                      entry, options)
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
@@ -490,21 +501,31 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     return None
 
 
-def _tuned_pipeline(piece: Piece, entries: list[dict[str, Any]], example: list[Any],
-                    graph_text: str, report: PieceReport, options: Options) -> Any:
-    """The faster of an MLP stack's compiled pipelines (stack_passes(options), one entry
-    each) on the example inputs, each replayed from a CUDA graph (the device's time: the host
-    launches them alike), measured once per device (cached); `report.variants` says what each
-    took. A lone pipeline is taken untimed."""
+def mlp_forms(spec: Any) -> tuple[str, ...]:
+    """The stage programs a piece planned as `spec` is compiled to where it runs here: both of
+    MLP_FORMS for an MLP on the TMA GEMMs, else graph-to-stages' one."""
+    from tilesync.kernels.mlp import MlpSpec
+
+    if isinstance(spec, MlpSpec) and spec.cfg1.warp_specialized:
+        return MLP_FORMS
+    return (STAGES_PASS,)
+
+
+def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...],
+             example: list[Any], graph_text: str, report: PieceReport,
+             options: Options) -> Any:
+    """The faster of a piece's compiled forms (`forms`, one entry each: MLP_FORMS, or an MLP
+    stack's pipelines) on the example inputs, each replayed from a CUDA graph (the device's
+    time: the host launches them alike), measured once per device (cached); `report.variants`
+    says what each took. A lone form is taken untimed."""
     runners = [stage_runner(piece, entry) for entry in entries]
     if len(runners) == 1:
         return runners[0]
-    passes = stack_passes(options)
-    key = repr((graph_text, _device_name(None), passes, TIMEOUT_NS, "graph"))
+    key = repr((graph_text, _device_name(None), forms, TIMEOUT_NS, "graph"))
     times, _ = _tuned(key, options, lambda: [cost.measure_graph_ms(lambda r=r: r(example))
                                              for r in runners])
     order = sorted(range(len(runners)), key=times.__getitem__)
-    report.variants = [(passes[i], times[i]) for i in order]
+    report.variants = [(forms[i], times[i]) for i in order]
     return runners[order[0]]
 
 
@@ -526,13 +547,13 @@ def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
                     piece.out_layout, out.shape)
 
 
-def _compile(module, entry: PieceReport, options: Options, stack: bool = False
-             ) -> dict[str, Any] | None:
+def _compile(module, entry: PieceReport, options: Options, stack: bool,
+             forms: tuple[str, ...]) -> list[dict[str, Any]] | None:
     from tilesync.contract import CompileError
 
     start = time.perf_counter()
     try:
-        compiled, entry.cached = cached_entry(str(module), options, stack)
+        compiled, entry.cached = cached_entry(str(module), options, stack, forms)
     except CompileError as err:
         _refuse(entry, options, f"compile: {err.message}")
         return None

@@ -12,7 +12,11 @@ torch = pytest.importorskip("torch")
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import OneHeadAttention as Attention  # noqa: E402
-from tilesync.frontend.torch.compiler import UnsupportedError, compile_entry  # noqa: E402
+from tilesync.frontend.torch.compiler import (  # noqa: E402
+    STAGES_PASS,
+    UnsupportedError,
+    compile_entry,
+)
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 
 
@@ -47,7 +51,7 @@ def test_batched_or_uneven_attention_is_no_piece():
 
 def test_compiled_attention_has_five_kernels_and_their_bindings():
     (piece,) = _pieces(Attention(bias=False).half(), [torch.randn(64, 64, dtype=torch.half)])
-    entry = compile_entry(str(graph_function(piece, names=False)))
+    entry = compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
     assert set(entry["ptx_by_module"]) >= {f"{s}_module" for s in
                                            ("qkv", "scores", "softmax", "context", "out")}
     assert "wgmma.mma_async" in entry["ptx_by_module"]["scores_module"]
@@ -112,11 +116,11 @@ def test_scaled_attention_is_matched_with_its_scale(scaled, scale, tmp_path):
 def test_the_scale_reaches_the_softmax_kernel():
     model = _Scaled(lambda m, s: s / math.sqrt(m.width), width=64).half()
     (piece,) = _pieces(model, [torch.randn(64, 64, dtype=torch.half)])
-    entry = compile_entry(str(graph_function(piece, names=False)))
+    entry = compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
     assert "0f3E000000" in entry["ptx_by_module"]["softmax_module"]  # 0.125 as f32 bits
     (plain,) = _pieces(Attention().half(), [torch.randn(64, 64, dtype=torch.half)])
-    assert "0f3E000000" not in compile_entry(
-        str(graph_function(plain, names=False)))["ptx_by_module"]["softmax_module"]
+    assert "0f3E000000" not in compile_entry((str(graph_function(plain, names=False)),
+                                              STAGES_PASS))["ptx_by_module"]["softmax_module"]
 
 
 class _TensorScaled(Attention):

@@ -12,6 +12,7 @@ F = torch.nn.functional
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.frontend.torch.compiler import (  # noqa: E402
+    STAGES_PASS,
     UnsupportedError,
     compile_entry,
     fold_batch_norms,
@@ -102,7 +103,7 @@ def test_relayout_permutes_at_the_boundary():
 
 def test_compiled_conv_chain_has_two_kernels_and_the_halo():
     _, (piece,) = _pieces(ConvChain().half(), [torch.randn(2, 64, 16, 16, dtype=torch.half)])
-    entry = compile_entry(str(graph_function(piece, names=False)))
+    entry = compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
     assert {"conv1_module", "conv2_module"} <= set(entry["ptx_by_module"])
     assert "wgmma.mma_async" in entry["ptx_by_module"]["conv1_module"]
     assert "ld.acquire.gpu" in entry["ptx_by_module"]["conv2_module"]  # it waits for conv1

@@ -5,6 +5,7 @@ entry point. Skipped where torch is not installed."""
 from __future__ import annotations
 
 import io
+import math
 import time
 
 import pytest
@@ -14,7 +15,11 @@ torch = pytest.importorskip("torch")
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import EXAMPLES, LlamaMLP, example  # noqa: E402
 from tilesync.frontend.progress import Progress  # noqa: E402
-from tilesync.frontend.torch.compiler import UnsupportedError, compile_entry  # noqa: E402
+from tilesync.frontend.torch.compiler import (  # noqa: E402
+    STAGES_PASS,
+    UnsupportedError,
+    compile_entry,
+)
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 
 
@@ -123,13 +128,36 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
 def test_compiled_entry_has_ptx_and_bindings(rows, gate_up):
     model = LlamaMLP(128, 256).half()
     (piece,) = _pieces(model, [torch.randn(rows, 128, dtype=torch.half)])
-    entry = compile_entry(str(graph_function(piece)))
+    entry = compile_entry((str(graph_function(piece)), STAGES_PASS))
     assert {"gemm1_module", "gemm2_module"} <= set(entry["ptx_by_module"])
     assert "wgmma.mma_async" in entry["ptx_by_module"]["gemm1_module"]
     assert ".target sm_90a" in entry["ptx_by_module"]["gemm2_module"]
     assert "tilesync_next_epoch" in entry["kernels"]  # the epoch lives on the device
     assert gate_up in entry["host"] and "pdl = true" in entry["host"]
     assert entry["temps"] == [(rows, 256)]
+
+
+def test_an_mlp_on_the_tma_gemms_also_compiles_persistent():
+    """Where it runs on a GPU, an MLP on the TMA GEMMs (64 rows and more) is compiled to both
+    MLP_FORMS, and the faster measured runs: the second has the GEMMs as persistent grids in
+    stream order, without the cuSync passes (no dependency, no epoch kernel, no PDL)."""
+    from tilesync.frontend.torch import compiler
+    from tilesync.kernels.mlp import persistent_spec
+
+    model = LlamaMLP(128, 256).half()
+    for rows, forms in ((32, (compiler.STAGES_PASS,)), (64, compiler.MLP_FORMS)):
+        (piece,) = _pieces(model, [torch.randn(rows, 128, dtype=torch.half)])
+        assert compiler.mlp_forms(compiler.plan(graph_function(piece))) == forms
+    entry = compile_entry((str(graph_function(piece)), compiler.MLP_FORMS[1]))
+    assert "sync.dependency" not in entry["host"] and "pdl" not in entry["host"]
+    assert "tilesync_next_epoch" not in entry["kernels"]
+    assert entry["kernels"]["gemm1"].user_params == ("tmap",) * 3
+    # each GEMM's persistent grid: a block a tile here, fewer tiles than SMs
+    spec = persistent_spec(compiler.plan(graph_function(piece)))
+    for cfg in (spec.cfg1, spec.cfg2):
+        assert cfg.grid[0] == math.prod(cfg.tile_grid) < 132
+        assert f"grid = array<i64: {cfg.grid[0]}, 1>" in entry["host"]
+    assert entry["temps"] == [(64, 256)]
 
 
 def test_second_compile_comes_from_the_disk_cache(tmp_path, monkeypatch):

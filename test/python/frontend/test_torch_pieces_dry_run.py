@@ -16,6 +16,7 @@ from tilesync.contract import NEXT_EPOCH_KERNEL, SM_90  # noqa: E402
 from tilesync.dialects import graph, sync  # noqa: E402
 from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch.compiler import (  # noqa: E402
+    STAGES_PASS,
     compile_entry,
     fold_batch_norms,
     record_values,
@@ -28,7 +29,7 @@ def _entry(model, x):
     gm = fold_batch_norms(torch.fx.symbolic_trace(model.eval()))
     record_values(gm, [x])
     (piece,) = find_pieces(gm)
-    return compile_entry(str(graph_function(piece, names=False)))
+    return compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
 
 
 def _nvjitlink():

@@ -358,15 +358,17 @@ def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
     monkeypatch.delenv("TILESYNC_TUNE", raising=False)
     options = compiler.Options.make(cache_dir=tmp_path)
     assert not options.tune and compiler.stack_passes(options) == compiler.STACK_PASSES[:1]
-    entries, cached = compiler.cached_entry("graph text", options, stack=True)
+    entries, cached = compiler.cached_entry("graph text", options, True,
+                                            compiler.stack_passes(options))
     assert jobs == [compiler.STACK_PASSES[0]] and not cached
     assert [e["pass"] for e in entries] == jobs
     monkeypatch.setenv("TILESYNC_TUNE", "1")
     tuned = compiler.Options.make(cache_dir=tmp_path)
     assert tuned.tune and compiler.stack_passes(tuned) == compiler.STACK_PASSES
-    entries, cached = compiler.cached_entry("graph text", tuned, stack=True)
+    entries, cached = compiler.cached_entry("graph text", tuned, True,
+                                            compiler.stack_passes(tuned))
     # the ILP's allotment from the cache, the even one compiled (here: one worker at a time)
     assert jobs == list(compiler.STACK_PASSES) and not cached
     assert [e["pass"] for e in entries] == list(compiler.STACK_PASSES)
-    assert compiler.cached_entry("graph text", tuned, stack=True)[1]
+    assert compiler.cached_entry("graph text", tuned, True, compiler.stack_passes(tuned))[1]
     assert not compiler.Options.make(cache_dir=tmp_path, tune=False).tune
