@@ -65,6 +65,26 @@ def test_auto_mode_runs_ours_only_where_measured_faster(name, tmp_path):
         assert _rel(compiled(*inputs), model(*inputs)) < TOL
 
 
+@pytest.mark.parametrize("form", compiler.MLP_FORMS)
+def test_each_form_of_an_mlp_matches_eager_and_replays(form, tmp_path, graph_replays,
+                                                       monkeypatch):
+    """Each of MLP_FORMS alone (the tuning's choice taken out of the way), forced: LlamaMLP on
+    1024 rows (the TMA GEMMs) matches eager, and again on fresh inputs and from CUDA graph
+    replays (no memset between runs: the persistent form has no semaphores to reset)."""
+    monkeypatch.setattr(compiler, "mlp_forms", lambda spec: (form,))
+    model, inputs = example("llama_mlp", "cuda", rows=1024)
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (piece,) = compiled.report.pieces
+    assert piece.choice == "tilesync" and not piece.variants
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), model(*inputs)) < TOL
+        fresh = [torch.randn_like(t) for t in inputs]
+        for source, replayed in zip((fresh, inputs, fresh),
+                                    graph_replays(compiled, inputs, (fresh, inputs, fresh)),
+                                    strict=True):
+            assert _rel(replayed, model(*source)) < TOL
+
+
 @pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
 def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, monkeypatch):
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
