@@ -118,6 +118,11 @@ def _bench(args: argparse.Namespace) -> int:
 
             result = conv.conv_benchmarks(warmup=args.warmup, reps=args.reps)
             table = conv.conv_table(result)
+        elif name == "attention":
+            from tilesync.bench import attention
+
+            result = attention.attention_benchmarks(warmup=args.warmup, reps=args.reps)
+            table = attention.attention_table(result)
         elif name == "torch":
             from tilesync.bench import torch_models
 
@@ -146,8 +151,8 @@ def _bench(args: argparse.Namespace) -> int:
         result["device"] = device
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
-        stem = name if name in ("kernels", "mlp", "conv", "torch", "dataflow", "dataflow-mlp") \
-            else f"spine-{name}"
+        stem = name if name in ("kernels", "mlp", "conv", "attention", "torch", "dataflow",
+                                "dataflow-mlp") else f"spine-{name}"
         if name == "torch" and args.rows:
             stem = "torch-rows"
         programs = None
@@ -168,6 +173,10 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench.conv import conv_plot
 
             png = conv_plot(result, out, stem)
+        elif name == "attention":
+            from tilesync.bench.attention import attention_plot
+
+            png = attention_plot(result, out, stem)
         elif name == "torch":
             from tilesync.bench.torch_models import torch_plot
 
@@ -229,8 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
-                   choices=("copy", "waves", "stages", "kernels", "mlp", "conv", "torch",
-                            "dataflow", "dataflow-mlp", "all"),
+                   choices=("copy", "waves", "stages", "kernels", "mlp", "conv", "attention",
+                            "torch", "dataflow", "dataflow-mlp", "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,

@@ -1,0 +1,412 @@
+"""`tilesync bench attention`: self-attention over one sequence as cuSync's chain of kernels,
+synchronized tile by tile, against stream sync of the same kernels and against torch.
+
+    attention_benchmarks(shapes=SHAPES, warmup=5, reps=30) -> dict   (the CLI adds "device")
+    attention_table(result) -> str;  attention_plot(result, out_dir) -> PNG path or None
+
+Per shape (tokens T, width C) the program is the one graph-to-stages builds for the torch front
+end from `y = linear(softmax(q · kᵀ · C^-1/2) · v, w_out)` with `q, k, v = split(linear(x,
+w_qkv))` (transforms/graph/graph_to_stages.py: match_attention, attention_configs,
+attention_stage_module): five kernels, QKV = x · w_qkvᵀ (wgmma), S = q · kᵀ (wgmma, q and k
+read in place as column slices of QKV), P = softmax(S · scale) (a row per block), O = P · v
+(mma.sync, v in place) and y = O · w_outᵀ, with a dependency per operand a kernel reads from
+another. The pattern is one head whose width is the model's: C = 128 is one head of GPT-3 or
+LLaMA, T = 512-4096 a prefill. The modes are bench/mlp.py's, with the same passes:
+
+* stream_sync     the five kernels on one stream, no PDL: the same kernels, bulk-synchronous;
+* row+pdl         the generated policies and programmatic dependent launch;
+* tile+pdl        TileSync (one semaphore per producer tile), PDL;
+* row+wait_kernel cuSync's wait-kernels instead of PDL (each kernel on its stream);
+
+and torch: the chain as written (linear, split, matmul, softmax, matmul, linear) eager and
+replayed from a CUDA graph (torch_eager, torch_graph: the library the front end's pattern
+replaces), and with torch's fused attention (scaled_dot_product_attention: flash attention on
+Hopper) between the two linears, eager and in a graph (torch_sdpa_eager, torch_sdpa_graph).
+sync-verify{sms=132} proves every program (its default limit, 2^20 tiles a stage, is far above
+the largest grid here).
+
+Every mode's y is checked against an fp32 reference computed by torch (‖y − ref‖ / ‖ref‖ <
+TOL, every element finite); the temporaries (QKV, S, P, O) and y are poisoned with NaN before
+the first run and y is checked again after the timed runs, which run back to back without a
+memset (each run a new epoch). The floor is the longer of the chain's flops at the measured
+peak rate and its bytes (x, the weights, every temporary written and read once, y) at the
+measured copy bandwidth.
+
+The mode cost model (analysis/mode_cost.py) does not cover these rows yet: its tile times
+share a measured run among the stages by flops, and the softmax stage has none to share by.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tilesync.bench import mlp
+from tilesync.bench.report import floor_ms as roofline_ms
+from tilesync.contract import target_for_device
+from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
+
+WIDTH = 128  # one head of GPT-3 or LLaMA
+SHAPES = tuple((tokens, WIDTH) for tokens in (512, 1024, 2048, 4096))
+GPU_TEST_SHAPES = ((256, 64),)
+"""test_attention_gpu.py's shape: small, so that CI compiles and proves its programs fast."""
+VERIFY_SMS = 132
+MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
+"""Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
+STAGES = ("qkv", "scores", "softmax", "context", "out")
+
+
+def shape_label(shape: tuple[int, int]) -> str:
+    return f"T={shape[0]} C={shape[1]}"
+
+
+def graph_text(shape: tuple[int, int]) -> str:
+    """The attention block as a graph-level function (what the torch front end emits)."""
+    t, c = shape
+    scale = c ** -0.5
+    x, w3, w, tt = (f"tensor<{t}x{c}xf16>", f"tensor<{3 * c}x{c}xf16>", f"tensor<{c}x{c}xf16>",
+                    f"tensor<{t}x{t}xf16>")
+    return "\n".join([
+        f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {x} {{",
+        f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> tensor<{t}x{3 * c}xf16>",
+        f"  %q, %k, %v = graph.split %qkv dim -1 : (tensor<{t}x{3 * c}xf16>) -> ({x}, {x}, {x})",
+        f"  %s = graph.linear %q, %k : ({x}, {x}) -> {tt}",
+        f"  %p = graph.softmax %s dim -1 scale {scale!r} : {tt}",
+        f"  %o = graph.matmul %p, %v : ({tt}, {x}) -> {x}",
+        f"  %y = graph.linear %o, %wo : ({x}, {w}) -> {x}",
+        f"  func.return %y : {x}",
+        "}",
+    ])
+
+
+def attention_spec(shape: tuple[int, int]):
+    """graph-to-stages' configs of the shape (AttentionSpec), or its diagnostic."""
+    from xdsl.dialects import func
+
+    from tilesync.api import parse
+    from tilesync.transforms.graph.graph_to_stages import attention_configs, match_attention
+
+    module = parse(graph_text(shape))
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return attention_configs(match_attention(fn))
+
+
+def stage_module(shape: tuple[int, int], mode: str):
+    """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
+    from tilesync.transforms.graph.graph_to_stages import attention_stage_module
+
+    module = attention_stage_module(attention_spec(shape), shape[1])
+    if mode == "stream_sync":
+        mlp.launch_on_one_stream(module)
+    return module
+
+
+def mode_passes(mode: str) -> list[str]:
+    return mlp.mode_passes(mode, VERIFY_SMS)
+
+
+def _job_key(job: tuple, target: str) -> str:
+    shape, mode, debug = job
+    return repr((attention_spec(shape), mode_passes(mode), target, debug, mlp.TIMEOUT_NS))
+
+
+def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
+    """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
+    shape, mode, debug = job
+    start = time.perf_counter()
+    spec = attention_spec(shape)
+    if spec.qkv.target is not None and target == "sm_90":
+        target = spec.qkv.target
+    entry = mlp.compile_stage_program(stage_module(shape, mode), mode_passes(mode), target,
+                                      debug)
+    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+
+
+def attention_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
+    """The compile cache of the attention programs; its key covers this file."""
+    return CompileCache(directory, "attention",
+                        sources=source_digest(extra=[__file__, mlp.__file__]))
+
+
+def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
+                 cache: CompileCache | None = None) -> dict[tuple, dict[str, Any]]:
+    """compile_job results per job ({"job", "error"} for one that fails), from `cache` where
+    it holds them, the others in a process pool (bench.mlp.compile_jobs)."""
+    return mlp.compile_jobs(jobs, target, processes, cache, compile_one=compile_job,
+                            key=_job_key)
+
+
+def flops(shape: tuple[int, int]) -> int:
+    """Multiply-adds x 2 of the two linears and the two products with the keys and values."""
+    t, c = shape
+    return 2 * t * c * 3 * c + 2 * t * t * c * 2 + 2 * t * c * c
+
+
+def floor_ms(shape: tuple[int, int], rates: dict[str, float]) -> float:
+    t, c = shape
+    elements = (t * c + 3 * c * c + c * c  # x and the weights
+                + 2 * (t * 3 * c + 2 * t * t + t * c)  # QKV, S, P, O written and read
+                + t * c)  # y
+    return roofline_ms(flops(shape), 2 * elements, rates)  # fp16
+
+
+class AttentionData(mlp.CheckedOutputs):
+    """x, w_qkv, w_out, the temporaries QKV, S, P, O, y (fp16) and the fp32 reference."""
+
+    def __init__(self, torch, shape: tuple[int, int], seed: int = 0):
+        self.torch = torch
+        t, c = shape
+        self.scale = c ** -0.5
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+
+        def rand(size, scale=1.0):
+            return (torch.randn(size, generator=gen, device="cuda", dtype=torch.float32)
+                    * scale).half()
+
+        self.x = rand((t, c))
+        self.w_qkv = rand((3 * c, c), c ** -0.5)  # q, k, v stay O(1)
+        self.w_out = rand((c, c), c ** -0.5)
+
+        def empty(*size):
+            return torch.empty(size, device="cuda", dtype=torch.float16)
+
+        self.qkv, self.s, self.p, self.o = empty(t, 3 * c), empty(t, t), empty(t, t), empty(t, c)
+        self.h, self.y = self.p, empty(t, c)
+        self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float())
+        self.ref_norm = float(self.ref.norm())
+        torch.cuda.synchronize()
+
+    def _chain(self, x, w_qkv, w_out):
+        F = self.torch.nn.functional
+        q, k, v = F.linear(x, w_qkv).chunk(3, dim=-1)
+        p = self.torch.softmax(q @ k.transpose(0, 1) * self.scale, dim=-1)
+        return F.linear(p @ v, w_out)
+
+    def poison(self) -> None:
+        for tensor in (self.qkv, self.s, self.p, self.o, self.y):
+            tensor.fill_(float("nan"))
+        self.torch.cuda.synchronize()
+
+    def kernel_args(self) -> dict[str, list]:
+        """Each stage's arguments (graph-to-stages' attention_bindings)."""
+        qkv, scores, softmax, context, out = STAGES
+        return {qkv: [self.x, self.w_qkv, self.qkv], scores: [self.qkv, self.qkv, self.s],
+                softmax: [self.s, self.p], context: [self.p, self.qkv, self.o],
+                out: [self.o, self.w_out, self.y]}
+
+    def torch_chain(self):
+        """The chain as written, in fp16: what the front end's pattern matches."""
+        return self._chain(self.x, self.w_qkv, self.w_out)
+
+    def torch_sdpa(self):
+        """The same with torch's fused attention between the two linears."""
+        F = self.torch.nn.functional
+        q, k, v = F.linear(self.x, self.w_qkv).chunk(3, dim=-1)
+        o = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=self.scale)[0]
+        return F.linear(o, self.w_out)
+
+
+def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
+             name: str) -> dict[str, Any]:
+    """One mode: sync-verify's verdicts checked, then mlp.time_program (poisoned first run,
+    timed runs as epochs, checked again)."""
+    from tilesync.bench.conv import verdicts
+
+    found = verdicts(entry["host"])
+    waiting = {d for d in STAGES if d != STAGES[0]}  # every stage but QKV reads another's
+    if not waiting <= set(found) or set(found.values()) != {"proved"}:
+        raise AssertionError(f"{name}: sync-verify did not prove the chain: {found}")
+    program = mlp.load_program(entry)
+    record = mlp.time_program(program, data.kernel_args(), data, warmup, reps, name)
+    record.update(policy=mlp._policy_of(entry["host"]), verified="proved", epochs=program.epoch)
+    return record
+
+
+def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
+                         processes: int | None = None,
+                         cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
+    """Time every mode of every shape; see the module docstring. Needs torch and a GPU."""
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
+    started = time.perf_counter()
+    device = get_device()
+    target = target_for_device(device.arch)
+    jobs = [(shape, mode, False) for shape in shapes for mode in modes]
+    t0 = time.perf_counter()
+    cache = attention_cache(cache_dir) if cache_dir else None
+    compiled = compile_jobs(jobs, target, processes, cache)
+    compile_seconds = time.perf_counter() - t0
+    cached = cache.hits if cache else 0
+    torch, why = mlp._torch_or_none()
+    if torch is None:
+        raise RuntimeError(f"the attention benchmark needs torch on the GPU: {why}")
+    rates = mlp.measured_rates(torch, warmup, reps)
+    result: dict[str, Any] = {
+        "experiment": "attention", "warmup": warmup, "reps": reps, "tolerance": mlp.TOL,
+        "modes": list(modes), "library": f"torch {torch.__version__}",
+        "sms": device.sm_count, "compile_seconds": compile_seconds,
+        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
+        "programs_cached": cached, "verify": f"sync-verify{{sms={VERIFY_SMS}}}: proved",
+        "timeout_ns": mlp.TIMEOUT_NS, "rates": rates, "rows": [],
+    }
+    lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
+    for shape in shapes:
+        row: dict[str, Any] = {"shape": shape_label(shape), "T": shape[0], "C": shape[1],
+                               "flops": flops(shape), "floor_ms": floor_ms(shape, rates),
+                               "modes": {}}
+        result["rows"].append(row)
+        if lost is not None:
+            row["skipped"] = lost
+            continue
+        data = AttentionData(torch, shape, seed=shape[0])
+        for mode in modes:
+            entry = compiled[(shape, mode, False)]
+            if "error" in entry:
+                row["modes"][mode] = {"error": entry["error"][:2000]}
+                continue
+            try:
+                row["modes"][mode] = run_mode(entry, data, warmup, reps,
+                                              f"{shape_label(shape)} {mode}")
+            except Exception as exc:  # a wrong result: report, go on
+                row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+                if mlp._context_lost(exc, TilesyncRuntimeError):
+                    lost = f"skipped after a CUDA error in {shape_label(shape)} {mode}: {exc}"
+                    break
+        if lost is None:
+            for prefix, library in (("torch", data.torch_chain), ("torch_sdpa", data.torch_sdpa)):
+                try:
+                    timed = mlp.run_torch(data, warmup, reps, library=library)
+                    row["modes"].update({name.replace("torch", prefix, 1): record
+                                         for name, record in timed.items()})
+                except Exception as exc:
+                    row["modes"][f"{prefix}_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+        del data
+        torch.cuda.empty_cache()
+        row["speedup"] = mlp.speedups(row["modes"])
+    if lost is not None:
+        result["lost"] = lost
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _library_ms(row: dict[str, Any], mode: str = "torch_graph") -> float | None:
+    return row["modes"].get(mode, {}).get("median_ms")
+
+
+def attention_table(result: dict[str, Any]) -> str:
+    rates = result["rates"]
+    lines = [
+        f"self-attention, one head (x T x C -> QKV -> q kT -> softmax -> P v -> out; fp16) vs "
+        f"{result['library']}; {result['reps']} reps after {result['warmup']} warm-up; "
+        f"{result['sms']} SMs; {result['programs_compiled']} programs compiled in "
+        f"{result['compile_seconds']:.1f} s ({result['programs_cached']} cached); every "
+        f"program {result['verify']}",
+        "speedup = median of stream_sync (the same kernels) / the mode's; vs graph = torch's "
+        "chain as written replayed from a CUDA graph / the mode's; vs sdpa = the same with "
+        "scaled_dot_product_attention; /floor = median / floor (the longer of the flops at "
+        f"{rates['peak_tflops']:.0f} TFLOP/s and the bytes at {rates['copy_gbps']:.0f} GB/s, "
+        "this run)",
+        f"{'shape':<14} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
+        f"{'vs graph':>8} {'vs sdpa':>8} {'/floor':>7} {'rel err':>8}",
+    ]
+    for row in result["rows"]:
+        lines.append(f"{row['shape']:<14} floor {row['floor_ms']:.4f} ms")
+        if row.get("skipped"):
+            lines.append(f"{'':<14} SKIPPED: {row['skipped']}")
+        graph, sdpa = _library_ms(row), _library_ms(row, "torch_sdpa_graph")
+        for mode, r in row["modes"].items():
+            if "error" in r:
+                lines.append(f"{'':<14} {mode:<18} FAILED: {r['error']}")
+                continue
+            med = r["median_ms"]
+            sp = row["speedup"].get(mode)
+            spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
+            lines.append(
+                f"{'':<14} {mode:<18} {med:>10.4f} {spread:>17} "
+                + (f"{sp:>8.3f} " if sp else f"{'-':>8} ")
+                + (f"{graph / med:>8.3f} " if graph else f"{'-':>8} ")
+                + (f"{sdpa / med:>8.3f} " if sdpa else f"{'-':>8} ")
+                + f"{med / row['floor_ms']:>7.2f} {r['rel_error']:>8.1e}"
+                + (f"  {r['policy']}" if "policy" in r else ""))
+    if result.get("lost"):
+        lines.append(f"STOPPED: {result['lost']}")
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def attention_plot(result: dict[str, Any], out_dir, name: str = "attention"):
+    """A PNG: per shape, each mode's speedup over torch's chain replayed from a CUDA graph
+    (p10-p90 as error bars); None where matplotlib is missing."""
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    rows = [r for r in result.get("rows", []) if _library_ms(r)]
+    modes = [m for m in (*result.get("modes", MODES), "torch_eager", "torch_sdpa_graph")
+             if any("median_ms" in r["modes"].get(m, {}) for r in rows)]
+    if not rows or not modes:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.6), 4.2))
+
+    def vs_graph(row, mode):
+        rec = row["modes"].get(mode, {})
+        return (_library_ms(row) / rec["median_ms"], rec) if "median_ms" in rec else None
+
+    speedup_bars(ax, rows, modes, vs_graph)
+    ax.set_xticks(range(len(rows)), [r["shape"] for r in rows], fontsize=8)
+    ax.set_ylabel("torch chain (CUDA graph) time / mode time")
+    ax.set_title(f"self-attention as synchronized stages on {result['device']['name']}")
+    ax.legend(fontsize=7, ncol=2)
+    return save_figure(plt, fig, result, out_dir, name)
+
+
+def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
+               debug: bool = False) -> dict[str, Any]:
+    """Fill the cache without a GPU: `python -m tilesync.bench.attention --precompile`."""
+    jobs = [(s, m, debug) for s in shapes for m in MODES]
+    t0 = time.perf_counter()
+    cache = attention_cache()
+    out = compile_jobs(jobs, target, processes, cache)
+    failed = {job: e["error"] for job, e in out.items() if "error" in e}
+    return {"programs": len(out), "compiled": len(out) - cache.hits, "failed": failed,
+            "seconds": time.perf_counter() - t0}
+
+
+def main(argv=None) -> int:
+    """`python -m tilesync.bench.attention --precompile`: fill the compile cache (no GPU)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.attention")
+    parser.add_argument("--precompile", action="store_true", required=True)
+    parser.parse_args(argv)
+    print(precompile())
+    print(precompile(GPU_TEST_SHAPES, debug=True))  # test_attention_gpu.py's programs
+    return 0
+
+
+__all__ = [
+    "GPU_TEST_SHAPES",
+    "MODES",
+    "SHAPES",
+    "AttentionData",
+    "attention_benchmarks",
+    "attention_cache",
+    "attention_plot",
+    "attention_spec",
+    "attention_table",
+    "compile_job",
+    "compile_jobs",
+    "floor_ms",
+    "flops",
+    "graph_text",
+    "precompile",
+    "stage_module",
+]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
