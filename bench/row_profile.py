@@ -1,6 +1,7 @@
 """Why a bench row is below its goal, measured: the device time of every kernel of our
 stream-synchronized program and of the library's path replayed from a CUDA graph, per call,
-from CUPTI (torch.profiler), for the rows of bench mlp and bench conv that miss their goals.
+from CUPTI (torch.profiler), for the rows of bench mlp, conv and attention that miss their
+goals.
 
     python -m tilesync.bench.row_profile [--json PATH]
 
@@ -16,12 +17,13 @@ from typing import Any
 
 # (bench, key) rows below a goal in the runs of record (bench/results, 1332e46): conv chains
 # below cuDNN at batch <= 8 or below 1.10x over stream sync; MLPs below cuBLAS or above 1.15x
-# the floor
+# the floor; attention (68b9004) below torch
 ROWS: tuple[tuple[str, tuple], ...] = (
     ("conv", (1, 56, 256)), ("conv", (8, 56, 128)), ("conv", (8, 56, 256)),
     ("conv", (32, 56, 128)),
     ("mlp", ("gpt3", 1024)), ("mlp", ("gpt3", 2048)), ("mlp", ("llama", 64)),
     ("mlp", ("llama", 256)),
+    ("attention", (512, 128)), ("attention", (4096, 128)),  # below torch (bench attention)
 )
 MLP_MODE = "tma:stream_sync"
 
@@ -59,12 +61,17 @@ def _graph(torch, fn: Callable[[], Any]):
 
 def profile_row(torch, bench: str, key: tuple) -> dict[str, Any]:
     """Our stream-sync program's kernels and the library's, for one row."""
-    from tilesync.bench import conv, mlp
+    from tilesync.bench import attention, conv, mlp
 
     if bench == "conv":
         job = (key, "stream_sync", False)
         entry = conv.compile_jobs([job], cache=conv.conv_cache())[job]
         data = conv.ChainData(torch, conv.chain_spec(key), seed=1)
+        args, library = data.kernel_args(), data.torch_chain
+    elif bench == "attention":
+        job = (key, "stream_sync", False)
+        entry = attention.compile_jobs([job], cache=attention.attention_cache())[job]
+        data = attention.AttentionData(torch, key, seed=1)
         args, library = data.kernel_args(), data.torch_chain
     else:
         job = (*key, MLP_MODE, False)
