@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench import mlp
+from tilesync.bench import mlp, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
@@ -210,18 +210,8 @@ class AttentionData(mlp.CheckedOutputs):
 
 def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
              name: str) -> dict[str, Any]:
-    """One mode: sync-verify's verdicts checked, then mlp.time_program (poisoned first run,
-    timed runs as epochs, checked again)."""
-    from tilesync.bench.conv import verdicts
-
-    found = verdicts(entry["host"])
-    waiting = {d for d in STAGES if d != STAGES[0]}  # every stage but QKV reads another's
-    if not waiting <= set(found) or set(found.values()) != {"proved"}:
-        raise AssertionError(f"{name}: sync-verify did not prove the chain: {found}")
-    program = mlp.load_program(entry)
-    record = mlp.time_program(program, data.kernel_args(), data, warmup, reps, name)
-    record.update(policy=mlp._policy_of(entry["host"]), verified="proved", epochs=program.epoch)
-    return record
+    """One mode: the five stages proved, then timed (stage_bench.run_proved)."""
+    return stage_bench.run_proved(entry, data, data.kernel_args(), warmup, reps, name, STAGES)
 
 
 def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -229,7 +219,6 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
                          cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
     """Time every mode of every shape; see the module docstring. Needs torch and a GPU."""
     from tilesync.runtime.device import get_device
-    from tilesync.runtime.errors import TilesyncRuntimeError
 
     started = time.perf_counter()
     device = get_device()
@@ -262,27 +251,13 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
             row["skipped"] = lost
             continue
         data = AttentionData(torch, shape, seed=shape[0])
-        for mode in modes:
-            entry = compiled[(shape, mode, False)]
-            if "error" in entry:
-                row["modes"][mode] = {"error": entry["error"][:2000]}
-                continue
-            try:
-                row["modes"][mode] = run_mode(entry, data, warmup, reps,
-                                              f"{shape_label(shape)} {mode}")
-            except Exception as exc:  # a wrong result: report, go on
-                row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
-                if mlp._context_lost(exc, TilesyncRuntimeError):
-                    lost = f"skipped after a CUDA error in {shape_label(shape)} {mode}: {exc}"
-                    break
+        lost = stage_bench.time_modes(
+            row, list(modes), {m: compiled[(shape, m, False)] for m in modes},
+            lambda entry, name, data=data: run_mode(entry, data, warmup, reps, name),
+            shape_label(shape))
         if lost is None:
-            for prefix, library in (("torch", data.torch_chain), ("torch_sdpa", data.torch_sdpa)):
-                try:
-                    timed = mlp.run_torch(data, warmup, reps, library=library)
-                    row["modes"].update({name.replace("torch", prefix, 1): record
-                                         for name, record in timed.items()})
-                except Exception as exc:
-                    row["modes"][f"{prefix}_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+            stage_bench.time_libraries(row, data, warmup, reps, {
+                "torch": data.torch_chain, "torch_sdpa": data.torch_sdpa})
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
@@ -290,10 +265,6 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
     return result
-
-
-def _library_ms(row: dict[str, Any], mode: str = "torch_graph") -> float | None:
-    return row["modes"].get(mode, {}).get("median_ms")
 
 
 def attention_table(result: dict[str, Any]) -> str:
@@ -310,27 +281,13 @@ def attention_table(result: dict[str, Any]) -> str:
         f"{rates['peak_tflops']:.0f} TFLOP/s and the bytes at {rates['copy_gbps']:.0f} GB/s, "
         "this run)",
         f"{'shape':<14} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
-        f"{'vs graph':>8} {'vs sdpa':>8} {'/floor':>7} {'rel err':>8}",
+        f"{'vs graph':>8} {'vs sdpa':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
     ]
     for row in result["rows"]:
         lines.append(f"{row['shape']:<14} floor {row['floor_ms']:.4f} ms")
         if row.get("skipped"):
             lines.append(f"{'':<14} SKIPPED: {row['skipped']}")
-        graph, sdpa = _library_ms(row), _library_ms(row, "torch_sdpa_graph")
-        for mode, r in row["modes"].items():
-            if "error" in r:
-                lines.append(f"{'':<14} {mode:<18} FAILED: {r['error']}")
-                continue
-            med = r["median_ms"]
-            sp = row["speedup"].get(mode)
-            spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
-            lines.append(
-                f"{'':<14} {mode:<18} {med:>10.4f} {spread:>17} "
-                + (f"{sp:>8.3f} " if sp else f"{'-':>8} ")
-                + (f"{graph / med:>8.3f} " if graph else f"{'-':>8} ")
-                + (f"{sdpa / med:>8.3f} " if sdpa else f"{'-':>8} ")
-                + f"{med / row['floor_ms']:>7.2f} {r['rel_error']:>8.1e}"
-                + (f"  {r['policy']}" if "policy" in r else ""))
+        lines.extend(stage_bench.mode_lines(row, 14, ["torch_graph", "torch_sdpa_graph"]))
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
     lines.append(f"total {result['seconds']:.0f} s")
@@ -340,52 +297,23 @@ def attention_table(result: dict[str, Any]) -> str:
 def attention_plot(result: dict[str, Any], out_dir, name: str = "attention"):
     """A PNG: per shape, each mode's speedup over torch's chain replayed from a CUDA graph
     (p10-p90 as error bars); None where matplotlib is missing."""
-    from tilesync.bench.report import pyplot, save_figure, speedup_bars
-
-    plt = pyplot()
-    if plt is None:
-        return None
-    rows = [r for r in result.get("rows", []) if _library_ms(r)]
-    modes = [m for m in (*result.get("modes", MODES), "torch_eager", "torch_sdpa_graph")
-             if any("median_ms" in r["modes"].get(m, {}) for r in rows)]
-    if not rows or not modes:
-        return None
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.6), 4.2))
-
-    def vs_graph(row, mode):
-        rec = row["modes"].get(mode, {})
-        return (_library_ms(row) / rec["median_ms"], rec) if "median_ms" in rec else None
-
-    speedup_bars(ax, rows, modes, vs_graph)
-    ax.set_xticks(range(len(rows)), [r["shape"] for r in rows], fontsize=8)
-    ax.set_ylabel("torch chain (CUDA graph) time / mode time")
-    ax.set_title(f"self-attention as synchronized stages on {result['device']['name']}")
-    ax.legend(fontsize=7, ncol=2)
-    return save_figure(plt, fig, result, out_dir, name)
+    return stage_bench.library_plot(
+        result, out_dir, name, [*result.get("modes", MODES), "torch_eager", "torch_sdpa_graph"],
+        lambda row: row["shape"], "torch chain (CUDA graph) time / mode time",
+        "self-attention as synchronized stages")
 
 
 def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
                debug: bool = False) -> dict[str, Any]:
     """Fill the cache without a GPU: `python -m tilesync.bench.attention --precompile`."""
     jobs = [(s, m, debug) for s in shapes for m in MODES]
-    t0 = time.perf_counter()
-    cache = attention_cache()
-    out = compile_jobs(jobs, target, processes, cache)
-    failed = {job: e["error"] for job, e in out.items() if "error" in e}
-    return {"programs": len(out), "compiled": len(out) - cache.hits, "failed": failed,
-            "seconds": time.perf_counter() - t0}
+    return stage_bench.precompile(jobs, compile_jobs, attention_cache(), target, processes)
 
 
 def main(argv=None) -> int:
     """`python -m tilesync.bench.attention --precompile`: fill the compile cache (no GPU)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.attention")
-    parser.add_argument("--precompile", action="store_true", required=True)
-    parser.parse_args(argv)
-    print(precompile())
-    print(precompile(GPU_TEST_SHAPES, debug=True))  # test_attention_gpu.py's programs
-    return 0
+    return stage_bench.precompile_main("python -m tilesync.bench.attention", precompile,
+                                       GPU_TEST_SHAPES, argv)
 
 
 __all__ = [

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench import mlp, mode_choice
+from tilesync.bench import mlp, mode_choice, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
@@ -177,15 +177,7 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
                             key=_job_key)
 
 
-def verdicts(host: str) -> dict[str, str]:
-    """sync-verify's verdict per stage of a compiled host plan."""
-    from tilesync.api import parse
-    from tilesync.contract import VERIFIED_ATTR
-    from tilesync.dialects import sync
-
-    return {op.sym_name.data: op.attributes[VERIFIED_ATTR].data  # type: ignore[attr-defined]
-            for op in parse(host).ops if isinstance(op, sync.StageOp)
-            and VERIFIED_ATTR in op.attributes}
+verdicts = stage_bench.verdicts
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,15 +245,9 @@ class ChainData(mlp.CheckedOutputs):
 
 def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
              name: str) -> dict[str, Any]:
-    """One mode: its verdicts checked, then mlp.time_program (poisoned first run, timed runs
-    as epochs, checked again)."""
-    found = verdicts(entry["host"])
-    if set(found.values()) != {"proved"} or set(found) != {"conv1", "conv2"}:
-        raise AssertionError(f"{name}: sync-verify did not prove both stages: {found}")
-    program = mlp.load_program(entry)
-    record = mlp.time_program(program, data.kernel_args(), data, warmup, reps, name)
-    record.update(policy=mlp._policy_of(entry["host"]), verified="proved", epochs=program.epoch)
-    return record
+    """One mode: both stages proved, then timed (stage_bench.run_proved)."""
+    return stage_bench.run_proved(entry, data, data.kernel_args(), warmup, reps, name,
+                                  ("conv1", "conv2"))
 
 
 def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -269,7 +255,6 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
                     cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
     """Time every mode of every shape; see the module docstring. Needs torch and a GPU."""
     from tilesync.runtime.device import get_device
-    from tilesync.runtime.errors import TilesyncRuntimeError
 
     started = time.perf_counter()
     device = get_device()
@@ -318,24 +303,13 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         except Exception as exc:
             row["skipped"] = f"{type(exc).__name__}: {exc}"
             continue
-        for mode in modes_for(shape, modes):
-            entry = compiled[(shape, mode, False)]
-            if "error" in entry:
-                row["modes"][mode] = {"error": entry["error"][:2000]}
-                continue
-            try:
-                row["modes"][mode] = run_mode(entry, data, warmup, reps,
-                                              f"{shape_label(shape)} {mode}")
-            except Exception as exc:  # a wrong result: report, go on
-                row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
-                if mlp._context_lost(exc, TilesyncRuntimeError):
-                    lost = f"skipped after a CUDA error in {shape_label(shape)} {mode}: {exc}"
-                    break
+        shape_modes = modes_for(shape, modes)
+        lost = stage_bench.time_modes(
+            row, shape_modes, {m: compiled[(shape, m, False)] for m in shape_modes},
+            lambda entry, name, data=data: run_mode(entry, data, warmup, reps, name),
+            shape_label(shape))
         if lost is None:
-            try:
-                row["modes"].update(mlp.run_torch(data, warmup, reps, library=data.torch_chain))
-            except Exception as exc:
-                row["modes"]["torch_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+            stage_bench.time_libraries(row, data, warmup, reps, {"torch": data.torch_chain})
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
@@ -346,10 +320,6 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
     return result
-
-
-def _graph_ms(row: dict[str, Any]) -> float | None:
-    return row["modes"].get("torch_graph", {}).get("median_ms")
 
 
 def conv_table(result: dict[str, Any]) -> str:
@@ -364,7 +334,7 @@ def conv_table(result: dict[str, Any]) -> str:
         f"floor (the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s, cuBLAS fp16 "
         f"{mlp.PEAK_SHAPE}^3, and x, w1, w2, h twice, y at {rates['copy_gbps']:.0f} GB/s, "
         "this run)",
-        f"{'shape':<20} {'mode':<16} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
+        f"{'shape':<20} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
         f"{'vs graph':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
     ]
     for row in result["rows"]:
@@ -374,20 +344,7 @@ def conv_table(result: dict[str, Any]) -> str:
         lines.append(f"{row['shape']:<20} {row['config']}; floor {row['floor_ms']:.4f} ms")
         if row.get("skipped"):
             lines.append(f"{'':<20} SKIPPED: {row['skipped']}")
-        graph = _graph_ms(row)
-        for mode, r in row["modes"].items():
-            if "error" in r:
-                lines.append(f"{'':<20} {mode:<16} FAILED: {r['error']}")
-                continue
-            med = r["median_ms"]
-            sp = row["speedup"].get(mode)
-            spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
-            lines.append(
-                f"{'':<20} {mode:<16} {med:>10.4f} {spread:>17} "
-                + (f"{sp:>8.3f} " if sp else f"{'-':>8} ")
-                + (f"{graph / med:>8.3f} " if graph else f"{'-':>8} ")
-                + f"{med / row['floor_ms']:>7.2f} {row['flops'] / (med * 1e-3) / 1e12:>8.1f} "
-                f"{r['rel_error']:>8.1e}" + (f"  {r['policy']}" if "policy" in r else ""))
+        lines.extend(stage_bench.mode_lines(row, 20, ["torch_graph"]))
         if (line := mode_choice.table_line(row, " " * 21)) is not None:
             lines.append(line)
     if result.get("lost"):
@@ -399,54 +356,23 @@ def conv_table(result: dict[str, Any]) -> str:
 def conv_plot(result: dict[str, Any], out_dir, name: str = "conv"):
     """A PNG: per shape, each mode's speedup over cuDNN replayed from a CUDA graph (p10-p90 of
     the mode as error bars); None where matplotlib is missing."""
-    from tilesync.bench.report import pyplot, save_figure, speedup_bars
-
-    plt = pyplot()
-    if plt is None:
-        return None
-    rows = [r for r in result.get("rows", []) if _graph_ms(r)]
-    modes = [m for m in (*result.get("modes", MODES), "torch_eager")
-             if any("median_ms" in r["modes"].get(m, {}) for r in rows)]
-    if not rows or not modes:
-        return None
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.2), 4.2))
-
-    def vs_graph(row, mode):
-        rec = row["modes"].get(mode, {})
-        return (_graph_ms(row) / rec["median_ms"], rec) if "median_ms" in rec else None
-
-    speedup_bars(ax, rows, modes, vs_graph)
-    ax.set_xticks(range(len(rows)), [r["shape"].replace(" ", "\n", 1) for r in rows],
-                  fontsize=8)
-    ax.set_ylabel("cuDNN (CUDA graph) time / mode time")
-    ax.set_title(f"conv3x3 -> ReLU -> conv3x3 as two synchronized stages on "
-                 f"{result['device']['name']}")
-    ax.legend(fontsize=7, ncol=2)
-    return save_figure(plt, fig, result, out_dir, name)
+    return stage_bench.library_plot(
+        result, out_dir, name, [*result.get("modes", MODES), "torch_eager"],
+        lambda row: row["shape"].replace(" ", "\n", 1), "cuDNN (CUDA graph) time / mode time",
+        "conv3x3 -> ReLU -> conv3x3 as two synchronized stages")
 
 
 def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
                debug: bool = False) -> dict[str, Any]:
     """Fill the cache without a GPU: `python -m tilesync.bench.conv --precompile`."""
     jobs = [(s, m, debug) for s in shapes if refusal(s) is None for m in modes_for(s)]
-    t0 = time.perf_counter()
-    cache = conv_cache()
-    out = compile_jobs(jobs, target, processes, cache)
-    failed = {job: e["error"] for job, e in out.items() if "error" in e}
-    return {"programs": len(out), "compiled": len(out) - cache.hits, "failed": failed,
-            "seconds": time.perf_counter() - t0}
+    return stage_bench.precompile(jobs, compile_jobs, conv_cache(), target, processes)
 
 
 def main(argv=None) -> int:
     """`python -m tilesync.bench.conv --precompile`: fill the compile cache (no GPU)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m tilesync.bench.conv")
-    parser.add_argument("--precompile", action="store_true", required=True)
-    parser.parse_args(argv)
-    print(precompile())
-    print(precompile(GPU_TEST_SHAPES, debug=True))  # test_conv_chain_gpu.py's programs
-    return 0
+    return stage_bench.precompile_main("python -m tilesync.bench.conv", precompile,
+                                       GPU_TEST_SHAPES, argv)
 
 
 __all__ = ["GPU_TEST_SHAPES", "MODES", "SHAPES", "ChainData", "chain_spec", "compile_job",

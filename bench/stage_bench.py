@@ -1,0 +1,152 @@
+"""What the benches of a chain of stage programs share (bench/conv.py, bench/attention.py): a
+mode run once its stages are proved, the modes of a shape timed one after another (a CUDA
+error ends the GPU work), the library's paths timed, a table line, a plot against the library
+and the cache's precompile. bench/mlp.py holds the runtime side they build on (compiling,
+time_program, run_torch, the measured rates)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from tilesync.bench import mlp
+
+
+def verdicts(host: str) -> dict[str, str]:
+    """sync-verify's verdict per stage of a compiled host plan."""
+    from tilesync.api import parse
+    from tilesync.contract import VERIFIED_ATTR
+    from tilesync.dialects import sync
+
+    return {op.sym_name.data: op.attributes[VERIFIED_ATTR].data  # type: ignore[attr-defined]
+            for op in parse(host).ops if isinstance(op, sync.StageOp)
+            and VERIFIED_ATTR in op.attributes}
+
+
+def run_proved(entry: dict[str, Any], data: Any, kernel_args: dict[str, list], warmup: int,
+               reps: int, name: str, stages: Collection[str]) -> dict[str, Any]:
+    """One mode: every stage of `stages` proved by sync-verify, then mlp.time_program
+    (poisoned first run, timed runs as epochs, checked again)."""
+    found = verdicts(entry["host"])
+    if set(found) != set(stages) or set(found.values()) != {"proved"}:
+        raise AssertionError(f"{name}: sync-verify did not prove every stage: {found}")
+    program = mlp.load_program(entry)
+    record = mlp.time_program(program, kernel_args, data, warmup, reps, name)
+    record.update(policy=mlp._policy_of(entry["host"]), verified="proved", epochs=program.epoch)
+    return record
+
+
+def time_modes(row: dict[str, Any], modes: list[str], entries: Mapping[str, dict[str, Any]],
+               run: Callable[[dict[str, Any], str], dict[str, Any]], label: str) -> str | None:
+    """Each mode's record (`run(entry, name)`) into row["modes"], a failure as its error; after
+    a CUDA error (the context is lost) the reason the later GPU work is skipped."""
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
+    for mode in modes:
+        entry = entries[mode]
+        if "error" in entry:
+            row["modes"][mode] = {"error": entry["error"][:2000]}
+            continue
+        try:
+            row["modes"][mode] = run(entry, f"{label} {mode}")
+        except Exception as exc:  # a wrong result: report, go on
+            row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
+            if mlp._context_lost(exc, TilesyncRuntimeError):
+                return f"skipped after a CUDA error in {label} {mode}: {exc}"
+    return None
+
+
+def time_libraries(row: dict[str, Any], data: Any, warmup: int, reps: int,
+                   libraries: Mapping[str, Callable[[], Any]]) -> None:
+    """Each library path eager and replayed from a CUDA graph (mlp.run_torch) into
+    row["modes"] as <prefix>_eager and <prefix>_graph."""
+    for prefix, library in libraries.items():
+        try:
+            timed = mlp.run_torch(data, warmup, reps, library=library)
+            row["modes"].update({name.replace("torch", prefix, 1): record
+                                 for name, record in timed.items()})
+        except Exception as exc:
+            row["modes"][f"{prefix}_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def library_ms(row: dict[str, Any], mode: str = "torch_graph") -> float | None:
+    return row["modes"].get(mode, {}).get("median_ms")
+
+
+def mode_lines(row: dict[str, Any], indent: int, references: list[str]) -> list[str]:
+    """A table line per mode of the row: median, p10-p90, speedup over stream sync, each of
+    `references`' median over the mode's, /floor, relative error and the policy."""
+    lines = []
+    against = [library_ms(row, ref) for ref in references]
+    for mode, r in row["modes"].items():
+        if "error" in r:
+            lines.append(f"{'':<{indent}} {mode:<18} FAILED: {r['error']}")
+            continue
+        med = r["median_ms"]
+        sp = row["speedup"].get(mode)
+        spread = f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}"
+        lines.append(
+            f"{'':<{indent}} {mode:<18} {med:>10.4f} {spread:>17} "
+            + (f"{sp:>8.3f} " if sp else f"{'-':>8} ")
+            + "".join(f"{ms / med:>8.3f} " if ms else f"{'-':>8} " for ms in against)
+            + f"{med / row['floor_ms']:>7.2f} {row['flops'] / (med * 1e-3) / 1e12:>8.1f} "
+            f"{r['rel_error']:>8.1e}" + (f"  {r['policy']}" if "policy" in r else ""))
+    return lines
+
+
+def library_plot(result: dict[str, Any], out_dir, name: str, modes: list[str],
+                 label: Callable[[dict[str, Any]], str], ylabel: str, title: str):
+    """A PNG: per row, each mode's speedup over the library replayed from a CUDA graph
+    (torch_graph; p10-p90 of the mode as error bars); None where matplotlib is missing."""
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    rows = [r for r in result.get("rows", []) if library_ms(r)]
+    modes = [m for m in modes if any("median_ms" in r["modes"].get(m, {}) for r in rows)]
+    if not rows or not modes:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.2), 4.2))
+
+    def vs_graph(row, mode):
+        rec = row["modes"].get(mode, {})
+        return (library_ms(row) / rec["median_ms"], rec) if "median_ms" in rec else None
+
+    speedup_bars(ax, rows, modes, vs_graph)
+    ax.set_xticks(range(len(rows)), [label(r) for r in rows], fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title} on {result['device']['name']}")
+    ax.legend(fontsize=7, ncol=2)
+    return save_figure(plt, fig, result, out_dir, name)
+
+
+def precompile(jobs: list[tuple], compile_jobs: Callable[..., dict[tuple, dict[str, Any]]],
+               cache: Any, target: str = "sm_90", processes: int | None = None
+               ) -> dict[str, Any]:
+    """Compile `jobs` into `cache` without a GPU; what failed and how long it took."""
+    t0 = time.perf_counter()
+    out = compile_jobs(jobs, target, processes, cache)
+    failed = {job: e["error"] for job, e in out.items() if "error" in e}
+    return {"programs": len(out), "compiled": len(out) - cache.hits, "failed": failed,
+            "seconds": time.perf_counter() - t0}
+
+
+def precompile_main(prog: str, precompile_all: Callable[..., dict[str, Any]],
+                    gpu_test_shapes: tuple, argv=None) -> int:
+    """`python -m <prog> --precompile`: the bench's programs and its GPU test's (debug)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--precompile", action="store_true", required=True)
+    parser.parse_args(argv)
+    print(precompile_all())
+    print(precompile_all(gpu_test_shapes, debug=True))
+    sys.stdout.flush()
+    return 0
+
+
+__all__ = ["library_ms", "library_plot", "mode_lines", "precompile", "precompile_main",
+           "run_proved", "time_libraries", "time_modes", "verdicts"]
