@@ -97,10 +97,7 @@ def stage_module(shape: tuple[int, int], mode: str):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
     from tilesync.transforms.graph.graph_to_stages import attention_stage_module
 
-    module = attention_stage_module(attention_spec(shape), shape[1])
-    if mode == "stream_sync":
-        mlp.launch_on_one_stream(module)
-    return module
+    return stage_bench.for_mode(attention_stage_module(attention_spec(shape), shape[1]), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
@@ -114,14 +111,9 @@ def _job_key(job: tuple, target: str) -> str:
 
 def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
-    shape, mode, debug = job
-    start = time.perf_counter()
-    spec = attention_spec(shape)
-    if spec.qkv.target is not None and target == "sm_90":
-        target = spec.qkv.target
-    entry = mlp.compile_stage_program(stage_module(shape, mode), mode_passes(mode), target,
-                                      debug)
-    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+    shape, mode, _ = job
+    return stage_bench.compile_mode(job, target, stage_module(shape, mode), mode_passes(mode),
+                                    attention_spec(shape).qkv.target)
 
 
 def attention_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
@@ -224,23 +216,10 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
     device = get_device()
     target = target_for_device(device.arch)
     jobs = [(shape, mode, False) for shape in shapes for mode in modes]
-    t0 = time.perf_counter()
-    cache = attention_cache(cache_dir) if cache_dir else None
-    compiled = compile_jobs(jobs, target, processes, cache)
-    compile_seconds = time.perf_counter() - t0
-    cached = cache.hits if cache else 0
-    torch, why = mlp._torch_or_none()
-    if torch is None:
-        raise RuntimeError(f"the attention benchmark needs torch on the GPU: {why}")
-    rates = mlp.measured_rates(torch, warmup, reps)
-    result: dict[str, Any] = {
-        "experiment": "attention", "warmup": warmup, "reps": reps, "tolerance": mlp.TOL,
-        "modes": list(modes), "library": f"torch {torch.__version__}",
-        "sms": device.sm_count, "compile_seconds": compile_seconds,
-        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
-        "programs_cached": cached, "verify": f"sync-verify{{sms={VERIFY_SMS}}}: proved",
-        "timeout_ns": mlp.TIMEOUT_NS, "rates": rates, "rows": [],
-    }
+    torch, compiled, result = stage_bench.start_run(
+        "attention", jobs, compile_jobs, attention_cache(cache_dir) if cache_dir else None,
+        target, processes, device.sm_count, warmup, reps, modes, VERIFY_SMS)
+    rates = result["rates"]
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
     for shape in shapes:
         row: dict[str, Any] = {"shape": shape_label(shape), "T": shape[0], "C": shape[1],

@@ -129,10 +129,7 @@ def stage_module(shape: tuple[int, int, int], mode: str):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_stage_module
 
-    module = conv_chain_stage_module(chain_spec(shape))
-    if mode == "stream_sync":
-        mlp.launch_on_one_stream(module)
-    return module
+    return stage_bench.for_mode(conv_chain_stage_module(chain_spec(shape)), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
@@ -153,14 +150,9 @@ def _job_key(job: tuple, target: str) -> str:
 
 def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
-    shape, mode, debug = job
-    start = time.perf_counter()
-    spec = chain_spec(shape)
-    if spec.conv1.target is not None and target == "sm_90":
-        target = spec.conv1.target
-    entry = mlp.compile_stage_program(stage_module(shape, mode), mode_passes(mode), target,
-                                      debug)
-    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+    shape, mode, _ = job
+    return stage_bench.compile_mode(job, target, stage_module(shape, mode), mode_passes(mode),
+                                    chain_spec(shape).conv1.target)
 
 
 def conv_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
@@ -262,25 +254,12 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
     refused = {shape: why for shape in shapes if (why := refusal(shape)) is not None}
     accepted = [shape for shape in shapes if shape not in refused]
     jobs = [(shape, mode, False) for shape in accepted for mode in modes_for(shape, modes)]
-    t0 = time.perf_counter()
-    cache = conv_cache(cache_dir) if cache_dir else None
-    compiled = compile_jobs(jobs, target, processes, cache)
-    compile_seconds = time.perf_counter() - t0
-    cached = cache.hits if cache else 0
-    torch, why = mlp._torch_or_none()
-    if torch is None:
-        raise RuntimeError(f"the conv benchmark needs torch on the GPU: {why}")
+    torch, compiled, result = stage_bench.start_run(
+        "conv", jobs, compile_jobs, conv_cache(cache_dir) if cache_dir else None, target,
+        processes, device.sm_count, warmup, reps, modes, VERIFY_SMS,
+        lambda torch: f"torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()})")
     torch.backends.cudnn.benchmark = True  # cuDNN picks its fastest algorithm per shape
-    rates = mlp.measured_rates(torch, warmup, reps)
-    result: dict[str, Any] = {
-        "experiment": "conv", "warmup": warmup, "reps": reps, "tolerance": mlp.TOL,
-        "modes": list(modes), "library": f"torch {torch.__version__} (cuDNN "
-                                         f"{torch.backends.cudnn.version()})",
-        "sms": device.sm_count, "compile_seconds": compile_seconds,
-        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
-        "programs_cached": cached, "verify": f"sync-verify{{sms={VERIFY_SMS}}}: proved",
-        "timeout_ns": mlp.TIMEOUT_NS, "rates": rates, "rows": [],
-    }
+    rates = result["rates"]
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
     for shape in shapes:
         batch, size, c = shape

@@ -14,6 +14,53 @@ from typing import Any
 from tilesync.bench import mlp
 
 
+def start_run(experiment: str, jobs: list[tuple], compile_jobs: Callable[..., Any],
+              cache: Any, target: str, processes: int | None, sms: int, warmup: int,
+              reps: int, modes: Collection[str], verify_sms: int,
+              library: Callable[[Any], str] = lambda torch: f"torch {torch.__version__}"
+              ) -> tuple[Any, dict[tuple, dict[str, Any]], dict[str, Any]]:
+    """(torch, the compiled jobs, the result's header): every job compiled first (a process
+    pool, or `cache`), before torch starts its threads; then the measured peak rate and copy
+    bandwidth (mlp.measured_rates). `library(torch)` names the library timed against."""
+    t0 = time.perf_counter()
+    compiled = compile_jobs(jobs, target, processes, cache)
+    compile_seconds = time.perf_counter() - t0
+    cached = cache.hits if cache else 0
+    torch, why = mlp._torch_or_none()
+    if torch is None:
+        raise RuntimeError(f"the {experiment} benchmark needs torch on the GPU: {why}")
+    result: dict[str, Any] = {
+        "experiment": experiment, "warmup": warmup, "reps": reps, "tolerance": mlp.TOL,
+        "modes": list(modes), "library": library(torch), "sms": sms,
+        "compile_seconds": compile_seconds,
+        "programs_compiled": sum("error" not in e for e in compiled.values()) - cached,
+        "programs_cached": cached, "verify": f"sync-verify{{sms={verify_sms}}}: proved",
+        "timeout_ns": mlp.TIMEOUT_NS, "rates": mlp.measured_rates(torch, warmup, reps),
+        "rows": [],
+    }
+    return torch, compiled, result
+
+
+def for_mode(module: Any, mode: str) -> Any:
+    """A chain's stage program as `mode` launches it before its passes: stream_sync on one
+    stream without PDL (mlp.launch_on_one_stream), the others as built."""
+    if mode == "stream_sync":
+        mlp.launch_on_one_stream(module)
+    return module
+
+
+def compile_mode(job: tuple, target: str, module: Any, passes: list[str],
+                 kernels_target: str | None) -> dict[str, Any]:
+    """A (shape, mode, debug) job's compile entry (mlp.compile_stage_program of `module` after
+    `passes`), for `kernels_target` where the kernels need more than the device's plain
+    target (wgmma: sm_90a where the device is sm_90)."""
+    start = time.perf_counter()
+    if kernels_target is not None and target == "sm_90":
+        target = kernels_target
+    entry = mlp.compile_stage_program(module, passes, target, job[2])
+    return {"job": job, **entry, "compile_seconds": time.perf_counter() - start}
+
+
 def verdicts(host: str) -> dict[str, str]:
     """sync-verify's verdict per stage of a compiled host plan."""
     from tilesync.api import parse
@@ -148,5 +195,17 @@ def precompile_main(prog: str, precompile_all: Callable[..., dict[str, Any]],
     return 0
 
 
-__all__ = ["library_ms", "library_plot", "mode_lines", "precompile", "precompile_main",
-           "run_proved", "time_libraries", "time_modes", "verdicts"]
+__all__ = [
+    "compile_mode",
+    "for_mode",
+    "library_ms",
+    "library_plot",
+    "mode_lines",
+    "precompile",
+    "precompile_main",
+    "run_proved",
+    "start_run",
+    "time_libraries",
+    "time_modes",
+    "verdicts",
+]
