@@ -50,9 +50,13 @@ from tilesync.contract import MODE_CHOICE_ATTR
 from tilesync.dialects.locations import OpDiagnostic
 
 TICKS_PER_MS = 10_000_000  # the simulator counts integer ticks: 0.1 ns each
-WIN_MARGIN = 0.98
+WIN_MARGIN = 0.99
 """Ours is chosen over the library only where predicted below this fraction of its measured
-time: nearer than that is the measurements' noise (the torch front end's margin, alike)."""
+time: nearer than that is the measurements' noise. 0.98 (the torch front end's margin, which
+compares two measurements) lost 1.3% (GPT-3 M = 1024) and 3.6% (conv 1x56x56x128) in the bench
+runs of 7af59f0 and 27d2f84, ours predicted 0.987 and 0.981 of the library there; with 0.99
+every row of those and of the 56faa2b and 1332e46 runs (57 rows) is within 0.54% of its best,
+as with no margin at all."""
 LIBRARY = "library"
 
 
