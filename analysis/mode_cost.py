@@ -218,13 +218,22 @@ class Choice:
     library_ms: float | None
     reason: str
 
+    @property
+    def fastest(self) -> str:
+        """The mode of ours predicted fastest (the one chosen unless the library is)."""
+        return _fastest(self.predicted_ms)
+
+
+def _fastest(predicted_ms: Mapping[str, float]) -> str:
+    return min(predicted_ms, key=lambda mode: (predicted_ms[mode], mode))
+
 
 def choose(predicted_ms: Mapping[str, float], library_ms: float | None = None) -> Choice:
     """The mode predicted fastest; the library where ours is not predicted below WIN_MARGIN
     of its measured time."""
     if not predicted_ms:
         raise ValueError("no mode to choose from")
-    best = min(predicted_ms, key=lambda mode: (predicted_ms[mode], mode))
+    best = _fastest(predicted_ms)
     ours = predicted_ms[best]
     if library_ms is not None and not ours < WIN_MARGIN * library_ms:
         reason = (f"{best} predicted {ours:.4f} ms, not below {WIN_MARGIN} of the library's "
@@ -299,21 +308,18 @@ def recorded(module: Operation) -> ChoiceRecord | None:
     def text(name: str) -> str:
         return field(name, StringAttr).data  # type: ignore[attr-defined]
 
+    def time(label: str, value: Attribute) -> float:
+        if not isinstance(value, FloatAttr) or not 0 <= value.value.data < math.inf:
+            raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{label}' must be a finite float, not "
+                               f"negative, got {value}", module)
+        return value.value.data
+
     def number(name: str) -> float:
-        value = field(name, FloatAttr).value.data  # type: ignore[attr-defined]
-        if not 0 <= value < math.inf:
-            raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}' must be finite, not negative, "
-                               f"got {value}", module)
-        return value
+        return time(name, field(name, FloatAttr))
 
     def numbers(name: str) -> dict[str, float]:
-        out = {}
-        for key, value in field(name, DictionaryAttr).data.items():  # type: ignore[attr-defined]
-            if not isinstance(value, FloatAttr) or not 0 <= value.value.data < math.inf:
-                raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: '{name}.{key}' must be a finite "
-                                   f"float, not negative, got {value}", module)
-            out[key] = value.value.data
-        return out
+        return {key: time(f"{name}.{key}", value)
+                for key, value in field(name, DictionaryAttr).data.items()}  # type: ignore
 
     costs = numbers("costs")
     missing = [f.name for f in fields(MechanismCosts) if f.name not in costs]

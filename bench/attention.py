@@ -47,6 +47,7 @@ from tilesync.bench import mlp, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
+from tilesync.transforms.graph.graph_to_stages import CONTEXT, OUT, QKV, SCORES, SOFTMAX
 
 WIDTH = 128  # one head of GPT-3 or LLaMA
 SHAPES = tuple((tokens, WIDTH) for tokens in (512, 1024, 2048, 4096))
@@ -55,7 +56,7 @@ GPU_TEST_SHAPES = ((256, 64),)
 VERIFY_SMS = 132
 MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
-STAGES = ("qkv", "scores", "softmax", "context", "out")
+STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
 
 
 def shape_label(shape: tuple[int, int]) -> str:
@@ -81,16 +82,22 @@ def graph_text(shape: tuple[int, int]) -> str:
     ])
 
 
-def attention_spec(shape: tuple[int, int]):
-    """graph-to-stages' configs of the shape (AttentionSpec), or its diagnostic."""
+def attention_match(shape: tuple[int, int]):
+    """graph-to-stages' match of the shape's graph function (AttentionMatch)."""
     from xdsl.dialects import func
 
     from tilesync.api import parse
-    from tilesync.transforms.graph.graph_to_stages import attention_configs, match_attention
+    from tilesync.transforms.graph.graph_to_stages import match_attention
 
     module = parse(graph_text(shape))
-    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    return attention_configs(match_attention(fn))
+    return match_attention(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+
+
+def attention_spec(shape: tuple[int, int]):
+    """graph-to-stages' configs of the shape (AttentionSpec), or its diagnostic."""
+    from tilesync.transforms.graph.graph_to_stages import attention_configs
+
+    return attention_configs(attention_match(shape))
 
 
 def stage_module(shape: tuple[int, int], mode: str):
@@ -165,7 +172,10 @@ class AttentionData(mlp.CheckedOutputs):
             return torch.empty(size, device="cuda", dtype=torch.float16)
 
         self.qkv, self.s, self.p, self.o = empty(t, 3 * c), empty(t, t), empty(t, t), empty(t, c)
-        self.h, self.y = self.p, empty(t, c)
+        self.y = empty(t, c)
+        from tilesync.transforms.graph.graph_to_stages import attention_bindings
+
+        self.binds = attention_bindings(attention_match(shape))
         self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float())
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
@@ -182,11 +192,12 @@ class AttentionData(mlp.CheckedOutputs):
         self.torch.cuda.synchronize()
 
     def kernel_args(self) -> dict[str, list]:
-        """Each stage's arguments (graph-to-stages' attention_bindings)."""
-        qkv, scores, softmax, context, out = STAGES
-        return {qkv: [self.x, self.w_qkv, self.qkv], scores: [self.qkv, self.qkv, self.s],
-                softmax: [self.s, self.p], context: [self.p, self.qkv, self.o],
-                out: [self.o, self.w_out, self.y]}
+        """Each stage's arguments, as graph-to-stages binds them (attention_bindings: the
+        function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y)."""
+        values = {"input": (self.x, self.w_qkv, self.w_out),
+                  "temp": (self.qkv, self.s, self.p, self.o), "result": (self.y,)}
+        return {stage: [values[b.kind.data][b.values[0]] for b in binds]
+                for stage, binds in self.binds.items()}
 
     def torch_chain(self):
         """The chain as written, in fp16: what the front end's pattern matches."""
@@ -302,6 +313,7 @@ __all__ = [
     "AttentionData",
     "attention_benchmarks",
     "attention_cache",
+    "attention_match",
     "attention_plot",
     "attention_spec",
     "attention_table",

@@ -20,7 +20,7 @@ import argparse
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,13 +101,14 @@ def _predicted(shapes: Mapping[str, mode_cost.ModeShape], measured: Mapping[str,
 def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                measured: Mapping[str, float], sms: int,
                costs: mode_cost.MechanismCosts,
-               predicted: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The model's choice for one row (from `predicted`, default `predictions`) and how it
-    did: `within` is the chosen mode's measured time over the best measured of ours and the
+               choice: mode_cost.Choice | None = None) -> dict[str, Any]:
+    """The model's choice for one row (`choice`, default from `predictions`) and how it did:
+    `within` is the chosen mode's measured time over the best measured of ours and the
     library's."""
-    if predicted is None:
-        predicted = predictions(bench, key, shapes, measured, sms, costs)
-    choice = mode_cost.choose(predicted, measured.get(LIBRARY_MODE))
+    if choice is None:
+        choice = mode_cost.choose(predictions(bench, key, shapes, measured, sms, costs),
+                                  measured.get(LIBRARY_MODE))
+    predicted = choice.predicted_ms
     chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode
     candidates = {m: t for m, t in measured.items() if m in predicted or m == LIBRARY_MODE}
     best = min(candidates, key=candidates.get)  # type: ignore[arg-type]
@@ -120,19 +121,18 @@ def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape]
 def recorded_program(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
                      measured: Mapping[str, float], sms: int,
                      costs: mode_cost.MechanismCosts, device_name: str | None,
-                     predicted: Mapping[str, float],
+                     choice: mode_cost.Choice,
                      tau_of: Mapping[str, Mapping[str, float]]) -> str:
-    """The host program of the mode predicted fastest, with the choice recorded on it
-    (`mode_cost.record`: `predicted` and the tile times `tau_of` it came from) and its stages'
-    blocks per SM (what the prediction read), as text."""
+    """The host program of `choice`'s mode predicted fastest, with the choice recorded on it
+    (`mode_cost.record`, with the tile times `tau_of` its predictions came from) and its
+    stages' blocks per SM (what the prediction read), as text."""
     from xdsl.dialects.builtin import IntegerAttr, i64
 
     from tilesync.api import parse
     from tilesync.contract import BLOCKS_PER_SM_ATTR
     from tilesync.dialects.sync import StageOp
 
-    choice = mode_cost.choose(predicted, measured.get(LIBRARY_MODE))
-    mode = min(predicted, key=lambda m: (predicted[m], m))
+    mode = choice.fastest
     base = mlp.baseline_mode(mode, measured)
     module = parse(entries[mode]["host"])
     blocks = stage_blocks_per_sm(_stage_configs(bench, key, mode), entries[mode]["resources"])
@@ -150,11 +150,12 @@ def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.M
                         ) -> dict[str, Any]:
     """`row_choice` with the costs it used and its `recorded_program` ("program")."""
     tau_of = baseline_tile_times(bench, key, shapes, measured, sms, costs)
-    predicted = _predicted(shapes, measured, sms, costs, tau_of)
-    return {**row_choice(bench, key, shapes, measured, sms, costs, predicted),
+    choice = mode_cost.choose(_predicted(shapes, measured, sms, costs, tau_of),
+                              measured.get(LIBRARY_MODE))
+    return {**row_choice(bench, key, shapes, measured, sms, costs, choice),
             "costs": asdict(costs),
             "program": recorded_program(bench, key, entries, measured, sms, costs, device_name,
-                                        predicted, tau_of)}
+                                        choice, tau_of)}
 
 
 def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
@@ -203,17 +204,22 @@ def write_programs(result: dict[str, Any], out_dir, stem: str) -> Path | None:
         choice = row.get("mode_choice") or {}
         if "program" not in choice:
             continue
-        path = directory / program_name(bench, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(choice["program"] + "\n", encoding="utf-8")
+        path = _write_program(directory, bench, key, choice["program"])
         choice["program"] = str(path.relative_to(out_dir))
         wrote = True
     return directory if wrote else None
 
 
+def _write_program(directory: Path, bench: str, key: tuple, text: str) -> Path:
+    path = directory / program_name(bench, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n", encoding="utf-8")
+    return path
+
+
 # --- fitting the mechanism costs -------------------------------------------------------------
 
-_COST_FIELDS = ("stream_gap_ms", "wait_kernel_ms", "wait_ms", "order_slowdown")
+_COST_FIELDS = tuple(field.name for field in fields(mode_cost.MechanismCosts))
 
 
 def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
@@ -318,22 +324,19 @@ def main(argv: list[str] | None = None) -> int:
             entries_of[(bench, key)] = entries, result["device"]["name"]
             shapes = mode_shapes(bench, key, entries)
             loaded.append((bench, key, shapes, measured, result.get("sms", 132)))
-    costs = mode_cost.costs_for(None)
-    if args.fit:
-        costs = fit(loaded)
-        print("fitted:", costs)
+    fitted = fit(loaded) if args.fit else None
+    if fitted is not None:
+        print("fitted:", fitted)
     worst = 0.0
     for bench, key, shapes, measured, sms in loaded:
         entries, device_name = entries_of[(bench, key)]
-        row = recorded_row_choice(bench, key, shapes, entries, measured, sms, costs,
-                                  device_name)
+        row = recorded_row_choice(bench, key, shapes, entries, measured, sms,
+                                  fitted or mode_cost.costs_for(device_name), device_name)
         worst = max(worst, row["within"])
         print(f"{bench} {key}: chose {row['chosen']} ({row['chosen_ms']:.4f} ms), best "
               f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f}")
         if args.programs:
-            path = Path(args.programs) / program_name(bench, key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(row["program"] + "\n", encoding="utf-8")
+            _write_program(Path(args.programs), bench, key, row["program"])
     print(f"worst: {worst:.3f}")
     return 0
 

@@ -47,31 +47,19 @@ def kernel_times(torch, run: Callable[[], Any], synchronize: Callable[[], Any],
     return out
 
 
-def _graph(torch, fn: Callable[[], Any]):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()  # warm-up outside the capture (cuDNN / cuBLAS choose their kernels)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
-
-
 def profile_row(torch, bench: str, key: tuple) -> dict[str, Any]:
     """Our stream-sync program's kernels and the library's, for one row."""
     from tilesync.bench import attention, conv, mlp
+    from tilesync.frontend.torch.cost import capture_graph
 
-    if bench == "conv":
+    if bench in ("conv", "attention"):
         job = (key, "stream_sync", False)
-        entry = conv.compile_jobs([job], cache=conv.conv_cache())[job]
-        data = conv.ChainData(torch, conv.chain_spec(key), seed=1)
-        args, library = data.kernel_args(), data.torch_chain
-    elif bench == "attention":
-        job = (key, "stream_sync", False)
-        entry = attention.compile_jobs([job], cache=attention.attention_cache())[job]
-        data = attention.AttentionData(torch, key, seed=1)
+        if bench == "conv":
+            entry = conv.compile_jobs([job], cache=conv.conv_cache())[job]
+            data = conv.ChainData(torch, conv.chain_spec(key), seed=1)
+        else:
+            entry = attention.compile_jobs([job], cache=attention.attention_cache())[job]
+            data = attention.AttentionData(torch, key, seed=1)
         args, library = data.kernel_args(), data.torch_chain
     else:
         job = (*key, MLP_MODE, False)
@@ -81,7 +69,7 @@ def profile_row(torch, bench: str, key: tuple) -> dict[str, Any]:
     if "error" in entry:
         return {"error": entry["error"][:500]}
     program = mlp.load_program(entry)
-    graph = _graph(torch, library)
+    graph, _ = capture_graph(library)  # its warm-up call lets cuBLAS / cuDNN pick kernels
     return {"ours": kernel_times(torch, lambda: program.run(args), program.synchronize),
             "library": kernel_times(torch, graph.replay, torch.cuda.synchronize)}
 

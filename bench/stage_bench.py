@@ -6,7 +6,6 @@ time_program, run_torch, the measured rates)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -191,7 +190,6 @@ def precompile_main(prog: str, precompile_all: Callable[..., dict[str, Any]],
     parser.parse_args(argv)
     print(precompile_all())
     print(precompile_all(gpu_test_shapes, debug=True))
-    sys.stdout.flush()
     return 0
 
 

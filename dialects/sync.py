@@ -157,11 +157,11 @@ def _interval(
     return -(2**63), 2**63 - 1
 
 
-# id(map) -> (map, its evaluator): found without hashing the expressions.
 Reader = Callable[[Sequence[int], Sequence[int]], "tuple[int, ...] | None"]
 """A dependency's `reader()`: (consumer tile, forall values) -> the producer tile read there,
 None where a clipped dependency falls outside the producer grid."""
 
+# id(map) -> (map, its evaluator): found without hashing the expressions.
 _EVALUATORS: dict[int, tuple[AffineMap, Callable[[Sequence[int]], tuple[int, ...]]]] = {}
 
 

@@ -260,8 +260,8 @@ def stack_passes(options: Options) -> tuple[str, ...]:
     return STACK_PASSES if options.tune else STACK_PASSES[:1]
 
 
-def cached_entry(graph_text: str, options: Options, stack: bool = False,
-                 forms: tuple[str, ...] = (STAGES_PASS,)) -> tuple[list[Any], bool]:
+def cached_entry(graph_text: str, options: Options, stack: bool,
+                 forms: tuple[str, ...]) -> tuple[list[Any], bool]:
     """(compiled entries, True if all came from the disk cache): one per form, each a pass of
     MLP_FORMS, or with `stack` of stack_passes(options); a stack's are compiled side by side in
     fresh interpreters where this machine has the cores (no fork of a process that holds

@@ -800,7 +800,7 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False
         spec = mlp_configs(match)
         if not persistent:
             module = mlp_stage_module(spec=spec)
-        elif match.rows < TMA_MIN_ROWS:
+        elif not spec.cfg1.warp_specialized:  # persistent_spec's condition
             raise diagnostic(PASS, match.anchor, f"persistent=true needs the TMA GEMMs, from "
                                                  f"{TMA_MIN_ROWS} rows; this MLP has "
                                                  f"{match.rows}")

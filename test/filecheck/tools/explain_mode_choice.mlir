@@ -1,5 +1,6 @@
 // RUN: tilesync explain %s | filecheck %s
 // RUN: sed -e 's/"tile+pdl" = 0.032/"tile+pdl" = 0.03/' %s | tilesync explain /dev/stdin | filecheck %s --check-prefix=CHANGED
+// RUN: sed -e 's/, c = 0.01 : f64//' %s | tilesync explain /dev/stdin | filecheck %s --check-prefix=NOTILE
 // RUN: sed -e 's/sms = 4 : i64, //' %s | not tilesync explain /dev/stdin 2>&1 | filecheck %s --check-prefix=BAD
 
 // The mode cost model's choice recorded on the program of the mode it predicts fastest (bench
@@ -24,6 +25,10 @@ builtin.module attributes {tilesync.mode_choice = {mode = "tile+pdl", chosen = "
 // CHECK-NEXT:   this program predicted again: 32 us = 32 us simulated (6 semaphore waits) + 0 us launches (0 stream-ordered, 0 wait-kernels); as recorded
 
 // CHANGED:    this program predicted again: 32 us = {{.*}}; NOT as recorded (recorded 30 us): the program or its record changed since
+
+// NOTILE:      tile times (from stream_sync, measured 43 us): @p 10 us
+// NOTILE-NEXT: mechanism costs:
+// NOTILE-NEXT: this program not predicted again: no tile time for @c
 
 // BAD: {{.*}}: error: tilesync.mode_choice: 'sms' is missing
 // BAD-NOT: Traceback

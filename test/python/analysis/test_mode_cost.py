@@ -144,7 +144,7 @@ def test_a_choice_recorded_on_a_program_reads_back_after_printing():
     (lambda d: d.update(costs=DictionaryAttr({"wait_ms": FloatAttr(0.1, f64)})),
      "'costs' lacks stream_gap_ms, wait_kernel_ms, order_slowdown"),
     (lambda d: d.update(library_ms=StringAttr("fast")), "'library_ms' must be a float"),
-    (lambda d: d.update(baseline_ms=FloatAttr(-1.0, f64)), "'baseline_ms' must be finite"),
+    (lambda d: d.update(baseline_ms=FloatAttr(-1.0, f64)), "'baseline_ms' must be a finite float"),
     (lambda d: d.update(tile_ms=DictionaryAttr({"p": FloatAttr(math.inf, f64)})),
      "'tile_ms.p' must be a finite float"),
 ])

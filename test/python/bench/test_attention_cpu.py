@@ -57,3 +57,16 @@ def test_one_mode_compiles_to_ptx_nvjitlink_accepts():
     assert entry["target"] == "sm_90a" and set(entry["ptx_by_module"]) == {
         f"{name}_module" for name in attention.STAGES}
     assert all(name in entry["resources"] for name in attention.STAGES)
+
+
+def test_each_stage_takes_the_tensors_graph_to_stages_binds():
+    from types import SimpleNamespace
+
+    from tilesync.transforms.graph.graph_to_stages import attention_bindings
+
+    data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", qkv="QKV", s="S", p="P",
+                           o="O", y="y", binds=attention_bindings(
+                               attention.attention_match(attention.GPU_TEST_SHAPES[0])))
+    assert attention.AttentionData.kernel_args(data) == {
+        "qkv": ["x", "w_qkv", "QKV"], "scores": ["QKV", "QKV", "S"], "softmax": ["S", "P"],
+        "context": ["P", "QKV", "O"], "out": ["O", "w_out", "y"]}

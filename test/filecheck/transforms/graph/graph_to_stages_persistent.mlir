@@ -42,3 +42,17 @@ func.func @small(%x: tensor<32x512xf16>, %w1: tensor<1024x512xf16>, %w2: tensor<
   func.return %y : tensor<32x512xf16>
 }
 // CHECK: graph-to-stages: persistent=true needs the TMA GEMMs, from 64 rows; this MLP has 32
+
+// -----
+
+// Attention's kernels run a block a tile: no persistent form.
+func.func @attention(%x: tensor<64x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<64x64xf16>, tensor<192x64xf16>) -> tensor<64x192xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x192xf16>) -> (tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>)
+  %s = graph.linear %q, %k : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %p = graph.softmax %s dim -1 : tensor<64x64xf16>
+  %o = graph.matmul %p, %v : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %y = graph.linear %o, %wo : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  func.return %y : tensor<64x64xf16>
+}
+// CHECK: graph-to-stages: persistent=true takes an MLP: a conv chain's and attention's kernels run a block a tile
