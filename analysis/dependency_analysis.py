@@ -210,34 +210,52 @@ def wait_loops(
     return loops
 
 
+@dataclass(frozen=True)
+class WaitSteps:
+    """The k-steps at which a consumer tile waits through one dependency: s0 = lo + m * period
+    below lo + first. Every semaphore a tile reads at any step is read for the first time at
+    one of them, so the loads of every other step are covered by waits already done."""
+
+    first: int
+    period: int = 1
+
+
 def steps_to_wait(policy: PolicyAttr, dep: sync.DependencyOp,
-                  consumer_grid: Sequence[int]) -> int:
-    """How many of a consumer tile's first k-steps (s0 = lo, lo + 1, ...) need waits: every
-    semaphore a tile reads through `dep` at any step is read at one of them, so a later step's
-    loads are covered by the waits already done. 1 where the tiles read do not depend on s0 (a
-    conv chain whose producer has one column of tiles), the period where they cycle (two
-    columns: the k-steps alternate between them), the whole range otherwise, and also where
-    the box is too large to enumerate."""
+                  consumer_grid: Sequence[int]) -> WaitSteps:
+    """Which of a consumer tile's k-steps (s0 = lo, lo + 1, ...) need waits.
+
+    `first`: every semaphore a tile reads at any step is read at one of its first steps: 1
+    where the tiles read do not depend on s0 (a conv chain whose producer has one column of
+    tiles), the period where they cycle (two columns: the k-steps alternate between them), the
+    whole range otherwise, and also where the box is too large to enumerate. `period`: the
+    greatest common divisor of the steps (from lo) at which some tile reads a semaphore for
+    the first time: where a producer tile spans several k-steps (an MLP's GEMM2 reads one
+    256-wide H tile over four 64-wide k-steps; attention's P · v one QKV tile row over four),
+    the steps in between wait for nothing new, and each wait stalls the block on a load of
+    the semaphore."""
     lo, hi = dep.ranges[0]
     if not any(AffineSymExpr(0) in _symbols(e) for e in dep.tiles_map.results):
-        return 1
+        return WaitSteps(1)
     if dependency_points(dep, consumer_grid) > ENUMERATION_LIMIT:
-        return hi - lo
+        return WaitSteps(hi - lo)
     needed = 1
+    period = 0  # gcd of the offsets of first reads so far (0: none past the first step)
     read = dep.reader()
     for tile in grid_tiles(consumer_grid):
         per_step = [{semaphore_of(policy, read, tile, syms)
                      for syms in forall_points(dep, {0: s0})} - {None} for s0 in range(lo, hi)]
         every = set().union(*per_step)
         seen: set[int | None] = set()
-        for count, sems in enumerate(per_step, 1):
-            seen |= sems
+        for offset, sems in enumerate(per_step):
+            if sems - seen:
+                period = math.gcd(period, offset)
+                seen |= sems
             if len(seen) == len(every):
-                needed = max(needed, count)
+                needed = max(needed, offset + 1)
                 break
-        if needed == hi - lo:
+        if needed == hi - lo and period == 1:
             break
-    return needed
+    return WaitSteps(needed, max(period, 1))
 
 
 def _periodic(

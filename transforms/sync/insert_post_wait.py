@@ -11,7 +11,8 @@ stage):
   not looped over (RowSync on a row: one wait), the others become an `scf.for` over their
   range, stepping over values that share a semaphore (TileSync: one wait per tile). With a
   step, only the first steps that between them read every semaphore the tile reads wait
-  (`steps_to_wait`: RowSync along a GEMM's k waits at step 0; TileSync at every step). Every
+  (`steps_to_wait`: RowSync along a GEMM's k waits at step 0; TileSync at every step where
+  a producer tile is first read: every fourth where it spans four k-steps). Every
   produced operand gets its waits, not only the first (a fault of the reference cuSync).
   The filled hook stays, marked `sync.filled`, as the point `sync-verify` checks the waits
   against; `convert-sync-to-nvvm` erases it.
@@ -60,7 +61,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.analysis.dependency_analysis import steps_to_wait, wait_loops
+from tilesync.analysis.dependency_analysis import WaitSteps, steps_to_wait, wait_loops
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
 from tilesync.dialects import sync
@@ -99,13 +100,14 @@ def build_waits(
     epoch: SSAValue,
     single_thread: bool = False,
     async_proxy: bool = False,
-    first_steps: int | None = None,
+    wait_steps: WaitSteps | None = None,
 ) -> list[Operation]:
     """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
     waits take the participants of their hook (`single_thread`, `async_proxy`). With
-    `first_steps` (steps_to_wait's count: a tile's first steps read every semaphore it reads
-    at all) the waits run at those steps only: a tile's loads run from the first step of the
-    range up, and sync-verify checks that every later step is covered by them."""
+    `wait_steps` (steps_to_wait's: every semaphore a tile reads is first read at one of its
+    first steps, at an offset from the range's start that is a multiple of the period) the
+    waits run at those steps only: a tile's loads run from the first step of the range up,
+    and sync-verify checks that every other step is covered by them."""
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
@@ -174,11 +176,28 @@ def build_waits(
 
     waits = nest(looped)
     lo, hi = dep.ranges[0] if bound else (0, 0)
-    if not bound or first_steps is None or first_steps >= hi - lo:
+    if not bound or wait_steps is None:
         return waits
-    last = _index_const(lo + first_steps)
-    early = arith.CmpiOp(step, last, "slt")  # type: ignore[arg-type]
-    return [last, early, scf.IfOp(early, [], [*waits, scf.YieldOp()])]
+    assert step is not None
+    conditions: list[Operation] = []
+    if wait_steps.first < hi - lo:
+        last = _index_const(lo + wait_steps.first)
+        conditions += [last, arith.CmpiOp(step, last, "slt")]
+    if wait_steps.period > 1:
+        offset: SSAValue = step
+        if lo:
+            start = _index_const(lo)
+            conditions += [start, arith.SubiOp(step, start)]
+            offset = conditions[-1].results[0]
+        period, zero = _index_const(wait_steps.period), _index_const(0)
+        phase = arith.RemUIOp(offset, period)
+        conditions += [period, zero, phase, arith.CmpiOp(phase, zero, "eq")]
+        if wait_steps.first < hi - lo:
+            conditions.append(arith.AndIOp(conditions[1].results[0],
+                                           conditions[-1].results[0]))
+    if not conditions:
+        return waits
+    return [*conditions, scf.IfOp(conditions[-1].results[0], [], [*waits, scf.YieldOp()])]
 
 
 def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
@@ -224,7 +243,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
     epoch = _named(sync_arg(func, EPOCH, i32), None)
 
     load_points = [op for op in func.walk() if isinstance(op, sync.LoadPointOp)]
-    first_steps: dict[sync.DependencyOp, int] = {}  # steps_to_wait of each dependency, once
+    wait_steps: dict[sync.DependencyOp, WaitSteps] = {}  # steps_to_wait, once a dependency
     store_points = [op for op in func.walk() if isinstance(op, sync.StorePointOp)]
     for dep in incoming:
         if not any(lp.operand.data == dep.operand.data for lp in load_points):
@@ -262,8 +281,8 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                     f"in {where}, sync.load_point operand {lp.operand.data} gives "
                     f"{len(lp.tile)} tile coordinates but the stage has a {stage.rank}-D grid",
                 )
-            if lp.step is not None and dep.ranges and dep not in first_steps:
-                first_steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
+            if lp.step is not None and dep.ranges and dep not in wait_steps:
+                wait_steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
             ops += build_waits(
                 dep,
                 producer.policy,
@@ -274,7 +293,7 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 epoch,
                 lp.single_thread is not None,
                 lp.async_proxy is not None,
-                first_steps.get(dep),
+                wait_steps.get(dep),
             )
         Rewriter.insert_op(ops, InsertPoint.before(lp))
         lp.attributes[FILLED_ATTR] = UnitAttr()

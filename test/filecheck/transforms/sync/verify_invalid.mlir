@@ -492,3 +492,40 @@ builtin.module {
   sync.launch @c
 }
 // CHECK: sync-verify: consumer tile (0,) of @c waits for 2 posts per launch on semaphore 0 of @q, which receives 1: the wait never passes
+
+// -----
+
+// A wait guarded by the step's phase, every fourth k-step, where a producer tile spans two
+// steps (s0 floordiv 2): step 2 is the first to read tile (0, 1), and it does not wait.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    scf.for %k = %c0 to %c8 step %c1 {
+      %phase = arith.remui %k, %c4 : index
+      %first = arith.cmpi eq, %phase, %c0 : index
+      scf.if %first {
+        %col = arith.divui %k, %c2 : index
+        sync.wait %sp[%x, %col] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+      }
+      sync.load_point operand 0 [%x, %y] step %k
+    }
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0 floordiv 2) forall s0 in [0, 8)
+sync.launch @p
+sync.launch @c {stream = 1 : i64}
+
+// CHECK: verify_invalid.mlir:520:7: sync-verify: consumer tile (0, 0) of @c: sync.load_point operand 0, which reads producer tile (0, 1) of @p (semaphore 1), but no wait on that semaphore precedes it
