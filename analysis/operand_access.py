@@ -35,6 +35,11 @@ def access(op: Operation, value: SSAValue, who: str
         extents = [1] * len(op.src_indices)
         extents[-1] = width
         return op.src_indices, extents, op.masked is not None
+    if isinstance(op, tl.CopyOutOp) and op.dst is value:
+        width = tl.CopyOutOp.BYTES // tl.element_bytes(op.dst.type.element_type)
+        extents = [1] * len(op.dst_indices)
+        extents[-1] = width
+        return op.dst_indices, extents, op.masked is not None
     if isinstance(op, tl.TakeAccOp) and op.src is value:
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.StoreAccOp) and op.dst is value:

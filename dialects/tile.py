@@ -554,6 +554,8 @@ class CopyOutOp(IRDLOperation):
         "(`swizzle` qualified($swizzle)^)? attr-dict `:` type($dst) `,` type($src)"
     )
 
+    BYTES: ClassVar[int] = CpAsyncOp.BYTES  # the same chunk, the other way
+
     def __init__(self, dst: SSAValue, dst_indices: Sequence[SSAValue], src: SSAValue,
                  src_indices: Sequence[SSAValue], masked: bool = False,
                  swizzle: SwizzleAttr | None = None):

@@ -178,7 +178,7 @@ class ProducerRun(BatchRun):
         for value, layout in self.outputs.items():
             if value not in op.operands or access(op, value, who) is None:
                 continue
-            if not isinstance(op, memref.StoreOp | tl.StoreAccOp):
+            if not isinstance(op, memref.StoreOp | tl.StoreAccOp | tl.CopyOutOp):
                 continue  # a read of its own output
             box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
             assert box is not None

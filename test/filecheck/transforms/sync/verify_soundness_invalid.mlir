@@ -397,3 +397,35 @@ builtin.module {
   sync.launch @c {stream = 1 : i64}
 }
 // CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p: {{.*}}@p's launch waits for @x, and the blocks of the other stages (@c's first) could leave no SM a block of @x fits on)
+
+// -----
+
+// The same for a staged epilogue's 16-byte copies out of shared memory (tile.copy_out): the
+// last chunk of each tile starts 4 elements before its end and spills into the next tile's.
+builtin.module {
+  gpu.module @k {
+    "memref.global"() <{sym_name = "smem", type = memref<8x64xf16, 3 : i64>, initial_value, sym_visibility = "private"}> : () -> ()
+    gpu.func @p(%out: memref<512xf16>) kernel {
+      %t = sync.tile : index
+      %s = memref.get_global @smem : memref<8x64xf16, 3 : i64>
+      %c0 = arith.constant 0 : index
+      %i = affine.apply affine_map<(d0) -> (d0 * 64 + 60)>(%t)
+      tile.copy_out %out[%i], %s[%c0, %c0] : memref<512xf16>, memref<8x64xf16, 3 : i64>
+      sync.store_point [%t]
+      gpu.return
+    }
+    gpu.func @c(%in: memref<512xf16>) kernel {
+      %t = sync.tile : index
+      %i = affine.apply affine_map<(d0) -> (d0 * 64)>(%t)
+      sync.load_point operand 0 [%t]
+      %v = memref.load %in[%i] : memref<512xf16>
+      gpu.return
+    }
+  }
+  sync.stage @a {kernel = @k::@p, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.stage @b {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
+  sync.launch @a
+  sync.launch @b {pdl = true}
+}
+// CHECK: verify_soundness_invalid.mlir:413:7: sync-verify: producer tile (0,) of @a: 'tile.copy_out' writes argument 0 at [60, 67], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
