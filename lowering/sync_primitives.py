@@ -19,9 +19,10 @@ use it, and so does the queue lowering (convert-dataflow-to-nvvm):
   with their ordering and scope;
 - `from_leader`: a value computed by the leader thread, handed to its block or group (shared
   memory);
-- `spin_until`: one thread spins on an acquire load (every iteration, the first included) with
-  `nanosleep` backoff until the value reaches a target; it reads `%globaltimer` and traps after
-  a timeout, first writing what it saw into a debug record when there is one;
+- `spin_until`: one thread spins on an acquire load with `nanosleep` backoff until the value
+  reaches a target; a first load before the loop decides alone when the target is reached;
+  the loop reads `%globaltimer` and traps after a timeout, first writing what it saw into a
+  debug record when there is one;
 - `retry_until`: repeats an attempt that blocks a while itself (`mbarrier.try_wait`) until it
   succeeds, with the same timeout, trap and record, the clock started by the first failure.
 
@@ -221,38 +222,48 @@ class SyncBuilder:
         after `timeout_ns` of `%globaltimer`, first writing `describe`, the target and the
         value seen into the debug record (a memref, DEBUG_RECORD_FIELDS) when there is one.
         `wrapping`: counts that run on modulo 2^32 (queue rounds): ready once
-        `seen - target`, as a signed i32, is >= 0."""
-        start = self.value(nvvm.read_sreg("globaltimer"))
+        `seen - target`, as a signed i32, is >= 0.
 
-        def before(b: SyncBuilder) -> None:
+        One acquire load decides first: a target already reached (a stream-ordered consumer,
+        a tile finished long before) costs that load alone, no timer reads; the timed loop
+        runs only after it failed."""
+        def not_ready(b: SyncBuilder) -> tuple[SSAValue, SSAValue]:
             seen = b.load(ptr, "acquire", "gpu")
             if wrapping:
                 ahead = b.value(arith.SubiOp(seen, target))
                 ready = b.value(arith.CmpiOp(ahead, b.const(0, i32), "sge"))
             else:
                 ready = b.value(arith.CmpiOp(seen, target, "sge"))
-            now = b.value(nvvm.read_sreg("globaltimer"))
-            elapsed = b.value(arith.SubiOp(now, start))
-            timed_out = b.value(arith.CmpiOp(elapsed, b.const(timeout_ns, i64), "sgt"))
+            return seen, b.value(arith.XOrIOp(ready, b.const(1, i1)))
 
-            def on_timeout(t: SyncBuilder) -> None:
-                if record is not None:
-                    t.record_timeout(record, {**(describe or {}), "expected": target,
-                                              "seen": seen})
-                t.insert(nvvm.TrapOp())
+        def spin(r: SyncBuilder) -> None:
+            start = r.value(nvvm.read_sreg("globaltimer"))
 
-            b.if_(timed_out, on_timeout)
-            keep_spinning = b.value(arith.XOrIOp(ready, b.const(1, i1)))
-            b.insert(scf.ConditionOp(keep_spinning))
+            def before(b: SyncBuilder) -> None:
+                seen, keep_spinning = not_ready(b)
+                now = b.value(nvvm.read_sreg("globaltimer"))
+                elapsed = b.value(arith.SubiOp(now, start))
+                timed_out = b.value(arith.CmpiOp(elapsed, b.const(timeout_ns, i64), "sgt"))
 
-        def after(b: SyncBuilder) -> None:
-            b.insert(nvvm.NanosleepOp(b.const(backoff_ns, i32)))
-            b.insert(scf.YieldOp())
+                def on_timeout(t: SyncBuilder) -> None:
+                    if record is not None:
+                        t.record_timeout(record, {**(describe or {}), "expected": target,
+                                                  "seen": seen})
+                    t.insert(nvvm.TrapOp())
 
-        condition, body = Block(), Block()
-        before(SyncBuilder.nested(condition))
-        after(SyncBuilder.nested(body))
-        self.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+                b.if_(timed_out, on_timeout)
+                b.insert(scf.ConditionOp(keep_spinning))
+
+            def after(b: SyncBuilder) -> None:
+                b.insert(nvvm.NanosleepOp(b.const(backoff_ns, i32)))
+                b.insert(scf.YieldOp())
+
+            condition, body = Block(), Block()
+            before(SyncBuilder.nested(condition))
+            after(SyncBuilder.nested(body))
+            r.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+
+        self.if_(not_ready(self)[1], spin)
 
     def retry_until(self, attempt: Callable[[SyncBuilder], SSAValue], timeout_ns: int,
                     record: SSAValue | None = None,

@@ -29,11 +29,17 @@ gpu.module @kernels {
 }
 
 // CHECK-LABEL: gpu.func @copier
-// CHECK-NOT:     scf.if
-// CHECK:         scf.while () : () -> () {
-// CHECK-NEXT:      nvvm.ld acquire, gpu
-// CHECK:         } do {
-// CHECK:         }
+// CHECK-NOT:     gpu.thread_id
+// CHECK:         nvvm.ld acquire, gpu
+// CHECK-NOT:     gpu.thread_id
+// CHECK:         scf.if
+// CHECK-NEXT:      nvvm.read.ptx.sreg.globaltimer
+// CHECK-NEXT:      scf.while () : () -> () {
+// CHECK-NEXT:        nvvm.ld acquire, gpu
+// CHECK:           } do {
+// CHECK:           }
+// CHECK-NEXT:    }
+// CHECK-NOT:     nvvm.barrier0
 // CHECK-NEXT:    nvvm.fence.proxy.async global
 // CHECK-NEXT:    gpu.return
 // CHECK-LABEL: gpu.func @storer
