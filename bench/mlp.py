@@ -447,9 +447,10 @@ def run_program(program, data: _Data, warmup: int, reps: int, name: str,
 def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
                  name: str) -> dict[str, Any]:
     """One checked run on poisoned outputs (`data.poison()`), then warmup + reps timed runs
-    enqueued back to back behind a hold kernel (they run one after the other, whatever the
-    host's launch cost, as cuBLAS replayed from a graph does), each a new epoch (no memset),
-    the result (`data.error()`) checked again."""
+    enqueued back to back behind a hold kernel long enough for the host to enqueue them all
+    (`hold_ns`: they run one after the other, whatever the host's launch cost, as cuBLAS
+    replayed from a graph does), each a new epoch (no memset), the result (`data.error()`)
+    checked again."""
     from tilesync.bench.experiments import summarize
     from tilesync.harness.timing import hold_stream
     from tilesync.runtime.stream import elapsed_ms
@@ -459,7 +460,8 @@ def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
     program.synchronize()
     first = check_error(f"{name} (first run)", data.error())
     samples = []
-    hold_stream(HOLD_NS_PER_RUN * (warmup + reps), program.main_stream())
+    hold_stream(hold_ns(warmup + reps, lambda: program.run(args), program.synchronize),
+                program.main_stream())
     for i in range(warmup + reps):
         end = program.run(args)
         if i >= warmup:
@@ -539,7 +541,8 @@ def run_torch(data: _Data, warmup: int, reps: int,
 
     def timed(fn) -> list[float]:
         pairs = []
-        hold_stream(HOLD_NS_PER_RUN * (warmup + reps), torch.cuda.current_stream())
+        hold_stream(hold_ns(warmup + reps, fn, torch.cuda.synchronize),
+                    torch.cuda.current_stream())
         for i in range(warmup + reps):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
