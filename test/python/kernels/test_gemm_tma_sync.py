@@ -125,9 +125,10 @@ def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
     program = tilesync.compile(stage_program(), pipeline=default_pipeline(before=SYNC_PASSES),
                                target="sm_90a", keep_ir=True, validate=True)
     lowered = program.ir_after["convert-sync-to-nvvm"]
-    # in the producer's k-loop: the spin on the acquire load, the proxy fence, the copies
+    # in the producer's k-loop: the spin on the acquire load (its timed loop after a first
+    # load that failed), the proxy fence, the copies
     waits = re.findall(r"scf\.while \(\) : \(\) -> \(\) \{\s+%\d+ = nvvm\.ld acquire, gpu"
-                       r"[^}]*\}[^}]*\} do \{[^}]*\}\s+nvvm\.fence\.proxy\.async global\s+"
+                       r"[^}]*\}[^}]*\} do \{[^}]*\}\s+\}\s+nvvm\.fence\.proxy\.async global\s+"
                        r"tile\.mbarrier_arrive [^\n]*expect_tx[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n"
                        r"\s+tile\.tma_load %A", lowered)
     assert len(waits) == 1, lowered

@@ -123,19 +123,26 @@ def test_arrival_returns_the_old_count_and_a_one_dimensional_leader():
     assert _names(branch.false_region.block.ops) == ["arith.constant", "scf.yield"]
 
 
-def test_spin_until_loads_acquire_times_out_records_and_backs_off():
+def test_spin_until_loads_acquire_once_then_times_out_records_and_backs_off():
     def wait(b: SyncBuilder, ptr, target, record):
         b.spin_until(ptr, target, timeout_ns=1000, backoff_ns=32, record=record,
                      describe={name: target for name in DEBUG_RECORD_FIELDS})
 
     module, kernel = _build(wait)
-    start, loop, _ = kernel.body.block.ops
+    # the fast path: one acquire load, and only a target not reached reads the timer
+    assert _names(kernel.body.block.ops) == ["nvvm.ld", "arith.cmpi", "arith.constant",
+                                             "arith.xori", "scf.if", "func.return"]
+    first = kernel.body.block.ops.first
+    assert isinstance(first, nvvm.LoadOp) and first.ordering.data == nvvm.MemOrder.ACQUIRE
+    spin = kernel.body.block.ops.last.prev_op
+    assert isinstance(spin, scf.IfOp) and spin.cond is spin.prev_op.results[0]
+    start, loop, _ = spin.true_region.block.ops
     assert isinstance(start, nvvm.SpecialRegisterOp) and start.SREG == "globaltimer"
     assert isinstance(loop, scf.WhileOp)
     before = _names(loop.before_region.block.ops)
-    assert before == ["nvvm.ld", "arith.cmpi", "nvvm.read.ptx.sreg.globaltimer", "arith.subi",
-                      "arith.constant", "arith.cmpi", "scf.if", "arith.constant", "arith.xori",
-                      "scf.condition"]
+    assert before == ["nvvm.ld", "arith.cmpi", "arith.constant", "arith.xori",
+                      "nvvm.read.ptx.sreg.globaltimer", "arith.subi", "arith.constant",
+                      "arith.cmpi", "scf.if", "scf.condition"]
     load = loop.before_region.block.ops.first
     assert isinstance(load, nvvm.LoadOp) and load.ordering.data == nvvm.MemOrder.ACQUIRE
     assert _names(loop.after_region.block.ops) == ["arith.constant", "nvvm.nanosleep",
