@@ -179,25 +179,33 @@ def build_waits(
     if not bound or wait_steps is None:
         return waits
     assert step is not None
-    conditions: list[Operation] = []
+    ops: list[Operation] = []
+    guard: SSAValue | None = None  # i1: this step waits
     if wait_steps.first < hi - lo:
         last = _index_const(lo + wait_steps.first)
-        conditions += [last, arith.CmpiOp(step, last, "slt")]
+        early = arith.CmpiOp(step, last, "slt")
+        ops += [last, early]
+        guard = early.result
     if wait_steps.period > 1:
         offset: SSAValue = step
         if lo:
             start = _index_const(lo)
-            conditions += [start, arith.SubiOp(step, start)]
-            offset = conditions[-1].results[0]
+            from_start = arith.SubiOp(step, start)
+            ops += [start, from_start]
+            offset = from_start.result
         period, zero = _index_const(wait_steps.period), _index_const(0)
         phase = arith.RemUIOp(offset, period)
-        conditions += [period, zero, phase, arith.CmpiOp(phase, zero, "eq")]
-        if wait_steps.first < hi - lo:
-            conditions.append(arith.AndIOp(conditions[1].results[0],
-                                           conditions[-1].results[0]))
-    if not conditions:
+        first_read = arith.CmpiOp(phase, zero, "eq")
+        ops += [period, zero, phase, first_read]
+        if guard is None:
+            guard = first_read.result
+        else:
+            both = arith.AndIOp(guard, first_read.result)
+            ops.append(both)
+            guard = both.result
+    if guard is None:
         return waits
-    return [*conditions, scf.IfOp(conditions[-1].results[0], [], [*waits, scf.YieldOp()])]
+    return [*ops, scf.IfOp(guard, [], [*waits, scf.YieldOp()])]
 
 
 def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
