@@ -22,7 +22,8 @@ thread index alone (`thread_id.x <pred> constant`, a warp-specialized kernel's r
 for every thread index: each side that some threads take is the block's, run on its own copy of
 the state before the branch (its waits cover nothing after it: the other threads did not
 wait), and the waits and posts in it must name who runs them (`single_thread`; `threads N` for
-exactly the block's first N threads).
+exactly the block's first N threads); a probe, whose barrier needs the whole block, may not
+be there at all.
 
 Subclasses react to the synchronization ops through `on_wait`, `on_post`, `on_load_point` and
 to other ops through `on_op` (sync-verify: coverage, counts and the load-region check).
@@ -401,6 +402,9 @@ class BatchRun:
 
     def on_load_point(self, op: sync.LoadPointOp, state: Any) -> None: ...
 
+    def on_probe(self, op: sync.ProbeOp, state: Any) -> None:
+        """A probe's answer is not known: it stays unknown (None)."""
+
     def on_op(self, op: Operation, state: Any) -> None:
         """Before any other op is evaluated (its operands are known)."""
 
@@ -523,9 +527,12 @@ class BatchRun:
         if self.budget is not None:
             self.budget.spend(op)
         kind = type(op)
-        if kind in (sync.WaitOp, sync.PostOp):
+        if kind in (sync.WaitOp, sync.PostOp, sync.ProbeOp):
             self._check_participants(op)
-        if kind is sync.WaitOp:
+        if kind is sync.ProbeOp:
+            self.on_probe(op, state)  # type: ignore[arg-type]
+            self.env[op.results[0]] = None
+        elif kind is sync.WaitOp:
             self.on_wait(op, state, definite)  # type: ignore[arg-type]
         elif kind is sync.PostOp:
             self.on_post(op, state, definite)  # type: ignore[arg-type]
@@ -596,6 +603,9 @@ class BatchRun:
                                    f"of `threads {op.threads.value.data}`: its named barrier "
                                    f"would not count them (put it where only those threads go)")
             return
+        if isinstance(op, sync.ProbeOp):
+            raise Unproven(op, "a sync.probe inside a branch on the thread index: its block "
+                               "barrier needs every thread of the block")
         if isinstance(op, sync.WaitOp):
             if op.single_thread is None:
                 raise Unproven(op, "a block-wide sync.wait inside a branch on the thread "

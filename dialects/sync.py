@@ -21,6 +21,7 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
     I32,
@@ -39,6 +40,7 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
     UnitAttr,
+    i1,
     i32,
     i64,
 )
@@ -62,6 +64,7 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -781,7 +784,9 @@ class WaitOp(IRDLOperation):
     builds. With `single_thread` only the executing thread waits (it alone issues the loads
     that follow: a warp-specialized producer); with `async_proxy` those loads are bulk tensor
     copies, so the acquire is followed by `fence.proxy.async.global` (the async proxy does not
-    see the generic proxy's acquire).
+    see the generic proxy's acquire). `unless %ready` (a `sync.probe`'s answer, the same in
+    every thread) skips the wait where the probe found every semaphore it tests ready, this
+    one among them: the probe's acquire loads did what the wait would have.
     """
 
     name = "sync.wait"
@@ -789,14 +794,16 @@ class WaitOp(IRDLOperation):
     sems = operand_def(MemRefType)
     tile = var_operand_def(IndexType)
     epoch = operand_def(I32)
+    unless = opt_operand_def(i1)
     policy = prop_def(PolicyAttr)
     timeout_ns = opt_prop_def(IntegerAttr[I64])
     single_thread = opt_prop_def(UnitAttr)
     async_proxy = opt_prop_def(UnitAttr)
 
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) "
-        "(`timeout_ns` $timeout_ns^)? (`single_thread` $single_thread^)? "
+        "(`unless` $unless^)? (`timeout_ns` $timeout_ns^)? (`single_thread` $single_thread^)? "
         "(`async_proxy` $async_proxy^)? attr-dict `:` type($sems)"
     )
 
@@ -809,9 +816,10 @@ class WaitOp(IRDLOperation):
         timeout_ns: int | None = None,
         single_thread: bool = False,
         async_proxy: bool = False,
+        unless: SSAValue | Operation | None = None,
     ):
         super().__init__(
-            operands=[sems, tile, epoch],
+            operands=[sems, tile, epoch, [] if unless is None else [unless]],
             properties={
                 "policy": policy,
                 "timeout_ns": None if timeout_ns is None else IntegerAttr(timeout_ns, i64),
@@ -826,6 +834,118 @@ class WaitOp(IRDLOperation):
             raise VerifyException(
                 f"sync.wait: timeout_ns must be positive, got {self.timeout_ns.value.data}"
             )
+
+
+@dataclass(frozen=True)
+class ProbeRange:
+    """A forall variable of a probe's part: lo, lo + step, ... below hi."""
+
+    lo: int
+    hi: int
+    step: int
+
+    @property
+    def count(self) -> int:
+        return -(-(self.hi - self.lo) // self.step)
+
+
+@irdl_op_definition
+class ProbeOp(IRDLOperation):
+    """`%ready = sync.probe %sems[%x, %y] epoch %e policy #sync.policy<...> reads [maps]
+    over [ranges] (clipped_to array<i64: grid>)? : memref<?xi32>`.
+
+    Whether every producer tile this tile reads is already posted, asked once and in
+    parallel: part i of `reads` is a map (consumer tile)[forall values] → producer tile, its
+    forall values the `over` entry i (lo, hi, step per symbol). The block's threads share the
+    points, test one semaphore each (an acquire load, `sems[policy(tile)] >= epoch * posts`,
+    never a spin) and AND their answers in a block barrier: `ready` is the same in every
+    thread, and true only where every semaphore was ready. With `clipped_to`, producer tiles
+    outside that grid are read by nobody and count as ready. A `sync.wait ... unless %ready`
+    on one of these semaphores is then skipped: a tile that waits at many k-steps for tiles
+    finished long before pays one round trip to memory instead of one per wait.
+    """
+
+    name = "sync.probe"
+
+    sems = operand_def(MemRefType)
+    tile = var_operand_def(IndexType)
+    epoch = operand_def(I32)
+    ready = result_def(i1)
+    policy = prop_def(PolicyAttr)
+    reads = prop_def(ArrayAttr[AffineMapAttr])
+    over = prop_def(ArrayAttr[DenseArrayBase])
+    clipped_to = opt_prop_def(DenseArrayBase)
+
+    assembly_format = (
+        "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) `reads` qualified($reads) "
+        "`over` qualified($over) (`clipped_to` qualified($clipped_to)^)? attr-dict `:` type($sems)"
+    )
+
+    def __init__(
+        self,
+        sems: SSAValue | Operation,
+        tile: Sequence[SSAValue | Operation],
+        policy: PolicyAttr,
+        epoch: SSAValue | Operation,
+        parts: Sequence[tuple[AffineMap, Sequence[ProbeRange]]],
+        clipped_to: Sequence[int] | None = None,
+    ):
+        super().__init__(
+            operands=[sems, tile, epoch],
+            result_types=[i1],
+            properties={
+                "policy": policy,
+                "reads": ArrayAttr([AffineMapAttr(m) for m, _ in parts]),
+                "over": ArrayAttr([
+                    DenseArrayBase.from_list(i64, [v for r in ranges
+                                                   for v in (r.lo, r.hi, r.step)])
+                    for _, ranges in parts]),
+                "clipped_to": None if clipped_to is None else
+                DenseArrayBase.from_list(i64, list(clipped_to)),
+            },
+        )
+
+    def parts(self) -> list[tuple[AffineMap, list[ProbeRange]]]:
+        """Each part's map and the ranges of its symbols."""
+        out = []
+        for m, flat in zip(self.reads.data, self.over.data, strict=True):
+            values = flat.get_values()
+            out.append((m.data, [ProbeRange(*values[i:i + 3])
+                                 for i in range(0, len(values), 3)]))
+        return out
+
+    def points(self) -> int:
+        return sum(math.prod(r.count for r in ranges) for _, ranges in self.parts())
+
+    def verify_(self) -> None:
+        _verify_semaphore_access(self, self.sems, self.tile, self.policy)
+        if len(self.reads.data) != len(self.over.data):
+            raise VerifyException(
+                f"sync.probe: {len(self.reads.data)} maps but {len(self.over.data)} ranges")
+        if not self.reads.data:
+            raise VerifyException("sync.probe: reads no producer tile")
+        for i, (m, flat) in enumerate(zip(self.reads.data, self.over.data)):
+            amap, values = m.data, flat.get_values()
+            if amap.num_dims != len(self.tile) or len(amap.results) != self.policy.num_dims:
+                raise VerifyException(
+                    f"sync.probe: map {i} takes {amap.num_dims} tile coordinates and gives "
+                    f"{len(amap.results)}; the tile has {len(self.tile)} and the policy takes "
+                    f"{self.policy.num_dims}")
+            if len(values) != 3 * amap.num_symbols:
+                raise VerifyException(
+                    f"sync.probe: map {i} has {amap.num_symbols} symbols, so its range needs "
+                    f"{3 * amap.num_symbols} values (lo, hi, step each), got {len(values)}")
+            for lo, hi, step in zip(values[0::3], values[1::3], values[2::3]):
+                if not lo < hi or step < 1:
+                    raise VerifyException(
+                        f"sync.probe: map {i}: range [{lo}, {hi}) step {step} is empty or "
+                        "its step is not positive")
+        if self.clipped_to is not None:
+            grid = self.clipped_to.get_values()
+            if len(grid) != self.policy.num_dims or any(e < 1 for e in grid):
+                raise VerifyException(
+                    f"sync.probe: clipped_to {tuple(grid)} is not a grid of the policy's "
+                    f"{self.policy.num_dims} dimensions")
 
 
 @irdl_op_definition
@@ -1524,6 +1644,7 @@ Sync = Dialect(
         WaitKernelOp,
         TileOp,
         WaitOp,
+        ProbeOp,
         PostOp,
         LoadPointOp,
         StorePointOp,

@@ -12,6 +12,9 @@ Built from the primitives of `sync_primitives.SyncBuilder`:
   (`fence.proxy.async.global`), since bulk tensor copies do not see the generic acquire.
   Semaphores are never reset: the epoch (launch count) makes a relaunch or a graph replay need
   no memset.
+- probe: the block's threads split the points, an acquire load and a compare each (no
+  spin), and `bar.red.or` tells all of them whether any semaphore was short; a wait
+  `unless` the probe's answer is skipped where it is true.
 - post by part of the block (`threads N`): named barrier SYNC_NAMED_BARRIER of the N threads
   that stored the tile instead of the block barrier.
 - ordered tile: the first thread takes the next slot of a global counter (relaxed `atom.add`)
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, func, gpu, llvm, memref
+from xdsl.dialects import affine, arith, func, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -38,10 +41,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     UnrealizedConversionCastOp,
+    i1,
     i32,
     i64,
 )
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -250,16 +255,80 @@ class LowerWait(RewritePattern):
                 describe = _debug_description(s, op, func, index)
             s.spin_until(ptr, target, timeout, self.backoff_ns, record, describe)
 
-        if op.single_thread is not None:  # the thread that issues the loads waits alone
-            spin(b)
-        else:
-            b.in_leader(spin)
-            b.block_barrier()
-        if op.async_proxy is not None:
-            # The loads are bulk tensor copies (the async proxy), which the generic proxy's
-            # acquire does not order: a proxy fence in each thread that issues them.
-            b.insert(nvvm.FenceProxyAsyncOp("global"))
+        def wait(w: SyncBuilder) -> None:
+            if op.single_thread is not None:  # the thread that issues the loads waits alone
+                spin(w)
+            else:
+                w.in_leader(spin)
+                w.block_barrier()
+            if op.async_proxy is not None:
+                # The loads are bulk tensor copies (the async proxy), which the generic
+                # proxy's acquire does not order: a proxy fence in each thread issuing them.
+                w.insert(nvvm.FenceProxyAsyncOp("global"))
+
+        if op.unless is None:
+            wait(b)
+        else:  # the probe's answer is the block's: every thread skips, or every one waits
+            b.if_(b.value(arith.XOrIOp(op.unless, b.const(1, i1))), wait)
         rewriter.erase(op)
+
+
+class LowerProbe(RewritePattern):
+    """The block's threads share the probe's points (thread t takes points t, t + threads,
+    ...), each an acquire load compared with the wait's target; `bar.red.or` of "some point
+    not ready" answers every thread at once."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sync.ProbeOp, rewriter: PatternRewriter, /):
+        _require_function(op)
+        b = SyncBuilder(rewriter)
+        target = b.value(arith.MuliOp(op.epoch, b.const(op.policy.posts.data, i32)))
+        index = IndexType()
+        ids = [b.value(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        dims = [b.value(gpu.BlockDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        plane = b.value(arith.AddiOp(ids[1], b.value(arith.MuliOp(dims[1], ids[2]))))
+        thread = b.value(arith.AddiOp(ids[0], b.value(arith.MuliOp(dims[0], plane))))
+        threads = b.value(arith.MuliOp(dims[0], b.value(arith.MuliOp(dims[1], dims[2]))))
+        grid = op.clipped_to.get_values() if op.clipped_to is not None else None
+        missing = b.const(0, i32)
+        for amap, ranges in op.parts():
+            body = Block(arg_types=[index, i32])
+            lb = SyncBuilder.nested(body)
+            point, seen_missing = body.args
+            syms: list[SSAValue] = [point] * len(ranges)
+            rest = point
+            for j in reversed(range(len(ranges))):  # the last symbol varies fastest
+                r = ranges[j]
+                count = lb.const(r.count, index)
+                k = lb.value(arith.RemUIOp(rest, count)) if j else rest
+                scaled = lb.value(arith.MuliOp(k, lb.const(r.step, index)))
+                syms[j] = lb.value(arith.AddiOp(scaled, lb.const(r.lo, index)))
+                if j:
+                    rest = lb.value(arith.DivUIOp(rest, count))
+            coords = [lb.value(affine.ApplyOp([*op.tile, *syms], AffineMapAttr(
+                AffineMap(amap.num_dims, amap.num_symbols, (e,))))) for e in amap.results]
+
+            def not_ready(t: SyncBuilder, coords: list[SSAValue] = coords) -> list[SSAValue]:
+                ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
+                seen = t.load(ptr, "acquire", "gpu")
+                short = t.value(arith.CmpiOp(seen, target, "slt"))
+                return [t.value(arith.ExtUIOp(short, i32))]
+
+            if grid is None:
+                short = not_ready(lb)[0]
+            else:  # a producer tile outside the grid is read by nobody: it counts as ready
+                inside = lb.const(1, i1)
+                for c, extent in zip(coords, grid, strict=True):
+                    low = lb.value(arith.CmpiOp(c, lb.const(0, index), "sge"))
+                    high = lb.value(arith.CmpiOp(c, lb.const(extent, index), "slt"))
+                    inside = lb.value(arith.AndIOp(inside, lb.value(arith.AndIOp(low, high))))
+                short = lb.if_(inside, not_ready, lambda t: [t.const(0, i32)], [i32])[0]
+            lb.insert(scf.YieldOp(lb.value(arith.OrIOp(seen_missing, short))))
+            points = math.prod(r.count for r in ranges)
+            loop = scf.ForOp(thread, b.const(points, index), threads, [missing], Region(body))
+            missing = b.insert(loop).results[0]
+        some_missing = b.block_barrier_or(missing)
+        rewriter.replace(op, arith.CmpiOp(some_missing, b.const(0, i32), "eq"))
 
 
 class LowerPost(RewritePattern):
@@ -339,4 +408,4 @@ class ConvertSyncToNVVMPass(ModulePass):
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, [LowerOrderedTile(), LowerTile(),
                                 LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
-                                LowerPost(), EraseSyncHooks()], recursive=True)
+                                LowerProbe(), LowerPost(), EraseSyncHooks()], recursive=True)

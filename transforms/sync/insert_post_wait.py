@@ -16,6 +16,13 @@ stage):
   produced operand gets its waits, not only the first (a fault of the reference cuSync).
   The filled hook stays, marked `sync.filled`, as the point `sync-verify` checks the waits
   against; `convert-sync-to-nvvm` erases it.
+* Where a consumer tile waits for one producer at several semaphores (TileSync along a
+  GEMM's k), one `sync.probe` of them all goes in front of the tile's first load of them, out
+  of the k-loop, and every such wait gets `unless %ready`: the block's threads load the
+  semaphores at once, so a tile whose producer tiles were posted long before (a consumer two
+  kernels downstream, stream order) pays one round trip instead of one per wait, each of
+  which stalls the whole block. Only for block-wide hooks (the probe ANDs in a block
+  barrier) that share one tile; `probe=false` leaves the waits alone.
 * P's `sync.store_point [tile]` becomes `sync.post` on P's own semaphore array.
 
 Hooks that nothing needs (operands no stage produces, stages nobody reads, kernels of no
@@ -32,6 +39,7 @@ cloned per stage (`@func_stage`), since each stage synchronizes differently.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,7 +58,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineDimExpr,
@@ -61,7 +69,12 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilesync.analysis.dependency_analysis import WaitSteps, steps_to_wait, wait_loops
+from tilesync.analysis.dependency_analysis import (
+    WaitLoop,
+    WaitSteps,
+    steps_to_wait,
+    wait_loops,
+)
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
 from tilesync.dialects import sync
@@ -90,6 +103,22 @@ def _index_const(value: int) -> arith.ConstantOp:
     return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
+def _waited_map(dep: sync.DependencyOp, loops: Sequence[WaitLoop]) -> tuple[list[int], AffineMap]:
+    """The dependency's map with the symbols the semaphore does not depend on (`loops`'
+    invariant ones) fixed at their first value, and the live ones, the step or a loop
+    variable, renumbered densely (returned: their positions in the dependency's map)."""
+    tiles_map = dep.tiles_map
+    invariant = {loop.symbol: loop.lo for loop in loops if loop.invariant}
+    live = [i for i in range(tiles_map.num_symbols) if i not in invariant]
+    replacements = [
+        AffineExpr.constant(invariant[i]) if i in invariant else AffineExpr.symbol(live.index(i))
+        for i in range(tiles_map.num_symbols)
+    ]
+    dims = [AffineExpr.dimension(i) for i in range(tiles_map.num_dims)]
+    results = [e.replace_dims_and_symbols(dims, replacements) for e in tiles_map.results]
+    return live, AffineMap(tiles_map.num_dims, len(live), tuple(results))
+
+
 def build_waits(
     dep: sync.DependencyOp,
     policy: sync.PolicyAttr,
@@ -101,9 +130,11 @@ def build_waits(
     single_thread: bool = False,
     async_proxy: bool = False,
     wait_steps: WaitSteps | None = None,
+    unless: SSAValue | None = None,
 ) -> list[Operation]:
     """The ops that wait for every producer tile `tile` reads through `dep` (s0 = step); the
-    waits take the participants of their hook (`single_thread`, `async_proxy`). With
+    waits take the participants of their hook (`single_thread`, `async_proxy`) and are
+    skipped where `unless` (the tile's probe of the producer) is true. With
     `wait_steps` (steps_to_wait's: every semaphore a tile reads is first read at one of its
     first steps, at an offset from the range's start that is a multiple of the period) the
     waits run at those steps only: a tile's loads run from the first step of the range up,
@@ -111,17 +142,9 @@ def build_waits(
     tiles_map = dep.tiles_map
     bound = {0} if step is not None and tiles_map.num_symbols > 0 else set()
     loops = wait_loops(policy, dep, consumer_grid, bound)
-    invariant = {loop.symbol: loop.lo for loop in loops if loop.invariant}
     looped = [loop for loop in loops if not loop.invariant]
-    # Symbols the semaphore does not depend on become their first value; the others keep a
-    # value: the step (s0 when bound) or a loop variable, renumbered densely.
-    live = [i for i in range(tiles_map.num_symbols) if i not in invariant]
-    replacements = [
-        AffineExpr.constant(invariant[i]) if i in invariant else AffineExpr.symbol(live.index(i))
-        for i in range(tiles_map.num_symbols)
-    ]
-    dims = [AffineExpr.dimension(i) for i in range(tiles_map.num_dims)]
-    results = [e.replace_dims_and_symbols(dims, replacements) for e in tiles_map.results]
+    live, waited_map = _waited_map(dep, loops)
+    results = waited_map.results
     values: dict[int, SSAValue] = {}  # live symbol position (renumbered) → value
     if bound:
         values[live.index(0)] = step  # type: ignore[assignment]
@@ -145,7 +168,7 @@ def build_waits(
                 ops.append(apply)
                 coords.append(apply.result)
         wait = sync.WaitOp(sems, coords, policy, epoch, single_thread=single_thread,
-                           async_proxy=async_proxy)
+                           async_proxy=async_proxy, unless=unless)
         if dep.clipped is None:
             return [*ops, wait]
         # a clipped dependency reads nothing outside the producer grid: guard the wait
@@ -208,6 +231,99 @@ def build_waits(
     return [*ops, scf.IfOp(guard, [], [*waits, scf.YieldOp()])]
 
 
+# A probe of more points than this would take the block several rounds of loads: the waits
+# alone are as good.
+MAX_PROBE_POINTS = 1024
+
+
+def _available_before(value: SSAValue, point: Operation) -> bool:
+    """Whether `value` is defined where an op inserted just before `point` could use it."""
+    if isinstance(value, BlockArgument):
+        return value.block.find_ancestor_op_in_block(point) is not None
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    block = owner.parent_block()
+    if block is None:
+        return False
+    holder = block.find_ancestor_op_in_block(point)
+    return holder is not None and holder is not owner and block.get_operation_index(owner) < \
+        block.get_operation_index(holder)
+
+
+def _probe_point(points: Sequence[sync.LoadPointOp]) -> Operation | None:
+    """The op a probe for these load points goes in front of: in the innermost block that
+    holds them all, the first op that holds one, and from there out of every region (the
+    k-loop, its branches) that the tile is known in front of: the probe runs once per tile,
+    before any of their waits. None where the tile is not known there."""
+    def chain(op: Operation) -> list[tuple[Block, Operation]]:
+        out = []
+        while (block := op.parent_block()) is not None:
+            out.append((block, op))
+            if (parent := block.parent_op()) is None:
+                break
+            op = parent
+        return out[::-1]
+
+    chains = [chain(lp) for lp in points]
+    depth = 0
+    while all(len(c) > depth for c in chains) and \
+            len({id(c[depth][0]) for c in chains}) == 1:
+        depth += 1
+    if depth == 0:
+        return None
+    block = chains[0][depth - 1][0]
+    first = min((c[depth - 1][1] for c in chains), key=block.get_operation_index)
+    tile = points[0].tile
+    if not all(_available_before(t, first) for t in tile):
+        return None
+    while (parent := first.parent_op()) is not None and not isinstance(parent, gpu.FuncOp) \
+            and all(_available_before(t, parent) for t in tile):
+        first = parent
+    return first
+
+
+def insert_probes(stage: sync.StageOp, incoming: Sequence[sync.DependencyOp],
+                  graph: StageGraph, load_points: Sequence[sync.LoadPointOp],
+                  producer_sems: dict[str, SSAValue], epoch: SSAValue) -> dict[str, SSAValue]:
+    """Per producer whose tiles a consumer tile waits for at several semaphores, a
+    `sync.probe` of all of them in front of the tile's first load of them; returns each
+    probe's answer (the waits take it as `unless`). Only where the block waits together
+    (the probe's barrier needs every thread) and the load points share one tile."""
+    probes: dict[str, SSAValue] = {}
+    by_producer: dict[str, list[sync.DependencyOp]] = {}
+    for dep in incoming:
+        by_producer.setdefault(dep.producer.root_reference.data, []).append(dep)
+    for producer, deps in by_producer.items():
+        operands = {d.operand.data for d in deps}
+        points = [lp for lp in load_points if lp.operand.data in operands]
+        if not points or any(lp.single_thread is not None or lp.async_proxy is not None
+                             for lp in points):
+            continue
+        if any(list(lp.tile) != list(points[0].tile) for lp in points):
+            continue
+        policy = graph.stages[producer].policy
+        assert policy is not None
+        parts = []
+        for dep in deps:
+            loops = wait_loops(policy, dep, stage.grid_shape)
+            _, probed = _waited_map(dep, loops)
+            parts.append((probed, [sync.ProbeRange(loop.lo, loop.hi, loop.step)
+                                   for loop in loops if not loop.invariant]))
+        count = sum(math.prod(r.count for r in ranges) for _, ranges in parts)
+        if not 2 <= count <= MAX_PROBE_POINTS:
+            continue  # one semaphore: its wait is the probe
+        point = _probe_point(points)
+        if point is None:
+            continue
+        clipped = any(d.clipped is not None for d in deps)
+        probe = sync.ProbeOp(producer_sems[producer], list(points[0].tile), policy, epoch,
+                             parts, graph.stages[producer].grid_shape if clipped else None)
+        probe.ready.name_hint = f"ready_{producer}"
+        Rewriter.insert_op(probe, InsertPoint.before(point))
+        probes[producer] = probe.ready
+    return probes
+
+
 def _specialize_shared_kernels(module: ModuleOp, graph: StageGraph) -> None:
     """Give every stage its own kernel: clone a gpu.func that several stages launch."""
     first_user: dict[SymbolRefAttr, str] = {}
@@ -234,7 +350,7 @@ def _named(arg: SSAValue, stage: str | None) -> SSAValue:
     return arg
 
 
-def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
+def _fill_stage(module: ModuleOp, graph: StageGraph, name: str, probe: bool) -> None:
     stage = graph.stages[name]
     func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
     where = f"kernel {stage.kernel} of stage @{name}"
@@ -272,9 +388,10 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
             f"{where} has no sync.store_point, but {readers} read its tiles and would wait forever",
         )
 
-    for lp in load_points:
-        if FILLED_ATTR in lp.attributes:
-            continue
+    unfilled = [lp for lp in load_points if FILLED_ATTR not in lp.attributes]
+    probes = insert_probes(stage, incoming, graph, unfilled, producer_sems, epoch) \
+        if probe else {}
+    for lp in unfilled:
         deps = [d for d in incoming if d.operand.data == lp.operand.data]
         if not deps:
             continue  # erased below: no producer writes this operand
@@ -291,17 +408,19 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
                 )
             if lp.step is not None and dep.ranges and dep not in wait_steps:
                 wait_steps[dep] = steps_to_wait(producer.policy, dep, stage.grid_shape)
+            producer_name = dep.producer.root_reference.data
             ops += build_waits(
                 dep,
                 producer.policy,
                 stage.grid_shape,
                 list(lp.tile),
                 lp.step,
-                producer_sems[dep.producer.root_reference.data],
+                producer_sems[producer_name],
                 epoch,
                 lp.single_thread is not None,
                 lp.async_proxy is not None,
                 wait_steps.get(dep),
+                probes.get(producer_name),
             )
         Rewriter.insert_op(ops, InsertPoint.before(lp))
         lp.attributes[FILLED_ATTR] = UnitAttr()
@@ -327,9 +446,12 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str) -> None:
 
 @dataclass(frozen=True)
 class InsertPostWaitPass(ModulePass):
-    """Fill the kernels' sync hooks: waits before produced loads, posts after the tile's store."""
+    """Fill the kernels' sync hooks: waits before produced loads, posts after the tile's store
+    (`probe`: and a probe per producer a tile waits for at several semaphores)."""
 
     name = PASS
+
+    probe: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
@@ -344,7 +466,7 @@ class InsertPostWaitPass(ModulePass):
                 )
         _specialize_shared_kernels(op, graph)
         for name in graph.stages:
-            _fill_stage(op, graph, name)
+            _fill_stage(op, graph, name, self.probe)
         # Kernels of no stage: nothing depends on them, their hooks go.
         for func in op.walk():
             if isinstance(func, gpu.FuncOp):

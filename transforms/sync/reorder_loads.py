@@ -63,7 +63,7 @@ def _effects(ops: list[Operation]) -> tuple[set[object], set[object], bool]:
                 reads.add(_memory_key(op.memref))
             elif isinstance(op, memref.StoreOp):
                 writes.add(_memory_key(op.memref))
-            elif isinstance(op, gpu.BarrierOp | sync.WaitOp | sync.PostOp):
+            elif isinstance(op, gpu.BarrierOp | sync.WaitOp | sync.ProbeOp | sync.PostOp):
                 return reads, writes, False
             elif op.regions and not isinstance(op, _PURE_REGION_OPS):
                 return reads, writes, False

@@ -42,6 +42,7 @@ Diagnostics name the first failing tile in row-major order, the same under any h
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -222,6 +223,21 @@ class Need:
     valid: Scalar
 
 
+@dataclass(frozen=True)
+class Probed:
+    """The semaphores a sync.probe tested: `semaphores[p]` and `valid[p]` (a point outside
+    the clipped grid tests nothing) per point p, one column per tile of the batch."""
+
+    role: Role
+    posts: int
+    semaphores: np.ndarray
+    valid: np.ndarray
+
+    def tests(self, semaphore: Scalar) -> np.ndarray:
+        """Per tile of the batch: whether the probe tested `semaphore`."""
+        return np.any((self.semaphores == np.asarray(semaphore)) & self.valid, axis=0)
+
+
 @dataclass
 class State:
     """What the blocks of a batch have definitely done so far on the current path."""
@@ -261,6 +277,7 @@ class ConsumerRun(BatchRun):
         self.readers = {use.operation for arg in self.operand_args for use in arg.uses}
         # the waits grouped by role, for the state.waited they were made of (which only grows)
         self._groups: tuple | None = None
+        self.probes: dict[SSAValue, Probed] = {}  # a probe's answer → what it tested
 
     def copy_state(self, state: State) -> State:
         return state.copy()
@@ -287,8 +304,42 @@ class ConsumerRun(BatchRun):
             raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         posts = op.policy.posts.data
+        if op.unless is not None:
+            # skipped where the probe answered ready: it covers its semaphore only if the
+            # probe's acquire loads tested that semaphore, against the same target
+            probed = self.probes.get(op.unless)
+            tested = np.broadcast_to(
+                probed.tests(semaphore) if probed is not None and probed.role == role
+                and probed.posts == posts else False, (self.size,))
+            if not tested.all():
+                i = int(np.flatnonzero(~tested)[0])
+                raise Unproven(op, f"consumer tile {self.tile(i)} of @{self.stage_name} skips "
+                                   f"this wait on semaphore {_at(semaphore, i)} of {role} "
+                                   f"`unless` a sync.probe that did not test that semaphore: "
+                                   f"its loads would not be ordered after the tile's post")
         same = semaphore.tobytes() if isinstance(semaphore, np.ndarray) else int(semaphore)
         state.waited.setdefault((role, posts, same), Waited(role, semaphore, posts))
+
+    def on_probe(self, op: sync.ProbeOp, state: State) -> None:
+        self.probes.pop(op.ready, None)
+        role = self.roles.get(op.sems)
+        coords = self.exact_values(op.tile)
+        if role is None or coords is None or self.roles.get(op.epoch) != EPOCH:
+            return  # tests nothing known: a wait skipped by it is refused
+        grid = op.clipped_to.get_values() if op.clipped_to is not None else None
+        semaphores, valid = [], []
+        for amap, ranges in op.parts():
+            for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
+                produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
+                inside: Scalar = True
+                if grid is not None:
+                    for c, extent in zip(produced, grid):
+                        inside = inside & (c >= 0) & (c < extent)
+                semaphore = affine_exact(op.policy.sem_map.data.results[0], produced, (), op)
+                semaphores.append(np.broadcast_to(semaphore, (self.size,)))
+                valid.append(np.broadcast_to(inside, (self.size,)))
+        self.probes[op.ready] = Probed(role, op.policy.posts.data, np.stack(semaphores),
+                                       np.stack(valid))
 
     def on_load_point(self, op: sync.LoadPointOp, state: State) -> None:
         operand = op.operand.data

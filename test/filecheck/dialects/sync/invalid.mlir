@@ -167,6 +167,41 @@ sync.wait %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0
 
 // -----
 
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 4>] : memref<?xi32>
+
+// CHECK: sync.probe: map 0 has 1 symbols, so its range needs 3 values (lo, hi, step each), got 2
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 4, 4, 1>] : memref<?xi32>
+
+// CHECK: sync.probe: map 0: range [4, 4) step 1 is empty or its step is not positive
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (s0)>] over [array<i64: 0, 4, 1>] : memref<?xi32>
+
+// CHECK: sync.probe: map 0 takes 2 tile coordinates and gives 1; the tile has 2 and the policy takes 2
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [] over [] : memref<?xi32>
+
+// CHECK: sync.probe: reads no producer tile
+
+// -----
+
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 4, 1>] clipped_to array<i64: 4> : memref<?xi32>
+
+// CHECK: sync.probe: clipped_to (4,) is not a grid of the policy's 2 dimensions
+
+// -----
+
 %sems, %epoch, %x = "test.op"() : () -> (memref<?xi64>, i32, index)
 sync.post %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi64>
 

@@ -73,7 +73,7 @@ builtin.module attributes {gpu.container_module} {
 // TILE:          scf.for %kt = %c0 to %c8 step %c1 {
 // TILE-NEXT:       %ib = arith.addi %kt, %t : index
 // TILE-NEXT:       %bv = memref.load %b[%ib] : memref<?xf32>
-// TILE-NEXT:       sync.wait %sems_g1[%x, %kt] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> : memref<?xi32>
+// TILE-NEXT:       sync.wait %sems_g1[%x, %kt] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> unless %ready_g1 : memref<?xi32>
 // TILE-NEXT:       sync.load_point operand 0 [%x, %y] step %kt {sync.reordered, sync.filled}
 // TILE:          sync.stage @g2 {sync.progress = "@g1: programmatic dependent launch", sync.verified = "proved"
 

@@ -58,17 +58,17 @@ builtin.module attributes {gpu.container_module} {
 // STRIDE2-NEXT:   %[[TWO:.*]] = arith.constant 2 : index
 // STRIDE2-NEXT:   %[[EARLY:.*]] = arith.cmpi slt, %kt, %[[TWO]] : index
 // STRIDE2-NEXT:   scf.if %[[EARLY]] {
-// STRIDE2-NEXT:     sync.wait %sems_mlp1[%x, %kt] epoch %epoch policy #sync.policy<StridedSync (d0, d1) -> (d0 * 2 + d1 mod 2), posts = 24> : memref<?xi32>
+// STRIDE2-NEXT:     sync.wait %sems_mlp1[%x, %kt] epoch %epoch policy #sync.policy<StridedSync (d0, d1) -> (d0 * 2 + d1 mod 2), posts = 24> unless %ready_mlp1 : memref<?xi32>
 // STRIDE2:      sync.stage @mlp1 {num_semaphores = 8 : i64, {{.*}}policy = #sync.policy<StridedSync (d0, d1) -> (d0 * 2 + d1 mod 2), posts = 24>}
 
 // TileSync with per-k-step loads: the wait is inside the loop, on the step's own tile, every
 // step (the reference waited once).
 // WAITS-LABEL: gpu.func @gemm2(
 // WAITS:         scf.for %kt = %c0 to %c48 step %c1 {
-// WAITS-NEXT:      sync.wait %sems_mlp1[%x, %kt] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> : memref<?xi32>
+// WAITS-NEXT:      sync.wait %sems_mlp1[%x, %kt] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> unless %ready_mlp1 : memref<?xi32>
 // WAITS-NEXT:      sync.load_point operand 0 [%x, %y] step %kt {sync.filled}
 // WAITS-NEXT:    }
 // WAITS-LABEL: gpu.func @attn(
 // WAITS:         scf.for %s0 = %{{.*}} to %{{.*}} step %{{.*}} {
 // WAITS-NEXT:      %[[COL:.*]] = affine.apply affine_map<(d0, d1)[s0] -> ((d1 + (s0 * 3)))> (%x, %y)[%s0]
-// WAITS-NEXT:      sync.wait %sems_qkv[%x, %[[COL]]] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 9 + d1), posts = 1> : memref<?xi32>
+// WAITS-NEXT:      sync.wait %sems_qkv[%x, %[[COL]]] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 9 + d1), posts = 1> unless %ready_qkv : memref<?xi32>

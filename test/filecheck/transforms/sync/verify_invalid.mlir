@@ -529,3 +529,71 @@ sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
 // CHECK: verify_invalid.mlir:520:7: sync-verify: consumer tile (0, 0) of @c: sync.load_point operand 0, which reads producer tile (0, 1) of @p (semaphore 1), but no wait on that semaphore precedes it
+
+// -----
+
+// A probe of the row's first two tiles skips the waits of all four k-steps: at steps 2 and 3
+// nothing acquired the tile read.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %ready = sync.probe %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 2, 1>] : memref<?xi32>
+    scf.for %k = %c0 to %c4 step %c1 {
+      sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> unless %ready : memref<?xi32>
+      sync.load_point operand 0 [%x, %y] step %k
+      %v = memref.load %a[%k] : memref<?xf32>
+    }
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
+sync.launch @p
+sync.launch @c {pdl = true}
+
+// CHECK: verify_invalid.mlir:{{[0-9]+}}:7: sync-verify: consumer tile (0, 0) of @c skips this wait on semaphore 2 of sems:@p `unless` a sync.probe that did not test that semaphore
+
+// -----
+
+// A probe that only the first warp reaches: its block barrier would wait for the others.
+gpu.module @k {
+  gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+    gpu.return
+  }
+  gpu.func @c(%a: memref<?xf32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+    %x, %y = sync.tile : index, index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c32 = arith.constant 32 : index
+    %tid = gpu.thread_id x
+    %first = arith.cmpi ult, %tid, %c32 : index
+    scf.if %first {
+      %ready = sync.probe %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 4, 1>] : memref<?xi32>
+    }
+    scf.for %k = %c0 to %c4 step %c1 {
+      sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+      sync.load_point operand 0 [%x, %y] step %k
+      %v = memref.load %a[%k] : memref<?xf32>
+    }
+    gpu.return
+  }
+}
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
+sync.launch @p
+sync.launch @c {pdl = true}
+
+// CHECK: verify_invalid.mlir:{{[0-9]+}}:7: sync-verify: a sync.probe inside a branch on the thread index: its block barrier needs every thread of the block
