@@ -305,6 +305,7 @@ def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
 
 QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out"
 CONTEXT_BN = 32  # P · v's columns a tile (attention_configs)
+QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
 
 
 @dataclass(frozen=True)
@@ -414,7 +415,12 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     by the accumulators' scattered 4-byte stores. P · v has a few column tiles of C and a long
     K = T: 32 columns a tile, one warp a 32-row slab, 64-wide k-steps. On an H200 at T = 512 ..
     4096 (CUPTI, the kernels without hooks) these took q · kᵀ from 4.1-39.3 us to 2.8-17.0 and
-    P · v from 6.4-38.4 us to 4.1-23.9 against the 128 x 64 tile of the MLP's defaults."""
+    P · v from 6.4-38.4 us to 4.1-23.9 against the 128 x 64 tile of the MLP's defaults.
+
+    The QKV and output GEMMs (K = C) have two k-steps a tile, so a tile's time is its latency:
+    narrow tiles (BN = 64, six and two of them per tile row) that leave through shared memory
+    (staged_store) took them from 7.2-8.0 and 4.0-4.4 us to 2.1-3.2 and 2.0-2.3 (cuBLAS:
+    2.3-3.3 and 2.2-2.6) on the H200 against the MLP's 128 x 256 and 128 x 128 tiles."""
     t, c = match.tokens, match.width
     if c % 64:
         raise diagnostic(PASS, match.anchor, f"the model width {c} is not a multiple of 64 "
@@ -422,7 +428,7 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     if t % 32 or t > 4096:
         raise diagnostic(PASS, match.anchor, f"{t} tokens: the softmax kernel takes a multiple "
                                              "of 32 up to 4096")
-    (t1, w1, s1), (t4, w4, s4) = default_configs("custom", t, "wgmma")
+    (t1, w1, _), (t4, w4, _) = default_configs("custom", t, "wgmma")
     bm = t1[0]
     try:
         def gemm(name, n, k, tile, warps, stages, epilogue=None, mma="wgmma", staged=False):
@@ -432,12 +438,14 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
                                staged_store=staged)
 
         spec = AttentionSpec(
-            qkv=gemm(QKV, 3 * c, c, t1, w1, s1, "bias" if match.b_qkv is not None else None),
+            qkv=gemm(QKV, 3 * c, c, (bm, QKV_OUT_BN, 64), w1, 3,
+                     "bias" if match.b_qkv is not None else None, staged=True),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
             scores=gemm(SCORES, t, c, (bm, bm, 64), w4, 3, staged=True),
             softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
             context=gemm(CONTEXT, c, t, (bm, CONTEXT_BN, 64), (bm // 32, 1), 4, mma="sync"),
-            out=gemm(OUT, c, c, t4, w4, s4, "bias" if match.b_out is not None else None))
+            out=gemm(OUT, c, c, (t4[0], QKV_OUT_BN, 64), w4, 3,
+                     "bias" if match.b_out is not None else None, staged=True))
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: {err}") \
             from err

@@ -17,6 +17,7 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK:      builtin.module attributes {gpu.container_module, graph.signature = {{.*}}, graph.temps = [tensor<128x768xf16>, tensor<128x128xf16>, tensor<128x128xf16>, tensor<128x256xf16>]} {
 // CHECK-NOT:  func.func
 // CHECK:      gpu.func @qkv(%A: memref<128x256xf16>, %B: memref<768x256xf16>, %C: memref<128x768xf16>, %bias: memref<768xf16>) kernel
+// CHECK:      tile.copy_out %C[
 // CHECK:      sync.store_point
 // q (A) and k (B) are both the QKV temporary; k's columns are offset (by 256: sync-verify
 // below proves the reads against the dependencies).
@@ -39,20 +40,22 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK:      arith.constant 512 : index
 // CHECK:      tile.cp_async %{{.*}}, %B[%{{.*}}, %{{.*}}] masked swizzle {{.*}} : memref<4x64x32xf16, 3 : i64>, memref<128x768xf16>
 // CHECK:      gpu.func @out(%A: memref<128x256xf16>, %B: memref<256x256xf16>, %C: memref<128x256xf16>, %bias: memref<256xf16>) kernel
+// The output GEMM's (and the QKV GEMM's) 64-wide tiles leave through shared memory too.
+// CHECK:      tile.copy_out %C[
 
-// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @qkv_module::@qkv, grid = array<i64: 1, 3>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 256, 64>}
+// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @qkv_module::@qkv, grid = array<i64: 1, 12>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
 // CHECK-NEXT: sync.stage @scores {graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @scores_module::@scores, grid = array<i64: 1, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 64>}
 // CHECK-NEXT: sync.stage @softmax {graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>], kernel = @softmax_module::@softmax, grid = array<i64: 32, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 4, 128>}
 // CHECK-NEXT: sync.stage @context {graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 0>, #graph.bind<temp 3>], kernel = @context_module::@context, grid = array<i64: 1, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 32, 64>}
-// CHECK-NEXT: sync.stage @out {graph.bind = [#graph.bind<temp 3>, #graph.bind<input 3>, #graph.bind<result 0>, #graph.bind<input 4>], kernel = @out_module::@out, grid = array<i64: 1, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 64>}
-// q: the QKV tile of k-step s0 (4 steps of 64 per 256-wide tile); k: the same, 256 columns on.
-// CHECK-NEXT: sync.dependency @qkv -> @scores operand 0 tiles (d0, d1)[s0] -> (d0, s0 floordiv 4) forall s0 in [0, 4)
-// CHECK-NEXT: sync.dependency @qkv -> @scores operand 1 tiles (d0, d1)[s0] -> (d1, (s0 + 4) floordiv 4) forall s0 in [0, 4)
+// CHECK-NEXT: sync.stage @out {graph.bind = [#graph.bind<temp 3>, #graph.bind<input 3>, #graph.bind<result 0>, #graph.bind<input 4>], kernel = @out_module::@out, grid = array<i64: 1, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// q: the QKV tile of k-step s0 (one 64-wide tile a step); k: the same, 256 columns on.
+// CHECK-NEXT: sync.dependency @qkv -> @scores operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
+// CHECK-NEXT: sync.dependency @qkv -> @scores operand 1 tiles (d0, d1)[s0] -> (d1, s0 + 4) forall s0 in [0, 4)
 // A softmax block of 4 rows reads every tile of its row of S.
 // CHECK-NEXT: sync.dependency @scores -> @softmax operand 0 tiles (d0, d1)[s0] -> (d0 floordiv 32, s0) forall s0 in [0, 1)
 // CHECK-NEXT: sync.dependency @softmax -> @context operand 0 tiles (d0, d1)[s0, s1] -> (d0 * 32 + s1, 0) forall s0 in [0, 2), s1 in [0, 32)
 // v skips a stage: P · v reads the QKV temporary too.
-// CHECK-NEXT: sync.dependency @qkv -> @context operand 1 tiles (d0, d1)[s0] -> (s0 floordiv 2, (d1 + 16) floordiv 8) forall s0 in [0, 2)
+// CHECK-NEXT: sync.dependency @qkv -> @context operand 1 tiles (d0, d1)[s0] -> (s0 floordiv 2, (d1 + 16) floordiv 2) forall s0 in [0, 2)
 // A k-step of the output GEMM (64) reads two 32-wide context tiles.
 // CHECK-NEXT: sync.dependency @context -> @out operand 0 tiles (d0, d1)[s0, s1] -> (d0, s0 * 2 + s1) forall s0 in [0, 4), s1 in [0, 2)
 // CHECK-NEXT: sync.launch @qkv {priority = -4 : i64}
@@ -62,8 +65,8 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK-NEXT: sync.launch @out {stream = 4 : i64}
 
 // The cuSync passes take the chain as it is: policies generated, PDL, every stage verified
-// (the softmax's 32 blocks on the grid's boundary under limit=8).
-// SYNC:      sync.stage @qkv {{.*}}sync.verified = "proved"{{.*}}policy = #sync.policy<TileSync
+// (the QKV GEMM's 12 tiles and the softmax's 32 blocks on the grid's boundary under limit=8).
+// SYNC:      sync.stage @qkv {{.*}}sync.verified = "boundary"{{.*}}policy = #sync.policy<TileSync
 // SYNC:      sync.stage @scores {{.*}}sync.progress = "@qkv: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.stage @softmax {{.*}}sync.progress = "@scores: programmatic dependent launch", sync.verified = "boundary"
 // SYNC:      sync.stage @context {{.*}}sync.progress = "@softmax: programmatic dependent launch; @qkv: programmatic dependent launch", sync.verified = "proved"
