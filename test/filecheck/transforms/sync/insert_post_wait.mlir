@@ -48,9 +48,7 @@ builtin.module attributes {gpu.container_module} {
 // -----
 
 // Whole-tile load under TileSync (forced by a second, tile-for-tile consumer): the consumer
-// waits on each of the 8 tiles of its row, in a loop over the forall range, each wait
-// skipped where one probe of all 8 (the block's threads load them at once) found them ready.
-// A consumer that waits on one semaphore has no probe.
+// waits on each of the 8 tiles of its row, in a loop over the forall range.
 builtin.module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @p(%c: memref<?xf32>) kernel {
@@ -77,13 +75,11 @@ builtin.module attributes {gpu.container_module} {
 }
 
 // CHECK-LABEL: gpu.func @row(
-// CHECK-NEXT:    %x, %y = sync.tile : index, index
-// CHECK-NEXT:    %ready_p = sync.probe %sems_p[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 8, 1>] : memref<?xi32>
-// CHECK-NEXT:    %[[LO:.*]] = arith.constant 0 : index
+// CHECK:         %[[LO:.*]] = arith.constant 0 : index
 // CHECK-NEXT:    %[[HI:.*]] = arith.constant 8 : index
 // CHECK-NEXT:    %[[ST:.*]] = arith.constant 1 : index
 // CHECK-NEXT:    scf.for %s0 = %[[LO]] to %[[HI]] step %[[ST]] {
-// CHECK-NEXT:      sync.wait %sems_p[%x, %s0] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> unless %ready_p : memref<?xi32>
+// CHECK-NEXT:      sync.wait %sems_p[%x, %s0] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> : memref<?xi32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sync.load_point operand 0 [%x, %y] {sync.filled}
 // CHECK-LABEL: gpu.func @tile(%a: memref<?xf32>, %b: memref<?xf32>, %sems_p: memref<?xi32>, %epoch: i32)
@@ -123,7 +119,7 @@ builtin.module attributes {gpu.container_module} {
 
 // Conv2DTileSync: @c3 reads runs of 2 producer column tiles, so runs of 2 share a semaphore;
 // @c2 reads runs of 4, so its wait loop over s0 in [0, 4) steps by 2: two waits for the four
-// tiles read (and a probe of both semaphores), one for @c3's two (no probe).
+// tiles read, one for @c3's two.
 builtin.module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @c1(%c: memref<?xf32>) kernel {
@@ -150,13 +146,12 @@ builtin.module attributes {gpu.container_module} {
 }
 
 // CHECK-LABEL: gpu.func @c2(
-// CHECK:         %ready_c1 = sync.probe %sems_c1[%x, %y] {{.*}} reads [affine_map<(d0, d1)[s0] -> (d0, ((d1 * 4) + s0))>] over [array<i64: 0, 4, 2>]
-// CHECK-NEXT:    %[[LO:.*]] = arith.constant 0 : index
+// CHECK:         %[[LO:.*]] = arith.constant 0 : index
 // CHECK-NEXT:    %[[HI:.*]] = arith.constant 4 : index
 // CHECK-NEXT:    %[[ST:.*]] = arith.constant 2 : index
 // CHECK-NEXT:    scf.for %s0 = %[[LO]] to %[[HI]] step %[[ST]] {
 // CHECK-NEXT:      %[[COL:.*]] = affine.apply
-// CHECK-NEXT:      sync.wait %sems_c1[%x, %[[COL]]] epoch %epoch policy #sync.policy<Conv2DTileSync (d0, d1) -> (d0 * 4 + d1 floordiv 2), posts = 2> unless %ready_c1 : memref<?xi32>
+// CHECK-NEXT:      sync.wait %sems_c1[%x, %[[COL]]] epoch %epoch policy #sync.policy<Conv2DTileSync (d0, d1) -> (d0 * 4 + d1 floordiv 2), posts = 2> : memref<?xi32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sync.load_point operand 0 [%x, %y] {sync.filled}
 // CHECK-LABEL: gpu.func @c3(

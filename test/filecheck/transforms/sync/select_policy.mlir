@@ -71,4 +71,4 @@ builtin.module attributes {gpu.container_module} {
 // WAITS-LABEL: gpu.func @attn(
 // WAITS:         scf.for %s0 = %{{.*}} to %{{.*}} step %{{.*}} {
 // WAITS-NEXT:      %[[COL:.*]] = affine.apply affine_map<(d0, d1)[s0] -> ((d1 + (s0 * 3)))> (%x, %y)[%s0]
-// WAITS-NEXT:      sync.wait %sems_qkv[%x, %[[COL]]] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 9 + d1), posts = 1> unless %ready_qkv : memref<?xi32>
+// WAITS-NEXT:      sync.wait %sems_qkv[%x, %[[COL]]] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 9 + d1), posts = 1> : memref<?xi32>
