@@ -236,8 +236,9 @@ def build_waits(
 MAX_PROBE_POINTS = 1024
 # Waits that all run back to back before a tile's first load get a probe only from this many
 # semaphores on.
-# Measured on an H200 (09eae51): the conv chain's five halo rows 2-6% slower with a probe;
-# attention's P · v under TileSync, 32 softmax blocks of P a tile, 57.2 -> 30.2 us with it.
+# Measured on an H200: the conv chain's five halo rows 2-6% slower with a probe (09eae51);
+# attention's softmax under TileSync at T = 4096, a row of 32 score tiles read at once,
+# 51.8 -> 29.2 us with it (cdfb9b2).
 MIN_PROBE_AT_ONCE = 16
 
 
