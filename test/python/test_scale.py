@@ -46,8 +46,16 @@ def timings(sizes: tuple[int, ...], rounds: int = 5) -> list[dict[str, float]]:
 
 
 def test_every_tilesync_pass_is_linear():
-    small, large = timings((4, 4 * GROWTH))
     ours = {"parse", *get_all_passes()}
-    slow = {name: round(large[name] / small[name], 1) for name in large
-            if name in ours and large[name] > 0.05 and large[name] / small[name] > 2.5 * GROWTH}
-    assert not slow, f"grew faster than the program ({GROWTH}x): {slow}"
+    slow: dict[str, float] | None = None
+    # A pass that looks slow is measured again: a quadratic one stays slow, while a burst of
+    # another worker's load during the large runs (under xdist on 2 cores it once made
+    # lower-scf-to-cf grow 14.6x for 4x; alone 4-5x) does not come back each time.
+    for _ in range(3):
+        small, large = timings((4, 4 * GROWTH))
+        now = {name: round(large[name] / small[name], 1) for name in large
+               if name in ours and large[name] > 0.05 and large[name] / small[name] > 2.5 * GROWTH}
+        slow = now if slow is None else {name: now[name] for name in now if name in slow}
+        if not slow:
+            break
+    assert not slow, f"grew faster than the program ({GROWTH}x) in three measurements: {slow}"
