@@ -914,9 +914,6 @@ class ProbeOp(IRDLOperation):
                                  for i in range(0, len(values), 3)]))
         return out
 
-    def points(self) -> int:
-        return sum(math.prod(r.count for r in ranges) for _, ranges in self.parts())
-
     def verify_(self) -> None:
         _verify_semaphore_access(self, self.sems, self.tile, self.policy)
         if len(self.reads.data) != len(self.over.data):

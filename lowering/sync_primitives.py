@@ -141,6 +141,15 @@ class SyncBuilder:
             any_nonzero = self.value(arith.OrIOp(any_nonzero, other))
         return self.value(arith.CmpiOp(any_nonzero, self.const(0, IndexType()), "eq"))
 
+    def block_thread_index(self) -> tuple[SSAValue, SSAValue]:
+        """(the thread's linear index in its block, the block's number of threads)."""
+        ids = [self.value(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        dims = [self.value(gpu.BlockDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        plane = self.value(arith.AddiOp(ids[1], self.value(arith.MuliOp(dims[1], ids[2]))))
+        thread = self.value(arith.AddiOp(ids[0], self.value(arith.MuliOp(dims[0], plane))))
+        threads = self.value(arith.MuliOp(dims[0], self.value(arith.MuliOp(dims[1], dims[2]))))
+        return thread, threads
+
     # -- ordered memory operations ----------------------------------------------------------
 
     def fence(self, ordering: str = "acq_rel", scope: str = "gpu") -> None:

@@ -284,11 +284,7 @@ class LowerProbe(RewritePattern):
         b = SyncBuilder(rewriter)
         target = b.value(arith.MuliOp(op.epoch, b.const(op.policy.posts.data, i32)))
         index = IndexType()
-        ids = [b.value(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]
-        dims = [b.value(gpu.BlockDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
-        plane = b.value(arith.AddiOp(ids[1], b.value(arith.MuliOp(dims[1], ids[2]))))
-        thread = b.value(arith.AddiOp(ids[0], b.value(arith.MuliOp(dims[0], plane))))
-        threads = b.value(arith.MuliOp(dims[0], b.value(arith.MuliOp(dims[1], dims[2]))))
+        thread, threads = b.block_thread_index()
         grid = op.clipped_to.get_values() if op.clipped_to is not None else None
         missing = b.const(0, i32)
         for amap, ranges in op.parts():
