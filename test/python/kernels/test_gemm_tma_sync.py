@@ -20,7 +20,7 @@ import tilesync
 from tilesync.api import default_pipeline, parse
 from tilesync.dialects import sync
 from tilesync.harness.compile import compile_kernel
-from tilesync.kernels.config import tma_ws_config
+from tilesync.kernels.config import gemm_config, tma_ws_config
 from tilesync.kernels.gemm import gemm_module
 
 M, N, K = 256, 384, 512
@@ -74,16 +74,17 @@ builtin.module {{
 """
 
 
-def _feeding_the_gemm(producer_ops: list, producer: sync.StageOp, column) -> ModuleOp:
+def _feeding_the_gemm(producer_ops: list, producer: sync.StageOp, column,
+                      consumer=CONSUMER) -> ModuleOp:
     """The producer's module and stage, the consumer GEMM, the dependency of its k-step s0 on
     producer tile (d0, column(s0)), the producer launched first on its own stream."""
     name = producer.sym_name.data
     d0, s0 = AffineExpr.dimension(0), AffineExpr.symbol(0)
-    ops = [*producer_ops, *(op.clone() for op in gemm_module(0, 0, 0, config=CONSUMER).ops)]
+    ops = [*producer_ops, *(op.clone() for op in gemm_module(0, 0, 0, config=consumer).ops)]
     ops += [
         producer,
-        sync.StageOp("gemm", [f"{CONSUMER.name}_module", CONSUMER.name], CONSUMER.tile_grid,
-                     list(CONSUMER.block), [BM, BN]),
+        sync.StageOp("gemm", [f"{consumer.name}_module", consumer.name], consumer.tile_grid,
+                     list(consumer.block), [BM, BN]),
         sync.DependencyOp(name, "gemm", 0, AffineMap(2, 1, (d0, column(s0))), [(0, KT)]),
         sync.LaunchOp(name, stream=0), sync.LaunchOp("gemm", stream=1),
     ]
@@ -97,18 +98,18 @@ def _compile(module: ModuleOp):
                             target="sm_90a", validate=True)
 
 
-def stage_program() -> ModuleOp:
+def stage_program(consumer=CONSUMER) -> ModuleOp:
     """The slow producer of A's (BM x BK) tiles and the GEMM reading them k-tile by k-tile:
     GEMM tile (d0, d1) at k-step s0 reads producer tile (d0, s0)."""
     return _feeding_the_gemm(
         [op.clone() for op in parse(PRODUCER).ops],
         sync.StageOp("producer", ["producer_module", "producer"], [M // BM, KT], [128],
                      [BM, BK]),
-        lambda s0: s0)
+        lambda s0: s0, consumer)
 
 
-def compiled():
-    return _compile(stage_program())
+def compiled(consumer=CONSUMER):
+    return _compile(stage_program(consumer))
 
 
 def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
@@ -188,15 +189,22 @@ def _loaded(program, name: str):
 @pytest.mark.gpu
 @pytest.mark.parametrize("delay_us", [0, 200])
 def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
-    from tilesync.contract import EPOCH, Role
-    from tilesync.harness.runner import gemm_tensor_maps
-    from tilesync.kernels.reference import host_array, host_values
-    from tilesync.runtime import DeviceBuffer, Stream, launch, synchronize
     from tilesync.runtime.device import get_device
 
     if get_device().arch != "sm_90":
         pytest.skip("TMA needs an sm_90 GPU")
-    program = compiled()
+    _run_behind_the_slow_producer(CONSUMER, delay_us)
+
+
+def _run_behind_the_slow_producer(consumer, delay_us: int) -> None:
+    """The consumer GEMM launched first, then the producer writing A's tiles last-first
+    `delay_us` apart; no tile of C may come from a stale (NaN) tile of A."""
+    from tilesync.contract import EPOCH, Role
+    from tilesync.harness.runner import gemm_tensor_maps
+    from tilesync.kernels.reference import host_array, host_values
+    from tilesync.runtime import DeviceBuffer, Stream, launch, synchronize
+
+    program = compiled(consumer)
     rng = np.random.default_rng(delay_us)
     src = host_array(rng.standard_normal((M, K)) / np.sqrt(K), "f16")
     b = host_array(rng.standard_normal((N, K)), "f16")
@@ -205,15 +213,17 @@ def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
     c_d = DeviceBuffer.from_numpy(np.full((M, N), np.nan, np.float16))
     sems = DeviceBuffer.zeros(((M // BM) * KT,), np.int32)
 
-    gemm, gemm_sig = _loaded(program, CONSUMER.name)
+    gemm, gemm_sig = _loaded(program, consumer.name)
     producer, producer_sig = _loaded(program, "producer")
     bound = {Role.semaphores("producer"): sems, EPOCH: 1}
     consumer_stream, producer_stream = Stream(), Stream()
-    # The GEMM first: its producer thread spins on tiles nobody has written yet.
-    launch(gemm, CONSUMER.grid, CONSUMER.block,
-           [*gemm_tensor_maps(CONSUMER, [a_d, b_d]), c_d,
-            *(bound[r] for r in gemm_sig.sync_args)],
-           stream=consumer_stream, shared_mem=CONSUMER.dynamic_shared_bytes)
+    operands = [a_d, b_d]
+    if consumer.warp_specialized:  # A and B as tensor maps
+        operands = list(gemm_tensor_maps(consumer, operands))
+    # The GEMM first: its waits spin on tiles nobody has written yet.
+    launch(gemm, consumer.grid, consumer.block,
+           [*operands, c_d, *(bound[r] for r in gemm_sig.sync_args)],
+           stream=consumer_stream, shared_mem=consumer.dynamic_shared_bytes)
     launch(producer, (M // BM, KT, 1), 128,
            [src_d, a_d, delay_us * 1000, *(bound[r] for r in producer_sig.sync_args)],
            stream=producer_stream)
@@ -223,6 +233,42 @@ def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
     ref = host_values(src, "f16") @ host_values(b, "f16").T
     error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
     assert error < 3e-3
+
+
+# --------------------------------------------------------------------------------------------
+# A cp.async wgmma GEMM as the consumer: one probe of its row, then the waits it may skip
+# --------------------------------------------------------------------------------------------
+
+PROBING = gemm_config(M, N, K, (BM, BN, BK), (BM // 16, 1), 3, sync_hooks=True, mma="wgmma",
+                      b_layout="col", name="probing")
+
+
+def test_a_block_wide_consumer_probes_its_row_once():
+    """Its hooks are the whole block's, and its k-steps each read a new producer tile: one
+    sync.probe of the row's KT semaphores in front of the k-loop, every wait `unless` it."""
+    program = tilesync.compile(stage_program(PROBING),
+                               pipeline=default_pipeline(before=SYNC_PASSES),
+                               target="sm_90a", keep_ir=True, validate=True)
+    filled = program.ir_after["sync-insert-post-wait"]
+    probes = re.findall(r"(%\w+) = sync\.probe %sems_producer\[[^\]]*\] epoch %epoch policy "
+                        r"#sync\.policy<TileSync [^\n]*reads \[affine_map<\(d0, d1\)\[s0\] -> "
+                        rf"\(d0, s0\)>\] over \[array<i64: 0, {KT}, 1>\]", filled)
+    assert len(probes) == 1, filled
+    waits = re.findall(r"sync\.wait [^\n]*", filled)
+    assert waits and all(f"unless {probes[0]}" in w for w in waits), waits
+    assert "bar.red.or" in program.ptx_by_module[f"{PROBING.name}_module"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay_us", [0, 200])
+def test_gpu_a_probing_consumer_never_yields_a_stale_tile(delay_us):
+    """With 200 us between the producer's tiles every probe fails and the waits run; with none
+    some pass: either way no copy reads a tile before its post."""
+    from tilesync.runtime.device import get_device
+
+    if get_device().arch != "sm_90":
+        pytest.skip("wgmma needs an sm_90 GPU")
+    _run_behind_the_slow_producer(PROBING, delay_us)
 
 
 # --------------------------------------------------------------------------------------------
