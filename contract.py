@@ -218,7 +218,7 @@ ORDER_TABLE_ATTR = "sync.order_table"  # the order table its host uploads
 KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
 MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
 CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
-SYNC_NAMED_BARRIER = 1  # the named barrier of a sync.post by part of a block (`threads N`)
+SYNC_NAMED_BARRIER = 1  # a sync.post or tile.arrive by part of a block (`threads N`)
 STAGING_NAMED_BARRIER = 2  # a TMA-store epilogue's consumers around their staging buffer
 # Queue ops run by groups of a block (`threads N`): group k synchronizes on named barrier
 # QUEUE_GROUP_BARRIER_BASE + k, so a block has at most MAX_QUEUE_GROUPS of them.

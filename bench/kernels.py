@@ -97,10 +97,10 @@ def legacy_candidates(w: Workload, quick: bool) -> list:
 def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
     proposes (with and without clusters) and the `legacy_candidates`."""
-    from tilesync.kernels.choice import BENCH_TWINS, propose_tma_configs
+    from tilesync.kernels.choice import BENCH_STREAM_K, BENCH_TWINS, propose_tma_configs
 
     tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
-                              twins=BENCH_TWINS)
+                              twins=BENCH_TWINS, stream_k=BENCH_STREAM_K)
     return [*tma, *legacy_candidates(w, quick)]
 
 
@@ -172,7 +172,8 @@ def _config_label(cfg) -> str:
     if getattr(cfg, "pipeline", "cp_async") == "tma_ws":
         label = (f"tma_ws{cfg.wgmma_in_flight} {bm}x{bn}x{bk} s{cfg.stages}"
                  + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else "")
-                 + (f" staging{cfg.staging_boxes}" if cfg.staging_boxes else ""))
+                 + (f" staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
+                 + (f" streamK{cfg.stream_k_tiles}" if cfg.stream_k_tiles else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + split_label(cfg)

@@ -52,6 +52,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from tilesync.contract import NAMED_BARRIERS
 from tilesync.dialects.llvmx import address_space
 
 # --------------------------------------------------------------------------------------------
@@ -1157,6 +1158,16 @@ class PrefetchTensorMapOp(IRDLOperation):
         super().__init__(operands=[tensor_map])
 
 
+def _verify_named_barrier(name: str, barrier_id: int | None, count: int) -> None:
+    """A named barrier's constant id (None: computed at run time) and thread count."""
+    if barrier_id is not None and not 0 <= barrier_id < NAMED_BARRIERS:
+        raise VerifyException(f"'{name}' barrier id must be in 0..{NAMED_BARRIERS - 1}, got "
+                              f"{barrier_id}")
+    if count <= 0 or count % 32 or count > 1024:
+        raise VerifyException(f"'{name}' counts whole warps (a multiple of 32 up to "
+                              f"1024 threads), got {count}")
+
+
 @irdl_op_definition
 class BarrierSyncOp(IRDLOperation):
     """`bar.sync id, count`: named barrier `id` (0..15) of `count` threads (a multiple of 32,
@@ -1182,14 +1193,32 @@ class BarrierSyncOp(IRDLOperation):
         if (self.barrier_id is None) == (self.dynamic_id is None):
             raise VerifyException(f"'{self.name}' takes its id either as a constant or as an "
                                   "operand, not both or neither")
-        if self.barrier_id is not None and not 0 <= self.barrier_id.value.data <= 15:
-            raise VerifyException(f"'{self.name}' barrier id must be in 0..15, got "
-                                  f"{self.barrier_id.value.data}")
-        count = self.count.value.data
-        if count <= 0 or count % 32 or count > 1024:
-            raise VerifyException(f"'{self.name}' counts whole warps (a multiple of 32 up to "
-                                  f"1024 threads), got {count}")
+        _verify_named_barrier(self.name, None if self.barrier_id is None
+                              else self.barrier_id.value.data, self.count.value.data)
 
+
+
+@irdl_op_definition
+class BarrierRedOrOp(IRDLOperation):
+    """`bar.red.or.pred id, count`: named barrier `id` of `count` threads that also ORs the
+    i32 `pred` over them (every one gets 1 when any passed a non-zero one): the block's
+    `nvvm.barrier0.or` for part of a block (the consumer warpgroups of a warp-specialized
+    kernel, whose producer warp never arrives)."""
+
+    name = "nvvm.barrier.red.or"
+    pred = operand_def(I32)
+    barrier_id = prop_def(IntegerAttr[I32])
+    count = prop_def(IntegerAttr[I32])
+    res = result_def(I32)
+    assembly_format = "$barrier_id `,` $count `,` $pred attr-dict"
+
+    def __init__(self, barrier_id: int, count: int, pred: SSAValue):
+        super().__init__(operands=[pred], result_types=[i32],
+                         properties={"barrier_id": IntegerAttr(barrier_id, i32),
+                                     "count": IntegerAttr(count, i32)})
+
+    def verify_(self) -> None:
+        _verify_named_barrier(self.name, self.barrier_id.value.data, self.count.value.data)
 
 class RegisterAction(StrEnum):
     INC = "inc"
@@ -1316,6 +1345,7 @@ NVVM = Dialect(
         ClusterWaitOp,
         PrefetchTensorMapOp,
         BarrierSyncOp,
+        BarrierRedOrOp,
         SetMaxNRegOp,
         CvtPackOp,
         TanhApproxOp,
@@ -1332,6 +1362,7 @@ __all__ = [
     "AtomicOp",
     "Barrier0Op",
     "Barrier0OrOp",
+    "BarrierRedOrOp",
     "BarrierSyncOp",
     "ClusterArriveOp",
     "ClusterWaitOp",

@@ -1518,18 +1518,32 @@ class ArriveOp(IRDLOperation):
     last: it resets the counter to 0 (ready for the next launch, no memset) and fences again
     (acquire). `bar.red.or.pred` hands the answer to every thread: %last is true in all
     threads of exactly one of the N blocks that arrive.
+
+    `by %amount` adds that many instead of 1 (a stream-K segment counts its k-tiles: the
+    arrivals of one tile add up to N, in as many pieces as its segments); the last is then
+    the arrival whose add reaches N. `threads T`: only the block's first T threads arrive
+    (whole warps), meeting on named barrier SYNC_NAMED_BARRIER instead of the block's: the
+    consumer warpgroups of a warp-specialized kernel, whose producer warp is elsewhere.
     """
 
     name = "tile.arrive"
     counters = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
+    amount = opt_operand_def(IndexType)
     expected = prop_def(IntegerAttr[I32])
+    threads = opt_prop_def(IntegerAttr[I32])
     last = result_def(IntegerType(1))
-    assembly_format = "$counters `[` $indices `]` `of` $expected attr-dict `:` type($counters)"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = ("$counters `[` $indices `]` (`by` $amount^)? `of` $expected "
+                       "(`threads` $threads^)? attr-dict `:` type($counters)")
 
-    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], expected: int):
-        super().__init__(operands=[counters, indices], result_types=[IntegerType(1)],
-                         properties={"expected": IntegerAttr(expected, i32)})
+    def __init__(self, counters: SSAValue, indices: Sequence[SSAValue], expected: int,
+                 amount: SSAValue | None = None, threads: int | None = None):
+        super().__init__(operands=[counters, indices, [] if amount is None else [amount]],
+                         result_types=[IntegerType(1)],
+                         properties={"expected": IntegerAttr(expected, i32),
+                                     "threads": None if threads is None
+                                     else IntegerAttr(threads, i32)})
 
     def verify_(self) -> None:
         counters_type = _memref(self, self.counters, "counters")
@@ -1543,6 +1557,11 @@ class ArriveOp(IRDLOperation):
                                   f"{counters_type}")
         if self.expected.value.data < 1:
             raise VerifyException("'tile.arrive' expects at least 1 arrival")
+        if self.threads is not None:
+            threads = self.threads.value.data
+            if threads <= 0 or threads % 32 or threads > 1024:
+                raise VerifyException(f"'tile.arrive' threads counts whole warps (a multiple "
+                                      f"of 32 up to 1024), got {threads}")
 
 
 class ShuffleKind(StrEnum):

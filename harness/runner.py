@@ -33,8 +33,8 @@ class GemmRunner:
     """The compiled kernel loaded on the current GPU, launched on device buffers.
 
     `ptx` skips the compile (e.g. PTX compiled in a process pool). Split-K configs (but those
-    reducing in a cluster) own their fp32 workspace and counters, zeroed once here: every
-    launch leaves them zero again. A
+    reducing in a cluster) and stream-K ones own their fp32 workspace and counters, zeroed
+    once here: every launch leaves them zero again. A
     warp-specialized (tma_ws) config takes A and B (and C) as buffers like the others; the runner
     encodes their tensor maps (once per buffer) and launches the persistent grid, at most one
     block per SM of this GPU (clusters: as many as can run at once)."""
@@ -49,8 +49,8 @@ class GemmRunner:
         self.module = load_ptx(ptx, cfg.name)
         self.kernel = self.module.function(cfg.kernel_name, cfg.signature)
         self.tensor_maps = TensorMapCache()
-        self.grid = cfg.grid
-        if cfg.warp_specialized and cfg.persistent:
+        self.grid = cfg.grid  # stream-K: the blocks its shares were cut for, cfg.sms
+        if cfg.warp_specialized and cfg.persistent and not cfg.stream_k_tiles:
             cluster = cfg.cluster_m
             slots = get_device().sm_count // cluster
             if cluster > 1:

@@ -76,21 +76,54 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
                         limit: int = 5, cluster_limit: int = 1,
-                        twins: int = 0) -> list[GemmConfig]:
+                        twins: int = 0, stream_k: int = 0) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
-    `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage. On an H100
+    `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
+    `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins. On an H100
     the device's fastest was among the model's first five on every bench shape, and clusters
     won none since the TMA-store epilogue (bench/tma_sweep.py): they stay, fewer."""
     proposals = [*_ranked(M, N, K, dtype, epilogue, sms, 1)[:limit],
                  *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
-    return [*proposals, *filter(None, map(deeper_twin, proposals[:min(limit, twins)]))]
+    deeper = list(filter(None, map(deeper_twin, proposals[:min(limit, twins)])))
+    shared = [twin for cfg in [*proposals[:min(limit, stream_k)], *deeper[:stream_k]]
+              for twin in stream_k_twins(cfg)]
+    return [*proposals, *deeper, *shared]
+
+
+STREAM_K_STAGED_COLUMNS = 176
+"""The widest tile whose stream-K form ptxas compiled without spilling with the TMA-store
+epilogue (128 x 192 and 128 x 256 spilled 32-284 bytes under the 168 registers of a 384-thread
+block; 128 x 160 and 128 x 176 did not): a wider one's twins store from registers."""
+
+
+def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
+    """`cfg` with its last, partial round of tiles shared out by k-tiles over every SM
+    (stream-K), and with that round and the full one before it shared (longer segments:
+    fewer partial tiles a block adds into the workspace); none where the rounds are full or
+    the config cannot take stream-K (clusters). Tiles wider than STREAM_K_STAGED_COLUMNS
+    store from registers."""
+    if not cfg.warp_specialized or not cfg.persistent or cfg.cluster_m != 1:
+        return []
+    bm, bn, _ = cfg.tile
+    if cfg.tma_store and bn > STREAM_K_STAGED_COLUMNS:
+        cfg = dataclasses.replace(cfg, tma_store=False, staging_boxes=0,
+                                  stages=stages_for(bm, bn))
+    partial = cfg.tiles % cfg.sms
+    if partial == 0:
+        return []
+    shares = [partial] + ([partial + cfg.sms] if cfg.tiles > cfg.sms else [])
+    return [dataclasses.replace(cfg, stream_k_tiles=tiles) for tiles in shares]
 
 
 BENCH_TWINS = 3
 """The proposals `tilesync bench kernels` also times the `deeper_twin` of (the rounds of a
 staged epilogue passed the GPU check of every bench shape, test_gemm_tma.py, on an H200). The
 MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
+
+
+BENCH_STREAM_K = 2
+"""The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
 
 
 def deeper_twin(cfg: GemmConfig) -> GemmConfig | None:
@@ -182,5 +215,5 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     return out
 
 
-__all__ = ["conv_candidates", "predicted_seconds", "propose_tma_configs", "stages_for",
-           "tile_efficiency"]
+__all__ = ["BENCH_STREAM_K", "conv_candidates", "predicted_seconds", "propose_tma_configs",
+           "stages_for", "stream_k_twins", "tile_efficiency"]

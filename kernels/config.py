@@ -189,6 +189,16 @@ class GemmConfig:
     adds them to its accumulators, applies the epilogue and stores C, and the cluster meets
     again. No global atomics, counters or workspace: the reduction stays on the SMs, where the
     workspace's `red.add`s queue at L2 (batch-8 convs: each extra split cost 2-6 us)."""
+    stream_k_tiles: int = 0
+    """tma_ws, persistent: the last `stream_k_tiles` tiles of the grouped order are shared out
+    by k-tiles (stream-K): their T x KT k-steps split evenly over all `sms` blocks, block b
+    taking the contiguous run of k-steps [b T KT / sms, (b + 1) T KT / sms) after its whole
+    tiles of the rest (blockIdx.x, + sms, ...). A run crosses tile boundaries, so a block
+    computes segments of at most two or three tiles; a segment that is not a whole tile adds
+    its fp32 partial tile into the workspace (`red.add`) and counts its k-tiles on the tile's
+    counter; the segment whose count completes the tile takes the sums, runs the epilogue and
+    stores it (no block waits for another). Fills a last, partial round of tiles: a grid of
+    fewer tiles than SMs, or a tile count that is not a multiple of them."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -323,10 +333,20 @@ class GemmConfig:
         if self.tma_store and self.out_tile_cols % STAGING_COLUMNS[-1]:
             raise ValueError(f"tma_store needs the output tile's width ({self.out_tile_cols}) a "
                              f"multiple of {STAGING_COLUMNS[-1]}")
+        if self.stream_k_tiles:
+            self._check_stream_k()
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
                              f"{self.sms}")
+
+    def _check_stream_k(self) -> None:
+        if not 0 < self.stream_k_tiles <= self.tiles:
+            raise ValueError(f"stream_k_tiles shares out 1 to {self.tiles} tiles (all of this "
+                             f"shape's), got {self.stream_k_tiles}")
+        if not self.persistent or self.sync_hooks or self.cluster_m != 1:
+            raise ValueError("stream-K runs in the persistent grid without sync hooks or "
+                             "clusters (a tile's last segment, not its block, stores it)")
 
     @property
     def prefetch(self) -> int:
@@ -376,6 +396,8 @@ class GemmConfig:
 
     @property
     def grid(self) -> tuple[int, int, int]:
+        if self.stream_k_tiles:  # every SM takes a share of the stream-K tiles
+            return (self.sms, 1, 1)
         if self.warp_specialized and self.persistent:  # one block per SM, at most one a tile
             c = self.cluster_m
             return (min(c * self.cluster_tiles, self.sms // c * c), 1, 1)
@@ -409,8 +431,8 @@ class GemmConfig:
 
     @property
     def split_workspace(self) -> bool:
-        """Split-K through a global workspace and counters (not in a cluster)."""
-        return self.split_k > 1 and not self.split_cluster
+        """Split-K through a global workspace and counters (not in a cluster), or stream-K."""
+        return (self.split_k > 1 and not self.split_cluster) or self.stream_k_tiles > 0
 
     @property
     def cluster_dims(self) -> tuple[int, int, int] | None:
@@ -499,12 +521,19 @@ class GemmConfig:
 
     @property
     def workspace_shape(self) -> tuple[int, int]:
-        """fp32 partial sums of split-K (zero before the first launch)."""
+        """fp32 partial sums of split-K (zero before the first launch): C's shape; stream-K's
+        are its shared tiles' accumulators, a BM x BN tile each, one under the other."""
+        if self.stream_k_tiles:
+            bm, bn, _ = self.tile
+            return (self.stream_k_tiles * bm, bn)
         return (self.M, self.N)
 
     @property
-    def counters_shape(self) -> tuple[int, int]:
-        """i32 arrival counters of split-K, one per output tile (zero before the first launch)."""
+    def counters_shape(self) -> tuple[int, ...]:
+        """i32 arrival counters of split-K, one per output tile (zero before the first
+        launch); stream-K's, one per shared tile."""
+        if self.stream_k_tiles:
+            return (self.stream_k_tiles,)
         return self.tile_grid
 
     @property
@@ -522,7 +551,8 @@ class GemmConfig:
 
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
-                                "a_head", "split_cluster", "staging_boxes"})
+                                "a_head", "split_cluster", "staging_boxes",
+                                "stream_k_tiles"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster"}
@@ -537,11 +567,12 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 cluster_m: int = 1, tma_store: bool = False,
                 persistent: bool = True, staged_store: bool = False,
                 a_head: int = 0, split_cluster: bool = False,
-                staging_boxes: int = 0) -> GemmConfig:
+                staging_boxes: int = 0, stream_k_tiles: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
-                      persistent, staged_store, a_head, staging_boxes, split_cluster)
+                      persistent, staged_store, a_head, staging_boxes, split_cluster,
+                      stream_k_tiles)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -550,7 +581,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
                   producer_warps: int = 1, cluster_m: int = 1,
                   tma_store: bool = False, persistent: bool | None = None,
-                  staging_boxes: int = 0) -> GemmConfig:
+                  staging_boxes: int = 0, stream_k_tiles: int = 0) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
@@ -558,7 +589,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
-                       staging_boxes=staging_boxes)
+                       staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles)
 
 
 

@@ -57,6 +57,8 @@ dependencies the hooks vanish.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -118,6 +120,18 @@ def _if(b: BlockBuilder, cond: SSAValue, then, otherwise=None) -> None:
     b.insert(scf.IfOp(cond, [], *regions))
 
 
+def _if_values(b: BlockBuilder, cond: SSAValue, types: list[Attribute], then,
+               otherwise) -> list[SSAValue]:
+    """`scf.if cond -> (types)` whose branches `then(body)` / `otherwise(body)` build and
+    return the values they yield; its results."""
+    regions = []
+    for build in (then, otherwise):
+        block = Block()
+        block.add_op(scf.YieldOp(*build(BlockBuilder(block))))
+        regions.append(Region(block))
+    return list(b.insert(scf.IfOp(cond, types, *regions)).results)
+
+
 def _parity(b: BlockBuilder, it: SSAValue, stages: int, flip: bool) -> SSAValue:
     """(it / stages) & 1 as an i1, inverted for the producer's wait on `empty`."""
     phase = b.emit(arith.AndIOp(b.divui(it, stages), b.idx(1)))
@@ -148,15 +162,32 @@ def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
     return tm, tn
 
 
-def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
+@dataclass(frozen=True)
+class Segment:
+    """k-tiles [k_begin, k_end) of output tile (tm, tn), linear tile `t` of the persistent
+    order (None for a block's one tile). `whole`: an i1, true where the segment is the whole
+    tile, or None where it is statically whole (every segment but stream-K's)."""
+
+    t: SSAValue | None
+    tm: SSAValue
+    tn: SSAValue
+    k_begin: SSAValue
+    k_end: SSAValue
+    whole: SSAValue | None = None
+
+
+def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
                tile: tuple[SSAValue, SSAValue] | None) -> None:
-    """The block's tiles: `body(builder, tm, tn, it) -> it after the tile`, the k-step count
-    `it` carried from 0. Persistent: for t = cluster; t < cluster tiles; t += clusters (a
+    """The block's work: `body(builder, segment, it) -> it after the segment`, the k-step
+    count `it` carried from 0. Persistent: for t = cluster; t < cluster tiles; t += clusters (a
     cluster being one block without clusters; a cluster's blocks are consecutive in x), tile t
-    in grouped order. Otherwise the block's one `tile`."""
+    in grouped order, whole; with stream-K only the tiles before the shared ones, then the
+    block's run of the shared tiles' k-steps (`_stream_k_loop`). Otherwise the block's one
+    `tile`."""
+    k_tiles = cfg.k_tiles
     if not cfg.persistent:
         assert tile is not None
-        body(b, *tile, b.idx(0))
+        body(b, Segment(None, *tile, b.idx(0), b.idx(k_tiles)), b.idx(0))
         return
     first = _dim(b, gpu.BlockIdOp)
     step = _dim(b, gpu.GridDimOp)
@@ -165,8 +196,50 @@ def _tile_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
     block = Block(arg_types=[IndexType(), IndexType()])
     t, it = block.args
     lb = BlockBuilder(block)
-    lb.insert(scf.YieldOp(body(lb, *_tile_coords(lb, cfg, t, rank), it)))
-    b.insert(scf.ForOp(first, b.idx(cfg.cluster_tiles), step, [b.idx(0)], Region(block)))
+    whole = Segment(t, *_tile_coords(lb, cfg, t, rank), lb.idx(0), lb.idx(k_tiles))
+    lb.insert(scf.YieldOp(body(lb, whole, it)))
+    dp_tiles = cfg.cluster_tiles - cfg.stream_k_tiles
+    loop = b.insert(scf.ForOp(first, b.idx(dp_tiles), step, [b.idx(0)], Region(block)))
+    if cfg.stream_k_tiles:
+        _stream_k_loop(b, cfg, body, dp_tiles, loop.results[0])
+
+
+def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
+                   it: SSAValue) -> None:
+    """Block x's run [start, end) of the shared tiles' k-steps (numbered tile by tile from
+    the first shared tile, dp_tiles), as segments of at most one tile each: a loop of as many
+    steps as a run can cross tiles, each step taking the next segment while the run lasts."""
+    k_tiles, sms = cfg.k_tiles, cfg.sms
+    per, extra = divmod(cfg.stream_k_tiles * k_tiles, sms)
+    x = _dim(b, gpu.BlockIdOp)
+    start = b.addi(b.muli(x, per), b.emit(arith.MinUIOp(x, b.idx(extra))))
+    longer = b.emit(arith.CmpiOp(x, b.idx(extra), "ult"))
+    end = b.addi(b.addi(start, per), b.emit(arith.IndexCastOp(longer, IndexType())))
+    most = per + (1 if extra else 0)
+    segments = -(-most // k_tiles) + 1  # a run of `most` k-steps crosses at most this many
+
+    block = Block(arg_types=[IndexType(), IndexType(), IndexType()])
+    _, i, it_in = block.args
+    sb = BlockBuilder(block)
+    active = sb.emit(arith.CmpiOp(i, end, "ult"))
+
+    then = Block()
+    tb = BlockBuilder(then)
+    k_begin = tb.remui(i, k_tiles)
+    count = tb.emit(arith.MinUIOp(tb.emit(arith.SubiOp(tb.idx(k_tiles), k_begin)),
+                                  tb.emit(arith.SubiOp(end, i))))
+    t = tb.addi(tb.divui(i, k_tiles), dp_tiles)
+    whole = tb.emit(arith.CmpiOp(count, tb.idx(k_tiles), "eq"))
+    segment = Segment(t, *_tile_coords(tb, cfg, t, None), k_begin, tb.addi(k_begin, count),
+                      whole)
+    it_out = body(tb, segment, it_in)
+    tb.insert(scf.YieldOp(tb.addi(i, count), it_out))
+    otherwise = Block()
+    otherwise.add_op(scf.YieldOp(i, it_in))
+    step = sb.insert(scf.IfOp(active, [IndexType(), IndexType()], Region(then),
+                              Region(otherwise)))
+    sb.insert(scf.YieldOp(*step.results))
+    b.insert(scf.ForOp(b.idx(0), b.idx(segments), b.idx(1), [start, it], Region(block)))
 
 
 def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
@@ -177,6 +250,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     stages = cfg.stages
     groups = bm // 64  # consumer warpgroups
     acc_count = bn // 8
+    acc_type = _frag("acc", f32)
     shared = IntegerAttr(3, 64)
     maps = {name: tl.TensorMapType(box, elem, tensor_map_swizzle(box))
             for name, box in cfg.tensor_map_boxes.items()}
@@ -186,6 +260,9 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         inputs.append(MemRefType(elem, [cfg.out_cols]))
     if cfg.dropout is not None:
         inputs.append(i32)
+    if cfg.stream_k_tiles:
+        inputs += [MemRefType(f32, list(cfg.workspace_shape)),
+                   MemRefType(i32, list(cfg.counters_shape))]
     sa_type = MemRefType(elem, [stages, bm, bk], memory_space=shared)
     sb_type = MemRefType(elem, [stages, bn, bk], memory_space=shared)
     bars_type = MemRefType(i64, [stages], memory_space=shared)
@@ -209,6 +286,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     args = named_args(kernel, cfg.params)
     a_map, b_map, C = args["A"], args["B"], args["C"]
     bias, seed = args.get("bias"), args.get("seed")
+    workspace, counters = args.get("workspace"), args.get("counters")
     b = BlockBuilder(entry)
 
     tid = _dim(b, gpu.ThreadIdOp)
@@ -243,8 +321,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             pb.insert(tl.SetMaxNRegOp("dec", PRODUCER_REGISTERS))
 
         def issue(ib: BlockBuilder) -> None:
-            def one_tile(tb: BlockBuilder, tm: SSAValue, tn: SSAValue,
-                         it: SSAValue) -> SSAValue:
+            def one_tile(tb: BlockBuilder, segment: Segment, it: SSAValue) -> SSAValue:
+                tm, tn = segment.tm, segment.tn
                 if phantom:  # past the last row: load a real one (its stores are masked)
                     tm = tb.emit(arith.MinUIOp(tm, tb.idx(tiles_m - 1)))
                 m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
@@ -271,11 +349,11 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                                            [stage, b_row, zero], full, [stage],
                                            multicast=(1 << cluster) - 1))
                 kb.insert(scf.YieldOp(kb.addi(k_it, 1)))
-                loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(cfg.k_tiles), tb.idx(1), [it],
+                loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1), [it],
                                            Region(block)))
                 return loop.results[0]
 
-            _tile_loop(ib, cfg, one_tile, rank, tile)
+            _work_loop(ib, cfg, one_tile, rank, tile)
 
         _if(pb, pb.emit(arith.CmpiOp(tid, pb.idx(cfg.consumer_threads), "eq")), issue)
 
@@ -286,7 +364,6 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         group_m = cb.muli(cb.divui(tid, 128), 64)
         warp_m = cb.muli(warp, 16)
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
-        acc_type = _frag("acc", f32)
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
         mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
         in_flight = cfg.wgmma_in_flight
@@ -302,7 +379,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
             _if(rb, group_leader, arrive)
 
-        def one_tile(tb: BlockBuilder, tm: SSAValue, tn: SSAValue, it: SSAValue) -> SSAValue:
+        def one_tile(tb: BlockBuilder, segment: Segment, it: SSAValue) -> SSAValue:
+            tm, tn = segment.tm, segment.tn
             block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
             kt, k_it, *accs = block.args
             kb = BlockBuilder(block)
@@ -319,31 +397,65 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             kb.insert(tl.WgmmaCommitOp())
             kb.insert(tl.WgmmaWaitOp(in_flight))
             if in_flight:  # the previous k-step's group is done: its buffer is free
-                _if(kb, kb.emit(arith.CmpiOp(kt, zero, "ugt")),
+                _if(kb, kb.emit(arith.CmpiOp(kt, segment.k_begin, "ugt")),
                     lambda rb: release(rb, rb.emit(arith.SubiOp(k_it, rb.idx(1)))))
             else:
                 release(kb, k_it)
             kb.insert(scf.YieldOp(kb.addi(k_it, 1), *results))
-            loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(cfg.k_tiles), tb.idx(1),
+            loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1),
                                        [it, *([zero_acc] * acc_count)], Region(block)))
             it_after, *tiles = loop.results
             if in_flight:
                 tb.insert(tl.WgmmaWaitOp(0))
                 release(tb, tb.emit(arith.SubiOp(it_after, tb.idx(1))))
             origin = (tb.muli(tm, bm), tb.muli(tn, bn))
-            if cfg.tma_store:
-                _store_through_staging(tb, list(tiles), origin, warp_m, group_leader)
-            else:
-                _store_accumulators(tb, cfg, list(tiles), C, origin, (warp_m, tb.idx(0)),
-                                    (1, acc_count), mask_c, bias, seed)
-            if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
-                tb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads,
-                                            async_proxy=cfg.tma_store))
+
+            def store(sb: BlockBuilder, tiles: list[SSAValue]) -> None:
+                if cfg.tma_store:
+                    _store_through_staging(sb, tiles, origin, warp_m, group_leader)
+                else:
+                    _store_accumulators(sb, cfg, tiles, C, origin, (warp_m, sb.idx(0)),
+                                        (1, acc_count), mask_c, bias, seed)
+                if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
+                    sb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads,
+                                                async_proxy=cfg.tma_store))
+
+            if segment.whole is None:
+                store(tb, list(tiles))
+                return it_after
+            # One epilogue for both kinds of segment (two copies spill: their staging
+            # addresses, hoisted out of the loops, outlive the accumulators).
+            done, *final = _if_values(
+                tb, segment.whole, [i1, *([acc_type] * acc_count)],
+                lambda wb: [wb.emit(arith.ConstantOp(IntegerAttr(1, i1))), *tiles],
+                lambda pb: _add_partial(pb, segment, list(tiles), warp_m))
+            _if(tb, done, lambda sb: store(sb, final))
             return it_after
 
-        _tile_loop(cb, cfg, one_tile, rank, tile)
+        _work_loop(cb, cfg, one_tile, rank, tile)
         if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
             _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
+
+    def _add_partial(pb: BlockBuilder, segment: Segment, tiles: list[SSAValue],
+                     warp_m: SSAValue) -> list[SSAValue]:
+        """A stream-K segment short of its tile: add its partial sums into the tile's slot
+        of the workspace and count its k-tiles; the segment that completes the count takes
+        the sums (leaving the slot zero): [completes, the sums (else its own partial)]."""
+        assert segment.t is not None and workspace is not None and counters is not None
+        shared = pb.emit(arith.SubiOp(segment.t, pb.idx(cfg.cluster_tiles
+                                                        - cfg.stream_k_tiles)))
+        row = pb.addi(pb.muli(shared, bm), warp_m)
+        cols = [pb.idx(8 * j) for j in range(acc_count)]
+        for acc, col in zip(tiles, cols, strict=True):
+            pb.insert(tl.StoreAccOp(acc, workspace, [row, col], reduce=True))
+        count = pb.emit(arith.SubiOp(segment.k_end, segment.k_begin))
+        last = pb.emit(tl.ArriveOp(counters, [shared], cfg.k_tiles, amount=count,
+                                   threads=cfg.consumer_threads))
+        sums = _if_values(pb, last, [acc_type] * acc_count,
+                          lambda lb: [lb.emit(tl.TakeAccOp(workspace, [row, col]))
+                                      for col in cols],
+                          lambda _: tiles)
+        return [last, *sums]
 
     def _store_through_staging(tb: BlockBuilder, tiles: list[SSAValue],
                                origin: tuple[SSAValue, SSAValue], warp_m: SSAValue,

@@ -133,6 +133,10 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.TanhApproxOp: "tanh.approx.f32 $0, $1;",
     nvvm.Ex2ApproxFtzOp: "ex2.approx.ftz.f32 $0, $1;",
     nvvm.RsqrtApproxOp: "rsqrt.approx.f32 $0, $1;",
+    nvvm.BarrierRedOrOp: (
+        "{{\n.reg .pred p, q;\nsetp.ne.b32 p, $1, 0;\n"
+        "bar.red.or.pred q, {barrier_id}, {count}, p;\nselp.b32 $0, 1, 0, q;\n}}"
+    ),
 }
 """PTX of each inline-asm op; `$i` are the LLVM inline-asm operands (results first). An
 (op, variant) key spells a variant of the op that is another instruction sequence."""
@@ -264,6 +268,8 @@ def ptx_string(op: Operation) -> str:
             fields = dict(action=op.action.data.value, registers=op.registers.value.data)
         case nvvm.CvtPackOp():
             fields = dict(type=op.type.data.value)
+        case nvvm.BarrierRedOrOp():
+            fields = dict(barrier_id=op.barrier_id.value.data, count=op.count.value.data)
         case _:
             fields = {}
     return template.format(**fields)

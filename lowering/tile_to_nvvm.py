@@ -87,7 +87,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.cse import cse
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
-from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, kernel_tag
+from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, SYNC_NAMED_BARRIER, kernel_tag
 from tilesync.dialects import nvvm, tile
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.lowering.llvm_conversion import located_type_errors, unsupported_op_error
@@ -829,13 +829,25 @@ class ArriveLowering(_TilePattern):
         indices = [e.index_as(i, i64) for i in op.indices]
         address = e.gep(e.pointer(op.counters), _linear(e, indices, counters_type.get_shape()),
                         i32)
-        e.block_barrier()  # the block's writes (split-K red.adds) are done
+        threads = None if op.threads is None else op.threads.value.data
+        # the arriving threads' writes (split-K red.adds) are done
+        if threads is None:
+            e.block_barrier()
+        else:
+            e.insert(nvvm.BarrierSyncOp(SYNC_NAMED_BARRIER, threads))
+        amount = None if op.amount is None else e.index_as(op.amount, i32)
 
         def release(leader: SyncBuilder) -> list[SSAValue]:
             # Release (fence) + count; the last arrival resets the counter and acquires.
-            old = leader.release_add(address, old=True)
-            assert old is not None
-            is_last = leader.value(arith.CmpiOp(old, leader.const(expected - 1), "eq"))
+            if amount is None:
+                old = leader.release_add(address, old=True)
+                assert old is not None
+                is_last = leader.value(arith.CmpiOp(old, leader.const(expected - 1), "eq"))
+            else:
+                leader.fence("acq_rel", "gpu")
+                old = leader.atomic_add(address, amount)
+                reached = leader.value(arith.AddiOp(old, amount))
+                is_last = leader.value(arith.CmpiOp(reached, leader.const(expected), "eq"))
 
             def reset(last: SyncBuilder) -> None:
                 last.store(address, last.const(0), "relaxed", "gpu")
@@ -847,7 +859,10 @@ class ArriveLowering(_TilePattern):
         # Tile kernels run one-dimensional blocks: the leader is tid.x == 0.
         (mine,) = e.in_leader(release, dims=1, otherwise=lambda other: [other.const(0)],
                               result_types=[i32])
-        anyone = e.block_barrier_or(mine)
+        if threads is None:
+            anyone = e.block_barrier_or(mine)
+        else:
+            anyone = e.value(nvvm.BarrierRedOrOp(SYNC_NAMED_BARRIER, threads, mine))
         last = e.value(arith.CmpiOp(anyone, e.const(0), "ne"))
         rewriter.replace(op, [], [last])
 

@@ -35,6 +35,30 @@ func.func @split_k(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, 
   func.return %t : !tile.frag<acc, f32, m16n8k16>
 }
 
+// A stream-K segment's arrival: its consumer threads meet on named barrier 1, thread 0 adds the
+// segment's k-tiles, the arrival whose add reaches N is the last, and a named barrier-or of the
+// same threads hands the answer over (the producer warp takes no part).
+// CHECK-LABEL: func.func @stream_k_arrival
+// CHECK:       %[[AMOUNT:.*]] = llvm.trunc %{{.*}} : i64 to i32
+// CHECK:       nvvm.barrier.sync 1, 256
+// CHECK:       %[[MINE:.*]] = scf.if %{{.*}} -> (i32) {
+// CHECK-NEXT:    nvvm.fence acq_rel, gpu
+// CHECK-NEXT:    %[[OLD:.*]] = nvvm.atom add relaxed, gpu %[[PTR:.*]], %[[AMOUNT]] : !llvm.ptr<1>, i32
+// CHECK-NEXT:    %[[REACHED:.*]] = arith.addi %[[OLD]], %[[AMOUNT]] : i32
+// CHECK-NEXT:    %[[N:.*]] = arith.constant 44 : i32
+// CHECK-NEXT:    %[[LAST:.*]] = arith.cmpi eq, %[[REACHED]], %[[N]] : i32
+// CHECK-NEXT:    scf.if %[[LAST]] {
+// CHECK-NEXT:      %[[RESET:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:      nvvm.st relaxed, gpu %[[PTR]], %[[RESET]] : !llvm.ptr<1>, i32
+// CHECK-NEXT:      nvvm.fence acq_rel, gpu
+// CHECK-NEXT:    }
+// CHECK:       %[[ANY:.*]] = nvvm.barrier.red.or 1, 256, %[[MINE]]
+// CHECK-NOT:   nvvm.barrier0
+func.func @stream_k_arrival(%cnt: memref<3xi32>, %t: index, %k: index) -> i1 {
+  %last = tile.arrive %cnt[%t] by %k of 44 threads 256 : memref<3xi32>
+  func.return %last : i1
+}
+
 // SwiGLU: the epilogue sees the same element of both accumulators.
 // CHECK-LABEL: func.func @swiglu
 // CHECK:       %[[G0:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(f32, f32, f32, f32)>

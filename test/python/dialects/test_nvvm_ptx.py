@@ -62,6 +62,7 @@ CASES: list[tuple[str, Builder, bool]] = [
     ("sreg_nsmid", lambda a: nvvm.read_sreg("nsmid"), True),
     ("sreg_globaltimer", lambda a: nvvm.read_sreg("globaltimer"), True),
     ("barrier0", lambda a: nvvm.Barrier0Op(), True),
+    ("barrier_red_or_named", lambda a: nvvm.BarrierRedOrOp(1, 256, a[I]), True),
     ("trap", lambda a: nvvm.TrapOp(), True),
     ("griddep_wait", lambda a: nvvm.GridDepControlWaitOp(), False),
     ("griddep_launch", lambda a: nvvm.GridDepControlLaunchDependentsOp(), False),

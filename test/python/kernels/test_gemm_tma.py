@@ -55,6 +55,18 @@ CONFIGS = [
                   tma_store=True, producer_warps=4, staging_boxes=1),
     tma_ws_config(300, 4096, 264, tile=(128, 240, 64), stages=4, tma_store=True,
                   producer_warps=4, cluster_m=2, staging_boxes=5),
+    # stream-K: fewer tiles than SMs, all shared out by k-tiles (LLaMA's fc2 at M = 256)
+    tma_ws_config(256, 8192, 2816, tile=(128, 144, 64), stages=6, tma_store=True,
+                  producer_warps=4, staging_boxes=3, stream_k_tiles=114),
+    # every edge, every tile shared, from registers
+    tma_ws_config(1000, 1000, 1000, tile=(128, 128, 64), epilogue="gelu", stream_k_tiles=64),
+    # the last partial round and the full one before it shared; whole tiles before them
+    tma_ws_config(4096, 4096, 4096, producer_warps=4, stream_k_tiles=512 % 132 + 132),
+    # fewer k-steps than SMs (5 a tile): a block has one k-step or none
+    tma_ws_config(300, 2048, 264, tile=(128, 128, 64), stages=4, epilogue="swiglu",
+                  tma_store=True, stream_k_tiles=8),
+    tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias_gelu", dtype="bf16",
+                  wgmma_in_flight=0, stream_k_tiles=3),
 ]
 
 
@@ -63,7 +75,8 @@ def _id(cfg: GemmConfig) -> str:
     return (f"{cfg.M}x{cfg.N}x{cfg.K}-{bm}x{bn}-s{cfg.stages}-{cfg.dtype}-"
             f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
             f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else "")
-            + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else ""))
+            + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
+            + (f"-streamk{cfg.stream_k_tiles}" if cfg.stream_k_tiles else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -183,6 +196,64 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
     assert "serializ" not in info.info_log  # ptxas keeps the wgmmas asynchronous
     cap = 65536 // cfg.threads // 8 * 8
     assert info.registers["gemm"] <= min(255, cap)
+
+
+def test_stream_k_config():
+    """Stream-K shares the last tiles by k-tiles over every SM: the grid is the SMs the shares
+    were cut for even with fewer tiles; the workspace holds a BM x BN fp32 tile per shared
+    tile and the counters one each; the kernel takes them after C."""
+    cfg = next(c for c in CONFIGS if c.stream_k_tiles == 114)
+    assert cfg.tiles == 114 and cfg.grid == (132, 1, 1)
+    assert cfg.params == ("A", "B", "C", "workspace", "counters") and cfg.split_workspace
+    assert cfg.workspace_shape == (114 * 128, 144) and cfg.counters_shape == (114,)
+    assert "stream_k_tiles=114" in repr(cfg) and "stream_k" not in repr(MAIN)
+    for kwargs, message in [(dict(stream_k_tiles=513), "1 to 512 tiles"),
+                            (dict(stream_k_tiles=4, cluster_m=2), "without sync hooks or "
+                                                                 "clusters"),
+                            (dict(stream_k_tiles=4, sync_hooks=True, persistent=False),
+                             "without sync hooks")]:
+        with pytest.raises(ValueError, match=message):
+            tma_ws_config(4096, 4096, 4096, **kwargs)
+
+
+def test_stream_k_kernel_structure():
+    """Whole tiles before the shared ones; then each block's run of k-steps in segments, a
+    segment short of its tile adding its 8-column fragments into the workspace, arriving on
+    the tile's counter by its k-tile count (of the tile's 44) with the consumer threads only,
+    and storing the sums where it completes the tile."""
+    cfg = next(c for c in CONFIGS if c.stream_k_tiles == 114)
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    arrivals = [op for op in ops if isinstance(op, tl.ArriveOp)]
+    assert len(arrivals) == 1
+    (arrive,) = arrivals
+    assert arrive.expected.value.data == cfg.k_tiles == 44
+    assert arrive.threads.value.data == cfg.consumer_threads == 256
+    assert arrive.amount is not None
+    adds = [op for op in ops if isinstance(op, tl.StoreAccOp) and op.reduce]
+    takes = [op for op in ops if isinstance(op, tl.TakeAccOp)]
+    assert len(adds) == len(takes) == 144 // 8
+    # both roles walk the same segments: one k-loop each for the whole tiles and the shared
+    loops = [op for op in ops if op.name == "scf.for"
+             and any(isinstance(o, tl.MBarrierWaitOp) for o in op.body.block.ops)]
+    assert len(loops) == 4
+
+
+def test_stream_k_twins():
+    from tilesync.kernels.choice import propose_tma_configs, stream_k_twins
+
+    full = tma_ws_config(4096, 4096, 4096, tile=(128, 128, 64), stages=6)  # 1024 = 7.76 x 132
+    assert [c.stream_k_tiles for c in stream_k_twins(full)] == [100, 232]
+    staged = tma_ws_config(4096, 4096, 4096, tma_store=True, producer_warps=4, stages=3)
+    assert {(c.tma_store, c.stages) for c in stream_k_twins(staged)} == {(False, 4)}
+    few = tma_ws_config(256, 8192, 2816, tile=(128, 144, 64), stages=6)  # 114 tiles
+    assert [c.stream_k_tiles for c in stream_k_twins(few)] == [114]
+    exact = tma_ws_config(1024, 4224, 512, tile=(128, 256, 64))  # 8 x 16.5 -> 136 tiles
+    assert stream_k_twins(dataclasses.replace(exact, sms=136)) == []
+    assert stream_k_twins(tma_ws_config(4096, 4096, 4096, cluster_m=2)) == []
+    plain = propose_tma_configs(256, 8192, 2816, limit=2)
+    shared = propose_tma_configs(256, 8192, 2816, limit=2, stream_k=2)
+    assert shared[:len(plain)] == plain
+    assert shared[len(plain):] == [t for c in plain for t in stream_k_twins(c)]
 
 
 def test_staging_rounds_ptx():

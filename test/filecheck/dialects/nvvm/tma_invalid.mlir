@@ -101,3 +101,11 @@ func.func @bulk_store_global_source(%g: !llvm.ptr<1>, %n: i32) {
   func.return
 }
 // CHECK: 'nvvm.cp.async.bulk.global.shared' source must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>
+
+// -----
+
+func.func @barrier_red_or_count(%i: i32) {
+  %any = nvvm.barrier.red.or 1, 40, %i
+  func.return
+}
+// CHECK: 'nvvm.barrier.red.or' counts whole warps (a multiple of 32 up to 1024 threads), got 40

@@ -33,12 +33,14 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
 
   // CHECK-NEXT: nvvm.barrier.sync 1, 256
   // CHECK-NEXT: nvvm.barrier.sync %{{.*}}, 128
+  // CHECK-NEXT: %{{.*}} = nvvm.barrier.red.or 1, 256, %{{.*}}
   // CHECK-NEXT: nvvm.setmaxnreg inc 232
   // CHECK-NEXT: nvvm.setmaxnreg dec 40
   // CHECK-NEXT: nvvm.cluster.arrive
   // CHECK-NEXT: nvvm.cluster.wait
   nvvm.barrier.sync 1, 256
   nvvm.barrier.sync %i, 128
+  %any = nvvm.barrier.red.or 1, 256, %i
   nvvm.setmaxnreg inc 232
   nvvm.setmaxnreg dec 40
   nvvm.cluster.arrive

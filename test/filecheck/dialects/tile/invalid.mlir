@@ -202,6 +202,14 @@ func.func @arrive_zero(%cnt: memref<4xi32>, %i: index) {
 
 // -----
 
+func.func @arrive_part_of_a_warp(%cnt: memref<4xi32>, %i: index) {
+  %l = tile.arrive %cnt[%i] by %i of 8 threads 48 : memref<4xi32>
+  func.return
+}
+// CHECK: 'tile.arrive' threads counts whole warps (a multiple of 32 up to 1024), got 48
+
+// -----
+
 func.func @shuffle_offset(%x: f32) {
   %s = tile.shuffle bfly %x, 32 : f32
   func.return

@@ -57,6 +57,8 @@ func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc
   tile.store_acc %g, %ws[%i, %j] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   // CHECK: %[[LAST:.*]] = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] of 4 : memref<1x2xi32>
   %last = tile.arrive %cnt[%i, %j] of 4 : memref<1x2xi32>
+  // CHECK: %{{.*}} = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] by %{{.*}} of 44 threads 256 : memref<1x2xi32>
+  %some = tile.arrive %cnt[%i, %j] by %j of 44 threads 256 : memref<1x2xi32>
   // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   %t = tile.take_acc %ws[%i, %j] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %[[PEER:.*]] = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] cta %{{.*}} : memref<64x64xf32, 3 : i64> -> !tile.frag<acc, f32, m16n8k16>
