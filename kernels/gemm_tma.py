@@ -207,14 +207,17 @@ def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
 def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
                    it: SSAValue) -> None:
     """Block x's run [start, end) of the shared tiles' k-steps (numbered tile by tile from
-    the first shared tile, dp_tiles), as segments of at most one tile each: a loop of as many
+    the first shared tile, dp_tiles; x per + min(x, extra) onwards, `extra` the remainder of
+    the even split), as segments of at most one tile each: a loop of as many
     steps as a run can cross tiles, each step taking the next segment while the run lasts."""
     k_tiles, sms = cfg.k_tiles, cfg.sms
     per, extra = divmod(cfg.stream_k_tiles * k_tiles, sms)
     x = _dim(b, gpu.BlockIdOp)
-    start = b.addi(b.muli(x, per), b.emit(arith.MinUIOp(x, b.idx(extra))))
-    longer = b.emit(arith.CmpiOp(x, b.idx(extra), "ult"))
-    end = b.addi(b.addi(start, per), b.emit(arith.IndexCastOp(longer, IndexType())))
+
+    def run_start(block: SSAValue) -> SSAValue:  # the first `extra` blocks take one more
+        return b.addi(b.muli(block, per), b.emit(arith.MinUIOp(block, b.idx(extra))))
+
+    start, end = run_start(x), run_start(b.addi(x, 1))
     most = per + (1 if extra else 0)
     segments = -(-most // k_tiles) + 1  # a run of `most` k-steps crosses at most this many
 
