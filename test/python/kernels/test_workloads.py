@@ -194,8 +194,9 @@ def test_bench_candidates_are_valid_and_quick_is_small():
     quick = {c for w in bk.workloads(True) for c in bk.tuning_candidates(w, True)}
     full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
     # the full bench compiles every candidate once (15 s for 329 on an H100 host's 16 CPUs;
-    # split-K in a cluster added 20, the deeper staging twins 50)
-    assert quick <= full and len(quick) <= 70 and len(full) <= 420
+    # split-K in a cluster added 20, the deeper staging twins 50, the stream-K twins of the
+    # full bench 90: 504 in 25 s on an H200 host)
+    assert quick <= full and len(quick) <= 70 and len(full) <= 520
     for w in bk.workloads(False):
         configs = bk.tuning_candidates(w, False)
         assert any(c.warp_specialized for c in configs), w
