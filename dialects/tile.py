@@ -1440,7 +1440,9 @@ class TakeAccOp(IRDLOperation):
     From shared memory the elements are plain loads and stay as they are (split-K slices that
     meet in a cluster: each writes its partial tile into its own buffer before every read);
     with `cta %r`, from the same place in CTA %r of the cluster (`mapa`,
-    `ld.shared::cluster`).
+    `ld.shared::cluster`). With `keep`, global elements are read with `ld.relaxed.gpu` and
+    stay as they are (a stream-K partial tile, stored into a slot of its own and overwritten
+    by the next launch).
     """
 
     name = "tile.take_acc"
@@ -1448,18 +1450,20 @@ class TakeAccOp(IRDLOperation):
     indices = var_operand_def(IndexType)
     cta = opt_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
+    keep = opt_prop_def(UnitAttr)
     res = result_def(FragType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$src `[` $indices `]` (`cta` $cta^)? (`masked` $masked^)? attr-dict `:` type($src) "
-        "`->` type($res)"
+        "$src `[` $indices `]` (`cta` $cta^)? (`masked` $masked^)? (`keep` $keep^)? attr-dict "
+        "`:` type($src) `->` type($res)"
     )
 
     def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False,
-                 cta: SSAValue | None = None):
+                 cta: SSAValue | None = None, keep: bool = False):
         super().__init__(operands=[src, indices, [] if cta is None else [cta]],
                          result_types=[FragType("acc", Float32Type())],
-                         properties={"masked": UnitAttr() if masked else None})
+                         properties={"masked": UnitAttr() if masked else None,
+                                     "keep": UnitAttr() if keep else None})
 
     def verify_(self) -> None:
         src_type = _memref(self, self.src, "source")

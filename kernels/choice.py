@@ -91,10 +91,11 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     return [*proposals, *deeper, *shared]
 
 
-STREAM_K_STAGED_COLUMNS = 176
-"""The widest tile whose stream-K form ptxas compiled without spilling with the TMA-store
-epilogue (128 x 192 and 128 x 256 spilled 32-284 bytes under the 168 registers of a 384-thread
-block; 128 x 160 and 128 x 176 did not): a wider one's twins store from registers."""
+STREAM_K_STAGED_COLUMNS = 160
+"""The widest 128-row tile whose stream-K form ptxas compiled without spilling with the
+TMA-store epilogue under the 168 registers a thread of a 384-thread block (128 x 176, 192 and
+256 spilled 16, 64 and 296 bytes; 128 x 144 and 160 none; a 64-row block has 255): a wider
+one's twins store from registers."""
 
 
 def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
@@ -106,7 +107,7 @@ def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
     if not cfg.warp_specialized or not cfg.persistent or cfg.cluster_m != 1:
         return []
     bm, bn, _ = cfg.tile
-    if cfg.tma_store and bn > STREAM_K_STAGED_COLUMNS:
+    if cfg.tma_store and bm == 128 and bn > STREAM_K_STAGED_COLUMNS:
         cfg = dataclasses.replace(cfg, tma_store=False, staging_boxes=0,
                                   stages=stages_for(bm, bn))
     partial = cfg.tiles % cfg.sms

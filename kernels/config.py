@@ -192,13 +192,14 @@ class GemmConfig:
     stream_k_tiles: int = 0
     """tma_ws, persistent: the last `stream_k_tiles` tiles of the grouped order are shared out
     by k-tiles (stream-K): their T x KT k-steps split evenly over all `sms` blocks, block b
-    taking the contiguous run of k-steps [b T KT / sms, (b + 1) T KT / sms) after its whole
-    tiles of the rest (blockIdx.x, + sms, ...). A run crosses tile boundaries, so a block
-    computes segments of at most two or three tiles; a segment that is not a whole tile adds
-    its fp32 partial tile into the workspace (`red.add`) and counts its k-tiles on the tile's
-    counter; the segment whose count completes the tile takes the sums, runs the epilogue and
-    stores it (no block waits for another). Fills a last, partial round of tiles: a grid of
-    fewer tiles than SMs, or a tile count that is not a multiple of them."""
+    taking the contiguous run of k-steps from b per + min(b, extra) after its whole tiles of
+    the rest (blockIdx.x, + sms, ...). A run crosses tile boundaries, so only its first and
+    last segments can be short of a tile; such a segment stores its fp32 partial tile into a
+    workspace slot of its block's (plain stores: the `red.add`s of split-K's workspace made
+    LLaMA's fc2 at M = 256 2.3x slower on an H200) and counts its k-tiles on the tile's
+    counter; the segment whose count completes the tile adds the others' partials, runs the
+    epilogue and stores it (no block waits for another). Fills a last, partial round of
+    tiles: a grid of fewer tiles than SMs, or a tile count that is not a multiple of them."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -522,10 +523,11 @@ class GemmConfig:
     @property
     def workspace_shape(self) -> tuple[int, int]:
         """fp32 partial sums of split-K (zero before the first launch): C's shape; stream-K's
-        are its shared tiles' accumulators, a BM x BN tile each, one under the other."""
+        are two BM x BN slots per block (its first and last segments' partial tiles), one
+        under the other."""
         if self.stream_k_tiles:
             bm, bn, _ = self.tile
-            return (self.stream_k_tiles * bm, bn)
+            return (2 * self.sms * bm, bn)
         return (self.M, self.N)
 
     @property

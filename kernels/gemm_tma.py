@@ -174,6 +174,9 @@ class Segment:
     k_begin: SSAValue
     k_end: SSAValue
     whole: SSAValue | None = None
+    slot: SSAValue | None = None
+    """stream-K: the workspace slot of the block's partial tile for this segment (2 x for
+    its first segment, 2 x + 1 for its last: only those two can be short of a tile)."""
 
 
 def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
@@ -204,25 +207,46 @@ def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
         _stream_k_loop(b, cfg, body, dp_tiles, loop.results[0])
 
 
+def stream_k_split(cfg: GemmConfig) -> tuple[int, int]:
+    """(per, extra): every block takes `per` of the shared tiles' k-steps, the first `extra`
+    one more."""
+    return divmod(cfg.stream_k_tiles * cfg.k_tiles, cfg.sms)
+
+
+def run_start(b: BlockBuilder, cfg: GemmConfig, block: SSAValue) -> SSAValue:
+    """The first shared k-step of `block`'s run (of the next block's: where it ends)."""
+    per, extra = stream_k_split(cfg)
+    return b.addi(b.muli(block, per), b.emit(arith.MinUIOp(block, b.idx(extra))))
+
+
+def run_owner(b: BlockBuilder, cfg: GemmConfig, step: SSAValue) -> SSAValue:
+    """The block whose run holds shared k-step `step`."""
+    per, extra = stream_k_split(cfg)
+    longer = extra * (per + 1)  # the steps of the first `extra` blocks
+    among_longer = b.divui(step, per + 1)
+    if per == 0:  # only the first `extra` blocks have steps
+        return among_longer
+    past = b.emit(arith.SubiOp(b.emit(arith.MaxUIOp(step, b.idx(longer))), b.idx(longer)))
+    among_rest = b.addi(b.divui(past, per), extra)
+    is_longer = b.emit(arith.CmpiOp(step, b.idx(longer), "ult"))
+    return b.emit(arith.SelectOp(is_longer, among_longer, among_rest))
+
+
 def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
                    it: SSAValue) -> None:
     """Block x's run [start, end) of the shared tiles' k-steps (numbered tile by tile from
     the first shared tile, dp_tiles; x per + min(x, extra) onwards, `extra` the remainder of
     the even split), as segments of at most one tile each: a loop of as many
     steps as a run can cross tiles, each step taking the next segment while the run lasts."""
-    k_tiles, sms = cfg.k_tiles, cfg.sms
-    per, extra = divmod(cfg.stream_k_tiles * k_tiles, sms)
+    k_tiles = cfg.k_tiles
+    per, extra = stream_k_split(cfg)
     x = _dim(b, gpu.BlockIdOp)
-
-    def run_start(block: SSAValue) -> SSAValue:  # the first `extra` blocks take one more
-        return b.addi(b.muli(block, per), b.emit(arith.MinUIOp(block, b.idx(extra))))
-
-    start, end = run_start(x), run_start(b.addi(x, 1))
+    start, end = run_start(b, cfg, x), run_start(b, cfg, b.addi(x, 1))
     most = per + (1 if extra else 0)
     segments = -(-most // k_tiles) + 1  # a run of `most` k-steps crosses at most this many
 
     block = Block(arg_types=[IndexType(), IndexType(), IndexType()])
-    _, i, it_in = block.args
+    step_index, i, it_in = block.args
     sb = BlockBuilder(block)
     active = sb.emit(arith.CmpiOp(i, end, "ult"))
 
@@ -233,8 +257,9 @@ def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
                                   tb.emit(arith.SubiOp(end, i))))
     t = tb.addi(tb.divui(i, k_tiles), dp_tiles)
     whole = tb.emit(arith.CmpiOp(count, tb.idx(k_tiles), "eq"))
+    slot = tb.addi(tb.muli(x, 2), tb.emit(arith.MinUIOp(step_index, tb.idx(1))))
     segment = Segment(t, *_tile_coords(tb, cfg, t, None), k_begin, tb.addi(k_begin, count),
-                      whole)
+                      whole, slot)
     it_out = body(tb, segment, it_in)
     tb.insert(scf.YieldOp(tb.addi(i, count), it_out))
     otherwise = Block()
@@ -441,24 +466,53 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
     def _add_partial(pb: BlockBuilder, segment: Segment, tiles: list[SSAValue],
                      warp_m: SSAValue) -> list[SSAValue]:
-        """A stream-K segment short of its tile: add its partial sums into the tile's slot
-        of the workspace and count its k-tiles; the segment that completes the count takes
-        the sums (leaving the slot zero): [completes, the sums (else its own partial)]."""
-        assert segment.t is not None and workspace is not None and counters is not None
+        """A stream-K segment short of its tile: store its partial sums into the block's slot
+        of the workspace and count its k-tiles on the tile's counter; the segment that
+        completes the count adds the other segments' partials (`_other_partials`):
+        [completes, the sums (else its own partial)]."""
+        assert segment.t is not None and segment.slot is not None
+        assert workspace is not None and counters is not None
         shared = pb.emit(arith.SubiOp(segment.t, pb.idx(cfg.cluster_tiles
                                                         - cfg.stream_k_tiles)))
-        row = pb.addi(pb.muli(shared, bm), warp_m)
         cols = [pb.idx(8 * j) for j in range(acc_count)]
+        row = pb.addi(pb.muli(segment.slot, bm), warp_m)
         for acc, col in zip(tiles, cols, strict=True):
-            pb.insert(tl.StoreAccOp(acc, workspace, [row, col], reduce=True))
+            pb.insert(tl.StoreAccOp(acc, workspace, [row, col]))
         count = pb.emit(arith.SubiOp(segment.k_end, segment.k_begin))
         last = pb.emit(tl.ArriveOp(counters, [shared], cfg.k_tiles, amount=count,
                                    threads=cfg.consumer_threads))
         sums = _if_values(pb, last, [acc_type] * acc_count,
-                          lambda lb: [lb.emit(tl.TakeAccOp(workspace, [row, col]))
-                                      for col in cols],
+                          lambda lb: _other_partials(lb, shared, tiles, warp_m, cols),
                           lambda _: tiles)
         return [last, *sums]
+
+    def _other_partials(lb: BlockBuilder, shared: SSAValue, tiles: list[SSAValue],
+                        warp_m: SSAValue, cols: list[SSAValue]) -> list[SSAValue]:
+        """`tiles` plus the partials of the shared tile's other segments: those of the blocks
+        whose runs hold its k-steps, each in the slot of its first segment where its run
+        starts inside the tile, else of its last."""
+        first_step = lb.muli(shared, cfg.k_tiles)
+        x = _dim(lb, gpu.BlockIdOp)
+        first = run_owner(lb, cfg, first_step)
+        after = lb.addi(run_owner(lb, cfg, lb.addi(first_step, cfg.k_tiles - 1)), 1)
+        block = Block(arg_types=[IndexType()] + [acc_type] * acc_count)
+        y, *partial = block.args
+        yb = BlockBuilder(block)
+
+        def add(ab: BlockBuilder) -> list[SSAValue]:
+            began_before = ab.emit(arith.CmpiOp(run_start(ab, cfg, y), first_step, "ult"))
+            slot = ab.addi(ab.muli(y, 2), ab.emit(arith.SelectOp(began_before, ab.idx(1),
+                                                                   ab.idx(0))))
+            row = ab.addi(ab.muli(slot, bm), warp_m)
+            return [ab.emit(tl.AddAccOp(acc, ab.emit(tl.TakeAccOp(workspace, [row, col],
+                                                                  keep=True))))
+                    for acc, col in zip(partial, cols, strict=True)]
+
+        mine = yb.emit(arith.CmpiOp(y, x, "eq"))
+        yb.insert(scf.YieldOp(*_if_values(yb, mine, [acc_type] * acc_count,
+                                          lambda _: partial, add)))
+        loop = lb.insert(scf.ForOp(first, after, lb.idx(1), tiles, Region(block)))
+        return list(loop.results)
 
     def _store_through_staging(tb: BlockBuilder, tiles: list[SSAValue],
                                origin: tuple[SSAValue, SSAValue], warp_m: SSAValue,

@@ -792,17 +792,17 @@ class TakeAccLowering(_TilePattern):
                                          lambda address=address: llvm.LoadOp(
                                              address, f32, alignment=4)).results[0])
                     continue
+                def read(t: SyncBuilder, address: SSAValue = address) -> SSAValue:
+                    if op.keep is not None:
+                        return t.load(address, "relaxed", "gpu", f32)
+                    return t.value(nvvm.AtomicOp("exch", address, zero, "relaxed", "gpu"))
+
                 if op.masked is None:
-                    values.append(e.insert(nvvm.AtomicOp("exch", address, zero, "relaxed",
-                                                       "gpu")).results[0])
+                    values.append(read(e))
                     continue
                 # Outside the memref: no access, the value is 0 (scf.if with a result).
                 inside = _all_inside(e, [rows[h], cols[k]], shape[-2:])
-                (value,) = e.if_(
-                    inside,
-                    lambda t, address=address: [t.value(nvvm.AtomicOp(
-                        "exch", address, zero, "relaxed", "gpu"))],
-                    lambda _: [zero], [f32])
+                (value,) = e.if_(inside, lambda t, read=read: [read(t)], lambda _: [zero], [f32])
                 values.append(value)
         struct = e.build_struct(values)
         rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])

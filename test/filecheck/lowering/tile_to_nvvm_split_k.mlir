@@ -59,6 +59,15 @@ func.func @stream_k_arrival(%cnt: memref<3xi32>, %t: index, %k: index) -> i1 {
   func.return %last : i1
 }
 
+// A stream-K partial read back with `keep`: plain relaxed gpu-scope loads, the slot left as is.
+// CHECK-LABEL: func.func @take_kept
+// CHECK-COUNT-4: nvvm.ld relaxed, gpu %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK-NOT:   nvvm.atom
+func.func @take_kept(%ws: memref<64x128xf32>, %i: index, %j: index) -> !tile.frag<acc, f32, m16n8k16> {
+  %t = tile.take_acc %ws[%i, %j] keep : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return %t : !tile.frag<acc, f32, m16n8k16>
+}
+
 // SwiGLU: the epilogue sees the same element of both accumulators.
 // CHECK-LABEL: func.func @swiglu
 // CHECK:       %[[G0:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(f32, f32, f32, f32)>

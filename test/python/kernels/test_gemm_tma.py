@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import f32
 
 from tilesync.dialects import tile as tl
 from tilesync.harness.compile import compile_kernel
@@ -200,12 +201,12 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
 
 def test_stream_k_config():
     """Stream-K shares the last tiles by k-tiles over every SM: the grid is the SMs the shares
-    were cut for even with fewer tiles; the workspace holds a BM x BN fp32 tile per shared
-    tile and the counters one each; the kernel takes them after C."""
+    were cut for even with fewer tiles; the workspace holds two BM x BN fp32 slots per block
+    and the counters one per shared tile; the kernel takes them after C."""
     cfg = next(c for c in CONFIGS if c.stream_k_tiles == 114)
     assert cfg.tiles == 114 and cfg.grid == (132, 1, 1)
     assert cfg.params == ("A", "B", "C", "workspace", "counters") and cfg.split_workspace
-    assert cfg.workspace_shape == (114 * 128, 144) and cfg.counters_shape == (114,)
+    assert cfg.workspace_shape == (2 * 132 * 128, 144) and cfg.counters_shape == (114,)
     assert "stream_k_tiles=114" in repr(cfg) and "stream_k" not in repr(MAIN)
     for kwargs, message in [(dict(stream_k_tiles=513), "1 to 512 tiles"),
                             (dict(stream_k_tiles=4, cluster_m=2), "without sync hooks or "
@@ -218,9 +219,10 @@ def test_stream_k_config():
 
 def test_stream_k_kernel_structure():
     """Whole tiles before the shared ones; then each block's run of k-steps in segments, a
-    segment short of its tile adding its 8-column fragments into the workspace, arriving on
-    the tile's counter by its k-tile count (of the tile's 44) with the consumer threads only,
-    and storing the sums where it completes the tile."""
+    segment short of its tile storing its 8-column fragments into its block's workspace slot
+    (plain stores, no red.add), arriving on the tile's counter by its k-tile count (of the
+    tile's 44) with the consumer threads only, and where it completes the tile adding the
+    other segments' partials (plain relaxed loads that leave them) before it stores."""
     cfg = next(c for c in CONFIGS if c.stream_k_tiles == 114)
     ops = list(gemm_module(0, 0, 0, config=cfg).walk())
     arrivals = [op for op in ops if isinstance(op, tl.ArriveOp)]
@@ -229,9 +231,12 @@ def test_stream_k_kernel_structure():
     assert arrive.expected.value.data == cfg.k_tiles == 44
     assert arrive.threads.value.data == cfg.consumer_threads == 256
     assert arrive.amount is not None
-    adds = [op for op in ops if isinstance(op, tl.StoreAccOp) and op.reduce]
+    partials = [op for op in ops if isinstance(op, tl.StoreAccOp)
+                and op.dst.type.element_type == f32]
     takes = [op for op in ops if isinstance(op, tl.TakeAccOp)]
-    assert len(adds) == len(takes) == 144 // 8
+    assert len(partials) == len(takes) == 144 // 8
+    assert not any(op.reduce for op in partials) and all(op.keep for op in takes)
+    assert sum(isinstance(op, tl.AddAccOp) for op in ops) == 144 // 8
     # both roles walk the same segments: one k-loop each for the whole tiles and the shared
     loops = [op for op in ops if op.name == "scf.for"
              and any(isinstance(o, tl.MBarrierWaitOp) for o in op.body.block.ops)]

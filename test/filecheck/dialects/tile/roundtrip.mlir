@@ -61,6 +61,8 @@ func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc
   %some = tile.arrive %cnt[%i, %j] by %j of 44 threads 256 : memref<1x2xi32>
   // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   %t = tile.take_acc %ws[%i, %j] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] keep : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  %kept = tile.take_acc %ws[%i, %j] keep : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %[[PEER:.*]] = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] cta %{{.*}} : memref<64x64xf32, 3 : i64> -> !tile.frag<acc, f32, m16n8k16>
   %peer = tile.take_acc %part[%i, %j] cta %i : memref<64x64xf32, 3> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %{{.*}} = tile.add_acc %{{.*}}, %[[PEER]] : !tile.frag<acc, f32, m16n8k16>
