@@ -348,17 +348,16 @@ def test_gpu_tma_ws_gemm(cfg):
 
 
 def _bench_shape_configs() -> list[GemmConfig]:
-    """The wave model's first TMA proposal, with and without clusters, its deeper staging
-    twin, and the stream-K twins of both, of every shape of `tilesync bench kernels` (GEMM
-    4096^3 and 8192^3 in fp16 and bf16, the MLP GEMMs at M = 1 .. 2048 with their
-    epilogues)."""
+    """The wave model's first TMA proposal, with and without clusters, and its deeper
+    staging twin, of every shape of `tilesync bench kernels` (GEMM 4096^3 and 8192^3 in fp16
+    and bf16, the MLP GEMMs at M = 1 .. 2048 with their epilogues; the stream-K form is
+    checked on the GPU_CONFIGS that take it, edges and uneven splits included)."""
     from tilesync.bench.kernels import workloads
     from tilesync.kernels.choice import propose_tma_configs
 
     configs: list[GemmConfig] = []
     for w in workloads(quick=False):
-        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1, twins=1,
-                                       stream_k=1):
+        for cfg in propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=1, twins=1):
             if cfg not in configs:
                 configs.append(cfg)
     return configs
