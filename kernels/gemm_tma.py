@@ -207,21 +207,21 @@ def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
         _stream_k_loop(b, cfg, body, dp_tiles, loop.results[0])
 
 
-def stream_k_split(cfg: GemmConfig) -> tuple[int, int]:
+def _stream_k_split(cfg: GemmConfig) -> tuple[int, int]:
     """(per, extra): every block takes `per` of the shared tiles' k-steps, the first `extra`
     one more."""
     return divmod(cfg.stream_k_tiles * cfg.k_tiles, cfg.sms)
 
 
-def run_start(b: BlockBuilder, cfg: GemmConfig, block: SSAValue) -> SSAValue:
+def _run_start(b: BlockBuilder, cfg: GemmConfig, block: SSAValue) -> SSAValue:
     """The first shared k-step of `block`'s run (of the next block's: where it ends)."""
-    per, extra = stream_k_split(cfg)
+    per, extra = _stream_k_split(cfg)
     return b.addi(b.muli(block, per), b.emit(arith.MinUIOp(block, b.idx(extra))))
 
 
-def run_owner(b: BlockBuilder, cfg: GemmConfig, step: SSAValue) -> SSAValue:
+def _run_owner(b: BlockBuilder, cfg: GemmConfig, step: SSAValue) -> SSAValue:
     """The block whose run holds shared k-step `step`."""
-    per, extra = stream_k_split(cfg)
+    per, extra = _stream_k_split(cfg)
     longer = extra * (per + 1)  # the steps of the first `extra` blocks
     among_longer = b.divui(step, per + 1)
     if per == 0:  # only the first `extra` blocks have steps
@@ -239,9 +239,9 @@ def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
     the even split), as segments of at most one tile each: a loop of as many
     steps as a run can cross tiles, each step taking the next segment while the run lasts."""
     k_tiles = cfg.k_tiles
-    per, extra = stream_k_split(cfg)
+    per, extra = _stream_k_split(cfg)
     x = _dim(b, gpu.BlockIdOp)
-    start, end = run_start(b, cfg, x), run_start(b, cfg, b.addi(x, 1))
+    start, end = _run_start(b, cfg, x), _run_start(b, cfg, b.addi(x, 1))
     most = per + (1 if extra else 0)
     segments = -(-most // k_tiles) + 1  # a run of `most` k-steps crosses at most this many
 
@@ -451,8 +451,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             if segment.whole is None:
                 store(tb, list(tiles))
                 return it_after
-            # One epilogue for both kinds of segment (two copies spill: their staging
-            # addresses, hoisted out of the loops, outlive the accumulators).
+            # One epilogue for both kinds of segment: a short segment that completes its tile
+            # stores the sums through the same code as a whole one.
             done, *final = _if_values(
                 tb, segment.whole, [i1, *([acc_type] * acc_count)],
                 lambda wb: [wb.emit(arith.ConstantOp(IntegerAttr(1, i1))), *tiles],
@@ -493,14 +493,14 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         starts inside the tile, else of its last."""
         first_step = lb.muli(shared, cfg.k_tiles)
         x = _dim(lb, gpu.BlockIdOp)
-        first = run_owner(lb, cfg, first_step)
-        after = lb.addi(run_owner(lb, cfg, lb.addi(first_step, cfg.k_tiles - 1)), 1)
+        first = _run_owner(lb, cfg, first_step)
+        after = lb.addi(_run_owner(lb, cfg, lb.addi(first_step, cfg.k_tiles - 1)), 1)
         block = Block(arg_types=[IndexType()] + [acc_type] * acc_count)
         y, *partial = block.args
         yb = BlockBuilder(block)
 
         def add(ab: BlockBuilder) -> list[SSAValue]:
-            began_before = ab.emit(arith.CmpiOp(run_start(ab, cfg, y), first_step, "ult"))
+            began_before = ab.emit(arith.CmpiOp(_run_start(ab, cfg, y), first_step, "ult"))
             slot = ab.addi(ab.muli(y, 2), ab.emit(arith.SelectOp(began_before, ab.idx(1),
                                                                    ab.idx(0))))
             row = ab.addi(ab.muli(slot, bm), warp_m)
