@@ -12,8 +12,9 @@ The block is BM / 64 consumer warpgroups followed by a producer warp (or, with
 setmaxnreg). Shared memory holds a ring of `stages` buffers (a BM x 64 tile of A and a BN x 64
 tile of B each, in the 128-byte swizzled layout the copy engine writes and wgmma reads) with two
 transaction barriers per buffer: `full` (one arrival, the producer's, plus the bytes of both
-copies) and `empty` (one arrival per consumer warpgroup). A running count `it` of k-steps
-names the buffer, it % stages, and the phase, (it / stages) & 1; both roles count the same
+copies) and `empty` (one arrival per consumer warpgroup). A ring position `it`, the count of
+k-steps modulo 2 stages, names the buffer, it mod stages, and the phase, it >= stages (kept
+modulo 2 stages so that neither needs a division in the k-loop); both roles count the same
 k-steps in the same order, so no other state is shared:
 
     producer (one thread):                  consumer warpgroup g:
@@ -132,13 +133,34 @@ def _if_values(b: BlockBuilder, cond: SSAValue, types: list[Attribute], then,
     return list(b.insert(scf.IfOp(cond, types, *regions)).results)
 
 
-def _parity(b: BlockBuilder, it: SSAValue, stages: int, flip: bool) -> SSAValue:
-    """(it / stages) & 1 as an i1, inverted for the producer's wait on `empty`."""
-    phase = b.emit(arith.AndIOp(b.divui(it, stages), b.idx(1)))
-    bit = b.emit(arith.IndexCastOp(phase, i1))
-    if flip:
-        bit = b.emit(arith.XOrIOp(bit, b.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
-    return bit
+def _select(b: BlockBuilder, cond: SSAValue, then: SSAValue, otherwise: SSAValue) -> SSAValue:
+    return b.emit(arith.SelectOp(cond, then, otherwise))
+
+
+def _ring_stage(b: BlockBuilder, pos: SSAValue, stages: int) -> SSAValue:
+    """The buffer of ring position `pos` (in [0, 2 stages)): pos mod stages, by a compare
+    rather than a division (stages need not be a power of two)."""
+    second_lap = b.emit(arith.CmpiOp(pos, b.idx(stages), "uge"))
+    return _select(b, second_lap, b.subi(pos, stages), pos)
+
+
+def _ring_parity(b: BlockBuilder, pos: SSAValue, stages: int, flip: bool) -> SSAValue:
+    """The phase of ring position `pos` as an i1 (pos >= stages), inverted for the
+    producer's wait on `empty`."""
+    return b.emit(arith.CmpiOp(pos, b.idx(stages), "ult" if flip else "uge"))
+
+
+def _ring_next(b: BlockBuilder, pos: SSAValue, stages: int) -> SSAValue:
+    """The position after `pos`: (pos + 1) mod 2 stages."""
+    after = b.addi(pos, 1)
+    wraps = b.emit(arith.CmpiOp(after, b.idx(2 * stages), "eq"))
+    return _select(b, wraps, b.idx(0), after)
+
+
+def _previous_stage(b: BlockBuilder, stage: SSAValue, stages: int) -> SSAValue:
+    """The buffer before `stage` in the ring."""
+    first = b.emit(arith.CmpiOp(stage, b.idx(0), "eq"))
+    return _select(b, first, b.idx(stages - 1), b.subi(stage, 1))
 
 
 def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
@@ -181,8 +203,8 @@ class Segment:
 
 def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
                tile: tuple[SSAValue, SSAValue] | None) -> None:
-    """The block's work: `body(builder, segment, it) -> it after the segment`, the k-step
-    count `it` carried from 0. Persistent: for t = cluster; t < cluster tiles; t += clusters (a
+    """The block's work: `body(builder, segment, it) -> it after the segment`, the ring
+    position `it` carried from 0. Persistent: for t = cluster; t < cluster tiles; t += clusters (a
     cluster being one block without clusters; a cluster's blocks are consecutive in x), tile t
     in grouped order, whole; with stream-K only the tiles before the shared ones, then the
     block's run of the shared tiles' k-steps (`_stream_k_loop`). Otherwise the block's one
@@ -359,8 +381,9 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 block = Block(arg_types=[IndexType(), IndexType()])
                 kt, k_it = block.args
                 kb = BlockBuilder(block)
-                stage = kb.remui(k_it, stages)
-                kb.insert(tl.MBarrierWaitOp(empty, [stage], _parity(kb, k_it, stages, True)))
+                stage = _ring_stage(kb, k_it, stages)
+                kb.insert(tl.MBarrierWaitOp(empty, [stage],
+                                            _ring_parity(kb, k_it, stages, True)))
                 if cfg.sync_hooks:  # this thread alone copies, through the async proxy
                     for operand in (0, 1):
                         kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
@@ -376,7 +399,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                     kb.insert(tl.TmaLoadOp(b_map, [kb.addi(n0, b_row), k0], sb,
                                            [stage, b_row, zero], full, [stage],
                                            multicast=(1 << cluster) - 1))
-                kb.insert(scf.YieldOp(kb.addi(k_it, 1)))
+                kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages)))
                 loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1), [it],
                                            Region(block)))
                 return loop.results[0]
@@ -396,9 +419,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
         in_flight = cfg.wgmma_in_flight
 
-        def release(rb: BlockBuilder, step: SSAValue) -> None:
+        def release(rb: BlockBuilder, buffer: SSAValue) -> None:
             def arrive(ab: BlockBuilder) -> None:
-                buffer = ab.remui(step, stages)
                 if cluster == 1:
                     ab.insert(tl.MBarrierArriveOp(empty, [buffer]))
                     return
@@ -412,8 +434,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
             kt, k_it, *accs = block.args
             kb = BlockBuilder(block)
-            stage = kb.remui(k_it, stages)
-            kb.insert(tl.MBarrierWaitOp(full, [stage], _parity(kb, k_it, stages, False),
+            stage = _ring_stage(kb, k_it, stages)
+            kb.insert(tl.MBarrierWaitOp(full, [stage], _ring_parity(kb, k_it, stages, False),
                                         wgmma_in_flight=in_flight > 0))
             kb.insert(tl.WgmmaFenceOp())
             results = list(accs)
@@ -426,16 +448,16 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             kb.insert(tl.WgmmaWaitOp(in_flight))
             if in_flight:  # the previous k-step's group is done: its buffer is free
                 _if(kb, kb.emit(arith.CmpiOp(kt, segment.k_begin, "ugt")),
-                    lambda rb: release(rb, rb.emit(arith.SubiOp(k_it, rb.idx(1)))))
+                    lambda rb: release(rb, _previous_stage(rb, stage, stages)))
             else:
-                release(kb, k_it)
-            kb.insert(scf.YieldOp(kb.addi(k_it, 1), *results))
+                release(kb, stage)
+            kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages), *results))
             loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1),
                                        [it, *([zero_acc] * acc_count)], Region(block)))
             it_after, *tiles = loop.results
             if in_flight:
                 tb.insert(tl.WgmmaWaitOp(0))
-                release(tb, tb.emit(arith.SubiOp(it_after, tb.idx(1))))
+                release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages))
             origin = (tb.muli(tm, bm), tb.muli(tn, bn))
 
             def store(sb: BlockBuilder, tiles: list[SSAValue]) -> None:

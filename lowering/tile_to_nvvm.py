@@ -915,14 +915,31 @@ WGMMA_DESCRIPTOR_HIGH = (1 << 16) | ((WGMMA_ATOM_BYTES >> 4) << 32) | (WGMMA_SWI
 def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
     """The descriptor of the operand whose first element is memref[indices] (unswizzled
     address: its row is 8-aligned and its column is inside the row's first 128 bytes, so
-    the hardware's swizzle of the address bits finds the chunks cp.async placed)."""
+    the hardware's swizzle of the address bits finds the chunks cp.async placed).
+
+    Built as the memref's own descriptor plus the element offset in 16-byte units: the
+    first part does not change inside a k-loop (LLVM hoists it), so a k-step's wgmma pays
+    one add per operand. Equal to encoding the element's address because shared memory is
+    below 256 KB (the 14-bit field never wraps) and the memref starts 16-byte aligned;
+    where the rows are a multiple of 16 bytes, the offset of the row and of the column are
+    added apart, so a constant column (a k16 step) folds into a constant."""
     memref_type = memref.type
     assert isinstance(memref_type, MemRefType)
-    offset = _linear(e, [e.index_as(i, i32) for i in indices], memref_type.get_shape())
-    address = e.gep(e.pointer(memref), offset, memref_type.element_type)
-    shared = e.cast(llvm.PtrToIntOp, address, i64)
-    start = e.lshr(e.and_(shared, 0x3FFFF), 4)
-    return e.or_(start, WGMMA_DESCRIPTOR_HIGH)
+    shape = memref_type.get_shape()
+    element_bytes = memref_type.element_type.bitwidth // 8  # type: ignore[union-attr]
+    offsets = [e.index_as(i, i32) for i in indices]
+    row_bytes = shape[-1] * element_bytes
+    if len(shape) > 1 and row_bytes % 16 == 0:
+        parts = [(_linear(e, offsets[:-1], shape[:-1]), row_bytes),
+                 (offsets[-1], element_bytes)]
+    else:
+        parts = [(_linear(e, offsets, shape), element_bytes)]
+    base = e.cast(llvm.PtrToIntOp, e.pointer(memref), i64)
+    descriptor = e.or_(e.lshr(e.and_(base, 0x3FFFF), 4), WGMMA_DESCRIPTOR_HIGH)
+    for elements, size in parts:
+        units = e.lshr(e.mul(elements, size), 4)
+        descriptor = e.add(descriptor, e.cast(llvm.ZExtOp, units, i64))
+    return descriptor
 
 
 class WgmmaLowering(_TilePattern):

@@ -3,8 +3,11 @@
 
 // wgmma reads its operands through 64-bit shared-memory descriptors: the start address
 // (& 0x3FFFF) >> 4, leading byte offset 16 (1 << 16), stride byte offset 1024 between 8-row
-// atoms (64 << 32) and the 128-byte swizzle (1 << 62) = 4611686293305360384. The asm ties the
-// accumulators in and out (=f ... 0,1,...), scale-d comes in a register (1), no transposes.
+// atoms (64 << 32) and the 128-byte swizzle (1 << 62) = 4611686293305360384. The start is the
+// memref's own descriptor plus the operand's offset in 16-byte units, its row's and its
+// column's added apart (the memref's part is loop-invariant, a constant column folds). The
+// asm ties the accumulators in and out (=f ... 0,1,...), scale-d comes in a register (1), no
+// transposes.
 // NVVM:      llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}"
 // NVVM-NEXT: llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned;", "~{memory}"
 // NVVM:      llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $10, 0;\0Awgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7}, $8, $9, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,l,l,r,0,1,2,3,4,5,6,7" {{.*}} -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
@@ -12,23 +15,40 @@
 // NVVM-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;", "~{memory}"
 
 // CHECK-LABEL: func.func @wgmma_step
+// CHECK-DAG:   %[[ROW:.*]] = llvm.mlir.constant(128 : i32) : i32
 // CHECK-DAG:   %[[MASK:.*]] = llvm.mlir.constant(262143) : i64
 // CHECK-DAG:   %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-DAG:   %[[HIGH:.*]] = llvm.mlir.constant(4611686293305360384) : i64
+// CHECK-DAG:   %[[UNIT:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-DAG:   %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
 // CHECK-DAG:   %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK:       nvvm.fence.proxy.async "shared::cta"
 // CHECK-NEXT:  nvvm.wgmma.fence.aligned
-// A[s, m, k]: a shared address, not a swizzled one (the hardware swizzles)
-// CHECK:       %[[PA:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
-// CHECK-NEXT:  %[[IA:.*]] = llvm.ptrtoint %[[PA]] : !llvm.ptr<3> to i64
+// A[s, m, k]: row s * 128 + m (128 bytes each), column k (2 bytes each)
+// CHECK-NEXT:  %[[SROWS:.*]] = llvm.mul %{{.*}}, %[[ROW]] : i32
+// CHECK-NEXT:  %[[RA:.*]] = llvm.add %[[SROWS]], %{{.*}} : i32
+// CHECK-NEXT:  %[[IA:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<3> to i64
 // CHECK-NEXT:  %[[MA:.*]] = llvm.and %[[IA]], %[[MASK]] : i64
 // CHECK-NEXT:  %[[SA:.*]] = llvm.lshr %[[MA]], %[[FOUR]] : i64
-// CHECK-NEXT:  %[[DA:.*]] = llvm.or %[[SA]], %[[HIGH]] : i64
-// CHECK:       %[[PB:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f16
-// CHECK-NEXT:  %[[IB:.*]] = llvm.ptrtoint %[[PB]] : !llvm.ptr<3> to i64
+// CHECK-NEXT:  %[[BA:.*]] = llvm.or %[[SA]], %[[HIGH]] : i64
+// CHECK-NEXT:  %[[RBA:.*]] = llvm.mul %[[RA]], %[[ROW]] : i32
+// CHECK-NEXT:  %[[RUA:.*]] = llvm.lshr %[[RBA]], %[[UNIT]] : i32
+// CHECK-NEXT:  %[[RZA:.*]] = llvm.zext %[[RUA]] : i32 to i64
+// CHECK-NEXT:  %[[DA0:.*]] = llvm.add %[[BA]], %[[RZA]] : i64
+// CHECK-NEXT:  %[[KB:.*]] = llvm.mul %{{.*}}, %[[TWO]] : i32
+// CHECK-NEXT:  %[[KU:.*]] = llvm.lshr %[[KB]], %[[UNIT]] : i32
+// CHECK-NEXT:  %[[KZ:.*]] = llvm.zext %[[KU]] : i32 to i64
+// CHECK-NEXT:  %[[DA:.*]] = llvm.add %[[DA0]], %[[KZ]] : i64
+// B[s, 0, k]: the same column, so the same 16-byte units
+// CHECK:       %[[IB:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<3> to i64
 // CHECK-NEXT:  %[[MB:.*]] = llvm.and %[[IB]], %[[MASK]] : i64
 // CHECK-NEXT:  %[[SB:.*]] = llvm.lshr %[[MB]], %[[FOUR]] : i64
-// CHECK-NEXT:  %[[DB:.*]] = llvm.or %[[SB]], %[[HIGH]] : i64
+// CHECK-NEXT:  %[[BB:.*]] = llvm.or %[[SB]], %[[HIGH]] : i64
+// CHECK-NEXT:  %[[RBB:.*]] = llvm.mul %{{.*}}, %[[ROW]] : i32
+// CHECK-NEXT:  %[[RUB:.*]] = llvm.lshr %[[RBB]], %[[UNIT]] : i32
+// CHECK-NEXT:  %[[RZB:.*]] = llvm.zext %[[RUB]] : i32 to i64
+// CHECK-NEXT:  %[[DB0:.*]] = llvm.add %[[BB]], %[[RZB]] : i64
+// CHECK-NEXT:  %[[DB:.*]] = llvm.add %[[DB0]], %[[KZ]] : i64
 // CHECK-COUNT-8: llvm.extractvalue %c{{[01]}}[{{[0-3]}}] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NEXT:  %[[D:.*]] = nvvm.wgmma.mma_async f16 n = 16 %[[DA]], %[[DB]], %[[ONE]], [{{.*}}] -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
 // The second accumulator is registers 4..7 of the result.
