@@ -136,6 +136,8 @@ def candidate_configs(w: Workload, quick: bool) -> list:
             configs.append(make((16, 64, 128), (1, 4), 4))
             configs.append(make((16, 64, 64), (1, 4), 8))
             if not quick:
+                # twice the bytes in flight of the first (160 KB of stages a block)
+                configs.append(make((16, 64, 128), (1, 4), 8))
                 for in_cluster in (False, True):  # the slices' sums in L2, or on the SMs
                     configs.append(make((16, 128, 32), (1, 4), 4, want, in_cluster=in_cluster))
                     configs.append(make((16, 64, 64), (1, 4), 4, 2, in_cluster=in_cluster))
