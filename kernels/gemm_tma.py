@@ -251,7 +251,7 @@ def _run_owner(b: BlockBuilder, cfg: GemmConfig, step: SSAValue) -> SSAValue:
     past = b.emit(arith.SubiOp(b.emit(arith.MaxUIOp(step, b.idx(longer))), b.idx(longer)))
     among_rest = b.addi(b.divui(past, per), extra)
     is_longer = b.emit(arith.CmpiOp(step, b.idx(longer), "ult"))
-    return b.emit(arith.SelectOp(is_longer, among_longer, among_rest))
+    return _select(b, is_longer, among_longer, among_rest)
 
 
 def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
@@ -523,8 +523,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
         def add(ab: BlockBuilder) -> list[SSAValue]:
             began_before = ab.emit(arith.CmpiOp(_run_start(ab, cfg, y), first_step, "ult"))
-            slot = ab.addi(ab.muli(y, 2), ab.emit(arith.SelectOp(began_before, ab.idx(1),
-                                                                   ab.idx(0))))
+            slot = ab.addi(ab.muli(y, 2), _select(ab, began_before, ab.idx(1), ab.idx(0)))
             row = ab.addi(ab.muli(slot, bm), warp_m)
             return [ab.emit(tl.AddAccOp(acc, ab.emit(tl.TakeAccOp(workspace, [row, col],
                                                                   keep=True))))

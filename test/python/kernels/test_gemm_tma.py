@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import IntegerAttr, f32
 
 from tilesync.dialects import tile as tl
 from tilesync.harness.compile import compile_kernel
@@ -155,6 +155,23 @@ def test_generated_roles():
     regs = [op.registers.value.data for op in warpgroup.walk()
             if isinstance(op, tl.SetMaxNRegOp)]
     assert regs == [232, 40]  # consumers take what the producer warpgroup gives up
+
+
+def test_k_loops_divide_nothing():
+    """Both roles' k-loops name the buffer and the phase from a ring position kept modulo
+    2 stages (compares and selects), so a stage count that is not a power of two (5) costs
+    no division in the loop; the position wraps at 2 stages."""
+    cfg = tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, producer_warps=4,
+                        epilogue="swiglu", tma_store=True)
+    loops = [op for op in gemm_module(0, 0, 0, config=cfg).walk() if op.name == "scf.for"
+             and any(isinstance(o, tl.MBarrierWaitOp) for o in op.body.block.ops)]
+    assert len(loops) == 2  # the producer's and the consumers'
+    for loop in loops:
+        names = [op.name for op in loop.body.walk()]
+        assert not {"arith.divui", "arith.remui"} & set(names), names
+        constants = {op.value.value.data for op in loop.body.walk()
+                     if op.name == "arith.constant" and isinstance(op.value, IntegerAttr)}
+        assert {cfg.stages, 2 * cfg.stages} <= constants
 
 
 def test_cluster_of_two_multicasts_b():
