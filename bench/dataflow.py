@@ -122,6 +122,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
             graph = program.capture(args)
             for _ in range(graph_replays - 1):
                 graph.launch()
+            program.synchronize()  # the replays still write out
             out.fill_bytes(0xFF)
             first = program.runs * tickets
             graph.launch()

@@ -1,8 +1,11 @@
 """Device memory: DeviceBuffer, and device pointers out of foreign arrays (torch, CuPy).
 
-Copies here are synchronous (cuMemcpyHtoD/DtoH go through the legacy stream ordering and wait),
-so a buffer filled with `from_numpy` is ready for any stream, and `to_numpy` returns final data
-once the kernels writing it have been synchronized.
+Writes here (copies in, fills) have finished when they return: they go through the legacy
+default stream, which our runs' non-blocking streams do not wait for, and a memset or a
+pageable host-to-device copy may still be in flight when the driver call returns. So a buffer
+filled with `from_numpy` or `fill_bytes` is ready for any stream; `to_numpy` returns final data
+once the kernels writing it have been synchronized (and no kernel may still use a buffer that
+is being written).
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ from tilesync.runtime.device import get_device
 from tilesync.runtime.errors import check
 
 Shape = tuple[int, ...]
+
+
+def _finish_legacy_stream() -> None:
+    """Wait for the legacy default stream: the memsets and copies issued on it may return
+    before they land, and non-blocking streams (every run's) are not ordered after them."""
+    from cuda.bindings import driver
+
+    check(driver.cuStreamSynchronize(driver.CUstream(0)), "cuStreamSynchronize")
 
 
 def _normalize_shape(shape: int | Sequence[int]) -> Shape:
@@ -77,11 +88,13 @@ class DeviceBuffer:
                 # Pass the host address as an int: cuda-bindings would read a 0-d array's
                 # value as an address.
                 check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
+                _finish_legacy_stream()
             return
         source_ptr, source_nbytes = device_pointer_and_size(source)
         self._check_same_size(source_nbytes, type(source).__name__)
         if self.nbytes:
             check(driver.cuMemcpyDtoD(self.ptr, source_ptr, self.nbytes), "cuMemcpyDtoD")
+            _finish_legacy_stream()
 
     def to_numpy(self) -> np.ndarray:
         from cuda.bindings import driver
@@ -92,13 +105,15 @@ class DeviceBuffer:
         return host
 
     def fill_bytes(self, value: int) -> None:
-        """Set every byte to `value` (cuMemsetD8): 0 zeroes, 0xFF poisons floats with NaN."""
+        """Set every byte to `value` (cuMemsetD8, waited for): 0 zeroes, 0xFF poisons floats
+        with NaN."""
         from cuda.bindings import driver
 
         if not 0 <= value <= 0xFF:
             raise ValueError(f"byte value out of range: {value}")
         if self.nbytes:
             check(driver.cuMemsetD8(self.ptr, value, self.nbytes), "cuMemsetD8")
+            _finish_legacy_stream()
 
     def _check_same_size(self, nbytes: int, what: str) -> None:
         if nbytes != self.nbytes:
