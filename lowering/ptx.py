@@ -39,6 +39,18 @@ class PTXInfo:
     """Registers per thread of each kernel, where the log reports them."""
     shared_bytes: dict[str, int] = field(default_factory=dict)
     """Static shared memory per block of each kernel, where the log reports it."""
+    stack_bytes: dict[str, int] = field(default_factory=dict)
+    """The stack frame of each kernel (where spilled registers live), from the summary."""
+    spill_bytes: dict[str, int] = field(default_factory=dict)
+    """Spill stores plus loads of each kernel, where the log has ptxas's lines (nvJitLink
+    leaves them out when it does not run ptxas again for PTX it has compiled before)."""
+
+    def spill_free(self, kernel: str) -> bool:
+        """No register spills in `kernel`: ptxas's 0 bytes of spill stores and loads, or,
+        with only the summary, an empty stack frame. KeyError if the log has no summary of
+        `kernel`."""
+        stack = self.stack_bytes[kernel]
+        return self.spill_bytes.get(kernel, stack) == 0
 
 
 def _check_arch(arch: str) -> None:
@@ -126,26 +138,31 @@ def list_kernels(ptx: str) -> list[str]:
     return re.findall(r"\.entry\s+([\w$.]+)\s*\(", ptx)
 
 
-_REGISTERS_LINE = re.compile(r"Function properties for (\S+)|Used (\d+) registers")
+# nvJitLink's summary of each kernel, in every log:
+#   info    : Function properties for 'k':
+#   info    : used 64 registers, used 5 barriers, 0 stack, 1024 bytes smem, ..., 0 bytes lmem
+_SUMMARY = re.compile(r"Function properties for '([^']+)':\s*\n[^\n]*?used (\d+) registers"
+                      r"[^\n]*?(\d+) stack, (\d+) bytes smem")
+# ptxas's lines, where it ran: `Function properties for k` then `... N bytes spill stores, M
+# bytes spill loads`
+_PTXAS_SPILLS = re.compile(r"Function properties for ([^'\s:]+)\s*\n[^\n]*?(\d+) bytes spill "
+                           r"stores, (\d+) bytes spill loads")
 
 
-_SMEM_LINE = re.compile(r"Function properties for '([^']+)':\s*\n.*?(\d+) bytes smem")
+def _summaries(info_log: str) -> dict[str, tuple[int, int, int]]:
+    """Registers, stack bytes and shared bytes of each kernel the log summarizes."""
+    return {name: (int(registers), int(stack), int(shared))
+            for name, registers, stack, shared in _SUMMARY.findall(info_log)}
 
 
-def _shared_per_kernel(info_log: str) -> dict[str, int]:
-    """From nvJitLink's summary lines: `Function properties for 'k':` then `... N bytes smem`."""
-    return {name: int(size) for name, size in _SMEM_LINE.findall(info_log)}
-
-
-def _registers_per_kernel(info_log: str) -> dict[str, int]:
-    registers: dict[str, int] = {}
-    current: str | None = None
-    for function, count in _REGISTERS_LINE.findall(info_log):
-        if function:
-            current = function
-        elif current is not None:
-            registers[current] = int(count)
-    return registers
+def ptx_info_from_log(arch: str, info_log: str) -> PTXInfo:
+    summaries = _summaries(info_log)
+    return PTXInfo(arch=arch, info_log=info_log,
+                   registers={k: v[0] for k, v in summaries.items()},
+                   shared_bytes={k: v[2] for k, v in summaries.items()},
+                   stack_bytes={k: v[1] for k, v in summaries.items()},
+                   spill_bytes={name: int(stores) + int(loads)
+                                for name, stores, loads in _PTXAS_SPILLS.findall(info_log)})
 
 
 def validate_ptx(ptx: str, arch: str = "sm_90") -> PTXInfo:
@@ -167,8 +184,7 @@ def validate_ptx(ptx: str, arch: str = "sm_90") -> PTXInfo:
         info_log = _info_log(handle)
     finally:
         nvjitlink.destroy(handle)
-    return PTXInfo(arch=arch, info_log=info_log, registers=_registers_per_kernel(info_log),
-                   shared_bytes=_shared_per_kernel(info_log))
+    return ptx_info_from_log(arch, info_log)
 
 
 def _read_log(size: int, read) -> str:

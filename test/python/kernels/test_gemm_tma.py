@@ -210,7 +210,7 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
         assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
     assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
     info = validate_ptx(ptx, "sm_90a")
-    assert "0 bytes spill stores, 0 bytes spill loads" in info.info_log, info.info_log
+    assert info.spill_free(cfg.kernel_name), info.info_log
     assert "serializ" not in info.info_log  # ptxas keeps the wgmmas asynchronous
     cap = 65536 // cfg.threads // 8 * 8
     assert info.registers["gemm"] <= min(255, cap)

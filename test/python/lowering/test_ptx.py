@@ -24,6 +24,7 @@ from tilesync.lowering.ptx import (
     list_kernels,
     llvm_ir_to_ptx,
     module_to_ptx,
+    ptx_info_from_log,
     validate_ptx,
 )
 
@@ -307,3 +308,39 @@ def test_small_kernel_compiles_quickly():
     assert list_kernels(ptx) == ["k"]
     # measured ~5-20 ms; a generous bound that still catches a pathological slowdown
     assert elapsed < 2.0, f"translation + PTX took {elapsed:.3f} s"
+
+
+# nvJitLink's info log with ptxas's lines (a kernel that spills), and the summary alone (what
+# it prints for PTX it has compiled before in the same process)
+PTXAS_AND_SUMMARY = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'gemm' for 'sm_90a'
+ptxas info    : Function properties for gemm
+ptxas         .     56 bytes stack frame, 60 bytes spill stores, 80 bytes spill loads
+ptxas info    : Used 168 registers, used 3 barriers, 48 bytes smem
+info    : 0 bytes gmem
+info    : Function properties for 'gemm':
+info    : used 168 registers, used 3 barriers, 56 stack, 1088 bytes smem, 976 bytes cmem[0], \
+0 bytes lmem
+"""
+SUMMARY_ONLY = """info    : 0 bytes gmem
+info    : Function properties for 'conv2d':
+info    : used 108 registers, used 1 barriers, 0 stack, 1024 bytes smem, 552 bytes cmem[0], \
+0 bytes lmem
+"""
+
+
+def test_info_log_with_ptxas_lines_counts_spills():
+    info = ptx_info_from_log("sm_90a", PTXAS_AND_SUMMARY)
+    assert info.registers == {"gemm": 168} and info.shared_bytes == {"gemm": 1088}
+    assert info.stack_bytes == {"gemm": 56} and info.spill_bytes == {"gemm": 140}
+    assert not info.spill_free("gemm")
+
+
+def test_info_log_summary_alone_reads_spills_off_the_stack_frame():
+    info = ptx_info_from_log("sm_90", SUMMARY_ONLY)
+    assert info.registers == {"conv2d": 108} and info.spill_bytes == {}
+    assert info.spill_free("conv2d")
+    spilled = ptx_info_from_log("sm_90", SUMMARY_ONLY.replace(" 0 stack", " 24 stack"))
+    assert not spilled.spill_free("conv2d")
+    with pytest.raises(KeyError):
+        info.spill_free("gemm")  # a kernel the log does not summarize is not spill-free
