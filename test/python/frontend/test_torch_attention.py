@@ -166,14 +166,14 @@ class _GPTScaled(Attention):
 
 def test_dynamo_folds_the_scale_of_a_traced_width(tmp_path, monkeypatch):
     """GPT's `/ math.sqrt(q.size(-1))`: under Dynamo the size is a number of the graph."""
-    from tilesync.frontend.torch.backend import LAST_REPORTS
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
     monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
     monkeypatch.setenv("TILESYNC_MODE", "tilesync")
     model = _GPTScaled(128).half()
     x = torch.randn(64, 128, dtype=torch.half)  # 64 tokens: 1/sqrt(128), not 1/sqrt(64)
     torch._dynamo.reset()
-    out = torch.compile(model, backend="tilesync")(x)
+    out = torch.compile(model, backend=tilesync_backend)(x)
     (piece,) = LAST_REPORTS[-1].pieces
     assert piece.description == \
         "Attention [64 rows, 128 -> 384 -> 128, float16, scale 0.0883883]"

@@ -283,28 +283,28 @@ def test_a_side_input_computed_after_a_reader_of_the_density_ends_the_stack_befo
 
 
 def test_stack_through_dynamo(tmp_path, monkeypatch):
-    from tilesync.frontend.torch.backend import LAST_REPORTS
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
     monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
     monkeypatch.setenv("TILESYNC_MODE", "tilesync")
     model, inputs = example("nerf_mlp")
     torch._dynamo.reset()
     with torch.no_grad():
-        out = torch.compile(model, backend="tilesync")(*inputs)
+        out = torch.compile(model, backend=tilesync_backend)(*inputs)
         assert torch.equal(out, model(*inputs))
     assert LAST_REPORTS[-1].pieces[0].description.startswith("MLP stack [4096 rows, 64 -> 256")
 
 
 def test_edge_mlp_through_dynamo_keeps_its_layer_norm_in_the_stack(tmp_path, monkeypatch):
     """Dynamo inlines nn.LayerNorm as F.layer_norm on the parameters: the same stack."""
-    from tilesync.frontend.torch.backend import LAST_REPORTS
+    from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
     monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
     monkeypatch.setenv("TILESYNC_MODE", "tilesync")
     model, inputs = example("edge_mlp", rows=1024)
     torch._dynamo.reset()
     with torch.no_grad():
-        out = torch.compile(model, backend="tilesync")(*inputs)
+        out = torch.compile(model, backend=tilesync_backend)(*inputs)
         assert torch.equal(out, model(*inputs))
     assert LAST_REPORTS[-1].pieces[0].description == (
         "MLP stack [1024 rows, 384 -> 128 -> 128 -> 128, float16; layer norm]")
