@@ -110,7 +110,8 @@ def test_shared_memory_store_barrier_load(arch: str):
     assert store and barrier and load
     assert store.start() < barrier.start() < load.start()
     info = validate_ptx(ptx, arch)
-    assert "1024 bytes smem" in info.info_log
+    # newer nvJitLink counts the 1 KB of shared memory the driver reserves for each block
+    assert info.shared_bytes == {"k": 1024} or info.shared_bytes == {"k": 2048}, info.info_log
 
 
 LOOP_WITH_PHIS = """
