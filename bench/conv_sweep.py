@@ -27,7 +27,9 @@ def label(cfg) -> str:
     from tilesync.bench.kernels import split_label
 
     bm, bn, bk = cfg.tile
-    return f"{bm}x{bn}x{bk} s{cfg.stages}" + split_label(cfg)
+    tma = " tma im2col" + (" staged" if cfg.tma_store else "") if cfg.pipeline == "tma_ws" \
+        else ""
+    return f"{bm}x{bn}x{bk} s{cfg.stages}" + tma + split_label(cfg)
 
 
 def time_config(torch, cfg, ptx: str, reps: int) -> float:

@@ -173,10 +173,12 @@ def _config_label(cfg) -> str:
     bm, bn, bk = cfg.tile
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
     if getattr(cfg, "pipeline", "cp_async") == "tma_ws":
-        label = (f"tma_ws{cfg.wgmma_in_flight} {bm}x{bn}x{bk} s{cfg.stages}"
-                 + (f" cluster{cfg.cluster_m}" if cfg.cluster_m > 1 else "")
-                 + (f" staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
-                 + (f" streamK{cfg.stream_k_tiles}" if cfg.stream_k_tiles else ""))
+        gemm = getattr(cfg, "gemm", cfg)  # a conv's: its implicit GEMM
+        label = (f"tma_ws{gemm.wgmma_in_flight} {bm}x{bn}x{bk} s{cfg.stages}"
+                 + (f" cluster{gemm.cluster_m}" if gemm.cluster_m > 1 else "")
+                 + (f" staging{gemm.staging_boxes}" if gemm.staging_boxes else "")
+                 + (f" streamK{gemm.stream_k_tiles}" if gemm.stream_k_tiles else "")
+                 + (" im2col" if gemm.im2col else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + split_label(cfg)

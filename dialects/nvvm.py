@@ -988,23 +988,29 @@ class CpAsyncBulkTensorLoadOp(IRDLOperation):
     coordinates (innermost first, in elements) into shared memory; the bytes complete the
     barrier's transaction count. Out-of-bounds elements are zero-filled. With `multicast`
     (`.multicast::cluster`, an i16 mask of the cluster's CTAs), the box lands at the same
-    offset in the shared memory of every CTA of the mask and completes each one's barrier."""
+    offset in the shared memory of every CTA of the mask and completes each one's barrier.
+    With `im2col` offsets (i16, innermost first, one per spatial dimension) the load mode is
+    `.im2col`: the map is an im2col map and the copy gathers its pixels at those filter
+    offsets."""
 
     name = "nvvm.cp.async.bulk.tensor.shared.global"
     dst = operand_def(LLVMPointerType)
     bar = operand_def(LLVMPointerType)
     tensor_map = operand_def(LLVMPointerType)
     coords = var_operand_def(i32)
+    im2col = var_operand_def(IntegerType(16))
     multicast = opt_operand_def(IntegerType(16))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$dst `,` $tensor_map `[` $coords `]` `,` $bar (`multicast` $multicast^)? attr-dict "
-        "`:` type($dst) `,` type($tensor_map) `,` type($bar)"
+        "$dst `,` $tensor_map `[` $coords `]` (`im2col` `[` $im2col^ `]`)? `,` $bar "
+        "(`multicast` $multicast^)? attr-dict `:` type($dst) `,` type($tensor_map) `,` "
+        "type($bar)"
     )
 
     def __init__(self, dst: SSAValue, tensor_map: SSAValue, coords: Sequence[SSAValue],
-                 bar: SSAValue, multicast: SSAValue | None = None):
-        super().__init__(operands=[dst, bar, tensor_map, coords,
+                 bar: SSAValue, multicast: SSAValue | None = None,
+                 im2col: Sequence[SSAValue] = ()):
+        super().__init__(operands=[dst, bar, tensor_map, coords, im2col,
                                    [] if multicast is None else [multicast]])
 
     def verify_(self) -> None:
@@ -1016,6 +1022,10 @@ class CpAsyncBulkTensorLoadOp(IRDLOperation):
         if len(self.coords) not in TMA_RANKS:
             raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
                                   f"{len(self.coords)}")
+        if self.im2col and len(self.im2col) != len(self.coords) - 2:
+            raise VerifyException(f"'{self.name}' im2col takes an offset for each coordinate "
+                                  f"but the channel and the batch: {len(self.coords) - 2}, got "
+                                  f"{len(self.im2col)}")
 
 
 @irdl_op_definition

@@ -961,7 +961,14 @@ class TmaLoadOp(IRDLOperation):
     first; out-of-bounds elements read as 0) into shared memory at %dst[%s, %i, %j], swizzled
     as the map says; the copy's bytes complete the barrier's phase (whose expected bytes an
     `expect_tx` arrival announced). The trailing dimensions of %dst hold the box: the inner
-    ones equal, the outermost at least as large."""
+    ones equal, the outermost at least as large.
+
+    `tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], ...`: the map is an im2col map of an
+    N x H x W x C tensor (its box: pixels x channels) and the copy gathers the rows of an
+    implicit GEMM's A: `pixels` consecutive window positions from (%n, %h, %w) on (walking W,
+    then H, then N inside the map's window corners), each pixel's channels %c.. at the
+    filter offset (%r, %s) from its position; pixels outside the tensor read as 0 (padding).
+    One offset per spatial dimension, outermost first."""
 
     name = "tile.tma_load"
     tensor_map = operand_def(TensorMapType)
@@ -970,26 +977,39 @@ class TmaLoadOp(IRDLOperation):
     dst_indices = var_operand_def(IndexType)
     bars = operand_def(MemRefType)
     bar_indices = var_operand_def(IndexType)
+    im2col = var_operand_def(IndexType)
     multicast = opt_prop_def(IntegerAttr[I32])
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$tensor_map `[` $coords `]` `,` $dst `[` $dst_indices `]` `,` $bars `[` $bar_indices "
-        "`]` (`multicast` $multicast^)? attr-dict `:` type($tensor_map) `,` type($dst) `,` "
-        "type($bars)"
+        "$tensor_map `[` $coords `]` (`im2col` `[` $im2col^ `]`)? `,` $dst `[` $dst_indices `]` "
+        "`,` $bars `[` $bar_indices `]` (`multicast` $multicast^)? attr-dict `:` "
+        "type($tensor_map) `,` type($dst) `,` type($bars)"
     )
 
     def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue], dst: SSAValue,
                  dst_indices: Sequence[SSAValue], bars: SSAValue,
-                 bar_indices: Sequence[SSAValue], multicast: int | None = None):
-        super().__init__(operands=[tensor_map, coords, dst, dst_indices, bars, bar_indices],
+                 bar_indices: Sequence[SSAValue], multicast: int | None = None,
+                 im2col: Sequence[SSAValue] = ()):
+        super().__init__(operands=[tensor_map, coords, dst, dst_indices, bars, bar_indices,
+                                   im2col],
                          properties={"multicast": None if multicast is None
                                      else IntegerAttr(multicast, i32)})
 
     def verify_(self) -> None:
         map_type = self.tensor_map.type
         assert isinstance(map_type, TensorMapType)
-        _verify_tma_box(self, map_type, self.coords, self.dst, self.dst_indices, "destination")
+        coords = len(self.coords)
+        if self.im2col:
+            spatial = len(self.im2col)
+            if len(map_type.shape) != 2 or not 1 <= spatial <= 3 or coords != spatial + 2:
+                raise VerifyException(
+                    f"'{self.name}' im2col takes a box of pixels x channels, 1 to 3 filter "
+                    f"offsets and two coordinates more (batch, spatial ..., channel), got a "
+                    f"box of rank {len(map_type.shape)}, {spatial} offsets and {coords} "
+                    f"coordinates")
+            coords = 2  # as many as the box's rank: pixels and channels
+        _verify_tma_box(self, map_type, coords, self.dst, self.dst_indices, "destination")
         _verify_barriers(self, self.bars, self.bar_indices)
         if self.multicast is not None and not 0 < self.multicast.value.data < 1 << 16:
             raise VerifyException(f"'{self.name}' multicast is a mask of up to 16 CTAs of the "
@@ -1023,15 +1043,15 @@ class TmaStoreOp(IRDLOperation):
     def verify_(self) -> None:
         map_type = self.tensor_map.type
         assert isinstance(map_type, TensorMapType)
-        _verify_tma_box(self, map_type, self.coords, self.src, self.src_indices, "source")
+        _verify_tma_box(self, map_type, len(self.coords), self.src, self.src_indices, "source")
 
 
-def _verify_tma_box(op: Operation, map_type: TensorMapType, coords: Sequence[SSAValue],
+def _verify_tma_box(op: Operation, map_type: TensorMapType, coords: int,
                     smem: SSAValue, indices: Sequence[SSAValue], what: str) -> None:
     box = map_type.shape
-    if len(coords) != len(box):
+    if coords != len(box):
         raise VerifyException(f"'{op.name}' a box of rank {len(box)} takes {len(box)} "
-                              f"coordinates, got {len(coords)}")
+                              f"coordinates, got {coords}")
     smem_type = _memref(op, smem, what)
     if memory_space(smem_type) != SHARED_SPACE:
         raise VerifyException(f"'{op.name}' {what} must be in shared memory (memory space 3), "

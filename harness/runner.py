@@ -13,6 +13,7 @@ import numpy as np
 
 from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import (
+    IM2COL_CORNERS,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -143,14 +144,15 @@ def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = N
                      ) -> list:
     """The tensor maps of a warp-specialized GEMM's operands (device arrays of A, B and, with
     the TMA-store epilogue, C), in the order and with the boxes and swizzles of
-    `cfg.tensor_map_boxes` (operands beyond them are not maps); encoded once per buffer with
-    `cache`."""
+    `cfg.tensor_map_boxes` (operands beyond them are not maps; A's an im2col map of the input
+    with `cfg.im2col`); encoded once per buffer with `cache`."""
     cache = cache or TensorMapCache()
     boxes = cfg.tensor_map_boxes
+    corners = {"A": IM2COL_CORNERS} if cfg.im2col else {}
     return [cache.get(device_pointer_and_size(array)[0], cfg.dtype, shape, box,
-                      tensor_map_swizzle(box))
-            for array, box, shape in zip(operands[:len(boxes)], boxes.values(),
-                                         cfg.tensor_map_shapes.values(), strict=True)]
+                      tensor_map_swizzle(box), corners.get(name))
+            for array, (name, box), shape in zip(operands[:len(boxes)], boxes.items(),
+                                                 cfg.tensor_map_shapes.values(), strict=True)]
 
 
 def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) -> dict:

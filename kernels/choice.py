@@ -187,14 +187,31 @@ CONV_MAX_STAGES = 6
 MIN_K_TILES_PER_SPLIT = 2
 
 
+CONV_TMA_PROPOSALS = 4
+"""The TMA GEMM proposals (propose_tma_configs of the implicit GEMM) a conv without sync hooks
+also takes, as im2col kernels."""
+
+
 def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None = None,
-                    sync_hooks: bool = False) -> list[ConvConfig]:
+                    sync_hooks: bool = False, sms: int = H100_SMS) -> list[ConvConfig]:
     """Every wgmma conv tile of CONV_TILES no wider than K, with as many stages as fit (at
     most CONV_MAX_STAGES), and each split-K factor that leaves every split
     MIN_K_TILES_PER_SPLIT k-tiles (none with sync hooks: a split tile posts once), its
     slices reducing through the workspace and, a second candidate, in a cluster (with fewer
-    stages where the tile's f32 buffer needs their room)."""
+    stages where the tile's f32 buffer needs their room); then, where C is a multiple of 64
+    and there are no hooks, the first CONV_TMA_PROPOSALS tiles the TMA GEMM model proposes
+    for the implicit GEMM, as warp-specialized kernels copying A in im2col mode."""
     out = []
+    if not sync_hooks and C % BK == 0:
+        for gemm in propose_tma_configs(N * H * W, K, 9 * C, "f16", epilogue, sms,
+                                        limit=CONV_TMA_PROPOSALS, cluster_limit=0):
+            bm = gemm.tile[0]
+            try:
+                out.append(conv2d_config(N, H, W, C, K, tile=gemm.tile, warps=(bm // 16, 1),
+                                         stages=gemm.stages, epilogue=epilogue, mma="wgmma",
+                                         pipeline="tma_ws", tma_store=gemm.tma_store))
+            except ValueError:
+                continue
     for tile, warps in CONV_TILES:
         if tile[1] > max(64, K):
             continue

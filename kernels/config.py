@@ -29,6 +29,11 @@ from tilesync.contract import (
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
 STAGING_ROWS = 64  # a TMA-store epilogue's box: the rows of one consumer warpgroup
+IM2COL_FILTER = (3, 3)  # GemmConfig.im2col's filter (R, S): stride 1, padding 1
+IM2COL_CORNERS = ((-1, -1), (-1, -1))
+"""An im2col map's window corners (lower, upper; H and W) for a 3 x 3 filter, stride 1,
+padding 1: a window position is one pixel up-left of its output pixel (-padding), and the
+last is R - 1 - padding = 1 pixel short of the far edge, so positions and outputs match."""
 STAGING_COLUMNS = (64, 32, 16, 8)
 """Widths of a TMA-store epilogue's box, widest first: 128, 64, 32 or 16 bytes of 16-bit
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
@@ -200,6 +205,12 @@ class GemmConfig:
     counter; the segment whose count completes the tile adds the others' partials, runs the
     epilogue and stores it (no block waits for another). Fills a last, partial round of
     tiles: a grid of fewer tiles than SMs, or a tile count that is not a multiple of them."""
+    im2col: tuple[int, int, int, int] | None = None
+    """tma_ws: A is the implicit GEMM's view of an N x H x W x C input (this shape) under a
+    3 x 3 filter, stride 1, padding 1 (M = N H W output pixels, K = 9 C as (r, s, c), c
+    fastest): A's map is an im2col map (`IM2COL_CORNERS`), and k-tile kt copies the tile's
+    BM pixels' channels 64 (kt mod C/64).. at the filter tap kt div (C/64), the padding
+    zero-filled by the copy engine. Needs C a multiple of 64 (a k-tile inside one tap)."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -336,10 +347,24 @@ class GemmConfig:
                              f"multiple of {STAGING_COLUMNS[-1]}")
         if self.stream_k_tiles:
             self._check_stream_k()
+        if self.im2col is not None:
+            self._check_im2col()
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
                              f"{self.sms}")
+
+    def _check_im2col(self) -> None:
+        n, h, w, c = self.im2col
+        if min(n, h, w, c) <= 0 or c % self.tile[2]:
+            raise ValueError(f"im2col needs a positive N x H x W x C input with C a multiple "
+                             f"of {self.tile[2]} (a k-tile inside one filter tap), got "
+                             f"{self.im2col}")
+        taps = IM2COL_FILTER[0] * IM2COL_FILTER[1]
+        if (self.M, self.K) != (n * h * w, taps * c):
+            raise ValueError(f"im2col of a {self.im2col} input is an implicit GEMM of M = "
+                             f"{n * h * w} pixels and K = {taps * c}, got M={self.M} "
+                             f"K={self.K}")
 
     def _check_stream_k(self) -> None:
         if not 0 < self.stream_k_tiles <= self.tiles:
@@ -503,8 +528,10 @@ class GemmConfig:
 
     @property
     def tensor_map_shapes(self) -> dict[str, tuple[int, int]]:
-        """tma_ws: the tensor each map of `tensor_map_boxes` describes (B is N x K)."""
-        shapes = {"A": (self.M, self.K), "B": (self.N, self.K), "C": (self.M, self.out_cols)}
+        """tma_ws: the tensor each map of `tensor_map_boxes` describes (B is N x K; with
+        im2col, A's is the N x H x W x C input)."""
+        shapes = {"A": self.im2col or (self.M, self.K), "B": (self.N, self.K),
+                  "C": (self.M, self.out_cols)}
         return {name: shapes[name] for name in self.tensor_map_boxes}
 
     @property
@@ -554,10 +581,10 @@ class GemmConfig:
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
-                                "stream_k_tiles"})
+                                "stream_k_tiles", "im2col"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
-_CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster"}
+_CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store"}
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -569,12 +596,13 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 cluster_m: int = 1, tma_store: bool = False,
                 persistent: bool = True, staged_store: bool = False,
                 a_head: int = 0, split_cluster: bool = False,
-                staging_boxes: int = 0, stream_k_tiles: int = 0) -> GemmConfig:
+                staging_boxes: int = 0, stream_k_tiles: int = 0,
+                im2col: tuple[int, int, int, int] | None = None) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
-                      stream_k_tiles)
+                      stream_k_tiles, None if im2col is None else tuple(im2col))
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -583,7 +611,8 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   wgmma_in_flight: int = 1, raster_group: int = 8, sms: int = H100_SMS,
                   producer_warps: int = 1, cluster_m: int = 1,
                   tma_store: bool = False, persistent: bool | None = None,
-                  staging_boxes: int = 0, stream_k_tiles: int = 0) -> GemmConfig:
+                  staging_boxes: int = 0, stream_k_tiles: int = 0,
+                  im2col: tuple[int, int, int, int] | None = None) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
@@ -591,7 +620,8 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
-                       staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles)
+                       staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
+                       im2col=im2col)
 
 
 
@@ -617,6 +647,12 @@ class ConvConfig:
     split_cluster: bool = False
     """GemmConfig.split_cluster: the split_k slices reduce in a cluster (in the repr only when
     set)."""
+    pipeline: str = "cp_async"
+    """GemmConfig.pipeline: `tma_ws` is the warp-specialized persistent GEMM with A copied by
+    TMA in im2col mode (GemmConfig.im2col; wgmma, C a multiple of 64; a producer warpgroup with
+    the TMA-store epilogue, else a producer warp, as the GEMM proposals pair them)."""
+    tma_store: bool = False
+    """tma_ws: GemmConfig.tma_store."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _CONV_LATER_FIELDS)
@@ -634,6 +670,18 @@ class ConvConfig:
 
     @property
     def gemm(self) -> GemmConfig:
+        if self.pipeline == "tma_ws":
+            if self.mma != "wgmma" or self.split_k != 1 or self.split_cluster or \
+                    self.warps != (self.tile[0] // 16, 1):
+                raise ValueError(f"a tma_ws conv multiplies with wgmma (warps (BM / 16, 1)) "
+                                 f"and takes no split-K, got {self}")
+            return tma_ws_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
+                                 tile=self.tile, stages=self.stages, epilogue=self.epilogue,
+                                 name=self.name, sync_hooks=self.sync_hooks,
+                                 producer_warps=4 if self.tma_store else 1,
+                                 tma_store=self.tma_store, im2col=self.input_shape)
+        if self.tma_store:
+            raise ValueError("tma_store is the tma_ws pipeline's epilogue")
         return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
                            tile=self.tile, warps=self.warps, stages=self.stages,
                            b_layout="col", epilogue=self.epilogue, name=self.name,
@@ -673,9 +721,11 @@ class ConvConfig:
 def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), warps=(2, 2),
                   stages: int = 3, split_k: int = 1, epilogue: str | None = None,
                   name: str = "conv2d", mma: str = "sync", sync_hooks: bool = False,
-                  split_cluster: bool = False) -> ConvConfig:
+                  split_cluster: bool = False, pipeline: str = "cp_async",
+                  tma_store: bool = False) -> ConvConfig:
     return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
-                      name, mma=mma, sync_hooks=sync_hooks, split_cluster=split_cluster)
+                      name, mma=mma, sync_hooks=sync_hooks, split_cluster=split_cluster,
+                      pipeline=pipeline, tma_store=tma_store)
 
 
 class _WarpPerRow:

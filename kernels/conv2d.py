@@ -13,6 +13,9 @@ The GEMM view: M = N*H*W output pixels, N = K filters, K = 9*C (r, s, c with c f
   B[k, n] = w[n, r, s, c]: the KRSC filter is the GEMM's N x K column-major B as it is.
   C[m, n] = y[n_img, p, q, k_filter]: NHWC output, the GEMM's row-major C.
 The generator's multistage pipeline, swizzles, epilogues (bias, gelu, ...) and split-K apply.
+With `pipeline="tma_ws"` the kernel is the warp-specialized GEMM (kernels/gemm_tma.py) whose
+producer copies A's k-tiles with im2col TMA loads: the copy engine gathers the tile's pixels at
+the filter tap and zero-fills the halo.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ def conv2d_module(cfg: ConvConfig) -> ModuleOp:
     """The kernel: parameters x (N x H x W x C), w (K x 9C, the KRSC filter), y (NHW x K)
     [, bias][, workspace, counters] as pointers."""
     gcfg = cfg.gemm
+    if gcfg.warp_specialized:  # A through its im2col tensor map (GemmConfig.im2col)
+        from tilesync.kernels.gemm_tma import tma_ws_module
+
+        return tma_ws_module(gcfg)
     x_type = MemRefType(gcfg.element_type, list(cfg.input_shape))
     return gemm_module(0, 0, 0, config=gcfg, a_type=x_type, a_source=im2col_source(cfg))
 

@@ -84,7 +84,12 @@ from tilesync.contract import (
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.config import GemmConfig, tensor_map_swizzle
+from tilesync.kernels.config import (
+    IM2COL_CORNERS,
+    IM2COL_FILTER,
+    GemmConfig,
+    tensor_map_swizzle,
+)
 from tilesync.kernels.gemm import (
     _frag,
     _shared_global,
@@ -161,6 +166,27 @@ def _previous_stage(b: BlockBuilder, stage: SSAValue, stages: int) -> SSAValue:
     """The buffer before `stage` in the ring."""
     first = b.emit(arith.CmpiOp(stage, b.idx(0), "eq"))
     return _select(b, first, b.idx(stages - 1), b.subi(stage, 1))
+
+
+def _im2col_window(b: BlockBuilder, cfg: GemmConfig, m0: SSAValue) -> list[SSAValue]:
+    """The im2col window position (n, h, w) of the tile's first output pixel m0: its image
+    and its pixel moved by the window's lower corners (IM2COL_CORNERS)."""
+    _, height, width, _ = cfg.im2col
+    (lower_h, lower_w), _ = IM2COL_CORNERS
+    n = b.divui(m0, height * width)
+    pixel = b.remui(m0, height * width)
+    return [n, b.addi(b.divui(pixel, width), lower_h), b.addi(b.remui(pixel, width), lower_w)]
+
+
+def _im2col_step(b: BlockBuilder, cfg: GemmConfig, window: list[SSAValue], kt: SSAValue
+                 ) -> tuple[list[SSAValue], list[SSAValue]]:
+    """k-tile kt of the implicit GEMM (K as (r, s, c), c fastest): the coordinates (n, h, w,
+    channel) and the filter offsets (r, s) of its im2col copy."""
+    channel_tiles = cfg.im2col[3] // cfg.tile[2]
+    tap = b.divui(kt, channel_tiles)
+    channel = b.muli(b.remui(kt, channel_tiles), cfg.tile[2])
+    taps_in_a_row = IM2COL_FILTER[1]
+    return [*window, channel], [b.divui(tap, taps_in_a_row), b.remui(tap, taps_in_a_row)]
 
 
 def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
@@ -378,6 +404,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
                 # a cluster's blocks each load bn / cluster rows of B's tile, for all of them
                 b_row = None if rank is None else tb.muli(rank, bn // cluster)
+                window = _im2col_window(tb, cfg, m0) if cfg.im2col else None
                 block = Block(arg_types=[IndexType(), IndexType()])
                 kt, k_it = block.args
                 kb = BlockBuilder(block)
@@ -391,7 +418,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
                 k0 = kb.muli(kt, bk)
                 zero = kb.idx(0)
-                kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full, [stage]))
+                if window is None:
+                    kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full,
+                                           [stage]))
+                else:
+                    coords, offsets = _im2col_step(kb, cfg, window, kt)
+                    kb.insert(tl.TmaLoadOp(a_map, coords, sa, [stage, zero, zero], full,
+                                           [stage], im2col=offsets))
                 if b_row is None:
                     kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
                                            [stage]))

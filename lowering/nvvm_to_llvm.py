@@ -113,8 +113,8 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     ),
     nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
     nvvm.CpAsyncBulkTensorLoadOp: (
-        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        "{multicast} [$0], [$2, {{{coords}}}], [$1]{mask};"
+        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::"
+        "bytes{multicast} [$0], [$2, {{{coords}}}], [$1]{offsets}{mask};"
     ),
     nvvm.CpAsyncBulkTensorStoreOp: (
         "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], "
@@ -254,10 +254,15 @@ def ptx_string(op: Operation) -> str:
             fields = dict(expect_tx=".expect_tx" if with_tx else "",
                           tx=", $1" if with_tx else "")
         case nvvm.CpAsyncBulkTensorLoadOp():
-            rank = len(op.coords)
+            rank, offsets = len(op.coords), len(op.im2col)
+            first_offset = 3 + rank
+            offset_list = ", ".join(f"${first_offset + i}" for i in range(offsets))
             fields = dict(rank=rank, coords=", ".join(f"${3 + i}" for i in range(rank)),
+                          mode="im2col" if offsets else "tile",
+                          offsets=f", {{{offset_list}}}" if offsets else "",
                           multicast=".multicast::cluster" if op.multicast is not None else "",
-                          mask=f", ${3 + rank}" if op.multicast is not None else "")
+                          mask=f", ${first_offset + offsets}" if op.multicast is not None
+                          else "")
         case nvvm.CpAsyncBulkTensorStoreOp():
             rank = len(op.coords)
             fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)),

@@ -1123,7 +1123,8 @@ class TmaLowering(_TilePattern):
             bar = _barrier_address(e, op.bars, op.bar_indices)
             mask = None if op.multicast is None else \
                 e.const(op.multicast.value.data, IntegerType(16))
-            e.insert(nvvm.CpAsyncBulkTensorLoadOp(dst, tensor_map, coords, bar, mask))
+            offsets = [e.index_as(o, IntegerType(16)) for o in reversed(op.im2col)]
+            e.insert(nvvm.CpAsyncBulkTensorLoadOp(dst, tensor_map, coords, bar, mask, offsets))
         else:
             src = _box_address(e, op.src, op.src_indices)
             e.insert(nvvm.CpAsyncBulkTensorStoreOp(tensor_map, coords, src))

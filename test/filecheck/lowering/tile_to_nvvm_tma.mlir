@@ -110,3 +110,29 @@ gpu.module @clusters {
     gpu.return
   }
 }
+
+// im2col: the coordinates go innermost first (channel, w, h, n) and so do the filter offsets
+// (s, then r), as 16-bit operands of the `.im2col` load mode.
+// CHECK-LABEL: func.func @im2col_load
+// CHECK:       %[[RI:.*]] = builtin.unrealized_conversion_cast %r : index to i64
+// CHECK-NEXT:  %[[R:.*]] = llvm.trunc %[[RI]] : i64 to i16
+// CHECK-NEXT:  %[[SI:.*]] = builtin.unrealized_conversion_cast %s : index to i64
+// CHECK-NEXT:  %[[S:.*]] = llvm.trunc %[[SI]] : i64 to i16
+// CHECK:       %[[NI:.*]] = builtin.unrealized_conversion_cast %n : index to i64
+// CHECK-NEXT:  %[[N:.*]] = llvm.trunc %[[NI]] : i64 to i32
+// CHECK-NEXT:  %[[HI:.*]] = builtin.unrealized_conversion_cast %h : index to i64
+// CHECK-NEXT:  %[[H:.*]] = llvm.trunc %[[HI]] : i64 to i32
+// CHECK-NEXT:  %[[WI:.*]] = builtin.unrealized_conversion_cast %w : index to i64
+// CHECK-NEXT:  %[[W:.*]] = llvm.trunc %[[WI]] : i64 to i32
+// CHECK-NEXT:  %[[CI:.*]] = builtin.unrealized_conversion_cast %c : index to i64
+// CHECK-NEXT:  %[[C:.*]] = llvm.trunc %[[CI]] : i64 to i32
+// CHECK:       nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%[[C]], %[[W]], %[[H]], %[[N]]] im2col[%[[S]], %[[R]]], %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+// PTX-LABEL:   @im2col_load
+// PTX:         "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5, $6}], [$1], {$7, $8};", "l,l,l,r,r,r,r,h,h,~{memory}"
+func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128>,
+                       %smem: memref<4x128x64xf16, 3>, %bars: memref<8xi64, 3>,
+                       %n: index, %h: index, %w: index, %c: index, %r: index, %s: index) {
+  %z = arith.constant 0 : index
+  tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
+  func.return
+}

@@ -102,7 +102,9 @@ def test_split_in_cluster_ptx():
     the fragments it finishes from every peer's (a warp's 8 fragments round robin: each
     element read once, by its finishing slice, from each of the split - 1 others); a second
     barrier keeps the peers until then. No atomics, counters or workspace."""
-    for conv in CONV_EXTRA[-2:]:  # splits 2 and 3: a batch-8 7x7 conv, 64x64 wgmma tiles
+    clustered = [conv for conv in CONV_EXTRA if conv.split_cluster]
+    assert [conv.split_k for conv in clustered] == [2, 3]
+    for conv in clustered:  # splits 2 and 3: a batch-8 7x7 conv, 64x64 wgmma tiles
         cfg = conv.gemm
         ptx = _ptx(conv)
         info = validate_ptx(ptx, "sm_90a")
@@ -125,6 +127,58 @@ def test_conv2d_ptx():
     assert copies and any(copies)
     mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
     assert ptx.count(mma) == (64 // 2 // 16) * (64 // 2 // 8) * 2
+
+
+TMA_CONV = conv2d_config(3, 9, 11, 128, 64, tile=(128, 64, 64), warps=(8, 1), stages=5,
+                         mma="wgmma", pipeline="tma_ws", epilogue="bias")
+
+
+def test_tma_conv_copies_a_by_im2col():
+    """The warp-specialized conv: A's map is the input's im2col map, and the producer's one A
+    copy a k-tile is a 4-d im2col load (channel, w, h, n) at the tap's offsets (s, r); B and
+    the multiply are the TMA GEMM's."""
+    gemm = TMA_CONV.gemm
+    assert gemm.warp_specialized and gemm.im2col == (3, 9, 11, 128)
+    assert gemm.tensor_map_shapes == {"A": (3, 9, 11, 128), "B": (64, 9 * 128)}
+    assert gemm.tensor_map_boxes["A"] == (128, 64)
+    assert gemm.signature == ("tmap", "tmap", "ptr", "ptr")
+    ptx = _ptx(TMA_CONV)
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.(\dd)\.shared::cluster\.global\.(\w+)\."
+                       r"mbarrier::complete_tx::bytes \[[^]]+\], \[[^]]+, \{([^}]+)\}\], "
+                       r"\[[^]]+\](, \{[^}]+\})?;", ptx)
+    assert sorted((dims, mode, bool(offsets)) for dims, mode, _, offsets in loads) == \
+        [("2d", "tile", False), ("4d", "im2col", True)]
+    assert "cp.async.cg" not in ptx and "wgmma.mma_async" in ptx
+    info = validate_ptx(ptx, "sm_90a")
+    assert info.spill_free("conv2d"), info.info_log
+
+
+def test_tma_conv_refuses_what_im2col_cannot_copy():
+    with pytest.raises(ValueError, match="multiple of 64"):
+        conv2d_config(1, 8, 8, 96, 64, tile=(64, 64, 64), warps=(4, 1), mma="wgmma",
+                      pipeline="tma_ws")
+    with pytest.raises(ValueError, match="no split-K"):
+        conv2d_config(1, 8, 8, 64, 64, tile=(64, 64, 64), warps=(4, 1), mma="wgmma",
+                      pipeline="tma_ws", split_k=2)
+    with pytest.raises(ValueError, match="tma_store is the tma_ws"):
+        conv2d_config(1, 8, 8, 64, 64, tile=(64, 64, 64), warps=(4, 1), mma="wgmma",
+                      tma_store=True)
+    with pytest.raises(ValueError, match="implicit GEMM of M = 64"):
+        gemm_config(65, 64, 576, tile=(64, 64, 64), warps=(4, 1), b_layout="col",
+                    mma="wgmma", pipeline="tma_ws", im2col=(1, 8, 8, 64))
+
+
+def test_conv_candidates_take_tma_tiles_where_im2col_can_copy():
+    from tilesync.kernels.choice import CONV_TMA_PROPOSALS, conv_candidates
+
+    def tma(cs):
+        return [c for c in cs if c.pipeline == "tma_ws"]
+
+    found = tma(conv_candidates(8, 14, 14, 256, 256))
+    assert len(found) == CONV_TMA_PROPOSALS
+    assert all(c.gemm.im2col == (8, 14, 14, 256) and c.split_k == 1 for c in found)
+    assert not tma(conv_candidates(8, 14, 14, 256, 256, sync_hooks=True))
+    assert not tma(conv_candidates(2, 5, 6, 16, 24))  # C = 16: no 64-channel k-tile
 
 
 def test_softmax_ptx():
@@ -407,7 +461,15 @@ CONV_EXTRA = [conv2d_config(2, 5, 6, 16, 24, tile=(64, 64, 32), stages=2),
               # ResNet's batch-8 7x7 layer: 392 rows (a masked tile row), split in clusters
               *(conv2d_config(8, 7, 7, 512, 512, tile=(64, 64, 64), warps=(4, 1), stages=6,
                               split_k=split, mma="wgmma", split_cluster=True)
-                for split in (2, 3))]
+                for split in (2, 3)),
+              # im2col TMA: a 5 x 6 image (every pixel a halo's neighbour, 60 of 64 rows),
+              # tiles across images (99 pixels each) with a tail of 41 and a bias, and a
+              # ResNet layer with the TMA-store epilogue
+              conv2d_config(2, 5, 6, 64, 80, tile=(64, 80, 64), warps=(4, 1), stages=4,
+                            mma="wgmma", pipeline="tma_ws"),
+              TMA_CONV,
+              conv2d_config(8, 14, 14, 256, 256, tile=(128, 128, 64), warps=(8, 1), stages=5,
+                            mma="wgmma", pipeline="tma_ws", tma_store=True)]
 
 
 def _check_conv(cfg: ConvConfig, ptx: str):

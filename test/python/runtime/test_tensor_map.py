@@ -144,6 +144,35 @@ def test_encode_passes_innermost_first_dimensions_as_driver_integers(monkeypatch
     assert seen["swizzle"] == driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
 
 
+def test_encode_im2col_passes_the_window_and_the_pixels_channels_box(monkeypatch):
+    """An implicit GEMM's A: the N x H x W x C input innermost first, the window corners
+    innermost first (W, H), channels per pixel and pixels per copy from the box (pixels,
+    channels); a cache asked for corners encodes an im2col map, not a tiled one."""
+    from tilesync.runtime import tensor_map as tm
+
+    seen = {}
+
+    def fake_encode(dtype, rank, address, dims, strides, lower, upper, channels, pixels,
+                    element_strides, *rest):
+        seen.update(rank=rank, dims=dims, strides=strides, lower=lower, upper=upper,
+                    channels=channels, pixels=pixels, swizzle=rest[1])
+        return driver.CUresult.CUDA_SUCCESS, driver.CUtensorMap()
+
+    monkeypatch.setattr(driver, "cuTensorMapEncodeIm2col", fake_encode)
+    monkeypatch.setattr(tm, "encode_tiled", lambda *args: pytest.fail("a tiled map"))
+    tm.TensorMapCache().get(0x1000, "f16", (8, 14, 12, 256), (128, 64), 128,
+                            ((-1, -2), (-3, -4)))
+    assert seen["rank"] == 4 and [int(d) for d in seen["dims"]] == [256, 12, 14, 8]
+    assert [int(s) for s in seen["strides"]] == [512, 512 * 12, 512 * 12 * 14]
+    assert seen["lower"] == [-2, -1] and seen["upper"] == [-4, -3]
+    assert (seen["channels"], seen["pixels"]) == (64, 128)
+    assert seen["swizzle"] == driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    with pytest.raises(ValueError, match="corner offset per spatial dimension"):
+        tm.encode_im2col(0x1000, "f16", (8, 14, 12, 256), (128, 64), ((-1,), (-1,)))
+    with pytest.raises(ValueError, match="up to the 128-byte swizzle"):
+        tm.encode_im2col(0x1000, "f16", (8, 14, 12, 256), (128, 128), ((-1, -1), (-1, -1)))
+
+
 def test_setmaxnreg_ptx_is_left_to_the_driver_jit():
     from tilesync.runtime.module import needs_driver_jit
 

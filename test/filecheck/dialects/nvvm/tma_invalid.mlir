@@ -109,3 +109,11 @@ func.func @barrier_red_or_count(%i: i32) {
   func.return
 }
 // CHECK: 'nvvm.barrier.red.or' counts whole warps (a multiple of 32 up to 1024 threads), got 40
+
+// -----
+
+func.func @tma_im2col_offsets(%s: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32, %o: i16) {
+  nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %i, %i, %i] im2col [%o], %s : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+  func.return
+}
+// CHECK: 'nvvm.cp.async.bulk.tensor.shared.global' im2col takes an offset for each coordinate but the channel and the batch: 2, got 1

@@ -19,6 +19,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   // CHECK-NEXT: nvvm.prefetch.tensormap %{{.*}} : !llvm.ptr
   // CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
   // CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} multicast %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+  // CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}], %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
   // CHECK-NEXT: nvvm.cp.async.bulk.tensor.global.shared %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} : !llvm.ptr, !llvm.ptr<3>
   // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
   // CHECK-NEXT: nvvm.cp.async.bulk.wait.group.read 1
@@ -26,6 +27,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   nvvm.prefetch.tensormap %map : !llvm.ptr
   nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %done], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
   nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %i], %b multicast %mask : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
+  nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %i, %i, %i] im2col [%mask, %mask], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
   nvvm.cp.async.bulk.tensor.global.shared %map[%i, %i, %i], %s : !llvm.ptr, !llvm.ptr<3>
   nvvm.cp.async.bulk.commit.group
   nvvm.cp.async.bulk.wait.group.read 1

@@ -142,3 +142,13 @@ func.func @named_barrier_without_id() {
   func.return
 }
 // CHECK: 'tile.named_barrier' takes its id either as a constant or as an operand, not both or neither
+
+// -----
+
+func.func @im2col_offsets_and_coordinates(%m: !tile.tensor_map<64x64xf16, swizzle 128>,
+                                          %s: memref<64x64xf16, 3>, %b: memref<1xi64, 3>,
+                                          %i: index) {
+  tile.tma_load %m[%i, %i, %i] im2col [%i, %i], %s[%i, %i], %b[%i] : !tile.tensor_map<64x64xf16, swizzle 128>, memref<64x64xf16, 3>, memref<1xi64, 3>
+  func.return
+}
+// CHECK: 'tile.tma_load' im2col takes a box of pixels x channels, 1 to 3 filter offsets and two coordinates more (batch, spatial ..., channel), got a box of rank 2, 2 offsets and 3 coordinates
