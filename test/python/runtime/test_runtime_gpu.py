@@ -261,6 +261,19 @@ def test_buffer_zeros_fill_and_device_copy(rng):
     assert empty.to_numpy().shape == (0,)
 
 
+def test_writes_have_landed_when_they_return():
+    """A 1 GiB memset or pageable copy takes far longer than the driver call that enqueues
+    it; our runs' non-blocking streams are not ordered after the legacy stream, so the
+    buffer's writes must be finished (the legacy stream idle) when they return."""
+    big = DeviceBuffer.empty(1 << 30, np.uint8)
+    host = np.full(1 << 30, 7, np.uint8)
+    for write in (lambda: big.fill_bytes(0xFF), lambda: big.copy_from(host),
+                  lambda: big.copy_from(from_numpy(host))):
+        write()
+        assert driver.cuStreamQuery(driver.CUstream(0))[0] == \
+            driver.CUresult.CUDA_SUCCESS
+
+
 def test_cuda_array_interface_describes_buffer():
     buffer = zeros((4, 2), np.float16)
     interface = buffer.__cuda_array_interface__
