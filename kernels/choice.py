@@ -190,6 +190,10 @@ MIN_K_TILES_PER_SPLIT = 2
 CONV_TMA_PROPOSALS = 4
 """The TMA GEMM proposals (propose_tma_configs of the implicit GEMM) a conv without sync hooks
 also takes, as im2col kernels."""
+CONV_TMA_NARROW = (64, 128)
+"""The widths of the one-warpgroup (64-row) TMA conv tiles a conv also takes: the GEMM model
+proposes 64-row tiles only up to M = 1024, and a batch-8 14 x 14 layer (1568 pixels) gets 52
+tiles of 128 rows on 132 SMs."""
 
 
 def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None = None,
@@ -200,11 +204,15 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     slices reducing through the workspace and, a second candidate, in a cluster (with fewer
     stages where the tile's f32 buffer needs their room); then, where C is a multiple of 64
     and there are no hooks, the first CONV_TMA_PROPOSALS tiles the TMA GEMM model proposes
-    for the implicit GEMM, as warp-specialized kernels copying A in im2col mode."""
+    for the implicit GEMM and the 64-row tiles of CONV_TMA_NARROW, as warp-specialized kernels
+    copying A in im2col mode."""
     out = []
     if not sync_hooks and C % BK == 0:
-        for gemm in propose_tma_configs(N * H * W, K, 9 * C, "f16", epilogue, sms,
-                                        limit=CONV_TMA_PROPOSALS, cluster_limit=0):
+        proposed = propose_tma_configs(N * H * W, K, 9 * C, "f16", epilogue, sms,
+                                       limit=CONV_TMA_PROPOSALS, cluster_limit=0)
+        narrow = [_tile_config(N * H * W, K, 9 * C, (64, bn), "f16", epilogue, sms, 1)
+                  for bn in CONV_TMA_NARROW if bn <= max(64, K)]
+        for gemm in [*proposed, *(g for g in narrow if g is not None and g not in proposed)]:
             bm = gemm.tile[0]
             try:
                 out.append(conv2d_config(N, H, W, C, K, tile=gemm.tile, warps=(bm // 16, 1),

@@ -76,7 +76,7 @@ def test_a_conv_takes_every_tile_and_split_of_its_candidates_and_keys_apart(tmp_
     assert {c.split_k for c in copied} == {1, 2, 3, 4, 6} and {c.tile[:2] for c in copied} \
         == {(64, 64), (64, 128), (128, 64), (128, 128)}
     assert {c.tile[:2] for c in configs if c.pipeline == "tma_ws"} == \
-        {(128, 64), (128, 80), (128, 96), (128, 112)}  # the TMA GEMM's proposals, im2col
+        {(128, 64), (128, 80), (128, 96), (128, 112), (64, 64), (64, 128)}  # im2col TMA
     assert choice.config.split_k == 1 and choice.config.tile[:2] in ((64, 64), (128, 64))
     assert tuning_key(problem, "sm_90") != tuning_key(ConvProblem(1, 14, 14, 256, 256), "sm_90")
     hooked = conv_candidates(8, 14, 14, 256, 256, sync_hooks=True)

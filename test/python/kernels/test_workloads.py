@@ -169,13 +169,14 @@ def test_tma_conv_refuses_what_im2col_cannot_copy():
 
 
 def test_conv_candidates_take_tma_tiles_where_im2col_can_copy():
-    from tilesync.kernels.choice import CONV_TMA_PROPOSALS, conv_candidates
+    from tilesync.kernels.choice import CONV_TMA_NARROW, CONV_TMA_PROPOSALS, conv_candidates
 
     def tma(cs):
         return [c for c in cs if c.pipeline == "tma_ws"]
 
     found = tma(conv_candidates(8, 14, 14, 256, 256))
-    assert len(found) == CONV_TMA_PROPOSALS
+    assert len(found) == CONV_TMA_PROPOSALS + len(CONV_TMA_NARROW)
+    assert {c.tile[1] for c in found if c.tile[0] == 64} == set(CONV_TMA_NARROW)
     assert all(c.gemm.im2col == (8, 14, 14, 256) and c.split_k == 1 for c in found)
     assert not tma(conv_candidates(8, 14, 14, 256, 256, sync_hooks=True))
     assert not tma(conv_candidates(2, 5, 6, 16, 24))  # C = 16: no 64-channel k-tile
