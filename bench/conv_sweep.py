@@ -1,8 +1,10 @@
 """`python -m tilesync.bench.conv_sweep`: the implicit-GEMM 3x3 conv's tile shapes and split-K
-factors (kernels.choice.conv_candidates, what the autotuner measures) against cuDNN on the
-layers of `tilesync bench kernels` (ResNet/VGG C = K at 56, 28, 14 and 7 pixels, batch 1 and
-8), every candidate timed. Writes JSON (--out) and prints a table; `--quick` takes batch 8
-only.
+factors (kernels.choice.conv_candidates, what the autotuner measures: cp.async wgmma tiles and
+TMA im2col ones) against cuDNN on the layers of `tilesync bench kernels` (ResNet/VGG C = K at
+56, 28, 14 and 7 pixels, batch 1 and 8) and, with `--chain`, on the conv chain's 56x56 layers
+(batch 1, 8, 32) beside the chain's own kernel (graph-to-stages' 64-row cp.async tile).
+Every candidate's output (NaN-poisoned first) is checked against torch's fp32 conv, then
+timed. Writes JSON (--out) and prints a table; `--quick` takes batch 8 only.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ import time
 from typing import Any
 
 BATCHES = (1, 8)
+CHAIN_LAYERS = ((1, 256), (8, 128), (8, 256), (32, 64), (32, 128), (32, 256))
+"""(batch, C = K) of the conv chain bench's 56x56 layers measured with --chain."""
+CHAIN_PIXELS = 56
+CHECK_TOL = 1e-2  # relative error of an fp16 conv against torch's fp32 one
 
 
 def candidates(batch: int, channels: int, pixels: int) -> list:
@@ -47,6 +53,35 @@ def time_config(torch, cfg, ptx: str, reps: int) -> float:
     return timing.median_ms
 
 
+def chain_kernel(batch: int, channels: int):
+    """The conv chain's kernel for a layer: graph-to-stages' 64-row wgmma tile as wide as 256
+    channels, 4 stages (without its sync hooks)."""
+    from tilesync.kernels.config import conv2d_config
+    from tilesync.transforms.graph.graph_to_stages import CONV_BK
+
+    hw = CHAIN_PIXELS
+    return conv2d_config(batch, hw, hw, channels, channels, tile=(64, min(256, channels),
+                                                                  CONV_BK),
+                         warps=(4, 1), stages=4, mma="wgmma")
+
+
+def check_error(torch, cfg, ptx: str) -> tuple[float, int]:
+    """The kernel's relative error against torch's fp32 conv, and the elements it left
+    unwritten (NaN)."""
+    from tilesync.harness.runner import Conv2dRunner
+
+    x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
+    w = (torch.randn(cfg.filter_shape, device="cuda", dtype=torch.float16)
+         / (3 * cfg.C ** 0.5)).half()
+    y = torch.full(cfg.output_shape, float("nan"), device="cuda", dtype=torch.float16)
+    Conv2dRunner(cfg, ptx=ptx).launch(x, w, y)
+    torch.cuda.synchronize()
+    nchw = (0, 3, 1, 2)
+    ref = torch.nn.functional.conv2d(x.float().permute(*nchw), w.float().permute(*nchw),
+                                     padding=1).permute(0, 2, 3, 1)
+    return float((y.float() - ref).norm() / ref.norm()), int(torch.isnan(y).sum())
+
+
 def cudnn_ms(torch, cfg, reps: int) -> float:
     """cuDNN on NCHW views of channels_last memory (what `bench kernels` times)."""
     from tilesync.bench.kernels import HOLD_NS_PER_REP
@@ -65,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--chain", action="store_true",
+                        help="also the conv chain's 56x56 layers, with the chain's kernel")
     args = parser.parse_args(argv)
     from tilesync.bench.report import missing_gpu
 
@@ -78,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     device = get_device()
     work = [(batch, c, hw, candidates(batch, c, hw))
             for batch in ((8,) if args.quick else BATCHES) for c, hw in CONV_LAYERS]
+    if args.chain:
+        work = [(batch, c, CHAIN_PIXELS, [chain_kernel(batch, c),
+                                          *candidates(batch, c, CHAIN_PIXELS)])
+                for batch, c in CHAIN_LAYERS] + work
     every = sorted({cfg for *_, cs in work for cfg in cs}, key=repr)
     started = time.perf_counter()
     ptx = dict(zip(every, compile_ptx_many(every, device.arch), strict=True))
@@ -96,8 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         for cfg in cands:
             entry: dict[str, Any] = {"config": label(cfg), "repr": repr(cfg)}
             try:
+                error, unwritten = check_error(torch, cfg, ptx[cfg])
+                if not (error < CHECK_TOL and unwritten == 0):
+                    raise AssertionError(f"relative error {error:.2e}, {unwritten} unwritten")
                 ms = time_config(torch, cfg, ptx[cfg], args.reps)
-                entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=lib / ms)
+                entry.update(ms=ms, tflops=flops / ms / 1e9, ratio=lib / ms, rel_error=error)
             except Exception as exc:  # a candidate that fails is reported, not chosen
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             entries.append(entry)
