@@ -806,16 +806,23 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
     copy moves) is `box` (outermost first) and whose shared-memory layout is swizzled in
     `swizzle`-byte spans (0: none; 128: the 8-row x 128-byte atoms wgmma reads). The map lives
     in the parameter space (by value, 64-byte aligned); the runtime encodes it
-    (`cuTensorMapEncodeTiled`) for each tensor it describes."""
+    (`cuTensorMapEncodeTiled`) for each tensor it describes.
+
+    `!tile.tensor_map<128x64xf16, swizzle 128, im2col>`: an im2col map of an N x spatial x C
+    tensor (`cuTensorMapEncodeIm2col`), its box pixels x channels: what `tile.tma_load ...
+    im2col` copies from (an implicit GEMM's A rows)."""
 
     name = "tile.tensor_map"
 
     box: ArrayAttr[IntAttr]
     element_type: Attribute
     swizzle: IntAttr
+    im2col: IntAttr
 
-    def __init__(self, box: Sequence[int], element_type: Attribute, swizzle: int = 128):
-        super().__init__(ArrayAttr([IntAttr(d) for d in box]), element_type, IntAttr(swizzle))
+    def __init__(self, box: Sequence[int], element_type: Attribute, swizzle: int = 128,
+                 im2col: bool = False):
+        super().__init__(ArrayAttr([IntAttr(d) for d in box]), element_type, IntAttr(swizzle),
+                         IntAttr(int(im2col)))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
@@ -824,12 +831,21 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
             parser.parse_punctuation(",")
             parser.parse_keyword("swizzle")
             swizzle = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        return (ArrayAttr([IntAttr(d) for d in dims]), element, IntAttr(swizzle))
+            im2col = parser.parse_optional_punctuation(",") is not None
+            if im2col:
+                parser.parse_keyword("im2col")
+        return (ArrayAttr([IntAttr(d) for d in dims]), element, IntAttr(swizzle),
+                IntAttr(int(im2col)))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<" + "".join(f"{d}x" for d in self.shape))
         printer.print_attribute(self.element_type)
-        printer.print_string(f", swizzle {self.swizzle.data}>")
+        printer.print_string(f", swizzle {self.swizzle.data}"
+                             + (", im2col>" if self.is_im2col else ">"))
+
+    @property
+    def is_im2col(self) -> bool:
+        return bool(self.im2col.data)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -861,6 +877,9 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(
                 f"!tile.tensor_map inner box dimension is {inner} bytes: it must be a multiple "
                 f"of 16" + (f" and at most the {swizzle}-byte swizzle span" if swizzle else ""))
+        if self.im2col.data not in (0, 1) or (self.is_im2col and len(shape) != 2):
+            raise VerifyException(f"!tile.tensor_map of im2col has a box of pixels x channels, "
+                                  f"got {list(shape)}")
 
 
 def _verify_barriers(op: Operation, bars: SSAValue, indices: Sequence[SSAValue]) -> None:
@@ -1000,6 +1019,9 @@ class TmaLoadOp(IRDLOperation):
         map_type = self.tensor_map.type
         assert isinstance(map_type, TensorMapType)
         coords = len(self.coords)
+        if bool(self.im2col) != map_type.is_im2col:
+            raise VerifyException(f"'{self.name}' im2col offsets go with an im2col map and "
+                                  f"only with one, got {len(self.im2col)} offsets and {map_type}")
         if self.im2col:
             spatial = len(self.im2col)
             if len(map_type.shape) != 2 or not 1 <= spatial <= 3 or coords != spatial + 2:

@@ -328,7 +328,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     acc_count = bn // 8
     acc_type = _frag("acc", f32)
     shared = IntegerAttr(3, 64)
-    maps = {name: tl.TensorMapType(box, elem, tensor_map_swizzle(box))
+    maps = {name: tl.TensorMapType(box, elem, tensor_map_swizzle(box),
+                                   im2col=name == "A" and cfg.im2col is not None)
             for name, box in cfg.tensor_map_boxes.items()}
     c_param = maps["C"] if cfg.tma_store else MemRefType(elem, [cfg.M, cfg.out_cols])
     inputs: list[Attribute] = [maps["A"], maps["B"], c_param]
