@@ -226,6 +226,12 @@ QUEUE_GROUP_BARRIER_BASE = 3
 NAMED_BARRIERS = 16  # per CTA, ids 0..15 (0 is the block's `bar.sync 0`)
 MAX_QUEUE_GROUPS = NAMED_BARRIERS - QUEUE_GROUP_BARRIER_BASE
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
+IM2COL_CORNERS = ((-1, -1), (-1, -1))
+"""The window corners (lower, upper; H and W) of every im2col map: the runtime encodes them,
+the kernels' coordinates and sync-verify's read boxes assume them. A 3 x 3 filter, stride 1,
+padding 1: a window position is its output pixel moved by -1 (the padding) in each spatial
+dimension, and lower == upper keeps one position per pixel, so the copy engine's walk over
+positions is the row-major walk over the tensor's pixels."""
 # on kernel-level ops
 FILLED_ATTR = "sync.filled"  # a sync hook whose waits sync-insert-post-wait inserted
 REORDERED_ATTR = "sync.reordered"  # a load that sync-reorder-loads moved above a wait

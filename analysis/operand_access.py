@@ -5,6 +5,7 @@ them; the simulator follows a compiled kernel's reads with them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,7 +13,8 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
-from tilesync.analysis.kernel_eval import BatchRun, Scalar, Unproven
+from tilesync.analysis.kernel_eval import BatchRun, Scalar, Unproven, exact
+from tilesync.contract import IM2COL_CORNERS
 from tilesync.dialects import tile as tl
 
 FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
@@ -44,6 +46,9 @@ def access(op: Operation, value: SSAValue, who: str
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.StoreAccOp) and op.dst is value:
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
+    if isinstance(op, tl.TmaLoadOp) and op.im2col and op.tensor_map is value:
+        raise Unproven(op, "an im2col copy's pixels are no box at its coordinates: "
+                           "access_box bounds them")
     if isinstance(op, tl.TmaLoadOp | tl.TmaStoreOp) and op.tensor_map is value:
         # the box at the coordinates; past the tensor the copy engine fills zeros / writes
         # nothing, elements of no producer tile
@@ -59,6 +64,8 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
                ) -> tuple[list[Scalar], list[Scalar]] | None:
     """The closed box [lo, hi] per memref dimension `op` touches of `value` (operand `n`),
     per tile of the batch; None where it touches no element."""
+    if isinstance(op, tl.TmaLoadOp) and op.im2col and op.tensor_map is value:
+        return im2col_box(run, op, n, who)
     found = access(op, value, who)
     if found is None:
         return None
@@ -80,3 +87,70 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
         lo.append(low)
         hi.append(high)
     return lo, hi
+
+
+def im2col_box(run: BatchRun, op: tl.TmaLoadOp, n: int, who: str
+               ) -> tuple[list[Scalar], list[Scalar]]:
+    """The pixels an im2col copy reads, as a box of its N x spatial x C tensor (per tile of
+    the batch). Its window positions are the tensor's pixels moved by IM2COL_CORNERS' lower
+    corner, walked row-major from the coordinates for `pixels` positions, each read at the
+    filter offsets: one row of them reads a stretch of one input row, several rows of one
+    image read whole input rows, several images whole images; reads outside the tensor are
+    padding (zero-filled, no producer's). Coordinates that are not exact widen to the whole
+    tensor."""
+    map_type = op.tensor_map.type
+    assert isinstance(map_type, tl.TensorMapType)
+    shape = map_type.im2col_tensor
+    pixels, channels = map_type.shape
+    spatial = shape[1:-1]
+    lower = IM2COL_CORNERS[0]
+    coords = [run.value(c) for c in op.coords]
+    offsets = [run.value(o) for o in op.im2col]
+    if len(spatial) != len(lower) or any(v is None or not exact(v) for v in coords + offsets):
+        prefix = f"{who}: " if who else ""
+        if any(v is None for v in coords[-1:]):
+            raise Unproven(op, f"{prefix}cannot bound the channels of this im2col "
+                               f"'{op.name}' of operand {n}")
+        return [0] * len(shape), [d - 1 for d in shape]
+    image, *window, channel = (v[0] for v in coords)  # type: ignore[index]
+    taps = [v[0] for v in offsets]  # type: ignore[index]
+    # the first and last position in the row-major walk over the tensor's pixels
+    positions = [np.asarray(w - low) for w, low in zip(window, lower)]
+    first = _ravel_pixels([np.asarray(image), *positions], shape[:-1])
+    last = np.minimum(first + pixels - 1, math.prod(shape[:-1]) - 1)
+    end = _unravel_pixels(last, shape[:-1])
+    same_image = end[0] == image
+    same_row = same_image
+    for d in range(len(spatial) - 1):  # every spatial dimension but the innermost agrees
+        same_row = same_row & (end[1 + d] == positions[d])
+    lo: list[Scalar] = [np.asarray(image)]
+    hi: list[Scalar] = [np.where(first > last, image - 1, end[0])]  # past the end: nothing
+    for d, size in enumerate(spatial):
+        shift = lower[d] + taps[d]
+        innermost = d == len(spatial) - 1
+        # within one row: the positions' own range; within one image: this dimension's range
+        # over the rows (outer ones) or the whole row (the innermost); across images: all of it
+        own_lo = positions[d] + shift
+        own_hi = end[1 + d] + shift
+        lo.append(np.where(same_row if innermost else same_image, own_lo, shift))
+        hi.append(np.where(same_row if innermost else same_image, own_hi, size - 1 + shift))
+    lo.append(np.asarray(channel))
+    hi.append(np.asarray(channel) + channels - 1)
+    # the copy engine zero-fills what lies outside the tensor: no element is read there
+    return ([np.maximum(low, 0) for low in lo],
+            [np.minimum(high, size - 1) for high, size in zip(hi, shape)])
+
+
+def _ravel_pixels(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
+    index: Scalar = 0
+    for c, size in zip(coords, shape):
+        index = index * size + c
+    return index
+
+
+def _unravel_pixels(index: Scalar, shape: Sequence[int]) -> list[Scalar]:
+    coords: list[Scalar] = []
+    for size in reversed(shape):
+        coords.append(index % size)
+        index = index // size
+    return coords[::-1]

@@ -10,9 +10,10 @@ extents (g0·t0, g1·t1, ...); tile (i0, i1, ...) writes the box [i0·t0, (i0+1)
 * as a rank-1 memref: row-major, the last logical dimension fastest (element (r, c) of a
   2-D output at r·g1·t1 + c);
 * with a higher rank (the producer's rows viewed as several dimensions, as an implicit-GEMM
-  conv reads the NHW x K output of the conv before it as N x H x W x K): its leading
-  dimensions collapse row-major into logical dimension 0 and the others are logical
-  dimensions 1, 2, ... (element (n, h, w, c) at row (n·H + h)·W + w, column c).
+  conv reads the NHW x K output of the conv before it as N x H x W x K, through a memref or
+  an im2col map whose type has the tensor's shape): its leading dimensions collapse row-major
+  into logical dimension 0 and the others are logical dimensions 1, 2, ... (element
+  (n, h, w, c) at row (n·H + h)·W + w, column c).
 
 Elements outside the logical array are written by no tile (padding): reading them needs no
 wait. Any other rank has no map (`layout_for` says why).
@@ -150,7 +151,9 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
     is none."""
     name = producer.sym_name.data
     grid = producer.grid_shape
-    if isinstance(operand_type, TensorMapType):  # coordinates of the tensor, outermost first
+    if isinstance(operand_type, TensorMapType) and operand_type.is_im2col:
+        rank = len(operand_type.im2col_tensor)  # the tensor's coordinates (operand_access)
+    elif isinstance(operand_type, TensorMapType):  # coordinates of the tensor, outermost first
         rank = len(operand_type.shape)
     elif isinstance(operand_type, MemRefType):
         rank = operand_type.get_num_dims()
@@ -166,11 +169,14 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
                 f"1, or {len(grid)} or more: leading dimensions collapse into the first)")
     shape: tuple[int, ...] = ()
     if rank > len(grid):
-        if not isinstance(operand_type, MemRefType):  # a map's type has its box, not its shape
+        if isinstance(operand_type, TensorMapType) and operand_type.is_im2col:
+            shape = operand_type.im2col_tensor
+        elif not isinstance(operand_type, MemRefType):  # a tiled map's type has its box only
             return (f"{operand_type} has more dimensions than @{name}'s grid and its tensor's "
                     f"shape is not in its type: its leading dimensions cannot collapse into "
                     f"@{name}'s rows")
-        shape = tuple(operand_type.get_shape())
+        else:
+            shape = tuple(operand_type.get_shape())
         if min(shape) < 0:
             return (f"its type {operand_type} has dynamic dimensions: its leading dimensions "
                     f"cannot collapse into @{name}'s rows")

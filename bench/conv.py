@@ -99,11 +99,12 @@ def chain_function(batch: int, size: int, c: int):
     return fn
 
 
-def chain_spec(shape: tuple[int, int, int]):
-    """graph-to-stages' ConvChainSpec of `shape` (raises its diagnostic where it refuses)."""
+def chain_spec(shape: tuple[int, int, int], pipeline: str = "cp_async"):
+    """graph-to-stages' ConvChainSpec of `shape` (raises its diagnostic where it refuses);
+    `pipeline`: its conv-pipeline (the bench's modes use cp_async)."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_configs, match_conv_chain
 
-    return conv_chain_configs(match_conv_chain(chain_function(*shape)))
+    return conv_chain_configs(match_conv_chain(chain_function(*shape)), pipeline)
 
 
 def refusal(shape: tuple[int, int, int]) -> str | None:
@@ -125,11 +126,11 @@ def modes_for(shape: tuple[int, int, int], modes=MODES) -> list[str]:
     return [m for m in modes if not (one_column and m.startswith("tile+"))]
 
 
-def stage_module(shape: tuple[int, int, int], mode: str):
+def stage_module(shape: tuple[int, int, int], mode: str, pipeline: str = "cp_async"):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_stage_module
 
-    return stage_bench.for_mode(conv_chain_stage_module(chain_spec(shape)), mode)
+    return stage_bench.for_mode(conv_chain_stage_module(chain_spec(shape, pipeline)), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
@@ -196,6 +197,7 @@ class ChainData(mlp.CheckedOutputs):
 
     def __init__(self, torch, spec, seed: int = 0):
         self.torch = torch
+        self.spec = spec
         F = torch.nn.functional
         c1, c2 = spec.conv1, spec.conv2
         gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -224,8 +226,12 @@ class ChainData(mlp.CheckedOutputs):
         torch.cuda.synchronize()
 
     def kernel_args(self) -> dict[str, list]:
-        """conv1: x, w1 (K x 9C as it is), h; conv2: h, w2, y (graph-to-stages' bindings)."""
-        return {"conv1": [self.x, self.w1, self.h], "conv2": [self.h, self.w2, self.y]}
+        """conv1: x, w1 (K x 9C as it is), h; conv2: h, w2, y (graph-to-stages' bindings);
+        a TMA conv's operands as its tensor maps (A an im2col map of its input)."""
+        from tilesync.harness.runner import tensor_map_args
+
+        return {"conv1": tensor_map_args(self.spec.conv1.gemm, [self.x, self.w1, self.h]),
+                "conv2": tensor_map_args(self.spec.conv2.gemm, [self.h, self.w2, self.y])}
 
     def torch_chain(self):
         """cuDNN: conv, ReLU (in place: no third kernel's allocation), conv; y in NHWC order."""

@@ -808,21 +808,21 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
     in the parameter space (by value, 64-byte aligned); the runtime encodes it
     (`cuTensorMapEncodeTiled`) for each tensor it describes.
 
-    `!tile.tensor_map<128x64xf16, swizzle 128, im2col>`: an im2col map of an N x spatial x C
-    tensor (`cuTensorMapEncodeIm2col`), its box pixels x channels: what `tile.tma_load ...
-    im2col` copies from (an implicit GEMM's A rows)."""
+    `!tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 56, 56, 64]>`: an im2col map of a
+    tensor of that shape (N x spatial x C; `cuTensorMapEncodeIm2col`), its box pixels x
+    channels: what `tile.tma_load ... im2col` copies from (an implicit GEMM's A rows)."""
 
     name = "tile.tensor_map"
 
     box: ArrayAttr[IntAttr]
     element_type: Attribute
     swizzle: IntAttr
-    im2col: IntAttr
+    im2col: ArrayAttr[IntAttr]
 
     def __init__(self, box: Sequence[int], element_type: Attribute, swizzle: int = 128,
-                 im2col: bool = False):
+                 im2col: Sequence[int] | None = None):
         super().__init__(ArrayAttr([IntAttr(d) for d in box]), element_type, IntAttr(swizzle),
-                         IntAttr(int(im2col)))
+                         ArrayAttr([IntAttr(d) for d in im2col or ()]))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
@@ -831,17 +831,27 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
             parser.parse_punctuation(",")
             parser.parse_keyword("swizzle")
             swizzle = parser.parse_integer(allow_boolean=False, allow_negative=False)
-            im2col = parser.parse_optional_punctuation(",") is not None
-            if im2col:
+            tensor: list[int] = []
+            if parser.parse_optional_punctuation(",") is not None:
                 parser.parse_keyword("im2col")
+                tensor = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE,
+                    lambda: parser.parse_integer(allow_boolean=False, allow_negative=False))
         return (ArrayAttr([IntAttr(d) for d in dims]), element, IntAttr(swizzle),
-                IntAttr(int(im2col)))
+                ArrayAttr([IntAttr(d) for d in tensor]))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<" + "".join(f"{d}x" for d in self.shape))
         printer.print_attribute(self.element_type)
+        tensor = self.im2col_tensor
         printer.print_string(f", swizzle {self.swizzle.data}"
-                             + (", im2col>" if self.is_im2col else ">"))
+                             + (f", im2col [{', '.join(map(str, tensor))}]>" if tensor
+                                else ">"))
+
+    @property
+    def im2col_tensor(self) -> tuple[int, ...]:
+        """The shape of the tensor an im2col map describes; () for a tiled map."""
+        return tuple(d.data for d in self.im2col.data)
 
     @property
     def is_im2col(self) -> bool:
@@ -877,9 +887,12 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(
                 f"!tile.tensor_map inner box dimension is {inner} bytes: it must be a multiple "
                 f"of 16" + (f" and at most the {swizzle}-byte swizzle span" if swizzle else ""))
-        if self.im2col.data not in (0, 1) or (self.is_im2col and len(shape) != 2):
-            raise VerifyException(f"!tile.tensor_map of im2col has a box of pixels x channels, "
-                                  f"got {list(shape)}")
+        tensor = self.im2col_tensor
+        if tensor and (len(shape) != 2 or not 3 <= len(tensor) <= 5 or min(tensor) < 1
+                       or shape[1] > tensor[-1]):
+            raise VerifyException(f"!tile.tensor_map of im2col has a box of pixels x channels "
+                                  f"(at most the tensor's) over an N x spatial x C tensor of "
+                                  f"rank 3 to 5, got a box {list(shape)} over {list(tensor)}")
 
 
 def _verify_barriers(op: Operation, bars: SSAValue, indices: Sequence[SSAValue]) -> None:

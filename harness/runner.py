@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesync.contract import IM2COL_CORNERS
 from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import (
-    IM2COL_CORNERS,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -67,10 +67,7 @@ class GemmRunner:
     def launch(self, a, b, c, bias=None, stream=None, seed: int | None = None,
                a_head=None) -> None:
         """`a_head`: A's first columns when A is a concatenation (cfg.a_head)."""
-        args = [a, b, c]
-        if self.cfg.warp_specialized:  # A, B (and C) as tensor maps
-            maps = gemm_tensor_maps(self.cfg, args, self.tensor_maps)
-            args = [*maps, *args[len(maps):]]
+        args = tensor_map_args(self.cfg, [a, b, c], self.tensor_maps)
         if self.cfg.a_head:
             if a_head is None:
                 raise ValueError("a GEMM whose A is a concatenation needs a_head=")
@@ -155,6 +152,15 @@ def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = N
                                                  cfg.tensor_map_shapes.values(), strict=True)]
 
 
+def tensor_map_args(cfg: GemmConfig, operands, cache: TensorMapCache | None = None) -> list:
+    """A, B, C as the kernel takes them: a warp-specialized kernel's A and B (and C) as their
+    tensor maps (`gemm_tensor_maps`), the others as they are."""
+    if not cfg.warp_specialized:
+        return list(operands)
+    maps = gemm_tensor_maps(cfg, operands, cache)
+    return [*maps, *operands[len(maps):]]
+
+
 def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) -> dict:
     """Time the kernel on random data: median ms and TFLOP/s (2 M N K flops per launch)."""
     runner = GemmRunner(cfg)
@@ -174,4 +180,4 @@ def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) 
 
 
 __all__ = ["Conv2dRunner", "GemmRunner", "LayerNormRunner", "RowDotRunner", "SoftmaxRunner",
-           "gemm_tensor_maps", "time_gemm"]
+           "gemm_tensor_maps", "tensor_map_args", "time_gemm"]

@@ -30,10 +30,6 @@ EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
 STAGING_ROWS = 64  # a TMA-store epilogue's box: the rows of one consumer warpgroup
 IM2COL_FILTER = (3, 3)  # GemmConfig.im2col's filter (R, S): stride 1, padding 1
-IM2COL_CORNERS = ((-1, -1), (-1, -1))
-"""An im2col map's window corners (lower, upper; H and W) for a 3 x 3 filter, stride 1,
-padding 1: a window position is one pixel up-left of its output pixel (-padding), and the
-last is R - 1 - padding = 1 pixel short of the far edge, so positions and outputs match."""
 STAGING_COLUMNS = (64, 32, 16, 8)
 """Widths of a TMA-store epilogue's box, widest first: 128, 64, 32 or 16 bytes of 16-bit
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
@@ -208,7 +204,7 @@ class GemmConfig:
     im2col: tuple[int, int, int, int] | None = None
     """tma_ws: A is the implicit GEMM's view of an N x H x W x C input (this shape) under a
     3 x 3 filter, stride 1, padding 1 (M = N H W output pixels, K = 9 C as (r, s, c), c
-    fastest): A's map is an im2col map (`IM2COL_CORNERS`), and k-tile kt copies the tile's
+    fastest): A's map is an im2col map (contract.IM2COL_CORNERS), and k-tile kt copies the tile's
     BM pixels' channels 64 (kt mod C/64).. at the filter tap kt div (C/64), the padding
     zero-filled by the copy engine. Needs C a multiple of 64 (a k-tile inside one tap)."""
 

@@ -77,6 +77,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from tilesync.contract import (
     CLUSTER_DIMS_ATTR,
+    IM2COL_CORNERS,
     MIN_BLOCKS_PER_SM_ATTR,
     SM_90,
     STAGING_NAMED_BARRIER,
@@ -85,7 +86,6 @@ from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import (
-    IM2COL_CORNERS,
     IM2COL_FILTER,
     GemmConfig,
     tensor_map_swizzle,
@@ -329,7 +329,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     acc_type = _frag("acc", f32)
     shared = IntegerAttr(3, 64)
     maps = {name: tl.TensorMapType(box, elem, tensor_map_swizzle(box),
-                                   im2col=name == "A" and cfg.im2col is not None)
+                                   im2col=cfg.im2col if name == "A" else None)
             for name, box in cfg.tensor_map_boxes.items()}
     c_param = maps["C"] if cfg.tma_store else MemRefType(elem, [cfg.M, cfg.out_cols])
     inputs: list[Attribute] = [maps["A"], maps["B"], c_param]

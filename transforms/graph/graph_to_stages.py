@@ -79,6 +79,7 @@ from xdsl.passes import ModulePass
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import diagnostic
 from tilesync.dialects.tile import TensorMapType
+from tilesync.kernels.choice import stages_for
 from tilesync.kernels.config import (
     H100_SMS,
     ConvConfig,
@@ -686,15 +687,29 @@ def conv_halo(bm: int, height: int, width: int) -> int | None:
     return -(-reach // bm)
 
 
-def conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
+CONV_PIPELINES = ("cp_async", "tma_ws")
+"""graph-to-stages' conv-pipeline: the chain's convs as cp.async wgmma kernels (every thread
+gathers its im2col chunks), or as the warp-specialized TMA GEMM whose producer copies A with
+im2col TMA loads (_TMA_CONV_TILE; C a multiple of 64)."""
+
+_TMA_CONV_TILE = (64, (128, 64))
+"""BM and the BN it may take (conv_width) of the chain's TMA convs: one consumer warpgroup,
+whose 64-row tiles hold whole image rows at 56x56 where 128 rows straddle images. Standalone on
+an H200 (conv-tma-*), 64 x 128 ran at 1.12, 1.22, 0.95 of cuDNN on 56x56 layers of batch 1
+C = 256, batch 8 C = 128 and 256, where the cp.async chain tiles ran at 0.61, 0.86, 0.69."""
+
+
+def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> ConvChainSpec:
     """wgmma convs (BK 64) of one BM where no tile straddles images; a diagnostic where the
-    kernels cannot take the shapes."""
+    kernels cannot take the shapes. `pipeline`: one of CONV_PIPELINES."""
     c, k1, k2 = match.channels
     n, h, w = match.images, match.height, match.width
     if k1 % CONV_BK:
         raise diagnostic(PASS, match.anchor, f"the middle activation has {k1} channels, not a "
                                              f"multiple of {CONV_BK} (the second conv's k-tile "
                                              "and the dependency's step)")
+    if pipeline == "tma_ws":
+        return _tma_conv_chain_configs(match)
     found = [(config, conv_halo(config[0], h, w)) for config in _CONV_TILES]
     usable = [(config, halo) for config, halo in found if halo is not None]
     if usable:
@@ -718,6 +733,37 @@ def conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
         raise diagnostic(PASS, match.anchor, f"the conv kernels refuse this shape: {err}") \
             from err
     return spec
+
+
+def _tma_conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
+    """The chain's convs as TMA im2col kernels of _TMA_CONV_TILE with the TMA-store epilogue
+    and as many stages as fit beside its staging buffer, one block a tile (sync hooks)."""
+    c, k1, k2 = match.channels
+    n, h, w = match.images, match.height, match.width
+    bm, widths = _TMA_CONV_TILE
+    if c % CONV_BK:
+        raise diagnostic(PASS, match.anchor, f"conv-pipeline=tma_ws copies 64-channel k-tiles "
+                                             f"of one filter tap: the input has {c} channels, "
+                                             f"not a multiple of {CONV_BK}")
+    halo = conv_halo(bm, h, w)
+    if halo is None:
+        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of {bm} pixels "
+                                             "straddle images (the halo then reaches whole "
+                                             "images)")
+
+    def conv(name, cin, cout, epilogue):
+        bn = conv_width(bm, widths, n * h * w, cout)
+        return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=(bm // 16, 1),
+                             stages=stages_for(bm, bn, bn), epilogue=epilogue, name=name,
+                             mma="wgmma", sync_hooks=True, pipeline="tma_ws", tma_store=True)
+
+    try:
+        return ConvChainSpec(conv(CONV1, c, k1, match.epilogue1),
+                             conv(CONV2, k1, k2, "bias" if match.b2 is not None else None),
+                             halo)
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the conv kernels refuse this shape: {err}") \
+            from err
 
 
 def conv_chain_dependency(spec: ConvChainSpec) -> sync.DependencyOp:
@@ -795,17 +841,18 @@ def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec | ConvChainSpec:
     return mlp_configs(match_mlp(fn))
 
 
-def _stage_program(fn: func.FuncOp, persistent: bool = False
+def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str = "cp_async"
                    ) -> tuple[ModuleOp, list[TensorType]]:
     """The stage program of `fn`, its kernels' arguments bound, and its temporaries;
-    `persistent`: an MLP's GEMMs as persistent grids in stream order."""
+    `persistent`: an MLP's GEMMs as persistent grids in stream order; `conv_pipeline`: a conv
+    chain's kernels (CONV_PIPELINES)."""
     element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
     if persistent and (_is_conv_chain(fn) or _is_attention(fn)):
         raise diagnostic(PASS, fn, "persistent=true takes an MLP: a conv chain's and "
                                    "attention's kernels run a block a tile")
     if _is_conv_chain(fn):
         chain = match_conv_chain(fn)
-        module = conv_chain_stage_module(conv_chain_configs(chain))
+        module = conv_chain_stage_module(conv_chain_configs(chain, conv_pipeline))
         binds = conv_chain_bindings(chain)
         temps = [TensorType(element, [chain.images, chain.height, chain.width,
                                       chain.channels[1]])]
@@ -910,17 +957,25 @@ class GraphToStagesPass(ModulePass):
     walking its tiles) one after the other on one stream, with no dependency: the form that
     runs them fastest where tile sync gains less than a block a tile costs (bench mlp's
     tma:persistent)."""
+    conv_pipeline: str = "cp_async"
+    """A conv chain's kernels: `cp_async` or `tma_ws` (CONV_PIPELINES)."""
+
+    def __post_init__(self) -> None:
+        if self.conv_pipeline not in CONV_PIPELINES:
+            raise ValueError(f"option 'conv_pipeline' must be one of "
+                             f"{', '.join(CONV_PIPELINES)}, got {self.conv_pipeline!r}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = single_function(op, PASS)
-        program, temps = _stage_program(fn, self.persistent)
+        program, temps = _stage_program(fn, self.persistent, self.conv_pipeline)
         bind_tensor_maps(program)
         check_bindings(program, signature_of(fn), temps)
         replace_function(op, fn, program)
         op.attributes[graph.TEMPS_ATTR] = ArrayAttr(temps)
 
 
-__all__ = ["AttentionMatch", "AttentionSpec", "ConvChainMatch", "ConvChainSpec",
+__all__ = ["CONV_PIPELINES", "AttentionMatch", "AttentionSpec", "ConvChainMatch",
+           "ConvChainSpec",
            "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
            "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
            "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",

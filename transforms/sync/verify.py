@@ -177,7 +177,9 @@ class ProducerRun(BatchRun):
             return
         who = ""  # the refusal names the producer and tile
         for value, layout in self.outputs.items():
-            if value not in op.operands or access(op, value, who) is None:
+            if value not in op.operands or (isinstance(op, tl.TmaLoadOp) and op.im2col):
+                continue  # an im2col copy reads (an input of the output's type, say)
+            if access(op, value, who) is None:
                 continue
             if not isinstance(op, memref.StoreOp | tl.StoreAccOp | tl.CopyOutOp):
                 continue  # a read of its own output

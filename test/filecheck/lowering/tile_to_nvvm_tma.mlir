@@ -129,10 +129,10 @@ gpu.module @clusters {
 // CHECK:       nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%[[C]], %[[W]], %[[H]], %[[N]]] im2col[%[[S]], %[[R]]], %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
 // PTX-LABEL:   @im2col_load
 // PTX:         "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5, $6}], [$1], {$7, $8};", "l,l,l,r,r,r,r,h,h,~{memory}"
-func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128, im2col>,
+func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>,
                        %smem: memref<4x128x64xf16, 3>, %bars: memref<8xi64, 3>,
                        %n: index, %h: index, %w: index, %c: index, %r: index, %s: index) {
   %z = arith.constant 0 : index
-  tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128, im2col>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
+  tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
   func.return
 }

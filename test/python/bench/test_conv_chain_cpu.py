@@ -90,3 +90,19 @@ def test_table_and_floor_from_a_result():
     speedup, vs_graph, per_floor = row.split()[3:6]
     assert (float(speedup), float(vs_graph), float(per_floor)) == (1.5, 0.5, 4.0)
     assert "REFUSED: tiles straddle images" in table
+
+
+def test_the_chain_of_tma_convs_is_proved_and_compiles():
+    """conv-pipeline=tma_ws (not yet a bench mode): the GPU test shape's chain of im2col TMA
+    convs, RowSync + PDL, both stages proved and its PTX accepted by nvJitLink."""
+    from tilesync.bench import stage_bench
+
+    shape = conv.GPU_TEST_SHAPES[0]
+    spec = conv.chain_spec(shape, "tma_ws")
+    assert spec.conv1.pipeline == spec.conv2.pipeline == "tma_ws" and spec.conv1.tile[0] == 64
+    entry = stage_bench.compile_mode((shape, "row+pdl", True), "sm_90a",
+                                     conv.stage_module(shape, "row+pdl", "tma_ws"),
+                                     conv.mode_passes("row+pdl"), None)
+    assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
+    ptx = "".join(entry["ptx_by_module"].values())
+    assert ptx.count(".global.im2col.mbarrier::complete_tx::bytes") == 2

@@ -49,3 +49,29 @@ def test_every_mode_computes_the_chain(shape, gpu_device):
         errors[mode] = worst
     assert data.error(data.torch_chain()) < conv.mlp.TOL  # cuDNN agrees with the reference
     assert set(errors) == set(modes) and len(modes) == len(conv.MODES), errors
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["stream_sync", "row+pdl", "tile+pdl"])
+def test_the_chain_of_tma_convs_computes_it(mode, gpu_device):
+    """conv-pipeline=tma_ws (not yet a bench mode): the chain of im2col TMA convs, their
+    producer threads waiting through the async proxy, checked as above."""
+    from tilesync.bench import stage_bench
+
+    shape = conv.GPU_TEST_SHAPES[0]
+    entry = stage_bench.compile_mode((shape, mode, True), "sm_90a",
+                                     conv.stage_module(shape, mode, "tma_ws"),
+                                     conv.mode_passes(mode), None)
+    assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    data = conv.ChainData(torch, conv.chain_spec(shape, "tma_ws"), seed=2)
+    program = conv.mlp.load_program(entry)
+    for run in range(RUNS):
+        data.poison()
+        program.run(data.kernel_args())
+        program.synchronize()
+        err = data.error()
+        assert err < conv.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
+    assert program.epoch == RUNS

@@ -145,10 +145,10 @@ func.func @named_barrier_without_id() {
 
 // -----
 
-func.func @im2col_offsets_and_coordinates(%m: !tile.tensor_map<64x64xf16, swizzle 128, im2col>,
+func.func @im2col_offsets_and_coordinates(%m: !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>,
                                           %s: memref<64x64xf16, 3>, %b: memref<1xi64, 3>,
                                           %i: index) {
-  tile.tma_load %m[%i, %i, %i] im2col [%i, %i], %s[%i, %i], %b[%i] : !tile.tensor_map<64x64xf16, swizzle 128, im2col>, memref<64x64xf16, 3>, memref<1xi64, 3>
+  tile.tma_load %m[%i, %i, %i] im2col [%i, %i], %s[%i, %i], %b[%i] : !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<64x64xf16, 3>, memref<1xi64, 3>
   func.return
 }
 // CHECK: 'tile.tma_load' im2col takes a box of pixels x channels, 1 to 3 filter offsets and two coordinates more (batch, spatial ..., channel), got a box of rank 2, 2 offsets and 3 coordinates
@@ -165,17 +165,17 @@ func.func @im2col_load_from_a_tiled_map(%m: !tile.tensor_map<64x64xf16, swizzle 
 
 // -----
 
-func.func @tiled_load_from_an_im2col_map(%m: !tile.tensor_map<64x64xf16, swizzle 128, im2col>,
+func.func @tiled_load_from_an_im2col_map(%m: !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>,
                                          %s: memref<64x64xf16, 3>, %b: memref<1xi64, 3>,
                                          %i: index) {
-  tile.tma_load %m[%i, %i], %s[%i, %i], %b[%i] : !tile.tensor_map<64x64xf16, swizzle 128, im2col>, memref<64x64xf16, 3>, memref<1xi64, 3>
+  tile.tma_load %m[%i, %i], %s[%i, %i], %b[%i] : !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<64x64xf16, 3>, memref<1xi64, 3>
   func.return
 }
-// CHECK: 'tile.tma_load' im2col offsets go with an im2col map and only with one, got 0 offsets and !tile.tensor_map<64x64xf16, swizzle 128, im2col>
+// CHECK: 'tile.tma_load' im2col offsets go with an im2col map and only with one, got 0 offsets and !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>
 
 // -----
 
-func.func @im2col_map_of_rank_three(%m: !tile.tensor_map<2x64x64xf16, swizzle 128, im2col>) {
+func.func @im2col_map_of_rank_three(%m: !tile.tensor_map<2x64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>) {
   func.return
 }
-// CHECK: !tile.tensor_map of im2col has a box of pixels x channels, got [2, 64, 64]
+// CHECK: !tile.tensor_map of im2col has a box of pixels x channels (at most the tensor's) over an N x spatial x C tensor of rank 3 to 5, got a box [2, 64, 64] over [2, 16, 16, 64]

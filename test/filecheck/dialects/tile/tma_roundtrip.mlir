@@ -81,11 +81,11 @@ func.func @staging_store(%d: !tile.frag<acc, f32, m16n8k16>, %stage: memref<2x4x
 
 // An implicit GEMM's A rows: an im2col map's pixels at the filter offset (r, s).
 // CHECK-LABEL: func.func @im2col_load
-// CHECK:       tile.tma_load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] : !tile.tensor_map<128x64xf16, swizzle 128, im2col>, memref<4x128x64xf16, 3 : i64>, memref<8xi64, 3 : i64>
-func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128, im2col>,
+// CHECK:       tile.tma_load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] : !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<4x128x64xf16, 3 : i64>, memref<8xi64, 3 : i64>
+func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>,
                        %smem: memref<4x128x64xf16, 3>, %bars: memref<8xi64, 3>,
                        %n: index, %h: index, %w: index, %c: index, %r: index, %s: index) {
   %z = arith.constant 0 : index
-  tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128, im2col>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
+  tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
   func.return
 }
