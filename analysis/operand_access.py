@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
 from tilesync.analysis.kernel_eval import BatchRun, Scalar, Unproven, exact
+from tilesync.analysis.operand_regions import ravel, unravel
 from tilesync.contract import IM2COL_CORNERS
 from tilesync.dialects import tile as tl
 
@@ -116,9 +117,9 @@ def im2col_box(run: BatchRun, op: tl.TmaLoadOp, n: int, who: str
     taps = [v[0] for v in offsets]  # type: ignore[index]
     # the first and last position in the row-major walk over the tensor's pixels
     positions = [np.asarray(w - low) for w, low in zip(window, lower)]
-    first = _ravel_pixels([np.asarray(image), *positions], shape[:-1])
+    first = ravel([np.asarray(image), *positions], shape[:-1])
     last = np.minimum(first + pixels - 1, math.prod(shape[:-1]) - 1)
-    end = _unravel_pixels(last, shape[:-1])
+    end = unravel(last, shape[:-1])
     same_image = end[0] == image
     same_row = same_image
     for d in range(len(spatial) - 1):  # every spatial dimension but the innermost agrees
@@ -140,17 +141,3 @@ def im2col_box(run: BatchRun, op: tl.TmaLoadOp, n: int, who: str
     return ([np.maximum(low, 0) for low in lo],
             [np.minimum(high, size - 1) for high, size in zip(hi, shape)])
 
-
-def _ravel_pixels(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
-    index: Scalar = 0
-    for c, size in zip(coords, shape):
-        index = index * size + c
-    return index
-
-
-def _unravel_pixels(index: Scalar, shape: Sequence[int]) -> list[Scalar]:
-    coords: list[Scalar] = []
-    for size in reversed(shape):
-        coords.append(index % size)
-        index = index // size
-    return coords[::-1]

@@ -61,8 +61,8 @@ class OperandLayout:
             # the leading dimensions' row-major index is monotone in each: its range over the
             # box runs from the index of the box's low corner to that of its high corner
             lead = self.rank - len(extents) + 1
-            first = _ravel(lo[:lead], self.shape[:lead])
-            last = _ravel(hi[:lead], self.shape[:lead])
+            first = ravel(lo[:lead], self.shape[:lead])
+            last = ravel(hi[:lead], self.shape[:lead])
             empty: Scalar = False
             for low, high in zip(lo[:lead], hi[:lead]):
                 empty = empty | (low > high)
@@ -72,7 +72,7 @@ class OperandLayout:
         # rank 1, row-major: the leading coordinates where the ends agree are exact, the
         # first where they differ spans [lo, hi], the later ones their whole extent.
         first, last = np.maximum(lo[0], 0), np.minimum(hi[0], math.prod(extents) - 1)
-        a, b = _unravel(first, extents), _unravel(last, extents)
+        a, b = unravel(first, extents), unravel(last, extents)
         box_lo: list[Scalar] = []
         box_hi: list[Scalar] = []
         same: Scalar = True
@@ -131,14 +131,16 @@ class OperandLayout:
         return " x ".join(parts)
 
 
-def _ravel(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
+def ravel(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
+    """The row-major index of `coords` in an array of `shape` (per tile of a batch)."""
     index: Scalar = 0
     for c, extent in zip(coords, shape):
         index = index * extent + c
     return index
 
 
-def _unravel(index: Scalar, extents: Sequence[int]) -> list[Scalar]:
+def unravel(index: Scalar, extents: Sequence[int]) -> list[Scalar]:
+    """The coordinates of row-major `index` in an array of `extents`."""
     coords: list[Scalar] = []
     for extent in reversed(extents):
         coords.append(index % extent)
