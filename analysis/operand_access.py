@@ -47,7 +47,7 @@ def access(op: Operation, value: SSAValue, who: str
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
     if isinstance(op, tl.StoreAccOp) and op.dst is value:
         return op.indices, [1] * (len(op.indices) - 2) + list(FRAGMENT), op.masked is not None
-    if isinstance(op, tl.TmaLoadOp) and op.im2col and op.tensor_map is value:
+    if reads_im2col(op, value):
         raise Unproven(op, "an im2col copy's pixels are no box at its coordinates: "
                            "access_box bounds them")
     if isinstance(op, tl.TmaLoadOp | tl.TmaStoreOp) and op.tensor_map is value:
@@ -65,8 +65,8 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
                ) -> tuple[list[Scalar], list[Scalar]] | None:
     """The closed box [lo, hi] per memref dimension `op` touches of `value` (operand `n`),
     per tile of the batch; None where it touches no element."""
-    if isinstance(op, tl.TmaLoadOp) and op.im2col and op.tensor_map is value:
-        return im2col_box(run, op, n, who)
+    if reads_im2col(op, value):
+        return im2col_box(run, op)  # type: ignore[arg-type]
     found = access(op, value, who)
     if found is None:
         return None
@@ -90,33 +90,41 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
     return lo, hi
 
 
-def im2col_box(run: BatchRun, op: tl.TmaLoadOp, n: int, who: str
-               ) -> tuple[list[Scalar], list[Scalar]]:
+def reads_im2col(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` is an im2col copy from the map `value` (its reads: im2col_box)."""
+    return isinstance(op, tl.TmaLoadOp) and bool(op.im2col) and op.tensor_map is value
+
+
+def im2col_box(run: BatchRun, op: tl.TmaLoadOp) -> tuple[list[Scalar], list[Scalar]]:
     """The pixels an im2col copy reads, as a box of its N x spatial x C tensor (per tile of
     the batch). Its window positions are the tensor's pixels moved by IM2COL_CORNERS' lower
     corner, walked row-major from the coordinates for `pixels` positions, each read at the
     filter offsets: one row of them reads a stretch of one input row, several rows of one
     image read whole input rows, several images whole images; reads outside the tensor are
-    padding (zero-filled, no producer's). Coordinates that are not exact widen to the whole
+    padding (zero-filled, no producer's). Coordinates that are not exact, or a first
+    position outside the tensor's pixels (but past its last image), widen to the whole
     tensor."""
     map_type = op.tensor_map.type
     assert isinstance(map_type, tl.TensorMapType)
     shape = map_type.im2col_tensor
+    whole = ([0] * len(shape), [d - 1 for d in shape])
     pixels, channels = map_type.shape
     spatial = shape[1:-1]
     lower = IM2COL_CORNERS[0]
     coords = [run.value(c) for c in op.coords]
     offsets = [run.value(o) for o in op.im2col]
     if len(spatial) != len(lower) or any(v is None or not exact(v) for v in coords + offsets):
-        prefix = f"{who}: " if who else ""
-        if any(v is None for v in coords[-1:]):
-            raise Unproven(op, f"{prefix}cannot bound the channels of this im2col "
-                               f"'{op.name}' of operand {n}")
-        return [0] * len(shape), [d - 1 for d in shape]
+        return whole
     image, *window, channel = (v[0] for v in coords)  # type: ignore[index]
     taps = [v[0] for v in offsets]  # type: ignore[index]
     # the first and last position in the row-major walk over the tensor's pixels
     positions = [np.asarray(w - low) for w, low in zip(window, lower)]
+    # a walk from outside the pixels may enter them anywhere (but one from past the last
+    # image stays past it: it reads nothing)
+    outside = np.asarray(image) < 0
+    for position, size in zip(positions, spatial):
+        outside = outside | (position < 0) | (position >= size)
+    outside = outside & (np.asarray(image) < shape[0])
     first = ravel([np.asarray(image), *positions], shape[:-1])
     last = np.minimum(first + pixels - 1, math.prod(shape[:-1]) - 1)
     end = unravel(last, shape[:-1])
@@ -138,6 +146,7 @@ def im2col_box(run: BatchRun, op: tl.TmaLoadOp, n: int, who: str
     lo.append(np.asarray(channel))
     hi.append(np.asarray(channel) + channels - 1)
     # the copy engine zero-fills what lies outside the tensor: no element is read there
-    return ([np.maximum(low, 0) for low in lo],
-            [np.minimum(high, size - 1) for high, size in zip(hi, shape)])
+    return ([np.where(outside, 0, np.maximum(low, 0)) for low in lo],
+            [np.where(outside, size - 1, np.minimum(high, size - 1))
+             for high, size in zip(hi, shape)])
 

@@ -54,15 +54,14 @@ def time_config(torch, cfg, ptx: str, reps: int) -> float:
 
 
 def chain_kernel(batch: int, channels: int):
-    """The conv chain's kernel for a layer: graph-to-stages' 64-row wgmma tile as wide as 256
-    channels, 4 stages (without its sync hooks)."""
-    from tilesync.kernels.config import conv2d_config
-    from tilesync.transforms.graph.graph_to_stages import CONV_BK
+    """The conv chain's kernel for a layer: graph-to-stages' conv1 of bench conv's chain on
+    it, without its sync hooks and epilogue."""
+    import dataclasses
 
-    hw = CHAIN_PIXELS
-    return conv2d_config(batch, hw, hw, channels, channels, tile=(64, min(256, channels),
-                                                                  CONV_BK),
-                         warps=(4, 1), stages=4, mma="wgmma")
+    from tilesync.bench.conv import chain_spec
+
+    conv1 = chain_spec((batch, CHAIN_PIXELS, channels)).conv1
+    return dataclasses.replace(conv1, sync_hooks=False, epilogue=None, name="conv2d")
 
 
 def check_error(torch, cfg, ptx: str) -> tuple[float, int]:

@@ -9,6 +9,8 @@ is given), own what a launch needs beyond the caller's buffers, launch, and time
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tilesync.contract import IM2COL_CORNERS
@@ -26,7 +28,7 @@ from tilesync.runtime.buffers import DeviceBuffer, device_pointer_and_size
 from tilesync.runtime.device import get_device, max_active_clusters
 from tilesync.runtime.launch import launch
 from tilesync.runtime.module import load_ptx
-from tilesync.runtime.tensor_map import TensorMapCache
+from tilesync.runtime.tensor_map import DTYPE_BYTES, TensorMapCache
 from tilesync.runtime.timing import time_region
 
 
@@ -146,10 +148,18 @@ def gemm_tensor_maps(cfg: GemmConfig, operands, cache: TensorMapCache | None = N
     cache = cache or TensorMapCache()
     boxes = cfg.tensor_map_boxes
     corners = {"A": IM2COL_CORNERS} if cfg.im2col else {}
-    return [cache.get(device_pointer_and_size(array)[0], cfg.dtype, shape, box,
-                      tensor_map_swizzle(box), corners.get(name))
-            for array, (name, box), shape in zip(operands[:len(boxes)], boxes.items(),
-                                                 cfg.tensor_map_shapes.values(), strict=True)]
+    maps = []
+    for array, (name, box), shape in zip(operands[:len(boxes)], boxes.items(),
+                                         cfg.tensor_map_shapes.values(), strict=True):
+        address, size = device_pointer_and_size(array)
+        expected = math.prod(shape) * DTYPE_BYTES[cfg.dtype]
+        if size is not None and size < expected:  # the copies would leave the array
+            raise ValueError(f"{name} of {cfg.kernel_name} is a {'x'.join(map(str, shape))} "
+                             f"{cfg.dtype} tensor ({expected} bytes), got an array of {size} "
+                             f"bytes")
+        maps.append(cache.get(address, cfg.dtype, shape, box, tensor_map_swizzle(box),
+                              corners.get(name)))
+    return maps
 
 
 def tensor_map_args(cfg: GemmConfig, operands, cache: TensorMapCache | None = None) -> list:

@@ -690,13 +690,13 @@ def conv_halo(bm: int, height: int, width: int) -> int | None:
 CONV_PIPELINES = ("cp_async", "tma_ws")
 """graph-to-stages' conv-pipeline: the chain's convs as cp.async wgmma kernels (every thread
 gathers its im2col chunks), or as the warp-specialized TMA GEMM whose producer copies A with
-im2col TMA loads (_TMA_CONV_TILE; C a multiple of 64)."""
+im2col TMA loads (_TMA_CONV_TILES; C a multiple of 64)."""
 
-_TMA_CONV_TILE = (64, (128, 64))
-"""BM and the BN it may take (conv_width) of the chain's TMA convs: one consumer warpgroup,
-whose 64-row tiles hold whole image rows at 56x56 where 128 rows straddle images. Standalone on
-an H200 (conv-tma-*), 64 x 128 ran at 1.12, 1.22, 0.95 of cuDNN on 56x56 layers of batch 1
-C = 256, batch 8 C = 128 and 256, where the cp.async chain tiles ran at 0.61, 0.86, 0.69."""
+_TMA_CONV_TILES = ((64, (128, 64), (4, 1), None),)
+"""_CONV_TILES of the chain's TMA convs (stages None: as many as fit beside the TMA-store
+epilogue's staging buffer): one consumer warpgroup, whose 64-row tiles hold whole image rows
+at 56x56 where 128 rows straddle images. Standalone on an H200 (conv-tma-*), 64 x 128 ran at
+1.12, 1.22, 0.95 of cuDNN on 56x56 layers of batch 1 C = 256, batch 8 C = 128 and 256."""
 
 
 def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> ConvChainSpec:
@@ -708,54 +708,28 @@ def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> Con
         raise diagnostic(PASS, match.anchor, f"the middle activation has {k1} channels, not a "
                                              f"multiple of {CONV_BK} (the second conv's k-tile "
                                              "and the dependency's step)")
-    if pipeline == "tma_ws":
-        return _tma_conv_chain_configs(match)
-    found = [(config, conv_halo(config[0], h, w)) for config in _CONV_TILES]
-    usable = [(config, halo) for config, halo in found if halo is not None]
-    if usable:
-        (bm, widths, warps, stages), halo = usable[0]
-    else:
-        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of "
-                                             f"{_CONV_TILES[-1][0]} or "
-                                             f"{_CONV_TILES[0][0]} pixels straddle images "
-                                             "(the halo then reaches whole images)")
-    try:
-        def conv(name, cin, cout, epilogue):
-            bn = conv_width(bm, widths, n * h * w, cout)
-            return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=warps,
-                                 stages=stages, epilogue=epilogue, name=name, mma="wgmma",
-                                 sync_hooks=True)
-
-        spec = ConvChainSpec(conv(CONV1, c, k1, match.epilogue1),
-                             conv(CONV2, k1, k2, "bias" if match.b2 is not None else None),
-                             halo)
-    except ValueError as err:
-        raise diagnostic(PASS, match.anchor, f"the conv kernels refuse this shape: {err}") \
-            from err
-    return spec
-
-
-def _tma_conv_chain_configs(match: ConvChainMatch) -> ConvChainSpec:
-    """The chain's convs as TMA im2col kernels of _TMA_CONV_TILE with the TMA-store epilogue
-    and as many stages as fit beside its staging buffer, one block a tile (sync hooks)."""
-    c, k1, k2 = match.channels
-    n, h, w = match.images, match.height, match.width
-    bm, widths = _TMA_CONV_TILE
-    if c % CONV_BK:
+    tma = pipeline == "tma_ws"
+    if tma and c % CONV_BK:
         raise diagnostic(PASS, match.anchor, f"conv-pipeline=tma_ws copies 64-channel k-tiles "
                                              f"of one filter tap: the input has {c} channels, "
                                              f"not a multiple of {CONV_BK}")
-    halo = conv_halo(bm, h, w)
-    if halo is None:
-        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of {bm} pixels "
+    tiles = _TMA_CONV_TILES if tma else _CONV_TILES
+    usable = [(config, conv_halo(config[0], h, w)) for config in tiles
+              if conv_halo(config[0], h, w) is not None]
+    if not usable:
+        rows = " or ".join(str(config[0]) for config in sorted(tiles))
+        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of {rows} pixels "
                                              "straddle images (the halo then reaches whole "
                                              "images)")
+    (bm, widths, warps, stages), halo = usable[0]
 
     def conv(name, cin, cout, epilogue):
         bn = conv_width(bm, widths, n * h * w, cout)
-        return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=(bm // 16, 1),
-                             stages=stages_for(bm, bn, bn), epilogue=epilogue, name=name,
-                             mma="wgmma", sync_hooks=True, pipeline="tma_ws", tma_store=True)
+        kernel = dict(pipeline="tma_ws", tma_store=True,
+                      stages=stages_for(bm, bn, bn)) if tma else dict(stages=stages)
+        return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=warps,
+                             epilogue=epilogue, name=name, mma="wgmma", sync_hooks=True,
+                             **kernel)
 
     try:
         return ConvChainSpec(conv(CONV1, c, k1, match.epilogue1),

@@ -73,7 +73,12 @@ from tilesync.analysis.kernel_eval import (
     exact,
     run_batches,
 )
-from tilesync.analysis.operand_access import NO_ELEMENT_OPS, access, access_box
+from tilesync.analysis.operand_access import (
+    NO_ELEMENT_OPS,
+    access,
+    access_box,
+    reads_im2col,
+)
 from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
@@ -177,7 +182,7 @@ class ProducerRun(BatchRun):
             return
         who = ""  # the refusal names the producer and tile
         for value, layout in self.outputs.items():
-            if value not in op.operands or (isinstance(op, tl.TmaLoadOp) and op.im2col):
+            if value not in op.operands or reads_im2col(op, value):
                 continue  # an im2col copy reads (an input of the output's type, say)
             if access(op, value, who) is None:
                 continue

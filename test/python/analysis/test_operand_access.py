@@ -38,7 +38,7 @@ def box(pixels: int, coords: list[int], taps: list[int]):
     zero = values[6]
     op = tl.TmaLoadOp(tmap, values[:4], smem, [zero, zero], bars, [zero], im2col=values[4:6])
     run = ExactRun(dict(zip(values, [*coords, *taps, 0], strict=True)))
-    lo, hi = im2col_box(run, op, 0, "")
+    lo, hi = im2col_box(run, op)
     return [int(v) for v in lo], [int(v) for v in hi]
 
 
@@ -61,6 +61,14 @@ def test_pixels_of_two_images_read_both_whole():
 def test_pixels_past_the_last_image_read_nothing():
     lo, hi = box(64, [2, -1, -1, 0], [1, 1])
     assert hi[0] < lo[0]
+
+
+def test_a_walk_from_outside_the_pixels_widens_to_the_whole_tensor():
+    # window w = 20 is no pixel's (positions 0 .. 15): where the copy engine would start is
+    # not bounded here, so every pixel may be read
+    whole = ([0, 0, 0, 0], [1, 15, 15, 127])
+    assert box(8, [0, -1, 20, 64], [1, 2]) == whole
+    assert box(8, [-1, -1, 0, 64], [1, 2]) == whole
 
 
 CHAIN = Path(__file__).parents[2] / "filecheck" / "transforms" / "graph" / \

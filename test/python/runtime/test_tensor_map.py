@@ -197,3 +197,25 @@ def test_a_bounded_cache_encodes_each_map_once_and_drops_the_least_recently_used
     assert encoded == [0x100, 0x200, 0x300, 0x200]
     cache.get(0x100, "f16", (128, 64), (64, 32))  # another box: another map
     assert encoded[-1] == 0x100 and len(cache) == 2
+
+
+def test_a_map_over_an_array_smaller_than_its_tensor_is_refused(monkeypatch):
+    """gemm_tensor_maps encodes the config's tensor shapes: a smaller array would let the
+    copies read or write past it, so it is refused before any map is encoded."""
+    from tilesync.harness.runner import gemm_tensor_maps
+    from tilesync.kernels.config import conv2d_config
+    from tilesync.runtime import tensor_map as tm
+
+    class Array:  # a device array of `nbytes` at 0x1000
+        def __init__(self, nbytes):
+            self.__cuda_array_interface__ = {"shape": (nbytes // 2,), "typestr": "<f2",
+                                             "data": (0x1000, False), "version": 3}
+
+    monkeypatch.setattr(tm, "encode_im2col", lambda *args: "im2col map")
+    monkeypatch.setattr(tm, "encode_tiled", lambda *args: "tiled map")
+    cfg = conv2d_config(1, 8, 8, 64, 64, tile=(64, 64, 64), warps=(4, 1), mma="wgmma",
+                        pipeline="tma_ws").gemm
+    x, w = 1 * 8 * 8 * 64 * 2, 64 * 9 * 64 * 2
+    assert gemm_tensor_maps(cfg, [Array(x), Array(w)]) == ["im2col map", "tiled map"]
+    with pytest.raises(ValueError, match="A of conv2d is a 1x8x8x64 f16 tensor"):
+        gemm_tensor_maps(cfg, [Array(x - 128), Array(w)])
