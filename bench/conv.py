@@ -20,6 +20,10 @@ same passes (mlp.MODES):
 * tile+pdl, tile+order+pdl  TileSync (one semaphore per conv1 tile), without and with the
                   order; left out where conv1 has one column of tiles (the same program as row);
 * row+wait_kernel cuSync's wait-kernel instead of PDL (conv2 on a second stream);
+* tma:stream_sync, tma:row+pdl, tma:tile+pdl, tma:row+wait_kernel  the same on the chain's
+                  conv-pipeline=tma_ws kernels (warp-specialized, A copied by im2col TMA
+                  loads, 64-row tiles; a producer thread waits, then fences the async proxy
+                  before its copies of h), against tma:stream_sync;
 
 and cuDNN through torch: eager (F.conv2d -> relu -> F.conv2d on NCHW views of the NHWC
 tensors, channels_last, as bench/kernels.py conv_benchmarks does) and the same replayed from a
@@ -66,9 +70,15 @@ ones). Small, so that CI compiles and proves its six programs in 17 s (2x56x56x5
 the bench's wider filter tiles are checked by `tilesync bench conv`, which compares every
 mode's result with cuDNN's."""
 VERIFY_SMS = 132  # sync-verify's sms option (the H100's SMs; only co-residency uses it)
-MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+order+pdl",
-         "row+wait_kernel")
-"""Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike."""
+TMA = mlp.TMA
+CP_ASYNC_MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+order+pdl",
+                  "row+wait_kernel")
+TMA_MODES = tuple(f"{TMA}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
+                                               "row+wait_kernel"))
+MODES = CP_ASYNC_MODES + TMA_MODES
+"""Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike; the tma:
+modes run graph-to-stages' conv-pipeline=tma_ws kernels (no tile order: the TMA convs have no
+`sync.tile`), their speedup against tma:stream_sync."""
 TORCH_MODES = mlp.TORCH_MODES
 
 
@@ -99,38 +109,57 @@ def chain_function(batch: int, size: int, c: int):
     return fn
 
 
+def pipeline_of(mode: str) -> str:
+    """The conv-pipeline (graph-to-stages' CONV_PIPELINES) whose kernels `mode` runs."""
+    return "tma_ws" if mode.startswith(TMA) else "cp_async"
+
+
 def chain_spec(shape: tuple[int, int, int], pipeline: str = "cp_async"):
     """graph-to-stages' ConvChainSpec of `shape` (raises its diagnostic where it refuses);
-    `pipeline`: its conv-pipeline (the bench's modes use cp_async)."""
+    `pipeline`: its conv-pipeline."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_configs, match_conv_chain
 
     return conv_chain_configs(match_conv_chain(chain_function(*shape)), pipeline)
 
 
-def refusal(shape: tuple[int, int, int]) -> str | None:
-    """Why graph-to-stages refuses `shape`, or None."""
+def mode_spec(shape: tuple[int, int, int], mode: str):
+    """The ConvChainSpec whose kernels `mode` runs."""
+    return chain_spec(shape, pipeline_of(mode))
+
+
+def refusal(shape: tuple[int, int, int], pipeline: str = "cp_async") -> str | None:
+    """Why graph-to-stages refuses `shape` with `pipeline`'s kernels, or None."""
     from tilesync.contract import CompileError
     from tilesync.dialects.locations import OpDiagnostic
 
     try:
-        chain_spec(shape)
+        chain_spec(shape, pipeline)
     except (CompileError, OpDiagnostic, ValueError) as err:
         return str(err).splitlines()[0]
     return None
 
 
+def refusals(shape: tuple[int, int, int], modes=MODES) -> dict[str, str]:
+    """Why graph-to-stages refuses `shape`, per conv-pipeline of `modes` that it refuses."""
+    pipelines = dict.fromkeys(pipeline_of(mode) for mode in modes)
+    return {p: why for p in pipelines if (why := refusal(shape, p)) is not None}
+
+
 def modes_for(shape: tuple[int, int, int], modes=MODES) -> list[str]:
-    """`modes` without the tile ones where conv1 has a single column of tiles: TileSync and
-    the generated RowSync are then one policy, the same program."""
-    one_column = chain_spec(shape).conv1.grid[1] == 1
-    return [m for m in modes if not (one_column and m.startswith("tile+"))]
+    """`modes` whose pipeline takes `shape`, without the tile ones where conv1 has a single
+    column of tiles: TileSync and the generated RowSync are then one policy, one program."""
+    refused = refusals(shape, modes)
+    one_column = {p: chain_spec(shape, p).conv1.grid[1] == 1
+                  for p in dict.fromkeys(map(pipeline_of, modes)) if p not in refused}
+    return [m for m in modes if pipeline_of(m) in one_column
+            and not (one_column[pipeline_of(m)] and m.removeprefix(TMA).startswith("tile+"))]
 
 
-def stage_module(shape: tuple[int, int, int], mode: str, pipeline: str = "cp_async"):
+def stage_module(shape: tuple[int, int, int], mode: str):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_stage_module
 
-    return stage_bench.for_mode(conv_chain_stage_module(chain_spec(shape, pipeline)), mode)
+    return stage_bench.for_mode(conv_chain_stage_module(mode_spec(shape, mode)), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
@@ -144,7 +173,7 @@ def mode_passes(mode: str) -> list[str]:
 
 def _job_key(job: tuple, target: str) -> str:
     shape, mode, debug = job
-    spec = chain_spec(shape)
+    spec = mode_spec(shape, mode)
     return repr((spec.conv1, spec.conv2, spec.halo, mode_passes(mode), target, debug,
                  mlp.TIMEOUT_NS))
 
@@ -153,7 +182,7 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
     shape, mode, _ = job
     return stage_bench.compile_mode(job, target, stage_module(shape, mode), mode_passes(mode),
-                                    chain_spec(shape).conv1.target)
+                                    mode_spec(shape, mode).conv1.target)
 
 
 def conv_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
@@ -225,13 +254,15 @@ class ChainData(mlp.CheckedOutputs):
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
 
-    def kernel_args(self) -> dict[str, list]:
-        """conv1: x, w1 (K x 9C as it is), h; conv2: h, w2, y (graph-to-stages' bindings);
-        a TMA conv's operands as its tensor maps (A an im2col map of its input)."""
+    def kernel_args(self, spec=None) -> dict[str, list]:
+        """conv1: x, w1 (K x 9C as it is), h; conv2: h, w2, y (graph-to-stages' bindings) for
+        the kernels of `spec` (default: this data's), a TMA conv's operands as its tensor maps
+        (A an im2col map of its input)."""
         from tilesync.harness.runner import tensor_map_args
 
-        return {"conv1": tensor_map_args(self.spec.conv1.gemm, [self.x, self.w1, self.h]),
-                "conv2": tensor_map_args(self.spec.conv2.gemm, [self.h, self.w2, self.y])}
+        spec = spec or self.spec
+        return {"conv1": tensor_map_args(spec.conv1.gemm, [self.x, self.w1, self.h]),
+                "conv2": tensor_map_args(spec.conv2.gemm, [self.h, self.w2, self.y])}
 
     def torch_chain(self):
         """cuDNN: conv, ReLU (in place: no third kernel's allocation), conv; y in NHWC order."""
@@ -242,10 +273,18 @@ class ChainData(mlp.CheckedOutputs):
 
 
 def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
-             name: str) -> dict[str, Any]:
-    """One mode: both stages proved, then timed (stage_bench.run_proved)."""
-    return stage_bench.run_proved(entry, data, data.kernel_args(), warmup, reps, name,
+             name: str, spec=None) -> dict[str, Any]:
+    """One mode (running `spec`'s kernels, default the data's): both stages proved, then timed
+    (stage_bench.run_proved)."""
+    return stage_bench.run_proved(entry, data, data.kernel_args(spec), warmup, reps, name,
                                   ("conv1", "conv2"))
+
+
+def config_label(spec) -> str:
+    conv1 = spec.conv1
+    bm, bn, bk = conv1.tile
+    return (f"{conv1.pipeline}: BM {bm} BN {bn} BK {bk}, {conv1.stages} stages, grid "
+            f"{conv1.grid[0]}x{conv1.grid[1]}, halo {spec.halo}")
 
 
 def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -257,7 +296,8 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
     started = time.perf_counter()
     device = get_device()
     target = target_for_device(device.arch)
-    refused = {shape: why for shape in shapes if (why := refusal(shape)) is not None}
+    refused = {shape: "; ".join(f"{p}: {why}" for p, why in refusals(shape, modes).items())
+               for shape in shapes if not modes_for(shape, modes)}
     accepted = [shape for shape in shapes if shape not in refused]
     jobs = [(shape, mode, False) for shape in accepted for mode in modes_for(shape, modes)]
     torch, compiled, result = stage_bench.start_run(
@@ -275,11 +315,13 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         if shape in refused:
             row["refused"] = refused[shape]
             continue
-        spec = chain_spec(shape)
-        row.update(config=f"BM {spec.conv1.tile[0]} BN {spec.conv1.tile[1]} BK "
-                          f"{spec.conv1.tile[2]}, {spec.conv1.stages} stages, grid "
-                          f"{spec.conv1.grid[0]}x{spec.conv1.grid[1]}, halo {spec.halo}",
+        shape_modes = modes_for(shape, modes)
+        specs = {p: chain_spec(shape, p) for p in dict.fromkeys(map(pipeline_of, shape_modes))}
+        spec = next(iter(specs.values()))
+        row.update(config="; ".join(map(config_label, specs.values())),
                    flops=flops(spec), floor_ms=floor_ms(spec, rates))
+        if partly_refused := refusals(shape, modes):
+            row["refused_pipelines"] = partly_refused
         if lost is not None:
             row["skipped"] = lost
             continue
@@ -288,10 +330,10 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         except Exception as exc:
             row["skipped"] = f"{type(exc).__name__}: {exc}"
             continue
-        shape_modes = modes_for(shape, modes)
         lost = stage_bench.time_modes(
             row, shape_modes, {m: compiled[(shape, m, False)] for m in shape_modes},
-            lambda entry, name, data=data: run_mode(entry, data, warmup, reps, name),
+            lambda entry, name, data=data, specs=specs: run_mode(
+                entry, data, warmup, reps, name, specs[pipeline_of(entry["job"][1])]),
             shape_label(shape))
         if lost is None:
             stage_bench.time_libraries(row, data, warmup, reps, {"torch": data.torch_chain})
@@ -299,7 +341,7 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
         row["mode_choice"] = mode_choice.bench_row(
-            "conv", shape, {m: compiled[(shape, m, False)] for m in modes_for(shape, modes)},
+            "conv", shape, {m: compiled[(shape, m, False)] for m in shape_modes},
             row["modes"], device.sm_count, device.name)
     if lost is not None:
         result["lost"] = lost
@@ -350,7 +392,7 @@ def conv_plot(result: dict[str, Any], out_dir, name: str = "conv"):
 def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
                debug: bool = False) -> dict[str, Any]:
     """Fill the cache without a GPU: `python -m tilesync.bench.conv --precompile`."""
-    jobs = [(s, m, debug) for s in shapes if refusal(s) is None for m in modes_for(s)]
+    jobs = [(s, m, debug) for s in shapes for m in modes_for(s)]
     return stage_bench.precompile(jobs, compile_jobs, conv_cache(), target, processes)
 
 
@@ -360,9 +402,10 @@ def main(argv=None) -> int:
                                        GPU_TEST_SHAPES, argv)
 
 
-__all__ = ["GPU_TEST_SHAPES", "MODES", "SHAPES", "ChainData", "chain_spec", "compile_job",
-           "compile_jobs", "conv_benchmarks", "conv_cache", "conv_plot", "conv_table",
-           "modes_for", "precompile", "refusal", "stage_module", "verdicts"]
+__all__ = ["CP_ASYNC_MODES", "GPU_TEST_SHAPES", "MODES", "SHAPES", "TMA_MODES", "ChainData",
+           "chain_spec", "compile_job", "compile_jobs", "conv_benchmarks", "conv_cache",
+           "conv_plot", "conv_table", "mode_spec", "modes_for", "pipeline_of", "precompile",
+           "refusal", "refusals", "stage_module", "verdicts"]
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
         return {"gemm1": spec.cfg1, "gemm2": spec.cfg2}
     from tilesync.bench import conv
 
-    spec = conv.chain_spec(key)
+    spec = conv.mode_spec(key, mode)
     return {"conv1": spec.conv1, "conv2": spec.conv2}
 
 

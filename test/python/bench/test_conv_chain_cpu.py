@@ -40,21 +40,43 @@ def test_every_mode_is_proved_with_its_guarantee_and_policy(shape):
     modes = conv.modes_for(shape)
     one_column = conv.chain_spec(shape).conv1.grid[1] == 1
     assert any(m.startswith("tile+") for m in modes) != one_column
+    assert {conv.pipeline_of(m) for m in modes} == {"cp_async", "tma_ws"}
     for mode in modes:
         module = conv.stage_module(shape, mode)
         lower(module, conv.mode_passes(mode))
         stages = {op.sym_name.data: op for op in module.ops if isinstance(op, sync.StageOp)}
         assert {n: s.attributes["sync.verified"].data for n, s in stages.items()} == \
             {"conv1": "proved", "conv2": "proved"}, mode
-        guarantee = PROGRESS[mode.rsplit("+", 1)[-1]]
+        sync_mode = mode.removeprefix(conv.TMA)
+        guarantee = PROGRESS[sync_mode.rsplit("+", 1)[-1]]
         assert guarantee in stages["conv2"].attributes["sync.progress"].data, mode
         policy = stages["conv1"].policy
-        expected = "TileSync" if mode.startswith("tile+") or one_column else "RowSync"
+        expected = "TileSync" if sync_mode.startswith("tile+") or one_column else "RowSync"
         assert policy.kind == expected, (mode, policy)
         assert ("order" in mode) == (stages["conv1"].order is not None), mode
         launches = [op for op in module.ops if isinstance(op, sync.LaunchOp)]
         streams = {op.stream.value.data if op.stream else 0 for op in launches}
-        assert (streams == {0}) == (mode != "row+wait_kernel"), (mode, streams)
+        assert (streams == {0}) == (sync_mode != "row+wait_kernel"), (mode, streams)
+
+
+def test_the_tma_modes_run_the_tma_convs_and_the_others_the_cp_async_ones():
+    shape = conv.GPU_TEST_SHAPES[0]
+    assert [m for m in conv.modes_for(shape) if m.startswith(conv.TMA)] == list(conv.TMA_MODES)
+    for mode in conv.MODES:
+        spec = conv.mode_spec(shape, mode)
+        assert spec.conv1.pipeline == spec.conv2.pipeline == \
+            ("tma_ws" if mode in conv.TMA_MODES else "cp_async"), mode
+
+
+def test_a_shape_is_refused_per_pipeline_with_each_reason():
+    # 96 channels: neither the TMA convs' 64-channel k-tiles nor conv2's k-tile
+    why = conv.refusals((1, 56, 96))
+    assert set(why) == {"cp_async", "tma_ws"} and conv.modes_for((1, 56, 96)) == []
+    assert "multiple of 64" in why["tma_ws"] and "multiple of 64" in why["cp_async"]
+    assert conv.refusals((1, 56, 96), conv.CP_ASYNC_MODES).keys() == {"cp_async"}
+    # one column of 64 channels: tma:tile+pdl would be tma:row+pdl's program
+    assert [m for m in conv.modes_for((1, 56, 64)) if m.startswith(conv.TMA)] == \
+        ["tma:stream_sync", "tma:row+pdl", "tma:row+wait_kernel"]
 
 
 def test_every_mode_compiles_to_ptx_nvjitlink_accepts():
@@ -65,7 +87,9 @@ def test_every_mode_compiles_to_ptx_nvjitlink_accepts():
         assert set(entry["ptx_by_module"]) >= {"conv1_module", "conv2_module"}
         assert {"conv1", "conv2"} <= set(entry["resources"]), entry["resources"]
         assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
-        assert entry["kernels"]["conv1"].user_params == ("ptr",) * 3, mode
+        params = entry["kernels"]["conv1"].user_params
+        assert params == (("tmap",) * 3 if mode.startswith(conv.TMA) else ("ptr",) * 3), \
+            (mode, params)
 
 
 def test_table_and_floor_from_a_result():
@@ -93,16 +117,12 @@ def test_table_and_floor_from_a_result():
 
 
 def test_the_chain_of_tma_convs_is_proved_and_compiles():
-    """conv-pipeline=tma_ws (not yet a bench mode): the GPU test shape's chain of im2col TMA
-    convs, RowSync + PDL, both stages proved and its PTX accepted by nvJitLink."""
-    from tilesync.bench import stage_bench
-
+    """conv-pipeline=tma_ws: the GPU test shape's chain of im2col TMA convs, RowSync + PDL,
+    both stages proved and its PTX accepted by nvJitLink."""
     shape = conv.GPU_TEST_SHAPES[0]
     spec = conv.chain_spec(shape, "tma_ws")
     assert spec.conv1.pipeline == spec.conv2.pipeline == "tma_ws" and spec.conv1.tile[0] == 64
-    entry = stage_bench.compile_mode((shape, "row+pdl", True), "sm_90a",
-                                     conv.stage_module(shape, "row+pdl", "tma_ws"),
-                                     conv.mode_passes("row+pdl"), None)
+    entry = conv.compile_job((shape, "tma:row+pdl", True), "sm_90")
     assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
     ptx = "".join(entry["ptx_by_module"].values())
     assert ptx.count(".global.im2col.mbarrier::complete_tx::bytes") == 2

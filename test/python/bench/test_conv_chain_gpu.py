@@ -1,7 +1,9 @@
 """The conv-chain benchmark's programs on the GPU (bench/conv.py): y of every mode against an
 fp32 torch reference of conv3x3 -> ReLU -> conv3x3.
 
-The shape is GPU_TEST_SHAPES: two 24x24 images of 256 channels (BM 64, halo 1: conv2's tiles
+Every mode runs, the cp.async convs' and the im2col TMA convs' (tma:, whose producer threads
+wait through the async proxy). The shape is GPU_TEST_SHAPES: two 24x24 images of 256 channels
+(BM 64, halo 1: conv2's tiles
 at an image border wait for conv1 tiles of the other image; four column tiles of 64, so RowSync
 and TileSync are different programs). Each mode's program runs 10 times without any memset of its
 semaphores (each run a new epoch); before every run the middle activation and y are poisoned
@@ -37,10 +39,11 @@ def test_every_mode_computes_the_chain(shape, gpu_device):
         assert "error" not in entry, entry.get("error")
         assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
         program = conv.mlp.load_program(entry)
+        args = data.kernel_args(conv.mode_spec(shape, mode))  # the tma: modes take maps
         worst = 0.0
         for run in range(RUNS):
             data.poison()
-            program.run(data.kernel_args())
+            program.run(args)
             program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
             err = data.error()
             assert err < conv.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
@@ -50,28 +53,3 @@ def test_every_mode_computes_the_chain(shape, gpu_device):
     assert data.error(data.torch_chain()) < conv.mlp.TOL  # cuDNN agrees with the reference
     assert set(errors) == set(modes) and len(modes) == len(conv.MODES), errors
 
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["stream_sync", "row+pdl", "tile+pdl"])
-def test_the_chain_of_tma_convs_computes_it(mode, gpu_device):
-    """conv-pipeline=tma_ws (not yet a bench mode): the chain of im2col TMA convs, their
-    producer threads waiting through the async proxy, checked as above."""
-    from tilesync.bench import stage_bench
-
-    shape = conv.GPU_TEST_SHAPES[0]
-    entry = stage_bench.compile_mode((shape, mode, True), "sm_90a",
-                                     conv.stage_module(shape, mode, "tma_ws"),
-                                     conv.mode_passes(mode), None)
-    assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    data = conv.ChainData(torch, conv.chain_spec(shape, "tma_ws"), seed=2)
-    program = conv.mlp.load_program(entry)
-    for run in range(RUNS):
-        data.poison()
-        program.run(data.kernel_args())
-        program.synchronize()
-        err = data.error()
-        assert err < conv.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
-    assert program.epoch == RUNS

@@ -82,11 +82,13 @@ def test_the_row_choice_is_measured_against_the_best(shapes):
 
 
 def test_the_fit_recovers_the_costs_that_made_the_times():
-    # five modes besides the stream-sync baseline: as many equations as costs, and more
+    # five cp.async modes besides their stream-sync baseline, three TMA ones besides theirs:
+    # more equations than costs
     shapes = mode_shapes(TWO_COLUMNS)
-    assert len(shapes) == 6
-    measured = {"stream_sync": 0.0192}
+    assert len(shapes) == 10
+    measured = {"stream_sync": 0.0192, "tma:stream_sync": 0.0150}
     predicted = mode_choice.predictions("conv", TWO_COLUMNS, shapes, measured, 132, COSTS)
+    assert set(predicted) == set(shapes)
     fitted = mode_choice.fit([("conv", TWO_COLUMNS, shapes, predicted, 132)])
     assert fitted.as_tuple() == pytest.approx(COSTS.as_tuple(), rel=1e-2)
 
