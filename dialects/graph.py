@@ -536,17 +536,23 @@ class BindAttr(ParametrizedAttribute):
     """`#graph.bind<input 0>`: what one kernel argument of a stage is, in terms of the piece.
     `#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>`: the argument is the
     tensor's TMA map of that box and swizzle (the kernel's parameter type), which the host
-    encodes from the tensor it binds."""
+    encodes from the tensor it binds: a tiled map over the tensor as rows x its last dimension,
+    an im2col map over the tensor its type names. `#graph.bind<input 1 over [256, 2304]>`: the
+    kernel reads the tensor as that matrix (a conv's K x R x S x C filter as K x RSC), over
+    which a tiled map is encoded."""
 
     name = "graph.bind"
 
     kind: StringAttr
     indices: ArrayAttr[IntAttr]
     tensor_map: Attribute  # a TensorMapType, or NoneAttr (verify says which others are wrong)
+    over: ArrayAttr[IntAttr]  # the matrix the kernel reads the tensor as; empty: rows x last
 
-    def __init__(self, kind: str, *indices: int, tensor_map: TensorMapType | None = None):
+    def __init__(self, kind: str, *indices: int, tensor_map: TensorMapType | None = None,
+                 over: Sequence[int] = ()):
         super().__init__(StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]),
-                         NoneAttr() if tensor_map is None else tensor_map)
+                         NoneAttr() if tensor_map is None else tensor_map,
+                         ArrayAttr([IntAttr(d) for d in over]))
 
     @property
     def values(self) -> tuple[int, ...]:
@@ -556,8 +562,23 @@ class BindAttr(ParametrizedAttribute):
     def map_type(self) -> TensorMapType | None:
         return self.tensor_map if isinstance(self.tensor_map, TensorMapType) else None
 
+    @property
+    def matrix(self) -> tuple[int, ...]:
+        """The matrix the kernel reads the tensor as; () where it is rows x last dimension."""
+        return tuple(d.data for d in self.over.data)
+
+    def map_tensor_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        """The shape a TMA map of this binding is encoded over, for a bound tensor of
+        `shape`: the im2col map's tensor, the `over` matrix, or rows x the last dimension."""
+        map_type = self.map_type
+        if map_type is not None and map_type.is_im2col:
+            return map_type.im2col_tensor
+        if self.matrix:
+            return self.matrix
+        return (math.prod(shape[:-1]), shape[-1])
+
     def as_tensor_map(self, map_type: TensorMapType) -> BindAttr:
-        return BindAttr(self.kind.data, *self.values, tensor_map=map_type)
+        return BindAttr(self.kind.data, *self.values, tensor_map=map_type, over=self.matrix)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -565,11 +586,17 @@ class BindAttr(ParametrizedAttribute):
             kind = parser.parse_identifier()
             indices = parser.parse_comma_separated_list(parser.Delimiter.NONE,
                                                         parser.parse_integer)
+            over = parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                                     parser.parse_integer) \
+                if parser.parse_optional_keyword("over") else []
             map_type = parser.parse_type() if parser.parse_optional_keyword("as") else NoneAttr()
-        return (StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]), map_type)
+        return (StringAttr(kind), ArrayAttr([IntAttr(i) for i in indices]), map_type,
+                ArrayAttr([IntAttr(d) for d in over]))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.kind.data} {', '.join(map(str, self.values))}")
+        if self.matrix:
+            printer.print_string(f" over [{', '.join(map(str, self.matrix))}]")
         if self.map_type is not None:
             printer.print_string(" as ")
             printer.print_attribute(self.map_type)
@@ -586,6 +613,12 @@ class BindAttr(ParametrizedAttribute):
         if not isinstance(self.tensor_map, TensorMapType | NoneAttr):
             raise VerifyException(f"#graph.bind: the type after 'as' must be a "
                                   f"!tile.tensor_map, got {self.tensor_map}")
+        if self.matrix and (len(self.matrix) != 2 or min(self.matrix) < 1):
+            raise VerifyException(f"#graph.bind: 'over' takes a matrix's two sizes (>= 1), "
+                                  f"got {list(self.matrix)}")
+        if self.matrix and self.map_type is not None and self.map_type.is_im2col:
+            raise VerifyException("#graph.bind: an im2col map is encoded over the tensor its "
+                                  "type names, not an 'over' matrix")
 
 
 BIND_ATTR = "graph.bind"

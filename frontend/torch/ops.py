@@ -26,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from tilesync.contract import IM2COL_CORNERS
 from tilesync.dialects import graph
 from tilesync.kernels.config import dtype_name
 from tilesync.runtime.tensor_map import TensorMapCache
@@ -184,13 +185,14 @@ class StageRunner:
 
     def _argument(self, bind: graph.BindAttr, tensor: Any) -> Any:
         """The kernel argument of a bound tensor: its address, or the TMA map the binding's
-        type describes, over the tensor as rows x its last dimension."""
+        type describes, over the shape the binding names (`BindAttr.map_tensor_shape`)."""
         map_type = bind.map_type
         if map_type is None:
             return tensor.data_ptr()
         return self._maps.get(tensor.data_ptr(), dtype_name(map_type.element_type),
-                              (tensor.numel() // tensor.shape[-1], tensor.shape[-1]),
-                              map_type.shape, map_type.swizzle.data)
+                              bind.map_tensor_shape(tuple(tensor.shape)), map_type.shape,
+                              map_type.swizzle.data,
+                              IM2COL_CORNERS if map_type.is_im2col else None)
 
     def _gate_up(self, gate: Any, up: Any) -> Any:
         key = (gate.data_ptr(), gate._version, up.data_ptr(), up._version)

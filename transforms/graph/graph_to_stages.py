@@ -77,7 +77,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from tilesync.dialects import graph, sync
-from tilesync.dialects.locations import diagnostic
+from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
 from tilesync.kernels.choice import stages_for
 from tilesync.kernels.config import (
@@ -740,6 +740,20 @@ def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> Con
             from err
 
 
+def conv_chain_pipelines(fn: func.FuncOp) -> tuple[str, ...]:
+    """The CONV_PIPELINES whose kernels take the conv chain `fn` (conv_chain_configs refuses
+    the others)."""
+    match = match_conv_chain(fn)
+    taken = []
+    for pipeline in CONV_PIPELINES:
+        try:
+            conv_chain_configs(match, pipeline)
+        except OpDiagnostic:
+            continue
+        taken.append(pipeline)
+    return tuple(taken)
+
+
 def conv_chain_dependency(spec: ConvChainSpec) -> sync.DependencyOp:
     """conv2's tile (d0, d1) at k-step s0 reads filter tap (r, s) = divmod(s0 BK / C, 3) over
     channels (s0 BK) mod C: conv1's column tile of those channels, in the tile rows of the halo
@@ -773,13 +787,17 @@ def conv_chain_stage_module(spec: ConvChainSpec) -> ModuleOp:
 
 def conv_chain_bindings(match: ConvChainMatch) -> dict[str, list[graph.BindAttr]]:
     """Kernel arguments x, w, y[, bias]: temp 0 is conv1's output (N x H x W x K1); the
-    filters K x 3 x 3 x C are the kernels' K x 9C as they are."""
+    filters K x 3 x 3 x C are the kernels' K x 9C as they are (`over`: a TMA conv's filter
+    map is encoded over that matrix)."""
     def bias(index: int | None) -> list[graph.BindAttr]:
         return [] if index is None else [graph.BindAttr("input", index)]
 
-    return {CONV1: [graph.BindAttr("input", match.x), graph.BindAttr("input", match.w1),
+    c, k1, k2 = match.channels
+    return {CONV1: [graph.BindAttr("input", match.x),
+                    graph.BindAttr("input", match.w1, over=(k1, 9 * c)),
                     graph.BindAttr("temp", 0), *bias(match.b1)],
-            CONV2: [graph.BindAttr("temp", 0), graph.BindAttr("input", match.w2),
+            CONV2: [graph.BindAttr("temp", 0), graph.BindAttr("input", match.w2,
+                                                              over=(k2, 9 * k1)),
                     graph.BindAttr("result", 0), *bias(match.b2)]}
 
 
@@ -906,8 +924,13 @@ def check_bindings(program: ModuleOp, signature: FunctionType,
         for index, (bind, param) in enumerate(zip(binds, params, strict=True)):
             kind = param.type
             element, count = _bound_type(bind, signature, temps)
+            if bind.matrix and math.prod(bind.matrix) != count:
+                raise diagnostic(PASS, op, f"@{name} binds {bind} over a matrix of "
+                                           f"{math.prod(bind.matrix)} elements to a tensor of "
+                                           f"{count}")
             if isinstance(kind, TensorMapType):
-                if bind.map_type != kind or element != kind.element_type:
+                if bind.map_type != kind or element != kind.element_type or \
+                        (kind.is_im2col and math.prod(kind.im2col_tensor) != count):
                     raise diagnostic(PASS, op, f"@{name} binds {bind} ({element}) to parameter "
                                                f"{index}, a {kind}")
                 continue
@@ -952,5 +975,6 @@ __all__ = ["CONV_PIPELINES", "AttentionMatch", "AttentionSpec", "ConvChainMatch"
            "ConvChainSpec",
            "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
            "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
+           "conv_chain_pipelines",
            "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",
            "match_mlp", "mlp_configs", "plan_configs"]

@@ -112,6 +112,35 @@ def test_compiled_conv_chain_has_two_kernels_and_the_halo():
     assert entry["temps"] == [(2, 16, 16, 64)]
 
 
+def test_a_conv_chain_is_compiled_in_each_pipeline_that_takes_it():
+    """Where it runs on a GPU a conv chain is compiled to each of CONV_FORMS whose kernels
+    take it (the faster measured runs): the im2col TMA convs' entry binds the input as an
+    im2col map, the filter as a tiled map over K x 9C, and takes tensor maps."""
+    from tilesync.api import parse
+    from tilesync.dialects import graph, sync
+    from tilesync.frontend.torch.compiler import CONV_FORMS, plan, stage_forms
+
+    _, (piece,) = _pieces(ConvChain(k1=128).half(),
+                          [torch.randn(2, 64, 16, 16, dtype=torch.half)])
+    module = graph_function(piece, names=False)
+    assert stage_forms(plan(module), module) == (STAGES_PASS, CONV_FORMS["tma_ws"])
+    entry = compile_entry((str(graph_function(piece, names=False)), CONV_FORMS["tma_ws"]))
+    assert entry["kernels"]["conv1"].user_params == ("tmap",) * 3 + ("ptr",)  # and the bias
+    assert ".global.im2col" in entry["ptx_by_module"]["conv2_module"]
+    assert 'sync.verified = "proved"' in entry["host"]
+    binds = {op.sym_name.data: list(op.attributes[graph.BIND_ATTR].data)
+             for op in parse(entry["host"]).ops if isinstance(op, sync.StageOp)}
+    x, w1 = binds["conv1"][:2]
+    assert x.map_type.is_im2col and x.map_tensor_shape((2, 16, 16, 64)) == (2, 16, 16, 64)
+    assert w1.map_tensor_shape((128, 3, 3, 64)) == (128, 576)  # K x 9C, not 9K x C
+    assert binds["conv1"][2].map_tensor_shape((2, 16, 16, 128)) == (512, 128)  # rows x K
+    # 96 input channels: not the TMA convs' 64-channel k-tiles; the cp.async ones take it
+    _, (narrow,) = _pieces(ConvChain(c=96).half(), [torch.randn(2, 96, 16, 16,
+                                                                dtype=torch.half)])
+    module = graph_function(narrow, names=False)
+    assert stage_forms(plan(module), module) == (STAGES_PASS,)
+
+
 def test_conv_chain_runs_through_the_custom_op_or_stays_with_a_reason(tmp_path):
     model = ConvChain().half()
     x = torch.randn(2, 64, 16, 16, dtype=torch.half)

@@ -1,6 +1,7 @@
 """The torch front end's attention, conv-chain and SwiGLU MLP pieces on the GPU, run our way
-(forced, strict; attention with and without GPT's 1/sqrt(width) on its scores; the MLP on the
-TMA GEMMs from 64 rows, a partial row of tiles too, and on the wgmma ones below): they match an fp32
+(forced, strict; a conv chain in each of its forms, cp.async and im2col TMA convs; attention
+with and without GPT's 1/sqrt(width) on its scores; the MLP on the TMA GEMMs from 64 rows, a
+partial row of tiles too, and on the wgmma ones below): they match an fp32
 reference computed from the same fp16 inputs (and eager torch) on fresh inputs with every
 temporary and result filled with NaN before the kernels run, 20 runs back to back without a
 memset, a CUDA graph capture replayed on new data into a poisoned output, and the second
@@ -135,6 +136,25 @@ def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, po
 
     _runs_our_way(model, make_input, "Conv→ReLU→Conv" if relu else "Conv→Conv", tmp_path,
                   graph_replays)
+
+
+@pytest.mark.parametrize("pipeline", list(compiler.CONV_FORMS))
+@pytest.mark.parametrize(("images", "size", "channels"), [
+    (2, 16, 128),  # two column tiles of the TMA convs' 64; conv2's tiles wait across images
+    (1, 56, 64),
+])
+def test_each_form_of_a_conv_chain_runs_our_way(pipeline, images, size, channels, tmp_path,
+                                                poisoned, graph_replays, monkeypatch):
+    """Each of CONV_FORMS alone (the tuning's choice out of the way), with biases and ReLU:
+    the im2col TMA convs take their input as an im2col map and their filter as a map over
+    K x 9C (`over`), which the runner encodes from torch's tensors."""
+    form = compiler.CONV_FORMS[pipeline]
+    monkeypatch.setattr(compiler, "stage_forms", lambda spec, module: (form,))
+    torch.manual_seed(images * size + channels)
+    model = ConvChain(channels, relu=True, bias=True).half().cuda().eval()
+    _runs_our_way(model, lambda: torch.randn(images, channels, size, size, dtype=torch.half,
+                                             device="cuda"),
+                  "Conv→ReLU→Conv", tmp_path, graph_replays)
 
 
 def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned, graph_replays):

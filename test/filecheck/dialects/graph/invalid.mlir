@@ -178,6 +178,16 @@ func.func private @f() attributes {bind = #graph.bind<input 0 as f16>}
 
 // -----
 
+func.func private @f() attributes {bind = #graph.bind<input 1 over [128, 3, 192]>}
+// CHECK: #graph.bind: 'over' takes a matrix's two sizes (>= 1), got [128, 3, 192]
+
+// -----
+
+func.func private @f() attributes {bind = #graph.bind<input 0 over [512, 64] as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>}
+// CHECK: #graph.bind: an im2col map is encoded over the tensor its type names, not an 'over' matrix
+
+// -----
+
 func.func @f(%x: tensor<8x128xf16>, %g: tensor<64xf16>, %b: tensor<128xf16>) -> tensor<8x128xf16> {
   %y = graph.layer_norm %x, %g, %b eps 1.0e-05 : (tensor<8x128xf16>, tensor<64xf16>, tensor<128xf16>) -> tensor<8x128xf16>
   func.return %y : tensor<8x128xf16>

@@ -90,3 +90,8 @@ func.func private @bound() attributes {binds = [#graph.bind<input 0>, #graph.bin
 // A binding of a TMA kernel's parameter carries the map's type (box, element, swizzle).
 // CHECK-LABEL: func.func private @bound_map() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}
 func.func private @bound_map() attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}
+
+// A conv's filter read as the kernel's K x 9C matrix (`over`), with and without a tiled map
+// encoded over it; an im2col map names its tensor in its type.
+// CHECK-LABEL: func.func private @bound_over() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2 over [128, 576]>]}
+func.func private @bound_over() attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2 over [128, 576]>]}

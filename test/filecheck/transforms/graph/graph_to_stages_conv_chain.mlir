@@ -31,8 +31,8 @@ func.func @conv_chain(%x: tensor<2x16x16x64xf16>, %w1: tensor<128x3x3x64xf16>, %
 // CHECK:      gpu.func @conv2(%A: memref<2x16x16x128xf16>, %B: memref<64x1152xf16>, %C: memref<512x64xf16>) kernel
 // CHECK:      tile.cp_async %{{.*}}, %A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] masked swizzle {{.*}} : memref<4x128x64xf16, 3 : i64>, memref<2x16x16x128xf16>
 
-// CHECK:      sync.stage @conv1 {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @conv1_module::@conv1, grid = array<i64: 4, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
-// CHECK-NEXT: sync.stage @conv2 {graph.bind = [#graph.bind<temp 0>, #graph.bind<input 3>, #graph.bind<result 0>], kernel = @conv2_module::@conv2, grid = array<i64: 4, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK:      sync.stage @conv1 {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1 over [128, 576]>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @conv1_module::@conv1, grid = array<i64: 4, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK-NEXT: sync.stage @conv2 {graph.bind = [#graph.bind<temp 0>, #graph.bind<input 3 over [64, 1152]>, #graph.bind<result 0>], kernel = @conv2_module::@conv2, grid = array<i64: 4, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
 // k-step s0 of conv2 reads the 64 channels (s0 mod 2) · 64 of one filter tap: conv1's column
 // tile s0 mod 2; its 128 pixels read one image row above and below: tile rows d0 - 1 .. d0 + 1
 // (the first and last tile rows' neighbours past the grid are padding: clipped).

@@ -6,7 +6,8 @@
 // warp-specialized TMA GEMM, one tile a block (sync hooks), 64-row tiles (one consumer
 // warpgroup and a producer warpgroup: 256 threads) with the TMA-store epilogue. A is an
 // im2col map of the conv's input, whose type has the tensor's shape; conv2's is conv1's
-// output (temp 0) as 2 x 16 x 16 x 128, its C a tiled map of the same temp as 512 x 128.
+// output (temp 0) as 2 x 16 x 16 x 128, its C a tiled map of the same temp as 512 x 128; B a
+// tiled map of the filter over the matrix K x 9C (`over`), as the kernel reads it.
 func.func @conv_chain(%x: tensor<2x16x16x64xf16>, %w1: tensor<128x3x3x64xf16>, %b1: tensor<128xf16>, %w2: tensor<64x3x3x128xf16>) -> tensor<2x16x16x64xf16> {
   %h = graph.conv2d %x, %w1, %b1 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<2x16x16x64xf16>, tensor<128x3x3x64xf16>, tensor<128xf16>) -> tensor<2x16x16x128xf16>
   %a = graph.relu %h : tensor<2x16x16x128xf16>
@@ -23,8 +24,8 @@ func.func @conv_chain(%x: tensor<2x16x16x64xf16>, %w1: tensor<128x3x3x64xf16>, %
 // CHECK:      tile.tma_load %A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}], {{.*}} : !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>
 // CHECK-NEXT: tile.tma_load %B[%{{.*}}, %{{.*}}], {{.*}} : !tile.tensor_map<64x64xf16, swizzle 128>
 // CHECK:      gpu.func @conv2(%A: !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 128]>, %B: !tile.tensor_map<64x64xf16, swizzle 128>, %C: !tile.tensor_map<64x64xf16, swizzle 128>) kernel
-// CHECK:      sync.stage @conv1 {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2>], kernel = @conv1_module::@conv1, grid = array<i64: 8, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 64, 64, 64>}
-// CHECK-NEXT: sync.stage @conv2 {graph.bind = [#graph.bind<temp 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 128]>>, #graph.bind<input 3 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<result 0 as !tile.tensor_map<64x64xf16, swizzle 128>>], kernel = @conv2_module::@conv2, grid = array<i64: 8, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 64, 64, 64>}
+// CHECK:      sync.stage @conv1 {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2>], kernel = @conv1_module::@conv1, grid = array<i64: 8, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 64, 64, 64>}
+// CHECK-NEXT: sync.stage @conv2 {graph.bind = [#graph.bind<temp 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 128]>>, #graph.bind<input 3 over [64, 1152] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<result 0 as !tile.tensor_map<64x64xf16, swizzle 128>>], kernel = @conv2_module::@conv2, grid = array<i64: 8, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 64, 64, 64>}
 // 64 pixels are 4 image rows: the halo is one tile row either side.
 // CHECK-NEXT: sync.dependency @conv1 -> @conv2 operand 0 tiles (d0, d1)[s0, s1] -> (d0 + s1 + -1, s0 mod 2) forall s0 in [0, 18), s1 in [0, 3) clipped
 
