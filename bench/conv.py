@@ -24,6 +24,8 @@ same passes (mlp.MODES):
                   conv-pipeline=tma_ws kernels (warp-specialized, A copied by im2col TMA
                   loads, 64-row tiles; a producer thread waits, then fences the async proxy
                   before its copies of h), against tma:stream_sync;
+* tma:persistent  the same TMA convs without sync hooks, so persistent (at most a block an
+                  SM walking its tiles), in stream order (graph-to-stages' persistent=true);
 
 and cuDNN through torch: eager (F.conv2d -> relu -> F.conv2d on NCHW views of the NHWC
 tensors, channels_last, as bench/kernels.py conv_benchmarks does) and the same replayed from a
@@ -73,12 +75,14 @@ VERIFY_SMS = 132  # sync-verify's sms option (the H100's SMs; only co-residency 
 TMA = mlp.TMA
 CP_ASYNC_MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+order+pdl",
                   "row+wait_kernel")
-TMA_MODES = tuple(f"{TMA}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
-                                               "row+wait_kernel"))
+PERSISTENT = mlp.PERSISTENT
+TMA_MODES = (*(f"{TMA}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
+                                           "row+wait_kernel")), PERSISTENT)
 MODES = CP_ASYNC_MODES + TMA_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike; the tma:
 modes run graph-to-stages' conv-pipeline=tma_ws kernels (no tile order: the TMA convs have no
-`sync.tile`), their speedup against tma:stream_sync."""
+`sync.tile`), their speedup against tma:stream_sync; tma:persistent runs the same convs without
+sync hooks as persistent grids in stream order (graph-to-stages' persistent=true)."""
 TORCH_MODES = mlp.TORCH_MODES
 
 
@@ -157,8 +161,13 @@ def modes_for(shape: tuple[int, int, int], modes=MODES) -> list[str]:
 
 def stage_module(shape: tuple[int, int, int], mode: str):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
-    from tilesync.transforms.graph.graph_to_stages import conv_chain_stage_module
+    from tilesync.transforms.graph.graph_to_stages import (
+        conv_chain_persistent_module,
+        conv_chain_stage_module,
+    )
 
+    if mode == PERSISTENT:
+        return conv_chain_persistent_module(mode_spec(shape, mode))
     return stage_bench.for_mode(conv_chain_stage_module(mode_spec(shape, mode)), mode)
 
 
@@ -276,8 +285,9 @@ def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
              name: str, spec=None) -> dict[str, Any]:
     """One mode (running `spec`'s kernels, default the data's): both stages proved, then timed
     (stage_bench.run_proved)."""
+    persistent = entry["job"][1] == PERSISTENT  # no dependency: nothing to prove
     return stage_bench.run_proved(entry, data, data.kernel_args(spec), warmup, reps, name,
-                                  ("conv1", "conv2"))
+                                  () if persistent else ("conv1", "conv2"))
 
 
 def config_label(spec) -> str:
@@ -402,10 +412,10 @@ def main(argv=None) -> int:
                                        GPU_TEST_SHAPES, argv)
 
 
-__all__ = ["CP_ASYNC_MODES", "GPU_TEST_SHAPES", "MODES", "SHAPES", "TMA_MODES", "ChainData",
-           "chain_spec", "compile_job", "compile_jobs", "conv_benchmarks", "conv_cache",
-           "conv_plot", "conv_table", "mode_spec", "modes_for", "pipeline_of", "precompile",
-           "refusal", "refusals", "stage_module", "verdicts"]
+__all__ = ["CP_ASYNC_MODES", "GPU_TEST_SHAPES", "MODES", "PERSISTENT", "SHAPES", "TMA_MODES",
+           "ChainData", "chain_spec", "compile_job", "compile_jobs", "conv_benchmarks",
+           "conv_cache", "conv_plot", "conv_table", "mode_spec", "modes_for", "pipeline_of",
+           "precompile", "refusal", "refusals", "stage_module", "verdicts"]
 
 
 if __name__ == "__main__":

@@ -463,12 +463,13 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
         spec = plan(module, stack)
     except CompileError as err:
         return _refuse(entry, options, err.message)
+    graph_text = str(module)  # the compile's input and the cache keys' (printed once)
     status = device_status(piece.infos)
     rates = cost.rates_for(_device_name(status))
     entry.predicted = cost.predict_stack(spec, rates) if stack else cost.predict(spec, rates)
     if status is not None:
         if options.emit_ptx:  # one form of a piece: nothing here measures others
-            _compile(module, entry, options, stack,
+            _compile(graph_text, entry, options, stack,
                      stack_passes(options) if stack else (STAGES_PASS,))
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
@@ -482,16 +483,16 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
         entry.reason = "the cost model"
         return None
     forms = stack_passes(options) if stack else stage_forms(spec, module)
-    compiled = _compile(module, entry, options, stack, forms)
+    compiled = _compile(graph_text, entry, options, stack, forms)
     if compiled is None:
         return None
-    runner = _fastest(piece, compiled, forms, _example_values(piece, gm, env), str(module),
+    runner = _fastest(piece, compiled, forms, _example_values(piece, gm, env), graph_text,
                       entry, options)
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
     example = _example_values(piece, gm, env)
-    key = repr((str(module), _device_name(None), SYNC_PASSES))
+    key = repr((graph_text, _device_name(None), SYNC_PASSES))
     entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
     ours, theirs = entry.measured
     if ours < cost.WIN_MARGIN * theirs:
@@ -501,11 +502,14 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     return None
 
 
-CONV_FORMS = {"cp_async": STAGES_PASS, "tma_ws": "graph-to-stages{conv-pipeline=tma_ws}"}
-"""The stage programs a conv chain is compiled to where it runs here (those of graph-to-stages'
-CONV_PIPELINES that take it), measured on the device (once, cached) and the faster kept: on an
-H200 the im2col TMA convs ran the bench's 56x56 chains 1.0-1.4x cuDNN in a graph at batch 1
-and C = 128 of batch 8, the cp.async convs faster at C = 64 from batch 8 (bench conv)."""
+CONV_FORMS = {"cp_async": (STAGES_PASS,),
+              "tma_ws": ("graph-to-stages{conv-pipeline=tma_ws}",
+                         "graph-to-stages{persistent=true conv-pipeline=tma_ws}")}
+"""The stage programs a conv chain is compiled to where it runs here, per graph-to-stages'
+CONV_PIPELINES that take it (the TMA convs tile-synchronized, and persistent in stream order),
+measured on the device (once, cached) and the fastest kept: on an H200 the im2col TMA convs
+ran the bench's 56x56 chains 1.0-1.4x cuDNN in a graph at batch 1 and C = 128 of batch 8, the
+cp.async convs faster at C = 64 from batch 8 (bench conv)."""
 
 
 def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
@@ -517,7 +521,8 @@ def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
 
     if isinstance(spec, ConvChainSpec):
         fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
-        return tuple(CONV_FORMS[pipeline] for pipeline in conv_chain_pipelines(fn))
+        return tuple(form for pipeline in conv_chain_pipelines(fn)
+                     for form in CONV_FORMS[pipeline])
     return mlp_forms(spec)
 
 
@@ -567,13 +572,13 @@ def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
                     piece.out_layout, out.shape)
 
 
-def _compile(module, entry: PieceReport, options: Options, stack: bool,
+def _compile(graph_text: str, entry: PieceReport, options: Options, stack: bool,
              forms: tuple[str, ...]) -> list[dict[str, Any]] | None:
     from tilesync.contract import CompileError
 
     start = time.perf_counter()
     try:
-        compiled, entry.cached = cached_entry(str(module), options, stack, forms)
+        compiled, entry.cached = cached_entry(graph_text, options, stack, forms)
     except CompileError as err:
         _refuse(entry, options, f"compile: {err.message}")
         return None

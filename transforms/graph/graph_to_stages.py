@@ -53,7 +53,9 @@ the H columns of one tile a multiple of GEMM2's BK. The dependency maps each k-s
 onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). With
 `persistent=true` an MLP's TMA GEMMs have no sync hooks and run as persistent grids in stream
 order, with no dependency (kernels/mlp.py `mlp_persistent_module`): the faster form where tile
-sync gains less than a block a tile costs (bench mlp's tma:persistent). A piece no
+sync gains less than a block a tile costs (bench mlp's tma:persistent); so do a conv chain's
+TMA convs with `persistent=true conv-pipeline=tma_ws` (`conv_chain_persistent_module`, bench
+conv's tma:persistent). A piece no
 pattern covers, an epilogue the GEMM does not compute, or a shape the kernels refuse is a
 diagnostic at the op concerned.
 """
@@ -61,7 +63,7 @@ diagnostic at the op concerned.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func, gpu
@@ -785,6 +787,21 @@ def conv_chain_stage_module(spec: ConvChainSpec) -> ModuleOp:
     return ModuleOp(ops)
 
 
+def conv_chain_persistent_module(spec: ConvChainSpec) -> ModuleOp:
+    """The chain's TMA convs without sync hooks, so persistent grids (at most a block an SM
+    walking its tiles; the kernels `conv_sweep` times alone), conv1 then conv2 on stream 0 with
+    no dependency: stream order is their only synchronization (mlp_persistent_module's form).
+    """
+    if spec.conv1.pipeline != "tma_ws":
+        raise ValueError("persistent convs are the warp-specialized TMA ones (tma_ws)")
+    convs = [replace(cfg, sync_hooks=False) for cfg in (spec.conv1, spec.conv2)]
+    ops: list[Operation] = [op.clone() for cfg in convs for op in conv2d_module(cfg).ops]
+    ops += [sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.gemm.grid[:2],
+                         cfg.block, output_tile(cfg.gemm)) for cfg in convs]
+    ops += [sync.LaunchOp(CONV1, stream=0), sync.LaunchOp(CONV2, stream=0)]
+    return ModuleOp(ops)
+
+
 def conv_chain_bindings(match: ConvChainMatch) -> dict[str, list[graph.BindAttr]]:
     """Kernel arguments x, w, y[, bias]: temp 0 is conv1's output (N x H x W x K1); the
     filters K x 3 x 3 x C are the kernels' K x 9C as they are (`over`: a TMA conv's filter
@@ -839,12 +856,18 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str
     `persistent`: an MLP's GEMMs as persistent grids in stream order; `conv_pipeline`: a conv
     chain's kernels (CONV_PIPELINES)."""
     element = fn.function_type.inputs.data[0].element_type  # type: ignore[attr-defined]
-    if persistent and (_is_conv_chain(fn) or _is_attention(fn)):
-        raise diagnostic(PASS, fn, "persistent=true takes an MLP: a conv chain's and "
+    if persistent and _is_attention(fn):
+        raise diagnostic(PASS, fn, "persistent=true takes an MLP or a conv chain of TMA convs: "
                                    "attention's kernels run a block a tile")
+    if persistent and _is_conv_chain(fn) and conv_pipeline != "tma_ws":
+        raise diagnostic(PASS, fn, "persistent=true takes a conv chain's TMA convs "
+                                   "(conv-pipeline=tma_ws): the cp.async convs run a block a "
+                                   "tile")
     if _is_conv_chain(fn):
         chain = match_conv_chain(fn)
-        module = conv_chain_stage_module(conv_chain_configs(chain, conv_pipeline))
+        spec = conv_chain_configs(chain, conv_pipeline)
+        module = conv_chain_persistent_module(spec) if persistent else \
+            conv_chain_stage_module(spec)
         binds = conv_chain_bindings(chain)
         temps = [TensorType(element, [chain.images, chain.height, chain.width,
                                       chain.channels[1]])]
@@ -950,8 +973,9 @@ class GraphToStagesPass(ModulePass):
     name = PASS
 
     persistent: bool = False
-    """An MLP's two TMA GEMMs without sync hooks, as persistent grids (at most a block an SM
-    walking its tiles) one after the other on one stream, with no dependency: the form that
+    """An MLP's two TMA GEMMs (or a conv chain's TMA convs, with conv-pipeline=tma_ws) without
+    sync hooks, as persistent grids (at most a block an SM walking its tiles) one after the
+    other on one stream, with no dependency: the form that
     runs them fastest where tile sync gains less than a block a tile costs (bench mlp's
     tma:persistent)."""
     conv_pipeline: str = "cp_async"
@@ -975,6 +999,6 @@ __all__ = ["CONV_PIPELINES", "AttentionMatch", "AttentionSpec", "ConvChainMatch"
            "ConvChainSpec",
            "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
            "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
-           "conv_chain_pipelines",
+           "conv_chain_persistent_module", "conv_chain_pipelines",
            "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",
            "match_mlp", "mlp_configs", "plan_configs"]

@@ -45,6 +45,10 @@ def test_every_mode_is_proved_with_its_guarantee_and_policy(shape):
         module = conv.stage_module(shape, mode)
         lower(module, conv.mode_passes(mode))
         stages = {op.sym_name.data: op for op in module.ops if isinstance(op, sync.StageOp)}
+        if mode == conv.PERSISTENT:  # no dependency, one stream: nothing for sync-verify
+            assert not any(isinstance(op, sync.DependencyOp) for op in module.ops)
+            assert all("sync.verified" not in s.attributes for s in stages.values())
+            continue
         assert {n: s.attributes["sync.verified"].data for n, s in stages.items()} == \
             {"conv1": "proved", "conv2": "proved"}, mode
         sync_mode = mode.removeprefix(conv.TMA)
@@ -76,7 +80,7 @@ def test_a_shape_is_refused_per_pipeline_with_each_reason():
     assert conv.refusals((1, 56, 96), conv.CP_ASYNC_MODES).keys() == {"cp_async"}
     # one column of 64 channels: tma:tile+pdl would be tma:row+pdl's program
     assert [m for m in conv.modes_for((1, 56, 64)) if m.startswith(conv.TMA)] == \
-        ["tma:stream_sync", "tma:row+pdl", "tma:row+wait_kernel"]
+        ["tma:stream_sync", "tma:row+pdl", "tma:row+wait_kernel", "tma:persistent"]
 
 
 def test_every_mode_compiles_to_ptx_nvjitlink_accepts():
@@ -86,7 +90,8 @@ def test_every_mode_compiles_to_ptx_nvjitlink_accepts():
         assert entry["target"] == "sm_90a", mode  # wgmma
         assert set(entry["ptx_by_module"]) >= {"conv1_module", "conv2_module"}
         assert {"conv1", "conv2"} <= set(entry["resources"]), entry["resources"]
-        assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
+        assert conv.verdicts(entry["host"]) == \
+            ({} if mode == conv.PERSISTENT else {"conv1": "proved", "conv2": "proved"})
         params = entry["kernels"]["conv1"].user_params
         assert params == (("tmap",) * 3 if mode.startswith(conv.TMA) else ("ptr",) * 3), \
             (mode, params)

@@ -114,8 +114,9 @@ def test_compiled_conv_chain_has_two_kernels_and_the_halo():
 
 def test_a_conv_chain_is_compiled_in_each_pipeline_that_takes_it():
     """Where it runs on a GPU a conv chain is compiled to each of CONV_FORMS whose kernels
-    take it (the faster measured runs): the im2col TMA convs' entry binds the input as an
-    im2col map, the filter as a tiled map over K x 9C, and takes tensor maps."""
+    take it (the fastest measured runs): the im2col TMA convs' entry binds the input as an
+    im2col map, the filter as a tiled map over K x 9C, and takes tensor maps; their persistent
+    form has no dependency."""
     from tilesync.api import parse
     from tilesync.dialects import graph, sync
     from tilesync.frontend.torch.compiler import CONV_FORMS, plan, stage_forms
@@ -123,8 +124,9 @@ def test_a_conv_chain_is_compiled_in_each_pipeline_that_takes_it():
     _, (piece,) = _pieces(ConvChain(k1=128).half(),
                           [torch.randn(2, 64, 16, 16, dtype=torch.half)])
     module = graph_function(piece, names=False)
-    assert stage_forms(plan(module), module) == (STAGES_PASS, CONV_FORMS["tma_ws"])
-    entry = compile_entry((str(graph_function(piece, names=False)), CONV_FORMS["tma_ws"]))
+    assert stage_forms(plan(module), module) == (STAGES_PASS, *CONV_FORMS["tma_ws"])
+    tile_sync, persistent = CONV_FORMS["tma_ws"]
+    entry = compile_entry((str(graph_function(piece, names=False)), tile_sync))
     assert entry["kernels"]["conv1"].user_params == ("tmap",) * 3 + ("ptr",)  # and the bias
     assert ".global.im2col" in entry["ptx_by_module"]["conv2_module"]
     assert 'sync.verified = "proved"' in entry["host"]
@@ -134,6 +136,9 @@ def test_a_conv_chain_is_compiled_in_each_pipeline_that_takes_it():
     assert x.map_type.is_im2col and x.map_tensor_shape((2, 16, 16, 64)) == (2, 16, 16, 64)
     assert w1.map_tensor_shape((128, 3, 3, 64)) == (128, 576)  # K x 9C, not 9K x C
     assert binds["conv1"][2].map_tensor_shape((2, 16, 16, 128)) == (512, 128)  # rows x K
+    entry = compile_entry((str(graph_function(piece, names=False)), persistent))
+    assert "sync.dependency" not in entry["host"] and "pdl" not in entry["host"]
+    assert "tilesync_next_epoch" not in entry["kernels"]  # no semaphores: stream order
     # 96 input channels: not the TMA convs' 64-channel k-tiles; the cp.async ones take it
     _, (narrow,) = _pieces(ConvChain(c=96).half(), [torch.randn(2, 96, 16, 16,
                                                                 dtype=torch.half)])

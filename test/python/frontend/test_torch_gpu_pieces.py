@@ -138,17 +138,17 @@ def test_conv_chain_runs_our_way(images, relu, bias, channels_last, tmp_path, po
                   graph_replays)
 
 
-@pytest.mark.parametrize("pipeline", list(compiler.CONV_FORMS))
+@pytest.mark.parametrize("form", [f for forms in compiler.CONV_FORMS.values() for f in forms])
 @pytest.mark.parametrize(("images", "size", "channels"), [
     (2, 16, 128),  # two column tiles of the TMA convs' 64; conv2's tiles wait across images
     (1, 56, 64),
 ])
-def test_each_form_of_a_conv_chain_runs_our_way(pipeline, images, size, channels, tmp_path,
+def test_each_form_of_a_conv_chain_runs_our_way(form, images, size, channels, tmp_path,
                                                 poisoned, graph_replays, monkeypatch):
     """Each of CONV_FORMS alone (the tuning's choice out of the way), with biases and ReLU:
-    the im2col TMA convs take their input as an im2col map and their filter as a map over
-    K x 9C (`over`), which the runner encodes from torch's tensors."""
-    form = compiler.CONV_FORMS[pipeline]
+    the im2col TMA convs (tile-synchronized, or persistent in stream order) take their input
+    as an im2col map and their filter as a map over K x 9C (`over`), which the runner encodes
+    from torch's tensors."""
     monkeypatch.setattr(compiler, "stage_forms", lambda spec, module: (form,))
     torch.manual_seed(images * size + channels)
     model = ConvChain(channels, relu=True, bias=True).half().cuda().eval()
