@@ -118,17 +118,18 @@ def pipeline_of(mode: str) -> str:
     return "tma_ws" if mode.startswith(TMA) else "cp_async"
 
 
-def chain_spec(shape: tuple[int, int, int], pipeline: str = "cp_async"):
+def chain_spec(shape: tuple[int, int, int], pipeline: str = "cp_async",
+               persistent: bool = False):
     """graph-to-stages' ConvChainSpec of `shape` (raises its diagnostic where it refuses);
-    `pipeline`: its conv-pipeline."""
+    `pipeline`: its conv-pipeline; `persistent`: the tiles of its persistent form."""
     from tilesync.transforms.graph.graph_to_stages import conv_chain_configs, match_conv_chain
 
-    return conv_chain_configs(match_conv_chain(chain_function(*shape)), pipeline)
+    return conv_chain_configs(match_conv_chain(chain_function(*shape)), pipeline, persistent)
 
 
 def mode_spec(shape: tuple[int, int, int], mode: str):
     """The ConvChainSpec whose kernels `mode` runs."""
-    return chain_spec(shape, pipeline_of(mode))
+    return chain_spec(shape, pipeline_of(mode), mode == PERSISTENT)
 
 
 def refusal(shape: tuple[int, int, int], pipeline: str = "cp_async") -> str | None:
@@ -290,11 +291,12 @@ def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
                                   () if persistent else ("conv1", "conv2"))
 
 
-def config_label(spec) -> str:
+def config_label(spec, persistent: bool = False) -> str:
     conv1 = spec.conv1
     bm, bn, bk = conv1.tile
-    return (f"{conv1.pipeline}: BM {bm} BN {bn} BK {bk}, {conv1.stages} stages, grid "
-            f"{conv1.grid[0]}x{conv1.grid[1]}, halo {spec.halo}")
+    tiles = f"{conv1.grid[0]}x{conv1.grid[1]} tiles"
+    return (f"{conv1.pipeline}{' persistent' if persistent else ''}: BM {bm} BN {bn} BK {bk}, "
+            f"{conv1.stages} stages, {tiles}" + ("" if persistent else f", halo {spec.halo}"))
 
 
 def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -326,9 +328,10 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
             row["refused"] = refused[shape]
             continue
         shape_modes = modes_for(shape, modes)
-        specs = {p: chain_spec(shape, p) for p in dict.fromkeys(map(pipeline_of, shape_modes))}
+        specs = {m: mode_spec(shape, m) for m in shape_modes}
         spec = next(iter(specs.values()))
-        row.update(config="; ".join(map(config_label, specs.values())),
+        labels = {m: config_label(s, m == PERSISTENT) for m, s in specs.items()}
+        row.update(config="; ".join(dict.fromkeys(labels.values())),
                    flops=flops(spec), floor_ms=floor_ms(spec, rates))
         if partly_refused := refusals(shape, modes):
             row["refused_pipelines"] = partly_refused
@@ -343,7 +346,7 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         lost = stage_bench.time_modes(
             row, shape_modes, {m: compiled[(shape, m, False)] for m in shape_modes},
             lambda entry, name, data=data, specs=specs: run_mode(
-                entry, data, warmup, reps, name, specs[pipeline_of(entry["job"][1])]),
+                entry, data, warmup, reps, name, specs[entry["job"][1]]),
             shape_label(shape))
         if lost is None:
             stage_bench.time_libraries(row, data, warmup, reps, {"torch": data.torch_chain})

@@ -664,7 +664,7 @@ class ConvChainSpec:
 
     conv1: ConvConfig
     conv2: ConvConfig
-    halo: int
+    halo: int | None  # None: tiles straddle images (the persistent form: no dependency)
 
     @property
     def gemms(self) -> tuple[GemmConfig, ...]:
@@ -701,9 +701,32 @@ at 56x56 where 128 rows straddle images. Standalone on an H200 (conv-tma-*), 64 
 1.12, 1.22, 0.95 of cuDNN on 56x56 layers of batch 1 C = 256, batch 8 C = 128 and 256."""
 
 
-def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> ConvChainSpec:
+_TMA_PERSISTENT_CONV_TILES = ((128, (128, 64), (8, 1), None), (64, (128, 64), (4, 1), None))
+"""_TMA_CONV_TILES of the chain's persistent TMA convs, which have no dependency, so tiles may
+straddle images: two consumer warpgroups over 128 rows where that leaves two waves of tiles or
+more (PERSISTENT_CONV_MIN_TILES), else one over 64. Standalone on an H200 (conv-tma-*, 56x56)
+that takes the best measured tile of 6 of the chain's 7 layers (128 x 128 at batch 8 C = 256:
+1.06 of cuDNN where 64 x 128 ran at 0.95; 64 x 128 at batch 8 C = 128: 1.22 against 1.08)."""
+PERSISTENT_CONV_MIN_TILES = 2 * H100_SMS
+
+
+def _persistent_conv_tiles(pixels: int, channels: int) -> tuple:
+    """The first of _TMA_PERSISTENT_CONV_TILES whose tiles (at conv_width) number
+    PERSISTENT_CONV_MIN_TILES or more, else the last."""
+    for config in _TMA_PERSISTENT_CONV_TILES[:-1]:
+        bm, widths = config[0], config[1]
+        tiles = -(-pixels // bm) * (channels // conv_width(bm, widths, pixels, channels))
+        if tiles >= PERSISTENT_CONV_MIN_TILES:
+            return config
+    return _TMA_PERSISTENT_CONV_TILES[-1]
+
+
+def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async",
+                       persistent: bool = False) -> ConvChainSpec:
     """wgmma convs (BK 64) of one BM where no tile straddles images; a diagnostic where the
-    kernels cannot take the shapes. `pipeline`: one of CONV_PIPELINES."""
+    kernels cannot take the shapes. `pipeline`: one of CONV_PIPELINES; `persistent` (tma_ws
+    only): the tiles of the chain's persistent form (_TMA_PERSISTENT_CONV_TILES; halo None
+    where they straddle images: that form has no dependency)."""
     c, k1, k2 = match.channels
     n, h, w = match.images, match.height, match.width
     if k1 % CONV_BK:
@@ -715,15 +738,21 @@ def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async") -> Con
         raise diagnostic(PASS, match.anchor, f"conv-pipeline=tma_ws copies 64-channel k-tiles "
                                              f"of one filter tap: the input has {c} channels, "
                                              f"not a multiple of {CONV_BK}")
-    tiles = _TMA_CONV_TILES if tma else _CONV_TILES
-    usable = [(config, conv_halo(config[0], h, w)) for config in tiles
-              if conv_halo(config[0], h, w) is not None]
-    if not usable:
-        rows = " or ".join(str(config[0]) for config in sorted(tiles))
-        raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of {rows} pixels "
-                                             "straddle images (the halo then reaches whole "
-                                             "images)")
-    (bm, widths, warps, stages), halo = usable[0]
+    if persistent and not tma:
+        raise ValueError("persistent convs are the warp-specialized TMA ones (tma_ws)")
+    if persistent:
+        bm, widths, warps, stages = _persistent_conv_tiles(n * h * w, k1)
+        halo = conv_halo(bm, h, w)
+    else:
+        tiles = _TMA_CONV_TILES if tma else _CONV_TILES
+        usable = [(config, conv_halo(config[0], h, w)) for config in tiles
+                  if conv_halo(config[0], h, w) is not None]
+        if not usable:
+            rows = " or ".join(str(config[0]) for config in sorted(tiles))
+            raise diagnostic(PASS, match.anchor, f"{h}x{w} images: output tiles of {rows} "
+                                                 "pixels straddle images (the halo then "
+                                                 "reaches whole images)")
+        (bm, widths, warps, stages), halo = usable[0]
 
     def conv(name, cin, cout, epilogue):
         bn = conv_width(bm, widths, n * h * w, cout)
@@ -865,7 +894,7 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str
                                    "tile")
     if _is_conv_chain(fn):
         chain = match_conv_chain(fn)
-        spec = conv_chain_configs(chain, conv_pipeline)
+        spec = conv_chain_configs(chain, conv_pipeline, persistent)
         module = conv_chain_persistent_module(spec) if persistent else \
             conv_chain_stage_module(spec)
         binds = conv_chain_bindings(chain)

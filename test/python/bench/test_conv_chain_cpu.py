@@ -72,6 +72,19 @@ def test_the_tma_modes_run_the_tma_convs_and_the_others_the_cp_async_ones():
             ("tma_ws" if mode in conv.TMA_MODES else "cp_async"), mode
 
 
+def test_the_persistent_form_takes_128_row_tiles_where_they_leave_two_waves():
+    """tma:persistent has no dependency: its tiles may straddle images (no halo), 128 rows
+    where that leaves PERSISTENT_CONV_MIN_TILES tiles or more."""
+    from tilesync.transforms.graph.graph_to_stages import PERSISTENT_CONV_MIN_TILES
+
+    wide = conv.mode_spec((8, 56, 256), conv.PERSISTENT)  # 196 x 2 tiles of 128 x 128
+    assert wide.conv1.tile[:2] == (128, 128) and wide.halo is None
+    assert math.prod(wide.conv1.grid[:2]) >= PERSISTENT_CONV_MIN_TILES
+    few = conv.mode_spec((8, 56, 128), conv.PERSISTENT)  # 196 tiles of 128 rows: too few
+    assert few.conv1.tile[:2] == (64, 128) and few.halo == 2
+    assert few.conv1 == conv.mode_spec((8, 56, 128), "tma:row+pdl").conv1
+
+
 def test_a_shape_is_refused_per_pipeline_with_each_reason():
     # 96 channels: neither the TMA convs' 64-channel k-tiles nor conv2's k-tile
     why = conv.refusals((1, 56, 96))

@@ -55,4 +55,4 @@ func.func @attention(%x: tensor<64x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tens
   %y = graph.linear %o, %wo : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
   func.return %y : tensor<64x64xf16>
 }
-// CHECK: graph-to-stages: persistent=true takes an MLP: a conv chain's and attention's kernels run a block a tile
+// CHECK: graph-to-stages: persistent=true takes an MLP or a conv chain of TMA convs: attention's kernels run a block a tile
