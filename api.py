@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -294,9 +295,9 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     stage dependencies whose hooks are not filled yet. `debug` and `timeout_ns` set the
     spin-wait lowering's options in the default pipeline; `keep_ir` keeps the IR text after
     every pass in `ir_after`; `verify_each` verifies after every pass (by default the lowered
-    IR is verified once, while LLVM emits the PTX: `pass_seconds` has it as "verify";
-    "ptx:<module>" is translation + LLVM). Raises CompileError (VerifyError where sync-verify
-    refuses the program).
+    IR is verified once, while LLVM emits the PTX: `pass_seconds` has it as "verify", and the
+    compile's garbage collected then as "gc"; "ptx:<module>" is translation + LLVM). Raises
+    CompileError (VerifyError where sync-verify refuses the program).
     """
     check_target(target)
     if isinstance(module_or_text, os.PathLike):
@@ -310,7 +311,7 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     if not isinstance(module_or_text, str | ModuleOp):
         raise CompileError("expected MLIR text, a path or a ModuleOp, got "
                            f"{type(module_or_text).__name__}")
-    with _gc_paused():
+    with _gc_paused() as collect_garbage:
         ctx = make_context()
         if isinstance(module_or_text, str):
             module = parse(module_or_text, ctx, filename or "<input>")
@@ -327,7 +328,8 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
                                               verify_last=False)
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
-                                                None if verify_each else last_pass)
+                                                None if verify_each else last_pass,
+                                                collect_garbage)
         try:
             kernels = kernel_signatures(module)
         except Exception as err:  # a kernel's sync.args that do not parse
@@ -390,27 +392,33 @@ def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
 
 
 @contextmanager
-def _gc_paused():
+def _gc_paused() -> Iterator[Callable[[], None] | None]:
     """No cyclic garbage collection while compiling: the IR is a large graph of cyclic
     objects that the collector would traverse again and again (about a tenth of the compile
-    time of a GEMM kernel); what a compile leaves is collected afterwards as usual."""
+    time of a GEMM kernel). Yields, where the collector was on, one collection of what the
+    compile allocated so far, for `_to_ptx` to run while LLVM works: else the first
+    collection after the pause traverses it all (0.7 s of NeRF's pipeline) while a core that
+    could have done it waits."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        # generations 0 and 1: those a pause fills
+        yield (lambda: gc.collect(1)) if enabled else None
     finally:
         if enabled:
             gc.enable()
 
 
 def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, float],
-            verify_after: str | None) -> tuple[dict[str, str], dict[str, str]]:
+            verify_after: str | None, collect_garbage: Callable[[], None] | None = None
+            ) -> tuple[dict[str, str], dict[str, str]]:
     """LLVM IR and PTX of every gpu.module in `module`.
 
     The translation to LLVM IR runs here; LLVM (optimization and PTX emission, which release
     the GIL) runs on a worker thread, meanwhile this thread verifies the lowered IR when
-    `verify_after` names the last pass (`lower` leaves it unverified). A verification error
-    comes first, then errors in the order of the modules, as if each step ran in turn.
+    `verify_after` names the last pass (`lower` leaves it unverified), then runs
+    `collect_garbage` ("gc" in `seconds`). A verification error comes first, then errors in
+    the order of the modules, as if each step ran in turn.
     """
     from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
     from tilesync.lowering.ptx import PTXError, llvm_ir_to_ptx, validate_ptx
@@ -446,6 +454,10 @@ def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, fl
                 translate_seconds[name] = time.perf_counter() - start
                 jobs[name] = worker.submit(llvm_job, llvm_by_module[name])
         verified()
+        if collect_garbage is not None and jobs:
+            start = time.perf_counter()
+            collect_garbage()
+            seconds["gc"] = time.perf_counter() - start
         ptx_by_module: dict[str, str] = {}
         for name, job in jobs.items():
             try:

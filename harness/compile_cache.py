@@ -12,9 +12,10 @@ runs each job in a fresh interpreter (compile_worker.py) instead.
 
 A cached result is found under sha256(source digest, key(job, target)): the key names the job
 (its configuration), the target and the pass list; the source digest names the compiler (its
-sources, xDSL's and llvmlite's versions), so an edit of the compiler misses every entry made
-before it. Entries are written atomically (a temporary file renamed into place); an entry that
-cannot be read back is a miss. Failures are never cached.
+sources, xDSL's and llvmlite's versions; read once per process), so an edit of the compiler
+misses, in the processes started after it, every entry made before it. Entries are written
+atomically (a temporary file renamed into place); an entry that cannot be read back is a miss.
+Failures are never cached.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -43,18 +45,36 @@ COMPILER_DISTRIBUTIONS = ("xdsl", "llvmlite")
 
 def source_digest(extra: Iterable[Path | str] = ()) -> str:
     """sha256 of the compiler: the sources of the package's top-level modules and of
-    COMPILER_ROOMS, the versions of xDSL and llvmlite, and the `extra` files (a caller's own
-    program builder)."""
+    COMPILER_ROOMS, the versions of xDSL and llvmlite (read once per process: see
+    `_compiler_digest`), and the `extra` files (a caller's own program builder)."""
+    extra = [Path(p).resolve() for p in extra]
+    if not extra:
+        return _compiler_digest()
+    digest = hashlib.sha256(_compiler_digest().encode())
+    for path in extra:
+        _update(digest, path)
+    return digest.hexdigest()
+
+
+@cache
+def _compiler_digest() -> str:
+    """source_digest without extra files, computed once: the compiler a process runs is the
+    one it imported, and every cache a compile opens (the torch front end opens three) would
+    read and hash its hundred-odd files again."""
     files = sorted(PACKAGE_ROOT.glob("*.py"))
     for room in COMPILER_ROOMS:
         files += sorted((PACKAGE_ROOT / room).rglob("*.py"))
     digest = hashlib.sha256()
-    for path in [*files, *(Path(p).resolve() for p in extra)]:
-        name = path.relative_to(PACKAGE_ROOT) if path.is_relative_to(PACKAGE_ROOT) else path
-        digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
+    for path in files:
+        _update(digest, path)
     for name in COMPILER_DISTRIBUTIONS:
         digest.update(f"{name}=={metadata.version(name)}\0".encode())
     return digest.hexdigest()
+
+
+def _update(digest: Any, path: Path) -> None:
+    name = path.relative_to(PACKAGE_ROOT) if path.is_relative_to(PACKAGE_ROOT) else path
+    digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
 
 
 class CompileCache:

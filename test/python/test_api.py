@@ -60,6 +60,27 @@ def test_ir_after_each_pass_and_timing():
     assert all(sec >= 0 for sec in program.pass_seconds.values())
 
 
+def test_the_compiles_garbage_is_collected_while_llvm_runs(monkeypatch):
+    """compile pauses the collector and collects what the passes left beside LLVM, once
+    ("gc" in pass_seconds); a collector the caller turned off stays off and does not run."""
+    import gc
+
+    generations = []
+    collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda generation=2: generations.append(generation)
+                        or collect(generation))
+    assert gc.isenabled()
+    program = tilesync.compile(example("copy_chain.mlir"))
+    assert generations == [1] and "gc" in program.pass_seconds and gc.isenabled()
+    generations.clear()
+    gc.disable()
+    try:
+        program = tilesync.compile(example("copy_chain.mlir"))
+        assert generations == [] and "gc" not in program.pass_seconds and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

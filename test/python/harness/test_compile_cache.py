@@ -80,6 +80,23 @@ def test_the_source_digest_covers_the_compiler_and_extra_files(tmp_path):
     assert {"dialects", "transforms", "lowering", "kernels"} <= covered
 
 
+def test_the_compilers_sources_are_read_once_per_process(tmp_path, monkeypatch):
+    """Every cache a compile opens digests the compiler: its files are read by the first only
+    (the process runs the compiler it imported); extra files are read every time."""
+    read = []
+    update = cc._update
+    monkeypatch.setattr(cc, "_update", lambda digest, path: read.append(path) or
+                        update(digest, path))
+    cc._compiler_digest.cache_clear()
+    first = cc.source_digest()
+    assert len(read) > 10
+    read.clear()
+    builder = tmp_path / "builder.py"
+    builder.write_text("x = 1\n")
+    assert cc.source_digest() == first and cc.CompileCache(tmp_path, "test").sources == first
+    assert cc.source_digest(extra=[builder]) != first and read == [builder]
+
+
 def test_a_broken_entry_is_a_miss_and_is_rewritten(tmp_path):
     cache = cc.CompileCache(tmp_path, "test", sources="s")
     cache.store(_key(7, "sm_90"), (49, "sm_90"))
