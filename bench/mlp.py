@@ -718,10 +718,14 @@ def speedups(modes: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 
 def _policy_of(host: str) -> str:
-    import re
+    """The first stage's policy kind in a compiled host plan; "none" for a program without
+    dependencies (tma:persistent: stream order)."""
+    from tilesync.api import parse
+    from tilesync.dialects import sync
 
-    found = re.search(r"#sync\.policy<(\w+)", host)
-    return found.group(1) if found else "?"
+    kinds = [op.policy.kind for op in parse(host).ops
+             if isinstance(op, sync.StageOp) and op.policy is not None]
+    return kinds[0] if kinds else "none"
 
 
 def mlp_table(result: dict[str, Any]) -> str:
