@@ -71,6 +71,13 @@ class LocatingParser(CheckedParser):
             raise ParseError(Span(token.start, token.end, token.input),
                              f"an integer does not fit its array's element type ({err})"
                              ) from None
+        except NotImplementedError as err:
+            if "Format not implemented" not in str(err):
+                raise
+            # xDSL packs an integer array (cf.switch's case values) in at most 64 bits
+            raise ParseError(Span(token.start, token.end, token.input),
+                             f"an array of integers wider than 64 bits cannot be stored ({err})"
+                             ) from None
         except AssertionError as err:
             known = _parser_assertion(err)
             if known is None:

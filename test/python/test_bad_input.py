@@ -352,6 +352,10 @@ FUZZ_PROGRAMS = {
     "switchflag.mlir": "func.func @f(%flag: i32, %a: f32) -> f32 {\n  cf.switch %flag : memref<"
                        "?xi32>, [\n    default: ^d(%a : f32),\n    7: ^d(%a : f32)\n  ]\n^d("
                        "%x: f32):\n  func.return %x : f32\n}\n",
+    # xDSL cannot pack cf.switch's case values of an i69 flag (fuzz seed 91, input 9076)
+    "switchwide.mlir": "func.func @f(%flag: i69, %a: f32) -> f32 {\n  cf.switch %flag : i69, [\n"
+                       "    default: ^d(%a : f32),\n    7: ^d(%a : f32)\n  ]\n^d(%x: f32):\n"
+                       "  func.return %x : f32\n}\n",
 }
 
 FUZZ_ROWS = [
@@ -415,6 +419,8 @@ FUZZ_ROWS = [
     ("densearray.mlir", CompileError, "2:3",
      "an integer does not fit its array's element type (argument out of range)"),
     ("switchflag.mlir", CompileError, "2:3", "cf.switch: the flag must be an integer or an index"),
+    ("switchwide.mlir", CompileError, "2:3", "an array of integers wider than 64 bits cannot be "
+                                             "stored (Format not implemented for i69)"),
 ]
 
 
