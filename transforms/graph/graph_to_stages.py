@@ -806,6 +806,9 @@ def conv_chain_dependency(spec: ConvChainSpec) -> sync.DependencyOp:
 def conv_chain_stage_module(spec: ConvChainSpec) -> ModuleOp:
     """The two convs, their stages, the halo dependency and the launches (conv1 first, on a
     higher-priority stream)."""
+    if spec.halo is None:  # the persistent form's tiles: no halo bounds their reads
+        raise ValueError("tiles that straddle images have no halo dependency: their chain "
+                         "runs persistent in stream order (conv_chain_persistent_module)")
     ops: list[Operation] = [op.clone() for cfg in (spec.conv1, spec.conv2)
                             for op in conv2d_module(cfg).ops]
     for cfg in (spec.conv1, spec.conv2):

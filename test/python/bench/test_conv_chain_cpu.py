@@ -75,10 +75,15 @@ def test_the_tma_modes_run_the_tma_convs_and_the_others_the_cp_async_ones():
 def test_the_persistent_form_takes_128_row_tiles_where_they_leave_two_waves():
     """tma:persistent has no dependency: its tiles may straddle images (no halo), 128 rows
     where that leaves PERSISTENT_CONV_MIN_TILES tiles or more."""
-    from tilesync.transforms.graph.graph_to_stages import PERSISTENT_CONV_MIN_TILES
+    from tilesync.transforms.graph.graph_to_stages import (
+        PERSISTENT_CONV_MIN_TILES,
+        conv_chain_stage_module,
+    )
 
     wide = conv.mode_spec((8, 56, 256), conv.PERSISTENT)  # 196 x 2 tiles of 128 x 128
     assert wide.conv1.tile[:2] == (128, 128) and wide.halo is None
+    with pytest.raises(ValueError, match="no halo dependency"):  # never tile-synchronized
+        conv_chain_stage_module(wide)
     assert math.prod(wide.conv1.grid[:2]) >= PERSISTENT_CONV_MIN_TILES
     few = conv.mode_spec((8, 56, 128), conv.PERSISTENT)  # 196 tiles of 128 rows: too few
     assert few.conv1.tile[:2] == (64, 128) and few.halo == 2
