@@ -159,9 +159,15 @@ class TilesyncOptMain(xDSLOptMain):
                 self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self):
+        from tilesync.compat.fast_passes import FAST_PASSES
+
         super().register_all_passes()
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
+        # the same pass under xDSL's name as in tilesync.compile's pipelines (lower-affine's
+        # mod rounds toward minus infinity there)
+        for name, fast in FAST_PASSES.items():
+            self.available_passes[name] = lambda fast=fast: fast
 
     def register_all_frontends(self):
         super().register_all_frontends()
