@@ -506,6 +506,20 @@ def _ordering(
     return None, ""
 
 
+def _stage_overflowing(facts: ProgressFacts) -> str | None:
+    """A stage whose counts are known and whose blocks alone outnumber the SMs' room for them
+    (blocks per SM x SMs), in words: then not every block of the program is resident at once,
+    whatever the stages whose counts are unknown take."""
+    if facts.sms < 1:
+        return None
+    for name in facts.stages:
+        known = facts.residency.get(name)
+        if known is not None and known.blocks > facts.sms * known.blocks_per_sm:
+            return (f"@{name} alone has {known.blocks} blocks, more than {facts.sms} SMs x "
+                    f"{known.blocks_per_sm} blocks per SM")
+    return None
+
+
 NO_GUARANTEE_HINT = (
     "launch a sync.wait_kernel @{producer} before @{consumer} on its stream, launch @{consumer} "
     "with pdl = true right after @{producer} on its stream, or show that all stages are "
@@ -526,6 +540,10 @@ def _occupancy(
         if program_fits is not None and not program_fits.legal:
             return None, (f"@{consumer} is declared coresident, but {program_fits.reason}: "
                           f"the declaration does not hold"), ""
+        overflow = _stage_overflowing(facts)
+        if overflow is not None:
+            return None, (f"@{consumer} is declared coresident, but {overflow}: the "
+                          f"declaration does not hold"), ""
         return Guarantee(CO_RESIDENT, "declared"), "", ""
     if program_fits is None:
         return None, hint, ""

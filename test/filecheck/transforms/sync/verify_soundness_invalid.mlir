@@ -429,3 +429,29 @@ builtin.module {
   sync.launch @b {pdl = true}
 }
 // CHECK: verify_soundness_invalid.mlir:413:7: sync-verify: producer tile (0,) of @a: 'tile.copy_out' writes argument 0 at [60, 67], outside [0, 64), the region of it its consumers wait for tile (0,) to have written (the stage's tile (64,) over the operand's layout)
+
+// -----
+
+// Class 1 with counts known for the producer only: @a alone has more blocks than the 4 SMs
+// hold, so the program is not co-resident whatever @b's occupancy, and @b's declaration is
+// refused (the simulator deadlocks it: @b's blocks can take every SM first).
+builtin.module {
+  gpu.module @k {
+    gpu.func @f(%in: memref<?xf32>, %out: memref<?xf32>) kernel {
+      %t = sync.tile : index
+      %c64 = arith.constant 64 : index
+      %i = arith.muli %t, %c64 : index
+      sync.load_point operand 0 [%t]
+      %v = memref.load %in[%i] : memref<?xf32>
+      memref.store %v, %out[%i] : memref<?xf32>
+      sync.store_point [%t]
+      gpu.return
+    }
+  }
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>, blocks_per_sm = 1 : i64}
+  sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>, coresident}
+  sync.dependency @a -> @b operand 0 tiles (d0)[s0] -> (s0) forall s0 in [0, 8)
+  sync.launch @a
+  sync.launch @b {stream = 1 : i64}
+}
+// CHECK: verify_soundness_invalid.mlir:[[# @LINE - 2]]:3: sync-verify: no forward-progress guarantee for @b waiting on @a: @b is declared coresident, but @a alone has 8 blocks, more than 4 SMs x 1 blocks per SM: the declaration does not hold
