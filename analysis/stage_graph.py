@@ -114,7 +114,7 @@ class StageGraph:
         return list(self.steps) if self.steps else default_plan(self.stages)
 
     def launch(self, stage: str) -> Launch | None:
-        """The declared launch of `stage` (the first, were it launched twice)."""
+        """The declared launch of `stage` (sync.launch refuses a second one)."""
         return next((s for s in self.steps if isinstance(s, Launch) and s.stage == stage), None)
 
     def wait_kernels(self) -> list[WaitKernel]:

@@ -1605,6 +1605,14 @@ class LaunchOp(IRDLOperation):
         if self.stream.value.data < 0:
             raise VerifyException(f"{self.name}: stream must be >= 0")
         _lookup_stage(self, self.stage, "stage")
+        # A stage's semaphores count one launch's posts per epoch: a second launch in the
+        # same run would post again into the epoch its waits compare against.
+        earlier = self.prev_op
+        while earlier is not None:
+            if isinstance(earlier, LaunchOp) and earlier.stage == self.stage:
+                raise VerifyException(f"{self.name}: {self.stage} is launched twice; a "
+                                      f"program launches each stage once a run")
+            earlier = earlier.prev_op
 
 
 @irdl_op_definition

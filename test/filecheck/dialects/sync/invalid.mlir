@@ -282,3 +282,13 @@ sync.stage @big {kernel = @k::@f, grid = array<i64: 4096, 4096>, block = array<i
 "test.op"() {p = #sync.policy<RowSync (d0, d1) -> (d0), posts = 9223372036854775807>} : () -> ()
 
 // CHECK: policy posts must fit in i32, got 9223372036854775807
+
+// -----
+
+// A stage launched twice in one program: its second launch would post again into the epoch
+// the waits on it compare against.
+sync.stage @p {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.launch @p
+sync.launch @p {stream = 1 : i64}
+
+// CHECK: sync.launch: @p is launched twice; a program launches each stage once a run
