@@ -252,10 +252,14 @@ class StageProgram:
         main, others = self._plan_streams()
         start = Event().record(main)
         self.last_start = start  # with the returned event, times the run
+        fork = start
         if self.device_epoch:
             launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=main)
+            # the other streams' kernels and wait-kernels read the epoch the bump wrote: they
+            # fork after it (from `start` they could compare against the last run's epoch)
+            fork = Event().record(main)
         for stream in others:
-            stream.wait_event(start)
+            stream.wait_event(fork)
         for step in self.steps:
             self._launch_step(step, args, self._stream(step.stream, _step_priority(step)))
         for stream in others:

@@ -589,3 +589,52 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
     monkeypatch.setattr(driver, "cuDriverGetVersion",
                         lambda: (driver.CUresult.CUDA_ERROR_NO_DEVICE, 0))
     assert not module_module.precompile_ptx(ptx.replace("sm_90a", "sm_90"), "sm_90", tmp_path)
+
+
+def test_a_run_forks_its_other_streams_after_the_epoch_bump(monkeypatch):
+    """With the epoch in device memory, the streams a run forks wait for an event recorded
+    after the kernel that bumps the epoch: their kernels and wait-kernels compare against this
+    run's epoch, never the last one's (they waited on the run's start event before)."""
+    from tilesync.analysis.stage_graph import Launch
+    from tilesync.runtime import program as program_module
+
+    log: list[tuple] = []
+
+    class FakeEvent:
+        count = 0
+
+        def __init__(self):
+            FakeEvent.count += 1
+            self.id = FakeEvent.count
+
+        def record(self, stream):
+            log.append(("record", stream, self.id))
+            return self
+
+    class FakeStream:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_event(self, event):
+            log.append(("wait", self.name, event.id))
+
+    monkeypatch.setattr(program_module, "Event", FakeEvent)
+    monkeypatch.setattr(program_module, "launch",
+                        lambda kernel, grid, block, args, stream, **_: log.append(
+                            ("launch", kernel, stream)))
+    run = program_module.StageProgram.__new__(program_module.StageProgram)
+    run.epoch, run.stages = 0, {}
+    run.steps = [Launch("p", stream=0), Launch("c", stream=1)]
+    run.kernels = {program_module.NEXT_EPOCH_KERNEL: "bump"}  # so device_epoch holds
+    run._epoch_word = lambda: "epoch word"
+    main, other = FakeStream("main"), FakeStream("other")
+    run._plan_streams = lambda: (main, [other])
+    run._stream = lambda index, priority: other if index else main
+    run._launch_step = lambda step, args, stream: log.append(("launch", step.stage, stream))
+    run.run({})
+    bump = log.index(("launch", "bump", main))
+    (fork,) = [entry for entry in log if entry[:2] == ("wait", "other")]
+    recorded = log.index(("record", main, fork[2]))
+    assert recorded > bump  # the fork is recorded after the bump on the main stream
+    assert log.index(("launch", "c", other)) > log.index(fork)
+    assert run.last_start.id < fork[2]  # the run's timing still starts before the bump
