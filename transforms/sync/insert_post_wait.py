@@ -199,7 +199,7 @@ def build_waits(
 
     waits = nest(looped)
     lo, hi = dep.ranges[0] if bound else (0, 0)
-    if not bound or wait_steps is None:
+    if not bound or wait_steps is None or _starts_elsewhere(step, lo):
         return waits
     assert step is not None
     ops: list[Operation] = []
@@ -229,6 +229,26 @@ def build_waits(
     if guard is None:
         return waits
     return [*ops, scf.IfOp(guard, [], [*waits, scf.YieldOp()])]
+
+
+def _starts_elsewhere(step: SSAValue | None, lo: int) -> bool:
+    """Whether `step` is the induction variable of an scf.for whose constant bounds start it
+    somewhere else than `lo` or do not run it upward: the waits of the range's first steps
+    would then not run first (or at all), so every step waits."""
+    if not isinstance(step, BlockArgument) or step.index != 0:
+        return False
+    loop = step.block.parent_op()
+    if not isinstance(loop, scf.ForOp):
+        return False
+    first, stride = _constant_index(loop.lb), _constant_index(loop.step)
+    return (first is not None and first != lo) or (stride is not None and stride <= 0)
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 # A probe of more points than this would take the block several rounds of loads: the waits
