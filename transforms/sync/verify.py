@@ -85,6 +85,7 @@ from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     CORESIDENT_ATTR,
     EPOCH,
+    EPOCH_COUNTER,
     PROGRESS_ATTR,
     START_FLAG,
     VERIFIED_ATTR,
@@ -102,6 +103,19 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 PASS = "sync-verify"
+
+
+def kernel_roles(func: gpu.FuncOp) -> dict[SSAValue, Role]:
+    """The values of `func` that play a sync role: its role arguments, and the epoch loaded
+    from the device word that sync-epoch-in-memory passes instead of the epoch itself (so
+    the proof holds before and after that pass)."""
+    roles: dict[SSAValue, Role] = dict(role_arguments(func))
+    counters = {arg for arg, role in roles.items() if role == EPOCH_COUNTER}
+    if counters:
+        for op in func.walk():
+            if isinstance(op, memref.LoadOp) and op.memref in counters:
+                roles[op.res] = EPOCH
+    return roles
 DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 # Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): a few
 # seconds; the largest MLP program of the bench (GPT-3, M = 2048) takes 12,894.
@@ -594,7 +608,7 @@ class Verifier:
     def producer_posts(self, name: str) -> ProducerFacts:
         stage = self.graph.stages[name]
         func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
-        roles = role_arguments(func)
+        roles = kernel_roles(func)
         role = Role.semaphores(name)
         if role not in roles.values():
             raise refusal(
@@ -712,7 +726,7 @@ class Verifier:
     def consumer_waits(self, name: str) -> bool:
         stage = self.graph.stages[name]
         func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
-        roles = role_arguments(func)
+        roles = kernel_roles(func)
         deps = self.deps[name]
         args = func.body.blocks.first.args  # type: ignore[union-attr]
         for dep in deps:
