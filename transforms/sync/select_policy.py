@@ -153,7 +153,7 @@ class SelectPolicyPass(ModulePass):
                 f"policy=strided is not legal for @{name}: no stride given (stride=N) and the "
                 f"generated policy {stage.policy.kind} is not strided",
             )
-        if stride < 2 or grid[COLUMN_DIM] % stride:
+        if stride < 2 or grid[COLUMN_DIM] % stride or grid[COLUMN_DIM] // stride < 2:
             raise diagnostic(
                 PASS,
                 stage,
