@@ -72,6 +72,34 @@ def add_start_signal(func: gpu.FuncOp) -> None:
     Rewriter.insert_op([zero, post], InsertPoint.before(entry_insertion_point(func)))
 
 
+def remove_start_signal(func: gpu.FuncOp) -> None:
+    """Undo add_start_signal: the flag's posts and parameter go (the epoch stays: the kernel's
+    other waits and posts compare against it)."""
+    roles = sync_roles(func)
+    if START_FLAG not in roles:
+        return
+    block = func.body.blocks.first
+    assert block is not None
+    flag = block.args[len(block.args) - len(roles) + roles.index(START_FLAG)]
+    for use in list(flag.uses):
+        post = use.operation
+        if not isinstance(post, sync.PostOp):
+            return  # the flag serves something else: keep it
+    for use in list(flag.uses):
+        post = use.operation
+        indices = [index.owner for index in post.tile]
+        post.detach()
+        post.erase()
+        for index in indices:
+            if isinstance(index, arith.ConstantOp) and not index.result.uses:
+                index.detach()
+                index.erase()
+    block.erase_arg(flag)
+    func.function_type = FunctionType.from_lists([a.type for a in block.args],
+                                                 func.function_type.outputs.data)
+    set_sync_roles(func, [r for r in roles if r != START_FLAG])
+
+
 def wait_kernel(gmod: gpu.ModuleOp) -> gpu.FuncOp:
     """The one wait-kernel of a gpu.module: spin (acquire, backoff, timeout) until a start
     flag reaches the target the host passes (epoch × producer blocks)."""

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -34,10 +35,12 @@ from xdsl.utils.exceptions import DiagnosticException
 from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
 from tilesync.analysis.stage_graph import HostStep, StageGraph, WaitKernel
 from tilesync.analysis.wave_model import Legality, tile_order_legality
-from tilesync.contract import CORESIDENT_ATTR
+from tilesync.contract import CORESIDENT_ATTR, WAIT_KERNEL
+from tilesync.dialects.kernel_args import lookup_kernel
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
 from tilesync.transforms.sync.annotate_occupancy import annotated_waves
+from tilesync.transforms.sync.insert_wait_kernel import remove_start_signal
 
 
 def _stage(stages: dict[str, StageOp], name: str, pass_name: str, what: str) -> StageOp:
@@ -91,6 +94,30 @@ class DropWaitKernelPass(ModulePass):
                     f"{self.name}: cannot drop the wait-kernel of @{wait.producer} on stream "
                     f"{wait.stream}: {verdict.reason}", wait.op
                 )
+        _drop_unused_signals(op, graph, {w.producer for w in StageGraph.of(op).wait_kernels()})
+
+
+def _drop_unused_signals(module: ModuleOp, graph: StageGraph, waited: set[str]) -> None:
+    """The start flags of producers no wait-kernel waits for any more, and the wait-kernel
+    function where none is left: every block of such a producer would still post its flag."""
+    def kernel(name: str) -> gpu.FuncOp | None:
+        stage = graph.stages[name]
+        try:
+            return lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
+        except OpDiagnostic:  # a host plan without its kernels: nothing posts
+            return None
+
+    still_signalling = {kernel(name) for name in waited}
+    for name in graph.stages:
+        func = kernel(name)
+        if name not in waited and func is not None and func not in still_signalling:
+            remove_start_signal(func)
+    if waited:
+        return
+    for func in [f for f in module.walk() if isinstance(f, gpu.FuncOp)
+                 and f.sym_name.data == WAIT_KERNEL]:
+        func.detach()
+        func.erase()
 
 
 def tile_order_group(name: str, deps: Sequence[DependencyOp]) -> list[str]:
