@@ -15,10 +15,12 @@ every k-step still loads A only after waiting for what it reads, at that step or
 one that read the same semaphores (the reference cuSync, with R, let RowSync never block and
 TileSync wait only once; `sync-verify` proves ours does not).
 
-The move is made only when it is legal: no op of group B uses a value of group A, neither
-group contains a barrier, a call or an op with regions whose effects are unknown, and no
-memory one group writes is read or written by the other (memrefs compared by SSA value, or by
-global name for `memref.get_global`). Otherwise the block is left as it is.
+The move is made only when it is legal: no op of group B uses a value of group A or reads a
+produced operand (it would move above that operand's waits), neither group contains an op
+with memory effects other than loads, stores and cp.async copies (barriers, waits, calls, bulk
+copies, ops with regions whose effects are unknown), and no memory one group writes is read or
+written by the other (buffers compared through views: casts, subviews and the like name the
+memref they view; a `memref.get_global` its global). Otherwise the block is left as it is.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from xdsl.traits import IsTerminator
 
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import REORDERED_ATTR
+from tilesync.compat.effects import is_side_effect_free
 from tilesync.dialects import sync
+from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel
 
 
@@ -43,8 +47,17 @@ def _uses_value(op: Operation, values: set[SSAValue]) -> bool:
     return any(o in values for inner in op.walk() for o in inner.operands)
 
 
+_VIEWS = (memref.CastOp, memref.SubviewOp, memref.ReinterpretCastOp, memref.ExpandShapeOp,
+          memref.CollapseShapeOp, memref.ViewOp, memref.MemorySpaceCastOp)
+"""Ops whose result is a view of their first operand's memory (the same buffer)."""
+
+
 def _memory_key(value: SSAValue) -> object:
+    """The buffer `value` names: views resolved to the memref they view, a global by name."""
     owner = value.owner
+    while isinstance(owner, _VIEWS):
+        value = owner.operands[0]
+        owner = value.owner
     if isinstance(owner, memref.GetGlobalOp):
         return ("global", owner.name_.root_reference.data)
     return value
@@ -54,7 +67,8 @@ _PURE_REGION_OPS = (scf.ForOp, scf.IfOp, scf.YieldOp)
 
 
 def _effects(ops: list[Operation]) -> tuple[set[object], set[object], bool]:
-    """(memory read, memory written, movable) of a group of ops."""
+    """(memory read, memory written, movable) of a group of ops: loads, stores and cp.async
+    copies by buffer; any other op with memory effects (or unknown ones) pins the group."""
     reads: set[object] = set()
     writes: set[object] = set()
     for top in ops:
@@ -63,11 +77,12 @@ def _effects(ops: list[Operation]) -> tuple[set[object], set[object], bool]:
                 reads.add(_memory_key(op.memref))
             elif isinstance(op, memref.StoreOp):
                 writes.add(_memory_key(op.memref))
-            elif isinstance(op, gpu.BarrierOp | sync.WaitOp | sync.ProbeOp | sync.PostOp):
-                return reads, writes, False
-            elif op.regions and not isinstance(op, _PURE_REGION_OPS):
-                return reads, writes, False
-            elif op.name in ("func.call", "gpu.return", "llvm.call", "llvm.inline_asm"):
+            elif isinstance(op, tl.CpAsyncOp):
+                reads.add(_memory_key(op.src))
+                writes.add(_memory_key(op.dst))
+            elif isinstance(op, (*_PURE_REGION_OPS, sync.LoadPointOp)):
+                continue
+            elif op.regions or not is_side_effect_free(op):
                 return reads, writes, False
     return reads, writes, True
 
@@ -88,6 +103,7 @@ def _group_end(block_ops: list[Operation], start: int, arg: SSAValue) -> int:
 def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) -> int:
     """Move produced-operand load groups below the unproduced one that follows; count moves."""
     moves = 0
+    produced_args = {args[i] for i in produced if i < len(args)}
     changed = True
     while changed:
         changed = False
@@ -104,6 +120,9 @@ def reorder_block(block: Block, produced: set[int], args: tuple[SSAValue, ...]) 
             group_a, group_b = ops[a_pos:b_pos], ops[b_pos : end + 1]
             defined_a = {r for op in group_a for r in op.results}
             if any(_uses_value(op, defined_a) for op in group_b):
+                continue
+            # what moves above A's hook (and so above its waits) reads nothing produced
+            if any(_uses_value(op, produced_args) for op in group_b[1:]):
                 continue
             reads_a, writes_a, movable_a = _effects(group_a[1:])
             reads_b, writes_b, movable_b = _effects(group_b[1:])
