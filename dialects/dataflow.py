@@ -180,9 +180,8 @@ class QueueType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def payload_bytes(self) -> int:
-        """Bytes of one entry's payload (sub-byte element types are rounded up per entry)."""
-        bits = self.payload_elements * _element_bitwidth(self.payload.get_element_type())
-        return (bits + 7) // 8
+        """Bytes of one entry's payload, as memory holds its elements (element_bytes)."""
+        return self.payload_elements * element_bytes(self.payload.get_element_type())
 
     @property
     def entry_bytes(self) -> int:
@@ -217,23 +216,25 @@ class QueueType(ParametrizedAttribute, TypeAttribute):
         if any(dim < 0 for dim in self.payload.get_shape()):  # DYNAMIC_INDEX is negative
             raise VerifyException(f"queue payload must have a static shape, got {self.payload}")
         try:
-            _element_bitwidth(self.payload.get_element_type())
+            element_bytes(self.payload.get_element_type())
         except ValueError as err:
             raise VerifyException(str(err)) from err
 
 
-def _element_bitwidth(element_type: Attribute) -> int:
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes one element of a memref takes in memory, as the lowering lays it out: whole bytes
+    (an i1 takes one), a vector its elements', an index 8. ValueError for other types."""
     if isinstance(element_type, VectorType):  # 16-byte payload elements: vector<4xi32>
         count = 1
         for dim in element_type.get_shape():
             count *= dim
-        return count * _element_bitwidth(element_type.get_element_type())
+        return count * element_bytes(element_type.get_element_type())
+    if isinstance(element_type, IndexType):
+        return 8
     bitwidth = getattr(element_type, "bitwidth", None)
     if isinstance(bitwidth, int):
-        return bitwidth
-    if isinstance(element_type, IndexType):
-        return 64
-    raise ValueError(f"queue payload element type {element_type} has no known bit width")
+        return max(1, (bitwidth + 7) // 8)
+    raise ValueError(f"queue payload element type {element_type} has no known size in memory")
 
 
 class Resource(StrEnum):

@@ -31,8 +31,6 @@ from xdsl.context import Context
 from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    AnyFloat,
-    IndexType,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -41,7 +39,6 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StridedLayoutAttr,
     UnitAttr,
-    VectorType,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -59,6 +56,7 @@ from tilesync.contract import (
     DYNAMIC_SHARED_BASE_ALIGNMENT,
     DYNAMIC_SHARED_BYTES_ATTR,
 )
+from tilesync.dialects.dataflow import element_bytes
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
     located_type_errors,
@@ -79,19 +77,13 @@ DYNAMIC_SHARED_SYMBOL = "__tilesync_dynamic_shared"
 
 
 def element_size_in_bytes(op: Operation, element_type: Attribute) -> int:
-    """Byte size of a memref element (the natural alignment of its loads and stores)."""
-    if isinstance(element_type, IndexType):
-        return 8
-    if isinstance(element_type, IntegerType):
-        return max(1, (element_type.width.data + 7) // 8)
-    if isinstance(element_type, AnyFloat):
-        return element_type.bitwidth // 8
-    if isinstance(element_type, VectorType):
-        count = 1
-        for dim in element_type.get_shape():
-            count *= dim
-        return count * element_size_in_bytes(op, element_type.element_type)
-    raise unsupported_op_error(PASS_NAME, op, f"unsupported element type {element_type}")
+    """Byte size of a memref element (the natural alignment of its loads and stores): the
+    dialects' element_bytes, which a queue's ring is sized by too."""
+    try:
+        return element_bytes(element_type)
+    except ValueError:
+        raise unsupported_op_error(PASS_NAME, op,
+                                   f"unsupported element type {element_type}") from None
 
 
 def row_major_strides(op: Operation, memref_type: MemRefType) -> list[int]:
