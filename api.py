@@ -111,6 +111,14 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
         return CompileError(parse_error_message(err), parse_error_location(err))
     if isinstance(err, OpDiagnostic):
         return err.kind(err.message, err.location)
+    if isinstance(err, FileNotFoundError | IsADirectoryError | NotADirectoryError
+                  | PermissionError):
+        return CompileError(f"cannot read {err.filename}: {err.strerror}")
+    from tilesync.lowering.llvm_to_llvmlite import TranslationError
+
+    if isinstance(err, TranslationError):
+        return CompileError(f"{' '.join(str(err).split())} (translating to LLVM IR takes a "
+                            f"program lowered to the llvm dialect: -p tilesync-lower-to-llvm)")
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
     text = " ".join(lines) or type(err).__name__
     prefix = f"IR after {during} does not verify: " if verifying and during else ""

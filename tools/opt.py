@@ -194,7 +194,8 @@ class TilesyncOptMain(xDSLOptMain):
         arg_parser.add_argument("--analyze", action="store_true",
                                 help="print the wave model of the program (after the passes) "
                                      "instead of the program")
-        arg_parser.add_argument("--sms", type=int, default=132, help="SMs for --analyze")
+        arg_parser.add_argument("--sms", type=_positive_int, default=132,
+                                help="SMs for --analyze")
         arg_parser.add_argument("--no-validate", action="store_true",
                                 help="-t ptx: print the PTX without assembling it with "
                                      "nvJitLink first")
@@ -233,6 +234,17 @@ class TilesyncOptMain(xDSLOptMain):
         self.available_targets["llvm"] = lambda: LLVMTarget
         self.available_targets["ptx"] = lambda: (
             UnvalidatedPTXTarget if getattr(self.args, "no_validate", False) else PTXTarget)
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a positive integer, else argparse's one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def _verify(module: ModuleOp, after: ModulePass | None) -> None:

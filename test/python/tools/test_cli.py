@@ -52,6 +52,22 @@ def test_opt_bad_pipeline_or_target(args, fragment, tmp_path):
     assert_one_line_error(proc, fragment)
 
 
+def test_opt_input_and_option_errors_are_not_internal(tmp_path):
+    """A missing file, a directory, an unlowered module under -t ptx: one line that says what
+    to do, not "internal error"; a bad --sms is argparse's usage error (exit 2)."""
+    for source, fragment in [(tmp_path / "missing.mlir", "cannot read"),
+                             (tmp_path, "Is a directory")]:
+        proc = run("tilesync.tools.opt", str(source))
+        assert_one_line_error(proc, fragment)
+        assert "internal error" not in proc.stderr
+    proc = run("tilesync.tools.opt", str(EXAMPLE), "-t", "ptx")
+    assert_one_line_error(proc, "-p tilesync-lower-to-llvm")
+    assert "internal error" not in proc.stderr
+    proc = run("tilesync.tools.opt", str(EXAMPLE), "--analyze", "--sms", "-3")
+    assert proc.returncode == 2 and "expected a positive integer" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_opt_parse_error_has_location(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("builtin.module {\n  %x = arith.addi\n}\n")
