@@ -102,6 +102,9 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
             raise _refuse(stage, f"stage @{stage.sym_name.data} does not declare its "
                           f"'{TILES_ATTR}' per launch, so its queues' tickets cannot be "
                           "balanced")
+        if count is not None and count < 1 and (stage.inputs.data or stage.outputs.data):
+            raise _refuse(stage, f"stage @{stage.sym_name.data} declares {count} "
+                          f"'{TILES_ATTR}' per launch: a stage with queues moves at least one")
         if count is not None:
             tiles[stage.sym_name.data] = count
     for queue in pipeline.queues:

@@ -84,3 +84,20 @@ builtin.module {
   }
 }
 // CHECK: verify_invalid.mlir:81:5: dataflow-verify: queue @h has 2 entries but a tile of @final holds 4 at once: it could never hold them all
+
+// -----
+
+// No tiles a launch: 0 = 0 balances the tickets, but a stage with queues moves at least one.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @k(%h: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @h : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @a {kernel = @kernels::@k, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@h], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 0 : i64}
+    dataflow.stage @b {kernel = @kernels::@k, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@h], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 0 : i64}
+  }
+}
+// CHECK: verify_invalid.mlir:[[# @LINE - 4]]:5: dataflow-verify: stage @a declares 0 'tiles' per launch: a stage with queues moves at least one
