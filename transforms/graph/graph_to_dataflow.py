@@ -189,6 +189,9 @@ def match_stack(fn: func.FuncOp) -> StackMatch:
                                           "concatenations, ReLUs, dot head and layer norm)")
     if (match.dot is not None and len(results) != 2) or (match.dot is None and len(results) != 1):
         raise diagnostic(PASS, ret, "a stack returns its output, and its dot head's")
+    if not match.weights:
+        raise diagnostic(PASS, ret or fn, "a stack has at least one graph.linear layer; this "
+                                          "function returns its input")
     return match
 
 

@@ -116,3 +116,11 @@ func.func @norm_weight_computed(%x: tensor<128x64xf16>, %w0: tensor<64x64xf16>, 
   func.return %y : tensor<128x64xf16>
 }
 // CHECK: graph-to-dataflow: the layer norm's weight must be an argument of @norm_weight_computed
+
+// -----
+
+// A function with no layer at all.
+func.func @empty(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
+  func.return %x : tensor<16x64xf16>
+}
+// CHECK: graph_to_dataflow_invalid.mlir:[[# @LINE - 2]]:3: graph-to-dataflow: a stack has at least one graph.linear layer; this function returns its input
