@@ -90,7 +90,8 @@ def instantiate(cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConverti
     fields (name and type here, values in the class's own `__post_init__`)."""
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
     hints = typing.get_type_hints(cls)
-    for key, values in spec.normalize_parameter_names().parameters.items():
+    spec = _numbers_as_floats(spec.normalize_parameter_names(), hints)
+    for key, values in spec.parameters.items():
         if key not in fields:
             known = f"its options are {', '.join(fields)}" if fields else "it takes none"
             raise CompileError(f"{cls.name}: unknown option '{key}' ({known})")
@@ -102,6 +103,27 @@ def instantiate(cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConverti
         return cls.from_spec(spec)
     except (ValueError, TypeError) as err:  # __post_init__ refused a value
         raise CompileError(f"{cls.name}: {err}") from err
+
+
+def _as_float(value):
+    """An option value given for a float field as a float: an integer, or a string that spells
+    a number the spec's lexer leaves as text (3e12); anything else as it is."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _numbers_as_floats(spec: ArgSpec, hints: dict) -> ArgSpec:
+    """`spec` with the values of float-typed options made floats (xDSL's from_spec refuses an
+    int there: 'Incompatible types')."""
+    parameters = {key: tuple(_as_float(v) for v in values) if hints.get(key) is float
+                  else values for key, values in spec.parameters.items()}
+    return ArgSpec(spec.name, parameters)
 
 
 def describe_type(hint) -> str:

@@ -97,6 +97,14 @@ PIPELINE_ROWS = [
     ("sync-annotate-occupancy{arch=sm_75}", None,
      "sync-annotate-occupancy: option 'arch' is one of sm_80, sm_90, sm_90a, got 'sm_75'"),
     ("sync-verify{limit=0}", None, "sync-verify: option 'limit' must be positive, got 0"),
+    # an integer (or 3e12, which the spec's lexer leaves as text) is a float option's number:
+    # the value reaches the pass's own check
+    ("dataflow-allot-ctas{dram_bytes_per_s=-1}", None,
+     "dataflow-allot-ctas: bandwidth options must be positive"),
+    ("dataflow-allot-ctas{l2_bytes_per_s=0}", None,
+     "dataflow-allot-ctas: bandwidth options must be positive"),
+    ("dataflow-allot-ctas{dram_bytes_per_s=fast}", None,
+     "dataflow-allot-ctas: option 'dram_bytes_per_s' takes a number, got 'fast'"),
     ("sync-verify{steps=0}", None, "sync-verify: option 'steps' must be positive, got 0"),
     ("no-such-pass", None,
      "unknown pass 'no-such-pass'; `tilesync-opt --list-passes` lists tilesync's passes"),

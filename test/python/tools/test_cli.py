@@ -139,3 +139,14 @@ def test_explain_measures_a_pipelines_kernels_for_its_arch(tmp_path):
     assert "co-residency: co-resident: all 4 blocks are co-resident" in proc.stdout
     assert_one_line_error(run("tilesync.tools.cli", "explain", str(path), "--measure"),
                           "needs target sm_90a")
+
+
+def test_opt_float_options_take_integers_and_exponents(tmp_path):
+    """dataflow-allot-ctas's bandwidths are floats: 3e12 (text to the spec's lexer) and 2 (an
+    integer) are numbers for them, as --list-passes shows the default 3000000000000.0."""
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("builtin.module {}\n")
+    for value in ("3e12", "2", "3000000000000.0"):
+        proc = run("tilesync.tools.opt", str(empty), "-p",
+                   f"dataflow-allot-ctas{{dram_bytes_per_s={value}}}")
+        assert proc.returncode == 0, proc.stderr
