@@ -14,8 +14,12 @@ from tilesync.dialects.locations import diagnostic
 def single_function(module: ModuleOp, pass_name: str) -> func.FuncOp:
     fns = [f for f in module.ops if isinstance(f, func.FuncOp) and not f.is_declaration]
     if len(fns) != 1:
-        raise diagnostic(pass_name, module, f"lowers one graph function per module, found "
-                                            f"{len(fns)}")
+        # at the second function where there are more, else at the module (a declaration
+        # when the module holds one: its body is what is missing)
+        declarations = [f for f in module.ops if isinstance(f, func.FuncOp)]
+        where = fns[1] if len(fns) > 1 else declarations[0] if declarations else module
+        raise diagnostic(pass_name, where, f"lowers one graph function per module (with a "
+                                           f"body), found {len(fns)}")
     return fns[0]
 
 

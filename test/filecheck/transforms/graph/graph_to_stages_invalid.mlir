@@ -194,3 +194,20 @@ func.func @conv_escapes(%x: tensor<1x8x8x64xf16>, %w1: tensor<64x3x3x64xf16>, %w
   %y = graph.conv2d %h, %w2 stride [1, 1] padding [1, 1] layout "NHWC" : (tensor<1x8x8x64xf16>, tensor<64x3x3x64xf16>) -> tensor<1x8x8x64xf16>
   func.return %y : tensor<1x8x8x64xf16>
 }
+
+// -----
+
+// Two graph functions: the error points at the second.
+func.func @a(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
+  func.return %x : tensor<16x64xf16>
+}
+func.func @b(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
+  func.return %x : tensor<16x64xf16>
+}
+// CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 4]]:1: graph-to-stages: lowers one graph function per module (with a body), found 2
+
+// -----
+
+// Only a declaration: it has no body to lower.
+func.func private @mlp(%x: tensor<16x64xf16>) -> tensor<16x64xf16>
+// CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 1]]:1: graph-to-stages: lowers one graph function per module (with a body), found 0
