@@ -204,7 +204,7 @@ func.func @a(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
 func.func @b(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
   func.return %x : tensor<16x64xf16>
 }
-// CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 4]]:1: graph-to-stages: lowers one graph function per module (with a body), found 2
+// CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 3]]:1: graph-to-stages: lowers one graph function per module (with a body), found 2
 
 // -----
 
