@@ -29,15 +29,15 @@ import itertools
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import gpu, memref, scf
+from xdsl.dialects import memref, scf
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 
 from tilesync.analysis.stage_graph import StageGraph
-from tilesync.contract import REORDERED_ATTR
 from tilesync.compat.effects import is_side_effect_free
+from tilesync.contract import REORDERED_ATTR
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel
