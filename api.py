@@ -113,7 +113,7 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
         return err.kind(err.message, err.location)
     if isinstance(err, FileNotFoundError | IsADirectoryError | NotADirectoryError
                   | PermissionError):
-        return CompileError(f"cannot read {err.filename}: {err.strerror}")
+        return CompileError(f"{err.filename}: {err.strerror}")
     from tilesync.lowering.llvm_to_llvmlite import TranslationError
 
     if isinstance(err, TranslationError):

@@ -23,9 +23,9 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.compat.rewrite_driver import apply_patterns, using_xdsl_drivers, walk_ops
-from tilesync.dialects.locations import diagnostic
 
 
 def floor_mod(expr: AffineExpr) -> AffineExpr:
@@ -72,8 +72,9 @@ def _prepare_affine_maps(module: ModuleOp) -> None:
             old = attr.data
             if isinstance(op, affine.ForOp):
                 if old.num_dims or old.num_symbols or len(old.results) != 1:
-                    raise diagnostic(FastLowerAffinePass.name, op,
-                                     f"affine.for bounds lower to constants only, got {old}")
+                    # (compat sits below dialects: one unlocated line, not OpDiagnostic)
+                    raise DiagnosticException(f"{FastLowerAffinePass.name}: affine.for bounds "
+                                              f"lower to constants only, got {old}")
                 continue
             results = tuple(floor_mod(e) for e in old.results)
             num_dims, num_symbols = old.num_dims, old.num_symbols
