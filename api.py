@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
+from tilesync.compat.fast_passes import OpRefusal
 from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import (
     ARCHITECTURES,
@@ -111,6 +112,8 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
         return CompileError(parse_error_message(err), parse_error_location(err))
     if isinstance(err, OpDiagnostic):
         return err.kind(err.message, err.location)
+    if isinstance(err, OpRefusal):
+        return CompileError(err.message, location_of(err.op))
     if isinstance(err, FileNotFoundError | IsADirectoryError | NotADirectoryError
                   | PermissionError):
         return CompileError(f"{err.filename}: {err.strerror}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
+from xdsl.ir import Operation
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -26,6 +27,16 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.compat.rewrite_driver import apply_patterns, using_xdsl_drivers, walk_ops
+
+
+class OpRefusal(DiagnosticException):
+    """A pass below dialects refusing `op`: `message` is one line; `api.compile_error` gives it
+    the op's source location (compat cannot import dialects.locations)."""
+
+    def __init__(self, message: str, op: Operation):
+        self.message = message
+        self.op = op
+        super().__init__(message)
 
 
 def floor_mod(expr: AffineExpr) -> AffineExpr:
@@ -72,9 +83,8 @@ def _prepare_affine_maps(module: ModuleOp) -> None:
             old = attr.data
             if isinstance(op, affine.ForOp):
                 if old.num_dims or old.num_symbols or len(old.results) != 1:
-                    # (compat sits below dialects: one unlocated line, not OpDiagnostic)
-                    raise DiagnosticException(f"{FastLowerAffinePass.name}: affine.for bounds "
-                                              f"lower to constants only, got {old}")
+                    raise OpRefusal(f"{FastLowerAffinePass.name}: affine.for bounds lower to "
+                                    f"constants only, got {old}", op)
                 continue
             results = tuple(floor_mod(e) for e in old.results)
             num_dims, num_symbols = old.num_dims, old.num_symbols
