@@ -602,7 +602,7 @@ def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
     from tilesync.frontend.torch.ops import piece_op, register
 
     op = piece_op()
-    piece_id = register(runner)
+    piece_id = register(runner, piece.ops, piece.results)
     g = gm.graph
     anchor = insertion_point(gm, piece)
     assert anchor is not None  # find_pieces keeps only pieces that have one

@@ -16,6 +16,10 @@ caching allocator, and every launch goes on torch's current stream (StageProgram
 the op orders with the surrounding torch work and a torch.cuda.graph capture records it (the
 kernels read their epoch from device memory: sync-epoch-in-memory). A piece registered without
 a runner (no GPU: tests of the graph rewrite) computes with torch.
+
+The op's backward recomputes the piece with torch and differentiates that (recomputed_backward):
+a model that trains through a replaced piece gets torch's gradients, at the cost of a second
+forward in torch.
 """
 
 from __future__ import annotations
@@ -32,14 +36,18 @@ from tilesync.kernels.config import dtype_name
 from tilesync.runtime.tensor_map import TensorMapCache
 
 _RUNNERS: dict[int, Any] = {}
+_EAGER: dict[int, tuple[list[tuple], tuple[int, ...]]] = {}  # (ops, results) for backward
 _IDS = itertools.count()
 _LOCK = threading.Lock()
 
 
-def register(runner: Any) -> int:
+def register(runner: Any, ops: list[tuple], results: Sequence[int] = (-1,)) -> int:
+    """The id of `runner`, computing the piece whose fx nodes are `ops` (eager_piece's form:
+    the backward recomputes them with torch)."""
     with _LOCK:
         piece_id = next(_IDS)
         _RUNNERS[piece_id] = runner
+        _EAGER[piece_id] = (ops, tuple(results))
     return piece_id
 
 
@@ -61,7 +69,35 @@ def piece_op():
         r = _RUNNERS[piece]
         return [inputs[0].new_empty(shape, dtype=r.dtype) for shape in r.out_shapes]
 
+    def setup_context(ctx, inputs, output):
+        ctx.piece = inputs[1]
+        ctx.save_for_backward(*inputs[0])
+
+    piece.register_autograd(recomputed_backward, setup_context=setup_context)
     return torch.ops.tilesync.piece.default
+
+
+def recomputed_backward(ctx: Any, grads: Sequence[Any]) -> tuple[list[Any], None]:
+    """The piece's input gradients: its forward recomputed by torch (eager_piece) and
+    differentiated, so a model that trains through a replaced piece gets torch's gradients
+    (the compiled kernels have no backward of their own)."""
+    import torch
+
+    ops, results = _EAGER[ctx.piece]
+    inputs = ctx.saved_tensors
+    needed = ctx.needs_input_grad[0]
+    needed = needed if isinstance(needed, list | tuple) else [needed] * len(inputs)
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_(bool(n) and t.is_floating_point())
+                  for t, n in zip(inputs, needed, strict=True)]
+        outs = eager_piece(ops, leaves, results)
+        pairs = [(o, g) for o, g in zip(outs, grads, strict=True)
+                 if g is not None and o.requires_grad]
+        wanted = [leaf for leaf in leaves if leaf.requires_grad]
+        found = torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                                    allow_unused=True) if pairs and wanted else []
+    by_leaf = iter(found)
+    return [next(by_leaf) if leaf.requires_grad else None for leaf in leaves], None
 
 
 def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-1,)

@@ -104,6 +104,22 @@ def test_forced_pieces_are_rewritten_into_the_custom_op(tmp_path):
     assert compiled.report.pieces[0].choice == "tilesync"
 
 
+@pytest.mark.parametrize("make", [lambda: GeluMLP(), lambda: LlamaMLP(128, 256)])
+def test_replaced_pieces_train_with_torchs_gradients(make, tmp_path):
+    model = make().to(torch.bfloat16).train()
+    x = torch.randn(16, 128, dtype=torch.bfloat16, requires_grad=True)
+    compiled = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    assert "torch.ops.tilesync.piece.default" in compiled.graph_module.code
+    weights = [p for p in model.parameters()]
+    out = compiled(x)
+    assert out.requires_grad
+    seed = torch.randn_like(out)
+    ours = torch.autograd.grad(out, [x, *weights], seed)
+    theirs = torch.autograd.grad(model(x), [x, *weights], seed)
+    for mine, eager in zip(ours, theirs, strict=True):
+        assert mine is not None and torch.equal(mine, eager)
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_examples_trace_match_and_reach_ptx(name, tmp_path):
     model, inputs = example(name)
