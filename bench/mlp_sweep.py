@@ -31,16 +31,16 @@ SMALL_GEMM2_TILES = ((64, 64), (64, 96), (64, 128), (64, 176), (64, 192))
 
 
 def candidates(model: str, M: int) -> list[tuple[int, int, int, int]]:
-    """Every GEMM1 x GEMM2 tile pair the stage program takes (GEMM2's BM a multiple of
-    GEMM1's, GEMM1's tile at least one 64-column k-step of H) and not wider than a row of
-    tiles needs."""
-    from tilesync.kernels.mlp import MODELS, mlp_spec, tma_tile_configs
+    """Every GEMM1 x GEMM2 tile pair the stage program takes (GEMM2's row tiles cover whole
+    GEMM1 row tiles, GEMM1's tile at least one 64-column k-step of H: mlp_spec) and not wider
+    than a row of tiles needs."""
+    from tilesync.kernels.mlp import MODELS, mlp_spec, rows_cover_whole_tiles, tma_tile_configs
 
     small = M <= SMALL_M
     out = []
     for bm1, bn1 in (SMALL_GEMM1_TILES if small else GEMM1_TILES)[model]:
         for bm2, bn2 in SMALL_GEMM2_TILES if small else GEMM2_TILES:
-            if bm2 % bm1 or M < bm2:
+            if not rows_cover_whole_tiles(M, bm1, bm2) or M < bm2:
                 continue
             tiles = (bm1, bn1, bm2, bn2)
             try:

@@ -119,6 +119,13 @@ class MlpSpec:
     cfg1: GemmConfig  # X · W1 (+ GeLU / SwiGLU) -> H
     cfg2: GemmConfig  # H · W2 -> Y
 
+    def __post_init__(self):
+        bm1, bm2 = self.cfg1.tile[0], self.cfg2.tile[0]
+        if not rows_cover_whole_tiles(self.M, bm1, bm2):
+            raise ValueError(f"GEMM2's row tiles must cover whole GEMM1 row tiles inside its "
+                             f"grid (BM2 a multiple of BM1, GEMM1's row tiles a multiple of "
+                             f"BM2 / BM1), got BM1 {bm1}, BM2 {bm2} at M = {self.M}")
+
     @property
     def hidden(self) -> int:
         return self.cfg1.out_cols
@@ -164,6 +171,14 @@ def k_step_reads_two_tiles_at_most(per_tile: int, bk2: int) -> bool:
     return bk2 - math.gcd(bk2, per_tile) <= per_tile
 
 
+def rows_cover_whole_tiles(M: int, bm1: int, bm2: int) -> bool:
+    """Whether each GEMM2 row tile covers whole GEMM1 row tiles inside GEMM1's grid: BM2 a
+    multiple of BM1, and GEMM1's ceil(M / BM1) row tiles a multiple of Q = BM2 / BM1.
+    `dependency` reads rows Q d0 + s1, s1 < Q, a range it cannot clip at the last tile: at M = 64
+    with BM1 = 64, BM2 = 128 the consumer waited on GEMM1 row tile 1 of a grid of one."""
+    return bm2 % bm1 == 0 and -(-M // bm1) % (bm2 // bm1) == 0
+
+
 def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | None,
               epilogue2: str | None = None, dtype: str = "f16"
               ) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -176,18 +191,21 @@ def tma_tiles(M: int, k1: int, n1: int, hidden: int, n2: int, epilogue1: str | N
                                                                         epilogue1):
             bm1, bn1, bm2, bn2 = next((tiles for most, tiles in _TMA_TILES[model]
                                        if M <= most), _TMA_TILES[model][-1][1])
-            return (bm1, bn1), (bm2, bn2)
+            if rows_cover_whole_tiles(M, bm1, bm2):
+                return (bm1, bn1), (bm2, bn2)
     every = len(TILE_ROWS) * len(TILE_COLUMNS)
-    second = next(c for c in propose_tma_configs(M, n2, hidden, dtype, epilogue2, limit=every,
-                                                 cluster_limit=0) if c.tma_store)
-    bm2 = second.tile[0]
-    first = [c for c in propose_tma_configs(M, n1, k1, dtype, epilogue1, limit=every,
-                                            cluster_limit=0)
-             if c.tma_store and bm2 % c.tile[0] == 0
-             and k_step_reads_two_tiles_at_most(c.out_tile_cols, BK)]
-    if not first:
-        raise ValueError(f"no TMA tile of GEMM1 ({M} x {n1} x {k1}) fits under GEMM2's BM {bm2}")
-    return first[0].tile[:2], second.tile[:2]
+    seconds = [c for c in propose_tma_configs(M, n2, hidden, dtype, epilogue2, limit=every,
+                                              cluster_limit=0) if c.tma_store]
+    firsts = [c for c in propose_tma_configs(M, n1, k1, dtype, epilogue1, limit=every,
+                                             cluster_limit=0)
+              if c.tma_store and k_step_reads_two_tiles_at_most(c.out_tile_cols, BK)]
+    for second in seconds:
+        first = next((c for c in firsts
+                      if rows_cover_whole_tiles(M, c.tile[0], second.tile[0])), None)
+        if first is not None:
+            return first.tile[:2], second.tile[:2]
+    raise ValueError(f"no TMA tile of GEMM1 ({M} x {n1} x {k1}) covers whole row tiles of "
+                     f"GEMM2's ({M} x {n2} x {hidden})")
 
 
 def tma_tile_configs(tiles: tuple[int, int, int, int], epilogue1: str | None
@@ -250,10 +268,6 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     if mma == "tma":
         c1, c2 = deeper_staging((c1, c2), deeper)
     spec = MlpSpec(model, M, c1, c2)
-    if c2.tile[0] % c1.tile[0]:
-        raise ValueError(f"GEMM2's BM must be a multiple of GEMM1's (a GEMM2 tile row covers "
-                         f"whole GEMM1 tile rows), "
-                         f"got {c1.tile[0]} and {c2.tile[0]}")
     per_tile, bk2 = c1.out_tile_cols, c2.tile[2]
     if not k_step_reads_two_tiles_at_most(per_tile, bk2) or spec.hidden % bk2:
         raise ValueError(f"GEMM1's tile writes {per_tile} columns of H; GEMM2's BK {bk2} must "

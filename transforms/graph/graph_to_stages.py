@@ -281,11 +281,10 @@ def mlp_configs(match: MlpMatch) -> MlpSpec:
                                                  "GEMMs' k-tile and the dependency's step)")
     try:
         make = _tma_configs if match.rows >= TMA_MIN_ROWS else _wgmma_configs
-        c1, c2 = make(match, n1)
+        return MlpSpec("graph", match.rows, *make(match, n1))
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated GEMMs refuse this shape: {err}") \
             from err
-    return MlpSpec("graph", match.rows, c1, c2)
 
 
 def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:

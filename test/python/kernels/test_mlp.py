@@ -248,6 +248,32 @@ def test_tma_tiles_take_the_table_for_the_bench_models_and_the_wave_model_elsewh
     assert bm2 % bm1 == 0 and bn1 // 2 >= 64 and (bm1, bn1, bm2) == (64, 176, 64)
 
 
+@pytest.mark.parametrize("M", [64, 100, 150, 192, 320, 448, 960])
+@pytest.mark.parametrize(("k1", "n1", "hidden", "epilogue"), [
+    (8192, 64, 64, "gelu"), (12288, 6144, 6144, "bias_gelu"), (4096, 22016, 11008, "swiglu"),
+    (12288, 6144, 6144, "gelu"), (8192, 5632, 2816, "swiglu"),  # MODELS: the table's tiles
+])
+def test_tma_tiles_give_gemm2_row_tiles_that_cover_whole_gemm1_row_tiles(M, k1, n1, hidden,
+                                                                         epilogue):
+    """GEMM2's row tile d0 waits on GEMM1 row tiles Q d0 .. Q d0 + Q - 1: all inside GEMM1's
+    grid (at 192 rows BM1 = 64, BM2 = 128 made the second wait on row tile 3 of three)."""
+    from tilesync.kernels.mlp import rows_cover_whole_tiles, tma_tiles
+
+    (bm1, _), (bm2, _) = tma_tiles(M, k1, n1, hidden, k1, epilogue)
+    assert rows_cover_whole_tiles(M, bm1, bm2)
+    assert -(-M // bm1) >= (-(-M // bm2)) * (bm2 // bm1)
+
+
+def test_mlp_spec_refuses_row_tiles_outside_gemm1s_grid():
+    from tilesync.kernels.mlp import MODELS, mlp_spec, tma_tile_configs
+
+    tiles = tma_tile_configs((64, 192, 128, 192), MODELS["gpt3"]["epilogue"])
+    mlp_spec("gpt3", 256, *tiles, mma="tma")  # four GEMM1 row tiles, two per GEMM2 row tile
+    with pytest.raises(ValueError, match=r"cover whole GEMM1 row tiles .* BM1 64, BM2 128 at "
+                                         r"M = 192"):
+        mlp_spec("gpt3", 192, *tiles, mma="tma")
+
+
 def test_a_sweep_job_runs_the_tma_mlp_on_the_tiles_it_names():
     """bench/mlp_sweep's jobs carry (BM1, BN1, BM2, BN2): the program is built, proved and
     compiled on those tiles, and its cache key differs from the table's program."""
