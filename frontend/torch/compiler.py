@@ -468,9 +468,10 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     rates = cost.rates_for(_device_name(status))
     entry.predicted = cost.predict_stack(spec, rates) if stack else cost.predict(spec, rates)
     if status is not None:
-        if options.emit_ptx:  # one form of a piece: nothing here measures others
-            _compile(graph_text, entry, options, stack,
-                     stack_passes(options) if stack else (STAGES_PASS,))
+        if options.emit_ptx and _compile(  # one form of a piece: nothing here measures others
+                graph_text, entry, options, stack,
+                stack_passes(options) if stack else (STAGES_PASS,)) is None:
+            return None  # the compile's error is the reason
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
             return TorchPiece(piece.ops, [i.shape for i in piece.out_infos],

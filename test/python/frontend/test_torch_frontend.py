@@ -104,6 +104,24 @@ def test_forced_pieces_are_rewritten_into_the_custom_op(tmp_path):
     assert compiled.report.pieces[0].choice == "tilesync"
 
 
+def test_a_failed_compile_is_the_reason_explain_gives(tmp_path, monkeypatch):
+    """Where the pieces cannot run here, explain still compiles them to PTX: a compile that
+    fails is what it reports (and strict raises), not the device."""
+    from tilesync.contract import CompileError
+    from tilesync.frontend.torch import compiler
+
+    def failing(*args, **kwargs):
+        raise CompileError("sync-verify: tile (1, 0) outside the grid")
+
+    monkeypatch.setattr(compiler, "cached_entry", failing)
+    x = torch.randn(16, 128, dtype=torch.half)
+    text = tt.explain(GeluMLP().half(), x, cache_dir=tmp_path)
+    assert "compile: sync-verify: tile (1, 0) outside the grid" in text
+    assert "inputs on cpu" not in text
+    with pytest.raises(UnsupportedError, match=r"compile: sync-verify: tile \(1, 0\)"):
+        tt.compile(GeluMLP().half(), [x], emit_ptx=True, strict=True, cache_dir=tmp_path)
+
+
 @pytest.mark.parametrize("make", [lambda: GeluMLP(), lambda: LlamaMLP(128, 256)])
 def test_replaced_pieces_train_with_torchs_gradients(make, tmp_path):
     model = make().to(torch.bfloat16).train()
