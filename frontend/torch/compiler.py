@@ -346,8 +346,10 @@ def _example_values(piece: Piece, gm: Any, env: dict[str, Any]) -> list[Any]:
 
 
 def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
-    """Run gm once on the examples; every node gets its TensorInfo (meta "tilesync_info");
-    returns the tensors of the placeholders and get_attr nodes (the pieces' inputs)."""
+    """Run gm once on copies of the examples; every node gets its TensorInfo (meta
+    "tilesync_info"); returns the tensors of the placeholders and get_attr nodes (the pieces'
+    inputs). What the run writes in place (an input, BatchNorm's running statistics in
+    training) is undone: compiling leaves the user's tensors and buffers as they were."""
     import torch
 
     from tilesync.frontend.torch.patterns import TensorInfo
@@ -364,8 +366,15 @@ def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
                     kept[n.name] = result
             return result
 
-    with torch.no_grad():
-        Recorder(gm).run(*example_inputs)
+    copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    buffers = {name: b.clone() for name, b in gm.named_buffers()}
+    try:
+        with torch.no_grad():
+            Recorder(gm).run(*copies)
+    finally:
+        with torch.no_grad():
+            for name, b in gm.named_buffers():
+                b.copy_(buffers[name])
     return kept
 
 

@@ -104,6 +104,26 @@ def test_forced_pieces_are_rewritten_into_the_custom_op(tmp_path):
     assert compiled.report.pieces[0].choice == "tilesync"
 
 
+class WritesInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.mlp = torch.nn.BatchNorm1d(128), GeluMLP()
+
+    def forward(self, x):
+        x.mul_(2)
+        return self.mlp(self.norm(x))
+
+
+def test_compiling_leaves_the_examples_and_buffers_as_they_were(tmp_path):
+    model = WritesInPlace().train()
+    x = torch.ones(16, 128)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    tt.compile(model, [x], cache_dir=tmp_path)
+    assert torch.equal(x, torch.ones(16, 128))
+    for name, b in model.named_buffers():
+        assert torch.equal(b, before[name]), name
+
+
 def test_a_failed_compile_is_the_reason_explain_gives(tmp_path, monkeypatch):
     """Where the pieces cannot run here, explain still compiles them to PTX: a compile that
     fails is what it reports (and strict raises), not the device."""
