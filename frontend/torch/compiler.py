@@ -2,8 +2,9 @@
 
     transform(gm, example_inputs, options) -> (gm, Report)
 
-First, in eval mode, BatchNorm2d folds into the Conv2d before it (fold_batch_norms). Then per
-piece, in order (each step a function below):
+First, in eval mode, BatchNorm2d folds into the Conv2d before it (fold_batch_norms; F.batch_norm
+in Dynamo's graphs: fold_functional_batch_norms). Then per piece, in order (each step a
+function below):
 
     graph_function        the fx match as a graph-level func (patterns.py; an MLP stack at the
                           kernels' widths: stack.py)
@@ -395,6 +396,81 @@ def fold_batch_norms(gm: Any) -> Any:
     return fuse(gm, inplace=False, no_trace=True)
 
 
+def fold_functional_batch_norms(gm: Any, example_inputs: list[Any]) -> Any:
+    """`gm` with each F.batch_norm in inference (training=False) whose input is a functional
+    conv2d used by it alone folded into the conv: its weight and bias become new attributes of
+    `gm`, from the values the examples give the placeholders (Dynamo's graphs, whose
+    parameters and buffers are placeholders). fold_batch_norms's fold for graphs without
+    modules; `gm` is a graph_copy, so the user's modules are untouched."""
+    import torch
+    import torch.nn.functional as F
+
+    from tilesync.frontend.torch.patterns import _arg, conv_parts
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    values = {n: v for n, v in zip(placeholders, example_inputs, strict=False)}
+
+    def value(ref: Any) -> Any:
+        if ref is None or not isinstance(ref, torch.fx.Node):
+            return ref
+        if ref.op == "get_attr":
+            return _attr(gm, ref.target)
+        return values.get(ref, _MISSING)
+
+    folded = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target is not F.batch_norm \
+                or _arg(bn, 5, "training", False):
+            continue
+        conv = _arg(bn, 0, "input")
+        if not isinstance(conv, torch.fx.Node) or len(conv.users) != 1 \
+                or conv.op != "call_function":
+            continue
+        parts = conv_parts(gm, conv)
+        if parts is None:
+            continue
+        stats = [value(_arg(bn, i, name)) for i, name in
+                 enumerate(("running_mean", "running_var", "weight", "bias"), start=1)]
+        weight, bias = value(parts[1]), value(parts[2])
+        if any(v is _MISSING for v in (weight, bias, *stats)) or stats[0] is None \
+                or stats[1] is None or not isinstance(weight, torch.Tensor):
+            continue
+        mean, var, gamma, beta = (None if t is None else t.detach().float() for t in stats)
+        scale = torch.rsqrt(var + _arg(bn, 7, "eps", 1e-5))
+        if gamma is not None:
+            scale = scale * gamma
+        shift = -mean * scale + (0 if beta is None else beta)
+        if bias is not None:
+            shift = shift + bias.detach().float() * scale
+        new_weight = (weight.detach().float() * scale.reshape(-1, 1, 1, 1)).to(weight.dtype)
+        names = (f"tilesync_folded_{folded}_weight", f"tilesync_folded_{folded}_bias")
+        gm.register_buffer(names[0], new_weight)
+        gm.register_buffer(names[1], shift.to(weight.dtype))
+        with gm.graph.inserting_before(conv):
+            refs = [gm.graph.get_attr(name) for name in names]
+        args = list(conv.args) + [None] * max(0, 3 - len(conv.args))
+        args[1], args[2] = refs
+        conv.args = tuple(args)
+        conv.kwargs = {k: v for k, v in conv.kwargs.items() if k not in ("weight", "bias")}
+        bn.replace_all_uses_with(conv)
+        gm.graph.erase_node(bn)
+        folded += 1
+    if folded:
+        gm.graph.lint()
+        gm.recompile()
+    return gm
+
+
+_MISSING = object()
+
+
+def _attr(gm: Any, target: str) -> Any:
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def graph_copy(gm: Any) -> Any:
     """A GraphModule of its own graph over `gm`'s modules and parameters (not copied): what
     transform rewrites, `gm` left as it was (torch's forms of the graph)."""
@@ -425,7 +501,7 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     from tilesync.frontend.progress import Progress
 
     report = Report()
-    gm = fold_batch_norms(graph_copy(gm))
+    gm = fold_functional_batch_norms(fold_batch_norms(graph_copy(gm)), example_inputs)
     env = record_values(gm, example_inputs)
     pieces = find_pieces(gm)
     if not pieces:

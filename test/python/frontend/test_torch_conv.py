@@ -176,3 +176,35 @@ def test_batch_norm_folds_in_eval_mode_only():
     with torch.no_grad():
         torch.testing.assert_close(gm(x), block(x), rtol=1e-4, atol=1e-4)
     assert _pieces(BasicBlock(64).train(), [x])[1] == []
+
+
+def test_dynamo_graphs_fold_functional_batch_norms_into_the_convs(tmp_path):
+    """Dynamo's graph of conv → BN → ReLU → conv → BN holds F.batch_norm calls over
+    placeholders: folded (fold_functional_batch_norms), it is a conv chain, and the graph
+    computes what the model does."""
+    from tilesync.examples.torch_models import BasicBlock
+    from tilesync.frontend.torch.compiler import Options, transform
+
+    model = BasicBlock(32).eval()
+    with torch.no_grad():  # statistics that are not the identity, so the fold shows
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-1, 1)
+    captured = []
+
+    def capture(gm, inputs):
+        captured.append((gm, list(inputs)))
+        return gm.forward
+
+    x = torch.randn(1, 32, 8, 8)
+    torch._dynamo.reset()
+    torch.compile(model, backend=capture)(x)
+    (gm, inputs), = captured
+    assert "batch_norm" in gm.code
+    folded, report = transform(gm, inputs, Options.make(cache_dir=tmp_path))
+    assert "batch_norm" not in folded.code and "batch_norm" in gm.code
+    assert [p.description.split(" [")[0] for p in report.pieces] == ["Conv→ReLU→Conv"]
+    with torch.no_grad():
+        torch.testing.assert_close(folded(*inputs)[0], model(x), atol=1e-4, rtol=1e-4)
