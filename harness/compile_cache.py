@@ -38,8 +38,10 @@ from typing import Any
 CACHE_DIR = Path(".tilesync-cache")
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 COMPILER_ROOMS = ("compat", "dialects", "analysis", "transforms", "lowering", "kernels",
-                  "harness")
-"""The package's folders whose sources decide the emitted code (with its top-level modules)."""
+                  "runtime", "harness", "frontend")
+"""The package's folders whose sources decide what a cache entry holds (with its top-level
+modules): the emitted code, and what the runtime and the torch front end store beside it (a
+piece's entry, a pickled PipelinePlan)."""
 COMPILER_DISTRIBUTIONS = ("xdsl", "llvmlite")
 
 
@@ -80,12 +82,14 @@ def _update(digest: Any, path: Path) -> None:
 class CompileCache:
     """Compiled results on disk under `directory/namespace`, one pickle per key.
 
-    `hits` and `misses` count the lookups of this object."""
+    `hits` and `misses` count the lookups of this object. `accepts(value)`, where given, says
+    whether a stored value is whole (one that is not is a miss, and is compiled again)."""
 
     def __init__(self, directory: Path | str = CACHE_DIR, namespace: str = "ptx",
-                 sources: str | None = None):
+                 sources: str | None = None, accepts: Callable[[Any], bool] | None = None):
         self.directory = Path(directory) / namespace
         self.sources = sources if sources is not None else source_digest()
+        self.accepts = accepts
         self.hits = 0
         self.misses = 0
 
@@ -98,7 +102,7 @@ class CompileCache:
         try:
             with self.path(key).open("rb") as f:
                 stored_key, value = pickle.load(f)
-            found = stored_key == key
+            found = stored_key == key and (self.accepts is None or self.accepts(value))
         except Exception:  # absent, truncated, or of classes that no longer load: a miss
             found, value = False, None
         if found:

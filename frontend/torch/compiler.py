@@ -100,12 +100,12 @@ class Options:
         directory = cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tilesync"
         return cls(mode, strict, emit_ptx, log, Path(directory), tune)
 
-    def cache(self, namespace: str) -> Any:
+    def cache(self, namespace: str, accepts: Any = None) -> Any:
         """The on-disk cache (harness.compile_cache.CompileCache) under `namespace`."""
         from tilesync.harness.compile_cache import CompileCache
 
         assert self.cache_dir is not None
-        return CompileCache(self.cache_dir, namespace)
+        return CompileCache(self.cache_dir, namespace, accepts=accepts)
 
 
 @dataclass
@@ -270,7 +270,7 @@ def cached_entry(graph_text: str, options: Options, stack: bool,
     """
     from tilesync.harness.compile_cache import compile_many
 
-    cache = options.cache("torch")
+    cache = options.cache("torch", accepts=is_whole_entry)
     hits = cache.hits
     if stack:
         entries = compile_many([(graph_text, p) for p in forms], TARGET,
@@ -281,6 +281,22 @@ def cached_entry(graph_text: str, options: Options, stack: bool,
     entries = compile_many([(graph_text, form) for form in forms], TARGET, 1,
                            compile_one=compile_entry, key=_entry_key, cache=cache)
     return entries, cache.hits - hits == len(forms)
+
+
+ENTRY_KEYS = {False: {"ptx_by_module", "kernels", "host", "temps", "target"},
+              True: {"ptx_by_module", "kernels", "plan", "binds", "results", "target"}}
+"""What compile_entry's value (False) and compile_stack_entry's (True) hold."""
+
+
+def is_whole_entry(value: Any) -> bool:
+    """Whether a cached value is a compiled entry a runner can load: every key of its kind,
+    PTX for some module (a damaged entry is compiled again, not loaded)."""
+    if not isinstance(value, dict):
+        return False
+    kinds = [stack for stack, keys in ENTRY_KEYS.items() if keys <= value.keys()]
+    ptx = value.get("ptx_by_module")
+    return bool(kinds) and isinstance(ptx, dict) and bool(ptx) \
+        and all(isinstance(text, str) and text for text in ptx.values())
 
 
 def device_status(infos) -> str | None:

@@ -124,6 +124,25 @@ def test_compiling_leaves_the_examples_and_buffers_as_they_were(tmp_path):
         assert torch.equal(b, before[name]), name
 
 
+def test_a_damaged_cached_entry_is_compiled_again(tmp_path):
+    import pickle
+
+    from tilesync.frontend.torch.compiler import is_whole_entry
+
+    x = torch.randn(16, 128, dtype=torch.half)
+    first = tt.compile(GeluMLP().half(), [x], emit_ptx=True, cache_dir=tmp_path).report
+    (path,) = (tmp_path / "torch").glob("*.pkl")
+    key, value = pickle.loads(path.read_bytes())
+    assert is_whole_entry(value) and not first.pieces[0].cached
+    for damaged in ({**value, "ptx_by_module": {}}, {"ptx_by_module": value["ptx_by_module"]},
+                    None):
+        assert not is_whole_entry(damaged)
+        path.write_bytes(pickle.dumps((key, damaged)))
+        again = tt.compile(GeluMLP().half(), [x], emit_ptx=True, cache_dir=tmp_path).report
+        assert not again.pieces[0].cached and again.pieces[0].compile_seconds is not None
+        assert is_whole_entry(pickle.loads(path.read_bytes())[1])
+
+
 def test_a_failed_compile_is_the_reason_explain_gives(tmp_path, monkeypatch):
     """Where the pieces cannot run here, explain still compiles them to PTX: a compile that
     fails is what it reports (and strict raises), not the device."""

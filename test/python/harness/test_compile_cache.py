@@ -77,7 +77,9 @@ def test_the_source_digest_covers_the_compiler_and_extra_files(tmp_path):
     assert cc.source_digest(extra=[builder]) != with_extra
     covered = {p.relative_to(cc.PACKAGE_ROOT).parts[0] for room in cc.COMPILER_ROOMS
                for p in (cc.PACKAGE_ROOT / room).rglob("*.py")}
-    assert {"dialects", "transforms", "lowering", "kernels"} <= covered
+    # what a cache entry holds is decided by the runtime (a pickled PipelinePlan) and the torch
+    # front end (a piece's entry) too
+    assert {"dialects", "transforms", "lowering", "kernels", "runtime", "frontend"} <= covered
 
 
 def test_the_compilers_sources_are_read_once_per_process(tmp_path, monkeypatch):
@@ -109,6 +111,15 @@ def test_a_broken_entry_is_a_miss_and_is_rewritten(tmp_path):
     # an entry of another key (a hash collision, a hand-copied file) is a miss too
     path.write_bytes(pickle.dumps(("another key", 0)))
     assert cache.load(_key(7, "sm_90")) == (False, None)
+
+
+def test_a_value_the_cache_does_not_accept_is_a_miss(tmp_path):
+    cache = cc.CompileCache(tmp_path, "test", sources="s",
+                            accepts=lambda value: isinstance(value, tuple) and len(value) == 2)
+    cache.store(_key(7, "sm_90"), {"damaged": True})
+    assert cache.load(_key(7, "sm_90")) == (False, None) and cache.misses == 1
+    assert cc.compile_many([7], compile_one=_square, key=_key, cache=cache) == [(49, "sm_90")]
+    assert CALLS == [7] and cache.load(_key(7, "sm_90")) == (True, (49, "sm_90"))
 
 
 def test_a_failed_write_leaves_the_old_entry_and_no_temporary_file(tmp_path, monkeypatch):
