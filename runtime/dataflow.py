@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -159,9 +160,11 @@ class DataflowProgram:
     """A compiled program's pipeline loaded on the device, ready to run any number of times."""
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
-                 pin_l2: bool = True, plan: PipelinePlan | None = None):
+                 pin_l2: bool = True, plan: PipelinePlan | None = None,
+                 cubin_dir: str | Path | None = None):
         """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
-        without its IR, e.g. in a cache), instead of reading `compiled.module`."""
+        without its IR, e.g. in a cache), instead of reading `compiled.module`. `cubin_dir`:
+        where compiled cubins are kept (load_ptx's cache_dir; None: its default)."""
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
         from tilesync.runtime.device import get_device, occupancy
         from tilesync.runtime.module import load_ptx
@@ -172,7 +175,7 @@ class DataflowProgram:
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         self.kernels: dict[str, Any] = {}
         for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name)
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir)
             for sig in self.signatures.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)

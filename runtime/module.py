@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import struct
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -120,6 +121,17 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def is_whole_elf(data: bytes) -> bool:
+    """Whether `data` is a 64-bit little-endian ELF image whose section and program header
+    tables lie inside it (a cubin cut short by a full disk or a crash fails that)."""
+    if len(data) < 64 or not data.startswith(b"\x7fELF\x02\x01"):
+        return False
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    return phoff + phentsize * phnum <= len(data) and shoff + shentsize * shnum <= len(data) \
+        and shnum > 0
+
+
 class CubinCache:
     """Compiled cubins on disk: `<directory>/<key>.cubin`."""
 
@@ -132,10 +144,10 @@ class CubinCache:
     def load(self, key: str) -> bytes | None:
         try:
             data = self.path_for(key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # absent, a directory, unreadable: a miss (the cubin is compiled)
             return None
         # A truncated or foreign file is a miss, not an error: it gets rewritten.
-        return data if data.startswith(b"\x7fELF") else None
+        return data if is_whole_elf(data) else None
 
     def store(self, key: str, cubin: bytes) -> Path:
         path = self.path_for(key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -136,13 +137,15 @@ class CapturedRun:
 class StageProgram:
     """A stage program loaded on the device, ready to run any number of times."""
 
-    def __init__(self, compiled: CompiledProgram):
+    def __init__(self, compiled: CompiledProgram, *, cubin_dir: str | Path | None = None):
+        """`cubin_dir`: where compiled cubins are kept (load_ptx's cache_dir; None: its
+        default)."""
         self.compiled = compiled
         self.stages, self.steps = read_plan(compiled)
         self.kernels: dict[str, Any] = {}
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name)
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir)
             for sig in compiled.kernels.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)

@@ -107,6 +107,12 @@ class Options:
         assert self.cache_dir is not None
         return CompileCache(self.cache_dir, namespace, accepts=accepts)
 
+    @property
+    def cubin_dir(self) -> Path:
+        """Where the pieces' cubins are kept (runtime.module.CubinCache): under cache_dir."""
+        assert self.cache_dir is not None
+        return self.cache_dir / "cubins"
+
 
 @dataclass
 class PieceReport:
@@ -214,9 +220,9 @@ def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
             "compile_seconds": time.perf_counter() - start}
 
 
-def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
+def compile_stack_entry(job: tuple[str, str, str], target: str = TARGET) -> dict[str, Any]:
     """An MLP stack's graph function compiled as a pipeline by `job` = (graph text, one of
-    STACK_PASSES): PTX, kernel signatures, the
+    STACK_PASSES, the directory its cubins are compiled into): PTX, kernel signatures, the
     pipeline's plan (runtime.dataflow.read_pipeline's: stages, queues, its persistent kernel),
     each stage's kernel arguments as (bind kind, values) from its #graph.bind, the result
     shapes; picklable."""
@@ -227,7 +233,7 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     from tilesync.runtime.module import precompile_ptx
 
     start = time.perf_counter()
-    graph_text, stack_pass = job
+    graph_text, stack_pass, cubin_dir = job
     # One pipeline from the graph function: the input verified as parsed, the lowered IR at
     # the end (as after any pass list), not graph-to-dataflow's 8k ops for NeRF in between.
     compiled = tilesync.compile(graph_text, target=target,
@@ -237,7 +243,7 @@ def compile_stack_entry(job: tuple[str, str], target: str = TARGET) -> dict[str,
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
     for ptx in compiled.ptx_by_module.values():  # ptxas here, beside the other pipelines'
-        precompile_ptx(ptx, target)
+        precompile_ptx(ptx, target, cubin_dir)
     binds = {stage.sym_name.data: [(b.kind.data, tuple(b.values))
                                    for b in stage.attributes[graph.BIND_ATTR].data]  # type: ignore
              for stage in pipeline.stages}
@@ -250,8 +256,8 @@ def _entry_key(job: tuple[str, str], target: str) -> str:
     return repr((*job, SYNC_PASSES, TIMEOUT_NS, target))
 
 
-def _stack_entry_key(job: tuple[str, str], target: str) -> str:
-    return repr((*job, TIMEOUT_NS, target))
+def _stack_entry_key(job: tuple[str, str, str], target: str) -> str:
+    return repr((*job[:2], TIMEOUT_NS, target))  # not where the cubins went
 
 
 def stack_passes(options: Options) -> tuple[str, ...]:
@@ -273,7 +279,7 @@ def cached_entry(graph_text: str, options: Options, stack: bool,
     cache = options.cache("torch", accepts=is_whole_entry)
     hits = cache.hits
     if stack:
-        entries = compile_many([(graph_text, p) for p in forms], TARGET,
+        entries = compile_many([(graph_text, p, str(options.cubin_dir)) for p in forms], TARGET,
                                min(len(forms), os.cpu_count() or 1),
                                compile_one=compile_stack_entry, key=_stack_entry_key,
                                cache=cache, isolated=True)
@@ -646,7 +652,7 @@ def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...]
     stack's pipelines) on the example inputs, each replayed from a CUDA graph (the device's
     time: the host launches them alike), measured once per device (cached); `report.variants`
     says what each took. A lone form is taken untimed."""
-    runners = [stage_runner(piece, entry) for entry in entries]
+    runners = [stage_runner(piece, entry, options.cubin_dir) for entry in entries]
     if len(runners) == 1:
         return runners[0]
     key = repr((graph_text, _device_name(None), forms, TIMEOUT_NS, "graph"))
@@ -657,7 +663,7 @@ def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...]
     return runners[order[0]]
 
 
-def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
+def stage_runner(piece: Piece, compiled: dict[str, Any], cubin_dir: Path | None = None) -> Any:
     """The compiled piece on torch tensors: a StageRunner, inside a Relayout where the graph
     function takes permuted inputs (a conv chain, channels last); an MLP stack's
     PipelineRunner."""
@@ -666,12 +672,12 @@ def stage_runner(piece: Piece, compiled: dict[str, Any]) -> Any:
     out = piece.out_info
     assert out is not None
     if piece.stack is not None:
-        return PipelineRunner(compiled, piece.stack, out.dtype)
+        return PipelineRunner(compiled, piece.stack, out.dtype, cubin_dir)
     if piece.out_layout is None:
-        return StageRunner(compiled, out.shape, out.dtype)
+        return StageRunner(compiled, out.shape, out.dtype, cubin_dir)
     inverse = tuple(piece.out_layout.index(d) for d in range(len(out.shape)))
     graph_shape = tuple(out.shape[d] for d in inverse)  # the graph function's result
-    return Relayout(StageRunner(compiled, graph_shape, out.dtype), piece.layouts,
+    return Relayout(StageRunner(compiled, graph_shape, out.dtype, cubin_dir), piece.layouts,
                     piece.out_layout, out.shape)
 
 

@@ -178,9 +178,9 @@ class TorchPiece:
         return eager_piece(self.ops, inputs, self.results)
 
 
-def load_program(entry: dict[str, Any]):
-    """A StageProgram from a compiled entry (PTX per module, signatures, host plan text), and
-    its host IR."""
+def load_program(entry: dict[str, Any], cubin_dir: Any = None):
+    """A StageProgram from a compiled entry (PTX per module, signatures, host plan text), its
+    cubins kept in `cubin_dir` (None: the runtime's default), and its host IR."""
     from tilesync.api import parse
     from tilesync.contract import CompiledProgram
     from tilesync.runtime.program import StageProgram
@@ -188,7 +188,7 @@ def load_program(entry: dict[str, Any]):
     host = parse(entry["host"])
     compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], host,
                                target=entry["target"])
-    return StageProgram(compiled), host
+    return StageProgram(compiled, cubin_dir=cubin_dir), host
 
 
 def gate_up_weight(gate: Any, up: Any) -> Any:
@@ -206,10 +206,11 @@ MAPS_KEPT = 256  # encoded TMA maps a runner keeps (torch's allocator reuses add
 class StageRunner:
     """A compiled piece on torch tensors (see the module docstring)."""
 
-    def __init__(self, entry: dict[str, Any], out_shape: tuple[int, ...], dtype: Any):
+    def __init__(self, entry: dict[str, Any], out_shape: tuple[int, ...], dtype: Any,
+                 cubin_dir: Any = None):
         from tilesync.dialects import sync
 
-        self.program, host = load_program(entry)
+        self.program, host = load_program(entry, cubin_dir)
         self.program.prepare()
         self.out_shapes, self.dtype = [tuple(out_shape)], dtype
         self.binds: dict[str, list[graph.BindAttr]] = {
@@ -276,7 +277,7 @@ class PipelineRunner:
     tickets carry on from run to run without a memset), each result cut back to torch's width
     and leading dimensions."""
 
-    def __init__(self, entry: dict[str, Any], form: Any, dtype: Any):
+    def __init__(self, entry: dict[str, Any], form: Any, dtype: Any, cubin_dir: Any = None):
         from xdsl.dialects.builtin import ModuleOp
 
         from tilesync.contract import CompiledProgram
@@ -284,7 +285,7 @@ class PipelineRunner:
 
         compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], ModuleOp([]),
                                    target=entry["target"])
-        self.program = DataflowProgram(compiled, plan=entry["plan"])
+        self.program = DataflowProgram(compiled, plan=entry["plan"], cubin_dir=cubin_dir)
         self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype
         self.results = [tuple(shape) for shape in entry["results"]]

@@ -310,13 +310,13 @@ def test_edge_mlp_through_dynamo_keeps_its_layer_norm_in_the_stack(tmp_path, mon
         "MLP stack [1024 rows, 384 -> 128 -> 128 -> 128, float16; layer norm]")
 
 
-def test_small_stack_reaches_one_persistent_kernel_ptx():
+def test_small_stack_reaches_one_persistent_kernel_ptx(tmp_path):
     from tilesync.frontend.torch.compiler import STACK_PASSES, compile_stack_entry
 
     model = Chain(torch.relu, 3).half()
     _, (piece,) = _pieces(model, [torch.randn(1024, 64).half()])
     entry = pickle.loads(pickle.dumps(compile_stack_entry((str(graph_function(piece)),
-                                                           STACK_PASSES[0]))))
+                                                           STACK_PASSES[0], str(tmp_path)))))
     assert entry["results"] == [(1024, 64)]
     plan = entry["plan"]  # what DataflowProgram runs, without the IR
     assert plan.persistent == "mlp_persistent" and plan.persistent in entry["kernels"]
@@ -350,9 +350,10 @@ def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
 
     jobs = []
 
-    def fake_compile(job, target):
+    def fake_compile(job, target):  # a whole entry (is_whole_entry), or the cache skips it
         jobs.append(job[1])
-        return {"pass": job[1], "target": target}
+        return {"pass": job[1], "target": target, "ptx_by_module": {"module": "ptx"},
+                "kernels": {}, "plan": None, "binds": {}, "results": []}
 
     monkeypatch.setattr(compiler, "compile_stack_entry", fake_compile)
     monkeypatch.delenv("TILESYNC_TUNE", raising=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -359,11 +360,20 @@ def test_default_cache_dir_follows_env(monkeypatch, tmp_path):
     assert default_cache_dir() == Path.home() / ".cache" / "tilesync"
 
 
+def _elf(body: bytes) -> bytes:
+    """A 64-bit ELF image: a header, `body`, one 64-byte section header at the end."""
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<QQ", header, 0x20, 0, 64 + len(body))  # no program headers
+    struct.pack_into("<HHHH", header, 0x36, 56, 0, 64, 1)
+    return bytes(header) + body + bytes(64)
+
+
 def test_cubin_cache_round_trip_with_fake_cubin(tmp_path):
     cache = CubinCache(tmp_path / "nested" / "cache")
     key = cache_key("fake ptx", "sm_90", 13000)
     assert cache.load(key) is None
-    fake_cubin = b"\x7fELF" + bytes(range(256)) * 4
+    fake_cubin = _elf(bytes(range(256)) * 4)
     path = cache.store(key, fake_cubin)
     assert path == tmp_path / "nested" / "cache" / f"{key}.cubin"
     assert cache.load(key) == fake_cubin
@@ -375,6 +385,20 @@ def test_cubin_cache_treats_corrupt_file_as_miss(tmp_path):
     key = cache_key("ptx", "sm_90", 1)
     cache.path_for(key).write_bytes(b"truncated")
     assert cache.load(key) is None
+    whole = _elf(b"code" * 100)
+    cache.path_for(key).write_bytes(whole[:-1])  # an ELF cut short: its section table is not
+    assert cache.load(key) is None              # all there
+    cache.path_for(key).write_bytes(whole)
+    assert cache.load(key) == whole
+
+
+def test_cubin_cache_entry_that_cannot_be_read_is_a_miss(tmp_path):
+    cache = CubinCache(tmp_path)
+    key = cache_key("ptx", "sm_90", 1)
+    cache.path_for(key).mkdir()  # a directory where the cubin should be
+    assert cache.load(key) is None
+    (tmp_path / "file").write_bytes(b"x")
+    assert CubinCache(tmp_path / "file").load(key) is None  # the cache "directory" is a file
 
 
 def test_write_atomic_replaces_whole_file(tmp_path):
@@ -424,7 +448,7 @@ def _require_nvjitlink():
 def test_compile_ptx_produces_cubin_and_register_report():
     _require_nvjitlink()
     compiled = compile_ptx(KERNELS_PTX, "sm_90", "runtime_kernels")
-    assert compiled.cubin.startswith(b"\x7fELF")
+    assert module_module.is_whole_elf(compiled.cubin)  # what the cubin cache takes
     assert compiled.arch == "sm_90"
     assert "Compiling entry function 'add_one' for 'sm_90'" in compiled.info_log
     assert "registers" in compiled.info_log
@@ -573,7 +597,7 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
 
     def fake_compile(text, arch, name_hint="tilesync"):
         compiled.append(arch)
-        return module_module.CompiledCubin(b"\x7fELF cubin for " + arch.encode(), arch, "")
+        return module_module.CompiledCubin(_elf(b"cubin for " + arch.encode()), arch, "")
 
     monkeypatch.setattr(module_module, "compile_ptx", fake_compile)
     monkeypatch.setattr(module_module, "nvjitlink_version", lambda: "nvjitlink-13.0")
@@ -583,7 +607,7 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
     assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path)
     # what _load_uncached computes on an sm_90 device of that driver
     key = cache_key(ptx, module_module.compile_arch(ptx, "sm_90"), 13000, "nvjitlink-13.0")
-    assert CubinCache(tmp_path).load(key) == b"\x7fELF cubin for sm_90a" and compiled == ["sm_90a"]
+    assert CubinCache(tmp_path).load(key) == _elf(b"cubin for sm_90a") and compiled == ["sm_90a"]
     assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path) and compiled == ["sm_90a"]
     assert not module_module.precompile_ptx(ptx, "compute_90", tmp_path)  # not a device arch
     monkeypatch.setattr(driver, "cuDriverGetVersion",
