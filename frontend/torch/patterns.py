@@ -615,6 +615,9 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
             x, w, b = get(op[1]), get(op[2]), get(op[3])
             assert x is not None and w is not None
             xs = x.type.get_shape()  # type: ignore[attr-defined]
+            if len(xs) < 2:
+                raise UnsupportedPiece(f"a Linear's input of shape {list(xs)} has no row "
+                                       f"dimension (the GEMMs take rows x {xs[-1]})")
             n = w.type.get_shape()[0]  # type: ignore[attr-defined]
             new = graph.LinearOp(x, w, b, TensorType(element, [*xs[:-1], n]))
         elif kind == "conv2d":  # channels last (see the module docstring)

@@ -124,6 +124,15 @@ def test_compiling_leaves_the_examples_and_buffers_as_they_were(tmp_path):
         assert torch.equal(b, before[name]), name
 
 
+def test_a_linear_input_without_rows_stays_with_torch_and_says_why(tmp_path):
+    model, x = GeluMLP().half(), torch.randn(128, dtype=torch.half)
+    compiled = tt.compile(model, [x], emit_ptx=True, cache_dir=tmp_path)
+    (piece,) = compiled.report.pieces
+    assert piece.choice == "torch" and "shape [128] has no row dimension" in piece.reason
+    assert piece.compile_seconds is None  # refused before compiling
+    assert torch.equal(compiled(x), model(x))
+
+
 def test_a_damaged_cached_entry_is_compiled_again(tmp_path):
     import pickle
 
