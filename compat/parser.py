@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.parser import Parser
@@ -43,6 +44,13 @@ class CheckedParser(Parser):
         # Per enclosing region (innermost last): the values referenced before any definition
         # when the region began; a definition inside the region cannot be theirs.
         self._outer_forward_references: list[set[str]] = []
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """An input of nothing but whitespace and comments is an empty module, as MLIR reads
+        it (xDSL refuses it: "Could not parse entire input!")."""
+        if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)
 
     # -- affine expressions ------------------------------------------------------------------
     def _affine(self, parse: Callable[[], T]) -> T:
