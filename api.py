@@ -52,7 +52,7 @@ from tilesync.contract import (
     TilesyncError,
     architecture,
 )
-from tilesync.dialects import sync, tile
+from tilesync.dialects import graph, sync, tile
 from tilesync.dialects.kernel_args import sync_roles
 from tilesync.dialects.locations import (
     LocatingParser,
@@ -329,15 +329,22 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         else:
             module = module_or_text
             verify_module(module)
-        check_target_features(module, target)
-        if pipeline is None:
+        first_ir: dict[str, str] = {}
+        first_seconds: dict[str, float] = {}
+        if pipeline is None and is_graph_level(module):  # its kernels first, then as any
+            first_ir, first_seconds, _ = _lower(module, [GRAPH_TO_STAGES], ctx, keep_ir,
+                                                verify_each, verify_last=True)
+            pipeline = default_pipeline(debug, timeout_ns, before=GRAPH_SYNC_PASSES)
+        elif pipeline is None:
             pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
         elif debug or timeout_ns is not None:
             raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
                                "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
                                "yourself")
+        check_target_features(module, target)
         ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
                                               verify_last=False)
+        ir_after, seconds = first_ir | ir_after, first_seconds | seconds
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
                                                 None if verify_each else last_pass,
                                                 collect_garbage)
@@ -378,6 +385,18 @@ def check_target(target: str) -> None:
 # wait-kernels also needs them made to work (the producers' start flags, the wait-kernel).
 SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait", "sync-verify")
 WAIT_KERNEL_PASS = "sync-insert-wait-kernel"
+
+
+GRAPH_TO_STAGES = "graph-to-stages"
+GRAPH_SYNC_PASSES: tuple[str, ...] = (*SYNC_PASSES[:-1], "sync-use-pdl", SYNC_PASSES[-1])
+"""What compile's default pipeline runs on a graph-level program (graph.linear, graph.conv2d,
+... in a func.func) after GRAPH_TO_STAGES made its stage program: the hooks filled, each
+consumer launched with PDL right after its producer (the forward-progress guarantee that needs
+no SM count)."""
+
+
+def is_graph_level(module: ModuleOp) -> bool:
+    return any(op.dialect_name() == graph.Graph.name for op in module.walk())
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
