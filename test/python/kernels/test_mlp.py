@@ -97,7 +97,7 @@ def test_compiles_to_valid_ptx(model, M, mode, policy, progress):
 
 
 def test_specs_and_ordered_fit():
-    with pytest.raises(ValueError, match="multiple of GEMM1's"):
+    with pytest.raises(ValueError, match="BM2 a multiple of BM1"):
         mlp_spec("gpt3", 256, cfg2=((64, 128, 64), (4, 1), 4))
     spec = mlp_spec("gpt3", 512, mma="sync")
     assert spec.ratio == 2 and spec.k_steps == 192 and spec.hidden == 6144
