@@ -109,3 +109,23 @@ def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, mo
         assert_graph_chosen_by_measurement(measured)
         assert not measured.graph.cached and cached.graph.cached
         assert cached.graph.form == measured.graph.form
+
+
+@pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])
+def test_a_model_trains_through_its_compiled_pieces(name, tmp_path):
+    """Forward on the GPU kernels, backward recomputed by torch: the gradients are eager's (to
+    fp16 tolerance: the forward's rounding differs, not the backward's formula)."""
+    model, inputs = example(name, "cuda")
+    model.train()
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
+    x = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    weights = [p for p in model.parameters() if p.requires_grad]
+    out = compiled(*x)
+    seed = torch.randn_like(out)
+    ours = torch.autograd.grad(out, [*x, *weights], seed, allow_unused=True)
+    theirs = torch.autograd.grad(model(*x), [*x, *weights], seed, allow_unused=True)
+    for mine, eager in zip(ours, theirs, strict=True):
+        assert (mine is None) == (eager is None)
+        if eager is not None:
+            assert _rel(mine, eager) < TOL
