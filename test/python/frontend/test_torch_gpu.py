@@ -113,10 +113,10 @@ def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, mo
 
 @pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])
 def test_a_model_trains_through_its_compiled_pieces(name, tmp_path):
-    """Forward on the GPU kernels, backward recomputed by torch: the gradients are eager's (to
+    """Forward on the GPU kernels, backward recomputed by torch (parameters require grad, as in
+    training): the gradients are eager's (to
     fp16 tolerance: the forward's rounding differs, not the backward's formula)."""
     model, inputs = example(name, "cuda")
-    model.train()
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
     x = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
