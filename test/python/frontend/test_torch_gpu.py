@@ -114,8 +114,7 @@ def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, mo
 @pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])
 def test_a_model_trains_through_its_compiled_pieces(name, tmp_path):
     """Forward on the GPU kernels, backward recomputed by torch (parameters require grad, as in
-    training): the gradients are eager's (to
-    fp16 tolerance: the forward's rounding differs, not the backward's formula)."""
+    training): the gradients are eager's to fp16 tolerance."""
     model, inputs = example(name, "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     assert [p.choice for p in compiled.report.pieces] == ["tilesync"]
