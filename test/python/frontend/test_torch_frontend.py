@@ -133,6 +133,32 @@ def test_a_linear_input_without_rows_stays_with_torch_and_says_why(tmp_path):
     assert torch.equal(compiled(x), model(x))
 
 
+def test_a_compiled_piece_keeps_its_cubins_where_it_is_told(tmp_path, monkeypatch):
+    """load_program (the StageRunner's) loads each module's PTX with the cubin directory the
+    front end gives it (Options.cubin_dir: under cache_dir), not the runtime's default."""
+    from tilesync.frontend.torch import ops
+    from tilesync.frontend.torch.compiler import STAGES_PASS, Options
+    from tilesync.runtime import program
+
+    (piece,) = _pieces(GeluMLP().half(), [torch.randn(16, 128, dtype=torch.half)])
+    entry = compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
+    loaded = []
+
+    class FakeModule:
+        def function(self, name, params):
+            return name
+
+    def fake_load(ptx, name, cache_dir=None):
+        loaded.append((name, cache_dir))
+        return FakeModule()
+
+    monkeypatch.setattr(program, "load_ptx", fake_load)
+    cubin_dir = Options.make(cache_dir=tmp_path).cubin_dir
+    assert cubin_dir == tmp_path / "cubins"
+    ops.load_program(entry, cubin_dir)
+    assert loaded and all(where == cubin_dir for _, where in loaded)
+
+
 def test_a_damaged_cached_entry_is_compiled_again(tmp_path):
     import pickle
 
