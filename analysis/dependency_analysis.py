@@ -9,7 +9,7 @@ argument that is sound but coarser.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir.affine import AffineExpr, AffineSymExpr
@@ -17,7 +17,14 @@ from xdsl.ir.affine import AffineExpr, AffineSymExpr
 from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.dialects import sync
-from tilesync.dialects.sync import ENUMERATION_LIMIT, PolicyAttr, Reader, box_points, box_size
+from tilesync.dialects.sync import (
+    ENUMERATION_LIMIT,
+    PolicyAttr,
+    Reader,
+    box_points,
+    box_size,
+    map_evaluator,
+)
 
 
 def dependency_points(dep: sync.DependencyOp, consumer_grid: Sequence[int]) -> int:
@@ -167,6 +174,18 @@ def semaphore_of(policy: PolicyAttr, read: Reader, tile: Tile, syms: Tile) -> in
     return None if produced is None else policy.semaphore_index(produced)
 
 
+def semaphore_reader(policy: PolicyAttr, read: Reader) -> Callable[[Tile, Tile], int | None]:
+    """`semaphore_of(policy, read, ...)` with the policy's evaluator looked up once: for the
+    loops over every consumer tile and forall point."""
+    index = map_evaluator(policy.sem_map.data)
+
+    def semaphore(tile: Tile, syms: Tile) -> int | None:
+        produced = read(tile, syms)
+        return None if produced is None else index(produced)[0]
+
+    return semaphore
+
+
 @dataclass(frozen=True)
 class WaitLoop:
     """How a wait covers forall variable s_i: not at all (the semaphore does not depend on
@@ -240,9 +259,9 @@ def steps_to_wait(policy: PolicyAttr, dep: sync.DependencyOp,
         return WaitSteps(hi - lo)
     needed = 1
     period = 0  # gcd of the offsets of first reads so far (0: none past the first step)
-    read = dep.reader()
+    semaphore = semaphore_reader(policy, dep.reader())
     for tile in grid_tiles(consumer_grid):
-        per_step = [{semaphore_of(policy, read, tile, syms)
+        per_step = [{semaphore(tile, syms)
                      for syms in forall_points(dep, {0: s0})} - {None} for s0 in range(lo, hi)]
         every = set().union(*per_step)
         seen: set[int | None] = set()
@@ -263,13 +282,13 @@ def _periodic(
 ) -> bool:
     """sem(..., s_i, ...) == sem(..., lo_i + m * ((s_i - lo_i) // m), ...) everywhere."""
     lo = dep.ranges[i][0]
-    read = dep.reader()
+    semaphore = semaphore_reader(policy, dep.reader())
     for tile in grid_tiles(consumer_grid):
         for syms in forall_points(dep):
             rep = list(syms)
             rep[i] = lo + m * ((syms[i] - lo) // m)
             if rep[i] == syms[i]:
                 continue
-            if semaphore_of(policy, read, tile, syms) != semaphore_of(policy, read, tile, rep):
+            if semaphore(tile, syms) != semaphore(tile, rep):
                 return False
     return True

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects.builtin import (
     I32,
@@ -164,50 +164,64 @@ Reader = Callable[[Sequence[int], Sequence[int]], "tuple[int, ...] | None"]
 """A dependency's `reader()`: (consumer tile, forall values) -> the producer tile read there,
 None where a clipped dependency falls outside the producer grid."""
 
-# id(map) -> (map, its evaluator): found without hashing the expressions.
-_EVALUATORS: dict[int, tuple[AffineMap, Callable[[Sequence[int]], tuple[int, ...]]]] = {}
+# (id(map), grid) -> (map, its evaluator): found without hashing the expressions.
+_EVALUATORS: dict[tuple[int, tuple[int, ...] | None], tuple[AffineMap, Callable]] = {}
 
 
-def map_evaluator(affine_map: AffineMap) -> Callable[[Sequence[int]], tuple[int, ...]]:
+def map_evaluator(affine_map: AffineMap, within: Sequence[int] | None = None
+                  ) -> Callable[[Sequence[int]], Any]:
     """`affine_map` as a Python function of its dims followed by its symbols, computing what
-    `AffineMap.eval` does (several times faster: grids and forall boxes of many points are
-    enumerated with it)."""
-    found = _EVALUATORS.get(id(affine_map))
+    `AffineMap.eval` does (compiled once: many times faster, and grids and forall boxes of a
+    million points are enumerated with it). With `within` (a grid), a result outside it is
+    None."""
+    key = (id(affine_map), None if within is None else tuple(within))
+    found = _EVALUATORS.get(key)
     if found is not None and found[0] is affine_map:
         return found[1]
     if len(_EVALUATORS) > 4096:
         _EVALUATORS.clear()
-    parts = [_build_evaluator(e, affine_map.num_dims) for e in affine_map.results]
-    if len(parts) == 1:
-        (only,) = parts
-        function = lambda point: (only(point),)  # noqa: E731
-    else:
-        function = lambda point: tuple(part(point) for part in parts)  # noqa: E731
-    _EVALUATORS[id(affine_map)] = (affine_map, function)
+    parts = [_python_expression(e, affine_map.num_dims) for e in affine_map.results]
+    names = [f"r{i}" for i in range(len(parts))]
+    lines = ["def evaluate(point):"]
+    lines += [f"    {name} = {part}" for name, part in zip(names, parts, strict=True)]
+    if within is not None:
+        inside = " and ".join(f"0 <= {name} < {int(extent)}"
+                              for name, extent in zip(names, within, strict=False))
+        lines.append(f"    if not ({inside or 'True'}):")
+        lines.append("        return None")
+    lines.append(f"    return ({', '.join(names)},)")
+    # The text holds the map's integers and the names `point` and r<i> alone
+    # (_python_expression), so running it defines `evaluate` and does nothing else.
+    scope: dict[str, Any] = {}
+    exec("\n".join(lines), {"__builtins__": {}}, scope)
+    function = scope["evaluate"]
+    _EVALUATORS[key] = (affine_map, function)
     return function
 
 
-def _build_evaluator(expr: AffineExpr, num_dims: int) -> Callable[[Sequence[int]], int]:
+def _python_expression(expr: AffineExpr, num_dims: int) -> str:
+    """`expr` as a Python expression over `point` (dims, then symbols). Python's // and % of
+    integers round toward minus infinity, as MLIR's floordiv and mod do."""
     match expr:
         case AffineConstantExpr(value=value):
-            return lambda point: value
+            return f"({int(value)})"
         case AffineDimExpr(position=position):
-            return operator.itemgetter(position)
+            return f"point[{int(position)}]"
         case AffineSymExpr(position=position):
-            return operator.itemgetter(num_dims + position)
+            return f"point[{num_dims + int(position)}]"
         case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            a, b = _build_evaluator(lhs, num_dims), _build_evaluator(rhs, num_dims)
+            a, b = _python_expression(lhs, num_dims), _python_expression(rhs, num_dims)
             match kind:
                 case AffineBinaryOpKind.Add:
-                    return lambda point: a(point) + b(point)
+                    return f"({a} + {b})"
                 case AffineBinaryOpKind.Mul:
-                    return lambda point: a(point) * b(point)
+                    return f"({a} * {b})"
                 case AffineBinaryOpKind.Mod:
-                    return lambda point: a(point) % b(point)
+                    return f"({a} % {b})"
                 case AffineBinaryOpKind.FloorDiv:
-                    return lambda point: a(point) // b(point)
+                    return f"({a} // {b})"
                 case _:
-                    return lambda point: -(-a(point) // b(point))
+                    return f"(-(-{a} // {b}))"
         case _:
             raise ValueError(f"cannot evaluate {expr}")
 
@@ -1393,20 +1407,9 @@ class DependencyOp(IRDLOperation):
         """`read` with the map's evaluator and the producer's grid looked up once: for loops
         over many consumer tiles or forall points (a symbol lookup per point took most of
         the time of a wide clipped box)."""
-        evaluate = map_evaluator(self.tiles_map)
-        if self.clipped is None:
-            return lambda consumer_tile, forall_values: evaluate(
-                (*consumer_tile, *forall_values))
-        grid = self.producer_stage().grid_shape
-
-        def read(consumer_tile: Sequence[int],
-                 forall_values: Sequence[int]) -> tuple[int, ...] | None:
-            tile = evaluate((*consumer_tile, *forall_values))
-            if any(not 0 <= c < extent for c, extent in zip(tile, grid)):
-                return None
-            return tile
-
-        return read
+        grid = None if self.clipped is None else self.producer_stage().grid_shape
+        evaluate = map_evaluator(self.tiles_map, grid)
+        return lambda consumer_tile, forall_values: evaluate((*consumer_tile, *forall_values))
 
     def producer_stage(self) -> StageOp:
         return _lookup_stage(self, self.producer, "producer")

@@ -2,6 +2,8 @@
 constructors, dependency enumeration and bounds proofs, kernel-level op builders."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.context import Context
 from xdsl.dialects import test
 from xdsl.dialects.builtin import Builtin, MemRefType, ModuleOp, i32, i64
@@ -23,6 +25,7 @@ from tilesync.dialects.sync import (
     WaitOp,
     classify_policy_map,
     conv2d_tile_sync,
+    map_evaluator,
     row_sync,
     strided_sync,
     tile_sync,
@@ -421,3 +424,31 @@ def test_semaphore_index_is_what_the_map_evaluates_to(sem_map):
     for tile in [(0,) * sem_map.num_dims, (1, 7, 2)[: sem_map.num_dims],
                  (-5, 13, 4)[: sem_map.num_dims], (10**12, 3, 9)[: sem_map.num_dims]]:
         assert policy.semaphore_index(tile) == sem_map.eval(tile, ())[0]
+
+
+_POSITIONS = st.integers(0, 2)
+_LEAVES = st.one_of(_POSITIONS.map(AffineExpr.dimension), st.integers(0, 1).map(AffineExpr.symbol),
+                    st.integers(-9, 9).map(AffineExpr.constant))
+
+
+def _combined(children):
+    divisor = st.integers(1, 8)
+    return st.one_of(st.tuples(children, children).map(lambda p: p[0] + p[1]),
+                     st.tuples(children, st.integers(-4, 4)).map(lambda p: p[0] * p[1]),
+                     st.tuples(children, divisor).map(lambda p: p[0] % p[1]),
+                     st.tuples(children, divisor).map(lambda p: p[0] // p[1]),
+                     st.tuples(children, divisor).map(lambda p: p[0].ceil_div(p[1])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.recursive(_LEAVES, _combined, max_leaves=6), min_size=1, max_size=3),
+       st.lists(st.integers(-20, 20), min_size=5, max_size=5),
+       st.lists(st.integers(1, 12), min_size=3, max_size=3))
+def test_map_evaluator_computes_what_the_map_means(results, point, grid):
+    """The compiled evaluator (dims, then symbols) gives AffineMap.eval's values, floor
+    semantics on negative operands included; `within` a grid, None for a result outside it."""
+    affine_map = AffineMap(3, 2, tuple(results))
+    want = affine_map.eval(point[:3], point[3:])
+    assert map_evaluator(affine_map)(point) == want
+    inside = all(0 <= v < g for v, g in zip(want, grid, strict=False))
+    assert map_evaluator(affine_map, grid[:len(want)])(point) == (want if inside else None)
