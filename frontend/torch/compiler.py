@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tilesync.api import GRAPH_SYNC_PASSES, GRAPH_TO_STAGES
 from tilesync.contract import TilesyncError
 from tilesync.frontend.torch import cost
 from tilesync.frontend.torch.patterns import (
@@ -52,14 +53,15 @@ from tilesync.frontend.torch.patterns import (
 )
 
 TARGET = "sm_90a"
-SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl",
-               "sync-verify{sms=132 limit=8}", "sync-epoch-in-memory")
+SYNC_PASSES = (*GRAPH_SYNC_PASSES[:-1], "sync-verify{sms=132 limit=8}", "sync-epoch-in-memory")
+"""compile's passes for a graph-level program, sync-verify told the device's SMs, and the
+epoch read from device memory (a CUDA graph replays the launches)."""
+STAGES_PASS = GRAPH_TO_STAGES
 STACK_PASSES = ("graph-to-dataflow{fuse_light=true allot=model}",
                 "graph-to-dataflow{fuse_light=true}")
 """The pipelines an MLP stack is compiled to and measured on the device (once, cached), the
 faster kept: the ILP's CTAs from modelled layer times, and as many CTAs a stage (on an H100 the
 first ran NeRF's MLP 1.2x faster, the second MeshGraphNets' up to 8%: bench dataflow-mlp)."""
-STAGES_PASS = "graph-to-stages"
 MLP_FORMS = (STAGES_PASS, "graph-to-stages{persistent=true}")
 """The stage programs an MLP on the TMA GEMMs is compiled to where it runs here, measured on
 the device (once, cached) and the faster kept: tile sync of a block a tile, and the persistent
