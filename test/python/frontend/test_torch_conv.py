@@ -178,20 +178,35 @@ def test_batch_norm_folds_in_eval_mode_only():
     assert _pieces(BasicBlock(64).train(), [x])[1] == []
 
 
-def test_dynamo_graphs_fold_functional_batch_norms_into_the_convs(tmp_path):
+class ConvBatchNormChain(torch.nn.Module):
+    """conv → BN → ReLU → conv → BN (ResNet's basic block without its residual)."""
+
+    def __init__(self, bias: bool, affine: bool):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(32, 32, 3, padding=1, bias=bias)
+        self.c2 = torch.nn.Conv2d(32, 32, 3, padding=1, bias=bias)
+        self.b1 = torch.nn.BatchNorm2d(32, affine=affine)
+        self.b2 = torch.nn.BatchNorm2d(32, affine=affine)
+
+    def forward(self, x):
+        return self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+
+
+@pytest.mark.parametrize(("bias", "affine"), [(False, True), (True, True), (True, False)])
+def test_dynamo_graphs_fold_functional_batch_norms_into_the_convs(bias, affine, tmp_path):
     """Dynamo's graph of conv → BN → ReLU → conv → BN holds F.batch_norm calls over
     placeholders: folded (fold_functional_batch_norms), it is a conv chain, and the graph
-    computes what the model does."""
-    from tilesync.examples.torch_models import BasicBlock
+    computes what the model does (conv biases or not, BN weights or not)."""
     from tilesync.frontend.torch.compiler import Options, transform
 
-    model = BasicBlock(32).eval()
+    model = ConvBatchNormChain(bias, affine).eval()
     with torch.no_grad():  # statistics that are not the identity, so the fold shows
-        for bn in (model.bn1, model.bn2):
+        for bn in (model.b1, model.b2):
             bn.running_mean.uniform_(-1, 1)
             bn.running_var.uniform_(0.5, 2)
-            bn.weight.uniform_(0.5, 1.5)
-            bn.bias.uniform_(-1, 1)
+            if affine:
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-1, 1)
     captured = []
 
     def capture(gm, inputs):
