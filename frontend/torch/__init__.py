@@ -77,9 +77,10 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
         from tilesync.frontend.torch.compiler import graph_key
 
         forms = {graph_choice.OURS: lambda: rewritten, graph_choice.EAGER: lambda: gm}
-        report.graph = graph_choice.choose(graph_choice.with_replays(forms, inputs), inputs,
-                                           graph_key(gm, inputs, report),
-                                           options.cache("torch-graph"))
+        with torch.no_grad():  # the forms measured for inference; a replay falls back on
+            report.graph = graph_choice.choose(  # autograd (replay.GraphReplay)
+                graph_choice.with_replays(forms, inputs), inputs, graph_key(gm, inputs, report),
+                options.cache("torch-graph"))
         if options.log:
             print(f"tilesync: {report.graph.line()}", file=sys.stderr)
         return CompiledModule(rewritten, report, report.graph.function)

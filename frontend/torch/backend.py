@@ -57,10 +57,11 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
         report.seconds = time.perf_counter() - start
         LAST_REPORTS.append(report)
         if inner == "auto" and on_gpu and parsed.mode == "auto":
-            choice = graph_choice.choose(_forms(gm, rewritten, report, inputs), inputs,
-                                         graph_key(gm, inputs, report),
-                                         parsed.cache("torch-graph"),
-                                         host_delay_s=DYNAMO_CALL_S)
+            with torch.no_grad():  # as tilesync.frontend.torch.compile measures them
+                choice = graph_choice.choose(_forms(gm, rewritten, report, inputs), inputs,
+                                             graph_key(gm, inputs, report),
+                                             parsed.cache("torch-graph"),
+                                             host_delay_s=DYNAMO_CALL_S)
             report.graph = choice
             if parsed.log:
                 print(f"tilesync: {choice.line()}", file=sys.stderr)

@@ -21,7 +21,8 @@ device time than the graph itself where it can:
 Each capture has its own memory pool: in a shared one a later capture's outputs could lie in
 an earlier one's intermediates, which its replay overwrites while the outputs are handed out.
 Parameters are read in place. A call it cannot replay runs `function` itself: other shapes,
-strides, dtypes or constants, another parameter tensor, autograd recording, or a capture
+strides, dtypes or constants, another parameter tensor, autograd recording (an input or a
+parameter of `function` that requires grad, with grad on: records_autograd), or a capture
 already under way (a CUDA graph of the whole model, which then holds `function`'s launches).
 A graph that writes to its inputs or returns a view of one is not captured (NotReplayable).
 """
@@ -60,11 +61,13 @@ class _Capture:
     buffer's storage when the capture was made (all of them this object's own)."""
 
     def __init__(self, function: Any, args: list[Any]):
+        import torch
         from torch.utils._pytree import tree_leaves
 
         from tilesync.frontend.torch.cost import capture_graph
 
-        self.graph, self.outputs = capture_graph(lambda: function(*args))
+        with torch.no_grad():  # a replay records no autograd (GraphReplay.records_autograd)
+            self.graph, self.outputs = capture_graph(lambda: function(*args))
         self.leaves = [o for o in tree_leaves(self.outputs) if _is_tensor(o)]
         self.own = [_holders(o) for o in self.leaves]
 
@@ -102,6 +105,9 @@ class GraphReplay:
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise NotReplayable("autograd records the graph")
         self.function = function
+        # a GraphModule reads its parameters as attributes, not arguments
+        parameters = getattr(function, "parameters", None)
+        self.parameters = list(parameters()) if callable(parameters) else []
         self.static = [t.clone() if isinstance(t, torch.Tensor)
                        and not isinstance(t, torch.nn.Parameter) else t for t in inputs]
         # what a call checks, slot by slot: parameters read in place (the same tensor, or
@@ -151,10 +157,19 @@ class GraphReplay:
         for i, value in self.constants:
             if isinstance(args[i], torch.Tensor) or args[i] != value:
                 return False
-        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
-                                           for a in args):
+        if self.records_autograd(args):
             return False
         return not torch.cuda.is_current_stream_capturing()
+
+    def records_autograd(self, args: tuple[Any, ...]) -> bool:
+        """Whether a call on `args` is recorded for backward (an argument or a parameter of the
+        function requires grad, and grad is on): a replay's outputs would have no history, so
+        such a call runs the function itself."""
+        import torch
+
+        return torch.is_grad_enabled() and (
+            any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+            or any(p.requires_grad for p in self.parameters))
 
     def _in_place_capture(self, args: tuple[Any, ...]) -> _Capture | None:
         """A free capture on `args`' own addresses, made now if there is room; None if not."""

@@ -129,3 +129,22 @@ def test_graphs_that_write_to_or_return_an_input_are_not_captured():
         GraphReplay(lambda a: a, [x.cpu()])
     with pytest.raises(NotReplayable, match="autograd"):
         GraphReplay(lambda a: a * 2, [x.clone().requires_grad_(True)])
+
+
+def test_a_module_whose_parameters_require_grad_runs_itself_under_autograd():
+    """A GraphModule reads its parameters as attributes: with grad on and a parameter that
+    requires it, a call runs the module (its output has a history, backward reaches the
+    weight); under no_grad, or once the parameter is frozen, it replays."""
+    module = torch.nn.Linear(64, 32).cuda()
+    x = torch.randn(16, 64, device="cuda")
+    with torch.no_grad():
+        replay = GraphReplay(module, [x])
+    out = replay(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert module.weight.grad is not None
+    with torch.no_grad():
+        assert not replay(x).requires_grad
+        torch.testing.assert_close(replay(x), module(x))
+    module.requires_grad_(False)
+    assert not replay(x).requires_grad

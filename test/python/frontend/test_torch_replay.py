@@ -44,3 +44,15 @@ def test_results_keep_the_outputs_structure():
     nested = _capture({"x": [a], "n": 3}).results(hand_over=False)
     assert nested["n"] == 3 and torch.equal(nested["x"][0], a)
     assert nested["x"][0].data_ptr() != a.data_ptr()
+
+
+def test_autograd_records_where_an_argument_or_a_parameter_requires_grad():
+    weight = torch.nn.Parameter(torch.ones(2))
+    graph_replay = replay.GraphReplay.__new__(replay.GraphReplay)  # the rule, without a capture
+    graph_replay.parameters = [weight]
+    assert graph_replay.records_autograd((torch.zeros(2),))
+    with torch.no_grad():
+        assert not graph_replay.records_autograd((torch.zeros(2),))
+    weight.requires_grad_(False)
+    assert not graph_replay.records_autograd((torch.zeros(2), 3.0))
+    assert graph_replay.records_autograd((torch.zeros(2, requires_grad=True),))
