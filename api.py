@@ -332,11 +332,10 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         first_ir: dict[str, str] = {}
         first_seconds: dict[str, float] = {}
         if pipeline is None and is_graph_level(module):  # its kernels first, then as any
-            graph_pass = graph_pass_for(module)
+            graph_pass, then = graph_passes_for(module)
             first_ir, first_seconds, _ = _lower(module, [graph_pass], ctx, keep_ir,
                                                 verify_each, verify_last=True)
-            pipeline = default_pipeline(debug, timeout_ns, before=GRAPH_SYNC_PASSES
-                                        if graph_pass == GRAPH_TO_STAGES else ())
+            pipeline = default_pipeline(debug, timeout_ns, before=then)
         elif pipeline is None:
             pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
         elif debug or timeout_ns is not None:
@@ -389,38 +388,34 @@ SYNC_PASSES: tuple[str, ...] = ("sync-generate-policies", "sync-insert-post-wait
 WAIT_KERNEL_PASS = "sync-insert-wait-kernel"
 
 
-GRAPH_TO_STAGES = "graph-to-stages"
 GRAPH_SYNC_PASSES: tuple[str, ...] = (*SYNC_PASSES[:-1], "sync-use-pdl", SYNC_PASSES[-1])
 """What compile's default pipeline runs on a graph-level program (graph.linear, graph.conv2d,
-... in a func.func) after GRAPH_TO_STAGES made its stage program: the hooks filled, each
+... in a func.func) after graph-to-stages made its stage program: the hooks filled, each
 consumer launched with PDL right after its producer (the forward-progress guarantee that needs
-no SM count). A stack (graph_pass_for) needs none: its stages pass tiles through queues in one
-cooperative launch."""
-
-
-GRAPH_TO_DATAFLOW = "graph-to-dataflow{fuse_light=true}"
-"""What compile's default pipeline makes of a graph function that is a stack of Linear layers
-(NeRF's MLP, MeshGraphNets'): one Kitsune pipeline, as many CTAs a stage (the ILP's allotment,
-allot=model, needs scipy)."""
+no SM count)."""
 
 
 def is_graph_level(module: ModuleOp) -> bool:
     return any(op.dialect_name() == graph.Graph.name for op in module.walk())
 
 
-def graph_pass_for(module: ModuleOp) -> str:
-    """GRAPH_TO_DATAFLOW where the module's graph function is a stack graph-to-dataflow takes
-    (match_stack), else GRAPH_TO_STAGES (whose diagnostics a function it refuses gets)."""
-    from tilesync.transforms.graph.graph_to_dataflow import match_stack
+def graph_passes_for(module: ModuleOp) -> tuple[str, tuple[str, ...]]:
+    """(the pass that makes `module`'s graph function a program, the passes compile's default
+    pipeline runs after it before lowering): for a stack of Linear layers graph-to-dataflow
+    takes (match_stack; NeRF's MLP, MeshGraphNets') one Kitsune pipeline, as many CTAs a stage
+    (the ILP's allotment needs scipy), whose queues need no cuSync pass; else graph-to-stages
+    (whose diagnostics a function it refuses gets), then GRAPH_SYNC_PASSES."""
+    from tilesync.transforms.graph import graph_to_dataflow, graph_to_stages
 
     functions = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     if len(functions) == 1:
         try:
-            match_stack(functions[0])
-        except Exception:  # not a stack: graph-to-stages says what it is not
-            return GRAPH_TO_STAGES
-        return GRAPH_TO_DATAFLOW
-    return GRAPH_TO_STAGES
+            graph_to_dataflow.match_stack(functions[0])
+        except DiagnosticException:  # not a stack: graph-to-stages says what it is not
+            pass
+        else:
+            return f"{graph_to_dataflow.PASS}{{fuse_light=true}}", ()
+    return graph_to_stages.PASS, GRAPH_SYNC_PASSES
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:

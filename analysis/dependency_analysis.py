@@ -167,16 +167,10 @@ def generate_policy(
 # --- waits -----------------------------------------------------------------------------------
 
 
-def semaphore_of(policy: PolicyAttr, read: Reader, tile: Tile, syms: Tile) -> int | None:
-    """The semaphore of the producer tile `read` (a dependency's `reader()`) gives at `syms`
-    (None: clipped, nothing read)."""
-    produced = read(tile, syms)
-    return None if produced is None else policy.semaphore_index(produced)
-
-
 def semaphore_reader(policy: PolicyAttr, read: Reader) -> Callable[[Tile, Tile], int | None]:
-    """`semaphore_of(policy, read, ...)` with the policy's evaluator looked up once: for the
-    loops over every consumer tile and forall point."""
+    """(consumer tile, forall values) -> the semaphore of the producer tile `read` (a
+    dependency's `reader()`) gives there (None: clipped, nothing read); the policy's evaluator
+    looked up once, for the loops over every consumer tile and forall point."""
     index = map_evaluator(policy.sem_map.data)
 
     def semaphore(tile: Tile, syms: Tile) -> int | None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tilesync.api import GRAPH_SYNC_PASSES, GRAPH_TO_STAGES
+from tilesync.api import GRAPH_SYNC_PASSES
 from tilesync.contract import TilesyncError
 from tilesync.frontend.torch import cost
 from tilesync.frontend.torch.patterns import (
@@ -51,12 +51,13 @@ from tilesync.frontend.torch.patterns import (
     graph_function,
     insertion_point,
 )
+from tilesync.transforms.graph import graph_to_stages
 
 TARGET = "sm_90a"
 SYNC_PASSES = (*GRAPH_SYNC_PASSES[:-1], "sync-verify{sms=132 limit=8}", "sync-epoch-in-memory")
 """compile's passes for a graph-level program, sync-verify told the device's SMs, and the
 epoch read from device memory (a CUDA graph replays the launches)."""
-STAGES_PASS = GRAPH_TO_STAGES
+STAGES_PASS = graph_to_stages.PASS
 STACK_PASSES = ("graph-to-dataflow{fuse_light=true allot=model}",
                 "graph-to-dataflow{fuse_light=true}")
 """The pipelines an MLP stack is compiled to and measured on the device (once, cached), the
@@ -438,7 +439,7 @@ def fold_functional_batch_norms(gm: Any, example_inputs: list[Any]) -> Any:
         if ref is None or not isinstance(ref, torch.fx.Node):
             return ref
         if ref.op == "get_attr":
-            return _attr(gm, ref.target)
+            return operator.attrgetter(ref.target)(gm)
         return values.get(ref, _MISSING)
 
     folded = 0
@@ -486,13 +487,6 @@ def fold_functional_batch_norms(gm: Any, example_inputs: list[Any]) -> Any:
 
 
 _MISSING = object()
-
-
-def _attr(gm: Any, target: str) -> Any:
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def graph_copy(gm: Any) -> Any:
