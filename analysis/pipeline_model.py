@@ -22,12 +22,22 @@ utilization in bulk-sync), w_i its tiles per pipeline item, and `slots` the CTAs
 SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). With
 `shared_slots` the two classes share one budget, Σ a_i <= SMs × slots: the stages run as one
 persistent kernel's blocks, so a SIMT CTA pairs with a tensor CTA only where the kernel fits
-two blocks an SM (slots = 2). Among the optima, the fewest CTAs. Solved exactly with scipy's
-`milp` (HiGHS).
+two blocks an SM (slots = 2). Among the optima, the fewest CTAs.
+
+The program is solved exactly by its structure (`allot`): T is capped by DRAM and L2 and
+otherwise by min_i r_i a_i (r_i = s_i t_i / (SMs w_i)), and each class's budget binds only its
+own stages, so within a class the greedy that gives one more CTA to the stage with the lowest
+r_i a_i, while the budget lasts, reaches the largest minimum (each step raises the minimum or
+leaves it where no allotment of that many CTAs gets it higher); the fewest CTAs at that T are
+then a_i = ceil(T / r_i). `allot(..., solver="milp")` solves the same program with scipy's
+`milp` (HiGHS), the general solver a program with other constraints needs: the tests check
+that both agree. The exact solver imports nothing (scipy's import alone was 1.1 s of an MLP
+stack's first compile on an H200 host).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +52,10 @@ def queue_depth(reads: int, consumer_ctas: int, entry_bytes: int, budget_bytes: 
         if entries * entry_bytes <= budget_bytes:
             return entries
     return None
+
+
+SOLVERS = ("exact", "milp")
+"""allot's solvers of the one program: by its structure, or scipy's milp (HiGHS)."""
 
 
 @dataclass(frozen=True)
@@ -70,18 +84,99 @@ def items_per_second(stage: StageRate, ctas: int, sms: int) -> float:
 
 
 def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
-          slots: int = 1, shared_slots: bool = False) -> Allotment:
-    """The throughput-optimal CTA counts (scipy.optimize.milp, HiGHS)."""
-    import numpy as np
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    n = len(stages)
-    if n == 0:
+          slots: int = 1, shared_slots: bool = False, solver: str = "exact") -> Allotment:
+    """The throughput-optimal CTA counts, the fewest that reach it (see the module docstring);
+    `solver`: "exact" (by the program's structure) or "milp" (scipy, HiGHS). A ValueError
+    where the program has no solution."""
+    if not stages:
         raise ValueError("a pipeline needs at least one stage")
     for stage in stages:
         if stage.bsp_rate <= 0 or not 0 < stage.utilization <= 1:
             raise ValueError(f"stage {stage.name}: rate must be positive and utilization in "
                              f"(0, 1], got {stage.bsp_rate} and {stage.utilization}")
+    classes = ([list(range(len(stages)))] if shared_slots else
+               [[i for i, s in enumerate(stages) if s.tensor is kind] for kind in (False, True)])
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown allotment solver {solver!r} ({', '.join(SOLVERS)})")
+    if solver == "exact":
+        counts = _exact_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes)
+    else:
+        counts = _milp_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes)
+    ctas = {s.name: a for s, a in zip(stages, counts, strict=True)}
+    throughput = _throughput(stages, counts, sms, dram_peak, l2_peak)
+    slack = {s.name: s.tiles_per_item * (items_per_second(s, ctas[s.name], sms) - throughput)
+             for s in stages}
+    bound = min(slack, key=slack.get)
+    least = slack[bound]
+    for name, peak, per_tile in (("DRAM", dram_peak, "dram_bytes"), ("L2", l2_peak, "l2_bytes")):
+        used = throughput * sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
+        if used and peak - used < least * 1e-9 + 1e-9 * peak:
+            bound = name
+    return Allotment(ctas, throughput, bound)
+
+
+def _rate_per_cta(stage: StageRate, sms: int) -> float:
+    """r: the items a second one CTA of `stage` sustains (T <= r a); inf where the stage
+    does no work per item."""
+    if stage.tiles_per_item <= 0:
+        return math.inf
+    return stage.bsp_rate / stage.utilization / sms / stage.tiles_per_item
+
+
+def _caps(stages: Sequence[StageRate], dram_peak: float, l2_peak: float) -> float:
+    """The throughput DRAM and L2 allow (inf where no stage moves bytes)."""
+    cap = math.inf
+    for peak, per_tile in ((dram_peak, "dram_bytes"), (l2_peak, "l2_bytes")):
+        used = sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
+        if used > 0:
+            cap = min(cap, peak / used)
+    return cap
+
+
+def _throughput(stages: Sequence[StageRate], counts: Sequence[int], sms: int, dram_peak: float,
+                l2_peak: float) -> float:
+    return min(_caps(stages, dram_peak, l2_peak),
+               *(_rate_per_cta(s, sms) * a for s, a in zip(stages, counts, strict=True)))
+
+
+# The fewest CTAs are sized for the optimum less this fraction, as the milp's second solve
+# bounds it: a CTA count that reaches T only up to rounding is not doubled.
+_OPTIMUM_TOLERANCE = 1e-9
+
+
+def _exact_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
+                budget: int, classes: list[list[int]]) -> list[int]:
+    rates = [_rate_per_cta(s, sms) for s in stages]
+    counts = [1] * len(stages)
+    best = _caps(stages, dram_peak, l2_peak)
+    for members in classes:
+        if not members:
+            continue
+        left = budget - len(members)
+        if left < 0:
+            raise ValueError(f"the CTA allotment has no solution: {len(members)} stages of "
+                             f"one class, {budget} CTA slots for them")
+        while True:
+            lowest = min(members, key=lambda i: rates[i] * counts[i])
+            if left == 0 or counts[lowest] == budget or rates[lowest] * counts[lowest] >= best:
+                break
+            counts[lowest] += 1
+            left -= 1
+        best = min(best, *(rates[i] * counts[i] for i in members))
+    if math.isinf(best):
+        raise ValueError("the CTA allotment has no solution: the throughput is unbounded "
+                         "(no stage does work per item and no bandwidth binds)")
+    floor = best * (1 - _OPTIMUM_TOLERANCE)
+    return [max(1, min(a, math.ceil(floor / r))) if not math.isinf(r) else 1
+            for a, r in zip(counts, rates, strict=True)]
+
+
+def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
+               budget: int, classes: list[list[int]]) -> list[int]:
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n = len(stages)
     # x = [T, a_1 .. a_n]; maximize T (then, in a second solve, the fewest CTAs that reach it:
     # what a stage does not need stays free for co-residency)
     cost = np.zeros(n + 1)
@@ -99,34 +194,23 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         row[0] = sum(b * s.tiles_per_item for b, s in zip(per_tile, stages))
         rows.append(row)
         upper.append(peak)
-    for classes in ([{False, True}] if shared_slots else [{False}, {True}]):
+    for members in classes:
         row = np.zeros(n + 1)
-        for i, stage in enumerate(stages):
-            if stage.tensor in classes:
-                row[1 + i] = 1.0
+        row[[1 + i for i in members]] = 1.0
         rows.append(row)
-        upper.append(float(sms * slots))
+        upper.append(float(budget))
     constraints = LinearConstraint(np.array(rows), -np.inf, np.array(upper))
     integrality = np.array([0] + [1] * n)
-    bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf] + [sms * slots] * n))
+    bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf] + [budget] * n))
     result = milp(cost, constraints=constraints, integrality=integrality, bounds=bounds)
     if not result.success:
         raise ValueError(f"the CTA allotment has no solution: {result.message}")
     best = float(result.x[0])
     fewest = np.ones(n + 1)
     fewest[0] = 0.0
-    floor = Bounds(np.array([best * (1 - 1e-9)] + [1.0] * n),
-                   np.array([np.inf] + [sms * slots] * n))
+    floor = Bounds(np.array([best * (1 - _OPTIMUM_TOLERANCE)] + [1.0] * n),
+                   np.array([np.inf] + [budget] * n))
     second = milp(fewest, constraints=constraints, integrality=integrality, bounds=floor)
     if second.success:
         result = second
-    throughput = float(result.x[0])
-    ctas = {s.name: int(result.x[1 + i] + 0.5) for i, s in enumerate(stages)}
-    slack = {s.name: s.tiles_per_item * (items_per_second(s, ctas[s.name], sms) - throughput)
-             for s in stages}
-    bound = min(slack, key=slack.get)
-    for name, peak, per_tile in (("DRAM", dram_peak, "dram_bytes"), ("L2", l2_peak, "l2_bytes")):
-        used = throughput * sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
-        if used and peak - used < slack[bound] * 1e-9 + 1e-9 * peak:
-            bound = name
-    return Allotment(ctas, throughput, bound)
+    return [int(x + 0.5) for x in result.x[1:]]

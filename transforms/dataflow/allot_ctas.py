@@ -1,5 +1,6 @@
 """`dataflow-allot-ctas`: how many CTAs each stage of a pipeline gets (Kitsune §5.3): the
-integer program of `analysis.pipeline_model.allot`, solved with scipy's milp (HiGHS).
+integer program of `analysis.pipeline_model.allot`, solved exactly by its structure, or with
+`solver=milp` by scipy's milp (HiGHS).
 
 Each stage carries what was measured of it run bulk-synchronously: `bsp_rate` (tiles per
 second on the whole GPU), `utilization` (its busiest pipe, default 1), and the DRAM and L2
@@ -18,7 +19,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
-from tilesync.analysis.pipeline_model import StageRate, allot
+from tilesync.analysis.pipeline_model import SOLVERS, StageRate, allot
 from tilesync.contract import (
     BSP_RATE_ATTR,
     DRAM_BYTES_ATTR,
@@ -71,18 +72,22 @@ class AllotCTAsPass(ModulePass):
     l2_bytes_per_s: float = 7.0e12
     slots: int = 1  # CTAs of one class (SIMT or tensor) per SM
     shared_slots: bool = False  # SIMT and tensor CTAs take slots of one budget
+    solver: str = "exact"  # or "milp" (scipy, HiGHS): the same optimum
 
     def __post_init__(self) -> None:
         if self.sms < 1 or self.slots < 1:
             raise ValueError("options 'sms' and 'slots' must be positive")
         if self.dram_bytes_per_s <= 0 or self.l2_bytes_per_s <= 0:
             raise ValueError("bandwidth options must be positive")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"option 'solver' must be one of {', '.join(SOLVERS)}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
             try:
                 result = allot(stage_rates(pipeline), self.sms, self.dram_bytes_per_s,
-                               self.l2_bytes_per_s, self.slots, self.shared_slots)
+                               self.l2_bytes_per_s, self.slots, self.shared_slots,
+                               self.solver)
             except ValueError as err:
                 raise diagnostic(PASS, pipeline, str(err)) from err
             for stage in pipeline.stages:
