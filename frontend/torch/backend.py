@@ -14,7 +14,6 @@ leaves the graph to torch and the reason in the log.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from tilesync.frontend.torch import graph_choice
@@ -52,9 +51,7 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
         if inner not in INNERS:
             raise ValueError(f"inner must be one of {INNERS}, got {inner!r}")
         parsed = Options.make(**options)
-        start = time.perf_counter()
         rewritten, report = transform(gm, inputs, parsed)
-        report.seconds = time.perf_counter() - start
         LAST_REPORTS.append(report)
         if inner == "auto" and on_gpu and parsed.mode == "auto":
             with torch.no_grad():  # as tilesync.frontend.torch.compile measures them

@@ -166,7 +166,8 @@ class Report:
 
     def text(self) -> str:
         lines = [f"tilesync: {len(self.pieces)} piece(s) matched; "
-                 f"{sum(p.choice == 'tilesync' for p in self.pieces)} run as stage programs"]
+                 f"{sum(p.choice == 'tilesync' for p in self.pieces)} run as stage programs"
+                 + (f" (in {self.seconds:.2f} s)" if self.seconds else "")]
         lines += [f"tilesync: {note}" for note in self.notes]
         lines += [f"tilesync: {p.line()}" for p in self.pieces]
         if self.graph is not None:
@@ -518,6 +519,7 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     see the module docstring. `gm` itself is left as it was."""
     from tilesync.frontend.progress import Progress
 
+    start = time.perf_counter()
     report = Report()
     gm = fold_functional_batch_norms(fold_batch_norms(graph_copy(gm)), example_inputs)
     env = record_values(gm, example_inputs)
@@ -540,6 +542,7 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     if chosen:
         gm.graph.lint()
         gm.recompile()
+    report.seconds = time.perf_counter() - start
     if options.log:
         print(report.text(), file=sys.stderr)
     return gm, report

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import time
 
 import pytest
@@ -292,6 +293,7 @@ def test_log_and_explain_print_each_piece(tmp_path, capsys, monkeypatch):
     text = tt.explain(LlamaMLP(128, 256).half(), torch.randn(4, 128, dtype=torch.half),
                       cache_dir=tmp_path)
     assert "SwiGLU MLP" in text and "compiled in" in text
+    assert re.search(r"run as stage programs \(in \d+\.\d\d s\)", text)  # the whole transform
 
 
 def test_backend_entry_point_and_dynamo_graphs(tmp_path, monkeypatch):
