@@ -403,7 +403,7 @@ def graph_passes_for(module: ModuleOp) -> tuple[str, tuple[str, ...]]:
     """(the pass that makes `module`'s graph function a program, the passes compile's default
     pipeline runs after it before lowering): for a stack of Linear layers graph-to-dataflow
     takes (match_stack; NeRF's MLP, MeshGraphNets') one Kitsune pipeline, as many CTAs a stage
-    (the ILP's allotment needs scipy), whose queues need no cuSync pass; else graph-to-stages
+    whose queues need no cuSync pass; else graph-to-stages
     (whose diagnostics a function it refuses gets), then GRAPH_SYNC_PASSES."""
     from tilesync.transforms.graph import graph_to_dataflow, graph_to_stages
 
