@@ -402,9 +402,9 @@ def is_graph_level(module: ModuleOp) -> bool:
 def graph_passes_for(module: ModuleOp) -> tuple[str, tuple[str, ...]]:
     """(the pass that makes `module`'s graph function a program, the passes compile's default
     pipeline runs after it before lowering): for a stack of Linear layers graph-to-dataflow
-    takes (match_stack; NeRF's MLP, MeshGraphNets') one Kitsune pipeline, as many CTAs a stage
-    whose queues need no cuSync pass; else graph-to-stages
-    (whose diagnostics a function it refuses gets), then GRAPH_SYNC_PASSES."""
+    takes (match_stack; NeRF's MLP, MeshGraphNets') one Kitsune pipeline (as many CTAs a
+    stage), whose queues need no cuSync pass; else graph-to-stages (whose diagnostics a
+    function it refuses gets), then GRAPH_SYNC_PASSES."""
     from tilesync.transforms.graph import graph_to_dataflow, graph_to_stages
 
     functions = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
