@@ -1,4 +1,4 @@
-"""The compiled pieces as a torch.library custom op, `torch.ops.tilesync.piece(inputs, id)`.
+"""The compiled pieces as a torch.library op, `torch.ops.tilesync.piece(inputs, id)`.
 
     piece_op() -> the op (defined on first use): the piece's outputs, a list
     register(runner) -> id          the graph calls torch.ops.tilesync.piece(inputs, id)
@@ -55,17 +55,23 @@ def runner(piece_id: int) -> Any:
     return _RUNNERS[piece_id]
 
 
+_LIBRARY: list[Any] = []  # the op's torch.library.Library: registrations live while it does
+
+
 @functools.lru_cache(maxsize=1)
 def piece_op():
+    """torch.ops.tilesync.piece, defined through torch.library.Library: a kernel of
+    torch.library.custom_op runs behind torch._dynamo.disable, which imports Dynamo at the
+    op's first call (1.0 s on an H200 host, inside a compile that measures our form)."""
     import torch
 
-    @torch.library.custom_op("tilesync::piece", mutates_args=(),
-                             schema="(Tensor[] inputs, int piece) -> Tensor[]")
+    lib = torch.library.Library("tilesync", "FRAGMENT")
+    lib.define("piece(Tensor[] inputs, int piece) -> Tensor[]")
+
     def piece(inputs, piece):
         return _RUNNERS[piece](list(inputs))
 
-    @piece.register_fake
-    def _(inputs, piece):
+    def fake(inputs, piece):
         r = _RUNNERS[piece]
         return [inputs[0].new_empty(shape, dtype=r.dtype) for shape in r.out_shapes]
 
@@ -73,7 +79,11 @@ def piece_op():
         ctx.piece = inputs[1]
         ctx.save_for_backward(*inputs[0])
 
-    piece.register_autograd(recomputed_backward, setup_context=setup_context)
+    lib.impl("piece", piece, "CompositeExplicitAutograd")
+    torch.library.register_fake("tilesync::piece", fake, lib=lib)
+    torch.library.register_autograd("tilesync::piece", recomputed_backward,
+                                    setup_context=setup_context, lib=lib)
+    _LIBRARY.append(lib)
     return torch.ops.tilesync.piece.default
 
 
