@@ -87,12 +87,25 @@ def _bench(args: argparse.Namespace) -> int:
     from tilesync.bench import experiments, report
     from tilesync.runtime.device import get_device, require_gpu
 
-    require_gpu()
-    device = get_device().to_dict()
+    if args.experiment == "compile":  # compile times mean something without a GPU too
+        from tilesync.runtime.device import gpu_available
+
+        ok, reason = gpu_available()
+        device = get_device().to_dict() if ok else {"name": "cpu", "why": reason}
+    else:
+        require_gpu()
+        device = get_device().to_dict()
     out = Path(args.out)
     which = ["copy", "waves", "stages"] if args.experiment == "all" else [args.experiment]
     for name in which:
-        if name == "copy":
+        if name == "compile":
+            from tilesync.bench import compile_time
+
+            result = compile_time.compile_benchmarks(args.models or compile_time.NAMES,
+                                                     fresh=args.fresh,
+                                                     torch_compile=not args.no_torch_compile)
+            table = compile_time.compile_table(result)
+        elif name == "copy":
             sizes = [experiments.copy_chain(warmup=args.warmup, reps=args.reps, tile_elems=t)
                      for t in args.copy_tiles]
             result = {"experiment": "copy_chain", "sizes": sizes}
@@ -152,7 +165,7 @@ def _bench(args: argparse.Namespace) -> int:
         result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
         print(table)
         stem = name if name in ("kernels", "mlp", "conv", "attention", "torch", "dataflow",
-                                "dataflow-mlp") else f"spine-{name}"
+                                "dataflow-mlp", "compile") else f"spine-{name}"
         if name == "torch" and args.rows:
             stem = "torch-rows"
         programs = None
@@ -185,6 +198,10 @@ def _bench(args: argparse.Namespace) -> int:
             from tilesync.bench.dataflow_mlp import stack_plot
 
             png = stack_plot(result, out, stem)
+        elif name == "compile":
+            from tilesync.bench.compile_time import compile_plot
+
+            png = compile_plot(result, out, stem)
         elif name == "dataflow":
             from tilesync.bench.dataflow import queue_plot
 
@@ -239,11 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks on a GPU: tables, JSON and PNG")
     b.add_argument("experiment", nargs="?",
                    choices=("copy", "waves", "stages", "kernels", "mlp", "conv", "attention",
-                            "torch", "dataflow", "dataflow-mlp", "all"),
+                            "torch", "dataflow", "dataflow-mlp", "compile", "all"),
                    default="all")
     b.add_argument("--quick", action="store_true", help="kernels: a subset of the shapes")
     b.add_argument("--models", nargs="+", default=None,
-                   help="torch: example models (default: all of examples/torch_models.py)")
+                   help="torch, compile: example models (default: all of "
+                        "examples/torch_models.py)")
+    b.add_argument("--fresh", type=int, default=3,
+                   help="compile: fresh processes per model, cache state and tool")
+    b.add_argument("--no-torch-compile", action="store_true",
+                   help="compile: time tilesync's compiles only")
     b.add_argument("--rows", type=int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")

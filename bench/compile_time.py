@@ -1,0 +1,193 @@
+"""`tilesync bench compile`: how long a user waits for the example models to compile, first
+(empty caches) and cached, with tilesync and with torch.compile, each call in a fresh
+interpreter.
+
+    compile_benchmarks(names=NAMES, fresh=3, torch_compile=True) -> dict
+    compile_table(result) -> str
+    compile_plot(result, out_dir, name) -> PNG path
+
+Per model and repetition, fresh cache directories (tilesync's, Inductor's, Triton's, the CUDA
+driver's JIT cache): a child process compiles with them empty ("first"), another with what
+the first left ("cached"). Each
+child builds the model, runs it once eagerly (torch's own first-call costs, cuBLAS handles and
+kernel loads, are paid before the clock starts), then times
+
+* tilesync: `tilesync.frontend.torch.compile(model, inputs)` (on a GPU in auto mode: pieces
+  compiled, tuned and the graph's form measured, as a user's call does; without one with
+  `emit_ptx`: the pieces compiled to PTX, nothing measured), then the compiled model's first
+  call; it also reports each piece's own compile seconds (the report's "compiled in");
+* torch.compile: the compiled model's first call (Dynamo and Inductor compile inside it).
+
+"to result" is a child's time from the compile's start to the first call's output. Imports are
+not timed (a user's process has made them); byte-compiled sources are the caller's to provide.
+The table gives the median and the min-max over the repetitions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from tilesync.bench.torch_models import NAMES
+
+TOOLS = ("tilesync", "torch.compile")
+STATES = ("first", "cached")
+CHILD_TIMEOUT_S = 600
+
+
+def _child(name: str, tool: str, cache_dir: str) -> dict[str, Any]:
+    """One timed compile in this (fresh) process: see the module docstring."""
+    import torch
+
+    from tilesync.examples.torch_models import example
+
+    gpu = torch.cuda.is_available()
+    model, inputs = example(name, "cuda" if gpu else "cpu")
+
+    def synchronize() -> None:
+        if gpu:
+            torch.cuda.synchronize()
+
+    with torch.no_grad():
+        model(*inputs)
+    synchronize()
+    record: dict[str, Any] = {"gpu": gpu, "library": f"torch {torch.__version__}"}
+    start = time.perf_counter()
+    if tool == "tilesync":
+        import tilesync.frontend.torch as tt
+
+        compiled = tt.compile(model, inputs, cache_dir=cache_dir, emit_ptx=not gpu)
+        synchronize()
+        record["compile_s"] = time.perf_counter() - start
+        record["pieces"] = [{"piece": p.description, "choice": p.choice,
+                             "compile_s": p.compile_seconds, "cached": p.cached}
+                            for p in compiled.report.pieces]
+    else:
+        compiled = torch.compile(model)
+    with torch.no_grad():
+        compiled(*inputs)
+    synchronize()
+    record["to_result_s"] = time.perf_counter() - start
+    return record
+
+
+def _run_child(name: str, tool: str, caches: str) -> dict[str, Any]:
+    """`_child` in a fresh interpreter whose every compile cache lies under `caches`."""
+    cache_dir = os.path.join(caches, "tilesync")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(caches, "triton"),
+               CUDA_CACHE_PATH=os.path.join(caches, "nv"), TILESYNC_LOG="0")
+    code = ("import json, sys; from tilesync.bench.compile_time import _child; "
+            "print(json.dumps(_child(*sys.argv[1:])))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, name, tool, cache_dir], env=env,
+                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {CHILD_TIMEOUT_S} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {done.returncode}: {last[:200]}"}
+    return json.loads(lines[-1])
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"median_s": ordered[len(ordered) // 2], "min_s": ordered[0], "max_s": ordered[-1]}
+
+
+def compile_benchmarks(names=NAMES, fresh: int = 3, torch_compile: bool = True
+                       ) -> dict[str, Any]:
+    """Each model's compile times (see the module docstring), `fresh` repetitions."""
+    if fresh < 1:
+        raise ValueError(f"fresh must be at least 1, got {fresh}")
+    tools = TOOLS if torch_compile else TOOLS[:1]
+    start = time.perf_counter()
+    rows = []
+    library, gpu = None, None
+    for name in names:
+        runs: dict[str, list[dict[str, Any]]] = {f"{t} {s}": [] for t in tools for s in STATES}
+        for _ in range(fresh):
+            with tempfile.TemporaryDirectory() as caches:
+                for state in STATES:
+                    for tool in tools:
+                        record = _run_child(name, tool, caches)
+                        runs[f"{tool} {state}"].append(record)
+                        library = record.get("library", library)
+                        gpu = record.get("gpu", gpu)
+        row: dict[str, Any] = {"model": name, "modes": {}}
+        for mode, records in runs.items():
+            failed = [r["error"] for r in records if "error" in r]
+            if failed:
+                row["modes"][mode] = {"error": failed[0]}
+                continue
+            summary = {"to_result": _summary([r["to_result_s"] for r in records])}
+            if "compile_s" in records[0]:
+                summary["compile"] = _summary([r["compile_s"] for r in records])
+                pieces = [sum(p["compile_s"] or 0.0 for p in r["pieces"]) for r in records]
+                summary["pieces"] = _summary(pieces)
+                summary["choices"] = [p["choice"] for p in records[0]["pieces"]]
+            row["modes"][mode] = summary
+        rows.append(row)
+    return {"experiment": "compile", "rows": rows, "fresh": fresh, "library": library,
+            "gpu": gpu, "seconds": time.perf_counter() - start}
+
+
+def _cell(summary: dict[str, float] | None) -> str:
+    if summary is None:
+        return f"{'-':>17}"
+    return f"{summary['median_s']:>6.2f} {summary['min_s']:>4.2f}-{summary['max_s']:<5.2f}"
+
+
+def compile_table(result: dict[str, Any]) -> str:
+    where = "on the GPU, auto mode" if result["gpu"] else "without a GPU: pieces to PTX"
+    lines = [f"compile times of the example models with {result['library']} ({where}); each "
+             f"call a fresh process, {result['fresh']} repetition(s): median min-max seconds",
+             f"{'model':<17} {'mode':<21} {'to result':>17} {'compile':>17} {'pieces':>17}"]
+    for row in result["rows"]:
+        for mode, r in row["modes"].items():
+            if "error" in r:
+                lines.append(f"{row['model']:<17} {mode:<21} FAILED: {r['error']}")
+                continue
+            lines.append(f"{row['model']:<17} {mode:<21} {_cell(r['to_result'])} "
+                         f"{_cell(r.get('compile'))} {_cell(r.get('pieces'))}")
+    lines.append(f"total {result['seconds']:.0f} s")
+    return "\n".join(lines)
+
+
+def compile_plot(result: dict[str, Any], out_dir, name: str):
+    """Seconds to the first result per model and mode (median, min-max bars; log scale)."""
+    from tilesync.bench.report import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    rows = result["rows"]
+    modes = list(rows[0]["modes"]) if rows else []
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    width = 0.8 / max(1, len(modes))
+    for k, mode in enumerate(modes):
+        xs, med, low, high = [], [], [], []
+        for i, row in enumerate(rows):
+            timing = row["modes"].get(mode, {}).get("to_result")
+            if timing is None:
+                continue
+            xs.append(i + (k - (len(modes) - 1) / 2) * width)
+            med.append(timing["median_s"])
+            low.append(timing["median_s"] - timing["min_s"])
+            high.append(timing["max_s"] - timing["median_s"])
+        ax.bar(xs, med, width, yerr=[low, high], label=mode, capsize=2)
+    ax.set_xticks(range(len(rows)), [row["model"] for row in rows], rotation=15)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds from compile to first result")
+    ax.set_title(f"compile times, {result['library']}, {result['device']['name']}")
+    ax.legend(fontsize=7)
+    return save_figure(plt, fig, result, out_dir, name)
+
+
+__all__ = ["compile_benchmarks", "compile_plot", "compile_table"]
