@@ -94,6 +94,9 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         if stage.bsp_rate <= 0 or not 0 < stage.utilization <= 1:
             raise ValueError(f"stage {stage.name}: rate must be positive and utilization in "
                              f"(0, 1], got {stage.bsp_rate} and {stage.utilization}")
+        if stage.tiles_per_item <= 0:
+            raise ValueError(f"stage {stage.name}: tiles per item must be positive, got "
+                             f"{stage.tiles_per_item}")
     classes = ([list(range(len(stages)))] if shared_slots else
                [[i for i, s in enumerate(stages) if s.tensor is kind] for kind in (False, True)])
     if solver not in SOLVERS:
@@ -116,11 +119,8 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
 
 
 def _rate_per_cta(stage: StageRate, sms: int) -> float:
-    """r: the items a second one CTA of `stage` sustains (T <= r a); inf where the stage
-    does no work per item."""
-    if stage.tiles_per_item <= 0:
-        return math.inf
-    return stage.bsp_rate / stage.utilization / sms / stage.tiles_per_item
+    """r: the items a second one CTA of `stage` sustains (T <= r a)."""
+    return items_per_second(stage, 1, sms)
 
 
 def _caps(stages: Sequence[StageRate], dram_peak: float, l2_peak: float) -> float:
@@ -163,12 +163,8 @@ def _exact_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak
             counts[lowest] += 1
             left -= 1
         best = min(best, *(rates[i] * counts[i] for i in members))
-    if math.isinf(best):
-        raise ValueError("the CTA allotment has no solution: the throughput is unbounded "
-                         "(no stage does work per item and no bandwidth binds)")
     floor = best * (1 - _OPTIMUM_TOLERANCE)
-    return [max(1, min(a, math.ceil(floor / r))) if not math.isinf(r) else 1
-            for a, r in zip(counts, rates, strict=True)]
+    return [max(1, min(a, math.ceil(floor / r))) for a, r in zip(counts, rates, strict=True)]
 
 
 def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,

@@ -56,6 +56,12 @@ def test_bad_rates_are_refused():
         allot([StageRate("a", True, 0.0)], sms=8, dram_peak=1.0, l2_peak=1.0)
 
 
+def test_a_stage_without_tiles_per_item_is_refused():
+    with pytest.raises(ValueError, match="tiles per item must be positive"):
+        allot([StageRate("a", True, 1.0, tiles_per_item=0.0)], sms=8, dram_peak=1.0,
+              l2_peak=1.0)
+
+
 def test_an_unknown_solver_is_refused():
     with pytest.raises(ValueError, match="unknown allotment solver"):
         allot([StageRate("a", True, 1.0)], sms=8, dram_peak=1.0, l2_peak=1.0, solver="glpk")
