@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,8 +98,7 @@ def _run_child(name: str, tool: str, caches: str) -> dict[str, Any]:
 
 
 def _summary(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"median_s": ordered[len(ordered) // 2], "min_s": ordered[0], "max_s": ordered[-1]}
+    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values)}
 
 
 def compile_benchmarks(names=NAMES, fresh: int = 3, torch_compile: bool = True

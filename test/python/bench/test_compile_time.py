@@ -67,6 +67,9 @@ def test_torch_compile_can_be_left_out_and_repetitions_must_be_positive(monkeypa
     result = compile_time.compile_benchmarks(["edge_mlp"], fresh=1, torch_compile=False)
     assert {tool for _, tool, _ in calls} == {"tilesync"}
     assert set(result["rows"][0]["modes"]) == {"tilesync first", "tilesync cached"}
+    monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
+    two = compile_time.compile_benchmarks(["edge_mlp"], fresh=2, torch_compile=False)
+    assert two["rows"][0]["modes"]["tilesync first"]["compile"]["median_s"] == 2.5  # 2 and 3
     with pytest.raises(ValueError, match="fresh must be at least 1"):
         compile_time.compile_benchmarks(["edge_mlp"], fresh=0)
 
