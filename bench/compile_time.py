@@ -8,9 +8,9 @@ interpreter.
 
 Per model and repetition, fresh cache directories (tilesync's, Inductor's, Triton's, the CUDA
 driver's JIT cache): a child process compiles with them empty ("first"), another with what
-the first left ("cached"). Each
-child builds the model, runs it once eagerly (torch's own first-call costs, cuBLAS handles and
-kernel loads, are paid before the clock starts), then times
+the first left ("cached"). Each child builds the model, runs it once eagerly (torch's own
+first-call costs, cuBLAS handles and kernel loads, are paid before the clock starts), then
+times
 
 * tilesync: `tilesync.frontend.torch.compile(model, inputs)` (on a GPU in auto mode: pieces
   compiled, tuned and the graph's form measured, as a user's call does; without one with
@@ -37,6 +37,7 @@ import time
 from typing import Any
 
 from tilesync.bench.torch_models import NAMES
+from tilesync.contract import TilesyncError
 
 TOOLS = ("tilesync", "torch.compile")
 STATES = ("first", "cached")
@@ -105,9 +106,14 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def compile_benchmarks(names=NAMES, fresh: int = 3, torch_compile: bool = True
                        ) -> dict[str, Any]:
-    """Each model's compile times (see the module docstring), `fresh` repetitions."""
+    """Each model's compile times (see the module docstring), `fresh` repetitions; a
+    TilesyncError (one line for the user) for an unknown model or no repetition."""
     if fresh < 1:
-        raise ValueError(f"fresh must be at least 1, got {fresh}")
+        raise TilesyncError(f"--fresh must be at least 1, got {fresh}")
+    unknown = [n for n in names if n not in NAMES]
+    if unknown:
+        raise TilesyncError(f"no example model {', '.join(map(repr, unknown))}; the examples: "
+                         f"{', '.join(NAMES)}")
     tools = TOOLS if torch_compile else TOOLS[:1]
     start = time.perf_counter()
     rows = []
@@ -147,7 +153,8 @@ def _cell(summary: dict[str, float] | None) -> str:
 
 
 def compile_table(result: dict[str, Any]) -> str:
-    where = "on the GPU, auto mode" if result["gpu"] else "without a GPU: pieces to PTX"
+    where = {True: "on the GPU, auto mode", False: "without a GPU: pieces to PTX",
+             None: "no child process ran"}[result["gpu"]]
     lines = [f"compile times of the example models with {result['library']} ({where}); each "
              f"call a fresh process, {result['fresh']} repetition(s): median min-max seconds",
              f"{'model':<17} {'mode':<21} {'to result':>17} {'compile':>17} {'pieces':>17}"]
@@ -164,26 +171,23 @@ def compile_table(result: dict[str, Any]) -> str:
 
 def compile_plot(result: dict[str, Any], out_dir, name: str):
     """Seconds to the first result per model and mode (median, min-max bars; log scale)."""
-    from tilesync.bench.report import pyplot, save_figure
+    from tilesync.bench.report import grouped_bars, pyplot, save_figure
 
     plt = pyplot()
     if plt is None:
         return None
     rows = result["rows"]
     modes = list(rows[0]["modes"]) if rows else []
+
+    def bar(row, mode):
+        timing = row["modes"].get(mode, {}).get("to_result")
+        if timing is None:
+            return None
+        median = timing["median_s"]
+        return median, median - timing["min_s"], timing["max_s"] - median
+
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
-    width = 0.8 / max(1, len(modes))
-    for k, mode in enumerate(modes):
-        xs, med, low, high = [], [], [], []
-        for i, row in enumerate(rows):
-            timing = row["modes"].get(mode, {}).get("to_result")
-            if timing is None:
-                continue
-            xs.append(i + (k - (len(modes) - 1) / 2) * width)
-            med.append(timing["median_s"])
-            low.append(timing["median_s"] - timing["min_s"])
-            high.append(timing["max_s"] - timing["median_s"])
-        ax.bar(xs, med, width, yerr=[low, high], label=mode, capsize=2)
+    grouped_bars(ax, rows, modes, bar)
     ax.set_xticks(range(len(rows)), [row["model"] for row in rows], rotation=15)
     ax.set_yscale("log")
     ax.set_ylabel("seconds from compile to first result")

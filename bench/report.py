@@ -28,22 +28,34 @@ def floor_ms(flops: float, nbytes: float, rates: dict[str, float]) -> float:
     return max(flops / (rates["peak_tflops"] * 1e12), nbytes / (rates["copy_gbps"] * 1e9)) * 1e3
 
 
-def speedup_bars(ax, rows: list[dict[str, Any]], modes: list[str], speed) -> None:
-    """One group of bars per row, one bar per mode: `speed(row, mode)` -> (speedup, the mode's
-    timing record) or None; the record's p10-p90 spread as the bar's error."""
-    width = 0.8 / len(modes)
+def grouped_bars(ax, rows: list[dict[str, Any]], modes: list[str], bar) -> None:
+    """One group of bars per row, one bar per mode: `bar(row, mode)` -> (height, error below,
+    error above) or None (no bar)."""
+    width = 0.8 / max(1, len(modes))
     for k, mode in enumerate(modes):
         xs, ys, lo, hi = [], [], [], []
         for i, row in enumerate(rows):
-            found = speed(row, mode)
+            found = bar(row, mode)
             if found is None:
                 continue
-            value, rec = found
             xs.append(i + (k - (len(modes) - 1) / 2) * width)
-            ys.append(value)
-            lo.append(value - value * rec["median_ms"] / rec["p90_ms"])
-            hi.append(value * rec["median_ms"] / rec["p10_ms"] - value)
+            for column, value in zip((ys, lo, hi), found, strict=True):
+                column.append(value)
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=mode.replace("_", " "))
+
+
+def speedup_bars(ax, rows: list[dict[str, Any]], modes: list[str], speed) -> None:
+    """grouped_bars of `speed(row, mode)` -> (speedup, the mode's timing record) or None; the
+    record's p10-p90 spread as the bar's error."""
+    def bar(row, mode):
+        found = speed(row, mode)
+        if found is None:
+            return None
+        value, rec = found
+        return (value, value - value * rec["median_ms"] / rec["p90_ms"],
+                value * rec["median_ms"] / rec["p10_ms"] - value)
+
+    grouped_bars(ax, rows, modes, bar)
     ax.axhline(1.0, color="gray", lw=0.8)
 
 

@@ -1,11 +1,12 @@
-"""`tilesync bench compile`: the repetitions' aggregation, the table, failures, and one real
-timed compile (without a GPU: the pieces to PTX)."""
+"""`tilesync bench compile`: the repetitions' aggregation, the table, failures, bad
+arguments, the plot, and one real timed compile (without a GPU: the pieces to PTX)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tilesync.bench import compile_time
+from tilesync.contract import TilesyncError
 
 
 def _fake_child(calls: list):
@@ -70,8 +71,11 @@ def test_torch_compile_can_be_left_out_and_repetitions_must_be_positive(monkeypa
     monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
     two = compile_time.compile_benchmarks(["edge_mlp"], fresh=2, torch_compile=False)
     assert two["rows"][0]["modes"]["tilesync first"]["compile"]["median_s"] == 2.5  # 2 and 3
-    with pytest.raises(ValueError, match="fresh must be at least 1"):
+    with pytest.raises(TilesyncError, match="--fresh must be at least 1"):
         compile_time.compile_benchmarks(["edge_mlp"], fresh=0)
+    with pytest.raises(TilesyncError, match="no example model 'mlp'; the examples: llama_mlp"):
+        compile_time.compile_benchmarks(["mlp"])
+    assert len(calls) == 2  # refused before any child ran
 
 
 def test_a_child_times_a_real_compile_and_its_first_result(tmp_path):
@@ -83,3 +87,12 @@ def test_a_child_times_a_real_compile_and_its_first_result(tmp_path):
         record["compile_s"] and piece["cached"] is False
     again = compile_time._child("llama_mlp", "tilesync", str(tmp_path))
     assert again["pieces"][0]["cached"] is True
+
+
+def test_the_plot_is_written(monkeypatch, tmp_path):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
+    result = compile_time.compile_benchmarks(["llama_mlp"], fresh=2)
+    result["device"] = {"name": "cpu"}
+    path = compile_time.compile_plot(result, tmp_path, "compile")
+    assert path.name == "compile-cpu.png" and path.stat().st_size > 0
