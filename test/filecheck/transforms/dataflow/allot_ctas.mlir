@@ -1,6 +1,11 @@
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132}' | filecheck %s
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 dram_bytes_per_s=10000000000.0}' | filecheck %s --check-prefix=DRAM
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 shared_slots=true}' | filecheck %s --check-prefix=SHARED
+// scipy's milp (HiGHS) solves the same program to the same allotment:
+// RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 solver=milp}' | filecheck %s
+// RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 shared_slots=true solver=milp}' | filecheck %s --check-prefix=SHARED
+// RUN: not tilesync-opt %s -p 'dataflow-allot-ctas{solver=glpk}' 2>&1 | filecheck %s --check-prefix=SOLVER
+// SOLVER: tilesync-opt: error: dataflow-allot-ctas: option 'solver' must be one of exact, milp
 
 // Two tensor stages of equal measured rate share the SMs' tensor cores (66 CTAs each); the
 // SIMT activation between them, 4x as fast, needs only 17 CTAs to keep up: 0.5 M items/s.
