@@ -223,6 +223,9 @@ STAGING_NAMED_BARRIER = 2  # a TMA-store epilogue's consumers around their stagi
 # Queue ops run by groups of a block (`threads N`): group k synchronizes on named barrier
 # QUEUE_GROUP_BARRIER_BASE + k, so a block has at most MAX_QUEUE_GROUPS of them.
 QUEUE_GROUP_BARRIER_BASE = 3
+# A ping-pong GEMM's warpgroups store tiles of their own: warpgroup g meets alone around its
+# staging buffer, on the g-th of these (the kernel has no queue groups).
+PINGPONG_STAGING_NAMED_BARRIERS = (STAGING_NAMED_BARRIER, QUEUE_GROUP_BARRIER_BASE)
 NAMED_BARRIERS = 16  # per CTA, ids 0..15 (0 is the block's `bar.sync 0`)
 MAX_QUEUE_GROUPS = NAMED_BARRIERS - QUEUE_GROUP_BARRIER_BASE
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size

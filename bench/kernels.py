@@ -98,10 +98,16 @@ def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
     proposes (with and without clusters; the full bench also their stream-K twins) and the
     `legacy_candidates`."""
-    from tilesync.kernels.choice import BENCH_STREAM_K, BENCH_TWINS, propose_tma_configs
+    from tilesync.kernels.choice import (
+        BENCH_PINGPONG,
+        BENCH_STREAM_K,
+        BENCH_TWINS,
+        propose_tma_configs,
+    )
 
     tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
-                              twins=BENCH_TWINS, stream_k=0 if quick else BENCH_STREAM_K)
+                              twins=BENCH_TWINS, stream_k=0 if quick else BENCH_STREAM_K,
+                              pingpong=BENCH_PINGPONG)
     return [*tma, *legacy_candidates(w, quick)]
 
 
@@ -178,6 +184,7 @@ def _config_label(cfg) -> str:
                  + (f" cluster{gemm.cluster_m}" if gemm.cluster_m > 1 else "")
                  + (f" staging{gemm.staging_boxes}" if gemm.staging_boxes else "")
                  + (f" streamK{gemm.stream_k_tiles}" if gemm.stream_k_tiles else "")
+                 + (" pingpong" if gemm.pingpong else "")
                  + (" im2col" if gemm.im2col else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label

@@ -26,6 +26,7 @@ from tilesync.analysis.wave_model import StageWaves
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
+    PINGPONG_MAX_COLUMNS,
     ConvConfig,
     GemmConfig,
     conv2d_config,
@@ -76,19 +77,37 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
                         limit: int = 5, cluster_limit: int = 1,
-                        twins: int = 0, stream_k: int = 0) -> list[GemmConfig]:
+                        twins: int = 0, stream_k: int = 0,
+                        pingpong: int = 0) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
     `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
-    `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins. On an H100
-    the device's fastest was among the model's first five on every bench shape, and clusters
-    won none since the TMA-store epilogue (bench/tma_sweep.py): they stay, fewer."""
-    proposals = [*_ranked(M, N, K, dtype, epilogue, sms, 1)[:limit],
-                 *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
+    `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins, then the
+    first `pingpong` of the model's ranking that have a `pingpong_twin`, as ping-pongs (their
+    tiles are narrower than the widest proposals). On an H100 the device's fastest was among
+    the model's first five on every bench shape, and clusters won none since the TMA-store
+    epilogue (bench/tma_sweep.py): they stay, fewer."""
+    ranked = _ranked(M, N, K, dtype, epilogue, sms, 1)
+    proposals = [*ranked[:limit], *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
     deeper = list(filter(None, map(deeper_twin, proposals[:min(limit, twins)])))
     shared = [twin for cfg in [*proposals[:min(limit, stream_k)], *deeper[:stream_k]]
               for twin in stream_k_twins(cfg)]
-    return [*proposals, *deeper, *shared]
+    alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
+    return [*proposals, *deeper, *shared, *alternating[:pingpong]]
+
+
+def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
+    """`cfg` with its two consumer warpgroups taking alternate whole tiles (GemmConfig.pingpong),
+    or None where it cannot: a tile of other than 128 rows or wider than
+    PINGPONG_MAX_COLUMNS, a cluster, stream-K, a tile or fewer a block (nothing to alternate),
+    or a producer warp (a warpgroup's BN accumulators a thread need the registers setmaxnreg
+    moves from a producer warpgroup: 128 x 176 spilled 2.4 KB under a producer warp's 168)."""
+    bm, bn, _ = cfg.tile
+    if not cfg.warp_specialized or not cfg.persistent or bm != 128 or \
+            bn > PINGPONG_MAX_COLUMNS or cfg.cluster_m != 1 or cfg.stream_k_tiles or \
+            cfg.producer_warps != 4 or cfg.im2col is not None or cfg.tiles <= cfg.sms:
+        return None
+    return dataclasses.replace(cfg, pingpong=True)
 
 
 STREAM_K_STAGED_COLUMNS = 160
@@ -125,6 +144,10 @@ MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
 
 BENCH_STREAM_K = 2
 """The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
+
+BENCH_PINGPONG = 3
+"""The `pingpong_twin`s `tilesync bench kernels` also times (of its first proposals and deeper
+twins that have one)."""
 
 
 def deeper_twin(cfg: GemmConfig) -> GemmConfig | None:
@@ -241,5 +264,6 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     return out
 
 
-__all__ = ["BENCH_STREAM_K", "conv_candidates", "predicted_seconds", "propose_tma_configs",
-           "stages_for", "stream_k_twins", "tile_efficiency"]
+__all__ = ["BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates", "pingpong_twin",
+           "predicted_seconds", "propose_tma_configs", "stages_for", "stream_k_twins",
+           "tile_efficiency"]

@@ -38,6 +38,10 @@ TMA_WS_ROWS = (64, 128)
 """BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
 an H100 run timing 256-row tiles gave no result in 400 s (a hang, not investigated): refused
 until they run correctly on a GPU."""
+PINGPONG_MAX_COLUMNS = 176
+"""The widest ping-pong tile: a warpgroup's 128 x BN fp32 accumulators are BN registers a
+thread, under the 232 that setmaxnreg gives a consumer beside a producer warpgroup (ptxas:
+128 x 192 spilled 12 bytes with a bias + GeLU epilogue, 128 x 176 nothing with SwiGLU)."""
 H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 
@@ -207,6 +211,14 @@ class GemmConfig:
     fastest): A's map is an im2col map (contract.IM2COL_CORNERS), and k-tile kt copies the tile's
     BM pixels' channels 64 (kt mod C/64).. at the filter tap kt div (C/64), the padding
     zero-filled by the copy engine. Needs C a multiple of 64 (a k-tile inside one tap)."""
+    pingpong: bool = False
+    """tma_ws, persistent, BM = 128: the two consumer warpgroups take alternate tiles of the
+    block's walk, each multiplying a whole BM x BN tile (BM / 64 wgmma of 64 rows a k-step),
+    instead of a 64-row half of every tile. The ring hands them their tiles' k-steps in turn,
+    so one multiplies while the other runs its epilogue: the tensor cores do not wait for the
+    stores (cuBLAS's Hopper kernel for LLaMA's fc1 at M = 2048 is a 2-warpgroup ping-pong of
+    this tile). A warpgroup holds BM / 64 x BN / 2 accumulator registers a thread, so BN is at
+    most PINGPONG_MAX_COLUMNS; no sync hooks, clusters, stream-K or im2col."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -345,6 +357,8 @@ class GemmConfig:
             self._check_stream_k()
         if self.im2col is not None:
             self._check_im2col()
+        if self.pingpong:
+            self._check_pingpong()
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
@@ -361,6 +375,17 @@ class GemmConfig:
             raise ValueError(f"im2col of a {self.im2col} input is an implicit GEMM of M = "
                              f"{n * h * w} pixels and K = {taps * c}, got M={self.M} "
                              f"K={self.K}")
+
+    def _check_pingpong(self) -> None:
+        bm, bn, _ = self.tile
+        if bm != 128 or bn > PINGPONG_MAX_COLUMNS:
+            raise ValueError(f"pingpong takes 128-row tiles (two warpgroups, one a tile) at most "
+                             f"{PINGPONG_MAX_COLUMNS} wide (each holds its tile's "
+                             f"accumulators), got {self.tile}")
+        if not self.persistent or self.sync_hooks or self.cluster_m != 1 or \
+                self.stream_k_tiles or self.im2col is not None:
+            raise ValueError("pingpong runs in the persistent grid without sync hooks, "
+                             "clusters, stream-K or im2col")
 
     def _check_stream_k(self) -> None:
         if not 0 < self.stream_k_tiles <= self.tiles:
@@ -479,9 +504,11 @@ class GemmConfig:
     @property
     def static_shared_bytes(self) -> int:
         """Shared memory beside the stages: a warp-specialized kernel's full and empty
-        mbarriers, one 8-byte barrier each per stage (the launch fails when it and the
-        dynamic array together pass the block's limit)."""
-        return 2 * 8 * self.stages if self.warp_specialized else 0
+        mbarriers, one 8-byte barrier each per stage, and a ping-pong's two turn barriers (the
+        launch fails when it and the dynamic array together pass the block's limit)."""
+        if not self.warp_specialized:
+            return 0
+        return 2 * 8 * self.stages + (2 * 8 if self.pingpong else 0)  # ping-pong: turns
 
     @property
     def dynamic_shared_bytes(self) -> int:
@@ -577,7 +604,7 @@ class GemmConfig:
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
-                                "stream_k_tiles", "im2col"})
+                                "stream_k_tiles", "im2col", "pingpong"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store"}
@@ -593,12 +620,13 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 persistent: bool = True, staged_store: bool = False,
                 a_head: int = 0, split_cluster: bool = False,
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
-                im2col: tuple[int, int, int, int] | None = None) -> GemmConfig:
+                im2col: tuple[int, int, int, int] | None = None,
+                pingpong: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
-                      stream_k_tiles, None if im2col is None else tuple(im2col))
+                      stream_k_tiles, None if im2col is None else tuple(im2col), pingpong)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -608,7 +636,8 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   producer_warps: int = 1, cluster_m: int = 1,
                   tma_store: bool = False, persistent: bool | None = None,
                   staging_boxes: int = 0, stream_k_tiles: int = 0,
-                  im2col: tuple[int, int, int, int] | None = None) -> GemmConfig:
+                  im2col: tuple[int, int, int, int] | None = None,
+                  pingpong: bool = False) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
@@ -617,7 +646,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
-                       im2col=im2col)
+                       im2col=im2col, pingpong=pingpong)
 
 
 

@@ -75,11 +75,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from tilesync.analysis.occupancy import register_cap
 from tilesync.contract import (
     CLUSTER_DIMS_ATTR,
     IM2COL_CORNERS,
     MIN_BLOCKS_PER_SM_ATTR,
-    SM_90,
+    PINGPONG_STAGING_NAMED_BARRIERS,
     STAGING_NAMED_BARRIER,
 )
 from tilesync.dialects import sync
@@ -103,10 +104,13 @@ PRODUCER_REGISTERS = 40
 
 
 def consumer_registers(cfg: GemmConfig) -> int:
-    """setmaxnreg of the consumer warpgroups: what the producer's 40 leave of the SM's file."""
-    consumers = cfg.consumer_threads
-    free = SM_90.registers_per_sm - PRODUCER_REGISTERS * 32 * cfg.producer_warps
-    return min(256, free // consumers // 8 * 8)
+    """setmaxnreg of the consumer warpgroups: what the producer's 40 leave of the block's
+    registers (its threads times the registers ptxas allots each, `register_cap`). Asking
+    for more than the block holds waits forever: 4 consumer warpgroups asked for 112 of the
+    SM's 65536 where their 640-thread block holds 96 a thread."""
+    pool = register_cap(cfg.threads) * cfg.threads
+    free = pool - PRODUCER_REGISTERS * 32 * cfg.producer_warps
+    return min(256, free // cfg.consumer_threads // 8 * 8)
 
 
 def _dim(b: BlockBuilder, kind: type, dim: gpu.DimensionEnum = gpu.DimensionEnum.X) -> SSAValue:
@@ -377,6 +381,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     full = b.emit(memref.GetGlobalOp("full_bars", bars_type))
     empty = b.emit(memref.GetGlobalOp("empty_bars", bars_type))
     sc = b.emit(memref.GetGlobalOp("smem_c", sc_type)) if cfg.tma_store else None
+    turns_type = MemRefType(i64, [2], memory_space=shared)
+    turns = b.emit(memref.GetGlobalOp("turn_bars", turns_type)) if cfg.pingpong else None
 
     def init(ib: BlockBuilder) -> None:
         ib.insert(tl.PrefetchTensorMapOp(a_map))
@@ -385,8 +391,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             ib.insert(tl.PrefetchTensorMapOp(C))
         for s in range(stages):
             ib.insert(tl.MBarrierInitOp(full, [ib.idx(s)], 1))
-            # every consumer warpgroup of the cluster frees the buffer its copies fill
-            ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], groups * cluster))
+            # every consumer warpgroup of the cluster frees the buffer its copies fill (in a
+            # ping-pong, the one warpgroup whose tile the buffer holds)
+            readers = 1 if cfg.pingpong else groups
+            ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], readers * cluster))
+        if turns is not None:  # each ping-pong warpgroup's turn: the other's leader arrives
+            for g in range(2):
+                ib.insert(tl.MBarrierInitOp(turns, [ib.idx(g)], 1))
 
     _if(b, b.emit(arith.CmpiOp(tid, b.idx(0), "eq")), init)
     b.insert(tl.ClusterBarrierOp() if cluster > 1 else gpu.BarrierOp())
@@ -520,6 +531,103 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
             _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
 
+    def pingpong_consumer(cb: BlockBuilder) -> None:
+        """Warpgroup g of two takes the block's tiles g, g + 2, ... of its walk, each whole
+        (BM / 64 wgmma of 64 rows a k-step). The producer fills the ring with every tile's
+        k-steps in walk order, so the warpgroup's tile starts KT ring positions (KT: the
+        k-tiles of a tile) after the other's: it skips them past each of its tiles.
+
+        The warpgroups multiply in turns: each waits on its turn barrier before a tile's
+        k-loop (but warpgroup 0 before its first) and, once through it, its leader arrives on
+        the other's (where the other has a next tile). Then the tensor cores run one tile at
+        a time while the other warpgroup stores, and a warpgroup waits on its k-steps' `full`
+        barriers only once every earlier k-step's copy has completed: a parity names one
+        phase only while the barrier is at most one phase away, and a warpgroup's first
+        k-step of a tile is KT k-steps past its previous one."""
+        if cfg.producer_warps == 4:
+            cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
+        halves = bm // 64
+        group = cb.divui(tid, 128)
+        warp_m = cb.muli(cb.remui(cb.divui(tid, 32), 4), 16)
+        group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
+        zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
+        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
+        in_flight = cfg.wgmma_in_flight
+        k_tiles = cfg.k_tiles
+        skip = k_tiles % (2 * stages)  # the other warpgroup's tile, in ring positions
+
+        def past_other(pb: BlockBuilder, pos: SSAValue) -> SSAValue:
+            moved = pb.addi(pos, skip)
+            wraps = pb.emit(arith.CmpiOp(moved, pb.idx(2 * stages), "uge"))
+            return _select(pb, wraps, pb.emit(arith.SubiOp(moved, pb.idx(2 * stages))), moved)
+
+        def release(rb: BlockBuilder, buffer: SSAValue) -> None:
+            _if(rb, group_leader,
+                lambda ab: ab.insert(tl.MBarrierArriveOp(empty, [buffer])))
+
+        assert turns is not None
+        blocks = _dim(cb, gpu.GridDimOp)
+        first = cb.addi(_dim(cb, gpu.BlockIdOp), cb.muli(group, blocks))
+        stride = cb.muli(blocks, 2)
+        it_first = _select(cb, cb.emit(arith.CmpiOp(group, cb.idx(0), "eq")), cb.idx(0),
+                           cb.idx(skip))
+        other = cb.emit(arith.SubiOp(cb.idx(1), group))
+
+        walk = Block(arg_types=[IndexType(), IndexType(), IndexType()])
+        t, it, turn = walk.args  # turn: the turns this warpgroup has had, plus its index
+        tb = BlockBuilder(walk)
+        tm, tn = _tile_coords(tb, cfg, t, None)
+
+        def wait_turn(wb: BlockBuilder) -> None:
+            parity = wb.emit(arith.CmpiOp(wb.remui(turn, 2), wb.idx(0), "eq"))
+            wb.insert(tl.MBarrierWaitOp(turns, [group], parity))
+
+        _if(tb, tb.emit(arith.CmpiOp(turn, tb.idx(0), "ne")), wait_turn)
+        block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count * halves)
+        kt, k_it, *accs = block.args
+        kb = BlockBuilder(block)
+        stage = _ring_stage(kb, k_it, stages)
+        kb.insert(tl.MBarrierWaitOp(full, [stage], _ring_parity(kb, k_it, stages, False),
+                                    wgmma_in_flight=in_flight > 0))
+        kb.insert(tl.WgmmaFenceOp())
+        rows = [list(accs[h * acc_count:(h + 1) * acc_count]) for h in range(halves)]
+        zero = kb.idx(0)
+        for kk in range(bk // 16):
+            k_off = kb.idx(kk * 16)
+            for h in range(halves):
+                rows[h] = list(kb.insert(tl.WgmmaOp(sa, [stage, kb.idx(64 * h), k_off], sb,
+                                                    [stage, zero, k_off], rows[h])).results)
+        kb.insert(tl.WgmmaCommitOp())
+        kb.insert(tl.WgmmaWaitOp(in_flight))
+        if in_flight:  # the previous k-step's group is done: its buffer is free
+            _if(kb, kb.emit(arith.CmpiOp(kt, kb.idx(0), "ugt")),
+                lambda rb: release(rb, _previous_stage(rb, stage, stages)))
+        else:
+            release(kb, stage)
+        kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages), *[a for r in rows for a in r]))
+        loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(k_tiles), tb.idx(1),
+                                   [it, *([zero_acc] * acc_count * halves)], Region(block)))
+        it_after, *tiles = loop.results
+        others_next = tb.emit(arith.CmpiOp(tb.addi(t, blocks), tb.idx(cfg.tiles), "ult"))
+        _if(tb, tb.emit(arith.AndIOp(others_next, group_leader)),
+            lambda ab: ab.insert(tl.MBarrierArriveOp(turns, [other])))
+        if in_flight:
+            tb.insert(tl.WgmmaWaitOp(0))
+            release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages))
+        origin = (tb.muli(tm, bm), tb.muli(tn, bn))
+        for h in range(halves):
+            half_tiles = list(tiles[h * acc_count:(h + 1) * acc_count])
+            half_m = tb.addi(warp_m, 64 * h)
+            if cfg.tma_store:
+                _store_through_staging(tb, half_tiles, origin, half_m, group_leader, half=h)
+            else:
+                _store_accumulators(tb, cfg, half_tiles, C, origin, (half_m, tb.idx(0)),
+                                    (1, acc_count), mask_c, bias, seed)
+        tb.insert(scf.YieldOp(past_other(tb, it_after), tb.addi(turn, 1)))
+        cb.insert(scf.ForOp(first, cb.idx(cfg.tiles), stride, [it_first, group], Region(walk)))
+        if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
+            _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
+
     def _add_partial(pb: BlockBuilder, segment: Segment, tiles: list[SSAValue],
                      warp_m: SSAValue) -> list[SSAValue]:
         """A stream-K segment short of its tile: store its partial sums into the block's slot
@@ -571,12 +679,14 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
     def _store_through_staging(tb: BlockBuilder, tiles: list[SSAValue],
                                origin: tuple[SSAValue, SSAValue], warp_m: SSAValue,
-                               group_leader: SSAValue) -> None:
+                               group_leader: SSAValue, half: int | None = None) -> None:
         """The TMA-store epilogue, in rounds of the boxes the staging buffer holds (one round
         without cfg.staging_boxes): the warpgroup's leader waits until its previous copies
         have read the buffer, the consumers write the round's columns through the epilogue,
         make the writes visible to the copy engine, and the leader copies each of the round's
-        boxes out (one bulk group)."""
+        boxes out (one bulk group). In a ping-pong (`half`: which 64 rows of its tile the
+        warpgroup stores) the warpgroup alone meets at its own barrier, and its rows of the
+        tile are those of the half, not those of its place among the warpgroups."""
         assert sc is not None
         round_cols = cfg.staging_cols  # output columns a round
         # accumulator fragments (8 columns each) a round: swiglu pairs gate and up
@@ -589,9 +699,18 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             return [group, pb.idx(col // box_cols), pb.remui(row, box_rows),
                     staged_column(pb, col % box_cols, box_cols, lane_rows)]
 
+        def meet(mb: BlockBuilder) -> None:
+            if half is None:
+                mb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+                return
+            first_id, second_id = PINGPONG_STAGING_NAMED_BARRIERS
+            own = _select(mb, mb.emit(arith.CmpiOp(mb.divui(tid, 128), mb.idx(0), "eq")),
+                          mb.idx(first_id), mb.idx(second_id))
+            mb.insert(tl.NamedBarrierOp(mb.emit(arith.IndexCastOp(own, i32)), 128))
+
         for first in range(0, cfg.out_tile_cols, round_cols):
             _if(tb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
-            tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+            meet(tb)
             if not lanes:
                 lanes += [tb.divui(tid, 128), tb.remui(tb.divui(tid, 4), 8)]
             group = lanes[0]
@@ -601,11 +720,11 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                                 (warp_m, warp_n), (1, per_round), False, bias, seed,
                                 (sc, place))
             tb.insert(tl.FenceProxyAsyncOp())
-            tb.insert(tl.NamedBarrierOp(STAGING_NAMED_BARRIER, cfg.consumer_threads))
+            meet(tb)
 
             def copy_out(lb: BlockBuilder, first: int = first, group: SSAValue = group) -> None:
                 m0, n0 = origin
-                row = lb.addi(m0, lb.muli(group, box_rows))
+                row = lb.addi(m0, lb.muli(group, box_rows) if half is None else half * 64)
                 col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0
                 zero = lb.idx(0)
                 for j in range(round_cols // box_cols):
@@ -616,7 +735,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             _if(tb, group_leader, copy_out)
 
     is_consumer = b.emit(arith.CmpiOp(tid, b.idx(cfg.consumer_threads), "ult"))
-    _if(b, is_consumer, consumer, producer)
+    _if(b, is_consumer, pingpong_consumer if cfg.pingpong else consumer, producer)
     if cluster > 1:  # no block leaves while its peer may still copy into it or arrive on it
         b.insert(tl.ClusterBarrierOp())
     b.insert(gpu.ReturnOp([]))
@@ -626,7 +745,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 _shared_global("smem_b", sb_type, True, align),
                 *([_shared_global("smem_c", sc_type, True, align)] if cfg.tma_store else []),
                 _shared_global("full_bars", bars_type, False, 8),
-                _shared_global("empty_bars", bars_type, False, 8)]
+                _shared_global("empty_bars", bars_type, False, 8),
+                *([_shared_global("turn_bars", turns_type, False, 8)] if cfg.pingpong else [])]
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
                               Region(Block([*globals_, kernel])))
     return ModuleOp([gpu_module])

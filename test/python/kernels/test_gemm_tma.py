@@ -6,6 +6,8 @@ included, launched twice (the barriers start over each launch)."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 import time
 
 import numpy as np
@@ -19,6 +21,7 @@ from tilesync.kernels.gemm import gemm_module
 from tilesync.kernels.gemm_tma import consumer_registers
 from tilesync.kernels.reference import apply_epilogue, host_array, host_values, reference_gemm
 from tilesync.lowering.ptx import validate_ptx
+from tilesync.runtime.module import needs_driver_jit
 
 MAIN = tma_ws_config(4096, 4096, 4096)  # 128x256x64, 4 stages, two consumer warpgroups
 
@@ -68,6 +71,19 @@ CONFIGS = [
                   tma_store=True, stream_k_tiles=8),
     tma_ws_config(300, 520, 264, tile=(128, 112, 64), epilogue="bias_gelu", dtype="bf16",
                   wgmma_in_flight=0, stream_k_tiles=3),
+    # ping-pong: the warpgroups take alternate whole tiles (4 tiles a block here)
+    tma_ws_config(4096, 4096, 4096, tile=(128, 176, 64), stages=4, tma_store=True,
+                  producer_warps=4, pingpong=True),
+    # every edge, 5 k-tiles a tile (the other warpgroup's tile is an odd ring skip), SwiGLU
+    tma_ws_config(1000, 5632, 264, tile=(128, 176, 64), stages=5, epilogue="swiglu",
+                  tma_store=True, producer_warps=4, pingpong=True),
+    # a staging buffer of one box: each 64-row half of a tile leaves in five rounds
+    tma_ws_config(1000, 1000, 1000, tile=(128, 160, 64), stages=4, epilogue="bias_gelu",
+                  tma_store=True, producer_warps=4, staging_boxes=1, pingpong=True),
+    # stores from registers, masked at the edges; a tile's k-steps fill the ring exactly (8 =
+    # 2 x 4 stages: no skip), and none in flight
+    tma_ws_config(1000, 1000, 512, tile=(128, 128, 64), stages=4, epilogue="bias_gelu",
+                  dtype="bf16", producer_warps=4, wgmma_in_flight=0, pingpong=True),
 ]
 
 
@@ -77,7 +93,8 @@ def _id(cfg: GemmConfig) -> str:
             f"{cfg.epilogue or 'plain'}-f{cfg.wgmma_in_flight}-p{cfg.producer_warps}"
             f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else "")
             + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
-            + (f"-streamk{cfg.stream_k_tiles}" if cfg.stream_k_tiles else ""))
+            + (f"-streamk{cfg.stream_k_tiles}" if cfg.stream_k_tiles else "")
+            + ("-pingpong" if cfg.pingpong else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -99,6 +116,26 @@ def test_tma_ws_config_shape():
     assert small.grid == (4, 1, 1)  # never more blocks than tiles
     assert tma_ws_config(4096, 4096, 4096, producer_warps=4).block == (384, 1, 1)
     assert consumer_registers(tma_ws_config(4096, 4096, 4096, producer_warps=4)) == 232
+    assert consumer_registers(tma_ws_config(256, 512, 128, tile=(64, 128, 64),
+                                            producer_warps=4)) == 256
+
+
+def test_consumer_registers_fit_the_block():
+    """setmaxnreg's consumers ask for at most what the block holds beside the producer's 40:
+    its threads times what ptxas allots each under one block per SM (register_cap). Four
+    consumer warpgroups (640 threads, 96 registers each) asked for 112 and waited forever."""
+    from tilesync.analysis.occupancy import register_cap
+    from tilesync.kernels.gemm_tma import PRODUCER_REGISTERS
+
+    assert [register_cap(t) for t in (256, 384, 544, 640)] == [256, 168, 96, 96]
+    from types import SimpleNamespace
+
+    # BM = 256 (refused by the config until it runs on a GPU): the block's shape alone
+    four = SimpleNamespace(threads=640, consumer_threads=512, producer_warps=4)
+    assert consumer_registers(four) == 104
+    for cfg in (four, tma_ws_config(4096, 4096, 4096, producer_warps=4)):
+        asked = consumer_registers(cfg) * cfg.consumer_threads + PRODUCER_REGISTERS * 128
+        assert asked <= register_cap(cfg.threads) * cfg.threads
 
 
 def test_earlier_configs_keep_their_names():
@@ -122,6 +159,11 @@ def test_earlier_configs_keep_their_names():
         (dict(producer_warps=2), "producer_warps 1 or 4"),
         (dict(raster_group=0), "raster_group >= 1"),
         (dict(stages=9), "shared memory"),
+        (dict(tile=(64, 128, 64), pingpong=True), "pingpong takes 128-row tiles"),
+        (dict(tile=(128, 192, 64), pingpong=True), "at most 176 wide"),
+        (dict(pingpong=True, cluster_m=2, tile=(128, 128, 64)), "without sync hooks, clusters"),
+        (dict(pingpong=True, stream_k_tiles=8, tile=(128, 128, 64)), "without sync hooks"),
+        (dict(pingpong=True, persistent=False, tile=(128, 128, 64)), "in the persistent grid"),
     ],
 )
 def test_tma_ws_config_errors(kwargs, message):
@@ -155,6 +197,55 @@ def test_generated_roles():
     regs = [op.registers.value.data for op in warpgroup.walk()
             if isinstance(op, tl.SetMaxNRegOp)]
     assert regs == [232, 40]  # consumers take what the producer warpgroup gives up
+
+
+def test_pingpong_kernel_structure():
+    """A ping-pong warpgroup multiplies a whole 128-row tile (two wgmma of 64 rows a k16
+    step), frees each buffer alone (empty counts one arrival), takes the tensor cores in
+    turns (two turn barriers, waited before a tile's k-loop and arrived on by one thread
+    after it), and meets around its staging buffer on a barrier of its own (128 threads, the
+    id by warpgroup)."""
+    cfg = next(c for c in CONFIGS if c.pingpong and c.epilogue == "swiglu")
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    counts = [op.count.value.data for op in ops if isinstance(op, tl.MBarrierInitOp)]
+    assert counts == [1, 1] * cfg.stages + [1, 1]  # full, empty per stage; the turns
+    assert [op.name for op in ops].count("tile.wgmma") == 8
+    k_loop = next(op for op in ops if op.name == "scf.for" and any(
+        isinstance(o, tl.WgmmaOp) for o in op.body.block.ops))
+    walk = k_loop.parent_op()
+    assert walk.name == "scf.for" and len(walk.body.block.args) == 3  # tile, ring, turn
+    before = walk.body.block.ops
+    waits = [op for op in before if op.name == "scf.if" and any(
+        isinstance(o, tl.MBarrierWaitOp) for o in op.walk())]
+    arrivals = [op for op in before if op.name == "scf.if" and any(
+        isinstance(o, tl.MBarrierArriveOp) and o.expect_tx is None for o in op.walk())]
+    position = list(before).index
+    assert len(waits) == 1 and position(waits[0]) < position(k_loop)
+    assert any(position(k_loop) < position(op) for op in arrivals)
+    staging = [op for op in ops if isinstance(op, tl.NamedBarrierOp)]
+    assert staging and all(op.dynamic_id is not None and op.threads.value.data == 128
+                           for op in staging)
+    assert consumer_registers(cfg) == 232
+
+
+def test_pingpong_twins():
+    """The bench's ping-pong twins: of 128-row tiles at most 176 wide with a producer
+    warpgroup, where a block has more than one tile."""
+    from tilesync.kernels.choice import pingpong_twin, propose_tma_configs
+
+    staged = tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=4, tma_store=True,
+                           producer_warps=4, epilogue="swiglu")
+    assert pingpong_twin(staged) == dataclasses.replace(staged, pingpong=True)
+    assert pingpong_twin(dataclasses.replace(staged, tile=(128, 256, 64), stages=4)) is None
+    assert pingpong_twin(dataclasses.replace(staged, producer_warps=1)) is None
+    assert pingpong_twin(tma_ws_config(256, 5632, 8192, tile=(128, 176, 64), stages=4,
+                                       tma_store=True, producer_warps=4)) is None  # 64 tiles
+    proposals = propose_tma_configs(2048, 5632, 8192, epilogue="swiglu", limit=5, twins=3,
+                                    pingpong=3)
+    twins = [c for c in proposals if c.pingpong]
+    assert 1 <= len(twins) <= 3
+    assert all(dataclasses.replace(c, pingpong=False) in proposals for c in twins)
+    assert not any(c.pingpong for c in propose_tma_configs(2048, 5632, 8192, limit=5))
 
 
 def test_k_loops_divide_nothing():
@@ -210,10 +301,32 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
         assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
     assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
     info = validate_ptx(ptx, "sm_90a")
-    assert info.spill_free(cfg.kernel_name), info.info_log
-    assert "serializ" not in info.info_log  # ptxas keeps the wgmmas asynchronous
     cap = 65536 // cfg.threads // 8 * 8
     assert info.registers["gemm"] <= min(255, cap)
+    if cfg.pingpong:
+        # nvJitLink compiles relocatable code, where ptxas drops setmaxnreg (C7504) and a
+        # warpgroup's BN accumulators spill; the runtime loads it through the driver's
+        # whole-program JIT, which keeps it (test_pingpong_spills_nothing_as_a_whole_program)
+        assert needs_driver_jit(ptx) and "C7504" in info.info_log
+        return
+    assert info.spill_free(cfg.kernel_name), info.info_log
+    assert "serializ" not in info.info_log  # ptxas keeps the wgmmas asynchronous
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("cfg", [c for c in CONFIGS if c.pingpong], ids=_id)
+def test_pingpong_spills_nothing_as_a_whole_program(cfg, tmp_path):
+    """Compiled as the driver's JIT compiles it (one whole program, setmaxnreg kept), a
+    ping-pong kernel keeps each warpgroup's accumulators in registers and its wgmmas
+    asynchronous."""
+    path = tmp_path / "gemm.ptx"
+    path.write_text(_ptx(cfg))
+    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(path), "-o",
+                          str(tmp_path / "gemm.cubin")], capture_output=True, text=True,
+                         check=True)
+    log = out.stderr
+    assert "0 bytes spill stores, 0 bytes spill loads" in log, log
+    assert "C7504" not in log and "serializ" not in log, log
 
 
 def test_stream_k_config():
@@ -317,6 +430,13 @@ GPU_CONFIGS = [
     tma_ws_config(130, 264, 72, tile=(128, 64, 64), stages=2, dtype="bf16"),
     tma_ws_config(8192, 8192, 8192, dtype="bf16", cluster_m=2),
     tma_ws_config(256, 6144, 12288, tile=(128, 96, 64), stages=6, cluster_m=2, epilogue="gelu"),
+    # ping-pong: LLaMA's fc1 at M = 2048 as cuBLAS tiles it; many short tiles a block
+    tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, epilogue="swiglu",
+                  tma_store=True, producer_warps=4, pingpong=True),
+    tma_ws_config(2048, 8192, 2816, tile=(128, 128, 64), stages=6, tma_store=True,
+                  producer_warps=4, pingpong=True, dtype="bf16"),
+    tma_ws_config(1000, 2048, 128, tile=(128, 128, 64), stages=6, tma_store=True,
+                  producer_warps=4, pingpong=True),  # 2 k-tiles a tile, fewer than the stages
 ]
 
 
@@ -328,6 +448,9 @@ def run_and_check(cfg: GemmConfig, seed: int = 0, launches: int = 2) -> float:
     from tilesync.runtime.launch import synchronize
 
     runner = GemmRunner(cfg)
+    if cfg.pingpong:  # loaded whole (the driver's JIT): setmaxnreg kept, nothing spilled
+        assert runner.module.source == "driver-jit"
+        assert runner.kernel.local_size_bytes == 0, runner.module.info_log
     error = 0.0
     for launch in range(launches):
         rng = np.random.default_rng(seed + launch)
