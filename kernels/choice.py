@@ -83,29 +83,33 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
     `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
     `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins, then the
-    first `pingpong` of the model's ranking that have a `pingpong_twin`, as ping-pongs (their
-    tiles are narrower than the widest proposals). On an H100 the device's fastest was among
+    first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
+    narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
+    in clusters, as ping-pongs. On an H100 the device's fastest was among
     the model's first five on every bench shape, and clusters won none since the TMA-store
     epilogue (bench/tma_sweep.py): they stay, fewer."""
     ranked = _ranked(M, N, K, dtype, epilogue, sms, 1)
-    proposals = [*ranked[:limit], *_ranked(M, N, K, dtype, epilogue, sms, 2)[:cluster_limit]]
+    clustered = _ranked(M, N, K, dtype, epilogue, sms, 2)
+    proposals = [*ranked[:limit], *clustered[:cluster_limit]]
     deeper = list(filter(None, map(deeper_twin, proposals[:min(limit, twins)])))
     shared = [twin for cfg in [*proposals[:min(limit, stream_k)], *deeper[:stream_k]]
               for twin in stream_k_twins(cfg)]
     alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
-    return [*proposals, *deeper, *shared, *alternating[:pingpong]]
+    in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
+    return [*proposals, *deeper, *shared, *alternating[:pingpong],
+            *in_clusters[:min(cluster_limit, pingpong)]]
 
 
 def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
     """`cfg` with its two consumer warpgroups taking alternate whole tiles (GemmConfig.pingpong),
     or None where it cannot: a tile of other than 128 rows or wider than
-    PINGPONG_MAX_COLUMNS, a cluster, stream-K, a tile or fewer a block (nothing to alternate),
-    or a producer warp (a warpgroup's BN accumulators a thread need the registers setmaxnreg
-    moves from a producer warpgroup: 128 x 176 spilled 2.4 KB under a producer warp's 168)."""
+    PINGPONG_MAX_COLUMNS, stream-K, a tile or fewer a block (nothing to alternate), or a
+    producer warp (a warpgroup's BN accumulators a thread need the registers setmaxnreg moves
+    from a producer warpgroup: 128 x 176 spilled 2.4 KB under a producer warp's 168)."""
     bm, bn, _ = cfg.tile
     if not cfg.warp_specialized or not cfg.persistent or bm != 128 or \
-            bn > PINGPONG_MAX_COLUMNS or cfg.cluster_m != 1 or cfg.stream_k_tiles or \
-            cfg.producer_warps != 4 or cfg.im2col is not None or cfg.tiles <= cfg.sms:
+            bn > PINGPONG_MAX_COLUMNS or cfg.stream_k_tiles or cfg.producer_warps != 4 or \
+            cfg.im2col is not None or cfg.cluster_tiles <= cfg.sms // cfg.cluster_m:
         return None
     return dataclasses.replace(cfg, pingpong=True)
 

@@ -218,7 +218,7 @@ class GemmConfig:
     so one multiplies while the other runs its epilogue: the tensor cores do not wait for the
     stores (cuBLAS's Hopper kernel for LLaMA's fc1 at M = 2048 is a 2-warpgroup ping-pong of
     this tile). A warpgroup holds BM / 64 x BN / 2 accumulator registers a thread, so BN is at
-    most PINGPONG_MAX_COLUMNS; no sync hooks, clusters, stream-K or im2col."""
+    most PINGPONG_MAX_COLUMNS; no sync hooks, stream-K or im2col."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -382,10 +382,10 @@ class GemmConfig:
             raise ValueError(f"pingpong takes 128-row tiles (two warpgroups, one a tile) at most "
                              f"{PINGPONG_MAX_COLUMNS} wide (each holds its tile's "
                              f"accumulators), got {self.tile}")
-        if not self.persistent or self.sync_hooks or self.cluster_m != 1 or \
-                self.stream_k_tiles or self.im2col is not None:
+        if not self.persistent or self.sync_hooks or self.stream_k_tiles or \
+                self.im2col is not None:
             raise ValueError("pingpong runs in the persistent grid without sync hooks, "
-                             "clusters, stream-K or im2col")
+                             "stream-K or im2col")
 
     def _check_stream_k(self) -> None:
         if not 0 < self.stream_k_tiles <= self.tiles:

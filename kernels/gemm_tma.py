@@ -551,7 +551,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         warp_m = cb.muli(cb.remui(cb.divui(tid, 32), 4), 16)
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
-        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
+        mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
         in_flight = cfg.wgmma_in_flight
         k_tiles = cfg.k_tiles
         skip = k_tiles % (2 * stages)  # the other warpgroup's tile, in ring positions
@@ -562,12 +562,20 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             return _select(pb, wraps, pb.emit(arith.SubiOp(moved, pb.idx(2 * stages))), moved)
 
         def release(rb: BlockBuilder, buffer: SSAValue) -> None:
-            _if(rb, group_leader,
-                lambda ab: ab.insert(tl.MBarrierArriveOp(empty, [buffer])))
+            def arrive(ab: BlockBuilder) -> None:
+                for cta in range(cluster):  # a cluster's copies fill the buffer in each block
+                    ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta))
+                              if cluster > 1 else tl.MBarrierArriveOp(empty, [buffer]))
+
+            _if(rb, group_leader, arrive)
 
         assert turns is not None
+        # the walk of the block's cluster (one block without clusters), as _work_loop's
         blocks = _dim(cb, gpu.GridDimOp)
-        first = cb.addi(_dim(cb, gpu.BlockIdOp), cb.muli(group, blocks))
+        own = _dim(cb, gpu.BlockIdOp)
+        if cluster > 1:
+            blocks, own = cb.divui(blocks, cluster), cb.divui(own, cluster)
+        first = cb.addi(own, cb.muli(group, blocks))
         stride = cb.muli(blocks, 2)
         it_first = _select(cb, cb.emit(arith.CmpiOp(group, cb.idx(0), "eq")), cb.idx(0),
                            cb.idx(skip))
@@ -576,7 +584,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         walk = Block(arg_types=[IndexType(), IndexType(), IndexType()])
         t, it, turn = walk.args  # turn: the turns this warpgroup has had, plus its index
         tb = BlockBuilder(walk)
-        tm, tn = _tile_coords(tb, cfg, t, None)
+        tm, tn = _tile_coords(tb, cfg, t, rank)
 
         def wait_turn(wb: BlockBuilder) -> None:
             parity = wb.emit(arith.CmpiOp(wb.remui(turn, 2), wb.idx(0), "eq"))
@@ -608,7 +616,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(k_tiles), tb.idx(1),
                                    [it, *([zero_acc] * acc_count * halves)], Region(block)))
         it_after, *tiles = loop.results
-        others_next = tb.emit(arith.CmpiOp(tb.addi(t, blocks), tb.idx(cfg.tiles), "ult"))
+        others_next = tb.emit(arith.CmpiOp(tb.addi(t, blocks), tb.idx(cfg.cluster_tiles),
+                                           "ult"))
         _if(tb, tb.emit(arith.AndIOp(others_next, group_leader)),
             lambda ab: ab.insert(tl.MBarrierArriveOp(turns, [other])))
         if in_flight:
@@ -624,7 +633,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 _store_accumulators(tb, cfg, half_tiles, C, origin, (half_m, tb.idx(0)),
                                     (1, acc_count), mask_c, bias, seed)
         tb.insert(scf.YieldOp(past_other(tb, it_after), tb.addi(turn, 1)))
-        cb.insert(scf.ForOp(first, cb.idx(cfg.tiles), stride, [it_first, group], Region(walk)))
+        cb.insert(scf.ForOp(first, cb.idx(cfg.cluster_tiles), stride, [it_first, group],
+                            Region(walk)))
         if cfg.tma_store:  # the block's shared memory outlives the last copies' reads
             _if(cb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
 
