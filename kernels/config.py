@@ -36,8 +36,11 @@ elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need non
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 TMA_WS_ROWS = (64, 128)
 """BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
-an H100 run timing 256-row tiles gave no result in 400 s (a hang, not investigated): refused
-until they run correctly on a GPU."""
+an H100 run timing 256-row tiles gave no result in 400 s: their setmaxnreg asked 112
+registers a consumer thread where the 640-thread block holds 96 a thread (now
+`consumer_registers` asks 104), and nothing ever freed the rest. Refused until they run on a
+GPU; under 96 registers a 256 x 176 tile does not compile (ptxas C7602), and 256 x 128 runs
+the same waves as 128 x 256."""
 PINGPONG_MAX_COLUMNS = 176
 """The widest ping-pong tile: a warpgroup's 128 x BN fp32 accumulators are BN registers a
 thread, under the 232 that setmaxnreg gives a consumer beside a producer warpgroup (ptxas:
