@@ -453,6 +453,61 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
         _if(pb, pb.emit(arith.CmpiOp(tid, pb.idx(cfg.consumer_threads), "eq")), issue)
 
+    def release(rb: BlockBuilder, buffer: SSAValue, leader: SSAValue) -> None:
+        """The warpgroup's leader frees `buffer` (in every block of the cluster: their copies
+        fill it in each)."""
+        def arrive(ab: BlockBuilder) -> None:
+            if cluster == 1:
+                ab.insert(tl.MBarrierArriveOp(empty, [buffer]))
+                return
+            for cta in range(cluster):  # both blocks' copies fill this buffer
+                ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta)))
+
+        _if(rb, leader, arrive)
+
+    def k_loop(tb: BlockBuilder, rows: list[SSAValue | int], k_begin: SSAValue,
+               k_end: SSAValue, it: SSAValue, zero_acc: SSAValue, leader: SSAValue
+               ) -> tuple[SSAValue, list[SSAValue]]:
+        """A warpgroup's k-steps [k_begin, k_end) from ring position `it`: wait for the
+        buffer, a wgmma of 64 rows (at each offset of `rows` in the tile) a k16 step, free the
+        buffer the k-step before used (or this one, nothing in flight). Returns the position
+        after them and the accumulators, rows after rows, all its in flight finished."""
+        in_flight = cfg.wgmma_in_flight
+        count = len(rows)
+        block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count * count)
+        kt, k_it, *accs = block.args
+        kb = BlockBuilder(block)
+        stage = _ring_stage(kb, k_it, stages)
+        kb.insert(tl.MBarrierWaitOp(full, [stage], _ring_parity(kb, k_it, stages, False),
+                                    wgmma_in_flight=in_flight > 0))
+        kb.insert(tl.WgmmaFenceOp())
+        results = [list(accs[r * acc_count:(r + 1) * acc_count]) for r in range(count)]
+        zero = kb.idx(0)
+        for kk in range(bk // 16):
+            k_off = kb.idx(kk * 16)
+            for r, row in enumerate(rows):
+                row_at = kb.idx(row) if isinstance(row, int) else row
+                results[r] = list(kb.insert(tl.WgmmaOp(sa, [stage, row_at, k_off], sb,
+                                                       [stage, zero, k_off], results[r])).results)
+        kb.insert(tl.WgmmaCommitOp())
+        kb.insert(tl.WgmmaWaitOp(in_flight))
+        if in_flight:  # the previous k-step's group is done: its buffer is free
+            _if(kb, kb.emit(arith.CmpiOp(kt, k_begin, "ugt")),
+                lambda rb: release(rb, _previous_stage(rb, stage, stages), leader))
+        else:
+            release(kb, stage, leader)
+        kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages), *[a for r in results for a in r]))
+        loop = tb.insert(scf.ForOp(k_begin, k_end, tb.idx(1),
+                                   [it, *([zero_acc] * acc_count * count)], Region(block)))
+        it_after, *tiles = loop.results
+        return it_after, list(tiles)
+
+    def drain(tb: BlockBuilder, it_after: SSAValue, leader: SSAValue) -> None:
+        """After a k-loop with a group in flight: finish it and free its buffer."""
+        if cfg.wgmma_in_flight:
+            tb.insert(tl.WgmmaWaitOp(0))
+            release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages), leader)
+
     def consumer(cb: BlockBuilder) -> None:
         if cfg.producer_warps == 4:
             cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
@@ -462,47 +517,12 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
         mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
-        in_flight = cfg.wgmma_in_flight
-
-        def release(rb: BlockBuilder, buffer: SSAValue) -> None:
-            def arrive(ab: BlockBuilder) -> None:
-                if cluster == 1:
-                    ab.insert(tl.MBarrierArriveOp(empty, [buffer]))
-                    return
-                for cta in range(cluster):  # both blocks' copies fill this buffer
-                    ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta)))
-
-            _if(rb, group_leader, arrive)
 
         def one_tile(tb: BlockBuilder, segment: Segment, it: SSAValue) -> SSAValue:
             tm, tn = segment.tm, segment.tn
-            block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count)
-            kt, k_it, *accs = block.args
-            kb = BlockBuilder(block)
-            stage = _ring_stage(kb, k_it, stages)
-            kb.insert(tl.MBarrierWaitOp(full, [stage], _ring_parity(kb, k_it, stages, False),
-                                        wgmma_in_flight=in_flight > 0))
-            kb.insert(tl.WgmmaFenceOp())
-            results = list(accs)
-            zero = kb.idx(0)
-            for kk in range(bk // 16):
-                k_off = kb.idx(kk * 16)
-                results = list(kb.insert(tl.WgmmaOp(sa, [stage, group_m, k_off], sb,
-                                                    [stage, zero, k_off], results)).results)
-            kb.insert(tl.WgmmaCommitOp())
-            kb.insert(tl.WgmmaWaitOp(in_flight))
-            if in_flight:  # the previous k-step's group is done: its buffer is free
-                _if(kb, kb.emit(arith.CmpiOp(kt, segment.k_begin, "ugt")),
-                    lambda rb: release(rb, _previous_stage(rb, stage, stages)))
-            else:
-                release(kb, stage)
-            kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages), *results))
-            loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1),
-                                       [it, *([zero_acc] * acc_count)], Region(block)))
-            it_after, *tiles = loop.results
-            if in_flight:
-                tb.insert(tl.WgmmaWaitOp(0))
-                release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages))
+            it_after, tiles = k_loop(tb, [group_m], segment.k_begin, segment.k_end, it,
+                                     zero_acc, group_leader)
+            drain(tb, it_after, group_leader)
             origin = (tb.muli(tm, bm), tb.muli(tn, bn))
 
             def store(sb: BlockBuilder, tiles: list[SSAValue]) -> None:
@@ -552,7 +572,6 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
         mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
-        in_flight = cfg.wgmma_in_flight
         k_tiles = cfg.k_tiles
         skip = k_tiles % (2 * stages)  # the other warpgroup's tile, in ring positions
 
@@ -560,14 +579,6 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             moved = pb.addi(pos, skip)
             wraps = pb.emit(arith.CmpiOp(moved, pb.idx(2 * stages), "uge"))
             return _select(pb, wraps, pb.emit(arith.SubiOp(moved, pb.idx(2 * stages))), moved)
-
-        def release(rb: BlockBuilder, buffer: SSAValue) -> None:
-            def arrive(ab: BlockBuilder) -> None:
-                for cta in range(cluster):  # a cluster's copies fill the buffer in each block
-                    ab.insert(tl.MBarrierArriveOp(empty, [buffer], cta=ab.idx(cta))
-                              if cluster > 1 else tl.MBarrierArriveOp(empty, [buffer]))
-
-            _if(rb, group_leader, arrive)
 
         assert turns is not None
         # the walk of the block's cluster (one block without clusters), as _work_loop's
@@ -591,38 +602,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             wb.insert(tl.MBarrierWaitOp(turns, [group], parity))
 
         _if(tb, tb.emit(arith.CmpiOp(turn, tb.idx(0), "ne")), wait_turn)
-        block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count * halves)
-        kt, k_it, *accs = block.args
-        kb = BlockBuilder(block)
-        stage = _ring_stage(kb, k_it, stages)
-        kb.insert(tl.MBarrierWaitOp(full, [stage], _ring_parity(kb, k_it, stages, False),
-                                    wgmma_in_flight=in_flight > 0))
-        kb.insert(tl.WgmmaFenceOp())
-        rows = [list(accs[h * acc_count:(h + 1) * acc_count]) for h in range(halves)]
-        zero = kb.idx(0)
-        for kk in range(bk // 16):
-            k_off = kb.idx(kk * 16)
-            for h in range(halves):
-                rows[h] = list(kb.insert(tl.WgmmaOp(sa, [stage, kb.idx(64 * h), k_off], sb,
-                                                    [stage, zero, k_off], rows[h])).results)
-        kb.insert(tl.WgmmaCommitOp())
-        kb.insert(tl.WgmmaWaitOp(in_flight))
-        if in_flight:  # the previous k-step's group is done: its buffer is free
-            _if(kb, kb.emit(arith.CmpiOp(kt, kb.idx(0), "ugt")),
-                lambda rb: release(rb, _previous_stage(rb, stage, stages)))
-        else:
-            release(kb, stage)
-        kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages), *[a for r in rows for a in r]))
-        loop = tb.insert(scf.ForOp(tb.idx(0), tb.idx(k_tiles), tb.idx(1),
-                                   [it, *([zero_acc] * acc_count * halves)], Region(block)))
-        it_after, *tiles = loop.results
+        it_after, tiles = k_loop(tb, [64 * h for h in range(halves)], tb.idx(0),
+                                 tb.idx(k_tiles), it, zero_acc, group_leader)
         others_next = tb.emit(arith.CmpiOp(tb.addi(t, blocks), tb.idx(cfg.cluster_tiles),
                                            "ult"))
         _if(tb, tb.emit(arith.AndIOp(others_next, group_leader)),
             lambda ab: ab.insert(tl.MBarrierArriveOp(turns, [other])))
-        if in_flight:
-            tb.insert(tl.WgmmaWaitOp(0))
-            release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages))
+        drain(tb, it_after, group_leader)
         origin = (tb.muli(tm, bm), tb.muli(tn, bn))
         for h in range(halves):
             half_tiles = list(tiles[h * acc_count:(h + 1) * acc_count])
