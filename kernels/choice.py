@@ -150,8 +150,8 @@ BENCH_STREAM_K = 2
 """The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
 
 BENCH_PINGPONG = 3
-"""The `pingpong_twin`s `tilesync bench kernels` also times (of its first proposals and deeper
-twins that have one)."""
+"""The ping-pongs `tilesync bench kernels` also times: `pingpong_twin`s of the wave model's
+first tiles that have one, and of its first in clusters (propose_tma_configs)."""
 
 
 def deeper_twin(cfg: GemmConfig) -> GemmConfig | None:

@@ -471,7 +471,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         """A warpgroup's k-steps [k_begin, k_end) from ring position `it`: wait for the
         buffer, a wgmma of 64 rows (at each offset of `rows` in the tile) a k16 step, free the
         buffer the k-step before used (or this one, nothing in flight). Returns the position
-        after them and the accumulators, rows after rows, all its in flight finished."""
+        after them and the accumulators, rows after rows; the last group may still be in
+        flight (`drain` finishes it)."""
         in_flight = cfg.wgmma_in_flight
         count = len(rows)
         block = Block(arg_types=[IndexType(), IndexType()] + [acc_type] * acc_count * count)
