@@ -21,14 +21,12 @@ Failures are never cached.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -54,7 +52,8 @@ def source_digest(extra: Iterable[Path | str] = ()) -> str:
         return _compiler_digest()
     digest = hashlib.sha256(_compiler_digest().encode())
     for path in extra:
-        _update(digest, path)
+        name = path.relative_to(PACKAGE_ROOT) if path.is_relative_to(PACKAGE_ROOT) else path
+        _update(digest, name.as_posix(), str(path))
     return digest.hexdigest()
 
 
@@ -62,21 +61,28 @@ def source_digest(extra: Iterable[Path | str] = ()) -> str:
 def _compiler_digest() -> str:
     """source_digest without extra files, computed once: the compiler a process runs is the
     one it imported, and every cache a compile opens (the torch front end opens three) would
-    read and hash its hundred-odd files again."""
-    files = sorted(PACKAGE_ROOT.glob("*.py"))
+    read and hash its hundred-odd files again. Paths are walked as strings: pathlib's
+    per-file objects cost a cached compile 20 ms."""
+    root = str(PACKAGE_ROOT)
+    names = sorted(name for name in os.listdir(root) if name.endswith(".py"))
     for room in COMPILER_ROOMS:
-        files += sorted((PACKAGE_ROOT / room).rglob("*.py"))
+        found = []
+        for folder, dirs, files in os.walk(os.path.join(root, room)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            found += [os.path.relpath(os.path.join(folder, name), root)
+                      for name in files if name.endswith(".py")]
+        names += sorted(found, key=lambda name: name.split(os.sep))
     digest = hashlib.sha256()
-    for path in files:
-        _update(digest, path)
+    for name in names:
+        _update(digest, name.replace(os.sep, "/"), os.path.join(root, name))
     for name in COMPILER_DISTRIBUTIONS:
         digest.update(f"{name}=={metadata.version(name)}\0".encode())
     return digest.hexdigest()
 
 
-def _update(digest: Any, path: Path) -> None:
-    name = path.relative_to(PACKAGE_ROOT) if path.is_relative_to(PACKAGE_ROOT) else path
-    digest.update(f"{name}\0".encode() + path.read_bytes() + b"\0")
+def _update(digest: Any, name: str, path: str) -> None:
+    with open(path, "rb") as f:
+        digest.update(f"{name}\0".encode() + f.read() + b"\0")
 
 
 class CompileCache:
@@ -212,7 +218,11 @@ def _attempts(compile_one: Callable[[Any, str], Any], jobs: Sequence[Any], targe
 
 def _pool(workers: int, isolated: bool) -> Any:
     """A fork pool of `workers` processes, or with `isolated` threads that each wait on a
-    fresh interpreter; None where no fork pool can start."""
+    fresh interpreter; None where no fork pool can start. Imported here: a compile whose
+    results are all cached starts no pool, and the pools' modules cost it 15 ms."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
     if isolated:
         return ThreadPoolExecutor(workers, thread_name_prefix="tilesync-compile")
     try:

@@ -187,12 +187,15 @@ def plan(module, stack: bool = False) -> Any:
     from xdsl.dialects import func
 
     from tilesync.api import compile_error
-    from tilesync.transforms.graph.graph_to_dataflow import stack_of
     from tilesync.transforms.graph.graph_to_stages import plan_configs
 
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     try:
-        return stack_of(fn, fuse_light=True)[1] if stack else plan_configs(fn)
+        if stack:  # imported here: the dataflow dialect costs a GEMM piece's cached compile
+            from tilesync.transforms.graph.graph_to_dataflow import stack_of  # 30 ms
+
+            return stack_of(fn, fuse_light=True)[1]
+        return plan_configs(fn)
     except Exception as err:
         raise compile_error(err, module) from err
 
@@ -411,10 +414,11 @@ def fold_batch_norms(gm: Any) -> Any:
     where `gm` is in eval mode, so that ResNet's conv → BN → ReLU → conv → BN is a conv chain;
     `gm` itself where it trains or holds no such pair."""
     import torch
+
+    if gm.training or not any(isinstance(m, torch.nn.BatchNorm2d) for m in gm.modules()):
+        return gm  # without importing the fold, whose torch.utils.mkldnn takes 20 ms
     from torch.fx.experimental.optimization import fuse, matches_module_pattern
 
-    if gm.training:
-        return gm
     modules = dict(gm.named_modules())
     if not any(matches_module_pattern((torch.nn.Conv2d, torch.nn.BatchNorm2d), node, modules)
                for node in gm.graph.nodes):

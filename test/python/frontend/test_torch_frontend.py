@@ -213,6 +213,26 @@ def test_replaced_pieces_train_with_torchs_gradients(make, tmp_path):
         assert mine is not None and torch.equal(mine, eager)
 
 
+def test_the_piece_op_runs_on_fake_tensors_without_its_runner():
+    """Tracing a compiled module again (make_fx, AOT autograd) runs the op on fake tensors:
+    its Meta kernel gives the piece's result shapes and dtype; the runner (kernels on a GPU)
+    never sees a fake tensor."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tilesync.frontend.torch import ops
+
+    class Runner:
+        out_shapes, dtype = [(16, 96)], torch.bfloat16
+
+        def __call__(self, inputs):
+            raise AssertionError("the runner ran on fake tensors")
+
+    piece = ops.register(Runner(), [])
+    with FakeTensorMode() as mode:
+        (out,) = ops.piece_op()([mode.from_tensor(torch.randn(16, 128))], piece)
+    assert out.shape == (16, 96) and out.dtype == torch.bfloat16
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_examples_trace_match_and_reach_ptx(name, tmp_path):
     model, inputs = example(name)

@@ -87,8 +87,8 @@ def test_the_compilers_sources_are_read_once_per_process(tmp_path, monkeypatch):
     (the process runs the compiler it imported); extra files are read every time."""
     read = []
     update = cc._update
-    monkeypatch.setattr(cc, "_update", lambda digest, path: read.append(path) or
-                        update(digest, path))
+    monkeypatch.setattr(cc, "_update", lambda digest, name, path: read.append(path) or
+                        update(digest, name, path))
     cc._compiler_digest.cache_clear()
     first = cc.source_digest()
     assert len(read) > 10
@@ -96,7 +96,7 @@ def test_the_compilers_sources_are_read_once_per_process(tmp_path, monkeypatch):
     builder = tmp_path / "builder.py"
     builder.write_text("x = 1\n")
     assert cc.source_digest() == first and cc.CompileCache(tmp_path, "test").sources == first
-    assert cc.source_digest(extra=[builder]) != first and read == [builder]
+    assert cc.source_digest(extra=[builder]) != first and read == [str(builder)]
 
 
 def test_a_broken_entry_is_a_miss_and_is_rewritten(tmp_path):
@@ -156,7 +156,7 @@ def test_without_a_pool_the_jobs_run_here(monkeypatch):
     def no_fork(method):
         raise ValueError(f"cannot find context for {method!r}")
 
-    monkeypatch.setattr(cc.multiprocessing, "get_context", no_fork)
+    monkeypatch.setattr("multiprocessing.get_context", no_fork)
     assert cc.compile_many(range(4), processes=2, compile_one=_pid) == [os.getpid()] * 4
 
 
@@ -172,7 +172,7 @@ def test_a_pool_that_breaks_leaves_the_rest_to_this_process(monkeypatch):
         def shutdown(self, **kwargs):
             pass
 
-    monkeypatch.setattr(cc, "ProcessPoolExecutor", BreaksAfterOne)
+    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", BreaksAfterOne)
     seen = []
     got = cc.compile_many([1, 2, 3], processes=2, compile_one=_square,
                           progress=lambda done, total: seen.append((done, total)))
