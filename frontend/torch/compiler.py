@@ -344,13 +344,18 @@ def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, float
     return ours, theirs
 
 
-def _tuned(key: str, options: Options, fn) -> tuple[tuple[float, float], bool]:
-    cache = options.cache("torch-tuning")
-    found, value = cache.load(key)
+def _lookup(key: str, options: Options) -> tuple[bool, Any]:
+    """(found, the value) of a measurement cached under `key`."""
+    return options.cache("torch-tuning").load(key)
+
+
+def _tuned(key: str, options: Options, fn) -> tuple[Any, bool]:
+    """The measurement cached under `key`, or fn()'s, stored; and whether it was cached."""
+    found, value = _lookup(key, options)
     if found:
         return value, True
     value = fn()
-    cache.store(key, value)
+    options.cache("torch-tuning").store(key, value)
     return value, False
 
 
@@ -597,20 +602,30 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     compiled = _compile(graph_text, entry, options, stack, forms)
     if compiled is None:
         return None
+    key = repr((graph_text, _device_name(None), SYNC_PASSES))
+    if options.mode == "auto":
+        found, measured = _lookup(key, options)
+        if found and not _ours_wins(measured):  # a cached loss loads no kernel
+            entry.measured, entry.reason = measured, "measured"
+            _fastest_form(compiled, forms, graph_text, entry, options)
+            return None
     runner = _fastest(piece, compiled, forms, _example_values(piece, gm, env), graph_text,
                       entry, options)
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
     example = _example_values(piece, gm, env)
-    key = repr((graph_text, _device_name(None), SYNC_PASSES))
     entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
-    ours, theirs = entry.measured
-    if ours < cost.WIN_MARGIN * theirs:
+    if _ours_wins(entry.measured):
         entry.choice, entry.reason = "tilesync", "measured faster"
         return runner
     entry.reason = "measured"
     return None
+
+
+def _ours_wins(measured: tuple[float, float]) -> bool:
+    ours, theirs = measured
+    return ours < cost.WIN_MARGIN * theirs
 
 
 CONV_FORMS = {"cp_async": (STAGES_PASS,),
@@ -655,15 +670,35 @@ def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...]
     stack's pipelines) on the example inputs, each replayed from a CUDA graph (the device's
     time: the host launches them alike), measured once per device (cached); `report.variants`
     says what each took. A lone form is taken untimed."""
+    if len(entries) == 1:
+        return stage_runner(piece, entries[0], options.cubin_dir)
+    best = _fastest_form(entries, forms, graph_text, report, options)
+    if best is not None:  # measured before: only the fastest is loaded
+        return stage_runner(piece, entries[best], options.cubin_dir)
     runners = [stage_runner(piece, entry, options.cubin_dir) for entry in entries]
-    if len(runners) == 1:
-        return runners[0]
-    key = repr((graph_text, _device_name(None), forms, TIMEOUT_NS, "graph"))
-    times, _ = _tuned(key, options, lambda: [cost.measure_graph_ms(lambda r=r: r(example))
-                                             for r in runners])
+    times, _ = _tuned(_forms_key(graph_text, forms), options,
+                      lambda: [cost.measure_graph_ms(lambda r=r: r(example)) for r in runners])
     order = sorted(range(len(runners)), key=times.__getitem__)
     report.variants = [(forms[i], times[i]) for i in order]
     return runners[order[0]]
+
+
+def _forms_key(graph_text: str, forms: tuple[str, ...]) -> str:
+    return repr((graph_text, _device_name(None), forms, TIMEOUT_NS, "graph"))
+
+
+def _fastest_form(entries: list[dict[str, Any]], forms: tuple[str, ...], graph_text: str,
+                  report: PieceReport, options: Options) -> int | None:
+    """The index of the fastest of several forms where their times are cached (None where
+    they are not, or there is one form), `report.variants` filled from them."""
+    if len(entries) == 1:
+        return None
+    found, times = _lookup(_forms_key(graph_text, forms), options)
+    if not found:
+        return None
+    order = sorted(range(len(entries)), key=times.__getitem__)
+    report.variants = [(forms[i], times[i]) for i in order]
+    return order[0]
 
 
 def stage_runner(piece: Piece, compiled: dict[str, Any], cubin_dir: Path | None = None) -> Any:

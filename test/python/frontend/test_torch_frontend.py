@@ -304,6 +304,49 @@ def test_second_compile_comes_from_the_disk_cache(tmp_path, monkeypatch):
     assert list((tmp_path / "torch").glob("*.pkl"))
 
 
+@pytest.mark.parametrize("ours_ms, loaded", [(2.0, []), (0.5, ["persistent"])])
+def test_a_cached_decision_loads_only_the_kernels_it_runs(ours_ms, loaded, tmp_path,
+                                                          monkeypatch):
+    """In auto mode the first compile loads and times every form of a piece, then ours
+    against torch; a second finds both measurements cached and loads the fastest form only
+    where ours won, none where torch did (the kernels are not loaded: a cached compile's
+    time). The device is stubbed: the forms are two fake entries."""
+    from tilesync.frontend.torch import compiler
+
+    forms = ("stages", "persistent")
+    built, timed = [], []
+
+    def runner(piece, entry, cubin_dir=None):
+        built.append(entry["form"])
+        return lambda inputs: pytest.fail("a stubbed runner ran")
+
+    monkeypatch.setattr(compiler, "device_status", lambda infos: None)
+    monkeypatch.setattr(compiler, "_device_name", lambda status: "stub GPU")
+    monkeypatch.setattr(compiler, "stage_forms", lambda spec, module: forms)
+    monkeypatch.setattr(compiler, "cached_entry", lambda text, options, stack, forms:
+                        ([{"form": form} for form in forms], True))
+    monkeypatch.setattr(compiler, "stage_runner", runner)
+    monkeypatch.setattr(compiler.cost, "measure_graph_ms",
+                        lambda fn: timed.append("form") or (1.2 if len(timed) == 1 else 1.1))
+    monkeypatch.setattr(compiler, "measure", lambda piece, runner, example:
+                        timed.append("piece") or (ours_ms, 1.0))
+    monkeypatch.setattr(compiler, "rewrite", lambda gm, piece, runner: None)
+    model = LlamaMLP(128, 256).half()
+    x = torch.randn(16, 128, dtype=torch.half)
+    options = compiler.Options.make(mode="auto", cache_dir=tmp_path)
+
+    def piece_report():  # the piece's decision (the graph-level choice runs CUDA graphs)
+        return compiler.transform(torch.fx.symbolic_trace(model), [x], options)[1].pieces[0]
+
+    first = piece_report()
+    assert sorted(built) == sorted(forms) and timed == ["form", "form", "piece"]
+    built.clear(), timed.clear()
+    second = piece_report()
+    assert built == loaded and timed == []
+    assert second.choice == first.choice == ("tilesync" if loaded else "torch")
+    assert second.measured == first.measured and second.variants == first.variants
+
+
 def test_log_and_explain_print_each_piece(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TILESYNC_LOG", "1")
     tt.compile(GeluMLP().half(), [torch.randn(16, 128, dtype=torch.half)], cache_dir=tmp_path)
