@@ -557,9 +557,10 @@ def test_kernels_table_formats_a_result():
     timing = {"median_ms": 0.1, "p10_ms": 0.09, "p90_ms": 0.12, "reps": 30, "warmup": 5}
     w = bk.Workload("gpt3_fc1", 16, 6144, 12288, "gelu")
     ours = {"config": "16x128x32 w1x4 s4 splitk8", "registers": 90, **timing,
-            **bk._rates(w, 0.1, 4000.0)}
+            **bk._rates(w, 0.1, 4000.0, 2000.0)}
     assert 0 < ours["fraction_of_copy_bw"] < 1 and ours["gbps"] == pytest.approx(
         w.bytes / 1e-4 / 1e9)
+    assert ours["fraction_of_sized_copy_bw"] == pytest.approx(2 * ours["fraction_of_copy_bw"])
     lib = {"gemm": timing, "tflops": 1.0, "gbps": 1.0}
     result = {
         "reps": 30, "warmup": 5, "library": "torch 2.x", "library_note": "cuBLAS",
@@ -587,6 +588,9 @@ def test_kernels_table_formats_a_result():
     assert "conv3x3" in table and "softmax" in table and "1.00" in table
     assert "floor = the longer of the flops at 1 TFLOP/s" in table
     assert f"{floor:>8.4f} {0.1 / floor:>6.2f}" in table
+    copy_cells = f"{100 * ours['fraction_of_copy_bw']:>5.0f}% " \
+        f"{100 * ours['fraction_of_sized_copy_bw']:>5.0f}%"
+    assert copy_cells in table and "%size = ours over a copy of the same bytes" in table
     del result["gemm"][0]["library"], result["gemm"][0]["ratio"], result["rates"]
     assert "gpt3_fc1" in bk.kernels_table(result) and bk.run_rates(result) is None
 
