@@ -222,14 +222,6 @@ class GemmConfig:
     stores (cuBLAS's Hopper kernel for LLaMA's fc1 at M = 2048 is a 2-warpgroup ping-pong of
     this tile). A warpgroup holds BM / 64 x BN / 2 accumulator registers a thread, so BN is at
     most PINGPONG_MAX_COLUMNS; no sync hooks, stream-K or im2col."""
-    b_ahead: bool = False
-    """tma_ws with sync hooks: the producer copies B for the first ring's worth of k-steps
-    (min(stages, k-tiles)) before the first of A's load points, then A for them, then both a
-    k-step as usual. cuSync's R in its Hopper form: where A is produced by another stage (an
-    MLP's H) and B is not (W2), a block that waits for its rows of A has its ring of B already
-    on the way; the waits for A come in k-step order as before. Where no stage produces A
-    the copies are the same, in another order. Without sync hooks it changes nothing (a
-    persistent walk's first ring is not one tile's)."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
@@ -295,8 +287,6 @@ class GemmConfig:
             raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
         if self.pipeline == "tma_ws":
             self._check_tma_ws()
-        if self.b_ahead and self.pipeline != "tma_ws":
-            raise ValueError("b_ahead orders a tma_ws producer's copies: set pipeline='tma_ws'")
         if self.staged_store:
             self._check_staged_store()
         if self.a_head:
@@ -617,7 +607,7 @@ class GemmConfig:
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
-                                "stream_k_tiles", "im2col", "pingpong", "b_ahead"})
+                                "stream_k_tiles", "im2col", "pingpong"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store"}
@@ -634,13 +624,12 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 a_head: int = 0, split_cluster: bool = False,
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
                 im2col: tuple[int, int, int, int] | None = None,
-                pingpong: bool = False, b_ahead: bool = False) -> GemmConfig:
+                pingpong: bool = False) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
-                      stream_k_tiles, None if im2col is None else tuple(im2col), pingpong,
-                      b_ahead)
+                      stream_k_tiles, None if im2col is None else tuple(im2col), pingpong)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -651,19 +640,16 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   tma_store: bool = False, persistent: bool | None = None,
                   staging_boxes: int = 0, stream_k_tiles: int = 0,
                   im2col: tuple[int, int, int, int] | None = None,
-                  pingpong: bool = False, b_ahead: bool | None = None) -> GemmConfig:
+                  pingpong: bool = False) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
-    unless it has sync hooks; with them, B's first ring copied ahead (`b_ahead`) unless told
-    otherwise."""
+    unless it has sync hooks."""
     if persistent is None:
         persistent = not sync_hooks
-    if b_ahead is None:
-        b_ahead = sync_hooks
     return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
-                       im2col=im2col, pingpong=pingpong, b_ahead=b_ahead)
+                       im2col=im2col, pingpong=pingpong)
 
 
 

@@ -417,63 +417,37 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 # a cluster's blocks each load bn / cluster rows of B's tile, for all of them
                 b_row = None if rank is None else tb.muli(rank, bn // cluster)
                 window = _im2col_window(tb, cfg, m0) if cfg.im2col else None
-
-                def load_point(kb: BlockBuilder, operand: int, kt: SSAValue) -> None:
-                    if cfg.sync_hooks:  # this thread alone copies, through the async proxy
+                block = Block(arg_types=[IndexType(), IndexType()])
+                kt, k_it = block.args
+                kb = BlockBuilder(block)
+                stage = _ring_stage(kb, k_it, stages)
+                kb.insert(tl.MBarrierWaitOp(empty, [stage],
+                                            _ring_parity(kb, k_it, stages, True)))
+                if cfg.sync_hooks:  # this thread alone copies, through the async proxy
+                    for operand in (0, 1):
                         kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
                                                    async_proxy=True))
-
-                def copy(kb: BlockBuilder, operand: int, kt: SSAValue, k0: SSAValue,
-                         zero: SSAValue, stage: SSAValue) -> None:
-                    if operand == 0 and window is None:
-                        kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full,
-                                               [stage]))
-                    elif operand == 0:
-                        coords, offsets = _im2col_step(kb, cfg, window, kt)
-                        kb.insert(tl.TmaLoadOp(a_map, coords, sa, [stage, zero, zero], full,
-                                               [stage], im2col=offsets))
-                    elif b_row is None:
-                        kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
-                                               [stage]))
-                    else:
-                        kb.insert(tl.TmaLoadOp(b_map, [kb.addi(n0, b_row), k0], sb,
-                                               [stage, b_row, zero], full, [stage],
-                                               multicast=(1 << cluster) - 1))
-
-                def k_steps(k_begin: SSAValue, k_end: SSAValue, it: SSAValue,
-                            operands: tuple[int, ...], claim: bool) -> SSAValue:
-                    """The copies of `operands` for k-steps [k_begin, k_end) from ring
-                    position `it`; with `claim` each k-step first waits for its buffer to be
-                    empty, passes its load points and expects the stage's bytes, else the
-                    buffers were claimed before and each copy passes its load point."""
-                    block = Block(arg_types=[IndexType(), IndexType()])
-                    kt, k_it = block.args
-                    kb = BlockBuilder(block)
-                    stage = _ring_stage(kb, k_it, stages)
-                    if claim:
-                        kb.insert(tl.MBarrierWaitOp(empty, [stage],
-                                                    _ring_parity(kb, k_it, stages, True)))
-                        for operand in operands:
-                            load_point(kb, operand, kt)
-                        kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
-                    if not claim:
-                        for operand in operands:
-                            load_point(kb, operand, kt)
-                    k0, zero = kb.muli(kt, bk), kb.idx(0)
-                    for operand in operands:
-                        copy(kb, operand, kt, k0, zero, stage)
-                    kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages)))
-                    loop = tb.insert(scf.ForOp(k_begin, k_end, tb.idx(1), [it], Region(block)))
-                    return loop.results[0]
-
-                if not (cfg.b_ahead and cfg.sync_hooks):
-                    return k_steps(segment.k_begin, segment.k_end, it, (0, 1), True)
-                # B's first ring, then A's copies into it, then both a k-step (a hooked
-                # block's one tile: its k-steps are [0, k_tiles), statically)
-                ahead = tb.idx(min(stages, cfg.k_tiles))
-                k_steps(segment.k_begin, ahead, it, (1,), True)
-                after = k_steps(segment.k_begin, ahead, it, (0,), False)
-                return k_steps(ahead, segment.k_end, after, (0, 1), True)
+                kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
+                k0 = kb.muli(kt, bk)
+                zero = kb.idx(0)
+                if window is None:
+                    kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full,
+                                           [stage]))
+                else:
+                    coords, offsets = _im2col_step(kb, cfg, window, kt)
+                    kb.insert(tl.TmaLoadOp(a_map, coords, sa, [stage, zero, zero], full,
+                                           [stage], im2col=offsets))
+                if b_row is None:
+                    kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
+                                           [stage]))
+                else:
+                    kb.insert(tl.TmaLoadOp(b_map, [kb.addi(n0, b_row), k0], sb,
+                                           [stage, b_row, zero], full, [stage],
+                                           multicast=(1 << cluster) - 1))
+                kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages)))
+                loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1), [it],
+                                           Region(block)))
+                return loop.results[0]
 
             _work_loop(ib, cfg, one_tile, rank, tile)
 

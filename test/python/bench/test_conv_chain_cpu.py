@@ -147,7 +147,5 @@ def test_the_chain_of_tma_convs_is_proved_and_compiles():
     assert spec.conv1.pipeline == spec.conv2.pipeline == "tma_ws" and spec.conv1.tile[0] == 64
     entry = conv.compile_job((shape, "tma:row+pdl", True), "sm_90")
     assert conv.verdicts(entry["host"]) == {"conv1": "proved", "conv2": "proved"}
-    # each conv copies A in im2col mode (B's first ring ahead, its loops unrolled by LLVM)
-    assert len(entry["ptx_by_module"]) == 2
-    assert all(".global.im2col.mbarrier::complete_tx::bytes" in ptx
-               for ptx in entry["ptx_by_module"].values())
+    ptx = "".join(entry["ptx_by_module"].values())
+    assert ptx.count(".global.im2col.mbarrier::complete_tx::bytes") == 2

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir.affine import AffineExpr, AffineMap
 
@@ -155,9 +154,9 @@ def test_mbarrier_waits_outlast_the_semaphore_waits():
     assert mbarrier_timeout_ns(timeout) == 2 * timeout
     assert f"arith.constant {timeout} : i64" in after_sync
     assert f"arith.constant {2 * timeout} : i64" not in after_sync
-    # the producer's waits on `empty` (B's first ring ahead, then the rest), the consumers'
-    # on `full`; the latter wait for the wgmma group they leave in flight before they trap
-    assert after_tile.count(f"arith.constant {2 * timeout} : i64") == 3
+    # the producer's wait on `empty`, the consumers' on `full`; the latter wait for the
+    # wgmma group they leave in flight before they trap
+    assert after_tile.count(f"arith.constant {2 * timeout} : i64") == 2
     assert len(re.findall(r"nvvm\.wgmma\.wait\.group\.sync\.aligned 0\s+nvvm\.trap",
                           after_tile)) == 1
 
@@ -172,43 +171,10 @@ def test_a_consumer_tile_posts_after_a_barrier_of_the_consumer_warpgroups():
 
 def test_without_dependencies_the_hooks_leave_no_trace():
     """A kernel with hooks takes one tile a block (its sync.tile); without a dependency it is
-    the same kernel as one without hooks on the tile grid, but for B's first ring copied
-    ahead (b_ahead, which the hooked configs take by default)."""
+    the same kernel as one without hooks on the tile grid."""
     plain = tma_ws_config(M, N, K, tile=(BM, BN, BK), stages=3, persistent=False)
-    assert CONSUMER.grid == plain.grid == (M // BM, N // BN, 1) and CONSUMER.b_ahead
-    assert compile_kernel(replace(CONSUMER, b_ahead=False)).ptx == compile_kernel(plain).ptx
-    ahead = compile_kernel(CONSUMER).ptx
-    assert not re.search(r"\bld\.acquire|fence\.proxy\.async\.global|\sred\.", ahead)
-
-
-def test_b_ahead_copies_the_first_ring_of_b_before_any_wait_for_a():
-    """cuSync's R on the TMA GEMM: the producer claims the first ring's buffers and copies B
-    into them before the first wait for A (which another stage produces); then A's copies
-    into them, each after its wait, in k-step order; then both a k-step."""
-    from tilesync.dialects import tile as tl
-    from tilesync.lowering.pipeline import build_pipeline
-
-    module = stage_program()
-    build_pipeline(list(SYNC_PASSES)).apply(tilesync.api.make_context(), module)
-    gemm = next(op for op in module.walk() if getattr(op, "sym_name", None) is not None
-                and op.sym_name.data == CONSUMER.name)
-    loops = [op for op in gemm.walk() if isinstance(op, scf.ForOp)
-             and any(isinstance(inner, tl.TmaLoadOp) for inner in op.walk())]
-    maps = {arg: name for name, arg in zip("AB", gemm.body.blocks.first.args, strict=False)}
-
-    def kinds(loop):
-        return [("wait" if isinstance(op, sync.WaitOp) else "claim"
-                 if isinstance(op, tl.MBarrierWaitOp) else maps[op.tensor_map])
-                for op in loop.walk() if isinstance(op, sync.WaitOp | tl.MBarrierWaitOp
-                                                       | tl.TmaLoadOp)]
-
-    ring = min(CONSUMER.stages, KT)
-    bounds = [(loop.lb.owner.value.value.data, loop.ub.owner.value.value.data)
-              for loop in loops]
-    assert bounds == [(0, ring), (0, ring), (ring, KT)]
-    assert kinds(loops[0]) == ["claim", "B"]
-    assert kinds(loops[1]) == ["wait", "A"]
-    assert kinds(loops[2]) == ["claim", "wait", "A", "B"]
+    assert CONSUMER.grid == plain.grid == (M // BM, N // BN, 1)
+    assert compile_kernel(CONSUMER).ptx == compile_kernel(plain).ptx
 
 
 def _loaded(program, name: str):
@@ -340,7 +306,7 @@ def test_a_tma_store_tile_is_posted_after_its_writes():
     assert "red.relaxed.gpu.global.add" in ptx[barrier:]
     # without a dependency the store point leaves nothing
     plain = replace(STORER, sync_hooks=False)
-    assert compile_kernel(replace(STORER, b_ahead=False)).ptx == compile_kernel(plain).ptx
+    assert compile_kernel(STORER).ptx == compile_kernel(plain).ptx
 
 
 @pytest.mark.gpu
