@@ -21,9 +21,9 @@ inputs rotate through enough copies that every repetition reads them from HBM, a
 a real model would. For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
 input and output activations once, and the fraction of a device-to-device copy's bandwidth
 measured in the same run (%copy: a 1 GiB copy's; %size: a copy moving the GEMM's bytes, read
-half and written half, rotating through buffers as the GEMM's operands do, timed the same
-way: how much of the copy rate a transfer of this size reaches at all, launch and ramp
-included). The ratio is library time / our time (1.0 = as fast as cuBLAS);
+half and written half, rotating through buffers as the GEMM's operands do (`copy_bandwidth`
+with `l2`), timed the same way: how much of the copy rate a transfer of this size reaches
+at all, launch and ramp included). The ratio is library time / our time (1.0 = as fast as cuBLAS);
 for fused epilogues (GeLU, SwiGLU) the library time is the GEMM alone (a conservative ratio:
 ours includes the epilogue), and torch's eager GEMM + epilogue is reported beside it.
 Without torch only our numbers are reported, and the result says so.
@@ -243,17 +243,20 @@ def _copies_for(nbytes: int, l2: int) -> int:
     return min(8, math.ceil(3 * l2 / max(nbytes, 1)))
 
 
-def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> dict[str, Any]:
-    """A device-to-device copy of `nbytes`: GB/s counting the read and the write."""
-    from tilesync.harness.timing import hold_stream
-    from tilesync.runtime.timing import time_region
-
+def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30,
+                   l2: int | None = None) -> dict[str, Any]:
+    """A device-to-device copy of `nbytes`: GB/s counting the read and the write. With `l2`,
+    through enough buffer pairs that every repetition misses an L2 of that size (a copy the
+    size of one GEMM's bytes, timed as its operands rotate)."""
+    pairs = 1 if l2 is None else _copies_for(2 * nbytes, l2)
     if torch_mod is not None:
-        src = torch_mod.empty(nbytes, dtype=torch_mod.uint8, device="cuda")
-        dst = torch_mod.empty_like(src)
+        buffers = [(torch_mod.empty(nbytes, dtype=torch_mod.uint8, device="cuda"),
+                    torch_mod.empty(nbytes, dtype=torch_mod.uint8, device="cuda"))
+                   for _ in range(pairs)]
         how = "torch Tensor.copy_"
 
-        def fn():
+        def fn(i):
+            src, dst = buffers[i]
             dst.copy_(src)
     else:
         from cuda.bindings import driver
@@ -261,29 +264,17 @@ def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30) -> 
         from tilesync.runtime.buffers import DeviceBuffer
         from tilesync.runtime.errors import check
 
-        src, dst = DeviceBuffer.empty(nbytes, np.uint8), DeviceBuffer.empty(nbytes, np.uint8)
+        buffers = [(DeviceBuffer.empty(nbytes, np.uint8), DeviceBuffer.empty(nbytes, np.uint8))
+                   for _ in range(pairs)]
         how = "cuMemcpyDtoDAsync"
 
-        def fn():
+        def fn(i):
+            src, dst = buffers[i]
             check(driver.cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, driver.CUstream(0)),
                   "cuMemcpyDtoDAsync")
-    timing = time_region(fn, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                 hold=hold_stream)
-    return {"bytes": nbytes, "how": how, **_timing_dict(timing),
+    timing = _time_rotating(fn, pairs, warmup, reps)
+    return {"bytes": nbytes, "how": how, "rotating_copies": pairs, **_timing_dict(timing),
             "gbps": 2 * nbytes / (timing.median_ms * 1e-3) / 1e9}
-
-
-def sized_copy(torch_mod, nbytes: int, l2: int, warmup: int, reps: int) -> dict[str, Any]:
-    """A device-to-device copy moving `nbytes` (nbytes / 2 read, nbytes / 2 written), through
-    enough buffer pairs that every repetition misses L2, timed as the GEMMs are: the copy rate
-    at one GEMM's size. GB/s counts the read and the write."""
-    half = max(nbytes // 2, 1)
-    pairs = [(torch_mod.empty(half, dtype=torch_mod.uint8, device="cuda"),
-              torch_mod.empty(half, dtype=torch_mod.uint8, device="cuda"))
-             for _ in range(_copies_for(2 * half, l2))]
-    timing = _time_rotating(lambda i: pairs[i][1].copy_(pairs[i][0]), len(pairs), warmup, reps)
-    return {"bytes": 2 * half, "rotating_copies": len(pairs), **_timing_dict(timing),
-            "gbps": 2 * half / (timing.median_ms * 1e-3) / 1e9}
 
 
 class _Operands:
@@ -365,7 +356,7 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
                     copy_gbps: float | None, tth, tuning_cache, l2: int) -> dict[str, Any]:
     """The autotuner's choice among the candidates (measured once, cached on disk), timed
     here as the library is, with every candidate's tuning time reported beside it; for
-    weight streaming, the copy of the same bytes (sized_copy)."""
+    weight streaming, a copy moving the same bytes (half read, half written)."""
     from tilesync.harness.autotune import GemmProblem, choose_gemm
     from tilesync.harness.runner import GemmRunner
 
@@ -373,7 +364,7 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
                              "rotating_copies": ops.copies, "configs": []}
     sized_gbps = None
     if w.M <= STREAMING_M and tth.torch is not None:
-        entry["sized_copy"] = sized_copy(tth.torch, w.bytes, l2, warmup, reps)
+        entry["sized_copy"] = copy_bandwidth(tth.torch, warmup, reps, w.bytes // 2, l2)
         sized_gbps = entry["sized_copy"]["gbps"]
     problem = GemmProblem(w.M, w.N, w.K, w.dtype, w.epilogue)
     choice = choose_gemm(problem, candidates=list(ptx_by_cfg), ptx=list(ptx_by_cfg.values()),
@@ -509,7 +500,7 @@ def kernels_table(result: dict[str, Any]) -> str:
         lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
                         f"(the library's fastest GEMM, this run) and the bytes at "
                         f"{rates['copy_gbps']:.0f} GB/s (device copy, this run); /floor = ours "
-                        "over it; %size = ours over a copy of the same bytes (sized_copy)")
+                        "over it; %size = ours over a copy of the same bytes")
     for r in result["gemm"]:
         ours = r.get("ours")
         name = f"{r['name']} {r.get('dtype', 'f16')}"

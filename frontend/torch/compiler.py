@@ -351,11 +351,12 @@ def _lookup(key: str, options: Options) -> tuple[bool, Any]:
 
 def _tuned(key: str, options: Options, fn) -> tuple[Any, bool]:
     """The measurement cached under `key`, or fn()'s, stored; and whether it was cached."""
-    found, value = _lookup(key, options)
+    cache = options.cache("torch-tuning")
+    found, value = cache.load(key)
     if found:
         return value, True
     value = fn()
-    options.cache("torch-tuning").store(key, value)
+    cache.store(key, value)
     return value, False
 
 
@@ -607,14 +608,13 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
         found, measured = _lookup(key, options)
         if found and not _ours_wins(measured):  # a cached loss loads no kernel
             entry.measured, entry.reason = measured, "measured"
-            _fastest_form(compiled, forms, graph_text, entry, options)
+            _fastest_form(forms, graph_text, entry, options)
             return None
-    runner = _fastest(piece, compiled, forms, _example_values(piece, gm, env), graph_text,
-                      entry, options)
+    example = _example_values(piece, gm, env)
+    runner = _fastest(piece, compiled, forms, example, graph_text, entry, options)
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
-    example = _example_values(piece, gm, env)
     entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
     if _ours_wins(entry.measured):
         entry.choice, entry.reason = "tilesync", "measured faster"
@@ -672,31 +672,32 @@ def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...]
     says what each took. A lone form is taken untimed."""
     if len(entries) == 1:
         return stage_runner(piece, entries[0], options.cubin_dir)
-    best = _fastest_form(entries, forms, graph_text, report, options)
+    best = _fastest_form(forms, graph_text, report, options)
     if best is not None:  # measured before: only the fastest is loaded
         return stage_runner(piece, entries[best], options.cubin_dir)
     runners = [stage_runner(piece, entry, options.cubin_dir) for entry in entries]
     times, _ = _tuned(_forms_key(graph_text, forms), options,
                       lambda: [cost.measure_graph_ms(lambda r=r: r(example)) for r in runners])
-    order = sorted(range(len(runners)), key=times.__getitem__)
-    report.variants = [(forms[i], times[i]) for i in order]
-    return runners[order[0]]
+    return runners[_ranked(forms, times, report)]
 
 
 def _forms_key(graph_text: str, forms: tuple[str, ...]) -> str:
     return repr((graph_text, _device_name(None), forms, TIMEOUT_NS, "graph"))
 
 
-def _fastest_form(entries: list[dict[str, Any]], forms: tuple[str, ...], graph_text: str,
-                  report: PieceReport, options: Options) -> int | None:
+def _fastest_form(forms: tuple[str, ...], graph_text: str, report: PieceReport,
+                  options: Options) -> int | None:
     """The index of the fastest of several forms where their times are cached (None where
     they are not, or there is one form), `report.variants` filled from them."""
-    if len(entries) == 1:
+    if len(forms) == 1:
         return None
     found, times = _lookup(_forms_key(graph_text, forms), options)
-    if not found:
-        return None
-    order = sorted(range(len(entries)), key=times.__getitem__)
+    return _ranked(forms, times, report) if found else None
+
+
+def _ranked(forms: tuple[str, ...], times: list[float], report: PieceReport) -> int:
+    """The index of the fastest form; `report.variants` the forms and times, fastest first."""
+    order = sorted(range(len(forms)), key=times.__getitem__)
     report.variants = [(forms[i], times[i]) for i in order]
     return order[0]
 

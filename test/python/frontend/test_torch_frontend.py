@@ -340,7 +340,8 @@ def test_a_cached_decision_loads_only_the_kernels_it_runs(ours_ms, loaded, tmp_p
 
     first = piece_report()
     assert sorted(built) == sorted(forms) and timed == ["form", "form", "piece"]
-    built.clear(), timed.clear()
+    built.clear()
+    timed.clear()
     second = piece_report()
     assert built == loaded and timed == []
     assert second.choice == first.choice == ("tilesync" if loaded else "torch")

@@ -549,6 +549,46 @@ def test_gpu_softmax(cfg, compiled):
         assert (got[mask & (ref > 1e-4)] != 0).all()
 
 
+def test_a_copy_of_one_gemms_bytes_rotates_past_l2(monkeypatch):
+    """copy_bandwidth with `l2`: buffer pairs taken in turn, enough that each repetition
+    misses L2 (_copies_for); without it the 1 GiB copy's one pair. GB/s counts both sides."""
+    from tilesync.bench import kernels as bk
+    from tilesync.runtime import timing
+
+    class Buffer:
+        def __init__(self):
+            self.sources = []
+
+        def copy_(self, src):
+            self.sources.append(src)
+
+    class FakeTorch:
+        uint8 = "uint8"
+
+        made: list = []
+
+        @staticmethod
+        def empty(n, dtype, device):
+            FakeTorch.made.append(Buffer())
+            return FakeTorch.made[-1]
+
+    def fake_time(fn, stream=None, warmup=10, reps=50, hold_ns_per_rep=0, hold=None):
+        for _ in range(warmup + reps):
+            fn()
+        return timing.Timing.from_samples([0.01] * reps, warmup)
+
+    monkeypatch.setattr(timing, "time_region", fake_time)
+    nbytes, l2 = 10 << 20, 60 << 20
+    pairs = bk._copies_for(2 * nbytes, l2)
+    sized = bk.copy_bandwidth(FakeTorch, 2, 16, nbytes, l2)
+    assert pairs > 1 and sized["rotating_copies"] == pairs == len(FakeTorch.made) // 2
+    sources, destinations = FakeTorch.made[0::2], FakeTorch.made[1::2]
+    for src, dst in zip(sources, destinations, strict=True):  # every pair, in turn
+        assert dst.sources and set(map(id, dst.sources)) == {id(src)}
+    assert sized["gbps"] == pytest.approx(2 * nbytes / 1e-5 / 1e9)
+    assert bk.copy_bandwidth(FakeTorch, 2, 16, 1 << 30)["rotating_copies"] == 1
+
+
 def test_kernels_table_formats_a_result():
     """The table of a synthetic result (the shapes kernel_benchmarks produces), with and
     without torch numbers, a failed config and a failed shape."""
