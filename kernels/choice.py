@@ -26,7 +26,6 @@ from tilesync.analysis.wave_model import StageWaves
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
-    PINGPONG_MAX_COLUMNS,
     ConvConfig,
     GemmConfig,
     conv2d_config,
@@ -106,12 +105,13 @@ def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
     PINGPONG_MAX_COLUMNS, stream-K, a tile or fewer a block (nothing to alternate), or a
     producer warp (a warpgroup's BN accumulators a thread need the registers setmaxnreg moves
     from a producer warpgroup: 128 x 176 spilled 2.4 KB under a producer warp's 168)."""
-    bm, bn, _ = cfg.tile
-    if not cfg.warp_specialized or not cfg.persistent or bm != 128 or \
-            bn > PINGPONG_MAX_COLUMNS or cfg.stream_k_tiles or cfg.producer_warps != 4 or \
-            cfg.im2col is not None or cfg.cluster_tiles <= cfg.sms // cfg.cluster_m:
+    if not cfg.warp_specialized or cfg.producer_warps != 4 or \
+            cfg.cluster_tiles <= cfg.sms // cfg.cluster_m:
         return None
-    return dataclasses.replace(cfg, pingpong=True)
+    try:  # the rest is GemmConfig's to refuse (_check_pingpong)
+        return dataclasses.replace(cfg, pingpong=True)
+    except ValueError:
+        return None
 
 
 STREAM_K_STAGED_COLUMNS = 160
