@@ -32,8 +32,10 @@ memset (each run a new epoch). The floor is the longer of the chain's flops at t
 peak rate and its bytes (x, the weights, every temporary written and read once, y) at the
 measured copy bandwidth.
 
-The mode cost model (analysis/mode_cost.py) does not cover these rows yet: its tile times
-share a measured run among the stages by flops, and the softmax stage has none to share by.
+The mode cost model (analysis/mode_cost.py, bench/mode_choice.py) chooses a mode per row, or
+torch's chain in a graph (the library) where none of ours is predicted faster; a tile's work,
+which shares the measured stream-sync time among the stages, is its floor at the run's rates
+(the softmax has no flops to share it by).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench import mlp, stage_bench
+from tilesync.bench import mlp, mode_choice, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
@@ -251,6 +253,9 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
+        row["mode_choice"] = mode_choice.bench_row(
+            "attention", shape, {m: compiled[(shape, m, False)] for m in modes}, row["modes"],
+            device.sm_count, device.name, rates)
     if lost is not None:
         result["lost"] = lost
     result["seconds"] = time.perf_counter() - started
@@ -278,6 +283,8 @@ def attention_table(result: dict[str, Any]) -> str:
         if row.get("skipped"):
             lines.append(f"{'':<14} SKIPPED: {row['skipped']}")
         lines.extend(stage_bench.mode_lines(row, 14, ["torch_graph", "torch_sdpa_graph"]))
+        if (line := mode_choice.table_line(row, " " * 15)) is not None:
+            lines.append(line)
     if result.get("lost"):
         lines.append(f"STOPPED: {result['lost']}")
     lines.append(f"total {result['seconds']:.0f} s")

@@ -286,14 +286,18 @@ def load_program(entry: dict[str, Any]):
 
 
 def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: str = "sm_90"):
-    """The Occupancy of a GEMM's or a conv's kernel from nvJitLink's registers and shared bytes
-    (a compile entry's `resources`); without them, no registers and the config's shared
-    memory (a conv's: its implicit GEMM's)."""
+    """The Occupancy of a GEMM's, a conv's or a softmax's kernel from nvJitLink's registers and
+    shared bytes (a compile entry's `resources`); without them, no registers and the config's
+    shared memory (a conv's: its implicit GEMM's; a softmax's: none, its rows reduce in
+    registers)."""
     from tilesync.analysis.occupancy import blocks_per_sm
     from tilesync.contract import limits_for_arch
 
-    gemm = getattr(cfg, "gemm", cfg)
-    registers, shared = resources_used.get(cfg.name, (0, gemm.shared_bytes))
+    found = resources_used.get(cfg.name)
+    if found is None:
+        gemm = getattr(cfg, "gemm", cfg)
+        found = (0, gemm.shared_bytes if hasattr(gemm, "shared_bytes") else 0)
+    registers, shared = found
     return blocks_per_sm(math.prod(cfg.block), registers, shared,
                          limits_for_arch(target_for_device(arch)))
 

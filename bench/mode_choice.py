@@ -1,6 +1,6 @@
-"""The cost model's choice of mode (analysis/mode_cost.py) for the rows of bench mlp and bench
-conv, and its check: the chosen mode's (or the library's) measured time against the best
-measured of the row.
+"""The cost model's choice of mode (analysis/mode_cost.py) for the rows of bench mlp, bench conv
+and bench attention, and its check: the chosen mode's (or the library's) measured time against
+the best measured of the row.
 
 Per row, each mode's stage program is read from its compiled entry (the host plan after its
 passes, the kernels' registers and shared memory for their blocks per SM); the tile times come
@@ -8,6 +8,11 @@ from the row's measured stream-sync run of the same kernels (`mlp.baseline_mode`
 library is torch in a CUDA graph, measured. Nothing else of the row's measurements is read.
 
     python -m tilesync.bench.mode_choice --fit RESULT.json [RESULT.json ...]
+
+A tile's work (what a stage's share of the measured time is in proportion to) is its flops
+where every stage is a GEMM or a conv; attention's chain has a softmax, which has none, so
+there every tile's work is its roofline time at the run's measured peak rate and copy
+bandwidth (`tile_work`).
 
 fits the device's mechanism costs to bench runs (least squares over every mode that is not a
 stream-sync baseline; `mode_cost.MECHANISM_COSTS` records the fit of record) and prints each
@@ -26,6 +31,7 @@ from typing import Any
 
 from tilesync.analysis import mode_cost
 from tilesync.bench import mlp
+from tilesync.bench.report import floor_ms
 
 LIBRARY_MODE = "torch_graph"
 
@@ -34,6 +40,12 @@ def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
     if bench == "mlp":
         spec = mlp.mode_spec(*key, mode)
         return {"gemm1": spec.cfg1, "gemm2": spec.cfg2}
+    if bench == "attention":
+        from tilesync.bench import attention
+
+        spec = attention.attention_spec(key)  # every mode runs the same kernels
+        return {cfg.name: cfg for cfg in
+                (spec.qkv, spec.scores, spec.softmax, spec.context, spec.out)}
     from tilesync.bench import conv
 
     spec = conv.mode_spec(key, mode)
@@ -62,32 +74,53 @@ def mode_shapes(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]]
     return shapes
 
 
-def tile_work(bench: str, key: tuple, mode: str) -> dict[str, float]:
-    """Flops of a tile of each stage (the stage's flops over its tiles)."""
-    return {name: cfg.flops / math.prod(cfg.grid[:2])
-            for name, cfg in _stage_configs(bench, key, mode).items()}
+def tile_work(bench: str, key: tuple, mode: str,
+              rates: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The work of a tile of each stage: its flops (the stage's over its tiles) where every
+    stage is a GEMM or a conv; for attention, its floor at `rates` (a bench run's measured
+    rates, `report.floor_ms`) from its flops and the bytes it reads and writes (a softmax
+    block: its rows, read and written; a GEMM tile: its A rows and B columns over K, and its
+    C tile)."""
+    configs = _stage_configs(bench, key, mode)
+    if bench != "attention":
+        return {name: cfg.flops / math.prod(cfg.grid[:2]) for name, cfg in configs.items()}
+    if rates is None:
+        raise ValueError("attention's tile work needs the run's measured rates")
+    work = {}
+    for name, cfg in configs.items():
+        tiles = math.prod(cfg.grid[:2])
+        if hasattr(cfg, "flops"):
+            bm, bn, _ = cfg.tile
+            moved = 2 * ((bm + bn) * cfg.K + bm * bn)  # fp16, read and written
+            work[name] = floor_ms(cfg.flops / tiles, moved, rates)
+        else:
+            work[name] = floor_ms(0, cfg.bytes / tiles, rates)
+    return work
 
 
 def baseline_tile_times(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                         measured: Mapping[str, float], sms: int,
-                        costs: mode_cost.MechanismCosts) -> dict[str, dict[str, float]]:
+                        costs: mode_cost.MechanismCosts,
+                        rates: Mapping[str, float] | None = None
+                        ) -> dict[str, dict[str, float]]:
     """Per measured stream-sync baseline (`mlp.baseline_mode`) of the modes: its stages' tile
-    times (`mode_cost.tile_times`)."""
+    times (`mode_cost.tile_times`; `rates`: the run's, for `tile_work`)."""
     out: dict[str, dict[str, float]] = {}
     for mode in shapes:
         base = mlp.baseline_mode(mode, measured)
         if base in measured and base in shapes and base not in out:
             out[base] = mode_cost.tile_times(shapes[base], measured[base],
-                                             tile_work(bench, key, base), sms, costs)
+                                             tile_work(bench, key, base, rates), sms, costs)
     return out
 
 
 def predictions(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                 measured: Mapping[str, float], sms: int,
-                costs: mode_cost.MechanismCosts) -> dict[str, float]:
+                costs: mode_cost.MechanismCosts,
+                rates: Mapping[str, float] | None = None) -> dict[str, float]:
     """Predicted ms of every mode whose stream-sync baseline was measured."""
     return _predicted(shapes, measured, sms, costs,
-                      baseline_tile_times(bench, key, shapes, measured, sms, costs))
+                      baseline_tile_times(bench, key, shapes, measured, sms, costs, rates))
 
 
 def _predicted(shapes: Mapping[str, mode_cost.ModeShape], measured: Mapping[str, float],
@@ -101,12 +134,13 @@ def _predicted(shapes: Mapping[str, mode_cost.ModeShape], measured: Mapping[str,
 def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                measured: Mapping[str, float], sms: int,
                costs: mode_cost.MechanismCosts,
-               choice: mode_cost.Choice | None = None) -> dict[str, Any]:
+               choice: mode_cost.Choice | None = None,
+               rates: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The model's choice for one row (`choice`, default from `predictions`) and how it did:
     `within` is the chosen mode's measured time over the best measured of ours and the
     library's."""
     if choice is None:
-        choice = mode_cost.choose(predictions(bench, key, shapes, measured, sms, costs),
+        choice = mode_cost.choose(predictions(bench, key, shapes, measured, sms, costs, rates),
                                   measured.get(LIBRARY_MODE))
     predicted = choice.predicted_ms
     chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode
@@ -146,10 +180,10 @@ def recorded_program(bench: str, key: tuple, entries: Mapping[str, dict[str, Any
 
 def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                         entries: Mapping[str, dict[str, Any]], measured: Mapping[str, float],
-                        sms: int, costs: mode_cost.MechanismCosts, device_name: str | None
-                        ) -> dict[str, Any]:
+                        sms: int, costs: mode_cost.MechanismCosts, device_name: str | None,
+                        rates: Mapping[str, float] | None = None) -> dict[str, Any]:
     """`row_choice` with the costs it used and its `recorded_program` ("program")."""
-    tau_of = baseline_tile_times(bench, key, shapes, measured, sms, costs)
+    tau_of = baseline_tile_times(bench, key, shapes, measured, sms, costs, rates)
     choice = mode_cost.choose(_predicted(shapes, measured, sms, costs, tau_of),
                               measured.get(LIBRARY_MODE))
     return {**row_choice(bench, key, shapes, measured, sms, costs, choice),
@@ -159,16 +193,17 @@ def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.M
 
 
 def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
-              modes: Mapping[str, dict[str, Any]], sms: int, device_name: str | None
-              ) -> dict[str, Any]:
+              modes: Mapping[str, dict[str, Any]], sms: int, device_name: str | None,
+              rates: Mapping[str, float] | None = None) -> dict[str, Any]:
     """A bench row's `mode_choice`: `row_choice` with the device's costs, from the row's compile
-    entries and measured modes; {"error": ...} where it cannot be made."""
+    entries and measured modes (and the run's measured `rates`, which attention's tile work
+    reads); {"error": ...} where it cannot be made."""
     measured = _measured_modes(modes)
     costs = mode_cost.costs_for(device_name)
     try:
         entries = {m: e for m, e in entries.items() if m in measured and "error" not in e}
         return recorded_row_choice(bench, key, mode_shapes(bench, key, entries), entries,
-                                   measured, sms, costs, device_name)
+                                   measured, sms, costs, device_name, rates)
     except Exception as exc:  # a row the model cannot read is reported, the bench goes on
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
@@ -186,9 +221,12 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
 
 
 def program_name(bench: str, key: tuple) -> str:
-    """A row's recorded program's file name: gpt3-M256.mlir, N8-H56-C128.mlir."""
+    """A row's recorded program's file name: gpt3-M256.mlir, T512-C128.mlir,
+    N8-H56-C128.mlir."""
     if bench == "mlp":
         return f"{key[0]}-M{key[1]}.mlir"
+    if bench == "attention":
+        return "T{}-C{}.mlir".format(*key)
     return "N{}-H{}-C{}.mlir".format(*key)
 
 
@@ -224,6 +262,7 @@ _COST_FIELDS = tuple(field.name for field in fields(mode_cost.MechanismCosts))
 
 def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
                   measured: Mapping[str, float], sms: int,
+                  rates: Mapping[str, float] | None = None,
                   around: mode_cost.MechanismCosts | None = None
                   ) -> list[tuple[str, float, list[float], float]]:
     """(mode, measured, coefficients, constant) with predicted ≈ constant + coefficients ·
@@ -233,7 +272,7 @@ def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeSha
     step = 1e-4
 
     def predicted(costs: mode_cost.MechanismCosts) -> dict[str, float]:
-        return predictions(bench, key, shapes, measured, sms, costs)
+        return predictions(bench, key, shapes, measured, sms, costs, rates)
 
     at = predicted(around)
     slopes = []
@@ -247,16 +286,18 @@ def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeSha
 
 
 def fit(rows: list[tuple[str, tuple, Mapping[str, mode_cost.ModeShape], Mapping[str, float],
-                         int]], rounds: int = 2) -> mode_cost.MechanismCosts:
+                         int, Mapping[str, float] | None]],
+        rounds: int = 2) -> mode_cost.MechanismCosts:
     """Non-negative least squares of the relative errors of every mode's prediction over
-    `rows` (bench, key, shapes, measured, sms), linearized again around each round's fit."""
+    `rows` (bench, key, shapes, measured, sms, the run's rates), linearized again around each
+    round's fit."""
     import numpy as np
     from scipy.optimize import lsq_linear
 
     costs = None
     for _ in range(rounds):
-        terms = [t for bench, key, shapes, measured, sms in rows
-                 for t in _linear_terms(bench, key, shapes, measured, sms, costs)]
+        terms = [t for bench, key, shapes, measured, sms, rates in rows
+                 for t in _linear_terms(bench, key, shapes, measured, sms, rates, costs)]
         a = np.array([[c / m for c in coefficients] for _, m, coefficients, _ in terms])
         b = np.array([(m - constant) / m for _, m, _, constant in terms])
         solution = lsq_linear(a, b, bounds=(0.0, np.inf))
@@ -268,13 +309,22 @@ def fit(rows: list[tuple[str, tuple, Mapping[str, mode_cost.ModeShape], Mapping[
 # --- rows of a bench result --------------------------------------------------------------------
 
 
+def _bench_of(result: dict[str, Any]) -> str:
+    first = result["rows"][0] if result["rows"] else {}
+    return "mlp" if "model" in first else "attention" if "T" in first else "conv"
+
+
+def _key(bench: str, row: dict[str, Any]) -> tuple:
+    if bench == "mlp":
+        return (row["model"], row["M"])
+    if bench == "attention":
+        return (row["T"], row["C"])
+    return (row["N"], row["H"], row["C"])
+
+
 def _rows(result: dict[str, Any]) -> list[tuple[str, tuple, dict[str, Any]]]:
-    bench = "mlp" if result["rows"] and "model" in result["rows"][0] else "conv"
-    out = []
-    for row in result["rows"]:
-        key = (row["model"], row["M"]) if bench == "mlp" else (row["N"], row["H"], row["C"])
-        out.append((bench, key, row))
-    return out
+    bench = _bench_of(result)
+    return [(bench, _key(bench, row), row) for row in result["rows"]]
 
 
 def _entries_of(bench: str, key: tuple, modes: list[str], target: str
@@ -283,6 +333,11 @@ def _entries_of(bench: str, key: tuple, modes: list[str], target: str
     if bench == "mlp":
         jobs = [(*key, mode, False) for mode in modes]
         compiled = mlp.compile_jobs(jobs, target, cache=mlp.mlp_cache())
+    elif bench == "attention":
+        from tilesync.bench import attention
+
+        jobs = [(key, mode, False) for mode in modes]
+        compiled = attention.compile_jobs(jobs, target, cache=attention.attention_cache())
     else:
         from tilesync.bench import conv
 
@@ -299,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     parser = argparse.ArgumentParser(prog="python -m tilesync.bench.mode_choice")
-    parser.add_argument("results", nargs="+", help="bench mlp / bench conv JSON results")
+    parser.add_argument("results", nargs="+", help="bench mlp / conv / attention JSON results")
     parser.add_argument("--fit", action="store_true",
                         help="fit the mechanism costs to these results first")
     parser.add_argument("--programs", metavar="DIR",
@@ -313,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = json.load(f)
             rows = _rows(result)
         except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
-            print(f"{path}: not a bench mlp / bench conv result: {type(err).__name__}: {err}",
+            print(f"{path}: not a bench mlp / conv / attention result: {type(err).__name__}: {err}",
                   file=sys.stderr)
             return 1
         for bench, key, row in rows:
@@ -323,15 +378,17 @@ def main(argv: list[str] | None = None) -> int:
                        if "error" not in e}
             entries_of[(bench, key)] = entries, result["device"]["name"]
             shapes = mode_shapes(bench, key, entries)
-            loaded.append((bench, key, shapes, measured, result.get("sms", 132)))
+            loaded.append((bench, key, shapes, measured, result.get("sms", 132),
+                           result.get("rates")))
     fitted = fit(loaded) if args.fit else None
     if fitted is not None:
         print("fitted:", fitted)
     worst = 0.0
-    for bench, key, shapes, measured, sms in loaded:
+    for bench, key, shapes, measured, sms, rates in loaded:
         entries, device_name = entries_of[(bench, key)]
         row = recorded_row_choice(bench, key, shapes, entries, measured, sms,
-                                  fitted or mode_cost.costs_for(device_name), device_name)
+                                  fitted or mode_cost.costs_for(device_name), device_name,
+                                  rates)
         worst = max(worst, row["within"])
         print(f"{bench} {key}: chose {row['chosen']} ({row['chosen_ms']:.4f} ms), best "
               f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f}")

@@ -169,7 +169,7 @@ def _bench(args: argparse.Namespace) -> int:
         if name == "torch" and args.rows:
             stem = "torch-rows"
         programs = None
-        if name in ("mlp", "conv"):  # each row's recorded mode choice, for `tilesync explain`
+        if name in ("mlp", "conv", "attention"):  # each row's recorded mode choice (explain)
             from tilesync.bench.mode_choice import write_programs
 
             programs = write_programs(result, out, stem)

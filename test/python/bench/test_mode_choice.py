@@ -8,7 +8,7 @@ import pytest
 
 from tilesync.analysis import mode_cost
 from tilesync.api import lower, parse
-from tilesync.bench import conv, mode_choice
+from tilesync.bench import attention, conv, mode_choice
 from tilesync.contract import BLOCKS_PER_SM_ATTR
 from tilesync.dialects.sync import StageOp
 from tilesync.tools.explain import explain
@@ -89,8 +89,53 @@ def test_the_fit_recovers_the_costs_that_made_the_times():
     measured = {"stream_sync": 0.0192, "tma:stream_sync": 0.0150}
     predicted = mode_choice.predictions("conv", TWO_COLUMNS, shapes, measured, 132, COSTS)
     assert set(predicted) == set(shapes) - {conv.PERSISTENT}
-    fitted = mode_choice.fit([("conv", TWO_COLUMNS, shapes, predicted, 132)])
+    fitted = mode_choice.fit([("conv", TWO_COLUMNS, shapes, predicted, 132, None)])
     assert fitted.as_tuple() == pytest.approx(COSTS.as_tuple(), rel=1e-2)
+
+
+RATES = {"peak_tflops": 700.0, "copy_gbps": 4000.0}
+ATTENTION = attention.GPU_TEST_SHAPES[0]
+
+
+def test_an_attention_tile_is_its_floor_at_the_runs_rates():
+    spec = attention.attention_spec(ATTENTION)
+    work = mode_choice.tile_work("attention", ATTENTION, "stream_sync", RATES)
+    assert set(work) == {"qkv", "scores", "softmax", "context", "out"}
+    softmax = spec.softmax  # no flops: its rows read and written at the copy bandwidth
+    blocks = softmax.grid[0] * softmax.grid[1]
+    assert work["softmax"] == pytest.approx(softmax.bytes / blocks / 4000e9 * 1e3)
+    cfg = spec.scores  # K = C: a tile of q · kT moves more than it computes at these rates
+    bm, bn, _ = cfg.tile
+    tiles = cfg.grid[0] * cfg.grid[1]
+    moved = 2 * ((bm + bn) * cfg.K + bm * bn)
+    assert moved / 4000e9 > cfg.flops / tiles / 700e12
+    assert work["scores"] == pytest.approx(moved / 4000e9 * 1e3)
+    fast_memory = {**RATES, "copy_gbps": 4e6}  # now every GEMM tile is its flops
+    work = mode_choice.tile_work("attention", ATTENTION, "stream_sync", fast_memory)
+    assert work["scores"] == pytest.approx(cfg.flops / tiles / 700e12 * 1e3)
+    with pytest.raises(ValueError, match="rates"):
+        mode_choice.tile_work("attention", ATTENTION, "stream_sync")
+
+
+def test_an_attention_row_is_chosen_like_the_others():
+    shapes = {}
+    for mode in attention.MODES:
+        module = attention.stage_module(ATTENTION, mode)
+        lower(module, attention.mode_passes(mode))
+        shapes[mode] = mode_cost.mode_shape(module)
+    measured = {"stream_sync": 0.0200, "row+pdl": 0.0160, "tile+pdl": 0.0190,
+                "row+wait_kernel": 0.0300, "torch_graph": 0.0180}
+    row = mode_choice.row_choice("attention", ATTENTION, shapes, measured, 132, COSTS,
+                                 rates=RATES)
+    predicted = row["predicted_ms"]
+    assert predicted["stream_sync"] == pytest.approx(0.0200, rel=1e-4)
+    assert predicted["row+pdl"] < predicted["stream_sync"]  # four stream-ordered launches
+    assert row["chosen"] == "row+pdl" and row["within"] == 1.0
+    row = mode_choice.row_choice("attention", ATTENTION, shapes,
+                                 {**measured, "torch_graph": 0.0100}, 132, COSTS, rates=RATES)
+    assert row["chosen"] == "torch_graph"
+    assert mode_choice.program_name("attention", ATTENTION) == "T256-C64.mlir"
+    assert mode_choice._bench_of({"rows": [{"T": 256, "C": 64}]}) == "attention"
 
 
 def test_the_table_line_says_what_was_chosen_and_why(shapes):
@@ -110,7 +155,8 @@ def test_a_file_that_is_not_a_bench_result_is_one_line_and_status_1(tmp_path, ca
     assert mode_choice.main([str(bad)]) == 1
     assert mode_choice.main([str(tmp_path / "missing.json")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and all("not a bench mlp / bench conv result" in ln for ln in lines)
+    assert len(lines) == 2 and all("not a bench mlp / conv / attention result" in ln
+                                   for ln in lines)
 
 
 def test_the_choice_is_recorded_on_the_program_of_the_mode_predicted_fastest(lowered, tmp_path):
