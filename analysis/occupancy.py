@@ -116,17 +116,17 @@ class Occupancy:
         return "+".join(self.limiters) if self.blocks_per_sm else "none fit: " + self.reason
 
 
-def register_cap(threads: int, limits: DeviceLimits = SM_90) -> int:
-    """Registers a thread of a `threads`-thread block is allotted at most with one block on
-    the SM, in whole allocation units (256 where ptxas may use 255): what ptxas takes under
-    launch bounds of one block per SM (a 384-thread block 168, a 640-thread one 96: the
-    block's warps are spread over the sub-partitions' register files). A block's setmaxnreg
-    pool is this times its threads."""
+def register_cap(threads: int, limits: DeviceLimits = SM_90, blocks: int = 1) -> int:
+    """Registers a thread of a `threads`-thread block is allotted at most with `blocks` blocks
+    on the SM, in whole allocation units (256 where ptxas may use 255): what ptxas takes under
+    launch bounds of that many blocks per SM (one block: a 384-thread block 168, a 640-thread
+    one 96: the block's warps are spread over the sub-partitions' register files). A block's
+    setmaxnreg pool is this times its threads."""
     unit = limits.register_alloc_unit // limits.warp_size
     registers = -(-limits.max_registers_per_thread // unit) * unit
     while registers > unit and blocks_per_sm(
             threads, min(registers, limits.max_registers_per_thread), 0, limits
-    ).blocks_per_sm < 1:
+    ).blocks_per_sm < blocks:
         registers -= unit
     return registers
 

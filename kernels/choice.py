@@ -23,6 +23,7 @@ import dataclasses
 import math
 
 from tilesync.analysis.wave_model import StageWaves
+from tilesync.contract import SM_90
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
@@ -47,11 +48,14 @@ SM_STORE_BYTES_PER_S = 17e9
 GEMM 8192^3 took 3.9 us a tile longer than with the TMA-store epilogue, bench/tma_sweep.py)."""
 
 
-def stages_for(bm: int, bn: int, staging_cols: int = 0) -> int:
+def stages_for(bm: int, bn: int, staging_cols: int = 0, blocks: int = 1) -> int:
     """As many k-tile buffers as shared memory holds (at most MAX_STAGES) beside a TMA-store
-    epilogue's staging buffer of bm x staging_cols."""
+    epilogue's staging buffer of bm x staging_cols: a block's, or with `blocks` a share of the
+    SM's that leaves room for that many blocks (GemmConfig.blocks_per_sm)."""
     per_stage = (bm + bn) * BK * 2
-    free = MAX_SHARED_PER_BLOCK - BARRIER_BYTES - bm * staging_cols * 2
+    share = MAX_SHARED_PER_BLOCK if blocks == 1 else \
+        SM_90.shared_per_sm // blocks - SM_90.reserved_shared_per_block
+    free = share - BARRIER_BYTES - bm * staging_cols * 2
     return max(2, min(MAX_STAGES, free // per_stage))
 
 

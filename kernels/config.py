@@ -58,6 +58,9 @@ def dtype_name(element: Attribute) -> str:
 
 # Dynamic shared memory a block may opt in to on sm_90 (sm_80: 163 KiB, checked at launch).
 MAX_SHARED_PER_BLOCK = SM_90.max_shared_per_block
+MAX_TMA_BLOCKS_PER_SM = 4
+"""The most blocks of a one-tile-a-block TMA kernel `GemmConfig.blocks_per_sm` asks for: at 4,
+a block of a consumer warpgroup and a producer warp has 96 registers a thread."""
 
 # GeLU: 0.5 x (1 + tanh(GELU_C (x + GELU_K x^3)))  (GPT-2/3's tanh approximation)
 GELU_C = 0.7978845608028654  # sqrt(2 / pi)
@@ -223,6 +226,13 @@ class GemmConfig:
     this tile). A warpgroup holds BM / 64 x BN / 2 accumulator registers a thread, so BN is at
     most PINGPONG_MAX_COLUMNS; no sync hooks, stream-K or im2col."""
 
+    blocks_per_sm: int = 1
+    """tma_ws, one tile a block (persistent=False): blocks of the kernel an SM must hold at
+    once. ptxas caps a thread's registers to fit them (its minimum CTAs per SM) and the stages
+    must leave each its share of the SM's shared memory: one block's ring fill and epilogue
+    then overlap another's k-steps, which one block a tile leaves idle (a conv tile has 9 to
+    36 k-steps). A persistent kernel is one block per SM."""
+
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
 
@@ -344,6 +354,8 @@ class GemmConfig:
                              "sync-verify follows a block's tile, not a persistent walk)")
         if not self.persistent and self.cluster_m != 1:
             raise ValueError("tma_ws with persistent=False takes cluster_m=1")
+        if self.blocks_per_sm != 1:
+            self._check_blocks_per_sm()
         if self.cluster_m not in (1, 2) or (self.cluster_m > 1 and self.sync_hooks):
             raise ValueError(f"tma_ws takes cluster_m 1 or 2 (2 without sync hooks), got "
                              f"{self.cluster_m}")
@@ -366,6 +378,18 @@ class GemmConfig:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
                              f"{self.sms}")
+
+    def _check_blocks_per_sm(self) -> None:
+        if self.persistent or not 1 <= self.blocks_per_sm <= MAX_TMA_BLOCKS_PER_SM:
+            raise ValueError(f"blocks_per_sm 1 to {MAX_TMA_BLOCKS_PER_SM} is for tma_ws with "
+                             f"one tile a block (persistent=False), got {self.blocks_per_sm}"
+                             f"{' persistent' if self.persistent else ''}")
+        per_block = self.shared_bytes + self.static_shared_bytes + \
+            SM_90.reserved_shared_per_block
+        if per_block * self.blocks_per_sm > SM_90.shared_per_sm:
+            raise SharedMemoryExceeded(
+                f"{self.blocks_per_sm} blocks of {per_block} bytes of shared memory each "
+                f"exceed an SM's {SM_90.shared_per_sm} (fewer stages may fit)")
 
     def _check_im2col(self) -> None:
         n, h, w, c = self.im2col
@@ -607,10 +631,10 @@ class GemmConfig:
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
-                                "stream_k_tiles", "im2col", "pingpong"})
+                                "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
-_CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store"}
+_CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store", "blocks_per_sm"}
 
 
 def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stages: int = 3,
@@ -624,12 +648,13 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 a_head: int = 0, split_cluster: bool = False,
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
                 im2col: tuple[int, int, int, int] | None = None,
-                pingpong: bool = False) -> GemmConfig:
+                pingpong: bool = False, blocks_per_sm: int = 1) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
-                      stream_k_tiles, None if im2col is None else tuple(im2col), pingpong)
+                      stream_k_tiles, None if im2col is None else tuple(im2col), pingpong,
+                      blocks_per_sm)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -640,7 +665,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   tma_store: bool = False, persistent: bool | None = None,
                   staging_boxes: int = 0, stream_k_tiles: int = 0,
                   im2col: tuple[int, int, int, int] | None = None,
-                  pingpong: bool = False) -> GemmConfig:
+                  pingpong: bool = False, blocks_per_sm: int = 1) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
@@ -649,7 +674,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
-                       im2col=im2col, pingpong=pingpong)
+                       im2col=im2col, pingpong=pingpong, blocks_per_sm=blocks_per_sm)
 
 
 
@@ -681,6 +706,8 @@ class ConvConfig:
     the TMA-store epilogue, else a producer warp, as the GEMM proposals pair them)."""
     tma_store: bool = False
     """tma_ws: GemmConfig.tma_store."""
+    blocks_per_sm: int = 1
+    """tma_ws with sync hooks (one tile a block): GemmConfig.blocks_per_sm."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _CONV_LATER_FIELDS)
@@ -707,7 +734,8 @@ class ConvConfig:
                                  tile=self.tile, stages=self.stages, epilogue=self.epilogue,
                                  name=self.name, sync_hooks=self.sync_hooks,
                                  producer_warps=4 if self.tma_store else 1,
-                                 tma_store=self.tma_store, im2col=self.input_shape)
+                                 tma_store=self.tma_store, im2col=self.input_shape,
+                                 blocks_per_sm=self.blocks_per_sm)
         if self.tma_store:
             raise ValueError("tma_store is the tma_ws pipeline's epilogue")
         return gemm_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,
@@ -750,10 +778,10 @@ def conv2d_config(N: int, H: int, W: int, C: int, K: int, tile=(128, 128, 32), w
                   stages: int = 3, split_k: int = 1, epilogue: str | None = None,
                   name: str = "conv2d", mma: str = "sync", sync_hooks: bool = False,
                   split_cluster: bool = False, pipeline: str = "cp_async",
-                  tma_store: bool = False) -> ConvConfig:
+                  tma_store: bool = False, blocks_per_sm: int = 1) -> ConvConfig:
     return ConvConfig(N, H, W, C, K, tuple(tile), tuple(warps), stages, split_k, epilogue,
                       name, mma=mma, sync_hooks=sync_hooks, split_cluster=split_cluster,
-                      pipeline=pipeline, tma_store=tma_store)
+                      pipeline=pipeline, tma_store=tma_store, blocks_per_sm=blocks_per_sm)
 
 
 class _WarpPerRow:

@@ -105,10 +105,11 @@ PRODUCER_REGISTERS = 40
 
 def consumer_registers(cfg: GemmConfig) -> int:
     """setmaxnreg of the consumer warpgroups: what the producer's 40 leave of the block's
-    registers (its threads times the registers ptxas allots each, `register_cap`). Asking
-    for more than the block holds waits forever: 4 consumer warpgroups asked for 112 of the
-    SM's 65536 where their 640-thread block holds 96 a thread."""
-    pool = register_cap(cfg.threads) * cfg.threads
+    registers (its threads times the registers ptxas allots each with cfg.blocks_per_sm blocks
+    on an SM, `register_cap`). Asking for more than the block holds waits forever: 4 consumer
+    warpgroups asked for 112 of the SM's 65536 where their 640-thread block holds 96 a
+    thread."""
+    pool = register_cap(cfg.threads, blocks=cfg.blocks_per_sm) * cfg.threads
     free = pool - PRODUCER_REGISTERS * 32 * cfg.producer_warps
     return min(256, free // cfg.consumer_threads // 8 * 8)
 
@@ -356,9 +357,10 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
 
     kernel = gpu.FuncOp(cfg.kernel_name, (inputs, []), kernel=True,
                         known_block_size=list(cfg.block))
-    # One block per SM: the register cap setmaxnreg needs, and 224 registers a thread for a
-    # producer warp beside two consumer warpgroups.
-    kernel.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(1, i32)
+    # One block per SM (a persistent grid's): the register cap setmaxnreg needs, and 224
+    # registers a thread for a producer warp beside two consumer warpgroups; one tile a block,
+    # as many as cfg.blocks_per_sm.
+    kernel.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(cfg.blocks_per_sm, i32)
     cluster = cfg.cluster_m
     if cfg.cluster_dims is not None:
         kernel.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(i32,

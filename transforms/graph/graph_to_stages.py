@@ -700,6 +700,15 @@ at 56x56 where 128 rows straddle images. Standalone on an H200 (conv-tma-*), 64 
 1.12, 1.22, 0.95 of cuDNN on 56x56 layers of batch 1 C = 256, batch 8 C = 128 and 256."""
 
 
+TMA_CONV_BLOCKS_PER_SM = 2
+"""Blocks an SM holds of the chain's tile-synchronized TMA convs (one tile a block,
+GemmConfig.blocks_per_sm) where their grid has more tiles than SMs: a conv tile has 9 to 36
+k-steps, so one block's ring fill and epilogue left the SM idle for much of its tile. On an
+H200 (bench conv, 56x56) two blocks of half the ring took the chains at batch 8 and 32 from
+0.0262-0.4850 ms to 0.0201-0.4779 (tma:row+pdl; 1.41x at batch 32, C = 64); with fewer tiles
+than SMs (batch 1, C = 256: 98) the halved ring only lost (0.0231 -> 0.0262 ms)."""
+
+
 _TMA_PERSISTENT_CONV_TILES = ((128, (128, 64), (8, 1), None), (64, (128, 64), (4, 1), None))
 """_TMA_CONV_TILES of the chain's persistent TMA convs, which have no dependency, so tiles may
 straddle images: two consumer warpgroups over 128 rows where that leaves two waves of tiles or
@@ -755,8 +764,10 @@ def conv_chain_configs(match: ConvChainMatch, pipeline: str = "cp_async",
 
     def conv(name, cin, cout, epilogue):
         bn = conv_width(bm, widths, n * h * w, cout)
-        kernel = dict(pipeline="tma_ws", tma_store=True,
-                      stages=stages_for(bm, bn, bn)) if tma else dict(stages=stages)
+        tiles = -(-n * h * w // bm) * (cout // bn)
+        blocks = TMA_CONV_BLOCKS_PER_SM if not persistent and tiles > H100_SMS else 1
+        kernel = dict(pipeline="tma_ws", tma_store=True, blocks_per_sm=blocks,
+                      stages=stages_for(bm, bn, bn, blocks)) if tma else dict(stages=stages)
         return conv2d_config(n, h, w, cin, cout, tile=(bm, bn, CONV_BK), warps=warps,
                              epilogue=epilogue, name=name, mma="wgmma", sync_hooks=True,
                              **kernel)

@@ -77,6 +77,7 @@ def test_the_persistent_form_takes_128_row_tiles_where_they_leave_two_waves():
     where that leaves PERSISTENT_CONV_MIN_TILES tiles or more."""
     from tilesync.transforms.graph.graph_to_stages import (
         PERSISTENT_CONV_MIN_TILES,
+        TMA_CONV_BLOCKS_PER_SM,
         conv_chain_stage_module,
     )
 
@@ -87,7 +88,11 @@ def test_the_persistent_form_takes_128_row_tiles_where_they_leave_two_waves():
     assert math.prod(wide.conv1.grid[:2]) >= PERSISTENT_CONV_MIN_TILES
     few = conv.mode_spec((8, 56, 128), conv.PERSISTENT)  # 196 tiles of 128 rows: too few
     assert few.conv1.tile[:2] == (64, 128) and few.halo == 2
-    assert few.conv1 == conv.mode_spec((8, 56, 128), "tma:row+pdl").conv1
+    synced = conv.mode_spec((8, 56, 128), "tma:row+pdl").conv1
+    assert few.conv1.tile == synced.tile  # the same tile; one block per SM walking tiles,
+    assert few.conv1.blocks_per_sm == 1 and few.conv1.stages > synced.stages
+    assert synced.blocks_per_sm == TMA_CONV_BLOCKS_PER_SM == 2  # or two blocks of one tile
+    assert 2 * (synced.gemm.shared_bytes + synced.gemm.static_shared_bytes + 1024) <= 233472
 
 
 def test_a_shape_is_refused_per_pipeline_with_each_reason():

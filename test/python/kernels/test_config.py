@@ -176,3 +176,31 @@ def test_staging_boxes_config_errors(kwargs, message):
     kwargs = {"tma_store": True, "staging_boxes": 2, **kwargs}
     with pytest.raises(ValueError, match=message):
         tma_ws_config(1024, 1024, 1024, tile=(128, 256, 64), stages=4, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sync_hooks=False), "one tile a block"),  # persistent: one block per SM
+    (dict(blocks_per_sm=5), "blocks_per_sm 1 to 4"),
+    (dict(blocks_per_sm=0), "blocks_per_sm 1 to 4"),
+    (dict(stages=6), "2 blocks of .* bytes of shared memory each exceed"),
+])
+def test_blocks_per_sm_config_errors(kwargs, message):
+    from tilesync.kernels.config import tma_ws_config
+
+    kwargs = {"sync_hooks": True, "blocks_per_sm": 2, "stages": 3, "tma_store": True,
+              "producer_warps": 4, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        tma_ws_config(4096, 256, 576, tile=(64, 128, 64), **kwargs)
+
+
+def test_blocks_per_sm_names_the_config_where_set():
+    from tilesync.kernels.config import tma_ws_config
+
+    one = tma_ws_config(4096, 256, 576, tile=(64, 128, 64), stages=3, sync_hooks=True)
+    two = tma_ws_config(4096, 256, 576, tile=(64, 128, 64), stages=3, sync_hooks=True,
+                        blocks_per_sm=2)
+    assert "blocks_per_sm" not in repr(one) and "blocks_per_sm=2" in repr(two)
+    conv = conv2d_config(8, 56, 56, 128, 128, tile=(64, 128, 64), warps=(4, 1), stages=3,
+                         mma="wgmma", pipeline="tma_ws", tma_store=True, sync_hooks=True,
+                         blocks_per_sm=2)
+    assert conv.gemm.blocks_per_sm == 2 and "blocks_per_sm=2" in repr(conv)

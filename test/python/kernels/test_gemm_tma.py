@@ -134,11 +134,15 @@ def test_consumer_registers_fit_the_block():
     from types import SimpleNamespace
 
     # BM = 256 (refused by the config until it runs on a GPU): the block's shape alone
-    four = SimpleNamespace(threads=640, consumer_threads=512, producer_warps=4)
+    four = SimpleNamespace(threads=640, consumer_threads=512, producer_warps=4, blocks_per_sm=1)
     assert consumer_registers(four) == 104
-    for cfg in (four, tma_ws_config(4096, 4096, 4096, producer_warps=4)):
+    # two blocks of one tile on an SM (a hooked conv's): each holds half the registers
+    two = tma_ws_config(4096, 4096, 576, tile=(64, 128, 64), stages=3, producer_warps=4,
+                        sync_hooks=True, tma_store=True, blocks_per_sm=2)
+    assert register_cap(256, blocks=2) == 128 and consumer_registers(two) == 216
+    for cfg in (four, two, tma_ws_config(4096, 4096, 4096, producer_warps=4)):
         asked = consumer_registers(cfg) * cfg.consumer_threads + PRODUCER_REGISTERS * 128
-        assert asked <= register_cap(cfg.threads) * cfg.threads
+        assert asked <= register_cap(cfg.threads, blocks=cfg.blocks_per_sm) * cfg.threads
 
 
 def test_earlier_configs_keep_their_names():
@@ -300,7 +304,8 @@ def test_compiles_to_valid_ptx_without_spills(cfg):
         in ptx
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert ".param .align 64 .b8 gemm_param_0[128]" in ptx
-    assert f".maxntid {cfg.threads}, 1, 1" in ptx and ".minnctapersm 1" in ptx
+    assert f".maxntid {cfg.threads}, 1, 1" in ptx and \
+        f".minnctapersm {cfg.blocks_per_sm}" in ptx
     if cfg.cluster_m > 1:
         assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
     assert "ldmatrix" not in ptx and "cp.async.cg" not in ptx
