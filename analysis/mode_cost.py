@@ -74,15 +74,12 @@ class MechanismCosts:
 
 
 MECHANISM_COSTS: dict[str, MechanismCosts] = {
-    # `python -m tilesync.bench.mode_choice --fit` on bench mlp (2986bf5), bench conv
-    # (1d750f1) and bench attention (2986bf5) on an H200 (bench/results/mlp-, conv- and
-    # attention-nvidia-h200.json: 23 rows); with these every row's choice was within 2.9% of
-    # its best measured time (the worst: conv batch 1, C = 64, tma:persistent for tma:row+pdl;
-    # 22 rows within 1.3%). The d866905 fit (MLP and conv only: 1.66 us a stream-ordered
-    # launch, 2.09 a wait-kernel, 0.248 a wait, x1.231 an order) chose row+pdl over torch's
-    # graph on attention at T = 2048, 8.4% slower: PDL saves less a boundary there.
-    "H200": MechanismCosts(stream_gap_ms=0.00114, wait_kernel_ms=0.00303, wait_ms=0.000191,
-                           order_slowdown=0.197),
+    # `python -m tilesync.bench.mode_choice --fit` on bench mlp and bench conv at d866905 on an
+    # H200 (bench/results/mlp-nvidia-h200.json, conv-nvidia-h200.json: 19 rows, 111 modes that
+    # are not a stream-sync baseline); with these every row's choice was within 0.5% of its
+    # best measured time (the worst 1.0044: LLaMA at M = 2048, tma:row+pdl for tma:stream_sync)
+    "H200": MechanismCosts(stream_gap_ms=0.00166, wait_kernel_ms=0.00209, wait_ms=0.000248,
+                           order_slowdown=0.231),
 }
 
 
