@@ -633,10 +633,10 @@ CONV_FORMS = {"cp_async": (STAGES_PASS,),
                          "graph-to-stages{persistent=true conv-pipeline=tma_ws}")}
 """The stage programs a conv chain is compiled to where it runs here, per graph-to-stages'
 CONV_PIPELINES that take it (the TMA convs tile-synchronized, and persistent in stream order),
-measured on the device (once, cached) and the fastest kept: on an H200 (bench conv, 34e8d22)
-the TMA convs tile-synchronized ran the bench's 56x56 chains fastest at batch 1 (1.17-1.29x
-cuDNN in a CUDA graph), persistent in stream order from batch 8 (1.06-1.35x); the cp.async
-convs, 0.64-1.22x, were never the fastest there."""
+measured on the device (once, cached) and the fastest kept: on an H200 (bench conv, 1d750f1)
+the TMA convs tile-synchronized ran the bench's 56x56 chains fastest at batch 1, C = 64 and
+128 (1.37, 1.25x cuDNN in a CUDA graph), persistent in stream order at C = 256 and from batch
+8 (1.08-1.50x); the cp.async convs, 0.65-1.38x, were never the fastest there."""
 
 
 def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
