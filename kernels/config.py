@@ -297,6 +297,9 @@ class GemmConfig:
             raise ValueError(f"pipeline must be one of {PIPELINES}, got {self.pipeline!r}")
         if self.pipeline == "tma_ws":
             self._check_tma_ws()
+        elif self.blocks_per_sm != 1:
+            raise ValueError("blocks_per_sm is the tma_ws pipeline's (cp_async kernels' blocks "
+                             "per SM follow their registers and shared memory)")
         if self.staged_store:
             self._check_staged_store()
         if self.a_head:

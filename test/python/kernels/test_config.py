@@ -193,6 +193,12 @@ def test_blocks_per_sm_config_errors(kwargs, message):
         tma_ws_config(4096, 256, 576, tile=(64, 128, 64), **kwargs)
 
 
+def test_blocks_per_sm_is_the_tma_pipelines():
+    with pytest.raises(ValueError, match="blocks_per_sm is the tma_ws pipeline's"):
+        gemm_config(4096, 256, 576, tile=(64, 128, 64), warps=(4, 1), stages=3, mma="wgmma",
+                    b_layout="col", blocks_per_sm=2)
+
+
 def test_blocks_per_sm_names_the_config_where_set():
     from tilesync.kernels.config import tma_ws_config
 
