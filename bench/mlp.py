@@ -292,11 +292,12 @@ def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: s
     registers)."""
     from tilesync.analysis.occupancy import blocks_per_sm
     from tilesync.contract import limits_for_arch
+    from tilesync.kernels.config import SoftmaxConfig
 
     found = resources_used.get(cfg.name)
     if found is None:
-        gemm = getattr(cfg, "gemm", cfg)
-        found = (0, gemm.shared_bytes if hasattr(gemm, "shared_bytes") else 0)
+        shared = 0 if isinstance(cfg, SoftmaxConfig) else getattr(cfg, "gemm", cfg).shared_bytes
+        found = (0, shared)
     registers, shared = found
     return blocks_per_sm(math.prod(cfg.block), registers, shared,
                          limits_for_arch(target_for_device(arch)))

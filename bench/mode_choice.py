@@ -86,15 +86,17 @@ def tile_work(bench: str, key: tuple, mode: str,
         return {name: cfg.flops / math.prod(cfg.grid[:2]) for name, cfg in configs.items()}
     if rates is None:
         raise ValueError("attention's tile work needs the run's measured rates")
+    from tilesync.kernels.config import SoftmaxConfig
+
     work = {}
     for name, cfg in configs.items():
         tiles = math.prod(cfg.grid[:2])
-        if hasattr(cfg, "flops"):
+        if isinstance(cfg, SoftmaxConfig):
+            work[name] = floor_ms(0, cfg.bytes / tiles, rates)
+        else:
             bm, bn, _ = cfg.tile
             moved = 2 * ((bm + bn) * cfg.K + bm * bn)  # fp16, read and written
             work[name] = floor_ms(cfg.flops / tiles, moved, rates)
-        else:
-            work[name] = floor_ms(0, cfg.bytes / tiles, rates)
     return work
 
 
@@ -367,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             with open(path, encoding="utf-8") as f:
                 result = json.load(f)
             rows = _rows(result)
+            if rows and rows[0][0] == "attention" and not result.get("rates"):
+                raise KeyError("rates (attention's tile work reads the run's measured rates)")
         except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
             print(f"{path}: not a bench mlp / conv / attention result: {type(err).__name__}: {err}",
                   file=sys.stderr)

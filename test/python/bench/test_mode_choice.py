@@ -154,8 +154,12 @@ def test_a_file_that_is_not_a_bench_result_is_one_line_and_status_1(tmp_path, ca
     bad.write_text("{\"rows\": [{\"modes\": {}}]}")
     assert mode_choice.main([str(bad)]) == 1
     assert mode_choice.main([str(tmp_path / "missing.json")]) == 1
+    no_rates = tmp_path / "attention.json"  # an attention run without its measured rates
+    no_rates.write_text("{\"rows\": [{\"T\": 256, \"C\": 64, \"modes\": {}}]}")
+    assert mode_choice.main([str(no_rates)]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and all("not a bench mlp / conv / attention result" in ln
+    assert "rates" in lines[-1]
+    assert len(lines) == 3 and all("not a bench mlp / conv / attention result" in ln
                                    for ln in lines)
 
 
