@@ -306,7 +306,8 @@ def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
 # ---------------------------------------------------------------------------------------------
 
 QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out"
-CONTEXT_BN = 32  # P · v's columns a tile (attention_configs)
+CONTEXT_BN = (16, 32)  # P · v's columns a tile: the narrower where a wave holds it (context_tile)
+CONTEXT_STAGES = 8  # P · v's cp.async ring (context_tile)
 QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
 
 
@@ -415,8 +416,9 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     q · kᵀ has two k-steps (K = C = 128) and a T x T output: its tile leaves through shared
     memory in whole rows (staged_store) with 3 stages (it needs 2; the third is wgmma's), not
     by the accumulators' scattered 4-byte stores. P · v has a few column tiles of C and a long
-    K = T: 32 columns a tile, one warp a 32-row slab, 64-wide k-steps. On an H200 at T = 512 ..
-    4096 (CUPTI, the kernels without hooks) these took q · kᵀ from 4.1-39.3 us to 2.8-17.0 and
+    K = T: 16 or 32 columns a tile (context_tile), one warp a 32-row slab, 64-wide k-steps. On
+    an H200 at T = 512 .. 4096 (CUPTI, the kernels without hooks; 32 columns, 4 stages) these
+    took q · kᵀ from 4.1-39.3 us to 2.8-17.0 and
     P · v from 6.4-38.4 us to 4.1-23.9 against the 128 x 64 tile of the MLP's defaults.
 
     The QKV and output GEMMs (K = C) have two k-steps a tile, so a tile's time is its latency:
@@ -445,7 +447,8 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
             scores=gemm(SCORES, t, c, (bm, bm, 64), w4, 3, staged=True),
             softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
-            context=gemm(CONTEXT, c, t, (bm, CONTEXT_BN, 64), (bm // 32, 1), 4, mma="sync"),
+            context=gemm(CONTEXT, c, t, context_tile(t, c, bm), (bm // 32, 1), CONTEXT_STAGES,
+                         mma="sync"),
             out=gemm(OUT, c, c, (t4[0], QKV_OUT_BN, 64), w4, 3,
                      "bias" if match.b_out is not None else None, staged=True))
     except ValueError as err:
@@ -453,6 +456,21 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
             from err
     assert spec.context.tile[0] == bm == spec.out.tile[0], "default_configs keep BM equal"
     return spec
+
+
+def context_tile(tokens: int, width: int, bm: int) -> tuple[int, int, int]:
+    """P · v's tile: its K = T is long, so a tile's time is most of the kernel's. The narrower
+    CONTEXT_BN where its tiles still fit one wave (more of the SMs busy), else the wider; with
+    CONTEXT_STAGES (8 x 18-20 KiB: one block an SM). Under PDL the context blocks become
+    resident while the softmax still runs, and two of them on one SM take twice as long on the
+    critical path. On an H200 (row+pdl, C = 128, T = 512 / 1024 / 2048 / 4096) the 32-wide,
+    4-stage tile took 19.4 / 23.6 / 39.0 / 90.6 us; 16-wide with 8 stages 17.8 / 22.0 / 32.6 /
+    99.4 (T = 4096: 256 tiles, two waves); 32-wide with 8 stages 19.0 / 23.9 / 34.2 / 83.0;
+    fewer stages (16-wide: 4, 6, 7) took 1.0-7.9 us longer."""
+    narrow, wide = CONTEXT_BN
+    rows = -(-tokens // bm)
+    bn = narrow if width % narrow == 0 and rows * (width // narrow) <= H100_SMS else wide
+    return (bm, bn, 64)
 
 
 def _ratio(expr: AffineExpr, ratio: int) -> AffineExpr:
