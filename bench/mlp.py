@@ -289,18 +289,23 @@ def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: s
     """The Occupancy of a GEMM's, a conv's or a softmax's kernel from nvJitLink's registers and
     shared bytes (a compile entry's `resources`); without them, no registers and the config's
     shared memory (a conv's: its implicit GEMM's; a softmax's: none, its rows reduce in
-    registers)."""
-    from tilesync.analysis.occupancy import blocks_per_sm
+    registers). A kernel that reallocates registers (setmaxnreg, which nvJitLink drops: the
+    runtime loads it through the driver) holds what its launch bounds allot, not what
+    nvJitLink reports (58 against 128 for a two-block TMA conv)."""
+    from tilesync.analysis.occupancy import blocks_per_sm, register_cap
     from tilesync.contract import limits_for_arch
     from tilesync.kernels.config import SoftmaxConfig
 
+    limits = limits_for_arch(target_for_device(arch))
+    gemm = None if isinstance(cfg, SoftmaxConfig) else getattr(cfg, "gemm", cfg)
     found = resources_used.get(cfg.name)
     if found is None:
-        shared = 0 if isinstance(cfg, SoftmaxConfig) else getattr(cfg, "gemm", cfg).shared_bytes
-        found = (0, shared)
+        found = (0, 0 if gemm is None else gemm.shared_bytes)
     registers, shared = found
-    return blocks_per_sm(math.prod(cfg.block), registers, shared,
-                         limits_for_arch(target_for_device(arch)))
+    threads = math.prod(cfg.block)
+    if registers and gemm is not None and gemm.reallocates_registers:
+        registers = register_cap(threads, limits, blocks=gemm.blocks_per_sm)
+    return blocks_per_sm(threads, registers, shared, limits)
 
 
 def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,

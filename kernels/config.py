@@ -441,6 +441,13 @@ class GemmConfig:
         return self.pipeline == "tma_ws"
 
     @property
+    def reallocates_registers(self) -> bool:
+        """Whether the kernel moves registers between its warpgroups (`setmaxnreg`): a
+        producer warpgroup beside the consumers. Its blocks then hold what ptxas allots under
+        its launch bounds (`register_cap`), whatever the code uses."""
+        return self.warp_specialized and self.producer_warps == 4
+
+    @property
     def consumer_threads(self) -> int:
         """Threads that multiply (and store): all of them but a tma_ws producer's."""
         return 32 * self.warps[0] * self.warps[1]

@@ -407,7 +407,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     phantom = cluster > 1 and tiles_m % cluster != 0  # the last cluster's extra tile row
 
     def producer(pb: BlockBuilder) -> None:
-        if cfg.producer_warps == 4:
+        if cfg.reallocates_registers:
             pb.insert(tl.SetMaxNRegOp("dec", PRODUCER_REGISTERS))
 
         def issue(ib: BlockBuilder) -> None:
@@ -512,7 +512,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             release(tb, _previous_stage(tb, _ring_stage(tb, it_after, stages), stages), leader)
 
     def consumer(cb: BlockBuilder) -> None:
-        if cfg.producer_warps == 4:
+        if cfg.reallocates_registers:
             cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
         warp = cb.divui(tid, 32)
         group_m = cb.muli(cb.divui(tid, 128), 64)
@@ -567,7 +567,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         barriers only once every earlier k-step's copy has completed: a parity names one
         phase only while the barrier is at most one phase away, and a warpgroup's first
         k-step of a tile is KT k-steps past its previous one."""
-        if cfg.producer_warps == 4:
+        if cfg.reallocates_registers:
             cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
         halves = bm // 64
         group = cb.divui(tid, 128)

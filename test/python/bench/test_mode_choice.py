@@ -54,6 +54,20 @@ def test_blocks_per_sm_come_from_the_kernels_resources():
     assert mode_choice.stage_blocks_per_sm(configs, small) == {"conv1": 5, "conv2": 1}
 
 
+def test_a_kernel_that_reallocates_registers_holds_its_launch_bounds_allotment():
+    # nvJitLink drops setmaxnreg and reports 58 registers of a two-block TMA conv; the driver
+    # loads it with the 128 its launch bounds allot (256 threads, 2 blocks an SM)
+    spec = conv.mode_spec((8, 56, 64), "tma:row+pdl")
+    configs = {"conv1": spec.conv1, "conv2": spec.conv2}
+    assert spec.conv1.gemm.reallocates_registers and spec.conv1.gemm.blocks_per_sm == 2
+    reported = {"conv1": (58, 20_000), "conv2": (58, 20_000)}
+    assert mode_choice.stage_blocks_per_sm(configs, reported) == {"conv1": 2, "conv2": 2}
+    # a cp.async conv holds what nvJitLink reports: 58 registers, 20 KB leave room for 4
+    cp_async = conv.mode_spec((8, 56, 64), "row+pdl")
+    assert not cp_async.conv1.gemm.reallocates_registers
+    assert mode_choice.stage_blocks_per_sm({"conv1": cp_async.conv1}, reported)["conv1"] > 2
+
+
 def test_a_tile_of_each_stage_carries_its_share_of_the_flops():
     spec = conv.chain_spec(SHAPE)
     work = mode_choice.tile_work("conv", SHAPE, "stream_sync")
