@@ -25,6 +25,21 @@ def test_the_bench_shapes_match_the_pattern():
         assert (spec.out.M, spec.out.N, spec.out.K) == (tokens, width, width)
 
 
+def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
+    from tilesync.analysis.occupancy import blocks_per_sm
+    from tilesync.kernels.config import H100_SMS
+
+    widths = {}
+    for shape in attention.SHAPES:
+        context = attention.attention_spec(shape).context
+        widths[shape[0]] = context.tile[1]
+        tiles = context.grid[0] * context.grid[1]
+        assert tiles <= H100_SMS or context.tile[1] == 32
+        # its ring alone keeps a second block off the SM (under PDL two would share it)
+        assert blocks_per_sm(128, 0, context.shared_bytes).blocks_per_sm == 1
+    assert widths == {512: 16, 1024: 16, 2048: 16, 4096: 32}
+
+
 def test_flops_and_floor():
     t, c = 1024, 128
     assert attention.flops((t, c)) == 2 * t * c * (3 * c) + 2 * (2 * t * t * c) + 2 * t * c * c
