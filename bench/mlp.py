@@ -290,8 +290,8 @@ def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: s
     shared bytes (a compile entry's `resources`); without them, no registers and the config's
     shared memory (a conv's: its implicit GEMM's; a softmax's: none, its rows reduce in
     registers). A kernel that reallocates registers (setmaxnreg, which nvJitLink drops: the
-    runtime loads it through the driver) holds what its launch bounds allot, not what
-    nvJitLink reports (58 against 128 for a two-block TMA conv)."""
+    runtime loads it through the driver) holds what its launch bounds allot, known without
+    nvJitLink and not what it reports (58 against 128 for a two-block TMA conv)."""
     from tilesync.analysis.occupancy import blocks_per_sm, register_cap
     from tilesync.contract import limits_for_arch
     from tilesync.kernels.config import SoftmaxConfig
@@ -303,7 +303,7 @@ def kernel_occupancy(cfg, resources_used: Mapping[str, tuple[int, int]], arch: s
         found = (0, 0 if gemm is None else gemm.shared_bytes)
     registers, shared = found
     threads = math.prod(cfg.block)
-    if registers and gemm is not None and gemm.reallocates_registers:
+    if gemm is not None and gemm.reallocates_registers:
         registers = register_cap(threads, limits, blocks=gemm.blocks_per_sm)
     return blocks_per_sm(threads, registers, shared, limits)
 

@@ -1,5 +1,5 @@
 // RUN: tilesync-opt %s -p graph-to-stages | filecheck %s
-// RUN: tilesync-opt %s -p 'graph-to-stages,sync-generate-policies,sync-insert-post-wait,sync-use-pdl,sync-verify{limit=8}' | filecheck %s --check-prefix=SYNC
+// RUN: tilesync-opt %s -p 'graph-to-stages,sync-generate-policies,sync-insert-post-wait,sync-use-pdl,sync-verify{limit=16}' | filecheck %s --check-prefix=SYNC
 
 // One head of self-attention over 128 tokens of width 256 (cuSync's attention chain, with our
 // kernels): QKV = x · w_qkvᵀ + b; S = q · kᵀ; P = softmax(S); O = P · v; y = O · w_outᵀ + b.
@@ -66,11 +66,10 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK-NEXT: sync.launch @out {stream = 4 : i64}
 
 // The cuSync passes take the chain as it is: policies generated, PDL, every stage verified
-// (the QKV GEMM's 12 tiles, the softmax's 32 blocks and P · v's 16 tiles on the grid's boundary
-// under limit=8).
-// SYNC:      sync.stage @qkv {{.*}}sync.verified = "boundary"{{.*}}policy = #sync.policy<TileSync
+// (under limit=16 the softmax's 32 blocks on the grid's boundary, every other stage's tiles all).
+// SYNC:      sync.stage @qkv {{.*}}sync.verified = "proved"{{.*}}policy = #sync.policy<TileSync
 // SYNC:      sync.stage @scores {{.*}}sync.progress = "@qkv: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.stage @softmax {{.*}}sync.progress = "@scores: programmatic dependent launch", sync.verified = "boundary"
-// SYNC:      sync.stage @context {{.*}}sync.progress = "@softmax: programmatic dependent launch; @qkv: programmatic dependent launch", sync.verified = "boundary"
+// SYNC:      sync.stage @context {{.*}}sync.progress = "@softmax: programmatic dependent launch; @qkv: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.stage @out {{.*}}sync.progress = "@context: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.launch @out {pdl = true}
