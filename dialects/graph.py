@@ -102,10 +102,19 @@ def _expect_result(op: Operation, result: TensorType, shape: Sequence[int]) -> N
 # ---------------------------------------------------------------------------------------------
 
 
+def _batched_operand(lhs: Sequence[int], rhs: Sequence[int]) -> bool:
+    """rhs is a matrix, or matrices over exactly lhs's batch dimensions (a contraction's second
+    operand: one for every batch, or one per batch)."""
+    return len(rhs) == 2 or (len(rhs) == len(lhs) and tuple(rhs[:-2]) == tuple(lhs[:-2]))
+
+
+
 @irdl_op_definition
 class LinearOp(IRDLOperation):
     """`graph.linear %x, %w[, %b]`: x · wᵀ (+ b) as nn.Linear computes it: x is ... x K, w is
-    N x K (nn.Linear's weight), b has N elements; the result is ... x N."""
+    N x K (nn.Linear's weight), b has N elements; the result is ... x N. A w of x's batch
+    dimensions x N x K multiplies batch by batch (`q @ k.transpose(-2, -1)` of attention
+    heads)."""
 
     name = "graph.linear"
 
@@ -126,10 +135,11 @@ class LinearOp(IRDLOperation):
         x, w = _tensor(self.input, self, "input"), _tensor(self.weight, self, "weight")
         out = _tensor(self.result.type, self, "result")
         kinds = [x, w, out]
-        if len(_shape(x)) < 2 or len(_shape(w)) != 2:
-            raise VerifyException(f"{self.name}: input must be ... x K and weight N x K, got "
+        if len(_shape(x)) < 2 or not _batched_operand(_shape(x), _shape(w)):
+            raise VerifyException(f"{self.name}: input must be ... x K and weight N x K (or "
+                                  f"the input's batch dimensions x N x K), got "
                                   f"{list(_shape(x))} and {list(_shape(w))}")
-        n, k = _shape(w)
+        n, k = _shape(w)[-2:]
         if _shape(x)[-1] != k:
             raise VerifyException(f"{self.name}: input's last dimension {_shape(x)[-1]} must "
                                   f"equal the weight's K = {k}")
@@ -145,8 +155,8 @@ class LinearOp(IRDLOperation):
 
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
-    """`graph.matmul %a, %b`: a · b, a is ... x M x K, b K x N (torch.matmul, no batch
-    broadcasting of b)."""
+    """`graph.matmul %a, %b`: a · b, a is ... x M x K, b K x N or a's batch dimensions x K x N
+    (torch.matmul, batch by batch; no broadcasting of b's batch dimensions)."""
 
     name = "graph.matmul"
 
@@ -165,13 +175,15 @@ class MatmulOp(IRDLOperation):
         a, b = _tensor(self.lhs, self, "lhs"), _tensor(self.rhs, self, "rhs")
         out = _tensor(self.result.type, self, "result")
         _same_element(self, a, b, out)
-        if len(_shape(a)) < 2 or len(_shape(b)) != 2:
-            raise VerifyException(f"{self.name}: lhs must be ... x M x K and rhs K x N, got "
-                                  f"{list(_shape(a))} and {list(_shape(b))}")
-        if _shape(a)[-1] != _shape(b)[0]:
+        if len(_shape(a)) < 2 or not _batched_operand(_shape(a), _shape(b)):
+            raise VerifyException(f"{self.name}: lhs must be ... x M x K and rhs K x N (or the "
+                                  f"lhs's batch dimensions x K x N), got {list(_shape(a))} and "
+                                  f"{list(_shape(b))}")
+        k, n = _shape(b)[-2:]
+        if _shape(a)[-1] != k:
             raise VerifyException(f"{self.name}: contracted dimensions differ: "
-                                  f"{_shape(a)[-1]} and {_shape(b)[0]}")
-        _expect_result(self, out, (*_shape(a)[:-1], _shape(b)[1]))
+                                  f"{_shape(a)[-1]} and {k}")
+        _expect_result(self, out, (*_shape(a)[:-1], n))
 
 
 @irdl_op_definition
@@ -522,6 +534,70 @@ class SplitOp(IRDLOperation):
 
 
 # ---------------------------------------------------------------------------------------------
+# Views: reshape, transpose
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """`graph.reshape %x : (tensor<64x768xf16>) -> tensor<64x12x64xf16>`: Tensor.view /
+    reshape, the same elements in the same (row-major) order under another shape."""
+
+    name = "graph.reshape"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` `(` type($input) `)` `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        x, out = _tensor(self.input, self, "input"), _tensor(self.result.type, self, "result")
+        _same_element(self, x, out)
+        if math.prod(_shape(x)) != math.prod(_shape(out)):
+            raise VerifyException(f"{self.name}: {list(_shape(x))} has "
+                                  f"{math.prod(_shape(x))} elements, the result "
+                                  f"{list(_shape(out))} {math.prod(_shape(out))}")
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """`graph.transpose %x perm [1, 0, 2] : (tensor<64x12x64xf16>) ->
+    tensor<12x64x64xf16>`: Tensor.permute (transpose(i, j) swaps two entries of the identity):
+    dimension d of the result is dimension perm[d] of the input."""
+
+    name = "graph.transpose"
+
+    input = operand_def(TensorType)
+    perm = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = ("$input `perm` $perm attr-dict `:` `(` type($input) `)` `->` "
+                       "type($result)")
+
+    def __init__(self, input: SSAValue, perm: Sequence[int], result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type],
+                         properties={"perm": DenseArrayBase.from_list(i64, list(perm))})
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        return tuple(self.perm.get_values())
+
+    def verify_(self) -> None:
+        x, out = _tensor(self.input, self, "input"), _tensor(self.result.type, self, "result")
+        _same_element(self, x, out)
+        perm, shape = self.permutation, _shape(x)
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(f"{self.name}: perm {list(perm)} is not a permutation of the "
+                                  f"input's {len(shape)} dimensions")
+        _expect_result(self, out, [shape[d] for d in perm])
+
+
+# ---------------------------------------------------------------------------------------------
 # Kernel argument bindings of a lowered piece
 # ---------------------------------------------------------------------------------------------
 
@@ -636,12 +712,13 @@ def numel(kind: TensorType) -> int:
 Graph = Dialect(
     "graph",
     [LinearOp, MatmulOp, Conv2dOp, GeluOp, SiluOp, ReluOp, AddOp, MulOp, SoftmaxOp,
-     LayerNormOp, ReduceSumOp, ConcatOp, SplitOp],
+     LayerNormOp, ReduceSumOp, ConcatOp, SplitOp, ReshapeOp, TransposeOp],
     [BindAttr],
 )
 
 __all__ = ["BIND_ATTR", "BIND_KINDS", "CONV_LAYOUTS", "ELEMENT_TYPES", "SIGNATURE_ATTR",
            "TEMPS_ATTR", "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph",
            "LayerNormOp", "LinearOp",
-           "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "SiluOp", "SoftmaxOp", "SplitOp",
+           "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "ReshapeOp", "SiluOp", "SoftmaxOp",
+           "SplitOp", "TransposeOp",
            "numel"]

@@ -209,3 +209,43 @@ func.func @f(%x: tensor<8x128xf16>, %g: tensor<128xf16>, %b: tensor<128xf32>) ->
   func.return %y : tensor<8x128xf16>
 }
 // CHECK: graph.layer_norm: operands and result must share one element type, got f16, f32
+
+// -----
+
+func.func @f(%x: tensor<4x64x32xf16>, %w: tensor<2x64x32xf16>) -> tensor<4x64x64xf16> {
+  %y = graph.linear %x, %w : (tensor<4x64x32xf16>, tensor<2x64x32xf16>) -> tensor<4x64x64xf16>
+  func.return %y : tensor<4x64x64xf16>
+}
+// CHECK: graph.linear: input must be ... x K and weight N x K (or the input's batch dimensions x N x K), got [4, 64, 32] and [2, 64, 32]
+
+// -----
+
+func.func @f(%a: tensor<4x64x64xf16>, %b: tensor<3x64x32xf16>) -> tensor<4x64x32xf16> {
+  %y = graph.matmul %a, %b : (tensor<4x64x64xf16>, tensor<3x64x32xf16>) -> tensor<4x64x32xf16>
+  func.return %y : tensor<4x64x32xf16>
+}
+// CHECK: graph.matmul: lhs must be ... x M x K and rhs K x N (or the lhs's batch dimensions x K x N), got [4, 64, 64] and [3, 64, 32]
+
+// -----
+
+func.func @f(%x: tensor<64x256xf16>) -> tensor<64x4x32xf16> {
+  %y = graph.reshape %x : (tensor<64x256xf16>) -> tensor<64x4x32xf16>
+  func.return %y : tensor<64x4x32xf16>
+}
+// CHECK: graph.reshape: [64, 256] has 16384 elements, the result [64, 4, 32] 8192
+
+// -----
+
+func.func @f(%x: tensor<64x4x32xf16>) -> tensor<4x64x32xf16> {
+  %y = graph.transpose %x perm [1, 1, 2] : (tensor<64x4x32xf16>) -> tensor<4x64x32xf16>
+  func.return %y : tensor<4x64x32xf16>
+}
+// CHECK: graph.transpose: perm [1, 1, 2] is not a permutation of the input's 3 dimensions
+
+// -----
+
+func.func @f(%x: tensor<64x4x32xf16>) -> tensor<64x4x32xf16> {
+  %y = graph.transpose %x perm [1, 0, 2] : (tensor<64x4x32xf16>) -> tensor<64x4x32xf16>
+  func.return %y : tensor<64x4x32xf16>
+}
+// CHECK: graph.transpose: result shape [64, 4, 32] does not match the expected [4, 64, 32]

@@ -95,3 +95,22 @@ func.func private @bound_map() attributes {binds = [#graph.bind<input 0 as !tile
 // encoded over it; an im2col map names its tensor in its type.
 // CHECK-LABEL: func.func private @bound_over() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2 over [128, 576]>]}
 func.func private @bound_over() attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2 over [128, 576]>]}
+
+// Attention heads: the projection viewed as heads and transposed (q.view(T, H, D).transpose(0,
+// 1)), q · kᵀ and P · v batch by batch, and the heads merged back.
+// CHECK-LABEL: func.func @heads
+func.func @heads(%q: tensor<64x256xf16>, %k: tensor<4x64x64xf16>, %v: tensor<4x64x64xf16>) -> tensor<64x256xf16> {
+  // CHECK-NEXT: %r = graph.reshape %q : (tensor<64x256xf16>) -> tensor<64x4x64xf16>
+  %r = graph.reshape %q : (tensor<64x256xf16>) -> tensor<64x4x64xf16>
+  // CHECK-NEXT: %h = graph.transpose %r perm [1, 0, 2] : (tensor<64x4x64xf16>) -> tensor<4x64x64xf16>
+  %h = graph.transpose %r perm [1, 0, 2] : (tensor<64x4x64xf16>) -> tensor<4x64x64xf16>
+  // CHECK-NEXT: %s = graph.linear %h, %k : (tensor<4x64x64xf16>, tensor<4x64x64xf16>) -> tensor<4x64x64xf16>
+  %s = graph.linear %h, %k : (tensor<4x64x64xf16>, tensor<4x64x64xf16>) -> tensor<4x64x64xf16>
+  // CHECK-NEXT: %o = graph.matmul %s, %v : (tensor<4x64x64xf16>, tensor<4x64x64xf16>) -> tensor<4x64x64xf16>
+  %o = graph.matmul %s, %v : (tensor<4x64x64xf16>, tensor<4x64x64xf16>) -> tensor<4x64x64xf16>
+  // CHECK-NEXT: %m = graph.transpose %o perm [1, 0, 2] : (tensor<4x64x64xf16>) -> tensor<64x4x64xf16>
+  %m = graph.transpose %o perm [1, 0, 2] : (tensor<4x64x64xf16>) -> tensor<64x4x64xf16>
+  // CHECK-NEXT: %y = graph.reshape %m : (tensor<64x4x64xf16>) -> tensor<64x256xf16>
+  %y = graph.reshape %m : (tensor<64x4x64xf16>) -> tensor<64x256xf16>
+  func.return %y : tensor<64x256xf16>
+}
