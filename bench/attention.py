@@ -4,14 +4,18 @@ synchronized tile by tile, against stream sync of the same kernels and against t
     attention_benchmarks(shapes=SHAPES, warmup=5, reps=30) -> dict   (the CLI adds "device")
     attention_table(result) -> str;  attention_plot(result, out_dir) -> PNG path or None
 
-Per shape (tokens T, width C) the program is the one graph-to-stages builds for the torch front
-end from `y = linear(softmax(q · kᵀ · C^-1/2) · v, w_out)` with `q, k, v = split(linear(x,
-w_qkv))` (transforms/graph/graph_to_stages.py: match_attention, attention_configs,
-attention_stage_module): five kernels, QKV = x · w_qkvᵀ (wgmma), S = q · kᵀ (wgmma, q and k
-read in place as column slices of QKV), P = softmax(S · scale) (a row per block), O = P · v
-(mma.sync, v in place) and y = O · w_outᵀ, with a dependency per operand a kernel reads from
-another. The pattern is one head whose width is the model's: C = 128 is one head of GPT-3 or
-LLaMA, T = 512-4096 a prefill. The modes are bench/mlp.py's, with the same passes:
+Per shape (tokens T, width C; with heads also H and the model width E) the program is the one
+graph-to-stages builds for the torch front end from `y = linear(softmax(q · kᵀ · D^-1/2) · v,
+w_out)` with `q, k, v = split(linear(x, w_qkv))` (transforms/graph/graph_to_stages.py:
+match_attention, attention_configs, attention_stage_module): five kernels, QKV = x · w_qkvᵀ
+(wgmma), S = q · kᵀ (wgmma, q and k read in place from QKV), P = softmax(S · scale) (a row per
+block), O = P · v (mma.sync, v in place) and y = O · w_outᵀ, with a dependency per operand a
+kernel reads from another. ONE_HEAD_SHAPES are one head as wide as x: C = 128 is one head of
+GPT-3 or LLaMA, T = 512-4096 a prefill. HEAD_SHAPES are the paper's: the heads one GPU holds
+of GPT-3 175B (12 of 128 over x of 12288) and LLaMA-65B (8 of 128 over 8192) under 8-way
+tensor parallelism, T = 512-2048, with q, k and v viewed as heads and merged back (S, P: H x
+T x T; each tile of q · kᵀ and P · v one head's). The modes are bench/mlp.py's, with the same
+passes:
 
 * stream_sync     the five kernels on one stream, no PDL: the same kernels, bulk-synchronous;
 * row+pdl         the generated policies and programmatic dependent launch;
@@ -52,39 +56,76 @@ from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_diges
 from tilesync.transforms.graph.graph_to_stages import CONTEXT, OUT, QKV, SCORES, SOFTMAX
 
 WIDTH = 128  # one head of GPT-3 or LLaMA
-SHAPES = tuple((tokens, WIDTH) for tokens in (512, 1024, 2048, 4096))
-GPU_TEST_SHAPES = ((256, 64),)
-"""test_attention_gpu.py's shape: small, so that CI compiles and proves its programs fast."""
+ONE_HEAD_SHAPES = tuple((tokens, WIDTH) for tokens in (512, 1024, 2048, 4096))
+MODEL_HEADS = {"gpt3": (12, 12288), "llama": (8, 8192)}
+"""(heads, model width) a GPU holds of GPT-3 175B (96 heads of 128 over 12288) and LLaMA-65B
+(64 of 128 over 8192) under 8-way tensor parallelism, the paper's attention."""
+HEAD_SHAPES = tuple((tokens, heads * WIDTH, heads, model)
+                    for heads, model in MODEL_HEADS.values() for tokens in (512, 1024, 2048))
+SHAPES = ONE_HEAD_SHAPES + HEAD_SHAPES
+"""(T, C) for one head as wide as x; (T, C, H, E) for H heads of C / H columns over x of E:
+QKV = x · w_qkvᵀ is T x 3C, y T x E."""
+GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 192))
+"""test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
+one head, and two heads of 64 over a wider x."""
+
+
+def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """(T, C, H, E) of a bench shape."""
+    tokens, width, heads, model = (*shape, 1, 0)[:4] if len(shape) == 2 else shape
+    return tokens, width, heads, model or width
 VERIFY_SMS = 132
 MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
 STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
 
 
-def shape_label(shape: tuple[int, int]) -> str:
-    return f"T={shape[0]} C={shape[1]}"
+def shape_label(shape: tuple[int, ...]) -> str:
+    t, c, h, e = dims(shape)
+    return f"T={t} C={c}" if h == 1 and e == c else f"T={t} H={h}x{c // h} E={e}"
 
 
-def graph_text(shape: tuple[int, int]) -> str:
-    """The attention block as a graph-level function (what the torch front end emits)."""
-    t, c = shape
-    scale = c ** -0.5
-    x, w3, w, tt = (f"tensor<{t}x{c}xf16>", f"tensor<{3 * c}x{c}xf16>", f"tensor<{c}x{c}xf16>",
-                    f"tensor<{t}x{t}xf16>")
-    return "\n".join([
-        f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {x} {{",
+def graph_text(shape: tuple[int, ...]) -> str:
+    """The attention block as a graph-level function (what the torch front end emits); with
+    heads, q, k and v viewed as heads (view, transpose) and the heads merged back."""
+    t, c, h, e = dims(shape)
+    d = c // h
+    scale = d ** -0.5
+    x, w3, w, y = (f"tensor<{t}x{e}xf16>", f"tensor<{3 * c}x{e}xf16>", f"tensor<{e}x{c}xf16>",
+                   f"tensor<{t}x{e}xf16>")
+    qt, st, ht = f"tensor<{t}x{c}xf16>", f"tensor<{t}x{t}xf16>", f"tensor<{t}x{c}xf16>"
+    lines = [
+        f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {y} {{",
         f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> tensor<{t}x{3 * c}xf16>",
-        f"  %q, %k, %v = graph.split %qkv dim -1 : (tensor<{t}x{3 * c}xf16>) -> ({x}, {x}, {x})",
-        f"  %s = graph.linear %q, %k : ({x}, {x}) -> {tt}",
-        f"  %p = graph.softmax %s dim -1 scale {scale!r} : {tt}",
-        f"  %o = graph.matmul %p, %v : ({tt}, {x}) -> {x}",
-        f"  %y = graph.linear %o, %wo : ({x}, {w}) -> {x}",
-        f"  func.return %y : {x}",
-        "}",
-    ])
+        f"  %q, %k, %v = graph.split %qkv dim -1 : (tensor<{t}x{3 * c}xf16>) -> "
+        f"({qt}, {qt}, {qt})",
+    ]
+    q, k, v = "%q", "%k", "%v"
+    if h > 1:
+        viewed, ht = f"tensor<{t}x{h}x{d}xf16>", f"tensor<{h}x{t}x{d}xf16>"
+        st = f"tensor<{h}x{t}x{t}xf16>"
+        for name in "qkv":
+            lines += [f"  %{name}4 = graph.reshape %{name} : ({qt}) -> {viewed}",
+                      f"  %{name}h = graph.transpose %{name}4 perm [1, 0, 2] : ({viewed}) -> "
+                      f"{ht}"]
+        q, k, v = "%qh", "%kh", "%vh"
+    lines += [
+        f"  %s = graph.linear {q}, {k} : ({ht}, {ht}) -> {st}",
+        f"  %p = graph.softmax %s dim -1 scale {scale!r} : {st}",
+        f"  %o = graph.matmul %p, {v} : ({st}, {ht}) -> {ht}",
+    ]
+    o = "%o"
+    if h > 1:
+        viewed = f"tensor<{t}x{h}x{d}xf16>"
+        lines += [f"  %ot = graph.transpose %o perm [1, 0, 2] : ({ht}) -> {viewed}",
+                  f"  %om = graph.reshape %ot : ({viewed}) -> {qt}"]
+        o = "%om"
+    lines += [f"  %y = graph.linear {o}, %wo : ({qt}, {w}) -> {y}",
+              f"  func.return %y : {y}", "}"]
+    return "\n".join(lines)
 
 
-def attention_match(shape: tuple[int, int]):
+def attention_match(shape: tuple[int, ...]):
     """graph-to-stages' match of the shape's graph function (AttentionMatch)."""
     from xdsl.dialects import func
 
@@ -95,18 +136,18 @@ def attention_match(shape: tuple[int, int]):
     return match_attention(next(op for op in module.ops if isinstance(op, func.FuncOp)))
 
 
-def attention_spec(shape: tuple[int, int]):
+def attention_spec(shape: tuple[int, ...]):
     """graph-to-stages' configs of the shape (AttentionSpec), or its diagnostic."""
     from tilesync.transforms.graph.graph_to_stages import attention_configs
 
     return attention_configs(attention_match(shape))
 
 
-def stage_module(shape: tuple[int, int], mode: str):
+def stage_module(shape: tuple[int, ...], mode: str):
     """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
     from tilesync.transforms.graph.graph_to_stages import attention_stage_module
 
-    return stage_bench.for_mode(attention_stage_module(attention_spec(shape), shape[1]), mode)
+    return stage_bench.for_mode(attention_stage_module(attention_spec(shape)), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
@@ -139,42 +180,45 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
                             key=_job_key)
 
 
-def flops(shape: tuple[int, int]) -> int:
+def flops(shape: tuple[int, ...]) -> int:
     """Multiply-adds x 2 of the two linears and the two products with the keys and values."""
-    t, c = shape
-    return 2 * t * c * 3 * c + 2 * t * t * c * 2 + 2 * t * c * c
+    t, c, _, e = dims(shape)
+    return 2 * t * e * 3 * c + 2 * t * t * c * 2 + 2 * t * c * e
 
 
-def floor_ms(shape: tuple[int, int], rates: dict[str, float]) -> float:
-    t, c = shape
-    elements = (t * c + 3 * c * c + c * c  # x and the weights
-                + 2 * (t * 3 * c + 2 * t * t + t * c)  # QKV, S, P, O written and read
-                + t * c)  # y
+def floor_ms(shape: tuple[int, ...], rates: dict[str, float]) -> float:
+    t, c, h, e = dims(shape)
+    elements = (t * e + 3 * c * e + e * c  # x and the weights
+                + 2 * (t * 3 * c + 2 * h * t * t + t * c)  # QKV, S, P, O written and read
+                + t * e)  # y
     return roofline_ms(flops(shape), 2 * elements, rates)  # fp16
 
 
 class AttentionData(mlp.CheckedOutputs):
     """x, w_qkv, w_out, the temporaries QKV, S, P, O, y (fp16) and the fp32 reference."""
 
-    def __init__(self, torch, shape: tuple[int, int], seed: int = 0):
+    def __init__(self, torch, shape: tuple[int, ...], seed: int = 0):
         self.torch = torch
-        t, c = shape
-        self.scale = c ** -0.5
+        t, c, h, e = dims(shape)
+        self.heads = h
+        self.scale = (c // h) ** -0.5
         gen = torch.Generator(device="cuda").manual_seed(seed)
 
         def rand(size, scale=1.0):
             return (torch.randn(size, generator=gen, device="cuda", dtype=torch.float32)
                     * scale).half()
 
-        self.x = rand((t, c))
-        self.w_qkv = rand((3 * c, c), c ** -0.5)  # q, k, v stay O(1)
-        self.w_out = rand((c, c), c ** -0.5)
+        self.x = rand((t, e))
+        self.w_qkv = rand((3 * c, e), e ** -0.5)  # q, k, v stay O(1)
+        self.w_out = rand((e, c), c ** -0.5)
 
         def empty(*size):
             return torch.empty(size, device="cuda", dtype=torch.float16)
 
-        self.qkv, self.s, self.p, self.o = empty(t, 3 * c), empty(t, t), empty(t, t), empty(t, c)
-        self.y = empty(t, c)
+        scores = (t, t) if h == 1 else (h, t, t)
+        self.qkv, self.s, self.p = empty(t, 3 * c), empty(*scores), empty(*scores)
+        self.o = empty(t, c) if h == 1 else empty(h, t, c // h)
+        self.y = empty(t, e)
         from tilesync.transforms.graph.graph_to_stages import attention_bindings
 
         self.binds = attention_bindings(attention_match(shape))
@@ -182,11 +226,19 @@ class AttentionData(mlp.CheckedOutputs):
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
 
+    def _heads(self, z):
+        """T x C viewed as H x T x D (one head: as it is)."""
+        t, c = z.shape
+        return z if self.heads == 1 else z.view(t, self.heads, c // self.heads).transpose(0, 1)
+
+    def _merged(self, o):
+        return o if self.heads == 1 else o.transpose(0, 1).reshape(o.shape[1], -1)
+
     def _chain(self, x, w_qkv, w_out):
         F = self.torch.nn.functional
-        q, k, v = F.linear(x, w_qkv).chunk(3, dim=-1)
-        p = self.torch.softmax(q @ k.transpose(0, 1) * self.scale, dim=-1)
-        return F.linear(p @ v, w_out)
+        q, k, v = map(self._heads, F.linear(x, w_qkv).chunk(3, dim=-1))
+        p = self.torch.softmax(q @ k.transpose(-2, -1) * self.scale, dim=-1)
+        return F.linear(self._merged(p @ v), w_out)
 
     def poison(self) -> None:
         for tensor in (self.qkv, self.s, self.p, self.o, self.y):
@@ -208,9 +260,9 @@ class AttentionData(mlp.CheckedOutputs):
     def torch_sdpa(self):
         """The same with torch's fused attention between the two linears."""
         F = self.torch.nn.functional
-        q, k, v = F.linear(self.x, self.w_qkv).chunk(3, dim=-1)
+        q, k, v = map(self._heads, F.linear(self.x, self.w_qkv).chunk(3, dim=-1))
         o = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=self.scale)[0]
-        return F.linear(o, self.w_out)
+        return F.linear(self._merged(o), self.w_out)
 
 
 def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
@@ -235,7 +287,8 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
     rates = result["rates"]
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
     for shape in shapes:
-        row: dict[str, Any] = {"shape": shape_label(shape), "T": shape[0], "C": shape[1],
+        t, c, h, e = dims(shape)
+        row: dict[str, Any] = {"shape": shape_label(shape), "T": t, "C": c, "H": h, "E": e,
                                "flops": flops(shape), "floor_ms": floor_ms(shape, rates),
                                "modes": {}}
         result["rows"].append(row)
@@ -265,7 +318,7 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
 def attention_table(result: dict[str, Any]) -> str:
     rates = result["rates"]
     lines = [
-        f"self-attention, one head (x T x C -> QKV -> q kT -> softmax -> P v -> out; fp16) vs "
+        f"self-attention (x T x E -> QKV -> q kT -> softmax -> P v per head -> out; fp16) vs "
         f"{result['library']}; {result['reps']} reps after {result['warmup']} warm-up; "
         f"{result['sms']} SMs; {result['programs_compiled']} programs compiled in "
         f"{result['compile_seconds']:.1f} s ({result['programs_cached']} cached); every "

@@ -131,6 +131,11 @@ class LinearOp(IRDLOperation):
                  result_type: Attribute):
         super().__init__(operands=[input, weight, bias], result_types=[result_type])
 
+    @property
+    def batched(self) -> bool:
+        """Whether w is one matrix per batch (x · wᵀ batch by batch), not a layer's weight."""
+        return len(_shape(_tensor(self.weight, self, "weight"))) != 2
+
     def verify_(self) -> None:
         x, w = _tensor(self.input, self, "input"), _tensor(self.weight, self, "weight")
         out = _tensor(self.result.type, self, "result")

@@ -216,16 +216,18 @@ def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValu
             body.insert(tl.StoreAccOp(accs, buffer, indices, epilogue=epilogue, at=[row, col]))
 
 
-ASource = Callable[[BlockBuilder, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
-"""(body, row of A (global m), column of A (global k)) -> (source indices, masked); for B the
-row and column of its logical layout."""
+ASource = Callable[[BlockBuilder, SSAValue, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
+"""(body, row of A (global m), column of A (global k), the tile's first row m0 of C) ->
+(source indices, masked); for B the row and column of its logical layout (m0 still C's: an
+operand of batches, attention's heads one under another, is addressed by the tile's batch)."""
 
 
 def column_slice(offset: int) -> ASource:
     """An operand read as columns offset .. of a wider row-major matrix (its memref type the
     wider one). Masked: rows past the end read zeros; the slice's own width must cover whole
     k-tiles, since columns past it are the next slice's, not zeros."""
-    def source(body: BlockBuilder, row: SSAValue, col: SSAValue) -> tuple[list[SSAValue], bool]:
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+               ) -> tuple[list[SSAValue], bool]:
         return [row, body.addi(col, offset)], True
 
     return source
@@ -368,7 +370,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     mask_b = cfg.N % bn != 0 or cfg.K % bk != 0
     mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
 
-    def default_a(body: BlockBuilder, row: SSAValue, col: SSAValue) -> tuple[list[SSAValue], bool]:
+    def default_a(body: BlockBuilder, row: SSAValue, col: SSAValue, tile_m0: SSAValue
+                  ) -> tuple[list[SSAValue], bool]:
         return [row, col], mask_a
 
     source_a = a_source or default_a
@@ -396,7 +399,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
 
         def copy_a_from(src: SSAValue, m_origin: SSAValue, k_origin: SSAValue):
             def copy(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
-                indices, masked = source_a(cb, cb.addi(m_origin, row), cb.addi(k_origin, col))
+                indices, masked = source_a(cb, cb.addi(m_origin, row), cb.addi(k_origin, col),
+                                           m0)
                 cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], src, indices,
                                        masked=masked, swizzle=swizzle_a))
             return copy
@@ -422,7 +426,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
             else:  # smem n x k
                 src, masked = [cb.addi(n0, row), cb.addi(k0, col)], mask_b
             if b_source is not None:
-                src, masked = b_source(cb, *src)
+                src, masked = b_source(cb, *src, m0)
             cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=masked,
                                    swizzle=swizzle_b))
 

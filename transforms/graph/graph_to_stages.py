@@ -81,6 +81,7 @@ from xdsl.passes import ModulePass
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
+from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.choice import stages_for
 from tilesync.kernels.config import (
     H100_SMS,
@@ -94,7 +95,7 @@ from tilesync.kernels.config import (
     tma_ws_config,
 )
 from tilesync.kernels.conv2d import conv2d_module
-from tilesync.kernels.gemm import column_slice, gemm_module
+from tilesync.kernels.gemm import ASource, column_slice, gemm_module
 from tilesync.kernels.mlp import (
     CONSUMER,
     PRODUCER,
@@ -220,6 +221,10 @@ def match_mlp(fn: func.FuncOp) -> MlpMatch:
         first = _producer(hidden_value, graph.LinearOp, second, "the hidden layer")
         assert isinstance(first, graph.LinearOp)
         covered.append(first)
+    for linear in covered:
+        if isinstance(linear, graph.LinearOp) and linear.batched:
+            raise diagnostic(PASS, linear, "an MLP's linears take weight matrices, not one "
+                                           "per batch")
     x_type = first.input.type
     assert isinstance(x_type, TensorType)
     shape = tuple(x_type.get_shape())
@@ -309,6 +314,15 @@ QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out
 CONTEXT_BN = (16, 32)  # P · v's columns a tile: the narrower where a wave holds it (context_tile)
 CONTEXT_STAGES = 8  # P · v's cp.async ring (context_tile)
 QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
+LONG_K_TILE = (128, 4)
+"""The QKV and output GEMMs' (BN, stages) where their K is a model's width (heads over a wider
+x, tensor parallel): a main loop of many k-steps, not a tile's latency (`projection_tile`)."""
+
+
+def projection_tile(k: int) -> tuple[int, int]:
+    """(BN, stages) of the QKV or output GEMM of K: QKV_OUT_BN and 3 stages where K is one
+    head's few k-steps (a tile's time is its latency), LONG_K_TILE from 8 k-steps (512) on."""
+    return LONG_K_TILE if k >= 512 else (QKV_OUT_BN, 3)
 
 
 @dataclass(frozen=True)
@@ -321,10 +335,22 @@ class AttentionMatch:
     w_out: int
     b_out: int | None
     tokens: int  # T: the rows of x, one sequence
-    width: int  # C: the model width (q, k and v each T x C)
+    width: int  # C: q, k and v each T x C (the heads side by side)
     dtype: str
     scale: float  # softmax's: P = softmax(S · scale)
     anchor: Operation  # the output linear: where diagnostics point
+    heads: int = 1  # H: q, k and v viewed as H heads of C / H columns
+    model_width: int = 0  # E: x's columns and y's (0: C, as one head of the model is)
+
+    @property
+    def head_width(self) -> int:
+        """D = C / H: the columns of one head."""
+        return self.width // self.heads
+
+    @property
+    def input_width(self) -> int:
+        """E: x's columns, the QKV GEMM's K and the output GEMM's N."""
+        return self.model_width or self.width
 
 
 def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str) -> Operation:
@@ -336,15 +362,60 @@ def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str)
     return owner
 
 
+SPLIT_HEADS = (1, 0, 2)
+"""graph.transpose's perm between tokens x heads x D and heads x tokens x D (either way)."""
+
+
+def _merged_heads(value: SSAValue, op: Operation) -> tuple[SSAValue, list[Operation]]:
+    """(the heads x T x D tensor, the ops) where `value` is it merged back into T x C by
+    reshape(transpose(·, SPLIT_HEADS)); else (value, [])."""
+    reshape = value.owner if isinstance(value, OpResult) else None
+    if not isinstance(reshape, graph.ReshapeOp):
+        return value, []
+    _producer(value, graph.ReshapeOp, op, "the attention output")
+    transpose = _producer(reshape.input, graph.TransposeOp, reshape, "the merged heads")
+    assert isinstance(transpose, graph.TransposeOp)
+    if transpose.permutation != SPLIT_HEADS:
+        raise diagnostic(PASS, transpose, "the heads merge back as o.transpose(0, 1) "
+                                          "(perm [1, 0, 2]) reshaped to tokens x width")
+    return transpose.input, [reshape, transpose]
+
+
+def _split_heads(value: SSAValue, op: Operation, what: str
+                 ) -> tuple[SSAValue, int, list[Operation]]:
+    """(the T x C tensor, H, the ops) where `value` is it viewed as heads, transpose(reshape(·,
+    T x H x D), SPLIT_HEADS); else (value, 1, [])."""
+    transpose = value.owner if isinstance(value, OpResult) else None
+    if not isinstance(transpose, graph.TransposeOp):
+        return value, 1, []
+    _producer(value, graph.TransposeOp, op, what)
+    if transpose.permutation != SPLIT_HEADS:
+        raise diagnostic(PASS, transpose, f"{what}'s heads are x.view(T, H, D).transpose(0, 1) "
+                                          "(perm [1, 0, 2])")
+    reshape = _producer(transpose.input, graph.ReshapeOp, transpose, f"{what}'s heads")
+    assert isinstance(reshape, graph.ReshapeOp)
+    tokens, columns = TensorType.get_shape(reshape.input.type)  # type: ignore[arg-type,misc]
+    viewed = TensorType.get_shape(reshape.result.type)  # type: ignore[arg-type]
+    if len(viewed) != 3 or viewed[0] != tokens or viewed[1] * viewed[2] != columns:
+        raise diagnostic(PASS, reshape, f"{what} views tokens x width as tokens x heads x "
+                                        f"(width / heads), got {list(viewed)}")
+    return reshape.input, viewed[1], [transpose, reshape]
+
+
 def match_attention(fn: func.FuncOp) -> AttentionMatch:
     """y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out]) with q, k, v = split(
-    linear(x, w_qkv[, b_qkv])); a diagnostic where the function does not fit."""
+    linear(x, w_qkv[, b_qkv])); or with heads, y = linear(merge(matmul(softmax(linear(qh,
+    kh)), vh)), w_out[, b_out]) where qh = transpose(reshape(q, T x H x D), [1, 0, 2]) (the
+    same for k and v) and merge(o) = reshape(transpose(o, [1, 0, 2]), T x C); a diagnostic
+    where the function does not fit."""
     ret = fn.body.block.last_op
     if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
         raise diagnostic(PASS, ret or fn, "a piece returns exactly one tensor")
     out = _producer(ret.arguments[0], graph.LinearOp, ret, "the result")
     assert isinstance(out, graph.LinearOp)
-    context = _producer(out.input, graph.MatmulOp, out, "the attention output")
+    context_value, merge_ops = _merged_heads(out.input, out)
+    context = _producer(context_value, graph.MatmulOp, merge_ops[-1] if merge_ops else out,
+                        "the attention output")
     assert isinstance(context, graph.MatmulOp)
     probs = _producer(context.lhs, graph.SoftmaxOp, context, "the attention weights")
     assert isinstance(probs, graph.SoftmaxOp)
@@ -355,10 +426,16 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         raise diagnostic(PASS, probs, "attention's softmax runs along the keys (dim -1)")
     if scores.bias is not None:
         raise diagnostic(PASS, scores, "q · kᵀ takes no bias")
-    split = _result_of(scores.input, graph.SplitOp, scores, "q")
+    (q, hq, q_ops), (k, hk, k_ops), (v, hv, v_ops) = (
+        _split_heads(scores.input, scores, "q"), _split_heads(scores.weight, scores, "k"),
+        _split_heads(context.rhs, context, "v"))
+    heads = hq
+    if not hk == hv == heads or (heads > 1) != bool(merge_ops):
+        raise diagnostic(PASS, context, "q, k and v are viewed as the same number of heads, "
+                                        "and the heads merge back before the output linear")
+    split = _result_of(q, graph.SplitOp, scores, "q")
     assert isinstance(split, graph.SplitOp)
-    q, k, v = (*split.outputs, None, None, None)[:3]
-    if len(split.outputs) != 3 or (scores.input, scores.weight, context.rhs) != (q, k, v):
+    if len(split.outputs) != 3 or tuple(split.outputs) != (q, k, v):
         raise diagnostic(PASS, split, "attention splits the QKV projection into q, k, v, in "
                                       "that order, and computes softmax(q · kᵀ) · v")
     if any(r.uses.get_length() != 1 for r in split.outputs):
@@ -367,18 +444,20 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
     assert isinstance(qkv, graph.LinearOp)
     x_type = qkv.input.type
     assert isinstance(x_type, TensorType)
-    if x_type.get_shape()[-1] * 3 != TensorType.get_shape(split.input.type)[-1] or \
-            split.dim.value.data not in (-1, len(x_type.get_shape()) - 1):  # type: ignore
-        raise diagnostic(PASS, split, "the QKV projection splits into three widths of x's "
-                                      "along its last dimension")
     if len(x_type.get_shape()) != 2:
         raise diagnostic(PASS, qkv, "attention takes one sequence: x is tokens x width "
                                     "(batches of sequences stay in torch)")
-    tokens, width = x_type.get_shape()
+    tokens, model_width = x_type.get_shape()
+    width = TensorType.get_shape(q.type)[-1]  # type: ignore[arg-type]
+    if width * 3 != TensorType.get_shape(split.input.type)[-1] or \
+            split.dim.value.data not in (-1, 1):
+        raise diagnostic(PASS, split, "the QKV projection splits into three equal widths "
+                                      "along its last dimension")
     dtype = _dtype(x_type, qkv)
     if dtype != "f16":
         raise diagnostic(PASS, probs, "the softmax kernel takes f16, not bf16")
-    covered = {qkv, split, scores, probs, context, out, ret}
+    covered = {qkv, split, scores, probs, context, out, ret, *merge_ops, *q_ops, *k_ops,
+               *v_ops}
     extra = [op for op in fn.body.block.ops if op not in covered]
     if extra:
         raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the attention "
@@ -389,19 +468,39 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         b_qkv=None if qkv.bias is None else _arg(qkv.bias, fn, qkv, "the QKV bias"),
         w_out=_arg(out.weight, fn, out, "the output weight"),
         b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
-        tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out)
+        tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out,
+        heads=heads, model_width=0 if model_width == width else model_width)
 
 
 @dataclass(frozen=True)
 class AttentionSpec:
     """The five kernels' configs: QKV = x · w_qkvᵀ; S = q · kᵀ (q, k read in place as column
-    slices of QKV); P = softmax(S · scale); O = P · v (v in place); y = O · w_outᵀ."""
+    slices of QKV); P = softmax(S · scale); O = P · v (v in place); y = O · w_outᵀ.
+
+    With H heads, S, P and O hold the heads one under another (head h: rows h·T .. h·T + T - 1
+    of S and P, H·T x T; of O, H·T x D): a tile of q · kᵀ or P · v is one head's (BM divides
+    T), whose q, k and v are QKV's columns h·D .. of its three thirds, and the output GEMM
+    reads O's k-step columns j as head j·64 / D's rows (the heads merged back)."""
 
     qkv: GemmConfig
     scores: GemmConfig
     softmax: SoftmaxConfig
     context: GemmConfig
     out: GemmConfig
+    heads: int = 1
+
+    @property
+    def tokens(self) -> int:
+        return self.qkv.M
+
+    @property
+    def width(self) -> int:
+        """C = H·D: q, k and v each T x C."""
+        return self.qkv.N // 3
+
+    @property
+    def head_width(self) -> int:
+        return self.width // self.heads
 
     @property
     def gemms(self) -> tuple[GemmConfig, ...]:
@@ -425,32 +524,42 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     narrow tiles (BN = 64, six and two of them per tile row) that leave through shared memory
     (staged_store) took them from 7.2-8.0 and 4.0-4.4 us to 2.1-3.2 and 2.0-2.3 (cuBLAS:
     2.3-3.3 and 2.2-2.6) on the H200 against the MLP's 128 x 256 and 128 x 128 tiles."""
-    t, c = match.tokens, match.width
-    if c % 64:
-        raise diagnostic(PASS, match.anchor, f"the model width {c} is not a multiple of 64 "
-                                             "(the GEMMs' k-tile and the dependency's step)")
+    t, c, e, h, d = (match.tokens, match.width, match.input_width, match.heads,
+                     match.head_width)
+    for what, columns in (("the model width", e), ("the head width", d)):
+        if columns % 64:
+            raise diagnostic(PASS, match.anchor, f"{what} {columns} is not a multiple of 64 "
+                                                 "(the GEMMs' k-tile and the dependency's "
+                                                 "step)")
     if t % 32 or t > 4096:
         raise diagnostic(PASS, match.anchor, f"{t} tokens: the softmax kernel takes a multiple "
                                              "of 32 up to 4096")
     (t1, w1, _), (t4, w4, _) = default_configs("custom", t, "wgmma")
     bm = t1[0]
+    if h > 1 and t % bm:
+        raise diagnostic(PASS, match.anchor, f"{t} tokens with {h} heads: a tile of q · kᵀ is "
+                                             f"one head's, so {bm} rows a tile must divide T")
     try:
-        def gemm(name, n, k, tile, warps, stages, epilogue=None, mma="wgmma", staged=False):
-            return gemm_config(t, n, k, tile, warps, stages, dtype=match.dtype,
+        def gemm(name, m, n, k, tile, warps, stages, epilogue=None, mma="wgmma",
+                 staged=False):
+            return gemm_config(m, n, k, tile, warps, stages, dtype=match.dtype,
                                epilogue=epilogue, name=name, sync_hooks=True, mma=mma,
                                b_layout="col" if mma == "wgmma" else "row",
                                staged_store=staged)
 
         spec = AttentionSpec(
-            qkv=gemm(QKV, 3 * c, c, (bm, QKV_OUT_BN, 64), w1, 3,
-                     "bias" if match.b_qkv is not None else None, staged=True),
+            qkv=gemm(QKV, t, 3 * c, e, (bm, projection_tile(e)[0], 64), w1,
+                     projection_tile(e)[1], "bias" if match.b_qkv is not None else None,
+                     staged=True),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
-            scores=gemm(SCORES, t, c, (bm, bm, 64), w4, 3, staged=True),
-            softmax=softmax_config(t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
-            context=gemm(CONTEXT, c, t, context_tile(t, c, bm), (bm // 32, 1), CONTEXT_STAGES,
-                         mma="sync"),
-            out=gemm(OUT, c, c, (t4[0], QKV_OUT_BN, 64), w4, 3,
-                     "bias" if match.b_out is not None else None, staged=True))
+            scores=gemm(SCORES, h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
+            softmax=softmax_config(h * t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
+            context=gemm(CONTEXT, h * t, d, t, context_tile(h * t, d, bm), (bm // 32, 1),
+                         CONTEXT_STAGES, mma="sync"),
+            out=gemm(OUT, t, e, c, (t4[0], projection_tile(c)[0], 64), w4,
+                     projection_tile(c)[1], "bias" if match.b_out is not None else None,
+                     staged=True),
+            heads=h)
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: {err}") \
             from err
@@ -477,24 +586,35 @@ def _ratio(expr: AffineExpr, ratio: int) -> AffineExpr:
     return expr if ratio == 1 else expr // ratio
 
 
-def attention_dependencies(spec: AttentionSpec, width: int) -> list[sync.DependencyOp]:
+def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
     """Which producer tiles each consumer tile reads, per operand (d: consumer tile, s0: the
-    k-step of the load point, s1: a range of producer tiles)."""
+    k-step of the load point, s1: a range of producer tiles). With heads, a tile row d0 of
+    q · kᵀ and P · v is head d0 floordiv (T / BM)'s token rows d0 mod (T / BM)."""
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
     s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
+    width, heads = spec.width, spec.heads
     bm, bn1, _ = spec.qkv.tile
     bk2 = spec.scores.tile[2]
     _, bn3, bk3 = spec.context.tile
-    bk4 = spec.out.tile[2]
     per_softmax = bm // spec.softmax.warps  # softmax tiles (blocks) per row of tiles
     qkv_column = bn1 // bk2  # k-steps of the scores GEMM per QKV tile column
-    deps = [
-        # q: row d0 of QKV, the column tile of k-step s0
-        sync.DependencyOp(QKV, SCORES, 0, AffineMap(2, 1, (d0, _ratio(s0, qkv_column))),
+    if heads == 1:
+        token_row, q_step, k_step = d0, s0, s0 + width // bk2
+        v_tile = d1 + 2 * width // bn3
+    else:  # BM divides T: T / BM tile rows a head
+        head = d0 // (spec.tokens // bm)
+        token_row = d0 % (spec.tokens // bm)
+        q_step = head * (spec.head_width // bk2) + s0
+        k_step = q_step + width // bk2
+        v_tile = head * (spec.head_width // bn3) + d1 + 2 * width // bn3
+    return [
+        # q: row d0 of QKV, the column tile of k-step s0 (head h: columns h·D + 64 s0)
+        sync.DependencyOp(QKV, SCORES, 0, AffineMap(2, 1, (token_row,
+                                                           _ratio(q_step, qkv_column))),
                           [(0, spec.scores.k_tiles)]),
-        # k: row d1 of QKV (BN of scores = BM), columns width + 64 s0
-        sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (
-            d1, _ratio(s0 + width // bk2, qkv_column))), [(0, spec.scores.k_tiles)]),
+        # k: row d1 of QKV (BN of scores = BM), columns width + h·D + 64 s0
+        sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (d1, _ratio(k_step, qkv_column))),
+                          [(0, spec.scores.k_tiles)]),
         # a softmax block reads its rows of S, every column tile
         sync.DependencyOp(SCORES, SOFTMAX, 0, AffineMap(2, 1, (_ratio(d0, per_softmax), s0)),
                           [(0, spec.scores.tile_grid[1])]),
@@ -503,32 +623,92 @@ def attention_dependencies(spec: AttentionSpec, width: int) -> list[sync.Depende
                                                                 AffineExpr.constant(0))),
                           [(0, spec.context.k_tiles), (0, per_softmax)],
                           clipped=spec.softmax.rows % bm != 0),
-        # v: rows 32 s0 of QKV, columns 2 width + BN3 d1 (one QKV tile: BN3 divides BN1)
-        sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (
-            _ratio(s0, bm // bk3), _ratio(d1 + 2 * width // bn3, bn1 // bn3))),
-            [(0, spec.context.k_tiles)]),
-        # O: row d0 of the context GEMM, the column tiles of k-step s0 (one spans several
-        # k-steps, or a k-step several tiles)
-        sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 1, (d0, _ratio(s0, bn3 // bk4))),
-                          [(0, spec.out.k_tiles)]) if bn3 >= bk4 else
-        sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 2, (d0, s0 * (bk4 // bn3) + s1)),
-                          [(0, spec.out.k_tiles), (0, bk4 // bn3)]),
+        # v: rows 32 s0 of QKV, columns 2 width + h·D + BN3 d1 (one QKV tile: BN3 divides BN1)
+        sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (_ratio(s0, bm // bk3),
+                                                            _ratio(v_tile, bn1 // bn3))),
+                          [(0, spec.context.k_tiles)]),
+        _output_dependency(spec),
     ]
-    return deps
 
 
-def attention_stage_module(spec: AttentionSpec, width: int) -> ModuleOp:
+def _output_dependency(spec: AttentionSpec) -> sync.DependencyOp:
+    """O: row d0 of the context GEMM, the column tiles of k-step s0 (one spans several k-steps,
+    or a k-step several tiles); with heads, the merged columns of k-step s0 are head
+    s0 floordiv (D / 64)'s columns, in that head's tile row d0."""
+    d0 = AffineExpr.dimension(0)
+    s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
+    _, bn3, _ = spec.context.tile
+    bk4 = spec.out.tile[2]
+    if spec.heads == 1:
+        row, column = d0, s0
+    else:  # a head of one k-step: that head's first column
+        head_steps = spec.head_width // bk4
+        row = _ratio(s0, head_steps) * (spec.tokens // spec.out.tile[0]) + d0
+        column = s0 % head_steps if head_steps > 1 else AffineExpr.constant(0)
+    if bn3 >= bk4:
+        return sync.DependencyOp(CONTEXT, OUT, 0,
+                                 AffineMap(2, 1, (row, _ratio(column, bn3 // bk4))),
+                                 [(0, spec.out.k_tiles)])
+    return sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 2, (row, column * (bk4 // bn3) + s1)),
+                             [(0, spec.out.k_tiles), (0, bk4 // bn3)])
+
+
+def head_columns(tokens: int, head_width: int, offset: int) -> ASource:
+    """k or v read in place from QKV (T x 3C) as the B operand of q · kᵀ or P · v: its rows are
+    tokens, its columns the tile's head's (head m0 / T, m0 the tile's first row of H·T) at
+    offset + h·D."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+               ) -> tuple[list[SSAValue], bool]:
+        head = body.divui(m0, tokens)
+        return [row, body.addi(body.addi(col, offset), body.muli(head, head_width))], True
+
+    return source
+
+
+def head_rows(tokens: int, head_width: int) -> ASource:
+    """q read in place from QKV as the A operand of q · kᵀ: its row r (of H·T) is token r mod T
+    of head r / T, at QKV's columns h·D .."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+               ) -> tuple[list[SSAValue], bool]:
+        head = body.divui(row, tokens)
+        return [body.remui(row, tokens), body.addi(col, body.muli(head, head_width))], True
+
+    return source
+
+
+def merged_heads(tokens: int, head_width: int) -> ASource:
+    """O (H·T x D, the heads one under another) read as T x C, the output GEMM's A: column c
+    is head c / D's column c mod D (a k-step's 64 columns stay in one head: D is a multiple
+    of 64)."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+               ) -> tuple[list[SSAValue], bool]:
+        head = body.divui(col, head_width)
+        return [body.addi(body.muli(head, tokens), row), body.remui(col, head_width)], True
+
+    return source
+
+
+def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
     """The five kernels, their stages, the dependencies and the launches: each kernel on its
     own stream, producers at higher priority (the chain's order)."""
+    t, c, d = spec.tokens, spec.width, spec.head_width
     qkv_type = MemRefType(spec.qkv.element_type, [spec.qkv.M, spec.qkv.N])
+    if spec.heads == 1:
+        q_source, k_source, v_source = column_slice(0), column_slice(c), column_slice(2 * c)
+        out_module = gemm_module(0, 0, 0, config=spec.out)
+    else:
+        q_source, k_source, v_source = (head_rows(t, d), head_columns(t, d, c),
+                                        head_columns(t, d, 2 * c))
+        out_module = gemm_module(0, 0, 0, config=spec.out,
+                                 a_type=MemRefType(spec.out.element_type, [spec.heads * t, d]),
+                                 a_source=merged_heads(t, d))
     kernels = [
         gemm_module(0, 0, 0, config=spec.qkv),
-        gemm_module(0, 0, 0, config=spec.scores, a_type=qkv_type, a_source=column_slice(0),
-                    b_type=qkv_type, b_source=column_slice(width)),
+        gemm_module(0, 0, 0, config=spec.scores, a_type=qkv_type, a_source=q_source,
+                    b_type=qkv_type, b_source=k_source),
         softmax_module(spec.softmax),
-        gemm_module(0, 0, 0, config=spec.context, b_type=qkv_type,
-                    b_source=column_slice(2 * width)),
-        gemm_module(0, 0, 0, config=spec.out),
+        gemm_module(0, 0, 0, config=spec.context, b_type=qkv_type, b_source=v_source),
+        out_module,
     ]
     ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
     for cfg in (spec.qkv, spec.scores):
@@ -540,7 +720,7 @@ def attention_stage_module(spec: AttentionSpec, width: int) -> ModuleOp:
     for cfg in (spec.context, spec.out):
         ops.append(sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2],
                                 cfg.block, output_tile(cfg)))
-    ops += attention_dependencies(spec, width)
+    ops += attention_dependencies(spec)
     names = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
     ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
             for i, name in enumerate(names)]
@@ -548,7 +728,8 @@ def attention_stage_module(spec: AttentionSpec, width: int) -> ModuleOp:
 
 
 def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
-    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T), 3 O (T x C)."""
+    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T; H x T x T), 3 O (T x C; H x T
+    x D, the heads one under another)."""
     def bias(index: int | None) -> list[graph.BindAttr]:
         return [] if index is None else [graph.BindAttr("input", index)]
 
@@ -563,8 +744,9 @@ def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]
 
 
 def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
-    t, c = match.tokens, match.width
-    return [TensorType(element, shape) for shape in ([t, 3 * c], [t, t], [t, t], [t, c])]
+    t, c, h, d = match.tokens, match.width, match.heads, match.head_width
+    scores, context = ([t, t], [t, c]) if h == 1 else ([h, t, t], [h, t, d])
+    return [TensorType(element, shape) for shape in ([t, 3 * c], scores, scores, context)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -890,7 +1072,12 @@ def _is_attention(fn: func.FuncOp) -> bool:
     if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
         return False
     out = ret.arguments[0].owner
-    return isinstance(out, graph.LinearOp) and isinstance(out.input.owner, graph.MatmulOp)
+    if not isinstance(out, graph.LinearOp):
+        return False
+    merged = out.input.owner
+    if isinstance(merged, graph.ReshapeOp) and isinstance(merged.input.owner, graph.TransposeOp):
+        merged = merged.input.owner.input.owner  # the heads merged back: o.transpose(0, 1)
+    return isinstance(merged, graph.MatmulOp)
 
 
 def _is_conv_chain(fn: func.FuncOp) -> bool:
@@ -933,7 +1120,7 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str
                                       chain.channels[1]])]
     elif _is_attention(fn):
         found = match_attention(fn)
-        module = attention_stage_module(attention_configs(found), found.width)
+        module = attention_stage_module(attention_configs(found))
         binds = attention_bindings(found)
         temps = attention_temps(found, element)
     else:

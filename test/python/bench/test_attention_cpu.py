@@ -16,13 +16,31 @@ PROGRESS = {"row+pdl": "programmatic dependent launch", "tile+pdl": "programmati
 
 
 def test_the_bench_shapes_match_the_pattern():
-    for shape in attention.SHAPES:
+    for shape in attention.SHAPES + attention.GPU_TEST_SHAPES:
         spec = attention.attention_spec(shape)
-        tokens, width = shape
-        assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (tokens, 3 * width, width)
-        assert (spec.scores.M, spec.scores.N, spec.scores.K) == (tokens, tokens, width)
-        assert (spec.context.M, spec.context.N, spec.context.K) == (tokens, width, tokens)
-        assert (spec.out.M, spec.out.N, spec.out.K) == (tokens, width, width)
+        tokens, width, heads, model = attention.dims(shape)
+        d = width // heads
+        assert spec.heads == heads and spec.head_width == d
+        assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (tokens, 3 * width, model)
+        # the heads one under another: H·T rows of q · kᵀ and P · v, a head's D columns
+        assert (spec.scores.M, spec.scores.N, spec.scores.K) == (heads * tokens, tokens, d)
+        assert (spec.softmax.rows, spec.softmax.cols) == (heads * tokens, tokens)
+        assert (spec.context.M, spec.context.N, spec.context.K) == (heads * tokens, d, tokens)
+        assert (spec.out.M, spec.out.N, spec.out.K) == (tokens, model, width)
+
+
+def test_the_paper_shapes_are_gpt3_and_llama_under_8_way_tensor_parallelism():
+    labels = [attention.shape_label(shape) for shape in attention.HEAD_SHAPES]
+    assert labels == [f"T={t} H={h}x128 E={e}" for h, e in ((12, 12288), (8, 8192))
+                      for t in (512, 1024, 2048)]
+
+
+def test_projections_over_a_model_width_take_the_long_k_tile():
+    one_head = attention.attention_spec(attention.ONE_HEAD_SHAPES[0])
+    heads = attention.attention_spec(attention.HEAD_SHAPES[0])
+    assert (one_head.qkv.tile[1], one_head.qkv.stages) == (64, 3)  # K = 128: 2 k-steps
+    assert (heads.qkv.tile[1], heads.qkv.stages) == (128, 4)  # K = 12288
+    assert (heads.out.tile[1], heads.out.stages) == (128, 4)  # K = 1536
 
 
 def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
@@ -32,12 +50,15 @@ def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
     widths = {}
     for shape in attention.SHAPES:
         context = attention.attention_spec(shape).context
-        widths[shape[0]] = context.tile[1]
+        widths[attention.shape_label(shape)] = context.tile[1]
         tiles = context.grid[0] * context.grid[1]
         assert tiles <= H100_SMS or context.tile[1] == 32
         # its ring alone keeps a second block off the SM (under PDL two would share it)
         assert blocks_per_sm(128, 0, context.shared_bytes).blocks_per_sm == 1
-    assert widths == {512: 16, 1024: 16, 2048: 16, 4096: 32}
+    # the heads' grids (8-12 heads of T / 128 tile rows) take more than a wave at 16 wide
+    assert widths == {"T=512 C=128": 16, "T=1024 C=128": 16, "T=2048 C=128": 16,
+                      "T=4096 C=128": 32, **{attention.shape_label(shape): 32
+                                             for shape in attention.HEAD_SHAPES}}
 
 
 def test_flops_and_floor():
@@ -50,9 +71,18 @@ def test_flops_and_floor():
     assert attention.floor_ms((t, c), rates) == pytest.approx(2 * elements)
 
 
+def test_flops_and_floor_with_heads():
+    t, c, h, e = 512, 1536, 12, 12288
+    # projections over E; each head's q · kᵀ and P · v: T x T x D, H of them (T x T x C)
+    assert attention.flops((t, c, h, e)) == 2 * t * e * 3 * c + 2 * 2 * t * t * c + 2 * t * c * e
+    rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}
+    elements = t * e + 4 * c * e + 2 * (3 * t * c + 2 * h * t * t + t * c) + t * e
+    assert attention.floor_ms((t, c, h, e), rates) == pytest.approx(2 * elements)
+
+
+@pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
 @pytest.mark.parametrize("mode", attention.MODES)
-def test_every_mode_is_proved_with_its_guarantee(mode):
-    shape = attention.GPU_TEST_SHAPES[0]
+def test_every_mode_is_proved_with_its_guarantee(mode, shape):
     module = attention.stage_module(shape, mode)
     lower(module, attention.mode_passes(mode))
     stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, sync.StageOp)}
@@ -67,8 +97,9 @@ def test_every_mode_is_proved_with_its_guarantee(mode):
             assert PROGRESS[mode] in stages[name].attributes["sync.progress"].data
 
 
-def test_one_mode_compiles_to_ptx_nvjitlink_accepts():
-    entry = attention.compile_job((attention.GPU_TEST_SHAPES[0], "row+pdl", False), "sm_90")
+@pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
+def test_one_mode_compiles_to_ptx_nvjitlink_accepts(shape):
+    entry = attention.compile_job((shape, "row+pdl", False), "sm_90")
     assert entry["target"] == "sm_90a" and set(entry["ptx_by_module"]) == {
         f"{name}_module" for name in attention.STAGES}
     assert all(name in entry["resources"] for name in attention.STAGES)

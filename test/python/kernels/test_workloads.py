@@ -204,7 +204,7 @@ def _interpret_im2col(cfg: ConvConfig, points):
     from xdsl.ir import Block
 
     index = IndexType()
-    block = Block(arg_types=[index, index])
+    block = Block(arg_types=[index, index, index])  # m, k, the tile's m0 (not read)
     body = BlockBuilder(block)
     indices, masked = im2col_source(cfg)(body, *block.args)
     binary = {arith.AddiOp: operator.add, arith.SubiOp: operator.sub,

@@ -211,3 +211,99 @@ func.func @b(%x: tensor<16x64xf16>) -> tensor<16x64xf16> {
 // Only a declaration: it has no body to lower.
 func.func private @mlp(%x: tensor<16x64xf16>) -> tensor<16x64xf16>
 // CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 1]]:1: graph-to-stages: lowers one graph function per module (with a body), found 0
+
+// -----
+
+// Attention heads: q viewed with its columns and tokens swapped (perm [1, 2, 0]).
+func.func @heads_perm(%x: tensor<64x128xf16>, %wqkv: tensor<384x128xf16>, %wo: tensor<128x128xf16>) -> tensor<64x128xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<64x128xf16>, tensor<384x128xf16>) -> tensor<64x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<64x384xf16>) -> (tensor<64x128xf16>, tensor<64x128xf16>, tensor<64x128xf16>)
+  %q4 = graph.reshape %q : (tensor<64x128xf16>) -> tensor<64x2x64xf16>
+  %qh = graph.transpose %q4 perm [1, 2, 0] : (tensor<64x2x64xf16>) -> tensor<2x64x64xf16>
+  %k4 = graph.reshape %k : (tensor<64x128xf16>) -> tensor<64x2x64xf16>
+  %kh = graph.transpose %k4 perm [1, 0, 2] : (tensor<64x2x64xf16>) -> tensor<2x64x64xf16>
+  %v4 = graph.reshape %v : (tensor<64x128xf16>) -> tensor<64x2x64xf16>
+  %vh = graph.transpose %v4 perm [1, 0, 2] : (tensor<64x2x64xf16>) -> tensor<2x64x64xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x64x64xf16>, tensor<2x64x64xf16>) -> tensor<2x64x64xf16>
+  %p = graph.softmax %s dim -1 scale 0.125 : tensor<2x64x64xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x64x64xf16>, tensor<2x64x64xf16>) -> tensor<2x64x64xf16>
+  %ot = graph.transpose %o perm [1, 0, 2] : (tensor<2x64x64xf16>) -> tensor<64x2x64xf16>
+  %om = graph.reshape %ot : (tensor<64x2x64xf16>) -> tensor<64x128xf16>
+  %y = graph.linear %om, %wo : (tensor<64x128xf16>, tensor<128x128xf16>) -> tensor<64x128xf16>
+  func.return %y : tensor<64x128xf16>
+}
+// CHECK: graph-to-stages: q's heads are x.view(T, H, D).transpose(0, 1) (perm [1, 0, 2])
+
+// -----
+
+// Heads that the output linear reads without merging them back.
+func.func @heads_unmerged(%x: tensor<128x128xf16>, %wqkv: tensor<384x128xf16>, %wo: tensor<128x64xf16>) -> tensor<2x128x128xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<128x128xf16>, tensor<384x128xf16>) -> tensor<128x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<128x384xf16>) -> (tensor<128x128xf16>, tensor<128x128xf16>, tensor<128x128xf16>)
+  %q4 = graph.reshape %q : (tensor<128x128xf16>) -> tensor<128x2x64xf16>
+  %qh = graph.transpose %q4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %k4 = graph.reshape %k : (tensor<128x128xf16>) -> tensor<128x2x64xf16>
+  %kh = graph.transpose %k4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %v4 = graph.reshape %v : (tensor<128x128xf16>) -> tensor<128x2x64xf16>
+  %vh = graph.transpose %v4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x128x64xf16>, tensor<2x128x64xf16>) -> tensor<2x128x128xf16>
+  %p = graph.softmax %s dim -1 : tensor<2x128x128xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x128x128xf16>, tensor<2x128x64xf16>) -> tensor<2x128x64xf16>
+  %y = graph.linear %o, %wo : (tensor<2x128x64xf16>, tensor<128x64xf16>) -> tensor<2x128x128xf16>
+  func.return %y : tensor<2x128x128xf16>
+}
+// CHECK: graph-to-stages: q, k and v are viewed as the same number of heads, and the heads merge back before the output linear
+
+// -----
+
+// Heads over 160 tokens: a tile of q · kᵀ (128 rows) would straddle two heads.
+func.func @heads_tokens(%x: tensor<160x192xf16>, %wqkv: tensor<384x192xf16>, %wo: tensor<192x128xf16>) -> tensor<160x192xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<160x192xf16>, tensor<384x192xf16>) -> tensor<160x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<160x384xf16>) -> (tensor<160x128xf16>, tensor<160x128xf16>, tensor<160x128xf16>)
+  %q4 = graph.reshape %q : (tensor<160x128xf16>) -> tensor<160x2x64xf16>
+  %qh = graph.transpose %q4 perm [1, 0, 2] : (tensor<160x2x64xf16>) -> tensor<2x160x64xf16>
+  %k4 = graph.reshape %k : (tensor<160x128xf16>) -> tensor<160x2x64xf16>
+  %kh = graph.transpose %k4 perm [1, 0, 2] : (tensor<160x2x64xf16>) -> tensor<2x160x64xf16>
+  %v4 = graph.reshape %v : (tensor<160x128xf16>) -> tensor<160x2x64xf16>
+  %vh = graph.transpose %v4 perm [1, 0, 2] : (tensor<160x2x64xf16>) -> tensor<2x160x64xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x160x64xf16>, tensor<2x160x64xf16>) -> tensor<2x160x160xf16>
+  %p = graph.softmax %s dim -1 scale 0.125 : tensor<2x160x160xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x160x160xf16>, tensor<2x160x64xf16>) -> tensor<2x160x64xf16>
+  %ot = graph.transpose %o perm [1, 0, 2] : (tensor<2x160x64xf16>) -> tensor<160x2x64xf16>
+  %om = graph.reshape %ot : (tensor<160x2x64xf16>) -> tensor<160x128xf16>
+  %y = graph.linear %om, %wo : (tensor<160x128xf16>, tensor<192x128xf16>) -> tensor<160x192xf16>
+  func.return %y : tensor<160x192xf16>
+}
+// CHECK: graph-to-stages: 160 tokens with 2 heads: a tile of q · kᵀ is one head's, so 128 rows a tile must divide T
+
+// -----
+
+// Heads of 32 columns: a k-step of 64 would read two heads.
+func.func @heads_width(%x: tensor<256x192xf16>, %wqkv: tensor<192x192xf16>, %wo: tensor<192x64xf16>) -> tensor<256x192xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<256x192xf16>, tensor<192x192xf16>) -> tensor<256x192xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<256x192xf16>) -> (tensor<256x64xf16>, tensor<256x64xf16>, tensor<256x64xf16>)
+  %q4 = graph.reshape %q : (tensor<256x64xf16>) -> tensor<256x2x32xf16>
+  %qh = graph.transpose %q4 perm [1, 0, 2] : (tensor<256x2x32xf16>) -> tensor<2x256x32xf16>
+  %k4 = graph.reshape %k : (tensor<256x64xf16>) -> tensor<256x2x32xf16>
+  %kh = graph.transpose %k4 perm [1, 0, 2] : (tensor<256x2x32xf16>) -> tensor<2x256x32xf16>
+  %v4 = graph.reshape %v : (tensor<256x64xf16>) -> tensor<256x2x32xf16>
+  %vh = graph.transpose %v4 perm [1, 0, 2] : (tensor<256x2x32xf16>) -> tensor<2x256x32xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x256x32xf16>, tensor<2x256x32xf16>) -> tensor<2x256x256xf16>
+  %p = graph.softmax %s dim -1 scale 0.1767766952966369 : tensor<2x256x256xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x256x256xf16>, tensor<2x256x32xf16>) -> tensor<2x256x32xf16>
+  %ot = graph.transpose %o perm [1, 0, 2] : (tensor<2x256x32xf16>) -> tensor<256x2x32xf16>
+  %om = graph.reshape %ot : (tensor<256x2x32xf16>) -> tensor<256x64xf16>
+  %y = graph.linear %om, %wo : (tensor<256x64xf16>, tensor<192x64xf16>) -> tensor<256x192xf16>
+  func.return %y : tensor<256x192xf16>
+}
+// CHECK: graph-to-stages: the head width 32 is not a multiple of 64 (the GEMMs' k-tile and the dependency's step)
+
+// -----
+
+// An MLP whose linear takes a weight per batch (attention's q · kᵀ form), not a layer's.
+func.func @batched_mlp(%x: tensor<2x16x64xf16>, %w1: tensor<2x128x64xf16>, %w2: tensor<64x128xf16>) -> tensor<2x16x64xf16> {
+  %h = graph.linear %x, %w1 : (tensor<2x16x64xf16>, tensor<2x128x64xf16>) -> tensor<2x16x128xf16>
+  %y = graph.linear %h, %w2 : (tensor<2x16x128xf16>, tensor<64x128xf16>) -> tensor<2x16x64xf16>
+  func.return %y : tensor<2x16x64xf16>
+}
+// CHECK: graph-to-stages: an MLP's linears take weight matrices, not one per batch
