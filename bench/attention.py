@@ -65,9 +65,9 @@ HEAD_SHAPES = tuple((tokens, heads * WIDTH, heads, model)
 SHAPES = ONE_HEAD_SHAPES + HEAD_SHAPES
 """(T, C) for one head as wide as x; (T, C, H, E) for H heads of C / H columns over x of E:
 QKV = x · w_qkvᵀ is T x 3C, y T x E."""
-GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 192))
+GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512))
 """test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
-one head, and two heads of 64 over a wider x."""
+one head, and two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kernel)."""
 
 
 def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -217,11 +217,15 @@ class AttentionData(mlp.CheckedOutputs):
 
         scores = (t, t) if h == 1 else (h, t, t)
         self.qkv, self.s, self.p = empty(t, 3 * c), empty(*scores), empty(*scores)
-        self.o = empty(t, c) if h == 1 else empty(h, t, c // h)
-        self.y = empty(t, e)
+        self.o, self.y = empty(t, c), empty(t, e)
         from tilesync.transforms.graph.graph_to_stages import attention_bindings
 
         self.binds = attention_bindings(attention_match(shape))
+        self.tma_configs = {cfg.name: cfg for cfg in attention_spec(shape).gemms
+                            if cfg.warp_specialized}
+        from tilesync.runtime.tensor_map import TensorMapCache
+
+        self.tensor_maps = TensorMapCache()  # each buffer's maps encoded once
         self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float())
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
@@ -250,8 +254,14 @@ class AttentionData(mlp.CheckedOutputs):
         function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y)."""
         values = {"input": (self.x, self.w_qkv, self.w_out),
                   "temp": (self.qkv, self.s, self.p, self.o), "result": (self.y,)}
-        return {stage: [values[b.kind.data][b.values[0]] for b in binds]
-                for stage, binds in self.binds.items()}
+        tensors = {stage: [values[b.kind.data][b.values[0]] for b in binds]
+                   for stage, binds in self.binds.items()}
+        if self.tma_configs:  # a warp-specialized GEMM takes its operands' TMA maps
+            from tilesync.harness.runner import tensor_map_args
+
+            for stage, cfg in self.tma_configs.items():
+                tensors[stage] = tensor_map_args(cfg, tensors[stage], self.tensor_maps)
+        return tensors
 
     def torch_chain(self):
         """The chain as written, in fp16: what the front end's pattern matches."""

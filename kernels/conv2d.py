@@ -44,7 +44,7 @@ def im2col_source(cfg: ConvConfig) -> ASource:
     """The A addressing of the implicit GEMM: (m, k) -> ([n, h, w, c], masked=True)."""
     hw = cfg.H * cfg.W
 
-    def im2col(body: BlockBuilder, m, k, tile_m0) -> tuple[list, bool]:
+    def im2col(body: BlockBuilder, m, k, origin) -> tuple[list, bool]:
         n = body.divui(m, hw)
         pq = body.remui(m, hw)
         p = body.divui(pq, cfg.W)

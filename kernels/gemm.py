@@ -216,17 +216,19 @@ def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValu
             body.insert(tl.StoreAccOp(accs, buffer, indices, epilogue=epilogue, at=[row, col]))
 
 
-ASource = Callable[[BlockBuilder, SSAValue, SSAValue, SSAValue], tuple[list[SSAValue], bool]]
-"""(body, row of A (global m), column of A (global k), the tile's first row m0 of C) ->
-(source indices, masked); for B the row and column of its logical layout (m0 still C's: an
-operand of batches, attention's heads one under another, is addressed by the tile's batch)."""
+TileOrigin = tuple[SSAValue, SSAValue]
+"""The first row and column (m0, n0) of the tile of C a block computes."""
+ASource = Callable[[BlockBuilder, SSAValue, SSAValue, TileOrigin], tuple[list[SSAValue], bool]]
+"""(body, row of A (global m), column of A (global k), the tile's origin in C) -> (source
+indices, masked); for B the row and column of its logical layout (the origin still C's: an
+operand of batches, attention's heads, is addressed by the batch of the tile's place)."""
 
 
 def column_slice(offset: int) -> ASource:
     """An operand read as columns offset .. of a wider row-major matrix (its memref type the
     wider one). Masked: rows past the end read zeros; the slice's own width must cover whole
     k-tiles, since columns past it are the next slice's, not zeros."""
-    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
         return [row, body.addi(col, offset)], True
 
@@ -370,7 +372,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     mask_b = cfg.N % bn != 0 or cfg.K % bk != 0
     mask_c = cfg.M % bm != 0 or cfg.N % bn != 0
 
-    def default_a(body: BlockBuilder, row: SSAValue, col: SSAValue, tile_m0: SSAValue
+    def default_a(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                   ) -> tuple[list[SSAValue], bool]:
         return [row, col], mask_a
 
@@ -400,7 +402,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         def copy_a_from(src: SSAValue, m_origin: SSAValue, k_origin: SSAValue):
             def copy(cb: BlockBuilder, row: SSAValue, col: SSAValue) -> None:
                 indices, masked = source_a(cb, cb.addi(m_origin, row), cb.addi(k_origin, col),
-                                           m0)
+                                           (m0, n0))
                 cb.insert(tl.CpAsyncOp(sa, [*ring, stage, row, col], src, indices,
                                        masked=masked, swizzle=swizzle_a))
             return copy
@@ -426,7 +428,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
             else:  # smem n x k
                 src, masked = [cb.addi(n0, row), cb.addi(k0, col)], mask_b
             if b_source is not None:
-                src, masked = b_source(cb, *src, m0)
+                src, masked = b_source(cb, *src, (m0, n0))
             cb.insert(tl.CpAsyncOp(sb, [stage, row, col], B, src, masked=masked,
                                    swizzle=swizzle_b))
 
@@ -773,5 +775,6 @@ def gemm_kernel(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                            sync_hooks))
 
 
-__all__ = ["ASource", "TileOperands", "TilePlace", "column_slice", "dropout_op", "emit_tile",
-           "gemm_kernel", "gemm_module", "load_resident_b", "named_args", "stage_buffers"]
+__all__ = ["ASource", "TileOperands", "TileOrigin", "TilePlace", "column_slice", "dropout_op",
+           "emit_tile", "gemm_kernel", "gemm_module", "load_resident_b", "named_args",
+           "stage_buffers"]

@@ -95,7 +95,7 @@ from tilesync.kernels.config import (
     tma_ws_config,
 )
 from tilesync.kernels.conv2d import conv2d_module
-from tilesync.kernels.gemm import ASource, column_slice, gemm_module
+from tilesync.kernels.gemm import ASource, TileOrigin, column_slice, gemm_module
 from tilesync.kernels.mlp import (
     CONSUMER,
     PRODUCER,
@@ -317,12 +317,15 @@ QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
 LONG_K_TILE = (128, 4)
 """The QKV and output GEMMs' (BN, stages) where their K is a model's width (heads over a wider
 x, tensor parallel): a main loop of many k-steps, not a tile's latency (`projection_tile`)."""
+LONG_K = 512
+"""From this K on (8 k-steps) a projection is a GEMM's main loop: LONG_K_TILE, and the QKV
+GEMM the warp-specialized TMA kernel (the MLP's: TMA loads and store, a producer warpgroup)."""
 
 
 def projection_tile(k: int) -> tuple[int, int]:
     """(BN, stages) of the QKV or output GEMM of K: QKV_OUT_BN and 3 stages where K is one
-    head's few k-steps (a tile's time is its latency), LONG_K_TILE from 8 k-steps (512) on."""
-    return LONG_K_TILE if k >= 512 else (QKV_OUT_BN, 3)
+    head's few k-steps (a tile's time is its latency), LONG_K_TILE from LONG_K on."""
+    return LONG_K_TILE if k >= LONG_K else (QKV_OUT_BN, 3)
 
 
 @dataclass(frozen=True)
@@ -477,10 +480,11 @@ class AttentionSpec:
     """The five kernels' configs: QKV = x · w_qkvᵀ; S = q · kᵀ (q, k read in place as column
     slices of QKV); P = softmax(S · scale); O = P · v (v in place); y = O · w_outᵀ.
 
-    With H heads, S, P and O hold the heads one under another (head h: rows h·T .. h·T + T - 1
-    of S and P, H·T x T; of O, H·T x D): a tile of q · kᵀ or P · v is one head's (BM divides
-    T), whose q, k and v are QKV's columns h·D .. of its three thirds, and the output GEMM
-    reads O's k-step columns j as head j·64 / D's rows (the heads merged back)."""
+    With H heads, S and P hold the heads one under another (head h: rows h·T .. h·T + T - 1,
+    H·T x T): a tile of q · kᵀ is one head's (BM divides T), whose q and k are QKV's columns
+    h·D .. of its first two thirds. P · v computes O, T x C, the heads side by side: its tile
+    (BN divides D) is head h = n0 / D's, reading P's rows of that head and v's columns in
+    place; the output GEMM reads O as it is."""
 
     qkv: GemmConfig
     scores: GemmConfig
@@ -548,23 +552,37 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
                                staged_store=staged)
 
         spec = AttentionSpec(
-            qkv=gemm(QKV, t, 3 * c, e, (bm, projection_tile(e)[0], 64), w1,
-                     projection_tile(e)[1], "bias" if match.b_qkv is not None else None,
-                     staged=True),
+            qkv=_projection_config(QKV, match, t, 3 * c, e, bm, w1,
+                                   "bias" if match.b_qkv is not None else None),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
             scores=gemm(SCORES, h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
             softmax=softmax_config(h * t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
-            context=gemm(CONTEXT, h * t, d, t, context_tile(h * t, d, bm), (bm // 32, 1),
+            context=gemm(CONTEXT, t, c, t, context_tile(t, c, bm), (bm // 32, 1),
                          CONTEXT_STAGES, mma="sync"),
-            out=gemm(OUT, t, e, c, (t4[0], projection_tile(c)[0], 64), w4,
-                     projection_tile(c)[1], "bias" if match.b_out is not None else None,
-                     staged=True),
+            out=_projection_config(OUT, match, t, e, c, t4[0], w4,
+                                   "bias" if match.b_out is not None else None),
             heads=h)
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: {err}") \
             from err
     assert spec.context.tile[0] == bm == spec.out.tile[0], "default_configs keep BM equal"
     return spec
+
+
+def _projection_config(name: str, match: AttentionMatch, m: int, n: int, k: int, bm: int,
+                       warps: tuple[int, int], epilogue: str | None) -> GemmConfig:
+    """The QKV or output GEMM, M x N x K: over a model width (K from LONG_K) the
+    warp-specialized TMA GEMM (the MLP's), its tiles BN = 128 wide (a head's q, k or v where
+    D = 128), as many stages as fit beside its staging buffer; else the cp.async wgmma GEMM of
+    projection_tile."""
+    bn, stages = projection_tile(k)
+    if k >= LONG_K:
+        return tma_ws_config(m, n, k, (bm, bn, 64), stages_for(bm, bn, bn), dtype=match.dtype,
+                             epilogue=epilogue, name=name, sync_hooks=True, producer_warps=4,
+                             tma_store=True)
+    return gemm_config(m, n, k, (bm, bn, 64), warps, stages, dtype=match.dtype,
+                       epilogue=epilogue, name=name, sync_hooks=True, mma="wgmma",
+                       b_layout="col", staged_store=True)
 
 
 def context_tile(tokens: int, width: int, bm: int) -> tuple[int, int, int]:
@@ -589,86 +607,59 @@ def _ratio(expr: AffineExpr, ratio: int) -> AffineExpr:
 def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
     """Which producer tiles each consumer tile reads, per operand (d: consumer tile, s0: the
     k-step of the load point, s1: a range of producer tiles). With heads, a tile row d0 of
-    q · kᵀ and P · v is head d0 floordiv (T / BM)'s token rows d0 mod (T / BM)."""
+    q · kᵀ is head d0 floordiv (T / BM)'s token rows d0 mod (T / BM); a tile column d1 of
+    P · v is head d1 floordiv (D / BN) (P · v and O are T x C, as with one head)."""
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
     s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
     width, heads = spec.width, spec.heads
     bm, bn1, _ = spec.qkv.tile
     bk2 = spec.scores.tile[2]
     _, bn3, bk3 = spec.context.tile
+    bk4 = spec.out.tile[2]
     per_softmax = bm // spec.softmax.warps  # softmax tiles (blocks) per row of tiles
     qkv_column = bn1 // bk2  # k-steps of the scores GEMM per QKV tile column
     if heads == 1:
-        token_row, q_step, k_step = d0, s0, s0 + width // bk2
-        v_tile = d1 + 2 * width // bn3
-    else:  # BM divides T: T / BM tile rows a head
-        head = d0 // (spec.tokens // bm)
-        token_row = d0 % (spec.tokens // bm)
+        token_row, q_step, p_row = d0, s0, d0
+    else:  # BM divides T: T / BM tile rows a head (of S and P, H·T x T)
+        token_tiles = spec.tokens // bm
+        head = d0 // token_tiles
+        token_row = d0 % token_tiles
         q_step = head * (spec.head_width // bk2) + s0
-        k_step = q_step + width // bk2
-        v_tile = head * (spec.head_width // bn3) + d1 + 2 * width // bn3
+        p_row = (d1 // (spec.head_width // bn3)) * token_tiles + d0
     return [
         # q: row d0 of QKV, the column tile of k-step s0 (head h: columns h·D + 64 s0)
         sync.DependencyOp(QKV, SCORES, 0, AffineMap(2, 1, (token_row,
                                                            _ratio(q_step, qkv_column))),
                           [(0, spec.scores.k_tiles)]),
         # k: row d1 of QKV (BN of scores = BM), columns width + h·D + 64 s0
-        sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (d1, _ratio(k_step, qkv_column))),
-                          [(0, spec.scores.k_tiles)]),
+        sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (
+            d1, _ratio(q_step + width // bk2, qkv_column))), [(0, spec.scores.k_tiles)]),
         # a softmax block reads its rows of S, every column tile
         sync.DependencyOp(SCORES, SOFTMAX, 0, AffineMap(2, 1, (_ratio(d0, per_softmax), s0)),
                           [(0, spec.scores.tile_grid[1])]),
-        # P: the softmax blocks of tile row d0 (the last row of tiles may reach past T)
-        sync.DependencyOp(SOFTMAX, CONTEXT, 0, AffineMap(2, 2, (d0 * per_softmax + s1,
+        # P: the softmax blocks of tile row d0 of the tile's head (the last row of tiles may
+        # reach past T)
+        sync.DependencyOp(SOFTMAX, CONTEXT, 0, AffineMap(2, 2, (p_row * per_softmax + s1,
                                                                 AffineExpr.constant(0))),
                           [(0, spec.context.k_tiles), (0, per_softmax)],
                           clipped=spec.softmax.rows % bm != 0),
-        # v: rows 32 s0 of QKV, columns 2 width + h·D + BN3 d1 (one QKV tile: BN3 divides BN1)
-        sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (_ratio(s0, bm // bk3),
-                                                            _ratio(v_tile, bn1 // bn3))),
-                          [(0, spec.context.k_tiles)]),
-        _output_dependency(spec),
+        # v: rows 32 s0 of QKV, columns 2 width + BN3 d1 (one QKV tile: BN3 divides BN1)
+        sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (
+            _ratio(s0, bm // bk3), _ratio(d1 + 2 * width // bn3, bn1 // bn3))),
+            [(0, spec.context.k_tiles)]),
+        # O: row d0 of the context GEMM, the column tiles of k-step s0 (one spans several
+        # k-steps, or a k-step several tiles)
+        sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 1, (d0, _ratio(s0, bn3 // bk4))),
+                          [(0, spec.out.k_tiles)]) if bn3 >= bk4 else
+        sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 2, (d0, s0 * (bk4 // bn3) + s1)),
+                          [(0, spec.out.k_tiles), (0, bk4 // bn3)]),
     ]
-
-
-def _output_dependency(spec: AttentionSpec) -> sync.DependencyOp:
-    """O: row d0 of the context GEMM, the column tiles of k-step s0 (one spans several k-steps,
-    or a k-step several tiles); with heads, the merged columns of k-step s0 are head
-    s0 floordiv (D / 64)'s columns, in that head's tile row d0."""
-    d0 = AffineExpr.dimension(0)
-    s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
-    _, bn3, _ = spec.context.tile
-    bk4 = spec.out.tile[2]
-    if spec.heads == 1:
-        row, column = d0, s0
-    else:  # a head of one k-step: that head's first column
-        head_steps = spec.head_width // bk4
-        row = _ratio(s0, head_steps) * (spec.tokens // spec.out.tile[0]) + d0
-        column = s0 % head_steps if head_steps > 1 else AffineExpr.constant(0)
-    if bn3 >= bk4:
-        return sync.DependencyOp(CONTEXT, OUT, 0,
-                                 AffineMap(2, 1, (row, _ratio(column, bn3 // bk4))),
-                                 [(0, spec.out.k_tiles)])
-    return sync.DependencyOp(CONTEXT, OUT, 0, AffineMap(2, 2, (row, column * (bk4 // bn3) + s1)),
-                             [(0, spec.out.k_tiles), (0, bk4 // bn3)])
-
-
-def head_columns(tokens: int, head_width: int, offset: int) -> ASource:
-    """k or v read in place from QKV (T x 3C) as the B operand of q · kᵀ or P · v: its rows are
-    tokens, its columns the tile's head's (head m0 / T, m0 the tile's first row of H·T) at
-    offset + h·D."""
-    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
-               ) -> tuple[list[SSAValue], bool]:
-        head = body.divui(m0, tokens)
-        return [row, body.addi(body.addi(col, offset), body.muli(head, head_width))], True
-
-    return source
 
 
 def head_rows(tokens: int, head_width: int) -> ASource:
     """q read in place from QKV as the A operand of q · kᵀ: its row r (of H·T) is token r mod T
     of head r / T, at QKV's columns h·D .."""
-    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
         head = body.divui(row, tokens)
         return [body.remui(row, tokens), body.addi(col, body.muli(head, head_width))], True
@@ -676,14 +667,24 @@ def head_rows(tokens: int, head_width: int) -> ASource:
     return source
 
 
-def merged_heads(tokens: int, head_width: int) -> ASource:
-    """O (H·T x D, the heads one under another) read as T x C, the output GEMM's A: column c
-    is head c / D's column c mod D (a k-step's 64 columns stay in one head: D is a multiple
-    of 64)."""
-    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, m0: SSAValue
+def row_head_columns(tokens: int, head_width: int, offset: int) -> ASource:
+    """k read in place from QKV (T x 3C) as the B operand of q · kᵀ: its rows are tokens, its
+    columns the tile's head's, h = m0 / T (m0: the tile's first row of H·T), at offset + h·D."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
-        head = body.divui(col, head_width)
-        return [body.addi(body.muli(head, tokens), row), body.remui(col, head_width)], True
+        head = body.divui(origin[0], tokens)
+        return [row, body.addi(body.addi(col, offset), body.muli(head, head_width))], True
+
+    return source
+
+
+def column_head_rows(tokens: int, head_width: int) -> ASource:
+    """P (H·T x T, the heads one under another) as the A operand of P · v: the rows of the
+    tile's head, h = n0 / D (n0: the tile's first column of O, T x C)."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
+               ) -> tuple[list[SSAValue], bool]:
+        head = body.divui(origin[1], head_width)
+        return [body.addi(body.muli(head, tokens), row), col], True
 
     return source
 
@@ -694,21 +695,19 @@ def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
     t, c, d = spec.tokens, spec.width, spec.head_width
     qkv_type = MemRefType(spec.qkv.element_type, [spec.qkv.M, spec.qkv.N])
     if spec.heads == 1:
-        q_source, k_source, v_source = column_slice(0), column_slice(c), column_slice(2 * c)
-        out_module = gemm_module(0, 0, 0, config=spec.out)
+        q_source, k_source, p_type, p_source = column_slice(0), column_slice(c), None, None
     else:
-        q_source, k_source, v_source = (head_rows(t, d), head_columns(t, d, c),
-                                        head_columns(t, d, 2 * c))
-        out_module = gemm_module(0, 0, 0, config=spec.out,
-                                 a_type=MemRefType(spec.out.element_type, [spec.heads * t, d]),
-                                 a_source=merged_heads(t, d))
+        q_source, k_source = head_rows(t, d), row_head_columns(t, d, c)
+        p_type = MemRefType(spec.context.element_type, [spec.heads * t, t])
+        p_source = column_head_rows(t, d)
     kernels = [
         gemm_module(0, 0, 0, config=spec.qkv),
         gemm_module(0, 0, 0, config=spec.scores, a_type=qkv_type, a_source=q_source,
                     b_type=qkv_type, b_source=k_source),
         softmax_module(spec.softmax),
-        gemm_module(0, 0, 0, config=spec.context, b_type=qkv_type, b_source=v_source),
-        out_module,
+        gemm_module(0, 0, 0, config=spec.context, a_type=p_type, a_source=p_source,
+                    b_type=qkv_type, b_source=column_slice(2 * c)),
+        gemm_module(0, 0, 0, config=spec.out),
     ]
     ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
     for cfg in (spec.qkv, spec.scores):
@@ -728,8 +727,8 @@ def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
 
 
 def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
-    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T; H x T x T), 3 O (T x C; H x T
-    x D, the heads one under another)."""
+    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T; H x T x T), 3 O (T x C, the
+    heads side by side)."""
     def bias(index: int | None) -> list[graph.BindAttr]:
         return [] if index is None else [graph.BindAttr("input", index)]
 
@@ -744,9 +743,9 @@ def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]
 
 
 def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
-    t, c, h, d = match.tokens, match.width, match.heads, match.head_width
-    scores, context = ([t, t], [t, c]) if h == 1 else ([h, t, t], [h, t, d])
-    return [TensorType(element, shape) for shape in ([t, 3 * c], scores, scores, context)]
+    t, c, h = match.tokens, match.width, match.heads
+    scores = [t, t] if h == 1 else [h, t, t]
+    return [TensorType(element, shape) for shape in ([t, 3 * c], scores, scores, [t, c])]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,9 @@ def test_the_bench_shapes_match_the_pattern():
         # the heads one under another: H·T rows of q · kᵀ and P · v, a head's D columns
         assert (spec.scores.M, spec.scores.N, spec.scores.K) == (heads * tokens, tokens, d)
         assert (spec.softmax.rows, spec.softmax.cols) == (heads * tokens, tokens)
-        assert (spec.context.M, spec.context.N, spec.context.K) == (heads * tokens, d, tokens)
+        # P · v: O as T x C, the heads side by side (a tile one head's)
+        assert (spec.context.M, spec.context.N, spec.context.K) == (tokens, width, tokens)
+        assert d % spec.context.tile[1] == 0
         assert (spec.out.M, spec.out.N, spec.out.K) == (tokens, model, width)
 
 
@@ -35,12 +37,15 @@ def test_the_paper_shapes_are_gpt3_and_llama_under_8_way_tensor_parallelism():
                       for t in (512, 1024, 2048)]
 
 
-def test_projections_over_a_model_width_take_the_long_k_tile():
+def test_projections_over_a_model_width_are_the_tma_gemms():
     one_head = attention.attention_spec(attention.ONE_HEAD_SHAPES[0])
     heads = attention.attention_spec(attention.HEAD_SHAPES[0])
     assert (one_head.qkv.tile[1], one_head.qkv.stages) == (64, 3)  # K = 128: 2 k-steps
-    assert (heads.qkv.tile[1], heads.qkv.stages) == (128, 4)  # K = 12288
-    assert (heads.out.tile[1], heads.out.stages) == (128, 4)  # K = 1536
+    assert not one_head.qkv.warp_specialized
+    # K = 12288: the TMA GEMM, 128 wide (one head's q, k or v a tile), the stages that fit
+    assert heads.qkv.warp_specialized and heads.qkv.sync_hooks and heads.qkv.tma_store
+    assert (heads.qkv.tile[1], heads.qkv.stages) == (128, 6)
+    assert heads.out.warp_specialized and (heads.out.tile[1], heads.out.stages) == (128, 6)
 
 
 def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
@@ -111,7 +116,7 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     from tilesync.transforms.graph.graph_to_stages import attention_bindings
 
     data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", qkv="QKV", s="S", p="P",
-                           o="O", y="y", binds=attention_bindings(
+                           o="O", y="y", tma_configs={}, binds=attention_bindings(
                                attention.attention_match(attention.GPU_TEST_SHAPES[0])))
     assert attention.AttentionData.kernel_args(data) == {
         "qkv": ["x", "w_qkv", "QKV"], "scores": ["QKV", "QKV", "S"], "softmax": ["S", "P"],
