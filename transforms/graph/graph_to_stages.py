@@ -9,8 +9,12 @@ Patterns (x, weights and biases are function arguments; every intermediate has o
 
     MLP     y = linear(act(linear(x, w1[, b1])), w2[, b2])   act: gelu "tanh" or none
     SwiGLU  y = linear(mul(silu(linear(x, wg)), linear(x, wu)), wd)   (LLaMA's MLP)
-    Attention  q, k, v = split(linear(x, w_qkv[, b_qkv]))  (one head, x: tokens x width, f16)
+    Attention  q, k, v = split(linear(x, w_qkv[, b_qkv]))  (x: tokens x width, f16)
                y = linear(matmul(softmax(linear(q, k)) [scale s], v), w_out[, b_out])
+               or with heads (tensor parallel: q, k, v may be narrower than x):
+               qh = transpose(reshape(q, T x H x D), [1, 0, 2])  (kh, vh alike)
+               y = linear(reshape(transpose(matmul(softmax(linear(qh, kh)), vh), [1, 0, 2]),
+                          T x C), w_out[, b_out])
 
     Conv chain conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2])   (3x3, stride 1, padding 1, f16,
                layout "NHWC": x N x H x W x C, filters K x 3 x 3 x C; ResNet's and VGG's pairs)
@@ -20,7 +24,11 @@ S = q · kᵀ (wgmma; q and k read in place as column slices of the QKV temporar
 softmax of S · s (kernels/softmax.py; s: softmax's scale, attention's 1/sqrt(d)), O = P · v
 (mma.sync: v is K x N; read in place) and the output GEMM, with a `sync.dependency` per
 operand a stage reads from another: between consecutive stages, and from the QKV GEMM to P · v
-for v.
+for v. With heads, S and P hold them one under another (H·T x T) and a tile of q · kᵀ is one
+head's (BM divides T), P · v computes O (T x C) with a tile per head's columns, and the
+dependencies name each tile's head (cuSync's StridedSync between QKV and the dot kernel is
+the map d0 mod (T / BM) of the first). Over a model width (K >= LONG_K) the QKV and output
+GEMMs are the warp-specialized TMA kernels.
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
