@@ -177,6 +177,12 @@ class TilesyncOptMain(xDSLOptMain):
         parser = LocatingParser(self.ctx, io.read(), self.get_input_name(), line_offset)
         return parser.parse_module(not self.args.no_implicit_module)
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """A file whose extension names no front end (none, `.txt`, a pipe's /dev/fd/N) is
+        read as MLIR, as standard input is, not refused as an internal error."""
+        stream, extension = super().get_input_stream()
+        return stream, extension if extension in self.available_frontends else "mlir"
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
         if file_extension == "mlir" or file_extension not in self.available_frontends:

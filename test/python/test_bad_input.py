@@ -208,6 +208,14 @@ def test_errors_are_one_hierarchy():
     assert issubclass(tilesync.SpinTimeoutError, tilesync.DeviceFaultError)
 
 
+def test_an_input_without_the_mlir_extension_is_read_as_mlir(tmp_path):
+    for name in ("copy_chain", "copy_chain.txt"):
+        path = tmp_path / name
+        path.write_text(COPY, encoding="utf-8")
+        status, err = run(opt.main, [str(path)])
+        assert (status, err) == (0, "")
+
+
 def test_a_byte_order_mark_is_accepted(files):
     assert tilesync.compile(files / "bom.mlir").kernels["consumer"].params == \
         tilesync.compile(COPY).kernels["consumer"].params
