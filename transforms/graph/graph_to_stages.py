@@ -322,18 +322,11 @@ QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out
 CONTEXT_BN = (16, 32)  # P · v's columns a tile: the narrower where a wave holds it (context_tile)
 CONTEXT_STAGES = 8  # P · v's cp.async ring (context_tile)
 QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
-LONG_K_TILE = (128, 4)
-"""The QKV and output GEMMs' (BN, stages) where their K is a model's width (heads over a wider
-x, tensor parallel): a main loop of many k-steps, not a tile's latency (`projection_tile`)."""
 LONG_K = 512
-"""From this K on (8 k-steps) a projection is a GEMM's main loop: LONG_K_TILE, and the QKV
-GEMM the warp-specialized TMA kernel (the MLP's: TMA loads and store, a producer warpgroup)."""
-
-
-def projection_tile(k: int) -> tuple[int, int]:
-    """(BN, stages) of the QKV or output GEMM of K: QKV_OUT_BN and 3 stages where K is one
-    head's few k-steps (a tile's time is its latency), LONG_K_TILE from LONG_K on."""
-    return LONG_K_TILE if k >= LONG_K else (QKV_OUT_BN, 3)
+"""From this K on (8 k-steps: a model's width, heads over a wider x under tensor parallelism)
+a projection is a GEMM's main loop, not a tile's latency: the warp-specialized TMA kernel (the
+MLP's) in tiles LONG_K_BN wide (`_projection_config`)."""
+LONG_K_BN = 128  # a head's q, k or v a tile where D = 128 (192 and 256 measured: README)
 
 
 @dataclass(frozen=True)
@@ -350,18 +343,13 @@ class AttentionMatch:
     dtype: str
     scale: float  # softmax's: P = softmax(S · scale)
     anchor: Operation  # the output linear: where diagnostics point
+    model_width: int  # E: x's columns and y's (the QKV GEMM's K, the output GEMM's N)
     heads: int = 1  # H: q, k and v viewed as H heads of C / H columns
-    model_width: int = 0  # E: x's columns and y's (0: C, as one head of the model is)
 
     @property
     def head_width(self) -> int:
         """D = C / H: the columns of one head."""
         return self.width // self.heads
-
-    @property
-    def input_width(self) -> int:
-        """E: x's columns, the QKV GEMM's K and the output GEMM's N."""
-        return self.model_width or self.width
 
 
 def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str) -> Operation:
@@ -405,11 +393,12 @@ def _split_heads(value: SSAValue, op: Operation, what: str
                                           "(perm [1, 0, 2])")
     reshape = _producer(transpose.input, graph.ReshapeOp, transpose, f"{what}'s heads")
     assert isinstance(reshape, graph.ReshapeOp)
-    tokens, columns = TensorType.get_shape(reshape.input.type)  # type: ignore[arg-type,misc]
+    source = TensorType.get_shape(reshape.input.type)  # type: ignore[arg-type]
     viewed = TensorType.get_shape(reshape.result.type)  # type: ignore[arg-type]
-    if len(viewed) != 3 or viewed[0] != tokens or viewed[1] * viewed[2] != columns:
+    if len(source) != 2 or len(viewed) != 3 or viewed[0] != source[0]:
         raise diagnostic(PASS, reshape, f"{what} views tokens x width as tokens x heads x "
-                                        f"(width / heads), got {list(viewed)}")
+                                        f"(width / heads), got {list(source)} -> "
+                                        f"{list(viewed)}")
     return reshape.input, viewed[1], [transpose, reshape]
 
 
@@ -480,7 +469,7 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         w_out=_arg(out.weight, fn, out, "the output weight"),
         b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
         tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out,
-        heads=heads, model_width=0 if model_width == width else model_width)
+        model_width=model_width, heads=heads)
 
 
 @dataclass(frozen=True)
@@ -536,7 +525,7 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     narrow tiles (BN = 64, six and two of them per tile row) that leave through shared memory
     (staged_store) took them from 7.2-8.0 and 4.0-4.4 us to 2.1-3.2 and 2.0-2.3 (cuBLAS:
     2.3-3.3 and 2.2-2.6) on the H200 against the MLP's 128 x 256 and 128 x 128 tiles."""
-    t, c, e, h, d = (match.tokens, match.width, match.input_width, match.heads,
+    t, c, e, h, d = (match.tokens, match.width, match.model_width, match.heads,
                      match.head_width)
     for what, columns in (("the model width", e), ("the head width", d)):
         if columns % 64:
@@ -579,16 +568,14 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
 
 def _projection_config(name: str, match: AttentionMatch, m: int, n: int, k: int, bm: int,
                        warps: tuple[int, int], epilogue: str | None) -> GemmConfig:
-    """The QKV or output GEMM, M x N x K: over a model width (K from LONG_K) the
-    warp-specialized TMA GEMM (the MLP's), its tiles BN = 128 wide (a head's q, k or v where
-    D = 128), as many stages as fit beside its staging buffer; else the cp.async wgmma GEMM of
-    projection_tile."""
-    bn, stages = projection_tile(k)
+    """The QKV or output GEMM, M x N x K: from K = LONG_K the warp-specialized TMA GEMM in
+    tiles LONG_K_BN wide, as many stages as fit beside its staging buffer; below, K is one
+    head's few k-steps and the cp.async wgmma GEMM in QKV_OUT_BN-wide staged tiles (3 stages)."""
     if k >= LONG_K:
-        return tma_ws_config(m, n, k, (bm, bn, 64), stages_for(bm, bn, bn), dtype=match.dtype,
-                             epilogue=epilogue, name=name, sync_hooks=True, producer_warps=4,
-                             tma_store=True)
-    return gemm_config(m, n, k, (bm, bn, 64), warps, stages, dtype=match.dtype,
+        return tma_ws_config(m, n, k, (bm, LONG_K_BN, 64), stages_for(bm, LONG_K_BN, LONG_K_BN),
+                             dtype=match.dtype, epilogue=epilogue, name=name, sync_hooks=True,
+                             producer_warps=4, tma_store=True)
+    return gemm_config(m, n, k, (bm, QKV_OUT_BN, 64), warps, 3, dtype=match.dtype,
                        epilogue=epilogue, name=name, sync_hooks=True, mma="wgmma",
                        b_layout="col", staged_store=True)
 

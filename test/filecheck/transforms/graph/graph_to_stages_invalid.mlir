@@ -307,3 +307,25 @@ func.func @batched_mlp(%x: tensor<2x16x64xf16>, %w1: tensor<2x128x64xf16>, %w2: 
   func.return %y : tensor<2x16x64xf16>
 }
 // CHECK: graph-to-stages: an MLP's linears take weight matrices, not one per batch
+
+// -----
+
+// k's heads viewed from a tensor that is not tokens x width.
+func.func @heads_view(%x: tensor<128x128xf16>, %wqkv: tensor<384x128xf16>, %wo: tensor<128x128xf16>, %k3: tensor<128x2x64xf16>) -> tensor<128x128xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<128x128xf16>, tensor<384x128xf16>) -> tensor<128x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<128x384xf16>) -> (tensor<128x128xf16>, tensor<128x128xf16>, tensor<128x128xf16>)
+  %q4 = graph.reshape %q : (tensor<128x128xf16>) -> tensor<128x2x64xf16>
+  %qh = graph.transpose %q4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %k4 = graph.reshape %k3 : (tensor<128x2x64xf16>) -> tensor<128x2x64xf16>
+  %kh = graph.transpose %k4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %v4 = graph.reshape %v : (tensor<128x128xf16>) -> tensor<128x2x64xf16>
+  %vh = graph.transpose %v4 perm [1, 0, 2] : (tensor<128x2x64xf16>) -> tensor<2x128x64xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x128x64xf16>, tensor<2x128x64xf16>) -> tensor<2x128x128xf16>
+  %p = graph.softmax %s dim -1 : tensor<2x128x128xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x128x128xf16>, tensor<2x128x64xf16>) -> tensor<2x128x64xf16>
+  %ot = graph.transpose %o perm [1, 0, 2] : (tensor<2x128x64xf16>) -> tensor<128x2x64xf16>
+  %om = graph.reshape %ot : (tensor<128x2x64xf16>) -> tensor<128x128xf16>
+  %y = graph.linear %om, %wo : (tensor<128x128xf16>, tensor<128x128xf16>) -> tensor<128x128xf16>
+  func.return %y : tensor<128x128xf16>
+}
+// CHECK: graph-to-stages: k views tokens x width as tokens x heads x (width / heads), got [128, 2, 64] -> [128, 2, 64]
