@@ -71,9 +71,12 @@ one head, and two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kern
 
 
 def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    """(T, C, H, E) of a bench shape."""
-    tokens, width, heads, model = (*shape, 1, 0)[:4] if len(shape) == 2 else shape
-    return tokens, width, heads, model or width
+    """(T, C, H, E) of a bench shape: (T, C) is one head as wide as x."""
+    if len(shape) == 2:
+        tokens, width = shape
+        return tokens, width, 1, width
+    tokens, width, heads, model = shape
+    return tokens, width, heads, model
 VERIFY_SMS = 132
 MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
@@ -93,7 +96,8 @@ def graph_text(shape: tuple[int, ...]) -> str:
     scale = d ** -0.5
     x, w3, w, y = (f"tensor<{t}x{e}xf16>", f"tensor<{3 * c}x{e}xf16>", f"tensor<{e}x{c}xf16>",
                    f"tensor<{t}x{e}xf16>")
-    qt, st, ht = f"tensor<{t}x{c}xf16>", f"tensor<{t}x{t}xf16>", f"tensor<{t}x{c}xf16>"
+    qt = ht = f"tensor<{t}x{c}xf16>"  # q, k, v; as heads where there are several
+    st = f"tensor<{t}x{t}xf16>"
     lines = [
         f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {y} {{",
         f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> tensor<{t}x{3 * c}xf16>",
