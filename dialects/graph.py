@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
     i64,
 )
@@ -366,32 +367,47 @@ def _dimension(op: Operation, dim: int, rank: int) -> int:
 
 @irdl_op_definition
 class SoftmaxOp(_UnaryOp):
-    """`graph.softmax %x dim -1 [scale 1.250000e-01]`: softmax(x · scale) along one dimension,
-    attention's scaled scores (`scale` an f32, positive and finite: the kernel subtracts the
-    row maximum before it scales; printed only where it is not 1)."""
+    """`graph.softmax %x dim -1 [scale 1.250000e-01] [causal]`: softmax(x · scale) along one
+    dimension, attention's scaled scores (`scale` an f32, positive and finite: the kernel
+    subtracts the row maximum before it scales; printed only where it is not 1). `causal`:
+    attention's causal mask, torch's `is_causal` (top left): over the last two dimensions
+    (queries x keys, dim -1), the element of query i and key j > i is excluded (weight 0), as
+    `scores.masked_fill(~ones(Tq, Tk).tril(), -inf)` before the softmax."""
 
     name = "graph.softmax"
     dim = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(FloatAttr[Float32Type])
-    assembly_format = "$input `dim` $dim (`scale` $scale^)? attr-dict `:` type($result)"
+    causal = opt_prop_def(UnitAttr)
+    assembly_format = ("$input `dim` $dim (`scale` $scale^)? (`causal` $causal^)? attr-dict "
+                       "`:` type($result)")
 
-    def __init__(self, input: SSAValue, dim: int = -1, scale: float = 1.0):
+    def __init__(self, input: SSAValue, dim: int = -1, scale: float = 1.0,
+                 causal: bool = False):
         IRDLOperation.__init__(self, operands=[input], result_types=[input.type],
                                properties={"dim": IntegerAttr(dim, i64),
                                            "scale": None if scale == 1.0
-                                           else FloatAttr(scale, f32)})
+                                           else FloatAttr(scale, f32),
+                                           "causal": UnitAttr() if causal else None})
 
     @property
     def scale_value(self) -> float:
         """The scale as an f32 value (1.0 where absent)."""
         return 1.0 if self.scale is None else self.scale.value.data
 
+    @property
+    def is_causal(self) -> bool:
+        return self.causal is not None
+
     def verify_(self) -> None:
         super().verify_()
-        _dimension(self, self.dim.value.data, len(_shape(_tensor(self.input, self, "input"))))
+        rank = len(_shape(_tensor(self.input, self, "input")))
+        dim = _dimension(self, self.dim.value.data, rank)
         if not (math.isfinite(self.scale_value) and self.scale_value > 0):
             raise VerifyException(f"{self.name}: scale must be positive and finite, got "
                                   f"{self.scale_value}")
+        if self.is_causal and (rank < 2 or dim != rank - 1):
+            raise VerifyException(f"{self.name}: a causal mask runs over queries x keys: the "
+                                  "softmax's dimension is the last of at least two")
 
 
 @irdl_op_definition

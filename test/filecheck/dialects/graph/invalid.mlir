@@ -90,6 +90,22 @@ func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
 
 // -----
 
+func.func @f(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %y = graph.softmax %x dim 0 causal : tensor<8x64xf16>
+  func.return %y : tensor<8x64xf16>
+}
+// CHECK: graph.softmax: a causal mask runs over queries x keys: the softmax's dimension is the last of at least two
+
+// -----
+
+func.func @f(%x: tensor<64xf16>) -> tensor<64xf16> {
+  %y = graph.softmax %x dim -1 causal : tensor<64xf16>
+  func.return %y : tensor<64xf16>
+}
+// CHECK: graph.softmax: a causal mask runs over queries x keys: the softmax's dimension is the last of at least two
+
+// -----
+
 func.func @f(%x: tensor<1x64x8x8xf16>, %w: tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16> {
   %y = graph.conv2d %x, %w stride [1, 1] padding [1, 1] : (tensor<1x64x8x8xf16>, tensor<64x32x3x3xf16>) -> tensor<1x64x8x8xf16>
   func.return %y : tensor<1x64x8x8xf16>

@@ -47,6 +47,11 @@ func.func @attention(%q: tensor<2x16x32xf32>, %kt: tensor<32x16xf32>, %v: tensor
   %p8 = graph.softmax %s dim -1 scale 0.125 : tensor<2x16x16xf32>
   // CHECK-NEXT: %p96 = graph.softmax %s dim -1 scale 0.102062076 : tensor<2x16x16xf32>
   %p96 = graph.softmax %s dim -1 scale 0.10206207261596575 : tensor<2x16x16xf32>
+  // a causal mask (torch's is_causal: key j > query i excluded), with or without a scale
+  // CHECK-NEXT: %pc = graph.softmax %s dim -1 scale 1.250000e-01 causal : tensor<2x16x16xf32>
+  %pc = graph.softmax %s dim -1 scale 0.125 causal : tensor<2x16x16xf32>
+  // CHECK-NEXT: %pc1 = graph.softmax %s dim 2 causal : tensor<2x16x16xf32>
+  %pc1 = graph.softmax %s dim 2 causal : tensor<2x16x16xf32>
   // CHECK-NEXT: %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
   %o = graph.matmul %p, %v : (tensor<2x16x16xf32>, tensor<16x32xf32>) -> tensor<2x16x32xf32>
   func.return %o : tensor<2x16x32xf32>
