@@ -643,7 +643,7 @@ _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_war
                                 "a_head", "split_cluster", "staging_boxes",
                                 "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
-_SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale"}
+_SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale", "causal"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store", "blocks_per_sm"}
 
 
@@ -834,12 +834,19 @@ class SoftmaxConfig(_WarpPerRow):
     scale: float = 1.0
     """softmax(X · scale) (attention's 1/sqrt(d)): exp((x - max) · scale), which needs scale
     positive (in the repr only when not 1)."""
+    causal: bool = False
+    """Attention's causal mask: rows are queries of sequences of `cols` tokens (row r is
+    query r mod cols), and the columns (keys) past a row's query are excluded: 0 in Y (in the
+    repr only when set)."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _SOFTMAX_FIELDS)
 
     def __post_init__(self) -> None:
         self._check_rows()
+        if self.causal and self.rows % self.cols:
+            raise ValueError(f"a causal softmax's rows are whole sequences of {self.cols} "
+                             f"queries, got {self.rows} rows")
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be positive and finite, got {self.scale}")
         if self.dropout is not None and not 0.0 < self.dropout <= 1.0:
@@ -900,8 +907,8 @@ class RowDotConfig(_WarpPerRow):
 
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
                    name: str = "softmax", sync_hooks: bool = False,
-                   scale: float = 1.0) -> SoftmaxConfig:
-    return SoftmaxConfig(rows, cols, dropout, warps, name, sync_hooks, scale)
+                   scale: float = 1.0, causal: bool = False) -> SoftmaxConfig:
+    return SoftmaxConfig(rows, cols, dropout, warps, name, sync_hooks, scale, causal)
 
 
 __all__ = [

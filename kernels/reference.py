@@ -82,8 +82,12 @@ def reference_conv2d(x, w, bias=None, epilogue: str | None = None):
 
 
 def reference_softmax(cfg: SoftmaxConfig, x, seed: int | None = None):
-    """float64 numpy softmax of x · cfg.scale over rows, then the kernel's dropout mask."""
+    """float64 numpy softmax of x · cfg.scale over rows (causal: row r's columns past query
+    r mod cols excluded), then the kernel's dropout mask."""
     x = np.asarray(x, np.float64) * cfg.scale
+    if cfg.causal:
+        query = np.arange(cfg.rows)[:, None] % cfg.cols
+        x = np.where(np.arange(cfg.cols)[None, :] <= query, x, -np.inf)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     y = e / e.sum(axis=1, keepdims=True)
     if cfg.dropout is not None:

@@ -13,11 +13,16 @@ row maximum and the sum of exp((x - max) · scale) (scale > 0, 1 unless set: att
 (keep probability p, kept values scaled by 1/p), and stores fp16. `exp` is ex2.approx.ftz.
 Blocks of `warps` warps take consecutive rows; rows past the end are skipped (warp-uniform).
 cols must be a multiple of 32 (512 .. 2048 here: 16 .. 64 values per lane in registers).
+`causal` (attention's mask): row r is query r mod cols of its sequence, and its columns past
+that query are excluded (x = -inf before the maximum, so their exp and Y are 0; every row keeps
+column 0).
 With `sync_hooks` block b is `sync.tile` (b, 0) of a (blocks, 1) grid, so the cuSync passes can
 make it wait for the rows it reads and post the rows it writes.
 """
 
 from __future__ import annotations
+
+from math import inf as math_inf
 
 from xdsl.dialects import arith, gpu, math, memref, scf
 from xdsl.dialects.builtin import Float16Type, MemRefType, ModuleOp, StringAttr, i32
@@ -56,6 +61,11 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     per_lane = cfg.cols // 32
     cols = [rb.addi(lane, 32 * i) for i in range(per_lane)]
     xs = [rb.load_f32(X, [row, c]) for c in cols]
+    if cfg.causal:  # keys past the row's query weigh exp(-inf) = 0
+        query = rb.remui(row, cfg.cols)
+        excluded = rb.f32(-math_inf)
+        xs = [rb.emit(arith.SelectOp(rb.emit(arith.CmpiOp(c, query, "ule")), x, excluded))
+              for x, c in zip(xs, cols, strict=True)]
 
     m = xs[0]
     for x in xs[1:]:

@@ -15,6 +15,8 @@ Patterns (x, weights and biases are function arguments; every intermediate has o
                qh = transpose(reshape(q, T x H x D), [1, 0, 2])  (kh, vh alike)
                y = linear(reshape(transpose(matmul(softmax(linear(qh, kh)), vh), [1, 0, 2]),
                           T x C), w_out[, b_out])
+               x may be a batch of sequences, B x T x E (the views B x T x H x D, perm
+               [0, 2, 1, 3]); softmax may be causal (torch's is_causal)
 
     Conv chain conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2])   (3x3, stride 1, padding 1, f16,
                layout "NHWC": x N x H x W x C, filters K x 3 x 3 x C; ResNet's and VGG's pairs)
@@ -27,8 +29,10 @@ operand a stage reads from another: between consecutive stages, and from the QKV
 for v. With heads, S and P hold them one under another (H·T x T) and a tile of q · kᵀ is one
 head's (BM divides T), P · v computes O (T x C) with a tile per head's columns, and the
 dependencies name each tile's head (cuSync's StridedSync between QKV and the dot kernel is
-the map d0 mod (T / BM) of the first). Over a model width (K >= LONG_K) the QKV and output
-GEMMs are the warp-specialized TMA kernels.
+the map d0 mod (T / BM) of the first). A batch of B sequences multiplies every row count by B
+(a tile is one sequence's; its q, k and v that sequence's rows of QKV); a causal softmax
+excludes the keys past each row's query (S is still computed whole). Over a model width
+(K >= LONG_K) the QKV and output GEMMs are the warp-specialized TMA kernels.
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
@@ -338,13 +342,15 @@ class AttentionMatch:
     b_qkv: int | None
     w_out: int
     b_out: int | None
-    tokens: int  # T: the rows of x, one sequence
+    tokens: int  # T: a sequence's rows of x
     width: int  # C: q, k and v each T x C (the heads side by side)
     dtype: str
     scale: float  # softmax's: P = softmax(S · scale)
     anchor: Operation  # the output linear: where diagnostics point
     model_width: int  # E: x's columns and y's (the QKV GEMM's K, the output GEMM's N)
     heads: int = 1  # H: q, k and v viewed as H heads of C / H columns
+    sequences: int = 1  # B: x is B x T x E (a batch of sequences), else T x E
+    causal: bool = False  # softmax's causal mask: key j > query i excluded
 
     @property
     def head_width(self) -> int:
@@ -361,53 +367,65 @@ def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str)
     return owner
 
 
-SPLIT_HEADS = (1, 0, 2)
-"""graph.transpose's perm between tokens x heads x D and heads x tokens x D (either way)."""
+SPLIT_HEADS = {3: (1, 0, 2), 4: (0, 2, 1, 3)}
+"""graph.transpose's perm between tokens x heads x D and heads x tokens x D (either way), by
+rank: one sequence, or a batch of them (B x T x H x D and B x H x T x D)."""
+
+
+def _is_heads_perm(transpose: graph.TransposeOp) -> bool:
+    return transpose.permutation == SPLIT_HEADS.get(len(transpose.permutation))
 
 
 def _merged_heads(value: SSAValue, op: Operation) -> tuple[SSAValue, list[Operation]]:
-    """(the heads x T x D tensor, the ops) where `value` is it merged back into T x C by
-    reshape(transpose(·, SPLIT_HEADS)); else (value, [])."""
+    """(the [B x] heads x T x D tensor, the ops) where `value` is it merged back into
+    [B x] T x C by reshape(transpose(·, SPLIT_HEADS)); else (value, [])."""
     reshape = value.owner if isinstance(value, OpResult) else None
     if not isinstance(reshape, graph.ReshapeOp):
         return value, []
     _producer(value, graph.ReshapeOp, op, "the attention output")
     transpose = _producer(reshape.input, graph.TransposeOp, reshape, "the merged heads")
     assert isinstance(transpose, graph.TransposeOp)
-    if transpose.permutation != SPLIT_HEADS:
-        raise diagnostic(PASS, transpose, "the heads merge back as o.transpose(0, 1) "
-                                          "(perm [1, 0, 2]) reshaped to tokens x width")
+    merged = TensorType.get_shape(reshape.result.type)  # type: ignore[arg-type]
+    viewed = TensorType.get_shape(transpose.result.type)  # type: ignore[arg-type]
+    if not _is_heads_perm(transpose) or \
+            list(merged) != [*viewed[:-2], viewed[-2] * viewed[-1]]:
+        raise diagnostic(PASS, transpose, "the heads merge back as o.transpose(-3, -2) (perm "
+                                          "[1, 0, 2]; a batch: [0, 2, 1, 3]) reshaped to "
+                                          "[batch x] tokens x width")
     return transpose.input, [reshape, transpose]
 
 
 def _split_heads(value: SSAValue, op: Operation, what: str
                  ) -> tuple[SSAValue, int, list[Operation]]:
-    """(the T x C tensor, H, the ops) where `value` is it viewed as heads, transpose(reshape(·,
-    T x H x D), SPLIT_HEADS); else (value, 1, [])."""
+    """(the [B x] T x C tensor, H, the ops) where `value` is it viewed as heads,
+    transpose(reshape(·, [B x] T x H x D), SPLIT_HEADS); else (value, 1, [])."""
     transpose = value.owner if isinstance(value, OpResult) else None
     if not isinstance(transpose, graph.TransposeOp):
         return value, 1, []
     _producer(value, graph.TransposeOp, op, what)
-    if transpose.permutation != SPLIT_HEADS:
+    if not _is_heads_perm(transpose):
         raise diagnostic(PASS, transpose, f"{what}'s heads are x.view(T, H, D).transpose(0, 1) "
-                                          "(perm [1, 0, 2])")
+                                          "(perm [1, 0, 2]; a batch: x.view(B, T, H, D)"
+                                          ".transpose(1, 2), perm [0, 2, 1, 3])")
     reshape = _producer(transpose.input, graph.ReshapeOp, transpose, f"{what}'s heads")
     assert isinstance(reshape, graph.ReshapeOp)
     source = TensorType.get_shape(reshape.input.type)  # type: ignore[arg-type]
     viewed = TensorType.get_shape(reshape.result.type)  # type: ignore[arg-type]
-    if len(source) != 2 or len(viewed) != 3 or viewed[0] != source[0]:
-        raise diagnostic(PASS, reshape, f"{what} views tokens x width as tokens x heads x "
-                                        f"(width / heads), got {list(source)} -> "
-                                        f"{list(viewed)}")
-    return reshape.input, viewed[1], [transpose, reshape]
+    if len(source) not in (2, 3) or len(viewed) != len(source) + 1 or \
+            list(viewed[:-2]) != list(source[:-1]):
+        raise diagnostic(PASS, reshape, f"{what} views [batch x] tokens x width as [batch x] "
+                                        f"tokens x heads x (width / heads), got "
+                                        f"{list(source)} -> {list(viewed)}")
+    return reshape.input, viewed[-2], [transpose, reshape]
 
 
 def match_attention(fn: func.FuncOp) -> AttentionMatch:
     """y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out]) with q, k, v = split(
     linear(x, w_qkv[, b_qkv])); or with heads, y = linear(merge(matmul(softmax(linear(qh,
     kh)), vh)), w_out[, b_out]) where qh = transpose(reshape(q, T x H x D), [1, 0, 2]) (the
-    same for k and v) and merge(o) = reshape(transpose(o, [1, 0, 2]), T x C); a diagnostic
-    where the function does not fit."""
+    same for k and v) and merge(o) = reshape(transpose(o, [1, 0, 2]), T x C); x may be a batch
+    of sequences, B x T x E (the views then B x T x H x D, perm [0, 2, 1, 3]); softmax may be
+    causal. A diagnostic where the function does not fit."""
     ret = fn.body.block.last_op
     if not isinstance(ret, func.ReturnOp) or len(ret.arguments) != 1:
         raise diagnostic(PASS, ret or fn, "a piece returns exactly one tensor")
@@ -430,7 +448,8 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         _split_heads(scores.input, scores, "q"), _split_heads(scores.weight, scores, "k"),
         _split_heads(context.rhs, context, "v"))
     heads = hq
-    if not hk == hv == heads or (heads > 1) != bool(merge_ops):
+    if not hk == hv == heads or not (bool(q_ops) == bool(k_ops) == bool(v_ops) ==
+                                     bool(merge_ops)):
         raise diagnostic(PASS, context, "q, k and v are viewed as the same number of heads, "
                                         "and the heads merge back before the output linear")
     split = _result_of(q, graph.SplitOp, scores, "q")
@@ -444,13 +463,13 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
     assert isinstance(qkv, graph.LinearOp)
     x_type = qkv.input.type
     assert isinstance(x_type, TensorType)
-    if len(x_type.get_shape()) != 2:
-        raise diagnostic(PASS, qkv, "attention takes one sequence: x is tokens x width "
-                                    "(batches of sequences stay in torch)")
-    tokens, model_width = x_type.get_shape()
+    if len(x_type.get_shape()) not in (2, 3):
+        raise diagnostic(PASS, qkv, "attention takes one sequence, tokens x width, or a batch "
+                                    "of them, batch x tokens x width")
+    *batch, tokens, model_width = x_type.get_shape()
     width = TensorType.get_shape(q.type)[-1]  # type: ignore[arg-type]
     if width * 3 != TensorType.get_shape(split.input.type)[-1] or \
-            split.dim.value.data not in (-1, 1):
+            split.dim.value.data not in (-1, len(x_type.get_shape()) - 1):
         raise diagnostic(PASS, split, "the QKV projection splits into three equal widths "
                                       "along its last dimension")
     dtype = _dtype(x_type, qkv)
@@ -469,7 +488,8 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         w_out=_arg(out.weight, fn, out, "the output weight"),
         b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
         tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out,
-        model_width=model_width, heads=heads)
+        model_width=model_width, heads=heads, sequences=batch[0] if batch else 1,
+        causal=probs.is_causal)
 
 
 @dataclass(frozen=True)
@@ -481,7 +501,11 @@ class AttentionSpec:
     H·T x T): a tile of q · kᵀ is one head's (BM divides T), whose q and k are QKV's columns
     h·D .. of its first two thirds. P · v computes O, T x C, the heads side by side: its tile
     (BN divides D) is head h = n0 / D's, reading P's rows of that head and v's columns in
-    place; the output GEMM reads O as it is."""
+    place; the output GEMM reads O as it is.
+
+    With a batch of B sequences every row count is B times as many: x, QKV, O and y are B·T
+    rows (sequence b at rows b·T ..), S and P B·H·T (sequence b's head h at rows (b·H + h)·T ..),
+    and a tile (BM divides T) is one sequence's: q, k and v are read at its rows of QKV."""
 
     qkv: GemmConfig
     scores: GemmConfig
@@ -489,10 +513,12 @@ class AttentionSpec:
     context: GemmConfig
     out: GemmConfig
     heads: int = 1
+    sequences: int = 1
 
     @property
     def tokens(self) -> int:
-        return self.qkv.M
+        """T: one sequence's tokens."""
+        return self.qkv.M // self.sequences
 
     @property
     def width(self) -> int:
@@ -527,6 +553,7 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     2.3-3.3 and 2.2-2.6) on the H200 against the MLP's 128 x 256 and 128 x 128 tiles."""
     t, c, e, h, d = (match.tokens, match.width, match.model_width, match.heads,
                      match.head_width)
+    b = match.sequences
     for what, columns in (("the model width", e), ("the head width", d)):
         if columns % 64:
             raise diagnostic(PASS, match.anchor, f"{what} {columns} is not a multiple of 64 "
@@ -540,6 +567,10 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     if h > 1 and t % bm:
         raise diagnostic(PASS, match.anchor, f"{t} tokens with {h} heads: a tile of q · kᵀ is "
                                              f"one head's, so {bm} rows a tile must divide T")
+    if b > 1 and t % bm:
+        raise diagnostic(PASS, match.anchor, f"a batch of {b} sequences of {t} tokens: a tile "
+                                             f"is one sequence's, so {bm} rows a tile must "
+                                             "divide T")
     try:
         def gemm(name, m, n, k, tile, warps, stages, epilogue=None, mma="wgmma",
                  staged=False):
@@ -549,16 +580,17 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
                                staged_store=staged)
 
         spec = AttentionSpec(
-            qkv=_projection_config(QKV, match, t, 3 * c, e, bm, w1,
+            qkv=_projection_config(QKV, match, b * t, 3 * c, e, bm, w1,
                                    "bias" if match.b_qkv is not None else None),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
-            scores=gemm(SCORES, h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
-            softmax=softmax_config(h * t, t, name=SOFTMAX, sync_hooks=True, scale=match.scale),
-            context=gemm(CONTEXT, t, c, t, context_tile(t, c, bm), (bm // 32, 1),
+            scores=gemm(SCORES, b * h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
+            softmax=softmax_config(b * h * t, t, name=SOFTMAX, sync_hooks=True,
+                                   scale=match.scale, causal=match.causal),
+            context=gemm(CONTEXT, b * t, c, t, context_tile(b * t, c, bm), (bm // 32, 1),
                          CONTEXT_STAGES, mma="sync"),
-            out=_projection_config(OUT, match, t, e, c, t4[0], w4,
+            out=_projection_config(OUT, match, b * t, e, c, t4[0], w4,
                                    "bias" if match.b_out is not None else None),
-            heads=h)
+            heads=h, sequences=b)
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: {err}") \
             from err
@@ -580,7 +612,7 @@ def _projection_config(name: str, match: AttentionMatch, m: int, n: int, k: int,
                        b_layout="col", staged_store=True)
 
 
-def context_tile(tokens: int, width: int, bm: int) -> tuple[int, int, int]:
+def context_tile(rows: int, width: int, bm: int) -> tuple[int, int, int]:
     """P · v's tile: its K = T is long, so a tile's time is most of the kernel's. The narrower
     CONTEXT_BN where its tiles still fit one wave (more of the SMs busy), else the wider; with
     CONTEXT_STAGES (8 x 18-20 KiB: one block an SM). Under PDL the context blocks become
@@ -590,8 +622,8 @@ def context_tile(tokens: int, width: int, bm: int) -> tuple[int, int, int]:
     99.4 (T = 4096: 256 tiles, two waves); 32-wide with 8 stages 19.0 / 23.9 / 34.2 / 83.0;
     fewer stages (16-wide: 4, 6, 7) took 1.0-7.9 us longer."""
     narrow, wide = CONTEXT_BN
-    rows = -(-tokens // bm)
-    bn = narrow if rows * (width // narrow) <= H100_SMS else wide  # width: a multiple of 64
+    tile_rows = -(-rows // bm)
+    bn = narrow if tile_rows * (width // narrow) <= H100_SMS else wide  # width: a multiple of 64
     return (bm, bn, 64)
 
 
@@ -599,11 +631,17 @@ def _ratio(expr: AffineExpr, ratio: int) -> AffineExpr:
     return expr if ratio == 1 else expr // ratio
 
 
+def _remainder(expr: AffineExpr, modulus: int) -> AffineExpr:
+    return AffineExpr.constant(0) if modulus == 1 else expr % modulus
+
+
 def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
     """Which producer tiles each consumer tile reads, per operand (d: consumer tile, s0: the
     k-step of the load point, s1: a range of producer tiles). With heads, a tile row d0 of
     q · kᵀ is head d0 floordiv (T / BM)'s token rows d0 mod (T / BM); a tile column d1 of
-    P · v is head d1 floordiv (D / BN) (P · v and O are T x C, as with one head)."""
+    P · v is head d1 floordiv (D / BN) (P · v and O are T x C, as with one head). With a batch,
+    a tile row of q · kᵀ is sequence d0 floordiv (H·T / BM)'s, one of P · v sequence
+    d0 floordiv (T / BM)'s: its q, k and v are that sequence's rows of QKV."""
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
     s0, s1 = AffineExpr.symbol(0), AffineExpr.symbol(1)
     width, heads = spec.width, spec.heads
@@ -613,14 +651,25 @@ def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
     bk4 = spec.out.tile[2]
     per_softmax = bm // spec.softmax.warps  # softmax tiles (blocks) per row of tiles
     qkv_column = bn1 // bk2  # k-steps of the scores GEMM per QKV tile column
-    if heads == 1:
-        token_row, q_step, p_row = d0, s0, d0
-    else:  # BM divides T: T / BM tile rows a head (of S and P, H·T x T)
+    v_row = _ratio(s0, bm // bk3)  # the QKV tile row of P · v's k-step s0 in its sequence
+    if heads == 1 and spec.sequences == 1:
+        token_row, key_row, q_step, p_row = d0, d1, s0, d0
+    else:  # BM divides T: T / BM tile rows a sequence's head (of S and P, B·H·T x T)
         token_tiles = spec.tokens // bm
-        head = d0 // token_tiles
-        token_row = d0 % token_tiles
-        q_step = head * (spec.head_width // bk2) + s0
-        p_row = (d1 // (spec.head_width // bn3)) * token_tiles + d0
+        group = _ratio(d0, token_tiles)  # of q · kᵀ: sequence b's head h is group b·H + h
+        head = _remainder(group, heads) if spec.sequences > 1 else group
+        token_row, key_row, q_step, p_row = _remainder(d0, token_tiles), d1, s0, d0
+        o_head = _ratio(d1, spec.head_width // bn3)  # of P · v's tile column
+        if heads > 1:
+            q_step = head * (spec.head_width // bk2) + s0
+            p_row = o_head * token_tiles + d0
+        if spec.sequences > 1:  # the tile's sequence's first tile row of QKV (and of O)
+            first = _ratio(d0, token_tiles * heads) * token_tiles
+            token_row, key_row = first + token_row, first + d1
+            sequence = _ratio(d0, token_tiles)  # of P · v's tile row
+            v_row = sequence * token_tiles + v_row
+            if heads > 1:
+                p_row = (sequence * (heads - 1) + o_head) * token_tiles + d0
     return [
         # q: row d0 of QKV, the column tile of k-step s0 (head h: columns h·D + 64 s0)
         sync.DependencyOp(QKV, SCORES, 0, AffineMap(2, 1, (token_row,
@@ -628,7 +677,7 @@ def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
                           [(0, spec.scores.k_tiles)]),
         # k: row d1 of QKV (BN of scores = BM), columns width + h·D + 64 s0
         sync.DependencyOp(QKV, SCORES, 1, AffineMap(2, 1, (
-            d1, _ratio(q_step + width // bk2, qkv_column))), [(0, spec.scores.k_tiles)]),
+            key_row, _ratio(q_step + width // bk2, qkv_column))), [(0, spec.scores.k_tiles)]),
         # a softmax block reads its rows of S, every column tile
         sync.DependencyOp(SCORES, SOFTMAX, 0, AffineMap(2, 1, (_ratio(d0, per_softmax), s0)),
                           [(0, spec.scores.tile_grid[1])]),
@@ -640,7 +689,7 @@ def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
                           clipped=spec.softmax.rows % bm != 0),
         # v: rows 32 s0 of QKV, columns 2 width + BN3 d1 (one QKV tile: BN3 divides BN1)
         sync.DependencyOp(QKV, CONTEXT, 1, AffineMap(2, 1, (
-            _ratio(s0, bm // bk3), _ratio(d1 + 2 * width // bn3, bn1 // bn3))),
+            v_row, _ratio(d1 + 2 * width // bn3, bn1 // bn3))),
             [(0, spec.context.k_tiles)]),
         # O: row d0 of the context GEMM, the column tiles of k-step s0 (one spans several
         # k-steps, or a k-step several tiles)
@@ -651,35 +700,65 @@ def attention_dependencies(spec: AttentionSpec) -> list[sync.DependencyOp]:
     ]
 
 
-def head_rows(tokens: int, head_width: int) -> ASource:
-    """q read in place from QKV as the A operand of q · kᵀ: its row r (of H·T) is token r mod T
-    of head r / T, at QKV's columns h·D .."""
+def head_rows(tokens: int, head_width: int, heads: int = 1, batched: bool = False) -> ASource:
+    """q read in place from QKV as the A operand of q · kᵀ: its row r (of [B·]H·T) is token
+    r mod T of head r / T, at QKV's columns h·D ..; `batched`: head (r / T) mod H of sequence
+    r / (H·T), whose tokens are QKV's rows from T times that."""
     def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
-        head = body.divui(row, tokens)
-        return [body.remui(row, tokens), body.addi(col, body.muli(head, head_width))], True
+        group = body.divui(row, tokens)
+        token = body.remui(row, tokens)
+        if not batched:
+            return [token, body.addi(col, body.muli(group, head_width))], True
+        first = body.muli(body.divui(group, heads), tokens)
+        head = body.remui(group, heads)
+        return [body.addi(first, token), body.addi(col, body.muli(head, head_width))], True
 
     return source
 
 
-def row_head_columns(tokens: int, head_width: int, offset: int) -> ASource:
+def row_head_columns(tokens: int, head_width: int, offset: int, heads: int = 1,
+                     batched: bool = False) -> ASource:
     """k read in place from QKV (T x 3C) as the B operand of q · kᵀ: its rows are tokens, its
-    columns the tile's head's, h = m0 / T (m0: the tile's first row of H·T), at offset + h·D."""
+    columns the tile's head's, h = m0 / T (m0: the tile's first row of H·T), at offset + h·D;
+    `batched`: head (m0 / T) mod H of sequence m0 / (H·T), at that sequence's rows."""
     def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
-        head = body.divui(origin[0], tokens)
-        return [row, body.addi(body.addi(col, offset), body.muli(head, head_width))], True
+        group = body.divui(origin[0], tokens)
+        head = group if not batched else body.remui(group, heads) if heads > 1 else None
+        if batched:
+            sequence = body.divui(group, heads) if heads > 1 else group
+            row = body.addi(body.muli(sequence, tokens), row)
+        col = body.addi(col, offset)
+        return [row, col if head is None else body.addi(col, body.muli(head, head_width))], True
 
     return source
 
 
-def column_head_rows(tokens: int, head_width: int) -> ASource:
+def column_head_rows(tokens: int, head_width: int, heads: int = 1,
+                     batched: bool = False) -> ASource:
     """P (H·T x T, the heads one under another) as the A operand of P · v: the rows of the
-    tile's head, h = n0 / D (n0: the tile's first column of O, T x C)."""
+    tile's head, h = n0 / D (n0: the tile's first column of O, T x C); `batched`: O is B·T x
+    C and row r is token r mod T of sequence b = r / T, P's row (b·H + h)·T + r mod T."""
     def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
                ) -> tuple[list[SSAValue], bool]:
         head = body.divui(origin[1], head_width)
-        return [body.addi(body.muli(head, tokens), row), col], True
+        if not batched:
+            return [body.addi(body.muli(head, tokens), row), col], True
+        group = body.addi(body.muli(body.divui(row, tokens), heads), head)
+        return [body.addi(body.muli(group, tokens), body.remui(row, tokens)), col], True
+
+    return source
+
+
+def sequence_rows(tokens: int, offset: int) -> ASource:
+    """v read in place from QKV (B·T x 3C) as the B operand (K x N) of P · v with a batch:
+    key row k of the tile's sequence, b = m0 / T (m0: the tile's first row of O), is QKV's
+    row b·T + k, at columns offset .."""
+    def source(body: BlockBuilder, row: SSAValue, col: SSAValue, origin: TileOrigin
+               ) -> tuple[list[SSAValue], bool]:
+        first = body.muli(body.divui(origin[0], tokens), tokens)
+        return [body.addi(first, row), body.addi(col, offset)], True
 
     return source
 
@@ -687,21 +766,26 @@ def column_head_rows(tokens: int, head_width: int) -> ASource:
 def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
     """The five kernels, their stages, the dependencies and the launches: each kernel on its
     own stream, producers at higher priority (the chain's order)."""
-    t, c, d = spec.tokens, spec.width, spec.head_width
+    t, c, d, h = spec.tokens, spec.width, spec.head_width, spec.heads
+    batched = spec.sequences > 1
     qkv_type = MemRefType(spec.qkv.element_type, [spec.qkv.M, spec.qkv.N])
-    if spec.heads == 1:
+    v_source = sequence_rows(t, 2 * c) if batched else column_slice(2 * c)
+    if h == 1 and not batched:
         q_source, k_source, p_type, p_source = column_slice(0), column_slice(c), None, None
     else:
-        q_source, k_source = head_rows(t, d), row_head_columns(t, d, c)
-        p_type = MemRefType(spec.context.element_type, [spec.heads * t, t])
-        p_source = column_head_rows(t, d)
+        q_source = head_rows(t, d, h, batched) if h > 1 else column_slice(0)
+        k_source = row_head_columns(t, d, c, h, batched)
+        p_type, p_source = None, None  # one head: P is B·T x T, read as it is
+        if h > 1:
+            p_type = MemRefType(spec.context.element_type, [spec.softmax.rows, t])
+            p_source = column_head_rows(t, d, h, batched)
     kernels = [
         gemm_module(0, 0, 0, config=spec.qkv),
         gemm_module(0, 0, 0, config=spec.scores, a_type=qkv_type, a_source=q_source,
                     b_type=qkv_type, b_source=k_source),
         softmax_module(spec.softmax),
         gemm_module(0, 0, 0, config=spec.context, a_type=p_type, a_source=p_source,
-                    b_type=qkv_type, b_source=column_slice(2 * c)),
+                    b_type=qkv_type, b_source=v_source),
         gemm_module(0, 0, 0, config=spec.out),
     ]
     ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
@@ -722,8 +806,8 @@ def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
 
 
 def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
-    """Kernel arguments: temps 0 QKV (T x 3C), 1 S, 2 P (T x T; H x T x T), 3 O (T x C, the
-    heads side by side)."""
+    """Kernel arguments: temps 0 QKV ([B·]T x 3C), 1 S, 2 P (T x T; B·H x T x T), 3 O
+    ([B·]T x C, the heads side by side)."""
     def bias(index: int | None) -> list[graph.BindAttr]:
         return [] if index is None else [graph.BindAttr("input", index)]
 
@@ -738,9 +822,10 @@ def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]
 
 
 def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
-    t, c, h = match.tokens, match.width, match.heads
-    scores = [t, t] if h == 1 else [h, t, t]
-    return [TensorType(element, shape) for shape in ([t, 3 * c], scores, scores, [t, c])]
+    t, c, h, b = match.tokens, match.width, match.heads, match.sequences
+    scores = [t, t] if h == b == 1 else [b * h, t, t]
+    return [TensorType(element, shape) for shape in ([b * t, 3 * c], scores, scores,
+                                                     [b * t, c])]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,3 +82,13 @@ def test_softmax_reference_rows_sum_to_one_and_dropout_scales_the_kept():
     np.testing.assert_allclose(scaled, reference_softmax(softmax_config(16, 64), x / 8),
                                rtol=1e-12)
     assert not np.allclose(scaled, plain)
+
+
+def test_causal_softmax_reference_is_the_softmax_of_each_query_s_prefix():
+    x = np.random.default_rng(8).standard_normal((64, 32))  # two sequences of 32 queries
+    causal = reference_softmax(softmax_config(64, 32, scale=0.5, causal=True), x)
+    for r in range(64):
+        i = r % 32
+        prefix = np.exp(0.5 * (x[r, :i + 1] - x[r, :i + 1].max()))
+        np.testing.assert_allclose(causal[r, :i + 1], prefix / prefix.sum(), rtol=1e-12)
+        assert (causal[r, i + 1:] == 0).all()

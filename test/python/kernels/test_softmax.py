@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from xdsl.dialects import gpu, memref
 
 from tilesync.dialects import sync
@@ -77,3 +78,21 @@ def test_scale_multiplies_before_the_exp_in_ptx():
     plain = compile_kernel(softmax_config(64, 256)).ptx
     assert _exp_arguments(plain) == ["x - max"] * per_lane
     assert plain.count("ex2.approx.ftz.f32") == scaled.count("ex2.approx.ftz.f32") == per_lane
+
+
+def test_causal_names_the_config_and_takes_whole_sequences():
+    assert "causal" not in repr(softmax_config(64, 128))
+    assert repr(softmax_config(256, 128, causal=True)) == \
+        repr(softmax_config(256, 128))[:-1] + ", causal=True)"
+    with pytest.raises(ValueError, match="whole sequences of 128 queries, got 192 rows"):
+        softmax_config(192, 128, causal=True)
+
+
+def test_causal_masks_each_value_before_the_maximum_in_ptx():
+    from tilesync.harness.compile import compile_kernel
+
+    per_lane = 256 // 32
+    causal = compile_kernel(softmax_config(512, 256, causal=True)).ptx
+    # each of a lane's values: -inf (0fFF800000) where its column is past the row's query
+    assert len(re.findall(r"selp\.f32\s+%r\d+, 0fFF800000, %r\d+, %p\d+;", causal)) == per_lane
+    assert "0fFF800000" not in compile_kernel(softmax_config(512, 256)).ptx

@@ -520,12 +520,14 @@ def test_gpu_conv2d(cfg, compiled):
 # -- softmax ---------------------------------------------------------------------------------
 
 SOFTMAX = [softmax_config(1000, c, dropout=d) for c in (512, 1024, 2048) for d in (None, 0.9)] \
-    + [softmax_config(1000, 1024, scale=0.125)]  # attention's 1/sqrt(64)
+    + [softmax_config(1000, 1024, scale=0.125),  # attention's 1/sqrt(64)
+       softmax_config(1024, 512, scale=0.125, causal=True)]  # two sequences' causal scores
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", SOFTMAX, ids=lambda c: f"{c.rows}x{c.cols}-drop{c.dropout}"
-                         + (f"-scale{c.scale}" if c.scale != 1 else ""))
+                         + (f"-scale{c.scale}" if c.scale != 1 else "")
+                         + ("-causal" if c.causal else ""))
 def test_gpu_softmax(cfg, compiled):
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.launch import synchronize
@@ -541,6 +543,9 @@ def test_gpu_softmax(cfg, compiled):
     ref = reference_softmax(cfg, x.astype(np.float64), seed=99)
     assert np.isfinite(got).all()
     assert _rel_error(got, ref) < TOL
+    if cfg.causal:  # row r weighs keys 0 .. r mod cols only: exact zeros past them
+        query = np.arange(cfg.rows)[:, None] % cfg.cols
+        assert (got[np.arange(cfg.cols)[None, :] > query] == 0).all()
     if cfg.dropout is None:
         np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-2)
     else:

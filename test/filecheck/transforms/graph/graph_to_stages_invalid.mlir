@@ -232,7 +232,7 @@ func.func @heads_perm(%x: tensor<64x128xf16>, %wqkv: tensor<384x128xf16>, %wo: t
   %y = graph.linear %om, %wo : (tensor<64x128xf16>, tensor<128x128xf16>) -> tensor<64x128xf16>
   func.return %y : tensor<64x128xf16>
 }
-// CHECK: graph-to-stages: q's heads are x.view(T, H, D).transpose(0, 1) (perm [1, 0, 2])
+// CHECK: graph-to-stages: q's heads are x.view(T, H, D).transpose(0, 1) (perm [1, 0, 2]; a batch: x.view(B, T, H, D).transpose(1, 2), perm [0, 2, 1, 3])
 
 // -----
 
@@ -328,4 +328,40 @@ func.func @heads_view(%x: tensor<128x128xf16>, %wqkv: tensor<384x128xf16>, %wo: 
   %y = graph.linear %om, %wo : (tensor<128x128xf16>, tensor<128x128xf16>) -> tensor<128x128xf16>
   func.return %y : tensor<128x128xf16>
 }
-// CHECK: graph-to-stages: k views tokens x width as tokens x heads x (width / heads), got [128, 2, 64] -> [128, 2, 64]
+// CHECK: graph-to-stages: k views [batch x] tokens x width as [batch x] tokens x heads x (width / heads), got [128, 2, 64] -> [128, 2, 64]
+
+// -----
+
+// A batch of two sequences of 96 tokens: a tile of 128 rows would straddle them.
+func.func @batch_tokens(%x: tensor<2x96x128xf16>, %wqkv: tensor<384x128xf16>, %wo: tensor<128x128xf16>) -> tensor<2x96x128xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<2x96x128xf16>, tensor<384x128xf16>) -> tensor<2x96x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<2x96x384xf16>) -> (tensor<2x96x128xf16>, tensor<2x96x128xf16>, tensor<2x96x128xf16>)
+  %s = graph.linear %q, %k : (tensor<2x96x128xf16>, tensor<2x96x128xf16>) -> tensor<2x96x96xf16>
+  %p = graph.softmax %s dim -1 causal : tensor<2x96x96xf16>
+  %o = graph.matmul %p, %v : (tensor<2x96x96xf16>, tensor<2x96x128xf16>) -> tensor<2x96x128xf16>
+  %y = graph.linear %o, %wo : (tensor<2x96x128xf16>, tensor<128x128xf16>) -> tensor<2x96x128xf16>
+  func.return %y : tensor<2x96x128xf16>
+}
+// CHECK: graph-to-stages: a batch of 2 sequences of 96 tokens: a tile is one sequence's, so 128 rows a tile must divide T
+
+// -----
+
+// A batch's heads merged back with the batch and head dimensions swapped (perm [1, 0, 2, 3]).
+func.func @batch_merge_perm(%x: tensor<2x128x128xf16>, %wqkv: tensor<384x128xf16>, %wo: tensor<128x128xf16>) -> tensor<2x128x128xf16> {
+  %qkv = graph.linear %x, %wqkv : (tensor<2x128x128xf16>, tensor<384x128xf16>) -> tensor<2x128x384xf16>
+  %q, %k, %v = graph.split %qkv dim -1 : (tensor<2x128x384xf16>) -> (tensor<2x128x128xf16>, tensor<2x128x128xf16>, tensor<2x128x128xf16>)
+  %q4 = graph.reshape %q : (tensor<2x128x128xf16>) -> tensor<2x128x2x64xf16>
+  %qh = graph.transpose %q4 perm [0, 2, 1, 3] : (tensor<2x128x2x64xf16>) -> tensor<2x2x128x64xf16>
+  %k4 = graph.reshape %k : (tensor<2x128x128xf16>) -> tensor<2x128x2x64xf16>
+  %kh = graph.transpose %k4 perm [0, 2, 1, 3] : (tensor<2x128x2x64xf16>) -> tensor<2x2x128x64xf16>
+  %v4 = graph.reshape %v : (tensor<2x128x128xf16>) -> tensor<2x128x2x64xf16>
+  %vh = graph.transpose %v4 perm [0, 2, 1, 3] : (tensor<2x128x2x64xf16>) -> tensor<2x2x128x64xf16>
+  %s = graph.linear %qh, %kh : (tensor<2x2x128x64xf16>, tensor<2x2x128x64xf16>) -> tensor<2x2x128x128xf16>
+  %p = graph.softmax %s dim -1 causal : tensor<2x2x128x128xf16>
+  %o = graph.matmul %p, %vh : (tensor<2x2x128x128xf16>, tensor<2x2x128x64xf16>) -> tensor<2x2x128x64xf16>
+  %ot = graph.transpose %o perm [1, 0, 2, 3] : (tensor<2x2x128x64xf16>) -> tensor<2x2x128x64xf16>
+  %om = graph.reshape %ot : (tensor<2x2x128x64xf16>) -> tensor<2x128x128xf16>
+  %y = graph.linear %om, %wo : (tensor<2x128x128xf16>, tensor<128x128xf16>) -> tensor<2x128x128xf16>
+  func.return %y : tensor<2x128x128xf16>
+}
+// CHECK: graph-to-stages: the heads merge back as o.transpose(-3, -2) (perm [1, 0, 2]; a batch: [0, 2, 1, 3]) reshaped to [batch x] tokens x width
