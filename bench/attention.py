@@ -64,10 +64,13 @@ HEAD_SHAPES = tuple((tokens, heads * WIDTH, heads, model)
                     for heads, model in MODEL_HEADS.values() for tokens in (512, 1024, 2048))
 SHAPES = ONE_HEAD_SHAPES + HEAD_SHAPES
 """(T, C) for one head as wide as x; (T, C, H, E) for H heads of C / H columns over x of E:
-QKV = x · w_qkvᵀ is T x 3C, y T x E."""
-GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512))
+QKV = x · w_qkvᵀ is T x 3C, y T x E; (T, C, H, E, B, causal) for a batch of B sequences
+(x B x T x E), causal or not."""
+GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512), (256, 128, 2, 512, 2, True),
+                   (128, 64, 1, 64, 3, True))
 """test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
-one head, and two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kernel)."""
+one head, two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kernel), the same over
+a batch of two sequences with the causal mask, and one causal head over three sequences."""
 
 
 def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -75,8 +78,13 @@ def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     if len(shape) == 2:
         tokens, width = shape
         return tokens, width, 1, width
-    tokens, width, heads, model = shape
+    tokens, width, heads, model = shape[:4]
     return tokens, width, heads, model
+
+
+def batch(shape: tuple[int, ...]) -> tuple[int, bool]:
+    """(B, causal) of a bench shape: one sequence, not causal, unless it names them."""
+    return (shape[4], shape[5]) if len(shape) == 6 else (1, False)
 VERIFY_SMS = 132
 MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
@@ -85,43 +93,50 @@ STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
 
 def shape_label(shape: tuple[int, ...]) -> str:
     t, c, h, e = dims(shape)
-    return f"T={t} C={c}" if h == 1 and e == c else f"T={t} H={h}x{c // h} E={e}"
+    b, causal = batch(shape)
+    label = f"T={t} C={c}" if h == 1 and e == c else f"T={t} H={h}x{c // h} E={e}"
+    return label + (f" B={b}" if b > 1 else "") + (" causal" if causal else "")
 
 
 def graph_text(shape: tuple[int, ...]) -> str:
     """The attention block as a graph-level function (what the torch front end emits); with
-    heads, q, k and v viewed as heads (view, transpose) and the heads merged back."""
+    heads, q, k and v viewed as heads (view, transpose) and the heads merged back; with a
+    batch, every tensor but the weights B x ... (the views' perm [0, 2, 1, 3])."""
     t, c, h, e = dims(shape)
+    b, causal = batch(shape)
     d = c // h
     scale = d ** -0.5
-    x, w3, w, y = (f"tensor<{t}x{e}xf16>", f"tensor<{3 * c}x{e}xf16>", f"tensor<{e}x{c}xf16>",
-                   f"tensor<{t}x{e}xf16>")
-    qt = ht = f"tensor<{t}x{c}xf16>"  # q, k, v; as heads where there are several
-    st = f"tensor<{t}x{t}xf16>"
+    lead = f"{b}x" if b > 1 else ""  # the batch dimension
+
+    def ty(*sizes: int) -> str:
+        return f"tensor<{lead}{'x'.join(map(str, sizes))}xf16>"
+
+    x, w3, w, y = ty(t, e), f"tensor<{3 * c}x{e}xf16>", f"tensor<{e}x{c}xf16>", ty(t, e)
+    qt = ht = ty(t, c)  # q, k, v; as heads where there are several
+    st = ty(t, t)
     lines = [
         f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {y} {{",
-        f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> tensor<{t}x{3 * c}xf16>",
-        f"  %q, %k, %v = graph.split %qkv dim -1 : (tensor<{t}x{3 * c}xf16>) -> "
-        f"({qt}, {qt}, {qt})",
+        f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> {ty(t, 3 * c)}",
+        f"  %q, %k, %v = graph.split %qkv dim -1 : ({ty(t, 3 * c)}) -> ({qt}, {qt}, {qt})",
     ]
     q, k, v = "%q", "%k", "%v"
+    perm = "[0, 2, 1, 3]" if b > 1 else "[1, 0, 2]"
     if h > 1:
-        viewed, ht = f"tensor<{t}x{h}x{d}xf16>", f"tensor<{h}x{t}x{d}xf16>"
-        st = f"tensor<{h}x{t}x{t}xf16>"
+        viewed, ht, st = ty(t, h, d), ty(h, t, d), ty(h, t, t)
         for name in "qkv":
             lines += [f"  %{name}4 = graph.reshape %{name} : ({qt}) -> {viewed}",
-                      f"  %{name}h = graph.transpose %{name}4 perm [1, 0, 2] : ({viewed}) -> "
+                      f"  %{name}h = graph.transpose %{name}4 perm {perm} : ({viewed}) -> "
                       f"{ht}"]
         q, k, v = "%qh", "%kh", "%vh"
     lines += [
         f"  %s = graph.linear {q}, {k} : ({ht}, {ht}) -> {st}",
-        f"  %p = graph.softmax %s dim -1 scale {scale!r} : {st}",
+        f"  %p = graph.softmax %s dim -1 scale {scale!r}{' causal' if causal else ''} : {st}",
         f"  %o = graph.matmul %p, {v} : ({st}, {ht}) -> {ht}",
     ]
     o = "%o"
     if h > 1:
-        viewed = f"tensor<{t}x{h}x{d}xf16>"
-        lines += [f"  %ot = graph.transpose %o perm [1, 0, 2] : ({ht}) -> {viewed}",
+        viewed = ty(t, h, d)
+        lines += [f"  %ot = graph.transpose %o perm {perm} : ({ht}) -> {viewed}",
                   f"  %om = graph.reshape %ot : ({viewed}) -> {qt}"]
         o = "%om"
     lines += [f"  %y = graph.linear {o}, %wo : ({qt}, {w}) -> {y}",
@@ -185,16 +200,21 @@ def compile_jobs(jobs, target: str = "sm_90", processes: int | None = None,
 
 
 def flops(shape: tuple[int, ...]) -> int:
-    """Multiply-adds x 2 of the two linears and the two products with the keys and values."""
+    """Multiply-adds x 2 of the two linears and the two products with the keys and values (a
+    causal mask needs half of those: the floor counts what the math needs, not what our
+    kernels compute)."""
     t, c, _, e = dims(shape)
-    return 2 * t * e * 3 * c + 2 * t * t * c * 2 + 2 * t * c * e
+    b, causal = batch(shape)
+    products = 2 * t * t * c * 2 // (2 if causal else 1)
+    return b * (2 * t * e * 3 * c + products + 2 * t * c * e)
 
 
 def floor_ms(shape: tuple[int, ...], rates: dict[str, float]) -> float:
     t, c, h, e = dims(shape)
-    elements = (t * e + 3 * c * e + e * c  # x and the weights
-                + 2 * (t * 3 * c + 2 * h * t * t + t * c)  # QKV, S, P, O written and read
-                + t * e)  # y
+    b, _ = batch(shape)
+    elements = (b * t * e + 3 * c * e + e * c  # x and the weights
+                + 2 * b * (t * 3 * c + 2 * h * t * t + t * c)  # QKV, S, P, O written and read
+                + b * t * e)  # y
     return roofline_ms(flops(shape), 2 * elements, rates)  # fp16
 
 
@@ -204,7 +224,8 @@ class AttentionData(mlp.CheckedOutputs):
     def __init__(self, torch, shape: tuple[int, ...], seed: int = 0):
         self.torch = torch
         t, c, h, e = dims(shape)
-        self.heads = h
+        b, self.causal = batch(shape)
+        self.heads, self.sequences = h, b
         self.scale = (c // h) ** -0.5
         gen = torch.Generator(device="cuda").manual_seed(seed)
 
@@ -212,16 +233,16 @@ class AttentionData(mlp.CheckedOutputs):
             return (torch.randn(size, generator=gen, device="cuda", dtype=torch.float32)
                     * scale).half()
 
-        self.x = rand((t, e))
+        self.x = rand((b, t, e))
         self.w_qkv = rand((3 * c, e), e ** -0.5)  # q, k, v stay O(1)
         self.w_out = rand((e, c), c ** -0.5)
 
         def empty(*size):
             return torch.empty(size, device="cuda", dtype=torch.float16)
 
-        scores = (t, t) if h == 1 else (h, t, t)
-        self.qkv, self.s, self.p = empty(t, 3 * c), empty(*scores), empty(*scores)
-        self.o, self.y = empty(t, c), empty(t, e)
+        scores = (b * h, t, t)
+        self.qkv, self.s, self.p = empty(b * t, 3 * c), empty(*scores), empty(*scores)
+        self.o, self.y = empty(b * t, c), empty(b, t, e)
         from tilesync.transforms.graph.graph_to_stages import attention_bindings
 
         self.binds = attention_bindings(attention_match(shape))
@@ -235,17 +256,23 @@ class AttentionData(mlp.CheckedOutputs):
         torch.cuda.synchronize()
 
     def _heads(self, z):
-        """T x C viewed as H x T x D (one head: as it is)."""
-        t, c = z.shape
-        return z if self.heads == 1 else z.view(t, self.heads, c // self.heads).transpose(0, 1)
+        """B x T x C viewed as B x H x T x D."""
+        b, t, c = z.shape
+        return z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
 
     def _merged(self, o):
-        return o if self.heads == 1 else o.transpose(0, 1).reshape(o.shape[1], -1)
+        b, _, t, _ = o.shape
+        return o.transpose(1, 2).reshape(b, t, -1)
 
     def _chain(self, x, w_qkv, w_out):
         F = self.torch.nn.functional
         q, k, v = map(self._heads, F.linear(x, w_qkv).chunk(3, dim=-1))
-        p = self.torch.softmax(q @ k.transpose(-2, -1) * self.scale, dim=-1)
+        scores = q @ k.transpose(-2, -1) * self.scale
+        if self.causal:
+            t = scores.shape[-1]
+            future = self.torch.ones(t, t, dtype=self.torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        p = self.torch.softmax(scores, dim=-1)
         return F.linear(self._merged(p @ v), w_out)
 
     def poison(self) -> None:
@@ -275,7 +302,7 @@ class AttentionData(mlp.CheckedOutputs):
         """The same with torch's fused attention between the two linears."""
         F = self.torch.nn.functional
         q, k, v = map(self._heads, F.linear(self.x, self.w_qkv).chunk(3, dim=-1))
-        o = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=self.scale)[0]
+        o = F.scaled_dot_product_attention(q, k, v, scale=self.scale, is_causal=self.causal)
         return F.linear(self._merged(o), self.w_out)
 
 
@@ -302,9 +329,12 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
     lost: str | None = None  # a CUDA error: the context is gone, later GPU work is skipped
     for shape in shapes:
         t, c, h, e = dims(shape)
+        b, causal = batch(shape)
         row: dict[str, Any] = {"shape": shape_label(shape), "T": t, "C": c, "H": h, "E": e,
                                "flops": flops(shape), "floor_ms": floor_ms(shape, rates),
                                "modes": {}}
+        if len(shape) == 6:
+            row.update(B=b, causal=causal)
         result["rows"].append(row)
         if lost is not None:
             row["skipped"] = lost

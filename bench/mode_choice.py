@@ -319,8 +319,10 @@ def _bench_of(result: dict[str, Any]) -> str:
 def _key(bench: str, row: dict[str, Any]) -> tuple:
     if bench == "mlp":
         return (row["model"], row["M"])
-    if bench == "attention":  # one head as wide as x: (T, C), else (T, C, H, E)
+    if bench == "attention":  # one head as wide as x: (T, C), else (T, C, H, E[, B, causal])
         heads, model = row.get("H", 1), row.get("E", row["C"])
+        if "B" in row:
+            return (row["T"], row["C"], heads, model, row["B"], row["causal"])
         return (row["T"], row["C"]) if (heads, model) == (1, row["C"]) else \
             (row["T"], row["C"], heads, model)
     return (row["N"], row["H"], row["C"])

@@ -19,16 +19,18 @@ def test_the_bench_shapes_match_the_pattern():
     for shape in attention.SHAPES + attention.GPU_TEST_SHAPES:
         spec = attention.attention_spec(shape)
         tokens, width, heads, model = attention.dims(shape)
+        b, causal = attention.batch(shape)
         d = width // heads
         assert spec.heads == heads and spec.head_width == d
-        assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (tokens, 3 * width, model)
-        # the heads one under another: H·T rows of q · kᵀ and P · v, a head's D columns
-        assert (spec.scores.M, spec.scores.N, spec.scores.K) == (heads * tokens, tokens, d)
-        assert (spec.softmax.rows, spec.softmax.cols) == (heads * tokens, tokens)
-        # P · v: O as T x C, the heads side by side (a tile one head's)
-        assert (spec.context.M, spec.context.N, spec.context.K) == (tokens, width, tokens)
+        assert spec.sequences == b and spec.tokens == tokens and spec.softmax.causal == causal
+        assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (b * tokens, 3 * width, model)
+        # the heads one under another: [B·]H·T rows of q · kᵀ and P · v, a head's D columns
+        assert (spec.scores.M, spec.scores.N, spec.scores.K) == (b * heads * tokens, tokens, d)
+        assert (spec.softmax.rows, spec.softmax.cols) == (b * heads * tokens, tokens)
+        # P · v: O as [B·]T x C, the heads side by side (a tile one head's)
+        assert (spec.context.M, spec.context.N, spec.context.K) == (b * tokens, width, tokens)
         assert d % spec.context.tile[1] == 0
-        assert (spec.out.M, spec.out.N, spec.out.K) == (tokens, model, width)
+        assert (spec.out.M, spec.out.N, spec.out.K) == (b * tokens, model, width)
 
 
 def test_the_paper_shapes_are_gpt3_and_llama_under_8_way_tensor_parallelism():
@@ -83,6 +85,18 @@ def test_flops_and_floor_with_heads():
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}
     elements = t * e + 4 * c * e + 2 * (3 * t * c + 2 * h * t * t + t * c) + t * e
     assert attention.floor_ms((t, c, h, e), rates) == pytest.approx(2 * elements)
+
+
+def test_flops_and_floor_of_a_causal_batch():
+    t, c, h, e, b = 512, 1536, 12, 12288, 4
+    # B sequences; the causal mask needs half the products with the keys and values
+    assert attention.flops((t, c, h, e, b, True)) == \
+        b * (2 * t * e * 3 * c + 2 * t * t * c + 2 * t * c * e)
+    assert attention.flops((t, c, h, e, b, False)) == b * attention.flops((t, c, h, e))
+    rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # the weights once, the rest B times
+    elements = b * t * e + 4 * c * e + 2 * b * (3 * t * c + 2 * h * t * t + t * c) + b * t * e
+    assert attention.floor_ms((t, c, h, e, b, True), rates) == pytest.approx(2 * elements)
+    assert attention.shape_label((t, c, h, e, b, True)) == "T=512 H=12x128 E=12288 B=4 causal"
 
 
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
