@@ -7,9 +7,12 @@
                     from cat([feature, direction]))
     EdgeMLP         MeshGraphNets' edge MLP: the edge's and its two nodes' latents
                     concatenated, Linear+ReLU, Linear+ReLU, Linear, LayerNorm
+    GPT2Attention   GPT-2's causal self-attention: heads viewed and transposed by hand, the
+                    scores over sqrt(D), masked_fill of the tril mask with -inf
+    CausalSelfAttention  nanoGPT's: the same through F.scaled_dot_product_attention(is_causal=
+                    True)
     OneHeadAttention  one head of self-attention over one sequence (tokens x width), its scores
-                    unscaled or times `scale` (1 / sqrt(width) as in GPT): the form the front
-                    end's attention pattern matches
+                    unscaled or times `scale` (1 / sqrt(width) as in GPT)
     BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
 
     EXAMPLES: name -> (make(), example input shapes, dtype); llama65b_mlp_tp8 is LLaMA-65B's
@@ -66,6 +69,30 @@ class GPT2Attention(nn.Module):
         mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
         weights = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (weights @ v).transpose(1, 2).reshape(b, t, c)
+        return self.c_proj(y)
+
+
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's attention (Karpathy's model.py), its flash path: dropout only in training."""
+
+    def __init__(self, n_embd: int = 768, n_head: int = 12, bias: bool = True,
+                 dropout: float = 0.0):
+        super().__init__()
+        assert n_embd % n_head == 0
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)
+        self.n_head, self.n_embd, self.dropout = n_head, n_embd, dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.size()  # nanoGPT's names
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                           dropout_p=self.dropout if self.training else 0.0,
+                                           is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 
 
