@@ -128,7 +128,11 @@ def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-
     for op in ops:
         kind = op[0]
         if kind == "linear":
-            values.append(F.linear(get(op[1]), get(op[2]), get(op[3])))
+            x, w = get(op[1]), get(op[2])
+            if w.dim() > 2:  # q · kᵀ of heads or a batch, as torch wrote it
+                values.append(x @ w.transpose(-2, -1))
+            else:
+                values.append(F.linear(x, w, get(op[3])))
         elif kind == "conv2d":  # torch's own NCHW
             values.append(F.conv2d(get(op[1]), get(op[2]), get(op[3]), op[4], op[5]))
         elif kind in ("gelu", "gelu_tanh"):
@@ -141,12 +145,23 @@ def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-
         elif kind == "mul":
             values.append(get(op[1]) * get(op[2]))
         elif kind == "softmax":  # softmax(S · scale), S scaled as the fx nodes wrote it
-            scores, scale, divisor = get(op[1]), op[2], op[3]
+            scores, scale, divisor, causal = get(op[1]), op[2], op[3], op[4]
             if divisor is not None:
                 scores = scores / divisor
             elif scale != 1.0:
                 scores = scores * scale
+            if causal:  # key j > query i excluded, as masked_fill(~tril, -inf) does
+                tokens, keys = scores.shape[-2:]
+                later = torch.ones(tokens, keys, dtype=torch.bool, device=scores.device).triu(1)
+                scores = scores.masked_fill(later, float("-inf"))
             values.append(scores.softmax(dim=-1))
+        elif kind == "sdpa":  # torch's own fused attention, its scale as written
+            values.append(F.scaled_dot_product_attention(get(op[1]), get(op[2]), get(op[3]),
+                                                         is_causal=op[5], scale=op[6]))
+        elif kind == "reshape":
+            values.append(get(op[1]).reshape(op[2]))
+        elif kind == "transpose":
+            values.append(get(op[1]).permute(op[2]))
         elif kind == "matmul":
             values.append(get(op[1]) @ get(op[2]))
         elif kind == "split3":

@@ -8,11 +8,17 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
     Linear→act→Linear   linear(act(linear(x, w1[, b1])), w2[, b2]), act: GeLU, ReLU, SiLU or none
                         (GPT-2/3's MLP; a NeRF MLP's layers pair up the same way)
     SwiGLU MLP          linear(silu(linear(x, wg)) * linear(x, wu), wd)   (LLaMA)
-    Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1)
-                        linear(softmax(S, dim=-1) @ v, w_out[, b]), S = q @ k.transpose(-2, -1)
-                        or S scaled: S * c, c * S, S / c (c a python number: 1 / math.sqrt(d),
-                        d ** 0.5, ...; graph.softmax's scale) (one head over one sequence: x is
-                        tokens x C)
+    Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1), x one sequence
+                        (T x E) or a batch (B x T x E, B = 1 too); linear(merge(softmax(S,
+                        dim=-1) @ v), w_out[, b]), S = q @ k.transpose(-2, -1) or S scaled (S * c,
+                        c * S, S / c; c a python number: 1 / math.sqrt(d), d ** 0.5, ...;
+                        graph.softmax's scale) and/or masked (S.masked_fill(mask, -inf), the
+                        causal mask; graph.softmax's causal), in either order; or the three as
+                        F.scaled_dot_product_attention(q, k, v[, is_causal=, scale=]). Heads:
+                        q, k and v each .view([B,] T, H, D).transpose(-3, -2) (or .permute) to
+                        [B x] H x T x D, merge(o) its transpose back [.contiguous()] .view (or
+                        reshape) as [B x] T x C (graph.reshape, graph.transpose); one head: q,
+                        k, v as they are, no merge
     Conv→ReLU→Conv      conv2d(relu(conv2d(x, w1[, b1])), w2[, b2])  (ReLU optional; groups 1,
                         dilation 1: graph.conv2d's; a ResNet/VGG pair of 3x3 convs)
 
@@ -27,7 +33,15 @@ F.conv2d, F.gelu, F.silu, F.relu, operator.mul (Dynamo, whose parameters are pla
 get_attr nodes). A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is
 not a multiple of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and
 the piece stays with torch. So is one the graph level cannot express (attention scaled by a
-tensor, or by a number that is not positive: `Piece.refusal`).
+tensor, or by a number that is not positive; masked by anything but the causal mask; an
+attn_mask or dropout of scaled_dot_product_attention: `Piece.refusal`).
+
+A mask is read as causal only where it provably is: computed from constants and module buffers
+alone (ones, tril/triu, ~ or logical_not, == 0, .bool(), slices; under symbolic_trace these
+fold into a constant, under Dynamo a buffer is a placeholder whose source is the module's
+`_buffers`), its value the mask of key j > query i, the fill -inf. A mask computed from a model
+input, another diagonal, or -1e4 for -inf is a refusal. Shapes come from the nodes' recorded
+meta (under symbolic_trace a view's sizes are fx nodes read from x.shape).
 """
 
 from __future__ import annotations
@@ -105,10 +119,28 @@ class Piece:
             rows *= d
         hidden = self.infos[self.ops[0][2][1]].shape[0]
         out = self.out_info.shape[-1] if self.out_info else "?"
-        scale = next((op[2] for op in self.ops if op[0] == "softmax"), 1.0)
+        scale, causal = _softmax_form(self.ops)
         scaled = f", scale {scale:.6g}" if scale not in (1.0, None) else ""
+        heads = next((op[2][-2] for op in self.ops if op[0] == "reshape"), None)
+        if self.pattern == "Attention" and (len(x.shape) != 2 or heads is not None or causal):
+            # heads, a batch or a mask: [B x] T tokens, H heads of D
+            count = heads or 1
+            return (f"{self.pattern} [{' x '.join(map(str, x.shape[:-1]))} tokens, {count} "
+                    f"head{'s' if count != 1 else ''} of {hidden // 3 // count}, "
+                    f"{x.shape[-1]} -> {hidden} -> {out}, {_dtype_name(x.dtype)}{scaled}"
+                    f"{', causal' if causal else ''}]")
         return (f"{self.pattern} [{rows} rows, {x.shape[-1]} -> {hidden} -> {out}, "
                 f"{_dtype_name(x.dtype)}{scaled}]")
+
+
+def _softmax_form(ops: list[tuple]) -> tuple[float | None, bool]:
+    """(scale, causal) of a piece's softmax (1.0 and False where it has none)."""
+    for op in ops:
+        if op[0] == "softmax":
+            return op[2], op[4]
+        if op[0] == "sdpa":
+            return op[4], op[5]
+    return 1.0, False
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -146,6 +178,10 @@ def _functions() -> dict[str, tuple]:
         "softmax": (F.softmax, torch.softmax),
         "split": (torch.split,),
         "transpose": (torch.transpose,),
+        "permute": (torch.permute,),
+        "reshape": (torch.reshape, torch.flatten, torch.unflatten),
+        "sdpa": (F.scaled_dot_product_attention,),  # torch._C._nn's, as Dynamo records it
+        "masked_fill": (torch.masked_fill,),
         "cat": (torch.cat, torch.concat, torch.concatenate),
         "layer_norm": (F.layer_norm, torch.layer_norm),
     }
@@ -292,12 +328,75 @@ def _last_dim(dim: Any, rank: int) -> bool:
     return dim in (-1, rank - 1)
 
 
-def _transposed(node: Any) -> Any:
-    """x of x.transpose(-2, -1) (or of x.t(), x.mT), else None."""
+def _transposed(gm: Any, node: Any) -> Any:
+    """x of x.transpose(-2, -1) (its last two dimensions swapped; or of x.t()), else None."""
     if node.op == "call_method" and node.target in ("t", "mT"):
         return node.args[0]
-    if _call(node, "transpose") and len(node.args) == 3 and \
-            {node.args[1], node.args[2]} in ({-2, -1}, {0, 1}):
+    found = _permutation(gm, node)
+    if found is None:
+        return None
+    x, perm = found
+    rank = len(perm)
+    return x if rank >= 2 and perm == (*range(rank - 2), rank - 1, rank - 2) else None
+
+
+def _dims(values: Any, rank: int) -> tuple[int, ...] | None:
+    """Dimensions as written (negative ones from the end), counted from 0; None where one is
+    not a number in range."""
+    if not all(isinstance(d, int) and not isinstance(d, bool) and -rank <= d < rank
+               for d in values):
+        return None
+    return tuple(d % rank for d in values)
+
+
+def _permutation(gm: Any, node: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """(x, perm) of x.transpose(i, j) or x.permute(...) (torch's or the method; dimension d of
+    the result is x's perm[d]), else None."""
+    if not _is_node(node) or not (_call(node, "transpose") or _call(node, "permute")):
+        return None
+    x = _arg(node, 0, "input")
+    info = tensor_info(gm, x) if _is_node(x) else None
+    if info is None:
+        return None
+    rank = len(info.shape)
+    if _call(node, "transpose"):
+        swapped = _dims([_arg(node, 1, "dim0"), _arg(node, 2, "dim1")], rank)
+        if swapped is None:
+            return None
+        perm = list(range(rank))
+        perm[swapped[0]], perm[swapped[1]] = perm[swapped[1]], perm[swapped[0]]
+        return x, tuple(perm)
+    rest = node.args[1:]
+    written = rest[0] if len(rest) == 1 and isinstance(rest[0], tuple | list) else \
+        rest or node.kwargs.get("dims", ())
+    dims = _dims(written, rank)
+    if dims is None or sorted(dims) != list(range(rank)):
+        return None
+    return x, dims
+
+
+def _reshaped(gm: Any, node: Any) -> Any:
+    """x of x.view(shape) / reshape / flatten / unflatten (the same elements in the same order
+    under the shape the node's meta records), else None."""
+    if not _is_node(node):
+        return None
+    if not ((node.op == "call_method" and node.target in ("view", "reshape", "flatten",
+                                                          "unflatten"))
+            or (node.op == "call_function" and node.target in _functions()["reshape"])):
+        return None
+    x = _arg(node, 0, "input")
+    before = tensor_info(gm, x) if _is_node(x) else None
+    after = tensor_info(gm, node)
+    if before is None or after is None or before.dtype != after.dtype or \
+            math.prod(before.shape) != math.prod(after.shape):
+        return None  # x.view(dtype) reinterprets the bits
+    return x
+
+
+def _contiguous_of(node: Any) -> Any:
+    """x of x.contiguous(), else None."""
+    if _is_node(node) and node.op == "call_method" and node.target == "contiguous" and \
+            len(node.args) == 1 and not node.kwargs:
         return node.args[0]
     return None
 
@@ -309,6 +408,12 @@ def _number(value: Any) -> bool:
 def scaled_matmul(node: Any) -> tuple[Any, Any, bool] | None:
     """(the matmul node, the factor, whether it divides) of matmul * c, c * matmul or
     matmul / c, else None. The factor is as written: a number, or an fx node (a tensor)."""
+    return _scaled(node, lambda x: _call(x, "matmul"))
+
+
+def _scaled(node: Any, operand: Any) -> tuple[Any, Any, bool] | None:
+    """(x, the factor, whether it divides) of x * c, c * x or x / c where `operand(x)`, else
+    None (see scaled_matmul)."""
     if _call(node, "mul") and len(node.args) + len(node.kwargs) == 2:
         pairs = [(_arg(node, 0, "input"), _arg(node, 1, "other"))]
         pairs.append(pairs[0][::-1])
@@ -319,7 +424,7 @@ def scaled_matmul(node: Any) -> tuple[Any, Any, bool] | None:
     else:
         return None
     for x, factor in pairs:
-        if _is_node(x) and _call(x, "matmul"):
+        if _is_node(x) and operand(x):
             return x, factor, divides
     return None
 
@@ -339,46 +444,292 @@ def _softmax_scale(factor: Any, divides: bool) -> tuple[float | None, str | None
     return float(scale), None
 
 
+def _mask_calls() -> tuple[set[Any], set[str]]:
+    """The calls (functions, tensor methods) a causal mask may be made of: constructors, and
+    pure comparisons, views and casts (nothing random, nothing that reads a model input)."""
+    import torch
+
+    functions = {torch.ones, torch.full, torch.arange, torch.tril, torch.triu,
+                 torch.logical_not, torch.bitwise_not, torch.eq, torch.ne, torch.lt, torch.le,
+                 torch.gt, torch.ge, operator.invert, operator.eq, operator.ne, operator.lt,
+                 operator.le, operator.gt, operator.ge, operator.getitem}
+    methods = {"tril", "triu", "bool", "to", "view", "reshape", "unsqueeze", "expand",
+               "contiguous", "logical_not", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge"}
+    return functions, methods
+
+
+def _mask_source(gm: Any, node: Any) -> Any:
+    """The tensor a get_attr node names (a buffer, or a constant symbolic_trace made), or the
+    value of a module's buffer that Dynamo passes as a placeholder; None for anything else (a
+    model input: it may differ from call to call)."""
+    if node.op == "get_attr":
+        value = gm
+        for name in node.target.split("."):
+            value = getattr(value, name, None)
+        return value
+    if node.op == "placeholder":
+        arg = node.meta.get("grapharg")
+        name = getattr(getattr(arg, "source", None), "name", None)
+        name = name() if callable(name) else name
+        if isinstance(name, str) and name.rpartition(".")[2].startswith("_buffers["):
+            try:
+                return arg.example
+            except Exception:  # the example is gone: nothing to check
+                return None
+    return None
+
+
+def _constant_value(gm: Any, node: Any) -> tuple[Any, list[Any]]:
+    """(its value, the nodes that compute it, inputs first) of a tensor computed by
+    _mask_calls from constants and module buffers only; (None, []) where it reads anything
+    else, so its value is the same at every call."""
+    import torch
+
+    functions, methods = _mask_calls()
+    order: list[Any] = []
+    seen: set[Any] = set()
+
+    def visit(n: Any) -> bool:
+        if n in seen:
+            return True
+        seen.add(n)
+        if n.op in ("get_attr", "placeholder"):
+            ok = _mask_source(gm, n) is not None
+        else:
+            ok = ((n.op == "call_function" and n.target in functions)
+                  or (n.op == "call_method" and n.target in methods)) and \
+                all(visit(i) for i in n.all_input_nodes)
+        if ok:
+            order.append(n)
+        return ok
+
+    if not visit(node):
+        return None, []
+    env: dict[Any, Any] = {}
+    try:
+        with torch.no_grad():
+            for n in order:
+                args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+                if n.op in ("get_attr", "placeholder"):
+                    env[n] = _mask_source(gm, n)
+                elif n.op == "call_function":
+                    env[n] = n.target(*args, **kwargs)
+                else:
+                    env[n] = getattr(args[0], n.target)(*args[1:], **kwargs)
+    except Exception:  # torch refuses the calls: no mask to read
+        return None, []
+    return env[node], order
+
+
+def _is_causal(mask: Any, shape: tuple[int, ...]) -> bool:
+    """Whether `mask` (True: excluded), broadcast over scores of `shape` (... x T x T),
+    excludes exactly key j > query i: torch's is_causal, graph.softmax's `causal`."""
+    import torch
+
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or len(shape) < 2:
+        return False
+    tokens, keys = shape[-2:]
+    if tokens != keys or not 2 <= mask.dim() <= len(shape) or \
+            tuple(mask.shape[-2:]) != (tokens, keys) or any(d != 1 for d in mask.shape[:-2]):
+        return False
+    return torch.equal(mask.reshape(tokens, keys).cpu(),
+                       torch.ones(tokens, keys, dtype=torch.bool).triu(1))
+
+
+NOT_CAUSAL = ("attention's mask is not provably the causal mask (key j > query i excluded, "
+              "made from constants or a module's buffer): graph.softmax takes that mask only")
+
+
+def _causal_mask(gm: Any, masked: Any, shape: tuple[int, ...]) -> tuple[bool, list[Any],
+                                                                          str | None]:
+    """(True, the mask's nodes, None) where masked = scores.masked_fill(mask, -inf) is the
+    causal mask over scores of `shape`; else (False, [], why not)."""
+    mask, fill = _arg(masked, 1, "mask"), _arg(masked, 2, "value")
+    if not (_number(fill) and fill == -math.inf):
+        written = fill if _number(fill) else "a tensor"
+        return False, [], (f"attention's scores are masked with {written}, not -inf: the "
+                           "softmax kernel's causal mask gives masked keys weight 0")
+    value, nodes = _constant_value(gm, mask) if _is_node(mask) else (None, [])
+    if not _is_causal(value, shape):
+        return False, [], NOT_CAUSAL
+    return True, nodes, None
+
+
 # ---------------------------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------------------------
 
+HEADS_PERM = {3: (1, 0, 2), 4: (0, 2, 1, 3)}
+"""By the rank of q viewed as heads, the permutation between tokens x heads and heads x tokens:
+q.view(T, H, D).transpose(0, 1) over one sequence, q.view(B, T, H, D).transpose(1, 2) over a
+batch; the heads merge back through the same one (it is its own inverse)."""
 
-def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piece | None:
-    """The attention piece whose output linear is `last` (its parts given), or None."""
-    context, w_out, b_out = parts
-    if not (_is_node(context) and _single_use(context) and _call(context, "matmul")):
+
+@dataclass
+class _Attended:
+    """softmax(q · kᵀ · scale [causal]) · v as torch wrote it: the q, k and v it reads (heads
+    or not), its nodes, and what the piece's op for it takes."""
+
+    q: Any
+    k: Any
+    v: Any
+    nodes: list[Any]
+    scale: float | None = 1.0  # None: refused
+    divisor: Any = None  # S / divisor as written (torch's path divides by it)
+    causal: bool = False
+    refusal: str | None = None
+    mask_nodes: list[Any] = field(default_factory=list)  # the piece takes those only it reads
+    sdpa: bool = False  # one F.scaled_dot_product_attention
+    written_scale: Any = None  # its `scale` argument (None: its default, 1 / sqrt(D))
+
+
+def _softmax_chain(gm: Any, context: Any) -> _Attended | None:
+    """softmax(S', dim=-1) @ v where S' is S = q @ kᵀ scaled (S * c, c * S, S / c) and/or
+    masked (S.masked_fill(mask, -inf)), in either order; else None."""
+    if not _call(context, "matmul"):
         return None
     probs, v = context.args[:2]
     if not (_is_node(probs) and _single_use(probs) and _call(probs, "softmax")):
         return None
-    if not _last_dim(_arg(probs, 1, "dim"), 2):
+    info = tensor_info(gm, probs)
+    if info is None or not _last_dim(_arg(probs, 1, "dim"), len(info.shape)):
         return None
+    found = _Attended(None, None, v, [context, probs])
     scores = _arg(probs, 0, "input")
-    if not (_is_node(scores) and _single_use(scores)):
-        return None
-    scale: float | None = 1.0
-    refusal = scaling = divisor = None
-    scaled = scaled_matmul(scores)
-    if scaled is not None:  # softmax(S · c): scores is S's one use
-        scaling, (scores, factor, divides) = scores, scaled
-        if not _single_use(scores):
+    masked = scaled = False
+    while not (_is_node(scores) and _call(scores, "matmul")):
+        if not (_is_node(scores) and _single_use(scores)):
             return None
-        scale, refusal = _softmax_scale(factor, divides)
-        divisor = factor if divides else None
-    if not _call(scores, "matmul"):
+        found.nodes.append(scores)
+        if not masked and _call(scores, "masked_fill"):
+            masked = True
+            found.causal, found.mask_nodes, why = _causal_mask(gm, scores, info.shape)
+            found.refusal = found.refusal or why
+            scores = _arg(scores, 0, "input")
+            continue
+        operands = ("matmul",) if masked else ("matmul", "masked_fill")
+        factor = None if scaled else _scaled(
+            scores, lambda x, kinds=operands: any(_call(x, kind) for kind in kinds))
+        if factor is None:
+            return None
+        scaled = True
+        scores, by, divides = factor
+        found.scale, why = _softmax_scale(by, divides)
+        found.refusal = found.refusal or why
+        found.divisor = by if divides else None
+    if not _single_use(scores):
         return None
     q, k_t = scores.args[:2]
-    k = _transposed(k_t) if _is_node(k_t) and _single_use(k_t) else None
-    items = [q, k, v]
+    k = _transposed(gm, k_t) if _is_node(k_t) and _single_use(k_t) else None
+    if k is None:
+        return None
+    found.q, found.k = q, k
+    found.nodes += [scores, k_t]
+    return found
+
+
+def _sdpa_call(gm: Any, node: Any) -> _Attended | None:
+    """F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale), else
+    None; a mask or dropout is a refusal (graph.softmax has neither)."""
+    q, k, v = _arg(node, 0, "query"), _arg(node, 1, "key"), _arg(node, 2, "value")
+    mask, dropout = _arg(node, 3, "attn_mask"), _arg(node, 4, "dropout_p", 0.0)
+    causal, written = _arg(node, 5, "is_causal", False), node.kwargs.get("scale")
+    info = tensor_info(gm, q) if _is_node(q) else None
+    if info is None or not isinstance(causal, bool) or node.kwargs.get("enable_gqa", False):
+        return None
+    found = _Attended(q, k, v, [node], causal=causal, sdpa=True, written_scale=written)
+    why = None
+    if written is None:
+        found.scale = 1 / math.sqrt(info.shape[-1])
+    else:
+        found.scale, why = _softmax_scale(written, False)
+    if mask is not None:
+        why = ("scaled_dot_product_attention's attn_mask: graph.softmax takes no mask but the "
+               "causal one (is_causal=True)")
+    elif not (_number(dropout) and dropout == 0):
+        why = f"scaled_dot_product_attention's dropout_p {dropout}: the softmax kernel has none"
+    found.refusal = why
+    return found
+
+
+def _heads_view(gm: Any, node: Any) -> tuple[Any, list[Any], tuple[int, ...],
+                                             tuple[int, ...]] | None:
+    """(x, the nodes, the viewed shape, the permutation) of x.view(shape).transpose(i, j) (or
+    reshape, permute; .contiguous() after it), else None."""
+    nodes = []
+    inner = _contiguous_of(node)
+    if inner is not None:
+        if not _single_use(inner):
+            return None
+        nodes, node = [node], inner
+    found = _permutation(gm, node)
+    if found is None or not _single_use(found[0]):
+        return None
+    viewed, perm = found
+    x, info = _reshaped(gm, viewed), tensor_info(gm, viewed)
+    if x is None or info is None:
+        return None
+    return x, [*nodes, node, viewed], info.shape, perm
+
+
+def _merged_heads(gm: Any, node: Any) -> tuple[Any, list[Any], tuple[int, ...],
+                                               tuple[int, ...]] | None:
+    """(o, the nodes, the permutation, the merged shape) of o.transpose(i, j) (or permute;
+    .contiguous() after it) .view(shape) (or reshape), else None."""
+    x, info = _reshaped(gm, node), tensor_info(gm, node)
+    if x is None or info is None or not _single_use(x):
+        return None
+    nodes = [node]
+    inner = _contiguous_of(x)
+    if inner is not None:
+        if not _single_use(inner):
+            return None
+        nodes.append(x)
+        x = inner
+    found = _permutation(gm, x)
+    if found is None:
+        return None
+    return found[0], [*nodes, x], found[1], info.shape
+
+
+class _Program:
+    """A piece's ops, each op's values numbered as graph_function and eager_piece number them
+    (one each, three for split3)."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple] = []
+        self.size = 0
+
+    def add(self, *op: Any, results: int = 1) -> Any:
+        self.ops.append(op)
+        first, self.size = self.size, self.size + results
+        return ("op", first) if results == 1 else [("op", first + i) for i in range(results)]
+
+
+def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piece | None:
+    """The attention piece whose output linear is `last` (its parts given), or None."""
+    attended, w_out, b_out = parts
+    if not (_is_node(attended) and _single_use(attended)):
+        return None
+    merge = _merged_heads(gm, attended)
+    context = merge[0] if merge is not None else attended
+    if not (_is_node(context) and _single_use(context)):
+        return None
+    core = _sdpa_call(gm, context) if _call(context, "sdpa") else _softmax_chain(gm, context)
+    if core is None:
+        return None
+    views = [_heads_view(gm, n) if _is_node(n) else None for n in (core.q, core.k, core.v)]
+    heads = views[0] is not None
+    if any((view is not None) != heads for view in views) or (merge is not None) != heads:
+        return None
+    items = [view[0] for view in views] if heads else [core.q, core.k, core.v]  # type: ignore
     if not all(_is_node(n) and _single_use(n) and n.op == "call_function"
                and n.target is operator.getitem for n in items):
         return None
-    split = q.args[0]
+    split = items[0].args[0]
     if any(n.args[0] is not split for n in items) or [n.args[1] for n in items] != [0, 1, 2]:
         return None
-    if not (_call(split, "split") and len(split.users) == 3
-            and _last_dim(_arg(split, 2, "dim", 0), 2)):
+    if not (_call(split, "split") and len(split.users) == 3):
         return None
     qkv = _arg(split, 0, "tensor") if split.op == "call_function" else split.args[0]
     qkv_parts = linear_parts(gm, qkv) if _is_node(qkv) and _single_use(qkv) else None
@@ -386,26 +737,56 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
         return None
     x, w_qkv, b_qkv = qkv_parts
     info = tensor_info(gm, qkv)
-    # one sequence (batched q · kᵀ has no graph-level form) split in three equal widths
-    if info is None or len(info.shape) != 2 or info.shape[-1] % 3 or \
-            _arg(split, 1, "split_size") not in (info.shape[-1] // 3, [info.shape[-1] // 3] * 3):
+    # one sequence or a batch, split in three equal widths (the results' shapes: under
+    # symbolic_trace a width read from x.shape is an fx node)
+    if info is None or len(info.shape) not in (2, 3) or info.shape[-1] % 3 or \
+            not _last_dim(_arg(split, 2, "dim", 0), len(info.shape)):
         return None
-    piece = Piece("Attention", last, [qkv, split, q, k, v, k_t, scores] +
-                  ([scaling] if scaling is not None else []) + [probs, context, last],
-                  refusal=refusal)
+    part = (*info.shape[:-1], info.shape[-1] // 3)
+    if any(getattr(tensor_info(gm, n), "shape", None) != part for n in items):
+        return None
+    nodes = [qkv, split, *items, *core.nodes, last]
+    if heads:
+        shape = views[0][2]  # type: ignore[index]
+        perm = HEADS_PERM.get(len(shape))
+        assert merge is not None
+        if any(view[2] != shape or view[3] != perm for view in views) or \
+                shape[:-2] != part[:-1] or shape[-2] * shape[-1] != part[-1] or \
+                merge[2] != perm or merge[3] != part:
+            return None
+        nodes += [n for view in views for n in view[1]] + merge[1]  # type: ignore[index]
+    inside = set(nodes)
+    for node in reversed(core.mask_nodes):  # the mask's nodes that only the piece reads
+        if node.op != "placeholder" and all(user in inside for user in node.users):
+            inside.add(node)
+            nodes.append(node)
+    if any(user not in inside for node in nodes if node is not last for user in node.users):
+        return None
+    order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    piece = Piece("Attention", last, sorted(nodes, key=order.__getitem__),
+                  refusal=core.refusal)
     refs = [x, w_qkv] + ([b_qkv] if b_qkv is not None else []) + [w_out] + \
         ([b_out] if b_out is not None else [])
     index = {id(r): i for i, r in enumerate(refs)}
     piece.inputs = refs
-    # values: 0 qkv, 1-3 q k v (the split's results), 4 q·kᵀ, 5 softmax, 6 · v, 7 out
-    piece.ops = [("linear", ("in", 0), ("in", 1), ("in", 2) if b_qkv is not None else None),
-                 ("split3", ("op", 0)),
-                 ("linear", ("op", 1), ("op", 2), None),
-                 # scale: None where refused; torch's path divides by the divisor as written
-                 ("softmax", ("op", 4), scale, divisor),
-                 ("matmul", ("op", 5), ("op", 3)),
-                 ("linear", ("op", 6), ("in", index[id(w_out)]),
-                  ("in", index[id(b_out)]) if b_out is not None else None)]
+    program = _Program()
+    qkv_value = program.add("linear", ("in", 0), ("in", 1),
+                            ("in", 2) if b_qkv is not None else None)
+    q, k, v = program.add("split3", qkv_value, results=3)
+    if heads:  # [B x] T x C -> [B x] T x H x D -> [B x] H x T x D
+        q, k, v = (program.add("transpose", program.add("reshape", r, shape), perm)
+                   for r in (q, k, v))
+    if core.sdpa:
+        o = program.add("sdpa", q, k, v, core.scale, core.causal, core.written_scale)
+    else:  # scale: None where refused; torch's path divides by the divisor as written
+        probs = program.add("softmax", program.add("linear", q, k, None), core.scale,
+                            core.divisor, core.causal)
+        o = program.add("matmul", probs, v)
+    if heads:  # the heads side by side again: [B x] T x C
+        o = program.add("reshape", program.add("transpose", o, perm), part)
+    program.add("linear", o, ("in", index[id(w_out)]),
+                ("in", index[id(b_out)]) if b_out is not None else None)
+    piece.ops = program.ops
     return piece
 
 
@@ -455,7 +836,7 @@ def _match_at(gm: Any, last: Any) -> Piece | None:
     hidden, w2, b2 = parts
     if not _is_node(hidden) or not _single_use(hidden):
         return None
-    if _call(hidden, "matmul"):
+    if _call(hidden, "matmul") or _call(hidden, "sdpa") or _reshaped(gm, hidden) is not None:
         return _match_attention_at(gm, last, parts)
     if is_mul(hidden):
         sides = [a for a in hidden.args[:2] if _is_node(a)]
@@ -618,7 +999,7 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
             if len(xs) < 2:
                 raise UnsupportedPiece(f"a Linear's input of shape {list(xs)} has no row "
                                        f"dimension (the GEMMs take rows x {xs[-1]})")
-            n = w.type.get_shape()[0]  # type: ignore[attr-defined]
+            n = w.type.get_shape()[-2]  # type: ignore[attr-defined]  # (k of q · kᵀ: batched)
             new = graph.LinearOp(x, w, b, TensorType(element, [*xs[:-1], n]))
         elif kind == "conv2d":  # channels last (see the module docstring)
             x, w, b = get(op[1]), get(op[2]), get(op[3])
@@ -637,7 +1018,24 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
         elif kind == "mul":
             new = graph.MulOp(get(op[1]), get(op[2]))
         elif kind == "softmax":
-            new = graph.SoftmaxOp(get(op[1]), -1, op[2])
+            new = graph.SoftmaxOp(get(op[1]), -1, op[2], causal=op[4])
+        elif kind == "sdpa":  # softmax(q · kᵀ · scale [causal]) · v: three graph ops
+            q, k, v = get(op[1]), get(op[2]), get(op[3])
+            assert q is not None and k is not None and v is not None
+            rows = q.type.get_shape()[:-1]  # type: ignore[attr-defined]
+            scores = graph.LinearOp(q, k, None, TensorType(
+                element, [*rows, k.type.get_shape()[-2]]))  # type: ignore[attr-defined]
+            probs = graph.SoftmaxOp(scores.result, -1, op[4], causal=op[5])
+            block.add_ops([scores, probs])
+            new = graph.MatmulOp(probs.result, v, TensorType(
+                element, [*rows, v.type.get_shape()[-1]]))  # type: ignore[attr-defined]
+        elif kind == "reshape":
+            new = graph.ReshapeOp(get(op[1]), TensorType(element, list(op[2])))
+        elif kind == "transpose":
+            x = get(op[1])
+            assert x is not None
+            shape = x.type.get_shape()  # type: ignore[attr-defined]
+            new = graph.TransposeOp(x, op[2], TensorType(element, [shape[d] for d in op[2]]))
         elif kind == "matmul":
             a, b = get(op[1]), get(op[2])
             assert a is not None and b is not None

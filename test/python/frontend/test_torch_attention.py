@@ -39,13 +39,32 @@ def test_attention_is_matched_and_lowered_to_the_graph_level():
     assert "graph.softmax %4 dim -1" in text and "graph.matmul %5, %3" in text
 
 
-def test_batched_or_uneven_attention_is_no_piece():
+@pytest.mark.parametrize("batch", [1, 2])
+def test_batched_attention_is_matched_over_the_sequences(batch, tmp_path):
+    """x of B x T x C (B = 1 too): q, k, v used as they are, q · kᵀ and P · v batched over
+    the sequences (graph.linear's and graph.matmul's batched second operand)."""
+    model = Attention().half()
+    x = torch.randn(batch, 64, 64, dtype=torch.half)
+    (piece,) = _pieces(model, [x])
+    assert piece.pattern == "Attention" and len(piece.nodes) == 10 and piece.refusal is None
+    assert piece.description == f"Attention [{batch} x 64 tokens, 1 head of 64, 64 -> 192 -> 64, "\
+        "float16]"
+    text = str(graph_function(piece))
+    qkv = f"tensor<{batch}x64x64xf16>"
+    assert f"graph.linear %1, %2 : ({qkv}, {qkv}) -> {qkv}" in text
+    assert f"graph.matmul %5, %3 : ({qkv}, {qkv}) -> {qkv}" in text
+    assert "graph.reshape" not in text and "graph.transpose" not in text
+    forced = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    assert "torch.ops.tilesync.piece.default" in forced.graph_module.code
+    torch.testing.assert_close(forced(x), model(x), rtol=0, atol=0)
+
+
+def test_uneven_attention_is_no_piece():
     class Uneven(Attention):
         def forward(self, x):
             q, k, v = self.qkv(x).split([32, 32, 128], dim=-1)
             return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
-    assert _pieces(Attention().half(), [torch.randn(2, 64, 64, dtype=torch.half)]) == []
     assert _pieces(Uneven(), [torch.randn(64, 64)]) == []
 
 
