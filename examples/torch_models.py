@@ -187,6 +187,11 @@ EXAMPLES = {
     # LLaMA-65B's MLP on one of 8 tensor-parallel GPUs (the MLP bench's "llama"), 4 x 256 tokens
     "llama65b_mlp_tp8": (lambda: LlamaMLP(8192, 2816), [(4, 256, 8192)], torch.float16),
     "gpt2_block": (lambda: GPT2Block(768, 12), [(4, 64, 768)], torch.float16),
+    # GPT-2 small's causal self-attention on one sequence of 256 tokens: as GPT-2 writes it,
+    # and as nanoGPT does through scaled_dot_product_attention
+    "gpt2_attention": (lambda: GPT2Attention(768, 12), [(1, 256, 768)], torch.float16),
+    "gpt2_sdpa_attention": (lambda: CausalSelfAttention(768, 12), [(1, 256, 768)],
+                            torch.float16),
     "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
     # NeRF as its paper writes it (63-wide position and 27-wide direction encodings, the input
     # again into the sixth layer, 3 colours) on 2^16 samples: `tilesync bench dataflow-mlp`'s
