@@ -1066,6 +1066,6 @@ def _hint(ref: Any) -> str | None:
     return cleaned.lstrip("0123456789_") or None
 
 
-__all__ = ["ACTIVATIONS", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo", "UnsupportedPiece",
-           "UnsupportedTensor", "conv_parts", "element_type", "find_pieces", "graph_function",
-           "insertion_point", "scaled_matmul", "tensor_info"]
+__all__ = ["ACTIVATIONS", "HEADS_PERM", "NOT_CAUSAL", "TO_NCHW", "TO_NHWC", "Piece", "TensorInfo",
+           "UnsupportedPiece", "UnsupportedTensor", "conv_parts", "element_type", "find_pieces",
+           "graph_function", "insertion_point", "scaled_matmul", "tensor_info"]
