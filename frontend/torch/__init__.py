@@ -6,7 +6,8 @@
     tilesync.frontend.torch.explain(module, *example_inputs) -> str   (and printed)
 
 Pieces of the model that match the pattern library (patterns.py: Linear→act→Linear, the SwiGLU
-MLP, one-head attention, its scores scaled by a constant or not, Conv→ReLU→Conv with eval-mode
+MLP, self-attention (heads, a batch of sequences, its scores scaled by a constant, causal; as
+matmul/softmax or scaled_dot_product_attention), Conv→ReLU→Conv with eval-mode
 BatchNorms folded into the convs; stack.py: NeRF-style MLP stacks) are lowered through the
 graph level (graph-to-stages) to synchronized stage programs (graph-to-dataflow: an MLP stack
 to one Kitsune pipeline) and run as `torch.ops.tilesync.piece` where the cost model and a
@@ -95,7 +96,9 @@ def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options
                                 emit_ptx=options.emit_ptx, log=options.log,
                                 cache_dir=options.cache_dir, tune=options.tune)
 
-    compiled = torch.compile(module, backend=backend)
+    # static shapes: the example's are what the pieces are compiled for, and Dynamo would
+    # otherwise make a dimension symbolic once this code was compiled for another shape
+    compiled = torch.compile(module, backend=backend, dynamic=False)
     first = len(LAST_REPORTS)
     with torch.no_grad():
         compiled(*inputs)

@@ -331,6 +331,18 @@ def test_gpt2_attention_as_written_through_dynamo(tmp_path):
     torch.testing.assert_close(out, model(x), rtol=0, atol=0)
 
 
+def test_a_second_shape_of_the_same_model_is_compiled_for_its_own_sizes(tmp_path):
+    """tilesync.frontend.torch.compile captures a model symbolic_trace cannot trace with
+    Dynamo's static shapes: compiled again for other inputs, Dynamo would otherwise make the
+    sizes that changed symbolic, and the graph, whose pieces need sizes, stay with torch."""
+    for shape in ((2, T, E), (1, 2 * T, E)):
+        model = GPT2Attention(E, H).half()
+        compiled = tt.compile(model, [torch.randn(shape, dtype=torch.half)], emit_ptx=True,
+                              cache_dir=tmp_path)
+        (piece,) = compiled.report.pieces
+        assert piece.description.startswith(f"Attention [{shape[0]} x {shape[1]} tokens, ")
+
+
 class _TwoLayers(nn.Module):
     """nanoGPT's attention without flash (its bias buffer sliced to T x T, == 0), then one
     masked by a model input: under Dynamo the buffer is a placeholder too."""

@@ -1,6 +1,7 @@
 """The torch front end's attention, conv-chain and SwiGLU MLP pieces on the GPU, run our way
 (forced, strict; a conv chain in each of its forms, cp.async and im2col TMA convs; attention
-with and without GPT's 1/sqrt(width) on its scores; the MLP on the TMA GEMMs from 64 rows, a
+with and without GPT's 1/sqrt(width) on its scores, and causal with heads over a batch as
+GPT-2 and nanoGPT write it; the MLP on the TMA GEMMs from 64 rows, a
 partial row of tiles too, and on the wgmma ones below): they match an fp32
 reference computed from the same fp16 inputs (and eager torch) on fresh inputs with every
 temporary and result filled with NaN before the kernels run, 20 runs back to back without a
@@ -19,7 +20,13 @@ torch = pytest.importorskip("torch")
 from torch_checks import relative_error  # noqa: E402
 
 import tilesync.frontend.torch as tt  # noqa: E402
-from tilesync.examples.torch_models import BasicBlock, LlamaMLP, OneHeadAttention  # noqa: E402
+from tilesync.examples.torch_models import (  # noqa: E402
+    BasicBlock,
+    CausalSelfAttention,
+    GPT2Attention,
+    LlamaMLP,
+    OneHeadAttention,
+)
 from tilesync.frontend.torch import compiler  # noqa: E402
 from tilesync.frontend.torch.ops import StageRunner  # noqa: E402
 
@@ -115,6 +122,22 @@ def test_attention_runs_our_way(tokens, width, scaled, tmp_path, poisoned, graph
     pattern = "Attention" if scale is None else \
         f"Attention [{tokens} rows, {width} -> {3 * width} -> {width}, float16, scale {scale:.6g}]"
     _runs_our_way(model, lambda: torch.randn(tokens, width, dtype=torch.half, device="cuda"),
+                  pattern, tmp_path, graph_replays)
+
+
+@pytest.mark.parametrize(("model_class", "shape", "heads"), [
+    (GPT2Attention, (2, 128, 128), 2),  # GPT-2's causal mask as masked_fill, two sequences
+    (GPT2Attention, (1, 256, 192), 3),  # three heads: a tile row of q · kᵀ a head's
+    (CausalSelfAttention, (3, 128, 128), 2),  # nanoGPT: scaled_dot_product_attention, causal
+])
+def test_causal_attention_with_heads_runs_our_way(model_class, shape, heads, tmp_path,
+                                                  poisoned, graph_replays):
+    torch.manual_seed(sum(shape))
+    model = model_class(shape[-1], heads).half().cuda().eval()
+    b, t, e = shape
+    pattern = (f"Attention [{b} x {t} tokens, {heads} heads of {e // heads}, {e} -> {3 * e} -> "
+               f"{e}, float16, scale {(e // heads) ** -0.5:.6g}, causal]")
+    _runs_our_way(model, lambda: torch.randn(shape, dtype=torch.half, device="cuda"),
                   pattern, tmp_path, graph_replays)
 
 
