@@ -23,8 +23,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "nerf_mlp", "nerf_mlp_rays",
-         "resnet_block", "edge_mlp")
+NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "gpt2_attention", "gpt2_sdpa_attention",
+         "nerf_mlp", "nerf_mlp_rays", "resnet_block", "edge_mlp")
 MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
          "tilesync (forced)")
 TOL = 2e-2
