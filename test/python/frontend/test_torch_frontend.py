@@ -403,3 +403,19 @@ def test_examples_on_other_row_counts_for_the_bench_sweep():
     args = build_parser().parse_args(["bench", "torch", "--models", "llama_mlp", "--rows", "16",
                                       "4096"])
     assert args.rows == [16, 4096] and args.models == ["llama_mlp"]
+
+
+def test_a_piece_is_ours_where_it_wins_called_or_replayed():
+    """A launch-bound piece (GPT-2's attention on an H200: ours 0.43 ms called, 5 launches
+    from Python, against torch's 0.38; its device time well below torch's) is ours where it
+    wins replayed from a CUDA graph too: graph_choice then measures the graph's forms with it
+    against torch's own, so a form slower when called is not the one chosen."""
+    from tilesync.frontend.torch.compiler import PieceReport, _ours_wins
+
+    assert not _ours_wins((0.43, 0.38))
+    assert _ours_wins((0.43, 0.38, 0.02, 0.035))
+    assert _ours_wins((0.30, 0.38, 0.05, 0.035))
+    assert not _ours_wins((0.43, 0.38, 0.0345, 0.035))  # within WIN_MARGIN: torch's
+    entry = PieceReport(0, "Attention", measured=(0.43, 0.38, 0.02, 0.035))
+    assert entry.line().endswith("measured ours 0.4300 ms vs torch 0.3800 ms; replayed from "
+                                 "a CUDA graph ours 0.0200 ms vs torch 0.0350 ms")
