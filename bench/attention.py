@@ -66,6 +66,14 @@ SHAPES = ONE_HEAD_SHAPES + HEAD_SHAPES
 """(T, C) for one head as wide as x; (T, C, H, E) for H heads of C / H columns over x of E:
 QKV = x · w_qkvᵀ is T x 3C, y T x E; (T, C, H, E, B, causal) for a batch of B sequences
 (x B x T x E), causal or not."""
+GPT2_HEADS = (12, 768)  # GPT-2 small: 12 heads of 64 over 768, the whole model on one GPU
+CAUSAL_SHAPES = ((1024, 768, *GPT2_HEADS, 1, True), (256, 768, *GPT2_HEADS, 8, True),
+                 (1024, 12 * WIDTH, *MODEL_HEADS["gpt3"], 1, True),
+                 (2048, 12 * WIDTH, *MODEL_HEADS["gpt3"], 1, True),
+                 (2048, 8 * WIDTH, *MODEL_HEADS["llama"], 1, True))
+"""`tilesync bench attention --causal`: a decoder's prefill, causal (T, C, H, E, B, causal):
+GPT-2 small over one sequence of 1024 tokens and a batch of 8 of 256; the paper's GPT-3 and
+LLaMA heads under 8-way tensor parallelism at T = 1024 and 2048."""
 GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512), (256, 128, 2, 512, 2, True),
                    (128, 64, 1, 64, 3, True))
 """test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
@@ -411,6 +419,7 @@ def main(argv=None) -> int:
 
 
 __all__ = [
+    "CAUSAL_SHAPES",
     "GPU_TEST_SHAPES",
     "MODES",
     "SHAPES",

@@ -233,6 +233,11 @@ class GemmConfig:
     then overlap another's k-steps, which one block a tile leaves idle (a conv tile has 9 to
     36 k-steps). A persistent kernel is one block per SM."""
 
+    triangular_a: int = 0
+    """T > 0: A is lower triangular in blocks of T rows, A[m, k] = 0 for k > m mod T (a causal
+    softmax's P over sequences of T keys): a tile's k-loop ends at the k-tile of its last
+    row's position, (m0 mod T) + BM - 1, and reads nothing past it. One tile, cp.async."""
+
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
 
@@ -306,6 +311,10 @@ class GemmConfig:
             self._check_a_head()
         if self.split_cluster:
             self._check_split_cluster()
+        if self.triangular_a and (self.split_k > 1 or self.pipeline != "cp_async" or
+                                  self.triangular_a < 0 or self.K != self.triangular_a):
+            raise ValueError(f"triangular_a={self.triangular_a}: A's K is the {self.K} keys of "
+                             "one sequence, on the cp_async pipeline, one slice of K")
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
             raise SharedMemoryExceeded(
@@ -641,7 +650,8 @@ class GemmConfig:
 _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_warps",
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
-                                "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm"})
+                                "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm",
+                                "triangular_a"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale", "causal"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store", "blocks_per_sm"}
@@ -658,13 +668,14 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 a_head: int = 0, split_cluster: bool = False,
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
                 im2col: tuple[int, int, int, int] | None = None,
-                pingpong: bool = False, blocks_per_sm: int = 1) -> GemmConfig:
+                pingpong: bool = False, blocks_per_sm: int = 1,
+                triangular_a: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
                       stream_k_tiles, None if im2col is None else tuple(im2col), pingpong,
-                      blocks_per_sm)
+                      blocks_per_sm, triangular_a)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,

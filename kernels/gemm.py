@@ -439,11 +439,24 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         local_v = body.idx(local) if isinstance(local, int) else local
         return local_v if k_begin is None else body.addi(k_begin, local_v)
 
+    # The tile's k-tiles: all, or with a triangular A those up to its last row's position.
+    k_count: SSAValue | int = per_slice
+    if cfg.triangular_a:
+        last = b.addi(b.remui(m0, cfg.triangular_a), bm - 1)
+        k_count = b.emit(arith.MinUIOp(b.idx(per_slice), b.addi(b.divui(last, bk), 1)))
+
     # Prologue: k-tiles 0 .. P-1 (those that exist), one commit group per stage regardless.
     P = cfg.prefetch
     for s in range(P):
-        if s < per_slice:
-            load_tile(b, global_k(b, s), b.idx(s))
+        if isinstance(k_count, int):
+            if s < k_count:
+                load_tile(b, global_k(b, s), b.idx(s))
+        else:
+            first = Block()
+            fb = BlockBuilder(first)
+            load_tile(fb, global_k(fb, s), fb.idx(s))
+            fb.insert(scf.YieldOp())
+            b.insert(scf.IfOp(b.ult(b.idx(s), k_count), [], Region(first)))
         b.insert(tl.CpAsyncCommitOp())
 
     acc_type = _frag("acc", f32)
@@ -451,7 +464,8 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     accs = [zero] * (mi_count * ni_count)
 
     loop_body = Block(arg_types=[IndexType()] + [acc_type] * len(accs))
-    loop = scf.ForOp(b.idx(0), b.idx(per_slice), b.idx(1), accs, Region(loop_body))
+    loop = scf.ForOp(b.idx(0), b.idx(k_count) if isinstance(k_count, int) else k_count,
+                     b.idx(1), accs, Region(loop_body))
     b.insert(loop)
     lb = BlockBuilder(loop_body)
     kt, *carried = loop_body.args
@@ -464,7 +478,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     pb = BlockBuilder(prefetch)
     load_tile(pb, global_k(pb, next_k), pb.remui(next_k, S))
     pb.insert(scf.YieldOp())
-    lb.insert(scf.IfOp(lb.ult(next_k, per_slice), [], Region(prefetch)))
+    lb.insert(scf.IfOp(lb.ult(next_k, k_count), [], Region(prefetch)))
     lb.insert(tl.CpAsyncCommitOp())
     stage = lb.remui(kt, S)
 

@@ -134,7 +134,9 @@ def _bench(args: argparse.Namespace) -> int:
         elif name == "attention":
             from tilesync.bench import attention
 
-            result = attention.attention_benchmarks(warmup=args.warmup, reps=args.reps)
+            result = attention.attention_benchmarks(
+                attention.CAUSAL_SHAPES if args.causal else attention.SHAPES,
+                warmup=args.warmup, reps=args.reps)
             table = attention.attention_table(result)
         elif name == "torch":
             from tilesync.bench import torch_models
@@ -168,6 +170,8 @@ def _bench(args: argparse.Namespace) -> int:
                                 "dataflow-mlp", "compile") else f"spine-{name}"
         if name == "torch" and args.rows:
             stem = "torch-rows"
+        if name == "attention" and args.causal:
+            stem = "attention-causal"
         programs = None
         if name in ("mlp", "conv", "attention"):  # each row's recorded mode choice (explain)
             from tilesync.bench.mode_choice import write_programs
@@ -269,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rows", type=int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
+    b.add_argument("--causal", action="store_true",
+                   help="attention: the causal rows instead (GPT-2 small; GPT-3 and LLaMA heads "
+                        "under 8-way TP), saved as attention-causal-<device>")
     b.add_argument("--ms", type=int, nargs="+", default=None,
                    help="mlp: the batches (default 64 256 512 1024 2048)")
     b.add_argument("--out", default="bench/results")

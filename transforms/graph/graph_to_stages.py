@@ -573,11 +573,11 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
                                              "divide T")
     try:
         def gemm(name, m, n, k, tile, warps, stages, epilogue=None, mma="wgmma",
-                 staged=False):
+                 staged=False, triangular_a=0):
             return gemm_config(m, n, k, tile, warps, stages, dtype=match.dtype,
                                epilogue=epilogue, name=name, sync_hooks=True, mma=mma,
                                b_layout="col" if mma == "wgmma" else "row",
-                               staged_store=staged)
+                               staged_store=staged, triangular_a=triangular_a)
 
         spec = AttentionSpec(
             qkv=_projection_config(QKV, match, b * t, 3 * c, e, bm, w1,
@@ -586,8 +586,9 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
             scores=gemm(SCORES, b * h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
             softmax=softmax_config(b * h * t, t, name=SOFTMAX, sync_hooks=True,
                                    scale=match.scale, causal=match.causal),
+            # causal: P is zero past each query, so a tile's k-loop ends at its last row's
             context=gemm(CONTEXT, b * t, c, t, context_tile(b * t, c, bm), (bm // 32, 1),
-                         CONTEXT_STAGES, mma="sync"),
+                         CONTEXT_STAGES, mma="sync", triangular_a=t if match.causal else 0),
             out=_projection_config(OUT, match, b * t, e, c, t4[0], w4,
                                    "bias" if match.b_out is not None else None),
             heads=h, sequences=b)

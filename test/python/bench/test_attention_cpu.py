@@ -16,13 +16,15 @@ PROGRESS = {"row+pdl": "programmatic dependent launch", "tile+pdl": "programmati
 
 
 def test_the_bench_shapes_match_the_pattern():
-    for shape in attention.SHAPES + attention.GPU_TEST_SHAPES:
+    for shape in attention.SHAPES + attention.CAUSAL_SHAPES + attention.GPU_TEST_SHAPES:
         spec = attention.attention_spec(shape)
         tokens, width, heads, model = attention.dims(shape)
         b, causal = attention.batch(shape)
         d = width // heads
         assert spec.heads == heads and spec.head_width == d
         assert spec.sequences == b and spec.tokens == tokens and spec.softmax.causal == causal
+        # causal: P · v's k-loop of a tile ends at its last row's key
+        assert spec.context.triangular_a == (tokens if causal else 0)
         assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (b * tokens, 3 * width, model)
         # the heads one under another: [B·]H·T rows of q · kᵀ and P · v, a head's D columns
         assert (spec.scores.M, spec.scores.N, spec.scores.K) == (b * heads * tokens, tokens, d)

@@ -210,3 +210,16 @@ def test_blocks_per_sm_names_the_config_where_set():
                          mma="wgmma", pipeline="tma_ws", tma_store=True, sync_hooks=True,
                          blocks_per_sm=2)
     assert conv.gemm.blocks_per_sm == 2 and "blocks_per_sm=2" in repr(conv)
+
+
+def test_a_triangular_a_names_the_config_and_takes_one_sequence_of_keys():
+    """P · v of a causal softmax: A (P) is zero past each row's position, so a tile's k-loop
+    ends early; K must be the sequence's keys, in one slice."""
+    plain = gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8)
+    causal = gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8, triangular_a=256)
+    assert "triangular_a" not in repr(plain)
+    assert repr(causal) == repr(plain)[:-1] + ", triangular_a=256)"
+    with pytest.raises(ValueError, match="A's K is the 256 keys of one sequence"):
+        gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8, triangular_a=128)
+    with pytest.raises(ValueError, match="one slice of K"):
+        gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8, split_k=2, triangular_a=256)

@@ -56,6 +56,20 @@ func.func @attention(%x: tensor<2x256x192xf16>, %wqkv: tensor<384x192xf16>, %wo:
 // CHECK-NEXT: %{{.*}} = arith.select %[[KEEP]], %{{.*}}, %[[NEGINF]] : f32
 // P · v: O is B·T x C; A (P) at row (b·H + h)·T + r mod T, b = r / T, h = n0 / D.
 // CHECK:      gpu.func @context(%A: memref<1024x256xf16>, %B: memref<512x384xf16>, %C: memref<512x128xf16>) kernel
+// Causal: P is zero past each query, so the tile's k-tiles end at its last row's position,
+// min(T / 64, ((m0 mod T) + BM - 1) / 64 + 1); the prologue's and the loop's loads stop there.
+// CHECK:      %[[CT:.*]] = arith.constant 256 : index
+// CHECK-NEXT: %[[POS:.*]] = arith.remui %{{.*}}, %[[CT]] : index
+// CHECK-NEXT: %[[BM1:.*]] = arith.constant 127 : index
+// CHECK-NEXT: %[[LAST:.*]] = arith.addi %[[POS]], %[[BM1]] : index
+// CHECK-NEXT: %[[KTILES:.*]] = arith.constant 4 : index
+// CHECK-NEXT: %[[BK:.*]] = arith.constant 64 : index
+// CHECK-NEXT: %[[LASTK:.*]] = arith.divui %[[LAST]], %[[BK]] : index
+// CHECK-NEXT: %[[NEEDED:.*]] = arith.addi %[[LASTK]], %{{.*}} : index
+// CHECK-NEXT: %[[KCOUNT:.*]] = arith.minui %[[KTILES]], %[[NEEDED]] : index
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi ult, %[[ZERO]], %[[KCOUNT]] : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK:      sync.load_point operand 0
 // CHECK:      %[[PT:.*]] = arith.constant 256 : index
 // CHECK-NEXT: %[[PSEQ:.*]] = arith.divui %[[PROW:.*]], %[[PT]] : index
@@ -73,6 +87,7 @@ func.func @attention(%x: tensor<2x256x192xf16>, %wqkv: tensor<384x192xf16>, %wo:
 // CHECK-NEXT: %[[VROW:.*]] = arith.addi %[[VFIRST]], %{{.*}} : index
 // CHECK-NEXT: %[[VCOL:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // CHECK-NEXT: tile.cp_async %{{.*}}, %B[%[[VROW]], %[[VCOL]]] masked
+// CHECK:      scf.for %{{.*}} = %{{.*}} to %[[KCOUNT]] step
 // CHECK:      gpu.func @out(%A: memref<512x128xf16>, %B: memref<192x128xf16>, %C: memref<512x192xf16>) kernel
 // CHECK:      sync.stage @qkv {{.*}}grid = array<i64: 4, 6>
 // CHECK-NEXT: sync.stage @scores {{.*}}grid = array<i64: 8, 2>
