@@ -238,6 +238,12 @@ class GemmConfig:
     softmax's P over sequences of T keys): a tile's k-loop ends at the k-tile of its last
     row's position, (m0 mod T) + BM - 1, and reads nothing past it. One tile, cp.async."""
 
+    triangular_c: int = 0
+    """T > 0: C is read at or below the diagonal of each block of T rows only, C[m, n] with
+    n <= m mod T (a causal softmax's scores, whose kernel excludes the rest): a tile wholly
+    above it (n0 > (m0 mod T) + BM - 1) computes and stores nothing, and still posts (its
+    store point). One tile a block, cp.async, one slice of K."""
+
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
 
@@ -314,6 +320,10 @@ class GemmConfig:
         if self.triangular_a and (self.split_k > 1 or self.pipeline != "cp_async" or
                                   self.triangular_a < 0 or self.K != self.triangular_a):
             raise ValueError(f"triangular_a={self.triangular_a}: A's K is the {self.K} keys of "
+                             "one sequence, on the cp_async pipeline, one slice of K")
+        if self.triangular_c and (self.split_k > 1 or self.pipeline != "cp_async" or
+                                  self.triangular_c < 0 or self.N != self.triangular_c):
+            raise ValueError(f"triangular_c={self.triangular_c}: C's N is the {self.N} keys of "
                              "one sequence, on the cp_async pipeline, one slice of K")
         if self.shared_bytes + self.stage_alignment + self.static_shared_bytes > \
                 MAX_SHARED_PER_BLOCK:
@@ -651,7 +661,7 @@ _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_war
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
                                 "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm",
-                                "triangular_a"})
+                                "triangular_a", "triangular_c"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale", "causal"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store", "blocks_per_sm"}
@@ -669,13 +679,13 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
                 im2col: tuple[int, int, int, int] | None = None,
                 pingpong: bool = False, blocks_per_sm: int = 1,
-                triangular_a: int = 0) -> GemmConfig:
+                triangular_a: int = 0, triangular_c: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
                       stream_k_tiles, None if im2col is None else tuple(im2col), pingpong,
-                      blocks_per_sm, triangular_a)
+                      blocks_per_sm, triangular_a, triangular_c)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,

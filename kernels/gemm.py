@@ -309,7 +309,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
               ring: Sequence[SSAValue] = (),
               barrier: Callable[[BlockBuilder], None] | None = None,
               resident_at: tuple[int, int] = (0, 0), a_in_ring: bool = False,
-              keep_in_ring: bool = False) -> None:
+              keep_in_ring: bool = False, store_point: bool = True) -> None:
     """One BM x BN tile of C = epilogue(A @ B) at `place`: the cp.async (or wgmma) k-loop
     through the stage buffers `sa` / `sb`, then the epilogue's stores (split-K: through the
     workspace, the last slice storing). Emitted at the end of `b`'s block.
@@ -553,7 +553,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         else:
             _store_accumulators(body, cfg, tiles, C, (c_m0, n0), (warp_m, warp_n),
                                 (mi_count, ni_count), mask_c, bias, seed)
-        if cfg.sync_hooks:
+        if cfg.sync_hooks and store_point:
             body.insert(sync.StorePointOp([tile_x, tile_y]))
 
     if split == 1:
@@ -766,10 +766,20 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     partial = b.emit(memref.GetGlobalOp("smem_partial", partial_type)) \
         if cfg.split_cluster else None
 
-    emit_tile(b, cfg, TileOperands(A, B, C, bias, seed, args.get("workspace"),
-                                  args.get("counters"), args.get("A_head"), partial),
-              TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin),
-              sa, sb, a_source, b_source)
+    operands = TileOperands(A, B, C, bias, seed, args.get("workspace"), args.get("counters"),
+                            args.get("A_head"), partial)
+    place = TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin)
+    if cfg.triangular_c:  # a tile wholly above the diagonal: nothing to compute, still posted
+        below = Block()
+        bb = BlockBuilder(below)
+        emit_tile(bb, cfg, operands, place, sa, sb, a_source, b_source, store_point=False)
+        bb.insert(scf.YieldOp())
+        last_row = b.addi(b.remui(m0, cfg.triangular_c), bm - 1)
+        b.insert(scf.IfOp(b.emit(arith.CmpiOp(n0, last_row, "ule")), [], Region(below)))
+        if cfg.sync_hooks:
+            b.insert(sync.StorePointOp([tile_x, tile_y]))
+    else:
+        emit_tile(b, cfg, operands, place, sa, sb, a_source, b_source)
     b.insert(gpu.ReturnOp([]))
 
     buffers = stage_buffers(cfg)

@@ -573,17 +573,20 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
                                              "divide T")
     try:
         def gemm(name, m, n, k, tile, warps, stages, epilogue=None, mma="wgmma",
-                 staged=False, triangular_a=0):
+                 staged=False, triangular_a=0, triangular_c=0):
             return gemm_config(m, n, k, tile, warps, stages, dtype=match.dtype,
                                epilogue=epilogue, name=name, sync_hooks=True, mma=mma,
                                b_layout="col" if mma == "wgmma" else "row",
-                               staged_store=staged, triangular_a=triangular_a)
+                               staged_store=staged, triangular_a=triangular_a,
+                               triangular_c=triangular_c)
 
         spec = AttentionSpec(
             qkv=_projection_config(QKV, match, b * t, 3 * c, e, bm, w1,
                                    "bias" if match.b_qkv is not None else None),
             # BN = BM: a scores tile column reads the k rows of one QKV tile row
-            scores=gemm(SCORES, b * h * t, t, d, (bm, bm, 64), w4, 3, staged=True),
+            # causal: a tile wholly above the diagonal is masked whole (computes nothing)
+            scores=gemm(SCORES, b * h * t, t, d, (bm, bm, 64), w4, 3, staged=True,
+                        triangular_c=t if match.causal else 0),
             softmax=softmax_config(b * h * t, t, name=SOFTMAX, sync_hooks=True,
                                    scale=match.scale, causal=match.causal),
             # causal: P is zero past each query, so a tile's k-loop ends at its last row's

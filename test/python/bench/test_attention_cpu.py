@@ -25,6 +25,7 @@ def test_the_bench_shapes_match_the_pattern():
         assert spec.sequences == b and spec.tokens == tokens and spec.softmax.causal == causal
         # causal: P · v's k-loop of a tile ends at its last row's key
         assert spec.context.triangular_a == (tokens if causal else 0)
+        assert spec.scores.triangular_c == (tokens if causal else 0)  # masked tiles skipped
         assert (spec.qkv.M, spec.qkv.N, spec.qkv.K) == (b * tokens, 3 * width, model)
         # the heads one under another: [B·]H·T rows of q · kᵀ and P · v, a head's D columns
         assert (spec.scores.M, spec.scores.N, spec.scores.K) == (b * heads * tokens, tokens, d)

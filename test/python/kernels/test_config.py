@@ -223,3 +223,15 @@ def test_a_triangular_a_names_the_config_and_takes_one_sequence_of_keys():
         gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8, triangular_a=128)
     with pytest.raises(ValueError, match="one slice of K"):
         gemm_config(512, 128, 256, (128, 32, 64), (4, 1), 8, split_k=2, triangular_a=256)
+
+
+def test_a_triangular_c_names_the_config_and_takes_one_sequence_of_keys():
+    """q · kᵀ under a causal softmax: a tile wholly above the diagonal computes nothing; N
+    must be the sequence's keys, in one slice of K."""
+    plain = gemm_config(512, 256, 64, (128, 128, 64), (8, 1), 3, mma="wgmma", b_layout="col")
+    causal = gemm_config(512, 256, 64, (128, 128, 64), (8, 1), 3, mma="wgmma", b_layout="col",
+                         triangular_c=256)
+    assert repr(causal) == repr(plain)[:-1] + ", triangular_c=256)"
+    with pytest.raises(ValueError, match="C's N is the 256 keys of one sequence"):
+        gemm_config(512, 256, 64, (128, 128, 64), (8, 1), 3, mma="wgmma", b_layout="col",
+                    triangular_c=128)

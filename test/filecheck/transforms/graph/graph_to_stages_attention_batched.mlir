@@ -27,6 +27,16 @@ func.func @attention(%x: tensor<2x256x192xf16>, %wqkv: tensor<384x192xf16>, %wo:
 // CHECK:      gpu.func @qkv(%A: memref<512x192xf16>, %B: memref<384x192xf16>, %C: memref<512x384xf16>) kernel
 // q · kᵀ: row r of S is token r mod T of group g = r / T, head g mod H of sequence g / H.
 // CHECK:      gpu.func @scores(%A: memref<512x384xf16>, %B: memref<512x384xf16>, %C: memref<1024x256xf16>) kernel
+// Causal: a tile wholly above the diagonal (n0 > (m0 mod T) + BM - 1) is masked whole by the
+// softmax: it computes and stores nothing, and still posts.
+// CHECK:      %[[SM0:.*]] = arith.muli %{{.*}}, %[[SBM:.*]] : index
+// CHECK-NEXT: %[[SN0:.*]] = arith.muli %{{.*}}, %[[SBM]] : index
+// CHECK:      %[[ST:.*]] = arith.constant 256 : index
+// CHECK-NEXT: %[[SPOS:.*]] = arith.remui %[[SM0]], %[[ST]] : index
+// CHECK-NEXT: %[[SBM1:.*]] = arith.constant 127 : index
+// CHECK-NEXT: %[[SLAST:.*]] = arith.addi %[[SPOS]], %[[SBM1]] : index
+// CHECK-NEXT: %[[BELOW:.*]] = arith.cmpi ule, %[[SN0]], %[[SLAST]] : index
+// CHECK-NEXT: scf.if %[[BELOW]] {
 // CHECK:      sync.load_point operand 0
 // CHECK:      %[[T:.*]] = arith.constant 256 : index
 // CHECK-NEXT: %[[GROUP:.*]] = arith.divui %[[ROW:.*]], %[[T]] : index
@@ -47,6 +57,10 @@ func.func @attention(%x: tensor<2x256x192xf16>, %wqkv: tensor<384x192xf16>, %wo:
 // CHECK-NEXT: %[[KFIRST:.*]] = arith.muli %[[KSEQ]], %[[T]] : index
 // CHECK-NEXT: %[[KROW:.*]] = arith.addi %[[KFIRST]], %{{.*}} : index
 // CHECK:      tile.cp_async %{{.*}}, %B[%[[KROW]], %{{.*}}] masked
+// CHECK:      tile.copy_out %C
+// CHECK:      gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NEXT: sync.store_point
 // The causal softmax: row r is query r mod T; a key past it is -inf before the maximum.
 // CHECK:      gpu.func @softmax(%X: memref<1024x256xf16>, %Y: memref<1024x256xf16>) kernel
 // CHECK:      %[[SCOLS:.*]] = arith.constant 256 : index
