@@ -203,9 +203,14 @@ EXAMPLES = {
 }
 
 
+SEQUENCE_MODELS = frozenset({"gpt2_block", "gpt2_attention", "gpt2_sdpa_attention"})
+"""Examples whose forward reads batch x tokens x width (GPT-2's `b, t, c = x.size()`)."""
+
+
 def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
     """The example's input shapes; `rows`: each input (rows, features) instead (the models on
-    token or sample rows, not the ResNet block)."""
+    token or sample rows, not the ResNet block), one sequence of `rows` tokens for those that
+    read a batch of sequences (SEQUENCE_MODELS)."""
     if name not in EXAMPLES:
         raise ValueError(f"no example model {name!r}; the examples: {', '.join(EXAMPLES)}")
     shapes = EXAMPLES[name][1]
@@ -213,6 +218,8 @@ def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
         return list(shapes)
     if any(len(s) == 4 for s in shapes):
         raise ValueError(f"{name} takes images: no rows to set")
+    if name in SEQUENCE_MODELS:
+        return [(1, rows, s[-1]) for s in shapes]
     return [(rows, s[-1]) for s in shapes]
 
 

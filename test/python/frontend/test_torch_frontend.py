@@ -398,6 +398,10 @@ def test_examples_on_other_row_counts_for_the_bench_sweep():
     assert [tuple(t.shape) for t in inputs] == [(128, 63), (128, 27)]
     with pytest.raises(ValueError, match="takes images"):
         example("resnet_block", rows=16)
+    model, inputs = example("gpt2_attention", rows=128)  # one sequence of 128 tokens
+    assert [tuple(t.shape) for t in inputs] == [(1, 128, 768)]
+    with torch.no_grad():
+        assert model(*inputs).shape == (1, 128, 768)
     with pytest.raises(ValueError, match="no example model 'llama'; the examples: llama_mlp"):
         example("llama")
     args = build_parser().parse_args(["bench", "torch", "--models", "llama_mlp", "--rows", "16",
