@@ -584,6 +584,13 @@ class ReshapeOp(IRDLOperation):
                                   f"{list(_shape(out))} {math.prod(_shape(out))}")
 
 
+HEADS_PERM = {3: (1, 0, 2), 4: (0, 2, 1, 3)}
+"""By rank, graph.transpose's perm between tokens x heads x D and heads x tokens x D (one
+sequence; B x ... for a batch of them): attention's q, k, v viewed as heads,
+x.view(T, H, D).transpose(0, 1) or x.view(B, T, H, D).transpose(1, 2), and the heads merged
+back through the same perm (its own inverse)."""
+
+
 @irdl_op_definition
 class TransposeOp(IRDLOperation):
     """`graph.transpose %x perm [1, 0, 2] : (tensor<64x12x64xf16>) ->
@@ -737,7 +744,8 @@ Graph = Dialect(
     [BindAttr],
 )
 
-__all__ = ["BIND_ATTR", "BIND_KINDS", "CONV_LAYOUTS", "ELEMENT_TYPES", "SIGNATURE_ATTR",
+__all__ = ["BIND_ATTR", "BIND_KINDS", "CONV_LAYOUTS", "ELEMENT_TYPES", "HEADS_PERM",
+           "SIGNATURE_ATTR",
            "TEMPS_ATTR", "AddOp", "BindAttr", "ConcatOp", "Conv2dOp", "GeluOp", "Graph",
            "LayerNormOp", "LinearOp",
            "MatmulOp", "MulOp", "ReduceSumOp", "ReluOp", "ReshapeOp", "SiluOp", "SoftmaxOp",

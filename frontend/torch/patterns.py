@@ -56,6 +56,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Module
 from xdsl.ir import Block, Region, SSAValue
 
 from tilesync.dialects import graph
+from tilesync.dialects.graph import HEADS_PERM
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "silu", "relu")
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
@@ -558,12 +559,6 @@ def _causal_mask(gm: Any, masked: Any, shape: tuple[int, ...]) -> tuple[bool, li
 # ---------------------------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------------------------
-
-HEADS_PERM = {3: (1, 0, 2), 4: (0, 2, 1, 3)}
-"""By the rank of q viewed as heads, the permutation between tokens x heads and heads x tokens:
-q.view(T, H, D).transpose(0, 1) over one sequence, q.view(B, T, H, D).transpose(1, 2) over a
-batch; the heads merge back through the same one (it is its own inverse)."""
-
 
 @dataclass
 class _Attended:

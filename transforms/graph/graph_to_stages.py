@@ -367,18 +367,13 @@ def _result_of(value: SSAValue, kind: type[Operation], op: Operation, what: str)
     return owner
 
 
-SPLIT_HEADS = {3: (1, 0, 2), 4: (0, 2, 1, 3)}
-"""graph.transpose's perm between tokens x heads x D and heads x tokens x D (either way), by
-rank: one sequence, or a batch of them (B x T x H x D and B x H x T x D)."""
-
-
 def _is_heads_perm(transpose: graph.TransposeOp) -> bool:
-    return transpose.permutation == SPLIT_HEADS.get(len(transpose.permutation))
+    return transpose.permutation == graph.HEADS_PERM.get(len(transpose.permutation))
 
 
 def _merged_heads(value: SSAValue, op: Operation) -> tuple[SSAValue, list[Operation]]:
     """(the [B x] heads x T x D tensor, the ops) where `value` is it merged back into
-    [B x] T x C by reshape(transpose(·, SPLIT_HEADS)); else (value, [])."""
+    [B x] T x C by reshape(transpose(·, graph.HEADS_PERM)); else (value, [])."""
     reshape = value.owner if isinstance(value, OpResult) else None
     if not isinstance(reshape, graph.ReshapeOp):
         return value, []
@@ -398,7 +393,7 @@ def _merged_heads(value: SSAValue, op: Operation) -> tuple[SSAValue, list[Operat
 def _split_heads(value: SSAValue, op: Operation, what: str
                  ) -> tuple[SSAValue, int, list[Operation]]:
     """(the [B x] T x C tensor, H, the ops) where `value` is it viewed as heads,
-    transpose(reshape(·, [B x] T x H x D), SPLIT_HEADS); else (value, 1, [])."""
+    transpose(reshape(·, [B x] T x H x D), graph.HEADS_PERM); else (value, 1, [])."""
     transpose = value.owner if isinstance(value, OpResult) else None
     if not isinstance(transpose, graph.TransposeOp):
         return value, 1, []
