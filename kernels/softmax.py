@@ -15,7 +15,7 @@ Blocks of `warps` warps take consecutive rows; rows past the end are skipped (wa
 cols must be a multiple of 32 (512 .. 2048 here: 16 .. 64 values per lane in registers).
 `causal` (attention's mask): row r is query r mod cols of its sequence, and its columns past
 that query are excluded (x = -inf before the maximum, so their exp and Y are 0; every row keeps
-column 0).
+column 0) and not read (their lanes load the query's column).
 With `sync_hooks` block b is `sync.tile` (b, 0) of a (blocks, 1) grid, so the cuSync passes can
 make it wait for the rows it reads and post the rows it writes.
 """
@@ -60,12 +60,18 @@ def softmax_module(cfg: SoftmaxConfig) -> ModuleOp:
     rb = BlockBuilder(body_block)
     per_lane = cfg.cols // 32
     cols = [rb.addi(lane, 32 * i) for i in range(per_lane)]
-    xs = [rb.load_f32(X, [row, c]) for c in cols]
-    if cfg.causal:  # keys past the row's query weigh exp(-inf) = 0
+    if not cfg.causal:
+        xs = [rb.load_f32(X, [row, c]) for c in cols]
+    else:  # keys past the row's query weigh exp(-inf) = 0; their lanes read the query's
+        # column instead (a line the row reads anyway), so S past the diagonal, which q · kᵀ
+        # may not have written, costs no memory traffic
         query = rb.remui(row, cfg.cols)
         excluded = rb.f32(-math_inf)
-        xs = [rb.emit(arith.SelectOp(rb.emit(arith.CmpiOp(c, query, "ule")), x, excluded))
-              for x, c in zip(xs, cols, strict=True)]
+        xs = []
+        for c in cols:
+            kept = rb.emit(arith.CmpiOp(c, query, "ule"))
+            x = rb.load_f32(X, [row, rb.emit(arith.MinUIOp(c, query))])
+            xs.append(rb.emit(arith.SelectOp(kept, x, excluded)))
 
     m = xs[0]
     for x in xs[1:]:

@@ -95,4 +95,6 @@ def test_causal_masks_each_value_before_the_maximum_in_ptx():
     causal = compile_kernel(softmax_config(512, 256, causal=True)).ptx
     # each of a lane's values: -inf (0fFF800000) where its column is past the row's query
     assert len(re.findall(r"selp\.f32\s+%r\d+, 0fFF800000, %r\d+, %p\d+;", causal)) == per_lane
+    # and it is read at min(column, query): nothing past the diagonal is loaded
+    assert causal.count("min.u64") == causal.count("ld.global") == per_lane
     assert "0fFF800000" not in compile_kernel(softmax_config(512, 256)).ptx

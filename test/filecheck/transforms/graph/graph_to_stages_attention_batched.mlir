@@ -61,13 +61,17 @@ func.func @attention(%x: tensor<2x256x192xf16>, %wqkv: tensor<384x192xf16>, %wo:
 // CHECK:      gpu.barrier
 // CHECK-NEXT: }
 // CHECK-NEXT: sync.store_point
-// The causal softmax: row r is query r mod T; a key past it is -inf before the maximum.
+// The causal softmax: row r is query r mod T; a key past it is -inf before the maximum, and
+// its lane reads the query's column instead (S past the diagonal may be unwritten).
 // CHECK:      gpu.func @softmax(%X: memref<1024x256xf16>, %Y: memref<1024x256xf16>) kernel
 // CHECK:      %[[SCOLS:.*]] = arith.constant 256 : index
 // CHECK-NEXT: %[[QUERY:.*]] = arith.remui %{{.*}}, %[[SCOLS]] : index
 // CHECK-NEXT: %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT: %[[KEEP:.*]] = arith.cmpi ule, %{{.*}}, %[[QUERY]] : index
-// CHECK-NEXT: %{{.*}} = arith.select %[[KEEP]], %{{.*}}, %[[NEGINF]] : f32
+// CHECK-NEXT: %[[KEEP:.*]] = arith.cmpi ule, %[[COL:.*]], %[[QUERY]] : index
+// CHECK-NEXT: %[[READ:.*]] = arith.minui %[[COL]], %[[QUERY]] : index
+// CHECK-NEXT: %[[X:.*]] = memref.load %X[%{{.*}}, %[[READ]]]
+// CHECK-NEXT: %[[XF:.*]] = arith.extf %[[X]] : f16 to f32
+// CHECK-NEXT: %{{.*}} = arith.select %[[KEEP]], %[[XF]], %[[NEGINF]] : f32
 // P · v: O is B·T x C; A (P) at row (b·H + h)·T + r mod T, b = r / T, h = n0 / D.
 // CHECK:      gpu.func @context(%A: memref<1024x256xf16>, %B: memref<512x384xf16>, %C: memref<512x128xf16>) kernel
 // Causal: P is zero past each query, so the tile's k-tiles end at its last row's position,
