@@ -223,12 +223,14 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
 
 
 def program_name(bench: str, key: tuple) -> str:
-    """A row's recorded program's file name: gpt3-M256.mlir, T512-C128.mlir,
-    N8-H56-C128.mlir."""
+    """A row's recorded program's file name: gpt3-M256.mlir, T512-C128.mlir (a batch and a
+    causal mask named after them: T256-C768-B8-causal.mlir), N8-H56-C128.mlir."""
     if bench == "mlp":
         return f"{key[0]}-M{key[1]}.mlir"
     if bench == "attention":
-        return "T{}-C{}.mlir".format(*key)
+        batch = f"-B{key[4]}" if len(key) == 6 and key[4] > 1 else ""
+        causal = "-causal" if len(key) == 6 and key[5] else ""
+        return "T{}-C{}{}{}.mlir".format(*key[:2], batch, causal)
     return "N{}-H{}-C{}.mlir".format(*key)
 
 

@@ -149,6 +149,10 @@ def test_an_attention_row_is_chosen_like_the_others():
                                  {**measured, "torch_graph": 0.0100}, 132, COSTS, rates=RATES)
     assert row["chosen"] == "torch_graph"
     assert mode_choice.program_name("attention", ATTENTION) == "T256-C64.mlir"
+    assert mode_choice.program_name("attention", (256, 768, 12, 768, 8, True)) == \
+        "T256-C768-B8-causal.mlir"  # the same T and C over one sequence, not causal: another
+    assert mode_choice.program_name("attention", (256, 768, 12, 768, 1, False)) == \
+        "T256-C768.mlir"
     assert mode_choice._bench_of({"rows": [{"T": 256, "C": 64}]}) == "attention"
 
 
