@@ -138,3 +138,40 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     assert attention.AttentionData.kernel_args(data) == {
         "qkv": ["x", "w_qkv", "QKV"], "scores": ["QKV", "QKV", "S"], "softmax": ["S", "P"],
         "context": ["P", "QKV", "O"], "out": ["O", "w_out", "y"]}
+
+
+SHAPE_GRID = [(64, 64, 1, 64, 3, True), (128, 128, 2, 128, 2, False),
+              (256, 192, 3, 192, 2, True), (512, 128, 2, 256, 3, True),
+              (256, 64, 1, 128, 4, False), (128, 256, 4, 512, 2, True)]
+"""(T, C, H, E, B, causal) beyond the bench's: one and several tile rows a head (BM 64 and
+128), one to four heads, two to four sequences, x as wide as C and wider (the TMA QKV GEMM),
+causal or not."""
+
+
+@pytest.mark.parametrize("shape", SHAPE_GRID, ids=attention.shape_label)
+@pytest.mark.parametrize("mode", ["row+pdl", "tile+pdl"])
+def test_batched_and_causal_programs_are_proved(mode, shape):
+    module = attention.stage_module(shape, mode)
+    lower(module, attention.mode_passes(mode))
+    stages = [op for op in module.walk() if isinstance(op, sync.StageOp)]
+    assert [s.attributes["sync.verified"].data for s in stages] == ["proved"] * 5
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPE_GRID if s[4] > 1], ids=attention.shape_label)
+def test_a_key_dependency_without_its_sequence_is_refused(shape):
+    """The check has teeth on every batched shape: q · kᵀ's k dependency with the sequence's
+    first tile row dropped (every tile reading the first sequence's keys, as one sequence
+    would) is refused by sync-verify, against the kernel's loads."""
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    from tilesync.contract import CompileError
+
+    module = attention.stage_module(shape, "row+pdl")
+    (dep,) = [op for op in module.walk() if isinstance(op, sync.DependencyOp)
+              and op.consumer.string_value() == "scores" and op.operand.data == 1]
+    tiles = dep.tiles_map
+    wrong = AffineMap(tiles.num_dims, tiles.num_symbols,
+                      (AffineExpr.dimension(1), *tiles.results[1:]))
+    dep.properties["tiles"] = type(dep.tiles)(wrong)
+    with pytest.raises(CompileError, match="consumer tile .* of @scores: .* reads operand 1"):
+        lower(module, attention.mode_passes("row+pdl"))
