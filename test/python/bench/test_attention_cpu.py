@@ -173,5 +173,5 @@ def test_a_key_dependency_without_its_sequence_is_refused(shape):
     wrong = AffineMap(tiles.num_dims, tiles.num_symbols,
                       (AffineExpr.dimension(1), *tiles.results[1:]))
     dep.properties["tiles"] = type(dep.tiles)(wrong)
-    with pytest.raises(CompileError, match="consumer tile .* of @scores: .* reads operand 1"):
+    with pytest.raises(CompileError, match=r"consumer tile .* of @scores: .* reads operand 1"):
         lower(module, attention.mode_passes("row+pdl"))
