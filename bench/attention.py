@@ -14,8 +14,10 @@ kernel reads from another. ONE_HEAD_SHAPES are one head as wide as x: C = 128 is
 GPT-3 or LLaMA, T = 512-4096 a prefill. HEAD_SHAPES are the paper's: the heads one GPU holds
 of GPT-3 175B (12 of 128 over x of 12288) and LLaMA-65B (8 of 128 over 8192) under 8-way
 tensor parallelism, T = 512-2048, with q, k and v viewed as heads and merged back (S, P: H x
-T x T; each tile of q · kᵀ and P · v one head's). The modes are bench/mlp.py's, with the same
-passes:
+T x T; each tile of q · kᵀ and P · v one head's). CAUSAL_SHAPES (`--causal`) are a decoder's
+prefill: a batch of B sequences (x B x T x E) with the causal mask (torch's is_causal; its
+reference and torch's paths masked alike, the floor counting half of the products). The modes
+are bench/mlp.py's, with the same passes:
 
 * stream_sync     the five kernels on one stream, no PDL: the same kernels, bulk-synchronous;
 * row+pdl         the generated policies and programmatic dependent launch;
