@@ -302,6 +302,12 @@ def stage_buffers(cfg: GemmConfig, types: tuple[MemRefType, MemRefType] | None =
             _shared_global("smem_b", sb_type, dynamic, cfg.stage_alignment)]
 
 
+def last_position(b: BlockBuilder, m0: SSAValue, tokens: int, bm: int) -> SSAValue:
+    """The position in its sequence of a tile's last row (rows are sequences of `tokens`,
+    BM-row tiles within one): (m0 mod tokens) + BM - 1, a triangular operand's last key."""
+    return b.addi(b.remui(m0, tokens), bm - 1)
+
+
 def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePlace,
               sa: SSAValue, sb: SSAValue, a_source: ASource | None = None,
               b_source: ASource | None = None, resident_b: bool = False,
@@ -442,7 +448,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
     # The tile's k-tiles: all, or with a triangular A those up to its last row's position.
     k_count: SSAValue | int = per_slice
     if cfg.triangular_a:
-        last = b.addi(b.remui(m0, cfg.triangular_a), bm - 1)
+        last = last_position(b, m0, cfg.triangular_a, bm)
         k_count = b.emit(arith.MinUIOp(b.idx(per_slice), b.addi(b.divui(last, bk), 1)))
 
     # Prologue: k-tiles 0 .. P-1 (those that exist), one commit group per stage regardless.
@@ -774,8 +780,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
         bb = BlockBuilder(below)
         emit_tile(bb, cfg, operands, place, sa, sb, a_source, b_source, store_point=False)
         bb.insert(scf.YieldOp())
-        last_row = b.addi(b.remui(m0, cfg.triangular_c), bm - 1)
-        b.insert(scf.IfOp(b.emit(arith.CmpiOp(n0, last_row, "ule")), [], Region(below)))
+        last = last_position(b, m0, cfg.triangular_c, bm)
+        b.insert(scf.IfOp(b.emit(arith.CmpiOp(n0, last, "ule")), [], Region(below)))
         if cfg.sync_hooks:
             b.insert(sync.StorePointOp([tile_x, tile_y]))
     else:

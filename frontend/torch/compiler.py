@@ -126,7 +126,7 @@ class PieceReport:
     reason: str = ""
     predicted: cost.Prediction | None = None
     measured: tuple[float, ...] | None = None
-    """(ours ms, torch ms[, ours ms, torch ms each replayed from a CUDA graph]): `Measured`."""
+    """(ours ms, torch ms[, ours ms, torch ms each replayed from a CUDA graph]): `measure`'s."""
     compile_seconds: float | None = None
     cached: bool = False
     variants: list[tuple[str, float]] = field(default_factory=list)
