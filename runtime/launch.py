@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +61,37 @@ def check_signature(
         )
 
 
+def _argument(kind: str, value: Any, position: int) -> Any:
+    """One argument as its parameter holds it: a device address (int), a CUtensorMap, a
+    half's 16 bits, a range-checked integer or a float. Raises naming the argument."""
+    from cuda.bindings import driver
+
+    if kind not in PARAM_KINDS:
+        raise ValueError(f"unknown parameter kind {kind!r}; known: {sorted(PARAM_KINDS)}")
+    bounds = PARAM_KINDS[kind].int_range
+    try:
+        if kind == "ptr":
+            return as_device_pointer(value)
+        if kind == TENSOR_MAP:
+            if not isinstance(value, driver.CUtensorMap):
+                raise TypeError(f"a tensor map parameter takes a CUtensorMap, got "
+                                f"{type(value).__name__}")
+            return value
+        if kind in ("f16", "bf16"):
+            return _half_bits(kind, float(value))
+        if bounds is not None:
+            if isinstance(value, float):
+                raise TypeError(f"a float for integer kind {kind}")
+            integer = operator.index(value)
+            low, high = bounds
+            if not low <= integer <= high:
+                raise OverflowError(f"{integer} does not fit in {kind}")
+            return integer
+        return float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise type(exc)(f"argument {position} ({kind}): {exc}") from exc
+
+
 def pack_args(
     signature: Sequence[str], args: Sequence[Any]
 ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -74,36 +106,11 @@ def pack_args(
 
     if len(signature) != len(args):
         raise ValueError(f"{len(args)} argument(s) for a signature of {len(signature)}")
-    values: list[Any] = []
-    types: list[Any] = []
-    for position, (kind, value) in enumerate(zip(signature, args)):
-        if kind not in PARAM_KINDS:
-            raise ValueError(f"unknown parameter kind {kind!r}; known: {sorted(PARAM_KINDS)}")
-        ctype, bounds = _CTYPES[kind], PARAM_KINDS[kind].int_range
-        try:
-            if kind == "ptr":
-                values.append(driver.CUdeviceptr(as_device_pointer(value)))
-            elif kind == TENSOR_MAP:
-                if not isinstance(value, driver.CUtensorMap):
-                    raise TypeError(f"a tensor map parameter takes a CUtensorMap, got "
-                                    f"{type(value).__name__}")
-                values.append(value)
-            elif kind in ("f16", "bf16"):
-                values.append(_half_bits(kind, float(value)))
-            elif bounds is not None:
-                if isinstance(value, float):
-                    raise TypeError(f"a float for integer kind {kind}")
-                integer = operator.index(value)
-                low, high = bounds
-                if not low <= integer <= high:
-                    raise OverflowError(f"{integer} does not fit in {kind}")
-                values.append(integer)
-            else:
-                values.append(float(value))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise type(exc)(f"argument {position} ({kind}): {exc}") from exc
-        types.append(ctype)
-    return tuple(values), tuple(types)
+    values = [_argument(kind, value, position)
+              for position, (kind, value) in enumerate(zip(signature, args))]
+    values = [driver.CUdeviceptr(v) if kind == "ptr" else v
+              for kind, v in zip(signature, values)]
+    return tuple(values), tuple(_CTYPES[kind] for kind in signature)
 
 
 def dim3(value: int | Sequence[int], what: str) -> Dim3:
@@ -180,6 +187,129 @@ def checked_user_args(stage: str, sig: Any, args: Any) -> list[Any]:
     return user
 
 
+class PreparedLaunch:
+    """A launch of one kernel with a fixed configuration, built once and issued many times.
+
+    The grid, block, dynamic shared memory and launch attributes (PDL, cooperative, an L2
+    access-policy window) go into one CUlaunchConfig; the parameters live in ctypes slots whose
+    addresses form the `void**` array the driver reads (a tensor map's entry points at its
+    CUtensorMap). A call writes the argument values into the slots, sets the stream and issues
+    one cuLaunchKernelEx: no per-launch Python objects beyond the arguments, which is what a
+    piece called from a model's forward pays on every call. The driver copies the parameters
+    when the launch is enqueued, so the slots are free again when the call returns; a lock
+    keeps two threads from filling them at once.
+    """
+
+    def __init__(self, kernel: Any, grid: int | Sequence[int], block: int | Sequence[int],
+                 signature: Sequence[str] | None = None, shared_mem: int = 0, pdl: bool = False,
+                 cooperative: bool = False,
+                 l2_window: tuple[int, int, float] | None = None) -> None:
+        from cuda.bindings import driver
+
+        kinds = tuple(signature) if signature is not None else getattr(kernel, "signature",
+                                                                        None)
+        if kinds is None:
+            raise ValueError(
+                f"no signature for kernel '{getattr(kernel, 'name', kernel)}': pass "
+                "signature=[...] or Module.function(name, signature=[...])"
+            )
+        name = getattr(kernel, "name", "kernel")
+        check_signature(kinds, getattr(kernel, "param_bytes", None) if signature is not None
+                        else None, name)
+        grid_dims, block_dims = dim3(grid, "grid"), dim3(block, "block")
+        if shared_mem < 0:
+            raise ValueError(f"negative shared memory size {shared_mem}")
+        ensure = getattr(kernel, "ensure_dynamic_shared_memory", None)
+        if shared_mem > 0 and ensure is not None:
+            ensure(shared_mem)  # static + dynamic beyond 48 KiB needs the kernel's opt-in
+        elif shared_mem > STATIC_SHARED_LIMIT:
+            raise ValueError("more than 48 KiB of dynamic shared memory needs a tilesync Kernel")
+        self.kinds = kinds
+        self._function = getattr(kernel, "handle", kernel)
+        self._slots = [None if kind == TENSOR_MAP else _SLOT_TYPES[kind]() for kind in kinds]
+        self._addresses = (ctypes.c_void_p * max(1, len(kinds)))(
+            *[None if slot is None else ctypes.addressof(slot) for slot in self._slots])
+        self._params = ctypes.addressof(self._addresses)
+        self._held: list[Any] = [None] * len(kinds)  # the tensor maps the array points into
+        self._attributes = _launch_attributes(pdl, cooperative, l2_window)
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid_dims
+        config.blockDimX, config.blockDimY, config.blockDimZ = block_dims
+        config.sharedMemBytes = shared_mem
+        config.attrs = self._attributes
+        config.numAttrs = len(self._attributes)
+        self._config = config
+        self._stream: Any = object()  # what config.hStream was last set from
+        self._lock = threading.Lock()
+        self.where = (f"cuLaunchKernelEx (launch of '{name}' grid={grid_dims} "
+                      f"block={block_dims} shared_mem={shared_mem}, pdl={pdl}, "
+                      f"cooperative={cooperative}, l2_window={l2_window is not None})")
+
+    @property
+    def params(self) -> int:
+        """The address of the `void**` parameter array the driver reads."""
+        return self._params
+
+    def fill(self, args: Sequence[Any]) -> None:
+        """Write `args`, one value per parameter (as pack_args takes them), into the slots."""
+        kinds = self.kinds
+        if len(args) != len(kinds):
+            raise ValueError(f"{len(args)} argument(s) for a signature of {len(kinds)}")
+        for position, (kind, slot, value) in enumerate(zip(kinds, self._slots, args)):
+            if kind == "ptr" and type(value) is int and value >= 0:
+                slot.value = value  # a torch tensor's data_ptr(): the common case
+            elif slot is not None:
+                slot.value = _argument(kind, value, position)
+            else:
+                self._held[position] = _argument(kind, value, position)
+                self._addresses[position] = value.getPtr()
+
+    def __call__(self, args: Sequence[Any], stream: Any = None) -> None:
+        """Enqueue the kernel on `stream` (as stream_handle takes it) with `args`."""
+        from cuda.bindings import driver
+
+        with self._lock:
+            self.fill(args)
+            same = stream is self._stream or (type(stream) is int and stream == self._stream)
+            if not same:
+                self._config.hStream = stream_handle(stream)
+                self._stream = stream
+            check(driver.cuLaunchKernelEx(self._config, self._function, self._params, 0),
+                  self.where)
+
+
+_SLOT_TYPES: dict[str, Any] = {**_CTYPES, "ptr": ctypes.c_uint64, "f16": ctypes.c_uint16,
+                               "bf16": ctypes.c_uint16}
+"""The ctypes slot a PreparedLaunch keeps each parameter kind in (a tensor map: none, its
+CUtensorMap's own bytes)."""
+
+LAUNCHES_KEPT = 64
+"""Prepared launches a Kernel keeps, one per configuration it was launched with."""
+
+
+def prepared(kernel: Any, grid: int | Sequence[int], block: int | Sequence[int],
+             signature: Sequence[str] | None = None, shared_mem: int = 0, pdl: bool = False,
+             cooperative: bool = False,
+             l2_window: tuple[int, int, float] | None = None) -> PreparedLaunch:
+    """The PreparedLaunch of `kernel` in this configuration: kept on a tilesync Kernel (its
+    `launches`, at most LAUNCHES_KEPT, the oldest dropped first), built anew for a bare
+    CUfunction."""
+    key = (grid if isinstance(grid, int) else tuple(grid),
+           block if isinstance(block, int) else tuple(block),
+           None if signature is None else tuple(signature), shared_mem, pdl, cooperative,
+           l2_window)
+    kept = getattr(kernel, "launches", None)
+    found = None if kept is None else kept.get(key)
+    if found is None:
+        found = PreparedLaunch(kernel, grid, block, signature, shared_mem, pdl, cooperative,
+                               l2_window)
+        if kept is not None:
+            if len(kept) >= LAUNCHES_KEPT:
+                del kept[next(iter(kept))]
+            kept[key] = found
+    return found
+
+
 def launch(
     kernel: Any,
     grid: int | Sequence[int],
@@ -199,51 +329,11 @@ def launch(
     while the previous kernel on the stream still runs (it must `griddepcontrol.wait` before
     reading that kernel's output); cooperative=True guarantees all blocks are co-resident (or
     fails with COOPERATIVE_LAUNCH_TOO_LARGE). `l2_window` = (base, bytes, hit ratio): an
-    access-policy window that keeps that memory persisting in L2 (dataflow queues).
+    access-policy window that keeps that memory persisting in L2 (dataflow queues). The
+    launch is prepared once per configuration (`prepared`).
     """
-    from cuda.bindings import driver
-
-    kinds = tuple(signature) if signature is not None else getattr(kernel, "signature", None)
-    if kinds is None:
-        raise ValueError(
-            f"no signature for kernel '{getattr(kernel, 'name', kernel)}': pass signature=[...] "
-            "or Module.function(name, signature=[...])"
-        )
-    name = getattr(kernel, "name", "kernel")
-    if signature is not None:
-        check_signature(kinds, getattr(kernel, "param_bytes", None), name)
-    params = pack_args(kinds, args)
-    grid_dims, block_dims = dim3(grid, "grid"), dim3(block, "block")
-    if shared_mem < 0:
-        raise ValueError(f"negative shared memory size {shared_mem}")
-    ensure = getattr(kernel, "ensure_dynamic_shared_memory", None)
-    if shared_mem > 0 and ensure is not None:
-        ensure(shared_mem)  # static + dynamic beyond 48 KiB needs the kernel's opt-in
-    elif shared_mem > STATIC_SHARED_LIMIT:
-        raise ValueError("more than 48 KiB of dynamic shared memory needs a tilesync Kernel")
-    function = getattr(kernel, "handle", kernel)
-    handle = stream_handle(stream)
-    where = f"launch of '{name}' grid={grid_dims} block={block_dims} shared_mem={shared_mem}"
-
-    attributes = _launch_attributes(pdl, cooperative, l2_window)
-    if not attributes:
-        check(
-            driver.cuLaunchKernel(function, *grid_dims, *block_dims, shared_mem, handle, params, 0),
-            f"cuLaunchKernel ({where})",
-        )
-        return
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = grid_dims
-    config.blockDimX, config.blockDimY, config.blockDimZ = block_dims
-    config.sharedMemBytes = shared_mem
-    config.hStream = handle
-    config.attrs = attributes
-    config.numAttrs = len(attributes)
-    check(
-        driver.cuLaunchKernelEx(config, function, params, 0),
-        f"cuLaunchKernelEx ({where}, pdl={pdl}, cooperative={cooperative}, "
-        f"l2_window={l2_window is not None})",
-    )
+    prepared(kernel, grid, block, signature, shared_mem, pdl, cooperative, l2_window)(
+        args, stream)
 
 
 def synchronize(stream: Any = None) -> None:
@@ -261,12 +351,14 @@ def synchronize(stream: Any = None) -> None:
 
 __all__ = [
     "PARAM_KINDS",
+    "PreparedLaunch",
     "TilesyncRuntimeError",
     "check_signature",
     "checked_user_args",
     "dim3",
     "launch",
     "pack_args",
+    "prepared",
     "stream_handle",
     "synchronize",
 ]

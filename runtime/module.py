@@ -298,6 +298,8 @@ class Kernel:
     signature: tuple[str, ...] | None = None
     param_bytes: list[int] | None = None
     _dynamic_smem_limit: int | None = field(default=None, repr=False)
+    launches: dict[tuple, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The PreparedLaunch of each configuration this kernel was launched with (launch.py)."""
 
     def attribute(self, name: str) -> int:
         """cuFuncGetAttribute by short name, e.g. 'NUM_REGS'."""

@@ -28,6 +28,7 @@ import functools
 import itertools
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tilesync.contract import IM2COL_CORNERS
@@ -229,6 +230,38 @@ def gate_up_weight(gate: Any, up: Any) -> Any:
 MAPS_KEPT = 256  # encoded TMA maps a runner keeps (torch's allocator reuses addresses)
 
 
+def current_stream(device: Any) -> int:
+    """torch's current stream on `device`, as its raw handle: the one call a launch from a
+    model's forward makes to torch (torch.cuda.current_stream builds a Stream object each
+    time; the raw lookup is what Triton's launcher uses, where this torch has it)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None and device.index is not None:
+        return raw(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A stage argument's #graph.bind, read once: its kind, the indices it names, and for a
+    TMA map the map's element type, box, swizzle and im2col corners."""
+
+    index: int  # among the runner's binds: the key of the map shapes it has computed
+    bind: graph.BindAttr
+    kind: str
+    where: tuple[int, ...]
+    tensor_map: tuple[str, tuple[int, ...], int, tuple | None] | None
+
+    @staticmethod
+    def of(index: int, bind: graph.BindAttr) -> _Bound:
+        map_type = bind.map_type
+        tensor_map = None if map_type is None else (
+            dtype_name(map_type.element_type), tuple(map_type.shape), map_type.swizzle.data,
+            IM2COL_CORNERS if map_type.is_im2col else None)
+        return _Bound(index, bind, bind.kind.data, bind.values, tensor_map)
+
+
 class StageRunner:
     """A compiled piece on torch tensors (see the module docstring)."""
 
@@ -239,23 +272,28 @@ class StageRunner:
         self.program, host = load_program(entry, cubin_dir)
         self.program.prepare()
         self.out_shapes, self.dtype = [tuple(out_shape)], dtype
-        self.binds: dict[str, list[graph.BindAttr]] = {
-            op.sym_name.data: list(op.attributes[graph.BIND_ATTR].data)  # type: ignore
-            for op in host.ops if isinstance(op, sync.StageOp)}
+        binds = [(op.sym_name.data, list(op.attributes[graph.BIND_ATTR].data))  # type: ignore
+                 for op in host.ops if isinstance(op, sync.StageOp)]
+        indices = itertools.count()
+        self.binds: dict[str, list[_Bound]] = {
+            stage: [_Bound.of(next(indices), bind) for bind in stage_binds]
+            for stage, stage_binds in binds}
         self.temps = [tuple(shape) for shape in entry["temps"]]
         self._packed: dict[tuple, Any] = {}
         self._maps = TensorMapCache(limit=MAPS_KEPT)
+        self._map_shapes: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
 
-    def _argument(self, bind: graph.BindAttr, tensor: Any) -> Any:
+    def _argument(self, bound: _Bound, tensor: Any) -> Any:
         """The kernel argument of a bound tensor: its address, or the TMA map the binding's
         type describes, over the shape the binding names (`BindAttr.map_tensor_shape`)."""
-        map_type = bind.map_type
-        if map_type is None:
+        if bound.tensor_map is None:
             return tensor.data_ptr()
-        return self._maps.get(tensor.data_ptr(), dtype_name(map_type.element_type),
-                              bind.map_tensor_shape(tuple(tensor.shape)), map_type.shape,
-                              map_type.swizzle.data,
-                              IM2COL_CORNERS if map_type.is_im2col else None)
+        key = (bound.index, tensor.shape)
+        shape = self._map_shapes.get(key)
+        if shape is None:
+            shape = self._map_shapes[key] = bound.bind.map_tensor_shape(tuple(tensor.shape))
+        dtype, box, swizzle, corners = bound.tensor_map
+        return self._maps.get(tensor.data_ptr(), dtype, shape, box, swizzle, corners)
 
     def _gate_up(self, gate: Any, up: Any) -> Any:
         key = (gate.data_ptr(), gate._version, up.data_ptr(), up._version)
@@ -272,15 +310,13 @@ class StageRunner:
         return torch.empty(shape, dtype=self.dtype, device=device)
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
-        import torch
-
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         device = inputs[0].device
         temps = [self._new(shape, device) for shape in self.temps]
         out = self._new(self.out_shapes[0], device)
 
-        def value(bind: graph.BindAttr) -> Any:
-            kind, where = bind.kind.data, bind.values
+        def value(bound: _Bound) -> Any:
+            kind, where = bound.kind, bound.where
             if kind == "input":
                 return inputs[where[0]]
             if kind == "temp":
@@ -291,7 +327,7 @@ class StageRunner:
 
         args = {stage: [self._argument(b, value(b)) for b in binds]
                 for stage, binds in self.binds.items()}
-        self.program.run_on(args, torch.cuda.current_stream(device).cuda_stream)
+        self.program.run_on(args, current_stream(device))
         return [out]
 
 
@@ -347,7 +383,6 @@ class PipelineRunner:
         return torch.empty(shape, dtype=self.dtype, device=device)
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
-        import torch
 
         pointers, _made = self._arguments(inputs)
         device = inputs[0].device
@@ -356,7 +391,7 @@ class PipelineRunner:
         self.program.run_on({stage: [pointers[where] if kind == "input" else results[where]
                                      for kind, (where, *_) in binds]
                              for stage, binds in self.binds.items()},
-                            torch.cuda.current_stream(device).cuda_stream)
+                            current_stream(device))
         return [(out if out.shape[-1] == width else out[:, :width].contiguous())
                 .reshape(shape)
                 for out, width, shape in zip(outs, self.form.out_widths, self.out_shapes,
