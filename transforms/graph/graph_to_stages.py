@@ -329,8 +329,21 @@ QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
 LONG_K = 512
 """From this K on (8 k-steps: a model's width, heads over a wider x under tensor parallelism)
 a projection is a GEMM's main loop, not a tile's latency: the warp-specialized TMA kernel (the
-MLP's) in tiles LONG_K_BN wide (`_projection_config`)."""
-LONG_K_BN = 128  # a head's q, k or v a tile where D = 128 (192 and 256 measured: README)
+MLP's) in tiles `projection_width` wide (`_projection_config`)."""
+PROJECTION_WIDTHS = (128, 192, 256)
+"""The tile widths a long-K projection chooses among (`projection_width`): multiples of the
+64-column k-step its dependencies count in (a q or k k-step then lies in one tile). On an H200
+(attention-heads-profile-nvidia-h200, 128 / 192 / 256 for both projections, row+pdl) GPT-3
+heads at T = 512, 1024, 2048 took 173.6 / 148.4 / 180.3, 285.4 / 287.6 / 336.4 and 664.1 /
+641.6 / 633.5 us, LLaMA's 78.0 / 100.3 / 113.5, 148.8 / 143.8 / 153.0 and 354.2 / 350.7 /
+340.0: the fastest width is the one whose tiles leave the fewest idle SM slots."""
+def projection_width(m: int, n: int, bm: int) -> int:
+    """The PROJECTION_WIDTHS tile width whose waves of tiles (a block an SM) take the fewest
+    column-widths of time, the narrower on a tie: time ~ waves x BN for a tile's fixed K."""
+    def time(bn: int) -> tuple[int, int]:
+        tiles = -(-m // bm) * -(-n // bn)
+        return -(-tiles // H100_SMS) * bn, bn
+    return min(PROJECTION_WIDTHS, key=time)
 
 
 @dataclass(frozen=True)
@@ -600,12 +613,14 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
 def _projection_config(name: str, match: AttentionMatch, m: int, n: int, k: int, bm: int,
                        warps: tuple[int, int], epilogue: str | None) -> GemmConfig:
     """The QKV or output GEMM, M x N x K: from K = LONG_K the warp-specialized TMA GEMM in
-    tiles LONG_K_BN wide, as many stages as fit beside its staging buffer; below, K is one
-    head's few k-steps and the cp.async wgmma GEMM in QKV_OUT_BN-wide staged tiles (3 stages)."""
+    tiles `projection_width` wide, as many stages as fit beside its staging buffer; below, K is
+    one head's few k-steps and the cp.async wgmma GEMM in QKV_OUT_BN-wide staged tiles (3
+    stages)."""
     if k >= LONG_K:
-        return tma_ws_config(m, n, k, (bm, LONG_K_BN, 64), stages_for(bm, LONG_K_BN, LONG_K_BN),
-                             dtype=match.dtype, epilogue=epilogue, name=name, sync_hooks=True,
-                             producer_warps=4, tma_store=True)
+        bn = projection_width(m, n, bm)
+        return tma_ws_config(m, n, k, (bm, bn, 64), stages_for(bm, bn, bn), dtype=match.dtype,
+                             epilogue=epilogue, name=name, sync_hooks=True, producer_warps=4,
+                             tma_store=True)
     return gemm_config(m, n, k, (bm, QKV_OUT_BN, 64), warps, 3, dtype=match.dtype,
                        epilogue=epilogue, name=name, sync_hooks=True, mma="wgmma",
                        b_layout="col", staged_store=True)

@@ -47,10 +47,27 @@ def test_projections_over_a_model_width_are_the_tma_gemms():
     heads = attention.attention_spec(attention.HEAD_SHAPES[0])
     assert (one_head.qkv.tile[1], one_head.qkv.stages) == (64, 3)  # K = 128: 2 k-steps
     assert not one_head.qkv.warp_specialized
-    # K = 12288: the TMA GEMM, 128 wide (one head's q, k or v a tile), the stages that fit
+    # K = 12288: the TMA GEMM, the stages that fit beside its staging buffer; at T = 512 the
+    # QKV GEMM's 4 x 24 tiles of 192 fit one wave where 4 x 36 of 128 take two
     assert heads.qkv.warp_specialized and heads.qkv.sync_hooks and heads.qkv.tma_store
-    assert (heads.qkv.tile[1], heads.qkv.stages) == (128, 6)
+    assert (heads.qkv.tile[1], heads.qkv.stages) == (192, 4)
     assert heads.out.warp_specialized and (heads.out.tile[1], heads.out.stages) == (128, 6)
+
+
+def test_a_projection_is_as_wide_as_leaves_the_fewest_idle_slots():
+    from tilesync.transforms.graph.graph_to_stages import projection_width
+
+    widths = {attention.shape_label(shape): (spec.qkv.tile[1], spec.out.tile[1])
+              for shape in attention.HEAD_SHAPES
+              for spec in [attention.attention_spec(shape)]}
+    # GPT-3 QKV (4608 wide): 512 rows 2 -> 1 wave at 192, 2048 rows 5 -> 3 waves; 1024 rows:
+    # 3 waves of 128 against 2 of 192, a tie that keeps the narrower. The output GEMMs'
+    # waves never pay for a wider tile. LLaMA QKV (3072): 1024 rows 2 waves -> 1.
+    assert widths == {"T=512 H=12x128 E=12288": (192, 128), "T=1024 H=12x128 E=12288": (128, 128),
+                      "T=2048 H=12x128 E=12288": (192, 128), "T=512 H=8x128 E=8192": (128, 128),
+                      "T=1024 H=8x128 E=8192": (192, 128), "T=2048 H=8x128 E=8192": (128, 128)}
+    assert projection_width(128, 4608, 128) == 128  # one tile row: every width one wave
+    assert projection_width(8 * 128, 128 * 132 * 2, 128) == 128  # whole waves at 128
 
 
 def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
