@@ -77,10 +77,12 @@ CAUSAL_SHAPES = ((1024, 768, *GPT2_HEADS, 1, True), (256, 768, *GPT2_HEADS, 8, T
 GPT-2 small over one sequence of 1024 tokens and a batch of 8 of 256; the paper's GPT-3 and
 LLaMA heads under 8-way tensor parallelism at T = 1024 and 2048."""
 GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512), (256, 128, 2, 512, 2, True),
-                   (128, 64, 1, 64, 3, True))
+                   (128, 64, 1, 64, 3, True), (512, 1536, 12, 512))
 """test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
 one head, two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kernel), the same over
-a batch of two sequences with the causal mask, and one causal head over three sequences."""
+a batch of two sequences with the causal mask, one causal head over three sequences, and
+twelve heads of 128 whose QKV GEMM takes 192-wide tiles (projection_width: one wave of 96
+where 128 wide would take two), so a tile holds one and a half heads."""
 
 
 def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
