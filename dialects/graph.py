@@ -629,10 +629,14 @@ class TransposeOp(IRDLOperation):
 # Kernel argument bindings of a lowered piece
 # ---------------------------------------------------------------------------------------------
 
-BIND_KINDS = ("input", "temp", "result", "gate_up")
+BIND_KINDS = ("input", "temp", "result", "gate_up", "transposed")
 """input i: function argument i; temp i: the piece's i-th temporary (`graph.temps` on the
 module); result i: function result i; gate_up i, j: the rows of arguments i (gate) and j (up)
-interleaved in blocks of 8, the weight layout of the GEMM's SwiGLU epilogue."""
+interleaved in blocks of 8, the weight layout of the GEMM's SwiGLU epilogue; transposed i:
+argument i, a K x N matrix (a weight stored in x out, Hugging Face's Conv1D), as its N x K
+transpose, row-major: the layout the GEMMs read a weight in (graph-to-stages binds it where a
+graph.linear's weight is `graph.transpose %arg perm [1, 0]`). A host derives gate_up and
+transposed tensors from the arguments once per version of those (frontend/torch/ops.py)."""
 
 
 @irdl_attr_definition

@@ -5,7 +5,9 @@ the matched GEMMs, and replaces the function by the stage program the cuSync pas
 generated kernels with sync hooks (kernels/gemm.py), one `sync.stage` per kernel, the
 `sync.dependency` between them and the launches (kernels/mlp.py builds that program).
 
-Patterns (x, weights and biases are function arguments; every intermediate has one use):
+Patterns (x, weights and biases are function arguments; every intermediate has one use; a
+linear's weight may be an argument stored K x N read through `graph.transpose %w perm [1, 0]`,
+Hugging Face's Conv1D, which its binding folds: `#graph.bind<transposed i>`):
 
     MLP     y = linear(act(linear(x, w1[, b1])), w2[, b2])   act: gelu "tanh" or none
     SwiGLU  y = linear(mul(silu(linear(x, wg)), linear(x, wu)), wd)   (LLaMA's MLP)
@@ -49,8 +51,9 @@ image of H·W pixels neither a multiple nor a divisor of BM 64 or 128, e.g. 28x2
 their reads bound only by whole images.
 
 What each kernel argument is, in terms of the function, is a `#graph.bind` on its stage
-(`graph.bind`: input i, temp i, result i, or gate_up i, j for the SwiGLU weight: the rows of
-wg and wu interleaved in blocks of 8, the layout the GEMM's SwiGLU epilogue reads); the module
+(`graph.bind`: input i, temp i, result i, gate_up i, j for the SwiGLU weight: the rows of
+wg and wu interleaved in blocks of 8, the layout the GEMM's SwiGLU epilogue reads, or
+transposed i for a weight the function transposes: the N x K matrix the GEMMs read); the module
 keeps the function's type (`graph.signature`) and the temporaries' types (`graph.temps`).
 
 An MLP of at least TMA_MIN_ROWS rows runs on the warp-specialized TMA GEMMs
@@ -144,6 +147,8 @@ class MlpMatch:
     n2: int
     dtype: str
     anchor: Operation  # the second linear: where diagnostics point
+    transposed: frozenset[str] = frozenset()
+    """The weights ("w1", "w2") the function reads transposed (stored K x N: `weight_bind`)."""
 
     @property
     def epilogue1(self) -> str | None:
@@ -160,9 +165,41 @@ class MlpMatch:
 
 def _arg(value: SSAValue, fn: func.FuncOp, op: Operation, what: str) -> int:
     if not isinstance(value, BlockArgument) or value.block is not fn.body.block:
+        if isinstance(value.owner, graph.TransposeOp):
+            raise diagnostic(PASS, op, f"{what} is transposed: only an MLP's or attention's "
+                                       "projection weight is read transposed")
         raise diagnostic(PASS, op, f"{what} must be an argument of @{fn.sym_name.data} "
                                    "(weights are the piece's inputs)")
     return value.index
+
+
+def _weight(value: SSAValue, fn: func.FuncOp, op: Operation, what: str
+            ) -> tuple[int, list[Operation]]:
+    """(its argument, the ops) of a linear's weight: an argument (N x K, nn.Linear's), or one
+    stored K x N (Hugging Face's Conv1D) read through `graph.transpose %w perm [1, 0]`, which
+    its binding folds (`weight_bind`). A transposed tensor the piece computes is refused: the
+    host transposes an argument, once per version of it, not an activation at every call."""
+    transpose = value.owner if isinstance(value, OpResult) else None
+    if not isinstance(transpose, graph.TransposeOp):
+        return _arg(value, fn, op, what), []
+    _producer(value, graph.TransposeOp, op, what)
+    if transpose.permutation != (1, 0):
+        raise diagnostic(PASS, transpose, f"{what} is transposed by perm "
+                                          f"{list(transpose.permutation)}: a weight's "
+                                          "transpose swaps its two dimensions (perm [1, 0])")
+    source = transpose.input
+    if not isinstance(source, BlockArgument) or source.block is not fn.body.block:
+        raise diagnostic(PASS, transpose, f"{what} transposes a tensor the piece computes: "
+                                          "only a weight, a function argument, is read "
+                                          "transposed (the GEMMs have no transposed operand)")
+    return source.index, [transpose]
+
+
+def weight_bind(match: MlpMatch | AttentionMatch, role: str) -> graph.BindAttr:
+    """The binding of the weight `role` names (w1, w2, w_qkv, w_out): its argument as it is
+    (N x K), or `transposed` where the function transposes it (stored K x N)."""
+    return graph.BindAttr("transposed" if role in match.transposed else "input",
+                          getattr(match, role))
 
 
 def _producer(value: SSAValue, kind: type[Operation], op: Operation, what: str) -> Operation:
@@ -237,6 +274,9 @@ def match_mlp(fn: func.FuncOp) -> MlpMatch:
         if isinstance(linear, graph.LinearOp) and linear.batched:
             raise diagnostic(PASS, linear, "an MLP's linears take weight matrices, not one "
                                            "per batch")
+    (w1, w1_ops), (w2, w2_ops) = (_weight(first.weight, fn, first, "the first weight"),
+                                  _weight(second.weight, fn, second, "the second weight"))
+    covered += w1_ops + w2_ops
     x_type = first.input.type
     assert isinstance(x_type, TensorType)
     shape = tuple(x_type.get_shape())
@@ -244,14 +284,13 @@ def match_mlp(fn: func.FuncOp) -> MlpMatch:
     out_type = second.result.type
     assert isinstance(hidden_type, TensorType) and isinstance(out_type, TensorType)
     match = MlpMatch(
-        x=_arg(first.input, fn, first, "the input"),
-        w1=_arg(first.weight, fn, first, "the first weight"),
-        w2=_arg(second.weight, fn, second, "the second weight"),
+        x=_arg(first.input, fn, first, "the input"), w1=w1, w2=w2,
         b1=None if first.bias is None else _arg(first.bias, fn, first, "the first bias"),
         b2=None if second.bias is None else _arg(second.bias, fn, second, "the second bias"),
         gate_up=gate_up, activation=activation, rows=math.prod(shape[:-1]), k1=shape[-1],
         hidden=hidden_type.get_shape()[-1], n2=out_type.get_shape()[-1],
-        dtype=_dtype(x_type, first), anchor=second)
+        dtype=_dtype(x_type, first), anchor=second,
+        transposed=frozenset(role for role, ops in (("w1", w1_ops), ("w2", w2_ops)) if ops))
     extra = [op for op in body.ops if op not in covered]
     if extra:
         raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the MLP pattern; "
@@ -307,11 +346,11 @@ def mlp_configs(match: MlpMatch) -> MlpSpec:
 def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
     """Each stage's kernel arguments (A, B, C[, bias]) as #graph.bind."""
     weight1 = graph.BindAttr("gate_up", *match.gate_up) if match.gate_up \
-        else graph.BindAttr("input", match.w1)
+        else weight_bind(match, "w1")
     first = [graph.BindAttr("input", match.x), weight1, graph.BindAttr("temp", 0)]
     if match.b1 is not None:
         first.append(graph.BindAttr("input", match.b1))
-    second = [graph.BindAttr("temp", 0), graph.BindAttr("input", match.w2),
+    second = [graph.BindAttr("temp", 0), weight_bind(match, "w2"),
               graph.BindAttr("result", 0)]
     if match.b2 is not None:
         second.append(graph.BindAttr("input", match.b2))
@@ -364,6 +403,8 @@ class AttentionMatch:
     heads: int = 1  # H: q, k and v viewed as H heads of C / H columns
     sequences: int = 1  # B: x is B x T x E (a batch of sequences), else T x E
     causal: bool = False  # softmax's causal mask: key j > query i excluded
+    transposed: frozenset[str] = frozenset()
+    """The weights ("w_qkv", "w_out") the function reads transposed (stored K x N)."""
 
     @property
     def head_width(self) -> int:
@@ -483,21 +524,24 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
     dtype = _dtype(x_type, qkv)
     if dtype != "f16":
         raise diagnostic(PASS, probs, "the softmax kernel takes f16, not bf16")
+    (w_qkv, qkv_ops), (w_out, out_ops) = (_weight(qkv.weight, fn, qkv, "the QKV weight"),
+                                          _weight(out.weight, fn, out, "the output weight"))
     covered = {qkv, split, scores, probs, context, out, ret, *merge_ops, *q_ops, *k_ops,
-               *v_ops}
+               *v_ops, *qkv_ops, *out_ops}
     extra = [op for op in fn.body.block.ops if op not in covered]
     if extra:
         raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the attention "
                                          "pattern; a piece holds one pattern and nothing else")
     return AttentionMatch(
-        x=_arg(qkv.input, fn, qkv, "the input"),
-        w_qkv=_arg(qkv.weight, fn, qkv, "the QKV weight"),
+        x=_arg(qkv.input, fn, qkv, "the input"), w_qkv=w_qkv,
         b_qkv=None if qkv.bias is None else _arg(qkv.bias, fn, qkv, "the QKV bias"),
-        w_out=_arg(out.weight, fn, out, "the output weight"),
+        w_out=w_out,
         b_out=None if out.bias is None else _arg(out.bias, fn, out, "the output bias"),
         tokens=tokens, width=width, dtype=dtype, scale=probs.scale_value, anchor=out,
         model_width=model_width, heads=heads, sequences=batch[0] if batch else 1,
-        causal=probs.is_causal)
+        causal=probs.is_causal,
+        transposed=frozenset(role for role, ops in (("w_qkv", qkv_ops), ("w_out", out_ops))
+                             if ops))
 
 
 @dataclass(frozen=True)
@@ -826,12 +870,12 @@ def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]
         return [] if index is None else [graph.BindAttr("input", index)]
 
     temp = [graph.BindAttr("temp", i) for i in range(4)]
-    return {QKV: [graph.BindAttr("input", match.x), graph.BindAttr("input", match.w_qkv),
+    return {QKV: [graph.BindAttr("input", match.x), weight_bind(match, "w_qkv"),
                   temp[0], *bias(match.b_qkv)],
             SCORES: [temp[0], temp[0], temp[1]],
             SOFTMAX: [temp[1], temp[2]],
             CONTEXT: [temp[2], temp[0], temp[3]],
-            OUT: [temp[3], graph.BindAttr("input", match.w_out), graph.BindAttr("result", 0),
+            OUT: [temp[3], weight_bind(match, "w_out"), graph.BindAttr("result", 0),
                   *bias(match.b_out)]}
 
 
@@ -1244,7 +1288,7 @@ def _bound_type(bind: graph.BindAttr, signature: FunctionType,
         found = temps[where[0]]
     elif kind == "result":
         found = signature.outputs.data[where[0]]
-    else:  # input, or gate_up: the rows of two inputs interleaved
+    else:  # input; gate_up: the rows of two inputs interleaved; transposed: one transposed
         found = signature.inputs.data[where[0]]
     assert isinstance(found, TensorType)
     count = graph.numel(found) * (2 if kind == "gate_up" else 1)
@@ -1341,4 +1385,4 @@ __all__ = ["CONV_PIPELINES", "AttentionMatch", "AttentionSpec", "ConvChainMatch"
            "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
            "conv_chain_persistent_module", "conv_chain_pipelines",
            "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",
-           "match_mlp", "mlp_configs", "plan_configs"]
+           "match_mlp", "mlp_configs", "plan_configs", "weight_bind"]

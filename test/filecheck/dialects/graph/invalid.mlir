@@ -184,8 +184,13 @@ func.func private @f() attributes {bind = #graph.bind<gate_up 1>}
 
 // -----
 
+func.func private @f() attributes {bind = #graph.bind<transposed 1, 3>}
+// CHECK: #graph.bind<transposed> takes 1 index(es) (>= 0), got [1, 3]
+
+// -----
+
 func.func private @f() attributes {bind = #graph.bind<weight 1>}
-// CHECK: #graph.bind: kind must be one of ('input', 'temp', 'result', 'gate_up'), got 'weight'
+// CHECK: #graph.bind: kind must be one of ('input', 'temp', 'result', 'gate_up', 'transposed'), got 'weight'
 
 // -----
 

@@ -96,6 +96,11 @@ func.func private @bound() attributes {binds = [#graph.bind<input 0>, #graph.bin
 // CHECK-LABEL: func.func private @bound_map() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}
 func.func private @bound_map() attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<result 0>]}
 
+// A weight stored in x out (Hugging Face's Conv1D) bound as its N x K transpose, as it is and
+// as a TMA map over it.
+// CHECK-LABEL: func.func private @bound_transposed() -> () attributes {binds = [#graph.bind<input 0>, #graph.bind<transposed 1>, #graph.bind<transposed 3 as !tile.tensor_map<64x64xf16, swizzle 128>>]}
+func.func private @bound_transposed() attributes {binds = [#graph.bind<input 0>, #graph.bind<transposed 1>, #graph.bind<transposed 3 as !tile.tensor_map<64x64xf16, swizzle 128>>]}
+
 // A conv's filter read as the kernel's K x 9C matrix (`over`), with and without a tiled map
 // encoded over it; an im2col map names its tensor in its type.
 // CHECK-LABEL: func.func private @bound_over() -> () attributes {binds = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2 over [128, 576]>]}

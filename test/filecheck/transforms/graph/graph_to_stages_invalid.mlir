@@ -365,3 +365,51 @@ func.func @batch_merge_perm(%x: tensor<2x128x128xf16>, %wqkv: tensor<384x128xf16
   func.return %y : tensor<2x128x128xf16>
 }
 // CHECK: graph-to-stages: the heads merge back as o.transpose(-3, -2) (perm [1, 0, 2]; a batch: [0, 2, 1, 3]) reshaped to [batch x] tokens x width
+
+// -----
+
+// A transposed activation: only a weight, a function argument, is bound transposed.
+func.func @transposed_activation(%x: tensor<16x64xf16>, %w1: tensor<64x128xf16>, %w2: tensor<64x128xf16>) -> tensor<16x64xf16> {
+  %r = graph.relu %w1 : tensor<64x128xf16>
+  %rt = graph.transpose %r perm [1, 0] : (tensor<64x128xf16>) -> tensor<128x64xf16>
+  %h = graph.linear %x, %rt : (tensor<16x64xf16>, tensor<128x64xf16>) -> tensor<16x128xf16>
+  %y = graph.linear %h, %w2 : (tensor<16x128xf16>, tensor<64x128xf16>) -> tensor<16x64xf16>
+  func.return %y : tensor<16x64xf16>
+}
+// CHECK: graph_to_stages_invalid.mlir:[[# @LINE - 5]]:3: graph-to-stages: the first weight transposes a tensor the piece computes: only a weight, a function argument, is read transposed (the GEMMs have no transposed operand)
+
+// -----
+
+// A weight's transpose swaps its two dimensions; perm [0, 1] leaves them.
+func.func @identity_perm(%x: tensor<16x64xf16>, %w1: tensor<128x64xf16>, %w2: tensor<64x128xf16>) -> tensor<16x64xf16> {
+  %w1t = graph.transpose %w1 perm [0, 1] : (tensor<128x64xf16>) -> tensor<128x64xf16>
+  %h = graph.linear %x, %w1t : (tensor<16x64xf16>, tensor<128x64xf16>) -> tensor<16x128xf16>
+  %y = graph.linear %h, %w2 : (tensor<16x128xf16>, tensor<64x128xf16>) -> tensor<16x64xf16>
+  func.return %y : tensor<16x64xf16>
+}
+// CHECK: graph-to-stages: the first weight is transposed by perm [0, 1]: a weight's transpose swaps its two dimensions (perm [1, 0])
+
+// -----
+
+// A transposed weight read twice: each linear reads its own transpose.
+func.func @shared_transpose(%x: tensor<16x64xf16>, %w: tensor<64x64xf16>) -> tensor<16x64xf16> {
+  %wt = graph.transpose %w perm [1, 0] : (tensor<64x64xf16>) -> tensor<64x64xf16>
+  %h = graph.linear %x, %wt : (tensor<16x64xf16>, tensor<64x64xf16>) -> tensor<16x64xf16>
+  %y = graph.linear %h, %wt : (tensor<16x64xf16>, tensor<64x64xf16>) -> tensor<16x64xf16>
+  func.return %y : tensor<16x64xf16>
+}
+// CHECK: graph-to-stages: graph.transpose's result is used 2 times; the pattern keeps it inside the piece
+
+// -----
+
+// SwiGLU's epilogue interleaves N x K gate and up weights: no transposed one.
+func.func @swiglu_transposed(%x: tensor<16x64xf16>, %wg: tensor<64x128xf16>, %wu: tensor<128x64xf16>, %wd: tensor<64x128xf16>) -> tensor<16x64xf16> {
+  %wgt = graph.transpose %wg perm [1, 0] : (tensor<64x128xf16>) -> tensor<128x64xf16>
+  %g = graph.linear %x, %wgt : (tensor<16x64xf16>, tensor<128x64xf16>) -> tensor<16x128xf16>
+  %s = graph.silu %g : tensor<16x128xf16>
+  %u = graph.linear %x, %wu : (tensor<16x64xf16>, tensor<128x64xf16>) -> tensor<16x128xf16>
+  %h = graph.mul %s, %u : tensor<16x128xf16>
+  %y = graph.linear %h, %wd : (tensor<16x128xf16>, tensor<64x128xf16>) -> tensor<16x64xf16>
+  func.return %y : tensor<16x64xf16>
+}
+// CHECK: graph-to-stages: the gate weight is transposed: only an MLP's or attention's projection weight is read transposed
