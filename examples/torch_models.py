@@ -14,6 +14,11 @@
     OneHeadAttention  one head of self-attention over one sequence (tokens x width), its scores
                     unscaled or times `scale` (1 / sqrt(width) as in GPT)
     BasicBlock      ResNet's basic block: conv3x3, BN, ReLU, conv3x3, BN, + x, ReLU
+    Conv1D          Hugging Face's (transformers.pytorch_utils): a linear layer whose weight
+                    is stored in x out (K x N, nn.Linear's transpose), x · w through addmm
+    HFGPT2MLP, HFGPT2Attention, HFGPT2Block   GPT-2 as Hugging Face's modeling_gpt2 writes
+                    it: its projections Conv1D (c_fc, c_proj, c_attn), the same pieces as
+                    GPT2MLP / GPT2Attention / GPT2Block
 
     EXAMPLES: name -> (make(), example input shapes, dtype); llama65b_mlp_tp8 is LLaMA-65B's
               MLP split 8 ways, the shapes of `tilesync bench mlp`
@@ -169,6 +174,94 @@ class OneHeadAttention(nn.Module):
         return self.proj(weights @ v)
 
 
+class Conv1D(nn.Module):
+    """Hugging Face's Conv1D (transformers/pytorch_utils.py), as it is written there: GPT-1's
+    and GPT-2's linear layer. Its weight is in x out, nx x nf (nn.Linear's is out x in)."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.nx = nx
+        self.weight = nn.Parameter(torch.empty(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)  # noqa: RUF005 - Hugging Face's code, as written
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        x = x.view(size_out)
+        return x
+
+
+class HFGPT2MLP(nn.Module):
+    """Hugging Face's GPT2MLP: c_fc, the activation, c_proj, dropout; the activation GPT-2's
+    tanh GeLU as F.gelu computes it (Hugging Face's "gelu_pytorch_tanh"; its default
+    "gelu_new" spells the same formula out in elementwise ops, which no pattern reads)."""
+
+    def __init__(self, intermediate_size: int = 3072, embed_dim: int = 768,
+                 resid_pdrop: float = 0.1):
+        super().__init__()
+        self.c_fc = Conv1D(intermediate_size, embed_dim)
+        self.c_proj = Conv1D(embed_dim, intermediate_size)
+        self.act = nn.GELU(approximate="tanh")
+        self.dropout = nn.Dropout(resid_pdrop)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        hidden_states = self.c_fc(hidden_states)
+        hidden_states = self.act(hidden_states)
+        hidden_states = self.c_proj(hidden_states)
+        hidden_states = self.dropout(hidden_states)
+        return hidden_states
+
+
+class HFGPT2Attention(nn.Module):
+    """Hugging Face's GPT2Attention's projections, names and causal mask buffer (c_attn,
+    split_size, c_proj, resid_dropout; `bias`, sliced to the sequence's length) around
+    attention whose heads are viewed and masked as GPT2Attention above does (Hugging Face
+    masks with torch.where and the dtype's minimum, which no pattern reads as the causal
+    mask; masked_fill with -inf is torch's is_causal). Like GPT2Attention, torch.fx's
+    symbolic_trace cannot trace it (sizes as slice bounds): Dynamo captures it."""
+
+    def __init__(self, embed_dim: int = 768, num_heads: int = 12, max_positions: int = 1024,
+                 resid_pdrop: float = 0.1):
+        super().__init__()
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.split_size = embed_dim
+        self.c_attn = Conv1D(3 * embed_dim, embed_dim)
+        self.c_proj = Conv1D(embed_dim, embed_dim)
+        self.resid_dropout = nn.Dropout(resid_pdrop)
+        self.register_buffer("bias", torch.ones(max_positions, max_positions,
+                                                dtype=torch.bool).tril(), persistent=False)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        b, t, _ = hidden_states.size()
+        query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        query, key, value = (z.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+                             for z in (query, key, value))
+        attn_weights = torch.matmul(query, key.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        causal_mask = self.bias[:t, :t]
+        attn_weights = attn_weights.masked_fill(~causal_mask, float("-inf")).softmax(dim=-1)
+        attn_output = torch.matmul(attn_weights, value).transpose(1, 2)
+        attn_output = attn_output.reshape(b, t, self.embed_dim)
+        return self.resid_dropout(self.c_proj(attn_output))
+
+
+class HFGPT2Block(nn.Module):
+    """Hugging Face's GPT2Block: ln_1, attention, the residual; ln_2, the MLP, the residual."""
+
+    def __init__(self, embed_dim: int = 768, num_heads: int = 12):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(embed_dim)
+        self.attn = HFGPT2Attention(embed_dim, num_heads)
+        self.ln_2 = nn.LayerNorm(embed_dim)
+        self.mlp = HFGPT2MLP(4 * embed_dim, embed_dim)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        hidden_states = hidden_states + self.attn(self.ln_1(hidden_states))
+        return hidden_states + self.mlp(self.ln_2(hidden_states))
+
+
 class BasicBlock(nn.Module):
     def __init__(self, channels: int = 64):
         super().__init__()
@@ -192,6 +285,9 @@ EXAMPLES = {
     "gpt2_attention": (lambda: GPT2Attention(768, 12), [(1, 256, 768)], torch.float16),
     "gpt2_sdpa_attention": (lambda: CausalSelfAttention(768, 12), [(1, 256, 768)],
                             torch.float16),
+    # the same through Hugging Face's Conv1D projections (weights stored in x out)
+    "hf_gpt2_block": (lambda: HFGPT2Block(768, 12), [(4, 64, 768)], torch.float16),
+    "hf_gpt2_attention": (lambda: HFGPT2Attention(768, 12), [(1, 256, 768)], torch.float16),
     "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
     # NeRF as its paper writes it (63-wide position and 27-wide direction encodings, the input
     # again into the sixth layer, 3 colours) on 2^16 samples: `tilesync bench dataflow-mlp`'s
@@ -203,7 +299,8 @@ EXAMPLES = {
 }
 
 
-SEQUENCE_MODELS = frozenset({"gpt2_block", "gpt2_attention", "gpt2_sdpa_attention"})
+SEQUENCE_MODELS = frozenset({"gpt2_block", "gpt2_attention", "gpt2_sdpa_attention",
+                             "hf_gpt2_block", "hf_gpt2_attention"})
 """Examples whose forward reads batch x tokens x width (GPT-2's `b, t, c = x.size()`)."""
 
 

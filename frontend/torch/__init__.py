@@ -7,7 +7,8 @@
 
 Pieces of the model that match the pattern library (patterns.py: Linear→act→Linear, the SwiGLU
 MLP, self-attention (heads, a batch of sequences, its scores scaled by a constant, causal; as
-matmul/softmax or scaled_dot_product_attention), Conv→ReLU→Conv with eval-mode
+matmul/softmax or scaled_dot_product_attention); their linears nn.Linear, F.linear or Hugging
+Face's Conv1D (GPT-2's); Conv→ReLU→Conv with eval-mode
 BatchNorms folded into the convs; stack.py: NeRF-style MLP stacks) are lowered through the
 graph level (graph-to-stages) to synchronized stage programs (graph-to-dataflow: an MLP stack
 to one Kitsune pipeline) and run as `torch.ops.tilesync.piece` where the cost model and a

@@ -14,8 +14,10 @@ A runner takes and returns torch tensors: the kernel arguments are the tensors' 
 addresses (bound by the stages' #graph.bind), the temporaries and the result come from torch's
 caching allocator, and every launch goes on torch's current stream (StageProgram.run_on), so
 the op orders with the surrounding torch work and a torch.cuda.graph capture records it (the
-kernels read their epoch from device memory: sync-epoch-in-memory). A piece registered without
-a runner (no GPU: tests of the graph rewrite) computes with torch.
+kernels read their epoch from device memory: sync-epoch-in-memory). A weight a binding derives
+(SwiGLU's gate and up interleaved, a Conv1D weight transposed) is made once per version of
+its parameters (DerivedWeights). A piece registered without a runner (no GPU: tests of the
+graph rewrite) computes with torch.
 
 The op's backward recomputes the piece with torch and differentiates that (recomputed_backward):
 a model that trains through a replaced piece gets torch's gradients, at the cost of a second
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -227,6 +230,43 @@ def gate_up_weight(gate: Any, up: Any) -> Any:
         .reshape(2 * f, k).contiguous()
 
 
+def transposed_weight(weight: Any) -> Any:
+    """A K x N weight (Hugging Face's Conv1D: in x out) as the N x K row-major matrix the
+    GEMMs read (nn.Linear's layout)."""
+    return weight.t().contiguous()
+
+
+DERIVED = {"gate_up": gate_up_weight, "transposed": transposed_weight}
+"""The #graph.bind kinds whose tensor a runner derives from the piece's inputs."""
+
+
+class DerivedWeights:
+    """The tensors a runner derives from its inputs (DERIVED: SwiGLU's interleaved weight, a
+    Conv1D weight transposed), one per binding, made again only when a source is another
+    tensor or was changed in place: the key is each source's address and version counter
+    (an optimizer step or load_state_dict's copy_ bumps it; a write through `.data` bumps
+    none, and autograd misses it too), and a weak reference to it says the source is the
+    same tensor, not a new one that the allocator put at a freed address with a fresh counter
+    (an activation, or a copy made contiguous for the call)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, tuple[int, ...]], tuple[tuple, list[Any], Any]] = {}
+
+    def get(self, kind: str, where: tuple[int, ...], sources: list[Any]) -> Any:
+        """The tensor of #graph.bind<kind where> for `sources` (the inputs it names)."""
+        try:
+            key = tuple((t.data_ptr(), t._version) for t in sources)
+        except RuntimeError:  # an inference tensor keeps no version: derived at every call
+            return DERIVED[kind](*sources)
+        kept = self._kept.get((kind, where))
+        if kept is not None and kept[0] == key and \
+                all(ref() is t for ref, t in zip(kept[1], sources, strict=True)):
+            return kept[2]
+        derived = DERIVED[kind](*sources)
+        self._kept[(kind, where)] = (key, [weakref.ref(t) for t in sources], derived)
+        return derived
+
+
 MAPS_KEPT = 256  # encoded TMA maps a runner keeps (torch's allocator reuses addresses)
 
 
@@ -279,7 +319,7 @@ class StageRunner:
             stage: [_Bound.of(next(indices), bind) for bind in stage_binds]
             for stage, stage_binds in binds}
         self.temps = [tuple(shape) for shape in entry["temps"]]
-        self._packed: dict[tuple, Any] = {}
+        self._derived = DerivedWeights()
         self._maps = TensorMapCache(limit=MAPS_KEPT)
         self._map_shapes: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
 
@@ -294,13 +334,6 @@ class StageRunner:
             shape = self._map_shapes[key] = bound.bind.map_tensor_shape(tuple(tensor.shape))
         dtype, box, swizzle, corners = bound.tensor_map
         return self._maps.get(tensor.data_ptr(), dtype, shape, box, swizzle, corners)
-
-    def _gate_up(self, gate: Any, up: Any) -> Any:
-        key = (gate.data_ptr(), gate._version, up.data_ptr(), up._version)
-        if key not in self._packed:
-            self._packed.clear()
-            self._packed[key] = gate_up_weight(gate, up)
-        return self._packed[key]
 
     def _new(self, shape: tuple[int, ...], device: Any) -> Any:
         """A temporary or the result, uninitialized: the kernels write every element they or
@@ -323,7 +356,7 @@ class StageRunner:
                 return temps[where[0]]
             if kind == "result":
                 return out
-            return self._gate_up(inputs[where[0]], inputs[where[1]])
+            return self._derived.get(kind, where, [inputs[i] for i in where])
 
         args = {stage: [self._argument(b, value(b)) for b in binds]
                 for stage, binds in self.binds.items()}
@@ -398,5 +431,6 @@ class PipelineRunner:
                                              strict=True)]
 
 
-__all__ = ["PipelineRunner", "Relayout", "StageRunner", "TorchPiece", "eager_piece",
-           "gate_up_weight", "load_program", "piece_op", "register", "runner"]
+__all__ = ["DERIVED", "DerivedWeights", "PipelineRunner", "Relayout", "StageRunner",
+           "TorchPiece", "eager_piece", "gate_up_weight", "load_program", "piece_op",
+           "register", "runner", "transposed_weight"]

@@ -7,6 +7,11 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
 
     Linear→act→Linear   linear(act(linear(x, w1[, b1])), w2[, b2]), act: GeLU, ReLU, SiLU or none
                         (GPT-2/3's MLP; a NeRF MLP's layers pair up the same way)
+    (a linear)          nn.Linear, F.linear, or Hugging Face's Conv1D (GPT-2's c_fc, c_proj,
+                        c_attn): x.view(-1, K), torch.addmm(b, rows, w) of a K x N parameter w
+                        (beta, alpha 1), .view back to x's leading dimensions x N; in the
+                        piece linear(x, transpose(w, [1, 0]), b), so an MLP or attention
+                        written with Conv1D is the same piece as with nn.Linear
     SwiGLU MLP          linear(silu(linear(x, wg)) * linear(x, wu), wd)   (LLaMA)
     Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1), x one sequence
                         (T x E) or a batch (B x T x E, B = 1 too); linear(merge(softmax(S,
@@ -30,9 +35,13 @@ inputs at the boundary and `Piece.out_layout` the one back (ops.Relayout runs th
 Nodes are read in the forms both tracers produce: `call_module` of nn.Linear / nn.Conv2d /
 nn.GELU / nn.SiLU / nn.ReLU (torch.fx.symbolic_trace) and `call_function` of F.linear,
 F.conv2d, F.gelu, F.silu, F.relu, operator.mul (Dynamo, whose parameters are placeholders or
-get_attr nodes). A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is
-not a multiple of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and
-the piece stays with torch. So is one the graph level cannot express (attention scaled by a
+get_attr nodes). Conv1D is traced through (it is no leaf module): under symbolic_trace its
+sizes are nodes reading x.size() (they go with the piece), under Dynamo constants; either way
+the views' shapes are checked against the nodes' recorded ones.
+
+A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is not a multiple
+of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and the piece stays
+with torch. So is one the graph level cannot express (attention scaled by a
 tensor, or by a number that is not positive; masked by anything but the causal mask; an
 attn_mask or dropout of scaled_dot_product_attention: `Piece.refusal`).
 
@@ -118,7 +127,7 @@ class Piece:
         rows = 1
         for d in x.shape[:-1]:
             rows *= d
-        hidden = self.infos[self.ops[0][2][1]].shape[0]
+        hidden = _first_linear_width(self.ops, self.infos)
         out = self.out_info.shape[-1] if self.out_info else "?"
         scale, causal = _softmax_form(self.ops)
         scaled = f", scale {scale:.6g}" if scale not in (1.0, None) else ""
@@ -132,6 +141,28 @@ class Piece:
                     f"{', causal' if causal else ''}]")
         return (f"{self.pattern} [{rows} rows, {x.shape[-1]} -> {hidden} -> {out}, "
                 f"{_dtype_name(x.dtype)}{scaled}]")
+
+
+def _first_linear_width(ops: list[tuple], infos: list[TensorInfo]) -> int:
+    """N of a piece's first linear: its weight's rows (N x K), or its columns where the piece
+    transposes it first (a K x N Conv1D weight: its transpose is the op before)."""
+    linear = next(op for op in ops if op[0] == "linear")
+    kind, index = linear[2]
+    if kind == "in":
+        return infos[index].shape[0]
+    transpose = _value_op(ops, index)
+    assert transpose[0] == "transpose" and transpose[1][0] == "in", transpose
+    return infos[transpose[1][1]].shape[1]
+
+
+def _value_op(ops: list[tuple], index: int) -> tuple:
+    """The op of a piece's value `index` (values numbered as _Program numbers them)."""
+    first = 0
+    for op in ops:
+        first += 3 if op[0] == "split3" else 1
+        if index < first:
+            return op
+    raise IndexError(index)
 
 
 def _softmax_form(ops: list[tuple]) -> tuple[float | None, bool]:
@@ -205,6 +236,150 @@ def linear_parts(gm: Any, node: Any) -> tuple[Any, Any, Any] | None:
     if node.op == "call_function" and node.target in _functions()["linear"]:
         return _arg(node, 0, "input"), _arg(node, 1, "weight"), _arg(node, 2, "bias")
     return None
+
+
+@dataclass(frozen=True)
+class LinearForm:
+    """A linear layer as torch wrote it: x · wᵀ + b of nn.Linear or F.linear (one node), or
+    Hugging Face's Conv1D (its nodes: x's rows viewed, addmm, the view back, the sizes)."""
+
+    x: Any
+    weight: Any  # a ref: N x K, or K x N where `transposed`
+    bias: Any  # a ref or None
+    nodes: tuple[Any, ...]  # the fx nodes it is made of; the form's output among them
+    transposed: bool = False
+    """The weight is stored in x out (K x N, Conv1D's): the piece transposes it."""
+
+    def only_reads(self, node: Any) -> bool:
+        """Whether every user of `node` is one of the form's nodes (for Conv1D: the view of
+        its rows and the size reads)."""
+        return all(user in self.nodes for user in node.users)
+
+
+def linear_form(gm: Any, node: Any) -> LinearForm | None:
+    """The linear layer whose output is `node`: nn.Linear, F.linear or Conv1D; else None."""
+    parts = linear_parts(gm, node)
+    if parts is not None:
+        return LinearForm(*parts, nodes=(node,))
+    return conv1d_form(gm, node)
+
+
+def _addmm_parts(node: Any) -> tuple[Any, Any, Any] | None:
+    """(bias, rows, weight) of torch.addmm(bias, rows, weight) or bias.addmm(rows, weight)
+    computing bias + rows · weight as written: beta and alpha 1 (or left out); else None."""
+    import torch
+
+    if node.op == "call_function" and node.target is torch.addmm:
+        bias = _arg(node, 0, "input")
+    elif node.op == "call_method" and node.target == "addmm":
+        bias = _arg(node, 0, "self")
+    else:
+        return None
+    if len(node.args) > 3 or set(node.kwargs) - {"input", "self", "mat1", "mat2", "beta",
+                                                   "alpha"}:
+        return None  # torch's deprecated addmm(beta, input, alpha, ...), or out=
+    scales = [node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)]
+    if not all(_number(c) and c == 1 for c in scales):
+        return None  # beta · bias + alpha · rows · weight is no graph.linear
+    return bias, _arg(node, 1, "mat1"), _arg(node, 2, "mat2")
+
+
+def conv1d_form(gm: Any, node: Any) -> LinearForm | None:
+    """Hugging Face's Conv1D ending at `node`, as both tracers record its forward:
+    `rows = x.view(-1, K)`, `torch.addmm(bias, rows, weight)` with weight a K x N parameter
+    (Conv1D's in x out) and bias N, `.view(size_out)` back to x's leading dimensions x N. The
+    views are checked against the shapes the nodes recorded, not read from the size
+    arithmetic (`x.size()[:-1] + (nf,)` under symbolic_trace, constants under Dynamo)."""
+    addmm = _reshaped(gm, node)
+    if addmm is None or not _single_use(addmm):
+        return None
+    parts = _addmm_parts(addmm)
+    if parts is None:
+        return None
+    bias, rows, weight = parts
+    if not (_is_node(rows) and _is_node(bias) and _single_use(rows)):
+        return None
+    x = _reshaped(gm, rows)
+    if x is None or not _is_parameter(gm, weight):
+        return None  # a product by an activation is no layer (its transpose is no weight's)
+    infos = [tensor_info(gm, n) for n in (x, rows, weight, bias, node)]
+    if any(info is None for info in infos) or len(infos[2].shape) != 2:  # type: ignore
+        return None
+    x_info, rows_info, weight_info, bias_info, out_info = infos
+    k, n = weight_info.shape  # type: ignore[union-attr]
+    lead = x_info.shape[:-1]  # type: ignore[union-attr]
+    if x_info.shape[-1] != k or rows_info.shape != (math.prod(lead), k) or \
+            bias_info.shape != (n,) or out_info.shape != (*lead, n):  # type: ignore
+        return None
+    return LinearForm(x, weight, bias, _with_size_reads(gm, (rows, addmm, node)),
+                      transposed=True)
+
+
+_SIZE_ARITHMETIC = (operator.getitem, operator.add, operator.sub, operator.mul,
+                    operator.floordiv, getattr)
+
+
+def _with_size_reads(gm: Any, nodes: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`nodes` and the nodes computing their sizes from tensors' shapes (x.size(), x.size(-1),
+    x.shape and python arithmetic on them, what symbolic_trace records of Conv1D's size_out)
+    that nothing else reads: they go with the piece (a size read of an intermediate the
+    piece replaces has to)."""
+    def is_size(n: Any) -> bool:
+        if n.op == "call_method":
+            return n.target == "size"
+        return n.op == "call_function" and n.target in _SIZE_ARITHMETIC and \
+            tensor_info(gm, n) is None  # a python value, not a tensor's slice
+
+    found: list[Any] = []
+    pending = [a for n in nodes for a in n.all_input_nodes]
+    while pending:
+        n = pending.pop()
+        if n not in found and n not in nodes and is_size(n):
+            found.append(n)
+            pending += n.all_input_nodes
+    inside = set(nodes)
+    grown = True
+    while grown:  # a size read joins once all its readers are inside
+        grown = False
+        for n in found:
+            if n not in inside and all(user in inside for user in n.users):
+                inside.add(n)
+                grown = True
+    return tuple(n for n in gm.graph.nodes if n in inside)
+
+
+def _dynamo_source(node: Any) -> str | None:
+    """The source Dynamo recorded for a placeholder (L['self']._modules['fc']._parameters[
+    'weight'], ...), else None."""
+    arg = node.meta.get("grapharg")
+    name = getattr(getattr(arg, "source", None), "name", None)
+    name = name() if callable(name) else name
+    return name if isinstance(name, str) else None
+
+
+def _attribute(gm: Any, target: str) -> Any:
+    value = gm
+    for name in target.split("."):
+        value = getattr(value, name, None)
+    return value
+
+
+def _is_parameter(gm: Any, node: Any) -> bool:
+    """Whether `node` is a module's parameter (a get_attr naming one, or Dynamo's placeholder
+    for one): the same tensor from call to call, which a host may transpose once per version
+    of it."""
+    import torch
+
+    if not _is_node(node):
+        return False
+    if node.op == "get_attr":
+        return isinstance(_attribute(gm, node.target), torch.nn.Parameter)
+    if node.op != "placeholder":
+        return False
+    source = _dynamo_source(node)
+    if source is not None:
+        return source.rpartition(".")[2].startswith("_parameters[")
+    return isinstance(getattr(node.meta.get("grapharg"), "example", None), torch.nn.Parameter)
 
 
 def layer_norm_parts(gm: Any, node: Any) -> tuple[Any, Any, Any, tuple, float] | None:
@@ -464,17 +639,12 @@ def _mask_source(gm: Any, node: Any) -> Any:
     value of a module's buffer that Dynamo passes as a placeholder; None for anything else (a
     model input: it may differ from call to call)."""
     if node.op == "get_attr":
-        value = gm
-        for name in node.target.split("."):
-            value = getattr(value, name, None)
-        return value
+        return _attribute(gm, node.target)
     if node.op == "placeholder":
-        arg = node.meta.get("grapharg")
-        name = getattr(getattr(arg, "source", None), "name", None)
-        name = name() if callable(name) else name
-        if isinstance(name, str) and name.rpartition(".")[2].startswith("_buffers["):
+        name = _dynamo_source(node)
+        if name is not None and name.rpartition(".")[2].startswith("_buffers["):
             try:
-                return arg.example
+                return node.meta["grapharg"].example
             except Exception:  # the example is gone: nothing to check
                 return None
     return None
@@ -701,10 +871,10 @@ class _Program:
         return ("op", first) if results == 1 else [("op", first + i) for i in range(results)]
 
 
-def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piece | None:
-    """The attention piece whose output linear is `last` (its parts given), or None."""
-    attended, w_out, b_out = parts
-    if not (_is_node(attended) and _single_use(attended)):
+def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
+    """The attention piece whose output linear is `out` (ending at `last`), or None."""
+    attended = out.x
+    if not (_is_node(attended) and out.only_reads(attended)):
         return None
     merge = _merged_heads(gm, attended)
     context = merge[0] if merge is not None else attended
@@ -727,10 +897,9 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     if not (_call(split, "split") and len(split.users) == 3):
         return None
     qkv = _arg(split, 0, "tensor") if split.op == "call_function" else split.args[0]
-    qkv_parts = linear_parts(gm, qkv) if _is_node(qkv) and _single_use(qkv) else None
-    if qkv_parts is None:
+    projection = linear_form(gm, qkv) if _is_node(qkv) and _single_use(qkv) else None
+    if projection is None:
         return None
-    x, w_qkv, b_qkv = qkv_parts
     info = tensor_info(gm, qkv)
     # one sequence or a batch, split in three equal widths (the results' shapes: under
     # symbolic_trace a width read from x.shape is an fx node)
@@ -740,7 +909,7 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     part = (*info.shape[:-1], info.shape[-1] // 3)
     if any(getattr(tensor_info(gm, n), "shape", None) != part for n in items):
         return None
-    nodes = [qkv, split, *items, *core.nodes, last]
+    nodes = [*projection.nodes, split, *items, *core.nodes, *out.nodes]
     if heads:
         shape = views[0][2]  # type: ignore[index]
         perm = HEADS_PERM.get(len(shape))
@@ -760,13 +929,12 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     piece = Piece("Attention", last, sorted(nodes, key=order.__getitem__),
                   refusal=core.refusal)
-    refs = [x, w_qkv] + ([b_qkv] if b_qkv is not None else []) + [w_out] + \
-        ([b_out] if b_out is not None else [])
-    index = {id(r): i for i, r in enumerate(refs)}
+    refs = [projection.x, projection.weight] + \
+        ([projection.bias] if projection.bias is not None else []) + [out.weight] + \
+        ([out.bias] if out.bias is not None else [])
     piece.inputs = refs
     program = _Program()
-    qkv_value = program.add("linear", ("in", 0), ("in", 1),
-                            ("in", 2) if b_qkv is not None else None)
+    qkv_value = _linear(program, projection, refs)
     q, k, v = program.add("split3", qkv_value, results=3)
     if heads:  # [B x] T x C -> [B x] T x H x D -> [B x] H x T x D
         q, k, v = (program.add("transpose", program.add("reshape", r, shape), perm)
@@ -779,8 +947,7 @@ def _match_attention_at(gm: Any, last: Any, parts: tuple[Any, Any, Any]) -> Piec
         o = program.add("matmul", probs, v)
     if heads:  # the heads side by side again: [B x] T x C
         o = program.add("reshape", program.add("transpose", o, perm), part)
-    program.add("linear", o, ("in", index[id(w_out)]),
-                ("in", index[id(b_out)]) if b_out is not None else None)
+    _linear(program, out, refs, o)
     piece.ops = program.ops
     return piece
 
@@ -825,63 +992,99 @@ def _match_at(gm: Any, last: Any) -> Piece | None:
     """The piece whose final linear (or conv) is `last`, or None."""
     if conv_parts(gm, last) is not None:
         return _match_conv_chain_at(gm, last)
-    parts = linear_parts(gm, last)
-    if parts is None:
+    second = linear_form(gm, last)
+    if second is None:
         return None
-    hidden, w2, b2 = parts
-    if not _is_node(hidden) or not _single_use(hidden):
+    hidden = second.x
+    if not _is_node(hidden) or not second.only_reads(hidden):
         return None
-    if _call(hidden, "matmul") or _call(hidden, "sdpa") or _reshaped(gm, hidden) is not None:
-        return _match_attention_at(gm, last, parts)
-    if is_mul(hidden):
-        sides = [a for a in hidden.args[:2] if _is_node(a)]
-        if len(sides) != 2:
-            return None
-        acts = [activation(gm, s) for s in sides]
-        if [a is not None and a[0] == "silu" for a in acts].count(True) != 1:
-            return None
-        silu_index = 0 if acts[0] is not None and acts[0][0] == "silu" else 1
-        silu, up = sides[silu_index], sides[1 - silu_index]
-        gate = acts[silu_index][1]
-        gate_parts = linear_parts(gm, gate) if _is_node(gate) else None
-        up_parts = linear_parts(gm, up)
-        if gate_parts is None or up_parts is None or gate_parts[0] is not up_parts[0]:
-            return None
-        if not all(_single_use(n) for n in (silu, gate, up)) or gate_parts[2] or up_parts[2]:
-            return None
-        x, wg, wu = gate_parts[0], gate_parts[1], up_parts[1]
-        piece = Piece("SwiGLU MLP", last, [gate, up, silu, hidden, last])
-        refs = [x, wg, wu, w2]
-        piece.ops = [("linear", ("in", 0), ("in", 1), None), ("linear", ("in", 0), ("in", 2), None),
-                     ("silu", ("op", 0)), ("mul", ("op", 2), ("op", 1)),
-                     ("linear", ("op", 3), ("in", 3), None)]
-        piece.inputs = refs
-        return piece
-    act = activation(gm, hidden)
-    first = hidden
-    kind = None
-    if act is not None:
-        kind, first = act
-        if not _is_node(first) or not _single_use(first):
-            return None
-    first_parts = linear_parts(gm, first)
-    if first_parts is None:
+    if _attended(gm, hidden):
+        return _match_attention_at(gm, last, second)
+    if is_mul(hidden) and not second.transposed:  # LLaMA's SwiGLU: nn.Linear projections
+        return _match_swiglu_at(gm, last, second)
+    return _match_mlp_at(gm, last, second)
+
+
+def _attended(gm: Any, node: Any) -> bool:
+    """Whether `node` may be attention's output, softmax(S) · v or its heads merged by a view
+    (not a Conv1D's output, which ends in a view too): the output projection's input."""
+    if _call(node, "matmul") or _call(node, "sdpa"):
+        return True
+    return _reshaped(gm, node) is not None and conv1d_form(gm, node) is None
+
+
+def _match_swiglu_at(gm: Any, last: Any, down: LinearForm) -> Piece | None:
+    """linear(silu(linear(x, wg)) * linear(x, wu), wd) whose down projection is `down`."""
+    hidden, w2 = down.x, down.weight
+    sides = [a for a in hidden.args[:2] if _is_node(a)]
+    if len(sides) != 2:
         return None
-    x, w1, b1 = first_parts
-    name = {None: "Linear→Linear", "gelu_tanh": "Linear→GeLU→Linear", "gelu": "Linear→GeLU→Linear",
-            "silu": "Linear→SiLU→Linear", "relu": "Linear→ReLU→Linear"}[kind]
-    piece = Piece(name, last, [first] + ([hidden] if kind else []) + [last])
-    refs = [x, w1] + ([b1] if b1 is not None else []) + [w2] + ([b2] if b2 is not None else [])
-    index = {id(r): i for i, r in enumerate(refs)}
-    ops: list[tuple] = [("linear", ("in", 0), ("in", 1),
-                         ("in", index[id(b1)]) if b1 is not None else None)]
-    if kind:
-        ops.append((kind, ("op", 0)))
-    ops.append(("linear", ("op", len(ops) - 1), ("in", index[id(w2)]),
-                ("in", index[id(b2)]) if b2 is not None else None))
-    piece.ops = ops
+    acts = [activation(gm, s) for s in sides]
+    if [a is not None and a[0] == "silu" for a in acts].count(True) != 1:
+        return None
+    silu_index = 0 if acts[0] is not None and acts[0][0] == "silu" else 1
+    silu, up = sides[silu_index], sides[1 - silu_index]
+    gate = acts[silu_index][1]
+    gate_parts = linear_parts(gm, gate) if _is_node(gate) else None
+    up_parts = linear_parts(gm, up)
+    if gate_parts is None or up_parts is None or gate_parts[0] is not up_parts[0]:
+        return None
+    if not all(_single_use(n) for n in (silu, gate, up)) or gate_parts[2] or up_parts[2]:
+        return None
+    x, wg, wu = gate_parts[0], gate_parts[1], up_parts[1]
+    piece = Piece("SwiGLU MLP", last, [gate, up, silu, hidden, last])
+    refs = [x, wg, wu, w2]
+    piece.ops = [("linear", ("in", 0), ("in", 1), None), ("linear", ("in", 0), ("in", 2), None),
+                 ("silu", ("op", 0)), ("mul", ("op", 2), ("op", 1)),
+                 ("linear", ("op", 3), ("in", 3), None)]
     piece.inputs = refs
     return piece
+
+
+_MLP_NAMES = {None: "Linear→Linear", "gelu_tanh": "Linear→GeLU→Linear",
+              "gelu": "Linear→GeLU→Linear", "silu": "Linear→SiLU→Linear",
+              "relu": "Linear→ReLU→Linear"}
+
+
+def _match_mlp_at(gm: Any, last: Any, second: LinearForm) -> Piece | None:
+    """linear(act(linear(x, w1[, b1])), w2[, b2]) whose second linear is `second` (ending at
+    `last`), or None; each linear nn.Linear's, F.linear's or Conv1D's."""
+    hidden = second.x
+    act = activation(gm, hidden)
+    output = hidden  # the first linear's
+    kind = None
+    if act is not None:
+        kind, output = act
+        if not _is_node(output) or not _single_use(output):
+            return None
+    first = linear_form(gm, output)
+    if first is None:
+        return None
+    nodes = {*first.nodes, *second.nodes, *([hidden] if kind else [])}
+    piece = Piece(_MLP_NAMES[kind], last, [n for n in gm.graph.nodes if n in nodes])
+    refs = [first.x, first.weight] + ([first.bias] if first.bias is not None else []) + \
+        [second.weight] + ([second.bias] if second.bias is not None else [])
+    program = _Program()
+    value = _linear(program, first, refs)
+    if kind:
+        value = program.add(kind, value)
+    _linear(program, second, refs, value)
+    piece.ops, piece.inputs = program.ops, refs
+    return piece
+
+
+def _linear(program: _Program, form: LinearForm, refs: list[Any], x: Any = None) -> Any:
+    """The piece's op of the linear `form`, its weight and bias among the piece's inputs
+    `refs`, its input `x` (a value of the program; None: its own x among `refs`): x · wᵀ + b,
+    a K x N weight (Conv1D's) through a transpose first, as torch's addmm reads it."""
+    def ref(value: Any) -> tuple | None:
+        return None if value is None else ("in", next(i for i, r in enumerate(refs)
+                                                      if r is value))
+
+    weight = ref(form.weight)
+    if form.transposed:
+        weight = program.add("transpose", weight, (1, 0))
+    return program.add("linear", ref(form.x) if x is None else x, weight, ref(form.bias))
 
 
 def find_pieces(gm: Any) -> list[Piece]:

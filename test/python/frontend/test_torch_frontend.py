@@ -243,6 +243,8 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
     expected = {"llama_mlp": ["SwiGLU MLP"], "llama65b_mlp_tp8": ["SwiGLU MLP"],
                 "gpt2_block": ["Attention", "Linear→GeLU→Linear"],
                 "gpt2_attention": ["Attention"], "gpt2_sdpa_attention": ["Attention"],
+                "hf_gpt2_block": ["Attention", "Linear→GeLU→Linear"],  # Conv1D projections
+                "hf_gpt2_attention": ["Attention"],
                 "nerf_mlp": ["MLP stack"], "nerf_mlp_rays": ["MLP stack"],
                 "resnet_block": ["Conv→ReLU→Conv"],  # eval mode: BN folds into the convs
                 "edge_mlp": ["MLP stack"]}[name]

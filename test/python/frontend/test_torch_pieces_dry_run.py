@@ -1,8 +1,10 @@
-"""A dry run of the attention and conv-chain pieces without a GPU: the compiled entry as
+"""A dry run of the attention, conv-chain and Conv1D MLP pieces without a GPU: the compiled
+entry as
 StageRunner loads it (ops.load_program), checked against what the launches will need: the
 host plan on one stream (StageProgram.run_on takes no other), one #graph.bind per user
-parameter of each stage's kernel, the PTX that nvJitLink compiles for sm_90a with the
-parameters the signatures say, and dynamic shared memory the device can give."""
+parameter of each stage's kernel (a Conv1D weight's the transposed one the runner derives),
+the PTX that nvJitLink compiles for sm_90a with the parameters the signatures say, and dynamic
+shared memory the device can give."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from tilesync.analysis.stage_graph import Launch, StageGraph  # noqa: E402
 from tilesync.api import parse  # noqa: E402
 from tilesync.contract import NEXT_EPOCH_KERNEL, SM_90  # noqa: E402
 from tilesync.dialects import graph, sync  # noqa: E402
-from tilesync.examples.torch_models import BasicBlock, OneHeadAttention  # noqa: E402
+from tilesync.examples.torch_models import HFGPT2MLP, BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch.compiler import (  # noqa: E402
     STAGES_PASS,
     compile_entry,
@@ -23,6 +25,8 @@ from tilesync.frontend.torch.compiler import (  # noqa: E402
 )
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 from tilesync.runtime.module import compile_ptx, ptx_entry_params  # noqa: E402
+
+PARAM_BYTES = {"ptr": 8, "tmap": 128}  # a device address; a CUtensorMap passed by value
 
 
 def _entry(model, x):
@@ -70,3 +74,39 @@ def test_compiled_piece_fits_its_launches(name, stages):
         for sig in kernels.values():
             if sig.module == module:
                 assert params[sig.name] == [8] * len(sig.params), sig.name
+
+
+@pytest.mark.parametrize(("rows", "weight_param"), [
+    (32, "ptr"),  # the wgmma GEMMs read the transposed weight's address
+    (64, "tmap"),  # the TMA GEMMs a map the runner encodes over the transposed weight
+])
+def test_compiled_conv1d_mlp_binds_its_weights_transposed(rows, weight_param):
+    """Hugging Face's GPT-2 MLP (Conv1D: K x N weights): each GEMM's B operand is bound as
+    #graph.bind<transposed i> of the weight's argument, a kernel parameter of the N x K
+    weight an nn.Linear would give, and the PTX compiles."""
+    entry = _entry(HFGPT2MLP(512, 128).half(), torch.randn(rows, 128, dtype=torch.half))
+    host = parse(entry["host"])
+    plan = StageGraph.of(host).plan
+    assert [step.stage for step in plan if isinstance(step, Launch)] == ["gemm1", "gemm2"]
+    assert {step.stream for step in plan} == {0}
+    kernels = entry["kernels"]
+    weights = {}
+    for op in host.ops:
+        if isinstance(op, sync.StageOp):
+            sig = kernels[op.kernel.nested_references.data[-1].data]
+            binds = op.attributes[graph.BIND_ATTR].data
+            assert len(binds) == len(sig.user_params)
+            assert sig.dynamic_shared_bytes <= SM_90.max_shared_per_block
+            weights[op.sym_name.data] = (binds[1].kind.data, binds[1].values,
+                                         sig.user_params[1])
+    # x, w1 (128 x 512), b1, w2 (512 x 128), b2: each weight read as its transpose
+    assert weights == {"gemm1": ("transposed", (1,), weight_param),
+                       "gemm2": ("transposed", (3,), weight_param)}
+    assert entry["temps"] == [(rows, 512)]
+    _nvjitlink()
+    for module, ptx in entry["ptx_by_module"].items():
+        assert compile_ptx(ptx, "sm_90a", module).cubin.startswith(b"\x7fELF")
+        params = ptx_entry_params(ptx)
+        for sig in kernels.values():
+            if sig.module == module:
+                assert params[sig.name] == [PARAM_BYTES[p] for p in sig.params], sig.name
