@@ -42,6 +42,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.worklist import _MISSING, Worklist
 
 from tilesync.compat.effects import is_trivially_dead
 
@@ -131,32 +132,45 @@ def walk_ops(op: Operation) -> list[Operation]:
     return out
 
 
+# The walks follow the blocks' and ops' links themselves: xDSL's block and op iterators cost
+# a Python call per op, as much as the rest of a light pass's visit of it.
 def _append_region(region: Region, out: list[Operation]) -> None:
-    for block in region.blocks:
-        for op in block.ops:
+    block = region.first_block
+    while block is not None:
+        op = block.first_op
+        while op is not None:
             out.append(op)
             if op.regions:
                 for inner in op.regions:
                     _append_region(inner, out)
+            op = op.next_op
+        block = block.next_block
 
 
 def _append_region_reversed(region: Region, out: list[Operation]) -> None:
     """`region.walk(reverse=True, region_first=True)`, into `out`."""
-    for block in reversed(region.blocks):
+    block = region.last_block
+    while block is not None:
         op = block.last_op
         while op is not None:
             for inner in reversed(op.regions):
                 _append_region_reversed(inner, out)
             out.append(op)
             op = op.prev_op
+        block = block.prev_block
+
+
+def _dead(op: Operation) -> bool:
+    """`is_trivially_dead(op)`, answered at once for an op whose first result is used."""
+    for result in op.results:  # the first
+        return result.first_use is None and is_trivially_dead(op)
+    return is_trivially_dead(op)
 
 
 def _apply(applier: TypeDispatchApplier, op: Operation, rewriter: PatternRewriter) -> bool:
     """One step of the walk on `op`: what the walker's loop body does, skipped (it would do
     nothing) when `op` is not dead and no pattern is of its type. True if `op` was tried."""
-    results = op.results
-    dead = applier.dce_enabled and not (results and results[0].first_use is not None) and \
-        is_trivially_dead(op)  # (a used first result: not dead, without the generic check)
+    dead = applier.dce_enabled and _dead(op)
     patterns = () if dead else applier.patterns_for(type(op))
     if not dead and not patterns:
         return False
@@ -177,6 +191,32 @@ def _apply(applier: TypeDispatchApplier, op: Operation, rewriter: PatternRewrite
     return True
 
 
+class _IdWorklist(Worklist):
+    """xDSL's worklist keyed by the ops' ids (an op's own hash is a Python call): an op is
+    in the map only while it is in the stack, which keeps it alive and its id its own."""
+
+    def push(self, item: Operation) -> None:
+        key = id(item)
+        if key not in self._map:
+            self._map[key] = len(self._stack)  # type: ignore[index]
+            self._stack.append(item)
+
+    def pop(self) -> Operation:
+        stack = self._stack
+        try:
+            while (item := stack.pop()) is _MISSING:
+                pass
+        except IndexError:
+            raise IndexError("pop from empty worklist") from None
+        del self._map[id(item)]  # type: ignore[arg-type]
+        return item  # type: ignore[return-value]
+
+    def remove(self, item: Operation) -> None:
+        index = self._map.pop(id(item), None)  # type: ignore[call-overload]
+        if index is not None:
+            self._stack[index] = _MISSING
+
+
 class _DispatchingWalker(PatternRewriteWalker):
     """xDSL's walker (its worklist and listeners: the same fixpoint iteration) with the
     per-op work of `_apply`; forward pre-order walks only."""
@@ -188,13 +228,16 @@ class _DispatchingWalker(PatternRewriteWalker):
         push = self._worklist.push
         applier = self.pattern
         assert isinstance(applier, TypeDispatchApplier)
+        patterns_for = applier.patterns_for
         if applier.dce_enabled:
-            for sub_op in ops:
-                push(sub_op)
+            # A sweep in which no op is trivially dead and none is of a pattern's type changes
+            # nothing (as the last sweep of the fixpoint iteration mostly is): leave it out.
+            if any(patterns_for(type(sub_op)) or _dead(sub_op) for sub_op in ops):
+                for sub_op in ops:
+                    push(sub_op)
             return
         # Without dead-code erasure an op that no pattern is of the type of does nothing when
         # popped (each sweep of the fixpoint walk pushed every op): leave it out.
-        patterns_for = applier.patterns_for
         for sub_op in ops:
             if patterns_for(type(sub_op)):
                 push(sub_op)
@@ -229,25 +272,34 @@ def apply_patterns(root: ModuleOp | Region, patterns: Sequence[RewritePattern] |
     applier = TypeDispatchApplier(listed)
     applier.dce_enabled = dce
     if recursive:
-        return _DispatchingWalker(applier, apply_recursively=True).rewrite_region(region)
+        walker = _DispatchingWalker(applier, apply_recursively=True)
+        walker._worklist = _IdWorklist()
+        return walker.rewrite_region(region)
 
     ops = _preorder(region)
     if not ops:
         return False
-    erased: set[Operation] = set()
+    # By id: an op's own hash is a Python call. The walked ops stay alive (in `ops`), so no
+    # other object takes their ids.
+    erased: set[int] = set()
 
     def on_removal(op: Operation) -> None:
         if op.regions:
-            erased.update(op.walk())
+            erased.update(map(id, walk_ops(op)))
         else:
-            erased.add(op)
+            erased.add(id(op))
 
     listener = PatternRewriterListener()
     listener.operation_removal_handler.append(on_removal)
     rewriter = PatternRewriter(ops[0])
     rewriter.extend_from_listener(listener)
     changed = False
+    # `_apply`'s test first, inline: most ops of a pass's walk are of no pattern's type.
+    by_class, dce = applier._by_class, applier.dce_enabled
     for op in ops:
-        if op not in erased and _apply(applier, op, rewriter):
+        patterns = by_class.get(type(op))
+        if patterns == () and not (dce and _dead(op)):
+            continue
+        if id(op) not in erased and _apply(applier, op, rewriter):
             changed |= rewriter.has_done_action
     return changed

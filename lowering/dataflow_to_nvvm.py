@@ -304,6 +304,10 @@ class LowerAcquire(RewritePattern):
     debug: bool
     drawn: set[Operation]
 
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp)
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp):
             return
@@ -351,6 +355,10 @@ class LowerDraw(RewritePattern):
     bindings: dict[SSAValue, BoundQueue]
     workers: dataflow.QueueWorkers
 
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, dataflow.DrawEmptyOp | dataflow.DrawFullOp)
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.DrawEmptyOp | dataflow.DrawFullOp):
             return
@@ -384,6 +392,10 @@ class LowerRelease(RewritePattern):
 
     bindings: dict[SSAValue, BoundQueue]
     group: ThreadGroup  # `release_group`
+
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp):

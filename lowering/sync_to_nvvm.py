@@ -354,6 +354,10 @@ class EraseSyncHooks(RewritePattern):
     posts they call for were put beside them by sync-insert-post-wait (which also erases the
     hooks of kernels and operands nothing depends on). Left-over markers vanish here."""
 
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, sync.HOOK_OPS)
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, sync.HOOK_OPS):
             rewriter.erase(op)
