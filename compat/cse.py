@@ -17,7 +17,7 @@ differs is only the bookkeeping, which dominated the pass on a GEMM kernel:
 from __future__ import annotations
 
 from xdsl.dialects.builtin import UnregisteredOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, MemoryEffectKind
 
@@ -34,22 +34,40 @@ def _name(op: Operation) -> str:
     return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
 
 
+class _Hashes:
+    """Attribute hashes by object: attributes are immutable and the ops of a kernel share a
+    few hundred of them (a type, a `position`), whose hashes xDSL recomputes recursively on
+    every call. The attributes are kept alive, so their ids stay theirs."""
+
+    __slots__ = ("by_id",)
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[int, Attribute]] = {}
+
+    def of(self, attribute: Attribute) -> int:
+        found = self.by_id.get(id(attribute))
+        if found is None:
+            found = self.by_id[id(attribute)] = (hash(attribute), attribute)
+        return found[0]
+
+
 class _Key:
     """What xDSL's OperationInfo compares: name, attributes, properties, result types,
     operands (by identity) and the structure of the regions; the hash is computed once."""
 
     __slots__ = ("hash", "name", "op")
 
-    def __init__(self, op: Operation):
+    def __init__(self, op: Operation, hashes: _Hashes):
         self.op = op
         self.name = _name(op)
         attributes, properties = op.attributes, op.properties
+        of = hashes.of
         self.hash = hash((
             self.name,
-            sum(map(hash, attributes.items())) if attributes else 0,
-            sum(map(hash, properties.items())) if properties else 0,
-            hash(op.result_types),
-            hash(op._operands),  # what OpOperands hashes
+            sum(hash((k, of(v))) for k, v in attributes.items()) if attributes else 0,
+            sum(hash((k, of(v))) for k, v in properties.items()) if properties else 0,
+            tuple(of(r.type) for r in op.results),
+            tuple(map(id, op._operands)),  # operands compare by identity
         ))
 
     def __hash__(self) -> int:
@@ -105,8 +123,9 @@ def _write_between(from_op: Operation, to_op: Operation) -> bool:
 class _CSE:
     def __init__(self) -> None:
         self.known = _Scope(None)
-        self.to_erase: set[Operation] = set()
-        self.visited: set[Operation] = set()
+        self.hashes = _Hashes()
+        self.to_erase: list[Operation] = []  # each op once (it is visited once)
+        self.visited: set[int] = set()  # ids: an op's own hash is a Python call
 
     def replace_and_delete(self, op: Operation, existing: Operation) -> None:
         # xDSL keeps a result whose user is a known op. Only a visited user can be known, or
@@ -114,25 +133,25 @@ class _CSE:
         # visited user of the same result, found itself.
         known, visited = self.known, self.visited
         for old, new in zip(op.results, existing.results, strict=True):
-            if all(known.get(_Key(use.operation)) is None for use in old.uses
-                   if use.operation in visited):
+            if all(known.get(_Key(use.operation, self.hashes)) is None for use in old.uses
+                   if id(use.operation) in visited):
                 old.replace_all_uses_with(new)
         if all(not r.uses for r in op.results):
-            self.to_erase.add(op)
+            self.to_erase.append(op)
 
     def simplify_operation(self, op: Operation) -> None:
-        self.visited.add(op)
+        self.visited.add(id(op))
         if is_terminator(op):
             return
         if is_trivially_dead(op):
-            self.to_erase.add(op)
+            self.to_erase.append(op)
             return
         if any(len(region.blocks) > 1 for region in op.regions):
             return
         if not is_side_effect_free(op):
             if not only_has_effect(op, MemoryEffectKind.READ):
                 return
-            key = _Key(op)
+            key = _Key(op, self.hashes)
             existing = self.known.get(key)
             if existing is not None and (op.parent_block() is existing.parent_block()
                                          and not _write_between(existing, op)):
@@ -140,7 +159,7 @@ class _CSE:
                 return
             self.known.table[key] = op
             return
-        key = _Key(op)
+        key = _Key(op, self.hashes)
         existing = self.known.get(key)
         if existing is not None:
             self.replace_and_delete(op, existing)

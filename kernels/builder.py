@@ -8,6 +8,8 @@ index arithmetic the generators write on every line.
 
 Index constants are made once per block (the first use places them), `addi(x, 0)`,
 `subi(x, 0)` and `muli(x, 1)` are `x`: the generated IR holds only the arithmetic a tile needs.
+The arithmetic and the index constants are built like the first of their kind
+(`compat.op_templates`): a kernel has thousands.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import FloatAttr, IndexType, ModuleOp, StringAttr, f32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from tilesync.compat.op_templates import TEMPLATES
 from tilesync.dialects import tile as tl
 
 Index = SSAValue | int
+_INDEX = IndexType()
 """An index value, or a constant that the builder materializes."""
 
 
@@ -42,7 +46,7 @@ class BlockBuilder(Builder):
         """An index constant (one per value and block)."""
         if value not in self._index_constants:
             self._index_constants[value] = self.emit(
-                arith.ConstantOp(IntegerAttr(value, IndexType())))
+                TEMPLATES.int_constant(arith.ConstantOp, value, _INDEX))
         return self._index_constants[value]
 
     def f32(self, value: float) -> SSAValue:
@@ -52,7 +56,7 @@ class BlockBuilder(Builder):
         return self.idx(value) if isinstance(value, int) else value
 
     def _binary(self, kind: type[Operation], lhs: Index, rhs: Index) -> SSAValue:
-        return self.emit(kind(self._index(lhs), self._index(rhs)))
+        return self.emit(TEMPLATES.binary(kind, self._index(lhs), self._index(rhs)))
 
     def addi(self, lhs: Index, rhs: Index) -> SSAValue:
         if isinstance(rhs, int) and rhs == 0:

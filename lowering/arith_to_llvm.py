@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.op_templates import TEMPLATES
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
@@ -105,7 +106,7 @@ class IntegerBinaryOpLowering(RewritePattern):
         if llvm_op_type is None:
             return
         lhs, rhs = llvm_operands(rewriter, op)
-        new_op = llvm_op_type(lhs, rhs)
+        new_op = TEMPLATES.binary(llvm_op_type, lhs, rhs)
         replace_with_llvm(rewriter, op, [new_op], new_op.results)
 
 
@@ -183,8 +184,10 @@ class ConstantLowering(RewritePattern):
             if not -(2**63) <= value.value.data < 2**64:
                 raise unsupported_op_error(PASS_NAME, op, f"index constant {value.value.data} "
                                            f"does not fit in {INDEX_BITS} bits")
-            value = IntegerAttr(value.value.data, result_type)
-        elif isinstance(value, DenseIntOrFPElementsAttr):
+            constant = TEMPLATES.int_constant(llvm.ConstantOp, value.value.data, result_type)
+            replace_with_llvm(rewriter, op, [constant], constant.results)
+            return
+        if isinstance(value, DenseIntOrFPElementsAttr):
             if isinstance(value.get_element_type(), IndexType):
                 return  # vector<index> has no llvm type here; reported by the pass
         elif not isinstance(value, FloatAttr):
@@ -261,7 +264,7 @@ class CastLowering(RewritePattern):
         if cast_type is None:
             return
         (value,) = llvm_operands(rewriter, op)
-        new_op = cast_type(value, convert_type(op.results[0].type))
+        new_op = TEMPLATES.cast(cast_type, value, convert_type(op.results[0].type))
         replace_with_llvm(rewriter, op, [new_op], new_op.results)
 
 

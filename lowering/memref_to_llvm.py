@@ -50,6 +50,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.traits import SymbolTable
 
+from tilesync.compat.op_templates import TEMPLATES
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
@@ -111,7 +112,7 @@ def row_major_strides(op: Operation, memref_type: MemRefType) -> list[int]:
 
 
 def _i64_constant(value: int) -> llvm.ConstantOp:
-    return llvm.ConstantOp(IntegerAttr(value, i64), i64)
+    return TEMPLATES.int_constant(llvm.ConstantOp, value, i64)  # type: ignore[return-value]
 
 
 def element_pointer(
@@ -130,20 +131,21 @@ def element_pointer(
         term = index
         if stride != 1:
             stride_value = _i64_constant(stride)
-            product = llvm.MulOp(index, stride_value.result)
+            product = TEMPLATES.binary(llvm.MulOp, index, stride_value.result)
             new_ops += [stride_value, product]
             term = product.res
         if linear is None:
             linear = term
         else:
-            total = llvm.AddOp(linear, term)
+            total = TEMPLATES.binary(llvm.AddOp, linear, term)
             new_ops.append(total)
             linear = total.res
     assert linear is not None
     element_type = convert_type(memref_type.element_type)
-    gep = llvm.GEPOp.from_mixed_indices(
-        base, [linear], element_type, result_type=base.type, inbounds=True
-    )
+    gep = TEMPLATES.build(
+        (llvm.GEPOp, "inbounds", element_type, base.type), (base, linear), (base.type,),
+        lambda: llvm.GEPOp.from_mixed_indices(base, [linear], element_type,
+                                              result_type=base.type, inbounds=True))
     new_ops.append(gep)
     rewriter.insert(new_ops)
     return gep.result
@@ -159,7 +161,9 @@ class LoadLowering(RewritePattern):
         alignment = element_size_in_bytes(op, memref_type.element_type)
         base, *indices = llvm_operands(rewriter, op)
         pointer = element_pointer(rewriter, memref_type, strides, base, indices)
-        load = llvm.LoadOp(pointer, convert_type(op.res.type), alignment=alignment)
+        loaded = convert_type(op.res.type)
+        load = TEMPLATES.build((llvm.LoadOp, loaded, alignment), (pointer,), (loaded,),
+                               lambda: llvm.LoadOp(pointer, loaded, alignment=alignment))
         replace_with_llvm(rewriter, op, [load], load.results)
 
 
@@ -172,7 +176,8 @@ class StoreLowering(RewritePattern):
         alignment = element_size_in_bytes(op, memref_type.element_type)
         value, base, *indices = llvm_operands(rewriter, op)
         pointer = element_pointer(rewriter, memref_type, strides, base, indices)
-        store = llvm.StoreOp(value, pointer, alignment=alignment)
+        store = TEMPLATES.build((llvm.StoreOp, alignment), (value, pointer), (),
+                                lambda: llvm.StoreOp(value, pointer, alignment=alignment))
         replace_with_llvm(rewriter, op, [store], [])
 
 

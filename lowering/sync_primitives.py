@@ -38,10 +38,11 @@ from typing import TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, llvm, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, UnrealizedConversionCastOp, i1, i32, i64
+from xdsl.dialects.builtin import IndexType, UnrealizedConversionCastOp, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from tilesync.compat.op_templates import TEMPLATES
 from tilesync.contract import DEBUG_RECORD_FIELDS
 from tilesync.dialects import nvvm
 from tilesync.lowering.type_conversion import convert_type
@@ -90,7 +91,7 @@ class SyncBuilder:
         return self.insert(op).results[0]
 
     def const(self, value: int, type_: Attribute = i32) -> SSAValue:
-        return self.value(arith.ConstantOp(IntegerAttr(value, type_)))
+        return self.value(TEMPLATES.int_constant(arith.ConstantOp, value, type_))
 
     # -- barriers and the leader thread -------------------------------------------------------
 

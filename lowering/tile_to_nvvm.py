@@ -86,6 +86,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.cse import cse
+from tilesync.compat.op_templates import TEMPLATES, OpTemplates
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, SYNC_NAMED_BARRIER, kernel_tag
 from tilesync.dialects import nvvm, tile
@@ -97,17 +98,27 @@ from tilesync.lowering.sync_to_nvvm import (
     check_timeout_ns,
     mbarrier_timeout_ns,
 )
-from tilesync.lowering.type_conversion import memref_address_space, unrealized_cast
+from tilesync.lowering.type_conversion import convert_type, unrealized_cast
 
 PASS_NAME = "convert-tile-to-nvvm"
 
 SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
+_INDEX = IndexType()
+
+
+# One struct per (accumulator?, registers): a kernel asks for them thousands of times, and a
+# wgmma accumulator's struct has 32 to 128 members to build and verify.
+_FRAG_STRUCTS: dict[tuple[bool, int], llvm.LLVMStructType] = {}
 
 
 def frag_llvm_type(frag: tile.FragType) -> llvm.LLVMStructType:
     """The literal struct of a fragment's 32-bit registers."""
-    element = f32 if frag.role.data == "acc" else i32
-    return llvm.LLVMStructType.from_type_list([element] * frag.registers)
+    key = (frag.role.data == "acc", frag.registers)
+    found = _FRAG_STRUCTS.get(key)
+    if found is None:
+        element = f32 if key[0] else i32
+        found = _FRAG_STRUCTS[key] = llvm.LLVMStructType.from_type_list([element] * key[1])
+    return found
 
 
 def convert_frag_types(t: Attribute) -> Attribute:
@@ -145,7 +156,7 @@ class _State:
         # member list, shared by all the ops that use them.
         self.positions: dict[int, DenseArrayBase] = {}
         self.struct_types: dict[tuple[Attribute, ...], llvm.LLVMStructType] = {}
-        self.templates: dict[object, tuple[type[Operation], dict, dict]] = {}
+        self.templates = OpTemplates()
 
     def position(self, index: int) -> DenseArrayBase:
         found = self.positions.get(index)
@@ -169,35 +180,25 @@ class _State:
     def like(self, key: object, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
              build) -> Operation:
         """`build()`, for ops whose properties and attributes are a function of `key` (the
-        operands and result types being given): the first op built for a key is the template
-        of the others, which skip the generic constructor."""
-        template = self.templates.get(key)
-        if template is None:
-            first = build()
-            self.templates[key] = (type(first), dict(first.properties), dict(first.attributes))
-            return first
-        kind, properties, attributes = template
-        return kind.create(operands=operands, result_types=result_types,
-                           properties=properties, attributes=attributes)
+        operands and result types being given): built like the first of their key
+        (`compat.op_templates`)."""
+        return self.templates.build(key, operands, result_types, build)
 
-    def binary_op(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation:
-        """`kind(lhs, rhs)`; xDSL's integer binary ops (result type: lhs's; properties: the
-        constructor's defaults) are built `like` the first of their kind."""
-        if not issubclass(kind, _TEMPLATED_BINARY_OPS):
-            return kind(lhs, rhs)
-        return self.like(kind, (lhs, rhs), (lhs.type,), lambda: kind(lhs, rhs))
+    @staticmethod
+    def binary_op(kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation:
+        """`kind(lhs, rhs)`, built like the first of its kind where it has default flags."""
+        return TEMPLATES.binary(kind, lhs, rhs)
 
-    def cast_op(self, kind: type[Operation], value: SSAValue, to: Attribute) -> Operation:
-        """`kind(value, to)` (an llvm cast), built `like` the first of its kind and type."""
-        return self.like((kind, to), (value,), (to,), lambda: kind(value, to))
+    @staticmethod
+    def cast_op(kind: type[Operation], value: SSAValue, to: Attribute) -> Operation:
+        """`kind(value, to)` (an llvm cast), built like the first of its kind and type."""
+        return TEMPLATES.cast(kind, value, to)
 
     def insert_op(self, struct: SSAValue, value: SSAValue, index: int) -> Operation:
         return llvm.InsertValueOp.create(operands=(struct, value), result_types=(struct.type,),
                                          properties={"position": self.position(index)})
 
 
-_TEMPLATED_BINARY_OPS = (llvm.ArithmeticBinOperation, llvm.ArithmeticBinOpOverflow,
-                         llvm.ArithmeticBinOpExact, llvm.ArithmeticBinOpDisjoint)
 
 
 def _function_of(op: Operation) -> Operation:
@@ -372,8 +373,7 @@ class _Emitter(SyncBuilder):
 
     def pointer(self, memref: SSAValue) -> SSAValue:
         assert isinstance(memref.type, MemRefType)
-        ptr_type = llvm.LLVMPointerType(IntAttr(memref_address_space(memref.type)))
-        return self.as_llvm(memref, ptr_type)
+        return self.as_llvm(memref, convert_type(memref.type))
 
     def registers(self, frag_value: SSAValue, as_half2: bool) -> list[SSAValue]:
         """The registers of an A/B fragment (bitcast to <2 x half> for f16), once per value."""
@@ -751,7 +751,7 @@ class StoreAccLowering(_TilePattern):
             (value,) = values
             return value
         block = op.epilogue.block
-        as_index = [e.insert(unrealized_cast(v, IndexType())).results[0]
+        as_index = [e.insert(unrealized_cast(v, _INDEX)).results[0]
                     for v in (row, col)]
         mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
                                                      strict=True))

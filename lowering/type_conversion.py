@@ -65,12 +65,17 @@ def memref_address_space(memref: MemRefType) -> int:
                                            "5 local)")
     return number
 
+# The pointer type of each address space, built once (memref operands are converted by the
+# thousand).
+_POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) for space in NVPTX_ADDRESS_SPACES}
+
+
 def convert_type(t: Attribute) -> Attribute:
     """Map a builtin type to its llvm-dialect counterpart (identity where they coincide)."""
     if isinstance(t, IndexType):
         return _INDEX_AS_LLVM
     if isinstance(t, MemRefType):
-        return llvm.LLVMPointerType(IntAttr(memref_address_space(t)))
+        return _POINTERS[memref_address_space(t)]
     if isinstance(t, TensorMapType):  # a by-value kernel parameter, used by its address
         return llvm.LLVMPointerType()
     if isinstance(t, IntegerType) and t.width.data == 0:
