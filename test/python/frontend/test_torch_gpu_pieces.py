@@ -2,11 +2,13 @@
 (forced, strict; a conv chain in each of its forms, cp.async and im2col TMA convs; attention
 with and without GPT's 1/sqrt(width) on its scores, and causal with heads over a batch as
 GPT-2 and nanoGPT write it; the MLP on the TMA GEMMs from 64 rows, a
-partial row of tiles too, and on the wgmma ones below): they match an fp32
+partial row of tiles too, and on the wgmma ones below; GPT-2's MLP and attention as Hugging
+Face writes them, through Conv1D's K x N weights): they match an fp32
 reference computed from the same fp16 inputs (and eager torch) on fresh inputs with every
 temporary and result filled with NaN before the kernels run, 20 runs back to back without a
 memset, a CUDA graph capture replayed on new data into a poisoned output, and the second
-compile comes from the cache."""
+compile comes from the cache; a Conv1D weight changed in place is read with its new values
+(the runner transposes it again)."""
 
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ from torch_checks import relative_error  # noqa: E402
 
 import tilesync.frontend.torch as tt  # noqa: E402
 from tilesync.examples.torch_models import (  # noqa: E402
+    HFGPT2MLP,
     BasicBlock,
     CausalSelfAttention,
+    Conv1D,
     GPT2Attention,
+    HFGPT2Attention,
     LlamaMLP,
     OneHeadAttention,
 )
@@ -71,9 +76,9 @@ def _resnet_block() -> torch.nn.Module:
     return block.eval()
 
 
-def _runs_our_way(model, make_input, pattern: str, tmp_path, graph_replays) -> None:
+def _runs_our_way(model, make_input, pattern: str, tmp_path, graph_replays):
     """The checks of the module docstring for `model` (fp16, on the GPU) on inputs of
-    `make_input()`."""
+    `make_input()`; returns the compiled module."""
     inputs = [make_input()]
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (piece,) = compiled.report.pieces
@@ -104,6 +109,7 @@ def _runs_our_way(model, make_input, pattern: str, tmp_path, graph_replays) -> N
         again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (piece,) = again.report.pieces
     assert piece.cached
+    return compiled
 
 
 @pytest.mark.parametrize(("tokens", "width", "scaled"), [
@@ -197,3 +203,68 @@ def test_swiglu_mlp_runs_our_way(rows, tmp_path, poisoned, graph_replays):
     model = LlamaMLP(1024, 2816).half().cuda().eval()
     _runs_our_way(model, lambda: torch.randn(rows, 1024, dtype=torch.half, device="cuda"),
                   "SwiGLU MLP", tmp_path, graph_replays)
+
+
+def _drawn(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with its parameters drawn again (Conv1D starts its biases at zero, which would
+    hide a bias the kernels leave out), scaled so that the layers keep their outputs O(1)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 1 / math.sqrt(p.shape[0]))
+    return model
+
+
+def _sees_conv1d_weights_updated_in_place(model, compiled, make_input) -> None:
+    """Every Conv1D weight of `model` changed in place, as an optimizer step or
+    load_state_dict does: the compiled piece computes with the new values (its runner
+    transposes each weight again on the new version), not with the transposes it kept."""
+    x = make_input()
+    with torch.no_grad():
+        before = compiled(x)
+        for module in model.modules():
+            if isinstance(module, Conv1D):
+                module.weight.mul_(-1.5)
+        after = compiled(x)
+        reference = copy.deepcopy(model).float()(x.float())
+    assert relative_error(after, reference) < TOL
+    assert relative_error(before, reference) > 10 * TOL  # the update changes the output
+
+
+@pytest.mark.parametrize("shape", [
+    (2, 64, 768),  # 128 rows: the TMA GEMMs (maps encoded over the transposed weights)
+    (1, 100, 768),  # a partial row of tiles
+    (1, 32, 768),  # below TMA_MIN_ROWS: the wgmma GEMMs (the transposed weights' addresses)
+])
+def test_hf_gpt2_mlp_runs_our_way(shape, tmp_path, poisoned, graph_replays):
+    """Hugging Face's GPT2MLP (c_fc and c_proj Conv1D, tanh GeLU): the GeLU MLP piece."""
+    torch.manual_seed(sum(shape))
+    model = _drawn(HFGPT2MLP(3072, 768)).half().cuda().eval()
+
+    def make_input():
+        return torch.randn(shape, dtype=torch.half, device="cuda")
+
+    b, t, e = shape
+    compiled = _runs_our_way(model, make_input,
+                             f"Linear→GeLU→Linear [{b * t} rows, {e} -> 3072 -> {e}, float16]",
+                             tmp_path, graph_replays)
+    _sees_conv1d_weights_updated_in_place(model, compiled, make_input)
+
+
+@pytest.mark.parametrize(("shape", "heads"), [
+    ((2, 128, 128), 2),  # two sequences of two heads
+    ((1, 256, 192), 3),  # three heads: a tile row of q · kᵀ a head's
+])
+def test_hf_gpt2_attention_runs_our_way(shape, heads, tmp_path, poisoned, graph_replays):
+    """Hugging Face's GPT2Attention's Conv1D projections (c_attn, c_proj) around GPT-2's
+    causal attention (its mask buffer sliced: compiled through Dynamo)."""
+    torch.manual_seed(sum(shape))
+    model = _drawn(HFGPT2Attention(shape[-1], heads)).half().cuda().eval()
+    b, t, e = shape
+
+    def make_input():
+        return torch.randn(shape, dtype=torch.half, device="cuda")
+
+    pattern = (f"Attention [{b} x {t} tokens, {heads} heads of {e // heads}, {e} -> {3 * e} -> "
+               f"{e}, float16, scale {(e // heads) ** -0.5:.6g}, causal]")
+    compiled = _runs_our_way(model, make_input, pattern, tmp_path, graph_replays)
+    _sees_conv1d_weights_updated_in_place(model, compiled, make_input)
