@@ -1033,11 +1033,11 @@ def _match_swiglu_at(gm: Any, last: Any, down: LinearForm) -> Piece | None:
         return None
     x, wg, wu = gate_parts[0], gate_parts[1], up_parts[1]
     piece = Piece("SwiGLU MLP", last, [gate, up, silu, hidden, last])
-    refs = [x, wg, wu, w2]
+    # the down projection's bias, where it has one, is the second GEMM's epilogue
+    piece.inputs = [x, wg, wu, w2] + ([down.bias] if down.bias is not None else [])
     piece.ops = [("linear", ("in", 0), ("in", 1), None), ("linear", ("in", 0), ("in", 2), None),
                  ("silu", ("op", 0)), ("mul", ("op", 2), ("op", 1)),
-                 ("linear", ("op", 3), ("in", 3), None)]
-    piece.inputs = refs
+                 ("linear", ("op", 3), ("in", 3), ("in", 4) if down.bias is not None else None)]
     return piece
 
 

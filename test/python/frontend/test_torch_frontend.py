@@ -53,6 +53,20 @@ def test_swiglu_is_matched_and_lowered_to_the_graph_level():
     assert "tensor<2x8x128xf16>" in text
 
 
+def test_swiglu_keeps_the_down_projections_bias(tmp_path):
+    """A SwiGLU MLP whose down projection has a bias: the piece adds it (the second GEMM's
+    bias epilogue), not the output without it."""
+    model = LlamaMLP(128, 256).half()
+    model.down_proj = torch.nn.Linear(256, 128).half()
+    x = torch.randn(16, 128, dtype=torch.half)
+    (piece,) = _pieces(model, [x])
+    assert piece.inputs[-1] == "down_proj.bias"
+    assert "graph.linear %3, %down_proj_weight, %down_proj_bias" in str(graph_function(piece))
+    forced = tt.compile(model, [x], mode="tilesync", cache_dir=tmp_path)
+    assert forced.report.pieces[0].choice == "tilesync"
+    assert torch.equal(forced(x), model(x))
+
+
 def test_gelu_mlp_pattern_reads_biases_and_the_approximation():
     (piece,) = _pieces(GeluMLP(), [torch.randn(16, 128)])
     assert piece.pattern == "Linear→GeLU→Linear" and len(piece.inputs) == 5
