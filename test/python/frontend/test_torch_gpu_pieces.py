@@ -205,6 +205,21 @@ def test_swiglu_mlp_runs_our_way(rows, tmp_path, poisoned, graph_replays):
                   "SwiGLU MLP", tmp_path, graph_replays)
 
 
+@pytest.mark.parametrize("rows", [64, 32])  # the TMA GEMMs, the wgmma ones
+def test_swiglu_mlp_with_a_biased_down_projection_runs_our_way(rows, tmp_path, poisoned,
+                                                              graph_replays):
+    """The down projection's bias is the second GEMM's epilogue (drawn nonzero: a bias left
+    out shows)."""
+    torch.manual_seed(rows)
+    model = LlamaMLP(1024, 2816)
+    model.down_proj = torch.nn.Linear(2816, 1024)
+    with torch.no_grad():
+        model.down_proj.bias.uniform_(-1, 1)
+    model = model.half().cuda().eval()
+    _runs_our_way(model, lambda: torch.randn(rows, 1024, dtype=torch.half, device="cuda"),
+                  "SwiGLU MLP", tmp_path, graph_replays)
+
+
 def _drawn(model: torch.nn.Module) -> torch.nn.Module:
     """`model` with its parameters drawn again (Conv1D starts its biases at zero, which would
     hide a bias the kernels leave out), scaled so that the layers keep their outputs O(1)."""
