@@ -49,7 +49,7 @@ approximate GELU, softmax and layer norm need them; nothing else lowers math yet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -152,11 +152,15 @@ class _State:
         self.registers: dict[SSAValue, list[SSAValue]] = {}
         # wgmma accumulator structs -> their f32 registers (a chained wgmma reads them as is)
         self.acc_scalars: dict[SSAValue, list[SSAValue]] = {}
+        # the stand-ins of wgmma results only wgmmas read -> their f32 registers
+        self.passed_accs: dict[SSAValue, list[SSAValue]] = {}
         # Attributes are immutable: one `position` array per index, one struct type per
         # member list, shared by all the ops that use them.
         self.positions: dict[int, DenseArrayBase] = {}
         self.struct_types: dict[tuple[Attribute, ...], llvm.LLVMStructType] = {}
         self.templates = OpTemplates()
+        # (block, key) -> the value an op of the block made (`_Emitter.once_in_scope`)
+        self.computed: dict[tuple[Block, Hashable], SSAValue] = {}
 
     def position(self, index: int) -> DenseArrayBase:
         found = self.positions.get(index)
@@ -226,15 +230,34 @@ class _Emitter(SyncBuilder):
         self.rewriter = rewriter
         self.state = state
         self.function = _function_of(op)
+        self.outer: list[Block] = []  # the blocks the bodies being built will be inserted in
 
     @contextmanager
     def appending_to(self, block: Block) -> Iterator[None]:
         outer = self.builder
+        self.outer.append(outer.insertion_point.block)
         self.builder = Builder(InsertPoint.at_end(block))
         try:
             yield
         finally:
             self.builder = outer
+            self.outer.pop()
+
+    def _blocks_in_scope(self) -> Iterator[Block]:
+        """The insertion point's block, then the blocks around it up to the function's: a
+        body being built goes into the block its builder was at (at its insertion point)."""
+        block: Block | None = self.builder.insertion_point.block
+        outer = len(self.outer)
+        while block is not None:
+            yield block
+            parent = block.parent_op()
+            if parent is None and outer:
+                outer -= 1
+                block = self.outer[outer]
+            elif parent is None or parent is self.function:
+                return
+            else:
+                block = parent.parent_block()
 
     # -- values computed once per function, at the start of its entry block -----------------
 
@@ -275,6 +298,28 @@ class _Emitter(SyncBuilder):
         if isinstance(rhs, int):
             rhs = self.const(rhs, lhs.type)
         return self.insert(self.state.binary_op(kind, lhs, rhs)).results[0]
+
+    def once_in_scope(self, key: Hashable, make: Callable[[], SSAValue]) -> SSAValue:
+        """`make()` (which inserts a pure op), or the value that an op of the insertion point's
+        block, or of a block around it, made for `key`: the pass inserts ops into a block in
+        walk order, so that op dominates the insertion point, and the final CSE would merge
+        the two (the tile ops of a block repeat their address arithmetic, the epilogues their
+        constants). For values that are used: CSE erases an unused first op, keeping the
+        next."""
+        computed = self.state.computed
+        for block in self._blocks_in_scope():
+            value = computed.get((block, key))
+            if value is not None:
+                return value
+        value = make()
+        computed[(self.builder.insertion_point.block, key)] = value
+        return value
+
+    def computed(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
+        """`binary(kind, lhs, rhs)`, once in scope (`once_in_scope`)."""
+        if isinstance(rhs, int):
+            rhs = self.const(rhs, lhs.type)
+        return self.once_in_scope((kind, lhs, rhs), lambda: self.binary(kind, lhs, rhs))
 
     def add(self, lhs, rhs):
         if isinstance(rhs, int) and rhs == 0:
@@ -417,8 +462,8 @@ def _linear(e: _Emitter, indices: Sequence[SSAValue], shape: Sequence[int]) -> S
     """Row-major linear offset; the leading dimension may be dynamic (its stride is unused)."""
     total: SSAValue | None = None
     for index, stride in zip(indices, _strides(shape), strict=True):
-        term = e.mul(index, stride)
-        total = term if total is None else e.add(total, term)
+        term = index if stride == 1 else e.computed(llvm.MulOp, index, stride)
+        total = term if total is None else e.computed(llvm.AddOp, total, term)
     assert total is not None
     return total
 
@@ -651,19 +696,25 @@ def _lower_epilogue_math(e: _Emitter, op: Operation, operands: list[SSAValue]) -
                   lambda: nvvm.Ex2ApproxFtzOp(scaled)).results[0]
 
 
-def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue]
+def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue], addressed: bool = True
                        ) -> tuple[list[SSAValue], list[SSAValue]]:
     """i64 (rows, columns) of this lane's accumulator elements c0..c3: c0, c1 at row
-    i + lane / 4, columns j + 2 (lane % 4) + {0, 1}; c2, c3 eight rows below."""
+    i + lane / 4, columns j + 2 (lane % 4) + {0, 1}; c2, c3 eight rows below. `addressed`:
+    both rows and the first column address memory, so they are `computed` once a block."""
     lane = e.lane_id()
     row_in = e.in_prelude(("lane", "acc_row"), lambda: [
         llvm.ZExtOp(e.lane_expr("shr2", llvm.LShrOp, lane, 2), i64)])
     col_in = e.in_prelude(("lane", "acc_col"), lambda: [llvm.ZExtOp(
         e.lane_expr("and3shl1", llvm.ShlOp, e.lane_expr("and3", llvm.AndOp, lane, 3), 1),
         i64)])
-    row0 = e.add(indices[-2], row_in)
-    col0 = e.add(indices[-1], col_in)
-    return [row0, e.add(row0, 8)], [col0, e.add(col0, 1)]
+    if addressed:
+        row0 = e.computed(llvm.AddOp, indices[-2], row_in)
+        col0 = e.computed(llvm.AddOp, indices[-1], col_in)
+        row1 = e.computed(llvm.AddOp, row0, 8)
+    else:
+        row0, col0 = e.add(indices[-2], row_in), e.add(indices[-1], col_in)
+        row1 = e.add(row0, 8)
+    return [row0, row1], [col0, e.add(col0, 1)]
 
 
 def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
@@ -700,7 +751,8 @@ class StoreAccLowering(_TilePattern):
         # The epilogue's positions: the output's, which a staging buffer's are not.
         out_rows, out_cols = rows, cols
         if op.at:
-            out_rows, out_cols = _acc_lane_position(e, [e.index_as(i, i64) for i in op.at])
+            out_rows, out_cols = _acc_lane_position(e, [e.index_as(i, i64) for i in op.at],
+                                                    addressed=False)
 
         for h in range(2):  # c0,c1 at row r; c2,c3 at row r + 8
             row = rows[h]
@@ -751,18 +803,26 @@ class StoreAccLowering(_TilePattern):
             (value,) = values
             return value
         block = op.epilogue.block
-        as_index = [e.insert(unrealized_cast(v, _INDEX)).results[0]
-                    for v in (row, col)]
-        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, [*values, *as_index],
-                                                     strict=True))
+        # The position as an index where the epilogue reads it (CSE erases an unread cast),
+        # and its constants, once in scope: every element of every tile repeats them.
+        as_index = [e.once_in_scope((_INDEX, v), lambda v=v: e.value(unrealized_cast(v, _INDEX)))
+                    if arg.uses else None for v, arg in zip((row, col), block.args[-2:])]
+        mapping: dict[SSAValue, SSAValue | None] = dict(zip(block.args, [*values, *as_index],
+                                                            strict=True))
         for inner in block.ops:
             if isinstance(inner, tile.YieldOp):  # a value defined above the epilogue: itself
-                return mapping.get(inner.value, inner.value)
+                return mapping.get(inner.value, inner.value)  # type: ignore[return-value]
             if isinstance(inner, LOWERED_MATH):
                 mapping[inner.result] = _lower_epilogue_math(
-                    e, inner, [mapping.get(o, o) for o in inner.operands])
+                    e, inner, [mapping.get(o, o) for o in inner.operands])  # type: ignore
                 continue
-            e.insert(inner.clone(value_mapper=mapping))
+            if isinstance(inner, arith.ConstantOp) and not inner.attributes:
+                if inner.result.uses:
+                    mapping[inner.result] = e.once_in_scope(
+                        (arith.ConstantOp, inner.value, inner.result.type),
+                        lambda inner=inner: e.value(inner.clone()))
+                continue
+            e.insert(inner.clone(value_mapper=mapping))  # type: ignore[arg-type]
         raise AssertionError("epilogue without tile.yield")  # the verifier rules this out
 
 
@@ -951,6 +1011,11 @@ class WgmmaLowering(_TilePattern):
         regs: list[SSAValue] = []
         chained: list[SSAValue] = []
         for acc in op.acc:
+            passed = self.state.passed_accs.get(acc)
+            if passed is not None:  # registers a wgmma hands to wgmmas only
+                regs += passed
+                chained.append(acc)
+                continue
             struct = e.as_llvm(acc, frag_llvm_type(acc.type))  # type: ignore[arg-type]
             known = self.state.acc_scalars.get(struct)
             if known is not None:  # the previous wgmma's registers: no struct round trip
@@ -965,12 +1030,24 @@ class WgmmaLowering(_TilePattern):
         values = []
         for j, res in enumerate(op.res):
             scalars = [e.extract(struct, 4 * j + k, f32) for k in range(4)]
+            if res.uses and all(isinstance(use.operation, tile.WgmmaOp) for use in res.uses):
+                # Read by the next wgmmas alone, which take the registers: their struct would
+                # be built here only to be erased there. A cast of the registers stands in.
+                passed = e.value(UnrealizedConversionCastOp.create(operands=scalars,
+                                                                   result_types=[res.type]))
+                self.state.passed_accs[passed] = scalars
+                values.append(passed)
+                continue
             frag = e.build_struct(scalars)
             self.state.acc_scalars[frag] = scalars
             values.append(_cast(rewriter, frag, res.type))
         rewriter.replace(op, [], values)
         for acc in chained:
-            _erase_dead_struct(rewriter, acc)
+            if acc in self.state.passed_accs:
+                if not acc.uses:
+                    rewriter.erase(acc.owner)  # type: ignore[arg-type]
+            else:
+                _erase_dead_struct(rewriter, acc)
 
 
 def _erase_dead_struct(rewriter: PatternRewriter, value: SSAValue) -> None:
@@ -1221,41 +1298,44 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
 # --------------------------------------------------------------------------------------------
 
 
-def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None
-                      ) -> set[Operation]:
+def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> set[int]:
     """Give fragment-typed block arguments and results their struct types; `ops` is
-    `module.walk()` when the caller has it. Returns the casts it erased."""
+    `module.walk()` when the caller has it. Returns the ids of the casts it erased."""
     ops = list(module.walk()) if ops is None else ops
     frag = tile.FragType
+    functions = (func.FuncOp, gpu.FuncOp)
+    casts: list[Operation] = []
     for op in ops:
         for region in op.regions:
             for block in region.blocks:
                 for arg in tuple(block.args):
                     if isinstance(arg.type, frag):
                         Rewriter.replace_value_with_new_type(arg, frag_llvm_type(arg.type))
-        if any(isinstance(result.type, frag) for result in op.results):
-            for result in tuple(op.results):
-                if isinstance(result.type, frag):
-                    Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
-        if isinstance(op, func.FuncOp | gpu.FuncOp):
+        for result in tuple(op.results):
+            if isinstance(result.type, frag):
+                Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
+        if isinstance(op, UnrealizedConversionCastOp):
+            casts.append(op)
+        elif isinstance(op, functions):
             op.properties["function_type"] = convert_frag_types(op.function_type)
     # The casts the patterns left between structs and fragments now cast a struct to itself.
-    erased: set[Operation] = set()
-    for op in ops:
-        if (isinstance(op, UnrealizedConversionCastOp) and len(op.inputs) == 1
-                and op.inputs[0].type == op.results[0].type):
-            op.results[0].replace_all_uses_with(op.inputs[0])
+    erased: set[int] = set()
+    for op in casts:
+        if len(op.operands) == 1 and op.operands[0].type == op.results[0].type:
+            op.results[0].replace_all_uses_with(op.operands[0])
             Rewriter.erase_op(op)
-            erased.add(op)
+            erased.add(id(op))
     return erased
 
 
 def _reject_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
+    frag = tile.FragType
     for op in module.walk() if ops is None else ops:
-        for value in (*op.results, *op.operands):
-            if isinstance(value.type, tile.FragType):
-                raise unsupported_op_error(PASS_NAME, op, f"fragment value of type {value.type}"
-                                           " left after the conversion")
+        for values in (op.results, op.operands):
+            for value in values:
+                if isinstance(value.type, frag):
+                    raise unsupported_op_error(PASS_NAME, op, f"fragment value of type "
+                                               f"{value.type} left after the conversion")
 
 
 @dataclass(frozen=True)
@@ -1280,8 +1360,8 @@ class ConvertTileToNVVMPass(ModulePass):
             if leftover.name.startswith("tile."):
                 raise unsupported_op_error(self.name, leftover,
                                            "no lowering for this op or its types")
-        erased = _retype_fragments(op, ops)
-        _reject_fragments(op, [o for o in ops if o not in erased])
+        erased = _retype_fragments(op, ops)  # (the walked ops stay alive: their ids too)
+        _reject_fragments(op, [o for o in ops if id(o) not in erased])
         # Each tile op computes its own addresses; merge the repeated index arithmetic
         # (a GEMM kernel shrinks by a quarter, which every later pass and verification feels).
         cse(op)
