@@ -60,15 +60,16 @@ class _Key:
     def __init__(self, op: Operation, hashes: _Hashes):
         self.op = op
         self.name = _name(op)
-        attributes, properties = op.attributes, op.properties
         of = hashes.of
-        self.hash = hash((
-            self.name,
-            sum(hash((k, of(v))) for k, v in attributes.items()) if attributes else 0,
-            sum(hash((k, of(v))) for k, v in properties.items()) if properties else 0,
-            tuple(of(r.type) for r in op.results),
-            tuple(map(id, op._operands)),  # operands compare by identity
-        ))
+        entries = 0  # the attributes' and properties' (name, value) pairs, in any order
+        for named in (op.attributes, op.properties):
+            for k, v in named.items():
+                entries += hash((k, of(v)))
+        types = 0
+        for result in op.results:
+            types = types * 1000003 + of(result.type)
+        # operands compare by identity
+        self.hash = hash((self.name, entries, types, tuple(map(id, op._operands))))
 
     def __hash__(self) -> int:
         return self.hash
@@ -146,7 +147,7 @@ class _CSE:
         if is_trivially_dead(op):
             self.to_erase.append(op)
             return
-        if any(len(region.blocks) > 1 for region in op.regions):
+        if op.regions and any(len(region.blocks) > 1 for region in op.regions):
             return
         if not is_side_effect_free(op):
             if not only_has_effect(op, MemoryEffectKind.READ):
@@ -167,7 +168,8 @@ class _CSE:
         self.known.table[key] = op
 
     def simplify_block(self, block: Block) -> None:
-        for op in block.ops:
+        op = block._first_op  # xDSL's block iterator costs a Python call per op
+        while op is not None:
             if op.regions:
                 if op.has_trait(IsolatedFromAbove, value_if_unregistered=True):
                     outer = self.known
@@ -179,6 +181,7 @@ class _CSE:
                     for region in op.regions:
                         self.simplify_region(region)
             self.simplify_operation(op)
+            op = op._next_op
 
     def simplify_region(self, region: Region) -> None:
         if len(region.blocks) != 1:

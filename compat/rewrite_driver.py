@@ -132,32 +132,33 @@ def walk_ops(op: Operation) -> list[Operation]:
     return out
 
 
-# The walks follow the blocks' and ops' links themselves: xDSL's block and op iterators cost
-# a Python call per op, as much as the rest of a light pass's visit of it.
+# The walks follow the blocks' and ops' links themselves (xDSL 0.74's fields behind its
+# `first_op`, `next_op`, ... properties): xDSL's iterators cost a Python call per op, as much
+# as the rest of a light pass's visit of it.
 def _append_region(region: Region, out: list[Operation]) -> None:
-    block = region.first_block
+    block = region._first_block
     while block is not None:
-        op = block.first_op
+        op = block._first_op
         while op is not None:
             out.append(op)
             if op.regions:
                 for inner in op.regions:
                     _append_region(inner, out)
-            op = op.next_op
-        block = block.next_block
+            op = op._next_op
+        block = block._next_block
 
 
 def _append_region_reversed(region: Region, out: list[Operation]) -> None:
     """`region.walk(reverse=True, region_first=True)`, into `out`."""
-    block = region.last_block
+    block = region._last_block
     while block is not None:
-        op = block.last_op
+        op = block._last_op
         while op is not None:
             for inner in reversed(op.regions):
                 _append_region_reversed(inner, out)
             out.append(op)
-            op = op.prev_op
-        block = block.prev_block
+            op = op._prev_op
+        block = block._prev_block
 
 
 def _dead(op: Operation) -> bool:

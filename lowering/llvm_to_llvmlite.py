@@ -771,9 +771,16 @@ class _ModuleTranslator:
         self.module.triple = NVPTX_TRIPLE
         self.module.data_layout = NVPTX_DATA_LAYOUT
         self.functions: dict[str, ir.Function] = {}
+        # Types by object: the ops of a kernel share a few dozen type attributes, which
+        # convert_type would rebuild for each of thousands of values. The attribute is kept
+        # alive with its translation, so its id stays its own.
+        self.types: dict[int, tuple[Attribute, ir.Type]] = {}
 
     def type(self, type_: Attribute) -> ir.Type:
-        return convert_type(type_, self.module.context)
+        found = self.types.get(id(type_))
+        if found is None:
+            found = self.types[id(type_)] = (type_, convert_type(type_, self.module.context))
+        return found[1]
 
     def declare_intrinsic(
         self, name: str, result_type: ir.Type, arg_types: list[ir.Type], op: Operation

@@ -53,6 +53,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
+from tilesync.compat.rewrite_driver import walk_ops
 from tilesync.contract import (
     FUSED_INTO_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -401,8 +402,10 @@ def _symbol_refs(op: Operation) -> set[str]:
 def symbol_uses(module: ModuleOp) -> Counter[str]:
     """How many times each symbol is named by the ops of `module`."""
     uses: Counter[str] = Counter()
-    for op in module.walk():
-        uses.update(_symbol_refs(op))
+    for op in walk_ops(module):
+        refs = _symbol_refs(op)
+        if refs:
+            uses.update(refs)
     return uses
 
 
