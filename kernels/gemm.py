@@ -196,6 +196,9 @@ def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValu
     warp_m, warp_n = warp_origin
     mi_count, ni_count = counts
     swiglu = cfg.epilogue == "swiglu"
+    # Every store's epilogue is the same region: the first store's is built, the others are
+    # its copies (a clone skips the constructors' checks).
+    first: Region | None = None
     for mi in range(mi_count):
         row = body.addi(body.addi(m0, warp_m), mi * 16)
         for ni in range(0, ni_count, 2 if swiglu else 1):
@@ -207,7 +210,10 @@ def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValu
                 out_col = ni * 8
                 col = body.addi(body.addi(n0, warp_n), out_col)
                 accs = [tiles[mi * ni_count + ni]]
-            epilogue = _epilogue_region(cfg, bias, seed)
+            if first is None:
+                epilogue = first = _epilogue_region(cfg, bias, seed)
+            else:
+                epilogue = first.clone()
             if staging is None:
                 body.insert(tl.StoreAccOp(accs, C, [row, col], masked=masked, epilogue=epilogue))
                 continue
