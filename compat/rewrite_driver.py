@@ -135,6 +135,22 @@ def walk_ops(op: Operation) -> list[Operation]:
 # The walks follow the blocks' and ops' links themselves (xDSL 0.74's fields behind its
 # `first_op`, `next_op`, ... properties): xDSL's iterators cost a Python call per op, as much
 # as the rest of a light pass's visit of it.
+def ops_of(root: Operation, classes: type | tuple[type, ...]) -> list[Operation]:
+    """`[op for op in root.walk() if isinstance(op, classes)]`, each op class tested once:
+    xDSL's ops are ABCs, whose isinstance test of a class an op is not of runs Python code
+    (a walk for a few queue ops among a kernel's thousand ops paid it a thousand times)."""
+    tested: dict[type, bool] = {}
+    found: list[Operation] = []
+    for op in walk_ops(root):
+        cls = type(op)
+        hit = tested.get(cls)
+        if hit is None:
+            hit = tested[cls] = issubclass(cls, classes)
+        if hit:
+            found.append(op)
+    return found
+
+
 def _append_region(region: Region, out: list[Operation]) -> None:
     block = region._first_block
     while block is not None:

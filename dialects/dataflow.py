@@ -128,6 +128,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from tilesync.compat.rewrite_driver import ops_of, walk_ops
 from tilesync.contract import (
     KNOWN_BLOCK_SIZE_ATTR,
     MAX_QUEUE_GROUPS,
@@ -781,7 +782,7 @@ def _check_draws_ahead(kernel: Operation) -> None:
     out of order with another worker's input ticket, and each waits for the other's entry (the
     queue simulator's counterexample: two relay workers, one-entry queues). QueueWorkersError
     otherwise."""
-    drawn = sorted(drawn_acquires(kernel), key=list(kernel.walk()).index)
+    drawn = sorted(drawn_acquires(kernel), key=walk_ops(kernel).index)
     if not drawn:
         return
     ends = {(op.queue, op.name) for op in drawn}
@@ -789,7 +790,7 @@ def _check_draws_ahead(kernel: Operation) -> None:
         raise QueueWorkersError(drawn[-1], f"'{drawn[-1].name}': the kernel draws ahead on "
                                 f"{len(ends)} queue ends; a worker may draw ahead only the "
                                 "tickets of its tile's first acquire")
-    consumes = any(isinstance(op, AcquireFullOp) for op in kernel.walk())
+    consumes = bool(ops_of(kernel, AcquireFullOp))
     for op in drawn:
         if isinstance(op, AcquireEmptyOp) and consumes:
             raise QueueWorkersError(op, f"'{op.name}' takes a ticket drawn ahead, but the "
@@ -810,7 +811,7 @@ def _check_draws_ahead(kernel: Operation) -> None:
 
 def drawn_acquires(kernel: Operation) -> set[Operation]:
     """The acquires of `kernel` whose `at` ticket was drawn ahead (by a draw op)."""
-    return {use.operation for op in kernel.walk() if isinstance(op, _DrawOp)
+    return {use.operation for op in ops_of(kernel, _DrawOp)
             for use in drawn_ticket_uses(op.ticket) if isinstance(use.operation, _AcquireOp)}
 
 
@@ -848,7 +849,7 @@ def queue_workers(kernel: Operation) -> QueueWorkers:
     the kernel's block must be `gpu.known_block_size` (B, 1, 1), B a multiple of N, and make
     at most MAX_QUEUE_GROUPS groups (each synchronizes on a named barrier of its own).
     QueueWorkersError otherwise."""
-    ops = [op for op in kernel.walk() if isinstance(op, TICKET_OPS)]
+    ops = ops_of(kernel, TICKET_OPS)
     if not ops:
         return QueueWorkers()
     _check_draws_ahead(kernel)

@@ -65,7 +65,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.traits import SymbolTable
 
-from tilesync.compat.rewrite_driver import apply_patterns
+from tilesync.compat.rewrite_driver import apply_patterns, ops_of
 from tilesync.contract import (
     DEBUG_RECORD,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -464,9 +464,8 @@ class ConvertDataflowToNVVMPass(ModulePass):
                                  "dataflow.stage runs it")
             workers = _queue_workers(func)
             bindings = bind_queues(func, uses[name][1])
-            for inner in func.walk():  # refuse before rewriting anything
-                if isinstance(inner, (*_PRODUCER_OPS, *_CONSUMER_OPS)):
-                    _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
+            for inner in ops_of(func, (*_PRODUCER_OPS, *_CONSUMER_OPS)):  # refuse first
+                _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
             drawn = dataflow.drawn_acquires(func)
             apply_patterns(func.body, [LowerAcquire(bindings, workers, self.default_timeout_ns,
                                                     self.backoff_ns, self.debug, drawn),
