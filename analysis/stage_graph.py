@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
+from tilesync.compat.rewrite_driver import ops_of
 from tilesync.dialects import sync
 from tilesync.dialects.locations import OpDiagnostic
 
@@ -47,6 +48,11 @@ def default_plan(stages: Iterable[str]) -> list[HostStep]:
     return [Launch(name) for name in stages]
 
 
+_HOST_OPS = (sync.StageOp, sync.DependencyOp, sync.LaunchOp, sync.WaitKernelOp)
+"""The ops `StageGraph.of` reads (found with ops_of: a program's kernels have thousands of
+others)."""
+
+
 @dataclass
 class StageGraph:
     """Stages by name, the dependencies between them and the host plan, in program order."""
@@ -60,7 +66,7 @@ class StageGraph:
         stages: dict[str, sync.StageOp] = {}
         dependencies: list[sync.DependencyOp] = []
         steps: list[HostStep] = []
-        for op in program.walk():
+        for op in ops_of(program, _HOST_OPS):
             if isinstance(op, sync.StageOp):
                 stages[op.sym_name.data] = op
             elif isinstance(op, sync.DependencyOp):

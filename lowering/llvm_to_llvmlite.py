@@ -362,10 +362,17 @@ _FLOAT_INTRINSICS = {
 _SIGNED_ICMP = {"slt", "sle", "sgt", "sge"}
 
 
-def _fastmath(op: Operation) -> tuple[str, ...]:
-    attr = op.properties.get("fastmathFlags")
+def _fastmath_flags(attr: Attribute | None) -> tuple[str, ...]:
     flags = attr.data if isinstance(attr, llvm.FastMathAttr) else ()
     return tuple(sorted(str(getattr(flag, "value", flag)) for flag in flags))
+
+
+def _fastmath(t: _FunctionTranslator, op: Operation) -> tuple[str, ...]:
+    return t.mt.converted(op.properties.get("fastmathFlags"), _fastmath_flags)
+
+
+def _array_values(attr: Attribute) -> tuple[int, ...]:
+    return tuple(attr.iter_values())  # type: ignore[attr-defined]
 
 
 def _int_prop(op: Operation, name: str) -> int | None:
@@ -504,7 +511,7 @@ def _int_binary(t: _FunctionTranslator, op: Operation) -> None:
 def _float_binary(t: _FunctionTranslator, op: Operation) -> None:
     lhs, rhs = t.operands(op)
     method = getattr(t.builder, _FLOAT_BINARY[type(op)])
-    t.set_result(op, method(lhs, rhs, name=t.name(op), flags=_fastmath(op)))
+    t.set_result(op, method(lhs, rhs, name=t.name(op), flags=_fastmath(t, op)))
 
 
 def _cast(t: _FunctionTranslator, op: Operation) -> None:
@@ -520,7 +527,7 @@ def _float_intrinsic(t: _FunctionTranslator, op: Operation) -> None:
     callee = t.mt.declare_intrinsic(
         f"{base}.{_type_suffix(result_type)}", result_type, [a.type for a in args], op
     )
-    t.set_result(op, t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(op)))
+    t.set_result(op, t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(t, op)))
 
 
 def _type_suffix(type_: ir.Type) -> str:
@@ -582,7 +589,7 @@ def _zero(t: _FunctionTranslator, op: llvm.ZeroOp) -> None:
 @_handles(llvm.FNegOp)
 def _fneg(t: _FunctionTranslator, op: llvm.FNegOp) -> None:
     [value] = t.operands(op)
-    t.set_result(op, t.builder.fneg(value, name=t.name(op), flags=_fastmath(op)))
+    t.set_result(op, t.builder.fneg(value, name=t.name(op), flags=_fastmath(t, op)))
 
 
 @_handles(llvm.ICmpOp)
@@ -598,7 +605,7 @@ def _fcmp(t: _FunctionTranslator, op: llvm.FCmpOp) -> None:
     lhs, rhs = t.operands(op)
     predicate = str(llvm.FCmpPredicateFlag.from_int(op.predicate.value.data).value).lstrip("_")
     instruction = ir.instructions.FCMPInstr(
-        t.builder.block, predicate, lhs, rhs, name=t.name(op), flags=_fastmath(op)
+        t.builder.block, predicate, lhs, rhs, name=t.name(op), flags=_fastmath(t, op)
     )
     t.set_result(op, t.builder.insert(instruction))
 
@@ -614,7 +621,7 @@ def _gep(t: _FunctionTranslator, op: llvm.GEPOp) -> None:
     ptr = t.value(op.ptr, op)
     ssa_indices = iter(op.ssa_indices)
     indices = []
-    for raw in op.rawConstantIndices.iter_values():
+    for raw in t.mt.converted(op.rawConstantIndices, _array_values):
         if raw == llvm.GEP_USE_SSA_VAL:
             indices.append(t.value(next(ssa_indices), op))
         else:
@@ -672,14 +679,14 @@ def _store(t: _FunctionTranslator, op: llvm.StoreOp) -> None:
 @_handles(llvm.ExtractValueOp)
 def _extractvalue(t: _FunctionTranslator, op: llvm.ExtractValueOp) -> None:
     container = t.value(op.container, op)
-    indices = list(op.position.iter_values())
+    indices = t.mt.converted(op.position, _array_values)
     t.set_result(op, t.builder.extract_value(container, indices, name=t.name(op)))
 
 
 @_handles(llvm.InsertValueOp)
 def _insertvalue(t: _FunctionTranslator, op: llvm.InsertValueOp) -> None:
     container, value = t.value(op.container, op), t.value(op.value, op)
-    indices = list(op.position.iter_values())
+    indices = t.mt.converted(op.position, _array_values)
     t.set_result(op, t.builder.insert_value(container, value, indices, name=t.name(op)))
 
 
@@ -699,7 +706,7 @@ def _call_intrinsic(t: _FunctionTranslator, op: llvm.CallIntrinsicOp) -> None:
     args = [t.value(a, op) for a in op.args]
     result_type = t.type(op.ress.type) if op.ress is not None else ir.VoidType()
     callee = t.mt.declare_intrinsic(op.intrin.data, result_type, [a.type for a in args], op)
-    call = t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(op))
+    call = t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(t, op))
     if op.ress is not None:
         t.set_result(op, call)
 
@@ -713,7 +720,7 @@ def _call(t: _FunctionTranslator, op: llvm.CallOp) -> None:
     if callee is None:
         raise TranslationError(f"{_describe(op)}: no llvm.func @{name}")
     args = [t.value(a, op) for a in op.args]
-    call = t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(op))
+    call = t.builder.call(callee, args, name=t.name(op), fastmath=_fastmath(t, op))
     if op.returned is not None:
         t.set_result(op, call)
 
@@ -775,11 +782,21 @@ class _ModuleTranslator:
         # convert_type would rebuild for each of thousands of values. The attribute is kept
         # alive with its translation, so its id stays its own.
         self.types: dict[int, tuple[Attribute, ir.Type]] = {}
+        self.attributes: dict[tuple[int, Callable], tuple[Attribute | None, Any]] = {}
 
     def type(self, type_: Attribute) -> ir.Type:
         found = self.types.get(id(type_))
         if found is None:
             found = self.types[id(type_)] = (type_, convert_type(type_, self.module.context))
+        return found[1]
+
+    def converted(self, attribute: Attribute | None, convert: Callable[[Any], Any]) -> Any:
+        """`convert(attribute)` once per attribute object (an extractvalue's `position`, a
+        float op's fastmath flags: shared by thousands of ops), kept alive like the types."""
+        key = (id(attribute), convert)
+        found = self.attributes.get(key)
+        if found is None:
+            found = self.attributes[key] = (attribute, convert(attribute))
         return found[1]
 
     def declare_intrinsic(
