@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from tilesync.analysis.stage_graph import Launch, StageGraph  # noqa: E402
 from tilesync.api import parse  # noqa: E402
-from tilesync.contract import NEXT_EPOCH_KERNEL, SM_90  # noqa: E402
+from tilesync.contract import NEXT_EPOCH_KERNEL, PARAM_KINDS, SM_90  # noqa: E402
 from tilesync.dialects import graph, sync  # noqa: E402
 from tilesync.examples.torch_models import HFGPT2MLP, BasicBlock, OneHeadAttention  # noqa: E402
 from tilesync.frontend.torch.compiler import (  # noqa: E402
@@ -26,14 +26,24 @@ from tilesync.frontend.torch.compiler import (  # noqa: E402
 from tilesync.frontend.torch.patterns import find_pieces, graph_function  # noqa: E402
 from tilesync.runtime.module import compile_ptx, ptx_entry_params  # noqa: E402
 
-PARAM_BYTES = {"ptr": 8, "tmap": 128}  # a device address; a CUtensorMap passed by value
-
 
 def _entry(model, x):
     gm = fold_batch_norms(torch.fx.symbolic_trace(model.eval()))
     record_values(gm, [x])
     (piece,) = find_pieces(gm)
     return compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))
+
+
+def _compiles_with_its_parameters(entry):
+    """nvJitLink compiles every module's PTX for sm_90a, and each kernel's `.param`s are the
+    sizes its signature's kinds say."""
+    _nvjitlink()
+    for module, ptx in entry["ptx_by_module"].items():
+        assert compile_ptx(ptx, "sm_90a", module).cubin.startswith(b"\x7fELF")
+        params = ptx_entry_params(ptx)
+        for sig in entry["kernels"].values():
+            if sig.module == module:
+                assert params[sig.name] == [PARAM_KINDS[p].size for p in sig.params], sig.name
 
 
 def _nvjitlink():
@@ -67,13 +77,7 @@ def test_compiled_piece_fits_its_launches(name, stages):
             assert len(binds) == len(sig.user_params) and set(sig.params) == {"ptr"}
             assert sig.dynamic_shared_bytes <= SM_90.max_shared_per_block
     assert NEXT_EPOCH_KERNEL in kernels  # a graph replay bumps the epoch on the device
-    _nvjitlink()
-    for module, ptx in entry["ptx_by_module"].items():
-        assert compile_ptx(ptx, "sm_90a", module).cubin.startswith(b"\x7fELF")
-        params = ptx_entry_params(ptx)
-        for sig in kernels.values():
-            if sig.module == module:
-                assert params[sig.name] == [8] * len(sig.params), sig.name
+    _compiles_with_its_parameters(entry)
 
 
 @pytest.mark.parametrize(("rows", "weight_param"), [
@@ -103,10 +107,4 @@ def test_compiled_conv1d_mlp_binds_its_weights_transposed(rows, weight_param):
     assert weights == {"gemm1": ("transposed", (1,), weight_param),
                        "gemm2": ("transposed", (3,), weight_param)}
     assert entry["temps"] == [(rows, 512)]
-    _nvjitlink()
-    for module, ptx in entry["ptx_by_module"].items():
-        assert compile_ptx(ptx, "sm_90a", module).cubin.startswith(b"\x7fELF")
-        params = ptx_entry_params(ptx)
-        for sig in kernels.values():
-            if sig.module == module:
-                assert params[sig.name] == [PARAM_BYTES[p] for p in sig.params], sig.name
+    _compiles_with_its_parameters(entry)
