@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tilesync.compat.rewrite_driver import using_xdsl_drivers
@@ -44,8 +44,9 @@ class OpTemplates:
                 self._found[key] = (type(op), dict(op.properties), dict(op.attributes))
             return op
         kind, properties, attributes = template
+        # (the location given: xDSL's default imports it anew for every op)
         return kind.create(operands=operands, result_types=result_types,  # type: ignore
-                           properties=properties, attributes=attributes)
+                           properties=properties, attributes=attributes, location=UNKNOWN_LOC)
 
     def binary(self, kind: type[OpT], lhs: SSAValue, rhs: SSAValue) -> OpT:
         """`kind(lhs, rhs)`: an arith or llvm binary op with its default flags."""

@@ -40,7 +40,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import VerifyException
 
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
-from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
+from tilesync.compat.rewrite_driver import apply_patterns, ops_of
 from tilesync.contract import (
     CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -260,6 +260,5 @@ class ConvertFuncToLLVMPass(ModulePass):
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
-        for leftover in walk_ops(op):
-            if isinstance(leftover, gpu.FuncOp | gpu.ReturnOp):
-                raise unsupported_op_error(PASS_NAME, leftover, "not converted")
+        for leftover in ops_of(op, (gpu.FuncOp, gpu.ReturnOp)):
+            raise unsupported_op_error(PASS_NAME, leftover, "not converted")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     BFloat16Type,
     Float16Type,
     Float32Type,
@@ -110,7 +111,8 @@ def unrealized_cast(value: SSAValue, to_type: Attribute) -> UnrealizedConversion
     The op `UnrealizedConversionCastOp.get` builds, without the generic IRDL constructor's
     argument checks (a cast has no attributes or properties); the lowering passes make
     thousands of these."""
-    return UnrealizedConversionCastOp.create(operands=(value,), result_types=(to_type,))
+    return UnrealizedConversionCastOp.create(operands=(value,), result_types=(to_type,),
+                                             location=UNKNOWN_LOC)
 
 
 def cast_value(rewriter: Rewriter | None, value: SSAValue, to_type: Attribute,
