@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tilesync.contract import STATIC_SHARED_LIMIT
@@ -340,6 +341,15 @@ def _stage(cfg: GemmConfig) -> sync.StageOp:
                         output_tile(cfg))
 
 
+def _taken(module: ModuleOp) -> list[Operation]:
+    """The ops of a module just generated, detached to go into another (not cloned: nothing
+    else holds the generated module)."""
+    ops = list(module.ops)
+    for op in ops:
+        op.detach()
+    return ops
+
+
 def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
                      dtype: str = "f16", *, spec: MlpSpec | None = None,
                      mma: str = "wgmma") -> ModuleOp:
@@ -352,8 +362,7 @@ def mlp_stage_module(model: str = "gpt3", M: int = 256, cfg1=None, cfg2=None,
     for cfg in (spec.cfg1, spec.cfg2):
         if cfg.split_k != 1:
             raise ValueError("stage programs of split-K GEMMs are not supported here")
-        generated = gemm_module(0, 0, 0, config=cfg)
-        ops.extend(op.clone() for op in generated.ops)
+        ops += _taken(gemm_module(0, 0, 0, config=cfg))
     ops += [_stage(spec.cfg1), _stage(spec.cfg2), dependency(spec),
             sync.LaunchOp(PRODUCER, stream=0, priority=-1),
             sync.LaunchOp(CONSUMER, stream=1)]
@@ -379,7 +388,7 @@ def mlp_persistent_module(spec: MlpSpec) -> ModuleOp:
     spec = persistent_spec(spec)
     ops = []
     for cfg in (spec.cfg1, spec.cfg2):
-        ops.extend(op.clone() for op in gemm_module(0, 0, 0, config=cfg).ops)
+        ops += _taken(gemm_module(0, 0, 0, config=cfg))
     ops += [sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2], cfg.block,
                          output_tile(cfg)) for cfg in (spec.cfg1, spec.cfg2)]
     ops += [sync.LaunchOp(PRODUCER, stream=0), sync.LaunchOp(CONSUMER, stream=0)]
