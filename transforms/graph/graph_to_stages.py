@@ -93,6 +93,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.wave_model import StageWaves
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
@@ -381,7 +382,7 @@ def projection_width(m: int, n: int, bm: int) -> int:
     column-widths of time, the narrower on a tie: time ~ waves x BN for a tile's fixed K."""
     def time(bn: int) -> tuple[int, int]:
         tiles = -(-m // bm) * -(-n // bn)
-        return -(-tiles // H100_SMS) * bn, bn
+        return StageWaves(tiles, 1, H100_SMS).wave_count * bn, bn
     return min(PROJECTION_WIDTHS, key=time)
 
 
