@@ -67,8 +67,8 @@ from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pip
 from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
-           "compile", "compile_error", "default_pipeline", "kernel_signatures", "lower",
-           "make_context", "parse", "sync_passes_for"]
+           "compile", "compile_error", "default_pipeline", "gc_paused", "kernel_signatures",
+           "lower", "make_context", "parse", "sync_passes_for"]
 
 
 def make_context() -> Context:
@@ -209,7 +209,7 @@ def lower(module: ModuleOp, pipeline=KERNEL_TO_LLVM, ctx: Context | None = None,
     `verify_each` (slower: it names the pass that broke the IR). The cyclic collector pauses
     meanwhile, as in `compile` (in a process holding torch, a full collection that the
     passes' allocations set off took 0.1 s of LLaMA's graph-to-stages)."""
-    with _gc_paused():
+    with gc_paused():
         ir_after, seconds, _last = _lower(module, pipeline, ctx, keep_ir, verify_each, True)
     return ir_after, seconds
 
@@ -325,7 +325,7 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     if not isinstance(module_or_text, str | ModuleOp):
         raise CompileError("expected MLIR text, a path or a ModuleOp, got "
                            f"{type(module_or_text).__name__}")
-    with _gc_paused() as collect_garbage:
+    with gc_paused() as collect_garbage:
         ctx = make_context()
         if isinstance(module_or_text, str):
             module = parse(module_or_text, ctx, filename or "<input>")
@@ -443,20 +443,28 @@ def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     return SYNC_PASSES
 
 
+_OPEN_PAUSES: list[bool] = []
+"""Per open gc_paused block, outermost first: whether the collector was on at its start."""
+
+
 @contextmanager
-def _gc_paused() -> Iterator[Callable[[], None] | None]:
+def gc_paused() -> Iterator[Callable[[], None] | None]:
     """No cyclic garbage collection while compiling: the IR is a large graph of cyclic
     objects that the collector would traverse again and again (about a tenth of the compile
-    time of a GEMM kernel). Yields, where the collector was on, one collection of what the
-    compile allocated so far, for `_to_ptx` to run while LLVM works: else the first
-    collection after the pause traverses it all (0.7 s of NeRF's pipeline) while a core that
-    could have done it waits."""
+    time of a GEMM kernel). Yields, where the collector was on (or paused by an enclosing
+    gc_paused: the torch front end's whole compile), one collection of what the compile
+    allocated so far, for `_to_ptx` to run while LLVM works: else the first collection after
+    the pause traverses it all (0.7 s of NeRF's pipeline) while a core that could have done
+    it waits."""
     enabled = gc.isenabled()
+    collecting = enabled or (bool(_OPEN_PAUSES) and _OPEN_PAUSES[0])
+    _OPEN_PAUSES.append(enabled)
     gc.disable()
     try:
         # generations 0 and 1: those a pause fills
-        yield (lambda: gc.collect(1)) if enabled else None
+        yield (lambda: gc.collect(1)) if collecting else None
     finally:
+        _OPEN_PAUSES.pop()
         if enabled:
             gc.enable()
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from tilesync.api import gc_paused
 from tilesync.frontend.torch.compiler import Options, Report, UnsupportedError, transform
 
 __all__ = ["CompiledModule", "UnsupportedError", "backend", "compile", "explain"]
@@ -73,20 +74,22 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
         gm = torch.fx.symbolic_trace(module)
     except Exception:  # data-dependent Python: let Dynamo capture the graphs instead
         return _through_dynamo(torch, module, inputs, options)
-    rewritten, report = transform(gm, inputs, options)
-    if options.mode == "auto" and report.ours:  # pieces of ours: on a GPU, inputs there
-        from tilesync.frontend.torch import graph_choice
-        from tilesync.frontend.torch.compiler import graph_key
+    with gc_paused() as collect_garbage:  # a full collection would walk torch's and xDSL's
+        rewritten, report = transform(gm, inputs, options)  # objects: 0.1 s of a cached one
+        if options.mode == "auto" and report.ours:  # pieces of ours: on a GPU, inputs there
+            from tilesync.frontend.torch import graph_choice
+            from tilesync.frontend.torch.compiler import graph_key
 
-        forms = {graph_choice.OURS: lambda: rewritten, graph_choice.EAGER: lambda: gm}
-        with torch.no_grad():  # the forms measured for inference; a replay falls back on
-            report.graph = graph_choice.choose(  # autograd (replay.GraphReplay)
-                graph_choice.with_replays(forms, inputs), inputs, graph_key(gm, inputs, report),
-                options.cache("torch-graph"))
-        if options.log:
-            print(f"tilesync: {report.graph.line()}", file=sys.stderr)
-        return CompiledModule(rewritten, report, report.graph.function)
-    return CompiledModule(rewritten, report)
+            forms = {graph_choice.OURS: lambda: rewritten, graph_choice.EAGER: lambda: gm}
+            with torch.no_grad():  # the forms measured for inference; a replay falls back
+                report.graph = graph_choice.choose(  # on autograd (replay.GraphReplay)
+                    graph_choice.with_replays(forms, inputs), inputs,
+                    graph_key(gm, inputs, report), options.cache("torch-graph"))
+            if options.log:
+                print(f"tilesync: {report.graph.line()}", file=sys.stderr)
+        if collect_garbage is not None:  # what the compile left, young: not the user's cost
+            collect_garbage()
+    return CompiledModule(rewritten, report, report.graph.function if report.graph else None)
 
 
 def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from tilesync.api import gc_paused
 from tilesync.frontend.torch import graph_choice
 from tilesync.frontend.torch.compiler import Options, Report, graph_key, transform
 from tilesync.frontend.torch.cost import DYNAMO_CALL_S
@@ -51,18 +52,21 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
         if inner not in INNERS:
             raise ValueError(f"inner must be one of {INNERS}, got {inner!r}")
         parsed = Options.make(**options)
-        rewritten, report = transform(gm, inputs, parsed)
-        LAST_REPORTS.append(report)
-        if inner == "auto" and on_gpu and parsed.mode == "auto":
-            with torch.no_grad():  # as tilesync.frontend.torch.compile measures them
-                choice = graph_choice.choose(_forms(gm, rewritten, report, inputs), inputs,
-                                             graph_key(gm, inputs, report),
-                                             parsed.cache("torch-graph"),
-                                             host_delay_s=DYNAMO_CALL_S)
-            report.graph = choice
-            if parsed.log:
-                print(f"tilesync: {choice.line()}", file=sys.stderr)
-            return choice.function
+        with gc_paused() as collect_garbage:  # as tilesync.frontend.torch.compile
+            rewritten, report = transform(gm, inputs, parsed)
+            LAST_REPORTS.append(report)
+            if inner == "auto" and on_gpu and parsed.mode == "auto":
+                with torch.no_grad():  # as tilesync.frontend.torch.compile measures them
+                    report.graph = graph_choice.choose(
+                        _forms(gm, rewritten, report, inputs), inputs,
+                        graph_key(gm, inputs, report), parsed.cache("torch-graph"),
+                        host_delay_s=DYNAMO_CALL_S)
+                if parsed.log:
+                    print(f"tilesync: {report.graph.line()}", file=sys.stderr)
+            if collect_garbage is not None:
+                collect_garbage()
+        if report.graph is not None:
+            return report.graph.function
     except Exception as err:  # never a traceback from inside tilesync: torch keeps the graph
         print(f"tilesync: the graph stays with torch: {type(err).__name__}: {err}",
               file=sys.stderr)

@@ -395,15 +395,31 @@ def _example_values(piece: Piece, gm: Any, env: dict[str, Any]) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
+VALUE_SHAPED = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+                          "repeat_interleave", "bincount", "item", "tolist"})
+"""torch functions and tensor methods whose result's shape (or a Python number a later shape may
+be made of) comes from their inputs' values: a graph with one has its shapes recorded by a run,
+never taken from the shape cache."""
+
+
+def record_values(gm: Any, example_inputs: list[Any], cache: Any = None) -> dict[str, Any]:
     """Run gm once on copies of the examples; every node gets its TensorInfo (meta
     "tilesync_info"); returns the tensors of the placeholders and get_attr nodes (the pieces'
     inputs). What the run writes in place (an input, BatchNorm's running statistics in
-    training) is undone: compiling leaves the user's tensors and buffers as they were."""
+    training) is undone: compiling leaves the user's tensors and buffers as they were.
+
+    With `cache` (a CompileCache) the TensorInfos are kept under the graph's code and the
+    shapes of what it reads (shape_key), and a graph found there is not run: a cached compile
+    then launches nothing (the run was a third of it, mostly torch's first cuBLAS call)."""
     import torch
 
     from tilesync.frontend.torch.patterns import TensorInfo
 
+    key = shape_key(gm, example_inputs) if cache is not None else None
+    if key is not None:
+        found, infos = cache.load(key)
+        if found:
+            return _recorded(gm, example_inputs, infos)
     kept: dict[str, Any] = {}
 
     class Recorder(torch.fx.Interpreter):
@@ -425,6 +441,63 @@ def record_values(gm: Any, example_inputs: list[Any]) -> dict[str, Any]:
         with torch.no_grad():
             for name, b in gm.named_buffers():
                 b.copy_(buffers[name])
+    if key is not None:
+        cache.store(key, {n.name: n.meta["tilesync_info"] for n in gm.graph.nodes
+                          if "tilesync_info" in n.meta})
+    return kept
+
+
+def shape_key(gm: Any, example_inputs: list[Any]) -> str | None:
+    """What every node's shape, dtype and device follow from: the graph's code, the shapes,
+    strides, dtypes and devices of its inputs, parameters, buffers and attributes read (other
+    inputs by value), training or not, torch's version; None where a node's shape may follow
+    from values (VALUE_SHAPED, indexing by a tensor)."""
+    import torch
+
+    def described(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return (tuple(value.shape), value.stride(), str(value.dtype), str(value.device))
+        return repr(value)
+
+    attributes = []
+    for node in gm.graph.nodes:
+        name = node.target if isinstance(node.target, str) else \
+            getattr(node.target, "__name__", None)
+        if name in VALUE_SHAPED or (name == "where" and len(node.args) == 1) or (
+                node.target is operator.getitem
+                and any(isinstance(a, torch.fx.Node) for a in _leaves(node.args[1:]))):
+            return None
+        if node.op == "get_attr":
+            attributes.append((node.target, described(operator.attrgetter(node.target)(gm))))
+    state = [(name, described(t)) for name, t in (*gm.named_parameters(), *gm.named_buffers())]
+    return repr((gm.code, [described(t) for t in example_inputs], attributes, state,
+                 gm.training, torch.__version__))
+
+
+def _leaves(value: Any) -> list[Any]:
+    import torch
+
+    leaves: list[Any] = []
+    torch.fx.node.map_aggregate(value, leaves.append)
+    return leaves
+
+
+def _recorded(gm: Any, example_inputs: list[Any], infos: dict[str, Any]) -> dict[str, Any]:
+    """record_values' result without the run: the nodes' TensorInfos as recorded, the
+    placeholders' copies of the examples, the attributes the get_attr nodes read."""
+    import torch
+
+    kept: dict[str, Any] = {}
+    inputs = iter(example_inputs)
+    for node in gm.graph.nodes:
+        if node.name in infos:
+            node.meta["tilesync_info"] = infos[node.name]
+        if node.op == "placeholder":
+            value = next(inputs, None)
+            if isinstance(value, torch.Tensor):
+                kept[node.name] = value.clone()
+        elif node.op == "get_attr" and node.name in infos:
+            kept[node.name] = operator.attrgetter(node.target)(gm)
     return kept
 
 
@@ -546,7 +619,7 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     start = time.perf_counter()
     report = Report()
     gm = fold_functional_batch_norms(fold_batch_norms(graph_copy(gm)), example_inputs)
-    env = record_values(gm, example_inputs)
+    env = record_values(gm, example_inputs, options.cache("torch-shapes"))
     pieces = find_pieces(gm)
     if not pieces:
         report.notes.append("no piece matches the pattern library (Linear→act→Linear, "

@@ -81,6 +81,34 @@ def test_the_compiles_garbage_is_collected_while_llvm_runs(monkeypatch):
         gc.enable()
 
 
+def test_a_compile_inside_a_callers_pause_still_collects_beside_llvm(monkeypatch):
+    """Inside an enclosing gc_paused (the torch front end's), the collector is off but was on
+    before it: compile collects beside LLVM as it would alone, and leaves it off; the outer
+    pause turns it back on. Inside a caller's own gc.disable() nothing collects."""
+    import gc
+
+    from tilesync.api import gc_paused
+
+    generations = []
+    collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda generation=2: generations.append(generation)
+                        or collect(generation))
+    with gc_paused() as outer:
+        assert outer is not None and not gc.isenabled()
+        program = tilesync.compile(example("copy_chain.mlir"))
+        assert generations == [1] and "gc" in program.pass_seconds and not gc.isenabled()
+    assert gc.isenabled()
+    generations.clear()
+    gc.disable()
+    try:
+        with gc_paused() as outer:
+            assert outer is None
+            tilesync.compile(example("copy_chain.mlir"))
+        assert generations == [] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

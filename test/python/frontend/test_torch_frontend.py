@@ -439,3 +439,66 @@ def test_a_piece_is_ours_where_it_wins_called_or_replayed():
     entry = PieceReport(0, "Attention", measured=(0.43, 0.38, 0.02, 0.035))
     assert entry.line().endswith("measured ours 0.4300 ms vs torch 0.3800 ms; replayed from "
                                  "a CUDA graph ours 0.0200 ms vs torch 0.0350 ms")
+
+
+def _infos(gm):
+    return {n.name: n.meta["tilesync_info"] for n in gm.graph.nodes if "tilesync_info" in n.meta}
+
+
+def test_recorded_shapes_come_from_the_cache_without_a_run(tmp_path, monkeypatch):
+    """A graph whose shapes are cached is not run again: the same TensorInfos, the placeholders
+    copies of the examples, the get_attr nodes the attributes they read."""
+    from tilesync.frontend.torch.compiler import record_values
+    from tilesync.harness.compile_cache import CompileCache
+
+    cache = CompileCache(tmp_path, "torch-shapes", sources="test")
+    model = LlamaMLP(64, 128)
+    x = torch.randn(3, 64)
+    gm = torch.fx.symbolic_trace(model)
+    first = record_values(gm, [x], cache)
+    expected = _infos(gm)
+    assert expected["down_proj"].shape == (3, 64) and cache.misses == 1
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a cached graph was run")
+
+    monkeypatch.setattr(torch.fx.Interpreter, "run", no_run)
+    again = torch.fx.symbolic_trace(model)
+    kept = record_values(again, [x], cache)
+    assert cache.hits == 1 and _infos(again) == expected
+    assert kept.keys() == first.keys()
+    assert torch.equal(kept["x"], x) and kept["x"] is not x  # a copy, as the run made
+
+    monkeypatch.undo()  # another shape is another key: run and recorded
+    other = torch.fx.symbolic_trace(model)
+    record_values(other, [torch.randn(5, 64)], cache)
+    assert _infos(other)["down_proj"].shape == (5, 64) and cache.misses == 2
+
+
+class Masked(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.relu(x[x > 0])
+
+
+class Nonzero(torch.nn.Module):
+    def forward(self, x):
+        return x.nonzero() + 1
+
+
+@pytest.mark.parametrize("model", [Masked(), Nonzero()], ids=["mask", "nonzero"])
+def test_shapes_that_follow_from_values_are_never_cached(model, tmp_path):
+    """Indexing by a tensor, nonzero: another input of the same shape gives another shape, so
+    the graph is run every time (no key, nothing stored)."""
+    from tilesync.frontend.torch.compiler import record_values, shape_key
+    from tilesync.harness.compile_cache import CompileCache
+
+    cache = CompileCache(tmp_path, "torch-shapes", sources="test")
+    gm = torch.fx.symbolic_trace(model)
+    assert shape_key(gm, [torch.randn(8)]) is None
+    record_values(gm, [torch.tensor([1.0, -1.0, 2.0])], cache)
+    gm2 = torch.fx.symbolic_trace(model)
+    record_values(gm2, [torch.tensor([1.0, 2.0, 3.0])], cache)
+    shapes = {n.meta["tilesync_info"].shape for n in gm2.graph.nodes if n.op == "output"
+              or n.name == "relu" or n.name == "add"}
+    assert (3,) in shapes or (3, 1) in shapes
+    assert cache.hits == 0 and not list(tmp_path.rglob("*.pkl"))
