@@ -54,8 +54,17 @@ def test_example_matches_eager_captures_and_caches(name, tmp_path, graph_replays
             assert _rel(replayed, model(*source)) < TOL
     monkeypatch.setattr(compiler, "compile_entry",
                         lambda *args: pytest.fail("a cached piece was compiled again"))
+    recorded, cached = [], []  # each graph's shapes come from the cache too, nothing run
+    monkeypatch.setattr(compiler, "record_values", lambda *args, f=compiler.record_values:
+                        recorded.append(1) or f(*args))
+    monkeypatch.setattr(compiler, "_recorded", lambda *args, f=compiler._recorded:
+                        cached.append(1) or f(*args))
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
     assert all(piece.cached for piece in again.report.pieces)
+    assert recorded and len(cached) == len(recorded)
+    monkeypatch.undo()
+    with torch.no_grad():
+        assert _rel(again(*fresh), model(*fresh)) < TOL
 
 
 @pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
