@@ -22,15 +22,22 @@ def assert_chosen_by_measurement(piece) -> None:
 
 
 def assert_graph_chosen_by_measurement(report) -> None:
-    """In auto mode on a GPU the whole graph runs in the form that measured fastest, of all
+    """In auto mode on a GPU the whole graph runs in the form that measured fastest (one of
+    ours only cost.WIN_MARGIN ahead of torch's fastest), of all
     it has, each also replayed from a CUDA graph: torch's (eager, Inductor) and, where a piece
     is ours, ours (the rest eager or through Inductor) through the backend; ours as traced
     and eager through tilesync's compile."""
     from tilesync.frontend.torch import graph_choice as gc
+    from tilesync.frontend.torch.cost import WIN_MARGIN
 
     graph = report.graph
     assert graph is not None and not graph.failed, report.text()
-    assert graph.form == min(graph.times, key=graph.times.__getitem__)
+    fastest = min(graph.times, key=graph.times.__getitem__)
+    torchs = [form for form in graph.times if not gc.is_ours(form)]
+    fastest_torch = min(torchs, key=graph.times.__getitem__)
+    # ours only by cost.WIN_MARGIN over torch's fastest form: nearer, torch's fastest runs
+    ahead = graph.times[fastest] < WIN_MARGIN * graph.times[fastest_torch]
+    assert graph.form == (fastest if ahead else fastest_torch), graph.line()
     assert all(ms > 0 for ms in graph.times.values())
     backend = gc.INDUCTOR in graph.times
     forms = {gc.EAGER, gc.INDUCTOR} if backend else {gc.EAGER}
