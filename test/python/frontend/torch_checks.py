@@ -23,10 +23,10 @@ def assert_chosen_by_measurement(piece) -> None:
 
 def assert_graph_chosen_by_measurement(report) -> None:
     """In auto mode on a GPU the whole graph runs in the form that measured fastest (one of
-    ours only cost.WIN_MARGIN ahead of torch's fastest), of all
-    it has, each also replayed from a CUDA graph: torch's (eager, Inductor) and, where a piece
-    is ours, ours (the rest eager or through Inductor) through the backend; ours as traced
-    and eager through tilesync's compile."""
+    ours only cost.WIN_MARGIN ahead of torch's fastest), of all it has, each also replayed
+    from a CUDA graph: torch's (eager, Inductor) and, where a piece is ours, ours (the rest
+    eager or through Inductor) through the backend; ours as traced and eager through
+    tilesync's compile."""
     from tilesync.frontend.torch import graph_choice as gc
     from tilesync.frontend.torch.cost import WIN_MARGIN
 
