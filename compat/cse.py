@@ -7,11 +7,13 @@ differs is only the bookkeeping, which dominated the pass on a GEMM kernel:
 
 - xDSL wraps an op in a fresh `OperationInfo` at every lookup and recomputes its hash (the
   hashes of all its attributes, recursively) on every lookup *and* every equality test. Here
-  an op's key is built once per visit with its hash cached; an op's key never changes while it
-  is in the table (ops in the table are never rewritten: the uses replaced belong to ops not
-  visited yet).
-- xDSL copies the whole table when it enters a single-block region; here the tables of the
-  enclosing regions are chained and looked up in order, which answers the same.
+  an op's key is built once per visit, a tuple of its name and the ids of its operands and of
+  canonical attributes (equal attributes share one), hashed and compared in C; an op's key
+  never changes while it is in the table (ops in the table are never rewritten: the uses
+  replaced belong to ops not visited yet).
+- xDSL copies the whole table when it enters a single-block region; here one table holds
+  the ops of the enclosing regions too, and what a region added is undone when it is left,
+  which answers the same.
 """
 
 from __future__ import annotations
@@ -29,38 +31,68 @@ from tilesync.compat.effects import (
     only_has_effect,
 )
 
+_UNREGISTERED: dict[type, bool] = {}  # by class: an ABC's isinstance test runs Python code
+
 
 def _name(op: Operation) -> str:
-    return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+    cls = type(op)
+    unregistered = _UNREGISTERED.get(cls)
+    if unregistered is None:
+        unregistered = _UNREGISTERED[cls] = issubclass(cls, UnregisteredOp)
+    return op.op_name.data if unregistered else op.name
 
 
-class _Hashes:
-    """Attribute hashes by object: attributes are immutable and the ops of a kernel share a
-    few hundred of them (a type, a `position`), whose hashes xDSL recomputes recursively on
-    every call. The attributes are kept alive, so their ids stay theirs."""
+class _Canon:
+    """Each attribute object as the id of the first equal attribute met: attributes are
+    immutable, the ops of a kernel share a few hundred of them (a type, a `position`), and
+    xDSL recomputes their hashes recursively on every call. The attributes are kept alive, so
+    their ids stay theirs."""
 
-    __slots__ = ("by_id",)
+    __slots__ = ("by_id", "by_value")
 
     def __init__(self) -> None:
         self.by_id: dict[int, tuple[int, Attribute]] = {}
+        self.by_value: dict[Attribute, Attribute] = {}
 
     def of(self, attribute: Attribute) -> int:
         found = self.by_id.get(id(attribute))
         if found is None:
-            found = self.by_id[id(attribute)] = (hash(attribute), attribute)
+            canonical = self.by_value.setdefault(attribute, attribute)
+            found = self.by_id[id(attribute)] = (id(canonical), attribute)
         return found[0]
 
 
-class _Key:
+def _entries(named: dict[str, Attribute], of) -> tuple | frozenset:
+    """A dict of attributes as its (name, canonical id) pairs, equal where the dicts are."""
+    if not named:
+        return ()
+    if len(named) == 1:
+        ((name, value),) = named.items()
+        return ((name, of(value)),)
+    return frozenset([(name, of(value)) for name, value in named.items()])
+
+
+def _key(op: Operation, canon: _Canon) -> object:
     """What xDSL's OperationInfo compares: name, attributes, properties, result types,
-    operands (by identity) and the structure of the regions; the hash is computed once."""
+    operands (by identity), as a tuple of strings and ids (hashed and compared without a
+    Python call); an op with regions compares their structure too (`_Key`)."""
+    if op.regions:
+        return _Key(op, canon)
+    of = canon.of
+    return (_name(op), _entries(op.attributes, of), _entries(op.properties, of),
+            tuple([of(result.type) for result in op.results]), tuple(map(id, op._operands)))
+
+
+class _Key:
+    """`_key` of an op with regions: the hash computed once, the regions compared
+    structurally."""
 
     __slots__ = ("hash", "name", "op")
 
-    def __init__(self, op: Operation, hashes: _Hashes):
+    def __init__(self, op: Operation, canon: _Canon):
         self.op = op
         self.name = _name(op)
-        of = hashes.of
+        of = canon.of
         entries = 0  # the attributes' and properties' (name, value) pairs, in any order
         for named in (op.attributes, op.properties):
             for k, v in named.items():
@@ -90,23 +122,36 @@ class _Key:
         )
 
 
-class _Scope:
-    """The known ops of one region, in front of those of the regions around it."""
+class _Known:
+    """The known ops of the regions being visited, an inner region's in front of those of
+    the regions around it: one table, with what each region changed undone when it is left
+    (a table per region cost a miss one lookup, each a Python `__hash__` call, per enclosing
+    region)."""
 
-    __slots__ = ("parent", "table")
+    __slots__ = ("table", "undo")
 
-    def __init__(self, parent: _Scope | None):
-        self.parent = parent
-        self.table: dict[_Key, Operation] = {}
+    def __init__(self) -> None:
+        self.table: dict[object, Operation] = {}
+        self.undo: list[list[tuple[object, Operation | None]]] = [[]]
 
-    def get(self, key: _Key) -> Operation | None:
-        scope: _Scope | None = self
-        while scope is not None:
-            found = scope.table.get(key)
-            if found is not None:
-                return found
-            scope = scope.parent
-        return None
+    def get(self, key: object) -> Operation | None:
+        return self.table.get(key)
+
+    def add(self, key: object, op: Operation, before: Operation | None) -> None:
+        """`op` known by `key`, in front of `before` (`get(key)`)."""
+        self.undo[-1].append((key, before))
+        self.table[key] = op
+
+    def enter(self) -> None:
+        self.undo.append([])
+
+    def leave(self) -> None:
+        table = self.table
+        for key, before in reversed(self.undo.pop()):
+            if before is None:
+                del table[key]
+            else:
+                table[key] = before
 
 
 def _write_between(from_op: Operation, to_op: Operation) -> bool:
@@ -123,8 +168,8 @@ def _write_between(from_op: Operation, to_op: Operation) -> bool:
 
 class _CSE:
     def __init__(self) -> None:
-        self.known = _Scope(None)
-        self.hashes = _Hashes()
+        self.known = _Known()
+        self.canon = _Canon()
         self.to_erase: list[Operation] = []  # each op once (it is visited once)
         self.visited: set[int] = set()  # ids: an op's own hash is a Python call
 
@@ -134,7 +179,7 @@ class _CSE:
         # visited user of the same result, found itself.
         known, visited = self.known, self.visited
         for old, new in zip(op.results, existing.results, strict=True):
-            if all(known.get(_Key(use.operation, self.hashes)) is None for use in old.uses
+            if all(known.get(_key(use.operation, self.canon)) is None for use in old.uses
                    if id(use.operation) in visited):
                 old.replace_all_uses_with(new)
         if all(not r.uses for r in op.results):
@@ -152,20 +197,20 @@ class _CSE:
         if not is_side_effect_free(op):
             if not only_has_effect(op, MemoryEffectKind.READ):
                 return
-            key = _Key(op, self.hashes)
+            key = _key(op, self.canon)
             existing = self.known.get(key)
             if existing is not None and (op.parent_block() is existing.parent_block()
                                          and not _write_between(existing, op)):
                 self.replace_and_delete(op, existing)
                 return
-            self.known.table[key] = op
+            self.known.add(key, op, existing)
             return
-        key = _Key(op, self.hashes)
+        key = _key(op, self.canon)
         existing = self.known.get(key)
         if existing is not None:
             self.replace_and_delete(op, existing)
             return
-        self.known.table[key] = op
+        self.known.add(key, op, None)
 
     def simplify_block(self, block: Block) -> None:
         op = block._first_op  # xDSL's block iterator costs a Python call per op
@@ -173,7 +218,7 @@ class _CSE:
             if op.regions:
                 if op.has_trait(IsolatedFromAbove, value_if_unregistered=True):
                     outer = self.known
-                    self.known = _Scope(None)
+                    self.known = _Known()
                     for region in op.regions:
                         self.simplify_region(region)
                     self.known = outer
@@ -186,10 +231,9 @@ class _CSE:
     def simplify_region(self, region: Region) -> None:
         if len(region.blocks) != 1:
             return
-        outer = self.known
-        self.known = _Scope(outer)
+        self.known.enter()
         self.simplify_block(region.block)
-        self.known = outer
+        self.known.leave()
 
 
 def cse(op: Operation) -> None:

@@ -4,22 +4,25 @@ thousands of ops of a few kinds whose properties and attributes are the same for
 (an `arith.addi` or an `llvm.mul` with its default flags, an `llvm.zext` to i64).
 
 `OpTemplates.build(key, operands, result_types, make)` returns `make()` for the first op of a
-key and, for every later one, the op `make()` would return, built with `Operation.create` from
-its operands and result types and the first op's class, properties and attributes: a key must
-determine those three (`binary`, `cast` and `int_constant` key xDSL's own constructors by
-their class). The
-test compares ops built both ways. Under `rewrite_driver.xdsl_drivers()` every op comes from
-its constructor.
+key and, for every later one, the op `make()` would return, built by `create` (what
+`Operation.create` does, without its setters' and IRDL's per-op overhead) from its operands and
+result types and the first op's class, properties and attributes: a key must determine those
+three (`binary`, `cast` and `int_constant` key xDSL's own constructors by their class). The
+lowering passes call `create` for the other ops they make by the thousand (casts, struct
+element accesses). The test compares ops built both ways. Under `rewrite_driver.xdsl_drivers()`
+every op comes from its constructor or `Operation.create`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue, Use
+from xdsl.ir.core import SSAValues
+from xdsl.irdl import IRDLOperation, OptionalDef
 
 from tilesync.compat.rewrite_driver import using_xdsl_drivers
 
@@ -44,9 +47,9 @@ class OpTemplates:
                 self._found[key] = (type(op), dict(op.properties), dict(op.attributes))
             return op
         kind, properties, attributes = template
-        # (the location given: xDSL's default imports it anew for every op)
-        return kind.create(operands=operands, result_types=result_types,  # type: ignore
-                           properties=properties, attributes=attributes, location=UNKNOWN_LOC)
+        # (the template's properties and attributes are complete: no defaults to fill)
+        return _assemble(kind, operands, result_types, dict(properties),  # type: ignore
+                         dict(attributes))
 
     def binary(self, kind: type[OpT], lhs: SSAValue, rhs: SSAValue) -> OpT:
         """`kind(lhs, rhs)`: an arith or llvm binary op with its default flags."""
@@ -71,6 +74,66 @@ class OpTemplates:
                           lambda: kind(value, to))  # type: ignore[call-arg]
 
 
+def create(kind: type[OpT], operands: Sequence[SSAValue] = (),
+           result_types: Sequence[Attribute] = (),
+           properties: Mapping[str, Attribute] | None = None,
+           attributes: Mapping[str, Attribute] | None = None) -> OpT:
+    """`kind.create(operands=..., result_types=..., properties=..., attributes=...,
+    location=UNKNOWN_LOC)` of an op without successors or regions, the IRDL defaults of the
+    properties and attributes not given filled in after them as IRDL's `__post_init__` does
+    (from a table per class, not a search of the definition per op). Under
+    `rewrite_driver.xdsl_drivers()`, `kind.create` itself."""
+    if using_xdsl_drivers():
+        return kind.create(operands=operands, result_types=result_types,
+                           properties=properties or {}, attributes=attributes or {},
+                           location=UNKNOWN_LOC)
+    props = dict(properties) if properties else {}
+    attrs = dict(attributes) if attributes else {}
+    defaults = _DEFAULTS.get(kind)
+    if defaults is None:
+        defaults = _DEFAULTS[kind] = _defaults(kind)
+    for filled, given in zip(defaults, (props, attrs), strict=True):
+        for name, value in filled:
+            if name not in given:
+                given[name] = value
+    return _assemble(kind, operands, result_types, props, attrs)
+
+
+def _assemble(kind: type[OpT], operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+              properties: dict[str, Attribute], attributes: dict[str, Attribute]) -> OpT:
+    """The op `Operation.__init__` makes of these (its own `properties` and `attributes`
+    dicts, complete), its fields set directly: the operand and successor setters cost as
+    much as the rest, and xDSL's default location is imported anew for every op."""
+    op = kind.__new__(kind)
+    uses = tuple(Use(op, index) for index in range(len(operands)))
+    for operand, use in zip(operands, uses, strict=True):
+        operand.add_use(use)
+    op._operands = SSAValues(operands)
+    op._operand_uses = uses
+    op.results = SSAValues(OpResult(t, op, index) for index, t in enumerate(result_types))
+    op.properties = properties
+    op.attributes = attributes
+    op.location = UNKNOWN_LOC
+    op._successors = ()
+    op._successor_uses = ()
+    op.regions = ()
+    return op
+
+
+_DEFAULTS: dict[type, tuple[tuple[tuple[str, Attribute], ...], ...]] = {}
+
+
+def _defaults(kind: type[Operation]) -> tuple[tuple[tuple[str, Attribute], ...], ...]:
+    """The (name, default) of the properties, then the attributes, that IRDL's
+    `__post_init__` fills in where an op of `kind` lacks them."""
+    if not issubclass(kind, IRDLOperation):
+        return (), ()
+    op_def = kind.get_irdl_definition()
+    return tuple(tuple((name, d.default_value) for name, d in defs.items()
+                       if not isinstance(d, OptionalDef) and d.default_value is not None)
+                 for defs in (op_def.properties, op_def.attributes))
+
+
 # The constructors `kind(lhs, rhs)` of xDSL's binary ops: the result has lhs's type, the
 # properties are their defaults (arith's fastmath and overflow flags, llvm's overflow, exact
 # and disjoint flags).
@@ -83,4 +146,4 @@ TEMPLATES = OpTemplates()
 """The process's templates of the ops keyed by what alone makes them (`binary`, `cast`,
 `int_constant`)."""
 
-__all__ = ["TEMPLATES", "OpTemplates"]
+__all__ = ["TEMPLATES", "OpTemplates", "create"]

@@ -21,10 +21,14 @@ rewrite erases are not visited, errors reported the same way. What it saves:
   erased ops replaces xDSL's stack + index map; with it, the worklist is filled without
   xDSL's nested generators, and, without dead-code erasure (`reconcile-unrealized-casts`),
   only with the ops some pattern is of the type of (the others would be popped to no effect).
+- The patterns' rewriter (`_Rewriter`) makes the same IR with less of xDSL's per-op
+  bookkeeping: an op without regions is linked into its block without the search of the
+  block's ancestors for it, a use is moved to its new value in one step, and an erased op
+  whose results have no uses gets no stand-in values for them.
 
-`xdsl_drivers()` switches this driver, `compat.cse`, `compat.verification` and
-`compat.fast_passes` back to xDSL's own (to rule them out when something looks wrong; the tests
-compare both on whole pipelines).
+`xdsl_drivers()` switches this driver, `compat.cse`, `compat.verification`,
+`compat.fast_passes` and `compat.op_templates` back to xDSL's own (to rule them out when
+something looks wrong; the tests compare both on whole pipelines).
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
+from xdsl.builder import _current_builder
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.core import SSAValues
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -139,16 +145,60 @@ def ops_of(root: Operation, classes: type | tuple[type, ...]) -> list[Operation]
     """`[op for op in root.walk() if isinstance(op, classes)]`, each op class tested once:
     xDSL's ops are ABCs, whose isinstance test of a class an op is not of runs Python code
     (a walk for a few queue ops among a kernel's thousand ops paid it a thousand times)."""
-    tested: dict[type, bool] = {}
+    return ops_where(root, lambda cls: issubclass(cls, classes))
+
+
+def ops_where(root: Operation, hit: Callable[[type], bool]) -> list[Operation]:
+    """The ops of `root.walk()` whose class `hit` accepts (each class asked once)."""
     found: list[Operation] = []
-    for op in walk_ops(root):
-        cls = type(op)
-        hit = tested.get(cls)
-        if hit is None:
-            hit = tested[cls] = issubclass(cls, classes)
-        if hit:
-            found.append(op)
+    _find(root, hit, found, False)
     return found
+
+
+def first_op(root: Operation, hit: Callable[[type], bool]) -> Operation | None:
+    """The first op of `root.walk()` whose class `hit` accepts (each class asked once)."""
+    found: list[Operation] = []
+    _find(root, hit, found, True)
+    return found[0] if found else None
+
+
+def _find(root: Operation, hit: Callable[[type], bool], found: list[Operation],
+          first: bool) -> None:
+    """Append to `found` the ops of `root.walk()` whose class `hit` accepts (only the first
+    with `first`), following the IR's links: no list of every op is built."""
+    tested: dict[type, bool] = {}
+
+    def visit(op: Operation) -> bool:  # True: stop
+        while op is not None:
+            cls = type(op)
+            yes = tested.get(cls)
+            if yes is None:
+                yes = tested[cls] = hit(cls)
+            if yes:
+                found.append(op)
+                if first:
+                    return True
+            for region in op.regions:
+                block = region._first_block
+                while block is not None:
+                    inner = block._first_op
+                    if inner is not None and visit(inner):
+                        return True
+                    block = block._next_block
+            op = op._next_op
+        return False
+
+    cls = type(root)
+    if hit(cls):
+        found.append(root)
+        if first:
+            return
+    for region in root.regions:
+        block = region._first_block
+        while block is not None:
+            if block._first_op is not None and visit(block._first_op):
+                return
+            block = block._next_block
 
 
 def _append_region(region: Region, out: list[Operation]) -> None:
@@ -206,6 +256,101 @@ def _apply(applier: TypeDispatchApplier, op: Operation, rewriter: PatternRewrite
     except Exception as err:
         op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
     return True
+
+
+_OP_CLASSES: dict[type, bool] = {}
+
+
+def _is_op(cls: type) -> bool:
+    """`issubclass(cls, Operation)`, asked once a class (an ABC's test runs Python code)."""
+    found = _OP_CLASSES.get(cls)
+    if found is None:
+        found = _OP_CLASSES[cls] = issubclass(cls, Operation)
+    return found
+
+
+def _link_ops(ops: Sequence[Operation], point: InsertPoint) -> None:
+    """`Rewriter.insert_op(ops, point)` for ops without regions, linked by xDSL's own helpers
+    as `Block.insert_op_before` and `Block.add_op` link them, without `Block._attach_op`'s
+    search of the block's ancestors for the op (only an op with regions can be one of them):
+    on a persistent kernel a dozen regions deep the search was a tenth of the lowering."""
+    block, before = point.block, point.insert_before
+    for new in ops:
+        if new.parent:
+            raise ValueError("Can't add to a block an operation already attached to a block.")
+        if before is None:  # Block.add_op
+            last = block._last_op
+            new.parent = block
+            if last is None:
+                block._first_op = new
+            else:
+                last._insert_next_op(new)
+            block._last_op = new
+        else:  # Block.insert_op_before
+            if before.parent is not block:
+                raise ValueError("Can't insert operation before operation not in current block")
+            new.parent = block
+            if before._prev_op is None:
+                block._first_op = new
+            before._insert_prev_op(new)
+
+
+class _Rewriter(PatternRewriter):
+    """xDSL's PatternRewriter, inserting ops without regions by `_link_ops` and replacing
+    and erasing with less of xDSL's per-op bookkeeping (see each method)."""
+
+    def insert(self, op, insertion_point: InsertPoint | None = None):  # type: ignore[override]
+        ops = (op,) if _is_op(type(op)) else op
+        if not ops or any(o.regions for o in ops) or _current_builder.builder is not None:
+            return super().insert(op, insertion_point)
+        self.has_done_action = True
+        _link_ops(ops, self.insertion_point if insertion_point is None else insertion_point)
+        for new in ops:  # what Builder.insert does after the insertion
+            if self._name_hint is not None:
+                for result in new.results:
+                    if result.name_hint is None:
+                        result._name = self._name_hint
+            self.handle_operation_insertion(new)
+        return op
+
+    def erase(self, op: Operation, safe_erase: bool = True) -> None:
+        """PatternRewriter's, without the `ErasedSSAValue` xDSL makes to take the uses of
+        each result when no result has a use (as for most ops a rewrite erases)."""
+        if op.regions or not safe_erase or any(r.first_use is not None for r in op.results):
+            super().erase(op, safe_erase)
+            return
+        self.has_done_action = True
+        self.handle_operation_removal(op)
+        if op.parent is not None:
+            op.parent.detach_op(op)
+        op.drop_all_references()  # Operation.erase, its results having nothing to replace
+
+    def replace_all_uses_with(self, from_value: SSAValue, to_value: SSAValue | None,
+                              safe_erase: bool = True) -> None:
+        """PatternRewriter's, each use moved to `to_value` in the user's operand tuple at
+        once (xDSL's operand view rebuilds the tuple from three slices, a Python call
+        each)."""
+        if to_value is None or from_value is to_value:
+            super().replace_all_uses_with(from_value, to_value, safe_erase)
+            return
+        modified: list[Operation] = []
+        use = from_value.first_use
+        while use is not None:  # in `uses` order, as xDSL moves them
+            following = use._next_use
+            user = use.operation
+            operands = list(user._operands)
+            from_value.remove_use(use)
+            to_value.add_use(use)
+            operands[use.index] = to_value
+            user._operands = SSAValues(operands)
+            modified.append(user)
+            use = following
+        if to_value.name_hint is None:  # as SSAValue.replace_all_uses_with carries it
+            to_value.name_hint = from_value.name_hint
+        if modified:
+            self.has_done_action = True
+        for user in modified:
+            self.handle_operation_modification(user)
 
 
 class _IdWorklist(Worklist):
@@ -267,7 +412,7 @@ class _DispatchingWalker(PatternRewriteWalker):
         if not worklist:
             return changed
         op = worklist.pop()
-        rewriter = PatternRewriter(op)
+        rewriter = _Rewriter(op)
         rewriter.extend_from_listener(listener)
         while True:
             if _apply(applier, op, rewriter):
@@ -308,7 +453,7 @@ def apply_patterns(root: ModuleOp | Region, patterns: Sequence[RewritePattern] |
 
     listener = PatternRewriterListener()
     listener.operation_removal_handler.append(on_removal)
-    rewriter = PatternRewriter(ops[0])
+    rewriter = _Rewriter(ops[0])
     rewriter.extend_from_listener(listener)
     changed = False
     # `_apply`'s test first, inline: most ops of a pass's walk are of no pattern's type.

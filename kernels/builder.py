@@ -79,12 +79,27 @@ class BlockBuilder(Builder):
     def remui(self, lhs: Index, rhs: Index) -> SSAValue:
         return self._binary(arith.RemUIOp, lhs, rhs)
 
+    def andi(self, lhs: Index, rhs: Index) -> SSAValue:
+        return self._binary(arith.AndIOp, lhs, rhs)
+
+    def xori(self, lhs: Index, rhs: Index) -> SSAValue:
+        return self._binary(arith.XOrIOp, lhs, rhs)
+
+    def addf(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self.emit(TEMPLATES.binary(arith.AddfOp, lhs, rhs))
+
+    def mulf(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self.emit(TEMPLATES.binary(arith.MulfOp, lhs, rhs))
+
     def ult(self, lhs: SSAValue, rhs: Index) -> SSAValue:
         return self.emit(arith.CmpiOp(lhs, self._index(rhs), "ult"))
 
     def load_f32(self, memory: SSAValue, indices: list[SSAValue]) -> SSAValue:
         """An element of `memory` (fp16), extended to f32 for the arithmetic."""
-        return self.emit(arith.ExtFOp(self.emit(memref.LoadOp.get(memory, indices)), f32))
+        loaded = self.emit(TEMPLATES.build(
+            (memref.LoadOp, "get"), (memory, *indices),
+            (memory.type.element_type,), lambda: memref.LoadOp.get(memory, indices)))  # type: ignore
+        return self.emit(TEMPLATES.cast(arith.ExtFOp, loaded, f32))
 
 
 def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -> SSAValue:
@@ -92,7 +107,7 @@ def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -
     five `tile.shuffle bfly` steps."""
     for offset in (16, 8, 4, 2, 1):
         other = b.emit(tl.ShuffleOp("bfly", value, offset))
-        value = b.emit(combine(value, other))
+        value = b.emit(TEMPLATES.binary(combine, value, other))
     return value
 
 

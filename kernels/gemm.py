@@ -178,8 +178,8 @@ def staged_column(b: BlockBuilder, col: int, width: int, lane_rows: SSAValue) ->
     chunks = width // 8
     if chunks == 1:  # 16-byte rows: no swizzle
         return b.idx(col)
-    line_bits = b.emit(arith.AndIOp(b.divui(lane_rows, 8 // chunks), b.idx(chunks - 1)))
-    return b.muli(b.emit(arith.XOrIOp(b.idx(col // 8), line_bits)), 8)
+    line_bits = b.andi(b.divui(lane_rows, 8 // chunks), chunks - 1)
+    return b.muli(b.xori(col // 8, line_bits), 8)
 
 
 def _store_accumulators(body: BlockBuilder, cfg: GemmConfig, tiles: list[SSAValue],

@@ -47,10 +47,10 @@ def emit_row_dots(b: BlockBuilder, src: SSAValue, src_rows: Sequence[SSAValue],
         batch = pairs[start:start + ROWS_AT_ONCE]
         xs = [[b.load_f32(src, [row, c]) for c in columns] for row, _ in batch]
         for values, (_, dst_row) in zip(xs, batch, strict=True):
-            total = b.emit(arith.MulfOp(values[0], weights[0]))
+            total = b.mulf(values[0], weights[0])
             for x, w in zip(values[1:], weights[1:], strict=True):
-                total = b.emit(arith.AddfOp(total, b.emit(arith.MulfOp(x, w))))
-            total = b.emit(arith.AddfOp(warp_allreduce(b, total, arith.AddfOp), bias))
+                total = b.addf(total, b.mulf(x, w))
+            total = b.addf(warp_allreduce(b, total, arith.AddfOp), bias)
             store = Block()
             sb = BlockBuilder(store)
             sb.insert(memref.StoreOp.get(sb.emit(arith.TruncFOp(total, f16)), dst, [dst_row]))

@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tilesync.compat.op_templates import TEMPLATES
+from tilesync.compat.op_templates import TEMPLATES, create
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.lowering.llvm_conversion import (
     llvm_operands,
@@ -121,11 +121,8 @@ class FloatBinaryOpLowering(RewritePattern):
             return
         assert isinstance(op, arith.FloatingPointLikeBinaryOperation)
         lhs, rhs = llvm_operands(rewriter, op)
-        new_op = llvm_op_type.create(
-            operands=[lhs, rhs],
-            result_types=[lhs.type],
-            properties={"fastmathFlags": llvm.FastMathAttr(op.fastmath.data)},
-        )
+        new_op = create(llvm_op_type, (lhs, rhs), (lhs.type,),
+                        {"fastmathFlags": llvm.FastMathAttr(op.fastmath.data)})
         replace_with_llvm(rewriter, op, [new_op], new_op.results)
 
 

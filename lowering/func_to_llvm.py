@@ -40,7 +40,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import VerifyException
 
 from tilesync.compat.ptx_kernel import PTX_KERNEL_CCONV
-from tilesync.compat.rewrite_driver import apply_patterns, ops_of
+from tilesync.compat.rewrite_driver import apply_patterns, first_op
 from tilesync.contract import (
     CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -260,5 +260,6 @@ class ConvertFuncToLLVMPass(ModulePass):
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, FUNC_TO_LLVM_PATTERNS)
         reject_leftover_ops(op, PASS_NAME, "func.")
-        for leftover in ops_of(op, (gpu.FuncOp, gpu.ReturnOp)):
+        leftover = first_op(op, lambda cls: issubclass(cls, gpu.FuncOp | gpu.ReturnOp))
+        if leftover is not None:
             raise unsupported_op_error(PASS_NAME, leftover, "not converted")

@@ -30,7 +30,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
+from tilesync.compat.rewrite_driver import apply_patterns, ops_where
 from tilesync.lowering.arith_to_llvm import (
     icmp,
     int_constant,
@@ -157,6 +157,6 @@ class ConvertIndexToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, [IndexOpLowering()])
-        for leftover in walk_ops(op):
+        for leftover in ops_where(op, IndexOpLowering.matches_op_class):
             if op_name(leftover).startswith("index."):
                 raise unsupported_op_error(PASS_NAME, leftover, "not converted")

@@ -89,11 +89,11 @@ def unsupported_op_error(pass_name: str, op: Operation, reason: str) -> OpDiagno
 
 def reject_leftover_ops(module: ModuleOp, pass_name: str, dialect_prefix: str) -> None:
     """Raise for the first op of the converted dialect that no pattern rewrote."""
-    from tilesync.compat.rewrite_driver import walk_ops
+    from tilesync.compat.rewrite_driver import first_op
 
-    for op in walk_ops(module):
-        if op.name.startswith(dialect_prefix):
-            raise unsupported_op_error(pass_name, op, "no lowering for this op or its types")
+    op = first_op(module, lambda cls: cls.name.startswith(dialect_prefix))
+    if op is not None:
+        raise unsupported_op_error(pass_name, op, "no lowering for this op or its types")
 
 
 def convert_block_argument_types(block: Block) -> bool:

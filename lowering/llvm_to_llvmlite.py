@@ -21,6 +21,7 @@ for NVPTX.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -232,8 +233,11 @@ class _AtomicStore(ir.Instruction):
         buf.append(text + self._stringify_metadata(leading_comma=True) + "\n")
 
 
+@functools.lru_cache(maxsize=4096)  # a kernel's inline asm repeats a few texts hundreds of times
 def _escape_llvm_string(text: str) -> str:
     """Escape for an LLVM IR string literal: `"`, `\\` and non-printables become `\\XX`."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return text
     out = []
     for byte in text.encode():
         char = chr(byte)
@@ -434,18 +438,24 @@ class _FunctionTranslator:
     def type(self, type_: Attribute) -> ir.Type:
         return self.mt.type(type_)
 
+    # (The op's `_operands` and results tuples indexed as tuples: xDSL's `operands` view and
+    # its SSAValues indexing are a Python call each, for every op translated.)
     def set_result(self, op: Operation, value: Any, index: int = 0) -> None:
-        result = op.results[index]
+        result = tuple.__getitem__(op.results, index)
         # llvmlite still infers typed pointers in places (alloca): keep the dialect's type.
-        if isinstance(value, ir.Instruction) and isinstance(result.type, llvm.LLVMPointerType):
+        if type(result.type) is llvm.LLVMPointerType and isinstance(value, ir.Instruction):
             value.type = self.type(result.type)
         self.values[result] = value
 
     def operands(self, op: Operation) -> list[Any]:
-        return [self.value(operand, op) for operand in op.operands]
+        try:
+            return [self.values[operand] for operand in op._operands]
+        except KeyError:
+            return [self.value(operand, op) for operand in op._operands]
 
     def name(self, op: Operation, index: int = 0) -> str:
-        return (op.results[index].name_hint or "") if op.results else ""
+        results = op.results
+        return (tuple.__getitem__(results, index).name_hint or "") if results else ""
 
     def translate_op(self, op: Operation) -> None:
         handler = _HANDLERS.get(type(op))

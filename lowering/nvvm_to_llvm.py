@@ -34,6 +34,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from tilesync.compat.op_templates import create
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.dialects import nvvm
 from tilesync.dialects.llvmx import address_space
@@ -306,7 +307,7 @@ def _built_like(key: tuple, operands: list[SSAValue], result_types: list[Attribu
         op = build()
         _PROPERTIES[key] = dict(op.properties)
         return op
-    return key[0].create(operands=operands, result_types=result_types, properties=properties)
+    return create(key[0], operands, result_types, properties)
 
 
 def inline_asm_for(op: Operation) -> llvm.InlineAsmOp:

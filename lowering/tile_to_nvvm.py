@@ -86,7 +86,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.cse import cse
-from tilesync.compat.op_templates import TEMPLATES, OpTemplates
+from tilesync.compat.op_templates import TEMPLATES, OpTemplates, create
 from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, SYNC_NAMED_BARRIER, kernel_tag
 from tilesync.dialects import nvvm, tile
@@ -178,8 +178,8 @@ class _State:
     def extract_op(self, struct: SSAValue, index: int, type_: Attribute) -> Operation:
         """`llvm.extractvalue` as `llvm.ExtractValueOp(position, struct, type_)` builds it,
         without the generic constructor's checks (a kernel has hundreds)."""
-        return llvm.ExtractValueOp.create(operands=(struct,), result_types=(type_,),
-                                          properties={"position": self.position(index)})
+        return create(llvm.ExtractValueOp, (struct,), (type_,),
+                      {"position": self.position(index)})
 
     def like(self, key: object, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
              build) -> Operation:
@@ -199,8 +199,8 @@ class _State:
         return TEMPLATES.cast(kind, value, to)
 
     def insert_op(self, struct: SSAValue, value: SSAValue, index: int) -> Operation:
-        return llvm.InsertValueOp.create(operands=(struct, value), result_types=(struct.type,),
-                                         properties={"position": self.position(index)})
+        return create(llvm.InsertValueOp, (struct, value), (struct.type,),
+                      {"position": self.position(index)})
 
 
 
@@ -367,7 +367,7 @@ class _Emitter(SyncBuilder):
 
     def build_struct(self, values: Sequence[SSAValue]) -> SSAValue:
         struct_type = self.state.struct_type([v.type for v in values])
-        struct = self.insert(llvm.UndefOp(struct_type)).results[0]
+        struct = self.insert(create(llvm.UndefOp, (), (struct_type,))).results[0]
         for index, value in enumerate(values):
             struct = self.insert(self.state.insert_op(struct, value, index)).results[0]
         return struct
@@ -1298,44 +1298,37 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
 # --------------------------------------------------------------------------------------------
 
 
-def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> set[int]:
+def _retype_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
     """Give fragment-typed block arguments and results their struct types; `ops` is
-    `module.walk()` when the caller has it. Returns the ids of the casts it erased."""
-    ops = list(module.walk()) if ops is None else ops
+    `module.walk()` when the caller has it. Every value of the module is a result or block
+    argument of one of these ops, so none is left a fragment (no check after it needed)."""
+    ops = walk_ops(module) if ops is None else ops
     frag = tile.FragType
-    functions = (func.FuncOp, gpu.FuncOp)
     casts: list[Operation] = []
+    # By class: xDSL's op classes are ABCs, whose isinstance test runs Python code.
+    kinds: dict[type, int] = {}  # 0: other, 1: a cast, 2: a function
     for op in ops:
         for region in op.regions:
             for block in region.blocks:
-                for arg in tuple(block.args):
+                for arg in block.args:  # (a tuple: the retyping replaces it, not changes it)
                     if isinstance(arg.type, frag):
                         Rewriter.replace_value_with_new_type(arg, frag_llvm_type(arg.type))
-        for result in tuple(op.results):
+        for result in op.results:
             if isinstance(result.type, frag):
                 Rewriter.replace_value_with_new_type(result, frag_llvm_type(result.type))
-        if isinstance(op, UnrealizedConversionCastOp):
+        kind = kinds.get(type(op))
+        if kind is None:
+            kind = kinds[type(op)] = 1 if isinstance(op, UnrealizedConversionCastOp) else \
+                2 if isinstance(op, func.FuncOp | gpu.FuncOp) else 0
+        if kind == 1:
             casts.append(op)
-        elif isinstance(op, functions):
+        elif kind == 2:
             op.properties["function_type"] = convert_frag_types(op.function_type)
     # The casts the patterns left between structs and fragments now cast a struct to itself.
-    erased: set[int] = set()
     for op in casts:
         if len(op.operands) == 1 and op.operands[0].type == op.results[0].type:
             op.results[0].replace_all_uses_with(op.operands[0])
             Rewriter.erase_op(op)
-            erased.add(id(op))
-    return erased
-
-
-def _reject_fragments(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
-    frag = tile.FragType
-    for op in module.walk() if ops is None else ops:
-        for values in (op.results, op.operands):
-            for value in values:
-                if isinstance(value.type, frag):
-                    raise unsupported_op_error(PASS_NAME, op, f"fragment value of type "
-                                               f"{value.type} left after the conversion")
 
 
 @dataclass(frozen=True)
@@ -1360,8 +1353,7 @@ class ConvertTileToNVVMPass(ModulePass):
             if leftover.name.startswith("tile."):
                 raise unsupported_op_error(self.name, leftover,
                                            "no lowering for this op or its types")
-        erased = _retype_fragments(op, ops)  # (the walked ops stay alive: their ids too)
-        _reject_fragments(op, [o for o in ops if id(o) not in erased])
+        _retype_fragments(op, ops)
         # Each tile op computes its own addresses; merge the repeated index arithmetic
         # (a GEMM kernel shrinks by a quarter, which every later pass and verification feels).
         cse(op)

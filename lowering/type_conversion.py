@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
-    UNKNOWN_LOC,
     BFloat16Type,
     Float16Type,
     Float32Type,
@@ -27,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tilesync.compat.op_templates import create
 from tilesync.contract import TENSOR_MAP
 from tilesync.dialects.tile import TensorMapType
 
@@ -73,15 +73,24 @@ _POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) for space in NVPTX_ADDR
 
 def convert_type(t: Attribute) -> Attribute:
     """Map a builtin type to its llvm-dialect counterpart (identity where they coincide)."""
-    if isinstance(t, IndexType):
+    kind = _KINDS.get(type(t))
+    if kind is None:  # by class: xDSL's types are ABCs, whose isinstance test runs Python code
+        kind = _KINDS[type(t)] = next((c for c in _CONVERTED if isinstance(t, c)), Attribute)
+    if kind is Attribute:
+        return t
+    if kind is IndexType:
         return _INDEX_AS_LLVM
-    if isinstance(t, MemRefType):
-        return _POINTERS[memref_address_space(t)]
-    if isinstance(t, TensorMapType):  # a by-value kernel parameter, used by its address
+    if kind is MemRefType:
+        return _POINTERS[memref_address_space(t)]  # type: ignore[arg-type]
+    if kind is TensorMapType:  # a by-value kernel parameter, used by its address
         return llvm.LLVMPointerType()
-    if isinstance(t, IntegerType) and t.width.data == 0:
+    if t.width.data == 0:  # type: ignore[attr-defined]
         raise UnsupportedTypeError(t, "LLVM has no integers of 0 bits")
     return t
+
+
+_CONVERTED = (IndexType, MemRefType, TensorMapType, IntegerType)  # the types convert_type maps
+_KINDS: dict[type, type] = {}  # a type's class -> the first of _CONVERTED it is, or Attribute
 
 
 # The integer widths a kernel parameter may have, and the parameter kind each is passed as.
@@ -111,8 +120,7 @@ def unrealized_cast(value: SSAValue, to_type: Attribute) -> UnrealizedConversion
     The op `UnrealizedConversionCastOp.get` builds, without the generic IRDL constructor's
     argument checks (a cast has no attributes or properties); the lowering passes make
     thousands of these."""
-    return UnrealizedConversionCastOp.create(operands=(value,), result_types=(to_type,),
-                                             location=UNKNOWN_LOC)
+    return create(UnrealizedConversionCastOp, (value,), (to_type,))
 
 
 def cast_value(rewriter: Rewriter | None, value: SSAValue, to_type: Attribute,

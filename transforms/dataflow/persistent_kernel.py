@@ -53,7 +53,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
-from tilesync.compat.rewrite_driver import walk_ops
+from tilesync.compat.rewrite_driver import ops_of, walk_ops
 from tilesync.contract import (
     FUSED_INTO_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -267,14 +267,14 @@ def _class_body(members: list[_Stage], cta: gpu.BlockIdOp, movable: Collection[g
     one = arith.ConstantOp(IntegerAttr(1, IndexType()))
     assert isinstance(count.owner, Operation)
     body.insert_ops_after([zero, one], count.owner)
-    for op in list(body.walk()):
-        if isinstance(op, gpu.BlockIdOp | gpu.GridDimOp):
-            along_x = op.dimension.data == gpu.DimensionEnum.X
-            ids = isinstance(op, gpu.BlockIdOp)
-            op.results[0].replace_all_uses_with((local.result if ids else count) if along_x
-                                                else (zero if ids else one).result)
-            op.detach()
-            op.erase()
+    for op in [found for top in body.ops
+               for found in ops_of(top, (gpu.BlockIdOp, gpu.GridDimOp))]:
+        along_x = op.dimension.data == gpu.DimensionEnum.X
+        ids = isinstance(op, gpu.BlockIdOp)
+        op.results[0].replace_all_uses_with((local.result if ids else count) if along_x
+                                            else (zero if ids else one).result)
+        op.detach()
+        op.erase()
     body.add_op(scf.YieldOp())
     return body
 
