@@ -38,7 +38,8 @@ def _fake_child(calls: list):
 def test_each_repetition_gets_fresh_caches_that_the_cached_call_reuses(monkeypatch):
     calls: list = []
     monkeypatch.setattr(compile_time, "_run_child", _fake_child(calls))
-    result = compile_time.compile_benchmarks(["llama_mlp"], fresh=3)
+    result = compile_time.compile_benchmarks(["llama_mlp"], fresh=3,
+                                             compile_packages=False)
     caches = [c for _, tool, c in calls if tool == "tilesync"]
     assert len(caches) == 6 and len(set(caches)) == 3  # first and cached share a directory
     assert caches[0] == caches[1] and caches[1] != caches[2]
@@ -54,22 +55,46 @@ def test_each_repetition_gets_fresh_caches_that_the_cached_call_reuses(monkeypat
 
 def test_the_table_gives_median_and_spread_and_says_what_failed(monkeypatch):
     monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
-    result = compile_time.compile_benchmarks(["nerf_mlp"], fresh=3)
+    result = compile_time.compile_benchmarks(["nerf_mlp"], fresh=3, compile_packages=False)
     table = compile_time.compile_table(result)
     first = next(line for line in table.splitlines() if "tilesync first" in line)
     assert "3.50 2.50-4.50" in first and "3.00 2.00-4.00" in first
     assert "torch.compile cached  FAILED: exit 1: RuntimeError: boom" in table
     assert "without a GPU" in table.splitlines()[0]
+    assert f"{result['bytecode']:.0%} of tilesync's modules byte-compiled" in table
+
+
+def test_the_packages_are_byte_compiled_where_imports_look(monkeypatch, tmp_path):
+    root = tmp_path / "bytecode_pkg"
+    for path in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py", "data/c.py",
+                 ".hidden/__init__.py"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sources = compile_time.package_sources("bytecode_pkg")
+    assert [p[len(str(root)) + 1:] for p in sources] == ["__init__.py", "a.py",
+                                                         "sub/__init__.py", "sub/b.py"]
+    assert compile_time.bytecode_share("bytecode_pkg") == 0.0
+    compile_time.byte_compile(["bytecode_pkg", "no_such_package", "no_such.child"])
+    assert compile_time.bytecode_share("bytecode_pkg") == 1.0
+    calls: list = []
+    monkeypatch.setattr(compile_time, "_run_child", _fake_child(calls))
+    compiled: list = []
+    monkeypatch.setattr(compile_time, "byte_compile", lambda: compiled.append(True))
+    result = compile_time.compile_benchmarks(["edge_mlp"], fresh=1, torch_compile=False)
+    assert compiled == [True] and 0.0 <= result["bytecode"] <= 1.0
 
 
 def test_torch_compile_can_be_left_out_and_repetitions_must_be_positive(monkeypatch):
     calls: list = []
     monkeypatch.setattr(compile_time, "_run_child", _fake_child(calls))
-    result = compile_time.compile_benchmarks(["edge_mlp"], fresh=1, torch_compile=False)
+    result = compile_time.compile_benchmarks(["edge_mlp"], fresh=1, torch_compile=False,
+                                             compile_packages=False)
     assert {tool for _, tool, _ in calls} == {"tilesync"}
     assert set(result["rows"][0]["modes"]) == {"tilesync first", "tilesync cached"}
     monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
-    two = compile_time.compile_benchmarks(["edge_mlp"], fresh=2, torch_compile=False)
+    two = compile_time.compile_benchmarks(["edge_mlp"], fresh=2, torch_compile=False,
+                                          compile_packages=False)
     assert two["rows"][0]["modes"]["tilesync first"]["compile"]["median_s"] == 2.5  # 2 and 3
     with pytest.raises(TilesyncError, match="--fresh must be at least 1"):
         compile_time.compile_benchmarks(["edge_mlp"], fresh=0)
@@ -92,7 +117,7 @@ def test_a_child_times_a_real_compile_and_its_first_result(tmp_path):
 def test_the_plot_is_written(monkeypatch, tmp_path):
     pytest.importorskip("matplotlib")
     monkeypatch.setattr(compile_time, "_run_child", _fake_child([]))
-    result = compile_time.compile_benchmarks(["llama_mlp"], fresh=2)
+    result = compile_time.compile_benchmarks(["llama_mlp"], fresh=2, compile_packages=False)
     result["device"] = {"name": "cpu"}
     path = compile_time.compile_plot(result, tmp_path, "compile")
     assert path.name == "compile-cpu.png" and path.stat().st_size > 0
