@@ -121,11 +121,11 @@ def candidate_configs(w: Workload, quick: bool) -> list:
     compared."""
     from tilesync.kernels.config import gemm_config
 
-    def make(tile, warps, stages, split_k=1, mma="sync", in_cluster=False):
+    def make(tile, warps, stages, split_k=1, mma="sync", in_cluster=False, b_layout=None):
         try:
             return gemm_config(w.M, w.N, w.K, tile=tile, warps=warps, stages=stages,
                                epilogue=w.epilogue, split_k=split_k, name="gemm", mma=mma,
-                               b_layout="col" if mma == "wgmma" else "row",
+                               b_layout=b_layout or ("col" if mma == "wgmma" else "row"),
                                split_cluster=in_cluster)
         except ValueError:
             return None
@@ -151,6 +151,12 @@ def candidate_configs(w: Workload, quick: bool) -> list:
                     configs.append(make((16, 128, 32), (1, 4), 4, want, in_cluster=in_cluster))
                     configs.append(make((16, 64, 64), (1, 4), 4, 2, in_cluster=in_cluster))
                 configs.append(make((16, 128, 64), (1, 4), 4))
+                # 48-wide tiles (B read as N x K, which takes widths that are not powers of
+                # two) put a block on 118-128 of the 132 SMs where 64-wide ones fill 88-96: on
+                # an H200 (bench/results/kernels-smallm-ab-nvidia-h200) GPT-3's fc1 at M = 16
+                # took 0.0397 ms against 0.0408, its fc2 0.0387 (wgmma) against 0.0396
+                configs.append(make((16, 48, 128), (1, 3), 8, b_layout="col"))
+                configs.append(wgmma((64, 48, 64), 8))
         else:
             # One warpgroup of wgmma, narrow N tiles: a CTA on nearly every SM, 7 k-tiles of
             # 64 in flight each

@@ -250,8 +250,9 @@ def test_bench_candidates_are_valid_and_quick_is_small():
     full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
     # the full bench compiles every candidate once (15 s for 329 on an H100 host's 16 CPUs;
     # split-K in a cluster added 20, the deeper staging twins 50, the stream-K twins of the
-    # full bench 90: 504 in 25 s on an H200 host; its ping-pongs 90 more: 594 in 30 s)
-    assert quick <= full and len(quick) <= 70 and len(full) <= 610
+    # full bench 90: 504 in 25 s on an H200 host; its ping-pongs 90 more: 594 in 30 s; the
+    # 48-wide weight-streaming tiles at M <= 16, 16 more)
+    assert quick <= full and len(quick) <= 70 and len(full) <= 620
     for w in bk.workloads(False):
         configs = bk.tuning_candidates(w, False)
         assert any(c.warp_specialized for c in configs), w
@@ -292,6 +293,21 @@ EXTRA = [
                 mma="wgmma", split_k=8, epilogue="relu", split_cluster=True),
 ]
 
+STREAMING_48 = [
+    # the bench's 48-wide weight-streaming tiles (B as N x K) on its shapes at M = 16, and one
+    # row of a SwiGLU (rows masked) on a small one
+    gemm_config(16, 6144, 12288, tile=(16, 48, 128), warps=(1, 3), stages=8, b_layout="col",
+                epilogue="gelu"),
+    gemm_config(16, 5632, 8192, tile=(16, 48, 128), warps=(1, 3), stages=8, b_layout="col",
+                epilogue="swiglu"),
+    gemm_config(16, 12288, 6144, tile=(64, 48, 64), warps=(4, 1), stages=8, b_layout="col",
+                mma="wgmma"),
+    gemm_config(16, 5632, 8192, tile=(64, 48, 64), warps=(4, 1), stages=8, b_layout="col",
+                mma="wgmma", epilogue="swiglu"),
+    gemm_config(1, 480, 512, tile=(16, 48, 128), warps=(1, 3), stages=8, b_layout="col",
+                epilogue="swiglu"),
+]
+
 
 @pytest.fixture(scope="module")
 def compiled():
@@ -299,7 +315,8 @@ def compiled():
     from tilesync.bench import kernels as bk
     from tilesync.runtime.device import get_device
 
-    configs = _gpu_gemm_configs() + EXTRA + bk.conv_workloads(False) + CONV_EXTRA + SOFTMAX
+    configs = _gpu_gemm_configs() + EXTRA + STREAMING_48 + bk.conv_workloads(False) + \
+        CONV_EXTRA + SOFTMAX
     ptx = compile_ptx_many(configs, get_device().arch)
     return dict(zip(configs, ptx, strict=True))
 
@@ -439,6 +456,19 @@ def test_gpu_workload_shapes_cover_the_issue():
 @pytest.mark.parametrize("cfg", EXTRA[1:], ids=_label)
 def test_gpu_split_k_epilogues(cfg, compiled):
     _check_gemm(cfg, compiled[cfg], seed=77 if cfg.dropout else None, runs=3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", STREAMING_48, ids=_label)
+def test_gpu_weight_streaming_48_wide(cfg, compiled):
+    _check_gemm(cfg, compiled[cfg], runs=2)
+
+
+def test_the_48_wide_tiles_are_the_benchs():
+    from tilesync.bench import kernels as bk
+
+    full = {c for w in bk.workloads(False) for c in bk.tuning_candidates(w, False)}
+    assert set(STREAMING_48[:-1]) <= full
 
 
 @pytest.mark.gpu
