@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, f32, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    UnrealizedConversionCastOp,
+    f32,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Block, Operation
 
-from tilesync.compat.op_templates import OpTemplates
+from tilesync.compat.op_templates import OpTemplates, create
 from tilesync.compat.rewrite_driver import xdsl_drivers
 from tilesync.dialects import llvmx
 
@@ -103,3 +113,33 @@ def test_xdsl_drivers_build_every_op_with_its_constructor(monkeypatch):
     assert len(built) == 1
     templates.build(llvm.AddOp, (a, b), (i32,), lambda: llvm.AddOp(a, b))
     assert len(built) == 1  # the template again
+
+
+def _create_cases():
+    struct = llvm.LLVMStructType.from_type_list([f32, f32])
+    position = {"position": DenseArrayBase.from_list(i64, [1])}
+    return [
+        (llvm.ExtractValueOp, [struct], [f32], position),
+        (llvm.UndefOp, [], [struct], None),
+        (UnrealizedConversionCastOp, [i32], [i64], None),
+        (arith.AddfOp, [f32, f32], [f32], None),  # fastmath: IRDL's default filled in
+        (llvm.AddOp, [i32, i32], [i32], None),  # overflow flags: the same
+    ]
+
+
+@pytest.mark.parametrize("kind,operand_types,result_types,properties", _create_cases())
+def test_create_builds_the_op_operation_create_builds(kind, operand_types, result_types,
+                                                      properties):
+    block = Block(arg_types=operand_types)
+    built = create(kind, block.args, result_types, properties)
+    reference = kind.create(operands=block.args, result_types=result_types,
+                            properties=dict(properties or {}))
+    _same(built, reference)
+    reference.erase()
+    assert [use.operation for value in block.args for use in value.uses] == \
+        [built] * len(block.args)
+    block.add_op(built)  # a fresh op: no parent, no neighbours
+    assert built.parent is block and built.next_op is None and built.prev_op is None
+    built.detach()
+    built.erase()
+    assert all(not value.uses for value in block.args)
