@@ -44,10 +44,12 @@ from typing import Any
 
 from tilesync.bench.torch_models import NAMES
 from tilesync.contract import TilesyncError
+from tilesync.harness.compile_cache import COMPILER_DISTRIBUTIONS
 
 TOOLS = ("tilesync", "torch.compile")
-COMPILED_PACKAGES = ("tilesync", "xdsl", "llvmlite", "cuda.bindings", "cuda.pathfinder")
-"""What a tilesync compile imports (torch's own bytecode comes with its installation)."""
+COMPILED_PACKAGES = ("tilesync", *COMPILER_DISTRIBUTIONS, "cuda.bindings", "cuda.pathfinder")
+"""What a tilesync compile imports: the package, the compiler's distributions and the CUDA
+bindings (torch's own bytecode comes with its installation)."""
 STATES = ("first", "cached")
 CHILD_TIMEOUT_S = 600
 
