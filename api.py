@@ -361,8 +361,8 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
 
 
 # ops whose PTX exists only on an architecture-specific target (wgmma, setmaxnreg: sm_90a)
-_WGMMA_OPS = (tile.WgmmaOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp, tile.WgmmaWaitOp,
-              tile.SetMaxNRegOp)
+_WGMMA_OPS = (tile.WgmmaOp, tile.WgmmaRegAOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp,
+              tile.WgmmaWaitOp, tile.SetMaxNRegOp)
 
 
 def check_target_features(module: ModuleOp, target: str) -> None:

@@ -837,6 +837,27 @@ class WgmmaFenceAlignedOp(IRDLOperation):
 
 
 @irdl_op_definition
+class WgmmaFenceRegistersOp(IRDLOperation):
+    """`wgmma.fence.sync.aligned` through which the registers the next wgmmas read pass: each
+    value goes in and comes out in the same register (tied), so its writes are ordered before
+    the fence and the wgmmas read the results."""
+
+    name = "nvvm.wgmma.fence.registers"
+    values = var_operand_def(EqAttrConstraint(f32) | EqAttrConstraint(i32))
+    res = result_def(LLVMStructType)
+    assembly_format = "`[` $values `]` attr-dict `:` type($values) `->` type($res)"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)], result_types=[
+            LLVMStructType.from_type_list([v.type for v in values])])
+
+    def verify_(self) -> None:
+        expected = LLVMStructType.from_type_list(list(self.values.types))
+        if self.res.type != expected:
+            raise VerifyException(f"'{self.name}' yields {expected}, got {self.res.type}")
+
+
+@irdl_op_definition
 class WgmmaCommitGroupSyncAlignedOp(IRDLOperation):
     """`wgmma.commit_group.sync.aligned`: close the group of pending wgmma operations."""
 
@@ -886,6 +907,50 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         n = self.n.value.data
         if n not in WGMMA_N:
             raise VerifyException(f"'{self.name}' N must be a multiple of 8 in 8..256, got {n}")
+        if len(self.acc) != n // 2:
+            raise VerifyException(f"'{self.name}' m64n{n}k16 takes {n // 2} accumulator "
+                                  f"registers, got {len(self.acc)}")
+        expected = LLVMStructType.from_type_list([f32] * len(self.acc))
+        if self.res.type != expected:
+            raise VerifyException(f"'{self.name}' yields {expected}, got {self.res.type}")
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncRegAOp(IRDLOperation):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with A from registers:
+    each thread passes its four 32-bit registers of A (the m16k16 A fragment of its warp's 16
+    rows), B comes through its descriptor, K-major or with `trans_b` N-major (imm-trans-b)."""
+
+    name = "nvvm.wgmma.mma_async.reg_a"
+    a = var_operand_def(i32)
+    desc_b = operand_def(i64)
+    scale_d = operand_def(i32)
+    acc = var_operand_def(f32)
+    res = result_def(LLVMStructType)
+    n = prop_def(IntegerAttr[I32])
+    type = prop_def(HalfTypeAttr)
+    trans_b = opt_prop_def(UnitAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$type `n` `=` $n (`trans_b` $trans_b^)? `[` $a `]` `,` $desc_b `,` $scale_d `,` "
+        "`[` $acc `]` attr-dict `->` type($res)"
+    )
+
+    def __init__(self, kind: str, n: int, a: Sequence[SSAValue], desc_b: SSAValue,
+                 scale_d: SSAValue, acc: Sequence[SSAValue], trans_b: bool = False):
+        super().__init__(
+            operands=[a, desc_b, scale_d, acc],
+            result_types=[LLVMStructType.from_type_list([f32] * len(acc))],
+            properties={"n": IntegerAttr(n, i32), "type": HalfTypeAttr(HalfType(kind)),
+                        "trans_b": UnitAttr() if trans_b else None},
+        )
+
+    def verify_(self) -> None:
+        n = self.n.value.data
+        if n not in WGMMA_N:
+            raise VerifyException(f"'{self.name}' N must be a multiple of 8 in 8..256, got {n}")
+        if len(self.a) != 4:
+            raise VerifyException(f"'{self.name}' takes A in 4 registers, got {len(self.a)}")
         if len(self.acc) != n // 2:
             raise VerifyException(f"'{self.name}' m64n{n}k16 takes {n // 2} accumulator "
                                   f"registers, got {len(self.acc)}")
@@ -1340,6 +1405,8 @@ NVVM = Dialect(
         WgmmaCommitGroupSyncAlignedOp,
         WgmmaWaitGroupSyncAlignedOp,
         WgmmaMmaAsyncOp,
+        WgmmaMmaAsyncRegAOp,
+        WgmmaFenceRegistersOp,
         MBarrierInitOp,
         MBarrierArriveOp,
         MBarrierTryWaitParityOp,
@@ -1410,7 +1477,9 @@ __all__ = [
     "TrapOp",
     "WgmmaCommitGroupSyncAlignedOp",
     "WgmmaFenceAlignedOp",
+    "WgmmaFenceRegistersOp",
     "WgmmaMmaAsyncOp",
+    "WgmmaMmaAsyncRegAOp",
     "WgmmaWaitGroupSyncAlignedOp",
     "ldmatrix_result_type",
     "read_sreg",

@@ -613,6 +613,37 @@ WGMMA_ROW_BYTES = 128
 aligned base, i.e. the 8-row x 128-byte atoms of the sm_90 SWIZZLE_128B shared layout."""
 
 
+def _parse_wgmma_accumulators(parser: Parser
+                              ) -> tuple[list[UnresolvedOperand], dict[str, Attribute],
+                                         tuple[Attribute, Attribute, Attribute]]:
+    """`, %acc... {attrs} : A-type, B-type, acc-type`, the end a wgmma's syntax shares: one
+    accumulator type stands for all of them, which a declarative format (one type per operand
+    of a variadic) cannot say."""
+    accs = []
+    while parser.parse_optional_punctuation(",") is not None:
+        accs.append(parser.parse_unresolved_operand())
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    a_type = parser.parse_type()
+    parser.parse_punctuation(",")
+    b_type = parser.parse_type()
+    parser.parse_punctuation(",")
+    return accs, attrs, (a_type, b_type, parser.parse_type())
+
+
+def _print_wgmma_accumulators(printer: Printer, op: WgmmaOp | WgmmaRegAOp) -> None:
+    for value in op.acc:
+        printer.print_string(", ")
+        printer.print_ssa_value(value)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.a.type)
+    printer.print_string(", ")
+    printer.print_attribute(op.b.type)
+    printer.print_string(", ")
+    printer.print_attribute(op.acc[0].type if op.acc else FragType("acc", Float32Type()))
+
+
 @irdl_op_definition
 class WgmmaOp(IRDLOperation):
     """Warpgroup-collective `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` (sm_90a).
@@ -683,23 +714,12 @@ class WgmmaOp(IRDLOperation):
         if [r.type for r in self.res] != [v.type for v in self.acc]:
             raise VerifyException("'tile.wgmma' results must have the accumulators' types")
 
-    # Custom syntax: one accumulator type stands for all of them, which a declarative format
-    # (one type per operand of a variadic) cannot say.
     @classmethod
     def parse(cls, parser: Parser) -> WgmmaOp:
         a, a_indices = _parse_indexed(parser)
         parser.parse_punctuation(",")
         b, b_indices = _parse_indexed(parser)
-        accs = []
-        while parser.parse_optional_punctuation(",") is not None:
-            accs.append(parser.parse_unresolved_operand())
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        a_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        b_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        acc_type = parser.parse_type()
+        accs, attrs, (a_type, b_type, acc_type) = _parse_wgmma_accumulators(parser)
         index = IndexType()
         op = cls(parser.resolve_operand(a, a_type),
                  [parser.resolve_operand(i, index) for i in a_indices],
@@ -714,28 +734,143 @@ class WgmmaOp(IRDLOperation):
         _print_indexed(printer, self.a, self.a_indices)
         printer.print_string(", ")
         _print_indexed(printer, self.b, self.b_indices)
+        _print_wgmma_accumulators(printer, self)
+
+
+@irdl_op_definition
+class WgmmaRegAOp(IRDLOperation):
+    """`tile.wgmma_reg_a %a, %b[%s, %n, %k], %acc...`: `tile.wgmma` with A from registers.
+
+    Warp w of the warpgroup passes the A fragment (`!tile.frag<a>`, m16k16) of rows
+    16 (w % 4) .. of the 64-row A: an mma.sync-layout fragment, e.g. accumulators turned into A
+    by `tile.acc_to_a` (attention's P · v keeps P in registers). B is read from shared memory
+    as with `tile.wgmma`, its N rows K-major; with `trans_b` N-major instead: `%b[...]` is
+    K row k, and N = 8 x the accumulators (at most 64, one 128-byte swizzled row) runs along
+    the row (a row-major K x N tile such as v). The same fences and groups as `tile.wgmma`,
+    and the A registers are registers written otherwise: `tile.wgmma_fence` before it.
+    """
+
+    name = "tile.wgmma_reg_a"
+    a = operand_def(FragType)
+    b = operand_def(MemRefType)
+    b_indices = var_operand_def(IndexType)
+    acc = var_operand_def(FragType)
+    res = var_result_def(FragType)
+    trans_b = opt_prop_def(UnitAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, a: SSAValue, b: SSAValue, b_indices: Sequence[SSAValue],
+                 acc: Sequence[SSAValue], trans_b: bool = False):
+        super().__init__(operands=[a, b, b_indices, acc],
+                         result_types=[[v.type for v in acc]],
+                         properties={"trans_b": UnitAttr() if trans_b else None})
+
+    @property
+    def n(self) -> int:
+        return 8 * len(self.acc)
+
+    @property
+    def element_kind(self) -> str:
+        element = self.b.type.element_type  # type: ignore[union-attr]
+        return "f16" if isinstance(element, Float16Type) else "bf16"
+
+    def verify_(self) -> None:
+        a = self.a.type
+        assert isinstance(a, FragType)
+        if a.role.data != "a":
+            raise VerifyException(f"'tile.wgmma_reg_a' takes an A fragment, got {a}")
+        memref_type = _memref(self, self.b, "B")
+        _verify_shared(self, memref_type, "B")
+        _verify_indices(self, memref_type, self.b_indices, "B")
+        row_bytes = memref_type.get_shape()[-1] * element_bytes(memref_type.element_type)
+        if row_bytes != WGMMA_ROW_BYTES:
+            raise VerifyException(f"'tile.wgmma_reg_a' B rows must be {WGMMA_ROW_BYTES} bytes "
+                                  f"(128-byte swizzle), got {memref_type}")
+        if memref_type.element_type != a.element_type:
+            raise VerifyException("'tile.wgmma_reg_a' A and B must have the same element type")
+        limit = 8 if self.trans_b is not None else 32
+        if not 1 <= len(self.acc) <= limit:
+            why = "; trans_b reads one 128-byte row of N" if self.trans_b is not None else ""
+            raise VerifyException(f"'tile.wgmma_reg_a' takes 1 to {limit} accumulators "
+                                  f"(N = 8 .. {8 * limit}{why}), got {len(self.acc)}")
         for value in self.acc:
-            printer.print_string(", ")
-            printer.print_ssa_value(value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.a.type)
+            if value.type != FragType("acc", Float32Type()):
+                raise VerifyException(f"'tile.wgmma_reg_a' accumulators must be "
+                                      f"!tile.frag<acc>, got {value.type}")
+        if [r.type for r in self.res] != [v.type for v in self.acc]:
+            raise VerifyException("'tile.wgmma_reg_a' results must have the accumulators' "
+                                  "types")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WgmmaRegAOp:
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b, b_indices = _parse_indexed(parser)
+        trans_b = parser.parse_optional_keyword("trans_b") is not None
+        accs, attrs, (a_type, b_type, acc_type) = _parse_wgmma_accumulators(parser)
+        index = IndexType()
+        op = cls(parser.resolve_operand(a, a_type), parser.resolve_operand(b, b_type),
+                 [parser.resolve_operand(i, index) for i in b_indices],
+                 [parser.resolve_operand(v, acc_type) for v in accs], trans_b)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.a)
         printer.print_string(", ")
-        printer.print_attribute(self.b.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.acc[0].type if self.acc else FragType("acc", Float32Type()))
+        _print_indexed(printer, self.b, self.b_indices)
+        if self.trans_b is not None:
+            printer.print_string(" trans_b")
+        _print_wgmma_accumulators(printer, self)
 
 
 @irdl_op_definition
 class WgmmaFenceOp(IRDLOperation):
     """`wgmma.fence.sync.aligned`: order earlier register and shared accesses before the next
-    wgmma of this warpgroup (needed before the first wgmma and after touching accumulators)."""
+    wgmma of this warpgroup (needed before the first wgmma and after touching accumulators).
+
+    `%a2, %c2 = tile.wgmma_fence (%a, %c) : !tile.frag<a, ...>, !tile.frag<acc, ...>` fences the
+    fragments the next wgmmas read, computed in registers just before (A from `tile.acc_to_a`,
+    accumulators rescaled or zeroed): the wgmmas take the results, so every write of those
+    registers is ordered before the fence and no copy of them can come after it (the compiler
+    would otherwise be free to move it there, past the fence the hardware needs)."""
 
     name = "tile.wgmma_fence"
-    assembly_format = "attr-dict"
+    values = var_operand_def(FragType)
+    res = var_result_def(FragType)
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[list(values)], result_types=[[v.type for v in values]])
+
+    def verify_(self) -> None:
+        if [r.type for r in self.res] != [v.type for v in self.values]:
+            raise VerifyException("'tile.wgmma_fence' results must have its operands' types")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WgmmaFenceOp:
+        values = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand) or []
+        types = []
+        if values:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        attrs = parser.parse_optional_attr_dict()
+        if len(types) != len(values):
+            parser.raise_error(f"'tile.wgmma_fence' takes one type per fragment, got "
+                               f"{len(types)} for {len(values)}")
+        op = cls([parser.resolve_operand(v, t) for v, t in zip(values, types, strict=True)])
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.values:
+            printer.print_string(" (")
+            printer.print_list(self.values, printer.print_ssa_value)
+            printer.print_string(") : ")
+            printer.print_list(self.values.types, printer.print_attribute)
+        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -1567,6 +1702,82 @@ class AddAccOp(IRDLOperation):
                                   f"{self.rhs.type} -> {self.res.type}")
 
 
+ACC = FragType("acc", Float32Type())
+
+
+@irdl_op_definition
+class UnpackAccOp(IRDLOperation):
+    """`%c0, %c1, %c2, %c3 = tile.unpack_acc %acc : !tile.frag<acc, f32, m16n8k16>`: the four
+    values this lane holds of a 16x8 accumulator tile, in mma.sync's m16n8 layout (store_acc's):
+    c0, c1 at row lane / 4, columns 2 (lane % 4) and 2 (lane % 4) + 1; c2, c3 eight rows below.
+    Per-lane, no data moves: math on a tile's elements between mma.sync's (attention's online
+    softmax) reads them here and builds the tile again with `tile.pack_acc`."""
+
+    name = "tile.unpack_acc"
+    acc = operand_def(FragType)
+    c0 = result_def(Float32Type)
+    c1 = result_def(Float32Type)
+    c2 = result_def(Float32Type)
+    c3 = result_def(Float32Type)
+    assembly_format = "$acc attr-dict `:` type($acc)"
+
+    def __init__(self, acc: SSAValue):
+        super().__init__(operands=[acc], result_types=[Float32Type()] * 4)
+
+    def verify_(self) -> None:
+        if self.acc.type != ACC:
+            raise VerifyException(f"'tile.unpack_acc' reads an {ACC}, got {self.acc.type}")
+
+
+@irdl_op_definition
+class PackAccOp(IRDLOperation):
+    """`%acc = tile.pack_acc %c0, %c1, %c2, %c3 : !tile.frag<acc, f32, m16n8k16>`: the
+    accumulator fragment holding these four values at `tile.unpack_acc`'s positions."""
+
+    name = "tile.pack_acc"
+    c0 = operand_def(Float32Type)
+    c1 = operand_def(Float32Type)
+    c2 = operand_def(Float32Type)
+    c3 = operand_def(Float32Type)
+    res = result_def(FragType)
+    assembly_format = "$c0 `,` $c1 `,` $c2 `,` $c3 attr-dict `:` type($res)"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=list(values), result_types=[ACC])
+
+    def verify_(self) -> None:
+        if self.res.type != ACC:
+            raise VerifyException(f"'tile.pack_acc' builds an {ACC}, got {self.res.type}")
+
+
+@irdl_op_definition
+class AccToAOp(IRDLOperation):
+    """`%a = tile.acc_to_a %lo, %hi : !tile.frag<acc, f32, m16n8k16> -> !tile.frag<a, f16,
+    m16n8k16>`: two 16x8 accumulator tiles side by side, rounded to f16 or bf16, as the A
+    operand (16 x 16) of the next mma.sync: columns 0-7 from `lo`, 8-15 from `hi`. The
+    accumulator's m16n8 layout is A's m16k16 layout by halves, so every lane keeps its own
+    values (FlashAttention-2's P · V reads P, softmax(q · kᵀ), this way, from registers)."""
+
+    name = "tile.acc_to_a"
+    T: ClassVar = VarConstraint("T", BaseAttr(FragType))
+    lo = operand_def(T)
+    hi = operand_def(T)
+    res = result_def(FragType)
+    assembly_format = "$lo `,` $hi attr-dict `:` type($lo) `->` type($res)"
+
+    def __init__(self, lo: SSAValue, hi: SSAValue, element: Attribute):
+        super().__init__(operands=[lo, hi], result_types=[FragType("a", element)])
+
+    def verify_(self) -> None:
+        if not self.lo.type == self.hi.type == ACC:
+            raise VerifyException(f"'tile.acc_to_a' reads two {ACC}, got {self.lo.type} and "
+                                  f"{self.hi.type}")
+        res = self.res.type
+        assert isinstance(res, FragType)
+        if res.role.data != "a":
+            raise VerifyException(f"'tile.acc_to_a' yields an A fragment, got {res}")
+
+
 @irdl_op_definition
 class ArriveOp(IRDLOperation):
     """Block-collective arrival on a per-tile counter: `%last = tile.arrive %cnt[%t] of N`.
@@ -1688,7 +1899,8 @@ def epilogue_block(accumulators: int = 1) -> Block:
 Tile = Dialect(
     "tile",
     [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, CpAsyncCommitOp, CpAsyncWaitOp,
-     StoreAccOp, YieldOp, TakeAccOp, AddAccOp, ArriveOp, ShuffleOp, WgmmaOp, WgmmaFenceOp,
+     StoreAccOp, YieldOp, TakeAccOp, AddAccOp, UnpackAccOp, PackAccOp, AccToAOp, ArriveOp,
+     ShuffleOp, WgmmaOp, WgmmaRegAOp, WgmmaFenceOp,
      WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
      TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, BulkLoadOp, BulkStoreOp,
@@ -1697,6 +1909,7 @@ Tile = Dialect(
 )
 
 __all__ = [
+    "AccToAOp",
     "AddAccOp",
     "ArriveOp",
     "BulkLoadOp",
@@ -1715,6 +1928,7 @@ __all__ = [
     "MBarrierWaitOp",
     "MmaOp",
     "NamedBarrierOp",
+    "PackAccOp",
     "PrefetchTensorMapOp",
     "SetMaxNRegOp",
     "ShuffleOp",
@@ -1727,9 +1941,11 @@ __all__ = [
     "TmaStoreCommitOp",
     "TmaStoreOp",
     "TmaStoreWaitOp",
+    "UnpackAccOp",
     "WgmmaCommitOp",
     "WgmmaFenceOp",
     "WgmmaOp",
+    "WgmmaRegAOp",
     "WgmmaWaitOp",
     "YieldOp",
     "epilogue_arg_types",

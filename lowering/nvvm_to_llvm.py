@@ -89,11 +89,18 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.WgmmaFenceAlignedOp: "wgmma.fence.sync.aligned;",
     nvvm.WgmmaCommitGroupSyncAlignedOp: "wgmma.commit_group.sync.aligned;",
     nvvm.WgmmaWaitGroupSyncAlignedOp: "wgmma.wait_group.sync.aligned {n};",
+    nvvm.WgmmaFenceRegistersOp: "wgmma.fence.sync.aligned;",
     # The accumulators are tied to the outputs; scale-d comes in a register, as a predicate.
     nvvm.WgmmaMmaAsyncOp: (
         "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type} {{{outputs}}}, ${desc_a}, "
         "${desc_b}, p, 1, 1, 0, 0;\n}}"
+    ),
+    # A in four registers of this thread; imm-trans-b reads B N-major.
+    nvvm.WgmmaMmaAsyncRegAOp: (
+        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type} {{{outputs}}}, {{{a}}}, "
+        "${desc_b}, p, 1, 1, {trans_b};\n}}"
     ),
     nvvm.MBarrierArriveOp: "mbarrier.arrive{expect_tx}.shared::cta.b64 _, [$0]{tx};",
     # On the barrier at the same offset in CTA $1 of the cluster (release at CTA scope, the
@@ -146,7 +153,8 @@ PURE_PTX: frozenset[type[Operation]] = frozenset(
     {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp, nvvm.RsqrtApproxOp}
 )
 """Inline-asm ops that compute a value only: no side effects, no memory clobber."""
-_NO_MEMORY_CLOBBER = frozenset({nvvm.NanosleepOp, nvvm.WgmmaMmaAsyncOp}) | PURE_PTX
+_NO_MEMORY_CLOBBER = frozenset({nvvm.NanosleepOp, nvvm.WgmmaMmaAsyncOp,
+                                nvvm.WgmmaMmaAsyncRegAOp}) | PURE_PTX
 
 STATE_SPACE: dict[int, str] = {0: "", 1: ".global", 3: ".shared"}
 
@@ -250,6 +258,13 @@ def ptx_string(op: Operation) -> str:
             fields = dict(n=op.n.value.data, type=op.type.data.value,
                           outputs=", ".join(f"${i}" for i in range(count)),
                           desc_a=count, desc_b=count + 1, scale_d=count + 2)
+        case nvvm.WgmmaMmaAsyncRegAOp():
+            count = len(op.acc)  # outputs, then A's 4 registers, desc_b, scale_d
+            fields = dict(n=op.n.value.data, type=op.type.data.value,
+                          outputs=", ".join(f"${i}" for i in range(count)),
+                          a=", ".join(f"${count + i}" for i in range(4)),
+                          desc_b=count + 4, scale_d=count + 5,
+                          trans_b=int(op.trans_b is not None))
         case nvvm.MBarrierArriveOp():
             with_tx = op.tx is not None
             fields = dict(expect_tx=".expect_tx" if with_tx else "",
@@ -287,6 +302,12 @@ def constraints(op: Operation) -> str:
     if isinstance(op, nvvm.WgmmaMmaAsyncOp):
         count = len(op.acc)
         parts = ["=f"] * count + ["l", "l", "r"] + [str(i) for i in range(count)]
+    elif isinstance(op, nvvm.WgmmaFenceRegistersOp):
+        count = len(op.values)
+        parts = [f"={constraint(v.type)}" for v in op.values] + [str(i) for i in range(count)]
+    elif isinstance(op, nvvm.WgmmaMmaAsyncRegAOp):
+        count = len(op.acc)
+        parts = ["=f"] * count + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(count)]
     else:
         parts = [f"={constraint(r.type)}" for r in op.results]
         parts += [constraint(o.type) for o in op.operands]

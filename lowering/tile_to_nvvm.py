@@ -149,7 +149,8 @@ class _State:
         self.prelude: dict[tuple[Operation, object], SSAValue] = {}
         self.prelude_end: dict[Operation, Operation] = {}
         self.converted: dict[tuple[SSAValue, Attribute], SSAValue] = {}
-        self.registers: dict[SSAValue, list[SSAValue]] = {}
+        # A/B fragment structs -> their registers, (struct, as <2 x half>) as the key
+        self.registers: dict[tuple[SSAValue, bool], list[SSAValue]] = {}
         # wgmma accumulator structs -> their f32 registers (a chained wgmma reads them as is)
         self.acc_scalars: dict[SSAValue, list[SSAValue]] = {}
         # the stand-ins of wgmma results only wgmmas read -> their f32 registers
@@ -425,7 +426,7 @@ class _Emitter(SyncBuilder):
         frag = frag_value.type
         assert isinstance(frag, tile.FragType)
         struct = self.as_llvm(frag_value, frag_llvm_type(frag))
-        regs = self.state.registers.get(struct)
+        regs = self.state.registers.get((struct, as_half2))
         if regs is None:
             ops: list[Operation] = []
             regs = []
@@ -438,7 +439,7 @@ class _Emitter(SyncBuilder):
                     reg = ops[-1].results[0]
                 regs.append(reg)
             self.rewriter.insert(ops, _after_definition(struct))
-            self.state.registers[struct] = regs
+            self.state.registers[(struct, as_half2)] = regs
         return regs
 
 
@@ -552,18 +553,19 @@ class LdMatrixLowering(_TilePattern):
                         [nvvm.ldmatrix_result_type(count)],
                         lambda: nvvm.LdMatrixOp(address, count, trans)).results[0]
         regs = [e.extract(loaded, k, i32) for k in range(count)]
-        if isinstance(memref_type.element_type, Float16Type):  # mma takes <2 x half>
+        half = isinstance(memref_type.element_type, Float16Type)
+        if half:  # mma takes <2 x half>
             half2 = VectorType(Float16Type(), [2])
             regs = [e.cast(llvm.BitcastOp, r, half2) for r in regs]
         if len(op.res) == 1:
             results = [loaded]
-            self.state.registers[loaded] = regs
+            self.state.registers[(loaded, half)] = regs
         else:
             raw = [r.owner.operands[0] if isinstance(r.owner, llvm.BitcastOp) else r
                    for r in regs]
             results = [e.build_struct(raw[0:2]), e.build_struct(raw[2:4])]
-            self.state.registers[results[0]] = regs[0:2]
-            self.state.registers[results[1]] = regs[2:4]
+            self.state.registers[(results[0], half)] = regs[0:2]
+            self.state.registers[(results[1], half)] = regs[2:4]
         casts = [_cast(rewriter, v, r.type) for v, r in zip(results, op.res, strict=True)]
         rewriter.replace(op, [], casts)
 
@@ -879,6 +881,44 @@ class AddAccLowering(_TilePattern):
         rewriter.replace(op, [], [_cast(rewriter, e.build_struct(sums), op.res.type)])
 
 
+class UnpackAccLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.UnpackAccOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        struct = e.as_llvm(op.acc, frag_llvm_type(op.acc.type))  # type: ignore[arg-type]
+        rewriter.replace(op, [], [e.extract(struct, k, f32) for k in range(4)])
+
+
+class PackAccLowering(_TilePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.PackAccOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        struct = e.build_struct(list(op.operands))
+        rewriter.replace(op, [], [_cast(rewriter, struct, op.res.type)])
+
+
+class AccToALowering(_TilePattern):
+    """A's registers 0-3 are (row r, columns 2c, 2c + 1), (r + 8, ..), (r, 8 + 2c, ..),
+    (r + 8, 8 + ..): lo's (c0, c1), (c2, c3), then hi's, each pair one cvt.rn.*x2.f32."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.AccToAOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        res = op.res.type
+        assert isinstance(res, tile.FragType)
+        kind = "f16" if isinstance(res.element_type, Float16Type) else "bf16"
+        struct_type = frag_llvm_type(op.lo.type)  # type: ignore[arg-type]
+        words = []
+        for half in (op.lo, op.hi):
+            struct = e.as_llvm(half, struct_type)
+            values = [e.extract(struct, k, f32) for k in range(4)]
+            for lo, hi in ((values[0], values[1]), (values[2], values[3])):
+                words.append(e.like(("cvt.pack", kind), [hi, lo], [i32],
+                                    lambda hi=hi, lo=lo: nvvm.CvtPackOp(kind, hi, lo)
+                                    ).results[0])
+        rewriter.replace(op, [], [_cast(rewriter, e.build_struct(words), res)])
+
+
 class ArriveLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.ArriveOp, rewriter: PatternRewriter, /):
@@ -1002,11 +1042,18 @@ def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]
     return descriptor
 
 
+WGMMAS = (tile.WgmmaOp, tile.WgmmaRegAOp)
+
+
 class WgmmaLowering(_TilePattern):
+    """tile.wgmma and tile.wgmma_reg_a (A in this thread's four registers of its fragment)."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tile.WgmmaOp, rewriter: PatternRewriter, /):
+    def match_and_rewrite(self, op: tile.WgmmaOp | tile.WgmmaRegAOp, rewriter: PatternRewriter,
+                          /):
         e = self.emitter(rewriter, op)
-        desc_a = _wgmma_descriptor(e, op.a, op.a_indices)
+        desc_a = _wgmma_descriptor(e, op.a, op.a_indices) if isinstance(op, tile.WgmmaOp) \
+            else None
         desc_b = _wgmma_descriptor(e, op.b, op.b_indices)
         regs: list[SSAValue] = []
         chained: list[SSAValue] = []
@@ -1025,12 +1072,16 @@ class WgmmaLowering(_TilePattern):
                 regs += [e.extract(struct, k, f32) for k in range(4)]
         # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
         kind = op.element_kind
-        struct = e.insert(nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1),
-                                             regs)).results[0]
+        if desc_a is not None:
+            mma: Operation = nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1), regs)
+        else:
+            mma = nvvm.WgmmaMmaAsyncRegAOp(kind, op.n, e.registers(op.a, False), desc_b,
+                                           e.const(1), regs, trans_b=op.trans_b is not None)
+        struct = e.insert(mma).results[0]
         values = []
         for j, res in enumerate(op.res):
             scalars = [e.extract(struct, 4 * j + k, f32) for k in range(4)]
-            if res.uses and all(isinstance(use.operation, tile.WgmmaOp) for use in res.uses):
+            if res.uses and all(isinstance(use.operation, WGMMAS) for use in res.uses):
                 # Read by the next wgmmas alone, which take the registers: their struct would
                 # be built here only to be erased there. A cast of the registers stands in.
                 passed = e.value(UnrealizedConversionCastOp.create(operands=scalars,
@@ -1070,6 +1121,9 @@ class WgmmaSyncLowering(_TilePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tile.WgmmaFenceOp | tile.WgmmaCommitOp | tile.WgmmaWaitOp
                           | tile.FenceProxyAsyncOp, rewriter: PatternRewriter, /):
+        if isinstance(op, tile.WgmmaFenceOp) and op.values:
+            self._fence_registers(op, rewriter)
+            return
         if isinstance(op, tile.WgmmaFenceOp):
             lowered: Operation = nvvm.WgmmaFenceAlignedOp()
         elif isinstance(op, tile.WgmmaCommitOp):
@@ -1080,6 +1134,32 @@ class WgmmaSyncLowering(_TilePattern):
             lowered = nvvm.FenceProxyAsyncOp(
                 "global" if op.global_memory is not None else "shared::cta")
         rewriter.replace(op, lowered)
+
+    def _fence_registers(self, op: tile.WgmmaFenceOp, rewriter: PatternRewriter) -> None:
+        """The fragments' registers through the fence; the wgmmas that follow find them
+        known (accumulators: `acc_scalars`, A: `registers`), so no struct is rebuilt."""
+        e = self.emitter(rewriter, op)
+        per_value = []
+        for value in op.values:
+            frag = value.type
+            assert isinstance(frag, tile.FragType)
+            if frag.role.data == "acc":
+                struct = e.as_llvm(value, frag_llvm_type(frag))
+                per_value.append([e.extract(struct, k, f32) for k in range(4)])
+            else:
+                per_value.append(e.registers(value, False))
+        fence = e.insert(nvvm.WgmmaFenceRegistersOp([r for regs in per_value for r in regs]))
+        results, at = [], 0
+        for value, regs in zip(op.values, per_value, strict=True):
+            fenced = [e.extract(fence.res, at + k, r.type) for k, r in enumerate(regs)]
+            at += len(regs)
+            struct = e.build_struct(fenced)
+            if value.type.role.data == "acc":  # type: ignore[union-attr]
+                self.state.acc_scalars[struct] = fenced
+            else:
+                self.state.registers[(struct, False)] = fenced
+            results.append(_cast(rewriter, struct, value.type))
+        rewriter.replace(op, [], results)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1280,6 +1360,9 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
         StoreAccLowering(state),
         TakeAccLowering(state),
         AddAccLowering(state),
+        UnpackAccLowering(state),
+        PackAccLowering(state),
+        AccToALowering(state),
         ArriveLowering(state),
         ShuffleLowering(state),
         MathLowering(state),
