@@ -4,7 +4,8 @@ to PTX in the process pool of compile_cache.py, cached on disk.
     compile_kernel(cfg, target="sm_90", validate=False, keep_ir=False) -> CompiledProgram
     compile_ptx_many(configs, target="sm_90", processes=None, cache_dir=".tilesync-cache")
         -> [PTX text]
-    kernel_module(cfg) -> builtin.module     (Gemm, Conv, Softmax, LayerNorm or RowDot config)
+    kernel_module(cfg) -> builtin.module     (Gemm, Conv, Softmax, LayerNorm, RowDot or
+                                              Attention config)
 
 A kernel runs through the default pipeline (KERNEL_TO_LLVM). A configuration that needs a
 target beyond the device's (wgmma: sm_90a) gets it where sm_90 is asked for.
@@ -20,7 +21,9 @@ from xdsl.dialects.builtin import ModuleOp
 import tilesync
 from tilesync.contract import CompiledProgram
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, compile_many
+from tilesync.kernels.attention import attention_module
 from tilesync.kernels.config import (
+    AttentionConfig,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -34,7 +37,8 @@ from tilesync.kernels.row_dot import row_dot_module
 from tilesync.kernels.softmax import softmax_module
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 
-KernelConfig = GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig | RowDotConfig
+KernelConfig = (GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig | RowDotConfig
+                | AttentionConfig)
 
 
 def kernel_module(cfg: KernelConfig) -> ModuleOp:
@@ -49,6 +53,8 @@ def kernel_module(cfg: KernelConfig) -> ModuleOp:
         return layer_norm_module(cfg)
     if isinstance(cfg, RowDotConfig):
         return row_dot_module(cfg)
+    if isinstance(cfg, AttentionConfig):
+        return attention_module(cfg)
     raise TypeError(f"no generator for {type(cfg).__name__}")
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from tilesync.contract import IM2COL_CORNERS
 from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import (
+    AttentionConfig,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -98,6 +99,22 @@ class Conv2dRunner:
 
     def launch(self, x, w, y, bias=None, stream=None) -> None:
         self.gemm.launch(x, w, y, bias, stream=stream)
+
+
+class AttentionRunner:
+    """The fused attention kernel loaded on the current GPU (O = softmax(q · kᵀ · scale) · v
+    per head, q, k, v read from QKV)."""
+
+    def __init__(self, cfg: AttentionConfig, ptx: str | None = None):
+        self.cfg = cfg
+        if ptx is None:
+            ptx = compile_kernel(cfg, get_device().arch).ptx
+        self.module = load_ptx(ptx, cfg.name)
+        self.kernel = self.module.function(cfg.name, cfg.signature)
+
+    def launch(self, qkv, o, stream=None) -> None:
+        launch(self.kernel, self.cfg.grid, self.cfg.block, [qkv, qkv, qkv, o], stream=stream,
+               shared_mem=self.cfg.dynamic_shared_bytes)
 
 
 class _RowKernelRunner:
@@ -189,5 +206,6 @@ def time_gemm(cfg: GemmConfig, warmup: int = 10, reps: int = 50, seed: int = 0) 
             "registers": runner.kernel.num_regs, "timing": timing}
 
 
-__all__ = ["Conv2dRunner", "GemmRunner", "LayerNormRunner", "RowDotRunner", "SoftmaxRunner",
+__all__ = ["AttentionRunner", "Conv2dRunner", "GemmRunner", "LayerNormRunner", "RowDotRunner",
+           "SoftmaxRunner",
            "gemm_tensor_maps", "tensor_map_args", "time_gemm"]

@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tilesync.compat.op_templates import TEMPLATES
+from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 
 Index = SSAValue | int
@@ -102,6 +103,17 @@ class BlockBuilder(Builder):
         return self.emit(TEMPLATES.cast(arith.ExtFOp, loaded, f32))
 
 
+def block_tile(b: BlockBuilder, sync_hooks: bool) -> tuple[SSAValue, SSAValue]:
+    """The (x, y) tile a block computes: `sync.tile`'s where the kernel has sync hooks (the
+    cuSync passes fill it, and may order the tiles otherwise than the blocks), else the
+    block's ids."""
+    if sync_hooks:
+        tile_x, tile_y = b.insert(sync.TileOp(rank=2)).results
+        return tile_x, tile_y
+    return (b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))),
+            b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y))))
+
+
 def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -> SSAValue:
     """`combine` (an arith binary op) over the warp's 32 lanes, every lane getting the result:
     five `tile.shuffle bfly` steps."""
@@ -136,4 +148,4 @@ def warp_per_row_module(name: str, params: Sequence[tuple[str, Attribute]], rows
     return ModuleOp([module])
 
 
-__all__ = ["BlockBuilder", "Index", "warp_allreduce", "warp_per_row_module"]
+__all__ = ["BlockBuilder", "Index", "block_tile", "warp_allreduce", "warp_per_row_module"]

@@ -926,6 +926,135 @@ class RowDotConfig(_WarpPerRow):
         return ("ptr",) * 4  # X, w, bias, Y
 
 
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Fused attention (FlashAttention-2's forward): O = softmax(q · kᵀ · scale) · v for every
+    head of every sequence in one kernel, S and P never leaving registers
+    (kernels/attention.py).
+
+    q, k and v are read in place from the QKV projection's output, [B·T, 3C] (C = H·D: q of
+    head h at columns h·D, k at C + h·D, v at 2C + h·D; sequence b at rows b·T ..), and O is
+    written [B·T, C], head h at columns h·D: the layouts of graph-to-stages' attention chain,
+    whose q · kᵀ, softmax and P · v kernels this one replaces. Block (x, y) computes the
+    `block_m` query rows x · block_m .. of head y (a warp 16 of them), taking the keys
+    `block_n` at a time through a `stages`-deep cp.async ring; with `causal` a query sees the
+    keys up to its own position in its sequence. `mma`: "sync" (mma.sync) or "wgmma"
+    (sm_90a: a warpgroup per 64 query rows)."""
+
+    tokens: int
+    head_width: int
+    heads: int = 1
+    sequences: int = 1
+    causal: bool = False
+    scale: float = 1.0
+    block_m: int = 64
+    block_n: int = 64
+    stages: int = 2
+    dtype: str = "f16"
+    mma: str = "sync"
+    name: str = "attention"
+    sync_hooks: bool = False
+    """Block (x, y) as `sync.tile` (x, y) of a (B·T / block_m, H) grid, a
+    `sync.load_point` before its q (operand 0), each key block's k (1, step j) and v (2,
+    step j), and a `sync.store_point` after its stores of O."""
+
+    def __post_init__(self) -> None:
+        if self.head_width not in (64, 128):
+            raise ValueError(f"the head width must be 64 or 128, got {self.head_width}")
+        if self.block_m not in (64, 128) or self.block_n not in (64, 128):
+            raise ValueError(f"a block takes 64 or 128 queries and 64 or 128 keys at a time, "
+                             f"got {self.block_m} x {self.block_n}")
+        if self.tokens <= 0 or self.tokens % self.block_m or self.tokens % self.block_n:
+            raise ValueError(f"{self.tokens} tokens: a multiple of the block's "
+                             f"{self.block_m} queries and {self.block_n} keys")
+        if self.heads <= 0 or self.sequences <= 0 or not 2 <= self.stages <= 4:
+            raise ValueError(f"heads and sequences positive and 2-4 stages, got "
+                             f"{self.heads}, {self.sequences}, {self.stages}")
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be positive and finite, got {self.scale}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype}")
+        if self.mma not in ("sync", "wgmma"):
+            raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
+        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
+            raise SharedMemoryExceeded(f"{self.shared_bytes} bytes of shared memory a block "
+                                       f"(at most {MAX_SHARED_PER_BLOCK})")
+
+    @property
+    def element_type(self) -> Attribute:
+        return DTYPES[self.dtype]()
+
+    @property
+    def width(self) -> int:
+        """C = H·D."""
+        return self.heads * self.head_width
+
+    @property
+    def rows(self) -> int:
+        """B·T: the rows of QKV and O."""
+        return self.sequences * self.tokens
+
+    @property
+    def warps(self) -> int:
+        return self.block_m // 16
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (32 * self.warps, 1, 1)
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.rows // self.block_m, self.heads, 1)
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """The rows and columns of O one block writes."""
+        return (self.block_m, self.head_width)
+
+    @property
+    def shared_bytes(self) -> int:
+        """q's block and the ring of k and v blocks, 16-bit elements."""
+        return 2 * self.head_width * (self.block_m + 2 * self.stages * self.block_n)
+
+    @property
+    def stage_alignment(self) -> int:
+        """wgmma's swizzle atoms are 8 rows x 128 bytes from a 1024-byte aligned base."""
+        return 1024 if self.mma == "wgmma" else 128
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """All of it dynamic, with room to align its start."""
+        return self.shared_bytes + self.stage_alignment - DYNAMIC_SHARED_BASE_ALIGNMENT
+
+    @property
+    def target(self) -> str | None:
+        """wgmma: sm_90a."""
+        return "sm_90a" if self.mma == "wgmma" else None
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        """Q, K, V (QKV three times: one argument per operand read) and O."""
+        return ("ptr",) * 4
+
+    @property
+    def reallocates_registers(self) -> bool:
+        """No setmaxnreg: the registers nvJitLink reports are what a block holds."""
+        return False
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds of q · kᵀ and P · v that the result needs, two flops each (causal:
+        the pairs of a query and a key at or before it)."""
+        t = self.tokens
+        pairs = t * (t + 1) // 2 if self.causal else t * t
+        return 2 * 2 * pairs * self.sequences * self.heads * self.head_width
+
+
+def attention_config(tokens: int, head_width: int, heads: int = 1, sequences: int = 1,
+                     causal: bool = False, scale: float = 1.0, **kw) -> AttentionConfig:
+    return AttentionConfig(tokens, head_width, heads, sequences, causal, scale, **kw)
+
+
 def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: int = 4,
                    name: str = "softmax", sync_hooks: bool = False,
                    scale: float = 1.0, causal: bool = False) -> SoftmaxConfig:
@@ -941,12 +1070,14 @@ __all__ = [
     "H100_SMS",
     "MAX_SHARED_PER_BLOCK",
     "PIPELINES",
+    "AttentionConfig",
     "ConvConfig",
     "GemmConfig",
     "LayerNormConfig",
     "RowDotConfig",
     "SharedMemoryExceeded",
     "SoftmaxConfig",
+    "attention_config",
     "conv2d_config",
     "dropout_threshold",
     "gemm_config",

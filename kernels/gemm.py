@@ -70,7 +70,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from tilesync.contract import CLUSTER_DIMS_ATTR, DYNAMIC_SHARED_ATTR
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
-from tilesync.kernels.builder import BlockBuilder
+from tilesync.kernels.builder import BlockBuilder, block_tile
 from tilesync.kernels.config import (
     DROPOUT_HASH_MULTIPLIERS,
     GELU_C,
@@ -154,7 +154,7 @@ def _epilogue_region(cfg: GemmConfig, bias: SSAValue | None,
     return Region(block)
 
 
-def _shared_global(name: str, type_: MemRefType, dynamic: bool = False,
+def shared_global(name: str, type_: MemRefType, dynamic: bool = False,
                    alignment: int = 128) -> memref.GlobalOp:
     op = memref.GlobalOp.get(StringAttr(name), type_, UnitAttr(), alignment=alignment)
     if dynamic:
@@ -304,8 +304,8 @@ def stage_buffers(cfg: GemmConfig, types: tuple[MemRefType, MemRefType] | None =
     `stage_buffer_types(cfg)` (a stage whose weights stay resident holds every k-tile)."""
     dynamic = cfg.dynamic_shared_bytes > 0
     sa_type, sb_type = types or stage_buffer_types(cfg)
-    return [_shared_global("smem_a", sa_type, dynamic, cfg.stage_alignment),
-            _shared_global("smem_b", sb_type, dynamic, cfg.stage_alignment)]
+    return [shared_global("smem_a", sa_type, dynamic, cfg.stage_alignment),
+            shared_global("smem_b", sb_type, dynamic, cfg.stage_alignment)]
 
 
 def last_position(b: BlockBuilder, m0: SSAValue, tokens: int, bm: int) -> SSAValue:
@@ -759,11 +759,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     b = BlockBuilder(entry)
 
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-    if cfg.sync_hooks:
-        tile_x, tile_y = b.insert(sync.TileOp(rank=2)).results
-    else:
-        tile_x = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
-        tile_y = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y)))
+    tile_x, tile_y = block_tile(b, cfg.sync_hooks)
     m0 = b.muli(tile_x, bm)
     n0 = b.muli(tile_y, bn)
     k_begin = None
@@ -796,7 +792,7 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
     buffers = stage_buffers(cfg)
     if cfg.split_cluster:
-        buffers.append(_shared_global("smem_partial", partial_type,
+        buffers.append(shared_global("smem_partial", partial_type,
                                       cfg.dynamic_shared_bytes > 0, 16))
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
                               Region(Block([*buffers, kernel])))

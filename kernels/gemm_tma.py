@@ -93,9 +93,9 @@ from tilesync.kernels.config import (
 )
 from tilesync.kernels.gemm import (
     _frag,
-    _shared_global,
     _store_accumulators,
     named_args,
+    shared_global,
     staged_column,
 )
 
@@ -740,12 +740,12 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     b.insert(gpu.ReturnOp([]))
 
     align = cfg.stage_alignment
-    globals_ = [_shared_global("smem_a", sa_type, True, align),
-                _shared_global("smem_b", sb_type, True, align),
-                *([_shared_global("smem_c", sc_type, True, align)] if cfg.tma_store else []),
-                _shared_global("full_bars", bars_type, False, 8),
-                _shared_global("empty_bars", bars_type, False, 8),
-                *([_shared_global("turn_bars", turns_type, False, 8)] if cfg.pingpong else [])]
+    globals_ = [shared_global("smem_a", sa_type, True, align),
+                shared_global("smem_b", sb_type, True, align),
+                *([shared_global("smem_c", sc_type, True, align)] if cfg.tma_store else []),
+                shared_global("full_bars", bars_type, False, 8),
+                shared_global("empty_bars", bars_type, False, 8),
+                *([shared_global("turn_bars", turns_type, False, 8)] if cfg.pingpong else [])]
     gpu_module = gpu.ModuleOp(StringAttr(f"{cfg.name}_module"),  # type: ignore[arg-type]
                               Region(Block([*globals_, kernel])))
     return ModuleOp([gpu_module])
