@@ -34,7 +34,11 @@ dependencies name each tile's head (cuSync's StridedSync between QKV and the dot
 the map d0 mod (T / BM) of the first). A batch of B sequences multiplies every row count by B
 (a tile is one sequence's; its q, k and v that sequence's rows of QKV); a causal softmax
 excludes the keys past each row's query (S is still computed whole). Over a model width
-(K >= LONG_K) the QKV and output GEMMs are the warp-specialized TMA kernels.
+(K >= LONG_K) the QKV and output GEMMs are the warp-specialized TMA kernels. With the option
+`attention=fused` the middle three are one kernel (kernels/attention.py, FlashAttention-2's
+forward on wgmma: S and P stay in registers, O is written as the chain writes it), a tile per
+(query block, head) that waits for the QKV tiles of its q and, key block by key block, of its
+k and v; the output GEMM waits for the heads of its k-steps' columns.
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
@@ -78,6 +82,7 @@ diagnostic at the op concerned.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -97,13 +102,16 @@ from tilesync.analysis.wave_model import StageWaves
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
+from tilesync.kernels.attention import attention_module
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.choice import stages_for
 from tilesync.kernels.config import (
     H100_SMS,
+    AttentionConfig,
     ConvConfig,
     GemmConfig,
     SoftmaxConfig,
+    attention_config,
     conv2d_config,
     dtype_name,
     gemm_config,
@@ -363,6 +371,8 @@ def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
 # ---------------------------------------------------------------------------------------------
 
 QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out"
+ATTENTION = "attention"  # the fused kernel's stage: q · kᵀ, softmax and P · v in one
+ATTENTION_FORMS = ("chain", "fused")  # graph-to-stages' `attention` option
 CONTEXT_BN = (16, 32)  # P · v's columns a tile: the narrower where a wave holds it (context_tile)
 CONTEXT_STAGES = 8  # P · v's cp.async ring (context_tile)
 QKV_OUT_BN = 64  # the QKV and output GEMMs' columns a tile (attention_configs)
@@ -545,8 +555,30 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
                              if ops))
 
 
+class _AttentionSizes:
+    """T, C and D of an attention program, from its QKV GEMM ([B·]T x 3C) and its heads."""
+
+    qkv: GemmConfig
+    heads: int
+    sequences: int
+
+    @property
+    def tokens(self) -> int:
+        """T: one sequence's tokens."""
+        return self.qkv.M // self.sequences
+
+    @property
+    def width(self) -> int:
+        """C = H·D: q, k and v each T x C."""
+        return self.qkv.N // 3
+
+    @property
+    def head_width(self) -> int:
+        return self.width // self.heads
+
+
 @dataclass(frozen=True)
-class AttentionSpec:
+class AttentionSpec(_AttentionSizes):
     """The five kernels' configs: QKV = x · w_qkvᵀ; S = q · kᵀ (q, k read in place as column
     slices of QKV); P = softmax(S · scale); O = P · v (v in place); y = O · w_outᵀ.
 
@@ -567,20 +599,6 @@ class AttentionSpec:
     out: GemmConfig
     heads: int = 1
     sequences: int = 1
-
-    @property
-    def tokens(self) -> int:
-        """T: one sequence's tokens."""
-        return self.qkv.M // self.sequences
-
-    @property
-    def width(self) -> int:
-        """C = H·D: q, k and v each T x C."""
-        return self.qkv.N // 3
-
-    @property
-    def head_width(self) -> int:
-        return self.width // self.heads
 
     @property
     def gemms(self) -> tuple[GemmConfig, ...]:
@@ -878,6 +896,147 @@ def attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]
             CONTEXT: [temp[2], temp[0], temp[3]],
             OUT: [temp[3], weight_bind(match, "w_out"), graph.BindAttr("result", 0),
                   *bias(match.b_out)]}
+
+
+# Fused: QKV -> attention (kernels/attention.py: S and P stay in registers) -> output GEMM
+
+
+@dataclass(frozen=True)
+class FusedAttentionSpec(_AttentionSizes):
+    """QKV = x · w_qkvᵀ; O = softmax(q · kᵀ · scale) · v per head in one kernel (q, k, v read
+    in place from QKV, O T x C with the heads side by side, as the chain's); y = O · w_outᵀ.
+    A tile of the attention stage is (query block, head); with a batch, rows are B·T and a
+    block one sequence's."""
+
+    qkv: GemmConfig
+    attention: AttentionConfig
+    out: GemmConfig
+    heads: int = 1
+    sequences: int = 1
+
+    @property
+    def gemms(self) -> tuple[GemmConfig, ...]:
+        return (self.qkv, self.out)
+
+
+def fused_attention_tile(rows: int, heads: int, head_width: int, tokens: int
+                         ) -> tuple[int, int]:
+    """The attention kernel's (query block, key block). Heads of 128: 128 x 128 (two
+    warpgroups, one block an SM) where 128-row blocks give at least half the SMs one, else
+    64 x 128 (one warpgroup, one block an SM: fewer, longer blocks would leave SMs idle); keys
+    64 at a time where T is no multiple of 128. Heads of 64: 64 x 64 (two blocks an SM). On an
+    H200 (wgmma, CUDA-graph timings) 12 heads of 128 at T = 1024 / 2048 took 25.3 / 86.7 us at
+    128 x 128, 26.8 / 94.6 at 64 x 64 and 36.4 / 99.8 at 64 x 128; one head at T = 2048 /
+    4096 33.8 / 63.8 us at 64 x 128 against 43.0 / 81.3 at 128 x 128; 12 causal heads of 64
+    at T = 1024 20.5 us at 64 x 64, 19.3 at 64 x 128; 8 sequences of 256 10.1 against 11.1."""
+    if head_width == 64:
+        return 64, 64
+    bn = 128 if tokens % 128 == 0 else 64
+    bm = 128 if rows % 128 == 0 and rows // 128 * heads * 2 >= H100_SMS else 64
+    return bm, bn
+
+
+def fused_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
+    """The chain's QKV and output GEMMs (attention_configs') around the fused kernel
+    (wgmma, sm_90a as they are)."""
+    chain = attention_configs(match)
+    t, d, h, b = match.tokens, match.head_width, match.heads, match.sequences
+    if d not in (64, 128):
+        raise diagnostic(PASS, match.anchor, f"the fused attention kernel takes heads of 64 or "
+                                             f"128 columns, got {d}")
+    bm, bn = fused_attention_tile(b * t, h, d, t)
+    try:
+        fused = attention_config(t, d, h, b, match.causal, match.scale, block_m=bm, block_n=bn,
+                                 dtype=match.dtype, mma="wgmma", name=ATTENTION,
+                                 sync_hooks=True)
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the fused attention kernel refuses this shape: "
+                                             f"{err}") from err
+    return FusedAttentionSpec(chain.qkv, fused, chain.out, h, b)
+
+
+def _tiles_spanned(first: Callable[[int], int], width: int, tile: int, count: int) -> int:
+    """The most tiles of `tile` columns that `width` columns from `first(i)` cover, over i."""
+    return max((first(i) + width - 1) // tile - first(i) // tile + 1 for i in range(count))
+
+
+def fused_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.DependencyOp]:
+    """Attention tile (d0, d1) = (query block, head) reads q at QKV's rows of its block and
+    the head's columns (operand 0, no step), and per key block s0 k (1) and v (2) at the
+    sequence's rows of the block and the head's columns C + h·D, 2C + h·D; a tile of the
+    output GEMM reads O's rows of its tile row, the head of its k-step's columns (operand
+    0). Ranges cover the producer tiles a block's rows or a head's columns straddle."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    s0, s1, s2 = AffineExpr.symbol(0), AffineExpr.symbol(1), AffineExpr.symbol(2)
+    att = spec.attention
+    bm1, bn1, _ = spec.qkv.tile
+    bma, bna = att.block_m, att.block_n
+    t, d, c, h = spec.tokens, spec.head_width, spec.width, spec.heads
+    col_grid = spec.qkv.grid[1]
+
+    def columns(offset: int, symbol: AffineExpr) -> tuple[AffineExpr, int, bool]:
+        """QKV column tiles of the head's d columns from `offset`, and whether their range
+        reaches past the grid (the last head's, where it needs fewer than the span)."""
+        span = _tiles_spanned(lambda i: offset + i * d, d, bn1, h)
+        past = (offset + (h - 1) * d) // bn1 + span > col_grid
+        return _ratio(d1 * d + offset, bn1) + symbol, span, past
+
+    def rows(first_row: AffineExpr, rows_read: int, symbol: AffineExpr) -> tuple[AffineExpr,
+                                                                               int]:
+        """QKV tile rows of `rows_read` rows from `first_row` (a multiple of them)."""
+        return _ratio(first_row, bm1) + symbol, max(1, rows_read // bm1)
+
+    # the sequence's first row of QKV: its tiles are one sequence's (T divides by bm1)
+    first = (_ratio(d0 * bma, t) * t) if spec.sequences > 1 else AffineExpr.constant(0)
+    q_row, q_rows = rows(d0 * bma, bma, s1)
+    q_col, q_cols, q_past = columns(0, s0)
+    deps = [sync.DependencyOp(QKV, ATTENTION, 0, AffineMap(2, 2, (q_row, q_col)),
+                              [(0, q_cols), (0, q_rows)], clipped=q_past)]
+    for operand, offset in ((1, c), (2, 2 * c)):
+        k_row, k_rows = rows(first + s0 * bna, bna, s2)
+        k_col, k_cols, k_past = columns(offset, s1)
+        deps.append(sync.DependencyOp(QKV, ATTENTION, operand, AffineMap(2, 3, (k_row, k_col)),
+                                      [(0, t // bna), (0, k_cols), (0, k_rows)],
+                                      clipped=k_past))
+    bm4, _, bk4 = spec.out.tile
+    deps.append(sync.DependencyOp(ATTENTION, OUT, 0, AffineMap(2, 2, (
+        _ratio(d0 * bm4, bma) + s1, _ratio(s0 * bk4, d))),
+        [(0, spec.out.k_tiles), (0, max(1, bm4 // bma))]))
+    return deps
+
+
+def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
+    """The QKV GEMM, the attention kernel and the output GEMM, their stages, dependencies and
+    launches (each on its own stream, producers at higher priority)."""
+    kernels = [gemm_module(0, 0, 0, config=spec.qkv), attention_module(spec.attention),
+               gemm_module(0, 0, 0, config=spec.out)]
+    ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
+    ops.append(sync.StageOp(QKV, [f"{QKV}_module", QKV], spec.qkv.grid[:2], spec.qkv.block,
+                            output_tile(spec.qkv)))
+    att = spec.attention
+    ops.append(sync.StageOp(ATTENTION, [f"{ATTENTION}_module", ATTENTION], att.grid[:2],
+                            att.block, att.tile))
+    ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
+                            output_tile(spec.out)))
+    ops += fused_attention_dependencies(spec)
+    names = (QKV, ATTENTION, OUT)
+    ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
+            for i, name in enumerate(names)]
+    return ModuleOp(ops)
+
+
+def fused_attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
+    """Kernel arguments: temps 0 QKV ([B·]T x 3C; the attention kernel's q, k and v), 1 O
+    ([B·]T x C)."""
+    chain = attention_bindings(match)
+    qkv, o = graph.BindAttr("temp", 0), graph.BindAttr("temp", 1)
+    return {QKV: chain[QKV], ATTENTION: [qkv, qkv, qkv, o],
+            OUT: [o, *chain[OUT][1:]]}
+
+
+def fused_attention_temps(match: AttentionMatch, element) -> list[TensorType]:
+    qkv, _, _, o = attention_temps(match, element)
+    return [qkv, o]
 
 
 def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
@@ -1235,8 +1394,8 @@ def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec | ConvChainSpec:
     return mlp_configs(match_mlp(fn))
 
 
-def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str = "cp_async"
-                   ) -> tuple[ModuleOp, list[TensorType]]:
+def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str = "cp_async",
+                   attention: str = "chain") -> tuple[ModuleOp, list[TensorType]]:
     """The stage program of `fn`, its kernels' arguments bound, and its temporaries;
     `persistent`: an MLP's GEMMs as persistent grids in stream order; `conv_pipeline`: a conv
     chain's kernels (CONV_PIPELINES)."""
@@ -1256,6 +1415,11 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str
         binds = conv_chain_bindings(chain)
         temps = [TensorType(element, [chain.images, chain.height, chain.width,
                                       chain.channels[1]])]
+    elif _is_attention(fn) and attention == "fused":
+        found = match_attention(fn)
+        module = fused_attention_stage_module(fused_attention_configs(found))
+        binds = fused_attention_bindings(found)
+        temps = fused_attention_temps(found, element)
     elif _is_attention(fn):
         found = match_attention(fn)
         module = attention_stage_module(attention_configs(found))
@@ -1365,25 +1529,57 @@ class GraphToStagesPass(ModulePass):
     tma:persistent)."""
     conv_pipeline: str = "cp_async"
     """A conv chain's kernels: `cp_async` or `tma_ws` (CONV_PIPELINES)."""
+    attention: str = "chain"
+    """Self-attention as `chain` (QKV, q · kᵀ, softmax, P · v, output: five kernels, S and P
+    in memory) or `fused` (QKV, one attention kernel keeping S and P in registers, output)
+    (ATTENTION_FORMS)."""
 
     def __post_init__(self) -> None:
         if self.conv_pipeline not in CONV_PIPELINES:
             raise ValueError(f"option 'conv_pipeline' must be one of "
                              f"{', '.join(CONV_PIPELINES)}, got {self.conv_pipeline!r}")
+        if self.attention not in ATTENTION_FORMS:
+            raise ValueError(f"option 'attention' must be one of "
+                             f"{', '.join(ATTENTION_FORMS)}, got {self.attention!r}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fn = single_function(op, PASS)
-        program, temps = _stage_program(fn, self.persistent, self.conv_pipeline)
+        program, temps = _stage_program(fn, self.persistent, self.conv_pipeline,
+                                        self.attention)
         bind_tensor_maps(program)
         check_bindings(program, signature_of(fn), temps)
         replace_function(op, fn, program)
         op.attributes[graph.TEMPS_ATTR] = ArrayAttr(temps)
 
 
-__all__ = ["CONV_PIPELINES", "AttentionMatch", "AttentionSpec", "ConvChainMatch",
-           "ConvChainSpec",
-           "GraphToStagesPass", "MlpMatch", "attention_configs", "attention_stage_module",
-           "bind_tensor_maps", "bindings", "check_bindings", "conv_chain_configs",
-           "conv_chain_persistent_module", "conv_chain_pipelines",
-           "conv_chain_stage_module", "conv_halo", "match_attention", "match_conv_chain",
-           "match_mlp", "mlp_configs", "plan_configs", "weight_bind"]
+__all__ = [
+    "ATTENTION_FORMS",
+    "CONV_PIPELINES",
+    "AttentionMatch",
+    "AttentionSpec",
+    "ConvChainMatch",
+    "ConvChainSpec",
+    "FusedAttentionSpec",
+    "GraphToStagesPass",
+    "MlpMatch",
+    "attention_configs",
+    "attention_stage_module",
+    "bind_tensor_maps",
+    "bindings",
+    "check_bindings",
+    "conv_chain_configs",
+    "conv_chain_persistent_module",
+    "conv_chain_pipelines",
+    "conv_chain_stage_module",
+    "conv_halo",
+    "fused_attention_bindings",
+    "fused_attention_configs",
+    "fused_attention_dependencies",
+    "fused_attention_stage_module",
+    "match_attention",
+    "match_conv_chain",
+    "match_mlp",
+    "mlp_configs",
+    "plan_configs",
+    "weight_bind",
+]
