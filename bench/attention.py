@@ -23,6 +23,9 @@ are bench/mlp.py's, with the same passes:
 * row+pdl         the generated policies and programmatic dependent launch;
 * tile+pdl        TileSync (one semaphore per producer tile), PDL;
 * row+wait_kernel cuSync's wait-kernels instead of PDL (each kernel on its stream);
+* fused:stream_sync, fused:row+pdl, fused:tile+pdl  the same on graph-to-stages' fused
+                  program (`attention=fused`: the QKV GEMM, one attention kernel that keeps S
+                  and P in registers, the output GEMM; its speedup against fused:stream_sync);
 
 and torch: the chain as written (linear, split, matmul, softmax, matmul, linear) eager and
 replayed from a CUDA graph (torch_eager, torch_graph: the library the front end's pattern
@@ -55,7 +58,14 @@ from tilesync.bench import mlp, mode_choice, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
-from tilesync.transforms.graph.graph_to_stages import CONTEXT, OUT, QKV, SCORES, SOFTMAX
+from tilesync.transforms.graph.graph_to_stages import (
+    ATTENTION,
+    CONTEXT,
+    OUT,
+    QKV,
+    SCORES,
+    SOFTMAX,
+)
 
 WIDTH = 128  # one head of GPT-3 or LLaMA
 ONE_HEAD_SHAPES = tuple((tokens, WIDTH) for tokens in (512, 1024, 2048, 4096))
@@ -98,9 +108,20 @@ def batch(shape: tuple[int, ...]) -> tuple[int, bool]:
     """(B, causal) of a bench shape: one sequence, not causal, unless it names them."""
     return (shape[4], shape[5]) if len(shape) == 6 else (1, False)
 VERIFY_SMS = 132
-MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
+VERIFY_STEPS = 1_000_000
+"""sync-verify's step budget for the fused programs: a causal block of 128 queries over 2048
+tokens walks up to 16 key blocks of masked scores (12 heads: 1.0-3.0 s on a 2-core host; the
+default budget refuses them)."""
+FUSED = "fused:"
+"""Prefix of the modes that run the fused attention program (graph-to-stages'
+fused_attention_stage_module: QKV GEMM, one attention kernel, output GEMM); their speedup is
+against fused:stream_sync."""
+CHAIN_MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
+FUSED_MODES = tuple(f"{FUSED}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl"))
+MODES = CHAIN_MODES + FUSED_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
 STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
+FUSED_STAGES = (QKV, ATTENTION, OUT)
 
 
 def shape_label(shape: tuple[int, ...]) -> str:
@@ -174,20 +195,37 @@ def attention_spec(shape: tuple[int, ...]):
     return attention_configs(attention_match(shape))
 
 
-def stage_module(shape: tuple[int, ...], mode: str):
-    """The chain's stage program of `mode` before its passes (stream_sync: one stream)."""
-    from tilesync.transforms.graph.graph_to_stages import attention_stage_module
+def fused_spec(shape: tuple[int, ...]):
+    """graph-to-stages' fused program's configs of the shape (FusedAttentionSpec)."""
+    from tilesync.transforms.graph.graph_to_stages import fused_attention_configs
 
-    return stage_bench.for_mode(attention_stage_module(attention_spec(shape)), mode)
+    return fused_attention_configs(attention_match(shape))
+
+
+def mode_spec(shape: tuple[int, ...], mode: str):
+    """The configs `mode` runs: the fused program's for the fused: modes, else the chain's."""
+    return fused_spec(shape) if mode.startswith(FUSED) else attention_spec(shape)
+
+
+def stage_module(shape: tuple[int, ...], mode: str):
+    """The stage program of `mode` before its passes (stream_sync: one stream)."""
+    from tilesync.transforms.graph.graph_to_stages import (
+        attention_stage_module,
+        fused_attention_stage_module,
+    )
+
+    build = fused_attention_stage_module if mode.startswith(FUSED) else attention_stage_module
+    return stage_bench.for_mode(build(mode_spec(shape, mode)), mode)
 
 
 def mode_passes(mode: str) -> list[str]:
-    return mlp.mode_passes(mode, VERIFY_SMS)
+    return mlp.mode_passes(mode.removeprefix(FUSED), VERIFY_SMS,
+                           VERIFY_STEPS if mode.startswith(FUSED) else None)
 
 
 def _job_key(job: tuple, target: str) -> str:
     shape, mode, debug = job
-    return repr((attention_spec(shape), mode_passes(mode), target, debug, mlp.TIMEOUT_NS))
+    return repr((mode_spec(shape, mode), mode_passes(mode), target, debug, mlp.TIMEOUT_NS))
 
 
 def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
@@ -255,9 +293,13 @@ class AttentionData(mlp.CheckedOutputs):
         scores = (b * h, t, t)
         self.qkv, self.s, self.p = empty(b * t, 3 * c), empty(*scores), empty(*scores)
         self.o, self.y = empty(b * t, c), empty(b, t, e)
-        from tilesync.transforms.graph.graph_to_stages import attention_bindings
+        from tilesync.transforms.graph.graph_to_stages import (
+            attention_bindings,
+            fused_attention_bindings,
+        )
 
         self.binds = attention_bindings(attention_match(shape))
+        self.fused_binds = fused_attention_bindings(attention_match(shape))
         self.tma_configs = {cfg.name: cfg for cfg in attention_spec(shape).gemms
                             if cfg.warp_specialized}
         from tilesync.runtime.tensor_map import TensorMapCache
@@ -292,13 +334,16 @@ class AttentionData(mlp.CheckedOutputs):
             tensor.fill_(float("nan"))
         self.torch.cuda.synchronize()
 
-    def kernel_args(self) -> dict[str, list]:
+    def kernel_args(self, fused: bool = False) -> dict[str, list]:
         """Each stage's arguments, as graph-to-stages binds them (attention_bindings: the
-        function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y)."""
-        values = {"input": (self.x, self.w_qkv, self.w_out),
-                  "temp": (self.qkv, self.s, self.p, self.o), "result": (self.y,)}
+        function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y;
+        `fused`: fused_attention_bindings, whose temporaries are QKV and O)."""
+        temps = (self.qkv, self.o) if fused else (self.qkv, self.s, self.p, self.o)
+        values = {"input": (self.x, self.w_qkv, self.w_out), "temp": temps,
+                  "result": (self.y,)}
+        binds = self.fused_binds if fused else self.binds
         tensors = {stage: [values[b.kind.data][b.values[0]] for b in binds]
-                   for stage, binds in self.binds.items()}
+                   for stage, binds in binds.items()}
         if self.tma_configs:  # a warp-specialized GEMM takes its operands' TMA maps
             from tilesync.harness.runner import tensor_map_args
 
@@ -320,8 +365,10 @@ class AttentionData(mlp.CheckedOutputs):
 
 def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
              name: str) -> dict[str, Any]:
-    """One mode: the five stages proved, then timed (stage_bench.run_proved)."""
-    return stage_bench.run_proved(entry, data, data.kernel_args(), warmup, reps, name, STAGES)
+    """One mode: its stages proved, then timed (stage_bench.run_proved)."""
+    fused = entry["job"][1].startswith(FUSED)
+    return stage_bench.run_proved(entry, data, data.kernel_args(fused), warmup, reps, name,
+                                  FUSED_STAGES if fused else STAGES)
 
 
 def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,

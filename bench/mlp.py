@@ -147,8 +147,11 @@ def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
             and not (m.startswith(TMA) and M < TMA_MIN_ROWS)]
 
 
-def mode_passes(mode: str, sms: int = 132) -> list[str]:
-    return [*MODES[mode], f"sync-verify{{sms={sms}}}"]
+def mode_passes(mode: str, sms: int = 132, steps: int | None = None) -> list[str]:
+    """The mode's sync passes, then sync-verify for `sms` SMs (`steps`: its step budget, where
+    not the default)."""
+    budget = "" if steps is None else f" steps={steps}"
+    return [*MODES[mode], f"sync-verify{{sms={sms}{budget}}}"]
 
 
 def stage_module(model: str, M: int, mode: str, tiles: tuple[int, int, int, int] | None = None):
@@ -702,14 +705,21 @@ def _context_lost(exc: BaseException, runtime_error: type) -> bool:
         or "CUDA_ERROR" in str(exc)
 
 
+def mode_family(mode: str) -> str:
+    """The prefix naming the kernels a mode runs ("tma:", attention's "fused:"), or ""."""
+    family, colon, _ = mode.rpartition(":")
+    return family + colon
+
+
 def baseline_mode(mode: str, measured: Collection[str]) -> str:
-    """The stream-sync mode that runs `mode`'s kernels: tma:stream_sync for the TMA modes,
-    stream_sync@order_cfg for the ordered ones where it was run (they run other configs),
-    else stream_sync (torch's, too). tma:persistent runs kernels of its own: its own."""
+    """The stream-sync mode that runs `mode`'s kernels: the family's stream_sync for the modes
+    of a family (tma:stream_sync for the TMA modes), stream_sync@order_cfg for the ordered
+    ones where it was run (they run other configs), else stream_sync (torch's, too).
+    tma:persistent runs kernels of its own: its own."""
     if mode == PERSISTENT:
         return mode
-    if mode.startswith(TMA):
-        return f"{TMA}stream_sync"
+    if mode_family(mode):
+        return f"{mode_family(mode)}stream_sync"
     if "order" in mode and "stream_sync@order_cfg" in measured:
         return "stream_sync@order_cfg"
     return "stream_sync"

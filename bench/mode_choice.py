@@ -43,7 +43,10 @@ def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
     if bench == "attention":
         from tilesync.bench import attention
 
-        spec = attention.attention_spec(key)  # every mode runs the same kernels
+        if mode.startswith(attention.FUSED):  # the fused program's three kernels
+            fused = attention.fused_spec(key)
+            return {cfg.name: cfg for cfg in (fused.qkv, fused.attention, fused.out)}
+        spec = attention.attention_spec(key)  # every chain mode runs the same kernels
         return {cfg.name: cfg for cfg in
                 (spec.qkv, spec.scores, spec.softmax, spec.context, spec.out)}
     from tilesync.bench import conv
@@ -86,13 +89,17 @@ def tile_work(bench: str, key: tuple, mode: str,
         return {name: cfg.flops / math.prod(cfg.grid[:2]) for name, cfg in configs.items()}
     if rates is None:
         raise ValueError("attention's tile work needs the run's measured rates")
-    from tilesync.kernels.config import SoftmaxConfig
+    from tilesync.kernels.config import AttentionConfig, SoftmaxConfig
 
     work = {}
     for name, cfg in configs.items():
         tiles = math.prod(cfg.grid[:2])
         if isinstance(cfg, SoftmaxConfig):
             work[name] = floor_ms(0, cfg.bytes / tiles, rates)
+        elif isinstance(cfg, AttentionConfig):  # its q and O blocks, and k and v of its keys
+            keys = cfg.tokens // 2 if cfg.causal else cfg.tokens
+            moved = 2 * cfg.head_width * (2 * cfg.block_m + 2 * keys)
+            work[name] = floor_ms(cfg.flops / tiles, moved, rates)
         else:
             bm, bn, _ = cfg.tile
             moved = 2 * ((bm + bn) * cfg.K + bm * bn)  # fp16, read and written

@@ -41,10 +41,10 @@ def start_run(experiment: str, jobs: list[tuple], compile_jobs: Callable[..., An
 
 
 def for_mode(module: Any, mode: str) -> Any:
-    """A chain's stage program as `mode` launches it before its passes: stream_sync (and
-    tma:stream_sync) on one stream without PDL (mlp.launch_on_one_stream), the others as
-    built."""
-    if mode.removeprefix(mlp.TMA) == "stream_sync":
+    """A chain's stage program as `mode` launches it before its passes: stream_sync (and a
+    family's, tma:stream_sync) on one stream without PDL (mlp.launch_on_one_stream), the
+    others as built."""
+    if mode.removeprefix(mlp.mode_family(mode)) == "stream_sync":
         mlp.launch_on_one_stream(module)
     return module
 

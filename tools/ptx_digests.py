@@ -12,6 +12,8 @@ Programs (each compiled for the target its configuration names, else sm_90):
 * gemm / conv / softmax: every cp.async / wgmma configuration `tilesync bench kernels` tunes
   (full mode, wgmma and mma.sync), and the wave model's first warp-specialized TMA proposal
   (with and without clusters) of each of its GEMM shapes;
+* attention: the fused attention kernel of every `tilesync bench attention` shape (the
+  fused: modes' wgmma form, and its mma.sync form in 64 x 64 blocks);
 * mlp: every (model, M, mode) program `tilesync bench mlp` compiles;
 * dataflow: each MLP stack `tilesync bench dataflow-mlp` runs as one persistent pipeline, on
   its first row count (the stages' CTAs follow the rows).
@@ -33,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "test" / "python" / "data" / "ptx_digests.json"
-GROUPS = ("examples", "gemm", "conv", "softmax", "mlp", "dataflow")
+GROUPS = ("examples", "gemm", "conv", "softmax", "attention", "mlp", "dataflow")
 SYNC_PASSES = ("sync-generate-policies", "sync-insert-post-wait", "sync-use-pdl")
 
 
@@ -83,6 +85,19 @@ def softmax_jobs() -> dict[str, tuple]:
     return {f"softmax {c!r}": ("config", c) for c in softmax_workloads(False)}
 
 
+def attention_jobs() -> dict[str, tuple]:
+    from dataclasses import replace
+
+    from tilesync.bench.attention import CAUSAL_SHAPES, SHAPES, fused_spec
+
+    configs = {}
+    for shape in SHAPES + CAUSAL_SHAPES:
+        cfg = fused_spec(shape).attention
+        for form in (cfg, replace(cfg, mma="sync", block_m=64, block_n=64)):
+            configs.setdefault(repr(form), form)
+    return {f"attention {key}": ("config", cfg) for key, cfg in sorted(configs.items())}
+
+
 def mlp_jobs() -> dict[str, tuple]:
     from tilesync.bench.mlp import BATCHES, MODELS, modes_for
 
@@ -106,7 +121,8 @@ def dataflow_jobs() -> dict[str, tuple]:
 
 JOBS: dict[str, Callable[[], dict[str, tuple]]] = {
     "examples": example_jobs, "gemm": gemm_jobs, "conv": conv_jobs,
-    "softmax": softmax_jobs, "mlp": mlp_jobs, "dataflow": dataflow_jobs,
+    "softmax": softmax_jobs, "attention": attention_jobs, "mlp": mlp_jobs,
+    "dataflow": dataflow_jobs,
 }
 
 

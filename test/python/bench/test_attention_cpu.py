@@ -126,14 +126,17 @@ def test_every_mode_is_proved_with_its_guarantee(mode, shape):
     lower(module, attention.mode_passes(mode))
     stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, sync.StageOp)}
     launches = [op for op in module.walk() if isinstance(op, sync.LaunchOp)]
-    assert list(stages) == list(attention.STAGES)
+    fused = mode.startswith(attention.FUSED)
+    names = attention.FUSED_STAGES if fused else attention.STAGES
+    assert list(stages) == list(names)
     assert all(s.attributes["sync.verified"].data == "proved" for s in stages.values())
-    if mode == "stream_sync":
+    if mode.removeprefix(attention.FUSED) == "stream_sync":
         assert {op.stream.value.data for op in launches} == {0}
         assert not any(op.pdl is not None and op.pdl.value.data for op in launches)
     else:
-        for name in attention.STAGES[1:]:
-            assert PROGRESS[mode] in stages[name].attributes["sync.progress"].data
+        for name in names[1:]:
+            assert PROGRESS[mode.removeprefix(attention.FUSED)] in \
+                stages[name].attributes["sync.progress"].data
 
 
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
@@ -147,14 +150,22 @@ def test_one_mode_compiles_to_ptx_nvjitlink_accepts(shape):
 def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     from types import SimpleNamespace
 
-    from tilesync.transforms.graph.graph_to_stages import attention_bindings
+    from tilesync.transforms.graph.graph_to_stages import (
+        attention_bindings,
+        fused_attention_bindings,
+    )
 
+    match = attention.attention_match(attention.GPU_TEST_SHAPES[0])
     data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", qkv="QKV", s="S", p="P",
-                           o="O", y="y", tma_configs={}, binds=attention_bindings(
-                               attention.attention_match(attention.GPU_TEST_SHAPES[0])))
+                           o="O", y="y", tma_configs={}, binds=attention_bindings(match),
+                           fused_binds=fused_attention_bindings(match))
     assert attention.AttentionData.kernel_args(data) == {
         "qkv": ["x", "w_qkv", "QKV"], "scores": ["QKV", "QKV", "S"], "softmax": ["S", "P"],
         "context": ["P", "QKV", "O"], "out": ["O", "w_out", "y"]}
+    # the fused kernel reads q, k and v as three arguments of the one QKV; no S or P
+    assert attention.AttentionData.kernel_args(data, fused=True) == {
+        "qkv": ["x", "w_qkv", "QKV"], "attention": ["QKV", "QKV", "QKV", "O"],
+        "out": ["O", "w_out", "y"]}
 
 
 SHAPE_GRID = [(64, 64, 1, 64, 3, True), (128, 128, 2, 128, 2, False),
@@ -166,12 +177,36 @@ causal or not."""
 
 
 @pytest.mark.parametrize("shape", SHAPE_GRID, ids=attention.shape_label)
-@pytest.mark.parametrize("mode", ["row+pdl", "tile+pdl"])
+@pytest.mark.parametrize("mode", ["row+pdl", "tile+pdl", "fused:row+pdl", "fused:tile+pdl"])
 def test_batched_and_causal_programs_are_proved(mode, shape):
     module = attention.stage_module(shape, mode)
     lower(module, attention.mode_passes(mode))
     stages = [op for op in module.walk() if isinstance(op, sync.StageOp)]
-    assert [s.attributes["sync.verified"].data for s in stages] == ["proved"] * 5
+    count = len(attention.FUSED_STAGES if mode.startswith(attention.FUSED) else attention.STAGES)
+    assert [s.attributes["sync.verified"].data for s in stages] == ["proved"] * count
+
+
+@pytest.mark.parametrize("shape", [(256, 128, 2, 512, 2, True), (512, 1536, 12, 512),
+                                   (256, 64, 1, 128, 4, False)], ids=attention.shape_label)
+@pytest.mark.parametrize("operand", [0, 1, 2])
+def test_a_fused_dependency_that_misses_a_read_is_refused(shape, operand):
+    """The fused program's dependencies have teeth: q, k or v read from QKV tile rows its
+    dependency does not name (every block's, or every key block's, taken to be the first
+    tile row's) is refused by sync-verify against the kernel's loads."""
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    from tilesync.contract import CompileError
+
+    module = attention.stage_module(shape, "fused:row+pdl")
+    (dep,) = [op for op in module.walk() if isinstance(op, sync.DependencyOp)
+              and op.consumer.string_value() == "attention" and op.operand.data == operand]
+    tiles = dep.tiles_map
+    wrong = AffineMap(tiles.num_dims, tiles.num_symbols,
+                      (AffineExpr.constant(0), tiles.results[1]))
+    dep.properties["tiles"] = type(dep.tiles)(wrong)
+    with pytest.raises(CompileError, match=r"consumer tile .* of @attention: .* reads operand "
+                                           rf"{operand}"):
+        lower(module, attention.mode_passes("fused:row+pdl"))
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPE_GRID if s[4] > 1], ids=attention.shape_label)

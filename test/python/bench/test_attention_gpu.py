@@ -1,5 +1,6 @@
-"""The attention benchmark's programs on the GPU (bench/attention.py): y of every mode against
-an fp32 torch reference of the chain, on GPU_TEST_SHAPES.
+"""The attention benchmark's programs on the GPU (bench/attention.py): y of every mode (the
+five-kernel chain's and the fused program's) against an fp32 torch reference of the chain, on
+GPU_TEST_SHAPES.
 
 Each mode's program runs 10 times without any memset of its semaphores (each run a new
 epoch); before every run the temporaries (QKV, S, P, O) and y are poisoned with NaN, so a tile
@@ -35,7 +36,7 @@ def test_every_mode_computes_the_chain(shape, gpu_device):
         program = attention.mlp.load_program(entry)
         for run in range(RUNS):
             data.poison()
-            program.run(data.kernel_args())
+            program.run(data.kernel_args(mode.startswith(attention.FUSED)))
             program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
             err = data.error()
             assert err < attention.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
