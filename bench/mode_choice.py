@@ -145,11 +145,12 @@ def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape]
                costs: mode_cost.MechanismCosts,
                choice: mode_cost.Choice | None = None,
                rates: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The model's choice for one row (`choice`, default from `predictions`) and how it did:
-    `within` is the chosen mode's measured time over the best measured of ours and the
-    library's."""
+    """The model's choice for one row (`choice`, default from `predictions` of the modes that
+    ran: one that failed is no candidate) and how it did: `within` is the chosen mode's
+    measured time over the best measured of ours and the library's."""
     if choice is None:
-        choice = mode_cost.choose(predictions(bench, key, shapes, measured, sms, costs, rates),
+        predicted = predictions(bench, key, shapes, measured, sms, costs, rates)
+        choice = mode_cost.choose({m: t for m, t in predicted.items() if m in measured},
                                   measured.get(LIBRARY_MODE))
     predicted = choice.predicted_ms
     chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode

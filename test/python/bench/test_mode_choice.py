@@ -131,6 +131,25 @@ def test_an_attention_tile_is_its_floor_at_the_runs_rates():
         mode_choice.tile_work("attention", ATTENTION, "stream_sync")
 
 
+def test_a_fused_attention_tile_is_its_floor_at_the_runs_rates():
+    """The fused program's stages: its attention tile moves its q and O blocks and the k and v
+    of its keys (half of them, causal), and computes its share of the products."""
+    cfg = attention.fused_spec(ATTENTION).attention
+    work = mode_choice.tile_work("attention", ATTENTION, "fused:stream_sync", RATES)
+    assert set(work) == {"qkv", "attention", "out"}
+    tiles = cfg.grid[0] * cfg.grid[1]
+    moved = 2 * cfg.head_width * (2 * cfg.block_m + 2 * cfg.tokens)
+    assert work["attention"] == pytest.approx(
+        max(cfg.flops / tiles / 700e12, moved / 4000e9) * 1e3)
+    causal = (256, 128, 2, 512, 2, True)
+    cfg = attention.fused_spec(causal).attention
+    work = mode_choice.tile_work("attention", causal, "fused:row+pdl", RATES)
+    moved = 2 * cfg.head_width * (2 * cfg.block_m + cfg.tokens)
+    tiles = cfg.grid[0] * cfg.grid[1]
+    assert work["attention"] == pytest.approx(
+        max(cfg.flops / tiles / 700e12, moved / 4000e9) * 1e3)
+
+
 def test_an_attention_row_is_chosen_like_the_others():
     shapes = {}
     for mode in attention.MODES:
@@ -143,6 +162,16 @@ def test_an_attention_row_is_chosen_like_the_others():
                                  rates=RATES)
     predicted = row["predicted_ms"]
     assert predicted["stream_sync"] == pytest.approx(0.0200, rel=1e-4)
+    assert not any(m.startswith(attention.FUSED) for m in predicted)  # no fused baseline
+    with_fused = {**measured, "fused:stream_sync": 0.0150, "fused:row+pdl": 0.0130}
+    fused = mode_choice.row_choice("attention", ATTENTION, shapes, with_fused, 132, COSTS,
+                                   rates=RATES)["predicted_ms"]
+    # each family predicted from its own stream sync
+    assert fused["fused:stream_sync"] == pytest.approx(0.0150, rel=1e-4)
+    assert fused["fused:row+pdl"] < fused["fused:stream_sync"]
+    assert fused["row+pdl"] == pytest.approx(predicted["row+pdl"])
+    # a mode that did not run (fused:tile+pdl: compiled, not measured) is no candidate
+    assert "fused:tile+pdl" not in fused
     assert predicted["row+pdl"] < predicted["stream_sync"]  # four stream-ordered launches
     assert row["chosen"] == "row+pdl" and row["within"] == 1.0
     row = mode_choice.row_choice("attention", ATTENTION, shapes,
