@@ -927,8 +927,10 @@ def fused_attention_tile(rows: int, heads: int, head_width: int, tokens: int
     64 at a time where T is no multiple of 128. Heads of 64: 64 x 64 (two blocks an SM). On an
     H200 (wgmma, CUDA-graph timings) 12 heads of 128 at T = 1024 / 2048 took 25.3 / 86.7 us at
     128 x 128, 26.8 / 94.6 at 64 x 64 and 36.4 / 99.8 at 64 x 128; one head at T = 2048 /
-    4096 33.8 / 63.8 us at 64 x 128 against 43.0 / 81.3 at 128 x 128; 12 causal heads of 64
-    at T = 1024 20.5 us at 64 x 64, 19.3 at 64 x 128; 8 sequences of 256 10.1 against 11.1."""
+    4096 33.8 / 63.8 us at 64 x 128 against 43.0 / 81.3 at 128 x 128; causal, 8 / 12 heads of
+    128 at T = 2048 51.0 / 75.2 us at 128 x 128 against 52.4 / 69.7 at 64 x 64 (not the rule's
+    pick where it is faster: one row of each); 12 causal heads of 64 at T = 1024 20.5 us at
+    64 x 64, 19.3 at 64 x 128; 8 sequences of 256 10.1 against 11.1."""
     if head_width == 64:
         return 64, 64
     bn = 128 if tokens % 128 == 0 else 64
