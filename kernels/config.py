@@ -976,9 +976,10 @@ class AttentionConfig:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype}")
         if self.mma not in ("sync", "wgmma"):
             raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
-        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
-            raise SharedMemoryExceeded(f"{self.shared_bytes} bytes of shared memory a block "
-                                       f"(at most {MAX_SHARED_PER_BLOCK})")
+        if self.dynamic_shared_bytes > MAX_SHARED_PER_BLOCK:
+            raise SharedMemoryExceeded(f"{self.dynamic_shared_bytes} bytes of shared memory a "
+                                       f"block with its alignment (at most "
+                                       f"{MAX_SHARED_PER_BLOCK})")
 
     @property
     def element_type(self) -> Attribute:
