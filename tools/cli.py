@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tilesync.contract import DEFAULT_TARGET, TARGETS
+from tilesync.contract import DEFAULT_TARGET, TARGETS, CompileError
 
 EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
 
@@ -44,8 +44,6 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _read(path: str) -> str:
-    from tilesync.contract import CompileError
-
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -83,10 +81,26 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attention_modes(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """`--modes`, checked: attention's, for the attention bench only."""
+    if not args.modes:
+        return None
+    if args.experiment != "attention":
+        raise CompileError(f"--modes selects attention's modes; not for bench {args.experiment}")
+    from tilesync.bench.attention import MODES
+
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        raise CompileError(f"unknown attention mode {', '.join(unknown)}: the modes are "
+                           f"{', '.join(MODES)}")
+    return tuple(args.modes)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from tilesync.bench import experiments, report
     from tilesync.runtime.device import get_device, require_gpu
 
+    modes = _attention_modes(args)  # a bad mode is refused before any GPU work
     if args.experiment == "compile":  # compile times mean something without a GPU too
         from tilesync.runtime.device import gpu_available
 
@@ -136,7 +150,7 @@ def _bench(args: argparse.Namespace) -> int:
 
             result = attention.attention_benchmarks(
                 attention.CAUSAL_SHAPES if args.causal else attention.SHAPES,
-                warmup=args.warmup, reps=args.reps)
+                warmup=args.warmup, reps=args.reps, modes=modes or attention.MODES)
             table = attention.attention_table(result)
         elif name == "torch":
             from tilesync.bench import torch_models
@@ -172,6 +186,8 @@ def _bench(args: argparse.Namespace) -> int:
             stem = "torch-rows"
         if name == "attention" and args.causal:
             stem = "attention-causal"
+        if name == "attention" and modes:  # some modes: not the record of every mode
+            stem += "-modes"
         programs = None
         if name in ("mlp", "conv", "attention"):  # each row's recorded mode choice (explain)
             from tilesync.bench.mode_choice import write_programs
@@ -276,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--causal", action="store_true",
                    help="attention: the causal rows instead (GPT-2 small; GPT-3 and LLaMA heads "
                         "under 8-way TP), saved as attention-causal-<device>")
+    b.add_argument("--modes", nargs="+", default=None,
+                   help="attention: only these modes (default: all, the chain's and the "
+                        "fused: ones), saved as attention[-causal]-modes-<device>")
     b.add_argument("--ms", type=int, nargs="+", default=None,
                    help="mlp: the batches (default 64 256 512 1024 2048)")
     b.add_argument("--out", default="bench/results")

@@ -100,6 +100,20 @@ def test_cli_bench_without_gpu_is_one_line():
     assert_one_line_error(proc, "GPU")
 
 
+def test_cli_bench_modes_are_checked_before_the_gpu():
+    env = {**os.environ, "TILESYNC_DISABLE_GPU": "1"}
+
+    def bench(*args):
+        return subprocess.run([sys.executable, "-m", "tilesync.tools.cli", "bench", *args],
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    assert_one_line_error(bench("attention", "--modes", "fused:row+pdl", "flash"),
+                          "unknown attention mode flash")
+    assert_one_line_error(bench("mlp", "--modes", "row+pdl"), "not for bench mlp")
+    # known modes pass the check and reach the GPU's
+    assert_one_line_error(bench("attention", "--modes", "fused:row+pdl"), "GPU")
+
+
 def test_cli_demo_runs_without_gpu():
     proc = subprocess.run([sys.executable, "-m", "tilesync.tools.cli", "demo"],
                           capture_output=True, text=True, timeout=300,
