@@ -613,6 +613,21 @@ WGMMA_ROW_BYTES = 128
 aligned base, i.e. the 8-row x 128-byte atoms of the sm_90 SWIZZLE_128B shared layout."""
 
 
+class _WgmmaShape:
+    """N and the operands' type of a wgmma, from its accumulators and B (A has B's type).
+    (No annotations here: IRDL reads an op class's annotations as its fields.)"""
+
+    @property
+    def n(self) -> int:
+        return 8 * len(self.acc)  # type: ignore[attr-defined]
+
+    @property
+    def element_kind(self) -> str:
+        """"f16" or "bf16": the type of both operands."""
+        element = self.b.type.element_type  # type: ignore[attr-defined]
+        return "f16" if isinstance(element, Float16Type) else "bf16"
+
+
 def _parse_wgmma_accumulators(parser: Parser
                               ) -> tuple[list[UnresolvedOperand], dict[str, Attribute],
                                          tuple[Attribute, Attribute, Attribute]]:
@@ -645,7 +660,7 @@ def _print_wgmma_accumulators(printer: Printer, op: WgmmaOp | WgmmaRegAOp) -> No
 
 
 @irdl_op_definition
-class WgmmaOp(IRDLOperation):
+class WgmmaOp(_WgmmaShape, IRDLOperation):
     """Warpgroup-collective `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` (sm_90a).
 
     `tile.wgmma %a[%s, %m, %k], %b[%s, %n, %k], %acc...` adds A[m:m+64, k:k+16] times
@@ -674,15 +689,6 @@ class WgmmaOp(IRDLOperation):
         super().__init__(operands=[a, a_indices, b, b_indices, acc],
                          result_types=[[v.type for v in acc]])
 
-    @property
-    def n(self) -> int:
-        return 8 * len(self.acc)
-
-    @property
-    def element_kind(self) -> str:
-        """"f16" or "bf16": the type of both operands."""
-        element = self.a.type.element_type  # type: ignore[union-attr]
-        return "f16" if isinstance(element, Float16Type) else "bf16"
 
     def verify_(self) -> None:
         element = None
@@ -738,7 +744,7 @@ class WgmmaOp(IRDLOperation):
 
 
 @irdl_op_definition
-class WgmmaRegAOp(IRDLOperation):
+class WgmmaRegAOp(_WgmmaShape, IRDLOperation):
     """`tile.wgmma_reg_a %a, %b[%s, %n, %k], %acc...`: `tile.wgmma` with A from registers.
 
     Warp w of the warpgroup passes the A fragment (`!tile.frag<a>`, m16k16) of rows
@@ -766,14 +772,6 @@ class WgmmaRegAOp(IRDLOperation):
                          result_types=[[v.type for v in acc]],
                          properties={"trans_b": UnitAttr() if trans_b else None})
 
-    @property
-    def n(self) -> int:
-        return 8 * len(self.acc)
-
-    @property
-    def element_kind(self) -> str:
-        element = self.b.type.element_type  # type: ignore[union-attr]
-        return "f16" if isinstance(element, Float16Type) else "bf16"
 
     def verify_(self) -> None:
         a = self.a.type
