@@ -101,34 +101,31 @@ class Conv2dRunner:
         self.gemm.launch(x, w, y, bias, stream=stream)
 
 
-class AttentionRunner:
-    """The fused attention kernel loaded on the current GPU (O = softmax(q · kᵀ · scale) · v
-    per head, q, k, v read from QKV)."""
+class _LoadedKernel:
+    """A generated kernel with its own launch (softmax, layer norm, row dot, attention)
+    loaded on the current GPU."""
 
-    def __init__(self, cfg: AttentionConfig, ptx: str | None = None):
+    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig | RowDotConfig | AttentionConfig,
+                 ptx: str | None = None):
         self.cfg = cfg
         if ptx is None:
             ptx = compile_kernel(cfg, get_device().arch).ptx
         self.module = load_ptx(ptx, cfg.name)
         self.kernel = self.module.function(cfg.name, cfg.signature)
+
+
+class AttentionRunner(_LoadedKernel):
+    """The fused attention kernel loaded on the current GPU (O = softmax(q · kᵀ · scale) · v
+    per head, q, k, v read from QKV)."""
+
+    cfg: AttentionConfig
 
     def launch(self, qkv, o, stream=None) -> None:
         launch(self.kernel, self.cfg.grid, self.cfg.block, [qkv, qkv, qkv, o], stream=stream,
                shared_mem=self.cfg.dynamic_shared_bytes)
 
 
-class _RowKernelRunner:
-    """A kernel of one warp a row (softmax, layer norm, row dot) loaded on the current GPU."""
-
-    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig | RowDotConfig, ptx: str | None = None):
-        self.cfg = cfg
-        if ptx is None:
-            ptx = compile_kernel(cfg, get_device().arch).ptx
-        self.module = load_ptx(ptx, cfg.name)
-        self.kernel = self.module.function(cfg.name, cfg.signature)
-
-
-class SoftmaxRunner(_RowKernelRunner):
+class SoftmaxRunner(_LoadedKernel):
     """The softmax kernel (y = dropout(softmax(x)) over rows)."""
 
     cfg: SoftmaxConfig
@@ -138,7 +135,7 @@ class SoftmaxRunner(_RowKernelRunner):
         launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream)
 
 
-class LayerNormRunner(_RowKernelRunner):
+class LayerNormRunner(_LoadedKernel):
     """The layer-norm kernel (y = layer_norm(x) · gamma + beta over rows)."""
 
     cfg: LayerNormConfig
@@ -147,7 +144,7 @@ class LayerNormRunner(_RowKernelRunner):
         launch(self.kernel, self.cfg.grid, self.cfg.block, [x, gamma, beta, y], stream=stream)
 
 
-class RowDotRunner(_RowKernelRunner):
+class RowDotRunner(_LoadedKernel):
     """The row-dot kernel (y[r] = x[r, :] · w + bias)."""
 
     cfg: RowDotConfig

@@ -46,7 +46,6 @@ tiles it reads and post the O tile it wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from math import inf as math_inf
 
 from xdsl.dialects import arith, gpu, math, memref, scf
@@ -62,19 +61,13 @@ from xdsl.ir import Block, Region, SSAValue
 
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
-from tilesync.kernels.builder import BlockBuilder, block_tile
+from tilesync.kernels.builder import BlockBuilder, block_tile, warp_allreduce
 from tilesync.kernels.config import AttentionConfig
 from tilesync.kernels.gemm import named_args, shared_global
 
 SHARED = IntegerAttr(3, 64)
 BOX = 64  # wgmma's operands: boxes of 64 columns, one 128-byte swizzled row each
-ROW_LANES = (1, 2)  # butterfly offsets joining the four lanes that hold one row's columns
-
-
-def _row_reduce(b: BlockBuilder, value: SSAValue, combine) -> SSAValue:
-    for offset in ROW_LANES:
-        value = b.emit(combine(value, b.emit(tl.ShuffleOp("bfly", value, offset))))
-    return value
+ROW_LANES = 4  # the lanes that hold one row of an accumulator tile (2 columns each)
 
 
 def attention_module(cfg: AttentionConfig) -> ModuleOp:
@@ -140,20 +133,12 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
             body.insert(sync.LoadPointOp(2, tile, j))
         copy_rows(body, args["V"], sv, [stage], row0, body.addi(head_col, 2 * width), bn)
 
-    def when(body: BlockBuilder, cond: SSAValue, emit: Callable[[BlockBuilder], None]) -> None:
-        then = Block()
-        tb = BlockBuilder(then)
-        emit(tb)
-        tb.insert(scf.YieldOp())
-        body.insert(scf.IfOp(cond, [], Region(then)))
-
     # Key blocks: all of the sequence's; causal: through the one holding the block's last
     # query, those from the one holding its first query on masked.
+    blocks: SSAValue | int = tokens // bn
     if cfg.causal:
-        blocks: SSAValue | int = b.divui(b.addi(position, bm + bn - 1), bn)
-        unmasked: SSAValue | int = b.divui(position, bn)
-    else:
-        blocks = unmasked = tokens // bn
+        blocks = b.divui(b.addi(position, bm + bn - 1), bn)
+        unmasked = b.divui(position, bn)
 
     # prologue: q (its own commit group), then key blocks 0 .. S - 2
     if cfg.sync_hooks:
@@ -165,7 +150,7 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
             if s < blocks:
                 load_keys(b, b.idx(s), b.idx(s))
         else:
-            when(b, b.ult(b.idx(s), blocks), lambda gb, s=s: load_keys(gb, gb.idx(s), gb.idx(s)))
+            b.when(b.ult(b.idx(s), blocks), lambda gb, s=s: load_keys(gb, gb.idx(s), gb.idx(s)))
         b.insert(tl.CpAsyncCommitOp())
     q_frags: list[SSAValue] = []
     if not wgmma:  # held in registers for the whole kernel
@@ -241,7 +226,7 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
             lb.insert(tl.FenceProxyAsyncOp())
         lb.insert(gpu.BarrierOp())  # block j landed for all; stage (j - 1) % S is free
         ahead = lb.addi(j, S - 1)
-        when(lb, lb.ult(ahead, blocks), lambda pb: load_keys(pb, ahead, pb.remui(ahead, S)))
+        lb.when(lb.ult(ahead, blocks), lambda pb: load_keys(pb, ahead, pb.remui(ahead, S)))
         lb.insert(tl.CpAsyncCommitOp())
         stage = lb.remui(j, S)
 
@@ -263,7 +248,7 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
             for tile_values in values:
                 for k in (2 * half, 2 * half + 1):
                     m = lb.emit(arith.MaxnumfOp(m, tile_values[k]))
-            new_m.append(_row_reduce(lb, m, arith.MaxnumfOp))
+            new_m.append(warp_allreduce(lb, m, arith.MaxnumfOp, ROW_LANES))
 
         def exp_scaled(x: SSAValue, m: SSAValue) -> SSAValue:
             return lb.emit(math.ExpOp(lb.mulf(lb.emit(arith.SubfOp(x, m)), scale)))
@@ -293,7 +278,7 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
 
     o_tiles, (_, _, l_lo, l_hi) = state[:-4], state[-4:]
     one = b.f32(1.0)
-    inverse = [b.emit(arith.DivfOp(one, _row_reduce(b, total, arith.AddfOp)))
+    inverse = [b.emit(arith.DivfOp(one, warp_allreduce(b, total, arith.AddfOp, ROW_LANES)))
                for total in (l_lo, l_hi)]
     row = b.addi(q0, warp_row)
     for n, t in enumerate(o_tiles):

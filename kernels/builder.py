@@ -56,6 +56,13 @@ class BlockBuilder(Builder):
     def _index(self, value: Index) -> SSAValue:
         return self.idx(value) if isinstance(value, int) else value
 
+    def when(self, cond: SSAValue, emit: Callable[[BlockBuilder], None]) -> None:
+        """`scf.if cond` whose body `emit` builds (no results)."""
+        then = Block()
+        emit(BlockBuilder(then))
+        then.add_op(scf.YieldOp())
+        self.insert(scf.IfOp(cond, [], Region(then)))
+
     def _binary(self, kind: type[Operation], lhs: Index, rhs: Index) -> SSAValue:
         return self.emit(TEMPLATES.binary(kind, self._index(lhs), self._index(rhs)))
 
@@ -114,12 +121,16 @@ def block_tile(b: BlockBuilder, sync_hooks: bool) -> tuple[SSAValue, SSAValue]:
             b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Y))))
 
 
-def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation]) -> SSAValue:
-    """`combine` (an arith binary op) over the warp's 32 lanes, every lane getting the result:
-    five `tile.shuffle bfly` steps."""
-    for offset in (16, 8, 4, 2, 1):
+def warp_allreduce(b: BlockBuilder, value: SSAValue, combine: type[Operation],
+                   lanes: int = 32) -> SSAValue:
+    """`combine` (an arith binary op) over aligned groups of `lanes` lanes (a power of two; 32:
+    the warp, 4: the lanes that hold one row of an mma accumulator), every lane of a group
+    getting its group's result: log2(lanes) `tile.shuffle bfly` steps."""
+    offset = lanes // 2
+    while offset:
         other = b.emit(tl.ShuffleOp("bfly", value, offset))
         value = b.emit(TEMPLATES.binary(combine, value, other))
+        offset //= 2
     return value
 
 

@@ -631,18 +631,12 @@ def _reduce_in_cluster(b: BlockBuilder, partial: SSAValue | None, split: int,
         return [(accs[mi * ni_count + n], b.addi(place.warp_m, mi * 16),
                  b.addi(place.warp_n, n * 8)) for n in range(ni, ni + unit)]
 
-    def when(cond: SSAValue, build) -> None:
-        block = Block()
-        build(BlockBuilder(block))
-        block.add_op(scf.YieldOp())
-        b.insert(scf.IfOp(cond, [], Region(block)))
-
     def is_slice(owner: int, predicate: str) -> SSAValue:
         return b.emit(arith.CmpiOp(slice_, b.idx(owner), predicate))
 
     for owner, mine in enumerate(owned):  # the units another slice finishes: to the buffer
         if mine:
-            when(is_slice(owner, "ne"), lambda body, mine=mine: [
+            b.when(is_slice(owner, "ne"), lambda body, mine=mine: [
                 body.insert(tl.StoreAccOp(acc, partial, [row, col]))
                 for mi, ni in mine for acc, row, col in fragments(mi, ni)])
     b.insert(tl.ClusterBarrierOp())
@@ -663,7 +657,7 @@ def _reduce_in_cluster(b: BlockBuilder, partial: SSAValue | None, split: int,
 
     for owner, mine in enumerate(owned):
         if mine:
-            when(is_slice(owner, "eq"), lambda body, owner=owner, mine=mine:
+            b.when(is_slice(owner, "eq"), lambda body, owner=owner, mine=mine:
                  finish(body, owner, mine))
     b.insert(tl.ClusterBarrierOp())
 
