@@ -65,8 +65,8 @@ from tilesync.kernels.builder import BlockBuilder, block_tile, warp_allreduce
 from tilesync.kernels.config import AttentionConfig
 from tilesync.kernels.gemm import named_args, shared_global
 
-SHARED = IntegerAttr(3, 64)
-BOX = 64  # wgmma's operands: boxes of 64 columns, one 128-byte swizzled row each
+SHARED = IntegerAttr(tl.SHARED_SPACE, 64)
+BOX = tl.WGMMA_ROW_BYTES // 2  # wgmma's operands: boxes of 64 16-bit columns, a swizzled row
 ROW_LANES = 4  # the lanes that hold one row of an accumulator tile (2 columns each)
 
 
