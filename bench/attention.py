@@ -300,8 +300,9 @@ class AttentionData(mlp.CheckedOutputs):
 
         self.binds = attention_bindings(attention_match(shape))
         self.fused_binds = fused_attention_bindings(attention_match(shape))
-        self.tma_configs = {cfg.name: cfg for cfg in attention_spec(shape).gemms
-                            if cfg.warp_specialized}
+        self.tma_configs = {fused: {cfg.name: cfg for cfg in spec.gemms if cfg.warp_specialized}
+                            for fused, spec in ((False, attention_spec(shape)),
+                                                (True, fused_spec(shape)))}
         from tilesync.runtime.tensor_map import TensorMapCache
 
         self.tensor_maps = TensorMapCache()  # each buffer's maps encoded once
@@ -344,10 +345,10 @@ class AttentionData(mlp.CheckedOutputs):
         binds = self.fused_binds if fused else self.binds
         tensors = {stage: [values[b.kind.data][b.values[0]] for b in binds]
                    for stage, binds in binds.items()}
-        if self.tma_configs:  # a warp-specialized GEMM takes its operands' TMA maps
+        if self.tma_configs[fused]:  # a warp-specialized GEMM takes its operands' TMA maps
             from tilesync.harness.runner import tensor_map_args
 
-            for stage, cfg in self.tma_configs.items():
+            for stage, cfg in self.tma_configs[fused].items():
                 tensors[stage] = tensor_map_args(cfg, tensors[stage], self.tensor_maps)
         return tensors
 

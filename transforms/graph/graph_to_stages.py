@@ -104,7 +104,7 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
 from tilesync.kernels.attention import attention_module
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.choice import stages_for
+from tilesync.kernels.choice import TILE_COLUMNS, TILE_ROWS, propose_tma_configs, stages_for
 from tilesync.kernels.config import (
     H100_SMS,
     AttentionConfig,
@@ -938,9 +938,28 @@ def fused_attention_tile(rows: int, heads: int, head_width: int, tokens: int
     return bm, bn
 
 
+def fused_projection_config(base: GemmConfig, tokens: int) -> GemmConfig:
+    """The fused program's QKV or output GEMM in place of the chain's `base`: from K = LONG_K
+    the TMA tile (with its TMA-store epilogue) the wave model predicts fastest
+    (`propose_tma_configs`) whose rows divide a sequence's `tokens`. The fused program's
+    dependencies take any tile width (ranges where a head straddles tiles), where the chain's
+    count its 64-wide k-steps in PROJECTION_WIDTHS; and since every query block reads every
+    key block, no consumer fills a projection's last partial wave, which the width must: 12
+    heads of 128 at T = 1024 take 256 tiles of 128 x 144 (two waves of 132) where
+    `projection_width`'s 128 took 288 (three)."""
+    if base.K < LONG_K:
+        return base
+    every = len(TILE_ROWS) * len(TILE_COLUMNS)
+    for proposal in propose_tma_configs(base.M, base.N, base.K, base.dtype, base.epilogue,
+                                        limit=every, cluster_limit=0):
+        if proposal.tma_store and tokens % proposal.tile[0] == 0:
+            return replace(proposal, name=base.name, sync_hooks=True, persistent=False)
+    return base
+
+
 def fused_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
-    """The chain's QKV and output GEMMs (attention_configs') around the fused kernel
-    (wgmma, sm_90a as they are)."""
+    """The chain's GEMMs' shapes (attention_configs') in the tiles the fused program's waves
+    want (`fused_projection_config`) around the fused kernel (wgmma, sm_90a as they are)."""
     chain = attention_configs(match)
     t, d, h, b = match.tokens, match.head_width, match.heads, match.sequences
     if d not in (64, 128):
@@ -954,7 +973,12 @@ def fused_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the fused attention kernel refuses this shape: "
                                              f"{err}") from err
-    return FusedAttentionSpec(chain.qkv, fused, chain.out, h, b)
+    try:
+        qkv, out = (fused_projection_config(cfg, t) for cfg in (chain.qkv, chain.out))
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: "
+                                             f"{err}") from err
+    return FusedAttentionSpec(qkv, fused, out, h, b)
 
 
 def _tiles_spanned(first: Callable[[int], int], width: int, tile: int, count: int) -> int:
@@ -1578,6 +1602,7 @@ __all__ = [
     "fused_attention_configs",
     "fused_attention_dependencies",
     "fused_attention_stage_module",
+    "fused_projection_config",
     "match_attention",
     "match_conv_chain",
     "match_mlp",

@@ -157,7 +157,8 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
 
     match = attention.attention_match(attention.GPU_TEST_SHAPES[0])
     data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", qkv="QKV", s="S", p="P",
-                           o="O", y="y", tma_configs={}, binds=attention_bindings(match),
+                           o="O", y="y", tma_configs={False: {}, True: {}},
+                           binds=attention_bindings(match),
                            fused_binds=fused_attention_bindings(match))
     assert attention.AttentionData.kernel_args(data) == {
         "qkv": ["x", "w_qkv", "QKV"], "scores": ["QKV", "QKV", "S"], "softmax": ["S", "P"],
@@ -166,6 +167,17 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     assert attention.AttentionData.kernel_args(data, fused=True) == {
         "qkv": ["x", "w_qkv", "QKV"], "attention": ["QKV", "QKV", "QKV", "O"],
         "out": ["O", "w_out", "y"]}
+
+
+def test_the_fused_programs_projections_take_the_tiles_their_waves_want():
+    # GPT-3's 12 heads at T = 1024: the chain's QKV tiles (projection_width, 64-wide k-steps)
+    # take three waves of 132, the fused program's 128 x 144 two
+    shape = (1024, 1536, 12, 12288)
+    chain, fused = attention.attention_spec(shape), attention.fused_spec(shape)
+    waves = [-(-cfg.tiles // 132) for cfg in (chain.qkv, fused.qkv)]
+    assert (chain.qkv.tile[:2], fused.qkv.tile[:2], waves) == ((128, 128), (128, 144), [3, 2])
+    assert fused.qkv.sync_hooks and not fused.qkv.persistent and fused.qkv.tma_store
+    assert fused.out.tile[:2] == (128, 256)
 
 
 SHAPE_GRID = [(64, 64, 1, 64, 3, True), (128, 128, 2, 128, 2, False),
