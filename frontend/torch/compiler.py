@@ -729,18 +729,46 @@ the TMA convs tile-synchronized ran the bench's 56x56 chains fastest at batch 1,
 8 (1.08-1.50x); the cp.async convs, 0.65-1.38x, were never the fastest there."""
 
 
+ATTENTION_FORMS = (STAGES_PASS, f"{STAGES_PASS}{{attention=fused}}")
+"""The stage programs a self-attention piece is compiled to where the fused kernel takes its
+heads (of 64 or 128 columns), measured on the device (once, cached) and the faster kept: on an
+H200 (bench attention --modes, cb21082) the fused program (QKV GEMM, one attention kernel,
+output GEMM) ran every 8-way tensor-parallel GPT-3 / LLaMA shape and GPT-2's causal ones
+fastest (1.06-1.46x the chain's best), the chain one head of 128 up to T = 2048 (1.2-1.5x)."""
+
+
 def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
     """The stage programs a piece planned as `spec` (from the graph function in `module`) is
-    compiled to where it runs here: CONV_FORMS that take a conv chain, `mlp_forms` else."""
+    compiled to where it runs here: CONV_FORMS that take a conv chain, `attention_forms` for a
+    self-attention, `mlp_forms` else."""
     from xdsl.dialects import func
 
-    from tilesync.transforms.graph.graph_to_stages import ConvChainSpec, conv_chain_pipelines
+    from tilesync.transforms.graph.graph_to_stages import (
+        AttentionSpec,
+        ConvChainSpec,
+        conv_chain_pipelines,
+    )
 
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     if isinstance(spec, ConvChainSpec):
-        fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
         return tuple(form for pipeline in conv_chain_pipelines(fn)
                      for form in CONV_FORMS[pipeline])
+    if isinstance(spec, AttentionSpec):
+        return attention_forms(fn)
     return mlp_forms(spec)
+
+
+def attention_forms(fn: Any) -> tuple[str, ...]:
+    """Both of ATTENTION_FORMS where the fused program takes the attention in `fn`, else the
+    chain alone."""
+    from tilesync.dialects.locations import OpDiagnostic
+    from tilesync.transforms.graph.graph_to_stages import fused_attention_configs, match_attention
+
+    try:
+        fused_attention_configs(match_attention(fn))
+    except OpDiagnostic:  # the fused kernel refuses the heads: the chain's form only
+        return (STAGES_PASS,)
+    return ATTENTION_FORMS
 
 
 def mlp_forms(spec: Any) -> tuple[str, ...]:

@@ -68,6 +68,28 @@ def test_uneven_attention_is_no_piece():
     assert _pieces(Uneven(), [torch.randn(64, 64)]) == []
 
 
+def test_attention_whose_heads_the_fused_kernel_takes_is_also_compiled_fused():
+    """Where it runs on a GPU, attention with heads of 64 or 128 columns is compiled to both
+    ATTENTION_FORMS (the faster measured runs); the fused form is three kernels, the attention
+    kernel reading q, k and v from QKV and waiting for them; a head of 192 has the chain alone."""
+    from tilesync.frontend.torch import compiler
+
+    pieces = {width: _pieces(Attention(width).half(), [torch.randn(64, width,
+                                                                   dtype=torch.half)])[0]
+              for width in (64, 192)}
+    for width, forms in ((64, compiler.ATTENTION_FORMS), (192, (STAGES_PASS,))):
+        module = graph_function(pieces[width])
+        assert compiler.stage_forms(compiler.plan(module), module) == forms, width
+    entry = compile_entry((str(graph_function(pieces[64], names=False)),
+                           compiler.ATTENTION_FORMS[1]))
+    assert set(entry["ptx_by_module"]) == {f"{s}_module" for s in ("qkv", "attention", "out")}
+    assert "wgmma.mma_async" in entry["ptx_by_module"]["attention_module"]
+    assert "ld.acquire.gpu" in entry["ptx_by_module"]["attention_module"]  # it waits for q, k, v
+    assert "#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, " \
+        "#graph.bind<temp 1>" in entry["host"]
+    assert entry["temps"] == [(64, 192), (64, 64)]
+
+
 def test_compiled_attention_has_five_kernels_and_their_bindings():
     (piece,) = _pieces(Attention(bias=False).half(), [torch.randn(64, 64, dtype=torch.half)])
     entry = compile_entry((str(graph_function(piece, names=False)), STAGES_PASS))

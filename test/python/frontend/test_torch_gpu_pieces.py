@@ -147,6 +147,28 @@ def test_causal_attention_with_heads_runs_our_way(model_class, shape, heads, tmp
                   pattern, tmp_path, graph_replays)
 
 
+@pytest.mark.parametrize("form", compiler.ATTENTION_FORMS)
+@pytest.mark.parametrize(("model_class", "shape", "heads"), [
+    (GPT2Attention, (2, 128, 128), 2),  # heads of 64 over two sequences, causal
+    (CausalSelfAttention, (1, 256, 256), 2),  # heads of 128 (the fused kernel's 64 x 128)
+])
+def test_each_form_of_attention_runs_our_way(form, model_class, shape, heads, tmp_path,
+                                             poisoned, graph_replays, monkeypatch):
+    """Each of ATTENTION_FORMS alone (the measured choice taken out of the way): the chain and
+    the fused program (QKV GEMM, one attention kernel, output GEMM) match eager, poisoned,
+    on fresh inputs and from CUDA graph replays, and compile once."""
+    monkeypatch.setattr(compiler, "attention_forms", lambda fn: (form,))
+    torch.manual_seed(sum(shape) + heads)
+    model = model_class(shape[-1], heads).half().cuda().eval()
+    b, t, e = shape
+    pattern = (f"Attention [{b} x {t} tokens, {heads} heads of {e // heads}, {e} -> {3 * e} -> "
+               f"{e}, float16, scale {(e // heads) ** -0.5:.6g}, causal]")
+    compiled = _runs_our_way(model, lambda: torch.randn(shape, dtype=torch.half, device="cuda"),
+                             pattern, tmp_path, graph_replays)
+    (piece,) = compiled.report.pieces
+    assert not piece.variants  # one form: nothing measured between forms
+
+
 @pytest.mark.parametrize(("images", "relu", "bias", "channels_last"), [
     (1, True, True, False),
     (8, True, True, True),  # the activations and filters already NHWC: no copy at the boundary
