@@ -1025,9 +1025,12 @@ def fused_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Dependen
                                       [(0, t // bna), (0, k_cols), (0, k_rows)],
                                       clipped=k_past))
     bm4, _, bk4 = spec.out.tile
+    # an output tile row past the last query block (T no multiple of its rows) reads fewer
+    blocks = max(1, bm4 // bma)
+    o_past = (spec.out.tile_grid[0] - 1) * bm4 // bma + blocks > spec.attention.grid[0]
     deps.append(sync.DependencyOp(ATTENTION, OUT, 0, AffineMap(2, 2, (
         _ratio(d0 * bm4, bma) + s1, _ratio(s0 * bk4, d))),
-        [(0, spec.out.k_tiles), (0, max(1, bm4 // bma))]))
+        [(0, spec.out.k_tiles), (0, blocks)], clipped=o_past))
     return deps
 
 
