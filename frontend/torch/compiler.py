@@ -11,10 +11,11 @@ function below):
     plan                  graph-to-stages' pattern and tile configs (an MLP stack: graph-to-
                           dataflow's MlpStack) or why not: the piece stays with torch
     compile_entry         graph-to-stages, the cuSync passes (RowSync, PDL, verify, the epoch
-                          in device memory), PTX for sm_90a; an MLP on the TMA GEMMs, run on
-                          a GPU: also graph-to-stages{persistent=true} (the GEMMs persistent
-                          in stream order), the faster measured on the device (cached per
-                          device); an MLP stack: graph-to-dataflow
+                          in device memory), PTX for sm_90a; run on a GPU, every form of
+                          the piece `stage_forms` names (an MLP on the TMA GEMMs also with its
+                          GEMMs persistent in stream order, a conv chain's TMA convs, an
+                          attention also fused), the fastest measured on the device (cached
+                          per device); an MLP stack: graph-to-dataflow
                           (light layers fused; the ILP's allotment, or with `tune` every one
                           of STACK_PASSES, the faster measured on the device), the dataflow
                           passes, one persistent kernel each; cached on disk (CompileCache,
@@ -206,10 +207,11 @@ def plan(module, stack: bool = False) -> Any:
 
 
 def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
-    """The piece compiled by `job` = (graph text, one of MLP_FORMS): PTX per gpu.module, kernel
-    signatures, the host plan (stage ops with their #graph.bind) as text, the temporaries'
-    shapes; picklable (the cache keeps it). The cuSync passes run where the stage program has
-    dependencies (the persistent form has none: stream order synchronizes it)."""
+    """The piece compiled by `job` = (graph text, one of its `stage_forms`): PTX per
+    gpu.module, kernel signatures, the host plan (stage ops with their #graph.bind) as text,
+    the temporaries' shapes; picklable (the cache keeps it). The cuSync passes run where the
+    stage program has dependencies (the persistent form has none: stream order synchronizes
+    it)."""
     from xdsl.dialects.builtin import ModuleOp
 
     import tilesync
@@ -281,8 +283,8 @@ def stack_passes(options: Options) -> tuple[str, ...]:
 
 def cached_entry(graph_text: str, options: Options, stack: bool,
                  forms: tuple[str, ...]) -> tuple[list[Any], bool]:
-    """(compiled entries, True if all came from the disk cache): one per form, each a pass of
-    MLP_FORMS, or with `stack` of stack_passes(options); a stack's are compiled side by side in
+    """(compiled entries, True if all came from the disk cache): one per form, each of
+    `stage_forms`, or with `stack` of stack_passes(options); a stack's are compiled side by side in
     fresh interpreters where this machine has the cores (no fork of a process that holds
     torch's threads and a CUDA context), a piece's forms here (a second costs under a second).
     """
@@ -784,8 +786,8 @@ def mlp_forms(spec: Any) -> tuple[str, ...]:
 def _fastest(piece: Piece, entries: list[dict[str, Any]], forms: tuple[str, ...],
              example: list[Any], graph_text: str, report: PieceReport,
              options: Options) -> Any:
-    """The faster of a piece's compiled forms (`forms`, one entry each: MLP_FORMS, or an MLP
-    stack's pipelines) on the example inputs, each replayed from a CUDA graph (the device's
+    """The faster of a piece's compiled forms (`forms`, one entry each: its `stage_forms`, or
+    an MLP stack's pipelines) on the example inputs, each replayed from a CUDA graph (the device's
     time: the host launches them alike), measured once per device (cached); `report.variants`
     says what each took. A lone form is taken untimed."""
     if len(entries) == 1:
