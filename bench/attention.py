@@ -300,9 +300,8 @@ class AttentionData(mlp.CheckedOutputs):
 
         self.binds = attention_bindings(attention_match(shape))
         self.fused_binds = fused_attention_bindings(attention_match(shape))
-        self.tma_configs = {fused: {cfg.name: cfg for cfg in spec.gemms if cfg.warp_specialized}
-                            for fused, spec in ((False, attention_spec(shape)),
-                                                (True, fused_spec(shape)))}
+        self.shape = shape
+        self.tma_configs: dict[bool, dict[str, Any]] = {}  # per family, filled when first run
         from tilesync.runtime.tensor_map import TensorMapCache
 
         self.tensor_maps = TensorMapCache()  # each buffer's maps encoded once
@@ -345,6 +344,10 @@ class AttentionData(mlp.CheckedOutputs):
         binds = self.fused_binds if fused else self.binds
         tensors = {stage: [values[b.kind.data][b.values[0]] for b in binds]
                    for stage, binds in binds.items()}
+        if fused not in self.tma_configs:  # the chain's shapes the fused kernel may refuse
+            spec = fused_spec(self.shape) if fused else attention_spec(self.shape)
+            self.tma_configs[fused] = {cfg.name: cfg for cfg in spec.gemms
+                                       if cfg.warp_specialized}
         if self.tma_configs[fused]:  # a warp-specialized GEMM takes its operands' TMA maps
             from tilesync.harness.runner import tensor_map_args
 

@@ -875,6 +875,20 @@ class WgmmaWaitGroupSyncAlignedOp(_WaitGroupOp):
     name = "nvvm.wgmma.wait.group.sync.aligned"
 
 
+def _verify_wgmma_accumulators(op: IRDLOperation) -> None:
+    """N one of WGMMA_N, N / 2 f32 accumulators a thread, yielded back as a struct of them."""
+    n = op.n.value.data  # type: ignore[attr-defined]
+    if n not in WGMMA_N:
+        raise VerifyException(f"'{op.name}' N must be a multiple of 8 in 8..256, got {n}")
+    acc = op.acc  # type: ignore[attr-defined]
+    if len(acc) != n // 2:
+        raise VerifyException(f"'{op.name}' m64n{n}k16 takes {n // 2} accumulator "
+                              f"registers, got {len(acc)}")
+    expected = LLVMStructType.from_type_list([f32] * len(acc))
+    if op.res.type != expected:  # type: ignore[attr-defined]
+        raise VerifyException(f"'{op.name}' yields {expected}, got {op.res.type}")  # type: ignore[attr-defined]
+
+
 @irdl_op_definition
 class WgmmaMmaAsyncOp(IRDLOperation):
     """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`: warpgroup-collective
@@ -904,15 +918,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        n = self.n.value.data
-        if n not in WGMMA_N:
-            raise VerifyException(f"'{self.name}' N must be a multiple of 8 in 8..256, got {n}")
-        if len(self.acc) != n // 2:
-            raise VerifyException(f"'{self.name}' m64n{n}k16 takes {n // 2} accumulator "
-                                  f"registers, got {len(self.acc)}")
-        expected = LLVMStructType.from_type_list([f32] * len(self.acc))
-        if self.res.type != expected:
-            raise VerifyException(f"'{self.name}' yields {expected}, got {self.res.type}")
+        _verify_wgmma_accumulators(self)
 
 
 @irdl_op_definition
@@ -946,17 +952,9 @@ class WgmmaMmaAsyncRegAOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        n = self.n.value.data
-        if n not in WGMMA_N:
-            raise VerifyException(f"'{self.name}' N must be a multiple of 8 in 8..256, got {n}")
+        _verify_wgmma_accumulators(self)
         if len(self.a) != 4:
             raise VerifyException(f"'{self.name}' takes A in 4 registers, got {len(self.a)}")
-        if len(self.acc) != n // 2:
-            raise VerifyException(f"'{self.name}' m64n{n}k16 takes {n // 2} accumulator "
-                                  f"registers, got {len(self.acc)}")
-        expected = LLVMStructType.from_type_list([f32] * len(self.acc))
-        if self.res.type != expected:
-            raise VerifyException(f"'{self.name}' yields {expected}, got {self.res.type}")
 
 
 # --------------------------------------------------------------------------------------------
