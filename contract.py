@@ -266,6 +266,10 @@ DRAM_BYTES_ATTR = "dram_bytes"  # DRAM bytes per tile left once queues carry the
 L2_BYTES_ATTR = "l2_bytes"  # L2 bytes per tile
 # on a sync.stage
 NUM_SEMAPHORES_ATTR = "num_semaphores"
+# A stage whose tiles wait for all the producer tiles they read at once, at their probe
+# (`sync.probe ... until_ready`), not step by step: what sync-insert-post-wait's
+# probe_until_ready does for every stage.
+WAIT_AT_PROBE_ATTR = "sync.wait_at_probe"
 VERIFIED_ATTR = "sync.verified"  # "proved" or "boundary"
 PROGRESS_ATTR = "sync.progress"  # the forward-progress guarantee sync-verify relied on
 CORESIDENT_ATTR = "coresident"  # declared: every block of the program is resident at once

@@ -866,7 +866,7 @@ class ProbeRange:
 @irdl_op_definition
 class ProbeOp(IRDLOperation):
     """`%ready = sync.probe %sems[%x, %y] epoch %e policy #sync.policy<...> reads [maps]
-    over [ranges] (clipped_to array<i64: grid>)? : memref<?xi32>`.
+    over [ranges] (clipped_to array<i64: grid>)? (until_ready)? : memref<?xi32>`.
 
     Whether every producer tile this tile reads is already posted, asked once and in
     parallel: part i of `reads` is a map (consumer tile)[forall values] → producer tile, its
@@ -877,6 +877,13 @@ class ProbeOp(IRDLOperation):
     outside that grid are read by nobody and count as ready. A `sync.wait ... unless %ready`
     on one of these semaphores is then skipped: a tile that waits at many k-steps for tiles
     finished long before pays one round trip to memory instead of one per wait.
+
+    With `until_ready` the probe waits instead of testing: each thread spins on its points (an
+    acquire load first, as a wait's spin, with its timeout) and a block barrier follows, so
+    `ready` is always true and the waits it guards never run. The tile then waits for all of
+    the producer tiles at once, in parallel, before its first load of them: one round trip
+    where they are posted, instead of one block-wide wait per step where the probe would
+    have failed (a consumer launched early, with PDL, finds them not yet posted).
     """
 
     name = "sync.probe"
@@ -889,10 +896,12 @@ class ProbeOp(IRDLOperation):
     reads = prop_def(ArrayAttr[AffineMapAttr])
     over = prop_def(ArrayAttr[DenseArrayBase])
     clipped_to = opt_prop_def(DenseArrayBase)
+    until_ready = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "$sems `[` $tile `]` `epoch` $epoch `policy` qualified($policy) `reads` qualified($reads) "
-        "`over` qualified($over) (`clipped_to` qualified($clipped_to)^)? attr-dict `:` type($sems)"
+        "`over` qualified($over) (`clipped_to` qualified($clipped_to)^)? "
+        "(`until_ready` $until_ready^)? attr-dict `:` type($sems)"
     )
 
     def __init__(
@@ -903,6 +912,7 @@ class ProbeOp(IRDLOperation):
         epoch: SSAValue | Operation,
         parts: Sequence[tuple[AffineMap, Sequence[ProbeRange]]],
         clipped_to: Sequence[int] | None = None,
+        until_ready: bool = False,
     ):
         super().__init__(
             operands=[sems, tile, epoch],
@@ -916,6 +926,7 @@ class ProbeOp(IRDLOperation):
                     for _, ranges in parts]),
                 "clipped_to": None if clipped_to is None else
                 DenseArrayBase.from_list(i64, list(clipped_to)),
+                "until_ready": UnitAttr() if until_ready else None,
             },
         )
 

@@ -24,7 +24,7 @@ Built from the primitives of `sync_primitives.SyncBuilder`:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -217,7 +217,7 @@ def _enclosing_kernel(op: Operation) -> gpu.FuncOp | None:
     return parent
 
 
-def _debug_description(b: SyncBuilder, op: sync.WaitOp, func: gpu.FuncOp,
+def _debug_description(b: SyncBuilder, op: sync.WaitOp | sync.ProbeOp, func: gpu.FuncOp,
                        index: SSAValue) -> dict[str, SSAValue]:
     """The kernel tag, semaphore parameter (-1 if not a parameter), index and block, i32."""
     sems = op.sems
@@ -273,58 +273,115 @@ class LowerWait(RewritePattern):
         rewriter.erase(op)
 
 
+@dataclass
 class LowerProbe(RewritePattern):
     """The block's threads share the probe's points (thread t takes points t, t + threads,
     ...), each an acquire load compared with the wait's target; `bar.red.or` of "some point
-    not ready" answers every thread at once."""
+    not ready" answers every thread at once. `until_ready`: each thread spins on its points
+    instead (a wait's spin: its first load decides, then backoff and timeout) and a block
+    barrier ends the probe, whose answer is then true."""
+
+    default_timeout_ns: int
+    backoff_ns: int
+    debug: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sync.ProbeOp, rewriter: PatternRewriter, /):
         _require_function(op)
         b = SyncBuilder(rewriter)
         target = b.value(arith.MuliOp(op.epoch, b.const(op.policy.posts.data, i32)))
-        index = IndexType()
         thread, threads = b.block_thread_index()
         grid = op.clipped_to.get_values() if op.clipped_to is not None else None
+        func = _enclosing_kernel(op)
+        record = None
+        if op.until_ready is not None and self.debug and func is not None:
+            record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
+
+        def not_ready(t: SyncBuilder, coords: list[SSAValue]) -> list[SSAValue]:
+            ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
+            seen = t.load(ptr, "acquire", "gpu")
+            short = t.value(arith.CmpiOp(seen, target, "slt"))
+            return [t.value(arith.ExtUIOp(short, i32))]
+
+        def spin(t: SyncBuilder, coords: list[SSAValue]) -> None:
+            ptr, at = _semaphore_pointer(t, op.sems, coords, op.policy)
+            describe = _debug_description(t, op, func, at) if record is not None else None
+            t.spin_until(ptr, target, self.default_timeout_ns, self.backoff_ns, record,
+                         describe)
+
+        if op.until_ready is not None:
+            for amap, ranges in op.parts():
+                def wait_for(t: SyncBuilder, point: SSAValue, amap=amap, ranges=ranges) -> None:
+                    coords = _probe_point_coords(t, op, amap, ranges, point)
+                    if grid is None:
+                        spin(t, coords)
+                    else:
+                        t.if_(_inside(t, coords, grid), lambda u: spin(u, coords))
+                _for_points(b, thread, threads, ranges, wait_for)
+            b.block_barrier()  # every point seen posted by some thread: the block may read
+            rewriter.replace(op, arith.ConstantOp.from_int_and_width(1, 1))
+            return
         missing = b.const(0, i32)
         for amap, ranges in op.parts():
-            body = Block(arg_types=[index, i32])
+            body = Block(arg_types=[IndexType(), i32])
             lb = SyncBuilder.nested(body)
             point, seen_missing = body.args
-            syms: list[SSAValue] = [point] * len(ranges)
-            rest = point
-            for j in reversed(range(len(ranges))):  # the last symbol varies fastest
-                r = ranges[j]
-                count = lb.const(r.count, index)
-                k = lb.value(arith.RemUIOp(rest, count)) if j else rest
-                scaled = lb.value(arith.MuliOp(k, lb.const(r.step, index)))
-                syms[j] = lb.value(arith.AddiOp(scaled, lb.const(r.lo, index)))
-                if j:
-                    rest = lb.value(arith.DivUIOp(rest, count))
-            coords = [lb.value(affine.ApplyOp([*op.tile, *syms], AffineMapAttr(
-                AffineMap(amap.num_dims, amap.num_symbols, (e,))))) for e in amap.results]
-
-            def not_ready(t: SyncBuilder, coords: list[SSAValue] = coords) -> list[SSAValue]:
-                ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
-                seen = t.load(ptr, "acquire", "gpu")
-                short = t.value(arith.CmpiOp(seen, target, "slt"))
-                return [t.value(arith.ExtUIOp(short, i32))]
-
+            coords = _probe_point_coords(lb, op, amap, ranges, point)
             if grid is None:
-                short = not_ready(lb)[0]
+                short = not_ready(lb, coords)[0]
             else:  # a producer tile outside the grid is read by nobody: it counts as ready
-                inside = lb.const(1, i1)
-                for c, extent in zip(coords, grid, strict=True):
-                    low = lb.value(arith.CmpiOp(c, lb.const(0, index), "sge"))
-                    high = lb.value(arith.CmpiOp(c, lb.const(extent, index), "slt"))
-                    inside = lb.value(arith.AndIOp(inside, lb.value(arith.AndIOp(low, high))))
-                short = lb.if_(inside, not_ready, lambda t: [t.const(0, i32)], [i32])[0]
+                short = lb.if_(_inside(lb, coords, grid),
+                               lambda t, coords=coords: not_ready(t, coords),
+                               lambda t: [t.const(0, i32)], [i32])[0]
             lb.insert(scf.YieldOp(lb.value(arith.OrIOp(seen_missing, short))))
             points = math.prod(r.count for r in ranges)
-            loop = scf.ForOp(thread, b.const(points, index), threads, [missing], Region(body))
+            loop = scf.ForOp(thread, b.const(points, IndexType()), threads, [missing],
+                             Region(body))
             missing = b.insert(loop).results[0]
         some_missing = b.block_barrier_or(missing)
         rewriter.replace(op, arith.CmpiOp(some_missing, b.const(0, i32), "eq"))
+
+
+def _probe_point_coords(b: SyncBuilder, op: sync.ProbeOp, amap: AffineMap,
+                        ranges: Sequence[sync.ProbeRange], point: SSAValue) -> list[SSAValue]:
+    """The producer tile of a probe part's point number `point` (its symbols' values in
+    row-major order of their ranges)."""
+    index = IndexType()
+    syms: list[SSAValue] = [point] * len(ranges)
+    rest = point
+    for j in reversed(range(len(ranges))):  # the last symbol varies fastest
+        r = ranges[j]
+        count = b.const(r.count, index)
+        k = b.value(arith.RemUIOp(rest, count)) if j else rest
+        scaled = b.value(arith.MuliOp(k, b.const(r.step, index)))
+        syms[j] = b.value(arith.AddiOp(scaled, b.const(r.lo, index)))
+        if j:
+            rest = b.value(arith.DivUIOp(rest, count))
+    return [b.value(affine.ApplyOp([*op.tile, *syms], AffineMapAttr(
+        AffineMap(amap.num_dims, amap.num_symbols, (e,))))) for e in amap.results]
+
+
+def _inside(b: SyncBuilder, coords: Sequence[SSAValue], grid: Sequence[int]) -> SSAValue:
+    """Whether producer tile `coords` lies in `grid`."""
+    index = IndexType()
+    inside = b.const(1, i1)
+    for c, extent in zip(coords, grid, strict=True):
+        low = b.value(arith.CmpiOp(c, b.const(0, index), "sge"))
+        high = b.value(arith.CmpiOp(c, b.const(extent, index), "slt"))
+        inside = b.value(arith.AndIOp(inside, b.value(arith.AndIOp(low, high))))
+    return inside
+
+
+def _for_points(b: SyncBuilder, thread: SSAValue, threads: SSAValue,
+                ranges: Sequence[sync.ProbeRange],
+                body: Callable[[SyncBuilder, SSAValue], None]) -> None:
+    """`body` for points thread, thread + threads, ... of a probe part."""
+    block = Block(arg_types=[IndexType()])
+    inner = SyncBuilder.nested(block)
+    body(inner, block.args[0])
+    inner.insert(scf.YieldOp())
+    points = math.prod(r.count for r in ranges)
+    b.insert(scf.ForOp(thread, b.const(points, IndexType()), threads, [], Region(block)))
 
 
 class LowerPost(RewritePattern):
@@ -408,4 +465,5 @@ class ConvertSyncToNVVMPass(ModulePass):
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, [LowerOrderedTile(), LowerTile(),
                                 LowerWait(self.default_timeout_ns, self.backoff_ns, self.debug),
-                                LowerProbe(), LowerPost(), EraseSyncHooks()], recursive=True)
+                                LowerProbe(self.default_timeout_ns, self.backoff_ns, self.debug),
+                                LowerPost(), EraseSyncHooks()], recursive=True)

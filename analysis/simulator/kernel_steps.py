@@ -21,6 +21,7 @@ block-level model for that stage.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
 
 WRITES = (memref.StoreOp, tl.StoreAccOp, tl.TmaStoreOp)
+NO_WAIT = -1  # a wait event's semaphore where that tile does not wait (outside a clipped grid)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,28 @@ class _OrderRun(BatchRun):
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         self.events.append(("wait", role.stage, semaphore, op.policy.posts.data))
 
+    def on_probe(self, op: sync.ProbeOp, state: object) -> None:
+        """A probe `until_ready` waits for each of its points (inside its clipped grid); a
+        testing probe waits for nothing (the waits it guards are followed as waits)."""
+        if op.until_ready is None:
+            return
+        self._certain(op, "probe that waits")
+        role = self.roles.get(op.sems)
+        coords = self.exact_values(op.tile)
+        if role is None or role.kind != RoleKind.SEMAPHORES or coords is None:
+            raise Unfollowable("a sync.probe whose semaphores cannot be told")
+        grid = op.clipped_to.get_values() if op.clipped_to is not None else None
+        for amap, ranges in op.parts():
+            for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
+                produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
+                semaphore = affine_exact(op.policy.sem_map.data.results[0], produced, (), op)
+                if grid is not None:  # a tile outside the grid is waited for by nobody
+                    inside: Scalar = True
+                    for c, extent in zip(produced, grid, strict=True):
+                        inside = inside & (c >= 0) & (c < extent)
+                    semaphore = np.where(inside, semaphore, NO_WAIT)
+                self.events.append(("wait", role.stage, semaphore, op.policy.posts.data))
+
     def on_op(self, op: Operation, state: object) -> None:
         if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return
@@ -120,6 +144,8 @@ class _OrderRun(BatchRun):
         reads: dict[tuple[str, Tile], None] = {}
         for kind, stage, where, extra in self.events:
             if kind == "wait":
+                if _at(where, i) == NO_WAIT:
+                    continue
                 if reads:
                     steps.append(KernelStep(tuple(waits), tuple(reads)))
                     waits, reads = {}, {}

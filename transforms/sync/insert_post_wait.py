@@ -22,7 +22,12 @@ stage):
   semaphores at once, so a tile whose producer tiles were posted long before (a consumer two
   kernels downstream, stream order) pays one round trip instead of one per wait, each of
   which stalls the whole block. Only for block-wide hooks (the probe ANDs in a block
-  barrier) that share one tile; `probe=false` leaves the waits alone.
+  barrier) that share one tile; `probe=false` leaves the waits alone. With
+  `probe_until_ready=true` the probe waits for them all instead (`until_ready`: every thread
+  spins on its share, in parallel), so the waits after it never run: a consumer launched
+  early (PDL), whose probe would fail, then pays one round trip for the tile instead of a
+  block-wide wait at each step, and gives up starting its first steps before the last of
+  its producer tiles is posted. A stage marked `sync.wait_at_probe` gets such probes alone.
 * P's `sync.store_point [tile]` becomes `sync.post` on P's own semaphore array.
 
 Hooks that nothing needs (operands no stage produces, stages nobody reads, kernels of no
@@ -76,7 +81,13 @@ from tilesync.analysis.dependency_analysis import (
     wait_loops,
 )
 from tilesync.analysis.stage_graph import StageGraph
-from tilesync.contract import EPOCH, FILLED_ATTR, NUM_SEMAPHORES_ATTR, Role
+from tilesync.contract import (
+    EPOCH,
+    FILLED_ATTR,
+    NUM_SEMAPHORES_ATTR,
+    WAIT_AT_PROBE_ATTR,
+    Role,
+)
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, sync_arg
 from tilesync.dialects.locations import diagnostic
@@ -311,13 +322,16 @@ def _probe_point(points: Sequence[sync.LoadPointOp]) -> Operation | None:
 def insert_probes(stage: sync.StageOp, incoming: Sequence[sync.DependencyOp],
                   graph: StageGraph, load_points: Sequence[sync.LoadPointOp],
                   producer_sems: dict[str, SSAValue], epoch: SSAValue,
-                  wait_steps: dict[sync.DependencyOp, WaitSteps]) -> dict[str, SSAValue]:
+                  wait_steps: dict[sync.DependencyOp, WaitSteps], until_ready: bool = False
+                  ) -> dict[str, SSAValue]:
     """Per producer whose tiles a consumer tile waits for at several semaphores, a
     `sync.probe` of all of them in front of the tile's first load of them; returns each
     probe's answer (the waits take it as `unless`). Only where the block waits together
     (the probe's barrier needs every thread) and the load points share one tile. Where the
     waits all run back to back before the tile's first load (a load point without a step, or
     every semaphore first read at the first k-step: `wait_steps`), only for MIN_PROBE_AT_ONCE
+    semaphores or more. `until_ready`: the probes wait for their semaphores (in parallel)
+    instead of testing them, so the waits after them never run; then for any two
     semaphores or more."""
     probes: dict[str, SSAValue] = {}
     by_producer: dict[str, list[sync.DependencyOp]] = {}
@@ -343,14 +357,15 @@ def insert_probes(stage: sync.StageOp, incoming: Sequence[sync.DependencyOp],
         if not 2 <= count <= MAX_PROBE_POINTS:
             continue  # one semaphore: its wait is the probe
         at_once = all(d not in wait_steps or wait_steps[d].first == 1 for d in deps)
-        if at_once and count < MIN_PROBE_AT_ONCE:
+        if at_once and count < MIN_PROBE_AT_ONCE and not until_ready:
             continue
         point = _probe_point(points)
         if point is None:
             continue
         clipped = any(d.clipped is not None for d in deps)
         probe = sync.ProbeOp(producer_sems[producer], list(points[0].tile), policy, epoch,
-                             parts, graph.stages[producer].grid_shape if clipped else None)
+                             parts, graph.stages[producer].grid_shape if clipped else None,
+                             until_ready)
         probe.ready.name_hint = f"ready_{producer}"
         Rewriter.insert_op(probe, InsertPoint.before(point))
         probes[producer] = probe.ready
@@ -383,7 +398,8 @@ def _named(arg: SSAValue, stage: str | None) -> SSAValue:
     return arg
 
 
-def _fill_stage(module: ModuleOp, graph: StageGraph, name: str, probe: bool) -> None:
+def _fill_stage(module: ModuleOp, graph: StageGraph, name: str, probe: bool,
+                until_ready: bool = False) -> None:
     stage = graph.stages[name]
     func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
     where = f"kernel {stage.kernel} of stage @{name}"
@@ -425,8 +441,9 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str, probe: bool) -> 
         dep: steps_to_wait(graph.producer_of(dep).policy, dep, stage.grid_shape)
         for dep in incoming if dep.ranges and any(
             lp.step is not None and lp.operand.data == dep.operand.data for lp in unfilled)}
+    until_ready = until_ready or WAIT_AT_PROBE_ATTR in stage.attributes
     probes = insert_probes(stage, incoming, graph, unfilled, producer_sems, epoch,
-                           wait_steps) if probe else {}
+                           wait_steps, until_ready) if probe else {}
     for lp in unfilled:
         deps = [d for d in incoming if d.operand.data == lp.operand.data]
         if not deps:
@@ -481,11 +498,15 @@ def _fill_stage(module: ModuleOp, graph: StageGraph, name: str, probe: bool) -> 
 @dataclass(frozen=True)
 class InsertPostWaitPass(ModulePass):
     """Fill the kernels' sync hooks: waits before produced loads, posts after the tile's store
-    (`probe`: and a probe per producer a tile waits for at several semaphores)."""
+    (`probe`: and a probe per producer a tile waits for at several semaphores;
+    `probe_until_ready`: the probes wait for all of them at once, so a tile waits for its
+    producer tiles in one parallel round trip before its first load of them, not one
+    block-wide wait per k-step where they were not all posted when it started)."""
 
     name = PASS
 
     probe: bool = True
+    probe_until_ready: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
@@ -500,7 +521,7 @@ class InsertPostWaitPass(ModulePass):
                 )
         _specialize_shared_kernels(op, graph)
         for name in graph.stages:
-            _fill_stage(op, graph, name, self.probe)
+            _fill_stage(op, graph, name, self.probe, self.probe_until_ready)
         # Kernels of no stage: nothing depends on them, their hooks go.
         for func in op.walk():
             if isinstance(func, gpu.FuncOp):

@@ -228,10 +228,15 @@ class ProducerRun(BatchRun):
 # ---------------------------------------------------------------------------------------------
 
 
+NO_SEMAPHORE = -1
+"""A Waited's semaphore where that tile waited for none (a point of a probe `until_ready`
+outside its clipped grid): no need has it, and it is never short of posts."""
+
+
 @dataclass(frozen=True)
 class Waited:
     role: Role
-    semaphore: Scalar  # per tile of the batch
+    semaphore: Scalar  # per tile of the batch (NO_SEMAPHORE: none for that tile)
     posts: int
 
 
@@ -361,6 +366,12 @@ class ConsumerRun(BatchRun):
                 valid.append(np.broadcast_to(inside, (self.size,)))
         self.probes[op.ready] = Probed(role, op.policy.posts.data, np.stack(semaphores),
                                        np.stack(valid))
+        if op.until_ready is not None:  # it waited for every point: each one is waited for
+            posts = op.policy.posts.data
+            for semaphore, inside in zip(semaphores, valid, strict=True):
+                waited = np.where(inside, semaphore, NO_SEMAPHORE)
+                state.waited.setdefault((role, posts, waited.tobytes()),
+                                        Waited(role, waited, posts))
 
     def on_load_point(self, op: sync.LoadPointOp, state: State) -> None:
         operand = op.operand.data
@@ -561,7 +572,8 @@ class ConsumerRun(BatchRun):
             facts = self.v.producers.get(producer) if producer else None
             count = facts.received(w.semaphore) if facts is not None else np.zeros(self.size,
                                                                                    int)
-            bad = (np.broadcast_to(w.posts > count, (self.size,))) & ~self.failed
+            bad = np.broadcast_to((w.posts > count) & (np.asarray(w.semaphore) != NO_SEMAPHORE),
+                                  (self.size,)) & ~self.failed
             if not bad.any():
                 continue
             self.failed |= bad

@@ -117,3 +117,19 @@ def test_the_reference_output_is_computed_from_the_followed_reads(read, wrong):
     # reads' stale values reach the off-by-one kernel's
     _, result = _simulate(STEPPED.replace("READ", read))
     assert result.mismatched_tiles == wrong
+
+
+def test_a_probe_until_ready_is_followed_as_its_waits_before_the_first_read():
+    # the probe waits for all four tiles before step 0: the off-by-one read is late enough
+    # (the waits of the steps, skipped on the GPU, are followed too and pass at once: step 0's
+    # is one of the four)
+    module = parse(PROGRAM.replace("LOOP", STEPPED.replace("READ", AHEAD)))
+    run_passes(module, ["sync-generate-policies", "sync-select-policy{policy=tile}",
+                        "sync-insert-post-wait{probe_until_ready=true}"])
+    program = program_from_ir(module, follow_kernels=True,
+                              durations={"p": lambda tile: 10 * (tile[0] + 1), "c": 4})
+    steps = program.stage("c").kernel_steps[(0,)]
+    assert steps[0].waits == tuple(("p", k, 1) for k in range(4))
+    assert steps[0].reads == (("p", (1,)),)
+    result = simulate(program, SimMachine(sms=8))
+    assert result.ok and result.followed == ("c",), (result.violations, result.unfollowed)

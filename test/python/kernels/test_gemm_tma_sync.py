@@ -93,8 +93,8 @@ def _feeding_the_gemm(producer_ops: list, producer: sync.StageOp, column,
     return module
 
 
-def _compile(module: ModuleOp):
-    return tilesync.compile(module, pipeline=default_pipeline(before=SYNC_PASSES),
+def _compile(module: ModuleOp, passes=SYNC_PASSES):
+    return tilesync.compile(module, pipeline=default_pipeline(before=passes),
                             target="sm_90a", validate=True)
 
 
@@ -108,8 +108,8 @@ def stage_program(consumer=CONSUMER) -> ModuleOp:
         lambda s0: s0, consumer)
 
 
-def compiled(consumer=CONSUMER):
-    return _compile(stage_program(consumer))
+def compiled(consumer=CONSUMER, passes=SYNC_PASSES):
+    return _compile(stage_program(consumer), passes)
 
 
 def test_waits_spin_in_the_producer_thread_then_fence_the_async_proxy():
@@ -196,7 +196,7 @@ def test_gpu_slow_producer_never_yields_a_stale_tile(delay_us):
     _run_behind_the_slow_producer(CONSUMER, delay_us)
 
 
-def _run_behind_the_slow_producer(consumer, delay_us: int) -> None:
+def _run_behind_the_slow_producer(consumer, delay_us: int, passes=SYNC_PASSES) -> None:
     """The consumer GEMM launched first, then the producer writing A's tiles last-first
     `delay_us` apart; no tile of C may come from a stale (NaN) tile of A."""
     from tilesync.contract import EPOCH, Role
@@ -204,7 +204,7 @@ def _run_behind_the_slow_producer(consumer, delay_us: int) -> None:
     from tilesync.kernels.reference import host_array, host_values
     from tilesync.runtime import DeviceBuffer, Stream, launch, synchronize
 
-    program = compiled(consumer)
+    program = compiled(consumer, passes)
     rng = np.random.default_rng(delay_us)
     src = host_array(rng.standard_normal((M, K)) / np.sqrt(K), "f16")
     b = host_array(rng.standard_normal((N, K)), "f16")
@@ -269,6 +269,39 @@ def test_gpu_a_probing_consumer_never_yields_a_stale_tile(delay_us):
     if get_device().arch != "sm_90":
         pytest.skip("wgmma needs an sm_90 GPU")
     _run_behind_the_slow_producer(PROBING, delay_us)
+
+
+UNTIL_READY_PASSES = ("sync-select-policy{policy=tile}",
+                      "sync-insert-post-wait{probe_until_ready=true}")
+
+
+def test_a_probe_until_ready_waits_for_the_row_before_the_k_loop():
+    """With `probe_until_ready` the same probe waits: every thread spins on its share of the
+    row's KT semaphores, a block barrier follows, and the waits it guards fold away."""
+    program = tilesync.compile(stage_program(PROBING),
+                               pipeline=default_pipeline(before=UNTIL_READY_PASSES),
+                               target="sm_90a", keep_ir=True, validate=True)
+    filled = program.ir_after["sync-insert-post-wait"]
+    probes = re.findall(r"(%\w+) = sync\.probe %sems_producer\[[^\n]*over \[array<i64: 0, "
+                        rf"{KT}, 1>\] until_ready", filled)
+    assert len(probes) == 1, filled
+    ptx = program.ptx_by_module[f"{PROBING.name}_module"]
+    assert "bar.red.or" not in ptx  # nothing tested: the answer is known
+    assert "nanosleep" in ptx and "ld.acquire.gpu" in ptx
+    # the guarded waits, skipped by a constant, are gone: no acquire in the k-loop
+    assert ptx.rindex("ld.acquire.gpu") < ptx.index("wgmma.mma_async"), ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay_us", [0, 200])
+def test_gpu_a_consumer_waiting_at_its_probe_never_yields_a_stale_tile(delay_us):
+    """The block waits for its whole row of A at once, the producer's tiles arriving
+    last-first: no copy reads a tile before its post."""
+    from tilesync.runtime.device import get_device
+
+    if get_device().arch != "sm_90":
+        pytest.skip("wgmma needs an sm_90 GPU")
+    _run_behind_the_slow_producer(PROBING, delay_us, UNTIL_READY_PASSES)
 
 
 # --------------------------------------------------------------------------------------------

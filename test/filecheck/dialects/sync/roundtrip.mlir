@@ -15,6 +15,7 @@ builtin.module attributes {gpu.container_module} {
       sync.wait %in_sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
       %ready = sync.probe %in_sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>, affine_map<(d0, d1) -> (d0 - 1, d1)>] over [array<i64: 0, 48, 4>, array<i64>] clipped_to array<i64: 4, 48> : memref<?xi32>
       sync.wait %in_sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> unless %ready : memref<?xi32>
+      %all = sync.probe %in_sems[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48> reads [affine_map<(d0, d1)[s0] -> (s0, 0)>] over [array<i64: 0, 4, 1>] until_ready : memref<?xi32>
       sync.post %out_sems[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 96> : memref<4xi32>
       "gpu.return"() : () -> ()
     }) {sym_name = "gemm"} : () -> ()
@@ -29,6 +30,7 @@ builtin.module attributes {gpu.container_module} {
   // CHECK-NEXT: sync.wait %in_sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
   // CHECK-NEXT: %ready = sync.probe %in_sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>, affine_map<(d0, d1) -> ((d0 + -1), d1)>] over [array<i64: 0, 48, 4>, array<i64>] clipped_to array<i64: 4, 48> : memref<?xi32>
   // CHECK-NEXT: sync.wait %in_sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 48 + d1), posts = 1> unless %ready : memref<?xi32>
+  // CHECK-NEXT: %all = sync.probe %in_sems[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 48> reads [affine_map<(d0, d1)[s0] -> (s0, 0)>] over [array<i64: 0, 4, 1>] until_ready : memref<?xi32>
   // CHECK-NEXT: sync.post %out_sems[%x, %y] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 96> : memref<4xi32>
 
   // GPT-3 MLP (8-way): M×6144 = X·W1 with GeLU in 4×48 tiles, then M×12288 = H·W2 in 4×96
