@@ -37,8 +37,14 @@ excludes the keys past each row's query (S is still computed whole). Over a mode
 (K >= LONG_K) the QKV and output GEMMs are the warp-specialized TMA kernels. With the option
 `attention=fused` the middle three are one kernel (kernels/attention.py, FlashAttention-2's
 forward on wgmma: S and P stay in registers, O is written as the chain writes it), a tile per
-(query block, head) that waits for the QKV tiles of its q and, key block by key block, of its
-k and v; the output GEMM waits for the heads of its k-steps' columns.
+(query block, head) that reads the QKV tiles of its q and, key block by key block, of its
+k and v; the output GEMM waits for the heads of its k-steps' columns. Either form's stages are
+`sync.wait_at_probe`: a tile waits for all the tiles it reads of a producer at once, before
+its first load of them, instead of key block by key block. A query block launched early (PDL)
+found them unposted and then paid a block-wide round trip at each key block: on an H200 the
+fused program with PDL took 0.0995 ms at one head of T = 4096 where waiting at once took
+0.0761, and less at every shape of the A/B (3-6% at GPT-3's and LLaMA's heads, 0.2-0.3% where
+causal; bench/results/attention-wait-at-probe-ab-nvidia-h200.json).
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
@@ -93,12 +99,14 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from tilesync.analysis.wave_model import StageWaves
+from tilesync.contract import WAIT_AT_PROBE_ATTR
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
@@ -876,6 +884,7 @@ def attention_stage_module(spec: AttentionSpec) -> ModuleOp:
         ops.append(sync.StageOp(cfg.name, [f"{cfg.name}_module", cfg.name], cfg.grid[:2],
                                 cfg.block, output_tile(cfg)))
     ops += attention_dependencies(spec)
+    _wait_at_probes(ops)
     names = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
     ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
             for i, name in enumerate(names)]
@@ -1034,6 +1043,14 @@ def fused_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Dependen
     return deps
 
 
+def _wait_at_probes(ops: list[Operation]) -> None:
+    """Attention's stages wait for a producer's tiles at once, at their probes (the module
+    docstring says why)."""
+    for op in ops:
+        if isinstance(op, sync.StageOp):
+            op.attributes[WAIT_AT_PROBE_ATTR] = UnitAttr()
+
+
 def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     """The QKV GEMM, the attention kernel and the output GEMM, their stages, dependencies and
     launches (each on its own stream, producers at higher priority)."""
@@ -1048,6 +1065,7 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
                             output_tile(spec.out)))
     ops += fused_attention_dependencies(spec)
+    _wait_at_probes(ops)
     names = (QKV, ATTENTION, OUT)
     ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
             for i, name in enumerate(names)]

@@ -44,11 +44,11 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // The output GEMM's (and the QKV GEMM's) 64-wide tiles leave through shared memory too.
 // CHECK:      tile.copy_out %C[
 
-// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @qkv_module::@qkv, grid = array<i64: 1, 12>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
-// CHECK-NEXT: sync.stage @scores {graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @scores_module::@scores, grid = array<i64: 1, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 64>}
-// CHECK-NEXT: sync.stage @softmax {graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>], kernel = @softmax_module::@softmax, grid = array<i64: 32, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 4, 128>}
-// CHECK-NEXT: sync.stage @context {graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 0>, #graph.bind<temp 3>], kernel = @context_module::@context, grid = array<i64: 1, 16>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 16, 64>}
-// CHECK-NEXT: sync.stage @out {graph.bind = [#graph.bind<temp 3>, #graph.bind<input 3>, #graph.bind<result 0>, #graph.bind<input 4>], kernel = @out_module::@out, grid = array<i64: 1, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK:      sync.stage @qkv {sync.wait_at_probe, graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>, #graph.bind<input 2>], kernel = @qkv_module::@qkv, grid = array<i64: 1, 12>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK-NEXT: sync.stage @scores {sync.wait_at_probe, graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @scores_module::@scores, grid = array<i64: 1, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128, 64>}
+// CHECK-NEXT: sync.stage @softmax {sync.wait_at_probe, graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>], kernel = @softmax_module::@softmax, grid = array<i64: 32, 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 4, 128>}
+// CHECK-NEXT: sync.stage @context {sync.wait_at_probe, graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 0>, #graph.bind<temp 3>], kernel = @context_module::@context, grid = array<i64: 1, 16>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 16, 64>}
+// CHECK-NEXT: sync.stage @out {sync.wait_at_probe, graph.bind = [#graph.bind<temp 3>, #graph.bind<input 3>, #graph.bind<result 0>, #graph.bind<input 4>], kernel = @out_module::@out, grid = array<i64: 1, 4>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
 // q: the QKV tile of k-step s0 (one 64-wide tile a step); k: the same, 256 columns on.
 // CHECK-NEXT: sync.dependency @qkv -> @scores operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
 // CHECK-NEXT: sync.dependency @qkv -> @scores operand 1 tiles (d0, d1)[s0] -> (d1, s0 + 4) forall s0 in [0, 4)

@@ -19,9 +19,9 @@
 // CHECK:      sync.store_point [%[[X]], %[[Y]]]
 // CHECK-NEXT: gpu.return
 
-// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>], kernel = @qkv_module::@qkv, grid = array<i64: 4, 6>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
-// CHECK-NEXT: sync.stage @attention {graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @attention_module::@attention, grid = array<i64: 8, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
-// CHECK-NEXT: sync.stage @out {graph.bind = [#graph.bind<temp 1>, #graph.bind<input 2>, #graph.bind<result 0>], kernel = @out_module::@out, grid = array<i64: 4, 3>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK:      sync.stage @qkv {sync.wait_at_probe, graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>], kernel = @qkv_module::@qkv, grid = array<i64: 4, 6>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
+// CHECK-NEXT: sync.stage @attention {sync.wait_at_probe, graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @attention_module::@attention, grid = array<i64: 8, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+// CHECK-NEXT: sync.stage @out {sync.wait_at_probe, graph.bind = [#graph.bind<temp 1>, #graph.bind<input 2>, #graph.bind<result 0>], kernel = @out_module::@out, grid = array<i64: 4, 3>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
 // q: the QKV tile row of the block's 64 rows (128 a tile), the head's 64 columns (64 a tile).
 // CHECK-NEXT: sync.dependency @qkv -> @attention operand 0 tiles (d0, d1)[s0, s1] -> (d0 * 64 floordiv 128 + s1, d1 * 64 floordiv 64 + s0) forall s0 in [0, 1), s1 in [0, 1)
 // k and v of key block s0: the sequence's first row (d0 * 64 floordiv 256 * 256) plus 64 s0,
@@ -34,6 +34,12 @@
 // CHECK-NEXT: sync.launch @attention {stream = 1 : i64, priority = -1 : i64}
 // CHECK-NEXT: sync.launch @out {stream = 2 : i64}
 
+// The attention stage waits at its probe: its tile waits for the QKV tiles of q and of every
+// key block's k and v at once, before the k-loop (the waits it guards never run).
+// SYNC-LABEL: gpu.func @attention(
+// SYNC:         %ready_qkv = sync.probe %sems_qkv{{.*}} until_ready : memref<?xi32>
+// SYNC-NOT:     sync.probe
+// SYNC:         sync.wait %sems_qkv{{.*}} unless %ready_qkv
 // SYNC:      sync.stage @qkv {{.*}}sync.verified = "proved"
 // SYNC:      sync.stage @attention {{.*}}sync.progress = "@qkv: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.stage @out {{.*}}sync.progress = "@attention: programmatic dependent launch", sync.verified = "proved"

@@ -9,7 +9,7 @@
 // 128 x 256 for the output GEMM. The QKV tile leaves by TMA in boxes of 16 columns (144 is no
 // multiple of 64).
 
-// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<input 1 as !tile.tensor_map<144x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x16xf16, swizzle 32>>], kernel = @qkv_module::@qkv, grid = array<i64: 8, 32>, block = array<i64: 384, 1, 1>, tile = array<i64: 128, 144, 64>}
+// CHECK:      sync.stage @qkv {sync.wait_at_probe, graph.bind = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<input 1 as !tile.tensor_map<144x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x16xf16, swizzle 32>>], kernel = @qkv_module::@qkv, grid = array<i64: 8, 32>, block = array<i64: 384, 1, 1>, tile = array<i64: 128, 144, 64>}
 // CHECK-NEXT: sync.stage @attention {{.*}} grid = array<i64: 8, 12>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128>}
 // CHECK-NEXT: sync.stage @out {{.*}}#graph.bind<input 2 as !tile.tensor_map<256x64xf16, swizzle 128>>{{.*}} grid = array<i64: 8, 48>, block = array<i64: 384, 1, 1>, tile = array<i64: 128, 256, 64>}
 // A head's 128 columns span two 144-wide QKV tiles (s0 in [0, 2)); v's last head reaches past

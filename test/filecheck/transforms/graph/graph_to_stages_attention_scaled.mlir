@@ -24,4 +24,4 @@ func.func @attention(%x: tensor<64x64xf16>, %wqkv: tensor<192x64xf16>, %wo: tens
 // CHECK-NEXT: math.exp %[[E1]] : f32
 // CHECK:      gpu.func @context(
 // CHECK-NOT:  1.250000e-01
-// CHECK:      sync.stage @softmax {graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>], kernel = @softmax_module::@softmax
+// CHECK:      sync.stage @softmax {sync.wait_at_probe, graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>], kernel = @softmax_module::@softmax

@@ -53,8 +53,8 @@ func.func @hf_gpt2_attention(%x: tensor<2x128x128xf16>, %wqkv: tensor<128x384xf1
 // CHECK-NOT:  graph.transpose
 // CHECK:      gpu.func @qkv(%A: memref<256x128xf16>, %B: memref<384x128xf16>, %C: memref<256x384xf16>, %bias: memref<384xf16>) kernel
 // CHECK:      gpu.func @out(%A: memref<256x128xf16>, %B: memref<128x128xf16>, %C: memref<256x128xf16>, %bias: memref<128xf16>) kernel
-// CHECK:      sync.stage @qkv {graph.bind = [#graph.bind<input 0>, #graph.bind<transposed 1>, #graph.bind<temp 0>, #graph.bind<input 2>]
-// CHECK-NEXT: sync.stage @scores {graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>]
-// CHECK-NEXT: sync.stage @softmax {graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>]
-// CHECK-NEXT: sync.stage @context {graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 0>, #graph.bind<temp 3>]
-// CHECK-NEXT: sync.stage @out {graph.bind = [#graph.bind<temp 3>, #graph.bind<transposed 3>, #graph.bind<result 0>, #graph.bind<input 4>]
+// CHECK:      sync.stage @qkv {sync.wait_at_probe, graph.bind = [#graph.bind<input 0>, #graph.bind<transposed 1>, #graph.bind<temp 0>, #graph.bind<input 2>]
+// CHECK-NEXT: sync.stage @scores {sync.wait_at_probe, graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>]
+// CHECK-NEXT: sync.stage @softmax {sync.wait_at_probe, graph.bind = [#graph.bind<temp 1>, #graph.bind<temp 2>]
+// CHECK-NEXT: sync.stage @context {sync.wait_at_probe, graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 0>, #graph.bind<temp 3>]
+// CHECK-NEXT: sync.stage @out {sync.wait_at_probe, graph.bind = [#graph.bind<temp 3>, #graph.bind<transposed 3>, #graph.bind<result 0>, #graph.bind<input 4>]
