@@ -9,7 +9,8 @@ interval arithmetic otherwise; `gpu.thread_id` ranges over the stage's block, `g
 and `gpu.block_dim` are the stage's extents.
 
 Control flow follows the kernel: an `scf.for` whose body holds synchronization (`sync.wait`,
-`sync.post`, `sync.load_point`) and whose bounds are constants is unrolled; any other loop runs
+`sync.post`, `sync.load_point`; of those, the ones the run reacts to: `UNROLLED`) and whose
+bounds are constants is unrolled; any other loop runs
 once with its induction variable ranging over all its iterations; an `scf.if` with a known
 condition takes its branch. When tiles of the batch disagree on a loop bound or a branch
 condition, the run stops with `Divergent` and `run_batches` runs each group of agreeing tiles
@@ -383,6 +384,10 @@ class BatchRun:
     stage with `grid` and `block` extents. `state` is what subclasses keep per path (copied
     into regions that may not run)."""
 
+    UNROLLED: tuple[type[Operation], ...] = SYNC_OPS
+    """A loop holding one of these ops (with constant bounds) is unrolled; a run that reacts
+    to fewer of them (a producer's: posts only) follows other loops as one abstract run."""
+
     def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, grid: Sequence[int],
                  block: Sequence[int]):
         self.func = func
@@ -649,7 +654,7 @@ class BatchRun:
         assert body is not None
         for result in op.results:
             self.env[result] = None
-        has_sync = any(isinstance(o, SYNC_OPS) for o in op.walk())
+        has_sync = any(isinstance(o, self.UNROLLED) for o in op.walk())
         lb, ub, st = self.value(op.lb), self.value(op.ub), self.value(op.step)
         if has_sync:
             bounds = [self._decide(op, v) for v in (lb, ub, st)]

@@ -170,7 +170,11 @@ class ProducerFacts:
 class ProducerRun(BatchRun):
     """Records every sync.post: (op, role, semaphore, definite); checks that every store to
     an output its consumers read lies in the tile's region of it (`outputs`: argument →
-    layout), so the producer-tile → region map the consumers' loads are checked with holds."""
+    layout), so the producer-tile → region map the consumers' loads are checked with holds.
+    Loops without a post run abstractly: a producer's waits are the consumer run's to check
+    (a fused attention's loop over key blocks, unrolled, cost most of its proof)."""
+
+    UNROLLED = (sync.PostOp,)
 
     def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, stage: sync.StageOp,
                  roles: dict[SSAValue, Role], outputs: dict[SSAValue, OperandLayout]):
