@@ -24,7 +24,7 @@ Built from the primitives of `sync_primitives.SyncBuilder`:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -292,32 +292,8 @@ class LowerProbe(RewritePattern):
         target = b.value(arith.MuliOp(op.epoch, b.const(op.policy.posts.data, i32)))
         thread, threads = b.block_thread_index()
         grid = op.clipped_to.get_values() if op.clipped_to is not None else None
-        func = _enclosing_kernel(op)
-        record = None
-        if op.until_ready is not None and self.debug and func is not None:
-            record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
-
-        def not_ready(t: SyncBuilder, coords: list[SSAValue]) -> list[SSAValue]:
-            ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
-            seen = t.load(ptr, "acquire", "gpu")
-            short = t.value(arith.CmpiOp(seen, target, "slt"))
-            return [t.value(arith.ExtUIOp(short, i32))]
-
-        def spin(t: SyncBuilder, coords: list[SSAValue]) -> None:
-            ptr, at = _semaphore_pointer(t, op.sems, coords, op.policy)
-            describe = _debug_description(t, op, func, at) if record is not None else None
-            t.spin_until(ptr, target, self.default_timeout_ns, self.backoff_ns, record,
-                         describe)
-
         if op.until_ready is not None:
-            for amap, ranges in op.parts():
-                def wait_for(t: SyncBuilder, point: SSAValue, amap=amap, ranges=ranges) -> None:
-                    coords = _probe_point_coords(t, op, amap, ranges, point)
-                    if grid is None:
-                        spin(t, coords)
-                    else:
-                        t.if_(_inside(t, coords, grid), lambda u: spin(u, coords))
-                _for_points(b, thread, threads, ranges, wait_for)
+            self._wait_for_points(op, b, target, thread, threads, grid)
             b.block_barrier()  # every point seen posted by some thread: the block may read
             rewriter.replace(op, arith.ConstantOp.from_int_and_width(1, 1))
             return
@@ -327,11 +303,17 @@ class LowerProbe(RewritePattern):
             lb = SyncBuilder.nested(body)
             point, seen_missing = body.args
             coords = _probe_point_coords(lb, op, amap, ranges, point)
+
+            def not_ready(t: SyncBuilder, coords: list[SSAValue] = coords) -> list[SSAValue]:
+                ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
+                seen = t.load(ptr, "acquire", "gpu")
+                short = t.value(arith.CmpiOp(seen, target, "slt"))
+                return [t.value(arith.ExtUIOp(short, i32))]
+
             if grid is None:
-                short = not_ready(lb, coords)[0]
+                short = not_ready(lb)[0]
             else:  # a producer tile outside the grid is read by nobody: it counts as ready
-                short = lb.if_(_inside(lb, coords, grid),
-                               lambda t, coords=coords: not_ready(t, coords),
+                short = lb.if_(_inside(lb, coords, grid), not_ready,
                                lambda t: [t.const(0, i32)], [i32])[0]
             lb.insert(scf.YieldOp(lb.value(arith.OrIOp(seen_missing, short))))
             points = math.prod(r.count for r in ranges)
@@ -340,6 +322,34 @@ class LowerProbe(RewritePattern):
             missing = b.insert(loop).results[0]
         some_missing = b.block_barrier_or(missing)
         rewriter.replace(op, arith.CmpiOp(some_missing, b.const(0, i32), "eq"))
+
+    def _wait_for_points(self, op: sync.ProbeOp, b: SyncBuilder, target: SSAValue,
+                         thread: SSAValue, threads: SSAValue, grid: Sequence[int] | None
+                         ) -> None:
+        """Each thread spins on its points until they reach `target` (a timed-out spin
+        names its semaphore in the debug record)."""
+        func = _enclosing_kernel(op)
+        record = sync_arg(func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX])) \
+            if self.debug and func is not None else None
+
+        def spin(t: SyncBuilder, coords: list[SSAValue]) -> None:
+            ptr, index = _semaphore_pointer(t, op.sems, coords, op.policy)
+            describe = _debug_description(t, op, func, index) if record is not None else None
+            t.spin_until(ptr, target, self.default_timeout_ns, self.backoff_ns, record,
+                         describe)
+
+        for amap, ranges in op.parts():
+            body = Block(arg_types=[IndexType()])
+            lb = SyncBuilder.nested(body)
+            coords = _probe_point_coords(lb, op, amap, ranges, body.args[0])
+            if grid is None:
+                spin(lb, coords)
+            else:  # a producer tile outside the grid is read by nobody: no wait
+                lb.if_(_inside(lb, coords, grid), lambda t, coords=coords: spin(t, coords))
+            lb.insert(scf.YieldOp())
+            points = math.prod(r.count for r in ranges)
+            b.insert(scf.ForOp(thread, b.const(points, IndexType()), threads, [],
+                               Region(body)))
 
 
 def _probe_point_coords(b: SyncBuilder, op: sync.ProbeOp, amap: AffineMap,
@@ -370,18 +380,6 @@ def _inside(b: SyncBuilder, coords: Sequence[SSAValue], grid: Sequence[int]) -> 
         high = b.value(arith.CmpiOp(c, b.const(extent, index), "slt"))
         inside = b.value(arith.AndIOp(inside, b.value(arith.AndIOp(low, high))))
     return inside
-
-
-def _for_points(b: SyncBuilder, thread: SSAValue, threads: SSAValue,
-                ranges: Sequence[sync.ProbeRange],
-                body: Callable[[SyncBuilder, SSAValue], None]) -> None:
-    """`body` for points thread, thread + threads, ... of a probe part."""
-    block = Block(arg_types=[IndexType()])
-    inner = SyncBuilder.nested(block)
-    body(inner, block.args[0])
-    inner.insert(scf.YieldOp())
-    points = math.prod(r.count for r in ranges)
-    b.insert(scf.ForOp(thread, b.const(points, IndexType()), threads, [], Region(block)))
 
 
 class LowerPost(RewritePattern):
