@@ -38,8 +38,8 @@ excludes the keys past each row's query (S is still computed whole). Over a mode
 `attention=fused` the middle three are one kernel (kernels/attention.py, FlashAttention-2's
 forward on wgmma: S and P stay in registers, O is written as the chain writes it), a tile per
 (query block, head) that reads the QKV tiles of its q and, key block by key block, of its
-k and v (causal: its tiles handed out heaviest first, `heaviest_first`); the output GEMM waits
-for the heads of its k-steps' columns. Either form's stages are
+k and v (causal, beyond one wave: its tiles handed out heaviest first, `heaviest_first`); the
+output GEMM waits for the heads of its k-steps' columns. Either form's stages are
 `sync.wait_at_probe`: a tile waits for all the tiles it reads of a producer at once, before
 its first load of them, instead of key block by key block. A query block launched early (PDL)
 found them unposted and then paid a block-wide round trip at each key block: on an H200 the
@@ -106,6 +106,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.occupancy import blocks_per_sm
 from tilesync.analysis.wave_model import StageWaves
 from tilesync.contract import WAIT_AT_PROBE_ATTR
 from tilesync.dialects import graph, sync
@@ -1044,13 +1045,20 @@ def fused_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Dependen
     return deps
 
 
-def heaviest_first(grid: tuple[int, int]) -> sync.OrderAttr:
-    """The causal attention's tiles (query block, head), the last query block of every head
-    first: a query block reads the keys up to its own, so the last blocks take longest, and
-    blocks handed out light first leave the heaviest to a second wave (on an H200, GPT-3's
-    12 heads at T = 2048 in 192 blocks of 128 queries: the kernel 0.116-0.124 ms light first,
-    0.096-0.097 heaviest first; `attention-heaviest-first-ab-nvidia-h200.json`)."""
-    blocks, heads = grid
+def heaviest_first(cfg: AttentionConfig) -> sync.OrderAttr | None:
+    """A causal attention's tiles (query block, head) in a table order, the last query block
+    of every head first, where its blocks take more than one wave (occupancy from the
+    kernel's threads and shared memory): a query block reads the keys up to its own, so the
+    last blocks take longest, and blocks handed out light first leave the heaviest to the
+    second wave. On an H200 (`attention-heaviest-first-ab-nvidia-h200.json`): GPT-3's 12
+    heads at T = 2048, 192 blocks of 128 queries one an SM, the kernel 0.116-0.124 -> 0.096-
+    0.097 ms and the program with PDL 0.490 -> 0.468; where every block is resident at once
+    (GPT-2's heads: 64-query blocks, several an SM) the order's counter only cost, 0.0414-
+    0.0417 -> 0.0447-0.0448 ms at T = 1024. None there."""
+    blocks, heads = cfg.grid[:2]
+    resident = blocks_per_sm(cfg.block[0], shared_bytes=cfg.dynamic_shared_bytes).blocks_per_sm
+    if blocks * heads <= H100_SMS * resident:
+        return None
     return sync.OrderAttr("table", [(blocks - 1 - slot // heads) * heads + slot % heads
                                     for slot in range(blocks * heads)])
 
@@ -1074,7 +1082,7 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     att = spec.attention
     ops.append(sync.StageOp(ATTENTION, [f"{ATTENTION}_module", ATTENTION], att.grid[:2],
                             att.block, att.tile,
-                            order=heaviest_first(att.grid[:2]) if att.causal else None))
+                            order=heaviest_first(att) if att.causal else None))
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
                             output_tile(spec.out)))
     ops += fused_attention_dependencies(spec)

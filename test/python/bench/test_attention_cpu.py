@@ -180,6 +180,23 @@ def test_the_fused_programs_projections_take_the_tiles_their_waves_want():
     assert fused.out.tile[:2] == (128, 256)
 
 
+def test_causal_tiles_beyond_a_wave_are_handed_out_heaviest_first():
+    # GPT-3's 12 causal heads at T = 2048: 16 blocks of 128 queries a head, one an SM (their
+    # shared memory), 192 > 132: the last query block of every head first, then the one before
+    ordered = attention.stage_module((2048, 1536, 12, 12288, 1, True), "fused:row+pdl")
+    (stage,) = [op for op in ordered.walk()
+                if isinstance(op, sync.StageOp) and op.sym_name.data == "attention"]
+    table = stage.order.values
+    assert stage.order.kind.data == "table" and sorted(table) == list(range(192))
+    assert [divmod(t, 12) for t in table[:13]] == [(15, h) for h in range(12)] + [(14, 0)]
+    assert [divmod(t, 12) for t in table[-2:]] == [(0, 10), (0, 11)]
+    # its blocks in one wave (8 heads; GPT-2's 64-query blocks, several an SM): no order
+    for shape in ((2048, 1024, 8, 8192, 1, True), (1024, 768, 12, 768, 1, True),
+                  (2048, 1536, 12, 12288)):
+        module = attention.stage_module(shape, "fused:row+pdl")
+        assert all(op.order is None for op in module.walk() if isinstance(op, sync.StageOp))
+
+
 SHAPE_GRID = [(64, 64, 1, 64, 3, True), (128, 128, 2, 128, 2, False),
               (256, 192, 3, 192, 2, True), (512, 128, 2, 256, 3, True),
               (256, 64, 1, 128, 4, False), (128, 256, 4, 512, 2, True)]

@@ -19,10 +19,9 @@
 // CHECK:      sync.store_point [%[[X]], %[[Y]]]
 // CHECK-NEXT: gpu.return
 
-// Causal: the attention's tiles are handed out heaviest first, the last query block (7) of
-// both heads, then block 6, ... (linear tile ids x * 2 + head).
+// Causal, but its 16 blocks all resident at once: no tile order (heaviest_first).
 // CHECK:      sync.stage @qkv {sync.wait_at_probe, graph.bind = [#graph.bind<input 0>, #graph.bind<input 1>, #graph.bind<temp 0>], kernel = @qkv_module::@qkv, grid = array<i64: 4, 6>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
-// CHECK-NEXT: sync.stage @attention {sync.wait_at_probe, graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @attention_module::@attention, grid = array<i64: 8, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, order = #sync.order<table<14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1>>}
+// CHECK-NEXT: sync.stage @attention {sync.wait_at_probe, graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 1>], kernel = @attention_module::@attention, grid = array<i64: 8, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
 // CHECK-NEXT: sync.stage @out {sync.wait_at_probe, graph.bind = [#graph.bind<temp 1>, #graph.bind<input 2>, #graph.bind<result 0>], kernel = @out_module::@out, grid = array<i64: 4, 3>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 64, 64>}
 // q: the QKV tile row of the block's 64 rows (128 a tile), the head's 64 columns (64 a tile).
 // CHECK-NEXT: sync.dependency @qkv -> @attention operand 0 tiles (d0, d1)[s0, s1] -> (d0 * 64 floordiv 128 + s1, d1 * 64 floordiv 64 + s0) forall s0 in [0, 1), s1 in [0, 1)
