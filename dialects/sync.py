@@ -84,6 +84,9 @@ from tilesync.dialects.tile import TensorMapType
 
 # Above this many points a box is not enumerated; interval arithmetic decides instead.
 ENUMERATION_LIMIT = 1_000_000
+# The most semaphores one sync.probe names: its block tests them a round of threads at a time,
+# and sync-verify enumerates them per tile.
+PROBE_POINT_LIMIT = 1 << 16
 
 # ---------------------------------------------------------------------------------------------
 # Affine helpers shared by policies and dependencies
@@ -962,6 +965,11 @@ class ProbeOp(IRDLOperation):
                     raise VerifyException(
                         f"sync.probe: map {i}: range [{lo}, {hi}) step {step} is empty or "
                         "its step is not positive")
+        points = sum(math.prod(r.count for r in ranges) for _, ranges in self.parts())
+        if points > PROBE_POINT_LIMIT:
+            raise VerifyException(
+                f"sync.probe: {points} points, more than {PROBE_POINT_LIMIT} (a probe's block "
+                "tests them a round of its threads at a time)")
         if self.clipped_to is not None:
             grid = self.clipped_to.get_values()
             if len(grid) != self.policy.num_dims or any(e < 1 for e in grid):

@@ -195,6 +195,14 @@ sync.wait %sems[%x, %x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0
 
 // -----
 
+// More semaphores than a probe may name (sync-verify would enumerate them per tile).
+%sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
+%r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0, s1] -> (s0, s1)>] over [array<i64: 0, 4294967297, 1, 0, 4, 1>] until_ready : memref<?xi32>
+
+// CHECK: sync.probe: 17179869188 points, more than 65536 (a probe's block tests them a round of its threads at a time)
+
+// -----
+
 %sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
 %r = sync.probe %sems[%x, %x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 4, 1>] clipped_to array<i64: 4> : memref<?xi32>
 
