@@ -32,7 +32,7 @@ to other ops through `on_op` (sync-verify: coverage, counts and the load-region 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -390,6 +390,7 @@ class BatchRun:
 
     def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, grid: Sequence[int],
                  block: Sequence[int]):
+        self._relevant: frozenset[Operation] | bool | None = False  # not sliced yet
         self.func = func
         self.tiles = tiles
         self.size = len(tiles)
@@ -412,6 +413,13 @@ class BatchRun:
 
     def on_op(self, op: Operation, state: Any) -> None:
         """Before any other op is evaluated (its operands are known)."""
+
+    def slice_roots(self) -> Collection[Operation] | None:
+        """The ops besides synchronization and control flow whose operands the run looks at
+        (the loads or stores it checks): only they and what their operands, the
+        synchronization's and the control flow's are computed from run (`relevant_ops`);
+        None: every op runs."""
+        return None
 
     def copy_state(self, state: Any) -> Any:
         return state
@@ -529,6 +537,13 @@ class BatchRun:
                 self.run_block(block, self.copy_state(state), False)
 
     def step(self, op: Operation, state: Any, definite: bool) -> None:
+        if self._relevant is False:
+            roots = self.slice_roots()
+            self._relevant = None if roots is None else relevant_ops(self.func, roots)
+        if self._relevant is not None and op not in self._relevant:
+            for result in op.results:  # a kernel's data: nothing the run looks at reads it
+                self.env[result] = None
+            return
         if self.budget is not None:
             self.budget.spend(op)
         kind = type(op)
@@ -691,6 +706,28 @@ class BatchRun:
         for arg in body.args[1:]:
             self.env[arg] = None
         self.run_block(body, self.copy_state(state), False)
+
+
+def relevant_ops(func: Operation, roots: Collection[Operation]) -> frozenset[Operation]:
+    """The ops of `func` a run must evaluate: those of the sync dialect, those with regions
+    (control flow), `roots`, and every op whose result one of these reads, transitively. A
+    value that leaves a region (a loop's or a branch's result, a loop-carried argument) is
+    unknown to the run whatever its yield computed, so the slice stops there; the rest (a
+    kernel's arithmetic on its data: fragments, exponentials, its stores' values) reaches
+    nothing the run looks at."""
+    relevant: set[Operation] = set()
+    work: list[Operation] = [op for op in func.walk()
+                             if op.name.startswith("sync.") or op.regions or op in roots]
+    while work:
+        op = work.pop()
+        if op in relevant:
+            continue
+        relevant.add(op)
+        for value in op.operands:
+            owner = value.owner
+            if isinstance(owner, Operation) and owner not in relevant:
+                work.append(owner)
+    return frozenset(relevant)
 
 
 _HANDLERS: dict[type, Callable[[BatchRun, Any], None]] = {

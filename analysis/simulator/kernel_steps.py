@@ -121,6 +121,9 @@ class _OrderRun(BatchRun):
                     semaphore = np.where(inside, semaphore, NO_WAIT)
                 self.events.append(("wait", role.stage, semaphore, op.policy.posts.data))
 
+    def slice_roots(self) -> set[Operation]:
+        return self.readers
+
     def on_op(self, op: Operation, state: object) -> None:
         if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return

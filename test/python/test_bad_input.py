@@ -388,7 +388,7 @@ FUZZ_ROWS = [
      "sync.stage: grid dimension x must be in [1, 2147483647], got 4294967296"),
     ("gridhuge.mlir", VerifyError, "110:3", "sync-verify: producer @gemm1 has 103079215056 tiles, "
      "more than the 1000000 whose semaphores are enumerated"),
-    ("ksteps.mlir", VerifyError, "88:9", "sync-verify: the proof takes more than 150000 steps of "
+    ("ksteps.mlir", VerifyError, "83:7", "sync-verify: the proof takes more than 150000 steps of "
      "abstract execution (sync-verify{steps=N} allows more; limit=N checks only the boundary "
      "tiles of grids above N tiles)"),
     ("table.mlir", CompileError, "10:7",
@@ -528,7 +528,7 @@ LONG_RUN_FINDS = [
     ("seed2026-68504.mlir", VerifyError, "18:9", "sync-verify: consumer @g2: 'memref.load' reads "
      "operand 0, but @g1's tiles cover 9444732965739290426368 elements, more than the "
      "1099511627776 whose indices are bounded"),
-    ("seed2026-22306.mlir", VerifyError, "19:7", "sync-verify: the proof takes more than 150000 "
+    ("seed2026-22306.mlir", VerifyError, "20:9", "sync-verify: the proof takes more than 150000 "
      "steps of abstract execution (sync-verify{steps=N} allows more; limit=N checks only the "
      "boundary tiles of grids above N tiles)"),
 ]

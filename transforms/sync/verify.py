@@ -195,6 +195,9 @@ class ProducerRun(BatchRun):
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         self.posts.append((op, role, semaphore, definite))
 
+    def slice_roots(self) -> set[Operation]:
+        return self.writers
+
     def on_op(self, op: Operation, state: object) -> None:
         if op not in self.writers:
             return
@@ -450,6 +453,9 @@ class ConsumerRun(BatchRun):
         return [point for point, kept in zip(points, keep) if kept]
 
     # -- reads -----------------------------------------------------------------------------
+    def slice_roots(self) -> set[Operation]:
+        return self.readers
+
     def on_op(self, op: Operation, state: State) -> None:
         if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return

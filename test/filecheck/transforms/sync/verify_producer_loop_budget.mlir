@@ -1,8 +1,8 @@
-// RUN: tilesync-opt %s -p 'sync-select-policy{policy=tile},sync-insert-post-wait{probe=false},sync-verify{steps=2500}' | filecheck %s
+// RUN: tilesync-opt %s -p 'sync-select-policy{policy=tile},sync-insert-post-wait{probe=false},sync-verify{steps=1000}' | filecheck %s
 
 // @mid consumes @first a k-step at a time over 256 steps and produces for @last. Its proof
 // runs the k-loop unrolled as a consumer (a wait and a load point each step) and once, abstractly,
-// as a producer (no post in it; unrolled there too, the proof took more than 3000 steps).
+// as a producer (no post in it; unrolled there too, the proof took more than 1000 steps).
 builtin.module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @first(%a: memref<?xf16>, %h: memref<?xf16>) kernel {
