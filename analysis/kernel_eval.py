@@ -32,6 +32,7 @@ to other ops through `on_op` (sync-verify: coverage, counts and the load-region 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
@@ -706,6 +707,28 @@ class BatchRun:
         for arg in body.args[1:]:
             self.env[arg] = None
         self.run_block(body, self.copy_state(state), False)
+
+
+NO_SEMAPHORE = -1
+"""A probe point's semaphore for the tiles whose producer tile lies outside the probe's
+clipped grid: nobody posts it and nobody waits for it."""
+
+
+def probe_semaphores(op: sync.ProbeOp, coords: Sequence[Scalar]
+                     ) -> list[tuple[Scalar, Scalar]]:
+    """Each point of `op` for the tiles at `coords`: (semaphore, inside the clipped grid)."""
+    grid = op.clipped_to.get_values() if op.clipped_to is not None else None
+    points = []
+    for amap, ranges in op.parts():
+        for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
+            produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
+            inside: Scalar = True
+            if grid is not None:
+                for c, extent in zip(produced, grid, strict=True):
+                    inside = inside & (c >= 0) & (c < extent)
+            points.append((affine_exact(op.policy.sem_map.data.results[0], produced, (), op),
+                           inside))
+    return points
 
 
 def relevant_ops(func: Operation, roots: Collection[Operation]) -> frozenset[Operation]:

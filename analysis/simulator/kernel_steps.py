@@ -21,7 +21,6 @@ block-level model for that stage.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +30,15 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.grid import Tile, grid_tiles
-from tilesync.analysis.kernel_eval import BatchRun, Scalar, Unproven, affine_exact, run_batches
+from tilesync.analysis.kernel_eval import (
+    NO_SEMAPHORE,
+    BatchRun,
+    Scalar,
+    Unproven,
+    affine_exact,
+    probe_semaphores,
+    run_batches,
+)
 from tilesync.analysis.operand_access import NO_ELEMENT_OPS, access_box
 from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
@@ -41,7 +48,6 @@ from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
 
 WRITES = (memref.StoreOp, tl.StoreAccOp, tl.TmaStoreOp)
-NO_WAIT = -1  # a wait event's semaphore where that tile does not wait (outside a clipped grid)
 
 
 @dataclass(frozen=True)
@@ -109,17 +115,9 @@ class _OrderRun(BatchRun):
         coords = self.exact_values(op.tile)
         if role is None or role.kind != RoleKind.SEMAPHORES or coords is None:
             raise Unfollowable("a sync.probe whose semaphores cannot be told")
-        grid = op.clipped_to.get_values() if op.clipped_to is not None else None
-        for amap, ranges in op.parts():
-            for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
-                produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
-                semaphore = affine_exact(op.policy.sem_map.data.results[0], produced, (), op)
-                if grid is not None:  # a tile outside the grid is waited for by nobody
-                    inside: Scalar = True
-                    for c, extent in zip(produced, grid, strict=True):
-                        inside = inside & (c >= 0) & (c < extent)
-                    semaphore = np.where(inside, semaphore, NO_WAIT)
-                self.events.append(("wait", role.stage, semaphore, op.policy.posts.data))
+        for semaphore, inside in probe_semaphores(op, coords):
+            self.events.append(("wait", role.stage, np.where(inside, semaphore, NO_SEMAPHORE),
+                                op.policy.posts.data))
 
     def slice_roots(self) -> set[Operation]:
         return self.readers
@@ -147,7 +145,7 @@ class _OrderRun(BatchRun):
         reads: dict[tuple[str, Tile], None] = {}
         for kind, stage, where, extra in self.events:
             if kind == "wait":
-                if _at(where, i) == NO_WAIT:
+                if _at(where, i) == NO_SEMAPHORE:
                     continue
                 if reads:
                     steps.append(KernelStep(tuple(waits), tuple(reads)))

@@ -1048,16 +1048,16 @@ def fused_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Dependen
 def heaviest_first(cfg: AttentionConfig) -> sync.OrderAttr | None:
     """A causal attention's tiles (query block, head) in a table order, the last query block
     of every head first, where its blocks take more than one wave (occupancy from the
-    kernel's threads and shared memory): a query block reads the keys up to its own, so the
-    last blocks take longest, and blocks handed out light first leave the heaviest to the
-    second wave. On an H200 (`attention-heaviest-first-ab-nvidia-h200.json`): GPT-3's 12
-    heads at T = 2048, 192 blocks of 128 queries one an SM, the kernel 0.116-0.124 -> 0.096-
-    0.097 ms and the program with PDL 0.490 -> 0.468; where every block is resident at once
-    (GPT-2's heads: 64-query blocks, several an SM) the order's counter only cost, 0.0414-
-    0.0417 -> 0.0447-0.0448 ms at T = 1024. None there."""
+    kernel's threads and shared memory; else None): a query block reads the keys up to its
+    own, so the last blocks take longest, and blocks handed out light first leave the
+    heaviest to the second wave. On an H200 (`attention-heaviest-first-ab-nvidia-h200.json`):
+    GPT-3's 12 heads at T = 2048, 192 blocks of 128 queries one an SM, the kernel 0.116-0.124
+    -> 0.096-0.097 ms and the program with PDL 0.490 -> 0.468; where every block is resident
+    at once (GPT-2's heads: 64-query blocks, several an SM) the order's counter only cost,
+    0.0414-0.0417 -> 0.0447-0.0448 ms at T = 1024."""
     blocks, heads = cfg.grid[:2]
     resident = blocks_per_sm(cfg.block[0], shared_bytes=cfg.dynamic_shared_bytes).blocks_per_sm
-    if blocks * heads <= H100_SMS * resident:
+    if not cfg.causal or StageWaves(blocks * heads, resident, H100_SMS).wave_count <= 1:
         return None
     return sync.OrderAttr("table", [(blocks - 1 - slot // heads) * heads + slot % heads
                                     for slot in range(blocks * heads)])
@@ -1081,8 +1081,7 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
                             output_tile(spec.qkv)))
     att = spec.attention
     ops.append(sync.StageOp(ATTENTION, [f"{ATTENTION}_module", ATTENTION], att.grid[:2],
-                            att.block, att.tile,
-                            order=heaviest_first(att) if att.causal else None))
+                            att.block, att.tile, order=heaviest_first(att)))
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
                             output_tile(spec.out)))
     ops += fused_attention_dependencies(spec)

@@ -42,7 +42,6 @@ Diagnostics name the first failing tile in row-major order, the same under any h
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from tilesync.analysis.forward_progress import (
 )
 from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.kernel_eval import (
+    NO_SEMAPHORE,
     BatchRun,
     Scalar,
     StepBudget,
@@ -71,6 +71,7 @@ from tilesync.analysis.kernel_eval import (
     Value,
     affine_exact,
     exact,
+    probe_semaphores,
     run_batches,
 )
 from tilesync.analysis.operand_access import (
@@ -235,15 +236,10 @@ class ProducerRun(BatchRun):
 # ---------------------------------------------------------------------------------------------
 
 
-NO_SEMAPHORE = -1
-"""A Waited's semaphore where that tile waited for none (a point of a probe `until_ready`
-outside its clipped grid): no need has it, and it is never short of posts."""
-
-
 @dataclass(frozen=True)
 class Waited:
     role: Role
-    semaphore: Scalar  # per tile of the batch (NO_SEMAPHORE: none for that tile)
+    semaphore: Scalar  # per tile of the batch (NO_SEMAPHORE: that tile waited for none)
     posts: int
 
 
@@ -359,18 +355,9 @@ class ConsumerRun(BatchRun):
         coords = self.exact_values(op.tile)
         if role is None or coords is None or self.roles.get(op.epoch) != EPOCH:
             return  # tests nothing known: a wait skipped by it is refused
-        grid = op.clipped_to.get_values() if op.clipped_to is not None else None
-        semaphores, valid = [], []
-        for amap, ranges in op.parts():
-            for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
-                produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
-                inside: Scalar = True
-                if grid is not None:
-                    for c, extent in zip(produced, grid):
-                        inside = inside & (c >= 0) & (c < extent)
-                semaphore = affine_exact(op.policy.sem_map.data.results[0], produced, (), op)
-                semaphores.append(np.broadcast_to(semaphore, (self.size,)))
-                valid.append(np.broadcast_to(inside, (self.size,)))
+        points = probe_semaphores(op, coords)
+        semaphores = [np.broadcast_to(semaphore, (self.size,)) for semaphore, _ in points]
+        valid = [np.broadcast_to(inside, (self.size,)) for _, inside in points]
         self.probes[op.ready] = Probed(role, op.policy.posts.data, np.stack(semaphores),
                                        np.stack(valid))
         if op.until_ready is not None:  # it waited for every point: each one is waited for
