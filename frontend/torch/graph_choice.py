@@ -1,6 +1,7 @@
 """The whole graph's last word: of the forms it can run in, the fastest measured.
 
-    choose(forms, inputs, key, cache, measure=cost.measure_interleaved_ms) -> GraphChoice
+    choose(forms, inputs, key, cache, measure=cost.measure_interleaved_ms,
+           device_measure=cost.measure_graph_ms) -> GraphChoice
 
 A piece that wins on its own can still lose as part of the graph: around a launch-bound model
 the host's time decides (Inductor's wrapper, Dynamo's guards, one more Python op), and for a
@@ -9,8 +10,12 @@ the graph runs in whichever of its forms, each also replayed from a CUDA graph (
 was fastest on the example inputs, each called as Dynamo calls a backend's result (unboxed)
 and timed as a user's loop runs it (host and device together; the forms take turns, so that
 a drifting clock favours none); a form with pieces of ours only where it beats torch's
-fastest by cost.WIN_MARGIN. The choice and the times are cached on disk per graph, input
-shapes, device and torch version; a cached choice builds only the chosen form.
+fastest by cost.WIN_MARGIN. Where the host decides, forms tie: a form of ours within that
+margin of torch's chosen one is then taken if the device runs it faster by the margin (each
+captured in a CUDA graph and replayed, `device_tie_break`): called per step it costs the same
+host time, and a user who replays the whole model from a CUDA graph of their own gets the
+device's gain. The choice and the times are cached on disk per graph, input shapes, device and
+torch version; a cached choice builds only the chosen form.
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ class GraphChoice:
     form: str
     function: Callable[..., Any]
     times: dict[str, float] = field(default_factory=dict)  # form -> measured median ms
+    device_times: dict[str, float] = field(default_factory=dict)
+    """Form (without REPLAYED) -> median ms replayed from a CUDA graph: the device's time,
+    measured only where the host's times tie (device_tie_break)."""
     cached: bool = False
     failed: dict[str, str] = field(default_factory=dict)  # form -> why it could not be built
     seconds: float = 0.0  # building (and, not cached, measuring) the forms
@@ -64,6 +72,10 @@ class GraphChoice:
             parts.append("measured " + ", ".join(
                 f"{name} {ms:.4f} ms" for name, ms in sorted(self.times.items(),
                                                              key=lambda item: item[1])))
+        if self.device_times:
+            parts.append("on the device " + ", ".join(
+                f"{name} {ms:.4f} ms" for name, ms in sorted(self.device_times.items(),
+                                                             key=lambda item: item[1])))
         parts += [f"{name} not built: {why}" for name, why in self.failed.items()]
         if self.cached:
             parts.append("cached")
@@ -71,14 +83,46 @@ class GraphChoice:
         return parts[0] + (" (" + "; ".join(parts[1:]) + ")" if parts[1:] else "")
 
 
+def device_tie_break(form: str, times: dict[str, float],
+                     device_ms: Callable[[str], float | None]) -> tuple[str, dict[str, float]]:
+    """(the form to run, the device times measured) where the host's `times` chose torch's
+    `form`: of our forms within cost.WIN_MARGIN of it (a tie: the host decides, and ours costs
+    no more called per step), the one `device_ms` (a form's name without REPLAYED -> its
+    median replayed from a CUDA graph, None where it cannot be captured) finds fastest, taken
+    only where it beats `form`'s device time by the margin; else `form`. A form and its replay
+    run the same work on the device: each is measured once."""
+    from tilesync.frontend.torch.cost import WIN_MARGIN
+
+    tied = [name for name in times if is_ours(name) and times[name] * WIN_MARGIN <= times[form]]
+    if not tied:
+        return form, {}
+    device: dict[str, float | None] = {}
+
+    def on_device(name: str) -> float | None:
+        base = name.removesuffix(REPLAYED)
+        if base not in device:
+            device[base] = device_ms(base)
+        return device[base]
+
+    ours = [(ms, times[name], name) for name in tied if (ms := on_device(name)) is not None]
+    theirs = on_device(form)
+    measured = {name: ms for name, ms in device.items() if ms is not None}
+    if not ours or theirs is None:
+        return form, measured
+    ms, _, fastest = min(ours)
+    return (fastest if ms < WIN_MARGIN * theirs else form), measured
+
+
 def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any], key: str,
            cache: Any, measure: Callable[..., list[float]] | None = None,
-           host_delay_s: float = 0.0) -> GraphChoice:
+           host_delay_s: float = 0.0,
+           device_measure: Callable[[Callable[[], Any]], float] | None = None) -> GraphChoice:
     """The fastest of `forms` (name -> a function that builds the form's callable) on `inputs`,
     each measured behind `host_delay_s` of the caller's own host time (cost.DYNAMO_CALL_S
-    through Dynamo); `cache` (a CompileCache) keeps the choice under `key`. A form that fails
-    to build or to run is left out (and said so); where none runs, the first one's error is
-    raised."""
+    through Dynamo), ties between torch's and ours broken by `device_measure` (a call's median
+    ms captured and replayed; cost.measure_graph_ms); `cache` (a CompileCache) keeps the
+    choice under `key`. A form that fails to build or to run is left out (and said so); where
+    none runs, the first one's error is raised."""
     if measure is None:
         from functools import partial
 
@@ -91,7 +135,8 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
     if found and stored["form"] in forms:
         try:
             return GraphChoice(stored["form"], forms[stored["form"]](), stored["times"],
-                               cached=True, seconds=time.perf_counter() - start)
+                               stored.get("device_times", {}), cached=True,
+                               seconds=time.perf_counter() - start)
         except Exception:  # a form that built before and no longer does: measure afresh
             pass
     built: dict[str, Callable[..., Any]] = {}
@@ -117,11 +162,25 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
         fastest_torch = min(torchs, key=times.__getitem__)
         if times[form] >= WIN_MARGIN * times[fastest_torch]:
             form = fastest_torch
+    device_times: dict[str, float] = {}
+    if not is_ours(form):
+        if device_measure is None:
+            from tilesync.frontend.torch.cost import measure_graph_ms as device_measure
+
+        def device_ms(name: str) -> float | None:
+            if name not in built:
+                return None
+            try:  # under a capture a replayed form runs its function (replay.GraphReplay)
+                return device_measure(lambda f=built[name]: f(*inputs))
+            except Exception:  # a form that cannot be captured breaks no tie
+                return None
+
+        form, device_times = device_tie_break(form, times, device_ms)
     if not failed:
-        cache.store(key, {"form": form, "times": times})
-    return GraphChoice(form, built[form], times, failed=failed,
+        cache.store(key, {"form": form, "times": times, "device_times": device_times})
+    return GraphChoice(form, built[form], times, device_times, failed=failed,
                        seconds=time.perf_counter() - start)
 
 
 __all__ = ["EAGER", "INDUCTOR", "OURS", "OURS_EAGER", "OURS_INDUCTOR", "REPLAYED", "GraphChoice",
-           "choose", "is_ours", "with_replays"]
+           "choose", "device_tie_break", "is_ours", "with_replays"]

@@ -1,6 +1,7 @@
 """The whole graph's measured form (frontend/torch/graph_choice.py) without a GPU: the fastest
-form chosen, the choice cached and only the chosen form built from the cache, forms that fail
-left out and said so; transform leaves the traced graph as it was (torch's forms run it)."""
+form chosen, a host-bound tie broken by the device's time, the choice cached and only the
+chosen form built from the cache, forms that fail left out and said so; transform leaves the
+traced graph as it was (torch's forms run it)."""
 
 from __future__ import annotations
 
@@ -113,12 +114,59 @@ def test_a_form_of_ours_must_beat_torchs_fastest_by_the_margin(tmp_path):
     names = ("tilesync + inductor (cuda graph)", "inductor (cuda graph)", "eager")
     forms = {name: _form(name, []) for name in names}
     tie = {names[0]: 0.5274, names[1]: 0.5277, "eager": 0.60}  # ours 0.06% ahead: noise
-    assert graph_choice.choose(forms, [1], "tie", cache, measure=_measure(tie)).form == names[1]
+    same_device = {"tilesync + inductor": 0.3, "inductor": 0.3}
+    assert graph_choice.choose(forms, [1], "tie", cache, measure=_measure(tie),
+                               device_measure=_device(same_device, forms)).form == names[1]
     win = {**tie, names[0]: 0.5277 * WIN_MARGIN * 0.99}
     assert graph_choice.choose(forms, [1], "win", cache, measure=_measure(win)).form == names[0]
     only_ours = {names[0]: _form(names[0], [])}
     assert graph_choice.choose(only_ours, [1], "alone", cache,
                                measure=_measure(tie)).form == names[0]
+
+
+def _device(times, forms):
+    """A device measurement: `times` by the measured call's result (a form's name)."""
+    def measure(call):
+        name = call()
+        assert name in forms and not name.endswith(graph_choice.REPLAYED), \
+            "a form's own function is captured, not its replay"
+        return times[name]
+    return measure
+
+
+def test_a_host_tie_goes_to_the_form_the_device_runs_faster(tmp_path):
+    """GPT-2's block through Dynamo on an H200: every form host-bound at ~0.099 ms a call,
+    torch's eager graph 0.8% ahead, while replayed whole ours took 0.0455 ms against 0.0625."""
+    from tilesync.frontend.torch.cost import WIN_MARGIN
+
+    cache = CompileCache(tmp_path, "torch-graph", sources="test")
+    forms = graph_choice.with_replays({name: _form(name, []) for name in (
+        "tilesync + eager", "eager")}, [1])
+    replayed = {name: (lambda n=name: lambda *inputs: n) for name in forms}  # no GPU here
+    host = {"tilesync + eager": 0.40, "eager": 0.41,
+            "tilesync + eager (cuda graph)": 0.0997, "eager (cuda graph)": 0.0989}
+    device = {"tilesync + eager": 0.0455, "eager": 0.0625}
+    choice = graph_choice.choose(replayed, [1], "tie", cache, measure=_measure(host),
+                                 device_measure=_device(device, replayed))
+    assert choice.form == "tilesync + eager (cuda graph)" and choice.device_times == device
+    assert "on the device tilesync + eager 0.0455 ms, eager 0.0625 ms" in choice.line()
+    again = graph_choice.choose(replayed, [1], "tie", cache,
+                                measure=lambda fns: pytest.fail("a cached choice measured"))
+    assert again.cached and again.form == choice.form and again.device_times == device
+    near = {**device, "tilesync + eager": 0.0625 * WIN_MARGIN * 1.001}  # within the noise
+    assert graph_choice.choose(replayed, [1], "near", cache, measure=_measure(host),
+                               device_measure=_device(near, replayed)).form == \
+        "eager (cuda graph)"
+
+    def not_capturable(call):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    refused = graph_choice.choose(replayed, [1], "refused", cache, measure=_measure(host),
+                                  device_measure=not_capturable)
+    assert refused.form == "eager (cuda graph)" and refused.device_times == {}
+    apart = {**host, "tilesync + eager (cuda graph)": 0.0989 / WIN_MARGIN * 1.001}
+    untouched = graph_choice.choose(replayed, [1], "apart", cache, measure=_measure(apart),
+                                    device_measure=lambda call: pytest.fail("no tie measured"))
+    assert untouched.form == "eager (cuda graph)" and untouched.device_times == {}
 
 
 def test_report_text_ends_with_the_graph_line():
