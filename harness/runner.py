@@ -116,12 +116,19 @@ class _LoadedKernel:
 
 class AttentionRunner(_LoadedKernel):
     """The fused attention kernel loaded on the current GPU (O = softmax(q · kᵀ · scale) · v
-    per head, q, k, v read from QKV)."""
+    per head, q, k, v read from QKV; after a KV cache (`cfg.cached`) the keys and values of
+    the earlier tokens read from k_cache and v_cache, B x H x S' x D)."""
 
     cfg: AttentionConfig
 
-    def launch(self, qkv, o, stream=None) -> None:
-        launch(self.kernel, self.cfg.grid, self.cfg.block, [qkv, qkv, qkv, o], stream=stream,
+    def launch(self, qkv, o, k_cache=None, v_cache=None, stream=None) -> None:
+        caches = [k_cache, v_cache]
+        if bool(self.cfg.cached) != all(c is not None for c in caches) or \
+                (not self.cfg.cached and any(c is not None for c in caches)):
+            raise ValueError(f"{self.cfg.name} takes k_cache and v_cache "
+                             f"{'' if self.cfg.cached else 'not '}(cached = {self.cfg.cached})")
+        args = [qkv, qkv, qkv, o] + (caches if self.cfg.cached else [])
+        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream,
                shared_mem=self.cfg.dynamic_shared_bytes)
 
 

@@ -76,8 +76,11 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     bm, bn, d, S = cfg.block_m, cfg.block_n, cfg.head_width, cfg.stages
     width, tokens = cfg.width, cfg.tokens
     wgmma = cfg.mma == "wgmma"
+    cached = cfg.cached
     qkv_type = MemRefType(elem, [cfg.rows, 3 * width])
-    o_type = MemRefType(elem, [cfg.rows, width])
+    # after a cache O is B x T x C: a padding row of a sequence's last block is outside it
+    o_type = MemRefType(elem, [cfg.sequences, tokens, width] if cached else [cfg.rows, width])
+    cache_type = MemRefType(elem, [cfg.sequences * cfg.heads * cached, d])
     if wgmma:  # 64-column boxes: [box, row, column]
         sq_type = MemRefType(elem, [d // BOX, bm, BOX], memory_space=SHARED)
         ring_type = MemRefType(elem, [S, d // BOX, bn, BOX], memory_space=SHARED)
@@ -90,18 +93,28 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
                            tl.FragType("b", elem))
 
     # q, k and v are QKV read three times: one argument each, so each has its load points
-    kernel = gpu.FuncOp(cfg.name, ([qkv_type] * 3 + [o_type], []), kernel=True,
+    caches = [cache_type] * 2 if cached else []
+    kernel = gpu.FuncOp(cfg.name, ([qkv_type] * 3 + [o_type] + caches, []), kernel=True,
                         known_block_size=list(cfg.block))
-    args = named_args(kernel, ("Q", "K", "V", "O"))
+    args = named_args(kernel, ("Q", "K", "V", "O", "K_cache", "V_cache")[:4 + len(caches)])
     O = args["O"]
     b = BlockBuilder(kernel.body.block)
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
     tile_x, tile_y = block_tile(b, cfg.sync_hooks)
     tile = [tile_x, tile_y]
     warp, lane = b.divui(tid, 32), b.remui(tid, 32)
-    q0 = b.muli(tile_x, bm)  # the block's first row of B·T
-    first = b.muli(b.divui(q0, tokens), tokens)  # its sequence's first row
-    position = b.subi(q0, first)  # its first query's position in the sequence
+    if cached:  # a sequence's blocks, the last padded
+        sequence = b.divui(tile_x, cfg.query_blocks)
+        first = b.muli(sequence, tokens)  # its sequence's first row
+        position = b.muli(b.remui(tile_x, cfg.query_blocks), bm)  # its first query's
+        q0 = b.addi(first, position)  # the block's first row of B·T
+        last_row = b.addi(first, tokens - 1)  # padding rows read the last token
+        cache_row0 = b.muli(b.addi(b.muli(sequence, cfg.heads), tile_y), cached)
+    else:
+        q0 = b.muli(tile_x, bm)  # the block's first row of B·T
+        first = b.muli(b.divui(q0, tokens), tokens)  # its sequence's first row
+        position = b.subi(q0, first)  # its first query's position in the sequence
+        last_row = None
     head_col = b.muli(tile_y, d)
     # the warp's 16 rows of the block (wgmma: warpgroup g's rows 64 g .., warp w % 4 of them)
     warp_row = b.muli(warp, 16)
@@ -111,39 +124,68 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     sv = b.emit(memref.GetGlobalOp("smem_v", ring_type))
 
     def copy_rows(body: BlockBuilder, src: SSAValue, dst: SSAValue, lead: list[SSAValue],
-                  row0: SSAValue, col0: SSAValue, rows: int) -> None:
-        """rows x D of QKV (`src`: the argument read) from (row0, col0) into dst, 16 bytes a
-        thread."""
+                  row0: SSAValue, col0: SSAValue, rows: int, last: SSAValue | None = None
+                  ) -> None:
+        """rows x D of QKV or a cache (`src`: the argument read) from (row0, col0) into dst,
+        16 bytes a thread; rows past `last` read it (padding)."""
         per_row = d // 8
         threads = cfg.block[0]
         for i in range(rows * per_row // threads):
             chunk = body.addi(tid, i * threads)
             r, c = body.divui(chunk, per_row), body.muli(body.remui(chunk, per_row), 8)
             at = [body.divui(c, BOX), r, body.remui(c, BOX)] if wgmma else [r, c]
-            body.insert(tl.CpAsyncOp(dst, [*lead, *at], src,
-                                     [body.addi(row0, r), body.addi(col0, c)],
+            row = body.addi(row0, r)
+            if last is not None:
+                row = body.emit(arith.MinUIOp(row, last))
+            body.insert(tl.CpAsyncOp(dst, [*lead, *at], src, [row, body.addi(col0, c)],
                                      swizzle=swizzle))
 
+    def load_new_keys(body: BlockBuilder, step: SSAValue, stage: SSAValue) -> None:
+        """Key block `step` of the tokens in QKV (after a cache: of the new tokens)."""
+        row0 = body.addi(first, body.muli(step, bn))
+        if cfg.sync_hooks:
+            body.insert(sync.LoadPointOp(1, tile, step))
+        copy_rows(body, args["K"], sk, [stage], row0, body.addi(head_col, width), bn, last_row)
+        if cfg.sync_hooks:
+            body.insert(sync.LoadPointOp(2, tile, step))
+        copy_rows(body, args["V"], sv, [stage], row0, body.addi(head_col, 2 * width), bn,
+                  last_row)
+
+    def load_cached_keys(body: BlockBuilder, j: SSAValue, stage: SSAValue) -> None:
+        """Key block j of the cache: an input, no load point."""
+        row0 = body.addi(cache_row0, body.muli(j, bn))
+        copy_rows(body, args["K_cache"], sk, [stage], row0, body.idx(0), bn)
+        copy_rows(body, args["V_cache"], sv, [stage], row0, body.idx(0), bn)
+
     def load_keys(body: BlockBuilder, j: SSAValue, stage: SSAValue) -> None:
-        row0 = body.addi(first, body.muli(j, bn))
-        if cfg.sync_hooks:
-            body.insert(sync.LoadPointOp(1, tile, j))
-        copy_rows(body, args["K"], sk, [stage], row0, body.addi(head_col, width), bn)
-        if cfg.sync_hooks:
-            body.insert(sync.LoadPointOp(2, tile, j))
-        copy_rows(body, args["V"], sv, [stage], row0, body.addi(head_col, 2 * width), bn)
+        if not cached:
+            load_new_keys(body, j, stage)
+            return
+        from_cache = body.ult(j, cached // bn)
+        body.when(from_cache, lambda cb: load_cached_keys(cb, j, stage))
+        from_qkv = body.emit(arith.CmpiOp(j, body.idx(cached // bn), "uge"))
+        body.when(from_qkv, lambda nb: load_new_keys(nb, nb.subi(j, cached // bn), stage))
 
     # Key blocks: all of the sequence's; causal: through the one holding the block's last
-    # query, those from the one holding its first query on masked.
+    # query, those from the one holding its first query on masked. After a cache: the cached
+    # ones, then the new tokens' through the last key a query of the block sees (T: the
+    # block's last query's or, a partly padded block, the last token's), those masked.
     blocks: SSAValue | int = tokens // bn
-    if cfg.causal:
+    if cached:
+        last_query = tokens - 1
+        if cfg.causal:
+            last_query = b.emit(arith.MinUIOp(b.addi(position, bm - 1), b.idx(tokens - 1)))
+        blocks = (cached + last_query) // bn + 1 if isinstance(last_query, int) else \
+            b.addi(b.divui(b.addi(last_query, cached), bn), 1)
+        unmasked = b.idx(cached // bn)
+    elif cfg.causal:
         blocks = b.divui(b.addi(position, bm + bn - 1), bn)
         unmasked = b.divui(position, bn)
 
     # prologue: q (its own commit group), then key blocks 0 .. S - 2
     if cfg.sync_hooks:
         b.insert(sync.LoadPointOp(0, tile))
-    copy_rows(b, args["Q"], sq, [], q0, head_col, bm)
+    copy_rows(b, args["Q"], sq, [], q0, head_col, bm, last_row)
     b.insert(tl.CpAsyncCommitOp())
     for s in range(S - 1):
         if isinstance(blocks, int):
@@ -231,12 +273,19 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
         stage = lb.remui(j, S)
 
         values = [list(lb.insert(tl.UnpackAccOp(t)).results) for t in scores(lb, stage)]
-        if cfg.causal:  # key j·BN + 8 n + 2 (lane % 4) + c against the row's query, from
-            # the block holding the first query on (before it, T: every key kept)
+        if cfg.causal or cached:  # key j·BN + 8 n + 2 (lane % 4) + c against the row's
+            # last key, from the block holding the first query on (before it, T: every key
+            # kept); after a cache S' + the query (causal) or S' + T - 1, from the first new
+            # block on (padding keys past the last token masked)
             query = lb.addi(position, lb.addi(warp_row, lb.divui(lane, 4)))
             crossing = lb.emit(arith.CmpiOp(j, unmasked, "uge"))
-            rows = tuple(lb.emit(arith.SelectOp(crossing, row, lb.idx(tokens)))
-                         for row in (query, lb.addi(query, 8)))
+            queries = (query, lb.addi(query, 8))
+            if cached:
+                queries = tuple(lb.addi(lb.emit(arith.MinUIOp(q, lb.idx(tokens - 1))), cached)
+                                if cfg.causal else lb.idx(cached + tokens - 1)
+                                for q in queries)
+            rows = tuple(lb.emit(arith.SelectOp(crossing, row, lb.idx(cached + tokens)))
+                         for row in queries)
             key0 = lb.addi(lb.muli(j, bn), lb.muli(lb.remui(lane, 4), 2))
             for n, tile_values in enumerate(values):
                 for k in range(4):
@@ -280,11 +329,13 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     one = b.f32(1.0)
     inverse = [b.emit(arith.DivfOp(one, warp_allreduce(b, total, arith.AddfOp, ROW_LANES)))
                for total in (l_lo, l_hi)]
-    row = b.addi(q0, warp_row)
+    # after a cache O is B x T x C and the store masked: padding rows lie past T
+    at = [sequence, b.addi(position, warp_row)] if cached else [b.addi(q0, warp_row)]
     for n, t in enumerate(o_tiles):
         c = b.insert(tl.UnpackAccOp(t)).results
         scaled = b.emit(tl.PackAccOp([b.mulf(c[k], inverse[k // 2]) for k in range(4)]))
-        b.insert(tl.StoreAccOp(scaled, O, [row, b.addi(head_col, 8 * n)]))
+        b.insert(tl.StoreAccOp(scaled, O, [*at, b.addi(head_col, 8 * n)],
+                               masked=bool(cached)))
     if cfg.sync_hooks:
         b.insert(sync.StorePointOp(tile))
     b.insert(gpu.ReturnOp([]))

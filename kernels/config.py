@@ -957,6 +957,15 @@ class AttentionConfig:
     """Block (x, y) as `sync.tile` (x, y) of a (B·T / block_m, H) grid, a
     `sync.load_point` before its q (operand 0), each key block's k (1, step j) and v (2,
     step j), and a `sync.store_point` after its stores of O."""
+    cached: int = 0
+    """S': the keys and values of each sequence's earlier tokens, kept in a cache (decoding
+    with a KV cache: `tokens` are the new ones, any count, attending to the S' cached keys
+    and to the new ones; causal: each new token to those up to its own position S' + i). The
+    caches are two more arguments, [B·H·S', D] each (sequence b's head h at rows (b·H + h)·S'
+    .., torch's B x H x S' x D), read from key block 0 on; then the new tokens' k and v
+    in place from QKV, a key block (and the load points' step) counting from S' / block_n. A
+    sequence's new tokens take ceil(T / block_m) blocks, the last one's rows past T padding
+    (read as the last token, not stored: O is B x T x C). A multiple of block_n."""
 
     def __post_init__(self) -> None:
         if self.head_width not in (64, 128):
@@ -964,9 +973,14 @@ class AttentionConfig:
         if self.block_m not in (64, 128) or self.block_n not in (64, 128):
             raise ValueError(f"a block takes 64 or 128 queries and 64 or 128 keys at a time, "
                              f"got {self.block_m} x {self.block_n}")
-        if self.tokens <= 0 or self.tokens % self.block_m or self.tokens % self.block_n:
+        if self.cached < 0 or self.cached % self.block_n:
+            raise ValueError(f"{self.cached} cached tokens: a multiple of the block's "
+                             f"{self.block_n} keys")
+        if self.tokens <= 0 or (not self.cached and (self.tokens % self.block_m
+                                                     or self.tokens % self.block_n)):
             raise ValueError(f"{self.tokens} tokens: a multiple of the block's "
-                             f"{self.block_m} queries and {self.block_n} keys")
+                             f"{self.block_m} queries and {self.block_n} keys (any count "
+                             "after a KV cache)")
         if self.heads <= 0 or self.sequences <= 0 or not 2 <= self.stages <= 4:
             raise ValueError(f"heads and sequences positive and 2-4 stages, got "
                              f"{self.heads}, {self.sequences}, {self.stages}")
@@ -1004,8 +1018,14 @@ class AttentionConfig:
         return (32 * self.warps, 1, 1)
 
     @property
+    def query_blocks(self) -> int:
+        """The blocks of one sequence's queries (after a cache the last may be partly
+        padding)."""
+        return -(-self.tokens // self.block_m)
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.rows // self.block_m, self.heads, 1)
+        return (self.sequences * self.query_blocks, self.heads, 1)
 
     @property
     def tile(self) -> tuple[int, int]:
@@ -1034,8 +1054,9 @@ class AttentionConfig:
 
     @property
     def signature(self) -> tuple[str, ...]:
-        """Q, K, V (QKV three times: one argument per operand read) and O."""
-        return ("ptr",) * 4
+        """Q, K, V (QKV three times: one argument per operand read) and O; after them, with a
+        cache, K_cache and V_cache."""
+        return ("ptr",) * (6 if self.cached else 4)
 
     @property
     def reallocates_registers(self) -> bool:
@@ -1045,9 +1066,10 @@ class AttentionConfig:
     @property
     def flops(self) -> int:
         """Multiply-adds of q · kᵀ and P · v that the result needs, two flops each (causal:
-        the pairs of a query and a key at or before it)."""
+        the pairs of a query and a key at or before it; every query sees the cached keys)."""
         t = self.tokens
         pairs = t * (t + 1) // 2 if self.causal else t * t
+        pairs += t * self.cached
         return 2 * 2 * pairs * self.sequences * self.heads * self.head_width
 
 

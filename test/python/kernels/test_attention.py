@@ -142,3 +142,62 @@ def test_ptx_nvjitlink_accepts(kwargs):
     assert ptx.count("ex2.approx.ftz.f32") > 0
     assert ("wgmma.mma_async" in ptx) == (cfg.mma == "wgmma")
     assert ("mma.sync" in ptx) == (cfg.mma == "sync")
+
+
+# After a KV cache: S' cached keys a sequence (two more arguments), any count of new tokens.
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(tokens=1, head_width=64, cached=96), "96 cached tokens: a multiple of the block's 64"),
+    (dict(tokens=1, head_width=64, cached=-64), "a multiple of the block's 64 keys"),
+    (dict(tokens=0, head_width=64, cached=64), "any count after a KV cache"),
+])
+def test_the_cached_config_refuses_what_the_kernel_cannot_do(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attention_config(**kwargs)
+
+
+def test_cached_sizes():
+    """A sequence's new tokens take ceil(T / BM) blocks; every query sees the S' cached keys."""
+    cfg = attention_config(1, 128, heads=12, sequences=4, cached=2048, mma="wgmma")
+    assert cfg.grid == (4, 12, 1) and cfg.rows == 4 and cfg.signature == ("ptr",) * 6
+    assert cfg.flops == 4 * 2049 * 128 * 12 * 4
+    chunk = attention_config(70, 64, sequences=2, causal=True, cached=128)
+    assert chunk.grid == (4, 1, 1)
+    assert chunk.flops == 4 * (70 * 128 + 70 * 71 // 2) * 64 * 2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_cached_keys_are_read_without_load_points_and_o_stored_masked(causal):
+    cfg = attention_config(3, 64, heads=2, sequences=2, causal=causal, cached=256,
+                           sync_hooks=True)
+    kernel = _kernel(cfg)
+    assert [arg.name_hint for arg in kernel.body.block.args] == \
+        ["Q", "K", "V", "O", "K_cache", "V_cache"]
+    o_type = kernel.body.block.args[3].type
+    assert list(o_type.get_shape()) == [2, 3, 128]  # B x T x C: padding rows lie outside
+    copies = [op for op in kernel.walk() if isinstance(op, tl.CpAsyncOp)]
+    sources = {op.src.name_hint for op in copies}
+    assert sources == {"Q", "K", "V", "K_cache", "V_cache"}
+    points = [op for op in kernel.walk() if isinstance(op, sync.LoadPointOp)]
+    assert sorted({p.operand.data for p in points}) == [0, 1, 2]  # the caches are inputs
+    stores = [op for op in kernel.walk() if isinstance(op, tl.StoreAccOp)]
+    assert stores and all(op.masked is not None for op in stores)
+    # the new tokens' keys are clamped to the last token (padding reads it)
+    assert any(op.name == "arith.minui" for op in kernel.walk())
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(tokens=1, head_width=128, heads=2, sequences=3, cached=512),
+    dict(tokens=5, head_width=64, heads=2, causal=True, cached=128, sync_hooks=True),
+    dict(tokens=1, head_width=128, heads=4, cached=1024, mma="wgmma", block_n=128),
+    dict(tokens=70, head_width=64, sequences=2, causal=True, cached=256, mma="wgmma",
+         dtype="bf16"),
+])
+def test_cached_ptx_nvjitlink_accepts(kwargs):
+    from tilesync.harness.compile import compile_kernel
+
+    cfg = attention_config(**kwargs)
+    ptx = compile_kernel(cfg, validate=True).ptx
+    assert ("wgmma.mma_async" in ptx) == (cfg.mma == "wgmma")
+    if cfg.mma == "wgmma":
+        assert _wgmma_register_writes_after_fence(ptx) == []

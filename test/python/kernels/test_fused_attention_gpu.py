@@ -63,3 +63,68 @@ def test_fused_attention_matches_fp64(case, gpu_device):
         assert not o.isnan().any(), f"run {run}: tiles of O never stored"
         err = ((o.double() - want).abs().max() / want.abs().max()).item()
         assert err < tol, f"run {run}: max error {err:.3g} of the largest |O|"
+
+
+CACHED_CASES = [
+    dict(tokens=1, head_width=128, heads=3, sequences=4, cached=512, scale=0.088),
+    dict(tokens=1, head_width=128, heads=2, sequences=2, cached=1024, scale=0.088,
+         mma="wgmma", block_n=128),
+    dict(tokens=5, head_width=64, heads=2, sequences=3, causal=True, cached=128, scale=0.125),
+    dict(tokens=70, head_width=64, heads=2, sequences=2, causal=True, cached=256,
+         scale=0.125, mma="wgmma", block_m=64, dtype="bf16"),
+    dict(tokens=130, head_width=128, heads=1, sequences=2, cached=64, scale=0.088,
+         block_m=128, stages=3),
+]
+
+
+def cached_reference(torch, qkv, k_cache, v_cache, cfg):
+    """fp64 O, B x T x C: the new tokens' queries over the cached keys and their own (causal:
+    new token i sees the cache and new tokens 0 .. i)."""
+    t, d, h, b, s = cfg.tokens, cfg.head_width, cfg.heads, cfg.sequences, cfg.cached
+    x = qkv.double().view(b, t, 3, h, d)
+    q, k, v = (x[:, :, i].transpose(1, 2) for i in range(3))  # b, h, t, d
+    k = torch.cat([k_cache.double().view(b, h, s, d), k], dim=2)
+    v = torch.cat([v_cache.double().view(b, h, s, d), v], dim=2)
+    scores = (q @ k.transpose(-1, -2)) * cfg.scale  # b, h, t, s + t
+    if cfg.causal:
+        later = torch.ones(t, s + t, dtype=torch.bool, device=scores.device).triu(s + 1)
+        scores = scores.masked_fill(later, float("-inf"))
+    return (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, t, h * d)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CACHED_CASES,
+                         ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_attention_after_a_kv_cache_matches_fp64(case, gpu_device):
+    """Decoding: the new tokens' q, k and v in QKV, the earlier tokens' keys and values in the
+    caches. O (B x T x C) poisoned before each launch; the buffer past O is poisoned too and
+    must stay so (a padding row stored would land there)."""
+    from tilesync.harness.runner import AttentionRunner
+    from tilesync.kernels.config import attention_config
+
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    cfg = attention_config(**case)
+    runner = AttentionRunner(cfg)
+    dtype = torch.float16 if cfg.dtype == "f16" else torch.bfloat16
+    tol = 2e-2 if cfg.dtype == "f16" else 4e-2
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    b, h, s, d, t = cfg.sequences, cfg.heads, cfg.cached, cfg.head_width, cfg.tokens
+
+    def fresh(*shape):
+        return (torch.randn(*shape, device="cuda", generator=gen) * 2).to(dtype)
+
+    for run in range(3):
+        qkv = fresh(cfg.rows, 3 * cfg.width)
+        k_cache, v_cache = fresh(b, h, s, d), fresh(b, h, s, d)
+        buffer = torch.full((b * t + 64, cfg.width), float("nan"), device="cuda",
+                            dtype=dtype)
+        o = buffer[:b * t].view(b, t, cfg.width)
+        runner.launch(qkv, o, k_cache, v_cache)
+        torch.cuda.synchronize()
+        want = cached_reference(torch, qkv, k_cache, v_cache, cfg)
+        assert not o.isnan().any(), f"run {run}: rows of O never stored"
+        assert buffer[b * t:].isnan().all(), f"run {run}: a padding row was stored"
+        err = ((o.double() - want).abs().max() / want.abs().max()).item()
+        assert err < tol, f"run {run}: max error {err:.3g} of the largest |O|"
