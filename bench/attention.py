@@ -86,13 +86,22 @@ CAUSAL_SHAPES = ((1024, 768, *GPT2_HEADS, 1, True), (256, 768, *GPT2_HEADS, 8, T
 """`tilesync bench attention --causal`: a decoder's prefill, causal (T, C, H, E, B, causal):
 GPT-2 small over one sequence of 1024 tokens and a batch of 8 of 256; the paper's GPT-3 and
 LLaMA heads under 8-way tensor parallelism at T = 1024 and 2048."""
+DECODE_SHAPES = tuple((1, heads * WIDTH, heads, model, b, False, cache)
+                      for heads, model in MODEL_HEADS.values() for b in (1, 4)
+                      for cache in (512, 2048, 4096))
+"""`tilesync bench attention --decode`: the paper's token generation, one new token for each of
+B = 1 or 4 sequences with S' = 512-4096 tokens in their KV caches (T, C, H, E, B, causal,
+S'): GPT-3's and LLaMA's heads under 8-way tensor parallelism; the fused program only (the
+chain reads k from QKV alone)."""
 GPU_TEST_SHAPES = ((256, 64), (256, 128, 2, 512), (256, 128, 2, 512, 2, True),
-                   (128, 64, 1, 64, 3, True), (512, 1536, 12, 512))
+                   (128, 64, 1, 64, 3, True), (512, 1536, 12, 512),
+                   (1, 256, 2, 512, 3, False, 512))
 """test_attention_gpu.py's shapes: small, so that CI compiles and proves their programs fast;
 one head, two heads of 64 over a wider x (K = 512: the QKV GEMM the TMA kernel), the same over
 a batch of two sequences with the causal mask, one causal head over three sequences, and
 twelve heads of 128 whose QKV GEMM takes 192-wide tiles (projection_width: one wave of 96
-where 128 wide would take two), so a tile holds one and a half heads."""
+where 128 wide would take two), so a tile holds one and a half heads; one new token of three
+sequences after KV caches of 512 (the fused modes only)."""
 
 
 def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -106,7 +115,12 @@ def dims(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 def batch(shape: tuple[int, ...]) -> tuple[int, bool]:
     """(B, causal) of a bench shape: one sequence, not causal, unless it names them."""
-    return (shape[4], shape[5]) if len(shape) == 6 else (1, False)
+    return (shape[4], shape[5]) if len(shape) >= 6 else (1, False)
+
+
+def cached(shape: tuple[int, ...]) -> int:
+    """S' of a bench shape: the tokens a sequence has in a KV cache (decoding), else 0."""
+    return shape[6] if len(shape) == 7 else 0
 VERIFY_SMS = 132
 VERIFY_STEPS = 1_000_000
 """sync-verify's step budget for the fused programs: a causal block of 128 queries over 2048
@@ -124,11 +138,18 @@ STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
 FUSED_STAGES = (QKV, ATTENTION, OUT)
 
 
+def modes_for(shape: tuple[int, ...], modes=MODES) -> tuple[str, ...]:
+    """Those of `modes` that run the shape: after a KV cache the fused program's only (the
+    chain reads k from QKV alone)."""
+    return tuple(m for m in modes if m.startswith(FUSED)) if cached(shape) else tuple(modes)
+
+
 def shape_label(shape: tuple[int, ...]) -> str:
     t, c, h, e = dims(shape)
     b, causal = batch(shape)
     label = f"T={t} C={c}" if h == 1 and e == c else f"T={t} H={h}x{c // h} E={e}"
-    return label + (f" B={b}" if b > 1 else "") + (" causal" if causal else "")
+    return label + (f" B={b}" if b > 1 else "") + (" causal" if causal else "") + \
+        (f" S'={cached(shape)}" if cached(shape) else "")
 
 
 def graph_text(shape: tuple[int, ...]) -> str:
@@ -146,25 +167,35 @@ def graph_text(shape: tuple[int, ...]) -> str:
 
     x, w3, w, y = ty(t, e), f"tensor<{3 * c}x{e}xf16>", f"tensor<{e}x{c}xf16>", ty(t, e)
     qt = ht = ty(t, c)  # q, k, v; as heads where there are several
-    st = ty(t, t)
+    s_ = cached(shape)
+    keys = s_ + t  # the cached tokens' keys, then the new ones'
+    st = ty(t, keys)
+    kt = ty(h, s_, d) if h > 1 else ty(s_, c)  # a cache: the new k's (or v's) with S' tokens
+    caches = f", %kc: {kt}, %vc: {kt}" if s_ else ""
     lines = [
-        f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}) -> {y} {{",
+        f"func.func @attention(%x: {x}, %wqkv: {w3}, %wo: {w}{caches}) -> {y} {{",
         f"  %qkv = graph.linear %x, %wqkv : ({x}, {w3}) -> {ty(t, 3 * c)}",
         f"  %q, %k, %v = graph.split %qkv dim -1 : ({ty(t, 3 * c)}) -> ({qt}, {qt}, {qt})",
     ]
     q, k, v = "%q", "%k", "%v"
     perm = "[0, 2, 1, 3]" if b > 1 else "[1, 0, 2]"
     if h > 1:
-        viewed, ht, st = ty(t, h, d), ty(h, t, d), ty(h, t, t)
+        viewed, ht, st = ty(t, h, d), ty(h, t, d), ty(h, t, keys)
         for name in "qkv":
             lines += [f"  %{name}4 = graph.reshape %{name} : ({qt}) -> {viewed}",
                       f"  %{name}h = graph.transpose %{name}4 perm {perm} : ({viewed}) -> "
                       f"{ht}"]
         q, k, v = "%qh", "%kh", "%vh"
+    kvt = ht
+    if s_:  # k and v after the cache: cat([cache, new], dim=-2)
+        kvt = ty(h, keys, d) if h > 1 else ty(keys, c)
+        lines += [f"  %ka = graph.concat %kc, {k} dim -2 : ({kt}, {ht}) -> {kvt}",
+                  f"  %va = graph.concat %vc, {v} dim -2 : ({kt}, {ht}) -> {kvt}"]
+        k, v = "%ka", "%va"
     lines += [
-        f"  %s = graph.linear {q}, {k} : ({ht}, {ht}) -> {st}",
+        f"  %s = graph.linear {q}, {k} : ({ht}, {kvt}) -> {st}",
         f"  %p = graph.softmax %s dim -1 scale {scale!r}{' causal' if causal else ''} : {st}",
-        f"  %o = graph.matmul %p, {v} : ({st}, {ht}) -> {ht}",
+        f"  %o = graph.matmul %p, {v} : ({st}, {kvt}) -> {ht}",
     ]
     o = "%o"
     if h > 1:
@@ -232,7 +263,7 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
     shape, mode, _ = job
     return stage_bench.compile_mode(job, target, stage_module(shape, mode), mode_passes(mode),
-                                    attention_spec(shape).qkv.target)
+                                    mode_spec(shape, mode).qkv.target)
 
 
 def attention_cache(directory: str | Path = CACHE_DIR) -> CompileCache:
@@ -255,21 +286,26 @@ def flops(shape: tuple[int, ...]) -> int:
     kernels compute)."""
     t, c, _, e = dims(shape)
     b, causal = batch(shape)
-    products = 2 * t * t * c * 2 // (2 if causal else 1)
+    products = 2 * t * t * c * 2 // (2 if causal else 1) + 2 * t * cached(shape) * c * 2
     return b * (2 * t * e * 3 * c + products + 2 * t * c * e)
 
 
 def floor_ms(shape: tuple[int, ...], rates: dict[str, float]) -> float:
+    """After a KV cache the caches are read once and S, P (the new tokens' rows) are
+    written and read as the chain's."""
     t, c, h, e = dims(shape)
     b, _ = batch(shape)
+    keys = cached(shape) + t
     elements = (b * t * e + 3 * c * e + e * c  # x and the weights
-                + 2 * b * (t * 3 * c + 2 * h * t * t + t * c)  # QKV, S, P, O written and read
+                + 2 * b * cached(shape) * c  # the caches' keys and values
+                + 2 * b * (t * 3 * c + 2 * h * t * keys + t * c)  # QKV, S, P, O
                 + b * t * e)  # y
     return roofline_ms(flops(shape), 2 * elements, rates)  # fp16
 
 
 class AttentionData(mlp.CheckedOutputs):
-    """x, w_qkv, w_out, the temporaries QKV, S, P, O, y (fp16) and the fp32 reference."""
+    """x, w_qkv, w_out (after a KV cache also the caches, B x H x S' x D), the temporaries
+    QKV, S, P, O, y (fp16) and the fp32 reference."""
 
     def __init__(self, torch, shape: tuple[int, ...], seed: int = 0):
         self.torch = torch
@@ -286,11 +322,13 @@ class AttentionData(mlp.CheckedOutputs):
         self.x = rand((b, t, e))
         self.w_qkv = rand((3 * c, e), e ** -0.5)  # q, k, v stay O(1)
         self.w_out = rand((e, c), c ** -0.5)
+        self.caches = tuple(rand((b, h, cached(shape), c // h)) for _ in "kv") \
+            if cached(shape) else ()
 
         def empty(*size):
             return torch.empty(size, device="cuda", dtype=torch.float16)
 
-        scores = (b * h, t, t)
+        scores = (b * h, t, cached(shape) + t)
         self.qkv, self.s, self.p = empty(b * t, 3 * c), empty(*scores), empty(*scores)
         self.o, self.y = empty(b * t, c), empty(b, t, e)
         from tilesync.transforms.graph.graph_to_stages import (
@@ -305,7 +343,8 @@ class AttentionData(mlp.CheckedOutputs):
         from tilesync.runtime.tensor_map import TensorMapCache
 
         self.tensor_maps = TensorMapCache()  # each buffer's maps encoded once
-        self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float())
+        self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float(),
+                               [cache.float() for cache in self.caches])
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
 
@@ -318,9 +357,17 @@ class AttentionData(mlp.CheckedOutputs):
         b, _, t, _ = o.shape
         return o.transpose(1, 2).reshape(b, t, -1)
 
-    def _chain(self, x, w_qkv, w_out):
+    def _kv(self, x, w_qkv, caches):
+        """q, k, v as heads; after a KV cache k and v each cat([cache, new], dim=-2)."""
+        q, k, v = map(self._heads, self.torch.nn.functional.linear(x, w_qkv).chunk(3, dim=-1))
+        if caches:
+            k, v = (self.torch.cat([cache, new], dim=-2) for cache, new in zip(caches, (k, v),
+                                                                             strict=True))
+        return q, k, v
+
+    def _chain(self, x, w_qkv, w_out, caches=()):
         F = self.torch.nn.functional
-        q, k, v = map(self._heads, F.linear(x, w_qkv).chunk(3, dim=-1))
+        q, k, v = self._kv(x, w_qkv, caches)
         scores = q @ k.transpose(-2, -1) * self.scale
         if self.causal:
             t = scores.shape[-1]
@@ -339,7 +386,7 @@ class AttentionData(mlp.CheckedOutputs):
         function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y;
         `fused`: fused_attention_bindings, whose temporaries are QKV and O)."""
         temps = (self.qkv, self.o) if fused else (self.qkv, self.s, self.p, self.o)
-        values = {"input": (self.x, self.w_qkv, self.w_out), "temp": temps,
+        values = {"input": (self.x, self.w_qkv, self.w_out, *self.caches), "temp": temps,
                   "result": (self.y,)}
         binds = self.fused_binds if fused else self.binds
         tensors = {stage: [values[b.kind.data][b.values[0]] for b in binds]
@@ -357,12 +404,13 @@ class AttentionData(mlp.CheckedOutputs):
 
     def torch_chain(self):
         """The chain as written, in fp16: what the front end's pattern matches."""
-        return self._chain(self.x, self.w_qkv, self.w_out)
+        return self._chain(self.x, self.w_qkv, self.w_out, self.caches)
 
     def torch_sdpa(self):
-        """The same with torch's fused attention between the two linears."""
+        """The same with torch's fused attention between the two linears (after a KV cache
+        its flash-decoding kernel)."""
         F = self.torch.nn.functional
-        q, k, v = map(self._heads, F.linear(self.x, self.w_qkv).chunk(3, dim=-1))
+        q, k, v = self._kv(self.x, self.w_qkv, self.caches)
         o = F.scaled_dot_product_attention(q, k, v, scale=self.scale, is_causal=self.causal)
         return F.linear(self._merged(o), self.w_out)
 
@@ -384,7 +432,7 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
     started = time.perf_counter()
     device = get_device()
     target = target_for_device(device.arch)
-    jobs = [(shape, mode, False) for shape in shapes for mode in modes]
+    jobs = [(shape, mode, False) for shape in shapes for mode in modes_for(shape, modes)]
     torch, compiled, result = stage_bench.start_run(
         "attention", jobs, compile_jobs, attention_cache(cache_dir) if cache_dir else None,
         target, processes, device.sm_count, warmup, reps, modes, VERIFY_SMS)
@@ -396,15 +444,18 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         row: dict[str, Any] = {"shape": shape_label(shape), "T": t, "C": c, "H": h, "E": e,
                                "flops": flops(shape), "floor_ms": floor_ms(shape, rates),
                                "modes": {}}
-        if len(shape) == 6:
+        if len(shape) >= 6:
             row.update(B=b, causal=causal)
+        if cached(shape):
+            row.update(cached=cached(shape))
         result["rows"].append(row)
         if lost is not None:
             row["skipped"] = lost
             continue
         data = AttentionData(torch, shape, seed=shape[0])
+        runs = modes_for(shape, modes)
         lost = stage_bench.time_modes(
-            row, list(modes), {m: compiled[(shape, m, False)] for m in modes},
+            row, list(runs), {m: compiled[(shape, m, False)] for m in runs},
             lambda entry, name, data=data: run_mode(entry, data, warmup, reps, name),
             shape_label(shape))
         if lost is None:
@@ -414,7 +465,7 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])
         row["mode_choice"] = mode_choice.bench_row(
-            "attention", shape, {m: compiled[(shape, m, False)] for m in modes}, row["modes"],
+            "attention", shape, {m: compiled[(shape, m, False)] for m in runs}, row["modes"],
             device.sm_count, device.name, rates)
     if lost is not None:
         result["lost"] = lost
@@ -463,7 +514,7 @@ def attention_plot(result: dict[str, Any], out_dir, name: str = "attention"):
 def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
                debug: bool = False) -> dict[str, Any]:
     """Fill the cache without a GPU: `python -m tilesync.bench.attention --precompile`."""
-    jobs = [(s, m, debug) for s in shapes for m in MODES]
+    jobs = [(s, m, debug) for s in shapes for m in modes_for(s)]
     return stage_bench.precompile(jobs, compile_jobs, attention_cache(), target, processes)
 
 
@@ -475,6 +526,7 @@ def main(argv=None) -> int:
 
 __all__ = [
     "CAUSAL_SHAPES",
+    "DECODE_SHAPES",
     "GPU_TEST_SHAPES",
     "MODES",
     "SHAPES",
@@ -490,6 +542,7 @@ __all__ = [
     "floor_ms",
     "flops",
     "graph_text",
+    "modes_for",
     "precompile",
     "stage_module",
 ]

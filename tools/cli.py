@@ -148,9 +148,13 @@ def _bench(args: argparse.Namespace) -> int:
         elif name == "attention":
             from tilesync.bench import attention
 
+            shapes, default_modes = attention.SHAPES, attention.MODES
+            if args.causal:
+                shapes = attention.CAUSAL_SHAPES
+            if args.decode:  # the chain reads k from QKV alone: the fused program's modes
+                shapes, default_modes = attention.DECODE_SHAPES, attention.FUSED_MODES
             result = attention.attention_benchmarks(
-                attention.CAUSAL_SHAPES if args.causal else attention.SHAPES,
-                warmup=args.warmup, reps=args.reps, modes=modes or attention.MODES)
+                shapes, warmup=args.warmup, reps=args.reps, modes=modes or default_modes)
             table = attention.attention_table(result)
         elif name == "torch":
             from tilesync.bench import torch_models
@@ -186,6 +190,8 @@ def _bench(args: argparse.Namespace) -> int:
             stem = "torch-rows"
         if name == "attention" and args.causal:
             stem = "attention-causal"
+        if name == "attention" and args.decode:
+            stem = "attention-decode"
         if name == "attention" and modes:  # some modes: not the record of every mode
             stem += "-modes"
         programs = None
@@ -289,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rows", type=int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
+    b.add_argument("--decode", action="store_true",
+                   help="attention: the decoding rows instead (one new token a sequence after "
+                        "KV caches of 512-4096; the fused program's modes), saved as "
+                        "attention-decode-<device>")
     b.add_argument("--causal", action="store_true",
                    help="attention: the causal rows instead (GPT-2 small; GPT-3 and LLaMA heads "
                         "under 8-way TP), saved as attention-causal-<device>")

@@ -18,7 +18,8 @@ Hugging Face's Conv1D, which its binding folds: `#graph.bind<transposed i>`):
                y = linear(reshape(transpose(matmul(softmax(linear(qh, kh)), vh), [1, 0, 2]),
                           T x C), w_out[, b_out])
                x may be a batch of sequences, B x T x E (the views B x T x H x D, perm
-               [0, 2, 1, 3]); softmax may be causal (torch's is_causal)
+               [0, 2, 1, 3]); softmax may be causal (torch's is_causal); kh and vh may each
+               follow a KV cache, concat(k_cache, kh, dim -2) (fused form, not causal)
 
     Conv chain conv2d(relu?(conv2d(x, w1[, b1])), w2[, b2])   (3x3, stride 1, padding 1, f16,
                layout "NHWC": x N x H x W x C, filters K x 3 x 3 x C; ResNet's and VGG's pairs)
@@ -45,7 +46,10 @@ its first load of them, instead of key block by key block. A query block launche
 found them unposted and then paid a block-wide round trip at each key block: on an H200 the
 fused program with PDL took 0.0995 ms at one head of T = 4096 where waiting at once took
 0.0761, and less at every shape of the A/B (3-6% at GPT-3's and LLaMA's heads, 0.2-0.3% where
-causal; bench/results/attention-wait-at-probe-ab-nvidia-h200.json).
+causal; bench/results/attention-wait-at-probe-ab-nvidia-h200.json). After a KV cache (k and
+v each `graph.concat %cache, %new dim -2`, the cache an argument of the function) only the
+fused form runs (`cached_attention_configs`, `cached_attention_dependencies`): its kernel reads
+the caches as inputs, then the new tokens' keys and values from QKV.
 
 The conv chain becomes two implicit-GEMM convs (kernels/conv2d.py, wgmma, bias and ReLU in
 conv1's epilogue) with the dependency cuSync's Conv2DTileSync synchronizes, and the halo its
@@ -89,7 +93,7 @@ diagnostic at the op concerned.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -426,6 +430,11 @@ class AttentionMatch:
     causal: bool = False  # softmax's causal mask: key j > query i excluded
     transposed: frozenset[str] = frozenset()
     """The weights ("w_qkv", "w_out") the function reads transposed (stored K x N)."""
+    cached: int = 0
+    """S': each sequence's earlier tokens whose keys and values come from a KV cache (k and v
+    are cat([cache, new], dim=-2)): `tokens` are the new ones."""
+    k_cache: int | None = None  # the caches' argument indices ([B x] H x S' x D)
+    v_cache: int | None = None
 
     @property
     def head_width(self) -> int:
@@ -489,6 +498,26 @@ def _split_heads(value: SSAValue, op: Operation, what: str
     return reshape.input, viewed[-2], [transpose, reshape]
 
 
+def _after_cache(value: SSAValue, fn: func.FuncOp, what: str
+                 ) -> tuple[SSAValue, int | None, list[Operation], int]:
+    """(the new tokens' keys or values, the cache's argument index, the ops, S') where
+    `value` is cat([cache, new], dim=-2) (decoding with a KV cache, the cached tokens first);
+    else (value, None, [], 0)."""
+    concat = value.owner if isinstance(value, OpResult) else None
+    if not isinstance(concat, graph.ConcatOp):
+        return value, None, [], 0
+    rank = len(TensorType.get_shape(concat.result.type))  # type: ignore[arg-type]
+    if len(concat.inputs) != 2 or concat.dim.value.data not in (-2, rank - 2) or \
+            not isinstance(concat.inputs[0], BlockArgument):
+        raise diagnostic(PASS, concat, f"{what} after a KV cache is cat([{what}_cache, {what}], "
+                                       "dim=-2): the cached tokens (an argument of the piece), "
+                                       "then the new ones")
+    cache = concat.inputs[0]
+    index = _arg(cache, fn, concat, f"the {what} cache")
+    cached = TensorType.get_shape(cache.type)[-2]  # type: ignore[arg-type]
+    return concat.inputs[1], index, [concat], cached
+
+
 def match_attention(fn: func.FuncOp) -> AttentionMatch:
     """y = linear(matmul(softmax(linear(q, k)), v), w_out[, b_out]) with q, k, v = split(
     linear(x, w_qkv[, b_qkv])); or with heads, y = linear(merge(matmul(softmax(linear(qh,
@@ -514,9 +543,17 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         raise diagnostic(PASS, probs, "attention's softmax runs along the keys (dim -1)")
     if scores.bias is not None:
         raise diagnostic(PASS, scores, "q · kᵀ takes no bias")
+    # k and v after caches of as many tokens, or neither: else the products' shapes differ
+    k_new, k_cache, k_cat, k_cached = _after_cache(scores.weight, fn, "k")
+    v_new, v_cache, v_cat, _ = _after_cache(context.rhs, fn, "v")
+    if k_cache is not None and probs.is_causal:
+        raise diagnostic(PASS, probs, "a causal mask after a KV cache: graph.softmax's is "
+                                      "torch's is_causal, aligned top left, under which a new "
+                                      "token would not see the cache (one new token needs no "
+                                      "mask)")
     (q, hq, q_ops), (k, hk, k_ops), (v, hv, v_ops) = (
-        _split_heads(scores.input, scores, "q"), _split_heads(scores.weight, scores, "k"),
-        _split_heads(context.rhs, context, "v"))
+        _split_heads(scores.input, scores, "q"), _split_heads(k_new, scores, "k"),
+        _split_heads(v_new, context, "v"))
     heads = hq
     if not hk == hv == heads or not (bool(q_ops) == bool(k_ops) == bool(v_ops) ==
                                      bool(merge_ops)):
@@ -548,7 +585,7 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
     (w_qkv, qkv_ops), (w_out, out_ops) = (_weight(qkv.weight, fn, qkv, "the QKV weight"),
                                           _weight(out.weight, fn, out, "the output weight"))
     covered = {qkv, split, scores, probs, context, out, ret, *merge_ops, *q_ops, *k_ops,
-               *v_ops, *qkv_ops, *out_ops}
+               *v_ops, *qkv_ops, *out_ops, *k_cat, *v_cat}
     extra = [op for op in fn.body.block.ops if op not in covered]
     if extra:
         raise diagnostic(PASS, extra[0], f"{extra[0].name} is not part of the attention "
@@ -562,7 +599,8 @@ def match_attention(fn: func.FuncOp) -> AttentionMatch:
         model_width=model_width, heads=heads, sequences=batch[0] if batch else 1,
         causal=probs.is_causal,
         transposed=frozenset(role for role, ops in (("w_qkv", qkv_ops), ("w_out", out_ops))
-                             if ops))
+                             if ops),
+        cached=k_cached, k_cache=k_cache, v_cache=v_cache)
 
 
 class _AttentionSizes:
@@ -635,6 +673,11 @@ def attention_configs(match: AttentionMatch) -> AttentionSpec:
     t, c, e, h, d = (match.tokens, match.width, match.model_width, match.heads,
                      match.head_width)
     b = match.sequences
+    if match.cached:
+        raise diagnostic(PASS, match.anchor, "attention after a KV cache runs as the fused "
+                                             "kernel (graph-to-stages{attention=fused}), which "
+                                             "reads the caches; the chain's q · kᵀ reads k "
+                                             "from QKV only")
     for what, columns in (("the model width", e), ("the head width", d)):
         if columns % 64:
             raise diagnostic(PASS, match.anchor, f"{what} {columns} is not a multiple of 64 "
@@ -949,7 +992,7 @@ def fused_attention_tile(rows: int, heads: int, head_width: int, tokens: int
     return bm, bn
 
 
-def fused_projection_config(base: GemmConfig, tokens: int) -> GemmConfig:
+def fused_projection_config(base: GemmConfig, tokens: int | None) -> GemmConfig:
     """The fused program's QKV or output GEMM in place of the chain's `base`: from K = LONG_K
     the TMA tile (with its TMA-store epilogue) the wave model predicts fastest
     (`propose_tma_configs`) whose rows divide a sequence's `tokens`. The fused program's
@@ -957,13 +1000,14 @@ def fused_projection_config(base: GemmConfig, tokens: int) -> GemmConfig:
     count its 64-wide k-steps in PROJECTION_WIDTHS; and since every query block reads every
     key block, no consumer fills a projection's last partial wave, which the width must: 12
     heads of 128 at T = 1024 take 256 tiles of 128 x 144 (two waves of 132) where
-    `projection_width`'s 128 took 288 (three)."""
+    `projection_width`'s 128 took 288 (three). `tokens` None: rows of any count (after a KV
+    cache, where the dependencies take the ranges a sequence's few rows straddle)."""
     if base.K < LONG_K:
         return base
     every = len(TILE_ROWS) * len(TILE_COLUMNS)
     for proposal in propose_tma_configs(base.M, base.N, base.K, base.dtype, base.epilogue,
                                         limit=every, cluster_limit=0):
-        if proposal.tma_store and tokens % proposal.tile[0] == 0:
+        if proposal.tma_store and (tokens is None or tokens % proposal.tile[0] == 0):
             return replace(proposal, name=base.name, sync_hooks=True, persistent=False)
     return base
 
@@ -971,11 +1015,13 @@ def fused_projection_config(base: GemmConfig, tokens: int) -> GemmConfig:
 def fused_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
     """The chain's GEMMs' shapes (attention_configs') in the tiles the fused program's waves
     want (`fused_projection_config`) around the fused kernel (wgmma, sm_90a as they are)."""
-    chain = attention_configs(match)
     t, d, h, b = match.tokens, match.head_width, match.heads, match.sequences
     if d not in (64, 128):
         raise diagnostic(PASS, match.anchor, f"the fused attention kernel takes heads of 64 or "
                                              f"128 columns, got {d}")
+    if match.cached:
+        return cached_attention_configs(match)
+    chain = attention_configs(match)
     bm, bn = fused_attention_tile(b * t, h, d, t)
     try:
         fused = attention_config(t, d, h, b, match.causal, match.scale, block_m=bm, block_n=bn,
@@ -990,6 +1036,98 @@ def fused_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape: "
                                              f"{err}") from err
     return FusedAttentionSpec(qkv, fused, out, h, b)
+
+
+def cached_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
+    """After a KV cache (decoding): the fused kernel reads each sequence's S' cached keys and
+    values, then its T new tokens' from QKV; a sequence's new tokens are one query block (T up
+    to 128 rows: 64 where they fit) or whole blocks of `fused_attention_tile`'s; keys 128 at
+    a time where S' and the head width allow. The projections (M = B·T rows, a few when
+    decoding) in the tiles the wave model proposes, rows of any count: a tile may hold several
+    sequences' rows, which the dependencies take as ranges."""
+    t, d, h, b, c, e = (match.tokens, match.head_width, match.heads, match.sequences,
+                        match.width, match.model_width)
+    for what, columns in (("the model width", e), ("the head width", d)):
+        if columns % 64:
+            raise diagnostic(PASS, match.anchor, f"{what} {columns} is not a multiple of 64 "
+                                                 "(the GEMMs' k-tile)")
+    bm = 64 if t <= 64 else 128 if t <= 128 else fused_attention_tile(b * t, h, d, t)[0]
+    if t > 128 and t % bm:
+        raise diagnostic(PASS, match.anchor, f"{t} new tokens after a KV cache: at most 128 "
+                                             f"(one query block) or a multiple of {bm}")
+    bn = 128 if d == 128 and match.cached % 128 == 0 else 64
+    try:
+        fused = attention_config(t, d, h, b, False, match.scale, block_m=bm, block_n=bn,
+                                 dtype=match.dtype, mma="wgmma", name=ATTENTION,
+                                 sync_hooks=True, cached=match.cached)
+
+        def projection(name: str, n: int, k: int, bias: int | None) -> GemmConfig:
+            base = _projection_config(name, match, b * t, n, k, 64, (4, 1),
+                                      "bias" if bias is not None else None)
+            return fused_projection_config(base, None)
+
+        qkv, out = projection(QKV, 3 * c, e, match.b_qkv), projection(OUT, e, c, match.b_out)
+    except ValueError as err:
+        raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape after a "
+                                             f"KV cache: {err}") from err
+    return FusedAttentionSpec(qkv, fused, out, h, b)
+
+
+def _row_tiles(firsts: Iterable[int], rows: int, tile: int, grid: int) -> tuple[int, bool]:
+    """(the most tiles of `tile` rows that `rows` rows from any of `firsts` cover, whether a
+    range of that many from one's first tile reaches past `grid` tiles)."""
+    firsts = list(firsts)
+    span = max((first + rows - 1) // tile - first // tile + 1 for first in firsts)
+    return span, any(first // tile + span > grid for first in firsts)
+
+
+def cached_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.DependencyOp]:
+    """fused_attention_dependencies after a KV cache: a tile (query block, head) reads q at
+    its rows of QKV (a sequence's T rows where they are one block: the tile's first row is
+    d0 · min(T, BM)), and per new key block s0 (counted from the first after the cache) k and
+    v at its sequence's rows from s0 · BN, each as the QKV tile rows those rows straddle (a
+    tile row may hold several sequences' rows); the caches are inputs. A tile row of the
+    output GEMM reads O's rows of its attention tiles, which a few rows a sequence may make
+    several."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    s0, s1, s2 = AffineExpr.symbol(0), AffineExpr.symbol(1), AffineExpr.symbol(2)
+    att = spec.attention
+    bm1, bn1, _ = spec.qkv.tile
+    qkv_rows, col_grid = spec.qkv.grid[:2]
+    bma, bna = att.block_m, att.block_n
+    t, d, c, h = spec.tokens, spec.head_width, spec.width, spec.heads
+    blocks = att.grid[0]
+    rq = min(t, bma)  # a tile's query rows: its first is d0 · rq
+    steps = -(-t // bna)
+
+    def columns(offset: int, symbol: AffineExpr) -> tuple[AffineExpr, int, bool]:
+        span = _tiles_spanned(lambda i: offset + i * d, d, bn1, h)
+        past = (offset + (h - 1) * d) // bn1 + span > col_grid
+        return _ratio(d1 * d + offset, bn1) + symbol, span, past
+
+    q_rows, q_past = _row_tiles((i * rq for i in range(blocks)), rq, bm1, qkv_rows)
+    q_col, q_cols, q_col_past = columns(0, s0)
+    deps = [sync.DependencyOp(QKV, ATTENTION, 0, AffineMap(2, 2, (_ratio(d0 * rq, bm1) + s1,
+                                                                  q_col)),
+                              [(0, q_cols), (0, q_rows)], clipped=q_past or q_col_past)]
+    per_sequence = att.query_blocks
+    first = (_ratio(d0, per_sequence) * t) if per_sequence > 1 else d0 * t
+    key_firsts = [(i // per_sequence) * t + step * bna for i in range(blocks)
+                  for step in range(steps)]
+    k_rows, k_past = _row_tiles(key_firsts, min(bna, t), bm1, qkv_rows)
+    for operand, offset in ((1, c), (2, 2 * c)):
+        k_col, k_cols, k_col_past = columns(offset, s1)
+        deps.append(sync.DependencyOp(
+            QKV, ATTENTION, operand,
+            AffineMap(2, 3, (_ratio(first + s0 * bna, bm1) + s2, k_col)),
+            [(0, steps), (0, k_cols), (0, k_rows)], clipped=k_past or k_col_past))
+    bm4, _, bk4 = spec.out.tile
+    out_rows = spec.out.tile_grid[0]
+    o_blocks, o_past = _row_tiles((i * bm4 for i in range(out_rows)), bm4, rq, blocks)
+    deps.append(sync.DependencyOp(ATTENTION, OUT, 0, AffineMap(2, 2, (
+        _ratio(d0 * bm4, rq) + s1, _ratio(s0 * bk4, d))),
+        [(0, spec.out.k_tiles), (0, o_blocks)], clipped=o_past))
+    return deps
 
 
 def _tiles_spanned(first: Callable[[int], int], width: int, tile: int, count: int) -> int:
@@ -1084,7 +1222,8 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
                             att.block, att.tile, order=heaviest_first(att)))
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
                             output_tile(spec.out)))
-    ops += fused_attention_dependencies(spec)
+    ops += cached_attention_dependencies(spec) if att.cached else \
+        fused_attention_dependencies(spec)
     _wait_at_probes(ops)
     names = (QKV, ATTENTION, OUT)
     ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
@@ -1094,10 +1233,12 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
 
 def fused_attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
     """Kernel arguments: temps 0 QKV ([B·]T x 3C; the attention kernel's q, k and v), 1 O
-    ([B·]T x C)."""
+    ([B·]T x C); after a KV cache the attention kernel's last two the caches (inputs)."""
     chain = attention_bindings(match)
     qkv, o = graph.BindAttr("temp", 0), graph.BindAttr("temp", 1)
-    return {QKV: chain[QKV], ATTENTION: [qkv, qkv, qkv, o],
+    caches = [graph.BindAttr("input", index) for index in (match.k_cache, match.v_cache)
+              if index is not None]
+    return {QKV: chain[QKV], ATTENTION: [qkv, qkv, qkv, o, *caches],
             OUT: [o, *chain[OUT][1:]]}
 
 
@@ -1633,6 +1774,8 @@ __all__ = [
     "attention_stage_module",
     "bind_tensor_maps",
     "bindings",
+    "cached_attention_configs",
+    "cached_attention_dependencies",
     "check_bindings",
     "conv_chain_configs",
     "conv_chain_persistent_module",

@@ -17,6 +17,8 @@ PROGRESS = {"row+pdl": "programmatic dependent launch", "tile+pdl": "programmati
 
 def test_the_bench_shapes_match_the_pattern():
     for shape in attention.SHAPES + attention.CAUSAL_SHAPES + attention.GPU_TEST_SHAPES:
+        if attention.cached(shape):  # the fused program's alone: test_decoding_*
+            continue
         spec = attention.attention_spec(shape)
         tokens, width, heads, model = attention.dims(shape)
         b, causal = attention.batch(shape)
@@ -119,8 +121,9 @@ def test_flops_and_floor_of_a_causal_batch():
     assert attention.shape_label((t, c, h, e, b, True)) == "T=512 H=12x128 E=12288 B=4 causal"
 
 
-@pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
-@pytest.mark.parametrize("mode", attention.MODES)
+@pytest.mark.parametrize(("shape", "mode"), [
+    (shape, mode) for shape in attention.GPU_TEST_SHAPES for mode in attention.modes_for(shape)],
+    ids=lambda value: value if isinstance(value, str) else attention.shape_label(value))
 def test_every_mode_is_proved_with_its_guarantee(mode, shape):
     module = attention.stage_module(shape, mode)
     lower(module, attention.mode_passes(mode))
@@ -141,10 +144,35 @@ def test_every_mode_is_proved_with_its_guarantee(mode, shape):
 
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
 def test_one_mode_compiles_to_ptx_nvjitlink_accepts(shape):
-    entry = attention.compile_job((shape, "row+pdl", False), "sm_90")
+    mode = attention.modes_for(shape, ("row+pdl", "fused:row+pdl"))[0]
+    stages = attention.FUSED_STAGES if mode.startswith(attention.FUSED) else attention.STAGES
+    entry = attention.compile_job((shape, mode, False), "sm_90")
     assert entry["target"] == "sm_90a" and set(entry["ptx_by_module"]) == {
-        f"{name}_module" for name in attention.STAGES}
-    assert all(name in entry["resources"] for name in attention.STAGES)
+        f"{name}_module" for name in stages}
+    assert all(name in entry["resources"] for name in stages)
+
+
+def test_decoding_shapes_are_the_papers_token_generation():
+    """One new token for B = 1 or 4 sequences after KV caches of 512-4096, GPT-3's and LLaMA's
+    heads; the fused program only; the floor reads the caches once."""
+    labels = [attention.shape_label(shape) for shape in attention.DECODE_SHAPES]
+    assert labels[:3] == [f"T=1 H=12x128 E=12288 S'={s}" for s in (512, 2048, 4096)]
+    assert labels[3] == "T=1 H=12x128 E=12288 B=4 S'=512" and len(labels) == 12
+    for shape in (*attention.DECODE_SHAPES, attention.GPU_TEST_SHAPES[-1]):
+        assert attention.modes_for(shape) == attention.FUSED_MODES
+        spec = attention.fused_spec(shape)
+        b, s = attention.batch(shape)[0], attention.cached(shape)
+        assert spec.attention.cached == s and spec.attention.grid[:2] == (b, spec.heads)
+        assert (spec.qkv.M, spec.out.M) == (b, b)
+        with pytest.raises(Exception, match="runs as the fused kernel"):
+            attention.attention_spec(shape)
+    t, c, h, e, b, _, s = attention.DECODE_SHAPES[4]
+    rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # bytes decide
+    elements = b * t * e + 4 * c * e + 2 * b * s * c + 2 * b * (4 * t * c + 2 * h * (s + t)) \
+        + b * t * e
+    assert attention.floor_ms(attention.DECODE_SHAPES[4], rates) == pytest.approx(2 * elements)
+    assert attention.flops(attention.DECODE_SHAPES[4]) == \
+        b * (2 * e * 3 * c + 2 * (s + 1) * c * 2 + 2 * c * e)
 
 
 def test_each_stage_takes_the_tensors_graph_to_stages_binds():
@@ -156,8 +184,8 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     )
 
     match = attention.attention_match(attention.GPU_TEST_SHAPES[0])
-    data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", qkv="QKV", s="S", p="P",
-                           o="O", y="y", tma_configs={False: {}, True: {}},
+    data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", caches=(), qkv="QKV", s="S",
+                           p="P", o="O", y="y", tma_configs={False: {}, True: {}},
                            binds=attention_bindings(match),
                            fused_binds=fused_attention_bindings(match))
     assert attention.AttentionData.kernel_args(data) == {
@@ -167,6 +195,11 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     assert attention.AttentionData.kernel_args(data, fused=True) == {
         "qkv": ["x", "w_qkv", "QKV"], "attention": ["QKV", "QKV", "QKV", "O"],
         "out": ["O", "w_out", "y"]}
+    # after a KV cache the fused kernel also reads the caches, the function's inputs 3 and 4
+    decoding = attention.attention_match(attention.GPU_TEST_SHAPES[-1])
+    data.caches, data.fused_binds = ("k_cache", "v_cache"), fused_attention_bindings(decoding)
+    assert attention.AttentionData.kernel_args(data, fused=True)["attention"] == [
+        "QKV", "QKV", "QKV", "O", "k_cache", "v_cache"]
 
 
 def test_the_fused_programs_projections_take_the_tiles_their_waves_want():

@@ -1,6 +1,6 @@
 """The attention benchmark's programs on the GPU (bench/attention.py): y of every mode (the
-five-kernel chain's and the fused program's) against an fp32 torch reference of the chain, on
-GPU_TEST_SHAPES.
+five-kernel chain's and the fused program's; after a KV cache the fused one's) against an fp32
+torch reference of the chain, on GPU_TEST_SHAPES.
 
 Each mode's program runs 10 times without any memset of its semaphores (each run a new
 epoch); before every run the temporaries (QKV, S, P, O) and y are poisoned with NaN, so a tile
@@ -21,7 +21,7 @@ RUNS = 10
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
 def test_every_mode_computes_the_chain(shape, gpu_device):
-    modes = attention.MODES
+    modes = attention.modes_for(shape)
     # compile (process pool, or the cache) before torch starts its threads
     compiled = attention.compile_jobs([(shape, mode, True) for mode in modes],
                                       target_for_device(gpu_device.arch),
