@@ -97,7 +97,7 @@ def tile_work(bench: str, key: tuple, mode: str,
         if isinstance(cfg, SoftmaxConfig):
             work[name] = floor_ms(0, cfg.bytes / tiles, rates)
         elif isinstance(cfg, AttentionConfig):  # its q and O blocks, and k and v of its keys
-            keys = cfg.tokens // 2 if cfg.causal else cfg.tokens
+            keys = cfg.cached + (cfg.tokens // 2 if cfg.causal else cfg.tokens)
             moved = 2 * cfg.head_width * (2 * cfg.block_m + 2 * keys)
             work[name] = floor_ms(cfg.flops / tiles, moved, rates)
         else:
@@ -231,14 +231,16 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
 
 
 def program_name(bench: str, key: tuple) -> str:
-    """A row's recorded program's file name: gpt3-M256.mlir, T512-C128.mlir (a batch and a
-    causal mask named after them: T256-C768-B8-causal.mlir), N8-H56-C128.mlir."""
+    """A row's recorded program's file name: gpt3-M256.mlir, T512-C128.mlir (a batch, a
+    causal mask and a KV cache named after them: T256-C768-B8-causal.mlir,
+    T1-C1536-B4-S2048.mlir), N8-H56-C128.mlir."""
     if bench == "mlp":
         return f"{key[0]}-M{key[1]}.mlir"
     if bench == "attention":
-        batch = f"-B{key[4]}" if len(key) == 6 and key[4] > 1 else ""
-        causal = "-causal" if len(key) == 6 and key[5] else ""
-        return "T{}-C{}{}{}.mlir".format(*key[:2], batch, causal)
+        batch = f"-B{key[4]}" if len(key) >= 6 and key[4] > 1 else ""
+        causal = "-causal" if len(key) >= 6 and key[5] else ""
+        cache = f"-S{key[6]}" if len(key) == 7 else ""
+        return "T{}-C{}{}{}{}.mlir".format(*key[:2], batch, causal, cache)
     return "N{}-H{}-C{}.mlir".format(*key)
 
 

@@ -148,6 +148,13 @@ def test_a_fused_attention_tile_is_its_floor_at_the_runs_rates():
     tiles = cfg.grid[0] * cfg.grid[1]
     assert work["attention"] == pytest.approx(
         max(cfg.flops / tiles / 700e12, moved / 4000e9) * 1e3)
+    decoding = attention.GPU_TEST_SHAPES[-1]  # after a KV cache: the cached keys read too
+    cfg = attention.fused_spec(decoding).attention
+    work = mode_choice.tile_work("attention", decoding, "fused:row+pdl", RATES)
+    moved = 2 * cfg.head_width * (2 * cfg.block_m + 2 * (cfg.cached + cfg.tokens))
+    tiles = cfg.grid[0] * cfg.grid[1]
+    assert work["attention"] == pytest.approx(
+        max(cfg.flops / tiles / 700e12, moved / 4000e9) * 1e3)
 
 
 def test_an_attention_row_is_chosen_like_the_others():
@@ -182,6 +189,8 @@ def test_an_attention_row_is_chosen_like_the_others():
         "T256-C768-B8-causal.mlir"  # the same T and C over one sequence, not causal: another
     assert mode_choice.program_name("attention", (256, 768, 12, 768, 1, False)) == \
         "T256-C768.mlir"
+    assert mode_choice.program_name("attention", (1, 1536, 12, 12288, 4, False, 2048)) == \
+        "T1-C1536-B4-S2048.mlir"  # a KV cache's length names its row
     assert mode_choice._bench_of({"rows": [{"T": 256, "C": 64}]}) == "attention"
 
 
