@@ -60,6 +60,7 @@ from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
 from tilesync.transforms.graph.graph_to_stages import (
     ATTENTION,
+    COMBINE,
     CONTEXT,
     OUT,
     QKV,
@@ -142,6 +143,12 @@ def modes_for(shape: tuple[int, ...], modes=MODES) -> tuple[str, ...]:
     """Those of `modes` that run the shape: after a KV cache the fused program's only (the
     chain reads k from QKV alone)."""
     return tuple(m for m in modes if m.startswith(FUSED)) if cached(shape) else tuple(modes)
+
+
+def fused_stages(shape: tuple[int, ...]) -> tuple[str, ...]:
+    """The fused program's stages: after a KV cache with the keys split, the merge too."""
+    return (QKV, ATTENTION, COMBINE, OUT) if cached(shape) and \
+        fused_spec(shape).attention.splits > 1 else FUSED_STAGES
 
 
 def shape_label(shape: tuple[int, ...]) -> str:
@@ -331,13 +338,17 @@ class AttentionData(mlp.CheckedOutputs):
         scores = (b * h, t, cached(shape) + t)
         self.qkv, self.s, self.p = empty(b * t, 3 * c), empty(*scores), empty(*scores)
         self.o, self.y = empty(b * t, c), empty(b, t, e)
+        self.parts: tuple = ()  # keys split after a cache: the splits' partial O and Stats
+        if cached(shape) and (att := fused_spec(shape).attention).splits > 1:
+            self.parts = tuple(torch.empty(att.parts_rows, c, device="cuda") for _ in "os")
         from tilesync.transforms.graph.graph_to_stages import (
             attention_bindings,
             fused_attention_bindings,
         )
 
         self.binds = attention_bindings(attention_match(shape))
-        self.fused_binds = fused_attention_bindings(attention_match(shape))
+        splits = fused_spec(shape).attention.splits if cached(shape) else 1
+        self.fused_binds = fused_attention_bindings(attention_match(shape), splits)
         self.shape = shape
         self.tma_configs: dict[bool, dict[str, Any]] = {}  # per family, filled when first run
         from tilesync.runtime.tensor_map import TensorMapCache
@@ -377,7 +388,7 @@ class AttentionData(mlp.CheckedOutputs):
         return F.linear(self._merged(p @ v), w_out)
 
     def poison(self) -> None:
-        for tensor in (self.qkv, self.s, self.p, self.o, self.y):
+        for tensor in (self.qkv, self.s, self.p, self.o, self.y, *self.parts):
             tensor.fill_(float("nan"))
         self.torch.cuda.synchronize()
 
@@ -385,7 +396,7 @@ class AttentionData(mlp.CheckedOutputs):
         """Each stage's arguments, as graph-to-stages binds them (attention_bindings: the
         function's inputs x, w_qkv, w_out; its temporaries QKV, S, P, O; its result y;
         `fused`: fused_attention_bindings, whose temporaries are QKV and O)."""
-        temps = (self.qkv, self.o) if fused else (self.qkv, self.s, self.p, self.o)
+        temps = (self.qkv, self.o, *self.parts) if fused else (self.qkv, self.s, self.p, self.o)
         values = {"input": (self.x, self.w_qkv, self.w_out, *self.caches), "temp": temps,
                   "result": (self.y,)}
         binds = self.fused_binds if fused else self.binds
@@ -420,7 +431,7 @@ def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
     """One mode: its stages proved, then timed (stage_bench.run_proved)."""
     fused = entry["job"][1].startswith(FUSED)
     return stage_bench.run_proved(entry, data, data.kernel_args(fused), warmup, reps, name,
-                                  FUSED_STAGES if fused else STAGES)
+                                  fused_stages(data.shape) if fused else STAGES)
 
 
 def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -541,6 +552,7 @@ __all__ = [
     "compile_jobs",
     "floor_ms",
     "flops",
+    "fused_stages",
     "graph_text",
     "modes_for",
     "precompile",

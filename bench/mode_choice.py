@@ -43,9 +43,10 @@ def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
     if bench == "attention":
         from tilesync.bench import attention
 
-        if mode.startswith(attention.FUSED):  # the fused program's three kernels
+        if mode.startswith(attention.FUSED):  # the fused program's kernels
             fused = attention.fused_spec(key)
-            return {cfg.name: cfg for cfg in (fused.qkv, fused.attention, fused.out)}
+            merge = (fused.attention.combine,) if fused.attention.splits > 1 else ()
+            return {cfg.name: cfg for cfg in (fused.qkv, fused.attention, *merge, fused.out)}
         spec = attention.attention_spec(key)  # every chain mode runs the same kernels
         return {cfg.name: cfg for cfg in
                 (spec.qkv, spec.scores, spec.softmax, spec.context, spec.out)}
@@ -89,12 +90,12 @@ def tile_work(bench: str, key: tuple, mode: str,
         return {name: cfg.flops / math.prod(cfg.grid[:2]) for name, cfg in configs.items()}
     if rates is None:
         raise ValueError("attention's tile work needs the run's measured rates")
-    from tilesync.kernels.config import AttentionConfig, SoftmaxConfig
+    from tilesync.kernels.config import AttentionConfig, CombineConfig, SoftmaxConfig
 
     work = {}
     for name, cfg in configs.items():
         tiles = math.prod(cfg.grid[:2])
-        if isinstance(cfg, SoftmaxConfig):
+        if isinstance(cfg, SoftmaxConfig | CombineConfig):  # no flops to share by
             work[name] = floor_ms(0, cfg.bytes / tiles, rates)
         elif isinstance(cfg, AttentionConfig):  # its q and O blocks, and k and v of its keys
             keys = cfg.cached + (cfg.tokens // 2 if cfg.causal else cfg.tokens)

@@ -121,15 +121,39 @@ class AttentionRunner(_LoadedKernel):
 
     cfg: AttentionConfig
 
-    def launch(self, qkv, o, k_cache=None, v_cache=None, stream=None) -> None:
+    def __init__(self, cfg: AttentionConfig, ptx: str | None = None):
+        super().__init__(cfg, ptx)
+        self.combine = None
+        if cfg.splits > 1:  # the merge of the splits (kernels/attention.py)
+            import tilesync
+            from tilesync.kernels.attention import attention_combine_module
+
+            name = f"{cfg.name}_combine"
+            target = cfg.target or get_device().arch
+            self.combine_module = load_ptx(tilesync.compile(
+                attention_combine_module(cfg, name), target=target).ptx, name)
+            self.combine = self.combine_module.function(name, ("ptr",) * 3)
+
+    def launch(self, qkv, o, k_cache=None, v_cache=None, parts=None, stats=None,
+               stream=None) -> None:
+        """O from QKV (and the caches); split (`cfg.splits` > 1), the splits' partial O and
+        Stats go to `parts` and `stats` (fp32, each `cfg.parts_rows` x C), then the merge
+        writes O."""
         caches = [k_cache, v_cache]
         if bool(self.cfg.cached) != all(c is not None for c in caches) or \
                 (not self.cfg.cached and any(c is not None for c in caches)):
             raise ValueError(f"{self.cfg.name} takes k_cache and v_cache "
                              f"{'' if self.cfg.cached else 'not '}(cached = {self.cfg.cached})")
-        args = [qkv, qkv, qkv, o] + (caches if self.cfg.cached else [])
-        launch(self.kernel, self.cfg.grid, self.cfg.block, args, stream=stream,
-               shared_mem=self.cfg.dynamic_shared_bytes)
+        if (self.combine is not None) != (parts is not None and stats is not None):
+            raise ValueError(f"{self.cfg.name} takes parts and stats exactly where its keys "
+                             f"are split (splits = {self.cfg.splits})")
+        out = [parts, *caches, stats] if self.combine is not None else \
+            [o] + (caches if self.cfg.cached else [])
+        launch(self.kernel, self.cfg.grid, self.cfg.block, [qkv, qkv, qkv, *out],
+               stream=stream, shared_mem=self.cfg.dynamic_shared_bytes)
+        if self.combine is not None:
+            merge = self.cfg.combine
+            launch(self.combine, merge.grid, merge.block, [parts, stats, o], stream=stream)
 
 
 class SoftmaxRunner(_LoadedKernel):

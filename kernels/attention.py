@@ -62,7 +62,7 @@ from xdsl.ir import Block, Region, SSAValue
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder, block_tile, warp_allreduce
-from tilesync.kernels.config import AttentionConfig
+from tilesync.kernels.config import COMBINE_WARPS, AttentionConfig
 from tilesync.kernels.gemm import named_args, shared_global
 
 SHARED = IntegerAttr(tl.SHARED_SPACE, 64)
@@ -76,10 +76,13 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     bm, bn, d, S = cfg.block_m, cfg.block_n, cfg.head_width, cfg.stages
     width, tokens = cfg.width, cfg.tokens
     wgmma = cfg.mma == "wgmma"
-    cached = cfg.cached
+    cached, splits = cfg.cached, cfg.splits
     qkv_type = MemRefType(elem, [cfg.rows, 3 * width])
-    # after a cache O is B x T x C: a padding row of a sequence's last block is outside it
+    # after a cache O is B x T x C: a padding row of a sequence's last block is outside it;
+    # split, each split's O is its own, fp32, merged by attention_combine_module
     o_type = MemRefType(elem, [cfg.sequences, tokens, width] if cached else [cfg.rows, width])
+    if splits > 1:
+        o_type = parts_type(cfg)
     cache_type = MemRefType(elem, [cfg.sequences * cfg.heads * cached, d])
     if wgmma:  # 64-column boxes: [box, row, column]
         sq_type = MemRefType(elem, [d // BOX, bm, BOX], memory_space=SHARED)
@@ -94,16 +97,26 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
 
     # q, k and v are QKV read three times: one argument each, so each has its load points
     caches = [cache_type] * 2 if cached else []
-    kernel = gpu.FuncOp(cfg.name, ([qkv_type] * 3 + [o_type] + caches, []), kernel=True,
-                        known_block_size=list(cfg.block))
-    args = named_args(kernel, ("Q", "K", "V", "O", "K_cache", "V_cache")[:4 + len(caches)])
+    stats = [parts_type(cfg)] if splits > 1 else []
+    kernel = gpu.FuncOp(cfg.name, ([qkv_type] * 3 + [o_type] + caches + stats, []),
+                        kernel=True, known_block_size=list(cfg.block))
+    args = named_args(kernel, ("Q", "K", "V", "O", "K_cache", "V_cache", "Stats")[
+        :4 + len(caches) + len(stats)])
     O = args["O"]
     b = BlockBuilder(kernel.body.block)
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
     tile_x, tile_y = block_tile(b, cfg.sync_hooks)
     tile = [tile_x, tile_y]
     warp, lane = b.divui(tid, 32), b.remui(tid, 32)
-    if cached:  # a sequence's blocks, the last padded
+    split: SSAValue | None = None
+    if splits > 1:  # a sequence's one query block, its keys split
+        sequence, split = b.divui(tile_x, splits), b.remui(tile_x, splits)
+        first = b.muli(sequence, tokens)
+        position = b.idx(0)
+        q0 = first
+        last_row = b.addi(first, tokens - 1)
+        cache_row0 = b.muli(b.addi(b.muli(sequence, cfg.heads), tile_y), cached)
+    elif cached:  # a sequence's blocks, the last padded
         sequence = b.divui(tile_x, cfg.query_blocks)
         first = b.muli(sequence, tokens)  # its sequence's first row
         position = b.muli(b.remui(tile_x, cfg.query_blocks), bm)  # its first query's
@@ -181,6 +194,17 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     elif cfg.causal:
         blocks = b.divui(b.addi(position, bm + bn - 1), bn)
         unmasked = b.divui(position, bn)
+    # Split: this block's key blocks from `start` (the loop counts from 0, the key block is
+    # start + i); every split takes at least one (AttentionConfig checks).
+    start: SSAValue | None = None
+    if split is not None:
+        start = b.muli(split, cfg.keys_per_split)
+        blocks = b.emit(arith.MinUIOp(b.idx(cfg.keys_per_split),
+                                      b.subi(b.idx(cfg.key_blocks), start)))
+
+    def key_of(kb: BlockBuilder, i: SSAValue) -> SSAValue:
+        """The key block (of the sequence's keys) of loop step i."""
+        return i if start is None else kb.addi(start, i)
 
     # prologue: q (its own commit group), then key blocks 0 .. S - 2
     if cfg.sync_hooks:
@@ -192,7 +216,8 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
             if s < blocks:
                 load_keys(b, b.idx(s), b.idx(s))
         else:
-            b.when(b.ult(b.idx(s), blocks), lambda gb, s=s: load_keys(gb, gb.idx(s), gb.idx(s)))
+            b.when(b.ult(b.idx(s), blocks),
+                   lambda gb, s=s: load_keys(gb, key_of(gb, gb.idx(s)), gb.idx(s)))
         b.insert(tl.CpAsyncCommitOp())
     q_frags: list[SSAValue] = []
     if not wgmma:  # held in registers for the whole kernel
@@ -260,17 +285,20 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
                                                            o_tiles[2 * nj + h]))
         return o_tiles
 
-    def key_block(lb: BlockBuilder, j: SSAValue, state: list[SSAValue]) -> list[SSAValue]:
-        """One key block's step; `state` is O's tiles, m_lo, m_hi, l_lo, l_hi."""
+    def key_block(lb: BlockBuilder, i: SSAValue, state: list[SSAValue]) -> list[SSAValue]:
+        """One key block's step (loop step i); `state` is O's tiles, m_lo, m_hi, l_lo,
+        l_hi."""
         o_tiles, (m_lo, m_hi, l_lo, l_hi) = state[:-4], state[-4:]
         lb.insert(tl.CpAsyncWaitOp(S - 2))
         if wgmma:  # wgmma reads shared memory through the async proxy
             lb.insert(tl.FenceProxyAsyncOp())
-        lb.insert(gpu.BarrierOp())  # block j landed for all; stage (j - 1) % S is free
-        ahead = lb.addi(j, S - 1)
-        lb.when(lb.ult(ahead, blocks), lambda pb: load_keys(pb, ahead, pb.remui(ahead, S)))
+        lb.insert(gpu.BarrierOp())  # block i landed for all; stage (i - 1) % S is free
+        ahead = lb.addi(i, S - 1)
+        lb.when(lb.ult(ahead, blocks),
+                lambda pb: load_keys(pb, key_of(pb, ahead), pb.remui(ahead, S)))
         lb.insert(tl.CpAsyncCommitOp())
-        stage = lb.remui(j, S)
+        stage = lb.remui(i, S)
+        j = key_of(lb, i)
 
         values = [list(lb.insert(tl.UnpackAccOp(t)).results) for t in scores(lb, stage)]
         if cfg.causal or cached:  # key j·BN + 8 n + 2 (lane % 4) + c against the row's
@@ -325,17 +353,33 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     lb.insert(scf.YieldOp(*key_block(lb, body.args[0], list(body.args[1:]))))
     state = list(loop.results)
 
-    o_tiles, (_, _, l_lo, l_hi) = state[:-4], state[-4:]
+    o_tiles, (m_lo, m_hi, l_lo, l_hi) = state[:-4], state[-4:]
     one = b.f32(1.0)
-    inverse = [b.emit(arith.DivfOp(one, warp_allreduce(b, total, arith.AddfOp, ROW_LANES)))
-               for total in (l_lo, l_hi)]
+    totals: list[SSAValue] = []  # each row's sum over its lanes, then its inverse
+    inverse: list[SSAValue] = []
+    for partial in (l_lo, l_hi):
+        totals.append(warp_allreduce(b, partial, arith.AddfOp, ROW_LANES))
+        inverse.append(b.emit(arith.DivfOp(one, totals[-1])))
     # after a cache O is B x T x C and the store masked: padding rows lie past T
     at = [sequence, b.addi(position, warp_row)] if cached else [b.addi(q0, warp_row)]
+    if split is not None:  # this split's O, and its rows' maxima and sums for the merge:
+        # the block's rows x · BM .. of both (its T rows written)
+        block_row = b.muli(tile_x, bm)
+        at = [b.addi(block_row, warp_row)]
+        row_lo = b.addi(warp_row, b.divui(lane, ROW_LANES))
+        for row, m, total in ((row_lo, m_lo, totals[0]), (b.addi(row_lo, 8), m_hi, totals[1])):
+            def store_stats(sb: BlockBuilder, row=row, m=m, total=total) -> None:
+                for k, value in enumerate((m, total)):
+                    sb.insert(memref.StoreOp.get(value, args["Stats"], [
+                        sb.addi(block_row, row), sb.addi(head_col, k)]))
+            b.when(b.emit(arith.AndIOp(b.emit(arith.CmpiOp(b.remui(lane, ROW_LANES), b.idx(0),
+                                                          "eq")),
+                                       b.ult(row, tokens))), store_stats)
     for n, t in enumerate(o_tiles):
         c = b.insert(tl.UnpackAccOp(t)).results
         scaled = b.emit(tl.PackAccOp([b.mulf(c[k], inverse[k // 2]) for k in range(4)]))
         b.insert(tl.StoreAccOp(scaled, O, [*at, b.addi(head_col, 8 * n)],
-                               masked=bool(cached)))
+                               masked=bool(cached) and split is None))
     if cfg.sync_hooks:
         b.insert(sync.StorePointOp(tile))
     b.insert(gpu.ReturnOp([]))
@@ -348,4 +392,81 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     return ModuleOp([module])
 
 
-__all__ = ["attention_module"]
+def parts_type(cfg: AttentionConfig) -> MemRefType:
+    """A split attention's partial O and its Stats ([parts_rows, C], fp32: block x's rows at
+    x · block_m, its T written; Stats: a row's score maximum, unscaled, at its head's first
+    column, its sum of exp((s - maximum) · scale) at the next)."""
+    return MemRefType(Float32Type(), [cfg.parts_rows, cfg.width])
+
+
+def attention_combine_module(cfg: AttentionConfig, name: str = "combine") -> ModuleOp:
+    """The merge of a split attention's partial results (`cfg.splits` > 1): block (b, h) of a
+    (B, H) grid takes sequence b's T new tokens of head h, a warp a token at a time, each lane
+    D / 32 of its columns:
+
+        M = max_p m_p;  w_p = l_p · exp((m_p - M) · scale);  O = sum_p w_p O_p / sum_p w_p
+
+    from O_p (each split's O, normalized by its own sum) and Stats (m_p, l_p), both fp32
+    (`parts_type`); O is written [B·T, C] in the attention's element type. With `sync_hooks`
+    the block is `sync.tile` (b, h), has a `sync.load_point` before its reads of the partial
+    O (operand 0) and of Stats (operand 1) and a `sync.store_point` after its stores."""
+    p_, t_, d, width = cfg.splits, cfg.tokens, cfg.head_width, cfg.width
+    o_type = MemRefType(cfg.element_type, [cfg.rows, width])
+    kernel = gpu.FuncOp(name, ([parts_type(cfg)] * 2 + [o_type], []), kernel=True,
+                        known_block_size=list(cfg.combine.block))
+    args = named_args(kernel, ("Parts", "Stats", "O"))
+    b = BlockBuilder(kernel.body.block)
+    tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+    sequence, head = block_tile(b, cfg.sync_hooks)
+    tile = [sequence, head]
+    warp, lane = b.divui(tid, 32), b.remui(tid, 32)
+    if cfg.sync_hooks:
+        b.insert(sync.LoadPointOp(0, tile))
+        b.insert(sync.LoadPointOp(1, tile))
+    scale = b.f32(cfg.scale)
+    body = Block(arg_types=[IndexType()])
+    loop = scf.ForOp(warp, b.idx(t_), b.idx(COMBINE_WARPS), [], Region(body))
+    b.insert(loop)
+    rb = BlockBuilder(body)
+    token = body.args[0]
+
+    head_col = rb.muli(head, d)
+
+    def part_row(p: int) -> SSAValue:
+        """Split p's row of this token (its block's rows from (b · P + p) · BM)."""
+        return rb.addi(rb.muli(rb.addi(rb.muli(sequence, p_), p), cfg.block_m), token)
+
+    def stat(p: int, k: int) -> SSAValue:
+        return rb.emit(memref.LoadOp.get(args["Stats"], [part_row(p), rb.addi(head_col, k)]))
+
+    maxima, sums = [stat(p, 0) for p in range(p_)], [stat(p, 1) for p in range(p_)]
+    top = maxima[0]
+    for m in maxima[1:]:
+        top = rb.emit(arith.MaxnumfOp(top, m))
+    weights = [rb.mulf(total, rb.emit(math.ExpOp(rb.mulf(rb.emit(arith.SubfOp(m, top)),
+                                                           scale))))
+               for m, total in zip(maxima, sums, strict=True)]
+    weight = weights[0]
+    for w in weights[1:]:
+        weight = rb.addf(weight, w)
+    inverse = rb.emit(arith.DivfOp(rb.f32(1.0), weight))
+    row = rb.addi(rb.muli(sequence, t_), token)
+    for k in range(d // 32):
+        column = rb.addi(head_col, rb.addi(lane, 32 * k))
+        merged = None
+        for p, w in enumerate(weights):
+            part = rb.emit(memref.LoadOp.get(args["Parts"], [part_row(p), column]))
+            term = rb.mulf(w, part)
+            merged = term if merged is None else rb.addf(merged, term)
+        value = rb.emit(arith.TruncFOp(rb.mulf(merged, inverse), cfg.element_type))
+        rb.insert(memref.StoreOp.get(value, args["O"], [row, column]))
+    rb.insert(scf.YieldOp())
+    if cfg.sync_hooks:
+        b.insert(sync.StorePointOp(tile))
+    b.insert(gpu.ReturnOp([]))
+    module = gpu.ModuleOp(StringAttr(f"{name}_module"),  # type: ignore[arg-type]
+                          Region(Block([kernel])))
+    return ModuleOp([module])
+
+
+__all__ = ["attention_combine_module", "attention_module", "parts_type"]

@@ -966,6 +966,14 @@ class AttentionConfig:
     in place from QKV, a key block (and the load points' step) counting from S' / block_n. A
     sequence's new tokens take ceil(T / block_m) blocks, the last one's rows past T padding
     (read as the last token, not stored: O is B x T x C). A multiple of block_n."""
+    splits: int = 1
+    """After a cache, not causal, a sequence's new tokens one block: the key blocks of a
+    (sequence, head) split over this many blocks (flash-decoding: a decode step's few blocks
+    would leave most SMs idle). Block (b · splits + p, h) takes `keys_per_split` key blocks
+    from p · keys_per_split and writes its rows' O normalized by its own sum, fp32, to O and
+    each row's score maximum and sum to a last argument, Stats (both [parts_rows, C]);
+    `attention_combine_module` merges the splits into O. Every split takes at least one key
+    block."""
 
     def __post_init__(self) -> None:
         if self.head_width not in (64, 128):
@@ -981,6 +989,14 @@ class AttentionConfig:
             raise ValueError(f"{self.tokens} tokens: a multiple of the block's "
                              f"{self.block_m} queries and {self.block_n} keys (any count "
                              "after a KV cache)")
+        if self.splits < 1 or (self.splits > 1 and (
+                not self.cached or self.causal or self.tokens > self.block_m)):
+            raise ValueError(f"{self.splits} splits of the keys: after a KV cache, not causal, "
+                             f"and a sequence's {self.tokens} new tokens one block of "
+                             f"{self.block_m}")
+        if (self.splits - 1) * self.keys_per_split >= self.key_blocks:
+            raise ValueError(f"{self.splits} splits of {self.key_blocks} key blocks, "
+                             f"{self.keys_per_split} a split: the last would take none")
         if self.heads <= 0 or self.sequences <= 0 or not 2 <= self.stages <= 4:
             raise ValueError(f"heads and sequences positive and 2-4 stages, got "
                              f"{self.heads}, {self.sequences}, {self.stages}")
@@ -1024,13 +1040,46 @@ class AttentionConfig:
         return -(-self.tokens // self.block_m)
 
     @property
+    def key_blocks(self) -> int:
+        """The key blocks of a sequence's last query (not causal: of every query)."""
+        return (self.cached + self.tokens - 1) // self.block_n + 1
+
+    @property
+    def keys_per_split(self) -> int:
+        return -(-self.key_blocks // self.splits)
+
+    @property
     def grid(self) -> tuple[int, int, int]:
-        return (self.sequences * self.query_blocks, self.heads, 1)
+        return (self.sequences * self.query_blocks * self.splits, self.heads, 1)
+
+    @property
+    def combine_grid(self) -> tuple[int, int, int]:
+        """attention_combine_module's: a block a (sequence, head), its T rows."""
+        return (self.sequences, self.heads, 1)
+
+    @property
+    def combine(self) -> CombineConfig:
+        """The merge of this attention's splits (its launch, for the stage program and the
+        cost model)."""
+        return CombineConfig(self)
 
     @property
     def tile(self) -> tuple[int, int]:
-        """The rows and columns of O one block writes."""
+        """The rows and columns of its output one block writes: of O, B·T rows (after a
+        cache a sequence's T new tokens where they are one block: its rows of O are T, not
+        block_m); split, of the splits' partial O and Stats, block_m rows a block
+        (`parts_rows`)."""
+        if self.cached and self.splits == 1:
+            return (min(self.tokens, self.block_m), self.head_width)
         return (self.block_m, self.head_width)
+
+    @property
+    def parts_rows(self) -> int:
+        """Split: the rows of the partial O and of Stats (each [parts_rows, C], fp32), block_m
+        a block (its T rows, the rest unwritten), so that a block's region of them is its
+        tile's, block (x, h) at rows x · block_m, columns h · D; Stats holds a row's score
+        maximum (unscaled) at the head's column h · D and its sum at h · D + 1."""
+        return self.sequences * self.splits * self.block_m
 
     @property
     def shared_bytes(self) -> int:
@@ -1055,8 +1104,8 @@ class AttentionConfig:
     @property
     def signature(self) -> tuple[str, ...]:
         """Q, K, V (QKV three times: one argument per operand read) and O; after them, with a
-        cache, K_cache and V_cache."""
-        return ("ptr",) * (6 if self.cached else 4)
+        cache, K_cache and V_cache, and with splits Stats."""
+        return ("ptr",) * ((6 if self.cached else 4) + (self.splits > 1))
 
     @property
     def reallocates_registers(self) -> bool:
@@ -1073,6 +1122,44 @@ class AttentionConfig:
         return 2 * 2 * pairs * self.sequences * self.heads * self.head_width
 
 
+COMBINE_WARPS = 4
+"""attention_combine_module's warps a block: a new token each at a time."""
+
+
+@dataclass(frozen=True)
+class CombineConfig:
+    """The launch of a split attention's merge (kernels/attention.py,
+    attention_combine_module): block (b, h) of sequence b's T new tokens of head h, which
+    reads each split's partial O row and Stats (fp32) and writes O (fp16)."""
+
+    attention: AttentionConfig
+    name: str = "combine"
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self.attention.combine_grid
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return (32 * COMBINE_WARPS, 1, 1)
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """The rows and columns of O a block writes."""
+        return (self.attention.tokens, self.attention.head_width)
+
+    shared_bytes = 0
+    reallocates_registers = False
+    flops = 0
+
+    @property
+    def bytes(self) -> int:
+        """Read: each split's rows of the partial O and two Stats columns (fp32); written: O."""
+        att = self.attention
+        rows = att.sequences * att.tokens * att.heads
+        return rows * (4 * att.splits * (att.head_width + 2) + 2 * att.head_width)
+
+
 def attention_config(tokens: int, head_width: int, heads: int = 1, sequences: int = 1,
                      causal: bool = False, scale: float = 1.0, **kw) -> AttentionConfig:
     return AttentionConfig(tokens, head_width, heads, sequences, causal, scale, **kw)
@@ -1085,6 +1172,7 @@ def softmax_config(rows: int, cols: int, dropout: float | None = None, warps: in
 
 
 __all__ = [
+    "COMBINE_WARPS",
     "DROPOUT_HASH_MULTIPLIERS",
     "DTYPES",
     "EPILOGUES",
@@ -1094,6 +1182,7 @@ __all__ = [
     "MAX_SHARED_PER_BLOCK",
     "PIPELINES",
     "AttentionConfig",
+    "CombineConfig",
     "ConvConfig",
     "GemmConfig",
     "LayerNormConfig",

@@ -105,6 +105,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     UnitAttr,
+    f32,
 )
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -116,7 +117,7 @@ from tilesync.contract import WAIT_AT_PROBE_ATTR
 from tilesync.dialects import graph, sync
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
-from tilesync.kernels.attention import attention_module
+from tilesync.kernels.attention import attention_combine_module, attention_module
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.choice import TILE_COLUMNS, TILE_ROWS, propose_tma_configs, stages_for
 from tilesync.kernels.config import (
@@ -386,6 +387,7 @@ def bindings(match: MlpMatch) -> dict[str, list[graph.BindAttr]]:
 
 QKV, SCORES, SOFTMAX, CONTEXT, OUT = "qkv", "scores", "softmax", "context", "out"
 ATTENTION = "attention"  # the fused kernel's stage: q · kᵀ, softmax and P · v in one
+COMBINE = "combine"  # the merge of a split attention's partial results (decoding)
 ATTENTION_FORMS = ("chain", "fused")  # graph-to-stages' `attention` option
 CONTEXT_BN = (16, 32)  # P · v's columns a tile: the narrower where a wave holds it (context_tile)
 CONTEXT_STAGES = 8  # P · v's cp.async ring (context_tile)
@@ -1060,6 +1062,8 @@ def cached_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
         fused = attention_config(t, d, h, b, False, match.scale, block_m=bm, block_n=bn,
                                  dtype=match.dtype, mma="wgmma", name=ATTENTION,
                                  sync_hooks=True, cached=match.cached)
+        if t <= bm and (splits := decode_splits(fused.key_blocks, b * h)) > 1:
+            fused = replace(fused, splits=splits)
 
         def projection(name: str, n: int, k: int, bias: int | None) -> GemmConfig:
             base = _projection_config(name, match, b * t, n, k, 64, (4, 1),
@@ -1071,6 +1075,15 @@ def cached_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
         raise diagnostic(PASS, match.anchor, f"the generated kernels refuse this shape after a "
                                              f"KV cache: {err}") from err
     return FusedAttentionSpec(qkv, fused, out, h, b)
+
+
+def decode_splits(key_blocks: int, blocks: int, sms: int = H100_SMS) -> int:
+    """How many blocks a (sequence, head)'s `key_blocks` key blocks are split over, where
+    `blocks` (sequence, head) pairs would leave SMs idle: as many as fill the SMs once, each
+    split at least one key block and the last not empty (ceil(key blocks / per split))."""
+    wanted = max(1, min(key_blocks, -(-sms // blocks)))
+    per = -(-key_blocks // wanted)
+    return -(-key_blocks // per)
 
 
 def _row_tiles(firsts: Iterable[int], rows: int, tile: int, grid: int) -> tuple[int, bool]:
@@ -1097,20 +1110,23 @@ def cached_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Depende
     bma, bna = att.block_m, att.block_n
     t, d, c, h = spec.tokens, spec.head_width, spec.width, spec.heads
     blocks = att.grid[0]
-    rq = min(t, bma)  # a tile's query rows: its first is d0 · rq
+    rq = min(t, bma)  # a tile's query rows: its first is d0 · rq (split: (d0 / P) · T)
     steps = -(-t // bna)
+    splits = att.splits
 
     def columns(offset: int, symbol: AffineExpr) -> tuple[AffineExpr, int, bool]:
         span = _tiles_spanned(lambda i: offset + i * d, d, bn1, h)
         past = (offset + (h - 1) * d) // bn1 + span > col_grid
         return _ratio(d1 * d + offset, bn1) + symbol, span, past
 
-    q_rows, q_past = _row_tiles((i * rq for i in range(blocks)), rq, bm1, qkv_rows)
+    q_first = _ratio(d0, splits) * t if splits > 1 else d0 * rq
+    q_rows, q_past = _row_tiles((i // splits * t if splits > 1 else i * rq
+                                 for i in range(blocks)), rq, bm1, qkv_rows)
     q_col, q_cols, q_col_past = columns(0, s0)
-    deps = [sync.DependencyOp(QKV, ATTENTION, 0, AffineMap(2, 2, (_ratio(d0 * rq, bm1) + s1,
+    deps = [sync.DependencyOp(QKV, ATTENTION, 0, AffineMap(2, 2, (_ratio(q_first, bm1) + s1,
                                                                   q_col)),
                               [(0, q_cols), (0, q_rows)], clipped=q_past or q_col_past)]
-    per_sequence = att.query_blocks
+    per_sequence = att.query_blocks * splits
     first = (_ratio(d0, per_sequence) * t) if per_sequence > 1 else d0 * t
     key_firsts = [(i // per_sequence) * t + step * bna for i in range(blocks)
                   for step in range(steps)]
@@ -1121,10 +1137,15 @@ def cached_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Depende
             QKV, ATTENTION, operand,
             AffineMap(2, 3, (_ratio(first + s0 * bna, bm1) + s2, k_col)),
             [(0, steps), (0, k_cols), (0, k_rows)], clipped=k_past or k_col_past))
+    producer, o_grid = ATTENTION, blocks
+    if splits > 1:  # the merge of (sequence, head) reads its splits' partial O and Stats
+        producer, o_grid = COMBINE, att.combine_grid[0]
+        deps += [sync.DependencyOp(ATTENTION, COMBINE, operand, AffineMap(2, 1, (
+            d0 * splits + s0, d1)), [(0, splits)]) for operand in (0, 1)]
     bm4, _, bk4 = spec.out.tile
     out_rows = spec.out.tile_grid[0]
-    o_blocks, o_past = _row_tiles((i * bm4 for i in range(out_rows)), bm4, rq, blocks)
-    deps.append(sync.DependencyOp(ATTENTION, OUT, 0, AffineMap(2, 2, (
+    o_blocks, o_past = _row_tiles((i * bm4 for i in range(out_rows)), bm4, rq, o_grid)
+    deps.append(sync.DependencyOp(producer, OUT, 0, AffineMap(2, 2, (
         _ratio(d0 * bm4, rq) + s1, _ratio(s0 * bk4, d))),
         [(0, spec.out.k_tiles), (0, o_blocks)], clipped=o_past))
     return deps
@@ -1212,39 +1233,58 @@ def _wait_at_probes(ops: list[Operation]) -> None:
 def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     """The QKV GEMM, the attention kernel and the output GEMM, their stages, dependencies and
     launches (each on its own stream, producers at higher priority)."""
-    kernels = [gemm_module(0, 0, 0, config=spec.qkv), attention_module(spec.attention),
+    att = spec.attention
+    split = att.splits > 1  # and a stage that merges the splits
+    kernels = [gemm_module(0, 0, 0, config=spec.qkv), attention_module(att),
+               *([attention_combine_module(att, COMBINE)] if split else []),
                gemm_module(0, 0, 0, config=spec.out)]
     ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
     ops.append(sync.StageOp(QKV, [f"{QKV}_module", QKV], spec.qkv.grid[:2], spec.qkv.block,
                             output_tile(spec.qkv)))
-    att = spec.attention
     ops.append(sync.StageOp(ATTENTION, [f"{ATTENTION}_module", ATTENTION], att.grid[:2],
                             att.block, att.tile, order=heaviest_first(att)))
+    if split:
+        merge = att.combine
+        ops.append(sync.StageOp(COMBINE, [f"{COMBINE}_module", COMBINE], merge.grid[:2],
+                                merge.block, merge.tile))
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,
                             output_tile(spec.out)))
     ops += cached_attention_dependencies(spec) if att.cached else \
         fused_attention_dependencies(spec)
     _wait_at_probes(ops)
-    names = (QKV, ATTENTION, OUT)
+    names = (QKV, ATTENTION, *((COMBINE,) if split else ()), OUT)
     ops += [sync.LaunchOp(name, stream=i, priority=i - len(names) + 1)
             for i, name in enumerate(names)]
     return ModuleOp(ops)
 
 
-def fused_attention_bindings(match: AttentionMatch) -> dict[str, list[graph.BindAttr]]:
+def fused_attention_bindings(match: AttentionMatch, splits: int = 1
+                             ) -> dict[str, list[graph.BindAttr]]:
     """Kernel arguments: temps 0 QKV ([B·]T x 3C; the attention kernel's q, k and v), 1 O
-    ([B·]T x C); after a KV cache the attention kernel's last two the caches (inputs)."""
+    ([B·]T x C); after a KV cache the attention kernel's next two the caches (inputs); its
+    keys split (`splits`), temps 2 and 3 the splits' partial O and Stats, which the combine
+    stage merges into O."""
     chain = attention_bindings(match)
     qkv, o = graph.BindAttr("temp", 0), graph.BindAttr("temp", 1)
     caches = [graph.BindAttr("input", index) for index in (match.k_cache, match.v_cache)
               if index is not None]
-    return {QKV: chain[QKV], ATTENTION: [qkv, qkv, qkv, o, *caches],
-            OUT: [o, *chain[OUT][1:]]}
+    binds = {QKV: chain[QKV], ATTENTION: [qkv, qkv, qkv, o, *caches],
+             OUT: [o, *chain[OUT][1:]]}
+    if splits > 1:  # temps 2 and 3: the splits' partial O and their Stats
+        parts, stats = graph.BindAttr("temp", 2), graph.BindAttr("temp", 3)
+        binds.update({ATTENTION: [qkv, qkv, qkv, parts, *caches, stats],
+                      COMBINE: [parts, stats, o]})
+    return binds
 
 
-def fused_attention_temps(match: AttentionMatch, element) -> list[TensorType]:
+def fused_attention_temps(match: AttentionMatch, element,
+                          fused: AttentionConfig | None = None) -> list[TensorType]:
+    """QKV and O; split (`fused.splits` > 1) also the splits' partial O and Stats."""
     qkv, _, _, o = attention_temps(match, element)
-    return [qkv, o]
+    if fused is None or fused.splits == 1:
+        return [qkv, o]
+    parts = TensorType(f32, [fused.parts_rows, fused.width])
+    return [qkv, o, parts, parts]
 
 
 def attention_temps(match: AttentionMatch, element) -> list[TensorType]:
@@ -1625,9 +1665,10 @@ def _stage_program(fn: func.FuncOp, persistent: bool = False, conv_pipeline: str
                                       chain.channels[1]])]
     elif _is_attention(fn) and attention == "fused":
         found = match_attention(fn)
-        module = fused_attention_stage_module(fused_attention_configs(found))
-        binds = fused_attention_bindings(found)
-        temps = fused_attention_temps(found, element)
+        fused = fused_attention_configs(found)
+        module = fused_attention_stage_module(fused)
+        binds = fused_attention_bindings(found, fused.attention.splits)
+        temps = fused_attention_temps(found, element, fused.attention)
     elif _is_attention(fn):
         found = match_attention(fn)
         module = attention_stage_module(attention_configs(found))
@@ -1762,6 +1803,7 @@ class GraphToStagesPass(ModulePass):
 
 __all__ = [
     "ATTENTION_FORMS",
+    "COMBINE",
     "CONV_PIPELINES",
     "AttentionMatch",
     "AttentionSpec",
@@ -1782,6 +1824,7 @@ __all__ = [
     "conv_chain_pipelines",
     "conv_chain_stage_module",
     "conv_halo",
+    "decode_splits",
     "fused_attention_bindings",
     "fused_attention_configs",
     "fused_attention_dependencies",

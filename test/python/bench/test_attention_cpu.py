@@ -130,7 +130,7 @@ def test_every_mode_is_proved_with_its_guarantee(mode, shape):
     stages = {op.sym_name.data: op for op in module.walk() if isinstance(op, sync.StageOp)}
     launches = [op for op in module.walk() if isinstance(op, sync.LaunchOp)]
     fused = mode.startswith(attention.FUSED)
-    names = attention.FUSED_STAGES if fused else attention.STAGES
+    names = attention.fused_stages(shape) if fused else attention.STAGES
     assert list(stages) == list(names)
     assert all(s.attributes["sync.verified"].data == "proved" for s in stages.values())
     if mode.removeprefix(attention.FUSED) == "stream_sync":
@@ -145,7 +145,8 @@ def test_every_mode_is_proved_with_its_guarantee(mode, shape):
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)
 def test_one_mode_compiles_to_ptx_nvjitlink_accepts(shape):
     mode = attention.modes_for(shape, ("row+pdl", "fused:row+pdl"))[0]
-    stages = attention.FUSED_STAGES if mode.startswith(attention.FUSED) else attention.STAGES
+    stages = attention.fused_stages(shape) if mode.startswith(attention.FUSED) else \
+        attention.STAGES
     entry = attention.compile_job((shape, mode, False), "sm_90")
     assert entry["target"] == "sm_90a" and set(entry["ptx_by_module"]) == {
         f"{name}_module" for name in stages}
@@ -162,10 +163,20 @@ def test_decoding_shapes_are_the_papers_token_generation():
         assert attention.modes_for(shape) == attention.FUSED_MODES
         spec = attention.fused_spec(shape)
         b, s = attention.batch(shape)[0], attention.cached(shape)
-        assert spec.attention.cached == s and spec.attention.grid[:2] == (b, spec.heads)
+        splits = spec.attention.splits
+        assert spec.attention.cached == s and spec.attention.grid[:2] == (b * splits,
+                                                                           spec.heads)
+        assert attention.fused_stages(shape) == (("qkv", "attention", "combine", "out")
+                                                 if splits > 1 else attention.FUSED_STAGES)
         assert (spec.qkv.M, spec.out.M) == (b, b)
         with pytest.raises(Exception, match="runs as the fused kernel"):
             attention.attention_spec(shape)
+    # the keys split so that the (sequence, head) pairs fill the SMs about once (at most as
+    # many splits as key blocks, none empty): GPT-3's 12 heads, then LLaMA's 8, B = 1 and 4,
+    # S' = 512, 2048, 4096 (5, 17, 33 key blocks of 128)
+    assert [attention.fused_spec(shape).attention.splits
+            for shape in attention.DECODE_SHAPES] == [5, 9, 11, 3, 3, 3,
+                                                      5, 17, 17, 5, 5, 5]
     t, c, h, e, b, _, s = attention.DECODE_SHAPES[4]
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # bytes decide
     elements = b * t * e + 4 * c * e + 2 * b * s * c + 2 * b * (4 * t * c + 2 * h * (s + t)) \
@@ -184,8 +195,9 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     )
 
     match = attention.attention_match(attention.GPU_TEST_SHAPES[0])
-    data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", caches=(), qkv="QKV", s="S",
-                           p="P", o="O", y="y", tma_configs={False: {}, True: {}},
+    data = SimpleNamespace(x="x", w_qkv="w_qkv", w_out="w_out", caches=(), parts=(),
+                           qkv="QKV", s="S", p="P", o="O", y="y",
+                           tma_configs={False: {}, True: {}},
                            binds=attention_bindings(match),
                            fused_binds=fused_attention_bindings(match))
     assert attention.AttentionData.kernel_args(data) == {
@@ -195,11 +207,16 @@ def test_each_stage_takes_the_tensors_graph_to_stages_binds():
     assert attention.AttentionData.kernel_args(data, fused=True) == {
         "qkv": ["x", "w_qkv", "QKV"], "attention": ["QKV", "QKV", "QKV", "O"],
         "out": ["O", "w_out", "y"]}
-    # after a KV cache the fused kernel also reads the caches, the function's inputs 3 and 4
+    # after a KV cache the fused kernel also reads the caches, the function's inputs 3 and
+    # 4; its keys split, it writes the splits' partial O and Stats, which @combine merges
     decoding = attention.attention_match(attention.GPU_TEST_SHAPES[-1])
     data.caches, data.fused_binds = ("k_cache", "v_cache"), fused_attention_bindings(decoding)
     assert attention.AttentionData.kernel_args(data, fused=True)["attention"] == [
         "QKV", "QKV", "QKV", "O", "k_cache", "v_cache"]
+    data.parts, data.fused_binds = ("Parts", "Stats"), fused_attention_bindings(decoding, 5)
+    split = attention.AttentionData.kernel_args(data, fused=True)
+    assert split["attention"] == ["QKV", "QKV", "QKV", "Parts", "k_cache", "v_cache", "Stats"]
+    assert split["combine"] == ["Parts", "Stats", "O"]
 
 
 def test_the_fused_programs_projections_take_the_tiles_their_waves_want():

@@ -201,3 +201,63 @@ def test_cached_ptx_nvjitlink_accepts(kwargs):
     assert ("wgmma.mma_async" in ptx) == (cfg.mma == "wgmma")
     if cfg.mma == "wgmma":
         assert _wgmma_register_writes_after_fence(ptx) == []
+
+
+# Split keys (flash-decoding): a (sequence, head)'s key blocks over several blocks, merged.
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(tokens=1, head_width=64, splits=2), "after a KV cache"),
+    (dict(tokens=1, head_width=64, cached=512, causal=True, splits=2), "not causal"),
+    (dict(tokens=70, head_width=64, cached=512, splits=2), "one block of 64"),
+    (dict(tokens=1, head_width=64, cached=256, splits=4), "4 splits of 5 key blocks, 2 a split"),
+])
+def test_splits_are_refused_where_a_split_would_be_empty_or_not_decoding(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attention_config(**kwargs)
+
+
+def test_split_sizes():
+    cfg = attention_config(1, 128, heads=12, cached=2048, block_n=128, splits=9,
+                           mma="wgmma")
+    assert (cfg.key_blocks, cfg.keys_per_split) == (17, 2)  # the last split: key block 16
+    assert cfg.grid == (9, 12, 1) and cfg.combine_grid == (1, 12, 1)
+    assert cfg.signature == ("ptr",) * 7 and cfg.parts_rows == 9 * 64
+    # unsplit after a cache, a block's rows of O are its sequence's T new tokens
+    assert attention_config(1, 128, cached=2048).tile == (1, 128)
+    assert attention_config(200, 128, cached=2048, block_m=128).tile == (128, 128)
+
+
+def test_a_split_writes_its_partial_o_and_stats():
+    from tilesync.kernels.attention import attention_combine_module
+
+    cfg = attention_config(2, 64, heads=2, sequences=3, cached=256, splits=3, sync_hooks=True)
+    kernel = _kernel(cfg)
+    names = [arg.name_hint for arg in kernel.body.block.args]
+    assert names == ["Q", "K", "V", "O", "K_cache", "V_cache", "Stats"]
+    o_type, stats = kernel.body.block.args[3].type, kernel.body.block.args[6].type
+    # a block's rows of both at x · BM (its region as the stage's tile says), fp32
+    assert o_type == stats and list(o_type.get_shape()) == [3 * 3 * 64, 128]
+    assert o_type.element_type.bitwidth == 32 and cfg.tile == (64, 64)
+    combine = next(op for op in attention_combine_module(cfg).walk()
+                   if isinstance(op, gpu.FuncOp))
+    assert [arg.name_hint for arg in combine.body.block.args] == ["Parts", "Stats", "O"]
+    points = [op for op in combine.walk() if isinstance(op, sync.LoadPointOp)]
+    assert [p.operand.data for p in points] == [0, 1]
+    assert isinstance(list(combine.body.block.ops)[-2], sync.StorePointOp)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(tokens=1, head_width=128, heads=2, sequences=2, cached=1024, block_n=128, splits=3,
+         mma="wgmma"),
+    dict(tokens=3, head_width=64, heads=2, cached=512, splits=5, sync_hooks=True),
+])
+def test_split_and_combine_ptx_nvjitlink_accepts(kwargs):
+    import tilesync
+    from tilesync.harness.compile import compile_kernel
+    from tilesync.kernels.attention import attention_combine_module
+
+    cfg = attention_config(**kwargs)
+    ptx = compile_kernel(cfg, validate=True).ptx
+    assert ("wgmma.mma_async" in ptx) == (cfg.mma == "wgmma")
+    combined = tilesync.compile(attention_combine_module(cfg), validate=True).ptx
+    assert "ex2.approx" in combined

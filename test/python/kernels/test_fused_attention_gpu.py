@@ -74,6 +74,10 @@ CACHED_CASES = [
          scale=0.125, mma="wgmma", block_m=64, dtype="bf16"),
     dict(tokens=130, head_width=128, heads=1, sequences=2, cached=64, scale=0.088,
          block_m=128, stages=3),
+    # the keys split over blocks (flash-decoding), merged by the combine kernel
+    dict(tokens=1, head_width=128, heads=3, sequences=2, cached=2048, scale=0.088,
+         mma="wgmma", block_n=128, splits=9),
+    dict(tokens=3, head_width=64, heads=2, sequences=3, cached=512, scale=0.125, splits=5),
 ]
 
 
@@ -121,7 +125,11 @@ def test_attention_after_a_kv_cache_matches_fp64(case, gpu_device):
         buffer = torch.full((b * t + 64, cfg.width), float("nan"), device="cuda",
                             dtype=dtype)
         o = buffer[:b * t].view(b, t, cfg.width)
-        runner.launch(qkv, o, k_cache, v_cache)
+        split = {}
+        if cfg.splits > 1:  # the splits' partials, poisoned too
+            split = {name: torch.full((cfg.parts_rows, cfg.width), float("nan"),
+                                      device="cuda") for name in ("parts", "stats")}
+        runner.launch(qkv, o, k_cache, v_cache, **split)
         torch.cuda.synchronize()
         want = cached_reference(torch, qkv, k_cache, v_cache, cfg)
         assert not o.isnan().any(), f"run {run}: rows of O never stored"
