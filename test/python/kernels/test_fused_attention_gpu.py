@@ -27,6 +27,21 @@ CASES = [
 ]
 
 
+def _loaded(case, seed: int):
+    """(torch, the config, its kernel loaded, the torch dtype, the tolerance, a generator)."""
+    from tilesync.harness.runner import AttentionRunner
+    from tilesync.kernels.config import attention_config
+
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    cfg = attention_config(**case)
+    dtype = torch.float16 if cfg.dtype == "f16" else torch.bfloat16
+    tol = 2e-2 if cfg.dtype == "f16" else 4e-2
+    return (torch, cfg, AttentionRunner(cfg), dtype, tol,
+            torch.Generator(device="cuda").manual_seed(seed))
+
+
 def reference(torch, qkv, cfg):
     """fp64 O, [B·T, C], the heads side by side."""
     t, d, h, b = cfg.tokens, cfg.head_width, cfg.heads, cfg.sequences
@@ -42,17 +57,7 @@ def reference(torch, qkv, cfg):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 def test_fused_attention_matches_fp64(case, gpu_device):
-    from tilesync.harness.runner import AttentionRunner
-    from tilesync.kernels.config import attention_config
-
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    cfg = attention_config(**case)
-    runner = AttentionRunner(cfg)
-    dtype = torch.float16 if cfg.dtype == "f16" else torch.bfloat16
-    tol = 2e-2 if cfg.dtype == "f16" else 4e-2
-    gen = torch.Generator(device="cuda").manual_seed(7)
+    torch, cfg, runner, dtype, tol, gen = _loaded(case, seed=7)
     for run in range(3):
         qkv = (torch.randn(cfg.rows, 3 * cfg.width, device="cuda", generator=gen) * 2
                ).to(dtype)
@@ -103,17 +108,7 @@ def test_attention_after_a_kv_cache_matches_fp64(case, gpu_device):
     """Decoding: the new tokens' q, k and v in QKV, the earlier tokens' keys and values in the
     caches. O (B x T x C) poisoned before each launch; the buffer past O is poisoned too and
     must stay so (a padding row stored would land there)."""
-    from tilesync.harness.runner import AttentionRunner
-    from tilesync.kernels.config import attention_config
-
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    cfg = attention_config(**case)
-    runner = AttentionRunner(cfg)
-    dtype = torch.float16 if cfg.dtype == "f16" else torch.bfloat16
-    tol = 2e-2 if cfg.dtype == "f16" else 4e-2
-    gen = torch.Generator(device="cuda").manual_seed(11)
+    torch, cfg, runner, dtype, tol, gen = _loaded(case, seed=11)
     b, h, s, d, t = cfg.sequences, cfg.heads, cfg.cached, cfg.head_width, cfg.tokens
 
     def fresh(*shape):
