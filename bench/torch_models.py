@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "gpt2_attention", "gpt2_sdpa_attention",
-         "nerf_mlp", "nerf_mlp_rays", "resnet_block", "edge_mlp")
+         "gpt2_decode", "nerf_mlp", "nerf_mlp_rays", "resnet_block", "edge_mlp")
 MODES = ("eager", "eager graph", "torch.compile", "tilesync", "tilesync graph",
          "tilesync (forced)")
 TOL = 2e-2

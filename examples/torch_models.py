@@ -101,6 +101,28 @@ class CausalSelfAttention(nn.Module):
         return self.c_proj(y)
 
 
+class DecodeAttention(nn.Module):
+    """One decoding step of nanoGPT's attention with a KV cache: the new tokens' q, k and v,
+    the cached keys and values (batch x heads x cached tokens x head width) before theirs;
+    the output only (the cache's update is the caller's: cat's results, kept whole)."""
+
+    def __init__(self, n_embd: int = 768, n_head: int = 12):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.n_head, self.n_embd = n_head, n_embd
+
+    def forward(self, x: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                   for z in (q, k, v))
+        k, v = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)
+        y = F.scaled_dot_product_attention(q, k, v)  # one new token: no mask
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
 class GPT2Block(nn.Module):
     def __init__(self, n_embd: int = 768, n_head: int = 12):
         super().__init__()
@@ -288,6 +310,10 @@ EXAMPLES = {
     # the same through Hugging Face's Conv1D projections (weights stored in x out)
     "hf_gpt2_block": (lambda: HFGPT2Block(768, 12), [(4, 64, 768)], torch.float16),
     "hf_gpt2_attention": (lambda: HFGPT2Attention(768, 12), [(1, 256, 768)], torch.float16),
+    # a decoding step of GPT-2 small's attention: one new token for 4 sequences after 512
+    # cached ones (the fused program's KV-cache form)
+    "gpt2_decode": (lambda: DecodeAttention(768, 12),
+                    [(4, 1, 768), (4, 12, 512, 64), (4, 12, 512, 64)], torch.float16),
     "nerf_mlp": (lambda: NeRFMLP(), [(4096, 64), (4096, 64)], torch.float16),
     # NeRF as its paper writes it (63-wide position and 27-wide direction encodings, the input
     # again into the sixth layer, 3 colours) on 2^16 samples: `tilesync bench dataflow-mlp`'s
@@ -314,7 +340,7 @@ def input_shapes(name: str, rows: int | None = None) -> list[tuple[int, ...]]:
     if rows is None:
         return list(shapes)
     if any(len(s) == 4 for s in shapes):
-        raise ValueError(f"{name} takes images: no rows to set")
+        raise ValueError(f"{name} takes images or KV caches: no rows to set")
     if name in SEQUENCE_MODELS:
         return [(1, rows, s[-1]) for s in shapes]
     return [(rows, s[-1]) for s in shapes]

@@ -212,7 +212,7 @@ def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
     the temporaries' shapes; picklable (the cache keeps it). The cuSync passes run where the
     stage program has dependencies (the persistent form has none: stream order synchronizes
     it)."""
-    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.builtin import Float32Type, ModuleOp
 
     import tilesync
     from tilesync.api import default_pipeline, lower, parse
@@ -222,7 +222,10 @@ def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
     graph_text, stages_pass = job
     module = parse(graph_text)
     lower(module, [stages_pass])
-    temps = [tuple(t.get_shape()) for t in module.attributes[graph.TEMPS_ATTR].data]
+    temp_types = module.attributes[graph.TEMPS_ATTR].data
+    temps = [tuple(t.get_shape()) for t in temp_types]
+    # fp32 where a temporary is (a split attention's partials), else the piece's element type
+    wide = [isinstance(t.element_type, Float32Type) for t in temp_types]
     dependent = any(isinstance(op, sync.DependencyOp) for op in module.ops)
     compiled = tilesync.compile(module, pipeline=default_pipeline(
         timeout_ns=TIMEOUT_NS, before=SYNC_PASSES if dependent else ()), target=target)
@@ -230,7 +233,7 @@ def compile_entry(job: tuple[str, str], target: str = TARGET) -> dict[str, Any]:
             if isinstance(op, sync.StageOp | sync.DependencyOp | sync.LaunchOp
                           | sync.WaitKernelOp)]
     return {"ptx_by_module": dict(compiled.ptx_by_module), "kernels": dict(compiled.kernels),
-            "host": str(ModuleOp(host)), "temps": temps, "target": target,
+            "host": str(ModuleOp(host)), "temps": temps, "fp32_temps": wide, "target": target,
             "compile_seconds": time.perf_counter() - start}
 
 
@@ -675,7 +678,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     if status is not None:
         if options.emit_ptx and _compile(  # one form of a piece: nothing here measures others
                 graph_text, entry, options, stack,
-                stack_passes(options) if stack else (STAGES_PASS,)) is None:
+                stack_passes(options) if stack else stage_forms(spec, module)[:1]) is None:
             return None  # the compile's error is the reason
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
@@ -748,6 +751,7 @@ def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
     from tilesync.transforms.graph.graph_to_stages import (
         AttentionSpec,
         ConvChainSpec,
+        FusedAttentionSpec,
         conv_chain_pipelines,
     )
 
@@ -757,6 +761,8 @@ def stage_forms(spec: Any, module: Any) -> tuple[str, ...]:
                      for form in CONV_FORMS[pipeline])
     if isinstance(spec, AttentionSpec):
         return attention_forms(fn)
+    if isinstance(spec, FusedAttentionSpec):  # after a KV cache: the fused program's alone
+        return ATTENTION_FORMS[1:]
     return mlp_forms(spec)
 
 

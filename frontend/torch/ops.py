@@ -319,6 +319,7 @@ class StageRunner:
             stage: [_Bound.of(next(indices), bind) for bind in stage_binds]
             for stage, stage_binds in binds}
         self.temps = [tuple(shape) for shape in entry["temps"]]
+        self.fp32_temps = entry.get("fp32_temps") or [False] * len(self.temps)
         self._derived = DerivedWeights()
         self._maps = TensorMapCache(limit=MAPS_KEPT)
         self._map_shapes: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
@@ -335,17 +336,19 @@ class StageRunner:
         dtype, box, swizzle, corners = bound.tensor_map
         return self._maps.get(tensor.data_ptr(), dtype, shape, box, swizzle, corners)
 
-    def _new(self, shape: tuple[int, ...], device: Any) -> Any:
+    def _new(self, shape: tuple[int, ...], device: Any, fp32: bool = False) -> Any:
         """A temporary or the result, uninitialized: the kernels write every element they or
-        the caller read (the GPU tests fill these with NaN to check that)."""
+        the caller read (the GPU tests fill these with NaN to check that); in the piece's
+        dtype, or fp32 where the program's temporary is."""
         import torch
 
-        return torch.empty(shape, dtype=self.dtype, device=device)
+        return torch.empty(shape, dtype=torch.float32 if fp32 else self.dtype, device=device)
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         device = inputs[0].device
-        temps = [self._new(shape, device) for shape in self.temps]
+        temps = [self._new(shape, device, fp32)
+                 for shape, fp32 in zip(self.temps, self.fp32_temps, strict=True)]
         out = self._new(self.out_shapes[0], device)
 
         def value(bound: _Bound) -> Any:

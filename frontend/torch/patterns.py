@@ -871,6 +871,18 @@ class _Program:
         return ("op", first) if results == 1 else [("op", first + i) for i in range(results)]
 
 
+def _after_cache(gm: Any, node: Any) -> tuple[Any, Any] | None:
+    """(the cache, the new keys or values) of torch.cat([cache, new], dim=-2), decoding with
+    a KV cache (the cached tokens first), else None."""
+    if not (_is_node(node) and _single_use(node) and _call(node, "cat")):
+        return None
+    tensors, dim, info = _arg(node, 0, "tensors"), _arg(node, 1, "dim", 0), tensor_info(gm, node)
+    if info is None or not isinstance(tensors, list | tuple) or len(tensors) != 2 or \
+            dim not in (-2, len(info.shape) - 2) or not all(_is_node(t) for t in tensors):
+        return None
+    return tensors[0], tensors[1]
+
+
 def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
     """The attention piece whose output linear is `out` (ending at `last`), or None."""
     attended = out.x
@@ -883,7 +895,12 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
     core = _sdpa_call(gm, context) if _call(context, "sdpa") else _softmax_chain(gm, context)
     if core is None:
         return None
-    views = [_heads_view(gm, n) if _is_node(n) else None for n in (core.q, core.k, core.v)]
+    # decoding: k and v each after a KV cache (both or neither), the caches inputs
+    caches = [_after_cache(gm, n) for n in (core.k, core.v)]
+    if (caches[0] is None) != (caches[1] is None):
+        return None
+    k_new, v_new = (core.k, core.v) if caches[0] is None else (caches[0][1], caches[1][1])
+    views = [_heads_view(gm, n) if _is_node(n) else None for n in (core.q, k_new, v_new)]
     heads = views[0] is not None
     if any((view is not None) != heads for view in views) or (merge is not None) != heads:
         return None
@@ -910,6 +927,8 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
     if any(getattr(tensor_info(gm, n), "shape", None) != part for n in items):
         return None
     nodes = [*projection.nodes, split, *items, *core.nodes, *out.nodes]
+    if caches[0] is not None:
+        nodes += [core.k, core.v]
     if heads:
         shape = views[0][2]  # type: ignore[index]
         perm = HEADS_PERM.get(len(shape))
@@ -931,7 +950,8 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
                   refusal=core.refusal)
     refs = [projection.x, projection.weight] + \
         ([projection.bias] if projection.bias is not None else []) + [out.weight] + \
-        ([out.bias] if out.bias is not None else [])
+        ([out.bias] if out.bias is not None else []) + \
+        ([caches[0][0], caches[1][0]] if caches[0] is not None else [])
     piece.inputs = refs
     program = _Program()
     qkv_value = _linear(program, projection, refs)
@@ -939,6 +959,9 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
     if heads:  # [B x] T x C -> [B x] T x H x D -> [B x] H x T x D
         q, k, v = (program.add("transpose", program.add("reshape", r, shape), perm)
                    for r in (q, k, v))
+    if caches[0] is not None:  # the cached tokens' keys and values first
+        k, v = (program.add("cat", [("in", len(refs) - 2 + i), new], -2)
+                for i, new in enumerate((k, v)))
     if core.sdpa:
         o = program.add("sdpa", q, k, v, core.scale, core.causal, core.written_scale)
     else:  # scale: None where refused; torch's path divides by the divisor as written
@@ -1245,6 +1268,12 @@ def graph_function(piece: Piece, names: bool = True) -> ModuleOp:
             shape = list(x.type.get_shape())  # type: ignore[attr-defined]
             part = TensorType(element, [*shape[:-1], shape[-1] // 3])
             new = graph.SplitOp(x, -1, [part] * 3)
+        elif kind == "cat":  # a KV cache's tokens, then the new ones
+            parts = [get(ref) for ref in op[1]]
+            shape = list(parts[0].type.get_shape())  # type: ignore[union-attr]
+            dim = op[2] % len(shape)
+            shape[dim] = sum(p.type.get_shape()[dim] for p in parts)  # type: ignore[union-attr]
+            new = graph.ConcatOp(parts, op[2], TensorType(element, shape))  # type: ignore
         else:  # pragma: no cover - find_pieces builds no other op
             raise AssertionError(kind)
         block.add_op(new)

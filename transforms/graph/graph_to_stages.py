@@ -1632,13 +1632,15 @@ def _is_conv_chain(fn: func.FuncOp) -> bool:
         isinstance(ret.arguments[0].owner, graph.Conv2dOp)
 
 
-def plan_configs(fn: func.FuncOp) -> MlpSpec | AttentionSpec | ConvChainSpec:
+def plan_configs(fn: func.FuncOp
+                 ) -> MlpSpec | AttentionSpec | FusedAttentionSpec | ConvChainSpec:
     """The kernel configs of the pattern `fn` matches (no kernels generated), or the
     diagnostic of the pass."""
     if _is_conv_chain(fn):
         return conv_chain_configs(match_conv_chain(fn))
-    if _is_attention(fn):
-        return attention_configs(match_attention(fn))
+    if _is_attention(fn):  # after a KV cache the fused program's alone
+        found = match_attention(fn)
+        return fused_attention_configs(found) if found.cached else attention_configs(found)
     return mlp_configs(match_mlp(fn))
 
 

@@ -259,6 +259,7 @@ def test_examples_trace_match_and_reach_ptx(name, tmp_path):
                 "gpt2_attention": ["Attention"], "gpt2_sdpa_attention": ["Attention"],
                 "hf_gpt2_block": ["Attention", "Linear→GeLU→Linear"],  # Conv1D projections
                 "hf_gpt2_attention": ["Attention"],
+                "gpt2_decode": ["Attention"],  # after a KV cache: the fused program
                 "nerf_mlp": ["MLP stack"], "nerf_mlp_rays": ["MLP stack"],
                 "resnet_block": ["Conv→ReLU→Conv"],  # eval mode: BN folds into the convs
                 "edge_mlp": ["MLP stack"]}[name]
@@ -503,3 +504,31 @@ def test_shapes_that_follow_from_values_are_never_cached(model, shapes, tmp_path
         (result,) = next(n for n in gm.graph.nodes if n.op == "output").args
         assert result.meta["tilesync_info"].shape == expected
     assert cache.hits == 0 and not list(tmp_path.rglob("*.pkl"))
+
+
+def test_a_decoding_step_compiles_to_the_fused_program_with_split_keys():
+    """nanoGPT's attention after a KV cache (torch.cat of the cached keys and values before
+    the new tokens'): one piece whose graph function concatenates the caches (inputs), planned
+    and compiled as the fused program only; the keys split over blocks, merged by a combine
+    stage, whose fp32 partials the runner allocates as such."""
+    from tilesync.examples.torch_models import DecodeAttention
+    from tilesync.frontend.torch import compiler
+    from tilesync.transforms.graph.graph_to_stages import FusedAttentionSpec
+
+    model = DecodeAttention(256, 2).half()
+    inputs = [torch.randn(3, 1, 256, dtype=torch.half),
+              *(torch.randn(3, 2, 512, 128, dtype=torch.half) for _ in "kv")]
+    (piece,) = _pieces(model, inputs)
+    text = str(graph_function(piece))
+    assert text.count("graph.concat") == 2 and "dim -2" in text
+    module = graph_function(piece, names=False)
+    spec = compiler.plan(module)
+    assert isinstance(spec, FusedAttentionSpec) and spec.attention.cached == 512
+    forms = compiler.stage_forms(spec, module)
+    assert forms == compiler.ATTENTION_FORMS[1:]  # the chain cannot read a cache
+    entry = compile_entry((text, forms[0]))
+    assert "sync.stage @combine" in entry["host"]
+    assert entry["fp32_temps"] == [False, False, True, True]
+    # the caches are the piece's last two inputs (after x and the projections' parameters)
+    assert [getattr(ref, "name", ref) for ref in piece.inputs[-2:]] == ["k_cache", "v_cache"]
+    assert "#graph.bind<input 5>, #graph.bind<input 6>, #graph.bind<temp 3>]" in entry["host"]

@@ -34,8 +34,9 @@ def _torch_cuda():
 
 
 PIECES = {"llama_mlp": 1, "llama65b_mlp_tp8": 1, "gpt2_block": 2, "gpt2_attention": 1,
-          "gpt2_sdpa_attention": 1}
-"""The pieces of each example run our way here: GPT-2's block has its attention and its MLP."""
+          "gpt2_sdpa_attention": 1, "gpt2_decode": 1}
+"""The pieces of each example run our way here: GPT-2's block has its attention and its MLP;
+the decoding step's attention (after a KV cache) its fused program with split keys."""
 
 
 @pytest.mark.parametrize("name", list(PIECES))
