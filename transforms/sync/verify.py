@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import gpu, memref
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -234,6 +234,19 @@ class ProducerRun(BatchRun):
 # ---------------------------------------------------------------------------------------------
 # Consumers: waits, obligations, reads
 # ---------------------------------------------------------------------------------------------
+
+
+def _same_buffer(producer: object, consumer: object) -> bool:
+    """Whether a producer's argument of type `producer` can be the buffer a consumer reads as
+    `consumer`: the same type, or memrefs of the same elements, as many, in other shapes."""
+    if producer == consumer:
+        return True
+    if not (isinstance(producer, MemRefType) and isinstance(consumer, MemRefType)):
+        return False
+    sizes = [producer.get_shape(), consumer.get_shape()]
+    return producer.element_type == consumer.element_type and \
+        all(min(shape) >= 0 for shape in sizes) and \
+        math.prod(sizes[0]) == math.prod(sizes[1])
 
 
 @dataclass(frozen=True)
@@ -711,8 +724,10 @@ class Verifier:
     def outputs_of(self, name: str, func: gpu.FuncOp, roles: dict[SSAValue, Role]
                    ) -> dict[SSAValue, OperandLayout]:
         """The arguments of producer `name`'s kernel that its consumers read: those of the
-        type of a consumer's produced operand (the runtime binds one buffer to both), each
-        with the layout of its tiles over it."""
+        type of a consumer's produced operand (the runtime binds one buffer to both), or a
+        memref of its elements viewed in another shape (a fused attention writes O as B x T
+        x C where the output GEMM reads B·T x C), each with the layout of its tiles over it
+        (over the producer's own shape: leading dimensions collapse into rows)."""
         stage = self.graph.stages[name]
         types = []
         for dep in self.graph.outgoing(name):
@@ -724,7 +739,7 @@ class Verifier:
                 types.append(args[dep.operand.data].type)
         outputs = {}
         for arg in func.body.blocks.first.args:  # type: ignore[union-attr]
-            if arg in roles or arg.type not in types:
+            if arg in roles or not any(_same_buffer(arg.type, t) for t in types):
                 continue
             layout = layout_for(stage, arg.type)
             if isinstance(layout, OperandLayout):

@@ -107,3 +107,26 @@ def test_the_tma_mlp_takes_the_benchs_gemms_with_their_deeper_staging():
     for ours, theirs in ((planned.cfg1, bench.cfg1), (planned.cfg2, bench.cfg2)):
         assert (ours.tile, ours.stages, ours.staging_boxes) == \
             (theirs.tile, theirs.stages, theirs.staging_boxes) == ((128, 192, 64), 5, 1)
+
+
+def test_a_producer_writing_its_output_in_another_shape_has_its_stores_checked():
+    """After a KV cache, unsplit (66 sequences x 2 heads fill the SMs), the attention writes O
+    as B x T x C and the output GEMM reads it as B·T x C: sync-verify checks the attention's
+    stores against its tile over its own shape. Its tile is a sequence's one row; the block's
+    64 query rows, which an earlier version declared, are refused at the second sequence."""
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    from tilesync.bench.attention import stage_module
+
+    shape = (1, 256, 2, 512, 66, False, 512)
+    module = stage_module(shape, "fused:row+pdl")
+    assert set(_stages(module)) == {"qkv", "attention", "out"}  # no split, no combine
+    attention = _stages(module)["attention"]
+    assert attention.tile_shape == (1, 128) and attention.grid_shape == (66, 2)
+    lower(module, SYNC)  # limit=8: the boundary tiles, (1, 0) among them
+    assert _stages(module)["attention"].attributes["sync.verified"].data == "boundary"
+    module = stage_module(shape, "fused:row+pdl")
+    _stages(module)["attention"].tile = DenseArrayBase.from_list(i64, [64, 128])
+    with pytest.raises(CompileError, match=r"producer tile \(1, 0\) of @attention: "
+                                           r"'tile.store_acc' writes argument 3 .* outside"):
+        lower(module, SYNC)
