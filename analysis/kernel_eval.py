@@ -32,7 +32,7 @@ to other ops through `on_op` (sync-verify: coverage, counts and the load-region 
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
@@ -714,21 +714,33 @@ NO_SEMAPHORE = -1
 clipped grid: nobody posts it and nobody waits for it."""
 
 
-def probe_semaphores(op: sync.ProbeOp, coords: Sequence[Scalar]
-                     ) -> list[tuple[Scalar, Scalar]]:
-    """Each point of `op` for the tiles at `coords`: (semaphore, inside the clipped grid)."""
+def probe_semaphores(op: sync.ProbeOp, coords: Sequence[Scalar], size: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The points of `op` for the batch of `size` tiles at `coords`: (semaphores, inside the
+    clipped grid), each points x tiles, the points in the order of its parts, each's symbols
+    row-major. A part's points are evaluated at once (its symbols as a column against the
+    tiles' row), not one by one: a probe may have PROBE_POINT_LIMIT of them."""
     grid = op.clipped_to.get_values() if op.clipped_to is not None else None
-    points = []
+    tiles = [np.asarray(c).reshape(1, -1) for c in coords]
+    semaphores: list[np.ndarray] = []
+    insides: list[np.ndarray] = []
     for amap, ranges in op.parts():
-        for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
-            produced = [affine_exact(e, coords, list(syms), op) for e in amap.results]
-            inside: Scalar = True
-            if grid is not None:
-                for c, extent in zip(produced, grid, strict=True):
-                    inside = inside & (c >= 0) & (c < extent)
-            points.append((affine_exact(op.policy.sem_map.data.results[0], produced, (), op),
-                           inside))
-    return points
+        axes = [np.arange(r.lo, r.hi, r.step, dtype=np.int64) for r in ranges]
+        count = math.prod(len(axis) for axis in axes)
+        if count == 0:
+            continue
+        syms = [m.reshape(-1, 1) for m in np.meshgrid(*axes, indexing="ij")]
+        produced = [affine_exact(e, tiles, syms, op) for e in amap.results]
+        inside: Scalar = np.ones((1, 1), bool)
+        if grid is not None:
+            for c, extent in zip(produced, grid, strict=True):
+                inside = inside & (c >= 0) & (c < extent)
+        semaphore = affine_exact(op.policy.sem_map.data.results[0], produced, (), op)
+        semaphores.append(np.broadcast_to(semaphore, (count, size)))
+        insides.append(np.broadcast_to(inside, (count, size)))
+    if not semaphores:
+        return np.zeros((0, size), np.int64), np.zeros((0, size), bool)
+    return np.concatenate(semaphores), np.concatenate(insides)
 
 
 def relevant_ops(func: Operation, roots: Collection[Operation]) -> frozenset[Operation]:

@@ -115,9 +115,9 @@ class _OrderRun(BatchRun):
         coords = self.exact_values(op.tile)
         if role is None or role.kind != RoleKind.SEMAPHORES or coords is None:
             raise Unfollowable("a sync.probe whose semaphores cannot be told")
-        for semaphore, inside in probe_semaphores(op, coords):
-            self.events.append(("wait", role.stage, np.where(inside, semaphore, NO_SEMAPHORE),
-                                op.policy.posts.data))
+        semaphores, inside = probe_semaphores(op, coords, self.size)
+        for waited in np.where(inside, semaphores, NO_SEMAPHORE):
+            self.events.append(("wait", role.stage, waited, op.policy.posts.data))
 
     def slice_roots(self) -> set[Operation]:
         return self.readers

@@ -368,15 +368,14 @@ class ConsumerRun(BatchRun):
         coords = self.exact_values(op.tile)
         if role is None or coords is None or self.roles.get(op.epoch) != EPOCH:
             return  # tests nothing known: a wait skipped by it is refused
-        points = probe_semaphores(op, coords)
-        semaphores = [np.broadcast_to(semaphore, (self.size,)) for semaphore, _ in points]
-        valid = [np.broadcast_to(inside, (self.size,)) for _, inside in points]
-        self.probes[op.ready] = Probed(role, op.policy.posts.data, np.stack(semaphores),
-                                       np.stack(valid))
+        semaphores, valid = probe_semaphores(op, coords, self.size)
+        self.probes[op.ready] = Probed(role, op.policy.posts.data, semaphores, valid)
         if op.until_ready is not None:  # it waited for every point: each one is waited for
             posts = op.policy.posts.data
-            for semaphore, inside in zip(semaphores, valid, strict=True):
-                waited = np.where(inside, semaphore, NO_SEMAPHORE)
+            # points that name the same semaphore for every tile are one wait (65,536 points
+            # of a row's semaphore: four waits, not 65,536)
+            every = np.unique(np.where(valid, semaphores, NO_SEMAPHORE), axis=0)
+            for waited in every:
                 state.waited.setdefault((role, posts, waited.tobytes()),
                                         Waited(role, waited, posts))
 

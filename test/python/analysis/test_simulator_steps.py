@@ -133,3 +133,43 @@ def test_a_probe_until_ready_is_followed_as_its_waits_before_the_first_read():
     assert steps[0].reads == (("p", (1,)),)
     result = simulate(program, SimMachine(sms=8))
     assert result.ok and result.followed == ("c",), (result.violations, result.unfollowed)
+
+
+def test_a_probes_points_are_evaluated_at_once_as_one_by_one():
+    """kernel_eval.probe_semaphores evaluates a part's points together (a probe may name
+    PROBE_POINT_LIMIT of them: point by point, 65,536 took seconds): the same semaphores and
+    clipping as evaluating each point's map, in the parts' order, symbols row-major."""
+    import itertools
+
+    import numpy as np
+
+    from tilesync.analysis.kernel_eval import affine_exact, probe_semaphores
+    from tilesync.dialects import sync
+
+    probe_line = (
+        "%r = sync.probe %sp[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> "
+        "(d0 * 3 + d1), posts = 1> reads [affine_map<(d0, d1)[s0, s1] -> (d0 + s0, d1 * 2 + "
+        "s1)>, affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: -1, 3, 1, 0, 5, 2>, "
+        "array<i64: 0, 2, 1>] clipped_to array<i64: 4, 3> : memref<?xi32>")
+    module = parse(f"""
+    gpu.module @k {{
+      gpu.func @c(%sp: memref<?xi32>, %epoch: i32) kernel {{
+        %x, %y = sync.tile : index, index
+        {probe_line}
+        gpu.return
+      }}
+    }}""")
+    (probe,) = [op for op in module.walk() if isinstance(op, sync.ProbeOp)]
+    coords = [np.array([0, 1, 3]), np.array([0, 1, 0])]
+    semaphores, inside = probe_semaphores(probe, coords, 3)
+    expected = []
+    for amap, ranges in probe.parts():
+        for syms in itertools.product(*(range(r.lo, r.hi, r.step) for r in ranges)):
+            produced = [affine_exact(e, coords, list(syms), probe) for e in amap.results]
+            valid = (produced[0] >= 0) & (produced[0] < 4) & (produced[1] >= 0) & \
+                (produced[1] < 3)
+            semaphore = affine_exact(probe.policy.sem_map.data.results[0], produced, (), probe)
+            expected.append((np.broadcast_to(semaphore, 3), np.broadcast_to(valid, 3)))
+    assert semaphores.shape == inside.shape == (4 * 3 + 2, 3)
+    assert (semaphores == np.stack([s for s, _ in expected])).all()
+    assert (inside == np.stack([v for _, v in expected])).all() and not inside.all()
