@@ -21,9 +21,10 @@ from xdsl.dialects.builtin import ModuleOp
 import tilesync
 from tilesync.contract import CompiledProgram
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, compile_many
-from tilesync.kernels.attention import attention_module
+from tilesync.kernels.attention import attention_combine_module, attention_module
 from tilesync.kernels.config import (
     AttentionConfig,
+    CombineConfig,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -38,7 +39,7 @@ from tilesync.kernels.softmax import softmax_module
 from tilesync.lowering.pipeline import KERNEL_TO_LLVM
 
 KernelConfig = (GemmConfig | ConvConfig | SoftmaxConfig | LayerNormConfig | RowDotConfig
-                | AttentionConfig)
+                | AttentionConfig | CombineConfig)
 
 
 def kernel_module(cfg: KernelConfig) -> ModuleOp:
@@ -55,6 +56,8 @@ def kernel_module(cfg: KernelConfig) -> ModuleOp:
         return row_dot_module(cfg)
     if isinstance(cfg, AttentionConfig):
         return attention_module(cfg)
+    if isinstance(cfg, CombineConfig):
+        return attention_combine_module(cfg)
     raise TypeError(f"no generator for {type(cfg).__name__}")
 
 

@@ -17,6 +17,7 @@ from tilesync.contract import IM2COL_CORNERS
 from tilesync.harness.compile import compile_kernel
 from tilesync.kernels.config import (
     AttentionConfig,
+    CombineConfig,
     ConvConfig,
     GemmConfig,
     LayerNormConfig,
@@ -105,8 +106,8 @@ class _LoadedKernel:
     """A generated kernel with its own launch (softmax, layer norm, row dot, attention)
     loaded on the current GPU."""
 
-    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig | RowDotConfig | AttentionConfig,
-                 ptx: str | None = None):
+    def __init__(self, cfg: SoftmaxConfig | LayerNormConfig | RowDotConfig | AttentionConfig
+                 | CombineConfig, ptx: str | None = None):
         self.cfg = cfg
         if ptx is None:
             ptx = compile_kernel(cfg, get_device().arch).ptx
@@ -123,16 +124,8 @@ class AttentionRunner(_LoadedKernel):
 
     def __init__(self, cfg: AttentionConfig, ptx: str | None = None):
         super().__init__(cfg, ptx)
-        self.combine = None
-        if cfg.splits > 1:  # the merge of the splits (kernels/attention.py)
-            import tilesync
-            from tilesync.kernels.attention import attention_combine_module
-
-            name = f"{cfg.name}_combine"
-            target = cfg.target or get_device().arch
-            self.combine_module = load_ptx(tilesync.compile(
-                attention_combine_module(cfg, name), target=target).ptx, name)
-            self.combine = self.combine_module.function(name, ("ptr",) * 3)
+        # the merge of the splits (kernels/attention.py)
+        self.combine = _LoadedKernel(cfg.combine) if cfg.splits > 1 else None
 
     def launch(self, qkv, o, k_cache=None, v_cache=None, parts=None, stats=None,
                stream=None) -> None:
@@ -152,8 +145,9 @@ class AttentionRunner(_LoadedKernel):
         launch(self.kernel, self.cfg.grid, self.cfg.block, [qkv, qkv, qkv, *out],
                stream=stream, shared_mem=self.cfg.dynamic_shared_bytes)
         if self.combine is not None:
-            merge = self.cfg.combine
-            launch(self.combine, merge.grid, merge.block, [parts, stats, o], stream=stream)
+            merge = self.combine.cfg
+            launch(self.combine.kernel, merge.grid, merge.block, [parts, stats, o],
+                   stream=stream)
 
 
 class SoftmaxRunner(_LoadedKernel):

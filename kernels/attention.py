@@ -62,7 +62,7 @@ from xdsl.ir import Block, Region, SSAValue
 from tilesync.dialects import sync
 from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder, block_tile, warp_allreduce
-from tilesync.kernels.config import COMBINE_WARPS, AttentionConfig
+from tilesync.kernels.config import COMBINE_WARPS, AttentionConfig, CombineConfig
 from tilesync.kernels.gemm import named_args, shared_global
 
 SHARED = IntegerAttr(tl.SHARED_SPACE, 64)
@@ -109,17 +109,13 @@ def attention_module(cfg: AttentionConfig) -> ModuleOp:
     tile = [tile_x, tile_y]
     warp, lane = b.divui(tid, 32), b.remui(tid, 32)
     split: SSAValue | None = None
-    if splits > 1:  # a sequence's one query block, its keys split
-        sequence, split = b.divui(tile_x, splits), b.remui(tile_x, splits)
-        first = b.muli(sequence, tokens)
-        position = b.idx(0)
-        q0 = first
-        last_row = b.addi(first, tokens - 1)
-        cache_row0 = b.muli(b.addi(b.muli(sequence, cfg.heads), tile_y), cached)
-    elif cached:  # a sequence's blocks, the last padded
-        sequence = b.divui(tile_x, cfg.query_blocks)
+    if cached:  # a sequence's blocks, the last padded (split: each query block's splits)
+        per_sequence = cfg.query_blocks * splits
+        sequence, block = b.divui(tile_x, per_sequence), b.remui(tile_x, per_sequence)
+        if splits > 1:
+            split, block = b.remui(block, splits), b.divui(block, splits)
         first = b.muli(sequence, tokens)  # its sequence's first row
-        position = b.muli(b.remui(tile_x, cfg.query_blocks), bm)  # its first query's
+        position = b.muli(block, bm)  # its first query's
         q0 = b.addi(first, position)  # the block's first row of B·T
         last_row = b.addi(first, tokens - 1)  # padding rows read the last token
         cache_row0 = b.muli(b.addi(b.muli(sequence, cfg.heads), tile_y), cached)
@@ -399,8 +395,9 @@ def parts_type(cfg: AttentionConfig) -> MemRefType:
     return MemRefType(Float32Type(), [cfg.parts_rows, cfg.width])
 
 
-def attention_combine_module(cfg: AttentionConfig, name: str = "combine") -> ModuleOp:
-    """The merge of a split attention's partial results (`cfg.splits` > 1): block (b, h) of a
+def attention_combine_module(merge: CombineConfig) -> ModuleOp:
+    """The merge of a split attention's partial results (`merge.attention.splits` > 1, the
+    merge's `CombineConfig`): block (b, h) of a
     (B, H) grid takes sequence b's T new tokens of head h, a warp a token at a time, each lane
     D / 32 of its columns:
 
@@ -410,10 +407,11 @@ def attention_combine_module(cfg: AttentionConfig, name: str = "combine") -> Mod
     (`parts_type`); O is written [B·T, C] in the attention's element type. With `sync_hooks`
     the block is `sync.tile` (b, h), has a `sync.load_point` before its reads of the partial
     O (operand 0) and of Stats (operand 1) and a `sync.store_point` after its stores."""
+    cfg, name = merge.attention, merge.name
     p_, t_, d, width = cfg.splits, cfg.tokens, cfg.head_width, cfg.width
     o_type = MemRefType(cfg.element_type, [cfg.rows, width])
     kernel = gpu.FuncOp(name, ([parts_type(cfg)] * 2 + [o_type], []), kernel=True,
-                        known_block_size=list(cfg.combine.block))
+                        known_block_size=list(merge.block))
     args = named_args(kernel, ("Parts", "Stats", "O"))
     b = BlockBuilder(kernel.body.block)
     tid = b.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))

@@ -1053,11 +1053,6 @@ class AttentionConfig:
         return (self.sequences * self.query_blocks * self.splits, self.heads, 1)
 
     @property
-    def combine_grid(self) -> tuple[int, int, int]:
-        """attention_combine_module's: a block a (sequence, head), its T rows."""
-        return (self.sequences, self.heads, 1)
-
-    @property
     def combine(self) -> CombineConfig:
         """The merge of this attention's splits (its launch, for the stage program and the
         cost model)."""
@@ -1137,11 +1132,15 @@ class CombineConfig:
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        return self.attention.combine_grid
+        """A block a (sequence, head), its T rows."""
+        return (self.attention.sequences, self.attention.heads, 1)
 
     @property
     def block(self) -> tuple[int, int, int]:
         return (32 * COMBINE_WARPS, 1, 1)
+
+    signature = ("ptr",) * 3  # the partial O, Stats, O
+    target = None  # no wgmma: any sm_80+
 
     @property
     def tile(self) -> tuple[int, int]:

@@ -295,11 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--rows", type=int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
-    b.add_argument("--decode", action="store_true",
+    attention_rows = b.add_mutually_exclusive_group()  # one set of attention rows a run
+    attention_rows.add_argument("--decode", action="store_true",
                    help="attention: the decoding rows instead (one new token a sequence after "
                         "KV caches of 512-4096; the fused program's modes), saved as "
                         "attention-decode-<device>")
-    b.add_argument("--causal", action="store_true",
+    attention_rows.add_argument("--causal", action="store_true",
                    help="attention: the causal rows instead (GPT-2 small; GPT-3 and LLaMA heads "
                         "under 8-way TP), saved as attention-causal-<device>")
     b.add_argument("--modes", nargs="+", default=None,

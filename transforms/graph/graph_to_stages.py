@@ -1139,7 +1139,7 @@ def cached_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Depende
             [(0, steps), (0, k_cols), (0, k_rows)], clipped=k_past or k_col_past))
     producer, o_grid = ATTENTION, blocks
     if splits > 1:  # the merge of (sequence, head) reads its splits' partial O and Stats
-        producer, o_grid = COMBINE, att.combine_grid[0]
+        producer, o_grid = COMBINE, att.combine.grid[0]
         deps += [sync.DependencyOp(ATTENTION, COMBINE, operand, AffineMap(2, 1, (
             d0 * splits + s0, d1)), [(0, splits)]) for operand in (0, 1)]
     bm4, _, bk4 = spec.out.tile
@@ -1235,8 +1235,9 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     launches (each on its own stream, producers at higher priority)."""
     att = spec.attention
     split = att.splits > 1  # and a stage that merges the splits
+    merge = replace(att.combine, name=COMBINE)
     kernels = [gemm_module(0, 0, 0, config=spec.qkv), attention_module(att),
-               *([attention_combine_module(att, COMBINE)] if split else []),
+               *([attention_combine_module(merge)] if split else []),
                gemm_module(0, 0, 0, config=spec.out)]
     ops: list[Operation] = [op.clone() for module in kernels for op in module.ops]
     ops.append(sync.StageOp(QKV, [f"{QKV}_module", QKV], spec.qkv.grid[:2], spec.qkv.block,
@@ -1244,7 +1245,6 @@ def fused_attention_stage_module(spec: FusedAttentionSpec) -> ModuleOp:
     ops.append(sync.StageOp(ATTENTION, [f"{ATTENTION}_module", ATTENTION], att.grid[:2],
                             att.block, att.tile, order=heaviest_first(att)))
     if split:
-        merge = att.combine
         ops.append(sync.StageOp(COMBINE, [f"{COMBINE}_module", COMBINE], merge.grid[:2],
                                 merge.block, merge.tile))
     ops.append(sync.StageOp(OUT, [f"{OUT}_module", OUT], spec.out.grid[:2], spec.out.block,

@@ -220,7 +220,7 @@ def test_split_sizes():
     cfg = attention_config(1, 128, heads=12, cached=2048, block_n=128, splits=9,
                            mma="wgmma")
     assert (cfg.key_blocks, cfg.keys_per_split) == (17, 2)  # the last split: key block 16
-    assert cfg.grid == (9, 12, 1) and cfg.combine_grid == (1, 12, 1)
+    assert cfg.grid == (9, 12, 1) and cfg.combine.grid == (1, 12, 1)
     assert cfg.signature == ("ptr",) * 7 and cfg.parts_rows == 9 * 64
     # unsplit after a cache, a block's rows of O are its sequence's T new tokens
     assert attention_config(1, 128, cached=2048).tile == (1, 128)
@@ -238,7 +238,7 @@ def test_a_split_writes_its_partial_o_and_stats():
     # a block's rows of both at x · BM (its region as the stage's tile says), fp32
     assert o_type == stats and list(o_type.get_shape()) == [3 * 3 * 64, 128]
     assert o_type.element_type.bitwidth == 32 and cfg.tile == (64, 64)
-    combine = next(op for op in attention_combine_module(cfg).walk()
+    combine = next(op for op in attention_combine_module(cfg.combine).walk()
                    if isinstance(op, gpu.FuncOp))
     assert [arg.name_hint for arg in combine.body.block.args] == ["Parts", "Stats", "O"]
     points = [op for op in combine.walk() if isinstance(op, sync.LoadPointOp)]
@@ -252,12 +252,10 @@ def test_a_split_writes_its_partial_o_and_stats():
     dict(tokens=3, head_width=64, heads=2, cached=512, splits=5, sync_hooks=True),
 ])
 def test_split_and_combine_ptx_nvjitlink_accepts(kwargs):
-    import tilesync
     from tilesync.harness.compile import compile_kernel
-    from tilesync.kernels.attention import attention_combine_module
 
     cfg = attention_config(**kwargs)
     ptx = compile_kernel(cfg, validate=True).ptx
     assert ("wgmma.mma_async" in ptx) == (cfg.mma == "wgmma")
-    combined = tilesync.compile(attention_combine_module(cfg), validate=True).ptx
+    combined = compile_kernel(cfg.combine, validate=True).ptx
     assert "ex2.approx" in combined
