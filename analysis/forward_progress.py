@@ -8,6 +8,9 @@ its stages, their blocks per SM where known, its dependencies and its host plan 
 wait-kernels in program order. For each dependency (producer P, consumer C) C's waits are safe
 when one of these holds, checked in this order:
 
+* **one launch** — P and C are stages of one launch (`sync.launch ... fused`), P's tickets
+  first: a block holding a ticket of C knows every tile of P was taken by a block already
+  running, which (its own waits guaranteed) finishes;
 * **stream order** — P is launched before C on C's stream and the step right after P there is
   not a programmatic dependent launch: C's grid becomes eligible only once P completed;
 * **pdl** — the same, but the step right after P is a programmatic dependent launch: C's grid
@@ -26,6 +29,11 @@ when one of these holds, checked in this order:
 * **wave model** — optimization W's rule (`wait_kernel_legality`): fewer than two waves for P
   and C together, and even with every block of every other stage resident (C's first) a block
   of P still finds a slot.
+
+A launch that others join (`stage_graph.one_launch_groups`) is one step of the plan: its stages'
+blocks become eligible together, on its stream, and hold the slots of its one kernel (the
+fewest blocks per SM among them). Stages of one launch in the other order (C's tickets before
+P's) have only co-residency or the wave model.
 
 Whole-program conditions come first: a dependency cycle (`dependency_cycle`: stages that wait
 on each other's tiles) has no guarantee whatever the plan, and neither has a pair whose
@@ -49,20 +57,22 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
-from tilesync.analysis.stage_graph import HostStep, Launch, WaitKernel
+from tilesync.analysis.stage_graph import HostStep, Launch, WaitKernel, one_launch_groups
 from tilesync.analysis.wave_model import Legality, StageWaves, format_waves
 from tilesync.contract import all_resident
 
 WaitKernelEnds = Literal["all_dispatched", "first_started"]
 
+ONE_LAUNCH = "one-launch"
 STREAM_ORDER = "stream-order"
 PDL = "pdl"
 WAIT_KERNEL = "wait-kernel"
 CO_RESIDENT = "co-resident"
 WAVE_MODEL = "wave-model"
-GUARANTEES = (STREAM_ORDER, PDL, WAIT_KERNEL, CO_RESIDENT, WAVE_MODEL)
+GUARANTEES = (ONE_LAUNCH, STREAM_ORDER, PDL, WAIT_KERNEL, CO_RESIDENT, WAVE_MODEL)
 
 _DESCRIPTIONS = {
+    ONE_LAUNCH: "one launch, the producer's tickets first",
     STREAM_ORDER: "stream order",
     PDL: "programmatic dependent launch",
     WAIT_KERNEL: "wait-kernel",
@@ -314,12 +324,40 @@ def dependency_cycle(
     return None
 
 
+def _launch_heads(plan: Sequence[HostStep]) -> dict[int, int]:
+    """Plan index of each step -> the index of the launch it is part of (itself, or the
+    launch a fused one joins)."""
+    position = {id(step): index for index, step in enumerate(plan)}
+    heads = {index: index for index in range(len(plan))}
+    for group in one_launch_groups(plan):
+        for member in group[1:]:
+            heads[position[id(member)]] = position[id(group[0])]
+    return heads
+
+
+def _one_launch_residency(facts: ProgressFacts) -> ProgressFacts:
+    """`facts` with each stage of a launch that others join at that launch's one kernel's
+    blocks per SM (the fewest among its stages', where all are known)."""
+    residency = dict(facts.residency)
+    for group in one_launch_groups(facts.plan):
+        known = [facts.residency.get(member.stage) for member in group]
+        if len(group) < 2 or any(r is None for r in known):
+            continue
+        fewest = min(r.blocks_per_sm for r in known)  # type: ignore[union-attr]
+        for member, r in zip(group, known, strict=True):
+            residency[member.stage] = Residency(r.blocks, fewest)  # type: ignore[union-attr]
+    return replace(facts, residency=residency)
+
+
 def analyze(facts: ProgressFacts) -> ProgressReport:
     """The guarantee of every dependency of the program (or why it has none)."""
+    facts = _one_launch_residency(facts)
     plan = list(facts.plan)
+    head = _launch_heads(plan)
     streams: dict[int, list[int]] = defaultdict(list)
     for index, step in enumerate(plan):
-        streams[step.stream].append(index)
+        if head[index] == index:
+            streams[step.stream].append(index)
     launch_index: dict[str, int] = {}
     for index, step in enumerate(plan):
         if isinstance(step, Launch):
@@ -329,17 +367,21 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
         producers[consumer].append(producer)
 
     # needs[i]: plan steps whose progress step i's eligibility or completion depends on, with
-    # why (for the message that names a cycle).
+    # why (for the message that names a cycle). A launch others join is one step: its
+    # stages' producers are its own, and a fused launch needs only the launch it joins.
     needs: dict[int, dict[int, str]] = defaultdict(dict)
     for stream, indices in streams.items():
         for earlier, later in itertools.pairwise(indices):
             needs[later].setdefault(earlier, f"follows {_step_name(plan[earlier])} on stream "
                                              f"{stream}")
     for index, step in enumerate(plan):
+        if head[index] != index:
+            needs[index].setdefault(head[index], f"joins {_step_name(plan[head[index]])}'s "
+                                                 f"launch")
         names = [step.producer] if isinstance(step, WaitKernel) else producers[step.stage]
         for name in names:
-            if name in launch_index:
-                needs[index].setdefault(launch_index[name], f"waits for @{name}")
+            if name in launch_index and head[launch_index[name]] != head[index]:
+                needs[head[index]].setdefault(head[launch_index[name]], f"waits for @{name}")
 
     def reachable(start: int) -> dict[int, int]:
         """Steps `start` depends on, each with the step it was reached from."""
@@ -387,6 +429,8 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
             continue
         result[key] = None
         producer, consumer = launch_index.get(producer_name), launch_index.get(consumer_name)
+        if producer is not None and consumer is not None:
+            producer, consumer = head[producer], head[consumer]
         if key in cyclic_pairs:
             assert cycle is not None
             reasons[key] = (f"the dependencies form a cycle {format_cycle(cycle)}: each stage of "
@@ -404,10 +448,17 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
         if key in reasons:
             blocked.add(key)
         else:
-            found, why_not = _ordering(facts, plan, streams, producer, consumer)
+            if producer == consumer:
+                found, why_not = _one_launch(plan, head, producer, producer_name,
+                                             consumer_name)
+            else:
+                found, why_not = _ordering(facts, plan, streams, producer, consumer,
+                                           producer_name)
             if found is None:
                 needed = [plan[i].stage for i in sorted(reach[producer])
                           if isinstance(plan[i], Launch)]
+                needed += [plan[i].stage for i in range(len(plan))
+                           if head[i] in reach[producer] and head[i] != i]
                 found, reason, wave = _occupancy(facts, program_fits, producer_name,
                                                  consumer_name, needed)
                 if found is None:
@@ -465,15 +516,30 @@ def _step_name(step: HostStep) -> str:
     return f"@{step.stage}"
 
 
+def _one_launch(plan: list[HostStep], head: Mapping[int, int], launch: int, producer: str,
+                consumer: str) -> tuple[Guarantee | None, str]:
+    """Producer and consumer in one launch (plan index `launch`): ordered when the producer's
+    tickets come first."""
+    members = [step.stage for i, step in enumerate(plan)
+               if head[i] == launch and isinstance(step, Launch)]
+    if members.index(producer) < members.index(consumer):
+        return Guarantee(ONE_LAUNCH), ""
+    return None, (f"@{consumer} and @{producer} are one launch with @{consumer}'s tickets "
+                  f"first: its blocks may hold every slot before a block of @{producer} "
+                  f"exists")
+
+
 def _ordering(
     facts: ProgressFacts,
     plan: list[HostStep],
     streams: Mapping[int, list[int]],
     producer: int,
     consumer: int,
+    name: str,
 ) -> tuple[Guarantee | None, str]:
     """Stream order, PDL or a wait-kernel: the consumer's blocks come after the producer's
-    (or why a wait-kernel there does not count).
+    (or why a wait-kernel there does not count). `producer` and `consumer` are the plan
+    indices of their launches (the launch a fused one joins), `name` the producer stage.
 
     On one stream, the step right after the producer decides: a plain launch or a wait-kernel
     waits for the producer to complete (stream order), a programmatic dependent launch only
@@ -488,7 +554,6 @@ def _ordering(
         return Guarantee(PDL if pdl else STREAM_ORDER), ""
     producer_launch = plan[producer]
     assert isinstance(producer_launch, Launch)
-    name = producer_launch.stage
     waited = any(
         isinstance(plan[i], WaitKernel) and plan[i].producer == name for i in before
     )

@@ -11,7 +11,7 @@ orders. Its predicted time is
     consumer tile reads, RowSync once per row),
     + `stream_gap_ms` for each launch that follows another on its stream without PDL (the
       drain and launch between two kernels in stream order, which a PDL launch hides: the
-      model counts it as free),
+      model counts it as free; stages that join a launch, `fused`, have none),
     + `wait_kernel_ms` for each wait-kernel (its launch and the consumer's, on another stream).
 
 tau_i is measured, not guessed: the same kernels run stream-synchronized are timed (every
@@ -139,7 +139,8 @@ def mode_shape(module: Operation, blocks_per_sm: Mapping[str, int] | None = None
     seen_streams: set[int] = set()
     for item in plan:
         if isinstance(item, Launch):
-            stream_launches += not item.pdl and item.stream in seen_streams
+            # a launch others join is one launch: no gap before them
+            stream_launches += not (item.pdl or item.fused) and item.stream in seen_streams
             seen_streams.add(item.stream)
     return ModeShape(program, shares, waits,
                      frozenset(s.name for s in program.stages if s.order is not None),

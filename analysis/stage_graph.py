@@ -21,13 +21,15 @@ from tilesync.dialects.locations import OpDiagnostic
 @dataclass(frozen=True)
 class Launch:
     """Launch a stage on a stream. CUDA priorities: a smaller number is a higher priority.
-    `pdl`: a programmatic dependent of the previous launch on the same stream."""
+    `pdl`: a programmatic dependent of the previous launch on the same stream. `fused`: the
+    stage's blocks join the previous launch on the stream in one grid (`one_launch_groups`)."""
 
     stage: str
     stream: int = 0
     priority: int = 0
     pdl: bool = False
     op: sync.LaunchOp | None = field(default=None, compare=False, repr=False)
+    fused: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,30 @@ HostStep = Launch | WaitKernel
 def default_plan(stages: Iterable[str]) -> list[HostStep]:
     """The plan of a program that declares none: every stage on stream 0 in program order."""
     return [Launch(name) for name in stages]
+
+
+def one_launch_groups(plan: Iterable[HostStep]) -> list[list[Launch]]:
+    """The plan's launches as the device sees them: each launch with the fused launches that
+    join it, in ticket order (their stages' blocks take tickets of one counter, the first
+    launch's tiles first). A fused launch with no launch right before it on its stream (a
+    wait-kernel between, or none at all; sync.launch refuses both) launches alone."""
+    groups: list[list[Launch]] = []
+    open_group: dict[int, list[Launch]] = {}
+    for step in plan:
+        if isinstance(step, WaitKernel):
+            open_group.pop(step.stream, None)
+        elif step.fused and step.stream in open_group:
+            open_group[step.stream].append(step)
+        else:
+            groups.append([step])
+            open_group[step.stream] = groups[-1]
+    return groups
+
+
+def launch_group_of(plan: Iterable[HostStep]) -> dict[str, tuple[str, ...]]:
+    """Each launched stage's one-launch group: the stages of its grid in ticket order."""
+    return {launch.stage: tuple(member.stage for member in group)
+            for group in one_launch_groups(plan) for launch in group}
 
 
 _HOST_OPS = (sync.StageOp, sync.DependencyOp, sync.LaunchOp, sync.WaitKernelOp)
@@ -73,7 +99,8 @@ class StageGraph:
                 dependencies.append(op)
             elif isinstance(op, sync.LaunchOp):
                 steps.append(Launch(op.stage.root_reference.data, op.stream.value.data,
-                                    op.priority.value.data, bool(op.pdl.value.data), op))
+                                    op.priority.value.data, bool(op.pdl.value.data), op,
+                                    bool(op.fused.value.data)))
             elif isinstance(op, sync.WaitKernelOp):
                 steps.append(WaitKernel(op.producer.root_reference.data, op.stream.value.data,
                                         op))
@@ -122,6 +149,11 @@ class StageGraph:
     def launch(self, stage: str) -> Launch | None:
         """The declared launch of `stage` (sync.launch refuses a second one)."""
         return next((s for s in self.steps if isinstance(s, Launch) and s.stage == stage), None)
+
+    def launch_group(self, stage: str) -> tuple[str, ...]:
+        """The stages of `stage`'s launch in ticket order (itself alone unless fused ones
+        join it: `one_launch_groups`)."""
+        return launch_group_of(self.plan).get(stage, (stage,))
 
     def wait_kernels(self) -> list[WaitKernel]:
         return [s for s in self.steps if isinstance(s, WaitKernel)]

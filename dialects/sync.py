@@ -1599,9 +1599,16 @@ class DependencyOp(IRDLOperation):
 
 @irdl_op_definition
 class LaunchOp(IRDLOperation):
-    """`sync.launch @stage {stream = 0 : i64, priority = 0 : i64, pdl = false}`: launch a
-    stage's kernel on a stream, in program order. `pdl` launches it as a programmatic dependent
-    of the previous launch on its stream; `priority` is the CUDA stream priority."""
+    """`sync.launch @stage {stream = 0 : i64, priority = 0 : i64, pdl = false, fused = false}`:
+    launch a stage's kernel on a stream, in program order. `pdl` launches it as a programmatic
+    dependent of the previous launch on its stream; `priority` is the CUDA stream priority.
+
+    `fused` (cuSync in one launch): the stage's blocks join the launch right before it on its
+    stream in one grid, whose blocks take tickets from one atomic counter in dispatch order,
+    that launch's stages' tiles first. A block holding a ticket of this stage thus knows every
+    tile of the stages before it in the launch was taken by a block already running. The
+    launch a fused one joins keeps its stream, priority and pdl; a fused launch has none of
+    its own (`stage_graph.one_launch_groups`)."""
 
     name = "sync.launch"
 
@@ -1609,17 +1616,20 @@ class LaunchOp(IRDLOperation):
     stream = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
     priority = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, i64))
     pdl = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    fused = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$stage attr-dict"
 
-    def __init__(self, stage: str, stream: int = 0, priority: int = 0, pdl: bool = False):
+    def __init__(self, stage: str, stream: int = 0, priority: int = 0, pdl: bool = False,
+                 fused: bool = False):
         super().__init__(
             properties={
                 "stage": SymbolRefAttr(stage),
                 "stream": IntegerAttr(stream, i64),
                 "priority": IntegerAttr(priority, i64),
                 "pdl": BoolAttr.from_bool(pdl),
+                "fused": BoolAttr.from_bool(fused),
             }
         )
 
@@ -1627,6 +1637,8 @@ class LaunchOp(IRDLOperation):
         if self.stream.value.data < 0:
             raise VerifyException(f"{self.name}: stream must be >= 0")
         _lookup_stage(self, self.stage, "stage")
+        if self.fused.value.data:
+            self._verify_fused()
         # A stage's semaphores count one launch's posts per epoch: a second launch in the
         # same run would post again into the epoch its waits compare against.
         earlier = self.prev_op
@@ -1635,6 +1647,26 @@ class LaunchOp(IRDLOperation):
                 raise VerifyException(f"{self.name}: {self.stage} is launched twice; a "
                                       f"program launches each stage once a run")
             earlier = earlier.prev_op
+
+    def _verify_fused(self) -> None:
+        stream = self.stream.value.data
+        if self.pdl.value.data:
+            raise VerifyException(f"{self.name}: a fused launch joins the launch before it "
+                                  f"and has no pdl of its own")
+        if self.priority.value.data != 0:
+            raise VerifyException(f"{self.name}: a fused launch joins the launch before it "
+                                  f"and has no priority of its own")
+        earlier = self.prev_op
+        while earlier is not None:
+            if isinstance(earlier, WaitKernelOp) and earlier.stream.value.data == stream:
+                raise VerifyException(
+                    f"{self.name}: fused, but a sync.wait_kernel precedes it on stream "
+                    f"{stream}: a fused launch joins the launch right before it")
+            if isinstance(earlier, LaunchOp) and earlier.stream.value.data == stream:
+                return
+            earlier = earlier.prev_op
+        raise VerifyException(f"{self.name}: fused, but no launch precedes it on stream "
+                              f"{stream} to join")
 
 
 @irdl_op_definition

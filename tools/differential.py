@@ -14,7 +14,8 @@ producer tile), `(s * a + t * (a - 1)) floordiv b` (a k-step straddling two prod
 strided `s * k + c` with c constant or `d mod k`, `mod` rotations and wrap-arounds, a forall
 over part of a dimension, halos with a forall from -1 or over Q rows, several forall
 variables in one map; now and then a back edge makes a cycle), and a random host
-plan: launch order, streams, priorities, `pdl`, hand-placed `sync.wait_kernel` ops, `coresident`
+plan: launch order, streams, priorities, `pdl`, launches fused into the one before them on their
+stream (one launch), hand-placed `sync.wait_kernel` ops, `coresident`
 declarations (false ones only where the counts let verify see through them), `blocks_per_sm`
 on the stages and the SM count given to verify or not. Each stage's kernel is real: per
 produced operand a `scf.for` over the first forall variable with a `sync.load_point ... step`
@@ -123,7 +124,8 @@ class Program:
     verify_sms: int  # 0: verify is not told
     stages: list[Stage]
     deps: list[Dependency]
-    plan: list[tuple]  # ("launch", stage, stream, priority, pdl) | ("wait", producer, stream)
+    # ("launch", stage, stream, priority, pdl, fused) | ("wait", producer, stream)
+    plan: list[tuple]
     passes: list[str] = field(default_factory=list)
 
     def stage(self, name: str) -> Stage:
@@ -303,8 +305,12 @@ def draw_program(draw: Draw) -> Program:
         for producer in producers.get(name, []):
             if _chance(draw, 10 if occupancy else 25):
                 plan.append(("wait", producer, stream))
+        previous = next((step for step in reversed(plan) if step[2] == stream), None)
+        if previous is not None and previous[0] == "launch" and _chance(draw, 15):
+            plan.append(("launch", name, stream, 0, False, True))  # one launch with previous
+            continue
         plan.append(("launch", name, stream, -draw.integer(0, 1),
-                     _chance(draw, 10 if occupancy else 30)))
+                     _chance(draw, 10 if occupancy else 30), False))
     verify_sms = sms if occupancy or _chance(draw, 80) else 0
     known = verify_sms > 0 and all(s.annotated for s in stages)
     fits = _all_resident([(math.prod(s.grid), s.blocks_per_sm) for s in stages], sms)
@@ -546,8 +552,8 @@ def build_module(program: Program):
         if step[0] == "wait":
             host.append(sync.WaitKernelOp(step[1], step[2]))
         else:
-            _, name, stream, priority, pdl = step
-            host.append(sync.LaunchOp(name, stream, priority, pdl))
+            _, name, stream, priority, pdl, fused = step
+            host.append(sync.LaunchOp(name, stream, priority, pdl, fused))
     gmod = gpu.ModuleOp(StringAttr("k"), Region(Block(funcs)))  # type: ignore[arg-type]
     return ModuleOp([gmod, *host])
 

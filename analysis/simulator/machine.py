@@ -163,6 +163,10 @@ class Machine:
                         size,
                         self._block_order(item.stage, size),
                     )
+                    if item.fused and self.streams[item.stream] and isinstance(
+                            self.streams[item.stream][-1], Grid):
+                        run.launch = self.streams[item.stream][-1].launch
+                    run.launch.append(run)
                     self.grids.append(run)
                     self.grid_of[(item.stage, epoch)] = run
                 self.streams[item.stream].append(run)
@@ -170,6 +174,8 @@ class Machine:
 
     def _block_order(self, stage: str, size: int) -> list[int]:
         blocks = list(range(size))
+        if len(self.program.launch_group[stage]) > 1:
+            return blocks  # one launch: a block's tile is the ticket it takes, in order
         if self.scheduler == "random":
             self.rng.shuffle(blocks)
         elif self.scheduler == "adversarial" and self.program.depth[stage] == 0:
@@ -189,10 +195,14 @@ class Machine:
 
     @staticmethod
     def _releases(previous: Grid | WaitKernelRun, item: Grid | WaitKernelRun) -> bool:
-        """Whether `previous` on a stream lets `item` become eligible."""
+        """Whether `previous` on a stream lets `item` become eligible (a grid that joins a
+        launch: with it; after a launch of several grids: once all of them allow it)."""
+        if isinstance(item, Grid) and item.joins:
+            return previous.eligible_at is not None
+        before = previous.launch if isinstance(previous, Grid) else [previous]
         if isinstance(item, Grid) and item.pdl and isinstance(previous, Grid):
-            return previous.dispatched == previous.size
-        return previous.done_at is not None
+            return all(grid.dispatched == grid.size for grid in before)
+        return all(grid.done_at is not None for grid in before)
 
     def _update_eligibility(self) -> bool:
         released: list[Grid | WaitKernelRun] = []
@@ -210,7 +220,8 @@ class Machine:
         # (program order only breaks ties within one release).
         for item in sorted(released, key=lambda i: i.seq):
             if isinstance(item, Grid):
-                item.eligible_rank = next(self.eligible_ranks)
+                item.eligible_rank = item.launch[0].eligible_rank if item.joins else \
+                    next(self.eligible_ranks)
         return bool(released)
 
     def _finish_wait_kernels(self) -> bool:
@@ -231,7 +242,9 @@ class Machine:
     # --- dispatch ---------------------------------------------------------------------------
 
     def _candidates(self) -> list[Grid]:
-        grids = [g for g in self.grids if g.eligible_at is not None and g.pending]
+        # a launch of several grids hands out its tickets grid after grid
+        grids = [g for g in self.grids if g.eligible_at is not None and g.pending
+                 and not any(h.pending for h in g.launch[:g.launch.index(g)])]
         if self.scheduler == "in_order":
             grids.sort(key=lambda g: (g.priority, g.eligible_rank))
         elif self.scheduler == "adversarial":

@@ -19,7 +19,14 @@ from tilesync.analysis.forward_progress import Residency
 from tilesync.analysis.grid import Tile, grid_tiles, in_grid
 from tilesync.analysis.simulator.kernel_steps import KernelStep, kernel_order
 from tilesync.analysis.simulator.records import BlockStep
-from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel, default_plan
+from tilesync.analysis.stage_graph import (
+    HostStep,
+    Launch,
+    StageGraph,
+    WaitKernel,
+    default_plan,
+    launch_group_of,
+)
 from tilesync.analysis.tile_order import order_tiles
 from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR
 from tilesync.dialects.sync import DependencyOp, OrderAttr, PolicyAttr, StageOp, box_points
@@ -213,11 +220,17 @@ class CheckedProgram:
         self.reads = {name: self._reads_of(self.stages[name]) for name in self.stages}
         self.plan = program.launch_plan()
         self._check_plan()
+        self.launch_group = launch_group_of(self.plan)
         self.capacity = math.lcm(
             machine.blocks_per_sm, *(self.blocks_per_sm(name) for name in self.stages)
         )
 
     def blocks_per_sm(self, stage: str) -> int:
+        """Blocks of `stage` an SM holds: of its launch's one kernel, where other stages join
+        it, the fewest among theirs."""
+        return min(self._own_blocks_per_sm(name) for name in self.launch_group[stage])
+
+    def _own_blocks_per_sm(self, stage: str) -> int:
         value = self.stages[stage].blocks_per_sm or self.machine.blocks_per_sm
         if value < 1:
             raise ValueError(f"stage {stage}: blocks_per_sm must be positive")

@@ -25,10 +25,17 @@ class Grid:
     finished: int = 0
     first_dispatch: int | None = None
     done_at: int | None = None
+    # the grids of its launch in ticket order (itself alone, unless stages share a launch)
+    launch: list[Grid] = field(default_factory=list)
 
     @property
     def label(self) -> str:
         return f"{self.stage}@{self.epoch}"
+
+    @property
+    def joins(self) -> bool:
+        """Whether this grid's blocks join the launch of the grids before it."""
+        return self.launch[0] is not self
 
 
 @dataclass(eq=False)

@@ -52,7 +52,12 @@ from tilesync.contract import (
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import set_sync_roles, sync_arg, sync_roles
 from tilesync.dialects.locations import OpDiagnostic
-from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
+from tilesync.transforms.sync.launch_plan import (
+    device_launch_of,
+    entry_insertion_point,
+    kernel_of,
+    launch_of,
+)
 
 FLAG_POLICY = sync.PolicyAttr(AffineMap.identity(1), 1)  # one flag, one post per launch
 
@@ -136,14 +141,15 @@ class InsertWaitKernelPass(ModulePass):
                     f"{report.reasons[(producer, consumer)]}", consumer_launch)
             guarantee = report.guarantees[(producer, consumer)]
             kind = None if guarantee is None else guarantee.kind
-            if kind in (forward_progress.PDL, forward_progress.STREAM_ORDER):
-                continue  # the stream already orders the grids
+            if kind in (forward_progress.PDL, forward_progress.STREAM_ORDER,
+                        forward_progress.ONE_LAUNCH):
+                continue  # the stream (or the launch's tickets) already orders the grids
             realize_wait_kernel(op, graph, producer)
             if kind == forward_progress.WAIT_KERNEL:
                 continue  # one already waits for the producer on the consumer's stream
-            Rewriter.insert_op(
-                sync.WaitKernelOp(producer, consumer_launch.stream.value.data),
-                InsertPoint.before(consumer_launch))
+            launch = device_launch_of(graph, consumer, self.name)
+            Rewriter.insert_op(sync.WaitKernelOp(producer, launch.stream.value.data),
+                               InsertPoint.before(launch))
 
 
 def realize_wait_kernel(module: ModuleOp, graph: StageGraph, producer: str) -> None:

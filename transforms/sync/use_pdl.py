@@ -1,18 +1,19 @@
 """`sync-use-pdl`: Hopper's programmatic dependent launch instead of a wait-kernel.
 
-Each consumer is launched on its producers' stream with programmatic stream serialization;
-each producer block triggers `griddepcontrol.launch_dependents` on entry. The dependent grid
-is dispatched only after every block of the launch before it on the stream has triggered,
-i.e. has started, so spinning consumer blocks can never keep a producer block from an SM. Data
-still flows through the per-tile semaphores (release/acquire), so consumers need no
+Each consumer is launched on its producers' stream with programmatic stream serialization; each
+producer block triggers `griddepcontrol.launch_dependents` on entry. The dependent grid is
+dispatched only after every block of the launch before it on the stream has triggered, i.e. has
+started, so spinning consumer blocks can never keep a producer block from an SM. Data still
+flows through the per-tile semaphores (release/acquire), so consumers need no
 `griddepcontrol.wait`.
 
 PDL orders a launch after the previous launch on its own stream only. A consumer is moved only
-where the whole program stays ordered (`analysis.forward_progress.analyze` on the plan with
-the move): all its producers on one stream, launched before it, and no other dependency
-losing its guarantee. A consumer whose producers run on several streams keeps its place and
-its wait-kernels (made to work: the producers' start flags and the wait-kernel function), so
-the plan never trades a working guarantee for a PDL edge that orders nothing.
+where the whole program stays ordered (`analysis.forward_progress.analyze` on the plan with the
+move): all its producers on one stream, launched before it, and no other dependency losing its
+guarantee. A stage whose launch holds others (`sync.launch ... fused`) stays. A consumer whose
+producers run on several streams keeps its place and its wait-kernels (made to work: the
+producers' start flags and the wait-kernel function), so the plan never trades a working
+guarantee for a PDL edge that orders nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from tilesync.analysis.forward_progress import ProgressFacts, analyze
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel
 from tilesync.dialects import nvvm
 from tilesync.transforms.sync.insert_wait_kernel import realize_wait_kernel
-from tilesync.transforms.sync.launch_plan import entry_insertion_point, kernel_of, launch_of
+from tilesync.transforms.sync.launch_plan import (
+    entry_insertion_point,
+    guards,
+    kernel_of,
+    launch_of,
+)
 
 ORDERED = (forward_progress.PDL, forward_progress.STREAM_ORDER)
 
@@ -55,6 +61,8 @@ class UsePDLPass(ModulePass):
         plan = list(graph.plan)
         consumers = list(dict.fromkeys(c for _, c in pairs))
         for consumer in consumers:
+            if len(graph.launch_group(consumer)) > 1:
+                continue  # its launch holds other stages: it moves with none of them
             producers = graph.producers(consumer)
             launches = {p: launch_of(graph, p, self.name) for p in producers}
             launch_op = launch_of(graph, consumer, self.name)
@@ -68,10 +76,10 @@ class UsePDLPass(ModulePass):
                 continue
             (stream,) = streams
             moved = replace(step, stream=stream, pdl=True)
-            guards = [w for w in plan if isinstance(w, WaitKernel) and w.producer in producers
-                      and _guards(plan, w, step)]
+            guarding = [w for w in plan if isinstance(w, WaitKernel) and w.producer in producers
+                      and guards(plan, w, step)]
             candidate = [moved if s is step else s for s in plan
-                         if not any(s is w for w in guards)]
+                         if not any(s is w for w in guarding)]
             after = report(candidate)
             kept = all(after[pair] is not None for pair in pairs if current[pair] is not None)
             ordered = all(getattr(after[(p, consumer)], "kind", None) in ORDERED
@@ -81,7 +89,7 @@ class UsePDLPass(ModulePass):
             plan = candidate
             launch_op.pdl = BoolAttr.from_bool(True)
             launch_op.stream = IntegerAttr(stream, i64)
-            for wait in guards:
+            for wait in guarding:
                 if wait.op is not None and wait.op.parent:
                     Rewriter.erase_op(wait.op)
             for producer in producers:
@@ -89,14 +97,3 @@ class UsePDLPass(ModulePass):
                 if not _triggers(func):
                     Rewriter.insert_op(nvvm.GridDepControlLaunchDependentsOp(),
                                        InsertPoint.before(entry_insertion_point(func)))
-
-
-def _guards(plan: list[HostStep], wait: WaitKernel, launch: Launch) -> bool:
-    """Whether `wait` is on `launch`'s stream before it, with no launch between them."""
-    position = next(i for i, s in enumerate(plan) if s is wait)
-    for later in plan[position + 1:]:
-        if later.stream != wait.stream:
-            continue
-        return later is launch or (isinstance(later, WaitKernel) and _guards(plan, later,
-                                                                             launch))
-    return False

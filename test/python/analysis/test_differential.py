@@ -101,8 +101,8 @@ def test_the_differential_check_catches_pdl_credited_across_streams(monkeypatch)
     # Issue 13, class 2: PDL credited whenever the producer was launched earlier, any stream.
     original = forward_progress._ordering
 
-    def any_stream_pdl(facts, plan, streams, producer, consumer):
-        found, why = original(facts, plan, streams, producer, consumer)
+    def any_stream_pdl(facts, plan, streams, producer, consumer, name):
+        found, why = original(facts, plan, streams, producer, consumer, name)
         launch = plan[consumer]
         if found is None and launch.pdl and producer < consumer:
             return forward_progress.Guarantee(forward_progress.PDL), ""
@@ -110,6 +110,15 @@ def test_the_differential_check_catches_pdl_credited_across_streams(monkeypatch)
 
     monkeypatch.setattr(forward_progress, "_ordering", any_stream_pdl)
     failures = _unsound()
+    assert failures and "deadlock" in " ".join(why for _, why, _ in failures)
+
+
+def test_the_differential_check_catches_one_launch_in_either_ticket_order(monkeypatch):
+    # One launch credited whatever its stages' ticket order: a consumer's tickets first
+    # may take every slot before a producer block exists.
+    monkeypatch.setattr(forward_progress, "_one_launch", lambda *args: (
+        forward_progress.Guarantee(forward_progress.ONE_LAUNCH), ""))
+    failures = _unsound(1500)
     assert failures and "deadlock" in " ".join(why for _, why, _ in failures)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tilesync.analysis.forward_progress import (
     CO_RESIDENT,
+    ONE_LAUNCH,
     PDL,
     STREAM_ORDER,
     WAIT_KERNEL,
@@ -126,10 +127,49 @@ def kind_of(plan, dependencies=(("p", "c"),), **facts):
         # the consumer ahead of its producer on one stream: the producer never starts
         ([Launch("c", pdl=True), Launch("p")], None),
         ([Launch("p", 0)], None),  # the consumer is never launched
+        # one launch: the producer's tickets first, or nothing orders them
+        ([Launch("p"), Launch("c", fused=True)], ONE_LAUNCH),
+        ([Launch("p", 1), Launch("x", 0), Launch("c", 1, fused=True)], ONE_LAUNCH),
+        ([Launch("p"), Launch("x", fused=True), Launch("c", fused=True)], ONE_LAUNCH),
+        ([Launch("c"), Launch("p", fused=True)], None),
+        # a launch others join is one step of its stream, ordered as a whole
+        ([Launch("p"), Launch("x"), Launch("c", fused=True)], STREAM_ORDER),
+        ([Launch("p"), Launch("x", pdl=True), Launch("c", fused=True)], PDL),
+        ([Launch("p"), Launch("x", fused=True), Launch("c")], STREAM_ORDER),
+        ([Launch("p", 0), WaitKernel("p", 1), Launch("x", 1), Launch("c", 1, fused=True)],
+         WAIT_KERNEL),
+        # a wait-kernel between: the launch after it is its own (sync.launch refuses the IR)
+        ([Launch("x"), WaitKernel("p"), Launch("c", fused=True), Launch("p", 1)], WAIT_KERNEL),
     ],
 )
 def test_ordering_guarantees(plan, expected):
     assert kind_of(plan) == expected
+
+
+def test_one_launch_holds_the_slots_of_its_largest_kernel():
+    # each stage alone fits 4 an SM (8 + 8 blocks on 4 SMs); p's kernel only 2: their one
+    # kernel fits 2 an SM, 8 blocks of the 16
+    def kind(plan, sms, p_per_sm):
+        residency = {"c": Residency(8, 4), "p": Residency(8, p_per_sm)}
+        found = guarantees(ProgressFacts(["c", "p"], [("p", "c")], plan, residency, sms))
+        return None if found[("p", "c")] is None else found[("p", "c")].kind
+
+    backwards = [Launch("c"), Launch("p", fused=True)]
+    assert kind(backwards, 4, 4) == CO_RESIDENT
+    assert kind(backwards, 4, 2) is None
+    assert kind(backwards, 8, 2) == CO_RESIDENT
+
+
+def test_a_launch_others_join_does_not_wait_for_its_own_stages():
+    report = analyze(ProgressFacts(["p", "c", "d"], [("p", "c"), ("c", "d")],
+                                   [Launch("p"), Launch("c", fused=True), Launch("d")], {}))
+    assert not report.stuck and report.cycle is None
+    assert {pair: g.kind for pair, g in report.guarantees.items()} == {
+        ("p", "c"): ONE_LAUNCH, ("c", "d"): STREAM_ORDER}
+    reversed_ = analyze(ProgressFacts(["p", "c"], [("p", "c")],
+                                      [Launch("c"), Launch("p", fused=True)], {}))
+    assert ("p", "c") not in reversed_.blocked  # co-residency could still save it
+    assert "tickets first" in reversed_.reasons[("p", "c")]
 
 
 def test_the_papers_wait_kernel_needs_in_order_dispatch_and_no_higher_priority():

@@ -410,6 +410,60 @@ def test_the_papers_wait_kernel_needs_in_order_dispatch(launches):
     assert overtaken.deadlock is not None and overtaken.guarantees == {("p", "c"): None}
 
 
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_one_launch_hands_out_producer_tiles_first(scheduler):
+    # cuSync in one launch: p's and c's blocks in one grid, tickets p's first; each c tile reads
+    # p's tiles backwards so that an early c block waits on the last p tile.
+    one = [Launch("p", 0), Launch("c", 0, fused=True)]
+    machine = SimMachine(sms=5, blocks_per_sm=2)
+    for seed in range(4):
+        result = simulate(chain((12,), one, reads=lambda t: [(11 - t[0],)]), machine,
+                          scheduler, launches=3, seed=seed)
+        result.check()
+        assert result.guarantees == {("p", "c"): "one-launch"}
+        # c's first blocks start on the slots p's partial second wave leaves free
+        assert result.stage_spans["c"][-1][0] < result.stage_spans["p"][-1][1]
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_one_launch_with_the_consumers_tickets_first_deadlocks(scheduler):
+    backwards = [Launch("c", 0), Launch("p", 0, fused=True)]
+    result = simulate(chain((12,), backwards), SimMachine(sms=5, blocks_per_sm=2), scheduler)
+    assert result.deadlock is not None and result.deadlock.reason == "slots-held-by-waiters"
+    assert result.guarantees == {("p", "c"): None}
+    # all of it resident at once: then any ticket order is safe
+    roomy = simulate(chain((12,), backwards), SimMachine(sms=12, blocks_per_sm=2), scheduler)
+    roomy.check()
+    assert roomy.guarantees == {("p", "c"): "co-resident"}
+
+
+def test_one_launch_holds_the_slots_of_its_largest_kernel():
+    # c alone fits 2 blocks an SM, p one: the launch's one kernel fits one
+    one = [Launch("p", 0), Launch("c", 0, fused=True)]
+    program = SimProgram(
+        [SimStage("p", (4,), duration=10, policy=tile_sync((4,)), blocks_per_sm=1),
+         SimStage("c", (4,), duration=10, blocks_per_sm=2)],
+        [SimDependency("p", "c", identity)], one)
+    result = simulate(program, SimMachine(sms=4, blocks_per_sm=2))
+    result.check()
+    assert result.makespan == 20  # two waves of 4: p's blocks, then c's
+
+
+@pytest.mark.parametrize("pdl", [False, True])
+def test_a_launch_after_one_launch_waits_for_all_of_it(pdl):
+    # c (short) ends long before p: d follows the whole launch, not its last grid
+    one = [Launch("p", 0), Launch("c", 0, fused=True), Launch("d", 0, pdl=pdl)]
+    program = SimProgram(
+        [SimStage("p", (2,), duration=10), SimStage("c", (2,), duration=1),
+         SimStage("d", (6,), duration=1)], [], one)
+    result = simulate(program, SimMachine(sms=4), "adversarial")
+    result.check()
+    d_start = result.stage_spans["d"][0][0]
+    # stream order: after all of it; pdl: once all of its blocks have started, on the first
+    # slot free (c's blocks end at 1)
+    assert d_start == (10 if not pdl else 1)
+
+
 def test_consumer_before_producer_on_one_stream_is_launch_blocked():
     result = simulate(chain((4,), [Launch("c"), Launch("p")]), SimMachine(sms=8))
     assert result.deadlock is not None and result.deadlock.reason == "launch-blocked"

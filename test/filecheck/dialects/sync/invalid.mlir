@@ -300,3 +300,32 @@ sync.launch @p
 sync.launch @p {stream = 1 : i64}
 
 // CHECK: sync.launch: @p is launched twice; a program launches each stage once a run
+
+// -----
+
+// A fused launch joins the launch right before it on its stream: there must be one.
+sync.stage @p {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.stage @c {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.launch @p {stream = 1 : i64}
+sync.launch @c {fused = true}
+
+// CHECK: sync.launch: fused, but no launch precedes it on stream 0 to join
+
+// -----
+
+sync.stage @p {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.stage @c {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.launch @p
+sync.wait_kernel @p
+sync.launch @c {fused = true}
+
+// CHECK: sync.launch: fused, but a sync.wait_kernel precedes it on stream 0: a fused launch joins the launch right before it
+
+// -----
+
+sync.stage @p {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.stage @c {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 32, 1, 1>, tile = array<i64: 1>}
+sync.launch @p
+sync.launch @c {fused = true, pdl = true}
+
+// CHECK: sync.launch: a fused launch joins the launch before it and has no pdl of its own

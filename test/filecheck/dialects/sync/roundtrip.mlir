@@ -84,6 +84,13 @@ builtin.module attributes {gpu.container_module} {
   // CHECK-NEXT: sync.launch @chain2 {stream = 1 : i64, pdl = true}
   // CHECK-NEXT: sync.launch @chain3 {stream = 2 : i64, pdl = true}
 
+  // cuSync in one launch: conv2's blocks join conv1's grid, tickets conv1's first.
+  sync.launch @conv1 {stream = 3 : i64, priority = -1 : i64}
+  sync.launch @conv2 {stream = 3 : i64, fused = true}
+
+  // CHECK:      sync.launch @conv1 {stream = 3 : i64, priority = -1 : i64}
+  // CHECK-NEXT: sync.launch @conv2 {stream = 3 : i64, fused = true}
+
   // Attention output P·V: both operands are produced by earlier stages (softmax gives P as
   // operand 0, the V projection gives V as operand 1).
   sync.stage @softmax {kernel = @kernels::@gemm, grid = array<i64: 4, 1>, block = array<i64: 256, 1, 1>, tile = array<i64: 128, 128>}
