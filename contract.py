@@ -246,9 +246,15 @@ DYNAMIC_SHARED_BYTES_ATTR = "tilesync.dynamic_shared_bytes"  # the launch size i
 DYNAMIC_SHARED_BASE_ALIGNMENT = 16
 # on a dataflow.pipeline: its stages fused into one kernel (dataflow-persistent-kernel)
 PERSISTENT_KERNEL_ATTR = "dataflow.persistent_kernel"
-# on a stage kernel whose body dataflow-persistent-kernel moved into that kernel (its own body is
-# then a lone return: it declares the stage's parameters, it computes nothing launched alone)
-FUSED_INTO_ATTR = "dataflow.fused_into"
+# on a stage kernel whose body moved into a kernel of several stages (dataflow-persistent-kernel,
+# sync-fuse-launches): its own body is then a lone return (it declares the stage's parameters,
+# it computes nothing launched alone)
+FUSED_INTO_ATTR = "tilesync.fused_into"
+# on a sync.launch that others join (`fused`): the kernel that runs all their stages
+ONE_LAUNCH_KERNEL_ATTR = "sync.one_launch_kernel"
+# on a shared memref.global of a kernel of several stages: the stage whose code alone uses it
+# (dynamic shared globals of different stages overlap: a block runs one stage)
+SHARED_OVERLAY_ATTR = "tilesync.shared_overlay"
 # Kitsune pipeline design, on a sync.stage (given by the front end or the user)
 DATAFLOW_KIND_ATTR = "dataflow.kind"  # gemm | elementwise | reduction | gather | bulk
 DATAFLOW_RESOURCE_ATTR = "dataflow.resource"  # #dataflow.resource<simt|tensor>
@@ -416,6 +422,7 @@ PARAM_KINDS: dict[str, ParamKind] = {
 # ---------------------------------------------------------------------------------------------
 
 STATIC_SHARED_LIMIT = 48 * 1024  # static shared memory per block; more needs the opt-in
+SHARED_ADDRESS_SPACE = 3  # NVPTX's address space of shared memory (a memref's memory space)
 
 
 @dataclass(frozen=True)

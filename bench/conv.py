@@ -24,6 +24,8 @@ same passes (mlp.MODES):
                   conv-pipeline=tma_ws kernels (warp-specialized, A copied by im2col TMA
                   loads, 64-row tiles; a producer thread waits, then fences the async proxy
                   before its copies of h), against tma:stream_sync;
+* tma:row+one_launch, tma:tile+one_launch  the TMA convs in one launch (sync-one-launch, as
+                  in bench/mlp.py): conv2's blocks join conv1's grid, tickets conv1's first;
 * tma:persistent  the same TMA convs without sync hooks, so persistent (at most a block an
                   SM walking its tiles), in stream order (graph-to-stages' persistent=true);
 
@@ -77,12 +79,14 @@ CP_ASYNC_MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+o
                   "row+wait_kernel")
 PERSISTENT = mlp.PERSISTENT
 TMA_MODES = (*(f"{TMA}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
-                                           "row+wait_kernel")), PERSISTENT)
+                                           "row+wait_kernel")), *mlp.ONE_LAUNCH, PERSISTENT)
 MODES = CP_ASYNC_MODES + TMA_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike; the tma:
 modes run graph-to-stages' conv-pipeline=tma_ws kernels (no tile order: the TMA convs have no
-`sync.tile`), their speedup against tma:stream_sync; tma:persistent runs the same convs without
-sync hooks as persistent grids in stream order (graph-to-stages' persistent=true)."""
+`sync.tile`), their speedup against tma:stream_sync; tma:row+one_launch and tma:tile+one_launch
+run both convs in one launch (sync-one-launch: tickets conv1's tiles first); tma:persistent runs
+the same convs without sync hooks as persistent grids in stream order (graph-to-stages'
+persistent=true)."""
 TORCH_MODES = mlp.TORCH_MODES
 
 

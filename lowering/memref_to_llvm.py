@@ -56,6 +56,7 @@ from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
     DYNAMIC_SHARED_BASE_ALIGNMENT,
     DYNAMIC_SHARED_BYTES_ATTR,
+    SHARED_OVERLAY_ATTR,
 )
 from tilesync.dialects.dataflow import element_bytes
 from tilesync.lowering.llvm_conversion import (
@@ -207,9 +208,12 @@ def _global_alignment(op: memref.GlobalOp) -> int:
 
 def pack_dynamic_shared(container: Operation) -> tuple[dict[str, int], int, int]:
     """Offsets of the dynamic shared globals directly in `container` (in order, each at its
-    alignment) -> ({name: byte offset}, total bytes, largest alignment)."""
+    alignment) -> ({name: byte offset}, total bytes, largest alignment). Globals of an overlay
+    (`SHARED_OVERLAY_ATTR`: one stage's of a kernel of several, a block running one of them)
+    start where the others end, each overlay at the same place: the total is the largest."""
     offsets: dict[str, int] = {}
-    total, align = 0, SHARED_GLOBAL_ALIGNMENT
+    common: list[memref.GlobalOp] = []
+    overlays: dict[int, list[memref.GlobalOp]] = {}
     for region in container.regions:
         for block in region.blocks:
             for op in block.ops:
@@ -219,12 +223,26 @@ def pack_dynamic_shared(container: Operation) -> tuple[dict[str, int], int, int]
                     raise unsupported_op_error(
                         PASS_NAME, op, f"{DYNAMIC_SHARED_ATTR} needs a shared (space 3) global"
                     )
-                alignment = _global_alignment(op)
-                total = -(-total // alignment) * alignment
-                offsets[op.sym_name.data] = total
-                total += _element_count(op, op.type) * element_size_in_bytes(
-                    op, op.type.element_type)
-                align = max(align, alignment)
+                overlay = op.attributes.get(SHARED_OVERLAY_ATTR)
+                if isinstance(overlay, IntegerAttr):
+                    overlays.setdefault(overlay.value.data, []).append(op)
+                else:
+                    common.append(op)
+    align = SHARED_GLOBAL_ALIGNMENT
+
+    def place(ops: list[memref.GlobalOp], start: int) -> int:
+        nonlocal align
+        end = start
+        for op in ops:
+            alignment = _global_alignment(op)
+            end = -(-end // alignment) * alignment
+            offsets[op.sym_name.data] = end
+            end += _element_count(op, op.type) * element_size_in_bytes(op, op.type.element_type)
+            align = max(align, alignment)
+        return end
+
+    shared = place(common, 0)
+    total = max([shared, *(place(ops, shared) for ops in overlays.values())])
     return offsets, total, align
 
 

@@ -24,6 +24,7 @@ from tilesync.contract import CompileError, SourceLocation
 KERNEL_TO_LLVM: tuple[str, ...] = (
     "convert-dataflow-to-nvvm",  # queue acquire/release/entry → tickets, spins, ring addresses
     "dataflow-persistent-kernel",  # a pipeline's stages → one kernel, a CTA range per stage
+    "sync-fuse-launches",        # the stages of one launch → one kernel, a ticket range each
     "convert-sync-to-nvvm",      # sync.tile/wait/post → gpu ids, scf spin loops, nvvm atomics
     "convert-tile-to-nvvm",      # tensor-core tile ops → ldmatrix / mma.sync / cp.async
     "lower-affine",              # policy maps (affine.apply) → arith

@@ -73,6 +73,7 @@ from tilesync.dialects.sync import ENUMERATION_LIMIT
 from tilesync.lowering.llvm_conversion import located_type_errors
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
+from tilesync.transforms.sync.fuse_launches import order_coordinates
 
 PASS_NAME = "convert-sync-to-nvvm"
 
@@ -174,19 +175,12 @@ class LowerOrderedTile(RewritePattern):
         linear = b.value(memref.LoadOp.get(table, [slot])) if table is not None else slot
         if table is not None:
             linear = b.value(arith.IndexCastOp(linear, IndexType()))
-        rank = len(op.results)
-        dims = extents[:rank]
-        # row-major: the last coordinate varies fastest; column-major: the first
-        order = range(rank - 1, -1, -1) if kind != "column_major" else range(rank)
-        coords: dict[int, SSAValue] = {}
-        rest = linear
-        for position, d in enumerate(order):
-            if position == rank - 1:
-                coords[d] = rest
-            else:
-                coords[d] = b.value(arith.RemUIOp(rest, dims[d]))
-                rest = b.value(arith.DivUIOp(rest, dims[d]))
-        rewriter.replace(op, [], [coords[d] for d in range(rank)])
+        # row-major (and a table's entries): the last coordinate varies fastest
+        decode, coords = order_coordinates("column_major" if kind == "column_major" else
+                                           "row_major", linear, extents[:len(op.results)])
+        for decoded in decode:
+            b.insert(decoded)
+        rewriter.replace(op, [], coords)
 
 
 class LowerTile(RewritePattern):

@@ -27,11 +27,10 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.op_templates import create
-from tilesync.contract import TENSOR_MAP
+from tilesync.contract import SHARED_ADDRESS_SPACE, TENSOR_MAP
 from tilesync.dialects.tile import TensorMapType
 
 GLOBAL_ADDRESS_SPACE = 1
-SHARED_ADDRESS_SPACE = 3
 LOCAL_ADDRESS_SPACE = 5
 
 _NAMED_SPACES = {"global": GLOBAL_ADDRESS_SPACE, "workgroup": SHARED_ADDRESS_SPACE,

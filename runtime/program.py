@@ -18,13 +18,14 @@ import numpy as np
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph
+from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, one_launch_groups
 from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_FIELDS,
     DEBUG_RECORD_WORDS,
     NEXT_EPOCH_KERNEL,
     NUM_SEMAPHORES_ATTR,
+    ONE_LAUNCH_KERNEL_ATTR,
     SPIN_SITE_MBARRIER,
     SPIN_SITE_QUEUE_FULL,
     SPIN_SITE_SEMAPHORE,
@@ -50,8 +51,8 @@ from tilesync.runtime.stream import (
 
 INT32_MAX = 2**31 - 1
 
-__all__ = ["CapturedRun", "SpinTimeoutError", "StageProgram", "describe_timeout",
-           "module_symbols", "read_plan"]
+__all__ = ["CapturedRun", "OneLaunch", "SpinTimeoutError", "StageProgram", "describe_timeout",
+           "module_symbols", "one_launches", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -99,6 +100,31 @@ def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[HostSte
         stages[name] = Stage(name, op.kernel.nested_references.data[-1].data,
                              _dims3(op.grid_shape), _dims3(op.block_shape), sems, posts)
     return stages, graph.plan
+
+
+@dataclass(frozen=True)
+class OneLaunch:
+    """A launch that others join: the kernel that runs its stages, and the stages."""
+
+    kernel: str
+    stages: tuple[str, ...]
+
+
+def one_launches(steps: Sequence[HostStep]) -> dict[str, OneLaunch]:
+    """By its first stage, each launch that others join (`sync.launch ... fused`), with the
+    kernel sync-fuse-launches made of them."""
+    found: dict[str, OneLaunch] = {}
+    for group in one_launch_groups(steps):
+        if len(group) < 2:
+            continue
+        head = group[0]
+        kernel = head.op.attributes.get(ONE_LAUNCH_KERNEL_ATTR) if head.op is not None else None
+        if kernel is None:
+            raise ValueError(f"@{group[1].stage} joins the launch of @{head.stage}, but no "
+                             f"kernel runs them together (sync-fuse-launches did not run)")
+        found[head.stage] = OneLaunch(kernel.nested_references.data[-1].data,
+                                      tuple(member.stage for member in group))
+    return found
 
 
 def _step_stage(step: HostStep) -> str:
@@ -152,6 +178,10 @@ class StageProgram:
         for stage in self.stages.values():
             if stage.kernel not in self.kernels:
                 raise ValueError(f"stage @{stage.name}: kernel {stage.kernel} not compiled")
+        self.one_launches = one_launches(self.steps)
+        for name, together in self.one_launches.items():
+            if together.kernel not in self.kernels:
+                raise ValueError(f"the launch of @{name}: kernel {together.kernel} not compiled")
         self.epoch = 0
         self._state = _State()
         self._streams: dict[int, Stream] = {}
@@ -294,12 +324,34 @@ class StageProgram:
             launch(self.kernels[WAIT_KERNEL], 1, 1,
                    [self._bind(role, step.producer) for role in sig.sync_args], stream=stream)
             return
+        if step.fused:
+            return  # its blocks run in the launch it joins
+        together = self.one_launches.get(step.stage)
+        if together is not None:
+            self._launch_together(step, together, args, stream)
+            return
         stage = self.stages[step.stage]
         sig = self.signatures[stage.kernel]
         user = checked_user_args(step.stage, sig, args)
         bound = [self._bind(role, step.stage) for role in sig.sync_args]
         launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
                stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)
+
+    def _launch_together(self, step: Launch, together: OneLaunch,
+                         args: Mapping[str, Sequence[Any]], stream: Any) -> None:
+        """One grid of every block of the launch's stages (one dimension: tickets), each
+        stage's own arguments in stage order, the kernel's roles bound as the first stage's."""
+        sig = self.signatures[together.kernel]
+        user: list[Any] = []
+        blocks = 0
+        for name in together.stages:
+            stage = self.stages[name]
+            user += checked_user_args(name, self.signatures[stage.kernel], args)
+            blocks += math.prod(stage.grid)
+        bound = [self._bind(role, step.stage) for role in sig.sync_args]
+        launch(self.kernels[together.kernel], (blocks, 1, 1), self.stages[step.stage].block,
+               [*user, *bound], stream=stream, pdl=step.pdl,
+               shared_mem=sig.dynamic_shared_bytes)
 
     def _plan_streams(self) -> tuple[Stream, list[Stream]]:
         """The run's first stream (it forks and joins the others) and the others; each at the
@@ -319,6 +371,8 @@ class StageProgram:
         self._plan_streams()
         for step in self.steps:
             kernel = self.stages[step.stage].kernel if isinstance(step, Launch) else WAIT_KERNEL
+            if isinstance(step, Launch) and step.stage in self.one_launches:
+                kernel = self.one_launches[step.stage].kernel
             for role in self.signatures[kernel].sync_args:
                 self._bind(role, _step_stage(step))
         if self.device_epoch:

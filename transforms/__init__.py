@@ -22,6 +22,8 @@ _PASSES: dict[str, tuple[str, str]] = {
     "sync-insert-wait-kernel": ("tilesync.transforms.sync.insert_wait_kernel",
                                 "InsertWaitKernelPass"),
     "sync-use-pdl": ("tilesync.transforms.sync.use_pdl", "UsePDLPass"),
+    "sync-one-launch": ("tilesync.transforms.sync.one_launch", "OneLaunchPass"),
+    "sync-fuse-launches": ("tilesync.transforms.sync.fuse_launches", "FuseLaunchesPass"),
     "sync-epoch-in-memory": ("tilesync.transforms.sync.epoch_in_memory", "EpochInMemoryPass"),
     # the graph level (transforms/graph/)
     "graph-to-stages": ("tilesync.transforms.graph.graph_to_stages", "GraphToStagesPass"),

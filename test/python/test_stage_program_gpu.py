@@ -1,7 +1,8 @@
 """On a GPU: the GPT-3 MLP stage program (examples/gpt3_mlp_sync.mlir) with synchronization
 generated from its declared dependency, under each policy, with and without the R reordering
-and a generated tile order, made safe by the wait-kernel or by PDL, run 100 times without a
-memset between runs, checked against numpy. Skipped without a GPU (conftest.py)."""
+and a generated tile order, made safe by the wait-kernel, by PDL or by one launch of both GEMMs
+(their tickets of one counter never reset either), run 100 times without a memset between runs,
+checked against numpy. Skipped without a GPU (conftest.py)."""
 
 from importlib import resources
 
@@ -23,6 +24,10 @@ VARIANTS = {
                    "sync-reorder-loads", "sync-insert-post-wait", "sync-use-pdl"],
     "row+order+wait-kernel": ["sync-generate-policies", "sync-tile-order{order=generated}",
                               "sync-insert-post-wait", "sync-insert-wait-kernel"],
+    # cuSync in one launch: one grid of both GEMMs' blocks, tickets GEMM1's first
+    "row+one-launch": ["sync-generate-policies", "sync-insert-post-wait", "sync-one-launch"],
+    "tile+R+one-launch": ["sync-generate-policies", "sync-select-policy{policy=tile}",
+                          "sync-reorder-loads", "sync-insert-post-wait", "sync-one-launch"],
 }
 
 
@@ -64,7 +69,8 @@ def test_gpt3_mlp_stage_program_100_runs(variant):
                   100 * program.stages["gemm1"].posts_per_semaphore)
 
 
-@pytest.mark.parametrize("progress", ["sync-use-pdl", "sync-insert-wait-kernel"])
+@pytest.mark.parametrize("progress", ["sync-use-pdl", "sync-insert-wait-kernel",
+                                      "sync-one-launch"])
 def test_graph_replays_100_times_without_memset(progress):
     """sync-epoch-in-memory: a CUDA graph of one run, replayed; the device bumps the epoch."""
     passes = ("sync-generate-policies", "sync-insert-post-wait", progress, "sync-verify",

@@ -1,47 +1,43 @@
 """`dataflow-persistent-kernel`: a pipeline's stages as one kernel whose CTAs take stage roles.
 
 Kitsune relies on a grid scheduler that co-schedules a pipeline's kernels; ours has none, and
-kernels launched on separate streams (or as sibling nodes of a CUDA graph) may run one after
-the other, in which case a producer fills its queue and spins forever. So every pipeline whose
-stage kernels share one block size becomes one kernel: CTA b of it runs the stage whose range
-[first, first + ctas) holds b, as that stage's CTA b - first (`gpu.block_id` and
-`gpu.grid_dim` of the stage's body become the stage's own index and count along x, 0 and 1 along
-y and z: a stage's CTAs form a line). The
-runtime launches it cooperatively, so all its CTAs are resident at once or the launch fails:
-the co-residency a pipeline needs is then the hardware's promise. Stage ranges follow the
-pipeline's order, so with CTA counts that are multiples of the SM count, the hardware's
-round-robin dispatch puts one CTA of each stage on every SM (a SIMT stage next to a tensor
-stage, Kitsune's pairing, where the pipeline lists them so).
+kernels launched on separate streams (or as sibling nodes of a CUDA graph) may run one after the
+other, in which case a producer fills its queue and spins forever. So every pipeline whose stage
+kernels share one block size becomes one kernel: CTA b of it runs the stage whose range [first,
+first + ctas) holds b, as that stage's CTA b - first (`gpu.block_id` and `gpu.grid_dim` of the
+stage's body become the stage's own index and count along x, 0 and 1 along y and z: a stage's
+CTAs form a line). The runtime launches it cooperatively, so all its CTAs are resident at once
+or the launch fails: the co-residency a pipeline needs is then the hardware's promise. Stage
+ranges follow the pipeline's order, so with CTA counts that are multiples of the SM count, the
+hardware's round-robin dispatch puts one CTA of each stage on every SM (a SIMT stage next to a
+tensor stage, Kitsune's pairing, where the pipeline lists them so).
 
-It runs after convert-dataflow-to-nvvm, on kernels whose queues are already ring parameters:
-the new kernel takes the stages' own parameters in stage order, then each role once (a queue
-both produced and consumed is one ring). The pipeline records the new kernel as
+It runs after convert-dataflow-to-nvvm, on kernels whose queues are already ring parameters: the
+new kernel takes the stages' own parameters in stage order, then each role once (a queue both
+produced and consumed is one ring). The pipeline records the new kernel as
 `dataflow.persistent_kernel`. A stage kernel that nothing else names keeps its signature and
 attributes, the declaration of its stage's parameters that the runtime binds arguments by, but
-its body becomes a lone return, marked `dataflow.fused_into`: otherwise every pass, LLVM and
-ptxas after this one would compile each stage twice, once as code no launch runs (half of an
-MLP stack's compile time). Stages whose bodies are one code but for constants (`same_code`:
-NeRF's five 256 -> 256 layers, their queues' depths aside) share one branch that chooses,
-by CTA, the stage's CTA range, parameters and constants: their code is compiled once. Pipelines
-whose kernels differ in block size or are not in one gpu.module keep separate kernels.
+its body becomes a lone return, marked `tilesync.fused_into` (transforms/kernel_fusion.py):
+otherwise every pass, LLVM and ptxas after this one would compile each stage twice, once as code
+no launch runs (half of an MLP stack's compile time). Stages whose bodies are one code but for
+constants (`same_code`: NeRF's five 256 -> 256 layers, their queues' depths aside) share one
+branch that chooses, by CTA, the stage's CTA range, parameters and constants: their code is
+compiled once. Pipelines whose kernels differ in block size or are not in one gpu.module keep
+separate kernels.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     BFloat16Type,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -53,17 +49,19 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
-from tilesync.compat.rewrite_driver import ops_of, walk_ops
+from tilesync.compat.rewrite_driver import ops_of
 from tilesync.contract import (
-    FUSED_INTO_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
     PERSISTENT_KERNEL_ATTR,
-    SYNC_ARGS_ATTR,
-    Role,
 )
 from tilesync.dialects import dataflow
-from tilesync.dialects.kernel_args import set_sync_roles, sync_roles
 from tilesync.transforms.dataflow.same_code import same_code
+from tilesync.transforms.kernel_fusion import (
+    fused_kernel,
+    fused_parameters,
+    mark_fused_into,
+    symbol_uses,
+)
 
 
 def persistent_name(pipeline: dataflow.PipelineOp) -> str:
@@ -88,11 +86,6 @@ def _fusable(module: ModuleOp, pipeline: dataflow.PipelineOp
     gmod = kernels[0][1].parent_op()
     assert isinstance(gmod, gpu.ModuleOp)
     return gmod, kernels
-
-
-def _roles_and_users(kernel: gpu.FuncOp) -> tuple[list[Role], int]:
-    roles = sync_roles(kernel)
-    return roles, len(kernel.body.blocks.first.args) - len(roles)
 
 
 @dataclass
@@ -337,76 +330,23 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
          movable: Collection[gpu.FuncOp] = ()) -> gpu.FuncOp:
     """The persistent kernel of `pipeline` (appended to `gmod`). Stages of one code
     (same_code) share it; the bodies of the `movable` stage kernels move into it or are dropped
-    (they keep a lone return and `dataflow.fused_into`); the others are cloned."""
-    user_types, roles, role_types = [], [], {}
-    for _, kernel in kernels:
-        kernel_roles, users = _roles_and_users(kernel)
-        args = kernel.body.blocks.first.args
-        user_types += [a.type for a in args[:users]]
-        for role, arg in zip(kernel_roles, args[users:]):
-            if role not in role_types:
-                roles.append(role)
-                role_types[role] = arg.type
-    block = Block(arg_types=[*user_types, *(role_types[r] for r in roles)])
-    role_arg = {r: block.args[len(user_types) + i] for i, r in enumerate(roles)}
-
+    (they keep a lone return and FUSED_INTO_ATTR); the others are cloned."""
+    parameters = fused_parameters([kernel for _, kernel in kernels])
+    block = parameters.block
     cta = gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
     block.add_op(cta)
     stages: list[_Stage] = []
-    position, first = 0, 0
-    for stage, kernel in kernels:
-        kernel_roles, users = _roles_and_users(kernel)
-        params = list(block.args[position:position + users])
-        position += users
-        params += [role_arg[role] for role in kernel_roles]
+    first = 0
+    for (stage, kernel), params in zip(kernels, parameters.params, strict=True):
         stages.append(_Stage(stage, kernel, params, first, first + stage.num_ctas, {}))
         first += stage.num_ctas
     classes = _classes(stages, gmod)
     _dispatch(block, cta, classes, [_class_body(members, cta, movable) for members in classes])
     block.add_op(gpu.ReturnOp([]))
-    first_kernel = kernels[0][1]
-    fused = gpu.FuncOp(persistent_name(pipeline),
-                       FunctionType.from_lists(list(block.arg_types), []),
-                       Region(block), kernel=True)
-    fused.attributes[KNOWN_BLOCK_SIZE_ATTR] = first_kernel.attributes[KNOWN_BLOCK_SIZE_ATTR]
-    if roles:
-        set_sync_roles(fused, roles)
-    elif SYNC_ARGS_ATTR in fused.attributes:
-        del fused.attributes[SYNC_ARGS_ATTR]
+    fused = fused_kernel(persistent_name(pipeline), parameters, kernels[0][1])
     gmod.body.blocks.first.add_op(fused)
-    for kernel in {id(k): k for _, k in kernels if k in movable}.values():
-        kernel.attributes[FUSED_INTO_ATTR] = SymbolRefAttr(gmod.sym_name.data,
-                                                           [fused.sym_name.data])
+    mark_fused_into([k for _, k in kernels if k in movable], fused)
     return fused
-
-
-def _symbol_refs(op: Operation) -> set[str]:
-    """The symbol references in `op`'s attributes and properties, nested ones included."""
-    found: set[str] = set()
-
-    def visit(attr: Attribute) -> None:
-        if isinstance(attr, SymbolRefAttr):
-            found.add(str(attr))
-        elif isinstance(attr, ArrayAttr):
-            for item in attr.data:
-                visit(item)
-        elif isinstance(attr, DictionaryAttr):
-            for item in attr.data.values():
-                visit(item)
-
-    for attr in (*op.attributes.values(), *op.properties.values()):
-        visit(attr)
-    return found
-
-
-def symbol_uses(module: ModuleOp) -> Counter[str]:
-    """How many times each symbol is named by the ops of `module`."""
-    uses: Counter[str] = Counter()
-    for op in walk_ops(module):
-        refs = _symbol_refs(op)
-        if refs:
-            uses.update(refs)
-    return uses
 
 
 @dataclass(frozen=True)

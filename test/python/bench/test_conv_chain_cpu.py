@@ -15,7 +15,7 @@ from tilesync.dialects import sync
 from tilesync.transforms.graph.graph_to_stages import conv_halo
 
 PROGRESS = {"stream_sync": "stream order", "pdl": "programmatic dependent launch",
-            "wait_kernel": "wait-kernel"}
+            "wait_kernel": "wait-kernel", "one_launch": "one launch"}
 
 
 def test_the_bench_shapes_are_accepted_with_the_halo_of_their_tiles():
@@ -61,6 +61,8 @@ def test_every_mode_is_proved_with_its_guarantee_and_policy(shape):
         launches = [op for op in module.ops if isinstance(op, sync.LaunchOp)]
         streams = {op.stream.value.data if op.stream else 0 for op in launches}
         assert (streams == {0}) == (sync_mode != "row+wait_kernel"), (mode, streams)
+        assert [bool(op.fused.value.data) for op in launches] == \
+            [False, sync_mode.endswith("one_launch")], mode
 
 
 def test_the_tma_modes_run_the_tma_convs_and_the_others_the_cp_async_ones():
@@ -103,7 +105,8 @@ def test_a_shape_is_refused_per_pipeline_with_each_reason():
     assert conv.refusals((1, 56, 96), conv.CP_ASYNC_MODES).keys() == {"cp_async"}
     # one column of 64 channels: tma:tile+pdl would be tma:row+pdl's program
     assert [m for m in conv.modes_for((1, 56, 64)) if m.startswith(conv.TMA)] == \
-        ["tma:stream_sync", "tma:row+pdl", "tma:row+wait_kernel", "tma:persistent"]
+        ["tma:stream_sync", "tma:row+pdl", "tma:row+wait_kernel", "tma:row+one_launch",
+         "tma:persistent"]
 
 
 def test_every_mode_compiles_to_ptx_nvjitlink_accepts():

@@ -12,7 +12,7 @@ import pytest
 
 from tilesync.api import lower
 from tilesync.bench import mlp as bench
-from tilesync.contract import TILE_COUNTER, Role
+from tilesync.contract import EPOCH, TILE_COUNTER, Role
 from tilesync.dialects import sync
 from tilesync.kernels.mlp import fit_ordered, mlp_spec, mlp_stage_module, output_tile
 
@@ -183,6 +183,60 @@ def test_tma_modes_verify_and_compile(model, M, mode, policy):
     assert sigs["gemm1"].user_params == ("tmap",) * 3 == sigs["gemm2"].user_params
     with pytest.raises(ValueError, match="M >= 64"):
         mlp_spec(model, 16, mma="tma")
+
+
+@pytest.mark.parametrize(("model", "M", "mode", "policy"), [
+    ("gpt3", 256, "tma:row+one_launch", "RowSync"),  # GEMM2 takes GEMM1's 64 rows
+    ("llama", 512, "tma:tile+one_launch", "TileSync"),  # a k-step may read two GEMM1 tiles
+])
+def test_one_launch_modes_run_both_gemms_in_one_kernel(model, M, mode, policy):
+    """cuSync in one launch: GEMM2's launch joins GEMM1's (fused), sync-verify proves it by the
+    launch's tickets, and one kernel of both GEMMs (their tensor maps in stage order, the
+    semaphores, the epoch and the ticket counter once) is what nvJitLink accepts, its dynamic
+    shared memory the larger GEMM's, not their sum."""
+    spec = bench.mode_spec(model, M, mode)
+    assert spec.cfg1.block == spec.cfg2.block
+    if M == 256:
+        assert bench.mode_spec(model, M, "tma:stream_sync").cfg2.tile[0] == 128
+        assert spec.cfg1.tile[0] == spec.cfg2.tile[0] == 64
+        assert bench.ONE_LAUNCH_BASELINE in bench.modes_for(model, M)
+        assert bench.baseline_mode(mode, {"tma:stream_sync", bench.ONE_LAUNCH_BASELINE}) == \
+            bench.ONE_LAUNCH_BASELINE
+    entry = bench.compile_job((model, M, mode, False), "sm_90")
+    host = entry["host"]
+    assert f"#sync.policy<{policy}" in host and 'sync.verified = "proved"' in host
+    assert "@gemm1: one launch, the producer's tickets first" in host
+    assert "sync.launch @gemm1 {sync.one_launch_kernel = @gemm1_launch_module::@gemm1_launch" \
+        in host and "sync.launch @gemm2 {fused = true}" in host
+    sigs = entry["kernels"]
+    fused = sigs["gemm1_launch"]
+    assert fused.user_params == ("tmap",) * 6
+    assert fused.sync_args == (Role.semaphores("gemm1"), EPOCH, TILE_COUNTER)
+    largest = max(sigs["gemm1"].dynamic_shared_bytes, sigs["gemm2"].dynamic_shared_bytes)
+    assert fused.dynamic_shared_bytes <= largest + 1024
+    ptx = entry["ptx_by_module"]["gemm1_launch_module"]
+    assert "atom.global.add.u32" in ptx or "atom.relaxed.gpu.global.add" in ptx
+    assert ptx.count(".entry") == 1
+    # the stage kernels' bodies moved: they compile to a lone return
+    assert "cp.async.bulk.tensor" not in entry["ptx_by_module"]["gemm1_module"]
+
+
+def test_one_launch_of_the_mlp_runs_clean_in_the_simulator():
+    """The one-launch MLP in one grid whose tickets hand out GEMM1's tiles first (GEMM1's
+    blocks following their kernel; GEMM2's producer thread waits alone, which the simulator
+    does not follow: its blocks read their declared tiles after their waits): no early read, no
+    deadlock, under the adversarial and random schedulers, on a machine with room for a third
+    of its blocks."""
+    from tilesync.analysis.simulator import SimMachine, program_from_ir, simulate
+
+    module = bench.stage_module("gpt3", 256, "tma:row+one_launch")
+    lower(module, bench.MODES["tma:row+one_launch"])
+    program = program_from_ir(module, follow_kernels=True)
+    assert set(program.unfollowed) == {"gemm2"}
+    for scheduler, seed in (("adversarial", 0), ("random", 1), ("random", 2)):
+        result = simulate(program, SimMachine(sms=64), scheduler, seed=seed, launches=2)
+        result.check()
+        assert result.guarantees == {("gemm1", "gemm2"): "one-launch"}
 
 
 def test_the_persistent_mode_runs_the_tma_gemms_without_hooks_in_stream_order():

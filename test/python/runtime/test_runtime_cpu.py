@@ -662,3 +662,39 @@ def test_a_run_forks_its_other_streams_after_the_epoch_bump(monkeypatch):
     assert recorded > bump  # the fork is recorded after the bump on the main stream
     assert log.index(("launch", "c", other)) > log.index(fork)
     assert run.last_start.id < fork[2]  # the run's timing still starts before the bump
+
+
+def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
+    """cuSync in one launch: the launch of @p that @c joins launches the kernel made of both
+    (sync-fuse-launches) once, a one-dimensional grid of both stages' blocks, with @p's then
+    @c's own arguments and the kernel's roles bound as @p's (its ticket counter is @p's);
+    @c's own launch launches nothing."""
+    from tilesync.analysis.stage_graph import Launch
+    from tilesync.contract import EPOCH, TILE_COUNTER, KernelSignature, Role
+    from tilesync.runtime import program as program_module
+
+    launched: list[tuple] = []
+    monkeypatch.setattr(program_module, "launch",
+                        lambda kernel, grid, block, args, stream, **options: launched.append(
+                            (kernel, grid, block, args, stream, options)))
+    run = program_module.StageProgram.__new__(program_module.StageProgram)
+    sems = Role.semaphores("p")
+    run.stages = {"p": program_module.Stage("p", "kp", (2, 3, 1), (128, 1, 1), 6, 1),
+                  "c": program_module.Stage("c", "kc", (4, 1, 1), (128, 1, 1), 4, 1)}
+    run.signatures = {
+        "kp": KernelSignature("m", "kp", ("ptr", "ptr", "i32"), sync_args=(sems, EPOCH)),
+        "kc": KernelSignature("m2", "kc", ("ptr", "ptr", "i32"), sync_args=(sems, EPOCH)),
+        "p_launch": KernelSignature("m3", "p_launch", ("ptr", "ptr", "ptr", "i32", "ptr"),
+                                    sync_args=(sems, EPOCH, TILE_COUNTER),
+                                    dynamic_shared_bytes=4096)}
+    run.kernels = {"kp": "kp", "kc": "kc", "p_launch": "fused"}
+    run.one_launches = {"p": program_module.OneLaunch("p_launch", ("p", "c"))}
+    run._bind = lambda role, stage: f"{role}@{stage}"
+    steps = [Launch("p", pdl=True), Launch("c", fused=True)]
+    for step in steps:
+        run._launch_step(step, {"p": ["out"], "c": ["in"]}, "stream")
+    assert launched == [("fused", (10, 1, 1), (128, 1, 1),
+                         ["out", "in", "sems:@p@p", "epoch@p", "tile_counter@p"], "stream",
+                         {"pdl": True, "shared_mem": 4096})]
+    with pytest.raises(ValueError, match="takes 1 argument"):
+        run._launch_step(steps[0], {"p": ["out"], "c": []}, "stream")

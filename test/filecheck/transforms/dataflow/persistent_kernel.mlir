@@ -33,10 +33,10 @@ builtin.module {
 // The stage kernels keep their parameters and attributes (the runtime binds a stage's arguments
 // by them) but not their bodies, which the persistent kernel now holds: no pass after this one
 // compiles them twice.
-// CHECK-LABEL: gpu.func @producer(%{{.*}}: index, %{{.*}}: memref<?xi8>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, sync.args = ["queue:@q"], dataflow.fused_into = @kernels::@p_persistent} {
+// CHECK-LABEL: gpu.func @producer(%{{.*}}: index, %{{.*}}: memref<?xi8>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, sync.args = ["queue:@q"], tilesync.fused_into = @kernels::@p_persistent} {
 // CHECK-NEXT:    gpu.return
 // CHECK-NEXT:  }
-// CHECK-NEXT:  gpu.func @consumer(%{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi8>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, sync.args = ["queue:@q"], dataflow.fused_into = @kernels::@p_persistent} {
+// CHECK-NEXT:  gpu.func @consumer(%{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi8>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, sync.args = ["queue:@q"], tilesync.fused_into = @kernels::@p_persistent} {
 // CHECK-NEXT:    gpu.return
 // CHECK-NEXT:  }
 // CHECK-NEXT:  gpu.func @p_persistent(%{{.*}}: index, %{{.*}}: memref<?xf32>, %[[RING:.*]]: memref<?xi8>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, sync.args = ["queue:@q"]}

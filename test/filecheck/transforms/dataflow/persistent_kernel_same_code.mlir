@@ -71,9 +71,9 @@ builtin.module {
 }
 
 // The stage kernels keep their signatures (the runtime binds by them), not their bodies.
-// CHECK-LABEL: gpu.func @double(%{{.*}}: memref<64xf32>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>) kernel attributes {{{.*}}dataflow.fused_into = @kernels::@p_persistent} {
+// CHECK-LABEL: gpu.func @double(%{{.*}}: memref<64xf32>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>) kernel attributes {{{.*}}tilesync.fused_into = @kernels::@p_persistent} {
 // CHECK-NEXT:    gpu.return
-// CHECK:       gpu.func @triple(%{{.*}}: memref<64xf32>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>) kernel attributes {{{.*}}dataflow.fused_into = @kernels::@p_persistent} {
+// CHECK:       gpu.func @triple(%{{.*}}: memref<64xf32>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>) kernel attributes {{{.*}}tilesync.fused_into = @kernels::@p_persistent} {
 // CHECK-NEXT:    gpu.return
 // CHECK:       gpu.func @p_persistent(%[[W2:.*]]: memref<64xf32>, %[[W3:.*]]: memref<64xf32>, %{{.*}}: memref<?xf32>, %[[A:.*]]: memref<?xi8>, %[[B:.*]]: memref<?xi8>, %[[C:.*]]: memref<?xi8>)
 // CHECK-NEXT:    %[[CTA:.*]] = gpu.block_id x

@@ -33,11 +33,11 @@ builtin.module {
 }
 
 // CHECK-LABEL: gpu.func @producer(
-// CHECK-SAME:      dataflow.fused_into = @kernels::@p_persistent
+// CHECK-SAME:      tilesync.fused_into = @kernels::@p_persistent
 // CHECK-NEXT:    gpu.return
 // CHECK-NEXT:  }
 // CHECK-NEXT:  gpu.func @consumer(
-// CHECK-NOT:       dataflow.fused_into
+// CHECK-NOT:       tilesync.fused_into
 // CHECK-SAME:      {
 // CHECK:         memref.store
 // CHECK:         gpu.return

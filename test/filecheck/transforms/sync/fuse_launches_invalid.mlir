@@ -1,0 +1,41 @@
+// RUN: tilesync-opt %s --split-input-file --verify-diagnostics -p sync-fuse-launches | filecheck %s
+
+// A launch declared fused by hand whose kernels cannot be one kernel is refused at the launch.
+builtin.module {
+  sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 256, 1, 1>, tile = array<i64: 128>}
+  sync.launch @produce
+  sync.launch @consume {fused = true}
+  gpu.module @k {
+    gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      gpu.return
+    }
+  }
+}
+
+// CHECK: sync-fuse-launches: @consume cannot join the launch of @produce: their kernels' blocks differ (128x1x1 and 256x1x1 threads)
+
+// -----
+
+// A kernel that reads a global outside shared memory cannot take it along.
+builtin.module {
+  sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.launch @produce
+  sync.launch @consume {fused = true}
+  gpu.module @k {
+    "memref.global"() {sym_name = "table", sym_visibility = "private", type = memref<4xi32, 1>, initial_value} : () -> ()
+    gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = memref.get_global @table : memref<4xi32, 1>
+      gpu.return
+    }
+  }
+}
+
+// CHECK: sync-fuse-launches: @consume cannot join the launch of @produce: @consume: its kernel reads the global @table, not one in shared memory
