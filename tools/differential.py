@@ -26,8 +26,8 @@ wait and the read that only verify's per-step coverage refuses), guarded by an `
 clipped tile may fall outside the producer grid; then a store of its own tile and a
 `sync.store_point`. The program
 then goes through the real passes (policies, maybe a named policy or the generated tile order,
-post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl and
-sync-drop-wait-kernel) and sync-verify.
+post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl,
+sync-one-launch and sync-drop-wait-kernel) and sync-verify.
 
 Whatever verify proves is run by `analysis.simulator` on the true machine (its SM count and
 every stage's blocks per SM, whether verify knew them or not), each block following its
@@ -324,7 +324,8 @@ def draw_program(draw: Draw) -> Program:
         passes.append("sync-tile-order{order=generated}")
     passes.append("sync-insert-post-wait")
     drop = f"sync-drop-wait-kernel{{sms={sms}}}"
-    mechanisms = [drop] if occupancy else ["sync-insert-wait-kernel", "sync-use-pdl", drop]
+    mechanisms = [drop, "sync-one-launch"] if occupancy else [
+        "sync-insert-wait-kernel", "sync-use-pdl", "sync-one-launch", drop]
     for _ in range(draw.integer(0, 2)):
         passes.append(_pick(draw, mechanisms))
     passes.append(f"sync-verify{{sms={verify_sms}}}")
