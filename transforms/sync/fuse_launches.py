@@ -59,6 +59,7 @@ from tilesync.contract import (
     SHARED_ADDRESS_SPACE,
     SHARED_OVERLAY_ATTR,
     START_FLAG,
+    grid_error,
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import sync_roles
@@ -175,8 +176,8 @@ class _Member:
     end: int
 
 
-def _stage_body(member: _Member, index: int, ticket: SSAValue, params: Sequence[SSAValue],
-                movable: bool, renamed: dict[str, str]) -> Block:
+def _stage_body(member: _Member, ticket: SSAValue, params: Sequence[SSAValue], movable: bool,
+                renamed: dict[str, str]) -> Block:
     """The member's code as block `ticket - first` of its stage's grid."""
     body = Block()
     first = arith.ConstantOp(IntegerAttr(member.first, IndexType()))
@@ -277,8 +278,17 @@ def fuse_launch(module: ModuleOp, graph: StageGraph, launches: list[sync.LaunchO
         blocks = math.prod(stage.grid_shape)
         members.append(_Member(stage, kernel, first, first + blocks))
         first = members[-1].end
+    too_many = grid_error((first,))
+    if too_many is not None:
+        raise OpDiagnostic(f"{PASS_NAME}: one launch of these stages: {too_many}", launches[1])
     head = stages[0].sym_name.data
-    gmod = gpu.ModuleOp(StringAttr(one_launch_module_name(head)), Region(Block()))
+    module_name, kernel_name = one_launch_module_name(head), one_launch_kernel_name(head)
+    if SymbolTable.lookup_symbol(module, module_name) is not None or kernel_name in {
+            f.sym_name.data for f in ops_of(module, (gpu.FuncOp,))}:
+        raise OpDiagnostic(f"{PASS_NAME}: the launch of @{head} needs the names @{module_name} "
+                           f"and @{kernel_name} for its kernel, and the program uses one",
+                           launches[0])
+    gmod = gpu.ModuleOp(StringAttr(module_name), Region(Block()))
     anchor = kernels[0].parent_op()
     assert isinstance(anchor, gpu.ModuleOp)
     anchor.parent_block().insert_op_after(gmod, anchor)
@@ -289,12 +299,12 @@ def fuse_launch(module: ModuleOp, graph: StageGraph, launches: list[sync.LaunchO
     ticket = sync.TileOp(sync.OrderAttr("row_major"), rank=1)
     block.add_op(ticket)
     movable = [uses[str(stage.kernel)] == 1 for stage in stages]
-    bodies = [_stage_body(member, index, ticket.results[0], params, move, renamed[index])
-              for index, (member, params, move) in enumerate(
-                  zip(members, parameters.params, movable, strict=True))]
+    bodies = [_stage_body(member, ticket.results[0], params, move, names)
+              for member, params, move, names in zip(members, parameters.params, movable,
+                                                     renamed, strict=True)]
     _dispatch(block, ticket.results[0], members, bodies)
     block.add_op(gpu.ReturnOp([]))
-    fused = fused_kernel(one_launch_kernel_name(head), parameters, kernels[0])
+    fused = fused_kernel(kernel_name, parameters, kernels[0])
     occupancies = [k.attributes.get(MIN_BLOCKS_PER_SM_ATTR) for k in kernels]
     known = [o.value.data for o in occupancies if isinstance(o, IntegerAttr)]
     if known:

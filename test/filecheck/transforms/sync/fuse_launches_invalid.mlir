@@ -39,3 +39,23 @@ builtin.module {
 }
 
 // CHECK: sync-fuse-launches: @consume cannot join the launch of @produce: @consume: its kernel reads the global @table, not one in shared memory
+
+// -----
+
+// The one kernel's names are taken.
+builtin.module {
+  sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@produce_launch, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.launch @produce
+  sync.launch @consume {fused = true}
+  gpu.module @k {
+    gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+    gpu.func @produce_launch(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+  }
+}
+
+// CHECK: sync-fuse-launches: the launch of @produce needs the names @produce_launch_module and @produce_launch for its kernel, and the program uses one
