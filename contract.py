@@ -431,6 +431,7 @@ class DeviceLimits:
 
     arch: str
     warp_size: int = 32
+    warpgroup_warps: int = 4  # warps of a warpgroup (wgmma, setmaxnreg act on whole ones)
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_threads_per_block: int = 1024

@@ -240,6 +240,8 @@ class ProgressFacts:
     the whole program (a declaration the counts contradict, where they are known, is refused);
     `working_wait_kernels`: the producers whose wait-kernel really works (the producer posts
     its start flag, the wait-kernel function exists; None: every one, as in the simulator).
+    `block_threads`: threads of each stage's blocks, where known (a launch of several stages
+    is one kernel: see `_one_launch_residency`).
     `wait_kernel_ends` and `in_order_dispatch`: see the module doc."""
 
     stages: Sequence[str]
@@ -251,6 +253,7 @@ class ProgressFacts:
     wait_kernel_ends: WaitKernelEnds = "all_dispatched"
     in_order_dispatch: bool = False
     working_wait_kernels: Collection[str] | None = None
+    block_threads: Mapping[str, int] = field(default_factory=dict)
 
     def waves(self, stage: str) -> StageWaves | None:
         known = self.residency.get(stage)
@@ -337,13 +340,18 @@ def _launch_heads(plan: Sequence[HostStep]) -> dict[int, int]:
 
 def _one_launch_residency(facts: ProgressFacts) -> ProgressFacts:
     """`facts` with each stage of a launch that others join at that launch's one kernel's
-    blocks per SM (the fewest among its stages', where all are known)."""
+    blocks per SM: the fewest among its stages' where their blocks have one size (the kernel
+    uses the most registers and shared memory of any, per thread as each), else one (it may
+    use the most registers of one stage in the largest block of another), where all are
+    known."""
     residency = dict(facts.residency)
     for group in one_launch_groups(facts.plan):
         known = [facts.residency.get(member.stage) for member in group]
         if len(group) < 2 or any(r is None for r in known):
             continue
-        fewest = min(r.blocks_per_sm for r in known)  # type: ignore[union-attr]
+        threads = {facts.block_threads.get(member.stage) for member in group}
+        fewest = min(r.blocks_per_sm for r in known) if len(threads) == 1 and \
+            None not in threads else 1  # type: ignore[union-attr]
         for member, r in zip(group, known, strict=True):
             residency[member.stage] = Residency(r.blocks, fewest)  # type: ignore[union-attr]
     return replace(facts, residency=residency)

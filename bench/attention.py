@@ -132,7 +132,8 @@ FUSED = "fused:"
 fused_attention_stage_module: QKV GEMM, one attention kernel, output GEMM); their speedup is
 against fused:stream_sync."""
 CHAIN_MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
-FUSED_MODES = tuple(f"{FUSED}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl"))
+FUSED_MODES = tuple(f"{FUSED}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
+                                                  "row+one_launch", "tile+one_launch"))
 MODES = CHAIN_MODES + FUSED_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
 STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)

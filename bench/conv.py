@@ -79,7 +79,7 @@ CP_ASYNC_MODES = ("stream_sync", "row+pdl", "row+order+pdl", "tile+pdl", "tile+o
                   "row+wait_kernel")
 PERSISTENT = mlp.PERSISTENT
 TMA_MODES = (*(f"{TMA}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
-                                           "row+wait_kernel")), *mlp.ONE_LAUNCH, PERSISTENT)
+                                           "row+wait_kernel", *mlp.ONE_LAUNCH)), PERSISTENT)
 MODES = CP_ASYNC_MODES + TMA_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the two benches compare alike; the tma:
 modes run graph-to-stages' conv-pipeline=tma_ws kernels (no tile order: the TMA convs have no

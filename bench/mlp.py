@@ -27,14 +27,13 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
                   warp-specialized TMA kernels (kernels/gemm_tma.py; GEMM1 stores H with TMA
                   copies and posts a tile once they have landed; GEMM2's producer thread waits
                   before its copies of H), launched one block a tile; against tma:stream_sync;
-* tma:row+one_launch, tma:tile+one_launch  cuSync in one launch (sync-one-launch,
+* row+one_launch, tile+one_launch  cuSync in one launch (sync-one-launch,
                   sync-fuse-launches): one grid of both GEMMs' blocks, each taking a ticket of
                   one counter, GEMM1's tiles first, so a waiting GEMM2 block never holds a slot
                   a GEMM1 tile needs; no launch gap, and GEMM2's first tiles fill the SMs
-                  GEMM1's last partial wave leaves idle. RowSync or TileSync; both GEMMs in
-                  blocks of one size (GEMM2 takes GEMM1's rows where they differ:
-                  kernels/mlp.py one_launch_spec); against tma:stream_sync@one_launch_cfg
-                  (stream sync of those kernels) where they differ from tma:stream_sync's;
+                  GEMM1's last partial wave leaves idle; RowSync or TileSync (also as tma:
+                  modes; where the GEMMs' blocks differ, the kernel's are the larger and the
+                  smaller GEMM's code runs in its first threads);
 * tma:persistent  the same TMA GEMMs without sync hooks, so persistent (at most one block an
                   SM walks the tiles in grouped order: the producer loads the next tile while
                   the consumers store the last, and no block launches a tile), one after the
@@ -95,6 +94,7 @@ TOL = 2e-2
 TIMEOUT_NS = 2_000_000_000
 
 _PDL = ["sync-insert-post-wait", "sync-use-pdl"]
+_ONE_LAUNCH = ["sync-insert-post-wait", "sync-one-launch"]
 _TILE = ["sync-generate-policies", "sync-select-policy{policy=tile}"]
 _ORDER = ["sync-tile-order{order=generated}"]
 MODES: dict[str, list[str]] = {
@@ -105,25 +105,22 @@ MODES: dict[str, list[str]] = {
     "tile+order+pdl": [*_TILE, *_ORDER, *_PDL],
     "row+wait_kernel": ["sync-generate-policies", "sync-insert-post-wait",
                         "sync-insert-wait-kernel"],
+    "row+one_launch": ["sync-generate-policies", *_ONE_LAUNCH],
+    "tile+one_launch": [*_TILE, *_ONE_LAUNCH],
     # stream sync of the kernels the ordered modes run (see mode_spec); only where they differ
     "stream_sync@order_cfg": ["sync-generate-policies", "sync-insert-post-wait"],
 }
 TMA = "tma:"
 """Prefix of the modes that run the warp-specialized TMA kernels (mlp_spec(mma="tma")); their
 speedup is against tma:stream_sync. They have no `sync.tile` for the ordered modes."""
+ONE_LAUNCH = ("row+one_launch", "tile+one_launch")
+"""cuSync in one launch (sync-one-launch, sync-fuse-launches): GEMM2's blocks join GEMM1's grid,
+tickets GEMM1's first."""
 MODES.update({f"{TMA}{mode}": MODES[mode]
-              for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")})
+              for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel",
+                           *ONE_LAUNCH)})
 PERSISTENT = f"{TMA}persistent"
 MODES[PERSISTENT] = []  # no hooks to fill: stream order synchronizes it
-ONE_LAUNCH = ("tma:row+one_launch", "tma:tile+one_launch")
-"""cuSync in one launch (sync-one-launch): GEMM2's blocks join GEMM1's grid, tickets GEMM1's
-first, on kernels of one block size (kernels/mlp.py: one_launch_spec)."""
-MODES[ONE_LAUNCH[0]] = ["sync-generate-policies", "sync-insert-post-wait", "sync-one-launch"]
-MODES[ONE_LAUNCH[1]] = [*_TILE, "sync-insert-post-wait", "sync-one-launch"]
-ONE_LAUNCH_BASELINE = f"{TMA}stream_sync@one_launch_cfg"
-"""Stream sync of the kernels the one-launch modes run, where they differ from tma:stream_sync's
-(their baseline then)."""
-MODES[ONE_LAUNCH_BASELINE] = MODES["stream_sync"]
 TORCH_MODES = ("torch_eager", "torch_graph")
 DEEP = "deep"
 """The last item of a sweep's tiles that runs each TMA GEMM's deeper staging twin
@@ -139,7 +136,6 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
         MODELS,
         fit_ordered,
         mlp_spec,
-        one_launch_spec,
         persistent_spec,
         tma_tile_configs,
     )
@@ -150,27 +146,20 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
             spec = mlp_spec(model, M, *configs, mma="tma", deeper=tiles[4:] == (DEEP,))
         else:
             spec = mlp_spec(model, M, mma="tma")
-        if mode in (*ONE_LAUNCH, ONE_LAUNCH_BASELINE):
-            return one_launch_spec(spec)
         return persistent_spec(spec) if mode == PERSISTENT else spec
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec
 
 
 def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
-    """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs
-    (nor tma:stream_sync@one_launch_cfg where the one-launch modes do), nor the TMA modes below
-    TMA_MIN_ROWS."""
+    """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs,
+    nor the TMA modes below TMA_MIN_ROWS."""
     from tilesync.kernels.mlp import TMA_MIN_ROWS, fit_ordered, mlp_spec
 
     spec = mlp_spec(model, M)
     same = fit_ordered(spec) is spec
-    tma = M >= TMA_MIN_ROWS
-    one_launch_same = tma and mode_spec(model, M, ONE_LAUNCH_BASELINE) == mode_spec(
-        model, M, f"{TMA}stream_sync")
     return [m for m in modes if not (m == "stream_sync@order_cfg" and same)
-            and not (m.startswith(TMA) and not tma)
-            and not (m == ONE_LAUNCH_BASELINE and one_launch_same)]
+            and not (m.startswith(TMA) and M < TMA_MIN_ROWS)]
 
 
 def mode_passes(mode: str, sms: int = 132, steps: int | None = None) -> list[str]:
@@ -681,10 +670,6 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                 entry = compiled[(model, M, mode, False)]
                 if "error" in entry:
                     continue
-                if mode in (*ONE_LAUNCH, ONE_LAUNCH_BASELINE) and mode_spec(
-                        model, M, mode) != mode_spec(model, M, f"{TMA}stream_sync"):
-                    row["one_launch_configs"] = mode_spec(model, M, mode).label
-                    continue
                 if mode.startswith(TMA):
                     row["tma_configs"] = mode_spec(model, M, mode).label
                     continue  # the wave model takes a block per tile: not a persistent grid
@@ -754,12 +739,9 @@ def baseline_mode(mode: str, measured: Collection[str]) -> str:
     """The stream-sync mode that runs `mode`'s kernels: the family's stream_sync for the modes
     of a family (tma:stream_sync for the TMA modes), stream_sync@order_cfg for the ordered
     ones where it was run (they run other configs), else stream_sync (torch's, too).
-    tma:persistent runs kernels of its own: its own; the one-launch modes, the stream sync of
-    theirs where it was run."""
+    tma:persistent runs kernels of its own: its own."""
     if mode == PERSISTENT:
         return mode
-    if mode in ONE_LAUNCH and ONE_LAUNCH_BASELINE in measured:
-        return ONE_LAUNCH_BASELINE
     if mode_family(mode):
         return f"{mode_family(mode)}stream_sync"
     if "order" in mode and "stream_sync@order_cfg" in measured:
@@ -827,9 +809,6 @@ def mlp_table(result: dict[str, Any]) -> str:
                          "stream_sync@order_cfg")
         if row.get("floor_ms"):
             lines.append(f"{'':<6} {'':>5} {'floor':<22} {row['floor_ms']:>10.4f}")
-        if row.get("one_launch_configs"):
-            lines.append(f"{'':<6} {'':>5} one-launch modes run {row['one_launch_configs']} "
-                         f"(their speedup against {ONE_LAUNCH_BASELINE})")
         if row.get("tma_configs"):
             lines.append(f"{'':<6} {'':>5} {TMA} modes run {row['tma_configs']} (their speedup "
                          f"is against {TMA}stream_sync)")

@@ -381,25 +381,6 @@ def persistent_spec(spec: MlpSpec) -> MlpSpec:
                    cfg2=replace(spec.cfg2, sync_hooks=False, persistent=True))
 
 
-def one_launch_spec(spec: MlpSpec) -> MlpSpec:
-    """`spec` with both GEMMs in blocks of one size, so that one kernel can run them (cuSync in
-    one launch: sync-one-launch): where the TMA GEMMs' row tiles differ (GPT-3 and LLaMA at
-    M = 256 take BM = 64 for GEMM1 under GEMM2's 128), GEMM2 takes GEMM1's rows (GEMM1, the
-    longer GEMM, keeps the tiles that fill the SMs: 128 of 64 rows where 128 rows would give
-    it 64 on 132 SMs), its tile width and stages as tma_tile_configs gives them; `spec` itself
-    where they already agree."""
-    if spec.cfg1.block == spec.cfg2.block:
-        return spec
-    if not (spec.cfg1.warp_specialized and spec.cfg2.warp_specialized):
-        raise ValueError("one launch of the MLP runs the warp-specialized TMA kernels "
-                         "(mma='tma')")
-    bm = spec.cfg1.tile[0]
-    _, second = tma_tile_configs((bm, spec.cfg1.tile[1], bm, spec.cfg2.tile[1]),
-                                 MODELS[spec.model]["epilogue"])
-    # GEMM1 as it is (its staging already chosen), GEMM2's new tile staged as any would be
-    return replace(mlp_spec(spec.model, spec.M, spec.cfg1, second, mma="tma"), cfg1=spec.cfg1)
-
-
 def mlp_persistent_module(spec: MlpSpec) -> ModuleOp:
     """The two persistent GEMMs of `persistent_spec(spec)` as a stage program without a
     dependency: each stage's grid is its kernel's persistent grid, GEMM1 then GEMM2 on stream 0
@@ -428,7 +409,6 @@ __all__ = [
     "mlp_persistent_module",
     "mlp_spec",
     "mlp_stage_module",
-    "one_launch_spec",
     "output_tile",
     "persistent_spec",
     "tma_tiles",

@@ -339,8 +339,9 @@ class StageProgram:
 
     def _launch_together(self, step: Launch, together: OneLaunch,
                          args: Mapping[str, Sequence[Any]], stream: Any) -> None:
-        """One grid of every block of the launch's stages (one dimension: tickets), each
-        stage's own arguments in stage order, the kernel's roles bound as the first stage's."""
+        """One grid of every block of the launch's stages (one dimension: tickets) in blocks
+        of the largest stage's, each stage's own arguments in stage order, the kernel's roles
+        bound as the first stage's."""
         sig = self.signatures[together.kernel]
         user: list[Any] = []
         blocks = 0
@@ -349,7 +350,8 @@ class StageProgram:
             user += checked_user_args(name, self.signatures[stage.kernel], args)
             blocks += math.prod(stage.grid)
         bound = [self._bind(role, step.stage) for role in sig.sync_args]
-        launch(self.kernels[together.kernel], (blocks, 1, 1), self.stages[step.stage].block,
+        block = max((self.stages[name].block for name in together.stages), key=math.prod)
+        launch(self.kernels[together.kernel], (blocks, 1, 1), block,
                [*user, *bound], stream=stream, pdl=step.pdl,
                shared_mem=sig.dynamic_shared_bytes)
 

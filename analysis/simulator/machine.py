@@ -66,6 +66,9 @@ def _guarantees(
         sms=program.machine.sms,
         wait_kernel_ends=wait_kernel_mode,
         in_order_dispatch=scheduler == "in_order",
+        # the simulated machine holds a launch's stages at its kernel's blocks per SM already
+        # (CheckedProgram.blocks_per_sm): as many as of one block size
+        block_threads=dict.fromkeys(program.stages, 1),
     )
     return {pair: None if g is None else g.kind for pair, g in guarantees(facts).items()}
 

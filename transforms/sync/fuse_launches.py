@@ -20,9 +20,14 @@ stages overlap (`SHARED_OVERLAY_ATTR`: the kernel's shared memory is the largest
 their sum, which for two GEMMs would not fit). It runs after the sync passes (the waits and
 posts are in the stage kernels) and before convert-sync-to-nvvm, which lowers the ticket.
 
-Stages share a launch only where one kernel can run them (`launch_sharing_refusal`: one block
-size, no clusters, no tile order from a table, no start flag for a wait-kernel, shared-memory
-globals only); a program that fuses other launches is refused at the launch.
+The kernel's block is the largest of the stages'; a stage of a smaller block (one-dimensional,
+whole warps) runs in its first threads, `gpu.block_dim` its own block, while the other warps
+skip to the end and exit (a barrier of the whole block waits only for warps that have not).
+
+Stages share a launch only where one kernel can run them (`launch_sharing_refusal`: blocks of
+one size or one-dimensional ones of whole warps, whole warpgroups where a kernel reallocates
+registers, no clusters, no tile order from a table, no start flag for a wait-kernel,
+shared-memory globals only); a program that fuses other launches is refused at the launch.
 """
 
 from __future__ import annotations
@@ -58,10 +63,12 @@ from tilesync.contract import (
     ONE_LAUNCH_KERNEL_ATTR,
     SHARED_ADDRESS_SPACE,
     SHARED_OVERLAY_ATTR,
+    SM_90,
     START_FLAG,
     grid_error,
 )
 from tilesync.dialects import sync
+from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import sync_roles
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.transforms.kernel_fusion import (
@@ -73,6 +80,8 @@ from tilesync.transforms.kernel_fusion import (
 )
 
 PASS_NAME = "sync-fuse-launches"
+WARP = SM_90.warp_size
+WARPGROUP = SM_90.warpgroup_warps * WARP
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 FIRST_FASTEST = "column_major"  # the order of block ids the hardware dispatches: x fastest
 
@@ -138,7 +147,7 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
                            losing_start_flags: Collection[str] = ()) -> str | None:
     """Why the stages' kernels cannot run as one kernel (one launch), or None where they can.
     `losing_start_flags`: stages whose start flags go with the move (no wait-kernel left)."""
-    sizes = set()
+    sizes: dict[tuple[int, ...], str] = {}
     for stage in stages:
         name = f"@{stage.sym_name.data}"
         kernel = SymbolTable.lookup_symbol(module, stage.kernel)
@@ -149,7 +158,12 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
         size = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
         if size is None:
             return f"{name}'s kernel declares no block size"
-        sizes.add(tuple(size.get_values()))
+        threads = tuple(size.get_values())
+        if len(set(sizes) | {threads}) > 1:
+            why = _mixing_refusal(kernel, threads, sizes)
+            if why is not None:
+                return why
+        sizes[threads] = name
         if CLUSTER_DIMS_ATTR in kernel.attributes:
             return f"{name}'s kernel runs in clusters of blocks"
         if START_FLAG in sync_roles(kernel) and stage.sym_name.data not in losing_start_flags:
@@ -162,9 +176,24 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
         why = _shared_globals(kernel)[1]
         if why is not None:
             return f"{name}: {why}"
-    if len(sizes) > 1:
-        shown = " and ".join("x".join(map(str, s)) for s in sorted(sizes))
-        return f"their kernels' blocks differ ({shown} threads)"
+    return None
+
+
+def _mixing_refusal(kernel: gpu.FuncOp, threads: tuple[int, ...],
+                    others: dict[tuple[int, ...], str]) -> str | None:
+    """Why blocks of `threads` cannot share one kernel with blocks of the `others`' sizes.
+    One-dimensional blocks of whole warps can: the kernel's block is the largest, and a stage
+    of fewer threads runs in its first ones while the other warps skip to the end (a barrier
+    of the whole block counts only warps that have not exited). Register reallocation
+    (setmaxnreg) is per warpgroup: a kernel that reallocates needs whole warpgroups."""
+    shown = " and ".join("x".join(map(str, s)) for s in sorted({*others, threads}))
+    if any(len([d for d in size if d != 1]) > 1 or size[0] % WARP for size in
+           (threads, *others)):
+        return (f"their kernels' blocks differ ({shown} threads), and not all are "
+                f"one-dimensional blocks of whole warps")
+    if threads[0] % WARPGROUP and any(True for _ in ops_of(kernel, (tl.SetMaxNRegOp,))):
+        return (f"their kernels' blocks differ ({shown} threads), and one that reallocates "
+                f"registers (setmaxnreg) is not whole warpgroups")
     return None
 
 
@@ -175,10 +204,15 @@ class _Member:
     first: int  # its tickets [first, end)
     end: int
 
+    @property
+    def block(self) -> tuple[int, ...]:
+        return tuple(self.kernel.attributes[KNOWN_BLOCK_SIZE_ATTR].get_values())
+
 
 def _stage_body(member: _Member, ticket: SSAValue, params: Sequence[SSAValue], movable: bool,
-                renamed: dict[str, str]) -> Block:
-    """The member's code as block `ticket - first` of its stage's grid."""
+                renamed: dict[str, str], threads: int) -> Block:
+    """The member's code as block `ticket - first` of its stage's grid, run by the first of
+    the kernel's `threads` threads (its block's)."""
     body = Block()
     first = arith.ConstantOp(IntegerAttr(member.first, IndexType()))
     local = arith.SubiOp(ticket, first.result)
@@ -188,9 +222,18 @@ def _stage_body(member: _Member, ticket: SSAValue, params: Sequence[SSAValue], m
     body.add_ops(ops)
     block_ids: list[SSAValue] | None = None
     for op in [found for top in ops for found in ops_of(
-            top, (gpu.BlockIdOp, gpu.GridDimOp, sync.TileOp, memref.GetGlobalOp))]:
+            top, (gpu.BlockIdOp, gpu.GridDimOp, gpu.BlockDimOp, sync.TileOp,
+                  memref.GetGlobalOp))]:
         if isinstance(op, memref.GetGlobalOp):
             op.properties["name"] = SymbolRefAttr(renamed[op.name_.root_reference.data])
+            continue
+        if isinstance(op, gpu.BlockDimOp):
+            d = _DIMS.index(op.dimension.data)
+            extent = arith.ConstantOp(IntegerAttr(member.block[d], IndexType()))
+            body.insert_op_after(extent, local)
+            op.results[0].replace_all_uses_with(extent.result)
+            op.detach()
+            op.erase()
             continue
         if isinstance(op, gpu.GridDimOp):
             d = _DIMS.index(op.dimension.data)
@@ -217,7 +260,16 @@ def _stage_body(member: _Member, ticket: SSAValue, params: Sequence[SSAValue], m
         op.detach()
         op.erase()
     body.add_op(scf.YieldOp())
-    return body
+    if math.prod(member.block) == threads:
+        return body
+    # a smaller block: its threads run the code, the other warps skip to the kernel's end
+    outer = Block()
+    tid = gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
+    count = arith.ConstantOp(IntegerAttr(math.prod(member.block), IndexType()))
+    inside = arith.CmpiOp(tid.result, count.result, "ult")
+    outer.add_ops([tid, count, inside, scf.IfOp(inside.result, [], Region(body)),
+                   scf.YieldOp()])
+    return outer
 
 
 def _dispatch(block: Block, ticket: SSAValue, members: list[_Member], bodies: list[Block]
@@ -299,12 +351,14 @@ def fuse_launch(module: ModuleOp, graph: StageGraph, launches: list[sync.LaunchO
     ticket = sync.TileOp(sync.OrderAttr("row_major"), rank=1)
     block.add_op(ticket)
     movable = [uses[str(stage.kernel)] == 1 for stage in stages]
-    bodies = [_stage_body(member, ticket.results[0], params, move, names)
+    widest = max(members, key=lambda m: math.prod(m.block))
+    threads = math.prod(widest.block)
+    bodies = [_stage_body(member, ticket.results[0], params, move, names, threads)
               for member, params, move, names in zip(members, parameters.params, movable,
                                                      renamed, strict=True)]
     _dispatch(block, ticket.results[0], members, bodies)
     block.add_op(gpu.ReturnOp([]))
-    fused = fused_kernel(kernel_name, parameters, kernels[0])
+    fused = fused_kernel(kernel_name, parameters, widest.kernel)
     occupancies = [k.attributes.get(MIN_BLOCKS_PER_SM_ATTR) for k in kernels]
     known = [o.value.data for o in occupancies if isinstance(o, IntegerAttr)]
     if known:

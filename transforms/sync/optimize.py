@@ -23,6 +23,7 @@ justified by the occupancy of the kernels involved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,7 +63,9 @@ def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int,
         residency[stage_name] = Residency(waves.blocks, waves.blocks_per_sm)
     declared = {n for n, stage in graph.stages.items() if CORESIDENT_ATTR in stage.attributes}
     facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(),
-                          list(graph.plan if plan is None else plan), residency, sms, declared)
+                          list(graph.plan if plan is None else plan), residency, sms, declared,
+                          block_threads={n: math.prod(stage.block_shape)
+                                         for n, stage in graph.stages.items()})
     return wait_kernel_removal(facts, wait)
 
 

@@ -824,7 +824,9 @@ class Verifier:
                 declared.add(name)
         facts = ProgressFacts(list(self.graph.stages), self.graph.dependent_pairs(),
                               self.graph.plan, residency, max(self.sms, 0), declared,
-                              working_wait_kernels=self.working_wait_kernels())
+                              working_wait_kernels=self.working_wait_kernels(),
+                              block_threads={name: math.prod(stage.block_shape)
+                                             for name, stage in self.graph.stages.items()})
         return analyze(facts)
 
     def forward_progress(self, name: str, report: ProgressReport) -> None:

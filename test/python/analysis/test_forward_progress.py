@@ -148,16 +148,22 @@ def test_ordering_guarantees(plan, expected):
 
 def test_one_launch_holds_the_slots_of_its_largest_kernel():
     # each stage alone fits 4 an SM (8 + 8 blocks on 4 SMs); p's kernel only 2: their one
-    # kernel fits 2 an SM, 8 blocks of the 16
-    def kind(plan, sms, p_per_sm):
+    # kernel of blocks of one size fits 2 an SM, 8 blocks of the 16
+    def kind(plan, sms, p_per_sm, threads=(128, 128)):
         residency = {"c": Residency(8, 4), "p": Residency(8, p_per_sm)}
-        found = guarantees(ProgressFacts(["c", "p"], [("p", "c")], plan, residency, sms))
+        found = guarantees(ProgressFacts(["c", "p"], [("p", "c")], plan, residency, sms,
+                                         block_threads=dict(zip("cp", threads))))
         return None if found[("p", "c")] is None else found[("p", "c")].kind
 
     backwards = [Launch("c"), Launch("p", fused=True)]
     assert kind(backwards, 4, 4) == CO_RESIDENT
     assert kind(backwards, 4, 2) is None
     assert kind(backwards, 8, 2) == CO_RESIDENT
+    # blocks of two sizes: the kernel may hold one stage's registers in the other's larger
+    # block, so it counts one block an SM (or block sizes unknown)
+    assert kind(backwards, 8, 2, (128, 256)) is None
+    assert kind(backwards, 16, 2, (128, 256)) == CO_RESIDENT
+    assert kind(backwards, 8, 2, ()) is None
 
 
 def test_a_launch_others_join_does_not_wait_for_its_own_stages():

@@ -12,7 +12,8 @@ from tilesync.bench import attention
 from tilesync.dialects import sync
 
 PROGRESS = {"row+pdl": "programmatic dependent launch", "tile+pdl": "programmatic dependent "
-            "launch", "row+wait_kernel": "wait-kernel"}
+            "launch", "row+wait_kernel": "wait-kernel", "row+one_launch": "one launch",
+            "tile+one_launch": "one launch"}
 
 
 def test_the_bench_shapes_match_the_pattern():
@@ -140,6 +141,9 @@ def test_every_mode_is_proved_with_its_guarantee(mode, shape):
         for name in names[1:]:
             assert PROGRESS[mode.removeprefix(attention.FUSED)] in \
                 stages[name].attributes["sync.progress"].data
+    together = mode.endswith("one_launch")  # every stage joins the first's launch
+    assert [bool(op.fused.value.data) for op in launches] == [False] + [together] * (
+        len(launches) - 1)
 
 
 @pytest.mark.parametrize("shape", attention.GPU_TEST_SHAPES, ids=attention.shape_label)

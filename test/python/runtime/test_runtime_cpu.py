@@ -666,7 +666,8 @@ def test_a_run_forks_its_other_streams_after_the_epoch_bump(monkeypatch):
 
 def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
     """cuSync in one launch: the launch of @p that @c joins launches the kernel made of both
-    (sync-fuse-launches) once, a one-dimensional grid of both stages' blocks, with @p's then
+    (sync-fuse-launches) once, a one-dimensional grid of both stages' blocks (of the larger
+    block's threads), with @p's then
     @c's own arguments and the kernel's roles bound as @p's (its ticket counter is @p's);
     @c's own launch launches nothing."""
     from tilesync.analysis.stage_graph import Launch
@@ -680,7 +681,7 @@ def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
     run = program_module.StageProgram.__new__(program_module.StageProgram)
     sems = Role.semaphores("p")
     run.stages = {"p": program_module.Stage("p", "kp", (2, 3, 1), (128, 1, 1), 6, 1),
-                  "c": program_module.Stage("c", "kc", (4, 1, 1), (128, 1, 1), 4, 1)}
+                  "c": program_module.Stage("c", "kc", (4, 1, 1), (256, 1, 1), 4, 1)}
     run.signatures = {
         "kp": KernelSignature("m", "kp", ("ptr", "ptr", "i32"), sync_args=(sems, EPOCH)),
         "kc": KernelSignature("m2", "kc", ("ptr", "ptr", "i32"), sync_args=(sems, EPOCH)),
@@ -693,7 +694,7 @@ def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
     steps = [Launch("p", pdl=True), Launch("c", fused=True)]
     for step in steps:
         run._launch_step(step, {"p": ["out"], "c": ["in"]}, "stream")
-    assert launched == [("fused", (10, 1, 1), (128, 1, 1),
+    assert launched == [("fused", (10, 1, 1), (256, 1, 1),  # the larger stage's blocks
                          ["out", "in", "sems:@p@p", "epoch@p", "tile_counter@p"], "stream",
                          {"pdl": True, "shared_mem": 4096})]
     with pytest.raises(ValueError, match="takes 1 argument"):

@@ -3,20 +3,20 @@
 // A launch declared fused by hand whose kernels cannot be one kernel is refused at the launch.
 builtin.module {
   sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
-  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 256, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 64, 2, 1>, tile = array<i64: 128>}
   sync.launch @produce
   sync.launch @consume {fused = true}
   gpu.module @k {
     gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
       gpu.return
     }
-    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 64, 2, 1>} {
       gpu.return
     }
   }
 }
 
-// CHECK: sync-fuse-launches: @consume cannot join the launch of @produce: their kernels' blocks differ (128x1x1 and 256x1x1 threads)
+// CHECK: sync-fuse-launches: @consume cannot join the launch of @produce: their kernels' blocks differ (64x2x1 and 128x1x1 threads), and not all are one-dimensional blocks of whole warps
 
 // -----
 

@@ -1,9 +1,9 @@
 // RUN: tilesync-opt %s --split-input-file --verify-diagnostics -p "sync-one-launch{stages=consume}" | filecheck %s
 
-// Kernels of different block sizes cannot be one kernel.
+// Kernels of blocks that differ, not all one-dimensional, cannot be one kernel.
 builtin.module {
   sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
-  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 256, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 64, 2, 1>, tile = array<i64: 128>}
   sync.dependency @produce -> @consume operand 0 tiles (d0) -> (d0)
   sync.launch @produce
   sync.launch @consume {stream = 1 : i64}
@@ -11,13 +11,13 @@ builtin.module {
     gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
       gpu.return
     }
-    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 64, 2, 1>} {
       gpu.return
     }
   }
 }
 
-// CHECK: sync-one-launch: @consume cannot join its producers' launch: their kernels' blocks differ (128x1x1 and 256x1x1 threads)
+// CHECK: sync-one-launch: @consume cannot join its producers' launch: their kernels' blocks differ (64x2x1 and 128x1x1 threads), and not all are one-dimensional blocks of whole warps
 
 // -----
 
