@@ -46,7 +46,7 @@ from xdsl.ir import Attribute
 from tilesync.analysis import mode_cost
 from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
 from tilesync.analysis.pipeline_model import items_per_second
-from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.stage_graph import StageGraph, one_launch_groups
 from tilesync.analysis.wave_model import StageWaves, predict_chain, tile_order_legality
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
@@ -205,6 +205,10 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
             f"ceil({_num(prediction.total_waves)}))"
         )
         lines.append(f"  predicted speedup: {_num(prediction.speedup)}x")
+        for together in one_launch_groups(graph.plan):
+            if len(together) > 1 and together[0].stage in group:
+                lines.append("  one launch: " + ", ".join(f"@{s.stage}" for s in together)
+                             + " (one grid, tickets in that order)")
         for wait in graph.wait_kernels():
             producer = wait.producer
             launch = graph.guarded_launch(wait)

@@ -31,6 +31,8 @@ builtin.module {
   sync.stage @mlp2 {kernel = @k::@g, grid = array<i64: 4, 96>, block = array<i64: 256, 1, 1>,
                     tile = array<i64: 256, 128, 32>}
   sync.dependency @mlp1 -> @mlp2 operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 48)
+  sync.launch @mlp1 {stream = 2 : i64}
+  sync.launch @mlp2 {stream = 2 : i64, fused = true}
 }
 """
 
@@ -61,6 +63,13 @@ def test_stage_lines_follow_table_one(program_file):
     c = _section(text, "stage @c:")
     assert "order: column_major" in c
     assert "reads @p (operand 0): tiles (d0) -> (d0)" in c
+
+
+def test_a_launch_others_join_is_named(program_file):
+    text = explain(load(str(program_file)))
+    chain = _section(text, "dependent stages @mlp1, @mlp2:")
+    assert "one launch: @mlp1, @mlp2 (one grid, tickets in that order)" in chain
+    assert "one launch" not in _section(text, "dependent stages @p, @c:")
 
 
 def test_chain_prediction_and_optimizations(program_file):
