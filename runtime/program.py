@@ -411,6 +411,8 @@ class StageProgram:
         if self._debug_record is None:
             return None
         stage_of = {s.kernel: s.name for s in self.stages.values()}
+        for together in self.one_launches.values():  # its block: a ticket of the launch
+            stage_of[together.kernel] = ", @".join(together.stages) + " (one launch)"
         return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
                                 f"epoch {self.epoch}",
                                 lambda: module_symbols(self.compiled.module))

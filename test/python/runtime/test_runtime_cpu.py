@@ -699,3 +699,32 @@ def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
                          {"pdl": True, "shared_mem": 4096})]
     with pytest.raises(ValueError, match="takes 1 argument"):
         run._launch_step(steps[0], {"p": ["out"], "c": []}, "stream")
+
+
+def test_a_timed_out_wait_in_one_launch_names_its_stages():
+    """A spin that times out in the kernel of a launch several stages joined: the report names
+    the launch's stages (its block is a ticket of the launch, not a stage's tile)."""
+    from tilesync.contract import DEBUG_RECORD_FIELDS, EPOCH, KernelSignature, Role, kernel_tag
+    from tilesync.runtime import program as program_module
+
+    record = dict.fromkeys(DEBUG_RECORD_FIELDS, 0) | {
+        "claimed": 1, "kernel_tag": kernel_tag("p_launch"), "param": 2, "index": 1,
+        "expected": 4, "seen": 3, "block_x": 7}
+
+    class Record:
+        def read(self):
+            return [record[name] for name in DEBUG_RECORD_FIELDS]
+
+    run = program_module.StageProgram.__new__(program_module.StageProgram)
+    run._debug_record = Record()
+    run.epoch = 2
+    run.stages = {"p": program_module.Stage("p", "kp", (2, 3, 1), (128, 1, 1), 6, 1),
+                  "c": program_module.Stage("c", "kc", (4, 1, 1), (128, 1, 1), 4, 1)}
+    run.signatures = {"p_launch": KernelSignature(
+        "m", "p_launch", ("ptr", "ptr", "ptr", "i32"), sync_args=(Role.semaphores("p"), EPOCH))}
+    run.one_launches = {"p": program_module.OneLaunch("p_launch", ("p", "c"))}
+    text, kernel, block = run.timed_out_wait()
+    assert (kernel, block) == ("p_launch", (7, 0, 0))
+    assert text.startswith("spin-wait timed out in stage @p, @c (one launch) kernel p_launch, "
+                           "block (7, 0, 0): semaphore sems:@p (parameter 2)[1] expected >= 4, "
+                           "saw 3 (epoch 2)")
