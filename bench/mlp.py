@@ -27,11 +27,12 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
                   warp-specialized TMA kernels (kernels/gemm_tma.py; GEMM1 stores H with TMA
                   copies and posts a tile once they have landed; GEMM2's producer thread waits
                   before its copies of H), launched one block a tile; against tma:stream_sync;
-* row+one_launch, tile+one_launch  cuSync in one launch (sync-one-launch,
+* row+one_launch, tile+one_launch, tile+R+one_launch  cuSync in one launch (sync-one-launch,
                   sync-fuse-launches): one grid of both GEMMs' blocks, each taking a ticket of
                   one counter, GEMM1's tiles first, so a waiting GEMM2 block never holds a slot
                   a GEMM1 tile needs; no launch gap, and GEMM2's first tiles fill the SMs
-                  GEMM1's last partial wave leaves idle; RowSync or TileSync (also as tma:
+                  GEMM1's last partial wave leaves idle; RowSync or TileSync, with R (W2's
+                  copy of a k-step before the wait for its tile of H) or not (also as tma:
                   modes; where the GEMMs' blocks differ, the kernel's are the larger and the
                   smaller GEMM's code runs in its first threads);
 * tma:persistent  the same TMA GEMMs without sync hooks, so persistent (at most one block an
@@ -107,15 +108,17 @@ MODES: dict[str, list[str]] = {
                         "sync-insert-wait-kernel"],
     "row+one_launch": ["sync-generate-policies", *_ONE_LAUNCH],
     "tile+one_launch": [*_TILE, *_ONE_LAUNCH],
+    "tile+R+one_launch": [*_TILE, "sync-reorder-loads", *_ONE_LAUNCH],
     # stream sync of the kernels the ordered modes run (see mode_spec); only where they differ
     "stream_sync@order_cfg": ["sync-generate-policies", "sync-insert-post-wait"],
 }
 TMA = "tma:"
 """Prefix of the modes that run the warp-specialized TMA kernels (mlp_spec(mma="tma")); their
 speedup is against tma:stream_sync. They have no `sync.tile` for the ordered modes."""
-ONE_LAUNCH = ("row+one_launch", "tile+one_launch")
+ONE_LAUNCH = ("row+one_launch", "tile+one_launch", "tile+R+one_launch")
 """cuSync in one launch (sync-one-launch, sync-fuse-launches): GEMM2's blocks join GEMM1's grid,
-tickets GEMM1's first."""
+tickets GEMM1's first; with R (sync-reorder-loads) GEMM2 copies each k-step's W2 tile before it
+waits for the k-step's tile of H."""
 MODES.update({f"{TMA}{mode}": MODES[mode]
               for mode in ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel",
                            *ONE_LAUNCH)})

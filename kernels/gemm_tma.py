@@ -46,9 +46,11 @@ With `cluster_m=2`, a cluster's two blocks take vertically adjacent tiles (the s
 B): each copies half of B's tile and multicasts it to both, and a consumer frees a buffer in
 both blocks (its `empty` barrier counts the consumers of the cluster).
 
-Sync hooks (`sync_hooks=True`): the producer thread marks each k-tile's copies of A (operand
-0) and B (operand 1) with `sync.load_point ... step kt single_thread async_proxy` (its waits
-spin in that thread and fence the async proxy before the copies), and the consumer warpgroups
+Sync hooks (`sync_hooks=True`): the producer thread marks each k-tile's copy of A (operand
+0) and of B (operand 1) with `sync.load_point ... step kt single_thread async_proxy` right
+before it, after the buffer's `full` barrier expects both copies' bytes (its waits spin in that
+thread and fence the async proxy before the copy; sync-reorder-loads may issue B's copy ahead
+of A's hook where only A is produced: R), and the consumer warpgroups
 mark each stored tile with `sync.store_point [tm, tn] threads <consumer threads>` (a named
 barrier of the consumers, then one of them posts). With the TMA-store epilogue the store
 point is `async_proxy`: each leader first waits for its copies' writes (complete, and ordered
@@ -425,13 +427,19 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 stage = _ring_stage(kb, k_it, stages)
                 kb.insert(tl.MBarrierWaitOp(empty, [stage],
                                             _ring_parity(kb, k_it, stages, True)))
-                if cfg.sync_hooks:  # this thread alone copies, through the async proxy
-                    for operand in (0, 1):
-                        kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
-                                                   async_proxy=True))
                 kb.insert(tl.MBarrierArriveOp(full, [stage], stage_bytes))
                 k0 = kb.muli(kt, bk)
                 zero = kb.idx(0)
+
+                def load_point(operand: int) -> None:
+                    # each operand's copy after its own hook (its waits, from this one thread,
+                    # through the async proxy): sync-reorder-loads may then issue the copy of
+                    # an operand no stage produces before the wait for one that is (R)
+                    if cfg.sync_hooks:
+                        kb.insert(sync.LoadPointOp(operand, [tm, tn], kt, single_thread=True,
+                                                   async_proxy=True))
+
+                load_point(0)
                 if window is None:
                     kb.insert(tl.TmaLoadOp(a_map, [m0, k0], sa, [stage, zero, zero], full,
                                            [stage]))
@@ -439,6 +447,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                     coords, offsets = _im2col_step(kb, cfg, window, kt)
                     kb.insert(tl.TmaLoadOp(a_map, coords, sa, [stage, zero, zero], full,
                                            [stage], im2col=offsets))
+                load_point(1)
                 if b_row is None:
                     kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
                                            [stage]))

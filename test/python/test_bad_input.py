@@ -504,7 +504,7 @@ def test_a_spin_timeout_names_kernel_and_block():
     program.signatures = {"consumer": KernelSignature(
         "m", "consumer", ("ptr", "ptr", "ptr", "i32", "ptr"),
         sync_args=(Role.semaphores("producer"), EPOCH, DEBUG_RECORD))}
-    program.stages, program.epoch = {}, 1
+    program.stages, program.epoch, program.one_launches = {}, 1, {}
     program._debug_record, program._streams = Record(), {0: Stream()}
     with pytest.raises(tilesync.SpinTimeoutError) as info:
         program.synchronize()

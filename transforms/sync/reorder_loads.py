@@ -13,12 +13,15 @@ where some stage produces operand A and none produces operand B, group A moves b
 The waits that sync-insert-post-wait then puts in front of A's hook come after B's load, and
 every k-step still loads A only after waiting for what it reads, at that step or at an earlier
 one that read the same semaphores (the reference cuSync, with R, let RowSync never block and
-TileSync wait only once; `sync-verify` proves ours does not).
+TileSync wait only once; `sync-verify` proves ours does not). A warp-specialized kernel's
+producer thread (Hopper) marks each operand's TMA copy with its own hook, after the buffer's
+barrier expects both copies' bytes: there R issues the copy of the weights (B) before the wait
+for the produced A, and the barrier completes once both land, in whichever order.
 
 The move is made only when it is legal: no op of group B uses a value of group A or reads a
 produced operand (it would move above that operand's waits), neither group contains an op
-with memory effects other than loads, stores and cp.async copies (barriers, waits, calls, bulk
-copies, ops with regions whose effects are unknown), and no memory one group writes is read or
+with memory effects other than loads, stores, cp.async copies and TMA copies (barriers, waits,
+calls, ops with regions whose effects are unknown), and no memory one group writes is read or
 written by the other (buffers compared through views: casts, subviews and the like name the
 memref they view; a `memref.get_global` its global). Otherwise the block is left as it is.
 """
@@ -79,6 +82,11 @@ def _effects(ops: list[Operation]) -> tuple[set[object], set[object], bool]:
                 writes.add(_memory_key(op.memref))
             elif isinstance(op, tl.CpAsyncOp):
                 reads.add(_memory_key(op.src))
+                writes.add(_memory_key(op.dst))
+            elif isinstance(op, tl.TmaLoadOp):
+                # the copy engine reads global memory through the map and writes the buffer;
+                # the bytes it completes on its barrier add up in any order
+                reads.add(_memory_key(op.tensor_map))
                 writes.add(_memory_key(op.dst))
             elif isinstance(op, (*_PURE_REGION_OPS, sync.LoadPointOp)):
                 continue

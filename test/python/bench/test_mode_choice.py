@@ -96,11 +96,11 @@ def test_the_row_choice_is_measured_against_the_best(shapes):
 
 
 def test_the_fit_recovers_the_costs_that_made_the_times():
-    # five cp.async modes besides their stream-sync baseline, five TMA ones besides theirs
-    # (two of them one launch; tma:persistent is its own baseline, not measured here): more
+    # five cp.async modes besides their stream-sync baseline, six TMA ones besides theirs
+    # (three of them one launch; tma:persistent is its own baseline, not measured here): more
     # equations than costs
     shapes = mode_shapes(TWO_COLUMNS)
-    assert len(shapes) == 13
+    assert len(shapes) == 14
     measured = {"stream_sync": 0.0192, "tma:stream_sync": 0.0150}
     predicted = mode_choice.predictions("conv", TWO_COLUMNS, shapes, measured, 132, COSTS)
     assert set(predicted) == set(shapes) - {conv.PERSISTENT}

@@ -17,11 +17,12 @@ func.func @conv_chain(%x: tensor<2x16x16x64xf16>, %w1: tensor<128x3x3x64xf16>, %
 
 // CHECK:      gpu.func @conv1(%A: !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, %B: !tile.tensor_map<64x64xf16, swizzle 128>, %C: !tile.tensor_map<64x64xf16, swizzle 128>, %bias: memref<128xf16>) kernel
 // The consumer warpgroup posts its stored tile (after its TMA stores' writes); the producer
-// thread waits (async proxy) before a k-tile's copies: A's im2col copy at the tap's offsets,
-// then B's tile.
+// thread waits (async proxy) before each of a k-tile's copies: A's im2col copy at the tap's
+// offsets, then B's tile.
 // CHECK:      sync.store_point [%{{.*}}, %{{.*}}] threads 128 async_proxy
 // CHECK:      sync.load_point operand 0 [%{{.*}}, %{{.*}}] step %{{.*}} single_thread async_proxy
 // CHECK:      tile.tma_load %A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}], {{.*}} : !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>
+// CHECK-NEXT: sync.load_point operand 1 [%{{.*}}, %{{.*}}] step %{{.*}} single_thread async_proxy
 // CHECK-NEXT: tile.tma_load %B[%{{.*}}, %{{.*}}], {{.*}} : !tile.tensor_map<64x64xf16, swizzle 128>
 // CHECK:      gpu.func @conv2(%A: !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 128]>, %B: !tile.tensor_map<64x64xf16, swizzle 128>, %C: !tile.tensor_map<64x64xf16, swizzle 128>) kernel
 // CHECK:      sync.stage @conv1 {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<64x64xf16, swizzle 128, im2col [2, 16, 16, 64]>>, #graph.bind<input 1 over [128, 576] as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<input 2>], kernel = @conv1_module::@conv1, grid = array<i64: 8, 2>, block = array<i64: 256, 1, 1>, tile = array<i64: 64, 64, 64>}
