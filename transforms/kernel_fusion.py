@@ -11,10 +11,10 @@ fusion compiles it twice.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import gpu
+from xdsl.dialects import gpu, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -97,6 +97,30 @@ def take_body(kernel: gpu.FuncOp, values: Sequence[SSAValue], movable: bool) -> 
     for op in ops:
         op.detach()
     return ops
+
+
+def branch_chain(block: Block, bodies: Sequence[Block],
+                 condition: Callable[[int, Block], SSAValue]) -> None:
+    """Append to `block`: if condition(0) { bodies[0] } else if condition(1) { bodies[1] } ...
+    else { the last body }; `condition(i, into)` builds its test into `into`, the block that
+    holds branch i's `scf.if`. Each body ends with its `scf.yield`."""
+    def chain(index: int) -> Block:
+        if index == len(bodies) - 1:
+            return bodies[index]
+        outer = Block()
+        inside = condition(index, outer)
+        rest = chain(index + 1)
+        outer.add_ops([scf.IfOp(inside, [], Region(bodies[index]), Region(rest)),
+                       scf.YieldOp()])
+        return outer
+
+    top = chain(0)
+    for op in list(top.ops):
+        op.detach()
+        if isinstance(op, scf.YieldOp):
+            op.erase()
+        else:
+            block.add_op(op)
 
 
 def mark_fused_into(kernels: Sequence[gpu.FuncOp], fused: gpu.FuncOp) -> None:

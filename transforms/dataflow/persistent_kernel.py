@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     SymbolRefAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
@@ -57,6 +57,7 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow
 from tilesync.transforms.dataflow.same_code import same_code
 from tilesync.transforms.kernel_fusion import (
+    branch_chain,
     fused_kernel,
     fused_parameters,
     mark_fused_into,
@@ -306,23 +307,7 @@ def _dispatch(block: Block, cta: gpu.BlockIdOp, classes: list[list[_Stage]],
         assert result is not None
         return result
 
-    def chain(index: int) -> Block:
-        if index == len(classes) - 1:
-            return bodies[index]
-        outer = Block()
-        inside = condition(index, outer)
-        rest = chain(index + 1)
-        outer.add_ops([scf.IfOp(inside, [], Region(bodies[index]), Region(rest)),
-                       scf.YieldOp()])
-        return outer
-
-    top = chain(0)
-    for op in list(top.ops):
-        op.detach()
-        if isinstance(op, scf.YieldOp):
-            op.erase()
-            continue
-        block.add_op(op)
+    branch_chain(block, bodies, condition)
 
 
 def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,

@@ -72,6 +72,7 @@ from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import sync_roles
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.transforms.kernel_fusion import (
+    branch_chain,
     fused_kernel,
     fused_parameters,
     mark_fused_into,
@@ -275,23 +276,13 @@ def _stage_body(member: _Member, ticket: SSAValue, params: Sequence[SSAValue], m
 def _dispatch(block: Block, ticket: SSAValue, members: list[_Member], bodies: list[Block]
               ) -> None:
     """if ticket < end_0 { stage 0 } else if ticket < end_1 { stage 1 } ... else { last }."""
-    def chain(index: int) -> Block:
-        if index == len(members) - 1:
-            return bodies[index]
-        outer = Block()
+    def below_end(index: int, into: Block) -> SSAValue:
         end = arith.ConstantOp(IntegerAttr(members[index].end, IndexType()))
         inside = arith.CmpiOp(ticket, end.result, "ult")
-        outer.add_ops([end, inside, scf.IfOp(inside.result, [], Region(bodies[index]),
-                                             Region(chain(index + 1))), scf.YieldOp()])
-        return outer
+        into.add_ops([end, inside])
+        return inside.result
 
-    top = chain(0)
-    for op in list(top.ops):
-        op.detach()
-        if isinstance(op, scf.YieldOp):
-            op.erase()
-        else:
-            block.add_op(op)
+    branch_chain(block, bodies, below_end)
 
 
 def _copy_globals(members: list[_Member], target: gpu.ModuleOp) -> list[dict[str, str]]:
