@@ -133,7 +133,8 @@ def describe_type(hint) -> str:
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
         return " or ".join(describe_type(a) for a in inner) + " (or no value)"
     if typing.get_origin(hint) is tuple:
-        return f"a comma-separated list of {describe_type(typing.get_args(hint)[0])}s"
+        one = describe_type(typing.get_args(hint)[0])
+        return f"a comma-separated list of {one.removeprefix('a ').removeprefix('an ')}s"
     return {bool: "true or false", int: "an integer", float: "a number",
             str: "a string"}.get(hint, str(hint))
 

@@ -164,3 +164,15 @@ def test_opt_float_options_take_integers_and_exponents(tmp_path):
         proc = run("tilesync.tools.opt", str(empty), "-p",
                    f"dataflow-allot-ctas{{dram_bytes_per_s={value}}}")
         assert proc.returncode == 0, proc.stderr
+
+
+def test_a_list_option_given_something_else_is_one_line_in_plain_words(tmp_path):
+    """sync-one-launch{stages=...} takes stage names; a bad value or an unknown stage is one
+    line and exit 1 (the list described as a list of strings)."""
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("builtin.module {}\n")
+    assert_one_line_error(run("tilesync.tools.opt", str(empty), "-p", "sync-one-launch{stages=1}"),
+                          "option 'stages' takes a comma-separated list of strings, got '1'")
+    assert_one_line_error(run("tilesync.tools.opt", str(empty), "-p",
+                              "sync-one-launch{stages=nope}"),
+                          "sync-one-launch: no stage named nope")
