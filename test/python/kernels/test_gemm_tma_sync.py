@@ -238,6 +238,58 @@ def _run_behind_the_slow_producer(consumer, delay_us: int, passes=SYNC_PASSES) -
     assert error < 3e-3
 
 
+ONE_LAUNCH_PASSES = (*SYNC_PASSES, "sync-one-launch", "sync-verify")
+
+
+def test_the_slow_producer_and_the_gemm_run_as_one_kernel():
+    """cuSync in one launch: the 128-thread producer and the warp-specialized GEMM (two
+    consumer warpgroups and a producer warp: 288 threads) as one kernel of the GEMM's blocks
+    (the producer's code in the first 128 threads), the producer's 16 tiles taking the first
+    tickets; proved, and nvJitLink accepts it."""
+    program = compiled(CONSUMER, ONE_LAUNCH_PASSES)
+    sig = program.kernels["producer_launch"]
+    assert sig.user_params == ("ptr", "ptr", "i64", "tmap", "tmap", "ptr")
+    ptx = program.ptx_by_module[sig.module]
+    assert CONSUMER.threads == 288 and ".maxntid 288, 1, 1" in ptx
+    assert "atom.relaxed.gpu.global.add.u32" in ptx  # the ticket
+    host = str(program.module)
+    assert "one launch, the producer's tickets first" in host
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay_us", [0, 200])
+def test_gpu_one_launch_behind_a_slow_producer_never_yields_a_stale_tile(delay_us):
+    """The one kernel of both stages, run three times without a memset: the producer writes
+    A's tiles last-first `delay_us` apart while GEMM blocks of the same grid wait for them; A
+    and C are poisoned before every run, so a copy of a stale tile fails the check."""
+    from tilesync.harness.runner import gemm_tensor_maps
+    from tilesync.kernels.reference import host_array, host_values
+    from tilesync.runtime import DeviceBuffer
+    from tilesync.runtime.device import get_device
+    from tilesync.runtime.program import StageProgram
+
+    if get_device().arch != "sm_90":
+        pytest.skip("TMA needs an sm_90 GPU")
+    program = StageProgram(compiled(CONSUMER, ONE_LAUNCH_PASSES))
+    rng = np.random.default_rng(delay_us)
+    src = host_array(rng.standard_normal((M, K)) / np.sqrt(K), "f16")
+    b = host_array(rng.standard_normal((N, K)), "f16")
+    src_d, b_d = DeviceBuffer.from_numpy(src), DeviceBuffer.from_numpy(b)
+    a_d = DeviceBuffer.from_numpy(np.zeros((M, K), np.float16))
+    c_d = DeviceBuffer.from_numpy(np.zeros((M, N), np.float16))
+    maps = list(gemm_tensor_maps(CONSUMER, [a_d, b_d]))
+    ref = host_values(src, "f16") @ host_values(b, "f16").T
+    for run in range(3):
+        a_d.fill_bytes(0xFF)  # NaN: stale
+        c_d.fill_bytes(0xFF)
+        program.run({"producer": [src_d, a_d, delay_us * 1000], "gemm": [*maps, c_d]})
+        program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
+        got = host_values(c_d.to_numpy(), "f16")
+        assert np.isfinite(got).all(), f"run {run}: a copy read a tile before it was written"
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 3e-3, f"run {run}"
+    assert program.epoch == 3
+
+
 # --------------------------------------------------------------------------------------------
 # A cp.async wgmma GEMM as the consumer: one probe of its row, then the waits it may skip
 # --------------------------------------------------------------------------------------------
