@@ -132,8 +132,11 @@ FUSED = "fused:"
 fused_attention_stage_module: QKV GEMM, one attention kernel, output GEMM); their speedup is
 against fused:stream_sync."""
 CHAIN_MODES = ("stream_sync", "row+pdl", "tile+pdl", "row+wait_kernel")
-FUSED_MODES = tuple(f"{FUSED}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl",
-                                                  "row+one_launch", "tile+one_launch"))
+FUSED_MODES = tuple(f"{FUSED}{mode}" for mode in ("stream_sync", "row+pdl", "tile+pdl"))
+"""Not one launch: the fused program's kernels have blocks of 128 to 384 threads, and one kernel
+of all of them (sync-one-launch{mixed_blocks=true}) ran decoding at 0.72-0.98 of stream sync
+on an H200 (bench/results/attention-decode-nvidia-h200.json, at b64eb07), where PDL gave
+1.08-1.16."""
 MODES = CHAIN_MODES + FUSED_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
 STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)

@@ -33,8 +33,9 @@ Per (model, M), the modes (MODES) are one stage program each, compiled from the 
                   a GEMM1 tile needs; no launch gap, and GEMM2's first tiles fill the SMs
                   GEMM1's last partial wave leaves idle; RowSync or TileSync, with R (W2's
                   copy of a k-step before the wait for its tile of H) or not (also as tma:
-                  modes; where the GEMMs' blocks differ, the kernel's are the larger and the
-                  smaller GEMM's code runs in its first threads);
+                  modes); only where both GEMMs' blocks have one size (not the TMA GEMMs at
+                  M = 256: GEMM1's 256-thread code in 384-thread blocks ran at 0.57-0.85 of
+                  stream sync on an H200, bench/results/mlp-one-launch-nvidia-h200.json);
 * tma:persistent  the same TMA GEMMs without sync hooks, so persistent (at most one block an
                   SM walks the tiles in grouped order: the producer loads the next tile while
                   the consumers store the last, and no block launches a tile), one after the
@@ -156,13 +157,21 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
 
 def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
     """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs,
-    nor the TMA modes below TMA_MIN_ROWS."""
+    nor the TMA modes below TMA_MIN_ROWS, nor one launch of GEMMs whose blocks differ
+    (sync-one-launch joins them only with mixed_blocks=true: measured slower)."""
     from tilesync.kernels.mlp import TMA_MIN_ROWS, fit_ordered, mlp_spec
 
     spec = mlp_spec(model, M)
     same = fit_ordered(spec) is spec
+    tma = M >= TMA_MIN_ROWS
+
+    def one_block_size(mode: str) -> bool:
+        run = mode_spec(model, M, mode)
+        return run.cfg1.block == run.cfg2.block
+
     return [m for m in modes if not (m == "stream_sync@order_cfg" and same)
-            and not (m.startswith(TMA) and M < TMA_MIN_ROWS)]
+            and not (m.startswith(TMA) and not tma)
+            and not (m.removeprefix(TMA) in ONE_LAUNCH and not one_block_size(m))]
 
 
 def mode_passes(mode: str, sms: int = 132, steps: int | None = None) -> list[str]:

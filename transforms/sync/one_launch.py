@@ -13,8 +13,13 @@ the plan with the move) and every dependency of the consumer is then one-launch.
 in program order, so a chain (GEMM -> GEMM -> GEMM) becomes one launch.
 
 `stages=a,b`: only those consumers join, and one that cannot is refused with the reason;
-without it every consumer that can joins. sync-fuse-launches (in the lowering) then makes the
-kernel.
+without it every consumer that can joins. Stages whose blocks differ join only with
+`mixed_blocks=true`: their one kernel runs every stage in the largest block (sync-fuse-launches),
+and on an H200 that was slower than the same kernels with PDL everywhere it was measured (the
+MLP at M = 256, 0.57-0.85 of stream sync; decoding attention, 0.72-0.98:
+bench/results/mlp-one-launch-nvidia-h200.json, attention-decode-nvidia-h200.json), where one
+launch of stages of one block size ran at 1.00-1.01 of stream sync. sync-fuse-launches (in the
+lowering) then makes the kernel.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class OneLaunchPass(ModulePass):
     name = "sync-one-launch"
 
     stages: tuple[str, ...] = ()
+    mixed_blocks: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
@@ -112,15 +118,20 @@ class OneLaunchPass(ModulePass):
                     and guards(plan, w, launch[0])]
         kept = {w.producer for w in plan
                 if isinstance(w, WaitKernel) and not any(w is g for g in guarding)}
-        why = launch_sharing_refusal(op, [graph.stages[s] for s in (*group, *own)],
-                                     {w.producer for w in guarding} - kept)
+        stages = [graph.stages[s] for s in (*group, *own)]
+        why = launch_sharing_refusal(op, stages, {w.producer for w in guarding} - kept)
         if why is not None:
             return why
+        blocks = {stage.block_shape for stage in stages}
+        if len(blocks) > 1 and not self.mixed_blocks:
+            shown = " and ".join("x".join(map(str, b)) for b in sorted(blocks))
+            return (f"their blocks differ ({shown} threads): one kernel would run them all in "
+                    f"the largest, measured slower than PDL (mixed_blocks=true to join anyway)")
         candidate, moved = _joined(plan, launch, group, guarding)  # type: ignore[arg-type]
         pairs = graph.dependent_pairs()
-        stages = list(graph.stages)
-        before = analyze(ProgressFacts(stages, pairs, plan, {})).guarantees
-        after = analyze(ProgressFacts(stages, pairs, candidate, {})).guarantees
+        names = list(graph.stages)
+        before = analyze(ProgressFacts(names, pairs, plan, {})).guarantees
+        after = analyze(ProgressFacts(names, pairs, candidate, {})).guarantees
         lost = [pair for pair in pairs if before[pair] is not None and after[pair] is None]
         if lost:
             return (f"@{lost[0][0]} -> @{lost[0][1]} would lose its guarantee "

@@ -238,7 +238,7 @@ def _run_behind_the_slow_producer(consumer, delay_us: int, passes=SYNC_PASSES) -
     assert error < 3e-3
 
 
-ONE_LAUNCH_PASSES = (*SYNC_PASSES, "sync-one-launch", "sync-verify")
+ONE_LAUNCH_PASSES = (*SYNC_PASSES, "sync-one-launch{mixed_blocks=true}", "sync-verify")
 
 
 def test_the_slow_producer_and_the_gemm_run_as_one_kernel():

@@ -61,3 +61,25 @@ builtin.module {
 }
 
 // CHECK: sync-one-launch: @consume cannot join its producers' launch: @produce's kernel takes its tiles in a table order (only row-major and column-major orders follow from a ticket)
+
+// -----
+
+// Blocks of two sizes: one kernel would run both in the larger; not without mixed_blocks=true
+// (one_launch_mixed_blocks.mlir).
+builtin.module {
+  sync.stage @produce {kernel = @k::@producer, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128>}
+  sync.stage @consume {kernel = @k::@consumer, grid = array<i64: 8>, block = array<i64: 256, 1, 1>, tile = array<i64: 128>}
+  sync.dependency @produce -> @consume operand 0 tiles (d0) -> (d0)
+  sync.launch @produce
+  sync.launch @consume {stream = 1 : i64}
+  gpu.module @k {
+    gpu.func @producer(%out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+    gpu.func @consumer(%in: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      gpu.return
+    }
+  }
+}
+
+// CHECK: sync-one-launch: @consume cannot join its producers' launch: their blocks differ (128x1x1 and 256x1x1 threads): one kernel would run them all in the largest, measured slower than PDL (mixed_blocks=true to join anyway)
