@@ -125,6 +125,11 @@ MODES.update({f"{TMA}{mode}": MODES[mode]
                            *ONE_LAUNCH)})
 PERSISTENT = f"{TMA}persistent"
 MODES[PERSISTENT] = []  # no hooks to fill: stream order synchronizes it
+DEFAULT_MODES = tuple(m for m in MODES if m.removeprefix(TMA) not in ONE_LAUNCH)
+"""The modes a run times unless told: not one launch, which never beat PDL on the MLP (0.94-1.00
+of tma:row+pdl where the GEMMs' blocks agree, M = 64-2048 on an H200:
+bench/results/mlp-one-launch-nvidia-h200.json, mlp-one-launch-b-nvidia-h200.json) while the cost
+model, which charges neither a gap, took it on ties (1.04-1.10 of the best at M = 64 and 512)."""
 TORCH_MODES = ("torch_eager", "torch_graph")
 DEEP = "deep"
 """The last item of a sweep's tiles that runs each TMA GEMM's deeper staging twin
@@ -155,7 +160,7 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     return fit_ordered(spec) if "order" in mode else spec
 
 
-def modes_for(model: str, M: int, modes=tuple(MODES)) -> list[str]:
+def modes_for(model: str, M: int, modes=DEFAULT_MODES) -> list[str]:
     """`modes`, without stream_sync@order_cfg where the ordered modes run the default configs,
     nor the TMA modes below TMA_MIN_ROWS, nor one launch of GEMMs whose blocks differ
     (sync-one-launch joins them only with mixed_blocks=true: measured slower)."""
@@ -639,7 +644,7 @@ def _torch_or_none():
 
 
 def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
-                   modes=tuple(MODES), processes: int | None = None,
+                   modes=DEFAULT_MODES, processes: int | None = None,
                    cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
     """Time every mode of every (model, M); see the module docstring. Needs torch (for the
     reference and the cuBLAS baseline) and a GPU."""
