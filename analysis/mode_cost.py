@@ -12,7 +12,10 @@ orders. Its predicted time is
     + `stream_gap_ms` for each launch that follows another on its stream without PDL (the
       drain and launch between two kernels in stream order, which a PDL launch hides: the
       model counts it as free; stages that join a launch, `fused`, have none),
-    + `wait_kernel_ms` for each wait-kernel (its launch and the consumer's, on another stream).
+    + `wait_kernel_ms` for each wait-kernel (its launch and the consumer's, on another stream),
+    + `joined_launch_ms` for each launch that joins the one before it (`fused`: one grid whose
+      blocks draw tickets; what that costs over PDL is measured, not modelled: the ticket's
+      atomic, a prologue no longer overlapped with the kernel before).
 
 tau_i is measured, not guessed: the same kernels run stream-synchronized are timed (every
 table's baseline anyway), and that time, less its own mechanism costs, is shared among the
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation
@@ -68,18 +71,26 @@ class MechanismCosts:
     wait_kernel_ms: float
     wait_ms: float
     order_slowdown: float
+    joined_launch_ms: float = 0.0
+    """Records made before this cost existed lack it: read as free, as they predicted."""
 
     def as_tuple(self) -> tuple[float, ...]:
-        return (self.stream_gap_ms, self.wait_kernel_ms, self.wait_ms, self.order_slowdown)
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    @classmethod
+    def zero(cls) -> MechanismCosts:
+        return cls(*(0.0 for _ in fields(cls)))
 
 
 MECHANISM_COSTS: dict[str, MechanismCosts] = {
-    # `python -m tilesync.bench.mode_choice --fit` on bench mlp and bench conv at d866905 on an
-    # H200 (bench/results/mlp-nvidia-h200.json, conv-nvidia-h200.json: 19 rows, 111 modes that
-    # are not a stream-sync baseline); with these every row's choice was within 0.5% of its
-    # best measured time (the worst 1.0044: LLaMA at M = 2048, tma:row+pdl for tma:stream_sync)
-    "H200": MechanismCosts(stream_gap_ms=0.00166, wait_kernel_ms=0.00209, wait_ms=0.000248,
-                           order_slowdown=0.231),
+    # `python -m tilesync.bench.mode_choice --fit` on the H200 records of bench mlp (2986bf5)
+    # and bench conv (1d750f1) and those with one-launch modes (mlp at b64eb07 and 6b40790,
+    # conv at 6b40790): 38 rows, every mode that is not a stream-sync baseline. With these
+    # every row's choice was within 1.0% of its best measured time (the worst 1.010: conv
+    # N = 1 C = 256, tma:row+pdl for tma:persistent); with the fit before (d866905, no
+    # one-launch cost) the conv bench had taken one launch at N = 1 C = 128 at 1.022
+    "H200": MechanismCosts(stream_gap_ms=0.00189, wait_kernel_ms=0.00254, wait_ms=0.000179,
+                           order_slowdown=0.213, joined_launch_ms=0.00048),
 }
 
 
@@ -103,6 +114,7 @@ class ModeShape:
     ordered: frozenset[str]
     stream_launches: int  # launches after another on their stream, without PDL (PDL: free)
     wait_kernels: int
+    joined_launches: int = 0  # launches that join the one before them (`fused`)
 
 
 def mode_shape(module: Operation, blocks_per_sm: Mapping[str, int] | None = None
@@ -135,20 +147,24 @@ def mode_shape(module: Operation, blocks_per_sm: Mapping[str, int] | None = None
                     semaphores.add((dependency.producer, index))
             waits[name][tile] = len(semaphores)
     plan = program.launch_plan()
-    stream_launches = 0
+    stream_launches = joined_launches = 0
     seen_streams: set[int] = set()
     for item in plan:
         if isinstance(item, Launch):
-            # a launch others join is one launch: no gap before them
+            # a launch others join is one launch: no gap before them, a cost of its own
             stream_launches += not (item.pdl or item.fused) and item.stream in seen_streams
+            joined_launches += item.fused
             seen_streams.add(item.stream)
     return ModeShape(program, shares, waits,
                      frozenset(s.name for s in program.stages if s.order is not None),
-                     stream_launches, sum(isinstance(item, WaitKernel) for item in plan))
+                     stream_launches, sum(isinstance(item, WaitKernel) for item in plan),
+                     joined_launches)
 
 
 def _launch_ms(shape: ModeShape, costs: MechanismCosts) -> float:
-    return shape.stream_launches * costs.stream_gap_ms + shape.wait_kernels * costs.wait_kernel_ms
+    return (shape.stream_launches * costs.stream_gap_ms
+            + shape.wait_kernels * costs.wait_kernel_ms
+            + shape.joined_launches * costs.joined_launch_ms)
 
 
 def _makespan_ms(shape: ModeShape, sms: int,
@@ -323,7 +339,8 @@ def recorded(module: Operation) -> ChoiceRecord | None:
                 for key, value in field(name, DictionaryAttr).data.items()}  # type: ignore
 
     costs = numbers("costs")
-    missing = [f.name for f in fields(MechanismCosts) if f.name not in costs]
+    missing = [f.name for f in fields(MechanismCosts)
+               if f.name not in costs and f.default is MISSING]
     if missing:
         raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: 'costs' lacks {', '.join(missing)}", module)
     library_ms = number("library_ms") if "library_ms" in data else None
@@ -333,7 +350,8 @@ def recorded(module: Operation) -> ChoiceRecord | None:
         raise OpDiagnostic(f"{MODE_CHOICE_ATTR}: 'sms' must be positive, got {sms}", module)
     return ChoiceRecord(text("mode"), choice, numbers("tile_ms"), text("baseline"),
                         number("baseline_ms"),
-                        MechanismCosts(**{f.name: costs[f.name] for f in fields(MechanismCosts)}),
+                        MechanismCosts(**{f.name: costs[f.name] for f in fields(MechanismCosts)
+                                          if f.name in costs}),
                         sms, text("device"))
 
 

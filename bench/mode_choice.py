@@ -283,7 +283,7 @@ def _linear_terms(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeSha
     """(mode, measured, coefficients, constant) with predicted ≈ constant + coefficients ·
     costs: each mode's prediction linearized around the costs `around` (default zero), every
     cost's derivative taken by a small step."""
-    around = around or mode_cost.MechanismCosts(0.0, 0.0, 0.0, 0.0)
+    around = around or mode_cost.MechanismCosts.zero()
     step = 1e-4
 
     def predicted(costs: mode_cost.MechanismCosts) -> dict[str, float]:

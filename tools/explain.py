@@ -269,7 +269,8 @@ def explain_choice(module: ModuleOp, record: mode_cost.ChoiceRecord,
                  f"{tiles}")
     lines.append(f"  mechanism costs: {_ms(costs.stream_gap_ms)} a stream-ordered launch, "
                  f"{_ms(costs.wait_kernel_ms)} a wait-kernel, {_ms(costs.wait_ms)} a semaphore "
-                 f"wait, ordered tiles x{1 + costs.order_slowdown:.3f}")
+                 f"wait, ordered tiles x{1 + costs.order_slowdown:.3f}, "
+                 f"{_ms(costs.joined_launch_ms)} a launch joining another")
     blocks = {name: value for name, stage in stages.items()
               if (value := int_attribute(stage, BLOCKS_PER_SM_ATTR, "explain")) is not None}
     missing = [f"@{name}" for name in stages if name not in record.tile_ms]
@@ -295,7 +296,8 @@ def explain_choice(module: ModuleOp, record: mode_cost.ChoiceRecord,
     lines.append(f"  this program predicted again: {_ms(again)} = {_ms(makespan)} simulated "
                  f"({waits} semaphore waits) + {_ms(launches)} launches "
                  f"({shape.stream_launches} stream-ordered, {shape.wait_kernels} "
-                 f"wait-kernel{'' if shape.wait_kernels == 1 else 's'}); {verdict}")
+                 f"wait-kernel{'' if shape.wait_kernels == 1 else 's'}, "
+                 f"{shape.joined_launches} joining another); {verdict}")
     return lines
 
 

@@ -21,8 +21,8 @@ builtin.module attributes {tilesync.mode_choice = {mode = "tile+pdl", chosen = "
 // CHECK-NEXT:   why: tile+pdl predicted 0.0320 ms; next stream_sync 0.0430 ms; library measured 0.0500 ms
 // CHECK-NEXT:   predicted: tile+pdl 32 us, stream_sync 43 us; the library 50 us measured
 // CHECK-NEXT:   tile times (from stream_sync, measured 43 us): @p 10 us, @c 10 us
-// CHECK-NEXT:   mechanism costs: 1 us a stream-ordered launch, 0 us a wait-kernel, 1 us a semaphore wait, ordered tiles x1.000
-// CHECK-NEXT:   this program predicted again: 32 us = 32 us simulated (6 semaphore waits) + 0 us launches (0 stream-ordered, 0 wait-kernels); as recorded
+// CHECK-NEXT:   mechanism costs: 1 us a stream-ordered launch, 0 us a wait-kernel, 1 us a semaphore wait, ordered tiles x1.000, 0 us a launch joining another
+// CHECK-NEXT:   this program predicted again: 32 us = 32 us simulated (6 semaphore waits) + 0 us launches (0 stream-ordered, 0 wait-kernels, 0 joining another); as recorded
 
 // CHANGED:    this program predicted again: 32 us = {{.*}}; NOT as recorded (recorded 30 us): the program or its record changed since
 

@@ -30,10 +30,11 @@ OWN_TILE = "tiles (d0, d1) -> (d0, d1)"
 ROW_READS = "tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 3)"
 STREAM = "sync.launch @p\nsync.launch @c"
 PDL = "sync.launch @p\nsync.launch @c {pdl = true}"
+ONE_LAUNCH = "sync.launch @p\nsync.launch @c {fused = true}"
 WAIT_KERNEL = ("sync.launch @p\nsync.wait_kernel @p {stream = 1 : i64}\n"
                "sync.launch @c {stream = 1 : i64}")
 SMS = 4
-ZERO = mode_cost.MechanismCosts(0.0, 0.0, 0.0, 0.0)
+ZERO = mode_cost.MechanismCosts.zero()
 WORK = {"p": 1.0, "c": 1.0}
 
 
@@ -47,6 +48,9 @@ def test_the_plan_and_the_waits_are_read_from_the_program():
     assert (stream.stream_launches, stream.wait_kernels) == (1, 0)
     assert (pdl.stream_launches, pdl.wait_kernels) == (0, 0)
     assert (waiting.stream_launches, waiting.wait_kernels) == (0, 1)
+    assert (stream.joined_launches, pdl.joined_launches, waiting.joined_launches) == (0, 0, 0)
+    one = shape(launches=ONE_LAUNCH)
+    assert (one.stream_launches, one.wait_kernels, one.joined_launches) == (0, 0, 1)
     assert set(stream.waits["c"].values()) == {1} and not stream.waits["p"]
     # a consumer tile reading a whole row waits on 3 semaphores under TileSync, 1 under RowSync
     assert set(shape(TILE, ROW_READS).waits["c"].values()) == {3}
@@ -169,3 +173,15 @@ def test_a_machine_larger_than_the_program_predicts_as_one_sm_a_block():
     stream = shape(ROW, ROW_READS)
     assert mode_cost.predict_ms(stream, tau, 10**9, costs) == \
         mode_cost.predict_ms(stream, tau, 12, costs) == pytest.approx(2.0 + 0.001 + 0.04)
+
+
+def test_a_launch_joining_another_costs_what_was_measured_not_the_stream_gap():
+    tau = {"p": 0.01, "c": 0.01}
+    costs = mode_cost.MechanismCosts(0.04, 0.01, 0.0, 0.0, joined_launch_ms=0.003)
+    one, pdl = shape(launches=ONE_LAUNCH), shape(launches=PDL)
+    simulated, launches = mode_cost.prediction_parts(one, tau, SMS, costs)
+    assert launches == pytest.approx(0.003)
+    assert mode_cost.predict_ms(one, tau, SMS, costs) == pytest.approx(
+        mode_cost.predict_ms(pdl, tau, SMS, costs) + 0.003)
+    free = mode_cost.MechanismCosts(0.04, 0.01, 0.0, 0.0)  # a record made before the cost
+    assert mode_cost.predict_ms(one, tau, SMS, free) == pytest.approx(simulated)

@@ -15,7 +15,7 @@ from tilesync.tools.explain import explain
 
 SHAPE = (1, 56, 64)
 COSTS = mode_cost.MechanismCosts(stream_gap_ms=0.0015, wait_kernel_ms=0.001,
-                                 wait_ms=0.0001, order_slowdown=0.2)
+                                 wait_ms=0.0001, order_slowdown=0.2, joined_launch_ms=0.0007)
 
 
 TWO_COLUMNS = (1, 56, 128)  # two column tiles: the TileSync modes too
