@@ -274,7 +274,7 @@ def compile_job(job: tuple, target: str = "sm_90") -> dict[str, Any]:
     """Compile one (shape, mode, debug) program (wgmma: sm_90a where the device is sm_90)."""
     shape, mode, _ = job
     return stage_bench.compile_mode(job, target, stage_module(shape, mode), mode_passes(mode),
-                                    mode_spec(shape, mode).qkv.target)
+                                    mode_spec(shape, mode).target)
 
 
 def attention_cache(directory: str | Path = CACHE_DIR) -> CompileCache:

@@ -30,6 +30,7 @@ from tilesync.kernels.config import (
     ConvConfig,
     GemmConfig,
     conv2d_config,
+    gemm_config,
     output_columns,
     tma_ws_config,
 )
@@ -142,6 +143,35 @@ def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
         return []
     shares = [partial] + ([partial + cfg.sms] if cfg.tiles > cfg.sms else [])
     return [dataclasses.replace(cfg, stream_k_tiles=tiles) for tiles in shares]
+
+
+STREAMING_ROWS = 16
+"""Up to this many rows (decoding's projections) a GEMM's time is its weights' bytes: it
+takes `streaming_config`'s 16-row tiles, not a 64-row warpgroup tile that leaves SMs idle
+(GPT-3's QKV, N = 4608 in 64-column tiles: 72 of 132 SMs streaming)."""
+STREAMING_WIDTHS = (64, 48, 32, 16)
+STREAMING_K_TILE = 128
+STREAMING_STAGES = 8
+STREAMING_FILL = 0.7
+"""The share of the SMs a streaming GEMM's tiles must reach, or a narrower tile is taken: on
+an H200 an SM streamed up to about 40 GB/s, so that 96 blocks moved 3.7 TB/s (kernels bench,
+M = 16: GPT-3's fc1 in 96 tiles of 64 columns, 128 of 48)."""
+
+
+def streaming_config(M: int, N: int, K: int, dtype: str = "f16", epilogue: str | None = None,
+                     name: str = "gemm", sync_hooks: bool = False, sms: int = H100_SMS
+                     ) -> GemmConfig:
+    """A GEMM of at most STREAMING_ROWS rows: 16-row mma.sync tiles of 128-wide k-tiles,
+    STREAMING_STAGES in flight, B read as N x K (nn.Linear's weights); the widest of
+    STREAMING_WIDTHS (a warp per 16 columns) whose tiles put a block on STREAMING_FILL of the
+    SMs. Its K is not split: a split tile's last slice posts it, which sync-verify cannot
+    count."""
+    if M > STREAMING_ROWS:
+        raise ValueError(f"a streaming GEMM has at most {STREAMING_ROWS} rows, got {M}")
+    bn = next((w for w in STREAMING_WIDTHS if -(-N // w) >= STREAMING_FILL * sms),
+              STREAMING_WIDTHS[-1])
+    return gemm_config(M, N, K, (16, bn, STREAMING_K_TILE), (1, bn // 16), STREAMING_STAGES,
+                       dtype, "col", epilogue, name, sync_hooks, sms=sms)
 
 
 BENCH_TWINS = 3

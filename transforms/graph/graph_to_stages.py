@@ -119,7 +119,14 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.tile import TensorMapType
 from tilesync.kernels.attention import attention_combine_module, attention_module
 from tilesync.kernels.builder import BlockBuilder
-from tilesync.kernels.choice import TILE_COLUMNS, TILE_ROWS, propose_tma_configs, stages_for
+from tilesync.kernels.choice import (
+    STREAMING_ROWS,
+    TILE_COLUMNS,
+    TILE_ROWS,
+    propose_tma_configs,
+    stages_for,
+    streaming_config,
+)
 from tilesync.kernels.config import (
     H100_SMS,
     AttentionConfig,
@@ -626,6 +633,15 @@ class _AttentionSizes:
     def head_width(self) -> int:
         return self.width // self.heads
 
+    @property
+    def kernels(self) -> tuple:
+        return ()
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target its kernels need beyond the device's own (wgmma: sm_90a)."""
+        return next((cfg.target for cfg in self.kernels if cfg.target is not None), None)
+
 
 @dataclass(frozen=True)
 class AttentionSpec(_AttentionSizes):
@@ -654,6 +670,10 @@ class AttentionSpec(_AttentionSizes):
     def gemms(self) -> tuple[GemmConfig, ...]:
         """The chain's GEMMs, in order (the cost model's stages)."""
         return (self.qkv, self.scores, self.context, self.out)
+
+    @property
+    def kernels(self) -> tuple:
+        return (self.qkv, self.scores, self.softmax, self.context, self.out)
 
 
 def attention_configs(match: AttentionMatch) -> AttentionSpec:
@@ -974,6 +994,10 @@ class FusedAttentionSpec(_AttentionSizes):
     def gemms(self) -> tuple[GemmConfig, ...]:
         return (self.qkv, self.out)
 
+    @property
+    def kernels(self) -> tuple:
+        return (self.qkv, self.attention, self.out)
+
 
 def fused_attention_tile(rows: int, heads: int, head_width: int, tokens: int
                          ) -> tuple[int, int]:
@@ -1066,8 +1090,11 @@ def cached_attention_configs(match: AttentionMatch) -> FusedAttentionSpec:
             fused = replace(fused, splits=splits)
 
         def projection(name: str, n: int, k: int, bias: int | None) -> GemmConfig:
-            base = _projection_config(name, match, b * t, n, k, 64, (4, 1),
-                                      "bias" if bias is not None else None)
+            epilogue = "bias" if bias is not None else None
+            if b * t <= STREAMING_ROWS:  # its weights' bytes: on most SMs
+                return streaming_config(b * t, n, k, match.dtype, epilogue, name,
+                                        sync_hooks=True)
+            base = _projection_config(name, match, b * t, n, k, 64, (4, 1), epilogue)
             return fused_projection_config(base, None)
 
         qkv, out = projection(QKV, 3 * c, e, match.b_qkv), projection(OUT, e, c, match.b_out)
@@ -1145,9 +1172,13 @@ def cached_attention_dependencies(spec: FusedAttentionSpec) -> list[sync.Depende
     bm4, _, bk4 = spec.out.tile
     out_rows = spec.out.tile_grid[0]
     o_blocks, o_past = _row_tiles((i * bm4 for i in range(out_rows)), bm4, rq, o_grid)
-    deps.append(sync.DependencyOp(producer, OUT, 0, AffineMap(2, 2, (
-        _ratio(d0 * bm4, rq) + s1, _ratio(s0 * bk4, d))),
-        [(0, spec.out.k_tiles), (0, o_blocks)], clipped=o_past))
+    # a k-step wider than a head (a streaming GEMM's 128 over heads of 64) reads several
+    heads = _tiles_spanned(lambda i: i * bk4, bk4, d, spec.out.k_tiles)
+    head = _ratio(s0 * bk4, d) + (s2 if heads > 1 else 0)
+    deps.append(sync.DependencyOp(producer, OUT, 0, AffineMap(2, 2 + (heads > 1), (
+        _ratio(d0 * bm4, rq) + s1, head)),
+        [(0, spec.out.k_tiles), (0, o_blocks), *([(0, heads)] if heads > 1 else [])],
+        clipped=o_past))
     return deps
 
 

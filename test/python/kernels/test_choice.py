@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from tilesync.kernels.choice import predicted_seconds, propose_tma_configs, stages_for
-from tilesync.kernels.config import MAX_SHARED_PER_BLOCK, tma_ws_config
+from tilesync.kernels.config import H100_SMS, MAX_SHARED_PER_BLOCK, tma_ws_config
 
 
 def test_proposals_are_valid_tma_configs_that_fit_shared_memory():
@@ -112,3 +112,18 @@ def test_a_smaller_staging_buffer_buys_a_stage():
     assert twins and all(deeper_twin(replace(c, staging_boxes=0,
                                                          stages=c.stages - 1)) is not None
                          for c in twins)
+
+
+def test_a_few_rows_stream_the_weights_on_most_sms_without_splitting_k():
+    from tilesync.kernels.choice import STREAMING_FILL, STREAMING_ROWS, streaming_config
+
+    for n, k, width in ((4608, 12288, 48), (12288, 1536, 64), (3072, 8192, 32), (768, 512, 16)):
+        cfg = streaming_config(4, n, k, epilogue="bias", sync_hooks=True)
+        assert cfg.tile == (16, width, 128) and cfg.warps == (1, width // 16)
+        assert cfg.b_layout == "col" and cfg.split_k == 1 and cfg.sync_hooks
+        # the widest whose tiles reach STREAMING_FILL of the SMs (or the narrowest)
+        assert width == 16 or cfg.grid[1] >= STREAMING_FILL * H100_SMS
+        wider = {16: 32, 32: 48, 48: 64}.get(width)
+        assert wider is None or -(-n // wider) < STREAMING_FILL * H100_SMS
+    with pytest.raises(ValueError, match="at most 16 rows"):
+        streaming_config(STREAMING_ROWS + 1, 4608, 12288)

@@ -10,17 +10,20 @@
 // (b * 5 + p, h) takes key block p), each writing its partial O and Stats (temps 2 and 3,
 // fp32, 64 rows a block: its region as its tile says), which @combine merges into O for
 // the output GEMM. A split's q and new k and v are its sequence's row of QKV (d0 floordiv 5).
+// Three rows stream the weights (streaming_config): 16-row tiles, here 16 columns wide (the
+// widest that fill the SMs are the narrowest at these widths), 128-wide k-steps.
 
 // CHECK:      gpu.func @attention(%Q: memref<3x768xf16>, %K: memref<3x768xf16>, %V: memref<3x768xf16>, %O: memref<960x256xf32>, %K_cache: memref<3072x128xf16>, %V_cache: memref<3072x128xf16>, %Stats: memref<960x256xf32>)
 // CHECK:      gpu.func @combine(%Parts: memref<960x256xf32>, %Stats: memref<960x256xf32>, %O: memref<3x256xf16>)
-// CHECK:      sync.stage @attention {{.*}}graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 2>, #graph.bind<input 3>, #graph.bind<input 4>, #graph.bind<temp 3>], kernel = @attention_module::@attention, grid = array<i64: 15, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 128>}
+// CHECK:      sync.stage @qkv {{.*}}grid = array<i64: 1, 48>, block = array<i64: 32, 1, 1>, tile = array<i64: 16, 16, 128>}
+// CHECK-NEXT: sync.stage @attention {{.*}}graph.bind = [#graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 0>, #graph.bind<temp 2>, #graph.bind<input 3>, #graph.bind<input 4>, #graph.bind<temp 3>], kernel = @attention_module::@attention, grid = array<i64: 15, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 128>}
 // CHECK-NEXT: sync.stage @combine {{.*}}graph.bind = [#graph.bind<temp 2>, #graph.bind<temp 3>, #graph.bind<temp 1>], kernel = @combine_module::@combine, grid = array<i64: 3, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 1, 128>}
-// CHECK:      sync.dependency @qkv -> @attention operand 0 tiles (d0, d1)[s0, s1] -> (d0 floordiv 5 floordiv 64 + s1, d1 * 128 floordiv 64 + s0) forall s0 in [0, 2), s1 in [0, 1){{$}}
-// CHECK-NEXT: sync.dependency @qkv -> @attention operand 1 tiles (d0, d1)[s0, s1, s2] -> ((d0 floordiv 5 + s0 * 128) floordiv 64 + s2, (d1 * 128 + 256) floordiv 64 + s1) forall s0 in [0, 1), s1 in [0, 2), s2 in [0, 1){{$}}
-// CHECK-NEXT: sync.dependency @qkv -> @attention operand 2 tiles (d0, d1)[s0, s1, s2] -> ((d0 floordiv 5 + s0 * 128) floordiv 64 + s2, (d1 * 128 + 512) floordiv 64 + s1) forall s0 in [0, 1), s1 in [0, 2), s2 in [0, 1){{$}}
+// CHECK:      sync.dependency @qkv -> @attention operand 0 tiles (d0, d1)[s0, s1] -> (d0 floordiv 5 floordiv 16 + s1, d1 * 128 floordiv 16 + s0) forall s0 in [0, 8), s1 in [0, 1){{$}}
+// CHECK-NEXT: sync.dependency @qkv -> @attention operand 1 tiles (d0, d1)[s0, s1, s2] -> ((d0 floordiv 5 + s0 * 128) floordiv 16 + s2, (d1 * 128 + 256) floordiv 16 + s1) forall s0 in [0, 1), s1 in [0, 8), s2 in [0, 1){{$}}
+// CHECK-NEXT: sync.dependency @qkv -> @attention operand 2 tiles (d0, d1)[s0, s1, s2] -> ((d0 floordiv 5 + s0 * 128) floordiv 16 + s2, (d1 * 128 + 512) floordiv 16 + s1) forall s0 in [0, 1), s1 in [0, 8), s2 in [0, 1){{$}}
 // CHECK-NEXT: sync.dependency @attention -> @combine operand 0 tiles (d0, d1)[s0] -> (d0 * 5 + s0, d1) forall s0 in [0, 5){{$}}
 // CHECK-NEXT: sync.dependency @attention -> @combine operand 1 tiles (d0, d1)[s0] -> (d0 * 5 + s0, d1) forall s0 in [0, 5){{$}}
-// CHECK-NEXT: sync.dependency @combine -> @out operand 0 tiles (d0, d1)[s0, s1] -> (d0 * 64 + s1, s0 * 64 floordiv 128) forall s0 in [0, 4), s1 in [0, 64) clipped{{$}}
+// CHECK-NEXT: sync.dependency @combine -> @out operand 0 tiles (d0, d1)[s0, s1] -> (d0 * 16 + s1, s0 * 128 floordiv 128) forall s0 in [0, 2), s1 in [0, 16) clipped{{$}}
 
 // The chain's q · kᵀ reads k from QKV only: the chain refuses, naming the fused form.
 // CHAIN: graph_to_stages_attention_kv_cache.mlir:{{[0-9]+}}:3: error: graph-to-stages: attention after a KV cache runs as the fused kernel (graph-to-stages{attention=fused}), which reads the caches; the chain's q · kᵀ reads k from QKV only
