@@ -117,9 +117,13 @@ def test_a_smaller_staging_buffer_buys_a_stage():
 def test_a_few_rows_stream_the_weights_on_most_sms_without_splitting_k():
     from tilesync.kernels.choice import STREAMING_FILL, STREAMING_ROWS, streaming_config
 
-    for n, k, width in ((4608, 12288, 48), (12288, 1536, 64), (3072, 8192, 32), (768, 512, 16)):
+    # (N, K, width, stages): as many stages as leave every tile resident in one round (192
+    # tiles: two blocks an SM), no more than K's k-tiles
+    for n, k, width, stages in ((4608, 12288, 48, 8), (12288, 1536, 64, 5),
+                                (3072, 8192, 32, 8), (768, 512, 16, 4)):
         cfg = streaming_config(4, n, k, epilogue="bias", sync_hooks=True)
         assert cfg.tile == (16, width, 128) and cfg.warps == (1, width // 16)
+        assert cfg.stages == stages
         assert cfg.b_layout == "col" and cfg.split_k == 1 and cfg.sync_hooks
         # the widest whose tiles reach STREAMING_FILL of the SMs (or the narrowest)
         assert width == 16 or cfg.grid[1] >= STREAMING_FILL * H100_SMS
