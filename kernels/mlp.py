@@ -316,15 +316,24 @@ def dependency(spec: MlpSpec) -> sync.DependencyOp:
     if rows > 1:
         row = d0 * rows + AffineExpr.symbol(len(symbols))
         symbols.append((0, rows))
+    clipped = False
     if spec.ratio is None:
         bk2, per_tile = spec.cfg2.tile[2], spec.cfg1.out_tile_cols
         span = AffineExpr.symbol(len(symbols))
-        symbols.append((0, 2))
-        column = (s0 * bk2 + span * (bk2 - 1)) // per_tile
+        if k_step_reads_two_tiles_at_most(per_tile, bk2):
+            symbols.append((0, 2))
+            column = (s0 * bk2 + span * (bk2 - 1)) // per_tile
+        else:  # a k-step wider than GEMM1's tiles (16-row streaming GEMMs): each it covers
+            tiles = max((s * bk2 + bk2 - 1) // per_tile - s * bk2 // per_tile + 1
+                        for s in range(spec.k_steps))
+            symbols.append((0, tiles))
+            column = s0 * bk2 // per_tile + span
+            clipped = any(s * bk2 // per_tile + tiles > spec.cfg1.tile_grid[1]
+                          for s in range(spec.k_steps))
     else:
         column = s0 if spec.ratio == 1 else s0 // spec.ratio
     return sync.DependencyOp(PRODUCER, CONSUMER, 0, AffineMap(2, len(symbols), (row, column)),
-                             symbols)
+                             symbols, clipped=clipped)
 
 
 def output_tile(cfg: GemmConfig) -> tuple[int, int, int]:

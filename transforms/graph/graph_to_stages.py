@@ -79,7 +79,9 @@ fewer boxes where that buys a stage (kernels/mlp.py DEEPER_STAGING); a binding o
 parameter carries the map's type (`#graph.bind<input 0 as !tile.tensor_map<...>>`), from which
 the host encodes the map of the tensor it binds. Fewer rows take the wgmma configs of the MLP bench
 (kernels/mlp.py default_configs): BM 64 for up to 64 rows, else 128; BK 64; GEMM1's BN keeps
-the H columns of one tile a multiple of GEMM2's BK. The dependency maps each k-step of GEMM2
+the H columns of one tile a multiple of GEMM2's BK; up to STREAMING_ROWS (decoding) both GEMMs
+stream their weights in kernels/choice.py `streaming_config`'s 16-row tiles (as do the
+projections around attention after a KV cache). The dependency maps each k-step of GEMM2
 onto the GEMM1 tiles that wrote its columns of H (kernels/mlp.py `dependency`). With
 `persistent=true` an MLP's TMA GEMMs have no sync hooks and run as persistent grids in stream
 order, with no dependency (kernels/mlp.py `mlp_persistent_module`): the faster form where tile
@@ -357,9 +359,17 @@ def _wgmma_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
                         mma="wgmma", b_layout="col"))
 
 
+def _streaming_configs(match: MlpMatch, n1: int) -> tuple[GemmConfig, GemmConfig]:
+    return (streaming_config(match.rows, n1, match.k1, match.dtype, match.epilogue1,
+                             PRODUCER, sync_hooks=True),
+            streaming_config(match.rows, match.n2, match.hidden, match.dtype,
+                             match.epilogue2, CONSUMER, sync_hooks=True))
+
+
 def mlp_configs(match: MlpMatch) -> MlpSpec:
     """The two GEMMs' configs for the matched shapes (TMA kernels from TMA_MIN_ROWS rows,
-    wgmma below); a diagnostic where the kernels cannot take them."""
+    wgmma below, the streaming GEMMs up to STREAMING_ROWS); a diagnostic where the kernels
+    cannot take them."""
     n1 = 2 * match.hidden if match.activation == "swiglu" else match.hidden
     for what, size in (("the input width", match.k1), ("the hidden width", match.hidden),
                        ("the output width", match.n2)):
@@ -367,7 +377,8 @@ def mlp_configs(match: MlpMatch) -> MlpSpec:
             raise diagnostic(PASS, match.anchor, f"{what} {size} is not a multiple of 64 (the "
                                                  "GEMMs' k-tile and the dependency's step)")
     try:
-        make = _tma_configs if match.rows >= TMA_MIN_ROWS else _wgmma_configs
+        make = _tma_configs if match.rows >= TMA_MIN_ROWS else \
+            _streaming_configs if match.rows <= STREAMING_ROWS else _wgmma_configs
         return MlpSpec("graph", match.rows, *make(match, n1))
     except ValueError as err:
         raise diagnostic(PASS, match.anchor, f"the generated GEMMs refuse this shape: {err}") \

@@ -100,6 +100,27 @@ def test_each_form_of_an_mlp_matches_eager_and_replays(form, tmp_path, graph_rep
             assert _rel(replayed, model(*source)) < TOL
 
 
+@pytest.mark.parametrize("rows", [1, 4, 16])
+@pytest.mark.parametrize("name", ["llama_mlp", "llama65b_mlp_tp8"])
+def test_an_mlp_of_a_few_rows_streams_its_weights(name, rows, tmp_path, graph_replays):
+    """Decoding's rows (at most STREAMING_ROWS): both GEMMs on the 16-row streaming tiles,
+    GEMM2's 128-wide k-steps each waiting on the several GEMM1 tiles of H they read; forced,
+    it matches eager, on fresh inputs and from CUDA graph replays (no memset between)."""
+    from tilesync.kernels.choice import STREAMING_ROWS
+
+    model, inputs = example(name, "cuda", rows=rows)
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (piece,) = compiled.report.pieces
+    assert piece.choice == "tilesync" and rows <= STREAMING_ROWS
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), model(*inputs)) < TOL
+        fresh = [torch.randn_like(t) for t in inputs]
+        for source, replayed in zip((fresh, inputs, fresh),
+                                    graph_replays(compiled, inputs, (fresh, inputs, fresh)),
+                                    strict=True):
+            assert _rel(replayed, model(*source)) < TOL
+
+
 @pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
 def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, monkeypatch):
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
