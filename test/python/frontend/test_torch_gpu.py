@@ -27,6 +27,18 @@ def _rel(out, ref) -> float:
     return float((out.float() - ref.float()).norm() / ref.float().norm())
 
 
+def _matches_called_and_replayed(compiled, model, inputs, graph_replays) -> None:
+    """Eager's output called, on fresh inputs, and from CUDA graph replays alternating the two
+    (no memset between runs)."""
+    with torch.no_grad():
+        assert _rel(compiled(*inputs), model(*inputs)) < TOL
+        fresh = [torch.randn_like(t) for t in inputs]
+        for source, replayed in zip((fresh, inputs, fresh),
+                                    graph_replays(compiled, inputs, (fresh, inputs, fresh)),
+                                    strict=True):
+            assert _rel(replayed, model(*source)) < TOL
+
+
 @pytest.fixture(autouse=True)
 def _torch_cuda():
     if not torch.cuda.is_available():
@@ -91,13 +103,7 @@ def test_each_form_of_an_mlp_matches_eager_and_replays(form, tmp_path, graph_rep
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (piece,) = compiled.report.pieces
     assert piece.choice == "tilesync" and not piece.variants
-    with torch.no_grad():
-        assert _rel(compiled(*inputs), model(*inputs)) < TOL
-        fresh = [torch.randn_like(t) for t in inputs]
-        for source, replayed in zip((fresh, inputs, fresh),
-                                    graph_replays(compiled, inputs, (fresh, inputs, fresh)),
-                                    strict=True):
-            assert _rel(replayed, model(*source)) < TOL
+    _matches_called_and_replayed(compiled, model, inputs, graph_replays)
 
 
 @pytest.mark.parametrize("rows", [1, 4, 16])
@@ -112,13 +118,7 @@ def test_an_mlp_of_a_few_rows_streams_its_weights(name, rows, tmp_path, graph_re
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (piece,) = compiled.report.pieces
     assert piece.choice == "tilesync" and rows <= STREAMING_ROWS
-    with torch.no_grad():
-        assert _rel(compiled(*inputs), model(*inputs)) < TOL
-        fresh = [torch.randn_like(t) for t in inputs]
-        for source, replayed in zip((fresh, inputs, fresh),
-                                    graph_replays(compiled, inputs, (fresh, inputs, fresh)),
-                                    strict=True):
-            assert _rel(replayed, model(*source)) < TOL
+    _matches_called_and_replayed(compiled, model, inputs, graph_replays)
 
 
 @pytest.mark.parametrize("name", ["llama_mlp", "nerf_mlp_rays"])
