@@ -148,7 +148,7 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
                            losing_start_flags: Collection[str] = ()) -> str | None:
     """Why the stages' kernels cannot run as one kernel (one launch), or None where they can.
     `losing_start_flags`: stages whose start flags go with the move (no wait-kernel left)."""
-    sizes: dict[tuple[int, ...], str] = {}
+    sizes: set[tuple[int, ...]] = set()
     for stage in stages:
         name = f"@{stage.sym_name.data}"
         kernel = SymbolTable.lookup_symbol(module, stage.kernel)
@@ -160,11 +160,11 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
         if size is None:
             return f"{name}'s kernel declares no block size"
         threads = tuple(size.get_values())
-        if len(set(sizes) | {threads}) > 1:
+        if len(sizes | {threads}) > 1:
             why = _mixing_refusal(kernel, threads, sizes)
             if why is not None:
                 return why
-        sizes[threads] = name
+        sizes.add(threads)
         if CLUSTER_DIMS_ATTR in kernel.attributes:
             return f"{name}'s kernel runs in clusters of blocks"
         if START_FLAG in sync_roles(kernel) and stage.sym_name.data not in losing_start_flags:
@@ -181,7 +181,7 @@ def launch_sharing_refusal(module: ModuleOp, stages: Sequence[sync.StageOp],
 
 
 def _mixing_refusal(kernel: gpu.FuncOp, threads: tuple[int, ...],
-                    others: dict[tuple[int, ...], str]) -> str | None:
+                    others: Collection[tuple[int, ...]]) -> str | None:
     """Why blocks of `threads` cannot share one kernel with blocks of the `others`' sizes.
     One-dimensional blocks of whole warps can: the kernel's block is the largest, and a stage
     of fewer threads runs in its first ones while the other warps skip to the end (a barrier
