@@ -219,6 +219,7 @@ def test_resnet_block_folds_batch_norms_and_runs_our_way(tmp_path, poisoned, gra
     64,  # the TMA MLP's smallest batch: 64-row tiles, 32 columns of H a GEMM1 tile
     100,  # a partial row of tiles: the TMA copies clip their loads and stores
     32,  # below TMA_MIN_ROWS: the wgmma GEMMs
+    8,  # up to STREAMING_ROWS: the streaming GEMMs, a k-step of GEMM2 reading 6 tiles of H
 ])
 def test_swiglu_mlp_runs_our_way(rows, tmp_path, poisoned, graph_replays):
     torch.manual_seed(rows)
@@ -227,7 +228,7 @@ def test_swiglu_mlp_runs_our_way(rows, tmp_path, poisoned, graph_replays):
                   "SwiGLU MLP", tmp_path, graph_replays)
 
 
-@pytest.mark.parametrize("rows", [64, 32])  # the TMA GEMMs, the wgmma ones
+@pytest.mark.parametrize("rows", [64, 32, 16])  # the TMA GEMMs, the wgmma, the streaming
 def test_swiglu_mlp_with_a_biased_down_projection_runs_our_way(rows, tmp_path, poisoned,
                                                               graph_replays):
     """The down projection's bias is the second GEMM's epilogue (drawn nonzero: a bias left
@@ -271,6 +272,7 @@ def _sees_conv1d_weights_updated_in_place(model, compiled, make_input) -> None:
     (2, 64, 768),  # 128 rows: the TMA GEMMs (maps encoded over the transposed weights)
     (1, 100, 768),  # a partial row of tiles
     (1, 32, 768),  # below TMA_MIN_ROWS: the wgmma GEMMs (the transposed weights' addresses)
+    (2, 2, 768),  # up to STREAMING_ROWS: the streaming GEMMs (bias and GeLU epilogues)
 ])
 def test_hf_gpt2_mlp_runs_our_way(shape, tmp_path, poisoned, graph_replays):
     """Hugging Face's GPT2MLP (c_fc and c_proj Conv1D, tanh GeLU): the GeLU MLP piece."""
