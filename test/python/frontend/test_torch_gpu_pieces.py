@@ -46,8 +46,10 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("fp32_on_cuda")]
 def poisoned(monkeypatch):
     """Every temporary and result of a stage program starts as NaN: an element a kernel reads
     before one writes it, or leaves unwritten, shows up as a NaN in the output."""
-    def filled_with_nan(self, shape, device):
-        return torch.full(shape, float("nan"), dtype=self.dtype, device=device)
+    new = StageRunner._new
+
+    def filled_with_nan(self, *args, **kwargs):
+        return new(self, *args, **kwargs).fill_(float("nan"))
 
     monkeypatch.setattr(StageRunner, "_new", filled_with_nan)
 
