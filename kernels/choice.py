@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tilesync.analysis.occupancy import blocks_per_sm
 from tilesync.analysis.wave_model import StageWaves
 from tilesync.contract import SM_90
 from tilesync.kernels.config import (
@@ -172,11 +173,13 @@ def streaming_config(M: int, N: int, K: int, dtype: str = "f16", epilogue: str |
     bn = next((w for w in STREAMING_WIDTHS if math.ceil(N / w) >= STREAMING_FILL * sms),
               STREAMING_WIDTHS[-1])
     per_sm = math.ceil(math.ceil(N / bn) / sms)  # blocks an SM holds for one round of tiles
-    share = SM_90.shared_per_sm // per_sm - SM_90.reserved_shared_per_block - BARRIER_BYTES
-    fits = share // ((16 + bn) * STREAMING_K_TILE * 2)
-    stages = max(2, min(STREAMING_STAGES, -(-K // STREAMING_K_TILE), fits))
-    return gemm_config(M, N, K, (16, bn, STREAMING_K_TILE), (1, bn // 16), stages, dtype,
-                       "col", epilogue, name, sync_hooks, sms=sms)
+    for stages in range(min(STREAMING_STAGES, math.ceil(K / STREAMING_K_TILE)), 1, -1):
+        cfg = gemm_config(M, N, K, (16, bn, STREAMING_K_TILE), (1, bn // 16), stages, dtype,
+                          "col", epilogue, name, sync_hooks, sms=sms)
+        shared = cfg.dynamic_shared_bytes or cfg.shared_bytes
+        if blocks_per_sm(cfg.threads, shared_bytes=shared).blocks_per_sm >= per_sm:
+            break
+    return cfg
 
 
 BENCH_TWINS = 3
