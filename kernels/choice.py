@@ -173,7 +173,7 @@ def streaming_config(M: int, N: int, K: int, dtype: str = "f16", epilogue: str |
     bn = next((w for w in STREAMING_WIDTHS if math.ceil(N / w) >= STREAMING_FILL * sms),
               STREAMING_WIDTHS[-1])
     per_sm = math.ceil(math.ceil(N / bn) / sms)  # blocks an SM holds for one round of tiles
-    for stages in range(min(STREAMING_STAGES, math.ceil(K / STREAMING_K_TILE)), 1, -1):
+    for stages in range(max(2, min(STREAMING_STAGES, math.ceil(K / STREAMING_K_TILE))), 1, -1):
         cfg = gemm_config(M, N, K, (16, bn, STREAMING_K_TILE), (1, bn // 16), stages, dtype,
                           "col", epilogue, name, sync_hooks, sms=sms)
         shared = cfg.dynamic_shared_bytes or cfg.shared_bytes

@@ -120,7 +120,7 @@ def test_a_few_rows_stream_the_weights_on_most_sms_without_splitting_k():
     # (N, K, width, stages): as many stages as leave every tile resident in one round (192
     # tiles: two blocks an SM), no more than K's k-tiles
     for n, k, width, stages in ((4608, 12288, 48, 8), (12288, 1536, 64, 5),
-                                (3072, 8192, 32, 8), (768, 512, 16, 4)):
+                                (3072, 8192, 32, 8), (768, 512, 16, 4), (512, 128, 16, 2)):
         cfg = streaming_config(4, n, k, epilogue="bias", sync_hooks=True)
         assert cfg.tile == (16, width, 128) and cfg.warps == (1, width // 16)
         assert cfg.stages == stages
