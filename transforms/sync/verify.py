@@ -173,7 +173,10 @@ class ProducerRun(BatchRun):
     an output its consumers read lies in the tile's region of it (`outputs`: argument →
     layout), so the producer-tile → region map the consumers' loads are checked with holds.
     Loops without a post run abstractly: a producer's waits are the consumer run's to check
-    (a fused attention's loop over key blocks, unrolled, cost most of its proof)."""
+    (a fused attention's loop over key blocks, unrolled, cost most of its proof). A store to
+    such an output that runs after a post of the stage's semaphores, on any path the run has
+    taken so far, is refused: a consumer's acquire could see the post before the data (the
+    post releases the stores before it, not after)."""
 
     UNROLLED = (sync.PostOp,)
 
@@ -187,6 +190,9 @@ class ProducerRun(BatchRun):
         self.posts: list[tuple[sync.PostOp, Role, Scalar, bool]] = []
         self.failed = np.zeros(self.size, bool)
         self.failures: list[Failure] = []
+        # the first post of the stage's semaphores the run has met (branches that may not run
+        # included, in program order): a store to an output after it is refused
+        self.posted: sync.PostOp | None = None
 
     def on_post(self, op: sync.PostOp, state: object, definite: bool) -> None:
         role = self.roles.get(op.sems)
@@ -195,6 +201,8 @@ class ProducerRun(BatchRun):
             raise Unproven(op, "cannot tell which semaphore this sync.post reaches")
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
         self.posts.append((op, role, semaphore, definite))
+        if role == Role.semaphores(self.name) and self.posted is None:
+            self.posted = op
 
     def slice_roots(self) -> set[Operation]:
         return self.writers
@@ -210,6 +218,9 @@ class ProducerRun(BatchRun):
                 continue
             if not isinstance(op, memref.StoreOp | tl.StoreAccOp | tl.CopyOutOp):
                 continue  # a read of its own output
+            if self.posted is not None:
+                self._refuse_late_store(op, value)
+                continue
             box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
             assert box is not None
             lo, hi = box
@@ -230,6 +241,20 @@ class ProducerRun(BatchRun):
 
             self.failures.append(Failure(bad, op, message))
 
+    def _refuse_late_store(self, op: Operation, value: SSAValue) -> None:
+        bad = ~self.failed
+        if not bad.any():
+            return
+        self.failed |= bad
+
+        def message(i: int) -> str:
+            return (f"producer tile {_tile_of(self.tiles, i)} of @{self.name}: '{op.name}' "
+                    f"writes argument {value.index} (read by its consumers) after the tile's "
+                    f"sync.post: a consumer could see the post before the data (post after "
+                    f"the tile's last store)")
+
+        self.failures.append(Failure(bad, op, message))
+
 
 # ---------------------------------------------------------------------------------------------
 # Consumers: waits, obligations, reads
@@ -238,14 +263,16 @@ class ProducerRun(BatchRun):
 
 def _same_buffer(producer: object, consumer: object) -> bool:
     """Whether a producer's argument of type `producer` can be the buffer a consumer reads as
-    `consumer`: the same type, or memrefs of the same elements, as many, in other shapes."""
+    `consumer`: the same type, or memrefs of the same elements, as many where both shapes are
+    static, or a dynamic shape on either side (which may be any of them)."""
     if producer == consumer:
         return True
     if not (isinstance(producer, MemRefType) and isinstance(consumer, MemRefType)):
         return False
+    if producer.element_type != consumer.element_type:
+        return False
     sizes = [producer.get_shape(), consumer.get_shape()]
-    return producer.element_type == consumer.element_type and \
-        all(min(shape) >= 0 for shape in sizes) and \
+    return any(min(shape, default=0) < 0 for shape in sizes) or \
         math.prod(sizes[0]) == math.prod(sizes[1])
 
 
@@ -741,8 +768,14 @@ class Verifier:
             if arg in roles or not any(_same_buffer(arg.type, t) for t in types):
                 continue
             layout = layout_for(stage, arg.type)
-            if isinstance(layout, OperandLayout):
-                outputs[arg] = layout
+            if not isinstance(layout, OperandLayout):
+                if not any(isinstance(use.operation, memref.StoreOp | tl.StoreAccOp
+                                      | tl.CopyOutOp) for use in arg.uses):
+                    continue  # never written here: nothing to place in a tile's region
+                raise refusal(func, f"producer @{name} writes argument {arg.index}, which its "
+                                    f"consumers may read, but {layout}: which tile writes "
+                                    f"what cannot be checked")
+            outputs[arg] = layout
         return outputs
 
     # -- waits -------------------------------------------------------------------------------
