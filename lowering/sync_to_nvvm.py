@@ -128,6 +128,30 @@ def _shared_slot(func: gpu.FuncOp) -> SSAValue:
     return memref.GetGlobalOp(TILE_SLOT_GLOBAL, slot_type)
 
 
+def _share_first_draw(func: gpu.FuncOp, op: sync.TileOp, rewriter: PatternRewriter) -> bool:
+    """A block takes one tile of its order: where a kernel has several ordered sync.tile ops,
+    the later ones read the first's coordinates (each lowered alone would draw a ticket of
+    its own, and the block would store and post another tile than it computed). True where
+    `op` was such a later one (and is gone)."""
+    draws = [t for t in func.walk() if isinstance(t, sync.TileOp) and t.order is not None]
+    if len(draws) < 2:
+        return False
+    first = draws[0]
+    if first.parent_block() is not func.body.blocks.first:
+        raise diagnostic(PASS_NAME, draws[1], "a kernel with several ordered sync.tile ops "
+                         "takes its tile once: the first must be in the kernel's entry block, "
+                         "so that it runs before the others")
+    if first.order != op.order:
+        raise diagnostic(PASS_NAME, op, "the ordered sync.tile ops of one kernel name "
+                         "different orders: a block takes one tile")
+    if op is first:
+        for later in draws[1:]:
+            rewriter.replace_op(later, [], list(first.results))
+        return False
+    rewriter.replace_op(op, [], list(first.results))
+    return True
+
+
 class LowerOrderedTile(RewritePattern):
     """sync.tile with an order: tiles handed out in block dispatch order (cuSync's tile()).
 
@@ -150,6 +174,8 @@ class LowerOrderedTile(RewritePattern):
             func = func.parent_op()
         if func is None:
             raise diagnostic(PASS_NAME, op, "an ordered sync.tile must be inside a gpu.func")
+        if _share_first_draw(func, op, rewriter):
+            return
         counter = sync_arg(func, TILE_COUNTER, MemRefType(i32, [1]))
         table = (sync_arg(func, ORDER_TABLE, MemRefType(i32, [DYNAMIC_INDEX]))
                  if kind == "table" else None)

@@ -61,3 +61,24 @@ builtin.module {
 // STAGE-LABEL: gpu.func @staged
 // STAGE-SAME:    sync.args = ["tile_counter"]
 // STAGE:         nvvm.atom add relaxed, gpu
+
+// -----
+// A kernel that asks for its tile twice (an epilogue recomputing it) takes one ticket: the
+// second sync.tile reads the first's coordinates, so the block stores and posts the tile it
+// computed.
+builtin.module {
+  sync.stage @s {kernel = @m::@twice, grid = array<i64: 4, 4>, block = array<i64: 32>, tile = array<i64: 8, 8>, order = #sync.order<column_major>}
+  gpu.module @m {
+    gpu.func @twice(%out: memref<?xindex>) kernel {
+      %x, %y = sync.tile : index, index
+      memref.store %x, %out[%y] : memref<?xindex>
+      %x2, %y2 = sync.tile : index, index
+      memref.store %y2, %out[%x2] : memref<?xindex>
+      gpu.return
+    }
+  }
+}
+// STAGE-LABEL: gpu.func @twice
+// STAGE:         nvvm.atom add relaxed, gpu
+// STAGE-NOT:     nvvm.atom
+// STAGE:         gpu.return
