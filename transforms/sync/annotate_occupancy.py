@@ -9,7 +9,11 @@ For each `sync.stage` the pass reads, from the stage's attribute dictionary only
   option `regs_per_thread` (default 32) is used;
 * `shared_bytes` (static shared memory per block, from nvJitLink) plus `dynamic_shared_bytes`
   (the launch's dynamic shared memory, 0 if absent); without `shared_bytes` the option
-  `smem_per_block` (default 0) stands for the static part;
+  `smem_per_block` (default 0) stands for the static part, but never less than the
+  shared-memory globals the kernel uses in the IR (`memref.global` in address space 3 that it
+  reaches through `memref.get_global`): a kernel declaring 48 KB holds them, and counting
+  fewer would claim blocks co-resident that cannot be (W would then drop a needed
+  wait-kernel);
 
 and writes `blocks_per_sm` (i64), `waves` (f64: blocks / (sms × blocks_per_sm)) and `limiter`
 (string: the resources at the limit, e.g. "threads+registers") per the occupancy calculator of
@@ -26,10 +30,12 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import gpu, memref
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     StringAttr,
     f64,
@@ -37,6 +43,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 
 from tilesync.analysis.occupancy import Occupancy, blocks_per_sm
 from tilesync.analysis.stage_graph import StageGraph
@@ -47,6 +54,7 @@ from tilesync.contract import (
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
     LIMITER_ATTR,
     REGISTERS_ATTR,
+    SHARED_ADDRESS_SPACE,
     SHARED_BYTES_ATTR,
     WAVES_ATTR,
     limits_for_arch,
@@ -93,7 +101,7 @@ def stage_occupancy(
         registers = DEFAULT_REGISTERS if regs_per_thread is None else regs_per_thread
     static = int_attribute(stage, SHARED_BYTES_ATTR)
     if static is None:
-        static = 0 if smem_per_block is None else smem_per_block
+        static = max(0 if smem_per_block is None else smem_per_block, declared_shared_bytes(stage))
     dynamic = int_attribute(stage, DYNAMIC_SHARED_BYTES_STAGE_ATTR) or 0
     if registers < 0 or static < 0 or dynamic < 0:
         raise OpDiagnostic(
@@ -106,6 +114,32 @@ def stage_occupancy(
         raise OpDiagnostic(f"{PASS_NAME}: {error}", stage) from None
     threads = math.prod(stage.block_shape)
     return blocks_per_sm(threads, registers, static + dynamic, limits), registers, static + dynamic
+
+
+def declared_shared_bytes(stage: StageOp) -> int:
+    """Bytes of the shared-memory globals (`memref.global` of a static shape in address space
+    SHARED_ADDRESS_SPACE) that `stage`'s kernel reads through `memref.get_global`: what it
+    holds at least, before the compiler adds its own (0 where the kernel is not in the IR)."""
+    module = stage.parent_op()
+    kernel = SymbolTable.lookup_symbol(module, stage.kernel) if module is not None else None
+    if not isinstance(kernel, gpu.FuncOp):
+        return 0
+    gpu_module = kernel.parent_op()
+    total = 0
+    for name in {op.name_.string_value() for op in kernel.walk()
+                 if isinstance(op, memref.GetGlobalOp)}:
+        glob = SymbolTable.lookup_symbol(gpu_module, name) if gpu_module is not None else None
+        if not isinstance(glob, memref.GlobalOp):
+            continue
+        kind = glob.type
+        space = kind.memory_space if isinstance(kind, MemRefType) else None
+        if not (isinstance(space, IntegerAttr) and space.value.data == SHARED_ADDRESS_SPACE):
+            continue
+        shape = kind.get_shape()
+        width = getattr(kind.element_type, "bitwidth", None)
+        if min(shape, default=0) >= 0 and isinstance(width, int):
+            total += math.prod(shape) * -(-width // 8)
+    return total
 
 
 def annotated_waves(stage: StageOp, sms: int, pass_name: str) -> StageWaves:
