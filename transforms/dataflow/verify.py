@@ -19,7 +19,18 @@ Two things must hold for the queues of a pipeline never to wait forever:
   induction every ticket completes, and the next launch finds every count where it expects.
   The argument is per queue worker, not per CTA: groups of threads (`threads N`) draw and
   release tickets independently (they must not wait for one another while holding one), so
-  neither check depends on how many workers a CTA runs.
+  neither check depends on how many workers a CTA runs;
+* **the kernels keep the tickets' discipline** the induction assumes (`check_kernel_tickets`,
+  on every stage kernel that still takes its queues as arguments): each queue a stage lists
+  is acquired and released by its kernel, inputs only at their consumer end and outputs at
+  their producer end; and where a stage runs more than one worker, a worker draws at most one
+  ticket per tile on its inputs and one on its outputs — further tickets of its tile are
+  given (`at`) the one it drew. Two drawn independently (a join of two queues, a tile that
+  takes `dataflow.reads` > 1 entries one draw at a time) let one worker hold ticket t of one
+  queue while it waits for a ticket another worker holds and that worker waits for t: the
+  lowest ticket no longer moves (found by the queue simulator on a residual join and on a
+  split reduction's final stage); on outputs, the tickets of one tile would name different
+  tiles in different queues.
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
@@ -130,6 +141,77 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
     return f"tickets balanced on {len(pipeline.queues)} queue(s)"
 
 
+_CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawFullOp)
+_PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawEmptyOp)
+
+
+def _drawn_here(kernel: gpu.FuncOp, acquires: list) -> list:
+    """The acquires of `acquires` that draw a ticket of their own (no `at`, or `at` a ticket
+    drawn ahead): a worker's fresh tickets, as opposed to those it is given."""
+    ahead = dataflow.drawn_acquires(kernel)
+    return [op for op in acquires if op.ticket is None or op in ahead]
+
+
+def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
+    """The kernel of `stage` acquires and releases every queue the stage lists, each at its
+    own end, and (more than one worker) draws at most one ticket a tile on its inputs and one
+    on its outputs (the module docstring says why). A kernel already lowered (its queues are
+    parameters the runtime binds) was checked before."""
+    kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+    if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
+        return
+    name = stage.sym_name.data
+    queue_args = [a for a in kernel.body.blocks.first.args
+                  if isinstance(a.type, dataflow.QueueType)]
+    inputs = [r.root_reference.data for r in stage.inputs]
+    outputs = [r.root_reference.data for r in stage.outputs]
+    if len(queue_args) != len(inputs) + len(outputs):
+        return  # not bound to its queues yet (the stage's own verifier says so)
+    try:
+        workers = dataflow.queue_workers(kernel).count * stage.num_ctas
+    except dataflow.QueueWorkersError as error:
+        raise _refuse(error.op, f"stage @{name}: {error}") from None
+    position = {op: i for i, op in enumerate(kernel.walk())}
+    sides = (("input", inputs, queue_args[:len(inputs)], _CONSUMER_OPS),
+             ("output", outputs, queue_args[len(inputs):], _PRODUCER_OPS))
+    for side, names, args, ends in sides:
+        drawing: list = []
+        for queue, arg in zip(names, args, strict=True):
+            users = sorted({use.operation for use in arg.uses}, key=position.__getitem__)
+            wrong = [op for op in users if isinstance(op, _CONSUMER_OPS + _PRODUCER_OPS)
+                     and not isinstance(op, ends)]
+            if wrong:
+                raise _refuse(wrong[0], f"stage @{name}: '{wrong[0].name}' on @{queue}, one of "
+                              f"its {side}s: an {side} is taken at its "
+                              f"{'consumer' if side == 'input' else 'producer'} end only")
+            acquire_kind, release_kind = ends[0], ends[1]
+            acquires = [op for op in users if isinstance(op, acquire_kind)]
+            releases = [op for op in users if isinstance(op, release_kind)]
+            if not acquires or not releases:
+                missing = acquire_kind.name if not acquires else release_kind.name
+                raise _refuse(stage, f"stage @{name}: its kernel {stage.kernel} never runs "
+                              f"'{missing}' on @{queue}, one of its {side}s: the queue's "
+                              "tickets would never all be taken or given back")
+            drawn = _drawn_here(kernel, acquires)
+            reads = reads_per_tile(stage, queue) if side == "input" else 1
+            if workers > 1 and (len(drawn) > 1 or (drawn and reads > 1)):
+                raise _refuse(drawn[-1], f"stage @{name}: each of its {workers} queue workers "
+                              f"draws {max(len(drawn), reads)} tickets of @{queue} for a tile, "
+                              "one at a time: two workers holding part of their tiles can "
+                              "wait for each other forever (one worker per stage, or one "
+                              "ticket a tile)")
+            drawing += [(queue, op) for op in drawn]
+        if workers > 1 and len({queue for queue, _ in drawing}) > 1:
+            (first, _), (second, op) = drawing[0], next(
+                (q, o) for q, o in drawing if q != drawing[0][0])
+            mismatch = " (and the tiles would not match)" if side == "output" else ""
+            raise _refuse(op, f"stage @{name}: each of its {workers} queue workers draws a "
+                          f"ticket of @{first} and one of @{second} on its own: a worker can "
+                          f"hold one while it waits for the other's, held by a worker that "
+                          f"waits for its own{mismatch}; draw one and give it to the other "
+                          "(`at`)")
+
+
 @dataclass(frozen=True)
 class VerifyPipelinePass(ModulePass):
     """Prove every dataflow.pipeline co-resident and deadlock-free, or refuse it."""
@@ -160,5 +242,7 @@ class VerifyPipelinePass(ModulePass):
                               f"{fits.reason} ({per_stage}); a CTA spinning on a queue holds "
                               "the slot its producer needs")
             tickets = check_tickets(pipeline)
+            for stage in stages:
+                check_kernel_tickets(op, stage)
             pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"co-resident: {fits.reason}; "
                                                             f"{tickets}")
