@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
-from xdsl.dialects import arith, gpu, llvm, memref
+from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
@@ -283,6 +283,29 @@ def _ticket_slot(func: gpu.FuncOp, workers: int) -> memref.GetGlobalOp:
 # ---------------------------------------------------------------------------------------------
 
 
+_ACQUIRE_OPS = (dataflow.AcquireEmptyOp, dataflow.AcquireFullOp)
+_MEETING_OPS = (dataflow.AcquireEmptyOp, dataflow.AcquireFullOp, dataflow.ReleaseFullOp,
+                dataflow.ReleaseEmptyOp, gpu.BarrierOp)
+"""Ops whose lowering meets the worker (or the whole block) at a barrier."""
+
+
+def _slot_reused_unseparated(op: Operation) -> bool:
+    """Whether acquire `op` may run again, and its leader overwrite the ticket slot, while a
+    thread of its worker has yet to read the ticket it handed out last time: `op` is in a loop
+    whose body meets at no other barrier on every iteration (no other queue op or gpu.barrier
+    at the body's top level; a release there, as a tile's usually is, separates them). The
+    slot's barrier after the leader's write does not: a thread may still be before its read
+    when the others pass it."""
+    child, parent = op, op.parent_op()
+    while parent is not None and not isinstance(parent, scf.ForOp | scf.WhileOp | gpu.FuncOp):
+        child, parent = parent, parent.parent_op()
+    if not isinstance(parent, scf.ForOp):
+        return isinstance(parent, scf.WhileOp)
+    body = parent.body.blocks.first
+    return body is None or not any(isinstance(other, _MEETING_OPS) and other is not child
+                                   for other in body.ops)
+
+
 def _draw(b: SyncBuilder, queue: BoundQueue, producer: bool) -> SSAValue:
     """The next ticket of the stage's counter on `queue` (relaxed `atom.add`; in the leader)."""
     line = 0 if producer else 1 + queue.use.consumer
@@ -295,7 +318,9 @@ class LowerAcquire(RewritePattern):
     """acquire_empty / acquire_full: draw (or take) a ticket, spin until its entry is ready.
 
     A ticket drawn ahead (`at` a draw op's value, listed in `drawn`) is the leader's alone: the
-    leader spins on it and hands it out, as for a ticket it draws here."""
+    leader spins on it and hands it out, as for a ticket it draws here. An acquire in
+    `unseparated` (`_slot_reused_unseparated`, decided before any op is rewritten) first meets
+    its worker at a barrier."""
 
     bindings: dict[SSAValue, BoundQueue]
     workers: dataflow.QueueWorkers
@@ -303,6 +328,7 @@ class LowerAcquire(RewritePattern):
     backoff_ns: int
     debug: bool
     drawn: set[Operation]
+    unseparated: set[Operation]
 
     @staticmethod
     def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
@@ -339,6 +365,8 @@ class LowerAcquire(RewritePattern):
         group = worker_group(self.workers)
         if given is None or op in self.drawn:
             slot = b.value(_ticket_slot(queue.func, self.workers.count))
+            if op in self.unseparated:
+                b.barrier(group)  # every thread has read the ticket this slot held before
             ticket = b.from_leader(acquire, slot, group=group)
             rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
         else:
@@ -467,8 +495,11 @@ class ConvertDataflowToNVVMPass(ModulePass):
             for inner in ops_of(func, (*_PRODUCER_OPS, *_CONSUMER_OPS)):  # refuse first
                 _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))
             drawn = dataflow.drawn_acquires(func)
+            unseparated = {acquire for acquire in ops_of(func, _ACQUIRE_OPS)
+                           if _slot_reused_unseparated(acquire)}
             apply_patterns(func.body, [LowerAcquire(bindings, workers, self.default_timeout_ns,
-                                                    self.backoff_ns, self.debug, drawn),
+                                                    self.backoff_ns, self.debug, drawn,
+                                                    unseparated),
                                        LowerDraw(bindings, workers),
                                        LowerRelease(bindings, release_group(func, workers)),
                                        LowerEntry(bindings)],
