@@ -134,16 +134,18 @@ class InsertWaitKernelPass(ModulePass):
         pairs = graph.dependent_pairs()
         report = analyze(ProgressFacts(list(graph.stages), pairs, graph.plan, {}))
         for producer, consumer in pairs:
-            consumer_launch = launch_of(graph, consumer, self.name)
             if (producer, consumer) in report.blocked:
                 raise OpDiagnostic(
                     f"{self.name}: no wait-kernel can order @{consumer} after @{producer}: "
-                    f"{report.reasons[(producer, consumer)]}", consumer_launch)
+                    f"{report.reasons[(producer, consumer)]}",
+                    launch_of(graph, consumer, self.name))
             guarantee = report.guarantees[(producer, consumer)]
             kind = None if guarantee is None else guarantee.kind
             if kind in (forward_progress.PDL, forward_progress.STREAM_ORDER,
                         forward_progress.ONE_LAUNCH):
-                continue  # the stream (or the launch's tickets) already orders the grids
+                # the stream (or the launch's tickets) already orders the grids: a program
+                # without sync.launch runs its stages on stream 0 in order
+                continue
             realize_wait_kernel(op, graph, producer)
             if kind == forward_progress.WAIT_KERNEL:
                 continue  # one already waits for the producer on the consumer's stream

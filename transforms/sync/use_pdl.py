@@ -28,7 +28,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tilesync.analysis import forward_progress
 from tilesync.analysis.forward_progress import ProgressFacts, analyze
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, WaitKernel
-from tilesync.dialects import nvvm
+from tilesync.dialects import nvvm, sync
 from tilesync.transforms.sync.insert_wait_kernel import realize_wait_kernel
 from tilesync.transforms.sync.launch_plan import (
     entry_insertion_point,
@@ -59,6 +59,8 @@ class UsePDLPass(ModulePass):
             return analyze(ProgressFacts(stages, pairs, plan, {})).guarantees
 
         plan = list(graph.plan)
+        if not any(isinstance(o, sync.LaunchOp) for o in op.ops):
+            return  # every stage on stream 0 in program order: nothing to overlap
         consumers = list(dict.fromkeys(c for _, c in pairs))
         for consumer in consumers:
             if len(graph.launch_group(consumer)) > 1:
