@@ -26,6 +26,7 @@ stage's grid (`analysis.tile_order.verify_order_on_grid`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -45,7 +46,7 @@ from tilesync.analysis.tile_order import (
     verify_order_on_grid,
 )
 from tilesync.dialects.locations import OpDiagnostic
-from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
+from tilesync.dialects.sync import ENUMERATION_LIMIT, DependencyOp, OrderAttr, StageOp
 
 PASS_NAME = "sync-tile-order"
 ORDER_OPTIONS = ("row_major", "column_major", "strided", "generated")
@@ -76,6 +77,20 @@ def producers_first(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) ->
         done.extend(ready)
         placed.update(ready)
     return done
+
+
+def check_enumeration(dep: DependencyOp, order: str) -> None:
+    """A diagnostic where deriving an order from `dep` would read more than ENUMERATION_LIMIT
+    producer tiles (every consumer tile times its forall box): minutes of Python for a grid
+    of 4096 x 4096 tiles reading whole rows, where a named order costs nothing."""
+    consumer = dep.consumer_stage()
+    reads = math.prod(consumer.grid_shape) * math.prod(hi - lo for lo, hi in dep.ranges)
+    if reads > ENUMERATION_LIMIT:
+        raise OpDiagnostic(f"{PASS_NAME}: order={order} would enumerate {reads} producer tiles "
+                           f"read through this dependency ({math.prod(consumer.grid_shape)} "
+                           f"consumer tiles x its forall box), more than the "
+                           f"{ENUMERATION_LIMIT} it derives an order from: name an order "
+                           "(row_major, column_major)", dep)
 
 
 def generated_permutation(
@@ -170,6 +185,7 @@ class TileOrderPass(ModulePass):
     def _apply_strided(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
         strides: dict[str, int] = {}
         for dep in deps:
+            check_enumeration(dep, "strided")
             producer = stages[dep.producer.root_reference.data]
             stride = dependency_stride(dep, producer.grid_shape)
             if stride is None:
@@ -199,6 +215,8 @@ class TileOrderPass(ModulePass):
                     stage.order = OrderAttr("row_major")
                 permutations[name] = order_permutation(stage.order, stage.grid_shape)
                 continue
+            for dep in incoming:
+                check_enumeration(dep, "generated")
             producer_names = {d.producer.root_reference.data for d in incoming}
             permutation = generated_permutation(
                 stage,
