@@ -775,6 +775,15 @@ class TileOp(IRDLOperation):
 def _verify_semaphore_access(
     op: IRDLOperation, sems: SSAValue, tile: Sequence[SSAValue], policy: PolicyAttr
 ) -> None:
+    _verify_semaphores(op, sems)
+    if len(tile) != policy.num_dims:
+        raise VerifyException(
+            f"{op.name}: policy {policy.kind} takes {policy.num_dims} tile coordinates, "
+            f"got {len(tile)}"
+        )
+
+
+def _verify_semaphores(op: IRDLOperation, sems: SSAValue) -> None:
     sems_type = sems.type
     if not (
         isinstance(sems_type, MemRefType)
@@ -783,11 +792,6 @@ def _verify_semaphore_access(
     ):
         raise VerifyException(
             f"{op.name}: semaphores must be a rank-1 memref of i32, got {sems_type}"
-        )
-    if len(tile) != policy.num_dims:
-        raise VerifyException(
-            f"{op.name}: policy {policy.kind} takes {policy.num_dims} tile coordinates, "
-            f"got {len(tile)}"
         )
 
 
@@ -943,7 +947,8 @@ class ProbeOp(IRDLOperation):
         return out
 
     def verify_(self) -> None:
-        _verify_semaphore_access(self, self.sems, self.tile, self.policy)
+        # its tile is the consumer's; each map below takes it to the policy's producer tiles
+        _verify_semaphores(self, self.sems)
         if len(self.reads.data) != len(self.over.data):
             raise VerifyException(
                 f"sync.probe: {len(self.reads.data)} maps but {len(self.over.data)} ranges")

@@ -203,3 +203,36 @@ builtin.module attributes {gpu.container_module} {
 // CHECK-NEXT:    %ready_scores = sync.probe %sems_scores[%x, %y] {{.*}} over [array<i64: 0, 32, 1>] : memref<?xi32>
 // CHECK:           sync.wait %sems_scores[%x, %s0] {{.*}} unless %ready_scores : memref<?xi32>
 // CHECK:         sync.stage @softmax {{.*}}sync.verified = "proved"
+
+// -----
+
+// A consumer of one dimension (a row of GEMM1's tiles a block) probing a producer of two:
+// the probe's tile is the consumer's, its map takes it to the producer's tiles (the policy's
+// two coordinates).
+builtin.module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @gemm1(%a: memref<?xf16>, %h: memref<?xf16>) kernel {
+      %x, %y = sync.tile : index, index
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+    gpu.func @rows(%h: memref<?xf16>, %y2: memref<?xf16>) kernel {
+      %x = sync.tile : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %kt = %c0 to %c8 step %c1 {
+        sync.load_point operand 0 [%x] step %kt
+      }
+      gpu.return
+    }
+  }
+  sync.stage @gemm1 {kernel = @k::@gemm1, grid = array<i64: 4, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>}
+  sync.stage @rows {kernel = @k::@rows, grid = array<i64: 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64>}
+  sync.dependency @gemm1 -> @rows operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 8)
+  sync.launch @gemm1
+  sync.launch @rows {pdl = true}
+}
+// CHECK-LABEL: gpu.func @rows(
+// CHECK:         %ready_gemm1 = sync.probe %sems_gemm1[%x] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 8 + d1), posts = 1> reads [affine_map<(d0)[s0] -> (d0, s0)>] over [array<i64: 0, 8, 1>] : memref<?xi32>
+// CHECK:         sync.stage @rows {{.*}}sync.verified = "proved"
