@@ -210,7 +210,7 @@ def build_waits(
 
     waits = nest(looped)
     lo, hi = dep.ranges[0] if bound else (0, 0)
-    if not bound or wait_steps is None or _starts_elsewhere(step, lo):
+    if not bound or wait_steps is None or not _ascends_from(step, lo):
         return waits
     assert step is not None
     ops: list[Operation] = []
@@ -242,17 +242,36 @@ def build_waits(
     return [*ops, scf.IfOp(guard, [], [*waits, scf.YieldOp()])]
 
 
-def _starts_elsewhere(step: SSAValue | None, lo: int) -> bool:
-    """Whether `step` is the induction variable of an scf.for whose constant bounds start it
-    somewhere else than `lo` or do not run it upward: the waits of the range's first steps
-    would then not run first (or at all), so every step waits."""
-    if not isinstance(step, BlockArgument) or step.index != 0:
+def _ascends_from(step: SSAValue | None, lo: int) -> bool:
+    """Whether the step values `step` takes are known to be visited upward from the range's
+    start `lo`, so that the waits of the range's first steps run before any later step's
+    loads: a constant (a pipeline's prologue), the induction variable of an scf.for with
+    constant bounds starting at `lo` and a positive step, or that variable plus a constant
+    (a prefetch `kt + 2`). Anything else (a loop starting at a slice's `2 z`, a reversed
+    `n - 1 - i`) waits at every step."""
+    if step is None:
         return False
-    loop = step.block.parent_op()
+    if _constant_index(step) is not None:
+        return True
+    owner = step.owner
+    if isinstance(owner, arith.AddiOp):
+        for var, offset in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
+            shift = _constant_index(offset)
+            if shift is not None and shift >= 0 and _loop_from(var, lo):
+                return True
+        return False
+    return _loop_from(step, lo)
+
+
+def _loop_from(value: SSAValue, lo: int) -> bool:
+    """Whether `value` is the induction variable of an scf.for from constant `lo` upward."""
+    if not isinstance(value, BlockArgument) or value.index != 0:
+        return False
+    loop = value.block.parent_op()
     if not isinstance(loop, scf.ForOp):
         return False
     first, stride = _constant_index(loop.lb), _constant_index(loop.step)
-    return (first is not None and first != lo) or (stride is not None and stride <= 0)
+    return first == lo and stride is not None and stride > 0
 
 
 def _constant_index(value: SSAValue) -> int | None:
