@@ -7,7 +7,11 @@ two extents of its `tile`, element type `dataflow.element`, f16 by default); eve
 takes it as an input, so a producer read by several stages multicasts. A queue hands each entry
 to one CTA of a consumer stage, so every producer tile must be read by exactly one tile of each
 consumer stage (split a hidden dimension into stages first, or it is refused); a consumer tile
-that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive tickets. The
+that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive tickets. Tickets
+name tiles in row-major order (ticket t: the producer's tile t, and the consumer's tile t when
+r = 1), so consumer tile i must read exactly the producer tiles r·i .. r·i + r - 1; a batch
+reduction reading a column of the producer's tiles, or two consumers of one producer reading
+its rows and its columns, are refused (no ticket order serves them). The
 depth comes from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the
 pipeline's share of L2 (`l2_bytes` / queues) allows, never fewer than r. The rings are pinned in
 L2. Stage kernels written against global memory do not take their queues
@@ -38,7 +42,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
 from tilesync.analysis.dependency_analysis import tiles_read
-from tilesync.analysis.grid import grid_tiles
+from tilesync.analysis.grid import grid_tiles, linear_id
 from tilesync.analysis.pipeline_model import queue_depth
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import DATAFLOW_ELEMENT_ATTR, READS_ATTR, UNBOUND_ATTR, QueueLayout
@@ -54,10 +58,12 @@ def reads_per_tile(graph: StageGraph, dep) -> int:
     producer, consumer = graph.producer_of(dep), graph.consumer_of(dep)
     readers: Counter = Counter()
     counts = set()
+    reading: list[tuple[tuple[int, ...], list[int]]] = []  # consumer tile, tickets it reads
     for tile in grid_tiles(consumer.grid_shape):
         read = tiles_read(dep, tile)
         counts.add(len(read))
         readers.update(read)
+        reading.append((tile, sorted(linear_id(t, producer.grid_shape) for t in read)))
     pname, cname = producer.sym_name.data, consumer.sym_name.data
     shared = [t for t, n in readers.items() if n > 1]
     if shared:
@@ -71,7 +77,15 @@ def reads_per_tile(graph: StageGraph, dep) -> int:
     if len(counts) != 1:
         raise diagnostic(PASS, dep, f"tiles of @{cname} read different numbers of @{pname} "
                          f"tiles ({sorted(counts)})")
-    return counts.pop()
+    r = counts.pop()
+    for tile, tickets in reading:
+        i = linear_id(tile, consumer.grid_shape)
+        if tickets != list(range(r * i, r * i + r)):
+            raise diagnostic(PASS, dep, f"tile {tile} of @{cname} reads the @{pname} tiles of "
+                             f"tickets {tickets}, but takes tickets {r * i}..{r * i + r - 1}: "
+                             f"tickets name tiles in row-major order, so a tile's entries "
+                             f"must be the next {r} of @{pname}'s tiles")
+    return r
 
 
 @dataclass(frozen=True)
