@@ -3,15 +3,16 @@
 
 The input is the stage program the cuSync passes take (`sync.stage`, `sync.dependency`), with
 each stage's operator kind in `dataflow.kind`. Two rules exclude a stage: it gathers across all
-of its input (`gather`, an embedding lookup say) or it is better bulk-synchronous (`bulk`).
-The pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between
-two inside would have to run before the second and after the first, which a spatial pipeline
-cannot do). Walking the stages in dependency order, a stage joins when it reads a member and
-keeps the group contiguous; the first group of at least two stages becomes
-`dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
+of its input (`gather`, an embedding lookup say) or it is better bulk-synchronous (`bulk`). The
+pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between two
+inside would have to run before the second and after the first, which a spatial pipeline cannot
+do). A dependency cycle is refused (a pipeline is part of a DAG, §5.1), and so is a second
+pipeline of the name of one that exists. Walking the stages in dependency order, a stage joins
+when it reads a member and keeps the group contiguous; the first group of at least two stages
+becomes `dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
 `dataflow.resource`, else tensor for a GEMM and SIMT for the rest; `tiles` = its grid's tiles;
-`ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them). Each member
-records `dataflow.pipeline = @name`; the pipeline lists the excluded stages and why in
+`ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them). Each member records
+`dataflow.pipeline = @name`; the pipeline lists the excluded stages and why in
 `dataflow.excluded`. Queues come later (dataflow-insert-queues).
 """
 
@@ -24,6 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.forward_progress import dependency_cycle, format_cycle
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     DATAFLOW_KIND_ATTR,
@@ -74,7 +76,15 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
     names = list(graph.stages)
     successors: dict[str, set[str]] = {n: set() for n in names}
     predecessors: dict[str, set[str]] = {n: set() for n in names}
-    for producer, consumer in graph.dependent_pairs():
+    pairs = graph.dependent_pairs()
+    cycle = dependency_cycle(names, pairs)
+    if cycle is not None:
+        back = next(d for d in graph.dependencies
+                    if (d.producer.root_reference.data, d.consumer.root_reference.data)
+                    == (cycle[-2], cycle[-1]))
+        raise diagnostic(PASS, back, f"the dependencies form a cycle {format_cycle(cycle)}: "
+                         "a spatial pipeline runs a part of a graph without cycles")
+    for producer, consumer in pairs:
         successors[producer].add(consumer)
         predecessors[consumer].add(producer)
     excluded = {n: EXCLUDED_KINDS[k] for n in names
@@ -130,6 +140,12 @@ class FormPipelinePass(ModulePass):
         members, excluded = select(graph)
         if len(members) < 2:
             return  # nothing to run spatially: the program stays bulk-synchronous
+        taken = next((p for p in op.walk() if isinstance(p, dataflow.PipelineOp)
+                      and p.sym_name.data == self.pipeline), None)
+        if taken is not None:
+            raise diagnostic(PASS, graph.stages[members[0]], f"a pipeline @{self.pipeline} exists "
+                             f"already: name the next one (pipeline=NAME) to form another of @"
+                             f"{', @'.join(members)}")
         stages = []
         for name in members:
             stage = graph.stages[name]
