@@ -14,7 +14,8 @@ second) subject to, for every stage i with a_i CTAs:
 
     w_i × T <= s_i × t_i × a_i / SMs        its rate scales with its share of the SMs
     T × Σ dram_i w_i <= DRAM peak,   T × Σ l2_i w_i <= L2 peak
-    Σ_{SIMT} a_i <= SMs × slots,     Σ_{tensor} a_i <= SMs × slots,    1 <= a_i <= SMs × slots
+    Σ_{SIMT} a_i <= SMs × slots,     Σ_{tensor} a_i <= SMs × slots,    1 <= a_i <= SMs × slots,
+    a_i <= n_i
 
 where t_i is the stage's measured bulk-synchronous rate (tiles per second on the whole GPU),
 s_i = 1 / u_i the speedup of running with its operands on chip (u_i: its busiest pipe's
@@ -67,6 +68,7 @@ class StageRate:
     utilization: float = 1.0  # in (0, 1]
     dram_bytes: float = 0.0  # per tile
     l2_bytes: float = 0.0  # per tile
+    max_ctas: int | None = None  # its tiles per launch: a CTA past them has none to work on
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
     if not stages:
         raise ValueError("a pipeline needs at least one stage")
     for stage in stages:
+        if stage.max_ctas is not None and stage.max_ctas < 1:
+            raise ValueError(f"stage {stage.name}: at most {stage.max_ctas} CTAs, fewer than 1")
         if stage.bsp_rate <= 0 or not 0 < stage.utilization <= 1:
             raise ValueError(f"stage {stage.name}: rate must be positive and utilization in "
                              f"(0, 1], got {stage.bsp_rate} and {stage.utilization}")
@@ -147,6 +151,7 @@ _OPTIMUM_TOLERANCE = 1e-9
 def _exact_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
                 budget: int, classes: list[list[int]]) -> list[int]:
     rates = [_rate_per_cta(s, sms) for s in stages]
+    caps = [budget if s.max_ctas is None else s.max_ctas for s in stages]
     counts = [1] * len(stages)
     best = _caps(stages, dram_peak, l2_peak)
     for members in classes:
@@ -158,7 +163,8 @@ def _exact_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak
                              f"one class, {budget} CTA slots for them")
         while True:
             lowest = min(members, key=lambda i: rates[i] * counts[i])
-            if left == 0 or counts[lowest] == budget or rates[lowest] * counts[lowest] >= best:
+            if left == 0 or counts[lowest] == min(budget, caps[lowest]) or \
+                    rates[lowest] * counts[lowest] >= best:
                 break
             counts[lowest] += 1
             left -= 1
@@ -197,7 +203,8 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
         upper.append(float(budget))
     constraints = LinearConstraint(np.array(rows), -np.inf, np.array(upper))
     integrality = np.array([0] + [1] * n)
-    bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf] + [budget] * n))
+    most = [float(budget if s.max_ctas is None else min(budget, s.max_ctas)) for s in stages]
+    bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf, *most]))
     result = milp(cost, constraints=constraints, integrality=integrality, bounds=bounds)
     if not result.success:
         raise ValueError(f"the CTA allotment has no solution: {result.message}")
@@ -205,7 +212,7 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
     fewest = np.ones(n + 1)
     fewest[0] = 0.0
     floor = Bounds(np.array([best * (1 - _OPTIMUM_TOLERANCE)] + [1.0] * n),
-                   np.array([np.inf] + [budget] * n))
+                   np.array([np.inf, *most]))
     second = milp(fewest, constraints=constraints, integrality=integrality, bounds=floor)
     if second.success:
         result = second

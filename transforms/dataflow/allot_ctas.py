@@ -54,10 +54,12 @@ def stage_rates(pipeline: dataflow.PipelineOp) -> list[StageRate]:
         if not 0 < utilization <= 1:
             raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: '{UTILIZATION_ATTR}' "
                              f"must be in (0, 1], got {utilization}")
+        tiles = _number(stage, TILES_ATTR)
         rates.append(StageRate(
             stage.sym_name.data, stage.resource.data is dataflow.Resource.TENSOR, rate,
-            (_number(stage, TILES_ATTR, last_tiles) or last_tiles) / last_tiles, utilization,
-            _number(stage, DRAM_BYTES_ATTR, 0.0), _number(stage, L2_BYTES_ATTR, 0.0)))
+            (tiles or last_tiles) / last_tiles, utilization,
+            _number(stage, DRAM_BYTES_ATTR, 0.0), _number(stage, L2_BYTES_ATTR, 0.0),
+            max(1, int(tiles)) if tiles else None))
     return rates
 
 

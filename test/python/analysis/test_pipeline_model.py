@@ -58,6 +58,19 @@ def test_on_chip_operands_speed_a_stage_up_and_dram_can_bind():
     assert capped.ctas == {"a": 10}
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_stage_gets_no_more_ctas_than_it_has_tiles(solver):
+    """Kitsune's ResourceScale saturates at a stage's tiles: a split-K GEMM of 16 tiles a
+    launch gets at most 16 CTAs, however slow, and the pipeline's throughput is what they
+    reach (it was given 66 CTAs, 50 of them idle)."""
+    stages = [StageRate("gemm", True, 1e6, max_ctas=16), StageRate("act", False, 4e6)]
+    result = allot(stages, sms=132, dram_peak=1e15, l2_peak=1e15, solver=solver)
+    assert result.ctas["gemm"] == 16 and result.bound == "gemm"
+    assert result.throughput == pytest.approx(items_per_second(stages[0], 16, 132))
+    assert result.ctas["act"] == math.ceil(result.throughput / items_per_second(stages[1], 1,
+                                                                                 132))
+
+
 def test_bad_rates_are_refused():
     with pytest.raises(ValueError, match="rate must be positive"):
         allot([StageRate("a", True, 0.0)], sms=8, dram_peak=1.0, l2_peak=1.0)
@@ -85,7 +98,7 @@ _stage = st.builds(
     StageRate, name=st.just(""), tensor=st.booleans(),
     bsp_rate=st.floats(1e3, 1e9), tiles_per_item=st.sampled_from([0.25, 0.5, 1.0, 2.0, 3.0]),
     utilization=st.floats(0.05, 1.0), dram_bytes=st.sampled_from([0.0, 1e3, 1e5, 1e6]),
-    l2_bytes=st.sampled_from([0.0, 1e4, 1e6]))
+    l2_bytes=st.sampled_from([0.0, 1e4, 1e6]), max_ctas=st.none() | st.integers(1, 200))
 
 
 def _no_higher_throughput_fits(stages, budget: int, shared: bool, sms: int, dram: float,
@@ -96,6 +109,9 @@ def _no_higher_throughput_fits(stages, budget: int, shared: bool, sms: int, dram
     for peak, per_tile in ((dram, "dram_bytes"), (l2, "l2_bytes")):
         used = sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
         if used and throughput > peak / used:
+            return True
+    for s in stages:  # past its tiles a stage's CTAs add nothing
+        if s.max_ctas is not None and throughput > items_per_second(s, s.max_ctas, sms):
             return True
     classes = [stages] if shared else [[s for s in stages if s.tensor is kind]
                                        for kind in (False, True)]
