@@ -82,6 +82,9 @@ def stage_residency(module: ModuleOp, stage: dataflow.StageOp, arch: str) -> Res
         raise _refuse(stage, f"stage @{name}: occupancy unknown: the stage needs the "
                       f"'{REGISTERS_ATTR}' and '{SHARED_BYTES_ATTR}' of its compiled kernel "
                       "(tilesync.api.annotate_resources records them)")
+    if registers < 0 or shared < 0:
+        raise _refuse(stage, f"stage @{name}: '{REGISTERS_ATTR}' and '{SHARED_BYTES_ATTR}' "
+                      f"must not be negative, got {registers} and {shared}")
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
     block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR) if isinstance(kernel, gpu.FuncOp) \
         else None

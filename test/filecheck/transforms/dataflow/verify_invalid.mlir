@@ -101,3 +101,18 @@ builtin.module {
   }
 }
 // CHECK: verify_invalid.mlir:[[# @LINE - 4]]:5: dataflow-verify: stage @a declares 0 'tiles' per launch: a stage with queues moves at least one
+
+// -----
+
+// A negative register count (a hand-edited annotation): refused, not an internal error.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.stage @a {kernel = @k::@f, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [], registers = -1 : i64, shared_bytes = 0 : i64}
+  }
+}
+// CHECK: verify_invalid.mlir:[[# @LINE - 3]]:5: dataflow-verify: stage @a: 'registers' and 'shared_bytes' must not be negative, got -1 and 0
