@@ -6,8 +6,10 @@ adds its k partials) takes them as `reads` consecutive tickets, drawn at once, a
 together: a ring of fewer entries could never hold a whole group, so `reads` is the minimum (the
 simulator shows the deadlock below it; drawing the tickets one at a time deadlocks even with
 `reads × ctas` entries, and mixes the partials of different tiles). `(reads + 1) × ctas`
-entries let every consumer CTA hold its group while producers fill the next one. Both are
-bounded by the L2 the ring may take.
+entries let every consumer CTA hold its group while producers fill the next one; where the L2
+the ring may take holds fewer, as many as it holds (each entry more lets one more CTA work
+ahead: dropping straight to the minimum left a 64-CTA stage pair one entry), never fewer than
+the minimum.
 
 CTA allotment (§5.3, Algorithm 2). Maximize the pipeline's throughput T (pipeline items per
 second) subject to, for every stage i with a_i CTAs:
@@ -49,10 +51,10 @@ def queue_depth(reads: int, consumer_ctas: int, entry_bytes: int, budget_bytes: 
     the deadlock-free minimum does not fit in `budget_bytes`."""
     required = max(1, reads)
     preferred = (reads + 1) * consumer_ctas
-    for entries in (preferred, required):
-        if entries * entry_bytes <= budget_bytes:
-            return entries
-    return None
+    fits = budget_bytes // entry_bytes if entry_bytes > 0 else preferred
+    if fits < required:
+        return None
+    return min(preferred, fits)
 
 
 SOLVERS = ("exact", "milp")

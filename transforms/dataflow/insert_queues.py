@@ -3,20 +3,20 @@
 
 Each pipeline stage whose tiles another stage of the pipeline reads (a `sync.dependency` with
 both ends inside) gets one queue `@<stage>_tiles`, whose payload is its output tile (the first
-two extents of its `tile`, element type `dataflow.element`, f16 by default); every consumer stage
-takes it as an input, so a producer read by several stages multicasts. A queue hands each entry
-to one CTA of a consumer stage, so every producer tile must be read by exactly one tile of each
-consumer stage (split a hidden dimension into stages first, or it is refused); a consumer tile
-that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive tickets. Tickets
-name tiles in row-major order (ticket t: the producer's tile t, and the consumer's tile t when
-r = 1), so consumer tile i must read exactly the producer tiles r·i .. r·i + r - 1; a batch
-reduction reading a column of the producer's tiles, or two consumers of one producer reading
-its rows and its columns, are refused (no ticket order serves them). The
+two extents of its `tile`, element type `dataflow.element`, f16 by default); every consumer
+stage takes it as an input, so a producer read by several stages multicasts. A queue hands each
+entry to one CTA of a consumer stage, so every producer tile must be read by exactly one tile
+of each consumer stage (split a hidden dimension into stages first, or it is refused); a
+consumer tile that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive
+tickets. Tickets name tiles in row-major order (ticket t: the producer's tile t, and the
+consumer's tile t when r = 1), so consumer tile i must read exactly the producer tiles r·i ..
+r·i + r - 1; a batch reduction reading a column of the producer's tiles, or two consumers of
+one producer reading its rows and its columns, are refused (no ticket order serves them). The
 depth comes from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the
-pipeline's share of L2 (`l2_bytes` / queues) allows, never fewer than r. The rings are pinned in
-L2. Stage kernels written against global memory do not take their queues
-yet: such stages are marked `dataflow.unbound` (the verifier and the lowering refuse them until
-a kernel generator rewrites them to acquire, read and release entries).
+pipeline's share of L2 (`l2_bytes` / queues) allows, else as many entries as it holds, never
+fewer than r. The rings are pinned in L2. Stage kernels written against global memory do not
+take their queues yet: such stages are marked `dataflow.unbound` (the verifier and the lowering
+refuse them until a kernel generator rewrites them to acquire, read and release entries).
 """
 
 from __future__ import annotations

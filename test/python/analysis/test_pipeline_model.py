@@ -19,9 +19,10 @@ from tilesync.analysis.pipeline_model import (
 )
 
 
-def test_queue_depth_prefers_a_spare_round_and_falls_back_to_the_deadlock_free_minimum():
+def test_queue_depth_prefers_a_spare_round_then_as_many_as_fit_down_to_the_minimum():
     assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=10**6) == 30
-    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=25_000) == 2
+    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=25_000) == 25
+    assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=2_500) == 2
     assert queue_depth(reads=2, consumer_ctas=10, entry_bytes=1000, budget_bytes=1_999) is None
 
 
