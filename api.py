@@ -46,9 +46,11 @@ from tilesync.contract import (
     SHARED_BYTES_ATTR,
     TARGETS,
     TENSOR_MAP,
+    VERIFIED_ATTR,
     CompiledProgram,
     CompileError,
     KernelSignature,
+    SourceLocation,
     TilesyncError,
     architecture,
 )
@@ -67,8 +69,9 @@ from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pip
 from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
-           "compile", "compile_error", "default_pipeline", "gc_paused", "kernel_signatures",
-           "lower", "make_context", "parse", "sync_passes_for"]
+           "compile", "compile_error", "decode_source", "default_pipeline", "gc_paused",
+           "gpu_modules", "kernel_signatures", "lower", "make_context", "parse",
+           "sync_passes_for", "to_stage_program"]
 
 
 def make_context() -> Context:
@@ -84,6 +87,8 @@ def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> Modul
     """Parse and verify MLIR text; every op records its location in `name`."""
     if not isinstance(text, str | bytes):
         raise CompileError(f"expected MLIR text, got {type(text).__name__}")
+    if isinstance(text, bytes):
+        text = decode_source(text, name)
     ctx = ctx or make_context()
     try:
         module = LocatingParser(ctx, text, name).parse_module()
@@ -91,6 +96,19 @@ def parse(text: str, ctx: Context | None = None, name: str = "<input>") -> Modul
         raise compile_error(err) from err
     verify_module(module)
     return module
+
+
+def decode_source(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text; CompileError at the first byte that is not (random bytes are not
+    a program, and the user is told where, not given a UnicodeDecodeError)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise CompileError(f"not UTF-8 text: byte 0x{data[err.start]:02x} cannot start or "
+                           "continue a character (an MLIR program is UTF-8 text)",
+                           SourceLocation(name, line, column)) from None
 
 
 def verify_module(module: ModuleOp, after_pass: str | None = None) -> None:
@@ -127,6 +145,8 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
     prefix = f"IR after {during} does not verify: " if verifying and during else ""
     if isinstance(err, VerifyException | DiagnosticException) or verifying:
         op = failing_op(module, err) if module is not None and verifying else None
+        if not isinstance(err, VerifyException | DiagnosticException | ValueError):
+            text = f"{type(err).__name__}: {text}"  # a verifier that failed: said as such
         return CompileError(prefix + text, location_of(op))
     where = f" in {during}" if during else ""
     return CompileError(f"internal error{where}: {type(err).__name__}: {' '.join(lines)}"
@@ -304,9 +324,11 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     """Compile a program in tilesync's dialects to PTX for `target` (sm_80, sm_90, sm_90a).
 
     `module_or_text` is MLIR text (diagnostics name it `filename`, default "<input>"), a path
-    to a .mlir file, or a ModuleOp. `pipeline` (pass names or a `-p` spec) replaces the default:
-    KERNEL_TO_LLVM, after the cuSync passes (`sync_passes_for`) where the program declares
-    stage dependencies whose hooks are not filled yet. `debug` and `timeout_ns` set the
+    to a .mlir file (a pathlib.Path, or a str of one line ending in ".mlir", which no program
+    is), or a ModuleOp; one without a gpu.module has no kernel to compile: an error.
+    `pipeline` (pass names or a `-p` spec) replaces the default: KERNEL_TO_LLVM, after the
+    cuSync passes (`sync_passes_for`) where the program declares stage dependencies whose
+    hooks are not filled yet. `debug` and `timeout_ns` set the
     spin-wait lowering's options in the default pipeline; `keep_ir` keeps the IR text after
     every pass in `ir_after`; `verify_each` verifies after every pass (by default the lowered
     IR is verified once, while LLVM emits the PTX: `pass_seconds` has it as "verify", and the
@@ -314,13 +336,16 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
     CompileError (VerifyError where sync-verify refuses the program).
     """
     check_target(target)
-    if isinstance(module_or_text, os.PathLike):
+    if isinstance(module_or_text, os.PathLike) or _is_a_path(module_or_text):
         path = os.fspath(module_or_text)
         try:
             with open(path, encoding="utf-8") as f:
                 module_or_text = f.read()
-        except (OSError, UnicodeDecodeError) as err:
-            raise CompileError(f"cannot read {path}: {err}") from err
+        except OSError as err:
+            raise CompileError(f"cannot read {path}: {err.strerror or err}") from None
+        except UnicodeDecodeError:
+            with open(path, "rb") as f:
+                decode_source(f.read(), filename or path)  # raises, located
         filename = filename or path
     if not isinstance(module_or_text, str | ModuleOp):
         raise CompileError("expected MLIR text, a path or a ModuleOp, got "
@@ -340,15 +365,19 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
                                                 verify_each, verify_last=True)
             pipeline = default_pipeline(debug, timeout_ns, before=then)
         elif pipeline is None:
+            refuse_dependency_cycle(module)
             pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
         elif debug or timeout_ns is not None:
             raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
                                "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
                                "yourself")
         check_target_features(module, target)
+        missing = None if is_graph_level(module) else no_kernel_error(module, filename)
         ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
                                               verify_last=False)
         ir_after, seconds = first_ir | ir_after, first_seconds | seconds
+        if missing is not None:  # the passes found nothing wrong, but nothing to compile
+            raise missing
         ptx_by_module, llvm_by_module = _to_ptx(module, target, validate, seconds,
                                                 None if verify_each else last_pass,
                                                 collect_garbage)
@@ -358,6 +387,55 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             raise compile_error(err, module) from err
     return CompiledProgram(ptx_by_module, llvm_by_module, kernels, module, ir_after,
                            seconds, target)
+
+
+def _is_a_path(text: object) -> bool:
+    """A str that is a .mlir file's path, not a program: one line ending in ".mlir"."""
+    return isinstance(text, str) and "\n" not in text and text.strip().endswith(".mlir")
+
+
+def gpu_modules(module: ModuleOp, source: str = "<input>") -> list[gpu.ModuleOp]:
+    """The gpu.modules of `module` (outside functions), whose kernels tilesync compiles; a
+    CompileError when there is none: nothing to compile (an empty file, host code only) or,
+    for a graph-level program, not yet (graph-to-stages makes its kernels)."""
+    found = [op for op in _outside_functions(module) if isinstance(op, gpu.ModuleOp)]
+    if found:
+        return found
+    error = no_kernel_error(module, source)
+    assert error is not None
+    raise error
+
+
+def no_kernel_error(module: ModuleOp, source: str | None = "<input>") -> CompileError | None:
+    """Why `module` has no kernel to compile (located at its first op, as parsed: taken
+    before lowering, which drops the locations), or None where it has a gpu.module."""
+    if any(isinstance(op, gpu.ModuleOp) for op in _outside_functions(module)):
+        return None
+    source = source or "<input>"
+    first = next(iter(module.ops), None)
+    where = location_of(first) or SourceLocation(source, 1, 1)
+    if is_graph_level(module):
+        return CompileError("the program has no gpu.module yet: its graph function becomes "
+                            "kernels in graph-to-stages (tilesync compile runs it; "
+                            "tilesync-opt -p graph-to-stages,...)", where)
+    what = "is empty" if first is None else "has no gpu.module (only host code)"
+    return CompileError(f"the program {what}: there is no kernel to compile (tilesync compiles "
+                        "the gpu.func kernels of a gpu.module)", where)
+
+
+def refuse_dependency_cycle(module: ModuleOp) -> None:
+    """sync-verify's refusal of a dependency cycle, for a program compiled whatever its hooks
+    (one without any has no synchronization for sync-verify to prove, but a cycle of
+    dependencies is no program either)."""
+    if not any(isinstance(op, sync.DependencyOp) for op in module.ops):
+        return
+    from tilesync.analysis.stage_graph import StageGraph
+    from tilesync.transforms.sync.verify import VerifySyncPass
+
+    try:
+        VerifySyncPass.refuse_cycles(StageGraph.of(module))
+    except OpDiagnostic as err:
+        raise compile_error(err, module) from None
 
 
 # ops whose PTX exists only on an architecture-specific target (wgmma, setmaxnreg: sm_90a)
@@ -421,21 +499,41 @@ def graph_passes_for(module: ModuleOp) -> tuple[str, tuple[str, ...]]:
     return graph_to_stages.PASS, GRAPH_SYNC_PASSES
 
 
+def to_stage_program(module: ModuleOp) -> None:
+    """Make a graph-level `module` its program in place, with the pass compile's default
+    pipeline runs first (graph_passes_for); any other module is left as it is. For tools that
+    read the program before lowering (explain)."""
+    if is_graph_level(module):
+        graph_pass, _then = graph_passes_for(module)
+        lower(module, [graph_pass])
+
+
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     """SYNC_PASSES where `module` declares a `sync.dependency` and some kernel still has an
     unfilled `sync.load_point` / `sync.store_point` (lowering alone would erase them and emit
     no synchronization), with sync-insert-wait-kernel before sync-verify where the plan holds a
-    `sync.wait_kernel`; else none."""
+    `sync.wait_kernel`; sync-verify alone where every hook is filled but a stage was not
+    verified (a program whose synchronization was filled elsewhere is proved, or refused,
+    before it is compiled; one without hooks has no tile synchronization to prove); else
+    none."""
     has_dependency = False
     has_hooks = False
     has_wait_kernel = False
+    filled = unverified = False
     for op in module.walk():
         if isinstance(op, sync.DependencyOp):
             has_dependency = True
         elif isinstance(op, sync.WaitKernelOp):
             has_wait_kernel = True
-        elif isinstance(op, sync.HOOK_OPS) and FILLED_ATTR not in op.attributes:
-            has_hooks = True
+        elif isinstance(op, sync.HOOK_OPS):
+            if FILLED_ATTR in op.attributes:
+                filled = True
+            else:
+                has_hooks = True
+        elif isinstance(op, sync.StageOp) and VERIFIED_ATTR not in op.attributes:
+            unverified = True
+    if has_dependency and filled and not has_hooks and unverified:
+        return (SYNC_PASSES[-1],)
     if not (has_dependency and has_hooks):
         return ()
     if has_wait_kernel:
@@ -527,11 +625,11 @@ def _to_ptx(module: ModuleOp, target: str, validate: bool, seconds: dict[str, fl
             seconds[f"ptx:{name}"] = translate_seconds[name] + llvm_seconds
         if failure is not None:
             name, err = failure
-            raise _translation_error(module, name, err) from err
+            raise translation_error(module, name, err) from err
     return ptx_by_module, llvm_by_module
 
 
-def _translation_error(module: ModuleOp, name: str, err: Exception) -> CompileError:
+def translation_error(module: ModuleOp, name: str, err: Exception) -> CompileError:
     """Why gpu.module @name did not translate to LLVM IR: most often the pipeline stopped
     before the llvm dialect."""
     from tilesync.lowering.llvm_to_llvmlite import TranslationError

@@ -628,3 +628,29 @@ class CompiledProgram:
             raise CompileError(f"program has {len(self.ptx_by_module)} gpu.modules; "
                              "use ptx_by_module")
         return next(iter(self.ptx_by_module.values()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment variables: every TILESYNC_* on/off switch is read by `env_flag`
+# ---------------------------------------------------------------------------------------------
+
+FLAG_ON = ("1", "true", "yes", "on")
+FLAG_OFF = ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """The on/off environment variable `name`: 1/true/yes/on or 0/false/no/off (any case);
+    unset or empty is `default`. Anything else is a TilesyncError naming the variable (a typo
+    must not silently turn a switch on, nor off)."""
+    import os
+
+    value = os.environ.get(name, "")
+    text = value.strip().lower()
+    if not text:
+        return default
+    if text in FLAG_ON:
+        return True
+    if text in FLAG_OFF:
+        return False
+    raise TilesyncError(f"{name}={value!r} is not a switch: set it to one of "
+                        f"{', '.join(FLAG_ON)} (on) or {', '.join(FLAG_OFF)} (off)")

@@ -34,6 +34,7 @@ from tilesync.contract import (
     PERSISTENT_KERNEL_ATTR,
     UNBOUND_ATTR,
     CompiledProgram,
+    CompileError,
     KernelSignature,
     QueueLayout,
     RoleKind,
@@ -165,6 +166,14 @@ class DataflowProgram:
         """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
         without its IR, e.g. in a cache), instead of reading `compiled.module`. `cubin_dir`:
         where compiled cubins are kept (load_ptx's cache_dir; None: its default)."""
+        if not isinstance(compiled, CompiledProgram):
+            raise CompileError("DataflowProgram takes a CompiledProgram (what tilesync.compile "
+                               f"returns), got {type(compiled).__name__}")
+        if plan is None:  # no (such) pipeline, or one not compiled to run: one line
+            try:
+                plan = read_pipeline(compiled, pipeline)
+            except ValueError as err:
+                raise CompileError(str(err)) from None
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
         from tilesync.runtime.device import get_device, occupancy
         from tilesync.runtime.module import load_ptx

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilesync.contract import env_flag
 from tilesync.runtime.errors import NoGPUError, TilesyncRuntimeError, check
 
 # Set to 1 to make tilesync behave as if no GPU were present (CPU-only test runs on GPU hosts).
@@ -16,7 +16,7 @@ DISABLE_GPU_ENV = "TILESYNC_DISABLE_GPU"
 
 @functools.lru_cache(maxsize=1)
 def _probe() -> tuple[bool, str]:
-    if os.environ.get(DISABLE_GPU_ENV, "") not in ("", "0"):
+    if env_flag(DISABLE_GPU_ENV):
         return False, f"{DISABLE_GPU_ENV} is set"
     try:
         from cuda.bindings import driver

@@ -434,7 +434,9 @@ def clear_memory_cache() -> None:
 
 
 def disk_cache_enabled() -> bool:
-    return os.environ.get(DISK_CACHE_ENV, "1") not in ("0", "false", "no", "off")
+    from tilesync.contract import env_flag
+
+    return env_flag(DISK_CACHE_ENV, default=True)
 
 
 def needs_driver_jit(ptx: str) -> bool:

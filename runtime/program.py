@@ -31,6 +31,7 @@ from tilesync.contract import (
     SPIN_SITE_SEMAPHORE,
     WAIT_KERNEL,
     CompiledProgram,
+    CompileError,
     KernelSignature,
     Role,
     RoleKind,
@@ -166,6 +167,9 @@ class StageProgram:
     def __init__(self, compiled: CompiledProgram, *, cubin_dir: str | Path | None = None):
         """`cubin_dir`: where compiled cubins are kept (load_ptx's cache_dir; None: its
         default)."""
+        if not isinstance(compiled, CompiledProgram):
+            raise CompileError("StageProgram takes a CompiledProgram (what tilesync.compile "
+                               f"returns), got {type(compiled).__name__}")
         self.compiled = compiled
         self.stages, self.steps = read_plan(compiled)
         self.kernels: dict[str, Any] = {}

@@ -1,14 +1,18 @@
-"""`tilesync`: compile, demo and bench. Errors are one line on stderr and exit 1."""
+"""`tilesync`: compile, demo and bench. Errors are one line on stderr and exit 1; Ctrl-C is
+"tilesync: interrupted" and exit 130."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from tilesync.contract import DEFAULT_TARGET, TARGETS, CompileError
+from tilesync.tools.errors import positive_int
 
 EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
 
@@ -17,7 +21,7 @@ def _compile(args: argparse.Namespace) -> int:
     import tilesync
     from tilesync.api import check_target, default_pipeline, lower, parse, sync_passes_for
 
-    text = _read(args.file)
+    text = read_source(args.file)
     if args.emit == "mlir":  # the IR after the pipeline: nothing is translated to PTX
         check_target(args.target)
         module = parse(text, name=args.file)
@@ -34,7 +38,7 @@ def _compile(args: argparse.Namespace) -> int:
         else:
             out = "".join(program.llvm_ir_by_module.values())
     if args.output:
-        Path(args.output).write_text(out)
+        write_atomically(args.output, out)
     else:
         sys.stdout.write(out)
     if args.time_passes:
@@ -43,12 +47,43 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: str) -> str:
+def read_source(path: str) -> str:
+    from tilesync.api import decode_source
+
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise CompileError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") \
-            from None
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise CompileError(f"cannot read {path}: {err.strerror or err}") from None
+    return decode_source(data, path)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write `text` to the file `path` through a temporary file renamed over it, so that a
+    failed or interrupted run leaves the file as it was (a device or pipe is written as is)."""
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as err:
+        raise CompileError(f"cannot write {path}: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(temporary, mode)  # mkstemp's 0600 would hide the output from others
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -101,6 +136,7 @@ def _bench(args: argparse.Namespace) -> int:
     from tilesync.runtime.device import get_device, require_gpu
 
     modes = _attention_modes(args)  # a bad mode is refused before any GPU work
+    _check_out_directory(args.out)  # ... and an --out no result could be written to
     if args.experiment == "compile":  # compile times mean something without a GPU too
         from tilesync.runtime.device import gpu_available
 
@@ -182,7 +218,7 @@ def _bench(args: argparse.Namespace) -> int:
                                                reps=args.reps)
             table = kernels.kernels_table(result)
         result["device"] = device
-        result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
+        result["tilesync_commit"] = tilesync_commit()
         print(table)
         stem = name if name in ("kernels", "mlp", "conv", "attention", "torch", "dataflow",
                                 "dataflow-mlp", "compile") else f"spine-{name}"
@@ -240,11 +276,47 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_directory(out: str) -> None:
+    """`bench --out`: made (as the results would make it) and written to once, before a
+    benchmark runs for minutes; a CompileError, one line, where that fails."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise CompileError(f"--out {out} is a file: it names the directory the results go to")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        raise CompileError(f"--out {out}: cannot write results there: "
+                           f"{err.strerror or err}") from None
+
+
+def tilesync_commit() -> str:
+    """The commit a result is recorded at: TILESYNC_COMMIT, else the short hash of the git
+    checkout tilesync runs from, else "unknown" (an installed copy)."""
+    if os.environ.get("TILESYNC_COMMIT"):
+        return os.environ["TILESYNC_COMMIT"]
+    checkout = Path(__file__).resolve().parents[1]
+    try:
+        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "unknown"
+
+
 def _explain(args: argparse.Namespace) -> int:
-    from tilesync.api import annotate_resources, default_pipeline, parse, sync_passes_for
+    from tilesync.api import (
+        annotate_resources,
+        default_pipeline,
+        parse,
+        sync_passes_for,
+        to_stage_program,
+    )
     from tilesync.tools.explain import explain
 
-    module = parse(_read(args.file), name=args.file)
+    module = parse(read_source(args.file), name=args.file)
+    to_stage_program(module)  # a graph-level program: the stage program compile makes first
     if args.measure:  # occupancy from the kernels `tilesync compile -t ARCH` would emit
         annotate_resources(module, args.arch,
                            pipeline=default_pipeline(before=sync_passes_for(module)))
@@ -269,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", help="the wave model of a stage program (paper Table I)")
     e.add_argument("file")
-    e.add_argument("--sms", type=int, default=132)
+    e.add_argument("--sms", type=positive_int, default=132)
     e.add_argument("--arch", default="sm_90")
     e.add_argument("--measure", action="store_true",
                    help="compile the kernels for --arch and take registers/shared memory "
@@ -319,15 +391,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tilesync.tools.errors import report
+    from tilesync.tools.errors import check_environment, interrupted, report
 
-    args = build_parser().parse_args(argv)
+    tool = "tilesync"
     try:
+        args = build_parser().parse_args(argv)
+        tool = f"tilesync {args.command}"
+        check_environment()
         return args.run(args)
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt as err:
+        return interrupted("tilesync", err)
+    except SystemExit:
         raise
     except Exception as err:  # one readable line, never a traceback (TILESYNC_TRACEBACK=1 shows it)
-        return report(f"tilesync {args.command}", err)
+        return report(tool, err)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,12 @@ one, the tile times and mechanism costs the prediction read, and this program pr
 from the record alone (the simulated makespan and the launches' part), said to match the
 record or not.
 
-Bad input is one line on stderr and exit status 1, never a traceback.
+A program whose dependencies form a cycle is refused as sync-verify refuses it (the wave
+model of a program that can never make progress would be a rosy fiction). A graph-level
+program is explained as the stage program `tilesync compile` makes of it first.
+
+Bad input is one line on stderr and exit status 1, never a traceback; Ctrl-C is one line and
+exit status 130.
 """
 
 from __future__ import annotations
@@ -58,11 +63,13 @@ from tilesync.contract import (
     SHARED_BYTES_ATTR,
     TARGETS,
     TILES_ATTR,
+    CompileError,
     limits_for_arch,
 )
 from tilesync.dialects import dataflow
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
+from tilesync.tools.errors import check_environment, interrupted, report
 from tilesync.transforms.dataflow.allot_ctas import stage_rates
 from tilesync.transforms.dataflow.verify import VERIFIED_ATTR, VerifyPipelinePass
 from tilesync.transforms.sync.annotate_occupancy import (
@@ -70,6 +77,7 @@ from tilesync.transforms.sync.annotate_occupancy import (
     stage_occupancy,
 )
 from tilesync.transforms.sync.optimize import tile_order_group
+from tilesync.transforms.sync.verify import VerifySyncPass
 
 
 def _num(value: Fraction | float) -> str:
@@ -138,10 +146,12 @@ def _components(names: list[str], deps: list[DependencyOp]) -> list[list[str]]:
 
 
 def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
-    """The wave-model report of `module` (see the module doc) as text."""
-    if sms < 1:
-        raise ValueError(f"sms must be positive, got {sms}")
+    """The wave-model report of `module` (see the module doc) as text; a VerifyError for a
+    dependency cycle, at the dependency that closes it."""
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise CompileError(f"sms must be a positive integer, got {sms!r}")
     graph = StageGraph.of(module)
+    _refuse_cycles(graph)
     stages, deps = graph.stages, graph.dependencies
     pipelines = [op for op in module.walk() if isinstance(op, dataflow.PipelineOp)]
     if pipelines and not stages:
@@ -245,6 +255,14 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
         lines.append("")
         lines.extend(explain_choice(module, record, stages))
     return "\n".join(lines) + "\n"
+
+
+def _refuse_cycles(graph: StageGraph) -> None:
+    """sync-verify's own check, raised as the VerifyError compile's user gets."""
+    try:
+        VerifySyncPass.refuse_cycles(graph)
+    except OpDiagnostic as err:
+        raise err.kind(err.message, err.location) from None
 
 
 def _ms(value: float) -> str:
@@ -400,10 +418,13 @@ def _order_text(order: Attribute) -> str:
 
 
 def load(path: str) -> ModuleOp:
-    from tilesync.api import parse
+    """The program in `path`, a graph-level one as its stage program (what compile makes)."""
+    from tilesync.api import parse, to_stage_program
+    from tilesync.tools.cli import read_source
 
-    with open(path, encoding="utf-8") as f:
-        return parse(f.read(), name=path)
+    module = parse(read_source(path), name=path)
+    to_stage_program(module)
+    return module
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -416,15 +437,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--arch", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     args = parser.parse_args(argv)
     try:
+        check_environment()
         if args.sms < 1:
-            raise ValueError(f"--sms must be positive, got {args.sms}")
+            raise CompileError(f"--sms must be positive, got {args.sms}")
         limits_for_arch(args.arch)
         sys.stdout.write(explain(load(args.file), args.sms, args.arch))
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt as error:
+        return interrupted("explain", error)
+    except SystemExit:
         raise
     except Exception as error:  # one readable line, never a traceback
-        from tilesync.tools.errors import report
-
         return report("explain", error)
     return 0
 

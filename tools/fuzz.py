@@ -14,11 +14,13 @@ truncation. Each input runs in this process's image (a forked worker) under four
 and each run ends in one of
 
     success      it compiled
-    diagnostic   a TilesyncError with a source location, raised on purpose (what bad input
-                 must give)
-    traceback    anything else: an exception of another kind anywhere in the cause chain (a
-                 KeyError that the driver turned into a message is still a bug), or an error
-                 without a location
+    diagnostic   what the user sees is a diagnostic: a CompileError with a source location
+                 (the CLIs' "file:line:col: error: ..."), not an internal error and not a
+                 Python exception's name in its message; the cause chain behind it is not
+                 judged (a ValueError of xDSL's that the parser words is fine)
+    traceback    anything else: another exception (a KeyError reaching the user), an internal
+                 error, a message naming a Python exception (a KeyError that the driver
+                 turned into a message is still a bug), or an error without a location
     crash        the worker process died (LLVM aborting or exiting, a segfault)
     hang         the run took longer than the limit (default 10 s)
 
@@ -33,6 +35,7 @@ limit, so an unbounded enumeration fails with MemoryError instead of taking the 
 from __future__ import annotations
 
 import argparse
+import builtins
 import faulthandler
 import multiprocessing
 import os
@@ -323,58 +326,56 @@ def _exception_site(err: BaseException) -> str:
     return f"{_innermost_site(frames)} {type(err).__name__}"
 
 
-# The parser's entry points: an exception with no tilesync frame below them came from xDSL.
-_PARSER_ENTRIES = ("dialects/locations.py", "compat/gpu_syntax.py")
-
-
 def _ours(filename: str) -> bool:
     return filename.startswith(str(PACKAGE)) and "site-packages" not in filename
 
 
-def _intended(err: BaseException) -> bool:
-    """Raised on purpose about the input: a diagnostic of tilesync or xDSL, an exception class
-    of tilesync's own (its passes signal with them), a ValueError that tilesync raises itself
-    (a `raise` statement of ours, translated by its caller), or xDSL's ValueError for an
-    integer literal out of its type's range (`IntegerType.get_normalized_value`) met by the
-    parser."""
-    from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+# Python's own exception names: a message that shows one ("KeyError: 'grid'") is a bug that
+# the driver worded, not a diagnostic (the parser and compile_error name the type of an
+# exception that is not one of xDSL's or tilesync's signals).
+_PYTHON_ERRORS = tuple(sorted(name for name, value in vars(builtins).items()
+                              if isinstance(value, type) and issubclass(value, BaseException)))
+_PYTHON_ERROR_IN_MESSAGE = re.compile(r"\b(?:" + "|".join(_PYTHON_ERRORS) + r"):")
+
+
+def reads_as_a_diagnostic(err: BaseException) -> bool:
+    """What the user sees is a diagnostic: a CompileError (what `tilesync.compile` raises and
+    the CLIs print as "file:line:col: error: ...") with a location, whose message is neither
+    an internal error nor a Python exception's name. How it came about (the cause chain: a
+    ValueError of xDSL's that the parser turned into its message, say) does not matter."""
+    from tilesync.contract import CompileError
+
+    if not isinstance(err, CompileError) or err.location is None:
+        return False
+    return not err.message.startswith("internal error") \
+        and _PYTHON_ERROR_IN_MESSAGE.search(err.message) is None
+
+
+def _bug_origin(err: BaseException) -> BaseException:
+    """Where to locate a failure: the innermost exception of the cause chain that is not an
+    error tilesync or xDSL raise for the user (where the bug happened), else `err`."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from tilesync.contract import TilesyncError
-
-    if isinstance(err, TilesyncError | ParseError | VerifyException | DiagnosticException):
-        return True
-    if type(err).__module__.startswith("tilesync."):
-        return True
-    if type(err) is ValueError:
-        frames = traceback.extract_tb(err.__traceback__)
-        if not frames:
-            return False
-        innermost = frames[-1]
-        if _ours(innermost.filename):
-            return (innermost.line or "").lstrip().startswith("raise ")
-        ours = [f.filename for f in frames if _ours(f.filename)]
-        return innermost.name == "get_normalized_value" and bool(ours) \
-            and ours[-1].endswith(_PARSER_ENTRIES)
-    return False
-
-
-def classify(err: BaseException) -> tuple[str, str, str]:
-    """(kind, site, message) of a run that raised `err`: a diagnostic when `err` is a
-    CompileError with a location and every exception of its cause chain was raised on
-    purpose; else a traceback at the first exception of the chain that was not (or, for a
-    diagnostic without a location, where it was raised)."""
-    from tilesync.contract import CompileError
 
     chain = [err]
     while chain[-1].__cause__ is not None and len(chain) < 20:
         chain.append(chain[-1].__cause__)
+    signals = TilesyncError | ParseError | DiagnosticException
+    return next((e for e in reversed(chain) if not isinstance(e, signals)), err)
+
+
+def classify(err: BaseException) -> tuple[str, str, str]:
+    """(kind, site, message) of a run that raised `err`: a diagnostic when the user sees one
+    (`reads_as_a_diagnostic`); else a traceback, at the innermost exception of the cause
+    chain that is no diagnostic (or, for a diagnostic without a location, where it was
+    raised)."""
     message = " ".join(str(err).split())[:300] or type(err).__name__
-    located = isinstance(err, CompileError) and err.location is not None
-    if located and all(_intended(e) for e in chain):
+    if reads_as_a_diagnostic(err):
         return "diagnostic", "", message
-    root = next((e for e in chain if not _intended(e)), chain[-1])
+    root = _bug_origin(err)
     site = _exception_site(root)
-    if _intended(root) and not located:
+    if root is err and getattr(err, "location", True) is None:
         site += " (no location)"
     return "traceback", site, message
 

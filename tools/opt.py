@@ -5,13 +5,20 @@
 
 Bad input never ends in a traceback: one line "file:line:col: error: message" goes to stderr
 and the exit code is 1 (a malformed `-p` or `-t` spec is located in "<pipeline>" or
-"<target>"). Set TILESYNC_TRACEBACK=1 to see the Python traceback of a failure.
+"<target>"); Ctrl-C is "tilesync-opt: interrupted" and exit code 130. Set TILESYNC_TRACEBACK=1
+to see the Python traceback of a failure. `-o FILE` is written only when the run succeeds (a
+failure leaves FILE as it was). The targets are mlir (the default), llvm and ptx.
+
+The passes assume verified IR: the input is verified before the first pass even under
+`--disable-verify`, which skips only the checks after each pass (and, with no pass, the
+input's: for printing IR as it is).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import sys
 import time
 import typing
@@ -22,10 +29,11 @@ from typing import IO
 from xdsl.context import Context
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -39,15 +47,31 @@ from tilesync.lowering.pipeline import (
     parse_pipeline_spec,
     spec_syntax_error,
 )
-from tilesync.tools.errors import report
+from tilesync.tools.errors import check_environment, interrupted, positive_int, report
 from tilesync.transforms import get_all_passes
+
+# What `-t` offers: xDSL's other targets (x86, RISC-V and Arm assembly, wat, csl, wgsl, mps)
+# print dialects a tilesync program never holds.
+OFFERED_TARGETS = ("mlir", "llvm", "ptx")
 
 
 def _gpu_modules(module: ModuleOp) -> list[gpu.ModuleOp]:
-    found = [op for op in module.walk() if isinstance(op, gpu.ModuleOp)]
-    if not found:
-        raise DiagnosticException("no gpu.module to translate (lower the program first)")
-    return found
+    """The gpu.modules to translate (the driver has refused a program without one, naming
+    its input: `TilesyncOptMain.output_resulting_program`)."""
+    from tilesync.api import gpu_modules
+
+    return gpu_modules(module)
+
+
+def _llvm_ir(module: ModuleOp, gmod: gpu.ModuleOp) -> str:
+    """The LLVM IR of `gmod`; a located CompileError where it is not lowered yet."""
+    from tilesync.api import translation_error
+    from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
+
+    try:
+        return translate_to_llvm_ir(gmod)
+    except Exception as err:
+        raise translation_error(module, gmod.sym_name.data, err) from err
 
 
 @dataclass(frozen=True)
@@ -57,11 +81,9 @@ class LLVMTarget(Target):
     name = "llvm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
-
         for gmod in _gpu_modules(module):
             output.write(f"; gpu.module @{gmod.sym_name.data}\n")
-            output.write(translate_to_llvm_ir(gmod))
+            output.write(_llvm_ir(module, gmod))
 
 
 @dataclass(frozen=True)
@@ -80,12 +102,11 @@ class PTXTarget(Target):
             raise ValueError(f"option 'arch' is one of {', '.join(TARGETS)}, got '{self.arch}'")
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from tilesync.lowering.llvm_to_llvmlite import translate_to_llvm_ir
         from tilesync.lowering.ptx import llvm_ir_to_ptx
 
         texts = []
         for gmod in _gpu_modules(module):
-            ptx = llvm_ir_to_ptx(translate_to_llvm_ir(gmod), arch=self.arch)
+            ptx = llvm_ir_to_ptx(_llvm_ir(module, gmod), arch=self.arch)
             if self.validate:
                 validate_module_ptx(ptx, self.arch, gmod.sym_name.data)
             texts.append(f"// gpu.module @{gmod.sym_name.data}\n{ptx}")
@@ -173,8 +194,11 @@ class TilesyncOptMain(xDSLOptMain):
         super().register_all_frontends()
         self.available_frontends["mlir"] = self._parse_mlir
 
-    def _parse_mlir(self, io: IO[bytes], line_offset: int = 0) -> ModuleOp:
-        parser = LocatingParser(self.ctx, io.read(), self.get_input_name(), line_offset)
+    def _parse_mlir(self, stream: IO[bytes], line_offset: int = 0) -> ModuleOp:
+        from tilesync.api import decode_source
+
+        text = decode_source(stream.read(), self.get_input_name())
+        parser = LocatingParser(self.ctx, text, self.get_input_name(), line_offset)
         return parser.parse_module(not self.args.no_implicit_module)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
@@ -200,7 +224,7 @@ class TilesyncOptMain(xDSLOptMain):
         arg_parser.add_argument("--analyze", action="store_true",
                                 help="print the wave model of the program (after the passes) "
                                      "instead of the program")
-        arg_parser.add_argument("--sms", type=_positive_int, default=132,
+        arg_parser.add_argument("--sms", type=positive_int, default=132,
                                 help="SMs for --analyze")
         arg_parser.add_argument("--no-validate", action="store_true",
                                 help="-t ptx: print the PTX without assembling it with "
@@ -218,7 +242,7 @@ class TilesyncOptMain(xDSLOptMain):
                      following: ModulePass | None) -> None:
             if self.args.time_passes and previous is not None:
                 print(f"Pass {previous.name} took {time.perf_counter() - clock[0]} seconds")
-            if not self.args.disable_verify:
+            if _verifies(previous, following, self.args.disable_verify):
                 _verify(module, previous)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
@@ -233,6 +257,10 @@ class TilesyncOptMain(xDSLOptMain):
             from tilesync.tools.explain import explain
 
             return explain(prog, sms=self.args.sms) + "\n"
+        if parse_spec(self.args.target).name in ("llvm", "ptx"):
+            from tilesync.api import gpu_modules
+
+            gpu_modules(prog, self.get_input_name())  # none: say why, naming the input
         return super().output_resulting_program(prog)
 
     def register_all_targets(self):
@@ -240,17 +268,40 @@ class TilesyncOptMain(xDSLOptMain):
         self.available_targets["llvm"] = lambda: LLVMTarget
         self.available_targets["ptx"] = lambda: (
             UnvalidatedPTXTarget if getattr(self.args, "no_validate", False) else PTXTarget)
+        for name in list(self.available_targets):
+            if name not in OFFERED_TARGETS:
+                del self.available_targets[name]
+
+    def prepare_output(self) -> IO[str]:
+        """`-o FILE`: a buffer, written to FILE (atomically) once the run succeeded."""
+        if self.args.output_file is None:
+            return sys.stdout
+        self.pending_output = _PendingOutput()
+        return self.pending_output
+
+    def run(self) -> None:
+        self.pending_output: _PendingOutput | None = None
+        super().run()
+        if self.pending_output is not None:
+            from tilesync.tools.cli import write_atomically
+
+            write_atomically(self.args.output_file, self.pending_output.getvalue())
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a positive integer, else argparse's one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+class _PendingOutput(io.StringIO):
+    """The output of a run with `-o`, kept when xDSL's driver closes its stream."""
+
+    def close(self) -> None:
+        pass
+
+
+def _verifies(previous: ModulePass | None, following: ModulePass | None,
+              disable_verify: bool) -> bool:
+    """Whether the pipeline callback verifies: the input before the first pass always (the
+    passes assume verified IR: an unverified grid of 0 made one fail with an IndexError),
+    else unless --disable-verify."""
+    first_of_some = previous is None and following is not None
+    return first_of_some or not disable_verify
 
 
 def _verify(module: ModuleOp, after: ModulePass | None) -> None:
@@ -264,9 +315,19 @@ def _verify(module: ModuleOp, after: ModulePass | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # xDSL's --disable-verify turns attribute verification off for the whole process: back on
+    # when this run ends (an in-process caller runs on), and before the parse when a pass
+    # runs (the passes assume verified IR).
+    post_init = Attribute.__dict__["__post_init__"]
     try:
-        TilesyncOptMain(description="tilesync modular optimizer driver", args=argv).run()
-    except (KeyboardInterrupt, SystemExit):
+        check_environment()
+        driver = TilesyncOptMain(description="tilesync modular optimizer driver", args=argv)
+        if driver.pipeline.passes:
+            Attribute.__post_init__ = post_init
+        driver.run()
+    except KeyboardInterrupt as err:
+        return interrupted("tilesync-opt", err)
+    except SystemExit:
         raise
     except ArgSpecParseError as err:  # a BaseException: only `-t` gets here, `-p` is ours
         return report("tilesync-opt", spec_syntax_error(err, "<target>"))
@@ -274,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report("tilesync-opt", err)
     except Exception as err:  # a user must never see a traceback
         return report("tilesync-opt", err)
+    finally:
+        Attribute.__post_init__ = post_init
     return 0
 
 

@@ -67,9 +67,21 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
     and time every form of a piece that has several (an MLP stack's CTA allotments; the
     TILESYNC_TUNE default), not only the one the model sizes."""
     torch = _check_torch()
+    if not callable(module):
+        raise UnsupportedError("compile takes a torch.nn.Module or a function of tensors, got "
+                               f"{type(module).__name__}")
     options = Options.make(mode, strict, emit_ptx, log, cache_dir, tune)
     inputs = list(example_inputs) if isinstance(example_inputs, list | tuple) \
         else [example_inputs]
+    import inspect
+
+    try:  # one example per input: the pieces are compiled for the examples' shapes
+        inspect.signature(getattr(module, "forward", module)).bind(*inputs)
+    except TypeError as err:
+        raise UnsupportedError(f"example_inputs do not fit the model's inputs: {err} (pass "
+                               "one example tensor per input, in a list)") from None
+    except ValueError:  # no signature to check (a builtin): tracing says what is wrong
+        pass
     try:
         gm = torch.fx.symbolic_trace(module)
     except Exception:  # data-dependent Python: let Dynamo capture the graphs instead

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesync.api import GRAPH_SYNC_PASSES
-from tilesync.contract import TilesyncError
+from tilesync.contract import TilesyncError, env_flag
 from tilesync.frontend.torch import cost
 from tilesync.frontend.torch.patterns import (
     Piece,
@@ -99,9 +99,9 @@ class Options:
         if mode not in MODES:
             raise UnsupportedError(f"mode must be one of {MODES}, got {mode!r}")
         if log is None:
-            log = os.environ.get(LOG_ENV, "") not in ("", "0")
+            log = env_flag(LOG_ENV)
         if tune is None:
-            tune = os.environ.get(TUNE_ENV, "") not in ("", "0")
+            tune = env_flag(TUNE_ENV)
         directory = cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tilesync"
         return cls(mode, strict, emit_ptx, log, Path(directory), tune)
 

@@ -41,7 +41,7 @@ def test_opt_llvm_target():
     [
         (["-p", "no-such-pass"], "no-such-pass"),
         (["-p", "convert-sync-to-nvvm{bogus=1}"], "bogus"),
-        (["-t", "ptx"], "no gpu.module to translate"),  # not lowered: translation refuses
+        (["-t", "ptx"], "the program is empty: there is no kernel to compile"),
     ],
 )
 def test_opt_bad_pipeline_or_target(args, fragment, tmp_path):
@@ -61,7 +61,7 @@ def test_opt_input_and_option_errors_are_not_internal(tmp_path):
         assert_one_line_error(proc, fragment)
         assert "internal error" not in proc.stderr
     proc = run("tilesync.tools.opt", str(EXAMPLE), "-t", "ptx")
-    assert_one_line_error(proc, "-p tilesync-lower-to-llvm")
+    assert_one_line_error(proc, "end the pipeline with tilesync-lower-to-llvm")
     assert "internal error" not in proc.stderr
     proc = run("tilesync.tools.opt", str(EXAMPLE), "--analyze", "--sms", "-3")
     assert proc.returncode == 2 and "expected a positive integer" in proc.stderr
