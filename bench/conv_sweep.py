@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import Any
+
+from tilesync.bench.report import tilesync_commit
 
 BATCHES = (1, 8)
 CHAIN_LAYERS = ((1, 256), (8, 128), (8, 256), (32, 64), (32, 128), (32, 256))
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:  # after every layer: a run cut short keeps what it measured
             with open(args.out, "w") as f:
                 json.dump({"device": device.name, "compile_seconds": compiled, "rows": rows,
-                           "tilesync_commit": os.environ.get("TILESYNC_COMMIT", "unknown")},
+                           "tilesync_commit": tilesync_commit()},
                           f, indent=1)
     return 0
 

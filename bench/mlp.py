@@ -74,13 +74,13 @@ the remaining GPU work is skipped (the context is lost) and the table says so.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from tilesync.bench.report import tilesync_commit
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
     CACHE_DIR,
@@ -899,7 +899,7 @@ def main(argv=None) -> int:
         return 1
     result = mlp_benchmarks(args.models, args.ms, args.warmup, args.reps)
     result["device"] = get_device().to_dict()
-    result["tilesync_commit"] = os.environ.get("TILESYNC_COMMIT", "unknown")
+    result["tilesync_commit"] = tilesync_commit()
     print(mlp_table(result))
     if args.json:
         from tilesync.bench.mode_choice import write_programs  # (it imports this module)

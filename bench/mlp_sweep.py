@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import Any
+
+from tilesync.bench.report import tilesync_commit
 
 SWEEP_M = (256, 512, 1024)
 MODES = ("tma:stream_sync", "tma:row+pdl")
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 with open(args.out, "w") as f:
                     json.dump({"device": device.name, "modes": list(MODES), "reps": args.reps,
-                               "tilesync_commit": os.environ.get("TILESYNC_COMMIT", "unknown"),
+                               "tilesync_commit": tilesync_commit(),
                                "rows": rows}, f, indent=1)
     return 0
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,20 @@ def waves_table(result: dict[str, Any]) -> str:
                      f"{r['ideal_speedup']:>6.3f} {r['speedup_over_ideal']:>10.3f}")
     lines.append(f"goal: {result['goal']}")
     return "\n".join(lines)
+
+
+def tilesync_commit() -> str:
+    """The commit a result is recorded at: TILESYNC_COMMIT, else the short hash of the git
+    checkout tilesync runs from, else "unknown" (an installed copy)."""
+    if os.environ.get("TILESYNC_COMMIT"):
+        return os.environ["TILESYNC_COMMIT"]
+    checkout = Path(__file__).resolve().parents[1]
+    try:
+        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "unknown"
 
 
 def write_json(result: dict[str, Any], out_dir: Path, name: str) -> Path:

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from tilesync.bench.report import tilesync_commit
+
 # (bench, key) rows below a goal in the runs of record (bench/results, 1332e46): conv chains
 # below cuDNN at batch <= 8 or below 1.10x over stream sync; MLPs below cuBLAS or above 1.15x
 # the floor; attention (68b9004) below torch
@@ -93,7 +95,6 @@ def row_table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import json
-    import os
 
     parser = argparse.ArgumentParser(prog="python -m tilesync.bench.row_profile")
     parser.add_argument("--json", help="write the result here")
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     result: dict[str, Any] = {"device": get_device().to_dict(), "torch": torch.__version__,
-                              "tilesync_commit": os.environ.get("TILESYNC_COMMIT", "unknown"),
+                              "tilesync_commit": tilesync_commit(),
                               "mlp_mode": MLP_MODE, "rows": []}
     for bench, key in ROWS:
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -217,6 +216,8 @@ def _bench(args: argparse.Namespace) -> int:
             result = kernels.kernel_benchmarks(quick=args.quick, warmup=args.warmup,
                                                reps=args.reps)
             table = kernels.kernels_table(result)
+        from tilesync.bench.report import tilesync_commit
+
         result["device"] = device
         result["tilesync_commit"] = tilesync_commit()
         print(table)
@@ -289,20 +290,6 @@ def _check_out_directory(out: str) -> None:
     except OSError as err:
         raise CompileError(f"--out {out}: cannot write results there: "
                            f"{err.strerror or err}") from None
-
-
-def tilesync_commit() -> str:
-    """The commit a result is recorded at: TILESYNC_COMMIT, else the short hash of the git
-    checkout tilesync runs from, else "unknown" (an installed copy)."""
-    if os.environ.get("TILESYNC_COMMIT"):
-        return os.environ["TILESYNC_COMMIT"]
-    checkout = Path(__file__).resolve().parents[1]
-    try:
-        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "unknown"
 
 
 def _explain(args: argparse.Namespace) -> int:
