@@ -22,6 +22,7 @@ refuse them until a kernel generator rewrites them to acquire, read and release 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -52,15 +53,18 @@ from tilesync.dialects.locations import diagnostic
 PASS = "dataflow-insert-queues"
 
 
-def reads_per_tile(graph: StageGraph, dep) -> int:
-    """Producer tiles each consumer tile reads through `dep`, when every producer tile goes to
-    exactly one consumer tile; refuses the dependency otherwise."""
+def reads_per_tile(graph: StageGraph, deps: Sequence) -> int:
+    """Producer tiles each consumer tile reads through `deps` (the dependencies of one
+    consumer on one producer: Q and K read from one QKV GEMM are one queue, its tiles read
+    once), when every producer tile goes to exactly one consumer tile; refuses the first
+    dependency otherwise."""
+    dep = deps[0]
     producer, consumer = graph.producer_of(dep), graph.consumer_of(dep)
     readers: Counter = Counter()
     counts = set()
     reading: list[tuple[tuple[int, ...], list[int]]] = []  # consumer tile, tickets it reads
     for tile in grid_tiles(consumer.grid_shape):
-        read = tiles_read(dep, tile)
+        read = sorted({t for d in deps for t in tiles_read(d, tile)})
         counts.add(len(read))
         readers.update(read)
         reading.append((tile, sorted(linear_id(t, producer.grid_shape) for t in read)))
@@ -119,9 +123,9 @@ class InsertQueuesPass(ModulePass):
                 consumers = list(dict.fromkeys(d.consumer.root_reference.data
                                                for d in outgoing))
                 worst = 0
-                for dep in outgoing:
-                    consumer = dep.consumer.root_reference.data
-                    r = reads_per_tile(graph, dep)
+                for consumer in consumers:
+                    r = reads_per_tile(graph, [d for d in outgoing
+                                               if d.consumer.root_reference.data == consumer])
                     if r > 1:
                         reads[consumer][queue_name] = r
                     inputs[consumer].append(queue_name)
