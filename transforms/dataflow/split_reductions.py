@@ -6,7 +6,9 @@ a reduction over the batch) is replaced by two:
 
 * `@n_fanin`: the same kernel over the grid with one more dimension, the partial index p in
   [0, k); it reads what the reduction read, with the last `forall` range (the reduced one) cut
-  into k chunks (`s -> s + p × chunk`), so the k partials run on k times as many CTAs;
+  into k chunks (`s -> s + p × chunk`), so the k partials run on k times as many CTAs, on the
+  resource the reduction declares (`dataflow.resource`; tensor cores by default, a split-K
+  GEMM's);
 * `@n_final`: the kernel named by `dataflow.final_kernel` over the original grid; each of its
   tiles reads the k partials of that tile.
 
@@ -31,6 +33,7 @@ from tilesync.contract import (
     DATAFLOW_FINAL_KERNEL_ATTR,
     DATAFLOW_KIND_ATTR,
     DATAFLOW_PIPELINE_ATTR,
+    DATAFLOW_RESOURCE_ATTR,
     DATAFLOW_SPLIT_ATTR,
     TILES_ATTR,
 )
@@ -93,6 +96,11 @@ class SplitReductionsPass(ModulePass):
                              f"'{DATAFLOW_FINAL_KERNEL_ATTR}' (the kernel adding the partials)")
         parts = split.value.data
         fanin_name, final_name = f"{name}_fanin", f"{name}_final"
+        # the partials do the reduction's work: the resource it declares (a batch sum is SIMT
+        # work), else the tensor cores of a split-K GEMM's
+        declared = stage.attributes.get(DATAFLOW_RESOURCE_ATTR)
+        fanin_resource = declared if isinstance(declared, dataflow.ResourceAttr) else \
+            dataflow.ResourceAttr(dataflow.Resource.TENSOR)
         grid, rank = stage.grid_shape, stage.rank
         fanin = sync.StageOp(fanin_name, stage.kernel, [*grid, parts], stage.block_shape,
                              stage.tile_shape)
@@ -123,8 +131,7 @@ class SplitReductionsPass(ModulePass):
         stage.erase()
 
         tiles = math.prod(grid)
-        df_fanin = dataflow.StageOp(fanin_name, fanin.kernel,
-                                    dataflow.ResourceAttr(dataflow.Resource.TENSOR),
+        df_fanin = dataflow.StageOp(fanin_name, fanin.kernel, fanin_resource,
                                     min(tiles * parts, self.sms))
         df_fanin.attributes[TILES_ATTR] = IntegerAttr(tiles * parts, i64)
         df_final = dataflow.StageOp(final_name, final_kernel,

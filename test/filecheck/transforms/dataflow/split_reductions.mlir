@@ -1,4 +1,7 @@
 // RUN: tilesync-opt %s -p 'dataflow-form-pipeline{pipeline=mlp},dataflow-split-reductions' | filecheck %s
+// A reduction that declares SIMT work (a sum over the batch) keeps it in its partials:
+// RUN: sed -e 's/dataflow.split = 4 : i64,/dataflow.split = 4 : i64, dataflow.resource = #dataflow.resource<simt>,/' %s | tilesync-opt -p 'dataflow-form-pipeline{pipeline=mlp},dataflow-split-reductions' | filecheck %s --check-prefix=SIMT
+// SIMT: dataflow.stage @gemm2_fanin {tiles = 256 : i64, kernel = @k::@gemm2, resource = #dataflow.resource<simt>
 
 // The MLP's second GEMM reduces over the hidden dimension (48 k-tiles): split into 4 partials
 // (fan-in, on 4x the CTAs) and a final stage that adds them.
