@@ -9,11 +9,13 @@
 
 // `allot=model`: the ILP's CTAs from each layer's modelled time (its rows' bytes in and out):
 // the skip's 320 columns in and the dot head's second read of its input weigh most, the first
-// layer (64 in) least; even, each stage would have 33.
-// MODEL: dataflow.stage @layer0 {{{.*}}ctas = 19 : i64
-// MODEL: dataflow.stage @layer1 {{{.*}}ctas = 34 : i64
-// MODEL: dataflow.stage @layer2 {{{.*}}ctas = 45 : i64
-// MODEL: dataflow.stage @layers3_4 {{{.*}}ctas = 34 : i64
+// layer (64 in) least; even, each stage would have 33. A launch moves 16 tiles a stage (1024
+// rows of 64), so no stage gets more than 16 CTAs (the heaviest, @layer2, gets them all; the
+// model once gave it 45, 29 with no tile), and the others as many as keep up with it.
+// MODEL: dataflow.stage @layer0 {{{.*}}ctas = 7 : i64
+// MODEL: dataflow.stage @layer1 {{{.*}}ctas = 12 : i64
+// MODEL: dataflow.stage @layer2 {{{.*}}ctas = 16 : i64
+// MODEL: dataflow.stage @layers3_4 {{{.*}}ctas = 13 : i64
 // RUN: tilesync-opt %s -p 'graph-to-dataflow{fused=4},convert-dataflow-to-nvvm{debug=false},dataflow-persistent-kernel' | filecheck %s --check-prefix=FUSED-KERNEL
 
 // NeRF's MLP in small as the graph level writes it: a layer, the input concatenated again
