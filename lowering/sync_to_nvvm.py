@@ -60,6 +60,7 @@ from tilesync.analysis.tile_order import order_permutation
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
+    FILLED_ATTR,
     ORDER_TABLE,
     ORDER_TABLE_ATTR,
     SYNC_NAMED_BARRIER,
@@ -438,6 +439,26 @@ class EraseSyncHooks(RewritePattern):
             rewriter.erase(op)
 
 
+def refuse_unfilled_hooks(module: ModuleOp) -> None:
+    """A hook left unfilled in the kernel of a stage that a sync.dependency names: lowering
+    would erase it and emit a kernel that synchronizes nothing, silently. sync-insert-post-wait
+    fills (or erases) every hook the dependencies call for, so one left means it never ran."""
+    graph = StageGraph.of(module)
+    named = {name for dep in graph.dependencies
+             for name in (dep.producer.root_reference.data, dep.consumer.root_reference.data)}
+    for name in sorted(named & set(graph.stages)):
+        kernel = SymbolTable.lookup_symbol(module, graph.stages[name].kernel)
+        if not isinstance(kernel, gpu.FuncOp):
+            continue
+        for hook in kernel.walk():
+            if isinstance(hook, sync.HOOK_OPS) and FILLED_ATTR not in hook.attributes:
+                raise diagnostic(PASS_NAME, hook, f"this {hook.name} of stage @{name}'s kernel "
+                                 "was never filled: lowering would drop the synchronization "
+                                 "its sync.dependency calls for (run sync-generate-policies, "
+                                 "sync-insert-post-wait and sync-verify first, as tilesync "
+                                 "compile does)")
+
+
 def adopt_stage_orders(module: ModuleOp) -> None:
     """A stage's tile order (set by sync-tile-order and friends) reaches its kernel's sync.tile
     ops that name none, so the order passes need not edit kernels."""
@@ -479,6 +500,7 @@ class ConvertSyncToNVVMPass(ModulePass):
                              f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        refuse_unfilled_hooks(op)
         adopt_stage_orders(op)
         with located_type_errors(PASS_NAME, op):
             apply_patterns(op, [LowerOrderedTile(), LowerTile(),

@@ -153,13 +153,15 @@ def test_bench_out_is_checked_before_any_work(monkeypatch, out, message):
 
 
 def test_bench_records_the_commit(monkeypatch):
+    from tilesync.bench.report import tilesync_commit
+
     monkeypatch.setenv("TILESYNC_COMMIT", "abc1234")
-    assert cli.tilesync_commit() == "abc1234"
+    assert tilesync_commit() == "abc1234"
     monkeypatch.delenv("TILESYNC_COMMIT")
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True)
     expected = head.stdout.strip() if head.returncode == 0 else "unknown"
-    assert cli.tilesync_commit() == expected
+    assert tilesync_commit() == expected
 
 
 # --- 4. explain ------------------------------------------------------------------------------
