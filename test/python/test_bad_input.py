@@ -3,11 +3,10 @@ and `tilesync compile`. Each row gives the input, the exception (API) or exit st
 and the whole one-line message with its location. Nothing reaches the user as a builtin, an
 xDSL or an LLVM error, and nothing ends the process."""
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
+from cli_runs import one_line, run_cli
 
 import tilesync
 from tilesync import CompileError, TilesyncError, VerifyError
@@ -123,18 +122,8 @@ def files(tmp_path_factory) -> Path:
 
 def run(main, argv: list[str]) -> tuple[int, str]:
     """A CLI's exit status and its stderr, run in this process."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            status = main(argv)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, err.getvalue()
-
-
-def one_line(text: str) -> str:
-    assert text.count("\n") == 1 and "Traceback" not in text, text
-    return text.rstrip("\n")
+    status, _, err = run_cli(main, argv)
+    return status, err
 
 
 # --- the API ---------------------------------------------------------------------------------

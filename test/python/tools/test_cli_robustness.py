@@ -6,8 +6,6 @@ traceback and never exit 0."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import signal
 import subprocess
 import sys
@@ -15,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runs import one_line, run_cli
 
 import tilesync
 from tilesync import CompileError, VerifyError
@@ -27,20 +26,7 @@ GRAPH_LEVEL = ROOT / "test" / "filecheck" / "tools" / "compile_graph_level.mlir"
 NO_KERNEL = "there is no kernel to compile (tilesync compiles the gpu.func kernels of a gpu.module)"
 
 
-def run(main, argv: list[str]) -> tuple[int, str, str]:
-    """A CLI's exit status, stdout and stderr, run in this process."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            status = main(argv)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
-
-
-def one_line(text: str) -> str:
-    assert text.count("\n") == 1 and "Traceback" not in text, text
-    return text.rstrip("\n")
+run = run_cli
 
 
 def write(folder: Path, name: str, text: str | bytes) -> Path:
