@@ -398,12 +398,10 @@ def gpu_modules(module: ModuleOp, source: str = "<input>") -> list[gpu.ModuleOp]
     """The gpu.modules of `module` (outside functions), whose kernels tilesync compiles; a
     CompileError when there is none: nothing to compile (an empty file, host code only) or,
     for a graph-level program, not yet (graph-to-stages makes its kernels)."""
-    found = [op for op in _outside_functions(module) if isinstance(op, gpu.ModuleOp)]
-    if found:
-        return found
     error = no_kernel_error(module, source)
-    assert error is not None
-    raise error
+    if error is not None:
+        raise error
+    return [op for op in _outside_functions(module) if isinstance(op, gpu.ModuleOp)]
 
 
 def no_kernel_error(module: ModuleOp, source: str | None = "<input>") -> CompileError | None:

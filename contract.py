@@ -15,6 +15,7 @@ can import it without an import cycle. docs/ARCHITECTURE.md shows where it sits.
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -642,8 +643,6 @@ def env_flag(name: str, default: bool = False) -> bool:
     """The on/off environment variable `name`: 1/true/yes/on or 0/false/no/off (any case);
     unset or empty is `default`. Anything else is a TilesyncError naming the variable (a typo
     must not silently turn a switch on, nor off)."""
-    import os
-
     value = os.environ.get(name, "")
     text = value.strip().lower()
     if not text:

@@ -142,8 +142,9 @@ def _share_first_draw(func: gpu.FuncOp, op: sync.TileOp, rewriter: PatternRewrit
         raise diagnostic(PASS_NAME, draws[1], "a kernel with several ordered sync.tile ops "
                          "takes its tile once: the first must be in the kernel's entry block, "
                          "so that it runs before the others")
-    if first.order != op.order:
-        raise diagnostic(PASS_NAME, op, "the ordered sync.tile ops of one kernel name "
+    other = next((d for d in draws if d.order != first.order), None)
+    if other is not None:
+        raise diagnostic(PASS_NAME, other, "the ordered sync.tile ops of one kernel name "
                          "different orders: a block takes one tile")
     if op is first:
         for later in draws[1:]:

@@ -148,13 +148,6 @@ _CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawF
 _PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawEmptyOp)
 
 
-def _drawn_here(kernel: gpu.FuncOp, acquires: list) -> list:
-    """The acquires of `acquires` that draw a ticket of their own (no `at`, or `at` a ticket
-    drawn ahead): a worker's fresh tickets, as opposed to those it is given."""
-    ahead = dataflow.drawn_acquires(kernel)
-    return [op for op in acquires if op.ticket is None or op in ahead]
-
-
 def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
     """The kernel of `stage` acquires and releases every queue the stage lists, each at its
     own end, and (more than one worker) draws at most one ticket a tile on its inputs and one
@@ -175,6 +168,7 @@ def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
     except dataflow.QueueWorkersError as error:
         raise _refuse(error.op, f"stage @{name}: {error}") from None
     position = {op: i for i, op in enumerate(kernel.walk())}
+    ahead = dataflow.drawn_acquires(kernel)  # `at` a ticket drawn ahead: drawn all the same
     sides = (("input", inputs, queue_args[:len(inputs)], _CONSUMER_OPS),
              ("output", outputs, queue_args[len(inputs):], _PRODUCER_OPS))
     for side, names, args, ends in sides:
@@ -195,7 +189,7 @@ def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
                 raise _refuse(stage, f"stage @{name}: its kernel {stage.kernel} never runs "
                               f"'{missing}' on @{queue}, one of its {side}s: the queue's "
                               "tickets would never all be taken or given back")
-            drawn = _drawn_here(kernel, acquires)
+            drawn = [op for op in acquires if op.ticket is None or op in ahead]  # not given
             reads = reads_per_tile(stage, queue) if side == "input" else 1
             if workers > 1 and (len(drawn) > 1 or (drawn and reads > 1)):
                 raise _refuse(drawn[-1], f"stage @{name}: each of its {workers} queue workers "
