@@ -7,6 +7,7 @@ Every error tilesync raises for its user is a `TilesyncError`:
     │   └── VerifyError       sync-verify cannot prove the synchronization or forward progress
     └── TilesyncRuntimeError  a CUDA driver call failed (`kernel`, `block` where known)
         ├── NoGPUError        no usable driver or device
+        ├── NoProgressOnDeviceError  a forward-progress proof this device's counts break
         └── DeviceFaultError  a kernel stopped on the device; the context is unusable
             └── SpinTimeoutError  a spin-wait timed out (debug builds say which and where)
 """
@@ -17,6 +18,7 @@ from tilesync.contract import (
     DeviceFaultError,
     KernelSignature,
     NoGPUError,
+    NoProgressOnDeviceError,
     SourceLocation,
     SpinTimeoutError,
     TilesyncError,
@@ -27,8 +29,8 @@ from tilesync.contract import (
 __version__ = "0.1.0"
 
 __all__ = ["CompileError", "CompiledProgram", "DeviceFaultError", "KernelSignature",
-           "NoGPUError", "SourceLocation", "SpinTimeoutError", "TilesyncError",
-           "TilesyncRuntimeError", "VerifyError", "compile"]
+           "NoGPUError", "NoProgressOnDeviceError", "SourceLocation", "SpinTimeoutError",
+           "TilesyncError", "TilesyncRuntimeError", "VerifyError", "compile"]
 
 
 def compile(module_or_text, pipeline=None, target="sm_90", **options):

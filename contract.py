@@ -121,6 +121,13 @@ class NoGPUError(TilesyncRuntimeError):
         return (type(self), (self.reason,))
 
 
+class NoProgressOnDeviceError(TilesyncRuntimeError):
+    """A program cannot run safely on the device it is loaded on: a dependency's
+    forward-progress proof counted more SMs or blocks per SM than this device and the compiled
+    kernels give (or a pipeline's CTAs do not all fit at once), so waiting blocks could hold
+    the slots their producers need."""
+
+
 class DeviceFaultError(TilesyncRuntimeError):
     """A kernel stopped on the device (a trap, an illegal address or instruction): the CUDA
     context is unusable and the process must restart to use the GPU again."""

@@ -57,9 +57,15 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
-from tilesync.analysis.stage_graph import HostStep, Launch, WaitKernel, one_launch_groups
+from tilesync.analysis.stage_graph import (
+    HostStep,
+    Launch,
+    StageGraph,
+    WaitKernel,
+    one_launch_groups,
+)
 from tilesync.analysis.wave_model import Legality, StageWaves, format_waves
-from tilesync.contract import all_resident
+from tilesync.contract import CORESIDENT_ATTR, all_resident
 
 WaitKernelEnds = Literal["all_dispatched", "first_started"]
 
@@ -260,6 +266,28 @@ class ProgressFacts:
         if known is None or self.sms < 1 or known.blocks < 1 or known.blocks_per_sm < 1:
             return None
         return StageWaves(known.blocks, known.blocks_per_sm, self.sms)
+
+
+def program_facts(graph: StageGraph, residency: Mapping[str, Residency], sms: int, *,
+                  plan: Sequence[HostStep] | None = None,
+                  working_wait_kernels: Collection[str] | None = None) -> ProgressFacts:
+    """What the rules read of a stage program, given its stages' residency (where known) on
+    `sms` SMs: its stages, dependencies and plan (default: the graph's), the consumers declared
+    co-resident (`coresident` on the stage or on its launch) and each stage's block threads.
+    The one reader of those declarations for sync-verify, W, explain and the runtime's check
+    on the device it runs on."""
+    declared = set()
+    for name, stage in graph.stages.items():
+        launch = graph.launch(name)
+        if CORESIDENT_ATTR in stage.attributes or (
+                launch is not None and launch.op is not None
+                and CORESIDENT_ATTR in launch.op.attributes):
+            declared.add(name)
+    return ProgressFacts(list(graph.stages), graph.dependent_pairs(),
+                         list(graph.plan if plan is None else plan), residency, max(sms, 0),
+                         declared, working_wait_kernels=working_wait_kernels,
+                         block_threads={name: math.prod(stage.block_shape)
+                                        for name, stage in graph.stages.items()})
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from tilesync.contract import (
     CompiledProgram,
     CompileError,
     KernelSignature,
+    NoProgressOnDeviceError,
     QueueLayout,
     RoleKind,
-    TilesyncRuntimeError,
 )
 from tilesync.dialects import dataflow
 
@@ -152,7 +152,7 @@ def _producers_first(stages: list[PipelineStage]) -> list[PipelineStage]:
     return ordered
 
 
-class PipelineNotResidentError(TilesyncRuntimeError):
+class PipelineNotResidentError(NoProgressOnDeviceError):
     """The stages of a pipeline do not all fit on the device at once: their spinning CTAs
     could wait forever for a slot."""
 

@@ -18,6 +18,7 @@ import numpy as np
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
+from tilesync.analysis.forward_progress import Residency, analyze, program_facts
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, one_launch_groups
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -26,13 +27,16 @@ from tilesync.contract import (
     NEXT_EPOCH_KERNEL,
     NUM_SEMAPHORES_ATTR,
     ONE_LAUNCH_KERNEL_ATTR,
+    PROGRESS_ATTR,
     SPIN_SITE_MBARRIER,
     SPIN_SITE_QUEUE_FULL,
     SPIN_SITE_SEMAPHORE,
+    START_FLAG,
     WAIT_KERNEL,
     CompiledProgram,
     CompileError,
     KernelSignature,
+    NoProgressOnDeviceError,
     Role,
     RoleKind,
     SpinTimeoutError,
@@ -52,8 +56,9 @@ from tilesync.runtime.stream import (
 
 INT32_MAX = 2**31 - 1
 
-__all__ = ["CapturedRun", "OneLaunch", "SpinTimeoutError", "StageProgram", "describe_timeout",
-           "module_symbols", "one_launches", "read_plan"]
+__all__ = ["CapturedRun", "NoProgressOnDeviceError", "OneLaunch", "SpinTimeoutError",
+           "StageProgram", "check_progress_on_device", "describe_timeout", "module_symbols",
+           "one_launches", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -128,6 +133,46 @@ def one_launches(steps: Sequence[HostStep]) -> dict[str, OneLaunch]:
     return found
 
 
+def check_progress_on_device(compiled: CompiledProgram, blocks_per_sm: Callable[[str], int],
+                             sms: int, device: str = "this device") -> None:
+    """Refuse (NoProgressOnDeviceError) a program one of whose verified dependencies loses its
+    guarantee with the real blocks per SM of each stage's launched kernel (`blocks_per_sm` of
+    the stage's name, asked only where some dependency was verified) on `sms` SMs.
+
+    sync-verify proves forward progress from the `blocks_per_sm` on the stages and its `sms`
+    option; those come from a pass's options or the registers a driver recorded, and a program
+    may be loaded on a device with fewer SMs (a PCIe H100, a MIG slice) than it was proved for.
+    The rules are the same (`analysis.forward_progress.analyze`); only the counts are this
+    device's. Dependencies whose consumer was not verified (no `sync.progress`) are not checked:
+    the program runs as it was compiled, its spins timing out into a named error."""
+    graph = StageGraph.of(compiled.module)
+    verified = [(p, c) for p, c in graph.dependent_pairs()
+                if PROGRESS_ATTR in graph.stages[c].attributes]
+    if not verified:
+        return
+    residency = {name: Residency(math.prod(stage.grid_shape), blocks_per_sm(name))
+                 for name, stage in graph.stages.items()}
+    starting = {name for name, stage in graph.stages.items()
+                if START_FLAG in compiled.kernels[_kernel_name(stage)].sync_args} \
+        if WAIT_KERNEL in compiled.kernels else set()
+    report = analyze(program_facts(graph, residency, sms, working_wait_kernels=starting))
+    for producer, consumer in verified:
+        if report.guarantees[(producer, consumer)] is None:
+            counts = ", ".join(f"@{name} {r.blocks} blocks, {r.blocks_per_sm} per SM"
+                               for name, r in residency.items())
+            proof = graph.stages[consumer].attributes[PROGRESS_ATTR]
+            raise NoProgressOnDeviceError(
+                f"@{consumer} waiting on @{producer} has no forward-progress guarantee on "
+                f"{device} ({sms} SMs; {counts}): {report.reasons[(producer, consumer)]}; "
+                f"sync-verify proved it by {proof.data}. Compile it for this device "
+                f"(sync-annotate-occupancy{{sms={sms}}} with the registers "
+                f"tilesync.api.annotate_resources records) or keep its wait-kernel")
+
+
+def _kernel_name(stage: sync.StageOp) -> str:
+    return stage.kernel.nested_references.data[-1].data
+
+
 def _step_stage(step: HostStep) -> str:
     """The stage whose state a step binds: the launched one, or a wait-kernel's producer."""
     return step.stage if isinstance(step, Launch) else step.producer
@@ -186,12 +231,34 @@ class StageProgram:
         for name, together in self.one_launches.items():
             if together.kernel not in self.kernels:
                 raise ValueError(f"the launch of @{name}: kernel {together.kernel} not compiled")
+        self._check_progress()
         self.epoch = 0
         self._state = _State()
         self._streams: dict[int, Stream] = {}
         self._debug_record: HostMappedBuffer | None = None
         if any(DEBUG_RECORD in sig.sync_args for sig in self.signatures.values()):
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
+
+    def _check_progress(self) -> None:
+        """The verified dependencies keep their guarantee with this device's SMs and each
+        launched kernel's real blocks per SM (a stage of a launch that others join: the one
+        kernel of that launch, in its largest block)."""
+        from tilesync.runtime.device import get_device, occupancy
+
+        def blocks_per_sm(name: str) -> int:
+            stage = self.stages[name]
+            kernel, block = stage.kernel, stage.block
+            for together in self.one_launches.values():
+                if name in together.stages:
+                    kernel = together.kernel
+                    block = max((self.stages[n].block for n in together.stages), key=math.prod)
+            dynamic = self.signatures[kernel].dynamic_shared_bytes
+            if dynamic:  # past 48 KiB a kernel must opt in before occupancy counts its blocks
+                self.kernels[kernel].ensure_dynamic_shared_memory(dynamic)
+            return occupancy(self.kernels[kernel], math.prod(block), dynamic)
+
+        device = get_device()
+        check_progress_on_device(self.compiled, blocks_per_sm, device.sm_count, device.name)
 
     # -- device state, created on first use and kept across runs --------------------------
     def semaphores(self, stage: str) -> DeviceBuffer:

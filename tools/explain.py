@@ -49,13 +49,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
 from tilesync.analysis import mode_cost
-from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
+from tilesync.analysis.forward_progress import Residency, program_facts, wait_kernel_removal
 from tilesync.analysis.pipeline_model import items_per_second
 from tilesync.analysis.stage_graph import StageGraph, one_launch_groups
 from tilesync.analysis.wave_model import StageWaves, predict_chain, tile_order_legality
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
-    CORESIDENT_ATTR,
     DEFAULT_TARGET,
     DYNAMIC_SHARED_BYTES_STAGE_ATTR,
     LIMITER_ATTR,
@@ -231,10 +230,9 @@ def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
                 lines.append(f"  W (drop the wait-kernel @{producer} -> @{consumer}): unknown: "
                              f"a stage of the program cannot run")
                 continue
-            verdict = wait_kernel_removal(ProgressFacts(
-                list(stages), graph.dependent_pairs(), graph.plan,
-                {n: Residency(w.blocks, w.blocks_per_sm) for n, w in waves.items()}, sms,
-                {n for n, s in stages.items() if CORESIDENT_ATTR in s.attributes}), wait)
+            verdict = wait_kernel_removal(program_facts(
+                graph, {n: Residency(w.blocks, w.blocks_per_sm) for n, w in waves.items()},
+                sms), wait)
             lines.append(
                 f"  W (drop the wait-kernel @{producer} -> @{consumer}): "
                 f"{'legal' if verdict else 'not legal'}: {verdict.reason}"

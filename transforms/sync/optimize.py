@@ -23,7 +23,6 @@ justified by the occupancy of the kernels involved.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,10 +32,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from tilesync.analysis.forward_progress import ProgressFacts, Residency, wait_kernel_removal
+from tilesync.analysis.forward_progress import Residency, program_facts, wait_kernel_removal
 from tilesync.analysis.stage_graph import HostStep, StageGraph, WaitKernel
 from tilesync.analysis.wave_model import Legality, tile_order_legality
-from tilesync.contract import CORESIDENT_ATTR, WAIT_KERNEL
+from tilesync.contract import WAIT_KERNEL
 from tilesync.dialects.kernel_args import lookup_kernel
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import DependencyOp, OrderAttr, StageOp
@@ -61,11 +60,7 @@ def wait_kernel_verdict(wait: WaitKernel, graph: StageGraph, sms: int,
     for stage_name, stage in graph.stages.items():
         waves = annotated_waves(stage, sms, name)
         residency[stage_name] = Residency(waves.blocks, waves.blocks_per_sm)
-    declared = {n for n, stage in graph.stages.items() if CORESIDENT_ATTR in stage.attributes}
-    facts = ProgressFacts(list(graph.stages), graph.dependent_pairs(),
-                          list(graph.plan if plan is None else plan), residency, sms, declared,
-                          block_threads={n: math.prod(stage.block_shape)
-                                         for n, stage in graph.stages.items()})
+    facts = program_facts(graph, residency, sms, plan=plan)
     return wait_kernel_removal(facts, wait)
 
 

@@ -55,11 +55,11 @@ from xdsl.passes import ModulePass
 
 from tilesync.analysis.dependency_analysis import tiles_read
 from tilesync.analysis.forward_progress import (
-    ProgressFacts,
     ProgressReport,
     Residency,
     analyze,
     format_cycle,
+    program_facts,
 )
 from tilesync.analysis.grid import Tile, grid_tiles
 from tilesync.analysis.kernel_eval import (
@@ -84,7 +84,6 @@ from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
-    CORESIDENT_ATTR,
     EPOCH,
     EPOCH_COUNTER,
     PROGRESS_ATTR,
@@ -844,22 +843,12 @@ class Verifier:
 
     def progress(self) -> ProgressReport:
         residency: dict[str, Residency] = {}
-        declared: set[str] = set()
         for name, stage in self.graph.stages.items():
             per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
             if isinstance(per_sm, IntegerAttr) and per_sm.value.data > 0:
                 residency[name] = Residency(math.prod(stage.grid_shape), per_sm.value.data)
-            launch = self.graph.launch(name)
-            if CORESIDENT_ATTR in stage.attributes or (
-                launch is not None and launch.op is not None
-                and CORESIDENT_ATTR in launch.op.attributes
-            ):
-                declared.add(name)
-        facts = ProgressFacts(list(self.graph.stages), self.graph.dependent_pairs(),
-                              self.graph.plan, residency, max(self.sms, 0), declared,
-                              working_wait_kernels=self.working_wait_kernels(),
-                              block_threads={name: math.prod(stage.block_shape)
-                                             for name, stage in self.graph.stages.items()})
+        facts = program_facts(self.graph, residency, self.sms,
+                              working_wait_kernels=self.working_wait_kernels())
         return analyze(facts)
 
     def forward_progress(self, name: str, report: ProgressReport) -> None:

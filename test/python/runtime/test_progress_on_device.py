@@ -1,0 +1,65 @@
+"""A loaded program re-checks forward progress with the device's SMs and its kernels' real
+blocks per SM: sync-verify's proof is only as good as the counts it was given."""
+
+from importlib import resources
+
+import pytest
+
+import tilesync
+from tilesync.api import default_pipeline
+from tilesync.runtime.program import NoProgressOnDeviceError, check_progress_on_device
+
+MLP = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
+SYNC = ("sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel")
+
+
+def compiled_mlp(*passes: str):
+    return tilesync.compile(MLP, pipeline=default_pipeline(before=(*SYNC, *passes)))
+
+
+@pytest.fixture(scope="module")
+def wave_model_mlp():
+    """The GPT-3 MLP whose wait-kernel W dropped on 32 registers a thread (the default where
+    none are recorded): 2 blocks of 1024 threads per SM, 1.94 waves in all on 132 SMs."""
+    compiled = compiled_mlp("sync-annotate-occupancy", "sync-drop-wait-kernel",
+                            "sync-verify{sms=132}")
+    assert "sync.wait_kernel" not in str(compiled.module)
+    return compiled
+
+
+def test_the_counts_it_was_proved_with_pass(wave_model_mlp):
+    check_progress_on_device(wave_model_mlp, lambda stage: 2, 132)
+
+
+def test_fewer_blocks_per_sm_than_proved_are_refused(wave_model_mlp):
+    # the real kernels use more than 32 registers: one 1024-thread block an SM
+    with pytest.raises(NoProgressOnDeviceError) as err:
+        check_progress_on_device(wave_model_mlp, lambda stage: 1, 132, "an H100")
+    message = str(err.value)
+    assert "@gemm2 waiting on @gemm1" in message and "an H100 (132 SMs" in message
+    assert "1 per SM" in message and "sync-verify proved it by @gemm1: wave model" in message
+
+
+def test_fewer_sms_than_proved_are_refused(wave_model_mlp):
+    with pytest.raises(NoProgressOnDeviceError, match=r"\(114 SMs"):
+        check_progress_on_device(wave_model_mlp, lambda stage: 2, 114)
+
+
+def test_a_kept_wait_kernel_needs_no_count():
+    compiled = compiled_mlp("sync-verify")
+    check_progress_on_device(compiled, lambda stage: 1, 16)
+
+
+def test_stream_order_needs_no_count():
+    # without sync.launch both GEMMs run on stream 0 in program order
+    compiled = tilesync.compile(MLP)
+    asked = []
+    check_progress_on_device(compiled, lambda stage: asked.append(stage) or 1, 1)
+    assert asked == ["gemm1", "gemm2"]
+
+
+def test_an_unverified_program_is_not_checked():
+    compiled = compiled_mlp("sync-annotate-occupancy", "sync-drop-wait-kernel")
+    asked = []
+    check_progress_on_device(compiled, lambda stage: asked.append(stage) or 1, 1)
+    assert asked == []
