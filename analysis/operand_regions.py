@@ -15,8 +15,14 @@ extents (g0·t0, g1·t1, ...); tile (i0, i1, ...) writes the box [i0·t0, (i0+1)
   into logical dimension 0 and the others are logical dimensions 1, 2, ... (element
   (n, h, w, c) at row (n·H + h)·W + w, column c).
 
-Elements outside the logical array are written by no tile (padding): reading them needs no
-wait. Any other rank has no map (`layout_for` says why).
+A producer with an `output_map` (`sync.StageOp.output_placement`) places the logical array in
+the buffer: buffer index j is logical dimension p_j plus offset c_j (a permutation: a batched
+GEMM whose grid's z is the batch of a [B, M, N] output; an offset: one of several producers
+writing disjoint columns of one buffer). Its consumers read the buffer with that rank.
+
+Elements outside the logical array are written by no tile (padding, or another producer's
+part): reading them needs no wait on this producer. Any other rank has no map (`layout_for`
+says why).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class OperandLayout:
     tile: tuple[int, ...]
     rank: int
     shape: tuple[int, ...] = ()  # the operand's, where its leading dimensions collapse
+    # per operand dimension (logical dimension, offset), from the producer's output_map
+    placement: tuple[tuple[int, int], ...] = ()
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -55,6 +63,12 @@ class OperandLayout:
         """The logical boxes (closed [lo, hi] per dimension, per tile of the batch) that the
         operand box [lo, hi] covers, possibly larger (never smaller)."""
         extents = self.extents
+        if self.placement:
+            box_lo: list[Scalar] = [0] * len(extents)
+            box_hi: list[Scalar] = [0] * len(extents)
+            for low, high, (dim, offset) in zip(lo, hi, self.placement):
+                box_lo[dim], box_hi[dim] = low - offset, high - offset
+            return [(box_lo, box_hi)]
         if self.rank == len(extents):
             return [(list(lo), list(hi))]
         if self.rank > len(extents):
@@ -73,8 +87,8 @@ class OperandLayout:
         # first where they differ spans [lo, hi], the later ones their whole extent.
         first, last = np.maximum(lo[0], 0), np.minimum(hi[0], math.prod(extents) - 1)
         a, b = unravel(first, extents), unravel(last, extents)
-        box_lo: list[Scalar] = []
-        box_hi: list[Scalar] = []
+        box_lo = []
+        box_hi = []
         same: Scalar = True
         for d, extent in enumerate(extents):
             box_lo.append(np.where(same, a[d], 0))
@@ -126,9 +140,13 @@ class OperandLayout:
         return inside
 
     def region(self, tile: Sequence[int]) -> str:
-        """The box producer tile `tile` writes, in words (logical indices)."""
-        parts = [f"[{i * t}, {(i + 1) * t})" for i, t in zip(tile, self.tile)]
-        return " x ".join(parts)
+        """The box producer tile `tile` writes, in words (the operand's indices where the
+        producer places its output, else logical ones)."""
+        spans = [(i * t, (i + 1) * t) for i, t in zip(tile, self.tile)]
+        if self.placement:
+            spans = [(spans[dim][0] + offset, spans[dim][1] + offset)
+                     for dim, offset in self.placement]
+        return " x ".join(f"[{a}, {b})" for a, b in spans)
 
 
 def ravel(coords: Sequence[Scalar], shape: Sequence[int]) -> Scalar:
@@ -165,6 +183,14 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
     if len(tile) < len(grid):
         return (f"@{name} has a {len(grid)}-D grid but a {len(tile)}-D tile "
                 f"{tuple(tile)}: no region per tile")
+    placement = producer.output_placement
+    if placement is not None:
+        if rank != len(placement):
+            return (f"its type {operand_type} has rank {rank} while @{name}'s output_map "
+                    f"places its tiles in {len(placement)} dimensions")
+        layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank,
+                               placement=placement)
+        return _bounded(layout)
     if rank < len(grid) and rank != 1:
         return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
                 f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
@@ -182,9 +208,15 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
         if min(shape) < 0:
             return (f"its type {operand_type} has dynamic dimensions: its leading dimensions "
                     f"cannot collapse into @{name}'s rows")
-    layout = OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank,
-                           shape if rank > len(grid) else ())
-    if math.prod(layout.extents) > INDEX_LIMIT:  # int64 index arithmetic must not wrap
-        return (f"@{name}'s tiles cover {math.prod(layout.extents)} elements, more than the "
-                f"{INDEX_LIMIT} whose indices are bounded")
+    return _bounded(OperandLayout(name, tuple(grid), tuple(tile[: len(grid)]), rank,
+                                  shape if rank > len(grid) else ()))
+
+
+def _bounded(layout: OperandLayout) -> OperandLayout | str:
+    """`layout`, or why its indices cannot be bounded (int64 index arithmetic must not
+    wrap)."""
+    reach = math.prod(layout.extents) + sum(offset for _dim, offset in layout.placement)
+    if reach > INDEX_LIMIT:
+        return (f"@{layout.producer}'s tiles cover {math.prod(layout.extents)} elements, more "
+                f"than the {INDEX_LIMIT} whose indices are bounded")
     return layout

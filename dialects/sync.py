@@ -1239,6 +1239,14 @@ class StageOp(IRDLOperation):
 
     The grid is in tiles (one block per tile); its rank (1–3) is the number of tile
     coordinates that dependencies and policies of this stage use.
+
+    Tile (i0, i1, ...) writes the box [i0·t0, (i0+1)·t0) × [i1·t1, (i1+1)·t1) × ... of the
+    stage's output. `output_map` (optional) says where that array lies in the buffer its
+    consumers read: each result is one of its dimensions plus a constant, each dimension used
+    once, so `affine_map<(d0, d1, d2) -> (d2, d0, d1)>` is a batched GEMM whose grid's z is
+    the batch of a [B, M, N] output and `affine_map<(d0, d1) -> (d0, d1 + 1024)>` a producer
+    writing columns from 1024 on (Q, K and V GEMMs into one QKV buffer). Without it index d of
+    the buffer is dimension d.
     """
 
     name = "sync.stage"
@@ -1252,6 +1260,7 @@ class StageOp(IRDLOperation):
     # The semaphore layout of this stage's output, set by sync-generate-policies (or
     # sync-select-policy); absent on a stage nobody depends on.
     policy = opt_prop_def(PolicyAttr)
+    output_map = opt_prop_def(AffineMapAttr)
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
@@ -1299,6 +1308,22 @@ class StageOp(IRDLOperation):
     def rank(self) -> int:
         return len(self.grid_shape)
 
+    @property
+    def output_placement(self) -> tuple[tuple[int, int], ...] | None:
+        """Per dimension of the output buffer, (the tile array's dimension, its offset): from
+        `output_map`, None without one."""
+        if self.output_map is None:
+            return None
+        placement = []
+        for result in self.output_map.data.results:
+            dims, offset = _dim_plus_constant(result)
+            if len(dims) != 1:
+                raise VerifyException(
+                    f"{self.name} @{self.sym_name.data}: output_map result {result} is not one "
+                    f"dimension plus a constant")
+            placement.append((dims[0], offset))
+        return tuple(placement)
+
     def verify_(self) -> None:
         _verify_extents(self.name, "grid", self.grid_shape)
         _verify_extents(self.name, "block", self.block_shape)
@@ -1320,6 +1345,8 @@ class StageOp(IRDLOperation):
         module_ref = SymbolRefAttr(self.kernel.root_reference)
         if _lookup(self, module_ref) is not None and _lookup(self, self.kernel) is None:
             raise VerifyException(f"{self.name}: kernel {self.kernel} is not defined")
+        if self.output_map is not None:
+            self._verify_output_map()
         if self.policy is not None:
             if self.policy.num_dims != self.rank:
                 raise VerifyException(
@@ -1330,6 +1357,37 @@ class StageOp(IRDLOperation):
                 self.policy.verify_on_grid(self.grid_shape)
             except VerifyException as e:
                 raise VerifyException(f"{self.name} @{self.sym_name.data}: {e}") from e
+
+
+    def _verify_output_map(self) -> None:
+        where = f"{self.name} @{self.sym_name.data}"
+        amap = self.output_map.data  # type: ignore[union-attr]
+        if amap.num_dims != self.rank or amap.num_symbols != 0:
+            raise VerifyException(
+                f"{where}: output_map {amap} must take the grid's {self.rank} dimensions and "
+                f"no symbols")
+        placement = self.output_placement
+        assert placement is not None
+        used = sorted(dim for dim, _offset in placement)
+        if used != list(range(self.rank)):
+            raise VerifyException(
+                f"{where}: output_map {amap} must use each of the grid's {self.rank} "
+                f"dimensions once (a permutation, each plus a constant)")
+        if any(offset < 0 for _dim, offset in placement):
+            raise VerifyException(f"{where}: output_map {amap} has a negative offset")
+
+
+def _dim_plus_constant(expr: AffineExpr) -> tuple[list[int], int]:
+    """(the dimensions added, the constant added) of a sum of dimensions and constants; a
+    product or a division anywhere gives two dimensions' worth ([-1, -1]): no placement."""
+    if isinstance(expr, AffineDimExpr):
+        return [expr.position], 0
+    if isinstance(expr, AffineConstantExpr):
+        return [], expr.value
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        (left, a), (right, b) = _dim_plus_constant(expr.lhs), _dim_plus_constant(expr.rhs)
+        return left + right, a + b
+    return [-1, -1], 0
 
 
 def _lookup(op: Operation, ref: SymbolRefAttr) -> Operation | None:

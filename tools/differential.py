@@ -5,7 +5,8 @@ deadlock or read early, under adversarial and random block schedulers.
     python -m tilesync.tools.differential --programs 200 --show-failures  # print failing programs
 
 A program (`draw_program`) has 2–5 stages with random 1-D or 2-D grids, tiles, blocks per SM
-and output layouts (the grid's rank, or flattened to 1-D), random dependencies between them
+and output layouts (the grid's rank, flattened to 1-D, or placed by an `output_map`: its
+dimensions permuted and offset in a larger buffer), random dependencies between them
 (a producer coordinate follows a consumer coordinate, is a `forall` over the whole dimension,
 a constant, or a clipped 3-row halo; or, for a share of the coordinates, one of the richer
 forms of real programs and cuSync's policies: `d * Q + s` (a consumer row over Q producer
@@ -93,14 +94,21 @@ class Stage:
     annotated: bool  # verify sees blocks_per_sm
     flat: bool  # its output is a rank-1 memref (row-major)
     coresident: bool = False
+    # per buffer dimension (tile-array dimension, offset): the stage's output_map, if any
+    placement: tuple[tuple[int, int], ...] = ()
 
     @property
     def extents(self) -> tuple[int, ...]:
         return tuple(g * t for g, t in zip(self.grid, self.tile))
 
-    def memref(self) -> str:
-        shape = (math.prod(self.extents),) if self.flat else self.extents
-        return f"memref<{'x'.join(map(str, shape))}xf32>"
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of its output buffer."""
+        if self.flat:
+            return (math.prod(self.extents),)
+        if self.placement:
+            return tuple(self.extents[dim] + offset for dim, offset in self.placement)
+        return self.extents
 
 
 @dataclass
@@ -137,6 +145,8 @@ class Program:
 RICH_PERCENT = 30
 # How often a dependency with a k-loop of two or more steps reads one step ahead of its waits
 READ_AHEAD_PERCENT = 4
+# How often a stage of a 2-D grid places its output with an output_map
+PLACED_PERCENT = 15
 # Points of one dependency's forall box at most: verify and the passes enumerate it per
 # consumer tile, and the kernel unrolls every variable but s0.
 FORALL_POINTS = 48
@@ -268,6 +278,7 @@ def draw_program(draw: Draw) -> Program:
         tile = (1, draw.integer(1, 4)) if flat else tuple(draw.integer(1, 3) for _ in grid)
         stages.append(Stage(f"s{i}", grid, tile, draw.integer(1, 3),
                             occupancy or _chance(draw, 90), flat))
+
     deps: list[Dependency] = []
     operands: Counter[str] = Counter()
     for c in range(1, count):
@@ -329,6 +340,11 @@ def draw_program(draw: Draw) -> Program:
     for _ in range(draw.integer(0, 2)):
         passes.append(_pick(draw, mechanisms))
     passes.append(f"sync-verify{{sms={verify_sms}}}")
+    # drawn last, so that a seed draws the program it drew before layouts could be placed
+    for stage in stages:
+        if len(stage.grid) == 2 and not stage.flat and _chance(draw, PLACED_PERCENT):
+            dims = (1, 0) if _chance(draw, 50) else (0, 1)
+            stage.placement = tuple((dim, draw.integer(0, 3)) for dim in dims)
     return Program(sms, verify_sms, stages, deps, plan, passes)
 
 
@@ -383,6 +399,8 @@ def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]
     """Element indices (affine expressions) of tile `coords` of `stage`'s output, lane offsets
     `lanes` within the tile; one per memref dimension."""
     per_dim = [f"({c}) * {t} + {lane}" for c, t, lane in zip(coords, stage.tile, lanes)]
+    if stage.placement:
+        return [f"{per_dim[dim]} + {offset}" for dim, offset in stage.placement]
     if not stage.flat:
         return per_dim
     extents = stage.extents
@@ -391,7 +409,7 @@ def _index_exprs(stage: Stage, coords: list[str], lanes: list[str]) -> list[str]
 
 
 def _memref_type(stage: Stage):
-    return _memref_of_shape((math.prod(stage.extents),) if stage.flat else stage.extents)
+    return _memref_of_shape(stage.shape)
 
 
 # Attributes are immutable, so programs share them: building them again for every program
@@ -435,6 +453,7 @@ def build_module(program: Program):
     the plan."""
     from xdsl.dialects import affine, arith, gpu, memref, scf
     from xdsl.dialects.builtin import (
+        AffineMapAttr,
         FloatAttr,
         IndexType,
         IntegerAttr,
@@ -445,7 +464,7 @@ def build_module(program: Program):
         i64,
     )
     from xdsl.ir import Block, Region
-    from xdsl.ir.affine import AffineMap
+    from xdsl.ir.affine import AffineExpr, AffineMap
 
     from tilesync.dialects import sync
     from tilesync.dialects.sync import box_points
@@ -542,6 +561,10 @@ def build_module(program: Program):
             op.attributes["blocks_per_sm"] = IntegerAttr(stage.blocks_per_sm, i64)
         if stage.coresident:
             op.attributes["coresident"] = UnitAttr()
+        if stage.placement:
+            op.properties["output_map"] = AffineMapAttr(AffineMap(
+                len(stage.grid), 0, tuple(AffineExpr.dimension(dim) + offset
+                                          for dim, offset in stage.placement)))
         host.append(op)
     for d in program.deps:
         rank = len(program.stage(d.consumer).grid)

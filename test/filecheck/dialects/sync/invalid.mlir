@@ -329,3 +329,28 @@ sync.launch @p
 sync.launch @c {fused = true, pdl = true}
 
 // CHECK: sync.launch: a fused launch joins the launch before it and has no pdl of its own
+
+// -----
+
+// An output_map is a permutation of the grid's dimensions, each plus a constant.
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 2>, block = array<i64: 64>, tile = array<i64: 4, 4>, output_map = affine_map<(d0, d1) -> (d0, d0)>}
+
+// CHECK: sync.stage @p: output_map (d0, d1) -> (d0, d0) must use each of the grid's 2 dimensions once (a permutation, each plus a constant)
+
+// -----
+
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 2>, block = array<i64: 64>, tile = array<i64: 4, 4>, output_map = affine_map<(d0, d1) -> (d0 * 2, d1)>}
+
+// CHECK: sync.stage @p: output_map result (d0 * 2) is not one dimension plus a constant
+
+// -----
+
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 2>, block = array<i64: 64>, tile = array<i64: 4, 4>, output_map = affine_map<(d0, d1, d2) -> (d2, d0, d1)>}
+
+// CHECK: sync.stage @p: output_map (d0, d1, d2) -> (d2, d0, d1) must take the grid's 2 dimensions and no symbols
+
+// -----
+
+sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 2>, block = array<i64: 64>, tile = array<i64: 4, 4>, output_map = affine_map<(d0, d1) -> (d0, d1 - 4)>}
+
+// CHECK: sync.stage @p: output_map (d0, d1) -> (d0, (d1 + -4)) has a negative offset
