@@ -105,6 +105,8 @@ class SplitReductionsPass(ModulePass):
         fanin = sync.StageOp(fanin_name, stage.kernel, [*grid, parts], stage.block_shape,
                              stage.tile_shape)
         final = sync.StageOp(final_name, final_kernel, grid, stage.block_shape, stage.tile_shape)
+        # the sums land where the reduction's tiles did; the partials are the fan-in's own
+        final.output_map = stage.output_map
         for new, kind in ((fanin, "gemm"), (final, "elementwise")):
             new.attributes[DATAFLOW_KIND_ATTR] = StringAttr(kind)
             if DATAFLOW_ELEMENT_ATTR in stage.attributes:  # partials and sums keep the type

@@ -2,6 +2,11 @@
 // A reduction that declares SIMT work (a sum over the batch) keeps it in its partials:
 // RUN: sed -e 's/dataflow.split = 4 : i64,/dataflow.split = 4 : i64, dataflow.resource = #dataflow.resource<simt>,/' %s | tilesync-opt -p 'dataflow-form-pipeline{pipeline=mlp},dataflow-split-reductions' | filecheck %s --check-prefix=SIMT
 // SIMT: dataflow.stage @gemm2_fanin {tiles = 256 : i64, kernel = @k::@gemm2, resource = #dataflow.resource<simt>
+// A reduction that places its tiles in a larger buffer: the sums land there, the partials are
+// the fan-in's own:
+// RUN: sed -e 's/dataflow.split = 4 : i64,/dataflow.split = 4 : i64, output_map = affine_map<(d0, d1) -> (d0, d1 + 2048)>,/' %s | tilesync-opt -p 'dataflow-form-pipeline{pipeline=mlp},dataflow-split-reductions' | filecheck %s --check-prefix=PLACED
+// PLACED-NOT: sync.stage @gemm2_fanin {{.*}}output_map
+// PLACED:     sync.stage @gemm2_final {{.*}}output_map = affine_map<(d0, d1) -> (d0, (d1 + 2048))>
 
 // The MLP's second GEMM reduces over the hidden dimension (48 k-tiles): split into 4 partials
 // (fan-in, on 4x the CTAs) and a final stage that adds them.
