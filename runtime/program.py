@@ -18,7 +18,15 @@ import numpy as np
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from tilesync.analysis.forward_progress import Residency, analyze, program_facts
+from tilesync.analysis.forward_progress import (
+    ONE_LAUNCH,
+    PDL,
+    STREAM_ORDER,
+    Residency,
+    analyze,
+    program_facts,
+)
+from tilesync.analysis.forward_progress import WAIT_KERNEL as WAIT_KERNEL_GUARANTEE
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, one_launch_groups
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -56,9 +64,9 @@ from tilesync.runtime.stream import (
 
 INT32_MAX = 2**31 - 1
 
-__all__ = ["CapturedRun", "NoProgressOnDeviceError", "OneLaunch", "SpinTimeoutError",
-           "StageProgram", "check_progress_on_device", "describe_timeout", "module_symbols",
-           "one_launches", "read_plan"]
+__all__ = ["CapturedRun", "DeviceCounts", "NoProgressOnDeviceError", "OneLaunch",
+           "SpinTimeoutError", "StageProgram", "check_progress_on_device", "describe_timeout",
+           "module_symbols", "one_launches", "read_plan"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -133,11 +141,26 @@ def one_launches(steps: Sequence[HostStep]) -> dict[str, OneLaunch]:
     return found
 
 
-def check_progress_on_device(compiled: CompiledProgram, blocks_per_sm: Callable[[str], int],
-                             sms: int, device: str = "this device") -> None:
+@dataclass(frozen=True)
+class DeviceCounts:
+    """What the forward-progress rules count on the device a program is loaded on: its SMs and
+    each stage's blocks per SM (of the kernel its launch runs)."""
+
+    sms: int
+    blocks_per_sm: Callable[[str], int]
+    name: str = "this device"
+
+
+COUNT_FREE = (ONE_LAUNCH, STREAM_ORDER, PDL, WAIT_KERNEL_GUARANTEE)
+"""Guarantees no count of SMs or blocks decides (co-residency and the wave model count)."""
+
+
+def check_progress_on_device(compiled: CompiledProgram,
+                             counts: Callable[[], DeviceCounts]) -> None:
     """Refuse (NoProgressOnDeviceError) a program one of whose verified dependencies loses its
-    guarantee with the real blocks per SM of each stage's launched kernel (`blocks_per_sm` of
-    the stage's name, asked only where some dependency was verified) on `sms` SMs.
+    guarantee with the SMs of the device it is loaded on and the real blocks per SM of each
+    stage's launched kernel (`counts()`, asked only where some verified dependency's guarantee
+    counts them).
 
     sync-verify proves forward progress from the `blocks_per_sm` on the stages and its `sms`
     option; those come from a pass's options or the registers a driver recorded, and a program
@@ -148,25 +171,30 @@ def check_progress_on_device(compiled: CompiledProgram, blocks_per_sm: Callable[
     graph = StageGraph.of(compiled.module)
     verified = [(p, c) for p, c in graph.dependent_pairs()
                 if PROGRESS_ATTR in graph.stages[c].attributes]
-    if not verified:
-        return
-    residency = {name: Residency(math.prod(stage.grid_shape), blocks_per_sm(name))
-                 for name, stage in graph.stages.items()}
     starting = {name for name, stage in graph.stages.items()
                 if START_FLAG in compiled.kernels[_kernel_name(stage)].sync_args} \
         if WAIT_KERNEL in compiled.kernels else set()
-    report = analyze(program_facts(graph, residency, sms, working_wait_kernels=starting))
+    uncounted = analyze(program_facts(graph, {}, 0, working_wait_kernels=starting))
+    if all((g := uncounted.guarantees[pair]) is not None and g.kind in COUNT_FREE
+           for pair in verified):
+        return
+    device = counts()
+    residency = {name: Residency(math.prod(stage.grid_shape), device.blocks_per_sm(name))
+                 for name, stage in graph.stages.items()}
+    report = analyze(program_facts(graph, residency, device.sms,
+                                   working_wait_kernels=starting))
     for producer, consumer in verified:
         if report.guarantees[(producer, consumer)] is None:
-            counts = ", ".join(f"@{name} {r.blocks} blocks, {r.blocks_per_sm} per SM"
-                               for name, r in residency.items())
+            described = ", ".join(f"@{name} {r.blocks} blocks, {r.blocks_per_sm} per SM"
+                                  for name, r in residency.items())
             proof = graph.stages[consumer].attributes[PROGRESS_ATTR]
             raise NoProgressOnDeviceError(
                 f"@{consumer} waiting on @{producer} has no forward-progress guarantee on "
-                f"{device} ({sms} SMs; {counts}): {report.reasons[(producer, consumer)]}; "
-                f"sync-verify proved it by {proof.data}. Compile it for this device "
-                f"(sync-annotate-occupancy{{sms={sms}}} with the registers "
-                f"tilesync.api.annotate_resources records) or keep its wait-kernel")
+                f"{device.name} ({device.sms} SMs; {described}): "
+                f"{report.reasons[(producer, consumer)]}; sync-verify proved it by "
+                f"{proof.data}. Compile it for this device (sync-annotate-occupancy{{sms="
+                f"{device.sms}}} with the registers tilesync.api.annotate_resources records) "
+                f"or keep its wait-kernel")
 
 
 def _kernel_name(stage: sync.StageOp) -> str:
@@ -257,8 +285,11 @@ class StageProgram:
                 self.kernels[kernel].ensure_dynamic_shared_memory(dynamic)
             return occupancy(self.kernels[kernel], math.prod(block), dynamic)
 
-        device = get_device()
-        check_progress_on_device(self.compiled, blocks_per_sm, device.sm_count, device.name)
+        def counts() -> DeviceCounts:
+            device = get_device()
+            return DeviceCounts(device.sm_count, blocks_per_sm, device.name)
+
+        check_progress_on_device(self.compiled, counts)
 
     # -- device state, created on first use and kept across runs --------------------------
     def semaphores(self, stage: str) -> DeviceBuffer:

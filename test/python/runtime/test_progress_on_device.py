@@ -7,7 +7,11 @@ import pytest
 
 import tilesync
 from tilesync.api import default_pipeline
-from tilesync.runtime.program import NoProgressOnDeviceError, check_progress_on_device
+from tilesync.runtime.program import (
+    DeviceCounts,
+    NoProgressOnDeviceError,
+    check_progress_on_device,
+)
 
 MLP = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
 SYNC = ("sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel")
@@ -28,13 +32,14 @@ def wave_model_mlp():
 
 
 def test_the_counts_it_was_proved_with_pass(wave_model_mlp):
-    check_progress_on_device(wave_model_mlp, lambda stage: 2, 132)
+    check_progress_on_device(wave_model_mlp, lambda: DeviceCounts(132, lambda stage: 2))
 
 
 def test_fewer_blocks_per_sm_than_proved_are_refused(wave_model_mlp):
     # the real kernels use more than 32 registers: one 1024-thread block an SM
     with pytest.raises(NoProgressOnDeviceError) as err:
-        check_progress_on_device(wave_model_mlp, lambda stage: 1, 132, "an H100")
+        check_progress_on_device(wave_model_mlp,
+                                 lambda: DeviceCounts(132, lambda stage: 1, "an H100"))
     message = str(err.value)
     assert "@gemm2 waiting on @gemm1" in message and "an H100 (132 SMs" in message
     assert "1 per SM" in message and "sync-verify proved it by @gemm1: wave model" in message
@@ -42,24 +47,35 @@ def test_fewer_blocks_per_sm_than_proved_are_refused(wave_model_mlp):
 
 def test_fewer_sms_than_proved_are_refused(wave_model_mlp):
     with pytest.raises(NoProgressOnDeviceError, match=r"\(114 SMs"):
-        check_progress_on_device(wave_model_mlp, lambda stage: 2, 114)
+        check_progress_on_device(wave_model_mlp, lambda: DeviceCounts(114, lambda stage: 2))
+
+
+def unasked() -> DeviceCounts:
+    raise AssertionError("the device was asked for counts no guarantee needs")
 
 
 def test_a_kept_wait_kernel_needs_no_count():
-    compiled = compiled_mlp("sync-verify")
-    check_progress_on_device(compiled, lambda stage: 1, 16)
+    check_progress_on_device(compiled_mlp("sync-verify"), unasked)
 
 
 def test_stream_order_needs_no_count():
     # without sync.launch both GEMMs run on stream 0 in program order
-    compiled = tilesync.compile(MLP)
-    asked = []
-    check_progress_on_device(compiled, lambda stage: asked.append(stage) or 1, 1)
-    assert asked == ["gemm1", "gemm2"]
+    check_progress_on_device(tilesync.compile(MLP), unasked)
 
 
 def test_an_unverified_program_is_not_checked():
     compiled = compiled_mlp("sync-annotate-occupancy", "sync-drop-wait-kernel")
-    asked = []
-    check_progress_on_device(compiled, lambda stage: asked.append(stage) or 1, 1)
-    assert asked == []
+    check_progress_on_device(compiled, unasked)
+
+
+def test_a_coresident_declaration_is_checked_against_the_counts():
+    # 384 + 128 blocks, 4 an SM: all resident on 132 SMs (528 slots), not on 16
+    text = MLP.replace("sync.stage @gemm2 {", "sync.stage @gemm2 {coresident, ", 1) \
+        .replace("  sync.wait_kernel @gemm1 {stream = 1 : i64}\n", "")
+    assert "coresident" in text and "sync.wait_kernel @gemm1" not in text
+    compiled = tilesync.compile(text, pipeline=default_pipeline(
+        before=(*SYNC[:2], "sync-verify")))
+    assert "co-resident (declared)" in str(compiled.module)
+    check_progress_on_device(compiled, lambda: DeviceCounts(132, lambda stage: 4))
+    with pytest.raises(NoProgressOnDeviceError, match="declared coresident"):
+        check_progress_on_device(compiled, lambda: DeviceCounts(16, lambda stage: 4))
