@@ -6,7 +6,11 @@ each stage's operator kind in `dataflow.kind`. Two rules exclude a stage: it gat
 of its input (`gather`, an embedding lookup say) or it is better bulk-synchronous (`bulk`). The
 pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between two
 inside would have to run before the second and after the first, which a spatial pipeline cannot
-do). A dependency cycle is refused (a pipeline is part of a DAG, §5.1), and so is a second
+do), and a member's tiles reach its consumers in the pipeline through queues, so a stage joins
+only where it reads each member as a queue hands entries out (`insert_queues.queue_reads`:
+each producer tile to one consumer tile, in ticket order; a GEMM whose every tile reads the one
+row tile of a full-row softmax stays outside, bulk-synchronous). A dependency cycle is refused
+(a pipeline is part of a DAG, §5.1), and so is a second
 pipeline of the name of one that exists. Walking the stages in dependency order, a stage joins
 when it reads a member and keeps the group contiguous; the first group of at least two stages
 becomes `dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
@@ -35,6 +39,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
+from tilesync.transforms.dataflow.insert_queues import NoQueue, queue_reads
 
 PASS = "dataflow-form-pipeline"
 KINDS = ("gemm", "elementwise", "reduction", "gather", "bulk")
@@ -103,6 +108,16 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
 
     for name in names:
         visit(name)
+    def no_queue(name: str, group: list[str]) -> str | None:
+        """Why `name` cannot read a member of `group` through a queue, if it cannot."""
+        for producer in (p for p in names if p in group and p in predecessors[name]):
+            deps = [d for d in graph.incoming(name)
+                    if d.producer.root_reference.data == producer]
+            reads = queue_reads(graph, deps)
+            if isinstance(reads, NoQueue):
+                return reads.reason
+        return None
+
     best: list[str] = []
     for seed in order:
         if seed in excluded:
@@ -111,10 +126,15 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
         for name in order[order.index(seed) + 1:]:
             if name in excluded or not predecessors[name] & set(group):
                 continue
-            if contiguous({*group, name}, successors, predecessors):
+            if contiguous({*group, name}, successors, predecessors) and \
+                    no_queue(name, group) is None:
                 group.append(name)
         if len(group) > len(best):
             best = group
+    for name in names:  # a stage left out for how it reads the pipeline: say why
+        why = no_queue(name, best) if name not in best and name not in excluded else None
+        if why is not None:
+            excluded[name] = f"no queue serves its reads ({why})"
     return best, excluded
 
 

@@ -47,17 +47,27 @@ from tilesync.analysis.grid import grid_tiles, linear_id
 from tilesync.analysis.pipeline_model import queue_depth
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import DATAFLOW_ELEMENT_ATTR, READS_ATTR, UNBOUND_ATTR, QueueLayout
-from tilesync.dialects import dataflow
+from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
 
 PASS = "dataflow-insert-queues"
 
 
-def reads_per_tile(graph: StageGraph, deps: Sequence) -> int:
+@dataclass(frozen=True)
+class NoQueue:
+    """Why the tiles of a dependency cannot travel through a queue: the dependency, and the
+    reason in words."""
+
+    dependency: sync.DependencyOp
+    reason: str
+
+
+def queue_reads(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int | NoQueue:
     """Producer tiles each consumer tile reads through `deps` (the dependencies of one
     consumer on one producer: Q and K read from one QKV GEMM are one queue, its tiles read
-    once), when every producer tile goes to exactly one consumer tile; refuses the first
-    dependency otherwise."""
+    once), when every producer tile goes to exactly one consumer tile and tile i takes the
+    tickets r·i .. r·i + r - 1; else why not. The rule dataflow-form-pipeline grows a pipeline
+    by, and this pass refuses by."""
     dep = deps[0]
     producer, consumer = graph.producer_of(dep), graph.consumer_of(dep)
     readers: Counter = Counter()
@@ -71,25 +81,34 @@ def reads_per_tile(graph: StageGraph, deps: Sequence) -> int:
     pname, cname = producer.sym_name.data, consumer.sym_name.data
     shared = [t for t, n in readers.items() if n > 1]
     if shared:
-        raise diagnostic(PASS, dep, f"producer tile {shared[0]} of @{pname} is read by "
-                         f"{readers[shared[0]]} tiles of @{cname}: a queue hands each entry to "
-                         f"one CTA of a stage (split @{cname}'s hidden dimension into stages)")
+        return NoQueue(dep, f"producer tile {shared[0]} of @{pname} is read by "
+                            f"{readers[shared[0]]} tiles of @{cname}: a queue hands each entry "
+                            f"to one CTA of a stage (split @{cname}'s hidden dimension into "
+                            f"stages)")
     unread = sum(1 for _ in grid_tiles(producer.grid_shape)) - len(readers)
     if unread:
-        raise diagnostic(PASS, dep, f"{unread} tile(s) of @{pname} are never read by "
-                         f"@{cname}: their entries would never be released")
+        return NoQueue(dep, f"{unread} tile(s) of @{pname} are never read by @{cname}: their "
+                            f"entries would never be released")
     if len(counts) != 1:
-        raise diagnostic(PASS, dep, f"tiles of @{cname} read different numbers of @{pname} "
-                         f"tiles ({sorted(counts)})")
+        return NoQueue(dep, f"tiles of @{cname} read different numbers of @{pname} tiles "
+                            f"({sorted(counts)})")
     r = counts.pop()
     for tile, tickets in reading:
         i = linear_id(tile, consumer.grid_shape)
         if tickets != list(range(r * i, r * i + r)):
-            raise diagnostic(PASS, dep, f"tile {tile} of @{cname} reads the @{pname} tiles of "
-                             f"tickets {tickets}, but takes tickets {r * i}..{r * i + r - 1}: "
-                             f"tickets name tiles in row-major order, so a tile's entries "
-                             f"must be the next {r} of @{pname}'s tiles")
+            return NoQueue(dep, f"tile {tile} of @{cname} reads the @{pname} tiles of tickets "
+                                f"{tickets}, but takes tickets {r * i}..{r * i + r - 1}: "
+                                f"tickets name tiles in row-major order, so a tile's entries "
+                                f"must be the next {r} of @{pname}'s tiles")
     return r
+
+
+def reads_per_tile(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int:
+    """`queue_reads`, refusing where there is no queue."""
+    reads = queue_reads(graph, deps)
+    if isinstance(reads, NoQueue):
+        raise diagnostic(PASS, reads.dependency, reads.reason)
+    return reads
 
 
 @dataclass(frozen=True)

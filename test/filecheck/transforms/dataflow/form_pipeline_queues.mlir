@@ -1,0 +1,23 @@
+// RUN: tilesync-opt %s -p 'dataflow-form-pipeline{pipeline=attn},dataflow-insert-queues' | filecheck %s
+
+// A full-row softmax between two GEMMs: @softmax's tile i reads row i of @scores (8 tiles, the
+// next 8 tickets: a queue serves it), but both tiles of @out's row i read @softmax's one row
+// tile, which a queue hands to one CTA. The pipeline is @scores -> @softmax, with queues;
+// @out stays outside, bulk-synchronous, and the pipeline says why.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f() kernel {
+      gpu.return
+    }
+  }
+  sync.stage @scores {kernel = @k::@f, grid = array<i64: 4, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, dataflow.kind = "gemm"}
+  sync.stage @softmax {kernel = @k::@f, grid = array<i64: 4>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 512>, dataflow.kind = "elementwise"}
+  sync.stage @out {kernel = @k::@f, grid = array<i64: 4, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, dataflow.kind = "gemm"}
+  sync.dependency @scores -> @softmax operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 8)
+  sync.dependency @softmax -> @out operand 0 tiles (d0, d1) -> (d0)
+}
+// CHECK:      dataflow.pipeline @attn attributes {dataflow.excluded = ["@out: no queue serves its reads (producer tile (0,) of @softmax is read by 2 tiles of @out: a queue hands each entry to one CTA of a stage (split @out's hidden dimension into stages))"]} {
+// CHECK-NEXT:   dataflow.queue @scores_tiles
+// CHECK-NEXT:   dataflow.stage @scores {{.*}}outputs = [@scores_tiles]
+// CHECK-NEXT:   dataflow.stage @softmax {{.*}}dataflow.reads = {scores_tiles = 8 : i64}{{.*}}inputs = [@scores_tiles]
+// CHECK-NEXT: }
