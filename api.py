@@ -257,11 +257,13 @@ def _reused_pass(spec: str) -> ModulePass:
 
 
 def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verify_each: bool,
-           verify_last: bool, reuse: bool = False
+           verify_last: bool, reuse: bool = False,
+           before_each: Callable[[ModulePass, ModuleOp], None] | None = None
            ) -> tuple[dict[str, str], dict[str, float], str | None]:
     """`lower`, also returning the name of the last pass; `verify_last=False` leaves the
     final verification to the caller (`compile` runs it while LLVM generates the PTX).
-    `reuse`: a list's passes come from `_reused_pass`."""
+    `reuse`: a list's passes come from `_reused_pass`. `before_each(pass, module)` runs
+    before every pass (its time counts as the pass's)."""
     ctx = ctx or make_context()
     ir_after: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -272,6 +274,8 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
     def after_each(prev: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
         running[0] = _next.name if _next is not None else None
         if prev is None:
+            if before_each is not None and _next is not None:
+                before_each(_next, op)
             return
         now = time.perf_counter()
         seconds[prev.name] = seconds.get(prev.name, 0.0) + now - clock[0]
@@ -281,6 +285,8 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
         if keep_ir:
             ir_after[prev.name] = str(op)
         clock[0] = time.perf_counter()
+        if before_each is not None and _next is not None:
+            before_each(_next, op)
 
     if not isinstance(pipeline, str) and not (
             isinstance(pipeline, list | tuple) and all(isinstance(p, str) for p in pipeline)):
@@ -374,7 +380,8 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
         check_target_features(module, target)
         missing = None if is_graph_level(module) else no_kernel_error(module, filename)
         ir_after, seconds, last_pass = _lower(module, pipeline, ctx, keep_ir, verify_each,
-                                              verify_last=False)
+                                              verify_last=False,
+                                              before_each=measured_occupancy(target))
         ir_after, seconds = first_ir | ir_after, first_seconds | seconds
         if missing is not None:  # the passes found nothing wrong, but nothing to compile
             raise missing
@@ -644,6 +651,33 @@ def translation_error(module: ModuleOp, name: str, err: Exception) -> CompileErr
     if isinstance(err, TranslationError):
         return CompileError(f"gpu.module @{name}: {err}", location_of(gmod))
     return compile_error(err, module, "the translation to LLVM IR")
+
+
+def measured_occupancy(target: str) -> Callable[[ModulePass, ModuleOp], None]:
+    """What compile runs before each pass: before sync-annotate-occupancy, where a stage has
+    no `registers` and the pass is not given `regs_per_thread`, the kernels as they are then
+    are compiled and their registers and shared memory recorded (`annotate_resources`), so
+    that W and T decide from the real kernels, not from the pass's 32-register default (which
+    tilesync-opt and `lower`, running the passes as written, keep)."""
+    from tilesync.transforms.sync.annotate_occupancy import AnnotateOccupancyPass
+
+    def measure(next_pass: ModulePass, module: ModuleOp) -> None:
+        if not isinstance(next_pass, AnnotateOccupancyPass) or \
+                next_pass.regs_per_thread is not None:
+            return
+        if all(REGISTERS_ATTR in op.attributes for op in module.walk()
+               if isinstance(op, sync.StageOp)):
+            return
+        fill = tuple(p for p in sync_passes_for(module) if p != SYNC_PASSES[-1])
+        try:
+            annotate_resources(module, target, pipeline=default_pipeline(before=fill))
+        except CompileError as err:
+            raise CompileError(
+                f"{next_pass.name}: the kernels' registers are not recorded and compiling them "
+                f"to measure failed ({err.message}); record 'registers' on the stages or give "
+                f"the pass regs_per_thread=N", err.location) from None
+
+    return measure
 
 
 def annotate_resources(module: ModuleOp, target: str = "sm_90",

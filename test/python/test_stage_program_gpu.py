@@ -145,12 +145,14 @@ def test_a_wait_kernel_dropped_on_guessed_registers_is_refused_at_load():
     """W dropped the wait-kernel on the 32-register default (2 blocks per SM); the compiled
     kernels use more (1 block per SM, 2.9 waves): loading the program refuses it by name
     instead of running a program that can deadlock."""
+    from tilesync.api import lower, parse
     from tilesync.runtime.program import NoProgressOnDeviceError, StageProgram
 
-    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
-    passes = ("sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel",
-              "sync-annotate-occupancy", "sync-drop-wait-kernel", "sync-verify{sms=132}")
-    compiled = tilesync.compile(text, pipeline=default_pipeline(before=passes))
+    module = parse(resources.files("tilesync").joinpath("examples",
+                                                        "gpt3_mlp_sync.mlir").read_text())
+    lower(module, ["sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel",
+                   "sync-annotate-occupancy", "sync-drop-wait-kernel", "sync-verify{sms=132}"])
+    compiled = tilesync.compile(module)  # `lower` keeps the pass's 32-register default
     assert "sync.wait_kernel" not in str(compiled.module)
     with pytest.raises(NoProgressOnDeviceError, match="@gemm2 waiting on @gemm1"):
         StageProgram(compiled)

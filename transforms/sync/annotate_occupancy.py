@@ -5,8 +5,10 @@
 For each `sync.stage` the pass reads, from the stage's attribute dictionary only:
 
 * threads per block: the product of `block`;
-* `registers` (per thread) — filled by the driver from nvJitLink's report; without it the
-  option `regs_per_thread` (default 32) is used;
+* `registers` (per thread) — filled by the driver from nvJitLink's report (`tilesync.compile`
+  compiles the kernels as they are before this pass runs and records them, unless the pass
+  is given `regs_per_thread`); without it the option `regs_per_thread` (default 32) is used,
+  as `tilesync-opt` and `lower` run the pass as written;
 * `shared_bytes` (static shared memory per block, from nvJitLink) plus `dynamic_shared_bytes`
   (the launch's dynamic shared memory, 0 if absent); without `shared_bytes` the option
   `smem_per_block` (default 0) stands for the static part, but never less than the

@@ -36,3 +36,36 @@ def test_w_keeps_the_wait_kernel_when_real_occupancy_forbids_dropping_it():
     assert stages["gemm1"].attributes["blocks_per_sm"].value.data == 1
     assert any(isinstance(op, sync.WaitKernelOp) for op in module.walk())
     assert stages["gemm2"].attributes["sync.progress"].data == "@gemm1: wait-kernel"
+
+
+def test_compile_measures_the_registers_before_annotating_occupancy():
+    # tilesync.compile records the kernels' registers before sync-annotate-occupancy (the
+    # driver's job): W keeps the wait-kernel, where the 32-register default would drop it
+    import tilesync
+    from tilesync.api import default_pipeline
+
+    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
+    compiled = tilesync.compile(text, pipeline=default_pipeline(before=(
+        "sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel",
+        "sync-annotate-occupancy", "sync-drop-wait-kernel", "sync-verify{sms=132}")))
+    stages = {op.sym_name.data: op for op in compiled.module.walk()
+              if isinstance(op, sync.StageOp)}
+    assert stages["gemm1"].attributes["registers"].value.data > 32
+    assert stages["gemm1"].attributes["blocks_per_sm"].value.data == 1
+    assert stages["gemm2"].attributes["sync.progress"].data == "@gemm1: wait-kernel"
+
+
+def test_compile_keeps_the_registers_the_pass_is_given():
+    import tilesync
+    from tilesync.api import default_pipeline
+
+    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
+    compiled = tilesync.compile(text, pipeline=default_pipeline(before=(
+        "sync-generate-policies", "sync-insert-post-wait", "sync-insert-wait-kernel",
+        "sync-annotate-occupancy{regs_per_thread=32}", "sync-drop-wait-kernel",
+        "sync-verify{sms=132}")))
+    stages = {op.sym_name.data: op for op in compiled.module.walk()
+              if isinstance(op, sync.StageOp)}
+    assert "registers" not in stages["gemm1"].attributes
+    assert stages["gemm1"].attributes["blocks_per_sm"].value.data == 2
+    assert "sync.wait_kernel" not in str(compiled.module)
