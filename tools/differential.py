@@ -6,7 +6,9 @@ deadlock or read early, under adversarial and random block schedulers.
 
 A program (`draw_program`) has 2–5 stages with random 1-D or 2-D grids, tiles, blocks per SM
 and output layouts (the grid's rank, flattened to 1-D, or placed by an `output_map`: its
-dimensions permuted and offset in a larger buffer), random dependencies between them
+dimensions permuted and offset in a larger buffer; now and then the whole program batched, a
+last grid dimension every dependency maps to the same or the next batch), random dependencies
+between them
 (a producer coordinate follows a consumer coordinate, is a `forall` over the whole dimension,
 a constant, or a clipped 3-row halo; or, for a share of the coordinates, one of the richer
 forms of real programs and cuSync's policies: `d * Q + s` (a consumer row over Q producer
@@ -147,6 +149,9 @@ RICH_PERCENT = 30
 READ_AHEAD_PERCENT = 4
 # How often a stage of a 2-D grid places its output with an output_map
 PLACED_PERCENT = 15
+# How often a whole program is batched: every grid gains a last dimension (the batch) that
+# every dependency maps to the same batch or the next one
+BATCHED_PERCENT = 10
 # Points of one dependency's forall box at most: verify and the passes enumerate it per
 # consumer tile, and the kernel unrolls every variable but s0.
 FORALL_POINTS = 48
@@ -340,12 +345,37 @@ def draw_program(draw: Draw) -> Program:
     for _ in range(draw.integer(0, 2)):
         passes.append(_pick(draw, mechanisms))
     passes.append(f"sync-verify{{sms={verify_sms}}}")
-    # drawn last, so that a seed draws the program it drew before layouts could be placed
+    # drawn last, so that a seed draws the program it drew before layouts could be placed or
+    # programs batched
     for stage in stages:
         if len(stage.grid) == 2 and not stage.flat and _chance(draw, PLACED_PERCENT):
             dims = (1, 0) if _chance(draw, 50) else (0, 1)
             stage.placement = tuple((dim, draw.integer(0, 3)) for dim in dims)
+    if _chance(draw, BATCHED_PERCENT):
+        _batch(draw, stages, deps)
     return Program(sms, verify_sms, stages, deps, plan, passes)
+
+
+def _batch(draw: Draw, stages: list[Stage], deps: list[Dependency]) -> None:
+    """Give every stage a last grid dimension of B tiles of one element (a batch; the [B, M, N]
+    output of a batched GEMM where its output_map puts it first) and every dependency the
+    consumer's batch, or the next one."""
+    batch = draw.integer(2, 3)
+    rotate = _chance(draw, 30)
+    ranks = {stage.name: len(stage.grid) for stage in stages}
+    for stage in stages:
+        rank = ranks[stage.name]
+        stage.grid, stage.tile = (*stage.grid, batch), (*stage.tile, 1)
+        # a flat output would put the batch fastest (row-major over the grid's order): a
+        # tile's elements B apart, which verify bounds by an interval and refuses
+        stage.flat = False
+        if stage.placement:
+            stage.placement = ((rank, 0), *stage.placement)
+        elif not stage.flat and _chance(draw, 50):
+            stage.placement = ((rank, 0), *((dim, 0) for dim in range(rank)))
+    for dep in deps:
+        d = f"d{ranks[dep.consumer]}"
+        dep.results = [*dep.results, f"({d} + 1) mod {batch}" if rotate else d]
 
 
 def _all_resident(kernels: list[tuple[int, int]], sms: int) -> bool:
