@@ -304,6 +304,62 @@ def compare(predicate: int, a: Value, b: Value) -> Value:
     return _settle(lo if lo.ndim else int(lo), hi if hi.ndim else int(hi))
 
 
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
+                 ) -> dict[SSAValue, Value]:
+    """The values `cond` bounds where it is `taken` (true, or false): for `arith.cmpi` of a
+    value against an exact one, that value's range narrowed to the side that holds; for the
+    true side of `arith.andi`, both conditions' narrowings. Unsigned comparisons narrow only
+    where they mean what the signed one does (an unsigned `a < b` with b >= 0 also says
+    a >= 0). Nothing for any other condition."""
+    op = cond.owner
+    if isinstance(op, arith.AndIOp) and taken:
+        first = guard_bounds(op.lhs, True, value)
+        second = guard_bounds(op.rhs, True, value)
+        for v, bounds in second.items():
+            if v in first and first[v] is not None and bounds is not None:
+                bounds = (np.maximum(first[v][0], bounds[0]), np.minimum(first[v][1], bounds[1]))
+            first[v] = bounds
+        return first
+    if not isinstance(op, arith.CmpiOp):
+        return {}
+    predicate = op.predicate.value.data
+    kind = _PREDICATES[predicate]
+    unsigned = predicate >= 6
+    found: dict[SSAValue, Value] = {}
+    for subject, other, relation in ((op.lhs, op.rhs, kind), (op.rhs, op.lhs, _MIRRORED[kind])):
+        a, b = value(subject), value(other)
+        if a is None or b is None or exact(a) or not exact(b):
+            continue
+        relation = relation if taken else _NEGATED[relation]
+        bound = b[0]
+        lo, hi = a
+        if unsigned:
+            # as unsigned, a negative value is past every bound: `a < b` (b >= 0) also says
+            # a >= 0; otherwise narrow only where a is known to be >= 0 already
+            if relation in ("lt", "le") and np.all(np.asarray(bound) >= 0):
+                lo = np.maximum(lo, 0)
+            elif not np.all(np.asarray(lo) >= 0):
+                continue
+        if relation == "lt":
+            hi = np.minimum(hi, bound - 1)
+        elif relation == "le":
+            hi = np.minimum(hi, bound)
+        elif relation == "gt":
+            lo = np.maximum(lo, bound + 1)
+        elif relation == "ge":
+            lo = np.maximum(lo, bound)
+        elif relation == "eq":
+            lo, hi = np.maximum(lo, bound), np.minimum(hi, bound)
+        else:
+            continue
+        found[subject] = (lo, hi)
+    return found
+
+
 def select(c: Value, t: Value, f: Value) -> Value:
     if t is None or f is None:
         return None
@@ -602,7 +658,19 @@ class BatchRun:
                     finally:
                         self.threads = outer
         elif c is None:
-            self.run_region_copy(op, state)
+            # each side runs where its condition holds: the values the condition bounds are
+            # narrowed there (a guarded load of row r - 1 reads no row -1)
+            for taken, region in ((True, op.true_region), (False, op.false_region)):
+                narrowed = guard_bounds(op.cond, taken, self.value)
+                saved = {v: self.env.get(v) for v in narrowed}
+                self.env.update(narrowed)
+                try:
+                    for block in region.blocks:
+                        for arg in block.args:
+                            self.env[arg] = None
+                        self.run_block(block, self.copy_state(state), False)
+                finally:
+                    self.env.update(saved)
         else:
             region = op.true_region if c else op.false_region
             if region.blocks:

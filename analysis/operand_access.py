@@ -82,9 +82,20 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
                                f"of operand {n}, so cannot tell which producer tiles it "
                                f"touches")
         low, high = bounds[0], bounds[1] + extent - 1
-        if clip and position < len(shape) and shape[position] >= 0:
-            # a masked access touches no element outside the shape (negative indices included)
-            low, high = np.maximum(low, 0), np.minimum(high, shape[position] - 1)
+        if position < len(shape) and shape[position] >= 0:
+            if clip:  # a masked access touches no element outside the shape (negative too)
+                low, high = np.maximum(low, 0), np.minimum(high, shape[position] - 1)
+            elif position > 0 and np.any((low <= high) & ((low < 0) |
+                                                          (high >= shape[position]))):
+                # row-major, an index past the end of a dimension after the first is another
+                # element of the buffer (past the first's, no element of it): no tile map
+                # places it
+                span = [int(np.min(low)), int(np.max(high))]
+                raise Unproven(op, f"{prefix}'{op.name}' may touch index {span} of dimension "
+                                   f"{position} of operand {n}, outside its shape "
+                                   f"{list(shape)}: past the end of a row that is another "
+                                   f"element of the buffer, which sync-verify cannot place in "
+                                   f"a tile (mask or guard the access to keep it inside)")
         lo.append(low)
         hi.append(high)
     return lo, hi

@@ -1,0 +1,58 @@
+"""What a guard tells the abstract run about the value it compares (kernel_eval.guard_bounds)."""
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block
+
+from tilesync.analysis.kernel_eval import guard_bounds, point
+
+
+def _guard(predicate: str, known: tuple[int, int], bound: int):
+    block = Block(arg_types=[IndexType()])
+    constant = arith.ConstantOp(IntegerAttr(bound, IndexType()))
+    cmp = arith.CmpiOp(block.args[0], constant.result, predicate)
+    block.add_ops([constant, cmp])
+    values = {block.args[0]: (np.int64(known[0]), np.int64(known[1])),
+              constant.result: point(np.int64(bound))}
+    return cmp.result, block.args[0], values.get
+
+
+def _bounds(found, subject):
+    lo, hi = found[subject]
+    return int(lo), int(hi)
+
+
+def test_a_signed_guard_narrows_each_side():
+    cond, x, value = _guard("slt", (-1, 8), 8)
+    assert _bounds(guard_bounds(cond, True, value), x) == (-1, 7)
+    assert _bounds(guard_bounds(cond, False, value), x) == (8, 8)
+
+
+def test_an_unsigned_less_than_also_says_not_negative():
+    cond, x, value = _guard("ult", (-1, 8), 8)
+    assert _bounds(guard_bounds(cond, True, value), x) == (0, 7)
+    # false: x >= 8 as unsigned, which a negative x also is: nothing to narrow
+    assert guard_bounds(cond, False, value) == {}
+
+
+def test_an_unsigned_greater_or_equal_narrows_only_a_value_known_not_negative():
+    cond, x, value = _guard("uge", (-1, 8), 2)
+    assert guard_bounds(cond, True, value) == {}
+    cond, x, value = _guard("uge", (0, 8), 2)
+    assert _bounds(guard_bounds(cond, True, value), x) == (2, 8)
+
+
+def test_both_sides_of_a_conjunction_bound_the_true_side_only():
+    block = Block(arg_types=[IndexType()])
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    eight = arith.ConstantOp(IntegerAttr(8, IndexType()))
+    above = arith.CmpiOp(block.args[0], zero.result, "sge")
+    below = arith.CmpiOp(block.args[0], eight.result, "slt")
+    both = arith.AndIOp(above.result, below.result)
+    block.add_ops([zero, eight, above, below, both])
+    values = {block.args[0]: (np.int64(-1), np.int64(9)),
+              zero.result: point(np.int64(0)), eight.result: point(np.int64(8))}
+    x = block.args[0]
+    assert _bounds(guard_bounds(both.result, True, values.get), x) == (0, 7)
+    assert guard_bounds(both.result, False, values.get) == {}
