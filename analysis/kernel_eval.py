@@ -649,14 +649,20 @@ class BatchRun:
             # starts from the state before the branch, and neither's waits count after it,
             # since the other threads did not wait.
             outer = self.threads
+            tid = op.cond.owner.lhs  # type: ignore[union-attr]
+            before = self.env.get(tid)
             for takers, region in zip(sides, (op.true_region, op.false_region), strict=True):
                 if takers and region.blocks:
                     self.threads = takers if outer is None else takers & outer
+                    # the thread index, on this side, is one of its takers'
+                    self.env[tid] = (min(self.threads), max(self.threads)) \
+                        if self.threads else before
                     try:
                         self.run_block(region.blocks.first,  # type: ignore[arg-type]
                                        self.copy_state(state), definite)
                     finally:
                         self.threads = outer
+                        self.env[tid] = before
         elif c is None:
             # each side runs where its condition holds: the values the condition bounds are
             # narrowed there (a guarded load of row r - 1 reads no row -1)
@@ -769,7 +775,10 @@ class BatchRun:
         if lb is not None and ub is not None and st is not None and bool(np.all(st[0] > 0)):
             if bool(np.all(ub[1] <= lb[0])):
                 return  # no iteration for any tile
-            iv = (lb[0], np.maximum(lb[0], ub[1] - 1))
+            last = ub[1] - 1
+            if exact(lb) and exact(st):  # the last iteration's value, a multiple of the step
+                last = lb[0] + (np.maximum(last - lb[0], 0) // st[0]) * st[0]
+            iv = (lb[0], np.maximum(lb[0], last))
             iv = _settle(*iv) if not isinstance(iv[0], np.ndarray) else iv
         self.env[body.args[0]] = iv
         for arg in body.args[1:]:

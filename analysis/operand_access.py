@@ -23,6 +23,9 @@ FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragm
 NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp)
 """Uses of an operand that touch none of its elements: a shape, a tensor map's descriptor."""
 
+WRITE_OPS = (memref.StoreOp, tl.StoreAccOp, tl.CopyOutOp, tl.TmaStoreOp)
+"""The ops that write an operand's elements (every other access reads)."""
+
 
 def access(op: Operation, value: SSAValue, who: str
            ) -> tuple[Sequence[SSAValue], list[int], bool] | None:

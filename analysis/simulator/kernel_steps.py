@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
@@ -39,15 +38,12 @@ from tilesync.analysis.kernel_eval import (
     probe_semaphores,
     run_batches,
 )
-from tilesync.analysis.operand_access import NO_ELEMENT_OPS, access_box
+from tilesync.analysis.operand_access import NO_ELEMENT_OPS, WRITE_OPS, access_box
 from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import RoleKind
 from tilesync.dialects import sync
-from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
-
-WRITES = (memref.StoreOp, tl.StoreAccOp, tl.TmaStoreOp)
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ class _OrderRun(BatchRun):
         for value, producers in self.operands.items():
             if value not in op.operands:
                 continue
-            if isinstance(op, WRITES):
+            if isinstance(op, WRITE_OPS):
                 raise Unfollowable(f"'{op.name}' writes a produced operand")
             self._certain(op, "read")
             box = access_box(self, op, value, value.index, f"@{self.name}")  # type: ignore

@@ -76,6 +76,7 @@ from tilesync.analysis.kernel_eval import (
 )
 from tilesync.analysis.operand_access import (
     NO_ELEMENT_OPS,
+    WRITE_OPS,
     access,
     access_box,
     reads_im2col,
@@ -97,10 +98,10 @@ from tilesync.contract import (
     VerifyError,
 )
 from tilesync.dialects import sync
-from tilesync.dialects import tile as tl
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT
+from tilesync.dialects.tile import TensorMapType
 
 PASS = "sync-verify"
 
@@ -215,7 +216,7 @@ class ProducerRun(BatchRun):
                 continue  # an im2col copy reads (an input of the output's type, say)
             if access(op, value, who) is None:
                 continue
-            if not isinstance(op, memref.StoreOp | tl.StoreAccOp | tl.CopyOutOp):
+            if not isinstance(op, WRITE_OPS):
                 continue  # a read of its own output
             if self.posted is not None:
                 self._refuse_late_store(op, value)
@@ -260,12 +261,29 @@ class ProducerRun(BatchRun):
 # ---------------------------------------------------------------------------------------------
 
 
+def _reshaped(producer: object, consumer: object) -> bool:
+    """Whether memrefs of static shapes and the same rank view one buffer with rows of other
+    lengths (8x8 read as 16x4): an index names different elements in each. A first dimension
+    alone may differ (the rows are the same, one view has more of them)."""
+    if not (isinstance(producer, MemRefType) and isinstance(consumer, MemRefType)):
+        return False
+    shapes = producer.get_shape(), consumer.get_shape()
+    if len(shapes[0]) != len(shapes[1]) or min((*shapes[0], *shapes[1]), default=0) < 0:
+        return False
+    return shapes[0][1:] != shapes[1][1:]
+
+
 def _same_buffer(producer: object, consumer: object) -> bool:
     """Whether a producer's argument of type `producer` can be the buffer a consumer reads as
     `consumer`: the same type, or memrefs of the same elements, as many where both shapes are
-    static, or a dynamic shape on either side (which may be any of them)."""
+    static, or a dynamic shape on either side (which may be any of them); a tensor map on
+    either side (TMA copies of a global tensor) may be any buffer of its elements."""
     if producer == consumer:
         return True
+    if isinstance(producer, TensorMapType | MemRefType) and \
+            isinstance(consumer, TensorMapType | MemRefType) and \
+            TensorMapType in (type(producer), type(consumer)):
+        return producer.element_type == consumer.element_type
     if not (isinstance(producer, MemRefType) and isinstance(consumer, MemRefType)):
         return False
     if producer.element_type != consumer.element_type:
@@ -766,10 +784,17 @@ class Verifier:
         for arg in func.body.blocks.first.args:  # type: ignore[union-attr]
             if arg in roles or not any(_same_buffer(arg.type, t) for t in types):
                 continue
+            written = any(isinstance(use.operation, WRITE_OPS) for use in arg.uses)
+            for t in types:
+                if written and _reshaped(arg.type, t):
+                    raise refusal(func, f"producer @{name} writes argument {arg.index} as "
+                                        f"{arg.type}, which a consumer reads as {t}: a view of "
+                                        f"the same rank but other rows maps other elements to "
+                                        f"the same indices (read it in @{name}'s shape, or "
+                                        f"with fewer dimensions that collapse into its rows)")
             layout = layout_for(stage, arg.type)
             if not isinstance(layout, OperandLayout):
-                if not any(isinstance(use.operation, memref.StoreOp | tl.StoreAccOp
-                                      | tl.CopyOutOp) for use in arg.uses):
+                if not written:
                     continue  # never written here: nothing to place in a tile's region
                 raise refusal(func, f"producer @{name} writes argument {arg.index}, which its "
                                     f"consumers may read, but {layout}: which tile writes "

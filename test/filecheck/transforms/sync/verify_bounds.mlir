@@ -131,3 +131,46 @@ builtin.module {
   sync.launch @c {pdl = true}
 }
 // CHECK: verify_bounds.mlir:113:7: sync-verify: producer @p, tile (0, 0): 'memref.store' may touch index [0, 7] of dimension 1 of operand 1, outside its shape [8, 4]
+
+// -----
+
+// A view of the same rank with other rows: @p writes an 8 x 8 buffer, @c reads it as 16 x 4,
+// where its row 8 is @p's row 4 (tile (1, 0)): an index names another element in each view.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%in: memref<8x8xf32>, %out: memref<8x8xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %x4 = arith.muli %x, %c4 : index
+      %r = arith.divui %t, %c8 : index
+      %c = arith.remui %t, %c8 : index
+      %m = arith.addi %x4, %r : index
+      %v = memref.load %in[%m, %c] : memref<8x8xf32>
+      memref.store %v, %out[%m, %c] : memref<8x8xf32>
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+    gpu.func @c(%buf: memref<16x4xf32>, %out: memref<16x4xf32>) kernel {
+      %x = sync.tile : index
+      %t = gpu.thread_id x
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %r = arith.divui %t, %c4 : index
+      %c = arith.remui %t, %c4 : index
+      %m = arith.addi %r, %c8 : index
+      sync.load_point operand 0 [%x]
+      %v = memref.load %buf[%m, %c] : memref<16x4xf32>
+      memref.store %v, %out[%m, %c] : memref<16x4xf32>
+      sync.store_point [%x]
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 1>, block = array<i64: 32>, tile = array<i64: 4, 8>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 1>, block = array<i64: 32>, tile = array<i64: 8>}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (0, 0)
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: sync-verify: producer @p writes argument 1 as memref<8x8xf32>, which a consumer reads as memref<16x4xf32>: a view of the same rank but other rows maps other elements to the same indices
