@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.forward_progress import dependency_cycle, format_cycle
 from tilesync.analysis.stage_graph import StageGraph
@@ -40,6 +41,7 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
 from tilesync.transforms.dataflow.insert_queues import NoQueue, queue_reads
+from tilesync.transforms.dataflow.split_reductions import split_fanin, split_input
 
 PASS = "dataflow-form-pipeline"
 KINDS = ("gemm", "elementwise", "reduction", "gather", "bulk")
@@ -109,11 +111,23 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
     for name in names:
         visit(name)
     def no_queue(name: str, group: list[str]) -> str | None:
-        """Why `name` cannot read a member of `group` through a queue, if it cannot."""
+        """Why `name` cannot read a member of `group` through a queue, if it cannot: as
+        dataflow-split-reductions will make it read (a split reduction's partials read its
+        inputs, each a chunk of the reduced range)."""
+        consumer = graph.stages[name]
+        split = split_fanin(consumer)
         for producer in (p for p in names if p in group and p in predecessors[name]):
             deps = [d for d in graph.incoming(name)
                     if d.producer.root_reference.data == producer]
-            reads = queue_reads(graph, deps)
+            reader = consumer
+            if split is not None:
+                try:
+                    deps = [split_input(d, consumer.rank, split[1], split[0].sym_name.data)
+                            for d in deps]
+                except DiagnosticException:  # dataflow-split-reductions says why
+                    continue
+                reader = split[0]
+            reads = queue_reads(deps, graph.stages[producer], reader)
             if isinstance(reads, NoQueue):
                 return reads.reason
         return None

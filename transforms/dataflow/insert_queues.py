@@ -62,14 +62,14 @@ class NoQueue:
     reason: str
 
 
-def queue_reads(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int | NoQueue:
-    """Producer tiles each consumer tile reads through `deps` (the dependencies of one
-    consumer on one producer: Q and K read from one QKV GEMM are one queue, its tiles read
+def queue_reads(deps: Sequence[sync.DependencyOp], producer: sync.StageOp,
+                consumer: sync.StageOp) -> int | NoQueue:
+    """Tiles of `producer` each tile of `consumer` reads through `deps` (the dependencies of
+    one consumer on one producer: Q and K read from one QKV GEMM are one queue, its tiles read
     once), when every producer tile goes to exactly one consumer tile and tile i takes the
     tickets r·i .. r·i + r - 1; else why not. The rule dataflow-form-pipeline grows a pipeline
     by, and this pass refuses by."""
     dep = deps[0]
-    producer, consumer = graph.producer_of(dep), graph.consumer_of(dep)
     readers: Counter = Counter()
     counts = set()
     reading: list[tuple[tuple[int, ...], list[int]]] = []  # consumer tile, tickets it reads
@@ -105,7 +105,7 @@ def queue_reads(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int | N
 
 def reads_per_tile(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int:
     """`queue_reads`, refusing where there is no queue."""
-    reads = queue_reads(graph, deps)
+    reads = queue_reads(deps, graph.producer_of(deps[0]), graph.consumer_of(deps[0]))
     if isinstance(reads, NoQueue):
         raise diagnostic(PASS, reads.dependency, reads.reason)
     return reads

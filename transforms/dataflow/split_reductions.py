@@ -43,7 +43,7 @@ from tilesync.dialects.locations import diagnostic
 PASS = "dataflow-split-reductions"
 
 
-def _split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
+def split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
                  ) -> sync.DependencyOp:
     """`dep` read by the fan-in: one more consumer dimension p; the last forall range is cut
     into `parts` chunks, chunk p at offset p × chunk."""
@@ -61,8 +61,23 @@ def _split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
         syms[-1] = syms[-1] + dims[rank] * chunk
     results = [expr.replace_dims_and_symbols(dims[:rank], syms) for expr in old.results]
     new_map = AffineMap(rank + 1, len(ranges), tuple(results))
-    return sync.DependencyOp(dep.producer, SymbolRefAttr(fanin), dep.operand.data, new_map,
-                             ranges, dep.clipped is not None)
+    split = sync.DependencyOp(dep.producer, SymbolRefAttr(fanin), dep.operand.data, new_map,
+                              ranges, dep.clipped is not None)
+    split.location = dep.location  # a diagnostic about it points at the dependency it splits
+    return split
+
+
+def split_fanin(stage: sync.StageOp) -> tuple[sync.StageOp, int] | None:
+    """The fan-in stage (not inserted anywhere) a split reduction becomes, and its partials,
+    or None for a stage that is not one: what dataflow-form-pipeline judges its reads by."""
+    kind = stage.attributes.get(DATAFLOW_KIND_ATTR)
+    split = stage.attributes.get(DATAFLOW_SPLIT_ATTR)
+    if not (isinstance(kind, StringAttr) and kind.data == "reduction") or \
+            not isinstance(split, IntegerAttr) or split.value.data < 2:
+        return None
+    parts = split.value.data
+    return sync.StageOp(f"{stage.sym_name.data}_fanin", stage.kernel,
+                        [*stage.grid_shape, parts], stage.block_shape, stage.tile_shape), parts
 
 
 @dataclass(frozen=True)
@@ -94,16 +109,14 @@ class SplitReductionsPass(ModulePass):
         if not isinstance(final_kernel, SymbolRefAttr):
             raise diagnostic(PASS, stage, f"reduction @{name} needs "
                              f"'{DATAFLOW_FINAL_KERNEL_ATTR}' (the kernel adding the partials)")
-        parts = split.value.data
-        fanin_name, final_name = f"{name}_fanin", f"{name}_final"
+        fanin, parts = split_fanin(stage)  # type: ignore[misc]
+        fanin_name, final_name = fanin.sym_name.data, f"{name}_final"
         # the partials do the reduction's work: the resource it declares (a batch sum is SIMT
         # work), else the tensor cores of a split-K GEMM's
         declared = stage.attributes.get(DATAFLOW_RESOURCE_ATTR)
         fanin_resource = declared if isinstance(declared, dataflow.ResourceAttr) else \
             dataflow.ResourceAttr(dataflow.Resource.TENSOR)
         grid, rank = stage.grid_shape, stage.rank
-        fanin = sync.StageOp(fanin_name, stage.kernel, [*grid, parts], stage.block_shape,
-                             stage.tile_shape)
         final = sync.StageOp(final_name, final_kernel, grid, stage.block_shape, stage.tile_shape)
         # the sums land where the reduction's tiles did; the partials are the fan-in's own
         final.output_map = stage.output_map
@@ -116,7 +129,7 @@ class SplitReductionsPass(ModulePass):
         assert parent is not None
         parent.insert_ops_before([fanin, final], stage)
         for dep in graph.incoming(name):
-            parent.insert_op_before(_split_input(dep, rank, parts, fanin_name), dep)
+            parent.insert_op_before(split_input(dep, rank, parts, fanin_name), dep)
             dep.detach()
             dep.erase()
         for dep in graph.outgoing(name):
