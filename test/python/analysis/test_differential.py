@@ -191,3 +191,20 @@ def test_a_pass_that_crashes_is_a_failure_not_a_refusal(monkeypatch):
     assert not outcome.sound and not outcome.proved
     assert outcome.failure.startswith(differential.CRASHED), outcome.failure
     assert "KeyError" in outcome.failure and "in crashing" in outcome.failure
+
+
+def test_the_differential_check_catches_a_placed_layout_that_meets_no_tile(monkeypatch):
+    # A placed layout whose reads meet no producer tile: verify asks for no wait and the
+    # simulator, mapping reads with the same layout, sees no early read; the generator's own
+    # store indices (which tile writes which element) do.
+    from tilesync.analysis.operand_regions import OperandLayout
+
+    original = OperandLayout.tiles
+
+    def nowhere(self, lo, hi):
+        return iter(()) if self.placement else original(self, lo, hi)
+
+    monkeypatch.setattr(OperandLayout, "tiles", nowhere)
+    failures = _unsound(1500)
+    assert failures and "which its layout places in tile(s) []" in " ".join(
+        why for _, why, _ in failures)
