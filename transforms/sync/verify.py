@@ -3,8 +3,9 @@ that they read nothing the dependencies leave out, and that the whole program ma
 
 The kernels are run abstractly (`analysis.kernel_eval`: every tile of a stage at once, index
 arithmetic as exact integers or intervals per tile, `scf.for` loops around synchronization
-unrolled, `scf.if` taken when its condition is known; tiles that take different paths run
-apart, so the cost grows with the classes of tiles that behave alike, not with the grid).
+unrolled, `scf.if` taken when its condition is known and otherwise both sides run, each with
+the values its comparison bounds narrowed; tiles that take different paths run apart, so the
+cost grows with the classes of tiles that behave alike, not with the grid).
 For every `sync.dependency @P -> @C operand N` the pass proves:
 
 1. **Coverage.** Every consumer tile of C, at each `sync.load_point operand N` (with
@@ -16,9 +17,14 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
 2. **Loads.** The dependency is not trusted: every access to operand N (`memref.load`,
    `memref.store`, `tile.cp_async`, `tile.take_acc`, `tile.store_acc`) is bounded by interval
    arithmetic, mapped to the producer tiles that write those elements
-   (`analysis.operand_regions`: P's grid and tile over the operand's layout), and each of them
-   must have been waited for. An access whose indices cannot be bounded, or any other use of
-   operand N, is refused by name.
+   (`analysis.operand_regions`: P's grid and tile over the operand's layout, placed by P's
+   `output_map` where it has one), and each of them must have been waited for. P's own writes
+   (`operand_access.WRITE_OPS`, TMA stores included, to any argument that may be the buffer:
+   a memref of the elements a consumer's tensor map reads too) must lie in the region of the
+   tile that posts them. An access whose indices cannot be bounded, one that may pass the end
+   of a dimension after the first of a static shape unmasked (row-major, another element of
+   the buffer), a view of the same rank with other rows, or any other use of operand N, is
+   refused by name.
 3. **Reachability.** Each of P's tiles posts exactly once, and each semaphore receives, per
    launch, exactly the number of posts that every wait on it expects (`posts` of the wait's
    policy): fewer expected and a wait passes early, more and it never passes.
