@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import affine, arith, gpu, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -282,9 +282,29 @@ _PREDICATES = {
 
 
 def compare(predicate: int, a: Value, b: Value) -> Value:
-    """arith.cmpi: 1 or 0 per tile where decided, [0, 1] where the ranges overlap."""
+    """arith.cmpi: 1 or 0 per tile where decided, [0, 1] where the ranges overlap. An unsigned
+    comparison is the signed one where both ranges lie on one side of 0 each (as unsigned a
+    negative value is past every non-negative one, and negatives keep their order); where a
+    range holds both signs it is not decided."""
     if a is None or b is None:
         return None
+    if predicate >= 6:  # ult, ule, ugt, uge
+        signed = compare(predicate - 4, a, b)
+        assert signed is not None
+        (alo, ahi), (blo, bhi) = a, b
+        a_neg, b_neg = ahi < 0, bhi < 0
+        one_sign = (a_neg | (alo >= 0)) & (b_neg | (blo >= 0))
+        same = one_sign & (a_neg == b_neg)
+        # one negative (huge as unsigned), the other not: the negative one is the greater
+        a_greater = one_sign & a_neg & ~b_neg
+        b_greater = one_sign & b_neg & ~a_neg
+        kind = _PREDICATES[predicate]
+        less = kind in ("lt", "le")  # a < b or a <= b: true where b is the greater
+        decided_yes = b_greater if less else a_greater
+        decided_no = a_greater if less else b_greater
+        lo = np.where(same, signed[0], np.where(decided_yes, 1, 0))
+        hi = np.where(same, signed[1], np.where(decided_no, 0, 1))
+        return _settle(lo if lo.ndim else int(lo), hi if hi.ndim else int(hi))
     kind = _PREDICATES[predicate]
     if kind in ("gt", "ge"):
         a, b, kind = b, a, "lt" if kind == "gt" else "le"
@@ -302,6 +322,15 @@ def compare(predicate: int, a: Value, b: Value) -> Value:
     lo = np.where(yes, 1, 0)
     hi = np.where(no, 0, 1)
     return _settle(lo if lo.ndim else int(lo), hi if hi.ndim else int(hi))
+
+
+def _bit_width(t: object) -> int | None:
+    """Bits of an integer or index type (index: 64); None for any other."""
+    if isinstance(t, IntegerType):
+        return t.width.data
+    if isinstance(t, IndexType):
+        return 64
+    return None
 
 
 _NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
@@ -338,11 +367,14 @@ def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
         bound = b[0]
         lo, hi = a
         if unsigned:
-            # as unsigned, a negative value is past every bound: `a < b` (b >= 0) also says
-            # a >= 0; otherwise narrow only where a is known to be >= 0 already
-            if relation in ("lt", "le") and np.all(np.asarray(bound) >= 0):
+            # as unsigned a negative value is past every non-negative one: with b >= 0,
+            # `a < b` also says a >= 0, and `a > b` says nothing of a value that may be
+            # negative; a negative b is past most values, which no range here says
+            if not np.all(np.asarray(bound) >= 0):
+                continue
+            if relation in ("lt", "le"):
                 lo = np.maximum(lo, 0)
-            elif not np.all(np.asarray(lo) >= 0):
+            elif relation in ("gt", "ge") and not np.all(np.asarray(lo) >= 0):
                 continue
         if relation == "lt":
             hi = np.minimum(hi, bound - 1)
@@ -542,7 +574,23 @@ class BatchRun:
             self.env[op.result] = None
 
     def _cast(self, op: Operation) -> None:
-        self.env[op.results[0]] = self.value(op.operands[0])
+        """Extensions keep the value (a zero extension only of a value known not negative);
+        a truncation only of a value its narrower type holds (an i1 as 0 or 1): else it
+        wraps, unknown."""
+        value = self.value(op.operands[0])
+        if value is not None:
+            lo, hi = value
+            width = _bit_width(op.results[0].type)
+            if isinstance(op, arith.ExtUIOp):
+                fits = np.all(np.asarray(lo) >= 0)
+            elif width is None or width >= (_bit_width(op.operands[0].type) or 64):
+                fits = True
+            else:
+                least, most = (0, 1) if width == 1 else (-(1 << (width - 1)),
+                                                         (1 << (width - 1)) - 1)
+                fits = np.all(np.asarray(lo) >= least) and np.all(np.asarray(hi) <= most)
+            value = value if fits else None
+        self.env[op.results[0]] = value
 
     def _cmpi(self, op: arith.CmpiOp) -> None:
         self.env[op.result] = compare(op.predicate.value.data, self.value(op.lhs),

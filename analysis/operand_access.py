@@ -85,6 +85,12 @@ def access_box(run: BatchRun, op: Operation, value: SSAValue, n: int, who: str
                                f"of operand {n}, so cannot tell which producer tiles it "
                                f"touches")
         low, high = bounds[0], bounds[1] + extent - 1
+        if 0 < position < len(shape) and shape[position] < 0 and not clip:
+            # a row of unknown length: any index of it may be another row's element
+            raise Unproven(op, f"{prefix}'{op.name}' indexes dimension {position} of operand "
+                               f"{n}, whose size is dynamic ({value.type}): past its end an "
+                               f"index is another element of the buffer, so which tile "
+                               f"wrote it cannot be told (give the dimension a static size)")
         if position < len(shape) and shape[position] >= 0:
             if clip:  # a masked access touches no element outside the shape (negative too)
                 low, high = np.maximum(low, 0), np.minimum(high, shape[position] - 1)

@@ -56,3 +56,21 @@ def test_both_sides_of_a_conjunction_bound_the_true_side_only():
     x = block.args[0]
     assert _bounds(guard_bounds(both.result, True, values.get), x) == (0, 7)
     assert guard_bounds(both.result, False, values.get) == {}
+
+
+def test_an_unsigned_comparison_with_a_negative_bound_narrows_nothing():
+    # as unsigned, -1 is past every other value: x <u -1 holds for all x but -1
+    cond, _, value = _guard("ult", (0, 6), -1)
+    assert guard_bounds(cond, True, value) == {}
+    cond, _, value = _guard("ugt", (0, 6), -1)
+    assert guard_bounds(cond, False, value) == {}
+
+
+def test_an_unsigned_comparison_is_decided_only_where_the_signs_tell():
+    from tilesync.analysis.kernel_eval import compare
+
+    ult = 6
+    assert compare(ult, (-1, 6), point(8)) == (0, 1)  # -1 is not below 8 as unsigned
+    assert compare(ult, (0, 6), point(8)) == (1, 1)
+    assert compare(ult, (-3, -2), point(8))[1] == 0  # negatives are past 8
+    assert compare(ult, (0, 6), point(-1))[0] == 1  # everything non-negative is below -1
