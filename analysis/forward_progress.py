@@ -76,6 +76,9 @@ WAIT_KERNEL = "wait-kernel"
 CO_RESIDENT = "co-resident"
 WAVE_MODEL = "wave-model"
 GUARANTEES = (ONE_LAUNCH, STREAM_ORDER, PDL, WAIT_KERNEL, CO_RESIDENT, WAVE_MODEL)
+COUNTED = (CO_RESIDENT, WAVE_MODEL)
+"""The guarantees that rest on counts of SMs and blocks per SM (a device with other counts may
+not give them); the others hold on any device."""
 
 _DESCRIPTIONS = {
     ONE_LAUNCH: "one launch, the producer's tickets first",

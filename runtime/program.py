@@ -18,15 +18,7 @@ import numpy as np
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from tilesync.analysis.forward_progress import (
-    ONE_LAUNCH,
-    PDL,
-    STREAM_ORDER,
-    Residency,
-    analyze,
-    program_facts,
-)
-from tilesync.analysis.forward_progress import WAIT_KERNEL as WAIT_KERNEL_GUARANTEE
+from tilesync.analysis.forward_progress import COUNTED, Residency, analyze, program_facts
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, one_launch_groups
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -111,7 +103,7 @@ def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[HostSte
     stages: dict[str, Stage] = {}
     for name, op in graph.stages.items():
         sems, posts = _stage_semaphores(op)
-        stages[name] = Stage(name, op.kernel.nested_references.data[-1].data,
+        stages[name] = Stage(name, _kernel_name(op),
                              _dims3(op.grid_shape), _dims3(op.block_shape), sems, posts)
     return stages, graph.plan
 
@@ -151,10 +143,6 @@ class DeviceCounts:
     name: str = "this device"
 
 
-COUNT_FREE = (ONE_LAUNCH, STREAM_ORDER, PDL, WAIT_KERNEL_GUARANTEE)
-"""Guarantees no count of SMs or blocks decides (co-residency and the wave model count)."""
-
-
 def check_progress_on_device(compiled: CompiledProgram,
                              counts: Callable[[], DeviceCounts]) -> None:
     """Refuse (NoProgressOnDeviceError) a program one of whose verified dependencies loses its
@@ -175,7 +163,7 @@ def check_progress_on_device(compiled: CompiledProgram,
                 if START_FLAG in compiled.kernels[_kernel_name(stage)].sync_args} \
         if WAIT_KERNEL in compiled.kernels else set()
     uncounted = analyze(program_facts(graph, {}, 0, working_wait_kernels=starting))
-    if all((g := uncounted.guarantees[pair]) is not None and g.kind in COUNT_FREE
+    if all((g := uncounted.guarantees[pair]) is not None and g.kind not in COUNTED
            for pair in verified):
         return
     device = counts()

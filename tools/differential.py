@@ -380,7 +380,7 @@ def _batch(draw: Draw, stages: list[Stage], deps: list[Dependency]) -> None:
         stage.flat = False
         if stage.placement:
             stage.placement = ((rank, 0), *stage.placement)
-        elif not stage.flat and _chance(draw, 50):
+        elif _chance(draw, 50):
             stage.placement = ((rank, 0), *((dim, 0) for dim in range(rank)))
     for dep in deps:
         d = f"d{ranks[dep.consumer]}"

@@ -58,12 +58,17 @@ def unasked() -> DeviceCounts:
 
 
 def test_a_kept_wait_kernel_needs_no_count():
-    check_progress_on_device(compiled_mlp("sync-verify"), unasked)
+    compiled = compiled_mlp("sync-verify")
+    assert 'sync.progress = "@gemm1: wait-kernel"' in str(compiled.module)
+    check_progress_on_device(compiled, unasked)
 
 
 def test_stream_order_needs_no_count():
-    # without sync.launch both GEMMs run on stream 0 in program order
-    check_progress_on_device(tilesync.compile(MLP), unasked)
+    # without its launches both GEMMs run on stream 0 in program order
+    text = MLP.replace("  sync.wait_kernel @gemm1 {stream = 1 : i64}\n", "")
+    compiled = tilesync.compile(text.replace("{stream = 1 : i64}", "{stream = 0 : i64}"))
+    assert 'sync.progress = "@gemm1: stream order"' in str(compiled.module)
+    check_progress_on_device(compiled, unasked)
 
 
 def test_an_unverified_program_is_not_checked():
