@@ -386,8 +386,12 @@ def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
             lo = np.maximum(lo, bound)
         elif relation == "eq":
             lo, hi = np.maximum(lo, bound), np.minimum(hi, bound)
-        else:
-            continue
+        elif relation == "ne":
+            # a range holds no gaps: only an end equal to the bound moves (a `x != n - 1`
+            # guard on x in [0, n - 1] leaves [0, n - 2])
+            if not (np.any(lo == bound) or np.any(hi == bound)):
+                continue
+            lo, hi = np.where(lo == bound, lo + 1, lo), np.where(hi == bound, hi - 1, hi)
         found[subject] = (lo, hi)
     return found
 
@@ -395,6 +399,15 @@ def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
 def select(c: Value, t: Value, f: Value) -> Value:
     if t is None or f is None:
         return None
+    if c is not None and not exact(c):
+        # per tile, a side the condition never takes there (decided, or its operand's range
+        # narrowed empty by the condition) drops out of the result
+        t_never = np.asarray((c[1] == 0) | (t[0] > t[1]))
+        f_never = np.asarray((c[0] != 0) | (f[0] > f[1])) & ~t_never
+        if t_never.any() or f_never.any():
+            lo = np.where(t_never, f[0], np.where(f_never, t[0], np.minimum(t[0], f[0])))
+            hi = np.where(t_never, f[1], np.where(f_never, t[1], np.maximum(t[1], f[1])))
+            return _settle(lo if lo.ndim else lo[()], hi if hi.ndim else hi[()])
     if c is not None and exact(c):
         flag = np.asarray(c[0]) != 0
         if flag.ndim == 0:
@@ -597,8 +610,13 @@ class BatchRun:
                                       self.value(op.rhs))
 
     def _select(self, op: arith.SelectOp) -> None:
-        self.env[op.result] = select(self.value(op.cond), self.value(op.lhs),
-                                     self.value(op.rhs))
+        # each operand is chosen where the condition says so: a guard narrows it there (a
+        # clamp `select (x < n), x, n - 1` stays below n)
+        sides = []
+        for operand, taken in ((op.lhs, True), (op.rhs, False)):
+            narrowed = guard_bounds(op.cond, taken, self.value).get(operand)
+            sides.append(self.value(operand) if narrowed is None else narrowed)
+        self.env[op.result] = select(self.value(op.cond), *sides)
 
     def _apply(self, op: affine.ApplyOp) -> None:
         m = op.map.data

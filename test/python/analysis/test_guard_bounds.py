@@ -74,3 +74,29 @@ def test_an_unsigned_comparison_is_decided_only_where_the_signs_tell():
     assert compare(ult, (0, 6), point(8)) == (1, 1)
     assert compare(ult, (-3, -2), point(8))[1] == 0  # negatives are past 8
     assert compare(ult, (0, 6), point(-1))[0] == 1  # everything non-negative is below -1
+
+
+def test_an_inequality_moves_only_an_end_equal_to_its_bound():
+    cond, x, value = _guard("ne", (0, 7), 7)
+    assert _bounds(guard_bounds(cond, True, value), x) == (0, 6)
+    assert _bounds(guard_bounds(cond, False, value), x) == (7, 7)
+    cond, x, value = _guard("ne", (0, 7), 0)
+    assert _bounds(guard_bounds(cond, True, value), x) == (1, 7)
+    # inside the range: a gap no range holds, nothing narrowed
+    cond, _, value = _guard("ne", (0, 7), 3)
+    assert guard_bounds(cond, True, value) == {}
+
+
+def test_a_select_takes_each_side_only_where_its_condition_can_choose_it():
+    from tilesync.analysis.kernel_eval import select
+
+    # undecided: the hull; a side whose range is empty (narrowed away) drops out
+    assert select((0, 1), (1, 7), point(7)) == (1, 7)
+    assert select((0, 1), (np.int64(8), np.int64(7)), point(7)) == point(7)
+    # decided per tile: tile 0 takes the first side, tile 1 the second
+    lo, hi = select((np.array([1, 0]), np.array([1, 1])), (np.array([1, 5]), np.array([4, 8])),
+                    point(7))
+    assert list(lo) == [1, 5] and list(hi) == [4, 8]
+    lo, hi = select((np.array([1, 0]), np.array([1, 0])), (np.array([1, 5]), np.array([4, 8])),
+                    point(np.array([7, 7])))
+    assert list(lo) == [1, 7] and list(hi) == [4, 7]
