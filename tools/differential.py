@@ -26,7 +26,9 @@ and, for every point of the other forall variables (unrolled), a load of the pro
 elements (sometimes also of a tile the dependency does not declare: the reference cuSync's
 halo bug; or, now and then, the tile declared for the next step: an off-by-one between the
 wait and the read that only verify's per-step coverage refuses), guarded by an `scf.if` where a
-clipped tile may fall outside the producer grid; then a store of its own tile and a
+clipped tile may fall outside the producer grid (`0 <= c < grid`, or `c != -1 and c != grid`;
+or, unguarded, the tile at c clamped into the grid by selects: a read verify must place at the
+edge tile, often one the step's wait does not cover); then a store of its own tile and a
 `sync.store_point`. The program
 then goes through the real passes (policies, maybe a named policy or the generated tile order,
 post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl,
@@ -86,6 +88,10 @@ def _chance(draw: Draw, percent: int) -> bool:
     return draw.integer(0, 99) < percent
 
 
+GUARDS = ("if", "if", "ne", "clamp")
+"""How a clipped read is kept inside the producer grid (Dependency.guard), half as `if`."""
+
+
 def _pick(draw: Draw, options: Sequence):
     return options[draw.integer(0, len(options) - 1)]
 
@@ -129,6 +135,10 @@ class Dependency:
     # the first's): an off-by-one between the wait and the read that only a per-step coverage
     # check refuses
     read_ahead: bool = False
+    # how a clipped read that may leave the producer grid is kept inside it: "if" guards the
+    # load by `0 <= c < grid`, "ne" by `c != -1 and c != grid` (the same where c never steps
+    # further out), "clamp" reads the tile at `c` clamped into the grid by selects instead
+    guard: str = "if"
 
 
 @dataclass
@@ -297,8 +307,9 @@ def draw_program(draw: Draw) -> Program:
             extra = not clipped and stages[p].grid[0] > 1 and _chance(draw, 10)
             ahead = bool(ranges) and ranges[0][1] - ranges[0][0] > 1 and \
                 _chance(draw, READ_AHEAD_PERCENT)
+            guard = _pick(draw, GUARDS) if clipped else "if"
             deps.append(Dependency(stages[p].name, stages[c].name, operands[stages[c].name],
-                                   results, ranges, clipped, extra, ahead))
+                                   results, ranges, clipped, extra, ahead, guard))
             operands[stages[c].name] += 1
     if deps and _chance(draw, 4):  # a back edge: a cycle
         a, b = deps[draw.integer(0, len(deps) - 1)].producer, deps[0].consumer
@@ -565,13 +576,36 @@ def build_module(program: Program):
                     if not outside:
                         body_ops += load_ops
                         continue
+                    if d.guard == "clamp":  # the coordinates clamped into the grid
+                        clamped = list(read)
+                        extra_symbols = []
+                        for j in outside:
+                            value = apply(body_ops, read[j], coords, symbols)
+                            for bound, edge, predicate in (
+                                    (c0.result, c0.result, "sge"),
+                                    (constant(producer.grid[j]),
+                                     constant(producer.grid[j] - 1), "slt")):
+                                test = arith.CmpiOp(value, bound, predicate)
+                                pick = arith.SelectOp(test.result, value, edge)
+                                body_ops += [test, pick]
+                                value = pick.result
+                            clamped[j] = f"s{len(symbols) + len(extra_symbols)}"
+                            extra_symbols.append(value)
+                        exprs = _index_exprs(producer, clamped,
+                                             [f"{tid_name} mod {t}" for t in producer.tile])
+                        body_ops += [memref.LoadOp.get(source, [
+                            apply(body_ops, e, coords, [*symbols, *extra_symbols])
+                            for e in exprs])]
+                        continue
                     # a clipped tile outside the grid is not read (a convolution's zero
                     # padding): the load is guarded by the coordinates that may leave it
                     in_grid = None
                     for j in outside:
                         value = apply(body_ops, read[j], coords, symbols)
-                        for bound, predicate in ((c0.result, "sge"),
-                                                 (constant(producer.grid[j]), "slt")):
+                        bounds = ((c0.result, "sge"), (constant(producer.grid[j]), "slt")) \
+                            if d.guard == "if" else ((constant(-1), "ne"),
+                                                     (constant(producer.grid[j]), "ne"))
+                        for bound, predicate in bounds:
                             test = arith.CmpiOp(value, bound, predicate)
                             body_ops.append(test)
                             if in_grid is not None:
@@ -808,6 +842,9 @@ class Tally:
     # programs with a kernel reading a step ahead of its waits: drawn, and proved (sound only
     # where that tile was waited for already, which the simulator then confirms)
     read_ahead: Counter = field(default_factory=Counter)
+    # programs with a clipped read kept inside the grid by each guard form other than `if`:
+    # drawn, and proved (the selects' and inequalities' narrowing, held to the simulator)
+    guards: Counter = field(default_factory=Counter)
 
     def add(self, seed: int, program: Program, outcome: Outcome) -> None:
         self.programs += 1
@@ -821,6 +858,9 @@ class Tally:
         if any(d.read_ahead for d in program.deps):
             self.read_ahead["drawn"] += 1
             self.read_ahead["proved"] += outcome.proved
+        for form in {d.guard for d in program.deps} - {"if"}:
+            self.guards[form, "drawn"] += 1
+            self.guards[form, "proved"] += outcome.proved
         if outcome.failure is not None:
             self.failures.append((seed, outcome.failure, program_text(program)))
 
@@ -832,6 +872,7 @@ class Tally:
         self.refusals.update(other.refusals)
         self.unfollowed.update(other.unfollowed)
         self.read_ahead.update(other.read_ahead)
+        self.guards.update(other.guards)
 
 
 def _refusal_kind(message: str) -> str:
@@ -910,6 +951,9 @@ def main(argv: list[str] | None = None) -> int:
     print("refusals: " + ", ".join(f"{k} {n}" for k, n in sorted(tally.refusals.items())))
     print(f"kernels reading a step ahead of their waits: {tally.read_ahead['drawn']} programs, "
           f"{tally.read_ahead['proved']} proved")
+    print("clipped reads kept in the grid by " + ", ".join(
+        f"{form}: {tally.guards[form, 'drawn']} programs, {tally.guards[form, 'proved']} proved"
+        for form in GUARDS[2:]))
     print(f"kernels not followed (block-level model) in {sum(tally.unfollowed.values())} proved "
           f"programs" + "".join(f"\n  {n}: {why}" for why, n in tally.unfollowed.most_common()))
     for seed, why, text in tally.failures[: None if args.show_failures else 3]:
