@@ -21,16 +21,24 @@ Two things must hold for the queues of a pipeline never to wait forever:
   release tickets independently (they must not wait for one another while holding one), so
   neither check depends on how many workers a CTA runs;
 * **the kernels keep the tickets' discipline** the induction assumes (`check_kernel_tickets`,
-  on every stage kernel that still takes its queues as arguments): each queue a stage lists
-  is acquired and released by its kernel, inputs only at their consumer end and outputs at
-  their producer end; and where a stage runs more than one worker, a worker draws at most one
-  ticket per tile on its inputs and one on its outputs — further tickets of its tile are
-  given (`at`) the one it drew. Two drawn independently (a join of two queues, a tile that
-  takes `dataflow.reads` > 1 entries one draw at a time) let one worker hold ticket t of one
+  on every stage kernel that still takes its queues as arguments, followed region by region):
+  each queue a stage lists is acquired and released by its kernel, inputs only at their
+  consumer end and outputs at their producer end; a ticket is released exactly once, in the
+  block that acquired it (so on every path, once per acquire however loops and branches
+  run); a release or an `at` names a ticket a queue handed out, never a constant or a loop
+  index; every draw is acquired, and a ticket drawn ahead for a loop's next iteration is
+  drawn exactly where that iteration runs (or the last draw is never acquired, and every
+  later ticket of its queue waits for it); a worker holds at most a queue's entries at once.
+  Where a stage runs more than one worker, a worker draws no ticket while it holds one —
+  further tickets of its tile are given (`at`) the one it drew. Drawing while holding (a
+  join of two queues, a tile that takes `dataflow.reads` > 1 entries one draw at a time, a
+  relay that takes its output entry before its input) lets one worker hold ticket t of one
   queue while it waits for a ticket another worker holds and that worker waits for t: the
   lowest ticket no longer moves (found by the queue simulator on a residual join and on a
-  split reduction's final stage); on outputs, the tickets of one tile would name different
-  tiles in different queues.
+  split reduction's final stage). Tickets drawn on two queues of one side name different
+  tiles; and no barrier of the whole block may stand between an acquire and its release
+  where a CTA runs several workers (a worker waiting for a ticket behind the holder never
+  reaches it).
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
@@ -38,11 +46,13 @@ names the stage and what is missing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import gpu
+from xdsl.dialects import arith, gpu, scf
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
@@ -58,7 +68,7 @@ from tilesync.contract import (
     VerifyError,
     limits_for_arch,
 )
-from tilesync.dialects import dataflow
+from tilesync.dialects import dataflow, nvvm
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 
 PASS = "dataflow-verify"
@@ -74,7 +84,7 @@ def _int_attr(op, name: str) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def stage_residency(module: ModuleOp, stage: dataflow.StageOp, arch: str) -> Residency:
+def stage_residency(module: Operation, stage: dataflow.StageOp, arch: str) -> Residency:
     """The stage's CTAs and how many fit on one SM, from its compiled kernel's resources."""
     name = stage.sym_name.data
     registers, shared = _int_attr(stage, REGISTERS_ATTR), _int_attr(stage, SHARED_BYTES_ATTR)
@@ -107,10 +117,31 @@ def reads_per_tile(stage: dataflow.StageOp, queue: str) -> int:
     return entry.value.data if isinstance(entry, IntegerAttr) else 1
 
 
+def check_reads(stage: dataflow.StageOp) -> None:
+    """`dataflow.reads` names inputs of the stage, each with a positive count (a value read as
+    1 where it is none would balance tickets the kernel does not take)."""
+    reads = stage.attributes.get(READS_ATTR)
+    if reads is None:
+        return
+    name = stage.sym_name.data
+    if not isinstance(reads, DictionaryAttr):
+        raise _refuse(stage, f"stage @{name}: '{READS_ATTR}' must be a dictionary of its "
+                      f"inputs' entries a tile, got {reads}")
+    inputs = {r.root_reference.data for r in stage.inputs}
+    for queue, count in reads.data.items():
+        if queue not in inputs:
+            raise _refuse(stage, f"stage @{name}: '{READS_ATTR}' names @{queue}, which is not "
+                          "one of its inputs")
+        if not isinstance(count, IntegerAttr) or count.value.data < 1:
+            raise _refuse(stage, f"stage @{name}: '{READS_ATTR}' of @{queue} must be a "
+                          f"positive integer, got {count}")
+
+
 def check_tickets(pipeline: dataflow.PipelineOp) -> str:
     """Every queue gives and takes as many tickets per launch; the proof in words."""
     tiles: dict[str, int] = {}
     for stage in pipeline.stages:
+        check_reads(stage)
         count = _int_attr(stage, TILES_ATTR)
         if count is None and (stage.inputs.data or stage.outputs.data):
             raise _refuse(stage, f"stage @{stage.sym_name.data} does not declare its "
@@ -146,13 +177,226 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
 
 _CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawFullOp)
 _PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawEmptyOp)
+_ACQUIRES = (dataflow.AcquireFullOp, dataflow.AcquireEmptyOp)
+_RELEASES = (dataflow.ReleaseFullOp, dataflow.ReleaseEmptyOp)
+_DRAWS = (dataflow.DrawFullOp, dataflow.DrawEmptyOp)
 
 
-def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
-    """The kernel of `stage` acquires and releases every queue the stage lists, each at its
-    own end, and (more than one worker) draws at most one ticket a tile on its inputs and one
-    on its outputs (the module docstring says why). A kernel already lowered (its queues are
-    parameters the runtime binds) was checked before."""
+def symbol_scope(op: Operation) -> Operation:
+    """The nearest symbol table around `op`: where its stages' kernels are looked up (a
+    pipeline inside a nested module names that module's kernels)."""
+    parent = op.parent_op()
+    while parent is not None and not parent.has_trait(SymbolTable):
+        parent = parent.parent_op()
+    return parent if parent is not None else op
+
+
+def _ticket_sources(value: SSAValue) -> list[SSAValue]:
+    """The values a ticket operand may hold, followed back through what scf.if and scf.for
+    carry (results, iteration arguments, yields, init operands)."""
+    seen: set[SSAValue] = set()
+    work, found = [value], []
+    while work:
+        current = work.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        owner = current.owner
+        if isinstance(current, OpResult) and isinstance(owner, scf.IfOp):
+            for region in owner.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if isinstance(last, scf.YieldOp):
+                        work.append(last.operands[current.index])
+        elif isinstance(current, OpResult) and isinstance(owner, scf.ForOp):
+            work += _loop_carried(owner, current.index)
+        elif isinstance(current, BlockArgument) and isinstance(owner.parent_op(), scf.ForOp) \
+                and current.index >= 1:
+            work += _loop_carried(owner.parent_op(), current.index - 1)
+        else:
+            found.append(current)
+    return found
+
+
+def _loop_carried(loop: scf.ForOp, index: int) -> list[SSAValue]:
+    """The init operand and the yielded value of `loop`'s carried value `index`."""
+    values = list(loop.iter_args[index:index + 1])
+    last = loop.body.block.last_op
+    if isinstance(last, scf.YieldOp):
+        values += last.operands[index:index + 1]
+    return values
+
+
+def _is_ticket(value: SSAValue) -> bool:
+    return isinstance(value, OpResult) and isinstance(value.owner, _ACQUIRES + _DRAWS)
+
+
+def _bad_ticket_source(value: SSAValue) -> SSAValue | None:
+    """A value `value` may hold that is no ticket (None: every one is): tickets come from
+    acquires and draws; a constant is allowed only as the other side of an scf.if (a ticket
+    drawn ahead where the worker has a next tile, a placeholder where it has none)."""
+    sources = _ticket_sources(value)
+    if not any(_is_ticket(v) for v in sources):
+        return sources[0] if sources else value
+    for v in sources:
+        if not _is_ticket(v) and not (isinstance(v, OpResult)
+                                      and isinstance(v.owner, arith.ConstantOp)):
+            return v
+    return None
+
+
+def _ticket_identity(value: SSAValue) -> SSAValue:
+    """The value that names a ticket's number: an acquire given a ticket (`at`) holds that
+    one."""
+    while isinstance(value, OpResult) and isinstance(value.owner, _ACQUIRES) \
+            and value.owner.ticket is not None:
+        value = value.owner.ticket
+    return value
+
+
+def _is_cta_barrier(op: Operation, block_threads: int) -> bool:
+    """A barrier every thread of the block must reach."""
+    if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp):
+        return True
+    if isinstance(op, nvvm.BarrierSyncOp | nvvm.BarrierRedOrOp):
+        return op.count.value.data >= block_threads
+    return False
+
+
+@dataclass
+class _Held:
+    queue: SSAValue
+    ticket: SSAValue  # _ticket_identity of the acquired ticket
+    acquire: Operation
+
+
+class _TicketWalk:
+    """Follows one stage kernel's queue ops in program order, region by region, with the
+    tickets a worker holds (see check_kernel_tickets)."""
+
+    def __init__(self, stage: dataflow.StageOp, names: dict[SSAValue, str], workers: int,
+                 per_cta: int, block_threads: int, inputs: frozenset[str]):
+        self.stage, self.names, self.workers = stage, names, workers
+        self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
+        self.name = stage.sym_name.data
+
+    def refuse(self, op: Operation, message: str) -> OpDiagnostic:
+        return _refuse(op, f"stage @{self.name}: {message}")
+
+    def block(self, block: Block, outer: list[_Held]) -> None:
+        own: list[_Held] = []
+        for op in block.ops:
+            if isinstance(op, _ACQUIRES):
+                self.acquire(op, outer + own)
+                own.append(_Held(op.queue, _ticket_identity(op.slot), op))
+            elif isinstance(op, _RELEASES):
+                self.release(op, own, outer)
+            elif _is_cta_barrier(op, self.block_threads) and self.per_cta > 1 and outer + own:
+                held = (outer + own)[0]
+                raise self.refuse(op, f"'{op.name}' waits for every thread of the block while "
+                                  f"a worker holds a ticket of @{self.names[held.queue]}: the "
+                                  f"other {self.per_cta - 1} worker(s) of the CTA may be waiting "
+                                  "for a ticket behind it, and never reach the barrier")
+            for region in op.regions:
+                for inner in region.blocks:
+                    self.block(inner, outer + own)
+        if own:
+            op = own[0].acquire
+            where = "the branch or loop body it is in" if block.parent_op() is not None and \
+                not isinstance(block.parent_op(), gpu.FuncOp) else "the kernel"
+            raise self.refuse(op, f"'{op.name}' on @{self.names[op.queue]}: the ticket is not "
+                              f"released in {where}, so some path keeps its entry (a release "
+                              "in the same block, after the acquire, on every path)")
+
+    def acquire(self, op: Operation, holding: list[_Held]) -> None:
+        queue = self.names[op.queue]
+        drawn = op.ticket is None
+        if op.ticket is not None:
+            bad = _bad_ticket_source(op.ticket)
+            if bad is not None:
+                raise self.refuse(op, f"'{op.name}' on @{queue} is given a ticket that may be "
+                                  f"{_describe(bad)}, not one a queue handed out: tickets come "
+                                  "from an acquire or a draw")
+            sources = _ticket_sources(op.ticket)
+            drawn = any(isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
+                        for v in sources if _is_ticket(v))
+            given = {v.owner.queue for v in sources if _is_ticket(v)
+                     and isinstance(v.owner, _ACQUIRES) and v.owner.queue != op.queue}
+            for source in [op.queue, *given]:
+                if self.names.get(source) in self.inputs and \
+                        reads_per_tile(self.stage, self.names[source]) > 1:
+                    raise self.refuse(op, f"'{op.name}' on @{queue} is given the ticket of "
+                                      f"another queue, but a tile of @{self.name} takes "
+                                      f"{reads_per_tile(self.stage, self.names[source])} "
+                                      f"entries of @{self.names[source]}: the two queues' "
+                                      "tickets count different things")
+        same = [h for h in holding if h.queue == op.queue]
+        entries = op.queue.type.num_entries
+        if len(same) + 1 > entries:
+            raise self.refuse(op, f"'{op.name}' on @{queue} while a worker holds {len(same)} "
+                              f"of its tickets: the queue has {entries} "
+                              f"entr{'y' if entries == 1 else 'ies'}, so the ticket it waits "
+                              "for needs an entry the worker holds")
+        if drawn and self.workers > 1 and holding:
+            held = self.names[holding[0].queue]
+            if held == queue:
+                raise self.refuse(op, f"each of its {self.workers} queue workers draws "
+                                  f"{len(same) + 1} tickets of @{queue} for a tile, one at a "
+                                  "time: two workers holding part of their tiles can wait for "
+                                  "each other forever (one worker per stage, or one ticket a "
+                                  "tile)")
+            raise self.refuse(op, f"each of its {self.workers} queue workers draws a ticket of "
+                              f"@{held} and one of @{queue} on its own: a worker can hold one "
+                              "while it waits for the other's, held by a worker that waits "
+                              "for its own; draw one and give it to the other (`at`)")
+
+    def release(self, op: Operation, own: list[_Held], outer: list[_Held]) -> None:
+        queue = self.names[op.queue]
+        bad = _bad_ticket_source(op.slot)
+        if bad is not None:
+            raise self.refuse(op, f"'{op.name}' on @{queue} releases a ticket that may be "
+                              f"{_describe(bad)}, not one the worker acquired")
+        ticket = _ticket_identity(op.slot)
+        match = next((h for h in own if h.queue == op.queue and h.ticket == ticket), None)
+        if match is not None:
+            own.remove(match)
+            return
+        if any(h.queue == op.queue and h.ticket == ticket for h in outer):
+            raise self.refuse(op, f"'{op.name}' on @{queue} inside a branch or loop releases a "
+                              "ticket acquired outside it: a path that skips it keeps the "
+                              "entry, one that repeats it releases it twice")
+        raise self.refuse(op, f"'{op.name}' on @{queue} releases a ticket the worker does not "
+                          "hold here (never acquired on this path, or released already): its "
+                          "entry's count would run ahead of the tickets")
+
+
+def _describe(value: SSAValue) -> str:
+    if isinstance(value, BlockArgument):
+        parent = value.owner.parent_op()
+        if isinstance(parent, scf.ForOp) and value.index == 0:
+            return "the loop's induction variable"
+        return f"argument {value.index} of a block of '{parent.name if parent else '?'}'"
+    return f"the result of '{value.owner.name}'"
+
+
+def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
+    """The kernel of `stage` keeps the tickets' discipline the induction assumes, or a
+    VerifyError says where it does not. A kernel already lowered (its queues are parameters
+    the runtime binds) was checked before.
+
+    Every queue the stage lists is acquired and released by its kernel, inputs only at their
+    consumer end and outputs at their producer end. Following the kernel region by region:
+    a ticket is released exactly once, in the block that acquired it (after the acquire: on
+    every path, never in a branch or loop the acquire is outside of), and a release or an
+    `at` names a ticket a queue handed out (an acquire's or a draw's, carried through scf.if
+    and scf.for), not a constant or a loop index; a draw is acquired later; a worker holds at
+    most a queue's entries at once; an `at` between queues is not taken where a tile of the
+    stage takes several entries of one. With more than one worker (the module docstring says
+    why): a worker draws no ticket while it holds one (further tickets of its tile are given
+    with `at` the one it drew), draws on one queue of each side (on inputs, tickets drawn on
+    two queues name different tiles of one worker; on outputs, tiles of different queues),
+    one ticket a tile where a tile takes several entries, and no barrier of the whole block
+    stands between an acquire and its release where a CTA runs several workers."""
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
     if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
         return
@@ -164,15 +408,16 @@ def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
     if len(queue_args) != len(inputs) + len(outputs):
         return  # not bound to its queues yet (the stage's own verifier says so)
     try:
-        workers = dataflow.queue_workers(kernel).count * stage.num_ctas
+        kinds = dataflow.queue_workers(kernel)
     except dataflow.QueueWorkersError as error:
         raise _refuse(error.op, f"stage @{name}: {error}") from None
+    workers = kinds.count * stage.num_ctas
     position = {op: i for i, op in enumerate(kernel.walk())}
-    ahead = dataflow.drawn_acquires(kernel)  # `at` a ticket drawn ahead: drawn all the same
     sides = (("input", inputs, queue_args[:len(inputs)], _CONSUMER_OPS),
              ("output", outputs, queue_args[len(inputs):], _PRODUCER_OPS))
+    drawing: dict[str, list] = {}
     for side, names, args, ends in sides:
-        drawing: list = []
+        drawing[side] = []
         for queue, arg in zip(names, args, strict=True):
             users = sorted({use.operation for use in arg.uses}, key=position.__getitem__)
             wrong = [op for op in users if isinstance(op, _CONSUMER_OPS + _PRODUCER_OPS)
@@ -189,24 +434,136 @@ def check_kernel_tickets(module: ModuleOp, stage: dataflow.StageOp) -> None:
                 raise _refuse(stage, f"stage @{name}: its kernel {stage.kernel} never runs "
                               f"'{missing}' on @{queue}, one of its {side}s: the queue's "
                               "tickets would never all be taken or given back")
-            drawn = [op for op in acquires if op.ticket is None or op in ahead]  # not given
+            for draw in (op for op in users if isinstance(op, _DRAWS)):
+                if not any(isinstance(use.operation, _ACQUIRES) and use.operation.queue == arg
+                           for use in dataflow.drawn_ticket_uses(draw.ticket)):
+                    raise _refuse(draw, f"stage @{name}: '{draw.name}' on @{queue} draws a "
+                                  "ticket no acquire takes: nobody fills or frees its entry, "
+                                  "and every ticket after it waits for it")
             reads = reads_per_tile(stage, queue) if side == "input" else 1
-            if workers > 1 and (len(drawn) > 1 or (drawn and reads > 1)):
+            drawn = [op for op in acquires if not _given_by_another_queue(op)]
+            if workers > 1 and drawn and reads > 1:
                 raise _refuse(drawn[-1], f"stage @{name}: each of its {workers} queue workers "
-                              f"draws {max(len(drawn), reads)} tickets of @{queue} for a tile, "
-                              "one at a time: two workers holding part of their tiles can "
-                              "wait for each other forever (one worker per stage, or one "
-                              "ticket a tile)")
-            drawing += [(queue, op) for op in drawn]
-        if workers > 1 and len({queue for queue, _ in drawing}) > 1:
-            (first, _), (second, op) = drawing[0], next(
-                (q, o) for q, o in drawing if q != drawing[0][0])
-            mismatch = " (and the tiles would not match)" if side == "output" else ""
+                              f"draws {reads} tickets of @{queue} for a tile, one at a time: "
+                              "two workers holding part of their tiles can wait for each "
+                              "other forever (one worker per stage, or one ticket a tile)")
+            drawing[side] += [(queue, op) for op in drawn]
+    walk = _TicketWalk(stage, {arg: q for q, arg in zip(inputs + outputs, queue_args,
+                                                         strict=True)},
+                       workers, kinds.count, _block_threads(kernel), frozenset(inputs))
+    walk.block(kernel.body.blocks.first, [])
+    check_draws_ahead(kernel, walk.refuse)
+    for side, drawn_on in drawing.items():
+        if workers > 1 and len({queue for queue, _ in drawn_on}) > 1:
+            (first, _), (second, op) = drawn_on[0], next(
+                (q, o) for q, o in drawn_on if q != drawn_on[0][0])
+            what = "tickets of one worker's tile would name different tiles of the two" \
+                if side == "output" else "the tiles a worker joins would not match"
             raise _refuse(op, f"stage @{name}: each of its {workers} queue workers draws a "
-                          f"ticket of @{first} and one of @{second} on its own: a worker can "
-                          f"hold one while it waits for the other's, held by a worker that "
-                          f"waits for its own{mismatch}; draw one and give it to the other "
-                          "(`at`)")
+                          f"ticket of @{first} and one of @{second} on its own: {what} "
+                          "(another worker may draw between its two); draw one and give it "
+                          "to the other (`at`)")
+
+
+def _constant(value: SSAValue) -> int | None:
+    if isinstance(value, OpResult) and isinstance(value.owner, arith.ConstantOp) and \
+            isinstance(value.owner.value, IntegerAttr):
+        return value.owner.value.value.data
+    return None
+
+
+def _same(a: SSAValue, b: SSAValue) -> bool:
+    return a == b or (_constant(a) is not None and _constant(a) == _constant(b))
+
+
+def _less_than(cond: SSAValue, lhs: SSAValue, rhs: SSAValue) -> bool:
+    """Whether `cond` is `lhs < rhs` (signed or unsigned, as the loop's bounds compare)."""
+    op = cond.owner
+    return isinstance(op, arith.CmpiOp) and op.predicate.value.data in (2, 6) and \
+        _same(op.lhs, lhs) and _same(op.rhs, rhs)
+
+
+def _next_step(value: SSAValue, loop: scf.ForOp) -> bool:
+    """Whether `value` is the loop's induction variable plus its step."""
+    op = value.owner
+    iv = loop.body.block.args[0]
+    return isinstance(op, arith.AddiOp) and any(
+        a == iv and _same(b, loop.step) for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)))
+
+
+def _drawn_when(value: SSAValue, queue: SSAValue, holds: Callable[[SSAValue], bool]) -> bool:
+    """Whether `value` is a ticket drawn on `queue` wherever `holds` says a draw is due:
+    a draw itself where a draw is always due (`holds(None)`), or an scf.if on a condition
+    `holds` accepts whose then side yields such a draw (its else side a placeholder)."""
+    owner = value.owner
+    if isinstance(value, OpResult) and isinstance(owner, _DRAWS):
+        return owner.queue == queue and holds(None)
+    if not (isinstance(value, OpResult) and isinstance(owner, scf.IfOp) and holds(owner.cond)):
+        return False
+    last = owner.true_region.blocks.first.last_op if owner.true_region.blocks else None
+    drawn = last.operands[value.index] if isinstance(last, scf.YieldOp) else None
+    return drawn is not None and isinstance(drawn, OpResult) and \
+        isinstance(drawn.owner, _DRAWS) and drawn.owner.queue == queue
+
+
+def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpDiagnostic]
+                      ) -> None:
+    """A ticket drawn ahead and carried by a loop to the iteration that acquires it is drawn
+    exactly when that iteration runs: the first before the loop where the loop runs (a
+    draw, with constant bounds that run it, or an scf.if on lb < ub), each next one in the
+    body where a next iteration runs (an scf.if on iv + step < ub). A draw in every
+    iteration leaves the last one's ticket never acquired (every later ticket of its queue
+    waits for it); a guard that misses an iteration leaves it acquiring the placeholder."""
+    for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
+        body = loop.body.block
+        for index, carried in enumerate(body.args[1:]):
+            acquires = [use.operation for use in dataflow.drawn_ticket_uses(carried)
+                        if isinstance(use.operation, _ACQUIRES)
+                        and use.operation.ticket is not None]
+            if not acquires:
+                continue
+            queue = acquires[0].queue
+            lb, ub = _constant(loop.lb), _constant(loop.ub)
+            runs = lb is not None and ub is not None and lb < ub
+
+            def first(cond: SSAValue | None, loop: scf.ForOp = loop, runs: bool = runs) -> bool:
+                return runs if cond is None else _less_than(cond, loop.lb, loop.ub)
+
+            def following(cond: SSAValue | None, loop: scf.ForOp = loop) -> bool:
+                op = cond.owner if cond is not None else None
+                return isinstance(op, arith.CmpiOp) and _next_step(op.lhs, loop) and \
+                    _less_than(cond, op.lhs, loop.ub)
+
+            last = body.last_op
+            yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
+            if not _drawn_when(loop.iter_args[index], queue, first):
+                raise refuse(acquires[0], f"'{acquires[0].name}' takes a ticket the loop "
+                             "carries, but the ticket the first iteration takes is not drawn "
+                             "exactly where the loop runs (a draw before the loop under "
+                             "`lb < ub`, or unguarded where the bounds make it run)")
+            if yielded is None or not _drawn_when(yielded, queue, following):
+                raise refuse(acquires[0], f"'{acquires[0].name}' takes a ticket the loop "
+                             "carries, but the next iteration's is not drawn exactly where "
+                             "one follows (a draw under `iv + step < ub`): a draw in every "
+                             "iteration leaves the last one's never acquired, and every later "
+                             "ticket of the queue waits for it")
+
+
+def _given_by_another_queue(op: Operation) -> bool:
+    """An acquire whose ticket is another queue's (not drawn on its own queue)."""
+    if op.ticket is None:
+        return False
+    return not any(_is_ticket(v) and isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
+                   for v in _ticket_sources(op.ticket))
+
+
+def _block_threads(kernel: gpu.FuncOp) -> int:
+    block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+    threads = 1
+    if block is not None:
+        for extent in block.get_values():
+            threads *= extent
+    return threads
 
 
 @dataclass(frozen=True)
@@ -230,7 +587,8 @@ class VerifyPipelinePass(ModulePass):
                 if UNBOUND_ATTR in stage.attributes:
                     raise _refuse(stage, f"stage @{stage.sym_name.data}: its kernel does not "
                                   "take its queues yet, so nothing it runs uses them")
-            residency = [stage_residency(op, s, self.arch) for s in stages]
+            scope = symbol_scope(pipeline)
+            residency = [stage_residency(scope, s, self.arch) for s in stages]
             fits = co_residency(residency, self.sms)
             if not fits:
                 per_stage = ", ".join(f"@{s.sym_name.data} {r.blocks} x 1/{r.blocks_per_sm} SM"
@@ -240,6 +598,6 @@ class VerifyPipelinePass(ModulePass):
                               "the slot its producer needs")
             tickets = check_tickets(pipeline)
             for stage in stages:
-                check_kernel_tickets(op, stage)
+                check_kernel_tickets(scope, stage)
             pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"co-resident: {fits.reason}; "
                                                             f"{tickets}")

@@ -1,0 +1,672 @@
+// RUN: tilesync-opt %s -p 'dataflow-verify{sms=132}' --split-input-file --verify-diagnostics | filecheck %s
+// The tickets' discipline followed region by region: a ticket released once, in the block that
+// acquired it; tickets named only as a queue handed them out; draws acquired, and drawn ahead
+// exactly where the iteration that takes them runs; no block barrier while a worker of several
+// holds an entry. (Programs from an audit; each verified before.)
+
+// -----
+
+// A split reduction's final stage (2 CTAs) takes a tile's 2 partials in a loop and releases
+// them after it: the acquire's ticket leaves the loop body unreleased (and each CTA holds one
+// partial while it waits for another's entry).
+builtin.module {
+  gpu.module @k {
+    gpu.func @fanin(%q: !dataflow.queue<2 x memref<128xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<128xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<128xf32>>
+      gpu.return
+    }
+    gpu.func @final(%q: !dataflow.queue<2 x memref<128xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %last = scf.for %j = %c0 to %c2 step %c1 iter_args(%prev = %c0) -> (index) {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<128xf32>>
+        scf.yield %a : index
+      }
+      %first = arith.subi %last, %c1 : index
+      dataflow.release_empty %q, %first : !dataflow.queue<2 x memref<128xf32>>
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<128xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @split {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<128xf32>>
+    dataflow.stage @fan_in {kernel = @k::@fanin, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+    dataflow.stage @final {kernel = @k::@final, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @final: 'dataflow.acquire_full' on @q: the ticket is not released in the branch or loop body it is in, so some path keeps its e
+
+// -----
+
+// One CTA holds two tickets of a one-entry queue: the second waits for the entry it holds.
+builtin.module {
+  gpu.module @k {
+    gpu.func @fanin(%q: !dataflow.queue<1 x memref<128xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<128xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<1 x memref<128xf32>>
+      gpu.return
+    }
+    gpu.func @final(%q: !dataflow.queue<1 x memref<128xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %a = dataflow.acquire_full %q : !dataflow.queue<1 x memref<128xf32>>
+      %b = dataflow.acquire_full %q : !dataflow.queue<1 x memref<128xf32>>
+      dataflow.release_empty %q, %a : !dataflow.queue<1 x memref<128xf32>>
+      dataflow.release_empty %q, %b : !dataflow.queue<1 x memref<128xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @split {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<128xf32>>
+    dataflow.stage @fan_in {kernel = @k::@fanin, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+    dataflow.stage @final {kernel = @k::@final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @final: 'dataflow.acquire_full' on @q while a worker holds 1 of its tickets: the queue has 1 entry, so the ticket it waits for
+
+// -----
+
+// Acquired in every iteration, released once after the loop.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%p = %c0) -> (index) {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %t : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @leak {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the branch or loop body it is in, so some path keeps its entry
+
+// -----
+
+// Released only where a flag holds: the other path keeps the entry.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index, %flag: i1) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.if %flag {
+          dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        }
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @branch {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.release_empty' on @q inside a branch or loop releases a ticket acquired outside it: a path that skips it keeps th
+
+// -----
+
+// A multicast consumer stage releases its ticket twice: the entry is refilled while the other
+// consumer stage still reads it.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @fast(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<1 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @slow(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<1 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @twice {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @a {kernel = @k::@fast, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @b {kernel = @k::@slow, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @a: 'dataflow.release_empty' on @q releases a ticket the worker does not hold here (never acquired on this path, or released al
+
+// -----
+
+// A release names the constant ticket 0, not the one acquired.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @fast(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %c0 = arith.constant 0 : index
+      dataflow.release_empty %q, %c0 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @slow(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @wrong {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @a {kernel = @k::@fast, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @b {kernel = @k::@slow, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @a: 'dataflow.release_empty' on @q releases a ticket that may be the result of 'arith.constant', not one the worker acquired
+
+// -----
+
+// Every CTA is given the loop index as its ticket: four take ticket 0.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q at %i : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @given {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q is given a ticket that may be the loop's induction variable, not one a queue handed out: tick
+
+// -----
+
+// A final stage taking 2 partials a tile gives its output the first partial's ticket:
+// output tickets 0, 2, 4, ... and the consumer of ticket 1 waits forever.
+builtin.module {
+  gpu.module @k {
+    gpu.func @fanin(%p: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %p : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %p, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @final(%p: !dataflow.queue<2 x memref<64xf32>>, %c: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %a = dataflow.acquire_full %p : !dataflow.queue<2 x memref<64xf32>>
+      %b = dataflow.acquire_full %p : !dataflow.queue<2 x memref<64xf32>>
+      %o = dataflow.acquire_empty %c at %a : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %p, %a : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %p, %b : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %c, %o : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%c: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %c : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %c, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @split_relay {
+    dataflow.queue @p pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @c pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @fan_in {kernel = @k::@fanin, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@p], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+    dataflow.stage @final {kernel = @k::@final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@p], outputs = [@c], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 32 : i64, dataflow.reads = {p = 2 : i64}}
+    dataflow.stage @sink {kernel = @k::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@c], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 32 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @final: 'dataflow.acquire_empty' on @c is given the ticket of another queue, but a tile of @final takes 2 entries of @p: the tw
+
+// -----
+
+// Drawing ahead in every iteration, unguarded: the last draw is never acquired and the next
+// launch's tickets wait for it.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %d0 = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %next = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @ahead {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the ticket the first iteration takes is not drawn exactly wher
+
+// -----
+
+// The first draw guarded by lb < ub, the next ones unguarded.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %drawn : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %next = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @ahead {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the next iteration's is not drawn exactly where one follows (a
+
+// -----
+
+// The next draw guarded by i + 2 < n: the last iteration acquires the placeholder.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %drawn : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %c2 = arith.constant 2 : index
+        %i1 = arith.addi %i, %c2 : index
+        %more = arith.cmpi ult, %i1, %n : index
+        %next = scf.if %more -> (index) {
+          %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %drawn : index
+        } else {
+          scf.yield %d : index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @ahead {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the next iteration's is not drawn exactly where one follows (a
+
+// -----
+
+// Guarded on both sides (the first under lb < ub, the next under i + 1 < n): proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %drawn : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %more = arith.cmpi ult, %i1, %n : index
+        %next = scf.if %more -> (index) {
+          %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %drawn : index
+        } else {
+          scf.yield %d : index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @ahead {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @ahead attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// A relay's workers draw an output ticket before their input's: a worker holds an unfilled
+// output entry while it waits for an input another stage holds for it.
+builtin.module {
+  gpu.module @k {
+    gpu.func @prod(%p: !dataflow.queue<1 x memref<128xf16>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %p : !dataflow.queue<1 x memref<128xf16>>
+      dataflow.release_full %p, %t : !dataflow.queue<1 x memref<128xf16>>
+      gpu.return
+    }
+    gpu.func @mid(%p: !dataflow.queue<1 x memref<128xf16>>, %c: !dataflow.queue<2 x memref<128xf16>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %u = dataflow.acquire_empty %c : !dataflow.queue<2 x memref<128xf16>>
+      %t = dataflow.acquire_full %p : !dataflow.queue<1 x memref<128xf16>>
+      dataflow.release_empty %p, %t : !dataflow.queue<1 x memref<128xf16>>
+      dataflow.release_full %c, %u : !dataflow.queue<2 x memref<128xf16>>
+      gpu.return
+    }
+    gpu.func @join(%p: !dataflow.queue<1 x memref<128xf16>>, %c: !dataflow.queue<2 x memref<128xf16>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %a = dataflow.acquire_full %p : !dataflow.queue<1 x memref<128xf16>>
+      %b = dataflow.acquire_full %c at %a : !dataflow.queue<2 x memref<128xf16>>
+      dataflow.release_empty %p, %a : !dataflow.queue<1 x memref<128xf16>>
+      dataflow.release_empty %c, %b : !dataflow.queue<2 x memref<128xf16>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @residual {
+    dataflow.queue @p pin_l2 : !dataflow.queue<1 x memref<128xf16>>
+    dataflow.queue @c pin_l2 : !dataflow.queue<2 x memref<128xf16>>
+    dataflow.stage @P {kernel = @k::@prod, resource = #dataflow.resource<tensor>, ctas = 1 : i64, inputs = [], outputs = [@p], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
+    dataflow.stage @M {kernel = @k::@mid, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [@p], outputs = [@c], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
+    dataflow.stage @J {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@p, @c], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @M: each of its 2 queue workers draws a ticket of @c and one of @p on its own: a worker can hold one while it waits for the oth
+
+// -----
+
+// A draw no acquire takes.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %unused = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @leak {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.draw_full' on @q draws a ticket no acquire takes: nobody fills or frees its entry, and every ticket after it wait
+
+// -----
+
+// Two workers a CTA (`threads 128` of 256) and a block barrier while one holds a ticket.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q threads 128 : !dataflow.queue<1 x memref<64xf32>>
+        gpu.barrier
+        dataflow.release_empty %q, %t threads 128 : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @groups {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'gpu.barrier' waits for every thread of the block while a worker holds a ticket of @q: the other 1 worker(s) of the CTA may
+
+// -----
+
+// The first tile peeled off the loop: each tile acquires and releases one ticket, never two
+// at once. Proved with two workers.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+
+      %t0 = dataflow.acquire_full %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %t0 threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      scf.for %i = %c1 to %n step %c1 {
+        %t = dataflow.acquire_full %q threads 128 : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @peeled {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @peeled attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// A pipeline in a nested module names its own module's kernels: this one never releases (a
+// kernel of the same name outside, which does, is not the one it runs).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+builtin.module @inner {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+
+      gpu.return
+    }
+  }
+  dataflow.pipeline @leak {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+}
+// CHECK: dataflow-verify: stage @d: its kernel @k::@dst never runs 'dataflow.release_empty' on @q, one of its inputs: the queue's tickets would never all be ta
+
+// -----
+
+// A pipeline in a nested module whose kernels keep the discipline: proved.
+builtin.module {
+builtin.module @inner {
+  gpu.module @k {
+    gpu.func @src(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %t = dataflow.acquire_empty %x threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      %u = dataflow.acquire_empty %y at %t threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %x, %t threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %y, %u threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @join(%x: !dataflow.queue<2 x memref<64xf32>>, %y: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %a = dataflow.acquire_full %x threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      %b = dataflow.acquire_full %y at %a threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %x, %a threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %y, %b threads 128 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @two {
+    dataflow.queue @x pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @y pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [], outputs = [@x, @y], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+    dataflow.stage @j {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@x, @y], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+  }
+}
+}
+// CHECK: dataflow.pipeline @two attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// `dataflow.reads` with a count that is no integer (it was read as 1).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %d0 = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %next = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @ahead {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i32}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i32, dataflow.reads = {q = "two"}}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.reads' of @q must be a positive integer, got "two"
