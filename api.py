@@ -46,6 +46,7 @@ from tilesync.contract import (
     SHARED_BYTES_ATTR,
     TARGETS,
     TENSOR_MAP,
+    UNBOUND_ATTR,
     VERIFIED_ATTR,
     CompiledProgram,
     CompileError,
@@ -372,7 +373,8 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             pipeline = default_pipeline(debug, timeout_ns, before=then)
         elif pipeline is None:
             refuse_dependency_cycle(module)
-            pipeline = default_pipeline(debug, timeout_ns, before=sync_passes_for(module))
+            pipeline = default_pipeline(debug, timeout_ns, before=(
+                *dataflow_passes_for(module), *sync_passes_for(module)))
         elif debug or timeout_ns is not None:
             raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
                                "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
@@ -511,6 +513,25 @@ def to_stage_program(module: ModuleOp) -> None:
     if is_graph_level(module):
         graph_pass, _then = graph_passes_for(module)
         lower(module, [graph_pass])
+
+
+DATAFLOW_TICKETS_PASS = "dataflow-verify{residency=false}"
+
+
+def dataflow_passes_for(module: ModuleOp) -> tuple[str, ...]:
+    """dataflow-verify's queues and tickets (DATAFLOW_TICKETS_PASS) where `module` holds a
+    dataflow.pipeline not verified yet whose stage kernels still take their queues: a
+    hand-written pipeline is proved to keep its tickets' discipline, or refused, before it is
+    lowered (where nothing could check it any more); co-residency is the cooperative launch's.
+    None else."""
+    from tilesync.dialects import dataflow
+    from tilesync.transforms.dataflow.verify import VERIFIED_ATTR as DATAFLOW_VERIFIED
+
+    for op in module.walk():
+        if isinstance(op, dataflow.PipelineOp) and DATAFLOW_VERIFIED not in op.attributes \
+                and not any(UNBOUND_ATTR in s.attributes for s in op.stages):
+            return (DATAFLOW_TICKETS_PASS,)
+    return ()
 
 
 def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:

@@ -153,3 +153,56 @@ def test_stage_program_with_unfilled_hooks_gets_the_sync_passes_by_default():
     # a program without hooks to fill keeps the plain lowering
     assert tilesync.compile(example("copy_chain.mlir")).ptx == \
         tilesync.compile(example("copy_chain.mlir"), pipeline=default_pipeline()).ptx
+
+
+_PIPELINE = """
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel
+        attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index, %keep: i1) kernel
+        attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        RELEASE
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @chain {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64,
+                       inputs = [], outputs = [@q], tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64,
+                       inputs = [@q], outputs = [], tiles = 16 : i64}
+  }
+}
+"""
+_RELEASE = "dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>"
+
+
+def test_a_hand_written_pipeline_has_its_tickets_checked_by_default():
+    from tilesync.api import DATAFLOW_TICKETS_PASS, dataflow_passes_for, parse
+
+    good = _PIPELINE.replace("RELEASE", _RELEASE)
+    assert dataflow_passes_for(parse(good)) == (DATAFLOW_TICKETS_PASS,)
+    compiled = tilesync.compile(good)
+    (pipeline,) = [op for op in compiled.module.walk() if op.name == "dataflow.pipeline"]
+    assert pipeline.attributes["dataflow.verified"].data.startswith(
+        "co-resident: left to the launch; tickets balanced")
+    # released only where a flag holds: the other path keeps the entry, and the producer's
+    # third ticket waits for it forever; refused where it is written, before any lowering
+    bad = _PIPELINE.replace("RELEASE", f"scf.if %keep {{\n          {_RELEASE}\n        }}")
+    with pytest.raises(CompileError, match="releases a ticket acquired outside it") as err:
+        tilesync.compile(bad, filename="chain.mlir")
+    assert (err.value.location.line, err.value.location.column) == (21, 11)

@@ -137,13 +137,18 @@ def check_reads(stage: dataflow.StageOp) -> None:
                           f"positive integer, got {count}")
 
 
-def check_tickets(pipeline: dataflow.PipelineOp) -> str:
-    """Every queue gives and takes as many tickets per launch; the proof in words."""
+def check_tickets(pipeline: dataflow.PipelineOp, launch_counts: bool = False) -> str:
+    """Every queue gives and takes as many tickets per launch; the proof in words. With
+    `launch_counts`, a pipeline whose stages do not declare their `tiles` takes its counts
+    from the launch (kernel arguments): the queues' depths are checked, the balance is the
+    caller's."""
     tiles: dict[str, int] = {}
+    undeclared = [stage for stage in pipeline.stages if _int_attr(stage, TILES_ATTR) is None
+                  and (stage.inputs.data or stage.outputs.data)]
     for stage in pipeline.stages:
         check_reads(stage)
         count = _int_attr(stage, TILES_ATTR)
-        if count is None and (stage.inputs.data or stage.outputs.data):
+        if count is None and (stage.inputs.data or stage.outputs.data) and not launch_counts:
             raise _refuse(stage, f"stage @{stage.sym_name.data} does not declare its "
                           f"'{TILES_ATTR}' per launch, so its queues' tickets cannot be "
                           "balanced")
@@ -159,19 +164,23 @@ def check_tickets(pipeline: dataflow.PipelineOp) -> str:
         for consumer in pipeline.stages:
             if name not in [r.root_reference.data for r in consumer.inputs]:
                 continue
-            given = tiles[producer.sym_name.data]
             group = reads_per_tile(consumer, name)
-            taken = tiles[consumer.sym_name.data] * group
             if queue.queue_type.num_entries < group:
                 raise _refuse(queue, f"queue @{name} has {queue.queue_type.num_entries} "
                               f"entries but a tile of @{consumer.sym_name.data} holds {group} "
                               "at once: it could never hold them all")
+            if undeclared:
+                continue
+            given = tiles[producer.sym_name.data]
+            taken = tiles[consumer.sym_name.data] * group
             if given != taken:
                 raise _refuse(consumer, f"queue @{name}: stage @{producer.sym_name.data} "
                               f"fills {given} tickets per launch but stage "
                               f"@{consumer.sym_name.data} takes {taken}: a launch would "
                               f"{'wait forever for' if taken > given else 'leave'} "
                               f"{abs(taken - given)} ticket(s)")
+    if undeclared:
+        return f"tickets a launch: its arguments' ({len(pipeline.queues)} queue(s))"
     return f"tickets balanced on {len(pipeline.queues)} queue(s)"
 
 
@@ -574,6 +583,11 @@ class VerifyPipelinePass(ModulePass):
 
     sms: int = 132
     arch: str = "sm_90"
+    # False: the queues and the kernels' tickets only, co-residency left to the launch, and
+    # the tickets a launch to its arguments where the stages declare no `tiles` (the compile
+    # driver's check of a hand-written pipeline, whose kernels' resources are not known yet:
+    # one persistent kernel is launched cooperatively, resident or refused)
+    residency: bool = True
 
     def __post_init__(self) -> None:
         if self.sms < 1:
@@ -588,16 +602,19 @@ class VerifyPipelinePass(ModulePass):
                     raise _refuse(stage, f"stage @{stage.sym_name.data}: its kernel does not "
                                   "take its queues yet, so nothing it runs uses them")
             scope = symbol_scope(pipeline)
-            residency = [stage_residency(scope, s, self.arch) for s in stages]
-            fits = co_residency(residency, self.sms)
-            if not fits:
-                per_stage = ", ".join(f"@{s.sym_name.data} {r.blocks} x 1/{r.blocks_per_sm} SM"
-                                      for s, r in zip(stages, residency))
-                raise _refuse(pipeline, f"pipeline @{pipeline.sym_name.data} cannot run: "
-                              f"{fits.reason} ({per_stage}); a CTA spinning on a queue holds "
-                              "the slot its producer needs")
-            tickets = check_tickets(pipeline)
+            resident = "co-resident: left to the launch"
+            if self.residency:
+                residency = [stage_residency(scope, s, self.arch) for s in stages]
+                fits = co_residency(residency, self.sms)
+                if not fits:
+                    per_stage = ", ".join(f"@{s.sym_name.data} {r.blocks} x 1/"
+                                          f"{r.blocks_per_sm} SM"
+                                          for s, r in zip(stages, residency))
+                    raise _refuse(pipeline, f"pipeline @{pipeline.sym_name.data} cannot run: "
+                                  f"{fits.reason} ({per_stage}); a CTA spinning on a queue "
+                                  "holds the slot its producer needs")
+                resident = f"co-resident: {fits.reason}"
+            tickets = check_tickets(pipeline, launch_counts=not self.residency)
             for stage in stages:
                 check_kernel_tickets(scope, stage)
-            pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"co-resident: {fits.reason}; "
-                                                            f"{tickets}")
+            pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"{resident}; {tickets}")

@@ -4,13 +4,20 @@
 // `draw_empty`) while it works on the current one, and waits for it later (`at`). @src, the
 // whole block a worker, draws its producer tickets ahead; @relay, two workers of 128 threads,
 // its consumer tickets, and hands on the ticket it consumed. Each draws the next ticket only
-// when it has another tile (a ticket drawn and never acquired would stall the queue).
+// when it has another tile, the first only when it has a tile at all (a ticket drawn and never
+// acquired would stall the queue).
 builtin.module {
   gpu.module @kernels {
     gpu.func @source(%x: !dataflow.queue<4 x memref<128xf32>>, %n: index) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %d0 = dataflow.draw_empty %x : !dataflow.queue<4 x memref<128xf32>>
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %first = dataflow.draw_empty %x : !dataflow.queue<4 x memref<128xf32>>
+        scf.yield %first : index
+      } else {
+        scf.yield %c0 : index
+      }
       %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
         %t = dataflow.acquire_empty %x at %d : !dataflow.queue<4 x memref<128xf32>>
         %i1 = arith.addi %i, %c1 : index
@@ -29,7 +36,13 @@ builtin.module {
     gpu.func @relay(%x: !dataflow.queue<4 x memref<128xf32>>, %y: !dataflow.queue<2 x memref<128xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %d0 = dataflow.draw_full %x threads 128 : !dataflow.queue<4 x memref<128xf32>>
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %first = dataflow.draw_full %x threads 128 : !dataflow.queue<4 x memref<128xf32>>
+        scf.yield %first : index
+      } else {
+        scf.yield %c0 : index
+      }
       %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
         %t = dataflow.acquire_full %x at %d threads 128 : !dataflow.queue<4 x memref<128xf32>>
         %i1 = arith.addi %i, %c1 : index
@@ -63,17 +76,19 @@ builtin.module {
 }
 
 // CHECK-LABEL: gpu.func @source
-// The draw before the loop: the leader's atom.add on the producer counter (offset 0), 0 in the
-// other threads; nothing waits for it here.
-// CHECK:         %[[DRAWN:.*]] = scf.if %{{.*}} -> (i64) {
-// CHECK:           %[[T:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i64
-// CHECK-NEXT:      scf.yield %[[T]] : i64
-// CHECK-NEXT:    } else {
-// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:      scf.yield %[[ZERO]] : i64
-// CHECK-NEXT:    }
-// CHECK-NEXT:    %[[D0:.*]] = arith.index_cast %[[DRAWN]] : i64 to index
-// CHECK-NEXT:    scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[D:.*]] = %[[D0]]) -> (index) {
+// The draw before the loop (where the worker has a tile): the leader's atom.add on the producer
+// counter (offset 0), 0 in the other threads; nothing waits for it here.
+// CHECK:         %[[D0:.*]] = scf.if %{{.*}} -> (index) {
+// CHECK:           %[[DRAWN:.*]] = scf.if %{{.*}} -> (i64) {
+// CHECK:             %[[T:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i64
+// CHECK-NEXT:        scf.yield %[[T]] : i64
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:        scf.yield %[[ZERO]] : i64
+// CHECK-NEXT:      }
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.index_cast %[[DRAWN]] : i64 to index
+// CHECK-NEXT:      scf.yield %[[FIRST]] : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[D:.*]] = %[[D0]]) -> (index) {
 // The acquire at the drawn ticket: the leader spins on its own value and hands it out through
 // the acquire's shared word and the block's barrier (no atom.add of its own).
 // CHECK-NEXT:      %[[MINE:.*]] = arith.index_cast %[[D]] : index to i64

@@ -27,3 +27,8 @@ builtin.module {
 // With 600 consumer CTAs some SM may be left without room for a producer CTA.
 // RUN: sed -e 's/ctas = 264/ctas = 600/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=OVER
 // OVER: dataflow-verify: pipeline @mlp cannot run: not all 732 blocks are co-resident (3/8 blocks per SM on 132 SMs) (@gemm 132 x 1/3 SM, @act 600 x 1/8 SM)
+
+// residency=false (the compile driver's check of a hand-written pipeline): the queues and the
+// kernels' tickets only; co-residency is the cooperative launch's, so 600 consumer CTAs pass.
+// RUN: sed -e 's/ctas = 264/ctas = 600/' %s | tilesync-opt -p 'dataflow-verify{residency=false}' | filecheck %s --check-prefix=TICKETS
+// TICKETS: dataflow.pipeline @mlp attributes {dataflow.verified = "co-resident: left to the launch; tickets balanced on 1 queue(s)"}
