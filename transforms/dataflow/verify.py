@@ -29,7 +29,9 @@ Two things must hold for the queues of a pipeline never to wait forever:
   index; every draw is acquired, and a ticket drawn ahead for a loop's next iteration is
   drawn exactly where that iteration runs (or the last draw is never acquired, and every
   later ticket of its queue waits for it); a worker holds at most a queue's entries at once.
-  Where a stage runs more than one worker, a worker draws no ticket while it holds one —
+  Where a stage runs more than one worker, a worker draws no ticket while it holds one,
+  but for an output ticket drawn while it holds only inputs (the lowest unfilled output
+  ticket's holder has its inputs and waits for an entry lower, filled tickets free) —
   further tickets of its tile are given (`at`) the one it drew. Drawing while holding (a
   join of two queues, a tile that takes `dataflow.reads` > 1 entries one draw at a time, a
   relay that takes its output entry before its input) lets one worker hold ticket t of one
@@ -50,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, gpu, scf
+from xdsl.dialects import arith, func, gpu, scf
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
@@ -68,7 +70,7 @@ from tilesync.contract import (
     VerifyError,
     limits_for_arch,
 )
-from tilesync.dialects import dataflow, nvvm
+from tilesync.dialects import dataflow, nvvm, tile
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 
 PASS = "dataflow-verify"
@@ -263,13 +265,21 @@ def _ticket_identity(value: SSAValue) -> SSAValue:
     return value
 
 
-def _is_cta_barrier(op: Operation, block_threads: int) -> bool:
-    """A barrier every thread of the block must reach."""
-    if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp):
-        return True
+def _synchronized_threads(op: Operation, block_threads: int) -> int:
+    """How many of the block's threads `op` makes wait for one another (0: none it is known
+    to): a barrier's count, the whole block for a block barrier, a block-wide arrival or
+    reduction, and a call (whose callee may hold either)."""
+    if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp | gpu.AllReduceOp
+                  | tile.ClusterBarrierOp | func.CallOp):
+        return block_threads
     if isinstance(op, nvvm.BarrierSyncOp | nvvm.BarrierRedOrOp):
-        return op.count.value.data >= block_threads
-    return False
+        return op.count.value.data
+    if isinstance(op, tile.NamedBarrierOp):
+        return block_threads if op.barrier_id is not None and op.barrier_id.value.data == 0 \
+            else op.threads.value.data
+    if isinstance(op, tile.ArriveOp):
+        return block_threads if op.threads is None else op.threads.value.data
+    return 0
 
 
 @dataclass
@@ -284,31 +294,44 @@ class _TicketWalk:
     tickets a worker holds (see check_kernel_tickets)."""
 
     def __init__(self, stage: dataflow.StageOp, names: dict[SSAValue, str], workers: int,
-                 per_cta: int, block_threads: int, inputs: frozenset[str]):
+                 per_cta: int, block_threads: int, worker_threads: int, inputs: frozenset[str]):
         self.stage, self.names, self.workers = stage, names, workers
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
+        self.worker_threads = worker_threads
         self.name = stage.sym_name.data
 
     def refuse(self, op: Operation, message: str) -> OpDiagnostic:
         return _refuse(op, f"stage @{self.name}: {message}")
 
-    def block(self, block: Block, outer: list[_Held]) -> None:
+    def block(self, block: Block, outer: list[_Held], taken: list[tuple] | None = None) -> None:
         own: list[_Held] = []
+        taken = list(taken or [])
         for op in block.ops:
             if isinstance(op, _ACQUIRES):
-                self.acquire(op, outer + own)
+                self.acquire(op, outer + own, taken)
                 own.append(_Held(op.queue, _ticket_identity(op.slot), op))
+                taken.append((op.queue, _ticket_identity(op.slot)))
             elif isinstance(op, _RELEASES):
                 self.release(op, own, outer)
-            elif _is_cta_barrier(op, self.block_threads) and self.per_cta > 1 and outer + own:
+            elif isinstance(op, _DRAWS):
+                self.draw(op)
+            elif self.per_cta > 1 and outer + own and \
+                    _synchronized_threads(op, self.block_threads) > self.worker_threads:
                 held = (outer + own)[0]
-                raise self.refuse(op, f"'{op.name}' waits for every thread of the block while "
-                                  f"a worker holds a ticket of @{self.names[held.queue]}: the "
-                                  f"other {self.per_cta - 1} worker(s) of the CTA may be waiting "
-                                  "for a ticket behind it, and never reach the barrier")
+                raise self.refuse(op, f"'{op.name}' makes threads of more than one worker "
+                                  f"({_synchronized_threads(op, self.block_threads)} of the "
+                                  f"block's, a worker being {self.worker_threads}) wait for "
+                                  f"each other while a worker holds a ticket of "
+                                  f"@{self.names[held.queue]}: another worker of the CTA may be "
+                                  "waiting for a ticket behind it, and never arrive")
             for region in op.regions:
+                if len(region.blocks) > 1 and any(isinstance(inner, dataflow.TICKET_OPS)
+                                                  for inner in region.walk()):
+                    raise self.refuse(op, f"'{op.name}' holds queue operations in a region "
+                                      "of several blocks: dataflow-verify follows structured "
+                                      "control flow (scf) only")
                 for inner in region.blocks:
-                    self.block(inner, outer + own)
+                    self.block(inner, outer + own, taken)
         if own:
             op = own[0].acquire
             where = "the branch or loop body it is in" if block.parent_op() is not None and \
@@ -317,15 +340,72 @@ class _TicketWalk:
                               f"released in {where}, so some path keeps its entry (a release "
                               "in the same block, after the acquire, on every path)")
 
-    def acquire(self, op: Operation, holding: list[_Held]) -> None:
+    def queue(self, op: Operation) -> str:
+        name = self.names.get(op.queue)
+        if name is None:
+            owner = op.queue.owner
+            where = owner.parent_op() if isinstance(op.queue, BlockArgument) else owner
+            raise self.refuse(op, f"'{op.name}' takes a queue carried by "
+                              f"'{where.name if where is not None else '?'}', not one of the "
+                              "kernel's queue arguments: dataflow-verify follows a queue from "
+                              "the argument the stage binds")
+        return name
+
+    def ticket_operand(self, op: Operation, value: SSAValue, what: str) -> None:
+        """`value` (an `at` or a release's ticket) names a ticket a queue handed out: a
+        placeholder constant only in a loop-carried ticket, whose draws check_draws_ahead
+        holds to the iterations that take them."""
         queue = self.names[op.queue]
+        bad = _bad_ticket_source(value)
+        identity = _ticket_identity(value)
+        carried = isinstance(identity, BlockArgument) and \
+            isinstance(identity.owner.parent_op(), scf.ForOp) and identity.index >= 1
+        if bad is None and not carried and not all(
+                _is_ticket(v) for v in _ticket_sources(value)):
+            bad = next(v for v in _ticket_sources(value) if not _is_ticket(v))
+        if bad is not None:
+            raise self.refuse(op, f"'{op.name}' on @{queue} {what} a ticket that may be "
+                              f"{_describe(bad)}, not one a queue handed out: tickets come "
+                              "from an acquire or a draw")
+
+    def draw(self, op: Operation) -> None:
+        """A draw is taken on every path that makes it: by an acquire after it in its block,
+        or as the then side of a guard check_draws_ahead holds to the loop's iterations."""
+        queue = self.queue(op)
+        block = op.parent_block()
+        if any(isinstance(use.operation, _ACQUIRES) and use.operation.parent_block() is block
+               for use in op.ticket.uses):
+            return
+        guard = block.parent_op() if block is not None else None
+        yielded = block.last_op if block is not None else None
+        if isinstance(guard, scf.IfOp) and block is guard.true_region.blocks.first and \
+                isinstance(yielded, scf.YieldOp) and op.ticket in yielded.operands:
+            result = guard.results[list(yielded.operands).index(op.ticket)]
+            if any(isinstance(use.operation, scf.ForOp)
+                   or (isinstance(use.operation, scf.YieldOp)
+                       and isinstance(use.operation.parent_op(), scf.ForOp))
+                   for use in result.uses):
+                return
+        raise self.refuse(op, f"'{op.name}' on @{queue} draws a ticket no acquire in its block "
+                          "takes, nor a loop's next iteration (drawn under a guard that the "
+                          "iteration runs): a path that skips the acquire leaves it untaken, "
+                          "and every later ticket of the queue waits for it")
+
+    def acquire(self, op: Operation, holding: list[_Held], taken: list[tuple]) -> None:
+        queue = self.queue(op)
         drawn = op.ticket is None
         if op.ticket is not None:
-            bad = _bad_ticket_source(op.ticket)
-            if bad is not None:
-                raise self.refuse(op, f"'{op.name}' on @{queue} is given a ticket that may be "
-                                  f"{_describe(bad)}, not one a queue handed out: tickets come "
-                                  "from an acquire or a draw")
+            self.ticket_operand(op, op.ticket, "is given")
+            identity = _ticket_identity(op.slot)
+            if (op.queue, identity) in taken:
+                raise self.refuse(op, f"'{op.name}' on @{queue} takes a ticket this worker "
+                                  "took already: its entry would be filled, or freed, twice")
+            loop = _innermost_loop(op)
+            if loop is not None and not _defined_in(identity, loop):
+                raise self.refuse(op, f"'{op.name}' on @{queue} takes, in every iteration of "
+                                  f"the '{loop.name}' around it, a ticket drawn outside it: "
+                                  "the same ticket each time (carry a ticket drawn for each "
+                                  "iteration)")
             sources = _ticket_sources(op.ticket)
             drawn = any(isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
                         for v in sources if _is_ticket(v))
@@ -346,8 +426,13 @@ class _TicketWalk:
                               f"of its tickets: the queue has {entries} "
                               f"entr{'y' if entries == 1 else 'ies'}, so the ticket it waits "
                               "for needs an entry the worker holds")
-        if drawn and self.workers > 1 and holding:
-            held = self.names[holding[0].queue]
+        # A worker that holds only input tickets may wait for an output ticket it draws: the
+        # lowest unfilled output ticket's holder has its inputs and waits for an entry that
+        # lower, filled tickets free. Any other wait while holding can close a cycle.
+        blocking = holding if queue in self.inputs else \
+            [h for h in holding if self.names[h.queue] not in self.inputs]
+        if drawn and self.workers > 1 and blocking:
+            held = self.names[blocking[0].queue]
             if held == queue:
                 raise self.refuse(op, f"each of its {self.workers} queue workers draws "
                                   f"{len(same) + 1} tickets of @{queue} for a tile, one at a "
@@ -360,11 +445,8 @@ class _TicketWalk:
                               "for its own; draw one and give it to the other (`at`)")
 
     def release(self, op: Operation, own: list[_Held], outer: list[_Held]) -> None:
-        queue = self.names[op.queue]
-        bad = _bad_ticket_source(op.slot)
-        if bad is not None:
-            raise self.refuse(op, f"'{op.name}' on @{queue} releases a ticket that may be "
-                              f"{_describe(bad)}, not one the worker acquired")
+        queue = self.queue(op)
+        self.ticket_operand(op, op.slot, "releases")
         ticket = _ticket_identity(op.slot)
         match = next((h for h in own if h.queue == op.queue and h.ticket == ticket), None)
         if match is not None:
@@ -377,6 +459,22 @@ class _TicketWalk:
         raise self.refuse(op, f"'{op.name}' on @{queue} releases a ticket the worker does not "
                           "hold here (never acquired on this path, or released already): its "
                           "entry's count would run ahead of the tickets")
+
+
+def _innermost_loop(op: Operation) -> Operation | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, gpu.FuncOp):
+        if isinstance(parent, scf.ForOp | scf.WhileOp | scf.ParallelOp):
+            return parent
+        parent = parent.parent_op()
+    return None
+
+
+def _defined_in(value: SSAValue, loop: Operation) -> bool:
+    """Whether `value` is defined inside `loop`'s regions (its own iteration arguments
+    included): a new value each iteration."""
+    owner = value.owner.parent_op() if isinstance(value, BlockArgument) else value.owner
+    return owner is loop or (owner is not None and loop.is_ancestor(owner))
 
 
 def _describe(value: SSAValue) -> str:
@@ -416,6 +514,17 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
     outputs = [r.root_reference.data for r in stage.outputs]
     if len(queue_args) != len(inputs) + len(outputs):
         return  # not bound to its queues yet (the stage's own verifier says so)
+    if len(kernel.body.blocks) > 1 and any(isinstance(op, dataflow.TICKET_OPS)
+                                           for op in kernel.walk()):
+        raise _refuse(kernel, f"stage @{name}: its kernel {stage.kernel} is made of several "
+                      "blocks: dataflow-verify follows structured control flow (scf) only")
+    for arg in queue_args:
+        other = next((use.operation for use in arg.uses
+                      if not use.operation.name.startswith("dataflow.")), None)
+        if other is not None:
+            raise _refuse(other, f"stage @{name}: '{other.name}' takes one of the kernel's "
+                          "queues: only the queue ops may (what it does with the tickets "
+                          "cannot be followed)")
     try:
         kinds = dataflow.queue_workers(kernel)
     except dataflow.QueueWorkersError as error:
@@ -459,7 +568,8 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
             drawing[side] += [(queue, op) for op in drawn]
     walk = _TicketWalk(stage, {arg: q for q, arg in zip(inputs + outputs, queue_args,
                                                          strict=True)},
-                       workers, kinds.count, _block_threads(kernel), frozenset(inputs))
+                       workers, kinds.count, _block_threads(kernel),
+                       kinds.threads or _block_threads(kernel), frozenset(inputs))
     walk.block(kernel.body.blocks.first, [])
     check_draws_ahead(kernel, walk.refuse)
     for side, drawn_on in drawing.items():
@@ -485,11 +595,18 @@ def _same(a: SSAValue, b: SSAValue) -> bool:
     return a == b or (_constant(a) is not None and _constant(a) == _constant(b))
 
 
-def _less_than(cond: SSAValue, lhs: SSAValue, rhs: SSAValue) -> bool:
-    """Whether `cond` is `lhs < rhs` (signed or unsigned, as the loop's bounds compare)."""
+def _less_than(cond: SSAValue, lhs: SSAValue, rhs: SSAValue, loop: scf.ForOp) -> bool:
+    """Whether `cond` is `lhs < rhs` (slt, or rhs > lhs: sgt; ult and ugt where the loop
+    starts at a constant >= 0, so that its values compare alike signed or not)."""
     op = cond.owner
-    return isinstance(op, arith.CmpiOp) and op.predicate.value.data in (2, 6) and \
-        _same(op.lhs, lhs) and _same(op.rhs, rhs)
+    if not isinstance(op, arith.CmpiOp):
+        return False
+    predicate = op.predicate.value.data
+    start = _constant(loop.lb)
+    if predicate in (6, 8) and not (start is not None and start >= 0):
+        return False
+    return (predicate in (2, 6) and _same(op.lhs, lhs) and _same(op.rhs, rhs)) or \
+        (predicate in (4, 8) and _same(op.lhs, rhs) and _same(op.rhs, lhs))
 
 
 def _next_step(value: SSAValue, loop: scf.ForOp) -> bool:
@@ -512,7 +629,8 @@ def _drawn_when(value: SSAValue, queue: SSAValue, holds: Callable[[SSAValue], bo
     last = owner.true_region.blocks.first.last_op if owner.true_region.blocks else None
     drawn = last.operands[value.index] if isinstance(last, scf.YieldOp) else None
     return drawn is not None and isinstance(drawn, OpResult) and \
-        isinstance(drawn.owner, _DRAWS) and drawn.owner.queue == queue
+        isinstance(drawn.owner, _DRAWS) and drawn.owner.queue == queue and \
+        drawn.owner.parent_block() is owner.true_region.blocks.first
 
 
 def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpDiagnostic]
@@ -536,16 +654,20 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
             runs = lb is not None and ub is not None and lb < ub
 
             def first(cond: SSAValue | None, loop: scf.ForOp = loop, runs: bool = runs) -> bool:
-                return runs if cond is None else _less_than(cond, loop.lb, loop.ub)
+                return runs if cond is None else _less_than(cond, loop.lb, loop.ub, loop)
 
             def following(cond: SSAValue | None, loop: scf.ForOp = loop) -> bool:
                 op = cond.owner if cond is not None else None
-                return isinstance(op, arith.CmpiOp) and _next_step(op.lhs, loop) and \
-                    _less_than(cond, op.lhs, loop.ub)
+                return isinstance(op, arith.CmpiOp) and any(
+                    _next_step(value, loop) and _less_than(cond, value, loop.ub, loop)
+                    for value in (op.lhs, op.rhs))
 
             last = body.last_op
             yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
-            if not _drawn_when(loop.iter_args[index], queue, first):
+            init = loop.iter_args[index]
+            if not _drawn_when(init, queue, first) or (
+                    isinstance(init, OpResult) and init.owner.parent_block() is not
+                    loop.parent_block()):
                 raise refuse(acquires[0], f"'{acquires[0].name}' takes a ticket the loop "
                              "carries, but the ticket the first iteration takes is not drawn "
                              "exactly where the loop runs (a draw before the loop under "

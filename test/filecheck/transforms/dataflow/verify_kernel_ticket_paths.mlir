@@ -192,7 +192,7 @@ builtin.module {
     dataflow.stage @b {kernel = @k::@slow, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @a: 'dataflow.release_empty' on @q releases a ticket that may be the result of 'arith.constant', not one the worker acquired
+// CHECK: dataflow-verify: stage @a: 'dataflow.release_empty' on @q releases a ticket that may be the result of 'arith.constant', not one a queue handed out: ti
 
 // -----
 
@@ -296,7 +296,7 @@ builtin.module {
     dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the ticket the first iteration takes is not drawn exactly wher
+// CHECK: dataflow-verify: stage @d: 'dataflow.draw_full' on @q draws a ticket no acquire in its block takes, nor a loop's next iteration (drawn under a guard t
 
 // -----
 
@@ -337,7 +337,7 @@ builtin.module {
     dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the next iteration's is not drawn exactly where one follows (a
+// CHECK: dataflow-verify: stage @d: 'dataflow.draw_full' on @q draws a ticket no acquire in its block takes, nor a loop's next iteration (drawn under a guard t
 
 // -----
 
@@ -528,7 +528,7 @@ builtin.module {
     dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @d: 'gpu.barrier' waits for every thread of the block while a worker holds a ticket of @q: the other 1 worker(s) of the CTA may
+// CHECK: dataflow-verify: stage @d: 'gpu.barrier' makes threads of more than one worker (256 of the block's, a worker being 128) wait for each other while a wo
 
 // -----
 
@@ -670,3 +670,468 @@ builtin.module {
   }
 }
 // CHECK: dataflow-verify: stage @d: 'dataflow.reads' of @q must be a positive integer, got "two"
+
+// -----
+
+// An acquire given a ticket of its own queue the worker took already: two consumer stages, and
+// @d frees ticket 0 twice (the producer refills entry 0 while @o reads it).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %b = dataflow.acquire_full %q at %a : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %b : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @other(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @o {kernel = @k::@other, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q takes a ticket this worker took already: its entry would be filled, or freed, twice
+
+// -----
+
+// A draw taken by an acquire only where a flag holds.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index, %flag: i1) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %d = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.if %flag {
+          %a = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        }
+      }
+      gpu.return
+    }
+    gpu.func @other(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @o {kernel = @k::@other, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.draw_full' on @q draws a ticket no acquire in its block takes, nor a loop's next iteration (drawn under a guard t
+
+// -----
+
+// One ticket drawn before the loop and taken in every iteration.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %d = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+      scf.for %i = %c0 to %n step %c1 {
+        %a = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @other(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @o {kernel = @k::@other, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.draw_full' on @q draws a ticket no acquire in its block takes, nor a loop's next iteration (drawn under a guard t
+
+// -----
+
+// An inner loop takes the outer loop's ticket in each of its iterations.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %m = arith.constant 2 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %dr : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        scf.for %j = %c0 to %m step %c1 {
+          %a = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        }
+        %i1 = arith.addi %i, %c1 : index
+        %more = arith.cmpi ult, %i1, %n : index
+        %next = scf.if %more -> (index) {
+          %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %dr : index
+        } else {
+          scf.yield %d : index
+        }
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+    gpu.func @other(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @o {kernel = @k::@other, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q takes, in every iteration of the 'scf.for' around it, a ticket drawn outside it: the same tic
+
+// -----
+
+// The first draw outside the outer loop: every outer iteration starts from the same ticket.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index, %m: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %dr : index
+      } else {
+        scf.yield %c0 : index
+      }
+      scf.for %o = %c0 to %m step %c1 {
+        %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+          %a = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+          %i1 = arith.addi %i, %c1 : index
+          %more = arith.cmpi ult, %i1, %n : index
+          %next = scf.if %more -> (index) {
+            %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+            scf.yield %dr : index
+          } else {
+            scf.yield %c0 : index
+          }
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %next : index
+        }
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' takes a ticket the loop carries, but the ticket the first iteration takes is not drawn exactly wher
+
+// -----
+
+// A relay gives its output the input's ticket twice.
+builtin.module {
+  gpu.module @k {
+    gpu.func @prod(%p: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %p : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %p, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @relay(%p: !dataflow.queue<2 x memref<64xf32>>, %c: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %a = dataflow.acquire_full %p : !dataflow.queue<2 x memref<64xf32>>
+      %o1 = dataflow.acquire_empty %c at %a : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %c, %o1 : !dataflow.queue<2 x memref<64xf32>>
+      %o2 = dataflow.acquire_empty %c at %a : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %c, %o2 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %p, %a : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @sink(%c: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_full %c : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %c, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @twice {
+    dataflow.queue @p pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @c pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @P {kernel = @k::@prod, resource = #dataflow.resource<tensor>, ctas = 1 : i64, inputs = [], outputs = [@p], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @R {kernel = @k::@relay, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@p], outputs = [@c], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @S {kernel = @k::@sink, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@c], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @R: 'dataflow.acquire_empty' on @c takes a ticket this worker took already: its entry would be filled, or freed, twice
+
+// -----
+
+// A kernel of several blocks (cf branches): not followed.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+      cf.br ^bb1
+    ^bb1:
+      %b = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: its kernel @k::@dst is made of several blocks: dataflow-verify follows structured control flow (scf) only
+
+// -----
+
+// `tile.arrive` without `threads` (the block's barrier) while one of two workers holds a ticket.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index, %cnt: memref<64xi32>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_full %q threads 128 : !dataflow.queue<1 x memref<64xf32>>
+        %last = tile.arrive %cnt[%i] of 4 : memref<64xi32>
+        dataflow.release_empty %q, %t threads 128 : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'tile.arrive' makes threads of more than one worker (256 of the block's, a worker being 128) wait for each other while a wo
+
+// -----
+
+// A queue handed to a call: what the callee does with its tickets is not followed.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+      func.call @helper(%q) : (!dataflow.queue<2 x memref<64xf32>>) -> ()
+      gpu.return
+    }
+    func.func @helper(%h: !dataflow.queue<2 x memref<64xf32>>) {
+      %b = dataflow.acquire_full %h : !dataflow.queue<2 x memref<64xf32>>
+      func.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'func.call' takes one of the kernel's queues: only the queue ops may (what it does with the tickets cannot be followed)
+
+// -----
+
+// A queue carried by scf.if: refused in words (it crashed).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %true = arith.constant true
+      %qq = scf.if %true -> (!dataflow.queue<2 x memref<64xf32>>) {
+        scf.yield %q : !dataflow.queue<2 x memref<64xf32>>
+      } else {
+        scf.yield %q : !dataflow.queue<2 x memref<64xf32>>
+      }
+      %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+      %b = dataflow.acquire_full %qq : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'scf.yield' takes one of the kernel's queues: only the queue ops may (what it does with the tickets cannot be followed)
+
+// -----
+
+// The guards written the other way round (n > 0, n > i + 1): proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %run = arith.cmpi sgt, %n, %c0 : index
+      %d0 = scf.if %run -> (index) {
+        %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %dr : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %a = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %more = arith.cmpi ult, %i1, %n : index
+        %next = scf.if %more -> (index) {
+          %dr = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %dr : index
+        } else {
+          scf.yield %c0 : index
+        }
+        dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
