@@ -67,7 +67,7 @@ acquired leaves its entry to nobody: the queue's next round waits for it forever
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -96,8 +96,10 @@ from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
+    BlockArgument,
     Dialect,
     Operation,
+    OpResult,
     ParametrizedAttribute,
     Region,
     SSAValue,
@@ -749,31 +751,74 @@ def _carried(loop: scf.ForOp, index: int) -> list[SSAValue]:
     return [*args[1 + index:2 + index], *loop.results[index:index + 1]]
 
 
-def drawn_ticket_uses(value: SSAValue) -> list:
-    """The uses a drawn ticket reaches, followed through the values scf.for and scf.if carry
-    (init operands, iteration arguments, yields, results): the acquires that wait for it, and
-    anything else it must not reach."""
+def _closure(start: SSAValue, step: Callable[[SSAValue], tuple[list, list]]) -> list:
+    """What `step` finds from `start` and the values it leads to, each value visited once:
+    `step(value)` gives (values to follow, what it found there)."""
     seen: set[SSAValue] = set()
-    work, found = [value], []
+    work, found = [start], []
     while work:
         current = work.pop()
         if current in seen:
             continue
         seen.add(current)
+        more, ends = step(current)
+        work += more
+        found += ends
+    return found
+
+
+def drawn_ticket_uses(value: SSAValue) -> list:
+    """The uses a drawn ticket reaches, followed through the values scf.for and scf.if carry
+    (init operands, iteration arguments, yields, results): the acquires that wait for it, and
+    anything else it must not reach."""
+
+    def step(current: SSAValue) -> tuple[list, list]:
+        more, found = [], []
         for use in current.uses:
             user = use.operation
             parent = user.parent_op()
             # a body of several blocks, or a yield unlike the results, is scf's own error: the
             # ticket is followed where the values exist
             if isinstance(user, scf.YieldOp) and isinstance(parent, scf.ForOp):
-                work += _carried(parent, use.index)
+                more += _carried(parent, use.index)
             elif isinstance(user, scf.YieldOp) and isinstance(parent, scf.IfOp):
-                work += parent.results[use.index:use.index + 1]
+                more += parent.results[use.index:use.index + 1]
             elif isinstance(user, scf.ForOp) and use.index >= 3:
-                work += _carried(user, use.index - 3)
+                more += _carried(user, use.index - 3)
             else:
                 found.append(use)
-    return found
+        return more, found
+
+    return _closure(value, step)
+
+
+def ticket_sources(value: SSAValue) -> list[SSAValue]:
+    """The values a ticket operand may hold (drawn_ticket_uses backwards): followed back
+    through what scf.if and scf.for carry (results, iteration arguments, yields, init
+    operands) to where they are made."""
+
+    def step(current: SSAValue) -> tuple[list, list]:
+        owner = current.owner
+        if isinstance(current, OpResult) and isinstance(owner, scf.IfOp):
+            return [block.last_op.operands[current.index] for region in owner.regions
+                    for block in region.blocks if isinstance(block.last_op, scf.YieldOp)], []
+        if isinstance(current, OpResult) and isinstance(owner, scf.ForOp):
+            return _fed(owner, current.index), []
+        if isinstance(current, BlockArgument) and isinstance(owner.parent_op(), scf.ForOp) \
+                and current.index >= 1:
+            return _fed(owner.parent_op(), current.index - 1), []
+        return [], [current]
+
+    return _closure(value, step)
+
+
+def _fed(loop: scf.ForOp, index: int) -> list[SSAValue]:
+    """The init operand and the yielded value of `loop`'s carried value `index`."""
+    values = list(loop.iter_args[index:index + 1])
+    last = loop.body.block.last_op
+    if isinstance(last, scf.YieldOp):
+        values += last.operands[index:index + 1]
+    return values
 
 
 def _check_draws_ahead(kernel: Operation) -> None:
@@ -924,4 +969,5 @@ __all__ = [
     "drawn_acquires",
     "drawn_ticket_uses",
     "queue_workers",
+    "ticket_sources",
 ]

@@ -202,42 +202,6 @@ def symbol_scope(op: Operation) -> Operation:
     return parent if parent is not None else op
 
 
-def _ticket_sources(value: SSAValue) -> list[SSAValue]:
-    """The values a ticket operand may hold, followed back through what scf.if and scf.for
-    carry (results, iteration arguments, yields, init operands)."""
-    seen: set[SSAValue] = set()
-    work, found = [value], []
-    while work:
-        current = work.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        owner = current.owner
-        if isinstance(current, OpResult) and isinstance(owner, scf.IfOp):
-            for region in owner.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if isinstance(last, scf.YieldOp):
-                        work.append(last.operands[current.index])
-        elif isinstance(current, OpResult) and isinstance(owner, scf.ForOp):
-            work += _loop_carried(owner, current.index)
-        elif isinstance(current, BlockArgument) and isinstance(owner.parent_op(), scf.ForOp) \
-                and current.index >= 1:
-            work += _loop_carried(owner.parent_op(), current.index - 1)
-        else:
-            found.append(current)
-    return found
-
-
-def _loop_carried(loop: scf.ForOp, index: int) -> list[SSAValue]:
-    """The init operand and the yielded value of `loop`'s carried value `index`."""
-    values = list(loop.iter_args[index:index + 1])
-    last = loop.body.block.last_op
-    if isinstance(last, scf.YieldOp):
-        values += last.operands[index:index + 1]
-    return values
-
-
 def _is_ticket(value: SSAValue) -> bool:
     return isinstance(value, OpResult) and isinstance(value.owner, _ACQUIRES + _DRAWS)
 
@@ -246,7 +210,7 @@ def _bad_ticket_source(value: SSAValue) -> SSAValue | None:
     """A value `value` may hold that is no ticket (None: every one is): tickets come from
     acquires and draws; a constant is allowed only as the other side of an scf.if (a ticket
     drawn ahead where the worker has a next tile, a placeholder where it has none)."""
-    sources = _ticket_sources(value)
+    sources = dataflow.ticket_sources(value)
     if not any(_is_ticket(v) for v in sources):
         return sources[0] if sources else value
     for v in sources:
@@ -361,8 +325,8 @@ class _TicketWalk:
         carried = isinstance(identity, BlockArgument) and \
             isinstance(identity.owner.parent_op(), scf.ForOp) and identity.index >= 1
         if bad is None and not carried and not all(
-                _is_ticket(v) for v in _ticket_sources(value)):
-            bad = next(v for v in _ticket_sources(value) if not _is_ticket(v))
+                _is_ticket(v) for v in dataflow.ticket_sources(value)):
+            bad = next(v for v in dataflow.ticket_sources(value) if not _is_ticket(v))
         if bad is not None:
             raise self.refuse(op, f"'{op.name}' on @{queue} {what} a ticket that may be "
                               f"{_describe(bad)}, not one a queue handed out: tickets come "
@@ -406,7 +370,7 @@ class _TicketWalk:
                                   f"the '{loop.name}' around it, a ticket drawn outside it: "
                                   "the same ticket each time (carry a ticket drawn for each "
                                   "iteration)")
-            sources = _ticket_sources(op.ticket)
+            sources = dataflow.ticket_sources(op.ticket)
             drawn = any(isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
                         for v in sources if _is_ticket(v))
             given = {v.owner.queue for v in sources if _is_ticket(v)
@@ -685,7 +649,7 @@ def _given_by_another_queue(op: Operation) -> bool:
     if op.ticket is None:
         return False
     return not any(_is_ticket(v) and isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
-                   for v in _ticket_sources(op.ticket))
+                   for v in dataflow.ticket_sources(op.ticket))
 
 
 def _block_threads(kernel: gpu.FuncOp) -> int:
