@@ -262,15 +262,21 @@ class _TicketWalk:
         self.stage, self.names, self.workers = stage, names, workers
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
         self.worker_threads = worker_threads
+        # loops entered holding tickets: the carried positions whose yields stay held
+        self.held_loops: dict[Operation, set[int]] = {}
         self.name = stage.sym_name.data
 
     def refuse(self, op: Operation, message: str) -> OpDiagnostic:
         return _refuse(op, f"stage @{self.name}: {message}")
 
-    def block(self, block: Block, outer: list[_Held], taken: list[tuple] | None = None) -> None:
-        own: list[_Held] = []
+    def block(self, block: Block, outer: list[_Held], taken: list[tuple] | None = None,
+              own: list[_Held] | None = None) -> None:
+        own = list(own or [])
         taken = list(taken or [])
         for op in block.ops:
+            if isinstance(op, scf.ForOp) and self.carries_held(op, own):
+                self.loop_holding(op, own, outer, taken)
+                continue
             if isinstance(op, _ACQUIRES):
                 self.acquire(op, outer + own, taken)
                 own.append(_Held(op.queue, _ticket_identity(op.slot), op))
@@ -296,6 +302,12 @@ class _TicketWalk:
                                       "control flow (scf) only")
                 for inner in region.blocks:
                     self.block(inner, outer + own, taken)
+        loop = block.parent_op()
+        if loop in self.held_loops and isinstance(block.last_op, scf.YieldOp):
+            # a ticket carried on to the next iteration (or out of the loop) stays held
+            yielded = {_ticket_identity(block.last_op.operands[index])
+                       for index in self.held_loops[loop]}
+            own = [h for h in own if h.ticket not in yielded]
         if own:
             op = own[0].acquire
             where = "the branch or loop body it is in" if block.parent_op() is not None and \
@@ -303,6 +315,39 @@ class _TicketWalk:
             raise self.refuse(op, f"'{op.name}' on @{self.names[op.queue]}: the ticket is not "
                               f"released in {where}, so some path keeps its entry (a release "
                               "in the same block, after the acquire, on every path)")
+
+    def carries_held(self, loop: scf.ForOp, own: list[_Held]) -> bool:
+        """Whether `loop` carries a ticket held when it starts (a worker that takes its next
+        tile before it gives the current one back)."""
+        return any(_ticket_identity(init) == h.ticket for init in loop.iter_args for h in own)
+
+    def loop_holding(self, loop: scf.ForOp, own: list[_Held], outer: list[_Held],
+                     taken: list[tuple]) -> None:
+        """A loop that carries held tickets: each iteration starts holding the one its
+        iteration argument names and must give it back, and ends holding the ticket it
+        yields in its place (acquired in the iteration, of the same queue); after the loop
+        its result is held (the init, where the loop does not run)."""
+        body = loop.body.block
+        last = body.last_op
+        carried: list[tuple[int, _Held]] = []
+        for index, init in enumerate(loop.iter_args):
+            held = next((h for h in own if h.ticket == _ticket_identity(init)), None)
+            if held is None:
+                continue
+            own.remove(held)
+            carried.append((index, held))
+            yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
+            source = _ticket_identity(yielded) if yielded is not None else None
+            if not (isinstance(source, OpResult) and isinstance(source.owner, _ACQUIRES)
+                    and source.owner.parent_block() is body
+                    and source.owner.queue == held.queue):
+                raise self.refuse(loop, f"'{loop.name}' carries a ticket of "
+                                  f"@{self.names[held.queue]} it holds, but an iteration does "
+                                  "not hand on one it acquired on that queue in its place")
+        self.held_loops[loop] = {index for index, _ in carried}
+        entering = [_Held(h.queue, body.args[index + 1], h.acquire) for index, h in carried]
+        self.block(body, outer + own, taken, entering)
+        own += [_Held(h.queue, loop.results[index], h.acquire) for index, h in carried]
 
     def queue(self, op: Operation) -> str:
         name = self.names.get(op.queue)

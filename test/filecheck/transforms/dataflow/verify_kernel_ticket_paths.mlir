@@ -1135,3 +1135,177 @@ builtin.module {
   }
 }
 // CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// One worker takes its next tile before it gives the current one back: the loop carries the
+// held ticket (two at once, of two entries), the last released after it. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %cur : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// The same with one entry: the next ticket waits for the entry the worker holds.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<1 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_empty %q, %cur : !dataflow.queue<1 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<1 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q while a worker holds 1 of its tickets: the queue has 1 entry, so the ticket it waits for need
+
+// -----
+
+// The same never giving the carried ticket back.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the branch or loop body it is in, so some path keeps its entry
+
+// -----
+
+// The same with two workers: each holds a ticket while it waits for the next.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %cur : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: each of its 2 queue workers draws 2 tickets of @q for a tile, one at a time: two workers holding part of their tiles can wa
+
+// -----
+
+// The same without the release after the loop.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %cur : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the kernel, so some path keeps its entry (a release in the sam
