@@ -25,7 +25,9 @@ Two things must hold for the queues of a pipeline never to wait forever:
   each queue a stage lists is acquired and released by its kernel, inputs only at their
   consumer end and outputs at their producer end; a ticket is released exactly once, in the
   block that acquired it (so on every path, once per acquire however loops and branches
-  run); a release or an `at` names a ticket a queue handed out, never a constant or a loop
+  run), or once in each side of a branch after it, or — a loop carrying it — in the next
+  iteration, which hands on one it acquired in its place (a worker taking its next tile
+  before it gives the current one back); a release or an `at` names a ticket a queue handed out, never a constant or a loop
   index; every draw is acquired, and a ticket drawn ahead for a loop's next iteration is
   drawn exactly where that iteration runs (or the last draw is never acquired, and every
   later ticket of its queue waits for it); a worker holds at most a queue's entries at once.
@@ -277,6 +279,8 @@ class _TicketWalk:
             if isinstance(op, scf.ForOp) and self.carries_held(op, own):
                 self.loop_holding(op, own, outer, taken)
                 continue
+            if isinstance(op, scf.IfOp) and self.released_on_both_sides(op, own, outer, taken):
+                continue
             if isinstance(op, _ACQUIRES):
                 self.acquire(op, outer + own, taken)
                 own.append(_Held(op.queue, _ticket_identity(op.slot), op))
@@ -315,6 +319,29 @@ class _TicketWalk:
             raise self.refuse(op, f"'{op.name}' on @{self.names[op.queue]}: the ticket is not "
                               f"released in {where}, so some path keeps its entry (a release "
                               "in the same block, after the acquire, on every path)")
+
+    def released_on_both_sides(self, branch: scf.IfOp, own: list[_Held], outer: list[_Held],
+                               taken: list[tuple]) -> bool:
+        """Where each side of `branch` gives back a ticket held before it (once in each side's
+        own block), the branch releases it: each side is walked as owning it (and must release
+        it exactly once). False, and nothing walked, where no ticket is so."""
+        sides = [region.blocks.first for region in branch.regions if region.blocks]
+        if len(sides) != 2:
+            return False
+
+        def released(block: Block) -> set:
+            return {(op.queue, _ticket_identity(op.slot)) for op in block.ops
+                    if isinstance(op, _RELEASES)}
+
+        both = released(sides[0]) & released(sides[1])
+        given = [h for h in own if (h.queue, h.ticket) in both]
+        if not given:
+            return False
+        for held in given:
+            own.remove(held)
+        for side in sides:
+            self.block(side, outer + own, taken, given)
+        return True
 
     def carries_held(self, loop: scf.ForOp, own: list[_Held]) -> bool:
         """Whether `loop` carries a ticket held when it starts (a worker that takes its next

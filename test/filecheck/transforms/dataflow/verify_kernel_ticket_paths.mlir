@@ -1309,3 +1309,119 @@ builtin.module {
   }
 }
 // CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the kernel, so some path keeps its entry (a release in the sam
+
+// -----
+
+// The ticket given back once in each side of a branch: once on every path. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %islast = arith.cmpi eq, %i1, %n : index
+        scf.if %islast {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        } else {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        }
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// Given back twice on one side.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %islast = arith.cmpi eq, %i1, %n : index
+        scf.if %islast {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        } else {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        }
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.release_empty' on @q releases a ticket the worker does not hold here (never acquired on this path, or released al
+
+// -----
+
+// Given back on both sides and once more after the branch.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %islast = arith.cmpi eq, %i1, %n : index
+        scf.if %islast {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        } else {
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+        }
+        dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.release_empty' on @q releases a ticket the worker does not hold here (never acquired on this path, or released al
