@@ -24,25 +24,26 @@ Two things must hold for the queues of a pipeline never to wait forever:
   on every stage kernel that still takes its queues as arguments, followed region by region):
   each queue a stage lists is acquired and released by its kernel, inputs only at their
   consumer end and outputs at their producer end; a ticket is released exactly once, in the
-  block that acquired it (so on every path, once per acquire however loops and branches
-  run), or once in each side of a branch after it, or — a loop carrying it — in the next
-  iteration, which hands on one it acquired in its place (a worker taking its next tile
-  before it gives the current one back); a release or an `at` names a ticket a queue handed out, never a constant or a loop
-  index; every draw is acquired, and a ticket drawn ahead for a loop's next iteration is
-  drawn exactly where that iteration runs (or the last draw is never acquired, and every
-  later ticket of its queue waits for it); a worker holds at most a queue's entries at once.
-  Where a stage runs more than one worker, a worker draws no ticket while it holds one,
-  but for an output ticket drawn while it holds only inputs (the lowest unfilled output
-  ticket's holder has its inputs and waits for an entry lower, filled tickets free) —
-  further tickets of its tile are given (`at`) the one it drew. Drawing while holding (a
-  join of two queues, a tile that takes `dataflow.reads` > 1 entries one draw at a time, a
-  relay that takes its output entry before its input) lets one worker hold ticket t of one
-  queue while it waits for a ticket another worker holds and that worker waits for t: the
-  lowest ticket no longer moves (found by the queue simulator on a residual join and on a
-  split reduction's final stage). Tickets drawn on two queues of one side name different
-  tiles; and no barrier of the whole block may stand between an acquire and its release
-  where a CTA runs several workers (a worker waiting for a ticket behind the holder never
-  reaches it).
+  block that acquired it (so on every path, once per acquire however loops and branches run),
+  or once in each side of a branch after it, or — a loop carrying it — in the next iteration,
+  which hands on one it acquired in its place (a worker taking its next tile before it gives
+  the current one back); a release or an `at` names a ticket a queue handed out, never a
+  constant or a loop index; every draw is acquired, and a ticket drawn ahead for a loop's next
+  iteration is drawn exactly where that iteration runs (or the last draw is never acquired,
+  and every later ticket of its queue waits for it); a worker holds at most a queue's entries
+  at once. Where a stage runs more than one worker, a worker draws no ticket while it holds
+  one, but for an output ticket drawn while it holds only inputs (the lowest unfilled output
+  ticket's holder has its inputs and waits for an entry lower, filled tickets free) — further
+  tickets of its tile are given (`at`) the one it drew. Drawing while holding (a join of two
+  queues, a tile that takes `dataflow.reads` > 1 entries one draw at a time, a relay that
+  takes its output entry before its input) lets one worker hold ticket t of one queue while it
+  waits for a ticket another worker holds and that worker waits for t: the lowest ticket no
+  longer moves (found by the queue simulator on a residual join and on a split reduction's
+  final stage). Tickets drawn on two queues of one side name different tiles; and nothing
+  that makes threads of several workers wait for each other (a barrier of the block or of a
+  count past one worker, a block-wide arrival or reduction, a call) may stand between an
+  acquire and its release where a CTA runs several workers (a worker waiting for a ticket
+  behind the holder never reaches it).
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
