@@ -27,23 +27,23 @@ Two things must hold for the queues of a pipeline never to wait forever:
   block that acquired it (so on every path, once per acquire however loops and branches run),
   or once in each side of a branch after it, or — a loop carrying it — in the next iteration,
   which hands on one it acquired in its place (a worker taking its next tile before it gives
-  the current one back); a release or an `at` names a ticket a queue handed out, never a
-  constant or a loop index; every draw is acquired, and a ticket drawn ahead for a loop's next
-  iteration is drawn exactly where that iteration runs (or the last draw is never acquired,
-  and every later ticket of its queue waits for it); a worker holds at most a queue's entries
-  at once. Where a stage runs more than one worker, a worker draws no ticket while it holds
-  one, but for an output ticket drawn while it holds only inputs (the lowest unfilled output
-  ticket's holder has its inputs and waits for an entry lower, filled tickets free) — further
-  tickets of its tile are given (`at`) the one it drew. Drawing while holding (a join of two
-  queues, a tile that takes `dataflow.reads` > 1 entries one draw at a time, a relay that
-  takes its output entry before its input) lets one worker hold ticket t of one queue while it
-  waits for a ticket another worker holds and that worker waits for t: the lowest ticket no
-  longer moves (found by the queue simulator on a residual join and on a split reduction's
-  final stage). Tickets drawn on two queues of one side name different tiles; and nothing
-  that makes threads of several workers wait for each other (a barrier of the block or of a
-  count past one worker, a block-wide arrival or reduction, a call) may stand between an
-  acquire and its release where a CTA runs several workers (a worker waiting for a ticket
-  behind the holder never reaches it).
+  the current one back), a ticket a branch hands on acquired in each of its sides; a release
+  or an `at` names a ticket a queue handed out, never a constant or a loop index; every draw
+  is acquired, and a ticket drawn ahead for a loop's next iteration is drawn exactly where
+  that iteration runs (or the last draw is never acquired, and every later ticket of its queue
+  waits for it); a worker holds at most a queue's entries at once. Where a stage runs more
+  than one worker, a worker draws no ticket while it holds one, but for an output ticket drawn
+  while it holds only inputs (the lowest unfilled output ticket's holder has its inputs and
+  waits for an entry lower, filled tickets free) — further tickets of its tile are given
+  (`at`) the one it drew. Drawing while holding (a join of two queues, a tile that takes
+  `dataflow.reads` > 1 entries one draw at a time, a relay that takes its output entry before
+  its input) lets one worker hold ticket t of one queue while it waits for a ticket another
+  worker holds and that worker waits for t: the lowest ticket no longer moves (found by the
+  queue simulator on a residual join and on a split reduction's final stage). Tickets drawn on
+  two queues of one side name different tiles; and nothing that makes threads of several
+  workers wait for each other (a barrier of the block or of a count past one worker, a block-
+  wide arrival or reduction, a call) may stand between an acquire and its release where a CTA
+  runs several workers (a worker waiting for a ticket behind the holder never reaches it).
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
@@ -267,6 +267,8 @@ class _TicketWalk:
         self.worker_threads = worker_threads
         # loops entered holding tickets: the carried positions whose yields stay held
         self.held_loops: dict[Operation, set[int]] = {}
+        # branches whose sides each acquire the ticket a result hands on
+        self.held_ifs: dict[Operation, set[int]] = {}
         self.name = stage.sym_name.data
 
     def refuse(self, op: Operation, message: str) -> OpDiagnostic:
@@ -281,6 +283,8 @@ class _TicketWalk:
                 self.loop_holding(op, own, outer, taken)
                 continue
             if isinstance(op, scf.IfOp) and self.released_on_both_sides(op, own, outer, taken):
+                continue
+            if isinstance(op, scf.IfOp) and self.acquired_on_both_sides(op, own, outer, taken):
                 continue
             if isinstance(op, _ACQUIRES):
                 self.acquire(op, outer + own, taken)
@@ -308,6 +312,10 @@ class _TicketWalk:
                 for inner in region.blocks:
                     self.block(inner, outer + own, taken)
         loop = block.parent_op()
+        if loop in self.held_ifs and isinstance(block.last_op, scf.YieldOp):
+            yielded = {_ticket_identity(block.last_op.operands[index])
+                       for index in self.held_ifs[loop]}
+            own = [h for h in own if h.ticket not in yielded]
         if loop in self.held_loops and isinstance(block.last_op, scf.YieldOp):
             # a ticket carried on to the next iteration (or out of the loop) stays held
             yielded = {_ticket_identity(block.last_op.operands[index])
@@ -342,6 +350,34 @@ class _TicketWalk:
             own.remove(held)
         for side in sides:
             self.block(side, outer + own, taken, given)
+        return True
+
+    def acquired_on_both_sides(self, branch: scf.IfOp, own: list[_Held], outer: list[_Held],
+                               taken: list[tuple]) -> bool:
+        """Where each side of `branch` yields, at one result, a ticket it acquired in its own
+        block on one queue, the result is held after the branch (one acquire on every path).
+        False, and nothing walked, where no result is so."""
+        sides = [region.blocks.first for region in branch.regions if region.blocks]
+        if len(sides) != 2 or not all(isinstance(b.last_op, scf.YieldOp) for b in sides):
+            return False
+
+        def acquired(block: Block, index: int) -> Operation | None:
+            value = _ticket_identity(block.last_op.operands[index])
+            owner = value.owner if isinstance(value, OpResult) else None
+            return owner if isinstance(owner, _ACQUIRES) and owner.parent_block() is block \
+                else None
+
+        held = {}
+        for index in range(len(branch.results)):
+            pair = [acquired(block, index) for block in sides]
+            if all(pair) and pair[0].queue == pair[1].queue:
+                held[index] = pair[0]
+        if not held:
+            return False
+        self.held_ifs[branch] = set(held)
+        for side in sides:
+            self.block(side, outer + own, taken)
+        own += [_Held(op.queue, branch.results[index], op) for index, op in held.items()]
         return True
 
     def carries_held(self, loop: scf.ForOp, own: list[_Held]) -> bool:

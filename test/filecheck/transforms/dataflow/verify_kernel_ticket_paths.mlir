@@ -1425,3 +1425,93 @@ builtin.module {
   }
 }
 // CHECK: dataflow-verify: stage @d: 'dataflow.release_empty' on @q releases a ticket the worker does not hold here (never acquired on this path, or released al
+
+// -----
+
+// Each side of a branch acquires the ticket the branch hands on, released after it (two
+// workers, one ticket a tile on every path). Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %wide: i1) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = scf.if %wide -> (index) {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %a : index
+      } else {
+        %b = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %b : index
+      }
+      dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @branches {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @branches attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// Only one side acquires; the other hands on a constant.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %wide: i1) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = scf.if %wide -> (index) {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %a : index
+      } else {
+        %b = arith.constant 0 : index
+        scf.yield %b : index
+      }
+      dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @branches {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the branch or loop body it is in, so some path keeps its entry
+
+// -----
+
+// Both sides acquire, nothing releases after the branch.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %wide: i1) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = scf.if %wide -> (index) {
+        %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %a : index
+      } else {
+        %b = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %b : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @branches {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: its kernel @k::@dst never runs 'dataflow.release_empty' on @q, one of its inputs: the queue's tickets would never all be ta
