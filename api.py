@@ -515,22 +515,19 @@ def to_stage_program(module: ModuleOp) -> None:
         lower(module, [graph_pass])
 
 
-DATAFLOW_TICKETS_PASS = "dataflow-verify{residency=false}"
-
-
 def dataflow_passes_for(module: ModuleOp) -> tuple[str, ...]:
-    """dataflow-verify's queues and tickets (DATAFLOW_TICKETS_PASS) where `module` holds a
+    """dataflow-verify's queues and tickets (its TICKETS_ONLY run) where `module` holds a
     dataflow.pipeline not verified yet whose stage kernels still take their queues: a
     hand-written pipeline is proved to keep its tickets' discipline, or refused, before it is
     lowered (where nothing could check it any more); co-residency is the cooperative launch's.
     None else."""
     from tilesync.dialects import dataflow
-    from tilesync.transforms.dataflow.verify import VERIFIED_ATTR as DATAFLOW_VERIFIED
+    from tilesync.transforms.dataflow.verify import TICKETS_ONLY, VERIFIED_ATTR
 
     for op in module.walk():
-        if isinstance(op, dataflow.PipelineOp) and DATAFLOW_VERIFIED not in op.attributes \
+        if isinstance(op, dataflow.PipelineOp) and VERIFIED_ATTR not in op.attributes \
                 and not any(UNBOUND_ATTR in s.attributes for s in op.stages):
-            return (DATAFLOW_TICKETS_PASS,)
+            return (TICKETS_ONLY,)
     return ()
 
 

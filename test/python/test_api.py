@@ -192,10 +192,11 @@ _RELEASE = "dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>"
 
 
 def test_a_hand_written_pipeline_has_its_tickets_checked_by_default():
-    from tilesync.api import DATAFLOW_TICKETS_PASS, dataflow_passes_for, parse
+    from tilesync.api import dataflow_passes_for, parse
+    from tilesync.transforms.dataflow.verify import TICKETS_ONLY
 
     good = _PIPELINE.replace("RELEASE", _RELEASE)
-    assert dataflow_passes_for(parse(good)) == (DATAFLOW_TICKETS_PASS,)
+    assert dataflow_passes_for(parse(good)) == (TICKETS_ONLY,)
     compiled = tilesync.compile(good)
     (pipeline,) = [op for op in compiled.module.walk() if op.name == "dataflow.pipeline"]
     assert pipeline.attributes["dataflow.verified"].data.startswith(

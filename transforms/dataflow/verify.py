@@ -51,6 +51,7 @@ names the stage and what is missing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,6 +79,9 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 
 PASS = "dataflow-verify"
 VERIFIED_ATTR = "dataflow.verified"
+TICKETS_ONLY = f"{PASS}{{residency=false}}"
+"""The queues and the kernels' tickets, without co-residency: the compile driver's check of a
+hand-written pipeline (VerifyPipelinePass.residency)."""
 
 
 def _refuse(op, message: str) -> OpDiagnostic:
@@ -101,14 +105,10 @@ def stage_residency(module: Operation, stage: dataflow.StageOp, arch: str) -> Re
         raise _refuse(stage, f"stage @{name}: '{REGISTERS_ATTR}' and '{SHARED_BYTES_ATTR}' "
                       f"must not be negative, got {registers} and {shared}")
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
-    block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR) if isinstance(kernel, gpu.FuncOp) \
-        else None
-    if block is None:
+    threads = _block_threads(kernel) if isinstance(kernel, gpu.FuncOp) else None
+    if threads is None:
         raise _refuse(stage, f"stage @{name}: its kernel declares no block size "
                       f"({KNOWN_BLOCK_SIZE_ATTR}), so its CTAs cannot be counted")
-    threads = 1
-    for extent in block.get_values():
-        threads *= extent
     occupancy = blocks_per_sm(threads, registers, shared, limits_for_arch(arch))
     if occupancy.blocks_per_sm == 0:
         raise _refuse(stage, f"stage @{name}: its kernel cannot run: {occupancy.reason}")
@@ -196,31 +196,8 @@ _RELEASES = (dataflow.ReleaseFullOp, dataflow.ReleaseEmptyOp)
 _DRAWS = (dataflow.DrawFullOp, dataflow.DrawEmptyOp)
 
 
-def symbol_scope(op: Operation) -> Operation:
-    """The nearest symbol table around `op`: where its stages' kernels are looked up (a
-    pipeline inside a nested module names that module's kernels)."""
-    parent = op.parent_op()
-    while parent is not None and not parent.has_trait(SymbolTable):
-        parent = parent.parent_op()
-    return parent if parent is not None else op
-
-
 def _is_ticket(value: SSAValue) -> bool:
     return isinstance(value, OpResult) and isinstance(value.owner, _ACQUIRES + _DRAWS)
-
-
-def _bad_ticket_source(value: SSAValue) -> SSAValue | None:
-    """A value `value` may hold that is no ticket (None: every one is): tickets come from
-    acquires and draws; a constant is allowed only as the other side of an scf.if (a ticket
-    drawn ahead where the worker has a next tile, a placeholder where it has none)."""
-    sources = dataflow.ticket_sources(value)
-    if not any(_is_ticket(v) for v in sources):
-        return sources[0] if sources else value
-    for v in sources:
-        if not _is_ticket(v) and not (isinstance(v, OpResult)
-                                      and isinstance(v.owner, arith.ConstantOp)):
-            return v
-    return None
 
 
 def _ticket_identity(value: SSAValue) -> SSAValue:
@@ -265,10 +242,9 @@ class _TicketWalk:
         self.stage, self.names, self.workers = stage, names, workers
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
         self.worker_threads = worker_threads
-        # loops entered holding tickets: the carried positions whose yields stay held
-        self.held_loops: dict[Operation, set[int]] = {}
-        # branches whose sides each acquire the ticket a result hands on
-        self.held_ifs: dict[Operation, set[int]] = {}
+        # loops that carry a held ticket and branches whose sides each acquire the one a
+        # result hands on: the positions whose yields stay held at the end of their blocks
+        self.handed_on: dict[Operation, set[int]] = {}
         self.name = stage.sym_name.data
 
     def refuse(self, op: Operation, message: str) -> OpDiagnostic:
@@ -311,15 +287,10 @@ class _TicketWalk:
                                       "control flow (scf) only")
                 for inner in region.blocks:
                     self.block(inner, outer + own, taken)
-        loop = block.parent_op()
-        if loop in self.held_ifs and isinstance(block.last_op, scf.YieldOp):
+        parent = block.parent_op()
+        if parent in self.handed_on and isinstance(block.last_op, scf.YieldOp):
             yielded = {_ticket_identity(block.last_op.operands[index])
-                       for index in self.held_ifs[loop]}
-            own = [h for h in own if h.ticket not in yielded]
-        if loop in self.held_loops and isinstance(block.last_op, scf.YieldOp):
-            # a ticket carried on to the next iteration (or out of the loop) stays held
-            yielded = {_ticket_identity(block.last_op.operands[index])
-                       for index in self.held_loops[loop]}
+                       for index in self.handed_on[parent]}
             own = [h for h in own if h.ticket not in yielded]
         if own:
             op = own[0].acquire
@@ -374,7 +345,7 @@ class _TicketWalk:
                 held[index] = pair[0]
         if not held:
             return False
-        self.held_ifs[branch] = set(held)
+        self.handed_on[branch] = set(held)
         for side in sides:
             self.block(side, outer + own, taken)
         own += [_Held(op.queue, branch.results[index], op) for index, op in held.items()]
@@ -408,7 +379,7 @@ class _TicketWalk:
                 raise self.refuse(loop, f"'{loop.name}' carries a ticket of "
                                   f"@{self.names[held.queue]} it holds, but an iteration does "
                                   "not hand on one it acquired on that queue in its place")
-        self.held_loops[loop] = {index for index, _ in carried}
+        self.handed_on[loop] = {index for index, _ in carried}
         entering = [_Held(h.queue, body.args[index + 1], h.acquire) for index, h in carried]
         self.block(body, outer + own, taken, entering)
         own += [_Held(h.queue, loop.results[index], h.acquire) for index, h in carried]
@@ -425,17 +396,17 @@ class _TicketWalk:
         return name
 
     def ticket_operand(self, op: Operation, value: SSAValue, what: str) -> None:
-        """`value` (an `at` or a release's ticket) names a ticket a queue handed out: a
-        placeholder constant only in a loop-carried ticket, whose draws check_draws_ahead
-        holds to the iterations that take them."""
+        """`value` (an `at` or a release's ticket) names a ticket a queue handed out (an
+        acquire's or a draw's): a placeholder constant only beside a ticket in a loop-carried
+        value, whose draws check_draws_ahead holds to the iterations that take them."""
         queue = self.names[op.queue]
-        bad = _bad_ticket_source(value)
+        sources = dataflow.ticket_sources(value)
         identity = _ticket_identity(value)
         carried = isinstance(identity, BlockArgument) and \
             isinstance(identity.owner.parent_op(), scf.ForOp) and identity.index >= 1
-        if bad is None and not carried and not all(
-                _is_ticket(v) for v in dataflow.ticket_sources(value)):
-            bad = next(v for v in dataflow.ticket_sources(value) if not _is_ticket(v))
+        placeholder_ok = carried and any(_is_ticket(v) for v in sources)
+        bad = next((v for v in sources if not _is_ticket(v) and not (
+            placeholder_ok and _constant(v) is not None)), None)
         if bad is not None:
             raise self.refuse(op, f"'{op.name}' on @{queue} {what} a ticket that may be "
                               f"{_describe(bad)}, not one a queue handed out: tickets come "
@@ -480,8 +451,7 @@ class _TicketWalk:
                                   "the same ticket each time (carry a ticket drawn for each "
                                   "iteration)")
             sources = dataflow.ticket_sources(op.ticket)
-            drawn = any(isinstance(v.owner, _DRAWS) and v.owner.queue == op.queue
-                        for v in sources if _is_ticket(v))
+            drawn = not _given_by_another_queue(op)
             given = {v.owner.queue for v in sources if _is_ticket(v)
                      and isinstance(v.owner, _ACQUIRES) and v.owner.queue != op.queue}
             for source in [op.queue, *given]:
@@ -560,23 +530,9 @@ def _describe(value: SSAValue) -> str:
 
 
 def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
-    """The kernel of `stage` keeps the tickets' discipline the induction assumes, or a
-    VerifyError says where it does not. A kernel already lowered (its queues are parameters
-    the runtime binds) was checked before.
-
-    Every queue the stage lists is acquired and released by its kernel, inputs only at their
-    consumer end and outputs at their producer end. Following the kernel region by region:
-    a ticket is released exactly once, in the block that acquired it (after the acquire: on
-    every path, never in a branch or loop the acquire is outside of), and a release or an
-    `at` names a ticket a queue handed out (an acquire's or a draw's, carried through scf.if
-    and scf.for), not a constant or a loop index; a draw is acquired later; a worker holds at
-    most a queue's entries at once; an `at` between queues is not taken where a tile of the
-    stage takes several entries of one. With more than one worker (the module docstring says
-    why): a worker draws no ticket while it holds one (further tickets of its tile are given
-    with `at` the one it drew), draws on one queue of each side (on inputs, tickets drawn on
-    two queues name different tiles of one worker; on outputs, tiles of different queues),
-    one ticket a tile where a tile takes several entries, and no barrier of the whole block
-    stands between an acquire and its release where a CTA runs several workers."""
+    """The kernel of `stage` keeps the tickets' discipline the induction assumes (the
+    module docstring's third point says which), or a VerifyError says where it does not. A
+    kernel already lowered (its queues are parameters the runtime binds) was checked before."""
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
     if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
         return
@@ -639,10 +595,12 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
                               "two workers holding part of their tiles can wait for each "
                               "other forever (one worker per stage, or one ticket a tile)")
             drawing[side] += [(queue, op) for op in drawn]
+    # a kernel without a declared block runs its queue ops as one worker a CTA (queue_workers)
+    block_threads = _block_threads(kernel) or 1
     walk = _TicketWalk(stage, {arg: q for q, arg in zip(inputs + outputs, queue_args,
                                                          strict=True)},
-                       workers, kinds.count, _block_threads(kernel),
-                       kinds.threads or _block_threads(kernel), frozenset(inputs))
+                       workers, kinds.count, block_threads, kinds.threads or block_threads,
+                       frozenset(inputs))
     walk.block(kernel.body.blocks.first, [])
     check_draws_ahead(kernel, walk.refuse)
     for side, drawn_on in drawing.items():
@@ -761,20 +719,19 @@ def _given_by_another_queue(op: Operation) -> bool:
                    for v in dataflow.ticket_sources(op.ticket))
 
 
-def _block_threads(kernel: gpu.FuncOp) -> int:
+def _block_threads(kernel: gpu.FuncOp) -> int | None:
+    """Threads of the kernel's block (gpu.known_block_size), None where it declares none."""
     block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
-    threads = 1
-    if block is not None:
-        for extent in block.get_values():
-            threads *= extent
-    return threads
+    if block is None:
+        return None
+    return math.prod(block.get_values())
 
 
 @dataclass(frozen=True)
 class VerifyPipelinePass(ModulePass):
     """Prove every dataflow.pipeline co-resident and deadlock-free, or refuse it."""
 
-    name = "dataflow-verify"
+    name = PASS
 
     sms: int = 132
     arch: str = "sm_90"
@@ -796,7 +753,8 @@ class VerifyPipelinePass(ModulePass):
                 if UNBOUND_ATTR in stage.attributes:
                     raise _refuse(stage, f"stage @{stage.sym_name.data}: its kernel does not "
                                   "take its queues yet, so nothing it runs uses them")
-            scope = symbol_scope(pipeline)
+            # kernels are named from the module around the pipeline (a nested one: its own)
+            scope = pipeline.parent_op() or op
             resident = "co-resident: left to the launch"
             if self.residency:
                 residency = [stage_residency(scope, s, self.arch) for s in stages]
