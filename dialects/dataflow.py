@@ -863,6 +863,8 @@ def drawn_acquires(kernel: Operation) -> set[Operation]:
 TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp, DrawEmptyOp,
               DrawFullOp)
 """The ops a queue worker runs (`threads N`: which threads make a worker)."""
+ACQUIRE_OPS = (AcquireEmptyOp, AcquireFullOp)
+"""The ops that take a ticket's entry (each one ticket a run)."""
 
 
 @dataclass(frozen=True)
@@ -948,6 +950,7 @@ Dataflow = Dialect(
 )
 
 __all__ = [
+    "ACQUIRE_OPS",
     "ENTRY_METADATA_BYTES",
     "TICKET_OPS",
     "AcquireEmptyOp",

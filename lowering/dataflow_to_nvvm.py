@@ -283,7 +283,7 @@ def _ticket_slot(func: gpu.FuncOp, workers: int) -> memref.GetGlobalOp:
 # ---------------------------------------------------------------------------------------------
 
 
-_ACQUIRE_OPS = (dataflow.AcquireEmptyOp, dataflow.AcquireFullOp)
+_ACQUIRE_OPS = dataflow.ACQUIRE_OPS
 _MEETING_OPS = (dataflow.AcquireEmptyOp, dataflow.AcquireFullOp, dataflow.ReleaseFullOp,
                 dataflow.ReleaseEmptyOp, gpu.BarrierOp)
 """Ops whose lowering meets the worker (or the whole block) at a barrier."""

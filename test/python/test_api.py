@@ -193,14 +193,27 @@ _RELEASE = "dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>"
 
 def test_a_hand_written_pipeline_has_its_tickets_checked_by_default():
     from tilesync.api import dataflow_passes_for, parse
-    from tilesync.transforms.dataflow.verify import TICKETS_ONLY
+    from tilesync.transforms.dataflow.verify import LAUNCH_TICKETS, TICKETS_ONLY
 
     good = _PIPELINE.replace("RELEASE", _RELEASE)
     assert dataflow_passes_for(parse(good)) == (TICKETS_ONLY,)
     compiled = tilesync.compile(good)
     (pipeline,) = [op for op in compiled.module.walk() if op.name == "dataflow.pipeline"]
+    # the kernels loop n times, n a launch argument: the balance is the launch's
     assert pipeline.attributes["dataflow.verified"].data.startswith(
-        "co-resident: left to the launch; tickets balanced")
+        f"co-resident: left to the launch; {LAUNCH_TICKETS}")
+    # with the counts in the kernels the balance is proved, and a kernel that takes fewer
+    # tickets than its stage declares is refused
+    counted = good.replace(", %n: index", "").replace(
+        "%c0 = arith.constant 0 : index", "%c0 = arith.constant 0 : index\n"
+        "      %n = arith.constant 16 : index")
+    compiled = tilesync.compile(counted)
+    (pipeline,) = [op for op in compiled.module.walk() if op.name == "dataflow.pipeline"]
+    assert pipeline.attributes["dataflow.verified"].data == \
+        "co-resident: left to the launch; tickets balanced on 1 queue(s)"
+    with pytest.raises(CompileError, match=r"acquires 8 ticket\(s\) of @q a launch, but the "
+                       "stage declares 16 'tiles'"):
+        tilesync.compile(counted.replace("constant 16", "constant 8", 1))
     # released only where a flag holds: the other path keeps the entry, and the producer's
     # third ticket waits for it forever; refused where it is written, before any lowering
     bad = _PIPELINE.replace("RELEASE", f"scf.if %keep {{\n          {_RELEASE}\n        }}")

@@ -43,7 +43,14 @@ Two things must hold for the queues of a pipeline never to wait forever:
   two queues of one side name different tiles; and nothing that makes threads of several
   workers wait for each other (a barrier of the block or of a count past one worker, a block-
   wide arrival or reduction, a call) may stand between an acquire and its release where a CTA
-  runs several workers (a worker waiting for a ticket behind the holder never reaches it).
+  runs several workers (a worker waiting for a ticket behind the holder never reaches it);
+* **the kernels take the tickets their stages declare** (`check_launch_tickets`): each stage
+  kernel, run abstractly for every queue worker of its grid (`queue_tickets`: the evaluator
+  sync-verify runs, block ids the worker's CTA, loops around acquires unrolled or counted
+  once where every iteration takes the same), acquires each input `tiles` x `dataflow.reads`
+  times a launch and each output `tiles` times: the balance above is only as true as the
+  declaration. A count that depends on data, on a kernel argument or on the thread within a
+  worker is refused, or with `residency=false` left to the launch's arguments.
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
@@ -57,13 +64,21 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, scf
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
 from tilesync.analysis.forward_progress import Residency, co_residency
+from tilesync.analysis.kernel_eval import Unproven
 from tilesync.analysis.occupancy import blocks_per_sm
+from tilesync.analysis.queue_tickets import tickets_per_launch
 from tilesync.contract import (
     KNOWN_BLOCK_SIZE_ATTR,
     READS_ATTR,
@@ -82,6 +97,10 @@ VERIFIED_ATTR = "dataflow.verified"
 TICKETS_ONLY = f"{PASS}{{residency=false}}"
 """The queues and the kernels' tickets, without co-residency: the compile driver's check of a
 hand-written pipeline (VerifyPipelinePass.residency)."""
+
+
+LAUNCH_TICKETS = "tickets a launch: its arguments'"
+"""The proof's words where the tickets' balance is left to a launch's arguments."""
 
 
 def _refuse(op, message: str) -> OpDiagnostic:
@@ -185,13 +204,13 @@ def check_tickets(pipeline: dataflow.PipelineOp, launch_counts: bool = False) ->
                               f"{'wait forever for' if taken > given else 'leave'} "
                               f"{abs(taken - given)} ticket(s)")
     if undeclared:
-        return f"tickets a launch: its arguments' ({len(pipeline.queues)} queue(s))"
+        return f"{LAUNCH_TICKETS} ({len(pipeline.queues)} queue(s))"
     return f"tickets balanced on {len(pipeline.queues)} queue(s)"
 
 
 _CONSUMER_OPS = (dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp, dataflow.DrawFullOp)
 _PRODUCER_OPS = (dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp, dataflow.DrawEmptyOp)
-_ACQUIRES = (dataflow.AcquireFullOp, dataflow.AcquireEmptyOp)
+_ACQUIRES = dataflow.ACQUIRE_OPS
 _RELEASES = (dataflow.ReleaseFullOp, dataflow.ReleaseEmptyOp)
 _DRAWS = (dataflow.DrawFullOp, dataflow.DrawEmptyOp)
 
@@ -529,20 +548,39 @@ def _describe(value: SSAValue) -> str:
     return f"the result of '{value.owner.name}'"
 
 
-def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
+@dataclass
+class _Followed:
+    """A stage kernel whose tickets check_kernel_tickets followed: its queue arguments' names
+    and its workers."""
+
+    kernel: gpu.FuncOp
+    names: dict[SSAValue, str]
+    kinds: dataflow.QueueWorkers
+
+
+def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followed | None:
     """The kernel of `stage` keeps the tickets' discipline the induction assumes (the
     module docstring's third point says which), or a VerifyError says where it does not. A
-    kernel already lowered (its queues are parameters the runtime binds) was checked before."""
+    kernel already lowered (its queues are parameters the runtime binds) was checked before
+    (None)."""
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
-    if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
-        return
     name = stage.sym_name.data
+    if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
+        function_type = kernel.get_attr_or_prop("function_type") if kernel else None
+        if isinstance(function_type, FunctionType) and any(
+                isinstance(t, dataflow.QueueType) for t in function_type.inputs):
+            what = "a declaration without a body" if isinstance(kernel, gpu.FuncOp) \
+                else f"a '{kernel.name}'"
+            raise _refuse(stage, f"stage @{name}: its kernel {stage.kernel} takes queues but "
+                          f"is {what}: dataflow-verify follows the tickets of a gpu.func "
+                          "kernel's body only")
+        return None
     queue_args = [a for a in kernel.body.blocks.first.args
                   if isinstance(a.type, dataflow.QueueType)]
     inputs = [r.root_reference.data for r in stage.inputs]
     outputs = [r.root_reference.data for r in stage.outputs]
     if len(queue_args) != len(inputs) + len(outputs):
-        return  # not bound to its queues yet (the stage's own verifier says so)
+        return None  # not bound to its queues yet (the stage's own verifier says so)
     if len(kernel.body.blocks) > 1 and any(isinstance(op, dataflow.TICKET_OPS)
                                            for op in kernel.walk()):
         raise _refuse(kernel, f"stage @{name}: its kernel {stage.kernel} is made of several "
@@ -613,6 +651,49 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> None:
                           f"ticket of @{first} and one of @{second} on its own: {what} "
                           "(another worker may draw between its two); draw one and give it "
                           "to the other (`at`)")
+    return _Followed(kernel, walk.names, kinds)
+
+
+def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
+                         launch_counts: bool = False) -> bool:
+    """The kernel, launched with the stage's CTAs, takes each queue's tickets as often as the
+    stage's `tiles` say (the balance is checked on them): a consumer that acquires fewer
+    leaves tickets whose entries no one frees, one that acquires more waits forever. False
+    where the count is left to the launch: no `tiles` declared, or (`launch_counts`) a count
+    the kernel's arguments decide."""
+    declared = _int_attr(stage, TILES_ATTR)
+    if declared is None:
+        return False  # the tickets are a launch's arguments' (check_tickets' launch_counts)
+    name = stage.sym_name.data
+    try:
+        counts = tickets_per_launch(followed.kernel, stage.num_ctas, followed.kinds.count,
+                                    followed.kinds.threads)
+    except Unproven as error:
+        if launch_counts:
+            return False
+        raise _refuse(error.op, f"stage @{name}: the tickets its kernel takes a launch cannot "
+                      f"be counted against its {declared} '{TILES_ATTR}': '{error.op.name}' "
+                      f"{error}") from None
+    inputs = {r.root_reference.data for r in stage.inputs}
+    for queue, queue_name in followed.names.items():
+        drawn, acquired = counts.drawn.get(queue, 0), counts.drawn_acquired.get(queue, 0)
+        if drawn != acquired:
+            raise _refuse(stage, f"stage @{name}: its kernel, launched with "
+                          f"{stage.num_ctas} CTA(s), draws {drawn} ticket(s) of "
+                          f"@{queue_name} ahead a launch but acquires {acquired} of them: a "
+                          "drawn ticket no one takes keeps its entry, and every later ticket "
+                          "of the queue waits for it")
+        expected = declared * (reads_per_tile(stage, queue_name) if queue_name in inputs
+                               else 1)
+        taken = counts.acquired.get(queue, 0)
+        if taken != expected:
+            raise _refuse(stage, f"stage @{name}: its kernel, launched with "
+                          f"{stage.num_ctas} CTA(s), acquires {taken} ticket(s) of "
+                          f"@{queue_name} a launch, but the stage declares {declared} "
+                          f"'{TILES_ATTR}' ({expected} ticket(s)): a launch would "
+                          f"{'leave' if taken < expected else 'wait forever for'} "
+                          f"{abs(taken - expected)} of them")
+    return True
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -736,9 +817,10 @@ class VerifyPipelinePass(ModulePass):
     sms: int = 132
     arch: str = "sm_90"
     # False: the queues and the kernels' tickets only, co-residency left to the launch, and
-    # the tickets a launch to its arguments where the stages declare no `tiles` (the compile
-    # driver's check of a hand-written pipeline, whose kernels' resources are not known yet:
-    # one persistent kernel is launched cooperatively, resident or refused)
+    # the tickets a launch to its arguments where the stages declare no `tiles` or a kernel's
+    # count depends on them (the compile driver's check of a hand-written pipeline, whose
+    # kernels' resources are not known yet: one persistent kernel is launched cooperatively,
+    # resident or refused)
     residency: bool = True
 
     def __post_init__(self) -> None:
@@ -768,6 +850,10 @@ class VerifyPipelinePass(ModulePass):
                                   "holds the slot its producer needs")
                 resident = f"co-resident: {fits.reason}"
             tickets = check_tickets(pipeline, launch_counts=not self.residency)
-            for stage in stages:
-                check_kernel_tickets(scope, stage)
+            # every kernel's discipline first: the counts below assume it
+            followed = [(stage, check_kernel_tickets(scope, stage)) for stage in stages]
+            counted = [check_launch_tickets(stage, kernel, launch_counts=not self.residency)
+                       for stage, kernel in followed if kernel is not None]
+            if not all(counted) and not tickets.startswith(LAUNCH_TICKETS):
+                tickets = f"{LAUNCH_TICKETS} ({len(pipeline.queues)} queue(s))"
             pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"{resident}; {tickets}")

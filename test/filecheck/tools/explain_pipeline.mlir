@@ -9,13 +9,23 @@
 builtin.module {
   gpu.module @kernels {
     gpu.func @gemm(%h: !dataflow.queue<4 x memref<128x64xf16>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
-      %t = dataflow.acquire_empty %h : !dataflow.queue<4 x memref<128x64xf16>>
-      dataflow.release_full %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      %count = arith.constant 1024 : index
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      scf.for %i = %cta to %count step %ctas {
+        %t = dataflow.acquire_empty %h : !dataflow.queue<4 x memref<128x64xf16>>
+        dataflow.release_full %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      }
       gpu.return
     }
     gpu.func @act(%h: !dataflow.queue<4 x memref<128x64xf16>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
-      %t = dataflow.acquire_full %h : !dataflow.queue<4 x memref<128x64xf16>>
-      dataflow.release_empty %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      %count = arith.constant 1024 : index
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      scf.for %i = %cta to %count step %ctas {
+        %t = dataflow.acquire_full %h : !dataflow.queue<4 x memref<128x64xf16>>
+        dataflow.release_empty %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      }
       gpu.return
     }
   }

@@ -1,17 +1,28 @@
 // RUN: tilesync-opt %s -p 'dataflow-verify{sms=132}' | filecheck %s
 
 // 132 producer CTAs (80 registers x 256 threads: 3 per SM) and 264 consumer CTAs (32
-// registers: 8 per SM) fit at once, whatever SMs the hardware puts them on; each launch fills and takes 1024 tickets of @h.
+// registers: 8 per SM) fit at once, whatever SMs the hardware puts them on; each launch fills
+// and takes 1024 tickets of @h, each CTA striding over the tiles by the grid.
 builtin.module {
   gpu.module @kernels {
     gpu.func @gemm(%h: !dataflow.queue<4 x memref<128x64xf16>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
-      %t = dataflow.acquire_empty %h : !dataflow.queue<4 x memref<128x64xf16>>
-      dataflow.release_full %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      %count = arith.constant 1024 : index
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      scf.for %i = %cta to %count step %ctas {
+        %t = dataflow.acquire_empty %h : !dataflow.queue<4 x memref<128x64xf16>>
+        dataflow.release_full %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      }
       gpu.return
     }
     gpu.func @act(%h: !dataflow.queue<4 x memref<128x64xf16>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
-      %t = dataflow.acquire_full %h : !dataflow.queue<4 x memref<128x64xf16>>
-      dataflow.release_empty %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      %count = arith.constant 1024 : index
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      scf.for %i = %cta to %count step %ctas {
+        %t = dataflow.acquire_full %h : !dataflow.queue<4 x memref<128x64xf16>>
+        dataflow.release_empty %h, %t : !dataflow.queue<4 x memref<128x64xf16>>
+      }
       gpu.return
     }
   }
@@ -32,3 +43,14 @@ builtin.module {
 // kernels' tickets only; co-residency is the cooperative launch's, so 600 consumer CTAs pass.
 // RUN: sed -e 's/ctas = 264/ctas = 600/' %s | tilesync-opt -p 'dataflow-verify{residency=false}' | filecheck %s --check-prefix=TICKETS
 // TICKETS: dataflow.pipeline @mlp attributes {dataflow.verified = "co-resident: left to the launch; tickets balanced on 1 queue(s)"}
+
+// The kernels are held to the tiles their stages declare: CTAs taking one ticket each take 132
+// of the 1024 a launch is balanced on (the consumers' next launch would find tickets of this
+// one); a stride over 2048 tiles waits for tickets no launch of the producer fills; a loop
+// whose bounds vary with the thread within a worker cannot be counted.
+// RUN: sed -e 's/scf.for %i = %cta to %count step %ctas {/scf.if %yes {/' -e 's/%count = arith.constant 1024 : index/%yes = arith.constant true/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=ONE-EACH
+// ONE-EACH: dataflow-verify: stage @gemm: its kernel, launched with 132 CTA(s), acquires 132 ticket(s) of @h a launch, but the stage declares 1024 'tiles' (1024 ticket(s)): a launch would leave 892 of them
+// RUN: sed -e 's/arith.constant 1024 : index/arith.constant 2048 : index/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=TWICE
+// TWICE: dataflow-verify: stage @gemm: its kernel, launched with 132 CTA(s), acquires 2048 ticket(s) of @h a launch, but the stage declares 1024 'tiles' (1024 ticket(s)): a launch would wait forever for 1024 of them
+// RUN: sed -e 's/%cta = gpu.block_id x/%cta = gpu.thread_id x/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=UNCOUNTED
+// UNCOUNTED: dataflow-verify: stage @gemm: the tickets its kernel takes a launch cannot be counted against its 1024 'tiles': 'dataflow.acquire_empty' it may or may not run

@@ -393,7 +393,8 @@ builtin.module {
 // Guarded on both sides (the first under lb < ub, the next under i + 1 < n): proved.
 builtin.module {
   gpu.module @k {
-    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -402,7 +403,8 @@ builtin.module {
       }
       gpu.return
     }
-    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %run = arith.cmpi ult, %c0, %n : index
@@ -536,7 +538,8 @@ builtin.module {
 // at once. Proved with two workers.
 builtin.module {
   gpu.module @k {
-    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -545,7 +548,8 @@ builtin.module {
       }
       gpu.return
     }
-    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 256, 1, 1>} {
+      %n = arith.constant 8 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
 
@@ -629,8 +633,8 @@ builtin.module @inner {
   dataflow.pipeline @two {
     dataflow.queue @x pin_l2 : !dataflow.queue<2 x memref<64xf32>>
     dataflow.queue @y pin_l2 : !dataflow.queue<2 x memref<64xf32>>
-    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [], outputs = [@x, @y], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
-    dataflow.stage @j {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@x, @y], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [], outputs = [@x, @y], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @j {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@x, @y], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
   }
 }
 }
@@ -1093,7 +1097,8 @@ builtin.module {
 // The guards written the other way round (n > 0, n > i + 1): proved.
 builtin.module {
   gpu.module @k {
-    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -1102,7 +1107,8 @@ builtin.module {
       }
       gpu.return
     }
-    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %run = arith.cmpi sgt, %n, %c0 : index
@@ -1142,7 +1148,8 @@ builtin.module {
 // held ticket (two at once, of two entries), the last released after it. Proved.
 builtin.module {
   gpu.module @k {
-    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -1151,7 +1158,8 @@ builtin.module {
       }
       gpu.return
     }
-    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
@@ -1315,7 +1323,8 @@ builtin.module {
 // The ticket given back once in each side of a branch: once on every path. Proved.
 builtin.module {
   gpu.module @k {
-    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 16 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -1324,7 +1333,8 @@ builtin.module {
       }
       gpu.return
     }
-    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %n: index) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
@@ -1451,8 +1461,8 @@ builtin.module {
   }
   dataflow.pipeline @branches {
     dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
-    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
-    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
   }
 }
 // CHECK: dataflow.pipeline @branches attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
@@ -1481,8 +1491,8 @@ builtin.module {
   }
   dataflow.pipeline @branches {
     dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
-    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
-    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
   }
 }
 // CHECK: dataflow-verify: stage @d: 'dataflow.acquire_full' on @q: the ticket is not released in the branch or loop body it is in, so some path keeps its entry
@@ -1510,8 +1520,54 @@ builtin.module {
   }
   dataflow.pipeline @branches {
     dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
-    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
-    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
   }
 }
 // CHECK: dataflow-verify: stage @d: its kernel @k::@dst never runs 'dataflow.release_empty' on @q, one of its inputs: the queue's tickets would never all be ta
+
+// -----
+
+// The first draw guarded unsigned (`0 <u n`) where n is negative: the loop (signed) does not
+// run but the draw does, and nobody takes its ticket. Counted per worker: refused.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.subi %c0, %c1 : index
+      %run = arith.cmpi ult, %c0, %n : index
+      %d0 = scf.if %run -> (index) {
+        %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %drawn : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %c0 to %n step %c1 iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %c1 : index
+        %more = arith.cmpi ult, %i1, %n : index
+        %next = scf.if %more -> (index) {
+          %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %drawn : index
+        } else {
+          scf.yield %d : index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: its kernel, launched with 2 CTA(s), draws 2 ticket(s) of @q ahead a launch but acquires 0 of them: a drawn ticket no one takes keeps its entry, and every later ticket of the queue waits for it

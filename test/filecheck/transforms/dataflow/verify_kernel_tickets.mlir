@@ -64,9 +64,9 @@ builtin.module {
   dataflow.pipeline @residual {
     dataflow.queue @p pin_l2 : !dataflow.queue<2 x memref<128xf16>>
     dataflow.queue @c pin_l2 : !dataflow.queue<1 x memref<128xf16>>
-    dataflow.stage @P {kernel = @k::@prod, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [], outputs = [@p], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
-    dataflow.stage @C {kernel = @k::@mid, resource = #dataflow.resource<tensor>, ctas = 1 : i64, inputs = [@p], outputs = [@c], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
-    dataflow.stage @J {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@p, @c], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 48 : i64}
+    dataflow.stage @P {kernel = @k::@prod, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@p], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @C {kernel = @k::@mid, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [@p], outputs = [@c], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @J {kernel = @k::@join, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@p, @c], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
   }
 }
 // CHECK: dataflow.pipeline @residual attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced on 2 queue(s)"}
@@ -118,8 +118,8 @@ builtin.module {
   }
   dataflow.pipeline @split {
     dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<128xf32>>
-    dataflow.stage @fan_in {kernel = @k::@fanin, resource = #dataflow.resource<tensor>, ctas = 4 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 64 : i64}
-    dataflow.stage @final {kernel = @k::@final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 32 : i64, dataflow.reads = {q = 2 : i64}}
+    dataflow.stage @fan_in {kernel = @k::@fanin, resource = #dataflow.resource<tensor>, ctas = 2 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @final {kernel = @k::@final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64, dataflow.reads = {q = 2 : i64}}
   }
 }
 // CHECK: dataflow.pipeline @split attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced on 1 queue(s)"}
