@@ -5,7 +5,8 @@ the batch's tile coordinates (numpy arrays, one entry per tile), and every integ
 range [lo, hi] per tile (`Value`): exact where lo and hi are the same object, an interval where
 the thread index, a loop run as one abstract iteration or a branch makes it vary. Integer and
 index arithmetic of `arith` and `affine.apply` is evaluated exactly on exact values and by
-interval arithmetic otherwise; `gpu.thread_id` ranges over the stage's block, `gpu.grid_dim`
+interval arithmetic otherwise (an unsigned op only on operands known not to be negative, which
+it reads as huge); `gpu.thread_id` ranges over the stage's block, `gpu.grid_dim`
 and `gpu.block_dim` are the stage's extents.
 
 Control flow follows the kernel: an `scf.for` whose body holds synchronization (`sync.wait`,
@@ -451,26 +452,39 @@ def affine_exact(expr: AffineExpr, dims: Sequence[Scalar], syms: Sequence[Scalar
     return value[0]
 
 
+def _unsigned(signed: Callable[[Value, Value], Value]) -> Callable[[Value, Value], Value]:
+    """An unsigned op is its signed counterpart on operands known not to be negative; a
+    negative operand is a huge unsigned value (minui(-1, 3) is 3), unknown here."""
+
+    def evaluate(a: Value, b: Value) -> Value:
+        if a is None or b is None or not (bool(np.all(np.asarray(a[0]) >= 0))
+                                           and bool(np.all(np.asarray(b[0]) >= 0))):
+            return None
+        return signed(a, b)
+
+    return evaluate
+
+
 _BINARY: dict[type, Callable[[Value, Value], Value]] = {
     arith.AddiOp: add,
     arith.SubiOp: sub,
     arith.MuliOp: mul,
-    arith.DivUIOp: floordiv,
+    arith.DivUIOp: _unsigned(floordiv),
     arith.DivSIOp: truncdiv,
     arith.FloorDivSIOp: floordiv,
     arith.CeilDivSIOp: ceildiv,
-    arith.CeilDivUIOp: ceildiv,
-    arith.RemUIOp: rem,
+    arith.CeilDivUIOp: _unsigned(ceildiv),
+    arith.RemUIOp: _unsigned(rem),
     arith.RemSIOp: lambda a, b: rem(a, b, truncated=True),
     arith.MinSIOp: minimum,
     arith.MaxSIOp: maximum,
-    arith.MinUIOp: minimum,
-    arith.MaxUIOp: maximum,
+    arith.MinUIOp: _unsigned(minimum),
+    arith.MaxUIOp: _unsigned(maximum),
     arith.AndIOp: _bitwise("and"),
     arith.OrIOp: _bitwise("or"),
     arith.XOrIOp: _bitwise("xor"),
     arith.ShLIOp: shift_left,
-    arith.ShRUIOp: shift_right,
+    arith.ShRUIOp: _unsigned(shift_right),
     arith.ShRSIOp: shift_right,
 }
 SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)

@@ -308,9 +308,18 @@ class _TicketWalk:
                     self.block(inner, outer + own, taken)
         parent = block.parent_op()
         if parent in self.handed_on and isinstance(block.last_op, scf.YieldOp):
-            yielded = {_ticket_identity(block.last_op.operands[index])
-                       for index in self.handed_on[parent]}
-            own = [h for h in own if h.ticket not in yielded]
+            # each ticket handed on is one the worker still holds, once: it is released after
+            # the branch or in the next iteration
+            for index in sorted(self.handed_on[parent]):
+                ticket = _ticket_identity(block.last_op.operands[index])
+                held = next((h for h in own if h.ticket == ticket), None)
+                if held is None:
+                    raise self.refuse(block.last_op, f"'scf.yield' hands on (result {index} of "
+                                      f"'{parent.name}') a ticket the worker no longer holds "
+                                      "here (released already, or handed on at another "
+                                      "result): released again after, its entry's count "
+                                      "would run ahead of the tickets")
+                own.remove(held)
         if own:
             op = own[0].acquire
             where = "the branch or loop body it is in" if block.parent_op() is not None and \
@@ -707,15 +716,38 @@ def _same(a: SSAValue, b: SSAValue) -> bool:
     return a == b or (_constant(a) is not None and _constant(a) == _constant(b))
 
 
+_NOT_NEGATIVE_IDS = (gpu.BlockIdOp, gpu.ThreadIdOp, gpu.GridDimOp, gpu.BlockDimOp,
+                     gpu.LaneIdOp)
+_NOT_NEGATIVE_OF_NOT_NEGATIVE = (arith.AddiOp, arith.MuliOp, arith.DivUIOp, arith.RemUIOp,
+                                 arith.MinUIOp, arith.MaxUIOp, arith.IndexCastOp,
+                                 arith.ExtUIOp)
+
+
+def _not_negative(value: SSAValue) -> bool:
+    """Whether `value` is known not to be negative from how it is made: a constant (below
+    2^32, so that sums of a few stay far from wrapping), a block or thread index or extent, or
+    sums, products, unsigned quotients, remainders, minima and maxima and casts of such."""
+    owner = value.owner
+    if not isinstance(value, OpResult):
+        return False
+    if isinstance(owner, arith.ConstantOp):
+        constant = _constant(value)
+        return constant is not None and 0 <= constant < 1 << 32
+    if isinstance(owner, _NOT_NEGATIVE_IDS):
+        return True
+    return isinstance(owner, _NOT_NEGATIVE_OF_NOT_NEGATIVE) and \
+        all(_not_negative(operand) for operand in owner.operands)
+
+
 def _less_than(cond: SSAValue, lhs: SSAValue, rhs: SSAValue, loop: scf.ForOp) -> bool:
     """Whether `cond` is `lhs < rhs` (slt, or rhs > lhs: sgt; ult and ugt where the loop
-    starts at a constant >= 0, so that its values compare alike signed or not)."""
+    starts at a value known not to be negative, so that its values compare alike signed or
+    not)."""
     op = cond.owner
     if not isinstance(op, arith.CmpiOp):
         return False
     predicate = op.predicate.value.data
-    start = _constant(loop.lb)
-    if predicate in (6, 8) and not (start is not None and start >= 0):
+    if predicate in (6, 8) and not _not_negative(loop.lb):
         return False
     return (predicate in (2, 6) and _same(op.lhs, lhs) and _same(op.rhs, rhs)) or \
         (predicate in (4, 8) and _same(op.lhs, rhs) and _same(op.rhs, lhs))

@@ -1571,3 +1571,214 @@ builtin.module {
   }
 }
 // CHECK: dataflow-verify: stage @d: its kernel, launched with 2 CTA(s), draws 2 ticket(s) of @q ahead a launch but acquires 0 of them: a drawn ticket no one takes keeps its entry, and every later ticket of the queue waits for it
+
+// -----
+
+// A ticket a branch hands on, given back inside the side that acquired it: released again
+// after the branch, its entry's count runs ahead (a producer refills an entry still read).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %bid = gpu.block_id x
+      %z = arith.cmpi eq, %bid, %c0 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = scf.if %z -> (index) {
+          %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          dataflow.release_empty %q, %a : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %a : index
+        } else {
+          %b = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %b : index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'scf.yield' hands on (result 0 of 'scf.if') a ticket the worker no longer holds here (released already, or handed on at another result)
+
+// -----
+
+// One acquire handed on at two results, both released after the branch.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %bid = gpu.block_id x
+      %z = arith.cmpi eq, %bid, %c0 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t, %u = scf.if %z -> (index, index) {
+          %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %a, %a : index, index
+        } else {
+          %b = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %b, %b : index, index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %u : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'scf.yield' hands on (result 1 of 'scf.if') a ticket the worker no longer holds here
+
+// -----
+
+// A loop that hands on its new ticket but also gives it back in the iteration.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %n = arith.constant 8 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %last = scf.for %i = %c1 to %n step %c1 iter_args(%cur = %t0) -> (index) {
+        %nx = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %cur : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %nx : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 8 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'scf.yield' hands on (result 0 of 'scf.for') a ticket the worker no longer holds here
+
+// -----
+
+// minui(bid - 1, 3): CTA 0's bid - 1 is huge unsigned, so it takes 4 tickets, not 0: an
+// unsigned op on a value that may be negative is not counted as the signed one.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %bid = gpu.block_id x
+      %m1 = arith.subi %bid, %c1 : index
+      %m = arith.minui %m1, %c3 : index
+      %ub = arith.addi %m, %c1 : index
+      scf.for %i = %c0 to %ub step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: the tickets its kernel takes a launch cannot be counted against its 1 'tiles': 'dataflow.acquire_full' it may or may not run
+
+// -----
+
+// Drawn ahead from a loop that starts at the block id, both guards unsigned (`bid <u n`,
+// `i + step <u n`): the block id is not negative, so they compare as signed ones. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 16 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %n = arith.constant 16 : index
+      %bid = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %run = arith.cmpi ult, %bid, %n : index
+      %d0 = scf.if %run -> (index) {
+        %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %drawn : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %bid to %n step %ctas iter_args(%d = %d0) -> (index) {
+        %t = dataflow.acquire_full %q at %d : !dataflow.queue<2 x memref<64xf32>>
+        %i1 = arith.addi %i, %ctas : index
+        %more = arith.cmpi ugt, %n, %i1 : index
+        %next = scf.if %more -> (index) {
+          %drawn = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %drawn : index
+        } else {
+          scf.yield %d : index
+        }
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %next : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 3 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 16 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
