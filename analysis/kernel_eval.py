@@ -205,7 +205,7 @@ def ceildiv(a: Value, b: Value) -> Value:
 def truncdiv(a: Value, b: Value) -> Value:
     if a is None or b is None:
         return None
-    if bool(np.all(a[0] >= 0)):
+    if bool(np.all(a[0] >= 0)) and bool(np.all(b[0] > 0)):  # floored alike
         return floordiv(a, b)
     if exact(a) and exact(b) and bool(np.all(b[0] != 0)):
         q = np.abs(a[0]) // np.abs(b[0])
@@ -397,6 +397,26 @@ def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
     return found
 
 
+def _signed_i1(value: Value) -> Value:
+    """An i1 (0 or 1 here) read as signed: true is -1."""
+    if value is None:
+        return None
+    if exact(value):
+        return point(-value[0])
+    return (-value[1], -value[0])
+
+
+def _within(value: Value, width: int | None) -> Value:
+    """`value`, where its type of `width` bits holds it (i1: 0 or 1; iN: signed); else it
+    wraps, unknown (index: _tame's bound)."""
+    if value is None or width is None or width >= 64:
+        return value
+    least, most = (0, 1) if width == 1 else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+    if bool(np.all(np.asarray(value[0]) >= least)) and bool(np.all(np.asarray(value[1]) <= most)):
+        return value
+    return None
+
+
 def select(c: Value, t: Value, f: Value) -> Value:
     if t is None or f is None:
         return None
@@ -487,6 +507,8 @@ _BINARY: dict[type, Callable[[Value, Value], Value]] = {
     arith.ShRUIOp: _unsigned(shift_right),
     arith.ShRSIOp: shift_right,
 }
+_BOOLEAN_OPS = (arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.MinUIOp, arith.MaxUIOp)
+"""The binary ops whose i1 results the 0-or-1 reading of an i1 gets right."""
 SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)
 
 
@@ -570,11 +592,15 @@ class BatchRun:
         kind = type(op)
         binary = _BINARY.get(kind)
         if binary is not None:
+            width = _bit_width(op.results[0].type)
+            if width == 1 and kind not in _BOOLEAN_OPS:
+                self.env[op.results[0]] = None  # i1 arithmetic: true is -1 signed, 1 + 1 = 0
+                return
             try:
                 result = binary(self.value(op.operands[0]), self.value(op.operands[1]))
             except (ZeroDivisionError, FloatingPointError):
                 result = None
-            self.env[op.results[0]] = result
+            self.env[op.results[0]] = _within(result, width)
             return
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -605,6 +631,9 @@ class BatchRun:
         a truncation only of a value its narrower type holds (an i1 as 0 or 1): else it
         wraps, unknown."""
         value = self.value(op.operands[0])
+        if isinstance(op, arith.ExtSIOp | arith.IndexCastOp) and \
+                _bit_width(op.operands[0].type) == 1:
+            value = _signed_i1(value)  # true sign-extends to -1
         if value is not None:
             lo, hi = value
             width = _bit_width(op.results[0].type)
@@ -620,8 +649,10 @@ class BatchRun:
         self.env[op.results[0]] = value
 
     def _cmpi(self, op: arith.CmpiOp) -> None:
-        self.env[op.result] = compare(op.predicate.value.data, self.value(op.lhs),
-                                      self.value(op.rhs))
+        lhs, rhs = self.value(op.lhs), self.value(op.rhs)
+        if _bit_width(op.lhs.type) == 1 and 2 <= op.predicate.value.data <= 5:
+            lhs, rhs = _signed_i1(lhs), _signed_i1(rhs)  # signed, true is -1
+        self.env[op.result] = compare(op.predicate.value.data, lhs, rhs)
 
     def _select(self, op: arith.SelectOp) -> None:
         # each operand is chosen where the condition says so: a guard narrows it there (a

@@ -67,6 +67,7 @@ from xdsl.dialects import arith, func, gpu, scf
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
+    IndexType,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -357,20 +358,8 @@ class _TicketWalk:
         block on one queue, the result is held after the branch (one acquire on every path).
         False, and nothing walked, where no result is so."""
         sides = [region.blocks.first for region in branch.regions if region.blocks]
-        if len(sides) != 2 or not all(isinstance(b.last_op, scf.YieldOp) for b in sides):
-            return False
-
-        def acquired(block: Block, index: int) -> Operation | None:
-            value = _ticket_identity(block.last_op.operands[index])
-            owner = value.owner if isinstance(value, OpResult) else None
-            return owner if isinstance(owner, _ACQUIRES) and owner.parent_block() is block \
-                else None
-
-        held = {}
-        for index in range(len(branch.results)):
-            pair = [acquired(block, index) for block in sides]
-            if all(pair) and pair[0].queue == pair[1].queue:
-                held[index] = pair[0]
+        held = {index: acquire for index in range(len(branch.results))
+                if (acquire := _acquired_in_each_side(branch, index)) is not None}
         if not held:
             return False
         self.handed_on[branch] = set(held)
@@ -401,9 +390,14 @@ class _TicketWalk:
             carried.append((index, held))
             yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
             source = _ticket_identity(yielded) if yielded is not None else None
-            if not (isinstance(source, OpResult) and isinstance(source.owner, _ACQUIRES)
-                    and source.owner.parent_block() is body
-                    and source.owner.queue == held.queue):
+            owner = source.owner if isinstance(source, OpResult) else None
+            # acquired in the iteration: by an acquire of its block, or in each side of a
+            # branch of its block that hands it on
+            if isinstance(owner, scf.IfOp) and owner.parent_block() is body:
+                owner = _acquired_in_each_side(owner, source.index)  # type: ignore[union-attr]
+            elif owner is not None and owner.parent_block() is not body:
+                owner = None
+            if not (isinstance(owner, _ACQUIRES) and owner.queue == held.queue):
                 raise self.refuse(loop, f"'{loop.name}' carries a ticket of "
                                   f"@{self.names[held.queue]} it holds, but an iteration does "
                                   "not hand on one it acquired on that queue in its place")
@@ -532,6 +526,22 @@ class _TicketWalk:
                           "entry's count would run ahead of the tickets")
 
 
+def _acquired_in_each_side(branch: scf.IfOp, index: int) -> Operation | None:
+    """The then side's acquire where each side of `branch` yields, at result `index`, a
+    ticket it acquired in its own block, both on one queue; None else."""
+    sides = [region.blocks.first for region in branch.regions if region.blocks]
+    if len(sides) != 2 or not all(isinstance(b.last_op, scf.YieldOp) for b in sides):
+        return None
+    pair = []
+    for block in sides:
+        value = _ticket_identity(block.last_op.operands[index])  # type: ignore[union-attr]
+        owner = value.owner if isinstance(value, OpResult) else None
+        if not (isinstance(owner, _ACQUIRES) and owner.parent_block() is block):
+            return None
+        pair.append(owner)
+    return pair[0] if pair[0].queue == pair[1].queue else None
+
+
 def _innermost_loop(op: Operation) -> Operation | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, gpu.FuncOp):
@@ -636,6 +646,16 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
                                   "and every ticket after it waits for it")
             reads = reads_per_tile(stage, queue) if side == "input" else 1
             drawn = [op for op in acquires if not _given_by_another_queue(op)]
+            relayed = [op for op in acquires if op.ticket is not None and any(
+                _is_ticket(v) and v.owner.queue != op.queue  # type: ignore[union-attr]
+                for v in dataflow.ticket_sources(op.ticket))]
+            if relayed and len(relayed) < len(acquires):
+                given = relayed[0]
+                raise _refuse(given, f"stage @{name}: '{given.name}' on @{queue} takes the "
+                              "ticket of another queue (`at`) where another acquire of the "
+                              "kernel draws its own: the queue's counter moves only on draws, "
+                              "so a ticket taken `at` is drawn again by the next one (take "
+                              "every ticket of a queue one way)")
             if workers > 1 and drawn and reads > 1:
                 raise _refuse(drawn[-1], f"stage @{name}: each of its {workers} queue workers "
                               f"draws {reads} tickets of @{queue} for a tile, one at a time: "
@@ -719,22 +739,31 @@ def _same(a: SSAValue, b: SSAValue) -> bool:
 _NOT_NEGATIVE_IDS = (gpu.BlockIdOp, gpu.ThreadIdOp, gpu.GridDimOp, gpu.BlockDimOp,
                      gpu.LaneIdOp)
 _NOT_NEGATIVE_OF_NOT_NEGATIVE = (arith.AddiOp, arith.MuliOp, arith.DivUIOp, arith.RemUIOp,
-                                 arith.MinUIOp, arith.MaxUIOp, arith.IndexCastOp,
-                                 arith.ExtUIOp)
+                                 arith.MinUIOp, arith.MaxUIOp)
 
 
 def _not_negative(value: SSAValue) -> bool:
-    """Whether `value` is known not to be negative from how it is made: a constant (below
-    2^32, so that sums of a few stay far from wrapping), a block or thread index or extent, or
-    sums, products, unsigned quotients, remainders, minima and maxima and casts of such."""
+    """Whether an index `value` is known not to be negative from how it is made: a constant
+    (below 2^32, so that sums of a few stay far from wrapping), a block or thread index or
+    extent, sums, products, unsigned quotients, remainders, minima and maxima of such, a signed
+    maximum with one such, a select of two, a loop's induction variable from one."""
+    if not isinstance(value.type, IndexType):
+        return False  # a narrower integer wraps sooner (and an i1's true is -1 signed)
     owner = value.owner
-    if not isinstance(value, OpResult):
-        return False
+    if isinstance(value, BlockArgument):
+        # a loop's induction variable runs up from its lower bound (scf.for's step is
+        # positive)
+        loop = owner.parent_op()
+        return isinstance(loop, scf.ForOp) and value.index == 0 and _not_negative(loop.lb)
     if isinstance(owner, arith.ConstantOp):
         constant = _constant(value)
         return constant is not None and 0 <= constant < 1 << 32
     if isinstance(owner, _NOT_NEGATIVE_IDS):
         return True
+    if isinstance(owner, arith.MaxSIOp | arith.MaxUIOp):
+        return any(_not_negative(operand) for operand in owner.operands)
+    if isinstance(owner, arith.SelectOp):
+        return _not_negative(owner.lhs) and _not_negative(owner.rhs)
     return isinstance(owner, _NOT_NEGATIVE_OF_NOT_NEGATIVE) and \
         all(_not_negative(operand) for operand in owner.operands)
 

@@ -1782,3 +1782,152 @@ builtin.module {
   }
 }
 // CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// A relay that fills its output once with a ticket it draws and once `at` its input's: the
+// output's counter moves on the draw only, so the next launch draws a ticket already filled
+// and the one after it is never filled (a second audit's differential).
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%a: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      scf.for %i = %c0 to %c2 step %c1 {
+        %t = dataflow.acquire_empty %a : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %a, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @relay(%a: !dataflow.queue<2 x memref<64xf32>>, %b: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %x0 = dataflow.acquire_full %a : !dataflow.queue<2 x memref<64xf32>>
+      %y0 = dataflow.acquire_empty %b : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %b, %y0 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %a, %x0 : !dataflow.queue<2 x memref<64xf32>>
+      %x1 = dataflow.acquire_full %a : !dataflow.queue<2 x memref<64xf32>>
+      %y1 = dataflow.acquire_empty %b at %x1 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_full %b, %y1 : !dataflow.queue<2 x memref<64xf32>>
+      dataflow.release_empty %a, %x1 : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+    gpu.func @dst(%b: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      scf.for %i = %c0 to %c2 step %c1 {
+        %t = dataflow.acquire_full %b : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %b, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @a pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.queue @b pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@a], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @r {kernel = @k::@relay, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@a], outputs = [@b], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@b], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @r: 'dataflow.acquire_empty' on @b takes the ticket of another queue (`at`) where another acquire of the kernel draws its own
+
+// -----
+
+// Drawn ahead from a loop that starts at maxsi(block id, 0), guarded unsigned: not negative.
+// Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %bid = gpu.block_id x
+      %lb = arith.maxsi %bid, %c0 : index
+      %g = arith.cmpi ult, %lb, %c4 : index
+      %d0 = scf.if %g -> (index) {
+        %d = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %d : index
+      } else {
+        scf.yield %c0 : index
+      }
+      %last = scf.for %i = %lb to %c4 step %c2 iter_args(%dc = %d0) -> (index) {
+        %i1 = arith.addi %i, %c2 : index
+        %g1 = arith.cmpi ult, %i1, %c4 : index
+        %nx = scf.if %g1 -> (index) {
+          %d = dataflow.draw_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %d : index
+        } else {
+          scf.yield %c0 : index
+        }
+        %t = dataflow.acquire_full %q at %dc : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// A loop that carries a held ticket and hands on the next one acquired in each side of a
+// branch. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %t0 = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+      %c4b = arith.constant 4 : index
+      %last = scf.for %i = %c1 to %c4b step %c1 iter_args(%cur = %t0) -> (index) {
+        %r = arith.remui %i, %c2 : index
+        %b = arith.cmpi eq, %r, %c0 : index
+        %nx = scf.if %b -> (index) {
+          %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %a : index
+        } else {
+          %a = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+          scf.yield %a : index
+        }
+        dataflow.release_empty %q, %cur : !dataflow.queue<2 x memref<64xf32>>
+        scf.yield %nx : index
+      }
+      dataflow.release_empty %q, %last : !dataflow.queue<2 x memref<64xf32>>
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @p attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
