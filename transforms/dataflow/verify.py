@@ -40,9 +40,12 @@ Two things must hold for the queues of a pipeline never to wait forever:
   its input) lets one worker hold ticket t of one queue while it waits for a ticket another
   worker holds and that worker waits for t: the lowest ticket no longer moves (found by the
   queue simulator on a residual join and on a split reduction's final stage). Tickets drawn on
-  two queues of one side name different tiles; and nothing that makes threads of several
-  workers wait for each other (a barrier of the block or of a count past one worker, a block-
-  wide arrival or reduction, a call) may stand between an acquire and its release where a CTA
+  two queues of one side name different tiles, and a queue's tickets are taken one way, all
+  drawn or all given (`at`) another queue's (its counter moves only on draws); and nothing
+  that makes threads of several workers wait for each other (a barrier of the block or of a
+  count past one worker, a block-wide arrival or reduction, a wait on an mbarrier, a call; a
+  cluster barrier's wait where a cluster holds several CTAs) may stand between an acquire and
+  its release, or between a draw and the acquire that takes it, where a CTA (or a cluster)
   runs several workers (a worker waiting for a ticket behind the holder never reaches it);
 * **the kernels take the tickets their stages declare** (`check_launch_tickets`): each stage
   kernel, run abstractly for every queue worker of its grid (`queue_tickets`: the evaluator
@@ -81,6 +84,7 @@ from tilesync.analysis.kernel_eval import Unproven
 from tilesync.analysis.occupancy import blocks_per_sm
 from tilesync.analysis.queue_tickets import tickets_per_launch
 from tilesync.contract import (
+    CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
     READS_ATTR,
     REGISTERS_ATTR,
@@ -229,12 +233,19 @@ def _ticket_identity(value: SSAValue) -> SSAValue:
     return value
 
 
-def _synchronized_threads(op: Operation, block_threads: int) -> int:
-    """How many of the block's threads `op` makes wait for one another (0: none it is known
-    to): a barrier's count, the whole block for a block barrier, a block-wide arrival or
-    reduction, and a call (whose callee may hold either)."""
+_CLUSTER_WAITS = (tile.ClusterBarrierOp, nvvm.ClusterWaitOp)
+
+
+def _synchronized_threads(op: Operation, block_threads: int, cluster_ctas: int = 1) -> int:
+    """How many threads `op` makes wait for one another (0: none it is known to): a
+    barrier's count, the whole block for a block barrier, a block-wide arrival or reduction,
+    a wait on an mbarrier (whose arrivals may come from any thread of the block), and a call
+    (whose callee may hold either); every thread of the cluster's `cluster_ctas` blocks for
+    a cluster barrier's wait."""
+    if isinstance(op, _CLUSTER_WAITS):
+        return block_threads * cluster_ctas
     if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp | gpu.AllReduceOp
-                  | tile.ClusterBarrierOp | func.CallOp):
+                  | tile.MBarrierWaitOp | nvvm.MBarrierTryWaitParityOp | func.CallOp):
         return block_threads
     if isinstance(op, nvvm.BarrierSyncOp | nvvm.BarrierRedOrOp):
         return op.count.value.data
@@ -258,10 +269,12 @@ class _TicketWalk:
     tickets a worker holds (see check_kernel_tickets)."""
 
     def __init__(self, stage: dataflow.StageOp, names: dict[SSAValue, str], workers: int,
-                 per_cta: int, block_threads: int, worker_threads: int, inputs: frozenset[str]):
+                 per_cta: int, block_threads: int, worker_threads: int, inputs: frozenset[str],
+                 cluster_ctas: int = 1):
         self.stage, self.names, self.workers = stage, names, workers
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
         self.worker_threads = worker_threads
+        self.cluster_ctas = cluster_ctas
         # loops that carry a held ticket and branches whose sides each acquire the one a
         # result hands on: the positions whose yields stay held at the end of their blocks
         self.handed_on: dict[Operation, set[int]] = {}
@@ -271,9 +284,11 @@ class _TicketWalk:
         return _refuse(op, f"stage @{self.name}: {message}")
 
     def block(self, block: Block, outer: list[_Held], taken: list[tuple] | None = None,
-              own: list[_Held] | None = None) -> None:
+              own: list[_Held] | None = None, pending: list[SSAValue] | None = None) -> None:
         own = list(own or [])
         taken = list(taken or [])
+        # tickets drawn and not acquired yet: the queue waits for this worker on them too
+        pending = list(pending or []) + _drawn_carried(block)
         for op in block.ops:
             if isinstance(op, scf.ForOp) and self.carries_held(op, own):
                 self.loop_holding(op, own, outer, taken)
@@ -286,19 +301,16 @@ class _TicketWalk:
                 self.acquire(op, outer + own, taken)
                 own.append(_Held(op.queue, _ticket_identity(op.slot), op))
                 taken.append((op.queue, _ticket_identity(op.slot)))
+                if op.ticket is not None:
+                    given = set(dataflow.ticket_sources(op.ticket)) | {op.ticket}
+                    pending = [v for v in pending if v not in given]
             elif isinstance(op, _RELEASES):
                 self.release(op, own, outer)
             elif isinstance(op, _DRAWS):
                 self.draw(op)
-            elif self.per_cta > 1 and outer + own and \
-                    _synchronized_threads(op, self.block_threads) > self.worker_threads:
-                held = (outer + own)[0]
-                raise self.refuse(op, f"'{op.name}' makes threads of more than one worker "
-                                  f"({_synchronized_threads(op, self.block_threads)} of the "
-                                  f"block's, a worker being {self.worker_threads}) wait for "
-                                  f"each other while a worker holds a ticket of "
-                                  f"@{self.names[held.queue]}: another worker of the CTA may be "
-                                  "waiting for a ticket behind it, and never arrive")
+                pending.append(op.ticket)
+            else:
+                self.check_wait(op, outer + own, pending)
             for region in op.regions:
                 if len(region.blocks) > 1 and any(isinstance(inner, dataflow.TICKET_OPS)
                                                   for inner in region.walk()):
@@ -306,7 +318,11 @@ class _TicketWalk:
                                       "of several blocks: dataflow-verify follows structured "
                                       "control flow (scf) only")
                 for inner in region.blocks:
-                    self.block(inner, outer + own, taken)
+                    self.block(inner, outer + own, taken, pending=pending)
+            if isinstance(op, scf.IfOp):  # a guarded draw ahead, taken after the branch
+                pending += [r for r in op.results if any(
+                    isinstance(v.owner, _DRAWS) for v in dataflow.ticket_sources(r)
+                    if isinstance(v, OpResult))]
         parent = block.parent_op()
         if parent in self.handed_on and isinstance(block.last_op, scf.YieldOp):
             # each ticket handed on is one the worker still holds, once: it is released after
@@ -328,6 +344,30 @@ class _TicketWalk:
             raise self.refuse(op, f"'{op.name}' on @{self.names[op.queue]}: the ticket is not "
                               f"released in {where}, so some path keeps its entry (a release "
                               "in the same block, after the acquire, on every path)")
+
+    def check_wait(self, op: Operation, holding: list[_Held], pending: list[SSAValue]
+                   ) -> None:
+        """No wait of several workers for each other while a worker holds a ticket, or has
+        drawn one it has not acquired yet (a worker waiting for a later ticket behind it
+        never arrives)."""
+        if not holding and not pending:
+            return
+        waiting = _synchronized_threads(op, self.block_threads, self.cluster_ctas)
+        workers = self.per_cta * (self.cluster_ctas if isinstance(op, _CLUSTER_WAITS) else 1)
+        if workers <= 1 or waiting <= self.worker_threads:
+            return
+        if holding:
+            what = f"holds a ticket of @{self.names[holding[0].queue]}"
+        else:
+            owner = next((v.owner for v in dataflow.ticket_sources(pending[0])
+                          if isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)), None)
+            queue = self.names.get(owner.queue, "?") if owner is not None else "?"
+            what = f"has drawn a ticket of @{queue} it has not acquired yet"
+        scope = "cluster's" if isinstance(op, _CLUSTER_WAITS) else "block's"
+        raise self.refuse(op, f"'{op.name}' makes threads of more than one worker ({waiting} "
+                          f"of the {scope}, a worker being {self.worker_threads}) wait for each "
+                          f"other while a worker {what}: another worker may be waiting for a "
+                          "ticket behind it, and never arrive")
 
     def released_on_both_sides(self, branch: scf.IfOp, own: list[_Held], outer: list[_Held],
                                taken: list[tuple]) -> bool:
@@ -542,6 +582,24 @@ def _acquired_in_each_side(branch: scf.IfOp, index: int) -> Operation | None:
     return pair[0] if pair[0].queue == pair[1].queue else None
 
 
+def _drawn_carried(block: Block) -> list[SSAValue]:
+    """The iteration arguments of a loop body `block` that carry a ticket drawn ahead (drawn
+    in the previous iteration, or before the loop, and acquired in this one)."""
+    loop = block.parent_op()
+    if not isinstance(loop, scf.ForOp) or block is not loop.body.block:
+        return []
+    last = block.last_op
+    carried = []
+    for index, arg in enumerate(block.args[1:]):
+        values = [loop.iter_args[index]]
+        if isinstance(last, scf.YieldOp):
+            values.append(last.operands[index])
+        if any(isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)
+               for value in values for v in dataflow.ticket_sources(value)):
+            carried.append(arg)
+    return carried
+
+
 def _innermost_loop(op: Operation) -> Operation | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, gpu.FuncOp):
@@ -664,10 +722,12 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
             drawing[side] += [(queue, op) for op in drawn]
     # a kernel without a declared block runs its queue ops as one worker a CTA (queue_workers)
     block_threads = _block_threads(kernel) or 1
+    cluster = kernel.attributes.get(CLUSTER_DIMS_ATTR)
+    cluster_ctas = math.prod(cluster.get_values()) if cluster is not None else 1
     walk = _TicketWalk(stage, {arg: q for q, arg in zip(inputs + outputs, queue_args,
                                                          strict=True)},
                        workers, kinds.count, block_threads, kinds.threads or block_threads,
-                       frozenset(inputs))
+                       frozenset(inputs), cluster_ctas)
     walk.block(kernel.body.blocks.first, [])
     check_draws_ahead(kernel, walk.refuse)
     for side, drawn_on in drawing.items():
@@ -820,7 +880,13 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
             acquires = [use.operation for use in dataflow.drawn_ticket_uses(carried)
                         if isinstance(use.operation, _ACQUIRES)
                         and use.operation.ticket is not None]
-            if not acquires:
+            init = loop.iter_args[index]
+            last = body.last_op
+            yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
+            if not acquires or not any(  # a held ticket carried on (a relay's): not drawn
+                    isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)
+                    for value in (init, yielded) if value is not None
+                    for v in dataflow.ticket_sources(value)):
                 continue
             queue = acquires[0].queue
             lb, ub = _constant(loop.lb), _constant(loop.ub)
@@ -835,9 +901,6 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
                     _next_step(value, loop) and _less_than(cond, value, loop.ub, loop)
                     for value in (op.lhs, op.rhs))
 
-            last = body.last_op
-            yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
-            init = loop.iter_args[index]
             if not _drawn_when(init, queue, first) or (
                     isinstance(init, OpResult) and init.owner.parent_block() is not
                     loop.parent_block()):
