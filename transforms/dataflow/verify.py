@@ -66,7 +66,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, gpu, scf
+from xdsl.dialects import arith, func, gpu, llvm, scf
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
@@ -234,19 +234,30 @@ def _ticket_identity(value: SSAValue) -> SSAValue:
 
 
 _CLUSTER_WAITS = (tile.ClusterBarrierOp, nvvm.ClusterWaitOp)
+_WARPGROUP_THREADS = 128
+_WARPGROUP_ALIGNED = (tile.WgmmaOp, tile.WgmmaRegAOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp,
+                      tile.WgmmaWaitOp, tile.SetMaxNRegOp, nvvm.WgmmaFenceAlignedOp,
+                      nvvm.WgmmaCommitGroupSyncAlignedOp, nvvm.WgmmaWaitGroupSyncAlignedOp,
+                      nvvm.WgmmaMmaAsyncOp, nvvm.WgmmaMmaAsyncRegAOp)
+"""Executed by every thread of the warpgroup together (`.aligned`)."""
+_OPAQUE = (func.CallOp, llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp)
+"""What they wait for cannot be seen: a callee, an intrinsic or assembly may hold a barrier."""
 
 
 def _synchronized_threads(op: Operation, block_threads: int, cluster_ctas: int = 1) -> int:
     """How many threads `op` makes wait for one another (0: none it is known to): a
     barrier's count, the whole block for a block barrier, a block-wide arrival or reduction,
-    a wait on an mbarrier (whose arrivals may come from any thread of the block), and a call
-    (whose callee may hold either); every thread of the cluster's `cluster_ctas` blocks for
-    a cluster barrier's wait."""
-    if isinstance(op, _CLUSTER_WAITS):
+    a wait on an mbarrier (whose arrivals may come from any thread of the block); a warpgroup
+    for its `.aligned` wgmma and register ops; every thread of the cluster's `cluster_ctas`
+    blocks for a cluster barrier's wait and for a call, an intrinsic or inline assembly
+    (which may hold any of them)."""
+    if isinstance(op, _CLUSTER_WAITS + _OPAQUE):
         return block_threads * cluster_ctas
     if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp | gpu.AllReduceOp
-                  | tile.MBarrierWaitOp | nvvm.MBarrierTryWaitParityOp | func.CallOp):
+                  | tile.MBarrierWaitOp | nvvm.MBarrierTryWaitParityOp):
         return block_threads
+    if isinstance(op, _WARPGROUP_ALIGNED):
+        return min(_WARPGROUP_THREADS, block_threads)
     if isinstance(op, nvvm.BarrierSyncOp | nvvm.BarrierRedOrOp):
         return op.count.value.data
     if isinstance(op, tile.NamedBarrierOp):
@@ -353,7 +364,8 @@ class _TicketWalk:
         if not holding and not pending:
             return
         waiting = _synchronized_threads(op, self.block_threads, self.cluster_ctas)
-        workers = self.per_cta * (self.cluster_ctas if isinstance(op, _CLUSTER_WAITS) else 1)
+        workers = self.per_cta * (self.cluster_ctas if isinstance(op, _CLUSTER_WAITS + _OPAQUE)
+                                  else 1)
         if workers <= 1 or waiting <= self.worker_threads:
             return
         if holding:
@@ -363,7 +375,8 @@ class _TicketWalk:
                           if isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)), None)
             queue = self.names.get(owner.queue, "?") if owner is not None else "?"
             what = f"has drawn a ticket of @{queue} it has not acquired yet"
-        scope = "cluster's" if isinstance(op, _CLUSTER_WAITS) else "block's"
+        scope = "cluster's" if isinstance(op, _CLUSTER_WAITS + _OPAQUE) and \
+            self.cluster_ctas > 1 else "block's"
         raise self.refuse(op, f"'{op.name}' makes threads of more than one worker ({waiting} "
                           f"of the {scope}, a worker being {self.worker_threads}) wait for each "
                           f"other while a worker {what}: another worker may be waiting for a "

@@ -148,7 +148,7 @@ builtin.module {
     dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 2 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @d: 'nvvm.cluster.wait' makes threads of more than one worker (128 of the cluster's, a worker being 64) wait for each other while a worker holds a ticket of @q
+// CHECK: dataflow-verify: stage @d: 'nvvm.cluster.wait' makes threads of more than one worker (128 of the block's, a worker being 64) wait for each other while a worker holds a ticket of @q
 
 // -----
 
@@ -274,3 +274,131 @@ builtin.module {
   }
 }
 // CHECK: dataflow.pipeline @{{.*}} attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
+// An intrinsic call between acquire and release with two workers a CTA: what it waits for
+// (here the block barrier) cannot be seen, so it counts as the block's (a fourth audit's).
+builtin.module {
+  gpu.module @k {
+    llvm.func @ext_sync()
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cT = arith.constant 4 : index
+      scf.for %i = %c0 to %cT step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c0i32 = arith.constant 0 : i32
+      %true = arith.constant true
+      %bars = llvm.mlir.zero : !llvm.ptr<3>
+      %tid = gpu.thread_id x
+      %g = arith.divui %tid, %c2 : index
+      scf.for %i = %c0 to %c2 step %c1 {
+        %t = dataflow.acquire_full %q threads 64 : !dataflow.queue<1 x memref<64xf32>>
+        llvm.call_intrinsic "llvm.nvvm.barrier0"() : () -> ()
+        dataflow.release_empty %q, %t threads 64 : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'llvm.call_intrinsic' makes threads of more than one worker (128 of the block's, a worker being 64) wait for each other while a worker holds a ticket of @q
+
+// -----
+
+// Inline assembly likewise.
+builtin.module {
+  gpu.module @k {
+    llvm.func @ext_sync()
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cT = arith.constant 4 : index
+      scf.for %i = %c0 to %cT step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c0i32 = arith.constant 0 : i32
+      %true = arith.constant true
+      %bars = llvm.mlir.zero : !llvm.ptr<3>
+      %tid = gpu.thread_id x
+      %g = arith.divui %tid, %c2 : index
+      scf.for %i = %c0 to %c2 step %c1 {
+        %t = dataflow.acquire_full %q threads 64 : !dataflow.queue<1 x memref<64xf32>>
+        llvm.inline_asm has_side_effects "bar.sync 0;", "" : () -> ()
+        dataflow.release_empty %q, %t threads 64 : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'llvm.inline_asm' makes threads of more than one worker (128 of the block's, a worker being 64) wait for each other while a worker holds a ticket of @q
+
+// -----
+
+// A warpgroup-aligned wgmma wait with two 64-thread workers in one warpgroup: its 128 threads
+// execute it together.
+builtin.module {
+  gpu.module @k {
+    llvm.func @ext_sync()
+    gpu.func @src(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cT = arith.constant 4 : index
+      scf.for %i = %c0 to %cT step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<1 x memref<64xf32>>
+        dataflow.release_full %q, %t : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<1 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c0i32 = arith.constant 0 : i32
+      %true = arith.constant true
+      %bars = llvm.mlir.zero : !llvm.ptr<3>
+      %tid = gpu.thread_id x
+      %g = arith.divui %tid, %c2 : index
+      scf.for %i = %c0 to %c2 step %c1 {
+        %t = dataflow.acquire_full %q threads 64 : !dataflow.queue<1 x memref<64xf32>>
+        nvvm.wgmma.wait.group.sync.aligned 0
+        dataflow.release_empty %q, %t threads 64 : !dataflow.queue<1 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q pin_l2 : !dataflow.queue<1 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'nvvm.wgmma.wait.group.sync.aligned' makes threads of more than one worker (128 of the block's, a worker being 64) wait for each other while a worker holds a ticket of @q
