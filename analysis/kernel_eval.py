@@ -535,6 +535,9 @@ class BatchRun:
         self.grid = (*grid, 1, 1, 1)[:3]
         self.block = (*block, 1, 1, 1)[:3]
         self.env: dict[SSAValue, Value] = {}
+        self.definite = True
+        """Whether the ops now run certainly run (not in a region that may not, or that runs
+        abstractly)."""
         self.threads: frozenset[int] | None = None
         """The thread indices that run the current path, where a branch on the thread index
         split the block (None: every thread)."""
@@ -692,8 +695,12 @@ class BatchRun:
         return state
 
     def run_block(self, block: Block, state: Any, definite: bool) -> None:
-        for op in block.ops:
-            self.step(op, state, definite)
+        outer, self.definite = self.definite, definite
+        try:
+            for op in block.ops:
+                self.step(op, state, definite)
+        finally:
+            self.definite = outer
 
     def run_region_copy(self, op: Operation, state: Any) -> None:
         """Run every block of every region of `op` once on a copy of `state`: what it does is

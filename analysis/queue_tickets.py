@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import gpu, scf
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from tilesync.analysis.kernel_eval import (
     BatchRun,
@@ -66,16 +66,8 @@ class _TicketCount(BatchRun):
         self.budget = budget
         self.block_known = block is not None
         self.worker_threads = worker_threads
-        self.definite = True
         self.drawn_acquires = drawn_acquires
         self.counts: Counter[tuple[str, SSAValue]] = Counter()
-
-    def run_block(self, block: Block, state: object, definite: bool) -> None:
-        outer, self.definite = self.definite, definite
-        try:
-            super().run_block(block, state, definite)
-        finally:
-            self.definite = outer
 
     def on_for(self, op: scf.ForOp, state: object, definite: bool) -> None:
         """A loop whose iterations each take the same tickets is run once, its induction

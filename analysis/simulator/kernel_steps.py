@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.grid import Tile, grid_tiles
@@ -75,16 +75,8 @@ class _OrderRun(BatchRun):
         self.roles = role_arguments(func)  # type: ignore[arg-type]
         self.operands = operands
         self.readers = {use.operation for arg in operands for use in arg.uses}
-        self.definite = True  # whether the ops now run certainly run
         # ("wait", stage, semaphore, posts) or ("read", stage, coords, valid), per batch tile
         self.events: list[tuple] = []
-
-    def run_block(self, block: Block, state: object, definite: bool) -> None:
-        outer, self.definite = self.definite, definite
-        try:
-            super().run_block(block, state, definite)
-        finally:
-            self.definite = outer
 
     def _certain(self, op: Operation, what: str) -> None:
         if not self.definite:
