@@ -116,8 +116,8 @@ class _TicketCount(BatchRun):
                 self.run_block(region.blocks.first, state, definite)  # type: ignore[arg-type]
             sides.append(self.counts)
         if sides[0] != sides[1]:
-            raise Unproven(op, "its condition is not known and its sides take different "
-                               "numbers of tickets")
+            raise Unproven(op, "has a condition not known here and sides that take "
+                               "different numbers of tickets")
         self.counts = sides[0]
         for result in op.results:
             self.env[result] = None
@@ -144,12 +144,12 @@ class _TicketCount(BatchRun):
         if not isinstance(op, _TAKING):
             return
         if not self.definite:
-            raise Unproven(op, "it may or may not run (a loop or branch around it whose "
+            raise Unproven(op, "may or may not run (a loop or branch around it whose "
                                "bounds or condition depend on data, on a kernel argument or "
                                "on the thread within a worker)")
         if self.threads is not None:
-            raise Unproven(op, "only some threads of a worker reach it (a branch on the "
-                               "thread index)")
+            raise Unproven(op, "is reached by only some threads of a worker (a branch on "
+                               "the thread index)")
         if isinstance(op, dataflow.ACQUIRE_OPS):
             self.counts["acquired", op.queue] += 1
             if op in self.drawn_acquires:

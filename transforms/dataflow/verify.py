@@ -331,9 +331,7 @@ class _TicketWalk:
                 for inner in region.blocks:
                     self.block(inner, outer + own, taken, pending=pending)
             if isinstance(op, scf.IfOp):  # a guarded draw ahead, taken after the branch
-                pending += [r for r in op.results if any(
-                    isinstance(v.owner, _DRAWS) for v in dataflow.ticket_sources(r)
-                    if isinstance(v, OpResult))]
+                pending += [r for r in op.results if _drawn(r)]
         parent = block.parent_op()
         if parent in self.handed_on and isinstance(block.last_op, scf.YieldOp):
             # each ticket handed on is one the worker still holds, once: it is released after
@@ -602,15 +600,16 @@ def _drawn_carried(block: Block) -> list[SSAValue]:
     if not isinstance(loop, scf.ForOp) or block is not loop.body.block:
         return []
     last = block.last_op
-    carried = []
-    for index, arg in enumerate(block.args[1:]):
-        values = [loop.iter_args[index]]
-        if isinstance(last, scf.YieldOp):
-            values.append(last.operands[index])
-        if any(isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)
-               for value in values for v in dataflow.ticket_sources(value)):
-            carried.append(arg)
-    return carried
+    yielded = list(last.operands) if isinstance(last, scf.YieldOp) else []
+    return [arg for index, arg in enumerate(block.args[1:])
+            if _drawn(loop.iter_args[index])
+            or (index < len(yielded) and _drawn(yielded[index]))]
+
+
+def _drawn(value: SSAValue) -> bool:
+    """Whether `value` may be a ticket a draw handed out (directly, or through scf values)."""
+    return any(isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)
+               for v in dataflow.ticket_sources(value))
 
 
 def _innermost_loop(op: Operation) -> Operation | None:
@@ -889,18 +888,16 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
     waits for it); a guard that misses an iteration leaves it acquiring the placeholder."""
     for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
         body = loop.body.block
+        drawn = _drawn_carried(body)  # not a held ticket carried on (a relay's)
         for index, carried in enumerate(body.args[1:]):
             acquires = [use.operation for use in dataflow.drawn_ticket_uses(carried)
                         if isinstance(use.operation, _ACQUIRES)
                         and use.operation.ticket is not None]
+            if not acquires or carried not in drawn:
+                continue
             init = loop.iter_args[index]
             last = body.last_op
             yielded = last.operands[index] if isinstance(last, scf.YieldOp) else None
-            if not acquires or not any(  # a held ticket carried on (a relay's): not drawn
-                    isinstance(v, OpResult) and isinstance(v.owner, _DRAWS)
-                    for value in (init, yielded) if value is not None
-                    for v in dataflow.ticket_sources(value)):
-                continue
             queue = acquires[0].queue
             lb, ub = _constant(loop.lb), _constant(loop.ub)
             runs = lb is not None and ub is not None and lb < ub

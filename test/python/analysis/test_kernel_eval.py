@@ -56,7 +56,7 @@ def test_an_i1_true_sign_extends_to_minus_one():
 
 
 def test_a_signed_comparison_of_i1_reads_true_as_minus_one():
-    """true <s false: CTA 0 (bid == 0 true) loops 3 times, CTA 1 twice... as signed i1."""
+    """(bid == 0) <s false: true is -1, so CTA 0 loops 3 times; CTA 1 (false) twice."""
     program = """      %z = arith.cmpi eq, %bid, %c0 : index
       %f = arith.constant false
       %less = arith.cmpi slt, %z, %f : i1

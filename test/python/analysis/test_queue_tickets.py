@@ -96,7 +96,7 @@ def test_a_tile_taken_on_either_side_of_a_branch_counts_once():
     one = _kernel(f"""
       scf.if %wide {{{_take()}
       }}""", extra=", %wide: i1")
-    with pytest.raises(Unproven, match="sides take different numbers of tickets"):
+    with pytest.raises(Unproven, match="sides that take different numbers of tickets"):
         _count(one, ctas=4)
 
 

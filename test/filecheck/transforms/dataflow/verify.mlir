@@ -53,4 +53,4 @@ builtin.module {
 // RUN: sed -e 's/arith.constant 1024 : index/arith.constant 2048 : index/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=TWICE
 // TWICE: dataflow-verify: stage @gemm: its kernel, launched with 132 CTA(s), acquires 2048 ticket(s) of @h a launch, but the stage declares 1024 'tiles' (1024 ticket(s)): a launch would wait forever for 1024 of them
 // RUN: sed -e 's/%cta = gpu.block_id x/%cta = gpu.thread_id x/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=UNCOUNTED
-// UNCOUNTED: dataflow-verify: stage @gemm: the tickets its kernel takes a launch cannot be counted against its 1024 'tiles': 'dataflow.acquire_empty' it may or may not run
+// UNCOUNTED: dataflow-verify: stage @gemm: the tickets its kernel takes a launch cannot be counted against its 1024 'tiles': 'dataflow.acquire_empty' may or may not run

@@ -1729,7 +1729,7 @@ builtin.module {
     dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 1 : i64}
   }
 }
-// CHECK: dataflow-verify: stage @d: the tickets its kernel takes a launch cannot be counted against its 1 'tiles': 'dataflow.acquire_full' it may or may not run
+// CHECK: dataflow-verify: stage @d: the tickets its kernel takes a launch cannot be counted against its 1 'tiles': 'dataflow.acquire_full' may or may not run
 
 // -----
 
