@@ -47,6 +47,13 @@ Two things must hold for the queues of a pipeline never to wait forever:
   cluster barrier's wait where a cluster holds several CTAs) may stand between an acquire and
   its release, or between a draw and the acquire that takes it, where a CTA (or a cluster)
   runs several workers (a worker waiting for a ticket behind the holder never reaches it);
+* **an entry is used only while its ticket is held** (`check_entry_use`, in the same walk):
+  an op that may touch memory through an entry's address (`dataflow.entry`, a view of it, the
+  address as handed on by loops and branches, renamed with the ticket they hand on beside it)
+  runs after the acquire that takes the ticket and before its release; not a hang, but the
+  producer of the ticket, or the consumers of the entry's previous or next round, would be at
+  the same bytes. An asynchronous copy (`cp.async`, a bulk copy) is held to where it is
+  issued, not to where it completes;
 * **the kernels take the tickets their stages declare** (`check_launch_tickets`): each stage
   kernel, run abstractly for every queue worker of its grid (`queue_tickets`: the evaluator
   sync-verify runs, block ids the worker's CTA, loops around acquires unrolled or counted
@@ -77,7 +84,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
+from xdsl.traits import SymbolTable, is_side_effect_free
 
 from tilesync.analysis.forward_progress import Residency, co_residency
 from tilesync.analysis.kernel_eval import Unproven
@@ -268,6 +275,104 @@ def _synchronized_threads(op: Operation, block_threads: int, cluster_ctas: int =
     return 0
 
 
+_PASSING = (scf.ForOp, scf.IfOp, scf.YieldOp, scf.WhileOp, scf.ConditionOp)
+"""Hand values on to their regions or results: where an entry is used, they do not touch it."""
+
+
+def _handed_to(op: Operation) -> list[tuple[SSAValue, list[SSAValue]]]:
+    """Where an op that hands values on (`_PASSING`) puts each operand: a loop's initial
+    values go to its body's arguments (and its results, where it runs no iteration), a yield
+    to the next iteration's arguments and the results."""
+    parent = op.parent_op()
+    if isinstance(op, scf.ForOp):
+        return [(init, [arg, result]) for init, arg, result in
+                zip(op.iter_args, op.body.block.args[1:], op.results, strict=True)]
+    if isinstance(op, scf.WhileOp):
+        return [(init, [arg]) for init, arg in
+                zip(op.arguments, op.before_region.block.args, strict=True)]
+    if isinstance(op, scf.ConditionOp) and isinstance(parent, scf.WhileOp):
+        return [(value, [arg, result]) for value, arg, result in
+                zip(op.args, parent.after_region.block.args, parent.results, strict=True)]
+    if isinstance(op, scf.YieldOp) and isinstance(parent, scf.ForOp):
+        return [(value, [arg, result]) for value, arg, result in
+                zip(op.operands, parent.body.block.args[1:], parent.results, strict=True)]
+    if isinstance(op, scf.YieldOp) and isinstance(parent, scf.WhileOp):
+        return [(value, [arg]) for value, arg in
+                zip(op.operands, parent.before_region.block.args, strict=True)]
+    if isinstance(op, scf.YieldOp) and parent is not None:
+        return [(value, [result]) for value, result in
+                zip(op.operands, parent.results, strict=False)]
+    return []
+
+
+STALE = None
+"""The ticket of an entry address handed out of the iteration or branch that held it (the next
+iteration's, or the code after a branch, names another ticket by the same value): no worker
+holds it there."""
+
+
+def _ticket_handed_on(ticket: SSAValue, op: Operation,
+                      handed: list[tuple[SSAValue, list[SSAValue]]], kind: int) -> SSAValue | None:
+    """What names `ticket` at the `kind`-th target of `handed` (`_handed_to(op)`): the target
+    of the position that hands the ticket itself on (a loop carrying it, a branch yielding
+    it); else the ticket, where it was defined outside what `op` leaves (a yield leaves its
+    block); else STALE."""
+    for value, targets in handed:
+        if _ticket_identity(value) == ticket and kind < len(targets):
+            return targets[kind]
+    if isinstance(op, scf.YieldOp | scf.ConditionOp):
+        region_op = op.parent_op()
+        owner = ticket.owner if isinstance(ticket, OpResult) else ticket.owner.parent_op()
+        while owner is not None and owner is not region_op:
+            owner = owner.parent_op()
+        if owner is region_op:  # defined in the iteration or side the yield ends
+            return STALE
+    return ticket
+
+
+def entry_addresses(kernel: gpu.FuncOp) -> dict[SSAValue, set[tuple[SSAValue, SSAValue | None]]]:
+    """Every value of `kernel` that addresses a queue entry, with the (queue, ticket) entries it
+    may address (the ticket as `_ticket_identity` names it where the address is, STALE where
+    nothing does): `dataflow.entry` results, what side-effect-free ops compute from them
+    (views, the address as an index), and where loops and branches hand them on, the ticket
+    renamed as they hand it on beside the address."""
+    found: dict[SSAValue, set[tuple[SSAValue, SSAValue | None]]] = {}
+
+    def add(value: SSAValue, entries: set) -> bool:
+        known = found.setdefault(value, set())
+        grown = not entries <= known
+        known |= entries
+        return grown
+
+    changed = True
+    while changed:  # a loop's yield hands an address back to its body's arguments
+        changed = False
+        for op in kernel.walk():
+            if isinstance(op, dataflow.EntryOp):
+                changed |= add(op.buffer, {(op.queue, _ticket_identity(op.slot))})
+            elif isinstance(op, _PASSING):
+                handed = _handed_to(op)
+                for value, targets in handed:
+                    for kind, target in enumerate(targets):
+                        changed |= add(target, {
+                            (queue, STALE if ticket is STALE
+                             else _ticket_handed_on(ticket, op, handed, kind))
+                            for queue, ticket in found.get(value, ())})
+            elif is_side_effect_free(op):
+                taken = set().union(*(found.get(v, set()) for v in op.operands))
+                for result in op.results:
+                    changed |= add(result, taken)
+    return {value: entries for value, entries in found.items() if entries}
+
+
+def _touches_entries(op: Operation, addresses: dict[SSAValue, set]) -> set:
+    """The entries `op` reads or writes: those of its operands that address an entry, where it
+    may touch memory (an op of unknown effects may; one that only hands values on does not)."""
+    if isinstance(op, (*_PASSING, dataflow.EntryOp)) or is_side_effect_free(op):
+        return set()
+    return set().union(*(addresses.get(v, set()) for v in op.operands))
+
+
 @dataclass
 class _Held:
     queue: SSAValue
@@ -281,8 +386,10 @@ class _TicketWalk:
 
     def __init__(self, stage: dataflow.StageOp, names: dict[SSAValue, str], workers: int,
                  per_cta: int, block_threads: int, worker_threads: int, inputs: frozenset[str],
-                 cluster_ctas: int = 1):
+                 cluster_ctas: int = 1,
+                 addresses: dict[SSAValue, set[tuple[SSAValue, SSAValue]]] | None = None):
         self.stage, self.names, self.workers = stage, names, workers
+        self.addresses = addresses or {}
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
         self.worker_threads = worker_threads
         self.cluster_ctas = cluster_ctas
@@ -322,6 +429,7 @@ class _TicketWalk:
                 pending.append(op.ticket)
             else:
                 self.check_wait(op, outer + own, pending)
+                self.check_entry_use(op, outer + own)
             for region in op.regions:
                 if len(region.blocks) > 1 and any(isinstance(inner, dataflow.TICKET_OPS)
                                                   for inner in region.walk()):
@@ -379,6 +487,23 @@ class _TicketWalk:
                           f"of the {scope}, a worker being {self.worker_threads}) wait for each "
                           f"other while a worker {what}: another worker may be waiting for a "
                           "ticket behind it, and never arrive")
+
+    def check_entry_use(self, op: Operation, holding: list[_Held]) -> None:
+        """An entry is read or written only while the worker holds its ticket: after the
+        acquire that takes it and before its release (before, the producer of the ticket, or
+        the consumers of the entry's last round, may still be at it; after, the next round's
+        may)."""
+        for queue, ticket in _touches_entries(op, self.addresses):
+            if ticket is not STALE and any(h.queue == queue and h.ticket == ticket
+                                           for h in holding):
+                continue
+            which = "handed on from the iteration or branch that held it" if ticket is STALE \
+                else "that the worker does not hold here"
+            raise self.refuse(op, f"'{op.name}' uses the entry of a ticket of "
+                              f"@{self.names.get(queue, '?')} {which} (before the acquire "
+                              "that takes it, or after its release): an entry is the worker's "
+                              "only between the two, else another worker may be writing or "
+                              "reading it")
 
     def released_on_both_sides(self, branch: scf.IfOp, own: list[_Held], outer: list[_Held],
                                taken: list[tuple]) -> bool:
@@ -739,7 +864,7 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
     walk = _TicketWalk(stage, {arg: q for q, arg in zip(inputs + outputs, queue_args,
                                                          strict=True)},
                        workers, kinds.count, block_threads, kinds.threads or block_threads,
-                       frozenset(inputs), cluster_ctas)
+                       frozenset(inputs), cluster_ctas, entry_addresses(kernel))
     walk.block(kernel.body.blocks.first, [])
     check_draws_ahead(kernel, walk.refuse)
     for side, drawn_on in drawing.items():
