@@ -27,6 +27,14 @@ SHAPES = ((132, 256, 8), (264, 128, 8), (396, 128, 8), (132, 512, 2), (264, 256,
           (264, 512, 2), (132, 1024, 2), (66, 1024, 2))
 # the bulk transport: payloads that fit its staging buffer, shapes whose CTAs (a 16-64 KB
 # buffer each) can be resident
+# (pairs, threads a worker, unroll, workers a CTA, draw ahead, entries a worker): several queue
+# workers a CTA, each drawing its next ticket while it moves the current one, so that the
+# tickets' round trips to L2 overlap the payloads (16-64 KB, where they cost the most against
+# the transfers); the ring as large as one worker's of 4 entries (a larger one outgrows L2)
+WORKER_PAYLOADS = (16 << 10, 32 << 10, 64 << 10)
+WORKER_SHAPES = ((132, 128, 8, 2, True, 2), (132, 128, 8, 4, True, 1), (132, 256, 4, 2, True, 2),
+                 (132, 512, 2, 2, True, 2), (132, 128, 8, 2, False, 2),
+                 (132, 256, 4, 2, False, 2))
 BULK_PAYLOADS = (16 << 10, 32 << 10, 64 << 10)
 BULK_SHAPES = ((132, 256, 8), (132, 512, 2), (264, 256, 2))
 GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
@@ -88,17 +96,18 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.dataflow import DataflowProgram
 
-    iters = max(4, total_bytes // (cfg.pairs * cfg.payload_bytes))
-    delivered = cfg.pairs * iters * cfg.payload_bytes
+    iters = max(4, total_bytes // (cfg.producers * cfg.payload_bytes))
+    delivered = cfg.producers * iters * cfg.payload_bytes
     compiled = tilesync.compile(queue_bench_mlir(cfg))
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
     row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
                            "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,
                            "iters": iters, "delivered_bytes": delivered,
-                           "synchronized": cfg.synchronized, "transport": cfg.transport}
+                           "synchronized": cfg.synchronized, "transport": cfg.transport,
+                           "workers": cfg.workers, "draw_ahead": cfg.draw_ahead}
     if cfg.synchronized:
         program = DataflowProgram(compiled)
-        tickets = cfg.pairs * iters
+        tickets = cfg.producers * iters
         args = {"produce": [iters], "consume": [out, iters]}
         checks = []
 
@@ -150,41 +159,64 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     return row
 
 
-def _configurations(payloads, shapes, bulk_payloads, bulk_shapes):
-    """(transport, payload, (pairs, threads, unroll)) of the sweep, threads first."""
+def _configurations(payloads, shapes, bulk_payloads, bulk_shapes, worker_payloads=(),
+                    worker_shapes=()):
+    """(transport, payload, (pairs, threads, unroll, workers, draw ahead, depth)) of the sweep,
+    threads first (one worker a CTA, then several)."""
     for transport, sizes, forms in (("threads", payloads, shapes),
+                                    ("threads", worker_payloads, worker_shapes),
                                     ("bulk", bulk_payloads, bulk_shapes)):
         for payload in sizes:
-            for pairs, threads, unroll in forms:
+            for form in forms:
+                defaults = (1, False, 4)  # one worker, no draws ahead, 4 entries a worker
+                pairs, threads, unroll, workers, ahead, depth = (*form, *defaults[len(form) - 3:])
                 if unroll == 2 and payload // 16 < threads * unroll:
                     continue  # too few words for these CTAs: the first shapes cover it
-                yield transport, payload, (pairs, threads, unroll)
+                yield transport, payload, (pairs, threads, unroll, workers, ahead, depth)
+
+
+def _twin(rows: list[dict[str, Any]], top: dict[str, Any]) -> float:
+    """The unsynchronized rate of `top`'s transfers: the same CTAs and workers (nothing is
+    drawn without a queue)."""
+    return next((r["bytes_per_s"] for r in rows
+                 if not r["synchronized"] and "refused" not in r
+                 and _transport(r) == _transport(top)
+                 and all(r.get(k, d) == top.get(k, d) for k, d in (
+                     ("payload_bytes", 0), ("pairs", 0), ("threads", 0), ("unroll", 0),
+                     ("workers", 1), ("depth", 4)))), float("nan"))
 
 
 def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,
                     graph_replays: int = 100, bulk_payloads=BULK_PAYLOADS,
-                    bulk_shapes=BULK_SHAPES) -> dict[str, Any]:
-    """Fig. 5 on this device: every payload × shape × transport, synchronized and not, and the
-    copy."""
+                    bulk_shapes=BULK_SHAPES, worker_payloads=WORKER_PAYLOADS,
+                    worker_shapes=WORKER_SHAPES) -> dict[str, Any]:
+    """Fig. 5 on this device: every payload × shape × transport, synchronized and not (the
+    same transfers once per workers a CTA), and the copy."""
     from tilesync.contract import TilesyncRuntimeError
     from tilesync.kernels.queue_bench import QueueBenchConfig
 
     copy = copy_rate()
-    rows = []
-    for transport, payload, (pairs, threads, unroll) in _configurations(
-            payloads, shapes, bulk_payloads, bulk_shapes):
+    rows: list[dict[str, Any]] = []
+    for transport, payload, (pairs, threads, unroll, workers, ahead, depth) in _configurations(
+            payloads, shapes, bulk_payloads, bulk_shapes, worker_payloads, worker_shapes):
         for synchronized in (True, False):
+            form = {"payload_bytes": payload, "pairs": pairs, "threads": threads,
+                    "unroll": unroll, "synchronized": synchronized, "transport": transport,
+                    "workers": workers, "draw_ahead": ahead and synchronized, "depth": depth}
+            if not synchronized and any(all(r.get(k) == v for k, v in form.items())
+                                        for r in rows):
+                continue  # these transfers unsynchronized are measured already
             cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
-                                   synchronized=synchronized, transport=transport)
+                                   synchronized=synchronized, transport=transport,
+                                   workers=workers, draw_ahead=ahead and synchronized,
+                                   depth=depth)
             replays = graph_replays if synchronized and payload == 64 << 10 else 0
             try:
                 rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
             except TilesyncRuntimeError as err:  # a shape whose CTAs cannot all be resident
                 if err.is_device_fault:
                     raise
-                rows.append({"payload_bytes": payload, "pairs": pairs, "threads": threads,
-                             "unroll": unroll, "synchronized": synchronized,
-                             "transport": transport, "refused": str(err)})
+                rows.append(form | {"refused": str(err)})
     return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
                       "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
                               f"synchronization <= {GOAL_SYNC_COST}x"})
@@ -235,13 +267,11 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         if not synced:
             continue
         top = max(synced, key=lambda r: r["bytes_per_s"])
-        twin = next((r["bytes_per_s"] for r in same
-                     if not r["synchronized"] and r["pairs"] == top["pairs"]
-                     and r["threads"] == top["threads"] and r["unroll"] == top["unroll"]),
-                    float("nan"))
+        twin = _twin(same, top)
         best.append({"payload_bytes": payload, "transport": transport,
                      "pairs": top["pairs"], "threads": top["threads"],
-                     "unroll": top["unroll"],
+                     "unroll": top["unroll"], "workers": top.get("workers", 1),
+                     "draw_ahead": top.get("draw_ahead", False),
                      "sync_bytes_per_s": top["bytes_per_s"],
                      "unsync_bytes_per_s": twin,
                      "over_copy": top["bytes_per_s"] / copy,
@@ -256,6 +286,7 @@ def queue_table(result: dict[str, Any]) -> str:
     lines = [f"queue bandwidth (Kitsune Fig. 5): 1 GiB device copy {copy / 1e12:.3f} TB/s "
              "(bytes copied per second)",
              f"{'payload':>8} {'transport':>9} {'pairs':>5} {'thr':>4} {'unr':>3} "
+             f"{'wk':>2} {'ahead':>5} "
              f"{'sync TB/s':>10} "
              f"{'unsync TB/s':>12} "
              f"{'/copy':>6} {'sync cost':>9} {'checks':>6}"]
@@ -263,7 +294,8 @@ def queue_table(result: dict[str, Any]) -> str:
         size = b["payload_bytes"]
         label = f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
         lines.append(f"{label:>8} {_transport(b):>9} {b['pairs']:>5} {b['threads']:>4} "
-                     f"{b['unroll']:>3} "
+                     f"{b['unroll']:>3} {b.get('workers', 1):>2} "
+                     f"{'yes' if b.get('draw_ahead') else 'no':>5} "
                      f"{b['sync_bytes_per_s'] / 1e12:>10.3f} "
                      f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
                      f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
@@ -274,8 +306,10 @@ def queue_table(result: dict[str, Any]) -> str:
                  "resident):")
     for r in result["rows"]:
         rate = "refused" if "refused" in r else f"{r['bytes_per_s'] / 1e12:.3f}"
+        workers = (f" workers {r['workers']}" if r.get("workers", 1) > 1 else "") + \
+            (" ahead" if r.get("draw_ahead") else "")
         lines.append(f"  {r['payload_bytes'] >> 10:>5}K pairs {r['pairs']:>4} threads "
-                     f"{r['threads']:>4} unroll {r['unroll']} {_transport(r):<7} "
+                     f"{r['threads']:>4} unroll {r['unroll']}{workers} {_transport(r):<7} "
                      f"{'sync' if r['synchronized'] else 'unsync':<6} {rate}")
     return "\n".join(lines)
 

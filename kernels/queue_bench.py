@@ -12,6 +12,14 @@ its partner reads) word-for-word the same amount in ring slot `c + pairs × (i m
 plain buffer, with no tickets, spins or barriers, launched the same way (a pipeline without
 queues): what the synchronization costs is the difference.
 
+`workers=W` runs W queue workers a CTA (`threads N` on the queue ops, N = `threads`): each group
+of N threads draws, fills (or drains) and releases tickets of its own, so one worker's round
+trips to L2 (the ticket's atomic, the spin on its entry, the release) overlap another's payload.
+`draw_ahead=True` has a worker draw its next ticket (`dataflow.draw_empty` / `draw_full`) right
+after it acquires the current one, under the guard `i + 1 < iters` that dataflow-verify holds
+draws ahead to, so the atomic's round trip overlaps the payload too. Unsynchronized, worker w of
+CTA c uses ring slot `c W + w + pairs W (i mod depth)`.
+
 `transport="bulk"` moves each payload with one bulk copy (sm_90) instead of the threads' 16-byte
 accesses, through a staging buffer in shared memory (so a payload is at most 64 KiB): a
 producer's threads write the ticket's words there, fence them for the async proxy and meet at
@@ -29,6 +37,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.kernels.config import H100_SMS
+
 WORD_BYTES = 16  # one i128: a 16-byte access per thread
 TRANSPORTS = ("threads", "bulk")
 BULK_MAX_PAYLOAD = 64 << 10  # the bulk transport's staging buffer, in shared memory
@@ -44,8 +55,16 @@ class QueueBenchConfig:
     synchronized: bool = True
     pin_l2: bool = True
     transport: str = "threads"  # "bulk": one bulk copy per payload through shared memory
+    workers: int = 1  # queue workers a CTA, each of `threads` threads (the threads transport)
+    draw_ahead: bool = False  # a worker draws its next ticket while it moves the current one
 
     def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.transport == "bulk" and (self.workers > 1 or self.draw_ahead):
+            raise ValueError("the bulk transport runs one worker a CTA, without draws ahead")
+        if self.workers > 1 and self.worker_threads % 32:
+            raise ValueError(f"a worker is whole warps: {self.worker_threads} threads")
         if self.payload_bytes % WORD_BYTES:
             raise ValueError(f"payload must be a multiple of {WORD_BYTES} bytes")
         if self.transport not in TRANSPORTS:
@@ -55,8 +74,8 @@ class QueueBenchConfig:
             raise ValueError(f"the bulk transport stages a payload in shared memory: at most "
                              f"{BULK_MAX_PAYLOAD >> 10} KiB, got {self.payload_bytes} bytes")
         words = self.payload_bytes // WORD_BYTES
-        if words % (self.block_threads * self.block_unroll):
-            raise ValueError(f"{words} words do not split over {self.block_threads} threads "
+        if words % (self.worker_threads * self.block_unroll):
+            raise ValueError(f"{words} words do not split over {self.worker_threads} threads "
                              f"x {self.block_unroll}")
 
     @property
@@ -64,16 +83,26 @@ class QueueBenchConfig:
         return self.payload_bytes // WORD_BYTES
 
     @property
-    def block_threads(self) -> int:
+    def worker_threads(self) -> int:
+        """The threads that move one payload: a worker's."""
         return min(self.threads, self.words)
 
     @property
+    def block_threads(self) -> int:
+        return self.worker_threads * self.workers
+
+    @property
     def block_unroll(self) -> int:
-        return max(1, min(self.unroll, self.words // self.block_threads))
+        return max(1, min(self.unroll, self.words // self.worker_threads))
+
+    @property
+    def producers(self) -> int:
+        """The producer workers (as many consumers): each moves `iters` payloads."""
+        return self.pairs * self.workers
 
     @property
     def entries(self) -> int:
-        return self.pairs * self.depth
+        return self.producers * self.depth
 
     @property
     def entry_type(self) -> str:
@@ -84,27 +113,41 @@ class QueueBenchConfig:
         return f"!dataflow.queue<{self.entries} x {self.entry_type}>"
 
 
+def blocks_per_sm(cfg: QueueBenchConfig) -> int | None:
+    """The blocks an SM holds when every producer and consumer CTA is resident at once (on an
+    H100's SMs), declared on both kernels (`.minnctapersm`) so that ptxas keeps their registers
+    to it: synchronized, co-residency needs it; unsynchronized, the same transfers then run
+    with as many CTAs side by side. None where the SM's threads cannot hold that many."""
+    blocks = -(-2 * cfg.pairs // H100_SMS)
+    if blocks * cfg.block_threads > SM_90.max_threads_per_sm or \
+            blocks > SM_90.max_blocks_per_sm:
+        return None
+    return blocks
+
+
 def _header(cfg: QueueBenchConfig, name: str, params: str) -> str:
+    blocks = blocks_per_sm(cfg)
+    bound = f", {MIN_BLOCKS_PER_SM_ATTR} = {blocks} : i32" if blocks is not None else ""
     return (f"    gpu.func @{name}({params}) kernel attributes "
-            f"{{gpu.known_block_size = array<i32: {cfg.block_threads}, 1, 1>}} {{\n")
+            f"{{gpu.known_block_size = array<i32: {cfg.block_threads}, 1, 1>{bound}}} {{\n")
 
 
 def _word_index(cfg: QueueBenchConfig, u: int, base: str) -> list[str]:
-    return [f"      %o{u} = arith.constant {u * cfg.block_threads} : index",
+    return [f"      %o{u} = arith.constant {u * cfg.worker_threads} : index",
             f"      %j{u} = arith.addi {base}, %o{u} : index"]
 
 
 def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str,
                   entry_type: str | None = None) -> list[str]:
     entry_type = entry_type or cfg.entry_type
-    step = cfg.block_threads * cfg.block_unroll
+    step = cfg.worker_threads * cfg.block_unroll
     lines = [f"      %t64 = arith.index_cast {ticket} : index to i64",
              "      %t128 = arith.extui %t64 : i64 to i128",
              "      %c40 = arith.constant 40 : i128",
              "      %tag = arith.shli %t128, %c40 : i128",
              f"      %step = arith.constant {step} : index",
              f"      %words = arith.constant {cfg.words} : index",
-             "      scf.for %w = %tid to %words step %step {"]
+             f"      scf.for %w = {_lane(cfg)} to %words step %step {{"]
     for u in range(cfg.block_unroll):
         lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
         lines += [f"        %j{u}w = arith.index_cast %j{u} : index to i128",
@@ -118,11 +161,11 @@ def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str],
                   entry_type: str | None = None) -> tuple[list[str], list[str]]:
     """Loads of `unroll` words first, then their sums: several loads in flight per thread."""
     entry_type = entry_type or cfg.entry_type
-    step = cfg.block_threads * cfg.block_unroll
+    step = cfg.worker_threads * cfg.block_unroll
     news = [f"%n{u}" for u in range(cfg.block_unroll)]
     lines = [f"      %step = arith.constant {step} : index",
              f"      %words = arith.constant {cfg.words} : index",
-             f"      {', '.join(news)} = scf.for %w = %tid to %words step %step "
+             f"      {', '.join(news)} = scf.for %w = {_lane(cfg)} to %words step %step "
              f"iter_args({', '.join(f'%a{u} = {acc}' for u, acc in enumerate(accs))}) -> "
              f"({', '.join(['i128'] * cfg.block_unroll)}) {{"]
     for u in range(cfg.block_unroll):
@@ -150,46 +193,99 @@ def _store_accumulators(cfg: QueueBenchConfig, accs: list[str]) -> list[str]:
     return lines
 
 
+def _lane(cfg: QueueBenchConfig) -> str:
+    """The thread's index within its worker."""
+    return "%lane" if cfg.workers > 1 else "%tid"
+
+
+def _prelude(cfg: QueueBenchConfig) -> list[str]:
+    lines = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
+             "      %tid = gpu.thread_id x"]
+    if cfg.workers > 1:
+        lines += [f"      %wt = arith.constant {cfg.worker_threads} : index",
+                  "      %lane = arith.remui %tid, %wt : index",
+                  "      %worker = arith.divui %tid, %wt : index"]
+    return lines
+
+
+def _ticket_loop(cfg: QueueBenchConfig, end: str, body: list[str], results: str = "",
+                 carried: list[tuple[str, str]] = (), types: str = "") -> list[str]:
+    """`scf.for %i = 0 to %iters` around `body` (which ends with the loop's own yields of the
+    `carried` values but the ticket), acquiring ticket %t of end `end` ("empty": producer,
+    "full": consumer) first and releasing it last; with draw_ahead the first ticket is drawn
+    before the loop where it runs, each next one right after the acquire where one follows,
+    and carried to the iteration that takes it."""
+    q, th = cfg.queue_type, f" threads {cfg.worker_threads}" if cfg.workers > 1 else ""
+    release = "release_full" if end == "empty" else "release_empty"
+    draw = f"dataflow.draw_{end} %q{th} : {q}"
+    carried = list(carried)
+    lines: list[str] = []
+    if cfg.draw_ahead:
+        lines += ["      %runs = arith.cmpi ult, %c0, %iters : index",
+                  "      %d0 = scf.if %runs -> (index) {", f"        %dr = {draw}",
+                  "        scf.yield %dr : index", "      } else {",
+                  "        scf.yield %c0 : index", "      }"]
+        carried = [("%d", "%d0"), *carried]
+        types = ", ".join(["index", *([types] if types else [])])
+    head = f"      {results + ' = ' if results else ''}scf.for %i = %c0 to %iters step %c1"
+    if carried:
+        head += f" iter_args({', '.join(f'{a} = {b}' for a, b in carried)}) -> ({types})"
+    lines.append(head + " {")
+    if cfg.draw_ahead:
+        lines += [f"        %t = dataflow.acquire_{end} %q at %d{th} : {q}",
+                  "        %i1 = arith.addi %i, %c1 : index",
+                  "        %more = arith.cmpi ult, %i1, %iters : index",
+                  "        %dn = scf.if %more -> (index) {", f"          %dr = {draw}",
+                  "          scf.yield %dr : index", "        } else {",
+                  "          scf.yield %c0 : index", "        }"]
+    else:
+        lines.append(f"        %t = dataflow.acquire_{end} %q{th} : {q}")
+    lines.append(f"        %e = dataflow.entry %q, %t : {q} -> memref<{cfg.words}xi128>")
+    *inner, yield_line = body if body and "scf.yield" in body[-1] else (*body, "")
+    lines += inner
+    lines.append(f"        dataflow.{release} %q, %t{th} : {q}")
+    if cfg.draw_ahead:
+        yielded, kinds = (["%dn"], ["index"])
+        if yield_line:
+            values, value_types = yield_line.split("scf.yield ")[1].split(" : ")
+            yielded.append(values)
+            kinds.append(value_types)
+        lines.append(f"        scf.yield {', '.join(yielded)} : {', '.join(kinds)}")
+    elif yield_line:
+        lines.append(yield_line)
+    lines.append("      }")
+    return lines
+
+
 def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
     """The pipeline's MLIR: producer(iters), consumer(out, iters), and `@fig5` (or, without
     synchronization, the two kernels over a plain `ring` buffer)."""
     if cfg.transport == "bulk":
         return _bulk_mlir(cfg)
     q = cfg.queue_type
-    zero = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
-            "      %tid = gpu.thread_id x"]
+    zero = _prelude(cfg)
     accs0 = ["      %z = arith.constant 0 : i128"]
-    acc_names = ["%z"] * cfg.block_unroll
+    unroll = cfg.block_unroll
+    i128s = ", ".join(["i128"] * unroll)
+    results = ", ".join(f"%r{u}" for u in range(unroll))
+    if cfg.draw_ahead:  # the loop's first result is the ticket it carries
+        results = f"%dlast, {results}"
     if cfg.synchronized:
         producer = _header(cfg, "producer", f"%q: {q}, %iters: index")
-        producer += "\n".join([*zero, "      scf.for %i = %c0 to %iters step %c1 {",
-                               f"        %t = dataflow.acquire_empty %q : {q}",
-                               f"        %e = dataflow.entry %q, %t : {q} -> "
-                               f"memref<{cfg.words}xi128>",
-                               *[f"  {line}" for line in _produce_body(cfg, "%e", "%t")],
-                               f"        dataflow.release_full %q, %t : {q}",
-                               "      }", "      gpu.return", "    }"]) + "\n"
-        body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(cfg.block_unroll)])
+        producer += "\n".join([*zero, *_ticket_loop(cfg, "empty", [
+            f"  {line}" for line in _produce_body(cfg, "%e", "%t")]),
+            "      gpu.return", "    }"]) + "\n"
+        body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)])
         consumer = _header(cfg, "consumer", f"%q: {q}, %out: memref<?xi128>, %iters: index")
         consumer += "\n".join([
             *zero, *accs0,
-            f"      {', '.join(f'%r{u}' for u in range(cfg.block_unroll))} = scf.for %i = %c0 "
-            f"to %iters step %c1 iter_args("
-            f"{', '.join(f'%acc{u} = %z' for u in range(cfg.block_unroll))}) -> "
-            f"({', '.join(['i128'] * cfg.block_unroll)}) {{",
-            f"        %t = dataflow.acquire_full %q : {q}",
-            f"        %e = dataflow.entry %q, %t : {q} -> memref<{cfg.words}xi128>",
-            *[f"  {line}" for line in body],
-            f"        dataflow.release_empty %q, %t : {q}",
-            f"        scf.yield {', '.join(news)} : {', '.join(['i128'] * cfg.block_unroll)}",
-            "      }",
-            *_store_accumulators(cfg, [f"%r{u}" for u in range(cfg.block_unroll)]),
+            *_ticket_loop(cfg, "full", [*[f"  {line}" for line in body],
+                                        f"        scf.yield {', '.join(news)} : {i128s}"],
+                          results, [(f"%acc{u}", "%z") for u in range(unroll)], i128s),
+            *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
             "      gpu.return", "    }"]) + "\n"
         return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer +
                 "  }\n" + _pipeline(cfg) + "}\n")
-
-    def slot_of() -> list[str]:
-        return _ring_slot(cfg)
 
     def shifted(lines: list[str]) -> list[str]:
         out = []
@@ -205,25 +301,24 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
         return out
 
     producer = _header(cfg, "producer", "%ring: memref<?xi128>, %iters: index")
-    producer += "\n".join([*zero, "      scf.for %i = %c0 to %iters step %c1 {", *slot_of(),
+    producer += "\n".join([*zero, "      scf.for %i = %c0 to %iters step %c1 {",
+                           *_ring_slot(cfg),
                            *[f"  {line}" for line in shifted(_produce_body(cfg, "%e", "%t"))],
                            "      }", "      gpu.return", "    }"]) + "\n"
-    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(cfg.block_unroll)])
+    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)])
     consumer = _header(cfg, "consumer", "%ring: memref<?xi128>, %out: memref<?xi128>, "
                                         "%iters: index")
     consumer += "\n".join([
         *zero, *accs0,
-        f"      {', '.join(f'%r{u}' for u in range(cfg.block_unroll))} = scf.for %i = %c0 "
+        f"      {', '.join(f'%r{u}' for u in range(unroll))} = scf.for %i = %c0 "
         f"to %iters step %c1 iter_args("
-        f"{', '.join(f'%acc{u} = %z' for u in range(cfg.block_unroll))}) -> "
-        f"({', '.join(['i128'] * cfg.block_unroll)}) {{",
-        *slot_of(),
+        f"{', '.join(f'%acc{u} = %z' for u in range(unroll))}) -> ({i128s}) {{",
+        *_ring_slot(cfg),
         *[f"  {line}" for line in shifted(body)],
-        f"        scf.yield {', '.join(news)} : {', '.join(['i128'] * cfg.block_unroll)}",
+        f"        scf.yield {', '.join(news)} : {i128s}",
         "      }",
-        *_store_accumulators(cfg, [f"%r{u}" for u in range(cfg.block_unroll)]),
+        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
         "      gpu.return", "    }"]) + "\n"
-    del acc_names
     return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer + "  }\n"
             + _pipeline(cfg) + "}\n")
 
@@ -250,14 +345,20 @@ def _pipeline(cfg: QueueBenchConfig) -> str:
 
 
 def _ring_slot(cfg: QueueBenchConfig) -> list[str]:
-    """Unsynchronized, iteration %i's slot %t = cta + pairs × (i mod depth) of `ring` and its
-    first word %first."""
-    return ["        %cta = gpu.block_id x",
+    """Unsynchronized, iteration %i's slot %t = worker + producers × (i mod depth) of `ring`
+    (the worker counted over the grid: the CTA with one a CTA) and its first word %first."""
+    own = ["        %cta = gpu.block_id x"]
+    if cfg.workers > 1:
+        own = ["        %block = gpu.block_id x",
+               f"        %per = arith.constant {cfg.workers} : index",
+               "        %first_worker = arith.muli %block, %per : index",
+               "        %cta = arith.addi %first_worker, %worker : index"]
+    return [*own,
             f"        %depth = arith.constant {cfg.depth} : index",
-            f"        %pairs = arith.constant {cfg.pairs} : index",
+            f"        %pairs = arith.constant {cfg.producers} : index",
             "        %round = arith.remui %i, %depth : index",
-            "        %lane = arith.muli %round, %pairs : index",
-            "        %t = arith.addi %cta, %lane : index",
+            "        %offset = arith.muli %round, %pairs : index",
+            "        %t = arith.addi %cta, %offset : index",
             f"        %wpe = arith.constant {cfg.words} : index",
             "        %first = arith.muli %t, %wpe : index"]
 

@@ -19,13 +19,21 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    IntegerAttr,
     ModuleOp,
     SymbolRefAttr,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tilesync.compat.rewrite_driver import walk_ops
-from tilesync.contract import FUSED_INTO_ATTR, KNOWN_BLOCK_SIZE_ATTR, SYNC_ARGS_ATTR, Role
+from tilesync.contract import (
+    FUSED_INTO_ATTR,
+    KNOWN_BLOCK_SIZE_ATTR,
+    MIN_BLOCKS_PER_SM_ATTR,
+    SYNC_ARGS_ATTR,
+    Role,
+)
 from tilesync.dialects.kernel_args import set_sync_roles, sync_roles
 
 
@@ -70,9 +78,11 @@ def fused_parameters(kernels: Sequence[gpu.FuncOp]) -> FusedParameters:
     return FusedParameters(block, params, roles)
 
 
-def fused_kernel(name: str, parameters: FusedParameters, like: gpu.FuncOp) -> gpu.FuncOp:
+def fused_kernel(name: str, parameters: FusedParameters, like: gpu.FuncOp,
+                 kernels: Sequence[gpu.FuncOp] = ()) -> gpu.FuncOp:
     """The gpu.func of `parameters.block` (complete, with its return), with `like`'s block
-    size and the roles."""
+    size and the roles; the fewest blocks per SM that any of `kernels` declares (its registers
+    must let that many in: so must the fused kernel's, which runs its blocks)."""
     block = parameters.block
     fused = gpu.FuncOp(name, FunctionType.from_lists(list(block.arg_types), []), Region(block),
                        kernel=True)
@@ -81,6 +91,10 @@ def fused_kernel(name: str, parameters: FusedParameters, like: gpu.FuncOp) -> gp
         set_sync_roles(fused, parameters.roles)
     elif SYNC_ARGS_ATTR in fused.attributes:
         del fused.attributes[SYNC_ARGS_ATTR]
+    declared = [k.attributes.get(MIN_BLOCKS_PER_SM_ATTR) for k in kernels]
+    known = [d.value.data for d in declared if isinstance(d, IntegerAttr)]
+    if known:
+        fused.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(min(known), i32)
     return fused
 
 

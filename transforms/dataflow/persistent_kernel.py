@@ -328,7 +328,8 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
     classes = _classes(stages, gmod)
     _dispatch(block, cta, classes, [_class_body(members, cta, movable) for members in classes])
     block.add_op(gpu.ReturnOp([]))
-    fused = fused_kernel(persistent_name(pipeline), parameters, kernels[0][1])
+    fused = fused_kernel(persistent_name(pipeline), parameters, kernels[0][1],
+                         [kernel for _, kernel in kernels])
     gmod.body.blocks.first.add_op(fused)
     mark_fused_into([k for _, k in kernels if k in movable], fused)
     return fused

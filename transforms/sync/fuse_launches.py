@@ -45,7 +45,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
-    i32,
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -59,7 +58,6 @@ from tilesync.contract import (
     DYNAMIC_SHARED_ATTR,
     FUSED_INTO_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
-    MIN_BLOCKS_PER_SM_ATTR,
     ONE_LAUNCH_KERNEL_ATTR,
     SHARED_ADDRESS_SPACE,
     SHARED_OVERLAY_ATTR,
@@ -349,11 +347,7 @@ def fuse_launch(module: ModuleOp, graph: StageGraph, launches: list[sync.LaunchO
                                                      renamed, strict=True)]
     _dispatch(block, ticket.results[0], members, bodies)
     block.add_op(gpu.ReturnOp([]))
-    fused = fused_kernel(kernel_name, parameters, widest.kernel)
-    occupancies = [k.attributes.get(MIN_BLOCKS_PER_SM_ATTR) for k in kernels]
-    known = [o.value.data for o in occupancies if isinstance(o, IntegerAttr)]
-    if known:
-        fused.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(min(known), i32)
+    fused = fused_kernel(kernel_name, parameters, widest.kernel, kernels)
     gmod.body.blocks.first.add_op(fused)
     mark_fused_into([k for k, move in zip(kernels, movable, strict=True) if move], fused)
     launches[0].attributes[ONE_LAUNCH_KERNEL_ATTR] = SymbolRefAttr(gmod.sym_name.data,

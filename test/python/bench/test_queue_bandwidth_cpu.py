@@ -46,3 +46,40 @@ def test_results_from_before_the_bulk_transport_read_as_threads():
     del row["transport"]
     result = dataflow.summarize({"copy": {"bytes_per_s": 1e12}, "rows": [row], "goal": ""})
     assert result["best"][0]["transport"] == "threads"
+
+
+def test_the_twin_of_several_workers_drawing_ahead_is_their_transfers_unsynchronized():
+    rows = [_row(32 << 10, "threads", True, 2.6e12, threads=128) | {"workers": 2,
+                                                                   "draw_ahead": True},
+            _row(32 << 10, "threads", False, 2.9e12, threads=128) | {"workers": 2,
+                                                                    "draw_ahead": False},
+            _row(32 << 10, "threads", False, 2.0e12, threads=128) | {"workers": 4},
+            _row(32 << 10, "threads", True, 2.0e12)]
+    result = dataflow.summarize({"copy": {"bytes_per_s": 2e12}, "rows": rows, "goal": ""})
+    (best,) = result["best"]
+    assert (best["workers"], best["draw_ahead"], best["over_copy"]) == (2, True, 1.3)
+    assert abs(best["sync_cost"] - 2.9 / 2.6) < 1e-9
+    table = dataflow.queue_table(result)
+    assert "unroll 8 workers 2 ahead threads sync   2.600" in table
+    assert "unroll 8 workers 4 threads unsync 2.000" in table
+
+
+def test_the_sweep_measures_each_unsynchronized_transfer_once(monkeypatch):
+    seen = []
+
+    def fake_config(cfg, warmup, reps, replays=0, repeats=0):
+        seen.append((cfg.workers, cfg.draw_ahead, cfg.synchronized))
+        return {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs, "threads": cfg.threads,
+                "unroll": cfg.unroll, "synchronized": cfg.synchronized,
+                "transport": cfg.transport, "workers": cfg.workers,
+                "draw_ahead": cfg.draw_ahead, "depth": cfg.depth, "bytes_per_s": 1e12,
+                "checks": []}
+
+    monkeypatch.setattr(dataflow, "copy_rate", lambda: {"bytes_per_s": 1e12})
+    monkeypatch.setattr(dataflow, "queue_config", fake_config)
+    dataflow.queue_bandwidth(payloads=(), bulk_payloads=(), worker_payloads=(16 << 10,),
+                             worker_shapes=((132, 128, 8, 2, True, 2), (132, 128, 8, 2, False, 2)))
+    assert seen == [(2, True, True), (2, False, False), (2, False, True)]
+    shapes = {form for _, _, form in dataflow._configurations((16 << 10,), ((132, 256, 8),), (),
+                                                              (), (), ())}
+    assert shapes == {(132, 256, 8, 1, False, 4)}  # one worker, no draws ahead, 4 entries

@@ -72,6 +72,45 @@ def test_bulk_transport_moves_each_payload_with_one_bulk_copy_through_shared_mem
         assert {k.dynamic_shared_bytes for k in program.kernels.values()} == {65536 + 128 - 16}
 
 
+def test_several_workers_a_cta_drawing_ahead_are_proved_and_lowered():
+    """Each worker's queue ops name its threads; the first ticket is drawn before the loop
+    where it runs and each next one in the iteration before it: dataflow-verify proves the
+    program, and the PTX has one atomic a draw (none in the acquires that take them)."""
+    cfg = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2, draw_ahead=True)
+    text = queue_bench_mlir(cfg)
+    assert "dataflow.acquire_empty %q at %d threads 128" in text
+    assert "dataflow.draw_full %q threads 128" in text
+    assert cfg.block_threads == 256 and cfg.producers == 16 and cfg.entries == 64
+    program = tilesync.compile(text)
+    assert {k.block for k in program.kernels.values()} == {(256, 1, 1)}
+    # a kernel's draws: before its loop and in it (the acquires take them, no atomic of
+    # their own); without draws ahead, the acquire's one
+    draws = "atom.relaxed.gpu.global.add.u64"
+    assert program.ptx.count(draws) == 4
+    at_acquire = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2)
+    assert tilesync.compile(queue_bench_mlir(at_acquire)).ptx.count(draws) == 2
+    unsync = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2, synchronized=False)
+    assert "ld.acquire.gpu" not in tilesync.compile(queue_bench_mlir(unsync)).ptx
+    with pytest.raises(ValueError, match="one worker a CTA"):
+        QueueBenchConfig(16 << 10, transport="bulk", workers=2)
+    with pytest.raises(ValueError, match="whole warps"):
+        QueueBenchConfig(16 << 10, threads=48, workers=2)
+
+
+def test_both_forms_declare_the_blocks_an_sm_holds_with_every_cta_resident():
+    """Synchronized and not, the kernels keep their registers to the blocks per SM that the
+    co-resident grid needs, so the unsynchronized twin runs the same CTAs side by side."""
+    from tilesync.kernels.queue_bench import blocks_per_sm
+
+    for synchronized in (True, False):
+        cfg = QueueBenchConfig(16 << 10, pairs=396, threads=128, synchronized=synchronized)
+        assert blocks_per_sm(cfg) == 6
+        assert ".minnctapersm 6" in tilesync.compile(queue_bench_mlir(cfg)).ptx
+    too_many = QueueBenchConfig(16 << 10, pairs=264, threads=1024, unroll=2)
+    assert blocks_per_sm(too_many) is None  # 4 blocks of 1024 threads: more than an SM holds
+    assert ".minnctapersm" not in queue_bench_mlir(too_many)
+
+
 def test_bulk_transport_refuses_payloads_beyond_shared_memory():
     with pytest.raises(ValueError, match="at most 64 KiB"):
         QueueBenchConfig(128 << 10, transport="bulk")

@@ -34,7 +34,7 @@ def _check_runs_and_replays(cfg, program, out, iters: int, runs: int, replays: i
     from tilesync.bench.dataflow import consumers_checksum
     from tilesync.kernels.queue_bench import expected_checksum
 
-    tickets = cfg.pairs * iters
+    tickets = cfg.producers * iters
     args = {"produce": [iters], "consume": [out, iters]}
 
     def checked(launch) -> None:
@@ -52,11 +52,18 @@ def _check_runs_and_replays(cfg, program, out, iters: int, runs: int, replays: i
     graph.close()
 
 
-@pytest.mark.parametrize("payload, depth", [(4 << 10, 1), (16 << 10, 4), (64 << 10, 2)])
-def test_every_ticket_arrives_once_filled_across_runs_and_replays(gpu_device, payload, depth):
+@pytest.mark.parametrize("payload, depth, workers, ahead",
+                         [(4 << 10, 1, 1, False), (16 << 10, 4, 1, False), (64 << 10, 2, 1, False),
+                          (16 << 10, 2, 2, True), (32 << 10, 1, 4, True), (16 << 10, 2, 4, False),
+                          (4 << 10, 1, 1, True)])
+def test_every_ticket_arrives_once_filled_across_runs_and_replays(gpu_device, payload, depth,
+                                                                  workers, ahead):
+    """Several workers a CTA (each its own tickets) and draws ahead too: a ticket drawn ahead
+    in the last iteration of a run would be a ticket nobody fills, and the next run hangs."""
     from tilesync.runtime.buffers import DeviceBuffer
 
-    cfg, program = _program(payload, depth=depth)
+    cfg, program = _program(payload, depth=depth, workers=workers, draw_ahead=ahead,
+                            threads=128 if workers > 1 else 256)
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
     # 37 iterations, not a multiple of the ring: rounds straddle runs
     _check_runs_and_replays(cfg, program, out, iters=37, runs=3, replays=10)
