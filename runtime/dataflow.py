@@ -46,6 +46,11 @@ __all__ = ["CapturedPipeline", "DataflowProgram", "PipelinePlan", "PipelineStage
            "read_pipeline"]
 
 RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
+FAST_COMPILE = True
+"""A pipeline's kernels go through ptxas at its lightest fast-compile level
+(`module.PTXAS_FAST_COMPILE`): a pipeline runs as one persistent kernel holding every stage's
+code, the largest kernels we compile (NeRF's MLP: 8.8k lines of PTX), and ptxas was most of
+their first compile."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,7 @@ class DataflowProgram:
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         self.kernels: dict[str, Any] = {}
         for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name, cache_dir=cubin_dir)
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir, fast=FAST_COMPILE)
             for sig in self.signatures.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)

@@ -186,12 +186,25 @@ class CompilerUnavailableError(TilesyncRuntimeError):
     """nvJitLink cannot be used here (library missing, or it does not know the arch)."""
 
 
-def compile_ptx(ptx: str, arch: str, name_hint: str = "tilesync") -> CompiledCubin:
-    """PTX → cubin for `arch` ('sm_90') with nvJitLink; raises with ptxas' error log."""
+PTXAS_FAST_COMPILE = "--Ofast-compile=min"
+"""ptxas's lightest fast-compile level, for the code `fast=True` loads or precompiles: it skips
+some of ptxas's most expensive optimizations."""
+
+
+def _compiler(fast: bool) -> str:
+    """What compiles a cubin, for its cache key: nvJitLink's version and ptxas's options."""
+    return nvjitlink_version() + (f" {PTXAS_FAST_COMPILE}" if fast else "")
+
+
+def compile_ptx(ptx: str, arch: str, name_hint: str = "tilesync",
+                fast: bool = False) -> CompiledCubin:
+    """PTX → cubin for `arch` ('sm_90') with nvJitLink (`fast`: ptxas at PTXAS_FAST_COMPILE);
+    raises with ptxas' error log."""
     try:
         from cuda.bindings import nvjitlink
 
-        options = [f"-arch={arch}", "-verbose"]
+        options = [f"-arch={arch}", "-verbose",
+                   *([f"-Xptxas={PTXAS_FAST_COMPILE}"] if fast else [])]
         handle = nvjitlink.create(len(options), options)
     except Exception as exc:  # missing libnvJitLink, or ERROR_UNRECOGNIZED_ARCH
         raise CompilerUnavailableError(
@@ -219,7 +232,8 @@ def compile_ptx(ptx: str, arch: str, name_hint: str = "tilesync") -> CompiledCub
         nvjitlink.destroy(handle)
 
 
-def precompile_ptx(ptx: str, target: str, cache_dir: Path | str | None = None) -> bool:
+def precompile_ptx(ptx: str, target: str, cache_dir: Path | str | None = None,
+                   fast: bool = False) -> bool:
     """Compile `ptx` with nvJitLink into the disk cache, under the key `load_ptx` looks up on
     a device of the compile `target`'s arch ('sm_90a': an sm_90 device), without a device
     context: in a compile worker, so that the process that loads the PTX finds its cubin
@@ -239,9 +253,9 @@ def precompile_ptx(ptx: str, target: str, cache_dir: Path | str | None = None) -
             return False
         arch = compile_arch(ptx, family.group(1))
         cache = CubinCache(cache_dir)
-        key = cache_key(ptx, arch, int(driver_version), nvjitlink_version())
+        key = cache_key(ptx, arch, int(driver_version), _compiler(fast))
         if cache.load(key) is None:
-            cache.store(key, compile_ptx(ptx, arch).cubin)
+            cache.store(key, compile_ptx(ptx, arch, fast=fast).cubin)
         return True
     except Exception:  # a missing driver or nvJitLink: the loading process compiles
         return False
@@ -452,29 +466,31 @@ def load_ptx(
     *,
     disk_cache: bool | None = None,
     cache_dir: Path | str | None = None,
+    fast: bool = False,
 ) -> Module:
     """Load PTX into device 0's context, from the in-process cache, the disk cache, or compiled.
 
     disk_cache=None follows TILESYNC_DISK_CACHE (on by default): compile with nvJitLink and keep
     the cubin; False lets the driver JIT the PTX, as does PTX that `needs_driver_jit`. Errors
     carry the compiler's error log. The same PTX text gives the same Module for the life of the
-    process, however it was loaded.
+    process, however it was loaded. `fast`: ptxas at PTXAS_FAST_COMPILE (its own cubin).
     """
     device = get_device()
     use_disk = disk_cache_enabled() if disk_cache is None else disk_cache
     use_disk = use_disk and not needs_driver_jit(ptx)
-    memory_key = (hashlib.sha256(ptx.encode()).hexdigest(), device.ordinal)
+    memory_key = (hashlib.sha256(ptx.encode()).hexdigest(), device.ordinal, fast)
     with _memory_cache_lock:
         module = _memory_cache.get(memory_key)
         if module is not None:
             return module
-        module = _load_uncached(ptx, name_hint, device, use_disk, cache_dir)
+        module = _load_uncached(ptx, name_hint, device, use_disk, cache_dir, fast)
         _memory_cache[memory_key] = module
         return module
 
 
 def _load_uncached(
-    ptx: str, name_hint: str, device: Any, use_disk: bool, cache_dir: Path | str | None
+    ptx: str, name_hint: str, device: Any, use_disk: bool, cache_dir: Path | str | None,
+    fast: bool = False,
 ) -> Module:
     if not use_disk:
         handle, info_log = _driver_load(ptx.encode() + b"\0", name_hint)
@@ -482,12 +498,12 @@ def _load_uncached(
 
     arch = compile_arch(ptx, device.arch)
     cache = CubinCache(cache_dir)
-    key = cache_key(ptx, arch, device.driver_version, nvjitlink_version())
+    key = cache_key(ptx, arch, device.driver_version, _compiler(fast))
     cubin = cache.load(key)
     source, info_log = "disk-cache", ""
     if cubin is None:
         try:
-            compiled = compile_ptx(ptx, arch, name_hint)
+            compiled = compile_ptx(ptx, arch, name_hint, fast)
         except CompilerUnavailableError as exc:
             handle, load_log = _driver_load(ptx.encode() + b"\0", name_hint)
             module = Module(handle, name_hint, ptx, "driver-jit", load_log)

@@ -246,6 +246,7 @@ def compile_stack_entry(job: tuple[str, str, str], target: str = TARGET) -> dict
     import tilesync
     from tilesync.api import default_pipeline
     from tilesync.dialects import dataflow, graph
+    from tilesync.runtime import dataflow as pipelines
     from tilesync.runtime.dataflow import read_pipeline
     from tilesync.runtime.module import precompile_ptx
 
@@ -260,7 +261,7 @@ def compile_stack_entry(job: tuple[str, str, str], target: str = TARGET) -> dict
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
     for ptx in compiled.ptx_by_module.values():  # ptxas here, beside the other pipelines'
-        precompile_ptx(ptx, target, cubin_dir)
+        precompile_ptx(ptx, target, cubin_dir, fast=pipelines.FAST_COMPILE)
     binds = {stage.sym_name.data: [(b.kind.data, tuple(b.values))
                                    for b in stage.attributes[graph.BIND_ATTR].data]  # type: ignore
              for stage in pipeline.stages}

@@ -595,8 +595,8 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
     ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
     compiled = []
 
-    def fake_compile(text, arch, name_hint="tilesync"):
-        compiled.append(arch)
+    def fake_compile(text, arch, name_hint="tilesync", fast=False):
+        compiled.append(arch if not fast else f"{arch} fast")
         return module_module.CompiledCubin(_elf(b"cubin for " + arch.encode()), arch, "")
 
     monkeypatch.setattr(module_module, "compile_ptx", fake_compile)
@@ -609,6 +609,12 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
     key = cache_key(ptx, module_module.compile_arch(ptx, "sm_90"), 13000, "nvjitlink-13.0")
     assert CubinCache(tmp_path).load(key) == _elf(b"cubin for sm_90a") and compiled == ["sm_90a"]
     assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path) and compiled == ["sm_90a"]
+    # ptxas's fast compile is another cubin, under its own key
+    assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path, fast=True)
+    fast_key = cache_key(ptx, module_module.compile_arch(ptx, "sm_90"), 13000,
+                         f"nvjitlink-13.0 {module_module.PTXAS_FAST_COMPILE}")
+    assert CubinCache(tmp_path).load(fast_key) is not None and fast_key != key
+    assert compiled == ["sm_90a", "sm_90a fast"]
     assert not module_module.precompile_ptx(ptx, "compute_90", tmp_path)  # not a device arch
     monkeypatch.setattr(driver, "cuDriverGetVersion",
                         lambda: (driver.CUresult.CUDA_ERROR_NO_DEVICE, 0))
