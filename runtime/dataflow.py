@@ -46,11 +46,47 @@ __all__ = ["CapturedPipeline", "DataflowProgram", "PipelinePlan", "PipelineStage
            "read_pipeline"]
 
 RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
-FAST_COMPILE = True
-"""A pipeline's kernels go through ptxas at its lightest fast-compile level
-(`module.PTXAS_FAST_COMPILE`): a pipeline runs as one persistent kernel holding every stage's
-code, the largest kernels we compile (NeRF's MLP: 8.8k lines of PTX), and ptxas was most of
-their first compile."""
+FAST_COMPILE = False
+"""Whether a pipeline's kernels go through ptxas at its lightest fast-compile level
+(`module.PTXAS_FAST_COMPILE`). Off: on an H100 (2c0e138) it halved NeRF's first compile (the
+example's 8.6 and 6.4 s to 4.6 and 4.3 s; its 8.8k-line persistent kernel is most of ptxas's
+work) but its pipelines ran slower: the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
+to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
+
+TIERED_PIPELINES = True
+"""An MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile level
+(`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas compiles
+them in full on a thread (`full_compiles`); the runner moves to the full kernels at its first
+call after they land, and a later process finds them in the disk cache. On an H100
+(FAST_COMPILE) the fast level halved NeRF's first compile, 8.6 and 6.4 s to 4.6
+and 4.3, and its pipelines ran 7-30% slower on it: the full kernels follow within the seconds
+ptxas takes."""
+
+_FULL_COMPILER: list[Any] = []
+
+
+def full_compiles() -> Any:
+    """The one thread that compiles pipelines' kernels in full, in the order asked (nvJitLink
+    lets the interpreter run meanwhile)."""
+    if not _FULL_COMPILER:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _FULL_COMPILER.append(ThreadPoolExecutor(1, thread_name_prefix="tilesync-ptxas"))
+    return _FULL_COMPILER[0]
+
+
+def compile_in_full(ptx_by_module: dict[str, str], target: str, cubin_dir: Any) -> bool:
+    """Compile every module's full cubin into the disk cache; False where one could not be."""
+    from tilesync.runtime.module import precompile_ptx
+
+    return all([precompile_ptx(ptx, target, cubin_dir) for ptx in ptx_by_module.values()])
+
+
+def compiled_in_full(ptx_by_module: dict[str, str], target: str, cubin_dir: Any) -> bool:
+    """Whether every module's full cubin is in the disk cache already."""
+    from tilesync.runtime.module import is_precompiled
+
+    return all(is_precompiled(ptx, target, cubin_dir) for ptx in ptx_by_module.values())
 
 
 @dataclass(frozen=True)
@@ -167,10 +203,11 @@ class DataflowProgram:
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
                  pin_l2: bool = True, plan: PipelinePlan | None = None,
-                 cubin_dir: str | Path | None = None):
+                 cubin_dir: str | Path | None = None, fast: bool | None = None):
         """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
         without its IR, e.g. in a cache), instead of reading `compiled.module`. `cubin_dir`:
-        where compiled cubins are kept (load_ptx's cache_dir; None: its default)."""
+        where compiled cubins are kept (load_ptx's cache_dir; None: its default). `fast`:
+        the kernels ptxas compiled at its fast-compile level (None: FAST_COMPILE)."""
         if not isinstance(compiled, CompiledProgram):
             raise CompileError("DataflowProgram takes a CompiledProgram (what tilesync.compile "
                                f"returns), got {type(compiled).__name__}")
@@ -189,7 +226,8 @@ class DataflowProgram:
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         self.kernels: dict[str, Any] = {}
         for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name, cache_dir=cubin_dir, fast=FAST_COMPILE)
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir,
+                              fast=FAST_COMPILE if fast is None else fast)
             for sig in self.signatures.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)

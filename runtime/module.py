@@ -240,25 +240,43 @@ def precompile_ptx(ptx: str, target: str, cache_dir: Path | str | None = None,
     (ptxas took 11 s of each of an MLP stack's pipelines there, one after the other). False
     where it cannot (the cache off, PTX the driver must JIT, no driver to give its version, no
     nvJitLink): load_ptx compiles then."""
-    if not disk_cache_enabled() or needs_driver_jit(ptx):
-        return False
     try:
-        from cuda.bindings import driver
-
-        result, driver_version = driver.cuDriverGetVersion()
-        if result != driver.CUresult.CUDA_SUCCESS:
+        found = _precompiled(ptx, target, cache_dir, fast)
+        if found is None:
             return False
-        family = re.fullmatch(r"(sm_\d+)[af]?", target)
-        if family is None:
-            return False
-        arch = compile_arch(ptx, family.group(1))
-        cache = CubinCache(cache_dir)
-        key = cache_key(ptx, arch, int(driver_version), _compiler(fast))
+        cache, key, arch = found
         if cache.load(key) is None:
             cache.store(key, compile_ptx(ptx, arch, fast=fast).cubin)
         return True
     except Exception:  # a missing driver or nvJitLink: the loading process compiles
         return False
+
+
+def is_precompiled(ptx: str, target: str, cache_dir: Path | str | None = None,
+                   fast: bool = False) -> bool:
+    """Whether `precompile_ptx` (or a load) left the cubin of `ptx` in the disk cache."""
+    try:
+        found = _precompiled(ptx, target, cache_dir, fast)
+    except Exception:  # no driver to give its version, no nvJitLink
+        return False
+    return found is not None and found[0].load(found[1]) is not None
+
+
+def _precompiled(ptx: str, target: str, cache_dir: Path | str | None,
+                 fast: bool) -> tuple[CubinCache, str, str] | None:
+    """(the cache, the key load_ptx looks `ptx` up by on a device of `target`'s arch, the arch
+    nvJitLink compiles for), or None where no cubin is kept for it."""
+    if not disk_cache_enabled() or needs_driver_jit(ptx):
+        return None
+    from cuda.bindings import driver
+
+    result, driver_version = driver.cuDriverGetVersion()
+    family = re.fullmatch(r"(sm_\d+)[af]?", target)
+    if result != driver.CUresult.CUDA_SUCCESS or family is None:
+        return None
+    arch = compile_arch(ptx, family.group(1))
+    cache = CubinCache(cache_dir)
+    return cache, cache_key(ptx, arch, int(driver_version), _compiler(fast)), arch
 
 
 # ---------------------------------------------------------------------------------------------

@@ -246,8 +246,7 @@ def compile_stack_entry(job: tuple[str, str, str], target: str = TARGET) -> dict
     import tilesync
     from tilesync.api import default_pipeline
     from tilesync.dialects import dataflow, graph
-    from tilesync.runtime import dataflow as pipelines
-    from tilesync.runtime.dataflow import read_pipeline
+    from tilesync.runtime.dataflow import TIERED_PIPELINES, compiled_in_full, read_pipeline
     from tilesync.runtime.module import precompile_ptx
 
     start = time.perf_counter()
@@ -260,8 +259,11 @@ def compile_stack_entry(job: tuple[str, str, str], target: str = TARGET) -> dict
     signature = compiled.module.attributes[graph.SIGNATURE_ATTR]
     results = [tuple(t.get_shape()) for t in signature.outputs.data]  # type: ignore
     (pipeline,) = [op for op in compiled.module.ops if isinstance(op, dataflow.PipelineOp)]
-    for ptx in compiled.ptx_by_module.values():  # ptxas here, beside the other pipelines'
-        precompile_ptx(ptx, target, cubin_dir, fast=pipelines.FAST_COMPILE)
+    # ptxas here, beside the other pipelines': the fast tier the runner starts on, unless the
+    # full kernels are cached (PipelineRunner compiles those on a thread)
+    fast = TIERED_PIPELINES and not compiled_in_full(compiled.ptx_by_module, target, cubin_dir)
+    for ptx in compiled.ptx_by_module.values():
+        precompile_ptx(ptx, target, cubin_dir, fast=fast)
     binds = {stage.sym_name.data: [(b.kind.data, tuple(b.values))
                                    for b in stage.attributes[graph.BIND_ATTR].data]  # type: ignore
              for stage in pipeline.stages}

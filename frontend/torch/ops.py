@@ -373,17 +373,35 @@ class PipelineRunner:
     per version of the parameter), the pipeline's one cooperative launch on torch's current
     stream (DataflowProgram.run_on: a torch.cuda.graph capture records it, and the queues'
     tickets carry on from run to run without a memset), each result cut back to torch's width
-    and leading dimensions."""
+    and leading dimensions. Its kernels are tiered (runtime.dataflow.TIERED_PIPELINES): `full`
+    says whether it runs the fully compiled ones yet."""
 
     def __init__(self, entry: dict[str, Any], form: Any, dtype: Any, cubin_dir: Any = None):
         from xdsl.dialects.builtin import ModuleOp
 
         from tilesync.contract import CompiledProgram
-        from tilesync.runtime.dataflow import DataflowProgram
+        from tilesync.runtime.dataflow import (
+            TIERED_PIPELINES,
+            DataflowProgram,
+            compile_in_full,
+            compiled_in_full,
+            full_compiles,
+        )
+        from tilesync.runtime.module import disk_cache_enabled
 
         compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], ModuleOp([]),
                                    target=entry["target"])
-        self.program = DataflowProgram(compiled, plan=entry["plan"], cubin_dir=cubin_dir)
+        self._compiled, self._plan, self._cubin_dir = compiled, entry["plan"], cubin_dir
+        tiered = TIERED_PIPELINES and disk_cache_enabled() and not compiled_in_full(
+            entry["ptx_by_module"], entry["target"], cubin_dir)
+        self.program = DataflowProgram(compiled, plan=entry["plan"], cubin_dir=cubin_dir,
+                                       fast=tiered)
+        self.full = not tiered
+        self._full_compile = full_compiles().submit(
+            compile_in_full, entry["ptx_by_module"], entry["target"], cubin_dir) \
+            if tiered else None
+        # programs run before the full one: launches in flight and CUDA graphs use them
+        self._retired: list[Any] = []
         self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype
         self.results = [tuple(shape) for shape in entry["results"]]
@@ -418,8 +436,29 @@ class PipelineRunner:
 
         return torch.empty(shape, dtype=self.dtype, device=device)
 
-    def __call__(self, inputs: list[Any]) -> list[Any]:
+    def upgrade(self, wait: bool = False) -> bool:
+        """Move to the fully compiled kernels once they are in the disk cache (`wait`: wait
+        for their compile); True where it runs them. A full compile that failed, or whose
+        kernels the device cannot hold all at once, leaves the fast ones running."""
+        from tilesync.contract import TilesyncError
+        from tilesync.runtime.dataflow import DataflowProgram
 
+        future = self._full_compile
+        if self.full or future is None or not (wait or future.done()):
+            return self.full
+        self._full_compile = None
+        if future.exception() is None and future.result():
+            try:
+                program = DataflowProgram(self._compiled, plan=self._plan,
+                                          cubin_dir=self._cubin_dir, fast=False)
+            except TilesyncError:
+                return False
+            self._retired.append(self.program)
+            self.program, self.full = program, True
+        return self.full
+
+    def __call__(self, inputs: list[Any]) -> list[Any]:
+        self.upgrade()
         pointers, _made = self._arguments(inputs)
         device = inputs[0].device
         outs = [self._new(shape, device) for shape in self.results]

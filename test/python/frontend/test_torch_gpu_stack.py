@@ -94,3 +94,29 @@ def test_nerf_through_torch_compile(cache, monkeypatch):
         assert relative_error(out, _reference(model, inputs)) < TOL
     (piece,) = [p for r in LAST_REPORTS[first:] for p in r.pieces]
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
+
+
+def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monkeypatch):
+    """A fresh cache: the pipeline starts on ptxas's fast-compile kernels while the full ones
+    compile on a thread, then runs those; both give the model's results."""
+    runners = []
+    made = PipelineRunner.__init__
+
+    def recorded(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        runners.append(self)
+
+    monkeypatch.setattr(PipelineRunner, "__init__", recorded)
+    model, inputs = example("nerf_mlp", "cuda")
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (runner,) = runners
+    with torch.no_grad():
+        first = compiled(*inputs)
+        assert relative_error(first, _reference(model, inputs)) < TOL
+        assert runner.upgrade(wait=True) and runner.full and runner._retired
+        assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
+    runners.clear()
+    again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
+    with torch.no_grad():
+        again(*inputs)
+    assert all(r.full for r in runners)  # the full kernels from the disk cache, no fast tier

@@ -373,3 +373,42 @@ def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
     assert [e["pass"] for e in entries] == list(compiler.STACK_PASSES)
     assert compiler.cached_entry("graph text", tuned, True, compiler.stack_passes(tuned))[1]
     assert not compiler.Options.make(cache_dir=tmp_path, tune=False).tune
+
+
+def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypatch):
+    """Without the full cubins cached the runner loads the fast tier and compiles the full one
+    on a thread; it moves at a call after that lands (or when told to wait), keeping the fast
+    program alive (launches in flight, captured graphs); with them cached, no tier."""
+    import threading
+    from types import SimpleNamespace
+
+    from tilesync.frontend.torch.ops import PipelineRunner
+    from tilesync.runtime import dataflow as pipelines
+    from tilesync.runtime import module as modules
+
+    loaded = []
+
+    class Program:
+        def __init__(self, compiled, plan=None, cubin_dir=None, fast=None):
+            loaded.append(fast)
+
+    cached = {"full": False}
+    landed = threading.Event()
+
+    def compile_in_full(ptx_by_module, target, cubin_dir):
+        landed.wait(10)
+        cached["full"] = True
+        return True
+
+    monkeypatch.setattr(pipelines, "DataflowProgram", Program)
+    monkeypatch.setattr(pipelines, "compile_in_full", compile_in_full)
+    monkeypatch.setattr(pipelines, "compiled_in_full", lambda *args: cached["full"])
+    monkeypatch.setattr(modules, "disk_cache_enabled", lambda: True)
+    entry = {"ptx_by_module": {"m": "ptx"}, "kernels": {}, "plan": None, "target": "sm_90a",
+             "binds": {}, "results": []}
+    form = SimpleNamespace(lead=(), out_widths=[])
+    runner = PipelineRunner(entry, form, None)
+    assert loaded == [True] and not runner.full and not runner.upgrade()
+    landed.set()
+    assert runner.upgrade(wait=True) and loaded == [True, False] and len(runner._retired) == 1
+    assert PipelineRunner(entry, form, None).full and loaded[-1] is False

@@ -604,7 +604,10 @@ def test_precompiled_ptx_is_stored_under_the_key_load_ptx_looks_up(tmp_path, mon
     monkeypatch.setattr(driver, "cuDriverGetVersion",
                         lambda: (driver.CUresult.CUDA_SUCCESS, 13000))
     monkeypatch.delenv(module_module.DISK_CACHE_ENV, raising=False)
+    assert not module_module.is_precompiled(ptx, "sm_90a", tmp_path)
     assert module_module.precompile_ptx(ptx, "sm_90a", tmp_path)
+    assert module_module.is_precompiled(ptx, "sm_90a", tmp_path)
+    assert not module_module.is_precompiled(ptx, "sm_90a", tmp_path, fast=True)
     # what _load_uncached computes on an sm_90 device of that driver
     key = cache_key(ptx, module_module.compile_arch(ptx, "sm_90"), 13000, "nvjitlink-13.0")
     assert CubinCache(tmp_path).load(key) == _elf(b"cubin for sm_90a") and compiled == ["sm_90a"]
