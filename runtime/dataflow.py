@@ -53,8 +53,9 @@ example's 8.6 and 6.4 s to 4.6 and 4.3 s; its 8.8k-line persistent kernel is mos
 work) but its pipelines ran slower: the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
 to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
 
-TIERED_PIPELINES = True
-"""An MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile level
+TIERED_PIPELINES = False
+"""Off until its GPU test (test_torch_gpu_stack.py, fast tier) has run on a device: where on,
+an MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile level
 (`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas compiles
 them in full on a thread (`full_compiles`); the runner moves to the full kernels at its first
 call after they land, and a later process finds them in the disk cache. On an H100

@@ -99,6 +99,9 @@ def test_nerf_through_torch_compile(cache, monkeypatch):
 def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monkeypatch):
     """A fresh cache: the pipeline starts on ptxas's fast-compile kernels while the full ones
     compile on a thread, then runs those; both give the model's results."""
+    from tilesync.runtime import dataflow as pipelines
+
+    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", True)
     runners = []
     made = PipelineRunner.__init__
 

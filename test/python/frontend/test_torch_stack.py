@@ -400,6 +400,7 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
         cached["full"] = True
         return True
 
+    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", True)
     monkeypatch.setattr(pipelines, "DataflowProgram", Program)
     monkeypatch.setattr(pipelines, "compile_in_full", compile_in_full)
     monkeypatch.setattr(pipelines, "compiled_in_full", lambda *args: cached["full"])
@@ -411,4 +412,7 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     assert loaded == [True] and not runner.full and not runner.upgrade()
     landed.set()
     assert runner.upgrade(wait=True) and loaded == [True, False] and len(runner._retired) == 1
+    assert PipelineRunner(entry, form, None).full and loaded[-1] is False
+    cached["full"] = False
+    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", False)  # the default: no fast tier
     assert PipelineRunner(entry, form, None).full and loaded[-1] is False
