@@ -493,7 +493,10 @@ class _TicketWalk:
         acquire that takes it and before its release (before, the producer of the ticket, or
         the consumers of the entry's last round, may still be at it; after, the next round's
         may)."""
-        for queue, ticket in _touches_entries(op, self.addresses):
+        # a value may address several entries: the one named first is the same every run
+        # (one handed on stale first, then by queue)
+        for queue, ticket in sorted(_touches_entries(op, self.addresses),
+                                    key=lambda e: (e[1] is not STALE, self.names.get(e[0], ""))):
             if ticket is not STALE and any(h.queue == queue and h.ticket == ticket
                                            for h in holding):
                 continue
