@@ -163,12 +163,14 @@ def _configurations(payloads, shapes, bulk_payloads, bulk_shapes, worker_payload
                     worker_shapes=()):
     """(transport, payload, (pairs, threads, unroll, workers, draw ahead, depth)) of the sweep,
     threads first (one worker a CTA, then several)."""
+    from tilesync.kernels.queue_bench import QueueBenchConfig as Config
+
+    defaults = (Config.workers, Config.draw_ahead, Config.depth)  # where a form is shorter
     for transport, sizes, forms in (("threads", payloads, shapes),
                                     ("threads", worker_payloads, worker_shapes),
                                     ("bulk", bulk_payloads, bulk_shapes)):
         for payload in sizes:
             for form in forms:
-                defaults = (1, False, 4)  # one worker, no draws ahead, 4 entries a worker
                 pairs, threads, unroll, workers, ahead, depth = (*form, *defaults[len(form) - 3:])
                 if unroll == 2 and payload // 16 < threads * unroll:
                     continue  # too few words for these CTAs: the first shapes cover it
@@ -177,13 +179,16 @@ def _configurations(payloads, shapes, bulk_payloads, bulk_shapes, worker_payload
 
 def _twin(rows: list[dict[str, Any]], top: dict[str, Any]) -> float:
     """The unsynchronized rate of `top`'s transfers: the same CTAs and workers (nothing is
-    drawn without a queue)."""
+    drawn without a queue); rows from before workers were swept read as the config's
+    defaults."""
+    from tilesync.kernels.queue_bench import QueueBenchConfig as Config
+
+    same = (("payload_bytes", None), ("pairs", None), ("threads", None), ("unroll", None),
+            ("workers", Config.workers), ("depth", Config.depth))
     return next((r["bytes_per_s"] for r in rows
                  if not r["synchronized"] and "refused" not in r
                  and _transport(r) == _transport(top)
-                 and all(r.get(k, d) == top.get(k, d) for k, d in (
-                     ("payload_bytes", 0), ("pairs", 0), ("threads", 0), ("unroll", 0),
-                     ("workers", 1), ("depth", 4)))), float("nan"))
+                 and all(r.get(k, d) == top.get(k, d) for k, d in same)), float("nan"))
 
 
 def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,

@@ -209,12 +209,13 @@ def _prelude(cfg: QueueBenchConfig) -> list[str]:
 
 
 def _ticket_loop(cfg: QueueBenchConfig, end: str, body: list[str], results: str = "",
-                 carried: list[tuple[str, str]] = (), types: str = "") -> list[str]:
-    """`scf.for %i = 0 to %iters` around `body` (which ends with the loop's own yields of the
-    `carried` values but the ticket), acquiring ticket %t of end `end` ("empty": producer,
-    "full": consumer) first and releasing it last; with draw_ahead the first ticket is drawn
-    before the loop where it runs, each next one right after the acquire where one follows,
-    and carried to the iteration that takes it."""
+                 carried: list[tuple[str, str]] = (), types: str = "",
+                 yielded: str = "") -> list[str]:
+    """`scf.for %i = 0 to %iters` around `body`, carrying `carried` ((argument, initial
+    value), of `types`) as `body` computes `yielded`, acquiring ticket %t of end `end`
+    ("empty": producer, "full": consumer) first and releasing it last; with draw_ahead the
+    first ticket is drawn before the loop where it runs, each next one right after the acquire
+    where one follows, and carried to the iteration that takes it."""
     q, th = cfg.queue_type, f" threads {cfg.worker_threads}" if cfg.workers > 1 else ""
     release = "release_full" if end == "empty" else "release_empty"
     draw = f"dataflow.draw_{end} %q{th} : {q}"
@@ -241,18 +242,11 @@ def _ticket_loop(cfg: QueueBenchConfig, end: str, body: list[str], results: str 
     else:
         lines.append(f"        %t = dataflow.acquire_{end} %q{th} : {q}")
     lines.append(f"        %e = dataflow.entry %q, %t : {q} -> memref<{cfg.words}xi128>")
-    *inner, yield_line = body if body and "scf.yield" in body[-1] else (*body, "")
-    lines += inner
+    lines += body
     lines.append(f"        dataflow.{release} %q, %t{th} : {q}")
-    if cfg.draw_ahead:
-        yielded, kinds = (["%dn"], ["index"])
-        if yield_line:
-            values, value_types = yield_line.split("scf.yield ")[1].split(" : ")
-            yielded.append(values)
-            kinds.append(value_types)
-        lines.append(f"        scf.yield {', '.join(yielded)} : {', '.join(kinds)}")
-    elif yield_line:
-        lines.append(yield_line)
+    values = ", ".join(v for v in ("%dn" if cfg.draw_ahead else "", yielded) if v)
+    if values:
+        lines.append(f"        scf.yield {values} : {types}")
     lines.append("      }")
     return lines
 
@@ -279,9 +273,8 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
         consumer = _header(cfg, "consumer", f"%q: {q}, %out: memref<?xi128>, %iters: index")
         consumer += "\n".join([
             *zero, *accs0,
-            *_ticket_loop(cfg, "full", [*[f"  {line}" for line in body],
-                                        f"        scf.yield {', '.join(news)} : {i128s}"],
-                          results, [(f"%acc{u}", "%z") for u in range(unroll)], i128s),
+            *_ticket_loop(cfg, "full", [f"  {line}" for line in body], results,
+                          [(f"%acc{u}", "%z") for u in range(unroll)], i128s, ", ".join(news)),
             *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
             "      gpu.return", "    }"]) + "\n"
         return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer +

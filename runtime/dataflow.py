@@ -46,22 +46,16 @@ __all__ = ["CapturedPipeline", "DataflowProgram", "PipelinePlan", "PipelineStage
            "read_pipeline"]
 
 RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
-FAST_COMPILE = False
-"""Whether a pipeline's kernels go through ptxas at its lightest fast-compile level
-(`module.PTXAS_FAST_COMPILE`). Off: on an H100 (2c0e138) it halved NeRF's first compile (the
-example's 8.6 and 6.4 s to 4.6 and 4.3 s; its 8.8k-line persistent kernel is most of ptxas's
-work) but its pipelines ran slower: the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
-to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
-
 TIERED_PIPELINES = False
 """Off until its GPU test (test_torch_gpu_stack.py, fast tier) has run on a device: where on,
 an MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile level
 (`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas compiles
 them in full on a thread (`full_compiles`); the runner moves to the full kernels at its first
-call after they land, and a later process finds them in the disk cache. On an H100
-(FAST_COMPILE) the fast level halved NeRF's first compile, 8.6 and 6.4 s to 4.6
-and 4.3, and its pipelines ran 7-30% slower on it: the full kernels follow within the seconds
-ptxas takes."""
+call after they land, and a later process finds them in the disk cache. The fast level alone
+is no answer: on an H100 (2c0e138, every pipeline at it) it halved NeRF's first compile (the
+example's 8.6 and 6.4 s to 4.6 and 4.3 s; its 8.8k-line persistent kernel is most of ptxas's
+work), but its pipelines ran slower: the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
+to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
 
 _FULL_COMPILER: list[Any] = []
 
@@ -204,11 +198,11 @@ class DataflowProgram:
 
     def __init__(self, compiled: CompiledProgram, pipeline: str | None = None, *,
                  pin_l2: bool = True, plan: PipelinePlan | None = None,
-                 cubin_dir: str | Path | None = None, fast: bool | None = None):
+                 cubin_dir: str | Path | None = None, fast: bool = False):
         """`plan`: the pipeline as read_pipeline read it at compile time (a program kept
         without its IR, e.g. in a cache), instead of reading `compiled.module`. `cubin_dir`:
         where compiled cubins are kept (load_ptx's cache_dir; None: its default). `fast`:
-        the kernels ptxas compiled at its fast-compile level (None: FAST_COMPILE)."""
+        the kernels ptxas compiled at its fast-compile level (TIERED_PIPELINES)."""
         if not isinstance(compiled, CompiledProgram):
             raise CompileError("DataflowProgram takes a CompiledProgram (what tilesync.compile "
                                f"returns), got {type(compiled).__name__}")
@@ -227,8 +221,7 @@ class DataflowProgram:
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
         self.kernels: dict[str, Any] = {}
         for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name, cache_dir=cubin_dir,
-                              fast=FAST_COMPILE if fast is None else fast)
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir, fast=fast)
             for sig in self.signatures.values():
                 if sig.module == module_name:
                     self.kernels[sig.name] = module.function(sig.name, sig.params)

@@ -311,12 +311,14 @@ iteration's, or the code after a branch, names another ticket by the same value)
 holds it there."""
 
 
-def _ticket_handed_on(ticket: SSAValue, op: Operation,
+def _ticket_handed_on(ticket: SSAValue | None, op: Operation,
                       handed: list[tuple[SSAValue, list[SSAValue]]], kind: int) -> SSAValue | None:
     """What names `ticket` at the `kind`-th target of `handed` (`_handed_to(op)`): the target
     of the position that hands the ticket itself on (a loop carrying it, a branch yielding
     it); else the ticket, where it was defined outside what `op` leaves (a yield leaves its
-    block); else STALE."""
+    block); else STALE (and STALE stays so)."""
+    if ticket is STALE:
+        return STALE
     for value, targets in handed:
         if _ticket_identity(value) == ticket and kind < len(targets):
             return targets[kind]
@@ -355,8 +357,7 @@ def entry_addresses(kernel: gpu.FuncOp) -> dict[SSAValue, set[tuple[SSAValue, SS
                 for value, targets in handed:
                     for kind, target in enumerate(targets):
                         changed |= add(target, {
-                            (queue, STALE if ticket is STALE
-                             else _ticket_handed_on(ticket, op, handed, kind))
+                            (queue, _ticket_handed_on(ticket, op, handed, kind))
                             for queue, ticket in found.get(value, ())})
             elif is_side_effect_free(op):
                 taken = set().union(*(found.get(v, set()) for v in op.operands))
@@ -386,10 +387,10 @@ class _TicketWalk:
 
     def __init__(self, stage: dataflow.StageOp, names: dict[SSAValue, str], workers: int,
                  per_cta: int, block_threads: int, worker_threads: int, inputs: frozenset[str],
-                 cluster_ctas: int = 1,
-                 addresses: dict[SSAValue, set[tuple[SSAValue, SSAValue]]] | None = None):
+                 cluster_ctas: int,
+                 addresses: dict[SSAValue, set[tuple[SSAValue, SSAValue | None]]]):
         self.stage, self.names, self.workers = stage, names, workers
-        self.addresses = addresses or {}
+        self.addresses = addresses  # entry_addresses: what check_entry_use holds to tickets
         self.per_cta, self.block_threads, self.inputs = per_cta, block_threads, inputs
         self.worker_threads = worker_threads
         self.cluster_ctas = cluster_ctas
