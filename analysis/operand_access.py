@@ -20,7 +20,7 @@ from tilesync.dialects import tile as tl
 
 FRAGMENT = (16, 8)  # rows and columns of a tile.store_acc / tile.take_acc fragment
 
-NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp)
+NO_ELEMENT_OPS = (memref.DimOp, tl.PrefetchTensorMapOp, tl.TmaPrefetchOp)
 """Uses of an operand that touch none of its elements: a shape, a tensor map's descriptor."""
 
 WRITE_OPS = (memref.StoreOp, tl.StoreAccOp, tl.CopyOutOp, tl.TmaStoreOp)

@@ -194,6 +194,7 @@ def _config_label(cfg) -> str:
                  + (f" staging{gemm.staging_boxes}" if gemm.staging_boxes else "")
                  + (f" streamK{gemm.stream_k_tiles}" if gemm.stream_k_tiles else "")
                  + (" pingpong" if gemm.pingpong else "")
+                 + (f" l2prefetch{gemm.l2_prefetch}" if gemm.l2_prefetch else "")
                  + (" im2col" if gemm.im2col else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label

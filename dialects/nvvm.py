@@ -1092,6 +1092,28 @@ class CpAsyncBulkTensorLoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CpAsyncBulkPrefetchTensorOp(IRDLOperation):
+    """`cp.async.bulk.prefetch.tensor.Nd.L2.global.tile [tmap, {c0, ...}]`: one thread asks
+    for the box of the tensor map at the coordinates (innermost first) to be brought into L2."""
+
+    name = "nvvm.cp.async.bulk.prefetch.tensor.l2.global"
+    tensor_map = operand_def(LLVMPointerType)
+    coords = var_operand_def(i32)
+    assembly_format = "$tensor_map `[` $coords `]` attr-dict `:` type($tensor_map)"
+
+    def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue]):
+        super().__init__(operands=[tensor_map, coords])
+
+    def verify_(self) -> None:
+        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
+                                  f"(!llvm.ptr), got {self.tensor_map.type}")
+        if len(self.coords) not in TMA_RANKS:
+            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
+                                  f"{len(self.coords)}")
+
+
+@irdl_op_definition
 class CpAsyncBulkTensorStoreOp(IRDLOperation):
     """`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [tmap, {c0, ...}], [src]`:
     one thread copies a box from shared memory to the tensor at the coordinates (innermost
@@ -1411,6 +1433,7 @@ NVVM = Dialect(
         FenceMBarrierInitOp,
         CpAsyncBulkTensorLoadOp,
         CpAsyncBulkTensorStoreOp,
+        CpAsyncBulkPrefetchTensorOp,
         CpAsyncBulkLoadOp,
         CpAsyncBulkStoreOp,
         CpAsyncBulkCommitGroupOp,
@@ -1443,6 +1466,7 @@ __all__ = [
     "ClusterWaitOp",
     "CpAsyncBulkCommitGroupOp",
     "CpAsyncBulkLoadOp",
+    "CpAsyncBulkPrefetchTensorOp",
     "CpAsyncBulkStoreOp",
     "CpAsyncBulkTensorLoadOp",
     "CpAsyncBulkTensorStoreOp",

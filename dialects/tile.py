@@ -1185,6 +1185,31 @@ class TmaLoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TmaPrefetchOp(IRDLOperation):
+    """`tile.tma_prefetch %map[%r, %c]`: one thread asks for the box of the tensor map at
+    (%r, %c) to be brought into L2 (no shared memory, no barrier, nothing waits for it): bytes
+    a later `tile.tma_load` of the box finds there. It reads no element a program can see (L2
+    is where every SM's writes land, so a box prefetched before its producer wrote it is not
+    stale), and may point past the tensor."""
+
+    name = "tile.tma_prefetch"
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    assembly_format = "$tensor_map `[` $coords `]` attr-dict `:` type($tensor_map)"
+
+    def __init__(self, tensor_map: SSAValue, coords: Sequence[SSAValue]):
+        super().__init__(operands=[tensor_map, coords])
+
+    def verify_(self) -> None:
+        map_type = self.tensor_map.type
+        assert isinstance(map_type, TensorMapType)
+        if map_type.is_im2col or len(self.coords) != len(map_type.shape):
+            raise VerifyException(f"'{self.name}' prefetches a tiled map's box at one "
+                                  f"coordinate per dimension of the box, got {map_type} and "
+                                  f"{len(self.coords)} coordinates")
+
+
+@irdl_op_definition
 class TmaStoreOp(IRDLOperation):
     """`tile.tma_store %src[%s, %i, %j], %map[%r, %c]`: one thread copies a box from shared
     memory (laid out as the map says) to the global tensor at (%r, %c); elements outside the
@@ -1901,7 +1926,7 @@ Tile = Dialect(
      ShuffleOp, WgmmaOp, WgmmaRegAOp, WgmmaFenceOp,
      WgmmaCommitOp, WgmmaWaitOp,
      FenceProxyAsyncOp, MBarrierInitOp, MBarrierArriveOp, MBarrierWaitOp, TmaLoadOp,
-     TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, BulkLoadOp, BulkStoreOp,
+     TmaStoreOp, TmaStoreCommitOp, TmaStoreWaitOp, TmaPrefetchOp, BulkLoadOp, BulkStoreOp,
      PrefetchTensorMapOp, NamedBarrierOp, SetMaxNRegOp, ClusterBarrierOp],
     [FragType, SwizzleAttr, ShuffleKindAttr, TensorMapType],
 )
@@ -1936,6 +1961,7 @@ __all__ = [
     "TensorMapType",
     "Tile",
     "TmaLoadOp",
+    "TmaPrefetchOp",
     "TmaStoreCommitOp",
     "TmaStoreOp",
     "TmaStoreWaitOp",

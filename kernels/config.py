@@ -34,6 +34,7 @@ STAGING_COLUMNS = (64, 32, 16, 8)
 """Widths of a TMA-store epilogue's box, widest first: 128, 64, 32 or 16 bytes of 16-bit
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
+MAX_L2_PREFETCH = 8  # GemmConfig.l2_prefetch: k-tiles ahead of the one loaded
 TMA_WS_ROWS = (64, 128)
 """BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
 an H100 run timing 256-row tiles gave no result in 400 s: their setmaxnreg asked 112
@@ -244,6 +245,12 @@ class GemmConfig:
     above it (n0 > (m0 mod T) + BM - 1) computes and stores nothing, and still posts (its
     store point). One tile a block, cp.async, one slice of K."""
 
+    l2_prefetch: int = 0
+    """tma_ws: D > 0: with each k-tile it loads, the producer asks for B's box D k-tiles
+    further on to be brought into L2 (`tile.tma_prefetch`, no shared memory): more of the
+    weights' bytes in flight from DRAM than the ring's stages hold, where a GEMM of few rows
+    streams B at the DRAM's rate. At most MAX_L2_PREFETCH; none past the tile's k-tiles."""
+
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)
 
@@ -311,6 +318,8 @@ class GemmConfig:
         elif self.blocks_per_sm != 1:
             raise ValueError("blocks_per_sm is the tma_ws pipeline's (cp_async kernels' blocks "
                              "per SM follow their registers and shared memory)")
+        elif self.l2_prefetch:
+            raise ValueError("l2_prefetch is the tma_ws pipeline's (its producer's TMA)")
         if self.staged_store:
             self._check_staged_store()
         if self.a_head:
@@ -396,6 +405,9 @@ class GemmConfig:
             self._check_im2col()
         if self.pingpong:
             self._check_pingpong()
+        if not 0 <= self.l2_prefetch <= MAX_L2_PREFETCH:
+            raise ValueError(f"l2_prefetch is 0 to {MAX_L2_PREFETCH} k-tiles ahead, got "
+                             f"{self.l2_prefetch}")
         if self.producer_warps not in (1, 4) or self.raster_group < 1 or self.sms < 1:
             raise ValueError(f"tma_ws needs producer_warps 1 or 4, raster_group >= 1 and "
                              f"sms >= 1, got {self.producer_warps}, {self.raster_group}, "
@@ -661,7 +673,7 @@ _LATER_GEMM_FIELDS = frozenset({"pipeline", "raster_group", "sms", "producer_war
                                 "cluster_m", "tma_store", "persistent", "staged_store",
                                 "a_head", "split_cluster", "staging_boxes",
                                 "stream_k_tiles", "im2col", "pingpong", "blocks_per_sm",
-                                "triangular_a", "triangular_c"})
+                                "triangular_a", "triangular_c", "l2_prefetch"})
 _HOOK_FIELDS = frozenset({"sync_hooks"})
 _SOFTMAX_FIELDS = _HOOK_FIELDS | {"scale", "causal"}
 _CONV_LATER_FIELDS = _HOOK_FIELDS | {"split_cluster", "pipeline", "tma_store", "blocks_per_sm"}
@@ -679,13 +691,14 @@ def gemm_config(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2), stage
                 staging_boxes: int = 0, stream_k_tiles: int = 0,
                 im2col: tuple[int, int, int, int] | None = None,
                 pingpong: bool = False, blocks_per_sm: int = 1,
-                triangular_a: int = 0, triangular_c: int = 0) -> GemmConfig:
+                triangular_a: int = 0, triangular_c: int = 0,
+                l2_prefetch: int = 0) -> GemmConfig:
     return GemmConfig(M, N, K, tuple(tile), tuple(warps), stages, dtype, b_layout, epilogue,
                       name, sync_hooks, split_k, dropout, dynamic_shared, mma, wgmma_in_flight,
                       pipeline, raster_group, sms, producer_warps, cluster_m, tma_store,
                       persistent, staged_store, a_head, staging_boxes, split_cluster,
                       stream_k_tiles, None if im2col is None else tuple(im2col), pingpong,
-                      blocks_per_sm, triangular_a, triangular_c)
+                      blocks_per_sm, triangular_a, triangular_c, l2_prefetch)
 
 
 def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
@@ -696,7 +709,8 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   tma_store: bool = False, persistent: bool | None = None,
                   staging_boxes: int = 0, stream_k_tiles: int = 0,
                   im2col: tuple[int, int, int, int] | None = None,
-                  pingpong: bool = False, blocks_per_sm: int = 1) -> GemmConfig:
+                  pingpong: bool = False, blocks_per_sm: int = 1,
+                  l2_prefetch: int = 0) -> GemmConfig:
     """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
     unless it has sync hooks."""
     if persistent is None:
@@ -705,7 +719,8 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                        sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
-                       im2col=im2col, pingpong=pingpong, blocks_per_sm=blocks_per_sm)
+                       im2col=im2col, pingpong=pingpong, blocks_per_sm=blocks_per_sm,
+                       l2_prefetch=l2_prefetch)
 
 
 

@@ -424,6 +424,12 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 block = Block(arg_types=[IndexType(), IndexType()])
                 kt, k_it = block.args
                 kb = BlockBuilder(block)
+                if cfg.l2_prefetch:  # ahead of the ring: it waits for no free buffer
+                    ahead = kb.addi(kt, kb.idx(cfg.l2_prefetch))
+                    b_first = n0 if b_row is None else kb.addi(n0, b_row)
+                    _if(kb, kb.emit(arith.CmpiOp(ahead, segment.k_end, "ult")),
+                        lambda fb: fb.insert(tl.TmaPrefetchOp(
+                            b_map, [b_first, fb.muli(ahead, bk)])))
                 stage = _ring_stage(kb, k_it, stages)
                 kb.insert(tl.MBarrierWaitOp(empty, [stage],
                                             _ring_parity(kb, k_it, stages, True)))

@@ -128,6 +128,9 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{coords}}}], "
         "[${src}];"
     ),
+    nvvm.CpAsyncBulkPrefetchTensorOp: (
+        "cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile [$0, {{{coords}}}];"
+    ),
     nvvm.CpAsyncBulkLoadOp: (
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];"
     ),
@@ -283,6 +286,9 @@ def ptx_string(op: Operation) -> str:
             rank = len(op.coords)
             fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)),
                           src=1 + rank)
+        case nvvm.CpAsyncBulkPrefetchTensorOp():
+            rank = len(op.coords)
+            fields = dict(rank=rank, coords=", ".join(f"${1 + i}" for i in range(rank)))
         case nvvm.CpAsyncBulkWaitGroupReadOp() | nvvm.CpAsyncBulkWaitGroupOp():
             fields = dict(n=op.n.value.data)
         case nvvm.SetMaxNRegOp():

@@ -1267,15 +1267,18 @@ def _mbarrier_description(kernel: gpu.FuncOp, bars: SSAValue, index: SSAValue,
 
 
 class TmaLowering(_TilePattern):
-    """tile.tma_load / tma_store: the bulk tensor copy with the map's generic address."""
+    """tile.tma_load / tma_store / tma_prefetch: the bulk tensor copy (or L2 prefetch) with the
+    map's generic address."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tile.TmaLoadOp | tile.TmaStoreOp,
+    def match_and_rewrite(self, op: tile.TmaLoadOp | tile.TmaStoreOp | tile.TmaPrefetchOp,
                           rewriter: PatternRewriter, /):
         e = self.emitter(rewriter, op)
         tensor_map = e.as_llvm(op.tensor_map, GENERIC_PTR)
         coords = _tma_coords(e, op.coords)
-        if isinstance(op, tile.TmaLoadOp):
+        if isinstance(op, tile.TmaPrefetchOp):
+            e.insert(nvvm.CpAsyncBulkPrefetchTensorOp(tensor_map, coords))
+        elif isinstance(op, tile.TmaLoadOp):
             dst = _box_address(e, op.dst, op.dst_indices)
             bar = _barrier_address(e, op.bars, op.bar_indices)
             mask = None if op.multicast is None else \

@@ -37,6 +37,18 @@ func.func @tma_load(%map: !tile.tensor_map<128x64xf16, swizzle 128>, %smem: memr
   func.return
 }
 
+// An L2 prefetch: the box's coordinates innermost first, as a load's; no barrier.
+// CHECK-LABEL: func.func @tma_prefetch
+// CHECK:       %[[MAP:.*]] = builtin.unrealized_conversion_cast %map : !tile.tensor_map<96x64xf16, swizzle 128> to !llvm.ptr
+// CHECK:       nvvm.cp.async.bulk.prefetch.tensor.l2.global %[[MAP]][%{{.*}}, %{{.*}}] : !llvm.ptr
+// CHECK-NOT:   tile.
+// PTX-LABEL:   func.func @tma_prefetch
+// PTX:         "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];", "l,r,r,~{memory}"
+func.func @tma_prefetch(%map: !tile.tensor_map<96x64xf16, swizzle 128>, %row: index, %col: index) {
+  tile.tma_prefetch %map[%row, %col] : !tile.tensor_map<96x64xf16, swizzle 128>
+  func.return
+}
+
 // The store side: the box from shared memory to (row, col), its bulk group, the named barrier
 // of the consumers, the register reallocation and the map's prefetch.
 // CHECK-LABEL: func.func @tma_store

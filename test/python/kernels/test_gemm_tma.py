@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, f32
 
 from tilesync.dialects import tile as tl
@@ -97,7 +98,8 @@ def _id(cfg: GemmConfig) -> str:
             f"-c{cfg.cluster_m}" + ("-tma-store" if cfg.tma_store else "")
             + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
             + (f"-streamk{cfg.stream_k_tiles}" if cfg.stream_k_tiles else "")
-            + ("-pingpong" if cfg.pingpong else ""))
+            + ("-pingpong" if cfg.pingpong else "")
+            + (f"-l2prefetch{cfg.l2_prefetch}" if cfg.l2_prefetch else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -170,6 +172,8 @@ def test_earlier_configs_keep_their_names():
         (dict(tile=(128, 192, 64), pingpong=True), "at most 176 wide"),
         (dict(pingpong=True, stream_k_tiles=8, tile=(128, 128, 64)), "without sync hooks"),
         (dict(pingpong=True, persistent=False, tile=(128, 128, 64)), "in the persistent grid"),
+        (dict(l2_prefetch=9), "l2_prefetch is 0 to 8"),
+        (dict(l2_prefetch=-1), "l2_prefetch is 0 to 8"),
     ],
 )
 def test_tma_ws_config_errors(kwargs, message):
@@ -292,6 +296,37 @@ def test_cluster_of_two_multicasts_b():
     assert sum(isinstance(op, tl.ClusterBarrierOp) for op in ops) == 2  # after init, at exit
     with pytest.raises(ValueError, match="cluster_m 1 or 2"):
         tma_ws_config(4096, 4096, 4096, cluster_m=4)
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_l2_prefetch_runs_ahead_of_the_ring(cluster):
+    """The producer prefetches B's box (its block's half in a cluster) l2_prefetch k-tiles
+    ahead, before it waits for a free buffer, and none past the tile's last k-tile."""
+    cfg = tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), cluster_m=cluster,
+                        l2_prefetch=4)
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    (prefetch,) = [op for op in ops if isinstance(op, tl.TmaPrefetchOp)]
+    b_load = next(op for op in ops if isinstance(op, tl.TmaLoadOp)
+                  and op.tensor_map is prefetch.tensor_map)
+    rows = [op.coords[0] for op in (b_load, prefetch)]  # the same rows of B as the load
+    if cluster == 1:
+        assert rows[0] is rows[1]
+    else:  # n0 + the block's half: a sum of the same two values
+        assert {*rows[0].owner.operands} == {*rows[1].owner.operands}
+    guard = prefetch.parent_op()
+    assert isinstance(guard, scf.IfOp)
+    compare = guard.cond.owner
+    assert compare.predicate.value.data == arith.CMPI_COMPARISON_OPERATIONS.index("ult")
+    loop = guard.parent_op()
+    assert isinstance(loop, scf.ForOp) and compare.rhs is loop.ub
+    ahead = compare.lhs.owner
+    assert ahead.lhs is loop.body.block.args[0] and ahead.rhs.owner.value.value.data == 4
+    body = list(loop.body.block.ops)
+    first_wait = next(op for op in body if isinstance(op, tl.MBarrierWaitOp))
+    assert body.index(guard) < body.index(first_wait)
+    assert "cp.async.bulk.prefetch.tensor.2d.L2.global.tile" in _ptx(cfg)
+    assert not any(isinstance(op, tl.TmaPrefetchOp)
+                   for op in gemm_module(0, 0, 0, config=MAIN).walk())
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_id)
@@ -448,6 +483,11 @@ GPU_CONFIGS = [
                   producer_warps=4, pingpong=True),  # 2 k-tiles a tile, fewer than the stages
     tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, epilogue="swiglu",
                   tma_store=True, producer_warps=4, pingpong=True, cluster_m=2),
+    # B prefetched into L2 ahead of the ring: past K's end (2 k-tiles, 4 ahead), in clusters
+    tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), tma_store=True, producer_warps=4,
+                  l2_prefetch=4),
+    tma_ws_config(300, 520, 136, tile=(128, 112, 64), cluster_m=2, l2_prefetch=4,
+                  epilogue="gelu"),
 ]
 
 

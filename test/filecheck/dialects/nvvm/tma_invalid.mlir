@@ -117,3 +117,11 @@ func.func @tma_im2col_offsets(%s: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32, %o: i1
   func.return
 }
 // CHECK: 'nvvm.cp.async.bulk.tensor.shared.global' im2col takes an offset for each coordinate but the channel and the batch: 2, got 1
+
+// -----
+
+func.func @prefetch_map_in_global(%map: !llvm.ptr<1>, %i: i32) {
+  nvvm.cp.async.bulk.prefetch.tensor.l2.global %map[%i, %i] : !llvm.ptr<1>
+  func.return
+}
+// CHECK: 'nvvm.cp.async.bulk.prefetch.tensor.l2.global' takes the tensor map by its generic address (!llvm.ptr), got !llvm.ptr<1>

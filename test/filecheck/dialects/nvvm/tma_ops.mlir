@@ -24,6 +24,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
   // CHECK-NEXT: nvvm.cp.async.bulk.wait.group.read 1
   // CHECK-NEXT: nvvm.cp.async.bulk.wait.group 0
+  // CHECK-NEXT: nvvm.cp.async.bulk.prefetch.tensor.l2.global %{{.*}}[%{{.*}}, %{{.*}}] : !llvm.ptr
   nvvm.prefetch.tensormap %map : !llvm.ptr
   nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %done], %b : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
   nvvm.cp.async.bulk.tensor.shared.global %s, %map[%i, %i], %b multicast %mask : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
@@ -32,6 +33,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   nvvm.cp.async.bulk.commit.group
   nvvm.cp.async.bulk.wait.group.read 1
   nvvm.cp.async.bulk.wait.group 0
+  nvvm.cp.async.bulk.prefetch.tensor.l2.global %map[%i, %i] : !llvm.ptr
 
   // CHECK-NEXT: nvvm.barrier.sync 1, 256
   // CHECK-NEXT: nvvm.barrier.sync %{{.*}}, 128

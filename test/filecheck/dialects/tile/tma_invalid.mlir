@@ -179,3 +179,11 @@ func.func @im2col_map_of_rank_three(%m: !tile.tensor_map<2x64x64xf16, swizzle 12
   func.return
 }
 // CHECK: !tile.tensor_map of im2col has a box of pixels x channels (at most the tensor's) over an N x spatial x C tensor of rank 3 to 5, got a box [2, 64, 64] over [2, 16, 16, 64]
+
+// -----
+
+func.func @prefetch_coordinates(%m: !tile.tensor_map<128x64xf16, swizzle 128>, %i: index) {
+  tile.tma_prefetch %m[%i] : !tile.tensor_map<128x64xf16, swizzle 128>
+  func.return
+}
+// CHECK: 'tile.tma_prefetch' prefetches a tiled map's box at one coordinate per dimension of the box, got !tile.tensor_map<128x64xf16, swizzle 128> and 1 coordinates

@@ -89,3 +89,11 @@ func.func @im2col_load(%map: !tile.tensor_map<128x64xf16, swizzle 128, im2col [2
   tile.tma_load %map[%n, %h, %w, %c] im2col [%r, %s], %smem[%z, %z, %z], %bars[%z] : !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 16, 16, 64]>, memref<4x128x64xf16, 3>, memref<8xi64, 3>
   func.return
 }
+
+// An L2 prefetch of a box ahead of its load: no shared memory, no barrier.
+// CHECK-LABEL: func.func @l2_prefetch
+// CHECK:       tile.tma_prefetch %{{.*}}[%{{.*}}, %{{.*}}] : !tile.tensor_map<96x64xf16, swizzle 128>
+func.func @l2_prefetch(%map: !tile.tensor_map<96x64xf16, swizzle 128>, %r: index, %c: index) {
+  tile.tma_prefetch %map[%r, %c] : !tile.tensor_map<96x64xf16, swizzle 128>
+  func.return
+}
