@@ -52,8 +52,11 @@ Two things must hold for the queues of a pipeline never to wait forever:
   address as handed on by loops and branches, renamed with the ticket they hand on beside it)
   runs after the acquire that takes the ticket and before its release; not a hang, but the
   producer of the ticket, or the consumers of the entry's previous or next round, would be at
-  the same bytes. An asynchronous copy (`cp.async`, a bulk copy) is held to where it is
-  issued, not to where it completes;
+  the same bytes. An asynchronous copy (`cp.async` or a bulk load reading an entry, a bulk
+  store writing one) is issued while the ticket is held and complete before its release
+  (`check_async_copies`): waited for on the path of the thread that issued it (its group, or
+  the transaction barrier its bytes complete), counting the iterations a guarded copy's loop
+  must still run;
 * **the kernels take the tickets their stages declare** (`check_launch_tickets`): each stage
   kernel, run abstractly for every queue worker of its grid (`queue_tickets`: the evaluator
   sync-verify runs, block ids the worker's CTA, loops around acquires unrolled or counted
@@ -102,7 +105,7 @@ from tilesync.contract import (
     limits_for_arch,
 )
 from tilesync.dialects import dataflow, nvvm, tile
-from tilesync.dialects.locations import OpDiagnostic, diagnostic
+from tilesync.dialects.locations import OpDiagnostic, diagnostic, location_of
 
 PASS = "dataflow-verify"
 VERIFIED_ATTR = "dataflow.verified"
@@ -871,6 +874,7 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
                        frozenset(inputs), cluster_ctas, entry_addresses(kernel))
     walk.block(kernel.body.blocks.first, [])
     check_draws_ahead(kernel, walk.refuse)
+    check_async_copies(kernel, walk.addresses, walk.names, walk.refuse)
     for side, drawn_on in drawing.items():
         if workers > 1 and len({queue for queue, _ in drawn_on}) > 1:
             (first, _), (second, op) = drawn_on[0], next(
@@ -1053,6 +1057,257 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
                              "one follows (a draw under `iv + step < ub`): a draw in every "
                              "iteration leaves the last one's never acquired, and every later "
                              "ticket of the queue waits for it")
+
+
+_COPY_GROUPS = {tile.CpAsyncOp: "cp.async", tile.BulkStoreOp: "bulk"}
+"""Asynchronous copies that complete in a thread's groups: cp.async (global to shared, closed
+by tile.cp_async_commit, waited by tile.cp_async_wait) and bulk stores (shared to global,
+closed by tile.tma_store_commit, their writes waited by tile.tma_store_wait ... writes)."""
+_COMMITS = {tile.CpAsyncCommitOp: "cp.async", tile.TmaStoreCommitOp: "bulk"}
+_ASYNC_COPIES = (*_COPY_GROUPS, tile.BulkLoadOp)
+MAX_GROUPS_COUNTED = 16
+"""Groups committed after a copy's, counted up to this (a wait names at most 7 pending)."""
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    """An asynchronous copy touching the entry of (queue, ticket), the ticket as named where
+    the walk is (STALE past the iteration or branch that held it)."""
+
+    copy: Operation
+    queue: SSAValue
+    ticket: SSAValue | None
+
+
+class _AsyncCopies:
+    """Which asynchronous copies of entries a thread may still have in flight at each op of a
+    kernel (a forward walk of its structured control flow: the join of a branch's sides, a
+    loop's iterations to a fixpoint), for `check_async_copies`. A copy is complete after a
+    wait that covers it on the thread's path: for a group copy, a wait for at most N pending
+    groups once N + 1 groups were committed from the one that holds it; for a bulk load, a
+    wait on the transaction barrier element its bytes complete (the phase the wait names is
+    the kernel's to get right, as for every mbarrier wait). Where a loop guards a copy with
+    `iv + c < ub`, or a copy before it with `c < ub`, the iterations that follow it are counted
+    before it may leave the loop."""
+
+    def __init__(self, addresses: dict[SSAValue, set], refuse: Callable[[Operation, str],
+                 OpDiagnostic], names: dict[SSAValue, str]):
+        self.addresses, self.refuse, self.names = addresses, refuse, names
+
+    def block(self, block: Block, state: dict[_InFlight, int], issue: bool = True
+              ) -> dict[_InFlight, int]:
+        state = dict(state)
+        for op in block.ops:
+            state = self.op(op, state, issue)
+        return state
+
+    def op(self, op: Operation, state: dict[_InFlight, int], issue: bool
+           ) -> dict[_InFlight, int]:
+        if isinstance(op, _ASYNC_COPIES):
+            if issue:
+                for queue, ticket in _touches_entries(op, self.addresses):
+                    key = _InFlight(op, queue, ticket)
+                    state[key] = 0
+            return state
+        if isinstance(op, tuple(_COMMITS)):
+            group = _COMMITS[type(op)]
+            return {k: min(n + (_COPY_GROUPS.get(type(k.copy)) == group), MAX_GROUPS_COUNTED)
+                    for k, n in state.items()}
+        if isinstance(op, tile.CpAsyncWaitOp | tile.TmaStoreWaitOp):
+            group = "cp.async" if isinstance(op, tile.CpAsyncWaitOp) else "bulk"
+            if group == "bulk" and op.writes is None:
+                return state  # the sources read, the writes not complete
+            pending = op.pending.value.data
+            return {k: n for k, n in state.items()
+                    if not (_COPY_GROUPS.get(type(k.copy)) == group and n >= pending + 1)}
+        if isinstance(op, tile.MBarrierWaitOp):
+            return {k: n for k, n in state.items() if not _completes(op, k.copy)}
+        if isinstance(op, _RELEASES):
+            if issue:
+                self.check_release(op, state)
+            return state
+        if isinstance(op, scf.IfOp):
+            return self.branch(op, state, issue)
+        if isinstance(op, scf.ForOp):
+            return self.loop(op, state, issue)
+        if isinstance(op, scf.WhileOp):
+            return self.while_loop(op, state, issue)
+        if isinstance(op, scf.YieldOp | scf.ConditionOp):
+            return state
+        for region in op.regions:  # any other region: run any number of times
+            for inner in region.blocks:
+                state = self.fixpoint(lambda s, inner=inner: self.block(inner, s, issue), state)
+        return state
+
+    def check_release(self, op: Operation, state: dict[_InFlight, int]) -> None:
+        ticket = _ticket_identity(op.slot)
+        flying = sorted((k for k in state if k.queue == op.queue and k.ticket == ticket),
+                        key=lambda k: k.copy.name)
+        if not flying:
+            return
+        copy = flying[0].copy
+        how = {"cp.async": "tile.cp_async_wait after its tile.cp_async_commit",
+               "bulk": "tile.tma_store_wait ... writes after its tile.tma_store_commit"
+               }.get(_COPY_GROUPS.get(type(copy), ""), "a tile.mbarrier_wait on the "
+                                                       "barrier its bytes complete")
+        raise self.refuse(op, f"'{op.name}' gives back the ticket of "
+                          f"@{self.names.get(op.queue, '?')} while the asynchronous copy "
+                          f"'{copy.name}'{_where(copy)} of its entry may still be in flight: "
+                          f"the next round's worker would be at the same bytes (wait for it "
+                          f"first: {how})")
+
+    def branch(self, op: scf.IfOp, state: dict[_InFlight, int], issue: bool
+               ) -> dict[_InFlight, int]:
+        sides = []
+        for region in (op.true_region, op.false_region):
+            if not region.blocks:
+                sides.append(state)
+                continue
+            out = self.block(region.blocks.first, state, issue)
+            last = region.blocks.first.last_op
+            sides.append(_renamed(out, last, 0) if isinstance(last, scf.YieldOp) else out)
+        return _join(*sides)
+
+    def loop(self, op: scf.ForOp, state: dict[_InFlight, int], issue: bool
+             ) -> dict[_InFlight, int]:
+        body = op.body.block
+        last = body.last_op
+        entry = _renamed(state, op, 0)
+
+        def iteration(head: dict[_InFlight, int]) -> dict[_InFlight, int]:
+            out = self.block(body, head, issue)
+            return _renamed(out, last, 0) if isinstance(last, scf.YieldOp) else out
+
+        head = self.fixpoint(iteration, entry)
+        ended = self.block(body, head, issue)
+        leaving = _join(_renamed(state, op, 1),
+                        _renamed(ended, last, 1) if isinstance(last, scf.YieldOp) else ended)
+        # a copy followed by iterations that must run is complete before it can leave
+        for key, commits in list(leaving.items()):
+            runs = self.iterations_after(op, key.copy)
+            if runs and not self.survives(body, last, key, commits, runs):
+                del leaving[key]
+        return leaving
+
+    def iterations_after(self, loop: scf.ForOp, copy: Operation) -> int:
+        """Iterations of `loop` known to run after the copy's: `c` where the copy in the body
+        is guarded by `iv + c < ub`; before the loop, its count from constant bounds, or
+        `c - lb + 1` where the copy is guarded by `c < ub` with a constant lb."""
+        iv = loop.body.block.args[0]
+        inside = loop.is_ancestor(copy)
+        lb, ub, step = _constant(loop.lb), _constant(loop.ub), _constant(loop.step)
+        if not inside and None not in (lb, ub, step) and step > 0 and ub > lb:
+            return min(-(-(ub - lb) // step), MAX_GROUPS_COUNTED + 1)
+        guard = copy.parent_op()
+        while guard is not None and guard is not loop:
+            if isinstance(guard, scf.IfOp) and guard.true_region.is_ancestor(copy):
+                cond = guard.cond.owner
+                for value in (cond.lhs, cond.rhs) if isinstance(cond, arith.CmpiOp) else ():
+                    if not _less_than(guard.cond, value, loop.ub, loop):
+                        continue
+                    ahead = _ahead_of(value, iv) if inside else None
+                    if inside and ahead is not None and _constant(loop.step) == 1:
+                        return min(ahead, MAX_GROUPS_COUNTED + 1)
+                    if not inside and lb is not None and _constant(value) is not None \
+                            and step == 1:
+                        return min(_constant(value) - lb + 1, MAX_GROUPS_COUNTED + 1)
+            guard = guard.parent_op()
+        return 0
+
+    def survives(self, body: Block, last: Operation | None, key: _InFlight, commits: int,
+                 runs: int) -> bool:
+        """Whether the copy may still be in flight after `runs` more iterations (no copy
+        issued in them: only its own groups and waits are followed)."""
+        state = {key: commits}
+        for _ in range(runs):
+            state = self.block(body, state, issue=False)
+            if not state:
+                return False
+        return True
+
+    def while_loop(self, op: scf.WhileOp, state: dict[_InFlight, int], issue: bool
+                   ) -> dict[_InFlight, int]:
+        before, after = op.before_region.blocks.first, op.after_region.blocks.first
+        condition, yielded = before.last_op, after.last_op
+
+        def iteration(head: dict[_InFlight, int]) -> dict[_InFlight, int]:
+            out = self.block(before, head, issue)
+            out = _renamed(out, condition, 0) if isinstance(condition, scf.ConditionOp) else out
+            out = self.block(after, out, issue)
+            return _renamed(out, yielded, 0) if isinstance(yielded, scf.YieldOp) else out
+
+        head = self.fixpoint(iteration, _renamed(state, op, 0))
+        leaving = self.block(before, head, issue)
+        return _renamed(leaving, condition, 1) if isinstance(condition, scf.ConditionOp) \
+            else leaving
+
+    @staticmethod
+    def fixpoint(step: Callable[[dict], dict], state: dict[_InFlight, int]
+                 ) -> dict[_InFlight, int]:
+        """The join of `state` and every state `step` reaches from it, repeatedly (finite:
+        copies only join, group counts only fall)."""
+        head = dict(state)
+        while True:
+            grown = _join(head, step(head))
+            if grown == head:
+                return head
+            head = grown
+
+
+def _join(*states: dict[_InFlight, int]) -> dict[_InFlight, int]:
+    """Copies in flight on any path, each with the fewest groups committed after it."""
+    joined: dict[_InFlight, int] = {}
+    for state in states:
+        for key, commits in state.items():
+            joined[key] = min(commits, joined.get(key, commits))
+    return joined
+
+
+def _renamed(state: dict[_InFlight, int], op: Operation, kind: int) -> dict[_InFlight, int]:
+    """`state` past `op` (a yield, a loop's entry or exit): each ticket as named on the other
+    side (`_ticket_handed_on`: the iteration argument or result that carries it, STALE where
+    the iteration or branch that held it ends)."""
+    handed = _handed_to(op)
+    return _join(*({_InFlight(k.copy, k.queue, _ticket_handed_on(k.ticket, op, handed, kind)):
+                    n} for k, n in state.items())) if state else {}
+
+
+def _ahead_of(value: SSAValue, iv: SSAValue) -> int | None:
+    """c where `value` is `iv + c` for a constant c >= 1."""
+    op = value.owner
+    if not isinstance(op, arith.AddiOp):
+        return None
+    for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if a == iv and (_constant(b) or 0) >= 1:
+            return _constant(b)
+    return None
+
+
+def _completes(wait: tile.MBarrierWaitOp, copy: Operation) -> bool:
+    """Whether a wait on a transaction barrier is one the bulk load's bytes complete: the
+    same barrier array and element."""
+    return isinstance(copy, tile.BulkLoadOp) and wait.bars == copy.bars and \
+        len(wait.indices) == len(copy.bar_indices) and \
+        all(_same(a, b) for a, b in zip(wait.indices, copy.bar_indices, strict=True))
+
+
+def _where(op: Operation) -> str:
+    """` (at line L)` where the op came from a source with locations."""
+    location = location_of(op)
+    return f" (at line {location.line})" if location is not None else ""
+
+
+def check_async_copies(kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
+                       names: dict[SSAValue, str],
+                       refuse: Callable[[Operation, str], OpDiagnostic]) -> None:
+    """No ticket is released while an asynchronous copy of its entry (a cp.async or bulk load
+    reading it, a bulk store writing it) may still be in flight on the releasing thread's
+    path (`_AsyncCopies`): issued while the ticket was held, it would read or write the entry
+    after the next round's worker took it."""
+    if not any(isinstance(op, _ASYNC_COPIES)
+               and _touches_entries(op, addresses) for op in kernel.walk()):
+        return
+    _AsyncCopies(addresses, refuse, names).block(kernel.body.blocks.first, {})
 
 
 def _given_by_another_queue(op: Operation) -> bool:
