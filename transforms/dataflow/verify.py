@@ -1059,12 +1059,20 @@ def check_draws_ahead(kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpD
                              "ticket of the queue waits for it")
 
 
-_COPY_GROUPS = {tile.CpAsyncOp: "cp.async", tile.BulkStoreOp: "bulk"}
+_COPY_GROUPS = {tile.CpAsyncOp: "cp.async", tile.BulkStoreOp: "bulk",
+                nvvm.CpAsyncOp: "cp.async", nvvm.CpAsyncBulkStoreOp: "bulk"}
 """Asynchronous copies that complete in a thread's groups: cp.async (global to shared, closed
 by tile.cp_async_commit, waited by tile.cp_async_wait) and bulk stores (shared to global,
 closed by tile.tma_store_commit, their writes waited by tile.tma_store_wait ... writes)."""
-_COMMITS = {tile.CpAsyncCommitOp: "cp.async", tile.TmaStoreCommitOp: "bulk"}
-_ASYNC_COPIES = (*_COPY_GROUPS, tile.BulkLoadOp)
+_COMMITS = {tile.CpAsyncCommitOp: "cp.async", tile.TmaStoreCommitOp: "bulk",
+            nvvm.CpAsyncCommitGroupOp: "cp.async", nvvm.CpAsyncBulkCommitGroupOp: "bulk"}
+_GROUP_WAITS = {tile.CpAsyncWaitOp: "cp.async", nvvm.CpAsyncWaitGroupOp: "cp.async",
+                nvvm.CpAsyncBulkWaitGroupOp: "bulk"}
+"""Waits that complete a group's copies (tile.tma_store_wait completes a bulk store's writes
+only with `writes`; nvvm's `.read` form never)."""
+_ASYNC_COPIES = (*_COPY_GROUPS, tile.BulkLoadOp, nvvm.CpAsyncBulkLoadOp)
+"""A bulk load completes on its transaction barrier: tile.bulk_load at a tile.mbarrier_wait
+on the same element; nvvm's, whose waits are loops of try_wait, at none the check follows."""
 MAX_GROUPS_COUNTED = 16
 """Groups committed after a copy's, counted up to this (a wait names at most 7 pending)."""
 
@@ -1113,11 +1121,12 @@ class _AsyncCopies:
             group = _COMMITS[type(op)]
             return {k: min(n + (_COPY_GROUPS.get(type(k.copy)) == group), MAX_GROUPS_COUNTED)
                     for k, n in state.items()}
-        if isinstance(op, tile.CpAsyncWaitOp | tile.TmaStoreWaitOp):
-            group = "cp.async" if isinstance(op, tile.CpAsyncWaitOp) else "bulk"
-            if group == "bulk" and op.writes is None:
+        if isinstance(op, (tile.TmaStoreWaitOp, *_GROUP_WAITS)):
+            group = _GROUP_WAITS.get(type(op), "bulk")
+            if isinstance(op, tile.TmaStoreWaitOp) and op.writes is None:
                 return state  # the sources read, the writes not complete
-            pending = op.pending.value.data
+            pending = (op.n if isinstance(op, nvvm.CpAsyncWaitGroupOp
+                                          | nvvm.CpAsyncBulkWaitGroupOp) else op.pending).value.data
             return {k: n for k, n in state.items()
                     if not (_COPY_GROUPS.get(type(k.copy)) == group and n >= pending + 1)}
         if isinstance(op, tile.MBarrierWaitOp):

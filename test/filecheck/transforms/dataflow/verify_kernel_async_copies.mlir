@@ -371,6 +371,112 @@ builtin.module {
 
 // -----
 
+// The same at the NVVM level, a kernel written with nvvm ops: the copy from the entry's
+// address is committed to a group nobody waits for.
+builtin.module {
+  gpu.module @k {
+    "memref.global"() {sym_name = "buf", sym_visibility = "private", type = memref<64xf32, 3>, initial_value, alignment = 128 : i64} : () -> ()
+    "memref.global"() {sym_name = "tile", sym_visibility = "private", type = memref<4x16xf32, 3>, initial_value, alignment = 128 : i64} : () -> ()
+    "memref.global"() {sym_name = "bars", sym_visibility = "private", type = memref<1xi64, 3>, initial_value, alignment = 8 : i64} : () -> ()
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %v = arith.constant 1.0 : f32
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        memref.store %v, %e[%c0] : memref<64xf32>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %out: memref<4xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %s = memref.get_global @buf : memref<64xf32, 3>
+      %b = memref.get_global @bars : memref<1xi64, 3>
+      %w = memref.get_global @tile : memref<4x16xf32, 3>
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        %sp = llvm.mlir.zero : !llvm.ptr<3>
+        %ea = "memref.extract_aligned_pointer_as_index"(%e) : (memref<64xf32>) -> index
+        %ei = arith.index_cast %ea : index to i64
+        %ep = llvm.inttoptr %ei : i64 to !llvm.ptr<1>
+        nvvm.cp.async.shared.global %sp, %ep, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+        nvvm.cp.async.commit.group
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @nvvm_no_wait {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 1024 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow-verify: stage @d: 'dataflow.release_empty' gives back the ticket of @q while the asynchronous copy 'nvvm.cp.async.shared.global' (at line {{[0-9]+}}) of its entry may still be in flight: the next round's worker would be at the same bytes (wait for it first: tile.cp_async_wait after its tile.cp_async_commit)
+
+// -----
+
+// Waited for at the NVVM level: verified.
+builtin.module {
+  gpu.module @k {
+    "memref.global"() {sym_name = "buf", sym_visibility = "private", type = memref<64xf32, 3>, initial_value, alignment = 128 : i64} : () -> ()
+    "memref.global"() {sym_name = "tile", sym_visibility = "private", type = memref<4x16xf32, 3>, initial_value, alignment = 128 : i64} : () -> ()
+    "memref.global"() {sym_name = "bars", sym_visibility = "private", type = memref<1xi64, 3>, initial_value, alignment = 8 : i64} : () -> ()
+    gpu.func @src(%q: !dataflow.queue<2 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %v = arith.constant 1.0 : f32
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        memref.store %v, %e[%c0] : memref<64xf32>
+        dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+    gpu.func @dst(%q: !dataflow.queue<2 x memref<64xf32>>, %out: memref<4xf32>) kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %s = memref.get_global @buf : memref<64xf32, 3>
+      %b = memref.get_global @bars : memref<1xi64, 3>
+      %w = memref.get_global @tile : memref<4x16xf32, 3>
+      scf.for %i = %c0 to %c4 step %c1 {
+        %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        %sp = llvm.mlir.zero : !llvm.ptr<3>
+        %ea = "memref.extract_aligned_pointer_as_index"(%e) : (memref<64xf32>) -> index
+        %ei = arith.index_cast %ea : index to i64
+        %ep = llvm.inttoptr %ei : i64 to !llvm.ptr<1>
+        nvvm.cp.async.shared.global %sp, %ep, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+        nvvm.cp.async.commit.group
+        nvvm.cp.async.wait.group 0
+        dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
+      }
+      gpu.return
+    }
+  }
+  dataflow.pipeline @nvvm_waited {
+    dataflow.queue @q pin_l2 : !dataflow.queue<2 x memref<64xf32>>
+    dataflow.stage @s {kernel = @k::@src, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [], outputs = [@q], registers = 32 : i64, shared_bytes = 0 : i64, tiles = 4 : i64}
+    dataflow.stage @d {kernel = @k::@dst, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@q], outputs = [], registers = 32 : i64, shared_bytes = 1024 : i64, tiles = 4 : i64}
+  }
+}
+// CHECK: dataflow.pipeline @nvvm_waited attributes {dataflow.verified = "co-resident: {{.*}}; tickets balanced
+
+// -----
+
 // The same copies, each complete before its ticket goes back. Verified: a cp.async committed
 // and waited for,
 builtin.module {
