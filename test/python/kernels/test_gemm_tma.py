@@ -88,6 +88,11 @@ CONFIGS = [
     # in clusters of two (B multicast), an odd count of tile rows (a phantom row)
     tma_ws_config(1000, 5632, 264, tile=(128, 176, 64), stages=5, epilogue="swiglu",
                   tma_store=True, producer_warps=4, pingpong=True, cluster_m=2),
+    # B prefetched into L2 ahead of the ring: past K's end (2 k-tiles, 4 ahead), in clusters
+    tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), tma_store=True, producer_warps=4,
+                  l2_prefetch=4),
+    tma_ws_config(300, 520, 136, tile=(128, 112, 64), cluster_m=2, l2_prefetch=4,
+                  epilogue="gelu"),
 ]
 
 
@@ -483,11 +488,6 @@ GPU_CONFIGS = [
                   producer_warps=4, pingpong=True),  # 2 k-tiles a tile, fewer than the stages
     tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, epilogue="swiglu",
                   tma_store=True, producer_warps=4, pingpong=True, cluster_m=2),
-    # B prefetched into L2 ahead of the ring: past K's end (2 k-tiles, 4 ahead), in clusters
-    tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), tma_store=True, producer_warps=4,
-                  l2_prefetch=4),
-    tma_ws_config(300, 520, 136, tile=(128, 112, 64), cluster_m=2, l2_prefetch=4,
-                  epilogue="gelu"),
 ]
 
 
