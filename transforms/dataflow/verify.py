@@ -1098,24 +1098,45 @@ class _AsyncCopies:
     `iv + c < ub`, or a copy before it with `c < ub`, the iterations that follow it are counted
     before it may leave the loop."""
 
-    def __init__(self, addresses: dict[SSAValue, set], refuse: Callable[[Operation, str],
-                 OpDiagnostic], names: dict[SSAValue, str]):
+    def __init__(self, kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
+                 refuse: Callable[[Operation, str], OpDiagnostic], names: dict[SSAValue, str]):
         self.addresses, self.refuse, self.names = addresses, refuse, names
+        # what the walk looks at: the ops that copy an entry, complete or count a copy, or
+        # release a ticket, and the ops around them (the rest cannot change what is in flight)
+        self.copies: dict[Operation, set] = {}
+        self.relevant: set[Operation] = set()
+        self.holds_copies: set[Operation] = set()
+        for op in kernel.walk():
+            touched = _touches_entries(op, addresses) if isinstance(op, _ASYNC_COPIES) \
+                else set()
+            if touched:
+                self.copies[op] = touched
+            if touched or isinstance(op, (*_COMMITS, *_GROUP_WAITS, tile.TmaStoreWaitOp,
+                                          tile.MBarrierWaitOp, *_RELEASES)):
+                around: Operation | None = op
+                while around is not None and around not in self.relevant:
+                    self.relevant.add(around)
+                    around = around.parent_op()
+            if touched:
+                around = op
+                while around is not None and around not in self.holds_copies:
+                    self.holds_copies.add(around)
+                    around = around.parent_op()
 
     def block(self, block: Block, state: dict[_InFlight, int], issue: bool = True
               ) -> dict[_InFlight, int]:
         state = dict(state)
         for op in block.ops:
-            state = self.op(op, state, issue)
+            if op in self.relevant and (state or (issue and op in self.holds_copies)):
+                state = self.op(op, state, issue)
         return state
 
     def op(self, op: Operation, state: dict[_InFlight, int], issue: bool
            ) -> dict[_InFlight, int]:
         if isinstance(op, _ASYNC_COPIES):
             if issue:
-                for queue, ticket in _touches_entries(op, self.addresses):
-                    key = _InFlight(op, queue, ticket)
-                    state[key] = 0
+                for queue, ticket in self.copies.get(op, ()):
+                    state[_InFlight(op, queue, ticket)] = 0
             return state
         if isinstance(op, tuple(_COMMITS)):
             group = _COMMITS[type(op)]
@@ -1316,7 +1337,7 @@ def check_async_copies(kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
     if not any(isinstance(op, _ASYNC_COPIES)
                and _touches_entries(op, addresses) for op in kernel.walk()):
         return
-    _AsyncCopies(addresses, refuse, names).block(kernel.body.blocks.first, {})
+    _AsyncCopies(kernel, addresses, refuse, names).block(kernel.body.blocks.first, {})
 
 
 def _given_by_another_queue(op: Operation) -> bool:
