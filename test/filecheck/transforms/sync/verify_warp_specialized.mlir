@@ -4,7 +4,8 @@
 // thread takes is the block's (the post of the consumer warpgroups, `threads 256`, is counted,
 // once per tile), a side's waits cover only that side, and a wait or post there must name the
 // threads that run it (the last three cases). The consumer's operand is a tensor
-// map: its copies read the box at their coordinates (prefetching the map reads nothing).
+// map: its copies read the box at their coordinates (prefetching the map, or a box into L2
+// ahead of its wait, reads nothing: L2 is where the producer's writes land).
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %x, %y = sync.tile : index, index
@@ -32,6 +33,9 @@ gpu.module @k {
     scf.if %issuer {
       %row = arith.muli %x, %c128 : index
       scf.for %k = %c0 to %c4 step %c1 {
+        %next = arith.addi %k, %c1 : index
+        %ahead = arith.muli %next, %c64 : index
+        tile.tma_prefetch %a[%row, %ahead] : !tile.tensor_map<128x64xf16, swizzle 128>
         sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> single_thread async_proxy : memref<?xi32>
         sync.load_point operand 0 [%x, %y] step %k single_thread async_proxy
         %col = arith.muli %k, %c64 : index
@@ -100,7 +104,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:89:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) (semaphore 1), but no wait on that semaphore precedes it
+// CHECK: verify_warp_specialized.mlir:93:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) (semaphore 1), but no wait on that semaphore precedes it
 
 // -----
 
@@ -130,7 +134,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:127:1: sync-verify: producer @p, tile (0, 0) posts 0 times per launch; each tile must post exactly once
+// CHECK: verify_warp_specialized.mlir:131:1: sync-verify: producer @p, tile (0, 0) posts 0 times per launch; each tile must post exactly once
 
 // -----
 
@@ -159,7 +163,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:145:7: sync-verify: producer @p, tile (0, 0): a sync.post that 1 thread (0..0) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
+// CHECK: verify_warp_specialized.mlir:149:7: sync-verify: producer @p, tile (0, 0): a sync.post that 1 thread (0..0) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
 
 // -----
 
@@ -188,7 +192,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:174:7: sync-verify: producer @p, tile (0, 0): a sync.post that 128 threads (0..127) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
+// CHECK: verify_warp_specialized.mlir:178:7: sync-verify: producer @p, tile (0, 0): a sync.post that 128 threads (0..127) reach must be `threads N` for exactly the block's first N threads: its named barrier waits for N, thread 0 releases
 
 // -----
 
@@ -213,4 +217,4 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
 sync.launch @p
 sync.launch @c {pdl = true}
 
-// CHECK: verify_warp_specialized.mlir:200:5: sync-verify: producer @p, tile (0, 0): every thread of the block (288) reaches this sync.post of `threads 256`: its named barrier would not count them (put it where only those threads go)
+// CHECK: verify_warp_specialized.mlir:204:5: sync-verify: producer @p, tile (0, 0): every thread of the block (288) reaches this sync.post of `threads 256`: its named barrier would not count them (put it where only those threads go)
