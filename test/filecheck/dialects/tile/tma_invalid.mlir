@@ -187,3 +187,11 @@ func.func @prefetch_coordinates(%m: !tile.tensor_map<128x64xf16, swizzle 128>, %
   func.return
 }
 // CHECK: 'tile.tma_prefetch' prefetches a tiled map's box at one coordinate per dimension of the box, got !tile.tensor_map<128x64xf16, swizzle 128> and 1 coordinates
+
+// -----
+
+func.func @prefetch_im2col(%m: !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 56, 56, 64]>, %i: index) {
+  tile.tma_prefetch %m[%i, %i] : !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 56, 56, 64]>
+  func.return
+}
+// CHECK: 'tile.tma_prefetch' prefetches a tiled map's box at one coordinate per dimension of the box, got !tile.tensor_map<128x64xf16, swizzle 128, im2col [2, 56, 56, 64]> and 2 coordinates
