@@ -47,6 +47,10 @@ Two things must hold for the queues of a pipeline never to wait forever:
   cluster barrier's wait where a cluster holds several CTAs) may stand between an acquire and
   its release, or between a draw and the acquire that takes it, where a CTA (or a cluster)
   runs several workers (a worker waiting for a ticket behind the holder never reaches it);
+* **every thread a queue operation's barrier waits for reaches it** (the block, or with
+  `threads N` each worker's N threads): no control flow that depends on the thread index
+  lets some of them pass it by (`analysis.barrier_divergence`; the thread index divided by a
+  multiple of N is one value a worker), and no other block-wide barrier either;
 * **an entry is used only while its ticket is held** (`check_entry_use`, in the same walk):
   an op that may touch memory through an entry's address (`dataflow.entry`, a view of it, the
   address as handed on by loops and branches, renamed with the ticket they hand on beside it)
@@ -89,6 +93,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable, is_side_effect_free
 
+from tilesync.analysis.barrier_divergence import divergent_barrier
 from tilesync.analysis.forward_progress import Residency, co_residency
 from tilesync.analysis.kernel_eval import Unproven
 from tilesync.analysis.occupancy import blocks_per_sm
@@ -864,6 +869,11 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
                               "two workers holding part of their tiles can wait for each "
                               "other forever (one worker per stage, or one ticket a tile)")
             drawing[side] += [(queue, op) for op in drawn]
+    known_block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+    divergent = divergent_barrier(kernel, None if known_block is None
+                                  else tuple(known_block.get_values()))
+    if divergent is not None:  # a worker stuck there holds its tickets, its CTA its slot
+        raise _refuse(divergent[0], f"stage @{name}: {divergent[1]}")
     # a kernel without a declared block runs its queue ops as one worker a CTA (queue_workers)
     block_threads = _block_threads(kernel) or 1
     cluster = kernel.attributes.get(CLUSTER_DIMS_ATTR)

@@ -39,6 +39,10 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
    recorded on C's stage as `sync.progress`. Every step of the host plan must be able to run
    to its end: a wait-kernel that does not work, or waits for a stage never launched, or a
    launch behind a cycle of launches is refused even where no dependency relies on it.
+5. **Barriers.** No block-wide barrier of a stage's kernel (a `gpu.barrier`, a block-wide
+   wait, probe or post) sits under control flow that depends on the thread index and lets
+   some threads pass it by (`analysis.barrier_divergence`): the block would hang at it,
+   holding its SM slot.
 
 Enumeration is exact up to `limit` tiles per stage; above it only the tiles on the grid's
 boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
@@ -59,6 +63,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tilesync.analysis.barrier_divergence import divergent_barrier
 from tilesync.analysis.dependency_analysis import tiles_read
 from tilesync.analysis.forward_progress import (
     ProgressReport,
@@ -676,9 +681,19 @@ class Verifier:
         return np.array(tiles, dtype=np.int64).reshape(len(tiles), len(grid)), exact
 
     # -- posts -------------------------------------------------------------------------------
-    def producer_posts(self, name: str) -> ProducerFacts:
+    def kernel_of(self, name: str) -> Operation:
+        """The stage's kernel, whose barriers every thread they wait for reaches (a block
+        stuck at one holds its SM slot, and the waits that need it never end)."""
         stage = self.graph.stages[name]
         func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
+        divergent = divergent_barrier(func, tuple(stage.block_shape))
+        if divergent is not None:
+            raise refusal(divergent[0], f"stage @{name}: {divergent[1]}")
+        return func
+
+    def producer_posts(self, name: str) -> ProducerFacts:
+        stage = self.graph.stages[name]
+        func = self.kernel_of(name)
         roles = kernel_roles(func)
         role = Role.semaphores(name)
         if role not in roles.values():
@@ -811,7 +826,7 @@ class Verifier:
     # -- waits -------------------------------------------------------------------------------
     def consumer_waits(self, name: str) -> bool:
         stage = self.graph.stages[name]
-        func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
+        func = self.kernel_of(name)
         roles = kernel_roles(func)
         deps = self.deps[name]
         args = func.body.blocks.first.args  # type: ignore[union-attr]

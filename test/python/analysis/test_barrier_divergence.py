@@ -1,0 +1,72 @@
+"""Which values differ between the threads of a block (or of a queue worker's group), and
+which barriers control flow on them splits."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects import gpu
+
+from tilesync.analysis.barrier_divergence import divergent_barrier, thread_dependent
+from tilesync.api import parse
+
+KERNEL = """
+gpu.module @k {
+  gpu.func @f(%n: index, %m: memref<?xi32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    %c96 = arith.constant 96 : index
+    %tid = gpu.thread_id x
+    %bid = gpu.block_id x
+    %group = arith.divui %tid, %c128 : index
+    %third = arith.divui %tid, %c96 : index
+    %mixed = arith.addi %bid, %n : index
+    %through_loop = scf.for %i = %c0 to %n step %c1 iter_args(%a = %c0) -> (index) {
+      %s = arith.addi %a, %tid : index
+      scf.yield %s : index
+    }
+    %uniform_loop = scf.for %i = %c0 to %n step %c1 iter_args(%a = %c0) -> (index) {
+      %s = arith.addi %a, %bid : index
+      scf.yield %s : index
+    }
+    %one = arith.constant 1 : i32
+    %old = "memref.atomic_rmw"(%one, %m, %c0) <{kind = 0 : i64}>
+        : (i32, memref<?xi32>, index) -> i32
+    gpu.return
+  }
+}
+"""
+
+
+def _values():
+    module = parse(KERNEL)
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    names = ["c0", "c1", "c128", "c96", "tid", "bid", "group", "third", "mixed",
+             "through_loop", "uniform_loop", "one", "old"]
+    results = [op.results[0] for op in kernel.body.block.ops if op.results]
+    return dict(zip(names, results, strict=True))
+
+
+@pytest.mark.parametrize(("name", "block", "group", "differs"), [
+    ("tid", (256, 1, 1), 0, True),
+    ("bid", (256, 1, 1), 0, False),
+    ("mixed", (256, 1, 1), 0, False),  # a block index and a kernel argument
+    ("through_loop", (256, 1, 1), 0, True),  # the thread index carried by a loop
+    ("uniform_loop", (256, 1, 1), 0, False),
+    ("old", (256, 1, 1), 0, True),  # an atomic's result: each thread its own
+    ("group", (256, 1, 1), 0, True),  # two values in the block
+    ("group", (256, 1, 1), 128, False),  # one a worker of 128 threads
+    ("group", (256, 1, 1), 64, False),  # and of 64
+    ("third", (256, 1, 1), 128, True),  # 96 is no multiple of 128
+    ("group", (192, 2, 1), 128, True),  # rows of 192: a worker straddles two of them
+    ("group", (256, 2, 1), 128, False),
+    ("group", None, 128, True),  # the block unknown
+])
+def test_what_differs_between_threads(name, block, group, differs):
+    assert thread_dependent(_values()[name], group, block) is differs
+
+
+def test_a_barrier_every_thread_reaches_is_not_divergent():
+    module = parse(KERNEL.replace("gpu.return", "gpu.barrier\n    gpu.return"))
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    assert divergent_barrier(kernel, (256, 1, 1)) is None
