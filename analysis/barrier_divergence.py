@@ -16,13 +16,14 @@ role branches it follows).
 
 Control flow depends on the thread index where its condition or bounds are computed from it
 (`thread_dependent`: the thread and lane index, what ops compute from them, what a loop or a
-branch carries from them, an atomic's result, a call's or assembly's). A branch on
-`thread_id.x <pred> constant` in a one-dimensional block of known size (a warp-specialized
-kernel's roles) is allowed around a barrier where each group that must meet takes the same
+branch carries from them, an atomic's result, a call's or assembly's). A branch whose
+condition is computed from the thread index and constants alone (a warp-specialized kernel's
+roles: `thread_id.x < 256`, a warp index compared) is evaluated for every thread of a block
+of known size, and allowed around a barrier where each group that must meet takes the same
 side (every thread, for a block-wide barrier); any other such branch, and any loop whose
 bounds or condition depend on the thread index, around a barrier is refused. The sync
-operations in a role branch are kernel_eval's to judge (its messages say which threads reach
-them).
+operations in a branch on `thread_id.x <pred> constant` are kernel_eval's to judge (its
+messages say which threads of a role reach them).
 """
 
 from __future__ import annotations
@@ -148,12 +149,67 @@ def _role_sides(cond: SSAValue, block: tuple[int, ...] | None
     if not isinstance(tid, gpu.ThreadIdOp) or tid.dimension.data != gpu.DimensionEnum.X or \
             not isinstance(bound, arith.ConstantOp):
         return None
-    limit = bound.value.value.data  # type: ignore[union-attr]
+    sides = _sides(cond, block)
     predicate = arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]
-    compare = {"eq": int.__eq__, "ne": int.__ne__, "slt": int.__lt__, "ult": int.__lt__,
-               "sle": int.__le__, "ule": int.__le__, "sgt": int.__gt__, "ugt": int.__gt__,
-               "sge": int.__ge__, "uge": int.__ge__}[predicate]
-    return [compare(t, limit) for t in range(block[0])], f"thread_id.x {predicate} {limit}"
+    limit = bound.value.value.data  # type: ignore[union-attr]
+    return (sides, f"thread_id.x {predicate} {limit}") if sides is not None else None
+
+
+_COMPARE = {"eq": int.__eq__, "ne": int.__ne__, "slt": int.__lt__, "ult": int.__lt__,
+            "sle": int.__le__, "ule": int.__le__, "sgt": int.__gt__, "ugt": int.__gt__,
+            "sge": int.__ge__, "uge": int.__ge__}
+_ARITH = {arith.AddiOp: int.__add__, arith.SubiOp: int.__sub__, arith.MuliOp: int.__mul__,
+          arith.DivUIOp: int.__floordiv__, arith.RemUIOp: int.__mod__, arith.AndIOp: int.__and__,
+          arith.OrIOp: int.__or__, arith.XOrIOp: int.__xor__, arith.ShLIOp: int.__lshift__,
+          arith.ShRUIOp: int.__rshift__, arith.MinUIOp: min, arith.MaxUIOp: max}
+
+
+def _sides(cond: SSAValue, block: tuple[int, ...] | None) -> list[bool] | None:
+    """The side each thread of a block of known size takes of a branch whose condition is
+    computed from the thread index and constants only (in the threads' linear order); None
+    where it reads anything else, or a value an unsigned op would see negative."""
+    if block is None:
+        return None
+    bx, by, bz = (*block, 1, 1)[:3]
+    sides = []
+    for t in range(bx * by * bz):
+        index = (t % bx, t // bx % by, t // (bx * by))
+        value = _evaluate(cond, index, {})
+        if value is None:
+            return None
+        sides.append(bool(value))
+    return sides
+
+
+def _evaluate(value: SSAValue, index: tuple[int, int, int], memo: dict) -> int | None:
+    if value in memo:
+        return memo[value]
+    owner = value.owner
+    result: int | None = None
+    if isinstance(owner, gpu.ThreadIdOp):
+        result = index["xyz".index(owner.dimension.data.value.lower())]
+    elif isinstance(owner, nvvm.ThreadIdXOp | nvvm.ThreadIdYOp | nvvm.ThreadIdZOp):
+        result = index[(nvvm.ThreadIdXOp, nvvm.ThreadIdYOp, nvvm.ThreadIdZOp).index(type(owner))]
+    elif isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        result = owner.value.value.data
+    elif isinstance(owner, arith.IndexCastOp | arith.ExtUIOp | arith.TruncIOp):
+        result = _evaluate(owner.operands[0], index, memo)
+    elif isinstance(owner, (arith.CmpiOp, *_ARITH)):
+        lhs, rhs = (_evaluate(v, index, memo) for v in owner.operands)
+        if lhs is None or rhs is None or min(lhs, rhs) < 0 or \
+                (isinstance(owner, arith.DivUIOp | arith.RemUIOp) and rhs == 0):
+            return None  # unsigned and signed could differ; no division by zero
+        if isinstance(owner, arith.CmpiOp):
+            predicate = arith.CMPI_COMPARISON_OPERATIONS[owner.predicate.value.data]
+            result = int(_COMPARE[predicate](lhs, rhs))
+        else:
+            result = _ARITH[type(owner)](lhs, rhs)
+    elif isinstance(owner, arith.SelectOp):
+        chosen = _evaluate(owner.cond, index, memo)
+        result = None if chosen is None else \
+            _evaluate(owner.lhs if chosen else owner.rhs, index, memo)
+    memo[value] = result
+    return result
 
 
 def divergent_barrier(kernel: Operation, block: tuple[int, ...] | None
@@ -179,19 +235,20 @@ def _divergence(around: Operation, op: Operation, group: int,
     who = "every thread of the block" if group == 0 else f"each group of {group} threads"
     if isinstance(around, scf.IfOp) and thread_dependent(around.cond, group, block):
         roles = _role_sides(around.cond, block)
-        if roles is None:
+        if roles is not None and _sync_block_wide(op):
+            return None  # kernel_eval says which threads of a role reach it
+        sides = roles[0] if roles is not None else _sides(around.cond, block)
+        if sides is None:
             return (f"'{op.name}' waits for {who}, but it is inside a branch whose condition "
                     "depends on the thread index: the threads that do not take it never "
                     "arrive")
-        if _sync_block_wide(op):
-            return None  # kernel_eval says which threads reach it
-        sides, condition = roles
+        what = f"`{roles[1]}`" if roles is not None else "a condition on the thread index"
         size = len(sides) if group == 0 else group
         for first in range(0, len(sides), size):
             if len(set(sides[first:first + size])) > 1:
-                return (f"'{op.name}' waits for {who}, but the branch on `{condition}` "
-                        f"around it splits threads {first}..{first + size - 1}: those that "
-                        "do not take its side never arrive")
+                return (f"'{op.name}' waits for {who}, but the branch on {what} around it "
+                        f"splits threads {first}..{first + size - 1}: those that do not take "
+                        "its side never arrive")
         return None
     if isinstance(around, scf.ForOp) and any(
             thread_dependent(v, group, block) for v in (around.lb, around.ub, around.step)):

@@ -70,3 +70,35 @@ def test_a_barrier_every_thread_reaches_is_not_divergent():
     module = parse(KERNEL.replace("gpu.return", "gpu.barrier\n    gpu.return"))
     kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
     assert divergent_barrier(kernel, (256, 1, 1)) is None
+
+
+WARP_BRANCH = """
+gpu.module @k {
+  gpu.func @f() kernel {
+    %c32 = arith.constant 32 : index
+    %cN = arith.constant N : index
+    %tid = gpu.thread_id x
+    %warp = arith.divui %tid, %c32 : index
+    %role = arith.cmpi ult, %warp, %cN : index
+    scf.if %role {
+      gpu.barrier
+    }
+    gpu.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("warps", "split"), [(4, False), (8, False), (2, True), (0, False)])
+def test_a_branch_computed_from_the_thread_index_is_split_only_where_it_splits(warps, split):
+    """A warp index compared with a constant: in a block of 4 warps `warp < 4` (or 8) is
+    every thread, `warp < 0` none, `warp < 2` half of them."""
+    module = parse(WARP_BRANCH.replace("%cN = arith.constant N", f"%cN = arith.constant {warps}"))
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    found = divergent_barrier(kernel, (128, 1, 1))
+    assert (found is not None) is split
+    if split:
+        assert "the branch on a condition on the thread index around it splits threads " \
+               "0..127" in found[1]
+    unknown = divergent_barrier(kernel, None)  # the block's size unknown: cannot tell
+    assert unknown is not None and "depends on the thread index" in unknown[1]

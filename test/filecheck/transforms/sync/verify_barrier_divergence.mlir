@@ -46,8 +46,8 @@ sync.launch @c {stream = 1 : i64}
 
 // -----
 
-// A block-wide wait (one thread spins, then the block's barrier) under a branch on the thread
-// index that is no role split: every 64th thread reaches it.
+// A block-wide wait (one thread spins, then the block's barrier) under a branch computed from
+// the thread index: every 64th thread reaches it.
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %x, %y = sync.tile : index, index
@@ -84,7 +84,7 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 sync.launch @p
 sync.launch @c {stream = 1 : i64}
 
-// CHECK: sync-verify: stage @c: 'sync.wait' waits for every thread of the block, but it is inside a branch whose condition depends on the thread index: the threads that do not take it never arrive
+// CHECK: sync-verify: stage @c: 'sync.wait' waits for every thread of the block, but the branch on a condition on the thread index around it splits threads 0..127: those that do not take its side never arrive
 
 // -----
 
@@ -172,8 +172,9 @@ sync.launch @c {stream = 1 : i64}
 
 // -----
 
-// Proved: a branch on the thread index that every thread of the 128 takes, a branch on the
-// block's tile, and a named barrier of the 64 threads a role branch holds.
+// Proved: a branch on the thread index that every thread of the 128 takes, one on the warp
+// index that every warp takes, a branch on the block's tile, and a named barrier of the 64
+// threads a role branch holds.
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %x, %y = sync.tile : index, index
@@ -194,6 +195,13 @@ gpu.module @k {
     }
     %tid = gpu.thread_id x
     %c64 = arith.constant 64 : index
+    %c32 = arith.constant 32 : index
+    %c8 = arith.constant 8 : index
+    %warp = arith.divui %tid, %c32 : index
+    %warps = arith.cmpi ult, %warp, %c8 : index
+    scf.if %warps {
+      gpu.barrier
+    }
     %c1024 = arith.constant 1024 : index
     %all = arith.cmpi ult, %tid, %c1024 : index
     scf.if %all {
