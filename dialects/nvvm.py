@@ -1079,12 +1079,7 @@ class CpAsyncBulkTensorLoadOp(IRDLOperation):
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.dst, "destination")
         _verify_shared_ptr(self, self.bar, "barrier")
-        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
-            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
-                                  f"(!llvm.ptr), got {self.tensor_map.type}")
-        if len(self.coords) not in TMA_RANKS:
-            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
-                                  f"{len(self.coords)}")
+        _verify_tensor_map_coords(self)
         if self.im2col and len(self.im2col) != len(self.coords) - 2:
             raise VerifyException(f"'{self.name}' im2col takes an offset for each coordinate "
                                   f"but the channel and the batch: {len(self.coords) - 2}, got "
@@ -1105,12 +1100,7 @@ class CpAsyncBulkPrefetchTensorOp(IRDLOperation):
         super().__init__(operands=[tensor_map, coords])
 
     def verify_(self) -> None:
-        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
-            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
-                                  f"(!llvm.ptr), got {self.tensor_map.type}")
-        if len(self.coords) not in TMA_RANKS:
-            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
-                                  f"{len(self.coords)}")
+        _verify_tensor_map_coords(self)
 
 
 @irdl_op_definition
@@ -1132,12 +1122,17 @@ class CpAsyncBulkTensorStoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.src, "source")
-        if address_space(self.tensor_map.type) != 0:  # type: ignore[arg-type]
-            raise VerifyException(f"'{self.name}' takes the tensor map by its generic address "
-                                  f"(!llvm.ptr), got {self.tensor_map.type}")
-        if len(self.coords) not in TMA_RANKS:
-            raise VerifyException(f"'{self.name}' takes 1 to 5 coordinates, got "
-                                  f"{len(self.coords)}")
+        _verify_tensor_map_coords(self)
+
+
+def _verify_tensor_map_coords(op: IRDLOperation) -> None:
+    """A bulk tensor copy's map by its generic address, and 1 to 5 coordinates."""
+    if address_space(op.tensor_map.type) != 0:  # type: ignore[attr-defined]
+        raise VerifyException(f"'{op.name}' takes the tensor map by its generic address "
+                              f"(!llvm.ptr), got {op.tensor_map.type}")  # type: ignore[attr-defined]
+    if len(op.coords) not in TMA_RANKS:  # type: ignore[attr-defined]
+        raise VerifyException(f"'{op.name}' takes 1 to 5 coordinates, got "
+                              f"{len(op.coords)}")  # type: ignore[attr-defined]
 
 
 def _verify_global_ptr(op: IRDLOperation, ptr: SSAValue, what: str) -> None:
