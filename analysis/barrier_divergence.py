@@ -9,10 +9,11 @@ sync-verify and dataflow-verify refuse such a kernel (`divergent_barrier`).
 The barriers followed are the block-wide ones (gpu.barrier, bar.sync 0, an all-reduce, and
 the synchronization and queue operations whose lowering meets the whole block: a sync.wait that
 is not `single_thread`, a sync.probe, a sync.post without `threads`, a queue operation without
-`threads`) and a queue operation's group barrier (`threads N`: each group of N consecutive
-threads meets). A barrier of a declared subset (a named barrier of N threads, a `threads N`
-post, a `single_thread` wait) is the kernel's to place (kernel_eval checks a post's against the
-role branches it follows).
+`threads`), a queue operation's group barrier (`threads N`: each group of N consecutive
+threads meets) and a warpgroup's `.aligned` ops (wgmma, setmaxnreg: its 128 threads meet).
+A barrier of a declared subset (a named barrier of N threads, a `threads N` post, a
+`single_thread` wait) is the kernel's to place (kernel_eval checks a post's against the role
+branches it follows).
 
 Control flow depends on the thread index where its condition or bounds are computed from it
 (`thread_dependent`: the thread and lane index, what ops compute from them, what a loop or a
@@ -32,7 +33,16 @@ from xdsl.dialects import arith, func, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from tilesync.contract import SM_90
 from tilesync.dialects import dataflow, nvvm, sync, tile
+
+WARPGROUP_THREADS = SM_90.warpgroup_warps * SM_90.warp_size
+WARPGROUP_ALIGNED = (tile.WgmmaOp, tile.WgmmaRegAOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp,
+                     tile.WgmmaWaitOp, tile.SetMaxNRegOp, nvvm.WgmmaFenceAlignedOp,
+                     nvvm.WgmmaCommitGroupSyncAlignedOp, nvvm.WgmmaWaitGroupSyncAlignedOp,
+                     nvvm.WgmmaMmaAsyncOp, nvvm.WgmmaMmaAsyncRegAOp, nvvm.SetMaxNRegOp)
+"""Executed by every thread of a warpgroup together (`.aligned`): a warpgroup's four warps
+meet at it as at a barrier of WARPGROUP_THREADS."""
 
 _THREAD_INDICES = (gpu.ThreadIdOp, gpu.LaneIdOp, nvvm.ThreadIdXOp, nvvm.ThreadIdYOp,
                    nvvm.ThreadIdZOp, nvvm.LaneIdOp, nvvm.WarpIdOp, nvvm.SmIdOp,
@@ -129,12 +139,15 @@ def _sync_block_wide(op: Operation) -> bool:
 
 def _group(op: Operation) -> int | None:
     """The threads of each group that meets at the op's barrier: 0 for the whole block, N for
-    a queue operation of `threads N`; None for an op that meets at no barrier of its own."""
+    a queue operation of `threads N`, a warpgroup for its `.aligned` ops; None for an op that
+    meets at no barrier of its own."""
     if _block_wide(op) or _sync_block_wide(op):
         return 0
     if isinstance(op, dataflow.TICKET_OPS):
         threads = getattr(op, "threads", None)
         return 0 if threads is None else threads.value.data
+    if isinstance(op, WARPGROUP_ALIGNED):
+        return WARPGROUP_THREADS
     return None
 
 
@@ -263,4 +276,4 @@ def _divergence(around: Operation, op: Operation, group: int,
     return None
 
 
-__all__ = ["divergent_barrier", "thread_dependent"]
+__all__ = ["WARPGROUP_ALIGNED", "WARPGROUP_THREADS", "divergent_barrier", "thread_dependent"]

@@ -93,7 +93,11 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable, is_side_effect_free
 
-from tilesync.analysis.barrier_divergence import divergent_barrier
+from tilesync.analysis.barrier_divergence import (
+    WARPGROUP_ALIGNED,
+    WARPGROUP_THREADS,
+    divergent_barrier,
+)
 from tilesync.analysis.forward_progress import Residency, co_residency
 from tilesync.analysis.kernel_eval import Unproven
 from tilesync.analysis.occupancy import blocks_per_sm
@@ -249,12 +253,6 @@ def _ticket_identity(value: SSAValue) -> SSAValue:
 
 
 _CLUSTER_WAITS = (tile.ClusterBarrierOp, nvvm.ClusterWaitOp)
-_WARPGROUP_THREADS = 128
-_WARPGROUP_ALIGNED = (tile.WgmmaOp, tile.WgmmaRegAOp, tile.WgmmaFenceOp, tile.WgmmaCommitOp,
-                      tile.WgmmaWaitOp, tile.SetMaxNRegOp, nvvm.WgmmaFenceAlignedOp,
-                      nvvm.WgmmaCommitGroupSyncAlignedOp, nvvm.WgmmaWaitGroupSyncAlignedOp,
-                      nvvm.WgmmaMmaAsyncOp, nvvm.WgmmaMmaAsyncRegAOp)
-"""Executed by every thread of the warpgroup together (`.aligned`)."""
 _OPAQUE = (func.CallOp, llvm.CallOp, llvm.CallIntrinsicOp, llvm.InlineAsmOp)
 """What they wait for cannot be seen: a callee, an intrinsic or assembly may hold a barrier."""
 
@@ -271,8 +269,8 @@ def _synchronized_threads(op: Operation, block_threads: int, cluster_ctas: int =
     if isinstance(op, gpu.BarrierOp | nvvm.Barrier0Op | nvvm.Barrier0OrOp | gpu.AllReduceOp
                   | tile.MBarrierWaitOp | nvvm.MBarrierTryWaitParityOp):
         return block_threads
-    if isinstance(op, _WARPGROUP_ALIGNED):
-        return min(_WARPGROUP_THREADS, block_threads)
+    if isinstance(op, WARPGROUP_ALIGNED):
+        return min(WARPGROUP_THREADS, block_threads)
     if isinstance(op, nvvm.BarrierSyncOp | nvvm.BarrierRedOrOp):
         return op.count.value.data
     if isinstance(op, tile.NamedBarrierOp):

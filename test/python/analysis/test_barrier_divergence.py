@@ -102,3 +102,28 @@ def test_a_branch_computed_from_the_thread_index_is_split_only_where_it_splits(w
                "0..127" in found[1]
     unknown = divergent_barrier(kernel, None)  # the block's size unknown: cannot tell
     assert unknown is not None and "depends on the thread index" in unknown[1]
+
+
+@pytest.mark.parametrize(("bound", "split"), [(128, False), (256, False), (64, True)])
+def test_a_warpgroups_aligned_ops_need_all_of_its_threads(bound, split):
+    """setmaxnreg (like wgmma) is executed by a warpgroup's 128 threads together: a role
+    branch of whole warpgroups is fine, one of half a warpgroup is not."""
+    module = parse(f"""
+gpu.module @k {{
+  gpu.func @f() kernel {{
+    %c = arith.constant {bound} : index
+    %tid = gpu.thread_id x
+    %role = arith.cmpi ult, %tid, %c : index
+    scf.if %role {{
+      tile.setmaxnreg inc 232
+    }}
+    gpu.return
+  }}
+}}
+""")
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    found = divergent_barrier(kernel, (384, 1, 1))
+    assert (found is not None) is split
+    if split:
+        assert found[1].startswith("'tile.setmaxnreg' waits for each group of 128 threads, "
+                                   "but the branch on `thread_id.x ult 64`")
