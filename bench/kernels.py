@@ -99,10 +99,9 @@ def legacy_candidates(w: Workload, quick: bool) -> list:
 
 def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
-    proposes (with and without clusters; the full bench also their stream-K twins, the
-    ping-pongs and the L2-prefetching twins) and the `legacy_candidates`."""
+    proposes (with and without clusters; the full bench also their stream-K twins and the
+    ping-pongs) and the `legacy_candidates`."""
     from tilesync.kernels.choice import (
-        BENCH_L2_PREFETCH,
         BENCH_PINGPONG,
         BENCH_STREAM_K,
         BENCH_TWINS,
@@ -111,8 +110,7 @@ def tuning_candidates(w: Workload, quick: bool) -> list:
 
     tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
                               twins=BENCH_TWINS, stream_k=0 if quick else BENCH_STREAM_K,
-                              pingpong=0 if quick else BENCH_PINGPONG,
-                              l2_prefetch=0 if quick else BENCH_L2_PREFETCH)
+                              pingpong=0 if quick else BENCH_PINGPONG)
     return [*tma, *legacy_candidates(w, quick)]
 
 

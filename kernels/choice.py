@@ -93,16 +93,14 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
                         limit: int = 5, cluster_limit: int = 1,
                         twins: int = 0, stream_k: int = 0,
-                        pingpong: int = 0, l2_prefetch: int = 0) -> list[GemmConfig]:
+                        pingpong: int = 0) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
     `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
     `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins, then the
     first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
     narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
-    in clusters, as ping-pongs, then the `l2_prefetch_twin` of the first `l2_prefetch`
-    proposals without clusters and in clusters where it has one. On an H100 the device's
-    fastest was among
+    in clusters, as ping-pongs. On an H100 the device's fastest was among
     the model's first five on every bench shape, and clusters won none since the TMA-store
     epilogue (bench/tma_sweep.py): they stay, fewer."""
     ranked = _ranked(M, N, K, dtype, epilogue, sms, 1)
@@ -113,32 +111,8 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
               for twin in stream_k_twins(cfg)]
     alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
     in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
-    ahead = [twin for twin in map(l2_prefetch_twin, [*ranked[:min(limit, l2_prefetch)],
-                                                     *clustered[:min(cluster_limit,
-                                                                     l2_prefetch)]])
-             if twin is not None]
     return [*proposals, *deeper, *shared, *alternating[:pingpong],
-            *in_clusters[:min(cluster_limit, pingpong)], *ahead]
-
-
-L2_PREFETCH_DISTANCE = 4
-"""k-tiles ahead of its ring a prefetching producer asks for B's box (GemmConfig.l2_prefetch)."""
-STREAMING_SHARE = 0.8
-"""A GEMM whose operands take at least this share of its tiles' multiply-adds to read once from
-DRAM streams them: the weights' bytes, more than the tensor cores, set its time."""
-
-
-def l2_prefetch_twin(cfg: GemmConfig) -> GemmConfig | None:
-    """`cfg` with its producer prefetching B into L2 L2_PREFETCH_DISTANCE k-tiles ahead, where
-    the GEMM streams its operands from DRAM (GPT-3's fc2 at M = 256 on an H100: 128 x 192
-    tiles drew 73% of the DRAM's bandwidth where cuBLAS's drew 84%, the same bytes); None
-    elsewhere, or where it prefetches already."""
-    if not cfg.warp_specialized or cfg.l2_prefetch:
-        return None
-    rounds = StageWaves(cfg.cluster_tiles, 1, cfg.sms // cfg.cluster_m).wave_count
-    if _dram_floor_seconds(cfg) < STREAMING_SHARE * rounds * _tile_compute_seconds(cfg):
-        return None
-    return dataclasses.replace(cfg, l2_prefetch=L2_PREFETCH_DISTANCE)
+            *in_clusters[:min(cluster_limit, pingpong)]]
 
 
 def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
@@ -226,10 +200,6 @@ MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
 
 BENCH_STREAM_K = 2
 """The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
-
-BENCH_L2_PREFETCH = 2
-"""The proposals (and first in clusters) whose `l2_prefetch_twin` `tilesync bench kernels`
-also times."""
 
 BENCH_PINGPONG = 3
 """The ping-pongs `tilesync bench kernels` also times: `pingpong_twin`s of the wave model's
@@ -350,6 +320,6 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     return out
 
 
-__all__ = ["BENCH_L2_PREFETCH", "BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates",
-           "l2_prefetch_twin", "pingpong_twin", "predicted_seconds", "propose_tma_configs",
-           "stages_for", "stream_k_twins", "tile_efficiency"]
+__all__ = ["BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates", "pingpong_twin",
+           "predicted_seconds", "propose_tma_configs", "stages_for", "stream_k_twins",
+           "tile_efficiency"]

@@ -248,8 +248,11 @@ class GemmConfig:
     l2_prefetch: int = 0
     """tma_ws: D > 0: with each k-tile it loads, the producer asks for B's box D k-tiles
     further on to be brought into L2 (`tile.tma_prefetch`, no shared memory): more of the
-    weights' bytes in flight from DRAM than the ring's stages hold, where a GEMM of few rows
-    streams B at the DRAM's rate. At most MAX_L2_PREFETCH; none past the tile's k-tiles."""
+    weights' bytes in flight from DRAM than the ring's stages hold. At most MAX_L2_PREFETCH;
+    none past the tile's k-tiles. Measured slower everywhere it was tried, so nothing proposes
+    it: on an H100 (9c9cd15) four mid-M MLP GEMMs took 1.2-1.7x as long with D = 2, 4 or 8
+    (GPT-3's fc2 at M = 256: 63.5 us to 88.5-90.0; in clusters of two 65.3 to 72.9),
+    bench/results/kernels-l2-prefetch-nvidia-h100-80gb-hbm3.json."""
 
     def __repr__(self) -> str:
         return _repr_showing_set(self, _LATER_GEMM_FIELDS)

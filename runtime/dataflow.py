@@ -47,15 +47,17 @@ __all__ = ["CapturedPipeline", "DataflowProgram", "PipelinePlan", "PipelineStage
 
 RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
 TIERED_PIPELINES = False
-"""Off until its GPU test (test_torch_gpu_stack.py, fast tier) has run on a device: where on,
-an MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile level
-(`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas compiles
-them in full on a thread (`full_compiles`); the runner moves to the full kernels at its first
-call after they land, and a later process finds them in the disk cache. The fast level alone
-is no answer: on an H100 (2c0e138, every pipeline at it) it halved NeRF's first compile (the
-example's 8.6 and 6.4 s to 4.6 and 4.3 s; its 8.8k-line persistent kernel is most of ptxas's
-work), but its pipelines ran slower: the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
-to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
+"""Where on, an MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile
+level (`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas
+compiles them in full on a thread (`full_compiles`); the runner moves to the full kernels at
+its first call after they land, and a later process finds them in the disk cache. On an H100
+(9c9cd15, fresh caches) NeRF's example compiled in 4.74 s to its first result this way (8.6
+and 6.4 s with the full kernels first, a72b099), its full kernels landing 2.2 s later, and
+the GPU test (test_torch_gpu_stack.py, fast tier) passed. Off still: a CUDA graph captured
+before the full kernels land would replay the fast ones for good (the runner cannot move
+during a capture: its new program allocates), and those run slower: (2c0e138, every pipeline
+at the fast level) the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms to 0.339 and
+2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
 
 _FULL_COMPILER: list[Any] = []
 

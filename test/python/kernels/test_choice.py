@@ -8,13 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from tilesync.kernels.choice import (
-    L2_PREFETCH_DISTANCE,
-    l2_prefetch_twin,
-    predicted_seconds,
-    propose_tma_configs,
-    stages_for,
-)
+from tilesync.kernels.choice import predicted_seconds, propose_tma_configs, stages_for
 from tilesync.kernels.config import H100_SMS, MAX_SHARED_PER_BLOCK, tma_ws_config
 
 
@@ -96,21 +90,6 @@ def test_conv_splits_reduce_through_the_workspace_or_in_a_cluster():
         assert cfg.gemm.shared_bytes + cfg.gemm.stage_alignment <= MAX_SHARED_PER_BLOCK
     assert not any(c.split_cluster for c in conv_candidates(8, 7, 7, 512, 512,
                                                             sync_hooks=True))
-
-
-def test_gemms_that_stream_their_weights_get_a_twin_prefetching_them_into_l2():
-    """GPT-3's fc2 at M = 256 reads 151 MB of weights for 39 GFLOP: its proposals' twins
-    prefetch B ahead of the ring; GEMM 4096^3, bound by its multiply-adds, gets none."""
-    streaming = propose_tma_configs(256, 12288, 6144, limit=3, cluster_limit=1, l2_prefetch=2)
-    plain = propose_tma_configs(256, 12288, 6144, limit=3, cluster_limit=1)
-    twins = streaming[len(plain):]
-    assert streaming[:len(plain)] == plain
-    assert [replace(t, l2_prefetch=0) for t in twins] == [*plain[:2], plain[3]]
-    assert {t.l2_prefetch for t in twins} == {L2_PREFETCH_DISTANCE}
-    assert l2_prefetch_twin(twins[0]) is None  # prefetching already
-    big = propose_tma_configs(4096, 4096, 4096, limit=3, l2_prefetch=3)
-    assert big == propose_tma_configs(4096, 4096, 4096, limit=3)
-    assert l2_prefetch_twin(big[0]) is None
 
 
 def test_a_smaller_staging_buffer_buys_a_stage():
