@@ -23,8 +23,8 @@ roles: `thread_id.x < 256`, a warp index compared) is evaluated for every thread
 of known size, and allowed around a barrier where each group that must meet takes the same
 side (every thread, for a block-wide barrier); any other such branch, and any loop whose
 bounds or condition depend on the thread index, around a barrier is refused. The sync
-operations in a branch on `thread_id.x <pred> constant` are kernel_eval's to judge (its
-messages say which threads of a role reach them).
+operations in a branch on `thread_id.x <pred> constant` are left, where sync-verify asks, to
+kernel_eval (its messages say which threads of a role reach them).
 """
 
 from __future__ import annotations
@@ -225,18 +225,20 @@ def _evaluate(value: SSAValue, index: tuple[int, int, int], memo: dict) -> int |
     return result
 
 
-def divergent_barrier(kernel: Operation, block: tuple[int, ...] | None
-                      ) -> tuple[Operation, str] | None:
+def divergent_barrier(kernel: Operation, block: tuple[int, ...] | None,
+                      roles_of_sync_ops: bool = False) -> tuple[Operation, str] | None:
     """The first barrier of `kernel` (in program order) that control flow depending on the
     thread index lets some of the threads it waits for pass by, with why; None where every
-    barrier is reached by all of its threads or none."""
+    barrier is reached by all of its threads or none. `roles_of_sync_ops`: the caller judges
+    the sync operations in a branch on `thread_id.x <pred> constant` itself (sync-verify's
+    kernel_eval, whose messages say which threads of a role reach them)."""
     for op in kernel.walk():
         group = _group(op)
         if group is None:
             continue
         around = op.parent_op()
         while around is not None and around is not kernel:
-            reason = _divergence(around, op, group, block)
+            reason = _divergence(around, op, group, block, roles_of_sync_ops)
             if reason is not None:
                 return op, reason
             around = around.parent_op()
@@ -244,12 +246,12 @@ def divergent_barrier(kernel: Operation, block: tuple[int, ...] | None
 
 
 def _divergence(around: Operation, op: Operation, group: int,
-                block: tuple[int, ...] | None) -> str | None:
+                block: tuple[int, ...] | None, roles_of_sync_ops: bool) -> str | None:
     who = "every thread of the block" if group == 0 else f"each group of {group} threads"
     if isinstance(around, scf.IfOp) and thread_dependent(around.cond, group, block):
         roles = _role_sides(around.cond, block)
-        if roles is not None and _sync_block_wide(op):
-            return None  # kernel_eval says which threads of a role reach it
+        if roles is not None and roles_of_sync_ops and _sync_block_wide(op):
+            return None  # the caller says which threads of a role reach it
         sides = roles[0] if roles is not None else _sides(around.cond, block)
         if sides is None:
             return (f"'{op.name}' waits for {who}, but it is inside a branch whose condition "

@@ -71,22 +71,12 @@ def predicted_seconds(cfg: GemmConfig, sms: int = H100_SMS) -> float:
     bm, bn, _ = cfg.tile
     c = cfg.cluster_m
     rounds = StageWaves(cfg.cluster_tiles, 1, sms // c).wave_count
+    compute = 2 * bm * bn * cfg.K / (SM_TENSOR_FLOPS * tile_efficiency(bm, bn))
     operands = (bm + bn / c) * cfg.K * 2 / SM_L2_BYTES_PER_S
     # stored from registers, the tile's C holds the tensor cores; a TMA store overlaps the next
     exposed_store = 0.0 if cfg.tma_store else bm * cfg.out_tile_cols * 2 / SM_STORE_BYTES_PER_S
-    return max(rounds * (max(_tile_compute_seconds(cfg), operands) + exposed_store),
-               _dram_floor_seconds(cfg))
-
-
-def _tile_compute_seconds(cfg: GemmConfig) -> float:
-    """A tile's multiply-adds at the SM's tensor rate (for its shape)."""
-    bm, bn, _ = cfg.tile
-    return 2 * bm * bn * cfg.K / (SM_TENSOR_FLOPS * tile_efficiency(bm, bn))
-
-
-def _dram_floor_seconds(cfg: GemmConfig) -> float:
-    """The operands read and C written once at the device's copy rate."""
-    return 2 * (cfg.M * cfg.K + cfg.N * cfg.K + cfg.M * cfg.out_cols) / DEVICE_BYTES_PER_S
+    floor = 2 * (cfg.M * cfg.K + cfg.N * cfg.K + cfg.M * cfg.out_cols) / DEVICE_BYTES_PER_S
+    return max(rounds * (max(compute, operands) + exposed_store), floor)
 
 
 def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",

@@ -1223,7 +1223,7 @@ class _AsyncCopies:
         # a copy followed by iterations that must run is complete before it can leave
         for key, commits in list(leaving.items()):
             runs = self.iterations_after(op, key.copy)
-            if runs and not self.survives(body, last, key, commits, runs):
+            if runs and not self.survives(body, key, commits, runs):
                 del leaving[key]
         return leaving
 
@@ -1252,8 +1252,7 @@ class _AsyncCopies:
             guard = guard.parent_op()
         return 0
 
-    def survives(self, body: Block, last: Operation | None, key: _InFlight, commits: int,
-                 runs: int) -> bool:
+    def survives(self, body: Block, key: _InFlight, commits: int, runs: int) -> bool:
         """Whether the copy may still be in flight after `runs` more iterations (no copy
         issued in them: only its own groups and waits are followed)."""
         state = {key: commits}
@@ -1342,10 +1341,9 @@ def check_async_copies(kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
     reading it, a bulk store writing it) may still be in flight on the releasing thread's
     path (`_AsyncCopies`): issued while the ticket was held, it would read or write the entry
     after the next round's worker took it."""
-    if not any(isinstance(op, _ASYNC_COPIES)
-               and _touches_entries(op, addresses) for op in kernel.walk()):
-        return
-    _AsyncCopies(kernel, addresses, refuse, names).block(kernel.body.blocks.first, {})
+    walk = _AsyncCopies(kernel, addresses, refuse, names)
+    if walk.copies:
+        walk.block(kernel.body.blocks.first, {})
 
 
 def _given_by_another_queue(op: Operation) -> bool:

@@ -686,7 +686,7 @@ class Verifier:
         stuck at one holds its SM slot, and the waits that need it never end)."""
         stage = self.graph.stages[name]
         func = lookup_kernel(self.module, stage.kernel, f"sync.stage @{name}", stage)
-        divergent = divergent_barrier(func, tuple(stage.block_shape))
+        divergent = divergent_barrier(func, tuple(stage.block_shape), roles_of_sync_ops=True)
         if divergent is not None:
             raise refusal(divergent[0], f"stage @{name}: {divergent[1]}")
         return func

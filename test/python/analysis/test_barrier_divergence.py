@@ -127,3 +127,28 @@ gpu.module @k {{
     if split:
         assert found[1].startswith("'tile.setmaxnreg' waits for each group of 128 threads, "
                                    "but the branch on `thread_id.x ult 64`")
+
+
+def test_a_block_wide_wait_in_a_role_branch_is_left_to_sync_verify_only_where_it_asks():
+    """sync-verify's kernel_eval says which threads of a role reach a sync.wait; any other
+    caller (dataflow-verify) gets the split from here."""
+    policy = "#sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>"
+    module = parse(f"""
+gpu.module @k {{
+  gpu.func @f(%sems: memref<?xi32>, %epoch: i32) kernel {{
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %tid = gpu.thread_id x
+    %few = arith.cmpi ult, %tid, %c64 : index
+    scf.if %few {{
+      sync.wait %sems[%c0, %c0] epoch %epoch policy {policy} : memref<?xi32>
+    }}
+    gpu.return
+  }}
+}}
+""")
+    kernel = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    assert divergent_barrier(kernel, (128, 1, 1), roles_of_sync_ops=True) is None
+    found = divergent_barrier(kernel, (128, 1, 1))
+    assert found is not None and found[0].name == "sync.wait" and "splits threads 0..127" \
+        in found[1]
