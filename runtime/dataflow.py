@@ -49,15 +49,16 @@ RING_ALIGNMENT = 256  # each ring starts on a cuMemAlloc-sized boundary
 TIERED_PIPELINES = False
 """Where on, an MLP stack's pipeline starts on the kernels ptxas compiles at its fast-compile
 level (`runtime.module.PTXAS_FAST_COMPILE`, what compile_stack_entry precompiles), while ptxas
-compiles them in full on a thread (`full_compiles`); the runner moves to the full kernels at
-its first call after they land, and a later process finds them in the disk cache. On an H100
-(9c9cd15, fresh caches) NeRF's example compiled in 4.74 s to its first result this way (8.6
-and 6.4 s with the full kernels first, a72b099), its full kernels landing 2.2 s later, and
-the GPU test (test_torch_gpu_stack.py, fast tier) passed. Off still: a CUDA graph captured
-before the full kernels land would replay the fast ones for good (the runner cannot move
-during a capture: its new program allocates), and those run slower: (2c0e138, every pipeline
-at the fast level) the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms to 0.339 and
-2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128 (bench dataflow-mlp)."""
+compiles them in full on a thread (`full_compiles`); the runner moves to the full kernels, on
+the same rings, at its first call after they land, or at once where a stream capture records
+the call (the graph would replay the fast ones for good, and those run slower: (2c0e138,
+every pipeline at the fast level) the example 82-84 us to 89-95, NeRF's 2^16 rows 0.272 ms
+to 0.339 and 2^18 0.908 to 1.184, MeshGraphNets' 2^16 0.066 to 0.128, bench dataflow-mlp);
+a later process finds them in the disk cache. On an H100 (9c9cd15, fresh caches) NeRF's
+example compiled in 4.74 s to its first result this way (8.6 and 6.4 s with the full kernels
+first, a72b099), its full kernels landing 2.2 s later, and the GPU test
+(test_torch_gpu_stack.py, fast tier) passed. Off until the move during a capture has run on
+a GPU (test_torch_gpu_stack.py, fast tier captured)."""
 
 _FULL_COMPILER: list[Any] = []
 
@@ -214,23 +215,12 @@ class DataflowProgram:
             except ValueError as err:
                 raise CompileError(str(err)) from None
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
-        from tilesync.runtime.device import get_device, occupancy
-        from tilesync.runtime.module import load_ptx
+        from tilesync.runtime.device import get_device
         from tilesync.runtime.stream import Stream
 
         self.compiled = compiled
         self.plan = plan if plan is not None else read_pipeline(compiled, pipeline)
         self.signatures: dict[str, KernelSignature] = dict(compiled.kernels)
-        self.kernels: dict[str, Any] = {}
-        for module_name, ptx in compiled.ptx_by_module.items():
-            module = load_ptx(ptx, module_name, cache_dir=cubin_dir, fast=fast)
-            for sig in self.signatures.values():
-                if sig.module == module_name:
-                    self.kernels[sig.name] = module.function(sig.name, sig.params)
-                    # past 48 KiB a kernel must opt in before occupancy can count its blocks
-                    if sig.dynamic_shared_bytes:
-                        self.kernels[sig.name].ensure_dynamic_shared_memory(
-                            sig.dynamic_shared_bytes)
         self.blocks: dict[str, tuple[int, int, int]] = {}
         for stage in self.plan.stages:
             sig = self.signatures.get(stage.kernel)
@@ -241,35 +231,14 @@ class DataflowProgram:
                                  "block size (gpu.known_block_size): its CTAs cannot be "
                                  "counted")
             self.blocks[stage.name] = (*sig.block, 1, 1)[:3]  # type: ignore[assignment]
-
-        device = get_device()
-        self.device = device
+        self.device = get_device()
         # One cooperative launch of the persistent kernel where there is one: the hardware
         # then keeps every CTA resident. Kernels co-launched on streams need not overlap.
         # (Its stage kernels, bodies moved into it, only declare their stages' parameters.)
         self.persistent = self.plan.persistent
-        if self.persistent is not None:
-            first = self.plan.stages[0].name
-            sig = self.signatures[self.persistent]
-            total = sum(stage.ctas for stage in self.plan.stages)
-            self.residency = {f"{self.plan.name} (persistent)": Residency(total, occupancy(
-                self.kernels[self.persistent], int(np.prod(self.blocks[first])),
-                sig.dynamic_shared_bytes))}
-        else:
-            self.residency = {
-                stage.name: Residency(stage.ctas, occupancy(
-                    self.kernels[stage.kernel], int(np.prod(self.blocks[stage.name])),
-                    self.signatures[stage.kernel].dynamic_shared_bytes))
-                for stage in self.plan.stages
-            }
-        fits = co_residency(list(self.residency.values()), device.sm_count)
-        self.co_residency = fits.reason
-        if not fits:
-            per_stage = ", ".join(f"@{n}: {r.blocks} CTAs, {r.blocks_per_sm} per SM"
-                                  for n, r in self.residency.items())
-            raise PipelineNotResidentError(
-                f"pipeline @{self.plan.name} cannot run: {fits.reason} ({per_stage}); its "
-                "consumer CTAs would spin in the slots their producers need")
+        self.kernels: dict[str, Any] = {}
+        self.fast = fast
+        self.load_kernels(fast, cubin_dir)
 
         offsets, total, pinned = self.plan.ring_offsets()
         self._rings = DeviceBuffer.zeros(max(total, 1), np.uint8)
@@ -283,6 +252,49 @@ class DataflowProgram:
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
         self._streams = {stage.name: Stream() for stage in self.plan.stages}
         self.runs = 0
+
+    def load_kernels(self, fast: bool, cubin_dir: str | Path | None = None) -> None:
+        """Run on the kernels ptxas compiled at its fast-compile level (`fast`) or in full, on
+        the same rings: the tickets carry on, and a graph captured on the others still runs.
+        Raises PipelineNotResidentError, keeping the kernels it had, where the new ones cannot
+        all be resident at once. Only loads modules: a stream capture (in relaxed mode, see
+        stream.relaxed_capture_mode) may call it."""
+        from tilesync.runtime.device import occupancy
+        from tilesync.runtime.module import load_ptx
+
+        kernels: dict[str, Any] = {}
+        for module_name, ptx in self.compiled.ptx_by_module.items():
+            module = load_ptx(ptx, module_name, cache_dir=cubin_dir, fast=fast)
+            for sig in self.signatures.values():
+                if sig.module == module_name:
+                    kernels[sig.name] = module.function(sig.name, sig.params)
+                    # past 48 KiB a kernel must opt in before occupancy can count its blocks
+                    if sig.dynamic_shared_bytes:
+                        kernels[sig.name].ensure_dynamic_shared_memory(
+                            sig.dynamic_shared_bytes)
+        if self.persistent is not None:
+            first = self.plan.stages[0].name
+            sig = self.signatures[self.persistent]
+            total = sum(stage.ctas for stage in self.plan.stages)
+            residency = {f"{self.plan.name} (persistent)": Residency(total, occupancy(
+                kernels[self.persistent], int(np.prod(self.blocks[first])),
+                sig.dynamic_shared_bytes))}
+        else:
+            residency = {
+                stage.name: Residency(stage.ctas, occupancy(
+                    kernels[stage.kernel], int(np.prod(self.blocks[stage.name])),
+                    self.signatures[stage.kernel].dynamic_shared_bytes))
+                for stage in self.plan.stages
+            }
+        fits = co_residency(list(residency.values()), self.device.sm_count)
+        if not fits:
+            per_stage = ", ".join(f"@{n}: {r.blocks} CTAs, {r.blocks_per_sm} per SM"
+                                  for n, r in residency.items())
+            raise PipelineNotResidentError(
+                f"pipeline @{self.plan.name} cannot run: {fits.reason} ({per_stage}); its "
+                "consumer CTAs would spin in the slots their producers need")
+        self.kernels, self.residency, self.co_residency = kernels, residency, fits.reason
+        self.fast = fast
 
     def _pin(self, nbytes: int) -> tuple[int, int, float] | None:
         """An access-policy window over the first `nbytes` of the rings, with the persisting

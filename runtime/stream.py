@@ -6,7 +6,8 @@ higher priority so its blocks are dispatched first when both have work queued.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tilesync.runtime.device import get_device
@@ -169,7 +170,8 @@ def stream_wait_event(stream: Any, event: Event) -> None:
     check(driver.cuStreamWaitEvent(_stream_handle(stream), event.handle, 0), "cuStreamWaitEvent")
 
 
-__all__ = ["Event", "Stream", "elapsed_ms", "priority_range", "stream_wait_event"]
+__all__ = ["Event", "Stream", "elapsed_ms", "is_capturing", "priority_range",
+           "relaxed_capture_mode", "stream_wait_event"]
 
 
 def capture_graph(stream: Stream, record: Callable[[], None]) -> tuple[Any, Any]:
@@ -185,6 +187,32 @@ def capture_graph(stream: Stream, record: Callable[[], None]) -> tuple[Any, Any]
     finally:
         graph = check(driver.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
     return graph, check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+
+def is_capturing(stream: Any) -> bool:
+    """Whether `stream` (a Stream, or a foreign stream's raw handle) is being captured into a
+    graph: what it is given is recorded, not run."""
+    from cuda.bindings import driver
+
+    status = check(driver.cuStreamIsCapturing(_stream_handle(stream)), "cuStreamIsCapturing")
+    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+@contextmanager
+def relaxed_capture_mode() -> Iterator[None]:
+    """Lets this thread load a module while a capture is under way, which a capture begun in
+    global mode (torch.cuda.graph's default) otherwise refuses; calls that would conflict with
+    the capture (a synchronize, an event query) are refused still."""
+    from cuda.bindings import driver
+
+    previous = check(driver.cuThreadExchangeStreamCaptureMode(
+        driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+        "cuThreadExchangeStreamCaptureMode")
+    try:
+        yield
+    finally:
+        check(driver.cuThreadExchangeStreamCaptureMode(previous),
+              "cuThreadExchangeStreamCaptureMode")
 
 
 def synchronize_streams(streams: Iterable[Stream], timed_out_wait: TimedOutWait) -> None:

@@ -374,7 +374,8 @@ class PipelineRunner:
     stream (DataflowProgram.run_on: a torch.cuda.graph capture records it, and the queues'
     tickets carry on from run to run without a memset), each result cut back to torch's width
     and leading dimensions. Its kernels are tiered (runtime.dataflow.TIERED_PIPELINES): `full`
-    says whether it runs the fully compiled ones yet."""
+    says whether it runs the fully compiled ones yet; a call a stream capture records waits
+    for them, since the graph would replay the kernels it recorded for good."""
 
     def __init__(self, entry: dict[str, Any], form: Any, dtype: Any, cubin_dir: Any = None):
         from xdsl.dialects.builtin import ModuleOp
@@ -391,7 +392,7 @@ class PipelineRunner:
 
         compiled = CompiledProgram(entry["ptx_by_module"], {}, entry["kernels"], ModuleOp([]),
                                    target=entry["target"])
-        self._compiled, self._plan, self._cubin_dir = compiled, entry["plan"], cubin_dir
+        self._cubin_dir = cubin_dir
         tiered = TIERED_PIPELINES and disk_cache_enabled() and not compiled_in_full(
             entry["ptx_by_module"], entry["target"], cubin_dir)
         self.program = DataflowProgram(compiled, plan=entry["plan"], cubin_dir=cubin_dir,
@@ -400,8 +401,6 @@ class PipelineRunner:
         self._full_compile = full_compiles().submit(
             compile_in_full, entry["ptx_by_module"], entry["target"], cubin_dir) \
             if tiered else None
-        # programs run before the full one: launches in flight and CUDA graphs use them
-        self._retired: list[Any] = []
         self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype
         self.results = [tuple(shape) for shape in entry["results"]]
@@ -436,37 +435,44 @@ class PipelineRunner:
 
         return torch.empty(shape, dtype=self.dtype, device=device)
 
-    def upgrade(self, wait: bool = False) -> bool:
+    def upgrade(self, wait: bool = False, capturing: bool = False) -> bool:
         """Move to the fully compiled kernels once they are in the disk cache (`wait`: wait
-        for their compile); True where it runs them. A full compile that failed, or whose
-        kernels the device cannot hold all at once, leaves the fast ones running."""
+        for their compile; `capturing`: a stream capture is under way, so wait, and load
+        them in relaxed capture mode); True where it runs them. A full compile that failed,
+        or whose kernels the device cannot hold all at once, leaves the fast ones running."""
+        from contextlib import nullcontext
+
         from tilesync.contract import TilesyncError
-        from tilesync.runtime.dataflow import DataflowProgram
+        from tilesync.runtime.stream import relaxed_capture_mode
 
         future = self._full_compile
-        if self.full or future is None or not (wait or future.done()):
+        if self.full or future is None or not (wait or capturing or future.done()):
             return self.full
         self._full_compile = None
         if future.exception() is None and future.result():
             try:
-                program = DataflowProgram(self._compiled, plan=self._plan,
-                                          cubin_dir=self._cubin_dir, fast=False)
+                with relaxed_capture_mode() if capturing else nullcontext():
+                    self.program.load_kernels(False, self._cubin_dir)
             except TilesyncError:
                 return False
-            self._retired.append(self.program)
-            self.program, self.full = program, True
+            self.full = True
         return self.full
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
-        self.upgrade()
-        pointers, _made = self._arguments(inputs)
         device = inputs[0].device
+        stream = current_stream(device)
+        if not self.full:
+            from tilesync.runtime.stream import is_capturing
+
+            # a graph captured on the fast kernels would replay them for good
+            self.upgrade(capturing=is_capturing(stream))
+        pointers, _made = self._arguments(inputs)
         outs = [self._new(shape, device) for shape in self.results]
         results = [out.data_ptr() for out in outs]
         self.program.run_on({stage: [pointers[where] if kind == "input" else results[where]
                                      for kind, (where, *_) in binds]
                              for stage, binds in self.binds.items()},
-                            current_stream(device))
+                            stream)
         return [(out if out.shape[-1] == width else out[:, :width].contiguous())
                 .reshape(shape)
                 for out, width, shape in zip(outs, self.form.out_widths, self.out_shapes,

@@ -123,3 +123,51 @@ def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monk
     with torch.no_grad():
         again(*inputs)
     assert all(r.full for r in runners)  # the full kernels from the disk cache, no fast tier
+
+
+def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeypatch):
+    """A CUDA graph captured while the full kernels still compile records the full ones (the
+    runner waits for their compile and loads them in relaxed capture mode, on the same rings),
+    and its replays give the model's results."""
+    import threading
+
+    from tilesync.runtime import dataflow as pipelines
+
+    gate = threading.Event()
+    compile_in_full = pipelines.compile_in_full
+
+    def held(*args):
+        gate.wait(60)
+        return compile_in_full(*args)
+
+    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", True)
+    monkeypatch.setattr(pipelines, "compile_in_full", held)
+    runners = []
+    made = PipelineRunner.__init__
+
+    def recorded(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        runners.append(self)
+
+    monkeypatch.setattr(PipelineRunner, "__init__", recorded)
+    model, inputs = example("nerf_mlp", "cuda")
+    compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
+    (runner,) = runners
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            compiled(*inputs)  # warm-up, on the fast tier
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        assert not runner.full and runner.program.fast
+        threading.Timer(0.5, gate.set).start()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = compiled(*inputs)
+        assert runner.full and not runner.program.fast
+        for _ in range(3):
+            out.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        assert relative_error(out, _reference(model, inputs)) < TOL

@@ -377,19 +377,26 @@ def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
 
 def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypatch):
     """Without the full cubins cached the runner loads the fast tier and compiles the full one
-    on a thread; it moves at a call after that lands (or when told to wait), keeping the fast
-    program alive (launches in flight, captured graphs); with them cached, no tier."""
+    on a thread; it moves at a call after that lands (or when told to wait, or at once where
+    a stream capture records the call: then in relaxed capture mode, for the module load),
+    loading them into the same program (its rings: launches in flight and graphs captured on
+    the fast ones still run); with them cached, no tier."""
+    import contextlib
     import threading
     from types import SimpleNamespace
 
     from tilesync.frontend.torch.ops import PipelineRunner
     from tilesync.runtime import dataflow as pipelines
     from tilesync.runtime import module as modules
+    from tilesync.runtime import stream as streams
 
     loaded = []
 
     class Program:
         def __init__(self, compiled, plan=None, cubin_dir=None, fast=None):
+            loaded.append(fast)
+
+        def load_kernels(self, fast, cubin_dir=None):
             loaded.append(fast)
 
     cached = {"full": False}
@@ -405,14 +412,30 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     monkeypatch.setattr(pipelines, "compile_in_full", compile_in_full)
     monkeypatch.setattr(pipelines, "compiled_in_full", lambda *args: cached["full"])
     monkeypatch.setattr(modules, "disk_cache_enabled", lambda: True)
+    relaxed = []
+
+    @contextlib.contextmanager
+    def relaxed_capture_mode():
+        relaxed.append("in")
+        yield
+        relaxed.append("out")
+
+    monkeypatch.setattr(streams, "relaxed_capture_mode", relaxed_capture_mode)
     entry = {"ptx_by_module": {"m": "ptx"}, "kernels": {}, "plan": None, "target": "sm_90a",
              "binds": {}, "results": []}
     form = SimpleNamespace(lead=(), out_widths=[])
     runner = PipelineRunner(entry, form, None)
     assert loaded == [True] and not runner.full and not runner.upgrade()
     landed.set()
-    assert runner.upgrade(wait=True) and loaded == [True, False] and len(runner._retired) == 1
+    assert runner.upgrade(wait=True) and loaded == [True, False] and runner.full
+    assert not relaxed
     assert PipelineRunner(entry, form, None).full and loaded[-1] is False
+    cached["full"] = False
+    landed.clear()
+    captured = PipelineRunner(entry, form, None)
+    assert not captured.full and loaded[-1] is True
+    threading.Timer(0.2, landed.set).start()
+    assert captured.upgrade(capturing=True) and loaded[-1] is False and relaxed == ["in", "out"]
     cached["full"] = False
     monkeypatch.setattr(pipelines, "TIERED_PIPELINES", False)  # the default: no fast tier
     assert PipelineRunner(entry, form, None).full and loaded[-1] is False
