@@ -152,6 +152,7 @@ def _run_model(torch, name: str, warmup: int, reps: int,
         # dropped the earlier ones' code, which they build again on that call, not timed
         for fn in made.values():
             fn(*inputs)
+        tt.finish_compiles()  # time the fully compiled kernels, not the fast tier's
         timed = _timed_in_turns({mode: lambda fn=fn: fn(*inputs) for mode, fn in made.items()},
                                 warmup, reps)
         for mode, times in timed.items():

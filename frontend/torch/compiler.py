@@ -353,8 +353,9 @@ def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, ...]:
     called from the host, then each replayed from a CUDA graph (the device's time alone:
     around a launch-bound piece the host's time decides the first pair, and graph_choice may
     run the whole graph replayed); the first pair only where a path does not capture."""
-    from tilesync.frontend.torch.ops import eager_piece
+    from tilesync.frontend.torch.ops import eager_piece, finish_full_compiles
 
+    finish_full_compiles()  # a choice made on the fast tier's kernels would be made on others
     paths = (lambda: runner(example), lambda: eager_piece(piece.ops, example, piece.results))
     called = tuple(cost.measure_ms(path) for path in paths)
     try:
