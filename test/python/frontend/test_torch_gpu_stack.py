@@ -96,9 +96,9 @@ def test_nerf_through_torch_compile(cache, monkeypatch):
     assert piece.description.startswith(PATTERN) and piece.choice == "tilesync"
 
 
-def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monkeypatch):
-    """A fresh cache: the pipeline starts on ptxas's fast-compile kernels while the full ones
-    compile on a thread, then runs those; both give the model's results."""
+@pytest.fixture
+def tiered_runners(monkeypatch):
+    """The pipeline runners made while the test runs, tiered (TIERED_PIPELINES on)."""
     from tilesync.runtime import dataflow as pipelines
 
     monkeypatch.setattr(pipelines, "TIERED_PIPELINES", True)
@@ -110,13 +110,20 @@ def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monk
         runners.append(self)
 
     monkeypatch.setattr(PipelineRunner, "__init__", recorded)
+    return runners
+
+
+def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, tiered_runners):
+    """A fresh cache: the pipeline starts on ptxas's fast-compile kernels while the full ones
+    compile on a thread, then runs those; both give the model's results."""
+    runners = tiered_runners
     model, inputs = example("nerf_mlp", "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (runner,) = runners
     with torch.no_grad():
         first = compiled(*inputs)
         assert relative_error(first, _reference(model, inputs)) < TOL
-        assert runner.upgrade(wait=True) and runner.full and runner._retired
+        assert runner.upgrade(wait=True) and runner.full and not runner.program.fast
         assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
     runners.clear()
     again = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path)
@@ -125,7 +132,8 @@ def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, monk
     assert all(r.full for r in runners)  # the full kernels from the disk cache, no fast tier
 
 
-def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeypatch):
+def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeypatch,
+                                                               tiered_runners):
     """A CUDA graph captured while the full kernels still compile records the full ones (the
     runner waits for their compile and loads them in relaxed capture mode, on the same rings),
     and its replays give the model's results."""
@@ -140,19 +148,10 @@ def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeyp
         gate.wait(60)
         return compile_in_full(*args)
 
-    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", True)
     monkeypatch.setattr(pipelines, "compile_in_full", held)
-    runners = []
-    made = PipelineRunner.__init__
-
-    def recorded(self, *args, **kwargs):
-        made(self, *args, **kwargs)
-        runners.append(self)
-
-    monkeypatch.setattr(PipelineRunner, "__init__", recorded)
     model, inputs = example("nerf_mlp", "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
-    (runner,) = runners
+    (runner,) = tiered_runners
     with torch.no_grad():
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
