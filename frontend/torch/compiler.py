@@ -353,9 +353,8 @@ def measure(piece: Piece, runner: Any, example: list[Any]) -> tuple[float, ...]:
     called from the host, then each replayed from a CUDA graph (the device's time alone:
     around a launch-bound piece the host's time decides the first pair, and graph_choice may
     run the whole graph replayed); the first pair only where a path does not capture."""
-    from tilesync.frontend.torch.ops import eager_piece, finish_full_compiles
+    from tilesync.frontend.torch.ops import eager_piece
 
-    finish_full_compiles()  # a choice made on the fast tier's kernels would be made on others
     paths = (lambda: runner(example), lambda: eager_piece(piece.ops, example, piece.results))
     called = tuple(cost.measure_ms(path) for path in paths)
     try:
@@ -373,13 +372,20 @@ def _lookup(key: str, options: Options) -> tuple[bool, Any]:
 
 
 def _tuned(key: str, options: Options, fn) -> tuple[Any, bool]:
-    """The measurement cached under `key`, or fn()'s, stored; and whether it was cached."""
+    """The measurement cached under `key`, or fn()'s, stored; and whether it was cached. One
+    made while a pipeline ran its fast tier is not stored: it timed kernels that later calls
+    do not run (a choice from it errs only towards torch: the full kernels run faster), so
+    the next process measures the full ones."""
+    from tilesync.frontend.torch.ops import on_the_fast_tier
+
     cache = options.cache("torch-tuning")
     found, value = cache.load(key)
     if found:
         return value, True
+    fast = on_the_fast_tier()
     value = fn()
-    cache.store(key, value)
+    if not (fast or on_the_fast_tier()):
+        cache.store(key, value)
     return value, False
 
 

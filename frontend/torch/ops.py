@@ -30,7 +30,8 @@ import functools
 import itertools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -367,14 +368,45 @@ class StageRunner:
         return [out]
 
 
-_ON_THE_FAST_TIER: Any = None  # weakref.WeakSet of the runners still on the fast kernels
+_ON_THE_FAST_TIER: weakref.WeakSet = weakref.WeakSet()  # runners on the fast kernels
+_kernel_moves = 0  # how many runners have moved to their full kernels in this process
+_ours_capturing = 0  # captures of ours under way (cost.capture_graph): see PipelineRunner
 
 
 def finish_full_compiles() -> None:
     """Wait until every pipeline runner runs its fully compiled kernels (each moves at its next
     call): what a benchmark does before timing, so that it times those."""
-    for runner in list(_ON_THE_FAST_TIER or ()):
+    for runner in list(_ON_THE_FAST_TIER):
         runner.upgrade(wait=True)
+
+
+def on_the_fast_tier() -> bool:
+    """Whether some pipeline runner still runs the fast tier's kernels: what is measured now
+    is not what later runs (compiler and graph_choice do not cache such a measurement)."""
+    return bool(_ON_THE_FAST_TIER)
+
+
+def kernel_moves() -> int:
+    """Moves every runner whose full kernels have landed to them (a replay of a CUDA graph
+    calls no runner that would), and returns a count that changes at each move: a graph of
+    ours captured before one (replay.GraphReplay) captures again."""
+    if _ON_THE_FAST_TIER:
+        for runner in list(_ON_THE_FAST_TIER):
+            runner.upgrade()
+    return _kernel_moves
+
+
+@contextmanager
+def ours_capturing() -> Iterator[None]:
+    """A capture of ours (a measurement's, or a replay's that captures again after the kernels
+    move): a runner on the fast tier is recorded as it is, not made to wait for its full
+    kernels as under a caller's capture."""
+    global _ours_capturing
+    _ours_capturing += 1
+    try:
+        yield
+    finally:
+        _ours_capturing -= 1
 
 
 class PipelineRunner:
@@ -412,11 +444,6 @@ class PipelineRunner:
             compile_in_full, entry["ptx_by_module"], entry["target"], cubin_dir) \
             if tiered else None
         if tiered:
-            global _ON_THE_FAST_TIER
-            if _ON_THE_FAST_TIER is None:
-                import weakref
-
-                _ON_THE_FAST_TIER = weakref.WeakSet()
             _ON_THE_FAST_TIER.add(self)
         self.binds: dict[str, list[tuple[str, tuple[int, ...]]]] = entry["binds"]
         self.form, self.dtype = form, dtype
@@ -466,15 +493,15 @@ class PipelineRunner:
         if self.full or future is None or not (wait or capturing or future.done()):
             return self.full
         self._full_compile = None
-        if _ON_THE_FAST_TIER is not None:
-            _ON_THE_FAST_TIER.discard(self)
+        _ON_THE_FAST_TIER.discard(self)
         if future.exception() is None and future.result():
             try:
                 with relaxed_capture_mode() if capturing else nullcontext():
                     self.program.load_kernels(False, self._cubin_dir)
             except TilesyncError:
                 return False
-            self.full = True
+            global _kernel_moves
+            self.full, _kernel_moves = True, _kernel_moves + 1
         return self.full
 
     def __call__(self, inputs: list[Any]) -> list[Any]:
@@ -483,8 +510,8 @@ class PipelineRunner:
         if not self.full:
             from tilesync.runtime.stream import is_capturing
 
-            # a graph captured on the fast kernels would replay them for good
-            self.upgrade(capturing=is_capturing(stream))
+            # a caller's graph captured on the fast kernels would replay them for good
+            self.upgrade(capturing=not _ours_capturing and is_capturing(stream))
         pointers, _made = self._arguments(inputs)
         outs = [self._new(shape, device) for shape in self.results]
         results = [out.data_ptr() for out in outs]
@@ -499,5 +526,6 @@ class PipelineRunner:
 
 
 __all__ = ["DERIVED", "DerivedWeights", "PipelineRunner", "Relayout", "StageRunner",
-           "TorchPiece", "eager_piece", "finish_full_compiles", "gate_up_weight", "load_program",
-           "piece_op", "register", "runner", "transposed_weight"]
+           "TorchPiece", "eager_piece", "finish_full_compiles", "gate_up_weight", "kernel_moves",
+           "load_program", "on_the_fast_tier", "ours_capturing", "piece_op", "register",
+           "runner", "transposed_weight"]

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilesync.frontend.torch.ops import kernel_moves
+
 ADDRESS_CAPTURES = 4
 """Captures on a form's callers' own input addresses, at most (each keeps its pool: its
 intermediates and outputs). A loop `y = model(x)` on fresh x takes four: x alternates between
@@ -122,6 +124,7 @@ class GraphReplay:
                           if not isinstance(v, torch.Tensor)]
         static_tensors = [t for t in self.static if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in static_tensors]
+        self.kernels = kernel_moves()
         self.copying = _Capture(function, self.static)
         if [_version(t) for t in static_tensors] != versions:
             raise NotReplayable("the graph writes to its inputs")
@@ -183,9 +186,18 @@ class GraphReplay:
         captures.append(_Capture(self.function, list(args)))
         return captures[-1]
 
+    def _capture_again(self) -> None:
+        """Drop the captures made before a pipeline moved to its full kernels (they replay the
+        fast tier's) and capture the copying form on the kernels that run now."""
+        self.kernels = kernel_moves()
+        self.in_place = {}
+        self.copying = _Capture(self.function, self.static)
+
     def __call__(self, *args: Any) -> Any:
         if not self._fits(args):
             return self.function(*args)
+        if self.kernels != kernel_moves():
+            self._capture_again()
         capture = self._in_place_capture(args)
         if capture is not None:
             capture.graph.replay()

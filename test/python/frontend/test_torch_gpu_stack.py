@@ -170,3 +170,42 @@ def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeyp
             graph.replay()
         torch.cuda.synchronize()
         assert relative_error(out, _reference(model, inputs)) < TOL
+
+
+def test_an_auto_compile_on_the_fast_tier_caches_no_measurement(tmp_path, monkeypatch,
+                                                                tiered_runners):
+    """Auto mode with the full kernels still compiling: the piece and the graph's forms are
+    measured on the fast tier and chosen, nothing of that is cached; once the full kernels
+    land, the chosen form (a replay of a CUDA graph, say) runs them, and a second compile
+    measures again and caches what it measured."""
+    import threading
+
+    from tilesync.frontend.torch.ops import kernel_moves
+    from tilesync.runtime import dataflow as pipelines
+
+    gate = threading.Event()
+    compile_in_full = pipelines.compile_in_full
+
+    def held(*args):
+        gate.wait(60)
+        return compile_in_full(*args)
+
+    monkeypatch.setattr(pipelines, "compile_in_full", held)
+    model, inputs = example("nerf_mlp", "cuda")
+    compiled = tt.compile(model, inputs, cache_dir=tmp_path)
+    (runner,) = tiered_runners
+    assert not runner.full
+    assert not list((tmp_path / "torch-tuning").glob("*.pkl"))
+    assert not list((tmp_path / "torch-graph").glob("*.pkl"))
+    moves = kernel_moves()
+    with torch.no_grad():
+        assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
+        gate.set()
+        tt.finish_compiles()
+        assert runner.full and kernel_moves() == moves + 1
+        for _ in range(3):  # a replay captured on the fast tier captures again
+            assert relative_error(compiled(*inputs), _reference(model, inputs)) < TOL
+    again = tt.compile(model, inputs, cache_dir=tmp_path)
+    assert list((tmp_path / "torch-tuning").glob("*.pkl"))
+    with torch.no_grad():
+        assert relative_error(again(*inputs), _reference(model, inputs)) < TOL

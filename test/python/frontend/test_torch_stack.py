@@ -375,18 +375,19 @@ def test_a_stack_compiles_the_ilp_allotment_unless_tuned(tmp_path, monkeypatch):
     assert not compiler.Options.make(cache_dir=tmp_path, tune=False).tune
 
 
-def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypatch):
+def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypatch, tmp_path):
     """Without the full cubins cached the runner loads the fast tier and compiles the full one
     on a thread; it moves at a call after that lands (or when told to wait, or at once where
     a stream capture records the call: then in relaxed capture mode, for the module load),
     loading them into the same program (its rings: launches in flight and graphs captured on
-    the fast ones still run); with them cached, no tier."""
+    the fast ones still run); a measurement made while one runs the fast tier is not cached;
+    with them cached, no tier."""
     import contextlib
     import threading
     from types import SimpleNamespace
 
-    from tilesync.frontend.torch import finish_compiles
-    from tilesync.frontend.torch.ops import PipelineRunner
+    from tilesync.frontend.torch import compiler, finish_compiles
+    from tilesync.frontend.torch.ops import PipelineRunner, kernel_moves, on_the_fast_tier
     from tilesync.runtime import dataflow as pipelines
     from tilesync.runtime import module as modules
     from tilesync.runtime import stream as streams
@@ -443,6 +444,21 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     threading.Timer(0.2, landed.set).start()
     finish_compiles()
     assert timed.full and loaded[-1] is False
+    cached["full"] = False
+    landed.clear()
+    # measured on the fast tier: not cached; a replay's kernel_moves() moves the runner
+    measured = PipelineRunner(entry, form, None)
+    assert on_the_fast_tier()
+    options = compiler.Options.make(cache_dir=tmp_path)
+    assert compiler._tuned("key", options, lambda: 1.0) == (1.0, False)
+    assert compiler._lookup("key", options) == (False, None)
+    moves = kernel_moves()
+    assert kernel_moves() == moves and not measured.full  # not landed: no move
+    landed.set()
+    measured._full_compile.result(10)
+    assert kernel_moves() == moves + 1 and measured.full and not on_the_fast_tier()
+    assert compiler._tuned("key", options, lambda: 2.0) == (2.0, False)
+    assert compiler._tuned("key", options, lambda: 3.0) == (2.0, True)
     cached["full"] = False
     monkeypatch.setattr(pipelines, "TIERED_PIPELINES", False)  # the default: no fast tier
     assert PipelineRunner(entry, form, None).full and loaded[-1] is False
