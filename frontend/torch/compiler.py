@@ -371,11 +371,12 @@ def _lookup(key: str, options: Options) -> tuple[bool, Any]:
     return options.cache("torch-tuning").load(key)
 
 
-def _tuned(key: str, options: Options, fn) -> tuple[Any, bool]:
+def _tuned(key: str, options: Options, fn, stands_faster=None) -> tuple[Any, bool]:
     """The measurement cached under `key`, or fn()'s, stored; and whether it was cached. One
-    made while a pipeline ran its fast tier is not stored: it timed kernels that later calls
-    do not run (a choice from it errs only towards torch: the full kernels run faster), so
-    the next process measures the full ones."""
+    made while a pipeline ran its fast tier timed kernels that later calls do not run: it is
+    stored only where `stands_faster(value)` says its choice holds for faster kernels of ours
+    (ours won: the full kernels only run faster), else the next process measures the full
+    ones (a choice for torch from it errs only towards torch)."""
     from tilesync.frontend.torch.ops import on_the_fast_tier
 
     cache = options.cache("torch-tuning")
@@ -384,7 +385,7 @@ def _tuned(key: str, options: Options, fn) -> tuple[Any, bool]:
         return value, True
     fast = on_the_fast_tier()
     value = fn()
-    if not (fast or on_the_fast_tier()):
+    if not (fast or on_the_fast_tier()) or (stands_faster is not None and stands_faster(value)):
         cache.store(key, value)
     return value, False
 
@@ -717,7 +718,8 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
     if options.mode == "tilesync":
         entry.choice, entry.reason = "tilesync", "forced"
         return runner
-    entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example))
+    entry.measured, _ = _tuned(key, options, lambda: measure(piece, runner, example),
+                               stands_faster=_ours_wins)
     if _ours_wins(entry.measured):
         entry.choice, entry.reason = "tilesync", "measured faster"
         return runner

@@ -179,7 +179,7 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
                 return None
 
         form, device_times = device_tie_break(form, times, device_ms)
-    if not failed and not fast:  # (compiler._tuned: a fast tier's times are not kept)
+    if not failed and (not fast or is_ours(form)):  # as compiler._tuned keeps a fast tier's
         cache.store(key, {"form": form, "times": times, "device_times": device_times})
     return GraphChoice(form, built[form], times, device_times, failed=failed,
                        seconds=time.perf_counter() - start)

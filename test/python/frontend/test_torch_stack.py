@@ -452,6 +452,11 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     options = compiler.Options.make(cache_dir=tmp_path)
     assert compiler._tuned("key", options, lambda: 1.0) == (1.0, False)
     assert compiler._lookup("key", options) == (False, None)
+    ours_won = lambda value: value < 1  # noqa: E731
+    assert compiler._tuned("key", options, lambda: 1.0, ours_won) == (1.0, False)
+    assert compiler._lookup("key", options) == (False, None)  # torch won: measured again
+    assert compiler._tuned("won", options, lambda: 0.5, ours_won) == (0.5, False)
+    assert compiler._lookup("won", options) == (True, 0.5)  # holds for the full kernels
     moves = kernel_moves()
     assert kernel_moves() == moves and not measured.full  # not landed: no move
     landed.set()
