@@ -69,8 +69,11 @@ def test_traceback_switch_shows_the_interrupt(monkeypatch):
     ("opt", [], "tilesync-opt: interrupted"),  # no file: it reads standard input
 ])
 def test_sigint_while_reading_input(tool, argv, line):
-    """A real SIGINT while the tool waits for its input (a pipe nobody writes)."""
-    script = (f"import sys; from tilesync.tools import {tool}; print('ready', flush=True); "
+    """A real SIGINT while the tool waits for its input (a pipe nobody writes). The child takes
+    Python's own SIGINT handler first: a shell that starts the tests in the background has its
+    children ignore SIGINT, and the tool then reads its input's end and exits 0."""
+    script = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              f"from tilesync.tools import {tool}; print('ready', flush=True); "
               f"sys.exit({tool}.main({argv!r}))")
     proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
