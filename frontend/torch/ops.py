@@ -416,8 +416,9 @@ class PipelineRunner:
     stream (DataflowProgram.run_on: a torch.cuda.graph capture records it, and the queues'
     tickets carry on from run to run without a memset), each result cut back to torch's width
     and leading dimensions. Its kernels are tiered (runtime.dataflow.TIERED_PIPELINES): `full`
-    says whether it runs the fully compiled ones yet; a call a stream capture records waits
-    for them, since the graph would replay the kernels it recorded for good."""
+    says whether it runs the fully compiled ones yet; a call a caller's stream capture records
+    waits for them, since that graph would replay the kernels it recorded for good (the front
+    end's own captures do not wait: ours_capturing)."""
 
     def __init__(self, entry: dict[str, Any], form: Any, dtype: Any, cubin_dir: Any = None):
         from xdsl.dialects.builtin import ModuleOp
