@@ -465,5 +465,5 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     assert compiler._tuned("key", options, lambda: 2.0) == (2.0, False)
     assert compiler._tuned("key", options, lambda: 3.0) == (2.0, True)
     cached["full"] = False
-    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", False)  # the default: no fast tier
+    monkeypatch.setattr(pipelines, "TIERED_PIPELINES", False)  # off: no fast tier
     assert PipelineRunner(entry, form, None).full and loaded[-1] is False
