@@ -113,6 +113,24 @@ def tiered_runners(monkeypatch):
     return runners
 
 
+@pytest.fixture
+def held_full_compiles(monkeypatch):
+    """An event the pipelines' full compiles wait for before they start (set it to let them)."""
+    import threading
+
+    from tilesync.runtime import dataflow as pipelines
+
+    gate = threading.Event()
+    compile_in_full = pipelines.compile_in_full
+
+    def held(*args):
+        gate.wait(60)
+        return compile_in_full(*args)
+
+    monkeypatch.setattr(pipelines, "compile_in_full", held)
+    return gate
+
+
 def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, tiered_runners):
     """A fresh cache: the pipeline starts on ptxas's fast-compile kernels while the full ones
     compile on a thread, then runs those; both give the model's results."""
@@ -132,23 +150,14 @@ def test_a_first_compile_runs_the_fast_tier_then_the_full_kernels(tmp_path, tier
     assert all(r.full for r in runners)  # the full kernels from the disk cache, no fast tier
 
 
-def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeypatch,
-                                                               tiered_runners):
+def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, tiered_runners,
+                                                               held_full_compiles):
     """A CUDA graph captured while the full kernels still compile records the full ones (the
     runner waits for their compile and loads them in relaxed capture mode, on the same rings),
     and its replays give the model's results."""
     import threading
 
-    from tilesync.runtime import dataflow as pipelines
-
-    gate = threading.Event()
-    compile_in_full = pipelines.compile_in_full
-
-    def held(*args):
-        gate.wait(60)
-        return compile_in_full(*args)
-
-    monkeypatch.setattr(pipelines, "compile_in_full", held)
+    gate = held_full_compiles
     model, inputs = example("nerf_mlp", "cuda")
     compiled = tt.compile(model, inputs, mode="tilesync", cache_dir=tmp_path, strict=True)
     (runner,) = tiered_runners
@@ -172,26 +181,16 @@ def test_a_capture_on_the_fast_tier_waits_for_the_full_kernels(tmp_path, monkeyp
         assert relative_error(out, _reference(model, inputs)) < TOL
 
 
-def test_an_auto_compile_on_the_fast_tier_caches_no_measurement(tmp_path, monkeypatch,
-                                                                tiered_runners):
+def test_an_auto_compile_on_the_fast_tier_caches_only_what_ours_won(tmp_path, tiered_runners,
+                                                                    held_full_compiles):
     """Auto mode with the full kernels still compiling: the piece and the graph's forms are
     measured on the fast tier and chosen, cached only where ours won; once the full kernels
     land, the chosen form (a replay of a CUDA graph, say) runs them, and a second compile
     measures again and caches what it measured."""
-    import threading
-
     from tilesync.frontend.torch import graph_choice
     from tilesync.frontend.torch.ops import kernel_moves
-    from tilesync.runtime import dataflow as pipelines
 
-    gate = threading.Event()
-    compile_in_full = pipelines.compile_in_full
-
-    def held(*args):
-        gate.wait(60)
-        return compile_in_full(*args)
-
-    monkeypatch.setattr(pipelines, "compile_in_full", held)
+    gate = held_full_compiles
     model, inputs = example("nerf_mlp", "cuda")
     compiled = tt.compile(model, inputs, cache_dir=tmp_path)
     (runner,) = tiered_runners
