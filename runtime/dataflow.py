@@ -239,9 +239,7 @@ class DataflowProgram:
         # then keeps every CTA resident. Kernels co-launched on streams need not overlap.
         # (Its stage kernels, bodies moved into it, only declare their stages' parameters.)
         self.persistent = self.plan.persistent
-        self.kernels: dict[str, Any] = {}
-        self.fast = fast
-        self.load_kernels(fast, cubin_dir)
+        self.load_kernels(fast, cubin_dir)  # kernels, residency, co_residency, fast
 
         offsets, total, pinned = self.plan.ring_offsets()
         self._rings = DeviceBuffer.zeros(max(total, 1), np.uint8)

@@ -187,7 +187,8 @@ def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
     """(torch.cuda.CUDAGraph of one call of `fn()`, the call's output), after `warmup` calls on
     a side stream as torch asks (allocations and lazy initialization out of the capture). A
     pipeline still on its fast tier is captured as it is (ops.ours_capturing): a measurement
-    made so is not cached, and a replay captures again once the full kernels run."""
+    made so is cached only where ours won, and a replay captures again once the full kernels
+    run."""
     import torch
 
     from tilesync.frontend.torch.ops import ours_capturing

@@ -382,7 +382,8 @@ def finish_full_compiles() -> None:
 
 def on_the_fast_tier() -> bool:
     """Whether some pipeline runner still runs the fast tier's kernels: what is measured now
-    is not what later runs (compiler and graph_choice do not cache such a measurement)."""
+    is not what later runs (compiler._tuned and graph_choice cache such a measurement only
+    where ours won)."""
     return bool(_ON_THE_FAST_TIER)
 
 

@@ -380,8 +380,8 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     on a thread; it moves at a call after that lands (or when told to wait, or at once where
     a stream capture records the call: then in relaxed capture mode, for the module load),
     loading them into the same program (its rings: launches in flight and graphs captured on
-    the fast ones still run); a measurement made while one runs the fast tier is not cached;
-    with them cached, no tier."""
+    the fast ones still run); a measurement made while one runs the fast tier is cached only
+    where ours won; with them cached, no tier."""
     import contextlib
     import threading
     from types import SimpleNamespace
@@ -446,7 +446,8 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     assert timed.full and loaded[-1] is False
     cached["full"] = False
     landed.clear()
-    # measured on the fast tier: not cached; a replay's kernel_moves() moves the runner
+    # measured on the fast tier: cached only where ours won; a replay's kernel_moves()
+    # moves the runner
     measured = PipelineRunner(entry, form, None)
     assert on_the_fast_tier()
     options = compiler.Options.make(cache_dir=tmp_path)
