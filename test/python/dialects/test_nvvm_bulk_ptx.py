@@ -5,13 +5,7 @@ for sm_90a where it is installed, and nvJitLink accepts it."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
-import pytest
-from nvvm_ptx_check import assert_in_program_order, lowered_ptx
-
-from tilesync.lowering.ptx import validate_ptx
+from nvvm_ptx_check import LoweredKernelChecks
 
 KERNEL = """
 gpu.module @m {
@@ -51,22 +45,6 @@ EXPECTED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def ptx() -> str:
-    return lowered_ptx(KERNEL)
-
-
-def test_each_op_is_its_instruction_in_program_order(ptx: str):
-    assert_in_program_order(ptx, EXPECTED)
-
-
-def test_nvjitlink_accepts_the_ptx(ptx: str):
-    assert validate_ptx(ptx, "sm_90a").arch == "sm_90a"
-
-
-@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
-def test_ptxas_assembles_the_ptx(ptx: str, tmp_path):
-    source = tmp_path / "bulk.ptx"
-    source.write_text(ptx)
-    subprocess.run(["ptxas", "-arch=sm_90a", str(source), "-o", str(tmp_path / "bulk.cubin")],
-                   check=True, capture_output=True)
+class TestBulkCopies(LoweredKernelChecks):
+    KERNEL = KERNEL
+    EXPECTED = EXPECTED
