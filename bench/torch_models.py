@@ -57,11 +57,12 @@ def _timed_in_turns(fns: dict[str, Any], warmup: int, reps: int) -> dict[str, di
 
 
 def _graphed(fn, inputs):
-    """`fn` on `inputs` captured in a CUDA graph: a function that replays it and returns the
-    captured output."""
+    """`fn` on `inputs` captured in a CUDA graph as a user's code captures it (a pipeline still
+    on its fast tier waits for its full kernels: this graph is replayed for good): a function
+    that replays it and returns the captured output."""
     from tilesync.frontend.torch.cost import capture_graph
 
-    graph, out = capture_graph(lambda: fn(*inputs))
+    graph, out = capture_graph(lambda: fn(*inputs), ours=False)
 
     def replay():
         graph.replay()

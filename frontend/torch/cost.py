@@ -183,12 +183,15 @@ def sample_ms(fns, warmup: int = 3, rounds: int = 3, block: int = 10,
     return [[s.elapsed_time(e) for s, e in pairs] for pairs in timed]
 
 
-def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
+def capture_graph(fn, warmup: int = 1, ours: bool = True) -> tuple[Any, Any]:
     """(torch.cuda.CUDAGraph of one call of `fn()`, the call's output), after `warmup` calls on
     a side stream as torch asks (allocations and lazy initialization out of the capture). A
-    pipeline still on its fast tier is captured as it is (ops.ours_capturing): a measurement
-    made so is cached only where ours won, and a replay captures again once the full kernels
-    run."""
+    capture of ours records a pipeline still on its fast tier as it is (ops.ours_capturing):
+    a measurement made so is cached only where ours won, and a replay captures again once the
+    full kernels run. `ours=False` captures as a user's code does (a benchmark's graph of the
+    compiled model, kept and replayed for good): a pipeline's call waits for its full kernels."""
+    import contextlib
+
     import torch
 
     from tilesync.frontend.torch.ops import ours_capturing
@@ -200,7 +203,7 @@ def capture_graph(fn, warmup: int = 1) -> tuple[Any, Any]:
             fn()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with ours_capturing(), torch.cuda.graph(graph):
+    with ours_capturing() if ours else contextlib.nullcontext(), torch.cuda.graph(graph):
         out = fn()
     return graph, out
 

@@ -17,7 +17,7 @@ def graph_replays():
         from tilesync.frontend.torch.cost import capture_graph
 
         static = [t.clone() for t in inputs]
-        graph, captured = capture_graph(lambda: compiled(*static))
+        graph, captured = capture_graph(lambda: compiled(*static), ours=False)  # as a user does
         outs = []
         for source in sources:
             for s, t in zip(static, source, strict=True):

@@ -219,3 +219,36 @@ def test_forms_are_timed_in_turns_of_blocks_behind_the_callers_host_time(monkeyp
     a, b = cost.measure_interleaved_ms([form("a", 0.002), form("b", 0.0)], warmup=0,
                                        rounds=1, block=3)
     assert a >= 2.0 > b
+
+
+def test_a_capture_of_ours_records_the_fast_tier_and_a_users_waits(monkeypatch):
+    """cost.capture_graph without a GPU (torch's stream and graph calls faked): the call it
+    captures runs under ops.ours_capturing (a pipeline on its fast tier is recorded as it is)
+    unless `ours=False`, the capture a benchmark replays for good, as a user's code makes it
+    (a pipeline then waits for its full kernels); the warm-up calls run outside either."""
+    import contextlib
+
+    from tilesync.frontend.torch import cost, ops
+
+    class Fake:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def wait_stream(self, other):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "Stream", Fake)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Fake)
+    monkeypatch.setattr(torch.cuda, "current_stream", Fake)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "graph", lambda g: contextlib.nullcontext())
+    seen: list[int] = []
+
+    def call():
+        seen.append(ops._ours_capturing)
+        return len(seen)
+
+    assert cost.capture_graph(call, warmup=2)[1] == 3 and seen == [0, 0, 1]
+    seen.clear()
+    assert cost.capture_graph(call, warmup=1, ours=False)[1] == 2 and seen == [0, 0]
+    assert ops._ours_capturing == 0
