@@ -893,8 +893,9 @@ def _verify_wgmma_accumulators(op: IRDLOperation) -> None:
 class WgmmaMmaAsyncOp(IRDLOperation):
     """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`: warpgroup-collective
     D = A B + scale_d * D with both operands read from shared memory through 64-bit matrix
-    descriptors, no transposes; each thread passes its N / 2 f32 accumulator registers and
-    gets them back, updated, as a struct. `scale_d` = 0 ignores the accumulators (D = A B)."""
+    descriptors, A K-major, B K-major or with `trans_b` N-major (imm-trans-b); each thread
+    passes its N / 2 f32 accumulator registers and gets them back, updated, as a struct.
+    `scale_d` = 0 ignores the accumulators (D = A B)."""
 
     name = "nvvm.wgmma.mma_async"
     desc_a = operand_def(i64)
@@ -904,17 +905,19 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     res = result_def(LLVMStructType)
     n = prop_def(IntegerAttr[I32])
     type = prop_def(HalfTypeAttr)
+    trans_b = opt_prop_def(UnitAttr)
     assembly_format = (
-        "$type `n` `=` $n $desc_a `,` $desc_b `,` $scale_d `,` `[` $acc `]` attr-dict "
-        "`->` type($res)"
+        "$type `n` `=` $n (`trans_b` $trans_b^)? $desc_a `,` $desc_b `,` $scale_d `,` "
+        "`[` $acc `]` attr-dict `->` type($res)"
     )
 
     def __init__(self, kind: str, n: int, desc_a: SSAValue, desc_b: SSAValue,
-                 scale_d: SSAValue, acc: Sequence[SSAValue]):
+                 scale_d: SSAValue, acc: Sequence[SSAValue], trans_b: bool = False):
         super().__init__(
             operands=[desc_a, desc_b, scale_d, acc],
             result_types=[LLVMStructType.from_type_list([f32] * len(acc))],
-            properties={"n": IntegerAttr(n, i32), "type": HalfTypeAttr(HalfType(kind))},
+            properties={"n": IntegerAttr(n, i32), "type": HalfTypeAttr(HalfType(kind)),
+                        "trans_b": UnitAttr() if trans_b else None},
         )
 
     def verify_(self) -> None:

@@ -672,6 +672,12 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
     `tile.wgmma_commit` and a `tile.wgmma_wait` that covers it; `tile.wgmma_fence` must come
     before the first wgmma that reads registers written otherwise, and shared memory written by
     this CTA's threads needs `tile.fence_proxy_async` before a barrier first.
+
+    With `trans_b` B is N-major (a K x N operand, N contiguous, such as a weight stored K x N):
+    `%b[..., %atom, %k, %n]` is K row k of 64 columns of N (one 128-byte swizzled row), and
+    an N wider than 64 runs on through the next atoms of the memref's third dimension from the
+    end (B stored as [..., N / 64, K, 64], one TMA box per 64 columns): at most 64 x its
+    extent there (64 for a memref of rank 2).
     """
 
     name = "tile.wgmma"
@@ -681,13 +687,22 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
     b_indices = var_operand_def(IndexType)
     acc = var_operand_def(FragType)
     res = var_result_def(FragType)
+    trans_b = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, a: SSAValue, a_indices: Sequence[SSAValue], b: SSAValue,
-                 b_indices: Sequence[SSAValue], acc: Sequence[SSAValue]):
+                 b_indices: Sequence[SSAValue], acc: Sequence[SSAValue], trans_b: bool = False):
         super().__init__(operands=[a, a_indices, b, b_indices, acc],
-                         result_types=[[v.type for v in acc]])
+                         result_types=[[v.type for v in acc]],
+                         properties={"trans_b": UnitAttr() if trans_b else None})
+
+    @property
+    def b_atoms(self) -> int:
+        """With `trans_b`: the 64-column atoms of N the memref holds (its third dimension from
+        the end; 1 for rank 2)."""
+        shape = self.b.type.get_shape()  # type: ignore[attr-defined]
+        return shape[-3] if len(shape) >= 3 else 1
 
 
     def verify_(self) -> None:
@@ -712,6 +727,11 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
             raise VerifyException(
                 f"'tile.wgmma' takes 1 to 32 accumulators (N = 8 .. 256), got {len(self.acc)}"
             )
+        if self.trans_b is not None and self.n > 64 * self.b_atoms:
+            raise VerifyException(
+                f"'tile.wgmma' trans_b reads N in atoms of 64 columns: N = {self.n} needs "
+                f"{-(-self.n // 64)}, B holds {self.b_atoms} ({self.b.type})"
+            )
         for value in self.acc:
             t = value.type
             if not isinstance(t, FragType) or t.role.data != "acc":
@@ -725,13 +745,14 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
         a, a_indices = _parse_indexed(parser)
         parser.parse_punctuation(",")
         b, b_indices = _parse_indexed(parser)
+        trans_b = parser.parse_optional_keyword("trans_b") is not None
         accs, attrs, (a_type, b_type, acc_type) = _parse_wgmma_accumulators(parser)
         index = IndexType()
         op = cls(parser.resolve_operand(a, a_type),
                  [parser.resolve_operand(i, index) for i in a_indices],
                  parser.resolve_operand(b, b_type),
                  [parser.resolve_operand(i, index) for i in b_indices],
-                 [parser.resolve_operand(v, acc_type) for v in accs])
+                 [parser.resolve_operand(v, acc_type) for v in accs], trans_b)
         op.attributes |= attrs
         return op
 
@@ -740,6 +761,8 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
         _print_indexed(printer, self.a, self.a_indices)
         printer.print_string(", ")
         _print_indexed(printer, self.b, self.b_indices)
+        if self.trans_b is not None:
+            printer.print_string(" trans_b")
         _print_wgmma_accumulators(printer, self)
 
 

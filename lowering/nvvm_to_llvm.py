@@ -90,11 +90,12 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.WgmmaCommitGroupSyncAlignedOp: "wgmma.commit_group.sync.aligned;",
     nvvm.WgmmaWaitGroupSyncAlignedOp: "wgmma.wait_group.sync.aligned {n};",
     nvvm.WgmmaFenceRegistersOp: "wgmma.fence.sync.aligned;",
-    # The accumulators are tied to the outputs; scale-d comes in a register, as a predicate.
+    # The accumulators are tied to the outputs; scale-d comes in a register, as a predicate;
+    # imm-trans-b reads B N-major.
     nvvm.WgmmaMmaAsyncOp: (
         "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type}.{type} {{{outputs}}}, ${desc_a}, "
-        "${desc_b}, p, 1, 1, 0, 0;\n}}"
+        "${desc_b}, p, 1, 1, 0, {trans_b};\n}}"
     ),
     # A in four registers of this thread; imm-trans-b reads B N-major.
     nvvm.WgmmaMmaAsyncRegAOp: (
@@ -260,7 +261,8 @@ def ptx_string(op: Operation) -> str:
             count = len(op.acc)  # outputs $0 .. $count-1, then the operands in order
             fields = dict(n=op.n.value.data, type=op.type.data.value,
                           outputs=", ".join(f"${i}" for i in range(count)),
-                          desc_a=count, desc_b=count + 1, scale_d=count + 2)
+                          desc_a=count, desc_b=count + 1, scale_d=count + 2,
+                          trans_b=int(op.trans_b is not None))
         case nvvm.WgmmaMmaAsyncRegAOp():
             count = len(op.acc)  # outputs, then A's 4 registers, desc_b, scale_d
             fields = dict(n=op.n.value.data, type=op.type.data.value,

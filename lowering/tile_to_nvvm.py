@@ -1004,18 +1004,21 @@ class MathLowering(_TilePattern):
 # --------------------------------------------------------------------------------------------
 
 # Matrix descriptor (PTX ISA, "Matrix Descriptor Format" for wgmma): bits 0-13 the start
-# address >> 4, 16-29 the leading byte offset >> 4 (unused for swizzled K-major operands: 1),
-# 32-45 the stride byte offset >> 4 (1024: from one 8-row x 128-byte atom to the next),
-# 49-51 the base offset (0: atoms are 1024-byte aligned), 62-63 the swizzle (1: 128 bytes).
+# address >> 4, 16-29 the leading byte offset >> 4 (unused for swizzled K-major operands: 1;
+# for an N-major B, from one 64-column atom of N to the next), 32-45 the stride byte offset
+# >> 4 (1024: from one 8-row x 128-byte atom to the next), 49-51 the base offset (0: atoms
+# are 1024-byte aligned), 62-63 the swizzle (1: 128 bytes).
 WGMMA_SWIZZLE_128B = 1
 WGMMA_ATOM_BYTES = 1024
 WGMMA_DESCRIPTOR_HIGH = (1 << 16) | ((WGMMA_ATOM_BYTES >> 4) << 32) | (WGMMA_SWIZZLE_128B << 62)
 
 
-def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue],
+                      leading_bytes: int = 16) -> SSAValue:
     """The descriptor of the operand whose first element is memref[indices] (unswizzled
     address: its row is 8-aligned and its column is inside the row's first 128 bytes, so
-    the hardware's swizzle of the address bits finds the chunks cp.async placed).
+    the hardware's swizzle of the address bits finds the chunks cp.async placed), with the
+    leading byte offset `leading_bytes` (an N-major B's distance between 64-column atoms).
 
     Built as the memref's own descriptor plus the element offset in 16-byte units: the
     first part does not change inside a k-loop (LLVM hoists it), so a k-step's wgmma pays
@@ -1035,7 +1038,8 @@ def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]
     else:
         parts = [(_linear(e, offsets, shape), element_bytes)]
     base = e.cast(llvm.PtrToIntOp, e.pointer(memref), i64)
-    descriptor = e.or_(e.lshr(e.and_(base, 0x3FFFF), 4), WGMMA_DESCRIPTOR_HIGH)
+    high = WGMMA_DESCRIPTOR_HIGH + (((leading_bytes >> 4) - 1) << 16)
+    descriptor = e.or_(e.lshr(e.and_(base, 0x3FFFF), 4), high)
     for elements, size in parts:
         units = e.lshr(e.mul(elements, size), 4)
         descriptor = e.add(descriptor, e.cast(llvm.ZExtOp, units, i64))
@@ -1043,6 +1047,16 @@ def _wgmma_descriptor(e: _Emitter, memref: SSAValue, indices: Sequence[SSAValue]
 
 
 WGMMAS = (tile.WgmmaOp, tile.WgmmaRegAOp)
+
+
+def _b_leading_bytes(op: tile.WgmmaOp | tile.WgmmaRegAOp) -> int:
+    """B's leading byte offset: for an N-major B of several 64-column atoms (tile.wgmma
+    trans_b over [..., N / 64, K, 64]) the bytes from one atom to the next (K rows of 128
+    bytes); 16 (the field's 1, unused) otherwise."""
+    if not isinstance(op, tile.WgmmaOp) or op.trans_b is None or op.n <= 64:
+        return 16
+    shape = op.b.type.get_shape()  # type: ignore[attr-defined]
+    return shape[-2] * tile.WGMMA_ROW_BYTES
 
 
 class WgmmaLowering(_TilePattern):
@@ -1054,7 +1068,7 @@ class WgmmaLowering(_TilePattern):
         e = self.emitter(rewriter, op)
         desc_a = _wgmma_descriptor(e, op.a, op.a_indices) if isinstance(op, tile.WgmmaOp) \
             else None
-        desc_b = _wgmma_descriptor(e, op.b, op.b_indices)
+        desc_b = _wgmma_descriptor(e, op.b, op.b_indices, _b_leading_bytes(op))
         regs: list[SSAValue] = []
         chained: list[SSAValue] = []
         for acc in op.acc:
@@ -1070,10 +1084,12 @@ class WgmmaLowering(_TilePattern):
                 chained.append(acc)
             else:
                 regs += [e.extract(struct, k, f32) for k in range(4)]
-        # scale-d = 1 (D += A B; the accumulators start from tile.fill), no transposes.
+        # scale-d = 1 (D += A B; the accumulators start from tile.fill); A K-major, B N-major
+        # where trans_b.
         kind = op.element_kind
         if desc_a is not None:
-            mma: Operation = nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1), regs)
+            mma: Operation = nvvm.WgmmaMmaAsyncOp(kind, op.n, desc_a, desc_b, e.const(1), regs,
+                                                  trans_b=op.trans_b is not None)
         else:
             mma = nvvm.WgmmaMmaAsyncRegAOp(kind, op.n, e.registers(op.a, False), desc_b,
                                            e.const(1), regs, trans_b=op.trans_b is not None)

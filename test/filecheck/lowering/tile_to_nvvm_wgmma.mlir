@@ -94,3 +94,17 @@ func.func @wgmma_chain(%a: memref<64x64xf16, 3>, %b: memref<8x64xf16, 3>, %i: in
   %e = tile.wgmma %a[%i, %i], %b[%i, %i], %d : memref<64x64xf16, 3>, memref<8x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
   func.return %e : !tile.frag<acc, f32, m16n8k16>
 }
+
+// B N-major (trans_b) over two 64-column atoms of 64 K rows: B's descriptor carries the
+// leading byte offset between the atoms, 64 x 128 = 8192 bytes (512 << 16; A keeps 1 << 16),
+// and the instruction's imm-trans-b is 1.
+// CHECK-LABEL: func.func @wgmma_b_n_major
+// CHECK-DAG:   %{{.*}} = llvm.mlir.constant(4611686293305360384) : i64
+// CHECK-DAG:   %{{.*}} = llvm.mlir.constant(4611686293338849280) : i64
+// CHECK:       nvvm.wgmma.mma_async f16 n = 128 trans_b %{{.*}}, %{{.*}}, %{{.*}}, [{{.*}}] -> !llvm.struct<(f32, {{.*}}f32)>
+// NVVM:        wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 1;
+func.func @wgmma_b_n_major(%a: memref<64x64xf16, 3>, %b: memref<2x64x64xf16, 3>, %i: index,
+                           %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  %d:16 = tile.wgmma %a[%i, %i], %b[%i, %i, %i] trans_b, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c : memref<64x64xf16, 3>, memref<2x64x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  func.return %d#15 : !tile.frag<acc, f32, m16n8k16>
+}

@@ -37,6 +37,8 @@ gpu.module @m {
     nvvm.wgmma.fence.aligned
     %acc = nvvm.wgmma.mma_async f16 n = 8 %d, %d, %n, [%x, %x, %x, %x]
         -> !llvm.struct<(f32, f32, f32, f32)>
+    %nmajor = nvvm.wgmma.mma_async f16 n = 8 trans_b %d, %d, %n, [%x, %x, %x, %x]
+        -> !llvm.struct<(f32, f32, f32, f32)>
     nvvm.wgmma.commit.group.sync.aligned
     nvvm.wgmma.wait.group.sync.aligned 0
     %r = llvm.extractvalue %acc[2] : !llvm.struct<(f32, f32, f32, f32)>
@@ -69,6 +71,8 @@ EXPECTED = [
     r"wgmma\.fence\.sync\.aligned;",
     r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.f16\.f16 \{%\w+, %\w+, %\w+, %\w+\}, "
     r"%\w+, %\w+, p, 1, 1, 0, 0;",
+    r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.f16\.f16 \{%\w+, %\w+, %\w+, %\w+\}, "
+    r"%\w+, %\w+, p, 1, 1, 0, 1;",
     r"wgmma\.commit_group\.sync\.aligned;",
     r"wgmma\.wait_group\.sync\.aligned 0;",
     r"cvt\.rn\.f16x2\.f32 %\w+, %\w+, %\w+;",

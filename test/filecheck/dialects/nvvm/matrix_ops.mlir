@@ -34,10 +34,12 @@ func.func @matrix_ops(%s: !llvm.ptr<3>, %g: !llvm.ptr<1>, %p: !llvm.ptr, %i: i32
 
   // CHECK-NEXT: nvvm.wgmma.fence.aligned
   // CHECK-NEXT: %{{.*}} = nvvm.wgmma.mma_async bf16 n = 8 %{{.*}}, %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] -> !llvm.struct<(f32, f32, f32, f32)>
+  // CHECK-NEXT: %{{.*}} = nvvm.wgmma.mma_async f16 n = 8 trans_b %{{.*}}, %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] -> !llvm.struct<(f32, f32, f32, f32)>
   // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
   // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
   nvvm.wgmma.fence.aligned
   %7 = nvvm.wgmma.mma_async bf16 n = 8 %l, %l, %i, [%f, %f, %f, %f] -> !llvm.struct<(f32, f32, f32, f32)>
+  %nmajor = nvvm.wgmma.mma_async f16 n = 8 trans_b %l, %l, %i, [%f, %f, %f, %f] -> !llvm.struct<(f32, f32, f32, f32)>
   nvvm.wgmma.commit.group.sync.aligned
   nvvm.wgmma.wait.group.sync.aligned 0
 

@@ -50,3 +50,12 @@ func.func @bad_wait() {
   func.return
 }
 // CHECK: 'tile.wgmma_wait' pending must be in 0..7, got 9
+
+// -----
+
+func.func @n_major_b_wider_than_its_atoms(%a: memref<64x64xf16, 3>, %b: memref<1x64x64xf16, 3>,
+                                          %i: index, %c: !tile.frag<acc, f32, m16n8k16>) {
+  %d:9 = tile.wgmma %a[%i, %i], %b[%i, %i, %i] trans_b, %c, %c, %c, %c, %c, %c, %c, %c, %c : memref<64x64xf16, 3>, memref<1x64x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.wgmma' trans_b reads N in atoms of 64 columns: N = 72 needs 2, B holds 1 (memref<1x64x64xf16, 3 : i64>)

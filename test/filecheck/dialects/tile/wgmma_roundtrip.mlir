@@ -21,3 +21,13 @@ func.func @wgmma_step(%a: memref<3x128x64xf16, 3>, %b: memref<3x16x64xf16, 3>, %
   tile.wgmma_wait 0
   func.return %d1 : !tile.frag<acc, f32, m16n8k16>
 }
+
+// B N-major (trans_b): N = 128 over two 64-column atoms of a [stages][N / 64][K][64] buffer.
+// CHECK-LABEL: func.func @wgmma_b_n_major
+// CHECK:       = tile.wgmma %a[%s, %m, %k], %b[%s, %z, %k, %z] trans_b, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c : memref<3x64x64xf16, 3 : i64>, memref<3x2x64x64xf16, 3 : i64>, !tile.frag<acc, f32, m16n8k16>
+func.func @wgmma_b_n_major(%a: memref<3x64x64xf16, 3>, %b: memref<3x2x64x64xf16, 3>, %s: index,
+                           %m: index, %k: index, %z: index,
+                           %c: !tile.frag<acc, f32, m16n8k16>) -> !tile.frag<acc, f32, m16n8k16> {
+  %d:16 = tile.wgmma %a[%s, %m, %k], %b[%s, %z, %k, %z] trans_b, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c, %c : memref<3x64x64xf16, 3>, memref<3x2x64x64xf16, 3>, !tile.frag<acc, f32, m16n8k16>
+  func.return %d#15 : !tile.frag<acc, f32, m16n8k16>
+}
