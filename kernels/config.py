@@ -25,6 +25,7 @@ from tilesync.contract import (
     STATIC_SHARED_LIMIT,
     TENSOR_MAP,
 )
+from tilesync.dialects.tile import WGMMA_ROW_BYTES
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
@@ -35,6 +36,9 @@ STAGING_COLUMNS = (64, 32, 16, 8)
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 MAX_L2_PREFETCH = 8  # GemmConfig.l2_prefetch: k-tiles ahead of the one loaded
+WGMMA_N_ATOM = WGMMA_ROW_BYTES // 2
+"""tma_ws with B N-major (b_layout='row'): the columns of B in one TMA box and one 128-byte
+swizzled row of 16-bit elements, the atom `tile.wgmma ... trans_b` reads N in."""
 TMA_WS_ROWS = (64, 128)
 """BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
 an H100 run timing 256-row tiles gave no result in 400 s: their setmaxnreg asked 112
@@ -289,7 +293,8 @@ class GemmConfig:
             )
         if bk % 16 or bk * 2 not in (32, 64, 128, 256):
             raise ValueError(f"BK must be 16, 32, 64 or 128, got {bk}")
-        if self.b_layout == "row" and bn * 2 not in (32, 64, 128, 256, 512):
+        if self.b_layout == "row" and self.pipeline != "tma_ws" and \
+                bn * 2 not in (32, 64, 128, 256, 512):
             # shared B rows are BN long: the swizzle needs a power of two of 16-byte chunks
             raise ValueError(f"BN must be a power of two from 16 to 256 for a row-major B, "
                              f"got {bn}")
@@ -301,11 +306,14 @@ class GemmConfig:
         if self.mma not in ("sync", "wgmma"):
             raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
         if self.mma == "wgmma":
-            if bk * 2 != 128 or self.b_layout != "col" or bm % 64 or self.warps != (bm // 16, 1):
+            n_major = self.b_layout == "row" and self.pipeline == "tma_ws"
+            if bk * 2 != 128 or (self.b_layout != "col" and not n_major) or bm % 64 \
+                    or self.warps != (bm // 16, 1):
                 raise ValueError(
-                    "wgmma reads K-major 128-byte rows: it needs BK = 64, b_layout='col', BM a "
-                    f"multiple of 64 and warps = (BM / 16, 1); got tile={self.tile} "
-                    f"warps={self.warps} b_layout={self.b_layout!r}"
+                    "wgmma reads K-major 128-byte rows: it needs BK = 64, b_layout='col' "
+                    "(or 'row' with pipeline='tma_ws'), BM a multiple of 64 and warps = "
+                    f"(BM / 16, 1); got tile={self.tile} warps={self.warps} "
+                    f"b_layout={self.b_layout!r}"
                 )
             if bn % 8 or bn > 256 or self.wgmma_in_flight not in (0, 1):
                 raise ValueError(f"wgmma needs BN a multiple of 8 up to 256 and "
@@ -383,6 +391,12 @@ class GemmConfig:
                              f"{self.tile}")
         if self.split_k != 1:
             raise ValueError("tma_ws takes split_k=1")
+        if self.b_layout == "row" and (bn % 64 or self.cluster_m != 1 or self.l2_prefetch
+                                       or self.im2col):
+            raise ValueError(f"tma_ws with B N-major (b_layout='row') loads B in boxes of 64 "
+                             f"columns: it needs BN a multiple of 64, cluster_m=1, no "
+                             f"l2_prefetch and no im2col; got tile={self.tile} "
+                             f"cluster_m={self.cluster_m} l2_prefetch={self.l2_prefetch}")
         if self.sync_hooks and self.persistent:
             raise ValueError("tma_ws with sync hooks takes persistent=False (one tile a block: "
                              "sync-verify follows a block's tile, not a persistent walk)")
@@ -610,21 +624,24 @@ class GemmConfig:
 
     @property
     def tensor_map_boxes(self) -> dict[str, tuple[int, int]]:
-        """tma_ws: the TMA box of A (BM rows of BK), of B (BN rows of BK; B is N x K) and,
+        """tma_ws: the TMA box of A (BM rows of BK), of B (BN rows of BK where B is N x K; BK
+        rows of 64 columns where it is K x N, b_layout='row', BN / 64 boxes a k-tile) and,
         with tma_store, of C (a warpgroup's 64 rows, 64 columns)."""
         if not self.warp_specialized:
             return {}
         bm, bn, bk = self.tile
-        boxes = {"A": (bm, bk), "B": (bn // self.cluster_m, bk)}  # a cluster splits B's box
+        b_box = (bk, WGMMA_N_ATOM) if self.b_layout == "row" else (bn // self.cluster_m, bk)
+        boxes = {"A": (bm, bk), "B": b_box}  # a cluster splits B's box
         if self.tma_store:
             boxes["C"] = self.staging_box
         return boxes
 
     @property
     def tensor_map_shapes(self) -> dict[str, tuple[int, int]]:
-        """tma_ws: the tensor each map of `tensor_map_boxes` describes (B is N x K; with
-        im2col, A's is the N x H x W x C input)."""
-        shapes = {"A": self.im2col or (self.M, self.K), "B": (self.N, self.K),
+        """tma_ws: the tensor each map of `tensor_map_boxes` describes (B N x K, or K x N
+        with b_layout='row'; with im2col, A's is the N x H x W x C input)."""
+        b_shape = (self.K, self.N) if self.b_layout == "row" else (self.N, self.K)
+        shapes = {"A": self.im2col or (self.M, self.K), "B": b_shape,
                   "C": (self.M, self.out_cols)}
         return {name: shapes[name] for name in self.tensor_map_boxes}
 
@@ -713,13 +730,13 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
                   staging_boxes: int = 0, stream_k_tiles: int = 0,
                   im2col: tuple[int, int, int, int] | None = None,
                   pingpong: bool = False, blocks_per_sm: int = 1,
-                  l2_prefetch: int = 0) -> GemmConfig:
-    """A warp-specialized TMA GEMM (B as N x K): consumer warps (BM / 16, 1); persistent
-    unless it has sync hooks."""
+                  l2_prefetch: int = 0, b_layout: str = "col") -> GemmConfig:
+    """A warp-specialized TMA GEMM (B as N x K, or K x N with b_layout='row'): consumer warps
+    (BM / 16, 1); persistent unless it has sync hooks."""
     if persistent is None:
         persistent = not sync_hooks
-    return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, "col", epilogue, name,
-                       sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
+    return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, b_layout, epilogue,
+                       name, sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
                        im2col=im2col, pingpong=pingpong, blocks_per_sm=blocks_per_sm,

@@ -90,6 +90,7 @@ from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import (
     IM2COL_FILTER,
+    WGMMA_N_ATOM,
     GemmConfig,
     tensor_map_swizzle,
 )
@@ -348,7 +349,11 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         inputs += [MemRefType(f32, list(cfg.workspace_shape)),
                    MemRefType(i32, list(cfg.counters_shape))]
     sa_type = MemRefType(elem, [stages, bm, bk], memory_space=shared)
-    sb_type = MemRefType(elem, [stages, bn, bk], memory_space=shared)
+    # B N x K: BN rows of BK; K x N (b_layout='row', N-major): BN / 64 boxes of BK rows of 64
+    n_major = cfg.b_layout == "row"
+    b_atoms = bn // WGMMA_N_ATOM
+    sb_type = MemRefType(elem, [stages, b_atoms, bk, WGMMA_N_ATOM] if n_major
+                         else [stages, bn, bk], memory_space=shared)
     bars_type = MemRefType(i64, [stages], memory_space=shared)
     box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
     # the staging buffer: per consumer warpgroup, its 64 rows as boxes of box_cols columns
@@ -454,7 +459,12 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                     kb.insert(tl.TmaLoadOp(a_map, coords, sa, [stage, zero, zero], full,
                                            [stage], im2col=offsets))
                 load_point(1)
-                if b_row is None:
+                if n_major:  # one box of BK rows a 64 columns of the tile
+                    for atom in range(b_atoms):
+                        kb.insert(tl.TmaLoadOp(b_map, [k0, kb.addi(n0, kb.idx(
+                            atom * WGMMA_N_ATOM))], sb, [stage, kb.idx(atom), zero, zero],
+                            full, [stage]))
+                elif b_row is None:
                     kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,
                                            [stage]))
                 else:
@@ -505,8 +515,10 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             k_off = kb.idx(kk * 16)
             for r, row in enumerate(rows):
                 row_at = kb.idx(row) if isinstance(row, int) else row
-                results[r] = list(kb.insert(tl.WgmmaOp(sa, [stage, row_at, k_off], sb,
-                                                       [stage, zero, k_off], results[r])).results)
+                # N-major B: the k16 step's rows of every atom (the descriptor strides them)
+                b_at = [stage, zero, k_off, zero] if n_major else [stage, zero, k_off]
+                results[r] = list(kb.insert(tl.WgmmaOp(sa, [stage, row_at, k_off], sb, b_at,
+                                                       results[r], trans_b=n_major)).results)
         kb.insert(tl.WgmmaCommitOp())
         kb.insert(tl.WgmmaWaitOp(in_flight))
         if in_flight:  # the previous k-step's group is done: its buffer is free

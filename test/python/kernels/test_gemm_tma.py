@@ -93,6 +93,14 @@ CONFIGS = [
                   l2_prefetch=4),
     tma_ws_config(300, 520, 136, tile=(128, 112, 64), cluster_m=2, l2_prefetch=4,
                   epilogue="gelu"),
+    # B N-major (K x N, b_layout='row'): boxes of 64 columns, wgmma's transposed B
+    tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), tma_store=True, b_layout="row"),
+    tma_ws_config(300, 520, 264, tile=(128, 128, 64), epilogue="bias_gelu", dtype="bf16",
+                  b_layout="row"),  # every edge: the copy engine zero-fills the boxes
+    tma_ws_config(1000, 5632, 264, tile=(128, 128, 64), stages=5, epilogue="swiglu",
+                  tma_store=True, producer_warps=4, b_layout="row"),
+    tma_ws_config(256, 8192, 2816, tile=(128, 128, 64), stages=5, tma_store=True,
+                  producer_warps=4, stream_k_tiles=64, b_layout="row"),
 ]
 
 
@@ -104,7 +112,8 @@ def _id(cfg: GemmConfig) -> str:
             + (f"-staging{cfg.staging_boxes}" if cfg.staging_boxes else "")
             + (f"-streamk{cfg.stream_k_tiles}" if cfg.stream_k_tiles else "")
             + ("-pingpong" if cfg.pingpong else "")
-            + (f"-l2prefetch{cfg.l2_prefetch}" if cfg.l2_prefetch else ""))
+            + (f"-l2prefetch{cfg.l2_prefetch}" if cfg.l2_prefetch else "")
+            + ("-nmajor" if cfg.b_layout == "row" else ""))
 
 
 _compiled: dict[GemmConfig, str] = {}
@@ -179,6 +188,9 @@ def test_earlier_configs_keep_their_names():
         (dict(pingpong=True, persistent=False, tile=(128, 128, 64)), "in the persistent grid"),
         (dict(l2_prefetch=9), "l2_prefetch is 0 to 8"),
         (dict(l2_prefetch=-1), "l2_prefetch is 0 to 8"),
+        (dict(b_layout="row", tile=(128, 96, 64)), "BN a multiple of 64"),
+        (dict(b_layout="row", cluster_m=2), "cluster_m=1"),
+        (dict(b_layout="row", l2_prefetch=2), "no l2_prefetch"),
     ],
 )
 def test_tma_ws_config_errors(kwargs, message):
@@ -280,6 +292,24 @@ def test_k_loops_divide_nothing():
         constants = {op.value.value.data for op in loop.body.walk()
                      if op.name == "arith.constant" and isinstance(op.value, IntegerAttr)}
         assert {cfg.stages, 2 * cfg.stages} <= constants
+
+
+def test_n_major_b_loads_boxes_of_64_columns():
+    """B as K x N: the producer loads a k-tile of B as BN / 64 boxes of 64 columns into their
+    own atoms of the ring, and every wgmma reads B transposed from the first atom."""
+    cfg = tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), b_layout="row")
+    assert cfg.tensor_map_boxes["B"] == (64, 64) and cfg.tensor_map_shapes["B"] == (6144, 12288)
+    ops = list(gemm_module(0, 0, 0, config=cfg).walk())
+    b_loads = [op for op in ops if isinstance(op, tl.TmaLoadOp)][1:]
+    assert len(b_loads) == 3
+    atoms = [op.dst_indices[1].owner.value.value.data for op in b_loads]  # sb[s, atom, 0, 0]
+    assert atoms == [0, 1, 2]
+    assert b_loads[0].dst.type.get_shape() == (4, 3, 64, 64)
+    wgmmas = [op for op in ops if isinstance(op, tl.WgmmaOp)]
+    assert wgmmas and all(op.trans_b is not None and op.n == 192 for op in wgmmas)
+    assert not any(isinstance(op, tl.WgmmaOp) and op.trans_b is not None
+                   for op in gemm_module(0, 0, 0, config=MAIN).walk())
+    assert "p, 1, 1, 0, 1;" in _ptx(cfg)
 
 
 def test_cluster_of_two_multicasts_b():
@@ -507,7 +537,8 @@ def run_and_check(cfg: GemmConfig, seed: int = 0, launches: int = 2) -> float:
         rng = np.random.default_rng(seed + launch)
         # A scaled by 1/sqrt(K): products of order 1, so no SwiGLU product overflows f16
         a = host_array(rng.standard_normal((cfg.M, cfg.K)) / np.sqrt(cfg.K), cfg.dtype)
-        b = host_array(rng.standard_normal((cfg.N, cfg.K)), cfg.dtype)
+        b_shape = (cfg.K, cfg.N) if cfg.b_layout == "row" else (cfg.N, cfg.K)
+        b = host_array(rng.standard_normal(b_shape), cfg.dtype)
         bias = host_array(rng.standard_normal(cfg.out_cols), cfg.dtype) if cfg.has_bias \
             else None
         out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
@@ -576,7 +607,8 @@ def test_gpu_every_bench_shape_against_float64():
     for i, (cfg, text) in enumerate(zip(configs, ptx, strict=True)):
         rng = np.random.default_rng(100 + i)
         a = host_array(rng.standard_normal((cfg.M, cfg.K)) / np.sqrt(cfg.K), cfg.dtype)
-        b = host_array(rng.standard_normal((cfg.N, cfg.K)), cfg.dtype)
+        b_shape = (cfg.K, cfg.N) if cfg.b_layout == "row" else (cfg.N, cfg.K)
+        b = host_array(rng.standard_normal(b_shape), cfg.dtype)
         out = DeviceBuffer.empty((cfg.M, cfg.out_cols), a.dtype)
         out.fill_bytes(0xFF)
         # every buffer and the runner stay alive until the kernel is done
