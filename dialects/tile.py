@@ -611,6 +611,9 @@ WGMMA_ROW_BYTES = 128
 """wgmma operands are K-major tiles whose rows are 128 bytes (64 f16/bf16), stored with the
 128-byte swizzle (`swizzle_for_row(64)`: chunk c of row r at c ^ (r % 8)) from a 1024-byte
 aligned base, i.e. the 8-row x 128-byte atoms of the sm_90 SWIZZLE_128B shared layout."""
+WGMMA_N_ATOM = WGMMA_ROW_BYTES // 2
+"""The columns of an N-major B (`tile.wgmma ... trans_b`) in one 128-byte swizzled row of
+f16/bf16: wgmma reads a wider N from the next such atoms."""
 
 
 class _WgmmaShape:
@@ -727,10 +730,11 @@ class WgmmaOp(_WgmmaShape, IRDLOperation):
             raise VerifyException(
                 f"'tile.wgmma' takes 1 to 32 accumulators (N = 8 .. 256), got {len(self.acc)}"
             )
-        if self.trans_b is not None and self.n > 64 * self.b_atoms:
+        if self.trans_b is not None and self.n > WGMMA_N_ATOM * self.b_atoms:
             raise VerifyException(
-                f"'tile.wgmma' trans_b reads N in atoms of 64 columns: N = {self.n} needs "
-                f"{-(-self.n // 64)}, B holds {self.b_atoms} ({self.b.type})"
+                f"'tile.wgmma' trans_b reads N in atoms of {WGMMA_N_ATOM} columns: N = "
+                f"{self.n} needs {-(-self.n // WGMMA_N_ATOM)}, B holds {self.b_atoms} "
+                f"({self.b.type})"
             )
         for value in self.acc:
             t = value.type

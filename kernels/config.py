@@ -25,7 +25,7 @@ from tilesync.contract import (
     STATIC_SHARED_LIMIT,
     TENSOR_MAP,
 )
-from tilesync.dialects.tile import WGMMA_ROW_BYTES
+from tilesync.dialects.tile import WGMMA_N_ATOM
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
@@ -36,9 +36,6 @@ STAGING_COLUMNS = (64, 32, 16, 8)
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 MAX_L2_PREFETCH = 8  # GemmConfig.l2_prefetch: k-tiles ahead of the one loaded
-WGMMA_N_ATOM = WGMMA_ROW_BYTES // 2
-"""tma_ws with B N-major (b_layout='row'): the columns of B in one TMA box and one 128-byte
-swizzled row of 16-bit elements, the atom `tile.wgmma ... trans_b` reads N in."""
 TMA_WS_ROWS = (64, 128)
 """BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
 an H100 run timing 256-row tiles gave no result in 400 s: their setmaxnreg asked 112

@@ -90,7 +90,6 @@ from tilesync.dialects import tile as tl
 from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import (
     IM2COL_FILTER,
-    WGMMA_N_ATOM,
     GemmConfig,
     tensor_map_swizzle,
 )
@@ -351,8 +350,8 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     sa_type = MemRefType(elem, [stages, bm, bk], memory_space=shared)
     # B N x K: BN rows of BK; K x N (b_layout='row', N-major): BN / 64 boxes of BK rows of 64
     n_major = cfg.b_layout == "row"
-    b_atoms = bn // WGMMA_N_ATOM
-    sb_type = MemRefType(elem, [stages, b_atoms, bk, WGMMA_N_ATOM] if n_major
+    b_atoms = bn // tl.WGMMA_N_ATOM
+    sb_type = MemRefType(elem, [stages, b_atoms, bk, tl.WGMMA_N_ATOM] if n_major
                          else [stages, bn, bk], memory_space=shared)
     bars_type = MemRefType(i64, [stages], memory_space=shared)
     box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
@@ -462,7 +461,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 if n_major:  # one box of BK rows a 64 columns of the tile
                     for atom in range(b_atoms):
                         kb.insert(tl.TmaLoadOp(b_map, [k0, kb.addi(n0, kb.idx(
-                            atom * WGMMA_N_ATOM))], sb, [stage, kb.idx(atom), zero, zero],
+                            atom * tl.WGMMA_N_ATOM))], sb, [stage, kb.idx(atom), zero, zero],
                             full, [stage]))
                 elif b_row is None:
                     kb.insert(tl.TmaLoadOp(b_map, [n0, k0], sb, [stage, zero, zero], full,

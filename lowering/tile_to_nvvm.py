@@ -1053,7 +1053,7 @@ def _b_leading_bytes(op: tile.WgmmaOp | tile.WgmmaRegAOp) -> int:
     """B's leading byte offset: for an N-major B of several 64-column atoms (tile.wgmma
     trans_b over [..., N / 64, K, 64]) the bytes from one atom to the next (K rows of 128
     bytes); 16 (the field's 1, unused) otherwise."""
-    if not isinstance(op, tile.WgmmaOp) or op.trans_b is None or op.n <= 64:
+    if not isinstance(op, tile.WgmmaOp) or op.trans_b is None or op.n <= tile.WGMMA_N_ATOM:
         return 16
     shape = op.b.type.get_shape()  # type: ignore[attr-defined]
     return shape[-2] * tile.WGMMA_ROW_BYTES

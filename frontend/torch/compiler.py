@@ -373,11 +373,9 @@ def _lookup(key: str, options: Options) -> tuple[bool, Any]:
 
 def _tuned(key: str, options: Options, fn, stands_faster=None) -> tuple[Any, bool]:
     """The measurement cached under `key`, or fn()'s, stored; and whether it was cached. One
-    made while a pipeline ran its fast tier timed kernels that later calls do not run: it is
-    stored only where `stands_faster(value)` says its choice holds for faster kernels of ours
-    (ours won: the full kernels only run faster), else the next process measures the full
-    ones (a choice for torch from it errs only towards torch)."""
-    from tilesync.frontend.torch.ops import on_the_fast_tier
+    made while a pipeline ran its fast tier is stored only where `stands_faster(value)` says
+    ours won (ops.measurement_stands)."""
+    from tilesync.frontend.torch.ops import measurement_stands, on_the_fast_tier
 
     cache = options.cache("torch-tuning")
     found, value = cache.load(key)
@@ -385,7 +383,7 @@ def _tuned(key: str, options: Options, fn, stands_faster=None) -> tuple[Any, boo
         return value, True
     fast = on_the_fast_tier()
     value = fn()
-    if not (fast or on_the_fast_tier()) or (stands_faster is not None and stands_faster(value)):
+    if measurement_stands(fast, stands_faster is not None and stands_faster(value)):
         cache.store(key, value)
     return value, False
 

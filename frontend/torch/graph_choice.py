@@ -139,7 +139,7 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
                                seconds=time.perf_counter() - start)
         except Exception:  # a form that built before and no longer does: measure afresh
             pass
-    from tilesync.frontend.torch.ops import on_the_fast_tier
+    from tilesync.frontend.torch.ops import measurement_stands, on_the_fast_tier
 
     fast = on_the_fast_tier()
     built: dict[str, Callable[..., Any]] = {}
@@ -179,7 +179,7 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
                 return None
 
         form, device_times = device_tie_break(form, times, device_ms)
-    if not failed and (not fast or is_ours(form)):  # as compiler._tuned keeps a fast tier's
+    if not failed and measurement_stands(fast, is_ours(form)):
         cache.store(key, {"form": form, "times": times, "device_times": device_times})
     return GraphChoice(form, built[form], times, device_times, failed=failed,
                        seconds=time.perf_counter() - start)

@@ -387,6 +387,14 @@ def on_the_fast_tier() -> bool:
     return bool(_ON_THE_FAST_TIER)
 
 
+def measurement_stands(fast_before: bool, ours_won: bool) -> bool:
+    """Whether a measurement may be cached that began with `fast_before` (on_the_fast_tier()
+    then): one made while a pipeline ran its fast tier timed kernels later calls do not run,
+    and stands only where ours won (the full kernels only run faster); a choice for torch from
+    it is measured again by the next process."""
+    return ours_won or not (fast_before or on_the_fast_tier())
+
+
 def kernel_moves() -> int:
     """Moves every runner whose full kernels have landed to them (a replay of a CUDA graph
     calls no runner that would), and returns a count that changes at each move: a graph of
@@ -529,5 +537,5 @@ class PipelineRunner:
 
 __all__ = ["DERIVED", "DerivedWeights", "PipelineRunner", "Relayout", "StageRunner",
            "TorchPiece", "eager_piece", "finish_full_compiles", "gate_up_weight", "kernel_moves",
-           "load_program", "on_the_fast_tier", "ours_capturing", "piece_op", "register",
-           "runner", "transposed_weight"]
+           "load_program", "measurement_stands", "on_the_fast_tier", "ours_capturing",
+           "piece_op", "register", "runner", "transposed_weight"]
