@@ -20,17 +20,34 @@ MLP = [("gpt3_fc1", 6144, 12288, "gelu"), ("gpt3_fc2", 12288, 6144, None),
 SWEEP_M = (256, 512, 1024, 2048)
 
 
-def problems(quick: bool) -> list[tuple[str, Any]]:
+def problems(quick: bool, only: list[str] | None = None,
+             ms: list[int] | None = None) -> list[tuple[str, Any]]:
+    """The shapes, those whose name contains one of `only` where given, the MLP GEMMs at the
+    batches `ms` where given."""
     from tilesync.harness.autotune import GemmProblem
 
     out = []
     for name, m, n, k, epilogue in GEMMS[:1] if quick else GEMMS:
         for dtype in ("f16",) if quick else ("f16", "bf16"):
             out.append((f"{name} {dtype}", GemmProblem(m, n, k, dtype, epilogue)))
-    for m in (256,) if quick else SWEEP_M:
+    for m in ms or ((256,) if quick else SWEEP_M):
         for name, n, k, epilogue in MLP:
             out.append((f"{name} M={m}", GemmProblem(m, n, k, "f16", epilogue)))
-    return out
+    return [(name, p) for name, p in out if not only or any(o in name for o in only)]
+
+
+def n_major_twins(configs: list) -> list:
+    """The configs that can read B as K x N (b_layout='row'), so read: on an H100 cuBLAS ran
+    the fc2 GEMMs at M = 256 8-10 % faster with B so stored (.devtmp probe, 98d80bc's note)."""
+    twins = []
+    for cfg in configs:
+        try:
+            twin = replace(cfg, b_layout="row")
+        except ValueError:
+            continue
+        if twin not in twins:
+            twins.append(twin)
+    return twins
 
 
 def candidates(problem) -> list:
@@ -68,7 +85,10 @@ def candidates(problem) -> list:
 def label(cfg) -> str:
     bm, bn, _ = cfg.tile
     return (f"{bm}x{bn} s{cfg.stages} f{cfg.wgmma_in_flight} p{cfg.producer_warps} "
-            f"g{cfg.raster_group} c{cfg.cluster_m}" + (" tma-store" if cfg.tma_store else ""))
+            f"g{cfg.raster_group} c{cfg.cluster_m}" + (" tma-store" if cfg.tma_store else "")
+            + (f" streamK{cfg.stream_k_tiles}" if cfg.stream_k_tiles else "")
+            + (" pingpong" if cfg.pingpong else "")
+            + (" B-KxN" if cfg.b_layout == "row" else ""))
 
 
 def library_ms(torch, problem, warmup: int, reps: int) -> dict[str, float]:
@@ -116,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="only the shapes whose name contains one of these")
+    parser.add_argument("--ms", type=int, nargs="+", default=None,
+                        help="the MLP GEMMs at these batches (default 256 512 1024 2048)")
+    parser.add_argument("--b-kxn", action="store_true",
+                        help="also every candidate that can with B stored K x N, on such a B")
     parser.add_argument("--jit-check", action="store_true",
                         help="say whether the driver's JIT keeps setmaxnreg (nvJitLink drops it)")
     args = parser.parse_args(argv)
@@ -131,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     from tilesync.runtime.device import get_device
 
     device = get_device()
-    work = [(name, p, candidates(p)) for name, p in problems(args.quick)]
+    work = []
+    for name, p in problems(args.quick, args.only, args.ms):
+        found = candidates(p)
+        work.append((name, p, found + (n_major_twins(found) if args.b_kxn else [])))
     every = sorted({c for _, _, cs in work for c in cs}, key=repr)
     started = time.perf_counter()
     ptx = dict(zip(every, compile_ptx_many(every, device.arch), strict=True))
@@ -141,8 +170,12 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for name, problem, cands in work:
-        measured = measure(cands, problem, [ptx[c] for c in cands], warmup=3, reps=args.reps,
-                           label=name)
+        measured = []
+        for b_layout in ("col", "row"):  # B as its configs read it, in one buffer a layout
+            some = [c for c in cands if c.b_layout == b_layout]
+            if some:
+                measured += measure(some, replace(problem, b_layout=b_layout),
+                                    [ptx[c] for c in some], warmup=3, reps=args.reps, label=name)
         lib = library_ms(torch, problem, 3, args.reps)
         for cfg in cands:
             if cfg.cluster_m > 1:  # the grid the runner picks (cluster slots on this GPU)
