@@ -132,15 +132,19 @@ bench/results/mlp-one-launch-nvidia-h200.json, mlp-one-launch-b-nvidia-h200.json
 model, which charges neither a gap, took it on ties (1.04-1.10 of the best at M = 64 and 512)."""
 TORCH_MODES = ("torch_eager", "torch_graph")
 DEEP = "deep"
-"""The last item of a sweep's tiles that runs each TMA GEMM's deeper staging twin
+"""An item after a sweep's four tiles that runs each TMA GEMM's deeper staging twin
 (kernels/mlp.py: deeper_staging); tiles without it run the tiles' own stages."""
+W2_KXN = "w2-kxn"
+"""An item after a sweep's four tiles that has the TMA GEMM2 read W2 as K x N (mlp_spec's
+w2_layout 'row'), as cuBLAS reads it in the bench's torch rows."""
 
 
 def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     """The MlpSpec a mode runs: the default configs, or for the ordered modes (and their
     stream-sync baseline) the configs with room for the ordered sync.tile's shared slot.
-    `tiles` (BM1, BN1, BM2, BN2[, DEEP]): a tma: mode on those tiles instead of the table's
-    (bench/mlp_sweep.py), with DEEP (the string) each GEMM's deeper staging twin."""
+    `tiles` (BM1, BN1, BM2, BN2[, DEEP][, W2_KXN]): a tma: mode on those tiles instead of the
+    table's (bench/mlp_sweep.py), with DEEP each GEMM's deeper staging twin, with W2_KXN W2
+    read K x N."""
     from tilesync.kernels.mlp import (
         MODELS,
         fit_ordered,
@@ -152,7 +156,8 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     if mode.startswith(TMA):
         if tiles is not None:
             configs = tma_tile_configs(tiles[:4], MODELS[model]["epilogue"])
-            spec = mlp_spec(model, M, *configs, mma="tma", deeper=tiles[4:] == (DEEP,))
+            spec = mlp_spec(model, M, *configs, mma="tma", deeper=DEEP in tiles[4:],
+                            w2_layout="row" if W2_KXN in tiles[4:] else "col")
         else:
             spec = mlp_spec(model, M, mma="tma")
         return persistent_spec(spec) if mode == PERSISTENT else spec
@@ -435,11 +440,11 @@ class _Data(CheckedOutputs):
             self.w1 = rand((K1, N1), K1 ** -0.5)
             self.w1_torch = self.w1
         self.w2_torch = self.w2 = rand((hidden, N2), hidden ** -0.5)
-        # wgmma kernels read the weights N x K (nn.Linear's layout); torch keeps K x N
-        if cfg1.b_layout == "col":
-            self.w1 = self.w1.t().contiguous()
-        if cfg2.b_layout == "col":
-            self.w2 = self.w2.t().contiguous()
+        self._weights = {("gemm1", "row"): self.w1, ("gemm2", "row"): self.w2}
+        # wgmma kernels read the weights N x K (nn.Linear's layout) unless told K x N, as
+        # torch keeps them
+        self.w1 = self.weight("gemm1", cfg1.b_layout)
+        self.w2 = self.weight("gemm2", cfg2.b_layout)
         self.h = torch.empty((M, hidden), device="cuda", dtype=f16)
         self.y = torch.empty((M, N2), device="cuda", dtype=f16)
         self.epilogue = cfg1.epilogue
@@ -453,6 +458,13 @@ class _Data(CheckedOutputs):
             torch.backends.cuda.matmul.allow_tf32 = tf32
         self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
+
+    def weight(self, stage: str, b_layout: str):
+        """The weight of `stage` ("gemm1", "gemm2") as a kernel reading B `b_layout` takes it
+        ("row": K x N, "col": N x K), the transpose made once."""
+        if (stage, b_layout) not in self._weights:
+            self._weights[(stage, b_layout)] = self._weights[(stage, "row")].t().contiguous()
+        return self._weights[(stage, b_layout)]
 
     def activation(self, z):
         F = self.torch.nn.functional
@@ -477,8 +489,8 @@ def kernel_args(spec, data: _Data) -> dict[str, list]:
     (the boxes of its config)."""
     from tilesync.harness.runner import gemm_tensor_maps
 
-    operands = {"gemm1": (spec.cfg1, [data.x, data.w1, data.h]),
-                "gemm2": (spec.cfg2, [data.h, data.w2, data.y])}
+    operands = {"gemm1": (spec.cfg1, [data.x, data.weight("gemm1", spec.cfg1.b_layout), data.h]),
+                "gemm2": (spec.cfg2, [data.h, data.weight("gemm2", spec.cfg2.b_layout), data.y])}
     args = {}
     for stage, (cfg, tensors) in operands.items():
         if not cfg.warp_specialized:

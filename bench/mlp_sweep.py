@@ -5,7 +5,8 @@ the stream-synchronized and the row+pdl mode (the bench's tma: modes), checked a
 reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512,
 `--ms` the batches given, `--table` only the table's tiles, `--deeper` each candidate also with
 its GEMMs' deeper staging twins (a staging buffer of fewer boxes and a stage more: bench.mlp.DEEP),
-so that kernels/mlp.py's DEEPER_STAGING rests on one run of both.
+so that kernels/mlp.py's DEEPER_STAGING rests on one run of both, `--w2-kxn` each also with
+GEMM2 reading W2 as K x N (bench.mlp.W2_KXN).
 """
 
 from __future__ import annotations
@@ -67,6 +68,22 @@ def deeper_candidates(model: str, M: int, tiles_list) -> list[tuple]:
     return out
 
 
+def w2_kxn_candidates(model: str, M: int, tiles_list) -> list[tuple]:
+    """Each of `tiles_list` and, where GEMM2's tile can read W2 as K x N (its BN a multiple of
+    64), the same tiles so reading it (bench.mlp.W2_KXN)."""
+    from tilesync.bench.mlp import W2_KXN, mode_spec
+
+    out: list[tuple] = []
+    for tiles in tiles_list:
+        out.append(tiles)
+        try:
+            mode_spec(model, M, MODES[0], (*tiles, W2_KXN))
+        except ValueError:
+            continue
+        out.append((*tiles, W2_KXN))
+    return out
+
+
 def table_tiles(model: str, M: int) -> tuple[int, int, int, int]:
     """The tiles kernels/mlp.py's table gives the TMA MLP at batch M."""
     from tilesync.bench.mlp import mode_spec
@@ -87,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the tiles of kernels/mlp.py's table")
     parser.add_argument("--deeper", action="store_true",
                         help="each candidate also with its GEMMs' deeper staging twins")
+    parser.add_argument("--w2-kxn", action="store_true",
+                        help="each candidate also with GEMM2 reading W2 as K x N")
     args = parser.parse_args(argv)
     from tilesync.bench.report import missing_gpu
 
@@ -103,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def chosen(model: str, M: int) -> list[tuple]:
         tiles = [table_tiles(model, M)] if args.table else candidates(model, M)
-        return deeper_candidates(model, M, tiles) if args.deeper else tiles
+        tiles = deeper_candidates(model, M, tiles) if args.deeper else tiles
+        return w2_kxn_candidates(model, M, tiles) if args.w2_kxn else tiles
 
     work = [(model, M, tiles) for model in args.models for M in batches
             for tiles in chosen(model, M)]

@@ -160,7 +160,7 @@ def _label(cfg: GemmConfig) -> str:
     bm, bn, bk = cfg.tile
     if cfg.warp_specialized:
         return f"tma {bm}x{bn}x{bk} s{cfg.stages} p{cfg.producer_warps}" + \
-            (" tma-store" if cfg.tma_store else "")
+            (" tma-store" if cfg.tma_store else "") + (" B-KxN" if cfg.b_layout == "row" else "")
     label = f"{bm}x{bn}x{bk} w{cfg.warps[0]}x{cfg.warps[1]} s{cfg.stages}"
     return ("wgmma " if cfg.mma == "wgmma" else "") + label
 
@@ -236,14 +236,16 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
 
 def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
              cfg2: tuple | GemmConfig | None = None, dtype: str = "f16",
-             mma: str = "wgmma", deeper: bool = DEEPER_STAGING) -> MlpSpec:
+             mma: str = "wgmma", deeper: bool = DEEPER_STAGING,
+             w2_layout: str = "col") -> MlpSpec:
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
     cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
     `mma`: "wgmma" (sm_90a, the default: the weights are then N x K, as nn.Linear keeps them),
     "tma" (the warp-specialized TMA kernels with the TMA-store epilogue, sm_90a; operands as
     for wgmma, passed as tensor maps: `tensor_map_boxes`) or "sync" (mma.sync, sm_80+; the
-    weights K x N)."""
+    weights K x N). `w2_layout` "row": the TMA GEMM2 reads W2 as K x N (hidden x N2, as
+    `h @ w2` keeps it; its BN a multiple of WGMMA_N_ATOM), "col" as N x K."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     if mma not in MMAS:
@@ -251,8 +253,11 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     shape = MODELS[model]
     d1, d2 = default_configs(model, M, mma)
     b_layout = "row" if mma == "sync" else "col"
+    if w2_layout not in ("row", "col") or (w2_layout == "row" and mma != "tma"):
+        raise ValueError(f"w2_layout 'row' takes mma='tma'; got w2_layout={w2_layout!r}, "
+                         f"mma={mma!r}")
 
-    def make(given, default, n, k, epilogue, name) -> GemmConfig:
+    def make(given, default, n, k, epilogue, name, layout="col") -> GemmConfig:
         staging = 0
         if isinstance(given, GemmConfig):
             given, staging = (given.tile, given.warps, given.stages), given.staging_boxes
@@ -260,12 +265,12 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
         if mma == "tma":
             return tma_ws_config(M, n, k, tile, stages, dtype=dtype, epilogue=epilogue,
                                  name=name, sync_hooks=True, producer_warps=4, tma_store=True,
-                                 staging_boxes=staging)
+                                 staging_boxes=staging, b_layout=layout)
         return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
                            name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
-    c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER)
+    c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER, w2_layout)
     if mma == "tma":
         c1, c2 = deeper_staging((c1, c2), deeper)
     spec = MlpSpec(model, M, c1, c2)

@@ -385,3 +385,34 @@ def test_a_k_step_may_read_two_tiles_narrower_than_itself_but_not_three():
             most = max(len({c // width for c in range(s * bk, s * bk + bk)})
                        for s in range(width))  # k-step starts repeat within `width` steps
             assert k_step_reads_two_tiles_at_most(width, bk) == (most <= 2), (width, bk)
+
+
+def test_gemm2_reads_w2_k_by_n_where_told():
+    """mlp_spec(w2_layout='row'): the TMA GEMM2 reads W2 as K x N (its wgmmas transposed, B's
+    k-tile in 64-column boxes), GEMM1 keeps N x K; a sweep's W2_KXN item asks for it where
+    GEMM2's BN allows; the other MMAs refuse it; the program is proved and compiles."""
+    from tilesync.bench.mlp_sweep import table_tiles, w2_kxn_candidates
+    from tilesync.kernels.mlp import mlp_spec
+
+    spec = mlp_spec("gpt3", 256, mma="tma", w2_layout="row")
+    assert (spec.cfg1.b_layout, spec.cfg2.b_layout) == ("col", "row")
+    # W2 is H x N2 (6144 x 12288), loaded in (BK, 64) boxes; W1 stays N1 x K1, in (BN1, BK)
+    assert (spec.cfg2.tensor_map_shapes["B"], spec.cfg2.tensor_map_boxes["B"]) == \
+        ((6144, 12288), (64, 64))
+    assert spec.cfg1.tensor_map_boxes["B"] == (192, 64)
+    assert "B-KxN" in spec.label and spec.label.count("B-KxN") == 1
+    with pytest.raises(ValueError, match="w2_layout"):
+        mlp_spec("gpt3", 256, w2_layout="row")
+    tiles = table_tiles("llama", 256)
+    assert w2_kxn_candidates("llama", 256, [tiles]) == [tiles, (*tiles, bench.W2_KXN)]
+    assert bench.mode_spec("llama", 256, "tma:tile+pdl", (*tiles, bench.W2_KXN)).cfg2.b_layout \
+        == "row"
+    entry = bench.compile_job(("gpt3", 256, "tma:tile+pdl", False, (*table_tiles("gpt3", 256),
+                                                                     bench.W2_KXN)), "sm_90")
+    assert 'sync.verified = "proved"' in entry["host"]
+    # GEMM2's wgmmas take B transposed (the last immediate, imm-trans-b, 1), GEMM1's do not
+    def trans_b(module):
+        return {line.rstrip().rstrip(";").rsplit(",", 1)[1].strip()
+                for line in entry["ptx_by_module"][module].splitlines()
+                if "wgmma.mma_async" in line}
+    assert (trans_b("gemm1_module"), trans_b("gemm2_module")) == ({"0"}, {"1"})

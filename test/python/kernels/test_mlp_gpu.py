@@ -47,16 +47,51 @@ def test_every_mode_computes_y(model, M, gpu_device):
         program = bench.load_program(entry)
         # buffers, or for the TMA kernels (tma: modes) their tensor maps
         args = bench.kernel_args(bench.mode_spec(model, M, mode), data)
-        worst = 0.0
-        for run in range(RUNS):
-            data.poison()
-            program.run(args)
-            program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
-            err = data.error()
-            assert err < bench.TOL, f"{model} M={M} {mode} run {run}: rel error {err:.3g}"
-            worst = max(worst, err)
-        assert program.epoch == RUNS
-        errors[mode] = worst
+        errors[mode] = _worst_of_runs(program, args, data, f"{model} M={M} {mode}")
     y = data.torch_mlp()  # the baseline agrees with the reference too
     assert data.error(y) < bench.TOL
     assert set(errors) == set(modes), errors
+
+
+def _worst_of_runs(program, args, data, label: str) -> float:
+    """RUNS runs of `program`, H and Y poisoned before each and Y checked after: the worst
+    relative error."""
+    from tilesync.bench import mlp as bench
+
+    worst = 0.0
+    for run in range(RUNS):
+        data.poison()
+        program.run(args)
+        program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
+        err = data.error()
+        assert err < bench.TOL, f"{label} run {run}: rel error {err:.3g}"
+        worst = max(worst, err)
+    assert program.epoch == RUNS
+    return worst
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("model", "M"), [("gpt3", 256), ("llama", 1024)])
+def test_gemm2_reading_w2_k_by_n_computes_y(model, M, gpu_device):
+    """The table's tiles with GEMM2 reading W2 as K x N (bench.mlp.W2_KXN), stream-synchronized,
+    RowSync and TileSync: the N-major B of a kernel whose A another kernel produces."""
+    from tilesync.bench import mlp as bench
+    from tilesync.bench.mlp_sweep import table_tiles
+    from tilesync.kernels.mlp import mlp_spec
+
+    tiles = (*table_tiles(model, M), bench.W2_KXN)
+    modes = ("tma:stream_sync", "tma:row+pdl", "tma:tile+pdl")
+    target = target_for_device(gpu_device.arch)
+    compiled = bench.compile_jobs([(model, M, mode, True, tiles) for mode in modes], target,
+                                  cache=bench.mlp_cache())
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    data = bench._Data(torch, mlp_spec(model, M), seed=2)
+    for mode in modes:
+        entry = compiled[(model, M, mode, True, tiles)]
+        assert "error" not in entry, entry.get("error")
+        spec = bench.mode_spec(model, M, mode, tiles)
+        assert spec.cfg2.b_layout == "row"
+        _worst_of_runs(bench.load_program(entry), bench.kernel_args(spec, data), data,
+                       f"{model} M={M} {mode} W2 K x N")
