@@ -37,17 +37,11 @@ def problems(quick: bool, only: list[str] | None = None,
 
 
 def n_major_twins(configs: list) -> list:
-    """The configs that can read B as K x N (b_layout='row'), so read: on an H100 cuBLAS ran
-    the fc2 GEMMs at M = 256 8-10 % faster with B so stored (.devtmp probe, 98d80bc's note)."""
-    twins = []
-    for cfg in configs:
-        try:
-            twin = replace(cfg, b_layout="row")
-        except ValueError:
-            continue
-        if twin not in twins:
-            twins.append(twin)
-    return twins
+    """Each of `configs` that can read B as K x N, so reading it (kernels/choice.py:
+    n_major_twin)."""
+    from tilesync.kernels.choice import n_major_twin
+
+    return list(dict.fromkeys(filter(None, map(n_major_twin, configs))))
 
 
 def candidates(problem) -> list:

@@ -131,3 +131,18 @@ def test_a_few_rows_stream_the_weights_on_most_sms_without_splitting_k():
         assert wider is None or -(-n // wider) < STREAMING_FILL * H100_SMS
     with pytest.raises(ValueError, match="at most 16 rows"):
         streaming_config(STREAMING_ROWS + 1, 4608, 12288)
+
+
+def test_an_n_major_twin_reads_b_k_by_n_where_the_tile_allows():
+    from tilesync.kernels.choice import n_major_twin
+    from tilesync.kernels.config import tma_ws_config
+
+    cfg = tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), stages=4)
+    twin = n_major_twin(cfg)
+    assert twin == replace(cfg, b_layout="row")
+    assert twin.tensor_map_boxes["B"] == (64, 64) and n_major_twin(twin) is None
+    # B's boxes are 64 columns: a 176-wide tile, a cluster sharing B, an L2 prefetch cannot
+    assert n_major_twin(tma_ws_config(256, 5632, 8192, tile=(128, 176, 64), stages=4)) is None
+    assert n_major_twin(replace(cfg, cluster_m=2)) is None
+    assert n_major_twin(tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), stages=4,
+                                      l2_prefetch=2)) is None
