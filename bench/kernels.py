@@ -99,9 +99,11 @@ def legacy_candidates(w: Workload, quick: bool) -> list:
 
 def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
-    proposes (with and without clusters; the full bench also their stream-K twins and the
-    ping-pongs) and the `legacy_candidates`."""
+    proposes (with and without clusters, the first reading B K x N too; the full bench also
+    their stream-K twins and the ping-pongs) and the `legacy_candidates`. Every candidate reads
+    the same bytes of B, as N x K or K x N, as cuBLAS does in its two timings."""
     from tilesync.kernels.choice import (
+        BENCH_N_MAJOR,
         BENCH_PINGPONG,
         BENCH_STREAM_K,
         BENCH_TWINS,
@@ -110,7 +112,8 @@ def tuning_candidates(w: Workload, quick: bool) -> list:
 
     tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
                               twins=BENCH_TWINS, stream_k=0 if quick else BENCH_STREAM_K,
-                              pingpong=0 if quick else BENCH_PINGPONG)
+                              pingpong=0 if quick else BENCH_PINGPONG,
+                              n_major=1 if quick else BENCH_N_MAJOR)
     return [*tma, *legacy_candidates(w, quick)]
 
 
@@ -195,7 +198,8 @@ def _config_label(cfg) -> str:
                  + (f" streamK{gemm.stream_k_tiles}" if gemm.stream_k_tiles else "")
                  + (" pingpong" if gemm.pingpong else "")
                  + (f" l2prefetch{gemm.l2_prefetch}" if gemm.l2_prefetch else "")
-                 + (" im2col" if gemm.im2col else ""))
+                 + (" im2col" if gemm.im2col else "")
+                 + (" B-KxN" if gemm.b_layout == "row" else ""))
     elif getattr(cfg, "mma", "sync") == "wgmma":
         label = f"wgmma{cfg.wgmma_in_flight} " + label
     return label + split_label(cfg)

@@ -83,14 +83,15 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
                         limit: int = 5, cluster_limit: int = 1,
                         twins: int = 0, stream_k: int = 0,
-                        pingpong: int = 0) -> list[GemmConfig]:
+                        pingpong: int = 0, n_major: int = 0) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
     `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
     `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins, then the
     first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
     narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
-    in clusters, as ping-pongs. On an H100 the device's fastest was among
+    in clusters, as ping-pongs, then the `n_major_twin` (B read K x N) of the first `n_major`
+    proposals that have one. On an H100 the device's fastest was among
     the model's first five on every bench shape, and clusters won none since the TMA-store
     epilogue (bench/tma_sweep.py): they stay, fewer."""
     ranked = _ranked(M, N, K, dtype, epilogue, sms, 1)
@@ -101,8 +102,9 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
               for twin in stream_k_twins(cfg)]
     alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
     in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
+    transposed = [twin for twin in map(n_major_twin, proposals) if twin is not None]
     return [*proposals, *deeper, *shared, *alternating[:pingpong],
-            *in_clusters[:min(cluster_limit, pingpong)]]
+            *in_clusters[:min(cluster_limit, pingpong)], *transposed[:n_major]]
 
 
 def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
@@ -203,6 +205,13 @@ MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
 
 BENCH_STREAM_K = 2
 """The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
+
+BENCH_N_MAJOR = 3
+"""The proposals whose `n_major_twin` `tilesync bench kernels` also times, on the same bytes
+as B K x N (cuBLAS is timed in both layouts there, the faster compared). On an H100
+(bench/tma_sweep.py --b-kxn, 7d65c3d) the twin of the first or second proposal was the fastest
+candidate of every fc2 GEMM at M = 256-1024: GPT-3's at M = 256 0.953 of cuBLAS against 0.916,
+LLaMA's 1.020 against 0.971."""
 
 BENCH_PINGPONG = 3
 """The ping-pongs `tilesync bench kernels` also times: `pingpong_twin`s of the wave model's
@@ -323,6 +332,7 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     return out
 
 
-__all__ = ["BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates", "pingpong_twin",
+__all__ = ["BENCH_N_MAJOR", "BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates",
+           "n_major_twin", "pingpong_twin",
            "predicted_seconds", "propose_tma_configs", "stages_for", "stream_k_twins",
            "tile_efficiency"]
