@@ -47,6 +47,7 @@ from tilesync.kernels.choice import (
     TILE_COLUMNS,
     TILE_ROWS,
     deeper_twin,
+    n_major_twin,
     propose_tma_configs,
     stages_for,
 )
@@ -111,6 +112,13 @@ DEEPER_STAGING = True
 RowSync+PDL over cuBLAS in a CUDA graph) it took GPT-3 at M = 256, 512, 1024, 2048 from 1.043,
 0.984, 0.956, 0.995 to 1.060, 1.018, 0.994, 1.057 and LLaMA at 1024 from 1.067 to 1.078; LLaMA
 at 2048 went from 1.027 to 1.022 (at 256 and 512 its tiles have no twin)."""
+
+W2_K_BY_N = True
+"""The TMA MLP's GEMM2 reads W2 as K x N (hidden x N2, the layout the bench's cuBLAS rows
+multiply) where its tile allows. On an H100 (bench/mlp_sweep.py --table --deeper --w2-kxn,
+7d65c3d; RowSync+PDL over cuBLAS in a CUDA graph) it took GPT-3 at M = 256, 512, 1024 from
+1.028, 1.022, 1.013 to 1.053, 1.027, 1.017 and LLaMA from 1.142, 1.106, 1.073 to 1.155, 1.113,
+1.075. graph-to-stages keeps nn.Linear's N x K: a K x N copy would double the weights."""
 
 
 @dataclass(frozen=True)
@@ -237,7 +245,7 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
 def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
              cfg2: tuple | GemmConfig | None = None, dtype: str = "f16",
              mma: str = "wgmma", deeper: bool = DEEPER_STAGING,
-             w2_layout: str = "col") -> MlpSpec:
+             w2_layout: str | None = None) -> MlpSpec:
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
     cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
@@ -245,7 +253,8 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     "tma" (the warp-specialized TMA kernels with the TMA-store epilogue, sm_90a; operands as
     for wgmma, passed as tensor maps: `tensor_map_boxes`) or "sync" (mma.sync, sm_80+; the
     weights K x N). `w2_layout` "row": the TMA GEMM2 reads W2 as K x N (hidden x N2, as
-    `h @ w2` keeps it; its BN a multiple of WGMMA_N_ATOM), "col" as N x K."""
+    `h @ w2` keeps it; its BN a multiple of WGMMA_N_ATOM), "col" as N x K; None: "row" for
+    the TMA GEMM2 where W2_K_BY_N and its tile allow (kernels/choice.py: n_major_twin)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     if mma not in MMAS:
@@ -253,7 +262,7 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     shape = MODELS[model]
     d1, d2 = default_configs(model, M, mma)
     b_layout = "row" if mma == "sync" else "col"
-    if w2_layout not in ("row", "col") or (w2_layout == "row" and mma != "tma"):
+    if w2_layout not in ("row", "col", None) or (w2_layout == "row" and mma != "tma"):
         raise ValueError(f"w2_layout 'row' takes mma='tma'; got w2_layout={w2_layout!r}, "
                          f"mma={mma!r}")
 
@@ -270,7 +279,9 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
                            name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
     c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
-    c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER, w2_layout)
+    c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER, w2_layout or "col")
+    if w2_layout is None and mma == "tma" and W2_K_BY_N:
+        c2 = n_major_twin(c2) or c2
     if mma == "tma":
         c1, c2 = deeper_staging((c1, c2), deeper)
     spec = MlpSpec(model, M, c1, c2)

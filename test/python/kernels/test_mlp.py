@@ -357,11 +357,12 @@ def test_the_tma_mlp_stages_its_output_in_fewer_boxes_where_that_buys_a_stage():
 
     spec = mlp_spec("gpt3", 512, mma="tma")
     assert [(c.stages, c.staging_boxes) for c in (spec.cfg1, spec.cfg2)] == [(5, 1), (5, 1)]
-    whole = mlp_spec("gpt3", 512, mma="tma", deeper=False)
+    whole = mlp_spec("gpt3", 512, mma="tma", deeper=False, w2_layout="col")
     assert [(c.stages, c.staging_boxes) for c in (whole.cfg1, whole.cfg2)] == [(4, 0), (4, 0)]
     tiles = table_tiles("gpt3", 512)
     assert bench.mode_spec("gpt3", 512, "tma:row+pdl", tiles) == whole
-    assert bench.mode_spec("gpt3", 512, "tma:row+pdl", (*tiles, bench.DEEP)) == spec
+    assert bench.mode_spec("gpt3", 512, "tma:row+pdl", (*tiles, bench.DEEP, bench.W2_KXN)) \
+        == spec
     assert deeper_candidates("gpt3", 512, [tiles]) == [tiles, (*tiles, bench.DEEP)]
     # LLaMA's 64 x 176 | 128 x 128 tiles at M = 256: no smaller buffer buys a stage
     assert table_tiles("llama", 256) == (64, 176, 128, 128)
@@ -396,6 +397,9 @@ def test_gemm2_reads_w2_k_by_n_where_told():
 
     spec = mlp_spec("gpt3", 256, mma="tma", w2_layout="row")
     assert (spec.cfg1.b_layout, spec.cfg2.b_layout) == ("col", "row")
+    assert mlp_spec("gpt3", 256, mma="tma") == spec  # the default (W2_K_BY_N)
+    assert mlp_spec("gpt3", 256, mma="tma", w2_layout="col").cfg2.b_layout == "col"
+    assert mlp_spec("gpt3", 256).cfg2.b_layout == "col"  # the wgmma kernels read N x K
     # W2 is H x N2 (6144 x 12288), loaded in (BK, 64) boxes; W1 stays N1 x K1, in (BN1, BK)
     assert (spec.cfg2.tensor_map_shapes["B"], spec.cfg2.tensor_map_boxes["B"]) == \
         ((6144, 12288), (64, 64))
