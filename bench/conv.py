@@ -39,7 +39,7 @@ Every mode's y is checked against an fp32 reference of the chain computed by tor
 ‖y − ref‖ / ‖ref‖ < TOL with every element finite; the middle activation and y are poisoned
 with NaN before the first run, and y is checked again after the timed runs, which run back to
 back without a memset of the semaphores (each run a new epoch). The floor is the longer of the
-chain's flops at the measured peak (cuBLAS fp16 8192^3, this run) and its bytes (x, w1, w2,
+chain's flops at the measured peak (bench.mlp.PEAK_SOURCE, this run) and its bytes (x, w1, w2,
 the middle activation written and read, y) at the measured copy bandwidth.
 
 Compilation runs first, in a process pool, cached in `.tilesync-cache/conv/` (bench/mlp.py's
@@ -375,8 +375,8 @@ def conv_table(result: dict[str, Any]) -> str:
         f"({result['programs_cached']} cached); every program {result['verify']}",
         "speedup = median of stream_sync (the same kernels) / the mode's; vs graph = cuDNN "
         "replayed from a CUDA graph / the mode's (> 1: faster than cuDNN); /floor = median / "
-        f"floor (the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s, cuBLAS fp16 "
-        f"{mlp.PEAK_SHAPE}^3, and x, w1, w2, h twice, y at {rates['copy_gbps']:.0f} GB/s, "
+        f"floor (the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s, "
+        f"{mlp.PEAK_SOURCE}, and x, w1, w2, h twice, y at {rates['copy_gbps']:.0f} GB/s, "
         "this run)",
         f"{'shape':<20} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
         f"{'vs graph':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
