@@ -14,6 +14,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from tilesync.bench.report import tilesync_commit
+
 GEMMS = [("gemm4096", 4096, 4096, 4096, None), ("gemm8192", 8192, 8192, 8192, None)]
 MLP = [("gpt3_fc1", 6144, 12288, "gelu"), ("gpt3_fc2", 12288, 6144, None),
        ("llama_fc1", 5632, 8192, "swiglu"), ("llama_fc2", 8192, 2816, None)]
@@ -200,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             what = e.get("error") or f"{e['ms'] * 1e3:8.1f} us ratio {e['ratio']:.3f}"
             print(f"    {e['config']:<28} {what}", flush=True)
         if args.out:  # after every shape: a run cut short keeps what it measured
-            result = {"device": device.name, "compile_seconds": compiled, "rows": rows}
+            result = {"device": device.name, "tilesync_commit": tilesync_commit(),
+                      "compile_seconds": compiled, "rows": rows}
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)
     return 0
