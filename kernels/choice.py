@@ -91,7 +91,8 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
     narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
     in clusters, as ping-pongs, then the `n_major_twin` (B read K x N) of the first `n_major`
-    proposals that have one. On an H100 the device's fastest was among
+    proposals that have one and the deeper twins of as many of those as `twins` allows. On an
+    H100 the device's fastest was among
     the model's first five on every bench shape, and clusters won none since the TMA-store
     epilogue (bench/tma_sweep.py): they stay, fewer."""
     ranked = _ranked(M, N, K, dtype, epilogue, sms, 1)
@@ -102,9 +103,10 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
               for twin in stream_k_twins(cfg)]
     alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
     in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
-    transposed = [twin for twin in map(n_major_twin, proposals) if twin is not None]
+    transposed = [twin for twin in map(n_major_twin, proposals) if twin is not None][:n_major]
+    transposed_deeper = list(filter(None, map(deeper_twin, transposed[:twins])))
     return [*proposals, *deeper, *shared, *alternating[:pingpong],
-            *in_clusters[:min(cluster_limit, pingpong)], *transposed[:n_major]]
+            *in_clusters[:min(cluster_limit, pingpong)], *transposed, *transposed_deeper]
 
 
 def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:

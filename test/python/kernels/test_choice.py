@@ -146,3 +146,15 @@ def test_an_n_major_twin_reads_b_k_by_n_where_the_tile_allows():
     assert n_major_twin(replace(cfg, cluster_m=2)) is None
     assert n_major_twin(tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), stages=4,
                                       l2_prefetch=2)) is None
+
+
+def test_the_first_proposals_are_also_proposed_reading_b_k_by_n_with_their_deeper_twins():
+    from tilesync.kernels.choice import deeper_twin, n_major_twin
+
+    plain = propose_tma_configs(256, 12288, 6144, limit=5, twins=3)
+    both = propose_tma_configs(256, 12288, 6144, limit=5, twins=3, n_major=2)
+    extra = both[len(plain):]
+    assert both[:len(plain)] == plain
+    firsts = [n_major_twin(c) for c in plain[:5] if n_major_twin(c) is not None][:2]
+    assert extra == [*firsts, *filter(None, map(deeper_twin, firsts))]
+    assert all(c.b_layout == "row" for c in extra) and len(extra) > 2

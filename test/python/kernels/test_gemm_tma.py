@@ -101,6 +101,9 @@ CONFIGS = [
                   tma_store=True, producer_warps=4, b_layout="row"),
     tma_ws_config(256, 8192, 2816, tile=(128, 128, 64), stages=5, tma_store=True,
                   producer_warps=4, stream_k_tiles=64, b_layout="row"),
+    # its deeper twin: the output staged one 64-column box at a time, a fifth stage
+    tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), stages=5, tma_store=True,
+                  producer_warps=4, staging_boxes=1, b_layout="row"),
 ]
 
 
