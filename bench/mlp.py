@@ -413,6 +413,18 @@ class CheckedOutputs:
             return math.inf
         return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
 
+    def worst_of_runs(self, program, args, runs: int, name: str) -> float:
+        """`runs` runs of `program` on `args`, `h` and `y` poisoned before each and `y` checked
+        after each (check_error: an AssertionError past TOL): the worst relative error. A
+        timed-out wait raises SpinTimeoutError naming it."""
+        worst = 0.0
+        for run in range(runs):
+            self.poison()
+            program.run(args)
+            program.synchronize()
+            worst = max(worst, check_error(f"{name} run {run}", self.error()))
+        return worst
+
 
 class _Data(CheckedOutputs):
     """X, W1, W2 (ours and torch's layout), H, Y and the fp32 reference of one (model, M)."""

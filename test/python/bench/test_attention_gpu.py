@@ -34,12 +34,8 @@ def test_every_mode_computes_the_chain(shape, gpu_device):
         entry = compiled[(shape, mode, True)]
         assert "error" not in entry, entry.get("error")
         program = attention.mlp.load_program(entry)
-        for run in range(RUNS):
-            data.poison()
-            program.run(data.kernel_args(mode.startswith(attention.FUSED)))
-            program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
-            err = data.error()
-            assert err < attention.mlp.TOL, f"{shape} {mode} run {run}: rel error {err:.3g}"
+        data.worst_of_runs(program, data.kernel_args(mode.startswith(attention.FUSED)), RUNS,
+                           f"{shape} {mode}")
         assert program.epoch == RUNS
     # torch's two paths agree with the reference too
     assert data.error(data.torch_chain()) < attention.mlp.TOL

@@ -47,27 +47,11 @@ def test_every_mode_computes_y(model, M, gpu_device):
         program = bench.load_program(entry)
         # buffers, or for the TMA kernels (tma: modes) their tensor maps
         args = bench.kernel_args(bench.mode_spec(model, M, mode), data)
-        errors[mode] = _worst_of_runs(program, args, data, f"{model} M={M} {mode}")
+        errors[mode] = data.worst_of_runs(program, args, RUNS, f"{model} M={M} {mode}")
+        assert program.epoch == RUNS
     y = data.torch_mlp()  # the baseline agrees with the reference too
     assert data.error(y) < bench.TOL
     assert set(errors) == set(modes), errors
-
-
-def _worst_of_runs(program, args, data, label: str) -> float:
-    """RUNS runs of `program`, H and Y poisoned before each and Y checked after: the worst
-    relative error."""
-    from tilesync.bench import mlp as bench
-
-    worst = 0.0
-    for run in range(RUNS):
-        data.poison()
-        program.run(args)
-        program.synchronize()  # a timed-out wait raises SpinTimeoutError naming it
-        err = data.error()
-        assert err < bench.TOL, f"{label} run {run}: rel error {err:.3g}"
-        worst = max(worst, err)
-    assert program.epoch == RUNS
-    return worst
 
 
 @pytest.mark.gpu
@@ -93,5 +77,7 @@ def test_gemm2_reading_w2_k_by_n_computes_y(model, M, gpu_device):
         assert "error" not in entry, entry.get("error")
         spec = bench.mode_spec(model, M, mode, tiles)
         assert spec.cfg2.b_layout == "row"
-        _worst_of_runs(bench.load_program(entry), bench.kernel_args(spec, data), data,
-                       f"{model} M={M} {mode} W2 K x N")
+        program = bench.load_program(entry)
+        data.worst_of_runs(program, bench.kernel_args(spec, data), RUNS,
+                           f"{model} M={M} {mode} W2 K x N")
+        assert program.epoch == RUNS
