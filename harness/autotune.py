@@ -6,10 +6,11 @@ the device times each once, and the disk remembers the winner.
     ConvProblem(N, H, W, C, K, dtype="f16", epilogue=None)   (3x3, NHWC)
     measure(configs, problem, warmup=3, reps=10) -> [(config, median ms or the error)]
 
-The cache key is the problem (shape, dtype, layout, epilogue), the device's architecture and
-the compiler's source digest (harness/compile_cache.py: an edit of the compiler forgets every
-choice). Candidates, unless given (a caller adds its own, e.g. the weight-streaming cp.async
-kernels of small M): a GEMM's are `kernels.choice.propose_tma_configs`, a conv's every tile
+The cache key is the problem (shape, dtype, layout, epilogue), the device's architecture, the
+candidates where the caller gave them, and the compiler's source digest
+(harness/compile_cache.py: an edit of the compiler forgets every choice). Candidates, unless
+given (a caller adds its own, e.g. the weight-streaming cp.async kernels of small M): a GEMM's
+are `kernels.choice.propose_tma_configs`, a conv's every tile
 and split-K factor of `kernels.choice.conv_candidates` (the wave model does not rank convs:
 bench/conv_sweep.py found the split-K reduction's cost decides). Every candidate runs on fresh
 random inputs, a GEMM's rotating through enough copies of A and B that each repetition reads
@@ -82,8 +83,15 @@ class Choice:
     seconds: float = 0.0
 
 
-def tuning_key(problem: GemmProblem | ConvProblem, arch: str) -> str:
-    return repr((problem, arch))
+def tuning_key(problem: GemmProblem | ConvProblem, arch: str,
+               candidates: Sequence[Any] | None = None) -> str:
+    """The problem and the architecture, and the candidates where a caller gave its own: a
+    choice among other kernels is another choice (`tilesync bench kernels` adds kernels that
+    read B as K x N, on the same bytes, which a caller of the default proposals must not be
+    handed)."""
+    if candidates is None:
+        return repr((problem, arch))
+    return repr((problem, arch, sorted(map(repr, candidates))))
 
 
 def _progress(label: str, done: int, total: int) -> None:
@@ -190,7 +198,7 @@ def choose(problem: GemmProblem | ConvProblem, candidates: Sequence[Any] | None 
 
     arch = arch or get_device().arch
     cache = CompileCache(cache_dir, "autotune") if cache_dir is not None else None
-    key = tuning_key(problem, arch)
+    key = tuning_key(problem, arch, candidates)
     if cache is not None:
         found, stored = cache.load(key)
         if found:

@@ -263,8 +263,8 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     d1, d2 = default_configs(model, M, mma)
     b_layout = "row" if mma == "sync" else "col"
     if w2_layout not in ("row", "col", None) or (w2_layout == "row" and mma != "tma"):
-        raise ValueError(f"w2_layout 'row' takes mma='tma'; got w2_layout={w2_layout!r}, "
-                         f"mma={mma!r}")
+        raise ValueError(f"w2_layout must be None, 'col' or 'row' (mma='tma' only); got "
+                         f"w2_layout={w2_layout!r}, mma={mma!r}")
 
     def make(given, default, n, k, epilogue, name, layout="col") -> GemmConfig:
         staging = 0

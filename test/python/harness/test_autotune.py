@@ -1,7 +1,8 @@
 """The autotuner's bookkeeping (harness/autotune.py), without a GPU: the measured fastest
-candidate is chosen and cached on disk under the problem, the architecture and the compiler's
-source digest; a second call measures nothing; a candidate that fails is reported, and a
-problem where none runs is an error; the progress bar goes to stderr."""
+candidate is chosen and cached on disk under the problem, the architecture, the candidates a
+caller gave and the compiler's source digest; a second call measures nothing; a candidate that
+fails is reported, and a problem where none runs is an error; the progress bar goes to
+stderr."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ def test_the_key_names_shape_dtype_layout_epilogue_and_arch():
     key = tuning_key(GemmProblem(256, 6144, 12288, "bf16", "gelu"), "sm_90")
     for part in ("256", "6144", "12288", "bf16", "gelu", "col", "sm_90"):
         assert part in key
+
+
+def test_a_choice_among_given_candidates_is_not_the_default_proposals_choice(tmp_path,
+                                                                          monkeypatch):
+    calls = []
+
+    def measured(configs, problem, **_):
+        calls.append(list(configs))
+        return [(c, 0.1 + i) for i, c in enumerate(configs)]
+
+    monkeypatch.setattr(autotune, "measure", measured)
+    assert choose_gemm(PROBLEM, [FAST, SLOW], arch="sm_90", cache_dir=tmp_path).config == FAST
+    # the default proposals are measured, not answered from the given candidates' entry
+    default = choose_gemm(PROBLEM, arch="sm_90", cache_dir=tmp_path)
+    assert len(calls) == 2 and not default.from_cache
+    assert choose_gemm(PROBLEM, [SLOW, FAST], arch="sm_90", cache_dir=tmp_path).from_cache
 
 
 def test_no_candidate_that_runs_is_an_error(tmp_path, monkeypatch):

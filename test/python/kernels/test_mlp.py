@@ -405,8 +405,9 @@ def test_gemm2_reads_w2_k_by_n_where_told():
         ((6144, 12288), (64, 64))
     assert spec.cfg1.tensor_map_boxes["B"] == (192, 64)
     assert "B-KxN" in spec.label and spec.label.count("B-KxN") == 1
-    with pytest.raises(ValueError, match="w2_layout"):
-        mlp_spec("gpt3", 256, w2_layout="row")
+    for mma, layout in (("wgmma", "row"), ("tma", "n-major")):
+        with pytest.raises(ValueError, match="w2_layout must be"):
+            mlp_spec("gpt3", 256, mma=mma, w2_layout=layout)
     tiles = table_tiles("llama", 256)
     assert w2_kxn_candidates("llama", 256, [tiles]) == [tiles, (*tiles, bench.W2_KXN)]
     assert bench.mode_spec("llama", 256, "tma:tile+pdl", (*tiles, bench.W2_KXN)).cfg2.b_layout \
