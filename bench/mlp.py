@@ -136,15 +136,17 @@ DEEP = "deep"
 (kernels/mlp.py: deeper_staging); tiles without it run the tiles' own stages."""
 W2_KXN = "w2-kxn"
 """An item after a sweep's four tiles that has the TMA GEMM2 read W2 as K x N (mlp_spec's
-w2_layout 'row'), as cuBLAS reads it in the bench's torch rows."""
+w2_layout 'row'); without it GEMM2 reads N x K."""
+W1_KXN = "w1-kxn"
+"""Likewise for the TMA GEMM1 and W1 (mlp_spec's w1_layout)."""
 
 
 def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
     """The MlpSpec a mode runs: the default configs, or for the ordered modes (and their
     stream-sync baseline) the configs with room for the ordered sync.tile's shared slot.
-    `tiles` (BM1, BN1, BM2, BN2[, DEEP][, W2_KXN]): a tma: mode on those tiles instead of the
-    table's (bench/mlp_sweep.py), with DEEP each GEMM's deeper staging twin, with W2_KXN W2
-    read K x N."""
+    `tiles` (BM1, BN1, BM2, BN2[, DEEP][, W1_KXN][, W2_KXN]): a tma: mode on those tiles
+    instead of the table's (bench/mlp_sweep.py), with DEEP each GEMM's deeper staging twin,
+    with W1_KXN / W2_KXN that weight read K x N."""
     from tilesync.kernels.mlp import (
         MODELS,
         fit_ordered,
@@ -157,6 +159,7 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
         if tiles is not None:
             configs = tma_tile_configs(tiles[:4], MODELS[model]["epilogue"])
             spec = mlp_spec(model, M, *configs, mma="tma", deeper=DEEP in tiles[4:],
+                            w1_layout="row" if W1_KXN in tiles[4:] else "col",
                             w2_layout="row" if W2_KXN in tiles[4:] else "col")
         else:
             spec = mlp_spec(model, M, mma="tma")
@@ -453,6 +456,7 @@ class _Data(CheckedOutputs):
             self.w1_torch = self.w1
         self.w2_torch = self.w2 = rand((hidden, N2), hidden ** -0.5)
         self._weights = {("gemm1", "row"): self.w1, ("gemm2", "row"): self.w2}
+        self._torch_weights = {("gemm1", "row"): self.w1_torch, ("gemm2", "row"): self.w2_torch}
         # wgmma kernels read the weights N x K (nn.Linear's layout) unless told K x N, as
         # torch keeps them
         self.w1 = self.weight("gemm1", cfg1.b_layout)
@@ -474,9 +478,7 @@ class _Data(CheckedOutputs):
     def weight(self, stage: str, b_layout: str):
         """The weight of `stage` ("gemm1", "gemm2") as a kernel reading B `b_layout` takes it
         ("row": K x N, "col": N x K), the transpose made once."""
-        if (stage, b_layout) not in self._weights:
-            self._weights[(stage, b_layout)] = self._weights[(stage, "row")].t().contiguous()
-        return self._weights[(stage, b_layout)]
+        return _laid_out(self._weights, stage, b_layout)
 
     def activation(self, z):
         F = self.torch.nn.functional
@@ -484,9 +486,40 @@ class _Data(CheckedOutputs):
             return F.gelu(z, approximate="tanh")
         return F.silu(z[:, : self.hidden]) * z[:, self.hidden:]
 
-    def torch_mlp(self):
-        h = self.activation(self.torch.matmul(self.x, self.w1_torch))
-        return self.torch.matmul(h, self.w2_torch)
+    def torch_mlp(self, layouts: tuple[str, str] = ("row", "row")):
+        """The MLP as torch runs it, W1 and W2 laid out `layouts` ("row": K x N, `x @ w`;
+        "col": N x K as nn.Linear keeps them, `F.linear`, which cuBLAS reads transposed)."""
+        linear = self.torch.nn.functional.linear
+
+        def multiply(a, stage: str, layout: str):
+            w = _laid_out(self._torch_weights, stage, layout)
+            return self.torch.matmul(a, w) if layout == "row" else linear(a, w)
+
+        h = self.activation(multiply(self.x, "gemm1", layouts[0]))
+        return multiply(h, "gemm2", layouts[1])
+
+    def drop_torch_layouts(self) -> None:
+        """Free the N x K copies torch_mlp made (the K x N weights stay)."""
+        for key in [k for k in self._torch_weights if k[1] != "row"]:
+            del self._torch_weights[key]
+
+
+def _laid_out(weights: dict, stage: str, layout: str):
+    """`weights[(stage, layout)]`, made once from the K x N weight ("row") by a transpose."""
+    if (stage, layout) not in weights:
+        weights[(stage, layout)] = weights[(stage, "row")].t().contiguous()
+    return weights[(stage, layout)]
+
+
+TORCH_LAYOUTS = tuple((w1, w2) for w1 in ("col", "row") for w2 in ("col", "row"))
+"""The weight layouts (W1, W2) the bench times torch's MLP in, keeping the fastest of each
+torch mode: cuBLAS's faster layout differs by GEMM (on an H100, 4997617, GPT-3's fc1 at M =
+256 ran 0.0649 ms with B N x K against 0.0709 K x N, its fc2 0.0644 against 0.0591)."""
+
+
+def layouts_label(layouts: tuple[str, str]) -> str:
+    return ", ".join(f"{w} {'K x N' if layout == 'row' else 'N x K'}"
+                     for w, layout in zip(("W1", "W2"), layouts, strict=True))
 
 
 
@@ -617,13 +650,34 @@ def floor_ms(spec, rates: dict[str, float]) -> float:
 
 def run_torch(data: _Data, warmup: int, reps: int,
               library=None) -> dict[str, dict[str, Any]]:
-    """torch_eager and torch_graph: `library()` (default data.torch_mlp; returns the result
-    `data.error` checks) run eagerly and replayed from a CUDA graph."""
+    """torch_eager and torch_graph: `library()` (returns the result `data.error` checks) run
+    eagerly and replayed from a CUDA graph. Without `library`, data.torch_mlp in each of
+    TORCH_LAYOUTS, each mode the fastest of them (its `layouts`; every layout's median under
+    `by_layouts`)."""
+    if library is not None:
+        return _run_library(data, warmup, reps, library)
+    runs = {layouts: _run_library(data, warmup, reps,
+                                  lambda layouts=layouts: data.torch_mlp(layouts))
+            for layouts in TORCH_LAYOUTS}
+    data.drop_torch_layouts()
+    out: dict[str, dict[str, Any]] = {}
+    for mode in TORCH_MODES:
+        timed = {layouts: run[mode] for layouts, run in runs.items() if "median_ms" in run[mode]}
+        if not timed:
+            out[mode] = next(iter(runs.values()))[mode]
+            continue
+        fastest = min(timed, key=lambda layouts: timed[layouts]["median_ms"])
+        out[mode] = {**timed[fastest], "layouts": layouts_label(fastest),
+                     "by_layouts": {layouts_label(layouts): record["median_ms"]
+                                    for layouts, record in timed.items()}}
+    return out
+
+
+def _run_library(data, warmup: int, reps: int, library) -> dict[str, dict[str, Any]]:
     from tilesync.bench.experiments import summarize
     from tilesync.harness.timing import hold_stream
 
     torch = data.torch
-    library = data.torch_mlp if library is None else library
 
     def timed(fn) -> list[float]:
         pairs = []
@@ -830,7 +884,8 @@ def mlp_table(result: dict[str, Any]) -> str:
         "speedup = median of stream sync of the same kernels / median of the mode (torch: vs "
         "stream_sync); pred = the wave model's stream/tile-sync ratio (equal tile times); the "
         "weighted bound packs waves perfectly with tile times ~ BN*K; vs graph = torch_graph "
-        "(cuBLAS replayed from a CUDA graph) median / the mode's",
+        "(cuBLAS replayed from a CUDA graph) median / the mode's; torch's rows: the fastest "
+        "of its weight layouts (named)",
         f"{'model':<6} {'M':>5} {'mode':<22} {'median ms':>10} {'p10-p90':>17} "
         f"{'speedup':>8} {'vs graph':>8} {'TFLOP/s':>8} {'rel err':>8}",
     ]
@@ -873,7 +928,8 @@ def mlp_table(result: dict[str, Any]) -> str:
             tflops = row["flops"] / (r["median_ms"] * 1e-3) / 1e12
             sp = f"{speedup[mode]:>8.3f}" if mode in speedup else f"{'-':>8}"
             vs = f"{graph / r['median_ms']:>8.3f}" if graph else f"{'-':>8}"
-            policy = f"  {r['policy']}" if "policy" in r else ""
+            policy = f"  {r['policy']}" if "policy" in r else \
+                f"  {r['layouts']}" if "layouts" in r else ""
             lines.append(f"{'':<6} {'':>5} {mode:<22} {r['median_ms']:>10.4f} {spread:>17} "
                          f"{sp} {vs} {tflops:>8.1f} {r['rel_error']:>8.1e}{policy}")
         from tilesync.bench.mode_choice import table_line  # (it imports this module)

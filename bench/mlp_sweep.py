@@ -3,10 +3,11 @@ cuBLAS in a CUDA graph at the batches of `tilesync bench mlp`, so kernels/mlp.py
 rests on measurements of the whole program, not of each GEMM alone. Every candidate runs in
 the stream-synchronized and the row+pdl mode (the bench's tma: modes), checked against the fp32
 reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512,
-`--ms` the batches given, `--table` only the table's tiles, `--deeper` each candidate also with
+`--ms` the batches given, `--table` only the table's tiles, `--tiles` only
+those given (those the MLP takes at each batch), `--deeper` each candidate also with
 its GEMMs' deeper staging twins (a staging buffer of fewer boxes and a stage more: bench.mlp.DEEP),
-so that kernels/mlp.py's DEEPER_STAGING rests on one run of both, `--w2-kxn` each also with
-GEMM2 reading W2 as K x N (bench.mlp.W2_KXN).
+so that kernels/mlp.py's DEEPER_STAGING rests on one run of both, `--w1-kxn` / `--w2-kxn` each
+also with GEMM1 / GEMM2 reading its weight as K x N (bench.mlp.W1_KXN, W2_KXN).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tilesync.bench.report import tilesync_commit
 SWEEP_M = (256, 512, 1024)
 MODES = ("tma:stream_sync", "tma:row+pdl")
 GEMM1_TILES = {"gpt3": ((64, 192), (64, 128), (128, 96), (128, 128), (128, 192), (128, 256)),
-               "llama": ((64, 176), (64, 128), (128, 128), (128, 176), (128, 256))}
+               "llama": ((64, 176), (64, 192), (64, 128), (128, 128), (128, 176), (128, 192),
+                         (128, 256))}
 GEMM2_TILES = ((128, 128), (128, 192), (128, 256), (64, 128), (64, 192))
 SMALL_M = 64
 """Up to this batch the sweep takes the tiles of one 64-row warpgroup, narrower ones too
@@ -68,19 +70,19 @@ def deeper_candidates(model: str, M: int, tiles_list) -> list[tuple]:
     return out
 
 
-def w2_kxn_candidates(model: str, M: int, tiles_list) -> list[tuple]:
-    """Each of `tiles_list` and, where GEMM2's tile can read W2 as K x N (its BN a multiple of
-    64), the same tiles so reading it (bench.mlp.W2_KXN)."""
-    from tilesync.bench.mlp import W2_KXN, mode_spec
+def kxn_candidates(model: str, M: int, tiles_list, item: str) -> list[tuple]:
+    """Each of `tiles_list` and, where the GEMM that `item` names (bench.mlp.W1_KXN, W2_KXN)
+    can read its weight as K x N (its BN a multiple of 64), the same tiles so reading it."""
+    from tilesync.bench.mlp import mode_spec
 
     out: list[tuple] = []
     for tiles in tiles_list:
         out.append(tiles)
         try:
-            mode_spec(model, M, MODES[0], (*tiles, W2_KXN))
+            mode_spec(model, M, MODES[0], (*tiles, item))
         except ValueError:
             continue
-        out.append((*tiles, W2_KXN))
+        out.append((*tiles, item))
     return out
 
 
@@ -102,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"batches (default {SWEEP_M}; --quick: 512)")
     parser.add_argument("--table", action="store_true",
                         help="only the tiles of kernels/mlp.py's table")
+    parser.add_argument("--tiles", nargs="+", default=None, metavar="BM1,BN1,BM2,BN2",
+                        help="only these tiles (with --table: and the table's)")
     parser.add_argument("--deeper", action="store_true",
                         help="each candidate also with its GEMMs' deeper staging twins")
+    parser.add_argument("--w1-kxn", action="store_true",
+                        help="each candidate also with GEMM1 reading W1 as K x N")
     parser.add_argument("--w2-kxn", action="store_true",
                         help="each candidate also with GEMM2 reading W2 as K x N")
     args = parser.parse_args(argv)
@@ -120,10 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     target = target_for_device(device.arch)
     batches = args.ms or ((512,) if args.quick else SWEEP_M)
 
+    given = [tuple(int(v) for v in t.split(",")) for t in args.tiles or ()]
+    if any(len(t) != 4 for t in given):
+        parser.error(f"--tiles takes BM1,BN1,BM2,BN2; got {' '.join(args.tiles)}")
+
     def chosen(model: str, M: int) -> list[tuple]:
-        tiles = [table_tiles(model, M)] if args.table else candidates(model, M)
+        if given:
+            usable = [t for t in given if t in candidates(model, M)]
+            tiles = list(dict.fromkeys([table_tiles(model, M), *usable] if args.table
+                                       else usable))
+        else:
+            tiles = [table_tiles(model, M)] if args.table else candidates(model, M)
         tiles = deeper_candidates(model, M, tiles) if args.deeper else tiles
-        return w2_kxn_candidates(model, M, tiles) if args.w2_kxn else tiles
+        tiles = kxn_candidates(model, M, tiles, bench.W1_KXN) if args.w1_kxn else tiles
+        return kxn_candidates(model, M, tiles, bench.W2_KXN) if args.w2_kxn else tiles
 
     work = [(model, M, tiles) for model in args.models for M in batches
             for tiles in chosen(model, M)]

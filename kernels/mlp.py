@@ -120,6 +120,12 @@ multiply) where its tile allows. On an H100 (bench/mlp_sweep.py --table --deeper
 1.028, 1.022, 1.013 to 1.053, 1.027, 1.017 and LLaMA from 1.142, 1.106, 1.073 to 1.155, 1.113,
 1.075. graph-to-stages keeps nn.Linear's N x K: a K x N copy would double the weights."""
 
+W1_K_BY_N = True
+"""The TMA MLP's GEMM1 reads W1 as K x N (K1 x N1) where its tile allows, as GEMM2 reads W2.
+On an H100 (`tilesync bench kernels`, 4997617) GPT-3's fc1 (GeLU) ran 64 x 64 tiles at M = 64
+in 0.0546 ms reading B K x N against 0.0596 N x K, 64 x 192 at M = 256 in 0.0623 against
+0.0680; LLaMA's fc1 (SwiGLU) 64 x 64 at M = 64 0.0351 against 0.0375."""
+
 
 @dataclass(frozen=True)
 class MlpSpec:
@@ -245,7 +251,7 @@ def default_configs(model: str, M: int, mma: str = "wgmma") -> tuple[tuple, tupl
 def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
              cfg2: tuple | GemmConfig | None = None, dtype: str = "f16",
              mma: str = "wgmma", deeper: bool = DEEPER_STAGING,
-             w2_layout: str | None = None) -> MlpSpec:
+             w2_layout: str | None = None, w1_layout: str | None = None) -> MlpSpec:
     """The two GEMM configs (sync hooks on) of `model` at batch M and their consistency checks.
 
     cfg1 / cfg2: a GemmConfig, a (tile, warps, stages) triple, or None for default_configs.
@@ -254,7 +260,8 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     for wgmma, passed as tensor maps: `tensor_map_boxes`) or "sync" (mma.sync, sm_80+; the
     weights K x N). `w2_layout` "row": the TMA GEMM2 reads W2 as K x N (hidden x N2, as
     `h @ w2` keeps it; its BN a multiple of WGMMA_N_ATOM), "col" as N x K; None: "row" for
-    the TMA GEMM2 where W2_K_BY_N and its tile allow (kernels/choice.py: n_major_twin)."""
+    the TMA GEMM2 where W2_K_BY_N and its tile allow (kernels/choice.py: n_major_twin).
+    `w1_layout` likewise for W1 (K1 x N1) and the TMA GEMM1 (W1_K_BY_N)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     if mma not in MMAS:
@@ -262,9 +269,10 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
     shape = MODELS[model]
     d1, d2 = default_configs(model, M, mma)
     b_layout = "row" if mma == "sync" else "col"
-    if w2_layout not in ("row", "col", None) or (w2_layout == "row" and mma != "tma"):
-        raise ValueError(f"w2_layout must be None, 'col' or 'row' (mma='tma' only); got "
-                         f"w2_layout={w2_layout!r}, mma={mma!r}")
+    for name, layout in (("w1_layout", w1_layout), ("w2_layout", w2_layout)):
+        if layout not in ("row", "col", None) or (layout == "row" and mma != "tma"):
+            raise ValueError(f"{name} must be None, 'col' or 'row' (mma='tma' only); got "
+                             f"{name}={layout!r}, mma={mma!r}")
 
     def make(given, default, n, k, epilogue, name, layout="col") -> GemmConfig:
         staging = 0
@@ -278,8 +286,11 @@ def mlp_spec(model: str, M: int, cfg1: tuple | GemmConfig | None = None,
         return gemm_config(M, n, k, tile, warps, stages, dtype=dtype, epilogue=epilogue,
                            name=name, sync_hooks=True, mma=mma, b_layout=b_layout)
 
-    c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER)
+    c1 = make(cfg1, d1, shape["N1"], shape["K1"], shape["epilogue"], PRODUCER,
+              w1_layout or "col")
     c2 = make(cfg2, d2, shape["K1"], shape["H"], None, CONSUMER, w2_layout or "col")
+    if w1_layout is None and mma == "tma" and W1_K_BY_N:
+        c1 = n_major_twin(c1) or c1
     if w2_layout is None and mma == "tma" and W2_K_BY_N:
         c2 = n_major_twin(c2) or c2
     if mma == "tma":

@@ -357,12 +357,12 @@ def test_the_tma_mlp_stages_its_output_in_fewer_boxes_where_that_buys_a_stage():
 
     spec = mlp_spec("gpt3", 512, mma="tma")
     assert [(c.stages, c.staging_boxes) for c in (spec.cfg1, spec.cfg2)] == [(5, 1), (5, 1)]
-    whole = mlp_spec("gpt3", 512, mma="tma", deeper=False, w2_layout="col")
+    whole = mlp_spec("gpt3", 512, mma="tma", deeper=False, w1_layout="col", w2_layout="col")
     assert [(c.stages, c.staging_boxes) for c in (whole.cfg1, whole.cfg2)] == [(4, 0), (4, 0)]
     tiles = table_tiles("gpt3", 512)
     assert bench.mode_spec("gpt3", 512, "tma:row+pdl", tiles) == whole
-    assert bench.mode_spec("gpt3", 512, "tma:row+pdl", (*tiles, bench.DEEP, bench.W2_KXN)) \
-        == spec
+    assert bench.mode_spec("gpt3", 512, "tma:row+pdl",
+                           (*tiles, bench.DEEP, bench.W1_KXN, bench.W2_KXN)) == spec
     assert deeper_candidates("gpt3", 512, [tiles]) == [tiles, (*tiles, bench.DEEP)]
     # LLaMA's 64 x 176 | 128 x 128 tiles at M = 256: no smaller buffer buys a stage
     assert table_tiles("llama", 256) == (64, 176, 128, 128)
@@ -388,36 +388,91 @@ def test_a_k_step_may_read_two_tiles_narrower_than_itself_but_not_three():
             assert k_step_reads_two_tiles_at_most(width, bk) == (most <= 2), (width, bk)
 
 
-def test_gemm2_reads_w2_k_by_n_where_told():
-    """mlp_spec(w2_layout='row'): the TMA GEMM2 reads W2 as K x N (its wgmmas transposed, B's
-    k-tile in 64-column boxes), GEMM1 keeps N x K; a sweep's W2_KXN item asks for it where
-    GEMM2's BN allows; the other MMAs refuse it; the program is proved and compiles."""
-    from tilesync.bench.mlp_sweep import table_tiles, w2_kxn_candidates
+def test_the_tma_gemms_read_their_weights_k_by_n_where_told():
+    """mlp_spec(w1_layout=, w2_layout='row'): a TMA GEMM reads its weight as K x N (its wgmmas
+    transposed, B's k-tile in 64-column boxes); the default where its BN allows (W1_K_BY_N,
+    W2_K_BY_N), N x K where not (LLaMA's 176-wide GEMM1); a sweep's W1_KXN / W2_KXN item asks
+    for it where the GEMM's BN allows; the other MMAs refuse it; the program is proved and
+    compiles."""
+    from tilesync.bench.mlp_sweep import kxn_candidates, table_tiles
     from tilesync.kernels.mlp import mlp_spec
 
-    spec = mlp_spec("gpt3", 256, mma="tma", w2_layout="row")
+    spec = mlp_spec("gpt3", 256, mma="tma", w1_layout="col", w2_layout="row")
     assert (spec.cfg1.b_layout, spec.cfg2.b_layout) == ("col", "row")
-    assert mlp_spec("gpt3", 256, mma="tma") == spec  # the default (W2_K_BY_N)
-    assert mlp_spec("gpt3", 256, mma="tma", w2_layout="col").cfg2.b_layout == "col"
+    both = mlp_spec("gpt3", 256, mma="tma")  # the default (W1_K_BY_N, W2_K_BY_N)
+    assert (both.cfg1.b_layout, both.cfg2.b_layout) == ("row", "row")
+    assert mlp_spec("gpt3", 256, mma="tma", w1_layout="row", w2_layout="col").cfg2.b_layout \
+        == "col"
     assert mlp_spec("gpt3", 256).cfg2.b_layout == "col"  # the wgmma kernels read N x K
+    # LLaMA's GEMM1 at M = 256 is 176 wide: no 64-column boxes, N x K whatever the default
+    assert mlp_spec("llama", 256, mma="tma").cfg1.b_layout == "col"
+    with pytest.raises(ValueError, match="boxes of 64"):
+        mlp_spec("llama", 256, mma="tma", w1_layout="row")
     # W2 is H x N2 (6144 x 12288), loaded in (BK, 64) boxes; W1 stays N1 x K1, in (BN1, BK)
     assert (spec.cfg2.tensor_map_shapes["B"], spec.cfg2.tensor_map_boxes["B"]) == \
         ((6144, 12288), (64, 64))
     assert spec.cfg1.tensor_map_boxes["B"] == (192, 64)
-    assert "B-KxN" in spec.label and spec.label.count("B-KxN") == 1
-    for mma, layout in (("wgmma", "row"), ("tma", "n-major")):
-        with pytest.raises(ValueError, match="w2_layout must be"):
-            mlp_spec("gpt3", 256, mma=mma, w2_layout=layout)
+    # and K x N, W1 is K1 x N1 (12288 x 6144) in (BK, 64) boxes
+    assert (both.cfg1.tensor_map_shapes["B"], both.cfg1.tensor_map_boxes["B"]) == \
+        ((12288, 6144), (64, 64))
+    assert spec.label.count("B-KxN") == 1 and both.label.count("B-KxN") == 2
+    for name in ("w1_layout", "w2_layout"):
+        for mma, layout in (("wgmma", "row"), ("tma", "n-major")):
+            with pytest.raises(ValueError, match=f"{name} must be"):
+                mlp_spec("gpt3", 256, mma=mma, **{name: layout})
     tiles = table_tiles("llama", 256)
-    assert w2_kxn_candidates("llama", 256, [tiles]) == [tiles, (*tiles, bench.W2_KXN)]
+    assert kxn_candidates("llama", 256, [tiles], bench.W2_KXN) == [tiles, (*tiles, bench.W2_KXN)]
+    assert kxn_candidates("llama", 256, [tiles], bench.W1_KXN) == [tiles]  # 176 wide
     assert bench.mode_spec("llama", 256, "tma:tile+pdl", (*tiles, bench.W2_KXN)).cfg2.b_layout \
         == "row"
-    entry = bench.compile_job(("gpt3", 256, "tma:tile+pdl", False, (*table_tiles("gpt3", 256),
-                                                                     bench.W2_KXN)), "sm_90")
+    gpt3 = table_tiles("gpt3", 256)
+    assert bench.mode_spec("gpt3", 256, "tma:tile+pdl", (*gpt3, bench.W1_KXN)).cfg1.b_layout \
+        == "row"
+    entry = bench.compile_job(("gpt3", 256, "tma:tile+pdl", False, (*gpt3, bench.W1_KXN)),
+                              "sm_90")
     assert 'sync.verified = "proved"' in entry["host"]
-    # GEMM2's wgmmas take B transposed (the last immediate, imm-trans-b, 1), GEMM1's do not
+    # GEMM1's wgmmas take B transposed (the last immediate, imm-trans-b, 1), GEMM2's do not
     def trans_b(module):
         return {line.rstrip().rstrip(";").rsplit(",", 1)[1].strip()
                 for line in entry["ptx_by_module"][module].splitlines()
                 if "wgmma.mma_async" in line}
-    assert (trans_b("gemm1_module"), trans_b("gemm2_module")) == ({"0"}, {"1"})
+    assert (trans_b("gemm1_module"), trans_b("gemm2_module")) == ({"1"}, {"0"})
+
+
+def test_torch_rows_take_cublas_faster_weight_layouts(monkeypatch):
+    """The bench's torch rows time torch's MLP with W1 and W2 in each layout (K x N as
+    `x @ w`, N x K as nn.Linear keeps them) and keep, per mode, the fastest, naming it and
+    every layout's median; the N x K copies are freed after."""
+    times = {("col", "col"): (0.30, 0.20), ("col", "row"): (0.25, 0.19),
+             ("row", "col"): (0.28, 0.22), ("row", "row"): (0.26, 0.21)}
+    timed = []
+
+    class Data:
+        dropped = False
+
+        def torch_mlp(self, layouts):
+            return layouts
+
+        def drop_torch_layouts(self):
+            self.dropped = True
+
+    def fake_run(data, warmup, reps, library):
+        layouts = library()
+        timed.append(layouts)
+        eager, graph = times[layouts]
+        return {"torch_eager": {"median_ms": eager, "rel_error": 1e-3},
+                "torch_graph": {"median_ms": graph, "rel_error": 1e-3}}
+
+    monkeypatch.setattr(bench, "_run_library", fake_run)
+    data = Data()
+    out = bench.run_torch(data, 1, 2)
+    assert sorted(timed) == sorted(bench.TORCH_LAYOUTS) == sorted(times) and data.dropped
+    assert out["torch_eager"]["median_ms"] == 0.25
+    assert out["torch_eager"]["layouts"] == "W1 N x K, W2 K x N"
+    assert out["torch_graph"]["median_ms"] == 0.19
+    assert out["torch_graph"]["by_layouts"]["W1 K x N, W2 N x K"] == 0.22
+    # a library given is run as it is, once
+    timed.clear()
+    assert bench.run_torch(data, 1, 2, library=lambda: ("row", "row"))["torch_graph"][
+        "median_ms"] == 0.21
+    assert timed == [("row", "row")]

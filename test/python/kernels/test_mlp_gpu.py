@@ -49,21 +49,25 @@ def test_every_mode_computes_y(model, M, gpu_device):
         args = bench.kernel_args(bench.mode_spec(model, M, mode), data)
         errors[mode] = data.worst_of_runs(program, args, RUNS, f"{model} M={M} {mode}")
         assert program.epoch == RUNS
-    y = data.torch_mlp()  # the baseline agrees with the reference too
-    assert data.error(y) < bench.TOL
+    for layouts in bench.TORCH_LAYOUTS:  # the baseline agrees with the reference too
+        assert data.error(data.torch_mlp(layouts)) < bench.TOL, layouts
     assert set(errors) == set(modes), errors
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("model", "M"), [("gpt3", 256), ("llama", 1024)])
-def test_gemm2_reading_w2_k_by_n_computes_y(model, M, gpu_device):
-    """The table's tiles with GEMM2 reading W2 as K x N (bench.mlp.W2_KXN), stream-synchronized,
-    RowSync and TileSync: the N-major B of a kernel whose A another kernel produces."""
+@pytest.mark.parametrize(("model", "M", "item", "layouts"), [
+    ("gpt3", 256, "w1-kxn", ("row", "col")), ("gpt3", 256, "w2-kxn", ("col", "row")),
+    ("llama", 1024, "w2-kxn", ("col", "row"))])
+def test_gemms_reading_weights_k_by_n_compute_y(model, M, item, layouts, gpu_device):
+    """The table's tiles with one GEMM reading its weight as K x N (bench.mlp.W1_KXN /
+    W2_KXN), the other N x K, stream-synchronized, RowSync and TileSync: the N-major B of a
+    kernel that produces A for another, and of one whose A another kernel produces."""
     from tilesync.bench import mlp as bench
     from tilesync.bench.mlp_sweep import table_tiles
     from tilesync.kernels.mlp import mlp_spec
 
-    tiles = (*table_tiles(model, M), bench.W2_KXN)
+    assert item in (bench.W1_KXN, bench.W2_KXN)
+    tiles = (*table_tiles(model, M), item)
     modes = ("tma:stream_sync", "tma:row+pdl", "tma:tile+pdl")
     target = target_for_device(gpu_device.arch)
     compiled = bench.compile_jobs([(model, M, mode, True, tiles) for mode in modes], target,
@@ -76,8 +80,8 @@ def test_gemm2_reading_w2_k_by_n_computes_y(model, M, gpu_device):
         entry = compiled[(model, M, mode, True, tiles)]
         assert "error" not in entry, entry.get("error")
         spec = bench.mode_spec(model, M, mode, tiles)
-        assert spec.cfg2.b_layout == "row"
+        assert (spec.cfg1.b_layout, spec.cfg2.b_layout) == layouts
         program = bench.load_program(entry)
         data.worst_of_runs(program, bench.kernel_args(spec, data), RUNS,
-                           f"{model} M={M} {mode} W2 K x N")
+                           f"{model} M={M} {mode} {item}")
         assert program.epoch == RUNS
