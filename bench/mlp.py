@@ -638,14 +638,29 @@ def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
             "peak_tflops": max(rates)}
 
 
-def floor_ms(spec, rates: dict[str, float]) -> float:
-    """The MLP's floor: its multiply-adds at the measured peak rate, or reading X, W1, W2 and
-    writing and reading H and writing Y once at the measured copy bandwidth, the longer."""
-    from tilesync.bench.report import floor_ms as roofline_ms
-
+def floor_bytes(spec) -> int:
+    """The bytes the MLP moves at least: reading X, W1, W2 and writing and reading H and
+    writing Y once (fp16)."""
     c1, c2 = spec.cfg1, spec.cfg2
     elements = c1.M * c1.K + c1.N * c1.K + 2 * c1.M * c1.out_cols + c2.N * c2.K + c2.M * c2.N
-    return roofline_ms(spec.flops, 2 * elements, rates)
+    return 2 * elements
+
+
+def floor_ms(spec, rates: dict[str, float]) -> float:
+    """The MLP's floor: its multiply-adds at the measured peak rate, or its floor_bytes at the
+    measured copy bandwidth, the longer."""
+    from tilesync.bench.report import floor_ms as roofline_ms
+
+    return roofline_ms(spec.flops, floor_bytes(spec), rates)
+
+
+def sized_copy(torch, spec, warmup: int, reps: int, l2: int) -> dict[str, Any]:
+    """A device copy moving the MLP's floor_bytes (half read, half written), rotating buffers
+    past an L2 of `l2` bytes: the time those bytes take when nothing else runs, which the
+    floor's 1 GiB copy bandwidth does not charge (a copy's ramp and tail)."""
+    from tilesync.bench.kernels import copy_bandwidth
+
+    return copy_bandwidth(torch, warmup, reps, floor_bytes(spec) // 2, l2)
 
 
 def run_torch(data: _Data, warmup: int, reps: int,
@@ -734,6 +749,7 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                    cache_dir: str | Path | None = CACHE_DIR) -> dict[str, Any]:
     """Time every mode of every (model, M); see the module docstring. Needs torch (for the
     reference and the cuBLAS baseline) and a GPU."""
+    from tilesync.bench.kernels import L2_BYTES_DEFAULT
     from tilesync.kernels.mlp import mlp_spec
     from tilesync.runtime.device import get_device
     from tilesync.runtime.errors import TilesyncRuntimeError
@@ -812,6 +828,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                     row["modes"].update(run_torch(data, warmup, reps))
                 except Exception as exc:
                     row["modes"]["torch_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+                row["sized_copy"] = sized_copy(torch, spec, warmup, reps,
+                                               device.l2_cache_bytes or L2_BYTES_DEFAULT)
             del data
             torch.cuda.empty_cache()
             row["speedup"] = speedups(row["modes"])
@@ -913,6 +931,10 @@ def mlp_table(result: dict[str, Any]) -> str:
                          "stream_sync@order_cfg")
         if row.get("floor_ms"):
             lines.append(f"{'':<6} {'':>5} {'floor':<22} {row['floor_ms']:>10.4f}")
+        if row.get("sized_copy"):
+            lines.append(f"{'':<6} {'':>5} {'copy of its bytes':<22} "
+                         f"{row['sized_copy']['median_ms']:>10.4f}  (a device copy of the "
+                         f"floor's bytes alone)")
         if row.get("tma_configs"):
             lines.append(f"{'':<6} {'':>5} {TMA} modes run {row['tma_configs']} (their speedup "
                          f"is against {TMA}stream_sync)")

@@ -139,12 +139,17 @@ def test_wave_prediction_and_table():
               "rows": [{"model": "gpt3", "M": 2048, "configs": spec.label, "ratio": 4,
                         "flops": spec.flops, "wave_model": pred, "order_configs": "x",
                         "floor_ms": 0.75, "wave_model_order": pred, "modes": modes,
-                        "speedup": speed}]}
+                        "speedup": speed, "sized_copy": {"median_ms": 0.8125}}]}
+    modes["torch_graph"] = {**timing, "median_ms": 0.45, "layouts": "W1 N x K, W2 K x N"}
     table = bench.mlp_table(result)
     assert "row+order+pdl" in table and "FAILED: AssertionError: wrong" in table
     assert "1.250" in table and "stream_sync@order_cfg" in table
     assert "at 800 TFLOP/s" in table and "at 3000 GB/s" in table
     assert any(line.split()[:2] == ["floor", "0.7500"] for line in table.splitlines())
+    assert any(line.split()[:5] == ["copy", "of", "its", "bytes", "0.8125"]
+               for line in table.splitlines())
+    assert any(line.split()[0] == "torch_graph" and line.endswith("W1 N x K, W2 K x N")
+               for line in table.splitlines())
 
 
 def test_the_floor_is_the_longer_of_compute_and_memory():
@@ -156,6 +161,8 @@ def test_the_floor_is_the_longer_of_compute_and_memory():
     llama = mlp_spec("llama", 1, mma="sync")
     weights = 8192 * 5632 + 2816 * 8192
     assert bench.floor_ms(llama, rates) == pytest.approx(2 * weights / 1e12 * 1e3, rel=0.01)
+    # X (1 x 8192), W1, H written and read (1 x 2816 twice), W2, Y (1 x 8192): fp16
+    assert bench.floor_bytes(llama) == 2 * (8192 + weights + 2 * 2816 + 8192)
 
 
 @pytest.mark.parametrize(("model", "M", "mode", "policy"), [
