@@ -77,6 +77,7 @@ import math
 import sys
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -562,25 +563,142 @@ def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
     (`hold_ns`: they run one after the other, whatever the host's launch cost, as cuBLAS
     replayed from a graph does), each a new epoch (no memset), the result (`data.error()`)
     checked again."""
-    from tilesync.bench.experiments import summarize
-    from tilesync.harness.timing import hold_stream
+    form = program_form(program, args, data, name)
+    first = form.first_check()
+    record = time_in_turns({name: form}, warmup, reps, turns=1)[name]
+    if "error" in record:
+        raise record.pop("exception")
+    record["rel_error"] = max(first, record["rel_error"])
+    return record
+
+
+TURNS = 5
+"""The forms of a row take turns, about reps / TURNS timed runs each a turn (`time_in_turns`):
+the device's speed steps for tens of ms at a time (GPT-3's MLP at M = 2048 on an H100,
+77d3ca7, each mode's 50 runs in one block: every mode's runs took 0.80-0.82 ms, then from some
+run on 0.85-0.93, cuBLAS's graph the other way round), so a form timed in one block paid for
+whichever state it met alone."""
+
+
+@dataclass
+class TimedForm:
+    """One thing a row times. `run()` enqueues it once on `stream` and returns its (start,
+    end) events, `elapsed(start, end)` their milliseconds; `before()` readies its outputs for a
+    check (poisons them) and `check()` returns their relative error (check_error: raises past
+    TOL) after a turn's runs."""
+
+    run: Any
+    elapsed: Any
+    synchronize: Any
+    stream: Any
+    before: Any
+    check: Any
+
+    def first_check(self) -> float:
+        """One run on readied (poisoned) outputs, checked."""
+        self.before()
+        self.run()
+        self.synchronize()
+        return self.check()
+
+
+def program_form(program, args: dict[str, list], data, name: str) -> TimedForm:
+    """A stage program run on `args`, its outputs `data`'s (poisoned before a turn)."""
     from tilesync.runtime.stream import elapsed_ms
 
-    data.poison()
-    program.run(args)
-    program.synchronize()
-    first = check_error(f"{name} (first run)", data.error())
-    samples = []
-    hold_stream(hold_ns(warmup + reps, lambda: program.run(args), program.synchronize),
-                program.main_stream())
-    for i in range(warmup + reps):
+    def run():
         end = program.run(args)
-        if i >= warmup:
-            samples.append((program.last_start, end))
-    program.synchronize()
-    last = check_error(f"{name} (after timing)", data.error())
-    return {"rel_error": max(first, last),
-            **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
+        return program.last_start, end
+
+    return TimedForm(run, elapsed_ms, program.synchronize, program.main_stream(), data.poison,
+                     lambda: check_error(name, data.error()))
+
+
+def torch_forms(data, library, name: str = "") -> tuple[dict[str, TimedForm], dict[str, Any]]:
+    """`library()` eager and replayed from a CUDA graph captured here (torch_eager and
+    torch_graph, `name` after those in their errors), and {"torch_graph": {"error": ...}}
+    where the capture failed (graphs are a bonus: the eager numbers stand). The graph's output
+    is NaN before each turn, so its check reads what the replays wrote."""
+    torch = data.torch
+    stream = torch.cuda.current_stream()
+    latest: list[Any] = [None]
+
+    def events(call):
+        def run():
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = call()
+            end.record()
+            if out is not None:
+                latest[0] = out
+            return start, end
+        return run
+
+    def elapsed(start, end) -> float:
+        return start.elapsed_time(end)
+
+    forms = {"torch_eager": TimedForm(
+        events(library), elapsed, torch.cuda.synchronize, stream, lambda: None,
+        lambda: check_error(f"torch_eager{name}", data.error(latest[0])))}
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(stream)
+        with torch.cuda.stream(side):  # warm up (cuBLAS workspaces) off the capture
+            for _ in range(2):
+                library()
+        stream.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static = library()
+    except Exception as exc:
+        return forms, {"torch_graph": {"error": f"{type(exc).__name__}: {exc}"}}
+
+    def replay():
+        graph.replay()
+
+    forms["torch_graph"] = TimedForm(
+        events(replay), elapsed, torch.cuda.synchronize, stream,
+        lambda: static.fill_(float("nan")),
+        lambda: check_error(f"torch_graph{name}", data.error(static)))
+    return forms, {}
+
+
+def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
+                  turns: int = TURNS) -> dict[str, dict[str, Any]]:
+    """Each form timed `reps` times, in `turns` turns taken in order (a turn's runs back to
+    back behind a hold kernel, `warmup` more runs in front of the first turn's and one in front
+    of every later turn's, not counted), its outputs readied before and checked after every
+    turn: summarize()d samples with `rel_error` the worst check. A form that raises leaves the
+    turns as {"error": ..., "exception": the exception}; a CUDA error ends them all."""
+    from tilesync.bench.experiments import summarize
+    from tilesync.harness.timing import hold_stream
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
+    turns = max(1, min(turns, reps))
+    counts = [reps // turns + (turn < reps % turns) for turn in range(turns)]
+    samples: dict[str, list[float]] = {name: [] for name in forms}
+    worst = dict.fromkeys(forms, 0.0)
+    failed: dict[str, dict[str, Any]] = {}
+    for turn, count in enumerate(counts):
+        for name, form in forms.items():
+            if name in failed:
+                continue
+            uncounted = warmup if turn == 0 else 1
+            try:
+                form.before()
+                hold_stream(hold_ns(uncounted + count, form.run, form.synchronize), form.stream)
+                pairs = [form.run() for _ in range(uncounted + count)]
+                form.synchronize()
+                samples[name] += [form.elapsed(s, e) for s, e in pairs[uncounted:]]
+                worst[name] = max(worst[name], form.check())
+            except Exception as exc:
+                if _context_lost(exc, TilesyncRuntimeError):
+                    raise
+                failed[name] = {"error": f"{type(exc).__name__}: {exc}", "exception": exc}
+    return {name: failed.get(name) or {"rel_error": worst[name],
+                                       **summarize(samples[name], warmup), "turns": turns}
+            for name in forms}
 
 
 PEAK_SHAPES = (4096, 8192)
@@ -666,20 +784,43 @@ def sized_copy(torch, spec, warmup: int, reps: int, l2: int) -> dict[str, Any]:
 def run_torch(data: _Data, warmup: int, reps: int,
               library=None) -> dict[str, dict[str, Any]]:
     """torch_eager and torch_graph: `library()` (returns the result `data.error` checks) run
-    eagerly and replayed from a CUDA graph. Without `library`, data.torch_mlp in each of
-    TORCH_LAYOUTS, each mode the fastest of them (its `layouts`; every layout's median under
-    `by_layouts`)."""
+    eagerly and replayed from a CUDA graph, first checked once, then in turns (time_in_turns).
+    Without `library`, data.torch_mlp in each of TORCH_LAYOUTS, each mode the fastest of them
+    (torch_layout_forms, fastest_layouts)."""
     if library is not None:
-        return _run_library(data, warmup, reps, library)
-    runs = {layouts: _run_library(data, warmup, reps,
-                                  lambda layouts=layouts: data.torch_mlp(layouts))
-            for layouts in TORCH_LAYOUTS}
+        forms, failed = torch_forms(data, library)
+    else:
+        forms, failed = torch_layout_forms(data)
+    return {**failed, **time_forms(forms, warmup, reps)} if library is not None else \
+        fastest_layouts({**failed, **time_forms(forms, warmup, reps)}, data)
+
+
+def torch_layout_forms(data: _Data) -> tuple[dict[str, TimedForm], dict[str, Any]]:
+    """torch_forms of data.torch_mlp in each of TORCH_LAYOUTS, named "MODE@W1,W2"."""
+    forms: dict[str, TimedForm] = {}
+    failed: dict[str, Any] = {}
+    for layouts in TORCH_LAYOUTS:
+        tag = "@" + ",".join(layouts)
+        made, lost = torch_forms(data, lambda layouts=layouts: data.torch_mlp(layouts),
+                                 f" ({layouts_label(layouts)})")
+        forms.update({mode + tag: form for mode, form in made.items()})
+        failed.update({mode + tag: record for mode, record in lost.items()})
+    return forms, failed
+
+
+def fastest_layouts(records: Mapping[str, dict[str, Any]], data: _Data) -> dict[str, Any]:
+    """Of torch_layout_forms' records, each torch mode's fastest (its `layouts`; every
+    layout's median under `by_layouts`); the rest of `records` as they are. Frees the N x K
+    weights torch_mlp made."""
     data.drop_torch_layouts()
-    out: dict[str, dict[str, Any]] = {}
+    out = {name: record for name, record in records.items() if "@" not in name}
     for mode in TORCH_MODES:
-        timed = {layouts: run[mode] for layouts, run in runs.items() if "median_ms" in run[mode]}
+        mine = {tuple(name.partition("@")[2].split(",")): record
+                for name, record in records.items() if name.partition("@")[0] == mode}
+        timed = {layouts: r for layouts, r in mine.items() if "median_ms" in r}
         if not timed:
-            out[mode] = next(iter(runs.values()))[mode]
+            if mine:
+                out[mode] = next(iter(mine.values()))
             continue
         fastest = min(timed, key=lambda layouts: timed[layouts]["median_ms"])
         out[mode] = {**timed[fastest], "layouts": layouts_label(fastest),
@@ -688,49 +829,28 @@ def run_torch(data: _Data, warmup: int, reps: int,
     return out
 
 
-def _run_library(data, warmup: int, reps: int, library) -> dict[str, dict[str, Any]]:
-    from tilesync.bench.experiments import summarize
-    from tilesync.harness.timing import hold_stream
+def time_forms(forms: Mapping[str, TimedForm], warmup: int, reps: int,
+               turns: int = TURNS) -> dict[str, dict[str, Any]]:
+    """Each form's first check (first_check), then all of them in turns (time_in_turns); the
+    records without the exceptions (a form failing its first check is reported, not timed)."""
+    first: dict[str, float] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for name, form in forms.items():
+        try:
+            first[name] = form.first_check()
+        except Exception as exc:
+            from tilesync.runtime.errors import TilesyncRuntimeError
 
-    torch = data.torch
-
-    def timed(fn) -> list[float]:
-        pairs = []
-        hold_stream(hold_ns(warmup + reps, fn, torch.cuda.synchronize),
-                    torch.cuda.current_stream())
-        for i in range(warmup + reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            if i >= warmup:
-                pairs.append((start, end))
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) for s, e in pairs]
-
-    out: dict[str, dict[str, Any]] = {}
-    y = library()
-    err = check_error("torch_eager", data.error(y))
-    out["torch_eager"] = {"rel_error": err, **summarize(timed(library), warmup)}
-    try:
-        static: dict[str, Any] = {}
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm up (cuBLAS workspaces) off the capture
-            for _ in range(2):
-                library()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static["y"] = library()
-        static["y"].fill_(float("nan"))  # the check reads what the replay wrote
-        graph.replay()
-        err = check_error("torch_graph", data.error(static["y"]))
-        out["torch_graph"] = {"rel_error": err, **summarize(timed(graph.replay), warmup)}
-        del graph
-    except Exception as exc:  # graphs are a bonus: report, keep the eager numbers
-        out["torch_graph"] = {"error": f"{type(exc).__name__}: {exc}"}
-    return out
+            if _context_lost(exc, TilesyncRuntimeError):
+                raise
+            records[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    timed = time_in_turns({n: f for n, f in forms.items() if n in first}, warmup, reps, turns)
+    for name, record in timed.items():
+        record.pop("exception", None)
+        if "rel_error" in record:
+            record["rel_error"] = max(first[name], record["rel_error"])
+        records[name] = record
+    return {name: records[name] for name in forms}
 
 
 def _torch_or_none():
@@ -807,27 +927,36 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
             except Exception as exc:
                 row["skipped"] = f"{type(exc).__name__}: {exc}"
                 continue
+            # every mode and torch's path in each weight layout take turns (time_forms)
+            forms: dict[str, TimedForm] = {}
+            failed: dict[str, dict[str, Any]] = {}
             for mode in row_modes:
                 entry = compiled[(model, M, mode, False)]
                 if "error" in entry:
-                    row["modes"][mode] = {"error": entry["error"][:2000]}
+                    failed[mode] = {"error": entry["error"][:2000]}
                     continue
                 try:
-                    program = load_program(entry)
-                    record = run_program(program, data, warmup, reps, f"{model} M={M} {mode}",
-                                         mode_spec(model, M, mode))
-                    record["policy"] = _policy_of(entry["host"])
-                    row["modes"][mode] = record
-                except Exception as exc:  # a wrong result: report, go on
-                    row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
-                    if _context_lost(exc, TilesyncRuntimeError):
-                        lost = f"skipped after a CUDA error in {model} M={M} {mode}: {exc}"
-                        break
-            if lost is None:
-                try:
-                    row["modes"].update(run_torch(data, warmup, reps))
+                    forms[mode] = program_form(
+                        load_program(entry), kernel_args(mode_spec(model, M, mode), data),
+                        data, f"{model} M={M} {mode}")
                 except Exception as exc:
-                    row["modes"]["torch_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
+                    failed[mode] = {"error": f"{type(exc).__name__}: {exc}"}
+            try:
+                made, lost_torch = torch_layout_forms(data)
+                forms.update(made)
+                failed.update(lost_torch)
+                records = fastest_layouts({**failed, **time_forms(forms, warmup, reps)}, data)
+            except Exception as exc:  # a CUDA error: the context is gone
+                if not _context_lost(exc, TilesyncRuntimeError):
+                    raise
+                lost = f"skipped after a CUDA error in {model} M={M}: {exc}"
+                records = {**failed, "torch_eager": {"error": lost}}
+            for mode in row_modes:
+                row["modes"][mode] = records[mode]
+                if "median_ms" in records[mode]:
+                    records[mode]["policy"] = _policy_of(compiled[(model, M, mode, False)]["host"])
+            row["modes"].update({mode: records[mode] for mode in TORCH_MODES if mode in records})
+            if lost is None:
                 row["sized_copy"] = sized_copy(torch, spec, warmup, reps,
                                                device.l2_cache_bytes or L2_BYTES_DEFAULT)
             del data

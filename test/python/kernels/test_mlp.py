@@ -446,40 +446,97 @@ def test_the_tma_gemms_read_their_weights_k_by_n_where_told():
     assert (trans_b("gemm1_module"), trans_b("gemm2_module")) == ({"1"}, {"0"})
 
 
-def test_torch_rows_take_cublas_faster_weight_layouts(monkeypatch):
+def test_torch_rows_take_cublas_faster_weight_layouts():
     """The bench's torch rows time torch's MLP with W1 and W2 in each layout (K x N as
     `x @ w`, N x K as nn.Linear keeps them) and keep, per mode, the fastest, naming it and
-    every layout's median; the N x K copies are freed after."""
+    every layout's median; the N x K copies are freed after; other records pass through."""
     times = {("col", "col"): (0.30, 0.20), ("col", "row"): (0.25, 0.19),
              ("row", "col"): (0.28, 0.22), ("row", "row"): (0.26, 0.21)}
-    timed = []
+    records = {"tma:row+pdl": {"median_ms": 0.1}, "torch_graph@col,col": {"error": "capture"}}
+    for layouts, (eager, graph) in times.items():
+        tag = "@" + ",".join(layouts)
+        records["torch_eager" + tag] = {"median_ms": eager}
+        if layouts != ("col", "col"):
+            records["torch_graph" + tag] = {"median_ms": graph}
+    assert sorted(times) == sorted(bench.TORCH_LAYOUTS)
 
     class Data:
         dropped = False
 
-        def torch_mlp(self, layouts):
-            return layouts
-
         def drop_torch_layouts(self):
             self.dropped = True
 
-    def fake_run(data, warmup, reps, library):
-        layouts = library()
-        timed.append(layouts)
-        eager, graph = times[layouts]
-        return {"torch_eager": {"median_ms": eager, "rel_error": 1e-3},
-                "torch_graph": {"median_ms": graph, "rel_error": 1e-3}}
-
-    monkeypatch.setattr(bench, "_run_library", fake_run)
     data = Data()
-    out = bench.run_torch(data, 1, 2)
-    assert sorted(timed) == sorted(bench.TORCH_LAYOUTS) == sorted(times) and data.dropped
+    out = bench.fastest_layouts(records, data)
+    assert data.dropped and set(out) == {"tma:row+pdl", "torch_eager", "torch_graph"}
     assert out["torch_eager"]["median_ms"] == 0.25
     assert out["torch_eager"]["layouts"] == "W1 N x K, W2 K x N"
     assert out["torch_graph"]["median_ms"] == 0.19
-    assert out["torch_graph"]["by_layouts"]["W1 K x N, W2 N x K"] == 0.22
-    # a library given is run as it is, once
-    timed.clear()
-    assert bench.run_torch(data, 1, 2, library=lambda: ("row", "row"))["torch_graph"][
-        "median_ms"] == 0.21
-    assert timed == [("row", "row")]
+    assert out["torch_graph"]["by_layouts"] == {"W1 N x K, W2 K x N": 0.19,
+                                               "W1 K x N, W2 N x K": 0.22,
+                                               "W1 K x N, W2 K x N": 0.21}
+    only_failed = bench.fastest_layouts({"torch_graph@row,row": {"error": "x"}}, data)
+    assert only_failed == {"torch_graph": {"error": "x"}}
+
+
+class _FakeForm:
+    """A TimedForm's callables over a shared log; its check fails from turn `fails_at`."""
+
+    def __init__(self, name, log, clock, fails_at=None):
+        self.name, self.log, self.clock, self.fails_at = name, log, clock, fails_at
+        self.turn = -1
+
+    def form(self):
+        return bench.TimedForm(self.run, lambda s, e: e - s, lambda: None, None, self.before,
+                               self.check)
+
+    def run(self):
+        self.clock[0] += 1
+        self.log.append(("run", self.name))
+        return 0.0, self.clock[0]  # elapsed: how many runs came before this one, all forms
+
+    def before(self):
+        self.turn += 1
+        self.log.append(("before", self.name))
+
+    def check(self):
+        self.log.append(("check", self.name))
+        if self.fails_at is not None and self.turn >= self.fails_at:
+            raise AssertionError(f"{self.name}: wrong")
+        return 0.001 * (self.turn + 1)
+
+
+def test_forms_take_turns_checked_before_and_after_each(monkeypatch):
+    """time_in_turns: the forms run in turns (A's runs, B's, A's, ...), each turn behind a
+    hold, warm-up runs uncounted in front of the first turn and one in front of every later
+    one, reps samples in all; outputs readied before and checked after every turn (rel_error
+    the worst); a form whose check raises leaves the turns with its error, the others go on;
+    time_forms checks each form once first and reports one failing that without timing it."""
+    import tilesync.harness.timing as timing
+
+    holds = []
+    monkeypatch.setattr(timing, "hold_stream", lambda ns, stream=None: holds.append(ns))
+    monkeypatch.setattr(bench, "hold_ns", lambda runs, enqueue, synchronize: runs)
+    log, clock = [], [0]
+    a, b = _FakeForm("a", log, clock), _FakeForm("b", log, clock, fails_at=2)
+    out = bench.time_in_turns({"a": a.form(), "b": b.form()}, warmup=3, reps=10, turns=5)
+    assert out["a"]["reps"] == 10 and out["a"]["turns"] == 5
+    assert out["a"]["rel_error"] == pytest.approx(0.005)
+    assert out["b"]["error"] == "AssertionError: b: wrong" and "median_ms" not in out["b"]
+    assert isinstance(out["b"]["exception"], AssertionError)
+    # turn 0: 3 + 2 runs each; later turns 1 + 2; b checked wrong in its third turn
+    assert holds == [5, 5, 3, 3, 3, 3, 3, 3]
+    firsts = [name for kind, name in log if kind == "before"]
+    assert firsts == ["a", "b", "a", "b", "a", "b", "a", "a"]
+    runs_of_a = [i for i, (kind, name) in enumerate(log) if (kind, name) == ("run", "a")]
+    runs_of_b = [i for i, (kind, name) in enumerate(log) if (kind, name) == ("run", "b")]
+    assert runs_of_a[5] > runs_of_b[0]  # a's second turn after b's first
+    # a's counted samples: runs 4-5 of its first turn (clock 4, 5), then 2 of 3 each turn
+    assert out["a"]["samples_ms"][:2] == [4.0, 5.0]
+
+    log.clear()
+    c, d = _FakeForm("c", log, clock, fails_at=0), _FakeForm("d", log, clock)
+    records = bench.time_forms({"c": c.form(), "d": d.form()}, warmup=1, reps=4, turns=2)
+    assert records["c"] == {"error": "AssertionError: c: wrong"}
+    assert records["d"]["reps"] == 4 and "exception" not in records["d"]
+    assert not [1 for kind, name in log if (kind, name) == ("run", "c")][1:]  # its first only
