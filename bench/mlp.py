@@ -546,16 +546,6 @@ def kernel_args(spec, data: _Data) -> dict[str, list]:
     return args
 
 
-def run_program(program, data: _Data, warmup: int, reps: int, name: str,
-                spec=None) -> dict[str, Any]:
-    """One checked run on poisoned H and Y, then warmup + reps timed runs, Y checked again."""
-    if spec is None:
-        args = {"gemm1": [data.x, data.w1, data.h], "gemm2": [data.h, data.w2, data.y]}
-    else:
-        args = kernel_args(spec, data)
-    return time_program(program, args, data, warmup, reps, name)
-
-
 def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
                  name: str) -> dict[str, Any]:
     """One checked run on poisoned outputs (`data.poison()`), then warmup + reps timed runs

@@ -2,7 +2,8 @@
 cuBLAS in a CUDA graph at the batches of `tilesync bench mlp`, so kernels/mlp.py's tile table
 rests on measurements of the whole program, not of each GEMM alone. Every candidate runs in
 the stream-synchronized and the row+pdl mode (the bench's tma: modes), checked against the fp32
-reference like the bench. Writes JSON (--out) and prints a table; `--quick` takes M = 512,
+reference like the bench, the candidates of a batch and torch's path taking turns
+(bench.mlp.time_forms). Writes JSON (--out) and prints a table; `--quick` takes M = 512,
 `--ms` the batches given, `--table` only the table's tiles, `--tiles` only
 those given (those the MLP takes at each batch), `--deeper` each candidate also with
 its GEMMs' deeper staging twins (a staging buffer of fewer boxes and a stage more: bench.mlp.DEEP),
@@ -155,29 +156,38 @@ def main(argv: list[str] | None = None) -> int:
         for M in sorted({m for mm, m, _ in work if mm == model}):
             spec = bench.mode_spec(model, M, MODES[0])
             data = bench._Data(torch, spec, seed=M)
-            graph_ms = bench.run_torch(data, 5, args.reps)["torch_graph"]["median_ms"]
-            row: dict[str, Any] = {"model": model, "M": M, "torch_graph_ms": graph_ms,
-                                   "table": list(spec.cfg1.tile[:2] + spec.cfg2.tile[:2]),
-                                   "candidates": []}
-            print(f"{model} M={M}: cuBLAS graph {graph_ms * 1e3:.1f} us; table "
-                  f"{tuple(row['table'])}", flush=True)
-            for mm, m, tiles in work:
-                if (mm, m) != (model, M):
-                    continue
-                entry: dict[str, Any] = {"tiles": list(tiles)}
+            mine = [tiles for mm, m, tiles in work if (mm, m) == (model, M)]
+            # every candidate in both modes and torch's path take turns (time_forms)
+            forms, records = {}, {}
+            for tiles in mine:
                 for mode in MODES:
                     program = compiled[(model, M, mode, False, tiles)]
                     if "error" in program:
-                        entry[mode] = {"error": program["error"][:500]}
+                        records[(tiles, mode)] = {"error": program["error"][:500]}
                         continue
-                    try:
-                        record = bench.run_program(bench.load_program(program), data, 5,
-                                                   args.reps, f"{model} M={M} {tiles} {mode}",
-                                                   bench.mode_spec(model, M, mode, tiles))
-                        entry[mode] = {"median_ms": record["median_ms"],
-                                       "vs_graph": graph_ms / record["median_ms"]}
-                    except Exception as exc:  # a wrong result or a launch error: report it
-                        entry[mode] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                    run_spec = bench.mode_spec(model, M, mode, tiles)
+                    forms[(tiles, mode)] = bench.program_form(
+                        bench.load_program(program), bench.kernel_args(run_spec, data), data,
+                        f"{model} M={M} {tiles} {mode}")
+            made, failed = bench.torch_layout_forms(data)
+            timed = bench.time_forms({**forms, **made}, 5, args.reps)
+            torch_records = bench.fastest_layouts(
+                {**failed, **{k: v for k, v in timed.items() if isinstance(k, str)}}, data)
+            graph_ms = torch_records["torch_graph"]["median_ms"]
+            records.update({k: v for k, v in timed.items() if not isinstance(k, str)})
+            row: dict[str, Any] = {"model": model, "M": M, "torch_graph_ms": graph_ms,
+                                   "torch_layouts": torch_records["torch_graph"]["layouts"],
+                                   "table": list(spec.cfg1.tile[:2] + spec.cfg2.tile[:2]),
+                                   "candidates": []}
+            print(f"{model} M={M}: cuBLAS graph {graph_ms * 1e3:.1f} us "
+                  f"({row['torch_layouts']}); table {tuple(row['table'])}", flush=True)
+            for tiles in mine:
+                entry: dict[str, Any] = {"tiles": list(tiles)}
+                for mode in MODES:
+                    record = records[(tiles, mode)]
+                    entry[mode] = {"median_ms": record["median_ms"],
+                                   "vs_graph": graph_ms / record["median_ms"]} \
+                        if "median_ms" in record else {"error": record["error"][:500]}
                 row["candidates"].append(entry)
                 print(f"    {tiles!s:<30} " + "  ".join(
                     f"{mode} " + (f"{entry[mode]['median_ms'] * 1e3:7.1f} us "
