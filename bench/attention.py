@@ -430,12 +430,11 @@ class AttentionData(mlp.CheckedOutputs):
         return F.linear(self._merged(o), self.w_out)
 
 
-def run_mode(entry: dict[str, Any], data: AttentionData, warmup: int, reps: int,
-             name: str) -> dict[str, Any]:
-    """One mode: its stages proved, then timed (stage_bench.run_proved)."""
+def mode_form(entry: dict[str, Any], data: AttentionData, name: str):
+    """One mode, its stages proved, ready to time (stage_bench.proved_form)."""
     fused = entry["job"][1].startswith(FUSED)
-    return stage_bench.run_proved(entry, data, data.kernel_args(fused), warmup, reps, name,
-                                  fused_stages(data.shape) if fused else STAGES)
+    return stage_bench.proved_form(entry, data, data.kernel_args(fused), name,
+                                   fused_stages(data.shape) if fused else STAGES)
 
 
 def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
@@ -471,11 +470,9 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         runs = modes_for(shape, modes)
         lost = stage_bench.time_modes(
             row, list(runs), {m: compiled[(shape, m, False)] for m in runs},
-            lambda entry, name, data=data: run_mode(entry, data, warmup, reps, name),
-            shape_label(shape))
-        if lost is None:
-            stage_bench.time_libraries(row, data, warmup, reps, {
-                "torch": data.torch_chain, "torch_sdpa": data.torch_sdpa})
+            lambda entry, name, data=data: mode_form(entry, data, name),
+            shape_label(shape), data, warmup, reps,
+            {"torch": data.torch_chain, "torch_sdpa": data.torch_sdpa})
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])

@@ -43,7 +43,7 @@ chain's flops at the measured peak (bench.mlp.PEAK_SOURCE, this run) and its byt
 the middle activation written and read, y) at the measured copy bandwidth.
 
 Compilation runs first, in a process pool, cached in `.tilesync-cache/conv/` (bench/mlp.py's
-machinery: compile_stage_program, load_program, time_program, run_torch, measured_rates).
+machinery: compile_stage_program, load_program, time_forms, torch_forms, measured_rates).
 """
 
 from __future__ import annotations
@@ -286,13 +286,12 @@ class ChainData(mlp.CheckedOutputs):
 
 
 
-def run_mode(entry: dict[str, Any], data: ChainData, warmup: int, reps: int,
-             name: str, spec=None) -> dict[str, Any]:
-    """One mode (running `spec`'s kernels, default the data's): both stages proved, then timed
-    (stage_bench.run_proved)."""
+def mode_form(entry: dict[str, Any], data: ChainData, name: str, spec=None):
+    """One mode (running `spec`'s kernels, default the data's), both stages proved, ready to
+    time (stage_bench.proved_form)."""
     persistent = entry["job"][1] == PERSISTENT  # no dependency: nothing to prove
-    return stage_bench.run_proved(entry, data, data.kernel_args(spec), warmup, reps, name,
-                                  () if persistent else ("conv1", "conv2"))
+    return stage_bench.proved_form(entry, data, data.kernel_args(spec), name,
+                                   () if persistent else ("conv1", "conv2"))
 
 
 def config_label(spec, persistent: bool = False) -> str:
@@ -349,11 +348,9 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
             continue
         lost = stage_bench.time_modes(
             row, shape_modes, {m: compiled[(shape, m, False)] for m in shape_modes},
-            lambda entry, name, data=data, specs=specs: run_mode(
-                entry, data, warmup, reps, name, specs[entry["job"][1]]),
-            shape_label(shape))
-        if lost is None:
-            stage_bench.time_libraries(row, data, warmup, reps, {"torch": data.torch_chain})
+            lambda entry, name, data=data, specs=specs: mode_form(
+                entry, data, name, specs[entry["job"][1]]),
+            shape_label(shape), data, warmup, reps, {"torch": data.torch_chain})
         del data
         torch.cuda.empty_cache()
         row["speedup"] = mlp.speedups(row["modes"])

@@ -546,22 +546,6 @@ def kernel_args(spec, data: _Data) -> dict[str, list]:
     return args
 
 
-def time_program(program, args: dict[str, list], data, warmup: int, reps: int,
-                 name: str) -> dict[str, Any]:
-    """One checked run on poisoned outputs (`data.poison()`), then warmup + reps timed runs
-    enqueued back to back behind a hold kernel long enough for the host to enqueue them all
-    (`hold_ns`: they run one after the other, whatever the host's launch cost, as cuBLAS
-    replayed from a graph does), each a new epoch (no memset), the result (`data.error()`)
-    checked again."""
-    form = program_form(program, args, data, name)
-    first = form.first_check()
-    record = time_in_turns({name: form}, warmup, reps, turns=1)[name]
-    if "error" in record:
-        raise record.pop("exception")
-    record["rel_error"] = max(first, record["rel_error"])
-    return record
-
-
 TURNS = 5
 """The forms of a row take turns, about reps / TURNS timed runs each a turn (`time_in_turns`):
 the device's speed steps for tens of ms at a time (GPT-3's MLP at M = 2048 on an H100,

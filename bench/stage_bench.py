@@ -1,8 +1,8 @@
 """What the benches of a chain of stage programs share (bench/conv.py, bench/attention.py): a
-mode run once its stages are proved, the modes of a shape timed one after another (a CUDA
-error ends the GPU work), the library's paths timed, a table line, a plot against the library
-and the cache's precompile. bench/mlp.py holds the runtime side they build on (compiling,
-time_program, run_torch, the measured rates)."""
+mode run once its stages are proved, the modes of a shape and the library's paths timed in
+turns (a CUDA error ends the GPU work), a table line, a plot against the library and the
+cache's precompile. bench/mlp.py holds the runtime side they build on (compiling, TimedForm,
+time_forms, torch_forms, the measured rates)."""
 
 from __future__ import annotations
 
@@ -72,52 +72,70 @@ def verdicts(host: str) -> dict[str, str]:
             and VERIFIED_ATTR in op.attributes}
 
 
-def run_proved(entry: dict[str, Any], data: Any, kernel_args: dict[str, list], warmup: int,
-               reps: int, name: str, stages: Collection[str]) -> dict[str, Any]:
-    """One mode: every stage of `stages` proved by sync-verify (none: a program without
-    dependencies, which stream order synchronizes), then mlp.time_program (poisoned first run,
-    timed runs as epochs, checked again)."""
+def proved_form(entry: dict[str, Any], data: Any, kernel_args: dict[str, list], name: str,
+                stages: Collection[str]) -> tuple[Any, Callable[[dict[str, Any]], None]]:
+    """One mode, every stage of `stages` proved by sync-verify (none: a program without
+    dependencies, which stream order synchronizes), loaded: its mlp.TimedForm (poisoned
+    outputs, each run an epoch, checked) and what completes its record once timed."""
     found = verdicts(entry["host"])
     if set(found) != set(stages) or any(v != "proved" for v in found.values()):
         raise AssertionError(f"{name}: sync-verify did not prove every stage: {found}")
     program = mlp.load_program(entry)
-    record = mlp.time_program(program, kernel_args, data, warmup, reps, name)
-    record.update(policy=mlp._policy_of(entry["host"]),
-                  verified="proved" if stages else "stream order", epochs=program.epoch)
-    return record
+
+    def finish(record: dict[str, Any]) -> None:
+        record.update(policy=mlp._policy_of(entry["host"]),
+                      verified="proved" if stages else "stream order", epochs=program.epoch)
+
+    return mlp.program_form(program, kernel_args, data, name), finish
 
 
 def time_modes(row: dict[str, Any], modes: list[str], entries: Mapping[str, dict[str, Any]],
-               run: Callable[[dict[str, Any], str], dict[str, Any]], label: str) -> str | None:
-    """Each mode's record (`run(entry, name)`) into row["modes"], a failure as its error; after
-    a CUDA error (the context is lost) the reason the later GPU work is skipped."""
+               prepare: Callable[[dict[str, Any], str], tuple[Any, Callable]], label: str,
+               data: Any = None, warmup: int = 5, reps: int = 30,
+               libraries: Mapping[str, Callable[[], Any]] | None = None) -> str | None:
+    """Each mode (`prepare(entry, name)`: its form and what completes its record) and each
+    library path eager and replayed from a CUDA graph (mlp.torch_forms, recorded as
+    <prefix>_eager and <prefix>_graph) timed in turns (mlp.time_forms) into row["modes"], a
+    failure as its error; after a CUDA error (the context is lost) the reason the later GPU work
+    is skipped."""
     from tilesync.runtime.errors import TilesyncRuntimeError
 
-    for mode in modes:
-        entry = entries[mode]
-        if "error" in entry:
-            row["modes"][mode] = {"error": entry["error"][:2000]}
-            continue
-        try:
-            row["modes"][mode] = run(entry, f"{label} {mode}")
-        except Exception as exc:  # a wrong result: report, go on
-            row["modes"][mode] = {"error": f"{type(exc).__name__}: {exc}"}
-            if mlp._context_lost(exc, TilesyncRuntimeError):
-                return f"skipped after a CUDA error in {label} {mode}: {exc}"
+    forms: dict[str, Any] = {}
+    finishers: dict[str, Callable] = {}
+    records: dict[str, dict[str, Any]] = {}
+    try:
+        for mode in modes:
+            entry = entries[mode]
+            if "error" in entry:
+                records[mode] = {"error": entry["error"][:2000]}
+                continue
+            try:
+                forms[mode], finishers[mode] = prepare(entry, f"{label} {mode}")
+            except Exception as exc:  # not proved, not loaded: report, go on
+                if mlp._context_lost(exc, TilesyncRuntimeError):
+                    raise
+                records[mode] = {"error": f"{type(exc).__name__}: {exc}"}
+        for prefix, library in (libraries or {}).items():
+            try:
+                made, failed = mlp.torch_forms(data, library, f" ({prefix})")
+            except Exception as exc:
+                if mlp._context_lost(exc, TilesyncRuntimeError):
+                    raise
+                made, failed = {}, {"torch_eager": {"error": f"{type(exc).__name__}: {exc}"}}
+            forms.update({name.replace("torch", prefix, 1): f for name, f in made.items()})
+            records.update({name.replace("torch", prefix, 1): r for name, r in failed.items()})
+        timed = mlp.time_forms(forms, warmup, reps)
+    except Exception as exc:
+        if not mlp._context_lost(exc, TilesyncRuntimeError):
+            raise
+        row["modes"].update(records)
+        return f"skipped after a CUDA error in {label}: {exc}"
+    for name, record in timed.items():
+        if name in finishers and "median_ms" in record:
+            finishers[name](record)
+        records[name] = record
+    row["modes"].update({name: records[name] for name in [*modes, *records] if name in records})
     return None
-
-
-def time_libraries(row: dict[str, Any], data: Any, warmup: int, reps: int,
-                   libraries: Mapping[str, Callable[[], Any]]) -> None:
-    """Each library path eager and replayed from a CUDA graph (mlp.run_torch) into
-    row["modes"] as <prefix>_eager and <prefix>_graph."""
-    for prefix, library in libraries.items():
-        try:
-            timed = mlp.run_torch(data, warmup, reps, library=library)
-            row["modes"].update({name.replace("torch", prefix, 1): record
-                                 for name, record in timed.items()})
-        except Exception as exc:
-            row["modes"][f"{prefix}_eager"] = {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def library_ms(row: dict[str, Any], mode: str = "torch_graph") -> float | None:
@@ -204,9 +222,8 @@ __all__ = [
     "mode_lines",
     "precompile",
     "precompile_main",
-    "run_proved",
+    "proved_form",
     "start_run",
-    "time_libraries",
     "time_modes",
     "verdicts",
 ]

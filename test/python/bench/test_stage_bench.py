@@ -1,7 +1,7 @@
 """What bench conv and bench attention share (bench/stage_bench.py), without a GPU: the modes of
-a row timed one after another (a failure recorded, a CUDA error ends the GPU work), the
-library's paths under their prefixes, the table's columns, a mode refused unless every stage is
-proved, and the precompile summary."""
+a row and the library's paths (under their prefixes) timed together (a failure recorded, a CUDA
+error ends the GPU work), the table's columns, a mode refused unless every stage is proved, and
+the precompile summary."""
 
 from __future__ import annotations
 
@@ -13,40 +13,62 @@ from tilesync.runtime.errors import TilesyncRuntimeError
 TIMING = {"median_ms": 0.02, "p10_ms": 0.019, "p90_ms": 0.021, "rel_error": 1e-3}
 
 
-def test_modes_are_timed_until_the_context_is_lost():
-    row = {"modes": {}}
-    entries = {"a": {"error": "compile: boom"}, "b": {"host": ""}, "c": {"host": ""},
-               "d": {"host": ""}, "e": {"host": ""}}
-    ran = []
+def test_modes_and_library_paths_are_timed_together(monkeypatch):
+    """time_modes: each mode's form (`prepare`) and each library path's (mlp.torch_forms, under
+    its prefix) timed in one mlp.time_forms call; a compile error, a mode that cannot be
+    prepared and a library whose forms cannot be made are recorded, the others timed and
+    completed by their finishers."""
+    timed_together = []
 
-    def run(entry, name):
-        ran.append(name)
-        if name.endswith(" c"):
-            raise ValueError("wrong result")
-        if name.endswith(" d"):
-            raise TilesyncRuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
-        return dict(TIMING)
+    def time_forms(forms, warmup, reps):
+        timed_together.append(sorted(forms))
+        return {name: {"error": "AssertionError: wrong"} if name == "e" else
+                dict(TIMING) for name in forms}
 
-    lost = stage_bench.time_modes(row, list(entries), entries, run, "T=8")
-    assert ran == ["T=8 b", "T=8 c", "T=8 d"]  # e is not run: the context is gone
-    assert row["modes"]["a"] == {"error": "compile: boom"} and row["modes"]["b"] == TIMING
-    assert row["modes"]["c"]["error"] == "ValueError: wrong result"
-    assert lost is not None and "T=8 d" in lost and "e" not in row["modes"]
-
-
-def test_library_paths_are_recorded_under_their_prefixes(monkeypatch):
-    def run_torch(data, warmup, reps, library):
+    def torch_forms(data, library, name=""):
         if library == "broken":
             raise RuntimeError("no kernel")
-        return {"torch_eager": {"lib": library}, "torch_graph": {"lib": library}}
+        return ({"torch_eager": library + " eager", "torch_graph": library + " graph"}
+                if library != "eager only" else {"torch_eager": "eager"},
+                {} if library != "eager only" else {"torch_graph": {"error": "capture"}})
 
-    monkeypatch.setattr(mlp, "run_torch", run_torch)
+    monkeypatch.setattr(mlp, "time_forms", time_forms)
+    monkeypatch.setattr(mlp, "torch_forms", torch_forms)
     row = {"modes": {}}
-    stage_bench.time_libraries(row, None, 1, 1, {"torch": "chain", "torch_sdpa": "sdpa",
-                                                 "other": "broken"})
-    assert row["modes"]["torch_graph"] == {"lib": "chain"}
-    assert row["modes"]["torch_sdpa_eager"] == row["modes"]["torch_sdpa_graph"] == {"lib": "sdpa"}
+    entries = {"a": {"error": "compile: boom"}, "b": {"host": ""}, "c": {"host": ""},
+               "e": {"host": ""}}
+    finished = []
+
+    def prepare(entry, name):
+        if name.endswith(" c"):
+            raise AssertionError(f"{name}: sync-verify did not prove every stage")
+        return name, lambda record: finished.append(name)
+
+    lost = stage_bench.time_modes(row, list(entries), entries, prepare, "T=8", None, 1, 2,
+                                  {"torch": "chain", "torch_sdpa": "eager only",
+                                   "other": "broken"})
+    assert lost is None
+    assert timed_together == [sorted(["b", "e", "torch_eager", "torch_graph",
+                                      "torch_sdpa_eager"])]
+    assert row["modes"]["a"] == {"error": "compile: boom"} and row["modes"]["b"] == TIMING
+    assert "did not prove" in row["modes"]["c"]["error"]
+    assert row["modes"]["torch_sdpa_graph"] == {"error": "capture"}
     assert row["modes"]["other_eager"] == {"error": "RuntimeError: no kernel"}
+    assert finished == ["T=8 b"]  # e failed its checks: nothing to complete
+    assert list(row["modes"])[:4] == ["a", "b", "c", "e"]
+
+
+def test_a_cuda_error_ends_the_gpu_work(monkeypatch):
+    def time_forms(forms, warmup, reps):
+        raise TilesyncRuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    monkeypatch.setattr(mlp, "time_forms", time_forms)
+    row = {"modes": {}}
+    entries = {"a": {"error": "compile: boom"}, "b": {"host": ""}}
+    lost = stage_bench.time_modes(row, list(entries), entries,
+                                  lambda entry, name: (name, lambda record: None), "T=8")
+    assert lost is not None and "T=8" in lost and "ILLEGAL_ADDRESS" in lost
+    assert row["modes"] == {"a": {"error": "compile: boom"}}
 
 
 def test_the_table_gives_each_reference_its_column():
@@ -74,7 +96,7 @@ def test_a_mode_runs_only_when_every_stage_is_proved():
             'block = array<i64: 32, 1, 1>, tile = array<i64: 8, 8>}\n}')
     assert stage_bench.verdicts(host) == {"a": "proved"}
     with pytest.raises(AssertionError, match="did not prove every stage"):
-        stage_bench.run_proved({"host": host}, None, {}, 1, 1, "x", ("a", "b"))
+        stage_bench.proved_form({"host": host}, None, {}, "x", ("a", "b"))
 
 
 def test_precompile_says_what_failed():
