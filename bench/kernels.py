@@ -16,7 +16,9 @@ here as the library is, and every candidate's tuning time.
 Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
 first, median with p10/p90; the repetitions are enqueued behind a hold kernel so that they run
 back to back whatever the host's launch cost (a Python launch can take longer than a 20 us
-weight-streaming GEMM). Where a shape's operands fit twice in L2 (60 MB on an H200), the
+weight-streaming GEMM). A GEMM shape's forms (ours, cuBLAS in both layouts of B, torch's GEMM
++ epilogue) take turns (bench.mlp.time_in_turns), so that a step in the device's speed during
+the run favours none of them. Where a shape's operands fit twice in L2 (60 MB on an H200), the
 inputs rotate through enough copies that every repetition reads them from HBM, as a layer of
 a real model would. For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
 input and output activations once, and the fraction of a device-to-device copy's bandwidth
@@ -335,19 +337,35 @@ def _time_rotating(fn, copies: int, warmup: int, reps: int):
                  hold=hold_stream)
 
 
-def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, Any]:
+def _rotating_form(fn, copies: int):
+    """`fn(i)` over the operands' rotating copies, one call a run, as a bench.mlp.TimedForm on
+    the default stream (the stream torch's and our launches here take). Nothing is checked in
+    the timing loop: the kernels' numerics are the GPU tests'."""
+    from tilesync.bench.mlp import TimedForm
+    from tilesync.runtime.launch import synchronize
+    from tilesync.runtime.stream import Event, elapsed_ms
+
+    state = {"i": 0}
+
+    def run():
+        start, end = Event(), Event()
+        start.record(None)
+        fn(state["i"] % copies)
+        end.record(None)
+        state["i"] += 1
+        return start, end
+
+    return TimedForm(run, elapsed_ms, lambda: synchronize(None), None, lambda: None,
+                     lambda: 0.0)
+
+
+def _library_forms(w: Workload, ops: _Operands) -> dict[str, Any]:
+    """cuBLAS through torch on the workload's bytes: B read K x N (gemm_nn) and the same bytes
+    read as N x K (gemm_nt); with an epilogue, torch's eager GEMM + epilogue too."""
     torch = ops.torch
-    gemm_nn = _time_rotating(lambda i: torch.matmul(ops.a[i], ops.b[i], out=ops.full),
-                             ops.copies, warmup, reps)
     b_nk = [b.view(w.N, w.K) for b in ops.b]  # the same bytes as an N x K matrix
-    gemm_nt = _time_rotating(lambda i: torch.matmul(ops.a[i], b_nk[i].t(), out=ops.full),
-                             ops.copies, warmup, reps)
-    best, layout = (gemm_nn, "A @ B (B K x N)") if gemm_nn.median_ms <= gemm_nt.median_ms \
-        else (gemm_nt, "A @ B^T (B N x K)")
-    out: dict[str, Any] = {"gemm": _timing_dict(best),
-                           "what": f"torch.matmul {w.dtype} (cuBLAS)",
-                           "layout": layout, "gemm_nn": _timing_dict(gemm_nn),
-                           "gemm_nt": _timing_dict(gemm_nt)}
+    forms = {"gemm_nn": lambda i: torch.matmul(ops.a[i], ops.b[i], out=ops.full),
+             "gemm_nt": lambda i: torch.matmul(ops.a[i], b_nk[i].t(), out=ops.full)}
     if w.epilogue is not None:
         F = torch.nn.functional
 
@@ -358,9 +376,32 @@ def _library(w: Workload, ops: _Operands, warmup: int, reps: int) -> dict[str, A
             g, u = y[:, : w.out_cols], y[:, w.out_cols:]
             return F.silu(g) * u
 
-        out["gemm_plus_epilogue"] = _timing_dict(
-            _time_rotating(eager, ops.copies, warmup, reps))
+        forms["gemm_plus_epilogue"] = eager
+    return {name: _rotating_form(fn, ops.copies) for name, fn in forms.items()}
+
+
+def _library_record(w: Workload, timed: dict[str, Any]) -> dict[str, Any]:
+    """The library's record from its forms' timings: `gemm` the faster layout's."""
+    gemm_nn, gemm_nt = timed["gemm_nn"], timed["gemm_nt"]
+    best, layout = (gemm_nn, "A @ B (B K x N)") if gemm_nn.median_ms <= gemm_nt.median_ms \
+        else (gemm_nt, "A @ B^T (B N x K)")
+    out: dict[str, Any] = {"gemm": _timing_dict(best),
+                           "what": f"torch.matmul {w.dtype} (cuBLAS)",
+                           "layout": layout, "gemm_nn": _timing_dict(gemm_nn),
+                           "gemm_nt": _timing_dict(gemm_nt)}
+    if "gemm_plus_epilogue" in timed:
+        out["gemm_plus_epilogue"] = _timing_dict(timed["gemm_plus_epilogue"])
     return out
+
+
+def _time_together(forms: dict[str, Any], warmup: int, reps: int) -> dict[str, Any]:
+    """Each form's Timing, the forms taking turns (bench.mlp.time_in_turns), or its error."""
+    from tilesync.bench.mlp import time_in_turns
+    from tilesync.runtime.timing import Timing
+
+    timed = time_in_turns(forms, warmup, reps)
+    return {name: Timing.from_samples(record["samples_ms"], warmup) if "samples_ms" in record
+            else record["error"] for name, record in timed.items()}
 
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
@@ -389,19 +430,26 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
         entry["configs"].append(record)
     best: dict[str, Any] = {"config": _config_label(choice.config),
                             "split_k": choice.config.split_k}
+    # ours and the library's forms take turns (_time_together)
+    forms = _library_forms(w, ops) if tth.torch is not None else {}
     try:
         runner = GemmRunner(choice.config, ptx=ptx_by_cfg[choice.config])
         best["registers"] = runner.kernel.num_regs
-        timing = _time_rotating(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
-                                ops.copies, warmup, reps)
-        best.update(_timing_dict(timing))
-        best.update(_rates(w, timing.median_ms, copy_gbps, sized_gbps))
+        forms["ours"] = _rotating_form(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
+                                       ops.copies)
     except Exception as exc:
         best["error"] = f"{type(exc).__name__}: {exc}"
+    timed = _time_together(forms, warmup, reps)
+    if isinstance(timed.get("ours"), str):
+        best["error"] = timed["ours"]
+    if "error" in best:
         best = None
+    else:
+        best.update(_timing_dict(timed["ours"]))
+        best.update(_rates(w, timed["ours"].median_ms, copy_gbps, sized_gbps))
     entry["ours"] = best
     if tth.torch is not None:
-        lib = _library(w, ops, warmup, reps)
+        lib = _library_record(w, timed)
         lib.update(_rates(w, lib["gemm"]["median_ms"], copy_gbps, sized_gbps))
         entry["library"] = lib
         if best is not None:

@@ -724,6 +724,17 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch, tmp_pat
         return timing.Timing.from_samples([0.1, 0.11, 0.09], warmup)
 
     monkeypatch.setattr(timing, "time_region", fake_time)
+    launched = []
+
+    def fake_together(forms, warmup, reps):  # the GEMMs' forms (here each fn itself) in turns
+        assert set(forms) == {"ours"}  # no library forms without torch
+        for fn in forms.values():
+            fn(0)
+            launched.append(1)
+        return {name: timing.Timing.from_samples([0.1, 0.11, 0.09], warmup) for name in forms}
+
+    monkeypatch.setattr(bk, "_rotating_form", lambda fn, copies: fn)
+    monkeypatch.setattr(bk, "_time_together", fake_together)
     monkeypatch.setattr(bk, "copy_bandwidth", lambda *a, **k: {
         "bytes": 1 << 30, "how": "fake", "gbps": 4000.0, "median_ms": 0.5})
     monkeypatch.setattr(bk._Torch, "__init__", lambda self: setattr(self, "torch", None)
@@ -735,6 +746,7 @@ def test_kernel_benchmarks_runs_end_to_end_on_a_fake_device(monkeypatch, tmp_pat
     assert list((tmp_path / "autotune").iterdir())  # the fake choices stay out of the repo
     names = {(r["name"], r["M"]) for r in result["gemm"]}
     assert ("gemm4096", 4096) in names and ("llama_fc1", 16) in names
+    assert len(launched) == len(result["gemm"])
     for r in result["gemm"]:
         assert r["ours"] is not None, r
         assert r["choice"]["config"] == r["ours"]["config"] and not r["choice"]["cached"]
@@ -751,3 +763,21 @@ def _fake_operands(self, w, copies, torch_mod, seed=0):
     self.a = [None] * copies
     self.b = [None] * copies
     self.c = self.full = None
+
+
+def test_the_library_record_takes_cublas_faster_layout():
+    """_library_record: `gemm` is the faster of cuBLAS reading the bytes of B as K x N and as
+    N x K (timed in turns with ours), each layout's timing and the eager epilogue beside it."""
+    from tilesync.bench import kernels as bk
+    from tilesync.runtime.timing import Timing
+
+    w = next(w for w in bk.workloads(True) if w.epilogue == "swiglu")
+    timed = {"gemm_nn": Timing.from_samples([0.20, 0.21, 0.22], 1),
+             "gemm_nt": Timing.from_samples([0.18, 0.19, 0.30], 1),
+             "gemm_plus_epilogue": Timing.from_samples([0.25], 1), "ours": "ignored"}
+    record = bk._library_record(w, timed)
+    assert record["layout"] == "A @ B^T (B N x K)" and record["gemm"]["median_ms"] == 0.19
+    assert record["gemm_nn"]["median_ms"] == 0.21
+    assert record["gemm_plus_epilogue"]["median_ms"] == 0.25
+    timed["gemm_nn"] = Timing.from_samples([0.15], 1)
+    assert bk._library_record(w, timed)["layout"] == "A @ B (B K x N)"
