@@ -166,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
                         records[(tiles, mode)] = {"error": program["error"][:500]}
                         continue
                     run_spec = bench.mode_spec(model, M, mode, tiles)
-                    forms[(tiles, mode)] = bench.program_form(
-                        bench.load_program(program), bench.kernel_args(run_spec, data), data,
-                        f"{model} M={M} {tiles} {mode}")
+                    try:
+                        forms[(tiles, mode)] = bench.program_form(
+                            bench.load_program(program), bench.kernel_args(run_spec, data),
+                            data, f"{model} M={M} {tiles} {mode}")
+                    except Exception as exc:  # a program that does not load: report it
+                        records[(tiles, mode)] = {"error": f"{type(exc).__name__}: {exc}"}
             made, failed = bench.torch_layout_forms(data)
             timed = bench.time_forms({**forms, **made}, 5, args.reps)
             torch_records = bench.fastest_layouts(
