@@ -76,7 +76,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -561,12 +561,12 @@ class TimedForm:
     check (poisons them) and `check()` returns their relative error (check_error: raises past
     TOL) after a turn's runs."""
 
-    run: Any
-    elapsed: Any
-    synchronize: Any
+    run: Callable[[], tuple[Any, Any]]
+    elapsed: Callable[[Any, Any], float]
+    synchronize: Callable[[], Any]
     stream: Any
-    before: Any
-    check: Any
+    before: Callable[[], Any]
+    check: Callable[[], float]
 
     def first_check(self) -> float:
         """One run on readied (poisoned) outputs, checked."""
@@ -763,10 +763,9 @@ def run_torch(data: _Data, warmup: int, reps: int,
     (torch_layout_forms, fastest_layouts)."""
     if library is not None:
         forms, failed = torch_forms(data, library)
-    else:
-        forms, failed = torch_layout_forms(data)
-    return {**failed, **time_forms(forms, warmup, reps)} if library is not None else \
-        fastest_layouts({**failed, **time_forms(forms, warmup, reps)}, data)
+        return {**failed, **time_forms(forms, warmup, reps)}
+    forms, failed = torch_layout_forms(data)
+    return fastest_layouts({**failed, **time_forms(forms, warmup, reps)}, data)
 
 
 def torch_layout_forms(data: _Data) -> tuple[dict[str, TimedForm], dict[str, Any]]:
@@ -807,14 +806,14 @@ def time_forms(forms: Mapping[str, TimedForm], warmup: int, reps: int,
                turns: int = TURNS) -> dict[str, dict[str, Any]]:
     """Each form's first check (first_check), then all of them in turns (time_in_turns); the
     records without the exceptions (a form failing its first check is reported, not timed)."""
+    from tilesync.runtime.errors import TilesyncRuntimeError
+
     first: dict[str, float] = {}
     records: dict[str, dict[str, Any]] = {}
     for name, form in forms.items():
         try:
             first[name] = form.first_check()
         except Exception as exc:
-            from tilesync.runtime.errors import TilesyncRuntimeError
-
             if _context_lost(exc, TilesyncRuntimeError):
                 raise
             records[name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -924,7 +923,8 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                 if not _context_lost(exc, TilesyncRuntimeError):
                     raise
                 lost = f"skipped after a CUDA error in {model} M={M}: {exc}"
-                records = {**failed, "torch_eager": {"error": lost}}
+                records = {**{mode: {"error": lost} for mode in (*row_modes, "torch_eager")},
+                           **failed}
             for mode in row_modes:
                 row["modes"][mode] = records[mode]
                 if "median_ms" in records[mode]:

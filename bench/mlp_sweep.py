@@ -114,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--w2-kxn", action="store_true",
                         help="each candidate also with GEMM2 reading W2 as K x N")
     args = parser.parse_args(argv)
+    try:
+        given = [tuple(int(v) for v in t.split(",")) for t in args.tiles or ()]
+    except ValueError:
+        given = [()]
+    if any(len(t) != 4 for t in given):
+        parser.error(f"--tiles takes BM1,BN1,BM2,BN2; got {' '.join(args.tiles)}")
     from tilesync.bench.report import missing_gpu
 
     if missing_gpu("mlp_sweep"):
@@ -127,9 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     target = target_for_device(device.arch)
     batches = args.ms or ((512,) if args.quick else SWEEP_M)
 
-    given = [tuple(int(v) for v in t.split(",")) for t in args.tiles or ()]
-    if any(len(t) != 4 for t in given):
-        parser.error(f"--tiles takes BM1,BN1,BM2,BN2; got {' '.join(args.tiles)}")
 
     def chosen(model: str, M: int) -> list[tuple]:
         if given:

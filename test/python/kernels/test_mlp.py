@@ -540,3 +540,13 @@ def test_forms_take_turns_checked_before_and_after_each(monkeypatch):
     assert records["c"] == {"error": "AssertionError: c: wrong"}
     assert records["d"]["reps"] == 4 and "exception" not in records["d"]
     assert not [1 for kind, name in log if (kind, name) == ("run", "c")][1:]  # its first only
+
+
+@pytest.mark.parametrize("tiles", ["a,b,c,d", "64,192,128"])
+def test_the_sweep_refuses_malformed_tiles_before_looking_for_a_gpu(tiles, capsys):
+    from tilesync.bench import mlp_sweep
+
+    with pytest.raises(SystemExit) as exit_:
+        mlp_sweep.main(["--tiles", tiles])
+    assert exit_.value.code == 2
+    assert "--tiles takes BM1,BN1,BM2,BN2" in capsys.readouterr().err
