@@ -3,7 +3,8 @@
 NeRF's MLP (`WORKLOADS["nerf"]`: the trunk of 8 layers of 256 with its skip, the density as a
 dot head, the feature, colour-hidden and colour layers, the viewing directions concatenated
 into the colour-hidden layer) and MeshGraphNets' edge MLP, on 2^16 and 2^18 rows, timed in one
-run as (bulk first: its per-layer times are the measured rates dataflow-allot-ctas sizes the
+run, the forms below taking turns (bench.mlp.time_forms; the bulk-synchronous layers are first
+timed alone: their per-layer times are the measured rates dataflow-allot-ctas sizes the
 pipeline's stages from):
 
   - `pipeline`: kernels.mlp_pipeline, every layer a stage resident at once, activations
@@ -21,7 +22,9 @@ pipeline's stages from):
 against the floor (the stack's multiply-adds at the measured peak rate, or X, the weights and
 Y once at the measured copy bandwidth). Every form is checked against an fp32 reference on
 poisoned outputs; the pipeline also after 100 more runs and after 100 CUDA-graph replays,
-without a memset in between (tickets continue from run to run).
+without a memset in between (tickets continue from run to run). A pipeline sets aside the
+persisting L2 its queues are pinned in for its own turns only (DataflowProgram.give_back_l2
+after each), so that the other forms run with the whole L2, as they would alone.
 """
 
 from __future__ import annotations
@@ -198,64 +201,110 @@ def compile_pipeline(stack, arch: str = "sm_90"):
                             target=kernel_target(stack.layer_config(0), arch))
 
 
+class LoadedPipeline:
+    """The stack's pipeline compiled, loaded and bound to `data`: a form timed in turns
+    (`form`; its persisting L2 set aside for its own turns only, so that the forms between
+    them have the whole L2), then checked across repeated runs and graph replays
+    (`repeated_checks`), all without a memset of its rings."""
+
+    def __init__(self, stack, data: StackData):
+        import time
+
+        from tilesync.kernels.mlp_pipeline import stage_arguments
+        from tilesync.runtime.dataflow import DataflowProgram
+        from tilesync.runtime.device import get_device
+
+        began = time.perf_counter()
+        compiled = compile_pipeline(stack, get_device().arch)
+        self.compile_s = time.perf_counter() - began
+        self.stack, self.data = stack, data
+        self.program = DataflowProgram(compiled)
+        self.program.give_back_l2()
+        self.args = stage_arguments(stack, data.x, data.weights, data.biases, data.y,
+                                    data.norm, data.sides, data.dot)
+
+    def form(self, name: str = "pipeline") -> mlp_bench.TimedForm:
+        from tilesync.runtime.stream import elapsed_ms
+
+        program, data = self.program, self.data
+
+        def run():
+            end = program.run(self.args)
+            return program.last_start, end
+
+        def before():
+            program.set_aside_l2()
+            data.poison()
+
+        return mlp_bench.TimedForm(run, elapsed_ms, program.synchronize, program.main_stream(),
+                                   before, lambda: mlp_bench.check_error(name, data.error()),
+                                   program.give_back_l2)
+
+    def repeated_checks(self, repeats: int, graph_replays: int) -> list[dict[str, Any]]:
+        """Checked after `repeats` more runs, then after `graph_replays` replays of a
+        captured run (each check's run on poisoned outputs)."""
+        program, data = self.program, self.data
+        checks = []
+
+        def checked(label: str, launch) -> None:
+            data.poison()
+            launch()
+            program.synchronize()
+            checks.append({"after": label, "rel_error": mlp_bench.check_error(
+                f"pipeline ({label})", data.error())})
+
+        program.set_aside_l2()
+        try:
+            for _ in range(repeats):
+                program.run(self.args)
+            checked(f"{repeats + 1} more runs", lambda: program.run(self.args))
+            if graph_replays:
+                graph = program.capture(self.args)
+                for _ in range(graph_replays - 1):
+                    graph.launch()
+                checked(f"{graph_replays} graph replays", graph.launch)
+                graph.close()
+        finally:
+            program.give_back_l2()
+        return checks
+
+    def record(self) -> dict[str, Any]:
+        program = self.program
+        return {"ctas": list(self.stack.stage_ctas()),
+                "queue_entries": self.stack.queue_entries(),
+                "co_residency": program.co_residency, "compile_s": self.compile_s,
+                "l2_window_bytes": program.l2_window[1] if program.l2_window else 0}
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def finish_pipeline(pipeline: LoadedPipeline, timed: dict[str, Any], repeats: int,
+                    graph_replays: int) -> dict[str, Any]:
+    """The pipeline's record: its turns' timing (`timed`, time_forms'), its repeated checks
+    (where the turns ran), what it is; the pipeline closed."""
+    try:
+        record = {**pipeline.record(), **timed}
+        if "median_ms" in timed:
+            checks = [{"after": f"the first run and each of {timed['turns']} turns",
+                       "rel_error": timed["rel_error"]},
+                      *pipeline.repeated_checks(repeats, graph_replays)]
+            record.update(checks=checks, rel_error=max(c["rel_error"] for c in checks))
+        return record
+    finally:
+        pipeline.close()
+
+
 def run_pipeline(stack, data: StackData, warmup: int, reps: int, repeats: int,
                  graph_replays: int) -> dict[str, Any]:
-    """Compile and load the pipeline, check it, time it, check it again after `repeats` runs
-    and after `graph_replays` replays of a captured run."""
-    import time
-
-    from tilesync.harness.timing import hold_stream
-    from tilesync.kernels.mlp_pipeline import stage_arguments
-    from tilesync.runtime.dataflow import DataflowProgram
-    from tilesync.runtime.device import get_device
-    from tilesync.runtime.stream import elapsed_ms
-
-    began = time.perf_counter()
-    compiled = compile_pipeline(stack, get_device().arch)
-    compile_s = time.perf_counter() - began
-    program = DataflowProgram(compiled)
-    args = stage_arguments(stack, data.x, data.weights, data.biases, data.y, data.norm,
-                           data.sides, data.dot)
-    checks = []
-
-    def checked(label: str, launch) -> None:
-        data.poison()
-        launch()
-        program.synchronize()
-        checks.append({"after": label, "rel_error": mlp_bench.check_error(f"pipeline ({label})",
-                                                           data.error())})
-
-    runs = [0]  # since the first check
-
-    def run():
-        runs[0] += 1
-        return program.run(args)
-
-    checked("first run", lambda: program.run(args))
-    samples = []
-    hold_stream(mlp_bench.hold_ns(warmup + reps, run, program.synchronize),
-                program.main_stream())
-    for i in range(warmup + reps):
-        end = run()
-        if i >= warmup:
-            samples.append((program.last_start, end))
-    program.synchronize()
-    for _ in range(repeats):
-        run()
-    checked(f"{runs[0]} more runs", lambda: program.run(args))
-    if graph_replays:
-        graph = program.capture(args)
-        for _ in range(graph_replays - 1):
-            graph.launch()
-        checked(f"{graph_replays} graph replays", graph.launch)
-        graph.close()
-    record = {"ctas": list(stack.stage_ctas()), "queue_entries": stack.queue_entries(),
-              "co_residency": program.co_residency, "compile_s": compile_s,
-              "l2_window_bytes": program.l2_window[1] if program.l2_window else 0,
-              "checks": checks, "rel_error": max(c["rel_error"] for c in checks),
-              **summarize([elapsed_ms(s, e) for s, e in samples], warmup)}
-    program.close()
-    return record
+    """The pipeline alone: compiled, loaded, checked, timed (time_forms), checked again
+    after `repeats` runs and after `graph_replays` replays of a captured run."""
+    pipeline = LoadedPipeline(stack, data)
+    timed = mlp_bench.time_forms({"pipeline": pipeline.form()}, warmup, reps)["pipeline"]
+    if "error" in timed:
+        pipeline.close()
+        raise RuntimeError(f"pipeline: {timed['error']}")
+    return finish_pipeline(pipeline, timed, repeats, graph_replays)
 
 
 def bulk_form(stack):
@@ -275,67 +324,96 @@ def bulk_form(stack):
     raise ValueError(f"no bulk-synchronous form of {stack} fits a block's shared memory")
 
 
-def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
+class BulkSyncStack:
     """The same layers (`bulk_form`), one kernel per layer (and the layer norm's, and the dot
-    head's before its layer's) over all rows, activations in memory; `layer_ms`: each
-    layer's median time (the dot head's in its layer's), then the layer norm's."""
-    from tilesync.harness.runner import GemmRunner, LayerNormRunner, RowDotRunner
-    from tilesync.harness.timing import hold_stream
-    from tilesync.kernels.config import RowDotConfig
-    from tilesync.runtime.stream import Event, Stream, elapsed_ms
+    head's before its layer's) over all rows, activations in memory, on one stream."""
 
-    torch = data.torch
-    stack = bulk_form(stack)
-    runners = [GemmRunner(stack.layer_config(layer, stack.rows))
-               for layer in range(stack.layers)]
-    hidden = [torch.empty(stack.rows * max(stack.widths[1:]), device="cuda",
-                          dtype=torch.float16) for _ in range(2)]
-    stream = Stream()
+    def __init__(self, stack, data: StackData):
+        from tilesync.harness.runner import GemmRunner, LayerNormRunner, RowDotRunner
+        from tilesync.kernels.config import RowDotConfig
+        from tilesync.runtime.stream import Stream
 
-    norm = LayerNormRunner(stack.norm_config(stack.rows)) if stack.layer_norm else None
-    dot = None
-    if stack.dot_head is not None:
-        dot = RowDotRunner(RowDotConfig(stack.rows, stack.in_width(stack.dot_head)))
-    heads = {layer: data.x for layer in stack.skips}
-    heads.update({layer: v for (layer, _), v in zip(stack.side_inputs, data.sides)})
+        torch = data.torch
+        self.stack = stack = bulk_form(stack)
+        self.data = data
+        self.runners = [GemmRunner(stack.layer_config(layer, stack.rows))
+                        for layer in range(stack.layers)]
+        self.hidden = [torch.empty(stack.rows * max(stack.widths[1:]), device="cuda",
+                                   dtype=torch.float16) for _ in range(2)]
+        self.stream = Stream()
+        self.norm = LayerNormRunner(stack.norm_config(stack.rows)) if stack.layer_norm \
+            else None
+        self.dot = None
+        if stack.dot_head is not None:
+            self.dot = RowDotRunner(RowDotConfig(stack.rows, stack.in_width(stack.dot_head)))
+        self.heads = {layer: data.x for layer in stack.skips}
+        self.heads.update({layer: v for (layer, _), v in zip(stack.side_inputs, data.sides)})
 
-    def run() -> list:
+    def run(self) -> list:
         """One run; an event after each stage."""
+        from tilesync.runtime.stream import Event
+
+        stack, data, stream = self.stack, self.data, self.stream
         source, marks = data.x, []
-        for layer, runner in enumerate(runners):
-            last = layer == stack.layers - 1 and norm is None
+        for layer, runner in enumerate(self.runners):
+            last = layer == stack.layers - 1 and self.norm is None
             width = stack.widths[layer + 1]
-            target = data.y if last else hidden[layer % 2][:stack.rows * width].view(
+            target = data.y if last else self.hidden[layer % 2][:stack.rows * width].view(
                 stack.rows, width)
             if layer == stack.dot_head:
-                dot.launch(source, *data.dot, stream=stream)
+                self.dot.launch(source, *data.dot, stream=stream)
             runner.launch(source, data.weights[layer], target, data.biases[layer],
-                          stream=stream, a_head=heads.get(layer))
+                          stream=stream, a_head=self.heads.get(layer))
             marks.append(Event().record(stream))
             source = target
-        if norm is not None:
-            norm.launch(source, *data.norm, data.y, stream=stream)
+        if self.norm is not None:
+            self.norm.launch(source, *data.norm, data.y, stream=stream)
             marks.append(Event().record(stream))
         return marks
 
-    data.poison()
-    run()
-    stream.synchronize()
-    first = mlp_bench.check_error("bulk_sync", data.error())
-    samples = []
-    hold_stream(mlp_bench.hold_ns(warmup + reps, lambda: (Event().record(stream), run()),
-                                  stream.synchronize), stream)
-    for i in range(warmup + reps):
-        start = Event().record(stream)
-        marks = run()
-        if i >= warmup:
-            samples.append((start, marks))
-    stream.synchronize()
-    last = mlp_bench.check_error("bulk_sync (after timing)", data.error())
-    layer_ms = [statistics.median(elapsed_ms(([s, *m])[k], m[k]) for s, m in samples)
-                for k in range(stack.layers + stack.layer_norm)]
-    return {"rel_error": max(first, last), "layer_ms": layer_ms,
-            **summarize([elapsed_ms(s, m[-1]) for s, m in samples], warmup)}
+    def layer_times(self, warmup: int, reps: int) -> dict[str, Any]:
+        """Checked, then timed in one block: `layer_ms`, each layer's median time (the dot
+        head's in its layer's), then the layer norm's: the measured rates dataflow-allot-ctas
+        sizes the pipeline's stages from."""
+        from tilesync.harness.timing import hold_stream
+        from tilesync.runtime.stream import Event, elapsed_ms
+
+        data, stream = self.data, self.stream
+        data.poison()
+        self.run()
+        stream.synchronize()
+        first = mlp_bench.check_error("bulk_sync", data.error())
+        samples = []
+        hold_stream(mlp_bench.hold_ns(warmup + reps, lambda: (Event().record(stream),
+                                                              self.run()),
+                                      stream.synchronize), stream)
+        for i in range(warmup + reps):
+            start = Event().record(stream)
+            marks = self.run()
+            if i >= warmup:
+                samples.append((start, marks))
+        stream.synchronize()
+        last = mlp_bench.check_error("bulk_sync (after timing)", data.error())
+        layer_ms = [statistics.median(elapsed_ms(([s, *m])[k], m[k]) for s, m in samples)
+                    for k in range(self.stack.layers + self.stack.layer_norm)]
+        return {"rel_error": max(first, last), "layer_ms": layer_ms,
+                **summarize([elapsed_ms(s, m[-1]) for s, m in samples], warmup)}
+
+    def form(self) -> mlp_bench.TimedForm:
+        from tilesync.runtime.stream import Event, elapsed_ms
+
+        def run():
+            start = Event().record(self.stream)
+            return start, self.run()[-1]
+
+        return mlp_bench.TimedForm(run, elapsed_ms, self.stream.synchronize, self.stream,
+                                   self.data.poison,
+                                   lambda: mlp_bench.check_error("bulk_sync", self.data.error()))
+
+
+def run_bulk_sync(stack, data: StackData, warmup: int, reps: int) -> dict[str, Any]:
+    """BulkSyncStack's layer_times."""
+    return BulkSyncStack(stack, data).layer_times(warmup, reps)
 
 
 def workload_stack(workload: str, rows: int):
@@ -361,6 +439,47 @@ def stack_floor_ms(stack, rates: dict[str, float]) -> float:
     return floor_ms(flops, 2 * elements, rates)
 
 
+def stack_forms(stack, data: StackData, workload: str, warmup: int, reps: int,
+                repeats: int, graph_replays: int) -> dict[str, Any]:
+    """A row's forms: the bulk-synchronous layers timed alone first (their rates size the
+    allotted pipeline), then every form in turns (time_forms: bulk_sync, both pipelines,
+    torch eager and in a graph, the model as written where the stack pads it), each
+    pipeline with its persisting L2 set aside for its own turns only; `pipeline` the faster
+    pipeline."""
+    bulk = BulkSyncStack(stack, data)
+    rates = bulk.layer_times(warmup, reps)
+    allotted = dataclasses.replace(stack, ctas=allotted_ctas(stack, rates["layer_ms"]))
+    pipelines = {"pipeline_allotted": LoadedPipeline(allotted, data),
+                 "pipeline_even": LoadedPipeline(stack, data)}
+    timed = {"bulk_sync": bulk.form(),
+             **{name: p.form(name) for name, p in pipelines.items()}}
+    torch_timed, failed = mlp_bench.torch_forms(data, data.torch_stack)
+    timed.update(torch_timed)
+    if workload in NATIVE:
+        native = NativeModel(data, NATIVE[workload])
+        native_timed, native_failed = mlp_bench.torch_forms(native, native.forward,
+                                                             " (as written)")
+        timed.update({f.replace("torch", "torch_native"): v for f, v in native_timed.items()})
+        failed.update({f.replace("torch", "torch_native"): v
+                       for f, v in native_failed.items()})
+    try:
+        records = mlp_bench.time_forms(timed, warmup, reps)
+    except BaseException:
+        for pipeline in pipelines.values():
+            pipeline.close()
+        raise
+    forms: dict[str, Any] = {**failed, **records}
+    forms["bulk_sync"] = {**records["bulk_sync"], "layer_ms": rates["layer_ms"],
+                          "layer_block": {k: v for k, v in rates.items() if k != "layer_ms"}}
+    for name, pipeline in pipelines.items():
+        forms[name] = finish_pipeline(pipeline, records[name], repeats, graph_replays)
+    timed_pipelines = [name for name in pipelines if "median_ms" in forms[name]]
+    if timed_pipelines:
+        best = min(timed_pipelines, key=lambda name: forms[name]["median_ms"])
+        forms["pipeline"] = {**forms[best], "allotment": best}
+    return forms
+
+
 def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
                          reps: int = 30, repeats: int = 100, graph_replays: int = 100
                          ) -> dict[str, Any]:
@@ -373,23 +492,7 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
     for workload, count in itertools.product(workloads, rows):
         stack = workload_stack(workload, count)
         data = StackData(torch, stack, native=NATIVE.get(workload))
-        forms: dict[str, Any] = {}
-        forms["bulk_sync"] = run_bulk_sync(stack, data, warmup, reps)
-        allotted = dataclasses.replace(
-            stack, ctas=allotted_ctas(stack, forms["bulk_sync"]["layer_ms"]))
-        forms["pipeline_allotted"] = run_pipeline(allotted, data, warmup, reps, repeats,
-                                                  graph_replays)
-        forms["pipeline_even"] = run_pipeline(stack, data, warmup, reps, repeats,
-                                              graph_replays)
-        best = min(("pipeline_allotted", "pipeline_even"),
-                   key=lambda form: forms[form]["median_ms"])
-        forms["pipeline"] = {**forms[best], "allotment": best}
-        forms.update(mlp_bench.run_torch(data, warmup, reps, library=data.torch_stack))
-        if workload in NATIVE:
-            native = NativeModel(data, NATIVE[workload])
-            forms.update({form.replace("torch", "torch_native"): record for form, record in
-                          mlp_bench.run_torch(native, warmup, reps,
-                                              library=native.forward).items()})
+        forms = stack_forms(stack, data, workload, warmup, reps, repeats, graph_replays)
         results.append({"workload": workload, "rows": count, "widths": list(stack.widths),
                         "skips": list(stack.skips),
                         "side_inputs": [list(s) for s in stack.side_inputs],
@@ -434,11 +537,16 @@ def stack_table(result: dict[str, Any]) -> str:
                      f"  {ratio(ms['torch_graph'])}  {ratio(ms['torch_native_graph'])} "
                      f"{pipe / row['floor_ms']:9.2f}x" if pipe else "")
         if pipe:
+            def timed(name, forms=forms):
+                rec = forms.get(name, {})
+                return f"{rec['median_ms']:.4f} ms" if "median_ms" in rec else \
+                    f"not timed ({rec.get('error', 'missing')})"
+
             lines.append(f"{'':>8} pipeline: {forms['pipeline']['allotment']} (CTAs "
                          f"{forms['pipeline']['ctas']}); allotted "
-                         f"{forms['pipeline_allotted']['median_ms']:.4f} ms with CTAs "
-                         f"{forms['pipeline_allotted']['ctas']}, even "
-                         f"{forms['pipeline_even']['median_ms']:.4f} ms")
+                         f"{timed('pipeline_allotted')} with CTAs "
+                         f"{forms.get('pipeline_allotted', {}).get('ctas')}, even "
+                         f"{timed('pipeline_even')}")
     lines.append(f"goal: {result['goal']}")
     return "\n".join(lines)
 

@@ -567,13 +567,19 @@ class TimedForm:
     stream: Any
     before: Callable[[], Any]
     check: Callable[[], float]
+    after: Callable[[], Any] = lambda: None
+    """Run after each of its turns (synchronized), whatever the turn's outcome: a pipeline
+    gives back the persisting L2 it set aside in `before`."""
 
     def first_check(self) -> float:
         """One run on readied (poisoned) outputs, checked."""
-        self.before()
-        self.run()
-        self.synchronize()
-        return self.check()
+        try:
+            self.before()
+            self.run()
+            self.synchronize()
+            return self.check()
+        finally:
+            self.after()
 
 
 def program_form(program, args: dict[str, list], data, name: str) -> TimedForm:
@@ -670,6 +676,8 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
                 if _context_lost(exc, TilesyncRuntimeError):
                     raise
                 failed[name] = {"error": f"{type(exc).__name__}: {exc}", "exception": exc}
+            finally:
+                form.after()
     return {name: failed.get(name) or {"rel_error": worst[name],
                                        **summarize(samples[name], warmup), "turns": turns}
             for name in forms}

@@ -245,6 +245,7 @@ class DataflowProgram:
         offsets, total, pinned = self.plan.ring_offsets()
         self._rings = DeviceBuffer.zeros(max(total, 1), np.uint8)
         self.ring_ptr = {name: self._rings.ptr + off for name, off in offsets.items()}
+        self._set_aside = 0  # bytes of persisting L2 the window needs (_pin)
         self.l2_window = self._pin(pinned) if pin_l2 and pinned else None
         self._debug_record = None
         kernels = [s.kernel for s in self.plan.stages]
@@ -301,21 +302,44 @@ class DataflowProgram:
     def _pin(self, nbytes: int) -> tuple[int, int, float] | None:
         """An access-policy window over the first `nbytes` of the rings, with the persisting
         L2 set-aside it needs (None where the device has none)."""
-        from cuda.bindings import driver
-
         from tilesync.runtime.device import _attribute
-        from tilesync.runtime.errors import check
 
         handle = self.device.handle
         most = _attribute(handle, "CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE") or 0
         window = _attribute(handle, "CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE") or 0
         if most <= 0 or window <= 0:
             return None
-        set_aside = min(nbytes, most)
-        check(driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
-                                   set_aside), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
+        self._set_aside = min(nbytes, most)
+        self.set_aside_l2()
         covered = min(nbytes, window)
-        return self._rings.ptr, covered, min(1.0, set_aside / covered)
+        return self._rings.ptr, covered, min(1.0, self._set_aside / covered)
+
+    def set_aside_l2(self) -> None:
+        """Set aside the persisting L2 the window needs (a context-wide limit: done when the
+        program loads, and again after give_back_l2)."""
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        if not self._set_aside:
+            return
+        check(driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+                                   self._set_aside), "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
+
+    def give_back_l2(self) -> None:
+        """Give the persisting L2 set-aside back to the context and make the lines kept
+        persisting normal again, so that other work (a benchmark's other forms between this
+        pipeline's turns) has the whole L2; set_aside_l2 takes it again. Call it between
+        runs (after a synchronize): the limit is the context's."""
+        from cuda.bindings import driver
+
+        from tilesync.runtime.errors import check
+
+        if not self._set_aside:
+            return
+        check(driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0),
+              "cuCtxSetLimit(PERSISTING_L2_CACHE_SIZE)")
+        check(driver.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
 
     # -- binding -------------------------------------------------------------------------------
     def _bind(self, stage: str, sig: KernelSignature) -> list[Any]:

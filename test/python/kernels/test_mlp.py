@@ -488,7 +488,10 @@ class _FakeForm:
 
     def form(self):
         return bench.TimedForm(self.run, lambda s, e: e - s, lambda: None, None, self.before,
-                               self.check)
+                               self.check, self.after)
+
+    def after(self):
+        self.log.append(("after", self.name))
 
     def run(self):
         self.clock[0] += 1
@@ -510,8 +513,9 @@ def test_forms_take_turns_checked_before_and_after_each(monkeypatch):
     """time_in_turns: the forms run in turns (A's runs, B's, A's, ...), each turn behind a
     hold, warm-up runs uncounted in front of the first turn and one in front of every later
     one, reps samples in all; outputs readied before and checked after every turn (rel_error
-    the worst); a form whose check raises leaves the turns with its error, the others go on;
-    time_forms checks each form once first and reports one failing that without timing it."""
+    the worst), `after` run after each turn, its failing one too; a form whose check raises
+    leaves the turns with its error, the others go on; time_forms checks each form once first
+    (readied and `after` too) and reports one failing that without timing it."""
     import tilesync.harness.timing as timing
 
     holds = []
@@ -533,11 +537,16 @@ def test_forms_take_turns_checked_before_and_after_each(monkeypatch):
     assert runs_of_a[5] > runs_of_b[0]  # a's second turn after b's first
     # a's counted samples: runs 4-5 of its first turn (clock 4, 5), then 2 of 3 each turn
     assert out["a"]["samples_ms"][:2] == [4.0, 5.0]
+    # every turn ends in `after`, right after its check (b's failing third turn too)
+    ends = [(kind, name) for kind, name in log if kind in ("check", "after")]
+    assert ends == [(kind, name) for name in ["a", "b", "a", "b", "a", "b", "a", "a"]
+                    for kind in ("check", "after")]
 
     log.clear()
     c, d = _FakeForm("c", log, clock, fails_at=0), _FakeForm("d", log, clock)
     records = bench.time_forms({"c": c.form(), "d": d.form()}, warmup=1, reps=4, turns=2)
     assert records["c"] == {"error": "AssertionError: c: wrong"}
+    assert log[:4] == [("before", "c"), ("run", "c"), ("check", "c"), ("after", "c")]
     assert records["d"]["reps"] == 4 and "exception" not in records["d"]
     assert not [1 for kind, name in log if (kind, name) == ("run", "c")][1:]  # its first only
 
