@@ -72,6 +72,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I32,
     AnyFloat,
@@ -1506,6 +1507,28 @@ def epilogue_arg_types(accumulators: int = 1) -> tuple[Attribute, ...]:
     return (Float32Type(),) * accumulators + (IndexType(), IndexType())
 
 
+PACKED_BLOCK = (16, 8)
+"""The trailing shape of a `packed` accumulator workspace: one m16n8 fragment a block."""
+
+
+def verify_packed_block(op: Operation, memref_type: MemRefType,
+                        indices: Sequence[SSAValue]) -> None:
+    """A `packed` fragment is a whole (16, 8) f32 block: the memref ends in those dimensions
+    and the block's own indices are 0."""
+    name = f"'{op.name}'"
+    if not isinstance(memref_type.element_type, Float32Type) or \
+            tuple(memref_type.get_shape()[-2:]) != PACKED_BLOCK:
+        raise VerifyException(f"{name} packed needs f32 blocks of {PACKED_BLOCK[0]}x"
+                              f"{PACKED_BLOCK[1]} (the memref's last two dimensions), got "
+                              f"{memref_type}")
+    for index in indices[-2:]:
+        owner = index.owner
+        if isinstance(owner, arith.ConstantOp) and \
+                isinstance(owner.value, IntegerAttr) and owner.value.value.data != 0:
+            raise VerifyException(f"{name} packed addresses a whole block: its last two "
+                                  f"indices are 0")
+
+
 @irdl_op_definition
 class StoreAccOp(IRDLOperation):
     """Warp-collective store of a 16x8 f32 accumulator tile with an elementwise epilogue.
@@ -1518,6 +1541,12 @@ class StoreAccOp(IRDLOperation):
     `at [%row, %col]` gives the position in the output tensor of the fragment's element (0, 0)
     where the destination is a staging buffer (the TMA-store epilogue): the epilogue sees output
     positions (bias columns, dropout hashes), not buffer positions.
+
+    With `packed` the destination is a workspace of (..., 16, 8) f32 blocks, one fragment each
+    (`%ws[%f, %c0, %c0]`), its values stored lane-interleaved: value k of lane l at element
+    32 k + l of the block (`tile.take_acc ... packed` reads them back). Each of a lane's four
+    stores is then part of one contiguous 128-byte warp access, where the m16n8 layout's rows
+    spread a warp's store over eight half-used sectors (a stream-K partial tile).
     """
 
     name = "tile.store_acc"
@@ -1527,6 +1556,7 @@ class StoreAccOp(IRDLOperation):
     at = var_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
     reduce = opt_prop_def(UnitAttr)
+    packed = opt_prop_def(UnitAttr)
     epilogue = region_def()
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -1534,12 +1564,13 @@ class StoreAccOp(IRDLOperation):
     def __init__(self, acc: SSAValue | Sequence[SSAValue], dst: SSAValue,
                  indices: Sequence[SSAValue], masked: bool = False,
                  epilogue: Region | None = None, reduce: bool = False,
-                 at: Sequence[SSAValue] = ()):
+                 at: Sequence[SSAValue] = (), packed: bool = False):
         accs = [acc] if isinstance(acc, SSAValue) else list(acc)
         super().__init__(
             operands=[accs, dst, indices, list(at)],
             properties={"masked": UnitAttr() if masked else None,
-                        "reduce": UnitAttr() if reduce else None},
+                        "reduce": UnitAttr() if reduce else None,
+                        "packed": UnitAttr() if packed else None},
             regions=[epilogue if epilogue is not None else Region()],
         )
 
@@ -1585,6 +1616,12 @@ class StoreAccOp(IRDLOperation):
             raise VerifyException(
                 "'tile.store_acc' with several accumulators needs an epilogue combining them"
             )
+        if self.packed is not None:
+            if self.masked is not None or self.reduce is not None or self.at or \
+                    self.epilogue.blocks:
+                raise VerifyException("'tile.store_acc' packed stores one fragment as it is: "
+                                      "no masked, reduce, at or epilogue")
+            verify_packed_block(self, dst_type, self.indices)
         if self.epilogue.blocks:
             if len(self.epilogue.blocks) != 1:
                 raise VerifyException("'tile.store_acc' epilogue must be a single block")
@@ -1621,6 +1658,7 @@ class StoreAccOp(IRDLOperation):
                                                    parser.parse_unresolved_operand)
         masked = parser.parse_optional_keyword("masked") is not None
         reduce = parser.parse_optional_keyword("reduce") is not None
+        packed = parser.parse_optional_keyword("packed") is not None
         region = None
         if parser.parse_optional_keyword("epilogue") is not None:
             region = parser.parse_region()
@@ -1640,6 +1678,7 @@ class StoreAccOp(IRDLOperation):
             region,
             reduce,
             [parser.resolve_operand(v, index) for v in at],
+            packed,
         )
         op.attributes |= attrs
         return op
@@ -1657,6 +1696,8 @@ class StoreAccOp(IRDLOperation):
             printer.print_string(" masked")
         if self.reduce is not None:
             printer.print_string(" reduce")
+        if self.packed is not None:
+            printer.print_string(" packed")
         if self.epilogue.blocks:
             printer.print_string(" epilogue ")
             printer.print_region(self.epilogue, print_entry_block_args=True)
@@ -1682,7 +1723,8 @@ class TakeAccOp(IRDLOperation):
     with `cta %r`, from the same place in CTA %r of the cluster (`mapa`,
     `ld.shared::cluster`). With `keep`, global elements are read with `ld.relaxed.gpu` and
     stay as they are (a stream-K partial tile, stored into a slot of its own and overwritten
-    by the next launch).
+    by the next launch). With `packed`, the source is a workspace of (..., 16, 8) blocks that
+    `tile.store_acc ... packed` wrote lane-interleaved.
     """
 
     name = "tile.take_acc"
@@ -1691,19 +1733,21 @@ class TakeAccOp(IRDLOperation):
     cta = opt_operand_def(IndexType)
     masked = opt_prop_def(UnitAttr)
     keep = opt_prop_def(UnitAttr)
+    packed = opt_prop_def(UnitAttr)
     res = result_def(FragType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$src `[` $indices `]` (`cta` $cta^)? (`masked` $masked^)? (`keep` $keep^)? attr-dict "
-        "`:` type($src) `->` type($res)"
+        "$src `[` $indices `]` (`cta` $cta^)? (`masked` $masked^)? (`keep` $keep^)? "
+        "(`packed` $packed^)? attr-dict `:` type($src) `->` type($res)"
     )
 
     def __init__(self, src: SSAValue, indices: Sequence[SSAValue], masked: bool = False,
-                 cta: SSAValue | None = None, keep: bool = False):
+                 cta: SSAValue | None = None, keep: bool = False, packed: bool = False):
         super().__init__(operands=[src, indices, [] if cta is None else [cta]],
                          result_types=[FragType("acc", Float32Type())],
                          properties={"masked": UnitAttr() if masked else None,
-                                     "keep": UnitAttr() if keep else None})
+                                     "keep": UnitAttr() if keep else None,
+                                     "packed": UnitAttr() if packed else None})
 
     def verify_(self) -> None:
         src_type = _memref(self, self.src, "source")
@@ -1729,6 +1773,11 @@ class TakeAccOp(IRDLOperation):
         if self.res.type != FragType("acc", Float32Type()):
             raise VerifyException(f"'tile.take_acc' yields {FragType('acc', Float32Type())}, "
                                   f"got {self.res.type}")
+        if self.packed is not None:
+            if self.masked is not None or shared:
+                raise VerifyException("'tile.take_acc' packed reads a whole block of a global "
+                                      "workspace: not masked, not shared memory")
+            verify_packed_block(self, src_type, self.indices)
 
 @irdl_op_definition
 class AddAccOp(IRDLOperation):

@@ -25,7 +25,7 @@ from tilesync.contract import (
     STATIC_SHARED_LIMIT,
     TENSOR_MAP,
 )
-from tilesync.dialects.tile import WGMMA_N_ATOM
+from tilesync.dialects.tile import PACKED_BLOCK, WGMMA_N_ATOM
 
 EPILOGUES = (None, "bias", "gelu", "bias_gelu", "swiglu", "relu", "bias_relu")
 PIPELINES = ("cp_async", "tma_ws")
@@ -656,13 +656,14 @@ class GemmConfig:
         return (STAGING_ROWS, cols)
 
     @property
-    def workspace_shape(self) -> tuple[int, int]:
+    def workspace_shape(self) -> tuple[int, ...]:
         """fp32 partial sums of split-K (zero before the first launch): C's shape; stream-K's
         are two BM x BN slots per block (its first and last segments' partial tiles), one
-        under the other."""
+        after the other, each as the (16, 8) blocks of its accumulator fragments (BM / 16
+        rows of BN / 8; `tile.store_acc ... packed`: each warp store one 128-byte line)."""
         if self.stream_k_tiles:
             bm, bn, _ = self.tile
-            return (2 * self.sms * bm, bn)
+            return (2 * self.sms * (bm // 16) * (bn // 8), *PACKED_BLOCK)
         return (self.M, self.N)
 
     @property

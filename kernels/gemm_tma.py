@@ -663,20 +663,26 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         assert workspace is not None and counters is not None
         shared = pb.emit(arith.SubiOp(segment.t, pb.idx(cfg.cluster_tiles
                                                         - cfg.stream_k_tiles)))
-        cols = [pb.idx(8 * j) for j in range(acc_count)]
-        row = pb.addi(pb.muli(segment.slot, bm), warp_m)
-        for acc, col in zip(tiles, cols, strict=True):
-            pb.insert(tl.StoreAccOp(acc, workspace, [row, col]))
+        zero = pb.idx(0)
+        for acc, block in zip(tiles, _partial_blocks(pb, segment.slot, warp_m), strict=True):
+            pb.insert(tl.StoreAccOp(acc, workspace, [block, zero, zero], packed=True))
         count = pb.emit(arith.SubiOp(segment.k_end, segment.k_begin))
         last = pb.emit(tl.ArriveOp(counters, [shared], cfg.k_tiles, amount=count,
                                    threads=cfg.consumer_threads))
         sums = _if_values(pb, last, [acc_type] * acc_count,
-                          lambda lb: _other_partials(lb, shared, tiles, warp_m, cols),
+                          lambda lb: _other_partials(lb, shared, tiles, warp_m),
                           lambda _: tiles)
         return [last, *sums]
 
+    def _partial_blocks(pb: BlockBuilder, slot: SSAValue, warp_m: SSAValue) -> list[SSAValue]:
+        """The workspace blocks (cfg.workspace_shape's first index) of the warp's fragments of
+        slot `slot`'s partial tile: BM / 16 rows of BN / 8 blocks each, a warp's 16 rows one."""
+        rows = pb.divui(pb.addi(pb.muli(slot, bm), warp_m), 16)
+        first = pb.muli(rows, acc_count)
+        return [pb.addi(first, j) for j in range(acc_count)]
+
     def _other_partials(lb: BlockBuilder, shared: SSAValue, tiles: list[SSAValue],
-                        warp_m: SSAValue, cols: list[SSAValue]) -> list[SSAValue]:
+                        warp_m: SSAValue) -> list[SSAValue]:
         """`tiles` plus the partials of the shared tile's other segments: those of the blocks
         whose runs hold its k-steps, each in the slot of its first segment where its run
         starts inside the tile, else of its last."""
@@ -691,10 +697,11 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         def add(ab: BlockBuilder) -> list[SSAValue]:
             began_before = ab.emit(arith.CmpiOp(_run_start(ab, cfg, y), first_step, "ult"))
             slot = ab.addi(ab.muli(y, 2), _select(ab, began_before, ab.idx(1), ab.idx(0)))
-            row = ab.addi(ab.muli(slot, bm), warp_m)
-            return [ab.emit(tl.AddAccOp(acc, ab.emit(tl.TakeAccOp(workspace, [row, col],
-                                                                  keep=True))))
-                    for acc, col in zip(partial, cols, strict=True)]
+            zero = ab.idx(0)
+            return [ab.emit(tl.AddAccOp(acc, ab.emit(tl.TakeAccOp(
+                        workspace, [block, zero, zero], keep=True, packed=True))))
+                    for acc, block in zip(partial, _partial_blocks(ab, slot, warp_m),
+                                          strict=True)]
 
         mine = yb.emit(arith.CmpiOp(y, x, "eq"))
         yb.insert(scf.YieldOp(*_if_values(yb, mine, [acc_type] * acc_count,

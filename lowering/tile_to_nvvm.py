@@ -12,9 +12,11 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.fill         llvm.mlir.undef + llvm.insertvalue
     tile.store_acc    the epilogue region inlined per element, then `nvvm.cvt.pack` (f16x2 or
                       bf16x2) and one 32-bit store per pair of columns (scf.if around each pair
-                      when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red
-    tile.take_acc     nvvm.atom exch (0) per element; from shared memory a plain load (`cta`:
-                      nvvm.ld of the peer CTA's shared memory, mapa)
+                      when `masked`); f32 and odd widths: scalar stores; `reduce`: nvvm.red;
+                      `packed`: value k of the lane at element 32 k + lane of its block
+    tile.take_acc     nvvm.atom exch (0) per element (`keep`: nvvm.ld relaxed); from shared
+                      memory a plain load (`cta`: nvvm.ld of the peer CTA's shared memory,
+                      mapa); `packed`: store_acc's addresses
     tile.add_acc      llvm.fadd per element
     tile.arrive       the split-K arrival, built by `sync_primitives.SyncBuilder`
     tile.shuffle      nvvm.shfl.sync
@@ -719,6 +721,15 @@ def _acc_lane_position(e: _Emitter, indices: Sequence[SSAValue], addressed: bool
     return [row0, row1], [col0, e.add(col0, 1)]
 
 
+def _packed_addresses(e: _Emitter, base: SSAValue, indices: Sequence[SSAValue],
+                      shape: Sequence[int]) -> list[SSAValue]:
+    """The f32 addresses of this lane's values c0..c3 in a `packed` block (tile.store_acc's):
+    value k of lane l at element 32 k + l of the (16, 8) block at `indices`."""
+    lane = e.in_prelude(("lane", "i64"), lambda: [llvm.ZExtOp(e.lane_id(), i64)])
+    block = e.computed(llvm.AddOp, _linear(e, indices, shape), lane)
+    return [e.gep(base, block if k == 0 else e.add(block, 32 * k), f32) for k in range(4)]
+
+
 def _guarded(e: _Emitter, cond: SSAValue | None, body_fn) -> None:
     """Emit body_fn() under `scf.if cond` (or unguarded when cond is None)."""
     if cond is None:
@@ -749,6 +760,11 @@ class StoreAccLowering(_TilePattern):
         indices = [e.index_as(i, i64) for i in op.indices]
         values = [[e.extract(e.as_llvm(acc, frag_llvm_type(acc.type)), k, f32)  # type: ignore
                    for k in range(4)] for acc in op.accs]
+        if op.packed is not None:
+            for k, address in enumerate(_packed_addresses(e, base, indices, shape)):
+                e.store(values[0][k], address, 4)
+            rewriter.erase(op)
+            return
         rows, cols = _acc_lane_position(e, indices)
         # The epilogue's positions: the output's, which a staging buffer's are not.
         out_rows, out_cols = rows, cols
@@ -837,14 +853,19 @@ class TakeAccLowering(_TilePattern):
         shape = src_type.get_shape()
         base = e.pointer(op.src)
         indices = [e.index_as(i, i64) for i in op.indices]
-        rows, cols = _acc_lane_position(e, indices)
+        packed = _packed_addresses(e, base, indices, shape) if op.packed is not None else None
+        rows, cols = _acc_lane_position(e, indices) if packed is None else ([], [])
         zero = e.insert(llvm.ConstantOp(FloatAttr(0.0, f32), f32)).results[0]
         shared = tile.memory_space(src_type) == tile.SHARED_SPACE
         cta = None if op.cta is None else e.index_as(op.cta, i32)
         values: list[SSAValue] = []
         for h in range(2):
             for k in range(2):
-                address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape), f32)
+                if packed is not None:
+                    address = packed[2 * h + k]
+                else:
+                    address = e.gep(base, _linear(e, [*indices[:-2], rows[h], cols[k]], shape),
+                                    f32)
                 if cta is not None:  # the same place in the peer CTA's shared memory
                     values.append(e.insert(nvvm.LoadOp(address, f32, "weak", cta=cta))
                                   .results[0])

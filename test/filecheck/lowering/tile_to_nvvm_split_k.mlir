@@ -109,3 +109,25 @@ func.func @take_masked(%ws: memref<10x128xf32>, %i: index, %j: index) -> !tile.f
   %t = tile.take_acc %ws[%i, %j] masked : memref<10x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   func.return %t : !tile.frag<acc, f32, m16n8k16>
 }
+
+// A stream-K partial tile in its packed workspace: value k of the lane at element 32 k + lane of
+// the fragment's (16, 8) block, each store and load one element a lane of a contiguous 128-byte
+// warp access (the block's base plus the lane, then +32, +64, +96 elements); the loads keep the
+// values (ld.relaxed.gpu), no exchange.
+// CHECK-LABEL: func.func @packed_partial
+// CHECK:       %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid
+// CHECK:       %[[LANE64:.*]] = llvm.zext %[[LANE]] : i32 to i64
+// CHECK:       %[[BLOCK:.*]] = llvm.mul %{{.*}}, %{{.*}} : i64
+// CHECK:       %[[AT:.*]] = llvm.add %{{.*}}, %[[LANE64]] : i64
+// CHECK:       %[[P0:.*]] = llvm.getelementptr inbounds %{{.*}}[%[[AT]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK:       %[[AT1:.*]] = llvm.add %[[AT]], %{{.*}} : i64
+// CHECK:       llvm.store %{{.*}}, %[[P0]] {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-COUNT-3: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-COUNT-4: nvvm.ld relaxed, gpu %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK-NOT:   nvvm.atom exch
+func.func @packed_partial(%c: !tile.frag<acc, f32, m16n8k16>, %ws: memref<8x16x8xf32>, %f: index) -> !tile.frag<acc, f32, m16n8k16> {
+  %z = arith.constant 0 : index
+  tile.store_acc %c, %ws[%f, %z, %z] packed : !tile.frag<acc, f32, m16n8k16>, memref<8x16x8xf32>
+  %t = tile.take_acc %ws[%f, %z, %z] keep packed : memref<8x16x8xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return %t : !tile.frag<acc, f32, m16n8k16>
+}

@@ -413,12 +413,14 @@ def test_pingpong_spills_nothing_as_a_whole_program(cfg, tmp_path):
 
 def test_stream_k_config():
     """Stream-K shares the last tiles by k-tiles over every SM: the grid is the SMs the shares
-    were cut for even with fewer tiles; the workspace holds two BM x BN fp32 slots per block
-    and the counters one per shared tile; the kernel takes them after C."""
+    were cut for even with fewer tiles; the workspace holds two BM x BN fp32 slots per block (as
+    the (16, 8) blocks of their fragments) and the counters one per shared tile; the kernel
+    takes them after C."""
     cfg = next(c for c in CONFIGS if c.stream_k_tiles == 114)
     assert cfg.tiles == 114 and cfg.grid == (132, 1, 1)
     assert cfg.params == ("A", "B", "C", "workspace", "counters") and cfg.split_workspace
-    assert cfg.workspace_shape == (2 * 132 * 128, 144) and cfg.counters_shape == (114,)
+    assert cfg.workspace_shape == (2 * 132 * (128 // 16) * (144 // 8), 16, 8)
+    assert cfg.counters_shape == (114,)
     assert "stream_k_tiles=114" in repr(cfg) and "stream_k" not in repr(MAIN)
     for kwargs, message in [(dict(stream_k_tiles=513), "1 to 512 tiles"),
                             (dict(stream_k_tiles=4, cluster_m=2), "without sync hooks or "

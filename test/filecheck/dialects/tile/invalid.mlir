@@ -292,3 +292,48 @@ func.func @add_a_operands(%a: !tile.frag<a, f16, m16n8k16>) {
   func.return
 }
 // CHECK: 'tile.add_acc' adds two !tile.frag<acc, f32, m16n8k16>, got !tile.frag<a, f16, m16n8k16>, !tile.frag<a, f16, m16n8k16> -> !tile.frag<a, f16, m16n8k16>
+
+// -----
+
+func.func @packed_rows(%c: !tile.frag<acc, f32, m16n8k16>, %W: memref<64x128xf32>, %i: index) {
+  tile.store_acc %c, %W[%i, %i] packed : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
+  func.return
+}
+// CHECK: 'tile.store_acc' packed needs f32 blocks of 16x8 (the memref's last two dimensions), got memref<64x128xf32>
+
+// -----
+
+func.func @packed_reduce(%c: !tile.frag<acc, f32, m16n8k16>, %W: memref<4x16x8xf32>, %i: index) {
+  %z = arith.constant 0 : index
+  tile.store_acc %c, %W[%i, %z, %z] reduce packed : !tile.frag<acc, f32, m16n8k16>, memref<4x16x8xf32>
+  func.return
+}
+// CHECK: 'tile.store_acc' packed stores one fragment as it is: no masked, reduce, at or epilogue
+
+// -----
+
+func.func @packed_inside_a_block(%W: memref<4x16x8xf32>, %i: index) {
+  %eight = arith.constant 8 : index
+  %z = arith.constant 0 : index
+  %t = tile.take_acc %W[%i, %eight, %z] keep packed : memref<4x16x8xf32> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' packed addresses a whole block: its last two indices are 0
+
+// -----
+
+func.func @packed_f16(%W: memref<4x16x8xf16>, %i: index) {
+  %z = arith.constant 0 : index
+  %t = tile.take_acc %W[%i, %z, %z] packed : memref<4x16x8xf16> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' reads f32, got f16
+
+// -----
+
+func.func @packed_shared(%W: memref<4x16x8xf32, 3>, %i: index) {
+  %z = arith.constant 0 : index
+  %t = tile.take_acc %W[%i, %z, %z] packed : memref<4x16x8xf32, 3> -> !tile.frag<acc, f32, m16n8k16>
+  func.return
+}
+// CHECK: 'tile.take_acc' packed reads a whole block of a global workspace: not masked, not shared memory

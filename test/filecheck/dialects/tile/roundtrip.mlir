@@ -52,7 +52,7 @@ func.func @gemm_step(%A: memref<256x64xf16>, %C: memref<256x128xf16>, %bias: mem
 
 // Split-K, SwiGLU and warp-shuffle ops.
 // CHECK-LABEL: func.func @split_k_swiglu
-func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %part: memref<64x64xf32, 3>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32) {
+func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc, f32, m16n8k16>, %ws: memref<64x128xf32>, %part: memref<64x64xf32, 3>, %cnt: memref<1x2xi32>, %C: memref<64x64xf16>, %i: index, %j: index, %x: f32, %n: i32, %blocks: memref<4x16x8xf32>, %z: index) {
   // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   tile.store_acc %g, %ws[%i, %j] masked reduce : !tile.frag<acc, f32, m16n8k16>, memref<64x128xf32>
   // CHECK: %[[LAST:.*]] = tile.arrive %{{.*}}[%{{.*}}, %{{.*}}] of 4 : memref<1x2xi32>
@@ -63,6 +63,10 @@ func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc
   %t = tile.take_acc %ws[%i, %j] masked : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] keep : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
   %kept = tile.take_acc %ws[%i, %j] keep : memref<64x128xf32> -> !tile.frag<acc, f32, m16n8k16>
+  // CHECK: tile.store_acc %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] packed : !tile.frag<acc, f32, m16n8k16>, memref<4x16x8xf32>
+  tile.store_acc %g, %blocks[%i, %z, %z] packed : !tile.frag<acc, f32, m16n8k16>, memref<4x16x8xf32>
+  // CHECK: %{{.*}} = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] keep packed : memref<4x16x8xf32> -> !tile.frag<acc, f32, m16n8k16>
+  %unpacked = tile.take_acc %blocks[%i, %z, %z] keep packed : memref<4x16x8xf32> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %[[PEER:.*]] = tile.take_acc %{{.*}}[%{{.*}}, %{{.*}}] cta %{{.*}} : memref<64x64xf32, 3 : i64> -> !tile.frag<acc, f32, m16n8k16>
   %peer = tile.take_acc %part[%i, %j] cta %i : memref<64x64xf32, 3> -> !tile.frag<acc, f32, m16n8k16>
   // CHECK: %{{.*}} = tile.add_acc %{{.*}}, %[[PEER]] : !tile.frag<acc, f32, m16n8k16>
