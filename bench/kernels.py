@@ -102,12 +102,14 @@ def legacy_candidates(w: Workload, quick: bool) -> list:
 def tuning_candidates(w: Workload, quick: bool) -> list:
     """What the autotuner measures for `w`: the warp-specialized TMA kernels the wave model
     proposes (with and without clusters, the first reading B K x N too; the full bench also
-    their stream-K twins and the ping-pongs) and the `legacy_candidates`. Every candidate reads
+    their stream-K twins, the ping-pongs and the tall tiles) and the `legacy_candidates`. Every
+    candidate reads
     the same bytes of B, as N x K or K x N, as cuBLAS does in its two timings."""
     from tilesync.kernels.choice import (
         BENCH_N_MAJOR,
         BENCH_PINGPONG,
         BENCH_STREAM_K,
+        BENCH_TALL,
         BENCH_TWINS,
         propose_tma_configs,
     )
@@ -115,7 +117,8 @@ def tuning_candidates(w: Workload, quick: bool) -> list:
     tma = propose_tma_configs(w.M, w.N, w.K, w.dtype, w.epilogue, limit=3 if quick else 5,
                               twins=BENCH_TWINS, stream_k=0 if quick else BENCH_STREAM_K,
                               pingpong=0 if quick else BENCH_PINGPONG,
-                              n_major=1 if quick else BENCH_N_MAJOR)
+                              n_major=1 if quick else BENCH_N_MAJOR,
+                              tall=0 if quick else BENCH_TALL)
     return [*tma, *legacy_candidates(w, quick)]
 
 

@@ -34,6 +34,7 @@ from tilesync.kernels.config import (
     gemm_config,
     output_columns,
     tma_ws_config,
+    tma_ws_warps,
 )
 
 BK = 64
@@ -83,7 +84,8 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
                         epilogue: str | None = None, sms: int = H100_SMS,
                         limit: int = 5, cluster_limit: int = 1,
                         twins: int = 0, stream_k: int = 0,
-                        pingpong: int = 0, n_major: int = 0) -> list[GemmConfig]:
+                        pingpong: int = 0, n_major: int = 0, tall: int = 0
+                        ) -> list[GemmConfig]:
     """The `limit` tile shapes the model predicts fastest without clusters and the
     `cluster_limit` fastest in clusters of two (ties: larger tiles first), then the
     `deeper_twin` of the first `twins` where a smaller staging buffer buys a stage, then the
@@ -91,7 +93,9 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
     narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
     in clusters, as ping-pongs, then the `n_major_twin` (B read K x N) of the first `n_major`
-    proposals that have one and the deeper twins of as many of those as `twins` allows. On an
+    proposals that have one and the deeper twins of as many of those as `twins` allows, then
+    the `tall` 256-row tiles (`tall_twin`s of the 128-row ones) the model ranks first and
+    the K x N twin of the first that has one (where `n_major`). On an
     H100 the device's fastest was among
     the model's first five on every bench shape, and clusters won none since the TMA-store
     epilogue (bench/tma_sweep.py): they stay, fewer."""
@@ -105,8 +109,35 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
     transposed = [twin for twin in map(n_major_twin, proposals) if twin is not None][:n_major]
     transposed_deeper = list(filter(None, map(deeper_twin, transposed[:twins])))
+    talls = sorted((predicted_seconds(twin, sms), -twin.tile[1], i, twin)
+                   for i, twin in enumerate(map(tall_twin, ranked)) if twin is not None)
+    tall_picks = [entry[-1] for entry in talls[:tall]]
+    transposed_tall = next(filter(None, map(n_major_twin, tall_picks)), None)
+    if n_major and transposed_tall is not None:
+        tall_picks.append(transposed_tall)
     return [*proposals, *deeper, *shared, *alternating[:pingpong],
-            *in_clusters[:min(cluster_limit, pingpong)], *transposed, *transposed_deeper]
+            *in_clusters[:min(cluster_limit, pingpong)], *transposed, *transposed_deeper,
+            *tall_picks]
+
+
+def tall_twin(cfg: GemmConfig) -> GemmConfig | None:
+    """`cfg`'s 128-row tile as a tall one of 256 rows (two warpgroups of 128: B's tile feeds
+    twice the rows, half as many tiles), with the most of its stages that fit beside a
+    staging buffer of the whole tile or of one box a round; None where GemmConfig refuses a
+    tall tile (wider than PINGPONG_MAX_COLUMNS, a producer warp, clusters, stream-K, ...) or
+    M has fewer than two tiles of 256 rows."""
+    bm, bn, bk = cfg.tile
+    if not cfg.warp_specialized or bm != 128 or cfg.M < 2 * 256:
+        return None
+    for stages in range(cfg.stages, 1, -1):
+        for staging_boxes in (0, 1):
+            try:
+                return dataclasses.replace(cfg, tile=(256, bn, bk), warps=tma_ws_warps(256),
+                                           stages=stages, staging_boxes=staging_boxes
+                                           if cfg.tma_store else 0)
+            except ValueError:
+                continue
+    return None
 
 
 def pingpong_twin(cfg: GemmConfig) -> GemmConfig | None:
@@ -137,25 +168,18 @@ def n_major_twin(cfg: GemmConfig) -> GemmConfig | None:
         return None
 
 
-STREAM_K_STAGED_COLUMNS = 160
-"""The widest 128-row tile whose stream-K form ptxas compiled without spilling with the
-TMA-store epilogue under the 168 registers a thread of a 384-thread block (128 x 176, 192 and
-256 spilled 16, 64 and 296 bytes; 128 x 144 and 160 none; a 64-row block has 255): a wider
-one's twins store from registers."""
-
-
 def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
     """`cfg` with its last, partial round of tiles shared out by k-tiles over every SM
     (stream-K), and with that round and the full one before it shared (longer segments:
     fewer partial tiles a block adds into the workspace); none where the rounds are full or
-    the config cannot take stream-K (clusters). Tiles wider than STREAM_K_STAGED_COLUMNS
-    store from registers."""
+    the config cannot take stream-K (clusters). On an H100 (5d8c6a8) no twin beat its
+    data-parallel config on a bench shape (LLaMA's fc1 at M = 1024 in 128 x 176 tiles: 0.172
+    against 0.128 ms; at 2048 in 128 x 256: 0.264 against 0.260): the blocks of a shared tile
+    read its k-steps at different times, so L2 no longer serves one tile's A and B to the
+    next (ncu, M = 1024: 311 MB read from DRAM against 129, 25.8% of the warp stall samples
+    waiting for a TMA stage against 5.2% in the data-parallel loop)."""
     if not cfg.warp_specialized or not cfg.persistent or cfg.cluster_m != 1:
         return []
-    bm, bn, _ = cfg.tile
-    if cfg.tma_store and bm == 128 and bn > STREAM_K_STAGED_COLUMNS:
-        cfg = dataclasses.replace(cfg, tma_store=False, staging_boxes=0,
-                                  stages=stages_for(bm, bn))
     partial = cfg.tiles % cfg.sms
     if partial == 0:
         return []
@@ -205,8 +229,13 @@ staged epilogue passed the GPU check of every bench shape, test_gemm_tma.py, on 
 MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
 
 
-BENCH_STREAM_K = 2
-"""The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times."""
+BENCH_STREAM_K = 1
+"""The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times:
+the first, since none won a bench shape (stream_k_twins says why); their twins of wide tiles
+keep the TMA-store epilogue now, no longer one register-store config for several."""
+
+BENCH_TALL = 2
+"""The proposals (and K x N twins) whose `tall_twin` `tilesync bench kernels` also times."""
 
 BENCH_N_MAJOR = 3
 """The proposals whose `n_major_twin` `tilesync bench kernels` also times, on the same bytes
@@ -334,7 +363,7 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
     return out
 
 
-__all__ = ["BENCH_N_MAJOR", "BENCH_PINGPONG", "BENCH_STREAM_K", "conv_candidates",
-           "n_major_twin", "pingpong_twin",
-           "predicted_seconds", "propose_tma_configs", "stages_for", "stream_k_twins",
+__all__ = ["BENCH_N_MAJOR", "BENCH_PINGPONG", "BENCH_STREAM_K", "BENCH_TALL",
+           "conv_candidates", "n_major_twin", "pingpong_twin", "predicted_seconds",
+           "propose_tma_configs", "stages_for", "stream_k_twins", "tall_twin",
            "tile_efficiency"]

@@ -36,17 +36,25 @@ STAGING_COLUMNS = (64, 32, 16, 8)
 elements, each the row of its swizzle (128-, 64-, 32-byte; 16-byte rows need none: a warp's
 eight rows are 128 consecutive bytes), so a warp's stores of its rows hit distinct banks."""
 MAX_L2_PREFETCH = 8  # GemmConfig.l2_prefetch: k-tiles ahead of the one loaded
-TMA_WS_ROWS = (64, 128)
-"""BM of a warp-specialized TMA GEMM: one or two consumer warpgroups. Four (BM 256) compile, but
-an H100 run timing 256-row tiles gave no result in 400 s: their setmaxnreg asked 112
-registers a consumer thread where the 640-thread block holds 96 a thread (now
-`consumer_registers` asks 104), and nothing ever freed the rest. Refused until they run on a
-GPU; under 96 registers a 256 x 176 tile does not compile (ptxas C7602), and 256 x 128 runs
-the same waves as 128 x 256."""
+TMA_WS_ROWS = (64, 128, 256)
+"""BM of a warp-specialized TMA GEMM: one or two consumer warpgroups of 64 rows, or (BM 256, a
+`tall` tile) two of 128 rows, each two wgmma of 64 rows a k16 step, B's tile shared by all 256
+rows. (Four warpgroups of 64 rows compiled, but on an H100 their setmaxnreg asked 112 registers
+a thread where the 640-thread block holds 96 and the kernel hung; under 96 registers a 256 x 176
+tile does not compile, ptxas C7602.)"""
+WARPGROUP_ROWS = 128
+"""The most rows of a tile one consumer warpgroup multiplies (a ping-pong's, a tall tile's)."""
 PINGPONG_MAX_COLUMNS = 176
-"""The widest ping-pong tile: a warpgroup's 128 x BN fp32 accumulators are BN registers a
-thread, under the 232 that setmaxnreg gives a consumer beside a producer warpgroup (ptxas:
-128 x 192 spilled 12 bytes with a bias + GeLU epilogue, 128 x 176 nothing with SwiGLU)."""
+"""The widest tile a warpgroup multiplies 128 rows of (a ping-pong's, a tall tile's): its
+128 x BN fp32 accumulators are BN registers a thread, under the 232 that setmaxnreg gives a
+consumer beside a producer warpgroup (ptxas: 128 x 192 spilled 12 bytes with a bias + GeLU
+epilogue, 128 x 176 nothing with SwiGLU)."""
+
+
+def tma_ws_warps(bm: int) -> tuple[int, int]:
+    """The consumer warps of a warp-specialized tile of BM rows: a warpgroup a 64-row band up
+    to two, two of 128 rows for a tall tile."""
+    return (min(bm, WARPGROUP_ROWS) // 16, 1)
 H100_SMS = 132  # H100 SXM and H200: the persistent grid's default size
 DTYPES = {"f16": Float16Type, "bf16": BFloat16Type}
 
@@ -304,12 +312,14 @@ class GemmConfig:
             raise ValueError(f"mma must be 'sync' or 'wgmma', got {self.mma!r}")
         if self.mma == "wgmma":
             n_major = self.b_layout == "row" and self.pipeline == "tma_ws"
+            warps = tma_ws_warps(bm) if self.pipeline == "tma_ws" else (bm // 16, 1)
             if bk * 2 != 128 or (self.b_layout != "col" and not n_major) or bm % 64 \
-                    or self.warps != (bm // 16, 1):
+                    or self.warps != warps:
                 raise ValueError(
                     "wgmma reads K-major 128-byte rows: it needs BK = 64, b_layout='col' "
                     "(or 'row' with pipeline='tma_ws'), BM a multiple of 64 and warps = "
-                    f"(BM / 16, 1); got tile={self.tile} warps={self.warps} "
+                    f"(BM / 16, 1) (tma_ws: at most two warpgroups, tma_ws_warps), here "
+                    f"{warps}; got tile={self.tile} warps={self.warps} "
                     f"b_layout={self.b_layout!r}"
                 )
             if bn % 8 or bn > 256 or self.wgmma_in_flight not in (0, 1):
@@ -386,6 +396,14 @@ class GemmConfig:
         if bm not in TMA_WS_ROWS or bn % 16:
             raise ValueError(f"tma_ws takes BM in {TMA_WS_ROWS} and BN a multiple of 16, got "
                              f"{self.tile}")
+        if self.tall and (bn > PINGPONG_MAX_COLUMNS or self.producer_warps != 4
+                          or not self.persistent or self.sync_hooks or self.stream_k_tiles
+                          or self.pingpong or self.cluster_m != 1 or self.im2col):
+            raise ValueError(f"a tall tma_ws tile ({bm} rows: two warpgroups of "
+                             f"{WARPGROUP_ROWS}) is at most {PINGPONG_MAX_COLUMNS} wide, with a "
+                             f"producer warpgroup (setmaxnreg), in the persistent grid, without "
+                             f"sync hooks, stream-K, ping-pong, clusters or im2col; got "
+                             f"tile={self.tile}")
         if self.split_k != 1:
             raise ValueError("tma_ws takes split_k=1")
         if self.b_layout == "row" and (bn % 64 or self.cluster_m != 1 or self.l2_prefetch
@@ -491,6 +509,17 @@ class GemmConfig:
         producer warpgroup beside the consumers. Its blocks then hold what ptxas allots under
         its launch bounds (`register_cap`), whatever the code uses."""
         return self.warp_specialized and self.producer_warps == 4
+
+    @property
+    def tall(self) -> bool:
+        """A warp-specialized tile whose consumer warpgroups multiply more than 64 rows each
+        (TMA_WS_ROWS)."""
+        return self.warp_specialized and self.tile[0] > WARPGROUP_ROWS
+
+    @property
+    def consumer_groups(self) -> int:
+        """Consumer warpgroups."""
+        return self.consumer_threads // 128
 
     @property
     def consumer_threads(self) -> int:
@@ -733,7 +762,7 @@ def tma_ws_config(M: int, N: int, K: int, tile=(128, 256, 64), stages: int = 4,
     (BM / 16, 1); persistent unless it has sync hooks."""
     if persistent is None:
         persistent = not sync_hooks
-    return gemm_config(M, N, K, tile, (tile[0] // 16, 1), stages, dtype, b_layout, epilogue,
+    return gemm_config(M, N, K, tile, tma_ws_warps(tile[0]), stages, dtype, b_layout, epilogue,
                        name, sync_hooks, 1, dropout, True, "wgmma", wgmma_in_flight, "tma_ws",
                        raster_group, sms, producer_warps, cluster_m, tma_store, persistent,
                        staging_boxes=staging_boxes, stream_k_tiles=stream_k_tiles,
@@ -791,7 +820,7 @@ class ConvConfig:
     def gemm(self) -> GemmConfig:
         if self.pipeline == "tma_ws":
             if self.mma != "wgmma" or self.split_k != 1 or self.split_cluster or \
-                    self.warps != (self.tile[0] // 16, 1):
+                    self.warps != tma_ws_warps(self.tile[0]):
                 raise ValueError(f"a tma_ws conv multiplies with wgmma (warps (BM / 16, 1)) "
                                  f"and takes no split-K, got {self}")
             return tma_ws_config(self.N * self.H * self.W, self.K, self.R * self.S * self.C,

@@ -331,7 +331,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     elem = cfg.element_type
     bm, bn, bk = cfg.tile
     stages = cfg.stages
-    groups = bm // 64  # consumer warpgroups
+    bands = bm // 64  # the tile's 64-row bands: a staging slab each
     acc_count = bn // 8
     acc_type = _frag("acc", f32)
     shared = IntegerAttr(3, 64)
@@ -357,7 +357,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
     # the staging buffer: per consumer warpgroup, its 64 rows as boxes of box_cols columns
     # (all the tile's, or cfg.staging_boxes of them a round)
-    sc_type = MemRefType(elem, [groups, cfg.staging_cols // box_cols, box_rows, box_cols],
+    sc_type = MemRefType(elem, [bands, cfg.staging_cols // box_cols, box_rows, box_cols],
                          memory_space=shared)
     stage_bytes = (bm + bn) * bk * 2
 
@@ -401,7 +401,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             ib.insert(tl.MBarrierInitOp(full, [ib.idx(s)], 1))
             # every consumer warpgroup of the cluster frees the buffer its copies fill (in a
             # ping-pong, the one warpgroup whose tile the buffer holds)
-            readers = 1 if cfg.pingpong else groups
+            readers = 1 if cfg.pingpong else cfg.consumer_groups
             ib.insert(tl.MBarrierInitOp(empty, [ib.idx(s)], readers * cluster))
         if turns is not None:  # each ping-pong warpgroup's turn: the other's leader arrives
             for g in range(2):
@@ -540,26 +540,36 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
     def consumer(cb: BlockBuilder) -> None:
         if cfg.reallocates_registers:
             cb.insert(tl.SetMaxNRegOp("inc", consumer_registers(cfg)))
-        warp = cb.divui(tid, 32)
-        group_m = cb.muli(cb.divui(tid, 128), 64)
-        warp_m = cb.muli(warp, 16)
+        group_rows = bm // cfg.consumer_groups  # 64, or a tall tile's 128
+        group_m = cb.muli(cb.divui(tid, 128), group_rows)
+        if cfg.tall:
+            warp_m = cb.addi(group_m, cb.muli(cb.remui(cb.divui(tid, 32), 4), 16))
+        else:  # warp w's 16 rows from 16 w
+            warp_m = cb.muli(cb.divui(tid, 32), 16)
         group_leader = cb.emit(arith.CmpiOp(cb.remui(tid, 128), cb.idx(0), "eq"))
         zero_acc = cb.emit(tl.FillOp(cb.f32(0.0), acc_type))
         mask_c = cfg.M % bm != 0 or cfg.N % bn != 0 or phantom
+        group_bands = range(group_rows // 64)
 
         def one_tile(tb: BlockBuilder, segment: Segment, it: SSAValue) -> SSAValue:
             tm, tn = segment.tm, segment.tn
-            it_after, tiles = k_loop(tb, [group_m], segment.k_begin, segment.k_end, it,
-                                     zero_acc, group_leader)
+            it_after, tiles = k_loop(tb, [tb.addi(group_m, 64 * h) if h else group_m
+                                          for h in group_bands],
+                                     segment.k_begin, segment.k_end, it, zero_acc,
+                                     group_leader)
             drain(tb, it_after, group_leader)
             origin = (tb.muli(tm, bm), tb.muli(tn, bn))
 
             def store(sb: BlockBuilder, tiles: list[SSAValue]) -> None:
-                if cfg.tma_store:
-                    _store_through_staging(sb, tiles, origin, warp_m, group_leader)
-                else:
-                    _store_accumulators(sb, cfg, tiles, C, origin, (warp_m, sb.idx(0)),
-                                        (1, acc_count), mask_c, bias, seed)
+                for h in group_bands:  # the warpgroup's 64-row bands, one after the other
+                    band_tiles = tiles[h * acc_count:(h + 1) * acc_count]
+                    band_m = sb.addi(warp_m, 64 * h) if h else warp_m
+                    if cfg.tma_store:
+                        _store_through_staging(sb, band_tiles, origin, band_m, group_leader)
+                    else:
+                        _store_accumulators(sb, cfg, band_tiles, C, origin,
+                                            (band_m, sb.idx(0)), (1, acc_count), mask_c,
+                                            bias, seed)
                 if cfg.sync_hooks:  # the consumer warpgroups stored the tile, not the producer
                     sb.insert(sync.StorePointOp([tm, tn], threads=cfg.consumer_threads,
                                                 async_proxy=cfg.tma_store))
@@ -723,12 +733,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
         round_cols = cfg.staging_cols  # output columns a round
         # accumulator fragments (8 columns each) a round: swiglu pairs gate and up
         per_round = round_cols // 8 * (2 if cfg.epilogue == "swiglu" else 1)
-        lanes: list[SSAValue] = []  # the warpgroup and lane / 4 mod 8, after the first wait
+        # the slab and lane / 4 mod 8, after the first wait: a 64-row band of the tile a slab
+        # (a ping-pong warpgroup's own slab, for each half of its tile in turn)
+        lanes: list[SSAValue] = []
 
         def place(pb: BlockBuilder, row: SSAValue, col: int) -> list[SSAValue]:
-            # warpgroup g holds rows 64 g .. 64 g + 63 of the tile
-            group, lane_rows = lanes
-            return [group, pb.idx(col // box_cols), pb.remui(row, box_rows),
+            slab, lane_rows = lanes
+            return [slab, pb.idx(col // box_cols), pb.remui(row, box_rows),
                     staged_column(pb, col % box_cols, box_cols, lane_rows)]
 
         def meet(mb: BlockBuilder) -> None:
@@ -744,8 +755,9 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             _if(tb, group_leader, lambda lb: lb.insert(tl.TmaStoreWaitOp(0)))
             meet(tb)
             if not lanes:
-                lanes += [tb.divui(tid, 128), tb.remui(tb.divui(tid, 4), 8)]
-            group = lanes[0]
+                slab_of = tb.divui(warp_m, box_rows) if cfg.tall else tb.divui(tid, 128)
+                lanes += [slab_of, tb.remui(tb.divui(tid, 4), 8)]
+            slab = lanes[0]
             start = first // round_cols * per_round
             warp_n = tb.idx(first * (2 if cfg.epilogue == "swiglu" else 1))
             _store_accumulators(tb, cfg, tiles[start:start + per_round], sc, origin,
@@ -754,13 +766,13 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
             tb.insert(tl.FenceProxyAsyncOp())
             meet(tb)
 
-            def copy_out(lb: BlockBuilder, first: int = first, group: SSAValue = group) -> None:
+            def copy_out(lb: BlockBuilder, first: int = first, slab: SSAValue = slab) -> None:
                 m0, n0 = origin
-                row = lb.addi(m0, lb.muli(group, box_rows) if half is None else half * 64)
+                row = lb.addi(m0, lb.muli(slab, box_rows) if half is None else half * 64)
                 col0 = lb.divui(n0, 2) if cfg.epilogue == "swiglu" else n0
                 zero = lb.idx(0)
                 for j in range(round_cols // box_cols):
-                    lb.insert(tl.TmaStoreOp(sc, [group, lb.idx(j), zero, zero], C,
+                    lb.insert(tl.TmaStoreOp(sc, [slab, lb.idx(j), zero, zero], C,
                                             [row, lb.addi(col0, first + j * box_cols)]))
                 lb.insert(tl.TmaStoreCommitOp())
 

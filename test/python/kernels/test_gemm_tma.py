@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, f32
 
 from tilesync.dialects import tile as tl
@@ -180,8 +180,11 @@ def test_earlier_configs_keep_their_names():
     ("kwargs", "message"),
     [
         (dict(mma="sync", pipeline="tma_ws"), "multiplies with wgmma"),
-        (dict(tile=(320, 128, 64)), r"BM in \(64, 128\)"),
-        (dict(tile=(256, 128, 64)), r"BM in \(64, 128\)"),  # four consumer warpgroups
+        (dict(tile=(384, 64, 64), stages=3), r"BM in \(64, 128, 256\)"),
+        (dict(tile=(256, 128, 64)), "a tall tma_ws tile"),  # a producer warp: no setmaxnreg
+        (dict(tile=(256, 192, 64), producer_warps=4), "at most 176 wide"),
+        (dict(tile=(256, 128, 64), producer_warps=4, stream_k_tiles=8), "a tall tma_ws tile"),
+        (dict(tile=(256, 128, 64), producer_warps=4, cluster_m=2), "a tall tma_ws tile"),
         (dict(producer_warps=2), "producer_warps 1 or 4"),
         (dict(raster_group=0), "raster_group >= 1"),
         (dict(stages=9), "shared memory"),
@@ -197,13 +200,13 @@ def test_earlier_configs_keep_their_names():
     ],
 )
 def test_tma_ws_config_errors(kwargs, message):
-    from tilesync.kernels.config import gemm_config
+    from tilesync.kernels.config import gemm_config, tma_ws_warps
 
     base = dict(tile=(128, 256, 64), warps=(8, 1), stages=4, b_layout="col", mma="wgmma",
                 pipeline="tma_ws")
     base.update(kwargs)
-    if "tile" in kwargs:
-        base["warps"] = (kwargs["tile"][0] // 16, 1)
+    if "tile" in kwargs and "warps" not in kwargs:
+        base["warps"] = tma_ws_warps(kwargs["tile"][0])
     with pytest.raises(ValueError, match=message):
         gemm_config(4096, 4096, 4096, **base)
 
@@ -256,6 +259,61 @@ def test_pingpong_kernel_structure():
     assert staging and all(op.dynamic_id is not None and op.threads.value.data == 128
                            for op in staging)
     assert consumer_registers(cfg) == 232
+
+
+TALL = tma_ws_config(2048, 5632, 8192, tile=(256, 176, 64), stages=4, staging_boxes=1,
+                     epilogue="swiglu", tma_store=True, producer_warps=4)
+
+
+def test_tall_kernel_structure():
+    """A tall tile: two consumer warpgroups of 128 rows (warps (8, 1)), each two wgmma of 64
+    rows a k16 step on the same B buffer; a buffer is freed by both (empty counts two
+    arrivals); the staging buffer has a slab a 64-row band (four), each warpgroup storing its
+    two bands one after the other on the consumers' barrier (256 threads)."""
+    assert TALL.tall and TALL.warps == (8, 1) and TALL.consumer_groups == 2
+    assert TALL.tiles == 8 * 32 and TALL.threads == 384
+    ops = list(gemm_module(0, 0, 0, config=TALL).walk())
+    counts = [op.count.value.data for op in ops if isinstance(op, tl.MBarrierInitOp)]
+    assert counts == [1, 2] * TALL.stages  # full: the producer; empty: both warpgroups
+    k_loop = next(op for op in ops if op.name == "scf.for" and any(
+        isinstance(o, tl.WgmmaOp) for o in op.body.block.ops))
+    wgmmas = [o for o in k_loop.body.block.ops if isinstance(o, tl.WgmmaOp)]
+    assert len(wgmmas) == 2 * 4 and len({o.b for o in wgmmas}) == 1
+    assert len({o.a_indices[1] for o in wgmmas}) == 2  # the warpgroup's two 64-row bands
+    slabs = next(op for op in ops if isinstance(op, memref.GlobalOp)
+                 and op.sym_name.data == "smem_c").type
+    assert slabs.get_shape()[0] == 4
+    staging = [op for op in ops if isinstance(op, tl.NamedBarrierOp)]
+    assert staging and all(op.threads.value.data == 256 for op in staging)
+    assert consumer_registers(TALL) == 232
+    boxes = TALL.out_tile_cols // TALL.staging_box[1]  # a round a box: each band's rounds
+    assert len([op for op in ops if isinstance(op, tl.TmaStoreOp)]) == 2 * boxes
+
+
+def test_tall_twins():
+    """`tall_twin`: a 128-row tile as 256 rows, with the most of its stages that fit; none
+    for tiles wider than 176, a producer warp, clusters or fewer than two 256-row tiles of M.
+    The bench proposes the model's first tall tiles after the rest."""
+    from tilesync.kernels.choice import propose_tma_configs, tall_twin
+
+    staged = tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, tma_store=True,
+                           producer_warps=4, epilogue="swiglu")
+    twin = tall_twin(staged)
+    assert twin is not None and twin.tile == (256, 176, 64) and twin.warps == (8, 1)
+    assert (twin.stages, twin.staging_boxes) == (4, 1)
+    assert tall_twin(dataclasses.replace(staged, tile=(128, 192, 64), stages=4)) is None
+    assert tall_twin(dataclasses.replace(staged, producer_warps=1)) is None
+    assert tall_twin(tma_ws_config(256, 5632, 8192, tile=(128, 176, 64), stages=4,
+                                   tma_store=True, producer_warps=4)) is None
+    plain = propose_tma_configs(2048, 5632, 8192, epilogue="swiglu", limit=5)
+    tall = propose_tma_configs(2048, 5632, 8192, epilogue="swiglu", limit=5, tall=2,
+                               n_major=1)
+    talls = [c for c in tall if c.tall]
+    # 176 has no K x N twin (64-column boxes of B): the 128-wide one's
+    assert [(c.tile[1], c.b_layout) for c in talls] == [(176, "col"), (128, "col"),
+                                                         (128, "row")]
+    assert talls[2] == dataclasses.replace(talls[1], b_layout="row")
+    assert tall[:len(plain)] == plain and not any(c.tall for c in plain)
 
 
 def test_pingpong_twins():
@@ -463,7 +521,7 @@ def test_stream_k_twins():
     full = tma_ws_config(4096, 4096, 4096, tile=(128, 128, 64), stages=6)  # 1024 = 7.76 x 132
     assert [c.stream_k_tiles for c in stream_k_twins(full)] == [100, 232]
     staged = tma_ws_config(4096, 4096, 4096, tma_store=True, producer_warps=4, stages=3)
-    assert {(c.tma_store, c.stages) for c in stream_k_twins(staged)} == {(False, 4)}
+    assert {(c.tma_store, c.stages) for c in stream_k_twins(staged)} == {(True, 3)}
     few = tma_ws_config(256, 8192, 2816, tile=(128, 144, 64), stages=6)  # 114 tiles
     assert [c.stream_k_tiles for c in stream_k_twins(few)] == [114]
     exact = tma_ws_config(1024, 4224, 512, tile=(128, 256, 64))  # 8 x 16.5 -> 136 tiles
@@ -523,6 +581,14 @@ GPU_CONFIGS = [
                   producer_warps=4, pingpong=True),  # 2 k-tiles a tile, fewer than the stages
     tma_ws_config(2048, 5632, 8192, tile=(128, 176, 64), stages=5, epilogue="swiglu",
                   tma_store=True, producer_warps=4, pingpong=True, cluster_m=2),
+    # tall tiles: two warpgroups of 128 rows; edges in M and N, B K x N, bf16, no TMA store
+    TALL,
+    tma_ws_config(1000, 1000, 520, tile=(256, 128, 64), stages=3, epilogue="gelu",
+                  tma_store=True, producer_warps=4),
+    tma_ws_config(4096, 4096, 4096, tile=(256, 128, 64), stages=4, staging_boxes=1,
+                  tma_store=True, producer_warps=4, b_layout="row", dtype="bf16"),
+    tma_ws_config(600, 700, 192, tile=(256, 160, 64), stages=3, epilogue="bias",
+                  producer_warps=4),
 ]
 
 
