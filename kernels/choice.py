@@ -172,9 +172,10 @@ def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
     """`cfg` with its last, partial round of tiles shared out by k-tiles over every SM
     (stream-K), and with that round and the full one before it shared (longer segments:
     fewer partial tiles a block adds into the workspace); none where the rounds are full or
-    the config cannot take stream-K (clusters). On an H100 (5d8c6a8) no twin beat its
-    data-parallel config on a bench shape (LLaMA's fc1 at M = 1024 in 128 x 176 tiles: 0.172
-    against 0.128 ms; at 2048 in 128 x 256: 0.264 against 0.260): the blocks of a shared tile
+    the config cannot take stream-K (clusters). On an H100 (bench kernels, 8e2484a) a twin won
+    only GEMM 8192^3 (68 shared tiles of 2048: 1.3975 against 1.4039 ms fp16, 1.3496 against
+    1.3528 bf16); elsewhere it lost (5d8c6a8: LLaMA's fc1 at M = 1024 in 128 x 176 tiles 0.172
+    against 0.128 ms, at 2048 in 128 x 256 0.264 against 0.260): the blocks of a shared tile
     read its k-steps at different times, so L2 no longer serves one tile's A and B to the
     next (ncu, M = 1024: 311 MB read from DRAM against 129, 25.8% of the warp stall samples
     waiting for a TMA stage against 5.2% in the data-parallel loop)."""
@@ -231,8 +232,9 @@ MLP programs take their GEMMs' twins by kernels/mlp.py's DEEPER_STAGING."""
 
 BENCH_STREAM_K = 1
 """The proposals (and deeper twins) whose `stream_k_twins` `tilesync bench kernels` also times:
-the first, since none won a bench shape (stream_k_twins says why); their twins of wide tiles
-keep the TMA-store epilogue now, no longer one register-store config for several."""
+the first (stream_k_twins: they win only where the shared round is a small part of many);
+their twins of wide tiles keep the TMA-store epilogue, no longer one register-store config
+for several."""
 
 BENCH_TALL = 2
 """The proposals (and K x N twins) whose `tall_twin` `tilesync bench kernels` also times."""
