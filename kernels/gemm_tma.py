@@ -9,7 +9,9 @@ seed as for the cp.async pipeline.
 
 The block is BM / 64 consumer warpgroups followed by a producer warp (or, with
 `producer_warps=4`, a producer warpgroup that hands registers to the consumers with
-setmaxnreg). Shared memory holds a ring of `stages` buffers (a BM x 64 tile of A and a BN x 64
+setmaxnreg); a tall tile (BM = 256, `GemmConfig.tall`) has two consumer warpgroups of 128 rows,
+each two wgmma of 64 rows a k16 step on the same B buffer, and stores its two 64-row bands one
+after the other. Shared memory holds a ring of `stages` buffers (a BM x 64 tile of A and a BN x 64
 tile of B each, in the 128-byte swizzled layout the copy engine writes and wgmma reads) with two
 transaction barriers per buffer: `full` (one arrival, the producer's, plus the bytes of both
 copies) and `empty` (one arrival per consumer warpgroup). A ring position `it`, the count of
@@ -355,7 +357,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                          else [stages, bn, bk], memory_space=shared)
     bars_type = MemRefType(i64, [stages], memory_space=shared)
     box_rows, box_cols = cfg.staging_box if cfg.tma_store else (0, 1)
-    # the staging buffer: per consumer warpgroup, its 64 rows as boxes of box_cols columns
+    # the staging buffer: per 64-row band of the tile, its rows as boxes of box_cols columns
     # (all the tile's, or cfg.staging_boxes of them a round)
     sc_type = MemRefType(elem, [bands, cfg.staging_cols // box_cols, box_rows, box_cols],
                          memory_space=shared)
