@@ -36,6 +36,8 @@ def access(op: Operation, value: SSAValue, who: str
         return None
     if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is value:
         return op.indices, [1] * len(op.indices), False
+    if isinstance(op, tl.LoadL2Op) and op.src is value:
+        return op.indices, [1] * len(op.indices), False
     if isinstance(op, tl.CpAsyncOp) and op.src is value:
         width = tl.CpAsyncOp.BYTES // tl.element_bytes(op.src.type.element_type)
         extents = [1] * len(op.src_indices)

@@ -10,7 +10,10 @@ after its producer wrote it (a read of an earlier round changes the sum).
 `synchronized=False` gives the same transfers without the queue: CTA c's iteration i writes (and
 its partner reads) word-for-word the same amount in ring slot `c + pairs × (i mod depth)` of a
 plain buffer, with no tickets, spins or barriers, launched the same way (a pipeline without
-queues): what the synchronization costs is the difference.
+queues): what the synchronization costs is the difference. Its consumers read the ring at L2
+(`tile.load_l2`), as a synchronized consumer does after its acquire: plain loads met the lines
+of the slot's previous round in their SM's L1 (on an H100, 77d3ca7, 21.6 TB/s "unsynchronized"
+at 16 KB with two workers a CTA, fourteen times the copy rate).
 
 `workers=W` runs W queue workers a CTA (`threads N` on the queue ops, N = `threads`): each group
 of N threads draws, fills (or drains) and releases tickets of its own, so one worker's round
@@ -158,8 +161,10 @@ def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str,
 
 
 def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str],
-                  entry_type: str | None = None) -> tuple[list[str], list[str]]:
-    """Loads of `unroll` words first, then their sums: several loads in flight per thread."""
+                  entry_type: str | None = None, at_l2: bool = False
+                  ) -> tuple[list[str], list[str]]:
+    """Loads of `unroll` words first, then their sums: several loads in flight per thread
+    (`at_l2`: `tile.load_l2`, which no stale L1 line answers)."""
     entry_type = entry_type or cfg.entry_type
     step = cfg.worker_threads * cfg.block_unroll
     news = [f"%n{u}" for u in range(cfg.block_unroll)]
@@ -171,7 +176,8 @@ def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str],
     for u in range(cfg.block_unroll):
         lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
     for u in range(cfg.block_unroll):
-        lines.append(f"        %l{u} = memref.load {entry}[%j{u}] : {entry_type}")
+        lines.append(f"        %l{u} = tile.load_l2 {entry}[%j{u}] : {entry_type} -> i128"
+                     if at_l2 else f"        %l{u} = memref.load {entry}[%j{u}] : {entry_type}")
     for u in range(cfg.block_unroll):
         lines.append(f"        %x{u} = arith.addi %a{u}, %l{u} : i128")
     lines.append(f"        scf.yield {', '.join(f'%x{u}' for u in range(cfg.block_unroll))} : "
@@ -283,7 +289,7 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
     def shifted(lines: list[str]) -> list[str]:
         out = []
         for line in lines:
-            if "memref.store %v" in line or "memref.load %e" in line:
+            if "memref.store %v" in line or " %e[%j" in line:
                 line = line.replace("%e[%j", "%ring[%jr").replace(
                     f": memref<{cfg.words}xi128>", ": memref<?xi128>")
             out.append(line)
@@ -298,7 +304,7 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
                            *_ring_slot(cfg),
                            *[f"  {line}" for line in shifted(_produce_body(cfg, "%e", "%t"))],
                            "      }", "      gpu.return", "    }"]) + "\n"
-    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)])
+    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)], at_l2=True)
     consumer = _header(cfg, "consumer", "%ring: memref<?xi128>, %out: memref<?xi128>, "
                                         "%iters: index")
     consumer += "\n".join([
