@@ -305,8 +305,8 @@ def queue_table(result: dict[str, Any]) -> str:
                      f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
                      f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
     lines.append(f"goal: {result['goal']}")
-    lines.append("unsynchronized entries of a few KB stay in the consumer's L1 (the same slots "
-                 "are re-read): those rates are not SM-to-SM")
+    lines.append("unsynchronized consumers read the ring cached at L2 only (tile.load_l2), as "
+                 "a synchronized one reads after its acquire")
     lines.append("every configuration (TB/s delivered; refused: its CTAs cannot all be "
                  "resident):")
     for r in result["rows"]:

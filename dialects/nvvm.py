@@ -472,6 +472,29 @@ class LoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class LoadL2PairOp(IRDLOperation):
+    """`ld.global.cg.v2.b64 {lo, hi}, [ptr]`: 16 bytes as two i64 (a struct), a weak load
+    cached at L2 only (`.cg`): no line in this SM's L1 answers it."""
+
+    name = "nvvm.ld.global.cg.v2"
+    ptr = operand_def(LLVMPointerType)
+    res = result_def(LLVMStructType)
+    assembly_format = "$ptr attr-dict `:` type($ptr) `->` type($res)"
+
+    PAIR: ClassVar = LLVMStructType.from_type_list([i64, i64])
+
+    def __init__(self, ptr: SSAValue):
+        super().__init__(operands=[ptr], result_types=[self.PAIR])
+
+    def verify_(self) -> None:
+        if self.res.type != self.PAIR:
+            raise VerifyException(f"'{self.name}' yields {self.PAIR}, got {self.res.type}")
+        if address_space(self.ptr.type) != 1:
+            raise VerifyException(f"'{self.name}' reads global memory (!llvm.ptr<1>), got "
+                                  f"{self.ptr.type}")
+
+
+@irdl_op_definition
 class StoreOp(IRDLOperation):
     """`st{.weak,.volatile,.relaxed.scope,.release.scope}{.space}.type [ptr], v`."""
 
@@ -1407,6 +1430,7 @@ NVVM = Dialect(
         TrapOp,
         NanosleepOp,
         FenceOp,
+        LoadL2PairOp,
         FenceProxyAsyncOp,
         LoadOp,
         StoreOp,
@@ -1481,6 +1505,7 @@ __all__ = [
     "GridDepControlLaunchDependentsOp",
     "GridDepControlWaitOp",
     "LdMatrixOp",
+    "LoadL2PairOp",
     "LoadOp",
     "MBarrierArriveOp",
     "MBarrierInitOp",

@@ -573,19 +573,18 @@ class CopyOutOp(IRDLOperation):
 
 @irdl_op_definition
 class LoadL2Op(IRDLOperation):
-    """`%v = tile.load_l2 %m[%i] : memref<?xi128> -> i128`: one element of a global memref read
-    at L2 (`ld.relaxed.gpu`, an i128 as two 8-byte halves), never from a line an earlier load
-    left in this SM's L1. What a reader of data other SMs write sees without an acquire making
-    its L1 current: the queue bench's unsynchronized transfers read their ring so, where plain
-    loads met the lines of the ring's previous round in L1 and timed L1, not the transfer."""
+    """`%v = tile.load_l2 %m[%i] : memref<?xi128> -> i128`: a 16-byte element of a global memref
+    read as one 16-byte weak load cached at L2 only (`ld.global.cg.v2.b64`), so no line an
+    earlier load left in this SM's L1 answers it. What a reader of data other SMs write sees
+    without an acquire making its L1 current: the queue bench's unsynchronized transfers read
+    their ring so, where plain loads met the lines of the ring's previous round in L1 and
+    timed L1, not the transfer."""
 
     name = "tile.load_l2"
     src = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
     res = result_def(IntegerType)
     assembly_format = "$src `[` $indices `]` attr-dict `:` type($src) `->` type($res)"
-
-    WIDTHS: ClassVar[tuple[int, ...]] = (32, 64, 128)
 
     def __init__(self, src: SSAValue, indices: Sequence[SSAValue]):
         src_type = src.type
@@ -595,11 +594,9 @@ class LoadL2Op(IRDLOperation):
     def verify_(self) -> None:
         src_type = _memref(self, self.src, "source")
         _verify_indices(self, src_type, self.indices, "source")
-        element = src_type.element_type
-        if not isinstance(element, IntegerType) or element.width.data not in self.WIDTHS or \
-                self.res.type != element:
-            raise VerifyException(f"'tile.load_l2' reads an i32, i64 or i128 element as its "
-                                  f"own type, got {src_type} -> {self.res.type}")
+        if src_type.element_type != IntegerType(128) or self.res.type != IntegerType(128):
+            raise VerifyException(f"'tile.load_l2' reads a 16-byte element (i128) as an i128, "
+                                  f"got {src_type} -> {self.res.type}")
         if memory_space(src_type) not in (None, 1):
             raise VerifyException(f"'tile.load_l2' reads global memory, got {src_type}")
 

@@ -10,10 +10,11 @@ after its producer wrote it (a read of an earlier round changes the sum).
 `synchronized=False` gives the same transfers without the queue: CTA c's iteration i writes (and
 its partner reads) word-for-word the same amount in ring slot `c + pairs × (i mod depth)` of a
 plain buffer, with no tickets, spins or barriers, launched the same way (a pipeline without
-queues): what the synchronization costs is the difference. Its consumers read the ring at L2
-(`tile.load_l2`), as a synchronized consumer does after its acquire: plain loads met the lines
-of the slot's previous round in their SM's L1 (on an H100, 77d3ca7, 21.6 TB/s "unsynchronized"
-at 16 KB with two workers a CTA, fourteen times the copy rate).
+queues): what the synchronization costs is the difference. Its consumers read the ring cached
+at L2 only (`tile.load_l2`: the same 16-byte loads), as a synchronized consumer's loads after
+its acquire find no line in L1: plain loads met the lines of the slot's previous round in their
+SM's L1 (on an H100, 77d3ca7, 21.6 TB/s "unsynchronized" at 16 KB with two workers a CTA,
+fourteen times the copy rate).
 
 `workers=W` runs W queue workers a CTA (`threads N` on the queue ops, N = `threads`): each group
 of N threads draws, fills (or drains) and releases tickets of its own, so one worker's round

@@ -79,6 +79,7 @@ SREG_INTRINSIC = "llvm.nvvm.read.ptx.sreg.{sreg}"
 
 PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
     nvvm.LoadOp: "ld{sem}{space}.{type} $0, [$1];",
+    nvvm.LoadL2PairOp: "ld.global.cg.v2.b64 {{$0, $1}}, [$2];",
     nvvm.StoreOp: "st{sem}{space}.{type} [$0], $1;",
     nvvm.AtomicOp: "atom{sem}{space}.{kind}.{type} $0, [$1], $2;",
     nvvm.AtomicCASOp: "atom{sem}{space}.cas.{type} $0, [$1], $2, $3;",
@@ -313,6 +314,8 @@ def constraints(op: Operation) -> str:
     elif isinstance(op, nvvm.WgmmaFenceRegistersOp):
         count = len(op.values)
         parts = [f"={constraint(v.type)}" for v in op.values] + [str(i) for i in range(count)]
+    elif isinstance(op, nvvm.LoadL2PairOp):
+        parts = ["=l", "=l", "l"]
     elif isinstance(op, nvvm.WgmmaMmaAsyncRegAOp):
         count = len(op.acc)
         parts = ["=f"] * count + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(count)]

@@ -7,7 +7,7 @@ lane (convert-nvvm-to-llvm then picks the intrinsic or the inline PTX):
     tile.mma          nvvm.mma.sync f16 (A/B registers as vector<2xf16>) or bf16 (as i32)
     tile.cp_async     nvvm.cp.async.shared.global (16 bytes, cg; with a src-size to zero-fill)
     tile.cp_async_commit / _wait   nvvm.cp.async.commit.group / .wait.group
-    tile.load_l2      nvvm.ld relaxed, gpu (an i128 as two i64 halves, joined)
+    tile.load_l2      nvvm.ld.global.cg.v2 (16 bytes at L2 as two i64, joined into an i128)
     tile.copy_out     an i128 llvm.load from `!llvm.ptr<3>` and an i128 llvm.store to global
                       (ld.shared / st.global of 16 bytes), in an scf.if when `masked`
     tile.fill         llvm.mlir.undef + llvm.insertvalue
@@ -672,17 +672,13 @@ class LoadL2Lowering(_TilePattern):
         src_type = op.src.type
         assert isinstance(src_type, MemRefType)
         indices = [e.index_as(i, i64) for i in op.indices]
-        address = e.gep(e.pointer(op.src), _linear(e, indices, src_type.get_shape()),
-                        src_type.element_type)
-        if op.res.type != i128:
-            rewriter.replace(op, [], [e.load(address, "relaxed", "gpu", op.res.type)])
-            return
-        # two 8-byte halves, little-endian: the high one 8 bytes on
-        low = e.load(address, "relaxed", "gpu", i64)
-        high = e.load(e.gep(address, e.const(1, i64), i64), "relaxed", "gpu", i64)
-        wide = [e.insert(llvm.ZExtOp(half, i128)).results[0] for half in (low, high)]
-        shifted = e.insert(llvm.ShlOp(wide[1], e.const(64, i128))).results[0]
-        rewriter.replace(op, [], [e.insert(llvm.OrOp(wide[0], shifted)).results[0]])
+        address = e.gep(e.pointer(op.src), _linear(e, indices, src_type.get_shape()), i128)
+        pair = e.value(nvvm.LoadL2PairOp(address))
+        # little-endian: the low half first
+        low, high = (e.insert(llvm.ZExtOp(e.extract(pair, k, i64), i128)).results[0]
+                     for k in range(2))
+        shifted = e.insert(llvm.ShlOp(high, e.const(64, i128))).results[0]
+        rewriter.replace(op, [], [e.insert(llvm.OrOp(low, shifted)).results[0]])
 
 
 class CpAsyncCommitLowering(_TilePattern):

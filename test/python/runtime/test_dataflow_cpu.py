@@ -41,16 +41,15 @@ def test_benchmark_checksum_is_the_sum_of_every_payload_word():
 
 
 def test_benchmark_programs_compile_synchronized_and_not():
-    """Both forms store 16-byte words; a synchronized consumer loads them as such after its
-    acquire, an unsynchronized one at L2 (ld.relaxed.gpu, two 8-byte halves: no stale L1 line
-    answers it)."""
+    """Both forms move 16-byte words; a synchronized consumer loads them after its acquire, an
+    unsynchronized one cached at L2 only (ld.global.cg: no stale L1 line answers it)."""
     for synchronized in (True, False):
         cfg = QueueBenchConfig(4096, pairs=8, synchronized=synchronized)
         program = tilesync.compile(queue_bench_mlir(cfg))
         assert set(program.kernels) == {"producer", "consumer", "fig5_persistent"}
         assert "st.global.v2.b64" in program.ptx
         assert ("ld.global.v2.b64" in program.ptx) == synchronized
-        assert ("ld.relaxed.gpu.global.u64" in program.ptx) != synchronized
+        assert ("ld.global.cg.v2.b64" in program.ptx) != synchronized
         assert ("ld.acquire.gpu" in program.ptx) == synchronized
 
 

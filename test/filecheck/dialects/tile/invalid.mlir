@@ -340,24 +340,24 @@ func.func @packed_shared(%W: memref<4x16x8xf32, 3>, %i: index) {
 
 // -----
 
-func.func @load_l2_narrow(%m: memref<8xi16>, %i: index) {
-  %v = tile.load_l2 %m[%i] : memref<8xi16> -> i16
+func.func @load_l2_narrow(%m: memref<8xi64>, %i: index) {
+  %v = tile.load_l2 %m[%i] : memref<8xi64> -> i64
   func.return
 }
-// CHECK: 'tile.load_l2' reads an i32, i64 or i128 element as its own type, got memref<8xi16> -> i16
+// CHECK: 'tile.load_l2' reads a 16-byte element (i128) as an i128, got memref<8xi64> -> i64
 
 // -----
 
-func.func @load_l2_other_type(%m: memref<8xi64>, %i: index) {
-  %v = tile.load_l2 %m[%i] : memref<8xi64> -> i32
+func.func @load_l2_other_type(%m: memref<8xi128>, %i: index) {
+  %v = tile.load_l2 %m[%i] : memref<8xi128> -> i64
   func.return
 }
-// CHECK: 'tile.load_l2' reads an i32, i64 or i128 element as its own type, got memref<8xi64> -> i32
+// CHECK: 'tile.load_l2' reads a 16-byte element (i128) as an i128, got memref<8xi128> -> i64
 
 // -----
 
-func.func @load_l2_shared(%m: memref<8xi64, 3>, %i: index) {
-  %v = tile.load_l2 %m[%i] : memref<8xi64, 3> -> i64
+func.func @load_l2_shared(%m: memref<8xi128, 3>, %i: index) {
+  %v = tile.load_l2 %m[%i] : memref<8xi128, 3> -> i128
   func.return
 }
-// CHECK: 'tile.load_l2' reads global memory, got memref<8xi64, 3 : i64>
+// CHECK: 'tile.load_l2' reads global memory, got memref<8xi128, 3 : i64>

@@ -94,10 +94,10 @@ func.func @split_k_swiglu(%g: !tile.frag<acc, f32, m16n8k16>, %u: !tile.frag<acc
 
 // A read at L2 (the queue bench's unsynchronized ring).
 // CHECK-LABEL: func.func @load_l2
-func.func @load_l2(%ring: memref<?xi128>, %w: memref<8x4xi32>, %i: index) -> (i128, i32) {
+func.func @load_l2(%ring: memref<?xi128>, %w: memref<8x4xi128, 1>, %i: index) -> (i128, i128) {
   // CHECK: %{{.*}} = tile.load_l2 %{{.*}}[%{{.*}}] : memref<?xi128> -> i128
   %v = tile.load_l2 %ring[%i] : memref<?xi128> -> i128
-  // CHECK: %{{.*}} = tile.load_l2 %{{.*}}[%{{.*}}, %{{.*}}] : memref<8x4xi32> -> i32
-  %x = tile.load_l2 %w[%i, %i] : memref<8x4xi32> -> i32
-  func.return %v, %x : i128, i32
+  // CHECK: %{{.*}} = tile.load_l2 %{{.*}}[%{{.*}}, %{{.*}}] : memref<8x4xi128, 1 : i64> -> i128
+  %x = tile.load_l2 %w[%i, %i] : memref<8x4xi128, 1> -> i128
+  func.return %v, %x : i128, i128
 }
