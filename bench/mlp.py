@@ -164,7 +164,7 @@ def mode_spec(model: str, M: int, mode: str, tiles: tuple | None = None):
                             w2_layout="row" if W2_KXN in tiles[4:] else "col")
         else:
             spec = mlp_spec(model, M, mma="tma")
-        return persistent_spec(spec) if mode == PERSISTENT else spec
+        return persistent_spec(spec, tall=tiles is None) if mode == PERSISTENT else spec
     spec = mlp_spec(model, M)
     return fit_ordered(spec) if "order" in mode else spec
 

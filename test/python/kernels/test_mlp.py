@@ -271,6 +271,23 @@ def test_the_persistent_mode_runs_the_tma_gemms_without_hooks_in_stream_order():
     assert sigs["gemm1"].params == sigs["gemm1"].user_params  # no sync parameters appended
 
 
+def test_the_persistent_mode_runs_a_tall_gemm1_where_the_wave_model_prefers_it():
+    """LLaMA's fc1 from M = 1024 as 256 x 176 tiles (two warpgroups of 128 rows) in the
+    persistent mode, which has no row dependency to keep BM2 a multiple of BM1; at M = 512
+    (64 tall tiles for 132 SMs) and with the sweep's own tiles the mode keeps its 128-row
+    tile; the hooked modes never take one (sync hooks refuse tall tiles)."""
+    for M, tall in ((512, False), (1024, True), (2048, True)):
+        spec = bench.mode_spec("llama", M, bench.PERSISTENT)
+        hooked = bench.mode_spec("llama", M, "tma:stream_sync")
+        assert spec.cfg1.tall == tall and not hooked.cfg1.tall
+        assert spec.cfg1.tile == ((256, 176, 64) if tall else hooked.cfg1.tile)
+        assert spec.cfg2.tile == hooked.cfg2.tile and not spec.cfg2.tall
+    swept = bench.mode_spec("llama", 2048, bench.PERSISTENT, tiles=(128, 176, 128, 256))
+    assert swept.cfg1.tile == (128, 176, 64)
+    host = _host(bench.stage_module("llama", 2048, bench.PERSISTENT))
+    assert not host["deps"]
+
+
 def test_a_k_step_straddling_two_gemm1_tiles_waits_for_both():
     """LLaMA's TMA GEMM1 at M = 512 writes 88 columns of H a tile (BN1 = 176 of gate|up), which
     GEMM2's 64-column k-steps do not divide: k-step 1 reads H columns 64..127, written by tile
