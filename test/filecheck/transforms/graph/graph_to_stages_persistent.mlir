@@ -1,11 +1,12 @@
 // RUN: tilesync-opt %s -p 'graph-to-stages{persistent=true}' --split-input-file --verify-diagnostics | filecheck %s
 // RUN: tilesync-opt %s -p 'graph-to-stages{persistent=true},sync-generate-policies,sync-insert-post-wait,sync-use-pdl,sync-verify{sms=132}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=SYNC
 
-// LLaMA's MLP on 1024 tokens (1024 -> 2816 -> 1024) with persistent=true: the same TMA GEMMs
-// as without it, but no sync hooks, so each is a persistent grid (at most a block an SM, here
-// 132 of GEMM1's 256 tiles and all 128 of GEMM2's) walking its tiles; no dependency, and both
-// launches on stream 0 without PDL: GEMM2 starts once GEMM1 has ended. The cuSync passes find
-// nothing to do.
+// LLaMA's MLP on 1024 tokens (1024 -> 2816 -> 1024) with persistent=true: the TMA GEMMs
+// without sync hooks, so each is a persistent grid (at most a block an SM) walking its tiles;
+// GEMM1 as its tall twin (256 x 176 tiles, two warpgroups of 128 rows: one round of 128 tiles,
+// where the 128-row tiles take two of 256; kernels.mlp.persistent_spec), GEMM2 as without
+// persistent=true (all 128 of its tiles); no dependency, and both launches on stream 0 without
+// PDL: GEMM2 starts once GEMM1 has ended. The cuSync passes find nothing to do.
 func.func @llama_mlp(%x: tensor<1024x1024xf16>, %wg: tensor<2816x1024xf16>, %wu: tensor<2816x1024xf16>, %wd: tensor<1024x2816xf16>) -> tensor<1024x1024xf16> {
   %g = graph.linear %x, %wg : (tensor<1024x1024xf16>, tensor<2816x1024xf16>) -> tensor<1024x2816xf16>
   %u = graph.linear %x, %wu : (tensor<1024x1024xf16>, tensor<2816x1024xf16>) -> tensor<1024x2816xf16>
@@ -21,7 +22,7 @@ func.func @llama_mlp(%x: tensor<1024x1024xf16>, %wg: tensor<2816x1024xf16>, %wu:
 // CHECK-NOT:  {{ sync\.(tile|load_point|store_point)}}
 // CHECK:      gpu.func @gemm2(
 // CHECK-NOT:  {{ sync\.(tile|load_point|store_point)}}
-// CHECK:      sync.stage @gemm1 {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x8xf16, swizzle 0>>], kernel = @gemm1_module::@gemm1, grid = array<i64: 132, 1>, block = array<i64: 384, 1, 1>, tile = array<i64: 128, 88, 64>}
+// CHECK:      sync.stage @gemm1 {graph.bind = [#graph.bind<input 0 as !tile.tensor_map<256x64xf16, swizzle 128>>, #graph.bind<gate_up 1, 2 as !tile.tensor_map<176x64xf16, swizzle 128>>, #graph.bind<temp 0 as !tile.tensor_map<64x8xf16, swizzle 0>>], kernel = @gemm1_module::@gemm1, grid = array<i64: 128, 1>, block = array<i64: 384, 1, 1>, tile = array<i64: 256, 88, 64>}
 // CHECK-NEXT: sync.stage @gemm2 {graph.bind = [#graph.bind<temp 0 as !tile.tensor_map<128x64xf16, swizzle 128>>, #graph.bind<input 3 as !tile.tensor_map<64x64xf16, swizzle 128>>, #graph.bind<result 0 as !tile.tensor_map<64x64xf16, swizzle 128>>], kernel = @gemm2_module::@gemm2, grid = array<i64: 128, 1>, block = array<i64: 384, 1, 1>, tile = array<i64: 128, 64, 64>}
 // CHECK-NEXT: sync.launch @gemm1
 // CHECK-NEXT: sync.launch @gemm2
