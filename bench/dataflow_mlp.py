@@ -449,20 +449,22 @@ def stack_forms(stack, data: StackData, workload: str, warmup: int, reps: int,
     bulk = BulkSyncStack(stack, data)
     rates = bulk.layer_times(warmup, reps)
     allotted = dataclasses.replace(stack, ctas=allotted_ctas(stack, rates["layer_ms"]))
-    pipelines = {"pipeline_allotted": LoadedPipeline(allotted, data),
-                 "pipeline_even": LoadedPipeline(stack, data)}
-    timed = {"bulk_sync": bulk.form(),
-             **{name: p.form(name) for name, p in pipelines.items()}}
-    torch_timed, failed = mlp_bench.torch_forms(data, data.torch_stack)
-    timed.update(torch_timed)
-    if workload in NATIVE:
-        native = NativeModel(data, NATIVE[workload])
-        native_timed, native_failed = mlp_bench.torch_forms(native, native.forward,
-                                                             " (as written)")
-        timed.update({f.replace("torch", "torch_native"): v for f, v in native_timed.items()})
-        failed.update({f.replace("torch", "torch_native"): v
-                       for f, v in native_failed.items()})
-    try:
+    pipelines: dict[str, LoadedPipeline] = {}
+    try:  # a pipeline that loaded is closed whatever fails after it
+        pipelines["pipeline_allotted"] = LoadedPipeline(allotted, data)
+        pipelines["pipeline_even"] = LoadedPipeline(stack, data)
+        timed = {"bulk_sync": bulk.form(),
+                 **{name: p.form(name) for name, p in pipelines.items()}}
+        torch_timed, failed = mlp_bench.torch_forms(data, data.torch_stack)
+        timed.update(torch_timed)
+        if workload in NATIVE:
+            native = NativeModel(data, NATIVE[workload])
+            native_timed, native_failed = mlp_bench.torch_forms(native, native.forward,
+                                                                 " (as written)")
+            timed.update({f.replace("torch", "torch_native"): v
+                          for f, v in native_timed.items()})
+            failed.update({f.replace("torch", "torch_native"): v
+                           for f, v in native_failed.items()})
         records = mlp_bench.time_forms(timed, warmup, reps)
     except BaseException:
         for pipeline in pipelines.values():

@@ -763,19 +763,6 @@ def sized_copy(torch, spec, warmup: int, reps: int, l2: int) -> dict[str, Any]:
     return copy_bandwidth(torch, warmup, reps, floor_bytes(spec) // 2, l2)
 
 
-def run_torch(data: _Data, warmup: int, reps: int,
-              library=None) -> dict[str, dict[str, Any]]:
-    """torch_eager and torch_graph: `library()` (returns the result `data.error` checks) run
-    eagerly and replayed from a CUDA graph, first checked once, then in turns (time_in_turns).
-    Without `library`, data.torch_mlp in each of TORCH_LAYOUTS, each mode the fastest of them
-    (torch_layout_forms, fastest_layouts)."""
-    if library is not None:
-        forms, failed = torch_forms(data, library)
-        return {**failed, **time_forms(forms, warmup, reps)}
-    forms, failed = torch_layout_forms(data)
-    return fastest_layouts({**failed, **time_forms(forms, warmup, reps)}, data)
-
-
 def torch_layout_forms(data: _Data) -> tuple[dict[str, TimedForm], dict[str, Any]]:
     """torch_forms of data.torch_mlp in each of TORCH_LAYOUTS, named "MODE@W1,W2"."""
     forms: dict[str, TimedForm] = {}

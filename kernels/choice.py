@@ -28,6 +28,7 @@ from tilesync.contract import SM_90
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
+    WARPGROUP_ROWS,
     ConvConfig,
     GemmConfig,
     conv2d_config,
@@ -127,14 +128,14 @@ def tall_twin(cfg: GemmConfig) -> GemmConfig | None:
     tall tile (wider than PINGPONG_MAX_COLUMNS, a producer warp, clusters, stream-K, ...) or
     M has fewer than two tiles of 256 rows."""
     bm, bn, bk = cfg.tile
-    if not cfg.warp_specialized or bm != 128 or cfg.M < 2 * 256:
+    tall = 2 * WARPGROUP_ROWS
+    if not cfg.warp_specialized or bm != WARPGROUP_ROWS or cfg.M < 2 * tall:
         return None
     for stages in range(cfg.stages, 1, -1):
-        for staging_boxes in (0, 1):
+        for staging_boxes in (0, 1) if cfg.tma_store else (0,):
             try:
-                return dataclasses.replace(cfg, tile=(256, bn, bk), warps=tma_ws_warps(256),
-                                           stages=stages, staging_boxes=staging_boxes
-                                           if cfg.tma_store else 0)
+                return dataclasses.replace(cfg, tile=(tall, bn, bk), warps=tma_ws_warps(tall),
+                                           stages=stages, staging_boxes=staging_boxes)
             except ValueError:
                 continue
     return None

@@ -512,8 +512,8 @@ class GemmConfig:
 
     @property
     def tall(self) -> bool:
-        """A warp-specialized tile whose consumer warpgroups multiply more than 64 rows each
-        (TMA_WS_ROWS)."""
+        """A warp-specialized tile of more rows than one warpgroup multiplies (TMA_WS_ROWS):
+        two consumer warpgroups of WARPGROUP_ROWS each."""
         return self.warp_specialized and self.tile[0] > WARPGROUP_ROWS
 
     @property
