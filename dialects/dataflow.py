@@ -63,6 +63,23 @@ The drawn value is the worker leader's alone until the acquire hands it to every
 may only reach (directly or through scf.for / scf.if values) the `at` of an acquire of the same
 kind on the same queue, and a worker must acquire every ticket it draws (one drawn but never
 acquired leaves its entry to nobody: the queue's next round waits for it forever).
+
+Cluster queues. `dataflow.queue @q cluster : ...` keeps the queue in distributed shared memory
+(sm_90) rather than L2: a payload goes from the producer's SM to the consumer's through the
+SM-to-SM network, never to L2 and back. The pipeline then runs in clusters, each holding one
+CTA of every stage (rank r of a cluster is CTA c of the r-th stage, c the cluster's index), so
+all stages have the same CTA count, at most MAX_CLUSTER_BLOCKS stages, and every queue is a
+cluster queue. Queue @q is one ring per cluster, of N entries, in the shared memory of its
+consumer stage's CTA (so one consumer stage), filled by the producer stage's CTA of the same
+cluster: the cluster's two CTAs are its only producer and consumer, each one worker (no
+`threads`), drawing tickets 0, 1, 2, ... in order at every launch (no draws ahead, no `at`).
+The entry is the consumer's shared memory as a generic address (`memref<..., 0 : i64>`):
+plain stores from the producer reach it through the cluster's address window. An entry is
+free for producer ticket t once the consumer released ticket t - N, full for the consumer once
+the producer released t, each signalled by a transaction barrier of the waiting CTA that the
+other arrives on remotely, releasing at cluster scope. Clusters never wait for one another,
+and the hardware starts a cluster's CTAs together or not at all, so a clustered pipeline needs
+no grid-wide co-residency.
 """
 
 from __future__ import annotations
@@ -133,6 +150,7 @@ from xdsl.utils.str_enum import StrEnum
 from tilesync.compat.rewrite_driver import ops_of, walk_ops
 from tilesync.contract import (
     KNOWN_BLOCK_SIZE_ATTR,
+    MAX_CLUSTER_BLOCKS,
     MAX_QUEUE_GROUPS,
     QUEUE_LINE_BYTES,
     UNBOUND_ATTR,
@@ -384,8 +402,10 @@ class PipelineOp(IRDLOperation):
                 raise VerifyException(f"queue @{queue_name} has no consumer stage")
 
         self._verify_acyclic(producers, consumers)
+        if self.clustered:
+            self._verify_clustered(stages, consumers)
 
-        if self.max_ctas is not None:
+        if self.max_ctas is not None and not self.clustered:  # clusters wait on none other
             total = sum(stage.num_ctas for stage in stages)
             limit = self.max_ctas.value.data
             # max_ctas is the device's room for these CTAs: one pool of that many slots.
@@ -394,6 +414,38 @@ class PipelineOp(IRDLOperation):
                     f"pipeline @{self.sym_name.data} needs {total} co-resident CTAs but "
                     f"max_ctas is {limit}"
                 )
+
+    @property
+    def clustered(self) -> bool:
+        """Whether the pipeline runs in clusters (its queues are in distributed shared
+        memory)."""
+        return any(q.in_cluster for q in self.queues)
+
+    def _verify_clustered(self, stages: list[StageOp], consumers: dict[str, list[str]]
+                          ) -> None:
+        """A cluster holds one CTA of every stage: the queues between them never leave it."""
+        name = f"pipeline @{self.sym_name.data}"
+        if not all(q.in_cluster for q in self.queues):
+            other = next(q for q in self.queues if not q.in_cluster)
+            raise VerifyException(f"{name} runs in clusters (a queue is `cluster`), so every "
+                                  f"queue must be: @{other.sym_name.data} is in global memory")
+        if len(stages) > MAX_CLUSTER_BLOCKS:
+            raise VerifyException(f"{name} runs one CTA of each of its {len(stages)} stages in "
+                                  f"a cluster: at most {MAX_CLUSTER_BLOCKS} (the portable "
+                                  "cluster size)")
+        counts = {stage.num_ctas for stage in stages}
+        if len(counts) > 1:
+            listed = ", ".join(f"@{s.sym_name.data} {s.num_ctas}" for s in stages)
+            raise VerifyException(f"{name} runs one CTA of each stage in a cluster, so its "
+                                  f"stages need equal CTA counts, got {listed}")
+        for stage in stages:
+            if not stage.inputs and not stage.outputs:
+                raise VerifyException(f"stage @{stage.sym_name.data} of clustered {name} uses "
+                                      "no queue (its CTA would not meet its cluster)")
+        for queue_name, names in consumers.items():
+            if len(names) > 1:
+                raise VerifyException(f"cluster queue @{queue_name} has {len(names)} consumer "
+                                      "stages: a ring in one CTA's shared memory has one")
 
     def _verify_acyclic(
         self, producers: dict[str, list[str]], consumers: dict[str, list[str]]
@@ -532,26 +584,42 @@ def _flat_refs(names: Sequence[str | FlatSymbolRefAttr]) -> list[FlatSymbolRefAt
 @irdl_op_definition
 class QueueOp(IRDLOperation):
     """Declares a queue of a pipeline. `pin_l2` asks the runtime to pin the ring in L2 (an
-    access-policy window over its memory) for the pipeline's lifetime."""
+    access-policy window over its memory) for the pipeline's lifetime. `cluster` places it in
+    distributed shared memory instead: one ring per cluster of the pipeline, in the shared
+    memory of the consumer stage's CTA (see "Cluster queues" in the module's docstring)."""
 
     name = "dataflow.queue"
 
     sym_name = prop_def(SymbolNameConstraint())
     queue_type = prop_def(QueueType)
     pin_l2 = opt_prop_def(UnitAttr)
+    cluster = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface(), HasParent(PipelineOp))
 
-    assembly_format = "$sym_name (`pin_l2` $pin_l2^)? `:` qualified($queue_type) attr-dict"
+    assembly_format = ("$sym_name (`pin_l2` $pin_l2^)? (`cluster` $cluster^)? `:` "
+                       "qualified($queue_type) attr-dict")
 
-    def __init__(self, name: str | StringAttr, queue_type: QueueType, pin_l2: bool = False):
+    def __init__(self, name: str | StringAttr, queue_type: QueueType, pin_l2: bool = False,
+                 cluster: bool = False):
         properties: dict[str, Attribute] = {
             "sym_name": StringAttr(name) if isinstance(name, str) else name,
             "queue_type": queue_type,
         }
         if pin_l2:
             properties["pin_l2"] = UnitAttr()
+        if cluster:
+            properties["cluster"] = UnitAttr()
         super().__init__(properties=properties)
+
+    @property
+    def in_cluster(self) -> bool:
+        return self.cluster is not None
+
+    def verify_(self) -> None:
+        if self.in_cluster and self.pin_l2 is not None:
+            raise VerifyException(f"queue @{self.sym_name.data} is in distributed shared memory "
+                                  "(`cluster`): it has no ring in global memory to pin in L2")
 
 
 # ----------------------------------------------------------------------------------------------

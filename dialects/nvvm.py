@@ -1018,44 +1018,83 @@ class MBarrierArriveOp(IRDLOperation):
     """`mbarrier.arrive[.expect_tx].shared::cta.b64 _, [bar][, tx]`: this thread arrives; with
     `tx`, it first announces that many bytes the phase must also wait for (a TMA load's). With
     `cta`, it arrives instead on the barrier at the same offset in CTA `cta` of its cluster
-    (`mapa`, then `mbarrier.arrive.shared::cluster`)."""
+    (`mapa`, then `mbarrier.arrive.shared::cluster`), releasing at CTA scope, or with
+    `release_cluster` at cluster scope: the thread's earlier accesses to the peer's shared
+    memory (a queue entry it wrote or read there) happen before whatever the peer does once it
+    sees the phase complete."""
 
     name = "nvvm.mbarrier.arrive"
     bar = operand_def(LLVMPointerType)
     tx = opt_operand_def(i32)
     cta = opt_operand_def(i32)
+    release_cluster = opt_prop_def(UnitAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$bar (`expect_tx` $tx^)? (`cta` $cta^)? attr-dict `:` type($bar)"
+        "$bar (`expect_tx` $tx^)? (`cta` $cta^)? (`release_cluster` $release_cluster^)? "
+        "attr-dict `:` type($bar)"
     )
 
-    def __init__(self, bar: SSAValue, tx: SSAValue | None = None, cta: SSAValue | None = None):
+    def __init__(self, bar: SSAValue, tx: SSAValue | None = None, cta: SSAValue | None = None,
+                 release_cluster: bool = False):
         super().__init__(operands=[bar, [] if tx is None else [tx],
-                                   [] if cta is None else [cta]])
+                                   [] if cta is None else [cta]],
+                         properties={"release_cluster": UnitAttr() if release_cluster
+                                     else None})
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.bar, "barrier")
         if self.tx is not None and self.cta is not None:
             raise VerifyException(f"'{self.name}' announces bytes on its own CTA's barriers "
                                   "only: expect_tx and cta exclude each other")
+        if self.release_cluster is not None and self.cta is None:
+            raise VerifyException(f"'{self.name}' releases at cluster scope on a peer CTA's "
+                                  "barrier only: release_cluster needs cta")
 
 
 @irdl_op_definition
 class MBarrierTryWaitParityOp(IRDLOperation):
     """`mbarrier.try_wait.parity.shared::cta.b64`: 1 when the phase of parity `parity` (0
-    even, 1 odd) of the barrier has completed, else 0 (after a bounded, hardware-chosen wait)."""
+    even, 1 odd) of the barrier has completed, else 0 (after a bounded, hardware-chosen wait).
+    With `acquire_cluster` it acquires at cluster scope: what a peer CTA's thread did before
+    its `release_cluster` arrival on this barrier is visible once the wait returns 1."""
 
     name = "nvvm.mbarrier.try_wait.parity"
     bar = operand_def(LLVMPointerType)
     parity = operand_def(i32)
     res = result_def(i32)
-    assembly_format = "$bar `,` $parity attr-dict `:` type($bar)"
+    acquire_cluster = opt_prop_def(UnitAttr)
+    assembly_format = ("$bar `,` $parity (`acquire_cluster` $acquire_cluster^)? attr-dict "
+                       "`:` type($bar)")
 
-    def __init__(self, bar: SSAValue, parity: SSAValue):
-        super().__init__(operands=[bar, parity], result_types=[i32])
+    def __init__(self, bar: SSAValue, parity: SSAValue, acquire_cluster: bool = False):
+        super().__init__(operands=[bar, parity], result_types=[i32],
+                         properties={"acquire_cluster": UnitAttr() if acquire_cluster
+                                     else None})
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.bar, "barrier")
+
+
+@irdl_op_definition
+class MapaOp(IRDLOperation):
+    """`mapa.u64 d, a, cta` (after `cvta.shared`): the generic address of the shared-memory
+    location at `ptr`'s offset in CTA `cta` of the cluster (this CTA's own for its own rank).
+    Plain (generic) loads and stores reach a peer's shared memory through it."""
+
+    name = "nvvm.mapa"
+    ptr = operand_def(LLVMPointerType)
+    cta = operand_def(i32)
+    res = result_def(LLVMPointerType)
+    assembly_format = "$ptr `,` $cta attr-dict `:` type($ptr) `->` type($res)"
+
+    def __init__(self, ptr: SSAValue, cta: SSAValue):
+        super().__init__(operands=[ptr, cta], result_types=[LLVMPointerType()])
+
+    def verify_(self) -> None:
+        _verify_shared_ptr(self, self.ptr, "pointer")
+        if address_space(self.res.type) != 0:  # type: ignore[arg-type]
+            raise VerifyException(f"'{self.name}' yields a generic pointer (!llvm.ptr), got "
+                                  f"{self.res.type}")
 
 
 @irdl_op_definition
@@ -1452,6 +1491,7 @@ NVVM = Dialect(
         MBarrierInitOp,
         MBarrierArriveOp,
         MBarrierTryWaitParityOp,
+        MapaOp,
         FenceMBarrierInitOp,
         CpAsyncBulkTensorLoadOp,
         CpAsyncBulkTensorStoreOp,
@@ -1510,6 +1550,7 @@ __all__ = [
     "MBarrierArriveOp",
     "MBarrierInitOp",
     "MBarrierTryWaitParityOp",
+    "MapaOp",
     "MmaSyncOp",
     "NanosleepOp",
     "PrefetchTensorMapOp",

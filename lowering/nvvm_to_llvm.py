@@ -112,15 +112,22 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $0;\nmapa.shared::cluster.u32 r, a, $1;\n"
         "mbarrier.arrive.shared::cluster.b64 _, [r];\n}}"
     ),
+    # The same, releasing at cluster scope (a queue entry's writes or reads in the peer's
+    # shared memory happen before the peer's acquire of the phase).
+    (nvvm.MBarrierArriveOp, "cta release_cluster"): (
+        "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $0;\nmapa.shared::cluster.u32 r, a, $1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}}"
+    ),
     # The same offset in CTA $2 of the cluster.
     (nvvm.LoadOp, "cta"): (
         "{{\n.reg .b32 a, r;\ncvt.u32.u64 a, $1;\nmapa.shared::cluster.u32 r, a, $2;\n"
         "ld{sem}.shared::cluster.{type} $0, [r];\n}}"
     ),
     nvvm.MBarrierTryWaitParityOp: (
-        "{{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+        "{{\n.reg .pred p;\nmbarrier.try_wait.parity{sem}.shared::cta.b64 p, [$1], $2;\n"
         "selp.b32 $0, 1, 0, p;\n}}"
     ),
+    nvvm.MapaOp: "{{\n.reg .b64 g;\ncvta.shared.u64 g, $1;\nmapa.u64 $0, g, $2;\n}}",
     nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
     nvvm.CpAsyncBulkTensorLoadOp: (
         "cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::"
@@ -155,7 +162,7 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
 (op, variant) key spells a variant of the op that is another instruction sequence."""
 
 PURE_PTX: frozenset[type[Operation]] = frozenset(
-    {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp, nvvm.RsqrtApproxOp}
+    {nvvm.CvtPackOp, nvvm.TanhApproxOp, nvvm.Ex2ApproxFtzOp, nvvm.RsqrtApproxOp, nvvm.MapaOp}
 )
 """Inline-asm ops that compute a value only: no side effects, no memory clobber."""
 _NO_MEMORY_CLOBBER = frozenset({nvvm.NanosleepOp, nvvm.WgmmaMmaAsyncOp,
@@ -217,6 +224,8 @@ def state_space(ptr: SSAValue) -> str:
 
 
 def _template_key(op: Operation) -> type[Operation] | tuple[type[Operation], str]:
+    if isinstance(op, nvvm.MBarrierArriveOp) and op.release_cluster is not None:
+        return (type(op), "cta release_cluster")
     if isinstance(op, nvvm.MBarrierArriveOp | nvvm.LoadOp) and op.cta is not None:
         return (type(op), "cta")
     return type(op)
@@ -275,6 +284,8 @@ def ptx_string(op: Operation) -> str:
             with_tx = op.tx is not None
             fields = dict(expect_tx=".expect_tx" if with_tx else "",
                           tx=", $1" if with_tx else "")
+        case nvvm.MBarrierTryWaitParityOp():
+            fields = dict(sem=".acquire.cluster" if op.acquire_cluster is not None else "")
         case nvvm.CpAsyncBulkTensorLoadOp():
             rank, offsets = len(op.coords), len(op.im2col)
             first_offset = 3 + rank

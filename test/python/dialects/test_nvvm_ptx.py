@@ -132,6 +132,11 @@ CASES += [
                                                                 "sys"), True),
     ("atom_max_acquire_cluster_global", lambda a: nvvm.AtomicOp("max", a[G], a[I], "acquire",
                                                                "cluster"), False),
+    ("mbarrier_arrive_peer_release_cluster",
+     lambda a: nvvm.MBarrierArriveOp(a[S], cta=a[I], release_cluster=True), False),
+    ("mbarrier_try_wait_acquire_cluster",
+     lambda a: nvvm.MBarrierTryWaitParityOp(a[S], a[I], acquire_cluster=True), False),
+    ("mapa_generic", lambda a: nvvm.MapaOp(a[S], a[I]), False),
     ("red_add_release_gpu_shared_f32", lambda a: nvvm.ReduceOp("add", a[S], a[F], "release"),
      True),
     ("red_or_relaxed_sys_generic_i64", lambda a: nvvm.ReduceOp("or", a[P], a[L], "relaxed",
@@ -172,10 +177,10 @@ def to_llvm_ir(module: ModuleOp) -> str:
             declares.add(f"declare {ret} @{op.intrin.data}()")
             body.append(f"  {lhs}call {ret} @{op.intrin.data}({args})")
         elif isinstance(op, llvm.InlineAsmOp):
-            assert op.has_side_effects is not None
             asm = op.asm_string.data
+            effect = " sideeffect" if op.has_side_effects is not None else ""
             body.append(
-                f'  {lhs}call {ret} asm sideeffect "{asm}", "{op.constraints.data}"({args})'
+                f'  {lhs}call {ret} asm{effect} "{asm}", "{op.constraints.data}"({args})'
             )
         elif isinstance(op, func.ReturnOp):
             # Keep every result alive: a pure intrinsic whose value is unused would vanish.

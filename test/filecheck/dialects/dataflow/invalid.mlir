@@ -253,3 +253,90 @@ func.func @drawn_ticket_other_queue(%q: !dataflow.queue<2 x tensor<64xf32>>, %p:
   func.return
 }
 // CHECK: 'dataflow.draw_full': the drawn ticket is the worker leader's alone until a 'dataflow.acquire_full' on the same queue takes it (`at`) and hands it out, but it reaches 'dataflow.acquire_full'
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @pinned_cluster_queue {
+  dataflow.queue @q pin_l2 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: queue @q is in distributed shared memory (`cluster`): it has no ring in global memory to pin in L2
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @relay(!dataflow.queue<2 x tensor<64xf32>>, !dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @mixed_placement {
+  dataflow.queue @q cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @r : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = [@r]}
+  dataflow.stage @c {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@r], outputs = []}
+}
+// CHECK: pipeline @mixed_placement runs in clusters (a queue is `cluster`), so every queue must be: @r is in global memory
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @uneven_clusters {
+  dataflow.queue @q cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 8 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: pipeline @uneven_clusters runs one CTA of each stage in a cluster, so its stages need equal CTA counts, got @a 4, @b 8
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @multicast_cluster_queue {
+  dataflow.queue @q cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+  dataflow.stage @c {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+}
+// CHECK: cluster queue @q has 2 consumer stages: a ring in one CTA's shared memory has one
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @alone()
+dataflow.pipeline @idle_cluster_stage {
+  dataflow.queue @q cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
+  dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
+  dataflow.stage @c {kernel = @alone, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = []}
+}
+// CHECK: stage @c of clustered pipeline @idle_cluster_stage uses no queue (its CTA would not meet its cluster)
+
+// -----
+
+func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
+func.func private @relay(!dataflow.queue<2 x tensor<64xf32>>, !dataflow.queue<2 x tensor<64xf32>>)
+func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
+dataflow.pipeline @too_many_stages {
+  dataflow.queue @q0 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q1 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q2 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q3 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q4 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q5 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q6 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.queue @q7 cluster : !dataflow.queue<2 x tensor<64xf32>>
+  dataflow.stage @s0 {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q0]}
+  dataflow.stage @s1 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q0], outputs = [@q1]}
+  dataflow.stage @s2 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q1], outputs = [@q2]}
+  dataflow.stage @s3 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q2], outputs = [@q3]}
+  dataflow.stage @s4 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q3], outputs = [@q4]}
+  dataflow.stage @s5 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q4], outputs = [@q5]}
+  dataflow.stage @s6 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q5], outputs = [@q6]}
+  dataflow.stage @s7 {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q6], outputs = [@q7]}
+  dataflow.stage @s8 {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q7], outputs = []}
+}
+// CHECK: pipeline @too_many_stages runs one CTA of each of its 9 stages in a cluster: at most 8 (the portable cluster size)

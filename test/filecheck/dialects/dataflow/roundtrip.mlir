@@ -138,3 +138,16 @@ dataflow.pipeline @grad_reduce attributes {tilesync.origin = "dW = sum over batc
   dataflow.stage @fan_in {kernel = @kernels::@reduce_fan_in, resource = #dataflow.resource<simt>, ctas = 12 : i64, inputs = [@partials], outputs = [@sums]}
   dataflow.stage @final {kernel = @kernels::@reduce_final, resource = #dataflow.resource<simt>, ctas = 1 : i64, inputs = [@sums], outputs = []}
 }
+
+// The same two stages in clusters: CTA c of each stage shares cluster c, the queue is one ring
+// per cluster in the softmax CTA's shared memory.
+// CHECK:      dataflow.pipeline @gemm_softmax_in_clusters {
+// CHECK-NEXT:   dataflow.queue @h cluster : !dataflow.queue<4 x tensor<128x64xf16>>
+// CHECK-NEXT:   dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>, ctas = 66 : i64, inputs = [], outputs = [@h]}
+// CHECK-NEXT:   dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [@h], outputs = []}
+// CHECK-NEXT: }
+dataflow.pipeline @gemm_softmax_in_clusters {
+  dataflow.queue @h cluster : !dataflow.queue<4 x tensor<128x64xf16>>
+  dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>, ctas = 66 : i64, inputs = [], outputs = [@h]}
+  dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [@h], outputs = []}
+}

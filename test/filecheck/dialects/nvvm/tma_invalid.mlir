@@ -125,3 +125,27 @@ func.func @prefetch_map_in_global(%map: !llvm.ptr<1>, %i: i32) {
   func.return
 }
 // CHECK: 'nvvm.cp.async.bulk.prefetch.tensor.l2.global' takes the tensor map by its generic address (!llvm.ptr), got !llvm.ptr<1>
+
+// -----
+
+func.func @local_cluster_release(%b: !llvm.ptr<3>) {
+  nvvm.mbarrier.arrive %b release_cluster : !llvm.ptr<3>
+  func.return
+}
+// CHECK: 'nvvm.mbarrier.arrive' releases at cluster scope on a peer CTA's barrier only: release_cluster needs cta
+
+// -----
+
+func.func @mapa_of_global(%p: !llvm.ptr<1>, %i: i32) {
+  %0 = nvvm.mapa %p, %i : !llvm.ptr<1> -> !llvm.ptr
+  func.return
+}
+// CHECK: 'nvvm.mapa' pointer must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>
+
+// -----
+
+func.func @mapa_to_shared(%p: !llvm.ptr<3>, %i: i32) {
+  %0 = nvvm.mapa %p, %i : !llvm.ptr<3> -> !llvm.ptr<3>
+  func.return
+}
+// CHECK: 'nvvm.mapa' yields a generic pointer (!llvm.ptr), got !llvm.ptr<3>
