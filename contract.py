@@ -226,6 +226,7 @@ ORDER_TABLE_ATTR = "sync.order_table"  # the order table its host uploads
 KNOWN_BLOCK_SIZE_ATTR = "gpu.known_block_size"
 MIN_BLOCKS_PER_SM_ATTR = "tilesync.min_blocks_per_sm"  # launch bounds: nvvm.minctasm
 CLUSTER_DIMS_ATTR = "tilesync.cluster_dims"  # CTAs per cluster: .reqnctapercluster
+CLUSTER_QUEUES_ATTR = "dataflow.cluster_queues"  # the cluster queues its lowering bound
 SYNC_NAMED_BARRIER = 1  # a sync.post or tile.arrive by part of a block (`threads N`)
 STAGING_NAMED_BARRIER = 2  # a TMA-store epilogue's consumers around their staging buffer
 # Queue ops run by groups of a block (`threads N`): group k synchronizes on named barrier
@@ -320,8 +321,17 @@ SPIN_SITE_SEMAPHORE = 0
 SPIN_SITE_QUEUE_FREE = 1  # a producer waiting for consumers to release an entry
 SPIN_SITE_QUEUE_FULL = 2  # a consumer waiting for the producer to fill an entry
 SPIN_SITE_MBARRIER = 3  # a thread waiting for a transaction barrier's phase to complete
+# A cluster queue's ends (lowering/cluster_queue_to_nvvm.py): "param" is the kernel_tag of the
+# queue's shared array (CLUSTER_QUEUE_SYMBOL_PREFIX + its name), "expected" the parity waited.
+SPIN_SITE_CLUSTER_QUEUE_FREE = 4
+SPIN_SITE_CLUSTER_QUEUE_FULL = 5
 SPIN_SITES = {SPIN_SITE_SEMAPHORE: "semaphore", SPIN_SITE_QUEUE_FREE: "free entry",
-              SPIN_SITE_QUEUE_FULL: "full entry", SPIN_SITE_MBARRIER: "mbarrier"}
+              SPIN_SITE_QUEUE_FULL: "full entry", SPIN_SITE_MBARRIER: "mbarrier",
+              SPIN_SITE_CLUSTER_QUEUE_FREE: "free entry", SPIN_SITE_CLUSTER_QUEUE_FULL:
+              "full entry"}
+CLUSTER_QUEUE_SYMBOL_PREFIX = "__tilesync_cluster_queue_"
+"""The shared array of a cluster queue in its kernels' gpu.module: this prefix, then the
+queue's name."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ from tilesync.analysis.stage_graph import (
     one_launch_groups,
 )
 from tilesync.analysis.wave_model import Legality, StageWaves, format_waves
-from tilesync.contract import CORESIDENT_ATTR, all_resident
+from tilesync.contract import CORESIDENT_ATTR, MAX_CLUSTER_BLOCKS, all_resident
 
 WaitKernelEnds = Literal["all_dispatched", "first_started"]
 
@@ -124,6 +124,20 @@ def co_residency(stages: Sequence[Residency], sms: int) -> Legality:
     blocks = sum(s.blocks for s in stages)
     return Legality(fits, f"{'all' if fits else 'not all'} {blocks} blocks are co-resident "
                           f"({_bound(stages, sms)})")
+
+
+def cluster_residency(cluster: Residency) -> Legality:
+    """Whether a pipeline in clusters makes progress: its blocks wait only for blocks of their
+    own cluster (cluster queues), which the hardware starts together or not at all, so one
+    cluster (`cluster.blocks` blocks, one a stage) must fit, not the whole grid; clusters that
+    find no room wait for earlier ones to finish, which never wait for them."""
+    fits = cluster.blocks_per_sm >= 1 and cluster.blocks <= MAX_CLUSTER_BLOCKS
+    return Legality(fits, f"each cluster's {cluster.blocks} blocks start together "
+                          f"({cluster.blocks_per_sm} blocks per SM, at most "
+                          f"{MAX_CLUSTER_BLOCKS} a cluster); clusters wait on no other"
+                    if fits else f"a cluster of {cluster.blocks} blocks cannot start "
+                                 f"({cluster.blocks_per_sm} blocks per SM, at most "
+                                 f"{MAX_CLUSTER_BLOCKS} a cluster)")
 
 
 def _bound(stages: Sequence[Residency], sms: int) -> str:

@@ -17,7 +17,7 @@ draw through where the loop does not run) draws more than it takes.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import gpu, scf
@@ -46,11 +46,13 @@ _TAKING = (*dataflow.ACQUIRE_OPS, dataflow.DrawFullOp, dataflow.DrawEmptyOp)
 @dataclass(frozen=True)
 class LaunchTickets:
     """Per queue argument, over one launch's workers: tickets acquired, tickets drawn ahead,
-    and acquires that took a drawn ticket."""
+    and acquires that took a drawn ticket; and the tickets each CTA acquired (a cluster
+    queue's balance is per cluster)."""
 
     acquired: dict[SSAValue, int]
     drawn: dict[SSAValue, int]
     drawn_acquired: dict[SSAValue, int]
+    acquired_by_cta: dict[SSAValue, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _TicketCount(BatchRun):
@@ -182,9 +184,15 @@ def tickets_per_launch(kernel: gpu.FuncOp, ctas: int, workers_per_cta: int,
         run.run(None)
         return run.counts
 
+    by_cta: dict[SSAValue, np.ndarray] = {}
     for indices, counts in run_batches(workers, attempt):
         for key, count in counts.items():
             total[key] += count * len(indices)
+            if key[0] == "acquired":
+                per_cta = by_cta.setdefault(key[1], np.zeros(ctas, dtype=np.int64))
+                np.add.at(per_cta, workers[indices][:, 0], count)
     return LaunchTickets(*({queue: count for (what, queue), count in total.items()
                             if what == kind}
-                           for kind in ("acquired", "drawn", "drawn_acquired")))
+                           for kind in ("acquired", "drawn", "drawn_acquired")),
+                         {queue: tuple(int(c) for c in per_cta)
+                          for queue, per_cta in by_cta.items()})

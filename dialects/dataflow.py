@@ -149,6 +149,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from tilesync.compat.rewrite_driver import ops_of, walk_ops
 from tilesync.contract import (
+    CLUSTER_QUEUES_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
     MAX_CLUSTER_BLOCKS,
     MAX_QUEUE_GROUPS,
@@ -558,11 +559,16 @@ class StageOp(IRDLOperation):
         if None in expected:
             return  # unknown queue names are reported by the pipeline verifier
         lowered = {str(role) for role in sync_roles(kernel) if role.kind is RoleKind.QUEUE}
-        if not actual and not lowered and UNBOUND_ATTR in self.attributes:
+        in_cluster = kernel.attributes.get(CLUSTER_QUEUES_ATTR)
+        clustered = {a.data for a in in_cluster.data} if isinstance(in_cluster, ArrayAttr) \
+            else set()
+        if not actual and not lowered and not clustered and UNBOUND_ATTR in self.attributes:
             return  # designed at the stage level (dataflow-insert-queues); kernel not rewritten
-        if not actual and lowered:
-            # convert-dataflow-to-nvvm made each queue a parameter the runtime binds
-            missing = [name for name in names if str(Role.queue(name)) not in lowered]
+        if not actual and (lowered or clustered):
+            # convert-dataflow-to-nvvm made each queue in L2 a parameter the runtime binds,
+            # and put each cluster queue's ring in shared memory
+            missing = [name for name in names
+                       if str(Role.queue(name)) not in lowered and name not in clustered]
             if missing:
                 raise VerifyException(
                     f"stage @{self.sym_name.data}: kernel {kernel_text} was lowered without "
@@ -932,6 +938,28 @@ TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp, Draw
               DrawFullOp)
 """The ops a queue worker runs (`threads N`: which threads make a worker)."""
 ACQUIRE_OPS = (AcquireEmptyOp, AcquireFullOp)
+
+
+def cluster_queue_refusal(op: Operation, queue: str) -> str | None:
+    """Why kernel-level `op` cannot use cluster queue `queue` (None: it can): each end is one
+    worker a CTA taking its tickets in order as it acquires them, and an entry is the
+    consumer's shared memory by its generic address."""
+    if isinstance(op, DrawEmptyOp | DrawFullOp):
+        return (f"'{op.name}': cluster queue @{queue} takes its tickets in order as it "
+                "acquires them (no draws ahead)")
+    if isinstance(op, _AcquireOp) and op.ticket is not None:
+        return (f"'{op.name}': cluster queue @{queue} takes its tickets in order as it "
+                "acquires them (no `at`)")
+    if isinstance(op, _TicketOp) and op.threads is not None:
+        return (f"'{op.name}': cluster queue @{queue} has one worker a CTA at each end (no "
+                "`threads`)")
+    if isinstance(op, EntryOp):
+        space = op.buffer.type.memory_space  # type: ignore[attr-defined]
+        if not (isinstance(space, IntegerAttr) and space.value.data == 0):
+            return (f"'{op.name}': the entry of cluster queue @{queue} is its consumer's "
+                    "shared memory by its generic address: its memref takes memory space 0 "
+                    f"(memref<..., 0 : i64>), got {op.buffer.type}")
+    return None
 """The ops that take a ticket's entry (each one ticket a run)."""
 
 

@@ -45,8 +45,9 @@ from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR, SM_90
 from tilesync.kernels.config import H100_SMS
 
 WORD_BYTES = 16  # one i128: a 16-byte access per thread
-TRANSPORTS = ("threads", "bulk")
+TRANSPORTS = ("threads", "bulk", "cluster")
 BULK_MAX_PAYLOAD = 64 << 10  # the bulk transport's staging buffer, in shared memory
+CLUSTER_MAX_RING = 192 << 10  # a cluster queue's ring, in the consumer's shared memory
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,15 @@ class QueueBenchConfig:
         if self.transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got "
                              f"{self.transport!r}")
+        if self.transport == "cluster" and (self.workers > 1 or self.draw_ahead or
+                                            not self.synchronized or self.pin_l2):
+            raise ValueError("the cluster transport runs one worker a CTA, without draws "
+                             "ahead, synchronized, its rings in shared memory (pin_l2=False)")
+        if self.transport == "cluster" and \
+                self.depth * self.payload_bytes > CLUSTER_MAX_RING:
+            raise ValueError(f"the cluster transport's ring is in the consumer's shared "
+                             f"memory: at most {CLUSTER_MAX_RING >> 10} KiB, got {self.depth} "
+                             f"x {self.payload_bytes} bytes")
         if self.transport == "bulk" and self.payload_bytes > BULK_MAX_PAYLOAD:
             raise ValueError(f"the bulk transport stages a payload in shared memory: at most "
                              f"{BULK_MAX_PAYLOAD >> 10} KiB, got {self.payload_bytes} bytes")
@@ -106,11 +116,15 @@ class QueueBenchConfig:
 
     @property
     def entries(self) -> int:
-        return self.producers * self.depth
+        """The queue's entries: a ring for all pairs in L2, one ring a pair (its cluster's) with
+        the cluster transport."""
+        return self.depth if self.transport == "cluster" else self.producers * self.depth
 
     @property
     def entry_type(self) -> str:
-        return f"memref<{self.words}xi128>"
+        """A cluster queue's entry is the consumer's shared memory by its generic address."""
+        space = ", 0 : i64" if self.transport == "cluster" else ""
+        return f"memref<{self.words}xi128{space}>"
 
     @property
     def queue_type(self) -> str:
@@ -248,7 +262,7 @@ def _ticket_loop(cfg: QueueBenchConfig, end: str, body: list[str], results: str 
                   "          scf.yield %c0 : index", "        }"]
     else:
         lines.append(f"        %t = dataflow.acquire_{end} %q{th} : {q}")
-    lines.append(f"        %e = dataflow.entry %q, %t : {q} -> memref<{cfg.words}xi128>")
+    lines.append(f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}")
     lines += body
     lines.append(f"        dataflow.{release} %q, %t{th} : {q}")
     values = ", ".join(v for v in ("%dn" if cfg.draw_ahead else "", yielded) if v)
@@ -333,7 +347,7 @@ def _pipeline(cfg: QueueBenchConfig) -> str:
             "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
             f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
             "  }\n")
-    pin = " pin_l2" if cfg.pin_l2 else ""
+    pin = " pin_l2" if cfg.pin_l2 else " cluster" if cfg.transport == "cluster" else ""
     return (
         "  dataflow.pipeline @fig5 {\n"
         f"    dataflow.queue @q{pin} : {cfg.queue_type}\n"

@@ -46,6 +46,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ArrayAttr,
     DenseArrayBase,
     FunctionType,
     IndexType,
@@ -67,6 +68,7 @@ from xdsl.traits import SymbolTable
 
 from tilesync.compat.rewrite_driver import apply_patterns, ops_of
 from tilesync.contract import (
+    CLUSTER_QUEUES_ATTR,
     DEBUG_RECORD,
     KNOWN_BLOCK_SIZE_ATTR,
     QUEUE_GROUP_BARRIER_BASE,
@@ -80,6 +82,16 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.dialects.locations import diagnostic
+from tilesync.lowering.cluster_queue_to_nvvm import (
+    ClusterEnd,
+    ClusterQueueLayout,
+    add_prologue_and_epilogue,
+    declare_array,
+    entry_address,
+    next_ticket,
+    signal_peer,
+    wait_for_entry,
+)
 from tilesync.lowering.sync_primitives import BLOCK, SyncBuilder, ThreadGroup
 from tilesync.lowering.sync_to_nvvm import MAX_BACKOFF_NS
 from tilesync.lowering.type_conversion import SHARED_ADDRESS_SPACE, convert_type
@@ -100,6 +112,8 @@ class QueueUse:
     layout: QueueLayout
     entries: int
     consumer: int | None  # index among the queue's consumer stages; None: the producer
+    cluster_ranks: tuple[int, int] | None = None
+    """A cluster queue's (producer, consumer) stage ranks in the cluster; None: in L2."""
 
 
 @dataclass(frozen=True)
@@ -125,10 +139,15 @@ def queue_uses(module: ModuleOp) -> dict[str, tuple[str, list[QueueUse]]]:
     uses: dict[str, tuple[str, list[QueueUse]]] = {}
     for pipeline in pipelines_of(module):
         queues = {q.sym_name.data: q.queue_type for q in pipeline.queues}
+        in_cluster = {q.sym_name.data for q in pipeline.queues if q.in_cluster}
         consumers: dict[str, list[str]] = {name: [] for name in queues}
-        for stage in pipeline.stages:
+        producer_rank: dict[str, int] = {}
+        for rank, stage in enumerate(pipeline.stages):
             for ref in stage.inputs:
                 consumers[ref.root_reference.data].append(stage.sym_name.data)
+            for ref in stage.outputs:
+                producer_rank[ref.root_reference.data] = rank
+        stage_rank = {stage.sym_name.data: rank for rank, stage in enumerate(pipeline.stages)}
         for stage in pipeline.stages:
             name = stage.sym_name.data
             found = []
@@ -138,9 +157,12 @@ def queue_uses(module: ModuleOp) -> dict[str, tuple[str, list[QueueUse]]]:
                     qtype = queues[queue]
                     layout = QueueLayout(qtype.num_entries, qtype.payload_bytes,
                                          len(consumers[queue]))
+                    ranks = None
+                    if queue in in_cluster and queue in producer_rank and consumers[queue]:
+                        ranks = (producer_rank[queue], stage_rank[consumers[queue][0]])
                     found.append(QueueUse(queue, layout, qtype.num_entries,
                                           consumers[queue].index(name) if port == "in"
-                                          else None))
+                                          else None, ranks))
             kernel = SymbolTable.lookup_symbol(module, stage.kernel)
             if not isinstance(kernel, gpu.FuncOp):
                 continue
@@ -158,14 +180,27 @@ def _queue_args(func: gpu.FuncOp) -> list[BlockArgument]:
 
 
 def bind_queues(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, BoundQueue]:
-    """Append a `queue:@name` parameter for each queue argument of `func`."""
+    """Append a `queue:@name` parameter for each queue argument of `func` in L2 (a cluster
+    queue's ring is in shared memory: `cluster_ends`)."""
     args = _queue_args(func)
     if len(args) != len(uses):
         raise diagnostic(PASS, func, f"kernel @{func.sym_name.data} takes {len(args)} "
                          f"queue(s) but its stage binds {len(uses)}")
-    rings = [sync_arg(func, Role.queue(use.name), RING_TYPE) for use in uses]
+    in_l2 = [(arg, use) for arg, use in zip(args, uses) if use.cluster_ranks is None]
+    rings = [sync_arg(func, Role.queue(use.name), RING_TYPE) for _, use in in_l2]
     return {arg: BoundQueue(use, ring, func, ring.index - len(args))
-            for arg, use, ring in zip(args, uses, rings)}
+            for (arg, use), ring in zip(in_l2, rings)}
+
+
+def cluster_ends(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, ClusterEnd]:
+    """The kernel's ends of cluster queues, by queue argument."""
+    ends = {}
+    for arg, use in zip(_queue_args(func), uses):
+        if use.cluster_ranks is not None:
+            layout = ClusterQueueLayout(use.entries, use.layout.payload_bytes)
+            ends[arg] = ClusterEnd(use.name, layout, *use.cluster_ranks,
+                                   producer=use.consumer is None, func=func)
+    return ends
 
 
 def drop_queue_args(func: gpu.FuncOp) -> None:
@@ -462,6 +497,111 @@ class LowerEntry(RewritePattern):
         rewriter.replace(op, UnrealizedConversionCastOp.get([payload], [op.buffer.type]))
 
 
+def _cluster_end(ends: dict[SSAValue, ClusterEnd], op: Operation, queue: SSAValue,
+                 producer: bool) -> ClusterEnd:
+    end = ends[queue]
+    if end.producer != producer:
+        which, ops = (("produces", "acquire_empty / release_full") if end.producer
+                      else ("consumes", "acquire_full / release_empty"))
+        raise diagnostic(PASS, op, f"'{op.name}': the stage {which} cluster queue "
+                         f"@{end.queue}, so its kernel uses {ops}")
+    return end
+
+
+@dataclass
+class LowerClusterAcquire(RewritePattern):
+    """acquire_empty / acquire_full of a cluster queue: the leader takes the end's next
+    ticket and waits on its own barrier of the entry (cluster_queue_to_nvvm)."""
+
+    ends: dict[SSAValue, ClusterEnd]
+    timeout_ns: int
+    debug: bool
+    unseparated: set[Operation]
+
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, dataflow.AcquireEmptyOp | dataflow.AcquireFullOp) or \
+                op.queue not in self.ends:
+            return
+        end = _cluster_end(self.ends, op, op.queue, isinstance(op, dataflow.AcquireEmptyOp))
+        b = SyncBuilder(rewriter)
+        slot = b.value(_ticket_slot(end.func, 1))
+        if op in self.unseparated:
+            b.barrier(BLOCK)  # every thread has read the ticket this slot held before
+
+        def acquire(s: SyncBuilder) -> SSAValue:
+            ticket = next_ticket(s, end)
+            wait_for_entry(s, end, ticket, self.timeout_ns, self.debug)
+            return ticket
+
+        ticket = b.from_leader(acquire, slot, group=BLOCK)
+        rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
+
+
+@dataclass
+class LowerClusterRelease(RewritePattern):
+    """release_full / release_empty of a cluster queue: the block's barrier, then the leader
+    arrives on the peer's barrier of the entry."""
+
+    ends: dict[SSAValue, ClusterEnd]
+
+    @staticmethod
+    def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
+        return issubclass(cls, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp) or \
+                op.queue not in self.ends:
+            return
+        end = _cluster_end(self.ends, op, op.queue, isinstance(op, dataflow.ReleaseFullOp))
+        b = SyncBuilder(rewriter)
+        ticket = b.value(arith.IndexCastOp(op.slot, i64))
+        b.barrier(BLOCK)  # every thread has finished writing (or reading) the entry
+        b.in_leader(lambda s: signal_peer(s, end, ticket), group=BLOCK)
+        rewriter.erase(op)
+
+
+@dataclass
+class LowerClusterEntry(RewritePattern):
+    """dataflow.entry of a cluster queue: the entry's generic address in the consumer."""
+
+    ends: dict[SSAValue, ClusterEnd]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: dataflow.EntryOp, rewriter: PatternRewriter, /):
+        end = self.ends.get(op.queue)
+        if end is None:
+            return
+        b = SyncBuilder(rewriter)
+        ticket = b.value(arith.IndexCastOp(op.slot, i64))
+        address = entry_address(b, end, ticket)
+        rewriter.replace(op, UnrealizedConversionCastOp.get([address], [op.buffer.type]))
+
+
+def lower_cluster_queues(func: gpu.FuncOp, ends: dict[SSAValue, ClusterEnd],
+                         timeout_ns: int, debug: bool) -> None:
+    """The kernel's ops on cluster queues, its arrays, and the cluster's meetings around."""
+    for op in func.walk():
+        queue = getattr(op, "queue", None)
+        if queue in ends:
+            why = dataflow.cluster_queue_refusal(op, ends[queue].queue)
+            if why is not None:
+                raise diagnostic(PASS, op, why)
+    unseparated = {acquire for acquire in ops_of(func, _ACQUIRE_OPS)
+                   if acquire.queue in ends and _slot_reused_unseparated(acquire)}
+    apply_patterns(func.body, [LowerClusterAcquire(ends, timeout_ns, debug, unseparated),
+                               LowerClusterRelease(ends), LowerClusterEntry(ends)],
+                   recursive=True, dce=False)
+    used = list({(end.queue, end.producer): end for end in ends.values()}.values())
+    for end in used:
+        declare_array(end)
+    add_prologue_and_epilogue(func, used)
+    func.attributes[CLUSTER_QUEUES_ATTR] = ArrayAttr([StringAttr(end.queue) for end in used])
+
+
 @dataclass(frozen=True)
 class ConvertDataflowToNVVMPass(ModulePass):
     """Lower the queue ops of every kernel a `dataflow.pipeline` runs; the pipeline stays."""
@@ -491,6 +631,9 @@ class ConvertDataflowToNVVMPass(ModulePass):
                 raise diagnostic(PASS, func, f"kernel @{name} takes queues but no "
                                  "dataflow.stage runs it")
             workers = _queue_workers(func)
+            ends = cluster_ends(func, uses[name][1])
+            if ends:
+                lower_cluster_queues(func, ends, self.default_timeout_ns, self.debug)
             bindings = bind_queues(func, uses[name][1])
             for inner in ops_of(func, (*_PRODUCER_OPS, *_CONSUMER_OPS)):  # refuse first
                 _bound(bindings, inner, inner.queue, isinstance(inner, _PRODUCER_OPS))

@@ -67,7 +67,8 @@ def memref_address_space(memref: MemRefType) -> int:
 
 # The pointer type of each address space, built once (memref operands are converted by the
 # thousand).
-_POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) for space in NVPTX_ADDRESS_SPACES}
+_POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) if space else llvm.LLVMPointerType()
+             for space in NVPTX_ADDRESS_SPACES}  # generic: `!llvm.ptr`, as nvvm.mapa yields
 
 
 def convert_type(t: Attribute) -> Attribute:

@@ -8,6 +8,10 @@ it falls back to co-launched kernels, one stream per stage, which the hardware m
 co-residency is proven before the first launch (`forward_progress.co_residency`, the count
 `contract.all_resident` makes) from the compiled kernels' real occupancy: queue CTAs spin while
 holding their SM slot, so a pipeline that does not fit is refused rather than left to hang.
+A pipeline in clusters (its queues in distributed shared memory) waits only inside a cluster,
+whose CTAs the hardware starts together: its kernel is launched in clusters of one CTA a stage
+(`.reqnctapercluster`), not cooperatively, and only one cluster needs to fit
+(`forward_progress.cluster_residency`); it has no rings here.
 
 The program owns the queues: one zeroed allocation holds every ring (`contract.QueueLayout`),
 the pinned ones (`pin_l2`) first, covered by an access-policy window that keeps them persisting
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import SymbolRefAttr
 
-from tilesync.analysis.forward_progress import Residency, co_residency
+from tilesync.analysis.forward_progress import Residency, cluster_residency, co_residency
 from tilesync.contract import (
     DEBUG_RECORD,
     DEBUG_RECORD_WORDS,
@@ -106,6 +110,7 @@ class PipelineQueue:
     name: str
     layout: QueueLayout
     pin_l2: bool
+    in_cluster: bool = False  # its rings are in its consumers' shared memory, not here
 
 
 @dataclass(frozen=True)
@@ -119,12 +124,15 @@ class PipelinePlan:
     queues: dict[str, PipelineQueue]
     persistent: str | None = None
     declared: tuple[str, ...] = ()
+    clustered: bool = False
+    """The pipeline runs in clusters of one CTA a stage, its queues in their shared memory."""
 
     def ring_offsets(self) -> tuple[dict[str, int], int, int]:
         """(byte offset of each ring in one allocation, bytes in all, bytes of the pinned
-        rings, which come first)."""
+        rings, which come first); a cluster queue has none."""
         offsets, end = {}, 0
-        ordered = sorted(self.queues.values(), key=lambda q: not q.pin_l2)
+        ordered = sorted((q for q in self.queues.values() if not q.in_cluster),
+                         key=lambda q: not q.pin_l2)
         pinned = 0
         for queue in ordered:
             offsets[queue.name] = end
@@ -157,7 +165,7 @@ def read_pipeline(compiled: CompiledProgram, name: str | None = None) -> Pipelin
             q.sym_name.data,
             QueueLayout(q.queue_type.num_entries, q.queue_type.payload_bytes,
                         consumers[q.sym_name.data]),
-            q.pin_l2 is not None)
+            q.pin_l2 is not None, q.in_cluster)
         for q in pipeline.queues
     }
     stages = [PipelineStage(s.sym_name.data, s.kernel.nested_references.data[-1].data
@@ -170,8 +178,12 @@ def read_pipeline(compiled: CompiledProgram, name: str | None = None) -> Pipelin
     fused = pipeline.attributes.get(PERSISTENT_KERNEL_ATTR)
     persistent = (fused.nested_references.data[-1].data if isinstance(fused, SymbolRefAttr)
                   else None)
+    if pipeline.clustered and persistent is None:
+        raise ValueError(f"pipeline @{pipeline.sym_name.data} runs in clusters, which takes "
+                         "its stages in one kernel (dataflow-persistent-kernel), and they "
+                         "could not be fused (one block size, one gpu.module)")
     return PipelinePlan(pipeline.sym_name.data, tuple(_producers_first(stages)), queues,
-                        persistent, tuple(s.name for s in stages))
+                        persistent, tuple(s.name for s in stages), pipeline.clustered)
 
 
 def _producers_first(stages: list[PipelineStage]) -> list[PipelineStage]:
@@ -279,9 +291,11 @@ class DataflowProgram:
             first = self.plan.stages[0].name
             sig = self.signatures[self.persistent]
             total = sum(stage.ctas for stage in self.plan.stages)
-            residency = {f"{self.plan.name} (persistent)": Residency(total, occupancy(
-                kernels[self.persistent], int(np.prod(self.blocks[first])),
-                sig.dynamic_shared_bytes))}
+            per_sm = occupancy(kernels[self.persistent], int(np.prod(self.blocks[first])),
+                               sig.dynamic_shared_bytes)
+            if self.plan.clustered:
+                total = len(self.plan.stages)
+            residency = {f"{self.plan.name} (persistent)": Residency(total, per_sm)}
         else:
             residency = {
                 stage.name: Residency(stage.ctas, occupancy(
@@ -289,7 +303,8 @@ class DataflowProgram:
                     self.signatures[stage.kernel].dynamic_shared_bytes))
                 for stage in self.plan.stages
             }
-        fits = co_residency(list(residency.values()), self.device.sm_count)
+        fits = cluster_residency(*residency.values()) if self.plan.clustered else \
+            co_residency(list(residency.values()), self.device.sm_count)
         if not fits:
             per_stage = ", ".join(f"@{n}: {r.blocks} CTAs, {r.blocks_per_sm} per SM"
                                   for n, r in residency.items())
@@ -420,7 +435,8 @@ class DataflowProgram:
         launch(self.kernels[self.persistent], sum(s.ctas for s in self.plan.stages),
                self.blocks[self.plan.stages[0].name],
                [*flat, *self._bind(self.plan.name, sig)], stream=stream,
-               shared_mem=sig.dynamic_shared_bytes, cooperative=True, l2_window=self.l2_window)
+               shared_mem=sig.dynamic_shared_bytes, cooperative=not self.plan.clustered,
+               l2_window=self.l2_window)
 
     def capture(self, args: Mapping[str, Sequence[Any]]) -> CapturedPipeline:
         """One run as an instantiated CUDA graph; every replay is a new run (no memset)."""

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from tilesync.analysis.forward_progress import COUNTED, Residency, analyze, program_facts
 from tilesync.analysis.stage_graph import HostStep, Launch, StageGraph, one_launch_groups
 from tilesync.contract import (
+    CLUSTER_QUEUE_SYMBOL_PREFIX,
     DEBUG_RECORD,
     DEBUG_RECORD_FIELDS,
     DEBUG_RECORD_WORDS,
@@ -28,6 +29,8 @@ from tilesync.contract import (
     NUM_SEMAPHORES_ATTR,
     ONE_LAUNCH_KERNEL_ATTR,
     PROGRESS_ATTR,
+    SPIN_SITE_CLUSTER_QUEUE_FREE,
+    SPIN_SITE_CLUSTER_QUEUE_FULL,
     SPIN_SITE_MBARRIER,
     SPIN_SITE_QUEUE_FULL,
     SPIN_SITE_SEMAPHORE,
@@ -549,6 +552,14 @@ def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignat
     if site == SPIN_SITE_SEMAPHORE:
         what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
         waited = f"semaphore {what}[{index}] expected >= {expected}, saw {seen}"
+    elif site in (SPIN_SITE_CLUSTER_QUEUE_FREE, SPIN_SITE_CLUSTER_QUEUE_FULL):
+        array = next((n for n in symbols() if kernel_tag(n) == param), None)
+        queue = (f"@{array.removeprefix(CLUSTER_QUEUE_SYMBOL_PREFIX)}" if array is not None
+                 else f"#{param}")
+        peer = "the producer to fill" if site == SPIN_SITE_CLUSTER_QUEUE_FULL else \
+            "the consumer to free"
+        waited = (f"cluster queue {queue} ticket {index} waited for {peer} its entry (the "
+                  f"barrier's phase of parity {expected} never completed)")
     elif site == SPIN_SITE_MBARRIER:
         array = next((n for n in symbols() if kernel_tag(n) == param), None)
         named = array if array is not None else "(unnamed)" if param < 0 else f"#{param}"

@@ -35,6 +35,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -44,6 +45,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     SymbolRefAttr,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -51,6 +53,7 @@ from xdsl.traits import SymbolTable
 
 from tilesync.compat.rewrite_driver import ops_of
 from tilesync.contract import (
+    CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
     PERSISTENT_KERNEL_ATTR,
 )
@@ -207,13 +210,13 @@ def _choose_constants(chooser: _Chooser, members: list[_Stage],
         const.erase()
 
 
-def _class_body(members: list[_Stage], cta: gpu.BlockIdOp, movable: Collection[gpu.FuncOp]
+def _class_body(members: list[_Stage], cta: SSAValue, movable: Collection[gpu.FuncOp]
                 ) -> Block:
     """The code of a class of stages (its first's body, moved or cloned) with the CTA's stage's
     parameters, CTA range and constants chosen; the other members' movable bodies dropped."""
     rep = members[0]
     body = Block()
-    chooser = _Chooser(body, cta.results[0], members) if len(members) > 1 else None
+    chooser = _Chooser(body, cta, members) if len(members) > 1 else None
 
     def per_stage(values: list[int]) -> SSAValue:
         if chooser is None:
@@ -223,7 +226,7 @@ def _class_body(members: list[_Stage], cta: gpu.BlockIdOp, movable: Collection[g
         return chooser.constants([IntegerAttr(v, IndexType()) for v in values], IndexType())
 
     offset = per_stage([m.first for m in members])
-    local = arith.SubiOp(cta.results[0], offset)
+    local = arith.SubiOp(cta, offset)
     body.add_op(local)
     count = per_stage([m.stage.num_ctas for m in members])
     args = rep.kernel.body.blocks.first.args
@@ -273,7 +276,7 @@ def _class_body(members: list[_Stage], cta: gpu.BlockIdOp, movable: Collection[g
     return body
 
 
-def _dispatch(block: Block, cta: gpu.BlockIdOp, classes: list[list[_Stage]],
+def _dispatch(block: Block, cta: SSAValue, classes: list[list[_Stage]],
               bodies: list[Block]) -> None:
     """if b in class 0's ranges { its code } else { if b in class 1's ... }, a range's lower
     bound left out where every CTA below it is taken by an earlier branch."""
@@ -290,12 +293,12 @@ def _dispatch(block: Block, cta: gpu.BlockIdOp, classes: list[list[_Stage]],
         result = None
         for lo, hi in ranges:
             limit = arith.ConstantOp(IntegerAttr(hi, IndexType()))
-            inside = arith.CmpiOp(cta.results[0], limit.result, "ult")
+            inside = arith.CmpiOp(cta, limit.result, "ult")
             into.add_ops([limit, inside])
             part = inside.result
             if any(order[id(s)] > index for s in stages if s.end <= lo):
                 start = arith.ConstantOp(IntegerAttr(lo, IndexType()))
-                above = arith.CmpiOp(cta.results[0], start.result, "uge")
+                above = arith.CmpiOp(cta, start.result, "uge")
                 both = arith.AndIOp(above.result, part)
                 into.add_ops([start, above, both])
                 part = both.result
@@ -310,6 +313,23 @@ def _dispatch(block: Block, cta: gpu.BlockIdOp, classes: list[list[_Stage]],
     branch_chain(block, bodies, condition)
 
 
+def _stage_order(block: Block, block_id: SSAValue, pipeline: dataflow.PipelineOp
+                 ) -> SSAValue:
+    """A clustered pipeline's CTA b, of rank b mod S in cluster b div S (S stages: a cluster
+    is S consecutive CTAs along x), numbered as the CTA ranges number it: rank r is stage r,
+    the cluster its CTA (r x L + b div S, L CTAs a stage)."""
+    stages = len(pipeline.stages)
+    per_stage = pipeline.stages[0].num_ctas
+    size = arith.ConstantOp(IntegerAttr(stages, IndexType()))
+    lanes = arith.ConstantOp(IntegerAttr(per_stage, IndexType()))
+    rank = arith.RemUIOp(block_id, size.result)
+    cluster = arith.DivUIOp(block_id, size.result)
+    first = arith.MuliOp(rank.result, lanes.result)
+    ordered = arith.AddiOp(first.result, cluster.result)
+    block.add_ops([size, lanes, rank, cluster, first, ordered])
+    return ordered.result
+
+
 def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
          kernels: list[tuple[dataflow.StageOp, gpu.FuncOp]],
          movable: Collection[gpu.FuncOp] = ()) -> gpu.FuncOp:
@@ -318,8 +338,10 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
     (they keep a lone return and FUSED_INTO_ATTR); the others are cloned."""
     parameters = fused_parameters([kernel for _, kernel in kernels])
     block = parameters.block
-    cta = gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
-    block.add_op(cta)
+    block_id = gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))
+    block.add_op(block_id)
+    cta = _stage_order(block, block_id.result, pipeline) if pipeline.clustered \
+        else block_id.result
     stages: list[_Stage] = []
     first = 0
     for (stage, kernel), params in zip(kernels, parameters.params, strict=True):
@@ -330,6 +352,9 @@ def fuse(pipeline: dataflow.PipelineOp, gmod: gpu.ModuleOp,
     block.add_op(gpu.ReturnOp([]))
     fused = fused_kernel(persistent_name(pipeline), parameters, kernels[0][1],
                          [kernel for _, kernel in kernels])
+    if pipeline.clustered:
+        fused.attributes[CLUSTER_DIMS_ATTR] = DenseArrayBase.from_list(
+            i32, [len(kernels), 1, 1])
     gmod.body.blocks.first.add_op(fused)
     mark_fused_into([k for _, k in kernels if k in movable], fused)
     return fused

@@ -69,6 +69,12 @@ Two things must hold for the queues of a pipeline never to wait forever:
   declaration. A count that depends on data, on a kernel argument or on the thread within a
   worker is refused, or with `residency=false` left to the launch's arguments.
 
+A pipeline in clusters (its queues `cluster`: dialects/dataflow.py) needs its clusters only
+to start, not the grid to be resident (`forward_progress.cluster_residency`: a CTA waits only
+for the CTAs of its own cluster); its kernels use each cluster queue as one worker a CTA taking
+tickets in order (`check_cluster_queue_ops`), and each cluster's producer CTA fills as many
+tickets a launch as its consumer CTA takes (`check_cluster_lanes`), not only the stages in all.
+
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
 names the stage and what is missing.
 """
@@ -98,10 +104,10 @@ from tilesync.analysis.barrier_divergence import (
     WARPGROUP_THREADS,
     divergent_barrier,
 )
-from tilesync.analysis.forward_progress import Residency, co_residency
+from tilesync.analysis.forward_progress import Residency, cluster_residency, co_residency
 from tilesync.analysis.kernel_eval import Unproven
 from tilesync.analysis.occupancy import blocks_per_sm
-from tilesync.analysis.queue_tickets import tickets_per_launch
+from tilesync.analysis.queue_tickets import LaunchTickets, tickets_per_launch
 from tilesync.contract import (
     CLUSTER_DIMS_ATTR,
     KNOWN_BLOCK_SIZE_ATTR,
@@ -897,22 +903,22 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
 
 
 def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
-                         launch_counts: bool = False) -> bool:
+                         launch_counts: bool = False) -> LaunchTickets | None:
     """The kernel, launched with the stage's CTAs, takes each queue's tickets as often as the
     stage's `tiles` say (the balance is checked on them): a consumer that acquires fewer
-    leaves tickets whose entries no one frees, one that acquires more waits forever. False
-    where the count is left to the launch: no `tiles` declared, or (`launch_counts`) a count
-    the kernel's arguments decide."""
+    leaves tickets whose entries no one frees, one that acquires more waits forever; the
+    counts. None where the count is left to the launch: no `tiles` declared, or
+    (`launch_counts`) a count the kernel's arguments decide."""
     declared = _int_attr(stage, TILES_ATTR)
     if declared is None:
-        return False  # the tickets are a launch's arguments' (check_tickets' launch_counts)
+        return None  # the tickets are a launch's arguments' (check_tickets' launch_counts)
     name = stage.sym_name.data
     try:
         counts = tickets_per_launch(followed.kernel, stage.num_ctas, followed.kinds.count,
                                     followed.kinds.threads)
     except Unproven as error:
         if launch_counts:
-            return False
+            return None
         raise _refuse(error.op, f"stage @{name}: the tickets its kernel takes a launch cannot "
                       f"be counted against its {declared} '{TILES_ATTR}': '{error.op.name}' "
                       f"{error}") from None
@@ -935,7 +941,35 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
                           f"'{TILES_ATTR}' ({expected} ticket(s)): a launch would "
                           f"{'leave' if taken < expected else 'wait forever for'} "
                           f"{abs(taken - expected)} of them")
-    return True
+    return counts
+
+
+def check_cluster_lanes(pipeline: dataflow.PipelineOp,
+                        counted: list[tuple[dataflow.StageOp, _Followed, LaunchTickets]]
+                        ) -> None:
+    """In clusters each queue is a ring per cluster: the producer's CTA of cluster c must fill
+    as many tickets a launch as the consumer's CTA of cluster c takes (the stages' totals
+    balancing is not enough: one cluster's consumer would wait forever while another's
+    producer spins on a full ring)."""
+    lanes: dict[str, dict[bool, tuple[str, tuple[int, ...]]]] = {}
+    for stage, followed, counts in counted:
+        inputs = {r.root_reference.data for r in stage.inputs}
+        for arg, queue in followed.names.items():
+            per_cta = counts.acquired_by_cta.get(arg, (0,) * stage.num_ctas)
+            if queue in inputs:
+                group = reads_per_tile(stage, queue)
+                per_cta = tuple(c // group for c in per_cta)
+            lanes.setdefault(queue, {})[queue in inputs] = (stage.sym_name.data, per_cta)
+    for queue, sides in lanes.items():
+        if len(sides) < 2:
+            continue
+        (producer, given), (consumer, taken) = sides[False], sides[True]
+        for cluster, (g, t) in enumerate(zip(given, taken, strict=True)):
+            if g != t:
+                raise _refuse(pipeline, f"cluster queue @{queue}: in cluster {cluster}, stage "
+                              f"@{producer} fills {g} ticket(s) a launch but @{consumer} "
+                              f"takes {t} tile(s): a launch would "
+                              f"{'wait forever for' if t > g else 'leave'} {abs(t - g)}")
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -1354,6 +1388,27 @@ def _given_by_another_queue(op: Operation) -> bool:
                    for v in dataflow.ticket_sources(op.ticket))
 
 
+def check_cluster_queue_ops(module: Operation, pipeline: dataflow.PipelineOp) -> None:
+    """Each stage kernel uses its cluster queues as they allow (one worker a CTA at each end,
+    tickets in acquisition order, entries by generic address:
+    `dataflow.cluster_queue_refusal`)."""
+    in_cluster = {q.sym_name.data for q in pipeline.queues if q.in_cluster}
+    for stage in pipeline.stages:
+        kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+        if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
+            continue
+        args = [a for a in kernel.body.blocks.first.args
+                if isinstance(a.type, dataflow.QueueType)]
+        names = [r.root_reference.data for r in (*stage.inputs, *stage.outputs)]
+        for arg, queue in zip(args, names):
+            if queue not in in_cluster:
+                continue
+            for use in list(arg.uses):
+                why = dataflow.cluster_queue_refusal(use.operation, queue)
+                if why is not None:
+                    raise _refuse(use.operation, f"stage @{stage.sym_name.data}: {why}")
+
+
 def _block_threads(kernel: gpu.FuncOp) -> int | None:
     """Threads of the kernel's block (gpu.known_block_size), None where it declares none."""
     block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
@@ -1392,9 +1447,13 @@ class VerifyPipelinePass(ModulePass):
             # kernels are named from the module around the pipeline (a nested one: its own)
             scope = pipeline.parent_op() or op
             resident = "co-resident: left to the launch"
+            if pipeline.clustered:
+                check_cluster_queue_ops(scope, pipeline)
             if self.residency:
                 residency = [stage_residency(scope, s, self.arch) for s in stages]
-                fits = co_residency(residency, self.sms)
+                fits = co_residency(residency, self.sms) if not pipeline.clustered else \
+                    cluster_residency(Residency(len(stages),
+                                                min(r.blocks_per_sm for r in residency)))
                 if not fits:
                     per_stage = ", ".join(f"@{s.sym_name.data} {r.blocks} x 1/"
                                           f"{r.blocks_per_sm} SM"
@@ -1406,8 +1465,13 @@ class VerifyPipelinePass(ModulePass):
             tickets = check_tickets(pipeline, launch_counts=not self.residency)
             # every kernel's discipline first: the counts below assume it
             followed = [(stage, check_kernel_tickets(scope, stage)) for stage in stages]
-            counted = [check_launch_tickets(stage, kernel, launch_counts=not self.residency)
+            counted = [(stage, kernel, check_launch_tickets(stage, kernel,
+                                                            launch_counts=not self.residency))
                        for stage, kernel in followed if kernel is not None]
-            if not all(counted) and not tickets.startswith(LAUNCH_TICKETS):
+            if not all(counts is not None for _, _, counts in counted) and \
+                    not tickets.startswith(LAUNCH_TICKETS):
                 tickets = f"{LAUNCH_TICKETS} ({len(pipeline.queues)} queue(s))"
+            elif pipeline.clustered and all(counts is not None for _, _, counts in counted):
+                check_cluster_lanes(pipeline, counted)  # type: ignore[arg-type]
+                tickets += ", in every cluster"
             pipeline.attributes[VERIFIED_ATTR] = StringAttr(f"{resident}; {tickets}")

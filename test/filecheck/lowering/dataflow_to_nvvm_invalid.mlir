@@ -244,3 +244,71 @@ builtin.module {
   }
 }
 // CHECK: dataflow_to_nvvm_invalid.mlir:235:7: convert-dataflow-to-nvvm: 'dataflow.acquire_full': the kernel draws ahead on 2 queue ends; a worker may draw ahead only the tickets of its tile's first acquire
+
+// -----
+
+// A cluster queue has one worker a CTA at each end: no `threads`.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      %t = dataflow.acquire_empty %q threads 32 : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      dataflow.release_full %q, %t threads 32 : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q cluster : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:254:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty': cluster queue @q has one worker a CTA at each end (no `threads`)
+
+// -----
+
+// Its tickets are taken in order as its ends acquire them: no `at`.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %t = dataflow.acquire_empty %q at %c0 : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q cluster : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:277:7: convert-dataflow-to-nvvm: 'dataflow.acquire_empty': cluster queue @q takes its tickets in order as it acquires them (no `at`)
+
+// -----
+
+// Its entry is the consumer's shared memory by its generic address, not global memory.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xi32, 0 : i64>> -> memref<64xi32>
+      dataflow.release_full %q, %t : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q cluster : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:300:7: convert-dataflow-to-nvvm: 'dataflow.entry': the entry of cluster queue @q is its consumer's shared memory by its generic address: its memref takes memory space 0 (memref<..., 0 : i64>), got memref<64xi32>
