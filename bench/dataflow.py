@@ -5,7 +5,9 @@ per second by all producer-consumer pairs) for payloads of 1 KB to 1 MB, with th
 synchronization and with the same transfers unsynchronized, against the rate of a 1 GiB
 device-to-device copy (bytes copied per second), all measured in one run. Each payload moves
 by the threads' 16-byte accesses (transport "threads") and, at 16-64 KB, also by one bulk
-copy through shared memory (transport "bulk", kernels/queue_bench.py). Every synchronized
+copy through shared memory (transport "bulk", kernels/queue_bench.py), and at 1-64 KB through a
+queue in distributed shared memory (transport "cluster": each producer-consumer pair a cluster,
+the ring in the consumer's shared memory; synchronized only). Every synchronized
 configuration is checked first: the consumers' checksum must equal the sum of every ticket's
 payload (fresh tickets each run, the output poisoned before), after one run, after the timed
 repetitions and after CUDA-graph replays (no memset between any of them).
@@ -13,6 +15,7 @@ repetitions and after CUDA-graph replays (no memset between any of them).
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,14 @@ WORKER_SHAPES = ((132, 128, 8, 2, True, 2), (132, 128, 8, 4, True, 1), (132, 256
                  (132, 256, 4, 2, False, 2))
 BULK_PAYLOADS = (16 << 10, 32 << 10, 64 << 10)
 BULK_SHAPES = ((132, 256, 8), (132, 512, 2), (264, 256, 2))
+# the cluster transport (a ring per producer-consumer pair in the consumer's shared memory):
+# (pairs, threads, unroll, workers, draw ahead, entries); 132 pairs put two CTAs on an SM
+# where their rings fit, 66 pairs one (a 64 KB payload's ring of 3 takes 192 KB); clusters
+# wait on no other, so pairs whose rings do not fit at once run one after another
+CLUSTER_PAYLOADS = (1 << 10, 4 << 10, 16 << 10, 32 << 10, 64 << 10)
+CLUSTER_SHAPES = ((132, 256, 8, 1, False, 3), (132, 512, 2, 1, False, 3),
+                  (132, 256, 8, 1, False, 2), (66, 512, 2, 1, False, 3),
+                  (66, 256, 8, 1, False, 2))
 GOAL_RATIO = 1.6  # queue bandwidth at 16-64 KB over the copy's bytes per second
 GOAL_SYNC_COST = 1.2  # unsynchronized over synchronized bandwidth, same transfers
 
@@ -92,7 +103,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
                  total_bytes: int = GIB) -> dict[str, Any]:
     """Time one configuration (synchronized or not); check the synchronized one's data."""
     import tilesync
-    from tilesync.kernels.queue_bench import expected_checksum, queue_bench_mlir
+    from tilesync.kernels.queue_bench import queue_bench_mlir, run_checksum
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.dataflow import DataflowProgram
 
@@ -107,18 +118,15 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
                            "workers": cfg.workers, "draw_ahead": cfg.draw_ahead}
     if cfg.synchronized:
         program = DataflowProgram(compiled)
-        tickets = cfg.producers * iters
         args = {"produce": [iters], "consume": [out, iters]}
         checks = []
 
         def checked_run(label: str) -> None:
             out.fill_bytes(0xFF)
-            first = program.runs * tickets
+            expected = run_checksum(cfg, program.runs, iters)
             program.run(args)
             program.synchronize()
-            got = consumers_checksum(out)
-            checks.append({"after": label, "ok": got == expected_checksum(
-                first, tickets, cfg.words)})
+            checks.append({"after": label, "ok": consumers_checksum(out) == expected})
 
         checked_run("first run")
         samples = _events_ms(lambda: program.run(args), warmup, reps,
@@ -133,12 +141,11 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
                 graph.launch()
             program.synchronize()  # the replays still write out
             out.fill_bytes(0xFF)
-            first = program.runs * tickets
+            expected = run_checksum(cfg, program.runs, iters)
             graph.launch()
             program.synchronize()
             checks.append({"after": f"{graph_replays} graph replays",
-                           "ok": consumers_checksum(out) == expected_checksum(first, tickets,
-                                                                    cfg.words)})
+                           "ok": consumers_checksum(out) == expected})
             graph.close()
         row["checks"] = checks
         row["l2_window_bytes"] = program.l2_window[1] if program.l2_window else 0
@@ -160,7 +167,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
 
 
 def _configurations(payloads, shapes, bulk_payloads, bulk_shapes, worker_payloads=(),
-                    worker_shapes=()):
+                    worker_shapes=(), cluster_payloads=(), cluster_shapes=()):
     """(transport, payload, (pairs, threads, unroll, workers, draw ahead, depth)) of the sweep,
     threads first (one worker a CTA, then several)."""
     from tilesync.kernels.queue_bench import QueueBenchConfig as Config
@@ -168,7 +175,8 @@ def _configurations(payloads, shapes, bulk_payloads, bulk_shapes, worker_payload
     defaults = (Config.workers, Config.draw_ahead, Config.depth)  # where a form is shorter
     for transport, sizes, forms in (("threads", payloads, shapes),
                                     ("threads", worker_payloads, worker_shapes),
-                                    ("bulk", bulk_payloads, bulk_shapes)):
+                                    ("bulk", bulk_payloads, bulk_shapes),
+                                    ("cluster", cluster_payloads, cluster_shapes)):
         for payload in sizes:
             for form in forms:
                 pairs, threads, unroll, workers, ahead, depth = (*form, *defaults[len(form) - 3:])
@@ -194,17 +202,22 @@ def _twin(rows: list[dict[str, Any]], top: dict[str, Any]) -> float:
 def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int = 10,
                     graph_replays: int = 100, bulk_payloads=BULK_PAYLOADS,
                     bulk_shapes=BULK_SHAPES, worker_payloads=WORKER_PAYLOADS,
-                    worker_shapes=WORKER_SHAPES) -> dict[str, Any]:
+                    worker_shapes=WORKER_SHAPES, cluster_payloads=CLUSTER_PAYLOADS,
+                    cluster_shapes=CLUSTER_SHAPES) -> dict[str, Any]:
     """Fig. 5 on this device: every payload × shape × transport, synchronized and not (the
-    same transfers once per workers a CTA), and the copy."""
+    same transfers once per workers a CTA; the cluster transport synchronized only: its
+    unsynchronized twin is not built), and the copy."""
     from tilesync.contract import TilesyncRuntimeError
-    from tilesync.kernels.queue_bench import QueueBenchConfig
+    from tilesync.kernels.queue_bench import CLUSTER_MAX_RING, QueueBenchConfig
 
     copy = copy_rate()
     rows: list[dict[str, Any]] = []
     for transport, payload, (pairs, threads, unroll, workers, ahead, depth) in _configurations(
-            payloads, shapes, bulk_payloads, bulk_shapes, worker_payloads, worker_shapes):
-        for synchronized in (True, False):
+            payloads, shapes, bulk_payloads, bulk_shapes, worker_payloads, worker_shapes,
+            cluster_payloads, cluster_shapes):
+        if transport == "cluster" and depth * payload > CLUSTER_MAX_RING:
+            continue  # its ring does not fit in the consumer's shared memory
+        for synchronized in (True, False) if transport != "cluster" else (True,):
             form = {"payload_bytes": payload, "pairs": pairs, "threads": threads,
                     "unroll": unroll, "synchronized": synchronized, "transport": transport,
                     "workers": workers, "draw_ahead": ahead and synchronized, "depth": depth}
@@ -214,7 +227,7 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
             cfg = QueueBenchConfig(payload, pairs=pairs, threads=threads, unroll=unroll,
                                    synchronized=synchronized, transport=transport,
                                    workers=workers, draw_ahead=ahead and synchronized,
-                                   depth=depth)
+                                   depth=depth, pin_l2=transport != "cluster")
             replays = graph_replays if synchronized and payload == 64 << 10 else 0
             try:
                 rows.append(queue_config(cfg, warmup, reps, replays, repeats=replays))
@@ -286,6 +299,11 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _or_dash(value: float, width: int, digits: int) -> str:
+    """A number, or "-" where it was not measured (NaN: no unsynchronized twin)."""
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value:>{width}.{digits}f}"
+
+
 def queue_table(result: dict[str, Any]) -> str:
     copy = result["copy"]["bytes_per_s"]
     lines = [f"queue bandwidth (Kitsune Fig. 5): 1 GiB device copy {copy / 1e12:.3f} TB/s "
@@ -302,11 +320,13 @@ def queue_table(result: dict[str, Any]) -> str:
                      f"{b['unroll']:>3} {b.get('workers', 1):>2} "
                      f"{'yes' if b.get('draw_ahead') else 'no':>5} "
                      f"{b['sync_bytes_per_s'] / 1e12:>10.3f} "
-                     f"{b['unsync_bytes_per_s'] / 1e12:>12.3f} {b['over_copy']:>6.2f} "
-                     f"{b['sync_cost']:>9.2f} {'ok' if b['checks_ok'] else 'FAIL':>6}")
+                     f"{_or_dash(b['unsync_bytes_per_s'] / 1e12, 12, 3)} {b['over_copy']:>6.2f} "
+                     f"{_or_dash(b['sync_cost'], 9, 2)} {'ok' if b['checks_ok'] else 'FAIL':>6}")
     lines.append(f"goal: {result['goal']}")
     lines.append("unsynchronized consumers read the ring cached at L2 only (tile.load_l2), as "
-                 "a synchronized one reads after its acquire")
+                 "a synchronized one reads after its acquire; cluster: the queue in "
+                 "distributed shared memory, a ring per pair in the consumer's shared memory "
+                 "(no unsynchronized twin: -)")
     lines.append("every configuration (TB/s delivered; refused: its CTAs cannot all be "
                  "resident):")
     for r in result["rows"]:
@@ -336,6 +356,11 @@ def queue_plot(result: dict[str, Any], out_dir: Path, name: str) -> Path | None:
         ax.plot([b["payload_bytes"] / 1024 for b in bulk],
                 [b["sync_bytes_per_s"] / 1e12 for b in bulk], "^-",
                 label="queue, bulk copies (synchronized)")
+    cluster = [b for b in result["best"] if _transport(b) == "cluster"]
+    if cluster:
+        ax.plot([b["payload_bytes"] / 1024 for b in cluster],
+                [b["sync_bytes_per_s"] / 1e12 for b in cluster], "D-",
+                label="queue in distributed shared memory (synchronized)")
     copy = result["copy"]["bytes_per_s"] / 1e12
     ax.axhline(copy, color="gray", linestyle=":", label=f"1 GiB device copy ({copy:.2f} TB/s)")
     ax.axhline(copy * GOAL_RATIO, color="red", linestyle=":", label=f"goal {GOAL_RATIO}x copy")

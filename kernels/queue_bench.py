@@ -24,6 +24,12 @@ after it acquires the current one, under the guard `i + 1 < iters` that dataflow
 draws ahead to, so the atomic's round trip overlaps the payload too. Unsynchronized, worker w of
 CTA c uses ring slot `c W + w + pairs W (i mod depth)`.
 
+`transport="cluster"` keeps the queue in distributed shared memory (`dataflow.queue @q cluster`):
+producer CTA c and consumer CTA c share cluster c and its ring of `depth` entries in the
+consumer's shared memory; the producer's threads store the words straight into it (generic
+stores through the cluster's window), so a payload never goes to L2. A ticket is a cluster's
+own, 0 to iters - 1 at every launch (`run_checksum`).
+
 `transport="bulk"` moves each payload with one bulk copy (sm_90) instead of the threads' 16-byte
 accesses, through a staging buffer in shared memory (so a payload is at most 64 KiB): a
 producer's threads write the ticket's words there, fence them for the async proxy and meet at
@@ -460,6 +466,16 @@ def expected_checksum(first_ticket: int, tickets: int, words: int) -> int:
     consumers' accumulators add up to when every ticket arrived once, filled."""
     ticket_sum = (2 * first_ticket + tickets - 1) * tickets // 2
     return (words * (ticket_sum << 40) + tickets * (words * (words - 1) // 2)) % (1 << 128)
+
+
+def run_checksum(cfg: QueueBenchConfig, runs_before: int, iters: int) -> int:
+    """What the consumers' accumulators add up to after one more run of `iters` tickets a
+    producer: in L2 the run's tickets follow the earlier runs' (`runs_before` of them); a
+    cluster queue's tickets start at 0 in every cluster at every launch."""
+    if cfg.transport == "cluster":
+        return cfg.pairs * expected_checksum(0, iters, cfg.words) % (1 << 128)
+    tickets = cfg.producers * iters
+    return expected_checksum(runs_before * tickets, tickets, cfg.words)
 
 
 def checksum(out_words: Iterable[int]) -> int:

@@ -78,8 +78,33 @@ def test_the_sweep_measures_each_unsynchronized_transfer_once(monkeypatch):
     monkeypatch.setattr(dataflow, "copy_rate", lambda: {"bytes_per_s": 1e12})
     monkeypatch.setattr(dataflow, "queue_config", fake_config)
     dataflow.queue_bandwidth(payloads=(), bulk_payloads=(), worker_payloads=(16 << 10,),
-                             worker_shapes=((132, 128, 8, 2, True, 2), (132, 128, 8, 2, False, 2)))
+                             worker_shapes=((132, 128, 8, 2, True, 2), (132, 128, 8, 2, False, 2)),
+                             cluster_payloads=())
     assert seen == [(2, True, True), (2, False, False), (2, False, True)]
     shapes = {form for _, _, form in dataflow._configurations((16 << 10,), ((132, 256, 8),), (),
                                                               (), (), ())}
     assert shapes == {(132, 256, 8, 1, False, 4)}  # one worker, no draws ahead, 4 entries
+
+
+def test_the_cluster_transport_is_measured_synchronized_where_its_ring_fits(monkeypatch):
+    """A cluster queue's ring is in the consumer's shared memory: a 64 KB payload's ring of 3
+    fits (192 KB), none of 4; its rows have no unsynchronized twin, which the table shows."""
+    seen = []
+
+    def fake_config(cfg, warmup, reps, replays=0, repeats=0):
+        seen.append((cfg.transport, cfg.payload_bytes, cfg.depth, cfg.synchronized,
+                     cfg.pin_l2))
+        return _row(cfg.payload_bytes, cfg.transport, cfg.synchronized, 3e12, cfg.pairs,
+                    cfg.threads, cfg.unroll) | {"depth": cfg.depth}
+
+    monkeypatch.setattr(dataflow, "copy_rate", lambda: {"bytes_per_s": 1.5e12})
+    monkeypatch.setattr(dataflow, "queue_config", fake_config)
+    result = dataflow.queue_bandwidth(
+        payloads=(), bulk_payloads=(), worker_payloads=(), cluster_payloads=(64 << 10,),
+        cluster_shapes=((66, 512, 2, 1, False, 3), (66, 512, 2, 1, False, 4)))
+    assert seen == [("cluster", 64 << 10, 3, True, False)]
+    (best,) = result["best"]
+    assert best["transport"] == "cluster" and best["over_copy"] == 2.0
+    line = next(x for x in dataflow.queue_table(result).splitlines()
+                if x.split()[:2] == ["64K", "cluster"])
+    assert line.split()[-4:] == ["-", "2.00", "-", "ok"]

@@ -32,17 +32,16 @@ def _check_runs_and_replays(cfg, program, out, iters: int, runs: int, replays: i
     each, the consumers' checksum (output poisoned before) is that of the run's fresh
     tickets."""
     from tilesync.bench.dataflow import consumers_checksum
-    from tilesync.kernels.queue_bench import expected_checksum
+    from tilesync.kernels.queue_bench import run_checksum
 
-    tickets = cfg.producers * iters
     args = {"produce": [iters], "consume": [out, iters]}
 
     def checked(launch) -> None:
         out.fill_bytes(0xFF)
-        first = program.runs * tickets
+        expected = run_checksum(cfg, program.runs, iters)
         launch()
         program.synchronize()
-        assert consumers_checksum(out) == expected_checksum(first, tickets, cfg.words)
+        assert consumers_checksum(out) == expected
 
     for _ in range(runs):
         checked(lambda: program.run(args))
@@ -92,7 +91,25 @@ def test_bulk_transport_delivers_every_ticket_once_filled(gpu_device, payload, s
     program.close()
 
 
-def test_dropped_release_is_a_named_error_within_a_second(gpu_device):
+@pytest.mark.parametrize("payload, depth, threads",
+                         [(16 << 10, 3, 256), (64 << 10, 2, 512), (4 << 10, 1, 256),
+                          (32 << 10, 4, 128)])
+def test_cluster_transport_delivers_every_ticket_once_filled(gpu_device, payload, depth,
+                                                             threads):
+    """A cluster queue: each cluster's producer CTA stores into its consumer CTA's shared
+    memory; one entry (depth 1) makes every ticket wait for the previous one's release."""
+    from tilesync.runtime.buffers import DeviceBuffer
+
+    cfg, program = _program(payload, pairs=40, depth=depth, threads=threads,
+                            transport="cluster", pin_l2=False)
+    assert program.plan.clustered and program._rings.nbytes <= 1  # no rings in global memory
+    out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
+    _check_runs_and_replays(cfg, program, out, iters=37, runs=3, replays=10)
+    program.close()
+
+
+@pytest.mark.parametrize("transport", ["threads", "cluster"])
+def test_dropped_release_is_a_named_error_within_a_second(gpu_device, transport):
     # A trap leaves the context unusable: run it in a child process.
     script = textwrap.dedent("""
         import time, numpy as np, tilesync
@@ -100,7 +117,7 @@ def test_dropped_release_is_a_named_error_within_a_second(gpu_device):
         from tilesync.kernels.queue_bench import QueueBenchConfig, queue_bench_mlir
         from tilesync.runtime.buffers import DeviceBuffer
         from tilesync.runtime.dataflow import DataflowProgram
-        cfg = QueueBenchConfig(4096, pairs=4)
+        cfg = QueueBenchConfig(4096, pairs=4, transport=TRANSPORT, pin_l2=TRANSPORT != "cluster")
         program = DataflowProgram(tilesync.compile(queue_bench_mlir(cfg)))
         out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
         # the consumers take one ticket more than the producers ever fill
@@ -112,7 +129,7 @@ def test_dropped_release_is_a_named_error_within_a_second(gpu_device):
             print(f"{time.perf_counter() - start:.3f}s|{err}")
         else:
             print("no error")
-    """)
+    """).replace("TRANSPORT", repr(transport))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
@@ -122,8 +139,11 @@ def test_dropped_release_is_a_named_error_within_a_second(gpu_device):
     # counts module loads, and other processes on the GPU stretched it to 1.2 s once).
     assert DEFAULT_QUEUE_TIMEOUT_NS < 1_000_000_000
     assert "stage @consume" in message and "queue @q" in message
-    assert "waited for a full entry" in message
-    assert re.search(r"ticket 2[0-3] ", message), message  # 20 tickets were filled
+    if transport == "cluster":  # each cluster's producer filled tickets 0-4
+        assert "cluster queue @q ticket 5 waited for the producer to fill its entry" in message
+    else:
+        assert "waited for a full entry" in message
+        assert re.search(r"ticket 2[0-3] ", message), message  # 20 tickets were filled
 
 
 def test_pipeline_that_cannot_be_resident_is_refused(gpu_device):
