@@ -330,8 +330,12 @@ SPIN_SITES = {SPIN_SITE_SEMAPHORE: "semaphore", SPIN_SITE_QUEUE_FREE: "free entr
               SPIN_SITE_CLUSTER_QUEUE_FREE: "free entry", SPIN_SITE_CLUSTER_QUEUE_FULL:
               "full entry"}
 CLUSTER_QUEUE_SYMBOL_PREFIX = "__tilesync_cluster_queue_"
-"""The shared array of a cluster queue in its kernels' gpu.module: this prefix, then the
-queue's name."""
+
+
+def cluster_queue_symbol(queue: str) -> str:
+    """The shared array of cluster queue `queue` in its kernels' gpu.module (a timed-out wait
+    names it by its kernel_tag)."""
+    return f"{CLUSTER_QUEUE_SYMBOL_PREFIX}{queue}"
 
 
 # ---------------------------------------------------------------------------------------------

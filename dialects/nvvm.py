@@ -378,6 +378,19 @@ class TrapOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BarWarpSyncOp(IRDLOperation):
+    """`bar.warp.sync mask`: the warp's threads in `mask` meet; their earlier memory accesses
+    are ordered before what each does after (a lane's release then covers the warp's)."""
+
+    name = "nvvm.bar.warp.sync"
+    mask = operand_def(i32)
+    assembly_format = "$mask attr-dict `:` type($mask)"
+
+    def __init__(self, mask: SSAValue):
+        super().__init__(operands=[mask])
+
+
+@irdl_op_definition
 class NanosleepOp(IRDLOperation):
     """`nanosleep.u32 d`: suspend the thread for about `d` nanoseconds (at most 1 ms)."""
 
@@ -1467,6 +1480,7 @@ NVVM = Dialect(
         GridDepControlWaitOp,
         GridDepControlLaunchDependentsOp,
         TrapOp,
+        BarWarpSyncOp,
         NanosleepOp,
         FenceOp,
         LoadL2PairOp,
@@ -1520,6 +1534,7 @@ __all__ = [
     "NVVM",
     "AtomicCASOp",
     "AtomicOp",
+    "BarWarpSyncOp",
     "Barrier0Op",
     "Barrier0OrOp",
     "BarrierRedOrOp",

@@ -5,43 +5,45 @@ A cluster queue is one ring per cluster, in the shared memory of its consumer st
 (dialects/dataflow.py, "Cluster queues"). Every CTA of the pipeline's one kernel holds the same
 shared array per queue (`ClusterQueueLayout`), of which each end uses its part:
 
-    [0, 8N)        the consumer's `full` transaction barriers, one an entry (count 1)
-    [8N, 16N)      the producer's `empty` barriers, one an entry (count 1)
-    [16N, 16N+8)   the producer's next ticket;  [16N+8, 16N+16) the consumer's
+    [0, 8N)        the consumer's `full` transaction barriers, one an entry
+    [8N, 16N)      the producer's `empty` barriers, one an entry
     [ring, ...)    N entries of the payload (16-byte aligned), the consumer's
 
-Tickets run 0, 1, 2, ... from every launch (the kernel's prologue initializes the barriers and
-zeroes the counters, then meets its cluster at a cluster barrier); ticket t is entry t mod N of
-round t div N:
+Every thread of an end takes every ticket, 0, 1, 2, ... from each launch, counted in a private
+word of its own (no thread hands a ticket to another: no CTA barrier a payload); ticket t is
+entry t mod N of round t div N. A barrier's phase completes once every warp of the other end
+arrived (its count: the block's warps):
 
-- acquire_empty: the leader takes the next ticket t; from round 1 on it waits, acquiring at
-  cluster scope, for the phase of round t div N - 1 of its own `empty[t mod N]` (the consumer's
-  release of ticket t - N); the block barrier of `from_leader` hands t out;
-- acquire_full: likewise for the phase of round t div N of its own `full[t mod N]`;
-- release_full / release_empty: a block barrier (every thread is done with the entry), then
-  the leader arrives on the peer's `full[t mod N]` (or `empty[t mod N]`), releasing at cluster
-  scope, through `mapa` to the peer's rank;
+- acquire_empty: from round 1 on, every thread waits, acquiring at cluster scope, for the phase
+  of round t div N - 1 of its own CTA's `empty[t mod N]` (the consumer's release of t - N);
+- acquire_full: every thread waits for the phase of round t div N of its CTA's `full[t mod N]`;
+- release_full / release_empty: the warp meets (`bar.warp.sync`: its lanes' accesses to the
+  entry come before), then its first lane arrives on the peer's `full[t mod N]` (or
+  `empty[t mod N]`), releasing at cluster scope, through `mapa` to the peer's rank;
 - entry: the generic address of entry t mod N in the consumer's shared memory (`mapa` to the
   consumer's rank, the consumer's own address in its own CTA), so that plain loads and stores
   reach it.
 
-A barrier's phases complete in ticket order and an end waits for a phase at most one ahead of
-the last one it saw complete, so parity identifies the phase. Every wait times out like a queue
-spin (`retry_until`), its debug record naming the queue's array (SPIN_SITE_CLUSTER_QUEUE_FREE /
-_FULL, "param" the kernel tag of the array's name, "expected" the parity). Before each return
-the kernel meets its cluster again, so that no CTA leaves while its peer may still reach its
-shared memory.
+A thread waits for a phase at most one ahead of one it saw complete (it took every earlier
+ticket of the end, in order), and none completes before the thread's own warp arrived for it,
+so parity identifies the phase. Every wait times out like a queue spin (`retry_until`), its
+debug record naming the queue's array (SPIN_SITE_CLUSTER_QUEUE_FREE / _FULL, "param" the
+kernel tag of its name, "expected" the parity). The kernel's prologue initializes its ends'
+barriers (its leader) and the threads' counters, then meets its cluster (a peer's barriers are
+ready before any arrival on them); before each return the cluster meets again, so that no CTA
+leaves while its peer may still reach its shared memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, llvm, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    IndexType,
     IntegerAttr,
     MemRefType,
     NoneAttr,
@@ -56,20 +58,23 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tilesync.contract import (
-    CLUSTER_QUEUE_SYMBOL_PREFIX,
     DEBUG_RECORD,
     DYNAMIC_SHARED_ATTR,
     SHARED_ADDRESS_SPACE,
+    SM_90,
     SPIN_SITE_CLUSTER_QUEUE_FREE,
     SPIN_SITE_CLUSTER_QUEUE_FULL,
+    cluster_queue_symbol,
     kernel_tag,
 )
 from tilesync.dialects import nvvm
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.lowering.sync_primitives import BLOCK, SyncBuilder
-from tilesync.lowering.type_conversion import convert_type
+from tilesync.lowering.type_conversion import LOCAL_ADDRESS_SPACE, convert_type
 
 BARRIER_BYTES = 8
+WARP_THREADS = SM_90.warp_size
+FULL_WARP = -1  # bar.warp.sync's mask: all 32 lanes
 ENTRY_ALIGNMENT = 16  # a thread's 16-byte access
 RING_ALIGNMENT = 128
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
@@ -86,12 +91,9 @@ class ClusterQueueLayout:
     def empty_offset(self) -> int:
         return self.entries * BARRIER_BYTES
 
-    def counter_offset(self, producer: bool) -> int:
-        return 2 * self.entries * BARRIER_BYTES + (0 if producer else 8)
-
     @property
     def ring_offset(self) -> int:
-        end = 2 * self.entries * BARRIER_BYTES + 16
+        end = 2 * self.entries * BARRIER_BYTES
         return -(-end // RING_ALIGNMENT) * RING_ALIGNMENT
 
     @property
@@ -114,20 +116,17 @@ class ClusterEnd:
     consumer_rank: int
     producer: bool
     func: gpu.FuncOp
+    warps: int  # of each CTA (one block size): the arrivals a barrier's phase counts
+    counter: SSAValue | None = None  # the thread's next ticket (`allocate_counter`)
 
     @property
     def symbol(self) -> str:
-        return array_symbol(self.queue)
+        return cluster_queue_symbol(self.queue)
 
     @property
     def array_type(self) -> MemRefType:
         return MemRefType(i8, [self.layout.total_bytes], NoneAttr(),
                           IntegerAttr(SHARED_ADDRESS_SPACE, i64))
-
-
-def array_symbol(queue: str) -> str:
-    """The shared array of cluster queue `queue` in its kernels' gpu.module."""
-    return f"{CLUSTER_QUEUE_SYMBOL_PREFIX}{queue}"
 
 
 def declare_array(end: ClusterEnd) -> None:
@@ -171,18 +170,35 @@ def _barrier(b: SyncBuilder, end: ClusterEnd, full: bool, entry: SSAValue) -> SS
     return _at(b, _array(b, end), offset)
 
 
+COUNTER_TYPE = MemRefType(i64, [1], NoneAttr(), IntegerAttr(LOCAL_ADDRESS_SPACE, i64))
+
+
+def allocate_counter(func: gpu.FuncOp, end: ClusterEnd) -> ClusterEnd:
+    """`end` with the thread's ticket counter: a private word at the kernel's entry, 0."""
+    block = func.body.blocks.first
+    first = block.first_op
+    assert first is not None
+    b = SyncBuilder(Builder(InsertPoint.before(first)))
+    counter = b.value(memref.AllocaOp.get(i64, shape=[1], memory_space=COUNTER_TYPE.memory_space))
+    zero = b.const(0, IndexType())
+    b.insert(memref.StoreOp.get(b.const(0, i64), counter, [zero]))
+    return replace(end, counter=counter)
+
+
 def next_ticket(b: SyncBuilder, end: ClusterEnd) -> SSAValue:
-    """The end's next ticket, counted in its own array (in the leader: one thread a CTA)."""
-    counter = _at(b, _array(b, end), end.layout.counter_offset(end.producer))
-    ticket = b.load(counter, "weak", type_=i64)
-    b.store(counter, b.value(arith.AddiOp(ticket, b.const(1, i64))), "weak")
+    """The thread's next ticket of the end (its private counter, then one more)."""
+    assert end.counter is not None
+    zero = b.const(0, IndexType())
+    ticket = b.value(memref.LoadOp.get(end.counter, [zero]))
+    b.insert(memref.StoreOp.get(b.value(arith.AddiOp(ticket, b.const(1, i64))), end.counter,
+                                [zero]))
     return ticket
 
 
 def wait_for_entry(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue, timeout_ns: int,
                    debug: bool) -> None:
-    """In the leader: wait until ticket's entry is free (producer: the consumer released the
-    previous round; nothing to wait for in round 0) or full (consumer)."""
+    """Wait until ticket's entry is free (producer: the consumer released the previous round;
+    nothing to wait for in round 0) or full (consumer)."""
     entry, round_ = _entry_and_round(b, end, ticket)
     bar = _barrier(b, end, not end.producer, entry)
 
@@ -225,12 +241,21 @@ def _describe(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue,
 
 
 def signal_peer(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> None:
-    """In the leader: the producer marks ticket's entry full on the consumer, the consumer
-    marks it free on the producer, releasing at cluster scope."""
-    entry, _ = _entry_and_round(b, end, ticket)
-    bar = _barrier(b, end, end.producer, entry)  # the peer's: same offset, the other CTA
-    peer = end.consumer_rank if end.producer else end.producer_rank
-    b.insert(nvvm.MBarrierArriveOp(bar, cta=b.const(peer, i32), release_cluster=True))
+    """The warp meets, then its first lane arrives for it: the producer's on the consumer's
+    barrier of the ticket's entry (full), the consumer's on the producer's (free), releasing
+    at cluster scope."""
+    b.insert(nvvm.BarWarpSyncOp(b.const(FULL_WARP, i32)))
+    lane = b.value(arith.RemUIOp(b.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))),
+                                 b.const(WARP_THREADS, IndexType())))
+    first = b.value(arith.CmpiOp(lane, b.const(0, IndexType()), "eq"))
+
+    def arrive(s: SyncBuilder) -> None:
+        entry, _ = _entry_and_round(s, end, ticket)
+        bar = _barrier(s, end, end.producer, entry)  # the peer's: same offset, the other CTA
+        peer = end.consumer_rank if end.producer else end.producer_rank
+        s.insert(nvvm.MBarrierArriveOp(bar, cta=s.const(peer, i32), release_cluster=True))
+
+    b.if_(first, arrive)
 
 
 def entry_address(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> SSAValue:
@@ -261,11 +286,9 @@ def add_prologue_and_epilogue(func: gpu.FuncOp, ends: Sequence[ClusterEnd]) -> N
     def initialize(s: SyncBuilder) -> None:
         for end in ends:
             base = _at(s, _array(s, end), end.layout.empty_offset if end.producer else 0)
-            one = s.const(1, i32)
+            warps = s.const(end.warps, i32)  # the peer's warps arrive on it
             for entry in range(end.layout.entries):
-                s.insert(nvvm.MBarrierInitOp(_at(s, base, entry * BARRIER_BYTES), one))
-            counter = _at(s, _array(s, end), end.layout.counter_offset(end.producer))
-            s.store(counter, s.const(0, i64), "weak")
+                s.insert(nvvm.MBarrierInitOp(_at(s, base, entry * BARRIER_BYTES), warps))
         s.insert(nvvm.FenceMBarrierInitOp())
 
     b.in_leader(initialize, group=BLOCK)
@@ -274,6 +297,6 @@ def add_prologue_and_epilogue(func: gpu.FuncOp, ends: Sequence[ClusterEnd]) -> N
         meet_cluster(SyncBuilder(Builder(InsertPoint.before(ret))))
 
 
-__all__ = ["ClusterEnd", "ClusterQueueLayout", "add_prologue_and_epilogue", "array_symbol",
+__all__ = ["ClusterEnd", "ClusterQueueLayout", "add_prologue_and_epilogue", "allocate_counter",
            "declare_array", "entry_address", "next_ticket", "signal_peer",
            "wait_for_entry"]

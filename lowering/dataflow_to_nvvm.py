@@ -39,6 +39,7 @@ stage.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -83,9 +84,11 @@ from tilesync.dialects import dataflow
 from tilesync.dialects.kernel_args import sync_arg
 from tilesync.dialects.locations import diagnostic
 from tilesync.lowering.cluster_queue_to_nvvm import (
+    WARP_THREADS,
     ClusterEnd,
     ClusterQueueLayout,
     add_prologue_and_epilogue,
+    allocate_counter,
     declare_array,
     entry_address,
     next_ticket,
@@ -193,13 +196,22 @@ def bind_queues(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, Bo
 
 
 def cluster_ends(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, ClusterEnd]:
-    """The kernel's ends of cluster queues, by queue argument."""
+    """The kernel's ends of cluster queues, by queue argument. Their barriers count the
+    block's warps, so the block must be known and whole warps."""
     ends = {}
     for arg, use in zip(_queue_args(func), uses):
-        if use.cluster_ranks is not None:
-            layout = ClusterQueueLayout(use.entries, use.layout.payload_bytes)
-            ends[arg] = ClusterEnd(use.name, layout, *use.cluster_ranks,
-                                   producer=use.consumer is None, func=func)
+        if use.cluster_ranks is None:
+            continue
+        block = func.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
+        threads = math.prod(block.get_values()) if isinstance(block, DenseArrayBase) else None
+        if threads is None or threads % WARP_THREADS:
+            raise diagnostic(PASS, func, f"kernel @{func.sym_name.data} uses cluster queue "
+                             f"@{use.name}, whose barriers count its warps: it declares a "
+                             "block of whole warps (gpu.known_block_size)")
+        layout = ClusterQueueLayout(use.entries, use.layout.payload_bytes)
+        ends[arg] = ClusterEnd(use.name, layout, *use.cluster_ranks,
+                               producer=use.consumer is None, func=func,
+                               warps=threads // WARP_THREADS)
     return ends
 
 
@@ -510,13 +522,12 @@ def _cluster_end(ends: dict[SSAValue, ClusterEnd], op: Operation, queue: SSAValu
 
 @dataclass
 class LowerClusterAcquire(RewritePattern):
-    """acquire_empty / acquire_full of a cluster queue: the leader takes the end's next
-    ticket and waits on its own barrier of the entry (cluster_queue_to_nvvm)."""
+    """acquire_empty / acquire_full of a cluster queue: every thread takes its next ticket
+    and waits on its CTA's barrier of the entry (cluster_queue_to_nvvm)."""
 
     ends: dict[SSAValue, ClusterEnd]
     timeout_ns: int
     debug: bool
-    unseparated: set[Operation]
 
     @staticmethod
     def matches_op_class(cls: type) -> bool:  # the ops it may rewrite (pattern driver)
@@ -528,23 +539,15 @@ class LowerClusterAcquire(RewritePattern):
             return
         end = _cluster_end(self.ends, op, op.queue, isinstance(op, dataflow.AcquireEmptyOp))
         b = SyncBuilder(rewriter)
-        slot = b.value(_ticket_slot(end.func, 1))
-        if op in self.unseparated:
-            b.barrier(BLOCK)  # every thread has read the ticket this slot held before
-
-        def acquire(s: SyncBuilder) -> SSAValue:
-            ticket = next_ticket(s, end)
-            wait_for_entry(s, end, ticket, self.timeout_ns, self.debug)
-            return ticket
-
-        ticket = b.from_leader(acquire, slot, group=BLOCK)
+        ticket = next_ticket(b, end)
+        wait_for_entry(b, end, ticket, self.timeout_ns, self.debug)
         rewriter.replace(op, arith.IndexCastOp(ticket, IndexType()))
 
 
 @dataclass
 class LowerClusterRelease(RewritePattern):
-    """release_full / release_empty of a cluster queue: the block's barrier, then the leader
-    arrives on the peer's barrier of the entry."""
+    """release_full / release_empty of a cluster queue: each warp meets, then arrives on the
+    peer's barrier of the entry."""
 
     ends: dict[SSAValue, ClusterEnd]
 
@@ -558,9 +561,7 @@ class LowerClusterRelease(RewritePattern):
             return
         end = _cluster_end(self.ends, op, op.queue, isinstance(op, dataflow.ReleaseFullOp))
         b = SyncBuilder(rewriter)
-        ticket = b.value(arith.IndexCastOp(op.slot, i64))
-        b.barrier(BLOCK)  # every thread has finished writing (or reading) the entry
-        b.in_leader(lambda s: signal_peer(s, end, ticket), group=BLOCK)
+        signal_peer(b, end, b.value(arith.IndexCastOp(op.slot, i64)))
         rewriter.erase(op)
 
 
@@ -590,9 +591,8 @@ def lower_cluster_queues(func: gpu.FuncOp, ends: dict[SSAValue, ClusterEnd],
             why = dataflow.cluster_queue_refusal(op, ends[queue].queue)
             if why is not None:
                 raise diagnostic(PASS, op, why)
-    unseparated = {acquire for acquire in ops_of(func, _ACQUIRE_OPS)
-                   if acquire.queue in ends and _slot_reused_unseparated(acquire)}
-    apply_patterns(func.body, [LowerClusterAcquire(ends, timeout_ns, debug, unseparated),
+    ends = {arg: allocate_counter(func, end) for arg, end in ends.items()}
+    apply_patterns(func.body, [LowerClusterAcquire(ends, timeout_ns, debug),
                                LowerClusterRelease(ends), LowerClusterEntry(ends)],
                    recursive=True, dce=False)
     used = list({(end.queue, end.producer): end for end in ends.values()}.values())

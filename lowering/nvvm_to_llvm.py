@@ -127,6 +127,7 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "{{\n.reg .pred p;\nmbarrier.try_wait.parity{sem}.shared::cta.b64 p, [$1], $2;\n"
         "selp.b32 $0, 1, 0, p;\n}}"
     ),
+    nvvm.BarWarpSyncOp: "bar.warp.sync $0;",
     nvvm.MapaOp: "{{\n.reg .b64 g;\ncvta.shared.u64 g, $1;\nmapa.u64 $0, g, $2;\n}}",
     nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
     nvvm.CpAsyncBulkTensorLoadOp: (

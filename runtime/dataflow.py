@@ -43,6 +43,7 @@ from tilesync.contract import (
     NoProgressOnDeviceError,
     QueueLayout,
     RoleKind,
+    cluster_queue_symbol,
 )
 from tilesync.dialects import dataflow
 
@@ -462,9 +463,11 @@ class DataflowProgram:
         if self._debug_record is None:
             return None
         stage_of = {s.kernel: s.name for s in self.plan.stages}
+        in_cluster = [cluster_queue_symbol(q.name) for q in self.plan.queues.values()
+                      if q.in_cluster]  # their arrays are the module's dynamic shared memory
         return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
                                 f"run {self.runs} of pipeline @{self.plan.name}",
-                                lambda: module_symbols(self.compiled.module))
+                                lambda: [*module_symbols(self.compiled.module), *in_cluster])
 
     def close(self) -> None:
         """Give back the persisting L2 set-aside (the rings are freed with the program)."""

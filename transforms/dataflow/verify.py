@@ -114,6 +114,7 @@ from tilesync.contract import (
     READS_ATTR,
     REGISTERS_ATTR,
     SHARED_BYTES_ATTR,
+    SM_90,
     TILES_ATTR,
     UNBOUND_ATTR,
     VerifyError,
@@ -1391,7 +1392,8 @@ def _given_by_another_queue(op: Operation) -> bool:
 def check_cluster_queue_ops(module: Operation, pipeline: dataflow.PipelineOp) -> None:
     """Each stage kernel uses its cluster queues as they allow (one worker a CTA at each end,
     tickets in acquisition order, entries by generic address:
-    `dataflow.cluster_queue_refusal`)."""
+    `dataflow.cluster_queue_refusal`), in a block of whole warps (a warp arrives for its
+    lanes)."""
     in_cluster = {q.sym_name.data for q in pipeline.queues if q.in_cluster}
     for stage in pipeline.stages:
         kernel = SymbolTable.lookup_symbol(module, stage.kernel)
@@ -1400,9 +1402,14 @@ def check_cluster_queue_ops(module: Operation, pipeline: dataflow.PipelineOp) ->
         args = [a for a in kernel.body.blocks.first.args
                 if isinstance(a.type, dataflow.QueueType)]
         names = [r.root_reference.data for r in (*stage.inputs, *stage.outputs)]
+        threads = _block_threads(kernel)
         for arg, queue in zip(args, names):
             if queue not in in_cluster:
                 continue
+            if threads is None or threads % SM_90.warp_size:
+                raise _refuse(stage, f"stage @{stage.sym_name.data}: cluster queue @{queue}'s "
+                              "barriers count the warps of a block: its kernel declares a "
+                              "block of whole warps (gpu.known_block_size)")
             for use in list(arg.uses):
                 why = dataflow.cluster_queue_refusal(use.operation, queue)
                 if why is not None:

@@ -1,8 +1,9 @@
 // RUN: tilesync-opt %s -p 'convert-dataflow-to-nvvm{default_timeout_ns=5000 debug=false}' | filecheck %s
 
 // A cluster queue: one ring of 2 entries per cluster in the consumer's shared memory (the
-// array __tilesync_cluster_queue_q: full barriers at 0, empty at 16, the producer's ticket at
-// 32 and the consumer's at 40, the entries of 256 bytes from 128), tickets in order per end.
+// array __tilesync_cluster_queue_q: full barriers at 0, empty at 16, the entries of 256 bytes
+// from 128). Every thread takes every ticket of its end, in order, from a private counter;
+// a barrier's phase counts the peer's 2 warps.
 builtin.module {
   gpu.module @kernels {
     gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
@@ -27,60 +28,61 @@ builtin.module {
 
 // CHECK:       "memref.global"() <{sym_name = "__tilesync_cluster_queue_q", type = memref<640xi8, 3 : i64>, initial_value, sym_visibility = "private", alignment = 128 : i64}> {tilesync.dynamic_shared}
 
-// The producer: its leader initializes its empty barriers and ticket, then the cluster meets.
+// The producer: its leader initializes its empty barriers for 2 warps, then the cluster meets.
 // CHECK:       gpu.func @source() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, dataflow.cluster_queues = ["q"]}
 // CHECK:         llvm.getelementptr %{{.*}}[16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
-// CHECK:         nvvm.mbarrier.init
-// CHECK:         nvvm.mbarrier.init
-// CHECK:         llvm.getelementptr %{{.*}}[32] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
-// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:    nvvm.st weak %{{.*}}, %[[ZERO]] : !llvm.ptr<3>, i64
+// CHECK-NEXT:    %[[WARPS:.*]] = arith.constant 2 : i32
+// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
+// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
 // CHECK-NEXT:    nvvm.fence.mbarrier_init
 // CHECK-NEXT:  }
 // CHECK-NEXT:  nvvm.cluster.arrive
 // CHECK-NEXT:  nvvm.cluster.wait
+// CHECK-NEXT:  %[[COUNTER:.*]] = memref.alloca() : memref<1xi64, 5 : i64>
 
-// acquire_empty: the leader takes its next ticket t and from round 1 on waits, acquiring at
-// cluster scope, for parity (t div 2 - 1) of its own empty[t mod 2].
-// CHECK:         %[[T:.*]] = nvvm.ld weak %[[COUNTER:.*]] : !llvm.ptr<3> -> i64
-// CHECK:         nvvm.st weak %[[COUNTER]], %{{.*}} : !llvm.ptr<3>, i64
-// CHECK:         %[[ROUND:.*]] = arith.divui %[[T]], %{{.*}} : i64
-// CHECK:         %[[LATER:.*]] = arith.cmpi ugt, %[[ROUND]], %{{.*}} : i64
-// CHECK-NEXT:    scf.if %[[LATER]] {
-// CHECK:           %[[PREVIOUS:.*]] = arith.subi %[[ROUND]], %{{.*}} : i64
-// CHECK:           nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
+// acquire_empty: the thread takes its next ticket t and from round 1 on waits, acquiring at
+// cluster scope, for parity (t div 2 - 1) of its CTA's empty[t mod 2]; no CTA barrier.
+// CHECK:       %[[T:.*]] = memref.load %[[COUNTER]][%{{.*}}] : memref<1xi64, 5 : i64>
+// CHECK:       memref.store %{{.*}}, %[[COUNTER]][%{{.*}}] : memref<1xi64, 5 : i64>
+// CHECK:       %[[ROUND:.*]] = arith.divui %[[T]], %{{.*}} : i64
+// CHECK:       %[[LATER:.*]] = arith.cmpi ugt, %[[ROUND]], %{{.*}} : i64
+// CHECK-NEXT:  scf.if %[[LATER]] {
+// CHECK:         arith.subi %[[ROUND]], %{{.*}} : i64
+// CHECK:         nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
 // CHECK:             nvvm.trap
-// CHECK:         memref.store %[[T]], %{{.*}}[%{{.*}}] : memref<1xi64, 3 : i64>
-// CHECK:       nvvm.barrier0
+// CHECK-NOT:   nvvm.barrier0
+// CHECK:       %t = arith.index_cast %[[T]] : i64 to index
 
 // entry: byte 128 + 256 (t mod 2) of the array, in the consumer (rank 1), by generic address.
-// CHECK:       %[[OFFSET:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK:       arith.constant 256 : i64
 // CHECK:       arith.constant 128 : i64
 // CHECK:       %[[LOCAL:.*]] = llvm.getelementptr
 // CHECK-NEXT:  %[[RANK:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:  %[[PEER:.*]] = nvvm.mapa %[[LOCAL]], %[[RANK]] : !llvm.ptr<3> -> !llvm.ptr
 // CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[PEER]] : !llvm.ptr to memref<64xi32, 0 : i64>
 
-// release_full: the block's barrier, then the leader arrives on the consumer's full[t mod 2].
-// CHECK:       nvvm.barrier0
+// release_full: each warp meets, then its first lane arrives on the consumer's full[t mod 2].
+// CHECK:       %[[ALL:.*]] = arith.constant -1 : i32
+// CHECK-NEXT:  nvvm.bar.warp.sync %[[ALL]] : i32
+// CHECK:       arith.remui %{{.*}}, %{{.*}} : index
 // CHECK:       scf.if
 // CHECK:         nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} release_cluster : !llvm.ptr<3>
 // CHECK:       nvvm.cluster.arrive
 // CHECK-NEXT:  nvvm.cluster.wait
 // CHECK-NEXT:  gpu.return
 
-// The consumer: its full barriers at 0 and ticket at 40; it waits for parity t div 2 of its
-// own full[t mod 2] in every round, reads its own entry (mapa to its own rank, 1), and gives
-// the entry back on the producer's (rank 0) empty barrier.
+// The consumer: its full barriers at 0; every thread waits for parity t div 2 of its CTA's
+// full[t mod 2] in every round, reads its own entry (mapa to its own rank, 1), and its warps
+// give the entry back on the producer's (rank 0) empty barrier.
 // CHECK:       gpu.func @sink() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, dataflow.cluster_queues = ["q"]}
 // CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK:         nvvm.mbarrier.init
-// CHECK:         llvm.getelementptr %{{.*}}[40] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK:       nvvm.cluster.wait
 // CHECK-NOT:   arith.cmpi ugt
 // CHECK:       nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
 // CHECK:       %[[OWN:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:  nvvm.mapa %{{.*}}, %[[OWN]] : !llvm.ptr<3> -> !llvm.ptr
+// CHECK:       nvvm.bar.warp.sync
 // CHECK:       %[[PRODUCER:.*]] = arith.constant 0 : i32
 // CHECK-NEXT:  nvvm.mbarrier.arrive %{{.*}} cta %[[PRODUCER]] release_cluster : !llvm.ptr<3>
 // CHECK:       nvvm.cluster.arrive

@@ -312,3 +312,23 @@ builtin.module {
   }
 }
 // CHECK: dataflow_to_nvvm_invalid.mlir:300:7: convert-dataflow-to-nvvm: 'dataflow.entry': the entry of cluster queue @q is its consumer's shared memory by its generic address: its memref takes memory space 0 (memref<..., 0 : i64>), got memref<64xi32>
+
+// -----
+
+// A cluster queue's barriers count the warps of a block: the kernel must declare one.
+builtin.module {
+  gpu.module @kernels {
+    gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel {
+      gpu.return
+    }
+    gpu.func @sink(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  dataflow.pipeline @p {
+    dataflow.queue @q cluster : !dataflow.queue<2 x memref<64xi32, 0 : i64>>
+    dataflow.stage @a {kernel = @kernels::@source, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [], outputs = [@q]}
+    dataflow.stage @b {kernel = @kernels::@sink, resource = #dataflow.resource<simt>, ctas = 2 : i64, inputs = [@q], outputs = []}
+  }
+}
+// CHECK: dataflow_to_nvvm_invalid.mlir:321:5: convert-dataflow-to-nvvm: kernel @source uses cluster queue @q, whose barriers count its warps: it declares a block of whole warps (gpu.known_block_size)

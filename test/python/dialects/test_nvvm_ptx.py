@@ -64,6 +64,7 @@ CASES: list[tuple[str, Builder, bool]] = [
     ("barrier0", lambda a: nvvm.Barrier0Op(), True),
     ("barrier_red_or_named", lambda a: nvvm.BarrierRedOrOp(1, 256, a[I]), True),
     ("trap", lambda a: nvvm.TrapOp(), True),
+    ("bar_warp_sync", lambda a: nvvm.BarWarpSyncOp(a[I]), True),
     ("griddep_wait", lambda a: nvvm.GridDepControlWaitOp(), False),
     ("griddep_launch", lambda a: nvvm.GridDepControlLaunchDependentsOp(), False),
     ("nanosleep", lambda a: nvvm.NanosleepOp(a[I]), True),
@@ -256,6 +257,7 @@ def test_intrinsic_lowering_emits_expected_ptx():
         "sreg_smid": "%smid",
         "barrier0": "bar.sync",
         "trap": "trap;",
+        "bar_warp_sync": "bar.warp.sync",
         "griddep_wait": "griddepcontrol.wait;",
         "griddep_launch": "griddepcontrol.launch_dependents;",
     }

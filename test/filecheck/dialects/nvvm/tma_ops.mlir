@@ -12,6 +12,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   // CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} release_cluster : !llvm.ptr<3>
   // CHECK-NEXT: %{{.*}} = nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
   // CHECK-NEXT: %{{.*}} = nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr
+  // CHECK-NEXT: nvvm.bar.warp.sync %{{.*}} : i32
   nvvm.mbarrier.init %b, %i : !llvm.ptr<3>
   nvvm.fence.mbarrier_init
   nvvm.mbarrier.arrive %b expect_tx %i : !llvm.ptr<3>
@@ -21,6 +22,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   nvvm.mbarrier.arrive %b cta %i release_cluster : !llvm.ptr<3>
   %seen = nvvm.mbarrier.try_wait.parity %b, %i acquire_cluster : !llvm.ptr<3>
   %peer = nvvm.mapa %b, %i : !llvm.ptr<3> -> !llvm.ptr
+  nvvm.bar.warp.sync %i : i32
 
   // CHECK-NEXT: nvvm.prefetch.tensormap %{{.*}} : !llvm.ptr
   // CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.global %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : !llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>
