@@ -21,8 +21,8 @@ arrived (its count: the block's warps):
   entry come before), then its first lane arrives on the peer's `full[t mod N]` (or
   `empty[t mod N]`), releasing at cluster scope, through `mapa` to the peer's rank;
 - entry: the generic address of entry t mod N in the consumer's shared memory (`mapa` to the
-  consumer's rank, the consumer's own address in its own CTA), so that plain loads and stores
-  reach it.
+  consumer's rank in the producer, the plain shared address cast to generic in the consumer),
+  so that plain loads and stores reach it.
 
 A thread waits for a phase at most one ahead of one it saw complete (it took every earlier
 ticket of the end, in order), and none completes before the thread's own warp arrived for it,
@@ -69,6 +69,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import nvvm
 from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.llvmx import AddrSpaceCastOp
 from tilesync.lowering.sync_primitives import BLOCK, SyncBuilder
 from tilesync.lowering.type_conversion import LOCAL_ADDRESS_SPACE, convert_type
 
@@ -259,12 +260,16 @@ def signal_peer(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> None:
 
 
 def entry_address(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> SSAValue:
-    """The generic address of ticket's entry in the consumer's shared memory."""
+    """The generic address of ticket's entry in the consumer's shared memory: the producer's
+    through the cluster's window (`mapa`), the consumer's own as plain shared memory (a read
+    through the window would take the SM-to-SM path to its own SM)."""
     entry, _ = _entry_and_round(b, end, ticket)
     offset = b.value(arith.AddiOp(b.value(arith.MuliOp(entry, b.const(end.layout.entry_stride,
                                                                         i64))),
                                   b.const(end.layout.ring_offset, i64)))
     local = _at(b, _array(b, end), offset)
+    if not end.producer:
+        return b.value(AddrSpaceCastOp(local, llvm.LLVMPointerType()))
     return b.value(nvvm.MapaOp(local, b.const(end.consumer_rank, i32)))
 
 

@@ -72,16 +72,16 @@ builtin.module {
 // CHECK-NEXT:  gpu.return
 
 // The consumer: its full barriers at 0; every thread waits for parity t div 2 of its CTA's
-// full[t mod 2] in every round, reads its own entry (mapa to its own rank, 1), and its warps
-// give the entry back on the producer's (rank 0) empty barrier.
+// full[t mod 2] in every round, reads its own entry (its shared address made generic), and
+// its warps give the entry back on the producer's (rank 0) empty barrier.
 // CHECK:       gpu.func @sink() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, dataflow.cluster_queues = ["q"]}
 // CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK:         nvvm.mbarrier.init
 // CHECK:       nvvm.cluster.wait
 // CHECK-NOT:   arith.cmpi ugt
 // CHECK:       nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
-// CHECK:       %[[OWN:.*]] = arith.constant 1 : i32
-// CHECK-NEXT:  nvvm.mapa %{{.*}}, %[[OWN]] : !llvm.ptr<3> -> !llvm.ptr
+// CHECK:       %[[OWN:.*]] = llvmx.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr
+// CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[OWN]] : !llvm.ptr to memref<64xi32, 0 : i64>
 // CHECK:       nvvm.bar.warp.sync
 // CHECK:       %[[PRODUCER:.*]] = arith.constant 0 : i32
 // CHECK-NEXT:  nvvm.mbarrier.arrive %{{.*}} cta %[[PRODUCER]] release_cluster : !llvm.ptr<3>
