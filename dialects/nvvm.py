@@ -23,6 +23,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I32,
     Float16Type,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     UnitAttr,
@@ -52,7 +53,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from tilesync.contract import NAMED_BARRIERS
+from tilesync.contract import NAMED_BARRIERS, SHARED_CLUSTER_ADDRESS_SPACE
 from tilesync.dialects.llvmx import address_space
 
 # --------------------------------------------------------------------------------------------
@@ -1090,9 +1091,10 @@ class MBarrierTryWaitParityOp(IRDLOperation):
 
 @irdl_op_definition
 class MapaOp(IRDLOperation):
-    """`mapa.u64 d, a, cta` (after `cvta.shared`): the generic address of the shared-memory
-    location at `ptr`'s offset in CTA `cta` of the cluster (this CTA's own for its own rank).
-    Plain (generic) loads and stores reach a peer's shared memory through it."""
+    """`mapa.shared::cluster.u64 d, a, cta`: the shared::cluster address (`!llvm.ptr<7>`) of
+    the shared-memory location at `ptr`'s offset in CTA `cta` of the cluster. Cast to generic,
+    plain loads and stores reach the peer's shared memory through it (as
+    `ld/st.shared::cluster` once LLVM infers the space)."""
 
     name = "nvvm.mapa"
     ptr = operand_def(LLVMPointerType)
@@ -1101,12 +1103,14 @@ class MapaOp(IRDLOperation):
     assembly_format = "$ptr `,` $cta attr-dict `:` type($ptr) `->` type($res)"
 
     def __init__(self, ptr: SSAValue, cta: SSAValue):
-        super().__init__(operands=[ptr, cta], result_types=[LLVMPointerType()])
+        super().__init__(operands=[ptr, cta], result_types=[
+            LLVMPointerType(IntAttr(SHARED_CLUSTER_ADDRESS_SPACE))])
 
     def verify_(self) -> None:
         _verify_shared_ptr(self, self.ptr, "pointer")
-        if address_space(self.res.type) != 0:  # type: ignore[arg-type]
-            raise VerifyException(f"'{self.name}' yields a generic pointer (!llvm.ptr), got "
+        if address_space(self.res.type) != SHARED_CLUSTER_ADDRESS_SPACE:  # type: ignore
+            raise VerifyException(f"'{self.name}' yields a shared::cluster pointer "
+                                  f"(!llvm.ptr<{SHARED_CLUSTER_ADDRESS_SPACE}>), got "
                                   f"{self.res.type}")
 
 

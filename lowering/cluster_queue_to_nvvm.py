@@ -20,9 +20,10 @@ arrived (its count: the block's warps):
 - release_full / release_empty: the warp meets (`bar.warp.sync`: its lanes' accesses to the
   entry come before), then its first lane arrives on the peer's `full[t mod N]` (or
   `empty[t mod N]`), releasing at cluster scope, through `mapa` to the peer's rank;
-- entry: the generic address of entry t mod N in the consumer's shared memory (`mapa` to the
-  consumer's rank in the producer, the plain shared address cast to generic in the consumer),
-  so that plain loads and stores reach it.
+- entry: the generic address of entry t mod N in the consumer's shared memory (its
+  shared::cluster address, `mapa` to the consumer's rank, in the producer; its shared address
+  in the consumer), so that plain loads and stores reach it; LLVM infers the space back
+  (`st.shared::cluster`, `ld.shared`).
 
 A thread waits for a phase at most one ahead of one it saw complete (it took every earlier
 ticket of the end, in order), and none completes before the thread's own warp arrived for it,
@@ -270,7 +271,8 @@ def entry_address(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> SSAValue
     local = _at(b, _array(b, end), offset)
     if not end.producer:
         return b.value(AddrSpaceCastOp(local, llvm.LLVMPointerType()))
-    return b.value(nvvm.MapaOp(local, b.const(end.consumer_rank, i32)))
+    peer = b.value(nvvm.MapaOp(local, b.const(end.consumer_rank, i32)))
+    return b.value(AddrSpaceCastOp(peer, llvm.LLVMPointerType()))
 
 
 def meet_cluster(b: SyncBuilder) -> None:

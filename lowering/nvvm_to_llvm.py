@@ -128,7 +128,7 @@ PTX_TEMPLATES: dict[type[Operation] | tuple[type[Operation], str], str] = {
         "selp.b32 $0, 1, 0, p;\n}}"
     ),
     nvvm.BarWarpSyncOp: "bar.warp.sync $0;",
-    nvvm.MapaOp: "{{\n.reg .b64 g;\ncvta.shared.u64 g, $1;\nmapa.u64 $0, g, $2;\n}}",
+    nvvm.MapaOp: "mapa.shared::cluster.u64 $0, $1, $2;",
     nvvm.FenceMBarrierInitOp: "fence.mbarrier_init.release.cluster;",
     nvvm.CpAsyncBulkTensorLoadOp: (
         "cp.async.bulk.tensor.{rank}d.shared::cluster.global.{mode}.mbarrier::complete_tx::"

@@ -58,8 +58,9 @@ builtin.module {
 // CHECK:       arith.constant 128 : i64
 // CHECK:       %[[LOCAL:.*]] = llvm.getelementptr
 // CHECK-NEXT:  %[[RANK:.*]] = arith.constant 1 : i32
-// CHECK-NEXT:  %[[PEER:.*]] = nvvm.mapa %[[LOCAL]], %[[RANK]] : !llvm.ptr<3> -> !llvm.ptr
-// CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[PEER]] : !llvm.ptr to memref<64xi32, 0 : i64>
+// CHECK-NEXT:  %[[PEER:.*]] = nvvm.mapa %[[LOCAL]], %[[RANK]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT:  %[[GENERIC:.*]] = llvmx.addrspacecast %[[PEER]] : !llvm.ptr<7> to !llvm.ptr
+// CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[GENERIC]] : !llvm.ptr to memref<64xi32, 0 : i64>
 
 // release_full: each warp meets, then its first lane arrives on the consumer's full[t mod 2].
 // CHECK:       %[[ALL:.*]] = arith.constant -1 : i32

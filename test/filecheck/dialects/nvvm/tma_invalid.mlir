@@ -137,15 +137,15 @@ func.func @local_cluster_release(%b: !llvm.ptr<3>) {
 // -----
 
 func.func @mapa_of_global(%p: !llvm.ptr<1>, %i: i32) {
-  %0 = nvvm.mapa %p, %i : !llvm.ptr<1> -> !llvm.ptr
+  %0 = nvvm.mapa %p, %i : !llvm.ptr<1> -> !llvm.ptr<7>
   func.return
 }
 // CHECK: 'nvvm.mapa' pointer must be in shared memory (!llvm.ptr<3>), got !llvm.ptr<1>
 
 // -----
 
-func.func @mapa_to_shared(%p: !llvm.ptr<3>, %i: i32) {
-  %0 = nvvm.mapa %p, %i : !llvm.ptr<3> -> !llvm.ptr<3>
+func.func @mapa_to_generic(%p: !llvm.ptr<3>, %i: i32) {
+  %0 = nvvm.mapa %p, %i : !llvm.ptr<3> -> !llvm.ptr
   func.return
 }
-// CHECK: 'nvvm.mapa' yields a generic pointer (!llvm.ptr), got !llvm.ptr<3>
+// CHECK: 'nvvm.mapa' yields a shared::cluster pointer (!llvm.ptr<7>), got !llvm.ptr

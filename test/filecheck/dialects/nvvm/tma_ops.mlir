@@ -11,7 +11,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   // CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} : !llvm.ptr<3>
   // CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} release_cluster : !llvm.ptr<3>
   // CHECK-NEXT: %{{.*}} = nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
-  // CHECK-NEXT: %{{.*}} = nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr
+  // CHECK-NEXT: %{{.*}} = nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
   // CHECK-NEXT: nvvm.bar.warp.sync %{{.*}} : i32
   nvvm.mbarrier.init %b, %i : !llvm.ptr<3>
   nvvm.fence.mbarrier_init
@@ -21,7 +21,7 @@ func.func @tma_ops(%s: !llvm.ptr<3>, %b: !llvm.ptr<3>, %map: !llvm.ptr, %i: i32,
   nvvm.mbarrier.arrive %b cta %i : !llvm.ptr<3>
   nvvm.mbarrier.arrive %b cta %i release_cluster : !llvm.ptr<3>
   %seen = nvvm.mbarrier.try_wait.parity %b, %i acquire_cluster : !llvm.ptr<3>
-  %peer = nvvm.mapa %b, %i : !llvm.ptr<3> -> !llvm.ptr
+  %peer = nvvm.mapa %b, %i : !llvm.ptr<3> -> !llvm.ptr<7>
   nvvm.bar.warp.sync %i : i32
 
   // CHECK-NEXT: nvvm.prefetch.tensormap %{{.*}} : !llvm.ptr
