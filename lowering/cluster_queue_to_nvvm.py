@@ -118,8 +118,14 @@ class ClusterEnd:
     consumer_rank: int
     producer: bool
     func: gpu.FuncOp
-    warps: int  # of each CTA (one block size): the arrivals a barrier's phase counts
+    warps: int  # of each CTA (one block size)
+    by_warp: bool = True  # each warp arrives for its lanes; False: the CTA meets, one arrives
     counter: SSAValue | None = None  # the thread's next ticket (`allocate_counter`)
+
+    @property
+    def arrivals(self) -> int:
+        """The arrivals that complete a phase of this end's barriers (the peer's)."""
+        return self.warps if self.by_warp else 1
 
     @property
     def symbol(self) -> str:
@@ -243,13 +249,18 @@ def _describe(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue,
 
 
 def signal_peer(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> None:
-    """The warp meets, then its first lane arrives for it: the producer's on the consumer's
-    barrier of the ticket's entry (full), the consumer's on the producer's (free), releasing
-    at cluster scope."""
-    b.insert(nvvm.BarWarpSyncOp(b.const(FULL_WARP, i32)))
-    lane = b.value(arith.RemUIOp(b.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))),
-                                 b.const(WARP_THREADS, IndexType())))
-    first = b.value(arith.CmpiOp(lane, b.const(0, IndexType()), "eq"))
+    """The warp (or with `by_warp` off the CTA) meets, then its first thread arrives for it:
+    the producer's on the consumer's barrier of the ticket's entry (full), the consumer's on
+    the producer's (free), releasing at cluster scope."""
+    if end.by_warp:
+        b.insert(nvvm.BarWarpSyncOp(b.const(FULL_WARP, i32)))
+        lane = b.value(arith.RemUIOp(
+            b.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))),
+            b.const(WARP_THREADS, IndexType())))
+        first = b.value(arith.CmpiOp(lane, b.const(0, IndexType()), "eq"))
+    else:
+        b.block_barrier()
+        first = b.is_block_leader()
 
     def arrive(s: SyncBuilder) -> None:
         entry, _ = _entry_and_round(s, end, ticket)
@@ -293,9 +304,9 @@ def add_prologue_and_epilogue(func: gpu.FuncOp, ends: Sequence[ClusterEnd]) -> N
     def initialize(s: SyncBuilder) -> None:
         for end in ends:
             base = _at(s, _array(s, end), end.layout.empty_offset if end.producer else 0)
-            warps = s.const(end.warps, i32)  # the peer's warps arrive on it
+            arrivals = s.const(end.arrivals, i32)  # the peer's warps (or CTA) arrive on it
             for entry in range(end.layout.entries):
-                s.insert(nvvm.MBarrierInitOp(_at(s, base, entry * BARRIER_BYTES), warps))
+                s.insert(nvvm.MBarrierInitOp(_at(s, base, entry * BARRIER_BYTES), arrivals))
         s.insert(nvvm.FenceMBarrierInitOp())
 
     b.in_leader(initialize, group=BLOCK)

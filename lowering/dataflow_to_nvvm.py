@@ -105,6 +105,7 @@ RING_TYPE = MemRefType(i8, [DYNAMIC_INDEX])  # a queue's parameter: its ring, in
 TICKET_SLOT_PREFIX = "__tilesync_queue_ticket"
 _DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 PASS = "convert-dataflow-to-nvvm"
+CLUSTER_ARRIVALS = ("warp", "block")
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def bind_queues(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, Bo
             for (arg, use), ring in zip(in_l2, rings)}
 
 
-def cluster_ends(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, ClusterEnd]:
+def cluster_ends(func: gpu.FuncOp, uses: Sequence[QueueUse], by_warp: bool = True
+                 ) -> dict[SSAValue, ClusterEnd]:
     """The kernel's ends of cluster queues, by queue argument. Their barriers count the
     block's warps, so the block must be known and whole warps."""
     ends = {}
@@ -211,7 +213,7 @@ def cluster_ends(func: gpu.FuncOp, uses: Sequence[QueueUse]) -> dict[SSAValue, C
         layout = ClusterQueueLayout(use.entries, use.layout.payload_bytes)
         ends[arg] = ClusterEnd(use.name, layout, *use.cluster_ranks,
                                producer=use.consumer is None, func=func,
-                               warps=threads // WARP_THREADS)
+                               warps=threads // WARP_THREADS, by_warp=by_warp)
     return ends
 
 
@@ -611,8 +613,14 @@ class ConvertDataflowToNVVMPass(ModulePass):
     default_timeout_ns: int = DEFAULT_QUEUE_TIMEOUT_NS
     backoff_ns: int = DEFAULT_QUEUE_BACKOFF_NS
     debug: bool = True  # timed-out spins name queue, ticket and block in a host-mapped record
+    cluster_arrivals: str = "warp"
+    """Who arrives on a cluster queue's peer barrier at a release: each warp for its lanes
+    ("warp"), or one thread after the CTA's barrier ("block")."""
 
     def __post_init__(self) -> None:
+        if self.cluster_arrivals not in CLUSTER_ARRIVALS:
+            raise ValueError(f"option 'cluster_arrivals' must be one of "
+                             f"{', '.join(CLUSTER_ARRIVALS)}, got {self.cluster_arrivals!r}")
         if not 0 < self.default_timeout_ns < 1 << 63:
             raise ValueError("option 'default_timeout_ns' must be a positive number of "
                              f"nanoseconds, got {self.default_timeout_ns}")
@@ -631,7 +639,7 @@ class ConvertDataflowToNVVMPass(ModulePass):
                 raise diagnostic(PASS, func, f"kernel @{name} takes queues but no "
                                  "dataflow.stage runs it")
             workers = _queue_workers(func)
-            ends = cluster_ends(func, uses[name][1])
+            ends = cluster_ends(func, uses[name][1], self.cluster_arrivals == "warp")
             if ends:
                 lower_cluster_queues(func, ends, self.default_timeout_ns, self.debug)
             bindings = bind_queues(func, uses[name][1])
