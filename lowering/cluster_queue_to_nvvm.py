@@ -10,24 +10,25 @@ shared array per queue (`ClusterQueueLayout`), of which each end uses its part:
     [ring, ...)    N entries of the payload (16-byte aligned), the consumer's
 
 Every thread of an end takes every ticket, 0, 1, 2, ... from each launch, counted in a private
-word of its own (no thread hands a ticket to another: no CTA barrier a payload); ticket t is
-entry t mod N of round t div N. A barrier's phase completes once every warp of the other end
-arrived (its count: the block's warps):
+word of its own (no thread hands a ticket to another); ticket t is entry t mod N of round
+t div N. A barrier's phase completes once the other end arrived: one thread after its CTA's
+barrier (count 1), or with `by_warp` each of its warps (count: the block's warps):
 
 - acquire_empty: from round 1 on, every thread waits, acquiring at cluster scope, for the phase
   of round t div N - 1 of its own CTA's `empty[t mod N]` (the consumer's release of t - N);
 - acquire_full: every thread waits for the phase of round t div N of its CTA's `full[t mod N]`;
-- release_full / release_empty: the warp meets (`bar.warp.sync`: its lanes' accesses to the
-  entry come before), then its first lane arrives on the peer's `full[t mod N]` (or
-  `empty[t mod N]`), releasing at cluster scope, through `mapa` to the peer's rank;
+- release_full / release_empty: the CTA meets (or the warp, `bar.warp.sync`: the accesses of
+  its threads to the entry come before), then its first thread arrives on the peer's
+  `full[t mod N]` (or `empty[t mod N]`), releasing at cluster scope, through `mapa` to the
+  peer's rank;
 - entry: the generic address of entry t mod N in the consumer's shared memory (its
   shared::cluster address, `mapa` to the consumer's rank, in the producer; its shared address
   in the consumer), so that plain loads and stores reach it; LLVM infers the space back
   (`st.shared::cluster`, `ld.shared`).
 
 A thread waits for a phase at most one ahead of one it saw complete (it took every earlier
-ticket of the end, in order), and none completes before the thread's own warp arrived for it,
-so parity identifies the phase. Every wait times out like a queue spin (`retry_until`), its
+ticket of the end, in order), and none completes before the thread's own CTA (or warp) arrived
+for it, so parity identifies the phase. Every wait times out like a queue spin (`retry_until`), its
 debug record naming the queue's array (SPIN_SITE_CLUSTER_QUEUE_FREE / _FULL, "param" the
 kernel tag of its name, "expected" the parity). The kernel's prologue initializes its ends'
 barriers (its leader) and the threads' counters, then meets its cluster (a peer's barriers are
@@ -119,7 +120,7 @@ class ClusterEnd:
     producer: bool
     func: gpu.FuncOp
     warps: int  # of each CTA (one block size)
-    by_warp: bool = True  # each warp arrives for its lanes; False: the CTA meets, one arrives
+    by_warp: bool = False  # True: each warp arrives for its lanes; else the CTA meets, one does
     counter: SSAValue | None = None  # the thread's next ticket (`allocate_counter`)
 
     @property

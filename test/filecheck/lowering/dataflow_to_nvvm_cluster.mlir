@@ -1,9 +1,11 @@
 // RUN: tilesync-opt %s -p 'convert-dataflow-to-nvvm{default_timeout_ns=5000 debug=false}' | filecheck %s
+// RUN: tilesync-opt %s -p 'convert-dataflow-to-nvvm{default_timeout_ns=5000 debug=false cluster_arrivals=warp}' | filecheck %s --check-prefix=WARP
 
 // A cluster queue: one ring of 2 entries per cluster in the consumer's shared memory (the
 // array __tilesync_cluster_queue_q: full barriers at 0, empty at 16, the entries of 256 bytes
 // from 128). Every thread takes every ticket of its end, in order, from a private counter;
-// a barrier's phase counts the peer's 2 warps.
+// a barrier's phase completes on the peer CTA's one arrival (with cluster_arrivals=warp, on
+// each of its 2 warps').
 builtin.module {
   gpu.module @kernels {
     gpu.func @source(%q: !dataflow.queue<2 x memref<64xi32, 0 : i64>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
@@ -28,12 +30,14 @@ builtin.module {
 
 // CHECK:       "memref.global"() <{sym_name = "__tilesync_cluster_queue_q", type = memref<640xi8, 3 : i64>, initial_value, sym_visibility = "private", alignment = 128 : i64}> {tilesync.dynamic_shared}
 
-// The producer: its leader initializes its empty barriers for 2 warps, then the cluster meets.
+// The producer: its leader initializes its empty barriers, then the cluster meets.
 // CHECK:       gpu.func @source() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, dataflow.cluster_queues = ["q"]}
 // CHECK:         llvm.getelementptr %{{.*}}[16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
-// CHECK-NEXT:    %[[WARPS:.*]] = arith.constant 2 : i32
-// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
-// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[ONE]]
+// CHECK:         nvvm.mbarrier.init %{{.*}}, %[[ONE]]
+// WARP:          %[[WARPS:.*]] = arith.constant 2 : i32
+// WARP:          nvvm.mbarrier.init %{{.*}}, %[[WARPS]]
 // CHECK-NEXT:    nvvm.fence.mbarrier_init
 // CHECK-NEXT:  }
 // CHECK-NEXT:  nvvm.cluster.arrive
@@ -62,11 +66,14 @@ builtin.module {
 // CHECK-NEXT:  %[[GENERIC:.*]] = llvmx.addrspacecast %[[PEER]] : !llvm.ptr<7> to !llvm.ptr
 // CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[GENERIC]] : !llvm.ptr to memref<64xi32, 0 : i64>
 
-// release_full: each warp meets, then its first lane arrives on the consumer's full[t mod 2].
-// CHECK:       %[[ALL:.*]] = arith.constant -1 : i32
-// CHECK-NEXT:  nvvm.bar.warp.sync %[[ALL]] : i32
-// CHECK:       arith.remui %{{.*}}, %{{.*}} : index
+// release_full: the CTA meets, then its first thread arrives on the consumer's full[t mod 2]
+// (with cluster_arrivals=warp: each warp meets, then its first lane arrives).
+// CHECK:       nvvm.barrier0
 // CHECK:       scf.if
+// WARP:        %[[ALL:.*]] = arith.constant -1 : i32
+// WARP-NEXT:   nvvm.bar.warp.sync %[[ALL]] : i32
+// WARP:        arith.remui %{{.*}}, %{{.*}} : index
+// WARP:        nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} release_cluster
 // CHECK:         nvvm.mbarrier.arrive %{{.*}} cta %{{.*}} release_cluster : !llvm.ptr<3>
 // CHECK:       nvvm.cluster.arrive
 // CHECK-NEXT:  nvvm.cluster.wait
@@ -74,7 +81,7 @@ builtin.module {
 
 // The consumer: its full barriers at 0; every thread waits for parity t div 2 of its CTA's
 // full[t mod 2] in every round, reads its own entry (its shared address made generic), and
-// its warps give the entry back on the producer's (rank 0) empty barrier.
+// gives the entry back on the producer's (rank 0) empty barrier.
 // CHECK:       gpu.func @sink() kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>, dataflow.cluster_queues = ["q"]}
 // CHECK:         llvm.getelementptr %{{.*}}[0] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK:         nvvm.mbarrier.init
@@ -83,7 +90,7 @@ builtin.module {
 // CHECK:       nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}} acquire_cluster : !llvm.ptr<3>
 // CHECK:       %[[OWN:.*]] = llvmx.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr
 // CHECK-NEXT:  %e = builtin.unrealized_conversion_cast %[[OWN]] : !llvm.ptr to memref<64xi32, 0 : i64>
-// CHECK:       nvvm.bar.warp.sync
+// CHECK:       nvvm.barrier0
 // CHECK:       %[[PRODUCER:.*]] = arith.constant 0 : i32
 // CHECK-NEXT:  nvvm.mbarrier.arrive %{{.*}} cta %[[PRODUCER]] release_cluster : !llvm.ptr<3>
 // CHECK:       nvvm.cluster.arrive
