@@ -105,8 +105,9 @@ def consumers_checksum(out) -> int:
 
 
 def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: int = 0,
-                 total_bytes: int = RUN_BYTES) -> dict[str, Any]:
-    """Time one configuration (synchronized or not); check the synchronized one's data."""
+                 total_bytes: int = RUN_BYTES, pipeline: str | None = None) -> dict[str, Any]:
+    """Time one configuration (synchronized or not); check the synchronized one's data.
+    `pipeline`: a `-p` spec compiling it instead of the default lowering."""
     import tilesync
     from tilesync.kernels.queue_bench import queue_bench_mlir, run_checksum
     from tilesync.runtime.buffers import DeviceBuffer
@@ -114,7 +115,7 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
 
     iters = max(4, total_bytes // (cfg.producers * cfg.payload_bytes))
     delivered = cfg.producers * iters * cfg.payload_bytes
-    compiled = tilesync.compile(queue_bench_mlir(cfg))
+    compiled = tilesync.compile(queue_bench_mlir(cfg), pipeline=pipeline)
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
     row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
                            "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,
@@ -243,6 +244,34 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
     return summarize({"experiment": "queue_bandwidth", "copy": copy, "rows": rows,
                       "goal": f">= {GOAL_RATIO}x the copy's bytes/s at 16-64 KB, "
                               f"synchronization <= {GOAL_SYNC_COST}x"})
+
+
+CLUSTER_ARRIVAL_CASES = ((16 << 10, 3, 132, 256, 8), (16 << 10, 6, 132, 256, 8),
+                         (32 << 10, 3, 132, 256, 8), (32 << 10, 3, 132, 512, 2),
+                         (64 << 10, 3, 66, 256, 8), (64 << 10, 2, 66, 512, 2))
+
+
+def cluster_arrivals_ab(cases=CLUSTER_ARRIVAL_CASES, warmup: int = 2,
+                        reps: int = 7) -> dict[str, Any]:
+    """The cluster transport lowered with each `cluster_arrivals` of convert-dataflow-to-nvvm
+    (payload, entries, pairs, threads, unroll), in one run: what chose its default
+    (bench/results/dataflow-cluster-arrivals-ab-*)."""
+    from tilesync.kernels.queue_bench import QueueBenchConfig
+    from tilesync.lowering.dataflow_to_nvvm import CLUSTER_ARRIVALS
+    from tilesync.lowering.pipeline import KERNEL_TO_LLVM
+
+    copy = copy_rate()
+    rows = []
+    for payload, depth, pairs, threads, unroll in cases:
+        for arrivals in CLUSTER_ARRIVALS:
+            cfg = QueueBenchConfig(payload, pairs=pairs, depth=depth, threads=threads,
+                                   unroll=unroll, transport="cluster", pin_l2=False)
+            spec = ",".join(f"{name}{{cluster_arrivals={arrivals}}}"
+                            if name == "convert-dataflow-to-nvvm" else name
+                            for name in KERNEL_TO_LLVM)
+            rows.append(queue_config(cfg, warmup, reps, pipeline=spec) |
+                        {"cluster_arrivals": arrivals})
+    return {"experiment": "cluster_arrivals_ab", "copy": copy, "rows": rows}
 
 
 DEPTH_SWEEP = ((16384, (396, 128, 8)), (16384, (264, 256, 2)), (32768, (264, 128, 8)),

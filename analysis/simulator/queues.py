@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 QueueScheduler = Literal["in_order", "random", "adversarial"]
@@ -338,11 +338,15 @@ class QueuePipelineSim:
                          seen, worker.index)
 
 
-def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
+def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[SimQueueStage]]:
     """The queues and stages of a `dataflow.pipeline` (its `ctas`, `tiles` per launch, by
     default one per worker, and `dataflow.reads`; the queue workers of each stage's kernel,
     `dataflow.queue_workers`; whether it relays tickets, `acquire_empty at`, and draws ahead),
-    as the simulator runs them; tickets are drawn as the lowering draws them."""
+    as the simulator runs them; tickets are drawn as the lowering draws them. A pipeline in
+    clusters (cluster queues) is independent clusters, each one CTA a stage and a ring a
+    queue: the model is cluster `cluster`'s, every stage one CTA taking its share of the
+    stage's `tiles` (that CTA's tiles in the whole stage's model); simulate it with room for
+    all its CTAs (`sms` = its stages), as the hardware starts a cluster whole."""
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
     from xdsl.traits import SymbolTable
 
@@ -378,6 +382,12 @@ def pipeline_from_ir(pipeline) -> tuple[list[SimQueue], list[SimQueueStage]]:
             else stage.num_ctas * workers,
             workers=workers, relay=relay,
             draw_ahead=any(isinstance(op, DrawEmptyOp | DrawFullOp) for op in ops)))
+    if pipeline.clustered:
+        if not 0 <= cluster < pipeline.stages[0].num_ctas:
+            raise ValueError(f"pipeline @{pipeline.sym_name.data} has "
+                             f"{pipeline.stages[0].num_ctas} clusters, no cluster {cluster}")
+        stages = [replace(stage, ctas=1, tiles=stage.iterations_of(cluster), workers=1)
+                  for stage in stages]
     return queues, stages
 
 

@@ -322,3 +322,14 @@ def test_the_adversary_of_the_soundness_check_spreads_blocks():
     assert not all_resident([(2, 2), (1, 1)], 2)
     assert not _adversary_wins((0, 0, 0), (1, 1, 2), 2)
     assert all_resident([(2, 2), (1, 1)], 3)
+
+
+def test_a_pipeline_in_clusters_needs_one_cluster_resident_not_the_grid():
+    """Cluster queues wait only inside a cluster, which the hardware starts whole: 9 stages
+    are past the portable cluster size, a block that fits nowhere never starts."""
+    from tilesync.analysis.forward_progress import Residency, cluster_residency
+
+    fits = cluster_residency(Residency(2, 1))
+    assert fits and "clusters wait on no other" in fits.reason
+    assert not cluster_residency(Residency(9, 4))
+    assert not cluster_residency(Residency(2, 0))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +229,28 @@ def test_a_final_stage_ring_below_the_analysis_minimum_deadlocks():
     enough = [replace(q, entries=2) if q.name == "l3_fanin_tiles" else q for q in queues]
     assert all(simulate_pipeline(enough, stages, sms=400, scheduler="adversarial",
                                  seed=seed).ok for seed in range(5))
+
+
+def test_a_pipeline_in_clusters_is_modelled_one_cluster_at_a_time():
+    """Cluster queues: each cluster is one CTA a stage and a ring of its own; the model of
+    cluster c takes the stage's tiles of CTA c (verify_cluster.mlir's pipeline: 16 each), runs
+    clean, and an imbalanced cluster (its consumer takes 32) waits forever."""
+    from tilesync.analysis.simulator.queues import pipeline_from_ir
+    from tilesync.api import parse
+    from tilesync.dialects import dataflow
+
+    root = Path(__file__).parents[2] / "filecheck" / "transforms" / "dataflow"
+    module = parse((root / "verify_cluster.mlir").read_text())
+    pipeline = next(op for op in module.walk() if isinstance(op, dataflow.PipelineOp))
+    for cluster in (0, 65):
+        queues, stages = pipeline_from_ir(pipeline, cluster)
+        assert [(s.ctas, s.tiles, s.workers) for s in stages] == [(1, 16, 1), (1, 16, 1)]
+        assert [q.entries for q in queues] == [4]
+        for scheduler in ("random", "adversarial"):
+            # a cluster's CTAs start together: room for both
+            result = simulate_pipeline(queues, stages, sms=2, scheduler=scheduler, launches=2)
+            assert result.ok and sorted(result.delivered["drain"]) == list(range(32))
+    short = [stages[0], dataclasses.replace(stages[1], tiles=32)]
+    assert simulate_pipeline(queues, short, sms=2, scheduler="random").deadlock is not None
+    with pytest.raises(ValueError, match="66 clusters, no cluster 66"):
+        pipeline_from_ir(pipeline, 66)

@@ -120,3 +120,49 @@ def test_bulk_transport_refuses_payloads_beyond_shared_memory():
         QueueBenchConfig(128 << 10, transport="bulk")
     with pytest.raises(ValueError, match="transport must be one of threads, bulk"):
         QueueBenchConfig(4096, transport="dma")
+
+
+def test_cluster_transport_runs_in_clusters_without_rings():
+    """A queue in distributed shared memory: the plan runs in clusters of one CTA a stage
+    (the fused kernel's `.reqnctapercluster 2`), has no ring to allocate, and the producer
+    stores into its peer's shared memory (st.shared::cluster after mapa) while the consumer
+    reads its own (ld.shared); phases are mbarrier waits acquiring at cluster scope."""
+    cfg = QueueBenchConfig(16 << 10, pairs=8, depth=3, transport="cluster", pin_l2=False)
+    program = tilesync.compile(queue_bench_mlir(cfg))
+    plan = read_pipeline(program)
+    assert plan.clustered and plan.queues["q"].in_cluster
+    assert plan.ring_offsets() == ({}, 0, 0)
+    ptx = program.ptx
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert "mapa.shared::cluster.u64" in ptx and "st.shared::cluster.v2.b64" in ptx
+    assert "ld.shared.v2.b64" in ptx and "ld.global" not in ptx.split("fig5_persistent")[-1]
+    assert "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64" in ptx
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    # 3 entries of 16 KiB after the 6 barriers (padded to 128 bytes), the array aligned to
+    # 128 bytes in the dynamic array (whose base is 16-byte aligned)
+    assert program.kernels["fig5_persistent"].dynamic_shared_bytes == \
+        128 + 3 * (16 << 10) + 128 - 16
+
+
+def test_cluster_transport_checksum_counts_each_clusters_tickets_from_zero():
+    from tilesync.kernels.queue_bench import run_checksum
+
+    cfg = QueueBenchConfig(4096, pairs=3, transport="cluster", pin_l2=False)
+    one = expected_checksum(0, 5, cfg.words)
+    assert run_checksum(cfg, 0, 5) == run_checksum(cfg, 7, 5) == 3 * one % (1 << 128)
+    l2 = QueueBenchConfig(4096, pairs=3)
+    assert run_checksum(l2, 2, 5) == expected_checksum(2 * 15, 15, l2.words)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"workers": 2, "threads": 128}, "one worker a CTA"),
+    ({"draw_ahead": True}, "one worker a CTA"),
+    ({"synchronized": False}, "synchronized"),
+    ({"pin_l2": True}, "pin_l2=False"),
+    ({"depth": 4, "payload_bytes": 64 << 10}, "at most 192 KiB"),
+])
+def test_cluster_transport_refuses_what_it_cannot_run(kwargs, message):
+    options = {"payload_bytes": 16 << 10, "transport": "cluster", "pin_l2": False} | kwargs
+    payload = options.pop("payload_bytes")
+    with pytest.raises(ValueError, match=message):
+        QueueBenchConfig(payload, **options)
