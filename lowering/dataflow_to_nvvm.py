@@ -615,10 +615,11 @@ class ConvertDataflowToNVVMPass(ModulePass):
     debug: bool = True  # timed-out spins name queue, ticket and block in a host-mapped record
     cluster_arrivals: str = "block"
     """Who arrives on a cluster queue's peer barrier at a release: one thread after the CTA's
-    barrier ("block"), or each warp for its lanes ("warp"). On an H100 (queue bench, 132
-    pairs, 21f8194's lowering) the block's one arrival delivered 2.42 / 2.66 / 2.66 TB/s at 16
-    / 32 / 64 KB payloads against 1.82 / 2.35 / 2.45 by warp: a phase then completes on one
-    remote arrival, not one a warp."""
+    barrier ("block"), or each warp for its lanes ("warp"). On an H100 (the queue bench's
+    cluster transport, bench/results/dataflow-cluster-arrivals-ab-*, dbc7dc4) the block's one
+    arrival delivered 2.44-2.46 / 2.62-2.68 / 2.68 TB/s at 16 / 32 / 64 KB payloads against
+    1.83-1.85 / 2.31-2.36 / 2.29-2.48 by warp: a phase then completes on one remote arrival,
+    not one a warp."""
 
     def __post_init__(self) -> None:
         if self.cluster_arrivals not in CLUSTER_ARRIVALS:
