@@ -7,7 +7,8 @@ device-to-device copy (bytes copied per second), all measured in one run. Each p
 by the threads' 16-byte accesses (transport "threads") and, at 16-64 KB, also by one bulk
 copy through shared memory (transport "bulk", kernels/queue_bench.py), and at 1-64 KB through a
 queue in distributed shared memory (transport "cluster": each producer-consumer pair a cluster,
-the ring in the consumer's shared memory; synchronized only). Every synchronized
+the ring in the consumer's shared memory; its twin stores into the peer's ring through
+`tile.cluster_map` with no waits). Every synchronized
 configuration is checked first: the consumers' checksum must equal the sum of every ticket's
 payload (fresh tickets each run, the output poisoned before), after one run, after the timed
 repetitions and after CUDA-graph replays (no memset between any of them).
@@ -155,6 +156,12 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
             graph.close()
         row["checks"] = checks
         row["l2_window_bytes"] = program.l2_window[1] if program.l2_window else 0
+    elif cfg.transport == "cluster":  # the rings are the consumers' shared memory
+        program = DataflowProgram(compiled)
+        args = {"produce": [iters], "consume": [out, iters]}
+        samples = _events_ms(lambda: program.run(args), warmup, reps,
+                             program._streams["produce"])
+        program.synchronize()
     else:
         ring = DeviceBuffer(cfg.entries * cfg.words * 2, np.uint64)
         ring.fill_bytes(0)
@@ -211,8 +218,7 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
                     worker_shapes=WORKER_SHAPES, cluster_payloads=CLUSTER_PAYLOADS,
                     cluster_shapes=CLUSTER_SHAPES) -> dict[str, Any]:
     """Fig. 5 on this device: every payload × shape × transport, synchronized and not (the
-    same transfers once per workers a CTA; the cluster transport synchronized only: its
-    unsynchronized twin is not built), and the copy."""
+    same transfers once per workers a CTA), and the copy."""
     from tilesync.contract import TilesyncRuntimeError
     from tilesync.kernels.queue_bench import CLUSTER_MAX_RING, QueueBenchConfig
 
@@ -223,7 +229,7 @@ def queue_bandwidth(payloads=PAYLOADS, shapes=SHAPES, warmup: int = 3, reps: int
             cluster_payloads, cluster_shapes):
         if transport == "cluster" and depth * payload > CLUSTER_MAX_RING:
             continue  # its ring does not fit in the consumer's shared memory
-        for synchronized in (True, False) if transport != "cluster" else (True,):
+        for synchronized in (True, False):
             form = {"payload_bytes": payload, "pairs": pairs, "threads": threads,
                     "unroll": unroll, "synchronized": synchronized, "transport": transport,
                     "workers": workers, "draw_ahead": ahead and synchronized, "depth": depth}
@@ -361,7 +367,7 @@ def queue_table(result: dict[str, Any]) -> str:
     lines.append("unsynchronized consumers read the ring cached at L2 only (tile.load_l2), as "
                  "a synchronized one reads after its acquire; cluster: the queue in "
                  "distributed shared memory, a ring per pair in the consumer's shared memory "
-                 "(no unsynchronized twin: -)")
+                 "(-: no unsynchronized twin measured)")
     lines.append("every configuration (TB/s delivered; refused: its CTAs cannot all be "
                  "resident):")
     for r in result["rows"]:

@@ -73,6 +73,10 @@ cluster queue. Queue @q is one ring per cluster, of N entries, in the shared mem
 consumer stage's CTA (so one consumer stage), filled by the producer stage's CTA of the same
 cluster: the cluster's two CTAs are its only producer and consumer, each one worker (no
 `threads`), drawing tickets 0, 1, 2, ... in order at every launch (no draws ahead, no `at`).
+A pipeline marked `cluster` runs so without cluster queues too (its kernels reach each other's
+shared memory by `tile.cluster_map`). Every stage kernel of a clustered pipeline meets its
+cluster when it starts and before it returns (convert-dataflow-to-nvvm), so no CTA's shared
+memory goes while a peer may reach it.
 The entry is the consumer's shared memory as a generic address (`memref<..., 0 : i64>`):
 plain stores from the producer reach it through the cluster's address window. An entry is
 free for producer ticket t once the consumer released ticket t - N, full for the consumer once
@@ -303,6 +307,9 @@ class PipelineOp(IRDLOperation):
 
     sym_name = prop_def(SymbolNameConstraint())
     max_ctas = opt_prop_def(IntegerAttr.constr(type=i64))
+    cluster = opt_prop_def(UnitAttr)
+    """Runs in clusters of one CTA a stage though no queue is a cluster queue (its kernels
+    reach each other's shared memory by `tile.cluster_map`)."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), SymbolTable(), NoTerminator(), IsolatedFromAbove())
@@ -312,19 +319,23 @@ class PipelineOp(IRDLOperation):
         name: str | StringAttr,
         body: Region | Iterable[Operation] = (),
         max_ctas: int | None = None,
+        cluster: bool = False,
     ):
         properties: dict[str, Attribute] = {
             "sym_name": StringAttr(name) if isinstance(name, str) else name
         }
         if max_ctas is not None:
             properties["max_ctas"] = IntegerAttr(max_ctas, i64)
+        if cluster:
+            properties["cluster"] = UnitAttr()
         if not isinstance(body, Region):
             body = Region(Block(body))
         super().__init__(properties=properties, regions=[body])
 
-    # Syntax: `dataflow.pipeline @name (max_ctas(N))? (attributes {...})? { stages, queues }`.
-    # Custom rather than declarative so that an empty body still gets its block (as in MLIR's
-    # NoTerminator ops) and the verifier can say "needs at least one stage".
+    # Syntax: `dataflow.pipeline @name (max_ctas(N))? (cluster)? (attributes {...})?
+    # { stages, queues }`. Custom rather than declarative so that an empty body still gets its
+    # block (as in MLIR's NoTerminator ops) and the verifier can say "needs at least one
+    # stage".
     @classmethod
     def parse(cls, parser: Parser) -> PipelineOp:
         name = parser.parse_symbol_name()
@@ -332,11 +343,13 @@ class PipelineOp(IRDLOperation):
         if parser.parse_optional_keyword("max_ctas") is not None:
             with parser.in_parens():
                 max_ctas = parser.parse_integer(allow_boolean=False)
-        attributes = parser.parse_optional_attr_dict_with_keyword(["sym_name", "max_ctas"])
+        cluster = parser.parse_optional_keyword("cluster") is not None
+        attributes = parser.parse_optional_attr_dict_with_keyword(["sym_name", "max_ctas",
+                                                                   "cluster"])
         body = parser.parse_region()
         if not body.blocks:
             body.add_block(Block())
-        op = cls(name, body, max_ctas=max_ctas)
+        op = cls(name, body, max_ctas=max_ctas, cluster=cluster)
         if attributes is not None:
             op.attributes.update(attributes.data)
         return op
@@ -346,6 +359,8 @@ class PipelineOp(IRDLOperation):
         printer.print_symbol_name(self.sym_name.data)
         if self.max_ctas is not None:
             printer.print_string(f" max_ctas({self.max_ctas.value.data})")
+        if self.cluster is not None:
+            printer.print_string(" cluster")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body, print_empty_block=False)
@@ -418,9 +433,9 @@ class PipelineOp(IRDLOperation):
 
     @property
     def clustered(self) -> bool:
-        """Whether the pipeline runs in clusters (its queues are in distributed shared
-        memory)."""
-        return any(q.in_cluster for q in self.queues)
+        """Whether the pipeline runs in clusters (`cluster`, or its queues are in distributed
+        shared memory)."""
+        return self.cluster is not None or any(q.in_cluster for q in self.queues)
 
     def _verify_clustered(self, stages: list[StageOp], consumers: dict[str, list[str]]
                           ) -> None:
@@ -428,8 +443,8 @@ class PipelineOp(IRDLOperation):
         name = f"pipeline @{self.sym_name.data}"
         if not all(q.in_cluster for q in self.queues):
             other = next(q for q in self.queues if not q.in_cluster)
-            raise VerifyException(f"{name} runs in clusters (a queue is `cluster`), so every "
-                                  f"queue must be: @{other.sym_name.data} is in global memory")
+            raise VerifyException(f"{name} runs in clusters, so every queue must be a cluster "
+                                  f"queue: @{other.sym_name.data} is in global memory")
         if len(stages) > MAX_CLUSTER_BLOCKS:
             raise VerifyException(f"{name} runs one CTA of each of its {len(stages)} stages in "
                                   f"a cluster: at most {MAX_CLUSTER_BLOCKS} (the portable "
@@ -439,10 +454,6 @@ class PipelineOp(IRDLOperation):
             listed = ", ".join(f"@{s.sym_name.data} {s.num_ctas}" for s in stages)
             raise VerifyException(f"{name} runs one CTA of each stage in a cluster, so its "
                                   f"stages need equal CTA counts, got {listed}")
-        for stage in stages:
-            if not stage.inputs and not stage.outputs:
-                raise VerifyException(f"stage @{stage.sym_name.data} of clustered {name} uses "
-                                      "no queue (its CTA would not meet its cluster)")
         for queue_name, names in consumers.items():
             if len(names) > 1:
                 raise VerifyException(f"cluster queue @{queue_name} has {len(names)} consumer "

@@ -85,6 +85,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    NoneAttr,
     StringAttr,
     UnitAttr,
     i32,
@@ -599,6 +600,39 @@ class LoadL2Op(IRDLOperation):
                                   f"got {src_type} -> {self.res.type}")
         if memory_space(src_type) not in (None, 1):
             raise VerifyException(f"'tile.load_l2' reads global memory, got {src_type}")
+
+
+@irdl_op_definition
+class ClusterMapOp(IRDLOperation):
+    """`%peer = tile.cluster_map %buf cta %r : memref<Nxi128, 3> -> memref<Nxi128, 0 : i64>`:
+    this CTA's shared-memory buffer as the same buffer of CTA %r of its cluster (sm_90), by
+    generic address: plain stores and loads through it reach the peer's shared memory. The
+    peer must still be running (its kernel meets its cluster before it returns)."""
+
+    name = "tile.cluster_map"
+    src = operand_def(MemRefType)
+    cta = operand_def(IndexType)
+    res = result_def(MemRefType)
+    assembly_format = "$src `cta` $cta attr-dict `:` type($src) `->` type($res)"
+
+    def __init__(self, src: SSAValue, cta: SSAValue):
+        src_type = src.type
+        assert isinstance(src_type, MemRefType)
+        generic = MemRefType(src_type.element_type, src_type.get_shape(), NoneAttr(),
+                             IntegerAttr(0, 64))
+        super().__init__(operands=[src, cta], result_types=[generic])
+
+    def verify_(self) -> None:
+        src_type = _memref(self, self.src, "source")
+        res_type = _memref(self, self.res, "result")
+        if memory_space(src_type) != SHARED_SPACE:
+            raise VerifyException(f"'tile.cluster_map' maps a shared-memory buffer, got "
+                                  f"{src_type}")
+        if memory_space(res_type) != 0 or res_type.element_type != src_type.element_type or \
+                tuple(res_type.get_shape()) != tuple(src_type.get_shape()):
+            raise VerifyException(f"'tile.cluster_map' yields the buffer's shape and element "
+                                  f"type in memory space 0 (generic), got {res_type} for "
+                                  f"{src_type}")
 
 
 @irdl_op_definition
@@ -2027,7 +2061,8 @@ def epilogue_block(accumulators: int = 1) -> Block:
 
 Tile = Dialect(
     "tile",
-    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, LoadL2Op, CpAsyncCommitOp, CpAsyncWaitOp,
+    [FillOp, LdMatrixOp, MmaOp, CpAsyncOp, CopyOutOp, LoadL2Op, ClusterMapOp, CpAsyncCommitOp,
+     CpAsyncWaitOp,
      StoreAccOp, YieldOp, TakeAccOp, AddAccOp, UnpackAccOp, PackAccOp, AccToAOp, ArriveOp,
      ShuffleOp, WgmmaOp, WgmmaRegAOp, WgmmaFenceOp,
      WgmmaCommitOp, WgmmaWaitOp,
@@ -2044,6 +2079,7 @@ __all__ = [
     "BulkLoadOp",
     "BulkStoreOp",
     "ClusterBarrierOp",
+    "ClusterMapOp",
     "CopyOutOp",
     "CpAsyncCommitOp",
     "CpAsyncOp",

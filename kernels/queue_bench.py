@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR, SM_90
+from tilesync.contract import DYNAMIC_SHARED_ATTR, MIN_BLOCKS_PER_SM_ATTR, SM_90
 from tilesync.kernels.config import H100_SMS
 
 WORD_BYTES = 16  # one i128: a 16-byte access per thread
@@ -82,9 +82,9 @@ class QueueBenchConfig:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got "
                              f"{self.transport!r}")
         if self.transport == "cluster" and (self.workers > 1 or self.draw_ahead or
-                                            not self.synchronized or self.pin_l2):
+                                            self.pin_l2):
             raise ValueError("the cluster transport runs one worker a CTA, without draws "
-                             "ahead, synchronized, its rings in shared memory (pin_l2=False)")
+                             "ahead, its rings in shared memory (pin_l2=False)")
         if self.transport == "cluster" and \
                 self.depth * self.payload_bytes > CLUSTER_MAX_RING:
             raise ValueError(f"the cluster transport's ring is in the consumer's shared "
@@ -283,6 +283,8 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
     synchronization, the two kernels over a plain `ring` buffer)."""
     if cfg.transport == "bulk":
         return _bulk_mlir(cfg)
+    if cfg.transport == "cluster" and not cfg.synchronized:
+        return _cluster_twin_mlir(cfg)
     q = cfg.queue_type
     zero = _prelude(cfg)
     accs0 = ["      %z = arith.constant 0 : i128"]
@@ -308,17 +310,7 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
                 "  }\n" + _pipeline(cfg) + "}\n")
 
     def shifted(lines: list[str]) -> list[str]:
-        out = []
-        for line in lines:
-            if "memref.store %v" in line or " %e[%j" in line:
-                line = line.replace("%e[%j", "%ring[%jr").replace(
-                    f": memref<{cfg.words}xi128>", ": memref<?xi128>")
-            out.append(line)
-            if "= arith.addi %w, %o" in line:
-                u = line.split("%j")[1].split(" ")[0]
-                out.append(f"{line[:len(line) - len(line.lstrip())]}%jr{u} = arith.addi "
-                           f"%first, %j{u} : index")
-        return out
+        return _onto_ring(cfg, lines, "%ring", "memref<?xi128>")
 
     producer = _header(cfg, "producer", "%ring: memref<?xi128>, %iters: index")
     producer += "\n".join([*zero, "      scf.for %i = %c0 to %iters step %c1 {",
@@ -343,11 +335,72 @@ def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
             + _pipeline(cfg) + "}\n")
 
 
+def _onto_ring(cfg: QueueBenchConfig, lines: list[str], ring: str, ring_type: str,
+               entry_type: str | None = None) -> list[str]:
+    """A payload's accesses to entry %e (of `entry_type`) as accesses to `ring` (of
+    `ring_type`) from word %first on."""
+    entry_type = entry_type or f"memref<{cfg.words}xi128>"
+    out = []
+    for line in lines:
+        if "memref.store %v" in line or " %e[%j" in line:
+            line = line.replace("%e[%j", f"{ring}[%jr").replace(f": {entry_type}",
+                                                                 f": {ring_type}")
+        out.append(line)
+        if "= arith.addi %w, %o" in line:
+            u = line.split("%j")[1].split(" ")[0]
+            out.append(f"{line[:len(line) - len(line.lstrip())]}%jr{u} = arith.addi "
+                       f"%first, %j{u} : index")
+    return out
+
+
+def _cluster_twin_mlir(cfg: QueueBenchConfig) -> str:
+    """The cluster transport's transfers without the queue: each pair a cluster (the pipeline
+    `cluster`), the ring of `depth` payloads in the consumer CTA's shared memory; iteration i
+    of the producer stores into slot i mod depth of its peer's ring (`tile.cluster_map` to
+    rank 1), the consumer reads its own, with no barriers or waits between them."""
+    words = cfg.depth * cfg.words
+    shared = f"memref<{words}xi128, 3 : i64>"
+    generic = f"memref<{words}xi128, 0 : i64>"
+    ring = (f'    "memref.global"() <{{sym_name = "ring", type = {shared}, initial_value, '
+            f'sym_visibility = "private", alignment = 128 : i64}}> {{{DYNAMIC_SHARED_ATTR}}} : '
+            "() -> ()\n")
+    slot = [f"        %depth = arith.constant {cfg.depth} : index",
+            "        %t = arith.remui %i, %depth : index",
+            f"        %wpe = arith.constant {cfg.words} : index",
+            "        %first = arith.muli %t, %wpe : index"]
+    unroll = cfg.block_unroll
+    i128s = ", ".join(["i128"] * unroll)
+    producer = _header(cfg, "producer", "%iters: index")
+    producer += "\n".join([
+        *_prelude(cfg), f"      %local = memref.get_global @ring : {shared}",
+        f"      %peer = tile.cluster_map %local cta %c1 : {shared} -> {generic}",
+        "      scf.for %i = %c0 to %iters step %c1 {", *slot,
+        *[f"  {line}" for line in _onto_ring(cfg, _produce_body(cfg, "%e", "%t",
+                                                                 cfg.entry_type),
+                                             "%peer", generic, cfg.entry_type)],
+        "      }", "      gpu.return", "    }"]) + "\n"
+    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)], cfg.entry_type)
+    consumer = _header(cfg, "consumer", "%out: memref<?xi128>, %iters: index")
+    consumer += "\n".join([
+        *_prelude(cfg), "      %z = arith.constant 0 : i128",
+        f"      %ring = memref.get_global @ring : {shared}",
+        f"      {', '.join(f'%r{u}' for u in range(unroll))} = scf.for %i = %c0 to %iters "
+        f"step %c1 iter_args({', '.join(f'%acc{u} = %z' for u in range(unroll))}) -> "
+        f"({i128s}) {{", *slot,
+        *[f"  {line}" for line in _onto_ring(cfg, body, "%ring", shared, cfg.entry_type)],
+        f"        scf.yield {', '.join(news)} : {i128s}", "      }",
+        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
+        "      gpu.return", "    }"]) + "\n"
+    return ("builtin.module {\n  gpu.module @queue_bench {\n" + ring + producer + consumer +
+            "  }\n" + _pipeline(cfg) + "}\n")
+
+
 def _pipeline(cfg: QueueBenchConfig) -> str:
     """`@fig5`: the producers and the consumers, through the queue `@q` when synchronized."""
     if not cfg.synchronized:
+        in_clusters = " cluster" if cfg.transport == "cluster" else ""
         return (
-            "  dataflow.pipeline @fig5 {\n"
+            f"  dataflow.pipeline @fig5{in_clusters} {{\n"
             "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
             f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
             "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "

@@ -294,9 +294,10 @@ def meet_cluster(b: SyncBuilder) -> None:
 
 
 def add_prologue_and_epilogue(func: gpu.FuncOp, ends: Sequence[ClusterEnd]) -> None:
-    """At the kernel's entry the leader initializes its ends' barriers (count 1) and zeroes
-    their counters, then the cluster meets (its peers' barriers are ready before any arrival
-    on them); before each return the cluster meets again."""
+    """At the kernel's entry the leader initializes its ends' barriers, then the cluster
+    meets (its peers' barriers are ready before any arrival on them, and every CTA of the
+    cluster has started); before each return the cluster meets again (a stage kernel of a
+    clustered pipeline without cluster queues, `ends` empty, meets all the same)."""
     block = func.body.blocks.first
     first = block.first_op
     assert first is not None
@@ -310,7 +311,8 @@ def add_prologue_and_epilogue(func: gpu.FuncOp, ends: Sequence[ClusterEnd]) -> N
                 s.insert(nvvm.MBarrierInitOp(_at(s, base, entry * BARRIER_BYTES), arrivals))
         s.insert(nvvm.FenceMBarrierInitOp())
 
-    b.in_leader(initialize, group=BLOCK)
+    if ends:
+        b.in_leader(initialize, group=BLOCK)
     meet_cluster(b)
     for ret in [op for op in func.walk() if isinstance(op, gpu.ReturnOp)]:
         meet_cluster(SyncBuilder(Builder(InsertPoint.before(ret))))

@@ -633,6 +633,16 @@ class ConvertDataflowToNVVMPass(ModulePass):
                              f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        in_clusters = {stage.kernel.nested_references.data[-1].data
+                       if stage.kernel.nested_references.data else
+                       stage.kernel.root_reference.data
+                       for pipeline in pipelines_of(op) if pipeline.clustered
+                       for stage in pipeline.stages}
+        for func in module_functions(op):  # a clustered stage without a cluster queue
+            if func.sym_name.data in in_clusters and not _queue_args(func) and \
+                    CLUSTER_QUEUES_ATTR not in func.attributes:
+                add_prologue_and_epilogue(func, [])
+                func.attributes[CLUSTER_QUEUES_ATTR] = ArrayAttr([])
         kernels = [f for f in module_functions(op) if _queue_args(f)]
         if not kernels:
             return

@@ -94,6 +94,7 @@ from tilesync.compat.rewrite_driver import apply_patterns, walk_ops
 from tilesync.contract import DEBUG_RECORD, SPIN_SITE_MBARRIER, SYNC_NAMED_BARRIER, kernel_tag
 from tilesync.dialects import nvvm, tile
 from tilesync.dialects.kernel_args import sync_arg
+from tilesync.dialects.llvmx import AddrSpaceCastOp
 from tilesync.lowering.llvm_conversion import located_type_errors, unsupported_op_error
 from tilesync.lowering.sync_primitives import SyncBuilder
 from tilesync.lowering.sync_to_nvvm import (
@@ -679,6 +680,18 @@ class LoadL2Lowering(_TilePattern):
                      for k in range(2))
         shifted = e.insert(llvm.ShlOp(high, e.const(64, i128))).results[0]
         rewriter.replace(op, [], [e.insert(llvm.OrOp(low, shifted)).results[0]])
+
+
+class ClusterMapLowering(_TilePattern):
+    """The buffer's shared::cluster address in the peer (`mapa`), cast to generic."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tile.ClusterMapOp, rewriter: PatternRewriter, /):
+        e = self.emitter(rewriter, op)
+        peer = e.value(nvvm.MapaOp(e.pointer(op.src), e.index_as(op.cta, i32)))
+        generic = e.value(AddrSpaceCastOp(peer, llvm.LLVMPointerType()))
+        rewriter.replace(op, [], [e.value(UnrealizedConversionCastOp.get([generic],
+                                                                          [op.res.type]))])
 
 
 class CpAsyncCommitLowering(_TilePattern):
@@ -1413,6 +1426,7 @@ def tile_to_nvvm_patterns(timeout_ns: int = DEFAULT_TIMEOUT_NS,
         CpAsyncLowering(state),
         CopyOutLowering(state),
         LoadL2Lowering(state),
+        ClusterMapLowering(state),
         CpAsyncCommitLowering(state),
         CpAsyncWaitLowering(state),
         StoreAccLowering(state),

@@ -86,9 +86,10 @@ def test_the_sweep_measures_each_unsynchronized_transfer_once(monkeypatch):
     assert shapes == {(132, 256, 8, 1, False, 4)}  # one worker, no draws ahead, 4 entries
 
 
-def test_the_cluster_transport_is_measured_synchronized_where_its_ring_fits(monkeypatch):
+def test_the_cluster_transport_is_measured_where_its_ring_fits(monkeypatch):
     """A cluster queue's ring is in the consumer's shared memory: a 64 KB payload's ring of 3
-    fits (192 KB), none of 4; its rows have no unsynchronized twin, which the table shows."""
+    fits (192 KB), none of 4; synchronized and not, as the other transports; a row without
+    a twin shows "-"."""
     seen = []
 
     def fake_config(cfg, warmup, reps, replays=0, repeats=0):
@@ -102,9 +103,11 @@ def test_the_cluster_transport_is_measured_synchronized_where_its_ring_fits(monk
     result = dataflow.queue_bandwidth(
         payloads=(), bulk_payloads=(), worker_payloads=(), cluster_payloads=(64 << 10,),
         cluster_shapes=((66, 512, 2, 1, False, 3), (66, 512, 2, 1, False, 4)))
-    assert seen == [("cluster", 64 << 10, 3, True, False)]
+    assert seen == [("cluster", 64 << 10, 3, True, False), ("cluster", 64 << 10, 3, False, False)]
     (best,) = result["best"]
     assert best["transport"] == "cluster" and best["over_copy"] == 2.0
-    line = next(x for x in dataflow.queue_table(result).splitlines()
+    assert best["sync_cost"] == 1.0
+    result["rows"] = [r for r in result["rows"] if r["synchronized"]]
+    line = next(x for x in dataflow.queue_table(dataflow.summarize(result)).splitlines()
                 if x.split()[:2] == ["64K", "cluster"])
     assert line.split()[-4:] == ["-", "2.00", "-", "ok"]

@@ -157,7 +157,6 @@ def test_cluster_transport_checksum_counts_each_clusters_tickets_from_zero():
 @pytest.mark.parametrize("kwargs, message", [
     ({"workers": 2, "threads": 128}, "one worker a CTA"),
     ({"draw_ahead": True}, "one worker a CTA"),
-    ({"synchronized": False}, "synchronized"),
     ({"pin_l2": True}, "pin_l2=False"),
     ({"depth": 4, "payload_bytes": 64 << 10}, "at most 192 KiB"),
 ])
@@ -166,3 +165,18 @@ def test_cluster_transport_refuses_what_it_cannot_run(kwargs, message):
     payload = options.pop("payload_bytes")
     with pytest.raises(ValueError, match=message):
         QueueBenchConfig(payload, **options)
+
+
+def test_cluster_transports_twin_stores_into_its_peers_ring_without_waits():
+    """The same transfers unsynchronized: pairs in clusters (the pipeline `cluster`), the
+    producer's stores through tile.cluster_map to its peer's ring, the consumer's loads from
+    its own, no transaction barrier; both kernels meet their cluster at entry and return."""
+    cfg = QueueBenchConfig(16 << 10, pairs=8, depth=3, transport="cluster", pin_l2=False,
+                           synchronized=False)
+    program = tilesync.compile(queue_bench_mlir(cfg))
+    assert read_pipeline(program).clustered
+    ptx = program.ptx
+    assert ".reqnctapercluster 2, 1, 1" in ptx and "mbarrier" not in ptx
+    assert "mapa.shared::cluster.u64" in ptx and "st.shared::cluster.v2.b64" in ptx
+    assert "ld.shared.v2.b64" in ptx
+    assert ptx.count("barrier.cluster.arrive") == ptx.count("barrier.cluster.wait") == 4

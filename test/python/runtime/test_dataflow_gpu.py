@@ -108,6 +108,24 @@ def test_cluster_transport_delivers_every_ticket_once_filled(gpu_device, payload
     program.close()
 
 
+def test_cluster_transports_twin_runs_every_pair_to_its_end(gpu_device):
+    """The cluster transport unsynchronized: no tickets, so no checksum; every pair must
+    finish (each CTA meets its cluster before it returns) and every consumer thread must have
+    stored its sums (racing reads make their values arbitrary), run after run."""
+    from tilesync.runtime.buffers import DeviceBuffer
+
+    cfg, program = _program(32 << 10, pairs=40, depth=3, transport="cluster", pin_l2=False,
+                            synchronized=False)
+    out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
+    for _ in range(3):
+        out.fill_bytes(0xFF)
+        program.run({"produce": [37], "consume": [out, 37]})
+        program.synchronize()
+        words = out.to_numpy().view(np.uint64).reshape(-1, 2)
+        assert not np.all(words == np.uint64(2**64 - 1), axis=1).any()
+    program.close()
+
+
 @pytest.mark.parametrize("transport", ["threads", "cluster"])
 def test_dropped_release_is_a_named_error_within_a_second(gpu_device, transport):
     # A trap leaves the context unusable: run it in a child process.

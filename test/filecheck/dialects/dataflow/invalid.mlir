@@ -277,7 +277,7 @@ dataflow.pipeline @mixed_placement {
   dataflow.stage @b {kernel = @relay, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = [@r]}
   dataflow.stage @c {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@r], outputs = []}
 }
-// CHECK: pipeline @mixed_placement runs in clusters (a queue is `cluster`), so every queue must be: @r is in global memory
+// CHECK: pipeline @mixed_placement runs in clusters, so every queue must be a cluster queue: @r is in global memory
 
 // -----
 
@@ -306,14 +306,12 @@ dataflow.pipeline @multicast_cluster_queue {
 
 func.func private @produce(!dataflow.queue<2 x tensor<64xf32>>)
 func.func private @consume(!dataflow.queue<2 x tensor<64xf32>>)
-func.func private @alone()
-dataflow.pipeline @idle_cluster_stage {
-  dataflow.queue @q cluster : !dataflow.queue<2 x tensor<64xf32>>
+dataflow.pipeline @marked_in_clusters cluster {
+  dataflow.queue @q : !dataflow.queue<2 x tensor<64xf32>>
   dataflow.stage @a {kernel = @produce, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = [@q]}
   dataflow.stage @b {kernel = @consume, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [@q], outputs = []}
-  dataflow.stage @c {kernel = @alone, resource = #dataflow.resource<simt>, ctas = 4 : i64, inputs = [], outputs = []}
 }
-// CHECK: stage @c of clustered pipeline @idle_cluster_stage uses no queue (its CTA would not meet its cluster)
+// CHECK: pipeline @marked_in_clusters runs in clusters, so every queue must be a cluster queue: @q is in global memory
 
 // -----
 

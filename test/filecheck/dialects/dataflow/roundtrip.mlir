@@ -151,3 +151,15 @@ dataflow.pipeline @gemm_softmax_in_clusters {
   dataflow.stage @gemm {kernel = @kernels::@gemm, resource = #dataflow.resource<tensor>, ctas = 66 : i64, inputs = [], outputs = [@h]}
   dataflow.stage @softmax {kernel = @kernels::@softmax, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [@h], outputs = []}
 }
+
+// The same stages in clusters without a cluster queue (kernels that reach each other's shared
+// memory by tile.cluster_map): `cluster` on the pipeline.
+// CHECK:      dataflow.pipeline @in_clusters cluster {
+// CHECK-NEXT:   dataflow.stage @send {kernel = @exchange, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [], outputs = []}
+// CHECK-NEXT:   dataflow.stage @receive {kernel = @exchange, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [], outputs = []}
+// CHECK-NEXT: }
+func.func private @exchange()
+dataflow.pipeline @in_clusters cluster {
+  dataflow.stage @send {kernel = @exchange, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [], outputs = []}
+  dataflow.stage @receive {kernel = @exchange, resource = #dataflow.resource<simt>, ctas = 66 : i64, inputs = [], outputs = []}
+}

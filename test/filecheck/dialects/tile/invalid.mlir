@@ -361,3 +361,19 @@ func.func @load_l2_shared(%m: memref<8xi128, 3>, %i: index) {
   func.return
 }
 // CHECK: 'tile.load_l2' reads global memory, got memref<8xi128, 3 : i64>
+
+// -----
+
+func.func @cluster_map_of_global(%m: memref<64xi128>, %c: index) {
+  %0 = tile.cluster_map %m cta %c : memref<64xi128> -> memref<64xi128, 0 : i64>
+  func.return
+}
+// CHECK: 'tile.cluster_map' maps a shared-memory buffer, got memref<64xi128>
+
+// -----
+
+func.func @cluster_map_to_shared(%m: memref<64xi128, 3 : i64>, %c: index) {
+  %0 = tile.cluster_map %m cta %c : memref<64xi128, 3 : i64> -> memref<64xi128, 3 : i64>
+  func.return
+}
+// CHECK: 'tile.cluster_map' yields the buffer's shape and element type in memory space 0 (generic), got memref<64xi128, 3 : i64> for memref<64xi128, 3 : i64>
