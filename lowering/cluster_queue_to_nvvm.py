@@ -139,8 +139,8 @@ class ClusterEnd:
 
 
 def declare_array(end: ClusterEnd) -> None:
-    """The queue's shared array in the kernel's gpu.module (once for all its kernels): in the
-    module's dynamic shared memory, a ring of 64 KiB entries being past the static 48 KiB."""
+    """The queue's shared array in the kernel's gpu.module (once for all its kernels), in the
+    module's dynamic shared memory: a ring of 64 KiB entries is past the static 48 KiB."""
     gmod = end.func.parent_op()
     assert isinstance(gmod, gpu.ModuleOp)
     for op in gmod.body.ops:

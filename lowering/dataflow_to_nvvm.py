@@ -29,6 +29,12 @@ barrier is the named barrier `bar.sync QUEUE_GROUP_BARRIER_BASE + tid.x / N, N`;
 hands the ticket out through a shared word per group (`memref<B/N x i64, 3>`, indexed by
 `tid.x / N`).
 
+A cluster queue (`dataflow.queue @q cluster`) has no ring parameter: its ring and transaction
+barriers are shared memory of its kernels' CTAs, its tickets counted per thread from every
+launch (lowering/cluster_queue_to_nvvm.py); every stage kernel of a clustered pipeline meets its
+cluster at entry and before it returns, and records the cluster queues it lowered
+(`dataflow.cluster_queues`).
+
 Tickets and counts are never reset, so a pipeline re-launched or replayed from a CUDA graph
 needs no memset, as long as each launch takes as many tickets from every stage as it gives.
 Every spin times out (`default_timeout_ns`) and traps; with `debug` (the default) it first
