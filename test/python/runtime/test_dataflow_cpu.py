@@ -180,3 +180,17 @@ def test_cluster_transports_twin_stores_into_its_peers_ring_without_waits():
     assert "mapa.shared::cluster.u64" in ptx and "st.shared::cluster.v2.b64" in ptx
     assert "ld.shared.v2.b64" in ptx
     assert ptx.count("barrier.cluster.arrive") == ptx.count("barrier.cluster.wait") == 4
+
+
+def test_a_chain_of_cluster_queues_runs_in_clusters_of_three():
+    """Inputs/cluster_relay.mlir: @fill -> @add -> @sum, both queues in distributed shared
+    memory; clusters of three CTAs (rank r runs stage r), each of @add's CTAs holding @a's
+    ring and filling @sum's @b."""
+    program = tilesync.compile(Path(__file__).parent / "Inputs" / "cluster_relay.mlir")
+    plan = read_pipeline(program)
+    assert plan.clustered and [s.name for s in plan.stages] == ["fill", "add", "sum"]
+    assert ".reqnctapercluster 3, 1, 1" in program.ptx
+    assert program.ptx.count("mapa.shared::cluster.u64") == 2  # @fill's into @a, @add's into @b
+    # @a: 2 barriers a side then 2 entries of 1 KiB; @b: 3 a side then 3; each 128-aligned
+    assert program.kernels["chain_persistent"].dynamic_shared_bytes == \
+        (128 + 2 * 1024) + (128 + 3 * 1024) + 128 - 16

@@ -108,6 +108,39 @@ def test_cluster_transport_delivers_every_ticket_once_filled(gpu_device, payload
     program.close()
 
 
+def test_a_chain_of_cluster_queues_delivers_every_entry_once(gpu_device):
+    """Inputs/cluster_relay.mlir on 44 clusters of three: every word the sink sums went
+    through both rings, filled (source: 1000 t + thread; relay: + 1), each ticket once, run
+    after run and replayed from a graph."""
+    from pathlib import Path
+
+    import tilesync
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.dataflow import DataflowProgram
+
+    program = DataflowProgram(tilesync.compile(Path(__file__).parent / "Inputs" /
+                                               "cluster_relay.mlir"))
+    iters, clusters = 37, 44
+    sums = DeviceBuffer(clusters * 256, np.int32)
+    args = {"fill": [iters], "add": [iters], "sum": [sums, iters]}
+    words = np.arange(256)
+    expected = np.tile(1000 * iters * (iters - 1) // 2 + iters * (words + 1), clusters)
+
+    def checked(launch) -> None:
+        sums.fill_bytes(0xFF)
+        launch()
+        program.synchronize()
+        assert np.array_equal(sums.to_numpy(), expected)
+
+    for _ in range(3):
+        checked(lambda: program.run(args))
+    graph = program.capture(args)
+    for _ in range(5):
+        checked(graph.launch)
+    graph.close()
+    program.close()
+
+
 def test_cluster_transports_twin_runs_every_pair_to_its_end(gpu_device):
     """The cluster transport unsynchronized: no tickets, so no checksum; every pair must
     finish (each CTA meets its cluster before it returns) and every consumer thread must have
