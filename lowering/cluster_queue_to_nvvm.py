@@ -255,9 +255,8 @@ def signal_peer(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> None:
     the producer's (free), releasing at cluster scope."""
     if end.by_warp:
         b.insert(nvvm.BarWarpSyncOp(b.const(FULL_WARP, i32)))
-        lane = b.value(arith.RemUIOp(
-            b.value(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))),
-            b.const(WARP_THREADS, IndexType())))
+        thread, _ = b.block_thread_index()  # warps are runs of 32 in the linear order
+        lane = b.value(arith.RemUIOp(thread, b.const(WARP_THREADS, IndexType())))
         first = b.value(arith.CmpiOp(lane, b.const(0, IndexType()), "eq"))
     else:
         b.block_barrier()
