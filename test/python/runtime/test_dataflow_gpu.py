@@ -141,6 +141,25 @@ def test_a_chain_of_cluster_queues_delivers_every_entry_once(gpu_device):
     program.close()
 
 
+def test_cluster_transport_released_by_warps_delivers_every_ticket_once_filled(gpu_device):
+    """convert-dataflow-to-nvvm{cluster_arrivals=warp}: each warp arrives for its lanes, a
+    phase counting the peer's warps."""
+    import tilesync
+    from tilesync.kernels.queue_bench import QueueBenchConfig, queue_bench_mlir
+    from tilesync.lowering.pipeline import KERNEL_TO_LLVM
+    from tilesync.runtime.buffers import DeviceBuffer
+    from tilesync.runtime.dataflow import DataflowProgram
+
+    cfg = QueueBenchConfig(16 << 10, pairs=40, depth=2, transport="cluster", pin_l2=False)
+    spec = ",".join(f"{name}{{cluster_arrivals=warp}}" if name == "convert-dataflow-to-nvvm"
+                    else name for name in KERNEL_TO_LLVM)
+    program = DataflowProgram(tilesync.compile(queue_bench_mlir(cfg), pipeline=spec))
+    assert "bar.warp.sync" in program.compiled.ptx
+    out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
+    _check_runs_and_replays(cfg, program, out, iters=37, runs=3, replays=5)
+    program.close()
+
+
 def test_cluster_transports_twin_runs_every_pair_to_its_end(gpu_device):
     """The cluster transport unsynchronized: no tickets, so no checksum; every pair must
     finish (each CTA meets its cluster before it returns) and every consumer thread must have
