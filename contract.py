@@ -444,6 +444,7 @@ PARAM_KINDS: dict[str, ParamKind] = {
 # ---------------------------------------------------------------------------------------------
 
 STATIC_SHARED_LIMIT = 48 * 1024  # static shared memory per block; more needs the opt-in
+GENERIC_ADDRESS_SPACE = 0  # NVPTX's generic address space (a memref's memory space 0)
 SHARED_ADDRESS_SPACE = 3  # NVPTX's address space of shared memory (a memref's memory space)
 SHARED_CLUSTER_ADDRESS_SPACE = 7  # NVPTX's of a cluster's distributed shared memory (sm_90)
 

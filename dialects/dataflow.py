@@ -154,6 +154,7 @@ from xdsl.utils.str_enum import StrEnum
 from tilesync.compat.rewrite_driver import ops_of, walk_ops
 from tilesync.contract import (
     CLUSTER_QUEUES_ATTR,
+    GENERIC_ADDRESS_SPACE,
     KNOWN_BLOCK_SIZE_ATTR,
     MAX_CLUSTER_BLOCKS,
     MAX_QUEUE_GROUPS,
@@ -966,7 +967,7 @@ def cluster_queue_refusal(op: Operation, queue: str) -> str | None:
                 "`threads`)")
     if isinstance(op, EntryOp):
         space = op.buffer.type.memory_space  # type: ignore[attr-defined]
-        if not (isinstance(space, IntegerAttr) and space.value.data == 0):
+        if not (isinstance(space, IntegerAttr) and space.value.data == GENERIC_ADDRESS_SPACE):
             return (f"'{op.name}': the entry of cluster queue @{queue} is its consumer's "
                     "shared memory by its generic address: its memref takes memory space 0 "
                     f"(memref<..., 0 : i64>), got {op.buffer.type}")

@@ -127,6 +127,8 @@ from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from tilesync.contract import GENERIC_ADDRESS_SPACE, SHARED_ADDRESS_SPACE
+
 # --------------------------------------------------------------------------------------------
 # Types and attributes
 # --------------------------------------------------------------------------------------------
@@ -137,7 +139,7 @@ INPUT_TYPES = (Float16Type, BFloat16Type)
 
 # 32-bit registers per lane of each fragment of m16n8k16.
 FRAG_REGISTERS = {"a": 4, "b": 2, "acc": 4}
-SHARED_SPACE = 3
+SHARED_SPACE = SHARED_ADDRESS_SPACE
 
 
 @irdl_attr_definition
@@ -619,7 +621,7 @@ class ClusterMapOp(IRDLOperation):
         src_type = src.type
         assert isinstance(src_type, MemRefType)
         generic = MemRefType(src_type.element_type, src_type.get_shape(), NoneAttr(),
-                             IntegerAttr(0, 64))
+                             IntegerAttr(GENERIC_ADDRESS_SPACE, 64))
         super().__init__(operands=[src, cta], result_types=[generic])
 
     def verify_(self) -> None:
@@ -628,7 +630,8 @@ class ClusterMapOp(IRDLOperation):
         if memory_space(src_type) != SHARED_SPACE:
             raise VerifyException(f"'tile.cluster_map' maps a shared-memory buffer, got "
                                   f"{src_type}")
-        if memory_space(res_type) != 0 or res_type.element_type != src_type.element_type or \
+        if memory_space(res_type) != GENERIC_ADDRESS_SPACE or \
+                res_type.element_type != src_type.element_type or \
                 tuple(res_type.get_shape()) != tuple(src_type.get_shape()):
             raise VerifyException(f"'tile.cluster_map' yields the buffer's shape and element "
                                   f"type in memory space 0 (generic), got {res_type} for "

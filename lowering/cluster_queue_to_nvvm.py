@@ -80,7 +80,6 @@ WARP_THREADS = SM_90.warp_size
 FULL_WARP = -1  # bar.warp.sync's mask: all 32 lanes
 ENTRY_ALIGNMENT = 16  # a thread's 16-byte access
 RING_ALIGNMENT = 128
-_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 
 
 @dataclass(frozen=True)
@@ -240,13 +239,12 @@ def wait_for_entry(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue, timeout_ns
 
 def _describe(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue,
               parity: SSAValue) -> dict[str, SSAValue]:
-    ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
-           for d in _DIMS]
+    block = b.block_fields()
     site = SPIN_SITE_CLUSTER_QUEUE_FREE if end.producer else SPIN_SITE_CLUSTER_QUEUE_FULL
     return {"kernel_tag": b.const(kernel_tag(end.func.sym_name.data), i32),
             "param": b.const(kernel_tag(end.symbol), i32),
             "index": b.value(arith.TruncIOp(ticket, i32)), "expected": parity,
-            "block_x": ids[0], "block_y": ids[1], "block_z": ids[2], "site": b.const(site, i32)}
+            **block, "site": b.const(site, i32)}
 
 
 def signal_peer(b: SyncBuilder, end: ClusterEnd, ticket: SSAValue) -> None:

@@ -109,7 +109,6 @@ DEFAULT_QUEUE_TIMEOUT_NS = 200_000_000  # every CTA of a pipeline is resident: 0
 DEFAULT_QUEUE_BACKOFF_NS = 32
 RING_TYPE = MemRefType(i8, [DYNAMIC_INDEX])  # a queue's parameter: its ring, in bytes
 TICKET_SLOT_PREFIX = "__tilesync_queue_ticket"
-_DIMS = (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)
 PASS = "convert-dataflow-to-nvvm"
 CLUSTER_ARRIVALS = ("warp", "block")
 
@@ -459,13 +458,11 @@ def _describe(b: SyncBuilder, queue: BoundQueue, ticket: SSAValue,
     """The debug record's fields of a queue spin: kernel, the queue's parameter, the ticket,
     the block and what it waited for."""
     func = queue.func
-    ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
-           for d in _DIMS]
+    block = b.block_fields()
     return {"kernel_tag": b.const(kernel_tag(func.sym_name.data), i32),
             "param": b.const(queue.param, i32),
             "index": b.value(arith.TruncIOp(ticket, i32)),
-            "block_x": ids[0], "block_y": ids[1], "block_z": ids[2],
-            "site": b.const(site, i32)}
+            **block, "site": b.const(site, i32)}
 
 
 @dataclass
@@ -639,13 +636,11 @@ class ConvertDataflowToNVVMPass(ModulePass):
                              f"sleeps at most 1 ms), got {self.backoff_ns}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        in_clusters = {stage.kernel.nested_references.data[-1].data
-                       if stage.kernel.nested_references.data else
-                       stage.kernel.root_reference.data
+        in_clusters = {SymbolTable.lookup_symbol(op, stage.kernel)
                        for pipeline in pipelines_of(op) if pipeline.clustered
                        for stage in pipeline.stages}
         for func in module_functions(op):  # a clustered stage without a cluster queue
-            if func.sym_name.data in in_clusters and not _queue_args(func) and \
+            if func in in_clusters and not _queue_args(func) and \
                     CLUSTER_QUEUES_ATTR not in func.attributes:
                 add_prologue_and_epilogue(func, [])
                 func.attributes[CLUSTER_QUEUES_ATTR] = ArrayAttr([])

@@ -142,6 +142,12 @@ class SyncBuilder:
             any_nonzero = self.value(arith.OrIOp(any_nonzero, other))
         return self.value(arith.CmpiOp(any_nonzero, self.const(0, IndexType()), "eq"))
 
+    def block_fields(self) -> dict[str, SSAValue]:
+        """The block's index as a debug record's `block_x`, `block_y`, `block_z` (i32)."""
+        ids = [self.value(arith.IndexCastOp(self.value(gpu.BlockIdOp(gpu.DimensionAttr(d))),
+                                            i32)) for d in _DIMS]
+        return dict(zip(("block_x", "block_y", "block_z"), ids, strict=True))
+
     def block_thread_index(self) -> tuple[SSAValue, SSAValue]:
         """(the thread's linear index in its block, the block's number of threads)."""
         ids = [self.value(gpu.ThreadIdOp(gpu.DimensionAttr(d))) for d in _DIMS]

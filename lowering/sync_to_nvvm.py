@@ -245,11 +245,10 @@ def _debug_description(b: SyncBuilder, op: sync.WaitOp | sync.ProbeOp, func: gpu
     sems = op.sems
     position = sems.index if isinstance(sems, BlockArgument) and sems.owner is \
         func.body.blocks.first else -1
-    ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
-           for d in _DIMS]
+    block = b.block_fields()
     return {"kernel_tag": b.const(kernel_tag(func.sym_name.data), i32),
             "param": b.const(position, i32), "index": b.value(arith.IndexCastOp(index, i32)),
-            "block_x": ids[0], "block_y": ids[1], "block_z": ids[2]}
+            **block}
 
 
 @dataclass

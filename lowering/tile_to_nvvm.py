@@ -1323,12 +1323,10 @@ def _mbarrier_description(kernel: gpu.FuncOp, bars: SSAValue, index: SSAValue,
         if isinstance(owner, memref.GetGlobalOp) else -1
 
     def describe(b: SyncBuilder) -> dict[str, SSAValue]:
-        ids = [b.value(arith.IndexCastOp(b.value(gpu.BlockIdOp(gpu.DimensionAttr(d))), i32))
-               for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)]
+        block = b.block_fields()  # first, as the record's other fields follow it
         return {"kernel_tag": b.const(kernel_tag(kernel.sym_name.data)),
                 "param": b.const(array), "index": index, "expected": parity,
-                "block_x": ids[0], "block_y": ids[1], "block_z": ids[2],
-                "site": b.const(SPIN_SITE_MBARRIER)}
+                **block, "site": b.const(SPIN_SITE_MBARRIER)}
 
     return describe
 

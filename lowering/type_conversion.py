@@ -27,7 +27,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilesync.compat.op_templates import create
-from tilesync.contract import SHARED_ADDRESS_SPACE, TENSOR_MAP
+from tilesync.contract import GENERIC_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, TENSOR_MAP
 from tilesync.dialects.tile import TensorMapType
 
 GLOBAL_ADDRESS_SPACE = 1
@@ -39,7 +39,8 @@ _NAMED_SPACES = {"global": GLOBAL_ADDRESS_SPACE, "workgroup": SHARED_ADDRESS_SPA
 INDEX_BITS = 64
 _INDEX_AS_LLVM = IntegerType(INDEX_BITS)  # built once: the passes convert thousands
 # NVPTX address spaces a memref may name: generic, global, shared, constant, local.
-NVPTX_ADDRESS_SPACES = (0, GLOBAL_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, 4, LOCAL_ADDRESS_SPACE)
+NVPTX_ADDRESS_SPACES = (GENERIC_ADDRESS_SPACE, GLOBAL_ADDRESS_SPACE, SHARED_ADDRESS_SPACE, 4,
+                        LOCAL_ADDRESS_SPACE)
 
 
 class UnsupportedTypeError(ValueError):
@@ -67,8 +68,9 @@ def memref_address_space(memref: MemRefType) -> int:
 
 # The pointer type of each address space, built once (memref operands are converted by the
 # thousand).
-_POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) if space else llvm.LLVMPointerType()
-             for space in NVPTX_ADDRESS_SPACES}  # generic: `!llvm.ptr`, as nvvm.mapa yields
+_POINTERS = {space: llvm.LLVMPointerType(IntAttr(space)) if space != GENERIC_ADDRESS_SPACE
+             else llvm.LLVMPointerType()  # generic: `!llvm.ptr`, as a cast to generic yields
+             for space in NVPTX_ADDRESS_SPACES}
 
 
 def convert_type(t: Attribute) -> Attribute:
