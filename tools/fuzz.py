@@ -3,13 +3,17 @@
 It mutates the repository's own programs (examples/*.mlir and test/filecheck/**/*.mlir, each
 `// -----` chunk a seed): lines deleted, duplicated or swapped; integers set to 0, -1 or huge;
 types, symbols, SSA values, affine maps, forall ranges, grids and tiles changed; a stray quote;
-truncation. Each input runs in this process's image (a forked worker) under four pipelines:
+truncation. Each input runs in this process's image (a forked worker) under up to five
+pipelines:
 
     parse   parse and verify
     sync    the cuSync passes (generate policies, insert waits and posts, sync-verify)
     lower   the lowering to the llvm dialect and LLVM's PTX
     full    what `tilesync.compile` runs by default (the cuSync passes where the program
             needs them, then the lowering and PTX; skipped where it equals `lower`)
+    dataflow  Kitsune's passes where the program is their input (FORM_PIPELINE_PASSES on a
+            stage program whose stages say their operator kind, PIPELINE_PASSES on one that
+            holds a dataflow.pipeline)
 
 and each run ends in one of
 
@@ -56,7 +60,16 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SEED_GLOBS = ("examples/*.mlir", "test/filecheck/**/*.mlir")
-PIPELINES = ("parse", "sync", "lower", "full")
+PIPELINES = ("parse", "sync", "lower", "full", "dataflow")
+FORM_PIPELINE_PASSES = ("dataflow-form-pipeline", "dataflow-split-reductions",
+                        "dataflow-insert-queues", "dataflow-allot-ctas{sms=132}",
+                        "dataflow-verify{sms=132}")
+"""Kitsune's passes on a stage program whose stages say their operator kind (`dataflow.kind`):
+form the pipeline, split its reductions, make its edges queues, size its stages, prove it."""
+PIPELINE_PASSES = ("dataflow-verify{sms=132}", "convert-dataflow-to-nvvm",
+                   "dataflow-persistent-kernel")
+"""On a program that holds a `dataflow.pipeline` already: prove it, lower its queues and fuse
+its stages into one persistent kernel."""
 OUTCOMES = ("success", "diagnostic", "traceback", "crash", "hang")
 FAILURES = ("traceback", "crash", "hang")
 
@@ -381,7 +394,7 @@ def classify(err: BaseException) -> tuple[str, str, str]:
 
 
 def run_pipelines(text: str, name: str) -> Iterator[Outcome]:
-    """Parse `text`, then run the three compiling pipelines on copies of the module; one
+    """Parse `text`, then run the compiling pipelines on copies of the module; one
     Outcome per pipeline run, as each ends (a parse that fails ends the input)."""
     from tilesync import api
 
@@ -405,6 +418,23 @@ def run_pipelines(text: str, name: str) -> Iterator[Outcome]:
         api.KERNEL_TO_LLVM)))
     if api.sync_passes_for(module):
         yield attempt("full", lambda: api.compile(module.clone()))
+    dataflow_passes = _dataflow_passes(module)
+    if dataflow_passes:
+        yield attempt("dataflow", lambda: api.lower(module.clone(), list(dataflow_passes)))
+
+
+def _dataflow_passes(module) -> tuple[str, ...]:
+    """The dataflow passes `module` is input to: FORM_PIPELINE_PASSES for a stage program with
+    operator kinds, PIPELINE_PASSES for one holding a pipeline, else none."""
+    from tilesync.contract import DATAFLOW_KIND_ATTR
+    from tilesync.dialects import dataflow, sync
+
+    ops = list(module.walk())
+    if any(isinstance(op, dataflow.PipelineOp) for op in ops):
+        return PIPELINE_PASSES
+    if any(isinstance(op, sync.StageOp) and DATAFLOW_KIND_ATTR in op.attributes for op in ops):
+        return FORM_PIPELINE_PASSES
+    return ()
 
 
 # What a worker runs on each input: its text and name -> an Outcome per pipeline run.

@@ -1421,7 +1421,11 @@ def _block_threads(kernel: gpu.FuncOp) -> int | None:
     block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
     if block is None:
         return None
-    return math.prod(block.get_values())
+    sizes = tuple(block.get_values())
+    if min(sizes, default=0) < 1:
+        raise _refuse(kernel, f"kernel @{kernel.sym_name.data}: {KNOWN_BLOCK_SIZE_ATTR} "
+                      f"{list(sizes)} has a dimension below 1: a block has threads")
+    return math.prod(sizes)
 
 
 @dataclass(frozen=True)

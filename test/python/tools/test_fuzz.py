@@ -1,4 +1,4 @@
-"""tools/fuzz.py: 2,000 mutated programs of a fixed seed through the four pipelines end in
+"""tools/fuzz.py: 2,000 mutated programs of a fixed seed through the five pipelines end in
 success or a located diagnostic, never in a traceback, a dead process or a hang; and the
 fuzzer itself tells those apart (a crash and a hang of a worker are caught, the campaign goes
 on)."""
