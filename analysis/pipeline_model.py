@@ -25,7 +25,10 @@ utilization in bulk-sync), w_i its tiles per pipeline item, and `slots` the CTAs
 SM runs at once (Kitsune pairs one SIMT and one tensor CTA per SM: slots = 1). With
 `shared_slots` the two classes share one budget, Σ a_i <= SMs × slots: the stages run as one
 persistent kernel's blocks, so a SIMT CTA pairs with a tensor CTA only where the kernel fits
-two blocks an SM (slots = 2). Among the optima, the fewest CTAs.
+two blocks an SM (slots = 2). Among the optima, the fewest CTAs. With `equal` every stage
+gets the same count, a_i = a (a pipeline in clusters: cluster c holds CTA c of every stage),
+so T = min(caps, a × min_i r_i) and the largest a the budgets allow is the optimum: a <=
+SMs × slots / (the stages of a class) for each class, a <= n_i.
 
 The program is solved exactly by its structure (`allot`): T is capped by DRAM and L2 and
 otherwise by min_i r_i a_i (r_i = s_i t_i / (SMs w_i)), and each class's budget binds only its
@@ -88,10 +91,11 @@ def items_per_second(stage: StageRate, ctas: int, sms: int) -> float:
 
 
 def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
-          slots: int = 1, shared_slots: bool = False, solver: str = "exact") -> Allotment:
+          slots: int = 1, shared_slots: bool = False, solver: str = "exact",
+          equal: bool = False) -> Allotment:
     """The throughput-optimal CTA counts, the fewest that reach it (see the module docstring);
-    `solver`: "exact" (by the program's structure) or "milp" (scipy, HiGHS). A ValueError
-    where the program has no solution."""
+    `solver`: "exact" (by the program's structure) or "milp" (scipy, HiGHS); `equal`: one
+    count for every stage. A ValueError where the program has no solution."""
     if not stages:
         raise ValueError("a pipeline needs at least one stage")
     for stage in stages:
@@ -108,9 +112,10 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
     if solver not in SOLVERS:
         raise ValueError(f"unknown allotment solver {solver!r} ({', '.join(SOLVERS)})")
     if solver == "exact":
-        counts = _exact_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes)
+        counts = (_equal_ctas if equal else _exact_ctas)(stages, sms, dram_peak, l2_peak,
+                                                         sms * slots, classes)
     else:
-        counts = _milp_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes)
+        counts = _milp_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes, equal)
     ctas = {s.name: a for s, a in zip(stages, counts, strict=True)}
     throughput = _throughput(stages, counts, sms, dram_peak, l2_peak)
     slack = {s.name: s.tiles_per_item * (items_per_second(s, ctas[s.name], sms) - throughput)
@@ -175,8 +180,24 @@ def _exact_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak
     return [max(1, min(a, math.ceil(floor / r))) for a, r in zip(counts, rates, strict=True)]
 
 
+def _equal_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
+                budget: int, classes: list[list[int]]) -> list[int]:
+    """One count for every stage: T grows with it, so the largest the budgets and the
+    stages' tiles allow reaches the optimum; the fewest that reach it where DRAM or L2 caps T
+    first."""
+    most = min([budget // len(members) for members in classes if members]
+               + [s.max_ctas for s in stages if s.max_ctas is not None])
+    if most < 1:
+        raise ValueError(f"the CTA allotment has no solution: {len(stages)} stages of one CTA "
+                         f"count each, {budget} CTA slots for a class of them")
+    slowest = min(_rate_per_cta(s, sms) for s in stages)
+    best = min(_caps(stages, dram_peak, l2_peak), slowest * most)
+    fewest = math.ceil(best * (1 - _OPTIMUM_TOLERANCE) / slowest)
+    return [max(1, min(most, fewest))] * len(stages)
+
+
 def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
-               budget: int, classes: list[list[int]]) -> list[int]:
+               budget: int, classes: list[list[int]], equal: bool = False) -> list[int]:
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -203,7 +224,14 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
         row[[1 + i for i in members]] = 1.0
         rows.append(row)
         upper.append(float(budget))
-    constraints = LinearConstraint(np.array(rows), -np.inf, np.array(upper))
+    lower = [-np.inf] * len(rows)
+    for i in range(1, n if equal else 0):  # a_i - a_0 = 0
+        row = np.zeros(n + 1)
+        row[1 + i], row[1] = 1.0, -1.0
+        rows.append(row)
+        lower.append(0.0)
+        upper.append(0.0)
+    constraints = LinearConstraint(np.array(rows), np.array(lower), np.array(upper))
     integrality = np.array([0] + [1] * n)
     most = [float(budget if s.max_ctas is None else min(budget, s.max_ctas)) for s in stages]
     bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf, *most]))

@@ -8,7 +8,9 @@ bytes per tile once its queue operands stay on chip (`dram_bytes`, `l2_bytes`, d
 `tiles` per launch relative to the pipeline's last stage weighs its rate. The solution sets
 every stage's `ctas` and records on the pipeline the predicted throughput (items per second)
 and the constraint that binds it (`dataflow.allotment`). A stage without a measured rate is
-refused: the allotment would be a guess.
+refused: the allotment would be a guess. A pipeline in clusters (`dataflow.pipeline @p
+cluster`, or a cluster queue) runs one CTA of each stage in a cluster, so its stages get one
+count (`allot`'s `equal`).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class AllotCTAsPass(ModulePass):
             try:
                 result = allot(stage_rates(pipeline), self.sms, self.dram_bytes_per_s,
                                self.l2_bytes_per_s, self.slots, self.shared_slots,
-                               self.solver)
+                               self.solver, equal=pipeline.clustered)
             except ValueError as err:
                 raise diagnostic(PASS, pipeline, str(err)) from err
             for stage in pipeline.stages:

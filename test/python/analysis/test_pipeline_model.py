@@ -179,3 +179,38 @@ def test_milp_that_keeps_its_first_solve_takes_more_ctas_than_the_exact_solver()
     assert exact.throughput == pytest.approx(milp.throughput)
     assert exact.ctas == {"s0": 1, "s1": 1, "s2": 1, "s3": 1, "s4": 1, "s5": 7, "s6": 5}
     assert sum(milp.ctas.values()) >= sum(exact.ctas.values())
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_pipeline_in_clusters_gets_one_count_for_every_stage(solver):
+    """`equal` (a cluster holds CTA c of every stage): the balanced allotment of three stages,
+    66 + 17 + 66, becomes 44 each, the most a class budget of 132 SMs allows (3 x 44), and
+    the slowest stage binds; 2 SIMT + 1 tensor stage in two budgets: 66 each."""
+    stages = [StageRate("gemm1", True, 1e6), StageRate("act", False, 4e6),
+              StageRate("gemm2", True, 1e6)]
+    shared = allot(stages, sms=132, dram_peak=3e12, l2_peak=7e12, shared_slots=True,
+                   solver=solver, equal=True)
+    assert shared.ctas == {"gemm1": 44, "act": 44, "gemm2": 44}
+    assert shared.throughput == pytest.approx(items_per_second(stages[0], 44, 132))
+    assert shared.bound in ("gemm1", "gemm2")
+    split = allot(stages, sms=132, dram_peak=3e12, l2_peak=7e12, solver=solver, equal=True)
+    assert split.ctas == {"gemm1": 66, "act": 66, "gemm2": 66}
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_equal_counts_stop_at_the_fewest_tiles_and_at_what_dram_carries(solver):
+    stages = [StageRate("a", True, 1e6, max_ctas=16), StageRate("b", True, 4e6)]
+    assert allot(stages, sms=132, dram_peak=1e15, l2_peak=1e15, shared_slots=True,
+                 solver=solver, equal=True).ctas == {"a": 16, "b": 16}
+    # 1 MB an item at 1e11 B/s: 1e5 items/s, which 10 CTAs of "a" (1e4 each) reach
+    capped = allot([replace(stages[0], max_ctas=None, dram_bytes=1e6), stages[1]], sms=100,
+                   dram_peak=1e11, l2_peak=1e15, shared_slots=True, solver=solver, equal=True)
+    assert capped.bound == "DRAM" and capped.ctas == {"a": 10, "b": 10}
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_equal_counts_of_more_stages_than_slots_have_no_allotment(solver):
+    stages = [StageRate(f"s{i}", True, 1e6) for i in range(5)]
+    with pytest.raises(ValueError, match="no solution"):
+        allot(stages, sms=4, dram_peak=1e15, l2_peak=1e15, shared_slots=True, solver=solver,
+              equal=True)
