@@ -70,9 +70,9 @@ from tilesync.lowering.pipeline import KERNEL_TO_LLVM, SPIN_LOWERINGS, build_pip
 from tilesync.lowering.type_conversion import kernel_param_kind
 
 __all__ = ["CompileError", "CompiledProgram", "KernelSignature", "annotate_resources",
-           "compile", "compile_error", "decode_source", "default_pipeline", "gc_paused",
-           "gpu_modules", "kernel_signatures", "lower", "make_context", "parse",
-           "sync_passes_for", "to_stage_program"]
+           "compile", "compile_error", "decode_source", "default_pipeline",
+           "default_pipeline_for", "gc_paused", "gpu_modules", "kernel_signatures", "lower",
+           "make_context", "parse", "sync_passes_for", "to_stage_program"]
 
 
 def make_context() -> Context:
@@ -197,6 +197,7 @@ def _outside_functions(module: ModuleOp) -> list[Operation]:
 
 def kernel_signatures(module: ModuleOp) -> dict[str, KernelSignature]:
     """Signatures of the lowered kernels (after the passes that append sync arguments)."""
+    expect_module(module, "kernel_signatures")
     sigs: dict[str, KernelSignature] = {}
     for op in _outside_functions(module):
         if isinstance(op, llvm.FuncOp) and op.CConv.cconv_name == "ptx_kernel":
@@ -265,6 +266,7 @@ def _lower(module: ModuleOp, pipeline, ctx: Context | None, keep_ir: bool, verif
     final verification to the caller (`compile` runs it while LLVM generates the PTX).
     `reuse`: a list's passes come from `_reused_pass`. `before_each(pass, module)` runs
     before every pass (its time counts as the pass's)."""
+    expect_module(module, "lower")
     ctx = ctx or make_context()
     ir_after: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -369,15 +371,12 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
             verify_module(module)
         first_ir: dict[str, str] = {}
         first_seconds: dict[str, float] = {}
-        if pipeline is None and is_graph_level(module):  # its kernels first, then as any
-            graph_pass, then = graph_passes_for(module)
-            first_ir, first_seconds, _ = _lower(module, [graph_pass], ctx, keep_ir,
-                                                verify_each, verify_last=True)
-            pipeline = default_pipeline(debug, timeout_ns, before=then)
-        elif pipeline is None:
-            refuse_dependency_cycle(module)
-            pipeline = default_pipeline(debug, timeout_ns, before=(
-                *dataflow_passes_for(module), *sync_passes_for(module)))
+        if pipeline is None:
+            pipeline = default_pipeline_for(module, debug, timeout_ns)
+            if is_graph_level(module):  # its kernels first, verified, then as any program
+                first_ir, first_seconds, _ = _lower(module, pipeline[:1], ctx, keep_ir,
+                                                    verify_each, verify_last=True)
+                pipeline = pipeline[1:]
         elif debug or timeout_ns is not None:
             raise CompileError("debug/timeout_ns apply to the default pipeline; with an "
                                "explicit pipeline set convert-sync-to-nvvm{debug=true ...} "
@@ -401,6 +400,30 @@ def compile(module_or_text: ModuleOp | str | os.PathLike, pipeline=None, target:
                            seconds, target)
 
 
+def default_pipeline_for(module: ModuleOp, debug: bool = False,
+                         timeout_ns: int | None = None) -> list[str]:
+    """The passes `compile` runs on `module` when given no pipeline: for a graph-level program
+    the pass that makes its kernels (graph_passes_for) and those after it, else the
+    dataflow and cuSync passes the program needs (dataflow_passes_for, sync_passes_for), each
+    then KERNEL_TO_LLVM (default_pipeline, with `debug` and `timeout_ns`). A dependency cycle
+    is refused here, whatever the hooks."""
+    expect_module(module, "default_pipeline_for")
+    if is_graph_level(module):
+        graph_pass, then = graph_passes_for(module)
+        return [graph_pass, *default_pipeline(debug, timeout_ns, before=then)]
+    refuse_dependency_cycle(module)
+    return default_pipeline(debug, timeout_ns, before=(*dataflow_passes_for(module),
+                                                       *sync_passes_for(module)))
+
+
+def expect_module(module: object, function: str) -> None:
+    """A CompileError unless `module` is a ModuleOp (what `parse` returns): an API function
+    given program text or None says so, not an AttributeError from inside a pass."""
+    if not isinstance(module, ModuleOp):
+        raise CompileError(f"{function} takes a ModuleOp (tilesync.api.parse gives one), got "
+                           f"{type(module).__name__}")
+
+
 def _is_a_path(text: object) -> bool:
     """A str that is a .mlir file's path, not a program: one line ending in ".mlir"."""
     return isinstance(text, str) and "\n" not in text and text.strip().endswith(".mlir")
@@ -410,6 +433,7 @@ def gpu_modules(module: ModuleOp, source: str = "<input>") -> list[gpu.ModuleOp]
     """The gpu.modules of `module` (outside functions), whose kernels tilesync compiles; a
     CompileError when there is none: nothing to compile (an empty file, host code only) or,
     for a graph-level program, not yet (graph-to-stages makes its kernels)."""
+    expect_module(module, "gpu_modules")
     error = no_kernel_error(module, source)
     if error is not None:
         raise error
@@ -513,6 +537,7 @@ def to_stage_program(module: ModuleOp) -> None:
     """Make a graph-level `module` its program in place, with the pass compile's default
     pipeline runs first (graph_passes_for); any other module is left as it is. For tools that
     read the program before lowering (explain)."""
+    expect_module(module, "to_stage_program")
     if is_graph_level(module):
         graph_pass, _then = graph_passes_for(module)
         lower(module, [graph_pass])
@@ -542,6 +567,7 @@ def sync_passes_for(module: ModuleOp) -> tuple[str, ...]:
     verified (a program whose synchronization was filled elsewhere is proved, or refused,
     before it is compiled; one without hooks has no tile synchronization to prove); else
     none."""
+    expect_module(module, "sync_passes_for")
     has_dependency = False
     has_hooks = False
     has_wait_kernel = False
@@ -715,6 +741,7 @@ def annotate_resources(module: ModuleOp, target: str = "sm_90",
     from tilesync.dialects import dataflow, sync
     from tilesync.lowering.ptx import validate_ptx
 
+    expect_module(module, "annotate_resources")
     program = compile(module.clone(), pipeline=pipeline, target=target)
     usage: dict[str, tuple[int, int]] = {}
     for ptx in program.ptx_by_module.values():

@@ -97,13 +97,18 @@ def instantiate(cls: type[ArgSpecConvertible], spec: ArgSpec) -> ArgSpecConverti
             known = f"its options are {', '.join(fields)}" if fields else "it takes none"
             raise CompileError(f"{cls.name}: unknown option '{key}' ({known})")
         if not _accepts(hints[key], values):
-            shown = ",".join(str(v) for v in values) or "nothing"
+            shown = ",".join(_as_written(v) for v in values) or "nothing"
             raise CompileError(f"{cls.name}: option '{key}' takes {describe_type(hints[key])}, "
                                f"got '{shown}'")
     try:
         return cls.from_spec(spec)
     except (ValueError, TypeError) as err:  # __post_init__ refused a value
         raise CompileError(f"{cls.name}: {err}") from err
+
+
+def _as_written(value) -> str:
+    """An option value as the spec spelled it (the lexer made `true` the bool True)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _as_float(value):

@@ -1,5 +1,5 @@
 """`tilesync`: compile, demo and bench. Errors are one line on stderr and exit 1; Ctrl-C is
-"tilesync: interrupted" and exit 130."""
+"tilesync: interrupted" and exit 130; a reader of the output that goes away, exit 141."""
 
 from __future__ import annotations
 
@@ -11,32 +11,39 @@ import time
 from pathlib import Path
 
 from tilesync.contract import DEFAULT_TARGET, TARGETS, CompileError
-from tilesync.tools.errors import positive_int
+from tilesync.tools.errors import (
+    STANDARD_STREAM,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    source_name,
+)
 
 EXAMPLES = ("copy_chain.mlir", "synthetic_chain.mlir")
 
 
 def _compile(args: argparse.Namespace) -> int:
     import tilesync
-    from tilesync.api import check_target, default_pipeline, lower, parse, sync_passes_for
+    from tilesync.api import check_target, default_pipeline_for, lower, parse
 
     text = read_source(args.file)
+    name = source_name(args.file)
     if args.emit == "mlir":  # the IR after the pipeline: nothing is translated to PTX
         check_target(args.target)
-        module = parse(text, name=args.file)
-        pipeline = args.pipeline or default_pipeline(before=sync_passes_for(module))
+        module = parse(text, name=name)
+        pipeline = args.pipeline or default_pipeline_for(module)
         _, seconds = lower(module, pipeline)
         out = str(module) + "\n"
     else:
         validate = args.emit == "ptx" if args.validate is None else args.validate
         program = tilesync.compile(text, pipeline=args.pipeline, target=args.target,
-                                   validate=validate, filename=args.file)
+                                   validate=validate, filename=name)
         seconds = program.pass_seconds
         if args.emit == "ptx":
             out = "".join(program.ptx_by_module.values())
         else:
             out = "".join(program.llvm_ir_by_module.values())
-    if args.output:
+    if args.output and args.output != STANDARD_STREAM:
         write_atomically(args.output, out)
     else:
         sys.stdout.write(out)
@@ -47,13 +54,15 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def read_source(path: str) -> str:
+    """The text of the file `path`, or of standard input for `-` (diagnostics name it
+    `source_name(path)`)."""
     from tilesync.api import decode_source
 
     try:
-        data = Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == STANDARD_STREAM else Path(path).read_bytes()
     except OSError as err:
         raise CompileError(f"cannot read {path}: {err.strerror or err}") from None
-    return decode_source(data, path)
+    return decode_source(data, source_name(path))
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -296,15 +305,18 @@ def _explain(args: argparse.Namespace) -> int:
     from tilesync.api import (
         annotate_resources,
         default_pipeline,
+        no_kernel_error,
         parse,
         sync_passes_for,
         to_stage_program,
     )
     from tilesync.tools.explain import explain
 
-    module = parse(read_source(args.file), name=args.file)
+    module = parse(read_source(args.file), name=source_name(args.file))
     to_stage_program(module)  # a graph-level program: the stage program compile makes first
-    if args.measure:  # occupancy from the kernels `tilesync compile -t ARCH` would emit
+    # occupancy from the kernels `tilesync compile -t ARCH` would emit; a program without a
+    # kernel has none to measure (its compile's refusal named no file: "<input>")
+    if args.measure and no_kernel_error(module) is None:
         annotate_resources(module, args.arch,
                            pipeline=default_pipeline(before=sync_passes_for(module)))
     print(explain(module, sms=args.sms, arch=args.arch))
@@ -316,18 +328,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile MLIR in tilesync's dialects to PTX")
-    c.add_argument("file")
+    c.add_argument("file", help="the MLIR program (- reads standard input)")
     c.add_argument("-p", "--pipeline", default=None, help="pass pipeline (default: full)")
     c.add_argument("-t", "--target", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     c.add_argument("--emit", choices=("ptx", "llvm", "mlir"), default="ptx")
     c.add_argument("--validate", action=argparse.BooleanOptionalAction, default=None,
                    help="assemble the PTX with nvJitLink (the default for --emit ptx)")
     c.add_argument("--time-passes", action="store_true")
-    c.add_argument("-o", "--output")
+    c.add_argument("-o", "--output", help="write here instead of standard output (-)")
     c.set_defaults(run=_compile)
 
     e = sub.add_parser("explain", help="the wave model of a stage program (paper Table I)")
-    e.add_argument("file")
+    e.add_argument("file", help="the MLIR program (- reads standard input)")
     e.add_argument("--sms", type=positive_int, default=132)
     e.add_argument("--arch", default="sm_90")
     e.add_argument("--measure", action="store_true",
@@ -347,11 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--models", nargs="+", default=None,
                    help="torch, compile: example models (default: all of "
                         "examples/torch_models.py)")
-    b.add_argument("--fresh", type=int, default=3,
+    b.add_argument("--fresh", type=positive_int, default=3,
                    help="compile: fresh processes per model, cache state and tool")
     b.add_argument("--no-torch-compile", action="store_true",
                    help="compile: time tilesync's compiles only")
-    b.add_argument("--rows", type=int, nargs="+", default=None,
+    b.add_argument("--rows", type=positive_int, nargs="+", default=None,
                    help="torch: a sweep, each model on (rows, features) inputs of each count "
                         "(saved as torch-rows-<device>)")
     attention_rows = b.add_mutually_exclusive_group()  # one set of attention rows a run
@@ -365,20 +377,21 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--modes", nargs="+", default=None,
                    help="attention: only these modes (default: all, the chain's and the "
                         "fused: ones), saved as attention[-causal]-modes-<device>")
-    b.add_argument("--ms", type=int, nargs="+", default=None,
+    b.add_argument("--ms", type=positive_int, nargs="+", default=None,
                    help="mlp: the batches (default 64 256 512 1024 2048)")
     b.add_argument("--out", default="bench/results")
-    b.add_argument("--warmup", type=int, default=10)
-    b.add_argument("--reps", type=int, default=50)
-    b.add_argument("--copy-tiles", type=int, nargs="+", default=[8192, 65536],
+    b.add_argument("--warmup", type=non_negative_int, default=10)
+    b.add_argument("--reps", type=positive_int, default=50)
+    b.add_argument("--copy-tiles", type=positive_int, nargs="+", default=[8192, 65536],
                    help="floats per tile of the copy chain (one run each)")
-    b.add_argument("--tile-us", type=float, default=50.0, help="tile duration (waves)")
+    b.add_argument("--tile-us", type=positive_float, default=50.0,
+                   help="tile duration (waves)")
     b.set_defaults(run=_bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tilesync.tools.errors import check_environment, interrupted, report
+    from tilesync.tools.errors import check_environment, interrupted, output_closed, report
 
     tool = "tilesync"
     try:
@@ -388,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except KeyboardInterrupt as err:
         return interrupted("tilesync", err)
+    except BrokenPipeError as err:
+        return output_closed(err)
     except SystemExit:
         raise
     except Exception as err:  # one readable line, never a traceback (TILESYNC_TRACEBACK=1 shows it)

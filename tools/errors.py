@@ -3,18 +3,24 @@
 A located error reads like a compiler's, "file:line:col: error: message"; one without a source
 (a bad argument) reads "tool: error: message". TILESYNC_TRACEBACK=1 re-raises instead, for
 debugging tilesync itself. Ctrl-C is one line too, "tool: interrupted", and exit status 130
-(128 + SIGINT, what a shell reports for a job Ctrl-C stopped).
+(128 + SIGINT, what a shell reports for a job Ctrl-C stopped). Output whose reader went away
+(`| head -1`) ends the run silently with exit status 141 (128 + SIGPIPE), as a C tool's would.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from tilesync.contract import CompileError, TilesyncError, env_flag
 
 TRACEBACK_ENV = "TILESYNC_TRACEBACK"
 INTERRUPTED_STATUS = 130
+OUTPUT_CLOSED_STATUS = 128 + signal.SIGPIPE
+STANDARD_STREAM = "-"  # as the input path, standard input; as `-o`, standard output
+STDIN_NAME = "stdin"  # what diagnostics call standard input, as xDSL's driver does
 
 
 def error_line(tool: str, err: BaseException) -> str:
@@ -60,6 +66,27 @@ def interrupted(tool: str, err: KeyboardInterrupt) -> int:
     return INTERRUPTED_STATUS
 
 
+def output_closed(err: BrokenPipeError) -> int:
+    """The reader of standard output went away (`| head -1`): nothing to report, exit status
+    141. Python would print the error again when it flushes stdout at exit, so stdout goes to
+    /dev/null first."""
+    if _traceback_wanted():
+        raise err
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a descriptor (a test's StringIO)
+        pass
+    finally:
+        os.close(devnull)
+    return OUTPUT_CLOSED_STATUS
+
+
+def source_name(path: str) -> str:
+    """How diagnostics name the input `path` (`-` is standard input)."""
+    return STDIN_NAME if path == STANDARD_STREAM else path
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a positive integer, else argparse's one-line usage error."""
     try:
@@ -68,4 +95,26 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0, else argparse's one-line usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0, else argparse's one-line usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value

@@ -63,16 +63,22 @@ from tilesync.contract import (
     TARGETS,
     TILES_ATTR,
     CompileError,
-    limits_for_arch,
 )
 from tilesync.dialects import dataflow
-from tilesync.dialects.locations import OpDiagnostic
+from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
-from tilesync.tools.errors import check_environment, interrupted, report
+from tilesync.tools.errors import (
+    check_environment,
+    interrupted,
+    output_closed,
+    report,
+    source_name,
+)
 from tilesync.transforms.dataflow.allot_ctas import stage_rates
 from tilesync.transforms.dataflow.verify import VERIFIED_ATTR, VerifyPipelinePass
 from tilesync.transforms.sync.annotate_occupancy import (
     int_attribute,
+    stage_label,
     stage_occupancy,
 )
 from tilesync.transforms.sync.optimize import tile_order_group
@@ -105,6 +111,9 @@ def _policy_text(stage: StageOp) -> str | None:
 def _stage_waves(stage: StageOp, sms: int, arch: str) -> tuple[StageWaves | None, str]:
     """The stage's waves and a note on where its blocks per SM come from."""
     bpsm = int_attribute(stage, BLOCKS_PER_SM_ATTR, "explain")
+    if bpsm is not None and bpsm < 1:
+        raise diagnostic("explain", stage, f"{stage_label(stage)} has {BLOCKS_PER_SM_ATTR} = "
+                         f"{bpsm}: it cannot run (a stage runs at least 1 block per SM)")
     if bpsm is not None:
         limiter = stage.attributes.get(LIMITER_ATTR)
         note = f" ({limiter.data})" if limiter is not None and hasattr(limiter, "data") else ""
@@ -146,9 +155,21 @@ def _components(names: list[str], deps: list[DependencyOp]) -> list[list[str]]:
 
 def explain(module: ModuleOp, sms: int = 132, arch: str = "sm_90") -> str:
     """The wave-model report of `module` (see the module doc) as text; a VerifyError for a
-    dependency cycle, at the dependency that closes it."""
+    dependency cycle, at the dependency that closes it, a CompileError for any other
+    attribute or argument it cannot read."""
+    from tilesync.api import check_target, expect_module
+
+    expect_module(module, "explain")
     if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
         raise CompileError(f"sms must be a positive integer, got {sms!r}")
+    check_target(arch)
+    try:
+        return _report(module, sms, arch)
+    except OpDiagnostic as err:  # about one of the program's ops: the user's error, located
+        raise err.kind(err.message, err.location) from None
+
+
+def _report(module: ModuleOp, sms: int, arch: str) -> str:
     graph = StageGraph.of(module)
     _refuse_cycles(graph)
     stages, deps = graph.stages, graph.dependencies
@@ -420,7 +441,7 @@ def load(path: str) -> ModuleOp:
     from tilesync.api import parse, to_stage_program
     from tilesync.tools.cli import read_source
 
-    module = parse(read_source(path), name=path)
+    module = parse(read_source(path), name=source_name(path))
     to_stage_program(module)
     return module
 
@@ -430,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tilesync.tools.explain",
         description="Wave model of a tilesync program: waves, utilization, predicted speedup.",
     )
-    parser.add_argument("file", help="MLIR file with sync.stage ops")
+    parser.add_argument("file", help="MLIR file with sync.stage ops (- reads standard input)")
     parser.add_argument("--sms", type=int, default=132, help="SMs of the device (132)")
     parser.add_argument("--arch", default=DEFAULT_TARGET, help=", ".join(TARGETS))
     args = parser.parse_args(argv)
@@ -438,10 +459,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_environment()
         if args.sms < 1:
             raise CompileError(f"--sms must be positive, got {args.sms}")
-        limits_for_arch(args.arch)
         sys.stdout.write(explain(load(args.file), args.sms, args.arch))
     except KeyboardInterrupt as error:
         return interrupted("explain", error)
+    except BrokenPipeError as error:
+        return output_closed(error)
     except SystemExit:
         raise
     except Exception as error:  # one readable line, never a traceback

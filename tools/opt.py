@@ -7,7 +7,9 @@ Bad input never ends in a traceback: one line "file:line:col: error: message" go
 and the exit code is 1 (a malformed `-p` or `-t` spec is located in "<pipeline>" or
 "<target>"); Ctrl-C is "tilesync-opt: interrupted" and exit code 130. Set TILESYNC_TRACEBACK=1
 to see the Python traceback of a failure. `-o FILE` is written only when the run succeeds (a
-failure leaves FILE as it was). The targets are mlir (the default), llvm and ptx.
+failure leaves FILE as it was); `-` is standard input, `-o -` standard output, and a reader that
+goes away ends the run silently with exit code 141. The targets are mlir (the default), llvm
+and ptx.
 
 The passes assume verified IR: the input is verified before the first pass even under
 `--disable-verify`, which skips only the checks after each pass (and, with no pass, the
@@ -47,7 +49,15 @@ from tilesync.lowering.pipeline import (
     parse_pipeline_spec,
     spec_syntax_error,
 )
-from tilesync.tools.errors import check_environment, interrupted, positive_int, report
+from tilesync.tools.errors import (
+    STANDARD_STREAM,
+    check_environment,
+    interrupted,
+    output_closed,
+    positive_int,
+    report,
+    source_name,
+)
 from tilesync.transforms import get_all_passes
 
 # What `-t` offers: xDSL's other targets (x86, RISC-V and Arm assembly, wat, csl, wgsl, mps)
@@ -203,9 +213,15 @@ class TilesyncOptMain(xDSLOptMain):
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """A file whose extension names no front end (none, `.txt`, a pipe's /dev/fd/N) is
-        read as MLIR, as standard input is, not refused as an internal error."""
+        read as MLIR, as standard input is, not refused as an internal error; `-` is standard
+        input."""
+        if self.args.input_file == STANDARD_STREAM:
+            return sys.stdin.buffer, "mlir"
         stream, extension = super().get_input_stream()
         return stream, extension if extension in self.available_frontends else "mlir"
+
+    def get_input_name(self) -> str:
+        return source_name(self.args.input_file or STANDARD_STREAM)
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
@@ -273,8 +289,9 @@ class TilesyncOptMain(xDSLOptMain):
                 del self.available_targets[name]
 
     def prepare_output(self) -> IO[str]:
-        """`-o FILE`: a buffer, written to FILE (atomically) once the run succeeded."""
-        if self.args.output_file is None:
+        """`-o FILE`: a buffer, written to FILE (atomically) once the run succeeded; `-o -`
+        is standard output."""
+        if self.args.output_file in (None, STANDARD_STREAM):
             return sys.stdout
         self.pending_output = _PendingOutput()
         return self.pending_output
@@ -327,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         driver.run()
     except KeyboardInterrupt as err:
         return interrupted("tilesync-opt", err)
+    except BrokenPipeError as err:
+        return output_closed(err)
     except SystemExit:
         raise
     except ArgSpecParseError as err:  # a BaseException: only `-t` gets here, `-p` is ours

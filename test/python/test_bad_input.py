@@ -91,6 +91,8 @@ PIPELINE_ROWS = [
      "sync-select-policy: unknown option 'bogus' (its options are policy, stride, stage, sms)"),
     ("convert-sync-to-nvvm{debug=3}", None,
      "convert-sync-to-nvvm: option 'debug' takes true or false, got '3'"),
+    ("sync-verify{sms=true}", None,  # as written, not as Python prints the bool ('True')
+     "sync-verify: option 'sms' takes an integer, got 'true'"),
     ("sync-tile-order{order=spiral}", None, "sync-tile-order: option 'order' is one of "
      "row_major, column_major, strided, generated, got 'spiral'"),
     ("sync-annotate-occupancy{arch=sm_75}", None,

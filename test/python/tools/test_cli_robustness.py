@@ -1,15 +1,19 @@
 """The front doors on inputs a newcomer tried: Ctrl-C, nothing to compile, an --out that is a
 file, a dependency cycle under explain, a path given as a str, an -o that must survive a
-failure, random bytes, targets tilesync has no use for, --disable-verify before a pass, and
-argument errors of the Python API. Each is one line (exit 1, or 130 for Ctrl-C), never a
-traceback and never exit 0."""
+failure, random bytes, targets tilesync has no use for, --disable-verify before a pass,
+argument errors of the Python API, `-` for standard input and output, a reader of the output
+that goes away and bench's numbers. Each is one line (exit 1, or 130 for Ctrl-C; argparse's usage
+and exit 2 for an argument; silence and 141 where the reader went away), never a traceback and
+never exit 0."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from io import BytesIO, TextIOWrapper
 from pathlib import Path
 
 import pytest
@@ -367,3 +371,108 @@ def test_torch_compile_checks_its_arguments():
         tt.compile(42, [torch.zeros(2, 64)])
     with pytest.raises(tt.UnsupportedError, match="too many positional arguments"):
         tt.compile(model, [torch.zeros(2, 64), torch.zeros(2, 64)])
+
+
+def test_api_functions_taking_a_module_refuse_anything_else():
+    """Program text or None where a ModuleOp belongs: a CompileError naming the function, not
+    an AttributeError from inside a pass."""
+    from tilesync import api
+    from tilesync.tools.explain import explain
+
+    text = COPY.read_text()
+    calls = {"lower": lambda: api.lower(text), "sync_passes_for": lambda: api.sync_passes_for(None),
+             "to_stage_program": lambda: api.to_stage_program(text),
+             "gpu_modules": lambda: api.gpu_modules(text),
+             "kernel_signatures": lambda: api.kernel_signatures(text),
+             "annotate_resources": lambda: api.annotate_resources(text),
+             "default_pipeline_for": lambda: api.default_pipeline_for(text),
+             "explain": lambda: explain(text)}
+    for name, call in calls.items():
+        with pytest.raises(CompileError, match=rf"^{name} takes a ModuleOp \(tilesync\.api\.parse "
+                                               r"gives one\), got (str|NoneType)$"):
+            call()
+
+
+def test_explain_measures_nothing_in_a_program_without_kernels(tmp_path):
+    """--measure on an empty file: the report, not compile's refusal named "<input>:1:1"."""
+    path = write(tmp_path, "empty.mlir", "")
+    status, out, err = run(cli.main, ["explain", str(path), "--measure"])
+    assert status == 0, err
+    assert "no sync.stage or dataflow.pipeline in this module" in out
+
+
+def test_explain_raises_compile_errors_for_a_bad_arch_or_occupancy():
+    from tilesync.api import parse
+    from tilesync.tools.explain import explain
+
+    with pytest.raises(CompileError, match=r"^unknown target 'sm_100'; choose one of sm_80"):
+        explain(parse(MLP.read_text()), arch="sm_100")
+    text = MLP.read_text().replace("tile = array<i64: 32, 32, 32>}",
+                                   "tile = array<i64: 32, 32, 32>, blocks_per_sm = -2 : i64}", 1)
+    with pytest.raises(CompileError) as info:  # was an OpDiagnostic, no TilesyncError
+        explain(parse(text, name="mlp.mlir"))
+    assert str(info.value) == ("mlp.mlir:110:3: explain: stage @gemm1 has blocks_per_sm = -2: "
+                               "it cannot run (a stage runs at least 1 block per SM)")
+
+
+# --- 11. standard streams --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool, argv", [
+    ("tilesync-opt", [str(MLP)]),
+    ("tilesync-opt", ["--list-passes"]),
+    ("tilesync", ["compile", str(COPY), "--emit", "mlir"]),
+    ("tilesync", ["explain", str(MLP)]),
+    ("explain", [str(MLP)]),
+])
+def test_a_reader_that_goes_away_ends_the_run_silently(tool, argv):
+    """`| head -1`: no "internal error: BrokenPipeError" line, exit status 141 (128 + SIGPIPE),
+    what a C tool killed by SIGPIPE reports."""
+    module = {"tilesync-opt": "opt", "tilesync": "cli", "explain": "explain"}[tool]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        done = subprocess.run([sys.executable, "-m", f"tilesync.tools.{module}", *argv],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("main, argv", [(opt.main, [str(COPY)]),
+                                        (cli.main, ["compile", str(COPY), "--emit", "mlir"])])
+def test_o_dash_is_standard_output(tmp_path, monkeypatch, main, argv):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(main, [*argv, "-o", "-"])
+    assert status == 0, err
+    assert out.startswith("builtin.module") and list(tmp_path.iterdir()) == []  # no file "-"
+
+
+@pytest.mark.parametrize("main, argv", [(opt.main, ["-"]), (cli.main, ["compile", "-"]),
+                                        (cli.main, ["explain", "-"])])
+def test_dash_is_standard_input(monkeypatch, main, argv):
+    bad = COPY.read_text().replace("posts = 1>", "posts = 0>", 1)
+    monkeypatch.setattr(sys, "stdin", TextIOWrapper(BytesIO(bad.encode())))
+    status, _, err = run(main, argv)
+    assert status == 1
+    assert one_line(err) == "stdin:19:7: error: policy posts must be positive, got 0"
+
+
+# --- 12. bench's numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reps", "0"], "argument --reps: expected a positive integer, got 0"),
+    (["--warmup", "-1"], "argument --warmup: expected an integer >= 0, got -1"),
+    (["mlp", "--ms", "64", "0"], "argument --ms: expected a positive integer, got 0"),
+    (["--copy-tiles", "x"], "argument --copy-tiles: expected a positive integer, got 'x'"),
+    (["torch", "--rows", "-8"], "argument --rows: expected a positive integer, got -8"),
+    (["compile", "--fresh", "0"], "argument --fresh: expected a positive integer, got 0"),
+    (["waves", "--tile-us", "-5"], "argument --tile-us: expected a positive number, got -5"),
+    (["waves", "--tile-us", "nan"], "argument --tile-us: expected a positive number, got nan"),
+])
+def test_bench_numbers_are_checked_before_the_gpu(argv, message):
+    """Refused as arguments on any machine (they reached the benchmarks on a GPU)."""
+    status, out, err = run(cli.main, ["bench", *argv])
+    assert status == 2 and out == "" and err.rstrip().endswith(f"error: {message}"), err
+    assert "no usable NVIDIA GPU" not in err and "Traceback" not in err
