@@ -634,8 +634,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "of its layers bulk-synchronous (ncu)")
     parser.add_argument("--one-run", type=int, metavar="ROWS",
                         help="run each form once (the child process ncu profiles)")
-    parser.add_argument("--dram", type=int, nargs="+", metavar="ROWS",
-                        help="profile DRAM bytes at these row counts")
+    parser.add_argument("--dram", type=int, nargs="*", metavar="ROWS",
+                        help="profile DRAM bytes at these row counts (none given: 2^16 and "
+                             "2^18, as without the option)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="nerf")
     args = parser.parse_args(argv)
     from tilesync.bench.report import missing_gpu

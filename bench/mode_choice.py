@@ -388,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = _rows(result)
             if rows and rows[0][0] == "attention" and not result.get("rates"):
                 raise KeyError("rates (attention's tile work reads the run's measured rates)")
-        except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
+        except OSError as err:
+            print(f"{path}: error: cannot read it: {err.strerror or err}", file=sys.stderr)
+            return 1
+        except (ValueError, KeyError, TypeError, IndexError) as err:
             print(f"{path}: not a bench mlp / conv / attention result: {type(err).__name__}: {err}",
                   file=sys.stderr)
             return 1

@@ -144,3 +144,15 @@ def test_the_benched_pipelines_are_proved_and_never_deadlock_in_the_simulator():
         last = stack.stage_name(stack.stage_count - 1)
         assert result.ok, workload
         assert sorted(result.delivered[last]) == list(range(3 * small.tiles)), workload
+
+
+def test_dram_without_row_counts_profiles_the_bench_rows(monkeypatch, capsys):
+    """`--dram` alone (as the README quotes it) takes the bench's row counts, as no option."""
+    import tilesync.bench.report as report
+
+    profiled = []
+    monkeypatch.setattr(report, "missing_gpu", lambda _name: False)
+    monkeypatch.setattr(dataflow_mlp, "dram_bytes",
+                        lambda rows, workload: profiled.append((rows, workload)) or {})
+    assert dataflow_mlp.main(["--dram"]) == 0
+    assert profiled == [(rows, "nerf") for rows in dataflow_mlp.ROWS]

@@ -215,9 +215,10 @@ def test_a_file_that_is_not_a_bench_result_is_one_line_and_status_1(tmp_path, ca
     no_rates.write_text("{\"rows\": [{\"T\": 256, \"C\": 64, \"modes\": {}}]}")
     assert mode_choice.main([str(no_rates)]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert "rates" in lines[-1]
-    assert len(lines) == 3 and all("not a bench mlp / conv / attention result" in ln
-                                   for ln in lines)
+    assert "rates" in lines[-1] and len(lines) == 3
+    assert lines[1] == f"{tmp_path / 'missing.json'}: error: cannot read it: No such file or " \
+        "directory"
+    assert all("not a bench mlp / conv / attention result" in ln for ln in lines[::2])
 
 
 def test_the_choice_is_recorded_on_the_program_of_the_mode_predicted_fastest(lowered, tmp_path):
