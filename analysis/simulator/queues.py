@@ -12,7 +12,9 @@ times (or the workers sharing `tiles`) independently of the others: acquire a fu
 every input (drawing a ticket of its stage; a tile that reads r entries, like the final stage
 of a split reduction, draws r consecutive tickets at once), acquire a free entry of every output
 (drawing a ticket, or, for a relay, taking the ticket of its first input: `at %t`), compute,
-then release the inputs and fill the outputs. A stage that draws ahead (`dataflow.draw_full` /
+then release the inputs and fill the outputs. An input or output given the ticket of another
+of the stage's queues (`at`: a join's second input, a fan-out's second output) takes that
+ticket and moves no counter, as the lowering does. A stage that draws ahead (`dataflow.draw_full` /
 `draw_empty`) draws its next tile's tickets of the counter it draws first (its first input's,
 or a source's output's), when the launch gives it that tile, as soon as it holds the current
 ones, and waits for them on its next tile. Entries carry what was written (the ticket and the
@@ -56,6 +58,9 @@ class SimQueueStage:
     tiles: int | None = None  # tiles per launch shared by the workers (else iterations each)
     workers: int = 1  # queue workers per CTA: B / N with `threads N`, else the CTA alone
     draw_ahead: bool = False  # draws its next tickets once it holds its current ones
+    # (queue, another queue of the stage): the queue's acquire takes that queue's ticket
+    # (`at`, a join's later input, a fan-out's later output, a relay's output), drawing none
+    given: tuple[tuple[str, str], ...] = ()
 
     def iterations_of(self, cta: int, worker: int = 0) -> int:
         if self.tiles is None:
@@ -169,13 +174,18 @@ class _Worker:
                          if stage.inputs else
                          (stage.outputs[0], "producer", 1) if stage.outputs else None)
 
+        given = dict(stage.given)
         for tile in range(per_launch * sim.launches):
             held_in = []
+            taken: dict[str, int] = {}  # the first ticket of each queue this tile holds
             for name in stage.inputs:
                 queue = sim.queues[name]
                 # a tile that reads r entries draws r consecutive tickets at once: the r
                 # partials of one output tile
-                for ticket in draw(name, "consumer", reads.get(name, 1)):
+                tickets = [taken[given[name]]] if name in given else \
+                    draw(name, "consumer", reads.get(name, 1))
+                taken[name] = tickets[0]
+                for ticket in tickets:
                     while not sim.ready(queue, ticket, "full"):
                         yield name, ticket, "full"
                     sim.read(self, queue, ticket)
@@ -183,10 +193,13 @@ class _Worker:
             held_out = []
             for name in stage.outputs:
                 queue = sim.queues[name]
-                if stage.relay and held_in:
+                if name in given:
+                    ticket = taken[given[name]]
+                elif stage.relay and held_in and not given:
                     ticket = held_in[0][1]
                 else:
                     (ticket,) = draw(name, "producer", 1)
+                taken[name] = ticket
                 while not sim.ready(queue, ticket, "free"):
                     yield name, ticket, "free"
                 held_out.append((queue, ticket))
@@ -352,7 +365,6 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
 
     from tilesync.contract import READS_ATTR, TILES_ATTR
     from tilesync.dialects.dataflow import (
-        AcquireEmptyOp,
         DrawEmptyOp,
         DrawFullOp,
         drawn_acquires,
@@ -369,8 +381,9 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
         workers = queue_workers(kernel).count if kernel is not None else 1
         ops = list(kernel.walk()) if kernel is not None else []
         drawn = drawn_acquires(kernel) if kernel is not None else set()
-        relay = any(isinstance(op, AcquireEmptyOp) and op.ticket is not None
-                    and op not in drawn for op in ops)
+        given = _given_tickets(stage, kernel, drawn) if kernel is not None else ()
+        inputs = {r.root_reference.data for r in stage.inputs}
+        relay = any(source in inputs and queue not in inputs for queue, source in given)
         stages.append(SimQueueStage(
             stage.sym_name.data, stage.num_ctas, 0,
             tuple(r.root_reference.data for r in stage.inputs),
@@ -380,7 +393,7 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
             else (),
             tiles=tiles.value.data if isinstance(tiles, IntegerAttr)
             else stage.num_ctas * workers,
-            workers=workers, relay=relay,
+            workers=workers, relay=relay, given=given,
             draw_ahead=any(isinstance(op, DrawEmptyOp | DrawFullOp) for op in ops)))
     if pipeline.clustered:
         if not 0 <= cluster < pipeline.stages[0].num_ctas:
@@ -389,6 +402,35 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
         stages = [replace(stage, ctas=1, tiles=stage.iterations_of(cluster), workers=1)
                   for stage in stages]
     return queues, stages
+
+
+def _given_tickets(stage, kernel, drawn) -> tuple[tuple[str, str], ...]:
+    """(queue, source) for each acquire of the stage's kernel given (`at`) the ticket of
+    another of its queues (not one drawn ahead on its own): that queue's counter does not
+    move, its ticket is the source's. The model takes inputs, then outputs, in the stage's
+    order: a source later in it cannot be modelled (ValueError)."""
+    from tilesync.dialects.dataflow import ACQUIRE_OPS, QueueType, ticket_sources
+
+    if not kernel.regions or not kernel.regions[0].blocks:
+        return ()
+    names = [r.root_reference.data for r in (*stage.inputs, *stage.outputs)]
+    args = dict(zip([a for a in kernel.body.blocks.first.args if isinstance(a.type, QueueType)],
+                    names, strict=False))
+    given: dict[str, str] = {}
+    for op in kernel.walk():
+        if not isinstance(op, ACQUIRE_OPS) or op.ticket is None or op in drawn:
+            continue
+        sources = {args.get(v.owner.queue) for v in ticket_sources(op.ticket)
+                   if isinstance(v.owner, ACQUIRE_OPS) and v.owner.queue != op.queue}
+        queue = args.get(op.queue)
+        if len(sources) != 1 or None in sources or queue is None:
+            continue
+        (source,) = sources
+        if names.index(source) > names.index(queue):
+            raise ValueError(f"stage @{stage.sym_name.data}: @{queue} takes the ticket of "
+                             f"@{source}, which the model acquires after it (inputs first)")
+        given[queue] = source
+    return tuple(given.items())
 
 
 def simulate_pipeline(queues: Sequence[SimQueue], stages: Sequence[SimQueueStage], sms: int,
