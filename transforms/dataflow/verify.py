@@ -827,7 +827,9 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
         kinds = dataflow.queue_workers(kernel)
     except dataflow.QueueWorkersError as error:
         raise _refuse(error.op, f"stage @{name}: {error}") from None
-    workers = kinds.count * stage.num_ctas
+    # the workers that take one ring's tickets: a cluster queue is a ring per cluster, which
+    # only the workers of the stage's one CTA in that cluster take
+    workers = kinds.count * (1 if _in_cluster_queues(stage) else stage.num_ctas)
     position = {op: i for i, op in enumerate(kernel.walk())}
     sides = (("input", inputs, queue_args[:len(inputs)], _CONSUMER_OPS),
              ("output", outputs, queue_args[len(inputs):], _PRODUCER_OPS))
@@ -945,21 +947,28 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
     return counts
 
 
+def _in_cluster_queues(stage: dataflow.StageOp) -> bool:
+    """Whether the stage's queues are all cluster queues (a pipeline's queues are in clusters
+    all or none, the dialect's verifier says)."""
+    pipeline = stage.parent_op()
+    names = {r.root_reference.data for r in (*stage.inputs, *stage.outputs)}
+    return isinstance(pipeline, dataflow.PipelineOp) and bool(names) and all(
+        q.in_cluster for q in pipeline.queues if q.sym_name.data in names)
+
+
 def check_cluster_lanes(pipeline: dataflow.PipelineOp,
                         counted: list[tuple[dataflow.StageOp, _Followed, LaunchTickets]]
                         ) -> None:
     """In clusters each queue is a ring per cluster: the producer's CTA of cluster c must fill
     as many tickets a launch as the consumer's CTA of cluster c takes (the stages' totals
     balancing is not enough: one cluster's consumer would wait forever while another's
-    producer spins on a full ring)."""
+    producer spins on a full ring). Tickets on both sides: a consumer tile of `dataflow.reads`
+    r acquires r of them."""
     lanes: dict[str, dict[bool, tuple[str, tuple[int, ...]]]] = {}
     for stage, followed, counts in counted:
         inputs = {r.root_reference.data for r in stage.inputs}
         for arg, queue in followed.names.items():
             per_cta = counts.acquired_by_cta.get(arg, (0,) * stage.num_ctas)
-            if queue in inputs:
-                group = reads_per_tile(stage, queue)
-                per_cta = tuple(c // group for c in per_cta)
             lanes.setdefault(queue, {})[queue in inputs] = (stage.sym_name.data, per_cta)
     for queue, sides in lanes.items():
         if len(sides) < 2:
@@ -969,7 +978,7 @@ def check_cluster_lanes(pipeline: dataflow.PipelineOp,
             if g != t:
                 raise _refuse(pipeline, f"cluster queue @{queue}: in cluster {cluster}, stage "
                               f"@{producer} fills {g} ticket(s) a launch but @{consumer} "
-                              f"takes {t} tile(s): a launch would "
+                              f"takes {t}: a launch would "
                               f"{'wait forever for' if t > g else 'leave'} {abs(t - g)}")
 
 

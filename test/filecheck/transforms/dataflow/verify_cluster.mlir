@@ -45,7 +45,7 @@ builtin.module {
 // CTAs take 32 tickets, the others none, so cluster 0's consumer waits forever for 16 its
 // producer never fills.
 // RUN: sed -e 's/arith.constant 66 : index/arith.constant 33 : index/' -e 's/%many = arith.constant 16/%many = arith.constant 32/' -e 's/%few = arith.constant 16/%few = arith.constant 0/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=LANES
-// LANES: dataflow-verify: cluster queue @q: in cluster 0, stage @fill fills 16 ticket(s) a launch but @drain takes 32 tile(s): a launch would wait forever for 16
+// LANES: dataflow-verify: cluster queue @q: in cluster 0, stage @fill fills 16 ticket(s) a launch but @drain takes 32: a launch would wait forever for 16
 
 // A cluster queue's end is one worker a CTA: `threads` is refused before any lowering.
 // RUN: sed -e 's/dataflow.acquire_full %q :/dataflow.acquire_full %q threads 64 :/' %s | tilesync-opt -p 'dataflow-verify{sms=132}' --verify-diagnostics | filecheck %s --check-prefix=THREADS
