@@ -32,7 +32,9 @@ Two things must hold for the queues of a pipeline never to wait forever:
   is acquired, and a ticket drawn ahead for a loop's next iteration is drawn exactly where
   that iteration runs (or the last draw is never acquired, and every later ticket of its queue
   waits for it); a worker holds at most a queue's entries at once. Where a stage runs more
-  than one worker, a worker draws no ticket while it holds one, but for an output ticket drawn
+  than one worker on a ring (a cluster queue's ring has one at each end: the stage's CTA in
+  that cluster, which takes its tickets in order, so it may draw while it holds), a worker
+  draws no ticket while it holds one, but for an output ticket drawn
   while it holds only inputs (the lowest unfilled output ticket's holder has its inputs and
   waits for an entry lower, filled tickets free) — further tickets of its tile are given
   (`at`) the one it drew. Drawing while holding (a join of two queues, a tile that takes
