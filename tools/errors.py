@@ -87,34 +87,24 @@ def source_name(path: str) -> str:
     return STDIN_NAME if path == STANDARD_STREAM else path
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer, else argparse's one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _number_type(convert, accepts, expected: str, name: str):
+    """An argparse type: `convert(text)` where `accepts` it, else argparse's one-line usage
+    error "expected <expected>, got <text>"."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0, else argparse's one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a finite number > 0, else argparse's one-line usage error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
+positive_int = _number_type(int, lambda value: value >= 1, "a positive integer", "positive_int")
+non_negative_int = _number_type(int, lambda value: value >= 0, "an integer >= 0",
+                                "non_negative_int")
+positive_float = _number_type(float, lambda value: 0 < value < float("inf"),
+                              "a positive number", "positive_float")
