@@ -304,10 +304,9 @@ def _check_out_directory(out: str) -> None:
 def _explain(args: argparse.Namespace) -> int:
     from tilesync.api import (
         annotate_resources,
-        default_pipeline,
+        default_pipeline_for,
         no_kernel_error,
         parse,
-        sync_passes_for,
         to_stage_program,
     )
     from tilesync.tools.explain import explain
@@ -317,8 +316,7 @@ def _explain(args: argparse.Namespace) -> int:
     # occupancy from the kernels `tilesync compile -t ARCH` would emit; a program without a
     # kernel has none to measure (its compile's refusal named no file: "<input>")
     if args.measure and no_kernel_error(module) is None:
-        annotate_resources(module, args.arch,
-                           pipeline=default_pipeline(before=sync_passes_for(module)))
+        annotate_resources(module, args.arch, pipeline=default_pipeline_for(module))
     print(explain(module, sms=args.sms, arch=args.arch))
     return 0
 
