@@ -48,6 +48,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from tilesync.contract import (
+    KNOWN_BLOCK_SIZE_ATTR,
+    READS_ATTR,
+    REGISTERS_ATTR,
+    SHARED_BYTES_ATTR,
+    TILES_ATTR,
+)
+
 MUTATIONS = {
     "dropped-release": ("never runs 'dataflow.release", "the ticket is not released"),
     "doubled-release": ("releases a ticket the worker does not hold",),
@@ -387,7 +395,7 @@ def kernel_text(program: Program, stage: Stage) -> str:
         body.append("scf.yield %next : index")
     lines += ["  " + line for text in body for line in text.split("\n")] + ["}", "gpu.return"]
     args = ", ".join(f"%{q}: {qtype[q]}" for q in stage.inputs + stage.outputs)
-    return (f"gpu.func @k_{stage.name}({args}) kernel attributes {{gpu.known_block_size = "
+    return (f"gpu.func @k_{stage.name}({args}) kernel attributes {{{KNOWN_BLOCK_SIZE_ATTR} = "
             f"array<i32: {stage.block}, 1, 1>}} {{\n" +
             "".join(f"  {line}\n" for line in lines) + "}")
 
@@ -402,12 +410,13 @@ def program_text(program: Program) -> str:
                  f"ctas = {s.ctas} : i64",
                  "inputs = [" + ", ".join(f"@{q}" for q in s.inputs) + "]",
                  "outputs = [" + ", ".join(f"@{q}" for q in s.outputs) + "]",
-                 f"registers = {s.registers} : i64", f"shared_bytes = {s.shared} : i64"]
+                 f"{REGISTERS_ATTR} = {s.registers} : i64",
+                 f"{SHARED_BYTES_ATTR} = {s.shared} : i64"]
         if s.declares_tiles:
-            attrs.append(f"tiles = {s.tiles} : i64")
+            attrs.append(f"{TILES_ATTR} = {s.tiles} : i64")
         if s.reads:
-            attrs.append("dataflow.reads = {" + ", ".join(f"{q} = {r} : i64"
-                                                          for q, r in s.reads.items()) + "}")
+            attrs.append(f"{READS_ATTR} = {{" + ", ".join(f"{q} = {r} : i64"
+                                                         for q, r in s.reads.items()) + "}")
         stages += f"    dataflow.stage @{s.name} {{{', '.join(attrs)}}}\n"
     indented = "".join(f"    {line}\n" for line in kernels.splitlines())
     return (f"builtin.module {{\n  gpu.module @k {{\n{indented}  }}\n"
