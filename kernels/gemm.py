@@ -264,8 +264,9 @@ class TilePlace:
     """Where the tile is: the thread and its warp's origin in the tile, the tile's origin in
     A's rows (`m0`) and C's columns (`n0`), C's row origin when it differs from A's (a tile
     read from one buffer and stored into another), the coordinates its sync hooks name,
-    split-K's first k-tile, and A_head's row origin when it differs from A's (A from a queue
-    entry, A_head from the input's rows)."""
+    split-K's slice (grid z), its first k-tile and, where the slices differ by a k-tile
+    (`split_k_range`), its k-tiles, and A_head's row origin when it differs from A's (A from
+    a queue entry, A_head from the input's rows)."""
 
     tid: SSAValue
     warp: SSAValue
@@ -277,6 +278,21 @@ class TilePlace:
     k_begin: SSAValue | None = None
     c_m0: SSAValue | None = None
     head_m0: SSAValue | None = None
+    k_slice: SSAValue | None = None
+    k_count: SSAValue | None = None
+
+
+def split_k_range(b: BlockBuilder, cfg: GemmConfig, k_slice: SSAValue
+                  ) -> tuple[SSAValue, SSAValue | None]:
+    """Slice `k_slice`'s first k-tile and, where split_k does not divide the k-tiles, its
+    count (None: k_tiles / split_k, the same for every slice): k-tiles z K / s up to
+    (z + 1) K / s, rounded down, so that the slices differ by one at most."""
+    k_tiles, split = cfg.k_tiles, cfg.split_k
+    if k_tiles % split == 0:
+        return b.muli(k_slice, k_tiles // split), None
+    k_begin = b.divui(b.muli(k_slice, k_tiles), split)
+    k_end = b.divui(b.muli(b.addi(k_slice, 1), k_tiles), split)
+    return k_begin, b.emit(arith.SubiOp(k_end, k_begin))
 
 
 def named_args(kernel: gpu.FuncOp, names) -> dict[str, SSAValue]:
@@ -452,7 +468,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
         return local_v if k_begin is None else body.addi(k_begin, local_v)
 
     # The tile's k-tiles: all, or with a triangular A those up to its last row's position.
-    k_count: SSAValue | int = per_slice
+    k_count: SSAValue | int = per_slice if place.k_count is None else place.k_count
     if cfg.triangular_a:
         last = last_position(b, m0, cfg.triangular_a, bm)
         k_count = b.emit(arith.MinUIOp(b.idx(per_slice), b.addi(b.divui(last, bk), 1)))
@@ -577,7 +593,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
                                 (body.addi(warp_m, mi * 16), body.addi(warp_n, ni * 8)),
                                 (1, len(unit_tiles)), mask_c, bias, seed)
 
-        _reduce_in_cluster(b, ops.partial, split, per_slice, place,
+        _reduce_in_cluster(b, ops.partial, split, place,
                            list(loop.results), (mi_count, ni_count),
                            2 if cfg.epilogue == "swiglu" else 1, store_unit)
     else:
@@ -604,7 +620,7 @@ def emit_tile(b: BlockBuilder, cfg: GemmConfig, ops: TileOperands, place: TilePl
 
 
 def _reduce_in_cluster(b: BlockBuilder, partial: SSAValue | None, split: int,
-                       per_slice: int, place: TilePlace, accs: list[SSAValue],
+                       place: TilePlace, accs: list[SSAValue],
                        counts: tuple[int, int], unit: int,
                        store_unit: Callable[[BlockBuilder, list[SSAValue], int, int], None]
                        ) -> None:
@@ -619,9 +635,9 @@ def _reduce_in_cluster(b: BlockBuilder, partial: SSAValue | None, split: int,
     buffer instead (`red.shared::cluster`) took 26.8 us, one slice finishing the whole tile
     16.6 us (about 2 us more a further peer), the workspace's global `red.add`s 18.3 us, and
     this 16.2 us."""
-    if partial is None or place.k_begin is None:
-        raise ValueError("split_cluster reduces through ops.partial, by the slice's k_begin")
-    slice_ = b.divui(place.k_begin, per_slice)  # this CTA's rank in the cluster
+    if partial is None or place.k_slice is None:
+        raise ValueError("split_cluster reduces through ops.partial, by the slice's k_slice")
+    slice_ = place.k_slice  # this CTA's rank in the cluster
     mi_count, ni_count = counts
     units = [(mi, ni) for mi in range(mi_count) for ni in range(0, ni_count, unit)]
     owned = [[u for i, u in enumerate(units) if i % split == owner] for owner in range(split)]
@@ -722,7 +738,6 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     wm_count, wn_count = cfg.warps
     wtm, wtn = bm // wm_count, bn // wn_count  # warp tile
     split = cfg.split_k
-    per_slice = cfg.k_tiles // split
 
     b_logical = [cfg.K, cfg.N] if cfg.b_layout == "row" else [cfg.N, cfg.K]
     logical_a = MemRefType(elem, [cfg.M, cfg.K - cfg.a_head])
@@ -756,10 +771,10 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
     tile_x, tile_y = block_tile(b, cfg.sync_hooks)
     m0 = b.muli(tile_x, bm)
     n0 = b.muli(tile_y, bn)
-    k_begin = None
+    k_begin = slice_z = k_count = None
     if split > 1:
         slice_z = b.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.Z)))
-        k_begin = b.muli(slice_z, per_slice)
+        k_begin, k_count = split_k_range(b, cfg, slice_z)
     warp = b.divui(tid, 32)
     warp_m = b.muli(b.divui(warp, wn_count), wtm)
     warp_n = b.muli(b.remui(warp, wn_count), wtn)
@@ -770,7 +785,8 @@ def gemm_module(M: int, N: int, K: int, tile=(128, 128, 32), warps=(2, 2),
 
     operands = TileOperands(A, B, C, bias, seed, args.get("workspace"), args.get("counters"),
                             args.get("A_head"), partial)
-    place = TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin)
+    place = TilePlace(tid, warp, warp_m, warp_n, m0, n0, (tile_x, tile_y), k_begin,
+                      k_slice=slice_z, k_count=k_count)
     if cfg.triangular_c:  # a tile wholly above the diagonal: nothing to compute, still posted
         below = Block()
         bb = BlockBuilder(below)

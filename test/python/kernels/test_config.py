@@ -28,7 +28,7 @@ def test_config_errors(kwargs, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(M=64, N=256, K=96, split_k=2), "split_k=2 must divide the 3 k-tiles"),
+    (dict(M=64, N=256, K=96, split_k=4), "split_k=4 must be 1 to the 3 k-tiles"),
     (dict(M=64, N=136, K=64, epilogue="swiglu"), "swiglu pairs"),
     (dict(M=64, N=256, K=64, dropout=0.0), "keep probability"),
 ])
@@ -235,3 +235,12 @@ def test_a_triangular_c_names_the_config_and_takes_one_sequence_of_keys():
     with pytest.raises(ValueError, match="C's N is the 256 keys of one sequence"):
         gemm_config(512, 256, 64, (128, 128, 64), (8, 1), 3, mma="wgmma", b_layout="col",
                     triangular_c=128)
+
+
+def test_split_k_need_not_divide_the_k_tiles():
+    """Slices differ by one k-tile at most (3 of 128: 42, 43, 43), each at least one k-tile."""
+    cfg = gemm_config(16, 5632, 8192, tile=(16, 64, 64), warps=(1, 4), stages=8,
+                      b_layout="col", epilogue="swiglu", split_k=3, split_cluster=True)
+    assert cfg.grid == (1, 88, 3) and cfg.cluster_dims == (1, 1, 3)
+    with pytest.raises(ValueError, match="split_k=11 must be 1 to the 10 k-tiles"):
+        gemm_config(16, 256, 640, tile=(16, 64, 64), warps=(1, 4), stages=4, split_k=11)

@@ -385,6 +385,13 @@ def test_gpu_gemm_matches_numpy(shape):
         gemm_config(300, 520, 264, tile=(128, 128, 32), stages=6),  # 96 KiB dynamic
         gemm_config(100, 200, 72, tile=(64, 48, 32), warps=(1, 3), b_layout="col"),
         gemm_config(256, 256, 256, stages=3, dynamic_shared=True),
+        # split-K into slices of 3, 3 and 4 k-tiles (the last one masked), the sums through
+        # the workspace or the cluster; a weight-streaming tile with swiglu
+        gemm_config(5, 320, 600, tile=(16, 64, 64), warps=(1, 4), stages=4, b_layout="col",
+                    epilogue="swiglu", split_k=3),
+        gemm_config(5, 320, 600, tile=(16, 64, 64), warps=(1, 4), stages=4, b_layout="col",
+                    epilogue="swiglu", split_k=3, split_cluster=True),
+        gemm_config(100, 200, 448, tile=(64, 64, 32), stages=4, split_k=5, epilogue="bias"),
     ],
     ids=_id,
 )
@@ -401,6 +408,8 @@ WGMMA_CONFIGS = [
                 mma="wgmma", dtype="bf16", epilogue="bias_gelu"),
     gemm_config(256, 256, 512, tile=(128, 64, 64), warps=(8, 1), stages=4, b_layout="col",
                 mma="wgmma", split_k=2),
+    gemm_config(64, 352, 640, tile=(64, 64, 64), warps=(4, 1), stages=6, b_layout="col",
+                mma="wgmma", epilogue="swiglu", split_k=3, split_cluster=True),  # 3, 3, 4
     gemm_config(128, 512, 256, tile=(128, 256, 64), warps=(8, 1), stages=3, b_layout="col",
                 mma="wgmma", epilogue="swiglu"),
     gemm_config(64, 480, 1024, tile=(64, 48, 64), warps=(4, 1), stages=8, b_layout="col",
