@@ -55,6 +55,7 @@ from tilesync.contract import (
     SHARED_BYTES_ATTR,
     TILES_ATTR,
 )
+from tilesync.tools.errors import non_negative_int, positive_int
 
 MUTATIONS = {
     "dropped-release": ("never runs 'dataflow.release", "the ticket is not released"),
@@ -682,9 +683,10 @@ def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 100,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", type=int, default=2_000)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--programs", type=positive_int, default=2_000)
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="seed of the first program")
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--show-failures", action="store_true",
                         help="print every failing program (else the first 3)")
     args = parser.parse_args(argv)

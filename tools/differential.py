@@ -63,6 +63,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tilesync.tools.errors import non_negative_int, positive_int
+
 # ---------------------------------------------------------------------------------------------
 # Random programs
 # ---------------------------------------------------------------------------------------------
@@ -931,9 +933,10 @@ def run(programs: int, seed: int = 0, jobs: int = 1, chunk: int = 200,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first program")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--programs", type=positive_int, default=10_000)
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="seed of the first program")
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--show-failures", action="store_true",
                         help="print every program verify proved and the simulator refuted")
     args = parser.parse_args(argv)

@@ -111,3 +111,21 @@ def test_the_command_line_prints_a_summary_and_exits_zero(capsys):
     assert main(["--programs", "20", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("20 programs (seeds 3..22)") and "0 failures" in out
+
+
+@pytest.mark.parametrize("tool", ["dataflow_differential", "differential"])
+@pytest.mark.parametrize("args, expected", [
+    (["--programs", "0"], "argument --programs: expected a positive integer, got 0"),
+    (["--jobs", "-2"], "argument --jobs: expected a positive integer, got -2"),
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),
+])
+def test_the_differentials_refuse_counts_that_run_nothing(tool, args, expected, capsys):
+    """A count of programs or jobs below one (which ran nothing, or one job, and reported it as
+    a pass) is a usage error: one line, exit status 2."""
+    import importlib
+
+    main = importlib.import_module(f"tilesync.tools.{tool}").main
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert expected in capsys.readouterr().err
