@@ -222,8 +222,11 @@ class GemmConfig:
     workspace slot of its block's (plain stores: the `red.add`s of split-K's workspace made
     LLaMA's fc2 at M = 256 2.3x slower on an H200) and counts its k-tiles on the tile's
     counter; the segment whose count completes the tile adds the others' partials, runs the
-    epilogue and stores it (no block waits for another). Fills a last, partial round of
-    tiles: a grid of fewer tiles than SMs, or a tile count that is not a multiple of them."""
+    epilogue and stores it (no block waits for another). A shared tile's k-steps are rotated
+    to start where the first run inside it starts (kernels.gemm_tma._tile_rotation), so the
+    blocks of the shared round read the same k-tiles of A and B at about the same time.
+    Fills a last, partial round of tiles: a grid of fewer tiles than SMs, or a tile count
+    that is not a multiple of them."""
     im2col: tuple[int, int, int, int] | None = None
     """tma_ws: A is the implicit GEMM's view of an N x H x W x C input (this shape) under a
     3 x 3 filter, stride 1, padding 1 (M = N H W output pixels, K = 9 C as (r, s, c), c

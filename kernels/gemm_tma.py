@@ -221,9 +221,10 @@ def _tile_coords(b: BlockBuilder, cfg: GemmConfig, t: SSAValue,
 
 @dataclass(frozen=True)
 class Segment:
-    """k-tiles [k_begin, k_end) of output tile (tm, tn), linear tile `t` of the persistent
-    order (None for a block's one tile). `whole`: an i1, true where the segment is the whole
-    tile, or None where it is statically whole (every segment but stream-K's)."""
+    """k-steps [k_begin, k_end) of output tile (tm, tn) (its k-tiles, but where `rotation`
+    maps them), linear tile `t` of the persistent order (None for a block's one tile).
+    `whole`: an i1, true where the segment is the whole tile, or None where it is statically
+    whole (every segment but stream-K's)."""
 
     t: SSAValue | None
     tm: SSAValue
@@ -234,6 +235,18 @@ class Segment:
     slot: SSAValue | None = None
     """stream-K: the workspace slot of the block's partial tile for this segment (2 x for
     its first segment, 2 x + 1 for its last: only those two can be short of a tile)."""
+    rotation: SSAValue | None = None
+    """stream-K: the tile's steps [k_begin, k_end) load k-tiles rotated back by this many
+    (`_tile_rotation`, `loaded_k_tiles`); only the producer's copies depend on it."""
+
+    def loaded_k_tiles(self, b: BlockBuilder, k_tiles: int) -> tuple[SSAValue, SSAValue]:
+        """The k-tiles [first, end) the segment's steps load (its steps themselves where the
+        tile is not rotated): a rotated segment does not wrap around the last k-tile."""
+        if self.rotation is None:
+            return self.k_begin, self.k_end
+        first = b.remui(b.emit(arith.SubiOp(b.addi(self.k_begin, k_tiles), self.rotation)),
+                        k_tiles)
+        return first, b.addi(first, b.emit(arith.SubiOp(self.k_end, self.k_begin)))
 
 
 def _work_loop(b: BlockBuilder, cfg: GemmConfig, body, rank: SSAValue | None,
@@ -289,6 +302,23 @@ def _run_owner(b: BlockBuilder, cfg: GemmConfig, step: SSAValue) -> SSAValue:
     return _select(b, is_longer, among_longer, among_rest)
 
 
+def _tile_rotation(b: BlockBuilder, cfg: GemmConfig, shared: SSAValue) -> SSAValue:
+    """The k-tile at which shared tile `shared`'s steps are taken from: the tile-relative step
+    of the first run that starts inside it (0 where none does, or one starts at its first
+    step). Its step j reads k-tile (j - rotation) mod k_tiles, so every run's first segment
+    reads k-tiles 0, 1, ... like a whole tile and the blocks of a shared round read A's and
+    B's k-tiles at about the same time, as the data-parallel rounds do, sharing them in L2;
+    no segment wraps around the tile's last k-tile."""
+    k_tiles = cfg.k_tiles
+    first = b.muli(shared, k_tiles)
+    owner = _run_owner(b, cfg, first)
+    next_start = _run_start(b, cfg, b.addi(owner, 1))
+    began_before = b.emit(arith.CmpiOp(_run_start(b, cfg, owner), first, "ult"))
+    starts_inside = b.emit(arith.CmpiOp(next_start, b.addi(first, k_tiles), "ult"))
+    inside = b.emit(arith.AndIOp(began_before, starts_inside))
+    return _select(b, inside, b.emit(arith.SubiOp(next_start, first)), b.idx(0))
+
+
 def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
                    it: SSAValue) -> None:
     """Block x's run [start, end) of the shared tiles' k-steps (numbered tile by tile from
@@ -309,14 +339,15 @@ def _stream_k_loop(b: BlockBuilder, cfg: GemmConfig, body, dp_tiles: int,
 
     then = Block()
     tb = BlockBuilder(then)
-    k_begin = tb.remui(i, k_tiles)
-    count = tb.emit(arith.MinUIOp(tb.emit(arith.SubiOp(tb.idx(k_tiles), k_begin)),
+    local = tb.remui(i, k_tiles)
+    count = tb.emit(arith.MinUIOp(tb.emit(arith.SubiOp(tb.idx(k_tiles), local)),
                                   tb.emit(arith.SubiOp(end, i))))
-    t = tb.addi(tb.divui(i, k_tiles), dp_tiles)
+    shared = tb.divui(i, k_tiles)
+    t = tb.addi(shared, dp_tiles)
     whole = tb.emit(arith.CmpiOp(count, tb.idx(k_tiles), "eq"))
     slot = tb.addi(tb.muli(x, 2), tb.emit(arith.MinUIOp(step_index, tb.idx(1))))
-    segment = Segment(t, *_tile_coords(tb, cfg, t, None), k_begin, tb.addi(k_begin, count),
-                      whole, slot)
+    segment = Segment(t, *_tile_coords(tb, cfg, t, None), local, tb.addi(local, count),
+                      whole, slot, _tile_rotation(tb, cfg, shared))
     it_out = body(tb, segment, it_in)
     tb.insert(scf.YieldOp(tb.addi(i, count), it_out))
     otherwise = Block()
@@ -424,6 +455,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 if phantom:  # past the last row: load a real one (its stores are masked)
                     tm = tb.emit(arith.MinUIOp(tm, tb.idx(tiles_m - 1)))
                 m0, n0 = tb.muli(tm, bm), tb.muli(tn, bn)
+                k_first, k_end = segment.loaded_k_tiles(tb, cfg.k_tiles)
                 # a cluster's blocks each load bn / cluster rows of B's tile, for all of them
                 b_row = None if rank is None else tb.muli(rank, bn // cluster)
                 window = _im2col_window(tb, cfg, m0) if cfg.im2col else None
@@ -433,7 +465,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                 if cfg.l2_prefetch:  # ahead of the ring: it waits for no free buffer
                     ahead = kb.addi(kt, kb.idx(cfg.l2_prefetch))
                     b_first = n0 if b_row is None else kb.addi(n0, b_row)
-                    _if(kb, kb.emit(arith.CmpiOp(ahead, segment.k_end, "ult")),
+                    _if(kb, kb.emit(arith.CmpiOp(ahead, k_end, "ult")),
                         lambda fb: fb.insert(tl.TmaPrefetchOp(
                             b_map, [b_first, fb.muli(ahead, bk)])))
                 stage = _ring_stage(kb, k_it, stages)
@@ -473,8 +505,7 @@ def tma_ws_module(cfg: GemmConfig) -> ModuleOp:
                                            [stage, b_row, zero], full, [stage],
                                            multicast=(1 << cluster) - 1))
                 kb.insert(scf.YieldOp(_ring_next(kb, k_it, stages)))
-                loop = tb.insert(scf.ForOp(segment.k_begin, segment.k_end, tb.idx(1), [it],
-                                           Region(block)))
+                loop = tb.insert(scf.ForOp(k_first, k_end, tb.idx(1), [it], Region(block)))
                 return loop.results[0]
 
             _work_loop(ib, cfg, one_tile, rank, tile)
