@@ -1,4 +1,4 @@
-// RUN: tilesync-opt %s -p 'convert-dataflow-to-nvvm{debug=false},dataflow-persistent-kernel' | filecheck %s
+// RUN: tilesync-opt %s -p 'convert-dataflow-to-nvvm{debug=false},dataflow-persistent-kernel{share_code=true}' | filecheck %s
 
 // Stages whose lowered bodies are one code but for constants are emitted once: @double and
 // @triple differ in their scale (2.0, 3.0), their queues' depths (4 and 6, the divisors of a

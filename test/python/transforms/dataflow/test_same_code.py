@@ -8,7 +8,7 @@ import pytest
 from xdsl.dialects import gpu, memref
 from xdsl.traits import SymbolTable
 
-from tilesync.api import parse, run_passes
+from tilesync.api import default_pipeline_for, parse, run_passes
 from tilesync.transforms.dataflow.same_code import same_code
 
 
@@ -110,7 +110,8 @@ SAME_CODE_PROGRAM = Path(__file__).parents[3] / "filecheck/transforms/dataflow/"
 
 def _persistent(text: str):
     module = parse(text)
-    run_passes(module, ["convert-dataflow-to-nvvm{debug=false}", "dataflow-persistent-kernel"])
+    run_passes(module, ["convert-dataflow-to-nvvm{debug=false}",
+                        "dataflow-persistent-kernel{share_code=true}"])
     return module, next(op for op in module.walk()
                         if isinstance(op, gpu.FuncOp) and op.sym_name.data == "p_persistent")
 
@@ -138,14 +139,19 @@ def test_a_kernel_named_elsewhere_is_cloned_once_for_its_class():
 
 
 @pytest.mark.parametrize("debug", [False, True])
-def test_the_program_of_shared_code_compiles_to_ptx_nvjitlink_accepts(debug):
+@pytest.mark.parametrize("share_code", [False, True])
+def test_the_program_of_shared_code_compiles_to_ptx_nvjitlink_accepts(debug, share_code):
     """The whole route, with and without the debug record (each stage's queue ids chosen):
-    the class's code once in the PTX (its two ticket draws; six draws with each stage's own
-    code), and ptxas (nvJitLink) takes it."""
+    with share_code the class's code once in the PTX (its two ticket draws), by default each
+    stage's own (six draws), and ptxas (nvJitLink) takes both."""
     import tilesync
     from tilesync.lowering.ptx import validate_ptx
 
-    compiled = tilesync.compile(SAME_CODE_PROGRAM.read_text(), target="sm_90a", debug=debug)
+    module = parse(SAME_CODE_PROGRAM.read_text())
+    passes = [p + "{share_code=true}" if share_code and p == "dataflow-persistent-kernel" else p
+              for p in default_pipeline_for(module, debug)]
+    compiled = tilesync.compile(module, target="sm_90a", pipeline=passes)
     (ptx,) = compiled.ptx_by_module.values()
-    assert ptx.count("atom.relaxed.gpu.global.add.u64") == 1 + 2 + 1  # source, class, sink
+    draws = 1 + (2 if share_code else 2 + 2) + 1  # source, the class or each stage, sink
+    assert ptx.count("atom.relaxed.gpu.global.add.u64") == draws
     assert validate_ptx(ptx, "sm_90a").arch == "sm_90a"
