@@ -173,20 +173,30 @@ def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
     """`cfg` with its last, partial round of tiles shared out by k-tiles over every SM
     (stream-K), and with that round and the full one before it shared (longer segments:
     fewer partial tiles a block adds into the workspace); none where the rounds are full or
-    the config cannot take stream-K (clusters). On an H100 (bench kernels, 8e2484a) a twin won
-    only GEMM 8192^3 (68 shared tiles of 2048: 1.3975 against 1.4039 ms fp16, 1.3496 against
-    1.3528 bf16); elsewhere it lost (5d8c6a8: LLaMA's fc1 at M = 1024 in 128 x 176 tiles 0.172
-    against 0.128 ms, at 2048 in 128 x 256 0.264 against 0.260): the blocks of a shared tile
-    read its k-steps at different times, so L2 no longer serves one tile's A and B to the
-    next (ncu, M = 1024: 311 MB read from DRAM against 129, 25.8% of the warp stall samples
-    waiting for a TMA stage against 5.2% in the data-parallel loop)."""
+    the config cannot take stream-K (clusters, tall tiles, ping-pong). On an H100 (bench
+    kernels, 8e2484a) a twin won only GEMM 8192^3 (68 shared tiles of 2048: 1.3975 against
+    1.4039 ms fp16, 1.3496 against 1.3528 bf16); elsewhere it lost (5d8c6a8: LLaMA's fc1 at
+    M = 1024 in 128 x 176 tiles 0.172 against 0.128 ms, at 2048 in 128 x 256 0.264 against
+    0.260): the blocks of a shared tile read its k-steps at different times, so L2 no longer
+    serves one tile's A and B to the next (ncu, M = 1024: 311 MB read from DRAM against 129,
+    25.8% of the warp stall samples waiting for a TMA stage against 5.2% in the data-parallel
+    loop). Rotating each shared tile's k-steps (gemm_tma._tile_rotation) recovers part of it
+    (H100, bench/results/stream-k-rotation-ab-*: GEMM 4096^3's 116 shared tiles 211.8 -> 189.8
+    us against 179.2 data-parallel, GPT-3's fc2 at M = 2048 455 -> 403 against 394), not all:
+    the twins still lose there."""
     if not cfg.warp_specialized or not cfg.persistent or cfg.cluster_m != 1:
         return []
     partial = cfg.tiles % cfg.sms
     if partial == 0:
         return []
     shares = [partial] + ([partial + cfg.sms] if cfg.tiles > cfg.sms else [])
-    return [dataclasses.replace(cfg, stream_k_tiles=tiles) for tiles in shares]
+    twins = []
+    for tiles in shares:
+        try:
+            twins.append(dataclasses.replace(cfg, stream_k_tiles=tiles))
+        except ValueError:  # a tile stream-K cannot take (tall, ping-pong)
+            return []
+    return twins
 
 
 STREAMING_ROWS = 16

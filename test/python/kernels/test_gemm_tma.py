@@ -527,6 +527,10 @@ def test_stream_k_twins():
     exact = tma_ws_config(1024, 4224, 512, tile=(128, 256, 64))  # 8 x 16.5 -> 136 tiles
     assert stream_k_twins(dataclasses.replace(exact, sms=136)) == []
     assert stream_k_twins(tma_ws_config(4096, 4096, 4096, cluster_m=2)) == []
+    # LLaMA's fc1 at M = 1024 in tall tiles (bench kernels' choice): none, not a ValueError
+    tall = tma_ws_config(1024, 5632, 8192, tile=(256, 176, 64), producer_warps=4, stages=4,
+                         tma_store=True, staging_boxes=1)
+    assert tall.tiles % tall.sms and stream_k_twins(tall) == []
     plain = propose_tma_configs(256, 8192, 2816, limit=2)
     shared = propose_tma_configs(256, 8192, 2816, limit=2, stream_k=2)
     assert shared[:len(plain)] == plain
