@@ -25,7 +25,6 @@ import math
 from tilesync.analysis.occupancy import blocks_per_sm
 from tilesync.analysis.wave_model import StageWaves
 from tilesync.contract import SM_90
-from tilesync.dialects.tile import WGMMA_N_ATOM
 from tilesync.kernels.config import (
     H100_SMS,
     MAX_SHARED_PER_BLOCK,
@@ -94,8 +93,8 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
     `stream_k_twins` of the first `stream_k` proposals and of as many deeper twins, then the
     first `pingpong` of the model's ranking that have a `pingpong_twin` (their tiles are
     narrower than the widest proposals) and as many as `cluster_limit` allows of its ranking
-    in clusters, as ping-pongs, then the first `n_major` distinct `narrower_n_major_twin`s (B
-    read K x N) of the proposals and the deeper twins of as many of those as `twins` allows, then
+    in clusters, as ping-pongs, then the `n_major_twin` (B read K x N) of the first `n_major`
+    proposals that have one and the deeper twins of as many of those as `twins` allows, then
     the `tall` 256-row tiles (`tall_twin`s of the 128-row ones) the model ranks first and
     the K x N twin of the first that has one (where `n_major`). On an
     H100 the device's fastest was among
@@ -109,8 +108,7 @@ def propose_tma_configs(M: int, N: int, K: int, dtype: str = "f16",
               for twin in stream_k_twins(cfg)]
     alternating = [twin for twin in map(pingpong_twin, ranked) if twin is not None]
     in_clusters = [twin for twin in map(pingpong_twin, clustered) if twin is not None]
-    transposed = list(dict.fromkeys(filter(None, map(narrower_n_major_twin,
-                                                     proposals))))[:n_major]
+    transposed = [twin for twin in map(n_major_twin, proposals) if twin is not None][:n_major]
     transposed_deeper = list(filter(None, map(deeper_twin, transposed[:twins])))
     talls = sorted((predicted_seconds(twin, sms), -twin.tile[1], i, twin)
                    for i, twin in enumerate(map(tall_twin, ranked)) if twin is not None)
@@ -169,24 +167,6 @@ def n_major_twin(cfg: GemmConfig) -> GemmConfig | None:
         return dataclasses.replace(cfg, b_layout="row")
     except ValueError:
         return None
-
-
-def narrower_n_major_twin(cfg: GemmConfig) -> GemmConfig | None:
-    """`n_major_twin` of `cfg`, or where its width is not whole 64-column boxes of B, of the
-    widest tile under it that is (its stages as many as shared memory holds); None where
-    neither has one. Why: no proposal for GPT-3's fc2 at M = 64 (112, 96, 176, 160, 144
-    wide) had a K x N twin, so B was never timed K x N there, where fc1's winner reads it so
-    (64 x 64: 1.087 of cuBLAS on an H100, against 0.980 for fc2's 64 x 176)."""
-    twin = n_major_twin(cfg)
-    if twin is not None or not cfg.warp_specialized or cfg.b_layout == "row":
-        return twin
-    bm, bn, _ = cfg.tile
-    width = bn // WGMMA_N_ATOM * WGMMA_N_ATOM
-    if not width or width == bn:
-        return None
-    narrower = _tile_config(cfg.M, cfg.N, cfg.K, (bm, width), cfg.dtype, cfg.epilogue,
-                            cfg.sms, cfg.cluster_m)
-    return None if narrower is None else n_major_twin(narrower)
 
 
 def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
@@ -397,6 +377,6 @@ def conv_candidates(N: int, H: int, W: int, C: int, K: int, epilogue: str | None
 
 
 __all__ = ["BENCH_N_MAJOR", "BENCH_PINGPONG", "BENCH_STREAM_K", "BENCH_TALL",
-           "conv_candidates", "n_major_twin", "narrower_n_major_twin", "pingpong_twin",
-           "predicted_seconds", "propose_tma_configs", "stages_for", "stream_k_twins",
-           "tall_twin", "tile_efficiency"]
+           "conv_candidates", "n_major_twin", "pingpong_twin", "predicted_seconds",
+           "propose_tma_configs", "stages_for", "stream_k_twins", "tall_twin",
+           "tile_efficiency"]

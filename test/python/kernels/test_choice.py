@@ -148,28 +148,6 @@ def test_an_n_major_twin_reads_b_k_by_n_where_the_tile_allows():
                                       l2_prefetch=2)) is None
 
 
-def test_a_narrower_n_major_twin_takes_the_widest_whole_boxes_under_the_tile():
-    from tilesync.kernels.choice import n_major_twin, narrower_n_major_twin
-    from tilesync.kernels.config import tma_ws_config
-
-    # GPT-3's fc2 at M = 64: a 176-wide tile has no K x N twin; 128 columns are two boxes
-    cfg = tma_ws_config(64, 12288, 6144, tile=(64, 176, 64), stages=6)
-    twin = narrower_n_major_twin(cfg)
-    assert n_major_twin(cfg) is None and twin is not None
-    assert twin.tile == (64, 128, 64) and twin.b_layout == "row"
-    assert twin.tensor_map_boxes["B"] == (64, 64) and twin.stages >= cfg.stages
-    # where the tile is whole boxes, the tile's own twin; none under one box or for K x N
-    whole = tma_ws_config(256, 12288, 6144, tile=(128, 192, 64), stages=4)
-    assert narrower_n_major_twin(whole) == n_major_twin(whole)
-    assert narrower_n_major_twin(tma_ws_config(64, 12288, 6144, tile=(64, 48, 64),
-                                               stages=8)) is None
-    assert narrower_n_major_twin(twin) is None
-    # the proposals for that GEMM had no K x N candidate before
-    proposals = propose_tma_configs(64, 12288, 6144, limit=5, n_major=3)
-    transposed = [c.tile[:2] for c in proposals if c.b_layout == "row"]
-    assert transposed == [(128, 64), (64, 128)]
-
-
 def test_the_first_proposals_are_also_proposed_reading_b_k_by_n_with_their_deeper_twins():
     from tilesync.kernels.choice import deeper_twin, n_major_twin
 
