@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from tilesync.compat.fast_passes import OpRefusal
+from tilesync.compat.verification import BlockStructureError
 from tilesync.compat.verification import verify as verify_ir
 from tilesync.contract import (
     ARCHITECTURES,
@@ -145,7 +146,8 @@ def compile_error(err: BaseException, module: ModuleOp | None = None,
     text = " ".join(lines) or type(err).__name__
     prefix = f"IR after {during} does not verify: " if verifying and during else ""
     if isinstance(err, VerifyException | DiagnosticException) or verifying:
-        op = failing_op(module, err) if module is not None and verifying else None
+        op = err.op if isinstance(err, BlockStructureError) else \
+            failing_op(module, err) if module is not None and verifying else None
         if not isinstance(err, VerifyException | DiagnosticException | ValueError):
             text = f"{type(err).__name__}: {text}"  # a verifier that failed: said as such
         return CompileError(prefix + text, location_of(op))

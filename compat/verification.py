@@ -77,22 +77,56 @@ def _skip_verify_() -> None:
     return None
 
 
+class BlockStructureError(VerifyException):
+    """A block structure that xDSL 0.74's verifier lets through; `op` is where to report it."""
+
+    def __init__(self, message: str, op: Operation):
+        super().__init__(message)
+        self.op = op
+
+
 def verify(op: Operation) -> None:
     """`op.verify()`, with the IRDL verification of context-free ops memoized and each
-    region's blocks counted once (plain `op.verify()` under `rewrite_driver.xdsl_drivers()`)."""
+    region's blocks counted once (plain `op.verify()` under `rewrite_driver.xdsl_drivers()`),
+    after the checks of block structure xDSL 0.74 lacks."""
     from tilesync.compat.rewrite_driver import using_xdsl_drivers, walk_ops
 
-    for inner in walk_ops(op):  # xDSL's gpu.func verifier indexes its entry block
+    for inner in walk_ops(op):
         if isinstance(inner, gpu.FuncOp) and not inner.body.blocks:
-            # a property, or an attribute in the generic form; missing in a malformed function
+            # xDSL's gpu.func verifier indexes its entry block; the name is a property, or
+            # an attribute in the generic form; missing in a malformed function
             name = inner.properties.get("sym_name", inner.attributes.get("sym_name"))
             which = f"@{name.data}" if isinstance(name, StringAttr) else "without a name"
             raise VerifyException(f"'gpu.func' {which} has no body: a function needs an "
                                   f"entry block")
+        _check_empty_blocks(inner)
     if using_xdsl_drivers():
         op.verify()
         return
     _Verifier().verify_op(op)
+
+
+def _check_empty_blocks(op: Operation) -> None:
+    """An empty block in a region of several blocks has no terminator either (MLIR refuses
+    it; xDSL 0.74 checks only a lone block), and lowering it gave LLVM IR that LLVM refuses:
+    reported at the branch to it, else at the op that holds it."""
+    if op.has_trait(NoTerminator):
+        return
+    for region in op.regions:
+        blocks = list(region.blocks)
+        if len(blocks) < 2:
+            continue
+        for index, block in enumerate(blocks):
+            if block.first_op is not None:
+                continue
+            branches = [p.last_op for p in block.predecessors() if p.last_op is not None]
+            name = op.properties.get("sym_name", op.attributes.get("sym_name"))
+            which = f"'{op.name}' @{name.data}" if isinstance(name, StringAttr) else \
+                f"'{op.name}'"
+            raise BlockStructureError(
+                f"block {index + 1} of the {len(blocks)} in {which} is empty: every block of "
+                f"a region of several blocks ends in a terminator",
+                branches[0] if branches else op)
 
 
 class _Verifier:

@@ -84,6 +84,28 @@ def test_an_empty_single_block_region_is_reported_as_xdsl_does():
     assert "empty block" in message
 
 
+def test_an_empty_block_among_several_is_reported_at_the_branch_to_it():
+    """xDSL 0.74 lets an empty block through where its region has others; MLIR does not,
+    and its lowering gave LLVM IR that LLVM refused."""
+    from xdsl.dialects import cf
+
+    from tilesync.compat.verification import BlockStructureError
+
+    empty, entry = Block(), Block()
+    branch = cf.BranchOp(empty)
+    entry.add_op(branch)
+    module = ModuleOp([llvm.FuncOp("f", llvm.LLVMFunctionType([]),
+                                   body=Region([entry, empty]))])
+    module.verify()  # the gap
+    with pytest.raises(BlockStructureError) as info:
+        verify(module)
+    assert str(info.value) == ("block 2 of the 2 in 'llvm.func' @f is empty: every block of "
+                               "a region of several blocks ends in a terminator")
+    assert info.value.op is branch
+    empty.add_op(llvm.ReturnOp.build(operands=[[]]))
+    verify(module)
+
+
 def _error_any(check, module) -> str:
     with pytest.raises(Exception) as info:
         check(module)
