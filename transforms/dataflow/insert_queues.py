@@ -70,6 +70,12 @@ def queue_reads(deps: Sequence[sync.DependencyOp], producer: sync.StageOp,
     tickets r·i .. r·i + r - 1; else why not. The rule dataflow-form-pipeline grows a pipeline
     by, and this pass refuses by."""
     dep = deps[0]
+    for stage in (producer, consumer):
+        if sync.box_size([(0, extent) for extent in stage.grid_shape]) > \
+                sync.ENUMERATION_LIMIT:
+            return NoQueue(dep, f"@{stage.sym_name.data}'s grid {tuple(stage.grid_shape)} has "
+                                f"more than {sync.ENUMERATION_LIMIT} tiles, whose queue reads "
+                                f"are not enumerated")
     readers: Counter = Counter()
     counts = set()
     reading: list[tuple[tuple[int, ...], list[int]]] = []  # consumer tile, tickets it reads
