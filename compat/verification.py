@@ -99,7 +99,8 @@ def verify(op: Operation) -> None:
             which = f"@{name.data}" if isinstance(name, StringAttr) else "without a name"
             raise VerifyException(f"'gpu.func' {which} has no body: a function needs an "
                                   f"entry block")
-        _check_empty_blocks(inner)
+        if inner.regions:
+            _check_empty_blocks(inner)
     if using_xdsl_drivers():
         op.verify()
         return
@@ -110,12 +111,11 @@ def _check_empty_blocks(op: Operation) -> None:
     """An empty block in a region of several blocks has no terminator either (MLIR refuses
     it; xDSL 0.74 checks only a lone block), and lowering it gave LLVM IR that LLVM refuses:
     reported at the branch to it, else at the op that holds it."""
-    if op.has_trait(NoTerminator):
-        return
     for region in op.regions:
-        blocks = list(region.blocks)
-        if len(blocks) < 2:
+        first = region.first_block
+        if first is None or first.next_block is None or op.has_trait(NoTerminator):
             continue
+        blocks = list(region.blocks)
         for index, block in enumerate(blocks):
             if block.first_op is not None:
                 continue
