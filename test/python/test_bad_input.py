@@ -582,6 +582,22 @@ def test_fuzz_finds_end_in_located_compile_errors(name, where, message):
     assert str(info.value) == f"{path}:{where}: {message}"
 
 
+def test_a_long_loop_of_distinct_waits_runs_out_of_steps_not_for_minutes():
+    """A consumer waiting on a new producer tile in each of 65,536 iterations (seed 20261207):
+    sync-verify compared each read with every wait before it, rebuilding those each time, and
+    ran for minutes; comparing now spends steps, so it ends in the steps' refusal."""
+    path = Path(__file__).parent / "data" / "fuzz" / "seed20261207-48595.mlir"
+    from tilesync import api
+
+    module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
+    with pytest.raises(VerifyError) as info:
+        api.lower(module, list(api.SYNC_PASSES))
+    assert str(info.value) == (
+        f"{path}:31:9: sync-verify: the proof takes more than 150000 steps of abstract "
+        "execution (sync-verify{steps=N} allows more; limit=N checks only the boundary tiles "
+        "of grids above N tiles)")
+
+
 WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "
          "{gpu.known_block_size = array<i32: 128, 1, 1>} {\n      tile.wgmma_fence\n"
          "      gpu.return\n    }\n  }\n}\n")

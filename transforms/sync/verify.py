@@ -132,6 +132,10 @@ DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 # Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): a few
 # seconds; the largest MLP program of the bench (GPT-3, M = 2048) takes 12,894.
 DEFAULT_STEPS = 150_000
+# A read's check compares it with every wait its tile made so far: a step per this many waits
+# compared, so that a loop of thousands of distinct waits (quadratic to check) runs out of steps
+# in seconds (a fuzzed 65,536-iteration loop had run for minutes).
+WAITS_PER_STEP = 64
 _FEW_POINTS = 16  # forall boxes up to this many points are enumerated point by point
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
@@ -559,6 +563,8 @@ class ConsumerRun(BatchRun):
             waited = list(state.waited.values())
             groups = self._by_role(waited)
             self._groups = (state.waited, len(state.waited), waited, groups)
+        if self.budget is not None:  # each need is compared with every wait so far
+            self.budget.spend(op, len(needs) * len(waited) // WAITS_PER_STEP)
         bad = np.zeros(self.size, bool)
         for need in needs:
             _, _, enough = self._status(need, groups)
@@ -575,9 +581,13 @@ class ConsumerRun(BatchRun):
         found: dict[Role, list[Waited]] = {}
         for w in waited:
             found.setdefault(w.role, []).append(w)
-        return {role: (np.stack([np.broadcast_to(w.semaphore, (self.size,)) for w in ws]),
-                       np.array([[w.posts] for w in ws]))
-                for role, ws in found.items()}
+        groups = {}
+        for role, ws in found.items():
+            semaphores = np.empty((len(ws), self.size), np.int64)
+            for row, w in zip(semaphores, ws, strict=True):
+                row[...] = w.semaphore
+            groups[role] = (semaphores, np.array([[w.posts] for w in ws]))
+        return groups
 
     def _status(self, need: Need, groups: dict[Role, tuple[np.ndarray, np.ndarray]]
                 ) -> tuple[Scalar, Scalar, np.ndarray]:

@@ -1,9 +1,9 @@
-// RUN: tilesync-opt %s -p 'sync-select-policy{policy=tile},sync-insert-post-wait{probe=false},sync-verify{steps=1200}' | filecheck %s
+// RUN: tilesync-opt %s -p 'sync-select-policy{policy=tile},sync-insert-post-wait{probe=false},sync-verify{steps=2000}' | filecheck %s
 
 // sync-verify runs only the ops that synchronization, control flow and the operand accesses
 // it checks depend on: @c's 256 k-steps each load a produced element (its index from the
 // step) and do two dozen operations on the data, which it skips (run, they took the proof
-// past this budget of 1200 steps).
+// past this budget of 2000 steps).
 builtin.module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @p(%h: memref<4x256xf32>) kernel {
