@@ -93,10 +93,9 @@ def verify(op: Operation) -> None:
 
     for inner in walk_ops(op):
         if isinstance(inner, gpu.FuncOp) and not inner.body.blocks:
-            # xDSL's gpu.func verifier indexes its entry block; the name is a property, or
-            # an attribute in the generic form; missing in a malformed function
-            name = inner.properties.get("sym_name", inner.attributes.get("sym_name"))
-            which = f"@{name.data}" if isinstance(name, StringAttr) else "without a name"
+            # xDSL's gpu.func verifier indexes its entry block
+            name = _symbol(inner)
+            which = f"@{name}" if name is not None else "without a name"
             raise VerifyException(f"'gpu.func' {which} has no body: a function needs an "
                                   f"entry block")
         if inner.regions:
@@ -105,6 +104,13 @@ def verify(op: Operation) -> None:
         op.verify()
         return
     _Verifier().verify_op(op)
+
+
+def _symbol(op: Operation) -> str | None:
+    """The op's symbol name: a property, or an attribute in the generic form; None where a
+    malformed op lacks it."""
+    name = op.properties.get("sym_name", op.attributes.get("sym_name"))
+    return name.data if isinstance(name, StringAttr) else None
 
 
 def _check_empty_blocks(op: Operation) -> None:
@@ -120,9 +126,8 @@ def _check_empty_blocks(op: Operation) -> None:
             if block.first_op is not None:
                 continue
             branches = [p.last_op for p in block.predecessors() if p.last_op is not None]
-            name = op.properties.get("sym_name", op.attributes.get("sym_name"))
-            which = f"'{op.name}' @{name.data}" if isinstance(name, StringAttr) else \
-                f"'{op.name}'"
+            name = _symbol(op)
+            which = f"'{op.name}'" + (f" @{name}" if name is not None else "")
             raise BlockStructureError(
                 f"block {index + 1} of the {len(blocks)} in {which} is empty: every block of "
                 f"a region of several blocks ends in a terminator",
