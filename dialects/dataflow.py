@@ -946,6 +946,29 @@ def drawn_acquires(kernel: Operation) -> set[Operation]:
             for use in drawn_ticket_uses(op.ticket) if isinstance(use.operation, _AcquireOp)}
 
 
+def given_tickets(stage: StageOp, kernel: Operation) -> dict[str, str]:
+    """{queue: source} for each acquire of the stage's kernel given (`at`) the ticket of
+    another of its queues (not one drawn ahead on its own): that queue's counter does not
+    move, its ticket is the source's. An acquire whose ticket may come from several queues
+    names none."""
+    if not kernel.regions or not kernel.regions[0].blocks:
+        return {}
+    names = [r.root_reference.data for r in (*stage.inputs, *stage.outputs)]
+    args = dict(zip([a for a in kernel.regions[0].blocks.first.args
+                     if isinstance(a.type, QueueType)], names, strict=False))
+    drawn = drawn_acquires(kernel)
+    given: dict[str, str] = {}
+    for op in ops_of(kernel, _AcquireOp):
+        if op.ticket is None or op in drawn:
+            continue
+        sources = {args.get(v.owner.queue) for v in ticket_sources(op.ticket)
+                   if isinstance(v.owner, _AcquireOp) and v.owner.queue != op.queue}
+        queue = args.get(op.queue)
+        if len(sources) == 1 and None not in sources and queue is not None:
+            given[queue] = sources.pop()
+    return given
+
+
 TICKET_OPS = (AcquireEmptyOp, ReleaseFullOp, AcquireFullOp, ReleaseEmptyOp, DrawEmptyOp,
               DrawFullOp)
 """The ops a queue worker runs (`threads N`: which threads make a worker)."""
@@ -1079,6 +1102,7 @@ __all__ = [
     "StageOp",
     "drawn_acquires",
     "drawn_ticket_uses",
+    "given_tickets",
     "queue_workers",
     "ticket_sources",
 ]

@@ -18,10 +18,13 @@ ticket and moves no counter, as the lowering does. A stage that draws ahead (`da
 `draw_empty`) draws its next tile's tickets of the counter it draws first (its first input's,
 or a source's output's), when the launch gives it that tile, as soon as it holds the current
 ones, and waits for them on its next tile. Entries carry what was written (the ticket and the
-values read), so a read of an entry that does not hold its ticket yet (`early-read`) and a fill
-of an entry some consumer stage has not released yet (`overwrite`) are caught, as is a
-deadlock: no worker can move, some are not done. CTAs hold an SM slot from dispatch until their
-last worker is done, spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
+tile whose data it holds: a source's tile is its stage and ticket, every other stage's the tile
+of the first input it read), so a read of an entry that does not hold its ticket yet
+(`early-read`), a fill of an entry some consumer stage has not released yet (`overwrite`) and
+a tile whose inputs (one entry each) hold the data of different tiles (`mismatched-join`: its
+tickets named the same number, not the same tile) are caught, as is a deadlock: no worker
+can move, some are not done. CTAs hold an SM slot from dispatch until their last worker is
+done, spinning included; the dispatcher places them on `sms` SMs (a stage's CTA takes
 1 / blocks_per_sm of one), in an order the scheduler picks: stage order, random, or
 adversarial (consumer stages first), and the interleaving of the running workers is random or
 adversarial (the most downstream first). `faults` makes the protocol wrong on purpose (a
@@ -80,7 +83,7 @@ class QueueFaults:
 
 @dataclass(frozen=True)
 class QueueViolation:
-    kind: str  # "early-read" or "overwrite"
+    kind: str  # "early-read", "overwrite" or "mismatched-join"
     stage: str
     cta: int
     queue: str
@@ -123,10 +126,12 @@ class _Queue:
     full: list[int] = field(default_factory=list)
     empty: list[int] = field(default_factory=list)
     held: list[int | None] = field(default_factory=list)  # the ticket each entry holds
+    tile: list[tuple[str, int] | None] = field(default_factory=list)  # whose data it holds
 
     def __post_init__(self) -> None:
         n = self.spec.entries
         self.full, self.empty, self.held = [0] * n, [0] * n, [None] * n
+        self.tile = [None] * n
         self.consumer_ticket = {c: 0 for c in self.consumers}
 
 
@@ -190,6 +195,13 @@ class _Worker:
                         yield name, ticket, "full"
                     sim.read(self, queue, ticket)
                     held_in.append((queue, ticket))
+            joined = {queue.tile[ticket % queue.spec.entries] for queue, ticket in held_in
+                      if reads.get(queue.spec.name, 1) == 1}
+            if len(joined) > 1:
+                queue, ticket = held_in[-1]
+                sim.violations.append(QueueViolation(
+                    "mismatched-join", stage.name, self.cta.index, queue.spec.name, ticket,
+                    None, self.index))
             held_out = []
             for name in stage.outputs:
                 queue = sim.queues[name]
@@ -211,8 +223,12 @@ class _Worker:
             for queue, ticket in held_in:
                 if sim.faults.drop_release != stage.name:
                     queue.empty[ticket % queue.spec.entries] += 1
+            source = held_in[0] if held_in else held_out[0] if held_out else None
+            tile = (None if source is None else
+                    source[0].tile[source[1] % source[0].spec.entries] if held_in else
+                    (stage.name, source[1]))
             for queue, ticket in held_out:
-                sim.fill(self, queue, ticket)
+                sim.fill(self, queue, ticket, tile)
             if not stage.outputs:
                 for _, ticket in held_in:
                     sim.delivered[stage.name].append(ticket)
@@ -269,7 +285,8 @@ class QueuePipelineSim:
                                                   worker.cta.index, queue.spec.name, ticket,
                                                   queue.held[entry], worker.index))
 
-    def fill(self, worker: _Worker, queue: _Queue, ticket: int) -> None:
+    def fill(self, worker: _Worker, queue: _Queue, ticket: int,
+             tile: tuple[str, int] | None = None) -> None:
         entries = queue.spec.entries
         entry, round_ = ticket % entries, ticket // entries
         if queue.empty[entry] < round_ * len(queue.consumers):
@@ -277,6 +294,7 @@ class QueuePipelineSim:
                                                   worker.cta.index, queue.spec.name, ticket,
                                                   round_ - 1, worker.index))
         queue.held[entry] = ticket
+        queue.tile[entry] = tile
         queue.full[entry] += 1
 
     # -- the machine -------------------------------------------------------------------------
@@ -364,12 +382,7 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
     from xdsl.traits import SymbolTable
 
     from tilesync.contract import READS_ATTR, TILES_ATTR
-    from tilesync.dialects.dataflow import (
-        DrawEmptyOp,
-        DrawFullOp,
-        drawn_acquires,
-        queue_workers,
-    )
+    from tilesync.dialects.dataflow import DrawEmptyOp, DrawFullOp, queue_workers
 
     module = pipeline.parent_op()
     queues = [SimQueue(q.sym_name.data, q.queue_type.num_entries) for q in pipeline.queues]
@@ -380,8 +393,7 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
         kernel = SymbolTable.lookup_symbol(module, stage.kernel) if module is not None else None
         workers = queue_workers(kernel).count if kernel is not None else 1
         ops = list(kernel.walk()) if kernel is not None else []
-        drawn = drawn_acquires(kernel) if kernel is not None else set()
-        given = _given_tickets(stage, kernel, drawn) if kernel is not None else ()
+        given = _given_tickets(stage, kernel) if kernel is not None else ()
         inputs = {r.root_reference.data for r in stage.inputs}
         relay = any(source in inputs and queue not in inputs for queue, source in given)
         stages.append(SimQueueStage(
@@ -404,32 +416,18 @@ def pipeline_from_ir(pipeline, cluster: int = 0) -> tuple[list[SimQueue], list[S
     return queues, stages
 
 
-def _given_tickets(stage, kernel, drawn) -> tuple[tuple[str, str], ...]:
-    """(queue, source) for each acquire of the stage's kernel given (`at`) the ticket of
-    another of its queues (not one drawn ahead on its own): that queue's counter does not
-    move, its ticket is the source's. The model takes inputs, then outputs, in the stage's
-    order: a source later in it cannot be modelled (ValueError)."""
-    from tilesync.dialects.dataflow import ACQUIRE_OPS, QueueType, ticket_sources
+def _given_tickets(stage, kernel) -> tuple[tuple[str, str], ...]:
+    """(queue, source) for each acquire given (`at`) another queue's ticket
+    (`dataflow.given_tickets`). The model takes inputs, then outputs, in the stage's order: a
+    source later in it cannot be modelled (ValueError)."""
+    from tilesync.dialects.dataflow import given_tickets
 
-    if not kernel.regions or not kernel.regions[0].blocks:
-        return ()
     names = [r.root_reference.data for r in (*stage.inputs, *stage.outputs)]
-    args = dict(zip([a for a in kernel.body.blocks.first.args if isinstance(a.type, QueueType)],
-                    names, strict=False))
-    given: dict[str, str] = {}
-    for op in kernel.walk():
-        if not isinstance(op, ACQUIRE_OPS) or op.ticket is None or op in drawn:
-            continue
-        sources = {args.get(v.owner.queue) for v in ticket_sources(op.ticket)
-                   if isinstance(v.owner, ACQUIRE_OPS) and v.owner.queue != op.queue}
-        queue = args.get(op.queue)
-        if len(sources) != 1 or None in sources or queue is None:
-            continue
-        (source,) = sources
+    given = given_tickets(stage, kernel)
+    for queue, source in given.items():
         if names.index(source) > names.index(queue):
             raise ValueError(f"stage @{stage.sym_name.data}: @{queue} takes the ticket of "
                              f"@{source}, which the model acquires after it (inputs first)")
-        given[queue] = source
     return tuple(given.items())
 
 

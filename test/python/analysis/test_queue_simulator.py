@@ -105,6 +105,34 @@ def test_a_dropped_release_deadlocks_naming_queue_ticket_and_what_it_waited_for(
     assert all(w.waits_for == "full" for w in result.deadlock if w.stage == "sink")
 
 
+def _residual(mid_ctas: int, relay: bool) -> tuple[list[SimQueue], list[SimQueueStage]]:
+    """source -> p (and r, given p's ticket) ; mid: p -> c ; join: r and c, c given r's
+    ticket. `relay`: mid gives c the ticket of the p tile it holds, else draws c's."""
+    queues = [SimQueue("p", 2), SimQueue("r", 8), SimQueue("c", 1)]
+    return queues, [
+        SimQueueStage("source", 8, 0, outputs=("p", "r"), tiles=8, given=(("r", "p"),)),
+        SimQueueStage("mid", mid_ctas, 0, inputs=("p",), outputs=("c",), tiles=8,
+                      relay=relay),
+        SimQueueStage("join", 1, 0, inputs=("r", "c"), tiles=8, given=(("c", "r"),))]
+
+
+def test_a_join_of_tickets_that_name_different_tiles_is_caught():
+    # mid's four CTAs draw c's tickets in the order they come: ticket t of c holds the data of
+    # another p tile than ticket t of r, which the join pairs with it
+    found = {v.kind for seed in range(20) for scheduler in ("random", "adversarial")
+             for v in simulate_pipeline(*_residual(4, relay=False), sms=16,
+                                        scheduler=scheduler, seed=seed,
+                                        launches=2).violations}
+    assert found == {"mismatched-join"}
+    # relayed, or drawn by one worker in the order it takes p's tickets: every ticket one tile
+    for ctas, relay in ((4, True), (1, False)):
+        for seed in range(20):
+            for scheduler in ("random", "adversarial"):
+                result = simulate_pipeline(*_residual(ctas, relay), sms=16,
+                                           scheduler=scheduler, seed=seed, launches=2)
+                assert result.ok, (ctas, relay, result.deadlock, result.violations[:2])
+
+
 def test_a_pipeline_that_does_not_fit_deadlocks_with_ctas_left_without_a_slot():
     # consumers dispatched first fill the only SM's slots and spin; the producer never runs
     queues, stages = _chain(entries=2, tiles=4, ctas=2, per_sm=2)
