@@ -1,6 +1,7 @@
 """dataflow-verify against the queue simulator on random spatial pipelines: what verify proves
-must never deadlock, read early, overwrite an unread entry or lose a ticket, under in-order,
-random and adversarial schedulers; what a mutation breaks must be refused.
+must never deadlock, read early, overwrite an unread entry, join entries of different tiles or
+lose a ticket, under in-order, random and adversarial schedulers; what a mutation breaks must
+be refused.
 
     python -m tilesync.tools.dataflow_differential --programs 20000 --jobs 2
     python -m tilesync.tools.dataflow_differential --programs 200 --show-failures
@@ -33,8 +34,9 @@ construction). Every program verify proves is run by `analysis.simulator.queues`
 `pipeline_from_ir` reads it, on the true machine (S SMs, each stage's blocks per SM from its
 registers, shared bytes and block by `analysis.occupancy`; each cluster on its own), two
 launches back to back, in order, at random and adversarially with several seeds: no deadlock,
-no early read, no overwrite, and at the end every queue's producer and consumer counters at the
-tickets its producer declares, every entry given back by every consumer stage. Refused programs
+no early read, no overwrite, no join of entries holding different tiles, and at the end every
+queue's producer and consumer counters at the tickets its producer declares, every entry given
+back by every consumer stage. Refused programs
 are simulated too: a refused program that runs clean under every scheduler is counted (verify
 is incomplete there; not a failure).
 """

@@ -49,6 +49,11 @@ Two things must hold for the queues of a pipeline never to wait forever:
   cluster barrier's wait where a cluster holds several CTAs) may stand between an acquire and
   its release, or between a draw and the acquire that takes it, where a CTA (or a cluster)
   runs several workers (a worker waiting for a ticket behind the holder never reaches it);
+* **the inputs a tile joins name the same tiles** (`check_joined_tickets`): ticket t of each
+  is tile t of the queue both come from, which holds where every stage on the way gives its
+  output the ticket of its input (`at`) or draws it as its one queue worker; a join of a queue
+  whose tickets several workers drew in the order they came pairs different tiles, and can
+  wait forever behind the tile it holds (the queue simulator's deadlock on a residual join);
 * **every thread a queue operation's barrier waits for reaches it** (the block, or with
   `threads N` each worker's N threads): no control flow that depends on the thread index
   lets some of them pass it by (`analysis.barrier_divergence`; the thread index divided by a
@@ -949,6 +954,98 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
     return counts
 
 
+def _queue_names(refs) -> list[str]:
+    return [r.root_reference.data for r in refs]
+
+
+def check_joined_tickets(pipeline: dataflow.PipelineOp,
+                         followed: list[tuple[dataflow.StageOp, _Followed | None]]) -> None:
+    """The inputs a tile joins name the same tiles: ticket t of one is tile t of the other.
+
+    A queue's tickets follow those of the queue they come from: an output given (`at`) an
+    input's ticket (a relay), or another output's (a fan-out), names the same tiles; an
+    output a single queue worker of its stage draws while it holds its inputs names them in
+    the order it takes them (tile k of its first input is ticket k). Any other draw numbers
+    tiles in the order the stage's workers come: a worker holding ticket 3 of its input may
+    draw ticket 6 of its output. A join then pairs tile t of one input with another tile of
+    the other, and where their queues are short the tile a joiner waits for is held up behind
+    the one it holds (the queue simulator found a four-stage pipeline so stuck). A join is an
+    input taken `at` another input's ticket, or, in a stage of one queue worker, two inputs
+    each drawn (in order, so paired by their counts). Stages whose kernels were lowered
+    already (not followed) name no stream: their joins were checked before."""
+    producer = {queue: stage for stage in pipeline.stages
+                for queue in _queue_names(stage.outputs)}
+    known: dict[str, tuple[dict[str, str], bool, gpu.FuncOp, dict[SSAValue, str]]] = {}
+    for stage, kernel in followed:
+        if kernel is not None:
+            # a launch of one tile is taken by one worker: the launches run in stream order
+            tiles = _int_attr(stage, TILES_ATTR)
+            one_worker = min(stage.num_ctas * kernel.kinds.count, tiles or math.inf) == 1
+            known[stage.sym_name.data] = (dataflow.given_tickets(stage, kernel.kernel),
+                                          one_worker, kernel.kernel, kernel.names)
+    streams: dict[str, tuple | None] = {}
+
+    def stream(queue: str) -> tuple | None:
+        """What names the queue's tiles: a queue whose tickets name the same tiles has the
+        same stream; None where a stage's kernel was not followed."""
+        if queue in streams:
+            return streams[queue]
+        stage = producer[queue]
+        name = stage.sym_name.data
+        streams[queue] = None  # the graph is acyclic: a guard, not a result
+        result: tuple | None = None
+        if name in known:
+            given, one_worker, _, _ = known[name]
+            inputs = _queue_names(stage.inputs)
+            source = given.get(queue)
+            drawn_inputs = [q for q in inputs if q not in given]
+            if source is not None and (source not in inputs
+                                       or reads_per_tile(stage, source) == 1):
+                result = stream(source)
+            elif source is None and one_worker and drawn_inputs and \
+                    reads_per_tile(stage, drawn_inputs[0]) == 1:
+                result = stream(drawn_inputs[0])
+            else:  # drawn in the order the workers come, or a group of tickets a tile
+                result = ("drawn", name, None if one_worker else queue, bool(inputs))
+        streams[queue] = result
+        return result
+
+    for stage in pipeline.stages:
+        name = stage.sym_name.data
+        if name not in known:
+            continue
+        given, one_worker, kernel, names = known[name]
+        inputs = [q for q in _queue_names(stage.inputs) if reads_per_tile(stage, q) == 1]
+        drawn = [q for q in inputs if q not in given]
+        pairs = [(q, given[q]) for q in inputs if given.get(q) in inputs]
+        if one_worker:
+            pairs += [(q, drawn[0]) for q in drawn[1:]]
+        for queue, other in pairs:
+            mine, theirs = stream(queue), stream(other)
+            if mine is None or theirs is None or mine == theirs:
+                continue
+            op = next(o for o in kernel.walk() if isinstance(o, dataflow.ACQUIRE_OPS)
+                      and names.get(o.queue) == queue)
+            how = f"takes the ticket of @{other} (`at`)" if given.get(queue) == other else \
+                f"draws its tickets in step with @{other}'s (one queue worker)"
+            raise _refuse(op, f"stage @{name}: @{queue} {how}, but the two queues' tickets "
+                          f"do not name the same tiles: @{other}'s tiles are numbered where "
+                          f"{_numbered(theirs)}, @{queue}'s where {_numbered(mine)}; the "
+                          "join would pair different tiles and can wait forever behind the "
+                          "one it holds (give each queue on the way the ticket of the input "
+                          "it comes from, `at`)")
+
+
+def _numbered(stream: tuple) -> str:
+    _, stage, queue, holds = stream
+    if not holds:
+        return f"@{stage} draws them (a source)"
+    if queue is None:
+        return f"@{stage}'s one queue worker draws them"
+    return (f"@{stage}'s queue workers draw them in the order they come, each holding a tile "
+            "of its inputs that need not be the one the ticket names")
+
+
 def _in_cluster_queues(stage: dataflow.StageOp) -> bool:
     """Whether the stage's queues are all cluster queues (a pipeline's queues are in clusters
     all or none, the dialect's verifier says)."""
@@ -1487,6 +1584,7 @@ class VerifyPipelinePass(ModulePass):
             tickets = check_tickets(pipeline, launch_counts=not self.residency)
             # every kernel's discipline first: the counts below assume it
             followed = [(stage, check_kernel_tickets(scope, stage)) for stage in stages]
+            check_joined_tickets(pipeline, followed)
             counted = [(stage, kernel, check_launch_tickets(stage, kernel,
                                                             launch_counts=not self.residency))
                        for stage, kernel in followed if kernel is not None]
