@@ -1024,8 +1024,8 @@ def check_joined_tickets(pipeline: dataflow.PipelineOp,
             mine, theirs = stream(queue), stream(other)
             if mine is None or theirs is None or mine == theirs:
                 continue
-            op = next(o for o in kernel.walk() if isinstance(o, dataflow.ACQUIRE_OPS)
-                      and names.get(o.queue) == queue)
+            op = next((o for o in kernel.walk() if isinstance(o, dataflow.ACQUIRE_OPS)
+                       and names.get(o.queue) == queue), stage)
             how = f"takes the ticket of @{other} (`at`)" if given.get(queue) == other else \
                 f"draws its tickets in step with @{other}'s (one queue worker)"
             raise _refuse(op, f"stage @{name}: @{queue} {how}, but the two queues' tickets "
