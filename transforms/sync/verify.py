@@ -184,7 +184,30 @@ class ProducerFacts:
         return np.where(inside, self.counts[np.clip(s, 0, len(self.counts) - 1)], 0)
 
 
-class ProducerRun(BatchRun):
+class Settled(Exception):
+    """Every tile of a batch has met its first failure: running it on can record nothing."""
+
+
+class CheckedRun(BatchRun):
+    """A batch run that keeps each tile's first failure (`failures`) and stops (`Settled`)
+    once every tile has one, so a kernel that fails at its first read is refused there, not
+    after a long loop has run out the step budget."""
+
+    def __init__(self, func: gpu.FuncOp, tiles: np.ndarray, grid: Sequence[int],
+                 block: Sequence[int]):
+        super().__init__(func, tiles, grid, block)
+        self.failed = np.zeros(self.size, bool)
+        self.failures: list[Failure] = []
+
+    def fail(self, bad: np.ndarray, op: Operation, message: Callable[[int], str]) -> None:
+        """Tiles `bad` (none failed before) fail at `op`."""
+        self.failed |= bad
+        self.failures.append(Failure(bad, op, message))
+        if self.failed.all():
+            raise Settled()
+
+
+class ProducerRun(CheckedRun):
     """Records every sync.post: (op, role, semaphore, definite); checks that every store to
     an output its consumers read lies in the tile's region of it (`outputs`: argument →
     layout), so the producer-tile → region map the consumers' loads are checked with holds.
@@ -204,8 +227,6 @@ class ProducerRun(BatchRun):
         self.outputs = outputs
         self.writers = {use.operation for arg in outputs for use in arg.uses}
         self.posts: list[tuple[sync.PostOp, Role, Scalar, bool]] = []
-        self.failed = np.zeros(self.size, bool)
-        self.failures: list[Failure] = []
         # the first post of the stage's semaphores the run has met (branches that may not run
         # included, in program order): a store to an output after it is refused
         self.posted: sync.PostOp | None = None
@@ -244,7 +265,6 @@ class ProducerRun(BatchRun):
             bad = ~np.broadcast_to(layout.contains(coords, lo, hi), (self.size,)) & ~self.failed
             if not bad.any():
                 continue
-            self.failed |= bad
 
             def message(i: int, lo: list[Scalar] = lo, hi: list[Scalar] = hi,
                         layout: OperandLayout = layout, value: SSAValue = value) -> str:
@@ -255,13 +275,12 @@ class ProducerRun(BatchRun):
                         f"of it its consumers wait for tile {tile} to have written (the "
                         f"stage's tile {layout.tile} over the operand's layout)")
 
-            self.failures.append(Failure(bad, op, message))
+            self.fail(bad, op, message)
 
     def _refuse_late_store(self, op: Operation, value: SSAValue) -> None:
         bad = ~self.failed
         if not bad.any():
             return
-        self.failed |= bad
 
         def message(i: int) -> str:
             return (f"producer tile {_tile_of(self.tiles, i)} of @{self.name}: '{op.name}' "
@@ -269,7 +288,7 @@ class ProducerRun(BatchRun):
                     f"sync.post: a consumer could see the post before the data (post after "
                     f"the tile's last store)")
 
-        self.failures.append(Failure(bad, op, message))
+        self.fail(bad, op, message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +379,7 @@ class Failure:
     message: Callable[[int], str]
 
 
-class ConsumerRun(BatchRun):
+class ConsumerRun(CheckedRun):
     """Coverage at the load hooks, the waits in force at every access of a produced operand,
     and each tile's first failure (`failures`), for the tiles of one batch."""
 
@@ -370,8 +389,6 @@ class ConsumerRun(BatchRun):
         self.v = verifier
         self.stage_name = stage.sym_name.data
         self.roles = roles
-        self.failed = np.zeros(self.size, bool)
-        self.failures: list[Failure] = []
         self.deps = verifier.deps[self.stage_name]
         args = func.body.blocks.first.args  # type: ignore[union-attr]
         self.operand_args = {args[d.operand.data]: d.operand.data for d in self.deps
@@ -573,9 +590,7 @@ class ConsumerRun(BatchRun):
         bad &= ~self.failed
         if not bad.any():
             return
-        self.failed |= bad
-        self.failures.append(Failure(bad, op, lambda i: self._explain(i, needs, waited, what,
-                                                                       region)))
+        self.fail(bad, op, lambda i: self._explain(i, needs, waited, what, region))
 
     def _by_role(self, waited: list[Waited]) -> dict[Role, tuple[np.ndarray, np.ndarray]]:
         """The waits of each role: their semaphores (waits x tiles) and posts (waits x 1)."""
@@ -651,7 +666,6 @@ class ConsumerRun(BatchRun):
                                   (self.size,)) & ~self.failed
             if not bad.any():
                 continue
-            self.failed |= bad
             owner = f"@{producer}" if producer else f"'{w.role}'"
 
             def message(i: int, w: Waited = w, count: Scalar = count, owner: str = owner) -> str:
@@ -659,7 +673,7 @@ class ConsumerRun(BatchRun):
                         f"{w.posts} posts per launch on semaphore {_at(w.semaphore, i)} of "
                         f"{owner}, which receives {_at(count, i)}: the wait never passes")
 
-            self.failures.append(Failure(bad, stage, message))
+            self.fail(bad, stage, message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -730,6 +744,8 @@ class Verifier:
             run.budget = self.budget
             try:
                 run.run(None)
+            except Settled:
+                pass
             except Unproven as e:
                 raise refusal(e.op, f"producer @{name}, tile {_tile_of(tiles, int(indices[0]))}: "
                                     f"{e}") from e
@@ -861,9 +877,11 @@ class Verifier:
             run.budget = self.budget
             try:
                 state = run.run(State())
+                run.check_never_passing(state, stage)
+            except Settled:
+                pass
             except Unproven as e:
                 raise refusal(e.op, str(e)) from e
-            run.check_never_passing(state, stage)
             return run
 
         worst: tuple[int, Failure, ConsumerRun, int] | None = None
