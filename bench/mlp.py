@@ -647,8 +647,8 @@ def torch_forms(data, library, name: str = "") -> tuple[dict[str, TimedForm], di
 def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
                   turns: int = TURNS) -> dict[str, dict[str, Any]]:
     """Each form timed `reps` times, in `turns` turns taken in order (a turn's runs back to
-    back behind a hold kernel, `warmup` more runs in front of the first turn's and one in front
-    of every later turn's, not counted), its outputs readied before and checked after every
+    back behind a hold kernel, `warmup` more runs in front of the first turn's and TURN_WARMUP
+    in front of every later turn's, not counted), its outputs readied before and checked after every
     turn: summarize()d samples with `rel_error` the worst check. A form that raises leaves the
     turns as {"error": ..., "exception": the exception}; a CUDA error ends them all."""
     from tilesync.bench.experiments import summarize
@@ -664,7 +664,7 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
         for name, form in forms.items():
             if name in failed:
                 continue
-            uncounted = warmup if turn == 0 else 1
+            uncounted = warmup if turn == 0 else TURN_WARMUP
             try:
                 form.before()
                 hold_stream(hold_ns(uncounted + count, form.run, form.synchronize), form.stream)
@@ -688,6 +688,8 @@ PEAK_SHAPES = (4096, 8192)
 (4797793) 8192^3 alone gave 696 TFLOP/s where 4096^3 reached 769 and our 8192^3 kernel 785, a
 floor above the measured times of GPT-3's MLP at M = 512-2048."""
 PEAK_SOURCE = "cuBLAS fp16, the faster of " + " and ".join(f"{n}^3" for n in PEAK_SHAPES)
+TURN_WARMUP = 1
+"""Runs in front of each turn after the first, not counted."""
 HOLD_NS_PER_RUN = 200_000
 """The hold kernel's time per timed run: more than the host takes to enqueue one run of a
 stage program (a few launches from Python) or of torch's path, so the runs queue up behind it
