@@ -521,9 +521,12 @@ LONG_RUN_FINDS = [
     ("seed2026-68504.mlir", VerifyError, "18:9", "sync-verify: consumer @g2: 'memref.load' reads "
      "operand 0, but @g1's tiles cover 9444732965739290426368 elements, more than the "
      "1099511627776 whose indices are bounded"),
-    ("seed2026-22306.mlir", VerifyError, "20:9", "sync-verify: the proof takes more than 150000 "
-     "steps of abstract execution (sync-verify{steps=N} allows more; limit=N checks only the "
-     "boundary tiles of grids above N tiles)"),
+    # every tile's read at iteration 512 lands in the next row of producer tiles (it ran out of
+    # steps before sync-verify stopped a batch whose tiles had all failed)
+    ("seed2026-22306.mlir", VerifyError, "22:9", "sync-verify: consumer tile (0, 0) of @g2: "
+     "'memref.load' reads operand 0 at [32768, 32831], where producer tile (1, 0) of @g1 wrote "
+     "[64, 128) x [0, 64) (a tile its sync.dependency does not declare; semaphore 1), but no "
+     "wait on that semaphore precedes it"),
 ]
 
 
@@ -585,17 +588,27 @@ def test_fuzz_finds_end_in_located_compile_errors(name, where, message):
 def test_a_long_loop_of_distinct_waits_runs_out_of_steps_not_for_minutes():
     """A consumer waiting on a new producer tile in each of 65,536 iterations (seed 20261207):
     sync-verify compared each read with every wait before it, rebuilding those each time, and
-    ran for minutes; comparing now spends steps, so it ends in the steps' refusal."""
-    path = Path(__file__).parent / "data" / "fuzz" / "seed20261207-48595.mlir"
+    ran for minutes; comparing now spends steps, so it ends in the steps' refusal. The fuzzer's
+    input itself reads a tile ahead of its first wait, which now ends its proof there."""
     from tilesync import api
 
+    fuzz = Path(__file__).parent / "data" / "fuzz"
+    path = fuzz / "seed20261207-48595-reads-what-it-waited-for.mlir"
     module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
     with pytest.raises(VerifyError) as info:
         api.lower(module, list(api.SYNC_PASSES))
     assert str(info.value) == (
-        f"{path}:31:9: sync-verify: the proof takes more than 150000 steps of abstract "
+        f"{path}:32:9: sync-verify: the proof takes more than 150000 steps of abstract "
         "execution (sync-verify{steps=N} allows more; limit=N checks only the boundary tiles "
         "of grids above N tiles)")
+    path = fuzz / "seed20261207-48595.mlir"
+    module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
+    with pytest.raises(VerifyError) as info:
+        api.lower(module, list(api.SYNC_PASSES))
+    assert str(info.value) == (
+        f"{path}:31:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 "
+        "at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) "
+        "(semaphore 1), but no wait on that semaphore precedes it")
 
 
 WGMMA = ("builtin.module {\n  gpu.module @m {\n    gpu.func @k() kernel attributes "
