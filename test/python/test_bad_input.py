@@ -592,20 +592,20 @@ def test_a_long_loop_of_distinct_waits_runs_out_of_steps_not_for_minutes():
     input itself reads a tile ahead of its first wait, which now ends its proof there."""
     from tilesync import api
 
+    def refusal(path: Path) -> str:
+        module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
+        with pytest.raises(VerifyError) as info:
+            api.lower(module, list(api.SYNC_PASSES))
+        return str(info.value)
+
     fuzz = Path(__file__).parent / "data" / "fuzz"
     path = fuzz / "seed20261207-48595-reads-what-it-waited-for.mlir"
-    module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
-    with pytest.raises(VerifyError) as info:
-        api.lower(module, list(api.SYNC_PASSES))
-    assert str(info.value) == (
+    assert refusal(path) == (
         f"{path}:32:9: sync-verify: the proof takes more than 150000 steps of abstract "
         "execution (sync-verify{steps=N} allows more; limit=N checks only the boundary tiles "
         "of grids above N tiles)")
     path = fuzz / "seed20261207-48595.mlir"
-    module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
-    with pytest.raises(VerifyError) as info:
-        api.lower(module, list(api.SYNC_PASSES))
-    assert str(info.value) == (
+    assert refusal(path) == (
         f"{path}:31:9: sync-verify: consumer tile (0, 0) of @c: 'tile.tma_load' reads operand 0 "
         "at [0, 127], [64, 127], where producer tile (0, 1) of @p wrote [0, 128) x [64, 128) "
         "(semaphore 1), but no wait on that semaphore precedes it")
