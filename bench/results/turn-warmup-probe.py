@@ -19,8 +19,6 @@ import sys
 
 ROUNDS = (1, 8, 1, 8)  # TURN_WARMUP per round
 TURN = 10  # timed runs a turn (reps 50 / TURNS 5)
-
-
 KEPT = ("tma:stream_sync", "tma:row+pdl", "tma:row+one_launch", "tma:persistent", "torch_graph")
 
 
@@ -63,8 +61,7 @@ def main() -> None:
                   f"{choice.get('best')} within {choice.get('within', 0):.3f}", flush=True)
             for name, record in row["modes"].items():
                 s = record.get("samples_ms")
-                if not s or (not name.startswith("tma:row") and name not in (
-                        "tma:persistent", "torch_graph")):
+                if not s or name not in KEPT:
                     continue
                 head = statistics.median(x for i, x in enumerate(s) if i % TURN < 4) * 1e3
                 rest = statistics.median(x for i, x in enumerate(s) if i % TURN >= 4) * 1e3

@@ -601,7 +601,7 @@ def test_a_long_loop_of_distinct_waits_runs_out_of_steps_not_for_minutes():
     fuzz = Path(__file__).parent / "data" / "fuzz"
     path = fuzz / "seed20261207-48595-reads-what-it-waited-for.mlir"
     assert refusal(path) == (
-        f"{path}:32:9: sync-verify: the proof takes more than 150000 steps of abstract "
+        f"{path}:29:9: sync-verify: the proof takes more than 150000 steps of abstract "
         "execution (sync-verify{steps=N} allows more; limit=N checks only the boundary tiles "
         "of grids above N tiles)")
     path = fuzz / "seed20261207-48595.mlir"

@@ -1,4 +1,4 @@
-// seed20261207-48595.mlir with its copy reading the column it waited for (col 0, not (k + 1) * 64): every read is covered, so the 65,536 distinct waits run the proof out of steps
+// seed20261207-48595.mlir with its copy reading the column it waited for (column 0, not (k + 1) * 64, whose ops are dropped): every read is covered, so the 65,536 distinct waits run the proof out of steps
 gpu.module @k {
   gpu.func @p(%out: memref<?xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
     %x, %y = sync.tile : index, index
@@ -18,7 +18,6 @@ gpu.module @k {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c3 = arith.constant 65536 : index
-    %c64 = arith.constant 64 : index
     %c128 = arith.constant 128 : index
     %c256 = arith.constant 256 : index
     %issuer = arith.cmpi eq, %tid, %c256 : index
@@ -27,8 +26,6 @@ gpu.module @k {
       scf.for %k = %c0 to %c3 step %c1 {
         sync.wait %sp[%x, %k] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> single_thread async_proxy : memref<?xi32>
         sync.load_point operand 0 [%x, %y] step %k single_thread async_proxy
-        %k1 = arith.addi %k, %c1 : index
-        %col = arith.muli %k1, %c64 : index
         tile.tma_load %a[%row, %c0], %smem[%c0, %c0], %bars[%c0] : !tile.tensor_map<128x64xf16, swizzle 128>, memref<128x64xf16, 3>, memref<1xi64, 3>
       }
     }
