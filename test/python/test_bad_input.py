@@ -585,6 +585,26 @@ def test_fuzz_finds_end_in_located_compile_errors(name, where, message):
     assert str(info.value) == f"{path}:{where}: {message}"
 
 
+DATAFLOW_FINDS = [
+    # a reduction's output element type `none`: its split stages kept it, and sizing the queue
+    # of their partials raised a ValueError from the queue type (seed 20271207)
+    ("seed20271207-14551.mlir", "14:3", "dataflow-insert-queues: 'dataflow.element': queue "
+     "payload element type none has no known size in memory"),
+]
+
+
+@pytest.mark.parametrize("name, where, message", DATAFLOW_FINDS)
+def test_fuzz_finds_in_dataflow_passes_end_in_located_compile_errors(name, where, message):
+    from tilesync import api
+    from tilesync.tools.fuzz import FORM_PIPELINE_PASSES
+
+    path = Path(__file__).parent / "data" / "fuzz" / name
+    module = api.parse(path.read_text(encoding="utf-8"), name=str(path))
+    with pytest.raises(CompileError) as info:
+        api.lower(module, list(FORM_PIPELINE_PASSES))
+    assert str(info.value) == f"{path}:{where}: {message}"
+
+
 def test_a_long_loop_of_distinct_waits_runs_out_of_steps_not_for_minutes():
     """A consumer waiting on a new producer tile in each of 65,536 iterations (seed 20261207):
     sync-verify compared each read with every wait before it, rebuilding those each time, and

@@ -187,6 +187,7 @@ class FormPipelinePass(ModulePass):
             df_stage = dataflow.StageOp(name, stage.kernel, resource_of(stage, stage_kind(stage)),
                                         min(tiles, self.sms))
             df_stage.attributes[TILES_ATTR] = IntegerAttr(tiles, i64)
+            df_stage.location = stage.location  # diagnostics about it point at its stage
             stages.append(df_stage)
             stage.attributes[DATAFLOW_PIPELINE_ATTR] = SymbolRefAttr(self.pipeline)
         pipeline = dataflow.PipelineOp(self.pipeline, stages)

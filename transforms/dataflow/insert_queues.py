@@ -187,6 +187,10 @@ class InsertQueuesPass(ModulePass):
         element = stage.attributes.get(DATAFLOW_ELEMENT_ATTR, f16)
         if not isinstance(element, TypeAttribute):
             raise diagnostic(PASS, stage, f"'{DATAFLOW_ELEMENT_ATTR}' must be a type")
+        try:  # a queue entry holds whole elements: a type without a size in memory has none
+            dataflow.element_bytes(element)
+        except ValueError as err:
+            raise diagnostic(PASS, stage, f"'{DATAFLOW_ELEMENT_ATTR}': {err}") from None
         shape = list(stage.tile_shape[:2])
         return TensorType(element, shape)
 

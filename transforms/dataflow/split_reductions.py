@@ -121,6 +121,7 @@ class SplitReductionsPass(ModulePass):
         # the sums land where the reduction's tiles did; the partials are the fan-in's own
         final.output_map = stage.output_map
         for new, kind in ((fanin, "gemm"), (final, "elementwise")):
+            new.location = stage.location  # a diagnostic about it points at the reduction
             new.attributes[DATAFLOW_KIND_ATTR] = StringAttr(kind)
             if DATAFLOW_ELEMENT_ATTR in stage.attributes:  # partials and sums keep the type
                 new.attributes[DATAFLOW_ELEMENT_ATTR] = stage.attributes[DATAFLOW_ELEMENT_ATTR]
@@ -136,8 +137,9 @@ class SplitReductionsPass(ModulePass):
             dep.producer = SymbolRefAttr(final_name)
         dims = [AffineExpr.dimension(i) for i in range(rank)]
         joined = AffineMap(rank, 1, (*dims, AffineExpr.symbol(0)))
-        parent.insert_op_after(sync.DependencyOp(fanin_name, final_name, 0, joined,
-                                                 [(0, parts)]), final)
+        partials = sync.DependencyOp(fanin_name, final_name, 0, joined, [(0, parts)])
+        partials.location = stage.location
+        parent.insert_op_after(partials, final)
         for launch in [o for o in module.walk() if isinstance(o, sync.LaunchOp)
                        and o.stage.root_reference.data == name]:
             launch.detach()
@@ -153,6 +155,7 @@ class SplitReductionsPass(ModulePass):
                                     dataflow.ResourceAttr(dataflow.Resource.SIMT),
                                     min(tiles, self.sms))
         df_final.attributes[TILES_ATTR] = IntegerAttr(tiles, i64)
+        df_fanin.location = df_final.location = df_stage.location
         block = pipeline.body.block
         block.insert_ops_before([df_fanin, df_final], df_stage)
         df_stage.detach()
