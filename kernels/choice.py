@@ -183,7 +183,9 @@ def stream_k_twins(cfg: GemmConfig) -> list[GemmConfig]:
     loop). Rotating each shared tile's k-steps (gemm_tma._tile_rotation) recovers part of it
     (H100, bench/results/stream-k-rotation-ab-*: GEMM 4096^3's 116 shared tiles 211.8 -> 189.8
     us against 179.2 data-parallel, GPT-3's fc2 at M = 2048 455 -> 403 against 394), not all:
-    the twins still lose there."""
+    the twins still lose there. Nor do wide tiles all shared where the grid is under a round
+    (bench/results/small-m-stream-k-probe-*, H100: the MLP GEMMs at M = 256-512 in 128 x 128-256
+    tiles, 0.73-0.83 of cuBLAS against 0.98-1.04 for the tuned data-parallel tiles)."""
     if not cfg.warp_specialized or not cfg.persistent or cfg.cluster_m != 1:
         return []
     partial = cfg.tiles % cfg.sms
