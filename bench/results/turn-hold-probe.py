@@ -12,7 +12,7 @@ import statistics
 
 SHAPES = [(1, 56, 64), (1, 56, 128), (1, 56, 256)]
 ROUNDS = (200_000, 2_000_000, 200_000, 2_000_000)  # HOLD_NS_PER_RUN per round
-TURN = 10  # timed runs a turn (reps 50 / TURNS 5)
+REPS = 50
 
 
 def main() -> None:
@@ -20,10 +20,11 @@ def main() -> None:
     from tilesync.runtime.device import get_device
 
     out = os.environ.get("OUT", "/tmp")
+    turn = REPS // mlp.TURNS  # timed runs a turn
     rounds = []
     for hold in ROUNDS:
         mlp.HOLD_NS_PER_RUN = hold
-        result = conv.conv_benchmarks(SHAPES, warmup=10, reps=50)
+        result = conv.conv_benchmarks(SHAPES, warmup=10, reps=REPS)
         rows = {}
         for row in result["rows"]:
             choice = row.get("mode_choice", {})
@@ -35,8 +36,8 @@ def main() -> None:
                 s = record.get("samples_ms")
                 if not s:
                     continue
-                head = statistics.median(x for i, x in enumerate(s) if i % TURN < 5) * 1e3
-                tail = statistics.median(x for i, x in enumerate(s) if i % TURN >= 5) * 1e3
+                head = statistics.median(x for i, x in enumerate(s) if i % turn < 5) * 1e3
+                tail = statistics.median(x for i, x in enumerate(s) if i % turn >= 5) * 1e3
                 modes[name] = {"median_us": record["median_ms"] * 1e3, "first5_us": head,
                                "last5_us": tail, "samples_ms": s}
                 print(f"    {name:22s} median {record['median_ms'] * 1e3:7.2f}  first 5 of a "
