@@ -20,7 +20,9 @@ TWINS = (("tma:row+one_launch", "tma:row+pdl"), ("tma:tile+one_launch", "tma:til
 
 
 def tma_tiles(config: str) -> int:
-    """Tiles a stage of the TMA kernels, from the row's config line ('tma_ws: ... AxB tiles')."""
+    """Tiles a stage of the TMA kernels, from the row's config line ('tma_ws: ... AxB tiles',
+    bench.conv.config_label): what ran when the record was made, which the tiles
+    `bench.conv.mode_spec` gives today need not be for an older record."""
     found = re.search(r"tma_ws: [^;]*?(\d+)x(\d+) tiles", config)
     if found is None:
         raise ValueError(f"no tma_ws tiles in {config!r}")
@@ -45,11 +47,20 @@ def rows(path: str):
 def main(paths: list[str]) -> int:
     print("device, commit | N | C | tiles a stage | one grid's waves | mode | measured one launch "
           "- PDL (us) | predicted (us)")
-    for device, commit, n, c, tiles, waves, mode, measured, predicted in (
-            r for path in paths for r in rows(path)):
-        said = "-" if predicted is None else f"{predicted:+.2f}"
-        print(f"{device}, {commit} | {n} | {c} | {tiles} | {waves:.2f} | {mode} | "
-              f"{measured:+.2f} | {said}")
+    for path in paths:
+        try:
+            found = list(rows(path))
+        except OSError as err:
+            print(f"{path}: error: cannot read it: {err.strerror or err}", file=sys.stderr)
+            return 1
+        except (ValueError, KeyError, TypeError) as err:
+            print(f"{path}: error: not a bench conv result: {type(err).__name__}: {err}",
+                  file=sys.stderr)
+            return 1
+        for device, commit, n, c, tiles, waves, mode, measured, predicted in found:
+            said = "-" if predicted is None else f"{predicted:+.2f}"
+            print(f"{device}, {commit} | {n} | {c} | {tiles} | {waves:.2f} | {mode} | "
+                  f"{measured:+.2f} | {said}")
     return 0
 
 
