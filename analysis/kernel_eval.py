@@ -263,6 +263,28 @@ def _bitwise(kind: str) -> Callable[[Value, Value], Value]:
     return evaluate
 
 
+def _boolean(kind: str) -> Callable[[Value, Value], Value]:
+    """`arith.andi` / `arith.ori` / `arith.xori` of two i1s (0 or 1), per tile: false where
+    either side is false (and), true where either is true (or), though the other side is
+    unknown there (a guard `tile_ok and lane_ok` is false for the tiles whose `tile_ok` is);
+    xor where both sides are decided."""
+    def evaluate(a: Value, b: Value) -> Value:
+        if a is None and b is None:
+            return None
+        (alo, ahi), (blo, bhi) = a or (0, 1), b or (0, 1)
+        alo, ahi, blo, bhi = (np.asarray(x) for x in (alo, ahi, blo, bhi))
+        if kind == "and":
+            lo, hi = np.minimum(alo, blo), np.minimum(ahi, bhi)
+        elif kind == "or":
+            lo, hi = np.maximum(alo, blo), np.maximum(ahi, bhi)
+        else:
+            decided = (alo == ahi) & (blo == bhi)
+            lo, hi = np.where(decided, alo ^ blo, 0), np.where(decided, alo ^ blo, 1)
+        return _settle(lo if lo.ndim else int(lo), hi if hi.ndim else int(hi))
+
+    return evaluate
+
+
 def shift_left(a: Value, b: Value) -> Value:
     c = _positive_constant(b)
     if c is None or c > 32:
@@ -342,13 +364,13 @@ def guard_bounds(cond: SSAValue, taken: bool, value: Callable[[SSAValue], Value]
                  ) -> dict[SSAValue, Value]:
     """The values `cond` bounds where it is `taken` (true, or false): for `arith.cmpi` of a
     value against an exact one, that value's range narrowed to the side that holds; for the
-    true side of `arith.andi`, both conditions' narrowings. Unsigned comparisons narrow only
-    where they mean what the signed one does (an unsigned `a < b` with b >= 0 also says
-    a >= 0). Nothing for any other condition."""
+    true side of `arith.andi` and the false side of `arith.ori`, both conditions' narrowings.
+    Unsigned comparisons narrow only where they mean what the signed one does (an unsigned
+    `a < b` with b >= 0 also says a >= 0). Nothing for any other condition."""
     op = cond.owner
-    if isinstance(op, arith.AndIOp) and taken:
-        first = guard_bounds(op.lhs, True, value)
-        second = guard_bounds(op.rhs, True, value)
+    if (isinstance(op, arith.AndIOp) and taken) or (isinstance(op, arith.OrIOp) and not taken):
+        first = guard_bounds(op.lhs, taken, value)
+        second = guard_bounds(op.rhs, taken, value)
         for v, bounds in second.items():
             if v in first and first[v] is not None and bounds is not None:
                 bounds = (np.maximum(first[v][0], bounds[0]), np.minimum(first[v][1], bounds[1]))
@@ -507,6 +529,11 @@ _BINARY: dict[type, Callable[[Value, Value], Value]] = {
     arith.ShRUIOp: _unsigned(shift_right),
     arith.ShRSIOp: shift_right,
 }
+_I1_LOGIC: dict[type, Callable[[Value, Value], Value]] = {
+    arith.AndIOp: _boolean("and"),
+    arith.OrIOp: _boolean("or"),
+    arith.XOrIOp: _boolean("xor"),
+}
 _BOOLEAN_OPS = (arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.MinUIOp, arith.MaxUIOp)
 """The binary ops whose i1 results the 0-or-1 reading of an i1 gets right."""
 SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)
@@ -599,6 +626,7 @@ class BatchRun:
             if width == 1 and kind not in _BOOLEAN_OPS:
                 self.env[op.results[0]] = None  # i1 arithmetic: true is -1 signed, 1 + 1 = 0
                 return
+            binary = _I1_LOGIC.get(kind, binary) if width == 1 else binary
             try:
                 result = binary(self.value(op.operands[0]), self.value(op.operands[1]))
             except (ZeroDivisionError, FloatingPointError):
@@ -757,8 +785,22 @@ class BatchRun:
             return one
         raise Divergent(op, [np.flatnonzero(x == v) for v in np.unique(x)])
 
+    def _split_decided(self, op: Operation, value: Value) -> None:
+        """Divergent where the condition is decided for some tiles of the batch and not for
+        others (`tile_ok and lane_ok`): the tiles for which it is false skip the side it
+        guards."""
+        if value is None or exact(value):
+            return
+        lo, hi = np.broadcast_arrays(np.asarray(value[0]), np.asarray(value[1]))
+        if lo.ndim == 0:
+            return
+        kinds = np.where(hi == 0, 0, np.where(lo != 0, 1, 2))
+        if len(np.unique(kinds)) > 1:
+            raise Divergent(op, [np.flatnonzero(kinds == k) for k in np.unique(kinds)])
+
     def on_if(self, op: scf.IfOp, state: Any, definite: bool) -> None:
         self.on_op(op, state)
+        self._split_decided(op, self.value(op.cond))
         c = self._decide(op, self.value(op.cond))
         sides = self._thread_roles(op) if c is None else None
         if sides is not None:

@@ -100,3 +100,18 @@ def test_a_select_takes_each_side_only_where_its_condition_can_choose_it():
     lo, hi = select((np.array([1, 0]), np.array([1, 0])), (np.array([1, 5]), np.array([4, 8])),
                     point(np.array([7, 7])))
     assert list(lo) == [1, 7] and list(hi) == [4, 7]
+
+
+def test_both_sides_of_a_disjunction_bound_the_false_side_only():
+    block = Block(arg_types=[IndexType()])
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    eight = arith.ConstantOp(IntegerAttr(8, IndexType()))
+    below = arith.CmpiOp(block.args[0], zero.result, "slt")
+    above = arith.CmpiOp(block.args[0], eight.result, "sge")
+    either = arith.OrIOp(below.result, above.result)
+    block.add_ops([zero, eight, below, above, either])
+    values = {block.args[0]: (np.int64(-1), np.int64(9)),
+              zero.result: point(np.int64(0)), eight.result: point(np.int64(8))}
+    x = block.args[0]
+    assert _bounds(guard_bounds(either.result, False, values.get), x) == (0, 7)
+    assert guard_bounds(either.result, True, values.get) == {}

@@ -92,3 +92,22 @@ def test_unsigned_ops_of_a_negative_value_are_unknown():
 @pytest.mark.parametrize("a, b, quotient", [(3, -2, -1), (-3, 2, -1), (-3, -2, 1), (7, 2, 3)])
 def test_a_signed_division_truncates_toward_zero(a, b, quotient):
     assert truncdiv(point(a), point(b))[0] == quotient
+
+
+def test_i1_logic_is_decided_per_cta_where_one_side_decides_it():
+    """z = (bid == 0) joined with a thread's flag (t < 64, unknown): `z and flag` is false
+    for CTA 1 whatever the flag, so `(z and flag) or z` is z for both CTAs; an xor of two
+    decided sides is decided. CTA 0 loops 3 times, CTA 1 once; then 2 more each."""
+    program = """      %z = arith.cmpi eq, %bid, %c0 : index
+      %t = gpu.thread_id x
+      %c64 = arith.constant 64 : index
+      %flag = arith.cmpi ult, %t, %c64 : index
+      %j = arith.andi %z, %flag : i1
+      %k = arith.ori %j, %z : i1
+      %n = arith.xori %k, %z : i1
+      %u = arith.select %k, %c3, %c1 : index
+      %v = arith.select %n, %c0, %c2 : index
+      %ub = arith.addi %u, %v : index"""
+    assert _tickets(program) == (3 + 2) + (1 + 2)
+    assert _tickets(program.replace("%k = arith.ori %j, %z", "%k = arith.ori %j, %flag")) \
+        is None  # CTA 1: false or the flag, unknown

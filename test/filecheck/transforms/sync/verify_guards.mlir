@@ -209,3 +209,149 @@ builtin.module {
   sync.launch @c {pdl = true}
 }
 // CHECK: verify_guards.mlir:198:7: sync-verify: consumer @c: 'memref.load' indexes dimension 1 of operand 0, whose size is dynamic (memref<?x?xf32>)
+
+// -----
+
+// A guard joining a per-tile condition and a per-thread one (`32 y - 1 <u 64 and t < 16`):
+// for the tiles with y = 0 the first is false, so the and is, whatever the thread: those tiles
+// never load column -1. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%x, %col] : memref<8x64xf32>
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+    gpu.func @c(%in: memref<8x64xf32>, %out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %left = arith.subi %col, %c32 : index
+      sync.load_point operand 0 [%x, %y]
+      %lc = arith.subi %y32, %c1 : index
+      %c64 = arith.constant 64 : index
+      %has_left = arith.cmpi ult, %lc, %c64 : index
+      %lane_ok = arith.cmpi ult, %t, %c16 : index
+      %ok = arith.andi %has_left, %lane_ok : i1
+      scf.if %ok {
+        %v = memref.load %in[%x, %lc] : memref<8x64xf32>
+        memref.store %v, %out[%x, %col] : memref<8x64xf32>
+      }
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, d1 + s0 - 1) forall s0 in [0, 2) clipped
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: sync.stage @c {{.*}}sync.verified = "proved"
+
+// -----
+
+// The same guard as its negation, `32 y - 1 >=u 64 or t >= 16`, the load on the false side:
+// the or is true for every thread of the tiles with y = 0. Proved.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%x, %col] : memref<8x64xf32>
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+    gpu.func @c(%in: memref<8x64xf32>, %out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %left = arith.subi %col, %c32 : index
+      sync.load_point operand 0 [%x, %y]
+      %lc = arith.subi %y32, %c1 : index
+      %c64 = arith.constant 64 : index
+      %no_left = arith.cmpi uge, %lc, %c64 : index
+      %lane_off = arith.cmpi uge, %t, %c16 : index
+      %skip = arith.ori %no_left, %lane_off : i1
+      scf.if %skip {
+      } else {
+        %v = memref.load %in[%x, %lc] : memref<8x64xf32>
+        memref.store %v, %out[%x, %col] : memref<8x64xf32>
+      }
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, d1 + s0 - 1) forall s0 in [0, 2) clipped
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: sync.stage @c {{.*}}sync.verified = "proved"
+
+// -----
+
+// `32 y - 1 <u 64 or t < 16` holds for some threads of the tiles with y = 0, which then read
+// column -1: refused.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%x, %col] : memref<8x64xf32>
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+    gpu.func @c(%in: memref<8x64xf32>, %out: memref<8x64xf32>) kernel {
+      %x, %y = sync.tile : index, index
+      %t = gpu.thread_id x
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %y32 = arith.muli %y, %c32 : index
+      %col = arith.addi %y32, %t : index
+      %left = arith.subi %col, %c32 : index
+      sync.load_point operand 0 [%x, %y]
+      %lc = arith.subi %y32, %c1 : index
+      %c64 = arith.constant 64 : index
+      %has_left = arith.cmpi ult, %lc, %c64 : index
+      %lane_ok = arith.cmpi ult, %t, %c16 : index
+      %ok = arith.ori %has_left, %lane_ok : i1
+      scf.if %ok {
+        %v = memref.load %in[%x, %lc] : memref<8x64xf32>
+        memref.store %v, %out[%x, %col] : memref<8x64xf32>
+      }
+      sync.store_point [%x, %y]
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 8, 2>, block = array<i64: 32>, tile = array<i64: 1, 32>}
+  sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, d1 + s0 - 1) forall s0 in [0, 2) clipped
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: verify_guards.mlir:344:9: sync-verify: consumer @c: 'memref.load' may touch index [-1, -1] of dimension 1 of operand 0, outside its shape [8, 64]
