@@ -87,9 +87,16 @@ def verify_order_on_grid(order: OrderAttr, grid: Sequence[int]) -> None:
 
 
 def named_order(permutation: Sequence[int], grid: Sequence[int]) -> OrderAttr:
-    """`row_major` or `column_major` when `permutation` is one of them, else a table."""
-    for kind in ("row_major", "column_major"):
-        attr = OrderAttr(kind)
-        if list(permutation) == order_permutation(attr, grid):
+    """`row_major`, `column_major` or `strided<s>` when `permutation` is one of them, else a
+    table."""
+    permutation = list(permutation)
+    candidates = [OrderAttr("row_major"), OrderAttr("column_major")]
+    if len(permutation) > 1:
+        # strided<s> takes column s second (the columns of a row come first)
+        second = list(grid_tiles(grid))[permutation[1]][column_dim(grid)]
+        if 1 < second < grid[column_dim(grid)]:
+            candidates.append(OrderAttr("strided", [second]))
+    for attr in candidates:
+        if permutation == order_permutation(attr, grid):
             return attr
-    return OrderAttr("table", list(permutation))
+    return OrderAttr("table", permutation)

@@ -30,7 +30,7 @@ clipped tile may fall outside the producer grid (`0 <= c < grid`, or `c != -1 an
 or, unguarded, the tile at c clamped into the grid by selects: a read verify must place at the
 edge tile, often one the step's wait does not cover); then a store of its own tile and a
 `sync.store_point`. The program
-then goes through the real passes (policies, maybe a named policy or the generated tile order,
+then goes through the real passes (policies, maybe a named policy or a derived tile order,
 post/wait insertion, then a random choice of sync-insert-wait-kernel, sync-use-pdl,
 sync-one-launch and sync-drop-wait-kernel) and sync-verify. Where it proves the program, the
 placed and batched producers' layouts are held against the generator's own store indices
@@ -353,7 +353,7 @@ def draw_program(draw: Draw) -> Program:
     if _chance(draw, 20):
         passes.append(f"sync-select-policy{{policy={_pick(draw, ['tile', 'row'])}}}")
     if _chance(draw, 20):
-        passes.append("sync-tile-order{order=generated}")
+        passes.append(f"sync-tile-order{{order={_pick(draw, ['generated', 'ready'])}}}")
     passes.append("sync-insert-post-wait")
     drop = f"sync-drop-wait-kernel{{sms={sms}}}"
     mechanisms = [drop, "sync-one-launch"] if occupancy else [

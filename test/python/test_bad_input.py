@@ -94,7 +94,7 @@ PIPELINE_ROWS = [
     ("sync-verify{sms=true}", None,  # as written, not as Python prints the bool ('True')
      "sync-verify: option 'sms' takes an integer, got 'true'"),
     ("sync-tile-order{order=spiral}", None, "sync-tile-order: option 'order' is one of "
-     "row_major, column_major, strided, generated, got 'spiral'"),
+     "row_major, column_major, strided, generated, ready, got 'spiral'"),
     ("sync-annotate-occupancy{arch=sm_75}", None,
      "sync-annotate-occupancy: option 'arch' is one of sm_80, sm_90, sm_90a, got 'sm_75'"),
     ("sync-verify{limit=0}", None, "sync-verify: option 'limit' must be positive, got 0"),

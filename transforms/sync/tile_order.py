@@ -10,15 +10,25 @@ Option `order`:
 * `row_major` / `column_major`: that order on every stage;
 * `strided`: `strided<s>` on the producer of every dependency whose consumer tiles read
   producer columns a constant stride s > 1 apart (inferred from the dependency);
-* `generated` (cuSyncGen): stages are visited producers first; a stage with no producer keeps
-  its order (row_major if it has none, so that when its tiles complete is defined); a consumer
-  gets the order in which its tiles become *ready*: a consumer tile is ready when the last
-  producer tile it reads (by the sync.dependency ops) is done, producer tiles being done in
-  their producer's order (with several producers, at the fraction (position+1)/tiles of each
-  producer's order). Ties keep row-major order. So the producer tiles one consumer tile needs
-  are consumed as soon as they are produced (GEMM→GEMM with RowSync: row-major; a consumer
-  reading whole producer columns: column-major). The result is written as a named order when
-  it equals row_major or column_major, else as `#sync.order<table<...>>`.
+* `generated` (cuSyncGen, cuSync 2024 §IV-A): stages are visited consumers first; a stage no
+  other stage reads keeps its order (row_major if it has none); every other stage takes its
+  tiles in the order its consumers first read them: "we schedule all producer tiles
+  consecutively for each consumer tile", walking each consumer's tiles in that consumer's
+  order, a consumer tile's producer tiles in the order its dependency lists them (its forall
+  order), tiles no consumer reads last. With several consumers a tile is due at the earliest
+  fraction (position+1)/tiles of any consumer's order that reads it. So a chain is ordered
+  from its last kernel back to its first; GEMM→GEMM with RowSync stays row-major, and the
+  QKV GEMM of attention, whose consumer tile reads columns c, c+s, c+2s, takes those three
+  one after the other (its StridedSync tiles complete together).
+* `ready`: the other way round: stages are visited producers first; a stage with no producer
+  keeps its order (row_major if it has none); a consumer gets the order in which its tiles
+  become *ready*: a consumer tile is ready when the last producer tile it reads is done,
+  producer tiles being done in their producer's order (with several producers, at the
+  fraction (position+1)/tiles of each producer's order). Ties keep row-major order. For a
+  producer whose order is given (a library kernel's, or a hand-written strided one).
+
+Either way the result is written as a named order when it equals row_major or column_major,
+else as `#sync.order<table<...>>`.
 
 Every `table` order in the module (new or already there) is checked to be a permutation of its
 stage's grid (`analysis.tile_order.verify_order_on_grid`).
@@ -49,7 +59,7 @@ from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT, DependencyOp, OrderAttr, StageOp
 
 PASS_NAME = "sync-tile-order"
-ORDER_OPTIONS = ("row_major", "column_major", "strided", "generated")
+ORDER_OPTIONS = ("row_major", "column_major", "strided", "generated", "ready")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,13 +103,40 @@ def check_enumeration(dep: DependencyOp, order: str) -> None:
                            "(row_major, column_major)", dep)
 
 
-def generated_permutation(
+def consumers_first(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> list[str]:
+    """Stage names with every consumer before its producers; a diagnostic on a cycle."""
+    return producers_first(stages, deps)[::-1]
+
+
+def needed_permutation(
+    producer: StageOp,
+    deps: Sequence[DependencyOp],
+    consumer_orders: dict[str, Sequence[int]],
+    consumer_grids: dict[str, Sequence[int]],
+) -> list[int]:
+    """The producer's tile ids in the order its consumers first read them (`generated`)."""
+    grid = producer.grid_shape
+    due: dict[int, tuple[Fraction, int]] = {}
+    for dep in deps:
+        name = dep.consumer.root_reference.data
+        order = consumer_orders[name]
+        tiles = list(grid_tiles(consumer_grids[name]))
+        for position, tile_id in enumerate(order):
+            when = Fraction(position + 1, len(order))
+            for sequence, ptile in enumerate(dep.producer_tiles(tiles[tile_id])):
+                ptile_id = linear_id(ptile, grid)
+                due[ptile_id] = min(due.get(ptile_id, (when, sequence)), (when, sequence))
+    never = (Fraction(2), 0)  # read by no consumer: after every tile that is
+    return sorted(range(math.prod(grid)), key=lambda t: (due.get(t, never), t))
+
+
+def ready_permutation(
     consumer: StageOp,
     deps: Sequence[DependencyOp],
     producer_orders: dict[str, Sequence[int]],
     producer_grids: dict[str, Sequence[int]],
 ) -> list[int]:
-    """The consumer's tile ids sorted by when each becomes ready (see the module doc)."""
+    """The consumer's tile ids sorted by when each becomes ready (`ready`)."""
     done_at: dict[str, list[Fraction]] = {}
     for name, permutation in producer_orders.items():
         times = [Fraction(0)] * len(permutation)
@@ -177,6 +214,8 @@ class TileOrderPass(ModulePass):
                 stage.order = OrderAttr(self.order)
         elif self.order == "strided":
             self._apply_strided(stages, deps)
+        elif self.order == "ready":
+            self._apply_ready(stages, deps)
         else:
             self._apply_generated(stages, deps)
         verify_stage_orders(op)
@@ -207,6 +246,29 @@ class TileOrderPass(ModulePass):
     @staticmethod
     def _apply_generated(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
         permutations: dict[str, list[int]] = {}
+        for name in consumers_first(stages, deps):
+            stage = stages[name]
+            outgoing = [d for d in deps if d.producer.root_reference.data == name]
+            if not outgoing:
+                if stage.order is None:
+                    stage.order = OrderAttr("row_major")
+                permutations[name] = order_permutation(stage.order, stage.grid_shape)
+                continue
+            for dep in outgoing:
+                check_enumeration(dep, "generated")
+            consumer_names = {d.consumer.root_reference.data for d in outgoing}
+            permutation = needed_permutation(
+                stage,
+                outgoing,
+                {c: permutations[c] for c in consumer_names},
+                {c: stages[c].grid_shape for c in consumer_names},
+            )
+            stage.order = named_order(permutation, stage.grid_shape)
+            permutations[name] = permutation
+
+    @staticmethod
+    def _apply_ready(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
+        permutations: dict[str, list[int]] = {}
         for name in producers_first(stages, deps):
             stage = stages[name]
             incoming = [d for d in deps if d.consumer.root_reference.data == name]
@@ -216,9 +278,9 @@ class TileOrderPass(ModulePass):
                 permutations[name] = order_permutation(stage.order, stage.grid_shape)
                 continue
             for dep in incoming:
-                check_enumeration(dep, "generated")
+                check_enumeration(dep, "ready")
             producer_names = {d.producer.root_reference.data for d in incoming}
-            permutation = generated_permutation(
+            permutation = ready_permutation(
                 stage,
                 incoming,
                 {p: permutations[p] for p in producer_names},
@@ -230,8 +292,10 @@ class TileOrderPass(ModulePass):
 
 __all__ = [
     "TileOrderPass",
+    "consumers_first",
     "dependency_stride",
-    "generated_permutation",
+    "needed_permutation",
     "producers_first",
+    "ready_permutation",
     "verify_stage_orders",
 ]

@@ -78,11 +78,23 @@ sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (s0, d1) forall s0 in [
 
 
 def test_the_pass_and_the_simulator_hand_out_the_same_order():
+    def stage(module, name):
+        return next(op for op in module.walk() if getattr(op, "sym_name", None) is not None
+                    and op.sym_name.data == name)
+
+    # generated: the row-major consumer needs whole producer columns, one after the other
     module = parse(STAGES)
     lower(module, ["sync-tile-order{order=generated}"])
-    consumer = next(op for op in module.walk() if getattr(op, "sym_name", None) is not None
-                    and op.sym_name.data == "c")
-    assert consumer.order == OrderAttr("column_major")  # reads whole producer columns
+    producer = stage(module, "p")
+    assert producer.order == OrderAttr("column_major")
+    simulated = program_from_ir(module)
+    assert simulated.stages[0].order == order_tiles(producer.order, (3, 4))
+    assert simulated.stages[0].order[:3] == [(0, 0), (1, 0), (2, 0)]
+    # ready: the row-major producer finishes its columns together with its last row
+    module = parse(STAGES)
+    lower(module, ["sync-tile-order{order=ready}"])
+    consumer = stage(module, "c")
+    assert consumer.order == OrderAttr("column_major")
     simulated = program_from_ir(module)
     assert simulated.stages[1].order == order_tiles(consumer.order, (3, 4))
     assert simulated.stages[1].order[:3] == [(0, 0), (1, 0), (2, 0)]
