@@ -10,16 +10,13 @@
 // `sync.load_point operand N [x, y] step kt` before loading operand N's k-step, and
 // `sync.store_point [x, y]` after the output tile is stored. The passes fill them:
 //
-//   tilesync-opt examples/gpt3_mlp_sync.mlir \
-//     -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm \
-//     -t ptx
+//   tilesync-opt examples/gpt3_mlp_sync.mlir -t ptx \
+//     -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm
 //
 // sync-generate-policies picks RowSync for @gemm1 (a consumer reads all 48 tiles of a row);
-// sync-insert-post-wait makes GEMM2 wait on its row's semaphore before each k-step of H (and
-// not before W2, which no stage produces) and GEMM1 post after its store;
-// sync-insert-wait-kernel makes GEMM1 post its start flag on entry and adds the wait-kernel
-// that the `sync.wait_kernel` below launches; sync-verify proves it, relying on that
-// wait-kernel.
+// sync-insert-post-wait makes GEMM2 wait on its row before each k-step of H (not W2, which no
+// stage produces) and GEMM1 post after its store; sync-insert-wait-kernel, GEMM1 post its start
+// flag for the wait-kernel below; sync-verify proves it, relying on that wait-kernel.
 builtin.module attributes {gpu.container_module} {
   gpu.module @mlp {
     "memref.global"() <{sym_name = "a_tile", sym_visibility = "private", type = memref<32x32xf32, 3>, initial_value}> : () -> ()

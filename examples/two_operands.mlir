@@ -4,9 +4,8 @@
 // (the reference cuSync guarded only operand A). Generated policies: RowSync for P (a tile of
 // O reads P's whole row) and, for V, one semaphore per column (rows shared).
 //
-//   tilesync-opt examples/two_operands.mlir \
-//     -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm \
-//     -t ptx
+//   tilesync-opt examples/two_operands.mlir -t ptx \
+//     -p sync-generate-policies,sync-insert-post-wait,sync-insert-wait-kernel,sync-verify,tilesync-lower-to-llvm
 builtin.module attributes {gpu.container_module} {
   gpu.module @attn {
     "memref.global"() <{sym_name = "a_tile", sym_visibility = "private", type = memref<32x32xf32, 3>, initial_value}> : () -> ()
