@@ -7,18 +7,18 @@ of its input (`gather`, an embedding lookup say) or it is better bulk-synchronou
 pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between two
 inside would have to run before the second and after the first, which a spatial pipeline cannot
 do), and a member's tiles reach its consumers in the pipeline through queues, so a stage joins
-only where it reads each member as a queue hands entries out (`insert_queues.queue_reads`:
-each producer tile to one consumer tile, in ticket order; a GEMM whose every tile reads the one
-row tile of a full-row softmax stays outside, bulk-synchronous). A dependency cycle is refused
-(a pipeline is part of a DAG, §5.1), and so is a second
-pipeline of the name of one that exists. Walking the stages in dependency order, a stage joins
-when it reads a member and keeps the group contiguous; the first group of at least two stages
-becomes `dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
+only where it reads each member as a queue hands entries out (`insert_queues.queue_reads`: each
+producer tile to one consumer tile, in ticket order; a GEMM whose every tile reads the one row
+tile of a full-row softmax stays outside, bulk-synchronous). A dependency cycle is refused (a
+pipeline is part of a DAG, §5.1), and so is a second pipeline of the name of one that exists.
+From each stage in dependency order as a seed, a stage joins when it reads a member or a member
+reads it (a join's second producer), keeps the group contiguous and queues serve its reads,
+until none joins; the largest group of at least two stages (the first of equals) becomes
+`dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
 `dataflow.resource`, else tensor for a GEMM and SIMT for the rest; `tiles` = its grid's tiles;
 `ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them). Each member records
 `dataflow.pipeline = @name`; the pipeline lists the excluded stages and why in
-`dataflow.excluded`. Queues come later (dataflow-insert-queues).
-"""
+`dataflow.excluded`. Queues come later (dataflow-insert-queues)."""
 
 from __future__ import annotations
 
@@ -132,17 +132,29 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
                 return reads.reason
         return None
 
+    def joins(name: str, group: list[str]) -> bool:
+        """`name` next to the group (reading a member, or read by one) keeps it contiguous,
+        and queues serve every read between it and the members."""
+        readers = successors[name] & set(group)
+        if not (predecessors[name] & set(group) or readers):
+            return False
+        return contiguous({*group, name}, successors, predecessors) and \
+            no_queue(name, group) is None and \
+            all(no_queue(member, [name]) is None for member in readers)
+
     best: list[str] = []
     for seed in order:
         if seed in excluded:
             continue
         group = [seed]
-        for name in order[order.index(seed) + 1:]:
-            if name in excluded or not predecessors[name] & set(group):
-                continue
-            if contiguous({*group, name}, successors, predecessors) and \
-                    no_queue(name, group) is None:
-                group.append(name)
+        grown = True
+        while grown:  # until no stage joins: a second producer of a join joins after it
+            grown = False
+            for name in order:
+                if name not in group and name not in excluded and joins(name, group):
+                    group.append(name)
+                    grown = True
+        group.sort(key=order.index)
         if len(group) > len(best):
             best = group
     for name in names:  # a stage left out for how it reads the pipeline: say why
@@ -168,6 +180,10 @@ class FormPipelinePass(ModulePass):
 
     pipeline: str = "spatial"  # the new pipeline's name
     sms: int = 132
+
+    def __post_init__(self) -> None:
+        if self.sms < 1:
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
