@@ -8,13 +8,15 @@ bytes per tile once its queue operands stay on chip (`dram_bytes`, `l2_bytes`, d
 `tiles` per launch relative to the pipeline's last stage weighs its rate. The solution sets
 every stage's `ctas` and records on the pipeline the predicted throughput (items per second)
 and the constraint that binds it (`dataflow.allotment`). A stage without a measured rate is
-refused: the allotment would be a guess. A pipeline in clusters (`dataflow.pipeline @p
+refused: the allotment would be a guess. A stage that takes several entries of a queue for one
+tile keeps the one CTA dataflow-insert-queues gave it. A pipeline in clusters (`dataflow.pipeline @p
 cluster`, or a cluster queue) runs one CTA of each stage in a cluster, so its stages get one
 count (`allot`'s `equal`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -31,6 +33,7 @@ from tilesync.contract import (
 )
 from tilesync.dialects import dataflow
 from tilesync.dialects.locations import diagnostic
+from tilesync.transforms.dataflow.insert_queues import one_worker
 
 PASS = "dataflow-allot-ctas"
 ALLOTMENT_ATTR = "dataflow.allotment"
@@ -45,23 +48,38 @@ def _number(stage: dataflow.StageOp, name: str, default: float | None = None) ->
 
 def stage_rates(pipeline: dataflow.PipelineOp) -> list[StageRate]:
     stages = pipeline.stages
+    for stage in stages:
+        tiles = _number(stage, TILES_ATTR)
+        if tiles is not None and not (math.isfinite(tiles) and tiles >= 1):
+            raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: '{TILES_ATTR}' must "
+                             f"be a positive count, got {tiles:g}")
     last_tiles = _number(stages[-1], TILES_ATTR, 1.0) or 1.0
     rates = []
     for stage in stages:
+        name = stage.sym_name.data
         rate = _number(stage, BSP_RATE_ATTR)
-        if rate is None or rate <= 0:
-            raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data} has no measured "
-                             f"'{BSP_RATE_ATTR}' (tiles per second, bulk-synchronous)")
+        if rate is None or not (math.isfinite(rate) and rate > 0):
+            raise diagnostic(PASS, stage, f"stage @{name} has no measured '{BSP_RATE_ATTR}' "
+                             f"(tiles per second, bulk-synchronous, a positive number)"
+                             + ("" if rate is None else f", got {rate:g}"))
         utilization = _number(stage, UTILIZATION_ATTR, 1.0)
         if not 0 < utilization <= 1:
-            raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: '{UTILIZATION_ATTR}' "
-                             f"must be in (0, 1], got {utilization}")
+            raise diagnostic(PASS, stage, f"stage @{name}: '{UTILIZATION_ATTR}' must be in "
+                             f"(0, 1], got {utilization}")
+        traffic = []
+        for attr in (DRAM_BYTES_ATTR, L2_BYTES_ATTR):
+            value = _number(stage, attr, 0.0)
+            if not (math.isfinite(value) and value >= 0):
+                raise diagnostic(PASS, stage, f"stage @{name}: '{attr}' (bytes a tile) must be "
+                                 f"a number >= 0, got {value:g}")
+            traffic.append(value)
         tiles = _number(stage, TILES_ATTR)
+        most = max(1, int(tiles)) if tiles else None
+        if one_worker(stage, pipeline):
+            most = 1  # insert-queues gave it one CTA
         rates.append(StageRate(
-            stage.sym_name.data, stage.resource.data is dataflow.Resource.TENSOR, rate,
-            (tiles or last_tiles) / last_tiles, utilization,
-            _number(stage, DRAM_BYTES_ATTR, 0.0), _number(stage, L2_BYTES_ATTR, 0.0),
-            max(1, int(tiles)) if tiles else None))
+            name, stage.resource.data is dataflow.Resource.TENSOR, rate,
+            (tiles or last_tiles) / last_tiles, utilization, traffic[0], traffic[1], most))
     return rates
 
 

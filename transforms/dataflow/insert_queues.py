@@ -8,16 +8,17 @@ stage takes it as an input, so a producer read by several stages multicasts. A q
 entry to one CTA of a consumer stage, so every producer tile must be read by exactly one tile
 of each consumer stage (split a hidden dimension into stages first, or it is refused); a
 consumer tile that reads r producer tiles takes r entries (`dataflow.reads`) as r consecutive
-tickets. Tickets name tiles in row-major order (ticket t: the producer's tile t, and the
-consumer's tile t when r = 1), so consumer tile i must read exactly the producer tiles r·i ..
-r·i + r - 1; a batch reduction reading a column of the producer's tiles, or two consumers of
-one producer reading its rows and its columns, are refused (no ticket order serves them). The
-depth comes from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the
-pipeline's share of L2 (`l2_bytes` / queues) allows, else as many entries as it holds, never
-fewer than r. The rings are pinned in L2. Stage kernels written against global memory do not
-take their queues yet: such stages are marked `dataflow.unbound` (the verifier and the lowering
-refuse them until a kernel generator rewrites them to acquire, read and release entries).
-"""
+tickets, and its stage gets one CTA (outside clusters: CTAs drawing a tile's tickets one at a
+time could each hold part of a tile and wait for each other, which dataflow-verify refuses).
+Tickets name tiles in row-major order (ticket t: the producer's tile t, and the consumer's tile
+t when r = 1), so consumer tile i must read exactly the producer tiles r·i .. r·i + r - 1; a
+batch reduction reading a column of the producer's tiles, or two consumers of one producer
+reading its rows and its columns, are refused (no ticket order serves them). The depth comes
+from `pipeline_model.queue_depth`: (r + 1) rounds of the consumer's CTAs where the pipeline's
+share of L2 (`l2_bytes` / queues) allows, else as many entries as it holds, never fewer than r.
+The rings are pinned in L2. Stage kernels written against global memory do not take their
+queues yet: such stages are marked `dataflow.unbound` (the verifier and the lowering refuse
+them until a kernel generator rewrites them to acquire, read and release entries)."""
 
 from __future__ import annotations
 
@@ -117,6 +118,16 @@ def reads_per_tile(graph: StageGraph, deps: Sequence[sync.DependencyOp]) -> int:
     return reads
 
 
+def one_worker(stage: dataflow.StageOp, pipeline: dataflow.PipelineOp) -> bool:
+    """Whether `stage` runs one CTA: it takes several entries of a queue for one tile
+    (`dataflow.reads`) outside clusters, where CTAs drawing a tile's tickets one at a time
+    could each hold part of a tile and wait for each other forever (dataflow-verify refuses
+    that; in a cluster each ring has one worker at each end)."""
+    reads = stage.attributes.get(READS_ATTR)
+    return not pipeline.clustered and isinstance(reads, DictionaryAttr) and any(
+        isinstance(r, IntegerAttr) and r.value.data > 1 for r in reads.data.values())
+
+
 @dataclass(frozen=True)
 class InsertQueuesPass(ModulePass):
     """Make every edge inside a pipeline a queue (one per producer, multicast)."""
@@ -124,6 +135,10 @@ class InsertQueuesPass(ModulePass):
     name = "dataflow-insert-queues"
 
     l2_bytes: int = 25 * 1024 * 1024  # what the pipeline's rings may take of L2
+
+    def __post_init__(self) -> None:
+        if self.l2_bytes < 1:
+            raise ValueError(f"option 'l2_bytes' must be positive, got {self.l2_bytes}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
@@ -140,28 +155,37 @@ class InsertQueuesPass(ModulePass):
             inputs: dict[str, list[str]] = {name: [] for name in members}
             reads: dict[str, dict[str, int]] = {name: {} for name in members}
             queues = []
+            readers: dict[str, list[str]] = {}
             for producer in producers:
                 queue_name = f"{producer}_tiles"
-                stage = graph.stages[producer]
-                payload = self._payload(stage)
                 outgoing = [d for d in edges if d.producer.root_reference.data == producer]
-                consumers = list(dict.fromkeys(d.consumer.root_reference.data
-                                               for d in outgoing))
-                worst = 0
-                for consumer in consumers:
+                readers[producer] = list(dict.fromkeys(d.consumer.root_reference.data
+                                                       for d in outgoing))
+                for consumer in readers[producer]:
                     r = reads_per_tile(graph, [d for d in outgoing
                                                if d.consumer.root_reference.data == consumer])
                     if r > 1:
                         reads[consumer][queue_name] = r
                     inputs[consumer].append(queue_name)
-                    worst = max(worst, r * members[consumer].num_ctas)
+            for name, taken in reads.items():
+                if taken and not pipeline.clustered:
+                    members[name].ctas = IntegerAttr(1, i64)  # see one_worker
+            for producer in producers:
+                queue_name = f"{producer}_tiles"
+                stage = graph.stages[producer]
+                payload = self._payload(stage)
+                consumers = readers[producer]
                 probe = dataflow.QueueType(1, payload)
                 entry = QueueLayout(1, probe.payload_bytes, len(consumers)).entry_bytes
-                entries = max((queue_depth(reads[c].get(queue_name, 1), members[c].num_ctas,
-                                           entry, budget) or 0) for c in consumers)
-                if entries == 0:
-                    raise diagnostic(PASS, stage, f"queue @{queue_name} needs {worst} entries "
-                                     f"of {entry} bytes, more than its {budget} bytes of L2")
+                depths = [queue_depth(reads[c].get(queue_name, 1), members[c].num_ctas, entry,
+                                      budget) for c in consumers]
+                if None in depths:  # every consumer's tile must fit, not just one's
+                    least = max(reads[c].get(queue_name, 1) for c in consumers)
+                    raise diagnostic(PASS, stage, f"queue @{queue_name} needs at least {least} "
+                                     f"entr{'y' if least == 1 else 'ies'} of {entry} bytes (a "
+                                     f"consumer tile's reads), more than its {budget} bytes of "
+                                     "L2")
+                entries = max(d for d in depths if d is not None)
                 queues.append(dataflow.QueueOp(queue_name, dataflow.QueueType(entries, payload),
                                                pin_l2=True))
                 members[producer].outputs = ArrayAttr(

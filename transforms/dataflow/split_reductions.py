@@ -88,6 +88,10 @@ class SplitReductionsPass(ModulePass):
 
     sms: int = 132
 
+    def __post_init__(self) -> None:
+        if self.sms < 1:
+            raise ValueError(f"option 'sms' must be positive, got {self.sms}")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
         for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:

@@ -21,14 +21,15 @@ builtin.module {
 }
 
 // Consumers that read one entry per tile get two rounds of their CTAs; each final tile holds
-// its 2 partials, so that ring takes (2 + 1) x 32 entries.
+// its 2 partials, taken by one CTA (several, each drawing a tile's tickets one at a time, could
+// each hold one partial of a tile and wait for each other), so that ring takes (2 + 1) x 1.
 // CHECK:      dataflow.pipeline @mlp {
 // CHECK-NEXT:   dataflow.queue @l1_tiles pin_l2 : !dataflow.queue<128 x tensor<128x256xf16>>
 // CHECK-NEXT:   dataflow.queue @l2_tiles pin_l2 : !dataflow.queue<128 x tensor<128x256xf16>>
-// CHECK-NEXT:   dataflow.queue @l3_fanin_tiles pin_l2 : !dataflow.queue<96 x tensor<128x64xf32>>
+// CHECK-NEXT:   dataflow.queue @l3_fanin_tiles pin_l2 : !dataflow.queue<3 x tensor<128x64xf32>>
 // CHECK-NEXT:   dataflow.stage @l1 {tiles = 64 : i64, dataflow.unbound, {{.*}}inputs = [], outputs = [@l1_tiles]}
 // CHECK-NEXT:   dataflow.stage @l2 {tiles = 64 : i64, dataflow.unbound, {{.*}}inputs = [@l1_tiles], outputs = [@l2_tiles]}
 // CHECK-NEXT:   dataflow.stage @tap {tiles = 64 : i64, dataflow.unbound, {{.*}}resource = #dataflow.resource<simt>, ctas = 64 : i64, inputs = [@l1_tiles], outputs = []}
 // CHECK-NEXT:   dataflow.stage @l3_fanin {tiles = 64 : i64, dataflow.unbound, {{.*}}inputs = [@l2_tiles], outputs = [@l3_fanin_tiles]}
-// CHECK-NEXT:   dataflow.stage @l3_final {tiles = 32 : i64, dataflow.reads = {l3_fanin_tiles = 2 : i64}, dataflow.unbound, kernel = @k::@add, {{.*}}inputs = [@l3_fanin_tiles], outputs = []}
+// CHECK-NEXT:   dataflow.stage @l3_final {tiles = 32 : i64, dataflow.reads = {l3_fanin_tiles = 2 : i64}, dataflow.unbound, kernel = @k::@add, {{.*}}ctas = 1 : i64, inputs = [@l3_fanin_tiles], outputs = []}
 // CHECK-NEXT: }
