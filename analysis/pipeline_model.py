@@ -16,6 +16,7 @@ second) subject to, for every stage i with a_i CTAs:
 
     w_i × T <= s_i × t_i × a_i / SMs        its rate scales with its share of the SMs
     T × Σ dram_i w_i <= DRAM peak,   T × Σ l2_i w_i <= L2 peak
+    T × Σ_{class} w_i / (s_i t_i) <= 1 for each class (its pipes: CTAs sharing an SM share them)
     Σ_{SIMT} a_i <= SMs × slots,     Σ_{tensor} a_i <= SMs × slots,    1 <= a_i <= SMs × slots,
     a_i <= n_i
 
@@ -126,6 +127,10 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
         used = throughput * sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
         if used and peak - used < least * 1e-9 + 1e-9 * peak:
             bound = name
+    for name, cap in _class_caps(stages).items():
+        # named only where no stage's CTAs bind first (with one slot a class, they do)
+        if cap - throughput < 1e-9 * cap and least > 1e-9 * throughput:
+            bound = f"the {name}"
     return Allotment(ctas, throughput, bound)
 
 
@@ -134,9 +139,28 @@ def _rate_per_cta(stage: StageRate, sms: int) -> float:
     return items_per_second(stage, 1, sms)
 
 
+def _pipe_time(stages: Sequence[StageRate], tensor: bool) -> float:
+    """Seconds of one class's pipes (all SMs' tensor cores, or their SIMT lanes) an item
+    takes: its stages of that class at their rates on the whole GPU."""
+    return sum(s.tiles_per_item * s.utilization / s.bsp_rate for s in stages
+               if s.tensor is tensor)
+
+
+def _class_caps(stages: Sequence[StageRate]) -> dict[str, float]:
+    """The throughput each class's pipes allow: however many CTAs share an SM (`slots`),
+    they share its one set of pipes, so a class's stages together run at most at the rate
+    of the whole GPU's (with one slot a class the CTA budget already says so)."""
+    caps = {}
+    for name, tensor in (("tensor cores", True), ("SIMT lanes", False)):
+        time = _pipe_time(stages, tensor)
+        if time > 0:
+            caps[name] = 1 / time
+    return caps
+
+
 def _caps(stages: Sequence[StageRate], dram_peak: float, l2_peak: float) -> float:
-    """The throughput DRAM and L2 allow (inf where no stage moves bytes)."""
-    cap = math.inf
+    """The throughput DRAM, L2 and each class's pipes allow (inf where none binds)."""
+    cap = min(_class_caps(stages).values(), default=math.inf)
     for peak, per_tile in ((dram_peak, "dram_bytes"), (l2_peak, "l2_bytes")):
         used = sum(getattr(s, per_tile) * s.tiles_per_item for s in stages)
         if used > 0:
@@ -219,6 +243,11 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
         row[0] = sum(b * s.tiles_per_item for b, s in zip(per_tile, stages))
         rows.append(row)
         upper.append(peak)
+    for tensor in (True, False):  # each class's pipes (_class_caps)
+        row = np.zeros(n + 1)
+        row[0] = _pipe_time(stages, tensor)
+        rows.append(row)
+        upper.append(1.0)
     for members in classes:
         row = np.zeros(n + 1)
         row[[1 + i for i in members]] = 1.0

@@ -1,6 +1,9 @@
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132}' | filecheck %s
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 dram_bytes_per_s=10000000000.0}' | filecheck %s --check-prefix=DRAM
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 shared_slots=true}' | filecheck %s --check-prefix=SHARED
+// Two CTAs of a class on an SM share its pipes: two slots a class predict no more (and take
+// no more CTAs) than one where the stages already fill the tensor cores:
+// RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 slots=2}' | filecheck %s
 // scipy's milp (HiGHS) solves the same program to the same allotment:
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 solver=milp}' | filecheck %s
 // RUN: tilesync-opt %s -p 'dataflow-allot-ctas{sms=132 shared_slots=true solver=milp}' | filecheck %s --check-prefix=SHARED
