@@ -16,9 +16,10 @@ reads it (a join's second producer), keeps the group contiguous and queues serve
 until none joins; the largest group of at least two stages (the first of equals) becomes
 `dataflow.pipeline @name`, one `dataflow.stage` per member (same kernel; resource from
 `dataflow.resource`, else tensor for a GEMM and SIMT for the rest; `tiles` = its grid's tiles;
-`ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them). Each member records
-`dataflow.pipeline = @name`; the pipeline lists the excluded stages and why in
-`dataflow.excluded`. Queues come later (dataflow-insert-queues)."""
+`ctas` = its tiles, at most the SMs, until dataflow-allot-ctas sizes them; what was measured of
+the stage bulk-synchronously, `bsp_rate`, `utilization`, `dram_bytes`, `l2_bytes`, carried over
+for it). Each member records `dataflow.pipeline = @name`; the pipeline lists the excluded
+stages and why in `dataflow.excluded`. Queues come later (dataflow-insert-queues)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,14 @@ from xdsl.utils.exceptions import DiagnosticException
 from tilesync.analysis.forward_progress import dependency_cycle, format_cycle
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
+    BSP_RATE_ATTR,
     DATAFLOW_KIND_ATTR,
     DATAFLOW_PIPELINE_ATTR,
     DATAFLOW_RESOURCE_ATTR,
+    DRAM_BYTES_ATTR,
+    L2_BYTES_ATTR,
     TILES_ATTR,
+    UTILIZATION_ATTR,
 )
 from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
@@ -47,6 +52,7 @@ PASS = "dataflow-form-pipeline"
 KINDS = ("gemm", "elementwise", "reduction", "gather", "bulk")
 EXCLUDED_KINDS = {"gather": "gathers across all its input", "bulk": "bulk-synchronous friendly"}
 EXCLUDED_ATTR = "dataflow.excluded"
+MEASURED_ATTRS = (BSP_RATE_ATTR, UTILIZATION_ATTR, DRAM_BYTES_ATTR, L2_BYTES_ATTR)
 
 
 def stage_kind(stage: sync.StageOp) -> str:
@@ -203,6 +209,9 @@ class FormPipelinePass(ModulePass):
             df_stage = dataflow.StageOp(name, stage.kernel, resource_of(stage, stage_kind(stage)),
                                         min(tiles, self.sms))
             df_stage.attributes[TILES_ATTR] = IntegerAttr(tiles, i64)
+            for name in MEASURED_ATTRS:  # what dataflow-allot-ctas sizes the stage by
+                if name in stage.attributes:
+                    df_stage.attributes[name] = stage.attributes[name]
             df_stage.location = stage.location  # diagnostics about it point at its stage
             stages.append(df_stage)
             stage.attributes[DATAFLOW_PIPELINE_ATTR] = SymbolRefAttr(self.pipeline)
