@@ -215,10 +215,12 @@ def test_forms_are_timed_in_turns_of_blocks_behind_the_callers_host_time(monkeyp
                              host_delay_s=0.003)
     assert calls == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4  # blocks take turns
     assert [len(s) for s in samples] == [6, 6]  # warm-up calls not counted
-    assert min(samples[0]) >= 5.0 and 3.0 <= min(samples[1]) < 5.0
-    a, b = cost.measure_interleaved_ms([form("a", 0.002), form("b", 0.0)], warmup=0,
+    # sleeps are never shorter than asked, but longer on a busy host: lower bounds only (a
+    # 2-core CI machine running lit beside this took b's samples to 7.96 ms)
+    assert min(samples[0]) >= 5.0 and min(samples[1]) >= 3.0
+    a, _ = cost.measure_interleaved_ms([form("a", 0.002), form("b", 0.0)], warmup=0,
                                        rounds=1, block=3)
-    assert a >= 2.0 > b
+    assert a >= 2.0
 
 
 def test_a_capture_of_ours_records_the_fast_tier_and_a_users_waits(monkeypatch):
