@@ -214,10 +214,8 @@ class TileOrderPass(ModulePass):
                 stage.order = OrderAttr(self.order)
         elif self.order == "strided":
             self._apply_strided(stages, deps)
-        elif self.order == "ready":
-            self._apply_ready(stages, deps)
         else:
-            self._apply_generated(stages, deps)
+            self._apply_derived(stages, deps, self.order)
         verify_stage_orders(op)
 
     @staticmethod
@@ -244,48 +242,35 @@ class TileOrderPass(ModulePass):
             stages[name].order = OrderAttr("strided", [stride])
 
     @staticmethod
-    def _apply_generated(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
-        permutations: dict[str, list[int]] = {}
-        for name in consumers_first(stages, deps):
-            stage = stages[name]
-            outgoing = [d for d in deps if d.producer.root_reference.data == name]
-            if not outgoing:
-                if stage.order is None:
-                    stage.order = OrderAttr("row_major")
-                permutations[name] = order_permutation(stage.order, stage.grid_shape)
-                continue
-            for dep in outgoing:
-                check_enumeration(dep, "generated")
-            consumer_names = {d.consumer.root_reference.data for d in outgoing}
-            permutation = needed_permutation(
-                stage,
-                outgoing,
-                {c: permutations[c] for c in consumer_names},
-                {c: stages[c].grid_shape for c in consumer_names},
-            )
-            stage.order = named_order(permutation, stage.grid_shape)
-            permutations[name] = permutation
+    def _apply_derived(stages: dict[str, StageOp], deps: Sequence[DependencyOp],
+                       order: str) -> None:
+        """`generated`: consumers first, each producer's order from its consumers'; `ready`:
+        producers first, each consumer's from its producers'. A stage with none to derive
+        from keeps its order (row_major if it has none)."""
+        generated = order == "generated"
+        visit = consumers_first if generated else producers_first
+        derive = needed_permutation if generated else ready_permutation
 
-    @staticmethod
-    def _apply_ready(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
+        def this_end(dep: DependencyOp) -> str:
+            return (dep.producer if generated else dep.consumer).root_reference.data
+
+        def other_end(dep: DependencyOp) -> str:
+            return (dep.consumer if generated else dep.producer).root_reference.data
+
         permutations: dict[str, list[int]] = {}
-        for name in producers_first(stages, deps):
+        for name in visit(stages, deps):
             stage = stages[name]
-            incoming = [d for d in deps if d.consumer.root_reference.data == name]
-            if not incoming:
+            edges = [d for d in deps if this_end(d) == name]
+            if not edges:
                 if stage.order is None:
                     stage.order = OrderAttr("row_major")
                 permutations[name] = order_permutation(stage.order, stage.grid_shape)
                 continue
-            for dep in incoming:
-                check_enumeration(dep, "ready")
-            producer_names = {d.producer.root_reference.data for d in incoming}
-            permutation = ready_permutation(
-                stage,
-                incoming,
-                {p: permutations[p] for p in producer_names},
-                {p: stages[p].grid_shape for p in producer_names},
-            )
+            for dep in edges:
+                check_enumeration(dep, order)
+            others = {other_end(d) for d in edges}
+            permutation = derive(stage, edges, {o: permutations[o] for o in others},
+                                 {o: stages[o].grid_shape for o in others})
             stage.order = named_order(permutation, stage.grid_shape)
             permutations[name] = permutation
 
