@@ -170,6 +170,10 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
     return best, excluded
 
 
+def _reasons(excluded: dict[str, str]) -> ArrayAttr:
+    return ArrayAttr([StringAttr(f"@{n}: {why}") for n, why in excluded.items()])
+
+
 def resource_of(stage: sync.StageOp, kind: str) -> dataflow.ResourceAttr:
     attr = stage.attributes.get(DATAFLOW_RESOURCE_ATTR)
     if isinstance(attr, dataflow.ResourceAttr):
@@ -195,7 +199,11 @@ class FormPipelinePass(ModulePass):
         graph = StageGraph.of(op)
         members, excluded = select(graph)
         if len(members) < 2:
-            return  # nothing to run spatially: the program stays bulk-synchronous
+            # nothing to run spatially: the program stays bulk-synchronous, and the module
+            # says why where a stage was left out (a pipeline formed says it on itself)
+            if excluded:
+                op.attributes[EXCLUDED_ATTR] = _reasons(excluded)
+            return
         taken = next((p for p in op.walk() if isinstance(p, dataflow.PipelineOp)
                       and p.sym_name.data == self.pipeline), None)
         if taken is not None:
@@ -217,7 +225,6 @@ class FormPipelinePass(ModulePass):
             stage.attributes[DATAFLOW_PIPELINE_ATTR] = SymbolRefAttr(self.pipeline)
         pipeline = dataflow.PipelineOp(self.pipeline, stages)
         if excluded:
-            pipeline.attributes[EXCLUDED_ATTR] = ArrayAttr(
-                [StringAttr(f"@{n}: {why}") for n, why in excluded.items()])
+            pipeline.attributes[EXCLUDED_ATTR] = _reasons(excluded)
         op.body.block.add_op(pipeline)
 

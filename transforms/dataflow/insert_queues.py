@@ -167,9 +167,12 @@ class InsertQueuesPass(ModulePass):
                     if r > 1:
                         reads[consumer][queue_name] = r
                     inputs[consumer].append(queue_name)
-            for name, taken in reads.items():
-                if taken and not pipeline.clustered:
-                    members[name].ctas = IntegerAttr(1, i64)  # see one_worker
+            for name, stage in members.items():
+                if reads[name]:
+                    stage.attributes[READS_ATTR] = DictionaryAttr(
+                        {q: IntegerAttr(r, i64) for q, r in reads[name].items()})
+                if one_worker(stage, pipeline):
+                    stage.ctas = IntegerAttr(1, i64)
             for producer in producers:
                 queue_name = f"{producer}_tiles"
                 stage = graph.stages[producer]
@@ -193,9 +196,6 @@ class InsertQueuesPass(ModulePass):
             for name, stage in members.items():
                 if inputs[name]:
                     stage.inputs = ArrayAttr([*stage.inputs.data, *_refs(inputs[name])])
-                if reads[name]:
-                    stage.attributes[READS_ATTR] = DictionaryAttr(
-                        {q: IntegerAttr(r, i64) for q, r in reads[name].items()})
                 kernel = SymbolTable.lookup_symbol(op, stage.kernel)
                 takes_queues = isinstance(kernel, gpu.FuncOp) and any(
                     isinstance(t, dataflow.QueueType) for t in kernel.function_type.inputs)
