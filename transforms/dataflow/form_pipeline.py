@@ -57,9 +57,12 @@ MEASURED_ATTRS = (BSP_RATE_ATTR, UTILIZATION_ATTR, DRAM_BYTES_ATTR, L2_BYTES_ATT
 
 def stage_kind(stage: sync.StageOp) -> str:
     attr = stage.attributes.get(DATAFLOW_KIND_ATTR)
-    if not isinstance(attr, StringAttr):
+    if attr is None:
         raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data} has no "
                          f"'{DATAFLOW_KIND_ATTR}' ({' | '.join(KINDS)})")
+    if not isinstance(attr, StringAttr):
+        raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: '{DATAFLOW_KIND_ATTR}' "
+                         f"must be a string ({' | '.join(KINDS)}), got {attr}")
     if attr.data not in KINDS:
         raise diagnostic(PASS, stage, f"stage @{stage.sym_name.data}: unknown kind "
                          f"'{attr.data}' (expected {' | '.join(KINDS)})")
