@@ -19,10 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from tilesync.analysis.grid import Tile, grid_tiles, linear_id
-from tilesync.dialects.sync import COLUMN_DIM, OrderAttr
+from tilesync.analysis.stage_graph import StageGraph
+from tilesync.dialects.sync import COLUMN_DIM, ENUMERATION_LIMIT, OrderAttr, TileOp
 
 
 def column_dim(grid: Sequence[int]) -> int:
@@ -37,7 +42,7 @@ def order_permutation(order: OrderAttr | None, grid: Sequence[int]) -> list[int]
         return list(range(math.prod(grid)))
     if kind == "table":
         assert order is not None
-        verify_order_on_grid(order, grid)
+        order.verify_on_grid(grid)
         return list(order.values)
     tiles = list(grid_tiles(grid))
     if kind == "column_major":
@@ -62,30 +67,6 @@ def order_tiles(order: OrderAttr | None, grid: Sequence[int]) -> list[Tile]:
     return [tiles[tile_id] for tile_id in order_permutation(order, grid)]
 
 
-def verify_order_on_grid(order: OrderAttr, grid: Sequence[int]) -> None:
-    """A `table` order must list every tile id of the grid exactly once."""
-    if order.kind.data != "table":
-        return
-    values, count = order.values, math.prod(grid)
-    if len(values) != count:
-        raise VerifyException(
-            f"tile order table has {len(values)} entries but grid {tuple(grid)} has {count} tiles"
-        )
-    seen = [False] * count
-    for position, value in enumerate(values):
-        if not 0 <= value < count:
-            raise VerifyException(
-                f"tile order table entry {position} is {value}, outside the {count} tiles of "
-                f"grid {tuple(grid)}"
-            )
-        if seen[value]:
-            raise VerifyException(
-                f"tile order table lists tile {value} twice: not a permutation of grid "
-                f"{tuple(grid)}"
-            )
-        seen[value] = True
-
-
 def named_order(permutation: Sequence[int], grid: Sequence[int]) -> OrderAttr:
     """`row_major`, `column_major` or `strided<s>` when `permutation` is one of them, else a
     table."""
@@ -100,3 +81,41 @@ def named_order(permutation: Sequence[int], grid: Sequence[int]) -> OrderAttr:
         if permutation == order_permutation(attr, grid):
             return attr
     return OrderAttr("table", permutation)
+
+
+def kernel_order_error(module: ModuleOp) -> tuple[Operation, str] | None:
+    """Where a stage's blocks would not take its tiles in the order the program states: the
+    lowering hands a kernel's tiles out in its own `sync.tile` order, else in the order of the
+    first stage launching it (`lowering.sync_to_nvvm.adopt_stage_orders`). That order must be
+    a permutation of every such stage's grid and the stage's own order where it names one."""
+    graph = StageGraph.of(module)
+    adopted: dict[Operation, tuple[OrderAttr, str]] = {}
+    for name, stage in graph.stages.items():
+        kernel = SymbolTable.lookup_symbol(module, stage.kernel)
+        if not isinstance(kernel, gpu.FuncOp):
+            continue
+        tiles = [t for t in kernel.walk() if isinstance(t, TileOp)]
+        own = next((t.order for t in tiles if t.order is not None), None)
+        if own is not None:
+            given, source = own, "its sync.tile order"
+        elif kernel in adopted:
+            given, first = adopted[kernel]
+            source = f"the order of stage @{first}, which launches it too"
+        else:
+            if stage.order is not None and tiles:
+                adopted[kernel] = (stage.order, name)
+            continue
+        where = next((t for t in tiles if t.order is not None), stage)
+        try:
+            given.verify_on_grid(stage.grid_shape)
+        except VerifyException as error:
+            return where, (f"stage @{name} takes its tiles in {source} ({stage.kernel}): "
+                           f"{error}")
+        # two spellings of one permutation are one order (compared on grids it may enumerate)
+        if stage.order is not None and stage.order != given and not (
+                math.prod(stage.grid_shape) <= ENUMERATION_LIMIT
+                and order_permutation(stage.order, stage.grid_shape)
+                == order_permutation(given, stage.grid_shape)):
+            return where, (f"stage @{name} names tile order {stage.order} but its kernel "
+                           f"{stage.kernel} hands tiles out in {source}, {given}")
+    return None

@@ -727,6 +727,31 @@ class OrderAttr(ParametrizedAttribute):
                 raise VerifyException(
                     f"tile order table entries are tile ids in [0, {2**31 - 1}], got {wrong}")
 
+    def verify_on_grid(self, grid: Sequence[int]) -> None:
+        """A `table` order must list every tile id of the grid exactly once: a tile listed
+        twice posts twice, one left out is never computed and its consumers wait forever."""
+        if self.kind.data != "table":
+            return
+        values, count = self.values, math.prod(grid)
+        if len(values) != count:
+            raise VerifyException(
+                f"tile order table has {len(values)} entries but grid {tuple(grid)} has "
+                f"{count} tiles"
+            )
+        seen = [False] * count
+        for position, value in enumerate(values):
+            if not 0 <= value < count:
+                raise VerifyException(
+                    f"tile order table entry {position} is {value}, outside the {count} tiles of "
+                    f"grid {tuple(grid)}"
+                )
+            if seen[value]:
+                raise VerifyException(
+                    f"tile order table lists tile {value} twice: not a permutation of grid "
+                    f"{tuple(grid)}"
+                )
+            seen[value] = True
+
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
@@ -1347,6 +1372,11 @@ class StageOp(IRDLOperation):
             raise VerifyException(f"{self.name}: kernel {self.kernel} is not defined")
         if self.output_map is not None:
             self._verify_output_map()
+        if self.order is not None:
+            try:
+                self.order.verify_on_grid(self.grid_shape)
+            except VerifyException as e:
+                raise VerifyException(f"{self.name} @{self.sym_name.data}: {e}") from e
         if self.policy is not None:
             if self.policy.num_dims != self.rank:
                 raise VerifyException(

@@ -56,7 +56,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import SymbolTable
 
 from tilesync.analysis.stage_graph import StageGraph
-from tilesync.analysis.tile_order import order_permutation
+from tilesync.analysis.tile_order import kernel_order_error, order_permutation
 from tilesync.compat.rewrite_driver import apply_patterns
 from tilesync.contract import (
     DEBUG_RECORD,
@@ -282,15 +282,16 @@ class LowerWait(RewritePattern):
             else:
                 w.in_leader(spin)
                 w.block_barrier()
-            if op.async_proxy is not None:
-                # The loads are bulk tensor copies (the async proxy), which the generic
-                # proxy's acquire does not order: a proxy fence in each thread issuing them.
-                w.insert(nvvm.FenceProxyAsyncOp("global"))
 
         if op.unless is None:
             wait(b)
         else:  # the probe's answer is the block's: every thread skips, or every one waits
             b.if_(b.value(arith.XOrIOp(op.unless, b.const(1, i1))), wait)
+        if op.async_proxy is not None:
+            # The loads are bulk tensor copies (the async proxy), which the generic proxy's
+            # acquire does not order: a proxy fence in each thread issuing them, after the
+            # probe's acquire loads too where the wait is skipped.
+            b.insert(nvvm.FenceProxyAsyncOp("global"))
         rewriter.erase(op)
 
 
@@ -462,6 +463,9 @@ def refuse_unfilled_hooks(module: ModuleOp) -> None:
 def adopt_stage_orders(module: ModuleOp) -> None:
     """A stage's tile order (set by sync-tile-order and friends) reaches its kernel's sync.tile
     ops that name none, so the order passes need not edit kernels."""
+    misordered = kernel_order_error(module)
+    if misordered is not None:
+        raise diagnostic(PASS_NAME, *misordered)
     for stage in StageGraph.of(module).stages.values():
         if stage.order is None:
             continue

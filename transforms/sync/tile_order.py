@@ -30,8 +30,8 @@ Option `order`:
 Either way the result is written as a named order when it equals row_major or column_major,
 else as `#sync.order<table<...>>`.
 
-Every `table` order in the module (new or already there) is checked to be a permutation of its
-stage's grid (`analysis.tile_order.verify_order_on_grid`).
+A `table` order is a permutation of its stage's grid (`sync.stage`'s verifier,
+`OrderAttr.verify_on_grid`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from itertools import pairwise
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.grid import grid_tiles, linear_id
 from tilesync.analysis.stage_graph import StageGraph
@@ -53,7 +53,6 @@ from tilesync.analysis.tile_order import (
     column_dim,
     named_order,
     order_permutation,
-    verify_order_on_grid,
 )
 from tilesync.dialects.locations import OpDiagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT, DependencyOp, OrderAttr, StageOp
@@ -182,16 +181,6 @@ def dependency_stride(dep: DependencyOp, producer_grid: Sequence[int]) -> int | 
 # ---------------------------------------------------------------------------------------------
 
 
-def verify_stage_orders(module: ModuleOp, pass_name: str = PASS_NAME) -> None:
-    for op in StageGraph.of(module).stages.values():
-        if op.order is not None:
-            try:
-                verify_order_on_grid(op.order, op.grid_shape)
-            except VerifyException as error:
-                raise OpDiagnostic(f"{pass_name}: stage @{op.sym_name.data}: {error}",
-                                   op) from None
-
-
 @dataclass(frozen=True)
 class TileOrderPass(ModulePass):
     """Set the `order` of sync.stage ops: a named order, or `generated` from dependencies."""
@@ -206,7 +195,6 @@ class TileOrderPass(ModulePass):
                              f"'{self.order}'")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        verify_stage_orders(op)
         graph = StageGraph.of(op)
         stages, deps = graph.stages, graph.dependencies
         if self.order in ("row_major", "column_major"):
@@ -216,7 +204,6 @@ class TileOrderPass(ModulePass):
             self._apply_strided(stages, deps)
         else:
             self._apply_derived(stages, deps, self.order)
-        verify_stage_orders(op)
 
     @staticmethod
     def _apply_strided(stages: dict[str, StageOp], deps: Sequence[DependencyOp]) -> None:
@@ -282,5 +269,4 @@ __all__ = [
     "needed_permutation",
     "producers_first",
     "ready_permutation",
-    "verify_stage_orders",
 ]

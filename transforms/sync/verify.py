@@ -43,6 +43,18 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
    wait, probe or post) sits under control flow that depends on the thread index and lets
    some threads pass it by (`analysis.barrier_divergence`): the block would hang at it,
    holding its SM slot.
+6. **Declared semaphores.** A stage's kernel posts only its own semaphores and waits only on
+   those of the producers its dependencies name, never on a memref that is no sync parameter:
+   the counts of 3 are the producer's own posts, the progress of 4 is the declared
+   dependencies'.
+7. **Proxies.** A tile written by bulk tensor stores (`tile.tma_store`) is posted
+   `async_proxy` (the post waits for those writes and orders them before its release); a
+   bulk tensor load (`tile.tma_load`) of a produced operand follows waits that are
+   `async_proxy`, or a `tile.fence_proxy_async global` after them in its thread: the async
+   proxy does not see the generic proxy's acquire and release.
+8. **Tile orders.** The order a kernel hands its tiles out in (its `sync.tile` order, else
+   the first of its stages' orders) is a permutation of every grid launching it and the
+   stage's own order where it names one (`analysis.tile_order.kernel_order_error`).
 
 Enumeration is exact up to `limit` tiles per stage; above it only the tiles on the grid's
 boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
@@ -94,10 +106,12 @@ from tilesync.analysis.operand_access import (
 )
 from tilesync.analysis.operand_regions import OperandLayout, layout_for
 from tilesync.analysis.stage_graph import StageGraph
+from tilesync.analysis.tile_order import kernel_order_error
 from tilesync.contract import (
     BLOCKS_PER_SM_ATTR,
     EPOCH,
     EPOCH_COUNTER,
+    FUSED_INTO_ATTR,
     PROGRESS_ATTR,
     START_FLAG,
     VERIFIED_ATTR,
@@ -106,13 +120,14 @@ from tilesync.contract import (
     WAIT_KERNEL,
     WAIT_TARGET,
     Role,
+    RoleKind,
     VerifyError,
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT
-from tilesync.dialects.tile import TensorMapType
+from tilesync.dialects.tile import FenceProxyAsyncOp, TensorMapType, TmaLoadOp, TmaStoreOp
 
 PASS = "sync-verify"
 
@@ -137,6 +152,10 @@ DEFAULT_STEPS = 150_000
 # compared, so that a loop of thousands of distinct waits (quadratic to check) runs out of steps
 # in seconds (a fuzzed 65,536-iteration loop had run for minutes).
 WAITS_PER_STEP = 64
+BULK_READS = (TmaLoadOp,)
+"""The reads of a produced operand made by the async proxy (bulk tensor copies)."""
+BULK_WRITES = (TmaStoreOp,)
+"""The writes of a producer's output made by the async proxy."""
 _FEW_POINTS = 16  # forall boxes up to this many points are enumerated point by point
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")
@@ -230,6 +249,9 @@ class ProducerRun(CheckedRun):
         # the first post of the stage's semaphores the run has met (branches that may not run
         # included, in program order): a store to an output after it is refused
         self.posted: sync.PostOp | None = None
+        # the first bulk tensor store to an output: the post after it must wait for its writes
+        # and order them before its release (`async_proxy`)
+        self.bulk_stored: Operation | None = None
 
     def on_post(self, op: sync.PostOp, state: object, definite: bool) -> None:
         role = self.roles.get(op.sems)
@@ -240,6 +262,9 @@ class ProducerRun(CheckedRun):
         self.posts.append((op, role, semaphore, definite))
         if role == Role.semaphores(self.name) and self.posted is None:
             self.posted = op
+        if role == Role.semaphores(self.name) and self.bulk_stored is not None and \
+                op.async_proxy is None:
+            self._refuse_generic_post(op, self.bulk_stored)
 
     def slice_roots(self) -> set[Operation]:
         return self.writers
@@ -258,6 +283,8 @@ class ProducerRun(CheckedRun):
             if self.posted is not None:
                 self._refuse_late_store(op, value)
                 continue
+            if isinstance(op, BULK_WRITES) and self.bulk_stored is None:
+                self.bulk_stored = op
             box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
             assert box is not None
             lo, hi = box
@@ -276,6 +303,19 @@ class ProducerRun(CheckedRun):
                         f"stage's tile {layout.tile} over the operand's layout)")
 
             self.fail(bad, op, message)
+
+    def _refuse_generic_post(self, post: sync.PostOp, store: Operation) -> None:
+        bad = ~self.failed
+        if not bad.any():
+            return
+
+        def message(i: int) -> str:
+            return (f"producer tile {_tile_of(self.tiles, i)} of @{self.name}: its '"
+                    f"{store.name}' writes the tile in the async proxy, and this sync.post "
+                    f"neither waits for those writes nor orders them before its release: mark "
+                    f"it async_proxy")
+
+        self.fail(bad, post, message)
 
     def _refuse_late_store(self, op: Operation, value: SSAValue) -> None:
         bad = ~self.failed
@@ -333,6 +373,10 @@ class Waited:
     role: Role
     semaphore: Scalar  # per tile of the batch (NO_SEMAPHORE: that tile waited for none)
     posts: int
+    async_proxy: bool = False
+    """Whether bulk copies after it are ordered after its acquire too (an `async_proxy` wait,
+    or a `tile.fence_proxy_async global` since): the async proxy does not see the generic
+    proxy's acquire (DESIGN.md, memory model)."""
 
 
 @dataclass(frozen=True)
@@ -394,6 +438,8 @@ class ConsumerRun(CheckedRun):
         self.operand_args = {args[d.operand.data]: d.operand.data for d in self.deps
                              if d.operand.data < len(args)}
         self.readers = {use.operation for arg in self.operand_args for use in arg.uses}
+        self.proxy_fences = {o for o in func.walk() if isinstance(o, FenceProxyAsyncOp)
+                             and o.global_memory is not None}
         # the waits grouped by role, for the state.waited they were made of (which only grows)
         self._groups: tuple | None = None
         self.probes: dict[SSAValue, Probed] = {}  # a probe's answer → what it tested
@@ -437,7 +483,16 @@ class ConsumerRun(CheckedRun):
                                    f"`unless` a sync.probe that did not test that semaphore: "
                                    f"its loads would not be ordered after the tile's post")
         same = semaphore.tobytes() if isinstance(semaphore, np.ndarray) else int(semaphore)
-        state.waited.setdefault((role, posts, same), Waited(role, semaphore, posts))
+        proxy = op.async_proxy is not None
+        state.waited.setdefault((role, posts, same, proxy),
+                                Waited(role, semaphore, posts, proxy))
+
+    def on_proxy_fence(self, state: State) -> None:
+        """`tile.fence_proxy_async global`: the waits before it order bulk copies too."""
+        for (role, posts, same, proxy), w in list(state.waited.items()):
+            if not proxy:
+                state.waited.setdefault((role, posts, same, True),
+                                        Waited(w.role, w.semaphore, w.posts, True))
 
     def on_probe(self, op: sync.ProbeOp, state: State) -> None:
         self.probes.pop(op.ready, None)
@@ -453,7 +508,7 @@ class ConsumerRun(CheckedRun):
             # of a row's semaphore: four waits, not 65,536)
             every = np.unique(np.where(valid, semaphores, NO_SEMAPHORE), axis=0)
             for waited in every:
-                state.waited.setdefault((role, posts, waited.tobytes()),
+                state.waited.setdefault((role, posts, waited.tobytes(), False),
                                         Waited(role, waited, posts))
 
     def on_load_point(self, op: sync.LoadPointOp, state: State) -> None:
@@ -530,14 +585,18 @@ class ConsumerRun(CheckedRun):
 
     # -- reads -----------------------------------------------------------------------------
     def slice_roots(self) -> set[Operation]:
-        return self.readers
+        return self.readers | self.proxy_fences
 
     def on_op(self, op: Operation, state: State) -> None:
+        if op in self.proxy_fences:
+            self.on_proxy_fence(state)
+            return
         if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return
         used = [(v, self.operand_args[v]) for v in op.operands if v in self.operand_args]
         if not used:
             return
+        all_needed = {}
         for _value, n in used:
             needed = state.in_scope.get(n)
             if not needed:
@@ -550,7 +609,10 @@ class ConsumerRun(CheckedRun):
             else:
                 what = f"'{op.name}' reads operand {n}"
             self.check(op, state, needed, what)
+            all_needed[n] = needed
         self.check_region(op, state, used)
+        if isinstance(op, BULK_READS):
+            self.check_proxy(op, state, all_needed)
 
     def check_region(self, op: Operation, state: State, used: list[tuple[SSAValue, int]]
                      ) -> None:
@@ -568,6 +630,24 @@ class ConsumerRun(CheckedRun):
                                        f"operand {n}, but {layout}")
                 needs = [Need(index, coords, valid) for coords, valid in layout.tiles(lo, hi)]
                 self.check(op, state, needs, f"'{op.name}' reads operand {n}", (lo, hi, layout))
+
+    def check_proxy(self, op: Operation, state: State, needed: dict[int, list[Need]]) -> None:
+        """A bulk copy reads in the async proxy: the waits that cover it must be ordered
+        before it for that proxy too (`Waited.async_proxy`), not for the generic one only."""
+        waited = [w for w in state.waited.values() if w.async_proxy]
+        groups = self._by_role(waited)
+        for n, needs in needed.items():
+            bad = np.zeros(self.size, bool)
+            for need in needs:
+                _, _, enough = self._status(need, groups)
+                bad |= np.asarray(need.valid, bool) & ~enough
+            bad &= ~self.failed
+            if bad.any():
+                self.fail(bad, op, lambda i, n=n: (
+                    f"consumer tile {self.tile(i)} of @{self.stage_name}: '{op.name}' reads "
+                    f"operand {n} in the async proxy, which the waits' generic acquire does "
+                    f"not order: mark the wait async_proxy (or put a tile.fence_proxy_async "
+                    f"global after it in the thread issuing the copy)"))
 
     # -- checking ----------------------------------------------------------------------------
     def check(self, op: Operation, state: State, needs: list[Need], what: str,
@@ -963,6 +1043,10 @@ class VerifySyncPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         graph = StageGraph.of(op)
         self.refuse_cycles(graph)
+        misordered = kernel_order_error(op)
+        if misordered is not None:
+            raise refusal(*misordered)
+        self.refuse_undeclared_semaphores(op, graph)
         verifier = Verifier(op, graph, self.limit, self.sms,
                             StepBudget(self.steps, STEPS_HINT))
         producers = {d.producer.root_reference.data for d in graph.dependencies}
@@ -987,6 +1071,42 @@ class VerifySyncPass(ModulePass):
             graph.stages[name].attributes[VERIFIED_ATTR] = StringAttr(
                 "proved" if is_exact else "boundary"
             )
+
+    @staticmethod
+    def refuse_undeclared_semaphores(module: ModuleOp, graph: StageGraph) -> None:
+        """The proof counts the posts a stage's own tiles make and the progress of declared
+        dependencies only: a stage's kernel may post only its own semaphores (another's extra
+        posts would let that stage's waits pass early), wait only on those of a stage its
+        sync.dependency ops name (an undeclared wait has no progress guarantee), and neither
+        on a memref that is no sync parameter (no one can tell who posts it)."""
+        for name, stage in graph.stages.items():
+            func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
+            if FUSED_INTO_ATTR in func.attributes:
+                continue  # its body runs in the kernel it was fused into
+            roles = kernel_roles(func)
+            producers = {d.producer.root_reference.data for d in graph.incoming(name)}
+            for sync_op in func.walk():
+                if not isinstance(sync_op, sync.PostOp | sync.WaitOp | sync.ProbeOp):
+                    continue
+                role = roles.get(sync_op.sems)
+                what = "posts" if isinstance(sync_op, sync.PostOp) else "waits on"
+                if role is None:
+                    raise refusal(sync_op, f"stage @{name}'s kernel {what} a memref that is "
+                                           f"no sync parameter ('sems:@stage' in its "
+                                           f"sync.args): no one can tell who posts it")
+                if role.kind != RoleKind.SEMAPHORES:
+                    continue  # a start or wait flag: the progress checks follow those
+                if isinstance(sync_op, sync.PostOp) and role.stage != name:
+                    raise refusal(sync_op, f"stage @{name}'s kernel posts the semaphores of "
+                                           f"@{role.stage} ('{role}'): only @{role.stage}'s "
+                                           f"tiles post them, and every wait on them counts "
+                                           f"@{role.stage}'s posts per launch")
+                if not isinstance(sync_op, sync.PostOp) and role.stage not in producers:
+                    raise refusal(sync_op, f"stage @{name}'s kernel waits on the semaphores "
+                                           f"of @{role.stage} ('{role}'), but no "
+                                           f"sync.dependency @{role.stage} -> @{name} declares "
+                                           f"it: only declared dependencies are proved to "
+                                           f"make progress")
 
     @staticmethod
     def refuse_cycles(graph: StageGraph) -> None:

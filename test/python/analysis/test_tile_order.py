@@ -11,10 +11,10 @@ from xdsl.utils.exceptions import VerifyException
 from tilesync.analysis.grid import grid_tiles, in_grid, linear_id
 from tilesync.analysis.simulator import program_from_ir
 from tilesync.analysis.tile_order import (
+    kernel_order_error,
     named_order,
     order_permutation,
     order_tiles,
-    verify_order_on_grid,
 )
 from tilesync.api import lower, parse
 from tilesync.dialects.sync import OrderAttr
@@ -41,7 +41,7 @@ def test_tables_must_be_permutations_of_the_grid():
     with pytest.raises(VerifyException, match="lists tile 0 twice: not a permutation"):
         order_tiles(OrderAttr("table", [0, 0, 1]), (1, 3))
     with pytest.raises(VerifyException, match="has 2 entries but grid"):
-        verify_order_on_grid(OrderAttr("table", [0, 1]), (1, 3))
+        OrderAttr("table", [0, 1]).verify_on_grid((1, 3))
     with pytest.raises(VerifyException, match="outside the 3 tiles"):
         order_permutation(OrderAttr("table", [0, 1, 5]), (1, 3))
 
@@ -98,3 +98,42 @@ def test_the_pass_and_the_simulator_hand_out_the_same_order():
     simulated = program_from_ir(module)
     assert simulated.stages[1].order == order_tiles(consumer.order, (3, 4))
     assert simulated.stages[1].order[:3] == [(0, 0), (1, 0), (2, 0)]
+
+
+STAGE = ("sync.stage @{name} {{kernel = @k::@p, grid = array<i64: {grid}>, "
+         "block = array<i64: 128, 1, 1>, tile = array<i64: 32, 32>{order}}}")
+KERNEL = """
+gpu.module @k {
+  gpu.func @p(%a0: memref<?xf32>) kernel {
+    %t0, %t1 = sync.tile ORDER: index, index
+    gpu.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("kernel_order, stage_order, error", [
+    ("", "", None),  # no order anywhere: block ids
+    # the first stage's order reaches the kernel both stages launch: no order of @p2's grid
+    ("", ", order = #sync.order<table<5, 4, 3, 2, 1, 0>>",
+     "stage @p2 takes its tiles in the order of stage @p, which launches it too (@k::@p): tile "
+     "order table has 6 entries but grid (3, 3) has 9 tiles"),
+    ("order #sync.order<table<0, 0, 0, 0, 0, 0>>", "",
+     "stage @p takes its tiles in its sync.tile order (@k::@p): tile order table lists tile 0 "
+     "twice"),
+    ("order #sync.order<column_major>", ", order = #sync.order<table<0, 3, 1, 4, 2, 5>>",
+     None),  # the same permutation on @p's grid; column-major fits @p2's too
+    ("order #sync.order<column_major>", ", order = #sync.order<row_major>",
+     "stage @p names tile order #sync.order<row_major> but its kernel @k::@p hands tiles out in "
+     "its sync.tile order, #sync.order<column_major>"),
+])
+def test_a_kernel_hands_out_one_order_that_fits_every_stage_launching_it(
+        kernel_order, stage_order, error):
+    module = parse(KERNEL.replace("ORDER", kernel_order)
+                   + STAGE.format(name="p", grid="2, 3", order=stage_order) + "\n"
+                   + STAGE.format(name="p2", grid="3, 3", order=""))
+    found = kernel_order_error(module)
+    if error is None:
+        assert found is None
+    else:
+        assert found is not None and found[1].startswith(error)

@@ -153,6 +153,26 @@ sync.dependency @a -> @b operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [
 
 // -----
 
+// A stage's table order is a permutation of its grid: a tile listed twice would post twice, one
+// left out would never be computed (its consumers would wait forever).
+sync.stage @short {kernel = @kernels::@gemm, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, order = #sync.order<table<0, 1, 2>>}
+
+// CHECK: sync.stage @short: tile order table has 3 entries but grid (2, 2) has 4 tiles
+
+// -----
+
+sync.stage @twice {kernel = @kernels::@gemm, grid = array<i64: 2, 3>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, order = #sync.order<table<0, 1, 2, 3, 4, 4>>}
+
+// CHECK: sync.stage @twice: tile order table lists tile 4 twice: not a permutation of grid (2, 3)
+
+// -----
+
+sync.stage @outside {kernel = @kernels::@gemm, grid = array<i64: 4>, block = array<i64: 128>, tile = array<i64: 64>, order = #sync.order<table<0, 1, 2, 4>>}
+
+// CHECK: sync.stage @outside: tile order table entry 3 is 4, outside the 4 tiles of grid (4,)
+
+// -----
+
 %sems, %epoch, %x = "test.op"() : () -> (memref<?xi32>, i32, index)
 sync.wait %sems[%x] epoch %epoch policy #sync.policy<RowSync (d0, d1) -> (d0), posts = 8> : memref<?xi32>
 

@@ -1,29 +1,6 @@
 // RUN: tilesync-opt %s -p 'sync-tile-order{order=generated}' --split-input-file --verify-diagnostics | filecheck %s
 // RUN: tilesync-opt %s -p 'sync-tile-order{order=row_major}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=NAMED
 
-// A table must be a permutation of the grid: 4 tiles, 3 entries.
-builtin.module {
-  sync.stage @short {kernel = @kernels::@gemm, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, order = #sync.order<table<0, 1, 2>>}
-}
-// CHECK: sync-tile-order: stage @short: tile order table has 3 entries but grid (2, 2) has 4 tiles
-// NAMED: sync-tile-order: stage @short: tile order table has 3 entries but grid (2, 2) has 4 tiles
-
-// -----
-
-builtin.module {
-  sync.stage @twice {kernel = @kernels::@gemm, grid = array<i64: 2, 2>, block = array<i64: 128, 1, 1>, tile = array<i64: 64, 64>, order = #sync.order<table<0, 1, 1, 3>>}
-}
-// CHECK: sync-tile-order: stage @twice: tile order table lists tile 1 twice: not a permutation of grid (2, 2)
-
-// -----
-
-builtin.module {
-  sync.stage @outside {kernel = @kernels::@gemm, grid = array<i64: 4>, block = array<i64: 128>, tile = array<i64: 64>, order = #sync.order<table<0, 1, 2, 4>>}
-}
-// CHECK: sync-tile-order: stage @outside: tile order table entry 3 is 4, outside the 4 tiles of grid (4,)
-
-// -----
-
 // Two stages that read each other: no order finishes producers first.
 builtin.module {
   sync.stage @a {kernel = @kernels::@gemm, grid = array<i64: 4>, block = array<i64: 128>, tile = array<i64: 64>}
