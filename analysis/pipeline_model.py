@@ -45,7 +45,10 @@ stack's first compile on an H200 host).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -220,6 +223,26 @@ def _equal_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak
     return [max(1, min(most, fewest))] * len(stages)
 
 
+@contextmanager
+def _solver_output_dropped() -> Iterator[None]:
+    """HiGHS writes debug lines to file descriptor 1 from C, past sys.stdout: where the
+    compiler prints MLIR there (tilesync-opt), they would land inside it. fd 1 points at
+    /dev/null while the solver runs, and back where it pointed after, whatever happens."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 to protect
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as sink:
+            os.dup2(sink.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
                budget: int, classes: list[list[int]], equal: bool = False) -> list[int]:
     import numpy as np
@@ -264,7 +287,8 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
     integrality = np.array([0] + [1] * n)
     most = [float(budget if s.max_ctas is None else min(budget, s.max_ctas)) for s in stages]
     bounds = Bounds(np.array([0.0] + [1.0] * n), np.array([np.inf, *most]))
-    result = milp(cost, constraints=constraints, integrality=integrality, bounds=bounds)
+    with _solver_output_dropped():
+        result = milp(cost, constraints=constraints, integrality=integrality, bounds=bounds)
     if not result.success:
         raise ValueError(f"the CTA allotment has no solution: {result.message}")
     best = float(result.x[0])
@@ -272,7 +296,8 @@ def _milp_ctas(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak:
     fewest[0] = 0.0
     floor = Bounds(np.array([best * (1 - _OPTIMUM_TOLERANCE)] + [1.0] * n),
                    np.array([np.inf, *most]))
-    second = milp(fewest, constraints=constraints, integrality=integrality, bounds=floor)
+    with _solver_output_dropped():
+        second = milp(fewest, constraints=constraints, integrality=integrality, bounds=floor)
     if second.success:
         result = second
     return [int(x + 0.5) for x in result.x[1:]]

@@ -25,12 +25,14 @@ from xdsl.ir import Operation, SSAValue
 
 from tilesync.analysis.kernel_eval import (
     BatchRun,
+    Divergent,
     StepBudget,
     Unproven,
     exact,
     point,
     relevant_ops,
     run_batches,
+    uniform,
 )
 from tilesync.contract import KNOWN_BLOCK_SIZE_ATTR
 from tilesync.dialects import dataflow
@@ -76,13 +78,12 @@ class _TicketCount(BatchRun):
         variable ranging over them all, and counted that many times; one whose tickets
         depend on the iteration (an acquire the abstract iteration cannot place) is
         unrolled."""
-        bounds = [self._decide(op, self.value(v)) for v in (op.lb, op.ub, op.step)]
-        if not any(isinstance(inner, _TAKING) for inner in op.walk()) or \
-                None in bounds or bounds[2] <= 0:  # type: ignore[operator]
+        counted = self._trips(op) if any(isinstance(inner, _TAKING) for inner in op.walk()) \
+            else None
+        if counted is None:
             super().on_for(op, state, definite)
             return
-        first, end, stride = bounds  # type: ignore[misc]
-        trips = max(0, -(-(end - first) // stride))
+        first, stride, trips = counted
         before = self.counts
         if trips:
             body = op.body.block
@@ -102,6 +103,24 @@ class _TicketCount(BatchRun):
                 self.counts[queue] += count * trips
         for result in op.results:
             self.env[result] = None
+
+    def _trips(self, op: scf.ForOp) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """(first, step, trips) of a loop whose bounds each worker knows and whose trip count
+        all the batch's workers share (they may start apart: a CTA striding over tiles from
+        its own index); Divergent by trip count where they do not; None where a bound is not
+        known exactly. Splitting by where the workers start would run every CTA on its own
+        (a million-CTA grid for minutes)."""
+        values = [self.value(v) for v in (op.lb, op.ub, op.step)]
+        if any(value is None or not exact(value) for value in values):
+            return None
+        first, end, stride = (np.asarray(value[0]) for value in values)
+        if (stride <= 0).any():
+            return None
+        trips = np.maximum(0, -(-(end - first) // stride))
+        one = uniform(trips)
+        if one is None:
+            raise Divergent(op, [np.flatnonzero(trips == t) for t in np.unique(trips)])
+        return first, stride, one
 
     def on_if(self, op: scf.IfOp, state: object, definite: bool) -> None:
         """A branch whose condition is not known still counts where both its sides take the

@@ -99,6 +99,11 @@ class AllotCTAsPass(ModulePass):
     def __post_init__(self) -> None:
         if self.sms < 1 or self.slots < 1:
             raise ValueError("options 'sms' and 'slots' must be positive")
+        for option in ("dram_bytes_per_s", "l2_bytes_per_s"):
+            value = getattr(self, option)
+            if not math.isfinite(value):  # nan compares false to everything, `<= 0` included
+                raise ValueError(f"bandwidth options must be finite numbers, got "
+                                 f"{option}={value}")
         if self.dram_bytes_per_s <= 0 or self.l2_bytes_per_s <= 0:
             raise ValueError("bandwidth options must be positive")
         if self.solver not in SOLVERS:

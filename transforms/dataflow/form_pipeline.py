@@ -46,7 +46,11 @@ from tilesync.contract import (
 from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
 from tilesync.transforms.dataflow.insert_queues import NoQueue, queue_reads
-from tilesync.transforms.dataflow.split_reductions import split_fanin, split_input
+from tilesync.transforms.dataflow.split_reductions import (
+    split_fanin,
+    split_input,
+    split_refusal,
+)
 
 PASS = "dataflow-form-pipeline"
 KINDS = ("gemm", "elementwise", "reduction", "gather", "bulk")
@@ -107,6 +111,8 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
                 if (k := stage_kind(graph.stages[n])) in EXCLUDED_KINDS}
     excluded.update({n: "already in a pipeline" for n in names
                      if DATAFLOW_PIPELINE_ATTR in graph.stages[n].attributes})
+    excluded.update({n: why for n in names if n not in excluded
+                     and (why := split_refusal(graph.stages[n])) is not None})
     order, done = [], set()
 
     def visit(name: str) -> None:  # producers first, program order among equals
@@ -166,10 +172,32 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
         group.sort(key=order.index)
         if len(group) > len(best):
             best = group
-    for name in names:  # a stage left out for how it reads the pipeline: say why
-        why = no_queue(name, best) if name not in best and name not in excluded else None
+    def left_out(name: str) -> str | None:
+        """Why `name` did not join the pipeline `best` (None where it is no pipeline and the
+        stage reads it through queues): what `joins` found against it."""
+        why = no_queue(name, best)
         if why is not None:
-            excluded[name] = f"no queue serves its reads ({why})"
+            return f"no queue serves its reads ({why})"
+        if len(best) < 2:
+            return None
+        for member in sorted(successors[name] & set(best), key=order.index):
+            why = no_queue(member, [name])
+            if why is not None:
+                return f"no queue serves @{member}'s reads of it ({why})"
+        if not (predecessors[name] | successors[name]) & set(best):
+            return "no dependency with the pipeline's stages"
+        group = {*best, name}
+        between = (_reach(successors, group) & _reach(predecessors, group)) - group
+        if not between:
+            return None
+        return (f"the pipeline would not be contiguous: a path between it and the "
+                f"pipeline's stages runs outside, through "
+                f"@{', @'.join(sorted(between, key=order.index))}")
+
+    for name in names:  # a stage left out: say why
+        why = left_out(name) if name not in best and name not in excluded else None
+        if why is not None:
+            excluded[name] = why
     return best, excluded
 
 

@@ -36,6 +36,7 @@ from tilesync.contract import (
     DATAFLOW_RESOURCE_ATTR,
     DATAFLOW_SPLIT_ATTR,
     TILES_ATTR,
+    grid_error,
 )
 from tilesync.dialects import dataflow, sync
 from tilesync.dialects.locations import diagnostic
@@ -67,15 +68,42 @@ def split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
     return split
 
 
-def split_fanin(stage: sync.StageOp) -> tuple[sync.StageOp, int] | None:
-    """The fan-in stage (not inserted anywhere) a split reduction becomes, and its partials,
-    or None for a stage that is not one: what dataflow-form-pipeline judges its reads by."""
+def _parts(stage: sync.StageOp) -> int | None:
+    """The partials a split reduction declares, None for a stage that is not one."""
     kind = stage.attributes.get(DATAFLOW_KIND_ATTR)
     split = stage.attributes.get(DATAFLOW_SPLIT_ATTR)
     if not (isinstance(kind, StringAttr) and kind.data == "reduction") or \
             not isinstance(split, IntegerAttr) or split.value.data < 2:
         return None
-    parts = split.value.data
+    return split.value.data
+
+
+def split_refusal(stage: sync.StageOp) -> str | None:
+    """Why the split reduction `stage` cannot become fan-in and final stages (None: it can,
+    or it is none): the fan-in's grid is the reduction's with the partial index as one more
+    dimension, which must still be a grid a launch takes."""
+    parts = _parts(stage)
+    if parts is None:
+        return None
+    grid = (*stage.grid_shape, parts)
+    why = grid_error(grid)
+    if why is None:
+        return None
+    return (f"reduction @{stage.sym_name.data} cannot split into {parts} partials: its "
+            f"fan-in's grid {list(grid)} (the partial index as one more dimension) is no "
+            f"launch grid: {why}")
+
+
+def split_fanin(stage: sync.StageOp) -> tuple[sync.StageOp, int] | None:
+    """The fan-in stage (not inserted anywhere) a split reduction becomes, and its partials,
+    or None for a stage that is not one: what dataflow-form-pipeline judges its reads by. A
+    located diagnostic where it cannot split (`split_refusal`)."""
+    parts = _parts(stage)
+    if parts is None:
+        return None
+    why = split_refusal(stage)
+    if why is not None:
+        raise diagnostic(PASS, stage, why)
     return sync.StageOp(f"{stage.sym_name.data}_fanin", stage.kernel,
                         [*stage.grid_shape, parts], stage.block_shape, stage.tile_shape), parts
 
@@ -93,9 +121,11 @@ class SplitReductionsPass(ModulePass):
             raise ValueError(f"option 'sms' must be positive, got {self.sms}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        graph = StageGraph.of(op)
         for pipeline in [p for p in op.walk() if isinstance(p, dataflow.PipelineOp)]:
             for df_stage in list(pipeline.stages):
+                # the graph of the program as it is now: a split moves the dependencies of
+                # the reductions next to it (in any order the pipeline lists them)
+                graph = StageGraph.of(op)
                 stage = graph.stages.get(df_stage.sym_name.data)
                 kind = stage.attributes.get(DATAFLOW_KIND_ATTR) if stage else None
                 if not (isinstance(kind, StringAttr) and kind.data == "reduction"):

@@ -12,8 +12,11 @@ Two things must hold for the queues of a pipeline never to wait forever:
   CTAs are what is counted, however many workers each runs;
 * **balanced, acyclic queues** — the stage graph is acyclic (the dialect's verifier), every
   queue holds at least the entries one consumer tile takes at once (`dataflow.reads`, drawn as
-  consecutive tickets), and each launch takes from every queue as many tickets as it gives: the
-  producer stage's `tiles` (tiles per launch) equals each consumer stage's. Then, with every
+  consecutive tickets) and what both its ends may hold at once (`check_depths`: N >= P + C - 1,
+  P and C the most tickets a producer and a consumer worker span at a wait), and each launch
+  takes from every queue as many tickets as it gives: the producer stage's `tiles` (tiles per
+  launch) equals each consumer stage's, or, where no stage declares them, the kernels' own
+  counts agree (`check_counted_tickets`). Then, with every
   CTA resident, the lowest ticket not yet done can always move (its producer's earlier tickets
   are done, its entry's previous round was released by consumers that drew it earlier), so by
   induction every ticket completes, and the next launch finds every count where it expects.
@@ -83,7 +86,9 @@ tickets in order (`check_cluster_queue_ops`), and each cluster's producer CTA fi
 tickets a launch as its consumer CTA takes (`check_cluster_lanes`), not only the stages in all.
 
 A pipeline that passes gets `dataflow.verified` saying what was proved; otherwise a VerifyError
-names the stage and what is missing.
+names the stage and what is missing. A stage kernel already lowered (its queues ring
+parameters) cannot be followed: its pipeline is refused, unless it carries the proof made
+before the lowering, which stands.
 """
 
 from __future__ import annotations
@@ -788,19 +793,213 @@ def _describe(value: SSAValue) -> str:
 
 @dataclass
 class _Followed:
-    """A stage kernel whose tickets check_kernel_tickets followed: its queue arguments' names
-    and its workers."""
+    """A stage kernel whose tickets check_kernel_tickets followed: its queue arguments' names,
+    its workers, and the most tickets of each queue one worker spans (`ticket_spans`)."""
 
     kernel: gpu.FuncOp
     names: dict[SSAValue, str]
     kinds: dataflow.QueueWorkers
+    spans: dict[str, int]
+
+
+@dataclass
+class _Drawn:
+    """One worker's tickets as its draws number them: draws so far on each queue (the
+    counter that numbers a ticket, its `domain`), and each ticket it holds or drew and has not
+    acquired yet, (queue, ticket identity) -> (domain, number)."""
+
+    count: dict[SSAValue, int]
+    open: dict[tuple[SSAValue, SSAValue], tuple[SSAValue, int]]
+
+    def copy(self) -> _Drawn:
+        return _Drawn(dict(self.count), dict(self.open))
+
+
+class _TicketSpans:
+    """The most tickets of each queue one worker spans at a wait: from the oldest it holds (or
+    drew and has not acquired) to the one it waits for. A worker's draws take consecutive
+    tickets of a queue where it is the queue end's one worker, so the span is counted in its
+    own draws; a ticket given (`at`) another queue's is numbered by that queue's draws. Loops
+    are followed as their last iteration, with what the earlier ones drew before it (constant
+    trip counts); a ticket held across a loop that may run any number of times while drawing
+    on its queue has no bound, and is refused."""
+
+    def __init__(self, kernel: gpu.FuncOp, refuse: Callable[[Operation, str], OpDiagnostic],
+                 names: dict[SSAValue, str]):
+        self.refuse, self.names = refuse, names
+        self.spans: dict[SSAValue, int] = {}
+        self.numbers: dict[SSAValue, tuple[SSAValue, int]] = {}  # ticket -> (domain, number)
+        self.around_tickets = {ancestor for op in kernel.walk()
+                               if isinstance(op, dataflow.TICKET_OPS)
+                               for ancestor in _ancestors(op)}
+
+    def block(self, block: Block, state: _Drawn) -> None:
+        for op in block.ops:
+            if isinstance(op, _DRAWS):
+                self.draw(op.queue, op.ticket, state)
+            elif isinstance(op, _ACQUIRES):
+                self.acquire(op, state)
+            elif isinstance(op, _RELEASES):
+                state.open.pop((op.queue, _ticket_identity(op.slot)), None)
+            elif op not in self.around_tickets:
+                continue
+            elif isinstance(op, scf.IfOp):
+                self.branch(op, state)
+            elif isinstance(op, scf.ForOp):
+                self.loop(op, state)
+            else:  # a while loop or another region: run any number of times
+                self.repeated(op, state)
+
+    def draw(self, queue: SSAValue, ticket: SSAValue, state: _Drawn) -> int:
+        number = state.count.get(queue, 0) + 1
+        state.count[queue] = number
+        state.open[(queue, ticket)] = self.numbers[ticket] = (queue, number)
+        return number
+
+    def acquire(self, op: Operation, state: _Drawn) -> None:
+        if op.ticket is None:
+            number = self.draw(op.queue, op.slot, state)
+        else:
+            identity = _ticket_identity(op.slot)
+            key = (op.queue, identity)
+            if key not in state.open:  # given another queue's ticket: numbered by its draws
+                state.open[key] = self.numbers.get(
+                    identity, (op.queue, state.count.get(op.queue, 0)))
+            number = state.open[key][1]
+        oldest = min(n for (queue, _), (_, n) in state.open.items() if queue == op.queue)
+        self.spans[op.queue] = max(self.spans.get(op.queue, 1), number - oldest + 1)
+
+    def branch(self, op: scf.IfOp, state: _Drawn) -> None:
+        sides = []
+        for region in (op.true_region, op.false_region):
+            side = state.copy()
+            if region.blocks:
+                self.block(region.blocks.first, side)
+                self.rename_yielded(region.blocks.first.last_op, op.results, state, side)
+            sides.append(side)
+        state.count = {d: max(s.count.get(d, 0) for s in sides)
+                       for d in {d for s in sides for d in s.count}}
+        state.open = {}
+        for side in sides:
+            for key, (domain, number) in side.open.items():
+                known = state.open.get(key)
+                state.open[key] = (domain, number if known is None else min(known[1], number))
+
+    def rename_yielded(self, last: Operation | None, results, before: _Drawn,
+                       after: _Drawn) -> None:
+        """Tickets drawn inside a region and handed out by its yield are named by the result
+        after it."""
+        if not isinstance(last, scf.YieldOp):
+            return
+        for value, result in zip(last.operands, results, strict=False):
+            identity = _ticket_identity(value)
+            for key in [k for k in after.open if k[1] == identity and k not in before.open]:
+                after.open[(key[0], result)] = self.numbers[result] = after.open.pop(key)
+
+    def loop(self, op: scf.ForOp, state: _Drawn) -> None:
+        lb, ub, step = _constant(op.lb), _constant(op.ub), _constant(op.step)
+        trips = max(1, -(-(ub - lb) // step)) if None not in (lb, ub, step) and step > 0 \
+            else None
+        body = op.body.block
+        carried: dict[int, tuple[SSAValue, SSAValue]] = {}
+        for index, init in enumerate(op.iter_args):
+            # a ticket open on several queues (one given another's) is carried by each
+            # queue's own value
+            owner = init.owner if isinstance(init, OpResult) else None
+            queue = owner.queue if isinstance(owner, _ACQUIRES + _DRAWS) else None
+            key = next((k for k in state.open if k[1] == _ticket_identity(init)
+                        and queue in (None, k[0]) and k not in carried.values()), None)
+            if key is not None:
+                carried[index] = key
+
+        def entering(numbers: dict[int, int]) -> _Drawn:
+            inside = state.copy()
+            for index, key in carried.items():
+                inside.open.pop(key)
+                arg = body.args[index + 1]
+                inside.open[(key[0], arg)] = self.numbers[arg] = (state.open[key][0],
+                                                                  numbers[index])
+            return inside
+
+        # first the iteration's draws, with each carried ticket as the loop takes it
+        trial = entering({index: state.open[key][1] for index, key in carried.items()})
+        self.block(body, trial)
+        drew = {d: n - state.count.get(d, 0) for d, n in trial.count.items()
+                if n != state.count.get(d, 0)}
+        last = body.last_op
+        numbers = {}
+        for index, key in carried.items():
+            domain, first = state.open[key]
+            yielded = _ticket_identity(last.operands[index]) \
+                if isinstance(last, scf.YieldOp) else None
+            after = trial.open.get((key[0], yielded)) if yielded is not None else None
+            if after is None or yielded == body.args[index + 1]:
+                numbers[index] = first - (trips - 1 if trips else 0) * drew.get(domain, 0)
+            else:  # handed on from the iteration before: drawn that much before this one
+                numbers[index] = min(first, after[1] - drew.get(domain, 0))
+        # then the last iteration, the tickets held since before the loop as far behind as
+        # every earlier iteration's draws put them
+        inside = entering(numbers)
+        for key, (domain, number) in list(inside.open.items()):
+            if key in state.open and domain in drew:
+                if trips is None:
+                    raise self.refuse(op, f"'{op.name}' draws tickets of "
+                                      f"@{self.names.get(domain, '?')} as many times as it runs "
+                                      "while the worker holds one from before it: the tickets "
+                                      "it spans have no bound, and no ring holds them (give it "
+                                      "back first, or carry it through the iterations)")
+                inside.open[key] = (domain, number - (trips - 1) * drew[domain])
+        self.block(body, inside)
+        for domain, n in drew.items():
+            state.count[domain] = state.count.get(domain, 0) + (trips or 1) * n
+        for index, key in carried.items():
+            domain, _ = state.open.pop(key)
+            yielded = _ticket_identity(last.operands[index]) \
+                if isinstance(last, scf.YieldOp) else None
+            result = op.results[index]
+            ending = inside.open.get((key[0], yielded), (domain, numbers[index]))
+            shift = (trips - 1 if trips else 0) * drew.get(domain, 0)
+            state.open[(key[0], result)] = self.numbers[result] = (domain, ending[1] + shift)
+
+    def repeated(self, op: Operation, state: _Drawn) -> None:
+        for region in op.regions:
+            for inner in region.blocks:
+                inside = state.copy()
+                self.block(inner, inside)
+                drew = {d for d, n in inside.count.items() if n != state.count.get(d, 0)}
+                held = next((d for (_, _), (d, _) in state.open.items() if d in drew), None)
+                if held is not None:
+                    raise self.refuse(op, f"'{op.name}' draws tickets of "
+                                      f"@{self.names.get(held, '?')} as many times as it runs "
+                                      "while the worker holds one from before it: the tickets "
+                                      "it spans have no bound, and no ring holds them (give it "
+                                      "back first)")
+                for domain in drew:
+                    state.count[domain] = inside.count[domain]
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    found, parent = [], op.parent_op()
+    while parent is not None and not isinstance(parent, gpu.FuncOp):
+        found.append(parent)
+        parent = parent.parent_op()
+    return found
+
+
+def ticket_spans(kernel: gpu.FuncOp, names: dict[SSAValue, str],
+                 refuse: Callable[[Operation, str], OpDiagnostic]) -> dict[str, int]:
+    """{queue: the most of its tickets one worker of `kernel` spans at a wait} (`_TicketSpans`,
+    1 where it never holds one while it waits for another)."""
+    walk = _TicketSpans(kernel, refuse, names)
+    walk.block(kernel.body.blocks.first, _Drawn({}, {}))
+    return {name: walk.spans.get(arg, 1) for arg, name in names.items()}
 
 
 def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followed | None:
     """The kernel of `stage` keeps the tickets' discipline the induction assumes (the
-    module docstring's third point says which), or a VerifyError says where it does not. A
-    kernel already lowered (its queues are parameters the runtime binds) was checked before
-    (None)."""
+    module docstring's third point says which), or a VerifyError says where it does not. None
+    for a kernel it cannot follow: one already lowered (its queues are parameters the runtime
+    binds), whose pipeline the pass refuses unless it was proved before the lowering."""
     kernel = SymbolTable.lookup_symbol(module, stage.kernel)
     name = stage.sym_name.data
     if not isinstance(kernel, gpu.FuncOp) or not kernel.body.blocks:
@@ -909,7 +1108,7 @@ def check_kernel_tickets(module: Operation, stage: dataflow.StageOp) -> _Followe
                           f"ticket of @{first} and one of @{second} on its own: {what} "
                           "(another worker may draw between its two); draw one and give it "
                           "to the other (`at`)")
-    return _Followed(kernel, walk.names, kinds)
+    return _Followed(kernel, walk.names, kinds, ticket_spans(kernel, walk.names, walk.refuse))
 
 
 def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
@@ -917,17 +1116,16 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
     """The kernel, launched with the stage's CTAs, takes each queue's tickets as often as the
     stage's `tiles` say (the balance is checked on them): a consumer that acquires fewer
     leaves tickets whose entries no one frees, one that acquires more waits forever; the
-    counts. None where the count is left to the launch: no `tiles` declared, or
-    (`launch_counts`) a count the kernel's arguments decide."""
+    counts. Without `tiles` the counts are still the kernel's where it can be counted
+    (check_counted_tickets balances them). None where the count is left to the launch: a
+    count the kernel's arguments decide, with `launch_counts` or no `tiles` declared."""
     declared = _int_attr(stage, TILES_ATTR)
-    if declared is None:
-        return None  # the tickets are a launch's arguments' (check_tickets' launch_counts)
     name = stage.sym_name.data
     try:
         counts = tickets_per_launch(followed.kernel, stage.num_ctas, followed.kinds.count,
                                     followed.kinds.threads)
     except Unproven as error:
-        if launch_counts:
+        if launch_counts or declared is None:
             return None
         raise _refuse(error.op, f"stage @{name}: the tickets its kernel takes a launch cannot "
                       f"be counted against its {declared} '{TILES_ATTR}': '{error.op.name}' "
@@ -941,6 +1139,8 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
                           f"@{queue_name} ahead a launch but acquires {acquired} of them: a "
                           "drawn ticket no one takes keeps its entry, and every later ticket "
                           "of the queue waits for it")
+        if declared is None:
+            continue
         expected = declared * (reads_per_tile(stage, queue_name) if queue_name in inputs
                                else 1)
         taken = counts.acquired.get(queue, 0)
@@ -956,6 +1156,87 @@ def check_launch_tickets(stage: dataflow.StageOp, followed: _Followed,
 
 def _queue_names(refs) -> list[str]:
     return [r.root_reference.data for r in refs]
+
+
+def check_counted_tickets(pipeline: dataflow.PipelineOp,
+                          counted: list[tuple[dataflow.StageOp, _Followed,
+                                              LaunchTickets | None]]) -> bool:
+    """Each queue's producer kernel fills as many tickets a launch as each consumer kernel
+    takes, where the kernels' counts are known (a pipeline whose stages declare no `tiles`
+    is balanced on what its kernels do); whether every queue was so balanced."""
+    taken: dict[tuple[str, bool], list[tuple[str, int | None]]] = {}
+    for stage, followed, counts in counted:
+        inputs = set(_queue_names(stage.inputs))
+        for arg, queue in followed.names.items():
+            count = counts.acquired.get(arg, 0) if counts is not None else None
+            taken.setdefault((queue, queue in inputs), []).append((stage.sym_name.data, count))
+    balanced = True
+    for queue in pipeline.queues:
+        name = queue.sym_name.data
+        producers, consumers = taken.get((name, False), []), taken.get((name, True), [])
+        if not producers or not consumers:
+            balanced = False
+            continue
+        producer, given = producers[0]
+        for consumer, count in consumers:
+            if given is None or count is None:
+                balanced = False
+            elif given != count:
+                stage = next(s for s in pipeline.stages if s.sym_name.data == consumer)
+                raise _refuse(stage, f"queue @{name}: the kernel of stage @{producer} fills "
+                              f"{given} tickets per launch but that of stage @{consumer} takes "
+                              f"{count}: a launch would "
+                              f"{'wait forever for' if count > given else 'leave'} "
+                              f"{abs(count - given)} ticket(s)")
+    return balanced
+
+
+def check_depths(pipeline: dataflow.PipelineOp,
+                 followed: list[tuple[dataflow.StageOp, _Followed | None]]) -> None:
+    """Every ring holds what its two ends may hold at once: N >= P + C - 1, where a worker of
+    the producer spans at most P tickets at a wait (from the oldest it holds to the one it
+    waits for, `ticket_spans`) and one of a consumer stage at most C.
+
+    Why: the producer waits for ticket v <= a + P - 1 while holding a (so every ticket below
+    a is filled); its entry frees once consumers gave back v - N. A consumer holding b (every
+    ticket below b given back) waits for an unfilled u <= b + C - 1, so u >= a. Both wait
+    forever iff v - N >= b >= a - C + 1, possible iff N <= P + C - 2. A stage of several
+    workers on a ring spans one ticket each (a worker there draws nothing while it holds a
+    ticket of the queue): between one worker's draws, others draw any number. A kernel not
+    followed (none to follow) is counted as a tile takes: one entry, `dataflow.reads` of an
+    input."""
+    spans: dict[tuple[str, str], int] = {}
+    for stage, kernel in followed:
+        name = stage.sym_name.data
+        workers = 1 if kernel is None or _in_cluster_queues(stage) else \
+            kernel.kinds.count * stage.num_ctas
+        for queue in (*_queue_names(stage.inputs), *_queue_names(stage.outputs)):
+            declared = reads_per_tile(stage, queue) if queue in _queue_names(stage.inputs) \
+                else 1
+            span = kernel.spans.get(queue, declared) if kernel is not None else declared
+            if span > 1 and workers > 1:
+                raise _refuse(stage, f"stage @{name}: each of its {workers} queue workers "
+                              f"spans {span} tickets of @{queue} at once, but other workers "
+                              "draw between its draws: no ring depth bounds what it holds "
+                              "(one worker per stage, or one ticket at a time)")
+            spans[name, queue] = span
+    for queue in pipeline.queues:
+        name, entries = queue.sym_name.data, queue.queue_type.num_entries
+        producer = next((s for s in pipeline.stages if name in _queue_names(s.outputs)), None)
+        consumers = [s for s in pipeline.stages if name in _queue_names(s.inputs)]
+        if producer is None or not consumers:
+            continue
+        held = spans.get((producer.sym_name.data, name), 1)
+        consumer = max(consumers, key=lambda s: spans.get((s.sym_name.data, name), 1))
+        taken = spans.get((consumer.sym_name.data, name), 1)
+        if entries < held + taken - 1:
+            raise _refuse(queue, f"queue @{name} has {entries} "
+                          f"entr{'y' if entries == 1 else 'ies'}, but a worker of its producer "
+                          f"@{producer.sym_name.data} holds up to {held} of its tickets at "
+                          f"once and one of its consumer @{consumer.sym_name.data} up to "
+                          f"{taken}: it needs at least {held + taken - 1} (producer + "
+                          "consumer - 1), else each end can hold the entries the other waits "
+                          "for")
 
 
 def check_joined_tickets(pipeline: dataflow.PipelineOp,
@@ -1584,10 +1865,24 @@ class VerifyPipelinePass(ModulePass):
             tickets = check_tickets(pipeline, launch_counts=not self.residency)
             # every kernel's discipline first: the counts below assume it
             followed = [(stage, check_kernel_tickets(scope, stage)) for stage in stages]
+            unfollowed = next((stage for stage, kernel in followed if kernel is None
+                               and (stage.inputs.data or stage.outputs.data)), None)
+            if unfollowed is not None:
+                if VERIFIED_ATTR in pipeline.attributes:
+                    continue  # proved before its kernels were lowered: that proof stands
+                raise _refuse(unfollowed, f"stage @{unfollowed.sym_name.data}: its kernel "
+                              f"{unfollowed.kernel} does not take its queues as queue "
+                              "arguments (lowered already, or not a gpu.func with a body), so "
+                              "the tickets it takes cannot be followed: dataflow-verify proves "
+                              "a pipeline before convert-dataflow-to-nvvm lowers its kernels")
             check_joined_tickets(pipeline, followed)
+            check_depths(pipeline, followed)
             counted = [(stage, kernel, check_launch_tickets(stage, kernel,
                                                             launch_counts=not self.residency))
                        for stage, kernel in followed if kernel is not None]
+            if check_counted_tickets(pipeline, counted) and tickets.startswith(LAUNCH_TICKETS):
+                tickets = f"tickets balanced on {len(pipeline.queues)} queue(s), as its " \
+                    "kernels take them"
             if not all(counts is not None for _, _, counts in counted) and \
                     not tickets.startswith(LAUNCH_TICKETS):
                 tickets = f"{LAUNCH_TICKETS} ({len(pipeline.queues)} queue(s))"

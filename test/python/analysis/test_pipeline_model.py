@@ -4,6 +4,7 @@ against scipy's milp)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 
 import pytest
@@ -259,3 +260,15 @@ def test_equal_counts_the_exact_solver_and_milp_agree(stages, sms, slots, shared
         any(s.max_ctas is not None and more > s.max_ctas for s in stages) or \
         exact.bound in ("DRAM", "L2") or \
         _over_a_class_of_pipes(stages, exact.throughput * (1 + 1e-6))
+
+
+def test_milp_writes_nothing_to_stdout_and_gives_it_back(capfd):
+    """HiGHS prints a debug line from C on this program (file descriptor 1, where tilesync-opt
+    prints the MLIR): the solver's output is dropped, and fd 1 works again after."""
+    stages = [StageRate("s0", True, 5e3, 6.0, 1.0, 0.0, 0.0, 6),
+              StageRate("s1", True, 2e3, 3.0, 0.5, 100.0, 500.0, 3),
+              StageRate("s2", False, 2e3, 4.0, 0.25, 0.0, 500.0, 4),
+              StageRate("s3", False, 1e4, 1.0, 0.5, 100.0, 0.0, 1)]
+    allot(stages, 6, 3e6, 7e12, solver="milp")
+    os.write(1, b"after\n")
+    assert capfd.readouterr().out == "after\n"

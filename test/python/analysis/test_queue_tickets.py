@@ -167,3 +167,26 @@ def test_draws_ahead_are_counted_with_the_acquires_that_take_them():
     counts = tickets_per_launch(kernel, 2, 1, None)
     assert counts.acquired.get(queue, 0) == 0 and counts.drawn[queue] == 2
     assert counts.drawn_acquired.get(queue, 0) == 0
+
+
+def test_workers_that_start_apart_but_loop_alike_are_counted_together(monkeypatch):
+    """A grid-stride loop starts at each CTA's own index: workers are run apart only where
+    their trip counts differ, not one CTA at a time (a million-CTA grid took minutes)."""
+    from tilesync.analysis import queue_tickets
+
+    runs: list[int] = []
+    original = queue_tickets._TicketCount.run
+
+    def counted(self, state):
+        runs.append(len(self.tiles))
+        return original(self, state)
+
+    monkeypatch.setattr(queue_tickets._TicketCount, "run", counted)
+    kernel = _kernel(f"""
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %count = arith.constant 30000 : index
+      scf.for %i = %cta to %count step %ctas {{{_take()}
+      }}""")
+    assert _count(kernel, ctas=20000) == 30000
+    assert len(runs) <= 20  # chunks of workers, each then split by its two trip counts

@@ -2,7 +2,7 @@
 
 // @embed gathers (excluded) and @side is bulk-synchronous (excluded); @l1 -> @side -> @l3
 // leaves and re-enters any group holding @l1 and @l3, so the largest contiguous group is
-// @l2 -> @l3 -> @norm.
+// @l2 -> @l3 -> @norm, and @l1 is listed as left out for it.
 builtin.module {
   gpu.module @k {
     gpu.func @f() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} {
@@ -27,7 +27,7 @@ builtin.module {
 // CHECK:      sync.stage @l2 {{.*}}dataflow.pipeline = @mlp
 // CHECK:      sync.stage @l3 {{.*}}dataflow.pipeline = @mlp
 // CHECK:      sync.stage @norm {{.*}}dataflow.pipeline = @mlp
-// CHECK:      dataflow.pipeline @mlp attributes {dataflow.excluded = ["@embed: gathers across all its input", "@side: bulk-synchronous friendly"]} {
+// CHECK:      dataflow.pipeline @mlp attributes {dataflow.excluded = ["@embed: gathers across all its input", "@side: bulk-synchronous friendly", "@l1: the pipeline would not be contiguous: a path between it and the pipeline's stages runs outside, through @side"]} {
 // CHECK-NEXT:   dataflow.stage @l2 {tiles = 512 : i64, kernel = @k::@f, resource = #dataflow.resource<tensor>, ctas = 132 : i64, inputs = [], outputs = []}
 // CHECK-NEXT:   dataflow.stage @l3 {tiles = 512 : i64, kernel = @k::@f, resource = #dataflow.resource<tensor>, ctas = 132 : i64, inputs = [], outputs = []}
 // CHECK-NEXT:   dataflow.stage @norm {tiles = 64 : i64, kernel = @k::@f, resource = #dataflow.resource<simt>, ctas = 64 : i64, inputs = [], outputs = []}

@@ -1,8 +1,8 @@
 // RUN: tilesync-opt %s -p 'dataflow-form-pipeline{pipeline=p},dataflow-split-reductions,dataflow-insert-queues' | filecheck %s
 
-// A reduction split 2^31 ways: judged as its partials will read (a grid of 4 x 2^31 tiles),
-// its reads are not enumerated (the fuzzer's MemoryError, seed 20261206): it stays outside the
-// pipeline, which says why.
+// A reduction split 2^31 ways (the fuzzer's MemoryError, seed 20261206): its partials' grid of
+// 4 x 2^31 tiles is no launch grid, so it is never split nor its reads enumerated: it stays
+// outside the pipeline, which says why.
 builtin.module {
   gpu.module @k {
     gpu.func @f() kernel {
@@ -15,7 +15,7 @@ builtin.module {
   sync.dependency @scores -> @softmax operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 8)
   sync.dependency @softmax -> @red operand 0 tiles (d0) -> (d0)
 }
-// CHECK:      dataflow.pipeline @p attributes {dataflow.excluded = ["@red: no queue serves its reads (@red_fanin's grid (4, 2147483648) has more than 1000000 tiles, whose queue reads are not enumerated)"]} {
+// CHECK:      dataflow.pipeline @p attributes {dataflow.excluded = ["@red: reduction @red cannot split into 2147483648 partials: its fan-in's grid [4, 2147483648] (the partial index as one more dimension) is no launch grid: grid dimension y must be in [1, 65535], got 2147483648"]} {
 // CHECK-NEXT:   dataflow.queue @scores_tiles
 // CHECK-NEXT:   dataflow.stage @scores
 // CHECK-NEXT:   dataflow.stage @softmax

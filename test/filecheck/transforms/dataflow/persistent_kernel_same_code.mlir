@@ -5,57 +5,79 @@
 // ticket's entry and round) and the shared words that hand their tickets out. The persistent
 // kernel runs them in one branch, CTAs [2, 7), choosing by CTA (b < 4: @double) the stage's
 // first CTA and count, its parameters, its scale, and the quotient of each division by a depth
-// (each divided by its own constant, not by a chosen register).
+// (each divided by its own constant, not by a chosen register). Every stage takes the 6 tiles
+// of a launch, its CTAs striding over them, so that each queue gives as many tickets as it
+// takes (the compile route's dataflow-verify balances them).
 builtin.module {
   gpu.module @kernels {
     gpu.func @source(%q: !dataflow.queue<4 x memref<64xf32>>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
-      %t = dataflow.acquire_empty %q : !dataflow.queue<4 x memref<64xf32>>
-      %e = dataflow.entry %q, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
-      %tid = gpu.thread_id x
-      %one = arith.constant 1.0 : f32
-      memref.store %one, %e[%tid] : memref<64xf32>
-      dataflow.release_full %q, %t : !dataflow.queue<4 x memref<64xf32>>
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %tiles = arith.constant 6 : index
+      scf.for %i = %cta to %tiles step %ctas {
+        %t = dataflow.acquire_empty %q : !dataflow.queue<4 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
+        %tid = gpu.thread_id x
+        %one = arith.constant 1.0 : f32
+        memref.store %one, %e[%tid] : memref<64xf32>
+        dataflow.release_full %q, %t : !dataflow.queue<4 x memref<64xf32>>
+      }
       gpu.return
     }
     gpu.func @double(%in: !dataflow.queue<4 x memref<64xf32>>, %out: !dataflow.queue<6 x memref<64xf32>>, %w: memref<64xf32>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
-      %t = dataflow.acquire_full %in : !dataflow.queue<4 x memref<64xf32>>
-      %e = dataflow.entry %in, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
-      %u = dataflow.acquire_empty %out : !dataflow.queue<6 x memref<64xf32>>
-      %f = dataflow.entry %out, %u : !dataflow.queue<6 x memref<64xf32>> -> memref<64xf32>
-      %tid = gpu.thread_id x
-      %v = memref.load %e[%tid] : memref<64xf32>
-      %s = memref.load %w[%tid] : memref<64xf32>
-      %k = arith.constant 2.0 : f32
-      %x = arith.mulf %v, %k : f32
-      %y = arith.addf %x, %s : f32
-      memref.store %y, %f[%tid] : memref<64xf32>
-      dataflow.release_full %out, %u : !dataflow.queue<6 x memref<64xf32>>
-      dataflow.release_empty %in, %t : !dataflow.queue<4 x memref<64xf32>>
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %tiles = arith.constant 6 : index
+      scf.for %i = %cta to %tiles step %ctas {
+        %t = dataflow.acquire_full %in : !dataflow.queue<4 x memref<64xf32>>
+        %e = dataflow.entry %in, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
+        %u = dataflow.acquire_empty %out : !dataflow.queue<6 x memref<64xf32>>
+        %f = dataflow.entry %out, %u : !dataflow.queue<6 x memref<64xf32>> -> memref<64xf32>
+        %tid = gpu.thread_id x
+        %v = memref.load %e[%tid] : memref<64xf32>
+        %s = memref.load %w[%tid] : memref<64xf32>
+        %k = arith.constant 2.0 : f32
+        %x = arith.mulf %v, %k : f32
+        %y = arith.addf %x, %s : f32
+        memref.store %y, %f[%tid] : memref<64xf32>
+        dataflow.release_full %out, %u : !dataflow.queue<6 x memref<64xf32>>
+        dataflow.release_empty %in, %t : !dataflow.queue<4 x memref<64xf32>>
+      }
       gpu.return
     }
     gpu.func @triple(%in: !dataflow.queue<6 x memref<64xf32>>, %out: !dataflow.queue<4 x memref<64xf32>>, %w: memref<64xf32>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
-      %t = dataflow.acquire_full %in : !dataflow.queue<6 x memref<64xf32>>
-      %e = dataflow.entry %in, %t : !dataflow.queue<6 x memref<64xf32>> -> memref<64xf32>
-      %u = dataflow.acquire_empty %out : !dataflow.queue<4 x memref<64xf32>>
-      %f = dataflow.entry %out, %u : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
-      %tid = gpu.thread_id x
-      %v = memref.load %e[%tid] : memref<64xf32>
-      %s = memref.load %w[%tid] : memref<64xf32>
-      %k = arith.constant 3.0 : f32
-      %x = arith.mulf %v, %k : f32
-      %y = arith.addf %x, %s : f32
-      memref.store %y, %f[%tid] : memref<64xf32>
-      dataflow.release_full %out, %u : !dataflow.queue<4 x memref<64xf32>>
-      dataflow.release_empty %in, %t : !dataflow.queue<6 x memref<64xf32>>
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %tiles = arith.constant 6 : index
+      scf.for %i = %cta to %tiles step %ctas {
+        %t = dataflow.acquire_full %in : !dataflow.queue<6 x memref<64xf32>>
+        %e = dataflow.entry %in, %t : !dataflow.queue<6 x memref<64xf32>> -> memref<64xf32>
+        %u = dataflow.acquire_empty %out : !dataflow.queue<4 x memref<64xf32>>
+        %f = dataflow.entry %out, %u : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
+        %tid = gpu.thread_id x
+        %v = memref.load %e[%tid] : memref<64xf32>
+        %s = memref.load %w[%tid] : memref<64xf32>
+        %k = arith.constant 3.0 : f32
+        %x = arith.mulf %v, %k : f32
+        %y = arith.addf %x, %s : f32
+        memref.store %y, %f[%tid] : memref<64xf32>
+        dataflow.release_full %out, %u : !dataflow.queue<4 x memref<64xf32>>
+        dataflow.release_empty %in, %t : !dataflow.queue<6 x memref<64xf32>>
+      }
       gpu.return
     }
     gpu.func @sink(%q: !dataflow.queue<4 x memref<64xf32>>, %out: memref<?xf32>) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
-      %t = dataflow.acquire_full %q : !dataflow.queue<4 x memref<64xf32>>
-      %e = dataflow.entry %q, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
-      %tid = gpu.thread_id x
-      %v = memref.load %e[%tid] : memref<64xf32>
-      memref.store %v, %out[%tid] : memref<?xf32>
-      dataflow.release_empty %q, %t : !dataflow.queue<4 x memref<64xf32>>
+      %cta = gpu.block_id x
+      %ctas = gpu.grid_dim x
+      %tiles = arith.constant 6 : index
+      scf.for %i = %cta to %tiles step %ctas {
+        %t = dataflow.acquire_full %q : !dataflow.queue<4 x memref<64xf32>>
+        %e = dataflow.entry %q, %t : !dataflow.queue<4 x memref<64xf32>> -> memref<64xf32>
+        %tid = gpu.thread_id x
+        %v = memref.load %e[%tid] : memref<64xf32>
+        memref.store %v, %out[%tid] : memref<?xf32>
+        dataflow.release_empty %q, %t : !dataflow.queue<4 x memref<64xf32>>
+      }
       gpu.return
     }
   }
@@ -101,7 +123,7 @@ builtin.module {
 // CHECK-NEXT:        %[[IN:.*]] = arith.select %[[DOUBLE]], %[[A]], %[[B]] : memref<?xi8>
 // CHECK-NEXT:        %[[OUT:.*]] = arith.select %[[DOUBLE]], %[[B]], %[[C]] : memref<?xi8>
 // @triple's ticket words are @double's (a CTA runs one stage): no get_global of its own.
-// CHECK-NEXT:        %{{.*}} = memref.get_global @__tilesync_queue_ticket_1 : memref<1xi64, 3 : i64>
+// CHECK:             %{{.*}} = memref.get_global @__tilesync_queue_ticket_1 : memref<1xi64, 3 : i64>
 // CHECK-NOT:         @__tilesync_queue_ticket_{{[34]}}
 // CHECK:             nvvm.atom add relaxed, gpu
 // CHECK:             %[[D4:.*]] = arith.constant 4 : i64

@@ -1,0 +1,43 @@
+// RUN: tilesync-opt %s -p dataflow-form-pipeline --split-input-file | filecheck %s
+
+// Every stage left out of the pipeline is listed with the reason: here @g1, whose tiles the
+// member @r (a reduction over batch and K, split) reads in an order no queue hands out.
+builtin.module {
+  gpu.module @k {
+    gpu.func @g1() kernel { gpu.return }
+    gpu.func @r() kernel { gpu.return }
+    gpu.func @add() kernel { gpu.return }
+    gpu.func @c() kernel { gpu.return }
+  }
+  sync.stage @g1 {kernel = @k::@g1, grid = array<i64: 4, 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128, 32>, dataflow.kind = "gemm"}
+  sync.stage @r {kernel = @k::@r, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128, 32>, dataflow.kind = "reduction", dataflow.split = 2 : i64, dataflow.final_kernel = @k::@add}
+  sync.stage @c1 {kernel = @k::@c, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128, 32>, dataflow.kind = "elementwise"}
+  sync.stage @c2 {kernel = @k::@c, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128, 32>, dataflow.kind = "elementwise"}
+  sync.dependency @g1 -> @r operand 0 tiles (d0)[s0, s1] -> (s0, s1) forall s0 in [0, 4), s1 in [0, 8)
+  sync.dependency @r -> @c1 operand 0 tiles (d0) -> (d0)
+  sync.dependency @r -> @c2 operand 0 tiles (d0) -> (d0)
+}
+
+// CHECK: dataflow.pipeline @spatial attributes {dataflow.excluded = ["@g1: no queue serves @r's reads of it (tile (0, 0) of @r_fanin reads the @g1 tiles of tickets [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27], but takes tickets 0..15: tickets name tiles in row-major order, so a tile's entries must be the next 16 of @g1's tiles)"]}
+
+// -----
+
+// @d reads @b, a member, but a group holding @a and @d leaves and re-enters it through the
+// gather @g.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} { gpu.return }
+  }
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gemm"}
+  sync.stage @g {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gather"}
+  sync.stage @b {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "elementwise"}
+  sync.stage @d {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gemm"}
+  sync.stage @g2 {kernel = @k::@f, grid = array<i64: 8>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gather"}
+  sync.dependency @a -> @g operand 0 tiles (d0) -> (d0)
+  sync.dependency @a -> @b operand 0 tiles (d0) -> (d0)
+  sync.dependency @g -> @d operand 0 tiles (d0) -> (d0)
+  sync.dependency @b -> @d operand 1 tiles (d0) -> (d0)
+  sync.dependency @g2 -> @d operand 2 tiles (d0) -> (d0)
+}
+
+// CHECK: dataflow.pipeline @spatial attributes {dataflow.excluded = ["@g: gathers across all its input", "@g2: gathers across all its input", "@d: the pipeline would not be contiguous: a path between it and the pipeline's stages runs outside, through @g"]}
