@@ -20,6 +20,7 @@ whole graph then runs in the form measured fastest, with our pieces or as torch'
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any
 
 from tilesync.api import gc_paused
@@ -31,16 +32,44 @@ __all__ = ["CompiledModule", "UnsupportedError", "backend", "compile", "explain"
 
 class CompiledModule:
     """A traced module with its pieces replaced; call it like the module. `function` is what
-    a call runs: the graph module, or the form of the graph measured fastest (report.graph)."""
+    a call runs: the graph module, or the form of the graph measured fastest (report.graph).
+    Given the `module` and the examples it was traced for, a call the trace does not stand for
+    runs the module itself, torch's path (`fits`)."""
 
-    def __init__(self, graph_module: Any, report: Report, function: Any = None):
+    def __init__(self, graph_module: Any, report: Report, function: Any = None,
+                 module: Any = None, example_inputs: Any = ()):
         self.graph_module, self.report = graph_module, report
         self.function = function if function is not None else graph_module
+        self.module = module
+        self._takes = [_described(value) for value in example_inputs]
+        self._training = getattr(module, "training", None)
+
+    def fits(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether a call is one the trace stands for: the examples' positional inputs
+        (tensors of their shapes, dtypes and devices; defaults left out as they were) and the
+        module training or not as when it was traced (symbolic_trace bakes `self.training`:
+        dropout, a batch norm's statistics)."""
+        if self.module is None:
+            return True
+        return not kwargs and getattr(self.module, "training", None) == self._training and \
+            len(args) == len(self._takes) and \
+            all(_described(a) == t for a, t in zip(args, self._takes, strict=True))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.fits(args, kwargs):  # compiled for other inputs: torch's own path
+            return self.module(*args, **kwargs)
         if kwargs:  # the forms are measured and called with positional inputs
             return self.graph_module(*args, **kwargs)
         return self.function(*args)
+
+
+def _described(value: Any) -> Any:
+    """What a call's input must keep for the trace to stand for it: a tensor's shape, dtype
+    and device; another value's type."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "dtype"):
+        return (tuple(shape), value.dtype, value.device)
+    return type(value)
 
 
 def _check_torch():
@@ -83,8 +112,8 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
                                "one example tensor per input, in a list)") from None
     except ValueError:  # no signature to check (a builtin): tracing says what is wrong
         pass
-    try:
-        gm = torch.fx.symbolic_trace(module)
+    try:  # arguments left out keep their defaults (mask=None) in the trace
+        gm = torch.fx.symbolic_trace(module, concrete_args=_defaults_left_out(module, inputs))
     except Exception:  # data-dependent Python: let Dynamo capture the graphs instead
         return _through_dynamo(torch, module, inputs, options)
     with gc_paused() as collect_garbage:  # a full collection would walk torch's and xDSL's
@@ -102,7 +131,25 @@ def compile(module: Any, example_inputs: Any, *, mode: str | None = None, strict
                 print(f"tilesync: {report.graph.line()}", file=sys.stderr)
         if collect_garbage is not None:  # what the compile left, young: not the user's cost
             collect_garbage()
-    return CompiledModule(rewritten, report, report.graph.function if report.graph else None)
+    return CompiledModule(rewritten, report, report.graph.function if report.graph else None,
+                          module, inputs)
+
+
+def _defaults_left_out(module: Any, inputs: list[Any]) -> dict[str, Any] | None:
+    """The forward's parameters the examples leave out, with their defaults: symbolic_trace
+    would make each a placeholder and trace `if mask is not None` with a Proxy."""
+    import inspect
+
+    try:
+        signature = inspect.signature(getattr(module, "forward", module))
+        bound = signature.bind(*inputs)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    left = {name: p.default for name, p in signature.parameters.items()
+            if name not in bound.arguments and p.kind in kinds
+            and p.default is not inspect.Parameter.empty}
+    return left or None
 
 
 def _through_dynamo(torch: Any, module: Any, inputs: list[Any], options: Options):
@@ -151,3 +198,17 @@ def backend(gm: Any, example_inputs: Any, **options: Any) -> Any:
     from tilesync.frontend.torch.backend import tilesync_backend
 
     return tilesync_backend(gm, example_inputs, **options)
+
+
+class _Package(types.ModuleType):
+    """This package, whose `backend` stays the function above once its submodule of the same
+    name is imported (the import system then sets the package's attribute to the submodule;
+    `from tilesync.frontend.torch.backend import ...` finds it in sys.modules)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "backend" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

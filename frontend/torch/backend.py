@@ -13,12 +13,19 @@ leaves the graph to torch and the reason in the log.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
 from tilesync.api import gc_paused
 from tilesync.frontend.torch import graph_choice
-from tilesync.frontend.torch.compiler import Options, Report, graph_key, transform
+from tilesync.frontend.torch.compiler import (
+    Options,
+    Report,
+    UnsupportedError,
+    graph_key,
+    transform,
+)
 from tilesync.frontend.torch.cost import DYNAMO_CALL_S
 
 LAST_REPORTS: list[Any] = []
@@ -41,9 +48,53 @@ def _forms(original: Any, rewritten: Any, report: Report, inputs: list[Any]) -> 
     return graph_choice.with_replays(forms, inputs)
 
 
+TORCH_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""torch.compile's own `mode` names, which it hands a backend too: not tilesync's modes."""
+
+
+def backend_options(options: dict[str, Any]) -> dict[str, Any]:
+    """tilesync's options from what the backend was called with: torch.compile(...,
+    options={...}) hands them over as one `options` dict (merged with the keywords given
+    directly), and its `mode` may be one of torch's (TORCH_MODES: ignored)."""
+    options = dict(options)
+    options.update(options.pop("options", None) or {})
+    if options.get("mode") in TORCH_MODES:
+        del options["mode"]
+    return options
+
+
+class StrictRefusal(UnsupportedError):
+    """strict's refusal raised out of the backend (made a ShortenTraceback by `refusal`, which
+    Dynamo lets through as it is rather than wrapping it in BackendCompilerFailed)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _refusal_type() -> type:
+    from torch._dynamo.exc import ShortenTraceback
+
+    class DynamoStrictRefusal(StrictRefusal, ShortenTraceback):
+        def __init__(self, message: str):
+            super().__init__(message, first_useful_frame=None)
+            self.message = message
+
+        def __str__(self) -> str:  # the one line, not the hints Dynamo appends to args
+            return self.message
+
+    return DynamoStrictRefusal
+
+
+def refusal(err: UnsupportedError) -> Exception:
+    """`err` as an UnsupportedError of the same one line that Dynamo raises to the caller."""
+    try:
+        return _refusal_type()(str(err))
+    except Exception:  # a torch whose Dynamo has no ShortenTraceback: the error itself
+        return err
+
+
 def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
     import torch
 
+    options = backend_options(options)
     inner = options.pop("inner", "auto")
     inputs = list(example_inputs)
     on_gpu = any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
@@ -67,6 +118,12 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
                 collect_garbage()
         if report.graph is not None:
             return report.graph.function
+    except UnsupportedError as err:
+        if parsed is not None and parsed.strict:  # asked for: the refusal, in one line
+            raise refusal(err) from None
+        print(f"tilesync: the graph stays with torch: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        rewritten = gm
     except Exception as err:  # never a traceback from inside tilesync: torch keeps the graph
         print(f"tilesync: the graph stays with torch: {type(err).__name__}: {err}",
               file=sys.stderr)
@@ -76,4 +133,5 @@ def tilesync_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
     return rewritten.forward
 
 
-__all__ = ["INNERS", "LAST_REPORTS", "tilesync_backend"]
+__all__ = ["INNERS", "LAST_REPORTS", "TORCH_MODES", "StrictRefusal", "backend_options",
+           "tilesync_backend"]

@@ -2,9 +2,10 @@
 
     transform(gm, example_inputs, options) -> (gm, Report)
 
-First, in eval mode, BatchNorm2d folds into the Conv2d before it (fold_batch_norms; F.batch_norm
-in Dynamo's graphs: fold_functional_batch_norms). Then per piece, in order (each step a
-function below):
+First, an eval-mode batch norm folds into the conv before it (BatchNorm2d after Conv2d, or
+Dynamo's F.batch_norm) in a copy of the graph the pieces are matched on (fold_batch_norms); the
+graph that runs keeps the model's own modules, and a piece of ours folds the norms' live tensors
+at its call (in_model_graph). Then per piece, in order (each step a function below):
 
     graph_function        the fx match as a graph-level func (patterns.py; an MLP stack at the
                           kernels' widths: stack.py)
@@ -133,6 +134,13 @@ class PieceReport:
     variants: list[tuple[str, float]] = field(default_factory=list)
     """(variant, measured ms) of each form of ours that was tuned (an MLP stack's pipelines),
     the chosen first."""
+    by_torch: bool = False
+    """Forced ours where no kernel can run (no GPU): rewritten into the op, computed by torch."""
+
+    @property
+    def runs_ours(self) -> bool:
+        """Whether the piece runs as our stage program (not forced and computed by torch)."""
+        return self.choice == "tilesync" and not self.by_torch
 
     def line(self) -> str:
         parts = [f"piece {self.index}: {self.description}: {self.choice}"]
@@ -171,8 +179,10 @@ class Report:
         return any(p.choice == "tilesync" for p in self.pieces)
 
     def text(self) -> str:
+        by_torch = sum(p.choice == "tilesync" and p.by_torch for p in self.pieces)
         lines = [f"tilesync: {len(self.pieces)} piece(s) matched; "
-                 f"{sum(p.choice == 'tilesync' for p in self.pieces)} run as stage programs"
+                 f"{sum(p.runs_ours for p in self.pieces)} run as stage programs"
+                 + (f", {by_torch} forced but computed by torch" if by_torch else "")
                  + (f" (in {self.seconds:.2f} s)" if self.seconds else "")]
         lines += [f"tilesync: {note}" for note in self.notes]
         lines += [f"tilesync: {p.line()}" for p in self.pieces]
@@ -515,90 +525,129 @@ def _recorded(gm: Any, example_inputs: list[Any], infos: dict[str, Any]) -> dict
     return kept
 
 
-def fold_batch_norms(gm: Any) -> Any:
-    """`gm` with each BatchNorm2d that follows a Conv2d folded into the conv's weight and bias
-    (torch.fx.experimental.optimization.fuse, on a copy: the user's modules stay as they are)
-    where `gm` is in eval mode, so that ResNet's conv → BN → ReLU → conv → BN is a conv chain;
-    `gm` itself where it trains or holds no such pair."""
-    import torch
+@dataclass(frozen=True)
+class BatchNormFold:
+    """An eval-mode batch norm folded into the conv before it in the graph the pieces are
+    matched on (fold_batch_norms), never in the graph that runs: a piece that stays with torch
+    runs the model's own conv and norm, and one of ours folds their tensors as they are at its
+    call (in_model_graph, ops.FoldedBatchNorms)."""
 
-    if gm.training or not any(isinstance(m, torch.nn.BatchNorm2d) for m in gm.modules()):
-        return gm  # without importing the fold, whose torch.utils.mkldnn takes 20 ms
-    from torch.fx.experimental.optimization import fuse, matches_module_pattern
+    conv: str  # the conv's node in the model's graph
+    norm: str  # the batch norm's node there: its value is the folded conv's
+    folded: str  # the conv's node in the matching graph, reading the folded weight and bias
+    tensors: tuple[str, str]  # the matching graph's get_attr nodes of the folded weight, bias
+    sources: tuple[Any, ...]
+    """The conv's weight and bias and the norm's mean, var, weight and bias: attribute paths
+    (a module's), ("node", name) (Dynamo's placeholders) or None (absent)."""
+    eps: float
 
-    modules = dict(gm.named_modules())
-    if not any(matches_module_pattern((torch.nn.Conv2d, torch.nn.BatchNorm2d), node, modules)
-               for node in gm.graph.nodes):
-        return gm
-    return fuse(gm, inplace=False, no_trace=True)
+
+FOLDS_META = "tilesync_folds"  # the matching graph's meta key of its [BatchNormFold]
 
 
-def fold_functional_batch_norms(gm: Any, example_inputs: list[Any]) -> Any:
-    """`gm` with each F.batch_norm in inference (training=False) whose input is a functional
-    conv2d used by it alone folded into the conv: its weight and bias become new attributes of
-    `gm`, from the values the examples give the placeholders (Dynamo's graphs, whose
-    parameters and buffers are placeholders). fold_batch_norms's fold for graphs without
-    modules; `gm` is a graph_copy, so the user's modules are untouched."""
+def fold_batch_norms(gm: Any, example_inputs: Any = ()) -> Any:
+    """`gm` (a graph_copy: the user's modules stay as they are) with each eval-mode batch norm
+    that follows a 2-D conv (a BatchNorm2d module after a Conv2d, or Dynamo's F.batch_norm
+    with training=False after F.conv2d) folded into a conv reading the folded weight and bias,
+    new buffers of `gm`, so that ResNet's conv → BN → ReLU → conv → BN is a conv chain; each
+    fold recorded in gm.meta[FOLDS_META]. For matching only: transform rewrites the model's
+    own graph (in_model_graph). `example_inputs` give Dynamo's placeholders their values."""
     import torch
     import torch.nn.functional as F
 
-    from tilesync.frontend.torch.patterns import _arg, conv_parts
+    from tilesync.frontend.torch.patterns import conv_parts
 
+    folds = gm.meta.setdefault(FOLDS_META, [])
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    values = {n: v for n, v in zip(placeholders, example_inputs, strict=False)}
+    values = dict(zip(placeholders, example_inputs, strict=False))
+    for norm in list(gm.graph.nodes):
+        found = _eval_batch_norm(gm, norm)
+        if found is None:
+            continue
+        conv, stats, eps = found
+        parts = conv_parts(gm, conv) if _is_fx_node(conv) and len(conv.users) == 1 else None
+        if parts is None or (conv.op == "call_module" and gm.get_submodule(conv.target)
+                             .padding_mode != "zeros"):
+            continue
+        x, weight, bias, stride, padding = parts
+        sources = (weight, bias, *stats)
+        tensors = [_value_of(gm, ref, values) for ref in sources]
+        if any(t is _MISSING for t in tensors) or not all(
+                isinstance(t, torch.Tensor) for t in tensors[:1] + tensors[2:4]):
+            continue
+        from tilesync.frontend.torch.ops import fold_batch_norm
 
-    def value(ref: Any) -> Any:
-        if ref is None or not isinstance(ref, torch.fx.Node):
-            return ref
-        if ref.op == "get_attr":
-            return operator.attrgetter(ref.target)(gm)
-        return values.get(ref, _MISSING)
-
-    folded = 0
-    for bn in list(gm.graph.nodes):
-        if bn.op != "call_function" or bn.target is not F.batch_norm \
-                or _arg(bn, 5, "training", False):
-            continue
-        conv = _arg(bn, 0, "input")
-        if not isinstance(conv, torch.fx.Node) or len(conv.users) != 1 \
-                or conv.op != "call_function":
-            continue
-        parts = conv_parts(gm, conv)
-        if parts is None:
-            continue
-        stats = [value(_arg(bn, i, name)) for i, name in
-                 enumerate(("running_mean", "running_var", "weight", "bias"), start=1)]
-        weight, bias = value(parts[1]), value(parts[2])
-        if any(v is _MISSING for v in (weight, bias, *stats)) or stats[0] is None \
-                or stats[1] is None or not isinstance(weight, torch.Tensor):
-            continue
-        mean, var, gamma, beta = (None if t is None else t.detach().float() for t in stats)
-        scale = torch.rsqrt(var + _arg(bn, 7, "eps", 1e-5))
-        if gamma is not None:
-            scale = scale * gamma
-        shift = -mean * scale + (0 if beta is None else beta)
-        if bias is not None:
-            shift = shift + bias.detach().float() * scale
-        new_weight = (weight.detach().float() * scale.reshape(-1, 1, 1, 1)).to(weight.dtype)
-        names = (f"tilesync_folded_{folded}_weight", f"tilesync_folded_{folded}_bias")
-        gm.register_buffer(names[0], new_weight)
-        gm.register_buffer(names[1], shift.to(weight.dtype))
+        names = [f"tilesync_folded_{len(folds)}_{part}" for part in ("weight", "bias")]
+        for name, tensor in zip(names, fold_batch_norm(*tensors, eps), strict=True):
+            gm.register_buffer(name, tensor)
         with gm.graph.inserting_before(conv):
             refs = [gm.graph.get_attr(name) for name in names]
-        args = list(conv.args) + [None] * max(0, 3 - len(conv.args))
-        args[1], args[2] = refs
-        conv.args = tuple(args)
-        conv.kwargs = {k: v for k, v in conv.kwargs.items() if k not in ("weight", "bias")}
-        bn.replace_all_uses_with(conv)
-        gm.graph.erase_node(bn)
-        folded += 1
-    if folded:
+            folded = gm.graph.call_function(F.conv2d, (x, *refs, stride, padding))
+        folded.meta.update(norm.meta)
+        norm.replace_all_uses_with(folded)
+        gm.graph.erase_node(norm)
+        gm.graph.erase_node(conv)
+        folds.append(BatchNormFold(conv.name, norm.name, folded.name,
+                                   (refs[0].name, refs[1].name),
+                                   tuple(("node", r.name) if _is_fx_node(r) else r
+                                         for r in sources), eps))
+    if folds:
         gm.graph.lint()
         gm.recompile()
     return gm
 
 
+def fold_functional_batch_norms(gm: Any, example_inputs: list[Any]) -> Any:
+    """fold_batch_norms over Dynamo's graphs (F.batch_norm), its placeholders' values from
+    `example_inputs` (kept for callers of the former name)."""
+    return fold_batch_norms(gm, example_inputs)
+
+
+def _is_fx_node(value: Any) -> bool:
+    return hasattr(value, "op") and hasattr(value, "users")
+
+
+def _eval_batch_norm(gm: Any, node: Any) -> tuple[Any, tuple[Any, ...], float] | None:
+    """(its input, (mean, var, weight, bias) refs, eps) of a batch norm that normalizes by
+    its running statistics (a BatchNorm2d module in eval mode, F.batch_norm with
+    training=False), else None."""
+    import torch
+    import torch.nn.functional as F
+
+    from tilesync.frontend.torch.patterns import _arg
+
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        if not isinstance(module, torch.nn.BatchNorm2d) or module.training or \
+                module.running_mean is None or module.running_var is None:
+            return None
+        affine = [f"{node.target}.{name}" if getattr(module, name) is not None else None
+                  for name in ("weight", "bias")]
+        return (node.args[0], (f"{node.target}.running_mean", f"{node.target}.running_var",
+                               *affine), float(module.eps))
+    if node.op != "call_function" or node.target is not F.batch_norm or \
+            _arg(node, 5, "training", False):
+        return None
+    stats = tuple(_arg(node, i, name) for i, name in
+                  enumerate(("running_mean", "running_var", "weight", "bias"), start=1))
+    return _arg(node, 0, "input"), stats, float(_arg(node, 7, "eps", 1e-5))
+
+
 _MISSING = object()
+
+
+def _value_of(gm: Any, ref: Any, values: dict[Any, Any]) -> Any:
+    """The tensor a fold reads: an attribute path's, a get_attr node's, a placeholder's value
+    in `values`; None for None; _MISSING where it is none of these."""
+    if ref is None:
+        return None
+    if isinstance(ref, str):
+        return operator.attrgetter(ref)(gm)
+    if not _is_fx_node(ref):
+        return _MISSING
+    if ref.op == "get_attr":
+        return operator.attrgetter(ref.target)(gm)
+    return values.get(ref, _MISSING)
 
 
 def graph_copy(gm: Any) -> Any:
@@ -632,7 +681,11 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
 
     start = time.perf_counter()
     report = Report()
-    gm = fold_functional_batch_norms(fold_batch_norms(graph_copy(gm)), example_inputs)
+    model = graph_copy(gm)  # what runs: the model's own modules where a piece stays with torch
+    gm = fold_batch_norms(graph_copy(gm), example_inputs)  # what the pieces are matched on
+    folds = gm.meta[FOLDS_META]
+    if not folds:  # nothing folded: the pieces are matched on what runs
+        gm = model
     env = record_values(gm, example_inputs, options.cache("torch-shapes"))
     pieces = find_pieces(gm)
     if not pieces:
@@ -648,15 +701,124 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
             if runner is not None:
                 chosen.append((piece, runner))
             bar.advance()
+    replaced: dict[Any, Any] = {}  # a rewritten piece's output nodes: their items
     for piece, runner in chosen:
-        rewrite(gm, piece, runner)
+        if folds:
+            piece, runner = in_model_graph(piece, runner, gm, model, folds)
+        rewrite(model, piece, runner, replaced)
     if chosen:
-        gm.graph.lint()
-        gm.recompile()
+        model.graph.lint()
+        model.recompile()
     report.seconds = time.perf_counter() - start
     if options.log:
         print(report.text(), file=sys.stderr)
-    return gm, report
+    return model, report
+
+
+def in_model_graph(piece: Piece, runner: Any, matched: Any, model: Any,
+                   folds: list[BatchNormFold]) -> tuple[Piece, Any]:
+    """`piece`, matched on `matched` (model's graph with batch norms folded: fold_batch_norms),
+    over `model`'s nodes (found by name), and its runner. A folded conv is the model's conv and
+    norm there, the folded weight and bias the tensors they are made of: the piece's ops run
+    the norm as torch does (the backward's and torch's path), and the runner is wrapped to
+    fold them at each call (ops.FoldedBatchNorms, made again where one changes)."""
+    import dataclasses
+
+    from tilesync.frontend.torch.ops import FoldedBatchNorms, TorchPiece
+    from tilesync.frontend.torch.patterns import TensorInfo
+
+    nodes = {n.name: n for n in model.graph.nodes}
+    by_conv = {fold.folded: fold for fold in folds}
+    by_tensor = {name: (fold, which) for fold in folds
+                 for which, name in zip(("weight", "bias"), fold.tensors, strict=True)}
+
+    def value_node(node: Any) -> Any:  # a folded conv's value is its norm's
+        fold = by_conv.get(node.name)
+        return nodes[fold.norm if fold else node.name]
+
+    inputs: list[Any] = []
+    infos: list[Any] = []
+
+    def add(ref: Any, info: Any) -> int:
+        if ref not in inputs:
+            inputs.append(ref)
+            infos.append(info)
+        return inputs.index(ref)
+
+    def source(ref: Any) -> int | None:
+        if ref is None:
+            return None
+        if isinstance(ref, tuple):  # ("node", its name): Dynamo's placeholder
+            return add(nodes[ref[1]], _info_of(matched, ref[1]))
+        tensor = operator.attrgetter(ref)(model)
+        return add(ref, TensorInfo(tuple(tensor.shape), tensor.dtype, tensor.device))
+
+    plan: list[Any] = []
+    for ref, info in zip(piece.inputs, piece.infos, strict=True):
+        hit = None if isinstance(ref, str) else by_tensor.get(ref.name)
+        if hit is None:
+            plan.append(add(ref if isinstance(ref, str) else value_node(ref), info))
+        else:
+            fold, which = hit
+            plan.append((which, tuple(source(s) for s in fold.sources), fold.eps))
+    ops, results = _unfolded_ops(piece, plan)
+    inner = [nodes[fold.conv] for n in piece.nodes for fold in [by_conv.get(n.name)] if fold]
+    model_nodes = [nodes[n.name] for n in piece.nodes if n.name not in by_conv] + inner + \
+        [nodes[by_conv[n.name].norm] for n in piece.nodes if n.name in by_conv]
+    order = {n: i for i, n in enumerate(model.graph.nodes)}
+    unfolded = dataclasses.replace(
+        piece, output=value_node(piece.output), nodes=sorted(model_nodes, key=order.__getitem__),
+        inputs=inputs, infos=infos, ops=ops, results=results, layouts=[],
+        more_outputs=[value_node(n) for n in piece.more_outputs])
+    if isinstance(runner, TorchPiece):  # computed by torch: the model's own conv and norm
+        return unfolded, TorchPiece(ops, runner.out_shapes, runner.dtype, results)
+    return unfolded, FoldedBatchNorms(runner, plan)
+
+
+def _info_of(gm: Any, name: str) -> Any:
+    from tilesync.frontend.torch.patterns import tensor_info
+
+    (node,) = [n for n in gm.graph.nodes if n.name == name]
+    return tensor_info(gm, node)
+
+
+def _unfolded_ops(piece: Piece, plan: list[Any]) -> tuple[list[tuple], list[int]]:
+    """The piece's ops over the inputs `plan` names (in_model_graph): a conv reading a folded
+    weight reads the conv's own weight and bias, and the batch norm follows it; and the
+    values of `piece.results` among them."""
+    values: list[int] = []  # the new index of each of the piece's values
+    ops: list[tuple] = []
+    size = 0
+
+    def mapped(value: Any) -> Any:
+        if isinstance(value, tuple) and len(value) == 2 and value[0] in ("in", "op") and \
+                isinstance(value[1], int):
+            return ("in", plan[value[1]]) if value[0] == "in" else ("op", values[value[1]])
+        if isinstance(value, list):
+            return [mapped(v) for v in value]
+        return value
+
+    for op in piece.ops:
+        weight = op[2] if op[0] == "conv2d" else None
+        folded = weight is not None and weight[0] == "in" and not isinstance(plan[weight[1]],
+                                                                              int)
+        if not folded:
+            ops.append(tuple(mapped(part) for part in op))
+            count = 3 if op[0] == "split3" else 1
+            values.extend(range(size, size + count))
+            size += count
+            continue
+        _, (w, b, mean, var, gamma, beta), eps = plan[weight[1]]
+
+        def ref(index: int | None) -> tuple | None:
+            return None if index is None else ("in", index)
+
+        ops.append(("conv2d", mapped(op[1]), ref(w), ref(b), op[4], op[5]))
+        ops.append(("batch_norm", ("op", size), ref(mean), ref(var), ref(gamma), ref(beta),
+                    eps))
+        values.append(size + 1)
+        size += 2
+    return ops, [values[r] for r in piece.results]
 
 
 def _refuse(entry: PieceReport, options: Options, reason: str) -> None:
@@ -691,6 +853,7 @@ def _decide(piece: Piece, gm: Any, env: dict[str, Any], entry: PieceReport,
             return None  # the compile's error is the reason
         if options.mode == "tilesync" and not options.strict:
             entry.choice, entry.reason = "tilesync", f"forced; computed by torch: {status}"
+            entry.by_torch = True
             return TorchPiece(piece.ops, [i.shape for i in piece.out_infos],
                               piece.infos[0].dtype, piece.results)
         return _refuse(entry, options, status)
@@ -878,14 +1041,24 @@ def _device_name(status: str | None) -> str | None:
     return get_device().name
 
 
-def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
+def rewrite(gm: Any, piece: Piece, runner: Any, replaced: dict[Any, Any] | None = None
+            ) -> None:
     """Replace the piece's nodes by one call of the custom op and an item of its outputs per
     output node (inputs: the piece's fx nodes; parameters of call_module Linears through new
-    get_attr nodes), placed where every output is computed in time (insertion_point)."""
+    get_attr nodes), placed where every output is computed in time (insertion_point).
+    `replaced` maps the outputs of pieces rewritten before to their items (a piece may read
+    one: two MLPs back to back), and gets this piece's."""
+    import dataclasses
+
     from tilesync.frontend.torch.ops import piece_op, register
 
+    replaced = {} if replaced is None else replaced
+    if any(not isinstance(r, str) and r in replaced for r in piece.inputs):
+        piece = dataclasses.replace(piece, inputs=[
+            r if isinstance(r, str) else replaced.get(r, r) for r in piece.inputs])
     op = piece_op()
-    piece_id = register(runner, piece.ops, piece.results)
+    piece_id = register(runner, piece.ops, piece.results,
+                        [(info.shape, info.dtype) for info in piece.infos])
     g = gm.graph
     anchor = insertion_point(gm, piece)
     assert anchor is not None  # find_pieces keeps only pieces that have one
@@ -897,10 +1070,11 @@ def rewrite(gm: Any, piece: Piece, runner: Any) -> None:
     for item, output in zip(items, piece.outputs, strict=True):
         item.meta.update(output.meta)
         output.replace_all_uses_with(item)
+        replaced[output] = item
     for node in reversed(piece.nodes):
         g.erase_node(node)
 
 
-__all__ = ["MODES", "Options", "PieceReport", "Report", "UnsupportedError", "cached_entry",
-           "compile_entry", "fold_batch_norms", "graph_copy", "graph_key", "plan", "stage_runner",
-           "transform"]
+__all__ = ["MODES", "BatchNormFold", "Options", "PieceReport", "Report", "UnsupportedError",
+           "cached_entry", "compile_entry", "fold_batch_norms", "graph_copy", "graph_key",
+           "in_model_graph", "plan", "stage_runner", "transform"]

@@ -42,18 +42,35 @@ from tilesync.runtime.tensor_map import TensorMapCache
 
 _RUNNERS: dict[int, Any] = {}
 _EAGER: dict[int, tuple[list[tuple], tuple[int, ...]]] = {}  # (ops, results) for backward
+_TAKES: dict[int, list[tuple[tuple[int, ...], Any]]] = {}  # the inputs' (shape, dtype)
 _IDS = itertools.count()
 _LOCK = threading.Lock()
 
 
-def register(runner: Any, ops: list[tuple], results: Sequence[int] = (-1,)) -> int:
+def register(runner: Any, ops: list[tuple], results: Sequence[int] = (-1,),
+             takes: Sequence[tuple[tuple[int, ...], Any]] | None = None) -> int:
     """The id of `runner`, computing the piece whose fx nodes are `ops` (eager_piece's form:
-    the backward recomputes them with torch)."""
+    the backward recomputes them with torch), compiled for inputs of the (shape, dtype)s in
+    `takes` (None: any): a call with others is computed by torch (`run_piece`)."""
     with _LOCK:
         piece_id = next(_IDS)
         _RUNNERS[piece_id] = runner
         _EAGER[piece_id] = (ops, tuple(results))
+        if takes is not None:
+            _TAKES[piece_id] = [(tuple(shape), dtype) for shape, dtype in takes]
     return piece_id
+
+
+def run_piece(inputs: list[Any], piece_id: int) -> list[Any]:
+    """The piece's outputs: its runner's, or torch's (eager_piece) where an input's shape or
+    dtype is not the one it was compiled for (a runner's sizes are fixed at compile time)."""
+    takes = _TAKES.get(piece_id)
+    if takes is not None and (len(takes) != len(inputs) or any(
+            t.shape != shape or t.dtype != dtype
+            for t, (shape, dtype) in zip(inputs, takes, strict=True))):
+        ops, results = _EAGER[piece_id]
+        return eager_piece(ops, inputs, results)
+    return _RUNNERS[piece_id](inputs)
 
 
 def runner(piece_id: int) -> Any:
@@ -74,7 +91,7 @@ def piece_op():
     lib.define("piece(Tensor[] inputs, int piece) -> Tensor[]")
 
     def piece(inputs, piece):
-        return _RUNNERS[piece](list(inputs))
+        return run_piece(list(inputs), piece)
 
     def fake(inputs, piece):
         r = _RUNNERS[piece]
@@ -177,6 +194,9 @@ def eager_piece(ops: list[tuple], inputs: list[Any], results: Sequence[int] = (-
         elif kind == "layer_norm":  # over the last dimension, with its weight and bias
             x = get(op[1])
             values.append(F.layer_norm(x, x.shape[-1:], get(op[2]), get(op[3]), op[4]))
+        elif kind == "batch_norm":  # in eval mode, as torch's module runs it
+            values.append(F.batch_norm(get(op[1]), get(op[2]), get(op[3]), get(op[4]),
+                                       get(op[5]), False, 0.0, op[6]))
     return [values[i] for i in results]
 
 
@@ -195,6 +215,54 @@ class Relayout:
                  for t, layout in zip(inputs, self.layouts, strict=True)]
         (out,) = self.inner(moved)
         return [out.permute(self.out_layout).contiguous()]
+
+
+def fold_batch_norm(weight: Any, bias: Any, mean: Any, var: Any, gamma: Any, beta: Any,
+                    eps: float) -> tuple[Any, Any]:
+    """(weight, bias) of a conv with the eval-mode batch norm after it folded in (None: a
+    tensor the conv or the norm does not have), computed in fp32, kept in the conv's dtype."""
+    import torch
+
+    with torch.no_grad():
+        scale = torch.rsqrt(var.float() + eps)
+        if gamma is not None:
+            scale = scale * gamma.float()
+        shift = -mean.float() * scale + (0 if beta is None else beta.float())
+        if bias is not None:
+            shift = shift + bias.float() * scale
+        folded = weight.float() * scale.reshape(-1, *[1] * (weight.dim() - 1))
+    return folded.to(weight.dtype), shift.to(weight.dtype)
+
+
+class FoldedBatchNorms:
+    """A runner of a conv piece compiled with eval-mode batch norms folded into its convs
+    (compiler.BatchNormFold), called with the convs' and the norms' own tensors: each folded
+    weight and bias made from them again only when one changes in place or is another tensor
+    (DerivedWeights' key), so later changes of the model's parameters and statistics reach
+    the piece. `plan` gives, per input of `inner`, the index of an input, or ("weight" |
+    "bias", indices of the conv's weight and bias and the norm's mean, var, weight and bias
+    (None: absent), eps)."""
+
+    def __init__(self, inner: Any, plan: list[Any]):
+        self.inner, self.plan = inner, plan
+        self.out_shapes, self.dtype = inner.out_shapes, inner.dtype
+        self._derived = DerivedWeights()
+
+    def _folded(self, entry: tuple, inputs: list[Any]) -> Any:
+        which, where, eps = entry
+        present = [i for i in where if i is not None]
+
+        def make(*sources: Any) -> Any:
+            given = iter(sources)
+            return fold_batch_norm(*[None if i is None else next(given) for i in where], eps)
+
+        pair = self._derived.get("batch_norm", tuple(-1 if i is None else i for i in where),
+                                 [inputs[i] for i in present], make)
+        return pair[0] if which == "weight" else pair[1]
+
+    def __call__(self, inputs: list[Any]) -> list[Any]:
+        return self.inner([inputs[entry] if isinstance(entry, int)
+                           else self._folded(entry, inputs) for entry in self.plan])
 
 
 class TorchPiece:
@@ -253,17 +321,20 @@ class DerivedWeights:
     def __init__(self) -> None:
         self._kept: dict[tuple[str, tuple[int, ...]], tuple[tuple, list[Any], Any]] = {}
 
-    def get(self, kind: str, where: tuple[int, ...], sources: list[Any]) -> Any:
-        """The tensor of #graph.bind<kind where> for `sources` (the inputs it names)."""
+    def get(self, kind: str, where: tuple[int, ...], sources: list[Any], make: Any = None
+            ) -> Any:
+        """The tensor of #graph.bind<kind where> for `sources` (the inputs it names); `make`
+        derives it where it is no DERIVED kind (a conv's weight with a batch norm folded)."""
+        make = make or DERIVED[kind]
         try:
             key = tuple((t.data_ptr(), t._version) for t in sources)
         except RuntimeError:  # an inference tensor keeps no version: derived at every call
-            return DERIVED[kind](*sources)
+            return make(*sources)
         kept = self._kept.get((kind, where))
         if kept is not None and kept[0] == key and \
                 all(ref() is t for ref, t in zip(kept[1], sources, strict=True)):
             return kept[2]
-        derived = DERIVED[kind](*sources)
+        derived = make(*sources)
         self._kept[(kind, where)] = (key, [weakref.ref(t) for t in sources], derived)
         return derived
 
@@ -535,7 +606,8 @@ class PipelineRunner:
                                              strict=True)]
 
 
-__all__ = ["DERIVED", "DerivedWeights", "PipelineRunner", "Relayout", "StageRunner",
-           "TorchPiece", "eager_piece", "finish_full_compiles", "gate_up_weight", "kernel_moves",
-           "load_program", "measurement_stands", "on_the_fast_tier", "ours_capturing",
-           "piece_op", "register", "runner", "transposed_weight"]
+__all__ = ["DERIVED", "DerivedWeights", "FoldedBatchNorms", "PipelineRunner", "Relayout",
+           "StageRunner", "TorchPiece", "eager_piece", "finish_full_compiles", "fold_batch_norm",
+           "gate_up_weight", "kernel_moves", "load_program", "measurement_stands",
+           "on_the_fast_tier", "ours_capturing", "piece_op", "register", "run_piece", "runner",
+           "transposed_weight"]

@@ -171,7 +171,8 @@ def test_batch_norm_folds_in_eval_mode_only():
     block = BasicBlock(64).eval()
     x = torch.randn(1, 64, 8, 8)
     gm, (piece,) = _pieces(block, [x])
-    assert "bn1" not in gm.code and piece.inputs[2] == "conv1.bias"  # BN's shift, as a bias
+    # matched on the folded graph: BN's shift as the conv's bias
+    assert "self.bn1" not in gm.code and piece.inputs[2].name == "tilesync_folded_0_bias"
     assert isinstance(block.bn1, torch.nn.BatchNorm2d)  # the user's module is untouched
     with torch.no_grad():
         torch.testing.assert_close(gm(x), block(x), rtol=1e-4, atol=1e-4)
@@ -181,12 +182,12 @@ def test_batch_norm_folds_in_eval_mode_only():
 class ConvBatchNormChain(torch.nn.Module):
     """conv → BN → ReLU → conv → BN (ResNet's basic block without its residual)."""
 
-    def __init__(self, bias: bool, affine: bool):
+    def __init__(self, bias: bool, affine: bool, channels: int = 32):
         super().__init__()
-        self.c1 = torch.nn.Conv2d(32, 32, 3, padding=1, bias=bias)
-        self.c2 = torch.nn.Conv2d(32, 32, 3, padding=1, bias=bias)
-        self.b1 = torch.nn.BatchNorm2d(32, affine=affine)
-        self.b2 = torch.nn.BatchNorm2d(32, affine=affine)
+        self.c1 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.c2 = torch.nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.b1 = torch.nn.BatchNorm2d(channels, affine=affine)
+        self.b2 = torch.nn.BatchNorm2d(channels, affine=affine)
 
     def forward(self, x):
         return self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
@@ -199,7 +200,7 @@ def test_dynamo_graphs_fold_functional_batch_norms_into_the_convs(bias, affine, 
     computes what the model does (conv biases or not, BN weights or not)."""
     from tilesync.frontend.torch.compiler import Options, transform
 
-    model = ConvBatchNormChain(bias, affine).eval()
+    model = ConvBatchNormChain(bias, affine, channels=64).half().eval()  # a chain ours takes
     with torch.no_grad():  # statistics that are not the identity, so the fold shows
         for bn in (model.b1, model.b2):
             bn.running_mean.uniform_(-1, 1)
@@ -213,13 +214,104 @@ def test_dynamo_graphs_fold_functional_batch_norms_into_the_convs(bias, affine, 
         captured.append((gm, list(inputs)))
         return gm.forward
 
-    x = torch.randn(1, 32, 8, 8)
+    x = torch.randn(1, 64, 8, 8, dtype=torch.half)
     torch._dynamo.reset()
     torch.compile(model, backend=capture)(x)
     (gm, inputs), = captured
     assert "batch_norm" in gm.code
-    folded, report = transform(gm, inputs, Options.make(cache_dir=tmp_path))
+    folded, report = transform(gm, inputs, Options.make(mode="tilesync", cache_dir=tmp_path))
     assert "batch_norm" not in folded.code and "batch_norm" in gm.code
-    assert [p.description.split(" [")[0] for p in report.pieces] == ["Conv→ReLU→Conv"]
+    assert [(p.description.split(" [")[0], p.choice) for p in report.pieces] == \
+        [("Conv→ReLU→Conv", "tilesync")]
+    with torch.no_grad():  # no GPU: the piece computes the convs and norms as torch does
+        assert torch.equal(folded(*inputs)[0], model(x))
+    # the piece stays with torch: the graph runs the norms themselves
+    kept, report = transform(gm, inputs, Options.make(mode="torch", cache_dir=tmp_path))
+    assert kept.code.count("functional.batch_norm(") == 2 and report.pieces[0].choice == "torch"
     with torch.no_grad():
-        torch.testing.assert_close(folded(*inputs)[0], model(x), atol=1e-4, rtol=1e-4)
+        assert torch.equal(kept(*inputs)[0], model(x))
+
+
+class ConvBatchNormHead(ConvBatchNormChain):
+    """The chain with a linear head after it, a parameter that no piece reads."""
+
+    def __init__(self):
+        super().__init__(bias=True, affine=True, channels=64)
+        self.head = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(super().forward(x).mean((2, 3)))
+
+
+def _random_statistics(model):
+    with torch.no_grad():
+        for bn in (model.b1, model.b2):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    return model
+
+
+def _compiled_both_ways(model, x, tmp_path, mode):
+    torch._dynamo.reset()
+    aot = tt.compile(model, [x], mode=mode, cache_dir=tmp_path)
+    dynamo = torch.compile(model, backend="tilesync",
+                           options={"mode": mode, "cache_dir": str(tmp_path)})
+    return {"tt.compile": aot, "torch.compile": dynamo}
+
+
+@pytest.mark.parametrize("change", ["head.weight", "b1.running_mean", "c1.weight", "train"])
+@pytest.mark.parametrize("mode", ["auto", "tilesync"])
+def test_batch_norms_are_the_models_own_after_compiling(change, mode, tmp_path):
+    """An eval-mode conv → BN chain: where the piece stays with torch (auto mode on the
+    CPU) the graph runs the model's own convs and norms, not a folded copy, so its results
+    equal eager's; where it is ours (forced) the piece folds the norms as they are at its
+    call. Either way a later in-place change of a parameter or statistic, or model.train(),
+    reaches the compiled model."""
+    model = _random_statistics(ConvBatchNormHead().half().eval())
+    x = torch.randn(2, 64, 8, 8, dtype=torch.half)
+    compiled = _compiled_both_ways(model, x, tmp_path, mode)
+    assert [p.choice for p in compiled["tt.compile"].report.pieces] == \
+        ["torch" if mode == "auto" else "tilesync"]
+    with torch.no_grad():
+        for name, fn in compiled.items():
+            assert torch.equal(fn(x), model(x)), name
+        if change == "train":
+            model.train()
+        else:
+            dict([*model.named_parameters(), *model.named_buffers()])[change].add_(0.5)
+        for name, fn in compiled.items():
+            assert torch.equal(fn(x), model(x)), name
+
+
+def test_a_folded_conv_runner_folds_again_where_a_tensor_changes():
+    """ops.FoldedBatchNorms hands its runner the folded weight and bias, made once while the
+    conv's and the norm's tensors stay as they are and again after an in-place change."""
+    from tilesync.frontend.torch.ops import FoldedBatchNorms
+
+    conv, bn = torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    seen = []
+
+    class Conv:  # the compiled piece: a conv of the folded weight and bias
+        out_shapes, dtype = [(1, 8, 6, 6)], torch.float32
+
+        def __call__(self, inputs):
+            seen.append(inputs[1])
+            return [F.conv2d(inputs[0], inputs[1], inputs[2], 1, 1)]
+
+    sources = [conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.weight, bn.bias]
+    indices = tuple(range(1, 7))
+    runner = FoldedBatchNorms(Conv(), [0, ("weight", indices, bn.eps),
+                                       ("bias", indices, bn.eps)])
+    x = torch.randn(1, 8, 6, 6)
+    with torch.no_grad():
+        for _ in range(2):
+            (out,) = runner([x, *sources])
+            torch.testing.assert_close(out, bn(conv(x)), atol=1e-5, rtol=1e-5)
+        assert seen[0] is seen[1]  # unchanged: folded once
+        bn.running_var.mul_(2)
+        (out,) = runner([x, *sources])
+        torch.testing.assert_close(out, bn(conv(x)), atol=1e-5, rtol=1e-5)
+        assert seen[2] is not seen[1]

@@ -348,7 +348,7 @@ def test_a_cached_decision_loads_only_the_kernels_it_runs(ours_ms, loaded, tmp_p
                         lambda fn: timed.append("form") or (1.2 if len(timed) == 1 else 1.1))
     monkeypatch.setattr(compiler, "measure", lambda piece, runner, example:
                         timed.append("piece") or (ours_ms, 1.0))
-    monkeypatch.setattr(compiler, "rewrite", lambda gm, piece, runner: None)
+    monkeypatch.setattr(compiler, "rewrite", lambda gm, piece, runner, replaced=None: None)
     model = LlamaMLP(128, 256).half()
     x = torch.randn(16, 128, dtype=torch.half)
     options = compiler.Options.make(mode="auto", cache_dir=tmp_path)
