@@ -315,7 +315,7 @@ def compare(predicate: int, a: Value, b: Value) -> Value:
         signed = compare(predicate - 4, a, b)
         assert signed is not None
         (alo, ahi), (blo, bhi) = a, b
-        a_neg, b_neg = ahi < 0, bhi < 0
+        a_neg, b_neg = np.asarray(ahi) < 0, np.asarray(bhi) < 0  # `~` of a Python bool is -2
         one_sign = (a_neg | (alo >= 0)) & (b_neg | (blo >= 0))
         same = one_sign & (a_neg == b_neg)
         # one negative (huge as unsigned), the other not: the negative one is the greater

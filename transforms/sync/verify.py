@@ -305,30 +305,22 @@ class ProducerRun(CheckedRun):
             self.fail(bad, op, message)
 
     def _refuse_generic_post(self, post: sync.PostOp, store: Operation) -> None:
-        bad = ~self.failed
-        if not bad.any():
-            return
-
-        def message(i: int) -> str:
-            return (f"producer tile {_tile_of(self.tiles, i)} of @{self.name}: its '"
-                    f"{store.name}' writes the tile in the async proxy, and this sync.post "
-                    f"neither waits for those writes nor orders them before its release: mark "
-                    f"it async_proxy")
-
-        self.fail(bad, post, message)
+        self._refuse_every_tile(post, lambda tile: (
+            f"producer tile {tile} of @{self.name}: its '{store.name}' writes the tile in the "
+            f"async proxy, and this sync.post neither waits for those writes nor orders them "
+            f"before its release: mark it async_proxy"))
 
     def _refuse_late_store(self, op: Operation, value: SSAValue) -> None:
+        self._refuse_every_tile(op, lambda tile: (
+            f"producer tile {tile} of @{self.name}: '{op.name}' writes argument {value.index} "
+            f"(read by its consumers) after the tile's sync.post: a consumer could see the "
+            f"post before the data (post after the tile's last store)"))
+
+    def _refuse_every_tile(self, op: Operation, message: Callable[[Tile], str]) -> None:
+        """`op` fails for every tile of the batch not failed yet."""
         bad = ~self.failed
-        if not bad.any():
-            return
-
-        def message(i: int) -> str:
-            return (f"producer tile {_tile_of(self.tiles, i)} of @{self.name}: '{op.name}' "
-                    f"writes argument {value.index} (read by its consumers) after the tile's "
-                    f"sync.post: a consumer could see the post before the data (post after "
-                    f"the tile's last store)")
-
-        self.fail(bad, op, message)
+        if bad.any():
+            self.fail(bad, op, lambda i: message(_tile_of(self.tiles, i)))
 
 
 # ---------------------------------------------------------------------------------------------
