@@ -63,6 +63,9 @@ class GraphChoice:
     """Form (without REPLAYED) -> median ms replayed from a CUDA graph: the device's time,
     measured only where the host's times tie (device_tie_break)."""
     cached: bool = False
+    stored: bool = False
+    """Whether this measurement was cached for the next compile (ops.measurement_stands: not
+    one made on a pipeline's fast tier that torch won)."""
     failed: dict[str, str] = field(default_factory=dict)  # form -> why it could not be built
     seconds: float = 0.0  # building (and, not cached, measuring) the forms
 
@@ -79,6 +82,8 @@ class GraphChoice:
         parts += [f"{name} not built: {why}" for name, why in self.failed.items()]
         if self.cached:
             parts.append("cached")
+        elif self.times and not self.stored:
+            parts.append("not cached: measured again by the next compile")
         parts.append(f"in {self.seconds:.2f} s")
         return parts[0] + (" (" + "; ".join(parts[1:]) + ")" if parts[1:] else "")
 
@@ -179,9 +184,10 @@ def choose(forms: dict[str, Callable[[], Callable[..., Any]]], inputs: list[Any]
                 return None
 
         form, device_times = device_tie_break(form, times, device_ms)
-    if not failed and measurement_stands(fast, is_ours(form)):
+    stored = not failed and measurement_stands(fast, is_ours(form))
+    if stored:
         cache.store(key, {"form": form, "times": times, "device_times": device_times})
-    return GraphChoice(form, built[form], times, device_times, failed=failed,
+    return GraphChoice(form, built[form], times, device_times, stored=stored, failed=failed,
                        seconds=time.perf_counter() - start)
 
 

@@ -454,7 +454,10 @@ def finish_full_compiles() -> None:
 def on_the_fast_tier() -> bool:
     """Whether some pipeline runner still runs the fast tier's kernels: what is measured now
     is not what later runs (compiler._tuned and graph_choice cache such a measurement only
-    where ours won)."""
+    where ours won). A runner whose full kernels have landed is moved to them first: one
+    left from an earlier compile and not called since runs nothing measured now, and would
+    keep every later choice for torch out of the cache."""
+    kernel_moves()
     return bool(_ON_THE_FAST_TIER)
 
 

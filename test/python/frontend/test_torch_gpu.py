@@ -126,6 +126,7 @@ def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, mo
     from tilesync.frontend.torch.backend import LAST_REPORTS, tilesync_backend
 
     monkeypatch.setenv("TILESYNC_CACHE", str(tmp_path))
+    tt.finish_compiles()  # no full compile of an earlier test's pipeline still under way
     model, inputs = example(name, "cuda")
     reports = []
     for _ in range(2):  # the second time from the cache
@@ -138,8 +139,11 @@ def test_backend_runs_each_graph_in_its_fastest_measured_form(name, tmp_path, mo
     assert reports[0] and len(reports[0]) == len(reports[1])
     for measured, cached in zip(*reports, strict=True):
         assert_graph_chosen_by_measurement(measured)
-        assert not measured.graph.cached and cached.graph.cached
-        assert cached.graph.form == measured.graph.form
+        # the second compile takes the first's choice where it was stored (not one for
+        # torch measured while this graph's pipeline ran its fast tier), else measures again
+        assert not measured.graph.cached and cached.graph.cached == measured.graph.stored
+        if measured.graph.stored:
+            assert cached.graph.form == measured.graph.form
 
 
 @pytest.mark.parametrize("name", ["llama_mlp", "gpt2_block"])

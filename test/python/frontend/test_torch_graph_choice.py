@@ -38,7 +38,7 @@ def test_the_fastest_form_is_chosen_and_cached(tmp_path):
     times = {"tilesync + inductor": 0.30, "inductor": 0.134, "eager": 0.097}
     choice = graph_choice.choose(forms, [1], "key", cache, measure=_measure(times))
     assert choice.form == "eager" and choice.function() == "eager" and not choice.cached
-    assert choice.times == times and built == list(forms)
+    assert choice.stored and choice.times == times and built == list(forms)
     assert re.fullmatch(r"graph: eager \(measured eager 0\.0970 ms, inductor 0\.1340 ms, "
                         r"tilesync \+ inductor 0\.3000 ms; in \d+\.\d\d s\)", choice.line())
     built.clear()
@@ -67,6 +67,8 @@ def test_a_form_that_fails_is_left_out_and_the_choice_not_cached(tmp_path):
     assert choice.failed == {"inductor": "RuntimeError: inductor: no C compiler",
                              "tilesync + eager": "ZeroDivisionError: division by zero"}
     assert "inductor not built: RuntimeError: inductor: no C compiler" in choice.line()
+    assert not choice.stored and "; not cached: measured again by the next compile" \
+        in choice.line()
     measured = []  # measured without every form: not cached, measured again
     again = graph_choice.choose(forms, [1], "key", cache,
                                 measure=lambda fns: measured.append(len(fns)) or [0.2])
@@ -171,7 +173,8 @@ def test_a_host_tie_goes_to_the_form_the_device_runs_faster(tmp_path):
 
 def test_report_text_ends_with_the_graph_line():
     report = Report([PieceReport(0, "SwiGLU MLP")])
-    report.graph = graph_choice.GraphChoice("eager", print, {"eager": 0.1, "inductor": 0.2})
+    report.graph = graph_choice.GraphChoice("eager", print, {"eager": 0.1, "inductor": 0.2},
+                                              stored=True)
     assert report.text().splitlines()[-1] == \
         "tilesync: graph: eager (measured eager 0.1000 ms, inductor 0.2000 ms; in 0.00 s)"
 

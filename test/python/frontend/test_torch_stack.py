@@ -463,6 +463,16 @@ def test_a_pipeline_runner_moves_from_the_fast_tier_to_the_full_kernels(monkeypa
     landed.set()
     measured._full_compile.result(10)
     assert kernel_moves() == moves + 1 and measured.full and not on_the_fast_tier()
+    # a runner whose full kernels landed and that was not called since is on them before a
+    # measurement begins: a torch win measured then is cached
+    cached["full"] = False
+    landed.clear()
+    left = PipelineRunner(entry, form, None)
+    landed.set()
+    left._full_compile.result(10)
+    assert not left.full and on_the_fast_tier() is False and left.full
+    assert compiler._tuned("later", options, lambda: 1.0) == (1.0, False)
+    assert compiler._lookup("later", options) == (True, 1.0)
     assert compiler._tuned("key", options, lambda: 2.0) == (2.0, False)
     assert compiler._tuned("key", options, lambda: 3.0) == (2.0, True)
     cached["full"] = False
