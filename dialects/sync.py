@@ -379,7 +379,8 @@ class PolicyAttr(ParametrizedAttribute):
     """`#sync.policy<Kind (d0, d1) -> (sem), posts = N>`: producer tile → semaphore.
 
     A tile whose semaphore index is `i` makes `sems[i]` ready after `posts` posts per launch:
-    a wait of launch `epoch` succeeds once `sems[i] >= epoch * posts`. The leading name is the
+    a wait of launch `epoch` succeeds once `sems[i] >= epoch * posts` (both counted modulo
+    2^32: epochs never end, and no waiter is 2^31 counts from its target). The leading name is the
     classification of the map (see `classify_policy_map`); it is printed for readers and
     checked on parsing, not free to choose.
     """
@@ -825,14 +826,15 @@ class WaitOp(IRDLOperation):
     """`sync.wait %sems[%x, %y] epoch %e policy #sync.policy<...> : memref<?xi32>`.
 
     The whole block waits until `sems[policy(tile)] >= epoch * policy.posts` (one thread spins
-    on an acquire load, then a block barrier). `epoch` is the launch count, starting at 1, so
-    semaphores never need a reset between launches. `timeout_ns` bounds the spin in debug
-    builds. With `single_thread` only the executing thread waits (it alone issues the loads
-    that follow: a warp-specialized producer); with `async_proxy` those loads are bulk tensor
-    copies, so the acquire is followed by `fence.proxy.async.global` (the async proxy does not
-    see the generic proxy's acquire). `unless %ready` (a `sync.probe`'s answer, the same in
-    every thread) skips the wait where the probe found every semaphore it tests ready, this
-    one among them: the probe's acquire loads did what the wait would have.
+    on an acquire load, then a block barrier; compared modulo 2^32). `epoch` is the launch
+    count, starting at 1, so semaphores never need a reset between launches, however many.
+    `timeout_ns` bounds the spin in debug builds. With `single_thread` only the executing thread
+    waits (it alone issues the loads that follow: a warp-specialized producer); with
+    `async_proxy` those loads are bulk tensor copies, so the acquire is followed by
+    `fence.proxy.async.global` (the async proxy does not see the generic proxy's acquire).
+    `unless %ready` (a `sync.probe`'s answer, the same in every thread) skips the wait where the
+    probe found every semaphore it tests ready, this one among them: the probe's acquire loads
+    did what the wait would have.
     """
 
     name = "sync.wait"
@@ -1019,7 +1021,8 @@ class PostOp(IRDLOperation):
     warpgroups of a warp-specialized kernel): they synchronize on named barrier
     SYNC_NAMED_BARRIER instead, and the first of them releases. With `async_proxy` the tile
     was stored by bulk tensor copies (TMA stores): each thread first waits for the writes of
-    its own copies and orders them before the release (`cp.async.bulk.wait_group 0`,
+    its own copies and orders them before the release (`cp.async.bulk.commit_group`, since
+    wait_group waits for committed groups only, then `cp.async.bulk.wait_group 0` and
     `fence.proxy.async.global`; a thread without copies passes at once).
     """
 

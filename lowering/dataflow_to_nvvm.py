@@ -412,8 +412,7 @@ class LowerAcquire(RewritePattern):
                 record = sync_arg(queue.func, DEBUG_RECORD, MemRefType(i32, [DYNAMIC_INDEX]))
                 describe = _describe(s, queue, ticket,
                                      SPIN_SITE_QUEUE_FREE if producer else SPIN_SITE_QUEUE_FULL)
-            s.spin_until(ptr, target, self.timeout_ns, self.backoff_ns, record, describe,
-                         wrapping=True)
+            s.spin_until(ptr, target, self.timeout_ns, self.backoff_ns, record, describe)
             return ticket
 
         group = worker_group(self.workers)

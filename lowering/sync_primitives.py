@@ -19,6 +19,7 @@ use it, and so does the queue lowering (convert-dataflow-to-nvvm):
   with their ordering and scope;
 - `from_leader`: a value computed by the leader thread, handed to its block or group (shared
   memory);
+- `short_of`: whether a count is short of its target, both counted modulo 2^32;
 - `spin_until`: one thread spins on an acquire load with `nanosleep` backoff until the value
   reaches a target; a first load before the loop decides alone when the target is reached;
   the loop reads `%globaltimer` and traps after a timeout, first writing what it saw into a
@@ -38,7 +39,7 @@ from typing import TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, gpu, llvm, memref, scf
-from xdsl.dialects.builtin import IndexType, UnrealizedConversionCastOp, i1, i32, i64
+from xdsl.dialects.builtin import IndexType, UnrealizedConversionCastOp, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -230,27 +231,30 @@ class SyncBuilder:
 
     # -- spin-waiting -------------------------------------------------------------------------
 
+    def short_of(self, seen: SSAValue, target: SSAValue) -> SSAValue:
+        """Whether the count `seen` has not reached `target` yet, both i32 counted modulo
+        2^32: `seen - target` as a signed i32 is < 0. Semaphores, start flags and queue rounds
+        only grow, and a waiter is never 2^31 counts away from its target, so this holds
+        across the wrap, where `seen < target` does not: after 2^31 / posts epochs a target
+        turns negative while the last epoch's value is still positive, and the wait would
+        pass early."""
+        ahead = self.value(arith.SubiOp(seen, target))
+        return self.value(arith.CmpiOp(ahead, self.const(0, i32), "slt"))
+
     def spin_until(self, ptr: SSAValue, target: SSAValue, timeout_ns: int, backoff_ns: int,
                    record: SSAValue | None = None,
-                   describe: Mapping[str, SSAValue] | None = None,
-                   wrapping: bool = False) -> None:
-        """Spin (acquire loads, `nanosleep` backoff) until the i32 at `ptr` >= `target`; trap
-        after `timeout_ns` of `%globaltimer`, first writing `describe`, the target and the
-        value seen into the debug record (a memref, DEBUG_RECORD_FIELDS) when there is one.
-        `wrapping`: counts that run on modulo 2^32 (queue rounds): ready once
-        `seen - target`, as a signed i32, is >= 0.
+                   describe: Mapping[str, SSAValue] | None = None) -> None:
+        """Spin (acquire loads, `nanosleep` backoff) until the i32 at `ptr` reaches `target`
+        (counted modulo 2^32: `short_of`); trap after `timeout_ns` of `%globaltimer`, first
+        writing `describe`, the target and the value seen into the debug record (a memref,
+        DEBUG_RECORD_FIELDS) when there is one.
 
         One acquire load decides first: a target already reached (a stream-ordered consumer,
         a tile finished long before) costs that load alone, no timer reads; the timed loop
         runs only after it failed."""
         def not_ready(b: SyncBuilder) -> tuple[SSAValue, SSAValue]:
             seen = b.load(ptr, "acquire", "gpu")
-            if wrapping:
-                ahead = b.value(arith.SubiOp(seen, target))
-                ready = b.value(arith.CmpiOp(ahead, b.const(0, i32), "sge"))
-            else:
-                ready = b.value(arith.CmpiOp(seen, target, "sge"))
-            return seen, b.value(arith.XOrIOp(ready, b.const(1, i1)))
+            return seen, b.short_of(seen, target)
 
         def spin(r: SyncBuilder) -> None:
             start = r.value(nvvm.read_sreg("globaltimer"))

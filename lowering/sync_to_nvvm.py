@@ -160,7 +160,10 @@ class LowerOrderedTile(RewritePattern):
     Thread 0 takes the next slot of a global atomic counter and the block reads its tile from
     the order (arithmetic for row/column-major, an uploaded table otherwise). A block spinning
     on a tile thus knows every earlier tile of the order was taken by a block already running.
-    The counter is never reset: slot = count mod blocks, so relaunches need no memset.
+    The counter is never reset: slot = count mod blocks, so relaunches need no memset. It is
+    64-bit: a 32-bit count wraps after 2^32 tickets, and where `blocks` does not divide 2^32
+    the launch across the wrap hands out some slots twice and others never (a tile never
+    posted, another posted twice), and every later launch starts mid-order.
     """
 
     @op_type_rewrite_pattern
@@ -178,7 +181,7 @@ class LowerOrderedTile(RewritePattern):
             raise diagnostic(PASS_NAME, op, "an ordered sync.tile must be inside a gpu.func")
         if _share_first_draw(func, op, rewriter):
             return
-        counter = sync_arg(func, TILE_COUNTER, MemRefType(i32, [1]))
+        counter = sync_arg(func, TILE_COUNTER, MemRefType(i64, [1]))
         table = (sync_arg(func, ORDER_TABLE, MemRefType(i32, [DYNAMIC_INDEX]))
                  if kind == "table" else None)
         if table is not None:
@@ -187,19 +190,20 @@ class LowerOrderedTile(RewritePattern):
         b = SyncBuilder(rewriter)
         slot_ref = b.value(_shared_slot(func))
         zero = b.const(0, IndexType())
+        extents = [b.value(gpu.GridDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
+        blocks = b.value(arith.MuliOp(b.value(arith.MuliOp(extents[0], extents[1])), extents[2]))
 
         def take(t: SyncBuilder) -> None:
             ptr = t.value(UnrealizedConversionCastOp.get([counter], [convert_type(counter.type)]))
-            count = t.atomic_add(ptr, t.const(1, i32))
-            t.insert(memref.StoreOp.get(count, slot_ref, [zero]))
+            count = t.atomic_add(ptr, t.const(1, i64))
+            blocks64 = t.value(arith.IndexCastOp(blocks, i64))
+            slot64 = t.value(arith.RemUIOp(count, blocks64))
+            t.insert(memref.StoreOp.get(t.value(arith.TruncIOp(slot64, i32)), slot_ref, [zero]))
 
         b.in_leader(take)
         b.block_barrier()
-        count = b.value(memref.LoadOp.get(slot_ref, [zero]))
-        extents = [b.value(gpu.GridDimOp(gpu.DimensionAttr(d))) for d in _DIMS]
-        blocks = b.value(arith.MuliOp(b.value(arith.MuliOp(extents[0], extents[1])), extents[2]))
-        blocks32 = b.value(arith.IndexCastOp(blocks, i32))
-        slot = b.value(arith.IndexCastOp(b.value(arith.RemUIOp(count, blocks32)), IndexType()))
+        slot = b.value(arith.IndexCastOp(b.value(memref.LoadOp.get(slot_ref, [zero])),
+                                         IndexType()))
         linear = b.value(memref.LoadOp.get(table, [slot])) if table is not None else slot
         if table is not None:
             linear = b.value(arith.IndexCastOp(linear, IndexType()))
@@ -329,7 +333,7 @@ class LowerProbe(RewritePattern):
             def not_ready(t: SyncBuilder, coords: list[SSAValue] = coords) -> list[SSAValue]:
                 ptr, _ = _semaphore_pointer(t, op.sems, coords, op.policy)
                 seen = t.load(ptr, "acquire", "gpu")
-                short = t.value(arith.CmpiOp(seen, target, "slt"))
+                short = t.short_of(seen, target)
                 return [t.value(arith.ExtUIOp(short, i32))]
 
             if grid is None:
@@ -410,6 +414,9 @@ class LowerPost(RewritePattern):
         _require_function(op)
         b = SyncBuilder(rewriter)
         if op.async_proxy is not None:  # the tile's bulk copies have written it, in order
+            # wait_group waits for committed groups only: a copy issued after the thread's
+            # last commit would still be in flight at the release
+            b.insert(nvvm.CpAsyncBulkCommitGroupOp())
             b.insert(nvvm.CpAsyncBulkWaitGroupOp(0))
             b.insert(nvvm.FenceProxyAsyncOp("global"))
         # every thread that stored part of the tile has stored it: the block, or its first N

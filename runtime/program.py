@@ -57,7 +57,12 @@ from tilesync.runtime.stream import (
     synchronize_streams,
 )
 
-INT32_MAX = 2**31 - 1
+
+def as_i32(count: int) -> int:
+    """`count` modulo 2^32 as a signed i32, as the device counts: epochs and wait targets
+    grow without end, and the waits compare them modulo 2^32 (SyncBuilder.short_of)."""
+    return (count + 2**31) % 2**32 - 2**31
+
 
 __all__ = ["CapturedRun", "DeviceCounts", "NoProgressOnDeviceError", "OneLaunch",
            "SpinTimeoutError", "StageProgram", "check_progress_on_device", "describe_timeout",
@@ -212,7 +217,6 @@ class CapturedRun:
 
         from tilesync.runtime.errors import check
 
-        self.program._check_epoch()
         self.program.epoch += 1  # the device bumps its own epoch word in the graph
         check(driver.cuGraphLaunch(self._exec, self.stream.handle), "cuGraphLaunch")
 
@@ -307,7 +311,7 @@ class StageProgram:
 
     def _counter(self, stage: str) -> DeviceBuffer:
         if stage not in self._state.counters:
-            self._state.counters[stage] = DeviceBuffer.zeros(1, np.int32)
+            self._state.counters[stage] = DeviceBuffer.zeros(1, np.int64)
         return self._state.counters[stage]
 
     def _table(self, stage: str, sig: KernelSignature) -> DeviceBuffer:
@@ -326,12 +330,12 @@ class StageProgram:
     # the flags count every producer block's start once a launch, so the wait-kernel's target is
     # epoch × producer blocks (or the block count, with the epoch read on the device).
     _BINDERS: dict[RoleKind, Any] = {
-        RoleKind.EPOCH: lambda self, role, stage: self.epoch,
+        RoleKind.EPOCH: lambda self, role, stage: as_i32(self.epoch),
         RoleKind.SEMAPHORES: lambda self, role, stage: self.semaphores(role.stage),
         RoleKind.START_FLAG: lambda self, role, stage: self._flag(stage),
         RoleKind.WAIT_FLAG: lambda self, role, stage: self._flag(stage),
         RoleKind.WAIT_TARGET:
-            lambda self, role, stage: self.epoch * math.prod(self.stages[stage].grid),
+            lambda self, role, stage: as_i32(self.epoch * math.prod(self.stages[stage].grid)),
         RoleKind.WAIT_BLOCKS: lambda self, role, stage: math.prod(self.stages[stage].grid),
         RoleKind.EPOCH_COUNTER: lambda self, role, stage: self._epoch_word(),
         RoleKind.TILE_COUNTER: lambda self, role, stage: self._counter(stage),
@@ -353,11 +357,6 @@ class StageProgram:
             self._streams[index] = Stream(priority=clamped)
         return self._streams[index]
 
-    def _check_epoch(self) -> None:
-        worst = max((s.posts_per_semaphore for s in self.stages.values()), default=1)
-        if (self.epoch + 1) * worst > INT32_MAX:
-            raise OverflowError("semaphore epochs would overflow int32; call reset()")
-
     def reset(self) -> None:
         """Zero all semaphores, flags and counters and restart the epoch (rarely needed)."""
         for group in (self._state.semaphores, self._state.flags, self._state.counters):
@@ -373,7 +372,6 @@ class StageProgram:
 
         `args` maps each stage to its kernel's own arguments (without the sync parameters).
         """
-        self._check_epoch()
         self.epoch += 1
         main, others = self._plan_streams()
         start = Event().record(main)
@@ -403,7 +401,6 @@ class StageProgram:
         if len({step.stream for step in self.steps}) > 1:
             raise ValueError("run_on needs a plan on one stream (sync-use-pdl or stream "
                              "order); this one forks streams: use run()")
-        self._check_epoch()
         self.epoch += 1
         if self.device_epoch:
             launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=stream)

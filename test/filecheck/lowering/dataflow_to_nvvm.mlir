@@ -65,7 +65,7 @@ builtin.module {
 // CHECK-NEXT:        %[[SEEN:.*]] = nvvm.ld acquire, gpu %[[EMPTY]] : !llvm.ptr<1> -> i32
 // CHECK-NEXT:        %[[AHEAD:.*]] = arith.subi %[[SEEN]], %[[TARGET]] : i32
 // CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0 : i32
-// CHECK-NEXT:        arith.cmpi sge, %[[AHEAD]], %[[ZERO]] : i32
+// CHECK-NEXT:        arith.cmpi slt, %[[AHEAD]], %[[ZERO]] : i32
 // CHECK:             arith.constant 5000 : i64
 // CHECK:             nvvm.trap
 // CHECK:             arith.constant 16 : i32

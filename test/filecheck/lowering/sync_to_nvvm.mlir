@@ -33,16 +33,18 @@ gpu.module @kernels {
 // CHECK-NEXT:      %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[IDX64]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // One acquire load first: a semaphore already there costs no timer read and no loop.
 // CHECK-NEXT:      %[[FIRST:.*]] = nvvm.ld acquire, gpu %[[PTR]] : !llvm.ptr<1> -> i32
-// CHECK-NEXT:      %[[DONE:.*]] = arith.cmpi sge, %[[FIRST]], %[[TARGET]] : i32
-// CHECK-NEXT:      %[[TRUE0:.*]] = arith.constant true
-// CHECK-NEXT:      %[[NOT_YET:.*]] = arith.xori %[[DONE]], %[[TRUE0]] : i1
+// Counts compare modulo 2^32 (seen - target < 0 as a signed i32): right across the wrap of
+// epoch * posts, which epochs reach after 2^31 / posts runs or replays.
+// CHECK-NEXT:      %[[FIRST_AHEAD:.*]] = arith.subi %[[FIRST]], %[[TARGET]] : i32
+// CHECK-NEXT:      %[[ZERO0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:      %[[NOT_YET:.*]] = arith.cmpi slt, %[[FIRST_AHEAD]], %[[ZERO0]] : i32
 // CHECK-NEXT:      scf.if %[[NOT_YET]] {
 // CHECK-NEXT:        %[[START:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:        scf.while () : () -> () {
 // CHECK-NEXT:          %[[SEEN:.*]] = nvvm.ld acquire, gpu %[[PTR]] : !llvm.ptr<1> -> i32
-// CHECK-NEXT:          %[[READY:.*]] = arith.cmpi sge, %[[SEEN]], %[[TARGET]] : i32
-// CHECK-NEXT:          %[[TRUE:.*]] = arith.constant true
-// CHECK-NEXT:          %[[AGAIN:.*]] = arith.xori %[[READY]], %[[TRUE]] : i1
+// CHECK-NEXT:          %[[AHEAD:.*]] = arith.subi %[[SEEN]], %[[TARGET]] : i32
+// CHECK-NEXT:          %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:          %[[AGAIN:.*]] = arith.cmpi slt, %[[AHEAD]], %[[ZERO]] : i32
 // CHECK-NEXT:          %[[NOW:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:          %[[ELAPSED:.*]] = arith.subi %[[NOW]], %[[START]] : i64
 // CHECK-NEXT:          %[[LIMIT:.*]] = arith.constant 5000 : i64

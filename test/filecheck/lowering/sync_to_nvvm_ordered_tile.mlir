@@ -21,22 +21,29 @@ gpu.module @kernels {
 }
 
 // CHECK:       "memref.global"() <{sym_name = "__tilesync_tile_slot", type = memref<1xi32, 3 : i64>, initial_value, sym_visibility = "private"}>
-// CHECK-LABEL: gpu.func @column_major(%out: memref<?xindex>, %{{.*}}: memref<1xi32>) kernel attributes {sync.args = ["tile_counter"]}
+// The counter is 64-bit (a 32-bit one wraps, and where the block count does not divide 2^32
+// the launch across the wrap hands out slots twice and others never); thread 0 reduces it.
+// CHECK-LABEL: gpu.func @column_major(%out: memref<?xindex>, %{{.*}}: memref<1xi64>) kernel attributes {sync.args = ["tile_counter"]}
 // CHECK:         %[[SLOT:.*]] = memref.get_global @__tilesync_tile_slot
+// CHECK-NEXT:    %{{.*}} = arith.constant 0 : index
+// CHECK-NEXT:    %[[G0:.*]] = gpu.grid_dim x
+// CHECK:         %[[XY:.*]] = arith.muli %[[G0]], %{{.*}} : index
+// CHECK-NEXT:    %[[BLOCKS:.*]] = arith.muli %[[XY]], %{{.*}} : index
 // CHECK:         scf.if
-// CHECK:           %[[COUNT:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i32
-// CHECK-NEXT:      memref.store %[[COUNT]], %[[SLOT]]
+// CHECK:           %[[COUNT:.*]] = nvvm.atom add relaxed, gpu %{{.*}}, %{{.*}} : !llvm.ptr<1>, i64
+// CHECK-NEXT:      %[[BLOCKS64:.*]] = arith.index_cast %[[BLOCKS]] : index to i64
+// CHECK-NEXT:      %[[MOD:.*]] = arith.remui %[[COUNT]], %[[BLOCKS64]] : i64
+// CHECK-NEXT:      %[[MOD32:.*]] = arith.trunci %[[MOD]] : i64 to i32
+// CHECK-NEXT:      memref.store %[[MOD32]], %[[SLOT]]
 // CHECK:         nvvm.barrier0
 // CHECK-NEXT:    %[[SEEN:.*]] = memref.load %[[SLOT]]
-// CHECK-NEXT:    %[[G0:.*]] = gpu.grid_dim x
-// CHECK:         %[[MOD:.*]] = arith.remui %[[SEEN]], %{{.*}} : i32
-// CHECK-NEXT:    %[[LINEAR:.*]] = arith.index_cast %[[MOD]] : i32 to index
+// CHECK-NEXT:    %[[LINEAR:.*]] = arith.index_cast %[[SEEN]] : i32 to index
 // CHECK-NEXT:    %[[X:.*]] = arith.remui %[[LINEAR]], %[[G0]] : index
 // CHECK-NEXT:    %[[Y:.*]] = arith.divui %[[LINEAR]], %[[G0]] : index
 // CHECK-NEXT:    memref.store %[[X]], %out[%[[Y]]]
 
 // CHECK-LABEL: gpu.func @tabled
-// CHECK-SAME:    (%out: memref<?xindex>, %{{.*}}: memref<1xi32>, %[[TABLE:[^:]*]]: memref<?xi32>) kernel attributes {sync.args = ["tile_counter", "order_table"], sync.order_table = array<i32: 3, 1, 2, 0>}
+// CHECK-SAME:    (%out: memref<?xindex>, %{{.*}}: memref<1xi64>, %[[TABLE:[^:]*]]: memref<?xi32>) kernel attributes {sync.args = ["tile_counter", "order_table"], sync.order_table = array<i32: 3, 1, 2, 0>}
 // CHECK:         %[[ID:.*]] = memref.load %[[TABLE]][%{{.*}}] : memref<?xi32>
 // CHECK-NEXT:    %[[T:.*]] = arith.index_cast %[[ID]] : i32 to index
 // CHECK-NEXT:    memref.store %[[T]], %out[%[[T]]]

@@ -54,7 +54,9 @@ gpu.module @kernels {
 // CHECK-NEXT:      %[[INSIDE:.*]] = arith.andi %[[IN_ROW]], %[[COL_IN]] : i1
 // CHECK-NEXT:      %[[MISS:.*]] = scf.if %[[INSIDE]] -> (i32) {
 // CHECK:             %[[SEEN:.*]] = nvvm.ld acquire, gpu %{{.*}} : !llvm.ptr<1> -> i32
-// CHECK-NEXT:        %[[LESS:.*]] = arith.cmpi slt, %[[SEEN]], %[[TARGET]] : i32
+// CHECK-NEXT:        %[[AHEAD:.*]] = arith.subi %[[SEEN]], %[[TARGET]] : i32
+// CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:        %[[LESS:.*]] = arith.cmpi slt, %[[AHEAD]], %[[ZERO]] : i32
 // CHECK-NEXT:        %[[LESS32:.*]] = arith.extui %[[LESS]] : i1 to i32
 // CHECK-NEXT:        scf.yield %[[LESS32]] : i32
 // CHECK-NEXT:      } else {

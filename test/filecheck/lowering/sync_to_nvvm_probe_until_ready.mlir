@@ -38,8 +38,10 @@ gpu.module @kernels {
 // CHECK-NEXT:      scf.if %[[INSIDE]] {
 // CHECK:             %[[PTR:.*]] = llvm.getelementptr
 // CHECK-NEXT:        %[[SEEN:.*]] = nvvm.ld acquire, gpu %[[PTR]] : !llvm.ptr<1> -> i32
-// CHECK-NEXT:        %[[OK:.*]] = arith.cmpi sge, %[[SEEN]], %[[TARGET]] : i32
-// CHECK:             scf.if %{{.*}} {
+// CHECK-NEXT:        %[[AHEAD:.*]] = arith.subi %[[SEEN]], %[[TARGET]] : i32
+// CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:        %[[SHORT:.*]] = arith.cmpi slt, %[[AHEAD]], %[[ZERO]] : i32
+// CHECK-NEXT:        scf.if %[[SHORT]] {
 // CHECK-NEXT:          %[[START:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:          scf.while () : () -> () {
 // CHECK-NEXT:            nvvm.ld acquire, gpu %[[PTR]] : !llvm.ptr<1> -> i32

@@ -18,7 +18,7 @@ builtin.module {
   sync.stage @attn {kernel = @k::@attn, grid = array<i64: 2, 3>, block = array<i64: 128>, tile = array<i64: 64, 64>}
   sync.dependency @qkv -> @attn operand 0 tiles (d0, d1)[s0] -> (d0, d1 + s0 * 3) forall s0 in [0, 3)
 }
-// CHECK:      gpu.func @qkv(%out: memref<?xf32>, %{{.*}}: memref<1xi32>, %{{.*}}: memref<?xi32>) kernel attributes {sync.args = ["tile_counter", "order_table"], sync.order_table = array<i32: 0, 3, 6, 1, 4, 7, 2, 5, 8, 9, 12, 15, 10, 13, 16, 11, 14, 17>}
+// CHECK:      gpu.func @qkv(%out: memref<?xf32>, %{{.*}}: memref<1xi64>, %{{.*}}: memref<?xi32>) kernel attributes {sync.args = ["tile_counter", "order_table"], sync.order_table = array<i32: 0, 3, 6, 1, 4, 7, 2, 5, 8, 9, 12, 15, 10, 13, 16, 11, 14, 17>}
 // CHECK:      nvvm.atom add relaxed, gpu
 // CHECK-NOT:  sync.tile
 // CHECK:      gpu.func @attn(

@@ -3,7 +3,8 @@
 // A single-thread wait spins in the executing thread (no leader test, no block barrier); an
 // async-proxy wait then fences the proxies for the bulk copies that follow. A post by the
 // first 256 threads synchronizes them on named barrier 1, then thread 0 releases; where TMA
-// copies stored the tile (async_proxy), each thread first waits for its copies' writes and
+// copies stored the tile (async_proxy), each thread first commits its copies (a store issued
+// after its last commit is in no group that wait_group waits for), waits for their writes and
 // fences the proxies.
 gpu.module @kernels {
   gpu.func @copier(%sems: memref<?xi32>, %epoch: i32) kernel {
@@ -49,7 +50,8 @@ gpu.module @kernels {
 // CHECK:           nvvm.fence acq_rel, gpu
 // CHECK:           nvvm.red add relaxed, gpu
 // CHECK-LABEL: gpu.func @bulk_storer
-// CHECK:         nvvm.cp.async.bulk.wait.group 0
+// CHECK:         nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT:    nvvm.cp.async.bulk.wait.group 0
 // CHECK-NEXT:    nvvm.fence.proxy.async global
 // CHECK-NEXT:    nvvm.barrier.sync 1, 256
 // CHECK:         scf.if

@@ -130,8 +130,11 @@ def test_spin_until_loads_acquire_once_then_times_out_records_and_backs_off():
 
     module, kernel = _build(wait)
     # the fast path: one acquire load, and only a target not reached reads the timer
-    assert _names(kernel.body.block.ops) == ["nvvm.ld", "arith.cmpi", "arith.constant",
-                                             "arith.xori", "scf.if", "func.return"]
+    # counts compare modulo 2^32: seen - target < 0 as a signed i32 (short_of)
+    assert _names(kernel.body.block.ops) == ["nvvm.ld", "arith.subi", "arith.constant",
+                                             "arith.cmpi", "scf.if", "func.return"]
+    short = kernel.body.block.ops.last.prev_op.prev_op
+    assert isinstance(short, arith.CmpiOp) and short.predicate.value.data == 2  # slt
     first = kernel.body.block.ops.first
     assert isinstance(first, nvvm.LoadOp) and first.ordering.data == nvvm.MemOrder.ACQUIRE
     spin = kernel.body.block.ops.last.prev_op
@@ -140,7 +143,7 @@ def test_spin_until_loads_acquire_once_then_times_out_records_and_backs_off():
     assert isinstance(start, nvvm.SpecialRegisterOp) and start.SREG == "globaltimer"
     assert isinstance(loop, scf.WhileOp)
     before = _names(loop.before_region.block.ops)
-    assert before == ["nvvm.ld", "arith.cmpi", "arith.constant", "arith.xori",
+    assert before == ["nvvm.ld", "arith.subi", "arith.constant", "arith.cmpi",
                       "nvvm.read.ptx.sreg.globaltimer", "arith.subi", "arith.constant",
                       "arith.cmpi", "scf.if", "scf.condition"]
     load = loop.before_region.block.ops.first

@@ -737,3 +737,22 @@ def test_a_timed_out_wait_in_one_launch_names_its_stages():
     assert text.startswith("spin-wait timed out in stage @p, @c (one launch) kernel p_launch, "
                            "block (7, 0, 0): semaphore sems:@p (parameter 2)[1] expected >= 4, "
                            "saw 3 (epoch 2)")
+
+
+def test_epochs_and_wait_targets_past_int32_are_passed_modulo_2_32():
+    """Runs never end: the epoch and a wait-kernel's target (epoch x producer blocks) grow past
+    2^31 and are passed as the device counts them, modulo 2^32 (the waits compare modulo 2^32,
+    SyncBuilder.short_of), instead of refusing the launch or asking for a reset."""
+    from tilesync.contract import EPOCH, WAIT_TARGET
+    from tilesync.runtime import program as program_module
+    from tilesync.runtime.launch import pack_args
+
+    run = program_module.StageProgram.__new__(program_module.StageProgram)
+    run.stages = {"p": program_module.Stage("p", "kp", (384, 1, 1), (128, 1, 1), 48, 1)}
+    run.epoch = 5_592_406  # x 384 blocks = 2,147,483,904: past INT32_MAX
+    target = run._bind(WAIT_TARGET, "p")
+    assert target == 2_147_483_904 - 2**32 and pack_args(["i32"], [target])
+    run.epoch = 2**32 + 7
+    assert run._bind(EPOCH, "p") == 7
+    assert [program_module.as_i32(n) for n in (2**31 - 1, 2**31, 2**32 - 1, 2**32)] == \
+        [2**31 - 1, -2**31, -1, 0]
