@@ -38,7 +38,11 @@ Within a stage the CTAs share the tickets (each entry goes to one CTA of the sta
 consumer stages a queue multicasts (each consumer stage sees every entry). One thread of the
 CTA (the leader) does the bookkeeping (atomics, acquire loads, release fences); acquires end
 with a CTA barrier so that every thread sees the entry, releases begin with one so that every
-thread has finished with it.
+thread has finished with it. That acquire and release are the generic proxy's: a kernel that
+moves an entry with bulk copies (`tile.bulk_load`, `tile.bulk_store`: the async proxy) fences
+the proxies itself, a `tile.fence_proxy_async global` between the acquire and a bulk copy of
+the entry, and one after a bulk write's completion, before the release (dataflow-verify
+refuses a kernel that leaves one out).
 
 Queue workers. By default the whole CTA is one worker: it acquires, uses and releases each
 ticket together. With `threads N` on its acquire and release ops

@@ -1457,6 +1457,17 @@ class BulkStoreOp(IRDLOperation):
                           ("destination", self.dst, self.dst_indices), self.bytes.value.data)
 
 
+BULK_READS = (TmaLoadOp, BulkLoadOp)
+"""The copies that read global memory in the async proxy (a bulk tensor or 1-D bulk load): a
+generic acquire (a semaphore wait, a queue's acquire) orders them only through a
+`tile.fence_proxy_async global` after it in the thread issuing the copy (sync-verify's and
+dataflow-verify's proxy rules)."""
+BULK_WRITES = (TmaStoreOp, BulkStoreOp)
+"""The copies that write global memory in the async proxy (a bulk tensor or 1-D bulk store):
+their writes, complete (`tile.tma_store_wait ... writes`), reach a generic release only through
+a `tile.fence_proxy_async global` after the wait in the thread that issued them."""
+
+
 @irdl_op_definition
 class TmaStoreCommitOp(IRDLOperation):
     """`cp.async.bulk.commit_group`: close this thread's group of pending TMA stores."""
@@ -2076,6 +2087,8 @@ Tile = Dialect(
 )
 
 __all__ = [
+    "BULK_READS",
+    "BULK_WRITES",
     "AccToAOp",
     "AddAccOp",
     "ArriveOp",

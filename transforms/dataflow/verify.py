@@ -71,6 +71,21 @@ Two things must hold for the queues of a pipeline never to wait forever:
   (`check_async_copies`): waited for on the path of the thread that issued it (its group, or
   the transaction barrier its bytes complete), counting the iterations a guarded copy's loop
   must still run;
+* **a bulk copy of an entry fences the proxies** (`check_async_copies`, the same walk): the
+  queue's acquire and release are the generic proxy's (an acquire load, a barrier, a release
+  fence and atomic), which a bulk copy (`tile.BULK_READS`, `tile.BULK_WRITES`, their nvvm
+  forms: the async proxy) does not see, as sync-verify's rule 7 says of cuSync's semaphores.
+  So, on the issuing thread's path, (1) a bulk copy that reads an entry follows a
+  `tile.fence_proxy_async global` after the acquire of its ticket (else the consumer's copy is
+  not ordered after the producer's release it acquired, and may read the entry's previous
+  round), and (2) so does one that writes an entry (else the producer's copy is not ordered
+  after the consumers' releases of the previous round, and may overwrite bytes they still
+  read); (3) a bulk write, once complete (`tile.tma_store_wait ... writes`), is followed by a
+  `tile.fence_proxy_async global` before the release (the release publishes the generic
+  proxy's writes only, so the consumer's acquire would not see its bytes). (4) A bulk read
+  needs no fence before its release: complete on its transaction barrier, its reads have
+  returned their bytes to shared memory, and nothing written after the release, by either
+  proxy (a bulk write after its own fence (2)), can change them;
 * **the kernels take the tickets their stages declare** (`check_launch_tickets`): each stage
   kernel, run abstractly for every queue worker of its grid (`queue_tickets`: the evaluator
   sync-verify runs, block ids the worker's CTA, loops around acquires unrolled or counted
@@ -1507,16 +1522,40 @@ _ASYNC_COPIES = (*_COPY_GROUPS, tile.BulkLoadOp, nvvm.CpAsyncBulkLoadOp)
 on the same element; nvvm's, whose waits are loops of try_wait, at none the check follows."""
 MAX_GROUPS_COUNTED = 16
 """Groups committed after a copy's, counted up to this (a wait names at most 7 pending)."""
+_BULK_READS = (*tile.BULK_READS, nvvm.CpAsyncBulkLoadOp)
+"""The copies that read an entry in the async proxy (tile.BULK_READS and nvvm's 1-D bulk load:
+a tensor map is no entry, so of these only the 1-D copies reach one)."""
+_BULK_WRITES = (*tile.BULK_WRITES, nvvm.CpAsyncBulkStoreOp)
+"""The copies that write an entry in the async proxy."""
+
+
+def _proxy_fence(op: Operation) -> bool:
+    """A fence that orders the thread's generic accesses of global memory with its bulk
+    copies': `tile.fence_proxy_async global`, nvvm's `fence.proxy.async` of global or of every
+    state space."""
+    if isinstance(op, tile.FenceProxyAsyncOp):
+        return op.global_memory is not None
+    return isinstance(op, nvvm.FenceProxyAsyncOp) and \
+        op.space.data in (nvvm.ProxySpace.GLOBAL, nvvm.ProxySpace.ALL)
+
+
+IN_FLIGHT, LANDED, ACQUIRED = 0, 1, 2
+"""What an `_InFlight` says about its entry on the thread's path: a copy of it still in flight;
+a bulk write of it complete, with no proxy fence since (its release would not publish it); its
+ticket acquired, with no proxy fence since (a bulk copy of it would not be ordered after the
+acquire). The last two are followed only in kernels that bulk-copy entries."""
 
 
 @dataclass(frozen=True)
 class _InFlight:
     """An asynchronous copy touching the entry of (queue, ticket), the ticket as named where
-    the walk is (STALE past the iteration or branch that held it)."""
+    the walk is (STALE past the iteration or branch that held it); with `kind` LANDED the bulk
+    write `copy` complete and not fenced yet, with ACQUIRED the acquire `copy` not fenced yet."""
 
     copy: Operation
     queue: SSAValue
     ticket: SSAValue | None
+    kind: int = IN_FLIGHT
 
 
 class _AsyncCopies:
@@ -1528,7 +1567,12 @@ class _AsyncCopies:
     wait on the transaction barrier element its bytes complete (the phase the wait names is
     the kernel's to get right, as for every mbarrier wait). Where a loop guards a copy with
     `iv + c < ub`, or a copy before it with `c < ub`, the iterations that follow it are counted
-    before it may leave the loop."""
+    before it may leave the loop.
+
+    In a kernel that bulk-copies entries, the same walk follows the proxy fences the bulk
+    copies need (`check_async_copies` says which): the tickets acquired with no proxy fence
+    since (ACQUIRED, checked at each bulk copy of their entries) and the bulk writes complete
+    with no proxy fence since (LANDED, checked at the release)."""
 
     def __init__(self, kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
                  refuse: Callable[[Operation, str], OpDiagnostic], names: dict[SSAValue, str]):
@@ -1543,13 +1587,19 @@ class _AsyncCopies:
                 else set()
             if touched:
                 self.copies[op] = touched
-            if touched or isinstance(op, (*_COMMITS, *_GROUP_WAITS, tile.TmaStoreWaitOp,
-                                          tile.MBarrierWaitOp, *_RELEASES)):
+        # only a kernel that bulk-copies an entry follows its acquires and proxy fences
+        self.bulk = any(isinstance(op, (*_BULK_READS, *_BULK_WRITES)) for op in self.copies)
+        for op in kernel.walk():
+            touched = op in self.copies
+            starts = touched or (self.bulk and isinstance(op, _ACQUIRES))
+            if starts or isinstance(op, (*_COMMITS, *_GROUP_WAITS, tile.TmaStoreWaitOp,
+                                         tile.MBarrierWaitOp, *_RELEASES)) \
+                    or (self.bulk and _proxy_fence(op)):
                 around: Operation | None = op
                 while around is not None and around not in self.relevant:
                     self.relevant.add(around)
                     around = around.parent_op()
-            if touched:
+            if starts:
                 around = op
                 while around is not None and around not in self.holds_copies:
                     self.holds_copies.add(around)
@@ -1567,12 +1617,22 @@ class _AsyncCopies:
            ) -> dict[_InFlight, int]:
         if isinstance(op, _ASYNC_COPIES):
             if issue:
+                if self.bulk and isinstance(op, (*_BULK_READS, *_BULK_WRITES)):
+                    self.check_acquire_fence(op, state)
                 for queue, ticket in self.copies.get(op, ()):
                     state[_InFlight(op, queue, ticket)] = 0
             return state
+        if isinstance(op, _ACQUIRES):
+            if issue and self.bulk:
+                state[_InFlight(op, op.queue, _ticket_identity(op.slot), ACQUIRED)] = 0
+            return state
+        if _proxy_fence(op):  # the acquires before it order the bulk copies after it, and the
+            # bulk writes complete before it are published by the releases after it
+            return {k: n for k, n in state.items() if k.kind == IN_FLIGHT}
         if isinstance(op, tuple(_COMMITS)):
             group = _COMMITS[type(op)]
-            return {k: min(n + (_COPY_GROUPS.get(type(k.copy)) == group), MAX_GROUPS_COUNTED)
+            return {k: min(n + (k.kind == IN_FLIGHT and _COPY_GROUPS.get(type(k.copy)) == group),
+                           MAX_GROUPS_COUNTED)
                     for k, n in state.items()}
         if isinstance(op, (tile.TmaStoreWaitOp, *_GROUP_WAITS)):
             group = _GROUP_WAITS.get(type(op), "bulk")
@@ -1580,10 +1640,10 @@ class _AsyncCopies:
                 return state  # the sources read, the writes not complete
             pending = (op.n if isinstance(op, nvvm.CpAsyncWaitGroupOp
                                           | nvvm.CpAsyncBulkWaitGroupOp) else op.pending).value.data
-            return {k: n for k, n in state.items()
-                    if not (_COPY_GROUPS.get(type(k.copy)) == group and n >= pending + 1)}
+            return self.completed(state, lambda k, n: _COPY_GROUPS.get(type(k.copy)) == group
+                                  and n >= pending + 1)
         if isinstance(op, tile.MBarrierWaitOp):
-            return {k: n for k, n in state.items() if not _completes(op, k.copy)}
+            return self.completed(state, lambda k, n: _completes(op, k.copy))
         if isinstance(op, _RELEASES):
             if issue:
                 self.check_release(op, state)
@@ -1601,11 +1661,58 @@ class _AsyncCopies:
                 state = self.fixpoint(lambda s, inner=inner: self.block(inner, s, issue), state)
         return state
 
+    def completed(self, state: dict[_InFlight, int],
+                  done: Callable[[_InFlight, int], bool]) -> dict[_InFlight, int]:
+        """`state` after a wait that completes the copies in flight it is `done` for: gone,
+        but a bulk write's, LANDED until a proxy fence (where the kernel follows them)."""
+        after: dict[_InFlight, int] = {}
+        for k, n in state.items():
+            if k.kind != IN_FLIGHT or not done(k, n):
+                after[k] = n
+            elif self.bulk and isinstance(k.copy, _BULK_WRITES):
+                after[_InFlight(k.copy, k.queue, k.ticket, LANDED)] = 0
+        return after
+
+    def check_acquire_fence(self, op: Operation, state: dict[_InFlight, int]) -> None:
+        """A bulk copy of an entry whose ticket was acquired, on the thread's path, with no
+        proxy fence since: the generic acquire does not order the async proxy's accesses."""
+        for queue, ticket in sorted(self.copies.get(op, ()),
+                                    key=lambda e: self.names.get(e[0], "")):
+            acquire = next((k.copy for k in state if k.kind == ACQUIRED and k.queue == queue
+                            and k.ticket == ticket), None)
+            if acquire is None:
+                continue
+            if isinstance(op, _BULK_READS):
+                what, risk = "reads", "may read the bytes the entry held before the acquire"
+            else:
+                what, risk = "writes", ("may write before the accesses the acquire waited for "
+                                        "(the entry's previous round) are done")
+            raise self.refuse(op, f"'{op.name}' {what} the entry of a ticket of "
+                              f"@{self.names.get(queue, '?')} in the async proxy with no "
+                              f"tile.fence_proxy_async global since the '{acquire.name}'"
+                              f"{_where(acquire)} that takes it: the generic acquire does not "
+                              f"order the async proxy, so the copy {risk} (put a "
+                              "tile.fence_proxy_async global between the acquire and the "
+                              "copy, in the thread issuing the copy)")
+
     def check_release(self, op: Operation, state: dict[_InFlight, int]) -> None:
         ticket = _ticket_identity(op.slot)
-        flying = sorted((k for k in state if k.queue == op.queue and k.ticket == ticket),
-                        key=lambda k: k.copy.name)
+        flying = sorted((k for k in state if k.kind == IN_FLIGHT and k.queue == op.queue
+                         and k.ticket == ticket), key=lambda k: k.copy.name)
         if not flying:
+            landed = sorted((k for k in state if k.kind == LANDED and k.queue == op.queue
+                             and k.ticket == ticket), key=lambda k: k.copy.name)
+            if landed:
+                copy = landed[0].copy
+                raise self.refuse(op, f"'{op.name}' gives back the ticket of "
+                                  f"@{self.names.get(op.queue, '?')} after the bulk write "
+                                  f"'{copy.name}'{_where(copy)} of its entry completed, with "
+                                  "no tile.fence_proxy_async global since: the generic release "
+                                  "does not publish the async proxy's writes, so the entry's "
+                                  "next holder may see its previous bytes (put a "
+                                  "tile.fence_proxy_async global after the tile.tma_store_wait "
+                                  "... writes, in the thread that issued the copy, before the "
+                                  "release)")
             return
         copy = flying[0].copy
         how = {"cp.async": "tile.cp_async_wait after its tile.cp_async_commit",
@@ -1644,11 +1751,16 @@ class _AsyncCopies:
         ended = self.block(body, head, issue)
         leaving = _join(_renamed(state, op, 1),
                         _renamed(ended, last, 1) if isinstance(last, scf.YieldOp) else ended)
-        # a copy followed by iterations that must run is complete before it can leave
+        # a copy followed by iterations that must run is complete before it can leave (a
+        # bulk write's LANDED unless those iterations fence it)
         for key, commits in list(leaving.items()):
-            runs = self.iterations_after(op, key.copy)
-            if runs and not self.survives(body, key, commits, runs):
+            runs = self.iterations_after(op, key.copy) if key.kind == IN_FLIGHT else 0
+            if not runs:
+                continue
+            after = self.after_iterations(body, key, commits, runs)
+            if key not in after:
                 del leaving[key]
+                leaving = _join(leaving, after)
         return leaving
 
     def iterations_after(self, loop: scf.ForOp, copy: Operation) -> int:
@@ -1676,15 +1788,17 @@ class _AsyncCopies:
             guard = guard.parent_op()
         return 0
 
-    def survives(self, body: Block, key: _InFlight, commits: int, runs: int) -> bool:
-        """Whether the copy may still be in flight after `runs` more iterations (no copy
-        issued in them: only its own groups and waits are followed)."""
+    def after_iterations(self, body: Block, key: _InFlight, commits: int, runs: int
+                         ) -> dict[_InFlight, int]:
+        """What is left of the copy after `runs` more iterations (no copy issued nor ticket
+        acquired in them: only its own groups, waits and proxy fences are followed): `key`
+        itself where it may still be in flight."""
         state = {key: commits}
         for _ in range(runs):
             state = self.block(body, state, issue=False)
             if not state:
-                return False
-        return True
+                break
+        return state
 
     def while_loop(self, op: scf.WhileOp, state: dict[_InFlight, int], issue: bool
                    ) -> dict[_InFlight, int]:
@@ -1729,8 +1843,8 @@ def _renamed(state: dict[_InFlight, int], op: Operation, kind: int) -> dict[_InF
     side (`_ticket_handed_on`: the iteration argument or result that carries it, STALE where
     the iteration or branch that held it ends)."""
     handed = _handed_to(op)
-    return _join(*({_InFlight(k.copy, k.queue, _ticket_handed_on(k.ticket, op, handed, kind)):
-                    n} for k, n in state.items())) if state else {}
+    return _join(*({_InFlight(k.copy, k.queue, _ticket_handed_on(k.ticket, op, handed, kind),
+                              k.kind): n} for k, n in state.items())) if state else {}
 
 
 def _ahead_of(value: SSAValue, iv: SSAValue) -> int | None:
@@ -1764,7 +1878,12 @@ def check_async_copies(kernel: gpu.FuncOp, addresses: dict[SSAValue, set],
     """No ticket is released while an asynchronous copy of its entry (a cp.async or bulk load
     reading it, a bulk store writing it) may still be in flight on the releasing thread's
     path (`_AsyncCopies`): issued while the ticket was held, it would read or write the entry
-    after the next round's worker took it."""
+    after the next round's worker took it. And a bulk copy of an entry (the async proxy) is
+    fenced as the generic acquire and release need (the module docstring's rules 1-4): a
+    `tile.fence_proxy_async global` after the acquire of its ticket and before the copy, and
+    for a bulk write one after its completion and before the release, on every path of the
+    thread that issues it. A refusal names the copy (a fence missing after the acquire) or the
+    release (after the completion)."""
     walk = _AsyncCopies(kernel, addresses, refuse, names)
     if walk.copies:
         walk.block(kernel.body.blocks.first, {})

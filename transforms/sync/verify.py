@@ -127,7 +127,7 @@ from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT
-from tilesync.dialects.tile import FenceProxyAsyncOp, TensorMapType, TmaLoadOp, TmaStoreOp
+from tilesync.dialects.tile import BULK_READS, BULK_WRITES, FenceProxyAsyncOp, TensorMapType
 
 PASS = "sync-verify"
 
@@ -152,10 +152,6 @@ DEFAULT_STEPS = 150_000
 # compared, so that a loop of thousands of distinct waits (quadratic to check) runs out of steps
 # in seconds (a fuzzed 65,536-iteration loop had run for minutes).
 WAITS_PER_STEP = 64
-BULK_READS = (TmaLoadOp,)
-"""The reads of a produced operand made by the async proxy (bulk tensor copies)."""
-BULK_WRITES = (TmaStoreOp,)
-"""The writes of a producer's output made by the async proxy."""
 _FEW_POINTS = 16  # forall boxes up to this many points are enumerated point by point
 STEPS_HINT = ("sync-verify{steps=N} allows more; limit=N checks only the boundary tiles of "
               "grids above N tiles")

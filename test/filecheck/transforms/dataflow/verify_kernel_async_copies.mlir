@@ -5,7 +5,9 @@
 // A group copy is complete after a wait for at most N pending groups once N + 1 groups were
 // committed from its own; a bulk load after a wait on the barrier element its bytes complete.
 // Each program refused below keeps the tickets' discipline and uses its entry only while it
-// holds the ticket, so the copy's completion is its only fault; the last ones are verified.
+// holds the ticket (and fences the proxies where a bulk copy needs it:
+// verify_kernel_proxy_fences_invalid.mlir), so the copy's completion is its only fault; the last
+// ones are verified.
 
 // A consumer copies its entry into shared memory (cp.async) and gives the ticket back without
 // waiting: the producer may refill the entry while the copy still reads it.
@@ -283,6 +285,7 @@ builtin.module {
       scf.for %i = %c0 to %c4 step %c1 {
         %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
         %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        tile.fence_proxy_async global
         tile.fence_proxy_async
         tile.bulk_store %e[%c0], %s[%c0] bytes 256 : memref<64xf32>, memref<64xf32, 3>
         tile.tma_store_commit
@@ -354,6 +357,7 @@ builtin.module {
       scf.for %i = %c0 to %c4 step %c1 {
         %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
         %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        tile.fence_proxy_async global
         tile.mbarrier_arrive %b[%c0] expect_tx 256 : memref<1xi64, 3>
         tile.bulk_load %s[%c0], %e[%c0], %b[%c0] bytes 256 : memref<64xf32, 3>, memref<64xf32>, memref<1xi64, 3>
         dataflow.release_empty %q, %t : !dataflow.queue<2 x memref<64xf32>>
@@ -652,6 +656,7 @@ builtin.module {
       scf.for %i = %c0 to %c4 step %c1 {
         %t = dataflow.acquire_empty %q : !dataflow.queue<2 x memref<64xf32>>
         %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        tile.fence_proxy_async global
         tile.fence_proxy_async
         tile.bulk_store %e[%c0], %s[%c0] bytes 256 : memref<64xf32>, memref<64xf32, 3>
         tile.tma_store_commit
@@ -723,6 +728,7 @@ builtin.module {
       scf.for %i = %c0 to %c4 step %c1 {
         %t = dataflow.acquire_full %q : !dataflow.queue<2 x memref<64xf32>>
         %e = dataflow.entry %q, %t : !dataflow.queue<2 x memref<64xf32>> -> memref<64xf32>
+        tile.fence_proxy_async global
         tile.mbarrier_arrive %b[%c0] expect_tx 256 : memref<1xi64, 3>
         tile.bulk_load %s[%c0], %e[%c0], %b[%c0] bytes 256 : memref<64xf32, 3>, memref<64xf32>, memref<1xi64, 3>
         %i64 = arith.index_cast %i : index to i64
