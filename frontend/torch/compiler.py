@@ -3,9 +3,11 @@
     transform(gm, example_inputs, options) -> (gm, Report)
 
 First, an eval-mode batch norm folds into the conv before it (BatchNorm2d after Conv2d, or
-Dynamo's F.batch_norm) in a copy of the graph the pieces are matched on (fold_batch_norms); the
-graph that runs keeps the model's own modules, and a piece of ours folds the norms' live tensors
-at its call (in_model_graph). Then per piece, in order (each step a function below):
+Dynamo's F.batch_norm) in a copy of the graph the pieces are matched on (fold_batch_norms), and
+nn.Identity and eval-mode dropout are left out of it (without_identities); the graph that runs
+keeps the model's own modules, and a piece of ours folds the norms' live tensors at its call
+and takes the identities only it reads (in_model_graph). Then per piece, in order (each step a
+function below):
 
     graph_function        the fx match as a graph-level func (patterns.py; an MLP stack at the
                           kernels' widths: stack.py)
@@ -543,6 +545,29 @@ class BatchNormFold:
 
 
 FOLDS_META = "tilesync_folds"  # the matching graph's meta key of its [BatchNormFold]
+IDENTITIES_META = "tilesync_identities"  # its key of the names of the identities left out
+
+
+def without_identities(gm: Any) -> Any:
+    """`gm` (a graph_copy) without the nodes whose value is their input (patterns.
+    identity_input: nn.Identity, a dropout in eval mode), their readers reading the input, so
+    that Linear → GeLU → Dropout → Linear is an MLP; their names in gm.meta[IDENTITIES_META].
+    For matching only, as fold_batch_norms: the model's graph keeps an identity unless a
+    piece of ours is all that reads it (in_model_graph), so a dropout module left there drops
+    again once it is trained."""
+    from tilesync.frontend.torch.patterns import identity_input
+
+    left_out = gm.meta.setdefault(IDENTITIES_META, [])
+    for node in list(gm.graph.nodes):
+        x = identity_input(gm, node)
+        if _is_fx_node(x):
+            node.replace_all_uses_with(x)
+            gm.graph.erase_node(node)
+            left_out.append(node.name)
+    if left_out:
+        gm.graph.lint()
+        gm.recompile()
+    return gm
 
 
 def fold_batch_norms(gm: Any, example_inputs: Any = ()) -> Any:
@@ -682,9 +707,10 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
     start = time.perf_counter()
     report = Report()
     model = graph_copy(gm)  # what runs: the model's own modules where a piece stays with torch
-    gm = fold_batch_norms(graph_copy(gm), example_inputs)  # what the pieces are matched on
-    folds = gm.meta[FOLDS_META]
-    if not folds:  # nothing folded: the pieces are matched on what runs
+    gm = fold_batch_norms(without_identities(graph_copy(gm)),  # what the pieces are matched on
+                          example_inputs)
+    folds, identities = gm.meta[FOLDS_META], gm.meta[IDENTITIES_META]
+    if not folds and not identities:  # nothing folded or left out: matched on what runs
         gm = model
     env = record_values(gm, example_inputs, options.cache("torch-shapes"))
     pieces = find_pieces(gm)
@@ -701,10 +727,10 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
             if runner is not None:
                 chosen.append((piece, runner))
             bar.advance()
+    if gm is not model:  # every piece over the model's nodes, found before any is replaced
+        chosen = [in_model_graph(piece, runner, gm, model, folds) for piece, runner in chosen]
     replaced: dict[Any, Any] = {}  # a rewritten piece's output nodes: their items
     for piece, runner in chosen:
-        if folds:
-            piece, runner = in_model_graph(piece, runner, gm, model, folds)
         rewrite(model, piece, runner, replaced)
     if chosen:
         model.graph.lint()
@@ -717,11 +743,13 @@ def transform(gm: Any, example_inputs: list[Any], options: Options) -> tuple[Any
 
 def in_model_graph(piece: Piece, runner: Any, matched: Any, model: Any,
                    folds: list[BatchNormFold]) -> tuple[Piece, Any]:
-    """`piece`, matched on `matched` (model's graph with batch norms folded: fold_batch_norms),
-    over `model`'s nodes (found by name), and its runner. A folded conv is the model's conv and
-    norm there, the folded weight and bias the tensors they are made of: the piece's ops run
-    the norm as torch does (the backward's and torch's path), and the runner is wrapped to
-    fold them at each call (ops.FoldedBatchNorms, made again where one changes)."""
+    """`piece`, matched on `matched` (model's graph with batch norms folded: fold_batch_norms,
+    identities left out: without_identities), over `model`'s nodes (found by name), and its
+    runner. A folded conv is the model's conv and norm there, the folded weight and bias the
+    tensors they are made of: the piece's ops run the norm as torch does (the backward's and
+    torch's path), and the runner is wrapped to fold them at each call (ops.FoldedBatchNorms,
+    made again where one changes). An identity left out that only the piece reads goes with
+    it (the piece reads the identity's input)."""
     import dataclasses
 
     from tilesync.frontend.torch.ops import FoldedBatchNorms, TorchPiece
@@ -763,13 +791,19 @@ def in_model_graph(piece: Piece, runner: Any, matched: Any, model: Any,
             plan.append((which, tuple(source(s) for s in fold.sources), fold.eps))
     ops, results = _unfolded_ops(piece, plan)
     inner = [nodes[fold.conv] for n in piece.nodes for fold in [by_conv.get(n.name)] if fold]
-    model_nodes = [nodes[n.name] for n in piece.nodes if n.name not in by_conv] + inner + \
-        [nodes[by_conv[n.name].norm] for n in piece.nodes if n.name in by_conv]
+    model_nodes = {nodes[n.name] for n in piece.nodes if n.name not in by_conv} | set(inner) | \
+        {nodes[by_conv[n.name].norm] for n in piece.nodes if n.name in by_conv}
+    left_out = set(matched.meta.get(IDENTITIES_META, ()))
+    for node in reversed(model.graph.nodes):  # readers first: a chain of identities goes whole
+        if node.name in left_out and node.users and all(u in model_nodes for u in node.users):
+            model_nodes.add(node)
     order = {n: i for i, n in enumerate(model.graph.nodes)}
     unfolded = dataclasses.replace(
         piece, output=value_node(piece.output), nodes=sorted(model_nodes, key=order.__getitem__),
         inputs=inputs, infos=infos, ops=ops, results=results, layouts=[],
         more_outputs=[value_node(n) for n in piece.more_outputs])
+    if plan == list(range(len(plan))):  # no input folded: the runner takes them as they are
+        return unfolded, runner
     if isinstance(runner, TorchPiece):  # computed by torch: the model's own conv and norm
         return unfolded, TorchPiece(ops, runner.out_shapes, runner.dtype, results)
     return unfolded, FoldedBatchNorms(runner, plan)
@@ -1058,7 +1092,8 @@ def rewrite(gm: Any, piece: Piece, runner: Any, replaced: dict[Any, Any] | None 
             r if isinstance(r, str) else replaced.get(r, r) for r in piece.inputs])
     op = piece_op()
     piece_id = register(runner, piece.ops, piece.results,
-                        [(info.shape, info.dtype) for info in piece.infos])
+                        [(info.shape, info.dtype) for info in piece.infos],
+                        shape_constants=piece.shape_constants)
     g = gm.graph
     anchor = insertion_point(gm, piece)
     assert anchor is not None  # find_pieces keeps only pieces that have one

@@ -43,21 +43,26 @@ from tilesync.runtime.tensor_map import TensorMapCache
 _RUNNERS: dict[int, Any] = {}
 _EAGER: dict[int, tuple[list[tuple], tuple[int, ...]]] = {}  # (ops, results) for backward
 _TAKES: dict[int, list[tuple[tuple[int, ...], Any]]] = {}  # the inputs' (shape, dtype)
+_SHAPE_CONSTANTS: set[int] = set()  # pieces whose ops hold numbers read from those shapes
 _IDS = itertools.count()
 _LOCK = threading.Lock()
 
 
 def register(runner: Any, ops: list[tuple], results: Sequence[int] = (-1,),
-             takes: Sequence[tuple[tuple[int, ...], Any]] | None = None) -> int:
+             takes: Sequence[tuple[tuple[int, ...], Any]] | None = None,
+             shape_constants: bool = False) -> int:
     """The id of `runner`, computing the piece whose fx nodes are `ops` (eager_piece's form:
     the backward recomputes them with torch), compiled for inputs of the (shape, dtype)s in
-    `takes` (None: any): a call with others is computed by torch (`run_piece`)."""
+    `takes` (None: any): a call with others is computed by torch (`run_piece`), unless
+    `shape_constants`: the ops hold numbers read from those shapes (Piece.shape_constants)."""
     with _LOCK:
         piece_id = next(_IDS)
         _RUNNERS[piece_id] = runner
         _EAGER[piece_id] = (ops, tuple(results))
         if takes is not None:
             _TAKES[piece_id] = [(tuple(shape), dtype) for shape, dtype in takes]
+        if shape_constants:
+            _SHAPE_CONSTANTS.add(piece_id)
     return piece_id
 
 
@@ -68,6 +73,13 @@ def run_piece(inputs: list[Any], piece_id: int) -> list[Any]:
     if takes is not None and (len(takes) != len(inputs) or any(
             t.shape != shape or t.dtype != dtype
             for t, (shape, dtype) in zip(inputs, takes, strict=True))):
+        if piece_id in _SHAPE_CONSTANTS and [tuple(t.shape) for t in inputs] != \
+                [shape for shape, _ in takes]:  # torch's path would compute a stale number
+            raise ValueError(
+                f"tilesync piece {piece_id} reads a number from the shapes it was traced for, "
+                f"{[shape for shape, _ in takes]} (an attention scale of q.size(-1)), not "
+                f"{[tuple(t.shape) for t in inputs]}: call the compiled module, which runs "
+                "the model itself for other shapes, or compile for these")
         ops, results = _EAGER[piece_id]
         return eager_piece(ops, inputs, results)
     return _RUNNERS[piece_id](inputs)

@@ -16,7 +16,9 @@ Patterns (each intermediate used once, so the piece can be replaced whole):
     Attention           q, k, v = linear(x, w_qkv[, b]).split(C, dim=-1), x one sequence
                         (T x E) or a batch (B x T x E, B = 1 too); linear(merge(softmax(S,
                         dim=-1) @ v), w_out[, b]), S = q @ k.transpose(-2, -1) or S scaled (S * c,
-                        c * S, S / c; c a python number: 1 / math.sqrt(d), d ** 0.5, ...;
+                        c * S, S / c; c a python number: 1 / math.sqrt(d), d ** 0.5, ..., or
+                        one computed from shapes alone, 1 / math.sqrt(q.size(-1)) or
+                        q.shape[-1] ** -0.5, folded to its number for the traced shapes;
                         graph.softmax's scale) and/or masked (S.masked_fill(mask, -inf), the
                         causal mask; graph.softmax's causal), in either order; or the three as
                         F.scaled_dot_product_attention(q, k, v[, is_causal=, scale=]). Heads:
@@ -41,9 +43,13 @@ the views' shapes are checked against the nodes' recorded ones.
 
 A match the kernels cannot take (ReLU, an exact GeLU, float32, a width that is not a multiple
 of 64, a 5x5 or strided conv) is still a piece: graph-to-stages says why, and the piece stays
-with torch. So is one the graph level cannot express (attention scaled by a
-tensor, or by a number that is not positive; masked by anything but the causal mask; an
-attn_mask or dropout of scaled_dot_product_attention: `Piece.refusal`).
+with torch. So is one the graph level cannot express (attention scaled by a tensor or a size
+Dynamo keeps dynamic, or by a number that is not positive; masked by anything but the causal
+mask; an attn_mask or dropout of scaled_dot_product_attention: `Piece.refusal`).
+
+nn.Identity and eval-mode dropout are no computation: they are left out of the graph the
+pieces are matched on (compiler.without_identities), so Linear → GeLU → Dropout → Linear is an
+MLP; a dropout that drops (in training) is an op like any other, and the MLP around it no match.
 
 A mask is read as causal only where it provably is: computed from constants and module buffers
 alone (ones, tril/triu, ~ or logical_not, == 0, .bool(), slices; under symbolic_trace these
@@ -104,6 +110,9 @@ class Piece:
     results: list[int] = field(default_factory=lambda: [-1])
     """The op of each output in `ops` (one per `outputs`)."""
     stack: Any = None  # an MLP stack's StackForm (stack.py): its widths and boundary adapters
+    shape_constants: bool = False
+    """Its ops hold a number read from the examples' shapes (an attention scale of
+    q.size(-1)): torch's path computes the piece for inputs of those shapes alone."""
 
     @property
     def outputs(self) -> list[Any]:
@@ -316,7 +325,9 @@ def conv1d_form(gm: Any, node: Any) -> LinearForm | None:
 
 
 _SIZE_ARITHMETIC = (operator.getitem, operator.add, operator.sub, operator.mul,
-                    operator.floordiv, getattr)
+                    operator.floordiv, operator.truediv, operator.pow, operator.neg, math.sqrt,
+                    getattr)
+"""The python functions symbolic_trace records of arithmetic on sizes (x.shape is getattr)."""
 
 
 def _with_size_reads(gm: Any, nodes: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -346,6 +357,49 @@ def _with_size_reads(gm: Any, nodes: tuple[Any, ...]) -> tuple[Any, ...]:
                 inside.add(n)
                 grown = True
     return tuple(n for n in gm.graph.nodes if n in inside)
+
+
+def _shape_number(gm: Any, node: Any) -> tuple[int | float, list[Any]] | None:
+    """(its value, the nodes computing it, inputs first) of a python number computed from
+    tensors' shapes alone: x.shape, x.size(d) and _SIZE_ARITHMETIC on them and numbers, as
+    symbolic_trace records GPT's 1 / math.sqrt(q.size(-1)). The trace is made for the
+    examples' shapes, so it is a constant of it (CompiledModule.fits and Dynamo's guards send
+    calls of other shapes elsewhere). None where it reads anything else: a tensor's values,
+    a size Dynamo keeps symbolic."""
+    def static(value: Any) -> bool:  # torch.SymInt and SymFloat are neither int nor float
+        return isinstance(value, int | float) or \
+            (isinstance(value, tuple) and all(isinstance(d, int) for d in value))
+
+    values: dict[Any, Any] = {}
+
+    def value_of(arg: Any) -> Any:
+        if not _is_node(arg):
+            return type(arg)(map(value_of, arg)) if isinstance(arg, tuple | list) else arg
+        if arg not in values:
+            values[arg] = computed(arg)
+        return values[arg]
+
+    def computed(n: Any) -> Any:
+        recorded = n.meta.get("example_value")  # Dynamo's: a symbolic size varies by call
+        if recorded is not None and not static(recorded):
+            raise LookupError(n)
+        if (n.op == "call_method" and n.target == "size") or \
+                (n.op == "call_function" and n.target is getattr and n.args[1:] == ("shape",)):
+            x = n.args[0]
+            info = tensor_info(gm, x) if _is_node(x) else None
+            if info is None or not static(info.shape):
+                raise LookupError(n)
+            dim = _arg(n, 1, "dim") if n.op == "call_method" else None
+            return info.shape if dim is None else info.shape[dim]
+        if n.op == "call_function" and n.target in _SIZE_ARITHMETIC and not n.kwargs:
+            return n.target(*map(value_of, n.args))
+        raise LookupError(n)  # a tensor: its values
+
+    try:
+        value = value_of(node)
+    except (LookupError, ArithmeticError, ValueError, TypeError):  # or python refuses the sum
+        return None
+    return (value, list(values)) if _number(value) else None
 
 
 def _dynamo_source(node: Any) -> str | None:
@@ -461,6 +515,45 @@ def activation(gm: Any, node: Any) -> tuple[str, Any] | None:
             return "relu", _arg(node, 0, "input")
     if node.op == "call_method" and node.target == "relu":
         return "relu", node.args[0]
+    return None
+
+
+def _dropouts() -> tuple[tuple[type, ...], dict[Any, tuple[str, bool]]]:
+    """torch's dropout modules, and its dropout functions with the name of the argument (at
+    index 2) that says whether they drop and its default."""
+    import torch
+    import torch.nn.functional as F
+
+    nn = torch.nn
+    modules = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+               nn.FeatureAlphaDropout)
+    functions: dict[Any, tuple[str, bool]] = {
+        fn: ("training", True) for fn in (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d)}
+    functions.update({fn: ("training", False) for fn in (F.alpha_dropout,
+                                                         F.feature_alpha_dropout)})
+    functions.update({fn: ("train", True) for fn in (torch.dropout, torch.alpha_dropout,
+                                                     torch.feature_dropout,
+                                                     torch.feature_alpha_dropout)})
+    return modules, functions
+
+
+def identity_input(gm: Any, node: Any) -> Any:
+    """x of a node whose value is x itself: nn.Identity, or a dropout that does not drop (its
+    module in eval mode, or its function called with training False: symbolic_trace and
+    Dynamo write self.training in as a constant); else None. A dropout that drops is none:
+    a piece around it stays unmatched."""
+    import torch
+
+    modules, functions = _dropouts()
+    module = _module(gm, node)
+    # exact types: a subclass may compute something in its own forward
+    if type(module) is torch.nn.Identity:
+        return _arg(node, 0, "input")
+    if type(module) in modules:
+        return None if module.training else _arg(node, 0, "input")
+    if node.op == "call_function" and node.target in functions:
+        name, default = functions[node.target]
+        return None if _arg(node, 2, name, default) is not False else _arg(node, 0, "input")
     return None
 
 
@@ -605,11 +698,21 @@ def _scaled(node: Any, operand: Any) -> tuple[Any, Any, bool] | None:
     return None
 
 
+def _as_written(gm: Any, factor: Any) -> tuple[Any, list[Any]]:
+    """(a scale as the piece takes it, the nodes computing it): a number as written, or one
+    computed from shapes alone (_shape_number: GPT's 1 / math.sqrt(q.size(-1))); else the
+    node itself (_softmax_scale's refusal)."""
+    folded = _shape_number(gm, factor) if _is_node(factor) else None
+    return folded if folded is not None else (factor, [])
+
+
 def _softmax_scale(factor: Any, divides: bool) -> tuple[float | None, str | None]:
     """(graph.softmax's scale, None) for a factor it takes, else (None, why not)."""
     if not _number(factor):
-        return None, ("attention's scores are scaled by a tensor (or a value computed in the "
-                      "graph); the softmax kernel takes a python number, a constant of the piece")
+        where = f" ({factor.name})" if _is_node(factor) else ""
+        return None, (f"attention's scores are scaled by a tensor or a dynamic size{where}, not "
+                      "a number of the traced shapes; the softmax kernel takes a python number, "
+                      "a constant of the piece")
     if divides:
         scale = 1 / factor if factor != 0 else math.inf
     else:
@@ -744,6 +847,8 @@ class _Attended:
     causal: bool = False
     refusal: str | None = None
     mask_nodes: list[Any] = field(default_factory=list)  # the piece takes those only it reads
+    scale_nodes: list[Any] = field(default_factory=list)
+    """Those computing the scale from shapes (_shape_number), inputs first; the same."""
     sdpa: bool = False  # one F.scaled_dot_product_attention
     written_scale: Any = None  # its `scale` argument (None: its default, 1 / sqrt(D))
 
@@ -779,6 +884,7 @@ def _softmax_chain(gm: Any, context: Any) -> _Attended | None:
             return None
         scaled = True
         scores, by, divides = factor
+        by, found.scale_nodes = _as_written(gm, by)
         found.scale, why = _softmax_scale(by, divides)
         found.refusal = found.refusal or why
         found.divisor = by if divides else None
@@ -802,7 +908,9 @@ def _sdpa_call(gm: Any, node: Any) -> _Attended | None:
     info = tensor_info(gm, q) if _is_node(q) else None
     if info is None or not isinstance(causal, bool) or node.kwargs.get("enable_gqa", False):
         return None
-    found = _Attended(q, k, v, [node], causal=causal, sdpa=True, written_scale=written)
+    written, scale_nodes = _as_written(gm, written)
+    found = _Attended(q, k, v, [node], causal=causal, sdpa=True, written_scale=written,
+                      scale_nodes=scale_nodes)
     why = None
     if written is None:
         found.scale = 1 / math.sqrt(info.shape[-1])
@@ -905,7 +1013,8 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
     if any((view is not None) != heads for view in views) or (merge is not None) != heads:
         return None
     items = [view[0] for view in views] if heads else [core.q, core.k, core.v]  # type: ignore
-    if not all(_is_node(n) and _single_use(n) and n.op == "call_function"
+    sizes = set(core.scale_nodes)  # q.size(-1) is no second use: it goes with the piece
+    if not all(_is_node(n) and len(set(n.users) - sizes) == 1 and n.op == "call_function"
                and n.target is operator.getitem for n in items):
         return None
     split = items[0].args[0]
@@ -939,15 +1048,16 @@ def _match_attention_at(gm: Any, last: Any, out: LinearForm) -> Piece | None:
             return None
         nodes += [n for view in views for n in view[1]] + merge[1]  # type: ignore[index]
     inside = set(nodes)
-    for node in reversed(core.mask_nodes):  # the mask's nodes that only the piece reads
-        if node.op != "placeholder" and all(user in inside for user in node.users):
+    for node in reversed(core.mask_nodes + core.scale_nodes):  # those only the piece reads
+        if node.op != "placeholder" and node not in inside and \
+                all(user in inside for user in node.users):
             inside.add(node)
             nodes.append(node)
     if any(user not in inside for node in nodes if node is not last for user in node.users):
         return None
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     piece = Piece("Attention", last, sorted(nodes, key=order.__getitem__),
-                  refusal=core.refusal)
+                  refusal=core.refusal, shape_constants=bool(core.scale_nodes))
     refs = [projection.x, projection.weight] + \
         ([projection.bias] if projection.bias is not None else []) + [out.weight] + \
         ([out.bias] if out.bias is not None else []) + \
