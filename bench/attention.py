@@ -36,10 +36,15 @@ the largest grid here).
 
 Every mode's y is checked against an fp32 reference computed by torch (‖y − ref‖ / ‖ref‖ <
 TOL, every element finite); the temporaries (QKV, S, P, O) and y are poisoned with NaN before
-the first run and y is checked again after the timed runs, which run back to back without a
-memset (each run a new epoch). The floor is the longer of the chain's flops at the measured
-peak rate and its bytes (x, the weights, every temporary written and read once, y) at the
-measured copy bandwidth.
+the first run, and again in every turn after its untimed runs (the hold's calibration, the
+warm-up), and y is checked after the turn's timed runs, which run back to back without a
+memset (each run a new epoch). The floor is the longer of the operation's flops (what the math
+needs) and its bytes (floor_bytes: x and the weights read, Q, K, V written by the projection
+and read by the attention, the KV caches read, O written and read by the output projection, y
+written; not S and P, which the fused forms and SDPA never write: the unfused chain's extra,
+unfused_extra_bytes, is recorded beside it) at the run's measured peak rate and copy bandwidth,
+the highest measured in the run (report.settle_floors). The library baseline ("vs lib", the
+plot) is the fastest of torch's four forms at the shape, named on its line.
 
 The mode cost model (analysis/mode_cost.py, bench/mode_choice.py) chooses a mode per row, or
 torch's chain in a graph (the library) where none of ours is predicted faster; a tile's work,
@@ -55,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesync.bench import mlp, mode_choice, stage_bench
+from tilesync.bench.report import check_floors, floor_rates_text, settle_floors
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache, source_digest
@@ -139,6 +145,9 @@ on an H200 (bench/results/attention-decode-nvidia-h200.json, at b64eb07), where 
 1.08-1.16."""
 MODES = CHAIN_MODES + FUSED_MODES
 """Names and passes are bench/mlp.py's (mlp.MODES), so the benches compare alike."""
+LIBRARY_FORMS = ("torch_eager", "torch_graph", "torch_sdpa_eager", "torch_sdpa_graph")
+"""torch's forms the bench times: the chain as written and with scaled_dot_product_attention,
+each eager and replayed from a CUDA graph."""
 STAGES = (QKV, SCORES, SOFTMAX, CONTEXT, OUT)
 FUSED_STAGES = (QKV, ATTENTION, OUT)
 
@@ -301,17 +310,33 @@ def flops(shape: tuple[int, ...]) -> int:
     return b * (2 * t * e * 3 * c + products + 2 * t * c * e)
 
 
-def floor_ms(shape: tuple[int, ...], rates: dict[str, float]) -> float:
-    """After a KV cache the caches are read once and S, P (the new tokens' rows) are
-    written and read as the chain's."""
-    t, c, h, e = dims(shape)
+def floor_bytes(shape: tuple[int, ...]) -> int:
+    """The bytes the operation moves at least, as flops() counts what its math needs: x and
+    the weights read, Q, K and V written by the QKV projection and read by the attention
+    (after a KV cache, the caches read once too), O written by it and read by the output
+    projection, y written (fp16). Not S and P: the fused forms and SDPA never write them
+    (unfused_extra_bytes)."""
+    t, c, _, e = dims(shape)
     b, _ = batch(shape)
-    keys = cached(shape) + t
     elements = (b * t * e + 3 * c * e + e * c  # x and the weights
                 + 2 * b * cached(shape) * c  # the caches' keys and values
-                + 2 * b * (t * 3 * c + 2 * h * t * keys + t * c)  # QKV, S, P, O
+                + 2 * b * (t * 3 * c + t * c)  # QKV and O, each written and read
                 + b * t * e)  # y
-    return roofline_ms(flops(shape), 2 * elements, rates)  # fp16
+    return 2 * elements
+
+
+def unfused_extra_bytes(shape: tuple[int, ...]) -> int:
+    """What the unfused chain (ours and torch's as written) moves beyond floor_bytes: S and P,
+    H x T x (S' + T) a sequence, each written and read (fp16)."""
+    t, _, h, _ = dims(shape)
+    b, _ = batch(shape)
+    return 2 * 2 * b * 2 * h * t * (cached(shape) + t)
+
+
+def floor_ms(shape: tuple[int, ...], rates: dict[str, float]) -> float:
+    """The operation's flops at the peak rate or its floor_bytes at the copy bandwidth, the
+    longer."""
+    return roofline_ms(flops(shape), floor_bytes(shape), rates)
 
 
 class AttentionData(mlp.CheckedOutputs):
@@ -391,10 +416,8 @@ class AttentionData(mlp.CheckedOutputs):
         p = self.torch.softmax(scores, dim=-1)
         return F.linear(self._merged(p @ v), w_out)
 
-    def poison(self) -> None:
-        for tensor in (self.qkv, self.s, self.p, self.o, self.y, *self.parts):
-            tensor.fill_(float("nan"))
-        self.torch.cuda.synchronize()
+    def poisoned(self) -> tuple:
+        return (self.qkv, self.s, self.p, self.o, self.y, *self.parts)
 
     def kernel_args(self, fused: bool = False) -> dict[str, list]:
         """Each stage's arguments, as graph-to-stages binds them (attention_bindings: the
@@ -456,8 +479,9 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
         t, c, h, e = dims(shape)
         b, causal = batch(shape)
         row: dict[str, Any] = {"shape": shape_label(shape), "T": t, "C": c, "H": h, "E": e,
-                               "flops": flops(shape), "floor_ms": floor_ms(shape, rates),
-                               "modes": {}}
+                               "flops": flops(shape), "floor_bytes": floor_bytes(shape),
+                               "unfused_extra_bytes": unfused_extra_bytes(shape),
+                               "floor_ms": floor_ms(shape, rates), "modes": {}}
         if len(shape) >= 6:
             row.update(B=b, causal=causal)
         if cached(shape):
@@ -481,31 +505,52 @@ def attention_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=M
             device.sm_count, device.name, rates)
     if lost is not None:
         result["lost"] = lost
+    settle_floors(result, _row_label)
+    check_floors(result, _row_label)
     result["seconds"] = time.perf_counter() - started
     return result
 
 
+def _row_label(row: dict[str, Any]) -> str:
+    return row["shape"]
+
+
+def fastest_library(row: dict[str, Any]) -> str | None:
+    """The fastest of LIBRARY_FORMS timed at the row (the library baseline), or None."""
+    timed = [form for form in LIBRARY_FORMS if "median_ms" in row["modes"].get(form, {})]
+    return min(timed, key=lambda form: row["modes"][form]["median_ms"]) if timed else None
+
+
 def attention_table(result: dict[str, Any]) -> str:
-    rates = result["rates"]
+    check_floors(result, _row_label)
+    peak, copy = floor_rates_text(result, "cuBLAS probe")
+    # a result recorded before floor_bytes: its floors as recorded, S and P counted
+    counted = "x, the weights, QKV and O written and read, the KV caches, y" \
+        if "floor_rates" in result else "the bytes counted then (S and P written and read too)"
     lines = [
         f"self-attention (x T x E -> QKV -> q kT -> softmax -> P v per head -> out; fp16) vs "
         f"{result['library']}; {result['reps']} reps after {result['warmup']} warm-up; "
         f"{result['sms']} SMs; {result['programs_compiled']} programs compiled in "
         f"{result['compile_seconds']:.1f} s ({result['programs_cached']} cached); every "
         f"program {result['verify']}",
-        "speedup = median of stream_sync (the same kernels) / the mode's; vs graph = torch's "
-        "chain as written replayed from a CUDA graph / the mode's; vs sdpa = the same with "
-        "scaled_dot_product_attention; /floor = median / floor (the longer of the flops at "
-        f"{rates['peak_tflops']:.0f} TFLOP/s and the bytes at {rates['copy_gbps']:.0f} GB/s, "
-        "this run)",
+        "speedup = median of stream_sync (the same kernels) / the mode's; vs lib = the fastest "
+        "of torch's forms (the chain as written or with scaled_dot_product_attention, eager or "
+        "replayed from a CUDA graph; named on the shape's line) / the mode's; vs graph = "
+        "torch's chain as written replayed from a CUDA graph / the mode's; /floor = median / "
+        f"floor (the longer of the flops at {peak} and {counted} at {copy})",
         f"{'shape':<14} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
-        f"{'vs graph':>8} {'vs sdpa':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
+        f"{'vs lib':>8} {'vs graph':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
     ]
     for row in result["rows"]:
-        lines.append(f"{row['shape']:<14} floor {row['floor_ms']:.4f} ms")
+        library = fastest_library(row)
+        extra = f" (the unfused chain moves {row['unfused_extra_bytes'] / 1e6:.1f} MB more: S " \
+            "and P written and read)" if row.get("unfused_extra_bytes") else ""
+        named = f"; library: {library} {row['modes'][library]['median_ms']:.4f} ms" \
+            if library else ""
+        lines.append(f"{row['shape']:<14} floor {row['floor_ms']:.4f} ms{extra}{named}")
         if row.get("skipped"):
             lines.append(f"{'':<14} SKIPPED: {row['skipped']}")
-        lines.extend(stage_bench.mode_lines(row, 14, ["torch_graph", "torch_sdpa_graph"]))
+        lines.extend(stage_bench.mode_lines(row, 14, [library or "", "torch_graph"]))
         if (line := mode_choice.table_line(row, " " * 15)) is not None:
             lines.append(line)
     if result.get("lost"):
@@ -515,12 +560,34 @@ def attention_table(result: dict[str, Any]) -> str:
 
 
 def attention_plot(result: dict[str, Any], out_dir, name: str = "attention"):
-    """A PNG: per shape, each mode's speedup over torch's chain replayed from a CUDA graph
-    (p10-p90 as error bars); None where matplotlib is missing."""
-    return stage_bench.library_plot(
-        result, out_dir, name, [*result.get("modes", MODES), "torch_eager", "torch_sdpa_graph"],
-        lambda row: row["shape"], "torch chain (CUDA graph) time / mode time",
-        "self-attention as synchronized stages")
+    """A PNG: per shape, each mode's and each of torch's forms' speedup over the fastest of
+    torch's forms there (fastest_library, named under the shape; p10-p90 as error bars); None
+    where matplotlib is missing. (stage_bench.library_plot's baseline is torch_graph: here
+    SDPA is faster than the chain as written.)"""
+    from tilesync.bench.report import pyplot, save_figure, speedup_bars
+
+    plt = pyplot()
+    if plt is None:
+        return None
+    rows = [row for row in result.get("rows", []) if fastest_library(row)]
+    modes = [m for m in (*result.get("modes", MODES), *LIBRARY_FORMS)
+             if any("median_ms" in row["modes"].get(m, {}) for row in rows)]
+    if not rows or not modes:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.2), 4.2))
+
+    def vs_library(row, mode):
+        base = row["modes"][fastest_library(row)]["median_ms"]
+        rec = row["modes"].get(mode, {})
+        return (base / rec["median_ms"], rec) if "median_ms" in rec else None
+
+    speedup_bars(ax, rows, modes, vs_library)
+    ax.set_xticks(range(len(rows)), [f"{row['shape']}\nvs {fastest_library(row)}"
+                                     for row in rows], fontsize=8)
+    ax.set_ylabel("fastest torch form's time / mode time")
+    ax.set_title(f"self-attention as synchronized stages on {result['device']['name']}")
+    ax.legend(fontsize=7, ncol=2)
+    return save_figure(plt, fig, result, out_dir, name)
 
 
 def precompile(shapes=SHAPES, target: str = "sm_90", processes: int | None = None,
@@ -551,6 +618,8 @@ __all__ = [
     "attention_table",
     "compile_job",
     "compile_jobs",
+    "fastest_library",
+    "floor_bytes",
     "floor_ms",
     "flops",
     "fused_stages",
@@ -558,6 +627,7 @@ __all__ = [
     "modes_for",
     "precompile",
     "stage_module",
+    "unfused_extra_bytes",
 ]
 
 

@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench import mlp, mode_choice, stage_bench
+from tilesync.bench import mlp, mode_choice, report, stage_bench
 from tilesync.bench.report import floor_ms as roofline_ms
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
@@ -225,14 +225,19 @@ def flops(spec) -> int:
     return spec.conv1.flops + spec.conv2.flops
 
 
-def floor_ms(spec, rates: dict[str, float]) -> float:
-    """The chain's flops at the measured peak rate, or reading x, w1, w2, writing and reading
-    the middle activation and writing y once at the measured copy bandwidth, the longer."""
+def floor_bytes(spec) -> int:
+    """Reading x, w1, w2, writing and reading the middle activation and writing y once (fp16)."""
     c1, c2 = spec.conv1, spec.conv2
     elements = (math.prod(c1.input_shape) + math.prod(c1.filter_shape)
                 + 2 * math.prod(c1.output_shape) + math.prod(c2.filter_shape)
                 + math.prod(c2.output_shape))
-    return roofline_ms(flops(spec), 2 * elements, rates)  # fp16
+    return 2 * elements
+
+
+def floor_ms(spec, rates: dict[str, float]) -> float:
+    """The chain's flops at the measured peak rate, or its floor_bytes at the measured copy
+    bandwidth, the longer (report.settle_floors raises both rates to any faster timed form's)."""
+    return roofline_ms(flops(spec), floor_bytes(spec), rates)
 
 
 class ChainData(mlp.CheckedOutputs):
@@ -335,7 +340,8 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
         spec = next(iter(specs.values()))
         labels = {m: config_label(s, m == PERSISTENT) for m, s in specs.items()}
         row.update(config="; ".join(dict.fromkeys(labels.values())),
-                   flops=flops(spec), floor_ms=floor_ms(spec, rates))
+                   flops=flops(spec), floor_bytes=floor_bytes(spec),
+                   floor_ms=floor_ms(spec, rates))
         if partly_refused := refusals(shape, modes):
             row["refused_pipelines"] = partly_refused
         if lost is not None:
@@ -359,12 +365,19 @@ def conv_benchmarks(shapes=SHAPES, warmup: int = 5, reps: int = 30, modes=MODES,
             row["modes"], device.sm_count, device.name)
     if lost is not None:
         result["lost"] = lost
+    report.settle_floors(result, row_label)
+    report.check_floors(result, row_label)
     result["seconds"] = time.perf_counter() - started
     return result
 
 
+def row_label(row: dict[str, Any]) -> str:
+    return row["shape"]
+
+
 def conv_table(result: dict[str, Any]) -> str:
-    rates = result["rates"]
+    report.check_floors(result, row_label)
+    peak, copy = report.floor_rates_text(result, mlp.PEAK_SOURCE)
     lines = [
         f"conv3x3 -> ReLU -> conv3x3 (NHWC fp16, C = K) vs {result['library']}; "
         f"{result['reps']} reps after {result['warmup']} warm-up; {result['sms']} SMs; "
@@ -372,9 +385,7 @@ def conv_table(result: dict[str, Any]) -> str:
         f"({result['programs_cached']} cached); every program {result['verify']}",
         "speedup = median of stream_sync (the same kernels) / the mode's; vs graph = cuDNN "
         "replayed from a CUDA graph / the mode's (> 1: faster than cuDNN); /floor = median / "
-        f"floor (the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s, "
-        f"{mlp.PEAK_SOURCE}, and x, w1, w2, h twice, y at {rates['copy_gbps']:.0f} GB/s, "
-        "this run)",
+        f"floor (the longer of the flops at {peak}, and x, w1, w2, h twice, y at {copy})",
         f"{'shape':<20} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'speedup':>8} "
         f"{'vs graph':>8} {'/floor':>7} {'TFLOP/s':>8} {'rel err':>8}",
     ]

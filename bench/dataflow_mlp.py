@@ -19,12 +19,14 @@ pipeline's stages from):
   - `torch_eager` / `torch_graph`: the same model in torch (F.linear per layer on cuBLAS,
     relu, cat, layer_norm), eager and replayed from a CUDA graph;
 
-against the floor (the stack's multiply-adds at the measured peak rate, or X, the weights and
-Y once at the measured copy bandwidth). Every form is checked against an fp32 reference on
-poisoned outputs; the pipeline also after 100 more runs and after 100 CUDA-graph replays,
-without a memset in between (tickets continue from run to run). A pipeline sets aside the
-persisting L2 its queues are pinned in for its own turns only (DataflowProgram.give_back_l2
-after each), so that the other forms run with the whole L2, as they would alone.
+against the floor (the stack's multiply-adds at the run's peak rate, or X, the weights and Y
+once at its copy bandwidth, the highest rates measured in the run: report.settle_floors).
+Every form is checked against an fp32 reference on poisoned outputs (every output a form
+writes, the bulk form's activations too), poisoned in each turn after its untimed runs; the
+pipeline also after 100 more runs and after 100 CUDA-graph replays, without a memset in between
+(tickets continue from run to run). A pipeline sets aside the persisting L2 its queues are
+pinned in for its own turns only (DataflowProgram.give_back_l2 after each), so that the other
+forms run with the whole L2, as they would alone.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 
 from tilesync.bench import mlp as mlp_bench
 from tilesync.bench.experiments import summarize
+from tilesync.bench.report import check_floors, floor_rates_text, settle_floors
 from tilesync.transforms.graph.graph_to_dataflow import allotted_ctas
 
 NERF_TRUNK = (64,) + (256,) * 8
@@ -146,10 +149,8 @@ class StackData(mlp_bench.CheckedOutputs):
             return self.y
         return self.torch.cat([self.y, self.dot[2][:, None]], -1)
 
-    def poison(self) -> None:
-        if self.dot is not None:
-            self.dot[2].fill_(float("nan"))
-        super().poison()
+    def poisoned(self) -> tuple:
+        return (self.y, *(() if self.dot is None else (self.dot[2],)))
 
     def error(self, y=None) -> float:
         return super().error(self.output() if y is None else y)
@@ -232,13 +233,11 @@ class LoadedPipeline:
             end = program.run(self.args)
             return program.last_start, end
 
-        def before():
-            program.set_aside_l2()
-            data.poison()
-
-        return mlp_bench.TimedForm(run, elapsed_ms, program.synchronize, program.main_stream(),
-                                   before, lambda: mlp_bench.check_error(name, data.error()),
-                                   program.give_back_l2)
+        stream = program.main_stream()
+        return mlp_bench.TimedForm(run, elapsed_ms, program.synchronize, stream,
+                                   lambda: data.poison_on(stream),
+                                   lambda: mlp_bench.check_error(name, data.error()),
+                                   program.give_back_l2, program.set_aside_l2)
 
     def repeated_checks(self, repeats: int, graph_replays: int) -> list[dict[str, Any]]:
         """Checked after `repeats` more runs, then after `graph_replays` replays of a
@@ -372,9 +371,10 @@ class BulkSyncStack:
         return marks
 
     def layer_times(self, warmup: int, reps: int) -> dict[str, Any]:
-        """Checked, then timed in one block: `layer_ms`, each layer's median time (the dot
-        head's in its layer's), then the layer norm's: the measured rates dataflow-allot-ctas
-        sizes the pipeline's stages from."""
+        """Checked, then timed in one block (its outputs poisoned between the warm-up and the
+        timed runs, checked after): `layer_ms`, each layer's median time (the dot head's in
+        its layer's), then the layer norm's: the measured rates dataflow-allot-ctas sizes the
+        pipeline's stages from."""
         from tilesync.harness.timing import hold_stream
         from tilesync.runtime.stream import Event, elapsed_ms
 
@@ -388,6 +388,8 @@ class BulkSyncStack:
                                                               self.run()),
                                       stream.synchronize), stream)
         for i in range(warmup + reps):
+            if i == warmup:  # in stream order: the check reads what the timed runs wrote
+                data.poison_on(stream, *self.hidden)
             start = Event().record(stream)
             marks = self.run()
             if i >= warmup:
@@ -407,7 +409,7 @@ class BulkSyncStack:
             return start, self.run()[-1]
 
         return mlp_bench.TimedForm(run, elapsed_ms, self.stream.synchronize, self.stream,
-                                   self.data.poison,
+                                   lambda: self.data.poison_on(self.stream, *self.hidden),
                                    lambda: mlp_bench.check_error("bulk_sync", self.data.error()))
 
 
@@ -424,19 +426,25 @@ def workload_stack(workload: str, rows: int):
     return fitting_stack(rows, tuple(spec.pop("widths")), **spec)
 
 
-def stack_floor_ms(stack, rates: dict[str, float]) -> float:
-    """The stack's multiply-adds at the measured peak rate, or its inputs, weights and
-    outputs once at the copy bandwidth."""
-    from tilesync.bench.report import floor_ms
-
+def stack_floor_work(stack) -> dict[str, int]:
+    """The stack's flops (its multiply-adds x 2) and floor bytes (its inputs, weights and
+    outputs once, fp16)."""
     shapes = [(stack.in_width(layer), stack.widths[layer + 1]) for layer in range(stack.layers)]
     if stack.dot_head is not None:
         shapes.append((stack.in_width(stack.dot_head), 1))
-    flops = 2 * stack.rows * sum(k * n for k, n in shapes)
     outputs = stack.width + (stack.dot_head is not None)
     inputs = stack.widths[0] + sum(w for _, w in stack.side_inputs)
     elements = stack.rows * (inputs + outputs) + sum(k * n + n for k, n in shapes)
-    return floor_ms(flops, 2 * elements, rates)
+    return {"flops": 2 * stack.rows * sum(k * n for k, n in shapes), "floor_bytes": 2 * elements}
+
+
+def stack_floor_ms(stack, rates: dict[str, float]) -> float:
+    """The stack's multiply-adds at the peak rate, or its inputs, weights and outputs once at
+    the copy bandwidth."""
+    from tilesync.bench.report import floor_ms
+
+    work = stack_floor_work(stack)
+    return floor_ms(work["flops"], work["floor_bytes"], rates)
 
 
 def stack_forms(stack, data: StackData, workload: str, warmup: int, reps: int,
@@ -500,18 +508,42 @@ def mlp_stack_benchmarks(rows=ROWS, workloads=BENCHED, warmup: int = 5,
                         "side_inputs": [list(s) for s in stack.side_inputs],
                         "plain_layers": list(stack.plain_layers), "dot_head": stack.dot_head,
                         "layer_norm": stack.layer_norm, "stages": stack.stages,
-                        "floor_ms": stack_floor_ms(stack, rates), "forms": forms})
+                        **stack_floor_work(stack), "floor_ms": stack_floor_ms(stack, rates),
+                        "forms": forms})
         del data
         torch.cuda.empty_cache()
-    return {"experiment": "dataflow_mlp", "rates": rates, "warmup": warmup, "reps": reps,
-            "rows": results,
-            "goal": "pipeline >= 1.5x the same kernels bulk-synchronous and >= 2.5x torch in "
-                    "a CUDA graph (NeRF; torch_native: the model as written, unpadded); "
-                    "MeshGraphNets measured against the same forms"}
+    result = {"experiment": "dataflow_mlp", "rates": rates, "warmup": warmup, "reps": reps,
+              "rows": results,
+              "goal": "pipeline >= 1.5x the same kernels bulk-synchronous and >= 2.5x torch in "
+                      "a CUDA graph (NeRF; torch_native: the model as written, unpadded); "
+                      "MeshGraphNets measured against the same forms"}
+    # every form counts with its row's work (torch_native's unpadded model does a little less)
+    settle_floors(result, _row_label, _forms)
+    check_floors(result, _row_label, _forms)
+    return result
+
+
+def _row_label(row: dict[str, Any]) -> str:
+    return f"{row.get('workload', 'nerf')} {row['rows']} rows"
+
+
+def _forms(row: dict[str, Any]) -> dict[str, Any]:
+    return row["forms"]
+
+
+RATIOS = ("bulk/pipe", "graph/pipe", "native/pipe", "pipe/floor")
+"""The table's ratios: bulk_sync's, torch_graph's and torch_native_graph's medians over the
+pipeline's (its speedups), then the pipeline's over the floor."""
 
 
 def stack_table(result: dict[str, Any]) -> str:
+    check_floors(result, _row_label, _forms)
     lines = ["MLP stacks (median ms; speedup of the pipeline over each form)"]
+    if result.get("rates"):
+        peak, copy = floor_rates_text(result, "cuBLAS probe")
+        lines.append(f"floor = the longer of the flops at {peak} and X, the weights and Y once "
+                     f"at {copy}")
+    widths = {f: max(12, len(f)) for f in FORMS}
     shown = None
     for row in result["rows"]:
         workload = row.get("workload", "nerf")
@@ -524,20 +556,18 @@ def stack_table(result: dict[str, Any]) -> str:
                       (f", dot head at layer {row['dot_head']}"
                        if row.get("dot_head") is not None else "") +
                       (", layer norm" if row.get("layer_norm") else ""),
-                      f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>12}" for f in FORMS) +
-                      "   pipe/bulk  pipe/graph  pipe/native  pipe/floor"]
+                      f"{'rows':>8} {'floor':>7} " + " ".join(f"{f:>{widths[f]}}" for f in FORMS)
+                      + " " + " ".join(f"{r:>12}" for r in RATIOS)]
         forms = row["forms"]
         ms = {f: forms.get(f, {}).get("median_ms") for f in FORMS}
-        cells = " ".join(f"{v:{len(f)}.4f}" if v else f"{'-':>{max(12, len(f))}}"
+        cells = " ".join(f"{v:>{widths[f]}.4f}" if v else f"{'-':>{widths[f]}}"
                          for f, v in ms.items())
         pipe = ms["pipeline"]
-
-        def ratio(other, pipe=pipe):
-            return f"{other / pipe:10.2f}x" if pipe and other else f"{'-':>11}"
-
-        lines.append(f"{row['rows']:>8} {row['floor_ms']:7.4f} {cells}  {ratio(ms['bulk_sync'])}"
-                     f"  {ratio(ms['torch_graph'])}  {ratio(ms['torch_native_graph'])} "
-                     f"{pipe / row['floor_ms']:9.2f}x" if pipe else "")
+        ratios = [(ms["bulk_sync"], pipe), (ms["torch_graph"], pipe),
+                  (ms["torch_native_graph"], pipe), (pipe, row["floor_ms"])]
+        lines.append(f"{row['rows']:>8} {row['floor_ms']:7.4f} {cells} " + " ".join(
+            f"{top / bottom:>11.2f}x" if top and bottom else f"{'-':>12}"
+            for top, bottom in ratios))
         if pipe:
             def timed(name, forms=forms):
                 rec = forms.get(name, {})

@@ -8,8 +8,10 @@
    examples/synthetic_chain.mlir) at 0.6 / 1.2 / 2.2 / 3.2 waves; the measured speedup against
    the wave model's ideal (ceil(Wp) + ceil(Wc)) / ceil(Wp + Wc).
 
-Both modes launch *the same kernels* (waits that are already satisfied cost one acquire load),
-and every run's output is checked element by element against numpy.
+Both modes launch *the same kernels* (waits that are already satisfied cost one acquire load).
+Each mode's outputs (the middle array and the result) are poisoned with NaN after its warm-up
+runs, in stream order before its timed runs (`poison_async`), and the result is checked element
+by element against numpy after them: what the timed runs wrote, not each run's.
 """
 
 from __future__ import annotations
@@ -82,9 +84,25 @@ def load_chain(example: str, block: int) -> ChainKernels:
                         (producer.num_regs, consumer.num_regs))
 
 
+def poison_async(stream, buffers) -> None:
+    """Every byte of `buffers` (DeviceBuffers) 0xFF (NaN in fp32) on `stream`, not waited for:
+    in stream order after the runs before it, before those after."""
+    from cuda.bindings import driver
+
+    from tilesync.runtime.errors import check
+
+    for buffer in buffers:
+        if buffer.nbytes:
+            check(driver.cuMemsetD8Async(buffer.ptr, 0xFF, buffer.nbytes, stream.handle),
+                  "cuMemsetD8Async")
+
+
 def run_chain(kernels: ChainKernels, grid: int, producer_args, consumer_args, mode: str,
-              warmup: int, reps: int, epochs) -> list[float]:
+              warmup: int, reps: int, epochs, outputs=()) -> list[float]:
     """Enqueue warm-up + timed repetitions without host syncs in between; event times each.
+    `outputs` (DeviceBuffers the runs write) are poisoned between the warm-up and the timed
+    repetitions (poison_async, outside every timed span), so that a check after them reads
+    what the timed runs wrote.
 
     Argument lists hold EPOCH where the kernel takes the launch's epoch (a fresh one per rep).
 
@@ -98,6 +116,8 @@ def run_chain(kernels: ChainKernels, grid: int, producer_args, consumer_args, mo
     side = Stream()
     pairs = []
     for i in range(warmup + reps):
+        if i == warmup:  # the last warm-up's consumer joined `main`: nothing writes after it
+            poison_async(main, outputs)
         epoch = epochs()
         p_args = [epoch if a is EPOCH else a for a in producer_args]
         c_args = [epoch if a is EPOCH else a for a in consumer_args]
@@ -160,7 +180,7 @@ def copy_chain(warmup: int = 10, reps: int = 50, waves: float = 1.0, tile_elems:
         dst.fill_bytes(0xFF)  # NaN: an element no kernel wrote fails the check
         samples = run_chain(kernels, tiles, [src, mid, sems, EPOCH, tile_elems],
                             [mid, dst, sems, EPOCH, tile_elems],
-                            mode, warmup, reps, sems.next_epoch)
+                            mode, warmup, reps, sems.next_epoch, (mid, dst))
         _check(f"copy_chain/{mode}", dst.to_numpy(), src_host, 0.0)
         result["modes"][mode] = summarize(samples, warmup)
     stream_ms = result["modes"]["stream_sync"]["median_ms"]
@@ -205,7 +225,7 @@ def synthetic_waves(wave_counts=(0.6, 1.2, 2.2, 3.2), iters: int = 100, tile_us:
             dst.fill_bytes(0xFF)
             samples = run_chain(kernels, tiles, [src, mid, sems, EPOCH, iters, tile_ns],
                                 [mid, dst, sems, EPOCH, iters, tile_ns], mode, warmup, reps,
-                                sems.next_epoch)
+                                sems.next_epoch, (mid, dst))
             row["rel_error"] = _check(f"waves {waves}/{mode}", dst.to_numpy(), want, 1e-4,
                                       atol=1e-3)
             row["modes"][mode] = summarize(samples, warmup)

@@ -48,11 +48,15 @@ usual layout) instead of our 8-column interleave.
 
 Every mode's Y is checked against an fp32 reference computed by torch on the GPU
 (‖Y − ref‖ / ‖ref‖ < 2e-2, every element finite): H and Y are poisoned with NaN before a first
-checked run, and Y is checked again after the timed runs. Timing: CUDA events around each run,
-runs enqueued back to back behind a hold kernel (each run joins its streams; ours and torch's
-eager path alike, so the host's launch cost is out of every mode's time, as it is out of the
-CUDA graph's), median and p10/p90. The weights do not fit in L2 (≥ 138 MB), so every run
-streams them from HBM.
+checked run, and again in every turn after its untimed runs (the hold's calibration, the
+warm-up), so that Y checked after the turn is what its timed runs wrote. Timing: CUDA events
+around each run, runs enqueued back to back behind a hold kernel (each run joins its streams;
+ours and torch's eager path alike, so the host's launch cost is out of every mode's time, as it
+is out of the CUDA graph's), median and p10/p90. The weights do not fit in L2 (≥ 138 MB), so
+every run streams them from HBM. The floor is the longer of the flops at the run's measured
+peak and X, W1, W2, H twice and Y at its measured copy bandwidth: the highest rates measured in
+the run, cuBLAS's square GEMMs' and a device copy's or any timed form's
+(report.settle_floors).
 
 The wave model (analysis/wave_model.py, occupancy from the registers and shared memory
 nvJitLink reports for the compiled kernels, the same numbers annotate_resources records)
@@ -81,7 +85,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tilesync.bench.report import tilesync_commit
+from tilesync.bench.report import (
+    check_floors,
+    floor_rates_text,
+    settle_floors,
+    tilesync_commit,
+)
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
     CACHE_DIR,
@@ -394,8 +403,9 @@ def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
 
 
 class CheckedOutputs:
-    """A program's middle tensor `h` and output `y` (torch tensors), poisoned before a checked
-    run, and `y` against the fp32 reference `ref` (norm `ref_norm`)."""
+    """A program's middle tensor `h` and output `y` (torch tensors; `poisoned()`: every tensor
+    a run writes), poisoned before a checked run, and `y` against the fp32 reference `ref`
+    (norm `ref_norm`)."""
 
     torch: Any
     h: Any
@@ -403,9 +413,25 @@ class CheckedOutputs:
     ref: Any
     ref_norm: float
 
+    def poisoned(self) -> tuple:
+        """Every tensor a run writes, the middle ones too."""
+        return (self.h, self.y)
+
+    def poison_on(self, stream, *more) -> None:
+        """NaN into poisoned() and `more` on `stream` (a tilesync, torch or raw CUDA stream),
+        not waited for: in stream order between the runs before it and those after."""
+        torch = self.torch
+        if not isinstance(stream, torch.cuda.Stream):
+            from tilesync.runtime.launch import stream_handle
+
+            stream = torch.cuda.ExternalStream(int(stream_handle(stream)))
+        with torch.cuda.stream(stream):
+            for tensor in (*self.poisoned(), *more):
+                if tensor is not None:
+                    tensor.fill_(float("nan"))
+
     def poison(self) -> None:
-        self.h.fill_(float("nan"))
-        self.y.fill_(float("nan"))
+        self.poison_on(self.torch.cuda.current_stream())
         self.torch.cuda.synchronize()
 
     def error(self, y=None) -> float:
@@ -558,8 +584,10 @@ whichever state it met alone."""
 class TimedForm:
     """One thing a row times. `run()` enqueues it once on `stream` and returns its (start,
     end) events, `elapsed(start, end)` their milliseconds; `before()` readies its outputs for a
-    check (poisons them) and `check()` returns their relative error (check_error: raises past
-    TOL) after a turn's runs."""
+    check: enqueues their poison (every output it writes, the middle ones too) on `stream`,
+    not waited for, right before a turn's timed runs (after its untimed ones, which would
+    otherwise leave the right answer for a timed run that writes nothing); `check()` returns
+    their relative error (check_error: raises past TOL) after the turn's runs."""
 
     run: Callable[[], tuple[Any, Any]]
     elapsed: Callable[[Any, Any], float]
@@ -569,11 +597,15 @@ class TimedForm:
     check: Callable[[], float]
     after: Callable[[], Any] = lambda: None
     """Run after each of its turns (synchronized), whatever the turn's outcome: a pipeline
-    gives back the persisting L2 it set aside in `before`."""
+    gives back the persisting L2 it set aside in `start_turn`."""
+    start_turn: Callable[[], Any] = lambda: None
+    """Run before each of its turns' first run: a pipeline sets aside the persisting L2 its
+    queues are pinned in."""
 
     def first_check(self) -> float:
         """One run on readied (poisoned) outputs, checked."""
         try:
+            self.start_turn()
             self.before()
             self.run()
             self.synchronize()
@@ -590,15 +622,17 @@ def program_form(program, args: dict[str, list], data, name: str) -> TimedForm:
         end = program.run(args)
         return program.last_start, end
 
-    return TimedForm(run, elapsed_ms, program.synchronize, program.main_stream(), data.poison,
-                     lambda: check_error(name, data.error()))
+    stream = program.main_stream()
+    return TimedForm(run, elapsed_ms, program.synchronize, stream,
+                     lambda: data.poison_on(stream), lambda: check_error(name, data.error()))
 
 
 def torch_forms(data, library, name: str = "") -> tuple[dict[str, TimedForm], dict[str, Any]]:
     """`library()` eager and replayed from a CUDA graph captured here (torch_eager and
     torch_graph, `name` after those in their errors), and {"torch_graph": {"error": ...}}
-    where the capture failed (graphs are a bonus: the eager numbers stand). The graph's output
-    is NaN before each turn, so its check reads what the replays wrote."""
+    where the capture failed (graphs are a bonus: the eager numbers stand). Before a turn's
+    timed runs the graph's output is NaN and eager's last output dropped, so each check reads
+    what the timed runs wrote."""
     torch = data.torch
     stream = torch.cuda.current_stream()
     latest: list[Any] = [None]
@@ -618,9 +652,14 @@ def torch_forms(data, library, name: str = "") -> tuple[dict[str, TimedForm], di
     def elapsed(start, end) -> float:
         return start.elapsed_time(end)
 
+    def check_latest() -> float:
+        if latest[0] is None:
+            raise AssertionError(f"torch_eager{name}: no output since the poison")
+        return check_error(f"torch_eager{name}", data.error(latest[0]))
+
     forms = {"torch_eager": TimedForm(
-        events(library), elapsed, torch.cuda.synchronize, stream, lambda: None,
-        lambda: check_error(f"torch_eager{name}", data.error(latest[0])))}
+        events(library), elapsed, torch.cuda.synchronize, stream,
+        lambda: latest.__setitem__(0, None), check_latest)}
     try:
         side = torch.cuda.Stream()
         side.wait_stream(stream)
@@ -648,9 +687,10 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
                   turns: int = TURNS) -> dict[str, dict[str, Any]]:
     """Each form timed `reps` times, in `turns` turns taken in order (a turn's runs back to
     back behind a hold kernel, `warmup` more runs in front of the first turn's and TURN_WARMUP
-    in front of every later turn's, not counted), its outputs readied before and checked after every
-    turn: summarize()d samples with `rel_error` the worst check. A form that raises leaves the
-    turns as {"error": ..., "exception": the exception}; a CUDA error ends them all."""
+    in front of every later turn's, not counted), its outputs readied (poisoned: `before`)
+    between a turn's uncounted runs and its timed ones and checked after them: summarize()d
+    samples with `rel_error` the worst check. A form that raises leaves the turns as
+    {"error": ..., "exception": the exception}; a CUDA error ends them all."""
     from tilesync.bench.experiments import summarize
     from tilesync.harness.timing import hold_stream
     from tilesync.runtime.errors import TilesyncRuntimeError
@@ -666,9 +706,11 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
                 continue
             uncounted = warmup if turn == 0 else TURN_WARMUP
             try:
-                form.before()
+                form.start_turn()
                 hold_stream(hold_ns(uncounted + count, form.run, form.synchronize), form.stream)
-                pairs = [form.run() for _ in range(uncounted + count)]
+                pairs = [form.run() for _ in range(uncounted)]
+                form.before()  # in stream order: the check reads what the timed runs wrote
+                pairs += [form.run() for _ in range(count)]
                 form.synchronize()
                 samples[name] += [form.elapsed(s, e) for s, e in pairs[uncounted:]]
                 worst[name] = max(worst[name], form.check())
@@ -684,9 +726,11 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
 
 
 PEAK_SHAPES = (4096, 8192)
-"""The square fp16 GEMMs whose faster cuBLAS rate is the run's measured peak: on an H100
-(4797793) 8192^3 alone gave 696 TFLOP/s where 4096^3 reached 769 and our 8192^3 kernel 785, a
-floor above the measured times of GPT-3's MLP at M = 512-2048."""
+"""The square fp16 GEMMs whose faster cuBLAS rate is the run's peak probe: on an H100 (4797793)
+8192^3 alone gave 696 TFLOP/s where 4096^3 reached 769 and our 8192^3 kernel 785, a floor above
+the measured times of GPT-3's MLP at M = 512-2048. Still no peak alone (kernels beat it in
+later runs): the floors take the run's highest rate, the probe's or a timed form's
+(report.settle_floors)."""
 PEAK_SOURCE = "cuBLAS fp16, the faster of " + " and ".join(f"{n}^3" for n in PEAK_SHAPES)
 TURN_WARMUP = 1
 """Runs in front of each turn after the first, not counted."""
@@ -711,10 +755,11 @@ def hold_ns(runs: int, enqueue, synchronize) -> int:
     return int(runs * max(HOLD_NS_PER_RUN, 2 * per_run))
 
 
-def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
-    """This run's device limits: the copy bandwidth (bench.kernels.copy_bandwidth) and the
-    fastest tensor rate cuBLAS reaches on the fp16 GEMMs of PEAK_SHAPES, the floor's two
-    rates."""
+def measured_rates(torch, warmup: int, reps: int) -> dict[str, Any]:
+    """This run's probes of the device's limits: the copy bandwidth
+    (bench.kernels.copy_bandwidth) and the fastest tensor rate cuBLAS reaches on the fp16 GEMMs
+    of PEAK_SHAPES ("peak_probe" names which), where the floor's two rates start
+    (report.settle_floors raises them to any faster timed form's)."""
     from tilesync.bench.experiments import summarize
     from tilesync.bench.kernels import copy_bandwidth
 
@@ -734,10 +779,11 @@ def measured_rates(torch, warmup: int, reps: int) -> dict[str, float]:
                 pairs.append((start, end))
         torch.cuda.synchronize()
         ms = summarize([s.elapsed_time(e) for s, e in pairs], warmup)["median_ms"]
-        rates.append(2 * n ** 3 / (ms * 1e-3) / 1e12)
+        rates.append((2 * n ** 3 / (ms * 1e-3) / 1e12, n))
         del a, b, out
+    peak, n = max(rates)
     return {"copy_gbps": copy_bandwidth(torch, warmup, reps)["gbps"],
-            "peak_tflops": max(rates)}
+            "peak_tflops": peak, "peak_probe": f"cuBLAS fp16 {n}^3"}
 
 
 def floor_bytes(spec) -> int:
@@ -874,6 +920,7 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
             spec = mlp_spec(model, M)
             row: dict[str, Any] = {"model": model, "M": M, "configs": spec.label,
                                    "ratio": spec.ratio, "flops": spec.flops,
+                                   "floor_bytes": floor_bytes(spec),
                                    "floor_ms": floor_ms(spec, rates), "modes": {}}
             for mode in row_modes:
                 entry = compiled[(model, M, mode, False)]
@@ -940,8 +987,14 @@ def mlp_benchmarks(models=MODELS, ms=BATCHES, warmup: int = 5, reps: int = 30,
                 row["modes"], device.sm_count, device.name)
     if lost is not None:
         result["lost"] = lost
+    settle_floors(result, row_label)
+    check_floors(result, row_label)
     result["seconds"] = time.perf_counter() - started
     return result
+
+
+def row_label(row: dict[str, Any]) -> str:
+    return f"{row['model']} M={row['M']}"
 
 
 def _context_lost(exc: BaseException, runtime_error: type) -> bool:
@@ -1007,11 +1060,11 @@ def mlp_table(result: dict[str, Any]) -> str:
         f"{'model':<6} {'M':>5} {'mode':<22} {'median ms':>10} {'p10-p90':>17} "
         f"{'speedup':>8} {'vs graph':>8} {'TFLOP/s':>8} {'rel err':>8}",
     ]
-    rates = result.get("rates")
-    if rates:
-        lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
-                        f"({PEAK_SOURCE}, this run) and X, W1, W2, H twice and Y at "
-                        f"{rates['copy_gbps']:.0f} GB/s (device copy, this run)")
+    if result.get("rates"):
+        check_floors(result, row_label)
+        peak, copy = floor_rates_text(result, PEAK_SOURCE)
+        lines.insert(2, f"floor = the longer of the flops at {peak} and X, W1, W2, H twice and "
+                        f"Y at {copy}")
     for row in result["rows"]:
         wm = row.get("wave_model")
         if wm is None:
@@ -1127,8 +1180,10 @@ if __name__ == "__main__":
 
 
 def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
-    """A PNG: per (model, M), each mode's speedup over stream sync of the same kernels (p10-p90
-    of the mode as error bars) and torch's; None where matplotlib is missing."""
+    """A PNG: per (model, M), each mode's speedup over cuBLAS replayed from a CUDA graph
+    (torch_graph, as conv's and attention's plots: one baseline for every bar on the axis;
+    p10-p90 of the mode as error bars), torch_eager's too; None where matplotlib is
+    missing."""
     from tilesync.bench.report import pyplot, save_figure, speedup_bars
 
     plt = pyplot()
@@ -1136,19 +1191,20 @@ def mlp_plot(result: dict[str, Any], out_dir, name: str = "mlp"):
         return None
 
     rows = [r for r in result.get("rows", []) if r.get("modes")]
-    modes = [m for m in (*result.get("modes", MODES), "torch_graph")
-             if m != "stream_sync" and any(m in r["modes"] for r in rows)]
+    modes = [m for m in (*result.get("modes", MODES), "torch_eager")
+             if any(m in r["modes"] for r in rows)]
     if not rows or not modes:
         return None
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 1.3), 4.2))
 
-    def over_stream_sync(row, mode):
-        speed, rec = speedups(row["modes"]).get(mode), row["modes"].get(mode, {})
-        return None if speed is None or "median_ms" not in rec else (speed, rec)
+    def over_library(row, mode):
+        base = row["modes"].get("torch_graph", {}).get("median_ms")
+        rec = row["modes"].get(mode, {})
+        return None if not base or "median_ms" not in rec else (base / rec["median_ms"], rec)
 
-    speedup_bars(ax, rows, modes, over_stream_sync)
+    speedup_bars(ax, rows, modes, over_library)
     ax.set_xticks(range(len(rows)), [f"{r['model']} M={r['M']}" for r in rows], fontsize=8)
-    ax.set_ylabel("stream-sync time / mode time")
+    ax.set_ylabel("cuBLAS (torch_graph, CUDA graph) time / mode time")
     ax.set_title(f"MLP as two synchronized GEMM stages on {result['device']['name']}")
     ax.legend(fontsize=7, ncol=2)
     return save_figure(plt, fig, result, out_dir, name)

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,87 @@ def missing_gpu(tool: str) -> bool:
     return not available
 
 
-def floor_ms(flops: float, nbytes: float, rates: dict[str, float]) -> float:
+def floor_ms(flops: float, nbytes: float, rates: Mapping[str, Any]) -> float:
     """The floor of a kernel or chain: its flops at the measured peak rate, or its bytes at the
     measured copy bandwidth (bytes read + written per second), the longer; `rates` holds
     "peak_tflops" and "copy_gbps" measured in the same run."""
     return max(flops / (rates["peak_tflops"] * 1e12), nbytes / (rates["copy_gbps"] * 1e9)) * 1e3
+
+
+def _modes(row: dict[str, Any]) -> Mapping[str, dict[str, Any]]:
+    return row.get("modes", {})
+
+
+def settle_floors(result: dict[str, Any], label: Callable[[dict[str, Any]], str],
+                  timed: Callable[[dict[str, Any]], Mapping[str, dict[str, Any]]] = _modes
+                  ) -> dict[str, Any]:
+    """Set every row's floor at the run's measured peak: the highest flop rate and the highest
+    byte rate measured in the run, the probes' (result["rates"]: cuBLAS's square GEMMs, a device
+    copy) and every timed form's (`timed(row)`'s records: the row's "flops" and "floor_bytes"
+    over the form's median, as if every form did the row's operation), each recorded with
+    where it was found in result["floor_rates"]; the rows' floor_ms recomputed at them, so that
+    no median lies below its floor (check_floors). The probes alone are no peak: kernels in a
+    run beat cuBLAS's square GEMMs (a conv chain at 0.913 of a floor at their rate,
+    bench/results/conv-one-launch-nvidia-h200.json). `label(row)` names a row."""
+    probes = result["rates"]
+    peak = (probes["peak_tflops"], f"{probes.get('peak_probe', 'cuBLAS square GEMMs')} (probe)")
+    copy = (probes["copy_gbps"], "device copy (probe)")
+    for row in result["rows"]:
+        if "flops" not in row or "floor_bytes" not in row:
+            continue
+        for name, record in timed(row).items():
+            ms = record.get("median_ms") if isinstance(record, dict) else None
+            if not ms:
+                continue
+            where = f"{label(row)} {name}"
+            tflops, gbps = row["flops"] / ms / 1e9, row["floor_bytes"] / ms / 1e6
+            if tflops > peak[0]:
+                peak = (tflops, where)
+            if gbps > copy[0]:
+                copy = (gbps, where)
+    rates = {"peak_tflops": peak[0], "peak_from": peak[1], "copy_gbps": copy[0],
+             "copy_from": copy[1], "probe_tflops": probes["peak_tflops"],
+             "probe_gbps": probes["copy_gbps"]}
+    result["floor_rates"] = rates
+    for row in result["rows"]:
+        if "flops" in row and "floor_bytes" in row:
+            row["floor_ms"] = floor_ms(row["flops"], row["floor_bytes"], rates)
+    return rates
+
+
+def check_floors(result: dict[str, Any], label: Callable[[dict[str, Any]], str],
+                 timed: Callable[[dict[str, Any]], Mapping[str, dict[str, Any]]] = _modes
+                 ) -> None:
+    """An AssertionError naming the row and form of a median below its row's floor: impossible
+    once settle_floors set the floors at the run's highest rates, so one means the floors were
+    not settled on this run's records. A result recorded before settle_floors existed (no
+    "floor_rates") has its floors as recorded, not checked."""
+    if "floor_rates" not in result:
+        return
+    for row in result["rows"]:
+        floor = row.get("floor_ms")
+        if not floor:
+            continue
+        for name, record in timed(row).items():
+            ms = record.get("median_ms") if isinstance(record, dict) else None
+            if ms is not None and ms < floor * (1 - 1e-9):  # equal up to rounding at the peak
+                raise AssertionError(
+                    f"{result.get('experiment', 'bench')} {label(row)} {name}: median "
+                    f"{ms:.6g} ms below its floor {floor:.6g} ms (floor rates "
+                    f"{result['floor_rates']}): floors not settled on this run's records")
+
+
+def floor_rates_text(result: dict[str, Any], probe: str) -> tuple[str, str]:
+    """How a table states the floor's two rates: the run's highest and where each was found
+    (settle_floors), or for a result recorded before, `probe`'s rate and the copy bandwidth as
+    recorded."""
+    rates = result.get("floor_rates")
+    if rates is None:
+        recorded = result["rates"]
+        return (f"{recorded['peak_tflops']:.0f} TFLOP/s ({probe}, this run; peak: as recorded)",
+                f"{recorded['copy_gbps']:.0f} GB/s (device copy, this run)")
+    return (f"{rates['peak_tflops']:.0f} TFLOP/s (the run's highest: {rates['peak_from']})",
+            f"{rates['copy_gbps']:.0f} GB/s (the run's highest: {rates['copy_from']})")
 
 
 def grouped_bars(ax, rows: list[dict[str, Any]], modes: list[str], bar) -> None:

@@ -11,17 +11,23 @@ from a CUDA graph, and the pieces forced through tilesync.
     torch_plot(result, out_dir, name) -> PNG path
 
 Each compiled model's output is checked against eager (relative error < 2e-2, every element
-finite). Timing: CUDA events around each call of the whole model, a model's modes in turns
-(TURN calls a turn), median and p10/p90; the "vs eager", "vs graph" and "vs compile" columns
-are eager's (its graph's, torch.compile's) median over the mode's. Each model's floor: its
-FLOPs (torch's FlopCounterMode) at the measured peak rate, or its parameters, inputs and output
-once at the measured copy bandwidth.
+finite) on its first call, again once every piece runs its full kernels (finish_compiles: the
+first call of a pipeline may run its fast tier's) and again after the timed turns, the last two
+on a call whose output no earlier call left (`_checked_call`: a CUDA graph's static output is
+poisoned before its replay). Timing: CUDA events around each call of the whole model, a model's
+modes in turns (TURN calls a turn), median and p10/p90; the "vs eager", "vs graph" and "vs
+compile" columns are eager's (its graph's, torch.compile's) median over the mode's. Each
+model's floor: its FLOPs (torch's FlopCounterMode) at the run's peak rate, or its parameters,
+inputs and output once at its copy bandwidth, the highest rates measured in the run
+(report.settle_floors).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+from tilesync.bench.report import check_floors, floor_rates_text, settle_floors
 
 NAMES = ("llama_mlp", "llama65b_mlp_tp8", "gpt2_block", "gpt2_attention", "gpt2_sdpa_attention",
          "gpt2_decode", "nerf_mlp", "nerf_mlp_rays", "resnet_block", "edge_mlp")
@@ -71,16 +77,42 @@ def _graphed(fn, inputs):
     return replay
 
 
-def _floor(torch, model, inputs, rates: dict[str, float]) -> float:
+def _floor_work(model, inputs) -> dict[str, int]:
+    """The model's FLOPs (torch's FlopCounterMode) and the bytes of its parameters, inputs and
+    output: what its floor takes."""
     from torch.utils.flop_counter import FlopCounterMode
-
-    from tilesync.bench.report import floor_ms
 
     with FlopCounterMode(display=False) as counter:
         out = model(*inputs)
     tensors = [*model.parameters(), *inputs, out]
-    return floor_ms(counter.get_total_flops(),
-                    sum(t.numel() * t.element_size() for t in tensors), rates)
+    return {"flops": counter.get_total_flops(),
+            "floor_bytes": sum(t.numel() * t.element_size() for t in tensors)}
+
+
+def _checked_call(fn, inputs, check) -> float:
+    """check() of what one call of `fn` wrote: the output of a call before it poisoned (NaN)
+    first, so that a form returning one static tensor (a CUDA graph's replay) cannot pass on
+    what an earlier call left there; a form returning a new tensor is checked on that."""
+    import torch
+
+    earlier = fn(*inputs)
+    with torch.inference_mode(earlier.is_inference()):  # where an inference tensor is writable
+        earlier.fill_(float("nan"))
+    return check(fn(*inputs))
+
+
+def _check_again(row: dict[str, Any], made: dict[str, Any], inputs, check, when: str) -> None:
+    """Every form of `made` checked again (`_checked_call`), its record's rel_error the worst
+    yet; a form failing is taken out of `made` and recorded as failed `when`."""
+    for mode, fn in list(made.items()):
+        try:
+            error = _checked_call(fn, inputs, check)
+        except Exception as exc:
+            row["modes"][mode] = {"error": f"{when}: {type(exc).__name__}: {exc}"[:500]}
+            del made[mode]
+            continue
+        record = row["modes"][mode]
+        record["rel_error"] = max(record["rel_error"], error)
 
 
 def _run_model(torch, name: str, warmup: int, reps: int,
@@ -96,7 +128,10 @@ def _run_model(torch, name: str, warmup: int, reps: int,
     with torch.no_grad():
         ref = model(*inputs).float()
         if rates is not None:
-            row["floor_ms"] = _floor(torch, model, inputs, rates)
+            from tilesync.bench.report import floor_ms
+
+            row.update(_floor_work(model, inputs))
+            row["floor_ms"] = floor_ms(row["flops"], row["floor_bytes"], rates)
 
         def check(out) -> float:
             if not torch.isfinite(out).all():
@@ -154,11 +189,17 @@ def _run_model(torch, name: str, warmup: int, reps: int,
         for fn in made.values():
             fn(*inputs)
         tt.finish_compiles()  # time the fully compiled kernels, not the fast tier's
+        _check_again(row, made, inputs, check, "with the full kernels")
         timed = _timed_in_turns({mode: lambda fn=fn: fn(*inputs) for mode, fn in made.items()},
                                 warmup, reps)
         for mode, times in timed.items():
             row["modes"][mode].update(times)
+        _check_again(row, made, inputs, check, "after the timed turns")
     return row
+
+
+def _row_label(row: dict[str, Any]) -> str:
+    return row["model"]
 
 
 def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30,
@@ -183,16 +224,23 @@ def torch_benchmarks(names=NAMES, warmup: int = 5, reps: int = 30,
     for name in names:
         for count in rows or [None]:
             result["rows"].append(_run_model(torch, name, warmup, reps, rates, count))
+    settle_floors(result, _row_label)
+    check_floors(result, _row_label)
     result["seconds"] = time.perf_counter() - started
     return result
 
 
 def torch_table(result: dict[str, Any]) -> str:
+    check_floors(result, _row_label)
     lines = [f"example models with {result['library']}; {result['reps']} reps in "
              f"{result.get('rounds', 1)} turns, {result['warmup']} warm-up a turn; "
              "whole-model time per call",
              f"{'model':<13} {'mode':<18} {'median ms':>10} {'p10-p90':>17} {'vs eager':>8} "
              f"{'vs graph':>8} {'vs compile':>10} {'rel err':>8}"]
+    if result.get("rates") and any("floor_ms" in row for row in result["rows"]):
+        peak, copy = floor_rates_text(result, "cuBLAS probe")
+        lines.insert(1, f"floor = the longer of the FLOPs at {peak} and the parameters, inputs "
+                        f"and output at {copy}")
     for row in result["rows"]:
         modes = row["modes"]
         eager = modes.get("eager", {}).get("median_ms")

@@ -91,14 +91,32 @@ def test_p_v_takes_one_block_an_sm_and_the_narrow_tile_where_a_wave_holds_it():
                                              for shape in attention.HEAD_SHAPES}}
 
 
+def test_the_floor_is_the_operations_not_the_unfused_chains():
+    """The floor's bytes are what the operation must move, as flops() counts what its math
+    needs: the fused forms and SDPA never write S and P, so they are not in it (with them, SDPA
+    ran below its floor: attention-causal-nvidia-h200.json, 0.952 of it at T=2048); the unfused
+    chain's extra traffic is counted apart."""
+    for shape in (*attention.SHAPES, *attention.CAUSAL_SHAPES, *attention.DECODE_SHAPES):
+        t, c, h, e = attention.dims(shape)
+        b, _ = attention.batch(shape)
+        s = attention.cached(shape)
+        qkv_and_o = 2 * b * (3 * t * c + t * c)  # each written once and read once
+        assert attention.floor_bytes(shape) == 2 * (
+            b * t * e + 3 * c * e + e * c + 2 * b * s * c + qkv_and_o + b * t * e)
+        s_and_p = 2 * b * h * t * (s + t)
+        assert attention.unfused_extra_bytes(shape) == 2 * 2 * s_and_p
+
+
 def test_flops_and_floor():
     t, c = 1024, 128
     assert attention.flops((t, c)) == 2 * t * c * (3 * c) + 2 * (2 * t * t * c) + 2 * t * c * c
     rates = {"peak_tflops": 1e-9, "copy_gbps": 1e9}  # flops bound: 1 flop a ms
     assert attention.floor_ms((t, c), rates) == pytest.approx(attention.flops((t, c)))
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # bytes bound: 1 byte a ms
-    elements = t * c + 4 * c * c + 2 * (3 * t * c + 2 * t * t + t * c) + t * c
+    # x, w_qkv, w_out; QKV and O each written and read; y: the operation's, not S and P
+    elements = t * c + 4 * c * c + 2 * (3 * t * c + t * c) + t * c
     assert attention.floor_ms((t, c), rates) == pytest.approx(2 * elements)
+    assert attention.unfused_extra_bytes((t, c)) == 2 * 2 * (2 * t * t)  # S, P written, read
 
 
 def test_flops_and_floor_with_heads():
@@ -106,8 +124,10 @@ def test_flops_and_floor_with_heads():
     # projections over E; each head's q · kᵀ and P · v: T x T x D, H of them (T x T x C)
     assert attention.flops((t, c, h, e)) == 2 * t * e * 3 * c + 2 * 2 * t * t * c + 2 * t * c * e
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}
-    elements = t * e + 4 * c * e + 2 * (3 * t * c + 2 * h * t * t + t * c) + t * e
+    elements = t * e + 4 * c * e + 2 * (3 * t * c + t * c) + t * e
     assert attention.floor_ms((t, c, h, e), rates) == pytest.approx(2 * elements)
+    assert attention.floor_bytes((t, c, h, e)) == 2 * elements
+    assert attention.unfused_extra_bytes((t, c, h, e)) == 2 * 2 * (2 * h * t * t)
 
 
 def test_flops_and_floor_of_a_causal_batch():
@@ -117,7 +137,7 @@ def test_flops_and_floor_of_a_causal_batch():
         b * (2 * t * e * 3 * c + 2 * t * t * c + 2 * t * c * e)
     assert attention.flops((t, c, h, e, b, False)) == b * attention.flops((t, c, h, e))
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # the weights once, the rest B times
-    elements = b * t * e + 4 * c * e + 2 * b * (3 * t * c + 2 * h * t * t + t * c) + b * t * e
+    elements = b * t * e + 4 * c * e + 2 * b * (3 * t * c + t * c) + b * t * e
     assert attention.floor_ms((t, c, h, e, b, True), rates) == pytest.approx(2 * elements)
     assert attention.shape_label((t, c, h, e, b, True)) == "T=512 H=12x128 E=12288 B=4 causal"
 
@@ -183,9 +203,10 @@ def test_decoding_shapes_are_the_papers_token_generation():
                                                       5, 17, 17, 5, 5, 5]
     t, c, h, e, b, _, s = attention.DECODE_SHAPES[4]
     rates = {"peak_tflops": 1e9, "copy_gbps": 1e-6}  # bytes decide
-    elements = b * t * e + 4 * c * e + 2 * b * s * c + 2 * b * (4 * t * c + 2 * h * (s + t)) \
-        + b * t * e
+    elements = b * t * e + 4 * c * e + 2 * b * s * c + 2 * b * 4 * t * c + b * t * e
     assert attention.floor_ms(attention.DECODE_SHAPES[4], rates) == pytest.approx(2 * elements)
+    assert attention.unfused_extra_bytes(attention.DECODE_SHAPES[4]) == \
+        2 * 2 * b * 2 * h * t * (s + t)
     assert attention.flops(attention.DECODE_SHAPES[4]) == \
         b * (2 * e * 3 * c + 2 * (s + 1) * c * 2 + 2 * c * e)
 
@@ -310,3 +331,86 @@ def test_a_key_dependency_without_its_sequence_is_refused(shape):
     dep.properties["tiles"] = type(dep.tiles)(wrong)
     with pytest.raises(CompileError, match=r"consumer tile .* of @scores: .* reads operand 1"):
         lower(module, attention.mode_passes("row+pdl"))
+
+
+def _library_result() -> dict:
+    timing = {"p10_ms": 0.01, "p90_ms": 0.05, "rel_error": 1e-3}
+    modes = {"stream_sync": {**timing, "median_ms": 0.03},
+             "row+pdl": {**timing, "median_ms": 0.02, "policy": "RowSync"},
+             "torch_eager": {**timing, "median_ms": 0.05},
+             "torch_graph": {**timing, "median_ms": 0.04},
+             "torch_sdpa_eager": {**timing, "median_ms": 0.01},  # the fastest of torch's
+             "torch_sdpa_graph": {**timing, "median_ms": 0.012}}
+    from tilesync.bench import mlp
+
+    row = {"shape": "T=512 C=128", "T": 512, "C": 128, "H": 1, "E": 128, "floor_ms": 0.005,
+           "flops": 10**9, "modes": modes, "speedup": mlp.speedups(modes)}
+    return {"experiment": "attention", "library": "torch", "reps": 3, "warmup": 1, "sms": 132,
+            "programs_compiled": 2, "compile_seconds": 1.0, "programs_cached": 0,
+            "verify": "proved", "seconds": 2.0, "device": {"name": "test"},
+            "rates": {"peak_tflops": 700.0, "copy_gbps": 3000.0}, "rows": [row],
+            "modes": ["stream_sync", "row+pdl"]}
+
+
+def test_the_library_baseline_is_torchs_fastest_form():
+    """"vs lib" is the fastest of torch's four forms at the shape (here SDPA eager, faster than
+    the chain as written in a graph), named on the shape's line; "vs graph" stays the chain as
+    written replayed from a CUDA graph."""
+    result = _library_result()
+    assert attention.fastest_library(result["rows"][0]) == "torch_sdpa_eager"
+    table = attention.attention_table(result)
+    assert "vs lib" in table.splitlines()[2]
+    assert "T=512 C=128    floor 0.0050 ms; library: torch_sdpa_eager 0.0100 ms" in table
+    (line,) = [ln for ln in table.splitlines() if " row+pdl " in ln]
+    speedup, vs_lib, vs_graph = (float(v) for v in line.split()[3:6])
+    assert (speedup, vs_lib, vs_graph) == (1.5, 0.5, 2.0)
+
+
+def test_the_attention_plot_is_against_torchs_fastest_form(drawn_bars):
+    bars, ax = drawn_bars(attention.attention_plot, _library_result())
+    assert bars[(0, "row+pdl")] == pytest.approx(0.5)  # 0.01 ms of SDPA eager over 0.02
+    assert bars[(0, "torch_sdpa_eager")] == pytest.approx(1.0)
+    assert bars[(0, "torch_graph")] == pytest.approx(0.25)
+    assert ax.xticklabels == ["T=512 C=128\nvs torch_sdpa_eager"]
+    assert "fastest torch form" in ax.ylabel
+
+
+def test_the_bench_settles_its_floors_on_the_run(monkeypatch):
+    """attention_benchmarks records each row's floor_bytes (and the unfused chain's extra) and
+    settles the floors after the run at its highest measured rate (report.settle_floors): SDPA
+    faster than a floor at cuBLAS's probe sets the peak."""
+    from types import SimpleNamespace
+
+    from tilesync.bench import mode_choice, stage_bench
+    from tilesync.runtime import device
+
+    shape = (512, 128)
+    flops = attention.flops(shape)
+    probe = {"peak_tflops": 1.0, "copy_gbps": 1e6}  # a floor of flops / 1e12 s: far too slow
+    sdpa_ms = flops / 2e12 * 1e3  # at 2 TFLOP/s
+
+    def start_run(experiment, jobs, *args, **kwargs):
+        return (SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None)),
+                {job: {} for job in jobs},
+                {"experiment": experiment, "rates": dict(probe), "rows": []})
+
+    def time_modes(row, modes, entries, prepare, label, data, warmup, reps, libraries):
+        row["modes"].update({"stream_sync": {"median_ms": 2 * sdpa_ms},
+                             "torch_sdpa_eager": {"median_ms": sdpa_ms}})
+
+    monkeypatch.setattr(device, "get_device",
+                        lambda: SimpleNamespace(arch="sm_90", sm_count=132, name="test"))
+    monkeypatch.setattr(stage_bench, "start_run", start_run)
+    monkeypatch.setattr(stage_bench, "time_modes", time_modes)
+    monkeypatch.setattr(attention, "AttentionData", lambda torch, shape, seed: SimpleNamespace(
+        torch_chain=None, torch_sdpa=None))
+    monkeypatch.setattr(mode_choice, "bench_row", lambda *args, **kwargs: {})
+    result = attention.attention_benchmarks((shape,), modes=("stream_sync",), cache_dir=None)
+    (row,) = result["rows"]
+    assert row["floor_bytes"] == attention.floor_bytes(shape)
+    assert row["unfused_extra_bytes"] == attention.unfused_extra_bytes(shape)
+    assert result["rates"] == probe  # the probes as measured (the cost model's rates)
+    rates = result["floor_rates"]
+    assert rates["peak_tflops"] == pytest.approx(2.0)
+    assert rates["peak_from"] == "T=512 C=128 torch_sdpa_eager"
+    assert row["floor_ms"] == pytest.approx(sdpa_ms)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tilesync.bench import dataflow_mlp
 from tilesync.kernels.mlp_pipeline import MlpStack
 
@@ -77,8 +79,6 @@ def test_the_model_as_written_computes_the_padded_stacks_columns():
     """NeRF in small as torch users write it (a 63-wide input, 27-wide directions, 3 colours,
     cat([colour, density])) on the bench's inputs and weights without their padding: the same
     as the padded stack's columns, and checked against them."""
-    import pytest
-
     torch = pytest.importorskip("torch")
     from tilesync.kernels.mlp_pipeline import fitting_stack
 
@@ -156,3 +156,53 @@ def test_dram_without_row_counts_profiles_the_bench_rows(monkeypatch, capsys):
                         lambda rows, workload: profiled.append((rows, workload)) or {})
     assert dataflow_mlp.main(["--dram"]) == 0
     assert profiled == [(rows, "nerf") for rows in dataflow_mlp.ROWS]
+
+
+def test_the_tables_ratios_are_named_as_they_divide_and_sit_under_their_names():
+    """bulk/pipe, graph/pipe and native/pipe are the other form's median over the pipeline's
+    (the pipeline's speedups; they were headed pipe/bulk, ...), pipe/floor the pipeline's over
+    the floor; every header ends where its column's cells end."""
+    even = {**_form(0.5), "ctas": [2, 2]}
+    result = {"goal": "g", "rows": [{
+        "workload": "nerf", "rows": 65536, "widths": [64, 256], "floor_ms": 0.1,
+        "forms": {"pipeline": {**even, "allotment": "pipeline_even"}, "pipeline_even": even,
+                  "bulk_sync": _form(1.0), "torch_eager": _form(2.0),
+                  "torch_graph": _form(1.5), "torch_native_graph": _form(2.0)}}]}
+    header, line = dataflow_mlp.stack_table(result).splitlines()[2:4]
+    names = header.split()
+    assert names[-4:] == ["bulk/pipe", "graph/pipe", "native/pipe", "pipe/floor"]
+    assert len(header) == len(line)
+    for name, cell in zip(names, line.split(), strict=True):
+        assert header.index(name) + len(name) == line.index(cell) + len(cell), name
+        line = line.replace(cell, " " * len(cell), 1)  # a value twice: find the next
+        header = header.replace(name, " " * len(name), 1)
+    assert names[2:2 + len(dataflow_mlp.FORMS)] == list(dataflow_mlp.FORMS)
+
+
+def test_the_bench_settles_its_floors_on_the_run(monkeypatch):
+    """mlp_stack_benchmarks records each row's flops and floor bytes and settles the floors
+    after the run at its highest measured rate (report.settle_floors); a form faster than a
+    floor at the probes' rates sets it."""
+    from types import SimpleNamespace
+
+    from tilesync.bench import mlp
+
+    stack = dataflow_mlp.workload_stack("meshgraphnets", 1 << 16)
+    work = dataflow_mlp.stack_floor_work(stack)
+    fast_ms = work["flops"] / 1e9 / 500.0  # at 500 TFLOP/s
+    probe = {"peak_tflops": 100.0, "copy_gbps": 1e6, "peak_probe": "cuBLAS fp16 4096^3"}
+    torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None))
+    monkeypatch.setattr(mlp, "_torch_or_none", lambda: (torch, ""))
+    monkeypatch.setattr(mlp, "measured_rates", lambda torch, warmup, reps: dict(probe))
+    monkeypatch.setattr(dataflow_mlp, "StackData", lambda torch, stack, native=None: None)
+    monkeypatch.setattr(dataflow_mlp, "stack_forms", lambda *args: {
+        "pipeline": {**_form(fast_ms), "allotment": "pipeline_even", "ctas": [1, 1]},
+        "bulk_sync": _form(2 * fast_ms)})
+    result = dataflow_mlp.mlp_stack_benchmarks(rows=(1 << 16,), workloads=("meshgraphnets",))
+    (row,) = result["rows"]
+    assert (row["flops"], row["floor_bytes"]) == (work["flops"], work["floor_bytes"])
+    assert result["floor_rates"]["peak_tflops"] == pytest.approx(500.0)
+    assert result["floor_rates"]["peak_from"] == "meshgraphnets 65536 rows pipeline"
+    assert row["floor_ms"] == pytest.approx(fast_ms)
+    table = dataflow_mlp.stack_table(result)
+    assert "the run's highest: meshgraphnets 65536 rows pipeline" in table.splitlines()[1]

@@ -72,9 +72,11 @@ def test_a_cuda_error_ends_the_gpu_work(monkeypatch):
 
 
 def test_the_table_gives_each_reference_its_column():
+    """attention's: vs lib (the fastest of torch's forms, here SDPA in a graph) and vs graph
+    (the chain as written in a graph)."""
     modes = {"stream_sync": {**TIMING, "median_ms": 0.03}, "row+pdl": {**TIMING, "policy": "x"},
              "torch_graph": {**TIMING, "median_ms": 0.01},
-             "torch_sdpa_graph": {**TIMING, "median_ms": 0.04}, "tile+pdl": {"error": "e"}}
+             "torch_sdpa_graph": {**TIMING, "median_ms": 0.008}, "tile+pdl": {"error": "e"}}
     row = {"shape": "T=512 C=128", "floor_ms": 0.005, "flops": 10**9, "modes": modes,
            "speedup": mlp.speedups(modes)}
     result = {"library": "torch", "reps": 3, "warmup": 1, "sms": 132, "programs_compiled": 2,
@@ -82,9 +84,9 @@ def test_the_table_gives_each_reference_its_column():
               "rates": {"peak_tflops": 700.0, "copy_gbps": 3000.0}, "rows": [row]}
     table = attention.attention_table(result)
     (line,) = [ln for ln in table.splitlines() if " row+pdl " in ln]
-    speedup, vs_graph, vs_sdpa, per_floor, tflops = line.split()[3:8]
-    assert (float(speedup), float(vs_graph), float(vs_sdpa), float(per_floor)) == \
-        (1.5, 0.5, 2.0, 4.0)
+    speedup, vs_lib, vs_graph, per_floor, tflops = line.split()[3:8]
+    assert (float(speedup), float(vs_lib), float(vs_graph), float(per_floor)) == \
+        (1.5, 0.4, 0.5, 4.0)
     assert float(tflops) == pytest.approx(50.0)  # 1 GFLOP in 20 us
     assert "tile+pdl           FAILED: e" in table
 
