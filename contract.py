@@ -310,8 +310,10 @@ NEXT_EPOCH_KERNEL = "tilesync_next_epoch"  # sync-epoch-in-memory
 # ---------------------------------------------------------------------------------------------
 
 DEBUG_RECORD_FIELDS = ("claimed", "kernel_tag", "param", "index", "expected", "seen",
-                       "block_x", "block_y", "block_z", "site")
+                       "block_x", "block_y", "block_z", "site", "complete")
 DEBUG_RECORD_WORDS = len(DEBUG_RECORD_FIELDS)  # i32 words
+# "complete" is written last, once the other fields are (a record claimed but not complete:
+# the grid was stopped while the block that claimed it was writing them)
 
 # What a timed-out spin waited for (the record's "site"; a semaphore wait leaves it 0). For a
 # queue, "param" is the queue's parameter and "index" the ticket; for an mbarrier, "param" is

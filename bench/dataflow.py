@@ -110,13 +110,13 @@ def queue_config(cfg, warmup: int, reps: int, graph_replays: int = 0, repeats: i
     """Time one configuration (synchronized or not); check the synchronized one's data.
     `pipeline`: a `-p` spec compiling it instead of the default lowering."""
     import tilesync
-    from tilesync.kernels.queue_bench import queue_bench_mlir, run_checksum
+    from tilesync.kernels.queue_bench import queue_bench_module, run_checksum
     from tilesync.runtime.buffers import DeviceBuffer
     from tilesync.runtime.dataflow import DataflowProgram
 
     iters = max(4, total_bytes // (cfg.producers * cfg.payload_bytes))
     delivered = cfg.producers * iters * cfg.payload_bytes
-    compiled = tilesync.compile(queue_bench_mlir(cfg), pipeline=pipeline)
+    compiled = tilesync.compile(queue_bench_module(cfg), pipeline=pipeline)
     out = DeviceBuffer(cfg.pairs * cfg.block_threads * 2, np.uint64)
     row: dict[str, Any] = {"payload_bytes": cfg.payload_bytes, "pairs": cfg.pairs,
                            "threads": cfg.threads, "unroll": cfg.unroll, "depth": cfg.depth,

@@ -44,16 +44,52 @@ generic release. With one copy a CTA has the whole payload in flight, where the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import reduce
+from typing import NamedTuple
 
-from tilesync.contract import DYNAMIC_SHARED_ATTR, MIN_BLOCKS_PER_SM_ATTR, SM_90
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from tilesync.compat.op_templates import TEMPLATES
+from tilesync.contract import (
+    GENERIC_ADDRESS_SPACE,
+    MIN_BLOCKS_PER_SM_ATTR,
+    SHARED_ADDRESS_SPACE,
+    SM_90,
+)
+from tilesync.dialects import dataflow
+from tilesync.dialects import tile as tl
+from tilesync.kernels.builder import BlockBuilder
 from tilesync.kernels.config import H100_SMS
+from tilesync.kernels.gemm import named_args, shared_global
 
 WORD_BYTES = 16  # one i128: a 16-byte access per thread
 TRANSPORTS = ("threads", "bulk", "cluster")
 BULK_MAX_PAYLOAD = 64 << 10  # the bulk transport's staging buffer, in shared memory
 CLUSTER_MAX_RING = 192 << 10  # a cluster queue's ring, in the consumer's shared memory
+MODULE = "queue_bench"  # the kernels' gpu.module
+PIPELINE = "fig5"
+
+_I128 = IntegerType(128)
+_INDEX = IndexType()
+_OUT_TYPE = MemRefType(_I128, [DYNAMIC_INDEX])  # `out` (and an unsynchronized `ring`)
+_X = gpu.DimensionAttr(gpu.DimensionEnum.X)
 
 
 @dataclass(frozen=True)
@@ -127,14 +163,20 @@ class QueueBenchConfig:
         return self.depth if self.transport == "cluster" else self.producers * self.depth
 
     @property
-    def entry_type(self) -> str:
+    def entry_type(self) -> MemRefType:
         """A cluster queue's entry is the consumer's shared memory by its generic address."""
-        space = ", 0 : i64" if self.transport == "cluster" else ""
-        return f"memref<{self.words}xi128{space}>"
+        space = IntegerAttr(GENERIC_ADDRESS_SPACE, i64) if self.transport == "cluster" \
+            else NoneAttr()
+        return MemRefType(_I128, [self.words], memory_space=space)
 
     @property
-    def queue_type(self) -> str:
-        return f"!dataflow.queue<{self.entries} x {self.entry_type}>"
+    def queue_type(self) -> dataflow.QueueType:
+        return dataflow.QueueType(self.entries, self.entry_type)
+
+    @property
+    def group_threads(self) -> int | None:
+        """The queue ops' `threads`: None where the CTA is one worker."""
+        return self.worker_threads if self.workers > 1 else None
 
 
 def blocks_per_sm(cfg: QueueBenchConfig) -> int | None:
@@ -149,369 +191,436 @@ def blocks_per_sm(cfg: QueueBenchConfig) -> int | None:
     return blocks
 
 
-def _header(cfg: QueueBenchConfig, name: str, params: str) -> str:
-    blocks = blocks_per_sm(cfg)
-    bound = f", {MIN_BLOCKS_PER_SM_ATTR} = {blocks} : i32" if blocks is not None else ""
-    return (f"    gpu.func @{name}({params}) kernel attributes "
-            f"{{gpu.known_block_size = array<i32: {cfg.block_threads}, 1, 1>{bound}}} {{\n")
-
-
-def _word_index(cfg: QueueBenchConfig, u: int, base: str) -> list[str]:
-    return [f"      %o{u} = arith.constant {u * cfg.worker_threads} : index",
-            f"      %j{u} = arith.addi {base}, %o{u} : index"]
-
-
-def _produce_body(cfg: QueueBenchConfig, entry: str, ticket: str,
-                  entry_type: str | None = None) -> list[str]:
-    entry_type = entry_type or cfg.entry_type
-    step = cfg.worker_threads * cfg.block_unroll
-    lines = [f"      %t64 = arith.index_cast {ticket} : index to i64",
-             "      %t128 = arith.extui %t64 : i64 to i128",
-             "      %c40 = arith.constant 40 : i128",
-             "      %tag = arith.shli %t128, %c40 : i128",
-             f"      %step = arith.constant {step} : index",
-             f"      %words = arith.constant {cfg.words} : index",
-             f"      scf.for %w = {_lane(cfg)} to %words step %step {{"]
-    for u in range(cfg.block_unroll):
-        lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
-        lines += [f"        %j{u}w = arith.index_cast %j{u} : index to i128",
-                  f"        %v{u} = arith.addi %tag, %j{u}w : i128",
-                  f"        memref.store %v{u}, {entry}[%j{u}] : {entry_type}"]
-    lines.append("      }")
-    return lines
-
-
-def _consume_body(cfg: QueueBenchConfig, entry: str, accs: list[str],
-                  entry_type: str | None = None, at_l2: bool = False
-                  ) -> tuple[list[str], list[str]]:
-    """Loads of `unroll` words first, then their sums: several loads in flight per thread
-    (`at_l2`: `tile.load_l2`, which no stale L1 line answers)."""
-    entry_type = entry_type or cfg.entry_type
-    step = cfg.worker_threads * cfg.block_unroll
-    news = [f"%n{u}" for u in range(cfg.block_unroll)]
-    lines = [f"      %step = arith.constant {step} : index",
-             f"      %words = arith.constant {cfg.words} : index",
-             f"      {', '.join(news)} = scf.for %w = {_lane(cfg)} to %words step %step "
-             f"iter_args({', '.join(f'%a{u} = {acc}' for u, acc in enumerate(accs))}) -> "
-             f"({', '.join(['i128'] * cfg.block_unroll)}) {{"]
-    for u in range(cfg.block_unroll):
-        lines += [f"  {line}" for line in _word_index(cfg, u, "%w")]
-    for u in range(cfg.block_unroll):
-        lines.append(f"        %l{u} = tile.load_l2 {entry}[%j{u}] : {entry_type} -> i128"
-                     if at_l2 else f"        %l{u} = memref.load {entry}[%j{u}] : {entry_type}")
-    for u in range(cfg.block_unroll):
-        lines.append(f"        %x{u} = arith.addi %a{u}, %l{u} : i128")
-    lines.append(f"        scf.yield {', '.join(f'%x{u}' for u in range(cfg.block_unroll))} : "
-                 f"{', '.join(['i128'] * cfg.block_unroll)}")
-    lines.append("      }")
-    return lines, news
-
-
-def _store_accumulators(cfg: QueueBenchConfig, accs: list[str]) -> list[str]:
-    lines = ["      %cta = gpu.block_id x",
-             f"      %bt = arith.constant {cfg.block_threads} : index",
-             "      %row = arith.muli %cta, %bt : index",
-             "      %slot = arith.addi %row, %tid : index"]
-    total = accs[0]
-    for u, acc in enumerate(accs[1:], 1):
-        lines.append(f"      %s{u} = arith.addi {total}, {acc} : i128")
-        total = f"%s{u}"
-    lines.append(f"      memref.store {total}, %out[%slot] : memref<?xi128>")
-    return lines
-
-
-def _lane(cfg: QueueBenchConfig) -> str:
-    """The thread's index within its worker."""
-    return "%lane" if cfg.workers > 1 else "%tid"
-
-
-def _prelude(cfg: QueueBenchConfig) -> list[str]:
-    lines = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
-             "      %tid = gpu.thread_id x"]
-    if cfg.workers > 1:
-        lines += [f"      %wt = arith.constant {cfg.worker_threads} : index",
-                  "      %lane = arith.remui %tid, %wt : index",
-                  "      %worker = arith.divui %tid, %wt : index"]
-    return lines
-
-
-def _ticket_loop(cfg: QueueBenchConfig, end: str, body: list[str], results: str = "",
-                 carried: list[tuple[str, str]] = (), types: str = "",
-                 yielded: str = "") -> list[str]:
-    """`scf.for %i = 0 to %iters` around `body`, carrying `carried` ((argument, initial
-    value), of `types`) as `body` computes `yielded`, acquiring ticket %t of end `end`
-    ("empty": producer, "full": consumer) first and releasing it last; with draw_ahead the
-    first ticket is drawn before the loop where it runs, each next one right after the acquire
-    where one follows, and carried to the iteration that takes it."""
-    q, th = cfg.queue_type, f" threads {cfg.worker_threads}" if cfg.workers > 1 else ""
-    release = "release_full" if end == "empty" else "release_empty"
-    draw = f"dataflow.draw_{end} %q{th} : {q}"
-    carried = list(carried)
-    lines: list[str] = []
-    if cfg.draw_ahead:
-        lines += ["      %runs = arith.cmpi ult, %c0, %iters : index",
-                  "      %d0 = scf.if %runs -> (index) {", f"        %dr = {draw}",
-                  "        scf.yield %dr : index", "      } else {",
-                  "        scf.yield %c0 : index", "      }"]
-        carried = [("%d", "%d0"), *carried]
-        types = ", ".join(["index", *([types] if types else [])])
-    head = f"      {results + ' = ' if results else ''}scf.for %i = %c0 to %iters step %c1"
-    if carried:
-        head += f" iter_args({', '.join(f'{a} = {b}' for a, b in carried)}) -> ({types})"
-    lines.append(head + " {")
-    if cfg.draw_ahead:
-        lines += [f"        %t = dataflow.acquire_{end} %q at %d{th} : {q}",
-                  "        %i1 = arith.addi %i, %c1 : index",
-                  "        %more = arith.cmpi ult, %i1, %iters : index",
-                  "        %dn = scf.if %more -> (index) {", f"          %dr = {draw}",
-                  "          scf.yield %dr : index", "        } else {",
-                  "          scf.yield %c0 : index", "        }"]
-    else:
-        lines.append(f"        %t = dataflow.acquire_{end} %q{th} : {q}")
-    lines.append(f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}")
-    lines += body
-    lines.append(f"        dataflow.{release} %q, %t{th} : {q}")
-    values = ", ".join(v for v in ("%dn" if cfg.draw_ahead else "", yielded) if v)
-    if values:
-        lines.append(f"        scf.yield {values} : {types}")
-    lines.append("      }")
-    return lines
-
-
-def queue_bench_mlir(cfg: QueueBenchConfig) -> str:
-    """The pipeline's MLIR: producer(iters), consumer(out, iters), and `@fig5` (or, without
-    synchronization, the two kernels over a plain `ring` buffer)."""
+def queue_bench_module(cfg: QueueBenchConfig) -> ModuleOp:
+    """The pipeline: producer(iters), consumer(out, iters) in gpu.module @queue_bench, and
+    `@fig5` (or, without synchronization, the two kernels over a plain `ring` buffer)."""
     if cfg.transport == "bulk":
-        return _bulk_mlir(cfg)
-    if cfg.transport == "cluster" and not cfg.synchronized:
-        return _cluster_twin_mlir(cfg)
-    q = cfg.queue_type
-    zero = _prelude(cfg)
-    accs0 = ["      %z = arith.constant 0 : i128"]
-    unroll = cfg.block_unroll
-    i128s = ", ".join(["i128"] * unroll)
-    results = ", ".join(f"%r{u}" for u in range(unroll))
-    if cfg.draw_ahead:  # the loop's first result is the ticket it carries
-        results = f"%dlast, {results}"
-    if cfg.synchronized:
-        producer = _header(cfg, "producer", f"%q: {q}, %iters: index")
-        producer += "\n".join([*zero, *_ticket_loop(cfg, "empty", [
-            f"  {line}" for line in _produce_body(cfg, "%e", "%t")]),
-            "      gpu.return", "    }"]) + "\n"
-        body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)])
-        consumer = _header(cfg, "consumer", f"%q: {q}, %out: memref<?xi128>, %iters: index")
-        consumer += "\n".join([
-            *zero, *accs0,
-            *_ticket_loop(cfg, "full", [f"  {line}" for line in body], results,
-                          [(f"%acc{u}", "%z") for u in range(unroll)], i128s, ", ".join(news)),
-            *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
-            "      gpu.return", "    }"]) + "\n"
-        return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer +
-                "  }\n" + _pipeline(cfg) + "}\n")
-
-    def shifted(lines: list[str]) -> list[str]:
-        return _onto_ring(cfg, lines, "%ring", "memref<?xi128>")
-
-    producer = _header(cfg, "producer", "%ring: memref<?xi128>, %iters: index")
-    producer += "\n".join([*zero, "      scf.for %i = %c0 to %iters step %c1 {",
-                           *_ring_slot(cfg),
-                           *[f"  {line}" for line in shifted(_produce_body(cfg, "%e", "%t"))],
-                           "      }", "      gpu.return", "    }"]) + "\n"
-    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)], at_l2=True)
-    consumer = _header(cfg, "consumer", "%ring: memref<?xi128>, %out: memref<?xi128>, "
-                                        "%iters: index")
-    consumer += "\n".join([
-        *zero, *accs0,
-        f"      {', '.join(f'%r{u}' for u in range(unroll))} = scf.for %i = %c0 "
-        f"to %iters step %c1 iter_args("
-        f"{', '.join(f'%acc{u} = %z' for u in range(unroll))}) -> ({i128s}) {{",
-        *_ring_slot(cfg),
-        *[f"  {line}" for line in shifted(body)],
-        f"        scf.yield {', '.join(news)} : {i128s}",
-        "      }",
-        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
-        "      gpu.return", "    }"]) + "\n"
-    return ("builtin.module {\n  gpu.module @queue_bench {\n" + producer + consumer + "  }\n"
-            + _pipeline(cfg) + "}\n")
+        kernels = _bulk_kernels(cfg)
+    elif cfg.transport == "cluster" and not cfg.synchronized:
+        kernels = _cluster_twin_kernels(cfg)
+    elif cfg.synchronized:
+        kernels = [_queue_producer(cfg), _queue_consumer(cfg)]
+    else:
+        kernels = [_ring_producer(cfg), _ring_consumer(cfg)]
+    gpu_module = gpu.ModuleOp(StringAttr(MODULE),  # type: ignore[arg-type]
+                              Region(Block(kernels)))
+    return ModuleOp([gpu_module, _pipeline(cfg)])
 
 
-def _onto_ring(cfg: QueueBenchConfig, lines: list[str], ring: str, ring_type: str,
-               entry_type: str | None = None) -> list[str]:
-    """A payload's accesses to entry %e (of `entry_type`) as accesses to `ring` (of
-    `ring_type`) from word %first on."""
-    entry_type = entry_type or f"memref<{cfg.words}xi128>"
-    out = []
-    for line in lines:
-        if "memref.store %v" in line or " %e[%j" in line:
-            line = line.replace("%e[%j", f"{ring}[%jr").replace(f": {entry_type}",
-                                                                 f": {ring_type}")
-        out.append(line)
-        if "= arith.addi %w, %o" in line:
-            u = line.split("%j")[1].split(" ")[0]
-            out.append(f"{line[:len(line) - len(line.lstrip())]}%jr{u} = arith.addi "
-                       f"%first, %j{u} : index")
-    return out
+# ----------------------------------------------------------------------------------------------
+# What every kernel builds
+# ----------------------------------------------------------------------------------------------
 
 
-def _cluster_twin_mlir(cfg: QueueBenchConfig) -> str:
+@dataclass(frozen=True)
+class _Kernel:
+    """A kernel being built: its config, its builder (at the end of its body), its arguments
+    by name, and what the blocks nested in it use: the constants 0 and 1, its thread, the
+    thread's index in its worker (`lane`: the thread's own with one worker a CTA) and its
+    worker in the CTA."""
+
+    cfg: QueueBenchConfig
+    b: BlockBuilder
+    args: dict[str, SSAValue]
+    zero: SSAValue
+    one: SSAValue
+    tid: SSAValue
+    lane: SSAValue
+    worker: SSAValue | None
+
+
+def _constant(b: BlockBuilder, value: int, type_: Attribute = _INDEX) -> SSAValue:
+    """An `arith.constant` of its own, where it is used: the benchmark's kernels keep the
+    constants they had as MLIR text (their performance record is of that IR), not
+    BlockBuilder.idx's one a value and block."""
+    return b.emit(TEMPLATES.int_constant(arith.ConstantOp, value, type_))
+
+
+def _kernel(cfg: QueueBenchConfig, name: str, params: Sequence[tuple[str, Attribute]]
+            ) -> tuple[gpu.FuncOp, _Kernel]:
+    """Kernel `name` of `params` (name, type), its block of the workers' threads and the
+    blocks an SM holds declared, with its first values: 0, 1, the thread (and its lane and
+    worker where a CTA has several)."""
+    func = gpu.FuncOp(name, ([t for _, t in params], []), kernel=True,
+                      known_block_size=[cfg.block_threads, 1, 1])
+    blocks = blocks_per_sm(cfg)
+    if blocks is not None:
+        func.attributes[MIN_BLOCKS_PER_SM_ATTR] = IntegerAttr(blocks, i32)
+    args = named_args(func, [n for n, _ in params])
+    b = BlockBuilder(func.body.block)
+    zero, one = _constant(b, 0), _constant(b, 1)
+    tid = b.emit(gpu.ThreadIdOp(_X))
+    lane, worker = tid, None
+    if cfg.workers > 1:
+        threads = _constant(b, cfg.worker_threads)
+        lane, worker = b.remui(tid, threads), b.divui(tid, threads)
+    return func, _Kernel(cfg, b, args, zero, one, tid, lane, worker)
+
+
+_Body = Callable[[BlockBuilder, SSAValue, list[SSAValue]], list[SSAValue]]
+"""(body's builder, induction variable, carried values) -> the values carried on."""
+
+
+def _for(b: BlockBuilder, lower: SSAValue, upper: SSAValue, step: SSAValue,
+         carried: Sequence[SSAValue], body: _Body) -> list[SSAValue]:
+    """`scf.for` from `lower` to `upper` by `step` carrying `carried`, `body` its iteration;
+    its results."""
+    block = Block(arg_types=[_INDEX, *(value.type for value in carried)])
+    inner = BlockBuilder(block)
+    inner.insert(scf.YieldOp(*body(inner, block.args[0], list(block.args[1:]))))
+    return list(b.insert(scf.ForOp(lower, upper, step, carried, Region(block))).results)
+
+
+def _iterations(k: _Kernel, carried: Sequence[SSAValue], body: _Body) -> list[SSAValue]:
+    """The kernel's loop of `iters` iterations (%i from 0), carrying `carried`."""
+    return _for(k.b, k.zero, k.args["iters"], k.one, carried, body)
+
+
+def _over_words(b: BlockBuilder, k: _Kernel, carried: Sequence[SSAValue], body: _Body
+                ) -> list[SSAValue]:
+    """The thread's loop over a payload's words: from its lane on, `block_unroll` words
+    `worker_threads` apart an iteration."""
+    step = _constant(b, k.cfg.worker_threads * k.cfg.block_unroll)
+    words = _constant(b, k.cfg.words)
+    return _for(b, k.lane, words, step, carried, body)
+
+
+def _word(b: BlockBuilder, k: _Kernel, w: SSAValue, u: int, first: SSAValue | None
+          ) -> tuple[SSAValue, SSAValue]:
+    """Word `u` of the thread's iteration `w`: its index j in the payload, and where it is in
+    memory: j, or `first` + j in a ring of payloads."""
+    word = b.addi(w, _constant(b, u * k.cfg.worker_threads))
+    return word, word if first is None else b.addi(first, word)
+
+
+def _produce(b: BlockBuilder, k: _Kernel, ticket: SSAValue, payload: SSAValue,
+             first: SSAValue | None = None) -> None:
+    """The thread's words of `ticket`'s payload, word j `(ticket << 40) + j`, stored into
+    `payload` (from word `first` on: a ring's slot)."""
+    wide = b.emit(arith.ExtUIOp(b.emit(arith.IndexCastOp(ticket, i64)), _I128))
+    tag = b.emit(arith.ShLIOp(wide, _constant(b, 40, _I128)))
+
+    def store(wb: BlockBuilder, w: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        for u in range(k.cfg.block_unroll):
+            word, at = _word(wb, k, w, u, first)
+            value = wb.addi(tag, wb.emit(arith.IndexCastOp(word, _I128)))
+            wb.insert(memref.StoreOp.get(value, payload, [at]))
+        return []
+
+    _over_words(b, k, [], store)
+
+
+def _consume(b: BlockBuilder, k: _Kernel, payload: SSAValue, sums: Sequence[SSAValue],
+             first: SSAValue | None = None, at_l2: bool = False) -> list[SSAValue]:
+    """`sums` plus the thread's words of `payload` (from word `first` on), `block_unroll`
+    accumulators: each iteration's loads first, then their sums, so that several loads are in
+    flight a thread (`at_l2`: `tile.load_l2`, which no stale L1 line answers)."""
+
+    def add(wb: BlockBuilder, w: SSAValue, partial: list[SSAValue]) -> list[SSAValue]:
+        places = [_word(wb, k, w, u, first)[1] for u in range(k.cfg.block_unroll)]
+        loaded = [wb.emit(tl.LoadL2Op(payload, [at]) if at_l2
+                          else memref.LoadOp.get(payload, [at])) for at in places]
+        return [wb.addi(s, v) for s, v in zip(partial, loaded, strict=True)]
+
+    return _over_words(b, k, sums, add)
+
+
+def _zero_sums(k: _Kernel) -> list[SSAValue]:
+    """The consumer's accumulators at first: one i128 0 for all."""
+    return [_constant(k.b, 0, _I128)] * k.cfg.block_unroll
+
+
+def _store_sums(k: _Kernel, sums: Sequence[SSAValue]) -> None:
+    """The thread's accumulators added up, into its own element of `out`; the kernel's end."""
+    b = k.b
+    cta = b.emit(gpu.BlockIdOp(_X))
+    slot = b.addi(b.muli(cta, _constant(b, k.cfg.block_threads)), k.tid)
+    b.insert(memref.StoreOp.get(reduce(b.addi, sums), k.args["out"], [slot]))
+    b.insert(gpu.ReturnOp([]))
+
+
+# ----------------------------------------------------------------------------------------------
+# The threads and cluster transports through the queue
+# ----------------------------------------------------------------------------------------------
+
+
+class _End(NamedTuple):
+    """A queue end's ops: the producers' (empty entries) or the consumers' (full ones)."""
+
+    draw: type[dataflow.DrawEmptyOp | dataflow.DrawFullOp]
+    acquire: type[dataflow.AcquireEmptyOp | dataflow.AcquireFullOp]
+    release: type[dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp]
+
+
+_PRODUCER_END = _End(dataflow.DrawEmptyOp, dataflow.AcquireEmptyOp, dataflow.ReleaseFullOp)
+_CONSUMER_END = _End(dataflow.DrawFullOp, dataflow.AcquireFullOp, dataflow.ReleaseEmptyOp)
+
+_TicketBody = Callable[[BlockBuilder, SSAValue, SSAValue, list[SSAValue]], list[SSAValue]]
+"""(iteration's builder, entry, ticket, carried values) -> the values carried on."""
+
+
+def _ticket_loop(k: _Kernel, end: _End, carried: Sequence[SSAValue], body: _TicketBody
+                 ) -> list[SSAValue]:
+    """The kernel's `iters` iterations around `body`, carrying `carried`, each acquiring a
+    ticket of queue %q at `end` first and releasing it last; with draw_ahead the first ticket
+    is drawn before the loop where it runs, each next one right after the acquire where one
+    follows, and carried (first) to the iteration that takes it. The loop's results, the drawn
+    ticket's left out."""
+    queue, threads, iters = k.args["q"], k.cfg.group_threads, k.args["iters"]
+
+    def draw_if(b: BlockBuilder, runs: SSAValue) -> SSAValue:
+        """A ticket drawn where `runs` (an iteration takes it), else 0 (none takes it)."""
+        drawn, none = Block(), Block()
+        then = BlockBuilder(drawn)
+        then.insert(scf.YieldOp(then.emit(end.draw(queue, threads))))
+        BlockBuilder(none).insert(scf.YieldOp(k.zero))
+        return b.emit(scf.IfOp(runs, [_INDEX], Region(drawn), Region(none)))
+
+    ahead = [draw_if(k.b, k.b.ult(k.zero, iters))] if k.cfg.draw_ahead else []
+
+    def iteration(b: BlockBuilder, i: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
+        ticket = b.emit(end.acquire(queue, values[0] if ahead else None, threads))
+        following = [draw_if(b, b.ult(b.addi(i, k.one), iters))] if ahead else []
+        entry = b.emit(dataflow.EntryOp(queue, ticket, k.cfg.entry_type))
+        carried_on = body(b, entry, ticket, values[len(ahead):])
+        b.insert(end.release(queue, ticket, threads))
+        return [*following, *carried_on]
+
+    return _iterations(k, [*ahead, *carried], iteration)[len(ahead):]
+
+
+def _queue_producer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    func, k = _kernel(cfg, "producer", [("q", cfg.queue_type), ("iters", _INDEX)])
+
+    def fill(b: BlockBuilder, entry: SSAValue, ticket: SSAValue, _: list[SSAValue]
+             ) -> list[SSAValue]:
+        _produce(b, k, ticket, entry)
+        return []
+
+    _ticket_loop(k, _PRODUCER_END, [], fill)
+    k.b.insert(gpu.ReturnOp([]))
+    return func
+
+
+def _queue_consumer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    func, k = _kernel(cfg, "consumer", [("q", cfg.queue_type), ("out", _OUT_TYPE),
+                                        ("iters", _INDEX)])
+
+    def drain(b: BlockBuilder, entry: SSAValue, _: SSAValue, sums: list[SSAValue]
+              ) -> list[SSAValue]:
+        return _consume(b, k, entry, sums)
+
+    _store_sums(k, _ticket_loop(k, _CONSUMER_END, _zero_sums(k), drain))
+    return func
+
+
+# ----------------------------------------------------------------------------------------------
+# The same transfers unsynchronized: a plain ring buffer, or a cluster peer's shared memory
+# ----------------------------------------------------------------------------------------------
+
+
+def _ring_slot(b: BlockBuilder, k: _Kernel, i: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Unsynchronized, iteration `i`'s slot worker + producers × (i mod depth) of `ring` (the
+    worker counted over the grid: the CTA with one a CTA) and its first word."""
+    cfg = k.cfg
+    worker = b.emit(gpu.BlockIdOp(_X))
+    if cfg.workers > 1:
+        worker = b.addi(b.muli(worker, _constant(b, cfg.workers)), k.worker)
+    depth, producers = _constant(b, cfg.depth), _constant(b, cfg.producers)
+    slot = b.addi(worker, b.muli(b.remui(i, depth), producers))
+    return slot, b.muli(slot, _constant(b, cfg.words))
+
+
+def _ring_producer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    func, k = _kernel(cfg, "producer", [("ring", _OUT_TYPE), ("iters", _INDEX)])
+
+    def fill(b: BlockBuilder, i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        slot, first = _ring_slot(b, k, i)
+        _produce(b, k, slot, k.args["ring"], first)
+        return []
+
+    _iterations(k, [], fill)
+    k.b.insert(gpu.ReturnOp([]))
+    return func
+
+
+def _ring_consumer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    """Its loads cached at L2 only: plain ones met the lines of the slot's previous round in
+    their SM's L1 (see the module's docstring)."""
+    func, k = _kernel(cfg, "consumer", [("ring", _OUT_TYPE), ("out", _OUT_TYPE),
+                                        ("iters", _INDEX)])
+
+    def drain(b: BlockBuilder, i: SSAValue, sums: list[SSAValue]) -> list[SSAValue]:
+        _, first = _ring_slot(b, k, i)
+        return _consume(b, k, k.args["ring"], sums, first, at_l2=True)
+
+    _store_sums(k, _iterations(k, _zero_sums(k), drain))
+    return func
+
+
+def _cluster_twin_kernels(cfg: QueueBenchConfig) -> list:
     """The cluster transport's transfers without the queue: each pair a cluster (the pipeline
     `cluster`), the ring of `depth` payloads in the consumer CTA's shared memory; iteration i
     of the producer stores into slot i mod depth of its peer's ring (`tile.cluster_map` to
     rank 1), the consumer reads its own, with no barriers or waits between them."""
-    words = cfg.depth * cfg.words
-    shared = f"memref<{words}xi128, 3 : i64>"
-    generic = f"memref<{words}xi128, 0 : i64>"
-    ring = (f'    "memref.global"() <{{sym_name = "ring", type = {shared}, initial_value, '
-            f'sym_visibility = "private", alignment = 128 : i64}}> {{{DYNAMIC_SHARED_ATTR}}} : '
-            "() -> ()\n")
-    slot = [f"        %depth = arith.constant {cfg.depth} : index",
-            "        %t = arith.remui %i, %depth : index",
-            f"        %wpe = arith.constant {cfg.words} : index",
-            "        %first = arith.muli %t, %wpe : index"]
-    unroll = cfg.block_unroll
-    i128s = ", ".join(["i128"] * unroll)
-    producer = _header(cfg, "producer", "%iters: index")
-    producer += "\n".join([
-        *_prelude(cfg), f"      %local = memref.get_global @ring : {shared}",
-        f"      %peer = tile.cluster_map %local cta %c1 : {shared} -> {generic}",
-        "      scf.for %i = %c0 to %iters step %c1 {", *slot,
-        *[f"  {line}" for line in _onto_ring(cfg, _produce_body(cfg, "%e", "%t",
-                                                                 cfg.entry_type),
-                                             "%peer", generic, cfg.entry_type)],
-        "      }", "      gpu.return", "    }"]) + "\n"
-    body, news = _consume_body(cfg, "%e", [f"%acc{u}" for u in range(unroll)], cfg.entry_type)
-    consumer = _header(cfg, "consumer", "%out: memref<?xi128>, %iters: index")
-    consumer += "\n".join([
-        *_prelude(cfg), "      %z = arith.constant 0 : i128",
-        f"      %ring = memref.get_global @ring : {shared}",
-        f"      {', '.join(f'%r{u}' for u in range(unroll))} = scf.for %i = %c0 to %iters "
-        f"step %c1 iter_args({', '.join(f'%acc{u} = %z' for u in range(unroll))}) -> "
-        f"({i128s}) {{", *slot,
-        *[f"  {line}" for line in _onto_ring(cfg, body, "%ring", shared, cfg.entry_type)],
-        f"        scf.yield {', '.join(news)} : {i128s}", "      }",
-        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
-        "      gpu.return", "    }"]) + "\n"
-    return ("builtin.module {\n  gpu.module @queue_bench {\n" + ring + producer + consumer +
-            "  }\n" + _pipeline(cfg) + "}\n")
+    shared = MemRefType(_I128, [cfg.depth * cfg.words],
+                        memory_space=IntegerAttr(SHARED_ADDRESS_SPACE, i64))
+
+    def slot_start(b: BlockBuilder, i: SSAValue) -> tuple[SSAValue, SSAValue]:
+        slot = b.remui(i, _constant(b, cfg.depth))
+        return slot, b.muli(slot, _constant(b, cfg.words))
+
+    producer, p = _kernel(cfg, "producer", [("iters", _INDEX)])
+    peer = p.b.emit(tl.ClusterMapOp(p.b.emit(memref.GetGlobalOp("ring", shared)), p.one))
+
+    def fill(b: BlockBuilder, i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        slot, first = slot_start(b, i)
+        _produce(b, p, slot, peer, first)
+        return []
+
+    _iterations(p, [], fill)
+    p.b.insert(gpu.ReturnOp([]))
+
+    consumer, c = _kernel(cfg, "consumer", [("out", _OUT_TYPE), ("iters", _INDEX)])
+    zeros = _zero_sums(c)
+    ring = c.b.emit(memref.GetGlobalOp("ring", shared))
+
+    def drain(b: BlockBuilder, i: SSAValue, sums: list[SSAValue]) -> list[SSAValue]:
+        _, first = slot_start(b, i)
+        return _consume(b, c, ring, sums, first)
+
+    _store_sums(c, _iterations(c, zeros, drain))
+    return [shared_global("ring", shared, dynamic=True), producer, consumer]
 
 
-def _pipeline(cfg: QueueBenchConfig) -> str:
-    """`@fig5`: the producers and the consumers, through the queue `@q` when synchronized."""
-    if not cfg.synchronized:
-        in_clusters = " cluster" if cfg.transport == "cluster" else ""
-        return (
-            f"  dataflow.pipeline @fig5{in_clusters} {{\n"
-            "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
-            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
-            "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
-            f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = []}}\n"
-            "  }\n")
-    pin = " pin_l2" if cfg.pin_l2 else " cluster" if cfg.transport == "cluster" else ""
-    return (
-        "  dataflow.pipeline @fig5 {\n"
-        f"    dataflow.queue @q{pin} : {cfg.queue_type}\n"
-        "    dataflow.stage @produce {kernel = @queue_bench::@producer, resource = "
-        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [], outputs = [@q]}}\n"
-        "    dataflow.stage @consume {kernel = @queue_bench::@consumer, resource = "
-        f"#dataflow.resource<simt>, ctas = {cfg.pairs} : i64, inputs = [@q], outputs = []}}\n"
-        "  }\n")
+# ----------------------------------------------------------------------------------------------
+# The bulk transport: each payload one bulk copy between the entry (or the ring slot) and a
+# staging buffer in shared memory
+# ----------------------------------------------------------------------------------------------
+
+_SHARED = IntegerAttr(SHARED_ADDRESS_SPACE, i64)
+_LANDED_TYPE = MemRefType(IntegerType(64), [1], memory_space=_SHARED)  # the consumer's barrier
 
 
-def _ring_slot(cfg: QueueBenchConfig) -> list[str]:
-    """Unsynchronized, iteration %i's slot %t = worker + producers × (i mod depth) of `ring`
-    (the worker counted over the grid: the CTA with one a CTA) and its first word %first."""
-    own = ["        %cta = gpu.block_id x"]
-    if cfg.workers > 1:
-        own = ["        %block = gpu.block_id x",
-               f"        %per = arith.constant {cfg.workers} : index",
-               "        %first_worker = arith.muli %block, %per : index",
-               "        %cta = arith.addi %first_worker, %worker : index"]
-    return [*own,
-            f"        %depth = arith.constant {cfg.depth} : index",
-            f"        %pairs = arith.constant {cfg.producers} : index",
-            "        %round = arith.remui %i, %depth : index",
-            "        %offset = arith.muli %round, %pairs : index",
-            "        %t = arith.addi %cta, %offset : index",
-            f"        %wpe = arith.constant {cfg.words} : index",
-            "        %first = arith.muli %t, %wpe : index"]
+def _staged_type(cfg: QueueBenchConfig) -> MemRefType:
+    return MemRefType(_I128, [cfg.words], memory_space=_SHARED)
 
 
-def _bulk_mlir(cfg: QueueBenchConfig) -> str:
-    """The pipeline with the bulk transport: each payload one bulk copy between the entry (or
-    the ring slot) and a staging buffer in shared memory."""
-    words, nbytes = cfg.words, cfg.payload_bytes
-    staged = f"memref<{words}xi128, 3>"
-    landed = "memref<1xi64, 3>"
-    # The staging buffer is dynamic shared memory (64 KiB does not fit the static 48).
-    globals_ = [
-        f'    "memref.global"() {{sym_name = "staged", sym_visibility = "private", type = '
-        f'{staged}, initial_value, alignment = 128 : i64, tilesync.dynamic_shared}} : () -> ()',
-        f'    "memref.global"() {{sym_name = "landed", sym_visibility = "private", type = '
-        f'{landed}, initial_value, alignment = 8 : i64}} : () -> ()']
-    prelude = ["      %c0 = arith.constant 0 : index", "      %c1 = arith.constant 1 : index",
-               "      %tid = gpu.thread_id x",
-               f"      %buf = memref.get_global @staged : {staged}",
-               "      %lead = arith.cmpi eq, %tid, %c0 : index"]
-    unroll = cfg.block_unroll
-    accs = ", ".join(f"%acc{u} = %z" for u in range(unroll))
-    results = ", ".join(f"%r{u}" for u in range(unroll))
-    i128s = ", ".join(["i128"] * unroll)
-    if cfg.synchronized:
-        q = cfg.queue_type
-        params = f"%q: {q}, "
-        acquire_empty = [f"        %t = dataflow.acquire_empty %q : {q}",
-                         f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}"]
-        acquire_full = [f"        %t = dataflow.acquire_full %q : {q}",
-                        f"        %e = dataflow.entry %q, %t : {q} -> {cfg.entry_type}"]
-        entry, entry_type = "%e[%c0]", cfg.entry_type
-        # The async proxy does not see the generic acquire (nor its writes the release).
-        fence_global = ["          tile.fence_proxy_async global"]
-        release_full = [f"        dataflow.release_full %q, %t : {q}"]
-        release_empty = [f"        dataflow.release_empty %q, %t : {q}"]
+def _bulk_kernels(cfg: QueueBenchConfig) -> list:
+    # the staging buffer is dynamic shared memory (64 KiB does not fit the static 48)
+    return [shared_global("staged", _staged_type(cfg), dynamic=True),
+            shared_global("landed", _LANDED_TYPE, alignment=8),
+            _bulk_producer(cfg), _bulk_consumer(cfg)]
+
+
+def _bulk_kernel(cfg: QueueBenchConfig, name: str, params: list[tuple[str, Attribute]]
+                 ) -> tuple[gpu.FuncOp, _Kernel, SSAValue, SSAValue]:
+    """The kernel of `params` after the queue (or the ring), with its staging buffer and
+    whether its thread issues the copies (the first)."""
+    source = ("q", cfg.queue_type) if cfg.synchronized else ("ring", _OUT_TYPE)
+    func, k = _kernel(cfg, name, [source, *params])
+    buffer = k.b.emit(memref.GetGlobalOp("staged", _staged_type(cfg)))
+    lead = k.b.emit(arith.CmpiOp(k.tid, k.zero, "eq"))
+    return func, k, buffer, lead
+
+
+def _bulk_take(b: BlockBuilder, k: _Kernel, i: SSAValue,
+               acquire: type[dataflow.AcquireEmptyOp | dataflow.AcquireFullOp]
+               ) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Iteration `i`'s ticket and where its payload is (memory, first word): the entry the
+    queue gives it, or (unsynchronized) its ring slot."""
+    if not k.cfg.synchronized:
+        slot, first = _ring_slot(b, k, i)
+        return slot, k.args["ring"], first
+    ticket = b.emit(acquire(k.args["q"]))
+    return ticket, b.emit(dataflow.EntryOp(k.args["q"], ticket, k.cfg.entry_type)), k.zero
+
+
+def _bulk_give(b: BlockBuilder, k: _Kernel, ticket: SSAValue,
+               release: type[dataflow.ReleaseFullOp | dataflow.ReleaseEmptyOp]) -> None:
+    if k.cfg.synchronized:
+        b.insert(release(k.args["q"], ticket))
     else:
-        params = "%ring: memref<?xi128>, "
-        acquire_empty = acquire_full = _ring_slot(cfg)
-        entry, entry_type = "%ring[%first]", "memref<?xi128>"
-        fence_global = []
-        release_full = release_empty = ["        gpu.barrier"]  # the buffer is free again
+        b.insert(gpu.BarrierOp())  # the buffer is free again
 
-    producer = _header(cfg, "producer", f"{params}%iters: index")
-    producer += "\n".join([
-        *prelude, "      scf.for %i = %c0 to %iters step %c1 {", *acquire_empty,
-        *[f"  {line}" for line in _produce_body(cfg, "%buf", "%t", staged)],
-        "        tile.fence_proxy_async", "        gpu.barrier",
-        "        scf.if %lead {", *fence_global,
-        f"          tile.bulk_store {entry}, %buf[%c0] bytes {nbytes} : {entry_type}, {staged}",
-        "          tile.tma_store_commit", "          tile.tma_store_wait 0 writes",
-        *fence_global, "          scf.yield", "        }", *release_full,
-        "      }", "      gpu.return", "    }"]) + "\n"
 
-    body, news = _consume_body(cfg, "%buf", [f"%acc{u}" for u in range(unroll)], staged)
-    consumer = _header(cfg, "consumer", f"{params}%out: memref<?xi128>, %iters: index")
-    consumer += "\n".join([
-        *prelude, "      %z = arith.constant 0 : i128",
-        f"      %landed = memref.get_global @landed : {landed}",
-        "      scf.if %lead {", f"        tile.mbarrier_init %landed[%c0] count 1 : {landed}",
-        "        scf.yield", "      }", "      gpu.barrier",
-        f"      {results} = scf.for %i = %c0 to %iters step %c1 iter_args({accs}) -> "
-        f"({i128s}) {{",
-        *acquire_full,
-        "        scf.if %lead {", *fence_global,
-        f"          tile.mbarrier_arrive %landed[%c0] expect_tx {nbytes} : {landed}",
-        f"          tile.bulk_load %buf[%c0], {entry}, %landed[%c0] bytes {nbytes} : {staged}, "
-        f"{entry_type}, {landed}",
-        "          scf.yield", "        }",
-        "        %i64 = arith.index_cast %i : index to i64",
-        "        %parity = arith.trunci %i64 : i64 to i1",
-        f"        tile.mbarrier_wait %landed[%c0], %parity : {landed}",
-        *[f"  {line}" for line in body],
-        *release_empty,
-        f"        scf.yield {', '.join(news)} : {i128s}",
-        "      }",
-        *_store_accumulators(cfg, [f"%r{u}" for u in range(unroll)]),
-        "      gpu.return", "    }"]) + "\n"
-    return ("builtin.module {\n  gpu.module @queue_bench {\n" + "\n".join(globals_) + "\n"
-            + producer + consumer + "  }\n" + _pipeline(cfg) + "}\n")
+def _fence_global(b: BlockBuilder, k: _Kernel) -> None:
+    """The async proxy does not see the generic acquire (nor its writes the release)."""
+    if k.cfg.synchronized:
+        b.insert(tl.FenceProxyAsyncOp(global_memory=True))
+
+
+def _bulk_producer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    """Its threads write the ticket's words into the buffer and meet; the first stores the
+    buffer into the entry and waits for the writes before the release."""
+    func, k, buffer, lead = _bulk_kernel(cfg, "producer", [("iters", _INDEX)])
+
+    def fill(b: BlockBuilder, i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        ticket, payload, first = _bulk_take(b, k, i, dataflow.AcquireEmptyOp)
+        _produce(b, k, ticket, buffer)
+        b.insert(tl.FenceProxyAsyncOp())
+        b.insert(gpu.BarrierOp())
+
+        def store(sb: BlockBuilder) -> None:
+            _fence_global(sb, k)
+            sb.insert(tl.BulkStoreOp(payload, [first], buffer, [k.zero], cfg.payload_bytes))
+            sb.insert(tl.TmaStoreCommitOp())
+            sb.insert(tl.TmaStoreWaitOp(0, writes=True))
+            _fence_global(sb, k)
+
+        b.when(lead, store)
+        _bulk_give(b, k, ticket, dataflow.ReleaseFullOp)
+        return []
+
+    _iterations(k, [], fill)
+    k.b.insert(gpu.ReturnOp([]))
+    return func
+
+
+def _bulk_consumer(cfg: QueueBenchConfig) -> gpu.FuncOp:
+    """Its first thread loads the entry into the buffer, completing on a transaction barrier
+    that every thread waits on (phase parity: the iteration's) before it adds the words."""
+    func, k, buffer, lead = _bulk_kernel(cfg, "consumer", [("out", _OUT_TYPE),
+                                                           ("iters", _INDEX)])
+    zeros = _zero_sums(k)
+    landed = k.b.emit(memref.GetGlobalOp("landed", _LANDED_TYPE))
+    k.b.when(lead, lambda ib: ib.insert(tl.MBarrierInitOp(landed, [k.zero], 1)))
+    k.b.insert(gpu.BarrierOp())
+
+    def drain(b: BlockBuilder, i: SSAValue, sums: list[SSAValue]) -> list[SSAValue]:
+        ticket, payload, first = _bulk_take(b, k, i, dataflow.AcquireFullOp)
+
+        def load(lb: BlockBuilder) -> None:
+            _fence_global(lb, k)
+            lb.insert(tl.MBarrierArriveOp(landed, [k.zero], expect_tx=cfg.payload_bytes))
+            lb.insert(tl.BulkLoadOp(buffer, [k.zero], payload, [first], landed, [k.zero],
+                                    cfg.payload_bytes))
+
+        b.when(lead, load)
+        parity = b.emit(arith.TruncIOp(b.emit(arith.IndexCastOp(i, i64)), i1))
+        b.insert(tl.MBarrierWaitOp(landed, [k.zero], parity))
+        summed = _consume(b, k, buffer, sums)
+        _bulk_give(b, k, ticket, dataflow.ReleaseEmptyOp)
+        return summed
+
+    _store_sums(k, _iterations(k, zeros, drain))
+    return func
+
+
+def _pipeline(cfg: QueueBenchConfig) -> dataflow.PipelineOp:
+    """`@fig5`: the producers and the consumers, through the queue `@q` when synchronized
+    (unsynchronized, the cluster transport's pairs still run in clusters)."""
+    queues = ["q"] if cfg.synchronized else []
+
+    def stage(name: str, kernel: str, inputs: list[str], outputs: list[str]
+              ) -> dataflow.StageOp:
+        return dataflow.StageOp(name, SymbolRefAttr(MODULE, [kernel]), dataflow.Resource.SIMT,
+                                cfg.pairs, inputs=inputs, outputs=outputs)
+
+    ops: list = [dataflow.QueueOp("q", cfg.queue_type, pin_l2=cfg.pin_l2,
+                                  cluster=cfg.transport == "cluster")] if queues else []
+    ops += [stage("produce", "producer", [], queues), stage("consume", "consumer", queues, [])]
+    return dataflow.PipelineOp(PIPELINE, ops, cluster=not queues and cfg.transport == "cluster")
 
 
 def expected_checksum(first_ticket: int, tickets: int, words: int) -> int:

@@ -326,20 +326,49 @@ class SyncBuilder:
     def record_timeout(self, record: SSAValue, fields: Mapping[str, SSAValue]) -> None:
         """The first block to time out claims the record (cas 0 -> 1) and writes `fields` (the
         other DEBUG_RECORD_FIELDS, in their order; one not given stays 0) volatile, then a
-        system fence: the record is mapped host memory, still readable after the trap."""
+        system fence, then `complete` (and a fence again): the record is mapped host memory,
+        still readable after the trap. A block that lost the claim waits (at most
+        RECORD_WAIT_NS of `%globaltimer`) for `complete` before it goes on to its trap, which
+        would stop the grid, the claiming block too, perhaps half-way through the fields."""
         base = self.value(UnrealizedConversionCastOp.get([record], [convert_type(record.type)]))
-        old = self.compare_and_swap(base, self.const(0, i32), self.const(1, i32), "sys")
-        claimed = self.value(arith.CmpiOp(old, self.const(0, i32), "eq"))
+        zero, one = self.const(0, i32), self.const(1, i32)
+        old = self.compare_and_swap(base, zero, one, "sys")
+        claimed = self.value(arith.CmpiOp(old, zero, "eq"))
+
+        def field(b: SyncBuilder, name: str) -> SSAValue:
+            offset = DEBUG_RECORD_FIELDS.index(name)
+            return b.value(llvm.GEPOp(base, [offset], i32, result_type=base.type))
 
         def write(b: SyncBuilder) -> None:
-            for offset, name in enumerate(DEBUG_RECORD_FIELDS):
-                if name == "claimed" or name not in fields:
-                    continue
-                slot = b.value(llvm.GEPOp(base, [offset], i32, result_type=base.type))
-                b.store(slot, fields[name], "volatile")
+            for name in DEBUG_RECORD_FIELDS:
+                if name not in ("claimed", "complete") and name in fields:
+                    b.store(field(b, name), fields[name], "volatile")
+            b.fence("sc", "sys")
+            b.store(field(b, "complete"), one, "volatile")
             b.fence("sc", "sys")
 
-        self.if_(claimed, write)
+        def wait_until_complete(b: SyncBuilder) -> None:
+            complete = field(b, "complete")
+            start = b.value(nvvm.read_sreg("globaltimer"))
+
+            def before(w: SyncBuilder) -> None:
+                written = w.load(complete, "volatile")
+                pending = w.value(arith.CmpiOp(written, zero, "eq"))
+                elapsed = w.value(arith.SubiOp(w.value(nvvm.read_sreg("globaltimer")), start))
+                in_time = w.value(arith.CmpiOp(elapsed, w.const(RECORD_WAIT_NS, i64), "slt"))
+                w.insert(scf.ConditionOp(w.value(arith.AndIOp(pending, in_time))))
+
+            condition, body = Block(), Block()
+            before(SyncBuilder.nested(condition))
+            SyncBuilder.nested(body).insert(scf.YieldOp())
+            b.insert(scf.WhileOp([], [], Region(condition), Region(body)))
+
+        self.if_(claimed, write, wait_until_complete)
 
 
-__all__ = ["BLOCK", "SyncBuilder", "ThreadGroup"]
+RECORD_WAIT_NS = 1_000_000
+"""How long a block that timed out after another claimed the debug record waits for that
+block's fields before its own trap (record_timeout)."""
+
+
+__all__ = ["BLOCK", "RECORD_WAIT_NS", "SyncBuilder", "ThreadGroup"]

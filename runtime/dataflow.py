@@ -2,10 +2,12 @@
 
 The GPUs we run on have no pipeline-aware grid scheduler, so a pipeline runs as one persistent
 kernel whose CTAs take stage roles (dataflow-persistent-kernel), launched cooperatively: the
-hardware keeps all its CTAs resident or refuses the launch. Where the stages could not be fused
-it falls back to co-launched kernels, one stream per stage, which the hardware may serialize
-(seen on an H100 in CUDA-graph replays: the producer filled its ring and spun). Either way the
-co-residency is proven before the first launch (`forward_progress.co_residency`, the count
+hardware keeps all its CTAs resident or refuses the launch. A pipeline whose stages could not
+be fused (block sizes that differ, kernels in several gpu.modules) is refused where its stages
+pass entries through queues: co-launched kernels, one stream per stage, have no promise to run
+at once, and an H100 serialized them in CUDA-graph replays (the producer filled its ring and
+spun until the queue timeout); one without queues is co-launched so. The co-residency is
+proven before the first launch (`forward_progress.co_residency`, the count
 `contract.all_resident` makes) from the compiled kernels' real occupancy: queue CTAs spin while
 holding their SM slot, so a pipeline that does not fit is refused rather than left to hang.
 A pipeline in clusters (its queues in distributed shared memory) waits only inside a cluster,
@@ -231,9 +233,17 @@ class DataflowProgram:
                 plan = read_pipeline(compiled, pipeline)
             except ValueError as err:
                 raise CompileError(str(err)) from None
+        if plan.persistent is None and plan.queues:
+            raise CompileError(
+                f"pipeline @{plan.name} passes entries through queues, but its stages could "
+                "not be fused into one persistent kernel (dataflow-persistent-kernel takes "
+                "kernels of one gpu.known_block_size in one gpu.module, after "
+                "convert-dataflow-to-nvvm): kernels launched on separate streams need not run "
+                "at once (an H100 ran them one after the other), and a producer would spin on "
+                "its full queue until it timed out")
         from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
         from tilesync.runtime.device import get_device
-        from tilesync.runtime.stream import Stream
+        from tilesync.runtime.stream import RunOrder, Stream
 
         self.compiled = compiled
         self.plan = plan if plan is not None else read_pipeline(compiled, pipeline)
@@ -267,6 +277,7 @@ class DataflowProgram:
         if any(DEBUG_RECORD in self.signatures[k].sync_args for k in kernels):
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
         self._streams = {stage.name: Stream() for stage in self.plan.stages}
+        self._order = RunOrder()  # runs take tickets of the same rings: one after another
         self.runs = 0
 
     def load_kernels(self, fast: bool, cubin_dir: str | Path | None = None) -> None:
@@ -382,7 +393,17 @@ class DataflowProgram:
     def run(self, args: Mapping[str, Sequence[Any]]) -> Any:
         """Enqueue one run of every stage; returns an event recorded when all are done.
 
-        `args` maps each stage to its kernel's own arguments (the queues are bound here)."""
+        `args` maps each stage to its kernel's own arguments (the queues are bound here).
+        The run starts after the program's last run, wherever that was enqueued (RunOrder)."""
+        first = self._streams[self.plan.stages[0].name]
+        users = self._users(args)
+        self._order.begin(first)
+        end = self._enqueue(users)
+        self._order.end(first, end)
+        return end
+
+    def _enqueue(self, users: dict[str, list[Any]]) -> Any:
+        """One run's launches on the program's streams (what capture records too)."""
         from tilesync.runtime.launch import launch
         from tilesync.runtime.stream import Event
 
@@ -393,7 +414,6 @@ class DataflowProgram:
             stream = self._streams[stage.name]
             if stream is not first:
                 stream.wait_event(start)
-        users = self._users(args)
         if self.persistent is not None:
             self._launch_persistent(users, first)
         for stage in self.plan.stages if self.persistent is None else ():
@@ -412,12 +432,21 @@ class DataflowProgram:
     def run_on(self, args: Mapping[str, Sequence[Any]], stream: Any) -> None:
         """Enqueue one run on the caller's stream (a foreign one, e.g. torch's current stream):
         the persistent kernel's one cooperative launch, so that a stream capture
-        (torch.cuda.graph) records exactly it. Co-launched stages need streams of their own."""
+        (torch.cuda.graph) records exactly it, after the program's last run (RunOrder).
+        Co-launched stages need streams of their own."""
+        from tilesync.runtime.stream import is_capturing
+
         if self.persistent is None:
             raise ValueError(f"pipeline @{self.plan.name} runs on one stream only as one "
                              "persistent kernel (dataflow-persistent-kernel); its stages are "
                              "co-launched kernels: use run()")
-        self._launch_persistent(self._users(args), stream)
+        users = self._users(args)
+        recorded = is_capturing(stream)  # its replays are ordered where they are launched
+        if not recorded:
+            self._order.begin(stream)
+        self._launch_persistent(users, stream)
+        if not recorded:
+            self._order.end(stream)
         self.runs += 1
 
     def _users(self, args: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
@@ -444,17 +473,19 @@ class DataflowProgram:
         from tilesync.runtime.stream import capture_graph
 
         first = self._streams[self.plan.stages[0].name]
+        users = self._users(args)
         try:
-            graph, executable = capture_graph(first, lambda: self.run(args))
+            graph, executable = capture_graph(first, lambda: self._enqueue(users))
         finally:
             self.runs -= 1  # capturing ran nothing
         return CapturedPipeline(self, graph, executable, first)
 
     def synchronize(self) -> None:
-        """Wait for every stage; a timed-out spin raises SpinTimeoutError saying which."""
+        """Wait for every stage and the last run (run_on's on the caller's stream); a
+        timed-out spin raises SpinTimeoutError saying which."""
         from tilesync.runtime.stream import synchronize_streams
 
-        synchronize_streams(self._streams.values(), self.timed_out_wait)
+        synchronize_streams([*self._streams.values(), self._order], self.timed_out_wait)
 
     def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
         """The first timed-out spin's report, kernel and block (None if none timed out)."""
@@ -462,10 +493,10 @@ class DataflowProgram:
 
         if self._debug_record is None:
             return None
-        stage_of = {s.kernel: s.name for s in self.plan.stages}
+        where_of = {s.kernel: f"stage @{s.name}" for s in self.plan.stages}
         in_cluster = [cluster_queue_symbol(q.name) for q in self.plan.queues.values()
                       if q.in_cluster]  # their arrays are the module's dynamic shared memory
-        return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
+        return describe_timeout(self._debug_record.read(), self.signatures, where_of,
                                 f"run {self.runs} of pipeline @{self.plan.name}",
                                 lambda: [*module_symbols(self.compiled.module), *in_cluster])
 
@@ -489,7 +520,9 @@ class CapturedPipeline:
 
         from tilesync.runtime.errors import check
 
+        self.program._order.begin(self.stream)
         check(driver.cuGraphLaunch(self._exec, self.stream.handle), "cuGraphLaunch")
+        self.program._order.end(self.stream)
         self.program.runs += 1
 
     def close(self) -> None:

@@ -61,7 +61,7 @@ def check_signature(
         )
 
 
-def _argument(kind: str, value: Any, position: int) -> Any:
+def checked_argument(kind: str, value: Any, position: int) -> Any:
     """One argument as its parameter holds it: a device address (int), a CUtensorMap, a
     half's 16 bits, a range-checked integer or a float. Raises naming the argument."""
     from cuda.bindings import driver
@@ -106,7 +106,7 @@ def pack_args(
 
     if len(signature) != len(args):
         raise ValueError(f"{len(args)} argument(s) for a signature of {len(signature)}")
-    values = [_argument(kind, value, position)
+    values = [checked_argument(kind, value, position)
               for position, (kind, value) in enumerate(zip(signature, args))]
     values = [driver.CUdeviceptr(v) if kind == "ptr" else v
               for kind, v in zip(signature, values)]
@@ -259,9 +259,9 @@ class PreparedLaunch:
             if kind == "ptr" and type(value) is int and value >= 0:
                 slot.value = value  # a torch tensor's data_ptr(): the common case
             elif slot is not None:
-                slot.value = _argument(kind, value, position)
+                slot.value = checked_argument(kind, value, position)
             else:
-                self._held[position] = _argument(kind, value, position)
+                self._held[position] = checked_argument(kind, value, position)
                 self._addresses[position] = value.getPtr()
 
     def __call__(self, args: Sequence[Any], stream: Any = None) -> None:
@@ -354,6 +354,7 @@ __all__ = [
     "PreparedLaunch",
     "TilesyncRuntimeError",
     "check_signature",
+    "checked_argument",
     "checked_user_args",
     "dim3",
     "launch",

@@ -47,15 +47,23 @@ from tilesync.contract import (
 )
 from tilesync.dialects import sync
 from tilesync.runtime.buffers import DeviceBuffer, HostMappedBuffer
-from tilesync.runtime.launch import checked_user_args, launch
+from tilesync.runtime.errors import TilesyncRuntimeError
+from tilesync.runtime.launch import checked_argument, checked_user_args, launch
 from tilesync.runtime.module import load_ptx
 from tilesync.runtime.stream import (
     Event,
+    RunOrder,
     Stream,
     capture_graph,
+    is_capturing,
     priority_range,
     synchronize_streams,
 )
+
+GRAPH_NEEDS_DEVICE_EPOCH = (
+    "needs kernels that read the epoch from device memory (compile with the "
+    "sync-epoch-in-memory pass): a graph replays its kernel parameters, so a by-value epoch "
+    "would repeat and from the second replay on every wait would pass at once")
 
 
 def as_i32(count: int) -> int:
@@ -64,9 +72,10 @@ def as_i32(count: int) -> int:
     return (count + 2**31) % 2**32 - 2**31
 
 
-__all__ = ["CapturedRun", "DeviceCounts", "NoProgressOnDeviceError", "OneLaunch",
-           "SpinTimeoutError", "StageProgram", "check_progress_on_device", "describe_timeout",
-           "module_symbols", "one_launches", "read_plan"]
+__all__ = ["GRAPH_NEEDS_DEVICE_EPOCH", "CapturedRun", "DeviceCounts", "NoProgressOnDeviceError",
+           "OneLaunch", "SpinTimeoutError", "StageProgram", "check_progress_on_device",
+           "describe_timeout", "launchable_arguments", "module_symbols", "one_launches",
+           "read_plan", "recorded_kernel", "timed_out_epoch"]
 
 
 def _dims3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -213,12 +222,17 @@ class CapturedRun:
         self.program, self._graph, self._exec, self.stream = program, graph, executable, stream
 
     def launch(self) -> None:
+        """Launch the graph: a run, after the program's last run (RunOrder)."""
         from cuda.bindings import driver
 
         from tilesync.runtime.errors import check
 
-        self.program.epoch += 1  # the device bumps its own epoch word in the graph
+        program = self.program
+        program._refuse_after_failed_run()
+        program._order.begin(self.stream)
         check(driver.cuGraphLaunch(self._exec, self.stream.handle), "cuGraphLaunch")
+        program.epoch += 1  # the device bumps its own epoch word in the graph
+        program._order.end(self.stream)
 
     def close(self) -> None:
         from cuda.bindings import driver
@@ -231,6 +245,11 @@ class CapturedRun:
 
 class StageProgram:
     """A stage program loaded on the device, ready to run any number of times."""
+
+    # How runs follow one another (set by __init__; None: a program that has run nothing)
+    _order: RunOrder | None = None
+    # Why the program cannot run until reset(): a run that failed part-way (None: it can)
+    _failed_run: str | None = None
 
     def __init__(self, compiled: CompiledProgram, *, cubin_dir: str | Path | None = None):
         """`cubin_dir`: where compiled cubins are kept (load_ptx's cache_dir; None: its
@@ -258,6 +277,7 @@ class StageProgram:
         self.epoch = 0
         self._state = _State()
         self._streams: dict[int, Stream] = {}
+        self._order = RunOrder()
         self._debug_record: HostMappedBuffer | None = None
         if any(DEBUG_RECORD in sig.sync_args for sig in self.signatures.values()):
             self._debug_record = HostMappedBuffer(DEBUG_RECORD_WORDS, np.int32)
@@ -358,20 +378,39 @@ class StageProgram:
         return self._streams[index]
 
     def reset(self) -> None:
-        """Zero all semaphores, flags and counters and restart the epoch (rarely needed)."""
+        """Zero all semaphores, flags and counters and restart the epoch: rarely needed, but
+        after a run that failed part-way the only way to run again. Every run enqueued so far
+        finishes first: the memsets run on the legacy default stream, which the program's
+        non-blocking streams (and a caller's) do not wait for."""
+        self.synchronize()
         for group in (self._state.semaphores, self._state.flags, self._state.counters):
             for buffer in group.values():
                 buffer.fill_bytes(0)
         if self._state.epoch_word is not None:
             self._state.epoch_word.fill_bytes(0)
         self.epoch = 0
+        self._failed_run = None
 
     # -- running ---------------------------------------------------------------------------
+    # Every run checks all its stages' arguments before it changes anything (the epoch, a
+    # launch): a launch of one stage and none of the next would leave the semaphores an epoch
+    # out of step, and every later run's waits short of their posts until they trap.
     def run(self, args: Mapping[str, Sequence[Any]]) -> Event:
         """Enqueue one run (one epoch); returns an event recorded when every stream is done.
 
         `args` maps each stage to its kernel's own arguments (without the sync parameters).
+        The run starts after the program's last run, wherever that was enqueued (RunOrder).
         """
+        self._refuse_after_failed_run()
+        users = self._checked_arguments(args)
+        main, _ = self._plan_streams()
+        self._order.begin(main)
+        end = self._enqueued(lambda: self._enqueue(users))
+        self._order.end(main, end)
+        return end
+
+    def _enqueue(self, users: Mapping[str, list[Any]]) -> Event:
+        """One run's launches on the program's streams (what capture records too)."""
         self.epoch += 1
         main, others = self._plan_streams()
         start = Event().record(main)
@@ -385,7 +424,7 @@ class StageProgram:
         for stream in others:
             stream.wait_event(fork)
         for step in self.steps:
-            self._launch_step(step, args, self._stream(step.stream, _step_priority(step)))
+            self._launch_step(step, users, self._stream(step.stream, _step_priority(step)))
         for stream in others:
             main.wait_event(Event().record(stream))
         return Event().record(main)
@@ -397,17 +436,61 @@ class StageProgram:
     def run_on(self, args: Mapping[str, Sequence[Any]], stream: Any) -> None:
         """Enqueue one run on the caller's stream (a foreign one, e.g. torch's current stream):
         no streams or events of its own, so a stream capture (torch.cuda.graph) records exactly
-        the launches. The plan must use one stream (PDL or stream order)."""
+        the launches. The plan must use one stream (PDL or stream order). The run starts after
+        the program's last run (RunOrder); a stream being captured only records it, which a
+        program whose epoch is passed by value cannot be (its graph would replay one epoch)."""
         if len({step.stream for step in self.steps}) > 1:
             raise ValueError("run_on needs a plan on one stream (sync-use-pdl or stream "
                              "order); this one forks streams: use run()")
+        self._refuse_after_failed_run()
+        users = self._checked_arguments(args)
+        if is_capturing(stream):
+            if not self.device_epoch:
+                raise ValueError(f"run_on a stream being captured into a graph "
+                                 f"{GRAPH_NEEDS_DEVICE_EPOCH}")
+            self._enqueued(lambda: self._enqueue_on(users, stream), recorded=True)
+            return
+        self._order.begin(stream)
+        self._enqueued(lambda: self._enqueue_on(users, stream))
+        self._order.end(stream)
+
+    def _enqueue_on(self, users: Mapping[str, list[Any]], stream: Any) -> None:
         self.epoch += 1
         if self.device_epoch:
             launch(self.kernels[NEXT_EPOCH_KERNEL], 1, 1, [self._epoch_word()], stream=stream)
         for step in self.steps:
-            self._launch_step(step, args, stream)
+            self._launch_step(step, users, stream)
 
-    def _launch_step(self, step: HostStep, args: Mapping[str, Sequence[Any]],
+    def _checked_arguments(self, args: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        """Each launched stage's own arguments, checked (launchable_arguments)."""
+        return {step.stage: launchable_arguments(
+                    step.stage, self.signatures[self.stages[step.stage].kernel], args)
+                for step in self.steps if isinstance(step, Launch)}
+
+    def _enqueued(self, enqueue: Callable[[], Any], recorded: bool = False) -> Any:
+        """What `enqueue` returns. Where it fails (a driver call), launches it enqueued before
+        the failure may already run: they post or wait for an epoch whose other half never
+        comes, so the program refuses to run again until reset(); where a graph only recorded
+        them (`recorded`), nothing ran, and the epoch goes back."""
+        epoch = self.epoch
+        try:
+            return enqueue()
+        except BaseException as err:
+            if recorded:
+                self.epoch = epoch
+            else:
+                self._failed_run = (f"run {epoch + 1} of this program failed part-way "
+                                    f"({type(err).__name__}: {err})")
+            raise
+
+    def _refuse_after_failed_run(self) -> None:
+        if self._failed_run is not None:
+            raise TilesyncRuntimeError(
+                f"{self._failed_run}; the launches it enqueued before the failure left the "
+                "semaphores and flags out of step with the epoch, so a later run would wait "
+                "for posts that never come: call reset() before running again")
+
+    def _launch_step(self, step: HostStep, users: Mapping[str, list[Any]],
                      stream: Any) -> None:
         if not isinstance(step, Launch):
             sig = self.signatures[WAIT_KERNEL]
@@ -418,27 +501,22 @@ class StageProgram:
             return  # its blocks run in the launch it joins
         together = self.one_launches.get(step.stage)
         if together is not None:
-            self._launch_together(step, together, args, stream)
+            self._launch_together(step, together, users, stream)
             return
         stage = self.stages[step.stage]
         sig = self.signatures[stage.kernel]
-        user = checked_user_args(step.stage, sig, args)
         bound = [self._bind(role, step.stage) for role in sig.sync_args]
-        launch(self.kernels[stage.kernel], stage.grid, stage.block, [*user, *bound],
+        launch(self.kernels[stage.kernel], stage.grid, stage.block, [*users[step.stage], *bound],
                stream=stream, pdl=step.pdl, shared_mem=sig.dynamic_shared_bytes)
 
     def _launch_together(self, step: Launch, together: OneLaunch,
-                         args: Mapping[str, Sequence[Any]], stream: Any) -> None:
+                         users: Mapping[str, list[Any]], stream: Any) -> None:
         """One grid of every block of the launch's stages (one dimension: tickets) in blocks
         of the largest stage's, each stage's own arguments in stage order, the kernel's roles
         bound as the first stage's."""
         sig = self.signatures[together.kernel]
-        user: list[Any] = []
-        blocks = 0
-        for name in together.stages:
-            stage = self.stages[name]
-            user += checked_user_args(name, self.signatures[stage.kernel], args)
-            blocks += math.prod(stage.grid)
+        user = [value for name in together.stages for value in users[name]]
+        blocks = sum(math.prod(self.stages[name].grid) for name in together.stages)
         bound = [self._bind(role, step.stage) for role in sig.sync_args]
         block = max((self.stages[name].block for name in together.stages), key=math.prod)
         launch(self.kernels[together.kernel], (blocks, 1, 1), block,
@@ -477,19 +555,22 @@ class StageProgram:
         replays the parameters it was captured with.
         """
         if not self.device_epoch:
-            raise ValueError("capturing a graph needs the sync-epoch-in-memory pass: a graph "
-                             "replays its kernel parameters, so a by-value epoch would repeat")
+            raise ValueError(f"capturing a graph {GRAPH_NEEDS_DEVICE_EPOCH}")
+        users = self._checked_arguments(args)
         self._prepare()  # no allocation may happen while a stream captures
         main, _ = self._plan_streams()
+        epoch = self.epoch
         try:
-            graph, executable = capture_graph(main, lambda: self.run(args))
+            graph, executable = capture_graph(main, lambda: self._enqueue(users))
         finally:
-            self.epoch -= 1  # capturing ran nothing
+            self.epoch = epoch  # capturing ran nothing
         return CapturedRun(self, graph, executable, main)
 
     def synchronize(self) -> None:
-        """Wait for every stream; a timed-out spin raises SpinTimeoutError saying which."""
-        synchronize_streams(self._streams.values(), self.timed_out_wait)
+        """Wait for every stream and the last run (run_on's on the caller's stream); a
+        timed-out spin raises SpinTimeoutError saying which."""
+        order = [] if self._order is None else [self._order]
+        synchronize_streams([*self._streams.values(), *order], self.timed_out_wait)
 
     def timeout_report(self) -> str | None:
         """What the first timed-out wait recorded, in words (None if none timed out)."""
@@ -497,20 +578,102 @@ class StageProgram:
         return None if timeout is None else timeout[0]
 
     def timed_out_wait(self) -> tuple[str, str, tuple[int, int, int]] | None:
-        """The first timed-out wait's report, kernel and block (None if none timed out)."""
+        """The first timed-out wait's report, kernel and block (None if none timed out): its
+        stage (a wait-kernel's producer and consumer) and the epoch whose target it waited
+        for (runs enqueued after it may be ahead)."""
         if self._debug_record is None:
             return None
-        stage_of = {s.kernel: s.name for s in self.stages.values()}
+        words = self._debug_record.read()
+        record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in words)))
+        where_of = {s.kernel: f"stage @{s.name}" for s in self.stages.values()}
         for together in self.one_launches.values():  # its block: a ticket of the launch
-            stage_of[together.kernel] = ", @".join(together.stages) + " (one launch)"
-        return describe_timeout(self._debug_record.read(), self.signatures, stage_of,
-                                f"epoch {self.epoch}",
+            where_of[together.kernel] = f"stage @{', @'.join(together.stages)} (one launch)"
+        kernel = recorded_kernel(record, self.signatures)
+        expected = record["expected"]
+        if kernel == WAIT_KERNEL:
+            where_of[kernel], when = self._wait_kernel_timeout(expected)
+        else:
+            sig = self.signatures.get(kernel)
+            role = sig.role_of(record["param"]) if sig is not None else None
+            producer = self.stages.get(role.stage) if role is not None and \
+                role.kind is RoleKind.SEMAPHORES and role.stage is not None else None
+            # (a record of no stage of this program's: the host's latest epoch, as it has)
+            when = f"epoch {self.epoch}" if producer is None else self._epoch_words(
+                timed_out_epoch(expected, producer.posts_per_semaphore, self.epoch))
+        return describe_timeout(words, self.signatures, where_of, when,
                                 lambda: module_symbols(self.compiled.module))
+
+    def _epoch_words(self, epoch: int | None) -> str:
+        """The epoch of a timed-out wait (timed_out_epoch), in words."""
+        if epoch is None:
+            return f"the target of no epoch up to the latest enqueued, {self.epoch}"
+        return f"epoch {epoch}"
+
+    def _wait_kernel_timeout(self, expected: int) -> tuple[str, str]:
+        """(where, when) of a timed-out wait-kernel: the plan's wait-kernels (one kernel
+        for all, which its record does not tell apart) narrowed to those whose producer's
+        blocks make `expected` an epoch's target (epoch × blocks), each named by its producer
+        and the consumer launched after it on its stream."""
+        found = []
+        for index, step in enumerate(self.steps):
+            if isinstance(step, Launch):
+                continue
+            consumer = next((later.stage for later in self.steps[index + 1:]
+                             if isinstance(later, Launch) and later.stream == step.stream),
+                            None)
+            blocks = math.prod(self.stages[step.producer].grid)
+            found.append((step.producer, consumer, timed_out_epoch(expected, blocks,
+                                                                   self.epoch)))
+        fitting = [f for f in found if f[2] is not None] or found
+        where = " or ".join(f"the wait-kernel before @{consumer} (waiting for every block of "
+                            f"@{producer} to start)" for producer, consumer, _ in fitting)
+        epochs = {epoch for _, _, epoch in fitting}
+        return where or "a wait-kernel", self._epoch_words(epochs.pop() if len(epochs) == 1
+                                                           else None)
 
 
 def _queue_outside_pipeline(role: Role) -> Any:
     raise ValueError(f"a kernel takes the ring of {role}: run its dataflow.pipeline with "
                      "tilesync.runtime.dataflow.DataflowProgram")
+
+
+_HALVES = ("f16", "bf16")
+
+
+def launchable_arguments(stage: str, sig: KernelSignature,
+                         args: Mapping[str, Sequence[Any]]) -> list[Any]:
+    """A stage's own arguments from `args` (stage name -> arguments), checked as its launch
+    checks them (their count, then each by the launch's own check of its kind: a device
+    pointer, an integer in range, ...), a wrong one raising one ValueError naming the stage,
+    kernel and argument. A pointer comes back as its device address, which the launch takes
+    as it is; a half as given (the launch takes its bits from the value)."""
+    values = checked_user_args(stage, sig, args)
+    for position, (kind, value) in enumerate(zip(sig.user_params, values)):
+        if kind == "ptr" and type(value) is int and value >= 0:
+            continue  # an address already (a tensor's data_ptr())
+        try:
+            checked = checked_argument(kind, value, position)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"stage @{stage}: kernel {sig.name} {err}") from err
+        if kind not in _HALVES:
+            values[position] = checked
+    return values
+
+
+def timed_out_epoch(expected: int, per_epoch: int, latest: int) -> int | None:
+    """The epoch whose target a timed-out wait expected: target = epoch × `per_epoch` modulo
+    2^32 (the posts of a semaphore, or a wait-kernel's producer blocks, each epoch), the
+    latest such epoch up to `latest`, the latest the host enqueued (runs enqueued after the
+    one that timed out need not have started); None where no epoch has that target."""
+    behind, rest = divmod((latest * per_epoch - expected) % 2**32, per_epoch)
+    return latest - behind if rest == 0 and behind < latest else None
+
+
+def recorded_kernel(record: Mapping[str, int], signatures: Mapping[str, KernelSignature]
+                    ) -> str:
+    """The kernel a debug record names by its kernel_tag (`#tag` where none is known)."""
+    tag = record["kernel_tag"]
+    return next((name for name in signatures if kernel_tag(name) == tag), f"#{tag}")
 
 
 def module_symbols(module: ModuleOp) -> list[str]:
@@ -527,24 +690,33 @@ def module_symbols(module: ModuleOp) -> list[str]:
 
 
 def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignature],
-                     stage_of: Mapping[str, str], when: str,
+                     where_of: Mapping[str, str], when: str,
                      symbols: Callable[[], Iterable[str]] = tuple
                      ) -> tuple[str, str, tuple[int, int, int]] | None:
     """What a debug record (DEBUG_RECORD_FIELDS) says in words, with the kernel and block;
-    None when no spin timed out. A semaphore wait names the semaphore, a queue spin the queue,
-    the ticket and whether it waited for a free or a full entry, an mbarrier wait the barrier
-    (its array's name among `symbols()`, asked for only then) and the parity of the phase."""
+    None when no spin timed out. `where_of`: what runs each kernel, in words (`stage @a`).
+    A semaphore wait names the semaphore, a queue spin the queue, the ticket and whether it
+    waited for a free or a full entry, an mbarrier wait the barrier (its array's name among
+    `symbols()`, asked for only then) and the parity of the phase."""
     record = dict(zip(DEBUG_RECORD_FIELDS, (int(w) for w in words)))
     if record["claimed"] == 0:
         return None
-    tag, param, index = record["kernel_tag"], record["param"], record["index"]
+    if record.get("complete", 1) == 0:  # (a record of fewer words has no such field)
+        held = ", ".join(f"{name} {value}" for name, value in record.items()
+                         if name not in ("claimed", "complete"))
+        return (f"spin-wait timed out, but its debug record is incomplete: the grid stopped "
+                f"before the block that claimed it finished writing it (it holds {held}) "
+                f"({when})", recorded_kernel(record, signatures),
+                (record["block_x"], record["block_y"], record["block_z"]))
+    param, index = record["param"], record["index"]
     expected, seen = record["expected"], record["seen"]
     block = (record["block_x"], record["block_y"], record["block_z"])
-    kernel = next((n for n in signatures if kernel_tag(n) == tag), f"#{tag}")
+    kernel = recorded_kernel(record, signatures)
     sig = signatures.get(kernel)
     role = sig.role_of(param) if sig is not None else None
-    stage = stage_of.get(kernel)
-    where = f"stage @{stage} " if stage else ""
+    where = f"{where_of[kernel]} " if kernel in where_of else ""
+    # a queue's tickets are 64-bit; the record keeps their low 32 bits
+    ticket = f"ticket {index % 2**32} (modulo 2^32)"
     site = record.get("site", SPIN_SITE_SEMAPHORE)
     if site == SPIN_SITE_SEMAPHORE:
         what = f"parameter {param}" if role is None else f"{role} (parameter {param})"
@@ -555,7 +727,7 @@ def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignat
                  else f"#{param}")
         peer = "the producer to fill" if site == SPIN_SITE_CLUSTER_QUEUE_FULL else \
             "the consumer to free"
-        waited = (f"cluster queue {queue} ticket {index} waited for {peer} its entry (the "
+        waited = (f"cluster queue {queue} {ticket} waited for {peer} its entry (the "
                   f"barrier's phase of parity {expected} never completed)")
     elif site == SPIN_SITE_MBARRIER:
         array = next((n for n in symbols() if kernel_tag(n) == param), None)
@@ -565,10 +737,10 @@ def describe_timeout(words: Sequence[int], signatures: Mapping[str, KernelSignat
     else:
         queue = f"@{role.stage}" if role is not None else f"of parameter {param}"
         if site == SPIN_SITE_QUEUE_FULL:
-            waited = (f"queue {queue} ticket {index} waited for a full entry: the producer "
+            waited = (f"queue {queue} {ticket} waited for a full entry: the producer "
                       f"filled it {seen} time(s), expected {expected}")
         else:
-            waited = (f"queue {queue} ticket {index} waited for a free entry: consumer stages "
+            waited = (f"queue {queue} {ticket} waited for a free entry: consumer stages "
                       f"released it {seen} time(s), expected {expected}")
     text = f"spin-wait timed out in {where}kernel {kernel}, block {block}: {waited} ({when})"
     return text, kernel, block

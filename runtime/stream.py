@@ -170,8 +170,47 @@ def stream_wait_event(stream: Any, event: Event) -> None:
     check(driver.cuStreamWaitEvent(_stream_handle(stream), event.handle, 0), "cuStreamWaitEvent")
 
 
-__all__ = ["Event", "Stream", "elapsed_ms", "is_capturing", "priority_range",
-           "relaxed_capture_mode", "stream_wait_event"]
+def stream_key(stream: Any) -> int:
+    """`stream` (as stream_handle takes it) as its raw handle: what tells two streams apart."""
+    return stream if type(stream) is int else int(_stream_handle(stream))
+
+
+class RunOrder:
+    """Keeps the runs of one program one after another whatever streams they are enqueued on:
+    they share the program's device state (semaphores counted per epoch, queue tickets), so a
+    run that overlapped the one before could take that run's posts or entries for its own.
+
+    A run on another stream than the last run's waits for the last run's end (an event); on the
+    same stream, stream order does it and nothing is enqueued. A run recorded into a graph (a
+    stream capture) takes no part: it runs nothing now, and replays are ordered where they are
+    launched."""
+
+    def __init__(self) -> None:
+        self._end: Event | None = None  # the last run's end
+        self._stream: int | None = None  # the stream it ended on (stream_key)
+        self._own: Event | None = None  # recorded again at each end that brings none
+
+    def begin(self, stream: Any) -> None:
+        """Make `stream`'s next work wait for the last run (unless it ran on `stream`)."""
+        if self._end is not None and stream_key(stream) != self._stream:
+            stream_wait_event(stream, self._end)
+
+    def end(self, stream: Any, event: Event | None = None) -> None:
+        """A run's last work is on `stream`: `event`, already recorded after it, or else the
+        order's own event, recorded here."""
+        if event is None:
+            self._own = self._own or Event(timing=False)
+            event = self._own.record(stream)
+        self._end, self._stream = event, stream_key(stream)
+
+    def synchronize(self) -> None:
+        """Wait for the last run (and so for every run before it)."""
+        if self._end is not None:
+            self._end.synchronize()
+
+
+__all__ = ["Event", "RunOrder", "Stream", "elapsed_ms", "is_capturing", "priority_range",
+           "relaxed_capture_mode", "stream_key", "stream_wait_event"]
 
 
 def capture_graph(stream: Stream, record: Callable[[], None]) -> tuple[Any, Any]:
@@ -215,9 +254,11 @@ def relaxed_capture_mode() -> Iterator[None]:
               "cuThreadExchangeStreamCaptureMode")
 
 
-def synchronize_streams(streams: Iterable[Stream], timed_out_wait: TimedOutWait) -> None:
-    """Wait for every stream; a fault after a timed-out spin raises SpinTimeoutError naming the
-    spin's kernel and block (what `timed_out_wait` read from the debug record)."""
+def synchronize_streams(streams: Iterable[Stream | RunOrder], timed_out_wait: TimedOutWait
+                        ) -> None:
+    """Wait for every stream (and run order); a fault after a timed-out spin raises
+    SpinTimeoutError naming the spin's kernel and block (what `timed_out_wait` read from the
+    debug record)."""
     try:
         for stream in streams:
             stream.synchronize()

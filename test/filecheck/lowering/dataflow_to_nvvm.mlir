@@ -126,16 +126,22 @@ builtin.module {
 // CHECK-NOT:   dataflow.entry
 
 // With debug (the default) a timed-out spin records kernel, the queue's parameter (0), the
-// ticket, the block and the site (1: waiting for a free entry) before trapping.
+// ticket, the block and the site (1: waiting for a free entry), then marks the record complete
+// (its last word, after a fence) before trapping.
 // DEBUG-LABEL: gpu.func @source(%n: index, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi32>) kernel attributes {sync.args = ["queue:@x", "debug_record"]}
 // DEBUG:         %[[PARAM:.*]] = arith.constant 1 : i32
 // DEBUG:         %[[SITE:.*]] = arith.constant 1 : i32
-// DEBUG:         nvvm.atom.cas relaxed, sys
+// DEBUG:         nvvm.atom.cas relaxed, sys %{{.*}}, %{{.*}}, %[[ONE:[^ ]*]] :
 // DEBUG:         %[[P:.*]] = llvm.getelementptr %{{.*}}[2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // DEBUG-NEXT:    nvvm.st volatile %[[P]], %[[PARAM]]
 // DEBUG:         %[[S:.*]] = llvm.getelementptr %{{.*}}[9] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // DEBUG-NEXT:    nvvm.st volatile %[[S]], %[[SITE]]
 // DEBUG-NEXT:    nvvm.fence sc, sys
+// DEBUG-NEXT:    %[[C:.*]] = llvm.getelementptr %{{.*}}[10] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// DEBUG-NEXT:    nvvm.st volatile %[[C]], %[[ONE]]
+// DEBUG-NEXT:    nvvm.fence sc, sys
+// DEBUG-NEXT:  } else {
+// DEBUG:         nvvm.ld volatile
 // DEBUG:         nvvm.trap
 // DEBUG-LABEL: gpu.func @sink
 // DEBUG:         arith.constant 2 : i32

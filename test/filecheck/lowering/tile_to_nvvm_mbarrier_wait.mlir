@@ -58,7 +58,10 @@ func.func @wait_in_flight(%bars: memref<8xi64, 3>, %s: index, %parity: i1) {
 // CHECK:       nvvm.trap
 // With debug a kernel takes the debug record, and a timed-out wait claims it and writes the
 // kernel's tag (kernel_tag("consumer")), the barrier array's (kernel_tag("full_bars")), the
-// barrier's index, the parity, the block and the site (SPIN_SITE_MBARRIER = 3) before trapping.
+// barrier's index, the parity, the block and the site (SPIN_SITE_MBARRIER = 3), then, after a
+// system fence, 1 into its last word ("complete"), before trapping. A wait that lost the claim
+// waits for that word (1 ms of %globaltimer at most) before its own trap, which would stop
+// the grid with the claiming block half-way through the fields.
 // DEBUG-LABEL: gpu.module @kernels
 // DEBUG:       gpu.func @consumer(%s: index, %parity: i1, %[[RECORD:.*]]: memref<?xi32>) kernel attributes {sync.args = ["debug_record"]} {
 // DEBUG:         %[[INDEX:.*]] = llvm.trunc %{{.*}} : i64 to i32
@@ -70,13 +73,31 @@ func.func @wait_in_flight(%bars: memref<8xi64, 3>, %s: index, %parity: i1) {
 // DEBUG-NEXT:        %[[ARRAY:.*]] = arith.constant 681338803 : i32
 // DEBUG-NEXT:        %[[SITE:.*]] = arith.constant 3 : i32
 // DEBUG-NEXT:        %[[BASE:.*]] = builtin.unrealized_conversion_cast %[[RECORD]] : memref<?xi32> to !llvm.ptr<1>
-// DEBUG:             nvvm.atom.cas relaxed, sys %[[BASE]]
+// DEBUG:             nvvm.atom.cas relaxed, sys %[[BASE]], %{{.*}}, %[[ONE:[^ ]*]] :
 // DEBUG:             nvvm.st volatile %{{.*}}, %[[TAG]] : !llvm.ptr<1>, i32
 // DEBUG:             nvvm.st volatile %{{.*}}, %[[ARRAY]] : !llvm.ptr<1>, i32
 // DEBUG:             nvvm.st volatile %{{.*}}, %[[INDEX]] : !llvm.ptr<1>, i32
 // DEBUG:             nvvm.st volatile %{{.*}}, %[[PARITY]] : !llvm.ptr<1>, i32
 // DEBUG:             nvvm.st volatile %{{.*}}, %[[SITE]] : !llvm.ptr<1>, i32
 // DEBUG-NEXT:        nvvm.fence sc, sys
+// DEBUG-NEXT:        %[[COMPLETE:.*]] = llvm.getelementptr %[[BASE]][10] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// DEBUG-NEXT:        nvvm.st volatile %[[COMPLETE]], %[[ONE]] : !llvm.ptr<1>, i32
+// DEBUG-NEXT:        nvvm.fence sc, sys
+// DEBUG-NEXT:      } else {
+// DEBUG-NEXT:        %[[WAITED:.*]] = llvm.getelementptr %[[BASE]][10] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// DEBUG-NEXT:        %[[START:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
+// DEBUG-NEXT:        scf.while () : () -> () {
+// DEBUG-NEXT:          %[[WORD:.*]] = nvvm.ld volatile %[[WAITED]] : !llvm.ptr<1> -> i32
+// DEBUG-NEXT:          %[[PENDING:.*]] = arith.cmpi eq, %[[WORD]], %{{.*}} : i32
+// DEBUG-NEXT:          %[[NOW:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
+// DEBUG-NEXT:          %[[ELAPSED:.*]] = arith.subi %[[NOW]], %[[START]] : i64
+// DEBUG-NEXT:          %[[LIMIT:.*]] = arith.constant 1000000 : i64
+// DEBUG-NEXT:          %[[IN_TIME:.*]] = arith.cmpi slt, %[[ELAPSED]], %[[LIMIT]] : i64
+// DEBUG-NEXT:          %[[WAITING:.*]] = arith.andi %[[PENDING]], %[[IN_TIME]] : i1
+// DEBUG-NEXT:          scf.condition(%[[WAITING]])
+// DEBUG-NEXT:        } do {
+// DEBUG-NEXT:          scf.yield
+// DEBUG-NEXT:        }
 // DEBUG-NEXT:      }
 // DEBUG-NEXT:      nvvm.trap
 gpu.module @kernels {

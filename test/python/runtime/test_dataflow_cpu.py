@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from xdsl.dialects import gpu
 
 import tilesync
+from tilesync.contract import MIN_BLOCKS_PER_SM_ATTR
+from tilesync.dialects import dataflow
 from tilesync.kernels.queue_bench import (
     QueueBenchConfig,
     checksum,
     expected_checksum,
-    queue_bench_mlir,
+    queue_bench_module,
 )
 from tilesync.runtime.dataflow import read_pipeline
 
@@ -45,7 +48,7 @@ def test_benchmark_programs_compile_synchronized_and_not():
     unsynchronized one cached at L2 only (ld.global.cg: no stale L1 line answers it)."""
     for synchronized in (True, False):
         cfg = QueueBenchConfig(4096, pairs=8, synchronized=synchronized)
-        program = tilesync.compile(queue_bench_mlir(cfg))
+        program = tilesync.compile(queue_bench_module(cfg))
         assert set(program.kernels) == {"producer", "consumer", "fig5_persistent"}
         assert "st.global.v2.b64" in program.ptx
         assert ("ld.global.v2.b64" in program.ptx) == synchronized
@@ -61,10 +64,28 @@ def test_a_pipeline_whose_kernels_do_not_take_their_queues_is_refused():
         read_pipeline(tilesync.compile(Path(__file__).parent / "Inputs" /
                                        "unbound_pipeline.mlir"))
 
+
+
+def test_a_pipeline_with_queues_whose_stages_were_not_fused_is_refused():
+    """Its stage kernels would be co-launched on a stream each, which need not run at once (an
+    H100 ran them one after the other in graph replays, the producer spinning on its full ring
+    until the timeout): refused before anything is loaded or launched, naming the pass."""
+    from tilesync.contract import CompileError
+    from tilesync.lowering.pipeline import KERNEL_TO_LLVM
+    from tilesync.runtime.dataflow import DataflowProgram
+
+    unfused = [name for name in KERNEL_TO_LLVM if name != "dataflow-persistent-kernel"]
+    compiled = tilesync.compile(INPUTS / "queue_copy.mlir", pipeline=unfused)
+    assert read_pipeline(compiled).persistent is None
+    with pytest.raises(CompileError, match="pipeline @copy passes entries through queues, but "
+                       "its stages could not be fused into one persistent kernel"):
+        DataflowProgram(compiled)
+
+
 def test_bulk_transport_moves_each_payload_with_one_bulk_copy_through_shared_memory():
     for synchronized in (True, False):
         cfg = QueueBenchConfig(64 << 10, pairs=8, synchronized=synchronized, transport="bulk")
-        program = tilesync.compile(queue_bench_mlir(cfg))
+        program = tilesync.compile(queue_bench_module(cfg))
         ptx = program.ptx
         assert "cp.async.bulk.global.shared::cta.bulk_group" in ptx
         assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
@@ -81,20 +102,24 @@ def test_several_workers_a_cta_drawing_ahead_are_proved_and_lowered():
     where it runs and each next one in the iteration before it: dataflow-verify proves the
     program, and the PTX has one atomic a draw (none in the acquires that take them)."""
     cfg = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2, draw_ahead=True)
-    text = queue_bench_mlir(cfg)
-    assert "dataflow.acquire_empty %q at %d threads 128" in text
-    assert "dataflow.draw_full %q threads 128" in text
+    module = queue_bench_module(cfg)
+    ops = list(module.walk())
+    acquires = [op for op in ops if isinstance(op, dataflow.AcquireEmptyOp)]
+    assert len(acquires) == 1 and acquires[0].ticket is not None  # `at` the drawn ticket
+    drawn = [op for op in ops if isinstance(op, dataflow.DrawFullOp)]
+    assert len(drawn) == 2  # before the loop and in it
+    assert all(op.threads.value.data == 128 for op in acquires + drawn)
     assert cfg.block_threads == 256 and cfg.producers == 16 and cfg.entries == 64
-    program = tilesync.compile(text)
+    program = tilesync.compile(module)
     assert {k.block for k in program.kernels.values()} == {(256, 1, 1)}
     # a kernel's draws: before its loop and in it (the acquires take them, no atomic of
     # their own); without draws ahead, the acquire's one
     draws = "atom.relaxed.gpu.global.add.u64"
     assert program.ptx.count(draws) == 4
     at_acquire = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2)
-    assert tilesync.compile(queue_bench_mlir(at_acquire)).ptx.count(draws) == 2
+    assert tilesync.compile(queue_bench_module(at_acquire)).ptx.count(draws) == 2
     unsync = QueueBenchConfig(16 << 10, pairs=8, threads=128, workers=2, synchronized=False)
-    assert "ld.acquire.gpu" not in tilesync.compile(queue_bench_mlir(unsync)).ptx
+    assert "ld.acquire.gpu" not in tilesync.compile(queue_bench_module(unsync)).ptx
     with pytest.raises(ValueError, match="one worker a CTA"):
         QueueBenchConfig(16 << 10, transport="bulk", workers=2)
     with pytest.raises(ValueError, match="whole warps"):
@@ -109,10 +134,12 @@ def test_both_forms_declare_the_blocks_an_sm_holds_with_every_cta_resident():
     for synchronized in (True, False):
         cfg = QueueBenchConfig(16 << 10, pairs=396, threads=128, synchronized=synchronized)
         assert blocks_per_sm(cfg) == 6
-        assert ".minnctapersm 6" in tilesync.compile(queue_bench_mlir(cfg)).ptx
+        assert ".minnctapersm 6" in tilesync.compile(queue_bench_module(cfg)).ptx
     too_many = QueueBenchConfig(16 << 10, pairs=264, threads=1024, unroll=2)
     assert blocks_per_sm(too_many) is None  # 4 blocks of 1024 threads: more than an SM holds
-    assert ".minnctapersm" not in queue_bench_mlir(too_many)
+    kernels = [op for op in queue_bench_module(too_many).walk() if isinstance(op, gpu.FuncOp)]
+    assert len(kernels) == 2 and not any(MIN_BLOCKS_PER_SM_ATTR in k.attributes
+                                         for k in kernels)
 
 
 def test_bulk_transport_refuses_payloads_beyond_shared_memory():
@@ -128,7 +155,7 @@ def test_cluster_transport_runs_in_clusters_without_rings():
     stores into its peer's shared memory (st.shared::cluster after mapa) while the consumer
     reads its own (ld.shared); phases are mbarrier waits acquiring at cluster scope."""
     cfg = QueueBenchConfig(16 << 10, pairs=8, depth=3, transport="cluster", pin_l2=False)
-    program = tilesync.compile(queue_bench_mlir(cfg))
+    program = tilesync.compile(queue_bench_module(cfg))
     plan = read_pipeline(program)
     assert plan.clustered and plan.queues["q"].in_cluster
     assert plan.ring_offsets() == ({}, 0, 0)
@@ -173,7 +200,7 @@ def test_cluster_transports_twin_stores_into_its_peers_ring_without_waits():
     its own, no transaction barrier; both kernels meet their cluster at entry and return."""
     cfg = QueueBenchConfig(16 << 10, pairs=8, depth=3, transport="cluster", pin_l2=False,
                            synchronized=False)
-    program = tilesync.compile(queue_bench_mlir(cfg))
+    program = tilesync.compile(queue_bench_module(cfg))
     assert read_pipeline(program).clustered
     ptx = program.ptx
     assert ".reqnctapercluster 2, 1, 1" in ptx and "mbarrier" not in ptx

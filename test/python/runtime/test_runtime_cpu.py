@@ -144,10 +144,11 @@ def test_a_timed_out_mbarrier_wait_is_described_by_its_barrier_and_parity():
     symbols = module_symbols(program.module)
     assert "full_bars" in symbols and "stuck" in symbols
     record = dict.fromkeys(DEBUG_RECORD_FIELDS, 0) | {
-        "claimed": 1, "kernel_tag": kernel_tag("stuck"), "param": kernel_tag("full_bars"),
+        "claimed": 1, "complete": 1, "kernel_tag": kernel_tag("stuck"),
+        "param": kernel_tag("full_bars"),
         "index": 3, "expected": 1, "block_x": 5, "site": SPIN_SITE_MBARRIER}
     words = [record[name] for name in DEBUG_RECORD_FIELDS]
-    text, kernel, block = describe_timeout(words, program.kernels, {"stuck": "s"}, "epoch 2",
+    text, kernel, block = describe_timeout(words, program.kernels, {"stuck": "stage @s"}, "epoch 2",
                                            lambda: symbols)
     assert (kernel, block) == ("stuck", (5, 0, 0))
     assert text == ("spin-wait timed out in stage @s kernel stuck, block (5, 0, 0): mbarrier "
@@ -655,8 +656,16 @@ def test_a_run_forks_its_other_streams_after_the_epoch_bump(monkeypatch):
     monkeypatch.setattr(program_module, "launch",
                         lambda kernel, grid, block, args, stream, **_: log.append(
                             ("launch", kernel, stream)))
+    class Order:
+        def begin(self, stream):
+            log.append(("after last run", stream.name))
+
+        def end(self, stream, event):
+            log.append(("run ended", stream.name, event.id))
+
     run = program_module.StageProgram.__new__(program_module.StageProgram)
-    run.epoch, run.stages = 0, {}
+    run.epoch, run.stages, run._order = 0, {}, Order()
+    run._checked_arguments = lambda args: {}
     run.steps = [Launch("p", stream=0), Launch("c", stream=1)]
     run.kernels = {program_module.NEXT_EPOCH_KERNEL: "bump"}  # so device_epoch holds
     run._epoch_word = lambda: "epoch word"
@@ -664,7 +673,8 @@ def test_a_run_forks_its_other_streams_after_the_epoch_bump(monkeypatch):
     run._plan_streams = lambda: (main, [other])
     run._stream = lambda index, priority: other if index else main
     run._launch_step = lambda step, args, stream: log.append(("launch", step.stage, stream))
-    run.run({})
+    end = run.run({})
+    assert log[0] == ("after last run", "main") and log[-1] == ("run ended", "main", end.id)
     bump = log.index(("launch", "bump", main))
     (fork,) = [entry for entry in log if entry[:2] == ("wait", "other")]
     recorded = log.index(("record", main, fork[2]))
@@ -700,14 +710,15 @@ def test_a_launch_others_join_is_one_grid_of_all_their_blocks(monkeypatch):
     run.kernels = {"kp": "kp", "kc": "kc", "p_launch": "fused"}
     run.one_launches = {"p": program_module.OneLaunch("p_launch", ("p", "c"))}
     run._bind = lambda role, stage: f"{role}@{stage}"
-    steps = [Launch("p", pdl=True), Launch("c", fused=True)]
-    for step in steps:
-        run._launch_step(step, {"p": ["out"], "c": ["in"]}, "stream")
+    run.steps = [Launch("p", pdl=True), Launch("c", fused=True)]
+    users = run._checked_arguments({"p": [0x100], "c": [0x200]})
+    for step in run.steps:
+        run._launch_step(step, users, "stream")
     assert launched == [("fused", (10, 1, 1), (256, 1, 1),  # the larger stage's blocks
-                         ["out", "in", "sems:@p@p", "epoch@p", "tile_counter@p"], "stream",
+                         [0x100, 0x200, "sems:@p@p", "epoch@p", "tile_counter@p"], "stream",
                          {"pdl": True, "shared_mem": 4096})]
-    with pytest.raises(ValueError, match="takes 1 argument"):
-        run._launch_step(steps[0], {"p": ["out"], "c": []}, "stream")
+    with pytest.raises(ValueError, match="stage @c: kernel kc takes 1 argument"):
+        run._checked_arguments({"p": [0x100], "c": []})
 
 
 def test_a_timed_out_wait_in_one_launch_names_its_stages():
@@ -717,8 +728,8 @@ def test_a_timed_out_wait_in_one_launch_names_its_stages():
     from tilesync.runtime import program as program_module
 
     record = dict.fromkeys(DEBUG_RECORD_FIELDS, 0) | {
-        "claimed": 1, "kernel_tag": kernel_tag("p_launch"), "param": 2, "index": 1,
-        "expected": 4, "seen": 3, "block_x": 7}
+        "claimed": 1, "complete": 1, "kernel_tag": kernel_tag("p_launch"), "param": 2,
+        "index": 1, "expected": 4, "seen": 3, "block_x": 7}
 
     class Record:
         def read(self):
@@ -726,7 +737,7 @@ def test_a_timed_out_wait_in_one_launch_names_its_stages():
 
     run = program_module.StageProgram.__new__(program_module.StageProgram)
     run._debug_record = Record()
-    run.epoch = 2
+    run.epoch = 6  # runs enqueued after the one that timed out
     run.stages = {"p": program_module.Stage("p", "kp", (2, 3, 1), (128, 1, 1), 6, 1),
                   "c": program_module.Stage("c", "kc", (4, 1, 1), (128, 1, 1), 4, 1)}
     run.signatures = {"p_launch": KernelSignature(
@@ -736,7 +747,7 @@ def test_a_timed_out_wait_in_one_launch_names_its_stages():
     assert (kernel, block) == ("p_launch", (7, 0, 0))
     assert text.startswith("spin-wait timed out in stage @p, @c (one launch) kernel p_launch, "
                            "block (7, 0, 0): semaphore sems:@p (parameter 2)[1] expected >= 4, "
-                           "saw 3 (epoch 2)")
+                           "saw 3 (epoch 4)")
 
 
 def test_epochs_and_wait_targets_past_int32_are_passed_modulo_2_32():
