@@ -30,8 +30,9 @@ of record (bench/mode_choice.py `fit`) and checked against later runs. The wave 
 predicts no gain where the tiles of every stage end together (the MLP's GEMM1 at M = 256 is
 one partial wave): the gain measured there is what PDL saves, which the costs carry.
 
-`choose` takes the mode predicted fastest, and the library (measured in a CUDA graph) where no
-mode of ours is predicted below `WIN_MARGIN` of it. `record` writes the choice, with the tile
+`choose` takes the mode predicted fastest, and the library (its fastest form a bench row
+measured, bench/mode_choice.py `fastest_library`) where no mode of ours is predicted below
+`WIN_MARGIN` of it. `record` writes the choice, with the tile
 times and costs it read, on the program of the mode predicted fastest (`MODE_CHOICE_ATTR`), so
 that `tilesync explain` shows why and predicts that program again from it alone.
 """
@@ -59,7 +60,9 @@ time: nearer than that is the measurements' noise. 0.98 (the torch front end's m
 compares two measurements) lost 1.3% (GPT-3 M = 1024) and 3.6% (conv 1x56x56x128) in the bench
 runs of 7af59f0 and 27d2f84, ours predicted 0.987 and 0.981 of the library there; with 0.99
 every row of those and of the 56faa2b and 1332e46 runs (57 rows) is within 0.54% of its best,
-as with no margin at all."""
+as with no margin at all (in-sample: chosen from and measured by the same runs, the library
+then torch_graph alone; bench/mode_choice.py's held-out check chooses on some turns of a row's
+runs and measures on the others)."""
 LIBRARY = "library"
 
 
@@ -88,7 +91,9 @@ MECHANISM_COSTS: dict[str, MechanismCosts] = {
     # conv at 6b40790): 38 rows, every mode that is not a stream-sync baseline. With these
     # every row's choice was within 1.0% of its best measured time (the worst 1.010: conv
     # N = 1 C = 256, tma:row+pdl for tma:persistent); with the fit before (d866905, no
-    # one-launch cost) the conv bench had taken one launch at N = 1 C = 128 at 1.022
+    # one-launch cost) the conv bench had taken one launch at N = 1 C = 128 at 1.022. Both
+    # in-sample: fitted to, chosen from and measured by the same runs (those records were
+    # timed one block a mode, so no held-out check of bench/mode_choice.py reads them)
     "H200": MechanismCosts(stream_gap_ms=0.00189, wait_kernel_ms=0.00254, wait_ms=0.000179,
                            order_slowdown=0.213, joined_launch_ms=0.00048),
 }

@@ -10,17 +10,27 @@ for M = 1 .. 2048; 3x3 convolutions (NHWC fp16) where kernels/conv2d.py is prese
 the autotuner (harness/autotune.py) measures the candidates once (the warp-specialized TMA
 kernels the wave model proposes, and for the shapes of record the cp.async / wgmma kernels;
 for a conv every tile and split-K factor of kernels.choice.conv_candidates beside the layer's
-`conv_workloads` config) and caches its choice on disk; the table prints the choice, timed
-here as the library is, and every candidate's tuning time.
+`conv_workloads` config), each candidate's output checked first against torch's fp32 result
+(a wrong one is neither timed nor chosen), and caches its choice on disk; the table prints the
+choice, timed here as the library is, and every candidate's tuning time.
+
+Checks: with torch, our chosen kernel's output (GEMM, conv, softmax) is poisoned with NaN
+before each timed turn and compared after it with torch's fp32 result of the inputs the turn's
+last run read (A with deviation 1/sqrt(K), as in the GPU tests, so SwiGLU stays finite in
+fp16); past the GPU tests' tolerance the row fails, else its worst relative error is recorded
+(`rel_error`).
 
 Timing: CUDA events around each repetition on the legacy stream (ours and torch's), warm-up
 first, median with p10/p90; the repetitions are enqueued behind a hold kernel so that they run
 back to back whatever the host's launch cost (a Python launch can take longer than a 20 us
 weight-streaming GEMM). A GEMM shape's forms (ours, cuBLAS in both layouts of B, torch's GEMM
-+ epilogue) take turns (bench.mlp.time_in_turns), so that a step in the device's speed during
-the run favours none of them. Where a shape's operands fit twice in L2 (60 MB on an H200), the
-inputs rotate through enough copies that every repetition reads them from HBM, as a layer of
-a real model would. For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
++ epilogue) take turns (bench.mlp.time_forms), so that a step in the device's speed during
+the run favours none of them; so do a conv's (ours, cuDNN eager and replayed from a CUDA
+graph, cudnn.benchmark on) and a softmax's (ours, torch eager and in a graph), their ratio
+against the library's faster form (the record's `form`). Where a shape's operands fit twice in
+L2 (60 MB on an H200), the inputs rotate through enough copies that every repetition reads them
+from HBM, as a layer of a real model would (the softmax's inputs too; the conv layers stay in
+L2, as inside a network). For M <= 64 (weight streaming) the table gives GB/s with bytes = weights +
 input and output activations once, and the fraction of a device-to-device copy's bandwidth
 measured in the same run (%copy: a 1 GiB copy's; %size: a copy moving the GEMM's bytes, read
 half and written half, rotating through buffers as the GEMM's operands do (`copy_bandwidth`
@@ -35,7 +45,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -294,7 +305,9 @@ def copy_bandwidth(torch_mod, warmup: int, reps: int, nbytes: int = 1 << 30,
 
 
 class _Operands:
-    """A, B (and C) of one shape in device memory, rotating copies where they fit in L2."""
+    """A, B (and C) of one shape in device memory, rotating copies where they fit in L2. A's
+    entries have deviation 1/sqrt(K) (B's 1), as in the GPU tests: products of order 1, so no
+    SwiGLU product overflows fp16 and ours is checked on finite outputs."""
 
     def __init__(self, w: Workload, copies: int, torch_mod, seed: int = 0):
         self.copies = copies
@@ -303,10 +316,11 @@ class _Operands:
             gen = torch_mod.Generator(device="cuda").manual_seed(seed)
             dtype = torch_mod.float16 if w.dtype == "f16" else torch_mod.bfloat16
 
-            def rand(shape):
-                return torch_mod.randn(shape, generator=gen, device="cuda", dtype=dtype)
+            def rand(shape, scale=1.0):
+                return (torch_mod.randn(shape, generator=gen, device="cuda",
+                                        dtype=torch_mod.float32) * scale).to(dtype)
 
-            self.a = [rand((w.M, w.K)) for _ in range(copies)]
+            self.a = [rand((w.M, w.K), w.K ** -0.5) for _ in range(copies)]
             self.b = [rand((w.K, w.N)) for _ in range(copies)]
             self.c = torch_mod.empty((w.M, w.out_cols), device="cuda", dtype=dtype)
             self.full = torch_mod.empty((w.M, w.N), device="cuda", dtype=dtype)
@@ -316,11 +330,12 @@ class _Operands:
 
             rng = np.random.default_rng(seed)
 
-            def rand(shape):
+            def rand(shape, scale=1.0):
                 block = rng.standard_normal(min(math.prod(shape), 1 << 20), np.float32)
-                return DeviceBuffer.from_numpy(host_array(np.resize(block, shape), w.dtype))
+                return DeviceBuffer.from_numpy(host_array(np.resize(block * scale, shape),
+                                                          w.dtype))
 
-            self.a = [rand((w.M, w.K)) for _ in range(copies)]
+            self.a = [rand((w.M, w.K), w.K ** -0.5) for _ in range(copies)]
             self.b = [rand((w.K, w.N)) for _ in range(copies)]
             self.c = DeviceBuffer.empty((w.M, w.out_cols), np.uint16)
             self.full = None
@@ -340,26 +355,114 @@ def _time_rotating(fn, copies: int, warmup: int, reps: int):
                  hold=hold_stream)
 
 
-def _rotating_form(fn, copies: int):
-    """`fn(i)` over the operands' rotating copies, one call a run, as a bench.mlp.TimedForm on
-    the default stream (the stream torch's and our launches here take). Nothing is checked in
-    the timing loop: the kernels' numerics are the GPU tests'."""
+class _Checked:
+    """Our kernel's output `out` (a torch tensor) against the fp32 reference of each copy of
+    its inputs (`reference(copy)`, computed once a copy): poisoned with NaN before a turn,
+    compared after it (`error`: autotune.checked_error, WrongOutput past `tolerance`, which
+    fails the form); `worst` the largest error found."""
+
+    def __init__(self, name: str, torch, out, reference: Callable[[int], Any],
+                 tolerance: float):
+        self.name, self.torch, self.out, self.tolerance = name, torch, out, tolerance
+        self._reference = reference
+        self._references: dict[int, Any] = {}
+        self.worst = 0.0
+
+    def reference(self, copy: int):
+        from tilesync.harness.autotune import exact_fp32
+
+        if copy not in self._references:
+            with exact_fp32(self.torch):
+                self._references[copy] = self._reference(copy)
+        return self._references[copy]
+
+    def poison(self) -> None:
+        """NaN into `out`, enqueued on torch's stream (the default stream ours run on too), not
+        waited for: between a turn's untimed runs and its timed ones (bench.mlp.TimedForm)."""
+        self.out.fill_(float("nan"))
+
+    def error(self, copy: int) -> float:
+        from tilesync.harness.autotune import checked_error, relative_error
+
+        error = relative_error(self.out, self.reference(copy))
+        self.worst = max(self.worst, error)
+        return checked_error(self.name, error, self.tolerance)
+
+
+def _launch_form(launch: Callable[[], Any], check: Callable[[], float] = lambda: 0.0):
+    """`launch()` between two events, one call a run, as a bench.mlp.TimedForm on the default
+    stream (the stream torch's and our launches here take), its output checked by `check`
+    (readied by the caller: `_rotating_form`)."""
     from tilesync.bench.mlp import TimedForm
     from tilesync.runtime.launch import synchronize
     from tilesync.runtime.stream import Event, elapsed_ms
 
-    state = {"i": 0}
-
     def run():
         start, end = Event(), Event()
         start.record(None)
-        fn(state["i"] % copies)
+        launch()
         end.record(None)
-        state["i"] += 1
         return start, end
 
-    return TimedForm(run, elapsed_ms, lambda: synchronize(None), None, lambda: None,
-                     lambda: 0.0)
+    return TimedForm(run, elapsed_ms, lambda: synchronize(None), None, lambda: None, check)
+
+
+def _in_rotation(forms: Sequence[Any]):
+    """One bench.mlp.TimedForm of `forms` (one per copy of the inputs) taking a run each in
+    turn, so that no run reads inputs the one before left in L2: every copy's outputs readied
+    before a turn, the last run's checked after it."""
+    from tilesync.bench.mlp import TimedForm
+
+    state = {"i": 0}
+
+    def run():
+        form = forms[state["i"] % len(forms)]
+        state["i"] += 1
+        return form.run()
+
+    def each(step: str) -> Callable[[], None]:
+        def call() -> None:
+            for form in forms:
+                getattr(form, step)()
+        return call
+
+    first = forms[0]
+    return TimedForm(run, first.elapsed, first.synchronize, first.stream, each("before"),
+                     lambda: forms[(state["i"] - 1) % len(forms)].check(), each("after"))
+
+
+def _rotating_form(fn: Callable[[int], Any], copies: int, checked: _Checked | None = None):
+    """`fn(i)` over the inputs' rotating copies (`_in_rotation`), its output `checked` (poisoned
+    before a turn's timed runs, in stream order; after them compared with the reference of the
+    copy the last run read), or nothing checked (the library's GEMMs, and ours without
+    torch)."""
+    if checked is None:
+        return _in_rotation([_launch_form(lambda copy=copy: fn(copy)) for copy in range(copies)])
+    rotation = _in_rotation([_launch_form(lambda copy=copy: fn(copy),
+                                          check=lambda copy=copy: checked.error(copy))
+                             for copy in range(copies)])
+    return replace(rotation, before=checked.poison)  # one output: poisoned once
+
+
+class _LibraryReference:
+    """What bench.mlp.torch_forms checks a library form's output against (`error(y)`): the
+    fp32 reference ours is checked against, within bench.mlp's tolerance; `worst` the largest
+    error found. Without a reference (the library's dropout draws its own mask) nothing is
+    compared and `worst` stays None."""
+
+    def __init__(self, torch, ref=None):
+        self.torch, self.ref = torch, ref
+        self.worst: float | None = None
+
+    def error(self, y) -> float:
+        from tilesync.harness.autotune import relative_error
+
+        if self.ref is None:
+            return 0.0
+        self.torch.cuda.synchronize()
+        error = relative_error(y, self.ref)
+        self.worst = max(self.worst or 0.0, error)
+        return error
 
 
 def _library_forms(w: Workload, ops: _Operands) -> dict[str, Any]:
@@ -398,21 +501,24 @@ def _library_record(w: Workload, timed: dict[str, Any]) -> dict[str, Any]:
 
 
 def _time_together(forms: dict[str, Any], warmup: int, reps: int) -> dict[str, Any]:
-    """Each form's Timing, the forms taking turns (bench.mlp.time_in_turns), or its error."""
-    from tilesync.bench.mlp import time_in_turns
+    """Each form's Timing, or its error: each checked once first, then the forms taking turns,
+    each checked after every turn (bench.mlp.time_forms); a form failing a check is its error."""
+    from tilesync.bench.mlp import time_forms
     from tilesync.runtime.timing import Timing
 
-    timed = time_in_turns(forms, warmup, reps)
+    timed = time_forms(forms, warmup, reps)
     return {name: Timing.from_samples(record["samples_ms"], warmup) if "samples_ms" in record
             else record["error"] for name, record in timed.items()}
 
 
 def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, reps: int,
                     copy_gbps: float | None, tth, tuning_cache, l2: int) -> dict[str, Any]:
-    """The autotuner's choice among the candidates (measured once, cached on disk), timed
-    here as the library is, with every candidate's tuning time reported beside it; for
-    weight streaming, a copy moving the same bytes (half read, half written)."""
-    from tilesync.harness.autotune import GemmProblem, choose_gemm
+    """The autotuner's choice among the candidates (each checked, then measured once; cached on
+    disk), timed here in turns with the library, its output checked (with torch: poisoned
+    before each turn, compared with torch's fp32 result after it), with every candidate's
+    tuning time reported beside it; for weight streaming, a copy moving the same bytes (half
+    read, half written)."""
+    from tilesync.harness.autotune import TOLERANCE, GemmProblem, choose_gemm, gemm_reference
     from tilesync.harness.runner import GemmRunner
 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
@@ -426,30 +532,42 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
                          cache_dir=tuning_cache)
     entry["choice"] = {"config": _config_label(choice.config), "repr": repr(choice.config),
                        "tuning_ms": choice.median_ms, "cached": choice.from_cache,
-                       "tuning_seconds": choice.seconds}
-    for cfg, ms in choice.measured:
+                       "tuning_seconds": choice.seconds, "checked": choice.checked,
+                       "rel_error": choice.rel_error}
+    for measured in choice.measured:
+        cfg, outcome = measured.config, measured.outcome
         record: dict[str, Any] = {"config": _config_label(cfg), "split_k": cfg.split_k}
-        record.update({"tuning_ms": ms} if isinstance(ms, float) else {"error": ms})
+        record.update({"tuning_ms": outcome} if isinstance(outcome, float) else
+                      {"error": outcome})
+        if measured.rel_error is not None:
+            record["rel_error"] = measured.rel_error
         entry["configs"].append(record)
-    best: dict[str, Any] = {"config": _config_label(choice.config),
-                            "split_k": choice.config.split_k}
+    cfg = choice.config
+    best: dict[str, Any] = {"config": _config_label(cfg), "split_k": cfg.split_k}
     # ours and the library's forms take turns (_time_together)
     forms = _library_forms(w, ops) if tth.torch is not None else {}
+    checked = None
+    if tth.torch is not None:
+        checked = _Checked(f"ours ({best['config']})", tth.torch, ops.c,
+                           lambda i: gemm_reference(cfg, ops.a[i], ops.b[i]),
+                           TOLERANCE[w.dtype])
     try:
-        runner = GemmRunner(choice.config, ptx=ptx_by_cfg[choice.config])
+        runner = GemmRunner(cfg, ptx=ptx_by_cfg[cfg])
         best["registers"] = runner.kernel.num_regs
         forms["ours"] = _rotating_form(lambda i, r=runner: r.launch(ops.a[i], ops.b[i], ops.c),
-                                       ops.copies)
+                                       ops.copies, checked)
     except Exception as exc:
         best["error"] = f"{type(exc).__name__}: {exc}"
     timed = _time_together(forms, warmup, reps)
     if isinstance(timed.get("ours"), str):
         best["error"] = timed["ours"]
     if "error" in best:
+        entry["error"] = best["error"]
         best = None
     else:
         best.update(_timing_dict(timed["ours"]))
         best.update(_rates(w, timed["ours"].median_ms, copy_gbps, sized_gbps))
+        best.update(_check_record(checked))
     entry["ours"] = best
     if tth.torch is not None:
         lib = _library_record(w, timed)
@@ -458,6 +576,14 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
         if best is not None:
             entry["ratio"] = lib["gemm"]["median_ms"] / best["median_ms"]
     return entry
+
+
+def _check_record(checked: _Checked | None) -> dict[str, Any]:
+    """A row's record of our output's check: `rel_error`, the worst ‖out − ref‖ / ‖ref‖ of its
+    checks against torch's fp32 result, or why there was none."""
+    if checked is None:
+        return {"rel_error": None, "unchecked": "no torch for the reference"}
+    return {"rel_error": checked.worst, "tolerance": checked.tolerance}
 
 
 def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
@@ -516,7 +642,7 @@ def kernel_benchmarks(quick: bool = False, warmup: int = 5, reps: int = 30,
     if conv_ptx is not None:
         result["conv"] = conv_benchmarks(conv_tuning_candidates(quick, hopper), conv_ptx,
                                          warmup, reps, tth, tuning_cache or CACHE_DIR)
-    result["softmax"] = softmax_benchmarks(softmax_ptx, warmup, reps, tth, copy["gbps"])
+    result["softmax"] = softmax_benchmarks(softmax_ptx, warmup, reps, tth, copy["gbps"], l2)
     add_floors(result)
     result["seconds"] = time.perf_counter() - started
     return result
@@ -557,6 +683,11 @@ def kernels_table(result: dict[str, Any]) -> str:
         f"{'ratio':>6} "
         f"{'floor':>8} {'/floor':>6}  autotuned choice",
     ]
+    if any("rel_error" in (r.get("ours") or {}) for r in result["gemm"]):
+        lines.insert(2, "rel err = ours against torch's fp32 result of the same inputs, its "
+                        "output poisoned before each timed turn and checked after it; when "
+                        "tuning, every candidate's output was checked first (a wrong one is "
+                        "not timed: \"wrong output\")")
     rates = run_rates(result)
     if rates:
         lines.insert(2, f"floor = the longer of the flops at {rates['peak_tflops']:.0f} TFLOP/s "
@@ -567,7 +698,7 @@ def kernels_table(result: dict[str, Any]) -> str:
         ours = r.get("ours")
         name = f"{r['name']} {r.get('dtype', 'f16')}"
         if ours is None:
-            errors = "; ".join(c.get("error", "") for c in r["configs"])
+            errors = r.get("error") or "; ".join(c.get("error", "") for c in r["configs"])
             lines.append(f"{name:<15} {r['M']:>5} {r['N']:>6} {r['K']:>6}  FAILED: {errors}")
             continue
         lib = r.get("library")
@@ -585,7 +716,7 @@ def kernels_table(result: dict[str, Any]) -> str:
         lines.append(
             f"{name:<15} {r['M']:>5} {r['N']:>6} {r['K']:>6} {ours['median_ms']:>9.4f} "
             f"{spread:>15} {ours['tflops']:>8.1f} {gbps} {frac} {lib_cols} {floor}  "
-            f"{ours['config']} ({ours.get('registers', '?')} regs; {tuned})"
+            f"{ours['config']} ({ours.get('registers', '?')} regs; {tuned}{_checked_note(ours)})"
         )
         for c in r["configs"]:
             if c["config"] == ours["config"]:
@@ -673,80 +804,190 @@ def conv_tuning_candidates(quick: bool, wgmma: bool = True) -> dict[Any, list]:
     return out
 
 
+def _library_torch_forms(torch, library: Callable[[int], Any],
+                         references: Sequence[_LibraryReference], name: str
+                         ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The library's path `library(copy)` eager and replayed from a CUDA graph (bench.mlp.
+    torch_forms, as the stage benches time it: "library_eager", "library_graph"), the copies of
+    the inputs taking a run each in turn (`_in_rotation`; a graph a copy), each output checked
+    against its copy's reference; the forms that could not be made, as their errors."""
+    from tilesync.bench.mlp import torch_forms
+
+    made = [torch_forms(ref, lambda k=k: library(k), f" ({name})")
+            for k, ref in enumerate(references)]
+    forms: dict[str, Any] = {}
+    failed: dict[str, Any] = {}
+    for mode, form in (("torch_eager", "library_eager"), ("torch_graph", "library_graph")):
+        lost = next((lost[mode] for _, lost in made if mode in lost), None)
+        if lost is not None:
+            failed[form] = lost
+        else:
+            forms[form] = _in_rotation([copy_forms[mode] for copy_forms, _ in made])
+    return forms, failed
+
+
+LIBRARY_FORMS = {"library_eager": "eager", "library_graph": "graph"}
+"""The library's forms a conv or softmax row times, as their records name them."""
+
+
+def _library_forms_record(timed: dict[str, Any], failed: dict[str, Any],
+                          references: Sequence[_LibraryReference], flops: int | None = None
+                          ) -> dict[str, Any] | None:
+    """The library's record of a conv or softmax row: its fastest form's timing (the ratio is
+    against it; `form` names it), every form's under `forms`, and `rel_error`, the worst of its
+    outputs' checks (None: not compared); None where no form was timed."""
+    forms: dict[str, Any] = {}
+    for name, kind in LIBRARY_FORMS.items():
+        if name in failed:
+            forms[kind] = {"error": failed[name]["error"]}
+        elif isinstance(timed.get(name), str):
+            forms[kind] = {"error": timed[name]}
+        elif name in timed:
+            forms[kind] = _timing_dict(timed[name])
+    ran = {kind: r for kind, r in forms.items() if "median_ms" in r}
+    if not ran:
+        return None
+    fastest = min(ran, key=lambda kind: ran[kind]["median_ms"])
+    errors = [ref.worst for ref in references if ref.worst is not None]
+    out = {**ran[fastest], "form": fastest, "forms": forms,
+           "rel_error": max(errors) if errors else None}
+    if flops is not None:
+        out["tflops"] = flops / (out["median_ms"] * 1e-3) / 1e12
+    return out
+
+
 def conv_benchmarks(candidates: dict[Any, list], ptx_by_cfg: dict, warmup: int, reps: int, tth,
                     tuning_cache=None) -> list[dict[str, Any]]:
-    """Per layer, the autotuner's choice among its candidates (measured once, cached on
-    disk), timed here as cuDNN is."""
-    from tilesync.harness.autotune import ConvProblem, choose
-    from tilesync.harness.runner import Conv2dRunner
-    from tilesync.harness.timing import hold_stream
-    from tilesync.runtime.timing import time_region
-
-    torch = tth.torch
+    """Per layer, the autotuner's choice among its candidates (each checked, then measured
+    once; cached on disk), timed in turns with cuDNN eager and replayed from a CUDA graph
+    (cudnn.benchmark on, as bench/conv.py runs it), its output checked against torch's fp32
+    conv (with torch); the ratio is against cuDNN's faster form."""
     rows = []
     for layer, cands in candidates.items():
         row: dict[str, Any] = {"N": layer.N, "H": layer.H, "W": layer.W, "C": layer.C,
                                "K": layer.K, "flops": layer.flops}
         try:
-            problem = ConvProblem(layer.N, layer.H, layer.W, layer.C, layer.K)
-            choice = choose(problem, candidates=cands, ptx=[ptx_by_cfg[c] for c in cands],
-                            cache_dir=tuning_cache)
-            cfg = choice.config
-            row.update(config=_config_label(cfg.gemm), tuning_seconds=choice.seconds,
-                       tuned=[{"config": _config_label(c.gemm),
-                               **({"tuning_ms": ms} if isinstance(ms, float) else
-                                  {"error": ms})} for c, ms in choice.measured])
-            runner = Conv2dRunner(cfg, ptx=ptx_by_cfg[cfg])
-            row["registers"] = runner.kernel.num_regs
-            if torch is not None:
-                x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
-                w = torch.randn(cfg.filter_shape, device="cuda", dtype=torch.float16)
-                y = torch.empty(cfg.output_shape, device="cuda", dtype=torch.float16)
-            else:
-                from tilesync.runtime.buffers import DeviceBuffer
-
-                rng = np.random.default_rng(0)
-                x = DeviceBuffer.from_numpy(rng.standard_normal(cfg.input_shape)
-                                            .astype(np.float16))
-                w = DeviceBuffer.from_numpy(rng.standard_normal(cfg.filter_shape)
-                                            .astype(np.float16))
-                y = DeviceBuffer.empty(cfg.output_shape, np.float16)
-            timing = time_region(lambda r=runner, x=x, w=w, y=y: r.launch(x, w, y),
-                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                                 hold=hold_stream)
-            row.update(_timing_dict(timing))
-            row["tflops"] = cfg.flops / (timing.median_ms * 1e-3) / 1e12
-            if torch is not None:
-                # cuDNN: NCHW-shaped views of channels_last (NHWC) memory, fp16.
-                xc = x.permute(0, 3, 1, 2)
-                wc = w.permute(0, 3, 1, 2)
-                F = torch.nn.functional
-                lib = time_region(lambda F=F, xc=xc, wc=wc: F.conv2d(xc, wc, padding=1),
-                                  warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                                  hold=hold_stream)
-                row["library"] = _timing_dict(lib)
-                row["library"]["tflops"] = cfg.flops / (lib.median_ms * 1e-3) / 1e12
-                row["ratio"] = lib.median_ms / timing.median_ms
+            _bench_conv(row, layer, cands, ptx_by_cfg, warmup, reps, tth.torch, tuning_cache)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
     return rows
 
 
+def _bench_conv(row: dict[str, Any], layer, candidates: list, ptx_by_cfg: dict, warmup: int,
+                reps: int, torch, tuning_cache) -> None:
+    """One layer of `conv_benchmarks` into `row`."""
+    from tilesync.harness.autotune import CONV_TOLERANCE, ConvProblem, choose, conv_reference
+    from tilesync.harness.runner import Conv2dRunner
+
+    problem = ConvProblem(layer.N, layer.H, layer.W, layer.C, layer.K)
+    choice = choose(problem, candidates=candidates, ptx=[ptx_by_cfg[c] for c in candidates],
+                    cache_dir=tuning_cache)
+    cfg = choice.config
+    row.update(config=_config_label(cfg.gemm), tuning_seconds=choice.seconds,
+               tuning_checked=choice.checked,
+               tuned=[{"config": _config_label(m.config.gemm),
+                       **({"tuning_ms": m.outcome} if isinstance(m.outcome, float)
+                          else {"error": m.outcome}),
+                       **({} if m.rel_error is None else {"rel_error": m.rel_error})}
+                      for m in choice.measured])
+    runner = Conv2dRunner(cfg, ptx=ptx_by_cfg[cfg])
+    row["registers"] = runner.kernel.num_regs
+    scale = (9 * cfg.C) ** -0.5  # the filters': outputs of order 1, as in the GPU tests
+    if torch is not None:
+        x = torch.randn(cfg.input_shape, device="cuda", dtype=torch.float16)
+        w = (torch.randn(cfg.filter_shape, device="cuda") * scale).half()
+        y = torch.empty(cfg.output_shape, device="cuda", dtype=torch.float16)
+    else:
+        from tilesync.runtime.buffers import DeviceBuffer
+
+        rng = np.random.default_rng(0)
+        x = DeviceBuffer.from_numpy(rng.standard_normal(cfg.input_shape).astype(np.float16))
+        w = DeviceBuffer.from_numpy((rng.standard_normal(cfg.filter_shape) * scale)
+                                    .astype(np.float16))
+        y = DeviceBuffer.empty(cfg.output_shape, np.float16)
+    checked = None if torch is None else _Checked(
+        f"ours ({row['config']})", torch, y, lambda _: conv_reference(cfg, x, w), CONV_TOLERANCE)
+    forms = {"ours": _rotating_form(lambda _: runner.launch(x, w, y), 1, checked)}
+    failed: dict[str, Any] = {}
+    references: list[_LibraryReference] = []
+    if torch is None:
+        timed = _time_together(forms, warmup, reps)
+    else:
+        benchmark = torch.backends.cudnn.benchmark
+        # cuDNN picks its fastest algorithm for the shape, as bench/conv.py lets it
+        torch.backends.cudnn.benchmark = True
+        try:
+            references = [_LibraryReference(torch, checked.reference(0))]
+            nchw = (0, 3, 1, 2)  # cuDNN's operands: NCHW views of the NHWC memory
+            xc, wc = x.permute(nchw), w.permute(nchw)
+            F = torch.nn.functional
+            made, failed = _library_torch_forms(
+                torch, lambda _: F.conv2d(xc, wc, padding=1).permute(0, 2, 3, 1), references,
+                "cuDNN")
+            timed = _time_together({**forms, **made}, warmup, reps)
+        finally:
+            torch.backends.cudnn.benchmark = benchmark
+    if isinstance(timed["ours"], str):
+        raise RuntimeError(timed["ours"])
+    ours = timed["ours"]
+    row.update(_timing_dict(ours))
+    row["tflops"] = cfg.flops / (ours.median_ms * 1e-3) / 1e12
+    row.update(_check_record(checked))
+    if torch is not None:
+        row["library"] = lib = _library_forms_record(timed, failed, references, cfg.flops)
+        if lib is not None:
+            row["ratio"] = lib["median_ms"] / ours.median_ms
+
+
+def _library_columns(r: dict[str, Any], tflops: bool) -> str:
+    """A conv or softmax row's library cells: its fastest form's ms (and TFLOP/s), the ratio,
+    and which form that is (records from before the CUDA graph timed the eager one only:
+    "-")."""
+    lib = r.get("library")
+    if not lib:
+        return f"{'-':>9} " + (f"{'-':>8} " if tflops else "") + f"{'-':>6} {'-':>5}"
+    return (f"{lib['median_ms']:>9.4f} " + (f"{lib['tflops']:>8.1f} " if tflops else "")
+            + f"{r['ratio']:>6.2f} {lib.get('form', '-'):>5}")
+
+
+def _checked_rows(rows: list[dict[str, Any]]) -> bool:
+    """Whether a conv or softmax table's rows were checked and timed in turns with the
+    library's forms (records from before: neither)."""
+    return any("rel_error" in r for r in rows)
+
+
+def _error_cell(r: dict[str, Any]) -> str:
+    error = r.get("rel_error")
+    return f"{error:>8.1e}" if error is not None else f"{'-':>8}"
+
+
+def _checked_note(ours: dict[str, Any]) -> str:
+    """How a GEMM row's output was checked, for the table (nothing for records from before
+    the check)."""
+    if ours.get("unchecked"):
+        return f"; unchecked: {ours['unchecked']}"
+    if ours.get("rel_error") is None:
+        return ""
+    return f"; rel err {ours['rel_error']:.1e}"
+
+
 def conv_table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'conv3x3 NHWC':<14} {'C=K':>4} {'HxW':>6} {'ours ms':>9} {'TFLOP/s':>8} "
-             f"{'cuDNN ms':>9} {'cuDNN TF':>8} {'ratio':>6}  config"]
+             f"{'rel err':>8} {'cuDNN ms':>9} {'cuDNN TF':>8} {'ratio':>6} {'form':>5}  config"]
+    if _checked_rows(rows):
+        lines.append("  (rel err: ours against torch's fp32 conv, poisoned before each timed "
+                     "turn and checked after it; cuDNN: its faster form, eager or replayed "
+                     "from a CUDA graph, cudnn.benchmark on)")
     for r in rows:
         head = f"{'batch ' + str(r['N']):<14} {r['C']:>4} {str(r['H']) + 'x' + str(r['W']):>6}"
         if "error" in r:
             lines.append(f"{head} FAILED: {r['error']}")
             continue
-        lib = r.get("library")
-        lib_cols = (f"{lib['median_ms']:>9.4f} {lib['tflops']:>8.1f} {r['ratio']:>6.2f}"
-                    if lib else f"{'-':>9} {'-':>8} {'-':>6}")
         tuned = (f"; tuned in {r['tuning_seconds']:.1f} s among {len(r['tuned'])}"
                  if r.get("tuned") else "")
-        lines.append(f"{head} {r['median_ms']:>9.4f} {r['tflops']:>8.1f} {lib_cols}  "
+        lines.append(f"{head} {r['median_ms']:>9.4f} {r['tflops']:>8.1f} {_error_cell(r)} "
+                     f"{_library_columns(r, tflops=True)}  "
                      f"{r['config']} ({r.get('registers', '?')} regs{tuned})")
     return "\n".join(lines)
 
@@ -754,6 +995,12 @@ def conv_table(rows: list[dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------------------------
 # Fused softmax (+ dropout) over rows against torch
 # --------------------------------------------------------------------------------------------
+
+SOFTMAX_SEED = 1
+"""The dropout seed of our softmax's launches (its keep mask: kernels.reference.dropout_mask)."""
+SOFTMAX_TOLERANCE = 1e-2
+"""‖y − ref‖ / ‖ref‖ our softmax must stay under: the softmax GPU tests'
+(test/python/kernels/test_workloads.py)."""
 
 
 def softmax_workloads(quick: bool) -> list:
@@ -764,55 +1011,93 @@ def softmax_workloads(quick: bool) -> list:
 
 
 def softmax_benchmarks(ptx_by_cfg: dict, warmup: int, reps: int, tth,
-                       copy_gbps: float | None) -> list[dict[str, Any]]:
-    from tilesync.harness.runner import SoftmaxRunner
-    from tilesync.harness.timing import hold_stream
-    from tilesync.runtime.buffers import DeviceBuffer
-    from tilesync.runtime.timing import time_region
-
-    torch = tth.torch
+                       copy_gbps: float | None, l2: int = L2_BYTES_DEFAULT
+                       ) -> list[dict[str, Any]]:
+    """Per config, our softmax timed in turns with torch's softmax (+ dropout) eager and
+    replayed from a CUDA graph, the inputs rotating through enough copies that every run reads
+    them from device memory (`_copies_for` an L2 of `l2` bytes, as the GEMM rows), its output
+    checked against torch's fp32 softmax times our keep mask (with torch; torch's dropout
+    draws its own mask, so its output is compared only without dropout); the ratio is against
+    torch's faster form."""
     rows = []
     for cfg, ptx in ptx_by_cfg.items():
+        copies = _copies_for(2 * cfg.rows * cfg.cols, l2)
         row: dict[str, Any] = {"rows": cfg.rows, "cols": cfg.cols, "dropout": cfg.dropout,
-                               "bytes": cfg.bytes}
+                               "bytes": cfg.bytes, "rotating_copies": copies}
         try:
-            runner = SoftmaxRunner(cfg, ptx=ptx)
-            row["registers"] = runner.kernel.num_regs
-            if torch is not None:
-                x = torch.randn((cfg.rows, cfg.cols), device="cuda", dtype=torch.float16)
-                y = torch.empty_like(x)
-            else:
-                x = DeviceBuffer.from_numpy(np.random.default_rng(0).standard_normal(
-                    (cfg.rows, cfg.cols)).astype(np.float16))
-                y = DeviceBuffer.empty((cfg.rows, cfg.cols), np.float16)
-            timing = time_region(lambda r=runner, x=x, y=y: r.launch(x, y, seed=1),
-                                 warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                 hold=hold_stream)
-            row.update(_timing_dict(timing))
-            row["gbps"] = cfg.bytes / (timing.median_ms * 1e-3) / 1e9
-            if copy_gbps:
-                row["fraction_of_copy_bw"] = row["gbps"] / copy_gbps
-            if torch is not None:
-                F = torch.nn.functional
-                p = cfg.dropout
-
-                def lib(x=x, p=p, F=F):
-                    out = torch.softmax(x, dim=-1)
-                    return F.dropout(out, 1.0 - p) if p is not None else out
-
-                t = time_region(lib, warmup=warmup, reps=reps, hold_ns_per_rep=HOLD_NS_PER_REP,
-                 hold=hold_stream)
-                row["library"] = _timing_dict(t)
-                row["ratio"] = t.median_ms / timing.median_ms
+            _bench_softmax(row, cfg, ptx, copies, warmup, reps, tth.torch, copy_gbps)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
     return rows
 
 
+def _bench_softmax(row: dict[str, Any], cfg, ptx: str, copies: int, warmup: int, reps: int,
+                   torch, copy_gbps: float | None) -> None:
+    """One config of `softmax_benchmarks` into `row`."""
+    from tilesync.harness.runner import SoftmaxRunner
+    from tilesync.kernels.reference import dropout_mask
+    from tilesync.runtime.buffers import DeviceBuffer
+
+    runner = SoftmaxRunner(cfg, ptx=ptx)
+    row["registers"] = runner.kernel.num_regs
+    shape = (cfg.rows, cfg.cols)
+    checked = None
+    if torch is not None:
+        x = [torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(copies)]
+        y = torch.empty_like(x[0])
+        keep = None if cfg.dropout is None else torch.from_numpy(
+            dropout_mask(SOFTMAX_SEED, *shape, cfg.dropout)).cuda()
+
+        def reference(k):
+            out = torch.softmax(x[k].float() * cfg.scale, dim=-1)
+            return out if keep is None else out * keep / cfg.dropout
+
+        checked = _Checked(f"ours (softmax {cfg.rows}x{cfg.cols})", torch, y, reference,
+                           SOFTMAX_TOLERANCE)
+    else:
+        rng = np.random.default_rng(0)
+        x = [DeviceBuffer.from_numpy(rng.standard_normal(shape).astype(np.float16))
+             for _ in range(copies)]
+        y = DeviceBuffer.empty(shape, np.float16)
+    forms = {"ours": _rotating_form(lambda k: runner.launch(x[k], y, seed=SOFTMAX_SEED),
+                                    copies, checked)}
+    failed: dict[str, Any] = {}
+    references: list[_LibraryReference] = []
+    if torch is not None:
+        F = torch.nn.functional
+        p = cfg.dropout
+
+        def library(k):
+            out = torch.softmax(x[k], dim=-1)
+            return F.dropout(out, 1.0 - p) if p is not None else out
+
+        references = [_LibraryReference(torch, None if p is not None else checked.reference(k))
+                      for k in range(copies)]
+        made, failed = _library_torch_forms(torch, library, references, "torch")
+        forms.update(made)
+    timed = _time_together(forms, warmup, reps)
+    if isinstance(timed["ours"], str):
+        raise RuntimeError(timed["ours"])
+    ours = timed["ours"]
+    row.update(_timing_dict(ours))
+    row["gbps"] = cfg.bytes / (ours.median_ms * 1e-3) / 1e9
+    if copy_gbps:
+        row["fraction_of_copy_bw"] = row["gbps"] / copy_gbps
+    row.update(_check_record(checked))
+    if torch is not None:
+        row["library"] = lib = _library_forms_record(timed, failed, references)
+        if lib is not None:
+            row["ratio"] = lib["median_ms"] / ours.median_ms
+
+
 def softmax_table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'softmax rows':<14} {'cols':>5} {'keep':>5} {'ours ms':>9} {'GB/s':>6} "
-             f"{'%copy':>6} {'torch ms':>9} {'ratio':>6}"]
+             f"{'%copy':>6} {'rel err':>8} {'torch ms':>9} {'ratio':>6} {'form':>5}"]
+    if _checked_rows(rows):
+        lines.append("  (rel err: ours against torch's fp32 softmax times our keep mask; torch: "
+                     "its faster form, eager or replayed from a CUDA graph; inputs rotating "
+                     "past L2)")
     for r in rows:
         head = f"{r['rows']:<14} {r['cols']:>5} {r['dropout'] or '-'!s:>5}"
         if "error" in r:
@@ -820,9 +1105,8 @@ def softmax_table(rows: list[dict[str, Any]]) -> str:
             continue
         frac = f"{100 * r['fraction_of_copy_bw']:>5.0f}%" if "fraction_of_copy_bw" in r \
             else f"{'':>6}"
-        lib = r.get("library")
-        lib_cols = f"{lib['median_ms']:>9.4f} {r['ratio']:>6.2f}" if lib else f"{'-':>9} {'-':>6}"
-        lines.append(f"{head} {r['median_ms']:>9.4f} {r['gbps']:>6.0f} {frac} {lib_cols}")
+        lines.append(f"{head} {r['median_ms']:>9.4f} {r['gbps']:>6.0f} {frac} "
+                     f"{_error_cell(r)} {_library_columns(r, tflops=False)}")
     return "\n".join(lines)
 
 

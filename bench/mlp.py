@@ -90,6 +90,7 @@ from tilesync.bench.report import (
     floor_rates_text,
     settle_floors,
     tilesync_commit,
+    turn_counts,
 )
 from tilesync.contract import target_for_device
 from tilesync.harness.compile_cache import (
@@ -696,7 +697,7 @@ def time_in_turns(forms: Mapping[str, TimedForm], warmup: int, reps: int,
     from tilesync.runtime.errors import TilesyncRuntimeError
 
     turns = max(1, min(turns, reps))
-    counts = [reps // turns + (turn < reps % turns) for turn in range(turns)]
+    counts = turn_counts(reps, turns)
     samples: dict[str, list[float]] = {name: [] for name in forms}
     worst = dict.fromkeys(forms, 0.0)
     failed: dict[str, dict[str, Any]] = {}

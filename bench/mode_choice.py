@@ -5,7 +5,17 @@ the best measured of the row.
 Per row, each mode's stage program is read from its compiled entry (the host plan after its
 passes, the kernels' registers and shared memory for their blocks per SM); the tile times come
 from the row's measured stream-sync run of the same kernels (`mlp.baseline_mode`); the
-library is torch in a CUDA graph, measured. Nothing else of the row's measurements is read.
+library is the fastest of torch's forms the row measured (`fastest_library`: torch_graph or
+torch_eager, and attention's torch_sdpa_graph or torch_sdpa_eager), measured. Nothing else of
+the row's measurements is read.
+
+Two checks are recorded. `within` is in-sample: the choice is made from the row's medians and
+measured against the same medians (several modes' predictions, the stream-sync baselines', are
+their own medians), kept so that records stay comparable. `held_out` is the honest one: the
+choice made from the even turns of the row's runs (bench.mlp.time_in_turns: the forms take
+turns, 0, 2, 4 of 5) and measured against the medians of the odd turns (1, 3); a row timed in
+one turn (records from before the turns: a block of runs a mode) cannot be evaluated so, and
+says so.
 
     python -m tilesync.bench.mode_choice --fit RESULT.json [RESULT.json ...]
 
@@ -23,17 +33,38 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
 from tilesync.analysis import mode_cost
 from tilesync.bench import mlp
-from tilesync.bench.report import floor_ms
+from tilesync.bench.report import floor_ms, turn_counts
 
-LIBRARY_MODE = "torch_graph"
+LIBRARY_PREFIX = "torch"
+"""The library's forms are the modes named after torch: torch_eager and torch_graph (bench mlp,
+bench conv), torch_sdpa_eager and torch_sdpa_graph too (bench attention)."""
+CHOSEN_ON, MEASURED_ON = "even turns (0, 2, ...)", "odd turns (1, 3, ...)"
+"""The halves of a row's turns the held-out check chooses on and measures on."""
+
+
+def is_library(mode: str) -> bool:
+    return mode.startswith(LIBRARY_PREFIX)
+
+
+def fastest_library(measured: Mapping[str, float]) -> str | None:
+    """The fastest of the library's forms the row measured (`is_library`), None where it
+    measured none: the library the model's choice is made against and counted as."""
+    forms = {mode: ms for mode, ms in measured.items() if is_library(mode)}
+    return min(forms, key=forms.__getitem__) if forms else None
+
+
+def _library_ms(measured: Mapping[str, float]) -> float | None:
+    library = fastest_library(measured)
+    return None if library is None else measured[library]
 
 
 def _stage_configs(bench: str, key: tuple, mode: str) -> dict[str, Any]:
@@ -146,21 +177,86 @@ def row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape]
                costs: mode_cost.MechanismCosts,
                choice: mode_cost.Choice | None = None,
                rates: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The model's choice for one row (`choice`, default from `predictions` of the modes that
-    ran: one that failed is no candidate) and how it did: `within` is the chosen mode's
-    measured time over the best measured of ours and the library's."""
+    """The model's choice for one row (`choice`, default `_choice` from the modes that ran: one
+    that failed is no candidate) and how it did, in-sample: `within` is the chosen mode's
+    measured time over the best measured of ours and the library's forms, the same medians it
+    chose from."""
+    library = fastest_library(measured)
     if choice is None:
-        predicted = predictions(bench, key, shapes, measured, sms, costs, rates)
-        choice = mode_cost.choose({m: t for m, t in predicted.items() if m in measured},
-                                  measured.get(LIBRARY_MODE))
-    predicted = choice.predicted_ms
-    chosen = LIBRARY_MODE if choice.mode == mode_cost.LIBRARY else choice.mode
-    candidates = {m: t for m, t in measured.items() if m in predicted or m == LIBRARY_MODE}
-    best = min(candidates, key=candidates.get)  # type: ignore[arg-type]
-    return {"chosen": chosen, "reason": choice.reason,
-            "predicted_ms": {m: round(t, 6) for m, t in predicted.items()},
-            "chosen_ms": measured[chosen], "best": best, "best_ms": candidates[best],
-            "within": measured[chosen] / candidates[best]}
+        choice = _choice(bench, key, shapes, measured, sms, costs, rates)
+    return {**_outcome(choice, library, measured), "reason": choice.reason,
+            "library": library,
+            "predicted_ms": {m: round(t, 6) for m, t in choice.predicted_ms.items()}}
+
+
+def _choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+            measured: Mapping[str, float], sms: int, costs: mode_cost.MechanismCosts,
+            rates: Mapping[str, float] | None = None) -> mode_cost.Choice:
+    """mode_cost.choose from `measured`: the predictions of the modes that ran, against the
+    fastest library form's time."""
+    predicted = predictions(bench, key, shapes, measured, sms, costs, rates)
+    return mode_cost.choose({m: t for m, t in predicted.items() if m in measured},
+                            _library_ms(measured))
+
+
+def _outcome(choice: mode_cost.Choice, library: str | None,
+             measured: Mapping[str, float]) -> dict[str, Any]:
+    """`choice` (the library: the form `library`) measured by `measured`: its time, the best of
+    the candidates (the modes predicted and the library's forms) and its time over the best."""
+    chosen = library if choice.mode == mode_cost.LIBRARY else choice.mode
+    assert chosen is not None  # mode_cost.choose takes the library only where it was measured
+    candidates = {m: t for m, t in measured.items()
+                  if m in choice.predicted_ms or is_library(m)}
+    best = min(candidates, key=candidates.__getitem__)
+    return {"chosen": chosen, "chosen_ms": measured[chosen], "best": best,
+            "best_ms": candidates[best], "within": measured[chosen] / candidates[best]}
+
+
+def turn_samples(samples: Sequence[float], turns: int) -> list[list[float]]:
+    """A form's samples per turn: bench.mlp.time_in_turns times `turns` turns in order, the
+    first len(samples) % turns of them a run longer than the others."""
+    out, start = [], 0
+    for count in turn_counts(len(samples), turns):
+        out.append(list(samples[start:start + count]))
+        start += count
+    return out
+
+
+def half_medians(modes: Mapping[str, dict[str, Any]]
+                 ) -> tuple[dict[str, float], dict[str, float]] | str:
+    """Each measured mode's median over its even turns and over its odd turns
+    (`turn_samples`); why not, where a mode was timed in fewer than two turns."""
+    even: dict[str, float] = {}
+    odd: dict[str, float] = {}
+    for mode, record in modes.items():
+        if "median_ms" not in record:
+            continue
+        turns, samples = record.get("turns", 1), record.get("samples_ms")
+        if turns < 2 or not samples:
+            return f"{mode} was timed in one turn (a block of runs): no turns to hold out"
+        split = turn_samples(samples, turns)
+        even[mode] = statistics.median(s for part in split[0::2] for s in part)
+        odd[mode] = statistics.median(s for part in split[1::2] for s in part)
+    return even, odd
+
+
+def held_out_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.ModeShape],
+                    modes: Mapping[str, dict[str, Any]], sms: int,
+                    costs: mode_cost.MechanismCosts,
+                    rates: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The model's choice made from the row's even turns (its predictions' tile times and the
+    library's time from their medians) and measured against the medians of its odd turns
+    (`_outcome`), with the medians both halves gave the chosen mode; {"unavailable": why}
+    where the row cannot be evaluated so (`half_medians`)."""
+    halves = half_medians(modes)
+    if isinstance(halves, str):
+        return {"unavailable": halves}
+    choosing, measuring = halves
+    choice = _choice(bench, key, shapes, choosing, sms, costs, rates)
+    outcome = _outcome(choice, fastest_library(choosing), measuring)
+    return {"chosen_on": CHOSEN_ON, "measured_on": MEASURED_ON, **outcome,
+            "chosen_ms_on_choosing_turns": choosing[outcome["chosen"]],
+            "predicted_ms": {m: round(t, 6) for m, t in choice.predicted_ms.items()}}
 
 
 def recorded_program(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
@@ -196,7 +292,7 @@ def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.M
     """`row_choice` with the costs it used and its `recorded_program` ("program")."""
     tau_of = baseline_tile_times(bench, key, shapes, measured, sms, costs, rates)
     choice = mode_cost.choose(_predicted(shapes, measured, sms, costs, tau_of),
-                              measured.get(LIBRARY_MODE))
+                              _library_ms(measured))
     return {**row_choice(bench, key, shapes, measured, sms, costs, choice),
             "costs": asdict(costs),
             "program": recorded_program(bench, key, entries, measured, sms, costs, device_name,
@@ -206,15 +302,17 @@ def recorded_row_choice(bench: str, key: tuple, shapes: Mapping[str, mode_cost.M
 def bench_row(bench: str, key: tuple, entries: Mapping[str, dict[str, Any]],
               modes: Mapping[str, dict[str, Any]], sms: int, device_name: str | None,
               rates: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """A bench row's `mode_choice`: `row_choice` with the device's costs, from the row's compile
-    entries and measured modes (and the run's measured `rates`, which attention's tile work
-    reads); {"error": ...} where it cannot be made."""
+    """A bench row's `mode_choice`: `recorded_row_choice` with the device's costs, from the
+    row's compile entries and measured modes (and the run's measured `rates`, which attention's
+    tile work reads), and its `held_out_choice`; {"error": ...} where it cannot be made."""
     measured = _measured_modes(modes)
     costs = mode_cost.costs_for(device_name)
     try:
         entries = {m: e for m, e in entries.items() if m in measured and "error" not in e}
-        return recorded_row_choice(bench, key, mode_shapes(bench, key, entries), entries,
-                                   measured, sms, costs, device_name, rates)
+        shapes = mode_shapes(bench, key, entries)
+        return {**recorded_row_choice(bench, key, shapes, entries, measured, sms, costs,
+                                      device_name, rates),
+                "held_out": held_out_choice(bench, key, shapes, modes, sms, costs, rates)}
     except Exception as exc:  # a row the model cannot read is reported, the bench goes on
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
@@ -228,7 +326,19 @@ def table_line(row: dict[str, Any], indent: str) -> str | None:
         return f"{indent}cost model: FAILED: {choice['error']}"
     return (f"{indent}cost model chose {choice['chosen']} ({choice['chosen_ms']:.4f} ms "
             f"measured); best {choice['best']} ({choice['best_ms']:.4f} ms): "
-            f"{choice['within']:.3f} of the best; why: {choice['reason']}")
+            f"{choice['within']:.3f} of the best in-sample; {held_out_text(choice)}; "
+            f"why: {choice['reason']}")
+
+
+def held_out_text(choice: dict[str, Any]) -> str:
+    """A row choice's held-out check in words (records from before it: that they lack it)."""
+    held = choice.get("held_out")
+    if held is None:
+        return "held out: not recorded"
+    if "unavailable" in held:
+        return f"held out: cannot be evaluated ({held['unavailable']})"
+    return (f"held out (chosen on {held['chosen_on']}, measured on {held['measured_on']}): "
+            f"chose {held['chosen']}, {held['within']:.3f} of the best ({held['best']})")
 
 
 def program_name(bench: str, key: tuple) -> str:
@@ -381,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     loaded = []
     entries_of = {}
+    modes_of = {}
     for path in args.results:
         try:
             with open(path, encoding="utf-8") as f:
@@ -397,35 +508,47 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         for bench, key, row in rows:
             measured = _measured_modes(row["modes"])
-            ours = [m for m in measured if not m.startswith("torch")]
+            ours = [m for m in measured if not is_library(m)]
             entries = {m: e for m, e in _entries_of(bench, key, ours, "sm_90").items()
                        if "error" not in e}
             entries_of[(bench, key)] = entries, result["device"]["name"]
+            modes_of[(bench, key)] = row["modes"]
             shapes = mode_shapes(bench, key, entries)
             loaded.append((bench, key, shapes, measured, result.get("sms", 132),
                            result.get("rates")))
     fitted = fit(loaded) if args.fit else None
     if fitted is not None:
         print("fitted:", fitted)
-    worst = 0.0
+    in_sample: list[float] = []
+    held_out: list[float] = []
     for bench, key, shapes, measured, sms, rates in loaded:
         entries, device_name = entries_of[(bench, key)]
-        row = recorded_row_choice(bench, key, shapes, entries, measured, sms,
-                                  fitted or mode_cost.costs_for(device_name), device_name,
-                                  rates)
-        worst = max(worst, row["within"])
+        costs = fitted or mode_cost.costs_for(device_name)
+        row = recorded_row_choice(bench, key, shapes, entries, measured, sms, costs,
+                                  device_name, rates)
+        held = held_out_choice(bench, key, shapes, modes_of[(bench, key)], sms, costs, rates)
+        in_sample.append(row["within"])
+        if "within" in held:
+            held_out.append(held["within"])
         print(f"{bench} {key}: chose {row['chosen']} ({row['chosen_ms']:.4f} ms), best "
-              f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f}")
+              f"{row['best']} ({row['best_ms']:.4f} ms): {row['within']:.3f} in-sample; "
+              f"{held_out_text({'held_out': held})}")
         if args.programs:
             _write_program(Path(args.programs), bench, key, row["program"])
-    print(f"worst: {worst:.3f}")
+    print(f"worst in-sample: {max(in_sample, default=0.0):.3f} over {len(in_sample)} rows")
+    if held_out:
+        print(f"worst held out: {max(held_out):.3f}, median {statistics.median(held_out):.3f} "
+              f"over {len(held_out)} rows")
+    if len(held_out) < len(in_sample):
+        print(f"{len(in_sample) - len(held_out)} rows cannot be evaluated held out (timed in "
+              "one turn)")
     return 0
 
 
-__all__ = ["baseline_tile_times", "bench_row", "fit", "mode_shapes", "predictions",
+__all__ = ["baseline_tile_times", "bench_row", "fastest_library", "fit", "half_medians",
+           "held_out_choice", "held_out_text", "is_library", "mode_shapes", "predictions",
            "program_name", "recorded_program", "recorded_row_choice", "row_choice",
-           "stage_blocks_per_sm",
-           "table_line", "tile_work", "write_programs"]
+           "stage_blocks_per_sm", "table_line", "tile_work", "turn_samples", "write_programs"]
 
 if __name__ == "__main__":
     sys.exit(main())

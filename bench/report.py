@@ -24,6 +24,12 @@ def missing_gpu(tool: str) -> bool:
     return not available
 
 
+def turn_counts(reps: int, turns: int) -> list[int]:
+    """How many of `reps` timed runs each of `turns` turns takes (bench.mlp.time_in_turns), in
+    order: the first reps % turns of them one more than the others."""
+    return [reps // turns + (turn < reps % turns) for turn in range(turns)]
+
+
 def floor_ms(flops: float, nbytes: float, rates: Mapping[str, Any]) -> float:
     """The floor of a kernel or chain: its flops at the measured peak rate, or its bytes at the
     measured copy bandwidth (bytes read + written per second), the longer; `rates` holds
