@@ -385,7 +385,6 @@ class AttentionData(mlp.CheckedOutputs):
         self.tensor_maps = TensorMapCache()  # each buffer's maps encoded once
         self.ref = self._chain(self.x.float(), self.w_qkv.float(), self.w_out.float(),
                                [cache.float() for cache in self.caches])
-        self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
 
     def _heads(self, z):

@@ -93,6 +93,7 @@ from tilesync.bench.report import (
     turn_counts,
 )
 from tilesync.contract import target_for_device
+from tilesync.harness.autotune import relative_error
 from tilesync.harness.compile_cache import (
     CACHE_DIR,
     CompileCache,
@@ -405,14 +406,12 @@ def wave_prediction(spec, resources_used: dict[str, tuple[int, int]], sms: int,
 
 class CheckedOutputs:
     """A program's middle tensor `h` and output `y` (torch tensors; `poisoned()`: every tensor
-    a run writes), poisoned before a checked run, and `y` against the fp32 reference `ref`
-    (norm `ref_norm`)."""
+    a run writes), poisoned before a checked run, and `y` against the fp32 reference `ref`."""
 
     torch: Any
     h: Any
     y: Any
     ref: Any
-    ref_norm: float
 
     def poisoned(self) -> tuple:
         """Every tensor a run writes, the middle ones too."""
@@ -440,9 +439,7 @@ class CheckedOutputs:
         y = self.y if y is None else y
         if y.is_cuda:
             self.torch.cuda.synchronize()
-        if not bool(self.torch.isfinite(y).all()):
-            return math.inf
-        return float((y.float() - self.ref).norm()) / max(self.ref_norm, 1e-30)
+        return relative_error(y, self.ref)
 
     def worst_of_runs(self, program, args, runs: int, name: str) -> float:
         """`runs` runs of `program` on `args`, `h` and `y` poisoned before each and `y` checked
@@ -500,7 +497,6 @@ class _Data(CheckedOutputs):
             self.ref = h @ self.w2_torch.float()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = tf32
-        self.ref_norm = float(self.ref.norm())
         torch.cuda.synchronize()
 
     def weight(self, stage: str, b_layout: str):
