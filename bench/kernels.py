@@ -518,8 +518,9 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
     before each turn, compared with torch's fp32 result after it), with every candidate's
     tuning time reported beside it; for weight streaming, a copy moving the same bytes (half
     read, half written)."""
-    from tilesync.harness.autotune import TOLERANCE, GemmProblem, choose_gemm, gemm_reference
+    from tilesync.harness.autotune import TOLERANCE, GemmProblem, choose_gemm
     from tilesync.harness.runner import GemmRunner
+    from tilesync.kernels.reference import reference_gemm
 
     entry: dict[str, Any] = {**asdict(w), "flops": w.flops, "bytes": w.bytes,
                              "rotating_copies": ops.copies, "configs": []}
@@ -549,7 +550,7 @@ def _bench_workload(w: Workload, ptx_by_cfg: dict, ops: _Operands, warmup: int, 
     checked = None
     if tth.torch is not None:
         checked = _Checked(f"ours ({best['config']})", tth.torch, ops.c,
-                           lambda i: gemm_reference(cfg, ops.a[i], ops.b[i]),
+                           lambda i: reference_gemm(cfg, ops.a[i], ops.b[i]),
                            TOLERANCE[w.dtype])
     try:
         runner = GemmRunner(cfg, ptx=ptx_by_cfg[cfg])

@@ -39,7 +39,7 @@ from tilesync.harness.compile import compile_ptx_many
 from tilesync.harness.compile_cache import CACHE_DIR, CompileCache
 from tilesync.kernels.choice import conv_candidates, propose_tma_configs
 from tilesync.kernels.config import ConvConfig, GemmConfig
-from tilesync.kernels.reference import apply_epilogue, host_array, host_values
+from tilesync.kernels.reference import apply_epilogue, host_array, host_values, reference_gemm
 
 HOLD_NS_PER_REP = 100_000
 L2_BYTES_DEFAULT = 50 * 1024 * 1024
@@ -160,14 +160,6 @@ def _fp32(values):
     return values.astype(np.float32) if isinstance(values, np.ndarray) else values.float()
 
 
-def gemm_reference(cfg: GemmConfig, a, b, bias=None):
-    """The fp32 output of `cfg` on its operands' values (torch tensors or numpy arrays): A times
-    the bytes of B as the kernel reads them (K x N for b_layout "row", else N x K), then the
-    epilogue."""
-    b = b.reshape(cfg.K, cfg.N) if cfg.b_layout == "row" else b.reshape(cfg.N, cfg.K).T
-    return apply_epilogue(cfg, _fp32(a) @ _fp32(b), None if bias is None else _fp32(bias))
-
-
 def conv_reference(cfg: ConvConfig, x, w):
     """The fp32 NHWC output of `cfg` (3x3, padding 1) on NHWC x and KRSC w (torch tensors, or
     numpy arrays: float64 there), then its epilogue (no bias: the tuner passes none)."""
@@ -282,7 +274,7 @@ def _gemm_launcher(problem: GemmProblem, rng, l2: int):
 
     def reference(cfg: GemmConfig):
         if cfg.b_layout not in references:  # the candidates read B's bytes one way or the other
-            references[cfg.b_layout] = gemm_reference(cfg, *out.inputs(*checked))
+            references[cfg.b_layout] = reference_gemm(cfg, *out.inputs(*checked))
         return references[cfg.b_layout]
 
     def launcher(cfg: GemmConfig, text: str):
@@ -417,5 +409,5 @@ choose_gemm = choose  # the name the GEMM callers know
 
 __all__ = ["CONV_TOLERANCE", "TOLERANCE", "Choice", "ConvProblem", "GemmProblem", "Measured",
            "WrongOutput", "checked_error", "choose", "choose_gemm", "conv_reference",
-           "exact_fp32", "gemm_reference", "measure", "relative_error", "tolerance",
+           "exact_fp32", "measure", "relative_error", "tolerance",
            "tuning_key", "wrong_output"]

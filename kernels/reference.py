@@ -1,5 +1,6 @@
-"""The generated kernels' arithmetic on the host: float64 references (numpy; the epilogues
-also on torch tensors), dropout's keep mask, and host data in the kernels' layouts.
+"""The generated kernels' arithmetic on the host: float64 references (numpy; the GEMM and the
+epilogues also on torch tensors, in fp32), dropout's keep mask, and host data in the kernels'
+layouts.
 
     reference_gemm(cfg, a, b, bias=None, seed=None)     apply_epilogue(cfg, out, bias, seed)
     reference_conv2d(x, w, bias=None, epilogue=None)    reference_softmax(cfg, x, seed=None)
@@ -23,10 +24,17 @@ from tilesync.kernels.config import (
 
 
 def reference_gemm(cfg: GemmConfig, a, b, bias=None, seed: int | None = None):
-    """The float64 numpy result of the GEMM and its epilogue (a, b as given to the kernel)."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    out = a64 @ (b64 if cfg.b_layout == "row" else b64.T)
-    return apply_epilogue(cfg, out, bias, seed)
+    """The GEMM and its epilogue on the operands' values: float64 for numpy arrays (or lists),
+    fp32 on their device for torch tensors. b holds B's bytes as the kernel reads them, in any
+    shape: K x N for b_layout "row", else N x K."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "float"):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        bias = None if bias is None else np.asarray(bias, np.float64)
+    else:  # torch
+        a, b, bias = a.float(), b.float(), None if bias is None else bias.float()
+    k = a.shape[1]
+    b = b.reshape(k, -1) if cfg.b_layout == "row" else b.reshape(-1, k).T
+    return apply_epilogue(cfg, a @ b, bias, seed)
 
 
 def apply_epilogue(cfg: GemmConfig, out, bias=None, seed: int | None = None):

@@ -13,6 +13,7 @@ import pytest
 from tilesync.harness import autotune
 from tilesync.harness.autotune import GemmProblem, Measured, choose_gemm, tuning_key
 from tilesync.kernels.config import tma_ws_config
+from tilesync.kernels.reference import reference_gemm
 
 PROBLEM = GemmProblem(4096, 4096, 4096)
 FAST = tma_ws_config(4096, 4096, 4096)
@@ -144,7 +145,7 @@ class _HostRunner:
         self.cfg = cfg
 
     def launch(self, a, b, c, bias=None):
-        from tilesync.kernels.reference import host_array, host_values, reference_gemm
+        from tilesync.kernels.reference import host_array, host_values
 
         cfg = self.cfg
         self.launched.append(cfg)
@@ -220,15 +221,15 @@ def test_the_references_read_b_as_the_kernel_does_and_a_nan_is_infinitely_wrong(
     a = rng.standard_normal((96, 48)).astype(np.float32)
     b = rng.standard_normal((48 * 64,)).astype(np.float32)  # B's bytes, read either way
     for cfg in (RIGHT, RIGHT_KXN):
-        on_host = autotune.gemm_reference(cfg, a, b)
+        on_host = reference_gemm(cfg, a, b)
         with autotune.exact_fp32(torch):
-            on_torch = autotune.gemm_reference(cfg, torch.from_numpy(a), torch.from_numpy(b))
+            on_torch = reference_gemm(cfg, torch.from_numpy(a), torch.from_numpy(b))
         assert on_torch.dtype == torch.float32
         assert np.allclose(on_torch.numpy(), on_host, rtol=1e-4, atol=1e-4)
-    assert not np.allclose(autotune.gemm_reference(RIGHT, a, b),
-                           autotune.gemm_reference(RIGHT_KXN, a, b))
-    got = torch.from_numpy(autotune.gemm_reference(RIGHT, a, b)).half()
-    ref = torch.from_numpy(autotune.gemm_reference(RIGHT, a, b))
+    assert not np.allclose(reference_gemm(RIGHT, a, b),
+                           reference_gemm(RIGHT_KXN, a, b))
+    got = torch.from_numpy(reference_gemm(RIGHT, a, b)).half()
+    ref = torch.from_numpy(reference_gemm(RIGHT, a, b))
     assert 0 < autotune.relative_error(got, ref) < autotune.TOLERANCE["f16"]
     got[3, 5] = float("nan")
     assert autotune.relative_error(got, ref) == float("inf")
