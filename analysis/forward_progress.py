@@ -18,11 +18,11 @@ when one of these holds, checked in this order:
   launch on the *same* stream: `pdl = true` on a launch of another stream than P's says
   nothing about P;
 * **wait-kernel** — a wait-kernel for P precedes C on C's stream, and it works (`facts.
-  working_wait_kernels`: P's kernel posts its start flag, the wait-kernel function exists); it
-  ends once every block of P has been dispatched. The paper's wait-kernel ends when P's
-  *first* block started (`wait_kernel_ends="first_started"`); that is enough only for a
-  dispatcher that serves grids in the order they became eligible (`in_order_dispatch`) with C
-  at no higher priority than P;
+  working_wait_kernels`: P's kernel posts its start flag at flag[0], the wait-kernel function
+  waits for it); it ends once every block of P has been dispatched. The paper's wait-kernel
+  ends when P's *first* block started (`wait_kernel_ends="first_started"`); that is enough
+  only for a dispatcher that serves grids in the order they became eligible
+  (`in_order_dispatch`) with C at no higher priority than P;
 * **co-resident** — every block of every stage of the program fits on the device at once
   (`contract.all_resident`), or C is declared so (a declaration that the known counts
   contradict is refused);
@@ -262,7 +262,8 @@ class ProgressFacts:
     device's SM count (0: unknown); `declared_co_resident`: consumers declared co-resident with
     the whole program (a declaration the counts contradict, where they are known, is refused);
     `working_wait_kernels`: the producers whose wait-kernel really works (the producer posts
-    its start flag, the wait-kernel function exists; None: every one, as in the simulator).
+    its start flag, the wait-kernel function waits for it; None: every one, as in the
+    simulator).
     `block_threads`: threads of each stage's blocks, where known (a launch of several stages
     is one kernel: see `_one_launch_residency`).
     `wait_kernel_ends` and `in_order_dispatch`: see the module doc."""
@@ -528,11 +529,16 @@ def analyze(facts: ProgressFacts) -> ProgressReport:
                                 f"launched"))
         elif isinstance(step, WaitKernel) and facts.working_wait_kernels is not None \
                 and step.producer not in facts.working_wait_kernels:
-            stuck.append((step, f"{_step_name(step)} never ends: @{step.producer}'s kernel "
-                                f"does not post its start flag on entry or the module has no "
-                                f"wait-kernel function (run sync-insert-wait-kernel)"))
+            stuck.append((step, f"{_step_name(step)} never ends: "
+                                f"{_broken_wait_kernel(step.producer)}"))
     return ProgressReport(result, reasons, cycle, frozenset(blocked), wave_reasons,
                           tuple(stuck))
+
+
+def _broken_wait_kernel(producer: str) -> str:
+    return (f"@{producer}'s kernel does not post its start flag once on entry at flag[0], or "
+            f"the module's wait-kernel function does not wait for that flag to reach the "
+            f"host's target (run sync-insert-wait-kernel)")
 
 
 def wait_kernel_removal(facts: ProgressFacts, wait: WaitKernel) -> Legality:
@@ -614,9 +620,7 @@ def _ordering(
         return None, ""
     if facts.working_wait_kernels is not None and name not in facts.working_wait_kernels:
         return None, (f"the sync.wait_kernel @{name} before @{launch.stage} on stream "
-                      f"{launch.stream} does not work: @{name}'s kernel does not post its "
-                      f"start flag on entry or the module has no wait-kernel function (run "
-                      f"sync-insert-wait-kernel)")
+                      f"{launch.stream} does not work: {_broken_wait_kernel(name)}")
     if facts.wait_kernel_ends == "all_dispatched" or (
         facts.in_order_dispatch and launch.priority >= producer_launch.priority
     ):

@@ -194,7 +194,9 @@ def layout_for(producer: sync.StageOp, operand_type: object) -> OperandLayout | 
     if rank < len(grid) and rank != 1:
         return (f"its type {operand_type} has rank {rank} while @{name}'s tiles form a "
                 f"{len(grid)}-D grid: no map from its indices to @{name}'s tiles (give it rank "
-                f"1, or {len(grid)} or more: leading dimensions collapse into the first)")
+                f"1, or {len(grid)} or more: leading dimensions collapse into the first; a grid "
+                f"dimension that splits the reduction rather than the output, split-K, is not "
+                f"supported: one block writes and posts each output tile)")
     shape: tuple[int, ...] = ()
     if rank > len(grid):
         if isinstance(operand_type, TensorMapType) and operand_type.is_im2col:

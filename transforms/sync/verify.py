@@ -31,10 +31,11 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
 4. **Forward progress** of the whole program (`analysis.forward_progress.analyze`, the rules
    the simulator uses): no dependency cycle (the message names it); for each dependency stream
    order, `pdl = true` on C's launch right after P on P's stream, a working
-   `sync.wait_kernel @P` before C on C's stream (P's kernel posts its start flag, the
-   wait-kernel function exists), co-residency of every block of the program (`coresident`
-   on C's stage or launch, checked where `blocks_per_sm` and the pass option `sms` allow, or
-   `blocks_per_sm` on every stage with `sms`), or the wave model's W rule. Without any
+   `sync.wait_kernel @P` before C on C's stream (P's kernel posts its start flag at flag[0],
+   the wait-kernel function waits for it: `waits_for_every_block`), co-residency of every
+   block of the program (`coresident` on C's stage or launch, checked where `blocks_per_sm`
+   and the pass option `sms` allow, or `blocks_per_sm` on every stage with `sms`), or the
+   wave model's W rule. Without any
    `sync.launch` every stage runs on stream 0 in program order. The guarantee used is
    recorded on C's stage as `sync.progress`. Every step of the host plan must be able to run
    to its end: a wait-kernel that does not work, or waits for a stage never launched, or a
@@ -70,7 +71,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import gpu, memref
+from xdsl.dialects import arith, gpu, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -124,7 +125,7 @@ from tilesync.contract import (
     VerifyError,
 )
 from tilesync.dialects import sync
-from tilesync.dialects.kernel_args import lookup_kernel, role_arguments, sync_roles
+from tilesync.dialects.kernel_args import lookup_kernel, role_arguments
 from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import ENUMERATION_LIMIT
 from tilesync.dialects.tile import BULK_READS, BULK_WRITES, FenceProxyAsyncOp, TensorMapType
@@ -143,6 +144,29 @@ def kernel_roles(func: gpu.FuncOp) -> dict[SSAValue, Role]:
             if isinstance(op, memref.LoadOp) and op.memref in counters:
                 roles[op.res] = EPOCH
     return roles
+def waits_for_every_block(func: gpu.FuncOp) -> bool:
+    """Whether wait-kernel `func` spins, on every path, until its flag holds one post of every
+    producer block of the run: a sync.wait at the top of its body (not in a branch) on flag[0],
+    one post per count, for the target the host passes (epoch × producer blocks) or, after
+    sync-epoch-in-memory, the epoch it loads times the producer blocks passed. Anything else
+    may end before the producer is dispatched, or never."""
+    roles = kernel_roles(func)
+    for op in func.body.blocks.first.ops:  # type: ignore[union-attr]
+        if not isinstance(op, sync.WaitOp) or roles.get(op.sems) != WAIT_FLAG or \
+                op.unless is not None or len(op.tile) != 1 or op.policy.posts.data != 1:
+            continue
+        index = op.tile[0].owner
+        if not isinstance(index, arith.ConstantOp) or \
+                not isinstance(index.value, IntegerAttr) or index.value.value.data != 0 or \
+                op.policy.sem_map.data.eval([0], []) != (0,):
+            continue
+        target = op.epoch.owner
+        if roles.get(op.epoch) == WAIT_TARGET or (isinstance(target, arith.MuliOp) and {
+                roles.get(target.lhs), roles.get(target.rhs)} == {EPOCH, WAIT_BLOCKS}):
+            return True
+    return False
+
+
 DEFAULT_LIMIT = 1 << 20  # tiles per stage checked exhaustively
 # Abstract-execution steps of one pass before it refuses (ops run, in any batch of tiles): a few
 # seconds; the largest MLP program of the bench (GPT-3, M = 2048, its wgmma GEMMs in RowSync
@@ -248,6 +272,10 @@ class ProducerRun(CheckedRun):
         # the first bulk tensor store to an output: the post after it must wait for its writes
         # and order them before its release (`async_proxy`)
         self.bulk_stored: Operation | None = None
+        # the highest thread index that stores to an output: a `threads N` post orders only
+        # the stores of the block's first N threads before its release
+        self.last_writer = -1
+        self.first_write: Operation | None = None
 
     def on_post(self, op: sync.PostOp, state: object, definite: bool) -> None:
         role = self.roles.get(op.sems)
@@ -258,6 +286,13 @@ class ProducerRun(CheckedRun):
         self.posts.append((op, role, semaphore, definite))
         if role == Role.semaphores(self.name) and self.posted is None:
             self.posted = op
+            if op.threads is not None and self.last_writer >= op.threads.value.data:
+                assert self.first_write is not None
+                raise Unproven(op, f"thread {self.last_writer} stores to the tile this "
+                                   f"sync.post releases ('{self.first_write.name}'), but a "
+                                   f"`threads {op.threads.value.data}` post orders only the "
+                                   f"stores of the block's first {op.threads.value.data} "
+                                   f"threads before its release")
         if role == Role.semaphores(self.name) and self.bulk_stored is not None and \
                 op.async_proxy is None:
             self._refuse_generic_post(op, self.bulk_stored)
@@ -279,6 +314,9 @@ class ProducerRun(CheckedRun):
             if self.posted is not None:
                 self._refuse_late_store(op, value)
                 continue
+            writers = range(math.prod(self.block)) if self.threads is None else self.threads
+            if max(writers, default=-1) > self.last_writer:
+                self.last_writer, self.first_write = max(writers), op
             if isinstance(op, BULK_WRITES) and self.bulk_stored is None:
                 self.bulk_stored = op
             box = access_box(self, op, value, value.index, who)  # type: ignore[attr-defined]
@@ -452,7 +490,9 @@ class ConsumerRun(CheckedRun):
         role = self.roles.get(op.sems)
         coords = self.exact_values(op.tile)
         if role is None or coords is None:
-            return  # cannot tell which semaphore: it covers nothing
+            # it covers nothing, and nothing shows that it ever passes
+            raise Unproven(op, "cannot tell which semaphore this sync.wait waits on: it may "
+                               "never pass")
         if self.roles.get(op.epoch) != EPOCH:
             raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
@@ -719,7 +759,13 @@ class ConsumerRun(CheckedRun):
                      f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
         posts = [w.posts for w in waited if w.role == role and _at(w.semaphore, i) == semaphore]
         if not posts:
-            return f"{where}, but no wait on that semaphore precedes it"
+            hint = ""
+            if any(isinstance(o, sync.WaitOp) and o.single_thread is not None
+                   for o in self.func.walk()):
+                hint = (" (a `single_thread` wait orders its own thread's loads only, a "
+                        "gpu.barrier after it included: the block's loads need a block-wide "
+                        "sync.wait)")
+            return f"{where}, but no wait on that semaphore precedes it{hint}"
         return (f"{where}, but the wait expects {max(posts)} posts per launch and the semaphore "
                 f"receives {count}: it may pass before the tile is stored")
 
@@ -846,8 +892,10 @@ class Verifier:
                 if len(indices) else []
             semaphore[ids] = np.broadcast_to(mine[0][1], (len(indices),))
             seen[ids] = True
-            flags = [d for p, r, s, d in run.posts if r == START_FLAG]
-            start_flag &= flags == [True]
+            flags = [(s, d) for p, r, s, d in run.posts if r == START_FLAG]
+            # the wait-kernel counts one post of every block on flag[0] (the runtime's flag
+            # has that one word)
+            start_flag &= len(flags) == 1 and flags[0][1] and bool(np.all(flags[0][0] == 0))
         if worst is not None:
             _, failure, i = worst
             raise refusal(failure.op, failure.message(i))
@@ -926,6 +974,10 @@ class Verifier:
         deps = self.deps[name]
         args = func.body.blocks.first.args  # type: ignore[union-attr]
         for dep in deps:
+            if dep.operand.data >= len(args):
+                raise refusal(dep, f"kernel {stage.kernel} of stage @{name} has no argument "
+                                   f"{dep.operand.data} (it takes {len(args)}): the operand "
+                                   f"this dependency orders does not exist")
             role = Role.semaphores(dep.producer.root_reference.data)
             if role not in roles.values():
                 raise refusal(
@@ -933,11 +985,8 @@ class Verifier:
                     f"kernel {stage.kernel} of stage @{name} has no '{role}' parameter: it "
                     f"never waits for {dep.producer} (run sync-insert-post-wait)",
                 )
-        self.layouts[name] = [
-            layout_for(self.graph.producer_of(d), args[d.operand.data].type)
-            if d.operand.data < len(args) else f"the kernel has no argument {d.operand.data}"
-            for d in deps
-        ]
+        self.layouts[name] = [layout_for(self.graph.producer_of(d), args[d.operand.data].type)
+                              for d in deps]
         tiles, exact_ = self.tiles(stage.grid_shape)
 
         def attempt(indices: np.ndarray) -> ConsumerRun:
@@ -968,14 +1017,11 @@ class Verifier:
     # -- forward progress ----------------------------------------------------------------------
     def working_wait_kernels(self) -> set[str]:
         """Producers whose wait-kernel really works: the producer kernel posts its start
-        flag once per block on every path, and the wait-kernel function exists."""
-        found = False
-        for op in self.module.walk():
-            if isinstance(op, gpu.FuncOp) and op.sym_name.data == WAIT_KERNEL:
-                roles = sync_roles(op)
-                found = found or (WAIT_FLAG in roles
-                                  and (WAIT_TARGET in roles or WAIT_BLOCKS in roles))
-        if not found:
+        flag once per block on every path, at flag[0], and every wait-kernel function of the
+        module waits for it (`waits_for_every_block`)."""
+        found = [op for op in self.module.walk()
+                 if isinstance(op, gpu.FuncOp) and op.sym_name.data == WAIT_KERNEL]
+        if not found or not all(waits_for_every_block(f) for f in found):
             return set()
         working = set()
         for name in self.graph.stages:

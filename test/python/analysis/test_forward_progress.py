@@ -195,7 +195,8 @@ def test_a_wait_kernel_counts_only_where_it_works():
     assert "does not work" in report.reasons[("p", "c")]
     assert [why for _, why in report.stuck] == [
         "the wait-kernel of @p (stream 1) never ends: @p's kernel does not post its start flag "
-        "on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)"]
+        "once on entry at flag[0], or the module's wait-kernel function does not wait for that "
+        "flag to reach the host's target (run sync-insert-wait-kernel)"]
 
 
 def test_cycles_are_named():

@@ -136,7 +136,7 @@ builtin.module {
   sync.wait_kernel @a {stream = 1 : i64}
   sync.launch @b {stream = 1 : i64}
 }
-// CHECK: verify_soundness_invalid.mlir:137:3: sync-verify: no forward-progress guarantee for @b waiting on @a: the sync.wait_kernel @a before @b on stream 1 does not work: @a's kernel does not post its start flag on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)
+// CHECK: verify_soundness_invalid.mlir:137:3: sync-verify: no forward-progress guarantee for @b waiting on @a: the sync.wait_kernel @a before @b on stream 1 does not work: @a's kernel does not post its start flag once on entry at flag[0], or the module's wait-kernel function does not wait for that flag to reach the host's target (run sync-insert-wait-kernel)
 
 // -----
 
@@ -277,7 +277,7 @@ builtin.module {
   sync.launch @a
   sync.launch @b {pdl = true}
 }
-// CHECK: verify_soundness_invalid.mlir:269:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x64xf32> has rank 2 while @a's tiles form a 3-D grid: no map from its indices to @a's tiles (give it rank 1, or 3 or more: leading dimensions collapse into the first)
+// CHECK: verify_soundness_invalid.mlir:269:7: sync-verify: consumer @b: 'memref.load' reads operand 0, but its type memref<8x64xf32> has rank 2 while @a's tiles form a 3-D grid: no map from its indices to @a's tiles (give it rank 1, or 3 or more: leading dimensions collapse into the first; a grid dimension that splits the reduction rather than the output, split-K, is not supported: one block writes and posts each output tile)
 
 // -----
 
@@ -340,7 +340,7 @@ builtin.module {
   sync.wait_kernel @a
   sync.launch @b
 }
-// CHECK: verify_soundness_invalid.mlir:[[# @LINE - 3]]:3: sync-verify: the host plan never completes: the wait-kernel of @a (stream 0) never ends: @a's kernel does not post its start flag on entry or the module has no wait-kernel function (run sync-insert-wait-kernel)
+// CHECK: verify_soundness_invalid.mlir:[[# @LINE - 3]]:3: sync-verify: the host plan never completes: the wait-kernel of @a (stream 0) never ends: @a's kernel does not post its start flag once on entry at flag[0], or the module's wait-kernel function does not wait for that flag to reach the host's target (run sync-insert-wait-kernel)
 
 // -----
 
