@@ -96,10 +96,12 @@ def items_per_second(stage: StageRate, ctas: int, sms: int) -> float:
 
 def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: float,
           slots: int = 1, shared_slots: bool = False, solver: str = "exact",
-          equal: bool = False) -> Allotment:
+          equal: bool = False, budget: int | None = None) -> Allotment:
     """The throughput-optimal CTA counts, the fewest that reach it (see the module docstring);
     `solver`: "exact" (by the program's structure) or "milp" (scipy, HiGHS); `equal`: one
-    count for every stage. A ValueError where the program has no solution."""
+    count for every stage; `budget`: the CTA slots of a class, if fewer than SMs × slots (so
+    that the allotment fits what the kernels' occupancy lets reside). A ValueError where the
+    program has no solution."""
     if not stages:
         raise ValueError("a pipeline needs at least one stage")
     for stage in stages:
@@ -115,11 +117,12 @@ def allot(stages: Sequence[StageRate], sms: int, dram_peak: float, l2_peak: floa
                [[i for i, s in enumerate(stages) if s.tensor is kind] for kind in (False, True)])
     if solver not in SOLVERS:
         raise ValueError(f"unknown allotment solver {solver!r} ({', '.join(SOLVERS)})")
+    slots_a_class = sms * slots if budget is None else min(budget, sms * slots)
     if solver == "exact":
         counts = (_equal_ctas if equal else _exact_ctas)(stages, sms, dram_peak, l2_peak,
-                                                         sms * slots, classes)
+                                                         slots_a_class, classes)
     else:
-        counts = _milp_ctas(stages, sms, dram_peak, l2_peak, sms * slots, classes, equal)
+        counts = _milp_ctas(stages, sms, dram_peak, l2_peak, slots_a_class, classes, equal)
     ctas = {s.name: a for s, a in zip(stages, counts, strict=True)}
     throughput = _throughput(stages, counts, sms, dram_peak, l2_peak)
     slack = {s.name: s.tiles_per_item * (items_per_second(s, ctas[s.name], sms) - throughput)

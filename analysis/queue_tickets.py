@@ -36,6 +36,7 @@ from tilesync.analysis.kernel_eval import (
 )
 from tilesync.contract import KNOWN_BLOCK_SIZE_ATTR
 from tilesync.dialects import dataflow
+from tilesync.dialects.sync import ENUMERATION_LIMIT
 
 COUNT_STEPS = 1 << 21
 """Abstract-execution steps one stage kernel's count may take (a loop of a few hundred
@@ -185,10 +186,12 @@ def tickets_per_launch(kernel: gpu.FuncOp, ctas: int, workers_per_cta: int,
     CTAs runs, over all its workers (`workers_per_cta` groups of `worker_threads` threads a
     CTA, or the whole CTA where `worker_threads` is None); Unproven where one cannot be
     counted."""
+    if ctas * workers_per_cta > ENUMERATION_LIMIT:  # each worker's count is kept
+        raise Unproven(kernel, f"{ctas} CTAs of {workers_per_cta} worker(s): more than the "
+                               f"{ENUMERATION_LIMIT} workers whose tickets are counted")
     block = kernel.attributes.get(KNOWN_BLOCK_SIZE_ATTR)
     extents = tuple(block.get_values()) if block is not None else None  # type: ignore
-    workers = np.array([(cta, group) for cta in range(ctas)
-                        for group in range(workers_per_cta)], dtype=np.int64).reshape(-1, 2)
+    workers = np.indices((ctas, workers_per_cta), dtype=np.int64).reshape(2, -1).T
     budget = StepBudget(COUNT_STEPS, "fewer tickets a worker")
     total: Counter[tuple[str, SSAValue]] = Counter()
     # only the acquires, the draws and what decides whether they run: one slice for all

@@ -190,3 +190,14 @@ def test_workers_that_start_apart_but_loop_alike_are_counted_together(monkeypatc
       }}""")
     assert _count(kernel, ctas=20000) == 30000
     assert len(runs) <= 20  # chunks of workers, each then split by its two trip counts
+
+
+def test_more_workers_than_are_counted_one_by_one_is_unproven_at_once():
+    """2^31 - 1 CTAs (a legal grid) once built a list of every worker: gigabytes, then a
+    MemoryError; above the enumeration limit the count is left to the launch instead."""
+    kernel = _kernel(_TAKE.format(threads=""))
+    with pytest.raises(Unproven, match="more than the 1000000 workers"):
+        tickets_per_launch(kernel, 2**31 - 1, 1, None)
+    with pytest.raises(Unproven, match="more than the 1000000 workers"):
+        tickets_per_launch(kernel, 500_001, 2, 64)
+    assert _count(kernel, 1000) == 1000
