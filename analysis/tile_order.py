@@ -96,6 +96,13 @@ def kernel_order_error(module: ModuleOp) -> tuple[Operation, str] | None:
             continue
         tiles = [t for t in kernel.walk() if isinstance(t, TileOp)]
         own = next((t.order for t in tiles if t.order is not None), None)
+        unlike = next((t for t in tiles if t.order != own), None)
+        if own is not None and unlike is not None:
+            # lowered, an ordered sync.tile draws a ticket and an unordered one reads the
+            # block's id: the block would store one tile and post another
+            return unlike, (f"the sync.tile ops of {stage.kernel} do not name one order "
+                            f"({own} and {unlike.order or 'none'}): a block takes one tile, so "
+                            f"every sync.tile of a kernel that orders its tiles names that order")
         if own is not None:
             given, source = own, "its sync.tile order"
         elif kernel in adopted:

@@ -59,8 +59,11 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
 
 Enumeration is exact up to `limit` tiles per stage; above it only the tiles on the grid's
 boundary (each coordinate in {0, 1, n-2, n-1}) are checked, and the stage is marked
-`sync.verified = "boundary"` instead of `"proved"` so a reader knows the proof is partial.
-Diagnostics name the first failing tile in row-major order, the same under any hash seed.
+`sync.verified = "boundary"` instead of `"proved"` so a reader knows the proof is partial; a
+consumer checked against a producer so sampled is marked "boundary" too (the posts of the
+producer's tiles not run are the policy's, taken on trust), and a producer so sampled without
+a policy is refused. Diagnostics name the first failing tile in row-major order, the same
+under any hash seed.
 """
 
 from __future__ import annotations
@@ -138,12 +141,23 @@ def kernel_roles(func: gpu.FuncOp) -> dict[SSAValue, Role]:
     from the device word that sync-epoch-in-memory passes instead of the epoch itself (so
     the proof holds before and after that pass)."""
     roles: dict[SSAValue, Role] = dict(role_arguments(func))
-    counters = {arg for arg, role in roles.items() if role == EPOCH_COUNTER}
-    if counters:
-        for op in func.walk():
-            if isinstance(op, memref.LoadOp) and op.memref in counters:
+    for counter in [arg for arg, role in roles.items() if role == EPOCH_COUNTER]:
+        loads = [use.operation for use in counter.uses]
+        # the epoch is the word at [0] as the host's bump left it: a kernel that writes the
+        # counter (or passes it on) may compare against anything
+        if not all(isinstance(op, memref.LoadOp) for op in loads):
+            continue
+        for op in loads:
+            if all(_constant_index(i) == 0 for i in op.indices):
                 roles[op.res] = EPOCH
     return roles
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
 def waits_for_every_block(func: gpu.FuncOp) -> bool:
     """Whether wait-kernel `func` spins, on every path, until its flag holds one post of every
     producer block of the run: a sync.wait at the top of its body (not in a branch) on flag[0],
@@ -155,10 +169,7 @@ def waits_for_every_block(func: gpu.FuncOp) -> bool:
         if not isinstance(op, sync.WaitOp) or roles.get(op.sems) != WAIT_FLAG or \
                 op.unless is not None or len(op.tile) != 1 or op.policy.posts.data != 1:
             continue
-        index = op.tile[0].owner
-        if not isinstance(index, arith.ConstantOp) or \
-                not isinstance(index.value, IntegerAttr) or index.value.value.data != 0 or \
-                op.policy.sem_map.data.eval([0], []) != (0,):
+        if _constant_index(op.tile[0]) != 0 or op.policy.sem_map.data.eval([0], []) != (0,):
             continue
         target = op.epoch.owner
         if roles.get(op.epoch) == WAIT_TARGET or (isinstance(target, arith.MuliOp) and {
@@ -759,13 +770,7 @@ class ConsumerRun(CheckedRun):
                      f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
         posts = [w.posts for w in waited if w.role == role and _at(w.semaphore, i) == semaphore]
         if not posts:
-            hint = ""
-            if any(isinstance(o, sync.WaitOp) and o.single_thread is not None
-                   for o in self.func.walk()):
-                hint = (" (a `single_thread` wait orders its own thread's loads only, a "
-                        "gpu.barrier after it included: the block's loads need a block-wide "
-                        "sync.wait)")
-            return f"{where}, but no wait on that semaphore precedes it{hint}"
+            return f"{where}, but no wait on that semaphore precedes it"
         return (f"{where}, but the wait expects {max(posts)} posts per launch and the semaphore "
                 f"receives {count}: it may pass before the tile is stored")
 
@@ -915,7 +920,12 @@ class Verifier:
                     f"semaphore {s} of @{name} receives {int(counts[s])} posts per launch but "
                     f"its policy {stage.policy.kind} expects {expected}",
                 )
-        if not exact_ and stage.policy is not None:
+        if not exact_ and stage.policy is None:
+            raise refusal(stage, f"producer @{name} has {math.prod(grid)} tiles, more than the "
+                                 f"limit of {self.limit} run one by one, and no policy: the "
+                                 f"semaphores the tiles not run post are unknown (raise "
+                                 f"`limit`, or give the stage its policy)")
+        if not exact_:
             # Outside the sampled tiles, trust the policy's own count (checked on the grid by
             # the stage verifier).
             for tile in grid_tiles(grid):
@@ -1096,7 +1106,10 @@ class VerifySyncPass(ModulePass):
         report = verifier.progress()
         for name in graph.stages:
             if name in consumers:
-                exact[name] = verifier.consumer_waits(name) and exact.get(name, True)
+                # a consumer checked against a sampled producer's tiles is sampled too
+                exact[name] = verifier.consumer_waits(name) and exact.get(name, True) and \
+                    all(verifier.producers[d.producer.root_reference.data].exact
+                        for d in verifier.deps[name])
                 verifier.forward_progress(name, report)
         for step, why in report.stuck:  # a launch or wait-kernel that never ends
             where = step.op if step.op is not None else op

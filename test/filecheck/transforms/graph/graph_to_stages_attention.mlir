@@ -66,10 +66,11 @@ func.func @attention(%x: tensor<128x256xf16>, %wqkv: tensor<768x256xf16>, %bqkv:
 // CHECK-NEXT: sync.launch @out {stream = 4 : i64}
 
 // The cuSync passes take the chain as it is: policies generated, PDL, every stage verified
-// (under limit=16 the softmax's 32 blocks on the grid's boundary, every other stage's tiles all).
+// (under limit=16 the softmax's 32 blocks on the grid's boundary, every other stage's tiles all:
+// the context stage, checked against the softmax's sampled tiles, is no more than "boundary").
 // SYNC:      sync.stage @qkv {{.*}}sync.verified = "proved"{{.*}}policy = #sync.policy<TileSync
 // SYNC:      sync.stage @scores {{.*}}sync.progress = "@qkv: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.stage @softmax {{.*}}sync.progress = "@scores: programmatic dependent launch", sync.verified = "boundary"
-// SYNC:      sync.stage @context {{.*}}sync.progress = "@softmax: programmatic dependent launch; @qkv: programmatic dependent launch", sync.verified = "proved"
+// SYNC:      sync.stage @context {{.*}}sync.progress = "@softmax: programmatic dependent launch; @qkv: programmatic dependent launch", sync.verified = "boundary"
 // SYNC:      sync.stage @out {{.*}}sync.progress = "@context: programmatic dependent launch", sync.verified = "proved"
 // SYNC:      sync.launch @out {pdl = true}

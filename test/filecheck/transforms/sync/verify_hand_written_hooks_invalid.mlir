@@ -204,3 +204,105 @@ builtin.module {
   sync.launch @c {stream = 1 : i64}
 }
 // CHECK: verify_hand_written_hooks_invalid.mlir:202:3: sync-verify: kernel @k::@c of stage @c has no argument 3 (it takes 3): the operand this dependency orders does not exist
+
+// -----
+
+// The consumer stores into the epoch counter, then waits against what it loads back: from the
+// second launch on it compares against 1, not the launch count.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<8x64xf32>, %sems: memref<?xi32>, %ctr: memref<1xi32>) kernel attributes {sync.args = ["sems:@p", "epoch_counter"]} {
+      %c0 = arith.constant 0 : index
+      %epoch = memref.load %ctr[%c0] : memref<1xi32>
+      %t = sync.tile : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%t, %c0] : memref<8x64xf32>
+      sync.post %sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @c(%a: memref<8x64xf32>, %sems: memref<?xi32>, %ctr: memref<1xi32>) kernel attributes {sync.args = ["sems:@p", "epoch_counter"]} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %i1 = arith.constant 1 : i32
+      memref.store %i1, %ctr[%c0] : memref<1xi32>
+      %e = memref.load %ctr[%c0] : memref<1xi32>
+      %t = sync.tile : index
+      sync.wait %sems[%t] epoch %e policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      %v = memref.load %a[%t, %c0] : memref<8x64xf32>
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>, policy = #sync.policy<TileSync (d0) -> (d0), posts = 1>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (d0)
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: verify_hand_written_hooks_invalid.mlir:230:7: sync-verify: sync.wait does not compare against the kernel's epoch
+
+// -----
+
+// A load past the one-word epoch counter is not the epoch.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<8x64xf32>, %sems: memref<?xi32>, %ctr: memref<1xi32>) kernel attributes {sync.args = ["sems:@p", "epoch_counter"]} {
+      %c0 = arith.constant 0 : index
+      %epoch = memref.load %ctr[%c0] : memref<1xi32>
+      %t = sync.tile : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%t, %c0] : memref<8x64xf32>
+      sync.post %sems[%t] epoch %epoch policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @c(%a: memref<8x64xf32>, %sems: memref<?xi32>, %ctr: memref<1xi32>) kernel attributes {sync.args = ["sems:@p", "epoch_counter"]} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %e = memref.load %ctr[%c1] : memref<1xi32>
+      %t = sync.tile : index
+      sync.wait %sems[%t] epoch %e policy #sync.policy<TileSync (d0) -> (d0), posts = 1> : memref<?xi32>
+      %v = memref.load %a[%t, %c0] : memref<8x64xf32>
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>, policy = #sync.policy<TileSync (d0) -> (d0), posts = 1>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 8>, block = array<i64: 64>, tile = array<i64: 64>}
+  sync.dependency @p -> @c operand 0 tiles (d0) -> (d0)
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: verify_hand_written_hooks_invalid.mlir:262:7: sync-verify: sync.wait does not compare against the kernel's epoch
+
+// -----
+
+// One sync.tile draws a ticket in column-major order, the other reads the block's id: the block
+// stores one tile and posts another.
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<128x256xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+      %x, %y = sync.tile order #sync.order<column_major> : index, index
+      %c64 = arith.constant 64 : index
+      %r = arith.muli %x, %c64 : index
+      %c = arith.muli %y, %c64 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%r, %c] : memref<128x256xf32>
+      %u, %v = sync.tile : index, index
+      sync.post %sems[%u, %v] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @c(%a: memref<128x256xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+      %x, %y = sync.tile : index, index
+      %c64 = arith.constant 64 : index
+      sync.wait %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+      %r = arith.muli %x, %c64 : index
+      %c = arith.muli %y, %c64 : index
+      %v = memref.load %a[%r, %c] : memref<128x256xf32>
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128>, tile = array<i64: 64, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 4>, block = array<i64: 128>, tile = array<i64: 64, 64>}
+  sync.dependency @p -> @c operand 0 tiles (d0, d1) -> (d0, d1)
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: verify_hand_written_hooks_invalid.mlir:288:7: sync-verify: the sync.tile ops of @k::@p do not name one order (#sync.order<column_major> and none): a block takes one tile, so every sync.tile of a kernel that orders its tiles names that order
