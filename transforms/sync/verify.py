@@ -35,11 +35,11 @@ For every `sync.dependency @P -> @C operand N` the pass proves:
    the wait-kernel function waits for it: `waits_for_every_block`), co-residency of every
    block of the program (`coresident` on C's stage or launch, checked where `blocks_per_sm`
    and the pass option `sms` allow, or `blocks_per_sm` on every stage with `sms`), or the
-   wave model's W rule. Without any
-   `sync.launch` every stage runs on stream 0 in program order. The guarantee used is
-   recorded on C's stage as `sync.progress`. Every step of the host plan must be able to run
-   to its end: a wait-kernel that does not work, or waits for a stage never launched, or a
-   launch behind a cycle of launches is refused even where no dependency relies on it.
+   wave model's W rule. Without any `sync.launch` every stage runs on stream 0 in program
+   order. The guarantee used is recorded on C's stage as `sync.progress`. Every step of the
+   host plan must be able to run to its end: a wait-kernel that does not work, or waits for
+   a stage never launched, or a launch behind a cycle of launches is refused even where no
+   dependency relies on it.
 5. **Barriers.** No block-wide barrier of a stage's kernel (a `gpu.barrier`, a block-wide
    wait, probe or post) sits under control flow that depends on the thread index and lets
    some threads pass it by (`analysis.barrier_divergence`): the block would hang at it,
@@ -158,6 +158,8 @@ def _constant_index(value: SSAValue) -> int | None:
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data
     return None
+
+
 def waits_for_every_block(func: gpu.FuncOp) -> bool:
     """Whether wait-kernel `func` spins, on every path, until its flag holds one post of every
     producer block of the run: a sync.wait at the top of its body (not in a branch) on flag[0],
