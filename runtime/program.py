@@ -324,6 +324,13 @@ class StageProgram:
         """Kernels read the epoch from device memory: the program can be captured in a graph."""
         return NEXT_EPOCH_KERNEL in self.kernels
 
+    @property
+    def epoch_by_value(self) -> bool:
+        """Some kernel takes the epoch, or a wait target made of it, as a parameter: a graph
+        would replay it. (A program of no waits has none, and may be captured as it is.)"""
+        return any(role.kind in (RoleKind.EPOCH, RoleKind.WAIT_TARGET)
+                   for sig in self.signatures.values() for role in sig.sync_args)
+
     def _flag(self, stage: str) -> DeviceBuffer:
         if stage not in self._state.flags:
             self._state.flags[stage] = DeviceBuffer.zeros(1, np.int32)
@@ -445,7 +452,7 @@ class StageProgram:
         self._refuse_after_failed_run()
         users = self._checked_arguments(args)
         if is_capturing(stream):
-            if not self.device_epoch:
+            if self.epoch_by_value:
                 raise ValueError(f"run_on a stream being captured into a graph "
                                  f"{GRAPH_NEEDS_DEVICE_EPOCH}")
             self._enqueued(lambda: self._enqueue_on(users, stream), recorded=True)
@@ -554,7 +561,7 @@ class StageProgram:
         Needs kernels that read the epoch on the device (sync-epoch-in-memory): a graph
         replays the parameters it was captured with.
         """
-        if not self.device_epoch:
+        if self.epoch_by_value:
             raise ValueError(f"capturing a graph {GRAPH_NEEDS_DEVICE_EPOCH}")
         users = self._checked_arguments(args)
         self._prepare()  # no allocation may happen while a stream captures

@@ -424,3 +424,20 @@ def test_a_record_claimed_but_not_complete_says_so(monkeypatch, compiled):
     assert text.startswith("spin-wait timed out, but its debug record is incomplete: the grid "
                            "stopped before the block that claimed it finished writing it (it "
                            f"holds kernel_tag {kernel_tag('gemm2')}, param 0, index 0,")
+
+
+def test_a_program_without_waits_is_captured_as_it_is(monkeypatch):
+    """No kernel takes an epoch where nothing waits: a graph replaying its parameters repeats
+    nothing, so a caller's capture records the launches (refusing it broke the torch front
+    end's graphs of its persistent forms)."""
+    text = resources.files("tilesync").joinpath("examples", "gpt3_mlp_sync.mlir").read_text()
+    lines = [line for line in text.splitlines()
+             if "sync.dependency" not in line and "sync.wait_kernel" not in line]
+    text = "\n".join(line.replace("sync.launch @gemm2 {stream = 1 : i64}", "sync.launch @gemm2")
+                     for line in lines)
+    device = emulate(monkeypatch, tilesync.compile(text))
+    assert not device.program.epoch_by_value
+    device.capturing = True
+    device.program.run_on(GOOD, 0xC)
+    assert device.launches() == [("launch", 0xC, "gemm1"), ("launch", 0xC, "gemm2")]
+    device.program.capture(GOOD)
