@@ -389,14 +389,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tilesync.tools.errors import check_environment, interrupted, output_closed, report
+    from tilesync.tools.errors import (
+        check_environment,
+        flushed,
+        interrupted,
+        output_closed,
+        report,
+    )
 
     tool = "tilesync"
     try:
         args = build_parser().parse_args(argv)
         tool = f"tilesync {args.command}"
         check_environment()
-        return args.run(args)
+        return flushed(args.run(args))
     except KeyboardInterrupt as err:
         return interrupted("tilesync", err)
     except BrokenPipeError as err:

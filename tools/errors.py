@@ -66,6 +66,14 @@ def interrupted(tool: str, err: KeyboardInterrupt) -> int:
     return INTERRUPTED_STATUS
 
 
+def flushed(status: int) -> int:
+    """`status`, once what the tool wrote is out: where stdout is buffered (no
+    PYTHONUNBUFFERED), a reader gone away shows only at this flush, which at exit would print
+    "Exception ignored ... BrokenPipeError" and end with status 120."""
+    sys.stdout.flush()
+    return status
+
+
 def output_closed(err: BrokenPipeError) -> int:
     """The reader of standard output went away (`| head -1`): nothing to report, exit status
     141. Python would print the error again when it flushes stdout at exit, so stdout goes to

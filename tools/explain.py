@@ -69,6 +69,7 @@ from tilesync.dialects.locations import OpDiagnostic, diagnostic
 from tilesync.dialects.sync import DependencyOp, StageOp, format_affine_map
 from tilesync.tools.errors import (
     check_environment,
+    flushed,
     interrupted,
     output_closed,
     report,
@@ -460,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.sms < 1:
             raise CompileError(f"--sms must be positive, got {args.sms}")
         sys.stdout.write(explain(load(args.file), args.sms, args.arch))
+        flushed(0)
     except KeyboardInterrupt as error:
         return interrupted("explain", error)
     except BrokenPipeError as error:

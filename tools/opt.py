@@ -52,6 +52,7 @@ from tilesync.lowering.pipeline import (
 from tilesync.tools.errors import (
     STANDARD_STREAM,
     check_environment,
+    flushed,
     interrupted,
     output_closed,
     positive_int,
@@ -342,6 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if driver.pipeline.passes:
             Attribute.__post_init__ = post_init
         driver.run()
+        flushed(0)
     except KeyboardInterrupt as err:
         return interrupted("tilesync-opt", err)
     except BrokenPipeError as err:
