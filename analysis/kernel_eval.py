@@ -539,6 +539,14 @@ _BOOLEAN_OPS = (arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.MinUIOp, arith.Ma
 SYNC_OPS = (sync.WaitOp, sync.PostOp, sync.LoadPointOp)
 
 
+def constant_index(value: SSAValue) -> int | None:
+    """The integer an `arith.constant` gives `value`, else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # The run
 # ---------------------------------------------------------------------------------------------

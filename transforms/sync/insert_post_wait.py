@@ -80,6 +80,7 @@ from tilesync.analysis.dependency_analysis import (
     steps_to_wait,
     wait_loops,
 )
+from tilesync.analysis.kernel_eval import constant_index
 from tilesync.analysis.stage_graph import StageGraph
 from tilesync.contract import (
     EPOCH,
@@ -251,12 +252,12 @@ def _ascends_from(step: SSAValue | None, lo: int) -> bool:
     `n - 1 - i`) waits at every step."""
     if step is None:
         return False
-    if _constant_index(step) is not None:
+    if constant_index(step) is not None:
         return True
     owner = step.owner
     if isinstance(owner, arith.AddiOp):
         for var, offset in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
-            shift = _constant_index(offset)
+            shift = constant_index(offset)
             if shift is not None and shift >= 0 and _loop_from(var, lo):
                 return True
         return False
@@ -270,15 +271,9 @@ def _loop_from(value: SSAValue, lo: int) -> bool:
     loop = value.block.parent_op()
     if not isinstance(loop, scf.ForOp):
         return False
-    first, stride = _constant_index(loop.lb), _constant_index(loop.step)
+    first, stride = constant_index(loop.lb), constant_index(loop.step)
     return first == lo and stride is not None and stride > 0
 
-
-def _constant_index(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 # A probe of more points than this would take the block several rounds of loads: the waits

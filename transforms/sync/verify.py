@@ -97,6 +97,7 @@ from tilesync.analysis.kernel_eval import (
     Unproven,
     Value,
     affine_exact,
+    constant_index,
     exact,
     probe_semaphores,
     run_batches,
@@ -148,16 +149,10 @@ def kernel_roles(func: gpu.FuncOp) -> dict[SSAValue, Role]:
         if not all(isinstance(op, memref.LoadOp) for op in loads):
             continue
         for op in loads:
-            if all(_constant_index(i) == 0 for i in op.indices):
+            if all(constant_index(i) == 0 for i in op.indices):
                 roles[op.res] = EPOCH
     return roles
 
-
-def _constant_index(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 def waits_for_every_block(func: gpu.FuncOp) -> bool:
@@ -171,7 +166,7 @@ def waits_for_every_block(func: gpu.FuncOp) -> bool:
         if not isinstance(op, sync.WaitOp) or roles.get(op.sems) != WAIT_FLAG or \
                 op.unless is not None or len(op.tile) != 1 or op.policy.posts.data != 1:
             continue
-        if _constant_index(op.tile[0]) != 0 or op.policy.sem_map.data.eval([0], []) != (0,):
+        if constant_index(op.tile[0]) != 0 or op.policy.sem_map.data.eval([0], []) != (0,):
             continue
         target = op.epoch.owner
         if roles.get(op.epoch) == WAIT_TARGET or (isinstance(target, arith.MuliOp) and {
