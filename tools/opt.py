@@ -349,6 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError as err:
         return output_closed(err)
     except SystemExit:
+        # xDSL's driver ends --list-passes and its own argument errors with exit(): what they
+        # printed is still buffered, and a reader gone away shows only at this flush
+        try:
+            flushed(0)
+        except BrokenPipeError as err:
+            return output_closed(err)
         raise
     except ArgSpecParseError as err:  # a BaseException: only `-t` gets here, `-p` is ours
         return report("tilesync-opt", spec_syntax_error(err, "<target>"))
