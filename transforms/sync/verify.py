@@ -74,9 +74,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, gpu, memref
+from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from tilesync.analysis.barrier_divergence import divergent_barrier
@@ -368,6 +368,32 @@ class ProducerRun(CheckedRun):
 # ---------------------------------------------------------------------------------------------
 # Consumers: waits, obligations, reads
 # ---------------------------------------------------------------------------------------------
+
+
+def _under_probe_branch(op: Operation) -> bool:
+    """Whether `op` runs in a branch of an scf.if whose condition a sync.probe's answer
+    decides (directly or through the ops that compute it)."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.IfOp) and _derives_from_probe(parent.cond):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _derives_from_probe(value: SSAValue) -> bool:
+    seen: set[SSAValue] = set()
+    pending = [value]
+    while pending:
+        v = pending.pop()
+        if v in seen or not isinstance(v, OpResult):
+            continue
+        seen.add(v)
+        if isinstance(v.op, sync.ProbeOp):
+            return True
+        if not v.op.regions:  # a value a loop or branch yields is not followed
+            pending.extend(v.op.operands)
+    return False
 
 
 def _reshaped(producer: object, consumer: object) -> bool:
@@ -706,7 +732,7 @@ class ConsumerRun(CheckedRun):
         bad &= ~self.failed
         if not bad.any():
             return
-        self.fail(bad, op, lambda i: self._explain(i, needs, waited, what, region))
+        self.fail(bad, op, lambda i: self._explain(i, needs, waited, what, region, op))
 
     def _by_role(self, waited: list[Waited]) -> dict[Role, tuple[np.ndarray, np.ndarray]]:
         """The waits of each role: their semaphores (waits x tiles) and posts (waits x 1)."""
@@ -737,7 +763,8 @@ class ConsumerRun(CheckedRun):
         return semaphore, count, enough
 
     def _explain(self, i: int, needs: list[Need], waited: list[Waited], what: str,
-                 region: tuple[list[Scalar], list[Scalar], OperandLayout] | None) -> str:
+                 region: tuple[list[Scalar], list[Scalar], OperandLayout] | None,
+                 reader: Operation) -> str:
         """Why tile i fails: its first uncovered producer tile, in (dependency, tile) order."""
         failing = []
         groups = self._by_role(waited)
@@ -767,7 +794,9 @@ class ConsumerRun(CheckedRun):
                      f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
         posts = [w.posts for w in waited if w.role == role and _at(w.semaphore, i) == semaphore]
         if not posts:
-            return f"{where}, but no wait on that semaphore precedes it"
+            hint = (" (a sync.probe's answer orders reads only as the `unless` of the "
+                    "sync.wait it lets the block skip)") if _under_probe_branch(reader) else ""
+            return f"{where}, but no wait on that semaphore precedes it{hint}"
         return (f"{where}, but the wait expects {max(posts)} posts per launch and the semaphore "
                 f"receives {count}: it may pass before the tile is stored")
 
@@ -1087,6 +1116,7 @@ class VerifySyncPass(ModulePass):
         misordered = kernel_order_error(op)
         if misordered is not None:
             raise refusal(*misordered)
+        self.refuse_fused_stages(op, graph)
         self.refuse_undeclared_semaphores(op, graph)
         verifier = Verifier(op, graph, self.limit, self.sms,
                             StepBudget(self.steps, STEPS_HINT))
@@ -1117,6 +1147,24 @@ class VerifySyncPass(ModulePass):
             )
 
     @staticmethod
+    def refuse_fused_stages(module: ModuleOp, graph: StageGraph) -> None:
+        """A stage of a dependency whose kernel was fused into another (sync-fuse-launches,
+        dataflow-persistent-kernel) has a lone return for a body: its posts and waits run in a
+        branch of the fused kernel, which the proof does not follow. The pipeline verifies
+        before it fuses."""
+        synchronized = {d.producer.root_reference.data for d in graph.dependencies}
+        synchronized |= {d.consumer.root_reference.data for d in graph.dependencies}
+        for name, stage in graph.stages.items():
+            if name not in synchronized:
+                continue
+            func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
+            fused = func.attributes.get(FUSED_INTO_ATTR)
+            if fused is not None:
+                raise refusal(stage, f"stage @{name}'s kernel was fused into {fused} (its body "
+                                     f"is a lone return): sync-verify runs before "
+                                     f"sync-fuse-launches, on the stages' own kernels")
+
+    @staticmethod
     def refuse_undeclared_semaphores(module: ModuleOp, graph: StageGraph) -> None:
         """The proof counts the posts a stage's own tiles make and the progress of declared
         dependencies only: a stage's kernel may post only its own semaphores (another's extra
@@ -1126,7 +1174,7 @@ class VerifySyncPass(ModulePass):
         for name, stage in graph.stages.items():
             func = lookup_kernel(module, stage.kernel, f"sync.stage @{name}", stage)
             if FUSED_INTO_ATTR in func.attributes:
-                continue  # its body runs in the kernel it was fused into
+                continue  # no dependency (refuse_fused_stages): nothing of it to prove
             roles = kernel_roles(func)
             producers = {d.producer.root_reference.data for d in graph.incoming(name)}
             for sync_op in func.walk():

@@ -306,3 +306,53 @@ builtin.module {
   sync.launch @c {pdl = true}
 }
 // CHECK: verify_hand_written_hooks_invalid.mlir:288:7: sync-verify: the sync.tile ops of @k::@p do not name one order (#sync.order<column_major> and none): a block takes one tile, so every sync.tile of a kernel that orders its tiles names that order
+
+// -----
+
+// The probe's answer guards the loads themselves (scf.if %ready: read; else: wait, read). The
+// proof follows a probe only through the `unless` of the wait it lets the block skip: refused,
+// and the message says so (it only said that no wait precedes the read).
+builtin.module {
+  gpu.module @k {
+    gpu.func @p(%out: memref<128x256xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+      %x, %y = sync.tile : index, index
+      %c64 = arith.constant 64 : index
+      %r = arith.muli %x, %c64 : index
+      %c = arith.muli %y, %c64 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %out[%r, %c] : memref<128x256xf32>
+      sync.post %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+      gpu.return
+    }
+    gpu.func @c(%a: memref<128x256xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
+      %x, %y = sync.tile : index, index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %row = arith.muli %x, %c64 : index
+      %ready = sync.probe %sems[%x, %y] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> reads [affine_map<(d0, d1)[s0] -> (d0, s0)>] over [array<i64: 0, 4, 1>] : memref<?xi32>
+      scf.if %ready {
+        scf.for %k = %c0 to %c4 step %c1 {
+          %col = arith.muli %k, %c64 : index
+          %v = memref.load %a[%row, %col] : memref<128x256xf32>
+        }
+      } else {
+        scf.for %k = %c0 to %c4 step %c1 {
+          sync.wait %sems[%x, %k] epoch %epoch policy #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1> : memref<?xi32>
+        }
+        scf.for %k = %c0 to %c4 step %c1 {
+          %col = arith.muli %k, %c64 : index
+          %v = memref.load %a[%row, %col] : memref<128x256xf32>
+        }
+      }
+      gpu.return
+    }
+  }
+  sync.stage @p {kernel = @k::@p, grid = array<i64: 2, 4>, block = array<i64: 128>, tile = array<i64: 64, 64>, policy = #sync.policy<TileSync (d0, d1) -> (d0 * 4 + d1), posts = 1>}
+  sync.stage @c {kernel = @k::@c, grid = array<i64: 2, 1>, block = array<i64: 128>, tile = array<i64: 64, 256>}
+  sync.dependency @p -> @c operand 0 tiles (d0, d1)[s0] -> (d0, s0) forall s0 in [0, 4)
+  sync.launch @p
+  sync.launch @c {pdl = true}
+}
+// CHECK: verify_hand_written_hooks_invalid.mlir:[[# @LINE - 20]]:11: sync-verify: consumer tile (0, 0) of @c: 'memref.load' reads operand 0 with no sync.load_point before it, which reads producer tile (0, 0) of @p (semaphore 0), but no wait on that semaphore precedes it (a sync.probe's answer orders reads only as the `unless` of the sync.wait it lets the block skip)
