@@ -23,7 +23,8 @@ condition, a loop body run abstractly, nested regions of other ops) run on a cop
 thread index alone (`thread_id.x <pred> constant`, a warp-specialized kernel's roles) is decided
 for every thread index: each side that some threads take is the block's, run on its own copy of
 the state before the branch (its waits cover nothing after it: the other threads did not
-wait), and the waits and posts in it must name who runs them (`single_thread`; `threads N` for
+wait; `leave_thread_side` lets a subclass keep them for a block barrier that follows), and the
+waits and posts in it must name who runs them (`single_thread`; `threads N` for
 exactly the block's first N threads); a probe, whose barrier needs the whole block, may not
 be there at all.
 
@@ -587,6 +588,10 @@ class BatchRun:
     def on_probe(self, op: sync.ProbeOp, state: Any) -> None:
         """A probe's answer is not known: it stays unknown (None)."""
 
+    def leave_thread_side(self, side: Any, state: Any) -> None:
+        """A side of a branch on the thread index ran on `side`, a copy of `state` (the state
+        after the branch)."""
+
     def on_op(self, op: Operation, state: Any) -> None:
         """Before any other op is evaluated (its operands are known)."""
 
@@ -826,8 +831,10 @@ class BatchRun:
                     self.env[tid] = (min(self.threads), max(self.threads)) \
                         if self.threads else before
                     try:
+                        side = self.copy_state(state)
                         self.run_block(region.blocks.first,  # type: ignore[arg-type]
-                                       self.copy_state(state), definite)
+                                       side, definite)
+                        self.leave_thread_side(side, state)
                     finally:
                         self.threads = outer
                         self.env[tid] = before

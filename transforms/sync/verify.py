@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.context import Context
@@ -469,9 +469,13 @@ class State:
 
     waited: dict[tuple, Waited] = field(default_factory=dict)
     in_scope: dict[int, list[Need]] = field(default_factory=dict)  # operand → load hooks
+    # the waits of some threads (a branch on the thread index), which cover the block's loads
+    # after the next block barrier: their acquire, then bar.sync (cuSync's wait_till)
+    before_barrier: dict[tuple, Waited] = field(default_factory=dict)
 
     def copy(self) -> State:
-        return State(dict(self.waited), {k: list(v) for k, v in self.in_scope.items()})
+        return State(dict(self.waited), {k: list(v) for k, v in self.in_scope.items()},
+                     dict(self.before_barrier))
 
 
 @dataclass
@@ -500,9 +504,13 @@ class ConsumerRun(CheckedRun):
         self.readers = {use.operation for arg in self.operand_args for use in arg.uses}
         self.proxy_fences = {o for o in func.walk() if isinstance(o, FenceProxyAsyncOp)
                              and o.global_memory is not None}
+        self.barriers = {o for o in func.walk() if isinstance(o, gpu.BarrierOp)}
         # the waits grouped by role, for the state.waited they were made of (which only grows)
         self._groups: tuple | None = None
         self.probes: dict[SSAValue, Probed] = {}  # a probe's answer → what it tested
+        # the `single_thread` waits in a branch on the thread index (role, semaphore): they
+        # order their own thread's loads only, which a refusal elsewhere should say
+        self.thread_waits: list[tuple[Role, Scalar]] = []
 
     def copy_state(self, state: State) -> State:
         return state.copy()
@@ -544,10 +552,29 @@ class ConsumerRun(CheckedRun):
                                    f"this wait on semaphore {_at(semaphore, i)} of {role} "
                                    f"`unless` a sync.probe that did not test that semaphore: "
                                    f"its loads would not be ordered after the tile's post")
+        if self.threads is not None:
+            self.thread_waits.append((role, semaphore))
         same = semaphore.tobytes() if isinstance(semaphore, np.ndarray) else int(semaphore)
         proxy = op.async_proxy is not None
         state.waited.setdefault((role, posts, same, proxy),
                                 Waited(role, semaphore, posts, proxy))
+
+    def leave_thread_side(self, side: State, state: State) -> None:
+        # a bulk copy after the barrier needs its own proxy fence: the waits stay generic
+        for key, w in side.waited.items():
+            if key not in state.waited:
+                role, posts, same, _ = key
+                state.before_barrier.setdefault((role, posts, same, False),
+                                                replace(w, async_proxy=False))
+        for key, w in side.before_barrier.items():
+            state.before_barrier.setdefault(key, w)
+
+    def on_block_barrier(self, state: State) -> None:
+        """A gpu.barrier of the whole block: the waits some threads made before it cover the
+        loads of every thread after it."""
+        for key, w in state.before_barrier.items():
+            state.waited.setdefault(key, w)
+        state.before_barrier.clear()
 
     def on_proxy_fence(self, state: State) -> None:
         """`tile.fence_proxy_async global`: the waits before it order bulk copies too."""
@@ -647,11 +674,15 @@ class ConsumerRun(CheckedRun):
 
     # -- reads -----------------------------------------------------------------------------
     def slice_roots(self) -> set[Operation]:
-        return self.readers | self.proxy_fences
+        return self.readers | self.proxy_fences | self.barriers
 
     def on_op(self, op: Operation, state: State) -> None:
         if op in self.proxy_fences:
             self.on_proxy_fence(state)
+            return
+        if op in self.barriers:
+            if self.threads is None:  # in a branch on the thread index it is no block barrier
+                self.on_block_barrier(state)
             return
         if op not in self.readers or isinstance(op, (*sync.HOOK_OPS, *NO_ELEMENT_OPS)):
             return
@@ -794,8 +825,14 @@ class ConsumerRun(CheckedRun):
                      f"producer tile {producer_tile} of @{producer} (semaphore {semaphore})")
         posts = [w.posts for w in waited if w.role == role and _at(w.semaphore, i) == semaphore]
         if not posts:
-            hint = (" (a sync.probe's answer orders reads only as the `unless` of the "
-                    "sync.wait it lets the block skip)") if _under_probe_branch(reader) else ""
+            hint = ""
+            if any(r == role and _at(s, i) == semaphore for r, s in self.thread_waits):
+                hint = (" (the `single_thread` wait on it, in a branch on the thread index, "
+                        "covers the block's loads only after a gpu.barrier of the whole block "
+                        "that follows it)")
+            elif _under_probe_branch(reader):
+                hint = (" (a sync.probe's answer orders reads only as the `unless` of the "
+                        "sync.wait it lets the block skip)")
             return f"{where}, but no wait on that semaphore precedes it{hint}"
         return (f"{where}, but the wait expects {max(posts)} posts per launch and the semaphore "
                 f"receives {count}: it may pass before the tile is stored")
