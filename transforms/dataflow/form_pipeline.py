@@ -3,7 +3,8 @@
 
 The input is the stage program the cuSync passes take (`sync.stage`, `sync.dependency`), with
 each stage's operator kind in `dataflow.kind`. Two rules exclude a stage: it gathers across all
-of its input (`gather`, an embedding lookup say) or it is better bulk-synchronous (`bulk`). The
+of its input (declared `gather`, an embedding lookup say, or found so: its one tile reads every
+tile of a producer of several) or it is better bulk-synchronous (`bulk`). The
 pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between two
 inside would have to run before the second and after the first, which a spatial pipeline cannot
 do), and a member's tiles reach its consumers in the pipeline through queues, so a stage joins
@@ -125,27 +126,45 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
 
     for name in names:
         visit(name)
-    def no_queue(name: str, group: list[str]) -> str | None:
-        """Why `name` cannot read a member of `group` through a queue, if it cannot: as
-        dataflow-split-reductions will make it read (a split reduction's partials read its
-        inputs, each a chunk of the reduced range)."""
+    def reads_of(name: str, producer: str) -> int | NoQueue | None:
+        """`queue_reads` of `name` from `producer` as dataflow-split-reductions will make it
+        read (a split reduction's partials read its inputs, each a chunk of the reduced
+        range); None where that pass will refuse the split (it says why)."""
         consumer = graph.stages[name]
         split = split_fanin(consumer)
+        deps = [d for d in graph.incoming(name) if d.producer.root_reference.data == producer]
+        reader = consumer
+        if split is not None:
+            try:
+                deps = [split_input(d, consumer.rank, split[1], split[0].sym_name.data)
+                        for d in deps]
+            except DiagnosticException:
+                return None
+            reader = split[0]
+        return queue_reads(deps, graph.stages[producer], reader)
+
+    def no_queue(name: str, group: list[str]) -> str | None:
+        """Why `name` cannot read a member of `group` through a queue, if it cannot."""
         for producer in (p for p in names if p in group and p in predecessors[name]):
-            deps = [d for d in graph.incoming(name)
-                    if d.producer.root_reference.data == producer]
-            reader = consumer
-            if split is not None:
-                try:
-                    deps = [split_input(d, consumer.rank, split[1], split[0].sym_name.data)
-                            for d in deps]
-                except DiagnosticException:  # dataflow-split-reductions says why
-                    continue
-                reader = split[0]
-            reads = queue_reads(deps, graph.stages[producer], reader)
+            reads = reads_of(name, producer)
             if isinstance(reads, NoQueue):
                 return reads.reason
         return None
+
+    def gathers_all(name: str) -> str | None:
+        """Kitsune's second rule by what a stage reads, whatever its declared kind: one tile
+        reading every tile of a producer of several starts only once that producer has ended,
+        and its queue would hold all of it."""
+        for producer in sorted(predecessors[name], key=names.index):
+            reads = reads_of(name, producer)
+            tiles = math.prod(graph.stages[producer].grid_shape)
+            if isinstance(reads, int) and reads == tiles > 1:
+                return (f"{EXCLUDED_KINDS['gather']} (its tile reads all {tiles} tiles of "
+                        f"@{producer})")
+        return None
+
+    excluded.update({n: why for n in names if n not in excluded
+                     and (why := gathers_all(n)) is not None})
 
     def joins(name: str, group: list[str]) -> bool:
         """`name` next to the group (reading a member, or read by one) keeps it contiguous,

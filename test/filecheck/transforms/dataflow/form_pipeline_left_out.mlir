@@ -41,3 +41,24 @@ builtin.module {
 }
 
 // CHECK: dataflow.pipeline @spatial attributes {dataflow.excluded = ["@g: gathers across all its input", "@g2: gathers across all its input", "@d: the pipeline would not be contiguous: a path between it and the pipeline's stages runs outside, through @g"]}
+
+// -----
+
+// @sum is declared elementwise, but its one tile reads all 64 tiles of @a: a gather across all
+// of its input by what it reads (Kitsune §5.1's second rule), which would start once @a has
+// ended and hold all of @a in its queue. Left out like a declared gather; @a and @c pipeline.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} { gpu.return }
+  }
+  sync.stage @a {kernel = @k::@f, grid = array<i64: 64>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gemm"}
+  sync.stage @sum {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "elementwise"}
+  sync.stage @c {kernel = @k::@f, grid = array<i64: 64>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "elementwise"}
+  sync.dependency @a -> @sum operand 0 tiles (d0)[s0] -> (s0) forall s0 in [0, 64)
+  sync.dependency @a -> @c operand 0 tiles (d0) -> (d0)
+}
+
+// CHECK: dataflow.pipeline @spatial attributes {dataflow.excluded = ["@sum: gathers across all its input (its tile reads all 64 tiles of @a)"]}
+// CHECK-NEXT: dataflow.stage @a
+// CHECK-NEXT: dataflow.stage @c
+// CHECK-NEXT: }
