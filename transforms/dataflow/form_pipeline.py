@@ -4,7 +4,9 @@
 The input is the stage program the cuSync passes take (`sync.stage`, `sync.dependency`), with
 each stage's operator kind in `dataflow.kind`. Two rules exclude a stage: it gathers across all
 of its input (declared `gather`, an embedding lookup say, or found so: its one tile reads every
-tile of a producer of several) or it is better bulk-synchronous (`bulk`). The
+tile of a producer of several) or it is better bulk-synchronous (`bulk`); a reduction that
+dataflow-split-reductions cannot split (`split_refusal`: no partials, no kernel adding them,
+a reduced range that does not cut into equal chunks) stays out too, bulk-synchronous. The
 pipeline must be *contiguous*: no path leaves it and re-enters it (a stage outside between two
 inside would have to run before the second and after the first, which a spatial pipeline cannot
 do), and a member's tiles reach its consumers in the pipeline through queues, so a stage joins
@@ -113,7 +115,7 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
     excluded.update({n: "already in a pipeline" for n in names
                      if DATAFLOW_PIPELINE_ATTR in graph.stages[n].attributes})
     excluded.update({n: why for n in names if n not in excluded
-                     and (why := split_refusal(graph.stages[n])) is not None})
+                     and (why := split_refusal(graph.stages[n], graph.incoming(n))) is not None})
     order, done = [], set()
 
     def visit(name: str) -> None:  # producers first, program order among equals

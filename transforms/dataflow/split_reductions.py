@@ -20,6 +20,7 @@ tile. Both sync stages join the pipeline, the original is erased with its launch
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -52,11 +53,11 @@ def split_input(dep: sync.DependencyOp, rank: int, parts: int, fanin: str
     old = dep.tiles_map
     dims = [AffineExpr.dimension(i) for i in range(rank + 1)]
     syms = [AffineExpr.symbol(i) for i in range(len(ranges))]
+    uneven = _uneven_chunks(dep, parts)
+    if uneven is not None:
+        raise diagnostic(PASS, dep, uneven)
     if ranges:
         lo, hi = ranges[-1]
-        if (hi - lo) % parts:
-            raise diagnostic(PASS, dep, f"the reduced range [{lo}, {hi}) does not split into "
-                             f"{parts} equal chunks")
         chunk = (hi - lo) // parts
         ranges[-1] = (lo, lo + chunk)
         syms[-1] = syms[-1] + dims[rank] * chunk
@@ -78,13 +79,35 @@ def _parts(stage: sync.StageOp) -> int | None:
     return split.value.data
 
 
-def split_refusal(stage: sync.StageOp) -> str | None:
-    """Why the split reduction `stage` cannot become fan-in and final stages (None: it can,
-    or it is none): the fan-in's grid is the reduction's with the partial index as one more
-    dimension, which must still be a grid a launch takes."""
+def split_refusal(stage: sync.StageOp, incoming: Sequence[sync.DependencyOp] = ()
+                  ) -> str | None:
+    """Why the reduction `stage` cannot become fan-in and final stages (None: it can, or it is
+    no reduction): it needs its partials and the kernel adding them; the fan-in's grid is the
+    reduction's with the partial index as one more dimension, which must still be a grid a
+    launch takes; and each of its dependencies `incoming` must cut its reduced range into as
+    many equal chunks."""
+    kind = stage.attributes.get(DATAFLOW_KIND_ATTR)
+    if not (isinstance(kind, StringAttr) and kind.data == "reduction"):
+        return None
+    name = stage.sym_name.data
     parts = _parts(stage)
     if parts is None:
-        return None
+        return (f"reduction @{name} needs '{DATAFLOW_SPLIT_ATTR}' (partials per output tile, "
+                f"at least 2)")
+    if not isinstance(stage.attributes.get(DATAFLOW_FINAL_KERNEL_ATTR), SymbolRefAttr):
+        return (f"reduction @{name} needs '{DATAFLOW_FINAL_KERNEL_ATTR}' (the kernel adding "
+                f"the partials)")
+    why = _fanin_grid_error(stage, parts)
+    if why is not None:
+        return why
+    for dep in incoming:
+        uneven = _uneven_chunks(dep, parts)
+        if uneven is not None:
+            return f"reduction @{name} cannot split into {parts} partials: {uneven}"
+    return None
+
+
+def _fanin_grid_error(stage: sync.StageOp, parts: int) -> str | None:
     grid = (*stage.grid_shape, parts)
     why = grid_error(grid)
     if why is None:
@@ -94,6 +117,17 @@ def split_refusal(stage: sync.StageOp) -> str | None:
             f"launch grid: {why}")
 
 
+def _uneven_chunks(dep: sync.DependencyOp, parts: int) -> str | None:
+    """Why `dep`'s reduced range (its last forall range) does not cut into `parts` equal
+    chunks, if it does not."""
+    if not dep.ranges:
+        return None
+    lo, hi = dep.ranges[-1]
+    if (hi - lo) % parts:
+        return f"the reduced range [{lo}, {hi}) does not split into {parts} equal chunks"
+    return None
+
+
 def split_fanin(stage: sync.StageOp) -> tuple[sync.StageOp, int] | None:
     """The fan-in stage (not inserted anywhere) a split reduction becomes, and its partials,
     or None for a stage that is not one: what dataflow-form-pipeline judges its reads by. A
@@ -101,7 +135,7 @@ def split_fanin(stage: sync.StageOp) -> tuple[sync.StageOp, int] | None:
     parts = _parts(stage)
     if parts is None:
         return None
-    why = split_refusal(stage)
+    why = _fanin_grid_error(stage, parts)
     if why is not None:
         raise diagnostic(PASS, stage, why)
     return sync.StageOp(f"{stage.sym_name.data}_fanin", stage.kernel,

@@ -62,3 +62,28 @@ builtin.module {
 // CHECK-NEXT: dataflow.stage @a
 // CHECK-NEXT: dataflow.stage @c
 // CHECK-NEXT: }
+
+// -----
+
+// Reductions that dataflow-split-reductions cannot split are left out with its reason (they
+// joined, and then that pass refused the whole program): @r cuts its 6 k-tiles into 4, @s has
+// no partials, @t no kernel to add them. @g and @c pipeline.
+builtin.module {
+  gpu.module @k {
+    gpu.func @f() kernel attributes {gpu.known_block_size = array<i32: 128, 1, 1>} { gpu.return }
+  }
+  sync.stage @g {kernel = @k::@f, grid = array<i64: 1, 6>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "gemm"}
+  sync.stage @r {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "reduction", dataflow.split = 4 : i64, dataflow.final_kernel = @k::@f}
+  sync.stage @s {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "reduction"}
+  sync.stage @t {kernel = @k::@f, grid = array<i64: 1>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "reduction", dataflow.split = 2 : i64}
+  sync.stage @c {kernel = @k::@f, grid = array<i64: 1, 6>, block = array<i64: 128, 1, 1>, tile = array<i64: 128, 128>, dataflow.kind = "elementwise"}
+  sync.dependency @g -> @r operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 6)
+  sync.dependency @g -> @s operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 6)
+  sync.dependency @g -> @t operand 0 tiles (d0)[s0] -> (d0, s0) forall s0 in [0, 6)
+  sync.dependency @g -> @c operand 0 tiles (d0, d1) -> (d0, d1)
+}
+
+// CHECK: dataflow.pipeline @spatial attributes {dataflow.excluded = ["@r: reduction @r cannot split into 4 partials: the reduced range [0, 6) does not split into 4 equal chunks", "@s: reduction @s needs 'dataflow.split' (partials per output tile, at least 2)", "@t: reduction @t needs 'dataflow.final_kernel' (the kernel adding the partials)"]}
+// CHECK-NEXT: dataflow.stage @g
+// CHECK-NEXT: dataflow.stage @c
+// CHECK-NEXT: }
