@@ -76,6 +76,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tilesync.contract import (
     MAX_THREADS_PER_BLOCK,
+    NUM_SEMAPHORES_ATTR,
     grid_error,
     launch_bounds_error,
     whole_warps_error,
@@ -1335,6 +1336,20 @@ class StageOp(IRDLOperation):
     @property
     def rank(self) -> int:
         return len(self.grid_shape)
+
+    @property
+    def semaphores(self) -> tuple[int, int]:
+        """(words of this stage's semaphore buffer, posts each receives per launch): what
+        the runtime allocates, so a post or wait at an index past it is out of bounds. The
+        `num_semaphores` sync-insert-post-wait records, else its policy's count, else one
+        semaphore a tile posted once."""
+        grid = self.grid_shape
+        if self.policy is None:
+            return math.prod(grid), 1
+        count = self.attributes.get(NUM_SEMAPHORES_ATTR)
+        if isinstance(count, IntegerAttr):
+            return count.value.data, self.policy.posts.data
+        return self.policy.num_semaphores(grid), self.policy.posts.data
 
     @property
     def output_placement(self) -> tuple[tuple[int, int], ...] | None:

@@ -26,7 +26,6 @@ from tilesync.contract import (
     DEBUG_RECORD_FIELDS,
     DEBUG_RECORD_WORDS,
     NEXT_EPOCH_KERNEL,
-    NUM_SEMAPHORES_ATTR,
     ONE_LAUNCH_KERNEL_ATTR,
     PROGRESS_ATTR,
     SPIN_SITE_CLUSTER_QUEUE_FREE,
@@ -102,24 +101,13 @@ class _State:
     epoch_word: DeviceBuffer | None = None
 
 
-def _stage_semaphores(op: sync.StageOp) -> tuple[int, int]:
-    """(semaphores, posts per semaphore per launch) of a producer stage."""
-    grid = tuple(op.grid.get_values())
-    count = op.attributes.get(NUM_SEMAPHORES_ATTR)
-    policy = op.properties.get("policy") or op.attributes.get("policy")
-    if isinstance(policy, sync.PolicyAttr):
-        posts = policy.posts.data
-        return (count.value.data if count is not None else policy.num_semaphores(grid)), posts
-    return math.prod(grid), 1
-
-
 def read_plan(compiled: CompiledProgram) -> tuple[dict[str, Stage], list[HostStep]]:
     """The stages to launch and the host plan (without `sync.launch` ops: every stage on
     stream 0 in program order)."""
     graph = StageGraph.of(compiled.module)
     stages: dict[str, Stage] = {}
     for name, op in graph.stages.items():
-        sems, posts = _stage_semaphores(op)
+        sems, posts = op.semaphores
         stages[name] = Stage(name, _kernel_name(op),
                              _dims3(op.grid_shape), _dims3(op.block_shape), sems, posts)
     return stages, graph.plan

@@ -538,6 +538,7 @@ class ConsumerRun(CheckedRun):
         if self.roles.get(op.epoch) != EPOCH:
             raise Unproven(op, "sync.wait does not compare against the kernel's epoch")
         semaphore = affine_exact(op.policy.sem_map.data.results[0], coords, (), op)
+        self.refuse_out_of_bounds(op, role, semaphore, True)
         posts = op.policy.posts.data
         if op.unless is not None:
             # skipped where the probe answered ready: it covers its semaphore only if the
@@ -558,6 +559,27 @@ class ConsumerRun(CheckedRun):
         proxy = op.async_proxy is not None
         state.waited.setdefault((role, posts, same, proxy),
                                 Waited(role, semaphore, posts, proxy))
+
+    def refuse_out_of_bounds(self, op: Operation, role: Role, semaphore: Scalar,
+                             valid: Scalar) -> None:
+        """A wait or probe on a semaphore past the end of its stage's buffer reads another
+        buffer's words (the runtime allocates `StageOp.semaphores`)."""
+        stage = self.v.graph.stages.get(role.stage) if role.kind == RoleKind.SEMAPHORES \
+            else None
+        if stage is None:
+            return
+        size = stage.semaphores[0]
+        bad = np.broadcast_to(valid & ((semaphore < 0) | (semaphore >= size)),
+                              np.broadcast_shapes(np.shape(semaphore), np.shape(valid)))
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            i = int(where[-1]) if bad.ndim else 0
+            index = int(np.asarray(semaphore)[tuple(where)]) if np.ndim(semaphore) else \
+                int(semaphore)
+            raise Unproven(op, f"consumer tile {self.tile(i)} of @{self.stage_name} "
+                               f"{'probes' if isinstance(op, sync.ProbeOp) else 'waits on'} "
+                               f"semaphore {index} of @{role.stage}, whose buffer has {size}: "
+                               f"it reads past its end")
 
     def leave_thread_side(self, side: State, state: State) -> None:
         # a bulk copy after the barrier needs its own proxy fence: the waits stay generic
@@ -590,6 +612,7 @@ class ConsumerRun(CheckedRun):
         if role is None or coords is None or self.roles.get(op.epoch) != EPOCH:
             return  # tests nothing known: a wait skipped by it is refused
         semaphores, valid = probe_semaphores(op, coords, self.size)
+        self.refuse_out_of_bounds(op, role, semaphores, valid)
         self.probes[op.ready] = Probed(role, op.policy.posts.data, semaphores, valid)
         if op.until_ready is not None:  # it waited for every point: each one is waited for
             posts = op.policy.posts.data
@@ -917,6 +940,7 @@ class Verifier:
         tiles, exact_ = self.tiles(grid)
         semaphore = np.zeros(math.prod(grid), dtype=np.int64)
         seen = np.zeros(math.prod(grid), dtype=bool)
+        size = stage.semaphores[0]  # the runtime's buffer
         start_flag = True
 
         outputs = self.outputs_of(name, func, roles)
@@ -960,6 +984,13 @@ class Verifier:
                 if len(indices) else []
             semaphore[ids] = np.broadcast_to(mine[0][1], (len(indices),))
             seen[ids] = True
+            past = [i for i in ids if semaphore[i] >= size]
+            if past:
+                tile = tuple(int(c) for c in np.unravel_index(past[0], grid))
+                raise refusal(mine[0][0], f"producer @{name}, tile {tile} posts semaphore "
+                                          f"{int(semaphore[past[0]])}, but its buffer has {size} "
+                                          f"(its num_semaphores, else its policy's count, else "
+                                          f"one a tile): the post writes past its end")
             flags = [(s, d) for p, r, s, d in run.posts if r == START_FLAG]
             # the wait-kernel counts one post of every block on flag[0] (the runtime's flag
             # has that one word)
@@ -969,6 +1000,7 @@ class Verifier:
             raise refusal(failure.op, failure.message(i))
         if (semaphore[seen] < 0).any():
             raise refusal(stage, f"producer @{name} posts a semaphore below index 0")
+
         if seen.any() and int(semaphore[seen].max()) >= ENUMERATION_LIMIT:
             raise refusal(stage, f"producer @{name} posts semaphore {int(semaphore[seen].max())}"
                                  f", beyond the {ENUMERATION_LIMIT} whose posts are counted")

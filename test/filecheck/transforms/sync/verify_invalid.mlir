@@ -477,8 +477,8 @@ builtin.module {
     }
     gpu.func @c(%a: memref<?xf32>, %b: memref<?xf32>, %sq: memref<?xi32>, %sp: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@q", "sems:@p", "epoch"]} {
       %t = sync.tile : index
-      sync.wait %sq[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 * 2), posts = 2> : memref<?xi32>
-      sync.wait %sp[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 * 2), posts = 2> : memref<?xi32>
+      sync.wait %sq[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 floordiv 2), posts = 2> : memref<?xi32>
+      sync.wait %sp[%t] epoch %epoch policy #sync.policy<Custom (d0) -> (d0 floordiv 2), posts = 2> : memref<?xi32>
       gpu.return
     }
   }
