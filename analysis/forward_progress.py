@@ -65,7 +65,7 @@ from tilesync.analysis.stage_graph import (
     one_launch_groups,
 )
 from tilesync.analysis.wave_model import Legality, StageWaves, format_waves
-from tilesync.contract import CORESIDENT_ATTR, MAX_CLUSTER_BLOCKS, all_resident
+from tilesync.contract import ARCH_LIMITS, CORESIDENT_ATTR, MAX_CLUSTER_BLOCKS, all_resident
 
 WaitKernelEnds = Literal["all_dispatched", "first_started"]
 
@@ -265,7 +265,8 @@ class ProgressFacts:
     its start flag, the wait-kernel function waits for it; None: every one, as in the
     simulator).
     `block_threads`: threads of each stage's blocks, where known (a launch of several stages
-    is one kernel: see `_one_launch_residency`).
+    is one kernel: see `_one_launch_residency`); `grid_blocks`: the blocks of each stage's
+    grid, where known.
     `wait_kernel_ends` and `in_order_dispatch`: see the module doc."""
 
     stages: Sequence[str]
@@ -278,6 +279,7 @@ class ProgressFacts:
     in_order_dispatch: bool = False
     working_wait_kernels: Collection[str] | None = None
     block_threads: Mapping[str, int] = field(default_factory=dict)
+    grid_blocks: Mapping[str, int] = field(default_factory=dict)
 
     def waves(self, stage: str) -> StageWaves | None:
         known = self.residency.get(stage)
@@ -305,7 +307,9 @@ def program_facts(graph: StageGraph, residency: Mapping[str, Residency], sms: in
                          list(graph.plan if plan is None else plan), residency, max(sms, 0),
                          declared, working_wait_kernels=working_wait_kernels,
                          block_threads={name: math.prod(stage.block_shape)
-                                        for name, stage in graph.stages.items()})
+                                        for name, stage in graph.stages.items()},
+                         grid_blocks={name: math.prod(stage.grid_shape)
+                                      for name, stage in graph.stages.items()})
 
 
 @dataclass(frozen=True)
@@ -629,17 +633,40 @@ def _ordering(
 
 
 def _stage_overflowing(facts: ProgressFacts) -> str | None:
-    """A stage whose counts are known and whose blocks alone outnumber the SMs' room for them
-    (blocks per SM x SMs), in words: then not every block of the program is resident at once,
-    whatever the stages whose counts are unknown take."""
+    """Why not every block of the program can be resident at once on `facts.sms` SMs, where
+    its counts show it, in words: a stage whose blocks alone outnumber the SMs' room for them
+    (its blocks per SM where known, else the most an SM of any target holds: its block and
+    thread slots), or, where some stage's count is unknown, all blocks together needing more
+    block or thread slots than the SMs have."""
     if facts.sms < 1:
         return None
+    total_blocks = total_threads = 0
     for name in facts.stages:
         known = facts.residency.get(name)
-        if known is not None and known.blocks > facts.sms * known.blocks_per_sm:
-            return (f"@{name} alone has {known.blocks} blocks, more than {facts.sms} SMs x "
-                    f"{known.blocks_per_sm} blocks per SM")
+        blocks = known.blocks if known is not None else facts.grid_blocks.get(name)
+        if blocks is None:
+            continue
+        threads = facts.block_threads.get(name, 1)
+        most = known.blocks_per_sm if known is not None else \
+            min(MOST_BLOCKS_PER_SM, MOST_THREADS_PER_SM // max(threads, 1))
+        if blocks > facts.sms * most:
+            return (f"@{name} alone has {blocks} blocks, more than {facts.sms} SMs x "
+                    f"{most} blocks per SM")
+        total_blocks += blocks
+        total_threads += blocks * threads
+    if all(name in facts.residency for name in facts.stages):
+        return None  # counted in full: all_resident decides (program_fits)
+    if total_blocks > facts.sms * MOST_BLOCKS_PER_SM:
+        return (f"the stages have {total_blocks} blocks, more than {facts.sms} SMs x "
+                f"{MOST_BLOCKS_PER_SM} blocks per SM")
+    if total_threads > facts.sms * MOST_THREADS_PER_SM:
+        return (f"the stages' blocks have {total_threads} threads, more than {facts.sms} SMs x "
+                f"{MOST_THREADS_PER_SM} threads per SM")
     return None
+
+
+MOST_BLOCKS_PER_SM = max(limits.max_blocks_per_sm for limits in ARCH_LIMITS.values())
+MOST_THREADS_PER_SM = max(limits.max_threads_per_sm for limits in ARCH_LIMITS.values())
 
 
 NO_GUARANTEE_HINT = (
