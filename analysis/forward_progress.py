@@ -647,8 +647,7 @@ def _stage_overflowing(facts: ProgressFacts) -> str | None:
         if blocks is None:
             continue
         threads = facts.block_threads.get(name, 1)
-        most = known.blocks_per_sm if known is not None else \
-            min(MOST_BLOCKS_PER_SM, MOST_THREADS_PER_SM // max(threads, 1))
+        most = known.blocks_per_sm if known is not None else most_blocks_per_sm(threads)
         if blocks > facts.sms * most:
             return (f"@{name} alone has {blocks} blocks, more than {facts.sms} SMs x "
                     f"{most} blocks per SM")
@@ -667,6 +666,12 @@ def _stage_overflowing(facts: ProgressFacts) -> str | None:
 
 MOST_BLOCKS_PER_SM = max(limits.max_blocks_per_sm for limits in ARCH_LIMITS.values())
 MOST_THREADS_PER_SM = max(limits.max_threads_per_sm for limits in ARCH_LIMITS.values())
+
+
+def most_blocks_per_sm(threads: int) -> int:
+    """The most blocks of `threads` threads an SM of any target holds (its block and thread
+    slots; registers and shared memory may allow fewer)."""
+    return min(MOST_BLOCKS_PER_SM, MOST_THREADS_PER_SM // max(threads, 1))
 
 
 NO_GUARANTEE_HINT = (

@@ -86,6 +86,7 @@ from tilesync.analysis.forward_progress import (
     Residency,
     analyze,
     format_cycle,
+    most_blocks_per_sm,
     program_facts,
 )
 from tilesync.analysis.grid import Tile, grid_tiles
@@ -1148,6 +1149,12 @@ class Verifier:
         for name, stage in self.graph.stages.items():
             per_sm = stage.attributes.get(BLOCKS_PER_SM_ATTR)
             if isinstance(per_sm, IntegerAttr) and per_sm.value.data > 0:
+                threads = math.prod(stage.block_shape)
+                most = most_blocks_per_sm(threads)
+                if per_sm.value.data > most:  # co-residency would be counted on slots
+                    raise refusal(stage, f"stage @{name} has {BLOCKS_PER_SM_ATTR} = "
+                                         f"{per_sm.value.data}, but an SM holds at most {most} "
+                                         f"blocks of {threads} threads")
                 residency[name] = Residency(math.prod(stage.grid_shape), per_sm.value.data)
         facts = program_facts(self.graph, residency, self.sms,
                               working_wait_kernels=self.working_wait_kernels())
