@@ -169,14 +169,11 @@ class SplitReductionsPass(ModulePass):
     def _split(self, module: ModuleOp, graph: StageGraph, pipeline: dataflow.PipelineOp,
                df_stage: dataflow.StageOp, stage: sync.StageOp) -> None:
         name = stage.sym_name.data
-        split = stage.attributes.get(DATAFLOW_SPLIT_ATTR)
-        final_kernel = stage.attributes.get(DATAFLOW_FINAL_KERNEL_ATTR)
-        if not isinstance(split, IntegerAttr) or split.value.data < 2:
-            raise diagnostic(PASS, stage, f"reduction @{name} needs '{DATAFLOW_SPLIT_ATTR}' "
-                             "(partials per output tile, at least 2)")
-        if not isinstance(final_kernel, SymbolRefAttr):
-            raise diagnostic(PASS, stage, f"reduction @{name} needs "
-                             f"'{DATAFLOW_FINAL_KERNEL_ATTR}' (the kernel adding the partials)")
+        why = split_refusal(stage)  # an uneven chunk is refused at its dependency (split_input)
+        if why is not None:
+            raise diagnostic(PASS, stage, why)
+        final_kernel = stage.attributes[DATAFLOW_FINAL_KERNEL_ATTR]
+        assert isinstance(final_kernel, SymbolRefAttr)
         fanin, parts = split_fanin(stage)  # type: ignore[misc]
         fanin_name, final_name = fanin.sym_name.data, f"{name}_final"
         # the partials do the reduction's work: the resource it declares (a batch sum is SIMT
