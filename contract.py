@@ -533,6 +533,19 @@ ARCHITECTURES: dict[str, Architecture] = {
 TARGETS = tuple(ARCHITECTURES)
 DEFAULT_TARGET = "sm_90"
 ARCH_LIMITS: dict[str, DeviceLimits] = {name: a.limits for name, a in ARCHITECTURES.items()}
+MOST_BLOCKS_PER_SM = max(limits.max_blocks_per_sm for limits in ARCH_LIMITS.values())
+MOST_WARPS_PER_SM = max(limits.max_warps_per_sm for limits in ARCH_LIMITS.values())
+
+
+def warps_of(threads: int) -> int:
+    """The warps a block of `threads` threads takes (an SM hands out whole warps)."""
+    return -(-max(threads, 1) // SM_90.warp_size)
+
+
+def most_blocks_per_sm(threads: int) -> int:
+    """The most blocks of `threads` threads an SM of any target holds: its block and warp
+    slots (registers and shared memory may allow fewer), an upper bound whatever the kernel."""
+    return min(MOST_BLOCKS_PER_SM, MOST_WARPS_PER_SM // warps_of(threads))
 
 
 def architecture(name: str) -> Architecture:
@@ -574,9 +587,9 @@ def launch_bounds_error(block: tuple[int, ...] | None = None,
             return (f"a block has at most {MAX_THREADS_PER_BLOCK} threads, got "
                     f"{' x '.join(map(str, block))} = {threads}")
     if min_blocks_per_sm is not None:
-        most = max(a.limits.max_blocks_per_sm for a in ARCHITECTURES.values())
-        if not 1 <= min_blocks_per_sm <= most:
-            return f"blocks per SM must be in [1, {most}], got {min_blocks_per_sm}"
+        if not 1 <= min_blocks_per_sm <= MOST_BLOCKS_PER_SM:
+            return (f"blocks per SM must be in [1, {MOST_BLOCKS_PER_SM}], got "
+                    f"{min_blocks_per_sm}")
     return None
 
 

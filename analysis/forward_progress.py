@@ -65,7 +65,15 @@ from tilesync.analysis.stage_graph import (
     one_launch_groups,
 )
 from tilesync.analysis.wave_model import Legality, StageWaves, format_waves
-from tilesync.contract import ARCH_LIMITS, CORESIDENT_ATTR, MAX_CLUSTER_BLOCKS, all_resident
+from tilesync.contract import (
+    CORESIDENT_ATTR,
+    MAX_CLUSTER_BLOCKS,
+    MOST_BLOCKS_PER_SM,
+    MOST_WARPS_PER_SM,
+    all_resident,
+    most_blocks_per_sm,
+    warps_of,
+)
 
 WaitKernelEnds = Literal["all_dispatched", "first_started"]
 
@@ -636,11 +644,11 @@ def _stage_overflowing(facts: ProgressFacts) -> str | None:
     """Why not every block of the program can be resident at once on `facts.sms` SMs, where
     its counts show it, in words: a stage whose blocks alone outnumber the SMs' room for them
     (its blocks per SM where known, else the most an SM of any target holds: its block and
-    thread slots), or, where some stage's count is unknown, all blocks together needing more
-    block or thread slots than the SMs have."""
+    warp slots), or, where some stage's count is unknown, all blocks together needing more
+    block or warp slots than the SMs have."""
     if facts.sms < 1:
         return None
-    total_blocks = total_threads = 0
+    total_blocks = total_warps = 0
     for name in facts.stages:
         known = facts.residency.get(name)
         blocks = known.blocks if known is not None else facts.grid_blocks.get(name)
@@ -652,26 +660,16 @@ def _stage_overflowing(facts: ProgressFacts) -> str | None:
             return (f"@{name} alone has {blocks} blocks, more than {facts.sms} SMs x "
                     f"{most} blocks per SM")
         total_blocks += blocks
-        total_threads += blocks * threads
+        total_warps += blocks * warps_of(threads)
     if all(name in facts.residency for name in facts.stages):
         return None  # counted in full: all_resident decides (program_fits)
     if total_blocks > facts.sms * MOST_BLOCKS_PER_SM:
         return (f"the stages have {total_blocks} blocks, more than {facts.sms} SMs x "
                 f"{MOST_BLOCKS_PER_SM} blocks per SM")
-    if total_threads > facts.sms * MOST_THREADS_PER_SM:
-        return (f"the stages' blocks have {total_threads} threads, more than {facts.sms} SMs x "
-                f"{MOST_THREADS_PER_SM} threads per SM")
+    if total_warps > facts.sms * MOST_WARPS_PER_SM:
+        return (f"the stages' blocks have {total_warps} warps, more than {facts.sms} SMs x "
+                f"{MOST_WARPS_PER_SM} warps per SM")
     return None
-
-
-MOST_BLOCKS_PER_SM = max(limits.max_blocks_per_sm for limits in ARCH_LIMITS.values())
-MOST_THREADS_PER_SM = max(limits.max_threads_per_sm for limits in ARCH_LIMITS.values())
-
-
-def most_blocks_per_sm(threads: int) -> int:
-    """The most blocks of `threads` threads an SM of any target holds (its block and thread
-    slots; registers and shared memory may allow fewer)."""
-    return min(MOST_BLOCKS_PER_SM, MOST_THREADS_PER_SM // max(threads, 1))
 
 
 NO_GUARANTEE_HINT = (

@@ -86,7 +86,6 @@ from tilesync.analysis.forward_progress import (
     Residency,
     analyze,
     format_cycle,
-    most_blocks_per_sm,
     program_facts,
 )
 from tilesync.analysis.grid import Tile, grid_tiles
@@ -128,6 +127,7 @@ from tilesync.contract import (
     Role,
     RoleKind,
     VerifyError,
+    most_blocks_per_sm,
 )
 from tilesync.dialects import sync
 from tilesync.dialects.kernel_args import lookup_kernel, role_arguments

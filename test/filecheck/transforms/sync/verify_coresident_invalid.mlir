@@ -1,6 +1,6 @@
 // RUN: tilesync-opt %s --split-input-file -p 'sync-verify{sms=4}' --verify-diagnostics | filecheck %s
 // A `coresident` declaration that no device can hold, without blocks_per_sm: an SM holds at
-// most 32 blocks and 2048 threads on every target, so blocks of 1024 threads fit 2 to an SM,
+// most 32 blocks and 64 warps on every target, so blocks of 1024 threads fit 2 to an SM,
 // 8 on 4 SMs. @c's blocks would fill the SMs and spin on tiles of @p never dispatched. Each
 // was proved ("co-resident (declared)").
 
@@ -33,7 +33,7 @@ builtin.module {
 
 // -----
 
-// Each stage fits alone (6 blocks), not both: 12 x 1024 threads.
+// Each stage fits alone (6 blocks), not both: 12 x 32 warps.
 builtin.module {
   gpu.module @k {
     gpu.func @p(%out: memref<384xf32>, %sems: memref<?xi32>, %epoch: i32) kernel attributes {sync.args = ["sems:@p", "epoch"]} {
@@ -58,7 +58,7 @@ builtin.module {
   sync.launch @p
   sync.launch @c {stream = 1 : i64, coresident}
 }
-// CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p: @c is declared coresident, but the stages' blocks have 12288 threads, more than 4 SMs x 2048 threads per SM: the declaration does not hold
+// CHECK: sync-verify: no forward-progress guarantee for @c waiting on @p: @c is declared coresident, but the stages' blocks have 384 warps, more than 4 SMs x 64 warps per SM: the declaration does not hold
 
 // -----
 
