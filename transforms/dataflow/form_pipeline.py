@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from tilesync.analysis.forward_progress import dependency_cycle, format_cycle
 from tilesync.analysis.stage_graph import StageGraph
@@ -128,20 +127,17 @@ def select(graph: StageGraph) -> tuple[list[str], dict[str, str]]:
 
     for name in names:
         visit(name)
-    def reads_of(name: str, producer: str) -> int | NoQueue | None:
-        """`queue_reads` of `name` from `producer` as dataflow-split-reductions will make it
-        read (a split reduction's partials read its inputs, each a chunk of the reduced
-        range); None where that pass will refuse the split (it says why)."""
+    def reads_of(name: str, producer: str) -> int | NoQueue:
+        """`queue_reads` of `name` (not excluded: a reduction that splits) from `producer` as
+        dataflow-split-reductions will make it read (a split reduction's partials read its
+        inputs, each a chunk of the reduced range)."""
         consumer = graph.stages[name]
         split = split_fanin(consumer)
         deps = [d for d in graph.incoming(name) if d.producer.root_reference.data == producer]
         reader = consumer
         if split is not None:
-            try:
-                deps = [split_input(d, consumer.rank, split[1], split[0].sym_name.data)
-                        for d in deps]
-            except DiagnosticException:
-                return None
+            deps = [split_input(d, consumer.rank, split[1], split[0].sym_name.data)
+                    for d in deps]
             reader = split[0]
         return queue_reads(deps, graph.stages[producer], reader)
 
